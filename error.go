@@ -1,0 +1,137 @@
+package duet
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code is a stable, machine-readable error code. Codes cross every wire
+// (HTTP, JSON-RPC, MCP tool results, CLI output, step results), so values are
+// only ever added, never renamed or removed.
+type Code string
+
+// Error codes. Keep the list in sync with the transport tables (a test checks
+// that every code has a row).
+const (
+	// Generic codes.
+	CodeInvalidArgument     Code = "INVALID_ARGUMENT"
+	CodeNotFound            Code = "NOT_FOUND"
+	CodeConflict            Code = "CONFLICT"
+	CodeIdempotencyConflict Code = "IDEMPOTENCY_CONFLICT"
+	CodeUnauthenticated     Code = "UNAUTHENTICATED"
+	CodePermissionDenied    Code = "PERMISSION_DENIED"
+	CodeRateLimited         Code = "RATE_LIMITED"
+	CodeTimeout             Code = "TIMEOUT"
+	CodeTooLarge            Code = "TOO_LARGE"
+	CodeCancelled           Code = "CANCELLED"
+	CodeUnavailable         Code = "UNAVAILABLE"
+	CodeInternal            Code = "INTERNAL"
+
+	// Test execution codes (step and case results).
+	CodeAssertionFailed    Code = "ASSERTION_FAILED"
+	CodeStepTimeout        Code = "STEP_TIMEOUT"
+	CodeCaseTimeout        Code = "CASE_TIMEOUT"
+	CodeHTTPRequestFailed  Code = "HTTP_REQUEST_FAILED"
+	CodeBindingFailed      Code = "BINDING_FAILED"
+	CodeBrowserUnavailable Code = "BROWSER_UNAVAILABLE"
+	CodeBrowserError       Code = "BROWSER_ERROR"
+	CodeElementNotFound    Code = "ELEMENT_NOT_FOUND"
+	CodeInterrupted        Code = "INTERRUPTED"
+
+	// MCP client codes (calls Duet makes to other MCP servers).
+	CodeMCPServerNotConfigured Code = "MCP_SERVER_NOT_CONFIGURED"
+	CodeMCPToolNotFound        Code = "MCP_TOOL_NOT_FOUND"
+	CodeMCPCallTimeout         Code = "MCP_CALL_TIMEOUT"
+	CodeMCPAuthFailed          Code = "MCP_AUTH_FAILED"
+	CodeMCPToolError           Code = "MCP_TOOL_ERROR"
+	CodeMCPUnreachable         Code = "MCP_UNREACHABLE"
+	CodeMCPProtocolMismatch    Code = "MCP_PROTOCOL_MISMATCH"
+	CodeURLRefused             Code = "URL_REFUSED"
+
+	// Agent codes.
+	CodeLLMNotConfigured Code = "LLM_NOT_CONFIGURED"
+	CodeLLMError         Code = "LLM_ERROR"
+	CodeGenerationFailed Code = "GENERATION_FAILED"
+)
+
+// Codes lists every code, in declaration order.
+func Codes() []Code {
+	return []Code{
+		CodeInvalidArgument, CodeNotFound, CodeConflict, CodeIdempotencyConflict,
+		CodeUnauthenticated, CodePermissionDenied, CodeRateLimited, CodeTimeout,
+		CodeTooLarge, CodeCancelled, CodeUnavailable, CodeInternal,
+		CodeAssertionFailed, CodeStepTimeout, CodeCaseTimeout, CodeHTTPRequestFailed,
+		CodeBindingFailed, CodeBrowserUnavailable, CodeBrowserError, CodeElementNotFound,
+		CodeInterrupted,
+		CodeMCPServerNotConfigured, CodeMCPToolNotFound, CodeMCPCallTimeout,
+		CodeMCPAuthFailed, CodeMCPToolError, CodeMCPUnreachable, CodeMCPProtocolMismatch,
+		CodeURLRefused,
+		CodeLLMNotConfigured, CodeLLMError, CodeGenerationFailed,
+	}
+}
+
+// Error is Duet's error type. Code and Message are safe to show to the caller;
+// Op and Err are for logs and never leave the process.
+type Error struct {
+	Code    Code   // machine-readable code
+	Message string // human-readable, safe to show to callers
+	Op      string // logical operation, e.g. "sqlite.TaskStore.FindTaskByID"
+	Err     error  // underlying error, if any
+}
+
+func (e *Error) Error() string {
+	var s string
+	if e.Op != "" {
+		s = e.Op + ": "
+	}
+	s += string(e.Code)
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap returns the underlying error.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf returns an *Error with the given code and a formatted message.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// WrapError returns an *Error with code and message that wraps err.
+func WrapError(code Code, err error, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Err: err}
+}
+
+// ErrorCode returns the code of the first *Error in err's chain, or
+// CodeInternal for any other non-nil error, or "" for nil.
+func ErrorCode(err error) Code {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) && e.Code != "" {
+		return e.Code
+	}
+	return CodeInternal
+}
+
+// ErrorMessage returns the caller-safe message of the first *Error in err's
+// chain, or "internal error" for any other non-nil error.
+func ErrorMessage(err error) string {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) && e.Code != "" {
+		if e.Message == "" {
+			return string(e.Code)
+		}
+		return e.Message
+	}
+	return "internal error"
+}
