@@ -1,0 +1,110 @@
+package duet
+
+import (
+	"context"
+	"time"
+)
+
+// CaseStatus is the lifecycle state of a case.
+type CaseStatus string
+
+// Case statuses.
+const (
+	CaseActive   CaseStatus = "active"   // applied from a suite; runs by default
+	CaseDraft    CaseStatus = "draft"    // generated, not yet accepted; runs only when named
+	CaseArchived CaseStatus = "archived" // removed from its suite; kept for past runs
+)
+
+// Case is one test case of a task: its declarative source (YAML, written by a
+// person or by the agent) and the steps the compiler produced from it.
+// Version increases each time the source changes.
+type Case struct {
+	ID         string     `json:"id"`
+	TaskID     string     `json:"taskId"`
+	Key        string     `json:"key"` // stable name within the task
+	Title      string     `json:"title"`
+	Source     string     `json:"source"` // declarative YAML of this case
+	SourceHash string     `json:"sourceHash"`
+	Steps      []Step     `json:"steps"`
+	Version    int        `json:"version"`
+	Status     CaseStatus `json:"status"`
+	CreatedBy  string     `json:"createdBy"`
+	CreatedAt  time.Time  `json:"createdAt"`
+	UpdatedAt  time.Time  `json:"updatedAt"`
+}
+
+// CaseFilter selects the cases of one task.
+type CaseFilter struct {
+	TaskID          string
+	IncludeDrafts   bool
+	IncludeArchived bool
+	Cursor          string
+	Limit           int // 0 means 50; at most 200
+}
+
+// Suite is the desired state of one task and its cases, as declared in a
+// suite file. Applying it creates or updates the task and its cases.
+type Suite struct {
+	Task  Task
+	Cases []*Case
+}
+
+// ApplyAction says what applying a suite did to one object.
+type ApplyAction string
+
+// Apply actions.
+const (
+	ApplyCreated   ApplyAction = "created"
+	ApplyUpdated   ApplyAction = "updated"
+	ApplyUnchanged ApplyAction = "unchanged"
+	ApplyArchived  ApplyAction = "archived"
+)
+
+// ApplyResult reports what ApplySuite did.
+type ApplyResult struct {
+	Task       *Task             `json:"task"`
+	TaskAction ApplyAction       `json:"taskAction"`
+	Cases      []ApplyCaseResult `json:"cases"`
+}
+
+// ApplyCaseResult is what happened to one case.
+type ApplyCaseResult struct {
+	Key     string      `json:"key"`
+	ID      string      `json:"id"`
+	Version int         `json:"version"`
+	Action  ApplyAction `json:"action"`
+}
+
+// Changed reports whether applying changed anything.
+func (r *ApplyResult) Changed() bool {
+	if r.TaskAction != ApplyUnchanged {
+		return true
+	}
+	for _, c := range r.Cases {
+		if c.Action != ApplyUnchanged {
+			return true
+		}
+	}
+	return false
+}
+
+// CaseStore keeps cases.
+type CaseStore interface {
+	// ApplySuite creates or updates, in one transaction, the task named
+	// s.Task.Name owned by owner and its cases (matched by Key). Cases of the
+	// task that are no longer in the suite are archived (drafts are kept).
+	// Unchanged objects are left untouched. Returns INVALID_ARGUMENT.
+	ApplySuite(ctx context.Context, owner string, s *Suite) (*ApplyResult, error)
+
+	// SaveDraftCase stores a generated case as a draft of the task (a new
+	// version when a case with the same key exists). Returns NOT_FOUND.
+	SaveDraftCase(ctx context.Context, c *Case) error
+
+	// FindCaseByID returns the case with id if viewer may see its task.
+	// Returns NOT_FOUND.
+	FindCaseByID(ctx context.Context, viewer, id string) (*Case, error)
+
+	// FindCases returns a page of the cases of a task, in key order, with the
+	// next cursor and the total. The caller checks access to the task first.
+	FindCases(ctx context.Context, filter CaseFilter) (cases []*Case, next string, total int, err error)
+}

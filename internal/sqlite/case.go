@@ -1,0 +1,259 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/duet-test/duet"
+)
+
+const caseColumns = `c.id, c.task_id, c.key, c.title, c.source, c.source_hash, c.steps, c.version, c.status, c.created_by, c.created_at, c.updated_at`
+
+func scanCase(r rowScanner) (*duet.Case, error) {
+	var c duet.Case
+	var steps string
+	var created, updated int64
+	if err := r.Scan(&c.ID, &c.TaskID, &c.Key, &c.Title, &c.Source, &c.SourceHash, &steps, &c.Version, &c.Status, &c.CreatedBy, &created, &updated); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(steps), &c.Steps); err != nil {
+		return nil, fmt.Errorf("case %s: decoding steps: %w", c.ID, err)
+	}
+	c.CreatedAt, c.UpdatedAt = fromMicros(created), fromMicros(updated)
+	return &c, nil
+}
+
+// ApplySuite creates or updates owner's task and its cases in one transaction.
+func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet.ApplyResult, error) {
+	if owner == "" {
+		return nil, duet.Errorf(duet.CodeInvalidArgument, "owner is empty")
+	}
+	if s == nil || s.Task.Name == "" {
+		return nil, duet.Errorf(duet.CodeInvalidArgument, "task name is empty")
+	}
+	res := &duet.ApplyResult{}
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		now := d.now()
+		nowUs := micros(now)
+		want := s.Task
+		task, err := findTaskByName(ctx, tx, owner, want.Name)
+		switch {
+		case duet.ErrorCode(err) == duet.CodeNotFound:
+			task = &duet.Task{
+				ID: duet.NewID("task"), Owner: owner, Name: want.Name, Description: want.Description,
+				BaseURL: want.BaseURL, Device: want.Device, SharedWith: sortedUnique(want.SharedWith, owner),
+				CreatedAt: now, UpdatedAt: now,
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO tasks (id, owner, name, description, base_url, device, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+				task.ID, owner, task.Name, task.Description, task.BaseURL, task.Device, nowUs, nowUs); err != nil {
+				return mapErr(err)
+			}
+			if err := setShares(ctx, tx, task.ID, task.SharedWith, nowUs); err != nil {
+				return err
+			}
+			res.TaskAction = duet.ApplyCreated
+		case err != nil:
+			return err
+		default:
+			res.TaskAction = duet.ApplyUnchanged
+			shares := task.SharedWith
+			if want.SharedWith != nil {
+				shares = sortedUnique(want.SharedWith, owner)
+			}
+			if task.Description != want.Description || task.BaseURL != want.BaseURL || task.Device != want.Device || !slices.Equal(shares, task.SharedWith) {
+				task.Description, task.BaseURL, task.Device, task.UpdatedAt = want.Description, want.BaseURL, want.Device, now
+				if _, err := tx.ExecContext(ctx, `UPDATE tasks SET description = ?, base_url = ?, device = ?, updated_at = ? WHERE id = ?`,
+					task.Description, task.BaseURL, task.Device, nowUs, task.ID); err != nil {
+					return mapErr(err)
+				}
+				if !slices.Equal(shares, task.SharedWith) {
+					if err := setShares(ctx, tx, task.ID, shares, nowUs); err != nil {
+						return err
+					}
+					task.SharedWith = shares
+				}
+				res.TaskAction = duet.ApplyUpdated
+			}
+		}
+		res.Task = task
+
+		existing := map[string]*duet.Case{}
+		rows, err := tx.QueryContext(ctx, `SELECT `+caseColumns+` FROM cases c WHERE c.task_id = ?`, task.ID)
+		if err != nil {
+			return mapErr(err)
+		}
+		for rows.Next() {
+			c, err := scanCase(rows)
+			if err != nil {
+				rows.Close()
+				return mapErr(err)
+			}
+			existing[c.Key] = c
+		}
+		if err := rows.Err(); err != nil {
+			rows.Close()
+			return mapErr(err)
+		}
+		rows.Close()
+
+		inSuite := map[string]bool{}
+		for _, c := range s.Cases {
+			if c.Key == "" {
+				return duet.Errorf(duet.CodeInvalidArgument, "a case has an empty key")
+			}
+			if inSuite[c.Key] {
+				return duet.Errorf(duet.CodeInvalidArgument, "case key %q appears twice", c.Key)
+			}
+			inSuite[c.Key] = true
+			steps, err := json.Marshal(c.Steps)
+			if err != nil {
+				return err
+			}
+			old := existing[c.Key]
+			switch {
+			case old == nil:
+				c.ID, c.TaskID, c.Version, c.Status, c.CreatedBy = duet.NewID("case"), task.ID, 1, duet.CaseActive, owner
+				c.CreatedAt, c.UpdatedAt = now, now
+				if _, err := tx.ExecContext(ctx, `INSERT INTO cases (id, task_id, key, title, source, source_hash, steps, version, status, created_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+					c.ID, c.TaskID, c.Key, c.Title, c.Source, c.SourceHash, string(steps), c.Version, c.Status, c.CreatedBy, nowUs, nowUs); err != nil {
+					return mapErr(err)
+				}
+				res.Cases = append(res.Cases, duet.ApplyCaseResult{Key: c.Key, ID: c.ID, Version: c.Version, Action: duet.ApplyCreated})
+			case old.SourceHash == c.SourceHash && old.Title == c.Title && old.Status == duet.CaseActive:
+				res.Cases = append(res.Cases, duet.ApplyCaseResult{Key: c.Key, ID: old.ID, Version: old.Version, Action: duet.ApplyUnchanged})
+			default:
+				c.ID, c.TaskID, c.Version, c.Status, c.CreatedBy = old.ID, task.ID, old.Version+1, duet.CaseActive, old.CreatedBy
+				if _, err := tx.ExecContext(ctx, `UPDATE cases SET title = ?, source = ?, source_hash = ?, steps = ?, version = ?, status = ?, updated_at = ? WHERE id = ?`,
+					c.Title, c.Source, c.SourceHash, string(steps), c.Version, c.Status, nowUs, c.ID); err != nil {
+					return mapErr(err)
+				}
+				res.Cases = append(res.Cases, duet.ApplyCaseResult{Key: c.Key, ID: c.ID, Version: c.Version, Action: duet.ApplyUpdated})
+			}
+		}
+		keys := make([]string, 0, len(existing))
+		for k := range existing {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			old := existing[k]
+			if inSuite[k] || old.Status != duet.CaseActive {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE cases SET status = ?, updated_at = ? WHERE id = ?`, duet.CaseArchived, nowUs, old.ID); err != nil {
+				return mapErr(err)
+			}
+			res.Cases = append(res.Cases, duet.ApplyCaseResult{Key: k, ID: old.ID, Version: old.Version, Action: duet.ApplyArchived})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// SaveDraftCase stores c as a draft case of its task. A draft with the same
+// key is replaced by a new version; an active or archived case with that key
+// is a CONFLICT. Returns NOT_FOUND, CONFLICT, INVALID_ARGUMENT.
+func (d *DB) SaveDraftCase(ctx context.Context, c *duet.Case) error {
+	if c.Key == "" || c.TaskID == "" {
+		return duet.Errorf(duet.CodeInvalidArgument, "a draft case needs a task and a key")
+	}
+	steps, err := json.Marshal(c.Steps)
+	if err != nil {
+		return err
+	}
+	return d.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := d.findTaskAny(ctx, tx, c.TaskID); err != nil {
+			return err
+		}
+		now := d.now()
+		old, err := scanCase(tx.QueryRowContext(ctx, `SELECT `+caseColumns+` FROM cases c WHERE c.task_id = ? AND c.key = ?`, c.TaskID, c.Key))
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			c.ID, c.Version, c.Status, c.CreatedAt, c.UpdatedAt = duet.NewID("case"), 1, duet.CaseDraft, now, now
+			_, err := tx.ExecContext(ctx, `INSERT INTO cases (id, task_id, key, title, source, source_hash, steps, version, status, created_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				c.ID, c.TaskID, c.Key, c.Title, c.Source, c.SourceHash, string(steps), c.Version, c.Status, c.CreatedBy, micros(now), micros(now))
+			return mapErr(err)
+		case err != nil:
+			return mapErr(err)
+		case old.Status != duet.CaseDraft:
+			return duet.Errorf(duet.CodeConflict, "case key %q is already used by a %s case", c.Key, old.Status)
+		default:
+			c.ID, c.Version, c.Status, c.CreatedAt, c.UpdatedAt = old.ID, old.Version+1, duet.CaseDraft, old.CreatedAt, now
+			_, err := tx.ExecContext(ctx, `UPDATE cases SET title = ?, source = ?, source_hash = ?, steps = ?, version = ?, updated_at = ? WHERE id = ?`,
+				c.Title, c.Source, c.SourceHash, string(steps), c.Version, micros(now), c.ID)
+			return mapErr(err)
+		}
+	})
+}
+
+// FindCaseByID returns the case if viewer may see its task. Returns NOT_FOUND.
+func (d *DB) FindCaseByID(ctx context.Context, viewer, id string) (*duet.Case, error) {
+	q := `SELECT ` + caseColumns + ` FROM cases c JOIN tasks t ON t.id = c.task_id WHERE c.id = ?2`
+	args := []any{viewer, id}
+	if viewer != "" {
+		q += ` AND ` + visibleTo
+	}
+	c, err := scanCase(d.db.QueryRowContext(ctx, q, args...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("case", id)
+	}
+	return c, mapErr(err)
+}
+
+// FindCases returns a page of a task's cases in key order.
+func (d *DB) FindCases(ctx context.Context, f duet.CaseFilter) ([]*duet.Case, string, int, error) {
+	after, err := decodeCursor(f.Cursor)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	limit := clampLimit(f.Limit, 50, 200)
+	cond := `c.task_id = ?`
+	args := []any{f.TaskID}
+	statuses := []any{string(duet.CaseActive)}
+	if f.IncludeDrafts {
+		statuses = append(statuses, string(duet.CaseDraft))
+	}
+	if f.IncludeArchived {
+		statuses = append(statuses, string(duet.CaseArchived))
+	}
+	cond += ` AND c.status IN (` + placeholders(len(statuses)) + `)`
+	args = append(args, statuses...)
+	var total int
+	if err := d.db.QueryRowContext(ctx, `SELECT count(*) FROM cases c WHERE `+cond, args...).Scan(&total); err != nil {
+		return nil, "", 0, mapErr(err)
+	}
+	if after != "" {
+		cond += ` AND c.key > ?`
+		args = append(args, after)
+	}
+	args = append(args, limit+1)
+	rows, err := d.db.QueryContext(ctx, `SELECT `+caseColumns+` FROM cases c WHERE `+cond+` ORDER BY c.key LIMIT ?`, args...)
+	if err != nil {
+		return nil, "", 0, mapErr(err)
+	}
+	defer rows.Close()
+	cases := []*duet.Case{}
+	for rows.Next() {
+		c, err := scanCase(rows)
+		if err != nil {
+			return nil, "", 0, mapErr(err)
+		}
+		cases = append(cases, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", 0, mapErr(err)
+	}
+	var next string
+	if len(cases) > limit {
+		cases = cases[:limit]
+		next = encodeCursor(cases[limit-1].Key)
+	}
+	return cases, next, total, nil
+}

@@ -1,0 +1,481 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/duet-test/duet"
+)
+
+const runColumns = `r.id, r.task_id, r.status, r.triggered_by, r.call_source, r.trace_id, r.device, r.error_code, r.error_message,
+	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt`
+
+func scanRun(r rowScanner) (*duet.Run, error) {
+	var run duet.Run
+	var created int64
+	var started, finished sql.NullInt64
+	if err := r.Scan(&run.ID, &run.TaskID, &run.Status, &run.TriggeredBy, &run.CallSource, &run.TraceID, &run.Device,
+		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &created, &started, &finished, &run.Attempt); err != nil {
+		return nil, err
+	}
+	run.CreatedAt = fromMicros(created)
+	run.StartedAt, run.FinishedAt = ptrTime(started), ptrTime(finished)
+	return &run, nil
+}
+
+// fillTotals counts the executions of each run by status.
+func fillTotals(ctx context.Context, q querier, runs ...*duet.Run) error {
+	if len(runs) == 0 {
+		return nil
+	}
+	byID := map[string]*duet.Run{}
+	args := []any{}
+	for _, r := range runs {
+		byID[r.ID] = r
+		r.Totals = duet.RunTotals{}
+		args = append(args, r.ID)
+	}
+	rows, err := q.QueryContext(ctx, `SELECT run_id, status, count(*) FROM executions WHERE run_id IN (`+placeholders(len(args))+`) GROUP BY run_id, status`, args...)
+	if err != nil {
+		return mapErr(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var st duet.RunStatus
+		var n int
+		if err := rows.Scan(&id, &st, &n); err != nil {
+			return mapErr(err)
+		}
+		t := &byID[id].Totals
+		t.Cases += n
+		switch st {
+		case duet.StatusPending:
+			t.Pending += n
+		case duet.StatusRunning:
+			t.Running += n
+		case duet.StatusPassed:
+			t.Passed += n
+		case duet.StatusFailed:
+			t.Failed += n
+		case duet.StatusError:
+			t.Error += n
+		case duet.StatusCancelled, duet.StatusSkipped:
+			t.Cancelled += n
+		}
+	}
+	return mapErr(rows.Err())
+}
+
+// CreateRun stores a queued run and its executions, honouring idempotency.
+func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.IdempotencyRecord, bool, error) {
+	run := p.Run
+	if run == nil || run.TaskID == "" || run.TriggeredBy == "" {
+		return nil, false, duet.Errorf(duet.CodeInvalidArgument, "a run needs a task and a user")
+	}
+	if len(p.Executions) == 0 {
+		return nil, false, duet.Errorf(duet.CodeInvalidArgument, "the run has no cases to execute")
+	}
+	var rec *duet.IdempotencyRecord
+	replayed := false
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		now := d.now()
+		if p.Idempotency != nil {
+			in := p.Idempotency
+			var old duet.IdempotencyRecord
+			var result string
+			var created, expires int64
+			err := tx.QueryRowContext(ctx, `SELECT caller, key, tool, args_hash, result, created_at, expires_at FROM idempotency WHERE caller = ? AND key = ? AND expires_at > ?`,
+				in.Caller, in.Key, micros(now)).Scan(&old.Caller, &old.Key, &old.Tool, &old.ArgsHash, &result, &created, &expires)
+			switch {
+			case err == nil:
+				if old.ArgsHash != in.ArgsHash || old.Tool != in.Tool {
+					return duet.Errorf(duet.CodeIdempotencyConflict, "idempotency key %q was already used with different arguments", in.Key)
+				}
+				old.Result, old.CreatedAt, old.ExpiresAt = json.RawMessage(result), fromMicros(created), fromMicros(expires)
+				rec, replayed = &old, true
+				return nil
+			case !errors.Is(err, sql.ErrNoRows):
+				return mapErr(err)
+			}
+		}
+		run.ID = duet.NewID("run")
+		run.Status = duet.StatusQueued
+		run.CreatedAt = now
+		if _, err := tx.ExecContext(ctx, `INSERT INTO runs (id, task_id, status, triggered_by, call_source, trace_id, device, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource, run.TraceID, run.Device, micros(now)); err != nil {
+			return mapErr(err)
+		}
+		for i, e := range p.Executions {
+			steps, err := json.Marshal(e.Steps)
+			if err != nil {
+				return err
+			}
+			e.ID, e.RunID, e.Ordinal, e.Status = duet.NewID("exec"), run.ID, i, duet.StatusPending
+			if _, err := tx.ExecContext(ctx, `INSERT INTO executions (id, run_id, case_id, case_key, case_title, case_version, ordinal, status, steps) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				e.ID, e.RunID, e.CaseID, e.CaseKey, e.CaseTitle, e.CaseVersion, e.Ordinal, e.Status, string(steps)); err != nil {
+				return mapErr(err)
+			}
+		}
+		run.Totals = duet.RunTotals{Cases: len(p.Executions), Pending: len(p.Executions)}
+		if p.Idempotency != nil {
+			rec = p.Idempotency
+			rec.CreatedAt = now
+			if rec.ExpiresAt.IsZero() {
+				rec.ExpiresAt = now.Add(24 * time.Hour)
+			}
+			if p.ResultFunc != nil {
+				b, err := p.ResultFunc(run)
+				if err != nil {
+					return err
+				}
+				rec.Result = b
+			}
+			if rec.Result == nil {
+				rec.Result = json.RawMessage(`{}`)
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO idempotency (caller, key, tool, args_hash, result, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+				ON CONFLICT (caller, key) DO UPDATE SET tool = excluded.tool, args_hash = excluded.args_hash, result = excluded.result, created_at = excluded.created_at, expires_at = excluded.expires_at`,
+				rec.Caller, rec.Key, rec.Tool, rec.ArgsHash, string(rec.Result), micros(now), micros(rec.ExpiresAt)); err != nil {
+				return mapErr(err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return rec, replayed, nil
+}
+
+// FindRunByID returns the run if viewer may see its task ("" = any).
+func (d *DB) FindRunByID(ctx context.Context, viewer, id string) (*duet.Run, error) {
+	q := `SELECT ` + runColumns + ` FROM runs r JOIN tasks t ON t.id = r.task_id WHERE r.id = ?2`
+	if viewer != "" {
+		q += ` AND ` + visibleTo
+	}
+	run, err := scanRun(d.db.QueryRowContext(ctx, q, viewer, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("run", id)
+	} else if err != nil {
+		return nil, mapErr(err)
+	}
+	return run, fillTotals(ctx, d.db, run)
+}
+
+// FindRuns returns a page of runs, newest first.
+func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, string, error) {
+	before, err := decodeCursor(f.Cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	limit := clampLimit(f.Limit, 20, 100)
+	cond := `1 = 1`
+	args := []any{}
+	if f.Viewer != "" {
+		cond = visibleTo
+		args = append(args, f.Viewer)
+	}
+	if f.TaskID != "" {
+		cond += ` AND r.task_id = ?`
+		args = append(args, f.TaskID)
+	}
+	if f.Status != "" {
+		cond += ` AND r.status = ?`
+		args = append(args, f.Status)
+	}
+	if before != "" {
+		cond += ` AND r.id < ?`
+		args = append(args, before)
+	}
+	args = append(args, limit+1)
+	rows, err := d.db.QueryContext(ctx, `SELECT `+runColumns+` FROM runs r JOIN tasks t ON t.id = r.task_id WHERE `+cond+` ORDER BY r.id DESC LIMIT ?`, args...)
+	if err != nil {
+		return nil, "", mapErr(err)
+	}
+	defer rows.Close()
+	runs := []*duet.Run{}
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, "", mapErr(err)
+		}
+		runs = append(runs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", mapErr(err)
+	}
+	rows.Close()
+	var next string
+	if len(runs) > limit {
+		runs = runs[:limit]
+		next = encodeCursor(runs[limit-1].ID)
+	}
+	return runs, next, fillTotals(ctx, d.db, runs...)
+}
+
+const execColumns = `e.id, e.run_id, e.case_id, e.case_key, e.case_title, e.case_version, e.ordinal, e.status, e.steps, e.vars,
+	e.error_code, e.error_message, e.started_at, e.finished_at`
+
+func scanExecution(r rowScanner) (*duet.Execution, error) {
+	var e duet.Execution
+	var steps, vars string
+	var started, finished sql.NullInt64
+	if err := r.Scan(&e.ID, &e.RunID, &e.CaseID, &e.CaseKey, &e.CaseTitle, &e.CaseVersion, &e.Ordinal, &e.Status, &steps, &vars,
+		&e.ErrorCode, &e.ErrorMessage, &started, &finished); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(steps), &e.Steps); err != nil {
+		return nil, fmt.Errorf("execution %s: decoding steps: %w", e.ID, err)
+	}
+	if err := json.Unmarshal([]byte(vars), &e.Vars); err != nil {
+		return nil, fmt.Errorf("execution %s: decoding variables: %w", e.ID, err)
+	}
+	e.StartedAt, e.FinishedAt = ptrTime(started), ptrTime(finished)
+	e.Results = []*duet.StepResult{}
+	return &e, nil
+}
+
+// loadResults fills Results of the executions.
+func loadResults(ctx context.Context, q querier, execs ...*duet.Execution) error {
+	if len(execs) == 0 {
+		return nil
+	}
+	byID := map[string]*duet.Execution{}
+	args := []any{}
+	for _, e := range execs {
+		byID[e.ID] = e
+		args = append(args, e.ID)
+	}
+	rows, err := q.QueryContext(ctx, `SELECT execution_id, data FROM step_results WHERE execution_id IN (`+placeholders(len(args))+`) ORDER BY execution_id, idx`, args...)
+	if err != nil {
+		return mapErr(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, data string
+		if err := rows.Scan(&id, &data); err != nil {
+			return mapErr(err)
+		}
+		var r duet.StepResult
+		if err := json.Unmarshal([]byte(data), &r); err != nil {
+			return fmt.Errorf("step result of %s: %w", id, err)
+		}
+		byID[id].Results = append(byID[id].Results, &r)
+	}
+	return mapErr(rows.Err())
+}
+
+// FindExecutions returns the executions of a run in order, with results.
+func (d *DB) FindExecutions(ctx context.Context, runID string) ([]*duet.Execution, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT `+execColumns+` FROM executions e WHERE e.run_id = ? ORDER BY e.ordinal`, runID)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	execs := []*duet.Execution{}
+	for rows.Next() {
+		e, err := scanExecution(rows)
+		if err != nil {
+			return nil, mapErr(err)
+		}
+		execs = append(execs, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapErr(err)
+	}
+	rows.Close()
+	return execs, loadResults(ctx, d.db, execs...)
+}
+
+// FindExecutionByID returns an execution if viewer may see its task ("" = any).
+func (d *DB) FindExecutionByID(ctx context.Context, viewer, id string) (*duet.Execution, error) {
+	q := `SELECT ` + execColumns + ` FROM executions e JOIN runs r ON r.id = e.run_id JOIN tasks t ON t.id = r.task_id WHERE e.id = ?2`
+	if viewer != "" {
+		q += ` AND ` + visibleTo
+	}
+	e, err := scanExecution(d.db.QueryRowContext(ctx, q, viewer, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("execution", id)
+	} else if err != nil {
+		return nil, mapErr(err)
+	}
+	return e, loadResults(ctx, d.db, e)
+}
+
+// ClaimRun takes the oldest queued run, or a running run whose lease expired.
+func (d *DB) ClaimRun(ctx context.Context, worker string, lease time.Duration) (*duet.Run, error) {
+	var run *duet.Run
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		now := d.now()
+		var id string
+		err := tx.QueryRowContext(ctx, `SELECT id FROM runs
+			WHERE status = 'queued' OR (status = 'running' AND lease_expires_at < ?)
+			ORDER BY id LIMIT 1`, micros(now)).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		} else if err != nil {
+			return mapErr(err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'running', lease_owner = ?, lease_expires_at = ?, attempt = attempt + 1,
+			started_at = COALESCE(started_at, ?) WHERE id = ?`, worker, micros(now.Add(lease)), micros(now), id); err != nil {
+			return mapErr(err)
+		}
+		run, err = scanRun(tx.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs r WHERE r.id = ?`, id))
+		if err != nil {
+			return mapErr(err)
+		}
+		return fillTotals(ctx, tx, run)
+	})
+	return run, err
+}
+
+// RenewLease extends the worker's lease and returns the current run.
+func (d *DB) RenewLease(ctx context.Context, runID, worker string, lease time.Duration) (*duet.Run, error) {
+	var run *duet.Run
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE runs SET lease_expires_at = ? WHERE id = ? AND lease_owner = ? AND status = 'running'`,
+			micros(d.now().Add(lease)), runID, worker)
+		if err != nil {
+			return mapErr(err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return duet.Errorf(duet.CodeConflict, "worker %s no longer holds run %s", worker, runID)
+		}
+		run, err = scanRun(tx.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs r WHERE r.id = ?`, runID))
+		return mapErr(err)
+	})
+	return run, err
+}
+
+// StartExecution marks an execution running and drops results of an earlier
+// interrupted attempt.
+func (d *DB) StartExecution(ctx context.Context, e *duet.Execution) error {
+	return d.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM step_results WHERE execution_id = ?`, e.ID); err != nil {
+			return mapErr(err)
+		}
+		e.Status, e.ErrorCode, e.ErrorMessage, e.FinishedAt = duet.StatusRunning, "", "", nil
+		e.Vars = map[string]any{}
+		e.Results = []*duet.StepResult{}
+		_, err := tx.ExecContext(ctx, `UPDATE executions SET status = ?, started_at = ?, finished_at = NULL, error_code = '', error_message = '', vars = '{}' WHERE id = ?`,
+			e.Status, nullMicros(e.StartedAt), e.ID)
+		return mapErr(err)
+	})
+}
+
+// SaveStepResult stores one step result and the execution's variables.
+func (d *DB) SaveStepResult(ctx context.Context, executionID string, r *duet.StepResult, vars map[string]any) error {
+	data, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	varsJSON, err := marshalVars(vars)
+	if err != nil {
+		return err
+	}
+	return d.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO step_results (execution_id, idx, data) VALUES (?, ?, ?)
+			ON CONFLICT (execution_id, idx) DO UPDATE SET data = excluded.data`, executionID, r.Index, string(data)); err != nil {
+			return mapErr(err)
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE executions SET vars = ? WHERE id = ?`, varsJSON, executionID)
+		return mapErr(err)
+	})
+}
+
+func marshalVars(vars map[string]any) (string, error) {
+	if vars == nil {
+		return "{}", nil
+	}
+	b, err := json.Marshal(vars)
+	return string(b), err
+}
+
+// FinishExecution stores the final state of an execution.
+func (d *DB) FinishExecution(ctx context.Context, e *duet.Execution) error {
+	varsJSON, err := marshalVars(e.Vars)
+	if err != nil {
+		return err
+	}
+	_, err = d.db.ExecContext(ctx, `UPDATE executions SET status = ?, error_code = ?, error_message = ?, vars = ?, started_at = ?, finished_at = ? WHERE id = ?`,
+		e.Status, e.ErrorCode, e.ErrorMessage, varsJSON, nullMicros(e.StartedAt), nullMicros(e.FinishedAt), e.ID)
+	return mapErr(err)
+}
+
+// ReleaseRun puts a run the worker holds back in the queue.
+func (d *DB) ReleaseRun(ctx context.Context, runID, worker string) error {
+	_, err := d.db.ExecContext(ctx, `UPDATE runs SET status = 'queued', lease_owner = '', lease_expires_at = 0 WHERE id = ? AND lease_owner = ? AND status = 'running'`, runID, worker)
+	return mapErr(err)
+}
+
+// FinishRun stores the final state of a run and releases its lease.
+func (d *DB) FinishRun(ctx context.Context, r *duet.Run) error {
+	return d.tx(ctx, func(tx *sql.Tx) error {
+		// Executions that never finished end with the run: cancelled when the
+		// run was cancelled, skipped otherwise.
+		rest := duet.StatusSkipped
+		if r.Status == duet.StatusCancelled {
+			rest = duet.StatusCancelled
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE executions SET status = ? WHERE run_id = ? AND status IN ('pending', 'running')`, rest, r.ID); err != nil {
+			return mapErr(err)
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, error_code = ?, error_message = ?, finished_at = ?, lease_owner = '', lease_expires_at = 0 WHERE id = ?`,
+			r.Status, r.ErrorCode, r.ErrorMessage, nullMicros(r.FinishedAt), r.ID)
+		if err != nil {
+			return mapErr(err)
+		}
+		return fillTotals(ctx, tx, r)
+	})
+}
+
+// RequestCancel asks a run to stop; a queued run is cancelled at once.
+func (d *DB) RequestCancel(ctx context.Context, viewer, runID string) (*duet.Run, error) {
+	var run *duet.Run
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		q := `SELECT ` + runColumns + ` FROM runs r JOIN tasks t ON t.id = r.task_id WHERE r.id = ?2`
+		if viewer != "" {
+			q += ` AND ` + visibleTo
+		}
+		var err error
+		run, err = scanRun(tx.QueryRowContext(ctx, q, viewer, runID))
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound("run", runID)
+		} else if err != nil {
+			return mapErr(err)
+		}
+		if run.Status.Final() {
+			return fillTotals(ctx, tx, run)
+		}
+		now := d.now()
+		run.CancelRequested = true
+		if run.Status == duet.StatusQueued {
+			run.Status, run.FinishedAt = duet.StatusCancelled, &now
+			run.ErrorCode, run.ErrorMessage = duet.CodeCancelled, "cancelled by "+viewer+" before it started"
+			if _, err := tx.ExecContext(ctx, `UPDATE executions SET status = 'cancelled' WHERE run_id = ? AND status IN ('pending', 'running')`, runID); err != nil {
+				return mapErr(err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE runs SET cancel_requested = 1, status = ?, finished_at = ?, error_code = ?, error_message = ? WHERE id = ?`,
+			run.Status, nullMicros(run.FinishedAt), run.ErrorCode, run.ErrorMessage, runID); err != nil {
+			return mapErr(err)
+		}
+		return fillTotals(ctx, tx, run)
+	})
+	return run, err
+}
+
+// DeleteExpiredIdempotency removes expired idempotency records.
+func (d *DB) DeleteExpiredIdempotency(ctx context.Context, now time.Time) (int, error) {
+	res, err := d.db.ExecContext(ctx, `DELETE FROM idempotency WHERE expires_at <= ?`, micros(now))
+	if err != nil {
+		return 0, mapErr(err)
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
+}

@@ -1,0 +1,246 @@
+// Package sqlite implements duet.Store on an embedded SQLite database
+// (modernc.org/sqlite, pure Go) in WAL mode with foreign keys and a busy
+// timeout. Migrations are embedded and applied, forward only, at Open.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/pressly/goose/v3"
+	sqlite3 "modernc.org/sqlite"
+	sqlite3lib "modernc.org/sqlite/lib"
+
+	"github.com/duet-test/duet"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// DB is a Duet store on one SQLite database file.
+type DB struct {
+	db   *sql.DB
+	path string
+	now  func() time.Time
+}
+
+var _ duet.Store = (*DB)(nil)
+
+// Options tune Open. The zero value is fine.
+type Options struct {
+	// MaxOpenConns limits connections; 0 means 8. SQLite has one writer at a
+	// time whatever this says; readers run in parallel in WAL mode.
+	MaxOpenConns int
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+}
+
+// Open opens (creating if needed) the SQLite database at path and applies
+// pending migrations. The directory is created with mode 0700 when missing.
+// Errors name the path; they are *duet.Error with CodeUnavailable.
+func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	if path == "" {
+		return nil, duet.Errorf(duet.CodeUnavailable, "empty database path")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, duet.WrapError(duet.CodeUnavailable, err, "database path %s: %v", path, err)
+	}
+	dir := filepath.Dir(abs)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, duet.WrapError(duet.CodeUnavailable, err, "cannot create database directory %s: %v", dir, rootCause(err))
+	}
+	// Probe writability up front: SQLite would otherwise fail later, on the
+	// first write, with a less helpful message.
+	if f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600); err != nil {
+		return nil, duet.WrapError(duet.CodeUnavailable, err, "cannot open database %s for writing: %v", abs, rootCause(err))
+	} else {
+		f.Close()
+	}
+	q := url.Values{}
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Set("_txlock", "immediate")
+	dsn := "file:" + abs + "?" + q.Encode()
+	sdb, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, duet.WrapError(duet.CodeUnavailable, err, "cannot open database %s: %v", abs, err)
+	}
+	n := opts.MaxOpenConns
+	if n <= 0 {
+		n = 8
+	}
+	sdb.SetMaxOpenConns(n)
+	sdb.SetMaxIdleConns(n)
+	sdb.SetConnMaxIdleTime(0)
+	if err := sdb.PingContext(ctx); err != nil {
+		sdb.Close()
+		return nil, duet.WrapError(duet.CodeUnavailable, err, "cannot open database %s: %v", abs, err)
+	}
+	if err := migrate(ctx, sdb); err != nil {
+		sdb.Close()
+		return nil, duet.WrapError(duet.CodeUnavailable, err, "cannot prepare database %s: %v", abs, rootCause(err))
+	}
+	d := &DB{db: sdb, path: abs, now: opts.Now}
+	if d.now == nil {
+		d.now = time.Now
+	}
+	return d, nil
+}
+
+func migrate(ctx context.Context, db *sql.DB) error {
+	fsys, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return err
+	}
+	p, err := goose.NewProvider(goose.DialectSQLite3, db, fsys)
+	if err != nil {
+		return err
+	}
+	_, err = p.Up(ctx)
+	return err
+}
+
+// rootCause strips wrapping so messages stay one short line.
+func rootCause(err error) error {
+	for {
+		u := errors.Unwrap(err)
+		if u == nil {
+			return err
+		}
+		err = u
+	}
+}
+
+// Path returns the database file's absolute path.
+func (d *DB) Path() string { return d.path }
+
+// SQL returns the underlying *sql.DB (for tests and maintenance).
+func (d *DB) SQL() *sql.DB { return d.db }
+
+// Ping checks the database answers.
+func (d *DB) Ping(ctx context.Context) error {
+	if err := d.db.PingContext(ctx); err != nil {
+		return duet.WrapError(duet.CodeUnavailable, err, "database unavailable")
+	}
+	return nil
+}
+
+// Close closes the database.
+func (d *DB) Close() error { return d.db.Close() }
+
+// tx runs fn in a transaction (BEGIN IMMEDIATE, so writers queue on the
+// busy timeout instead of failing on upgrade).
+func (d *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return mapErr(err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return mapErr(tx.Commit())
+}
+
+// mapErr turns driver errors into *duet.Error where a code is meaningful.
+func mapErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var de *duet.Error
+	if errors.As(err, &de) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) {
+		return duet.WrapError(duet.CodeCancelled, err, "cancelled")
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return duet.WrapError(duet.CodeTimeout, err, "timed out")
+	}
+	var se *sqlite3.Error
+	if errors.As(err, &se) {
+		switch se.Code() {
+		case sqlite3lib.SQLITE_CONSTRAINT_UNIQUE, sqlite3lib.SQLITE_CONSTRAINT_PRIMARYKEY:
+			return duet.WrapError(duet.CodeConflict, err, "already exists")
+		case sqlite3lib.SQLITE_CONSTRAINT_FOREIGNKEY:
+			return duet.WrapError(duet.CodeNotFound, err, "referenced object not found")
+		}
+		switch se.Code() & 0xff {
+		case sqlite3lib.SQLITE_BUSY, sqlite3lib.SQLITE_LOCKED:
+			return duet.WrapError(duet.CodeUnavailable, err, "database busy")
+		case sqlite3lib.SQLITE_READONLY, sqlite3lib.SQLITE_CANTOPEN, sqlite3lib.SQLITE_FULL, sqlite3lib.SQLITE_IOERR:
+			return duet.WrapError(duet.CodeUnavailable, err, "database unavailable")
+		}
+	}
+	return fmt.Errorf("sqlite: %w", err)
+}
+
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+func fromMicros(v int64) time.Time { return time.UnixMicro(v).UTC() }
+
+func nullMicros(t *time.Time) sql.NullInt64 {
+	if t == nil {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: t.UnixMicro(), Valid: true}
+}
+
+func ptrTime(v sql.NullInt64) *time.Time {
+	if !v.Valid {
+		return nil
+	}
+	t := fromMicros(v.Int64)
+	return &t
+}
+
+// Cursors are opaque to callers: base64 of the last key seen.
+func encodeCursor(key string) string {
+	if key == "" {
+		return ""
+	}
+	return base64.RawURLEncoding.EncodeToString([]byte("k:" + key))
+}
+
+func decodeCursor(c string) (string, error) {
+	if c == "" {
+		return "", nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || !strings.HasPrefix(string(b), "k:") {
+		return "", duet.Errorf(duet.CodeInvalidArgument, "invalid cursor")
+	}
+	return string(b[2:]), nil
+}
+
+func clampLimit(n, def, max int) int {
+	if n <= 0 {
+		return def
+	}
+	if n > max {
+		return max
+	}
+	return n
+}
+
+// likeEscape escapes s for use in a LIKE pattern with ESCAPE '\'.
+func likeEscape(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return r.Replace(s)
+}

@@ -1,0 +1,242 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sort"
+	"strings"
+
+	"github.com/duet-test/duet"
+)
+
+const taskColumns = `t.id, t.owner, t.name, t.description, t.base_url, t.device, t.created_at, t.updated_at`
+
+// visibleTo is the one SQL condition for "the viewer owns the task or it was
+// shared with the viewer". Every read of user-facing data goes through it, so
+// a task that exists but is not visible costs the same query as a missing one.
+const visibleTo = `(t.owner = ?1 OR EXISTS (SELECT 1 FROM task_shares s WHERE s.task_id = t.id AND s.user_id = ?1))`
+
+type rowScanner interface{ Scan(...any) error }
+
+func scanTask(r rowScanner) (*duet.Task, error) {
+	var t duet.Task
+	var created, updated int64
+	if err := r.Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &created, &updated); err != nil {
+		return nil, err
+	}
+	t.CreatedAt, t.UpdatedAt = fromMicros(created), fromMicros(updated)
+	t.SharedWith = []string{}
+	return &t, nil
+}
+
+func notFound(kind, id string) error {
+	return duet.Errorf(duet.CodeNotFound, "%s %q not found", kind, id)
+}
+
+// loadShares fills SharedWith of tasks in one query.
+func loadShares(ctx context.Context, q querier, tasks ...*duet.Task) error {
+	if len(tasks) == 0 {
+		return nil
+	}
+	byID := make(map[string]*duet.Task, len(tasks))
+	args := make([]any, 0, len(tasks))
+	for _, t := range tasks {
+		byID[t.ID] = t
+		args = append(args, t.ID)
+	}
+	rows, err := q.QueryContext(ctx, `SELECT task_id, user_id FROM task_shares WHERE task_id IN (`+placeholders(len(args))+`) ORDER BY user_id`, args...)
+	if err != nil {
+		return mapErr(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, user string
+		if err := rows.Scan(&id, &user); err != nil {
+			return mapErr(err)
+		}
+		if t := byID[id]; t != nil {
+			t.SharedWith = append(t.SharedWith, user)
+		}
+	}
+	return mapErr(rows.Err())
+}
+
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
+}
+
+// FindTaskByID returns the task if viewer may see it. Returns NOT_FOUND.
+func (d *DB) FindTaskByID(ctx context.Context, viewer, id string) (*duet.Task, error) {
+	t, err := scanTask(d.db.QueryRowContext(ctx,
+		`SELECT `+taskColumns+` FROM tasks t WHERE t.id = ?2 AND `+visibleTo, viewer, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("task", id)
+	} else if err != nil {
+		return nil, mapErr(err)
+	}
+	return t, loadShares(ctx, d.db, t)
+}
+
+// findTaskAny returns a task regardless of viewer (workers, internal use).
+func (d *DB) findTaskAny(ctx context.Context, q querier, id string) (*duet.Task, error) {
+	t, err := scanTask(q.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("task", id)
+	} else if err != nil {
+		return nil, mapErr(err)
+	}
+	return t, loadShares(ctx, q, t)
+}
+
+// FindTaskByName returns owner's task with that name. Returns NOT_FOUND.
+func (d *DB) FindTaskByName(ctx context.Context, owner, name string) (*duet.Task, error) {
+	return findTaskByName(ctx, d.db, owner, name)
+}
+
+func findTaskByName(ctx context.Context, q querier, owner, name string) (*duet.Task, error) {
+	t, err := scanTask(q.QueryRowContext(ctx,
+		`SELECT `+taskColumns+` FROM tasks t WHERE t.owner = ? AND t.name = ?`, owner, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("task", name)
+	} else if err != nil {
+		return nil, mapErr(err)
+	}
+	return t, loadShares(ctx, q, t)
+}
+
+// FindTasks returns a page of visible tasks in creation order.
+func (d *DB) FindTasks(ctx context.Context, f duet.TaskFilter) ([]*duet.Task, string, int, error) {
+	after, err := decodeCursor(f.Cursor)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	limit := clampLimit(f.Limit, 20, 100)
+	where := []string{visibleTo}
+	args := []any{f.Viewer}
+	if f.Query != "" {
+		where = append(where, `(t.name LIKE ? ESCAPE '\' OR t.description LIKE ? ESCAPE '\')`)
+		p := "%" + likeEscape(f.Query) + "%"
+		args = append(args, p, p)
+	}
+	if f.Owner != "" {
+		where = append(where, `t.owner = ?`)
+		args = append(args, f.Owner)
+	}
+	cond := strings.Join(where, " AND ")
+	var total int
+	if err := d.db.QueryRowContext(ctx, `SELECT count(*) FROM tasks t WHERE `+cond, args...).Scan(&total); err != nil {
+		return nil, "", 0, mapErr(err)
+	}
+	pageArgs := append([]any{}, args...)
+	pageCond := cond
+	if after != "" {
+		pageCond += ` AND t.id > ?`
+		pageArgs = append(pageArgs, after)
+	}
+	pageArgs = append(pageArgs, limit+1)
+	rows, err := d.db.QueryContext(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE `+pageCond+` ORDER BY t.id LIMIT ?`, pageArgs...)
+	if err != nil {
+		return nil, "", 0, mapErr(err)
+	}
+	defer rows.Close()
+	tasks := []*duet.Task{}
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, "", 0, mapErr(err)
+		}
+		tasks = append(tasks, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", 0, mapErr(err)
+	}
+	rows.Close()
+	var next string
+	if len(tasks) > limit {
+		tasks = tasks[:limit]
+		next = encodeCursor(tasks[limit-1].ID)
+	}
+	return tasks, next, total, loadShares(ctx, d.db, tasks...)
+}
+
+// ShareTask shares owner's task with user. Returns NOT_FOUND, INVALID_ARGUMENT.
+func (d *DB) ShareTask(ctx context.Context, owner, taskID, user string) error {
+	if strings.TrimSpace(user) == "" {
+		return duet.Errorf(duet.CodeInvalidArgument, "user to share with is empty")
+	}
+	return d.tx(ctx, func(tx *sql.Tx) error {
+		if err := ownsTask(ctx, tx, owner, taskID); err != nil {
+			return err
+		}
+		if user == owner {
+			return duet.Errorf(duet.CodeInvalidArgument, "%s owns the task already", user)
+		}
+		now := micros(d.now())
+		if _, err := tx.ExecContext(ctx, `INSERT INTO task_shares (task_id, user_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, taskID, user, now); err != nil {
+			return mapErr(err)
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE tasks SET updated_at = ? WHERE id = ?`, now, taskID)
+		return mapErr(err)
+	})
+}
+
+// UnshareTask stops sharing owner's task with user. Returns NOT_FOUND.
+func (d *DB) UnshareTask(ctx context.Context, owner, taskID, user string) error {
+	return d.tx(ctx, func(tx *sql.Tx) error {
+		if err := ownsTask(ctx, tx, owner, taskID); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM task_shares WHERE task_id = ? AND user_id = ?`, taskID, user)
+		if err != nil {
+			return mapErr(err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return duet.Errorf(duet.CodeNotFound, "task %q is not shared with %q", taskID, user)
+		}
+		return nil
+	})
+}
+
+func ownsTask(ctx context.Context, q querier, owner, taskID string) error {
+	var one int
+	err := q.QueryRowContext(ctx, `SELECT 1 FROM tasks WHERE id = ? AND owner = ?`, taskID, owner).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFound("task", taskID)
+	}
+	return mapErr(err)
+}
+
+// setShares makes the task's share list exactly users.
+func setShares(ctx context.Context, tx *sql.Tx, taskID string, users []string, now int64) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM task_shares WHERE task_id = ?`, taskID); err != nil {
+		return mapErr(err)
+	}
+	for _, u := range users {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO task_shares (task_id, user_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, taskID, u, now); err != nil {
+			return mapErr(err)
+		}
+	}
+	return nil
+}
+
+func sortedUnique(in []string, drop string) []string {
+	out := []string{}
+	seen := map[string]bool{}
+	for _, s := range in {
+		s = strings.TrimSpace(s)
+		if s == "" || s == drop || seen[s] {
+			continue
+		}
+		seen[s] = true
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}

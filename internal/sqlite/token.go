@@ -1,0 +1,152 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+
+	"github.com/duet-test/duet"
+)
+
+// CreateToken stores a personal access token (its hash only).
+func (d *DB) CreateToken(ctx context.Context, t *duet.Token) error {
+	if t.UserID == "" || t.Hash == "" {
+		return duet.Errorf(duet.CodeInvalidArgument, "a token needs a user and a hash")
+	}
+	if t.ID == "" {
+		t.ID = duet.NewID("tok")
+	}
+	if t.CreatedAt.IsZero() {
+		t.CreatedAt = d.now()
+	}
+	_, err := d.db.ExecContext(ctx, `INSERT INTO tokens (id, user_id, name, hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		t.ID, t.UserID, t.Name, t.Hash, micros(t.CreatedAt), nullMicros(t.ExpiresAt))
+	return mapErr(err)
+}
+
+const tokenColumns = `id, user_id, name, hash, created_at, expires_at, last_used_at`
+
+func scanToken(r rowScanner) (*duet.Token, error) {
+	var t duet.Token
+	var created int64
+	var expires, used sql.NullInt64
+	if err := r.Scan(&t.ID, &t.UserID, &t.Name, &t.Hash, &created, &expires, &used); err != nil {
+		return nil, err
+	}
+	t.CreatedAt, t.ExpiresAt, t.LastUsedAt = fromMicros(created), ptrTime(expires), ptrTime(used)
+	return &t, nil
+}
+
+// FindTokenByHash returns the unexpired token with that hash. Returns UNAUTHENTICATED.
+func (d *DB) FindTokenByHash(ctx context.Context, hash string) (*duet.Token, error) {
+	t, err := scanToken(d.db.QueryRowContext(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE hash = ? AND (expires_at IS NULL OR expires_at > ?)`, hash, micros(d.now())))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, duet.Errorf(duet.CodeUnauthenticated, "invalid or expired token")
+	}
+	return t, mapErr(err)
+}
+
+// FindTokens lists a user's tokens, newest first.
+func (d *DB) FindTokens(ctx context.Context, userID string) ([]*duet.Token, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE user_id = ? ORDER BY id DESC`, userID)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	out := []*duet.Token{}
+	for rows.Next() {
+		t, err := scanToken(rows)
+		if err != nil {
+			return nil, mapErr(err)
+		}
+		out = append(out, t)
+	}
+	return out, mapErr(rows.Err())
+}
+
+// DeleteToken revokes one of the user's tokens. Returns NOT_FOUND.
+func (d *DB) DeleteToken(ctx context.Context, userID, id string) error {
+	res, err := d.db.ExecContext(ctx, `DELETE FROM tokens WHERE user_id = ? AND id = ?`, userID, id)
+	if err != nil {
+		return mapErr(err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return notFound("token", id)
+	}
+	return nil
+}
+
+// AppendAudit stores audit records in one transaction.
+func (d *DB) AppendAudit(ctx context.Context, recs []*duet.AuditRecord) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	return d.tx(ctx, func(tx *sql.Tx) error {
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO audit (time, trace_id, call_source, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return mapErr(err)
+		}
+		defer stmt.Close()
+		for _, r := range recs {
+			res, err := stmt.ExecContext(ctx, micros(r.Time), r.TraceID, r.CallSource, r.Caller, r.Method, r.Tool, r.Outcome, r.DurationUs, r.ArgBytes, r.ResultBytes)
+			if err != nil {
+				return mapErr(err)
+			}
+			r.ID, _ = res.LastInsertId()
+		}
+		return nil
+	})
+}
+
+// FindAudit returns audit records matching f, newest first.
+func (d *DB) FindAudit(ctx context.Context, f duet.AuditFilter) ([]*duet.AuditRecord, error) {
+	where := []string{"1 = 1"}
+	args := []any{}
+	add := func(cond string, v any) {
+		where = append(where, cond)
+		args = append(args, v)
+	}
+	if f.Caller != "" {
+		add("caller = ?", f.Caller)
+	}
+	if f.Tool != "" {
+		add("tool = ?", f.Tool)
+	}
+	if f.Method != "" {
+		add("method = ?", f.Method)
+	}
+	if f.CallSource != "" {
+		add("call_source = ?", f.CallSource)
+	}
+	if f.Outcome != "" {
+		add("outcome = ?", f.Outcome)
+	}
+	if f.TraceID != "" {
+		add("trace_id = ?", f.TraceID)
+	}
+	if !f.Since.IsZero() {
+		add("time >= ?", micros(f.Since))
+	}
+	if !f.Until.IsZero() {
+		add("time < ?", micros(f.Until))
+	}
+	args = append(args, clampLimit(f.Limit, 100, 10000))
+	rows, err := d.db.QueryContext(ctx, `SELECT id, time, trace_id, call_source, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes
+		FROM audit WHERE `+strings.Join(where, " AND ")+` ORDER BY id DESC LIMIT ?`, args...)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	out := []*duet.AuditRecord{}
+	for rows.Next() {
+		var r duet.AuditRecord
+		var t int64
+		if err := rows.Scan(&r.ID, &t, &r.TraceID, &r.CallSource, &r.Caller, &r.Method, &r.Tool, &r.Outcome, &r.DurationUs, &r.ArgBytes, &r.ResultBytes); err != nil {
+			return nil, mapErr(err)
+		}
+		r.Time = fromMicros(t)
+		out = append(out, &r)
+	}
+	return out, mapErr(rows.Err())
+}

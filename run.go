@@ -1,0 +1,194 @@
+package duet
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// RunStatus is the state of a run or of one execution within it.
+type RunStatus string
+
+// Run and execution statuses. A run goes queued → running → one of the final
+// states; an execution may also be pending (not yet started) or skipped.
+const (
+	StatusPending   RunStatus = "pending"
+	StatusQueued    RunStatus = "queued"
+	StatusRunning   RunStatus = "running"
+	StatusPassed    RunStatus = "passed"
+	StatusFailed    RunStatus = "failed"
+	StatusError     RunStatus = "error"
+	StatusCancelled RunStatus = "cancelled"
+	StatusSkipped   RunStatus = "skipped"
+)
+
+// Final reports whether s is a final state.
+func (s RunStatus) Final() bool {
+	switch s {
+	case StatusPassed, StatusFailed, StatusError, StatusCancelled, StatusSkipped:
+		return true
+	}
+	return false
+}
+
+// Run is a batch of case executions of one task, started by one user. It
+// executes asynchronously; its executor is TriggeredBy, whose own MCP
+// registrations and credentials its mcpCall steps use.
+type Run struct {
+	ID              string     `json:"id"`
+	TaskID          string     `json:"taskId"`
+	Status          RunStatus  `json:"status"`
+	TriggeredBy     string     `json:"triggeredBy"`
+	CallSource      CallSource `json:"callSource"`
+	TraceID         string     `json:"traceId,omitempty"`
+	Device          string     `json:"device,omitempty"`
+	ErrorCode       Code       `json:"errorCode,omitempty"`
+	ErrorMessage    string     `json:"errorMessage,omitempty"`
+	CancelRequested bool       `json:"cancelRequested,omitempty"`
+	CreatedAt       time.Time  `json:"createdAt"`
+	StartedAt       *time.Time `json:"startedAt,omitempty"`
+	FinishedAt      *time.Time `json:"finishedAt,omitempty"`
+	Totals          RunTotals  `json:"totals"`
+	Attempt         int        `json:"attempt"` // times a worker claimed the run
+}
+
+// RunTotals counts the executions of a run by status.
+type RunTotals struct {
+	Cases     int `json:"cases"`
+	Pending   int `json:"pending"`
+	Running   int `json:"running"`
+	Passed    int `json:"passed"`
+	Failed    int `json:"failed"`
+	Error     int `json:"error"`
+	Cancelled int `json:"cancelled"`
+}
+
+// Execution is the execution of one case (at one version) within a run, with
+// the steps it ran and their results.
+type Execution struct {
+	ID           string         `json:"id"`
+	RunID        string         `json:"runId"`
+	CaseID       string         `json:"caseId"`
+	CaseKey      string         `json:"caseKey"`
+	CaseTitle    string         `json:"caseTitle"`
+	CaseVersion  int            `json:"caseVersion"`
+	Ordinal      int            `json:"ordinal"`
+	Status       RunStatus      `json:"status"`
+	Steps        []Step         `json:"-"` // the compiled steps this execution runs (a snapshot)
+	Results      []*StepResult  `json:"steps"`
+	Vars         map[string]any `json:"variables,omitempty"` // saved variables, redacted
+	ErrorCode    Code           `json:"errorCode,omitempty"`
+	ErrorMessage string         `json:"errorMessage,omitempty"`
+	StartedAt    *time.Time     `json:"startedAt,omitempty"`
+	FinishedAt   *time.Time     `json:"finishedAt,omitempty"`
+}
+
+// StepResult is what happened to one step of an execution.
+type StepResult struct {
+	Index        int             `json:"index"`
+	Kind         StepKind        `json:"kind"`
+	Name         string          `json:"name"`
+	Status       RunStatus       `json:"status"`
+	StartedAt    *time.Time      `json:"startedAt,omitempty"`
+	FinishedAt   *time.Time      `json:"finishedAt,omitempty"`
+	DurationMs   int64           `json:"durationMs"`
+	SavedAs      string          `json:"savedAs,omitempty"`
+	Output       json.RawMessage `json:"output,omitempty"` // the saved value, redacted and truncated
+	ErrorCode    Code            `json:"errorCode,omitempty"`
+	ErrorMessage string          `json:"errorMessage,omitempty"`
+	Artifacts    []string        `json:"artifacts,omitempty"` // artifact ids (screenshots)
+	Optional     bool            `json:"optional,omitempty"`  // failed under FailOptional; the case went on
+}
+
+// RunFilter selects runs.
+type RunFilter struct {
+	Viewer string // required: runs of tasks the viewer may see
+	TaskID string
+	Status RunStatus
+	Cursor string
+	Limit  int // 0 means 20; at most 100
+}
+
+// IdempotencyRecord remembers the first result of an idempotent call.
+type IdempotencyRecord struct {
+	Caller    string          `json:"caller"`
+	Key       string          `json:"key"`
+	Tool      string          `json:"tool"`
+	ArgsHash  string          `json:"argsHash"`
+	Result    json.RawMessage `json:"result"`
+	CreatedAt time.Time       `json:"createdAt"`
+	ExpiresAt time.Time       `json:"expiresAt"`
+}
+
+// StartRunParams describes a new run for RunStore.CreateRun.
+type StartRunParams struct {
+	Run        *Run
+	Executions []*Execution
+	// Idempotency, when set, makes the creation idempotent per (Caller, Key):
+	// if an unexpired record exists with the same ArgsHash, no run is created
+	// and the stored record is returned; with another ArgsHash the call fails
+	// with IDEMPOTENCY_CONFLICT. Result is filled by the store from
+	// ResultFunc(run) when the run is created.
+	Idempotency *IdempotencyRecord
+	ResultFunc  func(*Run) (json.RawMessage, error)
+}
+
+// RunStore keeps runs and executions and is the durable queue the workers
+// take runs from.
+type RunStore interface {
+	// CreateRun stores a queued run and its pending executions in one
+	// transaction, honouring p.Idempotency. It returns the idempotency record
+	// (fresh or replayed) and whether it was replayed.
+	// Returns IDEMPOTENCY_CONFLICT, INVALID_ARGUMENT.
+	CreateRun(ctx context.Context, p StartRunParams) (rec *IdempotencyRecord, replayed bool, err error)
+
+	// FindRunByID returns the run if viewer may see its task ("" = any).
+	// Returns NOT_FOUND.
+	FindRunByID(ctx context.Context, viewer, id string) (*Run, error)
+
+	// FindRuns returns a page of runs, newest first.
+	FindRuns(ctx context.Context, filter RunFilter) (runs []*Run, next string, err error)
+
+	// FindExecutions returns the executions of a run in order, with results.
+	FindExecutions(ctx context.Context, runID string) ([]*Execution, error)
+
+	// FindExecutionByID returns an execution with its results if viewer may
+	// see its task ("" = any). Returns NOT_FOUND.
+	FindExecutionByID(ctx context.Context, viewer, id string) (*Execution, error)
+
+	// ClaimRun takes the oldest queued run, or a running run whose lease has
+	// expired (a crashed worker), marks it running under a lease held by
+	// worker until now+lease, and returns it; nil when there is none.
+	ClaimRun(ctx context.Context, worker string, lease time.Duration) (*Run, error)
+
+	// RenewLease extends the worker's lease on a run. It returns the current
+	// run, so that the worker sees a cancellation request. Returns
+	// CONFLICT when the worker no longer holds the lease.
+	RenewLease(ctx context.Context, runID, worker string, lease time.Duration) (*Run, error)
+
+	// StartExecution marks an execution running and forgets the step results
+	// of any earlier, interrupted attempt at it.
+	StartExecution(ctx context.Context, e *Execution) error
+
+	// SaveStepResult stores (inserts or replaces) one step result and the
+	// execution's variables so far.
+	SaveStepResult(ctx context.Context, executionID string, r *StepResult, vars map[string]any) error
+
+	// FinishExecution stores the final state of an execution.
+	FinishExecution(ctx context.Context, e *Execution) error
+
+	// ReleaseRun puts a run the worker holds back in the queue (graceful
+	// shutdown): it becomes queued again and another worker resumes it.
+	ReleaseRun(ctx context.Context, runID, worker string) error
+
+	// FinishRun stores the final state of a run and releases its lease.
+	FinishRun(ctx context.Context, r *Run) error
+
+	// RequestCancel asks a run to stop. A queued run is cancelled at once;
+	// a running one is cancelled by its worker. Returns NOT_FOUND.
+	RequestCancel(ctx context.Context, viewer, runID string) (*Run, error)
+
+	// DeleteExpiredIdempotency removes idempotency records that expired
+	// before now and returns how many.
+	DeleteExpiredIdempotency(ctx context.Context, now time.Time) (int, error)
+}
