@@ -1,0 +1,334 @@
+package llm
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Message roles.
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// ToolTypeFunction is the only tool type of the chat-completions API, and
+// the Type that Tool and ToolCall default to.
+const ToolTypeFunction = "function"
+
+// Message is one chat message.
+//
+// Decoding tolerates what real servers send: a null content, or content as
+// an array of parts (the text parts are concatenated and others, such as
+// images, skipped). Encoding sends content as a string, or as null for an
+// assistant message that has tool calls and no text.
+type Message struct {
+	Role       string     `json:"role"`                   // RoleSystem, RoleUser, RoleAssistant or RoleTool
+	Content    string     `json:"content"`                // the text
+	Refusal    string     `json:"refusal,omitempty"`      // set instead of Content when the model refuses
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`   // tools the assistant wants called
+	ToolCallID string     `json:"tool_call_id,omitempty"` // for RoleTool: the ToolCall.ID answered
+	Name       string     `json:"name,omitempty"`         // optional participant name
+}
+
+// MarshalJSON encodes m in the chat-completions wire format.
+func (m Message) MarshalJSON() ([]byte, error) {
+	var content *string
+	if m.Content != "" || len(m.ToolCalls) == 0 {
+		content = &m.Content
+	}
+	return json.Marshal(struct {
+		Role       string     `json:"role"`
+		Content    *string    `json:"content"`
+		Refusal    string     `json:"refusal,omitempty"`
+		ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+		ToolCallID string     `json:"tool_call_id,omitempty"`
+		Name       string     `json:"name,omitempty"`
+	}{m.Role, content, m.Refusal, m.ToolCalls, m.ToolCallID, m.Name})
+}
+
+// UnmarshalJSON decodes m, accepting content as a string, null, an array of
+// parts or a single part.
+func (m *Message) UnmarshalJSON(data []byte) error {
+	var w struct {
+		Role       string          `json:"role"`
+		Content    json.RawMessage `json:"content"`
+		Refusal    string          `json:"refusal"`
+		ToolCalls  []ToolCall      `json:"tool_calls"`
+		ToolCallID string          `json:"tool_call_id"`
+		Name       string          `json:"name"`
+	}
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	content, err := decodeContent(w.Content)
+	if err != nil {
+		return err
+	}
+	*m = Message{Role: w.Role, Content: content, Refusal: w.Refusal, ToolCalls: w.ToolCalls,
+		ToolCallID: w.ToolCallID, Name: w.Name}
+	return nil
+}
+
+// decodeContent returns the text of a message's content: a string, null, an
+// array of parts, or one part.
+func decodeContent(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	switch raw[0] {
+	case '"':
+		var s string
+		err := json.Unmarshal(raw, &s)
+		return s, err
+	case '[':
+		var parts []json.RawMessage
+		if err := json.Unmarshal(raw, &parts); err != nil {
+			return "", err
+		}
+		var b strings.Builder
+		for _, p := range parts {
+			b.WriteString(partText(p))
+		}
+		return b.String(), nil
+	case '{':
+		if !json.Valid(raw) {
+			return "", errors.New("content: invalid JSON object")
+		}
+		return partText(raw), nil
+	}
+	return "", fmt.Errorf("content: want a string, null or an array of parts, got %s", truncate(string(raw), 40))
+}
+
+// partText returns the text of a content part: the part itself when it is a
+// string, its "text" when that is a string, and "" for other parts.
+func partText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var part struct {
+		Text json.RawMessage `json:"text"`
+	}
+	if json.Unmarshal(raw, &part) != nil {
+		return ""
+	}
+	if json.Unmarshal(part.Text, &s) == nil {
+		return s
+	}
+	return ""
+}
+
+// ToolCall is a call the assistant asks for. Decoding defaults a missing
+// Type to "function"; encoding does the same.
+type ToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"` // ToolTypeFunction
+	Function FunctionCall `json:"function"`
+}
+
+// MarshalJSON encodes tc, defaulting an empty Type to "function".
+func (tc ToolCall) MarshalJSON() ([]byte, error) {
+	type wire ToolCall
+	if tc.Type == "" {
+		tc.Type = ToolTypeFunction
+	}
+	return json.Marshal(wire(tc))
+}
+
+// UnmarshalJSON decodes tc, defaulting a missing Type to "function".
+func (tc *ToolCall) UnmarshalJSON(data []byte) error {
+	type wire ToolCall
+	var w wire
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	if w.Type == "" {
+		w.Type = ToolTypeFunction
+	}
+	*tc = ToolCall(w)
+	return nil
+}
+
+// FunctionCall names the function to call and holds its arguments as JSON
+// text, as the model wrote them: they may be invalid JSON, so parse them
+// with care.
+//
+// Decoding accepts arguments sent as a JSON value rather than a string (some
+// local servers do this) and keeps the value's text; missing, null or empty
+// arguments become "{}".
+type FunctionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// UnmarshalJSON decodes fc, accepting arguments as a string or a JSON value.
+func (fc *FunctionCall) UnmarshalJSON(data []byte) error {
+	var w struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	args := bytes.TrimSpace(w.Arguments)
+	var s string
+	switch {
+	case len(args) == 0 || string(args) == "null":
+	case args[0] == '"':
+		if err := json.Unmarshal(args, &s); err != nil {
+			return err
+		}
+	default:
+		var b bytes.Buffer
+		if err := json.Compact(&b, args); err != nil {
+			return err
+		}
+		s = b.String()
+	}
+	if strings.TrimSpace(s) == "" {
+		s = "{}"
+	}
+	*fc = FunctionCall{Name: w.Name, Arguments: s}
+	return nil
+}
+
+// Tool declares a function the model may call. Encoding defaults an empty
+// Type to "function".
+type Tool struct {
+	Type     string      `json:"type"` // ToolTypeFunction
+	Function FunctionDef `json:"function"`
+}
+
+// MarshalJSON encodes t, defaulting an empty Type to "function".
+func (t Tool) MarshalJSON() ([]byte, error) {
+	type wire Tool
+	if t.Type == "" {
+		t.Type = ToolTypeFunction
+	}
+	return json.Marshal(wire(t))
+}
+
+// FunctionDef describes a callable function: its name, what it does, and a
+// JSON Schema of its arguments object (nil means no parameters).
+type FunctionDef struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+// Request is a chat-completions request. Only Messages is required; an
+// empty Model means Config.Model.
+type Request struct {
+	Model    string    `json:"model"`
+	Messages []Message `json:"messages"`
+	Tools    []Tool    `json:"tools,omitempty"`
+
+	// ToolChoice is "auto", "none", "required", or an object such as
+	// {"type":"function","function":{"name":"x"}}. Nil leaves the choice to
+	// the server.
+	ToolChoice any `json:"tool_choice,omitempty"`
+
+	// Temperature is the sampling temperature; nil means the server default.
+	// In Go 1.26, new(0.2) makes the pointer.
+	Temperature *float64 `json:"temperature,omitempty"`
+
+	// MaxTokens caps the completion; zero means the server default.
+	MaxTokens int `json:"max_tokens,omitempty"`
+
+	// ResponseFormat is, for example, {"type":"json_object"}; nil means text.
+	ResponseFormat any `json:"response_format,omitempty"`
+}
+
+// Response is a chat-completions response.
+//
+// A Response returned by Client.Chat has at least one Choice; its messages
+// have a Role (default "assistant") and every tool call an ID (a missing one
+// becomes "call_<choice>_<call>", so the tool result can answer it). Usage
+// is zero when the server does not report it.
+type Response struct {
+	ID      string   `json:"id"`
+	Model   string   `json:"model"`
+	Choices []Choice `json:"choices"`
+	Usage   Usage    `json:"usage"`
+
+	// Attempts is how many HTTP requests Client.Chat sent to get this
+	// response: 1, plus one per retry. It is not part of the wire format.
+	Attempts int `json:"-"`
+}
+
+// Choice is one completion of a Response.
+type Choice struct {
+	Index   int     `json:"index"`
+	Message Message `json:"message"`
+
+	// FinishReason is "stop", "length", "tool_calls", "content_filter" or
+	// empty. Servers disagree on it when tools are called, so look at
+	// Message.ToolCalls rather than at FinishReason.
+	FinishReason string `json:"finish_reason"`
+}
+
+// Usage counts the tokens of one response, or of several when summed with
+// Add.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// Add returns the sum of u and v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{
+		PromptTokens:     u.PromptTokens + v.PromptTokens,
+		CompletionTokens: u.CompletionTokens + v.CompletionTokens,
+		TotalTokens:      u.TotalTokens + v.TotalTokens,
+	}
+}
+
+// errNoChoices reports a well-formed response without any choice.
+var errNoChoices = errors.New("the response has no choices")
+
+// providerError is an error object found in a response body.
+type providerError struct{ text string }
+
+func (e *providerError) Error() string { return e.text }
+
+// decodeResponse decodes and normalizes a successful response body. It
+// returns *providerError when the body is an error object (some servers
+// answer errors with status 200), errNoChoices when it has no choices, and
+// a JSON error when it does not decode.
+func decodeResponse(data []byte) (*Response, error) {
+	var r Response
+	if err := json.Unmarshal(data, &r); err != nil {
+		if text := errorText(data); text != "" {
+			return nil, &providerError{text}
+		}
+		return nil, err
+	}
+	if len(r.Choices) == 0 {
+		if text := errorText(data); text != "" {
+			return nil, &providerError{text}
+		}
+		return nil, errNoChoices
+	}
+	for i := range r.Choices {
+		m := &r.Choices[i].Message
+		if m.Role == "" {
+			m.Role = RoleAssistant
+		}
+		for j := range m.ToolCalls {
+			if m.ToolCalls[j].ID == "" {
+				m.ToolCalls[j].ID = fmt.Sprintf("call_%d_%d", i, j)
+			}
+		}
+	}
+	if r.Usage.TotalTokens == 0 {
+		r.Usage.TotalTokens = r.Usage.PromptTokens + r.Usage.CompletionTokens
+	}
+	return &r, nil
+}
