@@ -26,6 +26,7 @@ type Case struct {
 	Source     string     `json:"source"` // declarative YAML of this case
 	SourceHash string     `json:"sourceHash"`
 	Steps      []Step     `json:"steps"`
+	TimeoutMs  int64      `json:"timeoutMs,omitempty"` // whole-case limit; 0 = the engine's default
 	Version    int        `json:"version"`
 	Status     CaseStatus `json:"status"`
 	CreatedBy  string     `json:"createdBy"`

@@ -73,6 +73,7 @@ type Execution struct {
 	CaseTitle    string         `json:"caseTitle"`
 	CaseVersion  int            `json:"caseVersion"`
 	Ordinal      int            `json:"ordinal"`
+	TimeoutMs    int64          `json:"timeoutMs,omitempty"`
 	Status       RunStatus      `json:"status"`
 	Steps        []Step         `json:"-"` // the compiled steps this execution runs (a snapshot)
 	Results      []*StepResult  `json:"steps"`

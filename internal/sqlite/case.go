@@ -11,13 +11,13 @@ import (
 	"github.com/duet-test/duet"
 )
 
-const caseColumns = `c.id, c.task_id, c.key, c.title, c.source, c.source_hash, c.steps, c.version, c.status, c.created_by, c.created_at, c.updated_at`
+const caseColumns = `c.id, c.task_id, c.key, c.title, c.source, c.source_hash, c.steps, c.timeout_ms, c.version, c.status, c.created_by, c.created_at, c.updated_at`
 
 func scanCase(r rowScanner) (*duet.Case, error) {
 	var c duet.Case
 	var steps string
 	var created, updated int64
-	if err := r.Scan(&c.ID, &c.TaskID, &c.Key, &c.Title, &c.Source, &c.SourceHash, &steps, &c.Version, &c.Status, &c.CreatedBy, &created, &updated); err != nil {
+	if err := r.Scan(&c.ID, &c.TaskID, &c.Key, &c.Title, &c.Source, &c.SourceHash, &steps, &c.TimeoutMs, &c.Version, &c.Status, &c.CreatedBy, &created, &updated); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(steps), &c.Steps); err != nil {
@@ -118,8 +118,8 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 			case old == nil:
 				c.ID, c.TaskID, c.Version, c.Status, c.CreatedBy = duet.NewID("case"), task.ID, 1, duet.CaseActive, owner
 				c.CreatedAt, c.UpdatedAt = now, now
-				if _, err := tx.ExecContext(ctx, `INSERT INTO cases (id, task_id, key, title, source, source_hash, steps, version, status, created_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-					c.ID, c.TaskID, c.Key, c.Title, c.Source, c.SourceHash, string(steps), c.Version, c.Status, c.CreatedBy, nowUs, nowUs); err != nil {
+				if _, err := tx.ExecContext(ctx, `INSERT INTO cases (id, task_id, key, title, source, source_hash, steps, timeout_ms, version, status, created_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+					c.ID, c.TaskID, c.Key, c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.Status, c.CreatedBy, nowUs, nowUs); err != nil {
 					return mapErr(err)
 				}
 				res.Cases = append(res.Cases, duet.ApplyCaseResult{Key: c.Key, ID: c.ID, Version: c.Version, Action: duet.ApplyCreated})
@@ -127,8 +127,8 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 				res.Cases = append(res.Cases, duet.ApplyCaseResult{Key: c.Key, ID: old.ID, Version: old.Version, Action: duet.ApplyUnchanged})
 			default:
 				c.ID, c.TaskID, c.Version, c.Status, c.CreatedBy = old.ID, task.ID, old.Version+1, duet.CaseActive, old.CreatedBy
-				if _, err := tx.ExecContext(ctx, `UPDATE cases SET title = ?, source = ?, source_hash = ?, steps = ?, version = ?, status = ?, updated_at = ? WHERE id = ?`,
-					c.Title, c.Source, c.SourceHash, string(steps), c.Version, c.Status, nowUs, c.ID); err != nil {
+				if _, err := tx.ExecContext(ctx, `UPDATE cases SET title = ?, source = ?, source_hash = ?, steps = ?, timeout_ms = ?, version = ?, status = ?, updated_at = ? WHERE id = ?`,
+					c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.Status, nowUs, c.ID); err != nil {
 					return mapErr(err)
 				}
 				res.Cases = append(res.Cases, duet.ApplyCaseResult{Key: c.Key, ID: c.ID, Version: c.Version, Action: duet.ApplyUpdated})
@@ -177,8 +177,8 @@ func (d *DB) SaveDraftCase(ctx context.Context, c *duet.Case) error {
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			c.ID, c.Version, c.Status, c.CreatedAt, c.UpdatedAt = duet.NewID("case"), 1, duet.CaseDraft, now, now
-			_, err := tx.ExecContext(ctx, `INSERT INTO cases (id, task_id, key, title, source, source_hash, steps, version, status, created_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				c.ID, c.TaskID, c.Key, c.Title, c.Source, c.SourceHash, string(steps), c.Version, c.Status, c.CreatedBy, micros(now), micros(now))
+			_, err := tx.ExecContext(ctx, `INSERT INTO cases (id, task_id, key, title, source, source_hash, steps, timeout_ms, version, status, created_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				c.ID, c.TaskID, c.Key, c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.Status, c.CreatedBy, micros(now), micros(now))
 			return mapErr(err)
 		case err != nil:
 			return mapErr(err)
@@ -186,8 +186,8 @@ func (d *DB) SaveDraftCase(ctx context.Context, c *duet.Case) error {
 			return duet.Errorf(duet.CodeConflict, "case key %q is already used by a %s case", c.Key, old.Status)
 		default:
 			c.ID, c.Version, c.Status, c.CreatedAt, c.UpdatedAt = old.ID, old.Version+1, duet.CaseDraft, old.CreatedAt, now
-			_, err := tx.ExecContext(ctx, `UPDATE cases SET title = ?, source = ?, source_hash = ?, steps = ?, version = ?, updated_at = ? WHERE id = ?`,
-				c.Title, c.Source, c.SourceHash, string(steps), c.Version, micros(now), c.ID)
+			_, err := tx.ExecContext(ctx, `UPDATE cases SET title = ?, source = ?, source_hash = ?, steps = ?, timeout_ms = ?, version = ?, updated_at = ? WHERE id = ?`,
+				c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, micros(now), c.ID)
 			return mapErr(err)
 		}
 	})

@@ -116,8 +116,8 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 				return err
 			}
 			e.ID, e.RunID, e.Ordinal, e.Status = duet.NewID("exec"), run.ID, i, duet.StatusPending
-			if _, err := tx.ExecContext(ctx, `INSERT INTO executions (id, run_id, case_id, case_key, case_title, case_version, ordinal, status, steps) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				e.ID, e.RunID, e.CaseID, e.CaseKey, e.CaseTitle, e.CaseVersion, e.Ordinal, e.Status, string(steps)); err != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO executions (id, run_id, case_id, case_key, case_title, case_version, ordinal, timeout_ms, status, steps) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				e.ID, e.RunID, e.CaseID, e.CaseKey, e.CaseTitle, e.CaseVersion, e.Ordinal, e.TimeoutMs, e.Status, string(steps)); err != nil {
 				return mapErr(err)
 			}
 		}
@@ -218,14 +218,14 @@ func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 	return runs, next, fillTotals(ctx, d.db, runs...)
 }
 
-const execColumns = `e.id, e.run_id, e.case_id, e.case_key, e.case_title, e.case_version, e.ordinal, e.status, e.steps, e.vars,
+const execColumns = `e.id, e.run_id, e.case_id, e.case_key, e.case_title, e.case_version, e.ordinal, e.timeout_ms, e.status, e.steps, e.vars,
 	e.error_code, e.error_message, e.started_at, e.finished_at`
 
 func scanExecution(r rowScanner) (*duet.Execution, error) {
 	var e duet.Execution
 	var steps, vars string
 	var started, finished sql.NullInt64
-	if err := r.Scan(&e.ID, &e.RunID, &e.CaseID, &e.CaseKey, &e.CaseTitle, &e.CaseVersion, &e.Ordinal, &e.Status, &steps, &vars,
+	if err := r.Scan(&e.ID, &e.RunID, &e.CaseID, &e.CaseKey, &e.CaseTitle, &e.CaseVersion, &e.Ordinal, &e.TimeoutMs, &e.Status, &steps, &vars,
 		&e.ErrorCode, &e.ErrorMessage, &started, &finished); err != nil {
 		return nil, err
 	}

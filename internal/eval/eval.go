@@ -1,0 +1,338 @@
+// Package eval evaluates the expressions and ${...} templates of test steps
+// over saved variables, with github.com/expr-lang/expr. The compiler uses it
+// to validate a case (syntax and variable names) and the engine to run it, so
+// what compiles is exactly what runs.
+package eval
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/parser"
+	"github.com/expr-lang/expr/vm"
+
+	"github.com/duet-test/duet"
+)
+
+// Builtins are the variables every step can use besides saved ones:
+// task (id, name, baseUrl) and run (id, executor).
+var Builtins = []string{"task", "run"}
+
+// maxNodes bounds expression size (a defence against pathological input).
+const maxNodes = 2000
+
+// Check compiles src as an expression over the variables known (plus
+// Builtins) and returns a caller-friendly error, or nil. Unknown variable
+// names are errors.
+func Check(src string, known []string, wantBool bool) error {
+	_, err := compile(src, known, wantBool)
+	return err
+}
+
+// names collects the variable names an expression reads, minus the ones it
+// declares itself with let.
+type names struct {
+	used     []string
+	declared map[string]bool
+}
+
+func (n *names) Visit(node *ast.Node) {
+	switch x := (*node).(type) {
+	case *ast.IdentifierNode:
+		n.used = append(n.used, x.Value)
+	case *ast.VariableDeclaratorNode:
+		n.declared[x.Name] = true
+	}
+}
+
+func compile(src string, known []string, wantBool bool) (*vm.Program, error) {
+	if strings.TrimSpace(src) == "" {
+		return nil, fmt.Errorf("empty expression")
+	}
+	tree, err := parser.Parse(src)
+	if err != nil {
+		return nil, fmt.Errorf("%s", firstLine(err.Error()))
+	}
+	v := &names{declared: map[string]bool{}}
+	ast.Walk(&tree.Node, v)
+	for _, name := range v.used {
+		if !v.declared[name] && !slices.Contains(known, name) && !slices.Contains(Builtins, name) {
+			return nil, fmt.Errorf("unknown name %s (known: %s)", name, strings.Join(append(slices.Clone(known), Builtins...), ", "))
+		}
+	}
+	opts := []expr.Option{expr.AllowUndefinedVariables(), expr.MaxNodes(maxNodes)}
+	if wantBool {
+		opts = append(opts, expr.AsBool())
+	}
+	p, err := expr.Compile(src, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("%s", firstLine(err.Error()))
+	}
+	return p, nil
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// Eval evaluates src over vars.
+func Eval(src string, vars map[string]any) (any, error) {
+	p, err := compile(src, slices.Collect(maps.Keys(vars)), false)
+	if err != nil {
+		return nil, err
+	}
+	out, err := expr.Run(p, vars)
+	if err != nil {
+		return nil, fmt.Errorf("%s", firstLine(err.Error()))
+	}
+	return out, nil
+}
+
+// EvalBool evaluates src over vars and requires a boolean result.
+func EvalBool(src string, vars map[string]any) (bool, error) {
+	p, err := compile(src, slices.Collect(maps.Keys(vars)), true)
+	if err != nil {
+		return false, err
+	}
+	out, err := expr.Run(p, vars)
+	if err != nil {
+		return false, fmt.Errorf("%s", firstLine(err.Error()))
+	}
+	b, ok := out.(bool)
+	if !ok {
+		return false, fmt.Errorf("expression gave %T, want a boolean", out)
+	}
+	return b, nil
+}
+
+// A template is a string with ${expression} parts; "$${" stands for a
+// literal "${".
+type part struct {
+	lit  string
+	expr string
+	isEx bool
+}
+
+// ParseTemplate splits s into literal and expression parts.
+func parseTemplate(s string) ([]part, error) {
+	var parts []part
+	var lit strings.Builder
+	for i := 0; i < len(s); {
+		if strings.HasPrefix(s[i:], "$${") {
+			lit.WriteString("${")
+			i += 3
+			continue
+		}
+		if !strings.HasPrefix(s[i:], "${") {
+			lit.WriteByte(s[i])
+			i++
+			continue
+		}
+		end, err := matchBrace(s, i+2)
+		if err != nil {
+			return nil, err
+		}
+		if lit.Len() > 0 {
+			parts = append(parts, part{lit: lit.String()})
+			lit.Reset()
+		}
+		parts = append(parts, part{expr: strings.TrimSpace(s[i+2 : end]), isEx: true})
+		i = end + 1
+	}
+	if lit.Len() > 0 {
+		parts = append(parts, part{lit: lit.String()})
+	}
+	return parts, nil
+}
+
+// matchBrace returns the index of the "}" closing an expression that starts
+// at i, skipping nested braces and quoted strings.
+func matchBrace(s string, i int) (int, error) {
+	depth := 0
+	for j := i; j < len(s); j++ {
+		switch c := s[j]; c {
+		case '"', '\'', '`':
+			k := j + 1
+			for ; k < len(s) && s[k] != c; k++ {
+				if s[k] == '\\' && c != '`' {
+					k++
+				}
+			}
+			if k >= len(s) {
+				return 0, fmt.Errorf("unterminated string in ${...}")
+			}
+			j = k
+		case '{':
+			depth++
+		case '}':
+			if depth == 0 {
+				return j, nil
+			}
+			depth--
+		}
+	}
+	return 0, fmt.Errorf("unterminated ${...}")
+}
+
+// IsTemplate reports whether s has at least one ${...} part.
+func IsTemplate(s string) bool {
+	parts, err := parseTemplate(s)
+	if err != nil {
+		return true
+	}
+	for _, p := range parts {
+		if p.isEx {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckTemplate validates every ${...} part of s against the known variables.
+func CheckTemplate(s string, known []string) error {
+	parts, err := parseTemplate(s)
+	if err != nil {
+		return err
+	}
+	for _, p := range parts {
+		if p.isEx {
+			if err := Check(p.expr, known, false); err != nil {
+				return fmt.Errorf("in ${%s}: %w", p.expr, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Render evaluates the template s. A template that is exactly one ${...}
+// keeps the value's type (a number stays a number); otherwise the parts are
+// joined into a string (maps and lists as JSON).
+func Render(s string, vars map[string]any) (any, error) {
+	parts, err := parseTemplate(s)
+	if err != nil {
+		return nil, err
+	}
+	if len(parts) == 1 && parts[0].isEx {
+		return Eval(parts[0].expr, vars)
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if !p.isEx {
+			b.WriteString(p.lit)
+			continue
+		}
+		v, err := Eval(p.expr, vars)
+		if err != nil {
+			return nil, fmt.Errorf("in ${%s}: %w", p.expr, err)
+		}
+		b.WriteString(Stringify(v))
+	}
+	return b.String(), nil
+}
+
+// RenderString is Render with the result turned into a string.
+func RenderString(s string, vars map[string]any) (string, error) {
+	v, err := Render(s, vars)
+	if err != nil {
+		return "", err
+	}
+	return Stringify(v), nil
+}
+
+// Stringify formats a value for text: strings as they are, nil as "",
+// numbers without exponent when whole, maps and lists as JSON.
+func Stringify(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case float64:
+		if x == float64(int64(x)) {
+			return fmt.Sprintf("%d", int64(x))
+		}
+		return fmt.Sprint(x)
+	case map[string]any, []any:
+		b, err := json.Marshal(x)
+		if err != nil {
+			return fmt.Sprint(x)
+		}
+		return string(b)
+	default:
+		return fmt.Sprint(x)
+	}
+}
+
+// RenderValue renders every string leaf of a JSON-like value as a template.
+func RenderValue(v any, vars map[string]any) (any, error) {
+	switch x := v.(type) {
+	case string:
+		return Render(x, vars)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			r, err := RenderValue(e, vars)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = r
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			r, err := RenderValue(e, vars)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = r
+		}
+		return out, nil
+	default:
+		return v, nil
+	}
+}
+
+// CheckValue validates every string leaf of a JSON-like value as a template.
+func CheckValue(v any, known []string) error {
+	switch x := v.(type) {
+	case string:
+		return CheckTemplate(x, known)
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			if err := CheckValue(x[k], known); err != nil {
+				return fmt.Errorf("%s: %w", k, err)
+			}
+		}
+	case []any:
+		for i, e := range x {
+			if err := CheckValue(e, known); err != nil {
+				return fmt.Errorf("[%d]: %w", i, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Normalize turns a value into plain JSON types (map[string]any, []any,
+// float64, string, bool, nil) so expressions see one shape whatever produced
+// it.
+func Normalize(v any) (any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, duet.WrapError(duet.CodeInternal, err, "value is not JSON")
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
