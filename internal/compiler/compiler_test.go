@@ -174,10 +174,10 @@ func TestCompileServers(t *testing.T) {
 		t.Fatalf("got %+v", got)
 	}
 	for src, want := range map[string]string{
-		"      - mcpCall: {server: orders, tool: nope}\n":                                          "has no tool \"nope\"",
-		"      - mcpCall: {server: orders, tool: query_order}\n":                                   "requires argument \"orderId\"",
-		"      - mcpCall: {server: orders, tool: query_order, input: {orderId: A, extra: 1}}\n":     "has no argument \"extra\"",
-		"      - mcpCall: {server: other, tool: query_order}\n":                                    "not registered an MCP server named \"other\"",
+		"      - mcpCall: {server: orders, tool: nope}\n":                                       "has no tool \"nope\"",
+		"      - mcpCall: {server: orders, tool: query_order}\n":                                "requires argument \"orderId\"",
+		"      - mcpCall: {server: orders, tool: query_order, input: {orderId: A, extra: 1}}\n": "has no argument \"extra\"",
+		"      - mcpCall: {server: other, tool: query_order}\n":                                 "not registered an MCP server named \"other\"",
 	} {
 		_, err := CompileSuite(context.Background(), []byte(head+src), "", opts)
 		if err == nil || !strings.Contains(err.Error(), want) {
