@@ -69,6 +69,9 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 	if err != nil {
 		return err
 	}
+	if len(w.ToolCalls) == 0 {
+		w.ToolCalls = nil // "tool_calls": [] means none
+	}
 	*m = Message{Role: w.Role, Content: content, Refusal: w.Refusal, ToolCalls: w.ToolCalls,
 		ToolCallID: w.ToolCallID, Name: w.Name}
 	return nil
@@ -150,6 +153,9 @@ func (tc *ToolCall) UnmarshalJSON(data []byte) error {
 	}
 	if w.Type == "" {
 		w.Type = ToolTypeFunction
+	}
+	if w.Function.Arguments == "" { // "function" missing or null
+		w.Function.Arguments = "{}"
 	}
 	*tc = ToolCall(w)
 	return nil

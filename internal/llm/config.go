@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -35,8 +36,8 @@ const redacted = "[REDACTED]"
 // Config configures a Client. BaseURL and Model are required; every other
 // field has a usable zero value.
 //
-// Config prints (with any fmt verb) and logs (as a slog.LogValuer) with the
-// API key redacted, and APIKey is skipped by encoding/json.
+// Config prints (with any fmt verb), logs (as a slog.LogValuer) and
+// encodes to JSON with the API key, and any password in BaseURL, redacted.
 type Config struct {
 	// BaseURL is the API root, for example https://api.openai.com/v1 or
 	// http://127.0.0.1:11434/v1 for Ollama. Requests go to
@@ -47,7 +48,7 @@ type Config struct {
 
 	// APIKey is sent as "Authorization: Bearer <APIKey>". Empty means no
 	// Authorization header, which local servers accept.
-	APIKey string `json:"-"`
+	APIKey string
 
 	// Model is the default model, used when Request.Model is empty.
 	Model string
@@ -216,6 +217,17 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("timeout", c.Timeout),
 		slog.Int("max_retries", c.MaxRetries),
 	)
+}
+
+// MarshalJSON encodes c for display, with the API key redacted.
+func (c Config) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		BaseURL    string `json:"base_url"`
+		Model      string `json:"model"`
+		APIKey     string `json:"api_key"`
+		Timeout    string `json:"timeout"`
+		MaxRetries int    `json:"max_retries"`
+	}{redactURL(c.BaseURL), c.Model, strings.Trim(redactKey(c.APIKey), `"`), c.Timeout.String(), c.MaxRetries})
 }
 
 // redactKey says whether a key is set without showing it.
