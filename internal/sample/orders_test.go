@@ -275,3 +275,31 @@ func TestOrdersConcurrentUse(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+func FuzzDecodeCursor(f *testing.F) {
+	for _, s := range []string{"", encodeCursor("A1001"), "!!", "QTEwMDI", encodeCursor("")} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, c string) {
+		id, err := decodeCursor(c)
+		if err != nil {
+			if duet.ErrorCode(err) != duet.CodeInvalidArgument {
+				t.Fatalf("decodeCursor(%q): got code %q, want INVALID_ARGUMENT", c, duet.ErrorCode(err))
+			}
+			return
+		}
+		if c == "" {
+			if id != "" {
+				t.Fatalf("decodeCursor(\"\"): got %q, want \"\"", id)
+			}
+			return
+		}
+		if again, err := decodeCursor(encodeCursor(id)); err != nil || again != id {
+			t.Fatalf("round trip of %q: got %q, %v, want %q, nil", id, again, err, id)
+		}
+		// Listing from any valid cursor works.
+		if _, _, err := NewOrders().List(OrderFilter{Cursor: c}); err != nil {
+			t.Fatalf("List with cursor %q: got error %v, want nil", c, err)
+		}
+	})
+}
