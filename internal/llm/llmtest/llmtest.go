@@ -29,6 +29,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -235,8 +236,9 @@ func (s *Server) Received() []Received {
 }
 
 // AssertNotSent fails the test for every secret that appears in a request
-// body received so far (prompts, tool results, tool schemas), as raw text,
-// JSON-escaped, or in a decoded message. Headers are not checked: the API
+// body received so far (prompts, tool results, tool schemas): as raw text,
+// JSON-escaped, or in a message's content or tool call arguments, including
+// inside JSON they hold. Headers are not checked: the API
 // key belongs in Authorization. Call it from the test goroutine.
 func (s *Server) AssertNotSent(secrets ...string) {
 	s.t.Helper()
@@ -257,20 +259,56 @@ func find(r Received, secret string) string {
 	if bytes.Contains(r.Body, []byte(secret)) {
 		return "the raw body"
 	}
-	if esc, _ := json.Marshal(secret); bytes.Contains(r.Body, bytes.Trim(esc, `"`)) {
+	if bytes.Contains(r.Body, []byte(jsonEscape(secret))) {
 		return "the JSON-escaped body"
 	}
 	for j, m := range r.Request.Messages {
-		if strings.Contains(m.Content, secret) {
+		if containsSecret(m.Content, secret) {
 			return fmt.Sprintf("message %d (%s)", j+1, m.Role)
 		}
 		for _, c := range m.ToolCalls {
-			if strings.Contains(c.Function.Arguments, secret) {
+			if containsSecret(c.Function.Arguments, secret) {
 				return fmt.Sprintf("the tool call arguments of message %d", j+1)
 			}
 		}
 	}
 	return ""
+}
+
+// containsSecret reports whether text holds secret as is, JSON-escaped, or
+// in any string of the JSON value text may be (tool results and arguments
+// usually are JSON, so a secret in them is escaped twice in the body).
+func containsSecret(text, secret string) bool {
+	if strings.Contains(text, secret) || strings.Contains(text, jsonEscape(secret)) {
+		return true
+	}
+	var v any
+	if json.Unmarshal([]byte(text), &v) != nil {
+		return false
+	}
+	var walk func(v any) bool
+	walk = func(v any) bool {
+		switch v := v.(type) {
+		case string:
+			return strings.Contains(v, secret)
+		case []any:
+			return slices.ContainsFunc(v, walk)
+		case map[string]any:
+			for k, e := range v {
+				if strings.Contains(k, secret) || walk(e) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return walk(v)
+}
+
+// jsonEscape returns s as it appears inside a JSON string.
+func jsonEscape(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b[1 : len(b)-1])
 }
 
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
