@@ -130,8 +130,8 @@ func (c *Client) LogValue() slog.Value { return c.cfg.LogValue() }
 //
 // Errors are *duet.Error values with these codes:
 //   - INVALID_ARGUMENT: req has no messages or does not encode.
-//   - RATE_LIMITED: HTTP 429 after the last retry, or a Retry-After longer
-//     than Config.RetryMaxWait.
+//   - RATE_LIMITED: HTTP 429 after the last retry, or with a Retry-After
+//     longer than Config.RetryMaxWait.
 //   - TIMEOUT: an attempt ran past Config.Timeout, or ctx's deadline passed.
 //   - CANCELLED: ctx was cancelled, during a request or a backoff wait.
 //   - LLM_ERROR: any other failure, with the HTTP status and the provider's
@@ -182,7 +182,7 @@ func (c *Client) chat(ctx context.Context, req Request) (*Response, int, error) 
 	}
 	for attempt := 1; ; attempt++ {
 		if ctx.Err() != nil {
-			return nil, attempt - 1, contextError(ctx, op, attempt-1)
+			return nil, attempt - 1, contextFailure(ctx).error(op, attempt-1)
 		}
 		resp, f := c.try(ctx, body, attempt)
 		if f == nil {
@@ -208,7 +208,7 @@ func (c *Client) chat(ctx context.Context, req Request) (*Response, int, error) 
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, attempt, contextError(ctx, op, attempt)
+			return nil, attempt, contextFailure(ctx).error(op, attempt)
 		case <-t.C:
 		}
 	}
@@ -223,18 +223,15 @@ func (f *failure) error(op string, attempts int) error {
 	return &duet.Error{Code: f.code, Op: op, Message: msg, Err: f.err}
 }
 
-// contextError reports that ctx ended: TIMEOUT for a deadline, CANCELLED
-// otherwise.
-func contextError(ctx context.Context, op string, attempts int) error {
+// contextFailure reports that the caller's ctx ended: TIMEOUT for a
+// deadline, CANCELLED otherwise.
+func contextFailure(ctx context.Context) *failure {
 	cause := context.Cause(ctx)
-	code, msg := duet.CodeCancelled, "the chat completion was cancelled"
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(cause, context.DeadlineExceeded) {
-		code, msg = duet.CodeTimeout, "the chat completion did not finish before the caller's deadline"
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &failure{code: duet.CodeTimeout, err: cause,
+			msg: "the chat completion did not finish before the caller's deadline"}
 	}
-	if attempts > 1 {
-		msg += fmt.Sprintf(" (after %d attempts)", attempts)
-	}
-	return &duet.Error{Code: code, Op: op, Message: msg, Err: cause}
+	return &failure{code: duet.CodeCancelled, err: cause, msg: "the chat completion was cancelled"}
 }
 
 // try makes one attempt.
@@ -311,11 +308,7 @@ func (c *Client) try(ctx context.Context, body []byte, attempt int) (*Response, 
 func (c *Client) transportFailure(ctx, actx context.Context, err error, msg string) *failure {
 	switch {
 	case ctx.Err() != nil:
-		cause := context.Cause(ctx)
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return &failure{code: duet.CodeTimeout, msg: "the chat completion did not finish before the caller's deadline", err: cause}
-		}
-		return &failure{code: duet.CodeCancelled, msg: "the chat completion was cancelled", err: cause}
+		return contextFailure(ctx)
 	case errors.Is(actx.Err(), context.DeadlineExceeded):
 		return &failure{code: duet.CodeTimeout, err: err, msg: fmt.Sprintf(
 			"the LLM endpoint did not answer within %s (raise %s for slow models)", c.cfg.Timeout, EnvTimeout)}

@@ -450,7 +450,7 @@ func TestChatConnectionRefused(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 
-	c, err := llm.New(llm.Config{BaseURL: "http://" + addr + "/v1", Model: "m", APIKey: testKey,
+	c, err := llm.New(llm.Config{BaseURL: "http://user:hunter2@" + addr + "/v1", Model: "m", APIKey: testKey,
 		MaxRetries: 2, RetryBaseWait: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -460,13 +460,15 @@ func TestChatConnectionRefused(t *testing.T) {
 		t.Fatalf("Chat: got code %q (error %v), want %q", code, err, duet.CodeLLMError)
 	}
 	msg := duet.ErrorMessage(err)
-	for _, want := range []string{"cannot reach the LLM endpoint at http://" + addr + "/v1/chat/completions", "after 3 attempts"} {
+	for _, want := range []string{"cannot reach the LLM endpoint at http://user:xxxxx@" + addr + "/v1/chat/completions", "after 3 attempts"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("Chat: got message %q, want it to contain %q", msg, want)
 		}
 	}
-	if strings.Contains(err.Error(), testKey) {
-		t.Errorf("Chat: got error %q, want no API key in it", err)
+	for _, secret := range []string{testKey, "hunter2"} {
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("Chat: got error %q, want no %q in it", err, secret)
+		}
 	}
 	if got := c.Stats().Attempts; got != 3 {
 		t.Errorf("Stats.Attempts: got %d, want 3", got)

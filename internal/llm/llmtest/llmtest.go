@@ -71,8 +71,8 @@ func Reply(content string) Turn { return Turn{content: content} }
 
 // ToolCalls returns a Turn that answers with an assistant message calling
 // tools (content null, finish reason "tool_calls"). Calls without an ID get
-// "call_<turn>_<index>", where turn counts requests from 1 and index calls
-// from 0, so the first call of the first turn is "call_1_0".
+// "call_<n>_<i>", where n numbers the requests received from 1 and i the
+// calls from 0: the first call answering the first request is "call_1_0".
 func ToolCalls(calls ...llm.ToolCall) Turn { return Turn{toolCalls: calls} }
 
 // Call returns a call of the function name with arguments, JSON text sent
@@ -81,8 +81,8 @@ func Call(name, arguments string) llm.ToolCall {
 	return llm.ToolCall{Type: llm.ToolTypeFunction, Function: llm.FunctionCall{Name: name, Arguments: arguments}}
 }
 
-// Error returns a Turn that answers with HTTP status and an OpenAI-style
-// error body {"error":{"message","type","code"}}.
+// Error returns a Turn that answers with HTTP status, 400 or more, and an
+// OpenAI-style error body {"error":{"message","type","code"}}.
 func Error(status int, message string) Turn {
 	return Turn{status: status, errMessage: message}
 }
@@ -98,9 +98,9 @@ func RateLimited(retryAfter string) Turn {
 	return t
 }
 
-// Raw returns a Turn that answers with status and body exactly, with
-// Content-Type application/json, for response shapes the other
-// constructors do not make.
+// Raw returns a Turn that answers with status (0 means 200) and body
+// exactly, with Content-Type application/json, for response shapes the
+// other constructors do not make.
 func Raw(status int, body string) Turn { return Turn{status: status, raw: &body} }
 
 // Disconnect returns a Turn that closes the connection without answering,
@@ -172,7 +172,8 @@ type Server struct {
 
 // New starts a Server answering with turns in order. A request beyond the
 // last turn, a request to another path, or a body that is not a chat
-// request fails the test (with t.Errorf) and is answered with HTTP 400.
+// request fails the test (with t.Errorf) and is answered with an HTTP 4xx
+// error that llm.Client does not retry.
 func New(t testing.TB, turns ...Turn) *Server {
 	t.Helper()
 	s := &Server{t: t, turns: turns}
