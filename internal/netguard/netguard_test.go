@@ -172,7 +172,7 @@ func TestControl(t *testing.T) {
 		{"tcp6", "[fe80::1%eth0]:80", lenient, true},
 		{"tcp4", "169.254.169.254:80", lenient, true},
 		{"udp4", "8.8.8.8:53", lenient, true},
-		{"unix", "/tmp/sock", lenient, true},
+		{"unix", "duet.sock", lenient, true},
 		{"tcp", "example.com:80", lenient, true},
 		{"tcp", "", lenient, true},
 	}
@@ -340,4 +340,45 @@ func TestDialContext(t *testing.T) {
 		t.Fatalf("DialContext(%s) with AllowLoopback: %v", addr, err)
 	}
 	conn.Close()
+}
+
+func FuzzCheckIP(f *testing.F) {
+	for _, s := range []string{"8.8.8.8", "127.0.0.1", "::1", "::ffff:10.0.0.1", "64:ff9b::a9fe:a9fe", "fe80::1", "fd00:ec2::254"} {
+		b := netip.MustParseAddr(s).As16()
+		f.Add(b[:])
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var ip netip.Addr
+		switch len(b) {
+		case 4:
+			ip = netip.AddrFrom4([4]byte(b))
+		case 16:
+			ip = netip.AddrFrom16([16]byte(b))
+		default:
+			return
+		}
+		for _, p := range []netguard.Policy{strict, loopback, private, lenient} {
+			err := p.CheckIP(ip)
+			if err != nil && duet.ErrorCode(err) != duet.CodeURLRefused {
+				t.Fatalf("%+v.CheckIP(%s): got %v, want nil or code %s", p, ip, err, duet.CodeURLRefused)
+			}
+			// An IPv4-mapped address is judged exactly like the IPv4 one.
+			if got, want := err == nil, p.CheckIP(ip.Unmap()) == nil; got != want {
+				t.Fatalf("%+v.CheckIP(%s) allowed %t, CheckIP(%s) allowed %t; want equal", p, ip, got, ip.Unmap(), want)
+			}
+		}
+		// Relaxing the policy never refuses more.
+		if strict.CheckIP(ip) == nil {
+			for _, p := range []netguard.Policy{loopback, private, lenient} {
+				if err := p.CheckIP(ip); err != nil {
+					t.Fatalf("strict allows %s but %+v refuses it: %v", ip, p, err)
+				}
+			}
+		}
+		// Nothing outside the public unicast space gets through the strict
+		// policy.
+		if u := ip.Unmap(); strict.CheckIP(ip) == nil && (!u.IsGlobalUnicast() || u.IsPrivate()) {
+			t.Fatalf("strict allows %s, which is not public", ip)
+		}
+	})
 }
