@@ -151,6 +151,11 @@ func LoadKeyring(getenv func(string) string, home string) (*Keyring, LoadInfo, e
 		info LoadInfo
 		keys [][]byte
 	)
+	defer func() {
+		for _, k := range keys {
+			clear(k)
+		}
+	}()
 	switch {
 	case getenv(EnvMasterKey) != "":
 		info.Source = SourceEnv
@@ -206,12 +211,6 @@ func LoadKeyring(getenv func(string) string, home string) (*Keyring, LoadInfo, e
 			keys = append(keys, key)
 		}
 	}
-	defer func() {
-		for _, k := range keys {
-			clear(k)
-		}
-	}()
-
 	kr, err := NewKeyring(keys[0], keys[1:]...)
 	if err != nil {
 		return nil, LoadInfo{}, err
