@@ -162,6 +162,10 @@ type RunStore interface {
 	// worker until now+lease, and returns it; nil when there is none.
 	ClaimRun(ctx context.Context, worker string, lease time.Duration) (*Run, error)
 
+	// ClaimRunByID claims one run, like ClaimRun, if it is queued or its
+	// lease expired; nil when it is not claimable (taken or finished).
+	ClaimRunByID(ctx context.Context, runID, worker string, lease time.Duration) (*Run, error)
+
 	// RenewLease extends the worker's lease on a run. It returns the current
 	// run, so that the worker sees a cancellation request. Returns
 	// CONFLICT when the worker no longer holds the lease.

@@ -48,7 +48,9 @@ type TaskFilter struct {
 
 // TaskStore keeps tasks and their sharing lists.
 type TaskStore interface {
-	// FindTaskByID returns the task with id if viewer may see it.
+	// FindTaskByID returns the task with id if viewer may see it (viewer ""
+	// means any task: for internal callers such as workers, never for a
+	// caller's request).
 	// Returns NOT_FOUND when it does not exist or the viewer may not see it:
 	// the two cases are indistinguishable.
 	FindTaskByID(ctx context.Context, viewer, id string) (*Task, error)

@@ -309,13 +309,22 @@ func (d *DB) FindExecutionByID(ctx context.Context, viewer, id string) (*duet.Ex
 
 // ClaimRun takes the oldest queued run, or a running run whose lease expired.
 func (d *DB) ClaimRun(ctx context.Context, worker string, lease time.Duration) (*duet.Run, error) {
+	return d.claim(ctx, "", worker, lease)
+}
+
+// ClaimRunByID claims one run if it is queued or its lease expired.
+func (d *DB) ClaimRunByID(ctx context.Context, runID, worker string, lease time.Duration) (*duet.Run, error) {
+	return d.claim(ctx, runID, worker, lease)
+}
+
+func (d *DB) claim(ctx context.Context, only, worker string, lease time.Duration) (*duet.Run, error) {
 	var run *duet.Run
 	err := d.tx(ctx, func(tx *sql.Tx) error {
 		now := d.now()
 		var id string
 		err := tx.QueryRowContext(ctx, `SELECT id FROM runs
-			WHERE status = 'queued' OR (status = 'running' AND lease_expires_at < ?)
-			ORDER BY id LIMIT 1`, micros(now)).Scan(&id)
+			WHERE (status = 'queued' OR (status = 'running' AND lease_expires_at < ?1)) AND (?2 = '' OR id = ?2)
+			ORDER BY id LIMIT 1`, micros(now), only).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		} else if err != nil {

@@ -258,6 +258,13 @@ func testRunLifecycle(t *testing.T, s duet.Store) {
 	}
 	_, err = s.FindRunByID(ctx(t), "mallory", run.ID)
 	wantCode(t, err, duet.CodeNotFound)
+	other, _ := newRun(t, s, "alice")
+	if c, err := s.ClaimRunByID(ctx(t), other.ID, "w0", time.Minute); err != nil || c == nil || c.ID != other.ID {
+		t.Fatalf("ClaimRunByID: got %+v %v", c, err)
+	}
+	if c, err := s.ClaimRunByID(ctx(t), other.ID, "w0", time.Minute); err != nil || c != nil {
+		t.Fatalf("ClaimRunByID of a held run: got %+v %v, want none", c, err)
+	}
 	claimed, err := s.ClaimRun(ctx(t), "w1", time.Minute)
 	if err != nil || claimed == nil || claimed.ID != run.ID || claimed.Status != duet.StatusRunning || claimed.Attempt != 1 {
 		t.Fatalf("claim: got %+v %v", claimed, err)
@@ -324,7 +331,7 @@ func testRunLifecycle(t *testing.T, s duet.Store) {
 	if final.Status != duet.StatusPassed || final.Totals.Passed != 1 || final.Totals.Cancelled != 1 || final.FinishedAt == nil {
 		t.Fatalf("final: got %+v", final)
 	}
-	runs, _, err := s.FindRuns(ctx(t), duet.RunFilter{Viewer: "alice"})
+	runs, _, err := s.FindRuns(ctx(t), duet.RunFilter{Viewer: "alice", TaskID: run.TaskID})
 	if err != nil || len(runs) != 1 {
 		t.Fatalf("FindRuns: got %v %v", runs, err)
 	}

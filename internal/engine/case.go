@@ -1,0 +1,215 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/duet-test/duet"
+)
+
+// caseRun is the state of one execution while it runs.
+type caseRun struct {
+	e       *Engine
+	run     *duet.Run
+	task    *duet.Task
+	x       *duet.Execution
+	vars    map[string]any // builtins and saved variables
+	saved   map[string]any // saved variables only (persisted, redacted)
+	session BrowserSession
+}
+
+func (e *Engine) executeCase(ctx context.Context, run *duet.Run, task *duet.Task, x *duet.Execution) {
+	now := time.Now()
+	x.StartedAt = &now
+	if err := e.store.StartExecution(ctx, x); err != nil {
+		e.log.ErrorContext(ctx, "starting execution", "execution", x.ID, "err", err)
+		return
+	}
+	e.emit(Event{RunID: run.ID, ExecutionID: x.ID, CaseTitle: x.CaseTitle, Status: duet.StatusRunning})
+	cr := &caseRun{
+		e: e, run: run, task: task, x: x, saved: map[string]any{},
+		vars: map[string]any{
+			"task": map[string]any{"id": task.ID, "name": task.Name, "baseUrl": task.BaseURL},
+			"run":  map[string]any{"id": run.ID, "executor": run.TriggeredBy},
+		},
+	}
+	defer func() {
+		if cr.session != nil {
+			cr.session.Close()
+		}
+	}()
+	timeout := e.opts.CaseTimeout
+	if x.TimeoutMs > 0 {
+		timeout = time.Duration(x.TimeoutMs) * time.Millisecond
+	}
+	cctx, cancel := context.WithTimeoutCause(ctx, timeout, errCaseTimeout)
+	defer cancel()
+
+	x.Status = duet.StatusPassed
+	failed := false
+	for i := range x.Steps {
+		st := &x.Steps[i]
+		res := &duet.StepResult{Index: st.Index, Kind: st.Kind, Name: st.Name, Status: duet.StatusSkipped}
+		if failed || cctx.Err() != nil {
+			if shutdown(ctx) {
+				return // resumable: leave the execution as it is
+			}
+			if cctx.Err() != nil && !failed {
+				failed = true
+				x.Status, x.ErrorCode, x.ErrorMessage = statusOfCtx(ctx, cctx)
+			}
+			e.saveResult(ctx, x, res, cr.saved)
+			continue
+		}
+		cr.runStep(cctx, st, res)
+		if shutdown(ctx) {
+			return
+		}
+		e.saveResult(ctx, x, res, cr.saved)
+		e.emit(Event{RunID: run.ID, ExecutionID: x.ID, CaseTitle: x.CaseTitle, Step: res, Status: res.Status})
+		if res.Status != duet.StatusPassed && !res.Optional {
+			failed = true
+			x.Status, x.ErrorCode = res.Status, res.ErrorCode
+			x.ErrorMessage = fmt.Sprintf("step %d (%s): %s", st.Index+1, st.Name, res.ErrorMessage)
+		}
+	}
+	if shutdown(ctx) {
+		return
+	}
+	if x.Status == duet.StatusPassed && cctx.Err() != nil {
+		x.Status, x.ErrorCode, x.ErrorMessage = statusOfCtx(ctx, cctx)
+	}
+	end := time.Now()
+	x.FinishedAt = &end
+	x.Vars = persistVars(cr.saved)
+	fctx, cancel2 := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel2()
+	if err := e.store.FinishExecution(fctx, x); err != nil {
+		e.log.ErrorContext(ctx, "finishing execution", "execution", x.ID, "err", err)
+	}
+}
+
+var errCaseTimeout = errors.New("case timeout")
+
+func shutdown(ctx context.Context) bool {
+	return ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrShutdown)
+}
+
+// statusOfCtx says how a case whose context ended ends.
+func statusOfCtx(runCtx, caseCtx context.Context) (duet.RunStatus, duet.Code, string) {
+	if runCtx.Err() != nil {
+		return duet.StatusCancelled, duet.CodeCancelled, "cancelled"
+	}
+	if errors.Is(context.Cause(caseCtx), errCaseTimeout) {
+		return duet.StatusFailed, duet.CodeCaseTimeout, "the case ran out of time"
+	}
+	return duet.StatusCancelled, duet.CodeCancelled, "cancelled"
+}
+
+func (e *Engine) saveResult(ctx context.Context, x *duet.Execution, res *duet.StepResult, saved map[string]any) {
+	x.Results = append(x.Results, res)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := e.store.SaveStepResult(sctx, x.ID, res, persistVars(saved)); err != nil {
+		e.log.ErrorContext(ctx, "saving step result", "execution", x.ID, "step", res.Index, "err", err)
+	}
+}
+
+func persistVars(saved map[string]any) map[string]any {
+	out := make(map[string]any, len(saved))
+	for k, v := range maps.All(saved) {
+		out[k] = persistValue(v)
+	}
+	return out
+}
+
+// runStep runs one step under its timeout and fills res.
+func (cr *caseRun) runStep(ctx context.Context, st *duet.Step, res *duet.StepResult) {
+	timeout := cr.e.opts.StepTimeout
+	if st.TimeoutMs > 0 {
+		timeout = time.Duration(st.TimeoutMs) * time.Millisecond
+	}
+	sctx, cancel := context.WithTimeoutCause(ctx, timeout, errStepTimeout)
+	defer cancel()
+	start := time.Now()
+	res.StartedAt = &start
+	res.Status = duet.StatusRunning
+
+	saveAs, value, err := cr.dispatch(sctx, st)
+
+	end := time.Now()
+	res.FinishedAt = &end
+	res.DurationMs = end.Sub(start).Milliseconds()
+	if saveAs != "" && value != nil {
+		cr.saved[saveAs] = value
+		cr.vars[saveAs] = value
+		res.SavedAs = saveAs
+	}
+	if value != nil {
+		res.Output = persist(value)
+	}
+	if err == nil {
+		res.Status = duet.StatusPassed
+		return
+	}
+	res.Status = duet.StatusFailed
+	switch {
+	case ctx.Err() != nil:
+		// The case (or run) ended while the step ran.
+		if errors.Is(context.Cause(ctx), errCaseTimeout) {
+			res.ErrorCode, res.ErrorMessage = duet.CodeCaseTimeout, "the case ran out of time during this step"
+		} else {
+			res.Status, res.ErrorCode, res.ErrorMessage = duet.StatusCancelled, duet.CodeCancelled, "cancelled"
+		}
+	case errors.Is(context.Cause(sctx), errStepTimeout) || errors.Is(err, context.DeadlineExceeded):
+		res.ErrorCode, res.ErrorMessage = duet.CodeStepTimeout, fmt.Sprintf("the step did not finish within %s", timeout)
+		if c := duet.ErrorCode(err); c != duet.CodeInternal && c != duet.CodeTimeout && c != duet.CodeCancelled {
+			res.ErrorCode, res.ErrorMessage = c, duet.ErrorMessage(err)
+		}
+	default:
+		res.ErrorCode, res.ErrorMessage = duet.ErrorCode(err), duet.ErrorMessage(err)
+		if res.ErrorCode == duet.CodeInternal {
+			cr.e.log.ErrorContext(ctx, "step failed", "run", cr.run.ID, "step", st.Index, "err", err)
+		}
+	}
+	switch res.ErrorCode {
+	case duet.CodeInternal, duet.CodeUnavailable, duet.CodeBrowserUnavailable:
+		res.Status = duet.StatusError
+	}
+	if st.MCP != nil && st.MCP.FailurePolicy == duet.FailOptional && res.Status != duet.StatusCancelled {
+		res.Optional = true
+	}
+	// A failed browser step leaves a screenshot of the page as it was.
+	if cr.session != nil && res.Status != duet.StatusCancelled && cr.e.opts.Artifacts != nil {
+		shotCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if png, err := cr.session.Screenshot(shotCtx, false); err == nil {
+			if id, err := cr.e.opts.Artifacts.Save(shotCtx, cr.run.ID, cr.x.ID, st.Index, "failure", png); err == nil {
+				res.Artifacts = append(res.Artifacts, id)
+			}
+		}
+	}
+}
+
+var errStepTimeout = errors.New("step timeout")
+
+func (cr *caseRun) dispatch(ctx context.Context, st *duet.Step) (saveAs string, value any, err error) {
+	switch {
+	case st.HTTP != nil:
+		v, err := cr.http(ctx, st.HTTP)
+		return st.HTTP.SaveAs, v, err
+	case st.Assert != nil:
+		return "", nil, cr.assert(st.Assert)
+	case st.Set != nil:
+		return "", nil, cr.set(st.Set)
+	case st.MCP != nil:
+		v, err := cr.mcpCall(ctx, st.MCP)
+		return st.MCP.SaveAs, v, err
+	case st.Browser != nil:
+		return cr.browser(ctx, st)
+	}
+	return "", nil, duet.Errorf(duet.CodeInternal, "step %d has no body", st.Index)
+}

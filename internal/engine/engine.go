@@ -1,0 +1,251 @@
+// Package engine runs the compiled steps of test cases: HTTP requests,
+// assertions, variables, mcpCall steps through the one Invoker, and browser
+// steps through a Browser driver. It persists every step's result as it goes,
+// and its Worker takes runs from the store's durable queue.
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/redact"
+)
+
+// Browser starts isolated browser sessions. internal/browser provides one
+// over headless Chromium; an Android (adb) driver would be another.
+type Browser interface {
+	// NewSession opens an isolated browser context emulating device ("" =
+	// the desktop default). Returns BROWSER_UNAVAILABLE when no browser can
+	// be started.
+	NewSession(ctx context.Context, device string) (BrowserSession, error)
+}
+
+// WaitCondition is what a waitFor step waits for.
+type WaitCondition struct {
+	Selector    string
+	Text        string
+	URLContains string
+	URLMatches  string
+	Visible     bool
+	Timeout     time.Duration
+}
+
+// BrowserSession is one isolated browser context with one page. Element
+// operations wait up to the context's deadline for their element.
+// Errors carry ELEMENT_NOT_FOUND, STEP_TIMEOUT, CANCELLED or BROWSER_ERROR.
+type BrowserSession interface {
+	Open(ctx context.Context, url string) error
+	Click(ctx context.Context, selector string) error
+	Fill(ctx context.Context, selector, value string) error
+	Press(ctx context.Context, key, selector string) error
+	Select(ctx context.Context, selector, value string) error
+	WaitFor(ctx context.Context, c WaitCondition) error
+	Text(ctx context.Context, selector string) (string, error)
+	Visible(ctx context.Context, selector string) (bool, error)
+	Attr(ctx context.Context, selector, name string) (string, bool, error)
+	Value(ctx context.Context, selector string) (string, error)
+	URL(ctx context.Context) (string, error)
+	Title(ctx context.Context) (string, error)
+	Screenshot(ctx context.Context, fullPage bool) ([]byte, error)
+	Close()
+}
+
+// Artifacts stores files produced by runs (screenshots).
+type Artifacts interface {
+	// Save stores data and returns the artifact's id.
+	Save(ctx context.Context, runID, executionID string, stepIndex int, name string, data []byte) (string, error)
+}
+
+// Event is a progress notification of a run.
+type Event struct {
+	RunID       string
+	ExecutionID string
+	CaseTitle   string
+	Step        *duet.StepResult // nil for execution-level events
+	Status      duet.RunStatus   // of the step, or of the execution
+	Done, Total int              // executions finished / in the run
+}
+
+// Options configure an Engine. Zero values mean the documented defaults.
+type Options struct {
+	// HTTPClient runs http steps; nil means a client without redirects
+	// limits beyond the standard library's defaults.
+	HTTPClient *http.Client
+	// Invoker runs mcpCall steps; nil makes every mcpCall fail with
+	// MCP_SERVER_NOT_CONFIGURED.
+	Invoker duet.Invoker
+	// Browser runs browser steps; nil makes them fail with
+	// BROWSER_UNAVAILABLE.
+	Browser Browser
+	// Artifacts keeps screenshots; nil means screenshots are not kept.
+	Artifacts Artifacts
+	// StepTimeout bounds a step without its own timeout; 0 means 30s.
+	StepTimeout time.Duration
+	// CaseTimeout bounds a case without its own timeout; 0 means 10m.
+	CaseTimeout time.Duration
+	// Parallel is how many cases of one run execute at once; 0 means 1.
+	Parallel int
+	// MaxBodyBytes limits how much of an HTTP response is read; 0 means 10 MiB.
+	MaxBodyBytes int64
+	// OnEvent, if set, receives progress events (it must not block long).
+	OnEvent func(Event)
+	Logger  *slog.Logger
+}
+
+// Engine executes runs.
+type Engine struct {
+	store duet.Store
+	opts  Options
+	log   *slog.Logger
+}
+
+// New returns an Engine over store.
+func New(store duet.Store, opts Options) *Engine {
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{}
+	}
+	if opts.StepTimeout <= 0 {
+		opts.StepTimeout = 30 * time.Second
+	}
+	if opts.CaseTimeout <= 0 {
+		opts.CaseTimeout = 10 * time.Minute
+	}
+	if opts.Parallel <= 0 {
+		opts.Parallel = 1
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = 10 << 20
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Engine{store: store, opts: opts, log: log}
+}
+
+// ErrShutdown is the cancellation cause a worker uses when it stops: the run
+// is released for another worker instead of being finished.
+var ErrShutdown = errors.New("worker shutting down")
+
+// ErrCancelRequested is the cancellation cause when a user cancelled the run.
+var ErrCancelRequested = errors.New("run cancelled")
+
+// Execute runs every unfinished execution of run (up to Options.Parallel at
+// once) and returns the run's final state. When ctx is cancelled with cause
+// ErrShutdown, it returns that error without finishing anything: the run is
+// resumable. With cause ErrCancelRequested, the run ends cancelled.
+func (e *Engine) Execute(ctx context.Context, run *duet.Run) error {
+	task, err := e.store.FindTaskByID(ctx, "", run.TaskID)
+	if err != nil {
+		return e.finishRun(ctx, run, duet.StatusError, duet.ErrorCode(err), "task not available: "+duet.ErrorMessage(err))
+	}
+	execs, err := e.store.FindExecutions(ctx, run.ID)
+	if err != nil {
+		return err
+	}
+	total := len(execs)
+	var todo []*duet.Execution
+	done := 0
+	for _, x := range execs {
+		if x.Status.Final() {
+			done++
+		} else {
+			todo = append(todo, x)
+		}
+	}
+	var mu sync.Mutex
+	sem := make(chan struct{}, e.opts.Parallel)
+	var wg sync.WaitGroup
+	for _, x := range todo {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			e.executeCase(ctx, run, task, x)
+			mu.Lock()
+			done++
+			d := done
+			mu.Unlock()
+			e.emit(Event{RunID: run.ID, ExecutionID: x.ID, CaseTitle: x.CaseTitle, Status: x.Status, Done: d, Total: total})
+		})
+	}
+	wg.Wait()
+	if cause := context.Cause(ctx); ctx.Err() != nil && errors.Is(cause, ErrShutdown) {
+		return ErrShutdown
+	}
+	if ctx.Err() != nil {
+		msg := "cancelled"
+		if run.CancelRequested || errors.Is(context.Cause(ctx), ErrCancelRequested) {
+			msg = "cancelled at the user's request"
+		}
+		return e.finishRun(context.WithoutCancel(ctx), run, duet.StatusCancelled, duet.CodeCancelled, msg)
+	}
+	execs, err = e.store.FindExecutions(ctx, run.ID)
+	if err != nil {
+		return err
+	}
+	status := duet.StatusPassed
+	var code duet.Code
+	var msg string
+	for _, x := range execs {
+		switch x.Status {
+		case duet.StatusError:
+			status, code, msg = duet.StatusError, x.ErrorCode, fmt.Sprintf("case %q: %s", x.CaseTitle, x.ErrorMessage)
+		case duet.StatusFailed:
+			if status == duet.StatusPassed {
+				status, code, msg = duet.StatusFailed, x.ErrorCode, fmt.Sprintf("case %q: %s", x.CaseTitle, x.ErrorMessage)
+			}
+		case duet.StatusCancelled:
+			if status == duet.StatusPassed {
+				status, code, msg = duet.StatusCancelled, duet.CodeCancelled, "cancelled"
+			}
+		}
+	}
+	return e.finishRun(ctx, run, status, code, msg)
+}
+
+func (e *Engine) finishRun(ctx context.Context, run *duet.Run, status duet.RunStatus, code duet.Code, msg string) error {
+	now := time.Now()
+	run.Status, run.ErrorCode, run.ErrorMessage, run.FinishedAt = status, code, msg, &now
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := e.store.FinishRun(ctx, run); err != nil {
+		return fmt.Errorf("finishing run %s: %w", run.ID, err)
+	}
+	return nil
+}
+
+func (e *Engine) emit(ev Event) {
+	if e.opts.OnEvent != nil {
+		e.opts.OnEvent(ev)
+	}
+}
+
+// persist saves a value for storage: normalized, redacted and bounded.
+func persist(v any) json.RawMessage {
+	if v == nil {
+		return nil
+	}
+	b, err := json.Marshal(redact.Value(v))
+	if err != nil {
+		return nil
+	}
+	const max = 64 << 10
+	if len(b) > max {
+		s, _ := json.Marshal(fmt.Sprintf("(%d bytes; truncated) %s", len(b), b[:max]))
+		return s
+	}
+	return b
+}
