@@ -1,0 +1,75 @@
+package browser
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/duet-test/duet"
+)
+
+// errSessionClosed is the cause of a call on a closed Session.
+var errSessionClosed = errors.New("session closed")
+
+// opError returns a *duet.Error for the operation op of a Session.
+func opError(code duet.Code, op string, err error, format string, args ...any) *duet.Error {
+	return &duet.Error{Code: code, Message: fmt.Sprintf(format, args...), Op: "browser.Session." + op, Err: err}
+}
+
+// ctxCancelled returns CodeCancelled when the caller's ctx was canceled, and
+// nil when it has not ended or ran out of time (the caller then reports the
+// timeout in the words of the operation).
+func ctxCancelled(ctx context.Context, op string, err error) error {
+	if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return opError(duet.CodeCancelled, op, err, "%s: cancelled", op)
+	}
+	return nil
+}
+
+// timedOut reports whether the call ran out of time: the caller's ctx or the
+// call's own deadline.
+func timedOut(ctx, cctx context.Context) bool {
+	return errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(cctx.Err(), context.DeadlineExceeded)
+}
+
+// poll calls check until it reports done or returns a *duet.Error, which ends
+// the wait at once. Any other error of check is transient: the page may be
+// navigating, so poll keeps it as the last error and tries again. poll returns
+// ctx's error, wrapped with the last transient error, when ctx ends first.
+func poll(ctx context.Context, check func(ctx context.Context) (bool, error)) error {
+	const (
+		first = 10 * time.Millisecond
+		most  = 100 * time.Millisecond
+	)
+	var last error
+	for delay := first; ; delay = min(2*delay, most) {
+		done, err := check(ctx)
+		var de *duet.Error
+		switch {
+		case errors.As(err, &de):
+			return err
+		case err != nil:
+			last = err
+		case done:
+			return nil
+		}
+		if err := sleep(ctx, delay); err != nil {
+			if last != nil {
+				return fmt.Errorf("%w (last error: %w)", err, last)
+			}
+			return err
+		}
+	}
+}
+
+// sleep waits for d or until ctx ends, and then returns ctx's error.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return ctx.Err()
+}

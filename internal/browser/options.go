@@ -1,0 +1,174 @@
+package browser
+
+import (
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/duet-test/duet"
+)
+
+// Options configures a Pool. The zero value is ready to use.
+type Options struct {
+	// ExecPath is the Chromium executable: a path, or a name that is looked
+	// up on PATH. Empty means the first of "chromium", "chromium-browser" and
+	// "google-chrome" found on PATH. This package reads no environment
+	// variable: the caller resolves DUET_CHROME_PATH into this field.
+	ExecPath string
+
+	// MaxBrowsers caps the number of browser processes. Zero or less means 2.
+	MaxBrowsers int
+
+	// MaxContextsPerBrowser caps the sessions (isolated browser contexts)
+	// open at once in one browser process. Zero or less means 8.
+	MaxContextsPerBrowser int
+
+	// Flags are extra Chromium switches, without the leading "--", applied
+	// after the pool's defaults. A value is a bool (true adds the switch,
+	// false removes a default one), a string or a number (--name=value). Nil
+	// means none. The switches user-data-dir and remote-debugging-* belong
+	// to the pool and are refused.
+	Flags map[string]any
+
+	// DefaultTimeout bounds a Session call when its ctx has no deadline and
+	// the call has no timeout of its own. Zero or less means 30 seconds.
+	DefaultTimeout time.Duration
+
+	// Logger receives the lifecycle of the browser processes: start, exit
+	// and crash. Nil discards the records.
+	Logger *slog.Logger
+}
+
+// Defaults of Options.
+const (
+	DefaultMaxBrowsers           = 2
+	DefaultMaxContextsPerBrowser = 8
+	DefaultTimeout               = 30 * time.Second
+)
+
+// withDefaults returns o with every zero field replaced by its default.
+func (o Options) withDefaults() Options {
+	if o.MaxBrowsers <= 0 {
+		o.MaxBrowsers = DefaultMaxBrowsers
+	}
+	if o.MaxContextsPerBrowser <= 0 {
+		o.MaxContextsPerBrowser = DefaultMaxContextsPerBrowser
+	}
+	if o.DefaultTimeout <= 0 {
+		o.DefaultTimeout = DefaultTimeout
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	o.Flags = maps.Clone(o.Flags)
+	return o
+}
+
+// installHint tells the user how to get a browser.
+const installHint = "install Chromium: apt-get install -y chromium, or set DUET_CHROME_PATH"
+
+// execNames are the names that an empty Options.ExecPath looks up on PATH.
+var execNames = []string{"chromium", "chromium-browser", "google-chrome"}
+
+// findExec resolves the Chromium executable. It returns CodeBrowserUnavailable
+// with the install hint when there is none.
+func findExec(path string) (string, error) {
+	if path != "" {
+		full, err := exec.LookPath(path)
+		if err != nil {
+			return "", duet.WrapError(duet.CodeBrowserUnavailable, err,
+				"Chromium executable %q not found: %s", path, installHint)
+		}
+		return full, nil
+	}
+	for _, name := range execNames {
+		if full, err := exec.LookPath(name); err == nil {
+			return full, nil
+		}
+	}
+	return "", duet.Errorf(duet.CodeBrowserUnavailable,
+		"no Chromium executable found on PATH (looked for %s): %s", strings.Join(execNames, ", "), installHint)
+}
+
+// tempRoot is the directory of the temporary user data directories; empty
+// means os.TempDir(). The tests point it at a directory of their own.
+var tempRoot string
+
+// userDataPrefix starts the name of every user data directory of a pool.
+const userDataPrefix = "duet-chromium-"
+
+// baseFlags are the switches of every browser process, in order. The network
+// of a test machine is often closed, so everything that phones home is off.
+var baseFlags = []struct {
+	name  string
+	value any
+}{
+	{"headless", true},
+	{"disable-gpu", true},
+	{"disable-quic", true},
+	{"no-first-run", true},
+	{"no-default-browser-check", true},
+	{"disable-background-networking", true},
+	{"disable-component-update", true},
+	{"disable-sync", true},
+	{"disable-dev-shm-usage", true},
+	{"disable-extensions", true},
+	{"disable-default-apps", true},
+	{"disable-breakpad", true},
+	{"disable-client-side-phishing-detection", true},
+	{"disable-background-timer-throttling", true},
+	{"disable-backgrounding-occluded-windows", true},
+	{"disable-renderer-backgrounding", true},
+	{"disable-hang-monitor", true},
+	{"disable-ipc-flooding-protection", true},
+	{"disable-features", "Translate,MediaRouter,OptimizationHints"},
+	{"hide-scrollbars", true},
+	{"mute-audio", true},
+	{"metrics-recording-only", true},
+	{"password-store", "basic"},
+	{"use-mock-keychain", true},
+	{"force-color-profile", "srgb"},
+	{"enable-automation", true},
+}
+
+// reservedFlags belong to the pool: it chooses the profile directory and the
+// transport.
+var reservedFlags = []string{"user-data-dir", "remote-debugging-port", "remote-debugging-address", "remote-debugging-pipe"}
+
+// allocatorOptions returns the chromedp options of one browser process. It
+// returns CodeInvalidArgument for a bad entry of Options.Flags.
+func (o Options) allocatorOptions(execPath, userDataDir string) ([]chromedp.ExecAllocatorOption, error) {
+	opts := []chromedp.ExecAllocatorOption{chromedp.ExecPath(execPath)}
+	for _, f := range baseFlags {
+		opts = append(opts, chromedp.Flag(f.name, f.value))
+	}
+	if os.Geteuid() == 0 {
+		// Chromium refuses to run as root with its sandbox.
+		opts = append(opts, chromedp.Flag("no-sandbox", true))
+	}
+	for _, key := range slices.Sorted(maps.Keys(o.Flags)) {
+		name := strings.TrimLeft(key, "-")
+		if name == "" || slices.Contains(reservedFlags, name) {
+			return nil, duet.Errorf(duet.CodeInvalidArgument, "browser flag %q cannot be set", key)
+		}
+		var v any
+		switch x := o.Flags[key].(type) {
+		case bool, string:
+			v = x
+		case int, int64, float64:
+			v = fmt.Sprint(x)
+		default:
+			return nil, duet.Errorf(duet.CodeInvalidArgument,
+				"browser flag %q: value of type %T, want bool, string or number", name, x)
+		}
+		opts = append(opts, chromedp.Flag(name, v))
+	}
+	return append(opts, chromedp.UserDataDir(userDataDir)), nil
+}

@@ -1,0 +1,483 @@
+// Package browser drives headless Chromium for Duet's web sandbox.
+//
+// A [Pool] owns a few long-lived browser processes. Each test execution gets a
+// [Session]: an isolated browser context (its own cookies, storage and cache)
+// with one tab and the emulation of a [Device]. Session methods take a
+// context; cancelling it stops the browser work of the call at once.
+//
+// Errors are *duet.Error values with these codes:
+//
+//   - CodeBrowserUnavailable: no Chromium executable, or it failed to start.
+//   - CodeElementNotFound: no element matched a selector in time.
+//   - CodeStepTimeout: a wait or an action ran out of time.
+//   - CodeCancelled: the caller cancelled the context.
+//   - CodeInvalidArgument: a bad selector, key, URL, device or condition.
+//   - CodeBrowserError: any other failure of the browser, such as a crash.
+package browser
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/chromedp/cdproto/target"
+	"github.com/chromedp/chromedp"
+
+	"github.com/duet-test/duet"
+)
+
+// startTimeout bounds the start of one browser process.
+const startTimeout = 60 * time.Second
+
+// Pool is a set of browser processes shared by many sessions. Processes start
+// on first use and are reused; at most Options.MaxBrowsers run at once, each
+// with at most Options.MaxContextsPerBrowser sessions. A process that dies is
+// replaced on the next NewSession. A Pool is safe for concurrent use.
+type Pool struct {
+	opts   Options
+	log    *slog.Logger
+	ctx    context.Context // ends when the pool closes
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // one per browser process goroutine
+
+	mu       sync.Mutex
+	closed   bool
+	browsers []*process
+	sessions map[*Session]struct{}
+	changed  chan struct{} // closed and replaced when a slot may have freed
+	waiting  int
+	started  int
+	nextID   int
+}
+
+// process is one browser process of a Pool. Fields below ready are set
+// before ready closes; sessions and dead are guarded by Pool.mu.
+type process struct {
+	id    int
+	ready chan struct{} // closed when the start ends
+	ctx   context.Context
+	pid   int
+	err   error // start error
+
+	sessions int
+	dead     bool // exited or shutting down: take no new session
+}
+
+// Stats is a snapshot of the counters of a Pool.
+type Stats struct {
+	Browsers int // browser processes running or starting
+	Sessions int // sessions open
+	Waiting  int // NewSession calls waiting for a free slot
+	Started  int // browser processes started since NewPool
+}
+
+// NewPool returns a pool with the options. It starts no process: the first
+// NewSession does. Call Close to stop the processes.
+func NewPool(opts Options) *Pool {
+	opts = opts.withDefaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Pool{
+		opts:     opts,
+		log:      opts.Logger,
+		ctx:      ctx,
+		cancel:   cancel,
+		sessions: make(map[*Session]struct{}),
+		changed:  make(chan struct{}),
+	}
+}
+
+// Available reports whether a Chromium executable can be found. It returns
+// nil, or a *duet.Error with code CodeBrowserUnavailable whose message says
+// how to install Chromium.
+func (p *Pool) Available() error {
+	_, err := findExec(p.opts.ExecPath)
+	return err
+}
+
+// Stats returns the current counters of the pool.
+func (p *Pool) Stats() Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return Stats{Browsers: len(p.browsers), Sessions: len(p.sessions), Waiting: p.waiting, Started: p.started}
+}
+
+// NewSession opens an isolated browser context with one tab that emulates
+// device; the zero Device means desktop. It starts a browser process when
+// none has room, or waits for a free slot when the pool is full.
+//
+// Errors: CodeBrowserUnavailable when no Chromium can be found or started, or
+// the pool is closed; CodeCancelled or CodeTimeout when ctx ends first;
+// CodeInvalidArgument for a bad device or Options.Flags; CodeBrowserError when
+// the browser fails to open the tab.
+func (p *Pool) NewSession(ctx context.Context, device Device) (*Session, error) {
+	device, err := device.normalize()
+	if err != nil {
+		return nil, err
+	}
+	for attempt := 1; ; attempt++ {
+		b, err := p.acquire(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s, err := p.open(ctx, b, device)
+		if err == nil {
+			return s, nil
+		}
+		p.release(b)
+		if err := newSessionCtxError(ctx, err); err != nil {
+			return nil, err
+		}
+		// The process may have died under us; the next attempt starts a
+		// new one.
+		if b.ctx.Err() != nil && p.ctx.Err() == nil && attempt < 3 {
+			p.log.WarnContext(ctx, "browser: process died while opening a session; retrying", "browser", b.id, "err", err)
+			continue
+		}
+		var de *duet.Error
+		if errors.As(err, &de) {
+			return nil, err
+		}
+		return nil, &duet.Error{Code: duet.CodeBrowserError, Message: "cannot open a browser tab", Op: "browser.Pool.NewSession", Err: err}
+	}
+}
+
+// newSessionCtxError returns the error of NewSession when ctx ended, or nil.
+func newSessionCtxError(ctx context.Context, err error) error {
+	switch {
+	case ctx.Err() == nil:
+		return nil
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return &duet.Error{Code: duet.CodeTimeout, Message: "timed out waiting for a browser", Op: "browser.Pool.NewSession", Err: err}
+	default:
+		return &duet.Error{Code: duet.CodeCancelled, Message: "cancelled while waiting for a browser", Op: "browser.Pool.NewSession", Err: err}
+	}
+}
+
+// acquire reserves a session slot in a running browser process, starting one
+// when all are full and the cap allows, or waiting for a slot.
+func (p *Pool) acquire(ctx context.Context) (*process, error) {
+	for {
+		if err := newSessionCtxError(ctx, ctx.Err()); err != nil {
+			return nil, err
+		}
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return nil, errPoolClosed()
+		}
+		b := p.pickLocked()
+		if b == nil && len(p.browsers) < p.opts.MaxBrowsers {
+			path, err := findExec(p.opts.ExecPath)
+			if err != nil {
+				p.mu.Unlock()
+				return nil, err
+			}
+			b = p.startLocked(path)
+		}
+		if b != nil {
+			b.sessions++
+			p.mu.Unlock()
+			if err := p.awaitReady(ctx, b); err != nil {
+				p.release(b)
+				return nil, err
+			}
+			if b.ctx.Err() != nil { // died since it started
+				p.release(b)
+				continue
+			}
+			return b, nil
+		}
+		changed := p.changed
+		p.waiting++
+		p.mu.Unlock()
+
+		select {
+		case <-changed:
+		case <-ctx.Done():
+		}
+		p.mu.Lock()
+		p.waiting--
+		p.mu.Unlock()
+	}
+}
+
+// pickLocked returns the live process with the fewest sessions among those
+// with room, preferring processes that already run, or nil.
+func (p *Pool) pickLocked() *process {
+	var best *process
+	for _, b := range p.browsers {
+		if b.dead || b.sessions >= p.opts.MaxContextsPerBrowser {
+			continue
+		}
+		if isReady(b) && b.err == nil && b.ctx.Err() != nil {
+			continue // died; its goroutine is cleaning up
+		}
+		if best == nil || (isReady(b) && !isReady(best)) ||
+			(isReady(b) == isReady(best) && b.sessions < best.sessions) {
+			best = b
+		}
+	}
+	return best
+}
+
+func isReady(b *process) bool {
+	select {
+	case <-b.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// awaitReady waits until b has started. It returns CodeBrowserUnavailable
+// when the start failed.
+func (p *Pool) awaitReady(ctx context.Context, b *process) error {
+	select {
+	case <-b.ready:
+	case <-ctx.Done():
+		return newSessionCtxError(ctx, ctx.Err())
+	}
+	if b.err == nil {
+		return nil
+	}
+	if p.ctx.Err() != nil {
+		return errPoolClosed()
+	}
+	var de *duet.Error
+	if errors.As(b.err, &de) {
+		return b.err
+	}
+	return &duet.Error{Code: duet.CodeBrowserUnavailable, Message: "Chromium failed to start", Op: "browser.Pool.NewSession", Err: b.err}
+}
+
+func errPoolClosed() error {
+	return &duet.Error{Code: duet.CodeBrowserUnavailable, Message: "the browser pool is closed", Op: "browser.Pool.NewSession"}
+}
+
+// release gives back a session slot of b.
+func (p *Pool) release(b *process) {
+	p.mu.Lock()
+	b.sessions--
+	p.broadcastLocked()
+	p.mu.Unlock()
+}
+
+// broadcastLocked wakes every acquire that waits for a slot.
+func (p *Pool) broadcastLocked() {
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// startLocked adds a process to the pool and starts it in the background. The
+// process belongs to the pool, so it keeps starting when the caller gives up.
+func (p *Pool) startLocked(execPath string) *process {
+	p.nextID++
+	p.started++
+	b := &process{id: p.nextID, ready: make(chan struct{})}
+	p.browsers = append(p.browsers, b)
+	p.wg.Add(1)
+	go p.run(b, execPath)
+	return b
+}
+
+// run starts the browser process b, waits until it exits or the pool closes,
+// and then frees its resources: the process and its user data directory.
+func (p *Pool) run(b *process, execPath string) {
+	defer p.wg.Done()
+	begin := time.Now()
+
+	dir, err := os.MkdirTemp(tempRoot, userDataPrefix)
+	var opts []chromedp.ExecAllocatorOption
+	if err == nil {
+		opts, err = p.opts.allocatorOptions(execPath, dir)
+	}
+	if err != nil {
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
+		p.finishStart(b, nil, 0, err)
+		p.remove(b)
+		return
+	}
+
+	base, stop := context.WithCancel(p.ctx)
+	actx, acancel := chromedp.NewExecAllocator(base, opts...)
+	bctx, bcancel := chromedp.NewContext(actx,
+		chromedp.WithLogf(p.chromeLog(slog.LevelDebug, b.id)),
+		chromedp.WithErrorf(p.chromeLog(slog.LevelWarn, b.id)))
+	timer := time.AfterFunc(startTimeout, stop)
+	err = chromedp.Do(bctx) // starts the process; bctx bounds its life
+	timer.Stop()
+	pid := 0
+	if err == nil {
+		if proc := chromedp.FromContext(bctx).Browser.Process(); proc != nil {
+			pid = proc.Pid
+		}
+		p.log.Info("browser: process started", "browser", b.id, "pid", pid, "took", time.Since(begin).Round(time.Millisecond))
+	} else if p.ctx.Err() == nil {
+		p.log.Error("browser: process failed to start", "browser", b.id, "exec", execPath, "err", err)
+	}
+	p.finishStart(b, bctx, pid, err)
+
+	if err == nil {
+		<-bctx.Done() // the pool closed, or the process died
+		if p.ctx.Err() == nil {
+			p.log.Warn("browser: process exited unexpectedly; it will be replaced", "browser", b.id, "pid", pid)
+		}
+	}
+	p.mu.Lock()
+	b.dead = true
+	p.mu.Unlock()
+
+	stop()
+	bcancel() // waits until the process has exited
+	acancel()
+	if err := removeAll(dir); err != nil {
+		p.log.Warn("browser: cannot remove the user data directory", "browser", b.id, "dir", dir, "err", err)
+	}
+	p.remove(b)
+	p.log.Debug("browser: process stopped", "browser", b.id, "pid", pid)
+}
+
+// finishStart publishes the result of the start of b.
+func (p *Pool) finishStart(b *process, ctx context.Context, pid int, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if ctx == nil {
+		ctx = p.ctx
+	}
+	b.ctx, b.pid, b.err = ctx, pid, err
+	if err != nil {
+		b.dead = true
+	}
+	close(b.ready)
+	p.broadcastLocked()
+}
+
+// remove drops b from the pool, which frees its place under MaxBrowsers.
+func (p *Pool) remove(b *process) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.browsers = slices.DeleteFunc(p.browsers, func(x *process) bool { return x == b })
+	p.broadcastLocked()
+}
+
+// removeAll removes dir, retrying while helper processes of Chromium that
+// outlive the browser still write into it.
+func removeAll(dir string) error {
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		err := os.RemoveAll(dir)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// chromeLog adapts slog to chromedp's printf-style logging.
+func (p *Pool) chromeLog(level slog.Level, id int) func(string, ...any) {
+	return func(format string, args ...any) {
+		p.log.Log(context.Background(), level, "browser: chromedp: "+fmt.Sprintf(format, args...), "browser", id)
+	}
+}
+
+// open creates the browser context and the tab of a new session on b.
+func (p *Pool) open(ctx context.Context, b *process, device Device) (*Session, error) {
+	cctx, cancel := bind(b.ctx, ctx)
+	defer cancel()
+	res, err := chromedp.CallBrowser(cctx, target.CreateBrowserContext,
+		target.CreateBrowserContextParams{DisposeOnDetach: new(true)})
+	if err != nil {
+		return nil, fmt.Errorf("create browser context: %w", err)
+	}
+
+	base, baseCancel := context.WithCancel(b.ctx)
+	// The first Run binds the life of the tab to tctx, so it must be a
+	// context of the session and not the caller's ctx.
+	tctx, tcancel := chromedp.NewContext(base, chromedp.WithExistingBrowserContext(res.BrowserContextID))
+	s := &Session{
+		pool:       p,
+		proc:       b,
+		device:     device,
+		ctx:        tctx,
+		cancel:     tcancel,
+		baseCancel: baseCancel,
+		contextID:  res.BrowserContextID,
+	}
+	stop := context.AfterFunc(ctx, baseCancel)
+	err = chromedp.Do(tctx, emulate(device)...)
+	if !stop() && err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		s.teardown()
+		return nil, fmt.Errorf("open tab: %w", err)
+	}
+	s.handleDialogs()
+
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		s.teardown()
+		return nil, errPoolClosed()
+	}
+	p.sessions[s] = struct{}{}
+	p.mu.Unlock()
+	p.log.DebugContext(ctx, "browser: session opened", "browser", b.id, "device", device.Name)
+	return s, nil
+}
+
+// bind returns a context that carries the chromedp values of base, ends when
+// base or ctx ends, and has ctx's deadline.
+func bind(base, ctx context.Context) (context.Context, context.CancelFunc) {
+	c, cancel := context.WithCancel(base)
+	stop := context.AfterFunc(ctx, cancel)
+	if d, ok := ctx.Deadline(); ok {
+		var cancelD context.CancelFunc
+		c, cancelD = context.WithDeadline(c, d)
+		return c, func() { stop(); cancelD(); cancel() }
+	}
+	return c, func() { stop(); cancel() }
+}
+
+// forget drops a closed session from the pool and frees its slot.
+func (p *Pool) forget(s *Session) {
+	p.mu.Lock()
+	delete(p.sessions, s)
+	p.mu.Unlock()
+	p.release(s.proc)
+}
+
+// Close closes the open sessions, kills every browser process and removes
+// their user data directories. It waits until all of that is done. Close is
+// safe to call more than once; NewSession fails after it with
+// CodeBrowserUnavailable.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		p.wg.Wait()
+		return
+	}
+	p.closed = true
+	sessions := make([]*Session, 0, len(p.sessions))
+	for s := range p.sessions {
+		sessions = append(sessions, s)
+	}
+	p.broadcastLocked()
+	p.mu.Unlock()
+
+	var wg sync.WaitGroup
+	for _, s := range sessions {
+		wg.Go(s.Close)
+	}
+	wg.Wait()
+	p.cancel()
+	p.wg.Wait()
+}

@@ -1,0 +1,692 @@
+package browser
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/target"
+	"github.com/chromedp/chromedp"
+
+	"github.com/duet-test/duet"
+)
+
+// Session is one isolated browser context with one tab, used by one test
+// execution. Its cookies, storage and cache are its own.
+//
+// Every method takes a ctx; cancelling it stops the browser work of the call
+// at once and the method returns CodeCancelled. A method that waits for an
+// element waits until ctx's deadline, or Options.DefaultTimeout when ctx has
+// none. Selectors are CSS selectors. The methods of one Session run one at a
+// time; Close may be called at any time from any goroutine.
+type Session struct {
+	pool       *Pool
+	proc       *process
+	device     Device
+	ctx        context.Context    // chromedp context of the tab
+	cancel     context.CancelFunc // closes the tab and waits
+	baseCancel context.CancelFunc
+	contextID  cdp.BrowserContextID
+
+	mu        sync.Mutex // one call at a time
+	closed    atomic.Bool
+	closeOnce sync.Once
+	dialogs   sync.WaitGroup
+}
+
+// WaitCondition is what WaitFor waits for. Every field that is set must hold
+// at the same time; at least one of Selector, Text, URLContains and
+// URLMatches must be set.
+type WaitCondition struct {
+	// Selector is a CSS selector that must match an element.
+	Selector string
+	// Text must appear in the visible text of the page body, or of the
+	// element of Selector when it is set.
+	Text string
+	// URLContains must be a substring of the page URL.
+	URLContains string
+	// URLMatches is a regular expression (RE2 syntax) that the page URL
+	// must match.
+	URLMatches string
+	// Visible requires the element of Selector to be visible.
+	Visible bool
+	// Timeout bounds the wait. Zero means ctx's deadline, or
+	// Options.DefaultTimeout when ctx has none.
+	Timeout time.Duration
+}
+
+// Device returns the device that the session emulates.
+func (s *Session) Device() Device { return s.device }
+
+// call is one method call of a Session.
+type call struct {
+	op     string
+	ctx    context.Context // the caller's
+	c      context.Context // chromedp context bound to ctx and the deadline
+	start  time.Time
+	cancel func()
+}
+
+func (c *call) elapsed() time.Duration { return time.Since(c.start).Round(time.Millisecond) }
+
+// begin locks the session and prepares a call. The deadline of the call is
+// now+timeout when timeout > 0, else ctx's deadline, else the pool's
+// DefaultTimeout. The caller must call end.
+func (s *Session) begin(ctx context.Context, op string, timeout time.Duration) (*call, error) {
+	s.mu.Lock()
+	if err := ctxCancelled(ctx, op, ctx.Err()); err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	if s.closed.Load() {
+		s.mu.Unlock()
+		return nil, opError(duet.CodeBrowserError, op, errSessionClosed, "%s: the session is closed", op)
+	}
+	c, cancel := context.WithCancel(s.ctx)
+	stop := context.AfterFunc(ctx, cancel)
+	deadline, ok := ctx.Deadline()
+	if timeout > 0 || !ok {
+		if timeout <= 0 {
+			timeout = s.pool.opts.DefaultTimeout
+		}
+		if d := time.Now().Add(timeout); !ok || d.Before(deadline) {
+			deadline = d
+		}
+	}
+	c, cancelD := context.WithDeadline(c, deadline)
+	return &call{op: op, ctx: ctx, c: c, start: time.Now(), cancel: func() { stop(); cancelD(); cancel() }}, nil
+}
+
+// end releases the call.
+func (s *Session) end(c *call) {
+	c.cancel()
+	s.mu.Unlock()
+}
+
+// fail turns the error of a call into a *duet.Error. timeout builds the error
+// of a call that ran out of time; nil means a plain CodeStepTimeout.
+func (s *Session) fail(c *call, err error, timeout func() *duet.Error) error {
+	if err == nil {
+		return nil
+	}
+	var de *duet.Error
+	if errors.As(err, &de) {
+		return err
+	}
+	if e := ctxCancelled(c.ctx, c.op, err); e != nil {
+		return e
+	}
+	switch {
+	case s.closed.Load():
+		return opError(duet.CodeBrowserError, c.op, err, "%s: the session was closed", c.op)
+	case s.pool.ctx.Err() != nil:
+		return opError(duet.CodeBrowserError, c.op, err, "%s: the browser pool was closed", c.op)
+	case s.proc.ctx.Err() != nil:
+		return opError(duet.CodeBrowserError, c.op, err, "%s: the browser process exited", c.op)
+	case s.ctx.Err() != nil:
+		return opError(duet.CodeBrowserError, c.op, err, "%s: the browser tab is gone", c.op)
+	case timedOut(c.ctx, c.c):
+		if timeout != nil {
+			e := timeout()
+			e.Err = err
+			return e
+		}
+		return opError(duet.CodeStepTimeout, c.op, err, "%s: timed out after %s", c.op, c.elapsed())
+	}
+	return opError(duet.CodeBrowserError, c.op, err, "%s: %v", c.op, err)
+}
+
+// await runs the element script fn until it returns the state "ok". The
+// first argument of fn is the selector. The state "invalid" ends the wait
+// with CodeInvalidArgument, and so does "unfit", when the element is not of
+// the kind that want describes. It returns the last result, which says why
+// the wait did not end.
+func (s *Session) await(c *call, want, fn string, args ...any) (jsResult, error) {
+	var last jsResult
+	err := poll(c.c, func(ctx context.Context) (bool, error) {
+		r, err := evalJS[jsResult](ctx, fn, args...)
+		if err != nil {
+			return false, err
+		}
+		last = r
+		switch r.State {
+		case "ok":
+			return true, nil
+		case "invalid":
+			return false, opError(duet.CodeInvalidArgument, c.op, nil, "%s: invalid CSS selector %q: %s", c.op, args[0], r.Msg)
+		case "unfit":
+			return false, opError(duet.CodeInvalidArgument, c.op, nil, "%s: element %q is %s, not %s", c.op, args[0], r.Msg, want)
+		}
+		return false, nil
+	})
+	return last, err
+}
+
+// elementFail turns the error of a wait for the element sel into a
+// *duet.Error, from the last state of the element: CodeElementNotFound when it
+// is missing or hidden, CodeStepTimeout when it is covered or disabled or the
+// page never answered.
+func (s *Session) elementFail(c *call, sel string, last jsResult, err error) error {
+	return s.fail(c, err, func() *duet.Error {
+		switch last.State {
+		case "hidden":
+			return opError(duet.CodeElementNotFound, c.op, nil, "%s: element %q is not visible after %s", c.op, sel, c.elapsed())
+		case "covered":
+			return opError(duet.CodeStepTimeout, c.op, nil, "%s: element %q is covered by %s after %s", c.op, sel, last.Msg, c.elapsed())
+		case "disabled":
+			return opError(duet.CodeStepTimeout, c.op, nil, "%s: element %q is still disabled after %s", c.op, sel, c.elapsed())
+		case "readonly":
+			return opError(duet.CodeStepTimeout, c.op, nil, "%s: element %q is still read-only after %s", c.op, sel, c.elapsed())
+		case "":
+			return opError(duet.CodeStepTimeout, c.op, nil, "%s: the page did not answer within %s", c.op, c.elapsed())
+		}
+		return opError(duet.CodeElementNotFound, c.op, nil, "%s: no element matches %q after %s", c.op, sel, c.elapsed())
+	})
+}
+
+func emptySelector(op string) error {
+	return opError(duet.CodeInvalidArgument, op, nil, "%s: selector is empty", op)
+}
+
+// Open loads url in the tab and waits for its load event. Only http, https,
+// about and data URLs are opened.
+//
+// Errors: CodeInvalidArgument for a malformed URL, CodeURLRefused for another
+// scheme, CodeStepTimeout when the page does not load in time, CodeCancelled,
+// and CodeBrowserError when the page cannot be loaded (for example
+// net::ERR_CONNECTION_REFUSED).
+func (s *Session) Open(ctx context.Context, rawURL string) error {
+	const op = "open"
+	if err := checkURL(rawURL); err != nil {
+		return err
+	}
+	c, err := s.begin(ctx, op, 0)
+	if err != nil {
+		return err
+	}
+	defer s.end(c)
+	err = chromedp.Do(c.c, chromedp.Navigate(rawURL))
+	if err == nil {
+		return nil
+	}
+	if c.c.Err() != nil && s.ctx.Err() == nil {
+		// Stop the load that the caller gave up on.
+		sctx, cancel := context.WithTimeout(s.ctx, time.Second)
+		_, _ = chromedp.Call(sctx, page.StopLoading, cdp.Empty{})
+		cancel()
+	}
+	var le *chromedp.LoadError
+	if errors.As(err, &le) && c.c.Err() == nil {
+		return opError(duet.CodeBrowserError, op, err, "open %s: %s", rawURL, le.ErrorText)
+	}
+	return s.fail(c, err, func() *duet.Error {
+		return opError(duet.CodeStepTimeout, op, nil, "open %s: the page did not load within %s", rawURL, c.elapsed())
+	})
+}
+
+// checkURL returns CodeInvalidArgument for a malformed URL and CodeURLRefused
+// for a scheme that Open does not load.
+func checkURL(rawURL string) error {
+	u, err := url.Parse(rawURL)
+	if err != nil || rawURL == "" || u.Scheme == "" {
+		return opError(duet.CodeInvalidArgument, "open", err, "open: %q is not an absolute URL", rawURL)
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "http", "https":
+		if u.Host == "" {
+			return opError(duet.CodeInvalidArgument, "open", nil, "open: URL %q has no host", rawURL)
+		}
+	case "about", "data":
+	default:
+		return opError(duet.CodeURLRefused, "open", nil, "open: URL scheme %q is not allowed (want http or https)", u.Scheme)
+	}
+	return nil
+}
+
+// Click waits until the element of selector is visible, enabled and not
+// covered by another element, scrolls it into view and clicks its centre
+// with the mouse.
+//
+// Errors: CodeElementNotFound when no visible element matches in time,
+// CodeStepTimeout when it stays covered or disabled, CodeInvalidArgument for a
+// bad selector, CodeCancelled and CodeBrowserError.
+func (s *Session) Click(ctx context.Context, selector string) error {
+	const op = "click"
+	if selector == "" {
+		return emptySelector(op)
+	}
+	c, err := s.begin(ctx, op, 0)
+	if err != nil {
+		return err
+	}
+	defer s.end(c)
+	r, err := s.await(c, "", jsClick, selector)
+	if err != nil {
+		return s.elementFail(c, selector, r, err)
+	}
+	err = chromedp.Do(c.c,
+		chromedp.MouseEvent(chromedp.MouseMoved, r.X, r.Y),
+		chromedp.MouseClickXY(r.X, r.Y))
+	return s.fail(c, err, nil)
+}
+
+// Fill replaces the content of an input, textarea or contenteditable element:
+// it focuses the element, clears it and types value key by key, so that the
+// page sees the same events as from a user. Inputs of type date, time, month,
+// week, datetime-local, range and color get value set directly.
+//
+// Errors: CodeElementNotFound when no visible element matches in time,
+// CodeInvalidArgument for a bad selector or an element that takes no text,
+// CodeStepTimeout when it stays disabled or read-only, CodeCancelled and
+// CodeBrowserError.
+func (s *Session) Fill(ctx context.Context, selector, value string) error {
+	const op = "fill"
+	if selector == "" {
+		return emptySelector(op)
+	}
+	c, err := s.begin(ctx, op, 0)
+	if err != nil {
+		return err
+	}
+	defer s.end(c)
+	r, err := s.await(c, "an input, textarea or contenteditable element", jsFill, selector, value)
+	if err != nil {
+		return s.elementFail(c, selector, r, err)
+	}
+	if r.Has || value == "" {
+		return nil
+	}
+	return s.fail(c, chromedp.Do(c.c, chromedp.KeyEvent(value)), nil)
+}
+
+// Press presses a key: a name such as "Enter", "Tab", "Escape", "Backspace",
+// "ArrowDown" or "PageDown", or a single character, optionally with modifiers
+// as in "Shift+Tab" or "Control+a". When selector is not empty, Press first
+// waits for that element and focuses it; otherwise the key goes to the
+// focused element.
+//
+// Errors: CodeInvalidArgument for an unknown key or a bad selector,
+// CodeElementNotFound, CodeCancelled, CodeStepTimeout and CodeBrowserError.
+func (s *Session) Press(ctx context.Context, key, selector string) error {
+	const op = "press"
+	text, mods, err := parseKey(key)
+	if err != nil {
+		return err
+	}
+	c, err := s.begin(ctx, op, 0)
+	if err != nil {
+		return err
+	}
+	defer s.end(c)
+	if selector != "" {
+		r, err := s.await(c, "", jsFocus, selector)
+		if err != nil {
+			return s.elementFail(c, selector, r, err)
+		}
+	}
+	return s.fail(c, chromedp.Do(c.c, chromedp.KeyEvent(text, chromedp.KeyModifiers(mods...))), nil)
+}
+
+// Select chooses the option of the <select> element of selector whose value
+// is value, or else whose visible label is value, and fires the input and
+// change events. It waits for the option too, for lists that load late.
+//
+// Errors: CodeElementNotFound when the select or the option is missing in
+// time, CodeInvalidArgument for a bad selector or an element that is not a
+// <select>, CodeStepTimeout when it stays disabled, CodeCancelled and
+// CodeBrowserError.
+func (s *Session) Select(ctx context.Context, selector, value string) error {
+	const op = "select"
+	if selector == "" {
+		return emptySelector(op)
+	}
+	c, err := s.begin(ctx, op, 0)
+	if err != nil {
+		return err
+	}
+	defer s.end(c)
+	r, err := s.await(c, "a <select> element", jsSelect, selector, value)
+	if err == nil {
+		return nil
+	}
+	if r.State == "nooption" && timedOut(c.ctx, c.c) && ctxCancelled(c.ctx, op, err) == nil {
+		return opError(duet.CodeElementNotFound, op, err, "select: %q has no option with value or label %q after %s (options: %s)",
+			selector, value, c.elapsed(), strings.Join(r.List, ", "))
+	}
+	return s.elementFail(c, selector, r, err)
+}
+
+// WaitFor waits until cond holds.
+//
+// Errors: CodeStepTimeout when it does not hold in time (the message says
+// which part failed), CodeInvalidArgument for an empty condition, Visible
+// without Selector, a bad selector or regular expression, CodeCancelled and
+// CodeBrowserError.
+func (s *Session) WaitFor(ctx context.Context, cond WaitCondition) error {
+	const op = "wait"
+	if cond.Selector == "" && cond.Text == "" && cond.URLContains == "" && cond.URLMatches == "" {
+		return opError(duet.CodeInvalidArgument, op, nil, "wait: the condition is empty: set a selector, a text or a URL")
+	}
+	if cond.Visible && cond.Selector == "" {
+		return opError(duet.CodeInvalidArgument, op, nil, "wait: visible needs a selector")
+	}
+	if cond.Timeout < 0 {
+		return opError(duet.CodeInvalidArgument, op, nil, "wait: negative timeout %s", cond.Timeout)
+	}
+	var re *regexp.Regexp
+	if cond.URLMatches != "" {
+		var err error
+		if re, err = regexp.Compile(cond.URLMatches); err != nil {
+			return opError(duet.CodeInvalidArgument, op, err, "wait: bad URL pattern %q: %v", cond.URLMatches, err)
+		}
+	}
+	c, err := s.begin(ctx, op, cond.Timeout)
+	if err != nil {
+		return err
+	}
+	defer s.end(c)
+
+	var last jsResult
+	err = poll(c.c, func(ctx context.Context) (bool, error) {
+		r, err := evalJS[jsResult](ctx, jsWait, cond.Selector, cond.Text, cond.Visible)
+		if err != nil {
+			return false, err
+		}
+		if r.State == "invalid" {
+			return false, opError(duet.CodeInvalidArgument, op, nil, "wait: invalid CSS selector %q: %s", cond.Selector, r.Msg)
+		}
+		last = r
+		switch {
+		case !r.Has:
+		case cond.URLContains != "" && !strings.Contains(r.Str, cond.URLContains):
+			last.State = "url"
+		case re != nil && !re.MatchString(r.Str):
+			last.State = "url"
+		default:
+			return true, nil
+		}
+		return false, nil
+	})
+	return s.fail(c, err, func() *duet.Error {
+		var why string
+		switch last.State {
+		case "missing":
+			why = fmt.Sprintf("no element matches %q", cond.Selector)
+		case "hidden":
+			why = fmt.Sprintf("element %q is not visible", cond.Selector)
+		case "notext":
+			why = fmt.Sprintf("text %q not found", cond.Text)
+		case "url":
+			why = fmt.Sprintf("the URL is %s", last.Str)
+		default:
+			why = "the page did not answer"
+		}
+		return opError(duet.CodeStepTimeout, op, nil, "wait for %s: %s after %s", describe(cond), why, c.elapsed())
+	})
+}
+
+// describe returns the condition in words.
+func describe(cond WaitCondition) string {
+	var parts []string
+	if cond.Selector != "" {
+		p := fmt.Sprintf("element %q", cond.Selector)
+		if cond.Visible {
+			p = "visible " + p
+		}
+		parts = append(parts, p)
+	}
+	if cond.Text != "" {
+		parts = append(parts, fmt.Sprintf("text %q", cond.Text))
+	}
+	if cond.URLContains != "" {
+		parts = append(parts, fmt.Sprintf("URL containing %q", cond.URLContains))
+	}
+	if cond.URLMatches != "" {
+		parts = append(parts, fmt.Sprintf("URL matching %q", cond.URLMatches))
+	}
+	return strings.Join(parts, " and ")
+}
+
+// Text returns the visible text of the element of selector, trimmed; it is
+// empty when the element is hidden. Text waits for the element to exist.
+//
+// Errors: CodeElementNotFound, CodeInvalidArgument for a bad selector,
+// CodeCancelled and CodeBrowserError.
+func (s *Session) Text(ctx context.Context, selector string) (string, error) {
+	r, err := s.read(ctx, "text", "", jsText, selector)
+	return strings.TrimSpace(r.Str), err
+}
+
+// Visible reports whether an element of selector exists and is visible. It
+// does not wait: a missing element is not visible.
+//
+// Errors: CodeInvalidArgument for a bad selector, CodeCancelled,
+// CodeStepTimeout when the page does not answer, and CodeBrowserError.
+func (s *Session) Visible(ctx context.Context, selector string) (bool, error) {
+	r, err := s.read(ctx, "visible", "", jsVisible, selector)
+	return r.Has, err
+}
+
+// Attr returns the attribute name of the element of selector, and whether the
+// element has it. Attr waits for the element to exist.
+//
+// Errors: CodeElementNotFound, CodeInvalidArgument for a bad selector,
+// CodeCancelled and CodeBrowserError.
+func (s *Session) Attr(ctx context.Context, selector, name string) (string, bool, error) {
+	r, err := s.read(ctx, "attr", "", jsAttr, selector, name)
+	return r.Str, r.Has, err
+}
+
+// Value returns the value property of the element of selector, such as the
+// current text of an input or the chosen value of a select. Value waits for
+// the element to exist.
+//
+// Errors: CodeElementNotFound, CodeInvalidArgument for a bad selector or an
+// element without a value, CodeCancelled and CodeBrowserError.
+func (s *Session) Value(ctx context.Context, selector string) (string, error) {
+	r, err := s.read(ctx, "value", "an element with a value (input, textarea, select...)", jsValue, selector)
+	return r.Str, err
+}
+
+// read runs an element script that only reads the page.
+func (s *Session) read(ctx context.Context, op, want, fn, selector string, args ...any) (jsResult, error) {
+	if selector == "" {
+		return jsResult{}, emptySelector(op)
+	}
+	c, err := s.begin(ctx, op, 0)
+	if err != nil {
+		return jsResult{}, err
+	}
+	defer s.end(c)
+	r, err := s.await(c, want, fn, append([]any{selector}, args...)...)
+	if err != nil {
+		return jsResult{}, s.elementFail(c, selector, r, err)
+	}
+	return r, nil
+}
+
+// URL returns the URL of the page.
+//
+// Errors: CodeCancelled, CodeStepTimeout when the page does not answer, and
+// CodeBrowserError.
+func (s *Session) URL(ctx context.Context) (string, error) {
+	r, err := s.page(ctx, "url")
+	return r.Str, err
+}
+
+// Title returns the title of the page.
+//
+// Errors: CodeCancelled, CodeStepTimeout when the page does not answer, and
+// CodeBrowserError.
+func (s *Session) Title(ctx context.Context) (string, error) {
+	r, err := s.page(ctx, "title")
+	return r.Msg, err
+}
+
+func (s *Session) page(ctx context.Context, op string) (jsResult, error) {
+	c, err := s.begin(ctx, op, 0)
+	if err != nil {
+		return jsResult{}, err
+	}
+	defer s.end(c)
+	var r jsResult
+	err = poll(c.c, func(ctx context.Context) (bool, error) {
+		var err error
+		r, err = evalJS[jsResult](ctx, jsPage)
+		return err == nil, err
+	})
+	return r, s.fail(c, err, nil)
+}
+
+// Screenshot returns a PNG image of the viewport, at the device's pixel
+// ratio.
+//
+// Errors: CodeCancelled, CodeStepTimeout and CodeBrowserError.
+func (s *Session) Screenshot(ctx context.Context) ([]byte, error) {
+	c, err := s.begin(ctx, "screenshot", 0)
+	if err != nil {
+		return nil, err
+	}
+	defer s.end(c)
+	res, err := chromedp.Call(c.c, page.CaptureScreenshot, page.CaptureScreenshotParams{
+		Format:      page.CaptureScreenshotFormatPng,
+		FromSurface: new(true),
+	})
+	if err != nil {
+		return nil, s.fail(c, err, nil)
+	}
+	return res.Data, nil
+}
+
+// maxImagePixels bounds the height and width of a full-page screenshot in
+// device pixels; Chromium cannot capture larger surfaces.
+const maxImagePixels = 16384
+
+// FullScreenshot returns a PNG image of the whole page, beyond the viewport,
+// at the device's pixel ratio. Very long pages are cut at 16384 device pixels.
+//
+// Errors: CodeCancelled, CodeStepTimeout and CodeBrowserError.
+func (s *Session) FullScreenshot(ctx context.Context) ([]byte, error) {
+	c, err := s.begin(ctx, "screenshot", 0)
+	if err != nil {
+		return nil, err
+	}
+	defer s.end(c)
+	m, err := chromedp.Call(c.c, page.GetLayoutMetrics, cdp.Empty{})
+	if err != nil {
+		return nil, s.fail(c, err, nil)
+	}
+	limit := math.Floor(maxImagePixels / s.device.DeviceScaleFactor)
+	w, h := float64(s.device.Width), float64(s.device.Height)
+	if cs := m.CSSContentSize; cs != nil {
+		w, h = max(w, math.Ceil(cs.Width)), max(h, math.Ceil(cs.Height))
+	}
+	res, err := chromedp.Call(c.c, page.CaptureScreenshot, page.CaptureScreenshotParams{
+		Format:                page.CaptureScreenshotFormatPng,
+		Clip:                  &page.Viewport{Width: min(w, limit), Height: min(h, limit), Scale: 1},
+		CaptureBeyondViewport: new(true),
+		FromSurface:           new(true),
+	})
+	if err != nil {
+		return nil, s.fail(c, err, nil)
+	}
+	return res.Data, nil
+}
+
+// Close closes the tab and its browser context, which deletes the session's
+// cookies and storage, and gives its slot back to the pool. Close is safe to
+// call more than once and from any goroutine; later calls of other methods
+// return CodeBrowserError.
+func (s *Session) Close() {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		s.teardown()
+		s.pool.forget(s)
+	})
+}
+
+// teardown closes the tab and disposes of the browser context.
+func (s *Session) teardown() {
+	s.cancel() // closes the tab, bounded by chromedp
+	s.baseCancel()
+	s.dialogs.Wait()
+	if s.proc.ctx.Err() != nil {
+		return // the process is gone, and its contexts with it
+	}
+	ctx, cancel := context.WithTimeout(s.proc.ctx, 5*time.Second)
+	defer cancel()
+	_, err := chromedp.CallBrowser(ctx, target.DisposeBrowserContext,
+		target.DisposeBrowserContextParams{BrowserContextID: s.contextID})
+	if err != nil && s.proc.ctx.Err() == nil {
+		s.pool.log.Warn("browser: cannot dispose of a browser context", "browser", s.proc.id, "err", err)
+	}
+}
+
+// handleDialogs accepts every JavaScript dialog (alert, confirm, prompt,
+// beforeunload), which would otherwise block the page.
+func (s *Session) handleDialogs() {
+	events := chromedp.Events(s.ctx, page.JavascriptDialogOpening)
+	s.dialogs.Go(func() {
+		for ev, err := range events {
+			if err != nil {
+				return
+			}
+			ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
+			_, err := chromedp.Call(ctx, page.HandleJavaScriptDialog,
+				page.HandleJavaScriptDialogParams{Accept: true, PromptText: ev.DefaultPrompt})
+			cancel()
+			if err != nil && s.ctx.Err() == nil {
+				s.pool.log.Warn("browser: cannot answer a dialog", "type", ev.Type, "err", err)
+			}
+		}
+	})
+}
+
+// emulate returns the actions that make the tab look like d.
+func emulate(d Device) []chromedp.Action[chromedp.Void] {
+	orientation := &emulation.ScreenOrientation{Type: emulation.ScreenOrientationTypePortraitPrimary}
+	if d.Width > d.Height {
+		orientation = &emulation.ScreenOrientation{Type: emulation.ScreenOrientationTypeLandscapePrimary, Angle: 90}
+	}
+	var touchPoints int64
+	if d.Touch {
+		touchPoints = 5
+	}
+	var acts []chromedp.Action[chromedp.Void]
+	if d.UserAgent != "" {
+		acts = append(acts, command(emulation.SetUserAgentOverride, emulation.SetUserAgentOverrideParams{UserAgent: d.UserAgent}))
+	}
+	return append(acts,
+		command(emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
+			Width:             int64(d.Width),
+			Height:            int64(d.Height),
+			DeviceScaleFactor: d.DeviceScaleFactor,
+			Mobile:            d.Mobile,
+			ScreenWidth:       int64(d.Width),
+			ScreenHeight:      int64(d.Height),
+			ScreenOrientation: orientation,
+		}),
+		command(emulation.SetTouchEmulationEnabled, emulation.SetTouchEmulationEnabledParams{Enabled: d.Touch, MaxTouchPoints: touchPoints}),
+		// Sessions run side by side in windows of one process; each page
+		// must behave as the focused one.
+		command(emulation.SetFocusEmulationEnabled, emulation.SetFocusEmulationEnabledParams{Enabled: true}),
+	)
+}
+
+// command returns an action that sends one protocol command to the tab.
+func command[P, R any](cmd cdp.Command[P, R], params P) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, cmd, params)
+		return err
+	})
+}

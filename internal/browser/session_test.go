@@ -1,0 +1,565 @@
+package browser
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"image"
+	"image/png"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/duet-test/duet"
+)
+
+func TestSessionForm(t *testing.T) {
+	t.Parallel()
+	p := sharedPool(t)
+	site := newSite(t)
+	s := newSession(t, p, "desktop")
+	open(t, s, site, "/")
+	ctx := testCtx(t, 30*time.Second)
+
+	steps := []struct {
+		name string
+		do   func() error
+	}{
+		{"fill name", func() error { return s.Fill(ctx, "#name", "first try") }},
+		{"refill name", func() error { return s.Fill(ctx, "#name", "Ada Lovelace") }},
+		{"fill textarea", func() error { return s.Fill(ctx, "#bio", "line one\nline two") }},
+		{"select by label", func() error { return s.Select(ctx, "#color", "Red") }},
+		{"select by value", func() error { return s.Select(ctx, "#color", "g") }},
+	}
+	for _, st := range steps {
+		if err := st.do(); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+	}
+
+	values := []struct{ sel, want string }{
+		{"#name", "Ada Lovelace"},
+		{"#bio", "line one\nline two"},
+		{"#color", "g"},
+	}
+	for _, v := range values {
+		got, err := s.Value(ctx, v.sel)
+		if err != nil {
+			t.Fatalf("Value(%s): %v", v.sel, err)
+		}
+		if got != v.want {
+			t.Errorf("Value(%s) = %q, want %q", v.sel, got, v.want)
+		}
+	}
+
+	if err := s.Click(ctx, "#submit"); err != nil {
+		t.Fatalf("Click: %v", err)
+	}
+	if err := s.WaitFor(ctx, WaitCondition{Selector: "#out", Text: "Ada"}); err != nil {
+		t.Fatalf("WaitFor(#out): %v", err)
+	}
+	out, err := s.Text(ctx, "#out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]string
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("form output %q: %v", out, err)
+	}
+	want := map[string]string{"name": "Ada Lovelace", "bio": "line one\nline two", "color": "g"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("submitted form (-want +got):\n%s", diff)
+	}
+
+	// Enter in a text field submits the form, as for a user.
+	if err := s.Fill(ctx, "#name", "Grace"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Press(ctx, "Enter", "#name"); err != nil {
+		t.Fatalf("Press(Enter): %v", err)
+	}
+	if err := s.WaitFor(ctx, WaitCondition{Selector: "#out", Text: "Grace"}); err != nil {
+		t.Errorf("after Enter: %v", err)
+	}
+}
+
+func TestSessionReads(t *testing.T) {
+	t.Parallel()
+	p := sharedPool(t)
+	site := newSite(t)
+	s := newSession(t, p, "desktop")
+	open(t, s, site, "/")
+	ctx := testCtx(t, 30*time.Second)
+
+	texts := []struct{ sel, want string }{
+		{"#shown", "Shown text"},
+		{"#hidden", ""},
+		{"h1", "Sign up"},
+	}
+	for _, tt := range texts {
+		got, err := s.Text(ctx, tt.sel)
+		if err != nil || got != tt.want {
+			t.Errorf("Text(%s) = %q, %v; want %q, nil", tt.sel, got, err, tt.want)
+		}
+	}
+
+	visible := []struct {
+		sel  string
+		want bool
+	}{
+		{"#shown", true},
+		{"#hidden", false},
+		{"#missing", false},
+		{"#covered", true},
+	}
+	for _, tt := range visible {
+		got, err := s.Visible(ctx, tt.sel)
+		if err != nil || got != tt.want {
+			t.Errorf("Visible(%s) = %v, %v; want %v, nil", tt.sel, got, err, tt.want)
+		}
+	}
+
+	attrs := []struct {
+		sel, name string
+		want      string
+		wantOK    bool
+	}{
+		{"#next", "href", "/page2?step=2", true},
+		{"#shown", "data-kind", "info", true},
+		{"#shown", "data-none", "", false},
+		{"#off", "disabled", "", true},
+	}
+	for _, tt := range attrs {
+		got, ok, err := s.Attr(ctx, tt.sel, tt.name)
+		if err != nil || got != tt.want || ok != tt.wantOK {
+			t.Errorf("Attr(%s, %s) = %q, %v, %v; want %q, %v, nil", tt.sel, tt.name, got, ok, err, tt.want, tt.wantOK)
+		}
+	}
+
+	if got, err := s.Title(ctx); err != nil || got != "Duet form" {
+		t.Errorf("Title() = %q, %v; want %q, nil", got, err, "Duet form")
+	}
+	if got, err := s.URL(ctx); err != nil || got != site.URL+"/" {
+		t.Errorf("URL() = %q, %v; want %q, nil", got, err, site.URL+"/")
+	}
+}
+
+func TestSessionNavigation(t *testing.T) {
+	t.Parallel()
+	p := sharedPool(t)
+	site := newSite(t)
+	s := newSession(t, p, "desktop")
+	open(t, s, site, "/")
+	ctx := testCtx(t, 30*time.Second)
+
+	if err := s.Click(ctx, "#next"); err != nil {
+		t.Fatalf("Click(#next): %v", err)
+	}
+	if err := s.WaitFor(ctx, WaitCondition{URLContains: "step=2", URLMatches: `/page2\?step=\d+$`}); err != nil {
+		t.Fatalf("WaitFor(URL): %v", err)
+	}
+	if err := s.WaitFor(ctx, WaitCondition{Selector: "#step", Text: "step 2", Visible: true}); err != nil {
+		t.Fatalf("WaitFor(#step): %v", err)
+	}
+	if got, err := s.URL(ctx); err != nil || got != site.URL+"/page2?step=2" {
+		t.Errorf("URL() = %q, %v; want %q, nil", got, err, site.URL+"/page2?step=2")
+	}
+	if got, err := s.Title(ctx); err != nil || got != "Page two" {
+		t.Errorf("Title() = %q, %v; want %q, nil", got, err, "Page two")
+	}
+}
+
+func TestSessionPress(t *testing.T) {
+	t.Parallel()
+	p := sharedPool(t)
+	site := newSite(t)
+	s := newSession(t, p, "desktop")
+	open(t, s, site, "/keys")
+	ctx := testCtx(t, 30*time.Second)
+
+	presses := []struct{ key, sel string }{
+		{"a", "#k"},
+		{"ArrowDown", ""},
+		{"Escape", ""},
+		{"Shift+Tab", ""}, // moves the focus away from #k
+		{"b", ""},         // so #k does not see this one
+		{"Backspace", "#k"},
+	}
+	for _, pr := range presses {
+		if err := s.Press(ctx, pr.key, pr.sel); err != nil {
+			t.Fatalf("Press(%q, %q): %v", pr.key, pr.sel, err)
+		}
+	}
+	got, err := s.Text(ctx, "#log")
+	if want := "a,ArrowDown,Escape,Tab+shift,Backspace"; err != nil || got != want {
+		t.Errorf("key log = %q, %v; want %q, nil", got, err, want)
+	}
+	if got, err := s.Value(ctx, "#k"); err != nil || got != "" {
+		t.Errorf("Value(#k) = %q, %v; want %q, nil", got, err, "")
+	}
+}
+
+func TestSessionWaitFor(t *testing.T) {
+	t.Parallel()
+	p := sharedPool(t)
+	site := newSite(t)
+	s := newSession(t, p, "desktop")
+
+	tests := []struct {
+		name     string
+		cond     WaitCondition
+		wantCode duet.Code
+		wantMsg  string
+	}{
+		{"delayed element", WaitCondition{Selector: "#late", Visible: true}, "", ""},
+		{"delayed text", WaitCondition{Text: "Loaded late"}, "", ""},
+		{"delayed text in element", WaitCondition{Selector: "#late", Text: "late"}, "", ""},
+		{"URL", WaitCondition{URLContains: "127.0.0.1", URLMatches: `^http://`}, "", ""},
+		{"missing element", WaitCondition{Selector: "#never", Timeout: 300 * time.Millisecond}, duet.CodeStepTimeout, `no element matches "#never"`},
+		{"hidden element", WaitCondition{Selector: "#hidden", Visible: true, Timeout: 300 * time.Millisecond}, duet.CodeStepTimeout, "not visible"},
+		{"missing text", WaitCondition{Text: "no such text", Timeout: 300 * time.Millisecond}, duet.CodeStepTimeout, `text "no such text" not found`},
+		{"other URL", WaitCondition{URLContains: "/elsewhere", Timeout: 300 * time.Millisecond}, duet.CodeStepTimeout, "the URL is"},
+		{"empty", WaitCondition{}, duet.CodeInvalidArgument, "empty"},
+		{"visible without selector", WaitCondition{Text: "x", Visible: true}, duet.CodeInvalidArgument, "selector"},
+		{"bad pattern", WaitCondition{URLMatches: "("}, duet.CodeInvalidArgument, "pattern"},
+		{"bad selector", WaitCondition{Selector: "##"}, duet.CodeInvalidArgument, "invalid CSS selector"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			open(t, s, site, "/")
+			err := s.WaitFor(testCtx(t, 10*time.Second), tt.cond)
+			if tt.wantCode == "" {
+				if err != nil {
+					t.Fatalf("WaitFor(%+v) = %v, want nil", tt.cond, err)
+				}
+				return
+			}
+			wantCode(t, err, tt.wantCode, tt.wantMsg)
+		})
+	}
+}
+
+func TestSessionErrors(t *testing.T) {
+	t.Parallel()
+	p := sharedPool(t)
+	site := newSite(t)
+	s := newSession(t, p, "desktop")
+	open(t, s, site, "/")
+
+	tests := []struct {
+		name     string
+		call     func(ctx context.Context) error
+		wantCode duet.Code
+		wantMsg  []string
+	}{
+		{"click missing", func(ctx context.Context) error { return s.Click(ctx, "#missing") }, duet.CodeElementNotFound, []string{`"#missing"`}},
+		{"fill missing", func(ctx context.Context) error { return s.Fill(ctx, "#missing", "x") }, duet.CodeElementNotFound, []string{`"#missing"`}},
+		{"select missing", func(ctx context.Context) error { return s.Select(ctx, "#missing", "x") }, duet.CodeElementNotFound, []string{`"#missing"`}},
+		{"press missing", func(ctx context.Context) error { return s.Press(ctx, "Enter", "#missing") }, duet.CodeElementNotFound, []string{`"#missing"`}},
+		{"text missing", func(ctx context.Context) error { _, err := s.Text(ctx, "#missing"); return err }, duet.CodeElementNotFound, []string{`"#missing"`}},
+		{"attr missing", func(ctx context.Context) error { _, _, err := s.Attr(ctx, "#missing", "id"); return err }, duet.CodeElementNotFound, []string{`"#missing"`}},
+		{"value missing", func(ctx context.Context) error { _, err := s.Value(ctx, "#missing"); return err }, duet.CodeElementNotFound, []string{`"#missing"`}},
+		{"click hidden", func(ctx context.Context) error { return s.Click(ctx, "#hidden") }, duet.CodeElementNotFound, []string{`"#hidden"`, "not visible"}},
+		{"click covered", func(ctx context.Context) error { return s.Click(ctx, "#covered") }, duet.CodeStepTimeout, []string{"covered by", "overlay"}},
+		{"click disabled", func(ctx context.Context) error { return s.Click(ctx, "#off") }, duet.CodeStepTimeout, []string{"disabled"}},
+		{"select no option", func(ctx context.Context) error { return s.Select(ctx, "#color", "Blue") }, duet.CodeElementNotFound, []string{`"Blue"`, "r (Red)"}},
+		{"fill paragraph", func(ctx context.Context) error { return s.Fill(ctx, "#para", "x") }, duet.CodeInvalidArgument, []string{"<p"}},
+		{"select input", func(ctx context.Context) error { return s.Select(ctx, "#name", "x") }, duet.CodeInvalidArgument, []string{"<select>"}},
+		{"value of paragraph", func(ctx context.Context) error { _, err := s.Value(ctx, "#para"); return err }, duet.CodeInvalidArgument, []string{"value"}},
+		{"bad selector", func(ctx context.Context) error { return s.Click(ctx, "a[") }, duet.CodeInvalidArgument, []string{"invalid CSS selector"}},
+		{"empty selector", func(ctx context.Context) error { return s.Click(ctx, "") }, duet.CodeInvalidArgument, []string{"empty"}},
+		{"unknown key", func(ctx context.Context) error { return s.Press(ctx, "Hyperspace", "") }, duet.CodeInvalidArgument, []string{"Hyperspace"}},
+		{"bad URL", func(ctx context.Context) error { return s.Open(ctx, "not a url") }, duet.CodeInvalidArgument, []string{"not a url"}},
+		{"file URL", func(ctx context.Context) error { return s.Open(ctx, "file:///etc/passwd") }, duet.CodeURLRefused, []string{"file"}},
+		{"unreachable", func(ctx context.Context) error { return s.Open(ctx, "http://127.0.0.1:1/") }, duet.CodeBrowserError, []string{"ERR_"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := testCtx(t, 400*time.Millisecond)
+			wantCode(t, tt.call(ctx), tt.wantCode, tt.wantMsg...)
+		})
+	}
+}
+
+func TestSessionCancel(t *testing.T) {
+	t.Parallel()
+	p := sharedPool(t)
+	site := newSite(t)
+	s := newSession(t, p, "desktop")
+	open(t, s, site, "/")
+
+	// cancelAfter returns a context that is cancelled after d.
+	cancelAfter := func(t *testing.T, d time.Duration) context.Context {
+		ctx, cancel := context.WithCancel(t.Context())
+		timer := time.AfterFunc(d, cancel)
+		t.Cleanup(func() { timer.Stop(); cancel() })
+		return ctx
+	}
+	tests := []struct {
+		name     string
+		ctx      func(t *testing.T) context.Context
+		call     func(ctx context.Context) error
+		wantCode duet.Code
+		within   time.Duration
+	}{
+		{
+			"long wait cancelled",
+			func(t *testing.T) context.Context { return cancelAfter(t, 200*time.Millisecond) },
+			func(ctx context.Context) error {
+				return s.WaitFor(ctx, WaitCondition{Selector: "#never", Timeout: time.Minute})
+			},
+			duet.CodeCancelled, 2 * time.Second,
+		},
+		{
+			"slow page cancelled",
+			func(t *testing.T) context.Context { return cancelAfter(t, 200*time.Millisecond) },
+			func(ctx context.Context) error { return s.Open(ctx, site.URL+"/slow") },
+			duet.CodeCancelled, 2 * time.Second,
+		},
+		{
+			"slow page timed out",
+			func(t *testing.T) context.Context { return testCtx(t, 300*time.Millisecond) },
+			func(ctx context.Context) error { return s.Open(ctx, site.URL+"/slow") },
+			duet.CodeStepTimeout, 2 * time.Second,
+		},
+		{
+			"already cancelled",
+			func(t *testing.T) context.Context {
+				ctx, cancel := context.WithCancel(t.Context())
+				cancel()
+				return ctx
+			},
+			func(ctx context.Context) error { return s.Click(ctx, "#submit") },
+			duet.CodeCancelled, 100 * time.Millisecond,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := tt.ctx(t)
+			start := time.Now()
+			err := tt.call(ctx)
+			if took := time.Since(start); took > tt.within {
+				t.Errorf("returned after %s, want within %s", took, tt.within)
+			}
+			wantCode(t, err, tt.wantCode)
+			// The session still works.
+			open(t, s, site, "/")
+		})
+	}
+}
+
+func TestSessionDevices(t *testing.T) {
+	t.Parallel()
+	p := sharedPool(t)
+	site := newSite(t)
+
+	type info struct {
+		Width          int     `json:"width"`
+		DPR            float64 `json:"dpr"`
+		UA             string  `json:"ua"`
+		Touch          bool    `json:"touch"`
+		MaxTouchPoints int     `json:"maxTouchPoints"`
+	}
+	for _, name := range []string{"iphone-15", "pixel-7", "desktop"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			d, _ := DeviceByName(name)
+			s := newSession(t, p, name)
+			open(t, s, site, "/device")
+			ctx := testCtx(t, 20*time.Second)
+			raw, err := s.Text(ctx, "#info")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got info
+			if err := json.Unmarshal([]byte(raw), &got); err != nil {
+				t.Fatalf("device info %q: %v", raw, err)
+			}
+			want := info{Width: d.Width, DPR: d.DeviceScaleFactor, UA: d.UserAgent, Touch: d.Touch}
+			if d.Touch {
+				want.MaxTouchPoints = 5
+			}
+			if d.UserAgent == "" {
+				want.UA = got.UA // the browser's own
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("page sees (-want +got):\n%s", diff)
+			}
+
+			// A click lands on its target in a zoomed-out mobile page too.
+			open(t, s, site, "/wide")
+			if err := s.Click(ctx, "#far"); err != nil {
+				t.Fatalf("Click(#far): %v", err)
+			}
+			if err := s.WaitFor(ctx, WaitCondition{Selector: "#res", Text: "clicked", Timeout: 5 * time.Second}); err != nil {
+				t.Error(err)
+			}
+
+			// Chromium rounds fractional device pixels (412 * 2.625 = 1081.5).
+			shot := screenshot(t, s, false)
+			wantW, wantH := float64(d.Width)*d.DeviceScaleFactor, float64(d.Height)*d.DeviceScaleFactor
+			if w, h := float64(shot.Dx()), float64(shot.Dy()); math.Abs(w-wantW) > 1 || math.Abs(h-wantH) > 1 {
+				t.Errorf("screenshot is %vx%v, want %vx%v device pixels", w, h, wantW, wantH)
+			}
+		})
+	}
+}
+
+func TestSessionIsolation(t *testing.T) {
+	t.Parallel()
+	p := sharedPool(t)
+	site := newSite(t)
+	a := newSession(t, p, "desktop")
+	b := newSession(t, p, "desktop")
+	ctx := testCtx(t, 30*time.Second)
+
+	open(t, a, site, "/cookie/set")
+	steps := []struct {
+		name string
+		s    *Session
+		want string
+	}{
+		{"other session", b, "cookies=[]"},
+		{"same session", a, "cookies=[duet=one]"},
+	}
+	for _, st := range steps {
+		open(t, st.s, site, "/cookie/show")
+		got, err := st.s.Text(ctx, "#c")
+		if err != nil || got != st.want {
+			t.Errorf("%s: cookies %q, %v; want %q, nil", st.name, got, err, st.want)
+		}
+	}
+}
+
+// screenshot takes a screenshot and returns the size of the decoded image.
+func screenshot(t *testing.T, s *Session, full bool) image.Rectangle {
+	t.Helper()
+	ctx := testCtx(t, 20*time.Second)
+	shoot := s.Screenshot
+	if full {
+		shoot = s.FullScreenshot
+	}
+	data, err := shoot(ctx)
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	img, err := png.Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("screenshot is not a PNG: %v", err)
+	}
+	return img.Bounds()
+}
+
+func TestSessionScreenshot(t *testing.T) {
+	t.Parallel()
+	p := sharedPool(t)
+	site := newSite(t)
+	s := newSession(t, p, "desktop")
+	open(t, s, site, "/tall")
+
+	tests := []struct {
+		full                bool
+		wantWidth, minHeight int
+		maxHeight           int
+	}{
+		{false, 1280, 800, 800},
+		{true, 1280, 3000, 3100},
+	}
+	for _, tt := range tests {
+		b := screenshot(t, s, tt.full)
+		if b.Dx() != tt.wantWidth || b.Dy() < tt.minHeight || b.Dy() > tt.maxHeight {
+			t.Errorf("screenshot(full=%v) is %dx%d, want width %d and height in [%d, %d]",
+				tt.full, b.Dx(), b.Dy(), tt.wantWidth, tt.minHeight, tt.maxHeight)
+		}
+	}
+}
+
+func TestSessionDialogs(t *testing.T) {
+	t.Parallel()
+	p := sharedPool(t)
+	site := newSite(t)
+	s := newSession(t, p, "desktop")
+	open(t, s, site, "/dialog")
+	ctx := testCtx(t, 30*time.Second)
+
+	tests := []struct{ button, want string }{
+		{"#alert", "after alert"},
+		{"#confirm", "confirmed: true"},
+		{"#prompt", "prompt: dflt"},
+	}
+	for _, tt := range tests {
+		if err := s.Click(ctx, tt.button); err != nil {
+			t.Fatalf("Click(%s): %v", tt.button, err)
+		}
+		if err := s.WaitFor(ctx, WaitCondition{Selector: "#res", Text: tt.want, Timeout: 5 * time.Second}); err != nil {
+			t.Errorf("after %s: %v", tt.button, err)
+		}
+	}
+}
+
+func TestSessionSummary(t *testing.T) {
+	t.Parallel()
+	p := sharedPool(t)
+	site := newSite(t)
+	s := newSession(t, p, "desktop")
+	open(t, s, site, "/")
+	ctx := testCtx(t, 30*time.Second)
+	if err := s.WaitFor(ctx, WaitCondition{Selector: "#late"}); err != nil {
+		t.Fatal(err)
+	}
+
+	sum, err := s.Summary(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Title: Duet form\n",
+		"URL: " + site.URL + "/\n",
+		`h1 "Sign up"  css=h1`,
+		`text "Name" name=name placeholder="Your name" value=""  css=#name`,
+		`select "Color" name=color value="Pick one" options=[Pick one, Red, Green]  css=#color`,
+		`password "Password" name=pw value="***"  css=#pw`,
+		`"Send"  css=#submit`,
+		`"Off" disabled  css=#off`,
+		`"Next page" -> /page2?step=2  css=#next`,
+		"Text:\nSign up\n",
+		"Loaded late",
+	} {
+		if !strings.Contains(sum, want) {
+			t.Errorf("summary lacks %q; got:\n%s", want, sum)
+		}
+	}
+	if strings.Contains(sum, "secret") || strings.Contains(sum, "Hidden text") {
+		t.Errorf("summary shows a password or hidden text:\n%s", sum)
+	}
+
+	for _, limit := range []int{120, 400} {
+		got, err := s.Summary(ctx, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) > limit || !strings.HasPrefix(got, "Title: Duet form\n") {
+			t.Errorf("Summary(%d) is %d bytes, want at most %d and the title first:\n%s", limit, len(got), limit, got)
+		}
+	}
+}
+
+func TestSessionClose(t *testing.T) {
+	t.Parallel()
+	p := sharedPool(t)
+	site := newSite(t)
+	s := newSession(t, p, "desktop")
+	open(t, s, site, "/")
+	before := p.Stats().Sessions
+
+	s.Close()
+	s.Close()
+	if got := p.Stats().Sessions; got > before-1 {
+		t.Errorf("got %d sessions after Close, want at most %d", got, before-1)
+	}
+	_, err := s.Text(testCtx(t, time.Second), "h1")
+	wantCode(t, err, duet.CodeBrowserError, "closed")
+}
