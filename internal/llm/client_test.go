@@ -391,6 +391,31 @@ func TestChatTimeouts(t *testing.T) {
 	}
 }
 
+// TestChatTimeoutMidBody checks that the attempt timeout also covers
+// reading the body, for a server that sends headers and then stalls.
+func TestChatTimeoutMidBody(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		w.Write([]byte(`{"choices":[`))
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	t.Cleanup(srv.Close)
+	c, err := llm.New(llm.Config{BaseURL: srv.URL + "/v1", Model: "m", Timeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Chat(t.Context(), userRequest("hi"))
+	if code := duet.ErrorCode(err); code != duet.CodeTimeout {
+		t.Fatalf("Chat: got code %q (error %v), want %q", code, err, duet.CodeTimeout)
+	}
+	if got := c.Stats().Attempts; got != 1 {
+		t.Errorf("Stats.Attempts: got %d, want 1", got)
+	}
+}
+
 // TestChatCancel checks that cancelling the context ends a call promptly,
 // whether it is waiting out a backoff or waiting for an answer.
 func TestChatCancel(t *testing.T) {
