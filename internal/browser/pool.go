@@ -59,6 +59,7 @@ type Pool struct {
 // before ready closes; sessions and dead are guarded by Pool.mu.
 type process struct {
 	id    int
+	dir   string        // user data directory
 	ready chan struct{} // closed when the start ends
 	ctx   context.Context
 	pid   int
@@ -292,6 +293,7 @@ func (p *Pool) run(b *process, execPath string) {
 	begin := time.Now()
 
 	dir, err := os.MkdirTemp(tempRoot, userDataPrefix)
+	b.dir = dir
 	var opts []chromedp.ExecAllocatorOption
 	if err == nil {
 		opts, err = p.opts.allocatorOptions(execPath, dir)

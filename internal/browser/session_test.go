@@ -461,9 +461,9 @@ func TestSessionScreenshot(t *testing.T) {
 	open(t, s, site, "/tall")
 
 	tests := []struct {
-		full                bool
+		full                 bool
 		wantWidth, minHeight int
-		maxHeight           int
+		maxHeight            int
 	}{
 		{false, 1280, 800, 800},
 		{true, 1280, 3000, 3100},

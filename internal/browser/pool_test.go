@@ -1,0 +1,223 @@
+package browser
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/duet-test/duet"
+)
+
+func TestPoolUnavailable(t *testing.T) {
+	t.Parallel()
+	notExec := t.TempDir() + "/chromium"
+	if err := os.WriteFile(notExec, []byte("not a program"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		execPath string
+	}{
+		{"unknown name", "duet-no-such-chromium"},
+		{"missing file", t.TempDir() + "/no/chromium"},
+		{"not executable", notExec},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := NewPool(Options{ExecPath: tt.execPath})
+			defer p.Close()
+			wantCode(t, p.Available(), duet.CodeBrowserUnavailable, "apt-get install -y chromium", "DUET_CHROME_PATH")
+			_, err := p.NewSession(testCtx(t, 5*time.Second), Device{})
+			wantCode(t, err, duet.CodeBrowserUnavailable, "apt-get install -y chromium")
+		})
+	}
+}
+
+// TestPoolUnavailableOnPath runs without t.Parallel, because it changes PATH.
+func TestPoolUnavailableOnPath(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	p := NewPool(Options{})
+	defer p.Close()
+	wantCode(t, p.Available(), duet.CodeBrowserUnavailable, "chromium, chromium-browser, google-chrome", "apt-get install -y chromium")
+	_, err := p.NewSession(testCtx(t, 5*time.Second), Device{})
+	wantCode(t, err, duet.CodeBrowserUnavailable, "DUET_CHROME_PATH")
+}
+
+func TestPoolStartFailure(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		execPath string
+		flags    map[string]any
+		wantCode duet.Code
+		wantMsg  string
+	}{
+		{"exits at once", "false", nil, duet.CodeBrowserUnavailable, "failed to start"},
+		{"reserved flag", "true", map[string]any{"user-data-dir": "/tmp/x"}, duet.CodeInvalidArgument, "user-data-dir"},
+		{"bad flag value", "true", map[string]any{"window-size": []int{1, 2}}, duet.CodeInvalidArgument, "window-size"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if _, err := exec.LookPath(tt.execPath); err != nil {
+				t.Skipf("no %s on PATH", tt.execPath)
+			}
+			p := NewPool(Options{ExecPath: tt.execPath, Flags: tt.flags})
+			defer p.Close()
+			_, err := p.NewSession(testCtx(t, 20*time.Second), Device{})
+			wantCode(t, err, tt.wantCode, tt.wantMsg)
+			if got := p.Stats().Browsers; got != 0 {
+				t.Errorf("got %d browsers after a failed start, want 0", got)
+			}
+		})
+	}
+}
+
+func TestPoolCap(t *testing.T) {
+	t.Parallel()
+	requireChromium(t)
+	p := NewPool(Options{MaxBrowsers: 1, MaxContextsPerBrowser: 2, Logger: testLogger()})
+	defer p.Close()
+	site := newSite(t)
+
+	const runs = 6
+	var (
+		open, peak atomic.Int32
+		wg         sync.WaitGroup
+		errs       = make(chan error, runs)
+	)
+	for range runs {
+		wg.Go(func() {
+			ctx := testCtx(t, 45*time.Second)
+			s, err := p.NewSession(ctx, Device{})
+			if err != nil {
+				errs <- err
+				return
+			}
+			n := open.Add(1)
+			for {
+				old := peak.Load()
+				if n <= old || peak.CompareAndSwap(old, n) {
+					break
+				}
+			}
+			err = s.Open(ctx, site.URL+"/page2?step=7")
+			if err == nil {
+				var got string
+				got, err = s.Text(ctx, "#step")
+				if err == nil && got != "step 7" {
+					err = errors.New("got text " + got + ", want step 7")
+				}
+			}
+			time.Sleep(50 * time.Millisecond) // hold the slot so that others wait
+			open.Add(-1)
+			s.Close()
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if got := peak.Load(); got > 2 {
+		t.Errorf("got %d sessions open at once, want at most 2", got)
+	}
+	want := Stats{Browsers: 1, Sessions: 0, Waiting: 0, Started: 1}
+	if got := p.Stats(); got != want {
+		t.Errorf("Stats() = %+v, want %+v", got, want)
+	}
+}
+
+func TestPoolWaitRespectsContext(t *testing.T) {
+	t.Parallel()
+	requireChromium(t)
+	p := NewPool(Options{MaxBrowsers: 1, MaxContextsPerBrowser: 1, Logger: testLogger()})
+	defer p.Close()
+	s := newSession(t, p, "desktop")
+	_ = s
+
+	tests := []struct {
+		name     string
+		ctx      func() (context.Context, context.CancelFunc)
+		wantCode duet.Code
+	}{
+		{"deadline", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(t.Context(), 200*time.Millisecond)
+		}, duet.CodeTimeout},
+		{"cancel", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(t.Context())
+			time.AfterFunc(200*time.Millisecond, cancel)
+			return ctx, cancel
+		}, duet.CodeCancelled},
+	}
+	for _, tt := range tests {
+		ctx, cancel := tt.ctx()
+		start := time.Now()
+		_, err := p.NewSession(ctx, Device{})
+		cancel()
+		if took := time.Since(start); took > 2*time.Second {
+			t.Errorf("%s: NewSession returned after %s, want about 200ms", tt.name, took)
+		}
+		wantCode(t, err, tt.wantCode)
+	}
+	if got := p.Stats().Waiting; got != 0 {
+		t.Errorf("got %d waiting after the waits ended, want 0", got)
+	}
+}
+
+func TestPoolReplacesDeadBrowser(t *testing.T) {
+	t.Parallel()
+	requireChromium(t)
+	p := NewPool(Options{MaxBrowsers: 1, Logger: testLogger()})
+	defer p.Close()
+	site := newSite(t)
+	ctx := testCtx(t, 45*time.Second)
+
+	s1 := newSession(t, p, "desktop")
+	open(t, s1, site, "/")
+	pid := s1.proc.pid
+	if pid == 0 {
+		t.Fatal("got no browser pid")
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s1.Text(ctx, "h1")
+	wantCode(t, err, duet.CodeBrowserError, "browser")
+	s1.Close()
+
+	s2 := newSession(t, p, "desktop")
+	open(t, s2, site, "/page2?step=3")
+	if got, err := s2.Text(ctx, "#step"); err != nil || got != "step 3" {
+		t.Errorf("after a crash: Text(#step) = %q, %v; want %q, nil", got, err, "step 3")
+	}
+	if s2.proc.pid == pid {
+		t.Errorf("the new session runs in the killed process %d", pid)
+	}
+	if got := p.Stats().Started; got != 2 {
+		t.Errorf("got %d processes started, want 2", got)
+	}
+
+	// Closing the pool ends the sessions that are still open.
+	p.Close()
+	_, err = s2.Text(ctx, "#step")
+	wantCode(t, err, duet.CodeBrowserError, "closed")
+	s2.Close()
+	_, err = p.NewSession(ctx, Device{})
+	wantCode(t, err, duet.CodeBrowserUnavailable, "closed")
+	for _, b := range []*process{s1.proc, s2.proc} {
+		if _, err := os.Stat(b.dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("user data directory %s: got %v after Close, want it removed", b.dir, err)
+		}
+	}
+}
