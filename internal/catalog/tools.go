@@ -1,0 +1,610 @@
+package catalog
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/duet-test/duet"
+)
+
+// Tool names of the product catalog.
+const (
+	ToolListTasks          = "list_test_tasks"
+	ToolGetTask            = "get_test_task"
+	ToolListCases          = "list_test_cases"
+	ToolGetCase            = "get_test_case"
+	ToolGetRun             = "get_test_run"
+	ToolGetExecutionResult = "get_execution_result"
+	ToolStartRun           = "start_test_run"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func limitProp(s *jsonschema.Schema, def, max int) {
+	p := s.Properties["limit"]
+	p.Minimum, p.Maximum, p.Default = ptr(1.0), ptr(float64(max)), json.RawMessage(fmt.Sprint(def))
+}
+
+func minLen(s *jsonschema.Schema, prop string, n int) {
+	s.Properties[prop].MinLength = ptr(n)
+}
+
+var readOnly = Annotations{ReadOnly: true, Idempotent: true}
+
+func productTools() []*Tool {
+	return []*Tool{
+		Define(ToolListTasks, "List test tasks",
+			"List the test tasks you can access: the ones you own and the ones shared with you. "+
+				"A task is a web product under test (name, base URL) with its test cases. "+
+				"Filter by a text query or by owner; page with cursor/nextCursor. Read-only.",
+			readOnly, func(in, out *jsonschema.Schema) { limitProp(in, 20, 100) }, listTasks),
+		Define(ToolGetTask, "Get a test task",
+			"Get one test task by id: its description, base URL, owner, who it is shared with, how many cases it has and its latest run. "+
+				"Returns NOT_FOUND for a task that does not exist or that you cannot access. Read-only.",
+			readOnly, func(in, out *jsonschema.Schema) { minLen(in, "taskId", 1) }, getTask),
+		Define(ToolListCases, "List test cases",
+			"List the test cases of a task (title, key, version, number of steps), in key order; page with cursor/nextCursor. "+
+				"Set includeDrafts to see generated cases not yet accepted. Read-only.",
+			readOnly, func(in, out *jsonschema.Schema) { minLen(in, "taskId", 1); limitProp(in, 50, 200) }, listCases),
+		Define(ToolGetCase, "Get a test case",
+			"Get one test case by id: its declarative source (YAML) and the compiled steps the engine runs. Read-only.",
+			readOnly, func(in, out *jsonschema.Schema) { minLen(in, "caseId", 1) }, getCase),
+		Define(ToolGetRun, "Get a test run",
+			"Get the progress or outcome of a test run by runId: its status (queued, running, passed, failed, error, cancelled), "+
+				"counts per status, and one line per case execution with its executionId. Poll it until done is true. Read-only.",
+			readOnly, func(in, out *jsonschema.Schema) { minLen(in, "runId", 1) }, getRun),
+		Define(ToolGetExecutionResult, "Get an execution result",
+			"Get the result of one case execution within a run (executionId from get_test_run): every step with its status, "+
+				"duration, saved output and error code, and the variables saved (secrets redacted). Read-only.",
+			readOnly, func(in, out *jsonschema.Schema) { minLen(in, "executionId", 1) }, getExecution),
+		Define(ToolStartRun, "Start a test run",
+			"Start running a task's test cases asynchronously and return a runId at once; follow it with get_test_run. "+
+				"Runs all active cases unless caseIds names some. The run executes as you: MCP calls inside cases use your own "+
+				"registered servers and credentials. idempotencyKey is required: retrying with the same key and the same arguments "+
+				"returns the first result (replayed: true) instead of starting another run; the same key with different arguments "+
+				"fails with IDEMPOTENCY_CONFLICT.",
+			Annotations{Idempotent: true}, func(in, out *jsonschema.Schema) {
+				minLen(in, "taskId", 1)
+				k := in.Properties["idempotencyKey"]
+				k.MinLength, k.MaxLength = ptr(1), ptr(200)
+			}, startRun),
+	}
+}
+
+// ---- views ----
+
+// TaskView is a task as tools show it.
+type TaskView struct {
+	ID          string   `json:"id"`
+	Name        string   `json:"name"`
+	Description string   `json:"description"`
+	BaseURL     string   `json:"baseUrl"`
+	Owner       string   `json:"owner"`
+	SharedWith  []string `json:"sharedWith"`
+	CreatedAt   string   `json:"createdAt"`
+	UpdatedAt   string   `json:"updatedAt"`
+}
+
+func ts(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func tsp(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return ts(*t)
+}
+
+func taskView(t *duet.Task) TaskView {
+	shared := t.SharedWith
+	if shared == nil {
+		shared = []string{}
+	}
+	return TaskView{ID: t.ID, Name: t.Name, Description: t.Description, BaseURL: t.BaseURL, Owner: t.Owner,
+		SharedWith: shared, CreatedAt: ts(t.CreatedAt), UpdatedAt: ts(t.UpdatedAt)}
+}
+
+// ---- list_test_tasks ----
+
+// ListTasksIn are the arguments of list_test_tasks.
+type ListTasksIn struct {
+	Query  string `json:"query,omitempty" jsonschema:"case-insensitive text to find in a task's name or description"`
+	Owner  string `json:"owner,omitempty" jsonschema:"only tasks owned by this user id"`
+	Cursor string `json:"cursor,omitempty" jsonschema:"nextCursor from the previous page"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"page size"`
+}
+
+// ListTasksOut is the result of list_test_tasks.
+type ListTasksOut struct {
+	Tasks      []TaskView `json:"tasks"`
+	Total      int        `json:"total" jsonschema:"number of tasks matching, over all pages"`
+	NextCursor string     `json:"nextCursor,omitempty" jsonschema:"pass as cursor to get the next page; absent on the last page"`
+}
+
+// Text implements Texter.
+func (o ListTasksOut) Text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d task(s) you can access", o.Total)
+	if len(o.Tasks) < o.Total {
+		fmt.Fprintf(&b, " (%d on this page)", len(o.Tasks))
+	}
+	b.WriteString(".")
+	for _, t := range o.Tasks {
+		fmt.Fprintf(&b, "\n- %s  %s (owner %s)", t.ID, t.Name, t.Owner)
+		if t.Description != "" {
+			b.WriteString(": " + t.Description)
+		}
+	}
+	if o.NextCursor != "" {
+		b.WriteString("\nMore: call again with cursor " + o.NextCursor)
+	}
+	return b.String()
+}
+
+func listTasks(ctx context.Context, env *Env, in ListTasksIn) (ListTasksOut, error) {
+	tasks, next, total, err := env.Store.FindTasks(ctx, duet.TaskFilter{Viewer: env.Caller.UserID, Query: in.Query, Owner: in.Owner, Cursor: in.Cursor, Limit: in.Limit})
+	if err != nil {
+		return ListTasksOut{}, err
+	}
+	out := ListTasksOut{Tasks: []TaskView{}, Total: total, NextCursor: next}
+	for _, t := range tasks {
+		out.Tasks = append(out.Tasks, taskView(t))
+	}
+	return out, nil
+}
+
+// ---- get_test_task ----
+
+// GetTaskIn are the arguments of get_test_task.
+type GetTaskIn struct {
+	TaskID string `json:"taskId" jsonschema:"the task's id (from list_test_tasks)"`
+}
+
+// GetTaskOut is the result of get_test_task.
+type GetTaskOut struct {
+	Task      TaskView `json:"task"`
+	CaseCount int      `json:"caseCount" jsonschema:"active cases"`
+	LastRun   *RunView `json:"lastRun,omitempty"`
+}
+
+// Text implements Texter.
+func (o GetTaskOut) Text() string {
+	t := o.Task
+	var b strings.Builder
+	fmt.Fprintf(&b, "Task %s: %s\n", t.ID, t.Name)
+	if t.Description != "" {
+		fmt.Fprintf(&b, "%s\n", t.Description)
+	}
+	fmt.Fprintf(&b, "Base URL: %s\nOwner: %s", orNone(t.BaseURL), t.Owner)
+	if len(t.SharedWith) > 0 {
+		fmt.Fprintf(&b, "; shared with %s", strings.Join(t.SharedWith, ", "))
+	}
+	fmt.Fprintf(&b, "\nCases: %d", o.CaseCount)
+	if o.LastRun != nil {
+		fmt.Fprintf(&b, "\nLast run: %s %s (%d passed, %d failed of %d)", o.LastRun.ID, o.LastRun.Status, o.LastRun.Totals.Passed, o.LastRun.Totals.Failed, o.LastRun.Totals.Cases)
+	}
+	return b.String()
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+func getTask(ctx context.Context, env *Env, in GetTaskIn) (GetTaskOut, error) {
+	t, err := env.Store.FindTaskByID(ctx, env.Caller.UserID, in.TaskID)
+	if err != nil {
+		return GetTaskOut{}, err
+	}
+	_, _, n, err := env.Store.FindCases(ctx, duet.CaseFilter{TaskID: t.ID, Limit: 1})
+	if err != nil {
+		return GetTaskOut{}, err
+	}
+	out := GetTaskOut{Task: taskView(t), CaseCount: n}
+	runs, _, err := env.Store.FindRuns(ctx, duet.RunFilter{Viewer: env.Caller.UserID, TaskID: t.ID, Limit: 1})
+	if err != nil {
+		return GetTaskOut{}, err
+	}
+	if len(runs) > 0 {
+		v := runView(runs[0])
+		out.LastRun = &v
+	}
+	return out, nil
+}
+
+// ---- list_test_cases ----
+
+// ListCasesIn are the arguments of list_test_cases.
+type ListCasesIn struct {
+	TaskID        string `json:"taskId" jsonschema:"the task's id"`
+	IncludeDrafts bool   `json:"includeDrafts,omitempty" jsonschema:"also list generated draft cases"`
+	Cursor        string `json:"cursor,omitempty" jsonschema:"nextCursor from the previous page"`
+	Limit         int    `json:"limit,omitempty" jsonschema:"page size"`
+}
+
+// CaseSummary is a case in a list.
+type CaseSummary struct {
+	ID        string `json:"id"`
+	Key       string `json:"key"`
+	Title     string `json:"title"`
+	Version   int    `json:"version"`
+	Status    string `json:"status" jsonschema:"active or draft"`
+	StepCount int    `json:"stepCount"`
+	UpdatedAt string `json:"updatedAt"`
+}
+
+// ListCasesOut is the result of list_test_cases.
+type ListCasesOut struct {
+	TaskID     string        `json:"taskId"`
+	Cases      []CaseSummary `json:"cases"`
+	Total      int           `json:"total"`
+	NextCursor string        `json:"nextCursor,omitempty"`
+}
+
+// Text implements Texter.
+func (o ListCasesOut) Text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d case(s) in task %s.", o.Total, o.TaskID)
+	for _, c := range o.Cases {
+		fmt.Fprintf(&b, "\n- %s  %s (key %s, v%d, %d steps", c.ID, c.Title, c.Key, c.Version, c.StepCount)
+		if c.Status != string(duet.CaseActive) {
+			b.WriteString(", " + c.Status)
+		}
+		b.WriteString(")")
+	}
+	if o.NextCursor != "" {
+		b.WriteString("\nMore: call again with cursor " + o.NextCursor)
+	}
+	return b.String()
+}
+
+func caseSummary(c *duet.Case) CaseSummary {
+	return CaseSummary{ID: c.ID, Key: c.Key, Title: c.Title, Version: c.Version, Status: string(c.Status), StepCount: len(c.Steps), UpdatedAt: ts(c.UpdatedAt)}
+}
+
+func listCases(ctx context.Context, env *Env, in ListCasesIn) (ListCasesOut, error) {
+	t, err := env.Store.FindTaskByID(ctx, env.Caller.UserID, in.TaskID)
+	if err != nil {
+		return ListCasesOut{}, err
+	}
+	cases, next, total, err := env.Store.FindCases(ctx, duet.CaseFilter{TaskID: t.ID, IncludeDrafts: in.IncludeDrafts, Cursor: in.Cursor, Limit: in.Limit})
+	if err != nil {
+		return ListCasesOut{}, err
+	}
+	out := ListCasesOut{TaskID: t.ID, Cases: []CaseSummary{}, Total: total, NextCursor: next}
+	for _, c := range cases {
+		out.Cases = append(out.Cases, caseSummary(c))
+	}
+	return out, nil
+}
+
+// ---- get_test_case ----
+
+// GetCaseIn are the arguments of get_test_case.
+type GetCaseIn struct {
+	CaseID string `json:"caseId" jsonschema:"the case's id (from list_test_cases)"`
+}
+
+// CaseView is a case with its source and steps.
+type CaseView struct {
+	CaseSummary
+	TaskID string      `json:"taskId"`
+	Source string      `json:"source" jsonschema:"the declarative source (YAML) the steps were compiled from"`
+	Steps  []duet.Step `json:"steps"`
+}
+
+// GetCaseOut is the result of get_test_case.
+type GetCaseOut struct {
+	Case CaseView `json:"case"`
+}
+
+// Text implements Texter.
+func (o GetCaseOut) Text() string {
+	c := o.Case
+	var b strings.Builder
+	fmt.Fprintf(&b, "Case %s: %s (key %s, v%d, %s)\nSteps:", c.ID, c.Title, c.Key, c.Version, c.Status)
+	for _, s := range c.Steps {
+		fmt.Fprintf(&b, "\n%d. %s", s.Index+1, s.Name)
+	}
+	fmt.Fprintf(&b, "\nSource:\n%s", c.Source)
+	return b.String()
+}
+
+func getCase(ctx context.Context, env *Env, in GetCaseIn) (GetCaseOut, error) {
+	c, err := env.Store.FindCaseByID(ctx, env.Caller.UserID, in.CaseID)
+	if err != nil {
+		return GetCaseOut{}, err
+	}
+	steps := c.Steps
+	if steps == nil {
+		steps = []duet.Step{}
+	}
+	return GetCaseOut{Case: CaseView{CaseSummary: caseSummary(c), TaskID: c.TaskID, Source: c.Source, Steps: steps}}, nil
+}
+
+// ---- get_test_run ----
+
+// GetRunIn are the arguments of get_test_run.
+type GetRunIn struct {
+	RunID string `json:"runId" jsonschema:"the run's id (from start_test_run)"`
+}
+
+// RunView is a run as tools show it.
+type RunView struct {
+	ID           string         `json:"id"`
+	TaskID       string         `json:"taskId"`
+	Status       duet.RunStatus `json:"status" jsonschema:"queued, running, passed, failed, error or cancelled"`
+	Done         bool           `json:"done" jsonschema:"true once the run has reached a final status"`
+	TriggeredBy  string         `json:"triggeredBy"`
+	CallSource   string         `json:"callSource"`
+	CreatedAt    string         `json:"createdAt"`
+	StartedAt    string         `json:"startedAt,omitempty"`
+	FinishedAt   string         `json:"finishedAt,omitempty"`
+	ErrorCode    string         `json:"errorCode,omitempty"`
+	ErrorMessage string         `json:"errorMessage,omitempty"`
+	Totals       duet.RunTotals `json:"totals"`
+}
+
+func runView(r *duet.Run) RunView {
+	return RunView{ID: r.ID, TaskID: r.TaskID, Status: r.Status, Done: r.Status.Final(), TriggeredBy: r.TriggeredBy,
+		CallSource: string(r.CallSource), CreatedAt: ts(r.CreatedAt), StartedAt: tsp(r.StartedAt), FinishedAt: tsp(r.FinishedAt),
+		ErrorCode: string(r.ErrorCode), ErrorMessage: r.ErrorMessage, Totals: r.Totals}
+}
+
+// ExecutionSummary is one case execution of a run.
+type ExecutionSummary struct {
+	ID           string         `json:"executionId"`
+	CaseID       string         `json:"caseId"`
+	CaseKey      string         `json:"caseKey"`
+	CaseTitle    string         `json:"caseTitle"`
+	Status       duet.RunStatus `json:"status"`
+	ErrorCode    string         `json:"errorCode,omitempty"`
+	ErrorMessage string         `json:"errorMessage,omitempty"`
+	DurationMs   int64          `json:"durationMs"`
+}
+
+// GetRunOut is the result of get_test_run.
+type GetRunOut struct {
+	Run        RunView            `json:"run"`
+	Executions []ExecutionSummary `json:"executions"`
+}
+
+// Text implements Texter.
+func (o GetRunOut) Text() string {
+	r := o.Run
+	var b strings.Builder
+	fmt.Fprintf(&b, "Run %s of task %s: %s (%d passed, %d failed, %d error, %d cancelled, %d pending of %d)",
+		r.ID, r.TaskID, r.Status, r.Totals.Passed, r.Totals.Failed, r.Totals.Error, r.Totals.Cancelled, r.Totals.Pending+r.Totals.Running, r.Totals.Cases)
+	if r.ErrorMessage != "" {
+		fmt.Fprintf(&b, "\n%s: %s", r.ErrorCode, r.ErrorMessage)
+	}
+	for _, x := range o.Executions {
+		fmt.Fprintf(&b, "\n- %s  %s: %s", x.ID, x.CaseTitle, x.Status)
+		if x.ErrorCode != "" {
+			fmt.Fprintf(&b, " (%s: %s)", x.ErrorCode, x.ErrorMessage)
+		}
+	}
+	if !r.Done {
+		b.WriteString("\nThe run is not finished; call get_test_run again.")
+	}
+	return b.String()
+}
+
+func durationMs(start, end *time.Time) int64 {
+	if start == nil || end == nil {
+		return 0
+	}
+	return end.Sub(*start).Milliseconds()
+}
+
+func getRun(ctx context.Context, env *Env, in GetRunIn) (GetRunOut, error) {
+	r, err := env.Store.FindRunByID(ctx, env.Caller.UserID, in.RunID)
+	if err != nil {
+		return GetRunOut{}, err
+	}
+	execs, err := env.Store.FindExecutions(ctx, r.ID)
+	if err != nil {
+		return GetRunOut{}, err
+	}
+	out := GetRunOut{Run: runView(r), Executions: []ExecutionSummary{}}
+	for _, x := range execs {
+		out.Executions = append(out.Executions, ExecutionSummary{ID: x.ID, CaseID: x.CaseID, CaseKey: x.CaseKey, CaseTitle: x.CaseTitle,
+			Status: x.Status, ErrorCode: string(x.ErrorCode), ErrorMessage: x.ErrorMessage, DurationMs: durationMs(x.StartedAt, x.FinishedAt)})
+	}
+	return out, nil
+}
+
+// ---- get_execution_result ----
+
+// GetExecutionIn are the arguments of get_execution_result.
+type GetExecutionIn struct {
+	ExecutionID string `json:"executionId" jsonschema:"the execution's id (from get_test_run)"`
+}
+
+// ExecutionView is one case execution with its step results.
+type ExecutionView struct {
+	ID           string             `json:"executionId"`
+	RunID        string             `json:"runId"`
+	CaseID       string             `json:"caseId"`
+	CaseTitle    string             `json:"caseTitle"`
+	CaseVersion  int                `json:"caseVersion"`
+	Status       duet.RunStatus     `json:"status"`
+	ErrorCode    string             `json:"errorCode,omitempty"`
+	ErrorMessage string             `json:"errorMessage,omitempty"`
+	StartedAt    string             `json:"startedAt,omitempty"`
+	FinishedAt   string             `json:"finishedAt,omitempty"`
+	DurationMs   int64              `json:"durationMs"`
+	Steps        []*duet.StepResult `json:"steps"`
+	Variables    map[string]any     `json:"variables" jsonschema:"variables saved by the steps, secrets redacted"`
+}
+
+// GetExecutionOut is the result of get_execution_result.
+type GetExecutionOut struct {
+	Execution ExecutionView `json:"execution"`
+}
+
+// Text implements Texter.
+func (o GetExecutionOut) Text() string {
+	x := o.Execution
+	var b strings.Builder
+	fmt.Fprintf(&b, "Execution %s of case %q (run %s): %s in %d ms", x.ID, x.CaseTitle, x.RunID, x.Status, x.DurationMs)
+	if x.ErrorCode != "" {
+		fmt.Fprintf(&b, "\n%s: %s", x.ErrorCode, x.ErrorMessage)
+	}
+	for _, s := range x.Steps {
+		fmt.Fprintf(&b, "\n%d. [%s] %s (%d ms)", s.Index+1, s.Status, s.Name, s.DurationMs)
+		if s.ErrorCode != "" {
+			fmt.Fprintf(&b, " %s: %s", s.ErrorCode, s.ErrorMessage)
+		}
+	}
+	return b.String()
+}
+
+func getExecution(ctx context.Context, env *Env, in GetExecutionIn) (GetExecutionOut, error) {
+	x, err := env.Store.FindExecutionByID(ctx, env.Caller.UserID, in.ExecutionID)
+	if err != nil {
+		return GetExecutionOut{}, err
+	}
+	vars := x.Vars
+	if vars == nil {
+		vars = map[string]any{}
+	}
+	results := x.Results
+	if results == nil {
+		results = []*duet.StepResult{}
+	}
+	return GetExecutionOut{Execution: ExecutionView{ID: x.ID, RunID: x.RunID, CaseID: x.CaseID, CaseTitle: x.CaseTitle, CaseVersion: x.CaseVersion,
+		Status: x.Status, ErrorCode: string(x.ErrorCode), ErrorMessage: x.ErrorMessage, StartedAt: tsp(x.StartedAt), FinishedAt: tsp(x.FinishedAt),
+		DurationMs: durationMs(x.StartedAt, x.FinishedAt), Steps: results, Variables: vars}}, nil
+}
+
+// ---- start_test_run ----
+
+// StartRunIn are the arguments of start_test_run.
+type StartRunIn struct {
+	TaskID         string   `json:"taskId" jsonschema:"the task to run"`
+	CaseIDs        []string `json:"caseIds,omitempty" jsonschema:"run only these cases (default: all active cases)"`
+	IdempotencyKey string   `json:"idempotencyKey" jsonschema:"a key you choose (e.g. a UUID); a retry with the same key and arguments returns the first run instead of starting another"`
+	Device         string   `json:"device,omitempty" jsonschema:"device preset for browser steps (e.g. desktop, iphone-15, pixel-7); default: the task's"`
+}
+
+// StartRunOut is the result of start_test_run.
+type StartRunOut struct {
+	RunID     string         `json:"runId"`
+	TaskID    string         `json:"taskId"`
+	Status    duet.RunStatus `json:"status"`
+	CaseCount int            `json:"caseCount"`
+	Replayed  bool           `json:"replayed" jsonschema:"true when this is the stored result of an earlier call with the same idempotencyKey"`
+}
+
+// Text implements Texter.
+func (o StartRunOut) Text() string {
+	s := fmt.Sprintf("Started run %s of task %s with %d case(s); follow it with get_test_run.", o.RunID, o.TaskID, o.CaseCount)
+	if o.Replayed {
+		s = fmt.Sprintf("Run %s of task %s was already started with this idempotency key (replayed); follow it with get_test_run.", o.RunID, o.TaskID)
+	}
+	return s
+}
+
+// StartRun starts a run of a task as the caller; it is start_test_run, and the
+// CLI and REST paths call it too. Returns NOT_FOUND, INVALID_ARGUMENT,
+// IDEMPOTENCY_CONFLICT.
+func (c *Catalog) StartRun(ctx context.Context, caller duet.Caller, in StartRunIn) (StartRunOut, error) {
+	env := &Env{Caller: caller, Store: c.store, Catalog: c, Progress: func(float64, float64, string) {}}
+	return startRun(ctx, env, in)
+}
+
+func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error) {
+	c := env.Catalog
+	key := strings.TrimSpace(in.IdempotencyKey)
+	if key == "" {
+		return StartRunOut{}, duet.Errorf(duet.CodeInvalidArgument, "idempotencyKey is required")
+	}
+	task, err := env.Store.FindTaskByID(ctx, env.Caller.UserID, in.TaskID)
+	if err != nil {
+		return StartRunOut{}, err
+	}
+	if in.Device != "" && c.opts.ValidDevice != nil {
+		if err := c.opts.ValidDevice(in.Device); err != nil {
+			return StartRunOut{}, err
+		}
+	}
+	cases, err := selectCases(ctx, env, task, in.CaseIDs)
+	if err != nil {
+		return StartRunOut{}, err
+	}
+	ids := slices.Clone(in.CaseIDs)
+	slices.Sort(ids)
+	h := sha256.New()
+	json.NewEncoder(h).Encode([]any{task.ID, ids, in.Device})
+	run := &duet.Run{TaskID: task.ID, TriggeredBy: env.Caller.UserID, CallSource: env.Caller.Source, TraceID: env.Caller.TraceID, Device: in.Device}
+	var execs []*duet.Execution
+	for _, cs := range cases {
+		execs = append(execs, &duet.Execution{CaseID: cs.ID, CaseKey: cs.Key, CaseTitle: cs.Title, CaseVersion: cs.Version, Steps: cs.Steps, TimeoutMs: cs.TimeoutMs})
+	}
+	rec, replayed, err := env.Store.CreateRun(ctx, duet.StartRunParams{
+		Run: run, Executions: execs,
+		Idempotency: &duet.IdempotencyRecord{Caller: env.Caller.UserID, Key: key, Tool: ToolStartRun, ArgsHash: hex.EncodeToString(h.Sum(nil)),
+			ExpiresAt: c.opts.Now().Add(c.opts.Limits.IdempotencyTTL)},
+		ResultFunc: func(r *duet.Run) (json.RawMessage, error) {
+			return json.Marshal(StartRunOut{RunID: r.ID, TaskID: r.TaskID, Status: r.Status, CaseCount: len(execs)})
+		},
+	})
+	if err != nil {
+		return StartRunOut{}, err
+	}
+	var out StartRunOut
+	if err := json.Unmarshal(rec.Result, &out); err != nil {
+		return StartRunOut{}, fmt.Errorf("stored idempotent result: %w", err)
+	}
+	out.Replayed = replayed
+	if !replayed && c.opts.RunCreated != nil {
+		c.opts.RunCreated(out.RunID)
+	}
+	return out, nil
+}
+
+func selectCases(ctx context.Context, env *Env, task *duet.Task, ids []string) ([]*duet.Case, error) {
+	if len(ids) == 0 {
+		var all []*duet.Case
+		cursor := ""
+		for {
+			page, next, _, err := env.Store.FindCases(ctx, duet.CaseFilter{TaskID: task.ID, Cursor: cursor, Limit: 200})
+			if err != nil {
+				return nil, err
+			}
+			all = append(all, page...)
+			if next == "" {
+				break
+			}
+			cursor = next
+		}
+		if len(all) == 0 {
+			return nil, duet.Errorf(duet.CodeInvalidArgument, "task %s has no active cases to run", task.ID)
+		}
+		return all, nil
+	}
+	var out []*duet.Case
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		cs, err := env.Store.FindCaseByID(ctx, env.Caller.UserID, id)
+		if err != nil || cs.TaskID != task.ID || cs.Status == duet.CaseArchived {
+			return nil, duet.Errorf(duet.CodeNotFound, "case %q not found in task %s", id, task.ID)
+		}
+		out = append(out, cs)
+	}
+	return out, nil
+}
