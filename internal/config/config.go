@@ -1,0 +1,314 @@
+// Package config reads Duet's settings from DUET_* environment variables
+// (and *_FILE variants for secrets), applies defaults and validates them.
+// There are no globals: Load takes the environment as a function, and the
+// table of options below is the documentation (docs/configuration.md is
+// generated from it by `duet config --markdown`).
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is every setting of a Duet process.
+type Config struct {
+	Home        string // DUET_HOME
+	DatabaseURL string // DUET_DATABASE_URL
+	Addr        string // DUET_ADDR
+	User        string // DUET_USER: the identity of stdio callers and of CLI commands without --as
+	LogLevel    string
+	LogFormat   string
+
+	Workers     int           // runs executed at once by `duet serve`
+	Parallel    int           // cases executed at once within a run
+	StepTimeout time.Duration // default per-step limit
+	CaseTimeout time.Duration // default per-case limit
+
+	GatewayAPIKeys   []string // secrets; never printed
+	GatewayFixedUser string   // identity for gateway calls without SSO-Emp-Id (local debugging)
+	AllowedHosts     []string // Host header values accepted by the HTTP endpoints
+	AllowedOrigins   []string // Origin header values accepted by the HTTP endpoints
+
+	MaxConcurrent  int
+	MaxPerCaller   int
+	CallTimeout    time.Duration
+	MaxBodyBytes   int64
+	MaxArgBytes    int
+	MaxResultBytes int
+	IdempotencyTTL time.Duration
+
+	ChromePath        string
+	Browsers          int
+	ArtifactRetention time.Duration
+
+	MCPAllowPrivate  bool
+	MCPAllowLoopback bool
+	MCPCallTimeout   time.Duration
+}
+
+// Option is one row of the settings table.
+type Option struct {
+	Env     string
+	Default string // as the user would write it; "" means empty or computed
+	Secret  bool   // never printed; also read from Env+"_FILE"
+	Doc     string
+	set     func(c *Config, v string) error
+}
+
+// Options is the table of settings, in documentation order.
+func Options() []Option { return options }
+
+var options = []Option{
+	{Env: "DUET_HOME", Doc: "Data directory (database, master key, artifacts). Default: $XDG_DATA_HOME/duet, else ~/.local/share/duet.",
+		set: func(c *Config, v string) error { c.Home = v; return nil }},
+	{Env: "DUET_DATABASE_URL", Doc: "Database: a SQLite file path (or sqlite:PATH / file:PATH). Default: duet.db inside DUET_HOME.",
+		set: func(c *Config, v string) error { c.DatabaseURL = v; return nil }},
+	{Env: "DUET_ADDR", Default: "127.0.0.1:8420", Doc: "Address `duet serve` listens on (host:port).",
+		set: func(c *Config, v string) error {
+			if _, _, err := net.SplitHostPort(v); err != nil {
+				return fmt.Errorf("want host:port, got %q", v)
+			}
+			c.Addr = v
+			return nil
+		}},
+	{Env: "DUET_USER", Doc: "User id for `duet mcp` (stdio) callers and CLI commands without --as. Default: the operating-system user.",
+		set: func(c *Config, v string) error { c.User = v; return nil }},
+	{Env: "DUET_LOG_LEVEL", Default: "info", Doc: "debug, info, warn or error.", set: func(c *Config, v string) error {
+		switch v {
+		case "debug", "info", "warn", "error":
+			c.LogLevel = v
+			return nil
+		}
+		return fmt.Errorf("want debug, info, warn or error, got %q", v)
+	}},
+	{Env: "DUET_LOG_FORMAT", Default: "text", Doc: "text or json (logs go to stderr).", set: func(c *Config, v string) error {
+		if v != "text" && v != "json" {
+			return fmt.Errorf("want text or json, got %q", v)
+		}
+		c.LogFormat = v
+		return nil
+	}},
+	{Env: "DUET_WORKERS", Default: "2", Doc: "Runs `duet serve` executes at once.", set: intSet(func(c *Config) *int { return &c.Workers }, 1, 256)},
+	{Env: "DUET_PARALLEL", Default: "2", Doc: "Cases executed at once within one run.", set: intSet(func(c *Config) *int { return &c.Parallel }, 1, 64)},
+	{Env: "DUET_STEP_TIMEOUT", Default: "30s", Doc: "Default time limit of a step (a step's own timeout wins).", set: durSet(func(c *Config) *time.Duration { return &c.StepTimeout })},
+	{Env: "DUET_CASE_TIMEOUT", Default: "10m", Doc: "Default time limit of a case.", set: durSet(func(c *Config) *time.Duration { return &c.CaseTimeout })},
+	{Env: "DUET_GATEWAY_API_KEYS", Secret: true, Doc: "Comma-separated secrets a company MCP gateway sends as X-Api-Key (several, for rotation). Also DUET_GATEWAY_API_KEYS_FILE (one per line).",
+		set: func(c *Config, v string) error { c.GatewayAPIKeys = splitList(v); return nil }},
+	{Env: "DUET_GATEWAY_FIXED_USER", Doc: "User for requests with a valid gateway key but no SSO-Emp-Id header (local debugging only). Default: such requests get 401.",
+		set: func(c *Config, v string) error { c.GatewayFixedUser = v; return nil }},
+	{Env: "DUET_ALLOWED_HOSTS", Doc: "Comma-separated Host header values the HTTP endpoints accept (DNS-rebinding protection), e.g. duet.internal.example,duet.internal.example:443. Default: loopback names only (localhost, 127.0.0.1, [::1]) plus the DUET_ADDR host; * accepts any (behind a gateway that checks hosts).",
+		set: func(c *Config, v string) error { c.AllowedHosts = splitList(v); return nil }},
+	{Env: "DUET_ALLOWED_ORIGINS", Doc: "Comma-separated browser Origin values accepted (e.g. https://copilot.example). Default: none; requests without an Origin header (non-browser clients) are always accepted.",
+		set: func(c *Config, v string) error { c.AllowedOrigins = splitList(v); return nil }},
+	{Env: "DUET_MAX_CONCURRENT", Default: "64", Doc: "Tool calls in flight, all callers (excess: RATE_LIMITED, HTTP 429).", set: intSet(func(c *Config) *int { return &c.MaxConcurrent }, 1, 100000)},
+	{Env: "DUET_MAX_PER_CALLER", Default: "8", Doc: "Tool calls in flight per caller.", set: intSet(func(c *Config) *int { return &c.MaxPerCaller }, 1, 100000)},
+	{Env: "DUET_CALL_TIMEOUT", Default: "15s", Doc: "Time limit of one tool call.", set: durSet(func(c *Config) *time.Duration { return &c.CallTimeout })},
+	{Env: "DUET_MAX_BODY_BYTES", Default: "4194304", Doc: "Largest HTTP request body (413 beyond).", set: func(c *Config, v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1024 {
+			return fmt.Errorf("want a number of bytes >= 1024, got %q", v)
+		}
+		c.MaxBodyBytes = n
+		return nil
+	}},
+	{Env: "DUET_MAX_ARG_BYTES", Default: "262144", Doc: "Largest tool-call arguments (TOO_LARGE beyond).", set: intSet(func(c *Config) *int { return &c.MaxArgBytes }, 256, 1<<30)},
+	{Env: "DUET_MAX_RESULT_BYTES", Default: "4194304", Doc: "Largest tool result (TOO_LARGE beyond).", set: intSet(func(c *Config) *int { return &c.MaxResultBytes }, 1024, 1<<30)},
+	{Env: "DUET_IDEMPOTENCY_TTL", Default: "24h", Doc: "How long start_test_run idempotency keys are remembered.", set: durSet(func(c *Config) *time.Duration { return &c.IdempotencyTTL })},
+	{Env: "DUET_CHROME_PATH", Doc: "Chromium executable for browser steps. Default: chromium, chromium-browser or google-chrome on PATH.",
+		set: func(c *Config, v string) error { c.ChromePath = v; return nil }},
+	{Env: "DUET_BROWSERS", Default: "2", Doc: "Browser processes in the shared pool.", set: intSet(func(c *Config) *int { return &c.Browsers }, 1, 64)},
+	{Env: "DUET_ARTIFACT_RETENTION", Default: "720h", Doc: "How long screenshots are kept (0 keeps them forever).", set: func(c *Config, v string) error {
+		if v == "0" {
+			c.ArtifactRetention = 0
+			return nil
+		}
+		return durSet(func(c *Config) *time.Duration { return &c.ArtifactRetention })(c, v)
+	}},
+	{Env: "DUET_MCP_ALLOW_PRIVATE", Default: "false", Doc: "Let registered MCP servers live on private addresses (10/8, 172.16/12, 192.168/16, fc00::/7).", set: boolSet(func(c *Config) *bool { return &c.MCPAllowPrivate })},
+	{Env: "DUET_MCP_ALLOW_LOOPBACK", Default: "false", Doc: "Let registered MCP servers live on loopback (development).", set: boolSet(func(c *Config) *bool { return &c.MCPAllowLoopback })},
+	{Env: "DUET_MCP_CALL_TIMEOUT", Default: "30s", Doc: "Time limit of one call to a registered MCP server.", set: durSet(func(c *Config) *time.Duration { return &c.MCPCallTimeout })},
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == '\n' || r == '\r' }) {
+		if s = strings.TrimSpace(s); s != "" && !strings.HasPrefix(s, "#") {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func intSet(f func(*Config) *int, min, max int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < min || n > max {
+			return fmt.Errorf("want a whole number from %d to %d, got %q", min, max, v)
+		}
+		*f(c) = n
+		return nil
+	}
+}
+
+func durSet(f func(*Config) *time.Duration) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("want a duration such as 30s or 5m, got %q", v)
+		}
+		*f(c) = d
+		return nil
+	}
+}
+
+func boolSet(f func(*Config) *bool) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("want true or false, got %q", v)
+		}
+		*f(c) = b
+		return nil
+	}
+}
+
+// Error is a setting that cannot be used; it names the variable.
+type Error struct {
+	Env string
+	Err error
+}
+
+func (e *Error) Error() string { return e.Env + ": " + e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Load reads the configuration from getenv (os.Getenv in production).
+// Errors are *Error naming the variable; secrets are never quoted.
+func Load(getenv func(string) string) (*Config, error) {
+	c := &Config{}
+	for _, o := range options {
+		v := getenv(o.Env)
+		if o.Secret {
+			if f := getenv(o.Env + "_FILE"); f != "" {
+				if v != "" {
+					return nil, &Error{o.Env, fmt.Errorf("set either %s or %s_FILE, not both", o.Env, o.Env)}
+				}
+				b, err := os.ReadFile(f)
+				if err != nil {
+					return nil, &Error{o.Env + "_FILE", fmt.Errorf("cannot read %s: %v", f, errors.Unwrap(err))}
+				}
+				v = string(b)
+			}
+		}
+		if v == "" {
+			v = o.Default
+		}
+		if v == "" {
+			continue
+		}
+		if err := o.set(c, v); err != nil {
+			if o.Secret {
+				err = errors.New("invalid value")
+			}
+			return nil, &Error{o.Env, err}
+		}
+	}
+	if c.Home == "" {
+		home, err := DefaultHome(getenv)
+		if err != nil {
+			return nil, &Error{"DUET_HOME", err}
+		}
+		c.Home = home
+	}
+	if !filepath.IsAbs(c.Home) {
+		abs, err := filepath.Abs(c.Home)
+		if err != nil {
+			return nil, &Error{"DUET_HOME", err}
+		}
+		c.Home = abs
+	}
+	if c.User == "" {
+		c.User = osUser(getenv)
+	}
+	return c, nil
+}
+
+// DefaultHome is $XDG_DATA_HOME/duet, else $HOME/.local/share/duet.
+func DefaultHome(getenv func(string) string) (string, error) {
+	if x := getenv("XDG_DATA_HOME"); x != "" && filepath.IsAbs(x) {
+		return filepath.Join(x, "duet"), nil
+	}
+	home := getenv("HOME")
+	if home == "" {
+		if u, err := user.Current(); err == nil {
+			home = u.HomeDir
+		}
+	}
+	if home == "" {
+		return "", errors.New("no home directory to put the data in; set DUET_HOME")
+	}
+	return filepath.Join(home, ".local", "share", "duet"), nil
+}
+
+func osUser(getenv func(string) string) string {
+	for _, k := range []string{"USER", "LOGNAME", "USERNAME"} {
+		if v := getenv(k); v != "" {
+			return v
+		}
+	}
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return "local"
+}
+
+// DatabasePath returns the SQLite file the configuration names.
+func (c *Config) DatabasePath() (string, error) {
+	u := c.DatabaseURL
+	switch {
+	case u == "":
+		return filepath.Join(c.Home, "duet.db"), nil
+	case strings.HasPrefix(u, "postgres://"), strings.HasPrefix(u, "postgresql://"):
+		return "", &Error{"DUET_DATABASE_URL", errors.New("this build stores data in SQLite only; PostgreSQL support comes with the multi-instance work. Use a file path")}
+	case strings.HasPrefix(u, "sqlite://"):
+		u = strings.TrimPrefix(u, "sqlite://")
+	case strings.HasPrefix(u, "sqlite:"):
+		u = strings.TrimPrefix(u, "sqlite:")
+	case strings.HasPrefix(u, "file:"):
+		u = strings.TrimPrefix(u, "file:")
+	}
+	if i := strings.IndexByte(u, '?'); i >= 0 {
+		u = u[:i]
+	}
+	if u == "" {
+		return "", &Error{"DUET_DATABASE_URL", errors.New("empty path")}
+	}
+	if !filepath.IsAbs(u) {
+		return "", &Error{"DUET_DATABASE_URL", fmt.Errorf("want an absolute path (nothing depends on the working directory), got %q", u)}
+	}
+	return u, nil
+}
+
+// Markdown renders the settings table.
+func Markdown() string {
+	var b strings.Builder
+	b.WriteString("| Variable | Default | Meaning |\n|---|---|---|\n")
+	for _, o := range options {
+		d := o.Default
+		if d == "" {
+			d = "—"
+		}
+		doc := o.Doc
+		if o.Secret {
+			doc += " (secret: never printed)"
+		}
+		fmt.Fprintf(&b, "| `%s` | `%s` | %s |\n", o.Env, d, strings.ReplaceAll(doc, "|", "\\|"))
+	}
+	return b.String()
+}

@@ -1,0 +1,66 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestDefaults(t *testing.T) {
+	t.Parallel()
+	c, err := Load(env(map[string]string{"HOME": "/home/u", "USER": "u"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Home != filepath.Join("/home/u", ".local", "share", "duet") || c.Addr != "127.0.0.1:8420" || c.User != "u" ||
+		c.CallTimeout != 15*time.Second || c.IdempotencyTTL != 24*time.Hour || c.MaxPerCaller != 8 {
+		t.Fatalf("defaults: %+v", c)
+	}
+	p, _ := c.DatabasePath()
+	if p != filepath.Join(c.Home, "duet.db") {
+		t.Fatalf("database path: got %s", p)
+	}
+	c, _ = Load(env(map[string]string{"HOME": "/home/u", "XDG_DATA_HOME": "/x"}))
+	if c.Home != "/x/duet" {
+		t.Fatalf("XDG: got %s", c.Home)
+	}
+}
+
+func TestErrorsNameTheVariable(t *testing.T) {
+	t.Parallel()
+	for k, v := range map[string]string{"DUET_ADDR": "nope", "DUET_WORKERS": "0", "DUET_CALL_TIMEOUT": "soon", "DUET_LOG_LEVEL": "loud", "DUET_MCP_ALLOW_PRIVATE": "maybe"} {
+		_, err := Load(env(map[string]string{"HOME": "/h", k: v}))
+		if err == nil || !strings.HasPrefix(err.Error(), k+":") {
+			t.Errorf("%s=%s: got %v", k, v, err)
+		}
+	}
+	_, err := Load(env(map[string]string{"HOME": "/h", "DUET_DATABASE_URL": "postgres://x"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := Load(env(map[string]string{"HOME": "/h", "DUET_DATABASE_URL": "relative.db"}))
+	if _, err := c.DatabasePath(); err == nil || !strings.Contains(err.Error(), "DUET_DATABASE_URL") {
+		t.Errorf("relative database path: got %v", err)
+	}
+}
+
+func TestSecretsFromFile(t *testing.T) {
+	t.Parallel()
+	f := filepath.Join(t.TempDir(), "keys")
+	os.WriteFile(f, []byte("k1-secret-value\n# old\nk2-secret-value\n"), 0o600)
+	c, err := Load(env(map[string]string{"HOME": "/h", "DUET_GATEWAY_API_KEYS_FILE": f}))
+	if err != nil || len(c.GatewayAPIKeys) != 2 || c.GatewayAPIKeys[1] != "k2-secret-value" {
+		t.Fatalf("got %v %v", c, err)
+	}
+	_, err = Load(env(map[string]string{"HOME": "/h", "DUET_GATEWAY_API_KEYS_FILE": f, "DUET_GATEWAY_API_KEYS": "x"}))
+	if err == nil {
+		t.Fatal("both set: got nil")
+	}
+	if strings.Contains(Markdown(), "k1-secret") || !strings.Contains(Markdown(), "DUET_GATEWAY_API_KEYS") {
+		t.Fatal("markdown")
+	}
+}
