@@ -11,7 +11,9 @@
 //   - CodeElementNotFound: no element matched a selector in time.
 //   - CodeStepTimeout: a wait or an action ran out of time.
 //   - CodeCancelled: the caller cancelled the context.
+//   - CodeTimeout: NewSession ran out of time waiting for a browser.
 //   - CodeInvalidArgument: a bad selector, key, URL, device or condition.
+//   - CodeURLRefused: Open of a scheme other than http, https, about or data.
 //   - CodeBrowserError: any other failure of the browser, such as a crash.
 package browser
 
@@ -25,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
@@ -109,7 +112,8 @@ func (p *Pool) Stats() Stats {
 
 // NewSession opens an isolated browser context with one tab that emulates
 // device; the zero Device means desktop. It starts a browser process when
-// none has room, or waits for a free slot when the pool is full.
+// none has room, or waits for a free slot when the pool is full. The caller
+// must Close the session; Pool.Close closes those still open.
 //
 // Errors: CodeBrowserUnavailable when no Chromium can be found or started, or
 // the pool is closed; CodeCancelled or CodeTimeout when ctx ends first;
@@ -398,6 +402,11 @@ func (p *Pool) open(ctx context.Context, b *process, device Device) (*Session, e
 	if err != nil {
 		return nil, fmt.Errorf("create browser context: %w", err)
 	}
+	// Pages under test must not write files to this machine.
+	_, err = chromedp.CallBrowser(cctx, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
+		Behavior:         cdpbrowser.SetDownloadBehaviorBehaviorDeny,
+		BrowserContextID: res.BrowserContextID,
+	})
 
 	base, baseCancel := context.WithCancel(b.ctx)
 	// The first Run binds the life of the tab to tctx, so it must be a
@@ -411,6 +420,10 @@ func (p *Pool) open(ctx context.Context, b *process, device Device) (*Session, e
 		cancel:     tcancel,
 		baseCancel: baseCancel,
 		contextID:  res.BrowserContextID,
+	}
+	if err != nil {
+		s.teardown()
+		return nil, fmt.Errorf("deny downloads: %w", err)
 	}
 	stop := context.AfterFunc(ctx, baseCancel)
 	err = chromedp.Do(tctx, emulate(device)...)
