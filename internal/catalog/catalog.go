@@ -289,11 +289,13 @@ func (c *Catalog) call(ctx context.Context, req Request) (*Result, error) {
 	if len(req.Args) > c.opts.Limits.MaxArgBytes {
 		return errorResult(duet.Errorf(duet.CodeTooLarge, "arguments are %d bytes; the limit is %d", len(req.Args), c.opts.Limits.MaxArgBytes)), nil
 	}
-	release, err := c.acquire(req.Caller.UserID)
-	if err != nil {
-		return errorResult(err), nil
+	if ctx.Value(slotKey{}) == nil {
+		release, err := c.Acquire(req.Caller.UserID)
+		if err != nil {
+			return errorResult(err), nil
+		}
+		defer release()
 	}
-	defer release()
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Limits.Timeout)
 	defer cancel()
 	progress := req.Progress
@@ -337,8 +339,16 @@ func (c *Catalog) runTool(ctx context.Context, t *Tool, env *Env, args json.RawM
 	return out, err
 }
 
-// acquire takes a global and a per-caller slot without waiting.
-func (c *Catalog) acquire(user string) (func(), error) {
+type slotKey struct{}
+
+// WithSlot marks ctx as holding a slot taken with Acquire, so that Call does
+// not take another (transports that must answer RATE_LIMITED themselves,
+// with HTTP 429, acquire first).
+func WithSlot(ctx context.Context) context.Context { return context.WithValue(ctx, slotKey{}, true) }
+
+// Acquire takes a global and a per-caller slot without waiting, and returns
+// the function that gives them back. Returns RATE_LIMITED.
+func (c *Catalog) Acquire(user string) (func(), error) {
 	select {
 	case c.global <- struct{}{}:
 	default:
@@ -361,6 +371,10 @@ func (c *Catalog) acquire(user string) (func(), error) {
 		<-c.global
 	}, nil
 }
+
+// ErrorResult is the Result of a call refused with err (for transports that
+// refuse calls before they reach Call).
+func ErrorResult(err error) *Result { return errorResult(err) }
 
 // ErrorBody is structuredContent.error of a failed call.
 type ErrorBody struct {

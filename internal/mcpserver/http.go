@@ -7,8 +7,12 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/catalog"
 )
 
 // HTTPOptions configure the Streamable HTTP endpoint.
@@ -62,6 +66,9 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 		if err != nil {
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
+				caller, _ := duet.CallerFromContext(r.Context())
+				s.cat.Audit(&duet.AuditRecord{Time: time.Now(), TraceID: caller.TraceID, CallSource: caller.Source, Caller: caller.UserID,
+					Method: "http", Outcome: duet.CodeTooLarge, ArgBytes: int(mbe.Limit)})
 				WriteJSONRPCError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, "TOO_LARGE: the request body exceeds the limit of "+itoa(o.MaxBodyBytes)+" bytes", nil)
 				return
 			}
@@ -73,6 +80,21 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		// Concurrency caps are checked here, so that an excess call gets
+		// HTTP 429 with Retry-After rather than a 200 carrying an error.
+		if tool, ok := toolCall(body); ok {
+			caller, _ := duet.CallerFromContext(r.Context())
+			release, err := s.cat.Acquire(caller.UserID)
+			if err != nil {
+				s.cat.Audit(&duet.AuditRecord{Time: time.Now(), TraceID: caller.TraceID, CallSource: caller.Source, Caller: caller.UserID,
+					Method: "tools/call", Tool: tool, Outcome: duet.ErrorCode(err), ArgBytes: len(body)})
+				w.Header().Set("Retry-After", "1")
+				WriteJSONRPCError(w, http.StatusTooManyRequests, CodeRateLimited, string(duet.ErrorCode(err))+": "+duet.ErrorMessage(err), requestID(body))
+				return
+			}
+			defer release()
+			r = r.WithContext(catalog.WithSlot(r.Context()))
+		}
 		ew := &errorRewriter{ResponseWriter: w, body: body}
 		if streams(body, o.Streams) && strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 			sseH.ServeHTTP(ew, r)
@@ -123,17 +145,35 @@ func (e *errorRewriter) finish() {
 	if !e.capture {
 		return
 	}
-	var req struct {
-		ID json.RawMessage `json:"id"`
-	}
-	json.Unmarshal(e.body, &req)
 	msg := strings.TrimSpace(e.buf.String())
 	code := -32600 // invalid request
 	if strings.Contains(msg, "not handled") || strings.Contains(msg, "unsupported") {
 		code = -32601 // method not found
 	}
 	e.Header().Del("Content-Length")
-	WriteJSONRPCError(e.ResponseWriter, e.status, code, msg, req.ID)
+	WriteJSONRPCError(e.ResponseWriter, e.status, code, msg, requestID(e.body))
+}
+
+// toolCall returns the tool name when body is a tools/call request.
+func toolCall(body []byte) (string, bool) {
+	var msg struct {
+		Method string `json:"method"`
+		Params struct {
+			Name string `json:"name"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &msg) != nil || msg.Method != "tools/call" {
+		return "", false
+	}
+	return msg.Params.Name, true
+}
+
+func requestID(body []byte) json.RawMessage {
+	var req struct {
+		ID json.RawMessage `json:"id"`
+	}
+	json.Unmarshal(body, &req)
+	return req.ID
 }
 
 // streams reports whether a request body is a tools/call that may emit

@@ -83,7 +83,10 @@ func (s *Server) SDK() *mcp.Server { return s.srv }
 
 func boolPtr(b bool) *bool { return &b }
 
-// sdkTool describes a catalog tool to the SDK.
+// SDKTool describes a catalog tool as MCP tools/list shows it. MCP-Lite's
+// tools/list serves the very same objects.
+func SDKTool(t *catalog.Tool) *mcp.Tool { return sdkTool(t) }
+
 func sdkTool(t *catalog.Tool) *mcp.Tool {
 	return &mcp.Tool{
 		Name: t.Name, Title: t.Title, Description: t.Description,

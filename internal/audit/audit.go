@@ -1,0 +1,125 @@
+// Package audit writes the audit trail: records are queued and stored in
+// batches by one goroutine, so a call never waits on the database for its
+// audit row, and nothing queued is lost on a clean shutdown.
+package audit
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/duet-test/duet"
+)
+
+// Writer batches audit records into a store. It implements catalog.Auditor.
+type Writer struct {
+	store    duet.AuditStore
+	log      *slog.Logger
+	ch       chan *duet.AuditRecord
+	flushCh  chan chan struct{}
+	done     chan struct{}
+	interval time.Duration
+	once     sync.Once
+	mu       sync.RWMutex
+	closed   bool
+}
+
+// NewWriter starts a writer that stores at least every interval (0 means
+// 100ms), or sooner when 256 records are waiting.
+func NewWriter(store duet.AuditStore, interval time.Duration, log *slog.Logger) *Writer {
+	if interval <= 0 {
+		interval = 100 * time.Millisecond
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	w := &Writer{store: store, log: log, ch: make(chan *duet.AuditRecord, 4096), flushCh: make(chan chan struct{}), done: make(chan struct{}), interval: interval}
+	go w.loop()
+	return w
+}
+
+// Record queues rec. When the queue is full it waits: audit rows are never
+// dropped. After Close, records are stored synchronously.
+func (w *Writer) Record(rec *duet.AuditRecord) {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.closed {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := w.store.AppendAudit(ctx, []*duet.AuditRecord{rec}); err != nil {
+			w.log.Error("storing an audit record", "err", err)
+		}
+		return
+	}
+	w.ch <- rec
+}
+
+func (w *Writer) loop() {
+	defer close(w.done)
+	t := time.NewTicker(w.interval)
+	defer t.Stop()
+	var batch []*duet.AuditRecord
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := w.store.AppendAudit(ctx, batch); err != nil {
+			w.log.Error("storing audit records", "records", len(batch), "err", err)
+		}
+		batch = nil
+	}
+	for {
+		select {
+		case rec, ok := <-w.ch:
+			if !ok {
+				flush()
+				return
+			}
+			batch = append(batch, rec)
+			if len(batch) >= 256 {
+				flush()
+			}
+		case <-t.C:
+			flush()
+		case ack := <-w.flushCh:
+			for drained := false; !drained; {
+				select {
+				case rec, ok := <-w.ch:
+					if !ok {
+						drained = true
+						break
+					}
+					batch = append(batch, rec)
+				default:
+					drained = true
+				}
+			}
+			flush()
+			close(ack)
+		}
+	}
+}
+
+// Flush waits until every record queued so far is stored.
+func (w *Writer) Flush() {
+	ack := make(chan struct{})
+	select {
+	case w.flushCh <- ack:
+		<-ack
+	case <-w.done:
+	}
+}
+
+// Close stores everything queued and stops the writer.
+func (w *Writer) Close() {
+	w.once.Do(func() {
+		w.mu.Lock()
+		w.closed = true
+		close(w.ch)
+		w.mu.Unlock()
+		<-w.done
+	})
+}

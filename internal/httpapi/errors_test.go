@@ -1,0 +1,19 @@
+package httpapi
+
+import (
+	"testing"
+
+	"github.com/duet-test/duet"
+)
+
+func TestEveryCodeHasARow(t *testing.T) {
+	t.Parallel()
+	for _, c := range duet.Codes() {
+		if _, ok := codes[c]; !ok {
+			t.Errorf("code %s has no row in the status table", c)
+		}
+	}
+	if len(codes) != len(duet.Codes()) {
+		t.Errorf("the table has %d rows for %d codes", len(codes), len(duet.Codes()))
+	}
+}

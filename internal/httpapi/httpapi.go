@@ -1,0 +1,198 @@
+// Package httpapi is Duet's HTTP front door: one list of routes (MCP
+// Streamable HTTP, MCP-Lite, health), and the middleware every request passes
+// through: Host/Origin validation (DNS-rebinding protection), trace ids,
+// authentication, and the mapping of error codes to HTTP statuses.
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/auth"
+	"github.com/duet-test/duet/internal/catalog"
+	"github.com/duet-test/duet/internal/lite"
+	"github.com/duet-test/duet/internal/mcpserver"
+)
+
+// Options configure the HTTP API.
+type Options struct {
+	Catalog *catalog.Catalog
+	MCP     *mcpserver.Server
+	Auth    *auth.Authenticator
+	// AllowedHosts are accepted Host header values (host or host:port);
+	// loopback names are always accepted; "*" accepts any.
+	AllowedHosts []string
+	// AllowedOrigins are accepted Origin header values; requests without an
+	// Origin header are accepted.
+	AllowedOrigins []string
+	MaxBodyBytes   int64
+	Sessions       bool
+	// Streams reports whether calls to a tool emit notifications.
+	Streams func(tool string) bool
+	// Ready reports whether the service can serve (database reachable).
+	Ready func(context.Context) error
+	// Anonymous, when set, lets requests without credentials in as this
+	// user. Only the conformance-fixture mode sets it.
+	Anonymous string
+	Logger    *slog.Logger
+}
+
+type ctxKey int
+
+const viaGatewayKey ctxKey = iota
+
+// New returns the HTTP handler with every route.
+func New(o Options) http.Handler {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	mcpH := o.MCP.HTTPHandler(mcpserver.HTTPOptions{MaxBodyBytes: o.MaxBodyBytes, Sessions: o.Sessions, Streams: o.Streams})
+	l := lite.New(o.Catalog, o.MaxBodyBytes)
+	viaGateway := func(r *http.Request) bool { v, _ := r.Context().Value(viaGatewayKey).(bool); return v }
+
+	mux := http.NewServeMux()
+	mux.Handle("/mcp/http", authed(o, duet.SourceMCP, mcpH))
+	mux.Handle("POST /mcp/tools/list", authed(o, duet.SourceMCPLite, http.HandlerFunc(l.List)))
+	mux.Handle("POST /mcp/tools/call", authed(o, duet.SourceMCPLite, l.Call(viaGateway)))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if o.Ready != nil {
+			if err := o.Ready(ctx); err != nil {
+				http.Error(w, "not ready: "+duet.ErrorMessage(err), http.StatusServiceUnavailable)
+				return
+			}
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write([]byte("ready\n"))
+	})
+	return traced(hostCheck(o, mux))
+}
+
+// traced gives every request a trace id: from an incoming W3C traceparent
+// header, else a new one, and returns it in X-Duet-Trace-Id.
+func traced(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := mcpserver.TraceIDFromTraceparent(r.Header.Get("Traceparent"))
+		if id == "" {
+			id = duet.NewTraceID()
+		}
+		w.Header().Set("X-Duet-Trace-Id", id)
+		ctx := duet.NewContextWithCaller(r.Context(), duet.Caller{TraceID: id})
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+func isLoopbackHost(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(h, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// hostCheck refuses requests whose Host (or Origin) is not allowed: a web
+// page on another site cannot reach a Duet on localhost through DNS
+// rebinding.
+func hostCheck(o Options, next http.Handler) http.Handler {
+	anyHost := slices.Contains(o.AllowedHosts, "*")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !anyHost && !hostAllowed(r.Host, o.AllowedHosts) {
+			refuse(o, w, r, http.StatusForbidden, RPCCodeOf(duet.CodePermissionDenied), duet.CodePermissionDenied, "host "+r.Host+" is not allowed (see DUET_ALLOWED_HOSTS)")
+			return
+		}
+		if origin := r.Header.Get("Origin"); origin != "" && !originAllowed(origin, o.AllowedOrigins) {
+			refuse(o, w, r, http.StatusForbidden, RPCCodeOf(duet.CodePermissionDenied), duet.CodePermissionDenied, "origin "+origin+" is not allowed (see DUET_ALLOWED_ORIGINS)")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func hostAllowed(hostport string, allowed []string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	if isLoopbackHost(host) {
+		return true
+	}
+	for _, a := range allowed {
+		if strings.EqualFold(a, hostport) || strings.EqualFold(a, host) {
+			return true
+		}
+	}
+	return false
+}
+
+func originAllowed(origin string, allowed []string) bool {
+	for _, a := range allowed {
+		if a == "*" || strings.EqualFold(strings.TrimRight(a, "/"), origin) {
+			return true
+		}
+	}
+	// Loopback pages may call a loopback Duet (the Inspector, for example).
+	if rest, ok := strings.CutPrefix(origin, "http://"); ok {
+		host := rest
+		if h, _, err := net.SplitHostPort(rest); err == nil {
+			host = h
+		}
+		return isLoopbackHost(host)
+	}
+	return false
+}
+
+// authed authenticates the request and puts the caller in its context.
+func authed(o Options, source duet.CallSource, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := o.Auth.Authenticate(r.Context(), r)
+		if err != nil && o.Anonymous != "" && r.Header.Get("Authorization") == "" && r.Header.Get(auth.HeaderAPIKey) == "" {
+			id, err = auth.Identity{UserID: o.Anonymous}, nil
+		}
+		if err != nil {
+			code := duet.ErrorCode(err)
+			status, rpc := StatusOf(code), RPCCodeOf(code)
+			if status == http.StatusUnauthorized {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="duet"`)
+			}
+			refuse(o, w, r.WithContext(context.WithValue(r.Context(), sourceKey{}, source)), status, rpc, duet.ErrorCode(err), duet.ErrorMessage(err))
+			return
+		}
+		c, _ := duet.CallerFromContext(r.Context())
+		c.UserID, c.Source = id.UserID, source
+		ctx := duet.NewContextWithCaller(r.Context(), c)
+		ctx = context.WithValue(ctx, viaGatewayKey, id.ViaGateway)
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+type sourceKey struct{}
+
+// refuse answers a request stopped before any tool ran, in the dialect of
+// its endpoint, and audits it.
+func refuse(o Options, w http.ResponseWriter, r *http.Request, status, rpcCode int, code duet.Code, msg string) {
+	c, _ := duet.CallerFromContext(r.Context())
+	source, _ := r.Context().Value(sourceKey{}).(duet.CallSource)
+	if source == "" {
+		source = duet.SourceMCP
+		if strings.HasPrefix(r.URL.Path, "/mcp/tools/") {
+			source = duet.SourceMCPLite
+		}
+	}
+	o.Catalog.Audit(&duet.AuditRecord{Time: time.Now(), TraceID: c.TraceID, CallSource: source, Caller: c.UserID, Method: "http " + r.Method + " " + r.URL.Path, Outcome: code})
+	if strings.HasPrefix(r.URL.Path, "/mcp/tools/") {
+		lite.WriteError(w, status, code, msg)
+		return
+	}
+	mcpserver.WriteJSONRPCError(w, status, rpcCode, string(code)+": "+msg, nil)
+}
