@@ -420,6 +420,7 @@ func (p *Pool) open(ctx context.Context, b *process, device Device) (*Session, e
 		cancel:     tcancel,
 		baseCancel: baseCancel,
 		contextID:  res.BrowserContextID,
+		turn:       make(chan struct{}, 1),
 	}
 	if err != nil {
 		s.teardown()

@@ -28,7 +28,8 @@ import (
 // at once and the method returns CodeCancelled. A method that waits for an
 // element waits until ctx's deadline, or Options.DefaultTimeout when ctx has
 // none. Selectors are CSS selectors. The methods of one Session run one at a
-// time; Close may be called at any time from any goroutine.
+// time (a call waits for the previous one, within its ctx); Close may be
+// called at any time from any goroutine.
 type Session struct {
 	pool       *Pool
 	proc       *process
@@ -38,7 +39,7 @@ type Session struct {
 	baseCancel context.CancelFunc
 	contextID  cdp.BrowserContextID
 
-	mu        sync.Mutex // one call at a time
+	turn      chan struct{} // holds a token while a call runs: one at a time
 	closed    atomic.Bool
 	closeOnce sync.Once
 	dialogs   sync.WaitGroup
@@ -79,17 +80,24 @@ type call struct {
 
 func (c *call) elapsed() time.Duration { return time.Since(c.start).Round(time.Millisecond) }
 
-// begin locks the session and prepares a call. The deadline of the call is
-// now+timeout when timeout > 0, else ctx's deadline, else the pool's
+// begin waits for the turn of the call and prepares it. The deadline of the
+// call is now+timeout when timeout > 0, else ctx's deadline, else the pool's
 // DefaultTimeout. The caller must call end.
 func (s *Session) begin(ctx context.Context, op string, timeout time.Duration) (*call, error) {
-	s.mu.Lock()
+	select {
+	case s.turn <- struct{}{}:
+	case <-ctx.Done():
+		if err := ctxCancelled(ctx, op, ctx.Err()); err != nil {
+			return nil, err
+		}
+		return nil, opError(duet.CodeStepTimeout, op, ctx.Err(), "%s: timed out waiting for another call on the session", op)
+	}
 	if err := ctxCancelled(ctx, op, ctx.Err()); err != nil {
-		s.mu.Unlock()
+		<-s.turn
 		return nil, err
 	}
 	if s.closed.Load() {
-		s.mu.Unlock()
+		<-s.turn
 		return nil, opError(duet.CodeBrowserError, op, errSessionClosed, "%s: the session is closed", op)
 	}
 	c, cancel := context.WithCancel(s.ctx)
@@ -110,7 +118,7 @@ func (s *Session) begin(ctx context.Context, op string, timeout time.Duration) (
 // end releases the call.
 func (s *Session) end(c *call) {
 	c.cancel()
-	s.mu.Unlock()
+	<-s.turn
 }
 
 // fail turns the error of a call into a *duet.Error. timeout builds the error

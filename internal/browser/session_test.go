@@ -218,10 +218,10 @@ func TestSessionWaitFor(t *testing.T) {
 		{"delayed text", WaitCondition{Text: "Loaded late"}, "", ""},
 		{"delayed text in element", WaitCondition{Selector: "#late", Text: "late"}, "", ""},
 		{"URL", WaitCondition{URLContains: "127.0.0.1", URLMatches: `^http://`}, "", ""},
-		{"missing element", WaitCondition{Selector: "#never", Timeout: 300 * time.Millisecond}, duet.CodeStepTimeout, `no element matches "#never"`},
-		{"hidden element", WaitCondition{Selector: "#hidden", Visible: true, Timeout: 300 * time.Millisecond}, duet.CodeStepTimeout, "not visible"},
-		{"missing text", WaitCondition{Text: "no such text", Timeout: 300 * time.Millisecond}, duet.CodeStepTimeout, `text "no such text" not found`},
-		{"other URL", WaitCondition{URLContains: "/elsewhere", Timeout: 300 * time.Millisecond}, duet.CodeStepTimeout, "the URL is"},
+		{"missing element", WaitCondition{Selector: "#never", Timeout: 500 * time.Millisecond}, duet.CodeStepTimeout, `no element matches "#never"`},
+		{"hidden element", WaitCondition{Selector: "#hidden", Visible: true, Timeout: 500 * time.Millisecond}, duet.CodeStepTimeout, "not visible"},
+		{"missing text", WaitCondition{Text: "no such text", Timeout: 500 * time.Millisecond}, duet.CodeStepTimeout, `text "no such text" not found`},
+		{"other URL", WaitCondition{URLContains: "/elsewhere", Timeout: 500 * time.Millisecond}, duet.CodeStepTimeout, "the URL is"},
 		{"empty", WaitCondition{}, duet.CodeInvalidArgument, "empty"},
 		{"visible without selector", WaitCondition{Text: "x", Visible: true}, duet.CodeInvalidArgument, "selector"},
 		{"bad pattern", WaitCondition{URLMatches: "("}, duet.CodeInvalidArgument, "pattern"},
@@ -278,7 +278,9 @@ func TestSessionErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx := testCtx(t, 400*time.Millisecond)
+			// Long enough for a loaded machine to answer at least once, so
+			// that the error can say why the call failed.
+			ctx := testCtx(t, time.Second)
 			wantCode(t, tt.call(ctx), tt.wantCode, tt.wantMsg...)
 		})
 	}
@@ -348,6 +350,51 @@ func TestSessionCancel(t *testing.T) {
 			// The session still works.
 			open(t, s, site, "/")
 		})
+	}
+}
+
+func TestSessionBusy(t *testing.T) {
+	t.Parallel()
+	p := sharedPool(t)
+	site := newSite(t)
+	s := newSession(t, p, "desktop")
+	open(t, s, site, "/")
+
+	// A long wait holds the session; a second call waits for its turn but
+	// still honours its own ctx.
+	busyCtx, stopBusy := context.WithCancel(t.Context())
+	busy := make(chan error, 1)
+	go func() { busy <- s.WaitFor(busyCtx, WaitCondition{Selector: "#never", Timeout: time.Minute}) }()
+	time.Sleep(100 * time.Millisecond)
+
+	tests := []struct {
+		name     string
+		ctx      func() (context.Context, context.CancelFunc)
+		wantCode duet.Code
+	}{
+		{"cancelled", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(t.Context())
+			time.AfterFunc(200*time.Millisecond, cancel)
+			return ctx, cancel
+		}, duet.CodeCancelled},
+		{"deadline", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(t.Context(), 200*time.Millisecond)
+		}, duet.CodeStepTimeout},
+	}
+	for _, tt := range tests {
+		ctx, cancel := tt.ctx()
+		start := time.Now()
+		_, err := s.Text(ctx, "h1")
+		cancel()
+		if took := time.Since(start); took > 2*time.Second {
+			t.Errorf("%s: returned after %s, want about 200ms", tt.name, took)
+		}
+		wantCode(t, err, tt.wantCode)
+	}
+	stopBusy()
+	wantCode(t, <-busy, duet.CodeCancelled)
+	if got, err := s.Text(testCtx(t, 10*time.Second), "h1"); err != nil || got != "Sign up" {
+		t.Errorf("after the busy call: Text(h1) = %q, %v; want %q, nil", got, err, "Sign up")
 	}
 }
 
