@@ -55,10 +55,10 @@ type CallRequest struct {
 
 // CallResponse is the body of a tools/call answer.
 type CallResponse struct {
-	Meta              map[string]any    `json:"_meta,omitempty"`
-	Content           []mcp.Content     `json:"content"`
-	StructuredContent json.RawMessage   `json:"structuredContent,omitempty"`
-	IsError           bool              `json:"isError"`
+	Meta              map[string]any  `json:"_meta,omitempty"`
+	Content           []mcp.Content   `json:"content"`
+	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
+	IsError           bool            `json:"isError"`
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
