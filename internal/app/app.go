@@ -1,0 +1,223 @@
+// Package app wires Duet together: configuration → store → catalog →
+// transports and workers. It holds no logic of its own.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/audit"
+	"github.com/duet-test/duet/internal/auth"
+	"github.com/duet-test/duet/internal/catalog"
+	"github.com/duet-test/duet/internal/config"
+	"github.com/duet-test/duet/internal/engine"
+	"github.com/duet-test/duet/internal/httpapi"
+	"github.com/duet-test/duet/internal/mcpserver"
+	"github.com/duet-test/duet/internal/sqlite"
+)
+
+// Version is the build's version, set with -ldflags "-X ...app.Version=v1.2.3".
+var Version = "dev"
+
+// UsageError is a problem the user fixes by changing a setting or an
+// argument: the command prints it on one line and exits 2.
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+// Options tune Open beyond the configuration.
+type Options struct {
+	Stderr io.Writer // logs; nil means os.Stderr
+	// ExtraTools are mounted beside the product catalog (conformance
+	// fixtures only).
+	ExtraTools []*catalog.Tool
+	// OnEvent receives run progress from this process's engine.
+	OnEvent func(engine.Event)
+}
+
+// App is a running Duet.
+type App struct {
+	Config  *config.Config
+	Store   *sqlite.DB
+	Catalog *catalog.Catalog
+	MCP     *mcpserver.Server
+	Audit   *audit.Writer
+	Engine  *engine.Engine
+	Worker  *engine.Worker
+	Auth    *auth.Authenticator
+	Logger  *slog.Logger
+
+	devices func(string) error // device preset check; nil accepts any
+}
+
+// NewLogger returns the slog logger the configuration asks for, on w.
+func NewLogger(cfg *config.Config, w io.Writer) *slog.Logger {
+	var lvl slog.Level
+	lvl.UnmarshalText([]byte(cfg.LogLevel))
+	ho := &slog.HandlerOptions{Level: lvl}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, ho))
+	}
+	return slog.New(slog.NewTextHandler(w, ho))
+}
+
+// Open opens the store and builds every component. A database that cannot
+// be opened is a *UsageError naming the path and the variables to set.
+func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
+	if opts.Stderr == nil {
+		opts.Stderr = os.Stderr
+	}
+	log := NewLogger(cfg, opts.Stderr)
+	path, err := cfg.DatabasePath()
+	if err != nil {
+		return nil, &UsageError{err.Error()}
+	}
+	db, err := sqlite.Open(ctx, path, nil)
+	if err != nil {
+		return nil, &UsageError{fmt.Sprintf("%s (set DUET_HOME to a writable directory, or DUET_DATABASE_URL to a writable file)", duet.ErrorMessage(err))}
+	}
+	a := &App{Config: cfg, Store: db, Logger: log}
+	a.Audit = audit.NewWriter(db, 0, log)
+	a.Engine = engine.New(db, engine.Options{
+		StepTimeout: cfg.StepTimeout, CaseTimeout: cfg.CaseTimeout, Parallel: cfg.Parallel,
+		OnEvent: opts.OnEvent, Logger: log,
+	})
+	a.Worker = engine.NewWorker(db, a.Engine, engine.WorkerOptions{Concurrency: cfg.Workers, Logger: log})
+	a.Catalog = catalog.New(db, catalog.Options{
+		Limits: catalog.Limits{
+			MaxConcurrent: cfg.MaxConcurrent, MaxPerCaller: cfg.MaxPerCaller, Timeout: cfg.CallTimeout,
+			MaxArgBytes: cfg.MaxArgBytes, MaxResultBytes: cfg.MaxResultBytes, IdempotencyTTL: cfg.IdempotencyTTL,
+		},
+		Auditor:    a.Audit,
+		RunCreated: func(string) { a.Worker.Notify() },
+		Extra:      opts.ExtraTools,
+		Logger:     log,
+	})
+	a.MCP = mcpserver.New(a.Catalog, mcpserver.Options{Version: Version, Logger: log})
+	a.Auth = auth.New(db, cfg.GatewayAPIKeys, cfg.GatewayFixedUser)
+	return a, nil
+}
+
+// Close flushes the audit trail and closes the store.
+func (a *App) Close() {
+	a.Audit.Close()
+	a.Store.Close()
+}
+
+// ServeOptions tune Serve.
+type ServeOptions struct {
+	Sessions  bool
+	Anonymous string // conformance fixtures only
+	Streams   func(tool string) bool
+	// Ready is closed (if non-nil) once the listener accepts connections.
+	Ready chan<- string
+}
+
+// Handler returns the HTTP handler of the app.
+func (a *App) Handler(o ServeOptions) http.Handler {
+	hosts := append([]string{}, a.Config.AllowedHosts...)
+	if h, _, err := net.SplitHostPort(a.Config.Addr); err == nil && h != "" && h != "0.0.0.0" && h != "::" {
+		hosts = append(hosts, h)
+	}
+	return httpapi.New(httpapi.Options{
+		Catalog: a.Catalog, MCP: a.MCP, Auth: a.Auth,
+		AllowedHosts: hosts, AllowedOrigins: a.Config.AllowedOrigins,
+		MaxBodyBytes: a.Config.MaxBodyBytes, Sessions: o.Sessions, Streams: o.Streams,
+		Ready: a.Store.Ping, Anonymous: o.Anonymous, Logger: a.Logger,
+	})
+}
+
+// Serve serves HTTP on ln and runs the workers and the maintenance loop until
+// ctx ends, then stops gracefully: in-flight HTTP requests finish, runs in
+// flight are put back in the queue for the next start.
+func (a *App) Serve(ctx context.Context, ln net.Listener, o ServeOptions) error {
+	srv := &http.Server{Handler: a.Handler(o), ReadHeaderTimeout: 10 * time.Second}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		if o.Ready != nil {
+			o.Ready <- ln.Addr().String()
+		}
+		err := srv.Serve(ln)
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return err
+	})
+	g.Go(func() error {
+		<-gctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return srv.Shutdown(sctx)
+	})
+	g.Go(func() error { return a.Worker.Run(gctx) })
+	g.Go(func() error { a.maintain(gctx); return nil })
+	return g.Wait()
+}
+
+// RunWorkers runs only the workers (duet worker) until ctx ends.
+func (a *App) RunWorkers(ctx context.Context) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return a.Worker.Run(gctx) })
+	g.Go(func() error { a.maintain(gctx); return nil })
+	return g.Wait()
+}
+
+// maintain deletes expired idempotency records every few minutes.
+func (a *App) maintain(ctx context.Context) {
+	t := time.NewTicker(5 * time.Minute)
+	defer t.Stop()
+	for {
+		if n, err := a.Store.DeleteExpiredIdempotency(ctx, time.Now()); err != nil && ctx.Err() == nil {
+			a.Logger.WarnContext(ctx, "deleting expired idempotency keys", "err", err)
+		} else if n > 0 {
+			a.Logger.InfoContext(ctx, "deleted expired idempotency keys", "count", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// ResolveTask finds a task the user can see by id or by name (their own
+// first, then shared ones). Returns NOT_FOUND.
+func (a *App) ResolveTask(ctx context.Context, user, ref string) (*duet.Task, error) {
+	if strings.HasPrefix(ref, "task_") {
+		if t, err := a.Store.FindTaskByID(ctx, user, ref); err == nil {
+			return t, nil
+		}
+	}
+	if t, err := a.Store.FindTaskByName(ctx, user, ref); err == nil {
+		return t, nil
+	}
+	tasks, _, _, err := a.Store.FindTasks(ctx, duet.TaskFilter{Viewer: user, Query: ref, Limit: 100})
+	if err != nil {
+		return nil, err
+	}
+	var match []*duet.Task
+	for _, t := range tasks {
+		if t.Name == ref {
+			match = append(match, t)
+		}
+	}
+	switch len(match) {
+	case 1:
+		return match[0], nil
+	case 0:
+		return nil, duet.Errorf(duet.CodeNotFound, "task %q not found", ref)
+	default:
+		return nil, duet.Errorf(duet.CodeInvalidArgument, "%d tasks named %q are shared with you; use the task id", len(match), ref)
+	}
+}

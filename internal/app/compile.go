@@ -1,0 +1,20 @@
+package app
+
+import (
+	"context"
+
+	"github.com/duet-test/duet/internal/compiler"
+)
+
+// CompilerOptions are the compiler's options for cases authored by user:
+// mcpCall server names resolve through user's own registrations.
+func (a *App) CompilerOptions(ctx context.Context, user string) compiler.Options {
+	return compiler.Options{ValidDevice: a.validDevice}
+}
+
+func (a *App) validDevice(name string) error {
+	if a.devices == nil {
+		return nil
+	}
+	return a.devices(name)
+}

@@ -1,0 +1,279 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/app"
+	"github.com/duet-test/duet/internal/catalog"
+)
+
+func runCmd(env Env) *cobra.Command {
+	var caseIDs []string
+	var detach, asJSON bool
+	var device string
+	cmd := &cobra.Command{
+		Use:   "run TASK",
+		Short: "Run a task's cases now and show progress (exit 1 unless the run passes)",
+		Long: `run starts a run of TASK (an id or a name) as --as, executes it in this process
+with progress output, and exits 0 when it passes, 1 otherwise. If a "duet serve"
+worker takes the run first, run follows its progress instead. With --detach it only
+queues the run and prints its id. Ctrl-C cancels the run.
+
+Subcommands show, list and cancel manage existing runs.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a, err := openApp(cmd, env, app.Options{})
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			user := asUser(cmd, a.Config)
+			ctx := cmd.Context()
+			t, err := a.ResolveTask(ctx, user, args[0])
+			if err != nil {
+				return err
+			}
+			out, err := startRun(ctx, a, user, t.ID, caseIDs, device)
+			if err != nil {
+				return err
+			}
+			if detach {
+				if asJSON {
+					return printJSON(env.Stdout, out)
+				}
+				fmt.Fprintln(env.Stdout, out.RunID)
+				return nil
+			}
+			run, err := executeAndFollow(ctx, a, user, out.RunID, env.Stdout, !asJSON)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				printJSON(env.Stdout, run)
+			}
+			if run.Status != duet.StatusPassed {
+				return &exitError{1, nil}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringSliceVar(&caseIDs, "case", nil, "run only these case ids (repeatable)")
+	cmd.Flags().BoolVar(&detach, "detach", false, "only queue the run (a serve or worker executes it) and print its id")
+	cmd.Flags().StringVar(&device, "device", "", "device preset for browser steps")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the final run as JSON")
+	addAs(cmd)
+	cmd.AddCommand(runShowCmd(env), runListCmd(env), runCancelCmd(env))
+	return cmd
+}
+
+// startRun starts a run through the catalog, so the CLI gets the same
+// checks and audit as every transport.
+func startRun(ctx context.Context, a *app.App, user, taskID string, caseIDs []string, device string) (catalog.StartRunOut, error) {
+	args, _ := json.Marshal(catalog.StartRunIn{TaskID: taskID, CaseIDs: caseIDs, IdempotencyKey: duet.NewID("cli"), Device: device})
+	res, err := a.Catalog.Call(ctx, catalog.Request{Caller: duet.Caller{UserID: user, Source: duet.SourceCLI}, Tool: catalog.ToolStartRun, Args: args})
+	if err != nil {
+		return catalog.StartRunOut{}, err
+	}
+	if res.IsError {
+		var body struct{ Error catalog.ErrorBody }
+		json.Unmarshal(res.Structured, &body)
+		return catalog.StartRunOut{}, duet.Errorf(body.Error.Code, "%s", body.Error.Message)
+	}
+	var out catalog.StartRunOut
+	return out, json.Unmarshal(res.Structured, &out)
+}
+
+// executeAndFollow executes the run in this process (unless another worker
+// holds it) and prints each step as it finishes. Cancelling ctx (Ctrl-C)
+// cancels the run.
+func executeAndFollow(ctx context.Context, a *app.App, user, runID string, w io.Writer, progress bool) (*duet.Run, error) {
+	execDone := make(chan struct{})
+	go func() {
+		defer close(execDone)
+		// The run's own context outlives ctx so that Ctrl-C becomes a
+		// cancellation request rather than an abandoned run.
+		if _, err := a.Worker.ExecuteRun(context.WithoutCancel(ctx), runID); err != nil {
+			a.Logger.Error("executing the run", "run", runID, "err", err)
+		}
+	}()
+	printed := map[string]int{}
+	started := time.Now()
+	if progress {
+		fmt.Fprintf(w, "run %s started\n", runID)
+	}
+	cancelled := false
+	for {
+		select {
+		case <-ctx.Done():
+			if !cancelled {
+				cancelled = true
+				if _, err := a.Store.RequestCancel(context.WithoutCancel(ctx), user, runID); err == nil && progress {
+					fmt.Fprintln(w, "cancelling...")
+				}
+			}
+		case <-time.After(150 * time.Millisecond):
+		case <-execDone:
+		}
+		rctx := context.WithoutCancel(ctx)
+		run, err := a.Store.FindRunByID(rctx, user, runID)
+		if err != nil {
+			return nil, err
+		}
+		if progress {
+			execs, err := a.Store.FindExecutions(rctx, runID)
+			if err == nil {
+				printProgress(w, execs, printed)
+			}
+		}
+		if run.Status.Final() {
+			<-execDone
+			if progress {
+				fmt.Fprintf(w, "run %s %s: %d passed, %d failed, %d error, %d cancelled of %d case(s) in %s\n", run.ID, strings.ToUpper(string(run.Status)),
+					run.Totals.Passed, run.Totals.Failed, run.Totals.Error, run.Totals.Cancelled, run.Totals.Cases, time.Since(started).Round(time.Millisecond))
+				if run.ErrorMessage != "" && run.Status != duet.StatusPassed {
+					fmt.Fprintf(w, "  %s: %s\n", run.ErrorCode, run.ErrorMessage)
+				}
+			}
+			return run, nil
+		}
+	}
+}
+
+func printProgress(w io.Writer, execs []*duet.Execution, printed map[string]int) {
+	for _, x := range execs {
+		for _, r := range x.Results[min(printed[x.ID], len(x.Results)):] {
+			mark := map[duet.RunStatus]string{duet.StatusPassed: "ok  ", duet.StatusFailed: "FAIL", duet.StatusError: "ERR ", duet.StatusSkipped: "skip", duet.StatusCancelled: "stop"}[r.Status]
+			if r.Optional {
+				mark = "warn"
+			}
+			line := fmt.Sprintf("  %s %s > %d. %s (%d ms)", mark, x.CaseTitle, r.Index+1, r.Name, r.DurationMs)
+			if r.ErrorCode != "" {
+				line += fmt.Sprintf("\n         %s: %s", r.ErrorCode, r.ErrorMessage)
+			}
+			fmt.Fprintln(w, line)
+		}
+		printed[x.ID] = len(x.Results)
+	}
+}
+
+func runShowCmd(env Env) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use: "show RUN_ID", Short: "Show a run and its case executions", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a, err := openApp(cmd, env, app.Options{})
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			user := asUser(cmd, a.Config)
+			run, err := a.Store.FindRunByID(cmd.Context(), user, args[0])
+			if err != nil {
+				return err
+			}
+			execs, err := a.Store.FindExecutions(cmd.Context(), run.ID)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(env.Stdout, map[string]any{"run": run, "executions": execs})
+			}
+			fmt.Fprintf(env.Stdout, "run %s of task %s: %s (triggered by %s via %s)\n", run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource)
+			if run.ErrorMessage != "" {
+				fmt.Fprintf(env.Stdout, "%s: %s\n", run.ErrorCode, run.ErrorMessage)
+			}
+			printProgress(env.Stdout, execs, map[string]int{})
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	addAs(cmd)
+	return cmd
+}
+
+func runListCmd(env Env) *cobra.Command {
+	var task string
+	cmd := &cobra.Command{
+		Use: "list", Short: "List recent runs you can see", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			a, err := openApp(cmd, env, app.Options{})
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			user := asUser(cmd, a.Config)
+			f := duet.RunFilter{Viewer: user, Limit: 50}
+			if task != "" {
+				t, err := a.ResolveTask(cmd.Context(), user, task)
+				if err != nil {
+					return err
+				}
+				f.TaskID = t.ID
+			}
+			runs, _, err := a.Store.FindRuns(cmd.Context(), f)
+			if err != nil {
+				return err
+			}
+			for _, r := range runs {
+				fmt.Fprintf(env.Stdout, "%s  %-9s %s  %d/%d passed  by %s via %s\n", r.ID, r.Status, r.CreatedAt.Local().Format("2006-01-02 15:04:05"), r.Totals.Passed, r.Totals.Cases, r.TriggeredBy, r.CallSource)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&task, "task", "", "only runs of this task")
+	addAs(cmd)
+	return cmd
+}
+
+func runCancelCmd(env Env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use: "cancel RUN_ID", Short: "Cancel a queued or running run", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a, err := openApp(cmd, env, app.Options{})
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			user := asUser(cmd, a.Config)
+			start := time.Now()
+			run, err := a.Store.RequestCancel(cmd.Context(), user, args[0])
+			audited(a, user, "run.cancel", start, err)
+			if err != nil {
+				return err
+			}
+			if run.Status.Final() {
+				fmt.Fprintf(env.Stdout, "run %s is %s\n", run.ID, run.Status)
+				return nil
+			}
+			// Wait for its worker to stop it (it checks a few times a second).
+			deadline := time.Now().Add(30 * time.Second)
+			for time.Now().Before(deadline) {
+				r, err := a.Store.FindRunByID(cmd.Context(), user, run.ID)
+				if err != nil {
+					return err
+				}
+				if r.Status.Final() {
+					fmt.Fprintf(env.Stdout, "run %s is %s\n", r.ID, r.Status)
+					return nil
+				}
+				select {
+				case <-cmd.Context().Done():
+					return nil
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+			fmt.Fprintf(env.Stdout, "run %s: cancellation requested; no worker has stopped it yet (is one running?)\n", run.ID)
+			return nil
+		},
+	}
+	addAs(cmd)
+	return cmd
+}

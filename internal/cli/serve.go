@@ -1,0 +1,108 @@
+package cli
+
+import (
+	"fmt"
+	"net"
+
+	"github.com/spf13/cobra"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/app"
+)
+
+func serveCmd(env Env) *cobra.Command {
+	var addr string
+	var workers int
+	var sessions bool
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve MCP over HTTP (/mcp/http, MCP-Lite) and execute runs",
+		Long: `serve listens on DUET_ADDR (default 127.0.0.1:8420) and serves:
+  /mcp/http          MCP Streamable HTTP (stateless; 2026-07-28 and the older handshake versions)
+  /mcp/tools/list    MCP-Lite REST dialect
+  /mcp/tools/call    MCP-Lite REST dialect
+  /healthz, /readyz  liveness and readiness
+It also runs DUET_WORKERS run workers. On SIGTERM it stops gracefully: runs in
+flight go back to the queue and resume on the next start.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(env)
+			if err != nil {
+				return err
+			}
+			if addr != "" {
+				cfg.Addr = addr
+			}
+			if workers > 0 {
+				cfg.Workers = workers
+			}
+			a, err := app.Open(cmd.Context(), cfg, app.Options{Stderr: env.Stderr})
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			ln, err := net.Listen("tcp", cfg.Addr)
+			if err != nil {
+				return usage("cannot listen on %s: %v (set DUET_ADDR or --addr)", cfg.Addr, err)
+			}
+			a.Logger.Info("duet serving", "addr", ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp/http", "home", cfg.Home, "workers", cfg.Workers, "sessions", sessions)
+			return a.Serve(cmd.Context(), ln, app.ServeOptions{Sessions: sessions})
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", "", "listen address (overrides DUET_ADDR)")
+	cmd.Flags().IntVar(&workers, "workers", 0, "runs executed at once (overrides DUET_WORKERS)")
+	cmd.Flags().BoolVar(&sessions, "sessions", false, "stateful MCP sessions (single instance only; enables server-to-client requests)")
+	return cmd
+}
+
+func workerCmd(env Env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "worker",
+		Short: "Execute queued runs without serving HTTP",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			a, err := openApp(cmd, env, app.Options{})
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			a.Logger.Info("duet worker started", "id", a.Worker.ID(), "workers", a.Config.Workers)
+			return a.RunWorkers(cmd.Context())
+		},
+	}
+}
+
+func mcpCmd(env Env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve MCP over stdio (for desktop and CLI MCP clients)",
+		Long: `mcp serves the tool catalog over stdin/stdout (newline-delimited JSON-RPC).
+stdout carries only JSON-RPC; logs go to stderr. The caller is DUET_USER (default:
+the operating-system user). It needs nothing else: data lives in DUET_HOME.
+
+Client configuration (Claude Code, VS Code, Cursor, MCP Inspector):
+  {"command": "duet", "args": ["mcp"], "env": {"DUET_USER": "alice"}}
+
+Runs started here execute in this process while it runs; runs still queued when it
+exits are executed by "duet serve" or "duet worker", or by the next "duet mcp".`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			a, err := openApp(cmd, env, app.Options{})
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			ctx := cmd.Context()
+			done := make(chan error, 1)
+			wctx, stopWorkers := contextWithCancel(ctx)
+			go func() { done <- a.Worker.Run(wctx) }()
+			err = a.MCP.ServeStdio(ctx, duet.Caller{UserID: a.Config.User}, env.Stdin, nopWriteCloser{env.Stdout})
+			stopWorkers()
+			<-done
+			if err != nil {
+				return fmt.Errorf("stdio: %w", err)
+			}
+			return nil
+		},
+	}
+}
