@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Install what Duet's demo and tests need on a Debian/Ubuntu machine with Go:
+#   - Chromium from the distribution's packages (browser steps), when missing
+#   - the pinned Node packages of test/node (clients and servers we did not
+#     write: the MCP TypeScript SDK, inspector-cli, the conformance suite and
+#     a Node 22 binary for it), when not installed yet
+# Go modules are fetched by the go command itself. Safe to re-run.
+#   scripts/deps.sh [browser] [node]     (default: both)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+want="${*:-browser node}"
+
+sudo_() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+if [[ " $want " == *" browser "* ]]; then
+  if [ -n "${DUET_CHROME_PATH:-}" ] || command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null; then
+    :
+  else
+    echo "deps: installing Chromium from the distribution's packages (a few minutes)..." >&2
+    sudo_ apt-get update -qq
+    sudo_ env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  fi
+fi
+
+if [[ " $want " == *" node "* ]]; then
+  if ! command -v npm >/dev/null; then
+    echo "deps: installing Node.js and npm from the distribution's packages..." >&2
+    sudo_ apt-get update -qq
+    sudo_ env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+  fi
+  stamp=test/node/node_modules/.duet-installed
+  if [ ! -f "$stamp" ] || [ test/node/package-lock.json -nt "$stamp" ]; then
+    echo "deps: installing the pinned Node test packages (about 250 MB)..." >&2
+    (cd test/node && npm ci --no-audit --no-fund --loglevel=error)
+    touch "$stamp"
+  fi
+fi

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The test command: installs what the tests need, then runs every test with
+# the race detector. Browser and interoperability tests do not skip here:
+# DUET_REQUIRE_BROWSER=1 and DUET_REQUIRE_NODE=1 make a missing dependency a
+# failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+export DUET_REQUIRE_BROWSER=1 DUET_REQUIRE_NODE=1
+export DUET_TEST_NODE_DIR="$PWD/test/node"
+go vet ./...
+go test -race -count=1 -timeout 20m "$@" ./...
