@@ -51,6 +51,10 @@ type Options struct {
 	// Logger receives one debug record per turn and tool call (names and
 	// sizes, never contents). Nil discards.
 	Logger *slog.Logger
+	// Progress, if set, receives one short line per turn (the tools the
+	// model called) and per draft (rejected or accepted), for a person to
+	// watch. It never holds prompt or tool contents.
+	Progress func(line string)
 }
 
 func (o Options) withDefaults() Options {
@@ -74,6 +78,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Progress == nil {
+		o.Progress = func(string) {}
 	}
 	return o
 }
@@ -265,6 +272,11 @@ func (s *session) run(ctx context.Context) (*duet.Case, error) {
 			"content_bytes", len(msg.Content), "tokens", resp.Usage.TotalTokens)
 
 		if len(msg.ToolCalls) > 0 {
+			var names []string
+			for _, call := range msg.ToolCalls {
+				names = append(names, call.Function.Name)
+			}
+			o.Progress(fmt.Sprintf("turn %d: %s", s.gen.Turns, strings.Join(names, ", ")))
 			for _, call := range msg.ToolCalls {
 				s.gen.ToolCalls++
 				out := reg.Call(ctx, call.Function.Name, call.Function.Arguments, o.MaxToolResultBytes)
@@ -281,6 +293,7 @@ func (s *session) run(ctx context.Context) (*duet.Case, error) {
 		}
 
 		// A plain answer: the case as YAML, or a reminder of what to do.
+		o.Progress(fmt.Sprintf("turn %d: answer", s.gen.Turns))
 		src := extractYAML(msg.Content)
 		if src == "" {
 			if msg.Content == "" && resp.Choices[0].FinishReason == "length" {
@@ -375,10 +388,17 @@ func (s *session) check(ctx context.Context, src string) string {
 	if err != nil {
 		s.reject()
 		s.log.DebugContext(ctx, "agent: draft rejected", "failures", s.failures)
+		n := 1
+		var errs *compiler.Errors
+		if errors.As(err, &errs) {
+			n = len(errs.List)
+		}
+		s.agent.opts.Progress(fmt.Sprintf("draft rejected: %d error(s)", n))
 		return "The case does not compile. Errors (line:column: message):\n" + duet.ErrorMessage(err) +
 			"\nFix every error and submit the whole corrected case again."
 	}
 	s.accepted = c
+	s.agent.opts.Progress(fmt.Sprintf("draft accepted: %q, %d steps", c.Key, len(c.Steps)))
 	return ""
 }
 

@@ -57,6 +57,7 @@ type App struct {
 	Worker  *engine.Worker
 	Auth    *auth.Authenticator
 	Logger  *slog.Logger
+	Agent   AgentDeps // the test agent's MCP side and browser (agent.go)
 
 	devices func(string) error // device preset check; nil accepts any
 }
@@ -104,7 +105,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		Extra:      opts.ExtraTools,
 		Logger:     log,
 	})
-	a.MCP = mcpserver.New(a.Catalog, mcpserver.Options{Version: Version, Logger: log})
+	a.MCP = mcpserver.New(a.Catalog, mcpserver.Options{Version: Version, Logger: log, Prompts: a.agentPrompts()})
 	a.Auth = auth.New(db, cfg.GatewayAPIKeys, cfg.GatewayFixedUser)
 	return a, nil
 }
