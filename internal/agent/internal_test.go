@@ -136,3 +136,20 @@ func TestToolResultText(t *testing.T) {
 		t.Errorf("got %s", got)
 	}
 }
+
+// FuzzModelOutput: whatever a model answers, reading a case out of it
+// neither panics nor invents text.
+func FuzzModelOutput(f *testing.F) {
+	f.Add("```yaml\ntitle: a\nsteps: []\n```")
+	f.Add("title: a\nsteps:\n  - assert: 'true'")
+	f.Add("```\n```yaml\n")
+	f.Add(`{"yaml":{"steps":[1]}}`)
+	f.Fuzz(func(t *testing.T, text string) {
+		if got := extractYAML(text); got != "" && !strings.Contains(text, strings.TrimSuffix(got, "\n")) {
+			t.Fatalf("extractYAML(%q) = %q, not part of the input", text, got)
+		}
+		args, _ := json.Marshal(map[string]string{"yaml": text})
+		_ = submittedSource(args)
+		_ = submittedSource(json.RawMessage(text))
+	})
+}
