@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"net"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 
@@ -45,6 +46,7 @@ flight go back to the queue and resume on the next start.`,
 				opts.ExtraTools, opts.MCP = fx.Tools, fx.MCP
 				so.Anonymous, so.Streams = conformance.User, fx.Streams
 			}
+			tuneGC(env.Getenv)
 			a, err := app.Open(cmd.Context(), cfg, opts)
 			if err != nil {
 				return err
@@ -118,5 +120,19 @@ exits are executed by "duet serve" or "duet worker", or by the next "duet mcp".`
 			}
 			return nil
 		},
+	}
+}
+
+// tuneGC sets the garbage collector for a server's load, unless GOGC or
+// GOMEMLIMIT say otherwise: collect at 400% heap growth (the MCP SDK
+// allocates heavily per call; measured in docs/performance.md: about a fifth
+// less CPU per call than the default 100%), with a soft memory limit of
+// 1 GiB so a larger heap never costs more than that.
+func tuneGC(getenv func(string) string) {
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
+	if getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(1 << 30)
 	}
 }
