@@ -61,6 +61,7 @@ type App struct {
 	Worker  *engine.Worker
 	Auth    *auth.Authenticator
 	Logger  *slog.Logger
+	Agent   AgentDeps // the test agent's MCP side and browser (agent.go)
 
 	devices func(string) error // device preset check; nil accepts any
 }
@@ -112,7 +113,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	if opts.MCP != nil {
 		mo = *opts.MCP
 	}
-	mo.Version, mo.Logger = Version, log
+	mo.Version, mo.Logger, mo.Prompts = Version, log, a.agentPrompts()
 	a.MCP = mcpserver.New(a.Catalog, mo)
 	a.Auth = auth.New(db, cfg.GatewayAPIKeys, cfg.GatewayFixedUser)
 	return a, nil

@@ -30,6 +30,9 @@ type Options struct {
 	Setup func(*mcp.Server)
 	// ServerOptions, if set, is used as the base of the SDK server options.
 	ServerOptions *mcp.ServerOptions
+	// Prompts are offered with prompts/list and prompts/get (see prompts.go);
+	// nil means none.
+	Prompts []*Prompt
 }
 
 // Server is the catalog as an MCP server.
@@ -71,6 +74,7 @@ func New(cat *catalog.Catalog, opts Options) *Server {
 	for _, t := range cat.Tools() {
 		srv.AddTool(sdkTool(t), s.handler())
 	}
+	s.addPrompts(opts.Prompts)
 	if opts.Setup != nil {
 		opts.Setup(srv)
 	}
