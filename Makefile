@@ -19,4 +19,7 @@ lint: ## gofmt, go vet and staticcheck
 demo: ## run the end-to-end demo
 	./scripts/demo.sh
 
-.PHONY: help build test lint demo
+bench: ## load and protocol-boundary benchmarks as ratio tables (bench/Makefile; C=32 D=10s N=2000)
+	$(MAKE) -C bench bench
+
+.PHONY: help build test lint demo bench

@@ -42,6 +42,10 @@ type Options struct {
 	// ExtraTools are mounted beside the product catalog (conformance
 	// fixtures only).
 	ExtraTools []*catalog.Tool
+	// MCP, if set, adds features to the MCP server beside the tools
+	// (resources, prompts, completion, subscriptions; conformance fixtures
+	// only): see mcpserver.Options.Setup and ServerOptions.
+	MCP *mcpserver.Options
 	// OnEvent receives run progress from this process's engine.
 	OnEvent func(engine.Event)
 }
@@ -105,7 +109,12 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		Extra:      opts.ExtraTools,
 		Logger:     log,
 	})
-	a.MCP = mcpserver.New(a.Catalog, mcpserver.Options{Version: Version, Logger: log, Prompts: a.agentPrompts()})
+	mo := mcpserver.Options{}
+	if opts.MCP != nil {
+		mo = *opts.MCP
+	}
+	mo.Version, mo.Logger, mo.Prompts = Version, log, a.agentPrompts()
+	a.MCP = mcpserver.New(a.Catalog, mo)
 	a.Auth = auth.New(db, cfg.GatewayAPIKeys, cfg.GatewayFixedUser)
 	return a, nil
 }
