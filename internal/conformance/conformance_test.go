@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -103,6 +104,16 @@ func TestFixtures(t *testing.T) {
 		t.Fatal(err)
 	}
 	call(conformance.ToolLogging, nil)
+	// Notifications are handled concurrently with the result: give the
+	// last one a moment to arrive.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		n := len(logs)
+		mu.Unlock()
+		if n >= 3 || time.Now().After(deadline) {
+			break
+		}
+	}
 	mu.Lock()
 	if len(logs) != 3 {
 		t.Errorf("got %d log messages %q, want 3", len(logs), logs)
