@@ -174,7 +174,7 @@ func (d *DB) FindAsset(ctx context.Context, viewer string, kind duet.AssetKind, 
 	}
 	// The viewer's own asset first, then the others by owner.
 	q += ` ORDER BY a.owner <> ?1, a.owner LIMIT 3`
-	rows, err := d.db.QueryContext(ctx, q, args...)
+	rows, err := d.q.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, mapErr(err)
 	}
@@ -205,7 +205,7 @@ func (d *DB) FindAsset(ctx context.Context, viewer string, kind duet.AssetKind, 
 		}
 		return nil, duet.Errorf(duet.CodeInvalidArgument, "several %ss named %q are shared with you (%s); write owner/name", kind, name, strings.Join(refs, ", "))
 	}
-	if err := loadAssetShares(ctx, d.db, found[0]); err != nil {
+	if err := loadAssetShares(ctx, d.q, found[0]); err != nil {
 		return nil, err
 	}
 	return found[0], nil
@@ -228,7 +228,7 @@ func (d *DB) FindAssets(ctx context.Context, f duet.AssetFilter) ([]*duet.Asset,
 	}
 	args = append(args, clampLimit(f.Limit, 200, 1000))
 	q += ` ORDER BY a.kind, a.owner, a.name LIMIT ?` + strconv.Itoa(len(args))
-	rows, err := d.db.QueryContext(ctx, q, args...)
+	rows, err := d.q.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, mapErr(err)
 	}
@@ -245,7 +245,7 @@ func (d *DB) FindAssets(ctx context.Context, f duet.AssetFilter) ([]*duet.Asset,
 	if err := rows.Err(); err != nil {
 		return nil, mapErr(err)
 	}
-	if err := loadAssetShares(ctx, d.db, out...); err != nil {
+	if err := loadAssetShares(ctx, d.q, out...); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -253,7 +253,7 @@ func (d *DB) FindAssets(ctx context.Context, f duet.AssetFilter) ([]*duet.Asset,
 
 // DeleteAsset removes owner's asset and its versions. Returns NOT_FOUND.
 func (d *DB) DeleteAsset(ctx context.Context, owner string, kind duet.AssetKind, name string) error {
-	res, err := d.db.ExecContext(ctx, `DELETE FROM assets WHERE owner = ? AND kind = ? AND name = ?`, owner, kind, name)
+	res, err := d.q.ExecContext(ctx, `DELETE FROM assets WHERE owner = ? AND kind = ? AND name = ?`, owner, kind, name)
 	if err != nil {
 		return mapErr(err)
 	}
@@ -278,7 +278,7 @@ func (d *DB) CreateGeneration(ctx context.Context, g *duet.Generation) error {
 	if err != nil {
 		return err
 	}
-	_, err = d.db.ExecContext(ctx, `INSERT INTO generations (id, task_id, user_id, model, goal, assets, turns, tool_calls, repairs,
+	_, err = d.q.ExecContext(ctx, `INSERT INTO generations (id, task_id, user_id, model, goal, assets, turns, tool_calls, repairs,
 		prompt_tokens, completion_tokens, total_tokens, attempts, outcome, error_message, duration_ms, case_id, case_version, trace_id, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		g.ID, g.TaskID, g.User, g.Model, g.Goal, string(assets), g.Turns, g.ToolCalls, g.Repairs,
@@ -301,7 +301,7 @@ func (d *DB) FindGenerations(ctx context.Context, f duet.GenerationFilter) ([]*d
 	}
 	q += ` ORDER BY id DESC LIMIT ?`
 	args = append(args, clampLimit(f.Limit, 20, 200))
-	rows, err := d.db.QueryContext(ctx, q, args...)
+	rows, err := d.q.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, mapErr(err)
 	}
