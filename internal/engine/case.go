@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/redact"
 )
 
 // caseRun is the state of one execution while it runs.
@@ -118,9 +119,15 @@ func (e *Engine) saveResult(ctx context.Context, x *duet.Execution, res *duet.St
 	}
 }
 
+// persistVars returns the saved variables as they are stored: redacted,
+// including variables whose own name says they hold a secret.
 func persistVars(saved map[string]any) map[string]any {
 	out := make(map[string]any, len(saved))
 	for k, v := range maps.All(saved) {
+		if redact.IsSensitiveKey(k) && v != nil {
+			out[k] = redact.Mask
+			continue
+		}
 		out[k] = persistValue(v)
 	}
 	return out
@@ -132,13 +139,25 @@ func (cr *caseRun) runStep(ctx context.Context, st *duet.Step, res *duet.StepRes
 	if st.TimeoutMs > 0 {
 		timeout = time.Duration(st.TimeoutMs) * time.Millisecond
 	}
-	sctx, cancel := context.WithTimeoutCause(ctx, timeout, errStepTimeout)
-	defer cancel()
 	start := time.Now()
 	res.StartedAt = &start
 	res.Status = duet.StatusRunning
 
-	saveAs, value, err := cr.dispatch(sctx, st)
+	var (
+		saveAs string
+		value  any
+		err    error
+	)
+	if st.Kind.IsBrowser() && cr.session == nil {
+		// Starting a browser, or waiting for a free one, is not the step's
+		// work: it runs on the case's time, not the step's.
+		_, err = cr.page(ctx)
+	}
+	sctx, cancel := context.WithTimeoutCause(ctx, timeout, errStepTimeout)
+	defer cancel()
+	if err == nil {
+		saveAs, value, err = cr.dispatch(sctx, st)
+	}
 
 	end := time.Now()
 	res.FinishedAt = &end
@@ -149,7 +168,11 @@ func (cr *caseRun) runStep(ctx context.Context, st *duet.Step, res *duet.StepRes
 		res.SavedAs = saveAs
 	}
 	if value != nil {
-		res.Output = persist(value)
+		if saveAs != "" && redact.IsSensitiveKey(saveAs) {
+			res.Output = persist(redact.Mask)
+		} else {
+			res.Output = persist(value)
+		}
 	}
 	if err == nil {
 		res.Status = duet.StatusPassed
