@@ -26,6 +26,7 @@ import (
 	"github.com/duet-test/duet/internal/engine"
 	"github.com/duet-test/duet/internal/httpapi"
 	"github.com/duet-test/duet/internal/mcpserver"
+	"github.com/duet-test/duet/internal/report"
 	"github.com/duet-test/duet/internal/sqlite"
 )
 
@@ -115,7 +116,8 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 
 		ValidDevice: a.validDevice,
 	})
-	a.MCP = mcpserver.New(a.Catalog, mcpserver.Options{Version: Version, Logger: log})
+	a.MCP = mcpserver.New(a.Catalog, mcpserver.Options{Version: Version, Logger: log,
+		Setup: report.MCPResources(db, a.Artifacts)})
 	a.Auth = auth.New(db, cfg.GatewayAPIKeys, cfg.GatewayFixedUser)
 	return a, nil
 }

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/artifact"
 	"github.com/duet-test/duet/internal/compiler"
@@ -337,5 +339,65 @@ func TestParseFormat(t *testing.T) {
 	}
 	if _, err := report.ParseFormat("pdf"); duet.ErrorCode(err) != duet.CodeInvalidArgument {
 		t.Errorf("ParseFormat(pdf): got %v, want INVALID_ARGUMENT", err)
+	}
+}
+
+func TestMCPResources(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	read := func(t *testing.T, user, uri string) (*mcp.ReadResourceResult, error) {
+		t.Helper()
+		srv := mcp.NewServer(&mcp.Implementation{Name: "duet-test", Version: "0"}, nil)
+		report.MCPResources(f.db, f.arts)(srv)
+		st, ct := mcp.NewInMemoryTransports()
+		ctx := duet.NewContextWithCaller(t.Context(), duet.Caller{UserID: user, Source: duet.SourceStdio})
+		ss, err := srv.Connect(ctx, st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ss.Close() })
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "0"}, nil).Connect(t.Context(), ct, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		if uri == "" {
+			res, err := cs.ListResourceTemplates(t.Context(), nil)
+			if err != nil || len(res.ResourceTemplates) != 1 || res.ResourceTemplates[0].URITemplate != report.ResourceTemplate {
+				t.Fatalf("resources/templates/list: got %+v, %v", res, err)
+			}
+			return nil, nil
+		}
+		return cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: uri})
+	}
+	read(t, "alice", "")
+	tests := []struct {
+		uri, mime, contains string
+	}{
+		{"duet://runs/" + f.run.ID + "/report.html", "text/html", `<img src="data:image/png;base64,`},
+		{"duet://runs/" + f.run.ID + "/report.json", "application/json", `"id": "` + f.run.ID + `"`},
+		{"duet://runs/" + f.run.ID + "/report.junit.xml", "application/xml", `<testsuites name="duet run ` + f.run.ID + `"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mime, func(t *testing.T) {
+			res, err := read(t, "alice", tt.uri)
+			if err != nil || len(res.Contents) != 1 {
+				t.Fatalf("ReadResource(%s): got %+v, %v", tt.uri, res, err)
+			}
+			c := res.Contents[0]
+			if c.MIMEType != tt.mime || c.URI != tt.uri || !strings.Contains(c.Text, tt.contains) {
+				t.Errorf("ReadResource(%s): got %s %s with %d chars, want %s containing %q", tt.uri, c.URI, c.MIMEType, len(c.Text), tt.mime, tt.contains)
+			}
+		})
+	}
+	for _, bad := range []struct{ user, uri string }{
+		{"mallory", "duet://runs/" + f.run.ID + "/report.html"},
+		{"alice", "duet://runs/run_nope/report.html"},
+		{"alice", "duet://runs/" + f.run.ID + "/report.pdf"},
+		{"", "duet://runs/" + f.run.ID + "/report.json"},
+	} {
+		if _, err := read(t, bad.user, bad.uri); err == nil {
+			t.Errorf("ReadResource(%s) as %q: got no error, want resource not found", bad.uri, bad.user)
+		}
 	}
 }
