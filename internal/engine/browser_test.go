@@ -474,7 +474,7 @@ cases:
         timeout: 500ms
   - key: case-timeout
     title: The case runs out of time
-    timeout: 3s
+    timeout: 4s
     steps:
       - open: /order?orderId=A1001
       - waitFor: {text: "never shown"}
@@ -510,7 +510,7 @@ cases:
 		{"wrong-status", 1, duet.CodeAssertionFailed, `text of #status is "shipped", want "paid"`},
 		{"wait-timeout", 1, duet.CodeStepTimeout, `"#never"`},
 		{"missing-element", 1, duet.CodeElementNotFound, `"#nope"`},
-		{"case-timeout", 1, duet.CodeCaseTimeout, "ran out of time"},
+		{"case-timeout", -1, duet.CodeCaseTimeout, "ran out of time"}, // the open may already run out of time on a busy machine
 		{"bad-binding", 1, duet.CodeBindingFailed, `no query parameter "id"`},
 		{"not-visible", 1, duet.CodeAssertionFailed, "#cancel-confirm is not visible"},
 	}
@@ -520,11 +520,20 @@ cases:
 			if x == nil {
 				t.Fatalf("no execution %s", tt.key)
 			}
-			r := x.Results[tt.step]
-			if x.Status != duet.StatusFailed || x.ErrorCode != tt.code || r.ErrorCode != tt.code || !strings.Contains(r.ErrorMessage, tt.contains) {
-				t.Fatalf("got %s, want step %d failed with %s containing %q", describe(x), tt.step, tt.code, tt.contains)
+			step := tt.step
+			for i, r := range x.Results {
+				if step < 0 && r.Status != duet.StatusPassed {
+					step = i
+				}
 			}
-			for _, later := range x.Results[tt.step+1:] {
+			if step < 0 {
+				t.Fatalf("got %s, want a failed step", describe(x))
+			}
+			r := x.Results[step]
+			if x.Status != duet.StatusFailed || x.ErrorCode != tt.code || r.ErrorCode != tt.code || !strings.Contains(r.ErrorMessage, tt.contains) {
+				t.Fatalf("got %s, want step %d failed with %s containing %q", describe(x), step, tt.code, tt.contains)
+			}
+			for _, later := range x.Results[step+1:] {
 				if later.Status != duet.StatusSkipped {
 					t.Errorf("step %d after the failure: got %s, want skipped", later.Index, later.Status)
 				}
