@@ -31,6 +31,12 @@ import (
 // (DUET_BROWSERS=2, 8 contexts per browser). ns/op is the wall time of one
 // run; ms/case divides it by the executions.
 //
+// cpu-ms/case is the CPU time (user and system) that the process tree spent
+// per case: the Go process and the Chromium processes, including renderers
+// that exited (their parents have reaped them). With C cores, C*1000 divided
+// by it bounds the cases a second the machine can run, whatever the
+// parallelism.
+//
 // peak-rss-MB and peak-pss-MB are the peaks, sampled every 25 ms, of the
 // memory of the whole process tree: the Go test process and every Chromium
 // process under it. RSS counts pages shared between the Chromium processes
@@ -108,11 +114,13 @@ func BenchmarkDemoCase(b *testing.B) {
 			runOnce() // start the browser: the pool is warm, as in a server
 			var mem memSampler
 			mem.start()
-			start := time.Now()
+			start, cpu := time.Now(), treeCPU(os.Getpid())
 			for b.Loop() {
 				runOnce()
 			}
-			b.ReportMetric(float64(time.Since(start).Milliseconds())/float64(b.N)/float64(n), "ms/case")
+			cases := float64(b.N * n)
+			b.ReportMetric(float64(time.Since(start).Milliseconds())/cases, "ms/case")
+			b.ReportMetric(float64((treeCPU(os.Getpid())-cpu).Milliseconds())/cases, "cpu-ms/case")
 			mem.report(b)
 		})
 	}
@@ -185,6 +193,47 @@ func (m *memSampler) report(b *testing.B) {
 	m.done.Wait()
 	b.ReportMetric(float64(m.rss)/(1<<20), "peak-rss-MB")
 	b.ReportMetric(float64(m.pss)/(1<<20), "peak-pss-MB")
+}
+
+// treeCPU returns the CPU time that pid and its descendants have used,
+// including the children they have reaped.
+func treeCPU(pid int) time.Duration {
+	children := map[int][]int{}
+	ticks := map[int]int64{}
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, f := range stats {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(data, ')')
+		if i < 0 {
+			continue
+		}
+		// Fields after comm: state(0) ppid(1) ... utime(11) stime(12) cutime(13) cstime(14).
+		fields := strings.Fields(string(data[i+1:]))
+		if len(fields) < 15 {
+			continue
+		}
+		self, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
+		ppid, _ := strconv.Atoi(fields[1])
+		children[ppid] = append(children[ppid], self)
+		var sum int64
+		for _, k := range fields[11:15] {
+			v, _ := strconv.ParseInt(k, 10, 64)
+			sum += v
+		}
+		ticks[self] = sum
+	}
+	var total int64
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = append(queue[1:], children[p]...)
+		total += ticks[p]
+	}
+	const clockTicks = 100 // USER_HZ on Linux
+	return time.Duration(total) * time.Second / clockTicks
 }
 
 // treeMemory returns the summed RSS and PSS of pid and its descendants.
