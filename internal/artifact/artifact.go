@@ -115,10 +115,14 @@ func (s *Store) path(id string) (string, error) {
 }
 
 func (s *Store) describeRetention() string {
-	if s.retention <= 0 {
+	switch r := s.retention; {
+	case r <= 0:
 		return "ever"
+	case r%(24*time.Hour) == 0:
+		return fmt.Sprintf("%d days", r/(24*time.Hour))
+	default:
+		return r.String()
 	}
-	return s.retention.String()
 }
 
 // ContentType returns the media type of an artifact's content, such as
