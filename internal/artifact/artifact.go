@@ -118,6 +118,8 @@ func (s *Store) describeRetention() string {
 	switch r := s.retention; {
 	case r <= 0:
 		return "ever"
+	case r == 24*time.Hour:
+		return "1 day"
 	case r%(24*time.Hour) == 0:
 		return fmt.Sprintf("%d days", r/(24*time.Hour))
 	default:
