@@ -180,9 +180,11 @@ func (cr *caseRun) runStep(ctx context.Context, st *duet.Step, res *duet.StepRes
 	}
 	res.Status = duet.StatusFailed
 	switch {
-	case ctx.Err() != nil:
-		// The case (or run) ended while the step ran.
-		if errors.Is(context.Cause(ctx), errCaseTimeout) {
+	case ctx.Err() != nil || pastDeadline(ctx):
+		// The case (or run) ended while the step ran. A driver that
+		// watches the same deadline may return a moment before ctx ends:
+		// the deadline having passed is enough.
+		if ctx.Err() == nil || errors.Is(context.Cause(ctx), errCaseTimeout) {
 			res.ErrorCode, res.ErrorMessage = duet.CodeCaseTimeout, "the case ran out of time during this step"
 		} else {
 			res.Status, res.ErrorCode, res.ErrorMessage = duet.StatusCancelled, duet.CodeCancelled, "cancelled"
@@ -205,19 +207,31 @@ func (cr *caseRun) runStep(ctx context.Context, st *duet.Step, res *duet.StepRes
 	if st.MCP != nil && st.MCP.FailurePolicy == duet.FailOptional && res.Status != duet.StatusCancelled {
 		res.Optional = true
 	}
-	// A failed browser step leaves a screenshot of the page as it was.
+	// A failed step leaves a screenshot of the page as it was. A big
+	// mobile screenshot on a busy machine takes seconds.
 	if cr.session != nil && res.Status != duet.StatusCancelled && cr.e.opts.Artifacts != nil {
-		shotCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		shotCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 		defer cancel()
-		if png, err := cr.session.Screenshot(shotCtx, false); err == nil {
-			if id, err := cr.e.opts.Artifacts.Save(shotCtx, cr.run.ID, cr.x.ID, st.Index, "failure", png); err == nil {
-				res.Artifacts = append(res.Artifacts, id)
-			}
+		png, err := cr.session.Screenshot(shotCtx, false)
+		var id string
+		if err == nil {
+			id, err = cr.e.opts.Artifacts.Save(shotCtx, cr.run.ID, cr.x.ID, st.Index, "failure", png)
+		}
+		if err != nil {
+			cr.e.log.WarnContext(ctx, "no screenshot of a failed step", "run", cr.run.ID, "execution", cr.x.ID, "step", st.Index, "err", err)
+		} else {
+			res.Artifacts = append(res.Artifacts, id)
 		}
 	}
 }
 
 var errStepTimeout = errors.New("step timeout")
+
+// pastDeadline reports whether ctx has a deadline that has passed.
+func pastDeadline(ctx context.Context) bool {
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
+}
 
 func (cr *caseRun) dispatch(ctx context.Context, st *duet.Step) (saveAs string, value any, err error) {
 	switch {

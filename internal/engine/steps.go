@@ -484,9 +484,10 @@ func (cr *caseRun) retry(ctx context.Context, st *duet.Step, check func(context.
 			return nil
 		case duet.ErrorCode(err) == duet.CodeAssertionFailed:
 			failure = err
-		case failure != nil && actx.Err() != nil && ctx.Err() == nil:
+		case failure != nil && (actx.Err() != nil || pastDeadline(actx)):
 			// The time ran out while reading the page again: the
-			// assertion failure is the news.
+			// assertion failure is the news. (When the case ended or the
+			// run was cancelled, runStep says so whatever this returns.)
 			return failure
 		default:
 			return err
