@@ -197,7 +197,7 @@ func (ck *checker) errors(t *testing.T) {
 	s := ck.session(t, "")
 	ck.open(t, s, "/form")
 	short := func() context.Context {
-		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 		t.Cleanup(cancel)
 		return ctx
 	}
