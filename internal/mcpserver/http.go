@@ -28,6 +28,9 @@ type HTTPOptions struct {
 	// reply must stream); nil means only calls that carry a progressToken
 	// stream.
 	Streams func(tool string) bool
+	// NoFastPath sends every request through the SDK (see fastpath.go);
+	// the default serves plain tools/call requests directly.
+	NoFastPath bool
 }
 
 // HTTPHandler returns the Streamable HTTP endpoint. The caller must already
@@ -94,6 +97,9 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 			}
 			defer release()
 			r = r.WithContext(catalog.WithSlot(r.Context()))
+		}
+		if !o.NoFastPath && !streams(body, o.Streams) && s.fastCall(w, r, body) {
+			return
 		}
 		ew := &errorRewriter{ResponseWriter: w, body: body}
 		if streams(body, o.Streams) && strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
