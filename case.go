@@ -105,6 +105,9 @@ type CaseStore interface {
 	// Returns NOT_FOUND.
 	FindCaseByID(ctx context.Context, viewer, id string) (*Case, error)
 
+	// CountCases returns how many active cases a task has.
+	CountCases(ctx context.Context, taskID string) (int, error)
+
 	// FindCases returns a page of the cases of a task, in key order, with the
 	// next cursor and the total. The caller checks access to the task first.
 	FindCases(ctx context.Context, filter CaseFilter) (cases []*Case, next string, total int, err error)

@@ -205,7 +205,7 @@ func getTask(ctx context.Context, env *Env, in GetTaskIn) (GetTaskOut, error) {
 	if err != nil {
 		return GetTaskOut{}, err
 	}
-	_, _, n, err := env.Store.FindCases(ctx, duet.CaseFilter{TaskID: t.ID, Limit: 1})
+	n, err := env.Store.CountCases(ctx, t.ID)
 	if err != nil {
 		return GetTaskOut{}, err
 	}

@@ -62,7 +62,7 @@ func BenchmarkToolsCall(b *testing.B) {
 		if err != nil {
 			return nil, err
 		}
-		_, _, n, err := db.FindCases(ctx, duet.CaseFilter{TaskID: t.ID, Limit: 1})
+		n, err := db.CountCases(ctx, t.ID)
 		if err != nil {
 			return nil, err
 		}

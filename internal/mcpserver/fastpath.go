@@ -38,6 +38,16 @@ type fastRequest struct {
 	} `json:"params"`
 }
 
+// progress reports whether the request carries a progress token (its reply
+// must stream).
+func (r *fastRequest) progress() bool {
+	if r.Params == nil {
+		return false
+	}
+	tok, ok := r.Params.Meta["progressToken"]
+	return ok && string(tok) != "null"
+}
+
 // fastID returns the request id as the SDK would re-encode it: an int64 or a
 // string; ok is false for any other id.
 func fastID(raw json.RawMessage) (any, bool) {
@@ -81,19 +91,14 @@ func acceptsBoth(values []string) bool {
 
 // fastCall answers r if it is eligible and reports whether it did; when it
 // returns false it has written nothing.
-func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, body []byte) bool {
+func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, req *fastRequest) bool {
 	if !fastVersions[r.Header.Get("Mcp-Protocol-Version")] || !acceptsBoth(r.Header.Values("Accept")) {
 		return false
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return false
 	}
-	body = bytes.TrimSpace(body)
-	if len(body) == 0 || body[0] != '{' {
-		return false
-	}
-	var req fastRequest
-	if json.Unmarshal(body, &req) != nil || req.JSONRPC != "2.0" || req.Method != "tools/call" || req.Params == nil {
+	if req.JSONRPC != "2.0" || req.Method != "tools/call" || req.Params == nil {
 		return false
 	}
 	id, ok := fastID(req.ID)

@@ -78,31 +78,42 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 			WriteJSONRPCError(w, http.StatusBadRequest, -32700, "cannot read the request body", nil)
 			return
 		}
-		if !json.Valid(body) {
-			WriteJSONRPCError(w, http.StatusBadRequest, -32700, "parse error: the body is not valid JSON", nil)
-			return
+		// One parse of the envelope serves every decision below.
+		var env fastRequest
+		if err := json.Unmarshal(body, &env); err != nil {
+			if !json.Valid(body) {
+				WriteJSONRPCError(w, http.StatusBadRequest, -32700, "parse error: the body is not valid JSON", nil)
+				return
+			}
+			env = fastRequest{} // a batch or another shape: the SDK decides
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		isCall := env.Method == "tools/call"
+		tool := ""
+		if isCall && env.Params != nil {
+			tool = env.Params.Name
+		}
 		// Concurrency caps are checked here, so that an excess call gets
 		// HTTP 429 with Retry-After rather than a 200 carrying an error.
-		if tool, ok := toolCall(body); ok {
+		if isCall {
 			caller, _ := duet.CallerFromContext(r.Context())
 			release, err := s.cat.Acquire(caller.UserID)
 			if err != nil {
 				s.cat.Audit(&duet.AuditRecord{Time: time.Now(), TraceID: caller.TraceID, CallSource: caller.Source, Caller: caller.UserID,
 					Method: "tools/call", Tool: tool, Outcome: duet.ErrorCode(err), ArgBytes: len(body)})
 				w.Header().Set("Retry-After", "1")
-				WriteJSONRPCError(w, http.StatusTooManyRequests, CodeRateLimited, string(duet.ErrorCode(err))+": "+duet.ErrorMessage(err), requestID(body))
+				WriteJSONRPCError(w, http.StatusTooManyRequests, CodeRateLimited, string(duet.ErrorCode(err))+": "+duet.ErrorMessage(err), env.ID)
 				return
 			}
 			defer release()
 			r = r.WithContext(catalog.WithSlot(r.Context()))
 		}
-		if !o.NoFastPath && !streams(body, o.Streams) && s.fastCall(w, r, body) {
+		streaming := isCall && (env.progress() || o.Streams != nil && o.Streams(tool))
+		if isCall && !streaming && !o.NoFastPath && s.fastCall(w, r, &env) {
 			return
 		}
 		ew := &errorRewriter{ResponseWriter: w, body: body}
-		if streams(body, o.Streams) && strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		if streaming && strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 			sseH.ServeHTTP(ew, r)
 		} else {
 			jsonH.ServeHTTP(ew, r)
@@ -160,47 +171,12 @@ func (e *errorRewriter) finish() {
 	WriteJSONRPCError(e.ResponseWriter, e.status, code, msg, requestID(e.body))
 }
 
-// toolCall returns the tool name when body is a tools/call request.
-func toolCall(body []byte) (string, bool) {
-	var msg struct {
-		Method string `json:"method"`
-		Params struct {
-			Name string `json:"name"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(body, &msg) != nil || msg.Method != "tools/call" {
-		return "", false
-	}
-	return msg.Params.Name, true
-}
-
 func requestID(body []byte) json.RawMessage {
 	var req struct {
 		ID json.RawMessage `json:"id"`
 	}
 	json.Unmarshal(body, &req)
 	return req.ID
-}
-
-// streams reports whether a request body is a tools/call that may emit
-// notifications.
-func streams(body []byte, toolStreams func(string) bool) bool {
-	var msg struct {
-		Method string `json:"method"`
-		Params struct {
-			Name string `json:"name"`
-			Meta struct {
-				ProgressToken json.RawMessage `json:"progressToken"`
-			} `json:"_meta"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(body, &msg) != nil || msg.Method != "tools/call" {
-		return false
-	}
-	if len(msg.Params.Meta.ProgressToken) > 0 && string(msg.Params.Meta.ProgressToken) != "null" {
-		return true
-	}
-	return toolStreams != nil && toolStreams(msg.Params.Name)
 }
 
 // JSON-RPC error codes Duet uses beyond the standard ones.

@@ -207,6 +207,13 @@ func (d *DB) FindCaseByID(ctx context.Context, viewer, id string) (*duet.Case, e
 	return c, mapErr(err)
 }
 
+// CountCases returns how many active cases a task has.
+func (d *DB) CountCases(ctx context.Context, taskID string) (int, error) {
+	var n int
+	err := d.q.QueryRowContext(ctx, `SELECT count(*) FROM cases WHERE task_id = ? AND status = 'active'`, taskID).Scan(&n)
+	return n, mapErr(err)
+}
+
 // FindCases returns a page of a task's cases in key order.
 func (d *DB) FindCases(ctx context.Context, f duet.CaseFilter) ([]*duet.Case, string, int, error) {
 	after, err := decodeCursor(f.Cursor)

@@ -107,6 +107,9 @@ func testApplySuite(t *testing.T, s duet.Store) {
 	if total != 2 || len(cases) != 2 || cases[0].Key != "a" || cases[0].Version != 2 || cases[1].Key != "c" {
 		t.Fatalf("active cases: got total=%d %+v", total, cases)
 	}
+	if n, err := s.CountCases(ctx(t), res.Task.ID); err != nil || n != 2 {
+		t.Fatalf("CountCases: got %d %v, want 2", n, err)
+	}
 	_, _, all, _ := s.FindCases(ctx(t), duet.CaseFilter{TaskID: res.Task.ID, IncludeArchived: true})
 	if all != 3 {
 		t.Fatalf("with archived: got %d, want 3", all)
