@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/duet-test/duet"
 )
@@ -34,6 +35,11 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 	}
 	if s == nil || s.Task.Name == "" {
 		return nil, duet.Errorf(duet.CodeInvalidArgument, "task name is empty")
+	}
+	for _, u := range s.Task.SharedWith {
+		if !validUser(strings.TrimSpace(u)) {
+			return nil, duet.Errorf(duet.CodeInvalidArgument, "sharedWith: %q is not a user id (1 to 128 characters, no spaces)", u)
+		}
 	}
 	res := &duet.ApplyResult{}
 	err := d.tx(ctx, func(tx *sql.Tx) error {

@@ -73,19 +73,28 @@ func placeholders(n int) string {
 }
 
 // FindTaskByID returns the task if viewer may see it ("" = any: internal
-// use only). Returns NOT_FOUND.
+// use only). Returns NOT_FOUND. One query reads the task and its share list.
 func (d *DB) FindTaskByID(ctx context.Context, viewer, id string) (*duet.Task, error) {
-	q := `SELECT ` + taskColumns + ` FROM tasks t WHERE t.id = ?2`
+	q := `SELECT ` + taskColumns + `, (SELECT group_concat(user_id, char(10)) FROM (SELECT user_id FROM task_shares s WHERE s.task_id = t.id ORDER BY user_id))
+		FROM tasks t WHERE t.id = ?2`
 	if viewer != "" {
 		q += ` AND ` + visibleTo
 	}
-	t, err := scanTask(d.q.QueryRowContext(ctx, q, viewer, id))
+	var t duet.Task
+	var created, updated int64
+	var shares sql.NullString
+	err := d.q.QueryRowContext(ctx, q, viewer, id).Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &created, &updated, &shares)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("task", id)
 	} else if err != nil {
 		return nil, mapErr(err)
 	}
-	return t, loadShares(ctx, d.q, t)
+	t.CreatedAt, t.UpdatedAt = fromMicros(created), fromMicros(updated)
+	t.SharedWith = []string{}
+	if shares.Valid && shares.String != "" {
+		t.SharedWith = strings.Split(shares.String, "\n")
+	}
+	return &t, nil
 }
 
 // findTaskAny returns a task regardless of viewer (workers, internal use).
@@ -172,8 +181,8 @@ func (d *DB) FindTasks(ctx context.Context, f duet.TaskFilter) ([]*duet.Task, st
 
 // ShareTask shares owner's task with user. Returns NOT_FOUND, INVALID_ARGUMENT.
 func (d *DB) ShareTask(ctx context.Context, owner, taskID, user string) error {
-	if strings.TrimSpace(user) == "" {
-		return duet.Errorf(duet.CodeInvalidArgument, "user to share with is empty")
+	if !validUser(user) {
+		return duet.Errorf(duet.CodeInvalidArgument, "%q is not a user id (1 to 128 characters, no spaces)", user)
 	}
 	return d.tx(ctx, func(tx *sql.Tx) error {
 		if err := ownsTask(ctx, tx, owner, taskID); err != nil {
@@ -228,6 +237,21 @@ func setShares(ctx context.Context, tx *sql.Tx, taskID string, users []string, n
 		}
 	}
 	return nil
+}
+
+// validUser reports whether s can be a user id: 1 to 128 characters with no
+// spaces or control characters (share lists are stored and read back
+// newline-separated).
+func validUser(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for _, r := range s {
+		if r <= ' ' || r == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 func sortedUnique(in []string, drop string) []string {
