@@ -83,7 +83,7 @@ func NewServer(name string, n *Counters) *mcp.Server {
 		})
 	}
 	s.AddTool(&mcp.Tool{Name: "add", Description: "Add two integers.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"required":["a","b"]}`),
+		InputSchema:  json.RawMessage(`{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"required":["a","b"]}`),
 		OutputSchema: json.RawMessage(`{"type":"object","properties":{"sum":{"type":"integer"},"big":{"type":"integer"}}}`)},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			var in AddIn
