@@ -23,6 +23,7 @@ import (
 	"github.com/duet-test/duet/internal/config"
 	"github.com/duet-test/duet/internal/engine"
 	"github.com/duet-test/duet/internal/httpapi"
+	"github.com/duet-test/duet/internal/mcpclient"
 	"github.com/duet-test/duet/internal/mcpserver"
 	"github.com/duet-test/duet/internal/sqlite"
 )
@@ -44,6 +45,8 @@ type Options struct {
 	ExtraTools []*catalog.Tool
 	// OnEvent receives run progress from this process's engine.
 	OnEvent func(engine.Event)
+	// Getenv reads DUET_MASTER_KEY and friends; nil means os.Getenv.
+	Getenv func(string) string
 }
 
 // App is a running Duet.
@@ -57,6 +60,8 @@ type App struct {
 	Worker  *engine.Worker
 	Auth    *auth.Authenticator
 	Logger  *slog.Logger
+	// MCPClient is the one exit for calls to registered MCP servers.
+	MCPClient *mcpclient.Client
 
 	devices func(string) error // device preset check; nil accepts any
 }
@@ -89,9 +94,10 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	}
 	a := &App{Config: cfg, Store: db, Logger: log}
 	a.Audit = audit.NewWriter(db, 0, log)
+	a.initMCPClient(opts)
 	a.Engine = engine.New(db, engine.Options{
 		StepTimeout: cfg.StepTimeout, CaseTimeout: cfg.CaseTimeout, Parallel: cfg.Parallel,
-		OnEvent: opts.OnEvent, Logger: log,
+		OnEvent: opts.OnEvent, Logger: log, Invoker: a.MCPClient,
 	})
 	a.Worker = engine.NewWorker(db, a.Engine, engine.WorkerOptions{Concurrency: cfg.Workers, Logger: log})
 	a.Catalog = catalog.New(db, catalog.Options{
@@ -111,6 +117,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 
 // Close flushes the audit trail and closes the store.
 func (a *App) Close() {
+	a.MCPClient.Close()
 	a.Audit.Close()
 	a.Store.Close()
 }

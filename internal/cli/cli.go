@@ -125,6 +125,9 @@ func openApp(cmd *cobra.Command, env Env, opts app.Options) (*app.App, error) {
 	if opts.Stderr == nil {
 		opts.Stderr = env.Stderr
 	}
+	if opts.Getenv == nil {
+		opts.Getenv = env.Getenv
+	}
 	return app.Open(cmd.Context(), cfg, opts)
 }
 
