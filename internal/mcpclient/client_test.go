@@ -31,7 +31,7 @@ type env struct {
 
 type envOpt func(*mcpclient.Options)
 
-func newEnv(t *testing.T, opts ...envOpt) *env {
+func newEnv(t testing.TB, opts ...envOpt) *env {
 	t.Helper()
 	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "duet.db"), nil)
 	if err != nil {
@@ -60,7 +60,7 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 }
 
 // register registers url for owner under name and syncs its catalog.
-func (e *env) register(t *testing.T, owner, name, url string, headers map[string]string) *duet.MCPServer {
+func (e *env) register(t testing.TB, owner, name, url string, headers map[string]string) *duet.MCPServer {
 	t.Helper()
 	s, err := e.c.Register(t.Context(), mcpclient.Registration{Owner: owner, Name: name, URL: url, Headers: headers})
 	if err != nil {
