@@ -571,8 +571,8 @@ func conformanceClientCmd(env Env) *cobra.Command {
 func sampleArguments(schema json.RawMessage) map[string]any {
 	var s struct {
 		Properties map[string]struct {
-			Type    any `json:"type"`
-			Default any `json:"default"`
+			Type    any   `json:"type"`
+			Default any   `json:"default"`
 			Enum    []any `json:"enum"`
 		} `json:"properties"`
 		Required []string `json:"required"`
