@@ -84,6 +84,11 @@ cases:
             orderId: {var: order.structuredContent.order.id}
           saveAs: again
       - assert: again.structuredContent.order.id == "A1001"
+  - key: optional-lookup
+    title: an optional lookup does not fail the case
+    steps:
+      - mcpCall: {server: orders, tool: list_orders, input: {limit: 2}, failurePolicy: optional, saveAs: page}
+      - assert: "true"
 `
 
 // TestMCPClientEndToEnd is the acceptance story of the MCP client side and
@@ -156,12 +161,18 @@ func TestMCPClientEndToEnd(t *testing.T) {
 		Executions []*duet.Execution `json:"executions"`
 	}
 	json.Unmarshal([]byte(e.must(t, "run", "show", bobRun.ID, "--as", "bob", "--json")), &shown)
-	if len(shown.Executions) != 1 {
+	if len(shown.Executions) != 2 {
 		t.Fatalf("bob's executions: %+v", shown.Executions)
 	}
-	step := shown.Executions[0].Results[0]
-	if step.ErrorCode != duet.CodeMCPServerNotConfigured || !strings.Contains(step.ErrorMessage, "bob") {
-		t.Fatalf("bob's mcpCall step: got %s %q, want MCP_SERVER_NOT_CONFIGURED", step.ErrorCode, step.ErrorMessage)
+	for _, x := range shown.Executions {
+		step := x.Results[0]
+		if step.ErrorCode != duet.CodeMCPServerNotConfigured || !strings.Contains(step.ErrorMessage, "bob") {
+			t.Fatalf("bob's mcpCall step in %s: got %s %q, want MCP_SERVER_NOT_CONFIGURED", x.CaseKey, step.ErrorCode, step.ErrorMessage)
+		}
+		// required fails the case; optional records the failure and goes on.
+		if want := map[string]duet.RunStatus{"order-status": duet.StatusFailed, "optional-lookup": duet.StatusPassed}[x.CaseKey]; x.Status != want || step.Optional != (x.CaseKey == "optional-lookup") {
+			t.Errorf("bob's case %s: got %s (optional step %v), want %s", x.CaseKey, x.Status, step.Optional, want)
+		}
 	}
 	e.must(t, "run", "show", aliceRun.ID, "--as", "alice")
 	e.must(t, "run", "show", aliceRun.ID, "--as", "alice", "--json")
@@ -176,8 +187,8 @@ func TestMCPClientEndToEnd(t *testing.T) {
 			t.Errorf("bob's record: %+v", r)
 		}
 	}
-	if sources[duet.SourceEngine] != 3 || sources[duet.SourceCLI] != 1 {
-		t.Errorf("invocation records by source: got %v, want 3 engine (alice 2, bob 1) and 1 cli", sources)
+	if sources[duet.SourceEngine] != 5 || sources[duet.SourceCLI] != 1 {
+		t.Errorf("invocation records by source: got %v, want 5 engine (alice 3, bob 2) and 1 cli", sources)
 	}
 	e.must(t, "audit")
 	e.must(t, "server", "remove", "orders", "--as", "carol")

@@ -525,3 +525,40 @@ func TestRegisterValidation(t *testing.T) {
 		t.Fatalf("remove twice: got %v", err)
 	}
 }
+
+func TestIdleSessionsClose(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(o *mcpclient.Options) { o.IdleTimeout = 50 * time.Millisecond })
+	n := &mcptest.Counters{}
+	url := mcptest.Start(t, mcptest.Streamable(mcptest.NewServer("idle", n), false, true))
+	reg := e.register(t, "alice", "idle", url, nil)
+	call := func() {
+		t.Helper()
+		if _, err := e.invoke(t, "alice", reg.ServerKey, "add", map[string]any{"a": 1, "b": 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	call()
+	call()
+	if got := n.Initialize.Load(); got != 2 {
+		t.Fatalf("initialize: got %d, want 2 (sync, then one session for both calls)", got)
+	}
+	// The reaper runs at least every second; the idle session goes and the
+	// next call opens a new one.
+	time.Sleep(1500 * time.Millisecond)
+	call()
+	if got := n.Initialize.Load(); got != 3 {
+		t.Fatalf("initialize after idling: got %d, want 3", got)
+	}
+	// Replacing the registration (new credentials) drops the session too.
+	if _, err := e.c.Register(t.Context(), mcpclient.Registration{Owner: "alice", Name: "idle", URL: url, Replace: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.c.Sync(t.Context(), "alice", "idle"); err != nil {
+		t.Fatal(err)
+	}
+	call()
+	if got := n.Initialize.Load(); got != 5 {
+		t.Fatalf("initialize after replacing: got %d, want 5 (sync + new session)", got)
+	}
+}

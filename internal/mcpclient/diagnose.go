@@ -57,12 +57,17 @@ func (c *Client) classify(ctx context.Context, reg *duet.MCPServer, err error, o
 	return nil
 }
 
+// timeoutOf names the limit that ended ctx: the call timeout, or the
+// caller's own deadline (a step's timeout, say).
 func (c *Client) timeoutOf(ctx context.Context) string {
-	if _, ok := ctx.Deadline(); ok {
-		return c.opts.CallTimeout.String()
+	if errors.Is(context.Cause(ctx), errCallTimeout) {
+		return c.opts.CallTimeout.String() + " (" + envCallTimeout + ")"
 	}
-	return "the time allowed"
+	return "the time its caller allowed"
 }
+
+// envCallTimeout is the setting of the call timeout, for messages.
+const envCallTimeout = "DUET_MCP_CALL_TIMEOUT"
 
 func authError(reg *duet.MCPServer, status int, wwwAuth string, err error) error {
 	msg := fmt.Sprintf("MCP server %s answered %d %s", reg.Name, status, http.StatusText(status))
