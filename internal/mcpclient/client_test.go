@@ -284,6 +284,10 @@ func TestCallErrors(t *testing.T) {
 	e := newEnv(t, func(o *mcpclient.Options) { o.CallTimeout = 500 * time.Millisecond })
 	url := mcptest.Start(t, mcptest.Streamable(mcptest.NewServer("calc", nil), false, false))
 	reg := e.register(t, "alice", "calc", url, nil)
+	// Open the session first, so that the timeout applies to the call.
+	if _, err := e.invoke(t, "alice", reg.ServerKey, "add", map[string]any{"a": 1, "b": 2}); err != nil {
+		t.Fatal(err)
+	}
 
 	start := time.Now()
 	_, err := e.invoke(t, "alice", reg.ServerKey, "slow", nil)
@@ -327,7 +331,7 @@ func TestCallErrors(t *testing.T) {
 			t.Errorf("record %+v", r)
 		}
 	}
-	want := map[duet.Code]int{duet.CodeMCPCallTimeout: 1, duet.CodeMCPToolError: 1, duet.CodeMCPToolNotFound: 1, duet.OutcomeOK: 2}
+	want := map[duet.Code]int{duet.CodeMCPCallTimeout: 1, duet.CodeMCPToolError: 1, duet.CodeMCPToolNotFound: 1, duet.OutcomeOK: 3}
 	for c, n := range want {
 		if outcomes[c] != n {
 			t.Errorf("records with outcome %s: got %d, want %d (all: %v)", c, outcomes[c], n, outcomes)

@@ -39,6 +39,11 @@ func Start(tb testing.TB, h http.Handler) string {
 // check that results pass through unchanged.
 const BigNumber uint64 = 12345678901234567891
 
+// SlowFor is how long the slow tool waits when nobody cancels the call (a
+// call cancelled before its request was fully sent is never cancelled on the
+// server).
+const SlowFor = 5 * time.Second
+
 // AddIn is the input of the add tool.
 type AddIn struct {
 	A int `json:"a" jsonschema:"first addend"`
@@ -58,7 +63,7 @@ type Counters struct {
 //   - add {a, b} → text "a+b=sum" and structuredContent {sum, big} (big is
 //     [BigNumber]); annotated read-only;
 //   - fail {} → an isError result "FAILED: on purpose";
-//   - slow {} → waits until the call is cancelled (or a minute);
+//   - slow {} → waits until the call is cancelled (or [SlowFor]);
 //   - ask {} → asks the client to fill a form with defaults (elicitation)
 //     and returns the answer as text.
 //
@@ -104,7 +109,7 @@ func NewServer(name string, n *Counters) *mcp.Server {
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			select {
 			case <-ctx.Done():
-			case <-time.After(time.Minute):
+			case <-time.After(SlowFor):
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
 		})
