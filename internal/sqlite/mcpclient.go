@@ -5,13 +5,34 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/duet-test/duet"
 )
 
 var _ duet.MCPClientStore = (*DB)(nil)
+
+// mcpStmts holds statements on the path of every MCP call, prepared once:
+// parsing the SQL would otherwise cost more than running it.
+type mcpStmts struct {
+	once     sync.Once
+	toolStmt *sql.Stmt
+	err      error
+}
+
+const findServerToolSQL = `SELECT %s, t.name, t.title, t.description, t.input_schema, t.output_schema, t.annotations
+	FROM mcp_servers s LEFT JOIN mcp_tools t ON t.server_id = s.id AND t.name = ?
+	WHERE s.owner = ? AND s.server_key = ?`
+
+func (d *DB) serverToolStmt(ctx context.Context) (*sql.Stmt, error) {
+	d.mcp.once.Do(func() {
+		d.mcp.toolStmt, d.mcp.err = d.db.PrepareContext(context.WithoutCancel(ctx), fmt.Sprintf(findServerToolSQL, prefixColumns("s.", mcpServerColumns)))
+	})
+	return d.mcp.toolStmt, d.mcp.err
+}
 
 const mcpServerColumns = `id, owner, name, url, server_key, credential_ref, header_names, transport, protocol_version,
 	server_name, server_version, catalog_hash, tool_count, synced_at, created_at, updated_at`
@@ -191,11 +212,11 @@ func (d *DB) FindMCPServerTool(ctx context.Context, owner, serverKey, tool strin
 	var (
 		name, title, desc, in, out, ann sql.NullString
 	)
-	s, err := scanMCPServer(d.db.QueryRowContext(ctx, `SELECT `+prefixColumns("s.", mcpServerColumns)+`,
-			t.name, t.title, t.description, t.input_schema, t.output_schema, t.annotations
-		FROM mcp_servers s LEFT JOIN mcp_tools t ON t.server_id = s.id AND t.name = ?
-		WHERE s.owner = ? AND s.server_key = ?`, tool, owner, serverKey),
-		&name, &title, &desc, &in, &out, &ann)
+	stmt, err := d.serverToolStmt(ctx)
+	if err != nil {
+		return nil, nil, mapErr(err)
+	}
+	s, err := scanMCPServer(stmt.QueryRowContext(ctx, tool, owner, serverKey), &name, &title, &desc, &in, &out, &ann)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil, duet.Errorf(duet.CodeNotFound, "%s has not registered MCP server %s", owner, serverKey)
 	}

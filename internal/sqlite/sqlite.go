@@ -32,6 +32,7 @@ type DB struct {
 	db   *sql.DB
 	path string
 	now  func() time.Time
+	mcp  mcpStmts // prepared statements of mcpclient.go
 }
 
 var _ duet.Store = (*DB)(nil)
