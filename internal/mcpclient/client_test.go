@@ -566,3 +566,44 @@ func TestIdleSessionsClose(t *testing.T) {
 		t.Fatalf("initialize after replacing: got %d, want 5 (sync + new session)", got)
 	}
 }
+
+// TestRetries checks that a call is repeated only when that cannot run the
+// tool twice.
+func TestRetries(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	n := &mcptest.Counters{}
+	srv := mcptest.NewServer("retry", n)
+	flaky := &mcptest.Flaky{H: mcptest.Streamable(srv, false, false)}
+	url := mcptest.Start(t, flaky)
+	reg := e.register(t, "alice", "retry", url, nil)
+	if _, err := e.invoke(t, "alice", reg.ServerKey, "add", map[string]any{"a": 1, "b": 1}); err != nil {
+		t.Fatal(err)
+	}
+	// The server forgets the session: the tool did not run, so the call is
+	// made again on a new session, whatever the tool.
+	for ss := range srv.Sessions() {
+		ss.Close()
+	}
+	calls := n.Calls.Load()
+	if res, err := e.invoke(t, "alice", reg.ServerKey, "fail", nil); duet.ErrorCode(err) != duet.CodeMCPToolError || res == nil {
+		t.Fatalf("after the session was lost: got %v, %v; want the tool's own error", res, err)
+	}
+	if got := n.Calls.Load() - calls; got != 1 {
+		t.Errorf("tool runs: got %d, want 1", got)
+	}
+	// A transient 503: a read-only tool is called again...
+	flaky.Fail(1)
+	if res, err := e.invoke(t, "alice", reg.ServerKey, "add", map[string]any{"a": 2, "b": 2}); err != nil || res.Text() != "2+2=4" {
+		t.Fatalf("read-only tool after a 503: got %v, %v", res, err)
+	}
+	// ...a tool that may not be repeated is not.
+	flaky.Fail(1)
+	calls = n.Calls.Load()
+	if _, err := e.invoke(t, "alice", reg.ServerKey, "fail", nil); duet.ErrorCode(err) != duet.CodeMCPUnreachable || !strings.Contains(err.Error(), "503") {
+		t.Fatalf("non-idempotent tool after a 503: got %v, want MCP_UNREACHABLE naming 503", err)
+	}
+	if got := n.Calls.Load() - calls; got != 0 {
+		t.Errorf("tool runs: got %d, want 0", got)
+	}
+}

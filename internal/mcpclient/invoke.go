@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"mime"
+	"net/http"
 	"strings"
 	"time"
 
@@ -179,6 +180,10 @@ func (c *Client) callError(ctx context.Context, reg *duet.MCPServer, tool string
 	if e := c.classify(ctx, reg, err, obs); e != nil {
 		return e
 	}
+	// An HTTP failure status: the SDK reports it as a JSON-RPC error too.
+	if r, ok := obs.find(func(r response) bool { return r.status >= 500 || r.status == http.StatusTooManyRequests }); ok {
+		return duet.WrapError(duet.CodeMCPUnreachable, err, "MCP server %s answered %d %s to %s", reg.Name, r.status, http.StatusText(r.status), tool)
+	}
 	var je *jsonrpc.Error
 	if errors.As(err, &je) {
 		msg := sanitize(je.Message, 300)
@@ -189,9 +194,6 @@ func (c *Client) callError(ctx context.Context, reg *duet.MCPServer, tool string
 				reg.Name, tool, je.Code, msg)
 		}
 		return duet.WrapError(duet.CodeMCPToolError, err, "MCP server %s rejected the call to %s: JSON-RPC error %d: %s", reg.Name, tool, je.Code, msg)
-	}
-	if r, ok := obs.find(func(r response) bool { return r.status >= 500 }); ok {
-		return duet.WrapError(duet.CodeMCPUnreachable, err, "MCP server %s answered %d to %s", reg.Name, r.status, tool)
 	}
 	if errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, mcp.ErrSessionMissing) {
 		return duet.WrapError(duet.CodeMCPUnreachable, err, "the connection to MCP server %s broke during %s", reg.Name, tool)

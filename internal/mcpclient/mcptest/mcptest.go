@@ -7,10 +7,12 @@
 package mcptest
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -228,4 +230,27 @@ func LoginRedirect() http.Handler {
 		}
 		http.Redirect(w, r, "/sso/login?state=abc123&return="+r.URL.Path, http.StatusFound)
 	})
+}
+
+// Flaky answers 503 Service Unavailable to the next n tools/call requests
+// (set with Fail), without passing them to h, as an overloaded gateway in
+// front of a server does.
+type Flaky struct {
+	H    http.Handler
+	fail atomic.Int64
+}
+
+// Fail makes the next n tools/call requests fail.
+func (f *Flaky) Fail(n int) { f.fail.Store(int64(n)) }
+
+func (f *Flaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost && f.fail.Load() > 0 {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if bytes.Contains(body, []byte(`"tools/call"`)) && f.fail.Add(-1) >= 0 {
+			http.Error(w, "overloaded", http.StatusServiceUnavailable)
+			return
+		}
+	}
+	f.H.ServeHTTP(w, r)
 }
