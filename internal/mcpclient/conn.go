@@ -161,6 +161,9 @@ func (c *Client) connect(ctx context.Context, reg *duet.MCPServer) (*session, er
 		return nil, err
 	}
 	hc := c.httpClient(reg, headers)
+	// The SDK keeps the values of this context for the session's own
+	// streams: they must not carry the first call's trace id.
+	ctx = withTrace(ctx, "")
 	order := []string{duet.TransportStreamableHTTP, duet.TransportSSE}
 	if reg.Transport == duet.TransportSSE {
 		order = []string{duet.TransportSSE, duet.TransportStreamableHTTP}
@@ -334,6 +337,11 @@ const maxCapture = 64 << 20
 func (o *observer) saw(method string, resp *http.Response, err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if len(o.seen) >= 64 {
+		// A connect's observer lives on in the session's event stream
+		// requests; the first answers are the ones that matter.
+		return
+	}
 	r := response{method: method, err: err}
 	if resp != nil {
 		r.status, r.ctype = resp.StatusCode, resp.Header.Get("Content-Type")
