@@ -14,17 +14,21 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/artifact"
 	"github.com/duet-test/duet/internal/audit"
 	"github.com/duet-test/duet/internal/auth"
+	"github.com/duet-test/duet/internal/browser"
 	"github.com/duet-test/duet/internal/catalog"
 	"github.com/duet-test/duet/internal/config"
 	"github.com/duet-test/duet/internal/engine"
 	"github.com/duet-test/duet/internal/httpapi"
 	"github.com/duet-test/duet/internal/mcpclient"
 	"github.com/duet-test/duet/internal/mcpserver"
+	"github.com/duet-test/duet/internal/report"
 	"github.com/duet-test/duet/internal/sqlite"
 )
 
@@ -43,6 +47,10 @@ type Options struct {
 	// ExtraTools are mounted beside the product catalog (conformance
 	// fixtures only).
 	ExtraTools []*catalog.Tool
+	// MCP, if set, adds features to the MCP server beside the tools
+	// (resources, prompts, completion, subscriptions; conformance fixtures
+	// only): see mcpserver.Options.Setup and ServerOptions.
+	MCP *mcpserver.Options
 	// OnEvent receives run progress from this process's engine.
 	OnEvent func(engine.Event)
 	// Getenv reads DUET_MASTER_KEY and friends; nil means os.Getenv.
@@ -60,6 +68,11 @@ type App struct {
 	Worker  *engine.Worker
 	Auth    *auth.Authenticator
 	Logger  *slog.Logger
+	Agent   AgentDeps // the test agent's MCP side and browser (agent.go)
+	// Browsers is the pool of Chromium processes shared by every run of
+	// this process; Artifacts keeps their screenshots.
+	Browsers  *browser.Pool
+	Artifacts *artifact.Store
 	// MCPClient is the one exit for calls to registered MCP servers.
 	MCPClient *mcpclient.Client
 
@@ -92,11 +105,14 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	if err != nil {
 		return nil, &UsageError{fmt.Sprintf("%s (set DUET_HOME to a writable directory, or DUET_DATABASE_URL to a writable file)", duet.ErrorMessage(err))}
 	}
-	a := &App{Config: cfg, Store: db, Logger: log}
+	a := &App{Config: cfg, Store: db, Logger: log, devices: ValidDevice}
 	a.Audit = audit.NewWriter(db, 0, log)
+	a.Browsers = NewBrowserPool(cfg, log)
+	a.Artifacts = NewArtifactStore(cfg)
 	a.initMCPClient(opts)
 	a.Engine = engine.New(db, engine.Options{
 		StepTimeout: cfg.StepTimeout, CaseTimeout: cfg.CaseTimeout, Parallel: cfg.Parallel,
+		Browser: NewBrowser(a.Browsers), Artifacts: a.Artifacts,
 		OnEvent: opts.OnEvent, Logger: log, Invoker: a.MCPClient,
 	})
 	a.Worker = engine.NewWorker(db, a.Engine, engine.WorkerOptions{Concurrency: cfg.Workers, Logger: log})
@@ -109,16 +125,32 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		RunCreated: func(string) { a.Worker.Notify() },
 		Extra:      opts.ExtraTools,
 		Logger:     log,
+
+		ValidDevice: a.validDevice,
 	})
-	a.MCP = mcpserver.New(a.Catalog, mcpserver.Options{Version: Version, Logger: log})
+	mo := mcpserver.Options{}
+	if opts.MCP != nil {
+		mo = *opts.MCP
+	}
+	extra, reports := mo.Setup, report.MCPResources(db, a.Artifacts)
+	mo.Setup = func(s *mcp.Server) {
+		reports(s)
+		if extra != nil {
+			extra(s)
+		}
+	}
+	mo.Version, mo.Logger, mo.Prompts = Version, log, a.agentPrompts()
+	a.MCP = mcpserver.New(a.Catalog, mo)
 	a.Auth = auth.New(db, cfg.GatewayAPIKeys, cfg.GatewayFixedUser)
 	return a, nil
 }
 
-// Close flushes the audit trail and closes the store.
+// Close flushes the audit trail, stops the browser processes and closes the
+// store.
 func (a *App) Close() {
 	a.MCPClient.Close()
 	a.Audit.Close()
+	a.Browsers.Close()
 	a.Store.Close()
 }
 
@@ -180,7 +212,8 @@ func (a *App) RunWorkers(ctx context.Context) error {
 	return g.Wait()
 }
 
-// maintain deletes expired idempotency records every few minutes.
+// maintain deletes expired idempotency records and artifacts every few
+// minutes.
 func (a *App) maintain(ctx context.Context) {
 	t := time.NewTicker(5 * time.Minute)
 	defer t.Stop()
@@ -189,6 +222,11 @@ func (a *App) maintain(ctx context.Context) {
 			a.Logger.WarnContext(ctx, "deleting expired idempotency keys", "err", err)
 		} else if n > 0 {
 			a.Logger.InfoContext(ctx, "deleted expired idempotency keys", "count", n)
+		}
+		if n, err := a.Artifacts.Cleanup(ctx, time.Now()); err != nil && ctx.Err() == nil {
+			a.Logger.WarnContext(ctx, "deleting expired artifacts", "err", err)
+		} else if n > 0 {
+			a.Logger.InfoContext(ctx, "deleted expired artifacts", "runs", n)
 		}
 		select {
 		case <-ctx.Done():

@@ -30,6 +30,7 @@ func (a *App) initMCPClient(opts Options) {
 		ClientVersion: Version,
 		Logger:        a.Logger,
 	})
+	a.Agent.Invoker, a.Agent.Servers = a.MCPClient, a.MCPClient
 }
 
 // keyringLoader loads the vault keyring from DUET_MASTER_KEY,

@@ -368,7 +368,7 @@ func configCmd(env Env) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if markdown {
-				fmt.Fprint(env.Stdout, config.Markdown())
+				fmt.Fprint(env.Stdout, config.Document())
 				return nil
 			}
 			cfg, err := loadConfig(env)

@@ -141,6 +141,7 @@ func executeAndFollow(ctx context.Context, a *app.App, user, runID string, w io.
 				if run.ErrorMessage != "" && run.Status != duet.StatusPassed {
 					fmt.Fprintf(w, "  %s: %s\n", run.ErrorCode, run.ErrorMessage)
 				}
+				fmt.Fprintf(w, "report: duet report %s -o report.html   (--format json|junit)\n", run.ID)
 			}
 			return run, nil
 		}

@@ -64,3 +64,11 @@ func TestSecretsFromFile(t *testing.T) {
 		t.Fatal("markdown")
 	}
 }
+
+func TestDocumentIsCurrent(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../../docs/configuration.md")
+	if err != nil || string(b) != Document() {
+		t.Fatalf("docs/configuration.md is stale; regenerate it: go run ./cmd/duet config --markdown > docs/configuration.md")
+	}
+}

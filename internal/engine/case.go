@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/redact"
 )
 
 // caseRun is the state of one execution while it runs.
@@ -118,9 +119,15 @@ func (e *Engine) saveResult(ctx context.Context, x *duet.Execution, res *duet.St
 	}
 }
 
+// persistVars returns the saved variables as they are stored: redacted,
+// including variables whose own name says they hold a secret.
 func persistVars(saved map[string]any) map[string]any {
 	out := make(map[string]any, len(saved))
 	for k, v := range maps.All(saved) {
+		if redact.IsSensitiveKey(k) && v != nil {
+			out[k] = redact.Mask
+			continue
+		}
 		out[k] = persistValue(v)
 	}
 	return out
@@ -132,13 +139,25 @@ func (cr *caseRun) runStep(ctx context.Context, st *duet.Step, res *duet.StepRes
 	if st.TimeoutMs > 0 {
 		timeout = time.Duration(st.TimeoutMs) * time.Millisecond
 	}
-	sctx, cancel := context.WithTimeoutCause(ctx, timeout, errStepTimeout)
-	defer cancel()
 	start := time.Now()
 	res.StartedAt = &start
 	res.Status = duet.StatusRunning
 
-	saveAs, value, err := cr.dispatch(sctx, st)
+	var (
+		saveAs string
+		value  any
+		err    error
+	)
+	if st.Kind.IsBrowser() && cr.session == nil {
+		// Starting a browser, or waiting for a free one, is not the step's
+		// work: it runs on the case's time, not the step's.
+		_, err = cr.page(ctx)
+	}
+	sctx, cancel := context.WithTimeoutCause(ctx, timeout, errStepTimeout)
+	defer cancel()
+	if err == nil {
+		saveAs, value, err = cr.dispatch(sctx, st)
+	}
 
 	end := time.Now()
 	res.FinishedAt = &end
@@ -149,7 +168,11 @@ func (cr *caseRun) runStep(ctx context.Context, st *duet.Step, res *duet.StepRes
 		res.SavedAs = saveAs
 	}
 	if value != nil {
-		res.Output = persist(value)
+		if saveAs != "" && redact.IsSensitiveKey(saveAs) {
+			res.Output = persist(redact.Mask)
+		} else {
+			res.Output = persist(value)
+		}
 	}
 	if err == nil {
 		res.Status = duet.StatusPassed
@@ -157,9 +180,11 @@ func (cr *caseRun) runStep(ctx context.Context, st *duet.Step, res *duet.StepRes
 	}
 	res.Status = duet.StatusFailed
 	switch {
-	case ctx.Err() != nil:
-		// The case (or run) ended while the step ran.
-		if errors.Is(context.Cause(ctx), errCaseTimeout) {
+	case ctx.Err() != nil || pastDeadline(ctx):
+		// The case (or run) ended while the step ran. A driver that
+		// watches the same deadline may return a moment before ctx ends:
+		// the deadline having passed is enough.
+		if ctx.Err() == nil || errors.Is(context.Cause(ctx), errCaseTimeout) {
 			res.ErrorCode, res.ErrorMessage = duet.CodeCaseTimeout, "the case ran out of time during this step"
 		} else {
 			res.Status, res.ErrorCode, res.ErrorMessage = duet.StatusCancelled, duet.CodeCancelled, "cancelled"
@@ -182,19 +207,31 @@ func (cr *caseRun) runStep(ctx context.Context, st *duet.Step, res *duet.StepRes
 	if st.MCP != nil && st.MCP.FailurePolicy == duet.FailOptional && res.Status != duet.StatusCancelled {
 		res.Optional = true
 	}
-	// A failed browser step leaves a screenshot of the page as it was.
+	// A failed step leaves a screenshot of the page as it was. A big
+	// mobile screenshot on a busy machine takes seconds.
 	if cr.session != nil && res.Status != duet.StatusCancelled && cr.e.opts.Artifacts != nil {
-		shotCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		shotCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 		defer cancel()
-		if png, err := cr.session.Screenshot(shotCtx, false); err == nil {
-			if id, err := cr.e.opts.Artifacts.Save(shotCtx, cr.run.ID, cr.x.ID, st.Index, "failure", png); err == nil {
-				res.Artifacts = append(res.Artifacts, id)
-			}
+		png, err := cr.session.Screenshot(shotCtx, false)
+		var id string
+		if err == nil {
+			id, err = cr.e.opts.Artifacts.Save(shotCtx, cr.run.ID, cr.x.ID, st.Index, "failure", png)
+		}
+		if err != nil {
+			cr.e.log.WarnContext(ctx, "no screenshot of a failed step", "run", cr.run.ID, "execution", cr.x.ID, "step", st.Index, "err", err)
+		} else {
+			res.Artifacts = append(res.Artifacts, id)
 		}
 	}
 }
 
 var errStepTimeout = errors.New("step timeout")
+
+// pastDeadline reports whether ctx has a deadline that has passed.
+func pastDeadline(ctx context.Context) bool {
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
+}
 
 func (cr *caseRun) dispatch(ctx context.Context, st *duet.Step) (saveAs string, value any, err error) {
 	switch {

@@ -366,36 +366,50 @@ func (cr *caseRun) browser(ctx context.Context, st *duet.Step) (string, any, err
 			c.Timeout = time.Until(dl)
 		}
 		return "", nil, s.WaitFor(ctx, c)
-	case duet.StepAssertText:
-		got, err := s.Text(ctx, sel)
-		if err != nil {
-			return "", nil, err
-		}
-		return "", got, cr.compare(fmt.Sprintf("text of %s", sel), got, b)
-	case duet.StepAssertURL:
-		got, err := s.URL(ctx)
-		if err != nil {
-			return "", nil, err
-		}
-		return "", got, cr.compare("page URL", got, b)
+	case duet.StepAssertText, duet.StepAssertURL:
+		var got any // the last text or URL seen, kept as the step's output
+		err := cr.retry(ctx, st, func(ctx context.Context) error {
+			var v, what string
+			var err error
+			if st.Kind == duet.StepAssertText {
+				v, err = s.Text(ctx, sel)
+				what = fmt.Sprintf("text of %s", sel)
+			} else {
+				v, err = s.URL(ctx)
+				what = "page URL"
+			}
+			if err != nil {
+				return err
+			}
+			got = v
+			return cr.compare(what, v, b)
+		})
+		return "", got, err
 	case duet.StepAssertVisible:
 		want := b.Visible == nil || *b.Visible
 		if want {
-			// Wait for it to show up, within the step's timeout.
-			if err := s.WaitFor(ctx, WaitCondition{Selector: sel, Visible: true}); err != nil {
-				if duet.ErrorCode(err) == duet.CodeStepTimeout || duet.ErrorCode(err) == duet.CodeElementNotFound {
-					return "", nil, duet.Errorf(duet.CodeAssertionFailed, "%s is not visible", sel)
+			actx, cancel := assertContext(ctx, st)
+			defer cancel()
+			if err := s.WaitFor(actx, WaitCondition{Selector: sel, Visible: true}); err != nil {
+				if c := duet.ErrorCode(err); c == duet.CodeStepTimeout || c == duet.CodeElementNotFound {
+					return "", nil, duet.Errorf(duet.CodeAssertionFailed, "%s is not visible (%s)", sel, duet.ErrorMessage(err))
 				}
 				return "", nil, err
 			}
 			return "", true, nil
 		}
-		vis, err := s.Visible(ctx, sel)
+		err := cr.retry(ctx, st, func(ctx context.Context) error {
+			vis, err := s.Visible(ctx, sel)
+			if err != nil {
+				return err
+			}
+			if vis {
+				return duet.Errorf(duet.CodeAssertionFailed, "%s is visible; expected it hidden", sel)
+			}
+			return nil
+		})
 		if err != nil {
 			return "", nil, err
-		}
-		if vis {
-			return "", true, duet.Errorf(duet.CodeAssertionFailed, "%s is visible; expected it hidden", sel)
 		}
 		return "", false, nil
 	case duet.StepExtract:
@@ -440,6 +454,52 @@ func (cr *caseRun) browser(ctx context.Context, st *duet.Step) (string, any, err
 		return "", map[string]any{"artifact": id, "bytes": float64(len(png))}, nil
 	}
 	return "", nil, duet.Errorf(duet.CodeInternal, "unknown browser step %s", st.Kind)
+}
+
+// assertWait is how long an assertion step (assertText, assertURL,
+// assertVisible) retries until it holds, when the step has no timeout of its
+// own: pages render late, so assertions wait for them as a person would.
+const assertWait = 5 * time.Second
+
+// assertContext bounds an assertion: by the step's own timeout when it has
+// one (ctx already carries it), else by assertWait within ctx.
+func assertContext(ctx context.Context, st *duet.Step) (context.Context, context.CancelFunc) {
+	if st.TimeoutMs > 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, assertWait)
+}
+
+// retry calls check until it returns nil or an error other than
+// ASSERTION_FAILED, or until the assertion's time is up; it then returns the
+// last assertion failure.
+func (cr *caseRun) retry(ctx context.Context, st *duet.Step, check func(context.Context) error) error {
+	actx, cancel := assertContext(ctx, st)
+	defer cancel()
+	var failure error
+	for delay := 50 * time.Millisecond; ; delay = min(2*delay, 250*time.Millisecond) {
+		err := check(actx)
+		switch {
+		case err == nil:
+			return nil
+		case duet.ErrorCode(err) == duet.CodeAssertionFailed:
+			failure = err
+		case failure != nil && (actx.Err() != nil || pastDeadline(actx)):
+			// The time ran out while reading the page again: the
+			// assertion failure is the news. (When the case ended or the
+			// run was cancelled, runStep says so whatever this returns.)
+			return failure
+		default:
+			return err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-actx.Done():
+			t.Stop()
+			return failure
+		case <-t.C:
+		}
+	}
 }
 
 func (cr *caseRun) compare(what, got string, b *duet.BrowserStep) error {

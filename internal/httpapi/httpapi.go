@@ -156,6 +156,11 @@ func originAllowed(origin string, allowed []string) bool {
 func authed(o Options, source duet.CallSource, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := o.Auth.Authenticate(r.Context(), r)
+		if err != nil && source == duet.SourceMCPLite && id.ViaGateway && id.UserID == "" {
+			// MCP-Lite: the gateway injects the user into the body instead
+			// of a header; the handler requires it there.
+			err = nil
+		}
 		if err != nil && o.Anonymous != "" && r.Header.Get("Authorization") == "" && r.Header.Get(auth.HeaderAPIKey) == "" {
 			id, err = auth.Identity{UserID: o.Anonymous}, nil
 		}

@@ -11,6 +11,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -36,6 +38,8 @@ func New(cat *catalog.Catalog, maxBodyBytes int64) *Handler {
 	for _, t := range cat.Tools() {
 		h.tools = append(h.tools, mcpserver.SDKTool(t))
 	}
+	// The same order as MCP tools/list (the SDK lists tools by name).
+	slices.SortFunc(h.tools, func(a, b *mcp.Tool) int { return strings.Compare(a.Name, b.Name) })
 	return h
 }
 
@@ -116,6 +120,12 @@ func (h *Handler) Call(viaGateway func(*http.Request) bool) http.HandlerFunc {
 			caller.UserID = req.User.EmpID
 		}
 		caller.Source = duet.SourceMCPLite
+		if caller.UserID == "" {
+			h.cat.Audit(&duet.AuditRecord{Time: time.Now(), TraceID: caller.TraceID, CallSource: duet.SourceMCPLite, Method: "tools/call", Tool: req.Name, Outcome: duet.CodeUnauthenticated})
+			w.Header().Set("WWW-Authenticate", `Bearer realm="duet"`)
+			WriteError(w, http.StatusUnauthorized, duet.CodeUnauthenticated, "no user: the gateway sent neither an SSO-Emp-Id header nor user.empId")
+			return
+		}
 		if _, ok := h.cat.Tool(req.Name); !ok {
 			h.cat.Audit(&duet.AuditRecord{Time: time.Now(), TraceID: caller.TraceID, CallSource: duet.SourceMCPLite, Caller: caller.UserID, Method: "tools/call", Tool: req.Name, Outcome: duet.CodeNotFound})
 			WriteError(w, http.StatusNotFound, duet.CodeNotFound, "unknown tool "+req.Name)

@@ -182,6 +182,13 @@ func TestSampleOrderServer(t *testing.T) {
 			t.Errorf("tool %s: got schema %s output %s annotations %s, want all kept", tool.Name, tool.InputSchema, tool.OutputSchema, tool.Annotations)
 		}
 	}
+	assets, err := e.c.MCPAssets(t.Context(), "alice")
+	if err != nil || len(assets) != 1 || assets[0].ServerKey != reg.ServerKey || len(assets[0].Tools) != 3 || len(assets[0].Tools[0].InputSchema) == 0 {
+		t.Fatalf("MCPAssets: got %+v, %v", assets, err)
+	}
+	if b, _ := json.Marshal(assets); strings.Contains(string(b), "s3cret") || strings.Contains(string(b), "127.0.0.1") {
+		t.Errorf("assets show a URL or a credential: %s", b)
+	}
 	res, err := e.invoke(t, "alice", reg.ServerKey, sample.ToolQueryOrder, map[string]any{"orderId": "A1001"})
 	if err != nil {
 		t.Fatal(err)

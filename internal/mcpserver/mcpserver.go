@@ -30,6 +30,9 @@ type Options struct {
 	Setup func(*mcp.Server)
 	// ServerOptions, if set, is used as the base of the SDK server options.
 	ServerOptions *mcp.ServerOptions
+	// Prompts are offered with prompts/list and prompts/get (see prompts.go);
+	// nil means none.
+	Prompts []*Prompt
 }
 
 // Server is the catalog as an MCP server.
@@ -71,6 +74,7 @@ func New(cat *catalog.Catalog, opts Options) *Server {
 	for _, t := range cat.Tools() {
 		srv.AddTool(sdkTool(t), s.handler())
 	}
+	s.addPrompts(opts.Prompts)
 	if opts.Setup != nil {
 		opts.Setup(srv)
 	}
@@ -136,13 +140,50 @@ func (s *Server) handler() mcp.ToolHandler {
 				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: p, Total: total, Message: msg})
 			}
 		}
+		call := &callState{session: req.Session}
+		ctx = context.WithValue(ctx, callKey{}, call)
 		res, err := s.cat.Call(ctx, catalog.Request{Caller: caller, Tool: req.Params.Name, Args: req.Params.Arguments, Progress: progress})
 		if err != nil {
 			// Unknown tool: the SDK answers that itself before calling us;
 			// this is a defence in depth.
 			return nil, err
 		}
-		return ToolResult(res, caller.TraceID), nil
+		out := ToolResult(res, caller.TraceID)
+		if call.content != nil && !res.IsError {
+			out.Content = call.content
+		}
+		return out, nil
+	}
+}
+
+// callState is what a catalog tool may reach of the MCP tools/call it runs
+// in (see Session and SetContent).
+type callState struct {
+	session *mcp.ServerSession
+	content []mcp.Content
+}
+
+type callKey struct{}
+
+// Session returns the MCP session of the tools/call that ctx belongs to, or
+// nil when the call came by another transport (MCP-Lite, CLI). A tool that
+// logs to the client or asks it something (elicitation, sampling) uses it;
+// in stateless HTTP mode the session lives for one request and cannot ask.
+func Session(ctx context.Context) *mcp.ServerSession {
+	if c, ok := ctx.Value(callKey{}).(*callState); ok {
+		return c.session
+	}
+	return nil
+}
+
+// SetContent makes blocks the content of the MCP result of the tools/call
+// that ctx belongs to, in place of the single text block (for tools whose
+// output is an image, audio or an embedded resource). structuredContent is
+// unchanged, and other transports keep the text block. A failed call keeps
+// its error text. Outside an MCP tools/call it does nothing.
+func SetContent(ctx context.Context, blocks ...mcp.Content) {
+	if c, ok := ctx.Value(callKey{}).(*callState); ok {
+		c.content = blocks
 	}
 }
 

@@ -168,6 +168,14 @@ func TestStdio(t *testing.T) {
 	if out.Total != 1 || out.Tasks[0].ID != task.ID {
 		t.Fatalf("got %s", b)
 	}
+	// A 10 MB argument is refused as TOO_LARGE and the session goes on.
+	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "get_test_task", Arguments: map[string]any{"taskId": strings.Repeat("x", 10<<20)}})
+	if err != nil || !res.IsError || !strings.HasPrefix(res.Content[0].(*mcp.TextContent).Text, "TOO_LARGE") {
+		t.Fatalf("10 MB argument: %v %v", res, err)
+	}
+	if res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "list_test_tasks", Arguments: map[string]any{}}); err != nil || res.IsError {
+		t.Fatalf("after the large argument: %v %v", res, err)
+	}
 	cs.Close()
 	cancel()
 	<-done

@@ -200,7 +200,7 @@ func (d *DB) FindCaseByID(ctx context.Context, viewer, id string) (*duet.Case, e
 	if viewer != "" {
 		q += ` AND ` + visibleTo
 	}
-	c, err := scanCase(d.db.QueryRowContext(ctx, q, args...))
+	c, err := scanCase(d.q.QueryRowContext(ctx, q, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("case", id)
 	}
@@ -226,7 +226,7 @@ func (d *DB) FindCases(ctx context.Context, f duet.CaseFilter) ([]*duet.Case, st
 	cond += ` AND c.status IN (` + placeholders(len(statuses)) + `)`
 	args = append(args, statuses...)
 	var total int
-	if err := d.db.QueryRowContext(ctx, `SELECT count(*) FROM cases c WHERE `+cond, args...).Scan(&total); err != nil {
+	if err := d.q.QueryRowContext(ctx, `SELECT count(*) FROM cases c WHERE `+cond, args...).Scan(&total); err != nil {
 		return nil, "", 0, mapErr(err)
 	}
 	if after != "" {
@@ -234,7 +234,7 @@ func (d *DB) FindCases(ctx context.Context, f duet.CaseFilter) ([]*duet.Case, st
 		args = append(args, after)
 	}
 	args = append(args, limit+1)
-	rows, err := d.db.QueryContext(ctx, `SELECT `+caseColumns+` FROM cases c WHERE `+cond+` ORDER BY c.key LIMIT ?`, args...)
+	rows, err := d.q.QueryContext(ctx, `SELECT `+caseColumns+` FROM cases c WHERE `+cond+` ORDER BY c.key LIMIT ?`, args...)
 	if err != nil {
 		return nil, "", 0, mapErr(err)
 	}

@@ -158,13 +158,13 @@ func (d *DB) FindRunByID(ctx context.Context, viewer, id string) (*duet.Run, err
 	if viewer != "" {
 		q += ` AND ` + visibleTo
 	}
-	run, err := scanRun(d.db.QueryRowContext(ctx, q, viewer, id))
+	run, err := scanRun(d.q.QueryRowContext(ctx, q, viewer, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("run", id)
 	} else if err != nil {
 		return nil, mapErr(err)
 	}
-	return run, fillTotals(ctx, d.db, run)
+	return run, fillTotals(ctx, d.q, run)
 }
 
 // FindRuns returns a page of runs, newest first.
@@ -193,7 +193,7 @@ func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 		args = append(args, before)
 	}
 	args = append(args, limit+1)
-	rows, err := d.db.QueryContext(ctx, `SELECT `+runColumns+` FROM runs r JOIN tasks t ON t.id = r.task_id WHERE `+cond+` ORDER BY r.id DESC LIMIT ?`, args...)
+	rows, err := d.q.QueryContext(ctx, `SELECT `+runColumns+` FROM runs r JOIN tasks t ON t.id = r.task_id WHERE `+cond+` ORDER BY r.id DESC LIMIT ?`, args...)
 	if err != nil {
 		return nil, "", mapErr(err)
 	}
@@ -215,7 +215,7 @@ func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 		runs = runs[:limit]
 		next = encodeCursor(runs[limit-1].ID)
 	}
-	return runs, next, fillTotals(ctx, d.db, runs...)
+	return runs, next, fillTotals(ctx, d.q, runs...)
 }
 
 const execColumns = `e.id, e.run_id, e.case_id, e.case_key, e.case_title, e.case_version, e.ordinal, e.timeout_ms, e.status, e.steps, e.vars,
@@ -272,7 +272,7 @@ func loadResults(ctx context.Context, q querier, execs ...*duet.Execution) error
 
 // FindExecutions returns the executions of a run in order, with results.
 func (d *DB) FindExecutions(ctx context.Context, runID string) ([]*duet.Execution, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT `+execColumns+` FROM executions e WHERE e.run_id = ? ORDER BY e.ordinal`, runID)
+	rows, err := d.q.QueryContext(ctx, `SELECT `+execColumns+` FROM executions e WHERE e.run_id = ? ORDER BY e.ordinal`, runID)
 	if err != nil {
 		return nil, mapErr(err)
 	}
@@ -289,7 +289,7 @@ func (d *DB) FindExecutions(ctx context.Context, runID string) ([]*duet.Executio
 		return nil, mapErr(err)
 	}
 	rows.Close()
-	return execs, loadResults(ctx, d.db, execs...)
+	return execs, loadResults(ctx, d.q, execs...)
 }
 
 // FindExecutionByID returns an execution if viewer may see its task ("" = any).
@@ -298,13 +298,13 @@ func (d *DB) FindExecutionByID(ctx context.Context, viewer, id string) (*duet.Ex
 	if viewer != "" {
 		q += ` AND ` + visibleTo
 	}
-	e, err := scanExecution(d.db.QueryRowContext(ctx, q, viewer, id))
+	e, err := scanExecution(d.q.QueryRowContext(ctx, q, viewer, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("execution", id)
 	} else if err != nil {
 		return nil, mapErr(err)
 	}
-	return e, loadResults(ctx, d.db, e)
+	return e, loadResults(ctx, d.q, e)
 }
 
 // ClaimRun takes the oldest queued run, or a running run whose lease expired.
@@ -411,14 +411,14 @@ func (d *DB) FinishExecution(ctx context.Context, e *duet.Execution) error {
 	if err != nil {
 		return err
 	}
-	_, err = d.db.ExecContext(ctx, `UPDATE executions SET status = ?, error_code = ?, error_message = ?, vars = ?, started_at = ?, finished_at = ? WHERE id = ?`,
+	_, err = d.q.ExecContext(ctx, `UPDATE executions SET status = ?, error_code = ?, error_message = ?, vars = ?, started_at = ?, finished_at = ? WHERE id = ?`,
 		e.Status, e.ErrorCode, e.ErrorMessage, varsJSON, nullMicros(e.StartedAt), nullMicros(e.FinishedAt), e.ID)
 	return mapErr(err)
 }
 
 // ReleaseRun puts a run the worker holds back in the queue.
 func (d *DB) ReleaseRun(ctx context.Context, runID, worker string) error {
-	_, err := d.db.ExecContext(ctx, `UPDATE runs SET status = 'queued', lease_owner = '', lease_expires_at = 0 WHERE id = ? AND lease_owner = ? AND status = 'running'`, runID, worker)
+	_, err := d.q.ExecContext(ctx, `UPDATE runs SET status = 'queued', lease_owner = '', lease_expires_at = 0 WHERE id = ? AND lease_owner = ? AND status = 'running'`, runID, worker)
 	return mapErr(err)
 }
 
@@ -481,7 +481,7 @@ func (d *DB) RequestCancel(ctx context.Context, viewer, runID string) (*duet.Run
 
 // DeleteExpiredIdempotency removes expired idempotency records.
 func (d *DB) DeleteExpiredIdempotency(ctx context.Context, now time.Time) (int, error) {
-	res, err := d.db.ExecContext(ctx, `DELETE FROM idempotency WHERE expires_at <= ?`, micros(now))
+	res, err := d.q.ExecContext(ctx, `DELETE FROM idempotency WHERE expires_at <= ?`, micros(now))
 	if err != nil {
 		return 0, mapErr(err)
 	}

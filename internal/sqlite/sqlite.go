@@ -30,6 +30,7 @@ var migrations embed.FS
 // DB is a Duet store on one SQLite database file.
 type DB struct {
 	db   *sql.DB
+	q    *stmtCache // reads and single statements outside transactions
 	path string
 	now  func() time.Time
 	mcp  mcpStmts // prepared statements of mcpclient.go
@@ -97,7 +98,7 @@ func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 		sdb.Close()
 		return nil, duet.WrapError(duet.CodeUnavailable, err, "cannot prepare database %s: %v", abs, rootCause(err))
 	}
-	d := &DB{db: sdb, path: abs, now: opts.Now}
+	d := &DB{db: sdb, q: &stmtCache{db: sdb, stmts: map[string]*sql.Stmt{}}, path: abs, now: opts.Now}
 	if d.now == nil {
 		d.now = time.Now
 	}
@@ -143,7 +144,10 @@ func (d *DB) Ping(ctx context.Context) error {
 }
 
 // Close closes the database.
-func (d *DB) Close() error { return d.db.Close() }
+func (d *DB) Close() error {
+	d.q.close()
+	return d.db.Close()
+}
 
 // tx runs fn in a transaction (BEGIN IMMEDIATE, so writers queue on the
 // busy timeout instead of failing on upgrade).

@@ -79,13 +79,13 @@ func (d *DB) FindTaskByID(ctx context.Context, viewer, id string) (*duet.Task, e
 	if viewer != "" {
 		q += ` AND ` + visibleTo
 	}
-	t, err := scanTask(d.db.QueryRowContext(ctx, q, viewer, id))
+	t, err := scanTask(d.q.QueryRowContext(ctx, q, viewer, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("task", id)
 	} else if err != nil {
 		return nil, mapErr(err)
 	}
-	return t, loadShares(ctx, d.db, t)
+	return t, loadShares(ctx, d.q, t)
 }
 
 // findTaskAny returns a task regardless of viewer (workers, internal use).
@@ -101,7 +101,7 @@ func (d *DB) findTaskAny(ctx context.Context, q querier, id string) (*duet.Task,
 
 // FindTaskByName returns owner's task with that name. Returns NOT_FOUND.
 func (d *DB) FindTaskByName(ctx context.Context, owner, name string) (*duet.Task, error) {
-	return findTaskByName(ctx, d.db, owner, name)
+	return findTaskByName(ctx, d.q, owner, name)
 }
 
 func findTaskByName(ctx context.Context, q querier, owner, name string) (*duet.Task, error) {
@@ -135,7 +135,7 @@ func (d *DB) FindTasks(ctx context.Context, f duet.TaskFilter) ([]*duet.Task, st
 	}
 	cond := strings.Join(where, " AND ")
 	var total int
-	if err := d.db.QueryRowContext(ctx, `SELECT count(*) FROM tasks t WHERE `+cond, args...).Scan(&total); err != nil {
+	if err := d.q.QueryRowContext(ctx, `SELECT count(*) FROM tasks t WHERE `+cond, args...).Scan(&total); err != nil {
 		return nil, "", 0, mapErr(err)
 	}
 	pageArgs := append([]any{}, args...)
@@ -145,7 +145,7 @@ func (d *DB) FindTasks(ctx context.Context, f duet.TaskFilter) ([]*duet.Task, st
 		pageArgs = append(pageArgs, after)
 	}
 	pageArgs = append(pageArgs, limit+1)
-	rows, err := d.db.QueryContext(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE `+pageCond+` ORDER BY t.id LIMIT ?`, pageArgs...)
+	rows, err := d.q.QueryContext(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE `+pageCond+` ORDER BY t.id LIMIT ?`, pageArgs...)
 	if err != nil {
 		return nil, "", 0, mapErr(err)
 	}
@@ -167,7 +167,7 @@ func (d *DB) FindTasks(ctx context.Context, f duet.TaskFilter) ([]*duet.Task, st
 		tasks = tasks[:limit]
 		next = encodeCursor(tasks[limit-1].ID)
 	}
-	return tasks, next, total, loadShares(ctx, d.db, tasks...)
+	return tasks, next, total, loadShares(ctx, d.q, tasks...)
 }
 
 // ShareTask shares owner's task with user. Returns NOT_FOUND, INVALID_ARGUMENT.

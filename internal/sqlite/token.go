@@ -20,7 +20,7 @@ func (d *DB) CreateToken(ctx context.Context, t *duet.Token) error {
 	if t.CreatedAt.IsZero() {
 		t.CreatedAt = d.now()
 	}
-	_, err := d.db.ExecContext(ctx, `INSERT INTO tokens (id, user_id, name, hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
+	_, err := d.q.ExecContext(ctx, `INSERT INTO tokens (id, user_id, name, hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
 		t.ID, t.UserID, t.Name, t.Hash, micros(t.CreatedAt), nullMicros(t.ExpiresAt))
 	return mapErr(err)
 }
@@ -40,7 +40,7 @@ func scanToken(r rowScanner) (*duet.Token, error) {
 
 // FindTokenByHash returns the unexpired token with that hash. Returns UNAUTHENTICATED.
 func (d *DB) FindTokenByHash(ctx context.Context, hash string) (*duet.Token, error) {
-	t, err := scanToken(d.db.QueryRowContext(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE hash = ? AND (expires_at IS NULL OR expires_at > ?)`, hash, micros(d.now())))
+	t, err := scanToken(d.q.QueryRowContext(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE hash = ? AND (expires_at IS NULL OR expires_at > ?)`, hash, micros(d.now())))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, duet.Errorf(duet.CodeUnauthenticated, "invalid or expired token")
 	}
@@ -49,7 +49,7 @@ func (d *DB) FindTokenByHash(ctx context.Context, hash string) (*duet.Token, err
 
 // FindTokens lists a user's tokens, newest first.
 func (d *DB) FindTokens(ctx context.Context, userID string) ([]*duet.Token, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE user_id = ? ORDER BY id DESC`, userID)
+	rows, err := d.q.QueryContext(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE user_id = ? ORDER BY id DESC`, userID)
 	if err != nil {
 		return nil, mapErr(err)
 	}
@@ -67,7 +67,7 @@ func (d *DB) FindTokens(ctx context.Context, userID string) ([]*duet.Token, erro
 
 // DeleteToken revokes one of the user's tokens. Returns NOT_FOUND.
 func (d *DB) DeleteToken(ctx context.Context, userID, id string) error {
-	res, err := d.db.ExecContext(ctx, `DELETE FROM tokens WHERE user_id = ? AND id = ?`, userID, id)
+	res, err := d.q.ExecContext(ctx, `DELETE FROM tokens WHERE user_id = ? AND id = ?`, userID, id)
 	if err != nil {
 		return mapErr(err)
 	}
@@ -132,7 +132,7 @@ func (d *DB) FindAudit(ctx context.Context, f duet.AuditFilter) ([]*duet.AuditRe
 		add("time < ?", micros(f.Until))
 	}
 	args = append(args, clampLimit(f.Limit, 100, 10000))
-	rows, err := d.db.QueryContext(ctx, `SELECT id, time, trace_id, call_source, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes
+	rows, err := d.q.QueryContext(ctx, `SELECT id, time, trace_id, call_source, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes
 		FROM audit WHERE `+strings.Join(where, " AND ")+` ORDER BY id DESC LIMIT ?`, args...)
 	if err != nil {
 		return nil, mapErr(err)

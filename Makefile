@@ -1,0 +1,25 @@
+# Duet. `make help` lists the targets.
+.DEFAULT_GOAL := help
+GO ?= go
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-12s %s\n", $$1, $$2}'
+
+build: ## build bin/duet
+	$(GO) build -o bin/duet ./cmd/duet
+
+test: ## run every test with the race detector (installs Chromium and the Node test packages if missing)
+	./scripts/test.sh
+
+lint: ## gofmt, go vet and staticcheck
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+
+demo: ## run the end-to-end demo
+	./scripts/demo.sh
+
+bench: ## load and protocol-boundary benchmarks as ratio tables (bench/Makefile; C=32 D=10s N=2000)
+	$(MAKE) -C bench bench
+
+.PHONY: help build test lint demo bench

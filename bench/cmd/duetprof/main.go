@@ -1,0 +1,36 @@
+// Command duetprof is the duet command line with a CPU profile: when
+// DUET_CPUPROFILE names a file, the whole process life is profiled into it.
+// `load -duet duetprof` then profiles duet serve under load (make profile).
+package main
+
+import (
+	"context"
+	"log"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"syscall"
+
+	"github.com/duet-test/duet/internal/cli"
+)
+
+func main() {
+	if path := os.Getenv("DUET_CPUPROFILE"); path != "" && len(os.Args) > 1 && os.Args[1] == "serve" {
+		f, err := os.Create(path)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := cli.Main(ctx, os.Args[1:], cli.Env{Getenv: os.Getenv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
+	stop()
+	if code != 0 {
+		pprof.StopCPUProfile()
+		os.Exit(code)
+	}
+}

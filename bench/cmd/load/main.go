@@ -1,0 +1,321 @@
+// Command load measures Duet's MCP server and prints ratio tables (make
+// bench runs it). In one run:
+//
+//  1. Streamable HTTP tools/call load (concurrency -c, duration -d) against
+//     (a) Duet's governed get_test_task (real SQLite store, audit trail, auth),
+//     (b) a bare go-sdk server, (c) a bare mark3labs/mcp-go server and (d) a
+//     hand-written net/http JSON-RPC floor, each a separate process: req/s,
+//     p50/p99, errors, server CPU per call, and ratios.
+//  2. The cost of the protocol boundary apart from the work: the same catalog
+//     call in-process, over stdio (duet mcp) and over HTTP (duet serve), one
+//     at a time.
+//  3. `duet mcp` cold start to the first result.
+//  4. Run throughput of http-step cases (engine and workers in-process
+//     against a local HTTP server).
+//
+// Catalog sync of 1,000 tools and invoke() overhead belong to the MCP client
+// side (branch mcpclient); see docs/performance.md for where they plug in.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+var (
+	duetBin  = flag.String("duet", "", "duet binary")
+	benchBin = flag.String("benchserver", "", "benchserver binary")
+	conc     = flag.Int("c", 32, "concurrent clients")
+	dur      = flag.Duration("d", 10*time.Second, "duration of each load run")
+	warm     = flag.Duration("warmup", 2*time.Second, "warm-up before each load run")
+	seqN     = flag.Int("n", 2000, "calls per boundary measurement")
+	only     = flag.String("only", "", "comma-separated sections to run: load,boundary,cold,runs (default all)")
+	targets  = flag.String("targets", "duet,gosdk,mcpgo,floor", "load targets")
+	suite    = flag.String("suite", "examples/api-smoke.yaml", "suite to seed Duet with (relative to the repository)")
+	repo     = flag.String("repo", "..", "repository root")
+	duetEnv  = flag.String("duet-env", "", "extra environment for duet serve (comma-separated K=V), e.g. GOGC=400")
+)
+
+const gatewayKey = "bench-key"
+
+func want(section string) bool {
+	return *only == "" || slices.Contains(strings.Split(*only, ","), section)
+}
+
+func main() {
+	flag.Parse()
+	log.SetFlags(0)
+	if *duetBin == "" || *benchBin == "" {
+		log.Fatal("usage: load -duet PATH -benchserver PATH [-c 32] [-d 10s]")
+	}
+	tmp, err := os.MkdirTemp("", "duet-bench-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	home := filepath.Join(tmp, "home")
+	seed(home)
+
+	if want("load") {
+		loadTable(home)
+	}
+	if want("boundary") {
+		boundaryTable(home)
+	}
+	if want("cold") {
+		coldStart(home)
+	}
+	if want("runs") {
+		runThroughput(filepath.Join(tmp, "runs"))
+	}
+}
+
+// seed applies the suite as alice.
+func seed(home string) {
+	cmd := exec.Command(*duetBin, "apply", "-f", filepath.Join(*repo, *suite), "--as", "alice")
+	cmd.Env = append(os.Environ(), "DUET_HOME="+home)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		log.Fatalf("seeding: %v\n%s", err, out)
+	}
+}
+
+// proc is a server process under measurement.
+type proc struct {
+	cmd  *exec.Cmd
+	url  string
+	done chan struct{}
+}
+
+func (p *proc) stop() {
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// cpu returns the process's user+system CPU time.
+func (p *proc) cpu() time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+	ut, _ := strconv.Atoi(f[11])
+	st, _ := strconv.Atoi(f[12])
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ is 100 on Linux
+}
+
+// start runs cmd and waits for a line matching re (group 1 = address).
+func start(cmd *exec.Cmd, re *regexp.Regexp, path string) *proc {
+	r, w := io.Pipe()
+	cmd.Stdout, cmd.Stderr = w, w
+	if err := cmd.Start(); err != nil {
+		log.Fatal(err)
+	}
+	p := &proc{cmd: cmd, done: make(chan struct{})}
+	go func() { cmd.Wait(); w.Close(); close(p.done) }()
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case addr <- m[1]:
+				default:
+				}
+			}
+		}
+	}()
+	select {
+	case a := <-addr:
+		p.url = "http://" + a + path
+	case <-p.done:
+		log.Fatalf("%s exited before listening", cmd.Path)
+	case <-time.After(30 * time.Second):
+		log.Fatalf("%s did not listen within 30s", cmd.Path)
+	}
+	return p
+}
+
+func startDuet(home string, extraEnv ...string) *proc {
+	cmd := exec.Command(*duetBin, "serve", "--addr", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "DUET_HOME="+home, "DUET_GATEWAY_API_KEYS="+gatewayKey,
+		// One caller drives all the load: lift the per-caller cap above -c.
+		"DUET_MAX_PER_CALLER=1024", "DUET_MAX_CONCURRENT=1024")
+	if *duetEnv != "" {
+		cmd.Env = append(cmd.Env, strings.Split(*duetEnv, ",")...)
+	}
+	cmd.Env = append(cmd.Env, extraEnv...)
+	return start(cmd, regexp.MustCompile(`msg="duet serving" addr=(\S+)`), "/mcp/http")
+}
+
+func startBench(kind string) *proc {
+	return start(exec.Command(*benchBin, "-kind", kind), regexp.MustCompile(`^listening (\S+)`), "/mcp")
+}
+
+var client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024, MaxConnsPerHost: 1024}}
+
+// post sends one JSON-RPC request the way a stateless 2025-06-18 client
+// does and returns the body.
+func post(url, body string) ([]byte, int, error) {
+	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	req.Header.Set("X-Api-Key", gatewayKey)
+	req.Header.Set("SSO-Emp-Id", "alice")
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return b, resp.StatusCode, err
+}
+
+func callBody(id int, tool, args string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, id, tool, args)
+}
+
+// taskID asks Duet for alice's first task.
+func taskID(url string) string {
+	b, _, err := post(url, callBody(1, "list_test_tasks", "{}"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	m := regexp.MustCompile(`"id":"(task_[a-z0-9]+)"`).FindSubmatch(b)
+	if m == nil {
+		log.Fatalf("no task in %s", b)
+	}
+	return string(m[1])
+}
+
+type loadResult struct {
+	name     string
+	n, errs  int
+	elapsed  time.Duration
+	p50, p99 time.Duration
+	cpu      time.Duration
+}
+
+func (r loadResult) rps() float64 { return float64(r.n) / r.elapsed.Seconds() }
+
+// hammer runs -c clients posting body to p for -d after a warm-up.
+func hammer(name string, p *proc, body string) loadResult {
+	run := func(d time.Duration, record bool) ([]time.Duration, int) {
+		var mu sync.Mutex
+		var lat []time.Duration
+		var errs atomic.Int64
+		stopAt := time.Now().Add(d)
+		var wg sync.WaitGroup
+		for range *conc {
+			wg.Go(func() {
+				var mine []time.Duration
+				for time.Now().Before(stopAt) {
+					t0 := time.Now()
+					b, status, err := post(p.url, body)
+					if err != nil || status != 200 || !bytes.Contains(b, []byte(`"structuredContent"`)) || bytes.Contains(b, []byte(`"isError":true`)) {
+						errs.Add(1)
+						continue
+					}
+					if record {
+						mine = append(mine, time.Since(t0))
+					}
+				}
+				mu.Lock()
+				lat = append(lat, mine...)
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		return lat, int(errs.Load())
+	}
+	run(*warm, false)
+	c0, t0 := p.cpu(), time.Now()
+	lat, errs := run(*dur, true)
+	r := loadResult{name: name, n: len(lat), errs: errs, elapsed: time.Since(t0), cpu: p.cpu() - c0}
+	slices.Sort(lat)
+	if len(lat) > 0 {
+		r.p50, r.p99 = lat[len(lat)/2], lat[len(lat)*99/100]
+	}
+	return r
+}
+
+func loadTable(home string) {
+	fmt.Printf("\n## Streamable HTTP tools/call, concurrency %d, %s per target (after %s warm-up)\n\n", *conc, *dur, *warm)
+	var results []loadResult
+	for _, t := range strings.Split(*targets, ",") {
+		var p *proc
+		var body string
+		name := t
+		switch t {
+		case "duet":
+			p = startDuet(home)
+			body = callBody(7, "get_test_task", fmt.Sprintf(`{"taskId":%q}`, taskID(p.url)))
+			name = "duet (governed)"
+		default:
+			p = startBench(t)
+			body = callBody(7, "get_test_task", `{"taskId":"task_bench"}`)
+			name = map[string]string{"gosdk": "go-sdk (bare)", "mcpgo": "mcp-go (bare)", "floor": "net/http floor"}[t]
+		}
+		results = append(results, hammer(name, p, body))
+		p.stop()
+	}
+	ref := map[string]float64{}
+	for _, r := range results {
+		ref[r.name] = r.rps()
+	}
+	fmt.Println("| server | req/s | p50 | p99 | errors | server CPU/call | ÷ floor | ÷ mcp-go |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|")
+	for _, r := range results {
+		ratio := func(k string) string {
+			if ref[k] == 0 {
+				return "–"
+			}
+			return fmt.Sprintf("%.2fx", r.rps()/ref[k])
+		}
+		perCall := time.Duration(0)
+		if r.n > 0 {
+			perCall = r.cpu / time.Duration(r.n)
+		}
+		fmt.Printf("| %s | %.0f | %s | %s | %d | %s | %s | %s |\n", r.name, r.rps(), round(r.p50), round(r.p99), r.errs, round(perCall),
+			ratio("net/http floor"), ratio("mcp-go (bare)"))
+	}
+}
+
+func round(d time.Duration) string {
+	switch {
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+	default:
+		return fmt.Sprintf("%.0fµs", float64(d)/float64(time.Microsecond))
+	}
+}
+
+// ctx is the context of every call: the program's whole life (it stops
+// itself; each section is bounded by -d and -n).
+func ctx() context.Context { return context.Background() }
+
+func contextWithCancel() (context.Context, context.CancelFunc) {
+	return context.WithCancel(context.Background())
+}

@@ -1,0 +1,183 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/compiler"
+	"github.com/duet-test/duet/internal/redact"
+)
+
+// MCPTools wraps every tool of the user's registered MCP servers as a
+// registry Tool. A call goes through inv, the one exit to MCP servers, as
+// user with source agent: the model sees the tool's name, description and
+// schema and what it returns, never a URL, a header or a credential.
+//
+// Tool names are "<server>__<tool>", with characters the chat API does not
+// accept replaced by '_', cut to 64 and made unique with a numeric suffix.
+func MCPTools(servers []*duet.MCPServerAsset, inv duet.Invoker, user, traceID string) []*Tool {
+	var out []*Tool
+	used := map[string]bool{}
+	for _, srv := range servers {
+		for _, tool := range srv.Tools {
+			name := uniqueName(toolName(srv.Name, tool.Name), used)
+			params := tool.InputSchema
+			if len(params) == 0 || string(params) == "null" {
+				params = nil
+			}
+			out = append(out, &Tool{
+				Name:        name,
+				Description: mcpToolDescription(srv, tool),
+				Parameters:  params,
+				Call:        mcpCall(inv, srv.ServerKey, tool.Name, user, traceID),
+			})
+		}
+	}
+	return out
+}
+
+// toolName makes a chat-API tool name from a server and a tool name.
+func toolName(server, tool string) string {
+	clean := func(s string) string {
+		return strings.Map(func(r rune) rune {
+			if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' {
+				return r
+			}
+			return '_'
+		}, s)
+	}
+	name := clean(server) + "__" + clean(tool)
+	if len(name) > 64 {
+		name = name[:64]
+	}
+	return name
+}
+
+func uniqueName(name string, used map[string]bool) string {
+	base := name
+	for i := 2; used[name]; i++ {
+		suffix := fmt.Sprintf("_%d", i)
+		name = base
+		if len(name)+len(suffix) > 64 {
+			name = name[:64-len(suffix)]
+		}
+		name += suffix
+	}
+	used[name] = true
+	return name
+}
+
+func mcpToolDescription(srv *duet.MCPServerAsset, t *duet.MCPToolAsset) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Tool %s of the MCP server %q. ", t.Name, srv.Name)
+	if t.Description != "" {
+		b.WriteString(strings.TrimSpace(t.Description))
+		b.WriteString(" ")
+	}
+	fmt.Fprintf(&b, "Calling it here shows real data now; to check it on every run, add a step "+
+		"mcpCall: {server: %s, tool: %s, input: {...}, saveAs: NAME} to the case.", srv.Name, t.Name)
+	return b.String()
+}
+
+// mcpCall returns the function that calls one MCP tool through inv.
+func mcpCall(inv duet.Invoker, serverKey, tool, user, traceID string) func(context.Context, json.RawMessage) (string, error) {
+	return func(ctx context.Context, raw json.RawMessage) (string, error) {
+		if inv == nil {
+			return "", duet.Errorf(duet.CodeMCPServerNotConfigured, "MCP calls are not available in this Duet")
+		}
+		var args map[string]any
+		if err := json.Unmarshal(raw, &args); err != nil {
+			return "", duet.Errorf(duet.CodeInvalidArgument, "arguments must be a JSON object")
+		}
+		res, err := inv.Invoke(ctx, duet.InvokeRequest{
+			Executor: user, ServerKey: serverKey, Tool: tool, Arguments: args,
+			Source: duet.SourceAgent, TraceID: traceID,
+		})
+		if res == nil {
+			if err == nil {
+				err = duet.Errorf(duet.CodeMCPToolError, "the tool returned no result")
+			}
+			return "", err
+		}
+		// A result with isError comes with an MCP_TOOL_ERROR: the model
+		// reads the result, which says what went wrong.
+		return toolResultText(res), nil
+	}
+}
+
+// toolResultText is a tool result as the model reads it: isError, the text
+// content and the structured content, with the values of secret-looking
+// keys masked.
+func toolResultText(r *duet.ToolResult) string {
+	out := map[string]any{"isError": r.IsError}
+	if text := r.Text(); text != "" {
+		out["text"] = text
+	}
+	if len(r.StructuredContent) > 0 {
+		var v any
+		if json.Unmarshal(r.StructuredContent, &v) == nil && v != nil {
+			out["structuredContent"] = redact.Value(v)
+		}
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return fmt.Sprintf(`{"isError":%t}`, r.IsError)
+	}
+	return string(b)
+}
+
+// ServerResolver resolves the mcpCall server names of a case through the
+// user's registered servers, as the agent showed them to the model, and
+// checks tools and arguments against their archived schemas.
+func ServerResolver(servers []*duet.MCPServerAsset) compiler.ServerResolver {
+	return serverResolver(servers)
+}
+
+type serverResolver []*duet.MCPServerAsset
+
+func (r serverResolver) find(ref string) *duet.MCPServerAsset {
+	for _, s := range r {
+		if s.Name == ref || s.ServerKey == ref {
+			return s
+		}
+	}
+	return nil
+}
+
+// ResolveServer returns the serverKey of a registered server named (or
+// keyed) ref. Returns NOT_FOUND.
+func (r serverResolver) ResolveServer(_ context.Context, ref string) (string, error) {
+	if s := r.find(ref); s != nil {
+		return s.ServerKey, nil
+	}
+	var names []string
+	for _, s := range r {
+		names = append(names, s.Name)
+	}
+	known := "none"
+	if len(names) > 0 {
+		known = strings.Join(names, ", ")
+	}
+	return "", duet.Errorf(duet.CodeNotFound, "you have not registered an MCP server named %q (registered: %s)", ref, known)
+}
+
+// Tool returns an archived tool. Returns MCP_TOOL_NOT_FOUND.
+func (r serverResolver) Tool(_ context.Context, serverKey, tool string) (*compiler.ToolInfo, bool, error) {
+	s := r.find(serverKey)
+	if s == nil {
+		return nil, false, nil
+	}
+	var names []string
+	for _, t := range s.Tools {
+		if t.Name == tool {
+			return &compiler.ToolInfo{Name: t.Name, InputSchema: t.InputSchema}, true, nil
+		}
+		names = append(names, t.Name)
+	}
+	slices.Sort(names)
+	return nil, true, duet.Errorf(duet.CodeMCPToolNotFound, "MCP server %s has no tool %q (it has: %s)", s.Name, tool, strings.Join(names, ", "))
+}

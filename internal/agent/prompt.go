@@ -1,0 +1,254 @@
+package agent
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/duet-test/duet"
+)
+
+// Format is the reference of the declarative case format that the model
+// reads: every step kind, bindings, expressions and an example.
+//
+//go:embed format.md
+var Format string
+
+// Limits of what a brief puts in a prompt.
+const (
+	maxRules      = 50
+	maxCases      = 200
+	maxRulesBytes = 16 << 10
+)
+
+// brief is everything a generation starts from, gathered for one user.
+type brief struct {
+	User    string
+	Task    *duet.Task
+	Goal    string
+	Cases   []*duet.Case
+	Rules   []*duet.Asset
+	Skills  []*duet.Asset
+	Prompt  *duet.Asset
+	Servers []*duet.MCPServerAsset
+}
+
+// assetRefs returns "kind:owner/name@version" of every asset the brief
+// uses, for the generation record.
+func (b *brief) assetRefs() []string {
+	var out []string
+	add := func(a *duet.Asset) {
+		out = append(out, fmt.Sprintf("%s:%s@%d", a.Kind, a.Ref(), a.Version))
+	}
+	if b.Prompt != nil {
+		add(b.Prompt)
+	}
+	for _, a := range b.Skills {
+		add(a)
+	}
+	for _, a := range b.Rules {
+		add(a)
+	}
+	return out
+}
+
+// gatherInput names what to gather.
+type gatherInput struct {
+	User   string
+	Task   *duet.Task
+	Goal   string
+	Skills []string // skill references (name or owner/name)
+	Prompt string   // prompt reference, optional
+}
+
+// gather reads the task's cases, the user's rules, the named skills and
+// prompt, and the user's MCP servers. Returns NOT_FOUND for a skill or
+// prompt the user cannot see.
+func gather(ctx context.Context, d *Deps, in gatherInput) (*brief, error) {
+	b := &brief{User: in.User, Task: in.Task, Goal: strings.TrimSpace(in.Goal)}
+	if d.Cases != nil {
+		cases, _, _, err := d.Cases.FindCases(ctx, duet.CaseFilter{TaskID: in.Task.ID, IncludeDrafts: true, Limit: maxCases})
+		if err != nil {
+			return nil, err
+		}
+		b.Cases = cases
+	}
+	if d.Assets != nil {
+		for _, ref := range in.Skills {
+			a, err := d.Assets.FindAsset(ctx, in.User, duet.AssetSkill, strings.TrimSpace(ref), 0)
+			if err != nil {
+				return nil, err
+			}
+			b.Skills = append(b.Skills, a)
+		}
+		if in.Prompt != "" {
+			a, err := d.Assets.FindAsset(ctx, in.User, duet.AssetPrompt, strings.TrimSpace(in.Prompt), 0)
+			if err != nil {
+				return nil, err
+			}
+			b.Prompt = a
+		}
+		rules, err := d.Assets.FindAssets(ctx, duet.AssetFilter{Viewer: in.User, Kind: duet.AssetRule, Limit: maxRules})
+		if err != nil {
+			return nil, err
+		}
+		size := 0
+		for _, r := range rules {
+			if size += len(r.Body); size > maxRulesBytes {
+				break
+			}
+			b.Rules = append(b.Rules, r)
+		}
+	} else if len(in.Skills) > 0 || in.Prompt != "" {
+		return nil, duet.Errorf(duet.CodeNotFound, "no asset store: skills and prompts are not available")
+	}
+	if d.Servers != nil {
+		servers, err := d.Servers.MCPAssets(ctx, in.User)
+		if err != nil {
+			return nil, err
+		}
+		b.Servers = servers
+	}
+	return b, nil
+}
+
+// systemPrompt is the agent's instructions. With tools, the model explores
+// and then calls submit_case; without (a client's own model, through an MCP
+// prompt), it answers with the YAML.
+func (b *brief) systemPrompt(tools bool) string {
+	var s strings.Builder
+	s.WriteString("You are Duet's test agent. You write ONE test case for a web product (the task) in Duet's " +
+		"declarative YAML case format. A deterministic compiler validates the case; if it reports errors, fix " +
+		"them all and submit the whole case again.\n\n")
+	s.WriteString("How to work:\n")
+	if tools {
+		s.WriteString("- Learn before you write: get_task and list_cases describe the task and its existing cases")
+		s.WriteString("; inspect_page (when offered) shows the page under test with CSS selectors you can use")
+		if len(b.Servers) > 0 {
+			s.WriteString("; the MCP tools (named server__tool) return real data from the team's services")
+		}
+		s.WriteString(".\n")
+		s.WriteString("- When the case is ready, call submit_case with its YAML. Submit one case (a mapping with " +
+			"title, key and steps), not a suite: no task: key and no cases: list.\n")
+	} else {
+		s.WriteString("- Reply with the case only, as one ```yaml fenced block: one case (a mapping with title, key " +
+			"and steps), not a suite: no task: key and no cases: list.\n")
+	}
+	s.WriteString("- Prefer selectors and values you have seen; do not invent element ids.\n")
+	s.WriteString("- To check data held by another service during every run, use an mcpCall step of a registered " +
+		"MCP server (by its name) and assert on its saved result.\n")
+	s.WriteString("- Never put passwords, tokens, API keys or Authorization headers in a case: Duet holds " +
+		"credentials and uses the runner's own.\n")
+	s.WriteString("- Choose a key that no existing case of the task uses.\n\n")
+	s.WriteString(Format)
+	if len(b.Rules) > 0 {
+		s.WriteString("\n# Team rules (every case must follow them)\n")
+		for _, r := range b.Rules {
+			fmt.Fprintf(&s, "\n## Rule %s\n%s\n", r.Ref(), strings.TrimSpace(r.Body))
+		}
+	}
+	if len(b.Skills) > 0 {
+		s.WriteString("\n# Skills (apply them to this case)\n")
+		for _, a := range b.Skills {
+			fmt.Fprintf(&s, "\n## Skill %s", a.Ref())
+			if a.Description != "" {
+				fmt.Fprintf(&s, " — %s", a.Description)
+			}
+			fmt.Fprintf(&s, "\n%s\n", strings.TrimSpace(a.Body))
+		}
+	}
+	if len(b.Servers) > 0 {
+		s.WriteString("\n# Registered MCP servers (for mcpCall steps: server: NAME, tool: TOOL)\n")
+		for _, srv := range b.Servers {
+			fmt.Fprintf(&s, "- %s", srv.Name)
+			if srv.Description != "" {
+				fmt.Fprintf(&s, " — %s", srv.Description)
+			}
+			var names []string
+			for _, t := range srv.Tools {
+				names = append(names, t.Name)
+			}
+			fmt.Fprintf(&s, ": tools %s\n", strings.Join(names, ", "))
+			if !tools {
+				for _, t := range srv.Tools {
+					fmt.Fprintf(&s, "  - %s: %s\n    input schema: %s\n", t.Name, oneLine(t.Description), compactJSON(t.InputSchema))
+					if len(t.OutputSchema) > 0 {
+						fmt.Fprintf(&s, "    output schema (structuredContent): %s\n", compactJSON(t.OutputSchema))
+					}
+				}
+			}
+		}
+	}
+	return s.String()
+}
+
+// userPrompt is what to write: the task, the goal, the prompt asset and
+// the existing cases (with their sources when inline, for a model that
+// cannot call list_cases).
+func (b *brief) userPrompt(inline bool) string {
+	var s strings.Builder
+	t := b.Task
+	fmt.Fprintf(&s, "Task: %s (id %s)\n", t.Name, t.ID)
+	if t.BaseURL != "" {
+		fmt.Fprintf(&s, "Base URL: %s\n", t.BaseURL)
+	} else {
+		s.WriteString("Base URL: none (use absolute URLs)\n")
+	}
+	if t.Device != "" {
+		fmt.Fprintf(&s, "Device: %s\n", t.Device)
+	}
+	if d := strings.TrimSpace(t.Description); d != "" {
+		fmt.Fprintf(&s, "Description: %s\n", d)
+	}
+	if b.Prompt != nil {
+		fmt.Fprintf(&s, "\n%s\n", strings.TrimSpace(b.Prompt.Body))
+	}
+	if b.Goal != "" {
+		fmt.Fprintf(&s, "\nGoal of the new case: %s\n", b.Goal)
+	} else if b.Prompt == nil {
+		s.WriteString("\nGoal of the new case: cover an important behaviour of the task that no existing case covers.\n")
+	}
+	if len(b.Cases) == 0 {
+		s.WriteString("\nThe task has no cases yet.\n")
+	} else {
+		s.WriteString("\nExisting cases (do not reuse their keys):\n")
+		for _, c := range b.Cases {
+			fmt.Fprintf(&s, "- %s: %s (%s)\n", c.Key, c.Title, c.Status)
+		}
+		if inline {
+			size := 0
+			for _, c := range b.Cases {
+				if c.Status == duet.CaseArchived {
+					continue
+				}
+				if size += len(c.Source); size > maxCaseSources {
+					s.WriteString("\n(more sources omitted)\n")
+					break
+				}
+				fmt.Fprintf(&s, "\nSource of %s:\n```yaml\n%s```\n", c.Key, c.Source)
+			}
+		}
+	}
+	return s.String()
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func compactJSON(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "{}"
+	}
+	var b strings.Builder
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return "{}"
+	}
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(v) != nil {
+		return "{}"
+	}
+	return strings.TrimSpace(b.String())
+}

@@ -1,0 +1,122 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/llm"
+)
+
+// Tool is one function the model may call: a platform read tool, an MCP
+// tool of the user's behind the adapter, or submit_case.
+type Tool struct {
+	Name        string          // ^[A-Za-z0-9_-]{1,64}$, unique in a registry
+	Description string          // what the model reads to decide when to call it
+	Parameters  json.RawMessage // JSON Schema of the arguments object; nil means none
+
+	// Call runs the tool with the model's arguments (a JSON object, already
+	// checked to parse) and returns the text the model reads. An error is
+	// shown to the model as "error: CODE: message".
+	Call func(ctx context.Context, args json.RawMessage) (string, error)
+}
+
+var toolNameRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// ToolRegistry is the set of tools offered to the model in one generation,
+// in the order they were added.
+type ToolRegistry struct {
+	tools  []*Tool
+	byName map[string]*Tool
+}
+
+// NewToolRegistry returns an empty registry.
+func NewToolRegistry() *ToolRegistry {
+	return &ToolRegistry{byName: map[string]*Tool{}}
+}
+
+// Add adds tools. Returns INVALID_ARGUMENT for a bad or duplicate name.
+func (r *ToolRegistry) Add(tools ...*Tool) error {
+	for _, t := range tools {
+		if !toolNameRe.MatchString(t.Name) {
+			return duet.Errorf(duet.CodeInvalidArgument, "tool name %q: want letters, digits, '_' or '-' (at most 64)", t.Name)
+		}
+		if _, dup := r.byName[t.Name]; dup {
+			return duet.Errorf(duet.CodeInvalidArgument, "tool %q is already registered", t.Name)
+		}
+		r.tools = append(r.tools, t)
+		r.byName[t.Name] = t
+	}
+	return nil
+}
+
+// Has reports whether a tool of that name is registered.
+func (r *ToolRegistry) Has(name string) bool { _, ok := r.byName[name]; return ok }
+
+// Names returns the names of the tools, in order.
+func (r *ToolRegistry) Names() []string {
+	out := make([]string, len(r.tools))
+	for i, t := range r.tools {
+		out[i] = t.Name
+	}
+	return out
+}
+
+// LLMTools returns the tools as the chat-completions request declares them.
+func (r *ToolRegistry) LLMTools() []llm.Tool {
+	out := make([]llm.Tool, len(r.tools))
+	for i, t := range r.tools {
+		params := t.Parameters
+		if len(params) == 0 {
+			params = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		out[i] = llm.Tool{Function: llm.FunctionDef{Name: t.Name, Description: t.Description, Parameters: params}}
+	}
+	return out
+}
+
+// Call runs the named tool with the model's arguments (JSON text as the
+// model wrote it) and returns what the model reads next: the result, or
+// "error: CODE: message". Results longer than limit bytes are cut.
+func (r *ToolRegistry) Call(ctx context.Context, name, args string, limit int) string {
+	t, ok := r.byName[name]
+	if !ok {
+		return errorText(duet.Errorf(duet.CodeNotFound, "there is no tool %q; the tools are: %s", name, strings.Join(r.Names(), ", ")))
+	}
+	raw := json.RawMessage(strings.TrimSpace(args))
+	if len(raw) == 0 {
+		raw = json.RawMessage("{}")
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return errorText(duet.Errorf(duet.CodeInvalidArgument, "the arguments of %s are not a JSON object: %v", name, err))
+	}
+	out, err := t.Call(ctx, raw)
+	if err != nil {
+		return errorText(err)
+	}
+	return truncate(out, limit)
+}
+
+// errorText is an error as the model reads it: code and caller-safe
+// message, never internal details.
+func errorText(err error) string {
+	return fmt.Sprintf("error: %s: %s", duet.ErrorCode(err), duet.ErrorMessage(err))
+}
+
+// truncate keeps at most limit bytes of s (cut at a rune boundary) and
+// says how much was cut. limit <= 0 keeps everything.
+func truncate(s string, limit int) string {
+	if limit <= 0 || len(s) <= limit {
+		return s
+	}
+	cut := limit
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("\n…(%d more bytes cut)", len(s)-cut)
+}

@@ -1,0 +1,145 @@
+package cli
+
+import (
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/agent"
+	"github.com/duet-test/duet/internal/app"
+)
+
+func generateCmd(env Env) *cobra.Command {
+	var task, goal, prompt string
+	var skills []string
+	var opts agent.Options
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "generate --task TASK [--goal TEXT] [--skill NAME ...] [--prompt NAME]",
+		Short: "Have the test agent write a case for a task (saved as a draft, printed as YAML)",
+		Long: `generate asks the test agent to write one case for TASK (an id or a name), as --as.
+The agent reads the task, its cases and the page under test, may call the MCP tools
+you registered (as you), follows your rules and the skills you name, and submits a
+declarative case. The compiler checks it; errors go back to the model (--max-repairs
+times at most). The valid case is saved as a draft of the task and printed as YAML;
+run it with: duet run TASK --case CASE_ID.
+
+The model is any OpenAI-compatible chat-completions endpoint with tool calling:
+  DUET_LLM_BASE_URL   e.g. https://api.openai.com/v1, or http://127.0.0.1:11434/v1 (Ollama)
+  DUET_LLM_MODEL      e.g. gpt-4.1-mini, qwen3:8b
+  DUET_LLM_API_KEY    or DUET_LLM_API_KEY_FILE (optional for local servers)
+  DUET_LLM_TIMEOUT    per request (default 120s)
+See docs/agent.md. "duet generate list" shows past generations and their cost.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if task == "" {
+				return usage("generate needs --task TASK")
+			}
+			a, err := openApp(cmd, env, app.Options{})
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			user := asUser(cmd, a.Config)
+			ctx := cmd.Context()
+			t, err := a.ResolveTask(ctx, user, task)
+			if err != nil {
+				return err
+			}
+			if !asJSON {
+				opts.Progress = func(line string) { fmt.Fprintln(env.Stderr, "  "+line) }
+			}
+			ag, release, err := a.NewAgent(env.Getenv, opts)
+			if duet.ErrorCode(err) == duet.CodeLLMNotConfigured {
+				return &exitError{2, fmt.Errorf("%s: %s", duet.CodeLLMNotConfigured, duet.ErrorMessage(err))}
+			}
+			if err != nil {
+				return err
+			}
+			defer release()
+			start := time.Now()
+			fmt.Fprintf(env.Stderr, "generating a case for task %s %q as %s...\n", t.ID, t.Name, user)
+			res, err := ag.Generate(ctx, agent.Request{User: user, Task: t, Goal: goal, Skills: skills, Prompt: prompt})
+			audited(a, user, "generate", start, err)
+			if res != nil && !asJSON {
+				fmt.Fprintf(env.Stderr, "generation %s: %s\n", res.Generation.ID, agent.Summary(res.Generation))
+			}
+			if err != nil {
+				if asJSON && res != nil {
+					printJSON(env.Stdout, map[string]any{"generation": res.Generation})
+				}
+				return err
+			}
+			c := res.Case
+			if asJSON {
+				return printJSON(env.Stdout, map[string]any{"case": c, "yaml": c.Source, "generation": res.Generation})
+			}
+			fmt.Fprint(env.Stdout, c.Source)
+			fmt.Fprintf(env.Stderr, "draft case %s (key %s, v%d) saved in task %q; run it with: duet run %s --case %s\n",
+				c.ID, c.Key, c.Version, t.Name, t.ID, c.ID)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&task, "task", "", "the task (id or name)")
+	cmd.Flags().StringVar(&goal, "goal", "", "what the case should prove")
+	cmd.Flags().StringSliceVar(&skills, "skill", nil, "apply this skill (name or owner/name; repeatable)")
+	cmd.Flags().StringVar(&prompt, "prompt", "", "start from this prompt asset")
+	cmd.Flags().IntVar(&opts.MaxTurns, "max-turns", agent.DefaultMaxTurns, "most model answers")
+	cmd.Flags().IntVar(&opts.MaxTokens, "max-tokens", agent.DefaultMaxTokens, "most tokens (prompt + completion) in all")
+	cmd.Flags().DurationVar(&opts.Timeout, "timeout", agent.DefaultTimeout, "wall-clock limit")
+	cmd.Flags().IntVar(&opts.MaxRepairs, "max-repairs", agent.DefaultMaxRepairs, "drafts sent back with compile errors before giving up (-1: none)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the case, its YAML and the generation record as JSON")
+	addAs(cmd)
+	cmd.AddCommand(generateListCmd(env))
+	return cmd
+}
+
+func generateListCmd(env Env) *cobra.Command {
+	var task string
+	var limit int
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list [--task TASK]",
+		Short: "List your past generations: outcome, turns, tokens, attempts, case",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			a, err := openApp(cmd, env, app.Options{})
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			user := asUser(cmd, a.Config)
+			f := duet.GenerationFilter{User: user, Limit: limit}
+			if task != "" {
+				t, err := a.ResolveTask(cmd.Context(), user, task)
+				if err != nil {
+					return err
+				}
+				f.TaskID = t.ID
+			}
+			gens, err := a.Store.FindGenerations(cmd.Context(), f)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(env.Stdout, gens)
+			}
+			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "TIME\tTASK\tMODEL\tOUTCOME\tTURNS\tTOOLS\tREPAIRS\tTOKENS\tPROMPT\tCOMPLETION\tREQUESTS\tSECONDS\tCASE")
+			for _, g := range gens {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.1f\t%s\n", g.CreatedAt.Local().Format("2006-01-02 15:04:05"),
+					g.TaskID, orDash(g.Model), g.Outcome, g.Turns, g.ToolCalls, g.Repairs, g.TotalTokens, g.PromptTokens, g.CompletionTokens,
+					g.Attempts, float64(g.DurationMs)/1000, orDash(g.CaseID))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&task, "task", "", "only this task (id or name)")
+	cmd.Flags().IntVar(&limit, "limit", 20, "at most this many")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	addAs(cmd)
+	return cmd
+}

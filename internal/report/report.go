@@ -1,0 +1,359 @@
+// Package report turns a finished (or running) run into a report: a
+// self-contained HTML page for people, JSON for programs and JUnit XML for CI
+// systems. Build gathers the run, its task, its executions and their
+// screenshots; the Write methods render it.
+//
+// Secrets stay out of reports: saved variables and step outputs are stored
+// redacted by the engine and are redacted again here, including variables
+// whose own name says they hold a secret.
+package report
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/redact"
+)
+
+// Store is what Build reads runs from; *sqlite.DB is one.
+type Store interface {
+	FindRunByID(ctx context.Context, viewer, id string) (*duet.Run, error)
+	FindExecutions(ctx context.Context, runID string) ([]*duet.Execution, error)
+	FindTaskByID(ctx context.Context, viewer, id string) (*duet.Task, error)
+}
+
+// Artifacts is what Build reads screenshots from; *artifact.Store is one.
+type Artifacts interface {
+	Read(ctx context.Context, id string) ([]byte, error)
+}
+
+// Format is an output format of a report.
+type Format string
+
+// Formats.
+const (
+	HTML  Format = "html"
+	JSON  Format = "json"
+	JUnit Format = "junit"
+)
+
+// ParseFormat returns the format named s ("" means HTML). It returns
+// INVALID_ARGUMENT for an unknown name.
+func ParseFormat(s string) (Format, error) {
+	switch f := Format(strings.ToLower(s)); f {
+	case "":
+		return HTML, nil
+	case HTML, JSON, JUnit:
+		return f, nil
+	}
+	return "", duet.Errorf(duet.CodeInvalidArgument, "unknown report format %q: use html, json or junit", s)
+}
+
+// Report is everything a report shows about one run.
+type Report struct {
+	GeneratedAt time.Time `json:"generatedAt"`
+	Run         *duet.Run `json:"run"`
+	Task        Task      `json:"task"`
+	DurationMs  int64     `json:"durationMs"` // of the run so far
+	Cases       []*Case   `json:"cases"`
+}
+
+// Task is the part of the run's task a report shows.
+type Task struct {
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	BaseURL string `json:"baseUrl,omitempty"`
+	Device  string `json:"device,omitempty"`
+}
+
+// Case is one execution of a case.
+type Case struct {
+	ExecutionID  string         `json:"executionId"`
+	CaseID       string         `json:"caseId"`
+	Key          string         `json:"key"`
+	Title        string         `json:"title"`
+	Version      int            `json:"version"`
+	Status       duet.RunStatus `json:"status"`
+	ErrorCode    duet.Code      `json:"errorCode,omitempty"`
+	ErrorMessage string         `json:"errorMessage,omitempty"`
+	StartedAt    *time.Time     `json:"startedAt,omitempty"`
+	FinishedAt   *time.Time     `json:"finishedAt,omitempty"`
+	DurationMs   int64          `json:"durationMs"`
+	Steps        []*Step        `json:"steps"`
+	Variables    map[string]any `json:"variables,omitempty"` // redacted
+}
+
+// Step is one step of a case: its result, or StatusPending when it did not
+// run.
+type Step struct {
+	Index        int             `json:"index"`
+	Kind         duet.StepKind   `json:"kind"`
+	Name         string          `json:"name"`
+	Line         int             `json:"line,omitempty"`
+	Status       duet.RunStatus  `json:"status"`
+	StartedAt    *time.Time      `json:"startedAt,omitempty"`
+	OffsetMs     int64           `json:"offsetMs"` // from the start of the case
+	DurationMs   int64           `json:"durationMs"`
+	SavedAs      string          `json:"savedAs,omitempty"`
+	Output       json.RawMessage `json:"output,omitempty"` // redacted
+	ErrorCode    duet.Code       `json:"errorCode,omitempty"`
+	ErrorMessage string          `json:"errorMessage,omitempty"`
+	Optional     bool            `json:"optional,omitempty"`
+	Screenshots  []*Screenshot   `json:"screenshots,omitempty"`
+}
+
+// Screenshot is an artifact of a step. The HTML report embeds its content;
+// JSON and JUnit name it by id.
+type Screenshot struct {
+	ID          string `json:"id"`
+	ContentType string `json:"contentType,omitempty"`
+	Bytes       int    `json:"bytes"`
+	// OnFailure is true for the screenshot taken because the step failed,
+	// false for one a screenshot step asked for.
+	OnFailure bool `json:"onFailure,omitempty"`
+	// Unavailable says why the content is missing (expired under the
+	// retention, or unreadable); empty when it was read.
+	Unavailable string `json:"unavailable,omitempty"`
+	data        []byte
+}
+
+// DataURI returns the content as a data: URI, or "" when it is not an image.
+func (s *Screenshot) DataURI() string {
+	if len(s.data) == 0 || !strings.HasPrefix(s.ContentType, "image/") {
+		return ""
+	}
+	return "data:" + s.ContentType + ";base64," + base64.StdEncoding.EncodeToString(s.data)
+}
+
+// Build gathers the report of run runID as viewer sees it. arts may be nil
+// (screenshots are then listed as unavailable).
+//
+// Errors: NOT_FOUND when the run does not exist or viewer may not see it;
+// the store's errors otherwise.
+func Build(ctx context.Context, store Store, arts Artifacts, viewer, runID string) (*Report, error) {
+	run, err := store.FindRunByID(ctx, viewer, runID)
+	if err != nil {
+		return nil, err
+	}
+	r := &Report{GeneratedAt: time.Now().UTC(), Run: run, Task: Task{ID: run.TaskID, Name: run.TaskID}}
+	if t, err := store.FindTaskByID(ctx, viewer, run.TaskID); err == nil {
+		r.Task = Task{ID: t.ID, Name: t.Name, BaseURL: t.BaseURL, Device: t.Device}
+	} else if duet.ErrorCode(err) != duet.CodeNotFound {
+		return nil, err
+	}
+	if run.StartedAt != nil {
+		end := r.GeneratedAt
+		if run.FinishedAt != nil {
+			end = *run.FinishedAt
+		}
+		r.DurationMs = end.Sub(*run.StartedAt).Milliseconds()
+	}
+	execs, err := store.FindExecutions(ctx, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, x := range execs {
+		c, err := buildCase(ctx, arts, x, r.GeneratedAt)
+		if err != nil {
+			return nil, err
+		}
+		r.Cases = append(r.Cases, c)
+	}
+	return r, nil
+}
+
+func buildCase(ctx context.Context, arts Artifacts, x *duet.Execution, now time.Time) (*Case, error) {
+	c := &Case{
+		ExecutionID: x.ID, CaseID: x.CaseID, Key: x.CaseKey, Title: x.CaseTitle, Version: x.CaseVersion,
+		Status: x.Status, ErrorCode: x.ErrorCode, ErrorMessage: x.ErrorMessage,
+		StartedAt: x.StartedAt, FinishedAt: x.FinishedAt, Variables: redactVars(x.Vars),
+	}
+	if x.StartedAt != nil {
+		end := now
+		if x.FinishedAt != nil {
+			end = *x.FinishedAt
+		}
+		c.DurationMs = end.Sub(*x.StartedAt).Milliseconds()
+	}
+	results := map[int]*duet.StepResult{}
+	for _, res := range x.Results {
+		results[res.Index] = res
+	}
+	// The compiled steps give the whole list, with the ones that never ran.
+	indexes := []int{}
+	byIndex := map[int]*duet.Step{}
+	for i := range x.Steps {
+		byIndex[x.Steps[i].Index] = &x.Steps[i]
+		indexes = append(indexes, x.Steps[i].Index)
+	}
+	for i := range results {
+		if _, ok := byIndex[i]; !ok {
+			indexes = append(indexes, i)
+		}
+	}
+	slices.Sort(indexes)
+	for _, i := range indexes {
+		s := &Step{Index: i, Status: duet.StatusPending}
+		if st := byIndex[i]; st != nil {
+			s.Kind, s.Name, s.Line = st.Kind, st.Name, st.Line
+		}
+		if res := results[i]; res != nil {
+			s.Kind, s.Name, s.Status = res.Kind, res.Name, res.Status
+			s.StartedAt, s.DurationMs, s.SavedAs = res.StartedAt, res.DurationMs, res.SavedAs
+			s.ErrorCode, s.ErrorMessage, s.Optional = res.ErrorCode, res.ErrorMessage, res.Optional
+			s.Output = redactOutput(res.SavedAs, res.Output)
+			if res.StartedAt != nil && x.StartedAt != nil {
+				s.OffsetMs = max(res.StartedAt.Sub(*x.StartedAt).Milliseconds(), 0)
+			}
+			if id := screenshotOutput(res); id != "" && !slices.Contains(res.Artifacts, id) {
+				shot, err := readShot(ctx, arts, id)
+				if err != nil {
+					return nil, err
+				}
+				s.Screenshots = append(s.Screenshots, shot)
+			}
+			// The engine lists in Artifacts what it saved because the step
+			// failed.
+			for _, id := range res.Artifacts {
+				shot, err := readShot(ctx, arts, id)
+				if err != nil {
+					return nil, err
+				}
+				shot.OnFailure = true
+				s.Screenshots = append(s.Screenshots, shot)
+			}
+		}
+		c.Steps = append(c.Steps, s)
+	}
+	return c, nil
+}
+
+// screenshotOutput returns the artifact id that a screenshot step saved.
+func screenshotOutput(res *duet.StepResult) string {
+	if res.Kind != duet.StepScreenshot || len(res.Output) == 0 {
+		return ""
+	}
+	var out struct {
+		Artifact string `json:"artifact"`
+	}
+	if json.Unmarshal(res.Output, &out) != nil {
+		return ""
+	}
+	return out.Artifact
+}
+
+func readShot(ctx context.Context, arts Artifacts, id string) (*Screenshot, error) {
+	s := &Screenshot{ID: id}
+	if arts == nil {
+		s.Unavailable = "no artifact store"
+		return s, nil
+	}
+	data, err := arts.Read(ctx, id)
+	switch {
+	case err == nil:
+		s.data, s.Bytes, s.ContentType = data, len(data), http.DetectContentType(data)
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	default:
+		s.Unavailable = duet.ErrorMessage(err)
+	}
+	return s, nil
+}
+
+// redactVars redacts saved variables, by their own names too.
+func redactVars(vars map[string]any) map[string]any {
+	if len(vars) == 0 {
+		return nil
+	}
+	out, _ := redact.Value(vars).(map[string]any)
+	return out
+}
+
+// redactOutput redacts a stored step output.
+func redactOutput(savedAs string, out json.RawMessage) json.RawMessage {
+	if len(out) == 0 {
+		return nil
+	}
+	if savedAs != "" && redact.IsSensitiveKey(savedAs) {
+		b, _ := json.Marshal(redact.Mask)
+		return b
+	}
+	var v any
+	if json.Unmarshal(out, &v) != nil {
+		return out
+	}
+	b, err := json.Marshal(redact.Value(v))
+	if err != nil {
+		return out
+	}
+	return b
+}
+
+// Totals counts the cases by how they ended.
+type Totals struct {
+	Cases, Passed, Failed, Error, Cancelled, NotRun int
+}
+
+// Totals returns the counts of the report's cases.
+func (r *Report) Totals() Totals {
+	t := Totals{Cases: len(r.Cases)}
+	for _, c := range r.Cases {
+		switch c.Status {
+		case duet.StatusPassed:
+			t.Passed++
+		case duet.StatusFailed:
+			t.Failed++
+		case duet.StatusError:
+			t.Error++
+		case duet.StatusCancelled:
+			t.Cancelled++
+		default:
+			t.NotRun++
+		}
+	}
+	return t
+}
+
+// Write renders the report in format f.
+func (r *Report) Write(w io.Writer, f Format) error {
+	switch f {
+	case HTML, "":
+		return r.WriteHTML(w)
+	case JSON:
+		return r.WriteJSON(w)
+	case JUnit:
+		return r.WriteJUnit(w)
+	}
+	return duet.Errorf(duet.CodeInvalidArgument, "unknown report format %q", f)
+}
+
+// WriteJSON writes the report as indented JSON. Screenshots appear by id,
+// without their content.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(r)
+}
+
+// formatDuration renders milliseconds for people: "85 ms", "1.24 s",
+// "2 min 5 s".
+func formatDuration(ms int64) string {
+	switch {
+	case ms < 1000:
+		return fmt.Sprintf("%d ms", ms)
+	case ms < 60_000:
+		return fmt.Sprintf("%.2f s", float64(ms)/1000)
+	case ms < 3_600_000:
+		return fmt.Sprintf("%d min %d s", ms/60_000, ms%60_000/1000)
+	}
+	return fmt.Sprintf("%d h %d min", ms/3_600_000, ms%3_600_000/60_000)
+}

@@ -1,0 +1,77 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/duet-test/duet"
+)
+
+// ResourceTemplate is the URI template of run reports as MCP resources:
+// duet://runs/RUN_ID/report.html, .json or .junit.xml.
+const ResourceTemplate = "duet://runs/{runId}/report.{format}"
+
+var resourceFormats = map[string]struct {
+	format Format
+	mime   string
+}{
+	"html":      {HTML, "text/html"},
+	"json":      {JSON, "application/json"},
+	"junit.xml": {JUnit, "application/xml"},
+}
+
+// MCPResources returns a setup function (for mcpserver.Options.Setup) that
+// serves run reports as MCP resources. A read builds the report as the
+// caller the transport put in the context sees it: a run the caller may not
+// see is not found.
+func MCPResources(store Store, arts Artifacts) func(*mcp.Server) {
+	return func(srv *mcp.Server) {
+		srv.AddResourceTemplate(&mcp.ResourceTemplate{
+			Name:  "run-report",
+			Title: "Test run report",
+			Description: "The report of a test run (runId from start_test_run or get_test_run): format html is one " +
+				"self-contained page with screenshots inline, json the same data for programs, junit.xml JUnit XML for CI.",
+			URITemplate: ResourceTemplate,
+		}, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			uri := req.Params.URI
+			runID, format, ok := parseResourceURI(uri)
+			caller, _ := duet.CallerFromContext(ctx)
+			if !ok || caller.UserID == "" {
+				return nil, mcp.ResourceNotFoundError(uri)
+			}
+			r, err := Build(ctx, store, arts, caller.UserID, runID)
+			if duet.ErrorCode(err) == duet.CodeNotFound {
+				return nil, mcp.ResourceNotFoundError(uri)
+			}
+			if err != nil {
+				return nil, err
+			}
+			f := resourceFormats[format]
+			var b bytes.Buffer
+			if err := r.Write(&b, f.format); err != nil {
+				return nil, err
+			}
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: f.mime, Text: b.String()}}}, nil
+		})
+	}
+}
+
+// parseResourceURI splits duet://runs/RUN_ID/report.FORMAT.
+func parseResourceURI(uri string) (runID, format string, ok bool) {
+	rest, ok := strings.CutPrefix(uri, "duet://runs/")
+	if !ok {
+		return "", "", false
+	}
+	runID, file, ok := strings.Cut(rest, "/")
+	if !ok || runID == "" {
+		return "", "", false
+	}
+	format, ok = strings.CutPrefix(file, "report.")
+	if _, known := resourceFormats[format]; !ok || !known {
+		return "", "", false
+	}
+	return runID, format, true
+}

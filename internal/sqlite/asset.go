@@ -1,0 +1,336 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/duet-test/duet"
+)
+
+var (
+	_ duet.AssetStore      = (*DB)(nil)
+	_ duet.GenerationStore = (*DB)(nil)
+)
+
+// assetVisible is the condition under which viewer ?1 may see asset a.
+const assetVisible = `(a.owner = ?1 OR EXISTS (SELECT 1 FROM asset_shares s WHERE s.asset_id = a.id AND s.user_id IN (?1, '*')))`
+
+const assetColumns = `a.id, a.kind, a.name, a.owner, v.version, v.description, v.body, a.created_at, v.created_at`
+
+func scanAsset(r rowScanner) (*duet.Asset, error) {
+	var a duet.Asset
+	var created, updated int64
+	if err := r.Scan(&a.ID, &a.Kind, &a.Name, &a.Owner, &a.Version, &a.Description, &a.Body, &created, &updated); err != nil {
+		return nil, err
+	}
+	a.CreatedAt, a.UpdatedAt = fromMicros(created), fromMicros(updated)
+	return &a, nil
+}
+
+// loadShares fills SharedWith and Visibility of the assets.
+func loadAssetShares(ctx context.Context, q querier, assets ...*duet.Asset) error {
+	if len(assets) == 0 {
+		return nil
+	}
+	byID := make(map[string]*duet.Asset, len(assets))
+	args := make([]any, 0, len(assets))
+	for _, a := range assets {
+		a.SharedWith, a.Visibility = []string{}, duet.VisibilityPrivate
+		if _, dup := byID[a.ID]; !dup {
+			args = append(args, a.ID)
+		}
+		byID[a.ID] = a
+	}
+	rows, err := q.QueryContext(ctx, `SELECT asset_id, user_id FROM asset_shares WHERE asset_id IN (`+placeholders(len(args))+`) ORDER BY asset_id, user_id`, args...)
+	if err != nil {
+		return mapErr(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, user string
+		if err := rows.Scan(&id, &user); err != nil {
+			return mapErr(err)
+		}
+		a := byID[id]
+		a.SharedWith = append(a.SharedWith, user)
+		a.Visibility = duet.VisibilityShared
+	}
+	return mapErr(rows.Err())
+}
+
+// SaveAsset creates the asset or a new version of it. Returns
+// INVALID_ARGUMENT, TOO_LARGE.
+func (d *DB) SaveAsset(ctx context.Context, a *duet.Asset) (duet.ApplyAction, error) {
+	if a.Owner == "" {
+		return "", duet.Errorf(duet.CodeInvalidArgument, "an asset needs an owner")
+	}
+	if err := a.Validate(); err != nil {
+		return "", err
+	}
+	var shares []string
+	if a.SharedWith != nil {
+		shares = sortedUnique(a.SharedWith, a.Owner)
+	}
+	var action duet.ApplyAction
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		now := micros(d.now())
+		old, err := scanAsset(tx.QueryRowContext(ctx, `SELECT `+assetColumns+` FROM assets a JOIN asset_versions v ON v.asset_id = a.id AND v.version = a.version
+			WHERE a.owner = ? AND a.kind = ? AND a.name = ?`, a.Owner, a.Kind, a.Name))
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			action = duet.ApplyCreated
+			a.ID, a.Version = duet.NewID("asset"), 1
+			if _, err := tx.ExecContext(ctx, `INSERT INTO assets (id, owner, kind, name, version, created_at, updated_at) VALUES (?, ?, ?, ?, 1, ?, ?)`,
+				a.ID, a.Owner, a.Kind, a.Name, now, now); err != nil {
+				return mapErr(err)
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO asset_versions (asset_id, version, description, body, created_at) VALUES (?, 1, ?, ?, ?)`,
+				a.ID, a.Description, a.Body, now); err != nil {
+				return mapErr(err)
+			}
+			if shares == nil {
+				shares = []string{}
+			}
+		case err != nil:
+			return mapErr(err)
+		default:
+			a.ID, a.Version = old.ID, old.Version
+			action = duet.ApplyUnchanged
+			if old.Description != a.Description || old.Body != a.Body {
+				action = duet.ApplyUpdated
+				a.Version++
+				if _, err := tx.ExecContext(ctx, `INSERT INTO asset_versions (asset_id, version, description, body, created_at) VALUES (?, ?, ?, ?, ?)`,
+					a.ID, a.Version, a.Description, a.Body, now); err != nil {
+					return mapErr(err)
+				}
+				if _, err := tx.ExecContext(ctx, `UPDATE assets SET version = ?, updated_at = ? WHERE id = ?`, a.Version, now, a.ID); err != nil {
+					return mapErr(err)
+				}
+			}
+		}
+		if shares != nil {
+			if old != nil {
+				if err := loadAssetShares(ctx, tx, old); err != nil {
+					return err
+				}
+			}
+			if old == nil || !slices.Equal(old.SharedWith, shares) {
+				if action == duet.ApplyUnchanged {
+					action = duet.ApplyUpdated
+				}
+				if _, err := tx.ExecContext(ctx, `DELETE FROM asset_shares WHERE asset_id = ?`, a.ID); err != nil {
+					return mapErr(err)
+				}
+				for _, u := range shares {
+					if _, err := tx.ExecContext(ctx, `INSERT INTO asset_shares (asset_id, user_id, created_at) VALUES (?, ?, ?)`, a.ID, u, now); err != nil {
+						return mapErr(err)
+					}
+				}
+			}
+		}
+		saved, err := scanAsset(tx.QueryRowContext(ctx, `SELECT `+assetColumns+` FROM assets a JOIN asset_versions v ON v.asset_id = a.id AND v.version = a.version WHERE a.id = ?`, a.ID))
+		if err != nil {
+			return mapErr(err)
+		}
+		if err := loadAssetShares(ctx, tx, saved); err != nil {
+			return err
+		}
+		*a = *saved
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return action, nil
+}
+
+// FindAsset returns the asset of kind that ref names as viewer sees it.
+// Returns NOT_FOUND, INVALID_ARGUMENT.
+func (d *DB) FindAsset(ctx context.Context, viewer string, kind duet.AssetKind, ref string, version int) (*duet.Asset, error) {
+	if viewer == "" {
+		return nil, duet.Errorf(duet.CodeInvalidArgument, "no viewer")
+	}
+	owner, name, qualified := strings.Cut(ref, "/")
+	if !qualified {
+		owner, name = "", ref
+	}
+	q := `SELECT ` + assetColumns + ` FROM assets a JOIN asset_versions v ON v.asset_id = a.id AND v.version = `
+	args := []any{viewer, kind, name}
+	if version > 0 {
+		q += `?4`
+		args = append(args, version)
+	} else {
+		q += `a.version`
+	}
+	q += ` WHERE a.kind = ?2 AND a.name = ?3 AND ` + assetVisible
+	if qualified {
+		q += ` AND a.owner = ?` + strconv.Itoa(len(args)+1)
+		args = append(args, owner)
+	}
+	// The viewer's own asset first, then the others by owner.
+	q += ` ORDER BY a.owner <> ?1, a.owner LIMIT 3`
+	rows, err := d.q.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	var found []*duet.Asset
+	for rows.Next() {
+		a, err := scanAsset(rows)
+		if err != nil {
+			rows.Close()
+			return nil, mapErr(err)
+		}
+		found = append(found, a)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, mapErr(err)
+	}
+	what := string(kind) + " " + ref
+	if version > 0 {
+		what += "@" + strconv.Itoa(version)
+	}
+	switch {
+	case len(found) == 0:
+		return nil, duet.Errorf(duet.CodeNotFound, "%s not found", what)
+	case len(found) > 1 && found[0].Owner != viewer:
+		var refs []string
+		for _, a := range found {
+			refs = append(refs, a.Ref())
+		}
+		return nil, duet.Errorf(duet.CodeInvalidArgument, "several %ss named %q are shared with you (%s); write owner/name", kind, name, strings.Join(refs, ", "))
+	}
+	if err := loadAssetShares(ctx, d.q, found[0]); err != nil {
+		return nil, err
+	}
+	return found[0], nil
+}
+
+// FindAssets returns the latest versions of the assets matching f.
+func (d *DB) FindAssets(ctx context.Context, f duet.AssetFilter) ([]*duet.Asset, error) {
+	if f.Viewer == "" {
+		return nil, duet.Errorf(duet.CodeInvalidArgument, "no viewer")
+	}
+	q := `SELECT ` + assetColumns + ` FROM assets a JOIN asset_versions v ON v.asset_id = a.id AND v.version = a.version WHERE ` + assetVisible
+	args := []any{f.Viewer}
+	if f.Kind != "" {
+		args = append(args, f.Kind)
+		q += ` AND a.kind = ?` + strconv.Itoa(len(args))
+	}
+	if f.Owner != "" {
+		args = append(args, f.Owner)
+		q += ` AND a.owner = ?` + strconv.Itoa(len(args))
+	}
+	args = append(args, clampLimit(f.Limit, 200, 1000))
+	q += ` ORDER BY a.kind, a.owner, a.name LIMIT ?` + strconv.Itoa(len(args))
+	rows, err := d.q.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	out := []*duet.Asset{}
+	for rows.Next() {
+		a, err := scanAsset(rows)
+		if err != nil {
+			rows.Close()
+			return nil, mapErr(err)
+		}
+		out = append(out, a)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, mapErr(err)
+	}
+	if err := loadAssetShares(ctx, d.q, out...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DeleteAsset removes owner's asset and its versions. Returns NOT_FOUND.
+func (d *DB) DeleteAsset(ctx context.Context, owner string, kind duet.AssetKind, name string) error {
+	res, err := d.q.ExecContext(ctx, `DELETE FROM assets WHERE owner = ? AND kind = ? AND name = ?`, owner, kind, name)
+	if err != nil {
+		return mapErr(err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return duet.Errorf(duet.CodeNotFound, "%s %q not found", kind, name)
+	}
+	return nil
+}
+
+// CreateGeneration stores a generation record. Returns INVALID_ARGUMENT.
+func (d *DB) CreateGeneration(ctx context.Context, g *duet.Generation) error {
+	if g.User == "" || g.TaskID == "" || g.Outcome == "" {
+		return duet.Errorf(duet.CodeInvalidArgument, "a generation record needs a user, a task and an outcome")
+	}
+	if g.ID == "" {
+		g.ID = duet.NewID("gen")
+	}
+	if g.CreatedAt.IsZero() {
+		g.CreatedAt = d.now()
+	}
+	assets, err := json.Marshal(nonNil(g.Assets))
+	if err != nil {
+		return err
+	}
+	_, err = d.q.ExecContext(ctx, `INSERT INTO generations (id, task_id, user_id, model, goal, assets, turns, tool_calls, repairs,
+		prompt_tokens, completion_tokens, total_tokens, attempts, outcome, error_message, duration_ms, case_id, case_version, trace_id, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		g.ID, g.TaskID, g.User, g.Model, g.Goal, string(assets), g.Turns, g.ToolCalls, g.Repairs,
+		g.PromptTokens, g.CompletionTokens, g.TotalTokens, g.Attempts, g.Outcome, g.ErrorMessage, g.DurationMs,
+		g.CaseID, g.CaseVersion, g.TraceID, micros(g.CreatedAt))
+	return mapErr(err)
+}
+
+// FindGenerations returns a user's generation records, newest first.
+func (d *DB) FindGenerations(ctx context.Context, f duet.GenerationFilter) ([]*duet.Generation, error) {
+	if f.User == "" {
+		return nil, duet.Errorf(duet.CodeInvalidArgument, "no user")
+	}
+	q := `SELECT id, task_id, user_id, model, goal, assets, turns, tool_calls, repairs, prompt_tokens, completion_tokens, total_tokens,
+		attempts, outcome, error_message, duration_ms, case_id, case_version, trace_id, created_at FROM generations WHERE user_id = ?`
+	args := []any{f.User}
+	if f.TaskID != "" {
+		q += ` AND task_id = ?`
+		args = append(args, f.TaskID)
+	}
+	q += ` ORDER BY id DESC LIMIT ?`
+	args = append(args, clampLimit(f.Limit, 20, 200))
+	rows, err := d.q.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	out := []*duet.Generation{}
+	for rows.Next() {
+		var g duet.Generation
+		var assets string
+		var created int64
+		if err := rows.Scan(&g.ID, &g.TaskID, &g.User, &g.Model, &g.Goal, &assets, &g.Turns, &g.ToolCalls, &g.Repairs,
+			&g.PromptTokens, &g.CompletionTokens, &g.TotalTokens, &g.Attempts, &g.Outcome, &g.ErrorMessage, &g.DurationMs,
+			&g.CaseID, &g.CaseVersion, &g.TraceID, &created); err != nil {
+			return nil, mapErr(err)
+		}
+		if err := json.Unmarshal([]byte(assets), &g.Assets); err != nil {
+			return nil, mapErr(err)
+		}
+		if len(g.Assets) == 0 {
+			g.Assets = nil
+		}
+		g.CreatedAt = fromMicros(created)
+		out = append(out, &g)
+	}
+	return out, mapErr(rows.Err())
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
