@@ -23,12 +23,12 @@ func (a *App) initMCPClient(opts Options) {
 		getenv = os.Getenv
 	}
 	a.MCPClient = mcpclient.New(mcpclient.Options{
-		Store:         a.Store,
-		Keyring:       a.keyringLoader(getenv),
-		Policy:        netguard.Policy{AllowLoopback: a.Config.MCPAllowLoopback, AllowPrivate: a.Config.MCPAllowPrivate},
-		CallTimeout:   a.Config.MCPCallTimeout,
-		ClientVersion: Version,
-		Logger:        a.Logger,
+		Store:       a.Store,
+		Keyring:     a.keyringLoader(getenv),
+		Policy:      netguard.Policy{AllowLoopback: a.Config.MCPAllowLoopback, AllowPrivate: a.Config.MCPAllowPrivate},
+		CallTimeout: a.Config.MCPCallTimeout,
+		Version:     Version,
+		Logger:      a.Logger,
 	})
 	a.Agent.Invoker, a.Agent.Servers = a.MCPClient, a.MCPClient
 }

@@ -66,8 +66,8 @@ type Options struct {
 	// dial hooks and proxy are replaced by the policy's. nil means a clone
 	// of http.DefaultTransport.
 	Transport *http.Transport
-	// ClientVersion is sent in clientInfo; "" means "dev".
-	ClientVersion string
+	// Version is the version of Duet it reports to servers; "" means "dev".
+	Version string
 	// RecordInterval is how often queued invocation records are stored;
 	// 0 means 100ms.
 	RecordInterval time.Duration
@@ -102,8 +102,8 @@ func New(opts Options) *Client {
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = DefaultIdleTimeout
 	}
-	if opts.ClientVersion == "" {
-		opts.ClientVersion = "dev"
+	if opts.Version == "" {
+		opts.Version = "dev"
 	}
 	log := opts.Logger
 	if log == nil {

@@ -195,7 +195,7 @@ func (c *Client) dial(ctx context.Context, reg *duet.MCPServer, hc *http.Client,
 		t = &mcp.StreamableClientTransport{Endpoint: reg.URL, HTTPClient: hc, MaxRetries: 3}
 	}
 	k := sessionKey{reg.Owner, reg.ServerKey}
-	mc := mcp.NewClient(&mcp.Implementation{Name: "duet", Title: "Duet", Version: c.opts.ClientVersion}, &mcp.ClientOptions{
+	mc := mcp.NewClient(&mcp.Implementation{Name: "duet", Title: "Duet", Version: c.opts.Version}, &mcp.ClientOptions{
 		Capabilities:       &mcp.ClientCapabilities{},
 		ElicitationHandler: elicitDefaults,
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
