@@ -26,6 +26,7 @@ import (
 	"github.com/duet-test/duet/internal/config"
 	"github.com/duet-test/duet/internal/engine"
 	"github.com/duet-test/duet/internal/httpapi"
+	"github.com/duet-test/duet/internal/mcpclient"
 	"github.com/duet-test/duet/internal/mcpserver"
 	"github.com/duet-test/duet/internal/report"
 	"github.com/duet-test/duet/internal/sqlite"
@@ -52,6 +53,8 @@ type Options struct {
 	MCP *mcpserver.Options
 	// OnEvent receives run progress from this process's engine.
 	OnEvent func(engine.Event)
+	// Getenv reads DUET_MASTER_KEY and friends; nil means os.Getenv.
+	Getenv func(string) string
 }
 
 // App is a running Duet.
@@ -70,6 +73,8 @@ type App struct {
 	// this process; Artifacts keeps their screenshots.
 	Browsers  *browser.Pool
 	Artifacts *artifact.Store
+	// MCPClient is the one exit for calls to registered MCP servers.
+	MCPClient *mcpclient.Client
 
 	devices func(string) error // device preset check; nil accepts any
 }
@@ -104,10 +109,11 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	a.Audit = audit.NewWriter(db, 0, log)
 	a.Browsers = NewBrowserPool(cfg, log)
 	a.Artifacts = NewArtifactStore(cfg)
+	a.initMCPClient(opts)
 	a.Engine = engine.New(db, engine.Options{
 		StepTimeout: cfg.StepTimeout, CaseTimeout: cfg.CaseTimeout, Parallel: cfg.Parallel,
 		Browser: NewBrowser(a.Browsers), Artifacts: a.Artifacts,
-		OnEvent: opts.OnEvent, Logger: log,
+		OnEvent: opts.OnEvent, Logger: log, Invoker: a.MCPClient,
 	})
 	a.Worker = engine.NewWorker(db, a.Engine, engine.WorkerOptions{Concurrency: cfg.Workers, Logger: log})
 	a.Catalog = catalog.New(db, catalog.Options{
@@ -142,6 +148,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 // Close flushes the audit trail, stops the browser processes and closes the
 // store.
 func (a *App) Close() {
+	a.MCPClient.Close()
 	a.Audit.Close()
 	a.Browsers.Close()
 	a.Store.Close()

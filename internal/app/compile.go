@@ -9,7 +9,7 @@ import (
 // CompilerOptions are the compiler's options for cases authored by user:
 // mcpCall server names resolve through user's own registrations.
 func (a *App) CompilerOptions(ctx context.Context, user string) compiler.Options {
-	return compiler.Options{ValidDevice: a.validDevice}
+	return compiler.Options{ValidDevice: a.validDevice, Servers: serverResolver{store: a.Store, user: user}}
 }
 
 func (a *App) validDevice(name string) error {

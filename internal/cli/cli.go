@@ -104,6 +104,7 @@ Run "duet config" to see every setting.`,
 		applyCmd(env), runCmd(env), taskCmd(env), tokenCmd(env), auditCmd(env),
 		demoCmd(env), sampleCmd(env), configCmd(env),
 		assetCmd(env), generateCmd(env), reportCmd(env),
+		serverCmd(env), vaultCmd(env), conformanceClientCmd(env),
 	)
 	return root
 }
@@ -125,6 +126,9 @@ func openApp(cmd *cobra.Command, env Env, opts app.Options) (*app.App, error) {
 	}
 	if opts.Stderr == nil {
 		opts.Stderr = env.Stderr
+	}
+	if opts.Getenv == nil {
+		opts.Getenv = env.Getenv
 	}
 	return app.Open(cmd.Context(), cfg, opts)
 }

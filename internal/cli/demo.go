@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,6 +22,7 @@ import (
 func sampleCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{Use: "sample", Short: "Sample systems for tests and the demo"}
 	var addr, token string
+	var noAuth bool
 	orders := &cobra.Command{
 		Use:   "order-server",
 		Short: "Run the sample order-query MCP server (tools query_order, set_order_status, list_orders)",
@@ -29,11 +31,16 @@ func sampleCmd(env Env) *cobra.Command {
 			if token == "" {
 				token = env.Getenv("DUET_SAMPLE_TOKEN")
 			}
+			if token == "" && !noAuth {
+				token = strings.TrimPrefix(duet.NewID("tok"), "tok_")
+				fmt.Fprintf(env.Stdout, "bearer token: %s\n(clients send \"Authorization: Bearer <token>\"; register with DUET_SAMPLE_TOKEN=<token> duet server add --name orders --url URL --bearer-token-env DUET_SAMPLE_TOKEN)\n", token)
+			}
 			return sample.RunOrderServer(cmd.Context(), addr, token, env.Stdout)
 		},
 	}
 	orders.Flags().StringVar(&addr, "addr", "127.0.0.1:8432", "listen address (loopback only)")
-	orders.Flags().StringVar(&token, "token", "", "bearer token clients must send (default: DUET_SAMPLE_TOKEN; empty: none)")
+	orders.Flags().StringVar(&token, "token", "", "bearer token clients must send (default: DUET_SAMPLE_TOKEN, else a new random one, printed)")
+	orders.Flags().BoolVar(&noAuth, "no-auth", false, "require no token at all")
 	var shopAddr string
 	shop := &cobra.Command{
 		Use:   "shop",

@@ -33,6 +33,7 @@ type DB struct {
 	q    *stmtCache // reads and single statements outside transactions
 	path string
 	now  func() time.Time
+	mcp  mcpStmts // prepared statements of mcpclient.go
 }
 
 var _ duet.Store = (*DB)(nil)

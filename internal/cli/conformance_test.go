@@ -1,0 +1,88 @@
+package cli_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/duet-test/duet/internal/cli"
+	"github.com/duet-test/duet/internal/mcpclient/mcptest"
+)
+
+// driverEnv marks a run of this test binary as the conformance suite's
+// client: it then behaves as `duet conformance-client URL`.
+const driverEnv = "DUET_TEST_CONFORMANCE_DRIVER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(driverEnv) == "1" {
+		os.Exit(cli.Main(context.Background(), append([]string{"conformance-client"}, os.Args[1:]...), cli.Env{
+			Getenv: os.Getenv, Stdin: io.NopCloser(strings.NewReader("")), Stdout: os.Stdout, Stderr: os.Stderr,
+		}))
+	}
+	os.Exit(m.Run())
+}
+
+// TestConformanceClient runs the official MCP conformance suite (pinned in
+// test/node) in client mode against Duet's client path: the suite starts a
+// test server per scenario and runs `duet conformance-client URL`, which
+// registers it, syncs its catalog and calls its tools through Invoke.
+func TestConformanceClient(t *testing.T) {
+	dir := mcptest.NodeDir(t)
+	node := mcptest.Node(t, dir)
+	suite := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")
+	if _, err := os.Stat(suite); err != nil {
+		t.Fatalf("conformance suite missing: %v", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(self, " ") {
+		t.Skipf("the suite splits its command on spaces; the test binary's path has one: %s", self)
+	}
+	for _, scenario := range []string{"initialize", "tools_call", "sse-retry", "elicitation-sep1034-client-defaults"} {
+		t.Run(scenario, func(t *testing.T) {
+			t.Parallel()
+			out := t.TempDir()
+			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, node, suite, "client", "--command", self, "--scenario", scenario, "-o", out)
+			cmd.Dir = out
+			cmd.Env = append(os.Environ(), driverEnv+"=1", "DUET_LOG_LEVEL=warn")
+			log, runErr := cmd.CombinedOutput()
+			var success, failure int
+			var failures []string
+			filepath.WalkDir(out, func(p string, d fs.DirEntry, err error) error {
+				if err != nil || d.Name() != "checks.json" {
+					return nil
+				}
+				b, _ := os.ReadFile(p)
+				var checks []struct {
+					ID, Status, ErrorMessage string
+				}
+				json.Unmarshal(b, &checks)
+				for _, c := range checks {
+					switch c.Status {
+					case "SUCCESS":
+						success++
+					case "FAILURE":
+						failure++
+						failures = append(failures, c.ID+": "+c.ErrorMessage)
+					}
+				}
+				return nil
+			})
+			if success == 0 || failure > 0 {
+				t.Fatalf("scenario %s: %d checks passed, %d failed %v (suite: %v)\n%s", scenario, success, failure, failures, runErr, log)
+			}
+			t.Logf("scenario %s: %d checks passed", scenario, success)
+		})
+	}
+}

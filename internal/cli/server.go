@@ -1,0 +1,610 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/app"
+	"github.com/duet-test/duet/internal/config"
+	"github.com/duet-test/duet/internal/mcpclient"
+	"github.com/duet-test/duet/internal/vault"
+)
+
+func serverCmd(env Env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Your registry of remote MCP servers: add, list, show, sync, call, remove, invocations",
+		Long: `server manages the MCP servers you (--as) registered. Test cases refer to a
+server by its serverKey, a fingerprint of its normalized URL that is the same for
+everyone who registers that address; every call resolves the executor's own
+registration and credentials, never the case author's.
+
+Credentials are read from environment variables named on the command line (so they
+never appear in argv or shell history), encrypted with the master key and never shown
+again. See docs/mcp-client.md.`,
+	}
+	cmd.AddCommand(serverAddCmd(env), serverListCmd(env), serverShowCmd(env), serverRemoveCmd(env),
+		serverSyncCmd(env), serverCallCmd(env), serverInvocationsCmd(env))
+	return cmd
+}
+
+func serverAddCmd(env Env) *cobra.Command {
+	var name, url, bearerEnv string
+	var headerEnvs []string
+	var replace, noSync, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "add --name NAME --url URL [--bearer-token-env VAR] [--header-env 'Header-Name=VAR' ...]",
+		Short: "Register an MCP server and archive its tool catalog",
+		Long: `add registers the MCP server at --url under --name for --as, then connects with
+those credentials and archives its tool catalog (every page of tools/list).
+
+Credentials come from environment variables of this process:
+  --bearer-token-env VAR        sends "Authorization: Bearer $VAR"
+  --header-env 'X-Api-Key=VAR'  sends "X-Api-Key: $VAR" (repeatable)
+URLs that carry a credential in their query (token=, api_key=, sig=, ...) are refused.
+If the catalog cannot be synced, the registration is kept and the error is shown
+(exit 1); fix the cause and run "duet server sync NAME".`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if name == "" || url == "" {
+				return usage("server add needs --name and --url")
+			}
+			headers := map[string]string{}
+			if bearerEnv != "" {
+				v := env.Getenv(bearerEnv)
+				if v == "" {
+					return usage("--bearer-token-env %s: the variable %s is empty or not set", bearerEnv, bearerEnv)
+				}
+				headers["Authorization"] = "Bearer " + v
+			}
+			for _, he := range headerEnvs {
+				h, v, ok := strings.Cut(he, "=")
+				if !ok || strings.TrimSpace(h) == "" || strings.TrimSpace(v) == "" {
+					return usage("--header-env wants Header-Name=VAR, got %q", he)
+				}
+				h, v = strings.TrimSpace(h), strings.TrimSpace(v)
+				val := env.Getenv(v)
+				if val == "" {
+					return usage("--header-env %s: the variable %s is empty or not set", he, v)
+				}
+				if strings.EqualFold(h, "Authorization") && bearerEnv != "" {
+					return usage("use either --bearer-token-env or --header-env Authorization=VAR, not both")
+				}
+				headers[h] = val
+			}
+			a, err := openApp(cmd, env, app.Options{})
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			user := asUser(cmd, a.Config)
+			ctx := cmd.Context()
+			start := time.Now()
+			s, err := a.MCPClient.Register(ctx, mcpclient.Registration{Owner: user, Name: name, URL: url, Headers: headers, Replace: replace})
+			clear(headers)
+			audited(a, user, "server.add", start, err)
+			if err != nil {
+				return err
+			}
+			var syncErr error
+			if !noSync {
+				start = time.Now()
+				var synced *duet.MCPServer
+				synced, syncErr = a.MCPClient.Sync(ctx, user, s.Name)
+				audited(a, user, "server.sync", start, syncErr)
+				if syncErr == nil {
+					s = synced
+				}
+			}
+			if asJSON {
+				if err := printJSON(env.Stdout, s); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintf(env.Stdout, "registered MCP server %q for %s\n  url        %s\n  serverKey  %s\n", s.Name, user, s.URL, s.ServerKey)
+				if len(s.HeaderNames) > 0 {
+					fmt.Fprintf(env.Stdout, "  headers    %s (encrypted; credentialRef %s)\n", strings.Join(s.HeaderNames, ", "), s.CredentialRef)
+				}
+				if s.SyncedAt != nil {
+					fmt.Fprintf(env.Stdout, "  catalog    %d tools (%s, protocol %s, %s %s)\n", s.ToolCount, s.Transport, s.ProtocolVersion, orDash(s.ServerName), s.ServerVersion)
+				}
+			}
+			if syncErr != nil {
+				fmt.Fprintf(env.Stderr, "the registration is kept, but its catalog could not be synced; fix the cause and run `duet server sync %s`\n", s.Name)
+				return syncErr
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&name, "name", "", "your name for the server (unique among your servers)")
+	cmd.Flags().StringVar(&url, "url", "", "the server's MCP endpoint (Streamable HTTP, or legacy SSE)")
+	cmd.Flags().StringVar(&bearerEnv, "bearer-token-env", "", "environment variable holding a bearer token")
+	cmd.Flags().StringArrayVar(&headerEnvs, "header-env", nil, "Header-Name=VAR: send header Header-Name with the value of environment variable VAR (repeatable)")
+	cmd.Flags().BoolVar(&replace, "replace", false, "replace your registration with the same name (new URL and credentials)")
+	cmd.Flags().BoolVar(&noSync, "no-sync", false, "register only; do not contact the server")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the registration as JSON")
+	addAs(cmd)
+	return cmd
+}
+
+func serverListCmd(env Env) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use: "list", Short: "List your registered MCP servers", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			a, err := openApp(cmd, env, app.Options{})
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			user := asUser(cmd, a.Config)
+			list, err := a.MCPClient.Servers(cmd.Context(), user)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(env.Stdout, list)
+			}
+			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tSERVER KEY\tTOOLS\tSYNCED\tURL")
+			for _, s := range list {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", s.Name, s.ServerKey, s.ToolCount, syncedAt(s.SyncedAt), s.URL)
+			}
+			tw.Flush()
+			fmt.Fprintf(env.Stdout, "%d server(s)\n", len(list))
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	addAs(cmd)
+	return cmd
+}
+
+func syncedAt(t *time.Time) string {
+	if t == nil {
+		return "never"
+	}
+	return t.Local().Format("2006-01-02 15:04")
+}
+
+func serverShowCmd(env Env) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use: "show NAME", Short: "Show a registered server and its archived tools (no credential values)", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a, err := openApp(cmd, env, app.Options{})
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			user := asUser(cmd, a.Config)
+			s, tools, err := a.MCPClient.Server(cmd.Context(), user, args[0])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(env.Stdout, struct {
+					*duet.MCPServer
+					Tools []*duet.MCPTool `json:"tools"`
+				}{s, tools})
+			}
+			w := env.Stdout
+			fmt.Fprintf(w, "%s (%s)\n  owner      %s\n  url        %s\n  serverKey  %s\n", s.Name, s.ID, s.Owner, s.URL, s.ServerKey)
+			if len(s.HeaderNames) > 0 {
+				fmt.Fprintf(w, "  headers    %s (values encrypted; credentialRef %s)\n", strings.Join(s.HeaderNames, ", "), s.CredentialRef)
+			} else {
+				fmt.Fprintf(w, "  headers    none\n")
+			}
+			if s.SyncedAt == nil {
+				fmt.Fprintf(w, "  catalog    never synced: run `duet server sync %s`\n", s.Name)
+				return nil
+			}
+			fmt.Fprintf(w, "  server     %s %s over %s, protocol %s\n  catalog    %d tools, synced %s, sha256 %s\n",
+				orDash(s.ServerName), s.ServerVersion, s.Transport, s.ProtocolVersion, s.ToolCount, syncedAt(s.SyncedAt), s.CatalogHash)
+			for _, t := range tools {
+				hints := toolHints(t)
+				desc := t.Description
+				if len(desc) > 100 {
+					desc = desc[:97] + "..."
+				}
+				fmt.Fprintf(w, "  - %s%s: %s\n", t.Name, hints, strings.ReplaceAll(desc, "\n", " "))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (registration and tools with schemas)")
+	addAs(cmd)
+	return cmd
+}
+
+func toolHints(t *duet.MCPTool) string {
+	var a map[string]any
+	if json.Unmarshal(t.Annotations, &a) != nil {
+		return ""
+	}
+	var hints []string
+	for _, k := range []string{"readOnlyHint", "destructiveHint", "idempotentHint"} {
+		if v, _ := a[k].(bool); v {
+			hints = append(hints, strings.TrimSuffix(k, "Hint"))
+		}
+	}
+	if len(hints) == 0 {
+		return ""
+	}
+	return " [" + strings.Join(hints, ", ") + "]"
+}
+
+func serverRemoveCmd(env Env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use: "remove NAME", Short: "Remove a registration, its credentials and its catalog", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a, err := openApp(cmd, env, app.Options{})
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			user := asUser(cmd, a.Config)
+			start := time.Now()
+			err = a.MCPClient.Remove(cmd.Context(), user, args[0])
+			audited(a, user, "server.remove", start, err)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(env.Stdout, "removed MCP server %q of %s (credentials deleted)\n", args[0], user)
+			return nil
+		},
+	}
+	addAs(cmd)
+	return cmd
+}
+
+func serverSyncCmd(env Env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use: "sync NAME", Short: "Fetch and archive a server's tool catalog again", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a, err := openApp(cmd, env, app.Options{})
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			user := asUser(cmd, a.Config)
+			start := time.Now()
+			s, err := a.MCPClient.Sync(cmd.Context(), user, args[0])
+			audited(a, user, "server.sync", start, err)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(env.Stdout, "synced %s: %d tools (%s, protocol %s), sha256 %s\n", s.Name, s.ToolCount, s.Transport, s.ProtocolVersion, s.CatalogHash)
+			return nil
+		},
+	}
+	addAs(cmd)
+	return cmd
+}
+
+func serverCallCmd(env Env) *cobra.Command {
+	var argsJSON string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "call SERVER TOOL [--args JSON]",
+		Short: "Call a tool of one of your servers, through the same invoke() a running case uses",
+		Long: `call invokes TOOL of SERVER (your server's name or a serverKey) as --as, with
+--args as the JSON object of arguments, and prints the result: the text content, then
+structuredContent. --json prints {content, structuredContent, isError} as the server
+sent it. Exit 1 when the call fails or the tool reports an error.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var arguments map[string]any
+			if argsJSON != "" {
+				dec := json.NewDecoder(strings.NewReader(argsJSON))
+				dec.UseNumber()
+				if err := dec.Decode(&arguments); err != nil || arguments == nil {
+					return usage("--args must be a JSON object, like '{\"orderId\":\"A1001\"}'")
+				}
+			}
+			a, err := openApp(cmd, env, app.Options{})
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			user := asUser(cmd, a.Config)
+			ctx := cmd.Context()
+			key := args[0]
+			if s, err := a.Store.FindMCPServer(ctx, user, args[0]); err == nil {
+				key = s.ServerKey
+			} else if !strings.HasPrefix(args[0], "mcp_") {
+				return err
+			}
+			trace := duet.NewTraceID()
+			res, err := a.MCPClient.Invoke(ctx, duet.InvokeRequest{Executor: user, ServerKey: key, Tool: args[1],
+				Arguments: arguments, Source: duet.SourceCLI, TraceID: trace})
+			if res != nil {
+				if asJSON {
+					printJSON(env.Stdout, res)
+				} else {
+					if text := res.Text(); text != "" {
+						fmt.Fprintln(env.Stdout, text)
+					}
+					if len(res.StructuredContent) > 0 {
+						var v any
+						if json.Unmarshal(res.StructuredContent, &v) == nil {
+							b, _ := json.MarshalIndent(v, "", "  ")
+							fmt.Fprintf(env.Stdout, "structuredContent: %s\n", b)
+						}
+					}
+				}
+			}
+			if err != nil {
+				fmt.Fprintf(env.Stderr, "trace %s\n", trace)
+			}
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&argsJSON, "args", "", "arguments as a JSON object")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	addAs(cmd)
+	return cmd
+}
+
+func serverInvocationsCmd(env Env) *cobra.Command {
+	var f duet.InvocationFilter
+	var since, source, outcome, server string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "invocations",
+		Short: "Query invocation records: every call to a registered server (sizes, never values)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if since != "" {
+				d, err := time.ParseDuration(since)
+				if err != nil {
+					t, err2 := time.Parse(time.RFC3339, since)
+					if err2 != nil {
+						return usage("--since: want a duration (1h) or an RFC 3339 time")
+					}
+					f.Since = t
+				} else {
+					f.Since = time.Now().Add(-d)
+				}
+			}
+			f.Source, f.Outcome = duet.CallSource(source), duet.Code(outcome)
+			a, err := openApp(cmd, env, app.Options{})
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			if server != "" {
+				f.ServerKey = server
+				if !strings.HasPrefix(server, "mcp_") {
+					s, err := a.Store.FindMCPServer(cmd.Context(), asUser(cmd, a.Config), server)
+					if err != nil {
+						return err
+					}
+					f.ServerKey = s.ServerKey
+				}
+			}
+			recs, err := a.Store.FindInvocations(cmd.Context(), f)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(env.Stdout, recs)
+			}
+			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "TIME\tSOURCE\tEXECUTOR\tSERVER KEY\tTOOL\tOUTCOME\tMS\tARGS\tRESULT\tTRACE")
+			for _, r := range recs {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%d\t%d\t%s\n", r.Time.Local().Format("2006-01-02 15:04:05.000"), r.Source,
+					r.Executor, r.ServerKey, r.Tool, r.Outcome, float64(r.DurationUs)/1000, r.ArgBytes, r.ResultBytes, r.TraceID)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&f.Executor, "executor", "", "only calls made as this user")
+	cmd.Flags().StringVar(&server, "server", "", "only calls to this server (a serverKey, or the name of one of --as's servers)")
+	cmd.Flags().StringVar(&f.Tool, "tool", "", "only calls of this tool")
+	cmd.Flags().StringVar(&source, "source", "", "only this call source (cli, engine, agent, web, api)")
+	cmd.Flags().StringVar(&outcome, "outcome", "", "only this outcome (OK or an error code)")
+	cmd.Flags().StringVar(&f.TraceID, "trace", "", "only this trace id")
+	cmd.Flags().StringVar(&since, "since", "", "only records newer than a duration (1h) or a time")
+	cmd.Flags().IntVar(&f.Limit, "limit", 100, "at most this many records")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	addAs(cmd)
+	return cmd
+}
+
+func vaultCmd(env Env) *cobra.Command {
+	cmd := &cobra.Command{Use: "vault", Short: "The master key that encrypts MCP server credentials"}
+	var rewrapOnly, prune bool
+	rotate := &cobra.Command{
+		Use:   "rotate",
+		Short: "Make a new master key and re-encrypt every stored credential under it",
+		Long: `rotate generates a new primary master key, keeps the old ones in the key file as
+previous keys, and re-encrypts every stored credential under the new key in one
+transaction. With the key in DUET_MASTER_KEY there is no file to rotate: set the new
+key in DUET_MASTER_KEY, move the old one to DUET_MASTER_KEY_PREVIOUS and run
+"duet vault rotate --rewrap-only". --prune then drops the previous keys from the key
+file once nothing needs them. Running servers pick the new key up by themselves.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			a, err := openApp(cmd, env, app.Options{})
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			_, info, err := a.Keyring(env.Getenv)
+			if err != nil {
+				return err
+			}
+			if info.Generated {
+				fmt.Fprintf(env.Stderr, "generated a new master key at %s; back it up: without it stored credentials cannot be decrypted\n", info.Path)
+			}
+			start := time.Now()
+			if !rewrapOnly {
+				if info.Source == vault.SourceEnv {
+					return usage("the master key comes from %s: set the new key there, move the old one to %s, then run `duet vault rotate --rewrap-only`",
+						vault.EnvMasterKey, vault.EnvMasterKeyPrevious)
+				}
+				id, err := vault.RotateKeyFile(info.Path)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(env.Stdout, "new primary key %s written to %s (previous keys kept)\n", id, info.Path)
+			}
+			res, err := a.MCPClient.Rewrap(cmd.Context())
+			audited(a, asUser(cmd, a.Config), "vault.rotate", start, err)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(env.Stdout, "re-encrypted %d of %d credential(s) under key %s\n", res.Rewrapped, res.Total, res.PrimaryID)
+			if prune {
+				if info.Source == vault.SourceEnv {
+					fmt.Fprintf(env.Stdout, "remove the old keys from %s yourself\n", vault.EnvMasterKeyPrevious)
+					return nil
+				}
+				keys, err := vault.ReadKeyFile(info.Path)
+				if err != nil {
+					return err
+				}
+				defer func() {
+					for _, k := range keys {
+						clear(k)
+					}
+				}()
+				if err := vault.WriteKeyFile(info.Path, keys[0]); err != nil {
+					return err
+				}
+				fmt.Fprintf(env.Stdout, "removed %d previous key(s) from %s\n", len(keys)-1, info.Path)
+			} else {
+				fmt.Fprintln(env.Stdout, "previous keys stay usable until you run `duet vault rotate --rewrap-only --prune`")
+			}
+			return nil
+		},
+	}
+	rotate.Flags().BoolVar(&rewrapOnly, "rewrap-only", false, "do not make a new key; re-encrypt under the current primary key")
+	rotate.Flags().BoolVar(&prune, "prune", false, "after re-encrypting, drop the previous keys from the key file")
+	cmd.AddCommand(rotate)
+	return cmd
+}
+
+// conformanceClientCmd is the driver the official conformance suite runs in
+// client mode: it registers the scenario's server for a throw-away user in a
+// temporary DUET_HOME, syncs its catalog and calls every tool through
+// Invoke, exactly as a running case would.
+func conformanceClientCmd(env Env) *cobra.Command {
+	return &cobra.Command{
+		Use:    "conformance-client URL",
+		Short:  "Drive the MCP conformance suite's client scenarios through Duet's client (MCP_CONFORMANCE_SCENARIO)",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			home, err := os.MkdirTemp("", "duet-conformance-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(home)
+			cfg, err := config.Load(func(k string) string {
+				switch k {
+				case "DUET_HOME":
+					return home
+				case "DUET_MCP_ALLOW_LOOPBACK":
+					return "true"
+				case "DUET_DATABASE_URL":
+					return ""
+				}
+				return env.Getenv(k)
+			})
+			if err != nil {
+				return err
+			}
+			if env.Getenv("DUET_LOG_LEVEL") == "" {
+				cfg.LogLevel = "warn"
+			}
+			a, err := app.Open(cmd.Context(), cfg, app.Options{Stderr: env.Stderr, Getenv: func(string) string { return "" }})
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			ctx := cmd.Context()
+			scenario := env.Getenv("MCP_CONFORMANCE_SCENARIO")
+			const user = "conformance"
+			if _, err := a.MCPClient.Register(ctx, mcpclient.Registration{Owner: user, Name: "scenario", URL: args[0]}); err != nil {
+				return err
+			}
+			s, err := a.MCPClient.Sync(ctx, user, "scenario")
+			if err != nil {
+				return err
+			}
+			_, tools, err := a.MCPClient.Server(ctx, user, "scenario")
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(env.Stdout, "scenario %q: %d tools (%s, protocol %s)\n", scenario, len(tools), s.Transport, s.ProtocolVersion)
+			var failed []string
+			for _, t := range tools {
+				res, err := a.MCPClient.Invoke(ctx, duet.InvokeRequest{Executor: user, ServerKey: s.ServerKey, Tool: t.Name,
+					Arguments: sampleArguments(t.InputSchema), Source: duet.SourceCLI})
+				if err != nil {
+					failed = append(failed, fmt.Sprintf("%s: %s: %s", t.Name, duet.ErrorCode(err), duet.ErrorMessage(err)))
+					continue
+				}
+				fmt.Fprintf(env.Stdout, "%s: %s\n", t.Name, res.Text())
+			}
+			if len(failed) > 0 {
+				return &exitError{1, errors.New(strings.Join(failed, "\n"))}
+			}
+			return nil
+		},
+	}
+}
+
+// sampleArguments builds arguments for a tool from its input schema: every
+// required property gets its default, or a small value of its type.
+func sampleArguments(schema json.RawMessage) map[string]any {
+	var s struct {
+		Properties map[string]struct {
+			Type    any   `json:"type"`
+			Default any   `json:"default"`
+			Enum    []any `json:"enum"`
+		} `json:"properties"`
+		Required []string `json:"required"`
+	}
+	args := map[string]any{}
+	if json.Unmarshal(schema, &s) != nil {
+		return args
+	}
+	req := append([]string{}, s.Required...)
+	sort.Strings(req)
+	for i, name := range req {
+		p := s.Properties[name]
+		switch {
+		case p.Default != nil:
+			args[name] = p.Default
+		case len(p.Enum) > 0:
+			args[name] = p.Enum[0]
+		default:
+			t, _ := p.Type.(string)
+			switch t {
+			case "number", "integer":
+				args[name] = i + 2
+			case "boolean":
+				args[name] = true
+			case "array":
+				args[name] = []any{}
+			case "object":
+				args[name] = map[string]any{}
+			default:
+				args[name] = "test"
+			}
+		}
+	}
+	return args
+}

@@ -1,0 +1,367 @@
+// Package mcpclient is Duet's MCP client side: the per-user registry of
+// remote MCP servers, their encrypted credentials, catalog sync, and the one
+// Invoke through which every caller (CLI, agent, engine, web) calls their
+// tools, always as the person who runs the call.
+//
+// A [Client] keeps one MCP session per (executor, serverKey), reused across
+// calls and closed after an idle timeout or by [Client.Close]. Sessions speak
+// Streamable HTTP through the go-sdk client (stateful or stateless servers,
+// JSON or SSE replies, protocol 2026-07-28 or older) and fall back to the
+// legacy HTTP+SSE transport for old servers. Every connection goes through the
+// SSRF guard of internal/netguard. When an endpoint answers with something
+// that is not MCP (plain JSON, an MCP-Lite endpoint, HTML, a redirect to a
+// login page), a raw probe request finds out what it is and the error says so.
+//
+// Credentials are header values sealed by internal/vault with associated data
+// binding them to their owner and serverKey; a registration holds only their
+// credentialRef and the header names. Plaintext values live in memory only
+// while a session that needs them is open, and never appear in errors, logs or
+// invocation records.
+//
+// The package knows nothing of the command line; see docs/mcp-client.md.
+package mcpclient
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/textproto"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/netguard"
+	"github.com/duet-test/duet/internal/serverkey"
+	"github.com/duet-test/duet/internal/vault"
+)
+
+// Default limits.
+const (
+	DefaultCallTimeout = 30 * time.Second
+	DefaultIdleTimeout = 5 * time.Minute
+)
+
+// Options configure a [Client]. Zero values mean the documented defaults.
+type Options struct {
+	// Store keeps registrations, catalogs, credentials and invocation
+	// records. Required.
+	Store duet.MCPClientStore
+	// Keyring loads the vault keyring. It is called when a credential is
+	// first sealed or opened, and once more when a ciphertext was sealed by a
+	// key the loaded keyring lacks (another process rotated the master key).
+	// nil means credentials cannot be stored or used: Register with headers
+	// and calls to servers with credentials fail with UNAVAILABLE.
+	Keyring func() (*vault.Keyring, error)
+	// Policy is the SSRF guard every connection goes through. The zero
+	// value allows public addresses only.
+	Policy netguard.Policy
+	// CallTimeout bounds one call, connecting included; 0 means 30s.
+	CallTimeout time.Duration
+	// IdleTimeout closes a cached session unused for this long; 0 means 5m.
+	IdleTimeout time.Duration
+	// Transport is the base HTTP transport (TLS settings, pool sizes); its
+	// dial hooks and proxy are replaced by the policy's. nil means a clone
+	// of http.DefaultTransport.
+	Transport *http.Transport
+	// Version is the version of Duet it reports to servers; "" means "dev".
+	Version string
+	// RecordInterval is how often queued invocation records are stored;
+	// 0 means 100ms.
+	RecordInterval time.Duration
+	// Logger receives warnings (never secrets); nil discards them.
+	Logger *slog.Logger
+}
+
+// Client is the MCP client side of Duet. It is safe for concurrent use.
+type Client struct {
+	store    duet.MCPClientStore
+	opts     Options
+	log      *slog.Logger
+	http     *http.Transport // shared pool, guarded by opts.Policy
+	records  *recorder
+	keys     keyring
+	ctx      context.Context // ends on Close; background work uses it
+	cancel   context.CancelFunc
+	bg       sync.WaitGroup
+	mu       sync.Mutex
+	sessions map[sessionKey]*entry
+	resync   map[sessionKey]*time.Timer
+	closed   bool
+}
+
+var _ duet.Invoker = (*Client)(nil)
+
+// New returns a Client. Call Close when done.
+func New(opts Options) *Client {
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = DefaultCallTimeout
+	}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = DefaultIdleTimeout
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &Client{
+		store:    opts.Store,
+		opts:     opts,
+		log:      log,
+		http:     opts.Policy.Transport(opts.Transport),
+		records:  newRecorder(opts.Store, opts.RecordInterval, log),
+		keys:     keyring{load: opts.Keyring},
+		ctx:      ctx,
+		cancel:   cancel,
+		sessions: map[sessionKey]*entry{},
+		resync:   map[sessionKey]*time.Timer{},
+	}
+	c.bg.Add(1)
+	go c.reapIdle()
+	return c
+}
+
+// Close closes every cached session, waits for background catalog syncs and
+// stores the queued invocation records.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	for k, t := range c.resync {
+		if t.Stop() {
+			c.bg.Done() // it will not run
+		}
+		delete(c.resync, k)
+	}
+	entries := c.sessions
+	c.sessions = map[sessionKey]*entry{}
+	c.mu.Unlock()
+	c.cancel()
+	for _, e := range entries {
+		e.close()
+	}
+	c.bg.Wait()
+	c.records.close()
+	c.http.CloseIdleConnections()
+	return nil
+}
+
+// Flush waits until every invocation record queued so far is stored.
+func (c *Client) Flush() { c.records.flush() }
+
+// Registration is what a user registers: a server under a name, with
+// optional header credentials.
+type Registration struct {
+	Owner string
+	Name  string
+	URL   string
+	// Headers are sent with every request to the server, e.g.
+	// {"Authorization": "Bearer …"}. Values are sealed in the vault.
+	Headers map[string]string
+	// Replace lets a registration with the same name be replaced (its
+	// credential and archived catalog are dropped).
+	Replace bool
+}
+
+// Register stores the owner's registration of a server and seals its header
+// values; it does not contact the server (call [Client.Sync] next). The URL is
+// normalized and its serverKey computed with internal/serverkey; a host that
+// resolves to an address the policy refuses is refused now.
+// Returns INVALID_ARGUMENT, URL_REFUSED (credentials in the URL, or an address
+// the SSRF guard refuses), CONFLICT, UNAVAILABLE (no keyring).
+func (c *Client) Register(ctx context.Context, r Registration) (*duet.MCPServer, error) {
+	switch {
+	case r.Owner == "":
+		return nil, duet.Errorf(duet.CodeInvalidArgument, "a registration needs an owner")
+	case strings.TrimSpace(r.Name) == "" || len(r.Name) > 100 || strings.ContainsAny(r.Name, "\r\n\t"):
+		return nil, duet.Errorf(duet.CodeInvalidArgument, "a server name is 1 to 100 characters on one line")
+	case strings.HasPrefix(r.Name, "mcp_"):
+		return nil, duet.Errorf(duet.CodeInvalidArgument, "server names must not start with mcp_ (that prefix is for serverKeys)")
+	}
+	normalized, err := serverkey.Normalize(r.URL)
+	if err != nil {
+		return nil, err
+	}
+	key, err := serverkey.Key(r.URL)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkDestination(ctx, c.opts.Policy, normalized); err != nil {
+		return nil, err
+	}
+	headers, err := canonicalHeaders(r.Headers)
+	if err != nil {
+		return nil, err
+	}
+	s := &duet.MCPServer{Owner: r.Owner, Name: strings.TrimSpace(r.Name), URL: normalized, ServerKey: key}
+	var cred *duet.Credential
+	if len(headers) > 0 {
+		for name := range headers {
+			s.HeaderNames = append(s.HeaderNames, name)
+		}
+		sort.Strings(s.HeaderNames)
+		s.CredentialRef = duet.NewID("cred")
+		sealed, err := c.seal(r.Owner, key, headers)
+		if err != nil {
+			return nil, err
+		}
+		cred = &duet.Credential{Ref: s.CredentialRef, Owner: r.Owner, ServerKey: key, Ciphertext: sealed}
+	}
+	if r.Replace {
+		if old, err := c.store.FindMCPServer(ctx, r.Owner, s.Name); err == nil && old.Name == s.Name {
+			s.ID = old.ID
+			err := c.store.ReplaceMCPServer(ctx, s, cred)
+			c.forget(r.Owner, old.ServerKey)
+			if err != nil {
+				return nil, err
+			}
+			return s, nil
+		}
+	}
+	if err := c.store.CreateMCPServer(ctx, s, cred); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// reservedHeaders are set by the transport and may not be registered.
+var reservedHeaders = map[string]bool{
+	"Host": true, "Content-Length": true, "Content-Type": true, "Accept": true, "Connection": true,
+	"Transfer-Encoding": true, "Upgrade": true, "Te": true, "Trailer": true, "Keep-Alive": true,
+	"Mcp-Session-Id": true, "Mcp-Protocol-Version": true, "Mcp-Method": true, "Mcp-Name": true,
+	"Last-Event-Id": true, "Traceparent": true, "Cookie2": true, "Proxy-Authorization": true,
+}
+
+// canonicalHeaders checks header names and values. Messages name headers,
+// never values.
+func canonicalHeaders(in map[string]string) (map[string]string, error) {
+	out := make(map[string]string, len(in))
+	for name, v := range in {
+		if !validHeaderName(name) {
+			return nil, duet.Errorf(duet.CodeInvalidArgument, "invalid header name %q", name)
+		}
+		cn := textproto.CanonicalMIMEHeaderKey(name)
+		if reservedHeaders[cn] {
+			return nil, duet.Errorf(duet.CodeInvalidArgument, "header %s is set by the MCP transport and cannot be registered", cn)
+		}
+		if strings.TrimSpace(v) == "" {
+			return nil, duet.Errorf(duet.CodeInvalidArgument, "the value of header %s is empty", cn)
+		}
+		if strings.ContainsAny(v, "\r\n\x00") {
+			return nil, duet.Errorf(duet.CodeInvalidArgument, "the value of header %s contains a line break", cn)
+		}
+		if _, dup := out[cn]; dup {
+			return nil, duet.Errorf(duet.CodeInvalidArgument, "header %s is given twice", cn)
+		}
+		out[cn] = v
+	}
+	return out, nil
+}
+
+func validHeaderName(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// Servers lists the owner's registrations by name.
+func (c *Client) Servers(ctx context.Context, owner string) ([]*duet.MCPServer, error) {
+	return c.store.FindMCPServers(ctx, owner)
+}
+
+// Server returns the owner's registration (by name or serverKey) and its
+// archived tools. Returns NOT_FOUND.
+func (c *Client) Server(ctx context.Context, owner, ref string) (*duet.MCPServer, []*duet.MCPTool, error) {
+	s, err := c.store.FindMCPServer(ctx, owner, ref)
+	if err != nil {
+		return nil, nil, err
+	}
+	tools, err := c.store.FindMCPTools(ctx, s.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, tools, nil
+}
+
+// Remove deletes the owner's registration, its credential and catalog, and
+// closes the owner's session to it. Returns NOT_FOUND.
+func (c *Client) Remove(ctx context.Context, owner, ref string) error {
+	s, err := c.store.FindMCPServer(ctx, owner, ref)
+	if err != nil {
+		return err
+	}
+	if err := c.store.DeleteMCPServer(ctx, owner, s.ServerKey); err != nil {
+		return err
+	}
+	c.forget(owner, s.ServerKey)
+	return nil
+}
+
+// Tool returns the owner's registration of serverKey and the archived tool
+// (nil when the catalog lacks it). Returns NOT_FOUND when the owner has not
+// registered serverKey.
+func (c *Client) Tool(ctx context.Context, owner, serverKey, tool string) (*duet.MCPServer, *duet.MCPTool, error) {
+	return c.store.FindMCPServerTool(ctx, owner, serverKey, tool)
+}
+
+// forget closes and drops the cached session of (owner, serverKey).
+func (c *Client) forget(owner, serverKey string) {
+	k := sessionKey{owner, serverKey}
+	c.mu.Lock()
+	e := c.sessions[k]
+	c.mu.Unlock()
+	if e != nil {
+		c.retire(k, e)
+	}
+}
+
+// reapIdle closes sessions unused for IdleTimeout.
+func (c *Client) reapIdle() {
+	defer c.bg.Done()
+	every := c.opts.IdleTimeout / 2
+	if every < time.Second {
+		every = time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-t.C:
+		}
+		var idle []*entry
+		c.mu.Lock()
+		for k, e := range c.sessions {
+			if e.idleSince(c.opts.IdleTimeout) {
+				idle = append(idle, e)
+				delete(c.sessions, k)
+			}
+		}
+		c.mu.Unlock()
+		for _, e := range idle {
+			e.close()
+		}
+	}
+}
+
+var errClosed = errors.New("mcpclient: client closed")

@@ -1,0 +1,458 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/duet-test/duet"
+)
+
+var _ duet.MCPClientStore = (*DB)(nil)
+
+// mcpStmts holds statements on the path of every MCP call, prepared once:
+// parsing the SQL would otherwise cost more than running it.
+type mcpStmts struct {
+	once     sync.Once
+	toolStmt *sql.Stmt
+	err      error
+}
+
+const findServerToolSQL = `SELECT %s, t.name, t.title, t.description, t.input_schema, t.output_schema, t.annotations
+	FROM mcp_servers s LEFT JOIN mcp_tools t ON t.server_id = s.id AND t.name = ?
+	WHERE s.owner = ? AND s.server_key = ?`
+
+func (d *DB) serverToolStmt(ctx context.Context) (*sql.Stmt, error) {
+	d.mcp.once.Do(func() {
+		d.mcp.toolStmt, d.mcp.err = d.db.PrepareContext(context.WithoutCancel(ctx), fmt.Sprintf(findServerToolSQL, prefixColumns("s.", mcpServerColumns)))
+	})
+	return d.mcp.toolStmt, d.mcp.err
+}
+
+const mcpServerColumns = `id, owner, name, url, server_key, credential_ref, header_names, transport, protocol_version,
+	server_name, server_version, catalog_hash, tool_count, synced_at, created_at, updated_at`
+
+func scanMCPServer(r rowScanner, extra ...any) (*duet.MCPServer, error) {
+	var s duet.MCPServer
+	var cred sql.NullString
+	var headers string
+	var synced sql.NullInt64
+	var created, updated int64
+	dest := []any{&s.ID, &s.Owner, &s.Name, &s.URL, &s.ServerKey, &cred, &headers, &s.Transport, &s.ProtocolVersion,
+		&s.ServerName, &s.ServerVersion, &s.CatalogHash, &s.ToolCount, &synced, &created, &updated}
+	if err := r.Scan(append(dest, extra...)...); err != nil {
+		return nil, err
+	}
+	s.CredentialRef = cred.String
+	if err := json.Unmarshal([]byte(headers), &s.HeaderNames); err != nil {
+		return nil, err
+	}
+	if len(s.HeaderNames) == 0 {
+		s.HeaderNames = nil
+	}
+	s.SyncedAt, s.CreatedAt, s.UpdatedAt = ptrTime(synced), fromMicros(created), fromMicros(updated)
+	return &s, nil
+}
+
+func checkMCPServer(s *duet.MCPServer, cred *duet.Credential) error {
+	switch {
+	case s.Owner == "" || s.Name == "" || s.URL == "" || s.ServerKey == "":
+		return duet.Errorf(duet.CodeInvalidArgument, "an MCP server registration needs an owner, a name, a URL and a serverKey")
+	case cred == nil && s.CredentialRef != "":
+		return duet.Errorf(duet.CodeInvalidArgument, "credentialRef %q without a credential", s.CredentialRef)
+	case cred != nil && (cred.Ref == "" || cred.Ref != s.CredentialRef || cred.Owner != s.Owner || cred.ServerKey != s.ServerKey || len(cred.Ciphertext) == 0):
+		return duet.Errorf(duet.CodeInvalidArgument, "the credential does not match the registration")
+	}
+	return nil
+}
+
+func headerNamesJSON(names []string) string {
+	if names == nil {
+		names = []string{}
+	}
+	b, _ := json.Marshal(names)
+	return string(b)
+}
+
+func insertCredential(ctx context.Context, tx *sql.Tx, c *duet.Credential) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO mcp_credentials (ref, owner, server_key, ciphertext, updated_at) VALUES (?, ?, ?, ?, ?)`,
+		c.Ref, c.Owner, c.ServerKey, c.Ciphertext, micros(c.UpdatedAt))
+	return mapErr(err)
+}
+
+// mcpConflict names what is already taken when an insert or update hits one
+// of the unique constraints.
+func mcpConflict(err error, s *duet.MCPServer) error {
+	if duet.ErrorCode(err) != duet.CodeConflict {
+		return err
+	}
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "mcp_servers.name"):
+		return duet.WrapError(duet.CodeConflict, err, "you already have an MCP server named %q; remove it first or pick another name", s.Name)
+	case strings.Contains(msg, "mcp_servers.server_key"):
+		return duet.WrapError(duet.CodeConflict, err, "you already registered this address (serverKey %s) under another name", s.ServerKey)
+	}
+	return err
+}
+
+// CreateMCPServer stores a registration and its credential in one
+// transaction. Returns CONFLICT, INVALID_ARGUMENT.
+func (d *DB) CreateMCPServer(ctx context.Context, s *duet.MCPServer, cred *duet.Credential) error {
+	if err := checkMCPServer(s, cred); err != nil {
+		return err
+	}
+	if s.ID == "" {
+		s.ID = duet.NewID("srv")
+	}
+	now := d.now().Truncate(time.Microsecond)
+	s.CreatedAt, s.UpdatedAt = now, now
+	if cred != nil {
+		cred.UpdatedAt = now
+	}
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		if cred != nil {
+			if err := insertCredential(ctx, tx, cred); err != nil {
+				return err
+			}
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO mcp_servers (id, owner, name, url, server_key, credential_ref, header_names, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			s.ID, s.Owner, s.Name, s.URL, s.ServerKey, sql.NullString{String: s.CredentialRef, Valid: s.CredentialRef != ""},
+			headerNamesJSON(s.HeaderNames), micros(now), micros(now))
+		return mapErr(err)
+	})
+	return mcpConflict(err, s)
+}
+
+// ReplaceMCPServer replaces a registration's address and credential and drops
+// its archived catalog. Returns NOT_FOUND, CONFLICT, INVALID_ARGUMENT.
+func (d *DB) ReplaceMCPServer(ctx context.Context, s *duet.MCPServer, cred *duet.Credential) error {
+	if err := checkMCPServer(s, cred); err != nil {
+		return err
+	}
+	now := d.now().Truncate(time.Microsecond)
+	if cred != nil {
+		cred.UpdatedAt = now
+	}
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		var oldRef sql.NullString
+		var created int64
+		err := tx.QueryRowContext(ctx, `SELECT credential_ref, created_at FROM mcp_servers WHERE id = ? AND owner = ?`, s.ID, s.Owner).Scan(&oldRef, &created)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound("MCP server", s.Name)
+		}
+		if err != nil {
+			return mapErr(err)
+		}
+		if cred != nil {
+			if err := insertCredential(ctx, tx, cred); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE mcp_servers SET name = ?, url = ?, server_key = ?, credential_ref = ?, header_names = ?,
+			transport = '', protocol_version = '', server_name = '', server_version = '', catalog_hash = '', tool_count = 0,
+			synced_at = NULL, updated_at = ? WHERE id = ?`,
+			s.Name, s.URL, s.ServerKey, sql.NullString{String: s.CredentialRef, Valid: s.CredentialRef != ""},
+			headerNamesJSON(s.HeaderNames), micros(now), s.ID); err != nil {
+			return mapErr(err)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM mcp_tools WHERE server_id = ?`, s.ID); err != nil {
+			return mapErr(err)
+		}
+		if oldRef.Valid {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM mcp_credentials WHERE ref = ?`, oldRef.String); err != nil {
+				return mapErr(err)
+			}
+		}
+		s.CreatedAt, s.UpdatedAt = fromMicros(created), now
+		s.Transport, s.ProtocolVersion, s.ServerName, s.ServerVersion, s.CatalogHash, s.ToolCount, s.SyncedAt = "", "", "", "", "", 0, nil
+		return nil
+	})
+	return mcpConflict(err, s)
+}
+
+// FindMCPServer returns the owner's registration named ref, or with serverKey
+// ref. Returns NOT_FOUND.
+func (d *DB) FindMCPServer(ctx context.Context, owner, ref string) (*duet.MCPServer, error) {
+	s, err := scanMCPServer(d.db.QueryRowContext(ctx, `SELECT `+mcpServerColumns+` FROM mcp_servers
+		WHERE owner = ? AND (name = ? OR server_key = ?) ORDER BY name = ? DESC LIMIT 1`, owner, ref, ref, ref))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, duet.Errorf(duet.CodeNotFound, "you have not registered an MCP server named %q", ref)
+	}
+	return s, mapErr(err)
+}
+
+// FindMCPServers lists the owner's registrations by name.
+func (d *DB) FindMCPServers(ctx context.Context, owner string) ([]*duet.MCPServer, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT `+mcpServerColumns+` FROM mcp_servers WHERE owner = ? ORDER BY name`, owner)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	out := []*duet.MCPServer{}
+	for rows.Next() {
+		s, err := scanMCPServer(rows)
+		if err != nil {
+			return nil, mapErr(err)
+		}
+		out = append(out, s)
+	}
+	return out, mapErr(rows.Err())
+}
+
+// FindMCPServerTool returns the owner's registration of serverKey and the
+// archived tool, if any, in one query. Returns NOT_FOUND.
+func (d *DB) FindMCPServerTool(ctx context.Context, owner, serverKey, tool string) (*duet.MCPServer, *duet.MCPTool, error) {
+	var (
+		name, title, desc, in, out, ann sql.NullString
+	)
+	stmt, err := d.serverToolStmt(ctx)
+	if err != nil {
+		return nil, nil, mapErr(err)
+	}
+	s, err := scanMCPServer(stmt.QueryRowContext(ctx, tool, owner, serverKey), &name, &title, &desc, &in, &out, &ann)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil, duet.Errorf(duet.CodeNotFound, "%s has not registered MCP server %s", owner, serverKey)
+	}
+	if err != nil {
+		return nil, nil, mapErr(err)
+	}
+	if !name.Valid {
+		return s, nil, nil
+	}
+	return s, &duet.MCPTool{Name: name.String, Title: title.String, Description: desc.String,
+		InputSchema: rawJSON(in.String), OutputSchema: rawJSON(out.String), Annotations: rawJSON(ann.String)}, nil
+}
+
+func prefixColumns(prefix, cols string) string {
+	parts := strings.Split(cols, ",")
+	for i, p := range parts {
+		parts[i] = prefix + strings.TrimSpace(p)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func rawJSON(s string) json.RawMessage {
+	if s == "" {
+		return nil
+	}
+	return json.RawMessage(s)
+}
+
+// DeleteMCPServer deletes the owner's registration, its credential and its
+// archived catalog. Returns NOT_FOUND.
+func (d *DB) DeleteMCPServer(ctx context.Context, owner, ref string) error {
+	return d.tx(ctx, func(tx *sql.Tx) error {
+		var id string
+		var cred sql.NullString
+		err := tx.QueryRowContext(ctx, `SELECT id, credential_ref FROM mcp_servers WHERE owner = ? AND (name = ? OR server_key = ?)
+			ORDER BY name = ? DESC LIMIT 1`, owner, ref, ref, ref).Scan(&id, &cred)
+		if errors.Is(err, sql.ErrNoRows) {
+			return duet.Errorf(duet.CodeNotFound, "you have not registered an MCP server named %q", ref)
+		}
+		if err != nil {
+			return mapErr(err)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM mcp_servers WHERE id = ?`, id); err != nil {
+			return mapErr(err)
+		}
+		if cred.Valid {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM mcp_credentials WHERE ref = ?`, cred.String); err != nil {
+				return mapErr(err)
+			}
+		}
+		return nil
+	})
+}
+
+// SaveMCPCatalog replaces the archived catalog of registration id. Returns
+// NOT_FOUND.
+func (d *DB) SaveMCPCatalog(ctx context.Context, id string, cat *duet.MCPCatalog) error {
+	return d.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE mcp_servers SET transport = ?, protocol_version = ?, server_name = ?, server_version = ?,
+			catalog_hash = ?, tool_count = ?, synced_at = ? WHERE id = ?`,
+			cat.Transport, cat.ProtocolVersion, cat.ServerName, cat.ServerVersion, cat.Hash, len(cat.Tools), micros(cat.SyncedAt), id)
+		if err != nil {
+			return mapErr(err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return notFound("MCP server", id)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM mcp_tools WHERE server_id = ?`, id); err != nil {
+			return mapErr(err)
+		}
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO mcp_tools (server_id, name, position, title, description, input_schema, output_schema, annotations)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return mapErr(err)
+		}
+		defer stmt.Close()
+		for i, t := range cat.Tools {
+			if _, err := stmt.ExecContext(ctx, id, t.Name, i, t.Title, t.Description,
+				string(t.InputSchema), string(t.OutputSchema), string(t.Annotations)); err != nil {
+				if duet.ErrorCode(mapErr(err)) == duet.CodeConflict {
+					return duet.Errorf(duet.CodeInvalidArgument, "the catalog lists tool %q twice", t.Name)
+				}
+				return mapErr(err)
+			}
+		}
+		return nil
+	})
+}
+
+// FindMCPTools returns the archived tools of registration id by name.
+func (d *DB) FindMCPTools(ctx context.Context, id string) ([]*duet.MCPTool, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT name, title, description, input_schema, output_schema, annotations
+		FROM mcp_tools WHERE server_id = ? ORDER BY name`, id)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	out := []*duet.MCPTool{}
+	for rows.Next() {
+		var t duet.MCPTool
+		var in, outSchema, ann string
+		if err := rows.Scan(&t.Name, &t.Title, &t.Description, &in, &outSchema, &ann); err != nil {
+			return nil, mapErr(err)
+		}
+		t.InputSchema, t.OutputSchema, t.Annotations = rawJSON(in), rawJSON(outSchema), rawJSON(ann)
+		out = append(out, &t)
+	}
+	return out, mapErr(rows.Err())
+}
+
+// FindCredential returns a credential. Returns NOT_FOUND.
+func (d *DB) FindCredential(ctx context.Context, ref string) (*duet.Credential, error) {
+	var c duet.Credential
+	var updated int64
+	err := d.db.QueryRowContext(ctx, `SELECT ref, owner, server_key, ciphertext, updated_at FROM mcp_credentials WHERE ref = ?`, ref).
+		Scan(&c.Ref, &c.Owner, &c.ServerKey, &c.Ciphertext, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("credential", ref)
+	}
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	c.UpdatedAt = fromMicros(updated)
+	return &c, nil
+}
+
+// FindCredentials returns every credential, by ref.
+func (d *DB) FindCredentials(ctx context.Context) ([]*duet.Credential, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT ref, owner, server_key, ciphertext, updated_at FROM mcp_credentials ORDER BY ref`)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	out := []*duet.Credential{}
+	for rows.Next() {
+		var c duet.Credential
+		var updated int64
+		if err := rows.Scan(&c.Ref, &c.Owner, &c.ServerKey, &c.Ciphertext, &updated); err != nil {
+			return nil, mapErr(err)
+		}
+		c.UpdatedAt = fromMicros(updated)
+		out = append(out, &c)
+	}
+	return out, mapErr(rows.Err())
+}
+
+// UpdateCredentials stores new ciphertexts in one transaction. Returns
+// NOT_FOUND.
+func (d *DB) UpdateCredentials(ctx context.Context, creds []*duet.Credential) error {
+	now := d.now().Truncate(time.Microsecond)
+	return d.tx(ctx, func(tx *sql.Tx) error {
+		for _, c := range creds {
+			res, err := tx.ExecContext(ctx, `UPDATE mcp_credentials SET ciphertext = ?, updated_at = ? WHERE ref = ?`, c.Ciphertext, micros(now), c.Ref)
+			if err != nil {
+				return mapErr(err)
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				return notFound("credential", c.Ref)
+			}
+			c.UpdatedAt = now
+		}
+		return nil
+	})
+}
+
+// AppendInvocations stores invocation records in one transaction.
+func (d *DB) AppendInvocations(ctx context.Context, recs []*duet.Invocation) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	return d.tx(ctx, func(tx *sql.Tx) error {
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO mcp_invocations (time, trace_id, executor, source, server_key, tool, outcome, duration_us, arg_bytes, result_bytes)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return mapErr(err)
+		}
+		defer stmt.Close()
+		for _, r := range recs {
+			res, err := stmt.ExecContext(ctx, micros(r.Time), r.TraceID, r.Executor, r.Source, r.ServerKey, r.Tool, r.Outcome, r.DurationUs, r.ArgBytes, r.ResultBytes)
+			if err != nil {
+				return mapErr(err)
+			}
+			r.ID, _ = res.LastInsertId()
+		}
+		return nil
+	})
+}
+
+// FindInvocations returns invocation records matching f, newest first.
+func (d *DB) FindInvocations(ctx context.Context, f duet.InvocationFilter) ([]*duet.Invocation, error) {
+	where := []string{"1 = 1"}
+	args := []any{}
+	add := func(cond string, v any) {
+		where = append(where, cond)
+		args = append(args, v)
+	}
+	if f.Executor != "" {
+		add("executor = ?", f.Executor)
+	}
+	if f.ServerKey != "" {
+		add("server_key = ?", f.ServerKey)
+	}
+	if f.Tool != "" {
+		add("tool = ?", f.Tool)
+	}
+	if f.Source != "" {
+		add("source = ?", f.Source)
+	}
+	if f.Outcome != "" {
+		add("outcome = ?", f.Outcome)
+	}
+	if f.TraceID != "" {
+		add("trace_id = ?", f.TraceID)
+	}
+	if !f.Since.IsZero() {
+		add("time >= ?", micros(f.Since))
+	}
+	if !f.Until.IsZero() {
+		add("time < ?", micros(f.Until))
+	}
+	args = append(args, clampLimit(f.Limit, 100, 10000))
+	rows, err := d.db.QueryContext(ctx, `SELECT id, time, trace_id, executor, source, server_key, tool, outcome, duration_us, arg_bytes, result_bytes
+		FROM mcp_invocations WHERE `+strings.Join(where, " AND ")+` ORDER BY id DESC LIMIT ?`, args...)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	out := []*duet.Invocation{}
+	for rows.Next() {
+		var r duet.Invocation
+		var t int64
+		if err := rows.Scan(&r.ID, &t, &r.TraceID, &r.Executor, &r.Source, &r.ServerKey, &r.Tool, &r.Outcome, &r.DurationUs, &r.ArgBytes, &r.ResultBytes); err != nil {
+			return nil, mapErr(err)
+		}
+		r.Time = fromMicros(t)
+		out = append(out, &r)
+	}
+	return out, mapErr(rows.Err())
+}
