@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"mime"
 	"net/http"
@@ -123,11 +124,20 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, req *fastReque
 		meta = map[string]any{"traceparent": tp}
 	}
 	caller := callerOf(r.Context(), meta)
-	res, err := s.cat.Call(r.Context(), catalog.Request{Caller: caller, Tool: req.Params.Name, Args: req.Params.Arguments})
+	// Tools may replace their content blocks (SetContent) as on the SDK
+	// path; tools that talk back to the client through the session are
+	// declared streaming and never come here.
+	call := &callState{}
+	ctx := context.WithValue(r.Context(), callKey{}, call)
+	res, err := s.cat.Call(ctx, catalog.Request{Caller: caller, Tool: req.Params.Name, Args: req.Params.Arguments})
 	if err != nil {
 		return false
 	}
-	result, err := encodeNoEscape(ToolResult(res, caller.TraceID))
+	tr := ToolResult(res, caller.TraceID)
+	if call.content != nil && !res.IsError {
+		tr.Content = call.content
+	}
+	result, err := encodeNoEscape(tr)
 	if err != nil {
 		s.log.Error("encoding a tool result", "traceId", caller.TraceID, "err", err)
 		return false

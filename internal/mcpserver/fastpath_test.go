@@ -13,6 +13,7 @@ import (
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/catalog"
 	"github.com/duet-test/duet/internal/compiler"
+	"github.com/duet-test/duet/internal/conformance"
 	"github.com/duet-test/duet/internal/mcpserver"
 	"github.com/duet-test/duet/internal/sqlite"
 )
@@ -37,7 +38,9 @@ func TestFastPathIsByteEquivalent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := mcpserver.New(catalog.New(db, catalog.Options{}), mcpserver.Options{})
+	// The conformance fixtures include tools that replace their content
+	// blocks (images, audio, embedded resources).
+	srv := mcpserver.New(catalog.New(db, catalog.Options{Extra: conformance.New().Tools}), mcpserver.Options{})
 	fixed := func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			ctx := duet.NewContextWithCaller(r.Context(), duet.Caller{UserID: r.Header.Get("X-Test-User"), Source: duet.SourceMCP, TraceID: "0123456789abcdef0123456789abcdef"})
@@ -56,6 +59,9 @@ func TestFastPathIsByteEquivalent(t *testing.T) {
 	bodies := []string{
 		call(`{"name":"get_test_task","arguments":{"taskId":"` + id + `"}}`),
 		call(`{"name":"list_test_tasks","arguments":{}}`),
+		call(`{"name":"` + conformance.ToolImage + `","arguments":{}}`),
+		call(`{"name":"` + conformance.ToolMixed + `","arguments":{}}`),
+		call(`{"name":"` + conformance.ToolAudio + `"}`),
 		call(`{"name":"list_test_tasks"}`),
 		call(`{"name":"list_test_tasks","arguments":null}`),
 		call(`{"name":"list_test_cases","arguments":{"taskId":"` + id + `","limit":1}}`),
