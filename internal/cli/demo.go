@@ -3,11 +3,11 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -16,6 +16,8 @@ import (
 	"github.com/duet-test/duet/internal/auth"
 	"github.com/duet-test/duet/internal/compiler"
 	"github.com/duet-test/duet/internal/config"
+	"github.com/duet-test/duet/internal/mcpclient"
+	"github.com/duet-test/duet/internal/report"
 	"github.com/duet-test/duet/internal/sample"
 )
 
@@ -92,16 +94,15 @@ func runDemo(cmd *cobra.Command, env Env, home string, keep bool) error {
 			return usage("cannot create a temporary directory: %v", err)
 		}
 		home = dir
-		if !keep {
-			defer os.RemoveAll(dir)
-		}
 	}
-	cfg, err := config.Load(func(k string) string {
+	getenv := func(k string) string {
 		switch k {
 		case "DUET_HOME":
 			return home
 		case "DUET_DATABASE_URL", "DUET_ADDR":
 			return ""
+		case "DUET_MCP_ALLOW_LOOPBACK":
+			return "true" // the sample order server runs on this machine
 		case "DUET_LOG_LEVEL":
 			if v := env.Getenv(k); v != "" {
 				return v
@@ -109,21 +110,31 @@ func runDemo(cmd *cobra.Command, env Env, home string, keep bool) error {
 			return "warn"
 		}
 		return env.Getenv(k)
-	})
+	}
+	cfg, err := config.Load(getenv)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "== Duet demo (data in %s)\n", home)
 
+	// The systems under test: a sample H5 shop and the order service's MCP
+	// server, over one order book.
 	orders := sample.NewOrders()
 	shopURL, stopShop, err := sample.StartShop(ctx, "127.0.0.1:0", orders)
 	if err != nil {
 		return err
 	}
 	defer stopShop()
-	fmt.Fprintf(out, "sample shop:        %s\n", shopURL)
+	orderToken, _ := auth.NewToken()
+	orderURL, stopOrders, err := sample.StartOrderServer(ctx, "127.0.0.1:0", orders, orderToken)
+	if err != nil {
+		return err
+	}
+	defer stopOrders()
+	fmt.Fprintf(out, "sample shop:          %s\n", shopURL)
+	fmt.Fprintf(out, "sample order server:  %s (MCP, bearer token required)\n", orderURL)
 
-	a, err := app.Open(ctx, cfg, app.Options{Stderr: env.Stderr})
+	a, err := app.Open(ctx, cfg, app.Options{Stderr: env.Stderr, Getenv: getenv})
 	if err != nil {
 		return err
 	}
@@ -137,13 +148,24 @@ func runDemo(cmd *cobra.Command, env Env, home string, keep bool) error {
 	go func() { serveDone <- a.Serve(sctx, ln, app.ServeOptions{}) }()
 	defer func() { stopServe(); <-serveDone }()
 	duetURL := "http://" + ln.Addr().String()
-	fmt.Fprintf(out, "duet:               %s/mcp/http\n", duetURL)
+	fmt.Fprintf(out, "duet:                 %s/mcp/http\n", duetURL)
 
-	src, err := duet.Examples.ReadFile("examples/api-smoke.yaml")
+	fmt.Fprintf(out, "\n== alice registers the order server as \"order-query\" (her token is sealed in the vault)\n")
+	srv, err := a.MCPClient.Register(ctx, mcpclient.Registration{Owner: "alice", Name: "order-query", URL: orderURL,
+		Headers: map[string]string{"Authorization": "Bearer " + orderToken}})
 	if err != nil {
 		return err
 	}
-	suite, err := compiler.CompileSuite(ctx, src, "examples/api-smoke.yaml", a.CompilerOptions(ctx, "alice"))
+	if srv, err = a.MCPClient.Sync(ctx, "alice", srv.ServerKey); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "serverKey %s: %d tools archived\n", srv.ServerKey, srv.ToolCount)
+
+	src, err := duet.Examples.ReadFile("examples/shop.yaml")
+	if err != nil {
+		return err
+	}
+	suite, err := compiler.CompileSuite(ctx, src, "examples/shop.yaml", a.CompilerOptions(ctx, "alice"))
 	if err != nil {
 		return err
 	}
@@ -152,29 +174,64 @@ func runDemo(cmd *cobra.Command, env Env, home string, keep bool) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "\n== alice applies examples/api-smoke.yaml: task %s (%d cases)\n", res.Task.ID, len(res.Cases))
-	fmt.Fprintf(out, "\n== alice runs it\n")
-	started, err := startRun(ctx, a, "alice", res.Task.ID, nil, "")
+	fmt.Fprintf(out, "\n== alice applies examples/shop.yaml: task %s, %d cases, shared with bob\n", res.Task.ID, len(res.Cases))
+
+	fmt.Fprintf(out, "\n== alice runs it (Chromium, iPhone 15 emulation; the case calls query_order as alice)\n")
+	aliceRun, err := demoRun(ctx, a, "alice", res.Task.ID, out)
 	if err != nil {
 		return err
 	}
-	run, err := executeAndFollow(ctx, a, "alice", started.RunID, out, true)
+	aliceReport, err := demoReport(ctx, a, home, "alice", aliceRun.ID)
 	if err != nil {
 		return err
 	}
-	ok := run.Status == duet.StatusPassed
+	fmt.Fprintf(out, "report: %s\n", aliceReport)
+
+	fmt.Fprintf(out, "\n== bob runs alice's shared task; he has not registered the order server\n")
+	bobRun, err := demoRun(ctx, a, "bob", res.Task.ID, out)
+	if err != nil {
+		return err
+	}
+	bobReport, err := demoReport(ctx, a, home, "bob", bobRun.ID)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "report: %s\n", bobReport)
+	bobExpected := false
+	if execs, err := a.Store.FindExecutions(ctx, bobRun.ID); err == nil {
+		for _, x := range execs {
+			for _, r := range x.Results {
+				if r.Kind == duet.StepMCPCall && r.ErrorCode == duet.CodeMCPServerNotConfigured {
+					bobExpected = true
+				}
+			}
+		}
+	}
+	if bobExpected {
+		fmt.Fprintln(out, "As expected: bob's run started, and its mcpCall step failed with MCP_SERVER_NOT_CONFIGURED —")
+		fmt.Fprintln(out, "Duet calls MCP tools as the person running the test, never with the author's credentials.")
+	}
 
 	plain, hash := auth.NewToken()
 	if err := a.Store.CreateToken(ctx, &duet.Token{UserID: "alice", Name: "demo", Hash: hash}); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "\n== Connect an MCP client\n")
+	fmt.Fprintf(out, "\n== Connect an MCP client to this Duet\n")
+	if !keep {
+		fmt.Fprintln(out, "(the HTTP server stops when the demo ends: run `duet demo --keep-running` to keep it up)")
+	}
 	fmt.Fprintf(out, "HTTP:  %s/mcp/http  with header  Authorization: Bearer %s\n", duetURL, plain)
 	fmt.Fprintf(out, "stdio: DUET_HOME=%s DUET_USER=alice %s mcp\n", home, selfPath())
-	if ok {
-		fmt.Fprintf(out, "\nDEMO OK: alice's run %s passed.\n", run.ID)
-	} else {
-		fmt.Fprintf(out, "\nDEMO FAILED: alice's run %s ended %s.\n", run.ID, run.Status)
+	fmt.Fprintf(out, "The data directory (database, reports, screenshots) stays in %s; delete it when done.\n", home)
+
+	ok := aliceRun.Status == duet.StatusPassed && bobExpected
+	switch {
+	case ok:
+		fmt.Fprintf(out, "\nDEMO OK: alice's run %s passed; bob's run %s failed exactly where it should.\n", aliceRun.ID, bobRun.ID)
+	case aliceRun.Status != duet.StatusPassed:
+		fmt.Fprintf(out, "\nDEMO FAILED: alice's run %s ended %s (see the report).\n", aliceRun.ID, aliceRun.Status)
+	default:
+		fmt.Fprintf(out, "\nDEMO FAILED: bob's run %s did not fail with MCP_SERVER_NOT_CONFIGURED.\n", bobRun.ID)
 	}
 	if keep {
 		fmt.Fprintln(out, "Everything stays up until Ctrl-C.")
@@ -184,6 +241,37 @@ func runDemo(cmd *cobra.Command, env Env, home string, keep bool) error {
 		return &exitError{1, nil}
 	}
 	return nil
+}
+
+// demoRun starts a run as user and follows it to the end with progress.
+func demoRun(ctx context.Context, a *app.App, user, taskID string, out io.Writer) (*duet.Run, error) {
+	started, err := startRun(ctx, a, user, taskID, nil, "")
+	if err != nil {
+		return nil, err
+	}
+	return executeAndFollow(ctx, a, user, started.RunID, out, true)
+}
+
+// demoReport writes the HTML report of a run under home/reports.
+func demoReport(ctx context.Context, a *app.App, home, user, runID string) (string, error) {
+	r, err := report.Build(ctx, a.Store, a.Artifacts, user, runID)
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(home, "reports")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, runID+".html")
+	f, err := os.Create(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if err := r.WriteHTML(f); err != nil {
+		return "", err
+	}
+	return path, f.Close()
 }
 
 func selfPath() string {
@@ -196,5 +284,3 @@ func selfPath() string {
 	}
 	return p
 }
-
-var _ = time.Second

@@ -58,6 +58,8 @@ Subcommands show, list and cancel manage existing runs.`,
 			}
 			if asJSON {
 				printJSON(env.Stdout, run)
+			} else {
+				fmt.Fprintf(env.Stdout, "report: duet report %s -o report.html   (--format json|junit)\n", run.ID)
 			}
 			if run.Status != duet.StatusPassed {
 				return &exitError{1, nil}
@@ -141,7 +143,6 @@ func executeAndFollow(ctx context.Context, a *app.App, user, runID string, w io.
 				if run.ErrorMessage != "" && run.Status != duet.StatusPassed {
 					fmt.Fprintf(w, "  %s: %s\n", run.ErrorCode, run.ErrorMessage)
 				}
-				fmt.Fprintf(w, "report: duet report %s -o report.html   (--format json|junit)\n", run.ID)
 			}
 			return run, nil
 		}
