@@ -224,4 +224,6 @@ func (anyServer) ResolveServer(_ context.Context, ref string) (string, error) {
 	return "mcp_" + ref + "_00000000", nil
 }
 
-func (anyServer) Tool(context.Context, string, string) (*ToolInfo, bool, error) { return nil, false, nil }
+func (anyServer) Tool(context.Context, string, string) (*ToolInfo, bool, error) {
+	return nil, false, nil
+}
