@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 the conformance suite exercises logging and sampling, deprecated in 2026-07-28 but still in the scenarios
+
 package conformance
 
 import (

@@ -270,8 +270,9 @@ func (p Policy) Transport(base *http.Transport) *http.Transport {
 	}
 	t := base.Clone()
 	t.Proxy = nil
-	t.Dial = nil    //nolint:staticcheck // cleared so it cannot bypass the check
-	t.DialTLS = nil //nolint:staticcheck // cleared so it cannot bypass the check
+	// The deprecated dial hooks are cleared so that they cannot bypass the check.
+	t.Dial = nil    //lint:ignore SA1019 cleared on purpose, see above
+	t.DialTLS = nil //lint:ignore SA1019 cleared on purpose, see above
 	t.DialTLSContext = nil
 	t.DialContext = p.Dialer(nil).DialContext
 	return t

@@ -138,7 +138,7 @@ func NewOrderServer(orders *Orders) *mcp.Server {
 			"cursor. limit is 1 to 100 (default 20). An invalid status, limit or cursor gives isError INVALID_ARGUMENT.",
 		Annotations: &mcp.ToolAnnotations{Title: "List orders", ReadOnlyHint: true, OpenWorldHint: &notOpenWorld},
 	}, func(ctx context.Context, req *mcp.CallToolRequest, in ListOrdersInput) (*mcp.CallToolResult, ListOrdersOutput, error) {
-		page, next, err := orders.List(OrderFilter{Status: in.Status, Limit: in.Limit, Cursor: in.Cursor})
+		page, next, err := orders.List(OrderFilter(in))
 		if err != nil {
 			res, te := toolFailure(err)
 			return res, ListOrdersOutput{Error: te}, nil
