@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -24,12 +23,17 @@ import (
 	"github.com/duet-test/duet/internal/sqlite"
 )
 
-// BenchmarkToolsCall measures get_test_task over Streamable HTTP, in one
-// run: governed (gateway auth, Host check, limits, validation, audit to
-// SQLite — the product path) and bare (the same SDK transport and the same
-// store read, with none of the governance). The ratio is the cost of
-// governance per call; "in-process" is catalog.Call alone, without any
-// protocol boundary.
+// BenchmarkToolsCall measures get_test_task, in one run:
+//
+//	governed-http      the product path: gateway auth, Host check, caps, validation,
+//	                   audit to SQLite, over the fast path for plain tools/call
+//	governed-http-sdk  the same, with every request through the go-sdk handler
+//	bare-http          the go-sdk handler and the same store reads, no governance
+//	in-process         catalog.Call alone (governance + tool), no protocol
+//	in-process-bare    the same store reads and encoding, no governance
+//
+// governed-http-sdk / bare-http and in-process / in-process-bare are the cost
+// of governance per call on an equal footing.
 //
 //	go test -run x -bench ToolsCall -benchtime 3s ./internal/httpapi/
 func BenchmarkToolsCall(b *testing.B) {
@@ -48,14 +52,17 @@ func BenchmarkToolsCall(b *testing.B) {
 	aw := audit.NewWriter(db, 0, nil)
 	defer aw.Close()
 	cat := catalog.New(db, catalog.Options{Auditor: aw, Limits: catalog.Limits{MaxConcurrent: 1024, MaxPerCaller: 1024}})
-	governed := httptest.NewServer(httpapi.New(httpapi.Options{Catalog: cat, MCP: mcpserver.New(cat, mcpserver.Options{}), Auth: auth.New(db, []string{key}, "")}))
+	mcpSrv := mcpserver.New(cat, mcpserver.Options{})
+	governed := httptest.NewServer(httpapi.New(httpapi.Options{Catalog: cat, MCP: mcpSrv, Auth: auth.New(db, []string{key}, "")}))
 	defer governed.Close()
+	governedSDK := httptest.NewServer(httpapi.New(httpapi.Options{Catalog: cat, MCP: mcpSrv, Auth: auth.New(db, []string{key}, ""), NoFastPath: true}))
+	defer governedSDK.Close()
 
 	bare := mcp.NewServer(&mcp.Implementation{Name: "bare", Version: "1"}, nil)
 	tool, _ := cat.Tool(catalog.ToolGetTask)
-	bare.AddTool(mcpserver.SDKTool(tool), func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	bareTool := func(ctx context.Context, args json.RawMessage) (*mcp.CallToolResult, error) {
 		var in catalog.GetTaskIn
-		json.Unmarshal(req.Params.Arguments, &in)
+		json.Unmarshal(args, &in)
 		// The same store reads as get_test_task: the task, its case count,
 		// its latest run.
 		t, err := db.FindTaskByID(ctx, "alice", in.TaskID)
@@ -72,6 +79,9 @@ func BenchmarkToolsCall(b *testing.B) {
 		out := catalog.GetTaskOut{CaseCount: n, Task: catalog.TaskView{ID: t.ID, Name: t.Name, Description: t.Description, Owner: t.Owner, SharedWith: t.SharedWith}}
 		b, _ := json.Marshal(out)
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out.Text()}}, StructuredContent: json.RawMessage(b)}, nil
+	}
+	bare.AddTool(mcpserver.SDKTool(tool), func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return bareTool(ctx, req.Params.Arguments)
 	})
 	bareSrv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return bare }, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true}))
 	defer bareSrv.Close()
@@ -98,7 +108,7 @@ func BenchmarkToolsCall(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		url  string
-	}{{"governed-http", governed.URL + "/mcp/http"}, {"bare-http", bareSrv.URL}} {
+	}{{"governed-http", governed.URL + "/mcp/http"}, {"governed-http-sdk", governedSDK.URL + "/mcp/http"}, {"bare-http", bareSrv.URL}} {
 		b.Run(c.name, func(b *testing.B) {
 			b.SetParallelism(8)
 			b.RunParallel(func(pb *testing.PB) {
@@ -120,5 +130,14 @@ func BenchmarkToolsCall(b *testing.B) {
 			}
 		})
 	})
-	_ = time.Second
+	b.Run("in-process-bare", func(b *testing.B) {
+		args := json.RawMessage(fmt.Sprintf(`{"taskId":%q}`, taskID))
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if _, err := bareTool(context.Background(), args); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	})
 }

@@ -35,6 +35,9 @@ type Options struct {
 	Sessions       bool
 	// Streams reports whether calls to a tool emit notifications.
 	Streams func(tool string) bool
+	// NoFastPath sends every MCP request through the SDK (benchmarks and
+	// equivalence tests).
+	NoFastPath bool
 	// Ready reports whether the service can serve (database reachable).
 	Ready func(context.Context) error
 	// Anonymous, when set, lets requests without credentials in as this
@@ -52,7 +55,7 @@ func New(o Options) http.Handler {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	mcpH := o.MCP.HTTPHandler(mcpserver.HTTPOptions{MaxBodyBytes: o.MaxBodyBytes, Sessions: o.Sessions, Streams: o.Streams})
+	mcpH := o.MCP.HTTPHandler(mcpserver.HTTPOptions{MaxBodyBytes: o.MaxBodyBytes, Sessions: o.Sessions, Streams: o.Streams, NoFastPath: o.NoFastPath})
 	l := lite.New(o.Catalog, o.MaxBodyBytes)
 	viaGateway := func(r *http.Request) bool { v, _ := r.Context().Value(viaGatewayKey).(bool); return v }
 
