@@ -59,11 +59,11 @@ type Texter interface{ Text() string }
 // come from the In and Out types (field tags `json` and `jsonschema`); adjust
 // tweaks them (nil for none).
 func Define[In any, Out Texter](name, title, description string, ann Annotations, adjust func(in, out *jsonschema.Schema), fn func(context.Context, *Env, In) (Out, error)) *Tool {
-	in, err := jsonschema.For[In](nil)
+	in, err := jsonschema.For[In](schemaOptions())
 	if err != nil {
 		panic(fmt.Sprintf("catalog: %s input schema: %v", name, err))
 	}
-	out, err := jsonschema.For[Out](nil)
+	out, err := jsonschema.For[Out](schemaOptions())
 	if err != nil {
 		panic(fmt.Sprintf("catalog: %s output schema: %v", name, err))
 	}
@@ -86,6 +86,15 @@ func Define[In any, Out Texter](name, title, description string, ann Annotations
 		return fn(ctx, env, v)
 	}
 	return t
+}
+
+// schemaOptions maps Go types whose JSON shape reflection cannot see:
+// json.RawMessage holds any JSON value (reflection would say "array of
+// integers", the shape of []byte).
+func schemaOptions() *jsonschema.ForOptions {
+	return &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+		reflect.TypeFor[json.RawMessage](): {Description: "any JSON value"},
+	}}
 }
 
 // errorSchema is the shape of structuredContent.error.
