@@ -26,6 +26,13 @@ func rpc(t *testing.T, url string, headers map[string]string, method string, par
 	return post(t, url+"/mcp/http", headers, body, true)
 }
 
+// seen keeps every response (headers and body) of these tests, for the
+// canary checks.
+var seen struct {
+	sync.Mutex
+	all strings.Builder
+}
+
 func post(t *testing.T, url string, headers map[string]string, body []byte, mcpHeaders bool) (int, http.Header, map[string]any) {
 	t.Helper()
 	req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
@@ -43,6 +50,9 @@ func post(t *testing.T, url string, headers map[string]string, body []byte, mcpH
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
+	seen.Lock()
+	fmt.Fprintf(&seen.all, "%v\n%s\n", resp.Header, b)
+	seen.Unlock()
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		for _, line := range strings.Split(string(b), "\n") {
 			if d, ok := strings.CutPrefix(line, "data: "); ok {
@@ -171,8 +181,11 @@ func TestGatewayMatrix(t *testing.T) {
 	audit, _, _ := duet(t, home, "audit", "--json", "--limit", "1000")
 	dbFile, _ := os.ReadFile(filepath.Join(home, "duet.db"))
 	wal, _ := os.ReadFile(filepath.Join(home, "duet.db-wal"))
+	seen.Lock()
+	responses := seen.all.String()
+	seen.Unlock()
 	for _, secret := range []string{gatewayKey, strings.TrimSpace(tok)} {
-		for where, text := range map[string]string{"server log": s.Stderr(), "audit": audit, "database": string(dbFile) + string(wal)} {
+		for where, text := range map[string]string{"server log": s.Stderr(), "audit": audit, "database": string(dbFile) + string(wal), "responses": responses} {
 			if strings.Contains(text, secret) {
 				t.Errorf("secret %q... found in the %s", secret[:8], where)
 			}
