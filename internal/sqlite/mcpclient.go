@@ -407,39 +407,17 @@ func (d *DB) AppendInvocations(ctx context.Context, recs []*duet.Invocation) err
 
 // FindInvocations returns invocation records matching f, newest first.
 func (d *DB) FindInvocations(ctx context.Context, f duet.InvocationFilter) ([]*duet.Invocation, error) {
-	where := []string{"1 = 1"}
-	args := []any{}
-	add := func(cond string, v any) {
-		where = append(where, cond)
-		args = append(args, v)
-	}
-	if f.Executor != "" {
-		add("executor = ?", f.Executor)
-	}
-	if f.ServerKey != "" {
-		add("server_key = ?", f.ServerKey)
-	}
-	if f.Tool != "" {
-		add("tool = ?", f.Tool)
-	}
-	if f.Source != "" {
-		add("source = ?", f.Source)
-	}
-	if f.Outcome != "" {
-		add("outcome = ?", f.Outcome)
-	}
-	if f.TraceID != "" {
-		add("trace_id = ?", f.TraceID)
-	}
-	if !f.Since.IsZero() {
-		add("time >= ?", micros(f.Since))
-	}
-	if !f.Until.IsZero() {
-		add("time < ?", micros(f.Until))
-	}
-	args = append(args, clampLimit(f.Limit, 100, 10000))
-	rows, err := d.db.QueryContext(ctx, `SELECT id, time, trace_id, executor, source, server_key, tool, outcome, duration_us, arg_bytes, result_bytes
-		FROM mcp_invocations WHERE `+strings.Join(where, " AND ")+` ORDER BY id DESC LIMIT ?`, args...)
+	var w filter
+	w.eq("executor", f.Executor)
+	w.eq("server_key", f.ServerKey)
+	w.eq("tool", f.Tool)
+	w.eq("source", string(f.Source))
+	w.eq("outcome", string(f.Outcome))
+	w.eq("trace_id", f.TraceID)
+	w.between("time", f.Since, f.Until)
+	args := append(w.args, clampLimit(f.Limit, 100, 10000))
+	rows, err := d.q.QueryContext(ctx, `SELECT id, time, trace_id, executor, source, server_key, tool, outcome, duration_us, arg_bytes, result_bytes
+		FROM mcp_invocations WHERE `+w.where()+` ORDER BY id DESC LIMIT ?`, args...)
 	if err != nil {
 		return nil, mapErr(err)
 	}

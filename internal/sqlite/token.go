@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"strings"
 
 	"github.com/duet-test/duet"
 )
@@ -101,39 +100,17 @@ func (d *DB) AppendAudit(ctx context.Context, recs []*duet.AuditRecord) error {
 
 // FindAudit returns audit records matching f, newest first.
 func (d *DB) FindAudit(ctx context.Context, f duet.AuditFilter) ([]*duet.AuditRecord, error) {
-	where := []string{"1 = 1"}
-	args := []any{}
-	add := func(cond string, v any) {
-		where = append(where, cond)
-		args = append(args, v)
-	}
-	if f.Caller != "" {
-		add("caller = ?", f.Caller)
-	}
-	if f.Tool != "" {
-		add("tool = ?", f.Tool)
-	}
-	if f.Method != "" {
-		add("method = ?", f.Method)
-	}
-	if f.CallSource != "" {
-		add("call_source = ?", f.CallSource)
-	}
-	if f.Outcome != "" {
-		add("outcome = ?", f.Outcome)
-	}
-	if f.TraceID != "" {
-		add("trace_id = ?", f.TraceID)
-	}
-	if !f.Since.IsZero() {
-		add("time >= ?", micros(f.Since))
-	}
-	if !f.Until.IsZero() {
-		add("time < ?", micros(f.Until))
-	}
-	args = append(args, clampLimit(f.Limit, 100, 10000))
+	var w filter
+	w.eq("caller", f.Caller)
+	w.eq("tool", f.Tool)
+	w.eq("method", f.Method)
+	w.eq("call_source", string(f.CallSource))
+	w.eq("outcome", string(f.Outcome))
+	w.eq("trace_id", f.TraceID)
+	w.between("time", f.Since, f.Until)
+	args := append(w.args, clampLimit(f.Limit, 100, 10000))
 	rows, err := d.q.QueryContext(ctx, `SELECT id, time, trace_id, call_source, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes
-		FROM audit WHERE `+strings.Join(where, " AND ")+` ORDER BY id DESC LIMIT ?`, args...)
+		FROM audit WHERE `+w.where()+` ORDER BY id DESC LIMIT ?`, args...)
 	if err != nil {
 		return nil, mapErr(err)
 	}
