@@ -16,10 +16,13 @@ lint: ## gofmt, go vet and staticcheck
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
+conformance: ## the official MCP conformance suite: server (sessions, stateless) and client
+	DUET_REQUIRE_NODE=1 $(GO) test -count=1 -run 'TestConformance' -v ./test/interop/ ./internal/cli/ | grep -E '^(=== RUN|--- |ok|FAIL)|conformance (server|client)'
+
 demo: ## run the end-to-end demo
 	./scripts/demo.sh
 
 bench: ## load and protocol-boundary benchmarks as ratio tables (bench/Makefile; C=32 D=10s N=2000)
 	$(MAKE) -C bench bench
 
-.PHONY: help build test lint demo bench
+.PHONY: help build test lint demo conformance bench
