@@ -12,11 +12,11 @@ func env(m map[string]string) func(string) string { return func(k string) string
 
 func TestDefaults(t *testing.T) {
 	t.Parallel()
-	c, err := Load(env(map[string]string{"HOME": "/home/u", "USER": "u"}))
+	c, err := Load(env(map[string]string{"HOME": "/srv/u", "USER": "u"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Home != filepath.Join("/home/u", ".local", "share", "duet") || c.Addr != "127.0.0.1:8420" || c.User != "u" ||
+	if c.Home != filepath.Join("/srv/u", ".local", "share", "duet") || c.Addr != "127.0.0.1:8420" || c.User != "u" ||
 		c.CallTimeout != 15*time.Second || c.IdempotencyTTL != 24*time.Hour || c.MaxPerCaller != 8 {
 		t.Fatalf("defaults: %+v", c)
 	}
@@ -24,7 +24,7 @@ func TestDefaults(t *testing.T) {
 	if p != filepath.Join(c.Home, "duet.db") {
 		t.Fatalf("database path: got %s", p)
 	}
-	c, _ = Load(env(map[string]string{"HOME": "/home/u", "XDG_DATA_HOME": "/x"}))
+	c, _ = Load(env(map[string]string{"HOME": "/srv/u", "XDG_DATA_HOME": "/x"}))
 	if c.Home != "/x/duet" {
 		t.Fatalf("XDG: got %s", c.Home)
 	}
