@@ -201,8 +201,11 @@ func TestLimitsOverHTTP(t *testing.T) {
 	home := t.TempDir()
 	srv := api(t)
 	duet(t, home, "apply", "-f", suiteFile(t, srv.URL), "--as", "alice")
+	// The conformance fixtures add catalog tools that take a while
+	// (test_tool_with_progress pauses twice for 50 ms): calls to them surely
+	// overlap, so the caps are tested deterministically.
 	s := serve(t, home, []string{"DUET_GATEWAY_API_KEYS=" + gatewayKey, "DUET_MAX_BODY_BYTES=65536", "DUET_MAX_ARG_BYTES=1024",
-		"DUET_MAX_RESULT_BYTES=1024", "DUET_MAX_PER_CALLER=1", "DUET_MAX_CONCURRENT=2"})
+		"DUET_MAX_RESULT_BYTES=1024", "DUET_MAX_PER_CALLER=1", "DUET_MAX_CONCURRENT=2"}, "--conformance-fixtures")
 	h := gw("alice")
 	// Body too large (10 MB) → 413 with a JSON-RPC error; the server keeps serving.
 	big := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_test_task","arguments":{"taskId":"` + strings.Repeat("x", 10<<20) + `"}}}`)
@@ -227,9 +230,9 @@ func TestLimitsOverHTTP(t *testing.T) {
 	statuses := map[int]int{}
 	retryAfter := ""
 	var wg sync.WaitGroup
-	for range 100 {
+	for range 20 {
 		wg.Go(func() {
-			code, hdr, _ := rpc(t, s.URL, h, "tools/call", map[string]any{"name": "get_test_task", "arguments": map[string]any{"taskId": "task_x"}})
+			code, hdr, _ := rpc(t, s.URL, h, "tools/call", map[string]any{"name": "test_tool_with_progress", "arguments": map[string]any{}})
 			mu.Lock()
 			statuses[code]++
 			if code == 429 {
@@ -240,7 +243,7 @@ func TestLimitsOverHTTP(t *testing.T) {
 	}
 	wg.Wait()
 	if statuses[429] == 0 || statuses[200] == 0 || retryAfter == "" {
-		t.Errorf("100 concurrent calls with a per-caller cap of 1: statuses %v, Retry-After %q", statuses, retryAfter)
+		t.Errorf("20 concurrent slow calls with a per-caller cap of 1: statuses %v, Retry-After %q", statuses, retryAfter)
 	}
 	// Still serving.
 	if code, _, _ := rpc(t, s.URL, h, "tools/list", map[string]any{}); code != 200 {
