@@ -25,7 +25,7 @@ import (
 type AuthStatus struct {
 	Auth       string     `json:"auth"`
 	Authorized bool       `json:"authorized"`
-	Scopes     []string   `json:"scopes,omitempty"`  // granted
+	Scopes     []string   `json:"scopes,omitempty"`   // granted
 	Obtained   *time.Time `json:"obtained,omitempty"` // when the token was obtained
 	Expires    *time.Time `json:"expires,omitempty"`
 	Renewable  bool       `json:"renewable"`          // a refresh token, or the client credentials grant
