@@ -98,7 +98,27 @@ func (c *Client) secret(ctx context.Context, s *duet.MCPServer) (*secret, error)
 // credential (tokens obtained or refreshed). Returns NOT_FOUND when the
 // credential is gone (the registration was replaced or removed).
 func (c *Client) saveSecret(ctx context.Context, s *duet.MCPServer, sec *secret) error {
-	ct, err := c.seal(s.Owner, s.ServerKey, sec)
+	kr, err := c.keys.get(false)
+	if err != nil {
+		return err
+	}
+	aad := vault.AAD(s.Owner, s.ServerKey)
+	if cur, err := c.store.FindCredential(ctx, s.CredentialRef); err == nil && kr.NeedsRewrap(cur.Ciphertext) {
+		// Sealed under a key this process has not loaded: the master key was
+		// rotated since it started. Seal under the new primary key, so that
+		// pruning the old one later loses nothing.
+		if _, err := kr.Open(cur.Ciphertext, aad); errors.Is(err, vault.ErrUnknownKey) {
+			if kr, err = c.keys.get(true); err != nil {
+				return err
+			}
+		}
+	}
+	pt, err := json.Marshal(sec)
+	if err != nil {
+		return duet.WrapError(duet.CodeInternal, err, "cannot encode credentials")
+	}
+	defer clear(pt)
+	ct, err := kr.Seal(pt, aad)
 	if err != nil {
 		return err
 	}

@@ -422,3 +422,45 @@ func TestLoopbackLogin(t *testing.T) {
 type errStatus int
 
 func (e errStatus) Error() string { return http.StatusText(int(e)) }
+
+// TestOAuthTokensAfterRotation: a long-running process that renews a token
+// after another process rotated the master key seals it under the new key
+// (pruning the old key later loses nothing).
+func TestOAuthTokensAfterRotation(t *testing.T) {
+	t.Parallel()
+	as, url, _ := oauthServer(t, mcptest.AuthOptions{TokenTTL: 2 * time.Second}, mcptest.Protection{})
+	e := newEnv(t)
+	oldKey, _ := vault.GenerateKey()
+	kr1, _ := vault.NewKeyring(oldKey)
+	e.keys.Store(kr1)
+	reg := e.registerOAuth(t, "alice", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth})
+	if _, err := e.c.Sync(mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover()), "alice", "s"); err != nil {
+		t.Fatal(err)
+	}
+	// The session this process keeps open predates the rotation.
+	if _, err := e.invoke(t, "alice", reg.ServerKey, "add", map[string]any{"a": 1, "b": 1}); err != nil {
+		t.Fatal(err)
+	}
+	newKey, _ := vault.GenerateKey()
+	kr2, _ := vault.NewKeyring(newKey, oldKey)
+	rotator := mcpclient.New(mcpclient.Options{Store: e.db, Keyring: func() (*vault.Keyring, error) { return kr2, nil }})
+	defer rotator.Close()
+	if res, err := rotator.Rewrap(t.Context()); err != nil || res.Rewrapped != 1 {
+		t.Fatalf("rewrap: %+v %v", res, err)
+	}
+	e.keys.Store(kr2)
+	time.Sleep(1600 * time.Millisecond) // the next call renews the token first
+	if _, err := e.invoke(t, "alice", reg.ServerKey, "add", map[string]any{"a": 1, "b": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if as.Refreshes.Load() != 1 {
+		t.Fatalf("refreshes: got %d, want 1", as.Refreshes.Load())
+	}
+	cred, err := e.db.FindCredential(t.Context(), reg.CredentialRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kr2.NeedsRewrap(cred.Ciphertext) {
+		t.Errorf("the renewed token was sealed under the old key")
+	}
+}
