@@ -162,7 +162,10 @@ func (c *Client) connect(ctx context.Context, reg *duet.MCPServer) (*session, er
 		return nil, err
 	}
 	var oh auth.OAuthHandler
-	if reg.Auth != "" && sec.OAuth != nil {
+	if reg.Auth != "" {
+		if sec.OAuth == nil {
+			return nil, duet.Errorf(duet.CodeInternal, "the OAuth configuration of MCP server %s is missing from its credential; register it again", reg.Name)
+		}
 		oh = c.oauthFor(reg, sec)
 	}
 	hc := c.httpClient(reg, sec.Headers)
