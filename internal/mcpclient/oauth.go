@@ -478,10 +478,7 @@ func (st *oauthState) authorizationCode(ctx context.Context, a *Authorizer, req 
 			}
 			return a.Fetch(ctx, args)
 		},
-		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
-			RedirectURIs: []string{a.RedirectURL}, ClientName: "Duet", SoftwareID: "duet",
-			GrantTypes: []string{"authorization_code", "refresh_token"}, ResponseTypes: []string{"code"},
-		}},
+		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{Metadata: registrationMetadata(a.RedirectURL)},
 		ScopeFilter: func(discovered []string) []string {
 			return union(union(discovered, sec.Scopes), extra)
 		},
