@@ -118,6 +118,9 @@ func (c *Client) Login(ctx context.Context, owner, ref string) (*AuthStatus, err
 	challenges, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("Www-Authenticate"))
 	st.authMu.Lock()
 	err = st.authorize(ctx, req, resp, challenges, challengeScopes(challenges))
+	if err == nil {
+		st.failed = nil
+	}
 	st.authMu.Unlock()
 	if err != nil {
 		if e := c.oauthFailure(ctx, reg, err); e != nil {

@@ -211,8 +211,10 @@ type oauthState struct {
 	reg     *duet.MCPServer
 	headers map[string]string // sealed together with the token
 
-	authMu sync.Mutex // one authorization at a time
-	recent []time.Time
+	authMu   sync.Mutex // one authorization at a time
+	recent   []time.Time
+	failedAt time.Time // the last authorization failed then, with failed
+	failed   error
 
 	mu  sync.Mutex // guards sec
 	sec *oauthSecret
@@ -410,12 +412,28 @@ func (st *oauthState) Authorize(ctx context.Context, req *http.Request, resp *ht
 		return &flowError{msg: fmt.Sprintf("the server still answers insufficient_scope for %s, which the token was granted; authorizing again would not help", scopeList(scopes))}
 	}
 	now := time.Now()
+	if st.failed != nil && now.Sub(st.failedAt) < retryFailedAfter {
+		// The go-sdk tries the older handshake after a failed one: do not
+		// ask the person again at once.
+		return st.failed
+	}
 	st.recent = slices.DeleteFunc(st.recent, func(t time.Time) bool { return now.Sub(t) > authorizationWindow })
 	if len(st.recent) >= maxAuthorizations {
 		return &flowError{msg: fmt.Sprintf("gave up after %d authorizations within %s", len(st.recent), authorizationWindow)}
 	}
-	return st.authorize(ctx, req, resp, challenges, scopes)
+	err := st.authorize(ctx, req, resp, challenges, scopes)
+	var fe *flowError
+	if errors.As(err, &fe) && ctx.Err() == nil {
+		st.failed, st.failedAt = err, now
+	} else {
+		st.failed = nil
+	}
+	return err
 }
+
+// retryFailedAfter is how long a failed authorization is not tried again
+// (Login always tries).
+const retryFailedAfter = 10 * time.Second
 
 // authorize obtains a new token. The caller holds authMu.
 func (st *oauthState) authorize(ctx context.Context, req *http.Request, resp *http.Response, challenges []oauthex.Challenge, scopes []string) error {
@@ -708,7 +726,14 @@ func (st *oauthState) flowError(op string, err error, refused *refusals) error {
 	case errors.Is(err, context.DeadlineExceeded):
 		msg = "no answer in time"
 	default:
-		msg = sanitize(err.Error(), 300)
+		msg = err.Error()
+		// Some go-sdk errors quote the body of an error page.
+		if i := strings.Index(strings.ToLower(msg), "<!doctype html"); i >= 0 {
+			msg = strings.TrimRight(msg[:i], " :") + " (an HTML error page)"
+		} else if i := strings.Index(strings.ToLower(msg), "<html"); i >= 0 {
+			msg = strings.TrimRight(msg[:i], " :") + " (an HTML error page)"
+		}
+		msg = sanitize(msg, 300)
 	}
 	msg = redact.Secrets(op+": "+msg, secrets...)
 	return &flowError{msg: msg, err: err, refused: refused.first()}

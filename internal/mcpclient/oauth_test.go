@@ -306,11 +306,18 @@ func TestOAuthFailures(t *testing.T) {
 	t.Parallel()
 	t.Run("denied", func(t *testing.T) {
 		t.Parallel()
-		_, url, _ := oauthServer(t, mcptest.AuthOptions{Deny: true}, mcptest.Protection{})
+		as, url, _ := oauthServer(t, mcptest.AuthOptions{Deny: true}, mcptest.Protection{})
 		e := newEnv(t)
 		e.registerOAuth(t, "alice", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth})
-		_, err := e.c.Login(mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover()), "alice", "s")
+		auto := mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover())
+		_, err := e.c.Login(auto, "alice", "s")
 		wantCode(t, err, duet.CodeMCPAuthFailed, "access_denied")
+		// A sync (whose handshake the go-sdk tries twice) asks once.
+		_, err = e.c.Sync(auto, "alice", "s")
+		wantCode(t, err, duet.CodeMCPAuthFailed, "access_denied")
+		if got := as.Authorizations.Load(); got != 2 {
+			t.Errorf("authorizations: got %d, want 2 (the login's and the sync's)", got)
+		}
 	})
 	t.Run("wrong client secret", func(t *testing.T) {
 		t.Parallel()
