@@ -102,6 +102,16 @@ func TestMCPClientOAuth(t *testing.T) {
 		Clients: map[string]string{"duet-app": canaryClientSecret}, NoRegistration: true})
 	url := mcptest.Protected(t, mcptest.NewServer("secure", nil), as, mcptest.Protection{Scopes: []string{"sums"}})
 
+	for _, args := range [][]string{
+		{"--client-id-env", "SECURE_CLIENT_ID"},                           // without --auth
+		{"--auth", "password"},                                            // no such mode
+		{"--auth", "oauth", "--client-secret-env", "NOT_SET"},             // an empty variable
+		{"--auth", "oauth", "--bearer-token-env", "SECURE_CLIENT_SECRET"}, // OAuth brings its own bearer token
+	} {
+		if _, errs, code := e.run(t, append([]string{"server", "add", "--as", "alice", "--name", "x", "--url", url}, args...)...); code != 2 {
+			t.Errorf("server add %v: exit %d, want 2 (usage): %s", args, code, errs)
+		}
+	}
 	out, errs, code := e.run(t, "server", "add", "--as", "alice", "--name", "secure", "--url", url, "--auth", "oauth",
 		"--client-id-env", "SECURE_CLIENT_ID", "--client-secret-env", "SECURE_CLIENT_SECRET")
 	if code != 0 || !strings.Contains(out, "auth       oauth") || !strings.Contains(errs, "duet server login --as alice secure") {
