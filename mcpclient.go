@@ -22,6 +22,10 @@ type MCPServer struct {
 	// HeaderNames are the names of the headers sent with every request, in
 	// canonical form (e.g. Authorization, X-Api-Key); values are in the vault.
 	HeaderNames []string `json:"headerNames,omitempty"`
+	// Auth is how Duet obtains a token for the server besides the headers:
+	// "" (static headers only), AuthOAuth or AuthClientCredentials. The
+	// OAuth client configuration and tokens are sealed in the credential.
+	Auth string `json:"auth,omitempty"`
 
 	// What the last successful catalog sync found.
 	Transport       string     `json:"transport,omitempty"`       // "streamable-http" or "sse" (legacy HTTP+SSE)
@@ -35,6 +39,12 @@ type MCPServer struct {
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"` // changes whenever the URL or credentials change
 }
+
+// Ways of authenticating to a server with OAuth 2.1 (MCPServer.Auth).
+const (
+	AuthOAuth             = "oauth"              // authorization code + PKCE, as the person
+	AuthClientCredentials = "client-credentials" // machine identity
+)
 
 // Transports an MCPServer can be reached over.
 const (

@@ -225,11 +225,19 @@ func TestMCPClientEndToEnd(t *testing.T) {
 
 	// The canary check. The transcript holds stdout and stderr of every
 	// command (logs at debug level included) and every tool response.
+	checkCanaries(t, e, home, canary, canaryWrong)
+}
+
+// checkCanaries fails when one of the canaries appears in the transcript
+// (command output, logs, tool responses) or in plain text in a file of
+// DUET_HOME (the database, the master key).
+func checkCanaries(t *testing.T, e *duetEnv, home string, canaries ...string) {
+	t.Helper()
 	text := e.tr.all.String()
 	if !strings.Contains(text, "level=DEBUG") && !strings.Contains(text, "level=WARN") {
 		t.Errorf("the transcript holds no logs; the canary check would prove little")
 	}
-	for _, c := range []string{canary, canaryWrong} {
+	for _, c := range canaries {
 		if strings.Contains(text, c) {
 			t.Errorf("a canary appears in command output, logs or tool responses")
 		}
@@ -245,7 +253,7 @@ func TestMCPClientEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		checked++
-		for _, c := range []string{canary, canaryWrong} {
+		for _, c := range canaries {
 			if bytes.Contains(b, []byte(c)) {
 				t.Errorf("a canary appears in plain text in %s", filepath.Base(f))
 			}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,7 +23,7 @@ import (
 func serverCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "server",
-		Short: "Your registry of remote MCP servers: add, list, show, sync, call, remove, invocations",
+		Short: "Your registry of remote MCP servers: add, login, list, show, sync, call, remove, invocations",
 		Long: `server manages the MCP servers you (--as) registered. Test cases refer to a
 server by its serverKey, a fingerprint of its normalized URL that is the same for
 everyone who registers that address; every call resolves the executor's own
@@ -30,19 +31,20 @@ registration and credentials, never the case author's.
 
 Credentials are read from environment variables named on the command line (so they
 never appear in argv or shell history), encrypted with the master key and never shown
-again. See docs/mcp-client.md.`,
+again. Servers protected by OAuth are registered with --auth oauth and authorized once
+with "duet server login". See docs/mcp-client.md.`,
 	}
-	cmd.AddCommand(serverAddCmd(env), serverListCmd(env), serverShowCmd(env), serverRemoveCmd(env),
+	cmd.AddCommand(serverAddCmd(env), serverLoginCmd(env), serverListCmd(env), serverShowCmd(env), serverRemoveCmd(env),
 		serverSyncCmd(env), serverCallCmd(env), serverInvocationsCmd(env))
 	return cmd
 }
 
 func serverAddCmd(env Env) *cobra.Command {
-	var name, url, bearerEnv string
-	var headerEnvs []string
+	var name, url, bearerEnv, authMode, clientIDEnv, clientSecretEnv, clientKeyEnv, metadataURL string
+	var headerEnvs, scopes []string
 	var replace, noSync, asJSON bool
 	cmd := &cobra.Command{
-		Use:   "add --name NAME --url URL [--bearer-token-env VAR] [--header-env 'Header-Name=VAR' ...]",
+		Use:   "add --name NAME --url URL [--bearer-token-env VAR] [--header-env 'Header-Name=VAR' ...] [--auth oauth|client-credentials ...]",
 		Short: "Register an MCP server and archive its tool catalog",
 		Long: `add registers the MCP server at --url under --name for --as, then connects with
 those credentials and archives its tool catalog (every page of tools/list).
@@ -52,13 +54,29 @@ Credentials come from environment variables of this process:
   --header-env 'X-Api-Key=VAR'  sends "X-Api-Key: $VAR" (repeatable)
 URLs that carry a credential in their query (token=, api_key=, sig=, ...) are refused.
 If the catalog cannot be synced, the registration is kept and the error is shown
-(exit 1); fix the cause and run "duet server sync NAME".`,
+(exit 1); fix the cause and run "duet server sync NAME".
+
+Servers protected by OAuth 2.1 (the MCP authorization spec):
+  --auth oauth                  calls run as --as, who authorizes Duet once in a browser
+                                with "duet server login --as USER NAME" (authorization
+                                code + PKCE); tokens are encrypted and refreshed
+      --client-id-env VAR       a client pre-registered at the authorization server
+      --client-secret-env VAR   ... and its secret (confidential clients)
+      --client-metadata-url URL a client ID metadata document describing Duet (https)
+                                without these, Duet registers itself dynamically
+  --auth client-credentials     a machine identity (no person): the client credentials
+                                grant with --client-id-env and either --client-secret-env
+                                or --client-key-env VAR (a PEM private key: private_key_jwt)
+  --scope S                     request scope S too (repeatable)
+The authorization server is found from the server's metadata; every address Duet
+contacts passes the same network guard as the server itself.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if name == "" || url == "" {
 				return usage("server add needs --name and --url")
 			}
 			headers := map[string]string{}
+			defer clear(headers)
 			if bearerEnv != "" {
 				v := env.Getenv(bearerEnv)
 				if v == "" {
@@ -81,6 +99,13 @@ If the catalog cannot be synced, the registration is kept and the error is shown
 				}
 				headers[h] = val
 			}
+			oauth, err := oauthFlags(env, authMode, clientIDEnv, clientSecretEnv, clientKeyEnv, metadataURL, scopes)
+			if err != nil {
+				return err
+			}
+			if oauth != nil && bearerEnv != "" {
+				return usage("--auth %s obtains the bearer token itself; drop --bearer-token-env", authMode)
+			}
 			a, err := openApp(cmd, env, app.Options{})
 			if err != nil {
 				return err
@@ -89,14 +114,17 @@ If the catalog cannot be synced, the registration is kept and the error is shown
 			user := asUser(cmd, a.Config)
 			ctx := cmd.Context()
 			start := time.Now()
-			s, err := a.MCPClient.Register(ctx, mcpclient.Registration{Owner: user, Name: name, URL: url, Headers: headers, Replace: replace})
-			clear(headers)
+			s, err := a.MCPClient.Register(ctx, mcpclient.Registration{Owner: user, Name: name, URL: url, Headers: headers, OAuth: oauth, Replace: replace})
+			if oauth != nil {
+				oauth.ClientSecret, oauth.PrivateKey = "", ""
+			}
 			audited(a, user, "server.add", start, err)
 			if err != nil {
 				return err
 			}
 			var syncErr error
-			if !noSync {
+			// A person's authorization comes first: server login syncs.
+			if !noSync && s.Auth != duet.AuthOAuth {
 				start = time.Now()
 				var synced *duet.MCPServer
 				synced, syncErr = a.MCPClient.Sync(ctx, user, s.Name)
@@ -114,9 +142,15 @@ If the catalog cannot be synced, the registration is kept and the error is shown
 				if len(s.HeaderNames) > 0 {
 					fmt.Fprintf(env.Stdout, "  headers    %s (encrypted; credentialRef %s)\n", strings.Join(s.HeaderNames, ", "), s.CredentialRef)
 				}
+				if s.Auth != "" {
+					fmt.Fprintf(env.Stdout, "  auth       %s (client configuration encrypted; credentialRef %s)\n", s.Auth, s.CredentialRef)
+				}
 				if s.SyncedAt != nil {
 					fmt.Fprintf(env.Stdout, "  catalog    %d tools (%s, protocol %s, %s %s)\n", s.ToolCount, s.Transport, s.ProtocolVersion, orDash(s.ServerName), s.ServerVersion)
 				}
+			}
+			if s.Auth == duet.AuthOAuth {
+				fmt.Fprintf(env.Stderr, "next: authorize Duet to call %s as %s: `duet server login --as %s %s` (it also syncs the catalog)\n", s.Name, user, user, s.Name)
 			}
 			if syncErr != nil {
 				fmt.Fprintf(env.Stderr, "the registration is kept, but its catalog could not be synced; fix the cause and run `duet server sync %s`\n", s.Name)
@@ -129,11 +163,168 @@ If the catalog cannot be synced, the registration is kept and the error is shown
 	cmd.Flags().StringVar(&url, "url", "", "the server's MCP endpoint (Streamable HTTP, or legacy SSE)")
 	cmd.Flags().StringVar(&bearerEnv, "bearer-token-env", "", "environment variable holding a bearer token")
 	cmd.Flags().StringArrayVar(&headerEnvs, "header-env", nil, "Header-Name=VAR: send header Header-Name with the value of environment variable VAR (repeatable)")
+	cmd.Flags().StringVar(&authMode, "auth", "", "oauth (a person authorizes with `server login`) or client-credentials (machine identity); default: the static headers")
+	cmd.Flags().StringVar(&clientIDEnv, "client-id-env", "", "environment variable holding a pre-registered OAuth client id")
+	cmd.Flags().StringVar(&clientSecretEnv, "client-secret-env", "", "environment variable holding the OAuth client's secret")
+	cmd.Flags().StringVar(&clientKeyEnv, "client-key-env", "", "environment variable holding the OAuth client's PEM private key (client-credentials with private_key_jwt)")
+	cmd.Flags().StringVar(&metadataURL, "client-metadata-url", "", "https URL of a client ID metadata document describing Duet (--auth oauth)")
+	cmd.Flags().StringArrayVar(&scopes, "scope", nil, "an OAuth scope to request besides the ones the server asks for (repeatable)")
 	cmd.Flags().BoolVar(&replace, "replace", false, "replace your registration with the same name (new URL and credentials)")
 	cmd.Flags().BoolVar(&noSync, "no-sync", false, "register only; do not contact the server")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the registration as JSON")
 	addAs(cmd)
 	return cmd
+}
+
+// oauthFlags builds the OAuth configuration of server add from its flags,
+// reading the secrets from the named environment variables.
+func oauthFlags(env Env, mode, idEnv, secretEnv, keyEnv, metadataURL string, scopes []string) (*mcpclient.OAuth, error) {
+	switch mode {
+	case "", "headers":
+		if idEnv != "" || secretEnv != "" || keyEnv != "" || metadataURL != "" || len(scopes) > 0 {
+			return nil, usage("--client-id-env, --client-secret-env, --client-key-env, --client-metadata-url and --scope need --auth oauth or --auth client-credentials")
+		}
+		return nil, nil
+	case duet.AuthOAuth, duet.AuthClientCredentials:
+	default:
+		return nil, usage("--auth %s: want oauth or client-credentials", mode)
+	}
+	read := func(flag, name string) (string, error) {
+		if name == "" {
+			return "", nil
+		}
+		v := env.Getenv(name)
+		if strings.TrimSpace(v) == "" {
+			return "", usage("%s %s: the variable %s is empty or not set", flag, name, name)
+		}
+		return v, nil
+	}
+	o := &mcpclient.OAuth{Grant: mode, ClientMetadataURL: metadataURL}
+	var err error
+	if o.ClientID, err = read("--client-id-env", idEnv); err != nil {
+		return nil, err
+	}
+	o.ClientID = strings.TrimSpace(o.ClientID)
+	if o.ClientSecret, err = read("--client-secret-env", secretEnv); err != nil {
+		return nil, err
+	}
+	if o.PrivateKey, err = read("--client-key-env", keyEnv); err != nil {
+		return nil, err
+	}
+	for _, s := range scopes {
+		o.Scopes = append(o.Scopes, strings.Fields(s)...)
+	}
+	return o, nil
+}
+
+func serverLoginCmd(env Env) *cobra.Command {
+	var timeout time.Duration
+	var port int
+	var noSync bool
+	cmd := &cobra.Command{
+		Use:   "login NAME",
+		Short: "Authorize Duet to call an OAuth-protected server as you (opens nothing: prints the URL)",
+		Long: `login authorizes Duet to call your server NAME (registered with --auth oauth) as
+--as. It prints the authorization server's URL: open it in a browser, sign in and
+approve. The browser is then sent back to http://127.0.0.1:PORT/callback, where this
+command listens (--port, default a free one) for at most --timeout. The tokens it
+receives are encrypted with the master key; calls use them and refresh them. Then the
+catalog is synced (unless --no-sync).
+
+Run it again when a call fails with MCP_AUTH_FAILED asking for it: the refresh token
+expired, or a tool needs more scopes (they are requested this time).
+For --auth client-credentials, login fetches a token at once (no browser).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if timeout <= 0 {
+				return usage("--timeout must be positive")
+			}
+			if port < 0 || port > 65535 {
+				return usage("--port must be 0 (any free port) or a port number")
+			}
+			a, err := openApp(cmd, env, app.Options{})
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			user := asUser(cmd, a.Config)
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			reg, err := a.Store.FindMCPServer(ctx, user, args[0])
+			if err != nil {
+				return err
+			}
+			if reg.Auth == duet.AuthOAuth {
+				ln, err := mcpclient.ListenLoopback(port, func(authURL string) {
+					fmt.Fprintf(env.Stdout, "Open this URL in a browser to authorize Duet to call %s as %s:\n\n  %s\n\nwaiting up to %s for the authorization server to send the browser back...\n",
+						reg.Name, user, authURL, timeout)
+				})
+				if err != nil {
+					return err
+				}
+				defer ln.Close()
+				ctx = mcpclient.WithAuthorizer(ctx, ln.Authorizer())
+			}
+			start := time.Now()
+			st, err := a.MCPClient.Login(ctx, user, reg.Name)
+			audited(a, user, "server.login", start, err)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(env.Stdout, "authorized: %s\n", describeAuth(st))
+			if noSync {
+				return nil
+			}
+			start = time.Now()
+			s, err := a.MCPClient.Sync(ctx, user, reg.Name)
+			audited(a, user, "server.sync", start, err)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(env.Stdout, "synced %s: %d tools (%s, protocol %s)\n", s.Name, s.ToolCount, s.Transport, s.ProtocolVersion)
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the authorization")
+	cmd.Flags().IntVar(&port, "port", 0, "the loopback port of the redirect URI (0: any free port)")
+	cmd.Flags().BoolVar(&noSync, "no-sync", false, "authorize only; do not sync the catalog")
+	addAs(cmd)
+	return cmd
+}
+
+// describeAuth says what an OAuth authorization holds, without secrets.
+func describeAuth(st *mcpclient.AuthStatus) string {
+	if st == nil {
+		return "none"
+	}
+	if !st.Authorized {
+		s := st.Auth + ", not authorized yet"
+		if st.Auth == duet.AuthOAuth {
+			s += " (run `duet server login`)"
+		}
+		return s
+	}
+	parts := []string{st.Auth}
+	if len(st.Scopes) > 0 {
+		parts = append(parts, "scopes "+strings.Join(st.Scopes, " "))
+	} else {
+		parts = append(parts, "no scopes named")
+	}
+	if st.Expires != nil {
+		parts = append(parts, "token valid until "+st.Expires.Local().Format("2006-01-02 15:04:05"))
+	}
+	if st.Renewable {
+		parts = append(parts, "renewed automatically")
+	} else if st.Expires != nil {
+		parts = append(parts, "not renewable: log in again when it expires")
+	}
+	if st.ClientID != "" {
+		parts = append(parts, "client "+st.ClientID)
+	}
+	if len(st.Wanted) > 0 {
+		parts = append(parts, "the server asked for more: "+strings.Join(st.Wanted, " ")+" (run `duet server login`)")
+	}
+	return strings.Join(parts, "; ")
 }
 
 func serverListCmd(env Env) *cobra.Command {
@@ -155,9 +346,9 @@ func serverListCmd(env Env) *cobra.Command {
 				return printJSON(env.Stdout, list)
 			}
 			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tSERVER KEY\tTOOLS\tSYNCED\tURL")
+			fmt.Fprintln(tw, "NAME\tSERVER KEY\tAUTH\tTOOLS\tSYNCED\tURL")
 			for _, s := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", s.Name, s.ServerKey, s.ToolCount, syncedAt(s.SyncedAt), s.URL)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", s.Name, s.ServerKey, authKind(s), s.ToolCount, syncedAt(s.SyncedAt), s.URL)
 			}
 			tw.Flush()
 			fmt.Fprintf(env.Stdout, "%d server(s)\n", len(list))
@@ -167,6 +358,17 @@ func serverListCmd(env Env) *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	addAs(cmd)
 	return cmd
+}
+
+// authKind names how a registration authenticates.
+func authKind(s *duet.MCPServer) string {
+	switch {
+	case s.Auth != "":
+		return s.Auth
+	case len(s.HeaderNames) > 0:
+		return "headers"
+	}
+	return "none"
 }
 
 func syncedAt(t *time.Time) string {
@@ -191,11 +393,16 @@ func serverShowCmd(env Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			authStatus, err := a.MCPClient.AuthStatus(cmd.Context(), user, s.Name)
+			if err != nil {
+				return err
+			}
 			if asJSON {
 				return printJSON(env.Stdout, struct {
 					*duet.MCPServer
-					Tools []*duet.MCPTool `json:"tools"`
-				}{s, tools})
+					AuthStatus *mcpclient.AuthStatus `json:"authStatus,omitempty"`
+					Tools      []*duet.MCPTool       `json:"tools"`
+				}{s, authStatus, tools})
 			}
 			w := env.Stdout
 			fmt.Fprintf(w, "%s (%s)\n  owner      %s\n  url        %s\n  serverKey  %s\n", s.Name, s.ID, s.Owner, s.URL, s.ServerKey)
@@ -203,6 +410,9 @@ func serverShowCmd(env Env) *cobra.Command {
 				fmt.Fprintf(w, "  headers    %s (values encrypted; credentialRef %s)\n", strings.Join(s.HeaderNames, ", "), s.CredentialRef)
 			} else {
 				fmt.Fprintf(w, "  headers    none\n")
+			}
+			if authStatus != nil {
+				fmt.Fprintf(w, "  auth       %s\n", describeAuth(authStatus))
 			}
 			if s.SyncedAt == nil {
 				fmt.Fprintf(w, "  catalog    never synced: run `duet server sync %s`\n", s.Name)
@@ -533,10 +743,30 @@ func conformanceClientCmd(env Env) *cobra.Command {
 				return err
 			}
 			defer a.Close()
-			ctx := cmd.Context()
 			scenario := env.Getenv("MCP_CONFORMANCE_SCENARIO")
 			const user = "conformance"
-			if _, err := a.MCPClient.Register(ctx, mcpclient.Registration{Owner: user, Name: "scenario", URL: args[0]}); err != nil {
+			// Every scenario server is registered with OAuth, configured as a
+			// user would from what the scenario hands out: a scenario server
+			// that wants no authorization never asks for it. Its
+			// authorization server approves without a person, so the
+			// authorization step follows its redirect.
+			var sc struct {
+				ClientID      string `json:"client_id"`
+				ClientSecret  string `json:"client_secret"`
+				PrivateKeyPEM string `json:"private_key_pem"`
+			}
+			if c := env.Getenv("MCP_CONFORMANCE_CONTEXT"); c != "" {
+				if err := json.Unmarshal([]byte(c), &sc); err != nil {
+					return usage("MCP_CONFORMANCE_CONTEXT is not a JSON object")
+				}
+			}
+			oauth := &mcpclient.OAuth{Grant: duet.AuthOAuth, ClientMetadataURL: conformanceClientMetadataURL,
+				ClientID: sc.ClientID, ClientSecret: sc.ClientSecret}
+			if strings.HasPrefix(scenario, "auth/client-credentials") {
+				oauth = &mcpclient.OAuth{Grant: duet.AuthClientCredentials, ClientID: sc.ClientID, ClientSecret: sc.ClientSecret, PrivateKey: sc.PrivateKeyPEM}
+			}
+			ctx := mcpclient.WithAuthorizer(cmd.Context(), a.MCPClient.AutoApprover())
+			if _, err := a.MCPClient.Register(ctx, mcpclient.Registration{Owner: user, Name: "scenario", URL: args[0], OAuth: oauth}); err != nil {
 				return err
 			}
 			s, err := a.MCPClient.Sync(ctx, user, "scenario")
@@ -565,6 +795,11 @@ func conformanceClientCmd(env Env) *cobra.Command {
 		},
 	}
 }
+
+// conformanceClientMetadataURL is the client ID metadata document the
+// conformance driver names (the suite's authorization servers do not fetch
+// it).
+const conformanceClientMetadataURL = "https://conformance-test.local/client-metadata.json"
 
 // sampleArguments builds arguments for a tool from its input schema: every
 // required property gets its default, or a small value of its type.

@@ -89,7 +89,11 @@ type Client struct {
 	mu       sync.Mutex
 	sessions map[sessionKey]*entry
 	resync   map[sessionKey]*time.Timer
+	oauth    map[sessionKey]*oauthState
 	closed   bool
+	// oauthHTTP makes the requests to authorization servers: through the
+	// SSRF guard, never following redirects.
+	oauthHTTP *http.Client
 }
 
 var _ duet.Invoker = (*Client)(nil)
@@ -121,6 +125,12 @@ func New(opts Options) *Client {
 		cancel:   cancel,
 		sessions: map[sessionKey]*entry{},
 		resync:   map[sessionKey]*time.Timer{},
+		oauth:    map[sessionKey]*oauthState{},
+	}
+	c.oauthHTTP = &http.Client{
+		Transport:     oauthTransport{c.http},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		Timeout:       opts.CallTimeout,
 	}
 	c.bg.Add(1)
 	go c.reapIdle()
@@ -159,7 +169,7 @@ func (c *Client) Close() error {
 func (c *Client) Flush() { c.records.flush() }
 
 // Registration is what a user registers: a server under a name, with
-// optional header credentials.
+// optional header credentials and optional OAuth.
 type Registration struct {
 	Owner string
 	Name  string
@@ -167,6 +177,10 @@ type Registration struct {
 	// Headers are sent with every request to the server, e.g.
 	// {"Authorization": "Bearer …"}. Values are sealed in the vault.
 	Headers map[string]string
+	// OAuth, when set, makes Duet obtain access tokens from the server's
+	// authorization server (OAuth 2.1) instead of sending a fixed
+	// Authorization header. Its secrets are sealed in the vault.
+	OAuth *OAuth
 	// Replace lets a registration with the same name be replaced (its
 	// credential and archived catalog are dropped).
 	Replace bool
@@ -202,15 +216,25 @@ func (c *Client) Register(ctx context.Context, r Registration) (*duet.MCPServer,
 	if err != nil {
 		return nil, err
 	}
+	oauth, err := r.OAuth.check()
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := headers["Authorization"]; ok && oauth != nil {
+		return nil, duet.Errorf(duet.CodeInvalidArgument, "an OAuth registration gets its Authorization header from the authorization server; do not register one")
+	}
 	s := &duet.MCPServer{Owner: r.Owner, Name: strings.TrimSpace(r.Name), URL: normalized, ServerKey: key}
 	var cred *duet.Credential
-	if len(headers) > 0 {
+	if len(headers) > 0 || oauth != nil {
 		for name := range headers {
 			s.HeaderNames = append(s.HeaderNames, name)
 		}
 		sort.Strings(s.HeaderNames)
+		if oauth != nil {
+			s.Auth = oauth.Grant
+		}
 		s.CredentialRef = duet.NewID("cred")
-		sealed, err := c.seal(r.Owner, key, headers)
+		sealed, err := c.seal(r.Owner, key, &secret{Headers: headers, OAuth: oauth})
 		if err != nil {
 			return nil, err
 		}
@@ -323,11 +347,13 @@ func (c *Client) Tool(ctx context.Context, owner, serverKey, tool string) (*duet
 	return c.store.FindMCPServerTool(ctx, owner, serverKey, tool)
 }
 
-// forget closes and drops the cached session of (owner, serverKey).
+// forget closes and drops the cached session and OAuth state of (owner,
+// serverKey).
 func (c *Client) forget(owner, serverKey string) {
 	k := sessionKey{owner, serverKey}
 	c.mu.Lock()
 	e := c.sessions[k]
+	delete(c.oauth, k)
 	c.mu.Unlock()
 	if e != nil {
 		c.retire(k, e)

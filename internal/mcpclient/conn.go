@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/duet-test/duet"
@@ -156,11 +157,18 @@ func (c *Client) drop(k sessionKey, e *entry) {
 // needed. Returns MCP_CALL_TIMEOUT, MCP_AUTH_FAILED, MCP_UNREACHABLE,
 // MCP_PROTOCOL_MISMATCH, URL_REFUSED, UNAVAILABLE, INTERNAL.
 func (c *Client) connect(ctx context.Context, reg *duet.MCPServer) (*session, error) {
-	headers, err := c.headers(ctx, reg)
+	sec, err := c.secret(ctx, reg)
 	if err != nil {
 		return nil, err
 	}
-	hc := c.httpClient(reg, headers)
+	var oh auth.OAuthHandler
+	if reg.Auth != "" {
+		if sec.OAuth == nil {
+			return nil, duet.Errorf(duet.CodeInternal, "the OAuth configuration of MCP server %s is missing from its credential; register it again", reg.Name)
+		}
+		oh = c.oauthFor(reg, sec)
+	}
+	hc := c.httpClient(reg, sec.Headers)
 	// The SDK keeps the values of this context for the session's own
 	// streams: they must not carry the first call's trace id.
 	ctx = withTrace(ctx, "")
@@ -169,22 +177,24 @@ func (c *Client) connect(ctx context.Context, reg *duet.MCPServer) (*session, er
 		order = []string{duet.TransportSSE, duet.TransportStreamableHTTP}
 	}
 	obs := &observer{}
-	s, err := c.dial(withObserver(ctx, obs), reg, hc, order[0])
+	s, err := c.dial(withObserver(ctx, obs), reg, hc, oh, order[0])
 	if err == nil {
 		return s, nil
 	}
 	if ctx.Err() == nil && obs.notMCPStatus() {
 		// A plain 4xx (not 401/403/429): the endpoint may speak the other
 		// transport.
-		if s, err2 := c.dial(withObserver(ctx, &observer{}), reg, hc, order[1]); err2 == nil {
+		if s, err2 := c.dial(withObserver(ctx, &observer{}), reg, hc, oh, order[1]); err2 == nil {
 			return s, nil
 		}
 	}
 	return nil, c.diagnose(ctx, reg, hc, err, obs)
 }
 
-// dial connects over one transport.
-func (c *Client) dial(ctx context.Context, reg *duet.MCPServer, hc *http.Client, transport string) (*session, error) {
+// dial connects over one transport. The OAuth handler oh, if any, supplies
+// and renews the access token (Streamable HTTP only: the legacy transport
+// predates MCP authorization).
+func (c *Client) dial(ctx context.Context, reg *duet.MCPServer, hc *http.Client, oh auth.OAuthHandler, transport string) (*session, error) {
 	var t mcp.Transport
 	switch transport {
 	case duet.TransportSSE:
@@ -192,7 +202,7 @@ func (c *Client) dial(ctx context.Context, reg *duet.MCPServer, hc *http.Client,
 		// to Connect: give it one that lasts as long as the session.
 		t = &lifetimeTransport{t: &mcp.SSEClientTransport{Endpoint: reg.URL, HTTPClient: hc}, life: c.ctx}
 	default:
-		t = &mcp.StreamableClientTransport{Endpoint: reg.URL, HTTPClient: hc, MaxRetries: 3}
+		t = &mcp.StreamableClientTransport{Endpoint: reg.URL, HTTPClient: hc, MaxRetries: 3, OAuthHandler: oh}
 	}
 	k := sessionKey{reg.Owner, reg.ServerKey}
 	mc := mcp.NewClient(&mcp.Implementation{Name: "duet", Title: "Duet", Version: c.opts.Version}, &mcp.ClientOptions{
@@ -368,9 +378,23 @@ func (o *observer) find(pick func(response) bool) (response, bool) {
 	return response{}, false
 }
 
-// authFailure returns a 401 or 403 response, if one was seen.
+// authFailure returns the last 401 or 403 response, if one was seen and
+// no request succeeded after it (an OAuth client authorizes and retries).
 func (o *observer) authFailure() (response, bool) {
-	return o.find(func(r response) bool { return r.status == http.StatusUnauthorized || r.status == http.StatusForbidden })
+	if o == nil {
+		return response{}, false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for i := len(o.seen) - 1; i >= 0; i-- {
+		switch r := o.seen[i]; {
+		case r.status == http.StatusUnauthorized || r.status == http.StatusForbidden:
+			return r, true
+		case r.status/100 == 2 && r.method == http.MethodPost:
+			return response{}, false
+		}
+	}
+	return response{}, false
 }
 
 // notMCPStatus reports whether the endpoint answered a 4xx other than 401,

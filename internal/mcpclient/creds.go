@@ -39,17 +39,19 @@ func (k *keyring) get(reload bool) (*vault.Keyring, error) {
 	return kr, nil
 }
 
-// secret is the plaintext a credential seals.
+// secret is the plaintext a credential seals: header values and, for an
+// OAuth registration, the client configuration and the tokens obtained.
 type secret struct {
 	Headers map[string]string `json:"headers"`
+	OAuth   *oauthSecret      `json:"oauth,omitempty"`
 }
 
-func (c *Client) seal(owner, serverKey string, headers map[string]string) ([]byte, error) {
+func (c *Client) seal(owner, serverKey string, sec *secret) ([]byte, error) {
 	kr, err := c.keys.get(false)
 	if err != nil {
 		return nil, err
 	}
-	pt, err := json.Marshal(secret{Headers: headers})
+	pt, err := json.Marshal(sec)
 	if err != nil {
 		return nil, duet.WrapError(duet.CodeInternal, err, "cannot encode credentials")
 	}
@@ -57,12 +59,12 @@ func (c *Client) seal(owner, serverKey string, headers map[string]string) ([]byt
 	return kr.Seal(pt, vault.AAD(owner, serverKey))
 }
 
-// headers returns the plaintext header values of a registration (nil when it
-// has none). Returns UNAVAILABLE when the keyring cannot be loaded and
-// INTERNAL when the ciphertext does not open.
-func (c *Client) headers(ctx context.Context, s *duet.MCPServer) (map[string]string, error) {
+// secret returns the plaintext credential of a registration (an empty one
+// when it has none). Returns UNAVAILABLE when the keyring cannot be loaded
+// and INTERNAL when the ciphertext does not open.
+func (c *Client) secret(ctx context.Context, s *duet.MCPServer) (*secret, error) {
 	if s.CredentialRef == "" {
-		return nil, nil
+		return &secret{}, nil
 	}
 	cred, err := c.store.FindCredential(ctx, s.CredentialRef)
 	if err != nil {
@@ -89,7 +91,38 @@ func (c *Client) headers(ctx context.Context, s *duet.MCPServer) (map[string]str
 	if err := json.Unmarshal(pt, &sec); err != nil {
 		return nil, duet.WrapError(duet.CodeInternal, errors.New("credential plaintext is not valid JSON"), "the credentials of MCP server %s are corrupt", s.Name)
 	}
-	return sec.Headers, nil
+	return &sec, nil
+}
+
+// saveSecret seals sec again and stores it in the registration's existing
+// credential (tokens obtained or refreshed). Returns NOT_FOUND when the
+// credential is gone (the registration was replaced or removed).
+func (c *Client) saveSecret(ctx context.Context, s *duet.MCPServer, sec *secret) error {
+	kr, err := c.keys.get(false)
+	if err != nil {
+		return err
+	}
+	aad := vault.AAD(s.Owner, s.ServerKey)
+	if cur, err := c.store.FindCredential(ctx, s.CredentialRef); err == nil && kr.NeedsRewrap(cur.Ciphertext) {
+		// Sealed under a key this process has not loaded: the master key was
+		// rotated since it started. Seal under the new primary key, so that
+		// pruning the old one later loses nothing.
+		if _, err := kr.Open(cur.Ciphertext, aad); errors.Is(err, vault.ErrUnknownKey) {
+			if kr, err = c.keys.get(true); err != nil {
+				return err
+			}
+		}
+	}
+	pt, err := json.Marshal(sec)
+	if err != nil {
+		return duet.WrapError(duet.CodeInternal, err, "cannot encode credentials")
+	}
+	defer clear(pt)
+	ct, err := kr.Seal(pt, aad)
+	if err != nil {
+		return err
+	}
+	return c.store.UpdateCredentials(ctx, []*duet.Credential{{Ref: s.CredentialRef, Owner: s.Owner, ServerKey: s.ServerKey, Ciphertext: ct}})
 }
 
 // RewrapResult says what [Client.Rewrap] did.

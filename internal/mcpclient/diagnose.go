@@ -46,6 +46,9 @@ func (c *Client) classify(ctx context.Context, reg *duet.MCPServer, err error, o
 			return duet.WrapError(duet.CodeURLRefused, err, "MCP server %s: %s", reg.Name, de.Message)
 		}
 	}
+	if e := c.oauthFailure(ctx, reg, err); e != nil {
+		return e
+	}
 	if r, ok := obs.authFailure(); ok {
 		return authError(reg, r.status, r.wwwAuth, err)
 	}
@@ -70,14 +73,30 @@ func (c *Client) timeoutOf(ctx context.Context) string {
 const envCallTimeout = "DUET_MCP_CALL_TIMEOUT"
 
 func authError(reg *duet.MCPServer, status int, wwwAuth string, err error) error {
+	var lr *loginRequired
+	if errors.As(err, &lr) {
+		return duet.WrapError(duet.CodeMCPAuthFailed, err, "MCP server %s needs %s's authorization (OAuth, %s): run `duet server login --as %s %s`",
+			reg.Name, reg.Owner, scopeList(lr.scopes), reg.Owner, reg.Name)
+	}
 	msg := fmt.Sprintf("MCP server %s answered %d %s", reg.Name, status, http.StatusText(status))
-	if scheme, _, _ := strings.Cut(strings.TrimSpace(wwwAuth), " "); scheme != "" && len(scheme) < 32 {
+	scheme, params, _ := strings.Cut(strings.TrimSpace(wwwAuth), " ")
+	if scheme != "" && len(scheme) < 32 {
 		msg += " (it asks for " + sanitize(scheme, 32) + " authentication)"
 	}
-	if len(reg.HeaderNames) == 0 {
-		msg += fmt.Sprintf("; %s registered it without credentials: run `duet server add --as %s --name %s --url %s --bearer-token-env VAR --replace`",
-			reg.Owner, reg.Owner, reg.Name, reg.URL)
-	} else {
+	switch {
+	case reg.Auth == duet.AuthOAuth:
+		msg += fmt.Sprintf(" to %s's OAuth token; authorize again with `duet server login --as %s %s`", reg.Owner, reg.Owner, reg.Name)
+	case reg.Auth == duet.AuthClientCredentials:
+		msg += " to the token of the registered OAuth client; check the client's permissions at the authorization server"
+	case len(reg.HeaderNames) == 0:
+		if strings.EqualFold(scheme, "bearer") && strings.Contains(params, "resource_metadata") {
+			msg += fmt.Sprintf("; it is protected by OAuth: run `duet server add --as %s --name %s --url %s --auth oauth --replace`, then `duet server login --as %s %s`",
+				reg.Owner, reg.Name, reg.URL, reg.Owner, reg.Name)
+		} else {
+			msg += fmt.Sprintf("; %s registered it without credentials: run `duet server add --as %s --name %s --url %s --bearer-token-env VAR --replace` (or --auth oauth)",
+				reg.Owner, reg.Owner, reg.Name, reg.URL)
+		}
+	default:
 		msg += fmt.Sprintf("; the credentials %s registered (%s) were refused: register new ones with `duet server add ... --replace`",
 			reg.Owner, strings.Join(reg.HeaderNames, ", "))
 	}

@@ -34,7 +34,7 @@ func (d *DB) serverToolStmt(ctx context.Context) (*sql.Stmt, error) {
 	return d.mcp.toolStmt, d.mcp.err
 }
 
-const mcpServerColumns = `id, owner, name, url, server_key, credential_ref, header_names, transport, protocol_version,
+const mcpServerColumns = `id, owner, name, url, server_key, credential_ref, header_names, auth, transport, protocol_version,
 	server_name, server_version, catalog_hash, tool_count, synced_at, created_at, updated_at`
 
 func scanMCPServer(r rowScanner, extra ...any) (*duet.MCPServer, error) {
@@ -43,7 +43,7 @@ func scanMCPServer(r rowScanner, extra ...any) (*duet.MCPServer, error) {
 	var headers string
 	var synced sql.NullInt64
 	var created, updated int64
-	dest := []any{&s.ID, &s.Owner, &s.Name, &s.URL, &s.ServerKey, &cred, &headers, &s.Transport, &s.ProtocolVersion,
+	dest := []any{&s.ID, &s.Owner, &s.Name, &s.URL, &s.ServerKey, &cred, &headers, &s.Auth, &s.Transport, &s.ProtocolVersion,
 		&s.ServerName, &s.ServerVersion, &s.CatalogHash, &s.ToolCount, &synced, &created, &updated}
 	if err := r.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
@@ -121,10 +121,10 @@ func (d *DB) CreateMCPServer(ctx context.Context, s *duet.MCPServer, cred *duet.
 				return err
 			}
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO mcp_servers (id, owner, name, url, server_key, credential_ref, header_names, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		_, err := tx.ExecContext(ctx, `INSERT INTO mcp_servers (id, owner, name, url, server_key, credential_ref, header_names, auth, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			s.ID, s.Owner, s.Name, s.URL, s.ServerKey, sql.NullString{String: s.CredentialRef, Valid: s.CredentialRef != ""},
-			headerNamesJSON(s.HeaderNames), micros(now), micros(now))
+			headerNamesJSON(s.HeaderNames), s.Auth, micros(now), micros(now))
 		return mapErr(err)
 	})
 	return mcpConflict(err, s)
@@ -155,11 +155,11 @@ func (d *DB) ReplaceMCPServer(ctx context.Context, s *duet.MCPServer, cred *duet
 				return err
 			}
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE mcp_servers SET name = ?, url = ?, server_key = ?, credential_ref = ?, header_names = ?,
+		if _, err := tx.ExecContext(ctx, `UPDATE mcp_servers SET name = ?, url = ?, server_key = ?, credential_ref = ?, header_names = ?, auth = ?,
 			transport = '', protocol_version = '', server_name = '', server_version = '', catalog_hash = '', tool_count = 0,
 			synced_at = NULL, updated_at = ? WHERE id = ?`,
 			s.Name, s.URL, s.ServerKey, sql.NullString{String: s.CredentialRef, Valid: s.CredentialRef != ""},
-			headerNamesJSON(s.HeaderNames), micros(now), s.ID); err != nil {
+			headerNamesJSON(s.HeaderNames), s.Auth, micros(now), s.ID); err != nil {
 			return mapErr(err)
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM mcp_tools WHERE server_id = ?`, s.ID); err != nil {

@@ -42,7 +42,8 @@ func registration(owner, name, key string, cred bool) (*duet.MCPServer, *duet.Cr
 		return s, nil
 	}
 	s.CredentialRef = duet.NewID("cred")
-	s.HeaderNames = []string{"Authorization", "X-Api-Key"}
+	s.HeaderNames = []string{"X-Api-Key"}
+	s.Auth = duet.AuthOAuth
 	return s, &duet.Credential{Ref: s.CredentialRef, Owner: owner, ServerKey: key, Ciphertext: []byte("sealed-" + owner)}
 }
 
@@ -140,7 +141,7 @@ func testMCPReplace(t *testing.T, st duet.MCPClientStore) {
 	}
 	oldRef := s.CredentialRef
 	s.URL, s.ServerKey = "https://orders2.example/mcp", "mcp_orders2_22222222"
-	s.CredentialRef, s.HeaderNames = duet.NewID("cred"), []string{"X-Token"}
+	s.CredentialRef, s.HeaderNames, s.Auth = duet.NewID("cred"), []string{"X-Token"}, duet.AuthClientCredentials
 	newCred := &duet.Credential{Ref: s.CredentialRef, Owner: "alice", ServerKey: s.ServerKey, Ciphertext: []byte("new")}
 	if err := st.ReplaceMCPServer(ctx(t), s, newCred); err != nil {
 		t.Fatal(err)
@@ -149,7 +150,7 @@ func testMCPReplace(t *testing.T, st duet.MCPClientStore) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.ServerKey != s.ServerKey || got.SyncedAt != nil || got.ToolCount != 0 || got.CredentialRef != s.CredentialRef {
+	if got.ServerKey != s.ServerKey || got.SyncedAt != nil || got.ToolCount != 0 || got.CredentialRef != s.CredentialRef || got.Auth != duet.AuthClientCredentials {
 		t.Errorf("after replace: got %+v", got)
 	}
 	if _, err := st.FindCredential(ctx(t), oldRef); duet.ErrorCode(err) != duet.CodeNotFound {

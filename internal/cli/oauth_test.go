@@ -1,0 +1,208 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/app"
+	"github.com/duet-test/duet/internal/catalog"
+	"github.com/duet-test/duet/internal/cli"
+	"github.com/duet-test/duet/internal/config"
+	"github.com/duet-test/duet/internal/mcpclient/mcptest"
+)
+
+// canaryOAuth starts every token, refresh token and authorization code the
+// test's authorization server issues; canaryClientSecret is the secret of
+// the client registered there for Duet.
+const (
+	canaryOAuth        = "canary-oauth-5d1e7a"
+	canaryClientSecret = "canary-9c04f1-CLIENT-secret-x3"
+)
+
+const oauthSuiteYAML = `task:
+  name: secure-sums
+  description: Sums through an MCP server protected by OAuth.
+cases:
+  - key: sum
+    title: add answers with alice's OAuth token
+    steps:
+      - mcpCall:
+          server: secure
+          tool: add
+          input: {a: 2, b: 3}
+          saveAs: total
+      - assert: total.structuredContent.sum == 5
+`
+
+// fakeBrowser is the stdout of `duet server login`: when the authorization URL
+// appears it opens it the way a person's browser would, following the
+// authorization server's redirect back to the loopback listener.
+type fakeBrowser struct {
+	mu     sync.Mutex
+	out    bytes.Buffer
+	opened bool
+	done   chan error
+}
+
+func (b *fakeBrowser) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.out.Write(p)
+	if b.opened {
+		return len(p), nil
+	}
+	for _, line := range strings.Split(b.out.String(), "\n") {
+		if u := strings.TrimSpace(line); strings.HasPrefix(u, "http") && strings.Contains(u, "/authorize?") {
+			b.opened = true
+			go func() {
+				resp, err := http.Get(u)
+				if err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusOK {
+						err = fmt.Errorf("the redirect ended with %s", resp.Status)
+					}
+				}
+				b.done <- err
+			}()
+			break
+		}
+	}
+	return len(p), nil
+}
+
+// TestMCPClientOAuth is the story of a server protected by OAuth, and the
+// canary test of its tokens: alice registers it with a client registered
+// at its authorization server (the secret from the environment), calls fail
+// asking her to log in, `duet server login` prints the authorization URL and
+// receives the browser's redirect, a case runs with her token (then again
+// after the token was refreshed). Afterwards no token, refresh token,
+// authorization code or the client secret appears in the database files,
+// logs, audit or invocation records, command output, step JSON, reports,
+// tool responses or error messages.
+func TestMCPClientOAuth(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	e := &duetEnv{tr: &transcript{}, vars: map[string]string{
+		"DUET_HOME": home, "DUET_MCP_ALLOW_LOOPBACK": "true", "DUET_LOG_LEVEL": "debug", "HOME": home,
+		"SECURE_CLIENT_ID": "duet-app", "SECURE_CLIENT_SECRET": canaryClientSecret,
+	}}
+	as := mcptest.NewAuthServer(t, mcptest.AuthOptions{Prefix: canaryOAuth, TokenTTL: 2 * time.Second, Scopes: []string{"sums"},
+		Clients: map[string]string{"duet-app": canaryClientSecret}, NoRegistration: true})
+	url := mcptest.Protected(t, mcptest.NewServer("secure", nil), as, mcptest.Protection{Scopes: []string{"sums"}})
+
+	for _, args := range [][]string{
+		{"--client-id-env", "SECURE_CLIENT_ID"},                           // without --auth
+		{"--auth", "password"},                                            // no such mode
+		{"--auth", "oauth", "--client-secret-env", "NOT_SET"},             // an empty variable
+		{"--auth", "oauth", "--bearer-token-env", "SECURE_CLIENT_SECRET"}, // OAuth brings its own bearer token
+	} {
+		if _, errs, code := e.run(t, append([]string{"server", "add", "--as", "alice", "--name", "x", "--url", url}, args...)...); code != 2 {
+			t.Errorf("server add %v: exit %d, want 2 (usage): %s", args, code, errs)
+		}
+	}
+	out, errs, code := e.run(t, "server", "add", "--as", "alice", "--name", "secure", "--url", url, "--auth", "oauth",
+		"--client-id-env", "SECURE_CLIENT_ID", "--client-secret-env", "SECURE_CLIENT_SECRET")
+	if code != 0 || !strings.Contains(out, "auth       oauth") || !strings.Contains(errs, "duet server login --as alice secure") {
+		t.Fatalf("server add: exit %d\n%s%s", code, out, errs)
+	}
+	if _, errs, code := e.run(t, "server", "sync", "secure", "--as", "alice"); code != 1 || !strings.Contains(errs, "MCP_AUTH_FAILED") ||
+		!strings.Contains(errs, "duet server login --as alice secure") {
+		t.Fatalf("sync before login: exit %d: %s", code, errs)
+	}
+
+	b := &fakeBrowser{done: make(chan error, 1)}
+	var stderr bytes.Buffer
+	code = cli.Main(t.Context(), []string{"server", "login", "--as", "alice", "secure", "--timeout", "30s"}, cli.Env{
+		Getenv: func(k string) string { return e.vars[k] }, Stdin: io.NopCloser(strings.NewReader("")), Stdout: b, Stderr: &stderr,
+	})
+	e.tr.add(b.out.String() + stderr.String())
+	if code != 0 {
+		t.Fatalf("server login: exit %d\n%s%s", code, b.out.String(), stderr.String())
+	}
+	if err := <-b.done; err != nil {
+		t.Fatalf("the browser: %v", err)
+	}
+	if out := b.out.String(); !strings.Contains(out, "authorized: oauth; scopes sums") || !strings.Contains(out, "synced secure: 4 tools") {
+		t.Fatalf("server login printed:\n%s", out)
+	}
+	if out := e.must(t, "server", "show", "secure", "--as", "alice"); !strings.Contains(out, "renewed automatically") {
+		t.Errorf("server show: %s", out)
+	}
+	e.must(t, "server", "show", "secure", "--as", "alice", "--json")
+	if out := e.must(t, "server", "list", "--as", "alice"); !strings.Contains(out, "oauth") {
+		t.Errorf("server list: %s", out)
+	}
+	if out := e.must(t, "server", "call", "--as", "alice", "secure", "add", "--args", `{"a":1,"b":2}`); !strings.Contains(out, "1+2=3") {
+		t.Fatalf("server call: %s", out)
+	}
+
+	suite := filepath.Join(home, "secure.yaml")
+	if err := os.WriteFile(suite, []byte(oauthSuiteYAML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.must(t, "apply", "-f", suite, "--as", "alice")
+	var runs []string
+	for i := range 2 {
+		if i == 1 {
+			time.Sleep(1600 * time.Millisecond) // the token is then renewed before use
+		}
+		out := e.must(t, "run", "secure-sums", "--as", "alice", "--json")
+		var r duet.Run
+		if err := json.Unmarshal([]byte(out), &r); err != nil || r.Status != duet.StatusPassed {
+			t.Fatalf("run %d: %v %s", i, err, out)
+		}
+		runs = append(runs, r.ID)
+		e.must(t, "run", "show", r.ID, "--as", "alice", "--json")
+		e.must(t, "run", "show", r.ID, "--as", "alice")
+	}
+	if as.Refreshes.Load() == 0 {
+		t.Errorf("no token was refreshed")
+	}
+	// bob has no authorization of his own.
+	e.must(t, "server", "add", "--as", "bob", "--name", "secure", "--url", url, "--auth", "oauth",
+		"--client-id-env", "SECURE_CLIENT_ID", "--client-secret-env", "SECURE_CLIENT_SECRET")
+	if _, errs, code := e.run(t, "server", "call", "--as", "bob", "secure", "add", "--args", `{"a":1,"b":2}`); code != 1 ||
+		!strings.Contains(errs, "duet server login --as bob secure") {
+		t.Fatalf("bob's call: exit %d: %s", code, errs)
+	}
+	e.must(t, "server", "invocations", "--json")
+	e.must(t, "audit")
+
+	cfg, err := config.Load(func(k string) string { return e.vars[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	a, err := app.Open(context.Background(), cfg, app.Options{Stderr: &logs, Getenv: func(k string) string { return e.vars[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range runs {
+		args, _ := json.Marshal(catalog.GetRunIn{RunID: id})
+		res, err := a.Catalog.Call(t.Context(), catalog.Request{Caller: duet.Caller{UserID: "alice", Source: duet.SourceMCP}, Tool: catalog.ToolGetRun, Args: args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.tr.add(res.Text + string(res.Structured))
+	}
+	a.Close()
+	e.tr.add(logs.String())
+
+	issued := as.Issued()
+	if len(issued) < 5 {
+		t.Fatalf("the authorization server issued %d secrets; want a code, tokens and refreshed tokens", len(issued))
+	}
+	checkCanaries(t, e, home, append(issued, canaryClientSecret, canaryOAuth)...)
+}

@@ -1,0 +1,782 @@
+package mcpclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/redact"
+)
+
+// OAuth configures a registration that authenticates with OAuth 2.1: Duet
+// discovers the server's authorization server (protected resource metadata,
+// RFC 9728; authorization server metadata, RFC 8414), obtains access tokens
+// there and renews them. See docs/mcp-client.md.
+type OAuth struct {
+	// Grant is duet.AuthOAuth (authorization code with PKCE: the owner
+	// authorizes Duet once with [Client.Login], and calls then run as them)
+	// or duet.AuthClientCredentials (a machine identity, no person).
+	Grant string
+	// ClientID and ClientSecret name a client registered with the
+	// authorization server beforehand. For duet.AuthOAuth they are optional
+	// (without them Duet uses ClientMetadataURL or registers itself
+	// dynamically, RFC 7591; ClientSecret is optional for a public client).
+	// duet.AuthClientCredentials needs ClientID and either ClientSecret or
+	// PrivateKey.
+	ClientID     string
+	ClientSecret string
+	// PrivateKey is a PEM private key (EC P-256 or P-384, RSA, Ed25519) with
+	// which a client-credentials client authenticates by a signed JWT
+	// (private_key_jwt, RFC 7523) instead of a secret.
+	PrivateKey string
+	// ClientMetadataURL is the HTTPS URL of a client ID metadata document
+	// describing Duet; it is the client id at authorization servers that
+	// accept such documents (duet.AuthOAuth only).
+	ClientMetadataURL string
+	// Scopes are requested in addition to the ones the server asks for.
+	Scopes []string
+}
+
+// check validates o and returns the secret it seals (nil for a nil o).
+func (o *OAuth) check() (*oauthSecret, error) {
+	if o == nil {
+		return nil, nil
+	}
+	bad := func(format string, args ...any) (*oauthSecret, error) {
+		return nil, duet.Errorf(duet.CodeInvalidArgument, format, args...)
+	}
+	for _, s := range []string{o.ClientID, o.ClientSecret} {
+		if strings.ContainsAny(s, "\r\n\x00") {
+			return bad("the OAuth client id and secret must be one line")
+		}
+	}
+	for _, s := range o.Scopes {
+		if s == "" || strings.ContainsAny(s, " \t\r\n\"\\") {
+			return bad("an OAuth scope is one word without quotes; got %q", sanitize(s, 60))
+		}
+	}
+	switch o.Grant {
+	case duet.AuthOAuth:
+		if o.PrivateKey != "" {
+			return bad("a private key authenticates a client-credentials client; an oauth registration takes a client secret")
+		}
+		if o.ClientSecret != "" && o.ClientID == "" {
+			return bad("a client secret needs its client id")
+		}
+		if o.ClientMetadataURL != "" {
+			u, err := url.Parse(o.ClientMetadataURL)
+			if err != nil || u.Scheme != "https" || u.Host == "" || strings.Trim(u.Path, "/") == "" || u.User != nil || u.Fragment != "" {
+				return bad("the client metadata document URL must be an https URL with a path, like https://duet.example.com/oauth/client.json")
+			}
+		}
+	case duet.AuthClientCredentials:
+		switch {
+		case o.ClientID == "":
+			return bad("the client credentials grant needs a client id")
+		case (o.ClientSecret == "") == (o.PrivateKey == ""):
+			return bad("the client credentials grant needs either a client secret or a private key (not both)")
+		case o.ClientMetadataURL != "":
+			return bad("a client metadata document is for the authorization code flow (--auth oauth)")
+		}
+		if o.PrivateKey != "" {
+			if _, err := parseClientKey(o.PrivateKey); err != nil {
+				return bad("the private key: %s", err.Error())
+			}
+		}
+	default:
+		return bad("OAuth grant %q: want %s or %s", o.Grant, duet.AuthOAuth, duet.AuthClientCredentials)
+	}
+	return &oauthSecret{Grant: o.Grant, ClientID: o.ClientID, ClientSecret: o.ClientSecret, PrivateKey: o.PrivateKey,
+		MetadataURL: o.ClientMetadataURL, Scopes: slices.Clone(o.Scopes)}, nil
+}
+
+// oauthSecret is the OAuth part of a sealed credential: the configuration
+// given at registration, and the token obtained since.
+type oauthSecret struct {
+	Grant        string   `json:"grant"`
+	ClientID     string   `json:"clientId,omitempty"`
+	ClientSecret string   `json:"clientSecret,omitempty"`
+	PrivateKey   string   `json:"privateKey,omitempty"`
+	MetadataURL  string   `json:"metadataUrl,omitempty"`
+	Scopes       []string `json:"scopes,omitempty"`
+
+	Token *storedToken `json:"token,omitempty"`
+	// Want are scopes a server asked for since the last authorization; the
+	// next Login requests them.
+	Want []string `json:"want,omitempty"`
+}
+
+// storedToken is an access token with what is needed to renew it.
+type storedToken struct {
+	Access   string    `json:"access"`
+	Type     string    `json:"type,omitempty"`
+	Refresh  string    `json:"refresh,omitempty"`
+	Expiry   time.Time `json:"expiry,omitzero"`
+	Scopes   []string  `json:"scopes,omitempty"` // granted
+	Obtained time.Time `json:"obtained"`
+
+	// The client and token endpoint it came from.
+	ClientID     string `json:"clientId,omitempty"`
+	ClientSecret string `json:"clientSecret,omitempty"` // a dynamically registered client's
+	TokenURL     string `json:"tokenUrl"`
+	AuthStyle    int    `json:"authStyle,omitempty"` // oauth2.AuthStyle
+	Issuer       string `json:"issuer,omitempty"`
+	Resource     string `json:"resource,omitempty"` // RFC 8707
+}
+
+// renewBefore is how long before its expiry a token is renewed (a quarter
+// of its lifetime when that is shorter).
+const renewBefore = 30 * time.Second
+
+func (t *storedToken) expiring(now time.Time) bool {
+	if t.Expiry.IsZero() {
+		return false
+	}
+	lead := min(renewBefore, t.Expiry.Sub(t.Obtained)/4)
+	return now.Add(lead).After(t.Expiry)
+}
+
+func (t *storedToken) oauth2() *oauth2.Token {
+	return &oauth2.Token{AccessToken: t.Access, TokenType: "Bearer", RefreshToken: t.Refresh, Expiry: t.Expiry}
+}
+
+// endpoint returns a copy of t without the token itself.
+func (t *storedToken) endpoint() *storedToken {
+	return &storedToken{ClientID: t.ClientID, ClientSecret: t.ClientSecret, TokenURL: t.TokenURL, AuthStyle: t.AuthStyle,
+		Issuer: t.Issuer, Resource: t.Resource}
+}
+
+// fill sets the token fields of t from a token endpoint's answer; requested
+// are the scopes asked for (granted when the answer names none).
+func (t *storedToken) fill(tok *oauth2.Token, requested []string) *storedToken {
+	t.Access, t.Type, t.Refresh, t.Expiry = tok.AccessToken, tok.TokenType, tok.RefreshToken, tok.Expiry
+	t.Obtained = time.Now().UTC()
+	t.Scopes = requested
+	if s, ok := tok.Extra("scope").(string); ok {
+		t.Scopes = strings.Fields(s)
+	}
+	return t
+}
+
+// An Authorizer shows a person the authorization server's page and brings
+// back its answer: the authorization code flow needs one. Put it in the
+// context of a call with [WithAuthorizer]; without one, a call that needs the
+// person's authorization fails with MCP_AUTH_FAILED asking them to run
+// `duet server login`.
+type Authorizer struct {
+	// RedirectURL is where the authorization server sends the browser back.
+	RedirectURL string
+	// Fetch directs the person to the authorization URL and returns the code
+	// and state the authorization server redirected back with.
+	Fetch auth.AuthorizationCodeFetcher
+}
+
+type authorizerKey struct{}
+
+// WithAuthorizer returns ctx carrying a: calls made with it may ask the
+// person (through a) to authorize Duet, or to grant more scopes.
+func WithAuthorizer(ctx context.Context, a *Authorizer) context.Context {
+	return context.WithValue(ctx, authorizerKey{}, a)
+}
+
+func authorizerFrom(ctx context.Context) *Authorizer {
+	a, _ := ctx.Value(authorizerKey{}).(*Authorizer)
+	return a
+}
+
+// Limits of authorizations made without being asked (Login always runs).
+const (
+	maxAuthorizations   = 3           // within authorizationWindow
+	authorizationWindow = time.Minute // for each (owner, serverKey)
+)
+
+// oauthState is the OAuth client of one (owner, serverKey): it is the
+// auth.OAuthHandler of every session to that server, supplies the access
+// token, renews it, obtains a new one when the server asks (within limits)
+// and keeps it sealed in the registration's credential.
+type oauthState struct {
+	c       *Client
+	reg     *duet.MCPServer
+	headers map[string]string // sealed together with the token
+
+	authMu   sync.Mutex // one authorization at a time
+	recent   []time.Time
+	failedAt time.Time // the last authorization failed then, with failed
+	failed   error
+
+	mu  sync.Mutex // guards sec
+	sec *oauthSecret
+}
+
+var _ auth.OAuthHandler = (*oauthState)(nil)
+
+// oauthFor returns the OAuth state of reg, made from sec when there is none
+// for this version of the registration.
+func (c *Client) oauthFor(reg *duet.MCPServer, sec *secret) *oauthState {
+	k := sessionKey{reg.Owner, reg.ServerKey}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st := c.oauth[k]; st != nil && st.reg.CredentialRef == reg.CredentialRef && st.reg.UpdatedAt.Equal(reg.UpdatedAt) {
+		return st
+	}
+	st := &oauthState{c: c, reg: reg, headers: sec.Headers, sec: sec.OAuth}
+	if !c.closed {
+		c.oauth[k] = st
+	}
+	return st
+}
+
+type tokenFunc func() (*oauth2.Token, error)
+
+func (f tokenFunc) Token() (*oauth2.Token, error) { return f() }
+
+// TokenSource supplies the access token of every request: the stored one,
+// renewed when it is about to expire. No token means no Authorization
+// header; the server's 401 then leads to Authorize.
+func (st *oauthState) TokenSource(context.Context) (oauth2.TokenSource, error) {
+	return tokenFunc(st.token), nil
+}
+
+func (st *oauthState) token() (*oauth2.Token, error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	t := st.sec.Token
+	if t == nil {
+		return nil, nil
+	}
+	if !t.expiring(time.Now()) {
+		return t.oauth2(), nil
+	}
+	ctx, cancel := context.WithTimeout(st.c.ctx, st.c.opts.CallTimeout)
+	defer cancel()
+	nt, err := st.renewLocked(ctx, t)
+	switch {
+	case err != nil:
+		return nil, err
+	case nt == nil:
+		return nil, nil
+	}
+	return nt.oauth2(), nil
+}
+
+// renewLocked replaces the expiring token t: with its refresh token, or, for
+// a client-credentials registration, by the grant again. It returns nil when
+// t cannot be renewed, or when the authorization server no longer honours
+// the grant (the token is dropped: authorize again).
+func (st *oauthState) renewLocked(ctx context.Context, t *storedToken) (*storedToken, error) {
+	var nt *storedToken
+	var err error
+	ctx, refused := withRefusals(ctx)
+	switch {
+	case t.Refresh != "":
+		nt, err = st.refreshLocked(ctx, t)
+	case st.sec.Grant == duet.AuthClientCredentials && t.TokenURL != "":
+		var tok *oauth2.Token
+		tok, err = st.tokenRequest(ctx, t, t.Scopes, nil)
+		if err == nil {
+			nt = t.endpoint().fill(tok, t.Scopes)
+		}
+	default:
+		return nil, nil
+	}
+	if err != nil {
+		var re *oauth2.RetrieveError
+		if errors.As(err, &re) && (re.ErrorCode == "invalid_grant" || re.ErrorCode == "invalid_client" || re.ErrorCode == "unauthorized_client") {
+			st.c.log.WarnContext(ctx, "the authorization server no longer accepts the stored grant; authorization is needed again",
+				"server", st.reg.ServerKey, "owner", st.reg.Owner, "error", re.ErrorCode)
+			st.sec.Token = nil
+			st.saveLocked(ctx)
+			return nil, nil
+		}
+		return nil, st.flowError("renewing the access token", err, refused)
+	}
+	st.sec.Token = nt
+	st.saveLocked(ctx)
+	return nt, nil
+}
+
+func (st *oauthState) refreshLocked(ctx context.Context, t *storedToken) (*storedToken, error) {
+	params := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {t.Refresh}}
+	tok, err := st.tokenRequest(ctx, t, nil, params)
+	if err != nil {
+		return nil, err
+	}
+	nt := t.endpoint().fill(tok, t.Scopes)
+	if nt.Refresh == "" {
+		nt.Refresh = t.Refresh // not rotated
+	}
+	return nt, nil
+}
+
+// tokenRequest asks t's token endpoint for a token: the client credentials
+// grant unless params name another grant_type. The resource (RFC 8707) is
+// always sent; a private key signs a client assertion.
+func (st *oauthState) tokenRequest(ctx context.Context, t *storedToken, scopes []string, params url.Values) (*oauth2.Token, error) {
+	if params == nil {
+		params = url.Values{}
+	}
+	if t.Resource != "" {
+		params.Set("resource", t.Resource)
+	}
+	cfg := clientcredentials.Config{ClientID: t.ClientID, ClientSecret: t.ClientSecret, TokenURL: t.TokenURL,
+		Scopes: scopes, AuthStyle: oauth2.AuthStyle(t.AuthStyle), EndpointParams: params}
+	if st.sec.PrivateKey != "" && t.ClientID == st.sec.ClientID {
+		key, err := parseClientKey(st.sec.PrivateKey)
+		if err != nil {
+			return nil, err
+		}
+		aud := t.Issuer
+		if aud == "" {
+			aud = t.TokenURL
+		}
+		a, err := key.assertion(t.ClientID, aud, time.Now())
+		if err != nil {
+			return nil, err
+		}
+		params.Set("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer")
+		params.Set("client_assertion", a)
+		cfg.ClientSecret, cfg.AuthStyle = "", oauth2.AuthStyleInParams
+	}
+	return cfg.Token(context.WithValue(ctx, oauth2.HTTPClient, st.c.oauthHTTP))
+}
+
+// saveLocked seals the state into the registration's credential. A failure
+// is logged: the token still serves this process.
+func (st *oauthState) saveLocked(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := st.c.saveSecret(ctx, st.reg, &secret{Headers: st.headers, OAuth: st.sec}); err != nil {
+		st.c.log.WarnContext(ctx, "cannot store the OAuth token", "server", st.reg.ServerKey, "owner", st.reg.Owner,
+			"code", duet.ErrorCode(err), "err", duet.ErrorMessage(err))
+	}
+}
+
+// current returns the token in use, after adopting a newer one another
+// process stored (a `duet server login` while `duet serve` runs, say).
+func (st *oauthState) current(ctx context.Context) *storedToken {
+	if sec, err := st.c.secret(ctx, st.reg); err == nil && sec.OAuth != nil && sec.OAuth.Token != nil {
+		st.mu.Lock()
+		if st.sec.Token == nil || st.sec.Token.Access != sec.OAuth.Token.Access && sec.OAuth.Token.Obtained.After(st.sec.Token.Obtained) {
+			st.sec.Token = sec.OAuth.Token
+		}
+		st.mu.Unlock()
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.sec.Token
+}
+
+// Authorize is called by the transport when the server answered 401 or 403.
+// In order: a token newer than the one the request carried (another session
+// or process got it) is simply used; a 401 with a refresh token refreshes;
+// otherwise Duet authorizes again: the client credentials grant, or the
+// authorization code flow when the context carries an [Authorizer] — within
+// limits. Without an Authorizer it fails asking for `duet server login`,
+// remembering the scopes the server asked for.
+func (st *oauthState) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
+	defer resp.Body.Close()
+	challenges, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("Www-Authenticate"))
+	scopes := challengeScopes(challenges)
+	if resp.StatusCode == http.StatusForbidden && challengeParam(challenges, "error") != "insufficient_scope" {
+		return &flowError{msg: "the server refused the access token (403 Forbidden without an insufficient_scope challenge); authorizing again would not help"}
+	}
+	st.authMu.Lock()
+	defer st.authMu.Unlock()
+	sent := bearerOf(req)
+	cur := st.current(ctx)
+	if cur != nil && cur.Access != sent && !cur.expiring(time.Now()) && (resp.StatusCode == http.StatusUnauthorized || covers(cur.Scopes, scopes)) {
+		return nil
+	}
+	if resp.StatusCode == http.StatusUnauthorized && cur != nil && cur.Access == sent && cur.Refresh != "" {
+		// The token may have been revoked before its expiry.
+		st.mu.Lock()
+		nt, err := st.renewLocked(ctx, cur)
+		st.mu.Unlock()
+		if err == nil && nt != nil {
+			return nil
+		}
+	}
+	if resp.StatusCode == http.StatusForbidden && cur != nil && cur.Access == sent && covers(cur.Scopes, scopes) {
+		return &flowError{msg: fmt.Sprintf("the server still answers insufficient_scope for %s, which the token was granted; authorizing again would not help", scopeList(scopes))}
+	}
+	now := time.Now()
+	if st.failed != nil && now.Sub(st.failedAt) < retryFailedAfter {
+		// The go-sdk tries the older handshake after a failed one: do not
+		// ask the person again at once.
+		return st.failed
+	}
+	st.recent = slices.DeleteFunc(st.recent, func(t time.Time) bool { return now.Sub(t) > authorizationWindow })
+	if len(st.recent) >= maxAuthorizations {
+		return &flowError{msg: fmt.Sprintf("gave up after %d authorizations within %s", len(st.recent), authorizationWindow)}
+	}
+	err := st.authorize(ctx, req, resp, challenges, scopes)
+	var fe *flowError
+	if errors.As(err, &fe) && ctx.Err() == nil {
+		st.failed, st.failedAt = err, now
+	} else {
+		st.failed = nil
+	}
+	return err
+}
+
+// retryFailedAfter is how long a failed authorization is not tried again
+// (Login always tries).
+const retryFailedAfter = 10 * time.Second
+
+// authorize obtains a new token. The caller holds authMu.
+func (st *oauthState) authorize(ctx context.Context, req *http.Request, resp *http.Response, challenges []oauthex.Challenge, scopes []string) error {
+	st.mu.Lock()
+	grant, granted, want := st.sec.Grant, st.grantedLocked(), st.sec.Want
+	st.mu.Unlock()
+	a := authorizerFrom(ctx)
+	if grant == duet.AuthOAuth && a == nil {
+		st.mu.Lock()
+		if u := union(st.sec.Want, scopes); len(u) != len(st.sec.Want) {
+			st.sec.Want = u
+			st.saveLocked(ctx)
+		}
+		st.mu.Unlock()
+		return &loginRequired{scopes: union(want, scopes)}
+	}
+	st.recent = append(st.recent, time.Now())
+	ctx, refused := withRefusals(ctx)
+	var t *storedToken
+	var err error
+	if grant == duet.AuthClientCredentials {
+		t, err = st.clientCredentials(ctx, req.URL.String(), challenges, union(granted, scopes))
+	} else {
+		t, err = st.authorizationCode(ctx, a, req, resp, union(granted, want))
+	}
+	if err != nil {
+		return st.flowError("authorizing", err, refused)
+	}
+	st.mu.Lock()
+	st.sec.Token = t
+	st.sec.Want = slices.DeleteFunc(slices.Clone(st.sec.Want), func(s string) bool { return slices.Contains(t.Scopes, s) })
+	st.saveLocked(ctx)
+	st.mu.Unlock()
+	return nil
+}
+
+func (st *oauthState) grantedLocked() []string {
+	if st.sec.Token == nil {
+		return nil
+	}
+	return st.sec.Token.Scopes
+}
+
+// authorizationCode runs the authorization code flow with PKCE through the
+// go-sdk's handler: discovery, client registration (a client ID metadata
+// document, the pre-registered client, or dynamic registration, in that
+// order), the person's consent through a, and the code exchange. extra are
+// scopes requested besides the ones the server asks for.
+func (st *oauthState) authorizationCode(ctx context.Context, a *Authorizer, req *http.Request, resp *http.Response, extra []string) (*storedToken, error) {
+	st.mu.Lock()
+	sec := *st.sec
+	st.mu.Unlock()
+	var resource string
+	var got *storedToken
+	cfg := &auth.AuthorizationCodeHandlerConfig{
+		RedirectURL: a.RedirectURL,
+		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+			if u, err := url.Parse(args.URL); err == nil {
+				resource = u.Query().Get("resource")
+			}
+			return a.Fetch(ctx, args)
+		},
+		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{Metadata: registrationMetadata(a.RedirectURL)},
+		ScopeFilter: func(discovered []string) []string {
+			return union(union(discovered, sec.Scopes), extra)
+		},
+		RequestRefreshToken: true,
+		Client:              st.c.oauthHTTP,
+		NewTokenSource: func(_ context.Context, cfg *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
+			got = (&storedToken{ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, TokenURL: cfg.Endpoint.TokenURL,
+				AuthStyle: int(cfg.Endpoint.AuthStyle), Resource: resource}).fill(tok, cfg.Scopes)
+			return oauth2.StaticTokenSource(tok), nil
+		},
+	}
+	if sec.MetadataURL != "" {
+		cfg.ClientIDMetadataDocumentConfig = &auth.ClientIDMetadataDocumentConfig{URL: sec.MetadataURL}
+	}
+	if sec.ClientID != "" {
+		cfg.PreregisteredClient = &oauthex.ClientCredentials{ClientID: sec.ClientID}
+		if sec.ClientSecret != "" {
+			cfg.PreregisteredClient.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: sec.ClientSecret}
+		}
+	}
+	h, err := auth.NewAuthorizationCodeHandler(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.Authorize(ctx, req, resp); err != nil {
+		return nil, err
+	}
+	if got == nil {
+		return nil, errors.New("the authorization ended without a token")
+	}
+	return got, nil
+}
+
+// clientCredentials runs the client credentials grant (SEP-1046): discovery,
+// then the token request with the client's secret or a signed assertion,
+// asking for scopes (or the resource's scopes_supported when none).
+func (st *oauthState) clientCredentials(ctx context.Context, resourceURL string, challenges []oauthex.Challenge, scopes []string) (*storedToken, error) {
+	st.mu.Lock()
+	sec := *st.sec
+	st.mu.Unlock()
+	hc := st.c.oauthHTTP
+	prm, err := discoverResource(ctx, hc, challenges, resourceURL)
+	if err != nil {
+		return nil, err
+	}
+	asm, err := auth.GetAuthServerMetadata(ctx, prm.AuthorizationServers[0], hc)
+	if err != nil {
+		return nil, fmt.Errorf("authorization server metadata: %w", err)
+	}
+	if asm == nil {
+		// 2025-03-26: the endpoints are at fixed paths.
+		as := strings.TrimSuffix(prm.AuthorizationServers[0], "/")
+		asm = &oauthex.AuthServerMeta{Issuer: as, TokenEndpoint: as + "/token"}
+	}
+	if len(scopes) == 0 {
+		scopes = prm.ScopesSupported
+	}
+	scopes = union(scopes, sec.Scopes)
+	t := &storedToken{ClientID: sec.ClientID, ClientSecret: sec.ClientSecret, TokenURL: asm.TokenEndpoint, Issuer: asm.Issuer, Resource: prm.Resource}
+	methods := asm.TokenEndpointAuthMethodsSupported
+	if sec.PrivateKey != "" {
+		if len(methods) > 0 && !slices.Contains(methods, "private_key_jwt") {
+			return nil, fmt.Errorf("the authorization server does not accept private_key_jwt client authentication (it accepts %s)", strings.Join(methods, ", "))
+		}
+		key, err := parseClientKey(sec.PrivateKey)
+		if err != nil {
+			return nil, err
+		}
+		if algs := asm.TokenEndpointAuthSigningAlgValuesSupported; len(algs) > 0 && !slices.Contains(algs, key.alg) {
+			return nil, fmt.Errorf("the authorization server does not accept %s client assertions (it accepts %s)", key.alg, strings.Join(algs, ", "))
+		}
+	} else {
+		t.AuthStyle = int(secretAuthStyle(methods))
+	}
+	tok, err := st.tokenRequest(ctx, t, scopes, nil)
+	if err != nil {
+		return nil, err
+	}
+	return t.fill(tok, scopes), nil
+}
+
+// secretAuthStyle picks how a client secret is sent to the token endpoint:
+// in the body when the server prefers it, with HTTP Basic when that is all
+// it accepts, and by trying both when it does not say.
+func secretAuthStyle(methods []string) oauth2.AuthStyle {
+	switch {
+	case slices.Contains(methods, "client_secret_post"):
+		return oauth2.AuthStyleInParams
+	case slices.Contains(methods, "client_secret_basic"):
+		return oauth2.AuthStyleInHeader
+	}
+	return oauth2.AuthStyleAutoDetect
+}
+
+// discoverResource finds the protected resource metadata (RFC 9728) of the
+// MCP endpoint resourceURL: at the URL the challenge names, then at the
+// well-known path of the endpoint, then at the root. Without any, the
+// server's origin is its authorization server (2025-03-26).
+func discoverResource(ctx context.Context, hc *http.Client, challenges []oauthex.Challenge, resourceURL string) (*oauthex.ProtectedResourceMetadata, error) {
+	type candidate struct{ url, resource string }
+	var cands []candidate
+	if u := challengeParam(challenges, "resource_metadata"); u != "" {
+		cands = append(cands, candidate{u, resourceURL})
+	}
+	ru, err := url.Parse(resourceURL)
+	if err != nil {
+		return nil, err
+	}
+	mu := *ru
+	mu.Path = "/.well-known/oauth-protected-resource/" + strings.TrimLeft(ru.Path, "/")
+	cands = append(cands, candidate{mu.String(), resourceURL})
+	mu.Path = "/.well-known/oauth-protected-resource"
+	root := *ru
+	root.Path, root.RawQuery = "", ""
+	cands = append(cands, candidate{mu.String(), root.String()})
+	for _, c := range cands {
+		prm, err := oauthex.GetProtectedResourceMetadata(ctx, c.url, c.resource, hc)
+		if err != nil || prm == nil {
+			continue
+		}
+		if len(prm.AuthorizationServers) == 0 {
+			return nil, errors.New("the protected resource metadata names no authorization server")
+		}
+		return prm, nil
+	}
+	return &oauthex.ProtectedResourceMetadata{AuthorizationServers: []string{root.String()}, Resource: resourceURL}, nil
+}
+
+func challengeParam(cs []oauthex.Challenge, name string) string {
+	for _, c := range cs {
+		if c.Scheme == "bearer" && c.Params[name] != "" {
+			return c.Params[name]
+		}
+	}
+	return ""
+}
+
+func challengeScopes(cs []oauthex.Challenge) []string {
+	return strings.Fields(challengeParam(cs, "scope"))
+}
+
+func bearerOf(req *http.Request) string {
+	scheme, tok, _ := strings.Cut(req.Header.Get("Authorization"), " ")
+	if !strings.EqualFold(scheme, "bearer") {
+		return ""
+	}
+	return strings.TrimSpace(tok)
+}
+
+// covers reports whether granted includes every scope of want.
+func covers(granted, want []string) bool {
+	for _, s := range want {
+		if !slices.Contains(granted, s) {
+			return false
+		}
+	}
+	return true
+}
+
+// union returns a followed by the scopes of b it lacks.
+func union(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, s := range b {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func scopeList(s []string) string {
+	if len(s) == 0 {
+		return "no particular scope"
+	}
+	return "scope " + strconvQuote(strings.Join(s, " "))
+}
+
+func strconvQuote(s string) string { return fmt.Sprintf("%q", sanitize(s, 200)) }
+
+// loginRequired says a call needs the owner's authorization, which only
+// `duet server login` (or a caller with an Authorizer) can obtain.
+type loginRequired struct {
+	scopes []string
+}
+
+func (e *loginRequired) Error() string {
+	return "OAuth authorization needed (" + scopeList(e.scopes) + ")"
+}
+
+// flowError is a failed OAuth step. Its message names no secret: token
+// endpoint answers are reduced to their status and error code, and the
+// registration's secrets are redacted from anything else.
+type flowError struct {
+	msg     string
+	err     error
+	refused *duet.Error // the SSRF guard refused an authorization server address
+}
+
+func (e *flowError) Error() string { return e.msg }
+func (e *flowError) Unwrap() error { return e.err }
+
+func (st *oauthState) flowError(op string, err error, refused *refusals) error {
+	var fe *flowError
+	if errors.As(err, &fe) {
+		return err
+	}
+	st.mu.Lock()
+	secrets := []string{st.sec.ClientSecret, st.sec.PrivateKey}
+	if t := st.sec.Token; t != nil {
+		secrets = append(secrets, t.Access, t.Refresh, t.ClientSecret)
+	}
+	st.mu.Unlock()
+	var re *oauth2.RetrieveError
+	var msg string
+	switch {
+	case errors.As(err, &re):
+		msg = "the token endpoint answered"
+		if re.Response != nil {
+			msg += " " + re.Response.Status
+		}
+		if re.ErrorCode != "" {
+			msg += ": " + sanitize(re.ErrorCode, 60)
+			if re.ErrorDescription != "" {
+				msg += ": " + sanitize(re.ErrorDescription, 200)
+			}
+		}
+	case errors.Is(err, context.DeadlineExceeded):
+		msg = "no answer in time"
+	default:
+		msg = err.Error()
+		// Some go-sdk errors quote the body of an error page.
+		if i := strings.Index(strings.ToLower(msg), "<!doctype html"); i >= 0 {
+			msg = strings.TrimRight(msg[:i], " :") + " (an HTML error page)"
+		} else if i := strings.Index(strings.ToLower(msg), "<html"); i >= 0 {
+			msg = strings.TrimRight(msg[:i], " :") + " (an HTML error page)"
+		}
+		msg = sanitize(msg, 300)
+	}
+	msg = redact.Secrets(op+": "+msg, secrets...)
+	return &flowError{msg: msg, err: err, refused: refused.first()}
+}
+
+// refusals records the SSRF guard's refusals of authorization server
+// addresses during one OAuth step: the go-sdk reduces some errors to text.
+type refusals struct {
+	mu  sync.Mutex
+	err *duet.Error
+}
+
+func (r *refusals) first() *duet.Error {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+
+type refusalsKey struct{}
+
+func withRefusals(ctx context.Context) (context.Context, *refusals) {
+	r := &refusals{}
+	return context.WithValue(ctx, refusalsKey{}, r), r
+}
+
+// oauthTransport is the transport of requests to authorization servers:
+// the guarded pool, noting refusals.
+type oauthTransport struct{ base http.RoundTripper }
+
+func (t oauthTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	var de *duet.Error
+	if err != nil && errors.As(err, &de) && de.Code == duet.CodeURLRefused {
+		if r, _ := req.Context().Value(refusalsKey{}).(*refusals); r != nil {
+			r.mu.Lock()
+			if r.err == nil {
+				r.err = de
+			}
+			r.mu.Unlock()
+		}
+	}
+	return resp, err
+}

@@ -1,0 +1,473 @@
+package mcpclient_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/mcpclient"
+	"github.com/duet-test/duet/internal/mcpclient/mcptest"
+	"github.com/duet-test/duet/internal/netguard"
+	"github.com/duet-test/duet/internal/vault"
+)
+
+// oauthServer starts an authorization server and a go-sdk MCP server it
+// protects.
+func oauthServer(t *testing.T, opts mcptest.AuthOptions, p mcptest.Protection) (*mcptest.AuthServer, string, *mcptest.Counters) {
+	t.Helper()
+	as := mcptest.NewAuthServer(t, opts)
+	n := &mcptest.Counters{}
+	return as, mcptest.Protected(t, mcptest.NewServer("protected", n), as, p), n
+}
+
+func (e *env) registerOAuth(t *testing.T, owner, name, url string, o *mcpclient.OAuth) *duet.MCPServer {
+	t.Helper()
+	s, err := e.c.Register(t.Context(), mcpclient.Registration{Owner: owner, Name: name, URL: url, OAuth: o})
+	if err != nil {
+		t.Fatalf("Register: %v", err)
+	}
+	return s
+}
+
+func wantCode(t *testing.T, err error, code duet.Code, substrings ...string) {
+	t.Helper()
+	if duet.ErrorCode(err) != code {
+		t.Fatalf("got %v, want %s", err, code)
+	}
+	for _, s := range substrings {
+		if !strings.Contains(duet.ErrorMessage(err), s) {
+			t.Errorf("message %q lacks %q", duet.ErrorMessage(err), s)
+		}
+	}
+}
+
+// TestOAuthLogin is the authorization code flow as a person meets it: before
+// login every call fails asking for `duet server login`; login (dynamic
+// client registration, PKCE, the resource parameter) stores the tokens
+// sealed; calls then carry them, from this client and from a new one on the
+// same database.
+func TestOAuthLogin(t *testing.T) {
+	t.Parallel()
+	as, url, n := oauthServer(t, mcptest.AuthOptions{Prefix: "secret-login", Scopes: []string{"mcp:read"}}, mcptest.Protection{Scopes: []string{"mcp:read"}})
+	e := newEnv(t)
+	reg := e.registerOAuth(t, "alice", "orders", url, &mcpclient.OAuth{Grant: duet.AuthOAuth})
+	if reg.Auth != duet.AuthOAuth || reg.CredentialRef == "" || reg.HeaderNames != nil {
+		t.Fatalf("registration: %+v", reg)
+	}
+	_, err := e.c.Sync(t.Context(), "alice", "orders")
+	wantCode(t, err, duet.CodeMCPAuthFailed, "duet server login --as alice orders", "mcp:read")
+	_, err = e.invoke(t, "alice", reg.ServerKey, "add", map[string]any{"a": 1, "b": 2})
+	wantCode(t, err, duet.CodeMCPAuthFailed, "duet server login --as alice orders")
+	if as.Authorizations.Load() != 0 || as.Registrations.Load() != 0 {
+		t.Fatalf("an unattended call started an authorization: %d authorizations, %d registrations", as.Authorizations.Load(), as.Registrations.Load())
+	}
+	if _, err := e.c.Login(t.Context(), "alice", "orders"); duet.ErrorCode(err) != duet.CodeInvalidArgument {
+		t.Fatalf("Login without an authorizer: got %v, want INVALID_ARGUMENT", err)
+	}
+
+	st, err := e.c.Login(mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover()), "alice", "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Authorized || !slices.Contains(st.Scopes, "mcp:read") || !st.Renewable || st.Expires == nil || !strings.HasPrefix(st.ClientID, "dcr-") {
+		t.Fatalf("status after login: %+v", st)
+	}
+	q := as.LastAuthorization()
+	if q.Get("resource") != url || q.Get("code_challenge_method") != "S256" || !strings.Contains(q.Get("scope"), "mcp:read") || !strings.Contains(q.Get("scope"), "offline_access") {
+		t.Errorf("authorization request: %v", q)
+	}
+	if _, err := e.c.Sync(t.Context(), "alice", "orders"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.invoke(t, "alice", reg.ServerKey, "add", map[string]any{"a": 1, "b": 2})
+	if err != nil || res.Text() != "1+2=3" {
+		t.Fatalf("call after login: %v %v", res, err)
+	}
+	// bob registered the same server but has not logged in: alice's token
+	// is never his.
+	e.registerOAuth(t, "bob", "orders", url, &mcpclient.OAuth{Grant: duet.AuthOAuth})
+	_, err = e.invoke(t, "bob", reg.ServerKey, "add", map[string]any{"a": 1, "b": 2})
+	wantCode(t, err, duet.CodeMCPAuthFailed, "duet server login --as bob orders")
+
+	// Sealed: no token or client secret in the stored ciphertext.
+	cred, err := e.db.FindCredential(t.Context(), reg.CredentialRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range as.Issued() {
+		if bytes.Contains(cred.Ciphertext, []byte(s)) {
+			t.Errorf("an issued secret is stored in plain text")
+		}
+	}
+	// Another process (a new client on the same store) uses the stored
+	// token without authorizing again.
+	other := mcpclient.New(mcpclient.Options{Store: e.db, Keyring: func() (*vault.Keyring, error) { return e.keys.Load(), nil },
+		Policy: netguard.Policy{AllowLoopback: true}, CallTimeout: 10 * time.Second})
+	defer other.Close()
+	if _, err := other.Invoke(t.Context(), duet.InvokeRequest{Executor: "alice", ServerKey: reg.ServerKey, Tool: "add",
+		Arguments: map[string]any{"a": 2, "b": 2}, Source: duet.SourceCLI}); err != nil {
+		t.Fatal(err)
+	}
+	if as.Authorizations.Load() != 1 || as.Registrations.Load() != 1 || n.Calls.Load() != 2 {
+		t.Errorf("got %d authorizations, %d registrations, %d calls; want 1, 1, 2", as.Authorizations.Load(), as.Registrations.Load(), n.Calls.Load())
+	}
+}
+
+// TestOAuthRenewal: an access token about to expire is refreshed before use;
+// one the server revoked early is refreshed on its 401; when the refresh
+// token is refused too, the call asks for login.
+func TestOAuthRenewal(t *testing.T) {
+	t.Parallel()
+	as, url, _ := oauthServer(t, mcptest.AuthOptions{TokenTTL: 2 * time.Second}, mcptest.Protection{})
+	e := newEnv(t)
+	reg := e.registerOAuth(t, "alice", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth})
+	if _, err := e.c.Login(mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover()), "alice", "s"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.c.Sync(t.Context(), "alice", "s"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1600 * time.Millisecond) // within the last quarter of its lifetime
+	if _, err := e.invoke(t, "alice", reg.ServerKey, "add", map[string]any{"a": 1, "b": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got := as.Refreshes.Load(); got != 1 {
+		t.Errorf("refreshes before expiry: got %d, want 1", got)
+	}
+	as.RevokeAccess()
+	if _, err := e.invoke(t, "alice", reg.ServerKey, "add", map[string]any{"a": 1, "b": 1}); err != nil {
+		t.Fatalf("after the access token was revoked: %v", err)
+	}
+	if got := as.Refreshes.Load(); got != 2 {
+		t.Errorf("refreshes after a revoked access token: got %d, want 2", got)
+	}
+	as.RevokeAll()
+	_, err := e.invoke(t, "alice", reg.ServerKey, "add", map[string]any{"a": 1, "b": 1})
+	wantCode(t, err, duet.CodeMCPAuthFailed, "duet server login --as alice s")
+	if as.Authorizations.Load() != 1 {
+		t.Errorf("authorizations: got %d, want 1 (the login)", as.Authorizations.Load())
+	}
+}
+
+// TestOAuthStepUp: a tool needing more scopes answers 403 insufficient_scope.
+// Unattended, the call fails naming the scopes, and the next login requests
+// them; with an Authorizer the call re-authorizes once and goes through.
+// A server that keeps refusing a scope the token was granted is not asked
+// again and again.
+func TestOAuthStepUp(t *testing.T) {
+	t.Parallel()
+	as, url, _ := oauthServer(t, mcptest.AuthOptions{Scopes: []string{"mcp:read", "mcp:write"}},
+		mcptest.Protection{Scopes: []string{"mcp:read"}, CallScopes: []string{"mcp:write"}})
+	e := newEnv(t)
+	reg := e.registerOAuth(t, "alice", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth})
+	auto := mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover())
+	if _, err := e.c.Login(auto, "alice", "s"); err != nil {
+		t.Fatal(err)
+	}
+	if got := as.LastAuthorization().Get("scope"); strings.Contains(got, "mcp:write") {
+		t.Fatalf("the first authorization asked for %q; want only what the server asked for", got)
+	}
+	_, err := e.invoke(t, "alice", reg.ServerKey, "add", map[string]any{"a": 1, "b": 1})
+	wantCode(t, err, duet.CodeMCPAuthFailed, "duet server login --as alice s", "mcp:write")
+	st, err := e.c.AuthStatus(t.Context(), "alice", "s")
+	if err != nil || !slices.Contains(st.Wanted, "mcp:write") {
+		t.Fatalf("status: %+v %v", st, err)
+	}
+	if _, err := e.c.Login(auto, "alice", "s"); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Fields(as.LastAuthorization().Get("scope")); !slices.Contains(got, "mcp:write") || !slices.Contains(got, "mcp:read") {
+		t.Fatalf("the second login asked for %v; want mcp:read and mcp:write", got)
+	}
+	if _, err := e.invoke(t, "alice", reg.ServerKey, "add", map[string]any{"a": 1, "b": 1}); err != nil {
+		t.Fatal(err)
+	}
+
+	// In-call step-up, with an Authorizer.
+	e.registerOAuth(t, "bob", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth})
+	before := as.Authorizations.Load()
+	if _, err := e.c.Invoke(auto, duet.InvokeRequest{Executor: "bob", ServerKey: reg.ServerKey, Tool: "add",
+		Arguments: map[string]any{"a": 1, "b": 1}, Source: duet.SourceCLI}); err != nil {
+		t.Fatal(err)
+	}
+	if got := as.Authorizations.Load() - before; got != 2 {
+		t.Errorf("authorizations for bob's first call: got %d, want 2 (sync, then the step-up)", got)
+	}
+}
+
+// TestOAuthStepUpLimit: a server that keeps answering insufficient_scope is
+// not authorized against forever, even with an Authorizer at hand.
+func TestOAuthStepUpLimit(t *testing.T) {
+	t.Parallel()
+	as, url, _ := oauthServer(t, mcptest.AuthOptions{Withhold: []string{"mcp:admin"}}, mcptest.Protection{CallScopes: []string{"mcp:admin"}})
+	e := newEnv(t)
+	reg := e.registerOAuth(t, "alice", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth})
+	auto := mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover())
+	if _, err := e.c.Sync(auto, "alice", "s"); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	for range 5 {
+		_, err = e.c.Invoke(auto, duet.InvokeRequest{Executor: "alice", ServerKey: reg.ServerKey, Tool: "add",
+			Arguments: map[string]any{"a": 1, "b": 1}, Source: duet.SourceCLI})
+		if err == nil {
+			t.Fatal("a call succeeded without the scope")
+		}
+	}
+	wantCode(t, err, duet.CodeMCPAuthFailed, "gave up after 3 authorizations")
+	if got := as.Authorizations.Load(); got != 3 {
+		t.Errorf("authorizations: got %d, want 3 (the sync's and two step-ups, the limit within a minute)", got)
+	}
+}
+
+// TestOAuthPreregistered: a client registered beforehand is used (no dynamic
+// registration), with client_secret_basic when that is all the token
+// endpoint accepts.
+func TestOAuthPreregistered(t *testing.T) {
+	t.Parallel()
+	as, url, _ := oauthServer(t, mcptest.AuthOptions{Clients: map[string]string{"duet-app": "secret-pre-1"}, NoRegistration: true,
+		AuthMethods: []string{"client_secret_basic"}}, mcptest.Protection{})
+	e := newEnv(t)
+	reg := e.registerOAuth(t, "alice", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth, ClientID: "duet-app", ClientSecret: "secret-pre-1"})
+	if _, err := e.c.Sync(mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover()), "alice", "s"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.invoke(t, "alice", reg.ServerKey, "add", map[string]any{"a": 1, "b": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got := as.AuthMethodsUsed(); !slices.Equal(got, []string{"client_secret_basic"}) || as.LastAuthorization().Get("client_id") != "duet-app" {
+		t.Errorf("client authentication: %v, client %q", got, as.LastAuthorization().Get("client_id"))
+	}
+}
+
+// TestOAuthClientCredentials: a machine identity needs no login; secret
+// (post or basic) or private_key_jwt; the resource parameter is sent; an
+// expired token is replaced by the grant again.
+func TestOAuthClientCredentials(t *testing.T) {
+	t.Parallel()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	der, _ := x509.MarshalPKCS8PrivateKey(key)
+	keyPEM := string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+	tests := []struct {
+		name    string
+		methods []string
+		oauth   *mcpclient.OAuth
+		want    string
+	}{
+		{"secret post", nil, &mcpclient.OAuth{Grant: duet.AuthClientCredentials, ClientID: "svc", ClientSecret: "secret-cc-1"}, "client_secret_post"},
+		{"secret basic", []string{"client_secret_basic"}, &mcpclient.OAuth{Grant: duet.AuthClientCredentials, ClientID: "svc", ClientSecret: "secret-cc-1"}, "client_secret_basic"},
+		{"private key jwt", []string{"private_key_jwt"}, &mcpclient.OAuth{Grant: duet.AuthClientCredentials, ClientID: "svc-key", PrivateKey: keyPEM}, "private_key_jwt"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			as, url, _ := oauthServer(t, mcptest.AuthOptions{Clients: map[string]string{"svc": "secret-cc-1"}, KeyClients: map[string]*ecdsa.PublicKey{"svc-key": &key.PublicKey},
+				AuthMethods: tt.methods, TokenTTL: 2 * time.Second, Scopes: []string{"mcp:tools"}}, mcptest.Protection{Scopes: []string{"mcp:tools"}})
+			e := newEnv(t)
+			reg := e.registerOAuth(t, "ci", "s", url, tt.oauth)
+			if _, err := e.c.Sync(t.Context(), "ci", "s"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.invoke(t, "ci", reg.ServerKey, "add", map[string]any{"a": 1, "b": 1}); err != nil {
+				t.Fatal(err)
+			}
+			if got := as.AuthMethodsUsed(); len(got) == 0 || got[0] != tt.want {
+				t.Errorf("client authentication: got %v, want %s", got, tt.want)
+			}
+			if f := as.LastTokenRequest(); f.Get("resource") != url || f.Get("scope") != "mcp:tools" {
+				t.Errorf("token request: resource %q, scope %q", f.Get("resource"), f.Get("scope"))
+			}
+			time.Sleep(1600 * time.Millisecond)
+			if _, err := e.invoke(t, "ci", reg.ServerKey, "add", map[string]any{"a": 1, "b": 1}); err != nil {
+				t.Fatal(err)
+			}
+			if got := as.ClientGrants.Load(); got != 2 {
+				t.Errorf("client credentials grants: got %d, want 2 (the first and the renewal)", got)
+			}
+			if as.Authorizations.Load() != 0 {
+				t.Errorf("a machine identity went to the authorization endpoint")
+			}
+		})
+	}
+}
+
+// TestOAuthFailures: what a person reads when OAuth goes wrong.
+func TestOAuthFailures(t *testing.T) {
+	t.Parallel()
+	t.Run("denied", func(t *testing.T) {
+		t.Parallel()
+		as, url, _ := oauthServer(t, mcptest.AuthOptions{Deny: true}, mcptest.Protection{})
+		e := newEnv(t)
+		e.registerOAuth(t, "alice", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth})
+		auto := mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover())
+		_, err := e.c.Login(auto, "alice", "s")
+		wantCode(t, err, duet.CodeMCPAuthFailed, "access_denied")
+		// A sync (whose handshake the go-sdk tries twice) asks once.
+		_, err = e.c.Sync(auto, "alice", "s")
+		wantCode(t, err, duet.CodeMCPAuthFailed, "access_denied")
+		if got := as.Authorizations.Load(); got != 2 {
+			t.Errorf("authorizations: got %d, want 2 (the login's and the sync's)", got)
+		}
+	})
+	t.Run("wrong client secret", func(t *testing.T) {
+		t.Parallel()
+		_, url, _ := oauthServer(t, mcptest.AuthOptions{Clients: map[string]string{"svc": "right"}}, mcptest.Protection{})
+		e := newEnv(t)
+		e.registerOAuth(t, "ci", "s", url, &mcpclient.OAuth{Grant: duet.AuthClientCredentials, ClientID: "svc", ClientSecret: "secret-wrong-77"})
+		_, err := e.c.Sync(t.Context(), "ci", "s")
+		wantCode(t, err, duet.CodeMCPAuthFailed, "invalid_client")
+		if strings.Contains(err.Error(), "secret-wrong-77") {
+			t.Errorf("the error quotes the client secret: %v", err)
+		}
+	})
+	t.Run("static headers", func(t *testing.T) {
+		t.Parallel()
+		_, url, _ := oauthServer(t, mcptest.AuthOptions{}, mcptest.Protection{})
+		e := newEnv(t)
+		if _, err := e.c.Register(t.Context(), mcpclient.Registration{Owner: "alice", Name: "s", URL: url}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := e.c.Sync(t.Context(), "alice", "s")
+		wantCode(t, err, duet.CodeMCPAuthFailed, "--auth oauth")
+		_, err = e.c.Login(mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover()), "alice", "s")
+		wantCode(t, err, duet.CodeInvalidArgument, "--auth oauth")
+	})
+	t.Run("registration", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		for _, o := range []*mcpclient.OAuth{
+			{Grant: "password"},
+			{Grant: duet.AuthClientCredentials},
+			{Grant: duet.AuthClientCredentials, ClientID: "x"},
+			{Grant: duet.AuthClientCredentials, ClientID: "x", PrivateKey: "not a key"},
+			{Grant: duet.AuthOAuth, ClientSecret: "s"},
+			{Grant: duet.AuthOAuth, ClientMetadataURL: "http://duet.example/client.json"},
+			{Grant: duet.AuthOAuth, Scopes: []string{"a b"}},
+		} {
+			_, err := e.c.Register(t.Context(), mcpclient.Registration{Owner: "alice", Name: "s", URL: "http://127.0.0.1:1/mcp", OAuth: o})
+			if duet.ErrorCode(err) != duet.CodeInvalidArgument {
+				t.Errorf("%+v: got %v, want INVALID_ARGUMENT", o, err)
+			}
+		}
+		_, err := e.c.Register(t.Context(), mcpclient.Registration{Owner: "alice", Name: "s", URL: "http://127.0.0.1:1/mcp",
+			Headers: map[string]string{"Authorization": "Bearer x"}, OAuth: &mcpclient.OAuth{Grant: duet.AuthOAuth}})
+		wantCode(t, err, duet.CodeInvalidArgument, "Authorization")
+	})
+}
+
+// TestLoopbackLogin is the person's path: the authorization URL is shown,
+// the browser (here a plain HTTP client following redirects) ends at the
+// loopback listener, which hands the code back.
+func TestLoopbackLogin(t *testing.T) {
+	t.Parallel()
+	_, url, _ := oauthServer(t, mcptest.AuthOptions{}, mcptest.Protection{})
+	e := newEnv(t)
+	e.registerOAuth(t, "alice", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth})
+	browsed := make(chan error, 1)
+	ln, err := mcpclient.ListenLoopback(0, func(authURL string) {
+		go func() {
+			resp, err := http.Get(authURL)
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					err = errStatus(resp.StatusCode)
+				}
+			}
+			browsed <- err
+		}()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if !strings.HasPrefix(ln.Authorizer().RedirectURL, "http://127.0.0.1:") {
+		t.Fatalf("redirect URL %q", ln.Authorizer().RedirectURL)
+	}
+	// A callback nobody waits for is refused.
+	resp, err := http.Get(ln.Authorizer().RedirectURL + "?code=x&state=forged")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("forged callback: got %d, want 400", resp.StatusCode)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	st, err := e.c.Login(mcpclient.WithAuthorizer(ctx, ln.Authorizer()), "alice", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-browsed; err != nil {
+		t.Fatalf("the browser: %v", err)
+	}
+	if !st.Authorized {
+		t.Fatalf("status: %+v", st)
+	}
+	// Nobody at the browser: the wait ends with the context.
+	ln2, err := mcpclient.ListenLoopback(0, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln2.Close()
+	short, cancel2 := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel2()
+	_, err = e.c.Login(mcpclient.WithAuthorizer(short, ln2.Authorizer()), "alice", "s")
+	wantCode(t, err, duet.CodeMCPCallTimeout)
+}
+
+type errStatus int
+
+func (e errStatus) Error() string { return http.StatusText(int(e)) }
+
+// TestOAuthTokensAfterRotation: a long-running process that renews a token
+// after another process rotated the master key seals it under the new key
+// (pruning the old key later loses nothing).
+func TestOAuthTokensAfterRotation(t *testing.T) {
+	t.Parallel()
+	as, url, _ := oauthServer(t, mcptest.AuthOptions{TokenTTL: 2 * time.Second}, mcptest.Protection{})
+	e := newEnv(t)
+	oldKey, _ := vault.GenerateKey()
+	kr1, _ := vault.NewKeyring(oldKey)
+	e.keys.Store(kr1)
+	reg := e.registerOAuth(t, "alice", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth})
+	if _, err := e.c.Sync(mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover()), "alice", "s"); err != nil {
+		t.Fatal(err)
+	}
+	// The session this process keeps open predates the rotation.
+	if _, err := e.invoke(t, "alice", reg.ServerKey, "add", map[string]any{"a": 1, "b": 1}); err != nil {
+		t.Fatal(err)
+	}
+	newKey, _ := vault.GenerateKey()
+	kr2, _ := vault.NewKeyring(newKey, oldKey)
+	rotator := mcpclient.New(mcpclient.Options{Store: e.db, Keyring: func() (*vault.Keyring, error) { return kr2, nil }})
+	defer rotator.Close()
+	if res, err := rotator.Rewrap(t.Context()); err != nil || res.Rewrapped != 1 {
+		t.Fatalf("rewrap: %+v %v", res, err)
+	}
+	e.keys.Store(kr2)
+	time.Sleep(1600 * time.Millisecond) // the next call renews the token first
+	if _, err := e.invoke(t, "alice", reg.ServerKey, "add", map[string]any{"a": 1, "b": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if as.Refreshes.Load() != 1 {
+		t.Fatalf("refreshes: got %d, want 1", as.Refreshes.Load())
+	}
+	cred, err := e.db.FindCredential(t.Context(), reg.CredentialRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kr2.NeedsRewrap(cred.Ciphertext) {
+		t.Errorf("the renewed token was sealed under the old key")
+	}
+}
