@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -393,6 +391,3 @@ func configCmd(env Env) *cobra.Command {
 	cmd.Flags().BoolVar(&markdown, "markdown", false, "print the table of every setting as Markdown")
 	return cmd
 }
-
-var _ = context.Background
-var _ = json.Marshal

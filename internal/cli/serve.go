@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"runtime/debug"
@@ -110,7 +111,7 @@ exits are executed by "duet serve" or "duet worker", or by the next "duet mcp".`
 			defer a.Close()
 			ctx := cmd.Context()
 			done := make(chan error, 1)
-			wctx, stopWorkers := contextWithCancel(ctx)
+			wctx, stopWorkers := context.WithCancel(ctx)
 			go func() { done <- a.Worker.Run(wctx) }()
 			err = a.MCP.ServeStdio(ctx, duet.Caller{UserID: a.Config.User}, env.Stdin, nopWriteCloser{env.Stdout})
 			stopWorkers()

@@ -1,14 +1,7 @@
 package cli
 
-import (
-	"context"
-	"io"
-)
+import "io"
 
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
-
-func contextWithCancel(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithCancel(ctx)
-}
