@@ -574,17 +574,9 @@ func serverInvocationsCmd(env Env) *cobra.Command {
 		Short: "Query invocation records: every call to a registered server (sizes, never values)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if since != "" {
-				d, err := time.ParseDuration(since)
-				if err != nil {
-					t, err2 := time.Parse(time.RFC3339, since)
-					if err2 != nil {
-						return usage("--since: want a duration (1h) or an RFC 3339 time")
-					}
-					f.Since = t
-				} else {
-					f.Since = time.Now().Add(-d)
-				}
+			var err error
+			if f.Since, err = parseSince(since); err != nil {
+				return err
 			}
 			f.Source, f.Outcome = duet.CallSource(source), duet.Code(outcome)
 			a, err := openApp(cmd, env, app.Options{})
