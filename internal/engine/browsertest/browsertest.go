@@ -115,6 +115,12 @@ func (ck *checker) navigation(t *testing.T) {
 	if err := s.WaitFor(ctx, engine.WaitCondition{URLContains: "/next?step=2"}); err != nil {
 		t.Fatalf("WaitFor(URL after a link): %v", err)
 	}
+	// The URL changes as soon as the navigation commits; the new page's
+	// element may not be laid out yet (Text reads "" for an element that is
+	// not visible), so wait for it as a case would.
+	if err := s.WaitFor(ctx, engine.WaitCondition{Selector: "#step", Visible: true}); err != nil {
+		t.Fatalf("WaitFor(#step visible): %v", err)
+	}
 	if got, err := s.Text(ctx, "#step"); err != nil || got != "step 2" {
 		t.Errorf("Text(#step) after navigating: got %q, %v; want %q", got, err, "step 2")
 	}
