@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -134,7 +135,9 @@ func TestMCPClientOAuth(t *testing.T) {
 	if err := <-b.done; err != nil {
 		t.Fatalf("the browser: %v", err)
 	}
-	if out := b.out.String(); !strings.Contains(out, "authorized: oauth; scopes sums") || !strings.Contains(out, "synced secure: 4 tools") {
+	// The grant may include offline_access (the server advertises it)
+	// beside the scope the server requires.
+	if out := b.out.String(); !regexp.MustCompile(`authorized: oauth; scopes (offline_access )?sums;`).MatchString(out) || !strings.Contains(out, "synced secure: 4 tools") {
 		t.Fatalf("server login printed:\n%s", out)
 	}
 	if out := e.must(t, "server", "show", "secure", "--as", "alice"); !strings.Contains(out, "renewed automatically") {

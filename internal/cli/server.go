@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -306,7 +307,7 @@ func describeAuth(st *mcpclient.AuthStatus) string {
 	}
 	parts := []string{st.Auth}
 	if len(st.Scopes) > 0 {
-		parts = append(parts, "scopes "+strings.Join(st.Scopes, " "))
+		parts = append(parts, "scopes "+strings.Join(slices.Sorted(slices.Values(st.Scopes)), " "))
 	} else {
 		parts = append(parts, "no scopes named")
 	}
