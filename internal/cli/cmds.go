@@ -99,13 +99,7 @@ func taskCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{Use: "task", Short: "List, show and share tasks"}
 	list := &cobra.Command{
 		Use: "list", Short: "List the tasks you can access", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			a, err := openApp(cmd, env, app.Options{})
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			user := asUser(cmd, a.Config)
+		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, user string) error {
 			tasks, _, total, err := a.Store.FindTasks(cmd.Context(), duet.TaskFilter{Viewer: user, Limit: 100})
 			if err != nil {
 				return err
@@ -121,18 +115,12 @@ func taskCmd(env Env) *cobra.Command {
 			tw.Flush()
 			fmt.Fprintf(env.Stdout, "%d task(s)\n", total)
 			return nil
-		},
+		}),
 	}
 	list.Flags().Bool("json", false, "print JSON")
 	show := &cobra.Command{
 		Use: "show TASK", Short: "Show a task and its cases", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			a, err := openApp(cmd, env, app.Options{})
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			user := asUser(cmd, a.Config)
+		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
 			t, err := a.ResolveTask(cmd.Context(), user, args[0])
 			if err != nil {
 				return err
@@ -146,7 +134,7 @@ func taskCmd(env Env) *cobra.Command {
 				fmt.Fprintf(env.Stdout, "  %s  %s (key %s, v%d, %d steps, %s)\n", c.ID, c.Title, c.Key, c.Version, len(c.Steps), c.Status)
 			}
 			return nil
-		},
+		}),
 	}
 	share := &cobra.Command{
 		Use: "share TASK --with USER", Short: "Share a task you own with a user", Args: cobra.ExactArgs(1),
@@ -247,12 +235,7 @@ func tokenCmd(env Env) *cobra.Command {
 	create.Flags().DurationVar(&expires, "expires", 0, "lifetime (e.g. 720h); default: no expiry")
 	list := &cobra.Command{
 		Use: "list --user USER", Short: "List a user's tokens", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			a, err := openApp(cmd, env, app.Options{})
-			if err != nil {
-				return err
-			}
-			defer a.Close()
+		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, _ string) error {
 			toks, err := a.Store.FindTokens(cmd.Context(), user)
 			if err != nil {
 				return err
@@ -267,26 +250,21 @@ func tokenCmd(env Env) *cobra.Command {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, t.Name, t.CreatedAt.Format(time.RFC3339), exp)
 			}
 			return tw.Flush()
-		},
+		}),
 	}
 	list.Flags().StringVar(&user, "user", "", "user id")
 	revoke := &cobra.Command{
 		Use: "revoke ID --user USER", Short: "Revoke a token", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			a, err := openApp(cmd, env, app.Options{})
-			if err != nil {
-				return err
-			}
-			defer a.Close()
+		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, _ string) error {
 			start := time.Now()
-			err = a.Store.DeleteToken(cmd.Context(), user, args[0])
+			err := a.Store.DeleteToken(cmd.Context(), user, args[0])
 			audited(a, user, "token.revoke", start, err)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(env.Stdout, "token %s revoked\n", args[0])
 			return nil
-		},
+		}),
 	}
 	revoke.Flags().StringVar(&user, "user", "", "user id")
 	for _, c := range []*cobra.Command{create, list, revoke} {

@@ -105,20 +105,11 @@ func generateListCmd(env Env) *cobra.Command {
 		Use:   "list [--task TASK]",
 		Short: "List your past generations: outcome, turns, tokens, attempts, case",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			a, err := openApp(cmd, env, app.Options{})
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			user := asUser(cmd, a.Config)
+		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, user string) error {
 			f := duet.GenerationFilter{User: user, Limit: limit}
-			if task != "" {
-				t, err := a.ResolveTask(cmd.Context(), user, task)
-				if err != nil {
-					return err
-				}
-				f.TaskID = t.ID
+			var err error
+			if f.TaskID, err = taskIDOf(cmd.Context(), a, user, task); err != nil {
+				return err
 			}
 			gens, err := a.Store.FindGenerations(cmd.Context(), f)
 			if err != nil {
@@ -135,7 +126,7 @@ func generateListCmd(env Env) *cobra.Command {
 					g.Attempts, float64(g.DurationMs)/1000, orDash(g.CaseID))
 			}
 			return tw.Flush()
-		},
+		}),
 	}
 	cmd.Flags().StringVar(&task, "task", "", "only this task (id or name)")
 	cmd.Flags().IntVar(&limit, "limit", 20, "at most this many")

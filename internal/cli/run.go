@@ -29,13 +29,7 @@ queues the run and prints its id. Ctrl-C cancels the run.
 
 Subcommands show, list and cancel manage existing runs.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			a, err := openApp(cmd, env, app.Options{})
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			user := asUser(cmd, a.Config)
+		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
 			ctx := cmd.Context()
 			t, err := a.ResolveTask(ctx, user, args[0])
 			if err != nil {
@@ -65,7 +59,7 @@ Subcommands show, list and cancel manage existing runs.`,
 				return &exitError{1, nil}
 			}
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().StringSliceVar(&caseIDs, "case", nil, "run only these case ids (repeatable)")
 	cmd.Flags().BoolVar(&detach, "detach", false, "only queue the run (a serve or worker executes it) and print its id")
@@ -170,13 +164,7 @@ func runShowCmd(env Env) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use: "show RUN_ID", Short: "Show a run and its case executions", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			a, err := openApp(cmd, env, app.Options{})
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			user := asUser(cmd, a.Config)
+		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
 			run, err := a.Store.FindRunByID(cmd.Context(), user, args[0])
 			if err != nil {
 				return err
@@ -194,7 +182,7 @@ func runShowCmd(env Env) *cobra.Command {
 			}
 			printProgress(env.Stdout, execs, map[string]int{})
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	addAs(cmd)
@@ -205,20 +193,11 @@ func runListCmd(env Env) *cobra.Command {
 	var task string
 	cmd := &cobra.Command{
 		Use: "list", Short: "List recent runs you can see", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			a, err := openApp(cmd, env, app.Options{})
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			user := asUser(cmd, a.Config)
+		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, user string) error {
 			f := duet.RunFilter{Viewer: user, Limit: 50}
-			if task != "" {
-				t, err := a.ResolveTask(cmd.Context(), user, task)
-				if err != nil {
-					return err
-				}
-				f.TaskID = t.ID
+			var err error
+			if f.TaskID, err = taskIDOf(cmd.Context(), a, user, task); err != nil {
+				return err
 			}
 			runs, _, err := a.Store.FindRuns(cmd.Context(), f)
 			if err != nil {
@@ -228,7 +207,7 @@ func runListCmd(env Env) *cobra.Command {
 				fmt.Fprintf(env.Stdout, "%s  %-9s %s  %d/%d passed  by %s via %s\n", r.ID, r.Status, r.CreatedAt.Local().Format("2006-01-02 15:04:05"), r.Totals.Passed, r.Totals.Cases, r.TriggeredBy, r.CallSource)
 			}
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().StringVar(&task, "task", "", "only runs of this task")
 	addAs(cmd)
@@ -238,13 +217,7 @@ func runListCmd(env Env) *cobra.Command {
 func runCancelCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "cancel RUN_ID", Short: "Cancel a queued or running run", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			a, err := openApp(cmd, env, app.Options{})
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			user := asUser(cmd, a.Config)
+		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
 			start := time.Now()
 			run, err := a.Store.RequestCancel(cmd.Context(), user, args[0])
 			audited(a, user, "run.cancel", start, err)
@@ -274,7 +247,7 @@ func runCancelCmd(env Env) *cobra.Command {
 			}
 			fmt.Fprintf(env.Stdout, "run %s: cancellation requested; no worker has stopped it yet (is one running?)\n", run.ID)
 			return nil
-		},
+		}),
 	}
 	addAs(cmd)
 	return cmd

@@ -77,15 +77,10 @@ func workerCmd(env Env) *cobra.Command {
 		Use:   "worker",
 		Short: "Execute queued runs without serving HTTP",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			a, err := openApp(cmd, env, app.Options{})
-			if err != nil {
-				return err
-			}
-			defer a.Close()
+		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, _ string) error {
 			a.Logger.Info("duet worker started", "id", a.Worker.ID(), "workers", a.Config.Workers)
 			return a.RunWorkers(cmd.Context())
-		},
+		}),
 	}
 }
 
@@ -103,24 +98,19 @@ Client configuration (Claude Code, VS Code, Cursor, MCP Inspector):
 Runs started here execute in this process while it runs; runs still queued when it
 exits are executed by "duet serve" or "duet worker", or by the next "duet mcp".`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			a, err := openApp(cmd, env, app.Options{})
-			if err != nil {
-				return err
-			}
-			defer a.Close()
+		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, _ string) error {
 			ctx := cmd.Context()
 			done := make(chan error, 1)
 			wctx, stopWorkers := context.WithCancel(ctx)
 			go func() { done <- a.Worker.Run(wctx) }()
-			err = a.MCP.ServeStdio(ctx, duet.Caller{UserID: a.Config.User}, env.Stdin, nopWriteCloser{env.Stdout})
+			err := a.MCP.ServeStdio(ctx, duet.Caller{UserID: a.Config.User}, env.Stdin, nopWriteCloser{env.Stdout})
 			stopWorkers()
 			<-done
 			if err != nil {
 				return fmt.Errorf("stdio: %w", err)
 			}
 			return nil
-		},
+		}),
 	}
 }
 

@@ -332,13 +332,7 @@ func serverListCmd(env Env) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use: "list", Short: "List your registered MCP servers", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			a, err := openApp(cmd, env, app.Options{})
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			user := asUser(cmd, a.Config)
+		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, user string) error {
 			list, err := a.MCPClient.Servers(cmd.Context(), user)
 			if err != nil {
 				return err
@@ -354,7 +348,7 @@ func serverListCmd(env Env) *cobra.Command {
 			tw.Flush()
 			fmt.Fprintf(env.Stdout, "%d server(s)\n", len(list))
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	addAs(cmd)
@@ -383,13 +377,7 @@ func serverShowCmd(env Env) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use: "show NAME", Short: "Show a registered server and its archived tools (no credential values)", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			a, err := openApp(cmd, env, app.Options{})
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			user := asUser(cmd, a.Config)
+		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
 			s, tools, err := a.MCPClient.Server(cmd.Context(), user, args[0])
 			if err != nil {
 				return err
@@ -430,7 +418,7 @@ func serverShowCmd(env Env) *cobra.Command {
 				fmt.Fprintf(w, "  - %s%s: %s\n", t.Name, hints, strings.ReplaceAll(desc, "\n", " "))
 			}
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (registration and tools with schemas)")
 	addAs(cmd)
@@ -457,22 +445,16 @@ func toolHints(t *duet.MCPTool) string {
 func serverRemoveCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "remove NAME", Short: "Remove a registration, its credentials and its catalog", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			a, err := openApp(cmd, env, app.Options{})
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			user := asUser(cmd, a.Config)
+		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
 			start := time.Now()
-			err = a.MCPClient.Remove(cmd.Context(), user, args[0])
+			err := a.MCPClient.Remove(cmd.Context(), user, args[0])
 			audited(a, user, "server.remove", start, err)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(env.Stdout, "removed MCP server %q of %s (credentials deleted)\n", args[0], user)
 			return nil
-		},
+		}),
 	}
 	addAs(cmd)
 	return cmd
@@ -481,13 +463,7 @@ func serverRemoveCmd(env Env) *cobra.Command {
 func serverSyncCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "sync NAME", Short: "Fetch and archive a server's tool catalog again", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			a, err := openApp(cmd, env, app.Options{})
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			user := asUser(cmd, a.Config)
+		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
 			start := time.Now()
 			s, err := a.MCPClient.Sync(cmd.Context(), user, args[0])
 			audited(a, user, "server.sync", start, err)
@@ -496,7 +472,7 @@ func serverSyncCmd(env Env) *cobra.Command {
 			}
 			fmt.Fprintf(env.Stdout, "synced %s: %d tools (%s, protocol %s), sha256 %s\n", s.Name, s.ToolCount, s.Transport, s.ProtocolVersion, s.CatalogHash)
 			return nil
-		},
+		}),
 	}
 	addAs(cmd)
 	return cmd
@@ -637,12 +613,7 @@ key in DUET_MASTER_KEY, move the old one to DUET_MASTER_KEY_PREVIOUS and run
 "duet vault rotate --rewrap-only". --prune then drops the previous keys from the key
 file once nothing needs them. Running servers pick the new key up by themselves.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			a, err := openApp(cmd, env, app.Options{})
-			if err != nil {
-				return err
-			}
-			defer a.Close()
+		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, _ string) error {
 			_, info, err := a.Keyring(env.Getenv)
 			if err != nil {
 				return err
@@ -690,7 +661,7 @@ file once nothing needs them. Running servers pick the new key up by themselves.
 				fmt.Fprintln(env.Stdout, "previous keys stay usable until you run `duet vault rotate --rewrap-only --prune`")
 			}
 			return nil
-		},
+		}),
 	}
 	rotate.Flags().BoolVar(&rewrapOnly, "rewrap-only", false, "do not make a new key; re-encrypt under the current primary key")
 	rotate.Flags().BoolVar(&prune, "prune", false, "after re-encrypting, drop the previous keys from the key file")

@@ -1,8 +1,13 @@
 package cli
 
 import (
+	"context"
 	"io"
 	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/duet-test/duet/internal/app"
 )
 
 type nopWriteCloser struct{ io.Writer }
@@ -22,4 +27,31 @@ func parseSince(s string) (time.Time, error) {
 		return t, nil
 	}
 	return time.Time{}, usage("--since: want a duration (1h) or an RFC 3339 time")
+}
+
+// withApp is the RunE of a command that works on the app as a user: it opens
+// the app (configuration, store), passes it with the user of --as (or
+// DUET_USER), and closes it afterwards.
+func withApp(env Env, fn func(cmd *cobra.Command, args []string, a *app.App, user string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		a, err := openApp(cmd, env, app.Options{})
+		if err != nil {
+			return err
+		}
+		defer a.Close()
+		return fn(cmd, args, a, asUser(cmd, a.Config))
+	}
+}
+
+// taskIDOf resolves an optional --task flag (an id or a name) to a task id;
+// "" stays "".
+func taskIDOf(ctx context.Context, a *app.App, user, ref string) (string, error) {
+	if ref == "" {
+		return "", nil
+	}
+	t, err := a.ResolveTask(ctx, user, ref)
+	if err != nil {
+		return "", err
+	}
+	return t.ID, nil
 }
