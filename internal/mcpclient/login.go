@@ -177,10 +177,10 @@ func (c *Client) oauthFailure(ctx context.Context, reg *duet.MCPServer, err erro
 		return authError(reg, http.StatusUnauthorized, "", err)
 	case errors.As(err, &im):
 		return duet.WrapError(duet.CodeMCPAuthIssuerMismatch, err,
-			"MCP server %s names the authorization server %s, but its OAuth client is bound to %s: Duet sent it nothing. "+
+			"MCP server %s names %s, but its OAuth client is bound to %s: Duet sent it nothing. "+
 				"If the server really moved to another authorization server, register it again with the new issuer: "+
 				"`duet server add --as %s --name %s --url %s --auth %s ... --issuer URL --replace`",
-			reg.Name, strconvQuote(im.found), strconvQuote(im.bound), reg.Owner, reg.Name, reg.URL, reg.Auth)
+			reg.Name, im.named(), strconvQuote(im.bound), reg.Owner, reg.Name, reg.URL, reg.Auth)
 	case !errors.As(err, &fe):
 		return nil
 	case ctx.Err() != nil:

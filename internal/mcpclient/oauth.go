@@ -766,7 +766,15 @@ type issuerMismatch struct {
 }
 
 func (e *issuerMismatch) Error() string {
-	return fmt.Sprintf("the authorization server %s is not %s, which the client is bound to", strconvQuote(e.found), strconvQuote(e.bound))
+	return fmt.Sprintf("%s is not %s, which the client is bound to", e.named(), strconvQuote(e.bound))
+}
+
+// named names the authorization server found (outside text, sanitized).
+func (e *issuerMismatch) named() string {
+	if e.found == "" {
+		return "another authorization server"
+	}
+	return "the authorization server " + strconvQuote(e.found)
 }
 
 // checkIssuer refuses issuer found when the client is bound to another.
@@ -870,7 +878,7 @@ func (st *oauthState) authorizationCode(ctx context.Context, a *Authorizer, req 
 	}
 	if err := h.Authorize(ctx, req, resp); err != nil {
 		if strings.Contains(err.Error(), sdkIssuerMismatch) {
-			return nil, &issuerMismatch{bound: issuer, found: "another one"}
+			return nil, &issuerMismatch{bound: issuer}
 		}
 		return nil, err
 	}
