@@ -448,7 +448,7 @@ func (st *oauthState) token() (*oauth2.Token, error) {
 	return nt.oauth2(), nil
 }
 
-// renewable reports whether t can be renewed without a person: with its
+// renewableLocked reports whether t can be renewed without a person: with its
 // refresh token, or by the client credentials grant again.
 func (st *oauthState) renewableLocked(t *storedToken) bool {
 	return t.Refresh != "" || st.sec.Grant == duet.AuthClientCredentials && t.TokenURL != ""
