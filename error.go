@@ -47,6 +47,10 @@ const (
 	CodeMCPUnreachable         Code = "MCP_UNREACHABLE"
 	CodeMCPProtocolMismatch    Code = "MCP_PROTOCOL_MISMATCH"
 	CodeURLRefused             Code = "URL_REFUSED"
+	// CodeMCPAuthIssuerMismatch: the server now names an authorization
+	// server other than the one its pre-registered OAuth client is bound
+	// to; Duet sent that server nothing.
+	CodeMCPAuthIssuerMismatch Code = "MCP_AUTH_ISSUER_MISMATCH"
 
 	// Agent codes.
 	CodeLLMNotConfigured Code = "LLM_NOT_CONFIGURED"
@@ -65,7 +69,7 @@ func Codes() []Code {
 		CodeInterrupted,
 		CodeMCPServerNotConfigured, CodeMCPToolNotFound, CodeMCPCallTimeout,
 		CodeMCPAuthFailed, CodeMCPToolError, CodeMCPUnreachable, CodeMCPProtocolMismatch,
-		CodeURLRefused,
+		CodeURLRefused, CodeMCPAuthIssuerMismatch,
 		CodeLLMNotConfigured, CodeLLMError, CodeGenerationFailed,
 	}
 }

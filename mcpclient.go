@@ -74,15 +74,20 @@ type MCPCatalog struct {
 	Tools           []*MCPTool
 }
 
-// Credential is the encrypted header values of one registration. Ciphertext
-// is sealed with vault.AAD(Owner, ServerKey), so it opens only for the
-// registration it was made for.
+// Credential is the encrypted header values of one registration (and, for
+// OAuth, the client configuration and tokens). Ciphertext is sealed with
+// vault.AAD(Owner, ServerKey), so it opens only for the registration it was
+// made for.
 type Credential struct {
 	Ref        string
 	Owner      string
 	ServerKey  string
 	Ciphertext []byte
 	UpdatedAt  time.Time
+	// Version counts the writes of the credential: 1 when created, one more
+	// with every UpdateCredentials. A write names the version it read and
+	// fails with CONFLICT when another writer came first (compare-and-swap).
+	Version int64
 }
 
 // Invocation is the record every call through the Invoker leaves: who called
@@ -150,8 +155,23 @@ type MCPClientStore interface {
 	// FindCredentials returns every credential (for key rotation).
 	FindCredentials(ctx context.Context) ([]*Credential, error)
 	// UpdateCredentials stores new ciphertexts for existing credentials in
-	// one transaction. Returns NOT_FOUND if one is missing.
+	// one transaction, each only if its stored Version is still the one in
+	// creds (what a Find returned): a compare-and-swap, so that a writer
+	// working from an older read never overwrites a newer write. On success
+	// each Version is the new one. Returns NOT_FOUND if one is missing,
+	// CONFLICT if one was written since it was read; nothing is written then.
 	UpdateCredentials(ctx context.Context, creds []*Credential) error
+	// LeaseCredential takes the renewal lease of credential ref for holder,
+	// for ttl (measured by the store's clock), unless another holder's lease
+	// is still running, and returns the credential as stored now. OAuth
+	// tokens are renewed only under the lease, so two processes (or
+	// instances) never spend the same refresh token. A holder may take its
+	// own lease again. Returns NOT_FOUND, CONFLICT (another holder's lease
+	// runs).
+	LeaseCredential(ctx context.Context, ref, holder string, ttl time.Duration) (*Credential, error)
+	// ReleaseCredential ends holder's lease of credential ref; it does
+	// nothing when holder does not hold it (any more).
+	ReleaseCredential(ctx context.Context, ref, holder string) error
 
 	// AppendInvocations stores records in one transaction.
 	AppendInvocations(ctx context.Context, recs []*Invocation) error

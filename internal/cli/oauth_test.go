@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/app"
 	"github.com/duet-test/duet/internal/catalog"
@@ -108,6 +110,7 @@ func TestMCPClientOAuth(t *testing.T) {
 		{"--auth", "password"},                                            // no such mode
 		{"--auth", "oauth", "--client-secret-env", "NOT_SET"},             // an empty variable
 		{"--auth", "oauth", "--bearer-token-env", "SECURE_CLIENT_SECRET"}, // OAuth brings its own bearer token
+		{"--issuer", as.URL},                                              // without --auth
 	} {
 		if _, errs, code := e.run(t, append([]string{"server", "add", "--as", "alice", "--name", "x", "--url", url}, args...)...); code != 2 {
 			t.Errorf("server add %v: exit %d, want 2 (usage): %s", args, code, errs)
@@ -123,21 +126,10 @@ func TestMCPClientOAuth(t *testing.T) {
 		t.Fatalf("sync before login: exit %d: %s", code, errs)
 	}
 
-	b := &fakeBrowser{done: make(chan error, 1)}
-	var stderr bytes.Buffer
-	code = cli.Main(t.Context(), []string{"server", "login", "--as", "alice", "secure", "--timeout", "30s"}, cli.Env{
-		Getenv: func(k string) string { return e.vars[k] }, Stdin: io.NopCloser(strings.NewReader("")), Stdout: b, Stderr: &stderr,
-	})
-	e.tr.add(b.out.String() + stderr.String())
-	if code != 0 {
-		t.Fatalf("server login: exit %d\n%s%s", code, b.out.String(), stderr.String())
-	}
-	if err := <-b.done; err != nil {
-		t.Fatalf("the browser: %v", err)
-	}
 	// The grant may include offline_access (the server advertises it)
 	// beside the scope the server requires.
-	if out := b.out.String(); !regexp.MustCompile(`authorized: oauth; scopes (offline_access )?sums;`).MatchString(out) || !strings.Contains(out, "synced secure: 4 tools") {
+	if out := e.login(t, "alice", "secure"); !regexp.MustCompile(`authorized: oauth; scopes (offline_access )?sums;`).MatchString(out) ||
+		!strings.Contains(out, "synced secure: 4 tools") || !strings.Contains(out, "bound to issuer "+as.URL) {
 		t.Fatalf("server login printed:\n%s", out)
 	}
 	if out := e.must(t, "server", "show", "secure", "--as", "alice"); !strings.Contains(out, "renewed automatically") {
@@ -208,4 +200,64 @@ func TestMCPClientOAuth(t *testing.T) {
 		t.Fatalf("the authorization server issued %d secrets; want a code, tokens and refreshed tokens", len(issued))
 	}
 	checkCanaries(t, e, home, append(issued, canaryClientSecret, canaryOAuth)...)
+}
+
+// login runs `duet server login` with a browser that approves at once and
+// returns what it printed.
+func (e *duetEnv) login(t *testing.T, user, name string) string {
+	t.Helper()
+	b := &fakeBrowser{done: make(chan error, 1)}
+	var stderr bytes.Buffer
+	code := cli.Main(t.Context(), []string{"server", "login", "--as", user, name, "--timeout", "30s"}, cli.Env{
+		Getenv: func(k string) string { return e.vars[k] }, Stdin: io.NopCloser(strings.NewReader("")), Stdout: b, Stderr: &stderr,
+	})
+	e.tr.add(b.out.String() + stderr.String())
+	if code != 0 {
+		t.Fatalf("server login: exit %d\n%s%s", code, b.out.String(), stderr.String())
+	}
+	if err := <-b.done; err != nil {
+		t.Fatalf("the browser: %v", err)
+	}
+	return b.out.String()
+}
+
+// TestServerPrintsOutsideTextEscaped: what an authorization server or an
+// MCP server chose — a granted scope, a registered client id, a server
+// name, a tool description, a tool's text — reaches the terminal escaped,
+// never as control sequences (clear the screen, set the title, reorder
+// the line).
+func TestServerPrintsOutsideTextEscaped(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	e := &duetEnv{tr: &transcript{}, vars: map[string]string{"DUET_HOME": home, "DUET_MCP_ALLOW_LOOPBACK": "true", "HOME": home}}
+	as := mcptest.NewAuthServer(t, mcptest.AuthOptions{GrantExtra: " x\x1b[2J\x1b]0;pwned\x07", ClientIDPrefix: "\x1b[31m"})
+	srv := mcp.NewServer(&mcp.Implementation{Name: "evil\x1b[2J", Version: "1\u202e0"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "shout", Description: "says\x1b[Hhi\u202e", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "line one\x1b[1A\nline\u202etwo"}}}, nil, nil
+		})
+	url := mcptest.Protected(t, srv, as, mcptest.Protection{})
+	e.must(t, "server", "add", "--as", "alice", "--name", "evil", "--url", url, "--auth", "oauth")
+	outputs := map[string]string{
+		"server login": e.login(t, "alice", "evil"),
+		"server show":  e.must(t, "server", "show", "evil", "--as", "alice"),
+		"server call":  e.must(t, "server", "call", "--as", "alice", "evil", "shout"),
+		"server sync":  e.must(t, "server", "sync", "evil", "--as", "alice"),
+	}
+	for cmd, out := range outputs {
+		if i := strings.IndexFunc(out, func(r rune) bool { return r < 0x20 && r != '\n' || r == 0x7f || r == '\u202e' }); i >= 0 {
+			t.Errorf("%s printed a control character %q:\n%q", cmd, out[i], out)
+		}
+	}
+	for cmd, want := range map[string][]string{
+		"server login": {`x\x1b[2J\x1b]0;pwned\a`, `client \x1b[31mdcr-`},
+		"server show":  {`\x1b[31mdcr-`, ` 1\u202e0 over`, `says\x1b[Hhi\u202e`},
+		"server call":  {"line one\\x1b[1A\nline\\u202etwo"},
+	} {
+		for _, w := range want {
+			if !strings.Contains(outputs[cmd], w) {
+				t.Errorf("%s printed:\n%s\nwant %q in it", cmd, outputs[cmd], w)
+			}
+		}
+	}
 }

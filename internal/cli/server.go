@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"sort"
@@ -17,6 +18,7 @@ import (
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/app"
 	"github.com/duet-test/duet/internal/config"
+	"github.com/duet-test/duet/internal/escape"
 	"github.com/duet-test/duet/internal/mcpclient"
 	"github.com/duet-test/duet/internal/vault"
 )
@@ -41,7 +43,7 @@ with "duet server login". See docs/mcp-client.md.`,
 }
 
 func serverAddCmd(env Env) *cobra.Command {
-	var name, url, bearerEnv, authMode, clientIDEnv, clientSecretEnv, clientKeyEnv, metadataURL string
+	var name, url, bearerEnv, authMode, clientIDEnv, clientSecretEnv, clientKeyEnv, metadataURL, issuer string
 	var headerEnvs, scopes []string
 	var replace, noSync, asJSON bool
 	cmd := &cobra.Command{
@@ -69,8 +71,12 @@ Servers protected by OAuth 2.1 (the MCP authorization spec):
                                 grant with --client-id-env and either --client-secret-env
                                 or --client-key-env VAR (a PEM private key: private_key_jwt)
   --scope S                     request scope S too (repeatable)
+  --issuer URL                  the authorization server a pre-registered client belongs
+                                to; without it, the one found at the first authorization
+                                is pinned. The client's credentials go to no other.
 The authorization server is found from the server's metadata; every address Duet
-contacts passes the same network guard as the server itself.`,
+contacts passes the same network guard as the server itself. OAuth needs an https
+URL (http only for loopback addresses).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if name == "" || url == "" {
@@ -106,6 +112,11 @@ contacts passes the same network guard as the server itself.`,
 			}
 			if oauth != nil && bearerEnv != "" {
 				return usage("--auth %s obtains the bearer token itself; drop --bearer-token-env", authMode)
+			}
+			if issuer != "" && oauth == nil {
+				return usage("--issuer needs --auth oauth or --auth client-credentials")
+			} else if oauth != nil {
+				oauth.Issuer = issuer
 			}
 			a, err := openApp(cmd, env, app.Options{})
 			if err != nil {
@@ -147,7 +158,8 @@ contacts passes the same network guard as the server itself.`,
 					fmt.Fprintf(env.Stdout, "  auth       %s (client configuration encrypted; credentialRef %s)\n", s.Auth, s.CredentialRef)
 				}
 				if s.SyncedAt != nil {
-					fmt.Fprintf(env.Stdout, "  catalog    %d tools (%s, protocol %s, %s %s)\n", s.ToolCount, s.Transport, s.ProtocolVersion, orDash(s.ServerName), s.ServerVersion)
+					fmt.Fprintf(env.Stdout, "  catalog    %d tools (%s, protocol %s, %s %s)\n", s.ToolCount, s.Transport, escape.Text(s.ProtocolVersion),
+						escape.Text(orDash(s.ServerName)), escape.Text(s.ServerVersion))
 				}
 			}
 			if s.Auth == duet.AuthOAuth {
@@ -170,6 +182,7 @@ contacts passes the same network guard as the server itself.`,
 	cmd.Flags().StringVar(&clientKeyEnv, "client-key-env", "", "environment variable holding the OAuth client's PEM private key (client-credentials with private_key_jwt)")
 	cmd.Flags().StringVar(&metadataURL, "client-metadata-url", "", "https URL of a client ID metadata document describing Duet (--auth oauth)")
 	cmd.Flags().StringArrayVar(&scopes, "scope", nil, "an OAuth scope to request besides the ones the server asks for (repeatable)")
+	cmd.Flags().StringVar(&issuer, "issuer", "", "the authorization server (issuer URL) the pre-registered OAuth client belongs to; default: pinned at the first authorization")
 	cmd.Flags().BoolVar(&replace, "replace", false, "replace your registration with the same name (new URL and credentials)")
 	cmd.Flags().BoolVar(&noSync, "no-sync", false, "register only; do not contact the server")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the registration as JSON")
@@ -282,7 +295,7 @@ For --auth client-credentials, login fetches a token at once (no browser).`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(env.Stdout, "synced %s: %d tools (%s, protocol %s)\n", s.Name, s.ToolCount, s.Transport, s.ProtocolVersion)
+			fmt.Fprintf(env.Stdout, "synced %s: %d tools (%s, protocol %s)\n", s.Name, s.ToolCount, s.Transport, escape.Text(s.ProtocolVersion))
 			return nil
 		},
 	}
@@ -294,6 +307,8 @@ For --auth client-credentials, login fetches a token at once (no browser).`,
 }
 
 // describeAuth says what an OAuth authorization holds, without secrets.
+// What the authorization server chose (scopes, client id, issuer) is
+// escaped: it may carry terminal control sequences.
 func describeAuth(st *mcpclient.AuthStatus) string {
 	if st == nil {
 		return "none"
@@ -307,7 +322,7 @@ func describeAuth(st *mcpclient.AuthStatus) string {
 	}
 	parts := []string{st.Auth}
 	if len(st.Scopes) > 0 {
-		parts = append(parts, "scopes "+strings.Join(slices.Sorted(slices.Values(st.Scopes)), " "))
+		parts = append(parts, "scopes "+escape.Text(strings.Join(slices.Sorted(slices.Values(st.Scopes)), " ")))
 	} else {
 		parts = append(parts, "no scopes named")
 	}
@@ -320,10 +335,13 @@ func describeAuth(st *mcpclient.AuthStatus) string {
 		parts = append(parts, "not renewable: log in again when it expires")
 	}
 	if st.ClientID != "" {
-		parts = append(parts, "client "+st.ClientID)
+		parts = append(parts, "client "+escape.Text(st.ClientID))
+	}
+	if st.Issuer != "" {
+		parts = append(parts, "bound to issuer "+escape.Text(st.Issuer))
 	}
 	if len(st.Wanted) > 0 {
-		parts = append(parts, "the server asked for more: "+strings.Join(st.Wanted, " ")+" (run `duet server login`)")
+		parts = append(parts, "the server asked for more: "+escape.Text(strings.Join(st.Wanted, " "))+" (run `duet server login`)")
 	}
 	return strings.Join(parts, "; ")
 }
@@ -408,14 +426,14 @@ func serverShowCmd(env Env) *cobra.Command {
 				return nil
 			}
 			fmt.Fprintf(w, "  server     %s %s over %s, protocol %s\n  catalog    %d tools, synced %s, sha256 %s\n",
-				orDash(s.ServerName), s.ServerVersion, s.Transport, s.ProtocolVersion, s.ToolCount, syncedAt(s.SyncedAt), s.CatalogHash)
+				escape.Text(orDash(s.ServerName)), escape.Text(s.ServerVersion), s.Transport, escape.Text(s.ProtocolVersion), s.ToolCount, syncedAt(s.SyncedAt), s.CatalogHash)
 			for _, t := range tools {
 				hints := toolHints(t)
 				desc := t.Description
 				if len(desc) > 100 {
 					desc = desc[:97] + "..."
 				}
-				fmt.Fprintf(w, "  - %s%s: %s\n", t.Name, hints, strings.ReplaceAll(desc, "\n", " "))
+				fmt.Fprintf(w, "  - %s%s: %s\n", escape.Text(t.Name), hints, escape.Text(strings.ReplaceAll(desc, "\n", " ")))
 			}
 			return nil
 		}),
@@ -423,6 +441,13 @@ func serverShowCmd(env Env) *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (registration and tools with schemas)")
 	addAs(cmd)
 	return cmd
+}
+
+// printLines prints text from another party line by line, each escaped.
+func printLines(w io.Writer, text string) {
+	for line := range strings.SplitSeq(text, "\n") {
+		fmt.Fprintln(w, escape.Text(strings.TrimSuffix(line, "\r")))
+	}
 }
 
 func toolHints(t *duet.MCPTool) string {
@@ -470,7 +495,7 @@ func serverSyncCmd(env Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(env.Stdout, "synced %s: %d tools (%s, protocol %s), sha256 %s\n", s.Name, s.ToolCount, s.Transport, s.ProtocolVersion, s.CatalogHash)
+			fmt.Fprintf(env.Stdout, "synced %s: %d tools (%s, protocol %s), sha256 %s\n", s.Name, s.ToolCount, s.Transport, escape.Text(s.ProtocolVersion), s.CatalogHash)
 			return nil
 		}),
 	}
@@ -519,13 +544,13 @@ sent it. Exit 1 when the call fails or the tool reports an error.`,
 					printJSON(env.Stdout, res)
 				} else {
 					if text := res.Text(); text != "" {
-						fmt.Fprintln(env.Stdout, text)
+						printLines(env.Stdout, text)
 					}
 					if len(res.StructuredContent) > 0 {
 						var v any
 						if json.Unmarshal(res.StructuredContent, &v) == nil {
 							b, _ := json.MarshalIndent(v, "", "  ")
-							fmt.Fprintf(env.Stdout, "structuredContent: %s\n", b)
+							printLines(env.Stdout, "structuredContent: "+string(b))
 						}
 					}
 				}

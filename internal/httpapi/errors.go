@@ -44,6 +44,7 @@ var codes = map[duet.Code]codeRow{
 	duet.CodeMCPUnreachable:         {http.StatusBadGateway, -32000},
 	duet.CodeMCPProtocolMismatch:    {http.StatusBadGateway, -32000},
 	duet.CodeURLRefused:             {http.StatusBadRequest, -32602},
+	duet.CodeMCPAuthIssuerMismatch:  {http.StatusBadGateway, -32000},
 	duet.CodeLLMNotConfigured:       {http.StatusServiceUnavailable, -32603},
 	duet.CodeLLMError:               {http.StatusBadGateway, -32000},
 	duet.CodeGenerationFailed:       {http.StatusUnprocessableEntity, -32000},

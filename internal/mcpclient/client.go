@@ -190,8 +190,9 @@ type Registration struct {
 // values; it does not contact the server (call [Client.Sync] next). The URL is
 // normalized and its serverKey computed with internal/serverkey; a host that
 // resolves to an address the policy refuses is refused now.
-// Returns INVALID_ARGUMENT, URL_REFUSED (credentials in the URL, or an address
-// the SSRF guard refuses), CONFLICT, UNAVAILABLE (no keyring).
+// Returns INVALID_ARGUMENT, URL_REFUSED (credentials in the URL, an address
+// the SSRF guard refuses, or OAuth over plain http:// off loopback),
+// CONFLICT, UNAVAILABLE (no keyring).
 func (c *Client) Register(ctx context.Context, r Registration) (*duet.MCPServer, error) {
 	switch {
 	case r.Owner == "":
@@ -209,14 +210,20 @@ func (c *Client) Register(ctx context.Context, r Registration) (*duet.MCPServer,
 	if err != nil {
 		return nil, err
 	}
+	oauth, err := r.OAuth.check()
+	if err != nil {
+		return nil, err
+	}
+	if oauth != nil {
+		// A bearer token must not cross the network in cleartext.
+		if err := checkOAuthURL(normalized); err != nil {
+			return nil, duet.Errorf(duet.CodeURLRefused, "an OAuth registration needs an https URL: %s", err.Error())
+		}
+	}
 	if err := checkDestination(ctx, c.opts.Policy, normalized); err != nil {
 		return nil, err
 	}
 	headers, err := canonicalHeaders(r.Headers)
-	if err != nil {
-		return nil, err
-	}
-	oauth, err := r.OAuth.check()
 	if err != nil {
 		return nil, err
 	}

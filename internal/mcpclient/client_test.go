@@ -485,7 +485,9 @@ func TestCredentialsAndRewrap(t *testing.T) {
 	}
 	bob, _, _ := e.c.Server(t.Context(), "bob", "x")
 	aliceCred, _ := e.db.FindCredential(t.Context(), reg.CredentialRef)
-	if err := e.db.UpdateCredentials(t.Context(), []*duet.Credential{{Ref: bob.CredentialRef, Ciphertext: aliceCred.Ciphertext}}); err != nil {
+	bobCred, _ := e.db.FindCredential(t.Context(), bob.CredentialRef)
+	bobCred.Ciphertext = aliceCred.Ciphertext
+	if err := e.db.UpdateCredentials(t.Context(), []*duet.Credential{bobCred}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = e.c.Sync(t.Context(), "bob", "x")

@@ -157,7 +157,7 @@ func (c *Client) drop(k sessionKey, e *entry) {
 // needed. Returns MCP_CALL_TIMEOUT, MCP_AUTH_FAILED, MCP_UNREACHABLE,
 // MCP_PROTOCOL_MISMATCH, URL_REFUSED, UNAVAILABLE, INTERNAL.
 func (c *Client) connect(ctx context.Context, reg *duet.MCPServer) (*session, error) {
-	sec, err := c.secret(ctx, reg)
+	sec, ver, err := c.loadSecret(ctx, reg)
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +166,7 @@ func (c *Client) connect(ctx context.Context, reg *duet.MCPServer) (*session, er
 		if sec.OAuth == nil {
 			return nil, duet.Errorf(duet.CodeInternal, "the OAuth configuration of MCP server %s is missing from its credential; register it again", reg.Name)
 		}
-		oh = c.oauthFor(reg, sec)
+		oh = c.oauthFor(reg, sec, ver)
 	}
 	hc := c.httpClient(reg, sec.Headers)
 	// The SDK keeps the values of this context for the session's own

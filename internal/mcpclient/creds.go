@@ -63,13 +63,31 @@ func (c *Client) seal(owner, serverKey string, sec *secret) ([]byte, error) {
 // when it has none). Returns UNAVAILABLE when the keyring cannot be loaded
 // and INTERNAL when the ciphertext does not open.
 func (c *Client) secret(ctx context.Context, s *duet.MCPServer) (*secret, error) {
+	sec, _, err := c.loadSecret(ctx, s)
+	return sec, err
+}
+
+// loadSecret returns the plaintext credential of a registration and the
+// version of the stored credential it came from (0 when it has none).
+func (c *Client) loadSecret(ctx context.Context, s *duet.MCPServer) (*secret, int64, error) {
 	if s.CredentialRef == "" {
-		return &secret{}, nil
+		return &secret{}, 0, nil
 	}
 	cred, err := c.store.FindCredential(ctx, s.CredentialRef)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
+	sec, err := c.open(s, cred)
+	if err != nil {
+		return nil, 0, err
+	}
+	return sec, cred.Version, nil
+}
+
+// open decrypts the stored credential of registration s. A ciphertext sealed
+// under a key this process has not loaded (the master key was rotated since
+// it started) makes it load the keyring again.
+func (c *Client) open(s *duet.MCPServer, cred *duet.Credential) (*secret, error) {
 	kr, err := c.keys.get(false)
 	if err != nil {
 		return nil, err
@@ -77,8 +95,6 @@ func (c *Client) secret(ctx context.Context, s *duet.MCPServer) (*secret, error)
 	aad := vault.AAD(s.Owner, s.ServerKey)
 	pt, err := kr.Open(cred.Ciphertext, aad)
 	if errors.Is(err, vault.ErrUnknownKey) {
-		// Sealed under a key this process has not loaded yet: the master
-		// key was rotated since it started.
 		if kr, err = c.keys.get(true); err == nil {
 			pt, err = kr.Open(cred.Ciphertext, aad)
 		}
@@ -94,35 +110,45 @@ func (c *Client) secret(ctx context.Context, s *duet.MCPServer) (*secret, error)
 	return &sec, nil
 }
 
-// saveSecret seals sec again and stores it in the registration's existing
-// credential (tokens obtained or refreshed). Returns NOT_FOUND when the
-// credential is gone (the registration was replaced or removed).
-func (c *Client) saveSecret(ctx context.Context, s *duet.MCPServer, sec *secret) error {
-	kr, err := c.keys.get(false)
-	if err != nil {
-		return err
-	}
-	aad := vault.AAD(s.Owner, s.ServerKey)
-	if cur, err := c.store.FindCredential(ctx, s.CredentialRef); err == nil && kr.NeedsRewrap(cur.Ciphertext) {
-		// Sealed under a key this process has not loaded: the master key was
-		// rotated since it started. Seal under the new primary key, so that
-		// pruning the old one later loses nothing.
-		if _, err := kr.Open(cur.Ciphertext, aad); errors.Is(err, vault.ErrUnknownKey) {
-			if kr, err = c.keys.get(true); err != nil {
-				return err
-			}
+// maxSwaps bounds the attempts of one compare-and-swap of a credential.
+const maxSwaps = 8
+
+// swapSecret changes the stored credential of registration s by a
+// compare-and-swap: it reads the credential, lets change modify the
+// plaintext (change reports whether it changed anything), seals it again
+// (under the primary key, so that pruning an old key later loses nothing)
+// and writes it only if nobody wrote since the read; otherwise it starts
+// again from the newer credential. change must depend only on what it is
+// given: it may run several times. It returns the credential as stored
+// afterwards and its version. Returns NOT_FOUND when the credential is gone
+// (the registration was replaced or removed), CONFLICT after maxSwaps lost
+// races, UNAVAILABLE, INTERNAL.
+func (c *Client) swapSecret(ctx context.Context, s *duet.MCPServer, change func(*secret) bool) (*secret, int64, error) {
+	for attempt := 1; ; attempt++ {
+		cred, err := c.store.FindCredential(ctx, s.CredentialRef)
+		if err != nil {
+			return nil, 0, err
+		}
+		sec, err := c.open(s, cred)
+		if err != nil {
+			return nil, 0, err
+		}
+		if !change(sec) {
+			return sec, cred.Version, nil
+		}
+		ct, err := c.seal(s.Owner, s.ServerKey, sec)
+		if err != nil {
+			return nil, 0, err
+		}
+		next := &duet.Credential{Ref: s.CredentialRef, Owner: s.Owner, ServerKey: s.ServerKey, Ciphertext: ct, Version: cred.Version}
+		err = c.store.UpdateCredentials(ctx, []*duet.Credential{next})
+		if err == nil {
+			return sec, next.Version, nil
+		}
+		if duet.ErrorCode(err) != duet.CodeConflict || attempt == maxSwaps {
+			return nil, 0, err
 		}
 	}
-	pt, err := json.Marshal(sec)
-	if err != nil {
-		return duet.WrapError(duet.CodeInternal, err, "cannot encode credentials")
-	}
-	defer clear(pt)
-	ct, err := kr.Seal(pt, aad)
-	if err != nil {
-		return err
-	}
-	return c.store.UpdateCredentials(ctx, []*duet.Credential{{Ref: s.CredentialRef, Owner: s.Owner, ServerKey: s.ServerKey, Ciphertext: ct}})
 }
 
 // RewrapResult says what [Client.Rewrap] did.
@@ -142,6 +168,17 @@ func (c *Client) Rewrap(ctx context.Context) (RewrapResult, error) {
 	if err != nil {
 		return RewrapResult{}, err
 	}
+	// A token renewed between the read and the write makes the write fail
+	// (CONFLICT, nothing changed): read again.
+	for attempt := 1; ; attempt++ {
+		res, err := c.rewrap(ctx, kr)
+		if duet.ErrorCode(err) != duet.CodeConflict || attempt == maxSwaps {
+			return res, err
+		}
+	}
+}
+
+func (c *Client) rewrap(ctx context.Context, kr *vault.Keyring) (RewrapResult, error) {
 	all, err := c.store.FindCredentials(ctx)
 	if err != nil {
 		return RewrapResult{}, err

@@ -30,11 +30,14 @@ type AuthStatus struct {
 	Expires    *time.Time `json:"expires,omitempty"`
 	Renewable  bool       `json:"renewable"`          // a refresh token, or the client credentials grant
 	ClientID   string     `json:"clientId,omitempty"` // the OAuth client Duet is at the authorization server
-	Wanted     []string   `json:"wantedScopes,omitempty"`
+	// Issuer is the authorization server the client is bound to (given at
+	// registration or pinned at the first authorization); "" when unbound.
+	Issuer string   `json:"issuer,omitempty"`
+	Wanted []string `json:"wantedScopes,omitempty"`
 }
 
 func statusOf(sec *oauthSecret) *AuthStatus {
-	s := &AuthStatus{Auth: sec.Grant, Wanted: sec.Want, ClientID: sec.ClientID}
+	s := &AuthStatus{Auth: sec.Grant, Wanted: sec.Want, ClientID: sec.ClientID, Issuer: sec.Issuer}
 	if sec.MetadataURL != "" && s.ClientID == "" {
 		s.ClientID = sec.MetadataURL
 	}
@@ -96,14 +99,14 @@ func (c *Client) Login(ctx context.Context, owner, ref string) (*AuthStatus, err
 	if reg.Auth == duet.AuthOAuth && authorizerFrom(ctx) == nil {
 		return nil, duet.Errorf(duet.CodeInvalidArgument, "authorizing as a person needs someone at a browser: run `duet server login --as %s %s`", owner, reg.Name)
 	}
-	sec, err := c.secret(ctx, reg)
+	sec, ver, err := c.loadSecret(ctx, reg)
 	if err != nil {
 		return nil, err
 	}
 	if sec.OAuth == nil {
 		return nil, duet.Errorf(duet.CodeInternal, "the OAuth configuration of MCP server %s is missing from its credential", reg.Name)
 	}
-	st := c.oauthFor(reg, sec)
+	st := c.oauthFor(reg, sec, ver)
 	req, resp, err := c.challenge(ctx, reg, sec.Headers)
 	if err != nil {
 		if e := c.classify(ctx, reg, err, nil); e != nil {
@@ -116,8 +119,12 @@ func (c *Client) Login(ctx context.Context, owner, ref string) (*AuthStatus, err
 		return nil, duet.WrapError(duet.CodeMCPUnreachable, err, "cannot reach MCP server %s at %s: %s", reg.Name, reg.URL, netReason(err))
 	}
 	challenges, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("Www-Authenticate"))
+	scopes := challengeScopes(challenges)
+	if err := checkChallenge(scopes); err != nil {
+		return nil, c.oauthFailure(ctx, reg, err)
+	}
 	st.authMu.Lock()
-	err = st.authorize(ctx, req, resp, challenges, challengeScopes(challenges))
+	err = st.authorize(ctx, req, resp, challenges, scopes)
 	if err == nil {
 		st.failed = nil
 	}
@@ -164,9 +171,16 @@ func (c *Client) challenge(ctx context.Context, reg *duet.MCPServer, headers map
 func (c *Client) oauthFailure(ctx context.Context, reg *duet.MCPServer, err error) error {
 	var lr *loginRequired
 	var fe *flowError
+	var im *issuerMismatch
 	switch {
 	case errors.As(err, &lr):
 		return authError(reg, http.StatusUnauthorized, "", err)
+	case errors.As(err, &im):
+		return duet.WrapError(duet.CodeMCPAuthIssuerMismatch, err,
+			"MCP server %s names %s, but its OAuth client is bound to %s: Duet sent it nothing. "+
+				"If the server really moved to another authorization server, register it again with the new issuer: "+
+				"`duet server add --as %s --name %s --url %s --auth %s ... --issuer URL --replace`",
+			reg.Name, im.named(), strconvQuote(im.bound), reg.Owner, reg.Name, reg.URL, reg.Auth)
 	case !errors.As(err, &fe):
 		return nil
 	case ctx.Err() != nil:

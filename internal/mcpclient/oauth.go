@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -47,6 +48,13 @@ type OAuth struct {
 	ClientMetadataURL string
 	// Scopes are requested in addition to the ones the server asks for.
 	Scopes []string
+	// Issuer is the authorization server (its issuer identifier, RFC 8414)
+	// the pre-registered client ClientID is registered with: Duet sends the
+	// client's credentials to no other. "" means the issuer Duet finds the
+	// first time it authorizes is pinned then. With a dynamically registered
+	// client it binds the registration to that authorization server too.
+	// An https URL (http only for loopback addresses).
+	Issuer string
 }
 
 // check validates o and returns the secret it seals (nil for a nil o).
@@ -63,8 +71,20 @@ func (o *OAuth) check() (*oauthSecret, error) {
 		}
 	}
 	for _, s := range o.Scopes {
-		if s == "" || strings.ContainsAny(s, " \t\r\n\"\\") {
-			return bad("an OAuth scope is one word without quotes; got %q", sanitize(s, 60))
+		if !validScope(s) {
+			return bad("an OAuth scope is one word of at most %d printable characters without quotes; got %q", maxScopeLen, sanitize(s, 60))
+		}
+	}
+	if err := checkScopeSet(o.Scopes); err != nil {
+		return bad("too many OAuth scopes: %s", err.Error())
+	}
+	if o.Issuer != "" {
+		if err := checkOAuthURL(o.Issuer); err != nil {
+			return bad("the issuer: %s", err.Error())
+		}
+		u, _ := url.Parse(o.Issuer)
+		if u.RawQuery != "" || u.Fragment != "" {
+			return bad("the issuer is an https URL without query or fragment, like https://auth.example.com")
 		}
 	}
 	switch o.Grant {
@@ -99,7 +119,104 @@ func (o *OAuth) check() (*oauthSecret, error) {
 		return bad("OAuth grant %q: want %s or %s", o.Grant, duet.AuthOAuth, duet.AuthClientCredentials)
 	}
 	return &oauthSecret{Grant: o.Grant, ClientID: o.ClientID, ClientSecret: o.ClientSecret, PrivateKey: o.PrivateKey,
-		MetadataURL: o.ClientMetadataURL, Scopes: slices.Clone(o.Scopes)}, nil
+		MetadataURL: o.ClientMetadataURL, Scopes: slices.Clone(o.Scopes), Issuer: strings.TrimSuffix(o.Issuer, "/")}, nil
+}
+
+// checkOAuthURL refuses an OAuth URL that would carry tokens or client
+// credentials in cleartext: it must be https, or http to a loopback address
+// (development and tests).
+func checkOAuthURL(raw string) error {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || u.Host == "" || u.User != nil:
+		return errors.New("not an absolute URL without user information")
+	case u.Scheme == "https":
+		return nil
+	case u.Scheme == "http" && isLoopback(u.Hostname()):
+		return nil
+	case u.Scheme == "http":
+		return errors.New("plain http:// would carry OAuth tokens and client credentials in cleartext; use https:// (http is accepted only for loopback addresses, for development)")
+	}
+	return fmt.Errorf("scheme %q: want https", sanitize(u.Scheme, 20))
+}
+
+// isLoopback reports whether host names the loopback interface.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.IsLoopback()
+}
+
+// Limits of scope lists: what a server may ask for, and what Duet requests
+// and keeps. A server that asks for more is refused rather than followed:
+// every unattended 401 or 403 would otherwise grow the sealed credential.
+const (
+	maxScopes     = 50   // scopes in one list (a challenge, the wanted set, a grant)
+	maxScopeLen   = 200  // bytes of one scope
+	maxScopeBytes = 4096 // bytes of one list, spaces included
+)
+
+// validScope reports whether s is a scope-token (RFC 6749 section 3.3:
+// printable ASCII without space, '"' and '\') of at most maxScopeLen bytes.
+func validScope(s string) bool {
+	if s == "" || len(s) > maxScopeLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x21 || c == '"' || c == '\\' || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// checkScopeSet refuses a scope list longer than the limits.
+func checkScopeSet(scopes []string) error {
+	n := len(scopes) - 1
+	for _, s := range scopes {
+		n += len(s)
+	}
+	switch {
+	case len(scopes) > maxScopes:
+		return fmt.Errorf("%d scopes; Duet requests and keeps at most %d", len(scopes), maxScopes)
+	case n > maxScopeBytes:
+		return fmt.Errorf("%d bytes of scopes; Duet requests and keeps at most %d", n, maxScopeBytes)
+	}
+	return nil
+}
+
+// checkChallenge refuses a server's challenge naming absurd scopes: more
+// than Duet requests, or malformed ones.
+func checkChallenge(scopes []string) error {
+	for _, s := range scopes {
+		if !validScope(s) {
+			return &flowError{msg: "the server's challenge names a malformed scope " + strconvQuote(s) + "; Duet does not request it"}
+		}
+	}
+	if err := checkScopeSet(scopes); err != nil {
+		return &flowError{msg: "the server's challenge names " + err.Error() + "; it is not followed"}
+	}
+	return nil
+}
+
+// boundScopes returns the well-formed scopes of s, at most maxScopes of
+// them within maxScopeBytes: what Duet keeps of a list it did not choose
+// (a grant, the scopes a resource supports).
+func boundScopes(s []string) []string {
+	var out []string
+	n := -1
+	for _, sc := range s {
+		if len(out) == maxScopes || n+1+len(sc) > maxScopeBytes {
+			break
+		}
+		if sc != "" && len(sc) <= maxScopeLen && !slices.Contains(out, sc) {
+			out = append(out, sc)
+			n += 1 + len(sc)
+		}
+	}
+	return out
 }
 
 // oauthSecret is the OAuth part of a sealed credential: the configuration
@@ -111,6 +228,10 @@ type oauthSecret struct {
 	PrivateKey   string   `json:"privateKey,omitempty"`
 	MetadataURL  string   `json:"metadataUrl,omitempty"`
 	Scopes       []string `json:"scopes,omitempty"`
+	// Issuer is the authorization server the client is bound to: given at
+	// registration, or pinned at the first authorization of a
+	// pre-registered client. Its credentials go to no other.
+	Issuer string `json:"issuer,omitempty"`
 
 	Token *storedToken `json:"token,omitempty"`
 	// Want are scopes a server asked for since the last authorization; the
@@ -165,7 +286,7 @@ func (t *storedToken) fill(tok *oauth2.Token, requested []string) *storedToken {
 	t.Obtained = time.Now().UTC()
 	t.Scopes = requested
 	if s, ok := tok.Extra("scope").(string); ok {
-		t.Scopes = strings.Fields(s)
+		t.Scopes = boundScopes(strings.Fields(s))
 	}
 	return t
 }
@@ -206,36 +327,92 @@ const (
 // auth.OAuthHandler of every session to that server, supplies the access
 // token, renews it, obtains a new one when the server asks (within limits)
 // and keeps it sealed in the registration's credential.
+//
+// The stored credential is the truth; sec is this process's copy. Every
+// change is a compare-and-swap on the stored credential (swapSecret), and a
+// token is renewed only from the stored state, re-read under the
+// credential's renewal lease, so that neither another session, another
+// process nor another instance on the same database loses or undoes a grant:
+// a newer token stored since (a renewal elsewhere, a `duet server login`
+// while `duet serve` runs) is adopted, never overwritten by an older one, and
+// a rotating refresh token is spent once.
 type oauthState struct {
-	c       *Client
-	reg     *duet.MCPServer
-	headers map[string]string // sealed together with the token
+	c   *Client
+	reg *duet.MCPServer
 
 	authMu   sync.Mutex // one authorization at a time
 	recent   []time.Time
 	failedAt time.Time // the last authorization failed then, with failed
 	failed   error
 
-	mu  sync.Mutex // guards sec
+	mu  sync.Mutex // guards sec and ver; held while renewing
 	sec *oauthSecret
+	ver int64 // the version of the stored credential sec was read from or written as
 }
 
 var _ auth.OAuthHandler = (*oauthState)(nil)
 
-// oauthFor returns the OAuth state of reg, made from sec when there is none
-// for this version of the registration.
-func (c *Client) oauthFor(reg *duet.MCPServer, sec *secret) *oauthState {
+// oauthFor returns the OAuth state of reg, made from sec (read from version
+// ver of its credential) when there is none for this version of the
+// registration.
+func (c *Client) oauthFor(reg *duet.MCPServer, sec *secret, ver int64) *oauthState {
 	k := sessionKey{reg.Owner, reg.ServerKey}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if st := c.oauth[k]; st != nil && st.reg.CredentialRef == reg.CredentialRef && st.reg.UpdatedAt.Equal(reg.UpdatedAt) {
+		st.mu.Lock()
+		st.adoptLocked(sec.OAuth, ver)
+		st.mu.Unlock()
 		return st
 	}
-	st := &oauthState{c: c, reg: reg, headers: sec.Headers, sec: sec.OAuth}
+	st := &oauthState{c: c, reg: reg, sec: sec.OAuth, ver: ver}
 	if !c.closed {
 		c.oauth[k] = st
 	}
 	return st
+}
+
+// adoptLocked takes sec, read from version ver of the stored credential,
+// when it is newer than what st holds.
+func (st *oauthState) adoptLocked(sec *oauthSecret, ver int64) {
+	if sec != nil && ver > st.ver {
+		st.sec, st.ver = sec, ver
+	}
+}
+
+// reloadLocked reads the stored credential and adopts it when it is newer.
+func (st *oauthState) reloadLocked(ctx context.Context) error {
+	sec, ver, err := st.c.loadSecret(ctx, st.reg)
+	if err != nil {
+		return err
+	}
+	st.adoptLocked(sec.OAuth, ver)
+	return nil
+}
+
+// updateLocked applies change to the stored OAuth state by a
+// compare-and-swap (change runs on the freshly read state and reports
+// whether it changed it) and adopts the result. When the store cannot be
+// written the change is kept in this process only (logged): a token just
+// obtained must not be lost with it.
+func (st *oauthState) updateLocked(ctx context.Context, change func(*oauthSecret) bool) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	sec, ver, err := st.c.swapSecret(ctx, st.reg, func(s *secret) bool { return s.OAuth != nil && change(s.OAuth) })
+	if err == nil && sec.OAuth != nil {
+		st.adoptLocked(sec.OAuth, ver)
+		return
+	}
+	if err == nil {
+		err = duet.Errorf(duet.CodeInternal, "the OAuth configuration is missing from the credential")
+	}
+	st.c.log.WarnContext(ctx, "cannot store the OAuth state", "server", st.reg.ServerKey, "owner", st.reg.Owner,
+		"code", duet.ErrorCode(err), "err", duet.ErrorMessage(err))
+	mem := *st.sec
+	mem.Want = slices.Clone(mem.Want)
+	if change(&mem) {
+		st.sec = &mem
+	}
 }
 
 type tokenFunc func() (*oauth2.Token, error)
@@ -271,45 +448,145 @@ func (st *oauthState) token() (*oauth2.Token, error) {
 	return nt.oauth2(), nil
 }
 
-// renewLocked replaces the expiring token t: with its refresh token, or, for
-// a client-credentials registration, by the grant again. It returns nil when
-// t cannot be renewed, or when the authorization server no longer honours
-// the grant (the token is dropped: authorize again).
-func (st *oauthState) renewLocked(ctx context.Context, t *storedToken) (*storedToken, error) {
-	var nt *storedToken
-	var err error
-	ctx, refused := withRefusals(ctx)
-	switch {
-	case t.Refresh != "":
-		nt, err = st.refreshLocked(ctx, t)
-	case st.sec.Grant == duet.AuthClientCredentials && t.TokenURL != "":
-		var tok *oauth2.Token
-		tok, err = st.tokenRequest(ctx, t, t.Scopes, nil)
-		if err == nil {
-			nt = t.endpoint().fill(tok, t.Scopes)
+// renewableLocked reports whether t can be renewed without a person: with its
+// refresh token, or by the client credentials grant again.
+func (st *oauthState) renewableLocked(t *storedToken) bool {
+	return t.Refresh != "" || st.sec.Grant == duet.AuthClientCredentials && t.TokenURL != ""
+}
+
+// renewLocked replaces used, a token about to expire or refused by the
+// server, with a usable one. It never renews from this process's copy: it
+// re-reads the stored credential and uses a newer token stored since
+// (another session, process or login got one); otherwise it takes the
+// credential's renewal lease (waiting while another process renews), reads
+// the stored state again under it and renews that token — with its refresh
+// token, or by the client credentials grant again — then stores the result
+// by a compare-and-swap that keeps a newer grant stored meanwhile. It
+// returns nil when there is no token to renew, or when the authorization
+// server no longer honours the grant (the token is dropped, unless a newer
+// one replaced it: authorize again).
+func (st *oauthState) renewLocked(ctx context.Context, used *storedToken) (*storedToken, error) {
+	const op = "renewing the access token"
+	fresh := func() *storedToken {
+		if t := st.sec.Token; t != nil && t.Access != used.Access && !t.expiring(time.Now()) {
+			return t
 		}
-	default:
+		return nil
+	}
+	if err := st.reloadLocked(ctx); err != nil {
+		return nil, st.flowErrorLocked(op, err, nil)
+	}
+	if t := fresh(); t != nil {
+		return t, nil
+	}
+	if st.sec.Token == nil || !st.renewableLocked(st.sec.Token) {
 		return nil, nil
+	}
+	t, release, err := st.leaseLocked(ctx, fresh)
+	if err != nil || t != nil {
+		return t, err
+	}
+	defer release()
+	if t := fresh(); t != nil {
+		return t, nil
+	}
+	cur := st.sec.Token
+	if cur == nil || !st.renewableLocked(cur) {
+		return nil, nil
+	}
+	sec := *st.sec
+	rctx, refused := withRefusals(ctx)
+	var nt *storedToken
+	if cur.Refresh != "" {
+		nt, err = st.refresh(rctx, &sec, cur)
+	} else {
+		var tok *oauth2.Token
+		tok, err = st.tokenRequest(rctx, &sec, cur, cur.Scopes, nil)
+		if err == nil {
+			nt = cur.endpoint().fill(tok, cur.Scopes)
+		}
 	}
 	if err != nil {
 		var re *oauth2.RetrieveError
 		if errors.As(err, &re) && (re.ErrorCode == "invalid_grant" || re.ErrorCode == "invalid_client" || re.ErrorCode == "unauthorized_client") {
 			st.c.log.WarnContext(ctx, "the authorization server no longer accepts the stored grant; authorization is needed again",
-				"server", st.reg.ServerKey, "owner", st.reg.Owner, "error", re.ErrorCode)
-			st.sec.Token = nil
-			st.saveLocked(ctx)
-			return nil, nil
+				"server", st.reg.ServerKey, "owner", st.reg.Owner, "error", sanitize(re.ErrorCode, 60))
+			// Drop the refused token only: a newer grant stored meanwhile
+			// (a login) stays.
+			st.updateLocked(ctx, func(o *oauthSecret) bool {
+				if o.Token == nil || o.Token.Access != cur.Access {
+					return false
+				}
+				o.Token = nil
+				return true
+			})
+			return fresh(), nil
 		}
-		return nil, st.flowError("renewing the access token", err, refused)
+		return nil, st.flowErrorLocked(op, err, refused)
 	}
-	st.sec.Token = nt
-	st.saveLocked(ctx)
+	st.updateLocked(ctx, func(o *oauthSecret) bool {
+		if o.Token != nil && o.Token.Access != cur.Access {
+			return false // a newer grant was stored meanwhile: it wins
+		}
+		o.Token = nt
+		return true
+	})
+	if t := st.sec.Token; t != nil && !t.expiring(time.Now()) {
+		return t, nil
+	}
 	return nt, nil
 }
 
-func (st *oauthState) refreshLocked(ctx context.Context, t *storedToken) (*storedToken, error) {
+// leaseLocked takes the renewal lease of the registration's credential and
+// adopts the stored state it returns; release ends the lease. While another
+// process holds the lease it waits, re-reading the stored state, and returns
+// the token fresh finds there as soon as there is one (release is nil then).
+func (st *oauthState) leaseLocked(ctx context.Context, fresh func() *storedToken) (t *storedToken, release func(), err error) {
+	const op = "renewing the access token"
+	holder := duet.NewID("renew")
+	wait := 20 * time.Millisecond
+	for {
+		cred, err := st.c.store.LeaseCredential(ctx, st.reg.CredentialRef, holder, 2*st.c.opts.CallTimeout)
+		if err == nil {
+			release := func() {
+				ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+				defer cancel()
+				if err := st.c.store.ReleaseCredential(ctx, st.reg.CredentialRef, holder); err != nil {
+					st.c.log.WarnContext(ctx, "cannot release the renewal lease (it expires by itself)", "server", st.reg.ServerKey,
+						"owner", st.reg.Owner, "code", duet.ErrorCode(err), "err", duet.ErrorMessage(err))
+				}
+			}
+			sec, err := st.c.open(st.reg, cred)
+			if err != nil {
+				release()
+				return nil, nil, st.flowErrorLocked(op, err, nil)
+			}
+			st.adoptLocked(sec.OAuth, cred.Version)
+			return nil, release, nil
+		}
+		if duet.ErrorCode(err) != duet.CodeConflict {
+			return nil, nil, st.flowErrorLocked(op, err, nil)
+		}
+		// Another process is renewing this token: wait for its result.
+		select {
+		case <-ctx.Done():
+			return nil, nil, &flowError{msg: op + ": another process was still renewing it", err: ctx.Err()}
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 250*time.Millisecond)
+		if err := st.reloadLocked(ctx); err != nil {
+			return nil, nil, st.flowErrorLocked(op, err, nil)
+		}
+		if t := fresh(); t != nil {
+			return t, nil, nil
+		}
+	}
+}
+
+// refresh uses t's refresh token.
+func (st *oauthState) refresh(ctx context.Context, sec *oauthSecret, t *storedToken) (*storedToken, error) {
 	params := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {t.Refresh}}
-	tok, err := st.tokenRequest(ctx, t, nil, params)
+	tok, err := st.tokenRequest(ctx, sec, t, nil, params)
 	if err != nil {
 		return nil, err
 	}
@@ -322,8 +599,12 @@ func (st *oauthState) refreshLocked(ctx context.Context, t *storedToken) (*store
 
 // tokenRequest asks t's token endpoint for a token: the client credentials
 // grant unless params name another grant_type. The resource (RFC 8707) is
-// always sent; a private key signs a client assertion.
-func (st *oauthState) tokenRequest(ctx context.Context, t *storedToken, scopes []string, params url.Values) (*oauth2.Token, error) {
+// always sent; a private key signs a client assertion. A client bound to an
+// issuer sends nothing to a token endpoint of another.
+func (st *oauthState) tokenRequest(ctx context.Context, sec *oauthSecret, t *storedToken, scopes []string, params url.Values) (*oauth2.Token, error) {
+	if err := checkIssuer(sec.Issuer, t.Issuer); err != nil && t.Issuer != "" {
+		return nil, err
+	}
 	if params == nil {
 		params = url.Values{}
 	}
@@ -332,8 +613,8 @@ func (st *oauthState) tokenRequest(ctx context.Context, t *storedToken, scopes [
 	}
 	cfg := clientcredentials.Config{ClientID: t.ClientID, ClientSecret: t.ClientSecret, TokenURL: t.TokenURL,
 		Scopes: scopes, AuthStyle: oauth2.AuthStyle(t.AuthStyle), EndpointParams: params}
-	if st.sec.PrivateKey != "" && t.ClientID == st.sec.ClientID {
-		key, err := parseClientKey(st.sec.PrivateKey)
+	if sec.PrivateKey != "" && t.ClientID == sec.ClientID {
+		key, err := parseClientKey(sec.PrivateKey)
 		if err != nil {
 			return nil, err
 		}
@@ -352,39 +633,14 @@ func (st *oauthState) tokenRequest(ctx context.Context, t *storedToken, scopes [
 	return cfg.Token(context.WithValue(ctx, oauth2.HTTPClient, st.c.oauthHTTP))
 }
 
-// saveLocked seals the state into the registration's credential. A failure
-// is logged: the token still serves this process.
-func (st *oauthState) saveLocked(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if err := st.c.saveSecret(ctx, st.reg, &secret{Headers: st.headers, OAuth: st.sec}); err != nil {
-		st.c.log.WarnContext(ctx, "cannot store the OAuth token", "server", st.reg.ServerKey, "owner", st.reg.Owner,
-			"code", duet.ErrorCode(err), "err", duet.ErrorMessage(err))
-	}
-}
-
-// current returns the token in use, after adopting a newer one another
-// process stored (a `duet server login` while `duet serve` runs, say).
-func (st *oauthState) current(ctx context.Context) *storedToken {
-	if sec, err := st.c.secret(ctx, st.reg); err == nil && sec.OAuth != nil && sec.OAuth.Token != nil {
-		st.mu.Lock()
-		if st.sec.Token == nil || st.sec.Token.Access != sec.OAuth.Token.Access && sec.OAuth.Token.Obtained.After(st.sec.Token.Obtained) {
-			st.sec.Token = sec.OAuth.Token
-		}
-		st.mu.Unlock()
-	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.sec.Token
-}
-
 // Authorize is called by the transport when the server answered 401 or 403.
-// In order: a token newer than the one the request carried (another session
-// or process got it) is simply used; a 401 with a refresh token refreshes;
-// otherwise Duet authorizes again: the client credentials grant, or the
-// authorization code flow when the context carries an [Authorizer] — within
-// limits. Without an Authorizer it fails asking for `duet server login`,
-// remembering the scopes the server asked for.
+// In order: a challenge naming absurd scopes is refused; a token newer than
+// the one the request carried (another session or process got it) is simply
+// used; a 401 with a refresh token renews; otherwise Duet authorizes again:
+// the client credentials grant, or the authorization code flow when the
+// context carries an [Authorizer] — within limits. Without an Authorizer it
+// fails asking for `duet server login`, remembering the scopes the server
+// asked for.
 func (st *oauthState) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
 	defer resp.Body.Close()
 	challenges, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("Www-Authenticate"))
@@ -392,10 +648,19 @@ func (st *oauthState) Authorize(ctx context.Context, req *http.Request, resp *ht
 	if resp.StatusCode == http.StatusForbidden && challengeParam(challenges, "error") != "insufficient_scope" {
 		return &flowError{msg: "the server refused the access token (403 Forbidden without an insufficient_scope challenge); authorizing again would not help"}
 	}
+	if err := checkChallenge(scopes); err != nil {
+		return err
+	}
 	st.authMu.Lock()
 	defer st.authMu.Unlock()
 	sent := bearerOf(req)
-	cur := st.current(ctx)
+	st.mu.Lock()
+	if err := st.reloadLocked(ctx); err != nil {
+		st.mu.Unlock()
+		return st.flowError("reading the stored token", err, nil)
+	}
+	cur := st.sec.Token
+	st.mu.Unlock()
 	if cur != nil && cur.Access != sent && !cur.expiring(time.Now()) && (resp.StatusCode == http.StatusUnauthorized || covers(cur.Scopes, scopes)) {
 		return nil
 	}
@@ -442,13 +707,24 @@ func (st *oauthState) authorize(ctx context.Context, req *http.Request, resp *ht
 	st.mu.Unlock()
 	a := authorizerFrom(ctx)
 	if grant == duet.AuthOAuth && a == nil {
-		st.mu.Lock()
-		if u := union(st.sec.Want, scopes); len(u) != len(st.sec.Want) {
-			st.sec.Want = u
-			st.saveLocked(ctx)
+		wanted := union(want, scopes)
+		if err := checkScopeSet(wanted); err != nil {
+			return &flowError{msg: "the server asks for more scopes than Duet keeps for the next login (" + err.Error() + ")"}
 		}
-		st.mu.Unlock()
-		return &loginRequired{scopes: union(want, scopes)}
+		if len(wanted) != len(want) {
+			st.mu.Lock()
+			st.updateLocked(ctx, func(o *oauthSecret) bool {
+				u := union(o.Want, scopes)
+				if len(u) == len(o.Want) || checkScopeSet(u) != nil {
+					return false
+				}
+				o.Want = u
+				return true
+			})
+			wanted = union(st.sec.Want, scopes)
+			st.mu.Unlock()
+		}
+		return &loginRequired{scopes: wanted}
 	}
 	st.recent = append(st.recent, time.Now())
 	ctx, refused := withRefusals(ctx)
@@ -457,15 +733,21 @@ func (st *oauthState) authorize(ctx context.Context, req *http.Request, resp *ht
 	if grant == duet.AuthClientCredentials {
 		t, err = st.clientCredentials(ctx, req.URL.String(), challenges, union(granted, scopes))
 	} else {
-		t, err = st.authorizationCode(ctx, a, req, resp, union(granted, want))
+		t, err = st.authorizationCode(ctx, a, req, resp, challenges, union(granted, want))
 	}
 	if err != nil {
 		return st.flowError("authorizing", err, refused)
 	}
+	// A new grant replaces whatever is stored: it is the newest.
 	st.mu.Lock()
-	st.sec.Token = t
-	st.sec.Want = slices.DeleteFunc(slices.Clone(st.sec.Want), func(s string) bool { return slices.Contains(t.Scopes, s) })
-	st.saveLocked(ctx)
+	st.updateLocked(ctx, func(o *oauthSecret) bool {
+		o.Token = t
+		o.Want = slices.DeleteFunc(slices.Clone(o.Want), func(s string) bool { return slices.Contains(t.Scopes, s) })
+		if o.Issuer == "" && o.ClientID != "" && t.Issuer != "" {
+			o.Issuer = strings.TrimSuffix(t.Issuer, "/") // pinned: the pre-registered client's credentials go to no other
+		}
+		return true
+	})
 	st.mu.Unlock()
 	return nil
 }
@@ -477,15 +759,81 @@ func (st *oauthState) grantedLocked() []string {
 	return st.sec.Token.Scopes
 }
 
+// issuerMismatch says the server named an authorization server other than
+// the one the registration's client is bound to. Nothing was sent to it.
+type issuerMismatch struct {
+	bound, found string
+}
+
+func (e *issuerMismatch) Error() string {
+	return fmt.Sprintf("%s is not %s, which the client is bound to", e.named(), strconvQuote(e.bound))
+}
+
+// named names the authorization server found (outside text, sanitized).
+func (e *issuerMismatch) named() string {
+	if e.found == "" {
+		return "another authorization server"
+	}
+	return "the authorization server " + strconvQuote(e.found)
+}
+
+// checkIssuer refuses issuer found when the client is bound to another.
+func checkIssuer(bound, found string) error {
+	if bound == "" || strings.TrimSuffix(bound, "/") == strings.TrimSuffix(found, "/") {
+		return nil
+	}
+	return &issuerMismatch{bound: bound, found: found}
+}
+
+// discoverAuthServer finds the authorization server the MCP endpoint
+// resourceURL names now: its protected resource metadata, then the
+// authorization server's metadata (the fixed endpoints of 2025-03-26 when it
+// has none).
+func discoverAuthServer(ctx context.Context, hc *http.Client, challenges []oauthex.Challenge, resourceURL string) (*oauthex.ProtectedResourceMetadata, *oauthex.AuthServerMeta, error) {
+	prm, err := discoverResource(ctx, hc, challenges, resourceURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	asm, err := auth.GetAuthServerMetadata(ctx, prm.AuthorizationServers[0], hc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("authorization server metadata: %w", err)
+	}
+	if asm == nil {
+		// 2025-03-26: the endpoints are at fixed paths.
+		as := strings.TrimSuffix(prm.AuthorizationServers[0], "/")
+		asm = &oauthex.AuthServerMeta{Issuer: prm.AuthorizationServers[0], AuthorizationEndpoint: as + "/authorize",
+			TokenEndpoint: as + "/token", RegistrationEndpoint: as + "/register"}
+	}
+	return prm, asm, nil
+}
+
+// sdkIssuerMismatch is how the go-sdk says a pre-registered client's issuer
+// differs from the authorization server it discovered.
+const sdkIssuerMismatch = "does not match pre-registered credentials issuer"
+
 // authorizationCode runs the authorization code flow with PKCE through the
 // go-sdk's handler: discovery, client registration (a client ID metadata
 // document, the pre-registered client, or dynamic registration, in that
 // order), the person's consent through a, and the code exchange. extra are
-// scopes requested besides the ones the server asks for.
-func (st *oauthState) authorizationCode(ctx context.Context, a *Authorizer, req *http.Request, resp *http.Response, extra []string) (*storedToken, error) {
+// scopes requested besides the ones the server asks for. A pre-registered
+// client (or a registration bound to an issuer) first finds the
+// authorization server the server names and refuses one other than the
+// client's issuer before anything is sent to it.
+func (st *oauthState) authorizationCode(ctx context.Context, a *Authorizer, req *http.Request, resp *http.Response, challenges []oauthex.Challenge, extra []string) (*storedToken, error) {
 	st.mu.Lock()
 	sec := *st.sec
 	st.mu.Unlock()
+	var issuer string
+	if sec.ClientID != "" || sec.Issuer != "" {
+		_, asm, err := discoverAuthServer(ctx, st.c.oauthHTTP, challenges, req.URL.String())
+		if err != nil {
+			return nil, err
+		}
+		if err := checkIssuer(sec.Issuer, asm.Issuer); err != nil {
+			return nil, err
+		}
+		issuer = asm.Issuer
+	}
 	var resource string
 	var got *storedToken
 	cfg := &auth.AuthorizationCodeHandlerConfig{
@@ -498,13 +846,18 @@ func (st *oauthState) authorizationCode(ctx context.Context, a *Authorizer, req 
 		},
 		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{Metadata: registrationMetadata(a.RedirectURL)},
 		ScopeFilter: func(discovered []string) []string {
-			return union(union(discovered, sec.Scopes), extra)
+			// What a resource's metadata lists is bounded; a challenge's
+			// scopes were checked.
+			return union(union(boundScopes(discovered), sec.Scopes), extra)
 		},
 		RequestRefreshToken: true,
-		Client:              st.c.oauthHTTP,
+		// A matching iss (RFC 9207) is accepted even when the metadata
+		// does not advertise it; a different one is always refused.
+		AcceptUnadvertisedIss: true,
+		Client:                st.c.oauthHTTP,
 		NewTokenSource: func(_ context.Context, cfg *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
 			got = (&storedToken{ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, TokenURL: cfg.Endpoint.TokenURL,
-				AuthStyle: int(cfg.Endpoint.AuthStyle), Resource: resource}).fill(tok, cfg.Scopes)
+				AuthStyle: int(cfg.Endpoint.AuthStyle), Resource: resource, Issuer: issuer}).fill(tok, cfg.Scopes)
 			return oauth2.StaticTokenSource(tok), nil
 		},
 	}
@@ -512,7 +865,9 @@ func (st *oauthState) authorizationCode(ctx context.Context, a *Authorizer, req 
 		cfg.ClientIDMetadataDocumentConfig = &auth.ClientIDMetadataDocumentConfig{URL: sec.MetadataURL}
 	}
 	if sec.ClientID != "" {
-		cfg.PreregisteredClient = &oauthex.ClientCredentials{ClientID: sec.ClientID}
+		// Bound to the issuer checked above: the go-sdk refuses another
+		// one it might discover in the meantime.
+		cfg.PreregisteredClient = &oauthex.ClientCredentials{ClientID: sec.ClientID, Issuer: issuer}
 		if sec.ClientSecret != "" {
 			cfg.PreregisteredClient.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: sec.ClientSecret}
 		}
@@ -522,6 +877,9 @@ func (st *oauthState) authorizationCode(ctx context.Context, a *Authorizer, req 
 		return nil, err
 	}
 	if err := h.Authorize(ctx, req, resp); err != nil {
+		if strings.Contains(err.Error(), sdkIssuerMismatch) {
+			return nil, &issuerMismatch{bound: issuer}
+		}
 		return nil, err
 	}
 	if got == nil {
@@ -532,46 +890,40 @@ func (st *oauthState) authorizationCode(ctx context.Context, a *Authorizer, req 
 
 // clientCredentials runs the client credentials grant (SEP-1046): discovery,
 // then the token request with the client's secret or a signed assertion,
-// asking for scopes (or the resource's scopes_supported when none).
+// asking for scopes (or the resource's scopes_supported when none). The
+// client is bound to its issuer: another authorization server gets nothing.
 func (st *oauthState) clientCredentials(ctx context.Context, resourceURL string, challenges []oauthex.Challenge, scopes []string) (*storedToken, error) {
 	st.mu.Lock()
 	sec := *st.sec
 	st.mu.Unlock()
-	hc := st.c.oauthHTTP
-	prm, err := discoverResource(ctx, hc, challenges, resourceURL)
+	prm, asm, err := discoverAuthServer(ctx, st.c.oauthHTTP, challenges, resourceURL)
 	if err != nil {
 		return nil, err
 	}
-	asm, err := auth.GetAuthServerMetadata(ctx, prm.AuthorizationServers[0], hc)
-	if err != nil {
-		return nil, fmt.Errorf("authorization server metadata: %w", err)
-	}
-	if asm == nil {
-		// 2025-03-26: the endpoints are at fixed paths.
-		as := strings.TrimSuffix(prm.AuthorizationServers[0], "/")
-		asm = &oauthex.AuthServerMeta{Issuer: as, TokenEndpoint: as + "/token"}
+	if err := checkIssuer(sec.Issuer, asm.Issuer); err != nil {
+		return nil, err
 	}
 	if len(scopes) == 0 {
-		scopes = prm.ScopesSupported
+		scopes = boundScopes(prm.ScopesSupported)
 	}
 	scopes = union(scopes, sec.Scopes)
 	t := &storedToken{ClientID: sec.ClientID, ClientSecret: sec.ClientSecret, TokenURL: asm.TokenEndpoint, Issuer: asm.Issuer, Resource: prm.Resource}
 	methods := asm.TokenEndpointAuthMethodsSupported
 	if sec.PrivateKey != "" {
 		if len(methods) > 0 && !slices.Contains(methods, "private_key_jwt") {
-			return nil, fmt.Errorf("the authorization server does not accept private_key_jwt client authentication (it accepts %s)", strings.Join(methods, ", "))
+			return nil, fmt.Errorf("the authorization server does not accept private_key_jwt client authentication (it accepts %s)", sanitize(strings.Join(methods, ", "), 200))
 		}
 		key, err := parseClientKey(sec.PrivateKey)
 		if err != nil {
 			return nil, err
 		}
 		if algs := asm.TokenEndpointAuthSigningAlgValuesSupported; len(algs) > 0 && !slices.Contains(algs, key.alg) {
-			return nil, fmt.Errorf("the authorization server does not accept %s client assertions (it accepts %s)", key.alg, strings.Join(algs, ", "))
+			return nil, fmt.Errorf("the authorization server does not accept %s client assertions (it accepts %s)", key.alg, sanitize(strings.Join(algs, ", "), 200))
 		}
 	} else {
 		t.AuthStyle = int(secretAuthStyle(methods))
 	}
-	tok, err := st.tokenRequest(ctx, t, scopes, nil)
+	tok, err := st.tokenRequest(ctx, &sec, t, scopes, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -699,16 +1051,21 @@ func (e *flowError) Error() string { return e.msg }
 func (e *flowError) Unwrap() error { return e.err }
 
 func (st *oauthState) flowError(op string, err error, refused *refusals) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.flowErrorLocked(op, err, refused)
+}
+
+// flowErrorLocked is flowError for a caller holding st.mu.
+func (st *oauthState) flowErrorLocked(op string, err error, refused *refusals) error {
 	var fe *flowError
 	if errors.As(err, &fe) {
 		return err
 	}
-	st.mu.Lock()
 	secrets := []string{st.sec.ClientSecret, st.sec.PrivateKey}
 	if t := st.sec.Token; t != nil {
 		secrets = append(secrets, t.Access, t.Refresh, t.ClientSecret)
 	}
-	st.mu.Unlock()
 	var re *oauth2.RetrieveError
 	var msg string
 	switch {

@@ -8,9 +8,12 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -469,5 +472,302 @@ func TestOAuthTokensAfterRotation(t *testing.T) {
 	}
 	if kr2.NeedsRewrap(cred.Ciphertext) {
 		t.Errorf("the renewed token was sealed under the old key")
+	}
+}
+
+// otherProcess is another Duet process on the same database and master key
+// (`duet serve` beside `duet server login`, two instances of a service).
+func (e *env) otherProcess(t *testing.T) *mcpclient.Client {
+	t.Helper()
+	c := mcpclient.New(mcpclient.Options{Store: e.db, Keyring: func() (*vault.Keyring, error) { return e.keys.Load(), nil },
+		Policy: netguard.Policy{AllowLoopback: true}, CallTimeout: 10 * time.Second})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func invokeAdd(ctx context.Context, c *mcpclient.Client, owner, serverKey string) error {
+	_, err := c.Invoke(ctx, duet.InvokeRequest{Executor: owner, ServerKey: serverKey, Tool: "add",
+		Arguments: map[string]any{"a": 1, "b": 1}, Source: duet.SourceCLI})
+	return err
+}
+
+// TestOAuthIssuerBinding: a pre-registered client is bound to the
+// authorization server it was first used with (or the one given at
+// registration). When the MCP server later names another one, Duet refuses
+// with MCP_AUTH_ISSUER_MISMATCH and sends that server nothing: no client
+// secret, no assertion, not even the client id.
+func TestOAuthIssuerBinding(t *testing.T) {
+	t.Parallel()
+	t.Run("client credentials", func(t *testing.T) {
+		t.Parallel()
+		real := mcptest.NewAuthServer(t, mcptest.AuthOptions{Clients: map[string]string{"svc": "secret-bound-1"}})
+		evil := mcptest.NewAuthServer(t, mcptest.AuthOptions{})
+		var moved atomic.Pointer[mcptest.AuthServer]
+		url := mcptest.Protected(t, mcptest.NewServer("s", nil), real, mcptest.Protection{Moved: &moved})
+		e := newEnv(t)
+		reg := e.registerOAuth(t, "ci", "s", url, &mcpclient.OAuth{Grant: duet.AuthClientCredentials, ClientID: "svc", ClientSecret: "secret-bound-1"})
+		if _, err := e.c.Sync(t.Context(), "ci", "s"); err != nil {
+			t.Fatal(err)
+		}
+		if st, err := e.c.AuthStatus(t.Context(), "ci", "s"); err != nil || st.Issuer != real.URL {
+			t.Fatalf("status after the first grant: %+v %v; want the issuer %s pinned", st, err, real.URL)
+		}
+		moved.Store(evil) // the server now points at another authorization server
+		err := invokeAdd(t.Context(), e.c, "ci", reg.ServerKey)
+		wantCode(t, err, duet.CodeMCPAuthIssuerMismatch, evil.URL, real.URL, "--issuer")
+		if evil.LastTokenRequest() != nil || evil.ClientGrants.Load() != 0 {
+			t.Errorf("the other authorization server received a token request: %v", evil.LastTokenRequest())
+		}
+	})
+	t.Run("authorization code", func(t *testing.T) {
+		t.Parallel()
+		real := mcptest.NewAuthServer(t, mcptest.AuthOptions{Clients: map[string]string{"duet-app": "secret-bound-2"}, NoRegistration: true})
+		evil := mcptest.NewAuthServer(t, mcptest.AuthOptions{})
+		var moved atomic.Pointer[mcptest.AuthServer]
+		url := mcptest.Protected(t, mcptest.NewServer("s", nil), real, mcptest.Protection{Moved: &moved})
+		e := newEnv(t)
+		e.registerOAuth(t, "alice", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth, ClientID: "duet-app", ClientSecret: "secret-bound-2"})
+		auto := mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover())
+		if st, err := e.c.Login(auto, "alice", "s"); err != nil || st.Issuer != real.URL {
+			t.Fatalf("login: %+v %v; want the issuer %s pinned", st, err, real.URL)
+		}
+		moved.Store(evil)
+		_, err := e.c.Login(auto, "alice", "s")
+		wantCode(t, err, duet.CodeMCPAuthIssuerMismatch, evil.URL, real.URL)
+		if evil.Authorizations.Load() != 0 || evil.LastTokenRequest() != nil {
+			t.Errorf("the other authorization server was asked: %d authorizations, token request %v", evil.Authorizations.Load(), evil.LastTokenRequest())
+		}
+	})
+	t.Run("issuer given at registration", func(t *testing.T) {
+		t.Parallel()
+		real := mcptest.NewAuthServer(t, mcptest.AuthOptions{Clients: map[string]string{"duet-app": "secret-bound-3"}})
+		named := mcptest.NewAuthServer(t, mcptest.AuthOptions{Clients: map[string]string{"duet-app": "secret-bound-3"}})
+		url := mcptest.Protected(t, mcptest.NewServer("s", nil), named, mcptest.Protection{})
+		e := newEnv(t)
+		e.registerOAuth(t, "alice", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth, ClientID: "duet-app", ClientSecret: "secret-bound-3", Issuer: real.URL + "/"})
+		_, err := e.c.Login(mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover()), "alice", "s")
+		wantCode(t, err, duet.CodeMCPAuthIssuerMismatch, named.URL)
+		if named.Authorizations.Load() != 0 || named.LastTokenRequest() != nil {
+			t.Errorf("the server's authorization server was asked")
+		}
+		for _, bad := range []string{"http://auth.example.com", "https://auth.example.com/?tenant=1", "ftp://auth.example.com"} {
+			_, err := e.c.Register(t.Context(), mcpclient.Registration{Owner: "alice", Name: "x", URL: url,
+				OAuth: &mcpclient.OAuth{Grant: duet.AuthOAuth, ClientID: "duet-app", Issuer: bad}})
+			wantCode(t, err, duet.CodeInvalidArgument, "issuer")
+		}
+	})
+}
+
+// TestOAuthRenewalAcrossProcesses: two processes share alice's grant and
+// its rotating refresh token. When the token expires, one of them renews it
+// and the other uses the result: the refresh token is spent once (the
+// authorization server revokes a grant whose refresh token is reused), and
+// neither logs the other out.
+func TestOAuthRenewalAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	as, url, _ := oauthServer(t, mcptest.AuthOptions{TokenTTL: 2 * time.Second}, mcptest.Protection{})
+	e := newEnv(t)
+	reg := e.registerOAuth(t, "alice", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth})
+	if _, err := e.c.Login(mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover()), "alice", "s"); err != nil {
+		t.Fatal(err)
+	}
+	procs := []*mcpclient.Client{e.c, e.otherProcess(t), e.otherProcess(t)}
+	for _, p := range procs {
+		if err := invokeAdd(t.Context(), p, "alice", reg.ServerKey); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for round := range 2 {
+		time.Sleep(1600 * time.Millisecond) // within the last quarter of its lifetime
+		errs := make(chan error, len(procs))
+		for _, p := range procs {
+			go func() { errs <- invokeAdd(t.Context(), p, "alice", reg.ServerKey) }()
+		}
+		for range procs {
+			if err := <-errs; err != nil {
+				t.Errorf("round %d: %v", round, err)
+			}
+		}
+		if got := as.Refreshes.Load(); got != int64(round+1) {
+			t.Errorf("round %d: %d refreshes, want %d (one per expiry, whatever the number of processes)", round, got, round+1)
+		}
+	}
+	if as.ReusedRefresh.Load() != 0 {
+		t.Errorf("a refresh token was spent twice (%d times)", as.ReusedRefresh.Load())
+	}
+	if st, err := e.c.AuthStatus(t.Context(), "alice", "s"); err != nil || !st.Authorized {
+		t.Errorf("status: %+v %v", st, err)
+	}
+}
+
+// TestOAuthStepUpLoginWhileServing: `duet server login` grants more scopes
+// while `duet serve` (another process) holds the older, narrower token. The
+// server's next renewal renews the new grant; it does not undo the step-up.
+func TestOAuthStepUpLoginWhileServing(t *testing.T) {
+	t.Parallel()
+	_, url, _ := oauthServer(t, mcptest.AuthOptions{Scopes: []string{"mcp:read", "mcp:write"}, TokenTTL: 2 * time.Second},
+		mcptest.Protection{Scopes: []string{"mcp:read"}, CallScopes: []string{"mcp:write"}})
+	e := newEnv(t)
+	reg := e.registerOAuth(t, "alice", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth})
+	serve := e.otherProcess(t)
+	if _, err := e.c.Login(mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover()), "alice", "s"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := serve.Sync(t.Context(), "alice", "s"); err != nil {
+		t.Fatal(err)
+	}
+	err := invokeAdd(t.Context(), serve, "alice", reg.ServerKey)
+	wantCode(t, err, duet.CodeMCPAuthFailed, "mcp:write")
+	// alice logs in again from her terminal: the grant now has mcp:write.
+	st, err := e.c.Login(mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover()), "alice", "s")
+	if err != nil || !slices.Contains(st.Scopes, "mcp:write") {
+		t.Fatalf("step-up login: %+v %v", st, err)
+	}
+	time.Sleep(1600 * time.Millisecond) // serve's token, and the new one, are renewed before use
+	if err := invokeAdd(t.Context(), serve, "alice", reg.ServerKey); err != nil {
+		t.Fatalf("serve's call after the step-up: %v", err)
+	}
+	st, err = e.c.AuthStatus(t.Context(), "alice", "s")
+	if err != nil || !slices.Contains(st.Scopes, "mcp:write") || len(st.Wanted) != 0 {
+		t.Fatalf("stored grant after serve's renewal: %+v %v; want mcp:write kept", st, err)
+	}
+}
+
+// TestOAuthRefusedRefreshKeepsNewerGrant: while serve's renewal waits for
+// the authorization server, alice logs in again (a new grant) and her old
+// grant is revoked; the refused refresh drops nothing but the refused token.
+func TestOAuthRefusedRefreshKeepsNewerGrant(t *testing.T) {
+	t.Parallel()
+	var as *mcptest.AuthServer
+	var once sync.Once
+	var login func()
+	as, url, _ := oauthServer(t, mcptest.AuthOptions{TokenTTL: 2 * time.Second, OnRefresh: func() { once.Do(func() { login() }) }}, mcptest.Protection{})
+	e := newEnv(t)
+	reg := e.registerOAuth(t, "alice", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth})
+	terminal := e.otherProcess(t)
+	loginErr := make(chan error, 1)
+	login = func() {
+		as.RevokeAll() // the old grant ends (revoked by an administrator, say)
+		_, err := terminal.Login(mcpclient.WithAuthorizer(t.Context(), terminal.AutoApprover()), "alice", "s")
+		loginErr <- err
+	}
+	if _, err := e.c.Login(mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover()), "alice", "s"); err != nil {
+		t.Fatal(err)
+	}
+	if err := invokeAdd(t.Context(), e.c, "alice", reg.ServerKey); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1600 * time.Millisecond)
+	// The renewal meets the login; the call then goes through with the new grant.
+	if err := invokeAdd(t.Context(), e.c, "alice", reg.ServerKey); err != nil {
+		t.Errorf("the call after the refused refresh: %v", err)
+	}
+	if err := <-loginErr; err != nil {
+		t.Fatalf("the login during the renewal: %v", err)
+	}
+	if st, err := e.c.AuthStatus(t.Context(), "alice", "s"); err != nil || !st.Authorized {
+		t.Fatalf("status: %+v %v; want the new grant kept", st, err)
+	}
+	if err := invokeAdd(t.Context(), terminal, "alice", reg.ServerKey); err != nil {
+		t.Errorf("a call with the new grant: %v", err)
+	}
+}
+
+// TestOAuthScopeBounds: a server naming absurd scopes in its challenges is
+// refused, and what Duet keeps for the next login stays bounded.
+func TestOAuthScopeBounds(t *testing.T) {
+	t.Parallel()
+	t.Run("absurd challenge", func(t *testing.T) {
+		t.Parallel()
+		many := make([]string, 2000)
+		for i := range many {
+			many[i] = fmt.Sprintf("scope-%04d", i)
+		}
+		_, url, _ := oauthServer(t, mcptest.AuthOptions{}, mcptest.Protection{Scopes: many})
+		e := newEnv(t)
+		reg := e.registerOAuth(t, "alice", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth})
+		before, _ := e.db.FindCredential(t.Context(), reg.CredentialRef)
+		for range 3 {
+			_, err := e.c.Sync(t.Context(), "alice", "s")
+			wantCode(t, err, duet.CodeMCPAuthFailed, "2000 scopes")
+		}
+		after, _ := e.db.FindCredential(t.Context(), reg.CredentialRef)
+		if after.Version != before.Version || len(after.Ciphertext) != len(before.Ciphertext) {
+			t.Errorf("the credential changed: %d bytes at version %d, then %d bytes at version %d",
+				len(before.Ciphertext), before.Version, len(after.Ciphertext), after.Version)
+		}
+		_, err := e.c.Login(mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover()), "alice", "s")
+		wantCode(t, err, duet.CodeMCPAuthFailed, "2000 scopes")
+	})
+	t.Run("new scopes every time", func(t *testing.T) {
+		t.Parallel()
+		var n atomic.Int64
+		url := mcptest.Start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			i := n.Add(1)
+			var s []string
+			for j := range 10 {
+				s = append(s, fmt.Sprintf("r%d-%d", i, j))
+			}
+			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer scope=%q, error="invalid_token"`, strings.Join(s, " ")))
+			http.Error(w, "no", http.StatusUnauthorized)
+		})) + "/mcp"
+		e := newEnv(t)
+		reg := e.registerOAuth(t, "alice", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth})
+		var err error
+		for range 20 {
+			_, err = e.c.Sync(t.Context(), "alice", "s")
+		}
+		wantCode(t, err, duet.CodeMCPAuthFailed)
+		st, serr := e.c.AuthStatus(t.Context(), "alice", "s")
+		if serr != nil || len(st.Wanted) == 0 || len(st.Wanted) > 50 {
+			t.Errorf("wanted scopes after %d challenges: %d, %v; want between 1 and 50", n.Load(), len(st.Wanted), serr)
+		}
+		if cred, _ := e.db.FindCredential(t.Context(), reg.CredentialRef); len(cred.Ciphertext) > 8<<10 {
+			t.Errorf("the credential grew to %d bytes", len(cred.Ciphertext))
+		}
+	})
+	t.Run("registered scopes", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		many := make([]string, 51)
+		for i := range many {
+			many[i] = fmt.Sprintf("s%d", i)
+		}
+		for _, scopes := range [][]string{many, {strings.Repeat("x", 201)}, {"a\x1b[2J"}} {
+			_, err := e.c.Register(t.Context(), mcpclient.Registration{Owner: "alice", Name: "s", URL: "http://127.0.0.1:1/mcp",
+				OAuth: &mcpclient.OAuth{Grant: duet.AuthOAuth, Scopes: scopes}})
+			wantCode(t, err, duet.CodeInvalidArgument, "scope")
+		}
+	})
+}
+
+// TestOAuthPlainHTTP: an OAuth registration over plain http:// is refused
+// off loopback (a bearer token would cross the network in cleartext);
+// loopback stays allowed for development.
+func TestOAuthPlainHTTP(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, grant := range []*mcpclient.OAuth{{Grant: duet.AuthOAuth}, {Grant: duet.AuthClientCredentials, ClientID: "svc", ClientSecret: "x"}} {
+		_, err := e.c.Register(t.Context(), mcpclient.Registration{Owner: "alice", Name: "remote", URL: "http://mcp.example.com/mcp", OAuth: grant})
+		wantCode(t, err, duet.CodeURLRefused, "https")
+	}
+	for i, u := range []string{"http://127.0.0.1:1/mcp", "http://localhost:1/mcp", "http://[::1]:1/mcp", "https://mcp.example.com/mcp"} {
+		if _, err := e.c.Register(t.Context(), mcpclient.Registration{Owner: "alice", Name: fmt.Sprintf("s%d", i), URL: u,
+			OAuth: &mcpclient.OAuth{Grant: duet.AuthOAuth}}); err != nil {
+			t.Errorf("%s: %v", u, err)
+		}
+	}
+}
+
+// TestOAuthUnadvertisedIss: an authorization server that returns iss
+// (RFC 9207) without advertising it in its metadata, as some providers do,
+// is accepted when iss is its own.
+func TestOAuthUnadvertisedIss(t *testing.T) {
+	t.Parallel()
+	_, url, _ := oauthServer(t, mcptest.AuthOptions{UnadvertisedIss: true}, mcptest.Protection{})
+	e := newEnv(t)
+	e.registerOAuth(t, "alice", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth})
+	if _, err := e.c.Login(mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover()), "alice", "s"); err != nil {
+		t.Fatal(err)
 	}
 }

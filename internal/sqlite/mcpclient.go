@@ -80,8 +80,11 @@ func headerNamesJSON(names []string) string {
 }
 
 func insertCredential(ctx context.Context, tx *sql.Tx, c *duet.Credential) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO mcp_credentials (ref, owner, server_key, ciphertext, updated_at) VALUES (?, ?, ?, ?, ?)`,
+	_, err := tx.ExecContext(ctx, `INSERT INTO mcp_credentials (ref, owner, server_key, ciphertext, updated_at, version) VALUES (?, ?, ?, ?, ?, 1)`,
 		c.Ref, c.Owner, c.ServerKey, c.Ciphertext, micros(c.UpdatedAt))
+	if err == nil {
+		c.Version = 1
+	}
 	return mapErr(err)
 }
 
@@ -327,59 +330,121 @@ func (d *DB) FindMCPTools(ctx context.Context, id string) ([]*duet.MCPTool, erro
 	return out, mapErr(rows.Err())
 }
 
-// FindCredential returns a credential. Returns NOT_FOUND.
-func (d *DB) FindCredential(ctx context.Context, ref string) (*duet.Credential, error) {
+const credentialColumns = `ref, owner, server_key, ciphertext, updated_at, version`
+
+func scanCredential(r rowScanner) (*duet.Credential, error) {
 	var c duet.Credential
 	var updated int64
-	err := d.db.QueryRowContext(ctx, `SELECT ref, owner, server_key, ciphertext, updated_at FROM mcp_credentials WHERE ref = ?`, ref).
-		Scan(&c.Ref, &c.Owner, &c.ServerKey, &c.Ciphertext, &updated)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, notFound("credential", ref)
-	}
-	if err != nil {
-		return nil, mapErr(err)
+	if err := r.Scan(&c.Ref, &c.Owner, &c.ServerKey, &c.Ciphertext, &updated, &c.Version); err != nil {
+		return nil, err
 	}
 	c.UpdatedAt = fromMicros(updated)
 	return &c, nil
 }
 
+// FindCredential returns a credential. Returns NOT_FOUND.
+func (d *DB) FindCredential(ctx context.Context, ref string) (*duet.Credential, error) {
+	c, err := scanCredential(d.db.QueryRowContext(ctx, `SELECT `+credentialColumns+` FROM mcp_credentials WHERE ref = ?`, ref))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("credential", ref)
+	}
+	return c, mapErr(err)
+}
+
 // FindCredentials returns every credential, by ref.
 func (d *DB) FindCredentials(ctx context.Context) ([]*duet.Credential, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT ref, owner, server_key, ciphertext, updated_at FROM mcp_credentials ORDER BY ref`)
+	rows, err := d.db.QueryContext(ctx, `SELECT `+credentialColumns+` FROM mcp_credentials ORDER BY ref`)
 	if err != nil {
 		return nil, mapErr(err)
 	}
 	defer rows.Close()
 	out := []*duet.Credential{}
 	for rows.Next() {
-		var c duet.Credential
-		var updated int64
-		if err := rows.Scan(&c.Ref, &c.Owner, &c.ServerKey, &c.Ciphertext, &updated); err != nil {
+		c, err := scanCredential(rows)
+		if err != nil {
 			return nil, mapErr(err)
 		}
-		c.UpdatedAt = fromMicros(updated)
-		out = append(out, &c)
+		out = append(out, c)
 	}
 	return out, mapErr(rows.Err())
 }
 
-// UpdateCredentials stores new ciphertexts in one transaction. Returns
-// NOT_FOUND.
+// UpdateCredentials stores new ciphertexts in one transaction, each only if
+// its version is still the one read (compare-and-swap). Returns NOT_FOUND,
+// CONFLICT.
 func (d *DB) UpdateCredentials(ctx context.Context, creds []*duet.Credential) error {
 	now := d.now().Truncate(time.Microsecond)
-	return d.tx(ctx, func(tx *sql.Tx) error {
+	err := d.tx(ctx, func(tx *sql.Tx) error {
 		for _, c := range creds {
-			res, err := tx.ExecContext(ctx, `UPDATE mcp_credentials SET ciphertext = ?, updated_at = ? WHERE ref = ?`, c.Ciphertext, micros(now), c.Ref)
+			res, err := tx.ExecContext(ctx, `UPDATE mcp_credentials SET ciphertext = ?, updated_at = ?, version = version + 1
+				WHERE ref = ? AND version = ?`, c.Ciphertext, micros(now), c.Ref, c.Version)
 			if err != nil {
 				return mapErr(err)
 			}
 			if n, _ := res.RowsAffected(); n == 0 {
-				return notFound("credential", c.Ref)
+				return credentialMissed(ctx, tx, c.Ref)
 			}
-			c.UpdatedAt = now
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	for _, c := range creds {
+		c.UpdatedAt = now
+		c.Version++
+	}
+	return nil
+}
+
+// credentialMissed says why a conditional write of credential ref changed
+// no row: NOT_FOUND, or CONFLICT when it exists (its version or lease
+// differed).
+func credentialMissed(ctx context.Context, tx *sql.Tx, ref string) error {
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM mcp_credentials WHERE ref = ?`, ref).Scan(&n); err != nil {
+		return mapErr(err)
+	}
+	if n == 0 {
+		return notFound("credential", ref)
+	}
+	return duet.Errorf(duet.CodeConflict, "credential %s was changed by another writer", ref)
+}
+
+// LeaseCredential takes the renewal lease of credential ref for holder and
+// returns the credential. Returns NOT_FOUND, CONFLICT.
+func (d *DB) LeaseCredential(ctx context.Context, ref, holder string, ttl time.Duration) (*duet.Credential, error) {
+	if holder == "" || ttl <= 0 {
+		return nil, duet.Errorf(duet.CodeInvalidArgument, "a credential lease needs a holder and a duration")
+	}
+	now := d.now()
+	var c *duet.Credential
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE mcp_credentials SET lease_holder = ?, lease_until = ?
+			WHERE ref = ? AND (lease_holder = '' OR lease_holder = ? OR lease_until <= ?)`,
+			holder, micros(now.Add(ttl)), ref, holder, micros(now))
+		if err != nil {
+			return mapErr(err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			if err := credentialMissed(ctx, tx, ref); duet.ErrorCode(err) != duet.CodeConflict {
+				return err
+			}
+			return duet.Errorf(duet.CodeConflict, "another process is renewing the token of credential %s", ref)
+		}
+		c, err = scanCredential(tx.QueryRowContext(ctx, `SELECT `+credentialColumns+` FROM mcp_credentials WHERE ref = ?`, ref))
+		return mapErr(err)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// ReleaseCredential ends holder's lease of credential ref.
+func (d *DB) ReleaseCredential(ctx context.Context, ref, holder string) error {
+	_, err := d.db.ExecContext(ctx, `UPDATE mcp_credentials SET lease_holder = '', lease_until = 0 WHERE ref = ? AND lease_holder = ?`, ref, holder)
+	return mapErr(err)
 }
 
 // AppendInvocations stores invocation records in one transaction.

@@ -3,6 +3,8 @@ package storetest
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +28,8 @@ func RunMCPClient(t *testing.T, open MCPClientOpener) {
 		{"Replace", testMCPReplace},
 		{"Catalog", testMCPCatalog},
 		{"Credentials", testMCPCredentials},
+		{"CredentialCompareAndSwap", testMCPCredentialCAS},
+		{"CredentialLease", testMCPCredentialLease},
 		{"Invocations", testMCPInvocations},
 	}
 	for _, tt := range tests {
@@ -236,6 +240,9 @@ func testMCPCredentials(t *testing.T, st duet.MCPClientStore) {
 		t.Fatalf("FindCredentials: got %d, %v", len(all), err)
 	}
 	for _, c := range all {
+		if c.Version != 1 {
+			t.Errorf("credential %s: got version %d, want 1 when created", c.Ref, c.Version)
+		}
 		c.Ciphertext = append([]byte("rewrapped-"), c.Ciphertext...)
 	}
 	if err := st.UpdateCredentials(ctx(t), all); err != nil {
@@ -243,16 +250,131 @@ func testMCPCredentials(t *testing.T, st duet.MCPClientStore) {
 	}
 	for _, ref := range refs {
 		c, err := st.FindCredential(ctx(t), ref)
-		if err != nil || !bytes.HasPrefix(c.Ciphertext, []byte("rewrapped-sealed-")) || c.ServerKey != "mcp_orders_0badcafe" {
-			t.Errorf("credential %s: got %+v, %v", ref, c, err)
+		if err != nil || !bytes.HasPrefix(c.Ciphertext, []byte("rewrapped-sealed-")) || c.ServerKey != "mcp_orders_0badcafe" || c.Version != 2 {
+			t.Errorf("credential %s: got %+v, %v; want the new ciphertext at version 2", ref, c, err)
 		}
 	}
-	err = st.UpdateCredentials(ctx(t), []*duet.Credential{{Ref: refs[0], Ciphertext: []byte("a")}, {Ref: "cred_missing", Ciphertext: []byte("b")}})
+	if all[0].Version != 2 {
+		t.Errorf("UpdateCredentials left Version %d, want 2", all[0].Version)
+	}
+	err = st.UpdateCredentials(ctx(t), []*duet.Credential{{Ref: refs[0], Ciphertext: []byte("a"), Version: 2}, {Ref: "cred_missing", Ciphertext: []byte("b"), Version: 1}})
 	if duet.ErrorCode(err) != duet.CodeNotFound {
 		t.Fatalf("update with a missing ref: got %v, want NOT_FOUND", err)
 	}
-	if c, _ := st.FindCredential(ctx(t), refs[0]); !bytes.HasPrefix(c.Ciphertext, []byte("rewrapped-")) {
-		t.Errorf("a failed update must change nothing: got %q", c.Ciphertext)
+	if c, _ := st.FindCredential(ctx(t), refs[0]); !bytes.HasPrefix(c.Ciphertext, []byte("rewrapped-")) || c.Version != 2 {
+		t.Errorf("a failed update must change nothing: got %q at version %d", c.Ciphertext, c.Version)
+	}
+	// A write from a stale read is refused, and changes nothing.
+	err = st.UpdateCredentials(ctx(t), []*duet.Credential{{Ref: refs[1], Ciphertext: []byte("b"), Version: 2}, {Ref: refs[0], Ciphertext: []byte("stale"), Version: 1}})
+	if duet.ErrorCode(err) != duet.CodeConflict {
+		t.Fatalf("update from a stale read: got %v, want CONFLICT", err)
+	}
+	for _, ref := range refs {
+		if c, _ := st.FindCredential(ctx(t), ref); !bytes.HasPrefix(c.Ciphertext, []byte("rewrapped-")) || c.Version != 2 {
+			t.Errorf("credential %s after a refused update: got %q at version %d", ref, c.Ciphertext, c.Version)
+		}
+	}
+}
+
+// testMCPCredentialCAS: writers that read, change and write back the same
+// credential concurrently, retrying on CONFLICT, lose no write.
+func testMCPCredentialCAS(t *testing.T, st duet.MCPClientStore) {
+	s, cred := registration("alice", "orders", "mcp_orders_0badcafe", true)
+	cred.Ciphertext = []byte("0")
+	if err := st.CreateMCPServer(ctx(t), s, cred); err != nil {
+		t.Fatal(err)
+	}
+	const writers, each = 6, 10
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				for {
+					c, err := st.FindCredential(ctx(t), cred.Ref)
+					if err != nil {
+						errs <- err
+						return
+					}
+					n, _ := strconv.Atoi(string(c.Ciphertext))
+					c.Ciphertext = []byte(strconv.Itoa(n + 1))
+					err = st.UpdateCredentials(ctx(t), []*duet.Credential{c})
+					if err == nil {
+						break
+					}
+					if duet.ErrorCode(err) != duet.CodeConflict && duet.ErrorCode(err) != duet.CodeUnavailable {
+						errs <- err
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	c, err := st.FindCredential(ctx(t), cred.Ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(c.Ciphertext), strconv.Itoa(writers*each); got != want || c.Version != int64(1+writers*each) {
+		t.Errorf("after %d increments: got %s at version %d, want %s at version %d", writers*each, got, c.Version, want, 1+writers*each)
+	}
+}
+
+// testMCPCredentialLease: one holder at a time renews a credential; the
+// lease is re-entrant for its holder, released, and taken over once it
+// expires.
+func testMCPCredentialLease(t *testing.T, st duet.MCPClientStore) {
+	s, cred := registration("alice", "orders", "mcp_orders_0badcafe", true)
+	if err := st.CreateMCPServer(ctx(t), s, cred); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.LeaseCredential(ctx(t), cred.Ref, "p1", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Ciphertext, cred.Ciphertext) || got.Version != 1 || got.Owner != "alice" {
+		t.Errorf("leased credential: got %+v", got)
+	}
+	if _, err := st.LeaseCredential(ctx(t), cred.Ref, "p2", time.Minute); duet.ErrorCode(err) != duet.CodeConflict {
+		t.Fatalf("a second holder: got %v, want CONFLICT", err)
+	}
+	if _, err := st.LeaseCredential(ctx(t), cred.Ref, "p1", time.Minute); err != nil {
+		t.Fatalf("the holder again: %v", err)
+	}
+	// A write does not need the lease, and the lease shows the new state.
+	got.Ciphertext = []byte("renewed")
+	if err := st.UpdateCredentials(ctx(t), []*duet.Credential{got}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.ReleaseCredential(ctx(t), cred.Ref, "p2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.LeaseCredential(ctx(t), cred.Ref, "p2", time.Minute); duet.ErrorCode(err) != duet.CodeConflict {
+		t.Fatalf("a release by another holder must not end the lease: got %v, want CONFLICT", err)
+	}
+	if err := st.ReleaseCredential(ctx(t), cred.Ref, "p1"); err != nil {
+		t.Fatal(err)
+	}
+	got, err = st.LeaseCredential(ctx(t), cred.Ref, "p2", 50*time.Millisecond)
+	if err != nil || string(got.Ciphertext) != "renewed" || got.Version != 2 {
+		t.Fatalf("after the release: got %+v, %v", got, err)
+	}
+	// p2 stops answering: its lease runs out and p3 takes over.
+	if _, err := st.LeaseCredential(ctx(t), cred.Ref, "p3", time.Minute); duet.ErrorCode(err) != duet.CodeConflict {
+		t.Fatalf("while p2's lease runs: got %v, want CONFLICT", err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if _, err := st.LeaseCredential(ctx(t), cred.Ref, "p3", time.Minute); err != nil {
+		t.Fatalf("after p2's lease expired: %v", err)
+	}
+	if _, err := st.LeaseCredential(ctx(t), "cred_missing", "p1", time.Minute); duet.ErrorCode(err) != duet.CodeNotFound {
+		t.Errorf("missing credential: got %v, want NOT_FOUND", err)
 	}
 }
 

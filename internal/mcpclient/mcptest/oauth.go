@@ -53,15 +53,34 @@ type AuthOptions struct {
 	// Withhold are scopes never granted, even when asked for (the token
 	// response names the scopes granted).
 	Withhold []string
+	// UnadvertisedIss makes the metadata omit
+	// authorization_response_iss_parameter_supported while authorization
+	// responses still carry iss (RFC 9207), as some providers do.
+	UnadvertisedIss bool
+
+	// A hostile authorization server: GrantExtra is appended to the scope
+	// of every token response, ClientIDPrefix starts every dynamically
+	// registered client id (control characters, say).
+	GrantExtra     string
+	ClientIDPrefix string
+
+	// OnRefresh, if set, is called (without the server's lock) before a
+	// refresh_token grant is answered: a test can act "at the same time".
+	OnRefresh func()
 }
 
 // AuthServer is a small OAuth 2.1 authorization server for tests of the
-// OAuth client: metadata (RFC 8414), dynamic client registration (RFC 7591),
-// an authorization endpoint that approves at once (it redirects back with a
-// code, as if the person had approved), and a token endpoint for the
-// authorization code (PKCE S256 checked, RFC 8707 resource checked),
-// refresh token and client credentials grants, with client_secret_basic,
-// client_secret_post, private_key_jwt or no client authentication.
+// OAuth client, as strict as a real provider: metadata (RFC 8414),
+// dynamic client registration (RFC 7591), an authorization endpoint that
+// approves at once (it redirects back with a code and iss, RFC 9207, as if
+// the person had approved), and a token endpoint for the authorization code
+// (PKCE S256 checked, RFC 8707 resource checked), refresh token (rotated;
+// the resource must be the grant's; a refresh token used twice revokes the
+// whole grant, RFC 9700 section 4.14.2) and client credentials grants, with
+// client_secret_basic, client_secret_post, private_key_jwt (alg, typ,
+// audience, lifetime checked; a jti used twice is refused) or no client
+// authentication. Access tokens are bound to their resource: a server
+// accepts only tokens issued for it ([AuthServer.Verifier]).
 type AuthServer struct {
 	URL  string // the issuer
 	opts AuthOptions
@@ -71,12 +90,16 @@ type AuthServer struct {
 	CodeGrants     atomic.Int64
 	Refreshes      atomic.Int64
 	ClientGrants   atomic.Int64 // client_credentials
+	ReusedRefresh  atomic.Int64 // refresh tokens presented again after rotation (each revoked its grant)
 
 	mu       sync.Mutex
 	clients  map[string]*asClient
 	codes    map[string]*grant
 	access   map[string]*grant
 	refresh  map[string]*grant
+	spent    map[string]string    // rotated refresh token → its grant's family
+	jtis     map[string]time.Time // client assertion ids seen, until they expire
+	families int
 	issued   []string
 	lastAuth url.Values
 	lastTok  url.Values
@@ -90,6 +113,7 @@ type asClient struct {
 }
 
 type grant struct {
+	family    string // every token descending from one authorization
 	client    string
 	scopes    []string
 	resource  string
@@ -110,7 +134,8 @@ func NewAuthServer(tb testing.TB, opts AuthOptions) *AuthServer {
 	if opts.AuthMethods == nil {
 		opts.AuthMethods = []string{"client_secret_basic", "client_secret_post", "private_key_jwt", "none"}
 	}
-	as := &AuthServer{opts: opts, clients: map[string]*asClient{}, codes: map[string]*grant{}, access: map[string]*grant{}, refresh: map[string]*grant{}}
+	as := &AuthServer{opts: opts, clients: map[string]*asClient{}, codes: map[string]*grant{}, access: map[string]*grant{}, refresh: map[string]*grant{},
+		spent: map[string]string{}, jtis: map[string]time.Time{}}
 	for id, secret := range opts.Clients {
 		as.clients[id] = &asClient{secret: secret}
 	}
@@ -184,22 +209,46 @@ func (as *AuthServer) RevokeAll() {
 	clear(as.refresh)
 }
 
-// Verify is an auth.TokenVerifier for the tokens the server issued.
-func (as *AuthServer) Verify(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-	as.mu.Lock()
-	defer as.mu.Unlock()
-	g := as.access[token]
-	if g == nil || time.Now().After(g.expires) {
-		return nil, auth.ErrInvalidToken
+// Verifier returns an auth.TokenVerifier for the server's access tokens
+// issued for resource (their audience, RFC 8707): a token issued for
+// another resource, or for none, is invalid there.
+func (as *AuthServer) Verifier(resource string) auth.TokenVerifier {
+	return func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		as.mu.Lock()
+		defer as.mu.Unlock()
+		g := as.access[token]
+		if g == nil || time.Now().After(g.expires) || g.resource != resource {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{Scopes: g.scopes, Expiration: g.expires, UserID: g.client}, nil
 	}
-	return &auth.TokenInfo{Scopes: g.scopes, Expiration: g.expires, UserID: g.client}, nil
+}
+
+// revokeFamilyLocked makes every token of one grant invalid.
+func (as *AuthServer) revokeFamilyLocked(family string) {
+	for k, g := range as.access {
+		if g.family == family {
+			delete(as.access, k)
+		}
+	}
+	for k, g := range as.refresh {
+		if g.family == family {
+			delete(as.refresh, k)
+		}
+	}
+}
+
+func (as *AuthServer) newFamilyLocked() string {
+	as.families++
+	return fmt.Sprintf("grant-%d", as.families)
 }
 
 func (as *AuthServer) metadata(w http.ResponseWriter, _ *http.Request) {
 	m := &oauthex.AuthServerMeta{Issuer: as.URL, AuthorizationEndpoint: as.URL + "/authorize", TokenEndpoint: as.URL + "/token",
 		ResponseTypesSupported: []string{"code"}, CodeChallengeMethodsSupported: []string{"S256"},
 		GrantTypesSupported:               []string{"authorization_code", "refresh_token", "client_credentials"},
-		TokenEndpointAuthMethodsSupported: as.opts.AuthMethods, TokenEndpointAuthSigningAlgValuesSupported: []string{"ES256"}}
+		TokenEndpointAuthMethodsSupported: as.opts.AuthMethods, TokenEndpointAuthSigningAlgValuesSupported: []string{"ES256"},
+		AuthorizationResponseIssParameterSupported: !as.opts.UnadvertisedIss}
 	if len(as.opts.Scopes) > 0 {
 		m.ScopesSupported = append(slices.Clone(as.opts.Scopes), "offline_access")
 	}
@@ -221,7 +270,7 @@ func (as *AuthServer) register(w http.ResponseWriter, r *http.Request) {
 	}
 	as.Registrations.Add(1)
 	as.mu.Lock()
-	id := fmt.Sprintf("dcr-%d", len(as.clients)+1)
+	id := fmt.Sprintf("%sdcr-%d", as.opts.ClientIDPrefix, len(as.clients)+1)
 	c := &asClient{redirect: md.RedirectURIs}
 	method := md.TokenEndpointAuthMethod
 	if method == "" {
@@ -254,6 +303,7 @@ func (as *AuthServer) authorize(w http.ResponseWriter, r *http.Request) {
 	}
 	back := redirect.Query()
 	back.Set("state", q.Get("state"))
+	back.Set("iss", as.URL) // RFC 9207
 	switch {
 	case as.opts.Deny:
 		back.Set("error", "access_denied")
@@ -263,7 +313,7 @@ func (as *AuthServer) authorize(w http.ResponseWriter, r *http.Request) {
 	default:
 		as.mu.Lock()
 		code := as.newSecret("code")
-		as.codes[code] = &grant{client: q.Get("client_id"), scopes: as.grantable(q.Get("scope")), resource: q.Get("resource"),
+		as.codes[code] = &grant{family: as.newFamilyLocked(), client: q.Get("client_id"), scopes: as.grantable(q.Get("scope")), resource: q.Get("resource"),
 			redirect: q.Get("redirect_uri"), challenge: q.Get("code_challenge")}
 		as.mu.Unlock()
 		back.Set("code", code)
@@ -286,6 +336,9 @@ func (as *AuthServer) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := r.PostForm
+	if f.Get("grant_type") == "refresh_token" && as.opts.OnRefresh != nil {
+		as.opts.OnRefresh()
+	}
 	as.mu.Lock()
 	defer as.mu.Unlock()
 	as.lastTok = f
@@ -316,13 +369,28 @@ func (as *AuthServer) token(w http.ResponseWriter, r *http.Request) {
 		as.CodeGrants.Add(1)
 		g = c
 	case "refresh_token":
-		old := as.refresh[f.Get("refresh_token")]
-		if old == nil || old.client != id {
+		rt := f.Get("refresh_token")
+		if family, ok := as.spent[rt]; ok {
+			// A rotated refresh token used again: someone holds a copy.
+			// Revoke the whole grant (RFC 9700 section 4.14.2).
+			as.ReusedRefresh.Add(1)
+			as.revokeFamilyLocked(family)
+			tokenError(w, http.StatusBadRequest, "invalid_grant", "refresh token reused; the grant is revoked")
+			return
+		}
+		old := as.refresh[rt]
+		switch {
+		case old == nil || old.client != id:
 			tokenError(w, http.StatusBadRequest, "invalid_grant", "unknown refresh token")
+			return
+		case f.Get("resource") != old.resource:
+			// RFC 8707: the resource of a refresh is the grant's.
+			tokenError(w, http.StatusBadRequest, "invalid_target", "the resource differs from the grant's")
 			return
 		}
 		as.Refreshes.Add(1)
-		delete(as.refresh, f.Get("refresh_token"))
+		delete(as.refresh, rt)
+		as.spent[rt] = old.family
 		g = old
 	case "client_credentials":
 		if method == "none" {
@@ -330,7 +398,7 @@ func (as *AuthServer) token(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		as.ClientGrants.Add(1)
-		g = &grant{client: id, scopes: as.grantable(f.Get("scope")), resource: f.Get("resource")}
+		g = &grant{family: as.newFamilyLocked(), client: id, scopes: as.grantable(f.Get("scope")), resource: f.Get("resource")}
 		rotate = false
 	default:
 		tokenError(w, http.StatusBadRequest, "unsupported_grant_type", f.Get("grant_type"))
@@ -341,7 +409,7 @@ func (as *AuthServer) token(w http.ResponseWriter, r *http.Request) {
 	ng.expires = time.Now().Add(as.opts.TokenTTL)
 	as.access[at] = &ng
 	out := map[string]any{"access_token": at, "token_type": "Bearer", "expires_in": int(as.opts.TokenTTL.Seconds() + 0.5),
-		"scope": strings.Join(g.scopes, " ")}
+		"scope": strings.Join(g.scopes, " ") + as.opts.GrantExtra}
 	if rotate {
 		rt := as.newSecret("rt")
 		as.refresh[rt] = g
@@ -377,30 +445,58 @@ func (as *AuthServer) authenticate(r *http.Request, f url.Values) (id, method st
 	return id, "none", allowed("none") && c.secret == "" && c.key == nil
 }
 
-// verifyAssertion checks an ES256 client assertion: signature, iss = sub =
-// a key client, aud = the issuer, not expired.
+// maxAssertionLifetime is the longest a client assertion may be valid.
+const maxAssertionLifetime = 10 * time.Minute
+
+// verifyAssertion checks a client assertion (RFC 7523 section 3) the way a
+// strict provider does: the header names ES256 (the only algorithm the
+// metadata lists) and, if it has a typ, JWT or client-authentication+jwt;
+// the ES256 signature by a key client; iss = sub = that client; aud = the
+// issuer; exp within maxAssertionLifetime; a jti never seen before (a
+// replayed assertion is refused). Called with mu held.
 func (as *AuthServer) verifyAssertion(jwt string) (string, bool) {
 	parts := strings.Split(jwt, ".")
 	if len(parts) != 3 {
 		return "", false
 	}
-	var claims struct {
-		Iss, Sub, Aud string
-		Exp           int64
+	var header struct {
+		Alg, Typ string
 	}
-	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil || json.Unmarshal(payload, &claims) != nil {
+	var claims struct {
+		Iss, Sub, Aud, Jti string
+		Exp, Iat           int64
+	}
+	head, err1 := base64.RawURLEncoding.DecodeString(parts[0])
+	payload, err2 := base64.RawURLEncoding.DecodeString(parts[1])
+	if err1 != nil || err2 != nil || json.Unmarshal(head, &header) != nil || json.Unmarshal(payload, &claims) != nil {
 		return "", false
 	}
+	if header.Alg != "ES256" || header.Typ != "" && header.Typ != "JWT" && header.Typ != "client-authentication+jwt" {
+		return "", false
+	}
+	now := time.Now()
 	c := as.clients[claims.Iss]
 	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
 	if c == nil || c.key == nil || err != nil || len(sig) != 64 || claims.Sub != claims.Iss ||
-		strings.TrimSuffix(claims.Aud, "/") != as.URL || time.Now().Unix() > claims.Exp {
+		strings.TrimSuffix(claims.Aud, "/") != as.URL || now.Unix() > claims.Exp ||
+		time.Unix(claims.Exp, 0).After(now.Add(maxAssertionLifetime)) || claims.Iat > now.Unix()+5 || claims.Jti == "" {
 		return "", false
 	}
 	digest := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
 	rr, ss := new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])
-	return claims.Iss, ecdsa.Verify(c.key, digest[:], rr, ss)
+	if !ecdsa.Verify(c.key, digest[:], rr, ss) {
+		return "", false
+	}
+	for j, until := range as.jtis {
+		if now.After(until) {
+			delete(as.jtis, j)
+		}
+	}
+	if _, seen := as.jtis[claims.Iss+" "+claims.Jti]; seen {
+		return "", false
+	}
+	as.jtis[claims.Iss+" "+claims.Jti] = time.Unix(claims.Exp, 0)
+	return claims.Iss, true
 }
 
 // Protection says what a [Protected] server demands.
@@ -411,6 +507,10 @@ type Protection struct {
 	CallScopes []string
 	// PublicInitialize lets initialize through without a token.
 	PublicInitialize bool
+	// Moved, when it holds an authorization server, is where the server
+	// says it moved: its metadata and the tokens it accepts are that
+	// server's from then on.
+	Moved *atomic.Pointer[AuthServer]
 }
 
 // Protected serves s (stateful Streamable HTTP) at /mcp to requests with an
@@ -426,9 +526,17 @@ func Protected(tb testing.TB, s *mcp.Server, as *AuthServer, p Protection) strin
 	base := "http://" + srv.Listener.Addr().String()
 	endpoint, prmURL := base+"/mcp", base+"/.well-known/oauth-protected-resource/mcp"
 	mcpHandler := Streamable(s, false, false)
+	current := func() *AuthServer {
+		if p.Moved != nil {
+			if m := p.Moved.Load(); m != nil {
+				return m
+			}
+		}
+		return as
+	}
 	mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, r *http.Request) {
 		auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{Resource: endpoint,
-			AuthorizationServers: []string{as.URL}, ScopesSupported: union(p.Scopes, p.CallScopes), BearerMethodsSupported: []string{"header"}}).ServeHTTP(w, r)
+			AuthorizationServers: []string{current().URL}, ScopesSupported: union(p.Scopes, p.CallScopes), BearerMethodsSupported: []string{"header"}}).ServeHTTP(w, r)
 	})
 	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
 		method := ""
@@ -454,7 +562,7 @@ func Protected(tb testing.TB, s *mcp.Server, as *AuthServer, p Protection) strin
 			challenge += fmt.Sprintf(`, scope=%q`, strings.Join(need, " "))
 		}
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		info, err := as.Verify(r.Context(), tok, r)
+		info, err := current().Verifier(endpoint)(r.Context(), tok, r)
 		if !ok || err != nil {
 			w.Header().Set("WWW-Authenticate", challenge+`, error="invalid_token"`)
 			http.Error(w, "invalid token", http.StatusUnauthorized)
