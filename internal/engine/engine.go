@@ -76,7 +76,10 @@ type Event struct {
 // Options configure an Engine. Zero values mean the documented defaults.
 type Options struct {
 	// HTTPClient runs http steps; nil means a client without redirects
-	// limits beyond the standard library's defaults.
+	// limits beyond the standard library's defaults and without a network
+	// guard. The app injects netguard.Policy.Client: each request's
+	// context allows the task's base URL host (netguard.AllowURL), and so
+	// does the context of Browser.NewSession.
 	HTTPClient *http.Client
 	// Invoker runs mcpCall steps; nil makes every mcpCall fail with
 	// MCP_SERVER_NOT_CONFIGURED.
