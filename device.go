@@ -26,9 +26,9 @@ type DeviceLeaseStore interface {
 	// naming the current owner, when another holder has it, and
 	// INVALID_ARGUMENT for an empty device or holder or a ttl <= 0.
 	AcquireDevice(ctx context.Context, lease *DeviceLease, ttl time.Duration) error
-	// RenewDevice extends holder's lease of device to now + ttl. Returns
-	// CONFLICT when holder no longer holds it (released, or expired and
-	// taken by another).
+	// RenewDevice extends holder's lease of device to now + ttl, also when
+	// it expired but nobody took the device since. Returns CONFLICT when
+	// holder no longer holds it (released, or expired and taken by another).
 	RenewDevice(ctx context.Context, device, holder string, ttl time.Duration) error
 	// ReleaseDevice frees device if holder holds it; releasing a lease that
 	// is not held is not an error.

@@ -52,12 +52,12 @@ func (d *DB) AcquireDevice(ctx context.Context, l *duet.DeviceLease, ttl time.Du
 	})
 }
 
-// RenewDevice extends the holder's lease. Returns CONFLICT when the holder
-// no longer holds it.
+// RenewDevice extends the holder's lease; a lease that expired is renewed
+// too while nobody else took the device. Returns CONFLICT when the holder no
+// longer holds it.
 func (d *DB) RenewDevice(ctx context.Context, device, holder string, ttl time.Duration) error {
-	now := d.now()
-	res, err := d.q.ExecContext(ctx, `UPDATE device_leases SET expires_at = ? WHERE device = ? AND holder = ? AND expires_at > ?`,
-		micros(now.Add(ttl)), device, holder, micros(now))
+	res, err := d.q.ExecContext(ctx, `UPDATE device_leases SET expires_at = ? WHERE device = ? AND holder = ?`,
+		micros(d.now().Add(ttl)), device, holder)
 	if err != nil {
 		return mapErr(err)
 	}

@@ -128,7 +128,16 @@ func testDeviceRenew(t *testing.T, s duet.DeviceLeaseStore, advance func(time.Du
 		}
 	}
 	wantCode(t, acquire(t, s, phone, "h2", time.Minute), duet.CodeConflict)
+	// A renewal that comes late, before anyone took the device, keeps it.
 	advance(31 * time.Second)
+	if err := s.RenewDevice(ctx(t), phone, "h1", 30*time.Second); err != nil {
+		t.Fatalf("a late RenewDevice of a lease nobody took: %v", err)
+	}
+	wantCode(t, acquire(t, s, phone, "h2", time.Minute), duet.CodeConflict)
+	advance(31 * time.Second)
+	if err := acquire(t, s, phone, "h2", time.Minute); err != nil {
+		t.Fatal(err)
+	}
 	wantCode(t, s.RenewDevice(ctx(t), phone, "h1", 30*time.Second), duet.CodeConflict)
 }
 

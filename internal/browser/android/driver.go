@@ -134,20 +134,85 @@ func (d *Driver) NewSession(ctx context.Context, name string) (*Session, error) 
 	if err != nil {
 		return nil, err
 	}
-	device := Prefix + dev.Serial
-	release := func() {
-		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
+	hb := d.heartbeat(Prefix+dev.Serial, holder)
+	s, err := d.open(ctx, dev)
+	if err != nil {
+		hb.stop()
+		return nil, err
+	}
+	hb.onLost(s.Session.Close)
+	cleanup := s.close
+	s.close = func() {
+		hb.stop()
+		cleanup()
+		d.log.Debug("android: device freed", "device", Prefix+dev.Serial)
+	}
+	return s, nil
+}
+
+// lease keeps a device lease alive from when it is taken until stop.
+type lease struct {
+	stop   func() // ends the renewals and frees the device
+	mu     sync.Mutex
+	lost   func() // called when another holder took the device
+	isLost bool
+}
+
+func (l *lease) onLost(f func()) {
+	l.mu.Lock()
+	l.lost = f
+	lost := l.isLost
+	l.mu.Unlock()
+	if lost {
+		f()
+	}
+}
+
+// heartbeat renews the lease of device every third of its time until stop,
+// which releases it. When another holder has taken the device (this process
+// stalled past the lease), it calls the lost function.
+func (d *Driver) heartbeat(device, holder string) *lease {
+	l := &lease{}
+	hctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(d.opts.LeaseTTL / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-hctx.Done():
+				return
+			case <-t.C:
+			}
+			rctx, rcancel := context.WithTimeout(hctx, d.opts.LeaseTTL/2)
+			err := d.opts.Leases.RenewDevice(rctx, device, holder, d.opts.LeaseTTL)
+			rcancel()
+			if duet.ErrorCode(err) == duet.CodeConflict {
+				d.log.Error("android: another execution took the device; closing this session", "device", device)
+				l.mu.Lock()
+				l.isLost = true
+				f := l.lost
+				l.mu.Unlock()
+				if f != nil {
+					f()
+				}
+				return
+			}
+			if err != nil && hctx.Err() == nil {
+				d.log.Warn("android: cannot renew a device lease", "device", device, "err", err)
+			}
+		}
+	})
+	l.stop = sync.OnceFunc(func() {
+		cancel()
+		wg.Wait()
+		rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer rcancel()
 		if err := d.opts.Leases.ReleaseDevice(rctx, device, holder); err != nil {
 			d.log.Warn("android: cannot release a device lease; it expires by itself", "device", device, "err", err)
 		}
-	}
-	s, err := d.open(ctx, dev, holder)
-	if err != nil {
-		release()
-		return nil, err
-	}
-	return s, nil
+	})
+	return l
 }
 
 // hold takes the lease of a ready phone that name allows, waiting while all
@@ -236,9 +301,9 @@ func candidates(devs []Device, serial string) ([]Device, error) {
 	return nil, duet.Errorf(duet.CodeBrowserUnavailable, "Android device %s is not attached (adb lists %s): %s", serial, strings.Join(serials, ", "), connect)
 }
 
-// open forwards the phone's DevTools socket, attaches and opens a tab. It
-// keeps the lease alive until the session closes.
-func (d *Driver) open(ctx context.Context, dev Device, holder string) (*Session, error) {
+// open forwards the phone's DevTools socket, attaches and opens a tab. The
+// session's close function closes the tab and removes the forward.
+func (d *Driver) open(ctx context.Context, dev Device) (*Session, error) {
 	port, err := d.adb.Forward(ctx, dev.Serial)
 	if err != nil {
 		if notFound(err) {
@@ -269,45 +334,11 @@ func (d *Driver) open(ctx context.Context, dev Device, holder string) (*Session,
 		unforward()
 		return nil, err
 	}
-	device := Prefix + dev.Serial
-	hctx, stopHeartbeat := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(d.opts.LeaseTTL / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-hctx.Done():
-				return
-			case <-t.C:
-			}
-			rctx, cancel := context.WithTimeout(hctx, d.opts.LeaseTTL/3)
-			err := d.opts.Leases.RenewDevice(rctx, device, holder, d.opts.LeaseTTL)
-			cancel()
-			if duet.ErrorCode(err) == duet.CodeConflict {
-				// Another execution holds the phone now: stop using it.
-				d.log.Error("android: lost the lease of a device; closing its session", "device", device)
-				bs.Close()
-				return
-			}
-			if err != nil && hctx.Err() == nil {
-				d.log.Warn("android: cannot renew a device lease", "device", device, "err", err)
-			}
-		}
-	})
 	s := &Session{Session: bs, Device: dev}
 	s.close = func() {
-		stopHeartbeat()
-		wg.Wait()
 		bs.Close()
 		pool.Close()
 		unforward()
-		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := d.opts.Leases.ReleaseDevice(rctx, device, holder); err != nil {
-			d.log.Warn("android: cannot release a device lease; it expires by itself", "device", device, "err", err)
-		}
-		d.log.Debug("android: device freed", "device", device)
 	}
 	return s, nil
 }

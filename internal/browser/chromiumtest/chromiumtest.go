@@ -220,6 +220,9 @@ func (p *Proxy) Kill() {
 	p.wg.Wait()
 }
 
+// Port returns the proxy's port.
+func (p *Proxy) Port() int { return p.ln.Addr().(*net.TCPAddr).Port }
+
 // Conns returns how many connections went through the proxy.
 func (p *Proxy) Conns() int {
 	p.mu.Lock()
