@@ -405,3 +405,30 @@ cases:
 		t.Errorf("adb forward --remove ran %d times, want once", removed)
 	}
 }
+
+// TestTaskBrowserSetting: a suite's task may name a remote browser with
+// browser:, beside its device preset; it is checked when the suite compiles.
+func TestTaskBrowserSetting(t *testing.T) {
+	t.Parallel()
+	a := openAppEnv(t, map[string]string{"DUET_LOG_LEVEL": "error"})
+	opts := a.CompilerOptions(t.Context(), "alice")
+	compile := func(task string) (*duet.Suite, error) {
+		return compiler.CompileSuite(t.Context(), []byte("task: "+task+"\ncases:\n  - title: t\n    steps:\n      - assert: 'true'\n"), "s.yaml", opts)
+	}
+	s, err := compile(`{name: x, device: pixel-7, browser: "ws://10.0.0.5:9222"}`)
+	if err != nil || s.Task.Device != "pixel-7@ws://10.0.0.5:9222" {
+		t.Fatalf("browser: beside device: got %v, %v", s, err)
+	}
+	if d, err := app.ParseDevice(s.Task.Device); err != nil || d.Browser != "ws://10.0.0.5:9222" || d.Preset != "pixel-7" {
+		t.Errorf("the stored device: got %+v, %v", d, err)
+	}
+	for task, msg := range map[string]string{
+		`{name: x, browser: "ws://grid:9222/?token=s3cret"}`:          "cannot be stored with a task",
+		`{name: x, device: "android:any", browser: "ws://grid:9222"}`: "cannot be combined",
+		`{name: x, browser: "grid:9222"}`:                             "is not a URL",
+	} {
+		if _, err := compile(task); err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("task %s: got %v, want an error containing %q", task, err, msg)
+		}
+	}
+}

@@ -2,11 +2,11 @@ package android
 
 import (
 	"context"
-	"log/slog"
-	"os"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
