@@ -311,10 +311,15 @@ func (r *Remote) connect(base context.Context, logf, errf func(string, ...any)) 
 	if err != nil {
 		stop()
 		if errors.Is(err, context.DeadlineExceeded) {
-			return nil, nil, duet.WrapError(duet.CodeBrowserProtocolMismatch, err,
+			return nil, nil, duet.WrapError(duet.CodeBrowserProtocolMismatch, scrub(err, wu.RawQuery),
 				"%s accepted the connection but did not answer as a browser within %s", ep.name, connectTimeout)
 		}
-		return nil, nil, dialError(err, ep.name, wu.Host)
+		de := dialError(err, ep.name, wu.Host)
+		var e *duet.Error
+		if errors.As(de, &e) {
+			e.Err = scrub(e.Err, wu.RawQuery)
+		}
+		return nil, nil, de
 	}
 	vctx, vcancel := context.WithTimeout(bctx, 10*time.Second)
 	v, err := chromedp.CallBrowser(vctx, cdpbrowser.GetVersion, cdp.Empty{})
@@ -329,6 +334,15 @@ func (r *Remote) connect(base context.Context, logf, errf func(string, ...any)) 
 		return nil, nil, err
 	}
 	return bctx, stop, nil
+}
+
+// scrub returns err with its text cleaned of query (a pool's token), which
+// chromedp's dialer quotes; the logs get the error, never the token.
+func scrub(err error, query string) error {
+	if err == nil || query == "" || !strings.Contains(err.Error(), query) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), query, "(query elided)"))
 }
 
 // httpForm is u with a ws scheme turned into http, for the guard.

@@ -111,9 +111,16 @@ func TestRemoteErrors(t *testing.T) {
 			wantCode(t, err, tt.want, tt.msg)
 		})
 	}
+	// A pool's token in DUET_BROWSER_URL stays out of messages and logs.
+	tp := remotePool(t, Remote{URL: "ws://" + host + "/pool?token=s3cret"}, Options{})
+	_, err := tp.NewSession(testCtx(t, 30*time.Second), Device{})
+	wantCode(t, err, duet.CodeBrowserProtocolMismatch)
+	if strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("the error quotes the token: %v", err)
+	}
 	p := remotePool(t, Remote{URL: "ftp://" + host}, Options{})
 	wantCode(t, p.Available(), duet.CodeInvalidArgument, "want ws, wss, http or https")
-	_, err := ParseRemoteURL("ws://grid.example:9222/?token=s3cret", true)
+	_, err = ParseRemoteURL("ws://grid.example:9222/?token=s3cret", true)
 	wantCode(t, err, duet.CodeInvalidArgument, "cannot be stored with a task")
 	if strings.Contains(duet.ErrorMessage(err), "s3cret") {
 		t.Errorf("the message quotes the token: %s", duet.ErrorMessage(err))
