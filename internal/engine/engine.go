@@ -19,7 +19,9 @@ import (
 )
 
 // Browser starts isolated browser sessions. internal/browser provides one
-// over headless Chromium; an Android (adb) driver would be another.
+// over Chromium (local, or attached over the DevTools protocol) and
+// internal/browser/android one over Chrome on phones; internal/app routes
+// device names to them.
 type Browser interface {
 	// NewSession opens an isolated browser context emulating device ("" =
 	// the desktop default). Returns BROWSER_UNAVAILABLE when no browser can
