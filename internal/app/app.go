@@ -5,7 +5,6 @@ package app
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -29,7 +28,7 @@ import (
 	"github.com/duet-test/duet/internal/mcpclient"
 	"github.com/duet-test/duet/internal/mcpserver"
 	"github.com/duet-test/duet/internal/report"
-	"github.com/duet-test/duet/internal/sqlite"
+	"github.com/duet-test/duet/internal/vault"
 )
 
 // Version is the build's version, set with -ldflags "-X ...app.Version=v1.2.3".
@@ -60,7 +59,7 @@ type Options struct {
 // App is a running Duet.
 type App struct {
 	Config  *config.Config
-	Store   *sqlite.DB
+	Store   duet.Store // SQLite or PostgreSQL: the app never names the driver
 	Catalog *catalog.Catalog
 	MCP     *mcpserver.Server
 	Audit   *audit.Writer
@@ -76,7 +75,8 @@ type App struct {
 	// MCPClient is the one exit for calls to registered MCP servers.
 	MCPClient *mcpclient.Client
 
-	devices func(string) error // device preset check; nil accepts any
+	devices     func(string) error // device preset check; nil accepts any
+	loadKeyring func() (*vault.Keyring, error)
 }
 
 // NewLogger returns the slog logger the configuration asks for, on w.
@@ -97,13 +97,9 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		opts.Stderr = os.Stderr
 	}
 	log := NewLogger(cfg, opts.Stderr)
-	path, err := cfg.DatabasePath()
+	db, err := OpenStore(ctx, cfg)
 	if err != nil {
-		return nil, &UsageError{err.Error()}
-	}
-	db, err := sqlite.Open(ctx, path, nil)
-	if err != nil {
-		return nil, &UsageError{fmt.Sprintf("%s (set DUET_HOME to a writable directory, or DUET_DATABASE_URL to a writable file)", duet.ErrorMessage(err))}
+		return nil, err
 	}
 	a := &App{Config: cfg, Store: db, Logger: log, devices: ValidDevice}
 	a.Audit = audit.NewWriter(db, 0, log)
@@ -115,7 +111,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		Browser: NewBrowser(a.Browsers), Artifacts: a.Artifacts,
 		OnEvent: opts.OnEvent, Logger: log, Invoker: a.MCPClient,
 	})
-	a.Worker = engine.NewWorker(db, a.Engine, engine.WorkerOptions{Concurrency: cfg.Workers, Logger: log})
+	a.Worker = engine.NewWorker(db, a.Engine, engine.WorkerOptions{Concurrency: cfg.Workers, Lease: cfg.RunLease, Logger: log})
 	a.Catalog = catalog.New(db, catalog.Options{
 		Limits: catalog.Limits{
 			MaxConcurrent: cfg.MaxConcurrent, MaxPerCaller: cfg.MaxPerCaller, Timeout: cfg.CallTimeout,
@@ -181,6 +177,9 @@ func (a *App) Handler(o ServeOptions) http.Handler {
 // ctx ends, then stops gracefully: in-flight HTTP requests finish, runs in
 // flight are put back in the queue for the next start.
 func (a *App) Serve(ctx context.Context, ln net.Listener, o ServeOptions) error {
+	if err := a.preflight(ctx); err != nil {
+		return err
+	}
 	srv := &http.Server{Handler: a.Handler(o), ReadHeaderTimeout: 10 * time.Second}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
@@ -206,10 +205,26 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, o ServeOptions) error 
 
 // RunWorkers runs only the workers (duet worker) until ctx ends.
 func (a *App) RunWorkers(ctx context.Context) error {
+	if err := a.preflight(ctx); err != nil {
+		return err
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return a.Worker.Run(gctx) })
 	g.Go(func() error { a.maintain(gctx); return nil })
 	return g.Wait()
+}
+
+// preflight checks, before an instance starts serving or executing, what
+// must be the same on every instance of a database: the master key opens
+// the stored credentials. A failure is a *UsageError (exit 2, one line).
+func (a *App) preflight(ctx context.Context) error {
+	if err := a.CheckMasterKey(ctx); err != nil {
+		if duet.ErrorCode(err) == duet.CodeUnavailable {
+			return err
+		}
+		return &UsageError{duet.ErrorMessage(err)}
+	}
+	return nil
 }
 
 // maintain deletes expired idempotency records and artifacts every few

@@ -104,6 +104,7 @@ Run "duet config" to see every setting.`,
 		demoCmd(env), sampleCmd(env), configCmd(env),
 		assetCmd(env), generateCmd(env), reportCmd(env),
 		serverCmd(env), vaultCmd(env), conformanceClientCmd(env),
+		migrateCmd(env),
 	)
 	return root
 }
