@@ -9,10 +9,10 @@ import (
 	"github.com/duet-test/duet/internal/storetest"
 )
 
-// open returns a store on a fresh schema of the test server.
-func open(t *testing.T) *postgres.DB {
+// openURL opens a store on url, closed when the test ends.
+func openURL(t *testing.T, url string) *postgres.DB {
 	t.Helper()
-	db, err := postgres.Open(t.Context(), pgtest.URL(t), nil)
+	db, err := postgres.Open(t.Context(), url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,14 +20,11 @@ func open(t *testing.T) *postgres.DB {
 	return db
 }
 
+// TestStore runs the whole store suite, the same cases the SQLite store
+// passes, against a real PostgreSQL (a fresh schema per case).
 func TestStore(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) duet.Store { return open(t) })
-}
-
-func TestAssetStore(t *testing.T) {
-	storetest.RunAssets(t, func(t *testing.T) storetest.AssetStore { return open(t) })
-}
-
-func TestMCPClientStore(t *testing.T) {
-	storetest.RunMCPClient(t, func(t *testing.T) duet.MCPClientStore { return open(t) })
+	storetest.RunAll(t, func(t *testing.T) (duet.Store, func() duet.Store) {
+		url := pgtest.URL(t)
+		return openURL(t, url), func() duet.Store { return openURL(t, url) }
+	})
 }

@@ -62,3 +62,20 @@ func TestReopenKeepsData(t *testing.T) {
 		t.Fatalf("after reopen: %v", err)
 	}
 }
+
+// TestSharedStore runs the cases several processes on one database rely
+// on, with two handles on one file.
+func TestSharedStore(t *testing.T) {
+	storetest.RunShared(t, func(t *testing.T) (duet.Store, func() duet.Store) {
+		path := filepath.Join(t.TempDir(), "duet.db")
+		openAt := func() duet.Store {
+			db, err := sqlite.Open(t.Context(), path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			return db
+		}
+		return openAt(), openAt
+	})
+}
