@@ -198,13 +198,18 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, o ServeOptions) error 
 		defer cancel()
 		return srv.Shutdown(sctx)
 	})
-	g.Go(func() error { return a.Worker.Run(gctx) })
+	if a.Config.Workers > 0 {
+		g.Go(func() error { return a.Worker.Run(gctx) })
+	}
 	g.Go(func() error { a.maintain(gctx); return nil })
 	return g.Wait()
 }
 
 // RunWorkers runs only the workers (duet worker) until ctx ends.
 func (a *App) RunWorkers(ctx context.Context) error {
+	if a.Config.Workers < 1 {
+		return &UsageError{"DUET_WORKERS=0: a worker with no run slots would execute nothing; set DUET_WORKERS to 1 or more"}
+	}
 	if err := a.preflight(ctx); err != nil {
 		return err
 	}

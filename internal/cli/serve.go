@@ -25,8 +25,11 @@ func serveCmd(env Env) *cobra.Command {
   /mcp/tools/list    MCP-Lite REST dialect
   /mcp/tools/call    MCP-Lite REST dialect
   /healthz, /readyz  liveness and readiness
-It also runs DUET_WORKERS run workers. On SIGTERM it stops gracefully: runs in
-flight go back to the queue and resume on the next start.`,
+It also runs DUET_WORKERS run workers (0: none, an API-only instance beside
+"duet worker" processes). On SIGTERM it stops gracefully: it stops accepting
+connections and claiming runs, lets requests and steps in flight finish (runs
+still in flight after a short grace go back to the queue, where any worker
+resumes them), flushes the audit trail and closes the database pool.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := loadConfig(env)
@@ -57,7 +60,8 @@ flight go back to the queue and resume on the next start.`,
 			if err != nil {
 				return usage("cannot listen on %s: %v (set DUET_ADDR or --addr)", cfg.Addr, err)
 			}
-			a.Logger.Info("duet serving", "addr", ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp/http", "home", cfg.Home, "workers", cfg.Workers, "sessions", sessions)
+			a.Logger.Info("duet serving", "addr", ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp/http", "home", cfg.Home,
+				"database", cfg.Engine(), "workers", cfg.Workers, "worker", a.Worker.ID(), "sessions", sessions)
 			if fixtures {
 				a.Logger.Warn("conformance fixtures mounted: unauthenticated callers act as " + conformance.User + " (test only)")
 			}
@@ -76,6 +80,11 @@ func workerCmd(env Env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "worker",
 		Short: "Execute queued runs without serving HTTP",
+		Long: `worker executes queued runs (DUET_WORKERS at once) without serving HTTP: add
+workers for more execution capacity on the same database (several machines on
+one PostgreSQL: docs/deployment.md). On SIGTERM it stops claiming, gives runs in
+flight a short grace to finish their step, puts the rest back in the queue and
+closes the database pool.`,
 		Args:  cobra.NoArgs,
 		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, _ string) error {
 			a.Logger.Info("duet worker started", "id", a.Worker.ID(), "workers", a.Config.Workers)
@@ -102,7 +111,13 @@ exits are executed by "duet serve" or "duet worker", or by the next "duet mcp".`
 			ctx := cmd.Context()
 			done := make(chan error, 1)
 			wctx, stopWorkers := context.WithCancel(ctx)
-			go func() { done <- a.Worker.Run(wctx) }()
+			go func() {
+				if a.Config.Workers == 0 {
+					done <- nil // API only: `duet worker` processes execute the runs
+					return
+				}
+				done <- a.Worker.Run(wctx)
+			}()
 			err := a.MCP.ServeStdio(ctx, duet.Caller{UserID: a.Config.User}, env.Stdin, nopWriteCloser{env.Stdout})
 			stopWorkers()
 			<-done

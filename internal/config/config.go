@@ -118,7 +118,7 @@ var options = []Option{
 		c.LogFormat = v
 		return nil
 	}},
-	{Env: "DUET_WORKERS", Default: "2", Doc: "Runs `duet serve` executes at once.", set: intSet(func(c *Config) *int { return &c.Workers }, 1, 256)},
+	{Env: "DUET_WORKERS", Default: "2", Doc: "Runs `duet serve` (and `duet worker`) executes at once. 0 makes `duet serve` an API-only instance: `duet worker` processes on the same PostgreSQL database execute the runs.", set: intSet(func(c *Config) *int { return &c.Workers }, 0, 256)},
 	{Env: "DUET_PARALLEL", Default: "2", Doc: "Cases executed at once within one run.", set: intSet(func(c *Config) *int { return &c.Parallel }, 1, 64)},
 	{Env: "DUET_STEP_TIMEOUT", Default: "30s", Doc: "Default time limit of a step (a step's own timeout wins).", set: durSet(func(c *Config) *time.Duration { return &c.StepTimeout })},
 	{Env: "DUET_CASE_TIMEOUT", Default: "10m", Doc: "Default time limit of a case.", set: durSet(func(c *Config) *time.Duration { return &c.CaseTimeout })},

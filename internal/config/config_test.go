@@ -32,7 +32,7 @@ func TestDefaults(t *testing.T) {
 
 func TestErrorsNameTheVariable(t *testing.T) {
 	t.Parallel()
-	for k, v := range map[string]string{"DUET_ADDR": "nope", "DUET_WORKERS": "0", "DUET_CALL_TIMEOUT": "soon", "DUET_LOG_LEVEL": "loud", "DUET_MCP_ALLOW_PRIVATE": "maybe"} {
+	for k, v := range map[string]string{"DUET_ADDR": "nope", "DUET_WORKERS": "-1", "DUET_CALL_TIMEOUT": "soon", "DUET_LOG_LEVEL": "loud", "DUET_MCP_ALLOW_PRIVATE": "maybe"} {
 		_, err := Load(env(map[string]string{"HOME": "/h", k: v}))
 		if err == nil || !strings.HasPrefix(err.Error(), k+":") {
 			t.Errorf("%s=%s: got %v", k, v, err)
