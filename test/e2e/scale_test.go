@@ -41,6 +41,8 @@ import (
 //   - kill -9 of the worker holding a run: the other worker takes the run
 //     over when the lease runs out and finishes it; the finished case is
 //     kept, the interrupted one re-run, the report whole;
+//   - a cancellation recorded anywhere reaches the worker holding the run
+//     (another process) and aborts its step within a second;
 //   - a report (with a screenshot) written by a worker is served whole by
 //     either serve instance;
 //   - PostgreSQL restarted under load: /readyz says so on both instances and
@@ -265,6 +267,29 @@ cases:
 		workers = append(workers, startScaleProc(t, "worker", workerEnv))
 	})
 
+	t.Run("CancelReachesTheHoldingWorker", func(t *testing.T) {
+		o := mcpTool(serveB.URL, "alice", "start_test_run", map[string]any{"taskId": taskOf("alice", "crash"), "idempotencyKey": "cancel"})
+		if o.Err != nil || o.Code != "" {
+			t.Fatalf("start: %+v", o)
+		}
+		runID := o.Out["runId"].(string)
+		waitUntil(t, 60*time.Second, "the slow step to block", func() bool { return sys.isBlocked(runID) })
+		// Any instance records the request (here the test's own handle on
+		// the database); the worker holding the run, in another process,
+		// must notice and abort the step in flight within a second.
+		if _, err := store.RequestCancel(ctx, "alice", runID); err != nil {
+			t.Fatal(err)
+		}
+		asked := time.Now()
+		waitUntil(t, 10*time.Second, "the worker to abort the blocked step", func() bool { return !sys.abortedAt(runID).IsZero() })
+		took := sys.abortedAt(runID).Sub(asked)
+		final := waitRunsFinal(t, store, []string{runID}, 30*time.Second)[0]
+		if final.Status != core.StatusCancelled || took > time.Second {
+			t.Fatalf("cancellation: run %s, the step aborted %s after the request; want cancelled within 1s", final.Status, took)
+		}
+		t.Logf("cancellation reached the holding worker in %s", took.Round(time.Millisecond))
+	})
+
 	t.Run("ReportServedByEitherInstance", func(t *testing.T) {
 		if err := browser.NewPool(browser.Options{}).Available(); err != nil {
 			if os.Getenv("DUET_REQUIRE_BROWSER") == "1" {
@@ -346,6 +371,7 @@ cases:
 			waitUntil(t, 15*time.Second, "/readyz to fail while the database is down", func() bool { return readyz(s.URL) == http.StatusServiceUnavailable })
 		}
 		down := mcpTool(serveB.URL, "alice", "start_test_run", map[string]any{"taskId": task, "idempotencyKey": "while-down"})
+		time.Sleep(2 * time.Second) // a restart takes a moment; the load goes on
 		cluster.Start()
 		restarted := time.Now()
 		for _, s := range serves {
@@ -661,10 +687,11 @@ type scaleAPI struct {
 	mu      sync.Mutex
 	count   map[string]int
 	blocked map[string]int
+	aborted map[string]time.Time
 }
 
 func newScaleAPI(t *testing.T) *scaleAPI {
-	a := &scaleAPI{count: map[string]int{}, blocked: map[string]int{}}
+	a := &scaleAPI{count: map[string]int{}, blocked: map[string]int{}, aborted: map[string]time.Time{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /hit/{key}", func(w http.ResponseWriter, r *http.Request) {
 		a.mu.Lock()
@@ -680,7 +707,10 @@ func newScaleAPI(t *testing.T) *scaleAPI {
 		a.mu.Unlock()
 		if first {
 			select {
-			case <-r.Context().Done(): // the worker died
+			case <-r.Context().Done(): // the worker died or cancelled the step
+				a.mu.Lock()
+				a.aborted[r.PathValue("key")] = time.Now()
+				a.mu.Unlock()
 				return
 			case <-time.After(2 * time.Minute):
 			}
@@ -716,3 +746,11 @@ func (a *scaleAPI) blocks(key string) int {
 }
 
 func (a *scaleAPI) isBlocked(key string) bool { return a.blocks(key) > 0 }
+
+// abortedAt returns when the client of the first /block/key request went
+// away (zero if it has not).
+func (a *scaleAPI) abortedAt(key string) time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.aborted[key]
+}
