@@ -85,7 +85,7 @@ workers for more execution capacity on the same database (several machines on
 one PostgreSQL: docs/deployment.md). On SIGTERM it stops claiming, gives runs in
 flight a short grace to finish their step, puts the rest back in the queue and
 closes the database pool.`,
-		Args:  cobra.NoArgs,
+		Args: cobra.NoArgs,
 		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, _ string) error {
 			a.Logger.Info("duet worker started", "id", a.Worker.ID(), "workers", a.Config.Workers)
 			return a.RunWorkers(cmd.Context())
