@@ -342,6 +342,7 @@ cases:
 			runIDs = append(runIDs, o.Out["runId"].(string))
 		}
 		getTask := taskOf("u1", "queue")
+		since := time.Now()
 		var stop atomic.Bool
 		var mu sync.Mutex
 		outcomes := map[string]int{}
@@ -395,6 +396,18 @@ cases:
 		}
 		if o := mcpTool(serveA.URL, "u1", "get_test_task", map[string]any{"taskId": getTask}); o.Err != nil || o.Code != "" {
 			t.Fatalf("after the restart: %+v", o)
+		}
+		// Every call left its audit record, those refused while the
+		// database was away included: both instances kept them until it
+		// came back.
+		calls := outcomes["OK"] + outcomes[string(core.CodeUnavailable)] + 1
+		var recs []*core.AuditRecord
+		waitUntil(t, 30*time.Second, fmt.Sprintf("%d audit records of get_test_task", calls), func() bool {
+			recs, _ = store.FindAudit(ctx, core.AuditFilter{Tool: "get_test_task", Caller: "u1", Since: since, Limit: 10000})
+			return len(recs) >= calls
+		})
+		if len(recs) != calls {
+			t.Errorf("audit records: got %d, want %d (one per call)", len(recs), calls)
 		}
 		for _, r := range waitRunsFinal(t, store, runIDs, 2*time.Minute) {
 			execs, _ := store.FindExecutions(ctx, r.ID)
