@@ -77,6 +77,7 @@ type App struct {
 
 	devices     func(string) error // device preset check; nil accepts any
 	loadKeyring func() (*vault.Keyring, error)
+	preflighted bool
 }
 
 // NewLogger returns the slog logger the configuration asks for, on w.
@@ -177,7 +178,7 @@ func (a *App) Handler(o ServeOptions) http.Handler {
 // ctx ends, then stops gracefully: in-flight HTTP requests finish, runs in
 // flight are put back in the queue for the next start.
 func (a *App) Serve(ctx context.Context, ln net.Listener, o ServeOptions) error {
-	if err := a.preflight(ctx); err != nil {
+	if err := a.Preflight(ctx); err != nil {
 		return err
 	}
 	srv := &http.Server{Handler: a.Handler(o), ReadHeaderTimeout: 10 * time.Second}
@@ -210,7 +211,7 @@ func (a *App) RunWorkers(ctx context.Context) error {
 	if a.Config.Workers < 1 {
 		return &UsageError{"DUET_WORKERS=0: a worker with no run slots would execute nothing; set DUET_WORKERS to 1 or more"}
 	}
-	if err := a.preflight(ctx); err != nil {
+	if err := a.Preflight(ctx); err != nil {
 		return err
 	}
 	g, gctx := errgroup.WithContext(ctx)
@@ -219,16 +220,21 @@ func (a *App) RunWorkers(ctx context.Context) error {
 	return g.Wait()
 }
 
-// preflight checks, before an instance starts serving or executing, what
+// Preflight checks, before an instance starts serving or executing, what
 // must be the same on every instance of a database: the master key opens
-// the stored credentials. A failure is a *UsageError (exit 2, one line).
-func (a *App) preflight(ctx context.Context) error {
+// the stored credentials. Serve and RunWorkers run it (once per App) if the
+// caller did not. A failure is a *UsageError (exit 2, one line).
+func (a *App) Preflight(ctx context.Context) error {
+	if a.preflighted {
+		return nil
+	}
 	if err := a.CheckMasterKey(ctx); err != nil {
 		if duet.ErrorCode(err) == duet.CodeUnavailable {
 			return err
 		}
 		return &UsageError{duet.ErrorMessage(err)}
 	}
+	a.preflighted = true
 	return nil
 }
 

@@ -42,7 +42,7 @@ resumes them), flushes the audit trail and closes the database pool.`,
 			if workers > 0 {
 				cfg.Workers = workers
 			}
-			opts, so := app.Options{Stderr: env.Stderr}, app.ServeOptions{Sessions: sessions}
+			opts, so := app.Options{Stderr: env.Stderr, Getenv: env.Getenv}, app.ServeOptions{Sessions: sessions}
 			if fixtures {
 				// Test only: the conformance suite's fixture catalog, open
 				// to unauthenticated callers as one fixed test identity.
@@ -56,6 +56,9 @@ resumes them), flushes the audit trail and closes the database pool.`,
 				return err
 			}
 			defer a.Close()
+			if err := a.Preflight(cmd.Context()); err != nil {
+				return err
+			}
 			ln, err := net.Listen("tcp", cfg.Addr)
 			if err != nil {
 				return usage("cannot listen on %s: %v (set DUET_ADDR or --addr)", cfg.Addr, err)
@@ -87,6 +90,9 @@ flight a short grace to finish their step, puts the rest back in the queue and
 closes the database pool.`,
 		Args: cobra.NoArgs,
 		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, _ string) error {
+			if err := a.Preflight(cmd.Context()); err != nil {
+				return err
+			}
 			a.Logger.Info("duet worker started", "id", a.Worker.ID(), "workers", a.Config.Workers)
 			return a.RunWorkers(cmd.Context())
 		}),
