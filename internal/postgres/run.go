@@ -361,19 +361,18 @@ func (d *DB) RenewLease(ctx context.Context, runID, worker string, lease time.Du
 }
 
 // StartExecution marks an execution running and drops results of an earlier
-// interrupted attempt.
+// interrupted attempt, in one statement (one round trip per case).
 func (d *DB) StartExecution(ctx context.Context, e *duet.Execution) error {
-	return d.tx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `DELETE FROM step_results WHERE execution_id = $1`, e.ID); err != nil {
-			return mapErr(err)
-		}
-		e.Status, e.ErrorCode, e.ErrorMessage, e.FinishedAt = duet.StatusRunning, "", "", nil
-		e.Vars = map[string]any{}
-		e.Results = []*duet.StepResult{}
-		_, err := tx.Exec(ctx, `UPDATE executions SET status = $1, started_at = $2, finished_at = NULL, error_code = '', error_message = '', vars = '{}' WHERE id = $3`,
-			e.Status, nullTime(e.StartedAt), e.ID)
+	_, err := d.pool.Exec(ctx, `WITH dropped AS (DELETE FROM step_results WHERE execution_id = $3)
+		UPDATE executions SET status = $1, started_at = $2, finished_at = NULL, error_code = '', error_message = '', vars = '{}' WHERE id = $3`,
+		duet.StatusRunning, nullTime(e.StartedAt), e.ID)
+	if err != nil {
 		return mapErr(err)
-	})
+	}
+	e.Status, e.ErrorCode, e.ErrorMessage, e.FinishedAt = duet.StatusRunning, "", "", nil
+	e.Vars = map[string]any{}
+	e.Results = []*duet.StepResult{}
+	return nil
 }
 
 // SaveStepResult stores one step result and the execution's variables, in

@@ -51,6 +51,7 @@ var (
 	warm     = flag.Duration("warmup", 2*time.Second, "warm-up before each load run")
 	seqN     = flag.Int("n", 2000, "calls per boundary measurement")
 	only     = flag.String("only", "", "comma-separated sections to run: load,boundary,cold,runs,scale (default all)")
+	rounds   = flag.Int("rounds", 3, "scale section: rounds of each row, interleaved (medians are reported)")
 	pgURL    = flag.String("postgres", os.Getenv("DUET_TEST_POSTGRES_URL"), "PostgreSQL server for the scale section (default $DUET_TEST_POSTGRES_URL; a schema is created and dropped)")
 	targets  = flag.String("targets", "duet,gosdk,mcpgo,floor", "load targets")
 	suite    = flag.String("suite", "examples/api-smoke.yaml", "suite to seed Duet with (relative to the repository)")

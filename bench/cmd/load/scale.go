@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
@@ -14,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"time"
 
@@ -32,7 +34,7 @@ import (
 //     PostgreSQL with two (clients spread over both, as a load balancer
 //     without sticky sessions would); the CPU of the duet processes and of
 //     the PostgreSQL backends per call;
-//   - run throughput: 60 runs of 5 http-step cases each, queued first, then
+//   - run throughput: 120 runs of 5 http-step cases each, queued first, then
 //     executed by one `duet worker` on SQLite, one on PostgreSQL and two on
 //     PostgreSQL (each DUET_WORKERS=4, DUET_PARALLEL=4).
 //
@@ -63,37 +65,62 @@ func scaleTables(sqliteHome, dir string) {
 		log.Fatalf("seeding PostgreSQL: %v\n%s", err, out)
 	}
 
-	fmt.Printf("### Governed get_test_task, Streamable HTTP, concurrency %d, %s per row (after %s warm-up)\n\n", *conc, *dur, *warm)
-	var rows []loadResult
+	fmt.Printf("### Governed get_test_task, Streamable HTTP, concurrency %d, %d rounds of %s per row (after %s warm-up), rows interleaved\n\n", *conc, *rounds, *dur, *warm)
 	sq := startDuet(sqliteHome)
-	body := callBody(7, catalog.ToolGetTask, fmt.Sprintf(`{"taskId":%q}`, taskID(sq.url)))
-	rows = append(rows, hammerAll("SQLite, 1 × duet serve", []*proc{sq}, body, nil))
-	sq.stop()
-	for _, n := range []int{1, 2} {
-		var ps []*proc
-		for i := range n {
-			ps = append(ps, startDuet(pgHome(fmt.Sprintf("serve-%d-%d", n, i)), append(pgEnv, "DUET_WORKERS=0")...))
-		}
-		body := callBody(7, catalog.ToolGetTask, fmt.Sprintf(`{"taskId":%q}`, taskID(ps[0].url)))
-		rows = append(rows, hammerAll(fmt.Sprintf("PostgreSQL, %d × duet serve", n), ps, body, backendCPU(db)))
-		for _, p := range ps {
-			p.stop()
+	defer sq.stop()
+	pgA := startDuet(pgHome("serve-a"), append(pgEnv, "DUET_WORKERS=0")...)
+	defer pgA.stop()
+	pgB := startDuet(pgHome("serve-b"), append(pgEnv, "DUET_WORKERS=0")...)
+	defer pgB.stop()
+	sqBody := callBody(7, catalog.ToolGetTask, fmt.Sprintf(`{"taskId":%q}`, taskID(sq.url)))
+	pgBody := callBody(7, catalog.ToolGetTask, fmt.Sprintf(`{"taskId":%q}`, taskID(pgA.url)))
+	loadRows := []struct {
+		name string
+		ps   []*proc
+		body string
+		pg   bool
+	}{
+		{"SQLite, 1 × duet serve", []*proc{sq}, sqBody, false},
+		{"PostgreSQL, 1 × duet serve", []*proc{pgA}, pgBody, true},
+		{"PostgreSQL, 2 × duet serve", []*proc{pgA, pgB}, pgBody, true},
+	}
+	results := make([][]loadResult, len(loadRows))
+	for range *rounds {
+		for i, row := range loadRows {
+			var extra func() time.Duration
+			if row.pg {
+				extra = backendCPU(db)
+			}
+			results[i] = append(results[i], hammerAll(row.name, row.ps, row.body, extra))
 		}
 	}
-	fmt.Println("| database, instances | req/s | p50 | p99 | errors | duet CPU/call | PostgreSQL CPU/call | ÷ SQLite |")
+	fmt.Println("| database, instances | req/s (median) | p50 | p99 | errors | duet CPU/call | PostgreSQL CPU/call | ÷ SQLite |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|")
-	for _, r := range rows {
+	var base float64
+	for i, row := range loadRows {
+		var rps []float64
+		var p50s, p99s []time.Duration
+		var n, errs int
+		var cpu, dbCPU time.Duration
+		for _, r := range results[i] {
+			rps, p50s, p99s = append(rps, r.rps()), append(p50s, r.p50), append(p99s, r.p99)
+			n, errs, cpu, dbCPU = n+r.n, errs+r.errs, cpu+r.cpu, dbCPU+r.dbCPU
+		}
+		med := median(rps)
+		if base == 0 {
+			base = med
+		}
 		per := func(d time.Duration) string {
-			if r.n == 0 || d == 0 {
+			if n == 0 || d == 0 {
 				return "–"
 			}
-			return round(d / time.Duration(r.n))
+			return round(d / time.Duration(n))
 		}
-		fmt.Printf("| %s | %.0f | %s | %s | %d | %s | %s | %.2fx |\n", r.name, r.rps(), round(r.p50), round(r.p99), r.errs, per(r.cpu), per(r.dbCPU), r.rps()/rows[0].rps())
+		fmt.Printf("| %s | %.0f | %s | %s | %d | %s | %s | %.2fx |\n", row.name, med, round(median(p50s)), round(median(p99s)), errs, per(cpu), per(dbCPU), med/base)
 	}
 
-	const runs, cases = 60, 5
-	fmt.Printf("\n### Run throughput: %d runs of %d http-step cases (request + assertion), queued, then executed (DUET_WORKERS=4, DUET_PARALLEL=4 per process)\n\n", runs, cases)
+	const runs, cases = 120, 5
+	fmt.Printf("\n### Run throughput: %d runs of %d http-step cases (request + assertion), queued, then executed (DUET_WORKERS=4, DUET_PARALLEL=4 per process), %d rounds\n\n", runs, cases, *rounds)
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"id":"A1001","status":"paid"}`))
@@ -103,36 +130,66 @@ func scaleTables(sqliteHome, dir string) {
 	for i := range cases {
 		src += fmt.Sprintf("  - key: c%d\n    title: case %d\n    steps:\n      - http: {url: /api/orders/A1001, saveAs: o}\n      - assert: o.status == 200 && o.body.status == \"paid\"\n", i, i)
 	}
-	fmt.Println("| database, workers | cases | elapsed | cases/s | ÷ SQLite |")
-	fmt.Println("|---|---:|---:|---:|---:|")
-	var base float64
-	for _, row := range []struct {
+	runRows := []struct {
 		name    string
 		pg      bool
 		workers int
-	}{{"SQLite, 1 × duet worker", false, 1}, {"PostgreSQL, 1 × duet worker", true, 1}, {"PostgreSQL, 2 × duet worker", true, 2}} {
-		home := pgHome(fmt.Sprintf("runs-%d-%v", row.workers, row.pg))
-		extra := map[string]string{"DUET_WORKERS": "4", "DUET_PARALLEL": "4"}
-		var env []string
-		if row.pg {
-			schema, dropSchema := newSchema(*pgURL)
-			defer dropSchema()
-			env = append([]string{"DUET_DATABASE_URL=" + schema}, pgEnv[1:]...)
-			extra["DUET_DATABASE_URL"], extra["DUET_MASTER_KEY"] = schema, base64.StdEncoding.EncodeToString(key[:])
+	}{{"SQLite, 1 × duet worker", false, 1}, {"PostgreSQL, 1 × duet worker", true, 1}, {"PostgreSQL, 2 × duet worker", true, 2}}
+	cps := make([][]float64, len(runRows))
+	var cpuCases [3]int
+	var workerCPU, dbCPU [3]time.Duration
+	for round := range *rounds {
+		for i, row := range runRows {
+			home := pgHome(fmt.Sprintf("runs-%d-%d", round, i))
+			extra := map[string]string{"DUET_WORKERS": "4", "DUET_PARALLEL": "4"}
+			var env []string
+			if row.pg {
+				schema, dropSchema := newSchema(*pgURL)
+				defer dropSchema()
+				env = append([]string{"DUET_DATABASE_URL=" + schema}, pgEnv[1:]...)
+				extra["DUET_DATABASE_URL"], extra["DUET_MASTER_KEY"] = schema, base64.StdEncoding.EncodeToString(key[:])
+			}
+			var dbURL string
+			if row.pg {
+				dbURL = extra["DUET_DATABASE_URL"]
+			}
+			n, el, wcpu, dcpu := throughput(home, extra, env, src, runs, row.workers, dbURL)
+			cps[i] = append(cps[i], float64(n)/el.Seconds())
+			cpuCases[i] += n
+			workerCPU[i] += wcpu
+			dbCPU[i] += dcpu
 		}
-		n, el := throughput(home, extra, env, src, runs, row.workers)
-		cps := float64(n) / el.Seconds()
-		if base == 0 {
-			base = cps
-		}
-		fmt.Printf("| %s | %d | %s | %.0f | %.2fx |\n", row.name, n, round(el), cps, cps/base)
 	}
+	fmt.Println("| database, workers | cases/s (median) | min | max | worker CPU/case | PostgreSQL CPU/case | ÷ SQLite |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|")
+	base = 0
+	for i, row := range runRows {
+		m := median(cps[i])
+		if base == 0 {
+			base = m
+		}
+		per := func(d time.Duration) string {
+			if d == 0 || cpuCases[i] == 0 {
+				return "–"
+			}
+			return round(d / time.Duration(cpuCases[i]))
+		}
+		fmt.Printf("| %s | %.0f | %.0f | %.0f | %s | %s | %.2fx |\n", row.name, m, slices.Min(cps[i]), slices.Max(cps[i]), per(workerCPU[i]), per(dbCPU[i]), m/base)
+	}
+}
+
+// median returns the middle value of v (the upper one of an even count).
+func median[T cmp.Ordered](v []T) T {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 // throughput queues runs of the suite src (in-process, without workers),
 // then starts `duet worker` processes and times them until every run ends.
-// It returns the number of cases that passed and the time.
-func throughput(home string, extra map[string]string, env []string, src string, runs, workers int) (int, time.Duration) {
+// It returns the number of cases that passed, the time, the CPU time of the
+// worker processes and (with dbURL) of the PostgreSQL backends.
+func throughput(home string, extra map[string]string, env []string, src string, runs, workers int, dbURL string) (int, time.Duration, time.Duration, time.Duration) {
 	a := openApp(home, extra)
 	defer a.Close()
 	s, err := compiler.CompileSuite(ctx(), []byte(src), filepath.Join(home, "suite.yaml"), a.CompilerOptions(ctx(), "alice"))
@@ -154,6 +211,11 @@ func throughput(home string, extra map[string]string, env []string, src string, 
 		var out catalog.StartRunOut
 		json.Unmarshal(res.Structured, &out)
 		ids = append(ids, out.RunID)
+	}
+	var dbCPU func() time.Duration
+	if dbURL != "" {
+		dbCPU = backendCPU(dbURL)
+		dbCPU()
 	}
 	t0 := time.Now()
 	var ps []*proc
@@ -178,14 +240,21 @@ func throughput(home string, extra map[string]string, env []string, src string, 
 				passed += r.Totals.Passed
 				break
 			}
-			time.Sleep(10 * time.Millisecond)
+			time.Sleep(20 * time.Millisecond)
 		}
 	}
 	el := time.Since(t0)
+	var wcpu, dcpu time.Duration
+	for _, p := range ps {
+		wcpu += p.cpu()
+	}
+	if dbCPU != nil {
+		dcpu = dbCPU()
+	}
 	for _, p := range ps {
 		p.stop()
 	}
-	return passed, el
+	return passed, el, wcpu, dcpu
 }
 
 // newSchema creates an empty schema on the server at base and returns a URL
