@@ -12,7 +12,8 @@ import (
 
 // Migrations reports, for `duet migrate status`, every migration this build
 // knows and whether the database at url has it, and the database's current
-// version. It changes nothing. Returns INVALID_ARGUMENT, UNAVAILABLE.
+// version. It changes nothing (but creates goose's version table in an
+// empty database). Returns INVALID_ARGUMENT, UNAVAILABLE.
 func Migrations(ctx context.Context, url string, opts *Options) ([]*goose.MigrationStatus, int64, error) {
 	var out []*goose.MigrationStatus
 	var version int64

@@ -116,7 +116,7 @@ func redactedParseError(err error) string {
 }
 
 // Open connects to the database at url, applies pending migrations (or,
-// with opts.Migrate false, checks that none is pending) and returns the
+// with opts.NoMigrate, checks that none is pending) and returns the
 // store. Errors are INVALID_ARGUMENT (a malformed URL) or UNAVAILABLE: the
 // database cannot be reached or migrated, or its schema is newer than this
 // build knows (the message names both versions). No error contains the
@@ -217,12 +217,8 @@ func (sessionLocker) SessionUnlock(ctx context.Context, conn *sql.Conn) error {
 func checkNotNewer(ctx context.Context, p *goose.Provider) error {
 	srcs := p.ListSources()
 	known := srcs[len(srcs)-1].Version
-	current, err := p.GetDBVersion(ctx)
+	current, err := p.GetDBVersion(ctx) // creates goose's version table in an empty database
 	if err != nil {
-		// A fresh database has no version table yet: nothing to compare.
-		if strings.Contains(err.Error(), "does not exist") {
-			return nil
-		}
 		return duet.WrapError(duet.CodeUnavailable, err, "cannot read the schema version: %v", rootCause(err))
 	}
 	if current > known {
