@@ -6,11 +6,13 @@
 #   - the pinned Node packages of test/node (clients and servers we did not
 #     write: the MCP TypeScript SDK, inspector-cli, the conformance suite and
 #     a Node 22 binary for it), when not installed yet
+#   - the PostgreSQL server programs (initdb, pg_ctl) from the distribution's
+#     packages, when missing: the tests start throwaway clusters with them
 # Go modules are fetched by the go command itself. Safe to re-run.
-#   scripts/deps.sh [browser] [adb] [node]     (default: all)
+#   scripts/deps.sh [browser] [adb] [node] [postgres]     (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-want="${*:-browser adb node}"
+want="${*:-browser adb node postgres}"
 
 sudo_() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -45,5 +47,14 @@ if [[ " $want " == *" node "* ]]; then
     echo "deps: installing the pinned Node test packages (about 250 MB)..." >&2
     (cd test/node && npm ci --no-audit --no-fund --loglevel=error)
     touch "$stamp"
+  fi
+fi
+
+if [[ " $want " == *" postgres "* ]]; then
+  pgbin=$(pg_config --bindir 2>/dev/null || true)
+  if [ ! -x "$pgbin/initdb" ] && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+    echo "deps: installing PostgreSQL from the distribution's packages..." >&2
+    sudo_ apt-get update -qq
+    sudo_ env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
   fi
 fi

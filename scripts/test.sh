@@ -8,6 +8,35 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 export DUET_REQUIRE_BROWSER=1 DUET_REQUIRE_ADB=1 DUET_REQUIRE_NODE=1
+
+# PostgreSQL: the store suite runs against both engines and the multi-process
+# tests need a server. Unless DUET_TEST_POSTGRES_URL names one, start a
+# throwaway cluster (initdb + pg_ctl in a temporary directory, trust auth, no
+# fsync, loopback, a free port; as the postgres user when run as root),
+# removed on exit. DUET_REQUIRE_POSTGRES=1 makes a missing server a failure.
+if [ -z "${DUET_TEST_POSTGRES_URL:-}" ]; then
+  pgbin=$(pg_config --bindir 2>/dev/null || true)
+  [ -x "$pgbin/initdb" ] || pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+  pgdir=$(mktemp -d "${TMPDIR:-/tmp}/duet-pg-XXXXXX")
+  as_pg() {
+    if [ "$(id -u)" != 0 ]; then "$@"
+    elif command -v runuser >/dev/null; then runuser -u postgres -- "$@"
+    else su postgres -s /bin/sh -c "$(printf '%q ' "$@")"; fi
+  }
+  if [ "$(id -u)" = 0 ]; then chmod 755 "$pgdir"; chown postgres "$pgdir"; fi
+  trap 'as_pg "$pgbin/pg_ctl" -D "$pgdir/data" -m immediate -w stop >/dev/null 2>&1 || true; rm -rf "$pgdir"' EXIT
+  as_pg "$pgbin/initdb" -D "$pgdir/data" -A trust -U postgres -E UTF8 --no-sync >/dev/null
+  for _ in 1 2 3 4 5 6 7 8 9 10; do
+    pgport=$((20000 + RANDOM % 30000))
+    if as_pg "$pgbin/pg_ctl" -D "$pgdir/data" -l "$pgdir/server.log" -w -t 60 start \
+      -o "-p $pgport -k $pgdir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400" >/dev/null; then
+      export DUET_TEST_POSTGRES_URL="postgres://postgres@127.0.0.1:$pgport/postgres?sslmode=disable"
+      break
+    fi
+  done
+  [ -n "${DUET_TEST_POSTGRES_URL:-}" ] || { echo "test: PostgreSQL did not start:" >&2; cat "$pgdir/server.log" >&2; exit 1; }
+fi
+export DUET_REQUIRE_POSTGRES=1
 export DUET_TEST_NODE_DIR="$PWD/test/node"
 
 unformatted=$(gofmt -l $(git ls-files '*.go'))

@@ -5,7 +5,6 @@ package app
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -31,7 +30,7 @@ import (
 	"github.com/duet-test/duet/internal/mcpserver"
 	"github.com/duet-test/duet/internal/netguard"
 	"github.com/duet-test/duet/internal/report"
-	"github.com/duet-test/duet/internal/sqlite"
+	"github.com/duet-test/duet/internal/vault"
 )
 
 // Version is the build's version, set with -ldflags "-X ...app.Version=v1.2.3".
@@ -62,7 +61,7 @@ type Options struct {
 // App is a running Duet.
 type App struct {
 	Config  *config.Config
-	Store   *sqlite.DB
+	Store   duet.Store // SQLite or PostgreSQL: the app never names the driver
 	Catalog *catalog.Catalog
 	MCP     *mcpserver.Server
 	Audit   *audit.Writer
@@ -80,9 +79,11 @@ type App struct {
 	// MCPClient is the one exit for calls to registered MCP servers.
 	MCPClient *mcpclient.Client
 
-	devices  func(string) error // device preset check; nil accepts any
-	self     *netguard.Self     // the addresses this process listens on
-	browsers *Browsers          // the engine's browser driver
+	devices     func(string) error // device preset check; nil accepts any
+	self        *netguard.Self     // the addresses this process listens on
+	browsers    *Browsers          // the engine's browser driver
+	loadKeyring func() (*vault.Keyring, error)
+	preflighted bool
 }
 
 // NewLogger returns the slog logger the configuration asks for, on w.
@@ -103,13 +104,9 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		opts.Stderr = os.Stderr
 	}
 	log := NewLogger(cfg, opts.Stderr)
-	path, err := cfg.DatabasePath()
+	db, err := OpenStore(ctx, cfg)
 	if err != nil {
-		return nil, &UsageError{err.Error()}
-	}
-	db, err := sqlite.Open(ctx, path, nil)
-	if err != nil {
-		return nil, &UsageError{fmt.Sprintf("%s (set DUET_HOME to a writable directory, or DUET_DATABASE_URL to a writable file)", duet.ErrorMessage(err))}
+		return nil, err
 	}
 	a := &App{Config: cfg, Store: db, Logger: log, devices: ValidDevice, self: &netguard.Self{}}
 	a.self.Add(cfg.Addr)
@@ -125,7 +122,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		Browser: a.browsers, Artifacts: a.Artifacts, HTTPClient: guard.Client(),
 		OnEvent: opts.OnEvent, Logger: log, Invoker: a.MCPClient,
 	})
-	a.Worker = engine.NewWorker(db, a.Engine, engine.WorkerOptions{Concurrency: cfg.Workers, Logger: log})
+	a.Worker = engine.NewWorker(db, a.Engine, engine.WorkerOptions{Concurrency: cfg.Workers, Lease: cfg.RunLease, Logger: log})
 	a.Catalog = catalog.New(db, catalog.Options{
 		Limits: catalog.Limits{
 			MaxConcurrent: cfg.MaxConcurrent, MaxPerCaller: cfg.MaxPerCaller, Timeout: cfg.CallTimeout,
@@ -192,6 +189,9 @@ func (a *App) Handler(o ServeOptions) http.Handler {
 // ctx ends, then stops gracefully: in-flight HTTP requests finish, runs in
 // flight are put back in the queue for the next start.
 func (a *App) Serve(ctx context.Context, ln net.Listener, o ServeOptions) error {
+	if err := a.Preflight(ctx); err != nil {
+		return err
+	}
 	srv := &http.Server{Handler: a.Handler(o), ReadHeaderTimeout: 10 * time.Second}
 	g, gctx := errgroup.WithContext(ctx)
 	a.self.Add(ln.Addr().String()) // tests may not call Duet's own API
@@ -211,17 +211,43 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, o ServeOptions) error 
 		defer cancel()
 		return srv.Shutdown(sctx)
 	})
-	g.Go(func() error { return a.Worker.Run(gctx) })
+	if a.Config.Workers > 0 {
+		g.Go(func() error { return a.Worker.Run(gctx) })
+	}
 	g.Go(func() error { a.maintain(gctx); return nil })
 	return g.Wait()
 }
 
 // RunWorkers runs only the workers (duet worker) until ctx ends.
 func (a *App) RunWorkers(ctx context.Context) error {
+	if a.Config.Workers < 1 {
+		return &UsageError{"DUET_WORKERS=0: a worker with no run slots would execute nothing; set DUET_WORKERS to 1 or more"}
+	}
+	if err := a.Preflight(ctx); err != nil {
+		return err
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return a.Worker.Run(gctx) })
 	g.Go(func() error { a.maintain(gctx); return nil })
 	return g.Wait()
+}
+
+// Preflight checks, before an instance starts serving or executing, what
+// must be the same on every instance of a database: the master key opens
+// the stored credentials. Serve and RunWorkers run it (once per App) if the
+// caller did not. A failure is a *UsageError (exit 2, one line).
+func (a *App) Preflight(ctx context.Context) error {
+	if a.preflighted {
+		return nil
+	}
+	if err := a.CheckMasterKey(ctx); err != nil {
+		if duet.ErrorCode(err) == duet.CodeUnavailable {
+			return err
+		}
+		return &UsageError{duet.ErrorMessage(err)}
+	}
+	a.preflighted = true
+	return nil
 }
 
 // maintain deletes expired idempotency records and artifacts every few

@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"sync"
 
@@ -49,9 +48,12 @@ func NewAndroid(cfg *config.Config, leases duet.DeviceLeaseStore, guard *netguar
 }
 
 // NewArtifactStore returns the artifact store of the configuration:
-// DUET_HOME/artifacts with DUET_ARTIFACT_RETENTION.
+// DUET_ARTIFACT_DIR (default DUET_HOME/artifacts) with
+// DUET_ARTIFACT_RETENTION. Instances on one PostgreSQL database share the
+// directory (docs/deployment.md), so a report reads the screenshots another
+// instance's worker took.
 func NewArtifactStore(cfg *config.Config) *artifact.Store {
-	return artifact.New(filepath.Join(cfg.Home, "artifacts"), cfg.ArtifactRetention)
+	return artifact.New(cfg.ArtifactPath(), cfg.ArtifactRetention)
 }
 
 // NewBrowser returns the engine's browser driver over a pool: each

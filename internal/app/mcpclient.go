@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/compiler"
+	"github.com/duet-test/duet/internal/config"
 	"github.com/duet-test/duet/internal/mcpclient"
 	"github.com/duet-test/duet/internal/vault"
 )
@@ -21,9 +23,10 @@ func (a *App) initMCPClient(opts Options) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
+	a.loadKeyring = a.keyringLoader(getenv)
 	a.MCPClient = mcpclient.New(mcpclient.Options{
 		Store:       a.Store,
-		Keyring:     a.keyringLoader(getenv),
+		Keyring:     a.loadKeyring,
 		Policy:      NetPolicy(a.Config, nil),
 		CallTimeout: a.Config.MCPCallTimeout,
 		Version:     Version,
@@ -36,6 +39,9 @@ func (a *App) initMCPClient(opts Options) {
 // DUET_MASTER_KEY_FILE or DUET_HOME/master.key, logging its warnings.
 func (a *App) keyringLoader(getenv func(string) string) func() (*vault.Keyring, error) {
 	return func() (*vault.Keyring, error) {
+		if err := a.sharedKeyConfigured(getenv); err != nil {
+			return nil, err
+		}
 		kr, info, err := vault.LoadKeyring(getenv, a.Config.Home)
 		if err != nil {
 			return nil, err
@@ -50,6 +56,55 @@ func (a *App) keyringLoader(getenv func(string) string) func() (*vault.Keyring, 
 		return kr, nil
 	}
 }
+
+// sharedKeyConfigured refuses, on a database several instances share, to
+// generate a master key into this instance's DUET_HOME: each instance would
+// make its own and none could open the others' credentials. There the key
+// comes from DUET_MASTER_KEY or DUET_MASTER_KEY_FILE (or a key file copied
+// into every DUET_HOME). Returns INVALID_ARGUMENT.
+func (a *App) sharedKeyConfigured(getenv func(string) string) error {
+	if a.Config.Engine() != config.EnginePostgres || getenv(vault.EnvMasterKey) != "" || getenv(vault.EnvMasterKeyFile) != "" {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(a.Config.Home, vault.KeyFileName)); err == nil {
+		return nil
+	}
+	return duet.Errorf(duet.CodeInvalidArgument, "on a PostgreSQL database every instance must use the same master key for MCP credentials: set %s or %s to it on every instance (docs/deployment.md)",
+		vault.EnvMasterKey, vault.EnvMasterKeyFile)
+}
+
+// CheckMasterKey refuses to start an instance whose master key cannot open
+// the credentials already stored: on a shared database that means its key
+// differs from the other instances' (it would fail every mcpCall of every
+// user, and seal new credentials the others cannot open). It opens every
+// stored credential; with none stored there is nothing to check. The error
+// says how many failed and what to set; it never contains key material.
+// Returns INVALID_ARGUMENT, UNAVAILABLE.
+func (a *App) CheckMasterKey(ctx context.Context) error {
+	creds, err := a.Store.FindCredentials(ctx)
+	if err != nil || len(creds) == 0 {
+		return err
+	}
+	kr, err := a.MCPKeyring()
+	if err != nil {
+		return duet.WrapError(duet.CodeInvalidArgument, err, "%d MCP credentials are stored but no master key can be loaded: %s", len(creds), duet.ErrorMessage(err))
+	}
+	bad := 0
+	for _, c := range creds {
+		if _, err := kr.Open(c.Ciphertext, vault.AAD(c.Owner, c.ServerKey)); err != nil {
+			bad++
+		}
+	}
+	if bad > 0 {
+		return duet.Errorf(duet.CodeInvalidArgument, "this instance's master key (id %s) cannot open %d of the %d MCP credentials stored in the database: "+
+			"set %s or %s to the key the other instances use (add the old one to %s after a rotation), or remove those registrations with `duet server remove`",
+			kr.PrimaryID(), bad, len(creds), vault.EnvMasterKey, vault.EnvMasterKeyFile, vault.EnvMasterKeyPrevious)
+	}
+	return nil
+}
+
+// MCPKeyring loads the master keyring exactly as the MCP client does.
+func (a *App) MCPKeyring() (*vault.Keyring, error) { return a.loadKeyring() }
 
 // Keyring loads the master keyring as the MCP client does (for `duet vault`).
 func (a *App) Keyring(getenv func(string) string) (*vault.Keyring, vault.LoadInfo, error) {

@@ -12,6 +12,9 @@ import (
 	"github.com/duet-test/duet"
 )
 
+// maxPending bounds the records kept while the database is unavailable.
+const maxPending = 100_000
+
 // Writer batches audit records into a store. It implements catalog.Auditor.
 type Writer struct {
 	store    duet.AuditStore
@@ -60,6 +63,7 @@ func (w *Writer) loop() {
 	t := time.NewTicker(w.interval)
 	defer t.Stop()
 	var batch []*duet.AuditRecord
+	waiting := false // the database was unavailable at the last flush
 	flush := func() {
 		if len(batch) == 0 {
 			return
@@ -67,8 +71,18 @@ func (w *Writer) loop() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := w.store.AppendAudit(ctx, batch); err != nil {
+			// A database away for a moment (a restart, a failover) keeps
+			// the records for the next flush, up to maxPending of them.
+			if duet.ErrorCode(err) == duet.CodeUnavailable && len(batch) < maxPending {
+				if !waiting {
+					w.log.Warn("audit records wait for the database", "records", len(batch), "err", err)
+				}
+				waiting = true
+				return
+			}
 			w.log.Error("storing audit records", "records", len(batch), "err", err)
 		}
+		waiting = false
 		batch = nil
 	}
 	for {

@@ -1,6 +1,7 @@
 package audit_test
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -38,5 +39,46 @@ func TestNothingLost(t *testing.T) {
 	recs, _ = db.FindAudit(t.Context(), duet.AuditFilter{Limit: 5000})
 	if len(recs) != 1002 {
 		t.Fatalf("after Close: got %d records, want 1002", len(recs))
+	}
+}
+
+// away is an audit store whose database is unavailable for its first
+// attempts, as during a restart.
+type away struct {
+	*sqlite.DB
+	mu    sync.Mutex
+	fails int
+}
+
+func (s *away) AppendAudit(ctx context.Context, recs []*duet.AuditRecord) error {
+	s.mu.Lock()
+	if s.fails > 0 {
+		s.fails--
+		s.mu.Unlock()
+		return duet.Errorf(duet.CodeUnavailable, "database unavailable")
+	}
+	s.mu.Unlock()
+	return s.DB.AppendAudit(ctx, recs)
+}
+
+// TestDatabaseAwayLosesNothing: records of calls made while the database
+// restarts are stored once it is back.
+func TestDatabaseAwayLosesNothing(t *testing.T) {
+	t.Parallel()
+	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "d.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	st := &away{DB: db, fails: 3}
+	w := audit.NewWriter(st, 10*time.Millisecond, nil)
+	for i := range 50 {
+		w.Record(&duet.AuditRecord{Time: time.Now(), TraceID: fmt.Sprint(i), Caller: "u", Method: "tools/call", Outcome: duet.CodeUnavailable})
+		time.Sleep(time.Millisecond)
+	}
+	w.Close()
+	recs, _ := db.FindAudit(t.Context(), duet.AuditFilter{Limit: 5000})
+	if len(recs) != 50 {
+		t.Fatalf("after the database came back: got %d records, want 50", len(recs))
 	}
 }

@@ -105,6 +105,7 @@ Run "duet config" to see every setting.`,
 		assetCmd(env), generateCmd(env), reportCmd(env),
 		serverCmd(env), vaultCmd(env), conformanceClientCmd(env),
 		deviceCmd(env),
+		migrateCmd(env),
 	)
 	return root
 }

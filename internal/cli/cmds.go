@@ -343,7 +343,7 @@ func configCmd(env Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			db, _ := cfg.DatabasePath()
+			db := cfg.DatabaseDescription()
 			fmt.Fprintf(env.Stdout, "DUET_HOME=%s\ndatabase=%s\nDUET_ADDR=%s\nDUET_USER=%s\ngateway keys=%d configured\n", cfg.Home, db, cfg.Addr, cfg.User, len(cfg.GatewayAPIKeys))
 			for _, o := range config.Options() {
 				v := env.Getenv(o.Env)

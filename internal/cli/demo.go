@@ -99,7 +99,7 @@ func runDemo(cmd *cobra.Command, env Env, home string, keep bool) error {
 		switch k {
 		case "DUET_HOME":
 			return home
-		case "DUET_DATABASE_URL", "DUET_ADDR":
+		case "DUET_DATABASE_URL", "DUET_DATABASE_URL_FILE", "DUET_ARTIFACT_DIR", "DUET_ADDR":
 			return ""
 		case "DUET_MCP_ALLOW_LOOPBACK":
 			return "true" // the sample order server runs on this machine

@@ -25,8 +25,11 @@ func serveCmd(env Env) *cobra.Command {
   /mcp/tools/list    MCP-Lite REST dialect
   /mcp/tools/call    MCP-Lite REST dialect
   /healthz, /readyz  liveness and readiness
-It also runs DUET_WORKERS run workers. On SIGTERM it stops gracefully: runs in
-flight go back to the queue and resume on the next start.`,
+It also runs DUET_WORKERS run workers (0: none, an API-only instance beside
+"duet worker" processes). On SIGTERM it stops gracefully: it stops accepting
+connections and claiming runs, lets requests and steps in flight finish (runs
+still in flight after a short grace go back to the queue, where any worker
+resumes them), flushes the audit trail and closes the database pool.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := loadConfig(env)
@@ -39,7 +42,7 @@ flight go back to the queue and resume on the next start.`,
 			if workers > 0 {
 				cfg.Workers = workers
 			}
-			opts, so := app.Options{Stderr: env.Stderr}, app.ServeOptions{Sessions: sessions}
+			opts, so := app.Options{Stderr: env.Stderr, Getenv: env.Getenv}, app.ServeOptions{Sessions: sessions}
 			if fixtures {
 				// Test only: the conformance suite's fixture catalog, open
 				// to unauthenticated callers as one fixed test identity.
@@ -53,11 +56,15 @@ flight go back to the queue and resume on the next start.`,
 				return err
 			}
 			defer a.Close()
+			if err := a.Preflight(cmd.Context()); err != nil {
+				return err
+			}
 			ln, err := net.Listen("tcp", cfg.Addr)
 			if err != nil {
 				return usage("cannot listen on %s: %v (set DUET_ADDR or --addr)", cfg.Addr, err)
 			}
-			a.Logger.Info("duet serving", "addr", ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp/http", "home", cfg.Home, "workers", cfg.Workers, "sessions", sessions)
+			a.Logger.Info("duet serving", "addr", ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp/http", "home", cfg.Home,
+				"database", cfg.Engine(), "workers", cfg.Workers, "worker", a.Worker.ID(), "sessions", sessions)
 			if fixtures {
 				a.Logger.Warn("conformance fixtures mounted: unauthenticated callers act as " + conformance.User + " (test only)")
 			}
@@ -76,8 +83,16 @@ func workerCmd(env Env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "worker",
 		Short: "Execute queued runs without serving HTTP",
-		Args:  cobra.NoArgs,
+		Long: `worker executes queued runs (DUET_WORKERS at once) without serving HTTP: add
+workers for more execution capacity on the same database (several machines on
+one PostgreSQL: docs/deployment.md). On SIGTERM it stops claiming, gives runs in
+flight a short grace to finish their step, puts the rest back in the queue and
+closes the database pool.`,
+		Args: cobra.NoArgs,
 		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, _ string) error {
+			if err := a.Preflight(cmd.Context()); err != nil {
+				return err
+			}
 			a.Logger.Info("duet worker started", "id", a.Worker.ID(), "workers", a.Config.Workers)
 			return a.RunWorkers(cmd.Context())
 		}),
@@ -102,7 +117,13 @@ exits are executed by "duet serve" or "duet worker", or by the next "duet mcp".`
 			ctx := cmd.Context()
 			done := make(chan error, 1)
 			wctx, stopWorkers := context.WithCancel(ctx)
-			go func() { done <- a.Worker.Run(wctx) }()
+			go func() {
+				if a.Config.Workers == 0 {
+					done <- nil // API only: `duet worker` processes execute the runs
+					return
+				}
+				done <- a.Worker.Run(wctx)
+			}()
 			err := a.MCP.ServeStdio(ctx, duet.Caller{UserID: a.Config.User}, env.Stdin, nopWriteCloser{env.Stdout})
 			stopWorkers()
 			<-done

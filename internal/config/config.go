@@ -22,7 +22,8 @@ import (
 // Config is every setting of a Duet process.
 type Config struct {
 	Home        string // DUET_HOME
-	DatabaseURL string // DUET_DATABASE_URL
+	DatabaseURL string // DUET_DATABASE_URL (a secret: it may hold a password)
+	ArtifactDir string // DUET_ARTIFACT_DIR; "" means DUET_HOME/artifacts
 	Addr        string // DUET_ADDR
 	User        string // DUET_USER: the identity of stdio callers and of CLI commands without --as
 	LogLevel    string
@@ -57,6 +58,16 @@ type Config struct {
 	MCPAllowPrivate  bool
 	MCPAllowLoopback bool
 	MCPCallTimeout   time.Duration
+
+	RunLease time.Duration // how long a worker holds a run without renewing it
+
+	// PostgreSQL connection pool (ignored on SQLite). Zero values mean the
+	// defaults of the table below.
+	DBMaxConns        int
+	DBMinConns        int
+	DBMaxConnLifetime time.Duration
+	DBMaxConnIdleTime time.Duration
+	DBConnectTimeout  time.Duration
 }
 
 // Option is one row of the settings table.
@@ -74,8 +85,20 @@ func Options() []Option { return options }
 var options = []Option{
 	{Env: "DUET_HOME", Doc: "Data directory (database, master key, artifacts). Default: $XDG_DATA_HOME/duet, else ~/.local/share/duet.",
 		set: func(c *Config, v string) error { c.Home = v; return nil }},
-	{Env: "DUET_DATABASE_URL", Doc: "Database: a SQLite file path (or sqlite:PATH / file:PATH). Default: duet.db inside DUET_HOME.",
-		set: func(c *Config, v string) error { c.DatabaseURL = v; return nil }},
+	{Env: "DUET_DATABASE_URL", Secret: true, Doc: "Database: a SQLite file path (or sqlite:PATH / file:PATH), or a PostgreSQL URL (postgres://USER:PASSWORD@HOST:PORT/DB?sslmode=...; postgresql:// too) " +
+		"for several `duet serve` and `duet worker` processes on one database; the libpq variables (PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE, PGSSLMODE, ...) fill in what the URL leaves out. " +
+		"Default: duet.db inside DUET_HOME. See docs/deployment.md.",
+		set: func(c *Config, v string) error { c.DatabaseURL = strings.TrimSpace(v); return nil }},
+	{Env: "DUET_DATABASE_MAX_CONNS", Default: "16", Doc: "PostgreSQL: most connections each process opens (size max_connections for every instance and worker).",
+		set: intSet(func(c *Config) *int { return &c.DBMaxConns }, 1, 10000)},
+	{Env: "DUET_DATABASE_MIN_CONNS", Default: "0", Doc: "PostgreSQL: connections each process keeps open while idle.",
+		set: intSet(func(c *Config) *int { return &c.DBMinConns }, 0, 10000)},
+	{Env: "DUET_DATABASE_MAX_CONN_LIFETIME", Default: "1h", Doc: "PostgreSQL: a connection older than this is closed and replaced (after a failover, connections move to the new primary within this time).",
+		set: durSet(func(c *Config) *time.Duration { return &c.DBMaxConnLifetime })},
+	{Env: "DUET_DATABASE_MAX_CONN_IDLE_TIME", Default: "30m", Doc: "PostgreSQL: an idle connection is closed after this long.",
+		set: durSet(func(c *Config) *time.Duration { return &c.DBMaxConnIdleTime })},
+	{Env: "DUET_DATABASE_CONNECT_TIMEOUT", Default: "5s", Doc: "PostgreSQL: time limit of opening one connection (while the database is unreachable, calls fail with UNAVAILABLE after this).",
+		set: durSet(func(c *Config) *time.Duration { return &c.DBConnectTimeout })},
 	{Env: "DUET_ADDR", Default: "127.0.0.1:8420", Doc: "Address `duet serve` listens on (host:port).",
 		set: func(c *Config, v string) error {
 			if _, _, err := net.SplitHostPort(v); err != nil {
@@ -101,7 +124,7 @@ var options = []Option{
 		c.LogFormat = v
 		return nil
 	}},
-	{Env: "DUET_WORKERS", Default: "2", Doc: "Runs `duet serve` executes at once.", set: intSet(func(c *Config) *int { return &c.Workers }, 1, 256)},
+	{Env: "DUET_WORKERS", Default: "2", Doc: "Runs `duet serve` (and `duet worker`) executes at once. 0 makes `duet serve` an API-only instance: `duet worker` processes on the same PostgreSQL database execute the runs.", set: intSet(func(c *Config) *int { return &c.Workers }, 0, 256)},
 	{Env: "DUET_PARALLEL", Default: "2", Doc: "Cases executed at once within one run.", set: intSet(func(c *Config) *int { return &c.Parallel }, 1, 64)},
 	{Env: "DUET_STEP_TIMEOUT", Default: "30s", Doc: "Default time limit of a step (a step's own timeout wins).", set: durSet(func(c *Config) *time.Duration { return &c.StepTimeout })},
 	{Env: "DUET_CASE_TIMEOUT", Default: "10m", Doc: "Default time limit of a case.", set: durSet(func(c *Config) *time.Duration { return &c.CaseTimeout })},
@@ -141,6 +164,14 @@ var options = []Option{
 		}},
 	{Env: "DUET_ADB_PATH", Doc: "adb executable for Android phones (--device android:SERIAL). Default: adb on PATH.",
 		set: func(c *Config, v string) error { c.ADBPath = v; return nil }},
+	{Env: "DUET_ARTIFACT_DIR", Doc: "Directory of run artifacts (screenshots). Several instances on one PostgreSQL database must all see the same directory (a shared volume): see docs/deployment.md. Default: artifacts inside DUET_HOME.",
+		set: func(c *Config, v string) error {
+			if !filepath.IsAbs(v) {
+				return fmt.Errorf("want an absolute path (nothing depends on the working directory), got %q", v)
+			}
+			c.ArtifactDir = filepath.Clean(v)
+			return nil
+		}},
 	{Env: "DUET_ARTIFACT_RETENTION", Default: "720h", Doc: "How long screenshots are kept (0 keeps them forever).", set: func(c *Config, v string) error {
 		if v == "0" {
 			c.ArtifactRetention = 0
@@ -172,6 +203,15 @@ var options = []Option{
 			return nil
 		}},
 	{Env: "DUET_MCP_CALL_TIMEOUT", Default: "30s", Doc: "Time limit of one call to a registered MCP server.", set: durSet(func(c *Config) *time.Duration { return &c.MCPCallTimeout })},
+	{Env: "DUET_RUN_LEASE", Default: "30s", Doc: "How long a worker holds a run between heartbeats (it renews every third of this). A run whose worker died (kill -9, lost machine) is resumed by another worker after this.",
+		set: func(c *Config, v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < time.Second {
+				return fmt.Errorf("want a duration of at least 1s, got %q", v)
+			}
+			c.RunLease = d
+			return nil
+		}},
 }
 
 func splitList(v string) []string {
@@ -306,14 +346,58 @@ func osUser(getenv func(string) string) string {
 	return "local"
 }
 
+// Database engines (Config.Engine).
+const (
+	EngineSQLite   = "sqlite"
+	EnginePostgres = "postgres"
+)
+
+// Engine returns the database engine DUET_DATABASE_URL selects: postgres for
+// a postgres:// or postgresql:// URL, sqlite otherwise.
+func (c *Config) Engine() string {
+	if IsPostgresURL(c.DatabaseURL) {
+		return EnginePostgres
+	}
+	return EngineSQLite
+}
+
+// IsPostgresURL reports whether u names a PostgreSQL database.
+func IsPostgresURL(u string) bool {
+	l := strings.ToLower(u)
+	return strings.HasPrefix(l, "postgres://") || strings.HasPrefix(l, "postgresql://")
+}
+
+// DatabaseDescription names the database for messages and logs without
+// any secret: the SQLite path, or "PostgreSQL" (the URL may hold a
+// password and is never printed).
+func (c *Config) DatabaseDescription() string {
+	if c.Engine() == EnginePostgres {
+		return "PostgreSQL (DUET_DATABASE_URL)"
+	}
+	p, err := c.DatabasePath()
+	if err != nil {
+		return "(invalid DUET_DATABASE_URL)"
+	}
+	return p
+}
+
+// ArtifactPath returns the artifact directory: DUET_ARTIFACT_DIR, else
+// DUET_HOME/artifacts.
+func (c *Config) ArtifactPath() string {
+	if c.ArtifactDir != "" {
+		return c.ArtifactDir
+	}
+	return filepath.Join(c.Home, "artifacts")
+}
+
 // DatabasePath returns the SQLite file the configuration names.
 func (c *Config) DatabasePath() (string, error) {
 	u := c.DatabaseURL
 	switch {
 	case u == "":
 		return filepath.Join(c.Home, "duet.db"), nil
-	case strings.HasPrefix(u, "postgres://"), strings.HasPrefix(u, "postgresql://"):
-		return "", &Error{"DUET_DATABASE_URL", errors.New("this build stores data in SQLite only; PostgreSQL support comes with the multi-instance work. Use a file path")}
+	case IsPostgresURL(u):
+		return "", &Error{"DUET_DATABASE_URL", errors.New("names a PostgreSQL database, not a SQLite file")}
 	case strings.HasPrefix(u, "sqlite://"):
 		u = strings.TrimPrefix(u, "sqlite://")
 	case strings.HasPrefix(u, "sqlite:"):

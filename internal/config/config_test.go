@@ -32,7 +32,7 @@ func TestDefaults(t *testing.T) {
 
 func TestErrorsNameTheVariable(t *testing.T) {
 	t.Parallel()
-	for k, v := range map[string]string{"DUET_ADDR": "nope", "DUET_WORKERS": "0", "DUET_CALL_TIMEOUT": "soon", "DUET_LOG_LEVEL": "loud", "DUET_MCP_ALLOW_PRIVATE": "maybe"} {
+	for k, v := range map[string]string{"DUET_ADDR": "nope", "DUET_WORKERS": "-1", "DUET_CALL_TIMEOUT": "soon", "DUET_LOG_LEVEL": "loud", "DUET_MCP_ALLOW_PRIVATE": "maybe"} {
 		_, err := Load(env(map[string]string{"HOME": "/h", k: v}))
 		if err == nil || !strings.HasPrefix(err.Error(), k+":") {
 			t.Errorf("%s=%s: got %v", k, v, err)
@@ -70,5 +70,69 @@ func TestDocumentIsCurrent(t *testing.T) {
 	b, err := os.ReadFile("../../docs/configuration.md")
 	if err != nil || string(b) != Document() {
 		t.Fatalf("docs/configuration.md is stale; regenerate it: go run ./cmd/duet config --markdown > docs/configuration.md")
+	}
+}
+
+func TestDatabaseSelection(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		url, engine string
+	}{
+		{"", EngineSQLite},
+		{"/srv/duet/duet.db", EngineSQLite},
+		{"sqlite:/srv/duet.db", EngineSQLite},
+		{"postgres://duet@db:5432/duet", EnginePostgres},
+		{"postgresql://duet@db/duet?sslmode=require", EnginePostgres},
+		{"POSTGRES://db/duet", EnginePostgres},
+		{"postgres://", EnginePostgres}, // everything from the PG* variables
+	} {
+		c, err := Load(env(map[string]string{"HOME": "/h", "DUET_DATABASE_URL": tc.url}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Engine(); got != tc.engine {
+			t.Errorf("%q: got %s, want %s", tc.url, got, tc.engine)
+		}
+		if tc.engine == EnginePostgres {
+			if _, err := c.DatabasePath(); err == nil {
+				t.Errorf("%q: DatabasePath: got no error", tc.url)
+			}
+			if d := c.DatabaseDescription(); strings.Contains(d, "duet@") {
+				t.Errorf("%q: the description quotes the URL: %s", tc.url, d)
+			}
+		}
+	}
+}
+
+func TestDatabaseURLIsASecret(t *testing.T) {
+	t.Parallel()
+	f := filepath.Join(t.TempDir(), "url")
+	os.WriteFile(f, []byte("postgres://duet:s3cret-pw@db/duet\n"), 0o600)
+	c, err := Load(env(map[string]string{"HOME": "/h", "DUET_DATABASE_URL_FILE": f}))
+	if err != nil || c.DatabaseURL != "postgres://duet:s3cret-pw@db/duet" || c.Engine() != EnginePostgres {
+		t.Fatalf("from a file: got %q %v", c.DatabaseURL, err)
+	}
+	if !strings.Contains(Markdown(), "`DUET_DATABASE_URL` | `—` |") || !strings.Contains(Markdown(), "secret: never printed") {
+		t.Fatal("DUET_DATABASE_URL is not documented as a secret")
+	}
+}
+
+func TestScaleOutSettings(t *testing.T) {
+	t.Parallel()
+	c, err := Load(env(map[string]string{"HOME": "/h"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.RunLease != 30*time.Second || c.DBMaxConns != 16 || c.DBConnectTimeout != 5*time.Second || c.ArtifactPath() != filepath.Join(c.Home, "artifacts") {
+		t.Fatalf("defaults: lease %s, max conns %d, connect timeout %s, artifacts %s", c.RunLease, c.DBMaxConns, c.DBConnectTimeout, c.ArtifactPath())
+	}
+	c, err = Load(env(map[string]string{"HOME": "/h", "DUET_ARTIFACT_DIR": "/mnt/shared/artifacts/", "DUET_RUN_LEASE": "5s", "DUET_WORKERS": "0", "DUET_DATABASE_MAX_CONNS": "4"}))
+	if err != nil || c.ArtifactPath() != "/mnt/shared/artifacts" || c.RunLease != 5*time.Second || c.Workers != 0 || c.DBMaxConns != 4 {
+		t.Fatalf("set: %+v %v", c, err)
+	}
+	for k, v := range map[string]string{"DUET_ARTIFACT_DIR": "relative/dir", "DUET_RUN_LEASE": "500ms", "DUET_DATABASE_MAX_CONNS": "0", "DUET_DATABASE_CONNECT_TIMEOUT": "soon"} {
+		if _, err := Load(env(map[string]string{"HOME": "/h", k: v})); err == nil || !strings.HasPrefix(err.Error(), k+":") {
+			t.Errorf("%s=%s: got %v", k, v, err)
+		}
 	}
 }

@@ -25,7 +25,7 @@ type caseRun struct {
 func (e *Engine) executeCase(ctx context.Context, run *duet.Run, task *duet.Task, x *duet.Execution) {
 	now := time.Now()
 	x.StartedAt = &now
-	if err := e.store.StartExecution(ctx, x); err != nil {
+	if err := retryUnavailable(ctx, func(ctx context.Context) error { return e.store.StartExecution(ctx, x) }); err != nil {
 		e.log.ErrorContext(ctx, "starting execution", "execution", x.ID, "err", err)
 		return
 	}
@@ -86,9 +86,9 @@ func (e *Engine) executeCase(ctx context.Context, run *duet.Run, task *duet.Task
 	end := time.Now()
 	x.FinishedAt = &end
 	x.Vars = persistVars(cr.saved)
-	fctx, cancel2 := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	fctx, cancel2 := context.WithTimeout(context.WithoutCancel(ctx), storeWriteTimeout)
 	defer cancel2()
-	if err := e.store.FinishExecution(fctx, x); err != nil {
+	if err := retryUnavailable(fctx, func(ctx context.Context) error { return e.store.FinishExecution(ctx, x) }); err != nil {
 		e.log.ErrorContext(ctx, "finishing execution", "execution", x.ID, "err", err)
 	}
 }
@@ -112,9 +112,10 @@ func statusOfCtx(runCtx, caseCtx context.Context) (duet.RunStatus, duet.Code, st
 
 func (e *Engine) saveResult(ctx context.Context, x *duet.Execution, res *duet.StepResult, saved map[string]any) {
 	x.Results = append(x.Results, res)
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeWriteTimeout)
 	defer cancel()
-	if err := e.store.SaveStepResult(sctx, x.ID, res, persistVars(saved)); err != nil {
+	vars := persistVars(saved)
+	if err := retryUnavailable(sctx, func(ctx context.Context) error { return e.store.SaveStepResult(ctx, x.ID, res, vars) }); err != nil {
 		e.log.ErrorContext(ctx, "saving step result", "execution", x.ID, "step", res.Index, "err", err)
 	}
 }

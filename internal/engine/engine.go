@@ -224,9 +224,9 @@ func (e *Engine) Execute(ctx context.Context, run *duet.Run) error {
 func (e *Engine) finishRun(ctx context.Context, run *duet.Run, status duet.RunStatus, code duet.Code, msg string) error {
 	now := time.Now()
 	run.Status, run.ErrorCode, run.ErrorMessage, run.FinishedAt = status, code, msg, &now
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeWriteTimeout)
 	defer cancel()
-	if err := e.store.FinishRun(ctx, run); err != nil {
+	if err := retryUnavailable(ctx, func(ctx context.Context) error { return e.store.FinishRun(ctx, run) }); err != nil {
 		return fmt.Errorf("finishing run %s: %w", run.ID, err)
 	}
 	return nil

@@ -10,14 +10,12 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/pressly/goose/v3"
 	sqlite3 "modernc.org/sqlite"
 	sqlite3lib "modernc.org/sqlite/lib"
 
@@ -96,6 +94,9 @@ func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 	}
 	if err := migrate(ctx, sdb); err != nil {
 		sdb.Close()
+		if de := (*duet.Error)(nil); errors.As(err, &de) {
+			return nil, duet.WrapError(duet.CodeUnavailable, err, "database %s: %s", abs, de.Message)
+		}
 		return nil, duet.WrapError(duet.CodeUnavailable, err, "cannot prepare database %s: %v", abs, rootCause(err))
 	}
 	d := &DB{db: sdb, q: &stmtCache{db: sdb, stmts: map[string]*sql.Stmt{}}, path: abs, now: opts.Now}
@@ -106,12 +107,11 @@ func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 }
 
 func migrate(ctx context.Context, db *sql.DB) error {
-	fsys, err := fs.Sub(migrations, "migrations")
+	p, err := provider(db)
 	if err != nil {
 		return err
 	}
-	p, err := goose.NewProvider(goose.DialectSQLite3, db, fsys)
-	if err != nil {
+	if err := checkNotNewer(ctx, p); err != nil {
 		return err
 	}
 	_, err = p.Up(ctx)

@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/duet-test/duet"
@@ -60,5 +61,45 @@ func TestReopenKeepsData(t *testing.T) {
 	defer db.Close()
 	if _, err := db.FindTaskByName(t.Context(), "alice", "x"); err != nil {
 		t.Fatalf("after reopen: %v", err)
+	}
+}
+
+// TestSharedStore runs the cases several processes on one database rely
+// on, with two handles on one file.
+func TestSharedStore(t *testing.T) {
+	storetest.RunShared(t, func(t *testing.T) (duet.Store, func() duet.Store) {
+		path := filepath.Join(t.TempDir(), "duet.db")
+		openAt := func() duet.Store {
+			db, err := sqlite.Open(t.Context(), path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			return db
+		}
+		return openAt(), openAt
+	})
+}
+
+// TestNewerSchemaRefused: a file migrated by a newer duet is refused with
+// both versions in the message, not opened half-understood.
+func TestNewerSchemaRefused(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "duet.db")
+	db, err := sqlite.Open(t.Context(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.SQL().ExecContext(t.Context(), `INSERT INTO goose_db_version (version_id, is_applied) VALUES (99, 1)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	_, err = sqlite.Open(t.Context(), path, nil)
+	if duet.ErrorCode(err) != duet.CodeUnavailable || !strings.Contains(duet.ErrorMessage(err), "version 99, newer than this duet knows") {
+		t.Fatalf("got %v", err)
+	}
+	ms, v, err := sqlite.Migrations(t.Context(), path)
+	if err != nil || v != 99 || len(ms) == 0 {
+		t.Fatalf("Migrations: version %d, %d known, %v", v, len(ms), err)
 	}
 }

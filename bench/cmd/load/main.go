@@ -12,6 +12,10 @@
 //  3. `duet mcp` cold start to the first result.
 //  4. Run throughput of http-step cases (engine and workers in-process
 //     against a local HTTP server).
+//  5. Scale-out on PostgreSQL (-postgres URL): governed get_test_task
+//     req/s at -c with one and two `duet serve` instances on PostgreSQL
+//     beside one on SQLite, and run throughput of http-step cases with one
+//     and two `duet worker` processes (scale.go).
 //
 // Catalog sync of 1,000 tools and invoke() overhead belong to the MCP client
 // side (branch mcpclient); see docs/performance.md for where they plug in.
@@ -46,7 +50,9 @@ var (
 	dur      = flag.Duration("d", 10*time.Second, "duration of each load run")
 	warm     = flag.Duration("warmup", 2*time.Second, "warm-up before each load run")
 	seqN     = flag.Int("n", 2000, "calls per boundary measurement")
-	only     = flag.String("only", "", "comma-separated sections to run: load,boundary,cold,runs (default all)")
+	only     = flag.String("only", "", "comma-separated sections to run: load,boundary,cold,runs,scale (default all)")
+	rounds   = flag.Int("rounds", 3, "scale section: rounds of each row, interleaved (medians are reported)")
+	pgURL    = flag.String("postgres", os.Getenv("DUET_TEST_POSTGRES_URL"), "PostgreSQL server for the scale section (default $DUET_TEST_POSTGRES_URL; a schema is created and dropped)")
 	targets  = flag.String("targets", "duet,gosdk,mcpgo,floor", "load targets")
 	suite    = flag.String("suite", "examples/api-smoke.yaml", "suite to seed Duet with (relative to the repository)")
 	repo     = flag.String("repo", "..", "repository root")
@@ -84,6 +90,9 @@ func main() {
 	}
 	if want("runs") {
 		runThroughput(filepath.Join(tmp, "runs"))
+	}
+	if want("scale") {
+		scaleTables(home, filepath.Join(tmp, "scale"))
 	}
 }
 
@@ -216,19 +225,35 @@ type loadResult struct {
 	elapsed  time.Duration
 	p50, p99 time.Duration
 	cpu      time.Duration
+	dbCPU    time.Duration // of the database server's backends (PostgreSQL)
 }
 
 func (r loadResult) rps() float64 { return float64(r.n) / r.elapsed.Seconds() }
 
 // hammer runs -c clients posting body to p for -d after a warm-up.
 func hammer(name string, p *proc, body string) loadResult {
+	return hammerAll(name, []*proc{p}, body, nil)
+}
+
+// hammerAll runs -c clients posting body for -d after a warm-up, spread
+// over ps round-robin as a load balancer without sticky sessions would;
+// the CPU is that of every process of ps, plus extra (database backends).
+func hammerAll(name string, ps []*proc, body string, extra func() time.Duration) loadResult {
+	cpu := func() time.Duration {
+		var d time.Duration
+		for _, p := range ps {
+			d += p.cpu()
+		}
+		return d
+	}
 	run := func(d time.Duration, record bool) ([]time.Duration, int) {
 		var mu sync.Mutex
 		var lat []time.Duration
 		var errs atomic.Int64
 		stopAt := time.Now().Add(d)
 		var wg sync.WaitGroup
-		for range *conc {
+		for i := range *conc {
+			p := ps[i%len(ps)]
 			wg.Go(func() {
 				var mine []time.Duration
 				for time.Now().Before(stopAt) {
@@ -251,9 +276,16 @@ func hammer(name string, p *proc, body string) loadResult {
 		return lat, int(errs.Load())
 	}
 	run(*warm, false)
-	c0, t0 := p.cpu(), time.Now()
+	var x0 time.Duration
+	if extra != nil {
+		x0 = extra()
+	}
+	c0, t0 := cpu(), time.Now()
 	lat, errs := run(*dur, true)
-	r := loadResult{name: name, n: len(lat), errs: errs, elapsed: time.Since(t0), cpu: p.cpu() - c0}
+	r := loadResult{name: name, n: len(lat), errs: errs, elapsed: time.Since(t0), cpu: cpu() - c0}
+	if extra != nil {
+		r.dbCPU = extra() - x0
+	}
 	slices.Sort(lat)
 	if len(lat) > 0 {
 		r.p50, r.p99 = lat[len(lat)/2], lat[len(lat)*99/100]

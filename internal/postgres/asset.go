@@ -1,0 +1,315 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/duet-test/duet"
+)
+
+var (
+	_ duet.AssetStore      = (*DB)(nil)
+	_ duet.GenerationStore = (*DB)(nil)
+)
+
+// assetVisible is the condition under which viewer $1 may see asset a.
+const assetVisible = `(a.owner = $1 OR EXISTS (SELECT 1 FROM asset_shares s WHERE s.asset_id = a.id AND s.user_id IN ($1, '*')))`
+
+const assetColumns = `a.id, a.kind, a.name, a.owner, v.version, v.description, v.body, a.created_at, v.created_at`
+
+func scanAsset(r pgx.Row) (*duet.Asset, error) {
+	var a duet.Asset
+	if err := r.Scan(&a.ID, &a.Kind, &a.Name, &a.Owner, &a.Version, &a.Description, &a.Body, &a.CreatedAt, &a.UpdatedAt); err != nil {
+		return nil, err
+	}
+	a.CreatedAt, a.UpdatedAt = utc(a.CreatedAt), utc(a.UpdatedAt)
+	return &a, nil
+}
+
+// loadAssetShares fills SharedWith and Visibility of the assets.
+func loadAssetShares(ctx context.Context, q querier, assets ...*duet.Asset) error {
+	if len(assets) == 0 {
+		return nil
+	}
+	byID := make(map[string]*duet.Asset, len(assets))
+	ids := make([]string, 0, len(assets))
+	for _, a := range assets {
+		a.SharedWith, a.Visibility = []string{}, duet.VisibilityPrivate
+		if _, dup := byID[a.ID]; !dup {
+			ids = append(ids, a.ID)
+		}
+		byID[a.ID] = a
+	}
+	rows, err := q.Query(ctx, `SELECT asset_id, user_id FROM asset_shares WHERE asset_id = ANY($1) ORDER BY asset_id, user_id`, ids)
+	if err != nil {
+		return mapErr(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, user string
+		if err := rows.Scan(&id, &user); err != nil {
+			return mapErr(err)
+		}
+		a := byID[id]
+		a.SharedWith = append(a.SharedWith, user)
+		a.Visibility = duet.VisibilityShared
+	}
+	return mapErr(rows.Err())
+}
+
+// SaveAsset creates the asset or a new version of it. Saves of the same
+// asset by several instances take turns. Returns INVALID_ARGUMENT, TOO_LARGE.
+func (d *DB) SaveAsset(ctx context.Context, a *duet.Asset) (duet.ApplyAction, error) {
+	if a.Owner == "" {
+		return "", duet.Errorf(duet.CodeInvalidArgument, "an asset needs an owner")
+	}
+	if err := a.Validate(); err != nil {
+		return "", err
+	}
+	var shares []string
+	if a.SharedWith != nil {
+		shares = sortedUnique(a.SharedWith, a.Owner)
+	}
+	in := *a
+	var action duet.ApplyAction
+	err := d.tx(ctx, func(tx pgx.Tx) error {
+		*a = in
+		shares := shares
+		if err := lockKey(ctx, tx, "asset\x1f"+a.Owner+"\x1f"+string(a.Kind)+"\x1f"+a.Name); err != nil {
+			return err
+		}
+		now := ts(d.now())
+		old, err := scanAsset(tx.QueryRow(ctx, `SELECT `+assetColumns+` FROM assets a JOIN asset_versions v ON v.asset_id = a.id AND v.version = a.version
+			WHERE a.owner = $1 AND a.kind = $2 AND a.name = $3`, a.Owner, a.Kind, a.Name))
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			old = nil
+			action = duet.ApplyCreated
+			a.ID, a.Version = duet.NewID("asset"), 1
+			if _, err := tx.Exec(ctx, `INSERT INTO assets (id, owner, kind, name, version, created_at, updated_at) VALUES ($1, $2, $3, $4, 1, $5, $5)`,
+				a.ID, a.Owner, a.Kind, a.Name, now); err != nil {
+				return mapErr(err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO asset_versions (asset_id, version, description, body, created_at) VALUES ($1, 1, $2, $3, $4)`,
+				a.ID, a.Description, a.Body, now); err != nil {
+				return mapErr(err)
+			}
+			if shares == nil {
+				shares = []string{}
+			}
+		case err != nil:
+			return mapErr(err)
+		default:
+			a.ID, a.Version = old.ID, old.Version
+			action = duet.ApplyUnchanged
+			if old.Description != a.Description || old.Body != a.Body {
+				action = duet.ApplyUpdated
+				a.Version++
+				if _, err := tx.Exec(ctx, `INSERT INTO asset_versions (asset_id, version, description, body, created_at) VALUES ($1, $2, $3, $4, $5)`,
+					a.ID, a.Version, a.Description, a.Body, now); err != nil {
+					return mapErr(err)
+				}
+				if _, err := tx.Exec(ctx, `UPDATE assets SET version = $1, updated_at = $2 WHERE id = $3`, a.Version, now, a.ID); err != nil {
+					return mapErr(err)
+				}
+			}
+		}
+		if shares != nil {
+			if old != nil {
+				if err := loadAssetShares(ctx, tx, old); err != nil {
+					return err
+				}
+			}
+			if old == nil || !slices.Equal(old.SharedWith, shares) {
+				if action == duet.ApplyUnchanged {
+					action = duet.ApplyUpdated
+				}
+				if _, err := tx.Exec(ctx, `DELETE FROM asset_shares WHERE asset_id = $1`, a.ID); err != nil {
+					return mapErr(err)
+				}
+				if len(shares) > 0 {
+					if _, err := tx.Exec(ctx, `INSERT INTO asset_shares (asset_id, user_id, created_at) SELECT $1, u, $3 FROM unnest($2::text[]) AS u`, a.ID, shares, now); err != nil {
+						return mapErr(err)
+					}
+				}
+			}
+		}
+		saved, err := scanAsset(tx.QueryRow(ctx, `SELECT `+assetColumns+` FROM assets a JOIN asset_versions v ON v.asset_id = a.id AND v.version = a.version WHERE a.id = $1`, a.ID))
+		if err != nil {
+			return mapErr(err)
+		}
+		if err := loadAssetShares(ctx, tx, saved); err != nil {
+			return err
+		}
+		*a = *saved
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return action, nil
+}
+
+// FindAsset returns the asset of kind that ref names as viewer sees it.
+// Returns NOT_FOUND, INVALID_ARGUMENT.
+func (d *DB) FindAsset(ctx context.Context, viewer string, kind duet.AssetKind, ref string, version int) (*duet.Asset, error) {
+	if viewer == "" {
+		return nil, duet.Errorf(duet.CodeInvalidArgument, "no viewer")
+	}
+	owner, name, qualified := strings.Cut(ref, "/")
+	if !qualified {
+		owner, name = "", ref
+	}
+	a := args{viewer, string(kind), name}
+	q := `SELECT ` + assetColumns + ` FROM assets a JOIN asset_versions v ON v.asset_id = a.id AND v.version = `
+	if version > 0 {
+		q += a.add(version)
+	} else {
+		q += `a.version`
+	}
+	q += ` WHERE a.kind = $2 AND a.name = $3 AND ` + assetVisible
+	if qualified {
+		q += ` AND a.owner = ` + a.add(owner)
+	}
+	// The viewer's own asset first, then the others by owner.
+	q += ` ORDER BY a.owner <> $1, a.owner LIMIT 3`
+	rows, err := d.pool.Query(ctx, q, a...)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	found, err := collect(rows, scanAsset)
+	if err != nil {
+		return nil, err
+	}
+	what := string(kind) + " " + ref
+	if version > 0 {
+		what += "@" + strconv.Itoa(version)
+	}
+	switch {
+	case len(found) == 0:
+		return nil, duet.Errorf(duet.CodeNotFound, "%s not found", what)
+	case len(found) > 1 && found[0].Owner != viewer:
+		var refs []string
+		for _, a := range found {
+			refs = append(refs, a.Ref())
+		}
+		return nil, duet.Errorf(duet.CodeInvalidArgument, "several %ss named %q are shared with you (%s); write owner/name", kind, name, strings.Join(refs, ", "))
+	}
+	if err := loadAssetShares(ctx, d.pool, found[0]); err != nil {
+		return nil, err
+	}
+	return found[0], nil
+}
+
+// FindAssets returns the latest versions of the assets matching f.
+func (d *DB) FindAssets(ctx context.Context, f duet.AssetFilter) ([]*duet.Asset, error) {
+	if f.Viewer == "" {
+		return nil, duet.Errorf(duet.CodeInvalidArgument, "no viewer")
+	}
+	a := args{f.Viewer}
+	q := `SELECT ` + assetColumns + ` FROM assets a JOIN asset_versions v ON v.asset_id = a.id AND v.version = a.version WHERE ` + assetVisible
+	if f.Kind != "" {
+		q += ` AND a.kind = ` + a.add(string(f.Kind))
+	}
+	if f.Owner != "" {
+		q += ` AND a.owner = ` + a.add(f.Owner)
+	}
+	q += ` ORDER BY a.kind, a.owner, a.name LIMIT ` + a.add(clampLimit(f.Limit, 200, 1000))
+	rows, err := d.pool.Query(ctx, q, a...)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	out, err := collect(rows, scanAsset)
+	if err != nil {
+		return nil, err
+	}
+	if err := loadAssetShares(ctx, d.pool, out...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DeleteAsset removes owner's asset and its versions. Returns NOT_FOUND.
+func (d *DB) DeleteAsset(ctx context.Context, owner string, kind duet.AssetKind, name string) error {
+	tag, err := d.pool.Exec(ctx, `DELETE FROM assets WHERE owner = $1 AND kind = $2 AND name = $3`, owner, kind, name)
+	if err != nil {
+		return mapErr(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return duet.Errorf(duet.CodeNotFound, "%s %q not found", kind, name)
+	}
+	return nil
+}
+
+// CreateGeneration stores a generation record. Returns INVALID_ARGUMENT.
+func (d *DB) CreateGeneration(ctx context.Context, g *duet.Generation) error {
+	if g.User == "" || g.TaskID == "" || g.Outcome == "" {
+		return duet.Errorf(duet.CodeInvalidArgument, "a generation record needs a user, a task and an outcome")
+	}
+	if g.ID == "" {
+		g.ID = duet.NewID("gen")
+	}
+	if g.CreatedAt.IsZero() {
+		g.CreatedAt = d.now()
+	}
+	g.CreatedAt = ts(g.CreatedAt)
+	assets, err := json.Marshal(nonNil(g.Assets))
+	if err != nil {
+		return err
+	}
+	_, err = d.pool.Exec(ctx, `INSERT INTO generations (id, task_id, user_id, model, goal, assets, turns, tool_calls, repairs,
+		prompt_tokens, completion_tokens, total_tokens, attempts, outcome, error_message, duration_ms, case_id, case_version, trace_id, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`,
+		g.ID, g.TaskID, g.User, g.Model, g.Goal, string(assets), g.Turns, g.ToolCalls, g.Repairs,
+		g.PromptTokens, g.CompletionTokens, g.TotalTokens, g.Attempts, g.Outcome, g.ErrorMessage, g.DurationMs,
+		g.CaseID, g.CaseVersion, g.TraceID, g.CreatedAt)
+	return mapErr(err)
+}
+
+// FindGenerations returns a user's generation records, newest first.
+func (d *DB) FindGenerations(ctx context.Context, f duet.GenerationFilter) ([]*duet.Generation, error) {
+	if f.User == "" {
+		return nil, duet.Errorf(duet.CodeInvalidArgument, "no user")
+	}
+	a := args{f.User}
+	q := `SELECT id, task_id, user_id, model, goal, assets, turns, tool_calls, repairs, prompt_tokens, completion_tokens, total_tokens,
+		attempts, outcome, error_message, duration_ms, case_id, case_version, trace_id, created_at FROM generations WHERE user_id = $1`
+	if f.TaskID != "" {
+		q += ` AND task_id = ` + a.add(f.TaskID)
+	}
+	q += ` ORDER BY id DESC LIMIT ` + a.add(clampLimit(f.Limit, 20, 200))
+	rows, err := d.pool.Query(ctx, q, a...)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return collect(rows, func(r pgx.Row) (*duet.Generation, error) {
+		var g duet.Generation
+		var assets string
+		if err := r.Scan(&g.ID, &g.TaskID, &g.User, &g.Model, &g.Goal, &assets, &g.Turns, &g.ToolCalls, &g.Repairs,
+			&g.PromptTokens, &g.CompletionTokens, &g.TotalTokens, &g.Attempts, &g.Outcome, &g.ErrorMessage, &g.DurationMs,
+			&g.CaseID, &g.CaseVersion, &g.TraceID, &g.CreatedAt); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal([]byte(assets), &g.Assets); err != nil {
+			return nil, err
+		}
+		if len(g.Assets) == 0 {
+			g.Assets = nil
+		}
+		g.CreatedAt = utc(g.CreatedAt)
+		return &g, nil
+	})
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -1,0 +1,261 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/duet-test/duet"
+)
+
+const caseColumns = `c.id, c.task_id, c.key, c.title, c.source, c.source_hash, c.steps, c.timeout_ms, c.version, c.status, c.created_by, c.created_at, c.updated_at`
+
+func scanCase(r pgx.Row) (*duet.Case, error) {
+	var c duet.Case
+	var steps string
+	if err := r.Scan(&c.ID, &c.TaskID, &c.Key, &c.Title, &c.Source, &c.SourceHash, &steps, &c.TimeoutMs, &c.Version, &c.Status, &c.CreatedBy, &c.CreatedAt, &c.UpdatedAt); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(steps), &c.Steps); err != nil {
+		return nil, fmt.Errorf("case %s: decoding steps: %w", c.ID, err)
+	}
+	c.CreatedAt, c.UpdatedAt = utc(c.CreatedAt), utc(c.UpdatedAt)
+	return &c, nil
+}
+
+const insertCase = `INSERT INTO cases (id, task_id, key, title, source, source_hash, steps, timeout_ms, version, status, created_by, created_at, updated_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
+
+// ApplySuite creates or updates owner's task and its cases in one transaction.
+// Applies of the same task by several instances take turns (an advisory
+// lock on owner and name). Returns INVALID_ARGUMENT.
+func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet.ApplyResult, error) {
+	if owner == "" {
+		return nil, duet.Errorf(duet.CodeInvalidArgument, "owner is empty")
+	}
+	if s == nil || s.Task.Name == "" {
+		return nil, duet.Errorf(duet.CodeInvalidArgument, "task name is empty")
+	}
+	for _, u := range s.Task.SharedWith {
+		if !validUser(strings.TrimSpace(u)) {
+			return nil, duet.Errorf(duet.CodeInvalidArgument, "sharedWith: %q is not a user id (1 to 128 characters, no spaces)", u)
+		}
+	}
+	var res *duet.ApplyResult
+	err := d.tx(ctx, func(tx pgx.Tx) error {
+		res = &duet.ApplyResult{}
+		if err := lockKey(ctx, tx, "task\x1f"+owner+"\x1f"+s.Task.Name); err != nil {
+			return err
+		}
+		now := ts(d.now())
+		want := s.Task
+		task, err := findTaskByName(ctx, tx, owner, want.Name)
+		switch {
+		case duet.ErrorCode(err) == duet.CodeNotFound:
+			task = &duet.Task{
+				ID: duet.NewID("task"), Owner: owner, Name: want.Name, Description: want.Description,
+				BaseURL: want.BaseURL, Device: want.Device, SharedWith: sortedUnique(want.SharedWith, owner),
+				CreatedAt: now, UpdatedAt: now,
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO tasks (id, owner, name, description, base_url, device, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+				task.ID, owner, task.Name, task.Description, task.BaseURL, task.Device, now, now); err != nil {
+				return mapErr(err)
+			}
+			if err := setShares(ctx, tx, task.ID, task.SharedWith, now); err != nil {
+				return err
+			}
+			res.TaskAction = duet.ApplyCreated
+		case err != nil:
+			return err
+		default:
+			res.TaskAction = duet.ApplyUnchanged
+			shares := task.SharedWith
+			if want.SharedWith != nil {
+				shares = sortedUnique(want.SharedWith, owner)
+			}
+			if task.Description != want.Description || task.BaseURL != want.BaseURL || task.Device != want.Device || !slices.Equal(shares, task.SharedWith) {
+				task.Description, task.BaseURL, task.Device, task.UpdatedAt = want.Description, want.BaseURL, want.Device, now
+				if _, err := tx.Exec(ctx, `UPDATE tasks SET description = $1, base_url = $2, device = $3, updated_at = $4 WHERE id = $5`,
+					task.Description, task.BaseURL, task.Device, now, task.ID); err != nil {
+					return mapErr(err)
+				}
+				if !slices.Equal(shares, task.SharedWith) {
+					if err := setShares(ctx, tx, task.ID, shares, now); err != nil {
+						return err
+					}
+					task.SharedWith = shares
+				}
+				res.TaskAction = duet.ApplyUpdated
+			}
+		}
+		res.Task = task
+
+		rows, err := tx.Query(ctx, `SELECT `+caseColumns+` FROM cases c WHERE c.task_id = $1`, task.ID)
+		if err != nil {
+			return mapErr(err)
+		}
+		list, err := collect(rows, scanCase)
+		if err != nil {
+			return err
+		}
+		existing := map[string]*duet.Case{}
+		for _, c := range list {
+			existing[c.Key] = c
+		}
+
+		inSuite := map[string]bool{}
+		for _, c := range s.Cases {
+			if c.Key == "" {
+				return duet.Errorf(duet.CodeInvalidArgument, "a case has an empty key")
+			}
+			if inSuite[c.Key] {
+				return duet.Errorf(duet.CodeInvalidArgument, "case key %q appears twice", c.Key)
+			}
+			inSuite[c.Key] = true
+			steps, err := json.Marshal(c.Steps)
+			if err != nil {
+				return err
+			}
+			old := existing[c.Key]
+			switch {
+			case old == nil:
+				c.ID, c.TaskID, c.Version, c.Status, c.CreatedBy = duet.NewID("case"), task.ID, 1, duet.CaseActive, owner
+				c.CreatedAt, c.UpdatedAt = now, now
+				if _, err := tx.Exec(ctx, insertCase,
+					c.ID, c.TaskID, c.Key, c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.Status, c.CreatedBy, now, now); err != nil {
+					return mapErr(err)
+				}
+				res.Cases = append(res.Cases, duet.ApplyCaseResult{Key: c.Key, ID: c.ID, Version: c.Version, Action: duet.ApplyCreated})
+			case old.SourceHash == c.SourceHash && old.Title == c.Title && old.Status == duet.CaseActive:
+				res.Cases = append(res.Cases, duet.ApplyCaseResult{Key: c.Key, ID: old.ID, Version: old.Version, Action: duet.ApplyUnchanged})
+			default:
+				c.ID, c.TaskID, c.Version, c.Status, c.CreatedBy = old.ID, task.ID, old.Version+1, duet.CaseActive, old.CreatedBy
+				if _, err := tx.Exec(ctx, `UPDATE cases SET title = $1, source = $2, source_hash = $3, steps = $4, timeout_ms = $5, version = $6, status = $7, updated_at = $8 WHERE id = $9`,
+					c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.Status, now, c.ID); err != nil {
+					return mapErr(err)
+				}
+				res.Cases = append(res.Cases, duet.ApplyCaseResult{Key: c.Key, ID: c.ID, Version: c.Version, Action: duet.ApplyUpdated})
+			}
+		}
+		keys := make([]string, 0, len(existing))
+		for k := range existing {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			old := existing[k]
+			if inSuite[k] || old.Status != duet.CaseActive {
+				continue
+			}
+			if _, err := tx.Exec(ctx, `UPDATE cases SET status = $1, updated_at = $2 WHERE id = $3`, duet.CaseArchived, now, old.ID); err != nil {
+				return mapErr(err)
+			}
+			res.Cases = append(res.Cases, duet.ApplyCaseResult{Key: k, ID: old.ID, Version: old.Version, Action: duet.ApplyArchived})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// SaveDraftCase stores c as a draft case of its task. A draft with the same
+// key is replaced by a new version; an active or archived case with that key
+// is a CONFLICT. Returns NOT_FOUND, CONFLICT, INVALID_ARGUMENT.
+func (d *DB) SaveDraftCase(ctx context.Context, c *duet.Case) error {
+	if c.Key == "" || c.TaskID == "" {
+		return duet.Errorf(duet.CodeInvalidArgument, "a draft case needs a task and a key")
+	}
+	steps, err := json.Marshal(c.Steps)
+	if err != nil {
+		return err
+	}
+	return d.tx(ctx, func(tx pgx.Tx) error {
+		if _, err := findTaskAny(ctx, tx, c.TaskID); err != nil {
+			return err
+		}
+		if err := lockKey(ctx, tx, "case\x1f"+c.TaskID+"\x1f"+c.Key); err != nil {
+			return err
+		}
+		now := ts(d.now())
+		old, err := scanCase(tx.QueryRow(ctx, `SELECT `+caseColumns+` FROM cases c WHERE c.task_id = $1 AND c.key = $2`, c.TaskID, c.Key))
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			c.ID, c.Version, c.Status, c.CreatedAt, c.UpdatedAt = duet.NewID("case"), 1, duet.CaseDraft, now, now
+			_, err := tx.Exec(ctx, insertCase,
+				c.ID, c.TaskID, c.Key, c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.Status, c.CreatedBy, now, now)
+			return mapErr(err)
+		case err != nil:
+			return mapErr(err)
+		case old.Status != duet.CaseDraft:
+			return duet.Errorf(duet.CodeConflict, "case key %q is already used by a %s case", c.Key, old.Status)
+		default:
+			c.ID, c.Version, c.Status, c.CreatedAt, c.UpdatedAt = old.ID, old.Version+1, duet.CaseDraft, old.CreatedAt, now
+			_, err := tx.Exec(ctx, `UPDATE cases SET title = $1, source = $2, source_hash = $3, steps = $4, timeout_ms = $5, version = $6, updated_at = $7 WHERE id = $8`,
+				c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, now, c.ID)
+			return mapErr(err)
+		}
+	})
+}
+
+// FindCaseByID returns the case if viewer may see its task. Returns NOT_FOUND.
+func (d *DB) FindCaseByID(ctx context.Context, viewer, id string) (*duet.Case, error) {
+	q := `SELECT ` + caseColumns + ` FROM cases c JOIN tasks t ON t.id = c.task_id WHERE c.id = $2` + visibility(viewer)
+	c, err := scanCase(d.pool.QueryRow(ctx, q, viewer, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, notFound("case", id)
+	}
+	return c, mapErr(err)
+}
+
+// CountCases returns how many active cases a task has.
+func (d *DB) CountCases(ctx context.Context, taskID string) (int, error) {
+	var n int
+	err := d.pool.QueryRow(ctx, `SELECT count(*) FROM cases WHERE task_id = $1 AND status = 'active'`, taskID).Scan(&n)
+	return n, mapErr(err)
+}
+
+// FindCases returns a page of a task's cases in key order.
+func (d *DB) FindCases(ctx context.Context, f duet.CaseFilter) ([]*duet.Case, string, int, error) {
+	after, err := decodeCursor(f.Cursor)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	limit := clampLimit(f.Limit, 50, 200)
+	statuses := []string{string(duet.CaseActive)}
+	if f.IncludeDrafts {
+		statuses = append(statuses, string(duet.CaseDraft))
+	}
+	if f.IncludeArchived {
+		statuses = append(statuses, string(duet.CaseArchived))
+	}
+	a := args{f.TaskID, statuses}
+	cond := `c.task_id = $1 AND c.status = ANY($2)`
+	var total int
+	if err := d.pool.QueryRow(ctx, `SELECT count(*) FROM cases c WHERE `+cond, a...).Scan(&total); err != nil {
+		return nil, "", 0, mapErr(err)
+	}
+	if after != "" {
+		cond += ` AND c.key > ` + a.add(after)
+	}
+	rows, err := d.pool.Query(ctx, `SELECT `+caseColumns+` FROM cases c WHERE `+cond+` ORDER BY c.key LIMIT `+a.add(limit+1), a...)
+	if err != nil {
+		return nil, "", 0, mapErr(err)
+	}
+	cases, err := collect(rows, scanCase)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	var next string
+	if len(cases) > limit {
+		cases = cases[:limit]
+		next = encodeCursor(cases[limit-1].Key)
+	}
+	return cases, next, total, nil
+}

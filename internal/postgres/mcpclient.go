@@ -1,0 +1,473 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/duet-test/duet"
+)
+
+var _ duet.MCPClientStore = (*DB)(nil)
+
+const mcpServerColumns = `id, owner, name, url, server_key, credential_ref, header_names, auth, transport, protocol_version,
+	server_name, server_version, catalog_hash, tool_count, synced_at, created_at, updated_at`
+
+func scanMCPServer(r pgx.Row, extra ...any) (*duet.MCPServer, error) {
+	var s duet.MCPServer
+	var cred *string
+	var headers string
+	dest := []any{&s.ID, &s.Owner, &s.Name, &s.URL, &s.ServerKey, &cred, &headers, &s.Auth, &s.Transport, &s.ProtocolVersion,
+		&s.ServerName, &s.ServerVersion, &s.CatalogHash, &s.ToolCount, &s.SyncedAt, &s.CreatedAt, &s.UpdatedAt}
+	if err := r.Scan(append(dest, extra...)...); err != nil {
+		return nil, err
+	}
+	if cred != nil {
+		s.CredentialRef = *cred
+	}
+	if err := json.Unmarshal([]byte(headers), &s.HeaderNames); err != nil {
+		return nil, err
+	}
+	if len(s.HeaderNames) == 0 {
+		s.HeaderNames = nil
+	}
+	s.SyncedAt, s.CreatedAt, s.UpdatedAt = utcPtr(s.SyncedAt), utc(s.CreatedAt), utc(s.UpdatedAt)
+	return &s, nil
+}
+
+func checkMCPServer(s *duet.MCPServer, cred *duet.Credential) error {
+	switch {
+	case s.Owner == "" || s.Name == "" || s.URL == "" || s.ServerKey == "":
+		return duet.Errorf(duet.CodeInvalidArgument, "an MCP server registration needs an owner, a name, a URL and a serverKey")
+	case cred == nil && s.CredentialRef != "":
+		return duet.Errorf(duet.CodeInvalidArgument, "credentialRef %q without a credential", s.CredentialRef)
+	case cred != nil && (cred.Ref == "" || cred.Ref != s.CredentialRef || cred.Owner != s.Owner || cred.ServerKey != s.ServerKey || len(cred.Ciphertext) == 0):
+		return duet.Errorf(duet.CodeInvalidArgument, "the credential does not match the registration")
+	}
+	return nil
+}
+
+func headerNamesJSON(names []string) string {
+	if names == nil {
+		names = []string{}
+	}
+	b, _ := json.Marshal(names)
+	return string(b)
+}
+
+// nullString stores "" as NULL (a registration without a credential).
+func nullString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func insertCredential(ctx context.Context, tx pgx.Tx, c *duet.Credential) error {
+	_, err := tx.Exec(ctx, `INSERT INTO mcp_credentials (ref, owner, server_key, ciphertext, updated_at, version) VALUES ($1, $2, $3, $4, $5, 1)`,
+		c.Ref, c.Owner, c.ServerKey, c.Ciphertext, ts(c.UpdatedAt))
+	if err == nil {
+		c.Version = 1
+	}
+	return mapErr(err)
+}
+
+// mcpConflict names what is already taken when an insert or update hits one
+// of the unique constraints.
+func mcpConflict(err error, s *duet.MCPServer) error {
+	if duet.ErrorCode(err) != duet.CodeConflict {
+		return err
+	}
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	switch pe.ConstraintName {
+	case "mcp_servers_name":
+		return duet.WrapError(duet.CodeConflict, err, "you already have an MCP server named %q; remove it first or pick another name", s.Name)
+	case "mcp_servers_server_key":
+		return duet.WrapError(duet.CodeConflict, err, "you already registered this address (serverKey %s) under another name", s.ServerKey)
+	}
+	return err
+}
+
+// CreateMCPServer stores a registration and its credential in one
+// transaction. Returns CONFLICT, INVALID_ARGUMENT.
+func (d *DB) CreateMCPServer(ctx context.Context, s *duet.MCPServer, cred *duet.Credential) error {
+	if err := checkMCPServer(s, cred); err != nil {
+		return err
+	}
+	if s.ID == "" {
+		s.ID = duet.NewID("srv")
+	}
+	now := ts(d.now())
+	s.CreatedAt, s.UpdatedAt = now, now
+	if cred != nil {
+		cred.UpdatedAt = now
+	}
+	err := d.tx(ctx, func(tx pgx.Tx) error {
+		if cred != nil {
+			if err := insertCredential(ctx, tx, cred); err != nil {
+				return err
+			}
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO mcp_servers (id, owner, name, url, server_key, credential_ref, header_names, auth, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+			s.ID, s.Owner, s.Name, s.URL, s.ServerKey, nullString(s.CredentialRef), headerNamesJSON(s.HeaderNames), s.Auth, now, now)
+		return mapErr(err)
+	})
+	return mcpConflict(err, s)
+}
+
+// ReplaceMCPServer replaces a registration's address and credential and drops
+// its archived catalog. Returns NOT_FOUND, CONFLICT, INVALID_ARGUMENT.
+func (d *DB) ReplaceMCPServer(ctx context.Context, s *duet.MCPServer, cred *duet.Credential) error {
+	if err := checkMCPServer(s, cred); err != nil {
+		return err
+	}
+	now := ts(d.now())
+	if cred != nil {
+		cred.UpdatedAt = now
+	}
+	err := d.tx(ctx, func(tx pgx.Tx) error {
+		var oldRef *string
+		var created time.Time
+		err := tx.QueryRow(ctx, `SELECT credential_ref, created_at FROM mcp_servers WHERE id = $1 AND owner = $2 FOR UPDATE`, s.ID, s.Owner).Scan(&oldRef, &created)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound("MCP server", s.Name)
+		}
+		if err != nil {
+			return mapErr(err)
+		}
+		if cred != nil {
+			if err := insertCredential(ctx, tx, cred); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, `UPDATE mcp_servers SET name = $1, url = $2, server_key = $3, credential_ref = $4, header_names = $5, auth = $6,
+			transport = '', protocol_version = '', server_name = '', server_version = '', catalog_hash = '', tool_count = 0,
+			synced_at = NULL, updated_at = $7 WHERE id = $8`,
+			s.Name, s.URL, s.ServerKey, nullString(s.CredentialRef), headerNamesJSON(s.HeaderNames), s.Auth, now, s.ID); err != nil {
+			return mapErr(err)
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM mcp_tools WHERE server_id = $1`, s.ID); err != nil {
+			return mapErr(err)
+		}
+		if oldRef != nil {
+			if _, err := tx.Exec(ctx, `DELETE FROM mcp_credentials WHERE ref = $1`, *oldRef); err != nil {
+				return mapErr(err)
+			}
+		}
+		s.CreatedAt, s.UpdatedAt = utc(created), now
+		s.Transport, s.ProtocolVersion, s.ServerName, s.ServerVersion, s.CatalogHash, s.ToolCount, s.SyncedAt = "", "", "", "", "", 0, nil
+		return nil
+	})
+	return mcpConflict(err, s)
+}
+
+// FindMCPServer returns the owner's registration named ref, or with serverKey
+// ref. Returns NOT_FOUND.
+func (d *DB) FindMCPServer(ctx context.Context, owner, ref string) (*duet.MCPServer, error) {
+	s, err := scanMCPServer(d.pool.QueryRow(ctx, `SELECT `+mcpServerColumns+` FROM mcp_servers
+		WHERE owner = $1 AND (name = $2 OR server_key = $2) ORDER BY name = $2 DESC LIMIT 1`, owner, ref))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, duet.Errorf(duet.CodeNotFound, "you have not registered an MCP server named %q", ref)
+	}
+	return s, mapErr(err)
+}
+
+// FindMCPServers lists the owner's registrations by name.
+func (d *DB) FindMCPServers(ctx context.Context, owner string) ([]*duet.MCPServer, error) {
+	rows, err := d.pool.Query(ctx, `SELECT `+mcpServerColumns+` FROM mcp_servers WHERE owner = $1 ORDER BY name`, owner)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return collect(rows, func(r pgx.Row) (*duet.MCPServer, error) { return scanMCPServer(r) })
+}
+
+// FindMCPServerTool returns the owner's registration of serverKey and the
+// archived tool, if any, in one query. Returns NOT_FOUND.
+func (d *DB) FindMCPServerTool(ctx context.Context, owner, serverKey, tool string) (*duet.MCPServer, *duet.MCPTool, error) {
+	var name, title, desc, in, out, ann *string
+	s, err := scanMCPServer(d.pool.QueryRow(ctx, `SELECT `+prefixColumns("s.", mcpServerColumns)+`, t.name, t.title, t.description, t.input_schema, t.output_schema, t.annotations
+		FROM mcp_servers s LEFT JOIN mcp_tools t ON t.server_id = s.id AND t.name = $1
+		WHERE s.owner = $2 AND s.server_key = $3`, tool, owner, serverKey), &name, &title, &desc, &in, &out, &ann)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil, duet.Errorf(duet.CodeNotFound, "%s has not registered MCP server %s", owner, serverKey)
+	}
+	if err != nil {
+		return nil, nil, mapErr(err)
+	}
+	if name == nil {
+		return s, nil, nil
+	}
+	return s, &duet.MCPTool{Name: *name, Title: deref(title), Description: deref(desc),
+		InputSchema: rawJSON(deref(in)), OutputSchema: rawJSON(deref(out)), Annotations: rawJSON(deref(ann))}, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func prefixColumns(prefix, cols string) string {
+	parts := strings.Split(cols, ",")
+	for i, p := range parts {
+		parts[i] = prefix + strings.TrimSpace(p)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func rawJSON(s string) json.RawMessage {
+	if s == "" {
+		return nil
+	}
+	return json.RawMessage(s)
+}
+
+// DeleteMCPServer deletes the owner's registration, its credential and its
+// archived catalog. Returns NOT_FOUND.
+func (d *DB) DeleteMCPServer(ctx context.Context, owner, ref string) error {
+	return d.tx(ctx, func(tx pgx.Tx) error {
+		var id string
+		var cred *string
+		err := tx.QueryRow(ctx, `SELECT id, credential_ref FROM mcp_servers WHERE owner = $1 AND (name = $2 OR server_key = $2)
+			ORDER BY name = $2 DESC LIMIT 1 FOR UPDATE`, owner, ref).Scan(&id, &cred)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return duet.Errorf(duet.CodeNotFound, "you have not registered an MCP server named %q", ref)
+		}
+		if err != nil {
+			return mapErr(err)
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM mcp_servers WHERE id = $1`, id); err != nil {
+			return mapErr(err)
+		}
+		if cred != nil {
+			if _, err := tx.Exec(ctx, `DELETE FROM mcp_credentials WHERE ref = $1`, *cred); err != nil {
+				return mapErr(err)
+			}
+		}
+		return nil
+	})
+}
+
+// SaveMCPCatalog replaces the archived catalog of registration id. Returns
+// NOT_FOUND, INVALID_ARGUMENT (a tool listed twice).
+func (d *DB) SaveMCPCatalog(ctx context.Context, id string, cat *duet.MCPCatalog) error {
+	n := len(cat.Tools)
+	names, titles, descs, ins, outs, anns := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	positions := make([]int32, n)
+	seen := make(map[string]bool, n)
+	dup := ""
+	for i, t := range cat.Tools {
+		if seen[t.Name] && dup == "" {
+			dup = t.Name
+		}
+		seen[t.Name] = true
+		names[i], titles[i], descs[i] = t.Name, t.Title, t.Description
+		ins[i], outs[i], anns[i] = string(t.InputSchema), string(t.OutputSchema), string(t.Annotations)
+		positions[i] = int32(i)
+	}
+	return d.tx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE mcp_servers SET transport = $1, protocol_version = $2, server_name = $3, server_version = $4,
+			catalog_hash = $5, tool_count = $6, synced_at = $7 WHERE id = $8`,
+			cat.Transport, cat.ProtocolVersion, cat.ServerName, cat.ServerVersion, cat.Hash, n, ts(cat.SyncedAt), id)
+		if err != nil {
+			return mapErr(err)
+		}
+		if tag.RowsAffected() == 0 {
+			return notFound("MCP server", id)
+		}
+		if dup != "" {
+			return duet.Errorf(duet.CodeInvalidArgument, "the catalog lists tool %q twice", dup)
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM mcp_tools WHERE server_id = $1`, id); err != nil {
+			return mapErr(err)
+		}
+		if n == 0 {
+			return nil
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO mcp_tools (server_id, name, position, title, description, input_schema, output_schema, annotations)
+			SELECT $1, x.name, x.position, x.title, x.description, x.input_schema, x.output_schema, x.annotations
+			FROM unnest($2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
+				AS x (name, position, title, description, input_schema, output_schema, annotations)`,
+			id, names, positions, titles, descs, ins, outs, anns)
+		return mapErr(err)
+	})
+}
+
+// FindMCPTools returns the archived tools of registration id by name.
+func (d *DB) FindMCPTools(ctx context.Context, id string) ([]*duet.MCPTool, error) {
+	rows, err := d.pool.Query(ctx, `SELECT name, title, description, input_schema, output_schema, annotations
+		FROM mcp_tools WHERE server_id = $1 ORDER BY name`, id)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return collect(rows, func(r pgx.Row) (*duet.MCPTool, error) {
+		var t duet.MCPTool
+		var in, out, ann string
+		if err := r.Scan(&t.Name, &t.Title, &t.Description, &in, &out, &ann); err != nil {
+			return nil, err
+		}
+		t.InputSchema, t.OutputSchema, t.Annotations = rawJSON(in), rawJSON(out), rawJSON(ann)
+		return &t, nil
+	})
+}
+
+const credentialColumns = `ref, owner, server_key, ciphertext, updated_at, version`
+
+func scanCredential(r pgx.Row) (*duet.Credential, error) {
+	var c duet.Credential
+	if err := r.Scan(&c.Ref, &c.Owner, &c.ServerKey, &c.Ciphertext, &c.UpdatedAt, &c.Version); err != nil {
+		return nil, err
+	}
+	c.UpdatedAt = utc(c.UpdatedAt)
+	return &c, nil
+}
+
+// FindCredential returns a credential. Returns NOT_FOUND.
+func (d *DB) FindCredential(ctx context.Context, ref string) (*duet.Credential, error) {
+	c, err := scanCredential(d.pool.QueryRow(ctx, `SELECT `+credentialColumns+` FROM mcp_credentials WHERE ref = $1`, ref))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, notFound("credential", ref)
+	}
+	return c, mapErr(err)
+}
+
+// FindCredentials returns every credential, by ref.
+func (d *DB) FindCredentials(ctx context.Context) ([]*duet.Credential, error) {
+	rows, err := d.pool.Query(ctx, `SELECT `+credentialColumns+` FROM mcp_credentials ORDER BY ref`)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return collect(rows, scanCredential)
+}
+
+// UpdateCredentials stores new ciphertexts in one transaction, each only if
+// its version is still the one read (compare-and-swap). Returns NOT_FOUND,
+// CONFLICT.
+func (d *DB) UpdateCredentials(ctx context.Context, creds []*duet.Credential) error {
+	now := ts(d.now())
+	err := d.tx(ctx, func(tx pgx.Tx) error {
+		for _, c := range creds {
+			tag, err := tx.Exec(ctx, `UPDATE mcp_credentials SET ciphertext = $1, updated_at = $2, version = version + 1
+				WHERE ref = $3 AND version = $4`, c.Ciphertext, now, c.Ref, c.Version)
+			if err != nil {
+				return mapErr(err)
+			}
+			if tag.RowsAffected() == 0 {
+				return credentialMissed(ctx, tx, c.Ref)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, c := range creds {
+		c.UpdatedAt = now
+		c.Version++
+	}
+	return nil
+}
+
+// credentialMissed says why a conditional write of credential ref changed
+// no row: NOT_FOUND, or CONFLICT when it exists (its version or lease
+// differed).
+func credentialMissed(ctx context.Context, q querier, ref string) error {
+	var n int
+	if err := q.QueryRow(ctx, `SELECT count(*) FROM mcp_credentials WHERE ref = $1`, ref).Scan(&n); err != nil {
+		return mapErr(err)
+	}
+	if n == 0 {
+		return notFound("credential", ref)
+	}
+	return duet.Errorf(duet.CodeConflict, "credential %s was changed by another writer", ref)
+}
+
+// LeaseCredential takes the renewal lease of credential ref for holder and
+// returns the credential. Returns NOT_FOUND, CONFLICT.
+func (d *DB) LeaseCredential(ctx context.Context, ref, holder string, ttl time.Duration) (*duet.Credential, error) {
+	if holder == "" || ttl <= 0 {
+		return nil, duet.Errorf(duet.CodeInvalidArgument, "a credential lease needs a holder and a duration")
+	}
+	now := ts(d.now())
+	c, err := scanCredential(d.pool.QueryRow(ctx, `UPDATE mcp_credentials SET lease_holder = $1, lease_until = $2
+		WHERE ref = $3 AND (lease_holder = '' OR lease_holder = $1 OR lease_until IS NULL OR lease_until <= $4)
+		RETURNING `+credentialColumns, holder, now.Add(ttl), ref, now))
+	if errors.Is(err, pgx.ErrNoRows) {
+		if err := credentialMissed(ctx, d.pool, ref); duet.ErrorCode(err) != duet.CodeConflict {
+			return nil, err
+		}
+		return nil, duet.Errorf(duet.CodeConflict, "another process is renewing the token of credential %s", ref)
+	}
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return c, nil
+}
+
+// ReleaseCredential ends holder's lease of credential ref.
+func (d *DB) ReleaseCredential(ctx context.Context, ref, holder string) error {
+	_, err := d.pool.Exec(ctx, `UPDATE mcp_credentials SET lease_holder = '', lease_until = NULL WHERE ref = $1 AND lease_holder = $2`, ref, holder)
+	return mapErr(err)
+}
+
+// AppendInvocations stores invocation records in one statement.
+func (d *DB) AppendInvocations(ctx context.Context, recs []*duet.Invocation) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	n := len(recs)
+	times := make([]time.Time, n)
+	trace, executor, source, key, tool, outcome := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	dur := make([]int64, n)
+	argB, resB := make([]int32, n), make([]int32, n)
+	for i, r := range recs {
+		times[i], trace[i], executor[i], source[i], key[i], tool[i], outcome[i] = ts(r.Time), r.TraceID, r.Executor, string(r.Source), r.ServerKey, r.Tool, string(r.Outcome)
+		dur[i], argB[i], resB[i] = r.DurationUs, int32(r.ArgBytes), int32(r.ResultBytes)
+	}
+	rows, err := d.pool.Query(ctx, `INSERT INTO mcp_invocations (time, trace_id, executor, source, server_key, tool, outcome, duration_us, arg_bytes, result_bytes)
+		SELECT x.time, x.trace_id, x.executor, x.source, x.server_key, x.tool, x.outcome, x.duration_us, x.arg_bytes, x.result_bytes
+		FROM unnest($1::timestamptz[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::int[], $10::int[])
+			WITH ORDINALITY AS x (time, trace_id, executor, source, server_key, tool, outcome, duration_us, arg_bytes, result_bytes, ord)
+		ORDER BY x.ord
+		RETURNING id`, times, trace, executor, source, key, tool, outcome, dur, argB, resB)
+	if err != nil {
+		return mapErr(err)
+	}
+	return assignIDs(rows, n, func(i int, id int64) { recs[i].ID = id })
+}
+
+// FindInvocations returns invocation records matching f, newest first.
+func (d *DB) FindInvocations(ctx context.Context, f duet.InvocationFilter) ([]*duet.Invocation, error) {
+	var w filter
+	w.eq("executor", f.Executor)
+	w.eq("server_key", f.ServerKey)
+	w.eq("tool", f.Tool)
+	w.eq("source", string(f.Source))
+	w.eq("outcome", string(f.Outcome))
+	w.eq("trace_id", f.TraceID)
+	w.between("time", f.Since, f.Until)
+	q := `SELECT id, time, trace_id, executor, source, server_key, tool, outcome, duration_us, arg_bytes, result_bytes
+		FROM mcp_invocations WHERE ` + w.where() + ` ORDER BY id DESC LIMIT ` + w.args.add(clampLimit(f.Limit, 100, 10000))
+	rows, err := d.pool.Query(ctx, q, w.args...)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return collect(rows, func(r pgx.Row) (*duet.Invocation, error) {
+		var v duet.Invocation
+		if err := r.Scan(&v.ID, &v.Time, &v.TraceID, &v.Executor, &v.Source, &v.ServerKey, &v.Tool, &v.Outcome, &v.DurationUs, &v.ArgBytes, &v.ResultBytes); err != nil {
+			return nil, err
+		}
+		v.Time = utc(v.Time)
+		return &v, nil
+	})
+}

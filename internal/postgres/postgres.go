@@ -1,0 +1,417 @@
+// Package postgres implements duet.Store on PostgreSQL with a pgx v5
+// connection pool, so that several `duet serve` and `duet worker` processes
+// share one database. Migrations are embedded and applied, forward only, at
+// Open under a session-level advisory lock (goose's Postgres session
+// locker), so instances starting together migrate once; an instance refuses
+// a schema newer than it knows.
+//
+// The run table is the job queue: ClaimRun takes the oldest claimable run
+// with FOR UPDATE SKIP LOCKED, so concurrent workers never take the same
+// run and never wait on each other.
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+
+	"github.com/duet-test/duet"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// DB is a Duet store on a PostgreSQL database.
+type DB struct {
+	pool *pgxpool.Pool
+	now  func() time.Time
+}
+
+var _ duet.Store = (*DB)(nil)
+
+// Options tune Open. The zero value is fine: nil and zero fields mean the
+// URL's own settings (pool_max_conns, connect_timeout, ...), else pgx's
+// defaults.
+type Options struct {
+	MaxConns        int           // most connections; 0 keeps the URL's or pgx's default
+	MinConns        int           // connections kept open while idle
+	MaxConnLifetime time.Duration // 0 keeps the default (1h)
+	MaxConnIdleTime time.Duration // 0 keeps the default (30m)
+	ConnectTimeout  time.Duration // 0 keeps the URL's connect_timeout (else none)
+	// NoMigrate makes Open only check that the schema is current instead of
+	// applying pending migrations (the operator runs `duet migrate up`).
+	NoMigrate bool
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+}
+
+// ParseURL parses a PostgreSQL connection URL exactly as pgx (and libpq)
+// do, with the libpq environment variables (PGHOST, PGUSER, PGPASSWORD, ...)
+// filling in what the URL leaves out, and applies opts' pool settings.
+// Errors are INVALID_ARGUMENT and never contain the password.
+func ParseURL(url string, opts *Options) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// Not wrapped: the parse error quotes the URL, password and all.
+		return nil, duet.Errorf(duet.CodeInvalidArgument, "invalid PostgreSQL URL: %s", redactedParseError(err))
+	}
+	if opts == nil {
+		return cfg, nil
+	}
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = int32(opts.MaxConns)
+	}
+	if opts.MinConns > 0 {
+		cfg.MinConns = int32(min(opts.MinConns, int(cfg.MaxConns)))
+	}
+	if opts.MaxConnLifetime > 0 {
+		cfg.MaxConnLifetime = opts.MaxConnLifetime
+	}
+	if opts.MaxConnIdleTime > 0 {
+		cfg.MaxConnIdleTime = opts.MaxConnIdleTime
+	}
+	if opts.ConnectTimeout > 0 {
+		cfg.ConnConfig.ConnectTimeout = opts.ConnectTimeout
+	}
+	return cfg, nil
+}
+
+// redactedParseError returns the reason of a parse error without the
+// connection string it quotes, nor the underlying error (which may quote it
+// too): only pgx's own short message, such as "invalid port".
+func redactedParseError(err error) string {
+	const generic = "cannot parse it (check the scheme, host, port and parameters)"
+	var pe *pgconn.ParseConfigError
+	if !errors.As(err, &pe) {
+		return generic
+	}
+	s := pe.Error()
+	i := strings.LastIndex(s, "`: ")
+	if i < 0 {
+		return generic
+	}
+	msg := s[i+3:]
+	if u := pe.Unwrap(); u != nil {
+		msg = strings.TrimSuffix(msg, " ("+u.Error()+")")
+	}
+	if msg == "" || strings.ContainsAny(msg, "`@") {
+		return generic
+	}
+	return msg
+}
+
+// Open connects to the database at url, applies pending migrations (or,
+// with opts.NoMigrate, checks that none is pending) and returns the
+// store. Errors are INVALID_ARGUMENT (a malformed URL) or UNAVAILABLE: the
+// database cannot be reached or migrated, or its schema is newer than this
+// build knows (the message names both versions). No error contains the
+// password.
+func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	cfg, err := ParseURL(url, opts)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, duet.WrapError(duet.CodeUnavailable, err, "cannot connect to PostgreSQL at %s: %v", where(cfg), rootCause(err))
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, duet.WrapError(duet.CodeUnavailable, err, "cannot connect to PostgreSQL at %s: %v", where(cfg), rootCause(err))
+	}
+	if err := prepare(ctx, pool, !opts.NoMigrate); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	d := &DB{pool: pool, now: opts.Now}
+	if d.now == nil {
+		d.now = time.Now
+	}
+	return d, nil
+}
+
+// where names the server and database of cfg, never the user's password.
+func where(cfg *pgxpool.Config) string {
+	c := cfg.ConnConfig
+	return fmt.Sprintf("%s:%d/%s", c.Host, c.Port, c.Database)
+}
+
+// prepare applies pending migrations (migrate) or checks there is none, and
+// refuses a database whose schema is newer than this build's.
+func prepare(ctx context.Context, pool *pgxpool.Pool, migrate bool) error {
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	p, err := provider(db)
+	if err != nil {
+		return duet.WrapError(duet.CodeInternal, err, "cannot read the embedded migrations")
+	}
+	if err := checkNotNewer(ctx, p); err != nil {
+		return err
+	}
+	if migrate {
+		if _, err := p.Up(ctx); err != nil {
+			return duet.WrapError(duet.CodeUnavailable, err, "cannot migrate the PostgreSQL database: %v", rootCause(err))
+		}
+		return nil
+	}
+	pending, err := p.HasPending(ctx)
+	if err != nil {
+		return duet.WrapError(duet.CodeUnavailable, err, "cannot read the schema version: %v", rootCause(err))
+	}
+	if pending {
+		return duet.Errorf(duet.CodeUnavailable, "the PostgreSQL schema is behind this duet: run `duet migrate up`")
+	}
+	return nil
+}
+
+func provider(db *sql.DB) (*goose.Provider, error) {
+	fsys, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	return goose.NewProvider(goose.DialectPostgres, db, fsys, goose.WithSessionLocker(sessionLocker{}))
+}
+
+// sessionLocker serialises migrations of instances that start together:
+// each takes a session-level advisory lock (one per schema) before goose
+// reads the version table, so exactly one applies a migration and the
+// others find it applied. Unlike goose's own Postgres locker, which polls
+// every 5 seconds, pg_advisory_lock waits in the server and returns the
+// moment the holder releases it; a cancelled context cancels the wait.
+type sessionLocker struct{}
+
+var _ lock.SessionLocker = sessionLocker{}
+
+const migrationLock = `hashtextextended('duet.migrate.' || current_schema(), 0)`
+
+func (sessionLocker) SessionLock(ctx context.Context, conn *sql.Conn) error {
+	_, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock(`+migrationLock+`)`)
+	return err
+}
+
+func (sessionLocker) SessionUnlock(ctx context.Context, conn *sql.Conn) error {
+	_, err := conn.ExecContext(ctx, `SELECT pg_advisory_unlock(`+migrationLock+`)`)
+	return err
+}
+
+// checkNotNewer refuses a database migrated by a newer duet: this build
+// would not know its tables.
+func checkNotNewer(ctx context.Context, p *goose.Provider) error {
+	srcs := p.ListSources()
+	known := srcs[len(srcs)-1].Version
+	current, err := p.GetDBVersion(ctx) // creates goose's version table in an empty database
+	if err != nil {
+		return duet.WrapError(duet.CodeUnavailable, err, "cannot read the schema version: %v", rootCause(err))
+	}
+	if current > known {
+		return duet.Errorf(duet.CodeUnavailable, "the PostgreSQL schema is at version %d, newer than this duet knows (%d): upgrade duet to the version the other instances run", current, known)
+	}
+	return nil
+}
+
+// rootCause strips wrapping so messages stay one short line.
+func rootCause(err error) error {
+	for {
+		u := errors.Unwrap(err)
+		if u == nil {
+			return err
+		}
+		err = u
+	}
+}
+
+// Pool returns the underlying connection pool (tests and maintenance).
+func (d *DB) Pool() *pgxpool.Pool { return d.pool }
+
+// Ping checks the database answers. Returns UNAVAILABLE.
+func (d *DB) Ping(ctx context.Context) error {
+	if err := d.pool.Ping(ctx); err != nil {
+		return duet.WrapError(duet.CodeUnavailable, err, "database unavailable")
+	}
+	return nil
+}
+
+// Close closes every connection of the pool.
+func (d *DB) Close() error {
+	d.pool.Close()
+	return nil
+}
+
+// querier is what both the pool and a transaction offer.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+var (
+	_ querier = (*pgxpool.Pool)(nil)
+	_ querier = (pgx.Tx)(nil)
+)
+
+// tx runs fn in a READ COMMITTED transaction. A deadlock or a serialization
+// failure (another instance touched the same rows) runs fn again, up to
+// three times: fn must only depend on what it reads inside the transaction.
+func (d *DB) tx(ctx context.Context, fn func(pgx.Tx) error) error {
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		err = pgx.BeginFunc(ctx, d.pool, fn)
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || (pe.Code != "40P01" && pe.Code != "40001") {
+			break
+		}
+	}
+	return mapErr(err)
+}
+
+// lockKey takes a transaction-scoped advisory lock on name: transactions of
+// any instance that create the same object (the same idempotency key, task
+// name, asset) take turns instead of racing to a unique violation.
+func lockKey(ctx context.Context, tx pgx.Tx, name string) error {
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, name)
+	return mapErr(err)
+}
+
+// mapErr turns driver errors into *duet.Error where a code is meaningful:
+// an unreachable or restarting database is UNAVAILABLE (never INTERNAL), a
+// unique violation CONFLICT, a missing reference NOT_FOUND, a value the
+// database refuses (a NUL byte, invalid UTF-8) INVALID_ARGUMENT.
+func mapErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var de *duet.Error
+	if errors.As(err, &de) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) {
+		return duet.WrapError(duet.CodeCancelled, err, "cancelled")
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return duet.WrapError(duet.CodeTimeout, err, "timed out")
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case pe.Code == "23505":
+			return duet.WrapError(duet.CodeConflict, err, "already exists")
+		case pe.Code == "23503":
+			return duet.WrapError(duet.CodeNotFound, err, "referenced object not found")
+		case strings.HasPrefix(pe.Code, "22"): // data exception
+			return duet.WrapError(duet.CodeInvalidArgument, err, "the database refused a value: %s", pe.Message)
+		case strings.HasPrefix(pe.Code, "08"), // connection exception
+			strings.HasPrefix(pe.Code, "53"), // insufficient resources (too many connections, disk full)
+			strings.HasPrefix(pe.Code, "57"), // operator intervention (shutdown, restart, cannot connect now)
+			pe.Code == "25006":               // read-only transaction (a standby after a failover)
+			return duet.WrapError(duet.CodeUnavailable, err, "database unavailable")
+		}
+		return fmt.Errorf("postgres: %w", err)
+	}
+	if unreachable(err) {
+		return duet.WrapError(duet.CodeUnavailable, err, "database unavailable")
+	}
+	return fmt.Errorf("postgres: %w", err)
+}
+
+// unreachable reports whether err says the database could not be reached or
+// the connection broke.
+func unreachable(err error) bool {
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	var oe *net.OpError
+	switch {
+	case errors.As(err, &ce), errors.As(err, &ne), errors.As(err, &oe),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		pgconn.SafeToRetry(err), pgconn.Timeout(err):
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "closed pool") || strings.Contains(msg, "connection reset")
+}
+
+// ts converts a time for storage: PostgreSQL keeps microseconds.
+func ts(t time.Time) time.Time { return t.Truncate(time.Microsecond) }
+
+// nullTime is a nullable timestamp for storage.
+func nullTime(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	v := ts(*t)
+	return &v
+}
+
+// utc returns a scanned timestamp in UTC, as the SQLite store does.
+func utc(t time.Time) time.Time { return t.UTC() }
+
+// utcPtr is utc for a nullable timestamp.
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	v := t.UTC()
+	return &v
+}
+
+// Cursors are opaque to callers: base64 of the last key seen (the same
+// encoding as the SQLite store's).
+func encodeCursor(key string) string {
+	if key == "" {
+		return ""
+	}
+	return base64.RawURLEncoding.EncodeToString([]byte("k:" + key))
+}
+
+func decodeCursor(c string) (string, error) {
+	if c == "" {
+		return "", nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || !strings.HasPrefix(string(b), "k:") {
+		return "", duet.Errorf(duet.CodeInvalidArgument, "invalid cursor")
+	}
+	return string(b[2:]), nil
+}
+
+func clampLimit(n, def, max int) int {
+	if n <= 0 {
+		return def
+	}
+	if n > max {
+		return max
+	}
+	return n
+}
+
+// likeEscape escapes s for use in a LIKE pattern with ESCAPE '\'.
+func likeEscape(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return r.Replace(s)
+}
+
+// args numbers positional parameters as a query is built.
+type args []any
+
+// add appends v and returns its placeholder ($n).
+func (a *args) add(v any) string {
+	*a = append(*a, v)
+	return fmt.Sprintf("$%d", len(*a))
+}

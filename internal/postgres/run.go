@@ -1,0 +1,491 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/duet-test/duet"
+)
+
+const runColumns = `r.id, r.task_id, r.status, r.triggered_by, r.call_source, r.trace_id, r.device, r.error_code, r.error_message,
+	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt`
+
+func scanRun(r pgx.Row) (*duet.Run, error) {
+	var run duet.Run
+	if err := r.Scan(&run.ID, &run.TaskID, &run.Status, &run.TriggeredBy, &run.CallSource, &run.TraceID, &run.Device,
+		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &run.CreatedAt, &run.StartedAt, &run.FinishedAt, &run.Attempt); err != nil {
+		return nil, err
+	}
+	run.CreatedAt = utc(run.CreatedAt)
+	run.StartedAt, run.FinishedAt = utcPtr(run.StartedAt), utcPtr(run.FinishedAt)
+	return &run, nil
+}
+
+// fillTotals counts the executions of each run by status.
+func fillTotals(ctx context.Context, q querier, runs ...*duet.Run) error {
+	if len(runs) == 0 {
+		return nil
+	}
+	byID := map[string]*duet.Run{}
+	ids := make([]string, 0, len(runs))
+	for _, r := range runs {
+		byID[r.ID] = r
+		r.Totals = duet.RunTotals{}
+		ids = append(ids, r.ID)
+	}
+	rows, err := q.Query(ctx, `SELECT run_id, status, count(*) FROM executions WHERE run_id = ANY($1) GROUP BY run_id, status`, ids)
+	if err != nil {
+		return mapErr(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var st duet.RunStatus
+		var n int
+		if err := rows.Scan(&id, &st, &n); err != nil {
+			return mapErr(err)
+		}
+		t := &byID[id].Totals
+		t.Cases += n
+		switch st {
+		case duet.StatusPending:
+			t.Pending += n
+		case duet.StatusRunning:
+			t.Running += n
+		case duet.StatusPassed:
+			t.Passed += n
+		case duet.StatusFailed:
+			t.Failed += n
+		case duet.StatusError:
+			t.Error += n
+		case duet.StatusCancelled, duet.StatusSkipped:
+			t.Cancelled += n
+		}
+	}
+	return mapErr(rows.Err())
+}
+
+// CreateRun stores a queued run and its executions, honouring idempotency.
+// Concurrent calls with the same idempotency key, on any instance, take
+// turns on an advisory lock of (caller, key): the first creates the run, the
+// others replay its result. Returns IDEMPOTENCY_CONFLICT, INVALID_ARGUMENT.
+func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.IdempotencyRecord, bool, error) {
+	run := p.Run
+	if run == nil || run.TaskID == "" || run.TriggeredBy == "" {
+		return nil, false, duet.Errorf(duet.CodeInvalidArgument, "a run needs a task and a user")
+	}
+	if len(p.Executions) == 0 {
+		return nil, false, duet.Errorf(duet.CodeInvalidArgument, "the run has no cases to execute")
+	}
+	steps := make([]string, len(p.Executions))
+	for i, e := range p.Executions {
+		b, err := json.Marshal(e.Steps)
+		if err != nil {
+			return nil, false, err
+		}
+		steps[i] = string(b)
+	}
+	var rec *duet.IdempotencyRecord
+	var replayed bool
+	err := d.tx(ctx, func(tx pgx.Tx) error {
+		rec, replayed = nil, false
+		now := ts(d.now())
+		if p.Idempotency != nil {
+			in := p.Idempotency
+			if err := lockKey(ctx, tx, "idem\x1f"+in.Caller+"\x1f"+in.Key); err != nil {
+				return err
+			}
+			var old duet.IdempotencyRecord
+			var result string
+			err := tx.QueryRow(ctx, `SELECT caller, key, tool, args_hash, result, created_at, expires_at FROM idempotency WHERE caller = $1 AND key = $2 AND expires_at > $3`,
+				in.Caller, in.Key, now).Scan(&old.Caller, &old.Key, &old.Tool, &old.ArgsHash, &result, &old.CreatedAt, &old.ExpiresAt)
+			switch {
+			case err == nil:
+				if old.ArgsHash != in.ArgsHash || old.Tool != in.Tool {
+					return duet.Errorf(duet.CodeIdempotencyConflict, "idempotency key %q was already used with different arguments", in.Key)
+				}
+				old.Result, old.CreatedAt, old.ExpiresAt = json.RawMessage(result), utc(old.CreatedAt), utc(old.ExpiresAt)
+				rec, replayed = &old, true
+				return nil
+			case !errors.Is(err, pgx.ErrNoRows):
+				return mapErr(err)
+			}
+		}
+		run.ID = duet.NewID("run")
+		run.Status = duet.StatusQueued
+		run.CreatedAt = now
+		if _, err := tx.Exec(ctx, `INSERT INTO runs (id, task_id, status, triggered_by, call_source, trace_id, device, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource, run.TraceID, run.Device, now); err != nil {
+			return mapErr(err)
+		}
+		// Every execution in one statement, however many cases the run has.
+		n := len(p.Executions)
+		ids, caseIDs, keys, titles := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		versions, ordinals, timeouts := make([]int32, n), make([]int32, n), make([]int64, n)
+		for i, e := range p.Executions {
+			e.ID, e.RunID, e.Ordinal, e.Status = duet.NewID("exec"), run.ID, i, duet.StatusPending
+			ids[i], caseIDs[i], keys[i], titles[i] = e.ID, e.CaseID, e.CaseKey, e.CaseTitle
+			versions[i], ordinals[i], timeouts[i] = int32(e.CaseVersion), int32(i), e.TimeoutMs
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO executions (id, run_id, case_id, case_key, case_title, case_version, ordinal, timeout_ms, status, steps)
+			SELECT x.id, $1, x.case_id, x.case_key, x.case_title, x.case_version, x.ordinal, x.timeout_ms, 'pending', x.steps
+			FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::int[], $8::bigint[], $9::text[])
+				AS x (id, case_id, case_key, case_title, case_version, ordinal, timeout_ms, steps)`,
+			run.ID, ids, caseIDs, keys, titles, versions, ordinals, timeouts, steps); err != nil {
+			return mapErr(err)
+		}
+		run.Totals = duet.RunTotals{Cases: len(p.Executions), Pending: len(p.Executions)}
+		if p.Idempotency != nil {
+			rec = p.Idempotency
+			rec.CreatedAt = now
+			if rec.ExpiresAt.IsZero() {
+				rec.ExpiresAt = now.Add(24 * time.Hour)
+			}
+			rec.ExpiresAt = ts(rec.ExpiresAt)
+			if p.ResultFunc != nil {
+				b, err := p.ResultFunc(run)
+				if err != nil {
+					return err
+				}
+				rec.Result = b
+			}
+			if rec.Result == nil {
+				rec.Result = json.RawMessage(`{}`)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO idempotency (caller, key, tool, args_hash, result, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
+				ON CONFLICT (caller, key) DO UPDATE SET tool = excluded.tool, args_hash = excluded.args_hash, result = excluded.result, created_at = excluded.created_at, expires_at = excluded.expires_at`,
+				rec.Caller, rec.Key, rec.Tool, rec.ArgsHash, string(rec.Result), now, rec.ExpiresAt); err != nil {
+				return mapErr(err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return rec, replayed, nil
+}
+
+// FindRunByID returns the run if viewer may see its task ("" = any).
+// Returns NOT_FOUND.
+func (d *DB) FindRunByID(ctx context.Context, viewer, id string) (*duet.Run, error) {
+	q := `SELECT ` + runColumns + ` FROM runs r JOIN tasks t ON t.id = r.task_id WHERE r.id = $2`
+	q += visibility(viewer)
+	run, err := scanRun(d.pool.QueryRow(ctx, q, viewer, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, notFound("run", id)
+	} else if err != nil {
+		return nil, mapErr(err)
+	}
+	return run, fillTotals(ctx, d.pool, run)
+}
+
+// FindRuns returns a page of runs, newest first.
+func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, string, error) {
+	before, err := decodeCursor(f.Cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	limit := clampLimit(f.Limit, 20, 100)
+	a := args{}
+	cond := `TRUE`
+	if f.Viewer != "" {
+		a.add(f.Viewer) // $1 of visibleTo
+		cond = visibleTo
+	}
+	if f.TaskID != "" {
+		cond += ` AND r.task_id = ` + a.add(f.TaskID)
+	}
+	if f.Status != "" {
+		cond += ` AND r.status = ` + a.add(string(f.Status))
+	}
+	if before != "" {
+		cond += ` AND r.id < ` + a.add(before)
+	}
+	q := `SELECT ` + runColumns + ` FROM runs r JOIN tasks t ON t.id = r.task_id WHERE ` + cond + ` ORDER BY r.id DESC LIMIT ` + a.add(limit+1)
+	rows, err := d.pool.Query(ctx, q, a...)
+	if err != nil {
+		return nil, "", mapErr(err)
+	}
+	runs, err := collect(rows, scanRun)
+	if err != nil {
+		return nil, "", err
+	}
+	var next string
+	if len(runs) > limit {
+		runs = runs[:limit]
+		next = encodeCursor(runs[limit-1].ID)
+	}
+	return runs, next, fillTotals(ctx, d.pool, runs...)
+}
+
+const execColumns = `e.id, e.run_id, e.case_id, e.case_key, e.case_title, e.case_version, e.ordinal, e.timeout_ms, e.status, e.steps, e.vars,
+	e.error_code, e.error_message, e.started_at, e.finished_at`
+
+func scanExecution(r pgx.Row) (*duet.Execution, error) {
+	var e duet.Execution
+	var steps, vars string
+	if err := r.Scan(&e.ID, &e.RunID, &e.CaseID, &e.CaseKey, &e.CaseTitle, &e.CaseVersion, &e.Ordinal, &e.TimeoutMs, &e.Status, &steps, &vars,
+		&e.ErrorCode, &e.ErrorMessage, &e.StartedAt, &e.FinishedAt); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(steps), &e.Steps); err != nil {
+		return nil, fmt.Errorf("execution %s: decoding steps: %w", e.ID, err)
+	}
+	if err := json.Unmarshal([]byte(vars), &e.Vars); err != nil {
+		return nil, fmt.Errorf("execution %s: decoding variables: %w", e.ID, err)
+	}
+	e.StartedAt, e.FinishedAt = utcPtr(e.StartedAt), utcPtr(e.FinishedAt)
+	e.Results = []*duet.StepResult{}
+	return &e, nil
+}
+
+// loadResults fills Results of the executions.
+func loadResults(ctx context.Context, q querier, execs ...*duet.Execution) error {
+	if len(execs) == 0 {
+		return nil
+	}
+	byID := map[string]*duet.Execution{}
+	ids := make([]string, 0, len(execs))
+	for _, e := range execs {
+		byID[e.ID] = e
+		ids = append(ids, e.ID)
+	}
+	rows, err := q.Query(ctx, `SELECT execution_id, data FROM step_results WHERE execution_id = ANY($1) ORDER BY execution_id, idx`, ids)
+	if err != nil {
+		return mapErr(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, data string
+		if err := rows.Scan(&id, &data); err != nil {
+			return mapErr(err)
+		}
+		var r duet.StepResult
+		if err := json.Unmarshal([]byte(data), &r); err != nil {
+			return fmt.Errorf("step result of %s: %w", id, err)
+		}
+		byID[id].Results = append(byID[id].Results, &r)
+	}
+	return mapErr(rows.Err())
+}
+
+// FindExecutions returns the executions of a run in order, with results.
+func (d *DB) FindExecutions(ctx context.Context, runID string) ([]*duet.Execution, error) {
+	rows, err := d.pool.Query(ctx, `SELECT `+execColumns+` FROM executions e WHERE e.run_id = $1 ORDER BY e.ordinal`, runID)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	execs, err := collect(rows, scanExecution)
+	if err != nil {
+		return nil, err
+	}
+	return execs, loadResults(ctx, d.pool, execs...)
+}
+
+// FindExecutionByID returns an execution if viewer may see its task ("" =
+// any). Returns NOT_FOUND.
+func (d *DB) FindExecutionByID(ctx context.Context, viewer, id string) (*duet.Execution, error) {
+	q := `SELECT ` + execColumns + ` FROM executions e JOIN runs r ON r.id = e.run_id JOIN tasks t ON t.id = r.task_id WHERE e.id = $2`
+	q += visibility(viewer)
+	e, err := scanExecution(d.pool.QueryRow(ctx, q, viewer, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, notFound("execution", id)
+	} else if err != nil {
+		return nil, mapErr(err)
+	}
+	return e, loadResults(ctx, d.pool, e)
+}
+
+// ClaimRun takes the oldest queued run, or a running run whose lease
+// expired (its worker died), for worker.
+func (d *DB) ClaimRun(ctx context.Context, worker string, lease time.Duration) (*duet.Run, error) {
+	return d.claim(ctx, "", worker, lease)
+}
+
+// ClaimRunByID claims one run if it is queued or its lease expired.
+func (d *DB) ClaimRunByID(ctx context.Context, runID, worker string, lease time.Duration) (*duet.Run, error) {
+	return d.claim(ctx, runID, worker, lease)
+}
+
+// claimSQL takes one claimable run in one statement. The candidate query
+// locks its row with FOR UPDATE SKIP LOCKED: a run another worker is
+// claiming at this instant is skipped, not waited for, so concurrent workers
+// of any number of processes never take the same run and never queue behind
+// each other. A row that another transaction changed meanwhile is checked
+// again after its lock (READ COMMITTED re-evaluates the WHERE clause on the
+// new row), so a run claimed or cancelled a moment ago is not taken.
+//
+// The order of candidates is the one place a scheduling policy goes: today
+// first in, first out by id (ids sort by creation time); a fair order across
+// executors replaces the ORDER BY of the candidate query.
+const claimSQL = `WITH candidate AS (
+		SELECT id FROM runs
+		WHERE status IN ('queued', 'running')
+		  AND (status = 'queued' OR lease_expires_at < $1)
+		  AND ($2 = '' OR id = $2)
+		ORDER BY id
+		LIMIT 1
+		FOR UPDATE SKIP LOCKED
+	)
+	UPDATE runs r SET status = 'running', lease_owner = $3, lease_expires_at = $4, attempt = r.attempt + 1,
+		started_at = COALESCE(r.started_at, $1)
+	FROM candidate WHERE r.id = candidate.id
+	RETURNING ` + runColumns
+
+func (d *DB) claim(ctx context.Context, only, worker string, lease time.Duration) (*duet.Run, error) {
+	now := ts(d.now())
+	run, err := scanRun(d.pool.QueryRow(ctx, claimSQL, now, only, worker, now.Add(lease)))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	} else if err != nil {
+		return nil, mapErr(err)
+	}
+	return run, fillTotals(ctx, d.pool, run)
+}
+
+// RenewLease extends the worker's lease and returns the current run.
+// Returns CONFLICT when the worker no longer holds the lease.
+func (d *DB) RenewLease(ctx context.Context, runID, worker string, lease time.Duration) (*duet.Run, error) {
+	run, err := scanRun(d.pool.QueryRow(ctx, `UPDATE runs r SET lease_expires_at = $1 WHERE r.id = $2 AND r.lease_owner = $3 AND r.status = 'running' RETURNING `+runColumns,
+		ts(d.now().Add(lease)), runID, worker))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, duet.Errorf(duet.CodeConflict, "worker %s no longer holds run %s", worker, runID)
+	}
+	return run, mapErr(err)
+}
+
+// StartExecution marks an execution running and drops results of an earlier
+// interrupted attempt, in one statement (one round trip per case).
+func (d *DB) StartExecution(ctx context.Context, e *duet.Execution) error {
+	_, err := d.pool.Exec(ctx, `WITH dropped AS (DELETE FROM step_results WHERE execution_id = $3)
+		UPDATE executions SET status = $1, started_at = $2, finished_at = NULL, error_code = '', error_message = '', vars = '{}' WHERE id = $3`,
+		duet.StatusRunning, nullTime(e.StartedAt), e.ID)
+	if err != nil {
+		return mapErr(err)
+	}
+	e.Status, e.ErrorCode, e.ErrorMessage, e.FinishedAt = duet.StatusRunning, "", "", nil
+	e.Vars = map[string]any{}
+	e.Results = []*duet.StepResult{}
+	return nil
+}
+
+// SaveStepResult stores one step result and the execution's variables, in
+// one round trip.
+func (d *DB) SaveStepResult(ctx context.Context, executionID string, r *duet.StepResult, vars map[string]any) error {
+	data, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	varsJSON, err := marshalVars(vars)
+	if err != nil {
+		return err
+	}
+	_, err = d.pool.Exec(ctx, `WITH saved AS (
+			INSERT INTO step_results (execution_id, idx, data) VALUES ($1, $2, $3)
+			ON CONFLICT (execution_id, idx) DO UPDATE SET data = excluded.data
+		)
+		UPDATE executions SET vars = $4 WHERE id = $1`, executionID, r.Index, string(data), varsJSON)
+	return mapErr(err)
+}
+
+func marshalVars(vars map[string]any) (string, error) {
+	if vars == nil {
+		return "{}", nil
+	}
+	b, err := json.Marshal(vars)
+	return string(b), err
+}
+
+// FinishExecution stores the final state of an execution.
+func (d *DB) FinishExecution(ctx context.Context, e *duet.Execution) error {
+	varsJSON, err := marshalVars(e.Vars)
+	if err != nil {
+		return err
+	}
+	_, err = d.pool.Exec(ctx, `UPDATE executions SET status = $1, error_code = $2, error_message = $3, vars = $4, started_at = $5, finished_at = $6 WHERE id = $7`,
+		e.Status, e.ErrorCode, e.ErrorMessage, varsJSON, nullTime(e.StartedAt), nullTime(e.FinishedAt), e.ID)
+	return mapErr(err)
+}
+
+// ReleaseRun puts a run the worker holds back in the queue.
+func (d *DB) ReleaseRun(ctx context.Context, runID, worker string) error {
+	_, err := d.pool.Exec(ctx, `UPDATE runs SET status = 'queued', lease_owner = '', lease_expires_at = NULL WHERE id = $1 AND lease_owner = $2 AND status = 'running'`, runID, worker)
+	return mapErr(err)
+}
+
+// FinishRun stores the final state of a run and releases its lease.
+func (d *DB) FinishRun(ctx context.Context, r *duet.Run) error {
+	return d.tx(ctx, func(tx pgx.Tx) error {
+		// The run row first, then its executions: the order RequestCancel
+		// takes them in too, so the two never deadlock.
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM runs WHERE id = $1 FOR UPDATE`, r.ID); err != nil {
+			return mapErr(err)
+		}
+		// Executions that never finished end with the run: cancelled when the
+		// run was cancelled, skipped otherwise.
+		rest := duet.StatusSkipped
+		if r.Status == duet.StatusCancelled {
+			rest = duet.StatusCancelled
+		}
+		if _, err := tx.Exec(ctx, `UPDATE executions SET status = $1 WHERE run_id = $2 AND status IN ('pending', 'running')`, rest, r.ID); err != nil {
+			return mapErr(err)
+		}
+		_, err := tx.Exec(ctx, `UPDATE runs SET status = $1, error_code = $2, error_message = $3, finished_at = $4, lease_owner = '', lease_expires_at = NULL WHERE id = $5`,
+			r.Status, r.ErrorCode, r.ErrorMessage, nullTime(r.FinishedAt), r.ID)
+		if err != nil {
+			return mapErr(err)
+		}
+		return fillTotals(ctx, tx, r)
+	})
+}
+
+// RequestCancel asks a run to stop; a queued run is cancelled at once.
+// Returns NOT_FOUND.
+func (d *DB) RequestCancel(ctx context.Context, viewer, runID string) (*duet.Run, error) {
+	var run *duet.Run
+	err := d.tx(ctx, func(tx pgx.Tx) error {
+		q := `SELECT ` + runColumns + ` FROM runs r JOIN tasks t ON t.id = r.task_id WHERE r.id = $2`
+		q += visibility(viewer)
+		q += ` FOR UPDATE OF r`
+		var err error
+		run, err = scanRun(tx.QueryRow(ctx, q, viewer, runID))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound("run", runID)
+		} else if err != nil {
+			return mapErr(err)
+		}
+		if run.Status.Final() {
+			return fillTotals(ctx, tx, run)
+		}
+		now := ts(d.now())
+		run.CancelRequested = true
+		if run.Status == duet.StatusQueued {
+			run.Status, run.FinishedAt = duet.StatusCancelled, &now
+			run.ErrorCode, run.ErrorMessage = duet.CodeCancelled, "cancelled by "+viewer+" before it started"
+			if _, err := tx.Exec(ctx, `UPDATE executions SET status = 'cancelled' WHERE run_id = $1 AND status IN ('pending', 'running')`, runID); err != nil {
+				return mapErr(err)
+			}
+		}
+		if _, err := tx.Exec(ctx, `UPDATE runs SET cancel_requested = TRUE, status = $1, finished_at = $2, error_code = $3, error_message = $4 WHERE id = $5`,
+			run.Status, nullTime(run.FinishedAt), run.ErrorCode, run.ErrorMessage, runID); err != nil {
+			return mapErr(err)
+		}
+		return fillTotals(ctx, tx, run)
+	})
+	return run, err
+}
+
+// DeleteExpiredIdempotency removes expired idempotency records.
+func (d *DB) DeleteExpiredIdempotency(ctx context.Context, now time.Time) (int, error) {
+	tag, err := d.pool.Exec(ctx, `DELETE FROM idempotency WHERE expires_at <= $1`, ts(now))
+	if err != nil {
+		return 0, mapErr(err)
+	}
+	return int(tag.RowsAffected()), nil
+}

@@ -1,0 +1,262 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/duet-test/duet"
+)
+
+const taskColumns = `t.id, t.owner, t.name, t.description, t.base_url, t.device, t.created_at, t.updated_at`
+
+// visibleTo is the one SQL condition for "the viewer ($1) owns the task or
+// it was shared with the viewer". Every read of user-facing data goes
+// through it, so a task that exists but is not visible costs the same query
+// as a missing one.
+const visibleTo = `(t.owner = $1 OR EXISTS (SELECT 1 FROM task_shares s WHERE s.task_id = t.id AND s.user_id = $1))`
+
+// visibility returns the condition a query of one object by id ($2) adds
+// for viewer ($1): visibleTo, or for an internal caller (viewer "") a
+// condition that is true and still gives $1 its type.
+func visibility(viewer string) string {
+	if viewer == "" {
+		return ` AND $1::text = ''`
+	}
+	return ` AND ` + visibleTo
+}
+
+func scanTask(r pgx.Row) (*duet.Task, error) {
+	var t duet.Task
+	if err := r.Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &t.CreatedAt, &t.UpdatedAt); err != nil {
+		return nil, err
+	}
+	t.CreatedAt, t.UpdatedAt = utc(t.CreatedAt), utc(t.UpdatedAt)
+	t.SharedWith = []string{}
+	return &t, nil
+}
+
+func notFound(kind, id string) error {
+	return duet.Errorf(duet.CodeNotFound, "%s %q not found", kind, id)
+}
+
+// loadShares fills SharedWith of tasks in one query.
+func loadShares(ctx context.Context, q querier, tasks ...*duet.Task) error {
+	if len(tasks) == 0 {
+		return nil
+	}
+	byID := make(map[string]*duet.Task, len(tasks))
+	ids := make([]string, 0, len(tasks))
+	for _, t := range tasks {
+		byID[t.ID] = t
+		ids = append(ids, t.ID)
+	}
+	rows, err := q.Query(ctx, `SELECT task_id, user_id FROM task_shares WHERE task_id = ANY($1) ORDER BY user_id`, ids)
+	if err != nil {
+		return mapErr(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, user string
+		if err := rows.Scan(&id, &user); err != nil {
+			return mapErr(err)
+		}
+		if t := byID[id]; t != nil {
+			t.SharedWith = append(t.SharedWith, user)
+		}
+	}
+	return mapErr(rows.Err())
+}
+
+// FindTaskByID returns the task if viewer may see it ("" = any: internal
+// use only). Returns NOT_FOUND. One query reads the task and its share list.
+func (d *DB) FindTaskByID(ctx context.Context, viewer, id string) (*duet.Task, error) {
+	q := `SELECT ` + taskColumns + `, ARRAY(SELECT user_id FROM task_shares s WHERE s.task_id = t.id ORDER BY user_id)
+		FROM tasks t WHERE t.id = $2` + visibility(viewer)
+	var t duet.Task
+	err := d.pool.QueryRow(ctx, q, viewer, id).Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &t.CreatedAt, &t.UpdatedAt, &t.SharedWith)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, notFound("task", id)
+	} else if err != nil {
+		return nil, mapErr(err)
+	}
+	t.CreatedAt, t.UpdatedAt = utc(t.CreatedAt), utc(t.UpdatedAt)
+	if t.SharedWith == nil {
+		t.SharedWith = []string{}
+	}
+	return &t, nil
+}
+
+// findTaskAny returns a task regardless of viewer (workers, internal use).
+func findTaskAny(ctx context.Context, q querier, id string) (*duet.Task, error) {
+	t, err := scanTask(q.QueryRow(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, notFound("task", id)
+	} else if err != nil {
+		return nil, mapErr(err)
+	}
+	return t, loadShares(ctx, q, t)
+}
+
+// FindTaskByName returns owner's task with that name. Returns NOT_FOUND.
+func (d *DB) FindTaskByName(ctx context.Context, owner, name string) (*duet.Task, error) {
+	return findTaskByName(ctx, d.pool, owner, name)
+}
+
+func findTaskByName(ctx context.Context, q querier, owner, name string) (*duet.Task, error) {
+	t, err := scanTask(q.QueryRow(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.owner = $1 AND t.name = $2`, owner, name))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, notFound("task", name)
+	} else if err != nil {
+		return nil, mapErr(err)
+	}
+	return t, loadShares(ctx, q, t)
+}
+
+// FindTasks returns a page of visible tasks in creation order.
+func (d *DB) FindTasks(ctx context.Context, f duet.TaskFilter) ([]*duet.Task, string, int, error) {
+	after, err := decodeCursor(f.Cursor)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	limit := clampLimit(f.Limit, 20, 100)
+	a := args{f.Viewer}
+	where := []string{visibleTo}
+	if f.Query != "" {
+		p := a.add("%" + likeEscape(f.Query) + "%")
+		where = append(where, `(t.name ILIKE `+p+` ESCAPE '\' OR t.description ILIKE `+p+` ESCAPE '\')`)
+	}
+	if f.Owner != "" {
+		where = append(where, `t.owner = `+a.add(f.Owner))
+	}
+	cond := strings.Join(where, " AND ")
+	var total int
+	if err := d.pool.QueryRow(ctx, `SELECT count(*) FROM tasks t WHERE `+cond, a...).Scan(&total); err != nil {
+		return nil, "", 0, mapErr(err)
+	}
+	if after != "" {
+		cond += ` AND t.id > ` + a.add(after)
+	}
+	rows, err := d.pool.Query(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE `+cond+` ORDER BY t.id LIMIT `+a.add(limit+1), a...)
+	if err != nil {
+		return nil, "", 0, mapErr(err)
+	}
+	tasks, err := collect(rows, scanTask)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	var next string
+	if len(tasks) > limit {
+		tasks = tasks[:limit]
+		next = encodeCursor(tasks[limit-1].ID)
+	}
+	return tasks, next, total, loadShares(ctx, d.pool, tasks...)
+}
+
+// collect reads every row with scan and closes rows.
+func collect[T any](rows pgx.Rows, scan func(pgx.Row) (T, error)) ([]T, error) {
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, mapErr(err)
+		}
+		out = append(out, v)
+	}
+	return out, mapErr(rows.Err())
+}
+
+// ShareTask shares owner's task with user. Returns NOT_FOUND, INVALID_ARGUMENT.
+func (d *DB) ShareTask(ctx context.Context, owner, taskID, user string) error {
+	if !validUser(user) {
+		return duet.Errorf(duet.CodeInvalidArgument, "%q is not a user id (1 to 128 characters, no spaces)", user)
+	}
+	return d.tx(ctx, func(tx pgx.Tx) error {
+		if err := ownsTask(ctx, tx, owner, taskID); err != nil {
+			return err
+		}
+		if user == owner {
+			return duet.Errorf(duet.CodeInvalidArgument, "%s owns the task already", user)
+		}
+		now := ts(d.now())
+		if _, err := tx.Exec(ctx, `INSERT INTO task_shares (task_id, user_id, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, taskID, user, now); err != nil {
+			return mapErr(err)
+		}
+		_, err := tx.Exec(ctx, `UPDATE tasks SET updated_at = $1 WHERE id = $2`, now, taskID)
+		return mapErr(err)
+	})
+}
+
+// UnshareTask stops sharing owner's task with user. Returns NOT_FOUND.
+func (d *DB) UnshareTask(ctx context.Context, owner, taskID, user string) error {
+	return d.tx(ctx, func(tx pgx.Tx) error {
+		if err := ownsTask(ctx, tx, owner, taskID); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM task_shares WHERE task_id = $1 AND user_id = $2`, taskID, user)
+		if err != nil {
+			return mapErr(err)
+		}
+		if tag.RowsAffected() == 0 {
+			return duet.Errorf(duet.CodeNotFound, "task %q is not shared with %q", taskID, user)
+		}
+		return nil
+	})
+}
+
+// ownsTask checks owner owns taskID and locks the task row for the rest of
+// the transaction. Returns NOT_FOUND.
+func ownsTask(ctx context.Context, q querier, owner, taskID string) error {
+	var one int
+	err := q.QueryRow(ctx, `SELECT 1 FROM tasks WHERE id = $1 AND owner = $2 FOR UPDATE`, taskID, owner).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return notFound("task", taskID)
+	}
+	return mapErr(err)
+}
+
+// setShares makes the task's share list exactly users.
+func setShares(ctx context.Context, tx pgx.Tx, taskID string, users []string, now time.Time) error {
+	if _, err := tx.Exec(ctx, `DELETE FROM task_shares WHERE task_id = $1`, taskID); err != nil {
+		return mapErr(err)
+	}
+	if len(users) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO task_shares (task_id, user_id, created_at) SELECT $1, u, $3 FROM unnest($2::text[]) AS u ON CONFLICT DO NOTHING`, taskID, users, now)
+	return mapErr(err)
+}
+
+// validUser reports whether s can be a user id: 1 to 128 characters with no
+// spaces or control characters.
+func validUser(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for _, r := range s {
+		if r <= ' ' || r == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+func sortedUnique(in []string, drop string) []string {
+	out := []string{}
+	seen := map[string]bool{}
+	for _, s := range in {
+		s = strings.TrimSpace(s)
+		if s == "" || s == drop || seen[s] {
+			continue
+		}
+		seen[s] = true
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,151 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/duet-test/duet"
+)
+
+// CreateToken stores a personal access token (its hash only). Returns
+// INVALID_ARGUMENT.
+func (d *DB) CreateToken(ctx context.Context, t *duet.Token) error {
+	if t.UserID == "" || t.Hash == "" {
+		return duet.Errorf(duet.CodeInvalidArgument, "a token needs a user and a hash")
+	}
+	if t.ID == "" {
+		t.ID = duet.NewID("tok")
+	}
+	if t.CreatedAt.IsZero() {
+		t.CreatedAt = d.now()
+	}
+	t.CreatedAt = ts(t.CreatedAt)
+	_, err := d.pool.Exec(ctx, `INSERT INTO tokens (id, user_id, name, hash, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+		t.ID, t.UserID, t.Name, t.Hash, t.CreatedAt, nullTime(t.ExpiresAt))
+	return mapErr(err)
+}
+
+const tokenColumns = `id, user_id, name, hash, created_at, expires_at, last_used_at`
+
+func scanToken(r pgx.Row) (*duet.Token, error) {
+	var t duet.Token
+	if err := r.Scan(&t.ID, &t.UserID, &t.Name, &t.Hash, &t.CreatedAt, &t.ExpiresAt, &t.LastUsedAt); err != nil {
+		return nil, err
+	}
+	t.CreatedAt, t.ExpiresAt, t.LastUsedAt = utc(t.CreatedAt), utcPtr(t.ExpiresAt), utcPtr(t.LastUsedAt)
+	return &t, nil
+}
+
+// FindTokenByHash returns the unexpired token with that hash. Returns
+// UNAUTHENTICATED.
+func (d *DB) FindTokenByHash(ctx context.Context, hash string) (*duet.Token, error) {
+	t, err := scanToken(d.pool.QueryRow(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE hash = $1 AND (expires_at IS NULL OR expires_at > $2)`, hash, ts(d.now())))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, duet.Errorf(duet.CodeUnauthenticated, "invalid or expired token")
+	}
+	return t, mapErr(err)
+}
+
+// FindTokens lists a user's tokens, newest first.
+func (d *DB) FindTokens(ctx context.Context, userID string) ([]*duet.Token, error) {
+	rows, err := d.pool.Query(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE user_id = $1 ORDER BY id DESC`, userID)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return collect(rows, scanToken)
+}
+
+// DeleteToken revokes one of the user's tokens. Returns NOT_FOUND.
+func (d *DB) DeleteToken(ctx context.Context, userID, id string) error {
+	tag, err := d.pool.Exec(ctx, `DELETE FROM tokens WHERE user_id = $1 AND id = $2`, userID, id)
+	if err != nil {
+		return mapErr(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return notFound("token", id)
+	}
+	return nil
+}
+
+// AppendAudit stores audit records in one statement (one round trip for
+// the whole batch the audit writer hands over).
+func (d *DB) AppendAudit(ctx context.Context, recs []*duet.AuditRecord) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	n := len(recs)
+	times := make([]time.Time, n)
+	trace, source, caller, method, tool, outcome := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	dur := make([]int64, n)
+	argB, resB := make([]int32, n), make([]int32, n)
+	for i, r := range recs {
+		times[i], trace[i], source[i], caller[i], method[i], tool[i], outcome[i] = ts(r.Time), r.TraceID, string(r.CallSource), r.Caller, r.Method, r.Tool, string(r.Outcome)
+		dur[i], argB[i], resB[i] = r.DurationUs, int32(r.ArgBytes), int32(r.ResultBytes)
+	}
+	rows, err := d.pool.Query(ctx, `INSERT INTO audit (time, trace_id, call_source, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes)
+		SELECT x.time, x.trace_id, x.call_source, x.caller, x.method, x.tool, x.outcome, x.duration_us, x.arg_bytes, x.result_bytes
+		FROM unnest($1::timestamptz[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::int[], $10::int[])
+			WITH ORDINALITY AS x (time, trace_id, call_source, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes, ord)
+		ORDER BY x.ord
+		RETURNING id`, times, trace, source, caller, method, tool, outcome, dur, argB, resB)
+	if err != nil {
+		return mapErr(err)
+	}
+	return assignIDs(rows, n, func(i int, id int64) { recs[i].ID = id })
+}
+
+// assignIDs reads the n identity values an INSERT ... ORDER BY ... RETURNING
+// produced, in insertion order.
+func assignIDs(rows pgx.Rows, n int, set func(int, int64)) error {
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return mapErr(err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return mapErr(err)
+	}
+	if len(ids) == n {
+		// Identity values are drawn in insertion order, so sorting them
+		// restores it whatever order RETURNING lists them in.
+		slices.Sort(ids)
+		for i, id := range ids {
+			set(i, id)
+		}
+	}
+	return nil
+}
+
+// FindAudit returns audit records matching f, newest first.
+func (d *DB) FindAudit(ctx context.Context, f duet.AuditFilter) ([]*duet.AuditRecord, error) {
+	var w filter
+	w.eq("caller", f.Caller)
+	w.eq("tool", f.Tool)
+	w.eq("method", f.Method)
+	w.eq("call_source", string(f.CallSource))
+	w.eq("outcome", string(f.Outcome))
+	w.eq("trace_id", f.TraceID)
+	w.between("time", f.Since, f.Until)
+	q := `SELECT id, time, trace_id, call_source, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes
+		FROM audit WHERE ` + w.where() + ` ORDER BY id DESC LIMIT ` + w.args.add(clampLimit(f.Limit, 100, 10000))
+	rows, err := d.pool.Query(ctx, q, w.args...)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return collect(rows, func(r pgx.Row) (*duet.AuditRecord, error) {
+		var a duet.AuditRecord
+		if err := r.Scan(&a.ID, &a.Time, &a.TraceID, &a.CallSource, &a.Caller, &a.Method, &a.Tool, &a.Outcome, &a.DurationUs, &a.ArgBytes, &a.ResultBytes); err != nil {
+			return nil, err
+		}
+		a.Time = utc(a.Time)
+		return &a, nil
+	})
+}

@@ -1,0 +1,57 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"io/fs"
+
+	"github.com/pressly/goose/v3"
+
+	"github.com/duet-test/duet"
+)
+
+func provider(db *sql.DB) (*goose.Provider, error) {
+	fsys, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	return goose.NewProvider(goose.DialectSQLite3, db, fsys)
+}
+
+// checkNotNewer refuses a database file migrated by a newer duet.
+func checkNotNewer(ctx context.Context, p *goose.Provider) error {
+	srcs := p.ListSources()
+	current, known, err := p.GetVersions(ctx)
+	if err != nil || len(srcs) == 0 {
+		return nil // a fresh file has no version table yet
+	}
+	if current > known {
+		return duet.Errorf(duet.CodeUnavailable, "the database schema is at version %d, newer than this duet knows (%d): upgrade duet", current, known)
+	}
+	return nil
+}
+
+// Migrations reports, for `duet migrate status`, every migration this build
+// knows and whether the database file at path has it, and the file's
+// current version. It changes nothing (a missing file is created empty).
+// Returns UNAVAILABLE.
+func Migrations(ctx context.Context, path string) ([]*goose.MigrationStatus, int64, error) {
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		return nil, 0, duet.WrapError(duet.CodeUnavailable, err, "cannot open database %s: %v", path, err)
+	}
+	defer db.Close()
+	p, err := provider(db)
+	if err != nil {
+		return nil, 0, duet.WrapError(duet.CodeInternal, err, "cannot read the embedded migrations")
+	}
+	st, err := p.Status(ctx)
+	if err != nil {
+		return nil, 0, duet.WrapError(duet.CodeUnavailable, err, "cannot read the schema of %s: %v", path, rootCause(err))
+	}
+	v, err := p.GetDBVersion(ctx)
+	if err != nil {
+		return nil, 0, duet.WrapError(duet.CodeUnavailable, err, "cannot read the schema of %s: %v", path, rootCause(err))
+	}
+	return st, v, nil
+}
