@@ -37,6 +37,10 @@ const (
 	CodeBrowserError       Code = "BROWSER_ERROR"
 	CodeElementNotFound    Code = "ELEMENT_NOT_FOUND"
 	CodeInterrupted        Code = "INTERRUPTED"
+	// CodeApprovalRequired: a step of a case someone else wrote would call,
+	// with the executor's credentials, an MCP tool that is not read-only,
+	// and the executor has not approved that version of the case.
+	CodeApprovalRequired Code = "APPROVAL_REQUIRED"
 
 	// MCP client codes (calls Duet makes to other MCP servers).
 	CodeMCPServerNotConfigured Code = "MCP_SERVER_NOT_CONFIGURED"
@@ -62,7 +66,7 @@ func Codes() []Code {
 		CodeTooLarge, CodeCancelled, CodeUnavailable, CodeInternal,
 		CodeAssertionFailed, CodeStepTimeout, CodeCaseTimeout, CodeHTTPRequestFailed,
 		CodeBindingFailed, CodeBrowserUnavailable, CodeBrowserError, CodeElementNotFound,
-		CodeInterrupted,
+		CodeInterrupted, CodeApprovalRequired,
 		CodeMCPServerNotConfigured, CodeMCPToolNotFound, CodeMCPCallTimeout,
 		CodeMCPAuthFailed, CodeMCPToolError, CodeMCPUnreachable, CodeMCPProtocolMismatch,
 		CodeURLRefused,

@@ -62,3 +62,9 @@ func TestReopenKeepsData(t *testing.T) {
 		t.Fatalf("after reopen: %v", err)
 	}
 }
+
+func TestApprovalStore(t *testing.T) {
+	storetest.RunApprovals(t, func(t *testing.T) storetest.ApprovalStore {
+		return open(t).(*sqlite.DB)
+	})
+}
