@@ -89,7 +89,7 @@ func (s *Set) add(v string, min int) {
 		if len(f) < min || f == Mask || !plausible(f) {
 			continue
 		}
-		for _, g := range []string{f, url.QueryEscape(f)} {
+		for _, g := range []string{f, url.QueryEscape(f), url.PathEscape(f)} {
 			if _, ok := s.vals[g]; ok {
 				continue
 			}
