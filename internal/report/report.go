@@ -108,7 +108,7 @@ type Report struct {
 	// timings and error codes (the run used someone else's credentials).
 	Disclosure duet.Disclosure `json:"disclosure"`
 	// Window is set when the report shows only part of the run's cases.
-	Window *Window  `json:"window,omitempty"`
+	Window *Window `json:"window,omitempty"`
 	Cases  []*Case `json:"cases"`
 }
 
