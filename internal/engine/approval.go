@@ -136,3 +136,32 @@ func (cr *caseRun) author(ctx context.Context) (string, error) {
 	cr.authorKnown = true
 	return cr.authorName, nil
 }
+
+// PendingCall is a step of a case that needs its executor's approval.
+type PendingCall struct {
+	Step       int    `json:"step"` // from 1
+	Name       string `json:"name"`
+	ServerKey  string `json:"serverKey"`
+	ServerName string `json:"serverName,omitempty"` // as the author wrote it
+	Tool       string `json:"tool"`
+}
+
+// CallsNeedingApproval returns the steps of the current version of c that
+// would need executor's approval (NeedsApproval): none when executor wrote
+// it.
+func CallsNeedingApproval(ctx context.Context, tools ToolCatalog, executor string, c *duet.Case) ([]PendingCall, error) {
+	var out []PendingCall
+	for _, st := range c.Steps {
+		if st.MCP == nil {
+			continue
+		}
+		need, err := NeedsApproval(ctx, tools, executor, c.CreatedBy, st.MCP)
+		if err != nil {
+			return nil, err
+		}
+		if need {
+			out = append(out, PendingCall{Step: st.Index + 1, Name: st.Name, ServerKey: st.MCP.ServerKey, ServerName: st.MCP.ServerName, Tool: st.MCP.ToolName})
+		}
+	}
+	return out, nil
+}
