@@ -27,10 +27,51 @@ approve that version of the case. Editing the case makes a new version, which
 needs a new approval.
 
   duet case approvals [--task TASK]   what needs your approval, and what you approved
-  duet case approve CASE_ID           review and approve the current version
+  duet case show CASE_ID              review a case: its source and the calls to approve
+  duet case approve CASE_ID           approve its current version
   duet case revoke CASE_ID            withdraw your approvals of a case`,
 	}
-	cmd.AddCommand(caseApprovalsCmd(env), caseApproveCmd(env), caseRevokeCmd(env))
+	cmd.AddCommand(caseShowCmd(env), caseApprovalsCmd(env), caseApproveCmd(env), caseRevokeCmd(env))
+	return cmd
+}
+
+func caseShowCmd(env Env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "show CASE_ID",
+		Short: "Show a case: who wrote its current version, its source, and the calls that need your approval",
+		Args:  cobra.ExactArgs(1),
+		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
+			ctx := cmd.Context()
+			c, err := a.Store.FindCaseByID(ctx, user, args[0])
+			if err != nil {
+				return err
+			}
+			calls, err := engine.CallsNeedingApproval(ctx, a.Store, user, c)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(env.Stdout, "case %s %q (key %s) in task %s\nversion %d written by %s, source %s, %s\n", c.ID, c.Title, c.Key, c.TaskID,
+				c.Version, c.CreatedBy, shortHash(c.SourceHash), c.Status)
+			switch {
+			case len(calls) == 0:
+				fmt.Fprintf(env.Stdout, "nothing in it needs %s's approval\n", user)
+			default:
+				status := "not approved"
+				if _, err := a.Store.FindCaseApproval(ctx, user, c.ID, c.Version); err == nil {
+					status = "approved"
+				} else if duet.ErrorCode(err) != duet.CodeNotFound {
+					return err
+				}
+				fmt.Fprintf(env.Stdout, "calls that need %s's approval (%s for version %d):\n", user, status, c.Version)
+				for _, pc := range calls {
+					fmt.Fprintf(env.Stdout, "  step %d (%s): %s of %s\n", pc.Step, pc.Name, pc.Tool, strings.TrimSpace(pc.ServerName+" "+pc.ServerKey))
+				}
+			}
+			fmt.Fprintf(env.Stdout, "source:\n%s\n", strings.TrimRight(c.Source, "\n"))
+			return nil
+		}),
+	}
+	addAs(cmd)
 	return cmd
 }
 
@@ -77,7 +118,7 @@ func caseApprovalsCmd(env Env) *cobra.Command {
 				fmt.Fprintf(tw, "%s\tv%d\t%s\t%s\t%s\t%s\n", c.CaseID, c.Version, c.Author, c.TaskName, c.Status, callList(c.Calls))
 			}
 			tw.Flush()
-			fmt.Fprintf(env.Stdout, "review a case (duet task show, or get_test_case), then: duet case approve CASE --as %s\n", user)
+			fmt.Fprintf(env.Stdout, "review a case with `duet case show CASE --as %s`, then approve it: duet case approve CASE --as %s\n", user, user)
 			return nil
 		}),
 	}
@@ -201,7 +242,7 @@ new version, which needs a new approval.`,
 				fmt.Fprintln(env.Stdout, "none of its steps calls, with your credentials, a tool that is not read-only in your catalog today")
 			}
 			for _, pc := range calls {
-				fmt.Fprintf(env.Stdout, "  step %d (%s) may call %s of %s with your credentials\n", pc.Step, pc.Name, pc.Tool, orNone(pc.ServerName+" "+pc.ServerKey))
+				fmt.Fprintf(env.Stdout, "  step %d (%s) may call %s of %s with your credentials\n", pc.Step, pc.Name, pc.Tool, strings.TrimSpace(pc.ServerName+" "+pc.ServerKey))
 			}
 			return nil
 		}),

@@ -98,6 +98,12 @@ func TestSharedTaskProtectsTheExecutor(t *testing.T) {
 		strings.Contains(list, "query_order") {
 		t.Fatalf("bob's approvals list:\n%s", list)
 	}
+	shown := e.must(t, "case", "show", x.CaseID, "--as", "bob")
+	for _, want := range []string{"version 1 written by alice", "set_order_status of orders", "not approved for version 1", "status: cancelled"} {
+		if !strings.Contains(shown, want) {
+			t.Errorf("case show does not say %q:\n%s", want, shown)
+		}
+	}
 	if out := e.must(t, "case", "approvals", "--as", "alice"); !strings.Contains(out, "no case") {
 		t.Fatalf("alice wrote the case; nothing needs her approval:\n%s", out)
 	}
