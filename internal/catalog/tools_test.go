@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/catalog"
+	"github.com/duet-test/duet/internal/compiler"
+	"github.com/duet-test/duet/internal/sqlite"
 )
 
 // TestEveryArgumentIsBounded: every string argument of every tool has a
@@ -88,7 +91,7 @@ func TestOversizedArgumentsAreInvalid(t *testing.T) {
 
 // bigRun stores a run of n executions of task's first case, as alice, with
 // the first execution finished (a failed step, an output, variables).
-func bigRun(t *testing.T, c *catalog.Catalog, db interface {
+func bigRun(t testing.TB, c *catalog.Catalog, db interface {
 	duet.Store
 }, task *duet.Task, n int) (*duet.Run, []*duet.Execution) {
 	t.Helper()
@@ -222,4 +225,37 @@ func TestSharedRunIsRestricted(t *testing.T) {
 		x.Execution.Steps[0].SavedAs != "order" || len(x.Execution.Variables) != 0 || x.Execution.StartedAt == "" {
 		t.Fatalf("bob's restricted view: %+v", x)
 	}
+}
+
+// BenchmarkGetRunPage measures get_test_run on a 20,000-case run: one page
+// of the default 200 executions, and the size of that page.
+//
+//	go test ./internal/catalog -run '^$' -bench GetRunPage -benchtime 50x
+func BenchmarkGetRunPage(b *testing.B) {
+	db, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "duet.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	s, err := compiler.CompileSuite(b.Context(), []byte(suite), "", compiler.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	res, err := db.ApplySuite(b.Context(), "alice", s)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := catalog.New(db, catalog.Options{})
+	run, _ := bigRun(b, c, db, res.Task, 20_000)
+	args, _ := json.Marshal(map[string]any{"runId": run.ID})
+	req := catalog.Request{Caller: duet.Caller{UserID: "alice", Source: duet.SourceMCP}, Tool: catalog.ToolGetRun, Args: args}
+	var size int
+	for b.Loop() {
+		r, err := c.Call(b.Context(), req)
+		if err != nil || r.IsError {
+			b.Fatalf("%v %s", err, r.Text)
+		}
+		size = len(r.Structured) + len(r.Text)
+	}
+	b.ReportMetric(float64(size), "bytes/page")
 }
