@@ -27,9 +27,10 @@ const (
 // text body, an error message. A Set is safe for concurrent use; the zero
 // value is empty and ready.
 type Set struct {
-	mu   sync.RWMutex
-	vals map[string]struct{}
-	rep  *strings.Replacer // nil when stale
+	mu     sync.RWMutex
+	vals   map[string]struct{}
+	rep    *strings.Replacer // nil when stale
+	minLen int               // of the values in rep
 }
 
 // NewSet returns an empty set.
@@ -204,13 +205,13 @@ func looksLikeToken(v string) bool {
 	return len(v) >= 24 || strings.ContainsAny(v, "0123456789-._~+/=")
 }
 
-func (s *Set) replacer() *strings.Replacer {
+func (s *Set) replacer() (*strings.Replacer, int) {
 	s.mu.RLock()
-	rep := s.rep
+	rep, minLen := s.rep, s.minLen
 	n := len(s.vals)
 	s.mu.RUnlock()
 	if rep != nil || n == 0 {
-		return rep
+		return rep, minLen
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -230,9 +231,9 @@ func (s *Set) replacer() *strings.Replacer {
 		for _, v := range vals {
 			pairs = append(pairs, v, Mask)
 		}
-		s.rep = strings.NewReplacer(pairs...)
+		s.rep, s.minLen = strings.NewReplacer(pairs...), len(vals[len(vals)-1])
 	}
-	return s.rep
+	return s.rep, s.minLen
 }
 
 // Scrub replaces every secret of the set in t by Mask.
@@ -240,8 +241,8 @@ func (s *Set) Scrub(t string) string {
 	if s == nil || t == "" {
 		return t
 	}
-	rep := s.replacer()
-	if rep == nil {
+	rep, minLen := s.replacer()
+	if rep == nil || len(t) < minLen {
 		return t
 	}
 	return rep.Replace(t)

@@ -2,6 +2,7 @@ package redact
 
 import (
 	"encoding/base64"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -122,5 +123,31 @@ func TestSetConcurrent(t *testing.T) {
 	wg.Wait()
 	if got := s.Scrub("aaaaaa0"); got != Mask {
 		t.Fatalf("got %q", got)
+	}
+}
+
+// BenchmarkSetValue measures scrubbing a 64 KiB response (the largest
+// output the engine keeps) with 3 and 20 known secrets.
+//
+//	go test ./internal/redact -run '^$' -bench SetValue
+func BenchmarkSetValue(b *testing.B) {
+	for _, n := range []int{3, 20} {
+		b.Run(fmt.Sprintf("secrets=%d", n), func(b *testing.B) { benchmarkSetValue(b, n) })
+	}
+}
+
+func benchmarkSetValue(b *testing.B, n int) {
+	s := NewSet()
+	for i := range n {
+		s.Add("secret-" + strings.Repeat(string(rune('a'+i)), 12) + "-0123456789")
+	}
+	items := make([]any, 0, 512)
+	for i := range 512 {
+		items = append(items, map[string]any{"id": float64(i), "name": "an item with an ordinary name", "note": "nothing to hide here, " + strings.Repeat("x", 64)})
+	}
+	v := map[string]any{"status": 200.0, "body": map[string]any{"items": items}}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = s.Value(v)
 	}
 }
