@@ -133,14 +133,14 @@ func bigRun(t testing.TB, c *catalog.Catalog, db interface {
 }
 
 // TestGetRunPages: get_test_run of a run whose executions exceed the result
-// limit (a 20,000-case run against the default 4 MiB; here 3,000 cases
-// against 256 KiB, to stay quick under the race detector) answers — it used
+// limit (a 20,000-case run against the default 4 MiB; here 1,500 cases
+// against 128 KiB, to stay quick under the race detector) answers — it used
 // to be TOO_LARGE whatever one asked — one page of executions at a time and
 // says how to get the next; the pages cover every execution once.
 func TestGetRunPages(t *testing.T) {
 	t.Parallel()
-	c, db, task, _ := setup(t, catalog.Options{Limits: catalog.Limits{MaxResultBytes: 256 << 10}})
-	const n = 3_000
+	c, db, task, _ := setup(t, catalog.Options{Limits: catalog.Limits{MaxResultBytes: 128 << 10}})
+	const n = 1_500
 	run, _ := bigRun(t, c, db, task, n)
 	seen := map[string]bool{}
 	cursor := ""
@@ -151,7 +151,7 @@ func TestGetRunPages(t *testing.T) {
 			args["cursor"] = cursor
 		}
 		if pages == 0 {
-			args["limit"] = 500
+			args["limit"] = 300
 		}
 		r := call(t, c, "alice", catalog.ToolGetRun, args)
 		out := decode[catalog.GetRunOut](t, r)
@@ -162,8 +162,8 @@ func TestGetRunPages(t *testing.T) {
 			}
 			seen[x.ID] = true
 		}
-		if pages == 1 && (len(out.Executions) != 500 || !strings.Contains(r.Text, "Executions 1 to 500 of 3000") ||
-			!strings.Contains(r.Text, "2500 more execution(s); call get_test_run again with cursor "+out.NextCursor)) {
+		if pages == 1 && (len(out.Executions) != 300 || !strings.Contains(r.Text, "Executions 1 to 300 of 1500") ||
+			!strings.Contains(r.Text, "1200 more execution(s); call get_test_run again with cursor "+out.NextCursor)) {
 			t.Fatalf("first page: %d executions, text ends %q", len(out.Executions), r.Text[max(0, len(r.Text)-300):])
 		}
 		if out.NextCursor == "" {
@@ -171,7 +171,7 @@ func TestGetRunPages(t *testing.T) {
 		}
 		cursor = out.NextCursor
 	}
-	if want := 1 + (n-500+199)/200; len(seen) != n || pages != want {
+	if want := 1 + (n-300+199)/200; len(seen) != n || pages != want {
 		t.Fatalf("got %d executions in %d pages, want %d in %d", len(seen), pages, n, want)
 	}
 	bad := call(t, c, "alice", catalog.ToolGetRun, map[string]any{"runId": run.ID, "cursor": "@@"})
