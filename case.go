@@ -17,7 +17,9 @@ const (
 
 // Case is one test case of a task: its declarative source (YAML, written by a
 // person or by the agent) and the steps the compiler produced from it.
-// Version increases each time the source changes.
+// Version increases each time the source changes; CreatedBy is who wrote the
+// current version, which decides whether a run of it by someone else needs
+// their approval (CaseApproval).
 type Case struct {
 	ID         string     `json:"id"`
 	TaskID     string     `json:"taskId"`
@@ -29,7 +31,7 @@ type Case struct {
 	TimeoutMs  int64      `json:"timeoutMs,omitempty"` // whole-case limit; 0 = the engine's default
 	Version    int        `json:"version"`
 	Status     CaseStatus `json:"status"`
-	CreatedBy  string     `json:"createdBy"`
+	CreatedBy  string     `json:"createdBy"` // who wrote this version (the task's owner, or a draft's generator)
 	CreatedAt  time.Time  `json:"createdAt"`
 	UpdatedAt  time.Time  `json:"updatedAt"`
 }

@@ -37,6 +37,10 @@ const (
 	CodeBrowserError       Code = "BROWSER_ERROR"
 	CodeElementNotFound    Code = "ELEMENT_NOT_FOUND"
 	CodeInterrupted        Code = "INTERRUPTED"
+	// CodeApprovalRequired: a step of a case someone else wrote would call,
+	// with the executor's credentials, an MCP tool that is not read-only,
+	// and the executor has not approved that version of the case.
+	CodeApprovalRequired Code = "APPROVAL_REQUIRED"
 
 	// Browser and device codes (remote browsers, phones).
 	CodeBrowserProtocolMismatch   Code = "BROWSER_PROTOCOL_MISMATCH"   // the endpoint does not speak the DevTools protocol
@@ -71,7 +75,7 @@ func Codes() []Code {
 		CodeTooLarge, CodeCancelled, CodeUnavailable, CodeInternal,
 		CodeAssertionFailed, CodeStepTimeout, CodeCaseTimeout, CodeHTTPRequestFailed,
 		CodeBindingFailed, CodeBrowserUnavailable, CodeBrowserError, CodeElementNotFound,
-		CodeInterrupted,
+		CodeInterrupted, CodeApprovalRequired,
 		CodeBrowserProtocolMismatch, CodeBrowserVersionUnsupported, CodeDeviceLost,
 		CodeMCPServerNotConfigured, CodeMCPToolNotFound, CodeMCPCallTimeout,
 		CodeMCPAuthFailed, CodeMCPToolError, CodeMCPUnreachable, CodeMCPProtocolMismatch,

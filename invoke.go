@@ -54,3 +54,13 @@ type Invoker interface {
 	// MCP_PROTOCOL_MISMATCH.
 	Invoke(ctx context.Context, req InvokeRequest) (*ToolResult, error)
 }
+
+// SecretSource is implemented by an Invoker that can name the secret values
+// a call as an executor sends to a server (header values, OAuth tokens and
+// client secrets), so that a caller that keeps results scrubs them wherever
+// they come back (an echoing tool, an error page).
+type SecretSource interface {
+	// Secrets returns the credential values of executor's registration of
+	// serverKey; none when executor has not registered it.
+	Secrets(ctx context.Context, executor, serverKey string) ([]string, error)
+}

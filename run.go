@@ -110,6 +110,14 @@ type RunFilter struct {
 	Limit  int // 0 means 20; at most 100
 }
 
+// ExecutionFilter selects one page of the executions of a run, in order.
+type ExecutionFilter struct {
+	RunID   string
+	Cursor  string // opaque; from a previous page
+	Limit   int    // 0 means 100; at most 1000
+	Results bool   // load step results, variables and compiled steps too
+}
+
 // IdempotencyRecord remembers the first result of an idempotent call.
 type IdempotencyRecord struct {
 	Caller    string          `json:"caller"`
@@ -152,6 +160,13 @@ type RunStore interface {
 
 	// FindExecutions returns the executions of a run in order, with results.
 	FindExecutions(ctx context.Context, runID string) ([]*Execution, error)
+
+	// FindExecutionPage returns one page of the executions of a run in
+	// order and the cursor of the next page ("" on the last). Without
+	// filter.Results only the summary is loaded (no steps, variables or
+	// results): a run of any size pages cheaply. Returns INVALID_ARGUMENT
+	// for a bad cursor.
+	FindExecutionPage(ctx context.Context, filter ExecutionFilter) (execs []*Execution, next string, err error)
 
 	// FindExecutionByID returns an execution with its results if viewer may
 	// see its task ("" = any). Returns NOT_FOUND.

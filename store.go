@@ -19,6 +19,7 @@ type Store interface {
 	AssetStore
 	GenerationStore
 	DeviceLeaseStore
+	ApprovalStore
 
 	// Ping checks that the database answers. Returns UNAVAILABLE.
 	Ping(ctx context.Context) error

@@ -39,43 +39,96 @@ func minLen(s *jsonschema.Schema, prop string, n int) {
 
 var readOnly = Annotations{ReadOnly: true, Idempotent: true}
 
+// Bounds of the tools' arguments. Every string argument has a maxLength and
+// every array a maxItems, so that oversized input is refused as
+// INVALID_ARGUMENT by input validation, before a tool does any work.
+const (
+	maxIDLen     = 100  // taskId, caseId, runId, executionId and the items of caseIds
+	maxTextLen   = 1024 // any other string without its own bound
+	maxListItems = 1000 // any array
+)
+
+// maxLens are the bounds of string arguments by name.
+var maxLens = map[string]int{"query": 200, "owner": 128, "cursor": 256, "idempotencyKey": 200, "device": 64}
+
+// bounded returns adjust followed by the bounds of every argument.
+func bounded(adjust func(in, out *jsonschema.Schema)) func(in, out *jsonschema.Schema) {
+	return func(in, out *jsonschema.Schema) {
+		if adjust != nil {
+			adjust(in, out)
+		}
+		for name, p := range in.Properties {
+			boundArg(name, p)
+		}
+	}
+}
+
+func boundArg(name string, p *jsonschema.Schema) {
+	switch {
+	case hasType(p, "string") && p.MaxLength == nil:
+		n := maxLens[name]
+		if n == 0 && strings.HasSuffix(name, "Id") {
+			n = maxIDLen
+		}
+		if n == 0 {
+			n = maxTextLen
+		}
+		p.MaxLength = ptr(n)
+	case hasType(p, "array"):
+		if p.MaxItems == nil {
+			p.MaxItems = ptr(maxListItems)
+		}
+		if p.Items != nil && hasType(p.Items, "string") && p.Items.MaxLength == nil {
+			p.Items.MaxLength = ptr(maxIDLen)
+		}
+	}
+}
+
+func hasType(s *jsonschema.Schema, t string) bool {
+	return s.Type == t || slices.Contains(s.Types, t)
+}
+
 func productTools() []*Tool {
 	return []*Tool{
 		Define(ToolListTasks, "List test tasks",
 			"List the test tasks you can access: the ones you own and the ones shared with you. "+
 				"A task is a web product under test (name, base URL) with its test cases. "+
 				"Filter by a text query or by owner; page with cursor/nextCursor. Read-only.",
-			readOnly, func(in, out *jsonschema.Schema) { limitProp(in, 20, 100) }, listTasks),
+			readOnly, bounded(func(in, out *jsonschema.Schema) { limitProp(in, 20, 100) }), listTasks),
 		Define(ToolGetTask, "Get a test task",
 			"Get one test task by id: its description, base URL, owner, who it is shared with, how many cases it has and its latest run. "+
 				"Returns NOT_FOUND for a task that does not exist or that you cannot access. Read-only.",
-			readOnly, func(in, out *jsonschema.Schema) { minLen(in, "taskId", 1) }, getTask),
+			readOnly, bounded(func(in, out *jsonschema.Schema) { minLen(in, "taskId", 1) }), getTask),
 		Define(ToolListCases, "List test cases",
 			"List the test cases of a task (title, key, version, number of steps), in key order; page with cursor/nextCursor. "+
 				"Set includeDrafts to see generated cases not yet accepted. Read-only.",
-			readOnly, func(in, out *jsonschema.Schema) { minLen(in, "taskId", 1); limitProp(in, 50, 200) }, listCases),
+			readOnly, bounded(func(in, out *jsonschema.Schema) { minLen(in, "taskId", 1); limitProp(in, 50, 200) }), listCases),
 		Define(ToolGetCase, "Get a test case",
 			"Get one test case by id: its declarative source (YAML) and the compiled steps the engine runs. Read-only.",
-			readOnly, func(in, out *jsonschema.Schema) { minLen(in, "caseId", 1) }, getCase),
+			readOnly, bounded(func(in, out *jsonschema.Schema) { minLen(in, "caseId", 1) }), getCase),
 		Define(ToolGetRun, "Get a test run",
 			"Get the progress or outcome of a test run by runId: its status (queued, running, passed, failed, error, cancelled), "+
-				"counts per status, and one line per case execution with its executionId. Poll it until done is true. Read-only.",
-			readOnly, func(in, out *jsonschema.Schema) { minLen(in, "runId", 1) }, getRun),
+				"counts per status, and one line per case execution with its executionId, a page at a time (page with cursor/nextCursor). "+
+				"Poll it until done is true. Error messages are shown only to the person who started the run; others see the codes. Read-only.",
+			readOnly, bounded(func(in, out *jsonschema.Schema) { minLen(in, "runId", 1); limitProp(in, 200, 1000) }), getRun),
 		Define(ToolGetExecutionResult, "Get an execution result",
 			"Get the result of one case execution within a run (executionId from get_test_run): every step with its status, "+
-				"duration, saved output and error code, and the variables saved (secrets redacted). Read-only.",
-			readOnly, func(in, out *jsonschema.Schema) { minLen(in, "executionId", 1) }, getExecution),
+				"duration, saved output and error code, and the variables saved (secrets redacted). The run used its executor's "+
+				"credentials, so outputs, variables and error messages are shown only to that person; others (disclosure: restricted) "+
+				"see statuses, timings and error codes. Read-only.",
+			readOnly, bounded(func(in, out *jsonschema.Schema) { minLen(in, "executionId", 1) }), getExecution),
 		Define(ToolStartRun, "Start a test run",
 			"Start running a task's test cases asynchronously and return a runId at once; follow it with get_test_run. "+
 				"Runs all active cases unless caseIds names some. The run executes as you: MCP calls inside cases use your own "+
 				"registered servers and credentials. idempotencyKey is required: retrying with the same key and the same arguments "+
 				"returns the first result (replayed: true) instead of starting another run; the same key with different arguments "+
-				"fails with IDEMPOTENCY_CONFLICT.",
-			Annotations{Idempotent: true}, func(in, out *jsonschema.Schema) {
+				"fails with IDEMPOTENCY_CONFLICT. In a case someone else wrote, a step that calls a tool your catalog does not mark "+
+				"read-only fails with APPROVAL_REQUIRED until you approve that version of the case (duet case approve).",
+			Annotations{Idempotent: true}, bounded(func(in, out *jsonschema.Schema) {
 				minLen(in, "taskId", 1)
 				k := in.Properties["idempotencyKey"]
 				k.MinLength, k.MaxLength = ptr(1), ptr(200)
-			}, startRun),
+			}), startRun),
 	}
 }
 
@@ -215,6 +268,7 @@ func getTask(ctx context.Context, env *Env, in GetTaskIn) (GetTaskOut, error) {
 		return GetTaskOut{}, err
 	}
 	if len(runs) > 0 {
+		duet.DiscloseRun(env.Caller.UserID, runs[0])
 		v := runView(runs[0])
 		out.LastRun = &v
 	}
@@ -335,7 +389,9 @@ func getCase(ctx context.Context, env *Env, in GetCaseIn) (GetCaseOut, error) {
 
 // GetRunIn are the arguments of get_test_run.
 type GetRunIn struct {
-	RunID string `json:"runId" jsonschema:"the run's id (from start_test_run)"`
+	RunID  string `json:"runId" jsonschema:"the run's id (from start_test_run)"`
+	Cursor string `json:"cursor,omitempty" jsonschema:"nextCursor from the previous page of executions"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"executions per page"`
 }
 
 // RunView is a run as tools show it.
@@ -375,7 +431,11 @@ type ExecutionSummary struct {
 // GetRunOut is the result of get_test_run.
 type GetRunOut struct {
 	Run        RunView            `json:"run"`
-	Executions []ExecutionSummary `json:"executions"`
+	Executions []ExecutionSummary `json:"executions" jsonschema:"one page of the run's case executions, in order"`
+	NextCursor string             `json:"nextCursor,omitempty" jsonschema:"pass as cursor to get the next page of executions; absent on the last page"`
+	Disclosure duet.Disclosure    `json:"disclosure" jsonschema:"full, or restricted: error messages are shown only to the run's executor"`
+
+	first, last int // ordinals of the page's executions, for the text
 }
 
 // Text implements Texter.
@@ -387,11 +447,17 @@ func (o GetRunOut) Text() string {
 	if r.ErrorMessage != "" {
 		fmt.Fprintf(&b, "\n%s: %s", r.ErrorCode, r.ErrorMessage)
 	}
+	if len(o.Executions) < r.Totals.Cases && len(o.Executions) > 0 {
+		fmt.Fprintf(&b, "\nExecutions %d to %d of %d:", o.first+1, o.last+1, r.Totals.Cases)
+	}
 	for _, x := range o.Executions {
 		fmt.Fprintf(&b, "\n- %s  %s: %s", x.ID, x.CaseTitle, x.Status)
 		if x.ErrorCode != "" {
 			fmt.Fprintf(&b, " (%s: %s)", x.ErrorCode, x.ErrorMessage)
 		}
+	}
+	if o.NextCursor != "" {
+		fmt.Fprintf(&b, "\nMore: %d more execution(s); call get_test_run again with cursor %s", max(r.Totals.Cases-o.last-1, 1), o.NextCursor)
 	}
 	if !r.Done {
 		b.WriteString("\nThe run is not finished; call get_test_run again.")
@@ -411,11 +477,19 @@ func getRun(ctx context.Context, env *Env, in GetRunIn) (GetRunOut, error) {
 	if err != nil {
 		return GetRunOut{}, err
 	}
-	execs, err := env.Store.FindExecutions(ctx, r.ID)
+	limit := in.Limit
+	if limit <= 0 {
+		limit = 200
+	}
+	execs, next, err := env.Store.FindExecutionPage(ctx, duet.ExecutionFilter{RunID: r.ID, Cursor: in.Cursor, Limit: limit})
 	if err != nil {
 		return GetRunOut{}, err
 	}
-	out := GetRunOut{Run: runView(r), Executions: []ExecutionSummary{}}
+	d := duet.DiscloseRun(env.Caller.UserID, r, execs...)
+	out := GetRunOut{Run: runView(r), Executions: []ExecutionSummary{}, NextCursor: next, Disclosure: d}
+	if len(execs) > 0 {
+		out.first, out.last = execs[0].Ordinal, execs[len(execs)-1].Ordinal
+	}
 	for _, x := range execs {
 		out.Executions = append(out.Executions, ExecutionSummary{ID: x.ID, CaseID: x.CaseID, CaseKey: x.CaseKey, CaseTitle: x.CaseTitle,
 			Status: x.Status, ErrorCode: string(x.ErrorCode), ErrorMessage: x.ErrorMessage, DurationMs: durationMs(x.StartedAt, x.FinishedAt)})
@@ -449,7 +523,8 @@ type ExecutionView struct {
 
 // GetExecutionOut is the result of get_execution_result.
 type GetExecutionOut struct {
-	Execution ExecutionView `json:"execution"`
+	Execution  ExecutionView   `json:"execution"`
+	Disclosure duet.Disclosure `json:"disclosure" jsonschema:"full, or restricted: outputs, variables and error messages are shown only to the run's executor"`
 }
 
 // Text implements Texter.
@@ -466,6 +541,9 @@ func (o GetExecutionOut) Text() string {
 			fmt.Fprintf(&b, " %s: %s", s.ErrorCode, s.ErrorMessage)
 		}
 	}
+	if o.Disclosure == duet.DiscloseRestricted {
+		b.WriteString("\nOutputs, variables and error messages are shown only to the person who ran it (with their own credentials).")
+	}
 	return b.String()
 }
 
@@ -474,6 +552,11 @@ func getExecution(ctx context.Context, env *Env, in GetExecutionIn) (GetExecutio
 	if err != nil {
 		return GetExecutionOut{}, err
 	}
+	run, err := env.Store.FindRunByID(ctx, env.Caller.UserID, x.RunID)
+	if err != nil {
+		return GetExecutionOut{}, err
+	}
+	d := duet.DiscloseRun(env.Caller.UserID, run, x)
 	vars := x.Vars
 	if vars == nil {
 		vars = map[string]any{}
@@ -484,7 +567,7 @@ func getExecution(ctx context.Context, env *Env, in GetExecutionIn) (GetExecutio
 	}
 	return GetExecutionOut{Execution: ExecutionView{ID: x.ID, RunID: x.RunID, CaseID: x.CaseID, CaseTitle: x.CaseTitle, CaseVersion: x.CaseVersion,
 		Status: x.Status, ErrorCode: string(x.ErrorCode), ErrorMessage: x.ErrorMessage, StartedAt: tsp(x.StartedAt), FinishedAt: tsp(x.FinishedAt),
-		DurationMs: durationMs(x.StartedAt, x.FinishedAt), Steps: results, Variables: vars}}, nil
+		DurationMs: durationMs(x.StartedAt, x.FinishedAt), Steps: results, Variables: vars}, Disclosure: d}, nil
 }
 
 // ---- start_test_run ----

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,10 +24,58 @@ import (
 
 // The canaries: the order server's real token, and a wrong one carol
 // registers. Neither may appear anywhere but in the requests to the server.
+// The by-value canaries are secrets a web API hands a run: one under a
+// sensitive key then copied under an innocent name, one that arrives only
+// under an innocent key ("note": "Bearer …"), one only in a text body
+// ("token=…") and one in a cookie. None may appear anywhere either.
 const (
 	canary      = "canary-7f3a9c1e-REAL-secret-x1"
 	canaryWrong = "canary-b84d02aa-WRONG-secret-x2"
+
+	canaryAccess = "canary-0d5e11aa-ACCESS-x3"
+	canaryNote   = "canary-6c2f90b4-NOTE-x4"
+	canaryText   = "canary-9a7e3d21-TEXT-x5"
+	canaryCookie = "canary-41b8c6f0-COOKIE-x6"
 )
+
+// secretsAPI hands out the by-value canaries.
+func secretsAPI(t *testing.T) string {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /login", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Set-Cookie", "sid="+canaryCookie+"; Path=/; HttpOnly")
+		fmt.Fprintf(w, `{"access_token":%q,"note":"next time send Bearer %s","user":"alice"}`, canaryAccess, canaryNote)
+	})
+	mux.HandleFunc("GET /legacy-token", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		fmt.Fprintf(w, "ok=1&token=%s&expires=3600", canaryText)
+	})
+	mux.HandleFunc("GET /whoami", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"you":"alice","sent":%q}`, r.Header.Get("Authorization"))
+	})
+	s := httptest.NewServer(mux)
+	t.Cleanup(s.Close)
+	return s.URL
+}
+
+// byValueSuite sends the by-value canaries around: set copies under innocent
+// names, a header built from them, a failing request whose URL carries one.
+const byValueSuite = `task:
+  name: web-secrets
+  baseURL: BASE
+cases:
+  - key: secrets-travel
+    title: secrets travel through variables, headers and errors
+    steps:
+      - http: {method: POST, url: /login, saveAs: login}
+      - set: {copy: "login.body.access_token", said: "login.body.note", jar: "login.headers['set-cookie']"}
+      - http: {url: /legacy-token, saveAs: legacy}
+      - set: {legacyCopy: "legacy.body"}
+      - http: {url: /whoami, headers: {Authorization: "Bearer ${copy}"}, saveAs: me}
+      - assert: {expr: "me.body.sent == 'Bearer ' + copy && said != ''", message: the token round-trips}
+      - http: {url: "http://127.0.0.1:1/closed?token=${copy}"}
+`
 
 // transcript collects everything the commands printed.
 type transcript struct {
@@ -177,6 +228,33 @@ func TestMCPClientEndToEnd(t *testing.T) {
 	e.must(t, "run", "show", aliceRun.ID, "--as", "alice")
 	e.must(t, "run", "show", aliceRun.ID, "--as", "alice", "--json")
 
+	// The by-value canaries: a web API's secrets travel through a run.
+	web := filepath.Join(home, "web.yaml")
+	if err := os.WriteFile(web, []byte(strings.Replace(byValueSuite, "BASE", secretsAPI(t), 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.must(t, "apply", "-f", web, "--as", "alice")
+	e.must(t, "task", "share", "web-secrets", "--with", "bob", "--as", "alice")
+	out, _, _ = e.run(t, "run", "web-secrets", "--as", "alice", "--json")
+	var webRun duet.Run
+	if err := json.Unmarshal([]byte(out), &webRun); err != nil || webRun.Status != duet.StatusFailed {
+		t.Fatalf("the web secrets run: %v %s", err, out)
+	}
+	var webShown struct {
+		Executions []*duet.Execution `json:"executions"`
+	}
+	json.Unmarshal([]byte(e.must(t, "run", "show", webRun.ID, "--as", "alice", "--json")), &webShown)
+	if x := webShown.Executions; len(x) != 1 || len(x[0].Results) != 7 || x[0].Results[5].Status != duet.StatusPassed ||
+		!strings.Contains(x[0].Results[6].ErrorMessage, "127.0.0.1:1/closed?token=") {
+		t.Fatalf("the web secrets run did not go as planned: %+v", x)
+	}
+	for _, as := range []string{"alice", "bob"} {
+		for _, format := range []string{"html", "json", "junit"} {
+			e.must(t, "report", webRun.ID, "--as", as, "--format", format)
+		}
+		e.must(t, "run", "show", webRun.ID, "--as", as)
+	}
+
 	inv := e.must(t, "server", "invocations", "--json")
 	var recs []*duet.Invocation
 	json.Unmarshal([]byte(inv), &recs)
@@ -203,7 +281,7 @@ func TestMCPClientEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []string{aliceRun.ID, bobRun.ID} {
+	for _, id := range []string{aliceRun.ID, bobRun.ID, webRun.ID} {
 		args, _ := json.Marshal(catalog.GetRunIn{RunID: id})
 		res, err := a.Catalog.Call(t.Context(), catalog.Request{Caller: duet.Caller{UserID: "alice", Source: duet.SourceMCP}, Tool: catalog.ToolGetRun, Args: args})
 		if err != nil {
@@ -225,7 +303,7 @@ func TestMCPClientEndToEnd(t *testing.T) {
 
 	// The canary check. The transcript holds stdout and stderr of every
 	// command (logs at debug level included) and every tool response.
-	checkCanaries(t, e, home, canary, canaryWrong)
+	checkCanaries(t, e, home, canary, canaryWrong, canaryAccess, canaryNote, canaryText, canaryCookie)
 }
 
 // checkCanaries fails when one of the canaries appears in the transcript

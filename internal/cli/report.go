@@ -14,7 +14,8 @@ import (
 )
 
 func reportCmd(env Env) *cobra.Command {
-	var format, out string
+	var format, out, cursor string
+	var limit int
 	cmd := &cobra.Command{
 		Use:   "report RUN_ID",
 		Short: "Write the report of a run: HTML (default), JSON or JUnit XML",
@@ -28,7 +29,14 @@ the file -o names.
   --format junit  JUnit XML for CI systems: one testsuite, a testcase per case
 
 Screenshots are kept for DUET_ARTIFACT_RETENTION; older ones are listed as
-unavailable. The command exits 0 whatever the run's outcome.`,
+unavailable. The command exits 0 whatever the run's outcome.
+
+A report shows at most 500 cases (--limit, up to 1000); the report of a bigger
+run says how many more there are and prints the --cursor of the next part.
+
+A run used the credentials of the person who ran it: its outputs, saved
+variables, messages and screenshots are in the report only when --as is that
+person; anyone else gets statuses, timings and error codes.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := report.ParseFormat(format)
@@ -40,9 +48,15 @@ unavailable. The command exits 0 whatever the run's outcome.`,
 				return err
 			}
 			defer a.Close()
-			r, err := report.Build(cmd.Context(), a.Store, a.Artifacts, asUser(cmd, a.Config), args[0])
+			if limit < 0 || limit > 1000 {
+				return usage("--limit: want 1 to 1000 cases")
+			}
+			r, err := report.BuildPage(cmd.Context(), a.Store, a.Artifacts, asUser(cmd, a.Config), args[0], report.Page{Cursor: cursor, Limit: limit})
 			if err != nil {
 				return err
+			}
+			if h := r.Window.Hint(r.Run.ID); h != "" {
+				defer fmt.Fprintln(env.Stderr, h)
 			}
 			if out == "" || out == "-" {
 				w := bufio.NewWriter(env.Stdout)
@@ -61,6 +75,8 @@ unavailable. The command exits 0 whatever the run's outcome.`,
 	}
 	cmd.Flags().StringVar(&format, "format", "html", "html, json or junit")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write to this file instead of stdout")
+	cmd.Flags().StringVar(&cursor, "cursor", "", "the part of a big run's report after this cursor (the report prints it)")
+	cmd.Flags().IntVar(&limit, "limit", 0, "cases per report (default 500, at most 1000)")
 	addAs(cmd)
 	return cmd
 }

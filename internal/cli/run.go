@@ -133,6 +133,7 @@ func executeAndFollow(ctx context.Context, a *app.App, user, runID string, w io.
 		if progress {
 			execs, err := a.Store.FindExecutions(rctx, runID)
 			if err == nil {
+				duet.DiscloseRun(user, run, execs...)
 				printProgress(w, execs, printed)
 			}
 		}
@@ -180,6 +181,8 @@ func runShowCmd(env Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// Outputs, variables and messages only for the run's executor.
+			duet.DiscloseRun(user, run, execs...)
 			if asJSON {
 				return printJSON(env.Stdout, map[string]any{"run": run, "executions": execs})
 			}

@@ -71,14 +71,10 @@ func (c *compiler) mcpCall(st *duet.Step, n *node, sc *scope) {
 func (c *compiler) resolveServer(n *node, ref string, m *duet.MCPCallStep) {
 	switch {
 	case c.opts.Servers != nil:
+		// A case names only servers its author registered, by name or by
+		// serverKey: its steps run with each executor's credentials.
 		key, err := c.opts.Servers.ResolveServer(c.ctx, ref)
 		if err != nil {
-			if serverKeyRe.MatchString(ref) {
-				// A serverKey the author has not registered: allowed (the
-				// executor's registration decides at run time).
-				m.ServerKey = ref
-				return
-			}
 			c.errf(n, "%s", duet.ErrorMessage(err))
 			return
 		}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -20,9 +21,13 @@ type caseRun struct {
 	vars    map[string]any // builtins and saved variables
 	saved   map[string]any // saved variables only (persisted, redacted)
 	session BrowserSession
+	secrets *redact.Set // the run's secrets: scrubbed from all it keeps
+
+	authorKnown bool   // authorName was looked up
+	authorName  string // who wrote the case version ("" unknown)
 }
 
-func (e *Engine) executeCase(ctx context.Context, run *duet.Run, task *duet.Task, x *duet.Execution) {
+func (e *Engine) executeCase(ctx context.Context, run *duet.Run, task *duet.Task, x *duet.Execution, secrets *redact.Set) {
 	now := time.Now()
 	x.StartedAt = &now
 	if err := retryUnavailable(ctx, func(ctx context.Context) error { return e.store.StartExecution(ctx, x) }); err != nil {
@@ -31,7 +36,7 @@ func (e *Engine) executeCase(ctx context.Context, run *duet.Run, task *duet.Task
 	}
 	e.emit(Event{RunID: run.ID, ExecutionID: x.ID, CaseTitle: x.CaseTitle, Status: duet.StatusRunning})
 	cr := &caseRun{
-		e: e, run: run, task: task, x: x, saved: map[string]any{},
+		e: e, run: run, task: task, x: x, saved: map[string]any{}, secrets: secrets,
 		vars: map[string]any{
 			"task": map[string]any{"id": task.ID, "name": task.Name, "baseUrl": task.BaseURL},
 			"run":  map[string]any{"id": run.ID, "executor": run.TriggeredBy},
@@ -62,14 +67,14 @@ func (e *Engine) executeCase(ctx context.Context, run *duet.Run, task *duet.Task
 				failed = true
 				x.Status, x.ErrorCode, x.ErrorMessage = statusOfCtx(ctx, cctx)
 			}
-			e.saveResult(ctx, x, res, cr.saved)
+			cr.saveResult(ctx, res)
 			continue
 		}
 		cr.runStep(cctx, st, res)
 		if shutdown(ctx) {
 			return
 		}
-		e.saveResult(ctx, x, res, cr.saved)
+		cr.saveResult(ctx, res)
 		e.emit(Event{RunID: run.ID, ExecutionID: x.ID, CaseTitle: x.CaseTitle, Step: res, Status: res.Status})
 		if res.Status != duet.StatusPassed && !res.Optional {
 			failed = true
@@ -85,7 +90,9 @@ func (e *Engine) executeCase(ctx context.Context, run *duet.Run, task *duet.Task
 	}
 	end := time.Now()
 	x.FinishedAt = &end
-	x.Vars = persistVars(cr.saved)
+	cr.rescrub(ctx)
+	x.ErrorMessage = cr.secrets.Scrub(x.ErrorMessage)
+	x.Vars = cr.persistVars()
 	fctx, cancel2 := context.WithTimeout(context.WithoutCancel(ctx), storeWriteTimeout)
 	defer cancel2()
 	if err := retryUnavailable(fctx, func(ctx context.Context) error { return e.store.FinishExecution(ctx, x) }); err != nil {
@@ -110,28 +117,74 @@ func statusOfCtx(runCtx, caseCtx context.Context) (duet.RunStatus, duet.Code, st
 	return duet.StatusCancelled, duet.CodeCancelled, "cancelled"
 }
 
-func (e *Engine) saveResult(ctx context.Context, x *duet.Execution, res *duet.StepResult, saved map[string]any) {
-	x.Results = append(x.Results, res)
+// saveResult is the one place a step result is kept (and then shown): its
+// output and error message are scrubbed of the run's secrets, and so are
+// the variables saved with it.
+func (cr *caseRun) saveResult(ctx context.Context, res *duet.StepResult) {
+	res.ErrorMessage = cr.secrets.Scrub(res.ErrorMessage)
+	cr.x.Results = append(cr.x.Results, res)
+	cr.store(ctx, res)
+}
+
+func (cr *caseRun) store(ctx context.Context, res *duet.StepResult) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeWriteTimeout)
 	defer cancel()
-	vars := persistVars(saved)
-	if err := retryUnavailable(sctx, func(ctx context.Context) error { return e.store.SaveStepResult(ctx, x.ID, res, vars) }); err != nil {
-		e.log.ErrorContext(ctx, "saving step result", "execution", x.ID, "step", res.Index, "err", err)
+	vars := cr.persistVars()
+	if err := retryUnavailable(sctx, func(ctx context.Context) error { return cr.e.store.SaveStepResult(ctx, cr.x.ID, res, vars) }); err != nil {
+		cr.e.log.ErrorContext(ctx, "saving step result", "execution", cr.x.ID, "step", res.Index, "err", cr.secrets.Scrub(err.Error()))
+	}
+}
+
+// rescrub scrubs the results saved earlier of secrets learned since (a
+// value seen first under an innocent key, later under a sensitive one) and
+// stores again the ones that change.
+func (cr *caseRun) rescrub(ctx context.Context) {
+	for _, res := range cr.x.Results {
+		changed := false
+		if msg := cr.secrets.Scrub(res.ErrorMessage); msg != res.ErrorMessage {
+			res.ErrorMessage, changed = msg, true
+		}
+		if len(res.Output) > 0 {
+			var v any
+			if json.Unmarshal(res.Output, &v) == nil {
+				if out := persist(cr.secrets, v); string(out) != string(res.Output) {
+					res.Output, changed = out, true
+				}
+			}
+		}
+		if changed {
+			cr.store(ctx, res)
+		}
 	}
 }
 
 // persistVars returns the saved variables as they are stored: redacted,
-// including variables whose own name says they hold a secret.
-func persistVars(saved map[string]any) map[string]any {
-	out := make(map[string]any, len(saved))
-	for k, v := range maps.All(saved) {
+// including variables whose own name says they hold a secret, and scrubbed
+// of the run's secrets.
+func (cr *caseRun) persistVars() map[string]any {
+	out := make(map[string]any, len(cr.saved))
+	for k, v := range maps.All(cr.saved) {
 		if redact.IsSensitiveKey(k) && v != nil {
 			out[k] = redact.Mask
 			continue
 		}
-		out[k] = persistValue(v)
+		out[k] = cr.secrets.Value(v)
 	}
 	return out
+}
+
+// learn adds to the run's secrets what a step's value reveals: everything
+// under a sensitive key or header, and the value itself when the variable's
+// name says it is a secret.
+func (cr *caseRun) learn(saveAs string, value any) {
+	if value == nil {
+		return
+	}
+	if saveAs != "" {
+		cr.secrets.Learn(map[string]any{saveAs: value})
+		return
+	}
+	cr.secrets.Learn(value)
 }
 
 // runStep runs one step under its timeout and fills res.
@@ -163,6 +216,7 @@ func (cr *caseRun) runStep(ctx context.Context, st *duet.Step, res *duet.StepRes
 	end := time.Now()
 	res.FinishedAt = &end
 	res.DurationMs = end.Sub(start).Milliseconds()
+	cr.learn(saveAs, value)
 	if saveAs != "" && value != nil {
 		cr.saved[saveAs] = value
 		cr.vars[saveAs] = value
@@ -170,9 +224,9 @@ func (cr *caseRun) runStep(ctx context.Context, st *duet.Step, res *duet.StepRes
 	}
 	if value != nil {
 		if saveAs != "" && redact.IsSensitiveKey(saveAs) {
-			res.Output = persist(redact.Mask)
+			res.Output = persist(cr.secrets, redact.Mask)
 		} else {
-			res.Output = persist(value)
+			res.Output = persist(cr.secrets, value)
 		}
 	}
 	if err == nil {
@@ -198,7 +252,7 @@ func (cr *caseRun) runStep(ctx context.Context, st *duet.Step, res *duet.StepRes
 	default:
 		res.ErrorCode, res.ErrorMessage = duet.ErrorCode(err), duet.ErrorMessage(err)
 		if res.ErrorCode == duet.CodeInternal {
-			cr.e.log.ErrorContext(ctx, "step failed", "run", cr.run.ID, "step", st.Index, "err", err)
+			cr.e.log.ErrorContext(ctx, "step failed", "run", cr.run.ID, "step", st.Index, "err", cr.secrets.Scrub(err.Error()))
 		}
 	}
 	switch res.ErrorCode {

@@ -99,6 +99,15 @@ type Options struct {
 	Parallel int
 	// MaxBodyBytes limits how much of an HTTP response is read; 0 means 10 MiB.
 	MaxBodyBytes int64
+	// Tools is where the executor's archived catalogs are read, to tell
+	// read-only tools; nil means the store when it keeps them (a
+	// duet.MCPClientStore), else no tool counts as read-only.
+	Tools ToolCatalog
+	// Approver decides whether a step of a case someone else wrote may call
+	// a tool that is not read-only with the executor's credentials; nil
+	// means the executor's stored approvals (StoreApprover) when the store
+	// keeps them, else every such call fails with APPROVAL_REQUIRED.
+	Approver Approver
 	// OnEvent, if set, receives progress events (it must not block long).
 	OnEvent func(Event)
 	Logger  *slog.Logger
@@ -106,9 +115,11 @@ type Options struct {
 
 // Engine executes runs.
 type Engine struct {
-	store duet.Store
-	opts  Options
-	log   *slog.Logger
+	store    duet.Store
+	opts     Options
+	log      *slog.Logger
+	tools    ToolCatalog
+	approver Approver
 }
 
 // New returns an Engine over store.
@@ -132,7 +143,15 @@ func New(store duet.Store, opts Options) *Engine {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Engine{store: store, opts: opts, log: log}
+	e := &Engine{store: store, opts: opts, log: log, tools: opts.Tools, approver: opts.Approver}
+	if e.tools == nil {
+		e.tools, _ = store.(ToolCatalog)
+	}
+	if e.approver == nil {
+		as, _ := store.(duet.ApprovalStore)
+		e.approver = StoreApprover{Store: as}
+	}
+	return e
 }
 
 // ErrShutdown is the cancellation cause a worker uses when it stops: the run
@@ -165,6 +184,9 @@ func (e *Engine) Execute(ctx context.Context, run *duet.Run) error {
 			todo = append(todo, x)
 		}
 	}
+	// The secrets this run comes to know (the executor's credentials,
+	// values seen under sensitive keys), scrubbed from everything it keeps.
+	secrets := redact.NewSet()
 	var mu sync.Mutex
 	sem := make(chan struct{}, e.opts.Parallel)
 	var wg sync.WaitGroup
@@ -178,7 +200,7 @@ func (e *Engine) Execute(ctx context.Context, run *duet.Run) error {
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			e.executeCase(ctx, run, task, x)
+			e.executeCase(ctx, run, task, x, secrets)
 			mu.Lock()
 			done++
 			d := done
@@ -205,6 +227,7 @@ func (e *Engine) Execute(ctx context.Context, run *duet.Run) error {
 	var code duet.Code
 	var msg string
 	for _, x := range execs {
+		x.ErrorMessage = secrets.Scrub(x.ErrorMessage)
 		switch x.Status {
 		case duet.StatusError:
 			status, code, msg = duet.StatusError, x.ErrorCode, fmt.Sprintf("case %q: %s", x.CaseTitle, x.ErrorMessage)
@@ -238,12 +261,13 @@ func (e *Engine) emit(ev Event) {
 	}
 }
 
-// persist saves a value for storage: normalized, redacted and bounded.
-func persist(v any) json.RawMessage {
+// persist saves a value for storage: normalized, redacted (by key, and by
+// value with the run's secrets) and bounded.
+func persist(secrets *redact.Set, v any) json.RawMessage {
 	if v == nil {
 		return nil
 	}
-	b, err := json.Marshal(redact.Value(v))
+	b, err := json.Marshal(secrets.Value(v))
 	if err != nil {
 		return nil
 	}

@@ -18,10 +18,7 @@ import (
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/eval"
 	"github.com/duet-test/duet/internal/netguard"
-	"github.com/duet-test/duet/internal/redact"
 )
-
-func persistValue(v any) any { return redact.Value(v) }
 
 // resolveURL makes a step URL absolute against the task's base URL.
 func (cr *caseRun) resolveURL(u string) (string, error) {
@@ -55,6 +52,10 @@ func (cr *caseRun) http(ctx context.Context, h *duet.HTTPStep) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	// What the request carries under sensitive names (a token in the query,
+	// a password in the body, an Authorization header) is a secret of the
+	// run from now on.
+	cr.secrets.LearnText(target)
 	var body io.Reader
 	contentType := ""
 	switch {
@@ -67,12 +68,14 @@ func (cr *caseRun) http(ctx context.Context, h *duet.HTTPStep) (any, error) {
 		if err != nil {
 			return nil, duet.WrapError(duet.CodeBindingFailed, err, "json body: %v", err)
 		}
+		cr.secrets.Learn(v)
 		body, contentType = bytes.NewReader(b), "application/json"
 	case h.Body != "":
 		s, err := cr.render(h.Body)
 		if err != nil {
 			return nil, err
 		}
+		cr.secrets.LearnText(s)
 		body = strings.NewReader(s)
 	}
 	// The network guard of an injected client (Options.HTTPClient) lets
@@ -90,6 +93,7 @@ func (cr *caseRun) http(ctx context.Context, h *duet.HTTPStep) (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		cr.secrets.AddHeader(k, s)
 		req.Header.Set(k, s)
 	}
 	start := time.Now()
@@ -172,11 +176,15 @@ func (cr *caseRun) set(s *duet.SetStep) error {
 			return duet.WrapError(duet.CodeBindingFailed, err, "set %s: %v", name, err)
 		}
 		cr.vars[name], cr.saved[name] = v, v
+		cr.secrets.Learn(map[string]any{name: v})
 	}
 	return nil
 }
 
 func (cr *caseRun) mcpCall(ctx context.Context, m *duet.MCPCallStep) (any, error) {
+	if err := cr.checkApproval(ctx, m); err != nil {
+		return nil, err
+	}
 	args := map[string]any{}
 	names := make([]string, 0, len(m.InputBindings))
 	for k := range m.InputBindings {
@@ -193,15 +201,36 @@ func (cr *caseRun) mcpCall(ctx context.Context, m *duet.MCPCallStep) (any, error
 	if cr.e.opts.Invoker == nil {
 		return nil, duet.Errorf(duet.CodeMCPServerNotConfigured, "%s has not configured MCP server %s", cr.run.TriggeredBy, m.ServerKey)
 	}
+	cr.secrets.Learn(args)
+	// The executor's credentials for the server are secrets of the run,
+	// before the call (an error may quote them) and after it (a token may
+	// have been renewed during it).
+	cr.learnCredentials(ctx, m.ServerKey)
 	res, err := cr.e.opts.Invoker.Invoke(ctx, duet.InvokeRequest{
 		Executor: cr.run.TriggeredBy, ServerKey: m.ServerKey, Tool: m.ToolName,
 		Arguments: args, Source: duet.SourceEngine, TraceID: cr.run.TraceID,
 	})
+	cr.learnCredentials(ctx, m.ServerKey)
 	var saved any
 	if res != nil {
 		saved = toolResultValue(res)
 	}
 	return saved, err
+}
+
+// learnCredentials adds the executor's credential values for serverKey to
+// the run's secrets, when the Invoker can name them.
+func (cr *caseRun) learnCredentials(ctx context.Context, serverKey string) {
+	src, ok := cr.e.opts.Invoker.(duet.SecretSource)
+	if !ok {
+		return
+	}
+	vals, err := src.Secrets(context.WithoutCancel(ctx), cr.run.TriggeredBy, serverKey)
+	if err != nil {
+		cr.e.log.WarnContext(ctx, "cannot read the executor's credentials to scrub them", "run", cr.run.ID, "serverKey", serverKey, "err", duet.ErrorMessage(err))
+		return
+	}
+	cr.secrets.Add(vals...)
 }
 
 // toolResultValue is what an mcpCall saves: the result as the server sent

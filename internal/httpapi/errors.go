@@ -36,6 +36,7 @@ var codes = map[duet.Code]codeRow{
 	duet.CodeBrowserError:           {http.StatusBadGateway, -32000},
 	duet.CodeElementNotFound:        {http.StatusUnprocessableEntity, -32000},
 	duet.CodeInterrupted:            {http.StatusServiceUnavailable, -32603},
+	duet.CodeApprovalRequired:       {http.StatusForbidden, -32003},
 	duet.CodeMCPServerNotConfigured: {http.StatusFailedDependency, -32000},
 	duet.CodeMCPToolNotFound:        {http.StatusNotFound, -32004},
 	duet.CodeMCPCallTimeout:         {http.StatusGatewayTimeout, -32008},

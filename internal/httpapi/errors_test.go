@@ -17,3 +17,10 @@ func TestEveryCodeHasARow(t *testing.T) {
 		t.Errorf("the table has %d rows for %d codes", len(codes), len(duet.Codes()))
 	}
 }
+
+func TestApprovalRequiredIsForbidden(t *testing.T) {
+	t.Parallel()
+	if got, rpc := StatusOf(duet.CodeApprovalRequired), RPCCodeOf(duet.CodeApprovalRequired); got != 403 || rpc != -32003 {
+		t.Errorf("APPROVAL_REQUIRED: got HTTP %d, JSON-RPC %d; want 403, -32003 (like PERMISSION_DENIED)", got, rpc)
+	}
+}

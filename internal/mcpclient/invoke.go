@@ -90,8 +90,29 @@ func (c *Client) Invoke(ctx context.Context, req duet.InvokeRequest) (res *duet.
 		}
 	}
 	res, resultBytes, err = c.call(withTrace(ctx, req.TraceID), reg, tool, args)
-	return res, err
+	return res, c.scrubError(ctx, reg, err)
 }
+
+// Secrets implements duet.SecretSource: the credential values of executor's
+// registration of serverKey (header values, OAuth client secret and tokens),
+// so that a caller keeping what came back scrubs them. None when executor
+// has not registered serverKey. Returns UNAVAILABLE, INTERNAL.
+func (c *Client) Secrets(ctx context.Context, executor, serverKey string) ([]string, error) {
+	reg, err := c.store.FindMCPServer(ctx, executor, serverKey)
+	if duet.ErrorCode(err) == duet.CodeNotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	sec, err := c.secret(ctx, reg)
+	if err != nil {
+		return nil, err
+	}
+	return credentialValues(sec), nil
+}
+
+var _ duet.SecretSource = (*Client)(nil)
 
 func syncedAgo(t *time.Time) string {
 	if t == nil {

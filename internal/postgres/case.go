@@ -134,9 +134,11 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 			case old.SourceHash == c.SourceHash && old.Title == c.Title && old.Status == duet.CaseActive:
 				res.Cases = append(res.Cases, duet.ApplyCaseResult{Key: c.Key, ID: old.ID, Version: old.Version, Action: duet.ApplyUnchanged})
 			default:
-				c.ID, c.TaskID, c.Version, c.Status, c.CreatedBy = old.ID, task.ID, old.Version+1, duet.CaseActive, old.CreatedBy
-				if _, err := tx.Exec(ctx, `UPDATE cases SET title = $1, source = $2, source_hash = $3, steps = $4, timeout_ms = $5, version = $6, status = $7, updated_at = $8 WHERE id = $9`,
-					c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.Status, now, c.ID); err != nil {
+				// The owner wrote this version (CreatedBy is the writer of
+				// the current version: approvals depend on it).
+				c.ID, c.TaskID, c.Version, c.Status, c.CreatedBy = old.ID, task.ID, old.Version+1, duet.CaseActive, owner
+				if _, err := tx.Exec(ctx, `UPDATE cases SET title = $1, source = $2, source_hash = $3, steps = $4, timeout_ms = $5, version = $6, status = $7, created_by = $8, updated_at = $9 WHERE id = $10`,
+					c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.Status, c.CreatedBy, now, c.ID); err != nil {
 					return mapErr(err)
 				}
 				res.Cases = append(res.Cases, duet.ApplyCaseResult{Key: c.Key, ID: c.ID, Version: c.Version, Action: duet.ApplyUpdated})
@@ -197,8 +199,8 @@ func (d *DB) SaveDraftCase(ctx context.Context, c *duet.Case) error {
 			return duet.Errorf(duet.CodeConflict, "case key %q is already used by a %s case", c.Key, old.Status)
 		default:
 			c.ID, c.Version, c.Status, c.CreatedAt, c.UpdatedAt = old.ID, old.Version+1, duet.CaseDraft, old.CreatedAt, now
-			_, err := tx.Exec(ctx, `UPDATE cases SET title = $1, source = $2, source_hash = $3, steps = $4, timeout_ms = $5, version = $6, updated_at = $7 WHERE id = $8`,
-				c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, now, c.ID)
+			_, err := tx.Exec(ctx, `UPDATE cases SET title = $1, source = $2, source_hash = $3, steps = $4, timeout_ms = $5, version = $6, created_by = $7, updated_at = $8 WHERE id = $9`,
+				c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.CreatedBy, now, c.ID)
 			return mapErr(err)
 		}
 	})

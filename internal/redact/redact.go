@@ -18,11 +18,15 @@ var sensitive = map[string]bool{
 	"ssoempid": false,
 }
 
+// keyNorm drops the separators of key names (built once: a Replacer is
+// costly to build and safe for concurrent use).
+var keyNorm = strings.NewReplacer("-", "", "_", "", ".", "")
+
 // IsSensitiveKey reports whether a map key or header name names a secret:
 // compared case-insensitively ignoring '-' and '_', or ending in token,
 // secret, password or apikey.
 func IsSensitiveKey(k string) bool {
-	n := strings.ToLower(strings.NewReplacer("-", "", "_", "", ".", "").Replace(k))
+	n := strings.ToLower(keyNorm.Replace(k))
 	if v, ok := sensitive[n]; ok {
 		return v
 	}

@@ -85,6 +85,15 @@ func (r *Report) JUnitXML() JUnitSuites {
 	if d := cmp.Or(r.Run.Device, r.Task.Device); d != "" {
 		suite.Properties = append(suite.Properties, JUnitProperty{"duet.device", d})
 	}
+	suite.Properties = append(suite.Properties, JUnitProperty{"duet.disclosure", string(r.Disclosure)})
+	if w := r.Window; w != nil {
+		suite.Properties = append(suite.Properties,
+			JUnitProperty{"duet.cases.shown", fmt.Sprintf("%d-%d of %d", w.First, w.Last, w.Total)},
+			JUnitProperty{"duet.cases.not_shown", fmt.Sprint(w.NotShown)})
+		if h := w.Hint(r.Run.ID); h != "" {
+			suite.Properties = append(suite.Properties, JUnitProperty{"duet.cases.next_cursor", w.NextCursor}, JUnitProperty{"duet.cases.more", h})
+		}
+	}
 	for _, c := range r.Cases {
 		jc := JUnitCase{Name: c.Title, Classname: r.Task.Name + "." + c.Key, Time: seconds(c.DurationMs), SystemOut: timeline(c)}
 		problem := &JUnitProblem{Message: problemMessage(c), Type: string(c.ErrorCode), Text: failureDetail(c)}

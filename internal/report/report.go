@@ -5,7 +5,13 @@
 //
 // Secrets stay out of reports: saved variables and step outputs are stored
 // redacted by the engine and are redacted again here, including variables
-// whose own name says they hold a secret.
+// whose own name says they hold a secret. A run used its executor's
+// credentials, so a report shows its outputs, variables, messages and
+// screenshots only to the executor (duet.RunDisclosure); others get
+// statuses, timings and error codes.
+//
+// A report shows at most MaxCases cases; a bigger run's report says how many
+// more there are and the cursor of the next part.
 package report
 
 import (
@@ -26,8 +32,33 @@ import (
 // Store is what Build reads runs from; *sqlite.DB is one.
 type Store interface {
 	FindRunByID(ctx context.Context, viewer, id string) (*duet.Run, error)
-	FindExecutions(ctx context.Context, runID string) ([]*duet.Execution, error)
+	FindExecutionPage(ctx context.Context, filter duet.ExecutionFilter) ([]*duet.Execution, string, error)
 	FindTaskByID(ctx context.Context, viewer, id string) (*duet.Task, error)
+}
+
+// MaxCases is how many cases a report shows when its Page does not say:
+// the report of a bigger run shows the first MaxCases and says how to get
+// the rest.
+const MaxCases = 500
+
+// maxPage bounds Page.Limit.
+const maxPage = 1000
+
+// Page selects the part of a run a report shows: at most Limit cases (0
+// means MaxCases; at most 1000) after Cursor (a Window.NextCursor; "" is
+// the start).
+type Page struct {
+	Cursor string
+	Limit  int
+}
+
+// Window says which cases a report shows when it does not show them all.
+type Window struct {
+	First      int    `json:"first"` // position of the first case shown, from 1
+	Last       int    `json:"last"`  // position of the last case shown
+	Total      int    `json:"total"` // cases in the run
+	NotShown   int    `json:"notShown"`
+	NextCursor string `json:"nextCursor,omitempty"` // the page after this one
 }
 
 // Artifacts is what Build reads screenshots from; *artifact.Store is one.
@@ -57,13 +88,28 @@ func ParseFormat(s string) (Format, error) {
 	return "", duet.Errorf(duet.CodeInvalidArgument, "unknown report format %q: use html, json or junit", s)
 }
 
+// Hint says how to get the cases after the window, or "" when there are
+// none.
+func (w *Window) Hint(runID string) string {
+	if w == nil || w.NotShown == 0 || w.NextCursor == "" {
+		return ""
+	}
+	return fmt.Sprintf("%d more case(s) not shown: get them with `duet report %s --cursor %s`, or read the MCP resource duet://runs/%s/report.json?cursor=%s",
+		w.NotShown, runID, w.NextCursor, runID, w.NextCursor)
+}
+
 // Report is everything a report shows about one run.
 type Report struct {
 	GeneratedAt time.Time `json:"generatedAt"`
 	Run         *duet.Run `json:"run"`
 	Task        Task      `json:"task"`
 	DurationMs  int64     `json:"durationMs"` // of the run so far
-	Cases       []*Case   `json:"cases"`
+	// Disclosure is what the viewer sees: full, or restricted to statuses,
+	// timings and error codes (the run used someone else's credentials).
+	Disclosure duet.Disclosure `json:"disclosure"`
+	// Window is set when the report shows only part of the run's cases.
+	Window *Window `json:"window,omitempty"`
+	Cases  []*Case `json:"cases"`
 }
 
 // Task is the part of the run's task a report shows.
@@ -133,12 +179,19 @@ func (s *Screenshot) DataURI() string {
 	return "data:" + s.ContentType + ";base64," + base64.StdEncoding.EncodeToString(s.data)
 }
 
-// Build gathers the report of run runID as viewer sees it. arts may be nil
-// (screenshots are then listed as unavailable).
+// Build gathers the report of run runID as viewer sees it: its first
+// MaxCases cases (BuildPage gets the others). arts may be nil (screenshots
+// are then listed as unavailable).
 //
 // Errors: NOT_FOUND when the run does not exist or viewer may not see it;
 // the store's errors otherwise.
 func Build(ctx context.Context, store Store, arts Artifacts, viewer, runID string) (*Report, error) {
+	return BuildPage(ctx, store, arts, viewer, runID, Page{})
+}
+
+// BuildPage gathers the part of the report of run runID that p selects, as
+// viewer sees it. Errors: as Build, and INVALID_ARGUMENT for a bad cursor.
+func BuildPage(ctx context.Context, store Store, arts Artifacts, viewer, runID string, p Page) (*Report, error) {
 	run, err := store.FindRunByID(ctx, viewer, runID)
 	if err != nil {
 		return nil, err
@@ -156,9 +209,26 @@ func Build(ctx context.Context, store Store, arts Artifacts, viewer, runID strin
 		}
 		r.DurationMs = end.Sub(*run.StartedAt).Milliseconds()
 	}
-	execs, err := store.FindExecutions(ctx, run.ID)
+	limit := p.Limit
+	if limit <= 0 {
+		limit = MaxCases
+	}
+	limit = min(limit, maxPage)
+	execs, next, err := store.FindExecutionPage(ctx, duet.ExecutionFilter{RunID: run.ID, Cursor: p.Cursor, Limit: limit, Results: true})
 	if err != nil {
 		return nil, err
+	}
+	r.Disclosure = duet.DiscloseRun(viewer, run, execs...)
+	if total := run.Totals.Cases; len(execs) < total {
+		w := &Window{Total: total, NextCursor: next}
+		if len(execs) > 0 {
+			w.First, w.Last = execs[0].Ordinal+1, execs[len(execs)-1].Ordinal+1
+		}
+		w.NotShown = max(total-w.Last, 0)
+		if next == "" {
+			w.NotShown = 0
+		}
+		r.Window = w
 	}
 	for _, x := range execs {
 		c, err := buildCase(ctx, arts, x, r.GeneratedAt)
@@ -302,8 +372,13 @@ type Totals struct {
 	Cases, Passed, Failed, Error, Cancelled, NotRun int
 }
 
-// Totals returns the counts of the report's cases.
+// Totals returns the counts of the run's cases: of the cases shown when it
+// shows them all, else of the whole run.
 func (r *Report) Totals() Totals {
+	if r.Window != nil {
+		rt := r.Run.Totals
+		return Totals{Cases: rt.Cases, Passed: rt.Passed, Failed: rt.Failed, Error: rt.Error, Cancelled: rt.Cancelled, NotRun: rt.Pending + rt.Running}
+	}
 	t := Totals{Cases: len(r.Cases)}
 	for _, c := range r.Cases {
 		switch c.Status {

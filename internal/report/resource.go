@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"context"
+	"net/url"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -11,8 +12,9 @@ import (
 )
 
 // ResourceTemplate is the URI template of run reports as MCP resources:
-// duet://runs/RUN_ID/report.html, .json or .junit.xml.
-const ResourceTemplate = "duet://runs/{runId}/report.{format}"
+// duet://runs/RUN_ID/report.html, .json or .junit.xml, with ?cursor=C for
+// the cases after the first MaxCases (Window.NextCursor).
+const ResourceTemplate = "duet://runs/{runId}/report.{format}{?cursor}"
 
 var resourceFormats = map[string]struct {
 	format Format
@@ -33,17 +35,21 @@ func MCPResources(store Store, arts Artifacts) func(*mcp.Server) {
 			Name:  "run-report",
 			Title: "Test run report",
 			Description: "The report of a test run (runId from start_test_run or get_test_run): format html is one " +
-				"self-contained page with screenshots inline, json the same data for programs, junit.xml JUnit XML for CI.",
+				"self-contained page with screenshots inline, json the same data for programs, junit.xml JUnit XML for CI. " +
+				"A report shows at most 500 cases; a bigger run's report says how many more there are and the cursor of the " +
+				"next part (…/report.json?cursor=C). Outputs, variables, messages and screenshots are shown only to the " +
+				"person who ran it.",
 			URITemplate: ResourceTemplate,
 		}, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			uri := req.Params.URI
-			runID, format, ok := parseResourceURI(uri)
+			runID, format, cursor, ok := parseResourceURI(uri)
 			caller, _ := duet.CallerFromContext(ctx)
 			if !ok || caller.UserID == "" {
 				return nil, mcp.ResourceNotFoundError(uri)
 			}
-			r, err := Build(ctx, store, arts, caller.UserID, runID)
-			if duet.ErrorCode(err) == duet.CodeNotFound {
+			r, err := BuildPage(ctx, store, arts, caller.UserID, runID, Page{Cursor: cursor})
+			switch duet.ErrorCode(err) {
+			case duet.CodeNotFound, duet.CodeInvalidArgument:
 				return nil, mcp.ResourceNotFoundError(uri)
 			}
 			if err != nil {
@@ -59,19 +65,27 @@ func MCPResources(store Store, arts Artifacts) func(*mcp.Server) {
 	}
 }
 
-// parseResourceURI splits duet://runs/RUN_ID/report.FORMAT.
-func parseResourceURI(uri string) (runID, format string, ok bool) {
+// parseResourceURI splits duet://runs/RUN_ID/report.FORMAT[?cursor=C].
+func parseResourceURI(uri string) (runID, format, cursor string, ok bool) {
 	rest, ok := strings.CutPrefix(uri, "duet://runs/")
 	if !ok {
-		return "", "", false
+		return "", "", "", false
+	}
+	rest, query, _ := strings.Cut(rest, "?")
+	if query != "" {
+		q, err := url.ParseQuery(query)
+		if err != nil || len(q) != 1 || len(q["cursor"]) != 1 {
+			return "", "", "", false
+		}
+		cursor = q.Get("cursor")
 	}
 	runID, file, ok := strings.Cut(rest, "/")
 	if !ok || runID == "" {
-		return "", "", false
+		return "", "", "", false
 	}
 	format, ok = strings.CutPrefix(file, "report.")
 	if _, known := resourceFormats[format]; !ok || !known {
-		return "", "", false
+		return "", "", "", false
 	}
-	return runID, format, true
+	return runID, format, cursor, true
 }

@@ -132,9 +132,11 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 			case old.SourceHash == c.SourceHash && old.Title == c.Title && old.Status == duet.CaseActive:
 				res.Cases = append(res.Cases, duet.ApplyCaseResult{Key: c.Key, ID: old.ID, Version: old.Version, Action: duet.ApplyUnchanged})
 			default:
-				c.ID, c.TaskID, c.Version, c.Status, c.CreatedBy = old.ID, task.ID, old.Version+1, duet.CaseActive, old.CreatedBy
-				if _, err := tx.ExecContext(ctx, `UPDATE cases SET title = ?, source = ?, source_hash = ?, steps = ?, timeout_ms = ?, version = ?, status = ?, updated_at = ? WHERE id = ?`,
-					c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.Status, nowUs, c.ID); err != nil {
+				// The owner wrote this version (CreatedBy is the writer of
+				// the current version: approvals depend on it).
+				c.ID, c.TaskID, c.Version, c.Status, c.CreatedBy = old.ID, task.ID, old.Version+1, duet.CaseActive, owner
+				if _, err := tx.ExecContext(ctx, `UPDATE cases SET title = ?, source = ?, source_hash = ?, steps = ?, timeout_ms = ?, version = ?, status = ?, created_by = ?, updated_at = ? WHERE id = ?`,
+					c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.Status, c.CreatedBy, nowUs, c.ID); err != nil {
 					return mapErr(err)
 				}
 				res.Cases = append(res.Cases, duet.ApplyCaseResult{Key: c.Key, ID: c.ID, Version: c.Version, Action: duet.ApplyUpdated})
@@ -192,8 +194,8 @@ func (d *DB) SaveDraftCase(ctx context.Context, c *duet.Case) error {
 			return duet.Errorf(duet.CodeConflict, "case key %q is already used by a %s case", c.Key, old.Status)
 		default:
 			c.ID, c.Version, c.Status, c.CreatedAt, c.UpdatedAt = old.ID, old.Version+1, duet.CaseDraft, old.CreatedAt, now
-			_, err := tx.ExecContext(ctx, `UPDATE cases SET title = ?, source = ?, source_hash = ?, steps = ?, timeout_ms = ?, version = ?, updated_at = ? WHERE id = ?`,
-				c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, micros(now), c.ID)
+			_, err := tx.ExecContext(ctx, `UPDATE cases SET title = ?, source = ?, source_hash = ?, steps = ?, timeout_ms = ?, version = ?, created_by = ?, updated_at = ? WHERE id = ?`,
+				c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.CreatedBy, micros(now), c.ID)
 			return mapErr(err)
 		}
 	})

@@ -103,3 +103,9 @@ func TestNewerSchemaRefused(t *testing.T) {
 		t.Fatalf("Migrations: version %d, %d known, %v", v, len(ms), err)
 	}
 }
+
+func TestApprovalStore(t *testing.T) {
+	storetest.RunApprovals(t, func(t *testing.T) storetest.ApprovalStore {
+		return open(t).(*sqlite.DB)
+	})
+}

@@ -21,6 +21,7 @@ func RunAll(t *testing.T, open SharedOpener) {
 	t.Run("Store", func(t *testing.T) { Run(t, single) })
 	t.Run("Assets", func(t *testing.T) { RunAssets(t, func(t *testing.T) AssetStore { return single(t) }) })
 	t.Run("MCPClient", func(t *testing.T) { RunMCPClient(t, func(t *testing.T) duet.MCPClientStore { return single(t) }) })
+	t.Run("Approvals", func(t *testing.T) { RunApprovals(t, func(t *testing.T) ApprovalStore { return single(t) }) })
 	t.Run("Shared", func(t *testing.T) { RunShared(t, open) })
 }
 

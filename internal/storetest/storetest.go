@@ -30,6 +30,7 @@ func Run(t *testing.T, open Opener) {
 		{"TaskPagination", testTaskPagination},
 		{"Drafts", testDrafts},
 		{"RunLifecycle", testRunLifecycle},
+		{"ExecutionPages", testExecutionPages},
 		{"RunIdempotency", testRunIdempotency},
 		{"RunIdempotencyConcurrent", testRunIdempotencyConcurrent},
 		{"ClaimExpiredLease", testClaimExpiredLease},

@@ -1,0 +1,54 @@
+package postgres
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/duet-test/duet"
+)
+
+// execSummaryColumns are execColumns without the compiled steps and the
+// variables, which a summary page does not need (scanExecution reads them as
+// empty).
+const execSummaryColumns = `e.id, e.run_id, e.case_id, e.case_key, e.case_title, e.case_version, e.ordinal, e.timeout_ms, e.status, '[]', '{}',
+	e.error_code, e.error_message, e.started_at, e.finished_at`
+
+// FindExecutionPage returns one page of a run's executions in ordinal order.
+// Returns INVALID_ARGUMENT for a bad cursor.
+func (d *DB) FindExecutionPage(ctx context.Context, f duet.ExecutionFilter) ([]*duet.Execution, string, error) {
+	after := -1
+	if f.Cursor != "" {
+		k, err := decodeCursor(f.Cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		if after, err = strconv.Atoi(k); err != nil || after < 0 {
+			return nil, "", duet.Errorf(duet.CodeInvalidArgument, "invalid cursor")
+		}
+	}
+	limit := clampLimit(f.Limit, 100, 1000)
+	cols := execSummaryColumns
+	if f.Results {
+		cols = execColumns
+	}
+	rows, err := d.pool.Query(ctx, `SELECT `+cols+` FROM executions e WHERE e.run_id = $1 AND e.ordinal > $2 ORDER BY e.ordinal LIMIT $3`, f.RunID, after, limit+1)
+	if err != nil {
+		return nil, "", mapErr(err)
+	}
+	execs, err := collect(rows, scanExecution)
+	if err != nil {
+		return nil, "", err
+	}
+	var next string
+	if len(execs) > limit {
+		execs = execs[:limit]
+		next = encodeCursor(strconv.Itoa(execs[limit-1].Ordinal))
+	}
+	if !f.Results {
+		for _, e := range execs {
+			e.Steps, e.Vars = nil, nil
+		}
+		return execs, next, nil
+	}
+	return execs, next, loadResults(ctx, d.pool, execs...)
+}

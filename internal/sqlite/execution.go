@@ -1,0 +1,63 @@
+package sqlite
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/duet-test/duet"
+)
+
+// execSummaryColumns are execColumns without the compiled steps and the
+// variables, which a summary page does not need (scanExecution reads them as
+// empty).
+const execSummaryColumns = `e.id, e.run_id, e.case_id, e.case_key, e.case_title, e.case_version, e.ordinal, e.timeout_ms, e.status, '[]', '{}',
+	e.error_code, e.error_message, e.started_at, e.finished_at`
+
+// FindExecutionPage returns one page of a run's executions in ordinal order.
+// Returns INVALID_ARGUMENT for a bad cursor.
+func (d *DB) FindExecutionPage(ctx context.Context, f duet.ExecutionFilter) ([]*duet.Execution, string, error) {
+	after := -1
+	if f.Cursor != "" {
+		k, err := decodeCursor(f.Cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		if after, err = strconv.Atoi(k); err != nil || after < 0 {
+			return nil, "", duet.Errorf(duet.CodeInvalidArgument, "invalid cursor")
+		}
+	}
+	limit := clampLimit(f.Limit, 100, 1000)
+	cols := execSummaryColumns
+	if f.Results {
+		cols = execColumns
+	}
+	rows, err := d.q.QueryContext(ctx, `SELECT `+cols+` FROM executions e WHERE e.run_id = ? AND e.ordinal > ? ORDER BY e.ordinal LIMIT ?`, f.RunID, after, limit+1)
+	if err != nil {
+		return nil, "", mapErr(err)
+	}
+	defer rows.Close()
+	execs := []*duet.Execution{}
+	for rows.Next() {
+		e, err := scanExecution(rows)
+		if err != nil {
+			return nil, "", mapErr(err)
+		}
+		execs = append(execs, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", mapErr(err)
+	}
+	rows.Close()
+	var next string
+	if len(execs) > limit {
+		execs = execs[:limit]
+		next = encodeCursor(strconv.Itoa(execs[limit-1].Ordinal))
+	}
+	if !f.Results {
+		for _, e := range execs {
+			e.Steps, e.Vars = nil, nil
+		}
+		return execs, next, nil
+	}
+	return execs, next, loadResults(ctx, d.q, execs...)
+}
