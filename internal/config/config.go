@@ -39,6 +39,7 @@ type Config struct {
 	AllowedOrigins   []string // Origin header values accepted by the HTTP endpoints
 
 	MaxConcurrent  int
+	MaxConnections int // open HTTP connections
 	MaxPerCaller   int
 	CallTimeout    time.Duration
 	MaxBodyBytes   int64
@@ -121,6 +122,7 @@ var options = []Option{
 		set: func(c *Config, v string) error { c.AllowedHosts = splitList(v); return nil }},
 	{Env: "DUET_ALLOWED_ORIGINS", Doc: "Comma-separated browser Origin values accepted (e.g. https://copilot.example). Default: none; requests without an Origin header (non-browser clients) are always accepted.",
 		set: func(c *Config, v string) error { c.AllowedOrigins = splitList(v); return nil }},
+	{Env: "DUET_MAX_CONNECTIONS", Default: "1024", Doc: "Open HTTP connections at once. At the limit the connection idle the longest is closed to make room; when all are busy, new ones wait.", set: intSet(func(c *Config) *int { return &c.MaxConnections }, 8, 1000000)},
 	{Env: "DUET_MAX_CONCURRENT", Default: "64", Doc: "Tool calls in flight, all callers (excess: RATE_LIMITED, HTTP 429).", set: intSet(func(c *Config) *int { return &c.MaxConcurrent }, 1, 100000)},
 	{Env: "DUET_MAX_PER_CALLER", Default: "8", Doc: "Tool calls in flight per caller.", set: intSet(func(c *Config) *int { return &c.MaxPerCaller }, 1, 100000)},
 	{Env: "DUET_CALL_TIMEOUT", Default: "15s", Doc: "Time limit of one tool call.", set: durSet(func(c *Config) *time.Duration { return &c.CallTimeout })},

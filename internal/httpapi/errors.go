@@ -67,3 +67,15 @@ func RPCCodeOf(c duet.Code) int {
 	}
 	return -32603
 }
+
+// Codes is the table as the transports take it (mcpserver.Options.Codes,
+// lite.Options.Codes): they translate codes through it and repeat no number.
+var Codes codeTable
+
+type codeTable struct{}
+
+// Status returns the HTTP status of code.
+func (codeTable) Status(c duet.Code) int { return StatusOf(c) }
+
+// RPCCode returns the JSON-RPC error code of code.
+func (codeTable) RPCCode(c duet.Code) int { return RPCCodeOf(c) }
