@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -80,7 +81,7 @@ func Define[In any, Out Texter](name, title, description string, ann Annotations
 	t := &Tool{Name: name, Title: title, Description: description, InputSchema: in, OutputSchema: out, Annotations: ann, input: resolved}
 	t.run = func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
 		var v In
-		if err := decodeArgs(resolved, raw, &v); err != nil {
+		if err := decodeArgs(in, resolved, raw, &v); err != nil {
 			return nil, err
 		}
 		return fn(ctx, env, v)
@@ -118,7 +119,7 @@ func withErrorBranch(s *jsonschema.Schema) *jsonschema.Schema {
 	return s
 }
 
-func decodeArgs(resolved *jsonschema.Resolved, raw json.RawMessage, v any) error {
+func decodeArgs(schema *jsonschema.Schema, resolved *jsonschema.Resolved, raw json.RawMessage, v any) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = json.RawMessage("{}")
 	}
@@ -126,8 +127,23 @@ func decodeArgs(resolved *jsonschema.Resolved, raw json.RawMessage, v any) error
 	if err := json.Unmarshal(raw, &generic); err != nil {
 		return duet.Errorf(duet.CodeInvalidArgument, "arguments are not valid JSON: %v", err)
 	}
-	if _, ok := generic.(map[string]any); !ok {
+	obj, ok := generic.(map[string]any)
+	if !ok {
 		return duet.Errorf(duet.CodeInvalidArgument, "arguments must be a JSON object")
+	}
+	// Unknown arguments, named in a stable order (the validator names them
+	// in map order: the same call would get different messages).
+	if ap := schema.AdditionalProperties; ap != nil && ap.Not != nil {
+		var unknown []string
+		for k := range obj {
+			if _, ok := schema.Properties[k]; !ok {
+				unknown = append(unknown, k)
+			}
+		}
+		if len(unknown) > 0 {
+			slices.Sort(unknown)
+			return duet.Errorf(duet.CodeInvalidArgument, "invalid arguments: unexpected additional properties %q", unknown)
+		}
 	}
 	if err := resolved.Validate(generic); err != nil {
 		return duet.Errorf(duet.CodeInvalidArgument, "invalid arguments: %s", strings.TrimPrefix(err.Error(), "validating root: "))
