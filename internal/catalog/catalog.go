@@ -415,7 +415,7 @@ func (c *Catalog) Govern(ctx context.Context, op Op, fn func(ctx context.Context
 			c.log.ErrorContext(ctx, "call failed", "method", op.Method, "name", op.Name, "traceId", op.Caller.TraceID, "err", err)
 		}
 	}
-	c.Audit(&duet.AuditRecord{
+	c.Audit(&duet.AuditRecord{ // op.Caller passed checkCaller
 		Time: start, TraceID: op.Caller.TraceID, CallSource: op.Caller.Source, Caller: op.Caller.UserID,
 		Method: op.Method, Tool: op.Name, Outcome: outcome, ArgBytes: op.ArgBytes, ResultBytes: size,
 		DurationUs: c.opts.Now().Sub(start).Microseconds(),
@@ -430,6 +430,9 @@ func (c *Catalog) Govern(ctx context.Context, op Op, fn func(ctx context.Context
 func (c *Catalog) Refuse(op Op, err error) error {
 	if op.Caller.TraceID == "" {
 		op.Caller.TraceID = duet.NewTraceID()
+	}
+	if duet.ValidUserID(op.Caller.UserID) != nil {
+		op.Caller.UserID = "" // an invalid id is not written anywhere
 	}
 	c.Audit(&duet.AuditRecord{
 		Time: c.opts.Now(), TraceID: op.Caller.TraceID, CallSource: op.Caller.Source, Caller: op.Caller.UserID,

@@ -355,7 +355,9 @@ func (r redactSessions) WithAttrs(as []slog.Attr) slog.Handler {
 	return redactSessions{r.h.WithAttrs(red)}
 }
 
-func (r redactSessions) WithGroup(name string) slog.Handler { return redactSessions{r.h.WithGroup(name)} }
+func (r redactSessions) WithGroup(name string) slog.Handler {
+	return redactSessions{r.h.WithGroup(name)}
+}
 
 func redactAttr(a slog.Attr) slog.Attr {
 	if a.Value.Kind() == slog.KindGroup {
