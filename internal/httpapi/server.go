@@ -11,10 +11,10 @@ import (
 // ServerOptions bound Duet's HTTP server. Zero values mean the defaults.
 type ServerOptions struct {
 	// MaxConns caps the connections open at once; 0 means 1024. At the cap,
-	// the server closes the connection idle the longest (a keep-alive
-	// connection between requests, or one that has not sent a request yet)
-	// to accept a new one; when every connection is busy with a request,
-	// new ones wait in the listen queue.
+	// the server closes the connection idle the longest — a keep-alive
+	// connection between requests, or one that has sent nothing for a
+	// second — to accept a new one; when every connection is busy, new ones
+	// wait in the listen queue.
 	MaxConns int
 	// ReadHeaderTimeout bounds the time to send a request's headers; 0
 	// means 10s.
@@ -44,7 +44,7 @@ func NewServer(h http.Handler, o ServerOptions) *Server {
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = 60 * time.Second
 	}
-	lim := &limiter{max: o.MaxConns, open: map[*limitedConn]*connInfo{}}
+	lim := &limiter{max: o.MaxConns, open: map[*limitedConn]*connInfo{}, grace: min(time.Second, o.ReadHeaderTimeout)}
 	lim.cond = sync.NewCond(&lim.mu)
 	srv := &http.Server{
 		Handler:           h,
@@ -79,6 +79,9 @@ func (s *Server) Conns() (open, peak int) {
 type limiter struct {
 	net.Listener
 	max int
+	// grace is how long a new connection may stay silent before it can be
+	// closed to make room (its request may be on its way).
+	grace time.Duration
 
 	mu     sync.Mutex
 	cond   *sync.Cond // signalled when a connection closes
@@ -114,10 +117,18 @@ func (c *limitedConn) Close() error {
 func (l *limiter) Accept() (net.Conn, error) {
 	l.mu.Lock()
 	for len(l.open) >= l.max && !l.closed {
-		if v := l.victimLocked(); v != nil {
+		v, wait := l.victimLocked(time.Now())
+		if v != nil {
 			l.mu.Unlock()
 			v.Close()
 			l.mu.Lock()
+			continue
+		}
+		if wait > 0 {
+			// A new connection becomes a candidate then.
+			t := time.AfterFunc(wait, func() { l.mu.Lock(); l.cond.Broadcast(); l.mu.Unlock() })
+			l.cond.Wait()
+			t.Stop()
 			continue
 		}
 		l.cond.Wait()
@@ -140,12 +151,21 @@ func (l *limiter) Accept() (net.Conn, error) {
 }
 
 // victimLocked picks the connection to close to make room: the one idle
-// the longest, else the one silent the longest since it connected; never
-// one serving a request.
-func (l *limiter) victimLocked() *limitedConn {
+// the longest, else the one silent the longest since it connected (for at
+// least the grace period); never one serving a request. With no victim,
+// wait is how long until a new connection's grace ends (0: none).
+func (l *limiter) victimLocked(now time.Time) (victim *limitedConn, wait time.Duration) {
 	var best *limitedConn
 	var bestInfo *connInfo
 	for c, i := range l.open {
+		if i.state == http.StateNew {
+			if left := l.grace - now.Sub(i.since); left > 0 {
+				if wait == 0 || left < wait {
+					wait = left
+				}
+				continue
+			}
+		}
 		if i.state != http.StateIdle && i.state != http.StateNew {
 			continue
 		}
@@ -160,7 +180,7 @@ func (l *limiter) victimLocked() *limitedConn {
 		// Not a victim twice while it closes.
 		bestInfo.state = http.StateClosed
 	}
-	return best
+	return best, wait
 }
 
 // setState is the http.Server's ConnState hook.
