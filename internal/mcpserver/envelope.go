@@ -183,11 +183,13 @@ type request struct {
 // isCall reports whether r expects a reply (it has an id the SDK accepts).
 func (r *request) isCall() bool { return r != nil && r.method != "" && r.id != nil }
 
-// sdkUnmarshal decodes data exactly as the SDK does (internal/json).
+// sdkUnmarshal decodes data exactly as the SDK does: its internal/json
+// runs a segmentio Decoder with DontMatchCaseInsensitiveStructFields, whose
+// Decode is Parse of the first value with that flag. Parse directly spares
+// the Decoder's 32 KiB buffer; data passed checkBody (one value).
 func sdkUnmarshal(data []byte, v any) error {
-	dec := sjson.NewDecoder(bytes.NewReader(data))
-	dec.DontMatchCaseInsensitiveStructFields()
-	return dec.Decode(v)
+	_, err := sjson.Parse(data, v, sjson.DontMatchCaseInsensitiveStructFields)
+	return err
 }
 
 // decodeEnvelope reads a body that passed checkBody as the SDK does; it
