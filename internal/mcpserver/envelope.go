@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -246,5 +245,3 @@ func replyID(id any) any {
 	}
 	return id
 }
-
-var errNotEligible = errors.New("not eligible for the fast path")
