@@ -114,6 +114,7 @@ func (h *Handler) answer(w http.ResponseWriter, err error) {
 	switch code {
 	case duet.CodeUnauthenticated:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="duet"`)
+		w.Header().Set("Connection", "close")
 	case duet.CodeRateLimited:
 		w.Header().Set("Retry-After", "1")
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -289,7 +290,16 @@ func TestFastPathNeverRunsACallTwice(t *testing.T) {
 		})
 	p := newTwoPaths(t, tool)
 	before := p.srv.FastPathServed()
-	r := send(p.fast, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"count_runs","arguments":{}}}`, map[string]string{"Mcp-Protocol-Version": "2025-06-18"})
+	replied := make(chan reply, 1)
+	go func() {
+		replied <- send(p.fast, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"count_runs","arguments":{}}}`, map[string]string{"Mcp-Protocol-Version": "2025-06-18"})
+	}()
+	var r reply
+	select {
+	case r = <-replied:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("no reply within 20s; the tool ran %d times", runs.Load())
+	}
 	if p.srv.FastPathServed() != before+1 {
 		t.Fatalf("the fast path did not take the call")
 	}
