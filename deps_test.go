@@ -38,3 +38,23 @@ func TestCatalogHasNoTransportOrSQL(t *testing.T) {
 		}
 	}
 }
+
+// TestProductBinaryHasNoTestFixtures keeps the conformance fixtures (tools
+// that need no credentials, a client driver) out of the product binary: only
+// a build with the conformance tag has them.
+func TestProductBinaryHasNoTestFixtures(t *testing.T) {
+	t.Parallel()
+	const fixtures = "github.com/duet-test/duet/internal/conformance"
+	for _, d := range deps(t, "github.com/duet-test/duet/cmd/duet") {
+		if d == fixtures {
+			t.Errorf("cmd/duet depends on %s; only the conformance build may", fixtures)
+		}
+	}
+	out, err := exec.Command("go", "list", "-tags", "conformance", "-deps", "github.com/duet-test/duet/cmd/duet").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), fixtures+"\n") {
+		t.Errorf("the conformance build does not contain %s", fixtures)
+	}
+}

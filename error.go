@@ -27,6 +27,13 @@ const (
 	CodeUnavailable         Code = "UNAVAILABLE"
 	CodeInternal            Code = "INTERNAL"
 
+	// Protocol codes: a request refused before it was understood.
+	CodeParseError     Code = "PARSE_ERROR"     // the body is not valid JSON (RFC 7493: UTF-8, no duplicate keys)
+	CodeInvalidRequest Code = "INVALID_REQUEST" // valid JSON, but not a request the protocol allows
+	// CodeIdentityMismatch: a request names two different users (MCP-Lite's
+	// SSO-Emp-Id header and body user.empId).
+	CodeIdentityMismatch Code = "IDENTITY_MISMATCH"
+
 	// Test execution codes (step and case results).
 	CodeAssertionFailed    Code = "ASSERTION_FAILED"
 	CodeStepTimeout        Code = "STEP_TIMEOUT"
@@ -73,6 +80,7 @@ func Codes() []Code {
 		CodeInvalidArgument, CodeNotFound, CodeConflict, CodeIdempotencyConflict,
 		CodeUnauthenticated, CodePermissionDenied, CodeRateLimited, CodeTimeout,
 		CodeTooLarge, CodeCancelled, CodeUnavailable, CodeInternal,
+		CodeParseError, CodeInvalidRequest, CodeIdentityMismatch,
 		CodeAssertionFailed, CodeStepTimeout, CodeCaseTimeout, CodeHTTPRequestFailed,
 		CodeBindingFailed, CodeBrowserUnavailable, CodeBrowserError, CodeElementNotFound,
 		CodeInterrupted, CodeApprovalRequired,

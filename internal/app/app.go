@@ -146,7 +146,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 			extra(s)
 		}
 	}
-	mo.Version, mo.Logger, mo.Prompts = Version, log, a.agentPrompts()
+	mo.Version, mo.Logger, mo.Prompts, mo.Codes = Version, log, a.agentPrompts(), httpapi.Codes
 	a.MCP = mcpserver.New(a.Catalog, mo)
 	a.Auth = auth.New(db, cfg.GatewayAPIKeys, cfg.GatewayFixedUser)
 	return a, nil
@@ -164,9 +164,11 @@ func (a *App) Close() {
 
 // ServeOptions tune Serve.
 type ServeOptions struct {
-	Sessions  bool
-	Anonymous string // conformance fixtures only
-	Streams   func(tool string) bool
+	Sessions bool
+	Streams  func(tool string) bool
+	// Wrap, if set, wraps the HTTP handler (test builds only: the
+	// conformance fixtures give credential-less requests a test token).
+	Wrap func(http.Handler) http.Handler
 	// Ready is closed (if non-nil) once the listener accepts connections.
 	Ready chan<- string
 }
@@ -177,12 +179,16 @@ func (a *App) Handler(o ServeOptions) http.Handler {
 	if h, _, err := net.SplitHostPort(a.Config.Addr); err == nil && h != "" && h != "0.0.0.0" && h != "::" {
 		hosts = append(hosts, h)
 	}
-	return httpapi.New(httpapi.Options{
+	h := httpapi.New(httpapi.Options{
 		Catalog: a.Catalog, MCP: a.MCP, Auth: a.Auth,
 		AllowedHosts: hosts, AllowedOrigins: a.Config.AllowedOrigins,
 		MaxBodyBytes: a.Config.MaxBodyBytes, Sessions: o.Sessions, Streams: o.Streams,
-		Ready: a.Store.Ping, Anonymous: o.Anonymous, Logger: a.Logger,
+		Ready: a.Store.Ping, Logger: a.Logger,
 	})
+	if o.Wrap != nil {
+		h = o.Wrap(h)
+	}
+	return h
 }
 
 // Serve serves HTTP on ln and runs the workers and the maintenance loop until
@@ -192,7 +198,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, o ServeOptions) error 
 	if err := a.Preflight(ctx); err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: a.Handler(o), ReadHeaderTimeout: 10 * time.Second}
+	srv := httpapi.NewServer(a.Handler(o), httpapi.ServerOptions{MaxConns: a.Config.MaxConnections})
 	g, gctx := errgroup.WithContext(ctx)
 	a.self.Add(ln.Addr().String()) // tests may not call Duet's own API
 	g.Go(func() error {

@@ -13,7 +13,6 @@ import (
 	"encoding/hex"
 	"net/http"
 	"strings"
-	"unicode"
 
 	"github.com/duet-test/duet"
 )
@@ -45,12 +44,34 @@ const (
 	HeaderUser   = "SSO-Emp-Id"
 )
 
+// Method is how a request proved who it comes from.
+type Method string
+
+// Authentication methods.
+const (
+	MethodGateway      Method = "gateway"       // a valid X-Api-Key and the SSO-Emp-Id header
+	MethodGatewayFixed Method = "gateway-fixed" // a valid X-Api-Key and DUET_GATEWAY_FIXED_USER
+	MethodToken        Method = "token"         // a personal access token
+)
+
 // Identity is the outcome of authenticating a request.
 type Identity struct {
 	UserID string
+	// Method is how the request authenticated ("" when it did not).
+	Method Method
 	// ViaGateway is true when the request carried a valid gateway key: only
 	// then may MCP-Lite's body field user.empId name the user.
 	ViaGateway bool
+}
+
+// Principal is the identity as one comparable string: the user id and how
+// it was authenticated. An MCP session is bound to the principal that
+// created it.
+func (id Identity) Principal() string {
+	if id.UserID == "" {
+		return ""
+	}
+	return string(id.Method) + ":" + id.UserID
 }
 
 // Authenticator checks requests.
@@ -88,19 +109,9 @@ func (a *Authenticator) validKey(presented string) bool {
 // credentialParams are query parameters that must never carry credentials.
 var credentialParams = []string{"api_key", "apikey", "x-api-key", "token", "access_token", "key", "secret", "password", "auth", "authorization", "sso-emp-id", "bearer"}
 
-// ValidUserID reports whether s can be a user id: 1 to 128 printable
-// characters without spaces.
-func ValidUserID(s string) bool {
-	if s == "" || len(s) > 128 {
-		return false
-	}
-	for _, r := range s {
-		if !unicode.IsPrint(r) || unicode.IsSpace(r) {
-			return false
-		}
-	}
-	return true
-}
+// ValidUserID reports whether s can be a user id (duet.ValidUserID, the
+// one rule).
+func ValidUserID(s string) bool { return duet.ValidUserID(s) == nil }
 
 // Authenticate identifies the caller of r. Returns UNAUTHENTICATED (with a
 // message safe to show) when the request has no valid credentials, and
@@ -118,15 +129,18 @@ func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request) (Iden
 		if !a.GatewayConfigured() || !a.validKey(key) {
 			return Identity{}, duet.Errorf(duet.CodeUnauthenticated, "invalid API key")
 		}
+		if n := len(r.Header.Values(HeaderUser)); n > 1 {
+			return Identity{}, duet.Errorf(duet.CodeIdentityMismatch, "the request carries %d %s headers; send one", n, HeaderUser)
+		}
 		user := strings.TrimSpace(r.Header.Get(HeaderUser))
 		switch {
 		case user != "":
-			if !ValidUserID(user) {
-				return Identity{}, duet.Errorf(duet.CodeUnauthenticated, "invalid %s header", HeaderUser)
+			if err := duet.ValidUserID(user); err != nil {
+				return Identity{}, duet.Errorf(duet.CodeUnauthenticated, "invalid %s header: %s", HeaderUser, duet.ErrorMessage(err))
 			}
-			return Identity{UserID: user, ViaGateway: true}, nil
+			return Identity{UserID: user, Method: MethodGateway, ViaGateway: true}, nil
 		case a.fixedUser != "":
-			return Identity{UserID: a.fixedUser, ViaGateway: true}, nil
+			return Identity{UserID: a.fixedUser, Method: MethodGatewayFixed, ViaGateway: true}, nil
 		default:
 			return Identity{ViaGateway: true}, duet.Errorf(duet.CodeUnauthenticated, "the gateway sent no %s header", HeaderUser)
 		}
@@ -143,7 +157,11 @@ func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request) (Iden
 			}
 			return Identity{}, err
 		}
-		return Identity{UserID: t.UserID}, nil
+		if err := duet.ValidUserID(t.UserID); err != nil {
+			// A token minted for an invalid user (before the rule existed).
+			return Identity{}, duet.Errorf(duet.CodeUnauthenticated, "the token's user id is invalid: %s", duet.ErrorMessage(err))
+		}
+		return Identity{UserID: t.UserID, Method: MethodToken}, nil
 	}
 	return Identity{}, duet.Errorf(duet.CodeUnauthenticated, "authentication required: send Authorization: Bearer <personal access token>, or come through the gateway (X-Api-Key)")
 }

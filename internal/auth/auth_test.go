@@ -51,6 +51,9 @@ func TestAuthenticate(t *testing.T) {
 		{"key in the URL", a, "/mcp/http?api_key=k-new", map[string]string{"X-Api-Key": "k-new", "SSO-Emp-Id": "alice"}, "", false, duet.CodeInvalidArgument},
 		{"token in the URL", a, "/mcp/http?Token=" + plain, nil, "", false, duet.CodeInvalidArgument},
 		{"bad user header", a, "/", map[string]string{"X-Api-Key": "k-new", "SSO-Emp-Id": "a b"}, "", false, duet.CodeUnauthenticated},
+		{"user header not UTF-8", a, "/", map[string]string{"X-Api-Key": "k-new", "SSO-Emp-Id": "a\xffb"}, "", false, duet.CodeUnauthenticated},
+		{"user header of 10,000 characters", a, "/", map[string]string{"X-Api-Key": "k-new", "SSO-Emp-Id": strings.Repeat("a", 10000)}, "", false, duet.CodeUnauthenticated},
+		{"user header with a control character", a, "/", map[string]string{"X-Api-Key": "k-new", "SSO-Emp-Id": "a\x7fb"}, "", false, duet.CodeUnauthenticated},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -71,6 +74,25 @@ func TestAuthenticate(t *testing.T) {
 			if err != nil || id.UserID != tt.user || id.ViaGateway != tt.gateway {
 				t.Fatalf("got %+v %v, want user %q gateway %v", id, err, tt.user, tt.gateway)
 			}
+			want := map[string]auth.Method{"alice": auth.MethodGateway, "debugger": auth.MethodGatewayFixed, "carol": auth.MethodToken}[tt.user]
+			if id.Method != want || id.Principal() != string(want)+":"+tt.user {
+				t.Fatalf("got method %q principal %q, want %q", id.Method, id.Principal(), want)
+			}
 		})
+	}
+}
+
+// TestOneUserHeader: a request with two SSO-Emp-Id headers (a client's and
+// the gateway's, when the gateway adds instead of replacing) names two users
+// and is refused.
+func TestOneUserHeader(t *testing.T) {
+	t.Parallel()
+	a := auth.New(nil, []string{"k"}, "")
+	r := httptest.NewRequest("POST", "/", nil)
+	r.Header.Set("X-Api-Key", "k")
+	r.Header.Add("SSO-Emp-Id", "bob")
+	r.Header.Add("SSO-Emp-Id", "alice")
+	if _, err := a.Authenticate(t.Context(), r); duet.ErrorCode(err) != duet.CodeIdentityMismatch {
+		t.Fatalf("got %v, want IDENTITY_MISMATCH", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -80,7 +81,7 @@ func Define[In any, Out Texter](name, title, description string, ann Annotations
 	t := &Tool{Name: name, Title: title, Description: description, InputSchema: in, OutputSchema: out, Annotations: ann, input: resolved}
 	t.run = func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
 		var v In
-		if err := decodeArgs(resolved, raw, &v); err != nil {
+		if err := decodeArgs(in, resolved, raw, &v); err != nil {
 			return nil, err
 		}
 		return fn(ctx, env, v)
@@ -118,7 +119,7 @@ func withErrorBranch(s *jsonschema.Schema) *jsonschema.Schema {
 	return s
 }
 
-func decodeArgs(resolved *jsonschema.Resolved, raw json.RawMessage, v any) error {
+func decodeArgs(schema *jsonschema.Schema, resolved *jsonschema.Resolved, raw json.RawMessage, v any) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = json.RawMessage("{}")
 	}
@@ -126,8 +127,23 @@ func decodeArgs(resolved *jsonschema.Resolved, raw json.RawMessage, v any) error
 	if err := json.Unmarshal(raw, &generic); err != nil {
 		return duet.Errorf(duet.CodeInvalidArgument, "arguments are not valid JSON: %v", err)
 	}
-	if _, ok := generic.(map[string]any); !ok {
+	obj, ok := generic.(map[string]any)
+	if !ok {
 		return duet.Errorf(duet.CodeInvalidArgument, "arguments must be a JSON object")
+	}
+	// Unknown arguments, named in a stable order (the validator names them
+	// in map order: the same call would get different messages).
+	if ap := schema.AdditionalProperties; ap != nil && ap.Not != nil {
+		var unknown []string
+		for k := range obj {
+			if _, ok := schema.Properties[k]; !ok {
+				unknown = append(unknown, k)
+			}
+		}
+		if len(unknown) > 0 {
+			slices.Sort(unknown)
+			return duet.Errorf(duet.CodeInvalidArgument, "invalid arguments: unexpected additional properties %q", unknown)
+		}
 	}
 	if err := resolved.Validate(generic); err != nil {
 		return duet.Errorf(duet.CodeInvalidArgument, "invalid arguments: %s", strings.TrimPrefix(err.Error(), "validating root: "))
@@ -255,108 +271,219 @@ type Result struct {
 // transports turn it into a protocol error.
 var ErrUnknownTool = errors.New("unknown tool")
 
-// Call runs the governance pipeline and the tool. Domain failures come back
-// as a Result with IsError and a code; the only error is ErrUnknownTool
-// (wrapped), which transports report as a protocol error. Every call,
-// including a refused one, leaves an audit record.
+// Call runs a tool through the governance pipeline (Govern). Domain failures
+// come back as a Result with IsError and a code; the only error is
+// ErrUnknownTool (wrapped), which transports report as a protocol error.
+// Every call, including a refused one, leaves one audit record.
 func (c *Catalog) Call(ctx context.Context, req Request) (*Result, error) {
-	start := c.opts.Now()
 	if req.Caller.TraceID == "" {
 		req.Caller.TraceID = duet.NewTraceID()
 	}
-	rec := &duet.AuditRecord{
-		Time: start, TraceID: req.Caller.TraceID, CallSource: req.Caller.Source, Caller: req.Caller.UserID,
-		Method: "tools/call", Tool: req.Tool, ArgBytes: len(req.Args),
+	op := Op{Caller: req.Caller, Method: "tools/call", Name: req.Tool, ArgBytes: len(req.Args)}
+	t, ok := c.byName[req.Tool]
+	if !ok {
+		c.Refuse(op, duet.Errorf(duet.CodeNotFound, "unknown tool %q", req.Tool))
+		return nil, fmt.Errorf("%w %q", ErrUnknownTool, req.Tool)
 	}
-	res, err := c.call(ctx, req)
+	progress := req.Progress
+	if progress == nil {
+		progress = func(float64, float64, string) {}
+	}
+	var res *Result
+	err := c.Govern(ctx, op, func(ctx context.Context) (int, error) {
+		env := &Env{Caller: req.Caller, Store: c.store, Catalog: c, Progress: progress}
+		out, err := t.run(ctx, env, req.Args)
+		if err == nil && (out == nil || reflect.ValueOf(out).Kind() == reflect.Pointer && reflect.ValueOf(out).IsNil()) {
+			err = fmt.Errorf("tool %s returned nothing", t.Name)
+		}
+		if err != nil {
+			return 0, err
+		}
+		structured, err := json.Marshal(out)
+		if err != nil {
+			return 0, fmt.Errorf("encoding the result of %s: %w", t.Name, err)
+		}
+		text := out.(Texter).Text()
+		res = &Result{Text: text, Structured: structured, Code: duet.OutcomeOK}
+		return len(structured) + len(text), nil
+	})
 	if err != nil {
-		rec.Outcome = duet.CodeNotFound
-	} else {
-		rec.Outcome, rec.ResultBytes = res.Code, len(res.Structured)+len(res.Text)
+		return errorResult(err), nil
 	}
-	rec.DurationUs = c.opts.Now().Sub(start).Microseconds()
-	c.Audit(rec)
-	return res, err
+	return res, nil
 }
 
-// Audit records a call that did not go through Call (tools/list,
-// initialize, REST and CLI paths).
+// Audit records a call that did not go through Call or Govern (CLI
+// actions). Refusals go through Refuse.
 func (c *Catalog) Audit(rec *duet.AuditRecord) {
 	if c.opts.Auditor != nil {
 		c.opts.Auditor.Record(rec)
 	}
 }
 
-func (c *Catalog) call(ctx context.Context, req Request) (*Result, error) {
-	t, ok := c.byName[req.Tool]
-	if !ok {
-		return nil, fmt.Errorf("%w %q", ErrUnknownTool, req.Tool)
+// Op is one governed operation, whichever door it came through: a tool
+// call, any other MCP method (resources/read, prompts/get, tools/list,
+// initialize, ...), or an HTTP request stopped at the door.
+type Op struct {
+	Caller duet.Caller
+	// Method is the MCP method ("tools/call", "resources/read", ...) or,
+	// for a request refused before it was read, "http POST /mcp/http".
+	Method string
+	// Name is what the method acts on: a tool or prompt name, a resource
+	// URI (audited as the record's tool).
+	Name string
+	// ArgBytes is the size of the arguments or parameters.
+	ArgBytes int
+	// Stream marks a long-lived stream that ends when the client ends it
+	// (subscriptions/listen): it takes no concurrency slot and has no time
+	// or size limit; it is audited when it ends.
+	Stream bool
+}
+
+// The pipeline, as the audit trail and the errors name its steps:
+//
+//	Admit:  identity → concurrency caps (global, per caller)
+//	Govern: identity → argument size → Admit (unless ctx holds a slot) →
+//	        per-call timeout → fn → result size → one audit record
+//
+// A refusal at any step is audited once, with the code the error carries.
+
+// Admit checks op's caller and takes a concurrency slot (a global one and
+// one of the caller's) without waiting. It returns a context that holds the
+// slot — Govern and Call in that context do not take another — and the
+// function that gives it back. A refusal (UNAUTHENTICATED, RATE_LIMITED) is
+// audited and returned. Transports that answer a refusal in their own way
+// (HTTP 429 with Retry-After) admit before translating the request.
+func (c *Catalog) Admit(ctx context.Context, op Op) (context.Context, func(), error) {
+	if err := checkCaller(op.Caller); err != nil {
+		return ctx, func() {}, c.Refuse(op, err)
 	}
-	if req.Caller.UserID == "" {
-		return errorResult(duet.Errorf(duet.CodeUnauthenticated, "no caller identity")), nil
+	if op.Stream {
+		return ctx, func() {}, nil
 	}
-	if len(req.Args) > c.opts.Limits.MaxArgBytes {
-		return errorResult(duet.Errorf(duet.CodeTooLarge, "arguments are %d bytes; the limit is %d", len(req.Args), c.opts.Limits.MaxArgBytes)), nil
+	release, err := c.Acquire(op.Caller.UserID)
+	if err != nil {
+		return ctx, func() {}, c.Refuse(op, err)
+	}
+	return WithSlot(ctx), release, nil
+}
+
+// Govern runs fn as op through the governance pipeline: identity, argument
+// size, concurrency caps (unless ctx already holds a slot taken with Admit),
+// a per-call timeout, fn itself, the result-size cap and an audit record
+// (outcome, duration, sizes; never values). fn returns the size in bytes of
+// the result it built; ResultBudget(ctx) tells it the cap before it builds
+// one. Govern returns fn's error (a missed deadline becomes TIMEOUT, a panic
+// INTERNAL), a refusal (UNAUTHENTICATED, TOO_LARGE, RATE_LIMITED), or
+// TOO_LARGE for a result over the cap — the caller must then not send it.
+func (c *Catalog) Govern(ctx context.Context, op Op, fn func(ctx context.Context) (int, error)) error {
+	start := c.opts.Now()
+	if op.Caller.TraceID == "" {
+		op.Caller.TraceID = duet.NewTraceID()
+	}
+	if err := checkCaller(op.Caller); err != nil {
+		return c.Refuse(op, err)
+	}
+	if op.ArgBytes > c.opts.Limits.MaxArgBytes {
+		return c.Refuse(op, duet.Errorf(duet.CodeTooLarge, "arguments are %d bytes; the limit is %d", op.ArgBytes, c.opts.Limits.MaxArgBytes))
 	}
 	if ctx.Value(slotKey{}) == nil {
-		release, err := c.Acquire(req.Caller.UserID)
-		if err != nil {
-			return errorResult(err), nil
+		var release func()
+		var err error
+		if ctx, release, err = c.Admit(ctx, op); err != nil {
+			return err
 		}
 		defer release()
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.opts.Limits.Timeout)
-	defer cancel()
-	progress := req.Progress
-	if progress == nil {
-		progress = func(float64, float64, string) {}
+	if !op.Stream {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.opts.Limits.Timeout)
+		defer cancel()
+		ctx = context.WithValue(ctx, budgetKey{}, c.opts.Limits.MaxResultBytes)
 	}
-	env := &Env{Caller: req.Caller, Store: c.store, Catalog: c, Progress: progress}
-	out, err := c.runTool(ctx, t, env, req.Args)
+	size, err := runSafely(ctx, fn)
+	if err != nil && !op.Stream && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		err = duet.WrapError(duet.CodeTimeout, err, "the call did not finish within %s", c.opts.Limits.Timeout)
+	}
+	if err == nil && !op.Stream && size > c.opts.Limits.MaxResultBytes {
+		err = duet.Errorf(duet.CodeTooLarge, "the result is %d bytes; the limit is %d (ask for less: a smaller page, a narrower query)", size, c.opts.Limits.MaxResultBytes)
+	}
+	outcome := duet.OutcomeOK
 	if err != nil {
-		if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			err = duet.Errorf(duet.CodeTimeout, "the call did not finish within %s", c.opts.Limits.Timeout)
+		outcome = duet.ErrorCode(err)
+		if outcome == duet.CodeInternal {
+			c.log.ErrorContext(ctx, "call failed", "method", op.Method, "name", op.Name, "traceId", op.Caller.TraceID, "err", err)
 		}
-		if duet.ErrorCode(err) == duet.CodeInternal {
-			c.log.ErrorContext(ctx, "tool failed", "tool", t.Name, "traceId", req.Caller.TraceID, "err", err)
-		}
-		return errorResult(err), nil
 	}
-	structured, err := json.Marshal(out)
-	if err != nil {
-		c.log.ErrorContext(ctx, "encoding a result", "tool", t.Name, "traceId", req.Caller.TraceID, "err", err)
-		return errorResult(err), nil
-	}
-	text := out.(Texter).Text()
-	if n := len(structured) + len(text); n > c.opts.Limits.MaxResultBytes {
-		return errorResult(duet.Errorf(duet.CodeTooLarge, "the result is %d bytes; the limit is %d (ask for a smaller page)", n, c.opts.Limits.MaxResultBytes)), nil
-	}
-	return &Result{Text: text, Structured: structured, Code: duet.OutcomeOK}, nil
+	c.Audit(&duet.AuditRecord{ // op.Caller passed checkCaller
+		Time: start, TraceID: op.Caller.TraceID, CallSource: op.Caller.Source, Caller: op.Caller.UserID,
+		Method: op.Method, Tool: op.Name, Outcome: outcome, ArgBytes: op.ArgBytes, ResultBytes: size,
+		DurationUs: c.opts.Now().Sub(start).Microseconds(),
+	})
+	return err
 }
 
-// runTool runs the tool, turning a panic into an internal error.
-func (c *Catalog) runTool(ctx context.Context, t *Tool, env *Env, args json.RawMessage) (out any, err error) {
+// Refuse records op as refused with err — a request stopped before or
+// instead of running: no credentials, a body over the limit, a malformed
+// request, an unknown session — and returns err, for the transport to
+// translate. It is the one place refusals are audited.
+func (c *Catalog) Refuse(op Op, err error) error {
+	if op.Caller.TraceID == "" {
+		op.Caller.TraceID = duet.NewTraceID()
+	}
+	if duet.ValidUserID(op.Caller.UserID) != nil {
+		op.Caller.UserID = "" // an invalid id is not written anywhere
+	}
+	c.Audit(&duet.AuditRecord{
+		Time: c.opts.Now(), TraceID: op.Caller.TraceID, CallSource: op.Caller.Source, Caller: op.Caller.UserID,
+		Method: op.Method, Tool: op.Name, Outcome: duet.ErrorCode(err), ArgBytes: op.ArgBytes,
+	})
+	return err
+}
+
+// checkCaller is the identity step: a caller with a valid user id (the
+// transports established it; the rule is duet.ValidUserID).
+func checkCaller(c duet.Caller) error {
+	if c.UserID == "" {
+		return duet.Errorf(duet.CodeUnauthenticated, "no caller identity")
+	}
+	if err := duet.ValidUserID(c.UserID); err != nil {
+		return duet.Errorf(duet.CodeUnauthenticated, "invalid caller identity: %s", duet.ErrorMessage(err))
+	}
+	return nil
+}
+
+// runSafely runs fn, turning a panic into an internal error.
+func runSafely(ctx context.Context, fn func(context.Context) (int, error)) (size int, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("tool %s panicked: %v", t.Name, r)
+			size, err = 0, fmt.Errorf("panic: %v", r)
 		}
 	}()
-	out, err = t.run(ctx, env, args)
-	if err == nil && (out == nil || reflect.ValueOf(out).IsZero() && reflect.ValueOf(out).Kind() == reflect.Pointer) {
-		err = fmt.Errorf("tool %s returned nothing", t.Name)
-	}
-	return out, err
+	return fn(ctx)
+}
+
+type budgetKey struct{}
+
+// ResultBudget returns the largest result, in bytes, that the call running
+// in ctx may return (0 outside Govern): a handler that builds a large result
+// checks it before building.
+func ResultBudget(ctx context.Context) int {
+	n, _ := ctx.Value(budgetKey{}).(int)
+	return n
 }
 
 type slotKey struct{}
 
-// WithSlot marks ctx as holding a slot taken with Acquire, so that Call does
-// not take another (transports that must answer RATE_LIMITED themselves,
-// with HTTP 429, acquire first).
+// WithSlot marks ctx as holding a concurrency slot (taken with Admit or
+// Acquire), so that Govern and Call do not take another. Admit returns such
+// a context; transports whose handlers do not see the request's context
+// (MCP sessions) mark theirs with it.
 func WithSlot(ctx context.Context) context.Context { return context.WithValue(ctx, slotKey{}, true) }
 
 // Acquire takes a global and a per-caller slot without waiting, and returns
-// the function that gives them back. Returns RATE_LIMITED.
+// the function that gives them back. Returns RATE_LIMITED. Prefer Admit,
+// which also audits a refusal.
 func (c *Catalog) Acquire(user string) (func(), error) {
 	select {
 	case c.global <- struct{}{}:
@@ -371,13 +498,16 @@ func (c *Catalog) Acquire(user string) (func(), error) {
 	}
 	c.per[user]++
 	c.mu.Unlock()
+	var once sync.Once
 	return func() {
-		c.mu.Lock()
-		if c.per[user]--; c.per[user] == 0 {
-			delete(c.per, user)
-		}
-		c.mu.Unlock()
-		<-c.global
+		once.Do(func() {
+			c.mu.Lock()
+			if c.per[user]--; c.per[user] == 0 {
+				delete(c.per, user)
+			}
+			c.mu.Unlock()
+			<-c.global
+		})
 	}, nil
 }
 

@@ -103,12 +103,19 @@ Run "duet config" to see every setting.`,
 		applyCmd(env), runCmd(env), taskCmd(env), caseCmd(env), tokenCmd(env), auditCmd(env),
 		demoCmd(env), sampleCmd(env), configCmd(env),
 		assetCmd(env), generateCmd(env), reportCmd(env),
-		serverCmd(env), vaultCmd(env), conformanceClientCmd(env),
+		serverCmd(env), vaultCmd(env),
 		deviceCmd(env),
 		migrateCmd(env),
 	)
+	for _, c := range testCommands {
+		root.AddCommand(c(env))
+	}
 	return root
 }
+
+// testCommands are added by test builds only (build tag conformance:
+// conformance.go); the product binary has none.
+var testCommands []func(Env) *cobra.Command
 
 // loadConfig reads the configuration from the environment.
 func loadConfig(env Env) (*config.Config, error) {

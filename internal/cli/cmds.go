@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -17,7 +18,21 @@ import (
 )
 
 func addAs(cmd *cobra.Command) {
-	cmd.Flags().String("as", "", "act as this user id (default: DUET_USER or the operating-system user)")
+	cmd.Flags().Var(new(userIDFlag), "as", "act as this user id (default: DUET_USER or the operating-system user)")
+}
+
+// userIDFlag is a flag holding a user id, checked by the one rule
+// (duet.ValidUserID) when it is parsed.
+type userIDFlag string
+
+func (f *userIDFlag) String() string { return string(*f) }
+func (f *userIDFlag) Type() string   { return "user" }
+func (f *userIDFlag) Set(v string) error {
+	if err := duet.ValidUserID(v); err != nil {
+		return errors.New(duet.ErrorMessage(err))
+	}
+	*f = userIDFlag(v)
+	return nil
 }
 
 // audited records a CLI action in the audit trail.

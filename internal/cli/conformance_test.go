@@ -3,7 +3,7 @@ package cli_test
 import (
 	"context"
 	"encoding/json"
-	"io"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -12,19 +12,26 @@ import (
 	"testing"
 	"time"
 
-	"github.com/duet-test/duet/internal/cli"
+	"github.com/duet-test/duet/internal/conformance"
 	"github.com/duet-test/duet/internal/mcpclient/mcptest"
 )
 
 // driverEnv marks a run of this test binary as the conformance suite's
-// client: it then behaves as `duet conformance-client URL`.
+// client: it then runs the driver (conformance.RunClient, what a
+// conformance build's `duet conformance-client URL` runs).
 const driverEnv = "DUET_TEST_CONFORMANCE_DRIVER"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(driverEnv) == "1" {
-		os.Exit(cli.Main(context.Background(), append([]string{"conformance-client"}, os.Args[1:]...), cli.Env{
-			Getenv: os.Getenv, Stdin: io.NopCloser(strings.NewReader("")), Stdout: os.Stdout, Stderr: os.Stderr,
-		}))
+		if len(os.Args) != 2 {
+			fmt.Fprintln(os.Stderr, "usage: conformance-client URL")
+			os.Exit(2)
+		}
+		if err := conformance.RunClient(context.Background(), os.Getenv, os.Stdout, os.Stderr, os.Args[1]); err != nil {
+			fmt.Fprintln(os.Stderr, "error:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }

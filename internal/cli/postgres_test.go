@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -37,14 +38,15 @@ func TestEveryCommandOnPostgres(t *testing.T) {
 		"DUET_DATABASE_URL": dbURL, "DUET_MASTER_KEY": newMasterKey(), "DUET_HOME": home,
 		"DUET_MCP_ALLOW_LOOPBACK": "true", "DUET_LOG_LEVEL": "debug", "ORDERS_TOKEN": canary, "HOME": home,
 	}}
+	latest, count := postgresMigrations(t)
 	out := e.must(t, "migrate", "status")
-	if !strings.Contains(out, "schema version: 0") || !strings.Contains(out, "4 pending") {
+	if !strings.Contains(out, "schema version: 0") || !strings.Contains(out, fmt.Sprintf("%d pending", count)) {
 		t.Fatalf("migrate status of an empty database: %s", out)
 	}
-	if out := e.must(t, "migrate", "up"); strings.Count(out, "applied ") != 4 {
+	if out := e.must(t, "migrate", "up"); strings.Count(out, "applied ") != count {
 		t.Fatalf("migrate up: %s", out)
 	}
-	if out := e.must(t, "migrate", "status", "--json"); !strings.Contains(out, `"version": 4`) || strings.Contains(out, `"applied": false`) {
+	if out := e.must(t, "migrate", "status", "--json"); !strings.Contains(out, fmt.Sprintf(`"version": %d`, latest)) || strings.Contains(out, `"applied": false`) {
 		t.Fatalf("migrate status after up: %s", out)
 	}
 	if out := e.must(t, "migrate", "up"); !strings.Contains(out, "the schema is current") {
@@ -178,4 +180,22 @@ func runFor(ctx context.Context, e *duetEnv, args ...string) (int, string) {
 		Stdout: &out, Stderr: &errb,
 	})
 	return code, errb.String()
+}
+
+// postgresMigrations returns the highest version and the number of the
+// PostgreSQL migrations this build embeds.
+func postgresMigrations(t *testing.T) (latest, count int) {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join("..", "postgres", "migrations"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		var v int
+		if _, err := fmt.Sscanf(e.Name(), "%05d_", &v); err == nil && strings.HasSuffix(e.Name(), ".sql") {
+			count++
+			latest = max(latest, v)
+		}
+	}
+	return latest, count
 }

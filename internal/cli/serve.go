@@ -7,16 +7,34 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/app"
-	"github.com/duet-test/duet/internal/conformance"
 )
+
+// serveExtension adapts `duet serve` in a test build (build tag
+// conformance: conformance.go); the product binary has none.
+type serveExtension interface {
+	// Flags adds the extension's flags.
+	Flags(*pflag.FlagSet)
+	// Prepare adjusts the app's options before it opens.
+	Prepare(*app.Options)
+	// Opened adjusts the serve options once the app is open.
+	Opened(ctx context.Context, a *app.App, so *app.ServeOptions) error
+}
+
+// serveExtensions make one extension per serve command.
+var serveExtensions []func() serveExtension
 
 func serveCmd(env Env) *cobra.Command {
 	var addr string
 	var workers int
-	var sessions, fixtures bool
+	var sessions bool
+	var exts []serveExtension
+	for _, mk := range serveExtensions {
+		exts = append(exts, mk())
+	}
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve MCP over HTTP (/mcp/http, MCP-Lite) and execute runs",
@@ -43,12 +61,8 @@ resumes them), flushes the audit trail and closes the database pool.`,
 				cfg.Workers = workers
 			}
 			opts, so := app.Options{Stderr: env.Stderr, Getenv: env.Getenv}, app.ServeOptions{Sessions: sessions}
-			if fixtures {
-				// Test only: the conformance suite's fixture catalog, open
-				// to unauthenticated callers as one fixed test identity.
-				fx := conformance.New()
-				opts.ExtraTools, opts.MCP = fx.Tools, fx.MCP
-				so.Anonymous, so.Streams = conformance.User, fx.Streams
+			for _, e := range exts {
+				e.Prepare(&opts)
 			}
 			tuneGC(env.Getenv)
 			a, err := app.Open(cmd.Context(), cfg, opts)
@@ -59,14 +73,19 @@ resumes them), flushes the audit trail and closes the database pool.`,
 			if err := a.Preflight(cmd.Context()); err != nil {
 				return err
 			}
+			for _, e := range exts {
+				if err := e.Opened(cmd.Context(), a, &so); err != nil {
+					return err
+				}
+			}
 			ln, err := net.Listen("tcp", cfg.Addr)
 			if err != nil {
 				return usage("cannot listen on %s: %v (set DUET_ADDR or --addr)", cfg.Addr, err)
 			}
 			a.Logger.Info("duet serving", "addr", ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp/http", "home", cfg.Home,
 				"database", cfg.Engine(), "workers", cfg.Workers, "worker", a.Worker.ID(), "sessions", sessions)
-			if fixtures {
-				a.Logger.Warn("conformance fixtures mounted: unauthenticated callers act as " + conformance.User + " (test only)")
+			if w := exposureWarning(cfg.Addr); w != "" {
+				a.Logger.Warn(w, "addr", cfg.Addr)
 			}
 			return a.Serve(cmd.Context(), ln, so)
 		},
@@ -74,9 +93,33 @@ resumes them), flushes the audit trail and closes the database pool.`,
 	cmd.Flags().StringVar(&addr, "addr", "", "listen address (overrides DUET_ADDR)")
 	cmd.Flags().IntVar(&workers, "workers", 0, "runs executed at once (overrides DUET_WORKERS)")
 	cmd.Flags().BoolVar(&sessions, "sessions", false, "stateful MCP sessions (single instance only; enables server-to-client requests)")
-	cmd.Flags().BoolVar(&fixtures, "conformance-fixtures", false, "mount the MCP conformance suite's fixtures and let unauthenticated callers in (tests only)")
-	cmd.Flags().MarkHidden("conformance-fixtures")
+	for _, e := range exts {
+		e.Flags(cmd.Flags())
+	}
 	return cmd
+}
+
+// exposureWarning returns the warning for a listen address that is not
+// loopback-only ("" for one that is): ":8420", "0.0.0.0:8420", "[::]:8420"
+// or a host's own address lets every machine that can reach it knock.
+func exposureWarning(addr string) string {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return ""
+	}
+	if host == "localhost" {
+		return ""
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return ""
+	}
+	where := "on " + host
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		where = "on every network interface"
+	}
+	return "listening " + where + ": every machine that can reach it can send requests. " +
+		"Each request still needs a gateway key or a personal token; expose Duet only behind the company gateway " +
+		"or a firewall, and set DUET_ALLOWED_HOSTS to the name clients use (bind 127.0.0.1 for local use)"
 }
 
 func workerCmd(env Env) *cobra.Command {

@@ -3,12 +3,9 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -17,7 +14,6 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/app"
-	"github.com/duet-test/duet/internal/config"
 	"github.com/duet-test/duet/internal/escape"
 	"github.com/duet-test/duet/internal/mcpclient"
 	"github.com/duet-test/duet/internal/vault"
@@ -692,143 +688,4 @@ file once nothing needs them. Running servers pick the new key up by themselves.
 	rotate.Flags().BoolVar(&prune, "prune", false, "after re-encrypting, drop the previous keys from the key file")
 	cmd.AddCommand(rotate)
 	return cmd
-}
-
-// conformanceClientCmd is the driver the official conformance suite runs in
-// client mode: it registers the scenario's server for a throw-away user in a
-// temporary DUET_HOME, syncs its catalog and calls every tool through
-// Invoke, exactly as a running case would.
-func conformanceClientCmd(env Env) *cobra.Command {
-	return &cobra.Command{
-		Use:    "conformance-client URL",
-		Short:  "Drive the MCP conformance suite's client scenarios through Duet's client (MCP_CONFORMANCE_SCENARIO)",
-		Hidden: true,
-		Args:   cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			home, err := os.MkdirTemp("", "duet-conformance-")
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(home)
-			cfg, err := config.Load(func(k string) string {
-				switch k {
-				case "DUET_HOME":
-					return home
-				case "DUET_MCP_ALLOW_LOOPBACK":
-					return "true"
-				case "DUET_DATABASE_URL":
-					return ""
-				}
-				return env.Getenv(k)
-			})
-			if err != nil {
-				return err
-			}
-			if env.Getenv("DUET_LOG_LEVEL") == "" {
-				cfg.LogLevel = "warn"
-			}
-			a, err := app.Open(cmd.Context(), cfg, app.Options{Stderr: env.Stderr, Getenv: func(string) string { return "" }})
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			scenario := env.Getenv("MCP_CONFORMANCE_SCENARIO")
-			const user = "conformance"
-			// Every scenario server is registered with OAuth, configured as a
-			// user would from what the scenario hands out: a scenario server
-			// that wants no authorization never asks for it. Its
-			// authorization server approves without a person, so the
-			// authorization step follows its redirect.
-			var sc struct {
-				ClientID      string `json:"client_id"`
-				ClientSecret  string `json:"client_secret"`
-				PrivateKeyPEM string `json:"private_key_pem"`
-			}
-			if c := env.Getenv("MCP_CONFORMANCE_CONTEXT"); c != "" {
-				if err := json.Unmarshal([]byte(c), &sc); err != nil {
-					return usage("MCP_CONFORMANCE_CONTEXT is not a JSON object")
-				}
-			}
-			oauth := &mcpclient.OAuth{Grant: duet.AuthOAuth, ClientMetadataURL: conformanceClientMetadataURL,
-				ClientID: sc.ClientID, ClientSecret: sc.ClientSecret}
-			if strings.HasPrefix(scenario, "auth/client-credentials") {
-				oauth = &mcpclient.OAuth{Grant: duet.AuthClientCredentials, ClientID: sc.ClientID, ClientSecret: sc.ClientSecret, PrivateKey: sc.PrivateKeyPEM}
-			}
-			ctx := mcpclient.WithAuthorizer(cmd.Context(), a.MCPClient.AutoApprover())
-			if _, err := a.MCPClient.Register(ctx, mcpclient.Registration{Owner: user, Name: "scenario", URL: args[0], OAuth: oauth}); err != nil {
-				return err
-			}
-			s, err := a.MCPClient.Sync(ctx, user, "scenario")
-			if err != nil {
-				return err
-			}
-			_, tools, err := a.MCPClient.Server(ctx, user, "scenario")
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(env.Stdout, "scenario %q: %d tools (%s, protocol %s)\n", scenario, len(tools), s.Transport, s.ProtocolVersion)
-			var failed []string
-			for _, t := range tools {
-				res, err := a.MCPClient.Invoke(ctx, duet.InvokeRequest{Executor: user, ServerKey: s.ServerKey, Tool: t.Name,
-					Arguments: sampleArguments(t.InputSchema), Source: duet.SourceCLI})
-				if err != nil {
-					failed = append(failed, fmt.Sprintf("%s: %s: %s", t.Name, duet.ErrorCode(err), duet.ErrorMessage(err)))
-					continue
-				}
-				fmt.Fprintf(env.Stdout, "%s: %s\n", t.Name, res.Text())
-			}
-			if len(failed) > 0 {
-				return &exitError{1, errors.New(strings.Join(failed, "\n"))}
-			}
-			return nil
-		},
-	}
-}
-
-// conformanceClientMetadataURL is the client ID metadata document the
-// conformance driver names (the suite's authorization servers do not fetch
-// it).
-const conformanceClientMetadataURL = "https://conformance-test.local/client-metadata.json"
-
-// sampleArguments builds arguments for a tool from its input schema: every
-// required property gets its default, or a small value of its type.
-func sampleArguments(schema json.RawMessage) map[string]any {
-	var s struct {
-		Properties map[string]struct {
-			Type    any   `json:"type"`
-			Default any   `json:"default"`
-			Enum    []any `json:"enum"`
-		} `json:"properties"`
-		Required []string `json:"required"`
-	}
-	args := map[string]any{}
-	if json.Unmarshal(schema, &s) != nil {
-		return args
-	}
-	req := append([]string{}, s.Required...)
-	sort.Strings(req)
-	for i, name := range req {
-		p := s.Properties[name]
-		switch {
-		case p.Default != nil:
-			args[name] = p.Default
-		case len(p.Enum) > 0:
-			args[name] = p.Enum[0]
-		default:
-			t, _ := p.Type.(string)
-			switch t {
-			case "number", "integer":
-				args[name] = i + 2
-			case "boolean":
-				args[name] = true
-			case "array":
-				args[name] = []any{}
-			case "object":
-				args[name] = map[string]any{}
-			default:
-				args[name] = "test"
-			}
-		}
-	}
-	return args
 }

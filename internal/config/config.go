@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/duet-test/duet"
 )
 
 // Config is every setting of a Duet process.
@@ -40,6 +42,7 @@ type Config struct {
 	AllowedOrigins   []string // Origin header values accepted by the HTTP endpoints
 
 	MaxConcurrent  int
+	MaxConnections int // open HTTP connections
 	MaxPerCaller   int
 	CallTimeout    time.Duration
 	MaxBodyBytes   int64
@@ -108,7 +111,13 @@ var options = []Option{
 			return nil
 		}},
 	{Env: "DUET_USER", Doc: "User id for `duet mcp` (stdio) callers and CLI commands without --as. Default: the operating-system user.",
-		set: func(c *Config, v string) error { c.User = v; return nil }},
+		set: func(c *Config, v string) error {
+			if err := duet.ValidUserID(v); err != nil {
+				return errors.New(duet.ErrorMessage(err))
+			}
+			c.User = v
+			return nil
+		}},
 	{Env: "DUET_LOG_LEVEL", Default: "info", Doc: "debug, info, warn or error.", set: func(c *Config, v string) error {
 		switch v {
 		case "debug", "info", "warn", "error":
@@ -131,11 +140,18 @@ var options = []Option{
 	{Env: "DUET_GATEWAY_API_KEYS", Secret: true, Doc: "Comma-separated secrets a company MCP gateway sends as X-Api-Key (several, for rotation). Also DUET_GATEWAY_API_KEYS_FILE (one per line).",
 		set: func(c *Config, v string) error { c.GatewayAPIKeys = splitList(v); return nil }},
 	{Env: "DUET_GATEWAY_FIXED_USER", Doc: "User for requests with a valid gateway key but no SSO-Emp-Id header (local debugging only). Default: such requests get 401.",
-		set: func(c *Config, v string) error { c.GatewayFixedUser = v; return nil }},
+		set: func(c *Config, v string) error {
+			if err := duet.ValidUserID(v); err != nil {
+				return errors.New(duet.ErrorMessage(err))
+			}
+			c.GatewayFixedUser = v
+			return nil
+		}},
 	{Env: "DUET_ALLOWED_HOSTS", Doc: "Comma-separated Host header values the HTTP endpoints accept (DNS-rebinding protection), e.g. duet.internal.example,duet.internal.example:443. Default: loopback names only (localhost, 127.0.0.1, [::1]) plus the DUET_ADDR host; * accepts any (behind a gateway that checks hosts).",
 		set: func(c *Config, v string) error { c.AllowedHosts = splitList(v); return nil }},
 	{Env: "DUET_ALLOWED_ORIGINS", Doc: "Comma-separated browser Origin values accepted (e.g. https://copilot.example). Default: none; requests without an Origin header (non-browser clients) are always accepted.",
 		set: func(c *Config, v string) error { c.AllowedOrigins = splitList(v); return nil }},
+	{Env: "DUET_MAX_CONNECTIONS", Default: "1024", Doc: "Open HTTP connections at once. At the limit the connection idle the longest is closed to make room; when all are busy, new ones wait.", set: intSet(func(c *Config) *int { return &c.MaxConnections }, 8, 1000000)},
 	{Env: "DUET_MAX_CONCURRENT", Default: "64", Doc: "Tool calls in flight, all callers (excess: RATE_LIMITED, HTTP 429).", set: intSet(func(c *Config) *int { return &c.MaxConcurrent }, 1, 100000)},
 	{Env: "DUET_MAX_PER_CALLER", Default: "8", Doc: "Tool calls in flight per caller.", set: intSet(func(c *Config) *int { return &c.MaxPerCaller }, 1, 100000)},
 	{Env: "DUET_CALL_TIMEOUT", Default: "15s", Doc: "Time limit of one tool call.", set: durSet(func(c *Config) *time.Duration { return &c.CallTimeout })},
@@ -313,6 +329,9 @@ func Load(getenv func(string) string) (*Config, error) {
 	}
 	if c.User == "" {
 		c.User = osUser(getenv)
+		if err := duet.ValidUserID(c.User); err != nil {
+			return nil, &Error{"DUET_USER", fmt.Errorf("the operating-system user cannot be a user id (%s); set DUET_USER", duet.ErrorMessage(err))}
+		}
 	}
 	return c, nil
 }

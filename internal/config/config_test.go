@@ -136,3 +136,29 @@ func TestScaleOutSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestUserIDsAreValidated: DUET_USER (the identity of stdio callers and CLI
+// commands) and DUET_GATEWAY_FIXED_USER follow the one user-id rule of the
+// HTTP headers; so does the operating-system user they default to.
+func TestUserIDsAreValidated(t *testing.T) {
+	t.Parallel()
+	for _, k := range []string{"DUET_USER", "DUET_GATEWAY_FIXED_USER"} {
+		for _, v := range []string{"a\nb", "a\x00b", strings.Repeat("x", 10000), "a b", "\u200balice"} {
+			_, err := Load(env(map[string]string{"HOME": "/h", "USER": "u", k: v}))
+			if err == nil || !strings.HasPrefix(err.Error(), k+":") {
+				t.Errorf("%s=%q: got %v", k, v, err)
+			} else if len(v) > 3 && strings.Contains(err.Error(), v) {
+				t.Errorf("%s: the error quotes the value: %v", k, err)
+			}
+		}
+		if _, err := Load(env(map[string]string{"HOME": "/h", "USER": "u", k: "E12345"})); err != nil {
+			t.Errorf("%s=E12345: %v", k, err)
+		}
+	}
+	if _, err := Load(env(map[string]string{"HOME": "/h", "USER": "John Doe"})); err == nil || !strings.Contains(err.Error(), "set DUET_USER") {
+		t.Errorf("an operating-system user with a space: got %v", err)
+	}
+	if c, err := Load(env(map[string]string{"HOME": "/h", "USER": "John Doe", "DUET_USER": "jdoe"})); err != nil || c.User != "jdoe" {
+		t.Errorf("DUET_USER overrides it: got %v %v", c, err)
+	}
+}

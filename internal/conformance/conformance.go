@@ -3,12 +3,15 @@
 // tools named test_*, test:// resources, test_* prompts, completion and
 // resource subscriptions.
 //
-// It is mounted only by the hidden test flag `duet serve
-// --conformance-fixtures`, and through the same code as the product: the
-// tools are catalog tools (catalog.Define, mounted with app.Options.ExtraTools,
-// so every call goes through the governance pipeline and the audit trail),
-// and the resources and prompts are added to the same SDK server that serves
-// the catalog over the same HTTP endpoint.
+// None of it is in the product binary: `duet serve --conformance-fixtures`
+// and `duet conformance-client` exist only in a build with the conformance
+// tag (go build -tags conformance ./cmd/duet; the interop and e2e tests build
+// that way). The fixtures go through the same code as the product: the tools
+// are catalog tools (catalog.Define, mounted with app.Options.ExtraTools, so
+// every call goes through the governance pipeline and the audit trail), the
+// resources and prompts are added to the same SDK server that serves the
+// catalog over the same HTTP endpoint, and the suite's credential-less
+// requests are given a real personal access token (Credentials).
 package conformance
 
 import (
@@ -21,8 +24,8 @@ import (
 	"github.com/duet-test/duet/internal/mcpserver"
 )
 
-// User is the fixed identity of unauthenticated callers in fixture mode: the
-// suite sends no credentials.
+// User is the identity of the suite's requests in fixture mode: the suite
+// sends no credentials, Credentials gives them a token of this user.
 const User = "conformance"
 
 // Fixtures is everything fixture mode mounts.

@@ -52,7 +52,7 @@ func BenchmarkToolsCall(b *testing.B) {
 	aw := audit.NewWriter(db, 0, nil)
 	defer aw.Close()
 	cat := catalog.New(db, catalog.Options{Auditor: aw, Limits: catalog.Limits{MaxConcurrent: 1024, MaxPerCaller: 1024}})
-	mcpSrv := mcpserver.New(cat, mcpserver.Options{})
+	mcpSrv := mcpserver.New(cat, mcpserver.Options{Codes: httpapi.Codes})
 	governed := httptest.NewServer(httpapi.New(httpapi.Options{Catalog: cat, MCP: mcpSrv, Auth: auth.New(db, []string{key}, "")}))
 	defer governed.Close()
 	governedSDK := httptest.NewServer(httpapi.New(httpapi.Options{Catalog: cat, MCP: mcpSrv, Auth: auth.New(db, []string{key}, ""), NoFastPath: true}))

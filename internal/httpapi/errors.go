@@ -27,6 +27,9 @@ var codes = map[duet.Code]codeRow{
 	duet.CodeCancelled:              {499, -32800},
 	duet.CodeUnavailable:            {http.StatusServiceUnavailable, -32603},
 	duet.CodeInternal:               {http.StatusInternalServerError, -32603},
+	duet.CodeParseError:             {http.StatusBadRequest, -32700},
+	duet.CodeInvalidRequest:         {http.StatusBadRequest, -32600},
+	duet.CodeIdentityMismatch:       {http.StatusBadRequest, -32600},
 	duet.CodeAssertionFailed:        {http.StatusUnprocessableEntity, -32000},
 	duet.CodeStepTimeout:            {http.StatusGatewayTimeout, -32008},
 	duet.CodeCaseTimeout:            {http.StatusGatewayTimeout, -32008},
@@ -71,3 +74,15 @@ func RPCCodeOf(c duet.Code) int {
 	}
 	return -32603
 }
+
+// Codes is the table as the transports take it (mcpserver.Options.Codes,
+// lite.Options.Codes): they translate codes through it and repeat no number.
+var Codes codeTable
+
+type codeTable struct{}
+
+// Status returns the HTTP status of code.
+func (codeTable) Status(c duet.Code) int { return StatusOf(c) }
+
+// RPCCode returns the JSON-RPC error code of code.
+func (codeTable) RPCCode(c duet.Code) int { return RPCCodeOf(c) }

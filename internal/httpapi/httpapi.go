@@ -39,16 +39,17 @@ type Options struct {
 	// equivalence tests).
 	NoFastPath bool
 	// Ready reports whether the service can serve (database reachable).
-	Ready func(context.Context) error
-	// Anonymous, when set, lets requests without credentials in as this
-	// user. Only the conformance-fixture mode sets it.
-	Anonymous string
-	Logger    *slog.Logger
+	Ready  func(context.Context) error
+	Logger *slog.Logger
 }
 
-type ctxKey int
+type identityKey struct{}
 
-const viaGatewayKey ctxKey = iota
+// identity is how the request in r authenticated (see authed).
+func identity(r *http.Request) auth.Identity {
+	id, _ := r.Context().Value(identityKey{}).(auth.Identity)
+	return id
+}
 
 // New returns the HTTP handler with every route.
 func New(o Options) http.Handler {
@@ -56,13 +57,12 @@ func New(o Options) http.Handler {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	mcpH := o.MCP.HTTPHandler(mcpserver.HTTPOptions{MaxBodyBytes: o.MaxBodyBytes, Sessions: o.Sessions, Streams: o.Streams, NoFastPath: o.NoFastPath})
-	l := lite.New(o.Catalog, o.MaxBodyBytes)
-	viaGateway := func(r *http.Request) bool { v, _ := r.Context().Value(viaGatewayKey).(bool); return v }
+	l := lite.New(o.Catalog, lite.Options{MaxBodyBytes: o.MaxBodyBytes, Codes: Codes})
 
 	mux := http.NewServeMux()
 	mux.Handle("/mcp/http", authed(o, duet.SourceMCP, mcpH))
 	mux.Handle("POST /mcp/tools/list", authed(o, duet.SourceMCPLite, http.HandlerFunc(l.List)))
-	mux.Handle("POST /mcp/tools/call", authed(o, duet.SourceMCPLite, l.Call(viaGateway)))
+	mux.Handle("POST /mcp/tools/call", authed(o, duet.SourceMCPLite, l.Call(identity)))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		w.Write([]byte("ok\n"))
@@ -111,11 +111,11 @@ func hostCheck(o Options, next http.Handler) http.Handler {
 	anyHost := slices.Contains(o.AllowedHosts, "*")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !anyHost && !hostAllowed(r.Host, o.AllowedHosts) {
-			refuse(o, w, r, http.StatusForbidden, RPCCodeOf(duet.CodePermissionDenied), duet.CodePermissionDenied, "host "+r.Host+" is not allowed (see DUET_ALLOWED_HOSTS)")
+			refuse(o, w, r, "", duet.Errorf(duet.CodePermissionDenied, "host %.200s is not allowed (see DUET_ALLOWED_HOSTS)", r.Host))
 			return
 		}
 		if origin := r.Header.Get("Origin"); origin != "" && !originAllowed(origin, o.AllowedOrigins) {
-			refuse(o, w, r, http.StatusForbidden, RPCCodeOf(duet.CodePermissionDenied), duet.CodePermissionDenied, "origin "+origin+" is not allowed (see DUET_ALLOWED_ORIGINS)")
+			refuse(o, w, r, "", duet.Errorf(duet.CodePermissionDenied, "origin %.200s is not allowed (see DUET_ALLOWED_ORIGINS)", origin))
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -155,7 +155,8 @@ func originAllowed(origin string, allowed []string) bool {
 	return false
 }
 
-// authed authenticates the request and puts the caller in its context.
+// authed authenticates the request and puts the caller (and the principal,
+// to which an MCP session is bound) in its context.
 func authed(o Options, source duet.CallSource, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := o.Auth.Authenticate(r.Context(), r)
@@ -164,43 +165,42 @@ func authed(o Options, source duet.CallSource, next http.Handler) http.Handler {
 			// of a header; the handler requires it there.
 			err = nil
 		}
-		if err != nil && o.Anonymous != "" && r.Header.Get("Authorization") == "" && r.Header.Get(auth.HeaderAPIKey) == "" {
-			id, err = auth.Identity{UserID: o.Anonymous}, nil
-		}
 		if err != nil {
-			code := duet.ErrorCode(err)
-			status, rpc := StatusOf(code), RPCCodeOf(code)
-			if status == http.StatusUnauthorized {
+			if duet.ErrorCode(err) == duet.CodeUnauthenticated {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="duet"`)
 			}
-			refuse(o, w, r.WithContext(context.WithValue(r.Context(), sourceKey{}, source)), status, rpc, duet.ErrorCode(err), duet.ErrorMessage(err))
+			refuse(o, w, r, source, err)
 			return
 		}
 		c, _ := duet.CallerFromContext(r.Context())
 		c.UserID, c.Source = id.UserID, source
 		ctx := duet.NewContextWithCaller(r.Context(), c)
-		ctx = context.WithValue(ctx, viaGatewayKey, id.ViaGateway)
+		ctx = context.WithValue(ctx, identityKey{}, id)
+		ctx = mcpserver.WithPrincipal(ctx, id.Principal())
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 
-type sourceKey struct{}
-
 // refuse answers a request stopped before any tool ran, in the dialect of
-// its endpoint, and audits it.
-func refuse(o Options, w http.ResponseWriter, r *http.Request, status, rpcCode int, code duet.Code, msg string) {
+// its endpoint, after the catalog audited it. A client that was refused
+// its credentials gets its connection closed: an unauthenticated client
+// does not keep a connection (and a file descriptor) open.
+func refuse(o Options, w http.ResponseWriter, r *http.Request, source duet.CallSource, err error) {
 	c, _ := duet.CallerFromContext(r.Context())
-	source, _ := r.Context().Value(sourceKey{}).(duet.CallSource)
 	if source == "" {
 		source = duet.SourceMCP
 		if strings.HasPrefix(r.URL.Path, "/mcp/tools/") {
 			source = duet.SourceMCPLite
 		}
 	}
-	o.Catalog.Audit(&duet.AuditRecord{Time: time.Now(), TraceID: c.TraceID, CallSource: source, Caller: c.UserID, Method: "http " + r.Method + " " + r.URL.Path, Outcome: code})
+	c.Source = source
+	code := duet.ErrorCode(o.Catalog.Refuse(catalog.Op{Caller: c, Method: "http " + r.Method + " " + r.URL.Path}, err))
+	if code == duet.CodeUnauthenticated || code == duet.CodePermissionDenied {
+		w.Header().Set("Connection", "close")
+	}
 	if strings.HasPrefix(r.URL.Path, "/mcp/tools/") {
-		lite.WriteError(w, status, code, msg)
+		lite.WriteError(w, StatusOf(code), code, duet.ErrorMessage(err))
 		return
 	}
-	mcpserver.WriteJSONRPCError(w, status, rpcCode, string(code)+": "+msg, nil)
+	mcpserver.WriteJSONRPCError(w, StatusOf(code), RPCCodeOf(code), string(code)+": "+duet.ErrorMessage(err), nil)
 }

@@ -9,11 +9,13 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/auth"
 	"github.com/duet-test/duet/internal/catalog"
 	"github.com/duet-test/duet/internal/compiler"
@@ -148,6 +150,91 @@ func TestDialectsAgree(t *testing.T) {
 		}
 		if diff := cmp.Diff(m, canon(t, l)); diff != "" {
 			t.Errorf("%s %v: MCP (-) and MCP-Lite (+) differ:\n%s", c.name, c.args, diff)
+		}
+	}
+}
+
+// TestMCPLiteIdentity is the rule of docs/governance.md ("MCP-Lite: who is
+// calling") through the real middleware: the SSO-Emp-Id header and the
+// body's user.empId may not disagree; keys are exact; duplicate keys are
+// refused; user.empId passes the header's validation; nothing of a refused
+// value reaches the audit trail.
+func TestMCPLiteIdentity(t *testing.T) {
+	t.Parallel()
+	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "duet.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	s, _ := compiler.CompileSuite(t.Context(), []byte("task: {name: shop}\ncases: [{title: a, steps: [{assert: 'true'}]}]\n"), "", compiler.Options{})
+	if _, err := db.ApplySuite(t.Context(), "alice", s); err != nil {
+		t.Fatal(err)
+	}
+	audit := &auditLog{}
+	cat := catalog.New(db, catalog.Options{Auditor: audit})
+	srv := httptest.NewServer(httpapi.New(httpapi.Options{Catalog: cat, Auth: auth.New(db, []string{key}, ""),
+		MCP: mcpserver.New(cat, mcpserver.Options{Codes: httpapi.Codes})}))
+	defer srv.Close()
+	post := func(headers map[string][]string, body string) (int, map[string]any) {
+		req, _ := http.NewRequest("POST", srv.URL+"/mcp/tools/call", strings.NewReader(body))
+		for k, vs := range headers {
+			for _, v := range vs {
+				req.Header.Add(k, v)
+			}
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out
+	}
+	keyOnly := map[string][]string{"X-Api-Key": {key}}
+	asAlice := map[string][]string{"X-Api-Key": {key}, "SSO-Emp-Id": {"alice"}}
+	list := `"name":"list_test_tasks","arguments":{}`
+	long := strings.Repeat("a", 10000)
+	tests := []struct {
+		name    string
+		headers map[string][]string
+		body    string
+		status  int
+		code    duet.Code
+		total   float64 // alice sees 1 task, anyone else 0
+	}{
+		{"header and body agree", asAlice, `{` + list + `,"user":{"empId":"alice"}}`, 200, "", 1},
+		{"header and body differ", asAlice, `{` + list + `,"user":{"empId":"bob"}}`, 400, duet.CodeIdentityMismatch, 0},
+		{"body only", keyOnly, `{` + list + `,"user":{"empId":"bob"}}`, 200, "", 0},
+		{"body only, alice", keyOnly, `{` + list + `,"user":{"empId":"alice"}}`, 200, "", 1},
+		{"header only", asAlice, `{` + list + `}`, 200, "", 1},
+		{"USER is not user", asAlice, `{` + list + `,"USER":{"empId":"bob"}}`, 400, duet.CodeInvalidArgument, 0},
+		{"EMPID is not empId", keyOnly, `{` + list + `,"user":{"EMPID":"alice"}}`, 400, duet.CodeInvalidArgument, 0},
+		{"a later duplicate user", keyOnly, `{` + list + `,"user":{"empId":"alice"},"user":{"empId":"bob"}}`, 400, duet.CodeInvalidArgument, 0},
+		{"a newline in empId", keyOnly, `{` + list + `,"user":{"empId":"bob\nFORGED alice"}}`, 401, duet.CodeUnauthenticated, 0},
+		{"a NUL in empId", keyOnly, `{` + list + `,"user":{"empId":"bob\u0000"}}`, 401, duet.CodeUnauthenticated, 0},
+		{"10,000 characters of empId", keyOnly, `{` + list + `,"user":{"empId":"` + long + `"}}`, 401, duet.CodeUnauthenticated, 0},
+		{"two SSO-Emp-Id headers", map[string][]string{"X-Api-Key": {key}, "SSO-Emp-Id": {"bob", "alice"}}, `{` + list + `}`, 400, duet.CodeIdentityMismatch, 0},
+	}
+	for _, tt := range tests {
+		status, out := post(tt.headers, tt.body)
+		if status != tt.status {
+			t.Errorf("%s: status %d %v, want %d", tt.name, status, out, tt.status)
+			continue
+		}
+		if tt.code != "" {
+			if e, _ := out["error"].(map[string]any); e == nil || e["code"] != string(tt.code) {
+				t.Errorf("%s: got %v, want %s", tt.name, out, tt.code)
+			}
+			continue
+		}
+		if sc, _ := out["structuredContent"].(map[string]any); sc == nil || sc["total"] != tt.total {
+			t.Errorf("%s: got %v, want total %v", tt.name, out, tt.total)
+		}
+	}
+	for _, r := range audit.all() {
+		if strings.ContainsAny(r.Caller, "\n\x00") || len(r.Caller) > duet.MaxUserIDBytes || strings.Contains(r.Caller, "FORGED") {
+			t.Errorf("a refused user id reached the audit: %q", r.Caller)
 		}
 	}
 }

@@ -7,39 +7,56 @@
 package lite
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/auth"
 	"github.com/duet-test/duet/internal/catalog"
 	"github.com/duet-test/duet/internal/mcpserver"
 )
 
+// Options configure the MCP-Lite handler.
+type Options struct {
+	// MaxBodyBytes limits a request body; 0 means 4 MiB.
+	MaxBodyBytes int64
+	// Codes gives the HTTP status of each error code (httpapi.Codes); nil
+	// answers every refusal with 500.
+	Codes mcpserver.Codes
+}
+
 // Handler serves the two MCP-Lite routes.
 type Handler struct {
-	cat          *catalog.Catalog
-	maxBodyBytes int64
-	tools        []*mcp.Tool
+	cat   *catalog.Catalog
+	opts  Options
+	tools []*mcp.Tool
+	list  []byte // the tools/list body: the catalog is fixed
 }
 
 // New returns the MCP-Lite handler over cat.
-func New(cat *catalog.Catalog, maxBodyBytes int64) *Handler {
-	if maxBodyBytes <= 0 {
-		maxBodyBytes = 4 << 20
+func New(cat *catalog.Catalog, opts Options) *Handler {
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = 4 << 20
 	}
-	h := &Handler{cat: cat, maxBodyBytes: maxBodyBytes}
+	h := &Handler{cat: cat, opts: opts}
 	for _, t := range cat.Tools() {
 		h.tools = append(h.tools, mcpserver.SDKTool(t))
 	}
 	// The same order as MCP tools/list (the SDK lists tools by name).
 	slices.SortFunc(h.tools, func(a, b *mcp.Tool) int { return strings.Compare(a.Name, b.Name) })
+	b, err := json.Marshal(ListResponse{Tools: h.tools})
+	if err != nil {
+		panic("lite: encoding the tool list: " + err.Error())
+	}
+	h.list = append(b, '\n')
 	return h
 }
 
@@ -48,13 +65,18 @@ type ListResponse struct {
 	Tools []*mcp.Tool `json:"tools"`
 }
 
-// CallRequest is the body of a tools/call request.
+// CallRequest is the body of a tools/call request. Keys are matched
+// exactly (see ParseCall).
 type CallRequest struct {
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
-	User      *struct {
-		EmpID string `json:"empId"`
-	} `json:"user,omitempty"`
+	User      *User           `json:"user,omitempty"`
+}
+
+// User is the user field a gateway injects into a tools/call body. Other
+// members (the gateway's extension fields) are ignored.
+type User struct {
+	EmpID string `json:"empId"`
 }
 
 // CallResponse is the body of a tools/call answer.
@@ -77,75 +99,189 @@ func WriteError(w http.ResponseWriter, status int, code duet.Code, msg string) {
 	writeJSON(w, status, map[string]any{"error": map[string]any{"code": code, "message": msg}})
 }
 
-// List serves POST /mcp/tools/list.
+// refuse audits a refused request and answers it.
+func (h *Handler) refuse(w http.ResponseWriter, op catalog.Op, err error) {
+	h.answer(w, h.cat.Refuse(op, err))
+}
+
+// answer writes a refusal the catalog already audited.
+func (h *Handler) answer(w http.ResponseWriter, err error) {
+	code := duet.ErrorCode(err)
+	status := http.StatusInternalServerError
+	if h.opts.Codes != nil {
+		status = h.opts.Codes.Status(code)
+	}
+	switch code {
+	case duet.CodeUnauthenticated:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="duet"`)
+		w.Header().Set("Connection", "close")
+	case duet.CodeRateLimited:
+		w.Header().Set("Retry-After", "1")
+	}
+	WriteError(w, status, code, duet.ErrorMessage(err))
+}
+
+// List serves POST /mcp/tools/list, governed like every call (it needs a
+// user, as MCP tools/list does).
 func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
 	caller, _ := duet.CallerFromContext(r.Context())
-	start := time.Now()
-	resp := ListResponse{Tools: h.tools}
-	b, _ := json.Marshal(resp)
-	h.cat.Audit(&duet.AuditRecord{Time: start, TraceID: caller.TraceID, CallSource: duet.SourceMCPLite, Caller: caller.UserID,
-		Method: "tools/list", Outcome: duet.OutcomeOK, ResultBytes: len(b), DurationUs: time.Since(start).Microseconds()})
+	caller.Source = duet.SourceMCPLite
+	err := h.cat.Govern(r.Context(), catalog.Op{Caller: caller, Method: "tools/list"}, func(context.Context) (int, error) {
+		return len(h.list), nil
+	})
+	if err != nil {
+		h.answer(w, err)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
-	w.Write(append(b, '\n'))
+	w.Write(h.list)
 }
 
 // Call serves POST /mcp/tools/call. The caller comes from the request
-// context; user.empId in the body is honoured only when the request carried
-// a valid gateway key (the gateway injects it), which the auth middleware
-// marks with ViaGateway.
-func (h *Handler) Call(viaGateway func(*http.Request) bool) http.HandlerFunc {
+// context, which the auth middleware filled in; identity reports how the
+// request authenticated. The body's user.empId names the user only on a
+// request with a valid gateway key (the gateway injects it), under the rule
+// of Identify.
+func (h *Handler) Call(identity func(*http.Request) auth.Identity) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		caller, _ := duet.CallerFromContext(r.Context())
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBodyBytes))
+		caller.Source = duet.SourceMCPLite
+		op := catalog.Op{Caller: caller, Method: "tools/call"}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
 		if err != nil {
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
-				h.cat.Audit(&duet.AuditRecord{Time: time.Now(), TraceID: caller.TraceID, CallSource: duet.SourceMCPLite, Caller: caller.UserID, Method: "tools/call", Outcome: duet.CodeTooLarge})
-				WriteError(w, http.StatusRequestEntityTooLarge, duet.CodeTooLarge, "the request body exceeds the limit")
+				op.ArgBytes = int(mbe.Limit)
+				h.refuse(w, op, duet.Errorf(duet.CodeTooLarge, "the request body exceeds the limit of %d bytes", h.opts.MaxBodyBytes))
 				return
 			}
-			WriteError(w, http.StatusBadRequest, duet.CodeInvalidArgument, "cannot read the request body")
+			h.refuse(w, op, duet.Errorf(duet.CodeInvalidArgument, "cannot read the request body"))
 			return
 		}
-		var req CallRequest
-		if err := json.Unmarshal(body, &req); err != nil {
-			WriteError(w, http.StatusBadRequest, duet.CodeInvalidArgument, "the body must be {\"name\", \"arguments\"}: "+err.Error())
-			return
-		}
-		if req.Name == "" {
-			WriteError(w, http.StatusBadRequest, duet.CodeInvalidArgument, "name is required")
-			return
-		}
-		if req.User != nil && req.User.EmpID != "" && viaGateway(r) {
-			caller.UserID = req.User.EmpID
-		}
-		caller.Source = duet.SourceMCPLite
-		if caller.UserID == "" {
-			h.cat.Audit(&duet.AuditRecord{Time: time.Now(), TraceID: caller.TraceID, CallSource: duet.SourceMCPLite, Method: "tools/call", Tool: req.Name, Outcome: duet.CodeUnauthenticated})
-			w.Header().Set("WWW-Authenticate", `Bearer realm="duet"`)
-			WriteError(w, http.StatusUnauthorized, duet.CodeUnauthenticated, "no user: the gateway sent neither an SSO-Emp-Id header nor user.empId")
-			return
-		}
-		if _, ok := h.cat.Tool(req.Name); !ok {
-			h.cat.Audit(&duet.AuditRecord{Time: time.Now(), TraceID: caller.TraceID, CallSource: duet.SourceMCPLite, Caller: caller.UserID, Method: "tools/call", Tool: req.Name, Outcome: duet.CodeNotFound})
-			WriteError(w, http.StatusNotFound, duet.CodeNotFound, "unknown tool "+req.Name)
-			return
-		}
-		release, err := h.cat.Acquire(caller.UserID)
+		op.ArgBytes = len(body)
+		req, err := ParseCall(body)
 		if err != nil {
-			h.cat.Audit(&duet.AuditRecord{Time: time.Now(), TraceID: caller.TraceID, CallSource: duet.SourceMCPLite, Caller: caller.UserID, Method: "tools/call", Tool: req.Name, Outcome: duet.ErrorCode(err)})
-			w.Header().Set("Retry-After", "1")
-			WriteError(w, http.StatusTooManyRequests, duet.ErrorCode(err), duet.ErrorMessage(err))
+			h.refuse(w, op, err)
+			return
+		}
+		op.Name = req.Name
+		user, err := Identify(identity(r), req.User)
+		if err != nil {
+			h.refuse(w, op, err)
+			return
+		}
+		op.Caller.UserID = user
+		if _, ok := h.cat.Tool(req.Name); !ok {
+			h.refuse(w, op, duet.Errorf(duet.CodeNotFound, "unknown tool %q", req.Name))
+			return
+		}
+		ctx, release, err := h.cat.Admit(r.Context(), op)
+		if err != nil {
+			h.answer(w, err)
 			return
 		}
 		defer release()
-		res, err := h.cat.Call(catalog.WithSlot(r.Context()), catalog.Request{Caller: caller, Tool: req.Name, Args: req.Arguments})
+		res, err := h.cat.Call(ctx, catalog.Request{Caller: op.Caller, Tool: req.Name, Args: req.Arguments})
 		if err != nil {
-			WriteError(w, http.StatusNotFound, duet.CodeNotFound, err.Error())
+			WriteError(w, http.StatusNotFound, duet.CodeNotFound, "unknown tool "+req.Name)
 			return
 		}
-		writeJSON(w, http.StatusOK, Response(res, caller.TraceID))
+		writeJSON(w, http.StatusOK, Response(res, op.Caller.TraceID))
 	}
+}
+
+// ParseCall reads a tools/call body strictly: one JSON value that RFC 7493
+// accepts (valid UTF-8, no duplicate key at any depth — a parser that lets
+// the first or the last win cannot be told apart), keys matched exactly,
+// and a key that differs from name, arguments, user or user.empId only in
+// case refused rather than ignored. Other keys are ignored (gateways add
+// extension fields). Returns INVALID_ARGUMENT.
+func ParseCall(body []byte) (*CallRequest, error) {
+	if err := strictJSON(body); err != nil {
+		return nil, err
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(body, &top); err != nil || top == nil {
+		return nil, duet.Errorf(duet.CodeInvalidArgument, `the body must be a JSON object {"name", "arguments"}`)
+	}
+	if err := exactKeys(top, "", "name", "arguments", "user"); err != nil {
+		return nil, err
+	}
+	req := &CallRequest{Arguments: top["arguments"]}
+	if raw, ok := top["name"]; ok {
+		if err := json.Unmarshal(raw, &req.Name); err != nil {
+			return nil, duet.Errorf(duet.CodeInvalidArgument, "name must be a string")
+		}
+	}
+	if req.Name == "" {
+		return nil, duet.Errorf(duet.CodeInvalidArgument, "name is required")
+	}
+	if raw, ok := top["user"]; ok && string(raw) != "null" {
+		var u map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &u); err != nil {
+			return nil, duet.Errorf(duet.CodeInvalidArgument, "user must be an object")
+		}
+		if err := exactKeys(u, "user.", "empId"); err != nil {
+			return nil, err
+		}
+		req.User = &User{}
+		if raw, ok := u["empId"]; ok {
+			if err := json.Unmarshal(raw, &req.User.EmpID); err != nil {
+				return nil, duet.Errorf(duet.CodeInvalidArgument, "user.empId must be a string")
+			}
+		}
+	}
+	return req, nil
+}
+
+// strictJSON accepts one JSON value that RFC 7493 allows: valid UTF-8, no
+// lone surrogate, no duplicate key at any depth.
+func strictJSON(body []byte) error {
+	if !jsontext.Value(body).IsValid() {
+		return duet.Errorf(duet.CodeInvalidArgument, "the body is not one valid JSON value (RFC 7493: UTF-8, no duplicate keys)")
+	}
+	return nil
+}
+
+// exactKeys refuses a key of m that matches one of known only when case is
+// ignored.
+func exactKeys(m map[string]json.RawMessage, prefix string, known ...string) error {
+	for k := range m {
+		for _, want := range known {
+			if k != want && strings.EqualFold(k, want) {
+				return duet.Errorf(duet.CodeInvalidArgument, "unknown key %s%.40q: keys are case-sensitive (did you mean %s%s?)", prefix, k, prefix, want)
+			}
+		}
+	}
+	return nil
+}
+
+// Identify applies MCP-Lite's identity rule to an authenticated request and
+// the body's user field, and returns the user the call acts for:
+//
+//   - without a valid gateway key (a personal token), the body's user is
+//     ignored: the token's user acts;
+//   - with a gateway key, user.empId must be a valid user id (the rule of
+//     the SSO-Emp-Id header, duet.ValidUserID), else UNAUTHENTICATED;
+//   - the SSO-Emp-Id header and user.empId both present and different →
+//     IDENTITY_MISMATCH; the same, or only one of them → that user;
+//   - neither (and no DUET_GATEWAY_FIXED_USER) → UNAUTHENTICATED.
+//
+// An empty user.empId counts as absent.
+func Identify(id auth.Identity, user *User) (string, error) {
+	if !id.ViaGateway || user == nil || user.EmpID == "" {
+		if id.UserID == "" {
+			return "", duet.Errorf(duet.CodeUnauthenticated, "no user: the gateway sent neither an %s header nor user.empId", auth.HeaderUser)
+		}
+		return id.UserID, nil
+	}
+	if err := duet.ValidUserID(user.EmpID); err != nil {
+		return "", duet.Errorf(duet.CodeUnauthenticated, "invalid user.empId: %s", duet.ErrorMessage(err))
+	}
+	if id.Method == auth.MethodGateway && id.UserID != user.EmpID {
+		return "", duet.Errorf(duet.CodeIdentityMismatch, "the %s header and user.empId name different users; a request acts for one user", auth.HeaderUser)
+	}
+	return user.EmpID, nil
 }
 
 // Response converts a catalog result to MCP-Lite's wire form.

@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/catalog"
 )
 
@@ -16,61 +19,22 @@ import (
 // plain tools/call from a client of a handshake-era protocol version
 // (2025-03-26, 2025-06-18, 2025-11-25) — without the SDK's per-request
 // session machinery, whose allocations dominated the CPU cost of a call (see
-// docs/performance.md). It makes the same catalog.Call as the SDK path and
-// encodes the reply with the SDK's own result type, the way the SDK does
-// (JSON without HTML escaping, the id echoed as parsed), so the bytes are the
-// same: fastpath_test.go sends every request both ways and compares them.
+// docs/performance.md). It reads the request as the SDK does — the body
+// passed checkBody, the envelope and the parameters are decoded with the
+// SDK's decoder into the SDK's own types (envelope.go) — makes the same
+// catalog.Call, and encodes the reply with the SDK's result type the way the
+// SDK does (JSON without HTML escaping, the id as the SDK re-encodes it), so
+// the bytes are the same: fastpath_test.go sends every request both ways and
+// compares them, and FuzzFastPathMatchesSDK does so with generated bodies.
 // Anything else — other methods, other protocol versions (2026-07-28 goes
 // through the SDK's validation of _meta and the Mcp-* headers), progress
-// tokens, streaming tools, batches, unusual ids, unknown tools, malformed
-// parameters — is left to the SDK.
+// tokens, streaming tools, batches, unknown tools, parameters beyond name,
+// arguments and _meta.traceparent — is left to the SDK, before anything ran.
+// Once the tool has run, the fast path answers, whatever happens: a call is
+// never run twice.
 
 // fastVersions are the protocol versions the fast path serves.
 var fastVersions = map[string]bool{"2025-03-26": true, "2025-06-18": true, "2025-11-25": true}
-
-type fastRequest struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  string          `json:"method"`
-	Params  *struct {
-		Name      string                     `json:"name"`
-		Arguments json.RawMessage            `json:"arguments"`
-		Meta      map[string]json.RawMessage `json:"_meta"`
-	} `json:"params"`
-}
-
-// progress reports whether the request carries a progress token (its reply
-// must stream).
-func (r *fastRequest) progress() bool {
-	if r.Params == nil {
-		return false
-	}
-	tok, ok := r.Params.Meta["progressToken"]
-	return ok && string(tok) != "null"
-}
-
-// fastID returns the request id as the SDK would re-encode it: an int64 or a
-// string; ok is false for any other id.
-func fastID(raw json.RawMessage) (any, bool) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		return nil, false
-	}
-	if raw[0] == '"' {
-		var s string
-		if json.Unmarshal(raw, &s) != nil {
-			return nil, false
-		}
-		return s, true
-	}
-	n, err := strconv.ParseInt(string(raw), 10, 64)
-	if err != nil || n > 1<<53 || n < -(1<<53) {
-		// The SDK reads numeric ids as float64: beyond 2^53 it rounds them,
-		// and only the SDK path reproduces that.
-		return nil, false
-	}
-	return n, true
-}
 
 func acceptsBoth(values []string) bool {
 	jsonOK, streamOK := false, false
@@ -90,36 +54,37 @@ func acceptsBoth(values []string) bool {
 	return jsonOK && streamOK
 }
 
+// FastPathServed returns how many requests the fast path has answered (for
+// tests that must prove it served, and for metrics).
+func (s *Server) FastPathServed() int64 { return s.fastServed.Load() }
+
 // fastCall answers r if it is eligible and reports whether it did; when it
-// returns false it has written nothing.
-func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, req *fastRequest) bool {
+// returns false it has written nothing and run nothing.
+func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, req *request) bool {
 	if !fastVersions[r.Header.Get("Mcp-Protocol-Version")] || !acceptsBoth(r.Header.Values("Accept")) {
 		return false
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return false
 	}
-	if req.JSONRPC != "2.0" || req.Method != "tools/call" || req.Params == nil {
+	if !req.isCall() || req.method != "tools/call" || len(req.params) == 0 {
 		return false
 	}
-	id, ok := fastID(req.ID)
-	if !ok {
+	var params mcp.CallToolParamsRaw
+	if sdkUnmarshal(req.params, &params) != nil || params.InputResponses != nil || params.RequestState != "" {
 		return false
 	}
-	if _, ok := s.cat.Tool(req.Params.Name); !ok {
+	if _, ok := s.cat.Tool(params.Name); !ok {
 		return false
 	}
-	if a := bytes.TrimSpace(req.Params.Arguments); len(a) > 0 && a[0] != '{' {
+	if a := bytes.TrimSpace(params.Arguments); len(a) > 0 && a[0] != '{' {
 		return false
 	}
 	var meta map[string]any
-	for k, v := range req.Params.Meta {
-		if k != "traceparent" {
+	for k, v := range params.Meta {
+		tp, ok := v.(string)
+		if k != "traceparent" || !ok {
 			return false // progress tokens and anything else: the SDK path
-		}
-		var tp string
-		if json.Unmarshal(v, &tp) != nil {
-			return false
 		}
 		meta = map[string]any{"traceparent": tp}
 	}
@@ -129,26 +94,23 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, req *fastReque
 	// declared streaming and never come here.
 	call := &callState{}
 	ctx := context.WithValue(r.Context(), callKey{}, call)
-	res, err := s.cat.Call(ctx, catalog.Request{Caller: caller, Tool: req.Params.Name, Args: req.Params.Arguments})
+	s.fastServed.Add(1)
+	res, err := s.cat.Call(ctx, catalog.Request{Caller: caller, Tool: params.Name, Args: params.Arguments})
 	if err != nil {
-		return false
+		// The tool vanished between the check and the call (it cannot:
+		// the catalog is fixed); answer as the SDK would, never run twice.
+		s.writeError(w, rawID(req.id), duet.Errorf(duet.CodeNotFound, "unknown tool %q", params.Name))
+		return true
 	}
 	tr := ToolResult(res, caller.TraceID)
 	if call.content != nil && !res.IsError {
 		tr.Content = call.content
 	}
-	result, err := encodeNoEscape(tr)
+	out, err := encodeReply(replyID(req.id), tr)
 	if err != nil {
-		s.log.Error("encoding a tool result", "traceId", caller.TraceID, "err", err)
-		return false
-	}
-	out, err := encodeNoEscape(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      any             `json:"id,omitempty"`
-		Result  json.RawMessage `json:"result,omitempty"`
-	}{"2.0", id, result})
-	if err != nil {
-		return false
+		s.log.ErrorContext(ctx, "encoding a tool result", "traceId", caller.TraceID, "err", err)
+		s.writeError(w, rawID(req.id), duet.Errorf(duet.CodeInternal, "internal error"))
+		return true
 	}
 	h := w.Header()
 	h.Set("Cache-Control", "no-cache, no-transform")
@@ -157,6 +119,21 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, req *fastReque
 	w.WriteHeader(http.StatusOK)
 	w.Write(out)
 	return true
+}
+
+// encodeReply encodes a JSON-RPC result message as the SDK does
+// (jsonrpc2.EncodeMessage: the result marshalled without HTML escaping,
+// then the message).
+func encodeReply(id any, result any) ([]byte, error) {
+	res, err := encodeNoEscape(result)
+	if err != nil {
+		return nil, err
+	}
+	return encodeNoEscape(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      any             `json:"id,omitempty"`
+		Result  json.RawMessage `json:"result,omitempty"`
+	}{"2.0", id, res})
 }
 
 // encodeNoEscape marshals v as the SDK does: without HTML escaping, and

@@ -2,13 +2,14 @@ package mcpserver
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"strings"
-	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/duet-test/duet"
@@ -22,7 +23,10 @@ type HTTPOptions struct {
 	MaxBodyBytes int64
 	// Sessions turns on stateful mode (Mcp-Session-Id, server-to-client
 	// requests such as elicitation) for single-instance deployments. The
-	// default is stateless: any instance answers any request.
+	// default is stateless: any instance answers any request. A session is
+	// bound to the principal that created it (see WithPrincipal): a request
+	// of anyone else naming it is answered exactly like one naming an
+	// unknown session.
 	Sessions bool
 	// Streams reports whether a call to a tool emits notifications (so its
 	// reply must stream); nil means only calls that carry a progressToken
@@ -33,87 +37,128 @@ type HTTPOptions struct {
 	NoFastPath bool
 }
 
+type principalKey struct{}
+
+// WithPrincipal returns a context carrying the authenticated principal of
+// an HTTP request: the user and how they authenticated, as one string
+// (auth.Identity.Principal). In sessions mode every session is bound to the
+// principal that created it; without one, the caller's user id is used.
+func WithPrincipal(ctx context.Context, principal string) context.Context {
+	return context.WithValue(ctx, principalKey{}, principal)
+}
+
+func principalOf(ctx context.Context, c duet.Caller) string {
+	if p, _ := ctx.Value(principalKey{}).(string); p != "" {
+		return p
+	}
+	if c.UserID == "" {
+		return ""
+	}
+	return "user:" + c.UserID
+}
+
+// requestState is what one HTTP request hands the SDK's handlers through
+// RequestExtra.TokenInfo: in sessions mode a handler's context is the
+// session's (the request that created it), so the caller of this request,
+// and the concurrency slot it holds, travel with the request instead.
+type requestState struct {
+	caller duet.Caller
+	slot   bool
+}
+
+const extraKey = "io.duet/request"
+
 // HTTPHandler returns the Streamable HTTP endpoint. The caller must already
 // be in each request's context (see duet.NewContextWithCaller): authentication
 // is the job of the middleware in front of it.
 //
-// In stateless mode a request that may emit notifications (a tools/call with
-// a progressToken, or of a tool that streams) is answered as an event stream;
-// every other request gets a plain JSON reply.
+// Every POST body is read once, strictly (envelope.go), before either path
+// sees it; a call (a request with an id) is admitted by the catalog first
+// (identity, concurrency caps), so that an excess call gets HTTP 429 with
+// Retry-After rather than a 200 carrying an error. In stateless mode a
+// request that may emit notifications (a tools/call with a progressToken,
+// or of a tool that streams) is answered as an event stream; every other
+// request gets a plain JSON reply.
 func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = 4 << 20
 	}
 	get := func(*http.Request) *mcp.Server { return s.srv }
+	var jsonH, sseH http.Handler
 	if o.Sessions {
-		return mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
+		jsonH = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
 			DisableLocalhostProtection: true, // the Host check runs in front, configurable
 			MaxRequestBodyBytes:        o.MaxBodyBytes,
-			Logger:                     s.log,
+			Logger:                     s.sdkLog,
+		})
+		sseH = jsonH
+	} else {
+		jsonH = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
+			Stateless: true, JSONResponse: true, DisableLocalhostProtection: true,
+			MaxRequestBodyBytes: o.MaxBodyBytes, Logger: s.sdkLog, PropagateRequestCancellation: true,
+		})
+		sseH = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
+			Stateless: true, DisableLocalhostProtection: true,
+			MaxRequestBodyBytes: o.MaxBodyBytes, Logger: s.sdkLog, PropagateRequestCancellation: true,
 		})
 	}
-	jsonH := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
-		Stateless: true, JSONResponse: true, DisableLocalhostProtection: true,
-		MaxRequestBodyBytes: o.MaxBodyBytes, Logger: s.log, PropagateRequestCancellation: true,
-	})
-	sseH := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
-		Stateless: true, DisableLocalhostProtection: true,
-		MaxRequestBodyBytes: o.MaxBodyBytes, Logger: s.log, PropagateRequestCancellation: true,
-	})
+	jsonH, sseH = withTokenInfo(jsonH), withTokenInfo(sseH)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			jsonH.ServeHTTP(w, r) // 405 for GET/DELETE in stateless mode
-			return
-		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, o.MaxBodyBytes))
-		if err != nil {
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
-				caller, _ := duet.CallerFromContext(r.Context())
-				s.cat.Audit(&duet.AuditRecord{Time: time.Now(), TraceID: caller.TraceID, CallSource: caller.Source, Caller: caller.UserID,
-					Method: "http", Outcome: duet.CodeTooLarge, ArgBytes: int(mbe.Limit)})
-				WriteJSONRPCError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, "TOO_LARGE: the request body exceeds the limit of "+itoa(o.MaxBodyBytes)+" bytes", nil)
-				return
-			}
-			WriteJSONRPCError(w, http.StatusBadRequest, -32700, "cannot read the request body", nil)
-			return
-		}
-		// One parse of the envelope serves every decision below.
-		var env fastRequest
-		if err := json.Unmarshal(body, &env); err != nil {
-			if !json.Valid(body) {
-				WriteJSONRPCError(w, http.StatusBadRequest, -32700, "parse error: the body is not valid JSON", nil)
-				return
-			}
-			env = fastRequest{} // a batch or another shape: the SDK decides
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		isCall := env.Method == "tools/call"
-		tool := ""
-		if isCall && env.Params != nil {
-			tool = env.Params.Name
-		}
-		// Concurrency caps are checked here, so that an excess call gets
-		// HTTP 429 with Retry-After rather than a 200 carrying an error.
-		if isCall {
-			caller, _ := duet.CallerFromContext(r.Context())
-			release, err := s.cat.Acquire(caller.UserID)
+		caller, _ := duet.CallerFromContext(r.Context())
+		door := catalog.Op{Caller: caller, Method: "http " + r.Method + " " + r.URL.Path}
+		var body []byte
+		var req *request
+		if r.Method == http.MethodPost {
+			var err error
+			body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, o.MaxBodyBytes))
 			if err != nil {
-				s.cat.Audit(&duet.AuditRecord{Time: time.Now(), TraceID: caller.TraceID, CallSource: caller.Source, Caller: caller.UserID,
-					Method: "tools/call", Tool: tool, Outcome: duet.ErrorCode(err), ArgBytes: len(body)})
-				w.Header().Set("Retry-After", "1")
-				WriteJSONRPCError(w, http.StatusTooManyRequests, CodeRateLimited, string(duet.ErrorCode(err))+": "+duet.ErrorMessage(err), env.ID)
+				var mbe *http.MaxBytesError
+				if errors.As(err, &mbe) {
+					door.ArgBytes = int(mbe.Limit)
+					s.refuse(w, door, nil, duet.Errorf(duet.CodeTooLarge, "the request body exceeds the limit of %d bytes", o.MaxBodyBytes))
+					return
+				}
+				s.refuse(w, door, nil, duet.Errorf(duet.CodeInvalidRequest, "cannot read the request body"))
+				return
+			}
+			door.ArgBytes = len(body)
+			if err := checkBody(body); err != nil {
+				s.refuse(w, door, nil, err)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			req = decodeEnvelope(body)
+		}
+		state := &requestState{caller: caller}
+		if req.isCall() {
+			op := catalog.Op{Caller: caller, Method: req.method, Name: req.name, ArgBytes: len(body), Stream: req.method == "subscriptions/listen"}
+			ctx, release, err := s.cat.Admit(r.Context(), op)
+			if err != nil {
+				if duet.ErrorCode(err) == duet.CodeRateLimited {
+					w.Header().Set("Retry-After", "1")
+				}
+				s.writeError(w, rawID(req.id), err)
 				return
 			}
 			defer release()
-			r = r.WithContext(catalog.WithSlot(r.Context()))
+			r = r.WithContext(ctx)
+			state.slot = !op.Stream
 		}
-		streaming := isCall && (env.progress() || o.Streams != nil && o.Streams(tool))
-		if isCall && !streaming && !o.NoFastPath && s.fastCall(w, r, &env) {
+		isToolCall := req.isCall() && req.method == "tools/call"
+		streaming := isToolCall && (req.progress || o.Streams != nil && o.Streams(req.name)) &&
+			strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+		if !o.Sessions && isToolCall && !streaming && !o.NoFastPath && s.fastCall(w, r, req) {
 			return
 		}
-		ew := &errorRewriter{ResponseWriter: w, body: body}
-		if streaming && strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		ew := &errorRewriter{ResponseWriter: w, s: s, door: door, req: req, session: o.Sessions && r.Header.Get("Mcp-Session-Id") != ""}
+		// The SDK binds a session to TokenInfo.UserID when it creates it
+		// and compares it on every later request naming the session (GET,
+		// POST, DELETE); handlers read this request's caller from Extra.
+		r = withPendingTokenInfo(r, &auth.TokenInfo{
+			UserID: principalOf(r.Context(), caller),
+			Extra:  map[string]any{extraKey: state},
+		})
+		if streaming {
 			sseH.ServeHTTP(ew, r)
 		} else {
 			jsonH.ServeHTTP(ew, r)
@@ -122,12 +167,82 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 	})
 }
 
-// errorRewriter turns the SDK's plain-text HTTP errors (400 for a method it
-// does not handle, for instance) into JSON-RPC error bodies, which is what
-// clients parse.
+type pendingKey struct{}
+
+// pending is a TokenInfo on its way into a request's context, and the
+// request's own headers.
+type pending struct {
+	info   *auth.TokenInfo
+	header http.Header
+}
+
+// withPendingTokenInfo prepares r for withTokenInfo.
+func withPendingTokenInfo(r *http.Request, info *auth.TokenInfo) *http.Request {
+	r2 := r.WithContext(context.WithValue(r.Context(), pendingKey{}, &pending{info, r.Header}))
+	r2.Header = http.Header{"Authorization": {"Bearer -"}}
+	return r2
+}
+
+// withTokenInfo puts the TokenInfo prepared by withPendingTokenInfo in the
+// request's context the only way the go-sdk allows — its bearer-token
+// middleware — with a verifier that returns it (the credentials were
+// checked in front of this handler), then gives the request its own
+// headers back.
+func withTokenInfo(next http.Handler) http.Handler {
+	verify := func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
+		if p, ok := ctx.Value(pendingKey{}).(*pending); ok {
+			return p.info, nil
+		}
+		return nil, auth.ErrInvalidToken
+	}
+	mw := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
+	return mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p, ok := r.Context().Value(pendingKey{}).(*pending); ok {
+			r.Header = p.header
+		}
+		next.ServeHTTP(w, r)
+	}))
+}
+
+// rawID is the JSON of an id for an error reply (null when there is none).
+func rawID(id any) json.RawMessage {
+	if id == nil {
+		return nil
+	}
+	b, err := json.Marshal(replyID(id))
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// refuse audits a request stopped at the door and answers it.
+func (s *Server) refuse(w http.ResponseWriter, op catalog.Op, id json.RawMessage, err error) {
+	s.writeError(w, id, s.cat.Refuse(op, err))
+}
+
+// writeError answers with err as a JSON-RPC error: the HTTP status and the
+// JSON-RPC code of its code (Options.Codes), the message "CODE: message".
+func (s *Server) writeError(w http.ResponseWriter, id json.RawMessage, err error) {
+	code := duet.ErrorCode(err)
+	WriteJSONRPCError(w, s.codes.Status(code), s.codes.RPCCode(code), string(code)+": "+duet.ErrorMessage(err), id)
+}
+
+// errorRewriter turns the SDK's plain-text HTTP errors into JSON-RPC error
+// bodies, which is what clients parse, and audits every request the SDK
+// refused (its handlers never saw it). The JSON-RPC code follows the HTTP
+// status, never the wording (TestSDKRefusals pins the statuses):
+//
+//	404, and 403 on a request naming a session → 404 NOT_FOUND "session not found"
+//	    (an unknown session and another principal's answer alike)
+//	413 → TOO_LARGE, 409 → CONFLICT, 5xx → INTERNAL, other 4xx → INVALID_REQUEST
 type errorRewriter struct {
 	http.ResponseWriter
-	body    []byte
+	s       *Server
+	door    catalog.Op
+	req     *request
+	session bool // the request names a session
+
 	status  int
 	capture bool
 	buf     bytes.Buffer
@@ -140,10 +255,18 @@ func (e *errorRewriter) WriteHeader(status int) {
 		e.capture = true
 		return
 	}
+	if status >= 400 {
+		// A JSON-RPC error the SDK wrote itself (2026-07-28 header
+		// checks, for instance): answered as is, audited here.
+		e.audit(duet.Errorf(sdkCode(status), "refused by the protocol layer"))
+	}
 	e.ResponseWriter.WriteHeader(status)
 }
 
 func (e *errorRewriter) Write(b []byte) (int, error) {
+	if e.status == 0 {
+		e.WriteHeader(http.StatusOK)
+	}
 	if e.capture {
 		return e.buf.Write(b)
 	}
@@ -158,37 +281,56 @@ func (e *errorRewriter) Flush() {
 
 func (e *errorRewriter) Unwrap() http.ResponseWriter { return e.ResponseWriter }
 
+// sdkCode is the code of an SDK refusal with HTTP status status.
+func sdkCode(status int) duet.Code {
+	switch {
+	case status == http.StatusNotFound:
+		return duet.CodeNotFound
+	case status == http.StatusRequestEntityTooLarge:
+		return duet.CodeTooLarge
+	case status == http.StatusConflict:
+		return duet.CodeConflict
+	case status >= 500:
+		return duet.CodeInternal
+	}
+	return duet.CodeInvalidRequest
+}
+
+func (e *errorRewriter) audit(err error) {
+	op := e.door
+	if e.req != nil {
+		op.Method, op.Name = e.req.method, e.req.name
+	}
+	e.s.cat.Refuse(op, err)
+}
+
 func (e *errorRewriter) finish() {
 	if !e.capture {
 		return
 	}
-	msg := strings.TrimSpace(e.buf.String())
-	code := -32600 // invalid request
-	if strings.Contains(msg, "not handled") || strings.Contains(msg, "unsupported") {
-		code = -32601 // method not found
+	status := e.status
+	var id json.RawMessage
+	if e.req != nil {
+		id = rawID(e.req.id)
 	}
+	var err error
+	switch {
+	case e.session && (status == http.StatusNotFound || status == http.StatusForbidden):
+		// Unknown, closed, or bound to another principal: one answer.
+		status, err = http.StatusNotFound, duet.Errorf(duet.CodeNotFound, "session not found")
+	case status >= 500:
+		err = duet.Errorf(duet.CodeInternal, "internal error")
+	default:
+		err = duet.Errorf(sdkCode(status), "%s", strings.TrimSpace(e.buf.String()))
+	}
+	e.audit(err)
 	e.Header().Del("Content-Length")
-	WriteJSONRPCError(e.ResponseWriter, e.status, code, msg, requestID(e.body))
+	code := duet.ErrorCode(err)
+	WriteJSONRPCError(e.ResponseWriter, status, e.s.codes.RPCCode(code), string(code)+": "+duet.ErrorMessage(err), id)
 }
-
-func requestID(body []byte) json.RawMessage {
-	var req struct {
-		ID json.RawMessage `json:"id"`
-	}
-	json.Unmarshal(body, &req)
-	return req.ID
-}
-
-// JSON-RPC error codes Duet uses beyond the standard ones.
-const (
-	CodeUnauthenticated = -32001
-	CodeForbidden       = -32003
-	CodeRateLimited     = -32029
-	CodeTooLarge        = -32013
-)
 
 // WriteJSONRPCError writes an HTTP error whose body is a JSON-RPC error
-// response (what MCP clients expect to parse).
+// response (what MCP clients expect to parse); id nil means null.
 func WriteJSONRPCError(w http.ResponseWriter, status, code int, message string, id json.RawMessage) {
 	if id == nil {
 		id = json.RawMessage("null")
@@ -199,9 +341,4 @@ func WriteJSONRPCError(w http.ResponseWriter, status, code int, message string, 
 		"jsonrpc": "2.0", "id": id,
 		"error": map[string]any{"code": code, "message": message},
 	})
-}
-
-func itoa(n int64) string {
-	b, _ := json.Marshal(n)
-	return string(b)
 }

@@ -7,10 +7,14 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
+	"reflect"
 	"regexp"
-	"time"
+	"strings"
+	"sync/atomic"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/duet-test/duet"
@@ -33,13 +37,32 @@ type Options struct {
 	// Prompts are offered with prompts/list and prompts/get (see prompts.go);
 	// nil means none.
 	Prompts []*Prompt
+	// Codes translates error codes into HTTP statuses and JSON-RPC error
+	// codes: Duet's one table is httpapi.Codes. nil means none is known:
+	// every error is a server error (HTTP 500, JSON-RPC -32603).
+	Codes Codes
 }
+
+// Codes translates error codes to the wire (see httpapi.Codes).
+type Codes interface {
+	Status(duet.Code) int
+	RPCCode(duet.Code) int
+}
+
+type serverErrors struct{}
+
+func (serverErrors) Status(duet.Code) int  { return 500 }
+func (serverErrors) RPCCode(duet.Code) int { return int(jsonrpc.CodeInternalError) }
 
 // Server is the catalog as an MCP server.
 type Server struct {
-	cat *catalog.Catalog
-	srv *mcp.Server
-	log *slog.Logger
+	cat    *catalog.Catalog
+	srv    *mcp.Server
+	log    *slog.Logger
+	sdkLog *slog.Logger // log without session ids, for the SDK
+	codes  Codes
+
+	fastServed atomic.Int64
 }
 
 // New builds the MCP server for cat.
@@ -59,7 +82,8 @@ func New(cat *catalog.Catalog, opts Options) *Server {
 		c := *opts.ServerOptions
 		so = &c
 	}
-	so.Logger = log
+	sdkLog := slog.New(redactSessions{log.Handler()})
+	so.Logger = sdkLog
 	if so.Instructions == "" {
 		so.Instructions = "Duet is a testing platform. Use list_test_tasks to find the tasks you can access, " +
 			"start_test_run (with an idempotencyKey) to run one, then poll get_test_run until done and read get_execution_result."
@@ -70,7 +94,11 @@ func New(cat *catalog.Catalog, opts Options) *Server {
 		c.TTLMs, c.CacheScope = 60_000, "private"
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Title: "Duet testing platform", Version: opts.Version}, so)
-	s := &Server{cat: cat, srv: srv, log: log}
+	codes := opts.Codes
+	if codes == nil {
+		codes = serverErrors{}
+	}
+	s := &Server{cat: cat, srv: srv, log: log, sdkLog: sdkLog, codes: codes}
 	for _, t := range cat.Tools() {
 		srv.AddTool(sdkTool(t), s.handler())
 	}
@@ -78,7 +106,7 @@ func New(cat *catalog.Catalog, opts Options) *Server {
 	if opts.Setup != nil {
 		opts.Setup(srv)
 	}
-	srv.AddReceivingMiddleware(s.audit)
+	srv.AddReceivingMiddleware(s.govern)
 	return s
 }
 
@@ -133,6 +161,7 @@ func callerOf(ctx context.Context, meta map[string]any) duet.Caller {
 
 func (s *Server) handler() mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		// The caller and the slot of this request were put in ctx by govern.
 		caller := callerOf(ctx, req.Params.Meta)
 		var progress func(p, total float64, msg string)
 		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
@@ -197,32 +226,151 @@ func ToolResult(res *catalog.Result, traceID string) *mcp.CallToolResult {
 	}
 }
 
-// audit records every request other than tools/call (which the catalog
-// audits itself): initialize, server/discover, tools/list, ...
-func (s *Server) audit(next mcp.MethodHandler) mcp.MethodHandler {
+// requestContext returns ctx with the caller of req — the one its HTTP
+// request carried (RequestExtra.TokenInfo, see HTTPHandler), or the one the
+// transport put in ctx (stdio) — and, if that request holds a concurrency
+// slot, the mark of it.
+func requestContext(ctx context.Context, req mcp.Request) context.Context {
+	ex := req.GetExtra()
+	if ex == nil || ex.TokenInfo == nil {
+		return ctx
+	}
+	st, ok := ex.TokenInfo.Extra[extraKey].(*requestState)
+	if !ok {
+		return ctx
+	}
+	ctx = duet.NewContextWithCaller(ctx, st.caller)
+	if st.slot {
+		ctx = catalog.WithSlot(ctx)
+	}
+	return ctx
+}
+
+// govern puts every MCP method through the catalog's governance pipeline
+// (catalog.Govern: identity, concurrency caps, a timeout, a result-size
+// cap, an audit record): resources/read, prompts/get, tools/list,
+// initialize, ... tools/call goes through catalog.Call in the tool handler;
+// notifications are not calls.
+func (s *Server) govern(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if method == "tools/call" || len(method) > 14 && method[:14] == "notifications/" {
+		ctx = requestContext(ctx, req)
+		if method == "tools/call" || strings.HasPrefix(method, "notifications/") {
 			return next(ctx, method, req)
 		}
-		start := time.Now()
-		res, err := next(ctx, method, req)
-		c := callerOf(ctx, nil)
-		rec := &duet.AuditRecord{Time: start, TraceID: c.TraceID, CallSource: c.Source, Caller: c.UserID, Method: method, Outcome: duet.OutcomeOK,
-			DurationUs: time.Since(start).Microseconds()}
-		if err != nil {
-			rec.Outcome = duet.CodeInvalidArgument
-		}
-		if p := req.GetParams(); p != nil {
+		var meta map[string]any
+		op := catalog.Op{Method: method, Stream: method == "subscriptions/listen"}
+		if p := req.GetParams(); p != nil && !reflect.ValueOf(p).IsNil() {
+			meta = p.GetMeta()
 			if b, err := json.Marshal(p); err == nil {
-				rec.ArgBytes = len(b)
+				op.ArgBytes = len(b)
+			}
+			switch p := p.(type) {
+			case *mcp.GetPromptParams:
+				op.Name = p.Name
+			case *mcp.ReadResourceParams:
+				op.Name = p.URI
+			case *mcp.SubscribeParams:
+				op.Name = p.URI
+			case *mcp.UnsubscribeParams:
+				op.Name = p.URI
 			}
 		}
-		if res != nil {
-			if b, err := json.Marshal(res); err == nil {
-				rec.ResultBytes = len(b)
+		op.Caller = callerOf(ctx, meta)
+		ctx = duet.NewContextWithCaller(ctx, op.Caller)
+		var res mcp.Result
+		err := s.cat.Govern(ctx, op, func(ctx context.Context) (int, error) {
+			var err error
+			res, err = next(ctx, method, req)
+			if err != nil {
+				return 0, classify(err)
 			}
+			if res == nil || op.Stream {
+				return 0, nil
+			}
+			b, err := json.Marshal(res)
+			if err != nil {
+				return 0, err
+			}
+			return len(b), nil
+		})
+		if err != nil {
+			return nil, s.rpcError(err)
 		}
-		s.cat.Audit(rec)
-		return res, err
+		return res, nil
 	}
+}
+
+// classify gives an error of an SDK handler a code for the audit trail,
+// keeping the error itself: a JSON-RPC error by its code, a Duet error by
+// its own.
+func classify(err error) error {
+	var jerr *jsonrpc.Error
+	if !errors.As(err, &jerr) || duet.ErrorCode(err) != duet.CodeInternal {
+		return err
+	}
+	code := duet.CodeInvalidRequest
+	switch jerr.Code {
+	case jsonrpc.CodeInvalidParams: // also mcp.CodeResourceNotFound (SEP-2164)
+		code = duet.CodeInvalidArgument
+	case jsonrpc.CodeMethodNotFound:
+		code = duet.CodeNotFound
+	case jsonrpc.CodeInternalError:
+		code = duet.CodeInternal
+	}
+	return &duet.Error{Code: code, Message: jerr.Message, Err: jerr}
+}
+
+// rpcError is the JSON-RPC error a client gets for err: the handler's own
+// JSON-RPC error when the pipeline let it through unchanged, otherwise
+// "CODE: message" with the code's JSON-RPC number.
+func (s *Server) rpcError(err error) error {
+	var jerr *jsonrpc.Error
+	if errors.As(err, &jerr) && duet.ErrorCode(classify(jerr)) == duet.ErrorCode(err) {
+		return jerr
+	}
+	code := duet.ErrorCode(err)
+	return &jsonrpc.Error{Code: int64(s.codes.RPCCode(code)), Message: string(code) + ": " + duet.ErrorMessage(err)}
+}
+
+// redactSessions is the log handler the SDK writes to: it never lets a
+// session id through (a session id is a bearer of the session).
+type redactSessions struct{ h slog.Handler }
+
+func (r redactSessions) Enabled(ctx context.Context, l slog.Level) bool { return r.h.Enabled(ctx, l) }
+
+func (r redactSessions) Handle(ctx context.Context, rec slog.Record) error {
+	out := slog.NewRecord(rec.Time, rec.Level, rec.Message, rec.PC)
+	rec.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(redactAttr(a))
+		return true
+	})
+	return r.h.Handle(ctx, out)
+}
+
+func (r redactSessions) WithAttrs(as []slog.Attr) slog.Handler {
+	red := make([]slog.Attr, len(as))
+	for i, a := range as {
+		red[i] = redactAttr(a)
+	}
+	return redactSessions{r.h.WithAttrs(red)}
+}
+
+func (r redactSessions) WithGroup(name string) slog.Handler {
+	return redactSessions{r.h.WithGroup(name)}
+}
+
+func redactAttr(a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindGroup {
+		g := a.Value.Group()
+		red := make([]any, len(g))
+		for i, x := range g {
+			red[i] = redactAttr(x)
+		}
+		return slog.Group(a.Key, red...)
+	}
+	k := strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(a.Key))
+	if strings.Contains(k, "sessionid") {
+		return slog.String(a.Key, "[redacted]")
+	}
+	return a
 }

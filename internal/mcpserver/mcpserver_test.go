@@ -16,6 +16,7 @@ import (
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/catalog"
 	"github.com/duet-test/duet/internal/compiler"
+	"github.com/duet-test/duet/internal/httpapi"
 	"github.com/duet-test/duet/internal/mcpserver"
 	"github.com/duet-test/duet/internal/sqlite"
 )
@@ -32,7 +33,7 @@ func setup(t *testing.T) (*mcpserver.Server, *duet.Task) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return mcpserver.New(catalog.New(db, catalog.Options{}), mcpserver.Options{Version: "test"}), res.Task
+	return mcpserver.New(catalog.New(db, catalog.Options{}), mcpserver.Options{Version: "test", Codes: httpapi.Codes}), res.Task
 }
 
 // asUser is a stand-in for the auth middleware: the user comes from a header.
@@ -133,7 +134,7 @@ func TestHTTPReplyShape(t *testing.T) {
 		Error struct{ Code int } `json:"error"`
 	}
 	json.Unmarshal(b, &e)
-	if resp.StatusCode != http.StatusRequestEntityTooLarge || e.Error.Code != mcpserver.CodeTooLarge {
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || e.Error.Code != httpapi.RPCCodeOf(duet.CodeTooLarge) {
 		t.Fatalf("10 MB body: %d %s", resp.StatusCode, b)
 	}
 	for _, bad := range []string{`{not json`, `{"jsonrpc":"2.0","id":4,"method":"no/such/method"}`} {

@@ -2,9 +2,7 @@ package mcpserver
 
 import (
 	"context"
-	"fmt"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/duet-test/duet"
@@ -19,9 +17,10 @@ type Prompt struct {
 	Description string
 	Arguments   []PromptArgument
 	// Get renders the prompt's text for caller (the identity the transport
-	// established; never one from the request). A *duet.Error with
-	// INVALID_ARGUMENT or NOT_FOUND becomes an invalid-params JSON-RPC
-	// error "CODE: message"; any other error an internal error.
+	// established; never one from the request). It runs inside the
+	// governance pipeline (identity, caps, timeout, result size, audit). A
+	// *duet.Error becomes the JSON-RPC error "CODE: message"; any other
+	// error "INTERNAL: internal error" (logged with the trace id).
 	Get func(ctx context.Context, caller duet.Caller, args map[string]string) (string, error)
 }
 
@@ -41,26 +40,16 @@ func (s *Server) addPrompts(prompts []*Prompt) {
 			mp.Arguments = append(mp.Arguments, &mcp.PromptArgument{Name: a.Name, Description: a.Description, Required: a.Required})
 		}
 		s.srv.AddPrompt(mp, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			// govern checked the caller and put it in ctx.
 			caller := callerOf(ctx, req.Params.Meta)
-			if caller.UserID == "" {
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "UNAUTHENTICATED: no caller identity"}
-			}
 			for _, a := range p.Arguments {
 				if a.Required && req.Params.Arguments[a.Name] == "" {
-					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
-						Message: fmt.Sprintf("%s: prompt %s needs the argument %s", duet.CodeInvalidArgument, p.Name, a.Name)}
+					return nil, duet.Errorf(duet.CodeInvalidArgument, "prompt %s needs the argument %s", p.Name, a.Name)
 				}
 			}
 			text, err := p.Get(ctx, caller, req.Params.Arguments)
 			if err != nil {
-				code := duet.ErrorCode(err)
-				rpc := int64(jsonrpc.CodeInternalError)
-				if code == duet.CodeInvalidArgument || code == duet.CodeNotFound {
-					rpc = jsonrpc.CodeInvalidParams
-				} else {
-					s.log.ErrorContext(ctx, "mcp: prompts/get", "prompt", p.Name, "trace", caller.TraceID, "err", err)
-				}
-				return nil, &jsonrpc.Error{Code: rpc, Message: string(code) + ": " + duet.ErrorMessage(err)}
+				return nil, err
 			}
 			return &mcp.GetPromptResult{
 				Description: p.Description,

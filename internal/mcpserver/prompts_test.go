@@ -2,6 +2,8 @@ package mcpserver_test
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/catalog"
+	"github.com/duet-test/duet/internal/httpapi"
 	"github.com/duet-test/duet/internal/mcpserver"
 	"github.com/duet-test/duet/internal/sqlite"
 )
@@ -35,7 +38,7 @@ func TestPrompts(t *testing.T) {
 			return "hello " + c.UserID + " about " + args["task"] + "/" + args["goal"], nil
 		},
 	}}
-	s := mcpserver.New(catalog.New(db, catalog.Options{}), mcpserver.Options{Version: "test", Prompts: prompts})
+	s := mcpserver.New(catalog.New(db, catalog.Options{}), mcpserver.Options{Version: "test", Prompts: prompts, Codes: httpapi.Codes})
 	srv := httptest.NewServer(asUser(s.HTTPHandler(mcpserver.HTTPOptions{})))
 	defer srv.Close()
 
@@ -61,8 +64,19 @@ func TestPrompts(t *testing.T) {
 			t.Errorf("task=%q: got %v, want %q", args, err, want)
 		}
 	}
-	anon := connectHTTP(t, srv.URL, "", nil)
-	if _, err := anon.GetPrompt(t.Context(), &mcp.GetPromptParams{Name: "greet", Arguments: map[string]string{"task": "shop"}}); err == nil || !strings.Contains(err.Error(), "UNAUTHENTICATED") {
-		t.Errorf("no caller: got %v", err)
+	// Without a caller, prompts/get (like every method) is refused before
+	// it runs.
+	req, _ := http.NewRequest("POST", srv.URL, strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"prompts/get","params":{"name":"greet","arguments":{"task":"shop"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(b), `"UNAUTHENTICATED: no caller identity"`) || !strings.Contains(string(b), `"id":7`) {
+		t.Errorf("no caller: got %d %s", resp.StatusCode, b)
 	}
 }

@@ -53,7 +53,10 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	duetBin = filepath.Join(dir, "duet")
-	build := exec.Command("go", "build", "-o", duetBin, "./cmd/duet")
+	// The conformance tag adds the suite's fixtures (serve
+	// --conformance-fixtures) and client driver (conformance-client), which
+	// the product binary does not contain.
+	build := exec.Command("go", "build", "-tags", "conformance", "-o", duetBin, "./cmd/duet")
 	build.Dir = repoRoot
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {

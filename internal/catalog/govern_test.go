@@ -1,0 +1,104 @@
+package catalog_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/catalog"
+)
+
+// TestGovern is the pipeline every MCP method goes through (tools/call,
+// resources/read, prompts/get, ...): each step refuses with its own code,
+// and every outcome leaves exactly one audit record.
+func TestGovern(t *testing.T) {
+	t.Parallel()
+	c, _, _, log := setup(t, catalog.Options{Limits: catalog.Limits{MaxPerCaller: 1, MaxArgBytes: 300, MaxResultBytes: 1000, Timeout: 100 * time.Millisecond}})
+	alice := duet.Caller{UserID: "alice", Source: duet.SourceMCP}
+	op := func(caller duet.Caller, name string) catalog.Op {
+		return catalog.Op{Caller: caller, Method: "resources/read", Name: name}
+	}
+	ok := func(size int) func(context.Context) (int, error) {
+		return func(context.Context) (int, error) { return size, nil }
+	}
+	tests := []struct {
+		name string
+		op   catalog.Op
+		fn   func(context.Context) (int, error)
+		code duet.Code
+	}{
+		{"ok", op(alice, "r1"), ok(999), ""},
+		{"no caller", op(duet.Caller{}, "r2"), ok(1), duet.CodeUnauthenticated},
+		{"an invalid caller", op(duet.Caller{UserID: "alice\nbob"}, "r3"), ok(1), duet.CodeUnauthenticated},
+		{"arguments too large", catalog.Op{Caller: alice, Method: "prompts/get", Name: "r4", ArgBytes: 301}, ok(1), duet.CodeTooLarge},
+		{"result too large", op(alice, "r5"), ok(1001), duet.CodeTooLarge},
+		{"too slow", op(alice, "r6"), func(ctx context.Context) (int, error) { <-ctx.Done(); return 0, ctx.Err() }, duet.CodeTimeout},
+		{"a panic", op(alice, "r7"), func(context.Context) (int, error) { panic("boom") }, duet.CodeInternal},
+		{"a domain error", op(alice, "r8"), func(context.Context) (int, error) { return 0, duet.Errorf(duet.CodeNotFound, "no r8") }, duet.CodeNotFound},
+		{"a stream has no time limit", catalog.Op{Caller: alice, Method: "subscriptions/listen", Name: "r9", Stream: true},
+			func(ctx context.Context) (int, error) { time.Sleep(200 * time.Millisecond); return 0, ctx.Err() }, ""},
+	}
+	for _, tt := range tests {
+		err := c.Govern(t.Context(), tt.op, tt.fn)
+		if duet.ErrorCode(err) != tt.code {
+			t.Errorf("%s: got %v, want %q", tt.name, err, tt.code)
+		}
+		var recs []*duet.AuditRecord
+		for _, r := range log.all() {
+			if r.Tool == tt.op.Name {
+				recs = append(recs, r)
+			}
+		}
+		want := tt.code
+		if want == "" {
+			want = duet.OutcomeOK
+		}
+		if len(recs) != 1 || recs[0].Outcome != want || recs[0].Method != tt.op.Method || recs[0].TraceID == "" {
+			t.Errorf("%s: audit %+v, want one record %s", tt.name, recs, want)
+			continue
+		}
+		if strings.ContainsAny(recs[0].Caller, "\n") {
+			t.Errorf("%s: an invalid user id reached the audit: %q", tt.name, recs[0].Caller)
+		}
+	}
+
+	// A slot taken with Admit is the call's: Govern does not take another,
+	// and a second call of the same caller is refused until it is given back.
+	ctx, release, err := c.Admit(t.Context(), op(alice, "held"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Govern(ctx, op(alice, "inside"), ok(1)); err != nil {
+		t.Errorf("Govern in the admitted context: %v", err)
+	}
+	if _, _, err := c.Admit(t.Context(), op(alice, "second")); duet.ErrorCode(err) != duet.CodeRateLimited {
+		t.Errorf("a second admission: got %v, want RATE_LIMITED", err)
+	}
+	if err := c.Govern(t.Context(), op(alice, "third"), ok(1)); duet.ErrorCode(err) != duet.CodeRateLimited {
+		t.Errorf("a second call: got %v, want RATE_LIMITED", err)
+	}
+	release()
+	release() // idempotent
+	if err := c.Govern(t.Context(), op(alice, "after"), ok(1)); err != nil {
+		t.Errorf("after the release: %v", err)
+	}
+	if err := c.Refuse(op(alice, "refused"), errors.New("disk on fire")); duet.ErrorCode(err) != duet.CodeInternal {
+		t.Errorf("Refuse returns its error: %v", err)
+	}
+}
+
+// TestCallRefusesInvalidCallers: the identity step applies the one user-id
+// rule, whatever the transport did.
+func TestCallRefusesInvalidCallers(t *testing.T) {
+	t.Parallel()
+	c, _, _, _ := setup(t, catalog.Options{})
+	for _, user := range []string{"", "a b", "a\x00", strings.Repeat("x", 129)} {
+		res, err := c.Call(t.Context(), catalog.Request{Caller: duet.Caller{UserID: user}, Tool: "list_test_tasks"})
+		if err != nil || !res.IsError || res.Code != duet.CodeUnauthenticated {
+			t.Errorf("%q: got %+v %v", user, res, err)
+		}
+	}
+}

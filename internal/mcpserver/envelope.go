@@ -1,0 +1,242 @@
+package mcpserver
+
+import (
+	"bytes"
+	"regexp"
+	"strconv"
+
+	"github.com/go-json-experiment/json/jsontext"
+	sjson "github.com/segmentio/encoding/json"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/duet-test/duet"
+)
+
+// How a request body is read on /mcp/http.
+//
+// The go-sdk decodes JSON-RPC with segmentio/encoding/json, matching keys
+// case-sensitively (DontMatchCaseInsensitiveStructFields), ignoring unknown
+// keys, letting a later duplicate key win, reading ids as float64 (so 1.5
+// becomes 1 and 2^53+1 becomes 2^53 in the reply), accepting trailing bytes
+// after the first value, and refusing nesting deeper than 1000.
+// (internal/json and internal/jsonrpc2 of go-sdk v1.8.0.)
+//
+// Every body of a POST passes checkBody first, on both paths — the fast path
+// and the SDK: it must be exactly one JSON value that RFC 7493 accepts (valid
+// UTF-8, no lone surrogates, no duplicate key at any depth), nested at most
+// 1000 deep, and every message's id must come back exactly as it was sent (a
+// string, or an integer of at most 2^53−1 in magnitude written without
+// fraction or exponent). What passes is then read by both paths with the
+// SDK's own decoder and rules (decodeEnvelope), so they cannot disagree on
+// what a request says.
+
+// maxDepth is the SDK's nesting limit (internal/json.defaultMaxDepth).
+const maxDepth = 1000
+
+// maxExactID is the largest id magnitude a float64 — how the SDK reads a
+// numeric id — holds exactly (JavaScript's Number.MAX_SAFE_INTEGER).
+const maxExactID = 1<<53 - 1
+
+var integerRe = regexp.MustCompile(`^-?(?:0|[1-9][0-9]*)$`)
+
+// checkBody is the strict reading every body passes before either path
+// sees it. Returns PARSE_ERROR or INVALID_REQUEST.
+func checkBody(body []byte) error {
+	if !jsontext.Value(body).IsValid() {
+		return duet.Errorf(duet.CodeParseError, "the body is not one valid JSON value (RFC 7493: UTF-8, no duplicate keys)")
+	}
+	if depthExceeds(body, maxDepth) {
+		return duet.Errorf(duet.CodeParseError, "the body nests deeper than %d levels", maxDepth)
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(body))
+	tok, err := dec.ReadToken()
+	if err != nil {
+		return duet.Errorf(duet.CodeParseError, "the body is not valid JSON")
+	}
+	switch tok.Kind() {
+	case '{':
+		return checkMessage(dec)
+	case '[':
+		for dec.PeekKind() != ']' {
+			if dec.PeekKind() != '{' {
+				if err := dec.SkipValue(); err != nil {
+					return duet.Errorf(duet.CodeParseError, "the body is not valid JSON")
+				}
+				continue
+			}
+			if _, err := dec.ReadToken(); err != nil {
+				return duet.Errorf(duet.CodeParseError, "the body is not valid JSON")
+			}
+			if err := checkMessage(dec); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkMessage reads the members of one message object (its '{' already
+// read) and checks its id.
+func checkMessage(dec *jsontext.Decoder) error {
+	for dec.PeekKind() != '}' {
+		name, err := dec.ReadToken()
+		if err != nil {
+			return duet.Errorf(duet.CodeParseError, "the body is not valid JSON")
+		}
+		if name.String() != "id" {
+			if err := dec.SkipValue(); err != nil {
+				return duet.Errorf(duet.CodeParseError, "the body is not valid JSON")
+			}
+			continue
+		}
+		v, err := dec.ReadValue()
+		if err != nil {
+			return duet.Errorf(duet.CodeParseError, "the body is not valid JSON")
+		}
+		if err := checkID(v); err != nil {
+			return err
+		}
+	}
+	_, err := dec.ReadToken()
+	if err != nil {
+		return duet.Errorf(duet.CodeParseError, "the body is not valid JSON")
+	}
+	return nil
+}
+
+// checkID accepts the ids the reply can echo exactly: null (no id), a
+// string, or an integer of at most 2^53−1 in magnitude in plain notation.
+func checkID(v jsontext.Value) error {
+	switch v.Kind() {
+	case 'n', '"':
+		return nil
+	case '0':
+		s := string(v)
+		if integerRe.MatchString(s) && s != "-0" {
+			if n, err := strconv.ParseInt(s, 10, 64); err == nil && n >= -maxExactID && n <= maxExactID {
+				return nil
+			}
+		}
+		return duet.Errorf(duet.CodeInvalidRequest, "the request id %.40s cannot be echoed exactly: use a string, or an integer of at most 2^53-1 without fraction or exponent", s)
+	}
+	return duet.Errorf(duet.CodeInvalidRequest, "the request id must be a string or an integer")
+}
+
+// depthExceeds is the SDK's own nesting check (internal/json.checkMaxDepth),
+// so that both paths refuse exactly the bodies the SDK refuses.
+func depthExceeds(data []byte, max int) bool {
+	depth, inString, escaped := 0, false, false
+	for _, b := range data {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case b == '\\':
+				escaped = true
+			case b == '"':
+				inString = false
+			}
+			continue
+		}
+		switch b {
+		case '"':
+			inString = true
+		case '{', '[':
+			if depth++; depth > max {
+				return true
+			}
+		case '}', ']':
+			if depth > 0 {
+				depth--
+			}
+		}
+	}
+	return false
+}
+
+// envelope is the SDK's decode form of a JSON-RPC message
+// (jsonrpc2.wireDecode).
+type envelope struct {
+	JSONRPC string           `json:"jsonrpc"`
+	ID      any              `json:"id,omitempty"`
+	Method  sjson.RawMessage `json:"method"`
+	Params  sjson.RawMessage `json:"params,omitempty"`
+}
+
+// request is one JSON-RPC request as the SDK reads it.
+type request struct {
+	id     any    // float64, string or nil, as the SDK decodes it
+	method string // "" for a response
+	params sjson.RawMessage
+	// name is what the method acts on, read from params as the SDK reads
+	// them: params.name (tools/call, prompts/get) or params.uri
+	// (resources/read and friends).
+	name string
+	// progress is whether params._meta carries a progressToken.
+	progress bool
+}
+
+// isCall reports whether r expects a reply (it has an id the SDK accepts).
+func (r *request) isCall() bool { return r != nil && r.method != "" && r.id != nil }
+
+// sdkUnmarshal decodes data exactly as the SDK does: its internal/json
+// runs a segmentio Decoder with DontMatchCaseInsensitiveStructFields, whose
+// Decode is Parse of the first value with that flag. Parse directly spares
+// the Decoder's 32 KiB buffer; data passed checkBody (one value).
+func sdkUnmarshal(data []byte, v any) error {
+	_, err := sjson.Parse(data, v, sjson.DontMatchCaseInsensitiveStructFields)
+	return err
+}
+
+// decodeEnvelope reads a body that passed checkBody as the SDK does; it
+// returns nil for anything but a single request object (a batch, a
+// response, a message the SDK would refuse): the SDK then decides.
+func decodeEnvelope(body []byte) *request {
+	b := bytes.TrimLeft(body, " \t\r\n")
+	if len(b) == 0 || b[0] != '{' {
+		return nil
+	}
+	var env envelope
+	if err := sdkUnmarshal(body, &env); err != nil || env.JSONRPC != "2.0" || len(env.Method) == 0 {
+		return nil
+	}
+	r := &request{params: env.Params}
+	switch id := env.ID.(type) {
+	case nil, string:
+		r.id = id
+	case float64:
+		r.id = id
+	default:
+		return nil
+	}
+	if err := sdkUnmarshal(env.Method, &r.method); err != nil {
+		return nil
+	}
+	if len(env.Params) > 0 {
+		var p struct {
+			Name string   `json:"name"`
+			URI  string   `json:"uri"`
+			Meta mcp.Meta `json:"_meta"`
+		}
+		if sdkUnmarshal(env.Params, &p) == nil {
+			r.name = p.Name
+			if r.name == "" {
+				r.name = p.URI
+			}
+			tok, ok := p.Meta["progressToken"]
+			r.progress = ok && tok != nil
+		}
+	}
+	return r
+}
+
+// replyID is the id of the reply as the SDK writes it (jsonrpc2.MakeID):
+// an int64 for a numeric id — exactly the id sent, as checkBody admitted
+// only integers a float64 holds — a string, or nil.
+func replyID(id any) any {
+	if f, ok := id.(float64); ok {
+		return int64(f)
+	}
+	return id
+}
