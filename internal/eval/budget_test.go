@@ -1,0 +1,188 @@
+package eval
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/expr-lang/expr"
+	"github.com/google/go-cmp/cmp"
+)
+
+// allocated returns the bytes f allocated (the test must not run in
+// parallel with others for the figure to mean something).
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestBudgetRefusesBeforeAllocating evaluates expressions that would build
+// far more than a value may hold: each is refused with ErrBudget, and the
+// evaluation allocates a few megabytes at most, not what the expression asks
+// for. Not parallel: it measures the allocations of the process.
+func TestBudgetRefusesBeforeAllocating(t *testing.T) {
+	s := strings.Repeat("x", 1<<20)
+	list := make([]any, 20)
+	for i := range list {
+		list[i] = s
+	}
+	vars := map[string]any{"s": s, "n": 5000.0, "list": list}
+	tests := []struct {
+		name, src string
+		want      string // in the error message
+	}{
+		// The security review's reproduction (5 GB on today's code).
+		{"nested repeat", "repeat(repeat('a', 999999), 5000)", "repeat would build"},
+		{"repeat of a variable", "repeat(s, n)", "repeat would build"},
+		{"repeat 50 MB", "repeat(repeat('a', 999999), 50)", "repeat would build"},
+		{"doubling with +", "let a = s + s; let b = a + a; let c = b + b; let d = c + c; let e = d + d; e + e", "+ would build"},
+		{"replace", "replace(repeat('a', 100000), 'a', repeat('b', 1000))", "replace would build"},
+		{"join glue", "join(map(1..200, ''), s)", "join would build"},
+		{"map of a shared value", "map(1..1000, s)", "in total"},
+		{"list literal of a shared value", "let a = [s, s, s, s, s, s, s, s, s, s]; [a, a, a, a, a, a, a, a, a, a]", "builds a value of more than 16 MiB"},
+		{"toJSON indents", "toJSON([s, s, s, s, s, s, s, s])", "toJSON would build"},
+		{"split into runes", "split(repeat(s, 15), '')", "split would build"},
+		{"concat of itself", "let a = map(1..100000, 'xxxxxxxxxxxxxxxx'); concat(a, a, a, a, a, a, a, a, a, a, a, a)", "would build"},
+		{"range", "1..100000000", ".. would build"},
+		{"string of a large list", "string(list)", "string would build"},
+		{"template of a large list", "'x' + string(list)", "string would build"},
+		{"reduce doubling", "reduce(1..40, concat(#acc, #acc), [s])", "would build"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var err error
+			n := allocated(func() { _, err = Eval(tt.src, vars) })
+			if !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Eval(%s): got error %v, want one wrapping ErrBudget with %q", tt.src, err, tt.want)
+			}
+			t.Logf("%s: %v (allocated %.1f MiB)", tt.src, err, float64(n)/(1<<20))
+			if n > 80<<20 {
+				t.Errorf("Eval(%s) allocated %d MiB before refusing, want at most 80", tt.src, n>>20)
+			}
+		})
+	}
+}
+
+// TestBudgetBoundsTime: loops that would run for hours stop at the step or
+// time limit.
+func TestBudgetBoundsTime(t *testing.T) {
+	t.Parallel()
+	vars := map[string]any{"s": strings.Repeat("ab", 4<<20)}
+	tests := []struct{ name, src, want string }{
+		{"nested loops", "let r = 1..100000; all(r, all(r, true))", "steps"},
+		{"slow steps", "all(1..100000, indexOf(s, 'c') < 0)", "longer than"},
+		{"quadratic uniq", "uniq(map(1..100000, [#]))", "steps"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			start := time.Now()
+			_, err := Eval(tt.src, vars)
+			if !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Eval(%s): got %v, want a budget error with %q", tt.src, err, tt.want)
+			}
+			if d := time.Since(start); d > 10*MaxDuration {
+				t.Errorf("Eval(%s) took %s, want about %s at most", tt.src, d, MaxDuration)
+			}
+		})
+	}
+}
+
+func TestBudgetTemplates(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("x", 3<<20)
+	vars := map[string]any{"big": big, "list": []any{big, big}}
+	tmpl := strings.Repeat("${big}", 6) // 18 MiB of text
+	if _, err := Render(tmpl, vars); !errors.Is(err, ErrBudget) {
+		t.Fatalf("Render of 6 × 3 MiB: got %v, want ErrBudget", err)
+	}
+	if _, err := RenderString("${[list, list, list]}", vars); !errors.Is(err, ErrBudget) {
+		t.Fatalf("RenderString of a shared list: got %v, want ErrBudget", err)
+	}
+	leaves := map[string]any{}
+	for i := range 8 {
+		leaves[fmt.Sprint(i)] = "${big}"
+	}
+	if _, err := RenderValue(leaves, vars); !errors.Is(err, ErrBudget) {
+		t.Fatalf("RenderValue with 8 × 3 MiB leaves: got %v, want ErrBudget", err)
+	}
+	// Within the budget, a large existing value is passed through.
+	if v, err := Render("${big}", vars); err != nil || v != big {
+		t.Fatalf("Render(${big}): got %d bytes, %v", len(fmt.Sprint(v)), err)
+	}
+	if v, err := RenderString("a${big}b", vars); err != nil || len(v) != len(big)+2 {
+		t.Fatalf("RenderString(a${big}b): got %d bytes, %v", len(v), err)
+	}
+}
+
+// TestGuardsKeepSemantics runs expressions with and without the guards and
+// compares the results: the budget changes what is refused, nothing else.
+func TestGuardsKeepSemantics(t *testing.T) {
+	t.Parallel()
+	vars := map[string]any{
+		"items": []any{
+			map[string]any{"id": 1.0, "ok": true, "tag": "a"},
+			map[string]any{"id": 2.0, "ok": false, "tag": "b"},
+			map[string]any{"id": 3.0, "ok": true, "tag": "a"},
+		},
+		"s": "a,b,,c", "n": 3.0, "m": map[string]any{"k": "v", "l": []any{1.0, 2.0}},
+	}
+	for _, src := range []string{
+		"map(items, .id * 2)", "filter(items, .ok)", "reduce(items, #acc + #.id, 0)",
+		"reduce(1..5, #acc + string(#), '')", "sortBy(items, -.id)", "groupBy(items, .tag)",
+		"'x' + s + 'y'", "1 + 2", "n + 1", "1.5 + n", "1..5", "n..5", "len(1..0)",
+		"uniq([1, 1.0, 'a', 'a', [1], [1], nil, nil, true, true, 2])", "uniq(map(items, .tag))",
+		"join(split(s, ','), '-')", "split(s, '', 3)", "splitAfter(s, ',')", "replace(s, ',', ';;')",
+		"replace(s, ',', '', 1)", "repeat('ab', n)", "toJSON(m)", "fromJSON(toJSON(m)).l[1]",
+		"string(m)", "concat([1], [2, 3], m.l)", "flatten([[1, [2]], 3])", "max(1, 2, [3, 4])",
+		"median([1, 5, 3])", "mean(1, 2)", "upper(s)", "keys(m)", "count(items, .ok)",
+		"sum(items, .id)", "find(items, .id > 1).tag", "any(items, !.ok)", "one(items, .id == 2)",
+		"{'a': [1, 2], 'b': {'c': n}}", "[1, 'a', [s]]", "first(items).id", "take(items, 2)",
+		"reverse(1..3)", "sort([3, 1, 2])", "len(s) > 1 ? 'long' : 'short'",
+		"let x = 1..3; map(x, # + len(x))", "items | filter(.ok) | map(.tag) | join(',')",
+		"trim('  a  ')", "toBase64('hi') + fromBase64('aGk=')", "'a' in ['a']",
+		"abs(-n)", "int('5') + float('1.5')", "type(m)", "indexOf(s, 'b')", "hasPrefix(s, 'a')",
+	} {
+		want, werr := expr.Eval(src, vars)
+		got, gerr := Eval(src, vars)
+		if (werr != nil) != (gerr != nil) {
+			t.Errorf("%s: error %v, want %v", src, gerr, werr)
+			continue
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s (-unguarded +guarded):\n%s", src, diff)
+		}
+	}
+}
+
+// TestGuardsKeepCompileErrors: type errors the checker finds are still
+// found at compile time (the compiler reports them with a position).
+func TestGuardsKeepCompileErrors(t *testing.T) {
+	t.Parallel()
+	for _, src := range []string{"'a' + 1", "1..'b'", "filter([1], 1)", "repeat(1, 2)", "len(1, 2)", "true + true"} {
+		if err := Check(src, nil, false); err == nil {
+			t.Errorf("Check(%s): got nil, want a compile error", src)
+		}
+	}
+	if err := Check("1 + 2", nil, true); err == nil || !strings.Contains(err.Error(), "expected bool") {
+		t.Errorf("Check(1 + 2, bool): got %v, want expected bool", err)
+	}
+}
+
+// TestGuardNamesAreNotCallable: the guard functions cannot be called by an
+// expression (their names are not identifiers).
+func TestGuardNamesAreNotCallable(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{fnStep, fnValue, fnAdd, fnRange} {
+		if _, err := Eval(name+"(1, 2)", nil); err == nil {
+			t.Errorf("Eval(%s(1, 2)): got nil error", name)
+		}
+	}
+}
