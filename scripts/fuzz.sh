@@ -3,7 +3,8 @@
 # bench/), one after the other, for FUZZTIME each (default 30s). Targets are
 # discovered with `go test -list`, so new Fuzz* functions are picked up
 # without editing this script. FUZZ narrows the run to targets whose name
-# matches a regular expression (e.g. FUZZ=FuzzEval). A crash leaves its input
+# matches a regular expression (e.g. FUZZ=FuzzEval); FUZZFLAGS adds flags to
+# each `go test` (e.g. FUZZFLAGS=-parallel=1 on a shared machine). A crash leaves its input
 # in the package's testdata/fuzz/<target>/ (commit it as a regression seed);
 # the script goes on with the other targets and fails at the end.
 #
@@ -13,6 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 FUZZTIME=${FUZZTIME:-30s}
 FUZZ=${FUZZ:-.}
+FUZZFLAGS=${FUZZFLAGS:-}
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
@@ -30,7 +32,7 @@ for t in "${targets[@]}"; do
   read -r mod pkg name <<<"$t"
   [[ $name =~ $FUZZ ]] || continue
   echo "== $name ($pkg) for $FUZZTIME"
-  if (cd "$mod" && go test -run='^$' -fuzz="^${name}\$" -fuzztime="$FUZZTIME" "$pkg") 2>&1 | tee "$log"; then
+  if (cd "$mod" && go test -run='^$' -fuzz="^${name}\$" -fuzztime="$FUZZTIME" $FUZZFLAGS "$pkg") 2>&1 | tee "$log"; then
     result=ok
   else
     result=FAILED
