@@ -270,7 +270,11 @@ func (guard) Visit(node *ast.Node) {
 	case *ast.PredicateNode:
 		n.Node = &ast.SequenceNode{Nodes: []ast.Node{call(fnStep), n.Node}}
 	case *ast.ArrayNode, *ast.MapNode:
-		ast.Patch(node, call(fnValue, n))
+		// A literal of constants is as large as its source and shares
+		// nothing; one that refers to values may repeat a large one.
+		if !constant(n) {
+			ast.Patch(node, call(fnValue, n))
+		}
 	case *ast.BinaryNode:
 		switch n.Operator {
 		case "+":
@@ -283,6 +287,33 @@ func (guard) Visit(node *ast.Node) {
 			}
 		}
 	}
+}
+
+// constant reports whether n is a literal made of literals only.
+func constant(n ast.Node) bool {
+	switch x := n.(type) {
+	case *ast.NilNode, *ast.BoolNode, *ast.IntegerNode, *ast.FloatNode, *ast.StringNode, *ast.ConstantNode:
+		return true
+	case *ast.UnaryNode:
+		return constant(x.Node)
+	case *ast.ArrayNode:
+		for _, e := range x.Nodes {
+			if !constant(e) {
+				return false
+			}
+		}
+		return true
+	case *ast.MapNode:
+		for _, p := range x.Pairs {
+			if !constant(p) {
+				return false
+			}
+		}
+		return true
+	case *ast.PairNode:
+		return constant(x.Key) && constant(x.Value)
+	}
+	return false
 }
 
 func call(name string, args ...ast.Node) *ast.CallNode {
@@ -422,7 +453,7 @@ func (m *meter) checked(f *builtin.Function) func(args ...any) (any, error) {
 			}
 		}
 		out, err := impl(args...)
-		if err != nil || pre != nil {
+		if err != nil || pre != nil || accessors[f.Name] {
 			return out, err
 		}
 		return out, m.spend(f.Name, shallowSize(out))
@@ -449,6 +480,9 @@ func shallowSize(v any) int {
 	}
 	return 0
 }
+
+// accessors return (a part of) a value that exists already.
+var accessors = map[string]bool{"get": true, "first": true, "last": true, "trim": true, "trimPrefix": true, "trimSuffix": true}
 
 // precheck holds, for the builtins whose result can be much larger than
 // their arguments, a check of the size of the result computed without

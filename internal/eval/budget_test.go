@@ -214,3 +214,41 @@ func TestGuardNamesAreNotCallable(t *testing.T) {
 		}
 	}
 }
+
+// TestBudgetLeavesLegitimateWork: loops over large existing values and
+// literals written out in the source stay well within the budget.
+func TestBudgetLeavesLegitimateWork(t *testing.T) {
+	t.Parallel()
+	items := make([]any, 100000)
+	for i := range items {
+		items[i] = map[string]any{"id": float64(i), "tag": "t" + fmt.Sprint(i%7)}
+	}
+	vars := map[string]any{"items": items, "body": strings.Repeat("y", 10<<20)}
+	// 60 tags of 10 characters: about 80 MB if measured at each iteration.
+	tags := []string{"'t1'", "'t2'", "'t3'", "'t4'", "'t5'", "'t6'"}
+	for i := range 54 {
+		tags = append(tags, fmt.Sprintf("'other-%03d'", i))
+	}
+	for src, want := range map[string]any{
+		"count(items, .tag in [" + strings.Join(tags, ", ") + "])": 85714,
+		"len(filter(items, int(.id) % 2 == 0))":                    50000,
+		"len(body + '!')":                                          10<<20 + 1,
+		"len(toJSON(take(items, 1000))) > 1000":                    true,
+		"sum(map(items, .id)) == 4999950000":                       true,
+		"len(uniq(map(items, .tag)))":                              7,
+		"len(get({'a': items}, 'a'))":                              100000,
+		"last(sortBy(items, -.id)).id":                             0.0,
+		"len(groupBy(items, .tag)['t3'])":                          14286,
+		"reduce(items, #acc + .id, 0) > 0":                         true,
+		"len(join(map(take(items, 1000), .tag)))":                  2000,
+	} {
+		got, err := evalNoClock(src, vars)
+		if err != nil {
+			t.Errorf("%s: %v", src, err)
+			continue
+		}
+		if !cmp.Equal(got, want) {
+			t.Errorf("%s: got %v, want %v", src, got, want)
+		}
+	}
+}
