@@ -75,3 +75,15 @@ cases:
 		t.Fatalf("deep through an alias: got %v", err)
 	}
 }
+
+// TestAliasBombInACase: the agent compiles model-written cases with
+// CompileCase, through the same YAML reader.
+func TestAliasBombInACase(t *testing.T) {
+	t.Parallel()
+	src := strings.Replace(bomb(9, 9), "task: {name: t}\ncases:\n  - title: bomb\n    steps:\n", "title: bomb\nsteps:\n", 1)
+	src = strings.ReplaceAll(src, "\n    ", "\n")
+	_, err := CompileCase(context.Background(), []byte(src), &duet.Task{Name: "t"}, Options{})
+	if duet.ErrorCode(err) != duet.CodeInvalidArgument || !strings.Contains(err.Error(), "aliases expand to more than") {
+		t.Fatalf("got %v, want INVALID_ARGUMENT about aliases", err)
+	}
+}
