@@ -345,16 +345,18 @@ var (
 	intsType   = reflect.TypeOf([]int{})
 )
 
-// options registers the guard functions and a checked version of every
-// builtin function (builtins with a predicate are loops, counted by guard)
-// bound to m, plus the patcher.
-func (m *meter) options() []expr.Option {
+// options registers the guard functions and a checked version of the
+// builtin functions the expression calls (used, from a first parse; builtins
+// with a predicate are loops, counted by guard) bound to m, plus the patcher.
+func (m *meter) options(used map[string]bool) []expr.Option {
 	return []expr.Option{
 		func(c *conf.Config) {
-			for _, f := range builtin.Builtins {
-				if f.Predicate {
+			for name := range used {
+				i, ok := builtin.Index[name]
+				if !ok || builtin.Builtins[i].Predicate {
 					continue
 				}
+				f := builtin.Builtins[i]
 				c.Functions[f.Name] = &builtin.Function{Name: f.Name, Func: m.checked(f), Types: f.Types, Validate: f.Validate}
 			}
 			c.Functions[fnStep] = &builtin.Function{Name: fnStep, Func: func(...any) (any, error) { return nil, m.step() },

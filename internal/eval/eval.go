@@ -36,10 +36,11 @@ func Check(src string, known []string, wantBool bool) error {
 }
 
 // names collects the variable names an expression reads, minus the ones it
-// declares itself with let.
+// declares itself with let, and the builtin functions it calls.
 type names struct {
 	used     []string
 	declared map[string]bool
+	builtins map[string]bool
 }
 
 func (n *names) Visit(node *ast.Node) {
@@ -48,6 +49,8 @@ func (n *names) Visit(node *ast.Node) {
 		n.used = append(n.used, x.Value)
 	case *ast.VariableDeclaratorNode:
 		n.declared[x.Name] = true
+	case *ast.BuiltinNode:
+		n.builtins[x.Name] = true
 	}
 }
 
@@ -61,14 +64,14 @@ func compile(src string, known []string, wantBool bool, m *meter) (*vm.Program, 
 	if err != nil {
 		return nil, fmt.Errorf("%s", firstLine(err.Error()))
 	}
-	v := &names{declared: map[string]bool{}}
+	v := &names{declared: map[string]bool{}, builtins: map[string]bool{}}
 	ast.Walk(&tree.Node, v)
 	for _, name := range v.used {
 		if !v.declared[name] && !slices.Contains(known, name) && !slices.Contains(Builtins, name) {
 			return nil, fmt.Errorf("unknown name %s (known: %s)", name, strings.Join(append(slices.Clone(known), Builtins...), ", "))
 		}
 	}
-	opts := append([]expr.Option{expr.AllowUndefinedVariables(), expr.MaxNodes(maxNodes)}, m.options()...)
+	opts := append([]expr.Option{expr.AllowUndefinedVariables(), expr.MaxNodes(maxNodes)}, m.options(v.builtins)...)
 	if wantBool {
 		opts = append(opts, expr.AsBool())
 	}
