@@ -132,10 +132,15 @@ func parseYAML(src []byte) (*node, error) {
 		return &node{kind: kindNull, line: 1, col: 1}, nil
 	}
 	if len(f.Docs) > 1 {
-		pos := f.Docs[1].GetToken()
-		line := 1
-		if pos != nil {
-			line = pos.Position.Line
+		// The second document starts at its "---", if it has one, or at its
+		// body; it may have neither (DocumentNode.GetToken would panic).
+		line, doc := 1, f.Docs[1]
+		if t := doc.Start; t != nil && t.Position != nil {
+			line = t.Position.Line
+		} else if doc.Body != nil {
+			if t := doc.Body.GetToken(); t != nil && t.Position != nil {
+				line = t.Position.Line
+			}
 		}
 		return nil, &Diagnostic{Line: line, Col: 1, Message: "a suite file holds one YAML document; found more"}
 	}
