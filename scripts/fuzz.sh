@@ -20,10 +20,16 @@ trap 'rm -f "$log"' EXIT
 
 targets=()
 for mod in . bench; do
-  # `go test -list` prints the matching names of a package, then "ok <pkg>".
+  # `go test -list` prints the matching names of a package, then "ok <pkg>";
+  # a package that does not build fails the whole script.
+  if ! list=$(cd "$mod" && go test -list '^Fuzz' ./...); then
+    echo "$list" >&2
+    echo "go test -list failed in $mod" >&2
+    exit 1
+  fi
   while read -r pkg name; do
     targets+=("$mod $pkg $name")
-  done < <(cd "$mod" && go test -list '^Fuzz' ./... | awk '/^Fuzz/ {names[n++] = $1} /^ok/ {for (i = 0; i < n; i++) print $2, names[i]; n = 0}')
+  done < <(awk '/^Fuzz/ {names[n++] = $1} /^ok/ {for (i = 0; i < n; i++) print $2, names[i]; n = 0}' <<<"$list")
 done
 
 failed=()
