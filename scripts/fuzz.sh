@@ -45,6 +45,7 @@ for t in "${targets[@]}"; do
     failed+=("$name")
   fi
   last=$(grep -Eo 'elapsed: [^,]+, execs: [0-9]+' "$log" | tail -n 1 || true)
+  last=${last:-"no fuzzing yet: the cached corpus took all of FUZZTIME to replay"}
   summary+=("$(printf '%-24s %-7s %s' "$name" "$result" "$last")")
 done
 
