@@ -11,10 +11,15 @@ build: ## build bin/duet
 test: ## run every test with the race detector (installs Chromium and the Node test packages if missing)
 	./scripts/test.sh
 
-lint: ## gofmt, go vet and staticcheck
+lint: ## gofmt, go vet, staticcheck and tidy go.mod files
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+	$(GO) mod tidy -diff
+	cd bench && $(GO) mod tidy -diff
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+
+fuzz: ## run every fuzz target for FUZZTIME each (default 30s; FUZZ=regexp narrows)
+	./scripts/fuzz.sh
 
 conformance: ## the official MCP conformance suite: server (sessions, stateless) and client
 	DUET_REQUIRE_NODE=1 $(GO) test -count=1 -run 'TestConformance' -v ./test/interop/ ./internal/cli/ | grep -E '^(=== RUN|--- |ok|FAIL)|conformance (server|client)'
@@ -25,4 +30,4 @@ demo: ## run the end-to-end demo
 bench: ## load and protocol-boundary benchmarks as ratio tables (bench/Makefile; C=32 D=10s N=2000)
 	$(MAKE) -C bench bench
 
-.PHONY: help build test lint demo conformance bench
+.PHONY: help build test lint fuzz demo conformance bench

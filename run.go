@@ -49,7 +49,8 @@ type Run struct {
 	StartedAt       *time.Time `json:"startedAt,omitempty"`
 	FinishedAt      *time.Time `json:"finishedAt,omitempty"`
 	Totals          RunTotals  `json:"totals"`
-	Attempt         int        `json:"attempt"` // times a worker claimed the run
+	Attempt         int        `json:"attempt"`        // times a worker claimed the run
+	Lost            int        `json:"lost,omitempty"` // times its worker was lost while running it (lease expired)
 }
 
 // RunTotals counts the executions of a run by status.
@@ -140,15 +141,19 @@ type StartRunParams struct {
 	// ResultFunc(run) when the run is created.
 	Idempotency *IdempotencyRecord
 	ResultFunc  func(*Run) (json.RawMessage, error)
+	// MaxQueued, when positive, refuses the run with RATE_LIMITED when its
+	// executor (Run.TriggeredBy) already has that many runs queued. A
+	// replayed idempotent call is never refused.
+	MaxQueued int
 }
 
 // RunStore keeps runs and executions and is the durable queue the workers
 // take runs from.
 type RunStore interface {
 	// CreateRun stores a queued run and its pending executions in one
-	// transaction, honouring p.Idempotency. It returns the idempotency record
-	// (fresh or replayed) and whether it was replayed.
-	// Returns IDEMPOTENCY_CONFLICT, INVALID_ARGUMENT.
+	// transaction, honouring p.Idempotency and p.MaxQueued. It returns the
+	// idempotency record (fresh or replayed) and whether it was replayed.
+	// Returns IDEMPOTENCY_CONFLICT, INVALID_ARGUMENT, RATE_LIMITED.
 	CreateRun(ctx context.Context, p StartRunParams) (rec *IdempotencyRecord, replayed bool, err error)
 
 	// FindRunByID returns the run if viewer may see its task ("" = any).
@@ -172,9 +177,13 @@ type RunStore interface {
 	// see its task ("" = any). Returns NOT_FOUND.
 	FindExecutionByID(ctx context.Context, viewer, id string) (*Execution, error)
 
-	// ClaimRun takes the oldest queued run, or a running run whose lease has
-	// expired (a crashed worker), marks it running under a lease held by
-	// worker until now+lease, and returns it; nil when there is none.
+	// ClaimRun takes a queued run, or a running run whose lease has expired
+	// (a lost worker: Lost is then incremented), marks it running under a
+	// lease held by worker until now+lease, and returns it; nil when there
+	// is none. The queue is fair across executors: it serves the executor
+	// with the fewest runs running, then the one served least recently, and
+	// each executor's runs in the order they were created. The claim is one
+	// atomic statement over the run table.
 	ClaimRun(ctx context.Context, worker string, lease time.Duration) (*Run, error)
 
 	// ClaimRunByID claims one run, like ClaimRun, if it is queued or its

@@ -44,6 +44,13 @@ if [ -n "$unformatted" ]; then
   echo "gofmt would change:" $unformatted >&2
   exit 1
 fi
+# go.mod and go.sum list exactly what the code imports (both modules).
+for mod in . bench; do
+  if ! (cd "$mod" && go mod tidy -diff); then
+    echo "go.mod/go.sum of $mod are not tidy: run (cd $mod && go mod tidy)" >&2
+    exit 1
+  fi
+done
 go vet ./...
 (cd bench && go vet ./...) # the benchmarks are their own module: keep them compiling
 staticcheck=honnef.co/go/tools/cmd/staticcheck@v0.8.2

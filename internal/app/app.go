@@ -127,6 +127,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		Limits: catalog.Limits{
 			MaxConcurrent: cfg.MaxConcurrent, MaxPerCaller: cfg.MaxPerCaller, Timeout: cfg.CallTimeout,
 			MaxArgBytes: cfg.MaxArgBytes, MaxResultBytes: cfg.MaxResultBytes, IdempotencyTTL: cfg.IdempotencyTTL,
+			MaxQueuedRuns: cfg.MaxQueuedRuns,
 		},
 		Auditor:    a.Audit,
 		RunCreated: func(string) { a.Worker.Notify() },

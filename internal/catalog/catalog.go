@@ -162,6 +162,7 @@ type Limits struct {
 	MaxArgBytes    int           // size of a call's arguments; 0 means 256 KiB
 	MaxResultBytes int           // size of a result; 0 means 4 MiB
 	IdempotencyTTL time.Duration // how long start_test_run keys are remembered; 0 means 24h
+	MaxQueuedRuns  int           // runs one executor may have queued; 0 means 20
 }
 
 func (l *Limits) defaults() {
@@ -182,6 +183,9 @@ func (l *Limits) defaults() {
 	}
 	if l.IdempotencyTTL <= 0 {
 		l.IdempotencyTTL = 24 * time.Hour
+	}
+	if l.MaxQueuedRuns <= 0 {
+		l.MaxQueuedRuns = 20
 	}
 }
 

@@ -641,6 +641,7 @@ func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error)
 		ResultFunc: func(r *duet.Run) (json.RawMessage, error) {
 			return json.Marshal(StartRunOut{RunID: r.ID, TaskID: r.TaskID, Status: r.Status, CaseCount: len(execs)})
 		},
+		MaxQueued: c.opts.Limits.MaxQueuedRuns,
 	})
 	if err != nil {
 		return StartRunOut{}, err

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -206,13 +207,28 @@ func FuzzCompileSuite(f *testing.F) {
 	f.Add([]byte("task: {name: t}\ncases: [{title: a, steps: [{assert: 'true'}]}]\n"))
 	f.Add([]byte("&a [*a]"))
 	f.Add([]byte("task: !!binary x"))
+	f.Add([]byte(bomb(9, 9)))
+	f.Add([]byte("title: a\nsteps: [&s {assert: 'true'}, *s, *s]\n"))
+	f.Add([]byte("task: {name: t}\ncases: [{title: a, steps: [{set: {x: \"repeat('a', 9)\"}}, {http: {method: POST, url: 'http://x.test/${x}', json: {a: [1, {b: '${x}'}]}}}]}]\n"))
 	f.Fuzz(func(t *testing.T, src []byte) {
+		start := time.Now()
 		s, err := CompileSuite(context.Background(), src, "f", Options{})
 		if err == nil && s == nil {
 			t.Fatal("nil suite without error")
 		}
 		if err != nil && duet.ErrorCode(err) != duet.CodeInvalidArgument {
 			t.Fatalf("got code %s, want INVALID_ARGUMENT: %v", duet.ErrorCode(err), err)
+		}
+		// The agent's path: one case.
+		c, err := CompileCase(context.Background(), src, &duet.Task{Name: "t", BaseURL: "http://x.test"}, Options{})
+		if err == nil && c == nil {
+			t.Fatal("nil case without error")
+		}
+		if err != nil && duet.ErrorCode(err) != duet.CodeInvalidArgument {
+			t.Fatalf("CompileCase: got code %s, want INVALID_ARGUMENT: %v", duet.ErrorCode(err), err)
+		}
+		if d := time.Since(start); d > 10*time.Second {
+			t.Fatalf("compiling %d bytes took %s", len(src), d)
 		}
 	})
 }

@@ -21,6 +21,11 @@ type node struct {
 	items []*node // sequence items
 	line  int
 	col   int
+	// weight is the number of nodes the value holds with every alias in it
+	// expanded; height is its depth so expanded. Both bound what plain and
+	// ordered build from a tree in which aliases share nodes.
+	weight int
+	height int
 }
 
 type nodeKind int
@@ -127,10 +132,15 @@ func parseYAML(src []byte) (*node, error) {
 		return &node{kind: kindNull, line: 1, col: 1}, nil
 	}
 	if len(f.Docs) > 1 {
-		pos := f.Docs[1].GetToken()
-		line := 1
-		if pos != nil {
-			line = pos.Position.Line
+		// The second document starts at its "---", if it has one, or at its
+		// body; it may have neither (DocumentNode.GetToken would panic).
+		line, doc := 1, f.Docs[1]
+		if t := doc.Start; t != nil && t.Position != nil {
+			line = t.Position.Line
+		} else if doc.Body != nil {
+			if t := doc.Body.GetToken(); t != nil && t.Position != nil {
+				line = t.Position.Line
+			}
 		}
 		return nil, &Diagnostic{Line: line, Col: 1, Message: "a suite file holds one YAML document; found more"}
 	}
@@ -138,9 +148,21 @@ func parseYAML(src []byte) (*node, error) {
 	return c.convert(f.Docs[0].Body)
 }
 
+// Limits of a source file's YAML.
+const (
+	// maxDepth bounds nesting, aliases expanded.
+	maxDepth = 100
+	// maxAliasNodes bounds the nodes that aliases add when expanded, all
+	// aliases together: a handful of anchors reused many times, or nested
+	// ("billion laughs"), would otherwise make a small file expand to
+	// billions of values.
+	maxAliasNodes = 10_000
+)
+
 type converter struct {
 	anchors map[string]*node
 	depth   int
+	aliased int // nodes added by expanding aliases so far
 }
 
 func pos(n ast.Node) (int, int) {
@@ -154,12 +176,12 @@ func pos(n ast.Node) (int, int) {
 func (c *converter) convert(n ast.Node) (*node, error) {
 	c.depth++
 	defer func() { c.depth-- }()
-	if c.depth > 100 {
+	if c.depth > maxDepth {
 		l, col := pos(n)
 		return nil, &Diagnostic{Line: l, Col: col, Message: "nesting too deep"}
 	}
 	line, col := pos(n)
-	out := &node{line: line, col: col}
+	out := &node{line: line, col: col, weight: 1, height: 1}
 	switch x := n.(type) {
 	case *ast.NullNode:
 		out.kind = kindNull
@@ -212,6 +234,8 @@ func (c *converter) convert(n ast.Node) (*node, error) {
 				return nil, err
 			}
 			out.items = append(out.items, cv)
+			out.weight += cv.weight
+			out.height = max(out.height, cv.height+1)
 		}
 	case *ast.AnchorNode:
 		v, err := c.convert(x.Value)
@@ -226,6 +250,13 @@ func (c *converter) convert(n ast.Node) (*node, error) {
 		v, ok := c.anchors[name]
 		if !ok {
 			return nil, &Diagnostic{Line: line, Col: col, Message: fmt.Sprintf("unknown alias *%s", name)}
+		}
+		c.aliased += v.weight
+		if c.aliased > maxAliasNodes {
+			return nil, &Diagnostic{Line: line, Col: col, Message: fmt.Sprintf("aliases expand to more than %d values in all (here *%s adds %d); write the values out or reuse fewer", maxAliasNodes, name, v.weight)}
+		}
+		if c.depth-1+v.height > maxDepth {
+			return nil, &Diagnostic{Line: line, Col: col, Message: fmt.Sprintf("nesting too deep with *%s expanded", name)}
 		}
 		return v, nil
 	case *ast.TagNode:
@@ -261,6 +292,8 @@ func (c *converter) addPair(m *node, mv *ast.MappingValueNode) error {
 	}
 	m.keys = append(m.keys, k)
 	m.vals = append(m.vals, v)
+	m.weight += k.weight + v.weight
+	m.height = max(m.height, k.height+1, v.height+1)
 	return nil
 }
 

@@ -49,6 +49,7 @@ type Config struct {
 	MaxArgBytes    int
 	MaxResultBytes int
 	IdempotencyTTL time.Duration
+	MaxQueuedRuns  int // runs one user may have waiting in the queue
 
 	ChromePath        string
 	Browsers          int
@@ -165,6 +166,7 @@ var options = []Option{
 	}},
 	{Env: "DUET_MAX_ARG_BYTES", Default: "262144", Doc: "Largest tool-call arguments (TOO_LARGE beyond).", set: intSet(func(c *Config) *int { return &c.MaxArgBytes }, 256, 1<<30)},
 	{Env: "DUET_MAX_RESULT_BYTES", Default: "4194304", Doc: "Largest tool result (TOO_LARGE beyond).", set: intSet(func(c *Config) *int { return &c.MaxResultBytes }, 1024, 1<<30)},
+	{Env: "DUET_MAX_QUEUED_RUNS", Default: "20", Doc: "Runs one user may have queued (waiting for a worker) at once; starting another is RATE_LIMITED until some have started. Workers take runs fairly across users: the user with the fewest runs running first, then the one served least recently.", set: intSet(func(c *Config) *int { return &c.MaxQueuedRuns }, 1, 1000000)},
 	{Env: "DUET_IDEMPOTENCY_TTL", Default: "24h", Doc: "How long start_test_run idempotency keys are remembered.", set: durSet(func(c *Config) *time.Duration { return &c.IdempotencyTTL })},
 	{Env: "DUET_CHROME_PATH", Doc: "Chromium executable for browser steps. Default: chromium, chromium-browser or google-chrome on PATH.",
 		set: func(c *Config, v string) error { c.ChromePath = v; return nil }},

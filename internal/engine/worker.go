@@ -30,6 +30,12 @@ type WorkerOptions struct {
 	// MaxAttempts is how many times a run may be claimed (it is claimed
 	// again after a crash or a shutdown) before it ends in error; 0 means 5.
 	MaxAttempts int
+	// MaxLost is how many times a run may lose its worker — the worker's
+	// lease expired while it ran the run: it crashed, was killed or ran out
+	// of memory, perhaps because of the run itself — before the run ends in
+	// error instead of being resumed by another worker; 0 means 2. A
+	// graceful release on shutdown is not a loss.
+	MaxLost int
 	// ShutdownGrace is how long Run waits, after its context ends, for the
 	// steps in flight to finish before it interrupts them; 0 means 5s.
 	ShutdownGrace time.Duration
@@ -64,6 +70,9 @@ func NewWorker(store duet.Store, engine *Engine, opts WorkerOptions) *Worker {
 	}
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = 5
+	}
+	if opts.MaxLost <= 0 {
+		opts.MaxLost = 2
 	}
 	if opts.ShutdownGrace <= 0 {
 		opts.ShutdownGrace = 5 * time.Second
@@ -160,14 +169,21 @@ func (w *Worker) ExecuteRun(ctx context.Context, runID string) (bool, error) {
 // cancellation request seen on renewal cancels it.
 func (w *Worker) execute(ctx context.Context, run *duet.Run) {
 	log := w.log.With("run", run.ID, "attempt", run.Attempt)
-	if run.Attempt > w.opts.MaxAttempts {
+	abandon := ""
+	switch {
+	case run.Lost >= w.opts.MaxLost:
+		abandon = fmt.Sprintf("the worker running this run was lost %d times (it crashed, was killed or ran out of memory while running it; the run may be what brings workers down), so it is not resumed again", run.Lost)
+	case run.Attempt > w.opts.MaxAttempts:
+		abandon = fmt.Sprintf("the run was interrupted %d times (worker crash or shutdown) and was not resumed again", run.Attempt-1)
+	}
+	if abandon != "" {
 		now := time.Now()
 		run.Status, run.FinishedAt = duet.StatusError, &now
-		run.ErrorCode = duet.CodeInterrupted
-		run.ErrorMessage = fmt.Sprintf("the run was interrupted %d times (worker crash or shutdown) and was not resumed again", run.Attempt-1)
+		run.ErrorCode, run.ErrorMessage = duet.CodeInterrupted, abandon
 		if err := w.store.FinishRun(context.WithoutCancel(ctx), run); err != nil {
 			log.ErrorContext(ctx, "ending an abandoned run", "err", err)
 		}
+		log.WarnContext(ctx, "run abandoned", "reason", abandon)
 		return
 	}
 	if run.CancelRequested {

@@ -6,6 +6,7 @@ package eval
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -30,15 +31,16 @@ const maxNodes = 2000
 // Builtins) and returns a caller-friendly error, or nil. Unknown variable
 // names are errors.
 func Check(src string, known []string, wantBool bool) error {
-	_, err := compile(src, known, wantBool)
+	_, err := compile(src, known, wantBool, newMeter())
 	return err
 }
 
 // names collects the variable names an expression reads, minus the ones it
-// declares itself with let.
+// declares itself with let, and the builtin functions it calls.
 type names struct {
 	used     []string
 	declared map[string]bool
+	builtins map[string]bool
 }
 
 func (n *names) Visit(node *ast.Node) {
@@ -47,10 +49,14 @@ func (n *names) Visit(node *ast.Node) {
 		n.used = append(n.used, x.Value)
 	case *ast.VariableDeclaratorNode:
 		n.declared[x.Name] = true
+	case *ast.BuiltinNode:
+		n.builtins[x.Name] = true
 	}
 }
 
-func compile(src string, known []string, wantBool bool) (*vm.Program, error) {
+// compile compiles src with the checked builtins and guards of m, which
+// account every run of the program to m.
+func compile(src string, known []string, wantBool bool, m *meter) (*vm.Program, error) {
 	if strings.TrimSpace(src) == "" {
 		return nil, fmt.Errorf("empty expression")
 	}
@@ -58,14 +64,14 @@ func compile(src string, known []string, wantBool bool) (*vm.Program, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s", firstLine(err.Error()))
 	}
-	v := &names{declared: map[string]bool{}}
+	v := &names{declared: map[string]bool{}, builtins: map[string]bool{}}
 	ast.Walk(&tree.Node, v)
 	for _, name := range v.used {
 		if !v.declared[name] && !slices.Contains(known, name) && !slices.Contains(Builtins, name) {
 			return nil, fmt.Errorf("unknown name %s (known: %s)", name, strings.Join(append(slices.Clone(known), Builtins...), ", "))
 		}
 	}
-	opts := []expr.Option{expr.AllowUndefinedVariables(), expr.MaxNodes(maxNodes)}
+	opts := append([]expr.Option{expr.AllowUndefinedVariables(), expr.MaxNodes(maxNodes)}, m.options(v.builtins)...)
 	if wantBool {
 		opts = append(opts, expr.AsBool())
 	}
@@ -83,34 +89,39 @@ func firstLine(s string) string {
 	return s
 }
 
-// Eval evaluates src over vars.
+// Eval evaluates src over vars, within the budget of one evaluation
+// (MaxValueBytes and the other limits; errors over it wrap ErrBudget).
 func Eval(src string, vars map[string]any) (any, error) {
-	p, err := compile(src, slices.Collect(maps.Keys(vars)), false)
-	if err != nil {
-		return nil, err
-	}
-	out, err := expr.Run(p, vars)
-	if err != nil {
-		return nil, fmt.Errorf("%s", firstLine(err.Error()))
-	}
-	return out, nil
+	return newMeter().eval(src, vars, false)
 }
 
 // EvalBool evaluates src over vars and requires a boolean result.
 func EvalBool(src string, vars map[string]any) (bool, error) {
-	p, err := compile(src, slices.Collect(maps.Keys(vars)), true)
+	out, err := newMeter().eval(src, vars, true)
 	if err != nil {
 		return false, err
-	}
-	out, err := expr.Run(p, vars)
-	if err != nil {
-		return false, fmt.Errorf("%s", firstLine(err.Error()))
 	}
 	b, ok := out.(bool)
 	if !ok {
 		return false, fmt.Errorf("expression gave %T, want a boolean", out)
 	}
 	return b, nil
+}
+
+func (m *meter) eval(src string, vars map[string]any, wantBool bool) (any, error) {
+	p, err := compile(src, slices.Collect(maps.Keys(vars)), wantBool, m)
+	if err != nil {
+		return nil, err
+	}
+	out, err := expr.Run(p, vars)
+	if err != nil {
+		var be *budgetError
+		if errors.As(err, &be) {
+			return nil, be
+		}
+		return nil, fmt.Errorf("%s", firstLine(err.Error()))
+	}
+	return out, nil
 }
 
 // A template is a string with ${expression} parts; "$${" stands for a
@@ -214,35 +225,59 @@ func CheckTemplate(s string, known []string) error {
 
 // Render evaluates the template s. A template that is exactly one ${...}
 // keeps the value's type (a number stays a number); otherwise the parts are
-// joined into a string (maps and lists as JSON).
+// joined into a string (maps and lists as JSON). All its parts together are
+// one evaluation, with one budget.
 func Render(s string, vars map[string]any) (any, error) {
+	return newMeter().render(s, vars)
+}
+
+func (m *meter) render(s string, vars map[string]any) (any, error) {
 	parts, err := parseTemplate(s)
 	if err != nil {
 		return nil, err
 	}
 	if len(parts) == 1 && parts[0].isEx {
-		return Eval(parts[0].expr, vars)
+		return m.eval(parts[0].expr, vars, false)
 	}
 	var b strings.Builder
 	for _, p := range parts {
 		if !p.isEx {
+			if err := m.grow("the template", b.Len(), len(p.lit)); err != nil {
+				return nil, err
+			}
 			b.WriteString(p.lit)
 			continue
 		}
-		v, err := Eval(p.expr, vars)
+		v, err := m.eval(p.expr, vars, false)
 		if err != nil {
 			return nil, fmt.Errorf("in ${%s}: %w", p.expr, err)
 		}
-		b.WriteString(Stringify(v))
+		if _, isString := v.(string); !isString && shallowSize(v) > 0 {
+			// Maps and lists become JSON: measure before marshalling.
+			if err := m.fits("${"+p.expr+"}", v, 1); err != nil {
+				return nil, err
+			}
+		}
+		text := Stringify(v)
+		if err := m.grow("the template", b.Len(), len(text)); err != nil {
+			return nil, err
+		}
+		b.WriteString(text)
 	}
 	return b.String(), nil
 }
 
 // RenderString is Render with the result turned into a string.
 func RenderString(s string, vars map[string]any) (string, error) {
-	v, err := Render(s, vars)
+	m := newMeter()
+	v, err := m.render(s, vars)
 	if err != nil {
 		return "", err
+	}
+	if _, isString := v.(string); !isString {
+		if err := m.fits("the template", v, 1); err != nil {
+			return "", err
+		}
 	}
 	return Stringify(v), nil
 }
@@ -272,14 +307,29 @@ func Stringify(v any) string {
 }
 
 // RenderValue renders every string leaf of a JSON-like value as a template.
+// The whole value is one evaluation, with one budget, and what it renders to
+// must fit MaxValueBytes as JSON (it is sent as a request body or tool
+// arguments).
 func RenderValue(v any, vars map[string]any) (any, error) {
+	m := newMeter()
+	out, err := m.renderValue(v, vars)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.fits("the value", out, 1); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (m *meter) renderValue(v any, vars map[string]any) (any, error) {
 	switch x := v.(type) {
 	case string:
-		return Render(x, vars)
+		return m.render(x, vars)
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			r, err := RenderValue(e, vars)
+			r, err := m.renderValue(e, vars)
 			if err != nil {
 				return nil, err
 			}
@@ -289,7 +339,7 @@ func RenderValue(v any, vars map[string]any) (any, error) {
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			r, err := RenderValue(e, vars)
+			r, err := m.renderValue(e, vars)
 			if err != nil {
 				return nil, err
 			}

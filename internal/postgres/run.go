@@ -13,12 +13,12 @@ import (
 )
 
 const runColumns = `r.id, r.task_id, r.status, r.triggered_by, r.call_source, r.trace_id, r.device, r.error_code, r.error_message,
-	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt`
+	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt, r.lost`
 
 func scanRun(r pgx.Row) (*duet.Run, error) {
 	var run duet.Run
 	if err := r.Scan(&run.ID, &run.TaskID, &run.Status, &run.TriggeredBy, &run.CallSource, &run.TraceID, &run.Device,
-		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &run.CreatedAt, &run.StartedAt, &run.FinishedAt, &run.Attempt); err != nil {
+		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &run.CreatedAt, &run.StartedAt, &run.FinishedAt, &run.Attempt, &run.Lost); err != nil {
 		return nil, err
 	}
 	run.CreatedAt = utc(run.CreatedAt)
@@ -114,6 +114,20 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 				return nil
 			case !errors.Is(err, pgx.ErrNoRows):
 				return mapErr(err)
+			}
+		}
+		if p.MaxQueued > 0 {
+			// One user's starts take turns here, so that concurrent starts
+			// on several instances cannot all see room under the cap.
+			if err := lockKey(ctx, tx, "queue\x1f"+run.TriggeredBy); err != nil {
+				return err
+			}
+			var queued int
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM runs WHERE triggered_by = $1 AND status = 'queued'`, run.TriggeredBy).Scan(&queued); err != nil {
+				return mapErr(err)
+			}
+			if queued >= p.MaxQueued {
+				return duet.Errorf(duet.CodeRateLimited, "%s already has %d runs queued, the most one user may have waiting; start more when some have started, or cancel some", run.TriggeredBy, queued)
 			}
 		}
 		run.ID = duet.NewID("run")
@@ -302,8 +316,8 @@ func (d *DB) FindExecutionByID(ctx context.Context, viewer, id string) (*duet.Ex
 	return e, loadResults(ctx, d.pool, e)
 }
 
-// ClaimRun takes the oldest queued run, or a running run whose lease
-// expired (its worker died), for worker.
+// ClaimRun takes a queued run, or a running run whose lease expired (its
+// worker died), for worker, fairly across executors (see duet.RunStore).
 func (d *DB) ClaimRun(ctx context.Context, worker string, lease time.Duration) (*duet.Run, error) {
 	return d.claim(ctx, "", worker, lease)
 }
@@ -321,20 +335,28 @@ func (d *DB) ClaimRunByID(ctx context.Context, runID, worker string, lease time.
 // again after its lock (READ COMMITTED re-evaluates the WHERE clause on the
 // new row), so a run claimed or cancelled a moment ago is not taken.
 //
-// The order of candidates is the one place a scheduling policy goes: today
-// first in, first out by id (ids sort by creation time); a fair order across
-// executors replaces the ORDER BY of the candidate query.
+// The order of candidates is the scheduling policy, the same as SQLite's:
+// the runs of the executor with the fewest runs running under a live lease
+// first, then of the executor served least recently (never served first),
+// then the oldest run (ids sort by creation time). The keys are per-row
+// subqueries, which FOR UPDATE SKIP LOCKED allows (an aggregate over the
+// locked rows themselves it would not). A run still marked running when it
+// is claimed lost its worker: lost counts it.
 const claimSQL = `WITH candidate AS (
-		SELECT id FROM runs
-		WHERE status IN ('queued', 'running')
-		  AND (status = 'queued' OR lease_expires_at < $1)
-		  AND ($2 = '' OR id = $2)
-		ORDER BY id
+		SELECT c.id FROM runs c
+		WHERE c.status IN ('queued', 'running')
+		  AND (c.status = 'queued' OR c.lease_expires_at < $1)
+		  AND ($2 = '' OR c.id = $2)
+		ORDER BY
+			(SELECT count(*) FROM runs x WHERE x.triggered_by = c.triggered_by AND x.status = 'running' AND x.lease_expires_at >= $1),
+			(SELECT max(x.claimed_at) FROM runs x WHERE x.triggered_by = c.triggered_by) NULLS FIRST,
+			c.id
 		LIMIT 1
-		FOR UPDATE SKIP LOCKED
+		FOR UPDATE OF c SKIP LOCKED
 	)
-	UPDATE runs r SET status = 'running', lease_owner = $3, lease_expires_at = $4, attempt = r.attempt + 1,
-		started_at = COALESCE(r.started_at, $1)
+	UPDATE runs r SET lost = r.lost + CASE WHEN r.status = 'running' THEN 1 ELSE 0 END,
+		status = 'running', lease_owner = $3, lease_expires_at = $4, attempt = r.attempt + 1,
+		claimed_at = $1, started_at = COALESCE(r.started_at, $1)
 	FROM candidate WHERE r.id = candidate.id
 	RETURNING ` + runColumns
 

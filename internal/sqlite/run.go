@@ -12,14 +12,14 @@ import (
 )
 
 const runColumns = `r.id, r.task_id, r.status, r.triggered_by, r.call_source, r.trace_id, r.device, r.error_code, r.error_message,
-	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt`
+	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt, r.lost`
 
 func scanRun(r rowScanner) (*duet.Run, error) {
 	var run duet.Run
 	var created int64
 	var started, finished sql.NullInt64
 	if err := r.Scan(&run.ID, &run.TaskID, &run.Status, &run.TriggeredBy, &run.CallSource, &run.TraceID, &run.Device,
-		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &created, &started, &finished, &run.Attempt); err != nil {
+		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &created, &started, &finished, &run.Attempt, &run.Lost); err != nil {
 		return nil, err
 	}
 	run.CreatedAt = fromMicros(created)
@@ -101,6 +101,15 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 				return nil
 			case !errors.Is(err, sql.ErrNoRows):
 				return mapErr(err)
+			}
+		}
+		if p.MaxQueued > 0 {
+			var queued int
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE triggered_by = ? AND status = 'queued'`, run.TriggeredBy).Scan(&queued); err != nil {
+				return mapErr(err)
+			}
+			if queued >= p.MaxQueued {
+				return duet.Errorf(duet.CodeRateLimited, "%s already has %d runs queued, the most one user may have waiting; start more when some have started, or cancel some", run.TriggeredBy, queued)
 			}
 		}
 		run.ID = duet.NewID("run")
@@ -307,7 +316,8 @@ func (d *DB) FindExecutionByID(ctx context.Context, viewer, id string) (*duet.Ex
 	return e, loadResults(ctx, d.q, e)
 }
 
-// ClaimRun takes the oldest queued run, or a running run whose lease expired.
+// ClaimRun takes a queued run, or a running run whose lease expired, fairly
+// across executors (see duet.RunStore).
 func (d *DB) ClaimRun(ctx context.Context, worker string, lease time.Duration) (*duet.Run, error) {
 	return d.claim(ctx, "", worker, lease)
 }
@@ -317,21 +327,35 @@ func (d *DB) ClaimRunByID(ctx context.Context, runID, worker string, lease time.
 	return d.claim(ctx, runID, worker, lease)
 }
 
+// claimQuery picks the next run: among the claimable runs (queued, or
+// running under an expired lease), those of the executor with the fewest
+// runs running under a live lease, then of the executor whose last claim is
+// the oldest (never claimed first), then the oldest run. Each key is a
+// per-row subquery rather than a GROUP BY so that PostgreSQL can run the
+// same statement with FOR UPDATE SKIP LOCKED.
+const claimQuery = `SELECT r.id FROM runs r
+	WHERE (r.status = 'queued' OR (r.status = 'running' AND r.lease_expires_at < ?1)) AND (?2 = '' OR r.id = ?2)
+	ORDER BY
+		(SELECT count(*) FROM runs x WHERE x.triggered_by = r.triggered_by AND x.status = 'running' AND x.lease_expires_at >= ?1),
+		(SELECT max(x.claimed_at) FROM runs x WHERE x.triggered_by = r.triggered_by),
+		r.id
+	LIMIT 1`
+
 func (d *DB) claim(ctx context.Context, only, worker string, lease time.Duration) (*duet.Run, error) {
 	var run *duet.Run
 	err := d.tx(ctx, func(tx *sql.Tx) error {
 		now := d.now()
 		var id string
-		err := tx.QueryRowContext(ctx, `SELECT id FROM runs
-			WHERE (status = 'queued' OR (status = 'running' AND lease_expires_at < ?1)) AND (?2 = '' OR id = ?2)
-			ORDER BY id LIMIT 1`, micros(now), only).Scan(&id)
+		err := tx.QueryRowContext(ctx, claimQuery, micros(now), only).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		} else if err != nil {
 			return mapErr(err)
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'running', lease_owner = ?, lease_expires_at = ?, attempt = attempt + 1,
-			started_at = COALESCE(started_at, ?) WHERE id = ?`, worker, micros(now.Add(lease)), micros(now), id); err != nil {
+		// A run still marked running here lost its worker.
+		if _, err := tx.ExecContext(ctx, `UPDATE runs SET lost = lost + CASE WHEN status = 'running' THEN 1 ELSE 0 END, status = 'running', lease_owner = ?, lease_expires_at = ?,
+			attempt = attempt + 1, claimed_at = ?, started_at = COALESCE(started_at, ?) WHERE id = ?`,
+			worker, micros(now.Add(lease)), micros(now), micros(now), id); err != nil {
 			return mapErr(err)
 		}
 		run, err = scanRun(tx.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs r WHERE r.id = ?`, id))
