@@ -53,19 +53,19 @@ const (
 
 // Rule names. Values are wire values: add, never rename.
 const (
-	RuleNameInvalid          = "name-invalid"          // error: not ^[A-Za-z0-9_-]{1,64}$ (OpenAI, Anthropic)
-	RuleNameLeadingDigit     = "name-leading-digit"    // warning: Gemini wants a letter or '_' first
-	RuleDescriptionMissing   = "description-missing"   // error: no description
-	RuleDescriptionShort     = "description-short"     // warning: too short to say what and when
-	RuleParamUndescribed     = "param-undescribed"     // warning: a parameter without a description
-	RuleEnumUnexplained      = "enum-unexplained"      // warning: an enum option its description does not explain
-	RuleInputNotObject       = "input-not-object"      // error: inputSchema is not {"type":"object"}
-	RuleBooleanSchema        = "boolean-schema"        // error: bare true/false where a schema is expected
-	RuleTypeUnion            = "type-union"            // warning: "type" is an array
-	RuleRemoteRef            = "remote-ref"            // warning: $ref outside the document
-	RuleUntypedSchema        = "untyped-schema"        // warning: a schema that constrains nothing
-	RuleModelInstructions    = "model-instructions"    // error: instructions aimed at the model
-	RuleHiddenText           = "hidden-text"           // error: invisible or direction-changing characters, HTML comments
+	RuleNameInvalid          = "name-invalid"           // error: not ^[A-Za-z0-9_-]{1,64}$ (OpenAI, Anthropic)
+	RuleNameLeadingDigit     = "name-leading-digit"     // warning: Gemini wants a letter or '_' first
+	RuleDescriptionMissing   = "description-missing"    // error: no description
+	RuleDescriptionShort     = "description-short"      // warning: too short to say what and when
+	RuleParamUndescribed     = "param-undescribed"      // warning: a parameter without a description
+	RuleEnumUnexplained      = "enum-unexplained"       // warning: an enum option its description does not explain
+	RuleInputNotObject       = "input-not-object"       // error: inputSchema is not {"type":"object"}
+	RuleBooleanSchema        = "boolean-schema"         // error: bare true/false where a schema is expected
+	RuleTypeUnion            = "type-union"             // warning: "type" is an array
+	RuleRemoteRef            = "remote-ref"             // warning: $ref outside the document
+	RuleUntypedSchema        = "untyped-schema"         // warning: a schema that constrains nothing
+	RuleModelInstructions    = "model-instructions"     // error: instructions aimed at the model
+	RuleHiddenText           = "hidden-text"            // error: invisible or direction-changing characters, HTML comments
 	RuleCrossServerReference = "cross-server-reference" // error: names another server's tool
 )
 
