@@ -38,6 +38,11 @@ const (
 	CodeElementNotFound    Code = "ELEMENT_NOT_FOUND"
 	CodeInterrupted        Code = "INTERRUPTED"
 
+	// Browser and device codes (remote browsers, phones).
+	CodeBrowserProtocolMismatch   Code = "BROWSER_PROTOCOL_MISMATCH"   // the endpoint does not speak the DevTools protocol
+	CodeBrowserVersionUnsupported Code = "BROWSER_VERSION_UNSUPPORTED" // the browser is older than Duet supports
+	CodeDeviceLost                Code = "DEVICE_LOST"                 // the phone or remote browser went away mid-run
+
 	// MCP client codes (calls Duet makes to other MCP servers).
 	CodeMCPServerNotConfigured Code = "MCP_SERVER_NOT_CONFIGURED"
 	CodeMCPToolNotFound        Code = "MCP_TOOL_NOT_FOUND"
@@ -67,6 +72,7 @@ func Codes() []Code {
 		CodeAssertionFailed, CodeStepTimeout, CodeCaseTimeout, CodeHTTPRequestFailed,
 		CodeBindingFailed, CodeBrowserUnavailable, CodeBrowserError, CodeElementNotFound,
 		CodeInterrupted,
+		CodeBrowserProtocolMismatch, CodeBrowserVersionUnsupported, CodeDeviceLost,
 		CodeMCPServerNotConfigured, CodeMCPToolNotFound, CodeMCPCallTimeout,
 		CodeMCPAuthFailed, CodeMCPToolError, CodeMCPUnreachable, CodeMCPProtocolMismatch,
 		CodeURLRefused, CodeMCPAuthIssuerMismatch,

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Install what Duet's demo and tests need on a Debian/Ubuntu machine with Go:
 #   - Chromium from the distribution's packages (browser steps), when missing
+#   - adb from the distribution's packages (Android phones: duet device list,
+#     --device android:SERIAL; the tests run the real binary), when missing
 #   - the pinned Node packages of test/node (clients and servers we did not
 #     write: the MCP TypeScript SDK, inspector-cli, the conformance suite and
 #     a Node 22 binary for it), when not installed yet
 # Go modules are fetched by the go command itself. Safe to re-run.
-#   scripts/deps.sh [browser] [node]     (default: both)
+#   scripts/deps.sh [browser] [adb] [node]     (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-want="${*:-browser node}"
+want="${*:-browser adb node}"
 
 sudo_() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -19,6 +21,16 @@ if [[ " $want " == *" browser "* ]]; then
     echo "deps: installing Chromium from the distribution's packages (a few minutes)..." >&2
     sudo_ apt-get update -qq
     sudo_ env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  fi
+fi
+
+if [[ " $want " == *" adb "* ]]; then
+  if [ -n "${DUET_ADB_PATH:-}" ] || command -v adb >/dev/null; then
+    :
+  else
+    echo "deps: installing adb from the distribution's packages..." >&2
+    sudo_ apt-get update -qq
+    sudo_ env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq adb >/dev/null
   fi
 fi
 

@@ -9,6 +9,7 @@ import (
 	"github.com/duet-test/duet/internal/browser"
 	"github.com/duet-test/duet/internal/llm"
 	"github.com/duet-test/duet/internal/mcpserver"
+	"github.com/duet-test/duet/internal/netguard"
 )
 
 // AgentDeps connect the test agent to the MCP client side and to the
@@ -42,7 +43,8 @@ func (a *App) NewAgent(getenv func(string) string, opts agent.Options) (*agent.A
 	deps := a.agentDeps()
 	release := func() {}
 	if deps.Pages == nil {
-		pool := browser.NewPool(browser.Options{ExecPath: a.Config.ChromePath, MaxBrowsers: 1, Logger: a.Logger})
+		guard := NetPolicy(a.Config, a.self)
+		pool := browser.NewPool(browserOptions(a.Config, &guard, 1, a.Logger))
 		if pool.Available() == nil {
 			deps.Pages = &browserPages{pool: pool}
 			release = sync.OnceFunc(pool.Close)
@@ -108,10 +110,17 @@ func (a *App) agentPrompts() []*mcpserver.Prompt {
 type browserPages struct{ pool *browser.Pool }
 
 func (p *browserPages) InspectPage(ctx context.Context, rawURL, device string) (string, error) {
-	dev, err := browser.DeviceByName(device)
+	// The agent looks at the task's pages (rawURL is on its base URL, which
+	// the guard allows) with the task's preset, on this machine's browser.
+	d, err := ParseDevice(device)
 	if err != nil {
 		return "", err
 	}
+	dev, err := browser.DeviceByName(d.Preset)
+	if err != nil {
+		return "", err
+	}
+	ctx = netguard.AllowURL(ctx, rawURL)
 	s, err := p.pool.NewSession(ctx, dev)
 	if err != nil {
 		return "", err

@@ -22,12 +22,14 @@ import (
 	"github.com/duet-test/duet/internal/audit"
 	"github.com/duet-test/duet/internal/auth"
 	"github.com/duet-test/duet/internal/browser"
+	"github.com/duet-test/duet/internal/browser/android"
 	"github.com/duet-test/duet/internal/catalog"
 	"github.com/duet-test/duet/internal/config"
 	"github.com/duet-test/duet/internal/engine"
 	"github.com/duet-test/duet/internal/httpapi"
 	"github.com/duet-test/duet/internal/mcpclient"
 	"github.com/duet-test/duet/internal/mcpserver"
+	"github.com/duet-test/duet/internal/netguard"
 	"github.com/duet-test/duet/internal/report"
 	"github.com/duet-test/duet/internal/sqlite"
 )
@@ -69,14 +71,18 @@ type App struct {
 	Auth    *auth.Authenticator
 	Logger  *slog.Logger
 	Agent   AgentDeps // the test agent's MCP side and browser (agent.go)
-	// Browsers is the pool of Chromium processes shared by every run of
-	// this process; Artifacts keeps their screenshots.
+	// Browsers is the pool of Chromium processes (or of connections to
+	// DUET_BROWSER_URL) shared by every run of this process; Android holds
+	// and drives phones; Artifacts keeps their screenshots.
 	Browsers  *browser.Pool
+	Android   *android.Driver
 	Artifacts *artifact.Store
 	// MCPClient is the one exit for calls to registered MCP servers.
 	MCPClient *mcpclient.Client
 
-	devices func(string) error // device preset check; nil accepts any
+	devices  func(string) error // device preset check; nil accepts any
+	self     *netguard.Self     // the addresses this process listens on
+	browsers *Browsers          // the engine's browser driver
 }
 
 // NewLogger returns the slog logger the configuration asks for, on w.
@@ -105,14 +111,18 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	if err != nil {
 		return nil, &UsageError{fmt.Sprintf("%s (set DUET_HOME to a writable directory, or DUET_DATABASE_URL to a writable file)", duet.ErrorMessage(err))}
 	}
-	a := &App{Config: cfg, Store: db, Logger: log, devices: ValidDevice}
+	a := &App{Config: cfg, Store: db, Logger: log, devices: ValidDevice, self: &netguard.Self{}}
+	a.self.Add(cfg.Addr)
+	guard := NetPolicy(cfg, a.self) // http steps and browser navigations
 	a.Audit = audit.NewWriter(db, 0, log)
-	a.Browsers = NewBrowserPool(cfg, log)
+	a.Browsers = NewBrowserPool(cfg, &guard, log)
+	a.Android = NewAndroid(cfg, db, &guard, log)
+	a.browsers = &Browsers{Default: a.Browsers, Android: a.Android, Guard: &guard, Logger: log}
 	a.Artifacts = NewArtifactStore(cfg)
 	a.initMCPClient(opts)
 	a.Engine = engine.New(db, engine.Options{
 		StepTimeout: cfg.StepTimeout, CaseTimeout: cfg.CaseTimeout, Parallel: cfg.Parallel,
-		Browser: NewBrowser(a.Browsers), Artifacts: a.Artifacts,
+		Browser: a.browsers, Artifacts: a.Artifacts, HTTPClient: guard.Client(),
 		OnEvent: opts.OnEvent, Logger: log, Invoker: a.MCPClient,
 	})
 	a.Worker = engine.NewWorker(db, a.Engine, engine.WorkerOptions{Concurrency: cfg.Workers, Logger: log})
@@ -150,6 +160,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 func (a *App) Close() {
 	a.MCPClient.Close()
 	a.Audit.Close()
+	a.browsers.Close()
 	a.Browsers.Close()
 	a.Store.Close()
 }
@@ -183,6 +194,7 @@ func (a *App) Handler(o ServeOptions) http.Handler {
 func (a *App) Serve(ctx context.Context, ln net.Listener, o ServeOptions) error {
 	srv := &http.Server{Handler: a.Handler(o), ReadHeaderTimeout: 10 * time.Second}
 	g, gctx := errgroup.WithContext(ctx)
+	a.self.Add(ln.Addr().String()) // tests may not call Duet's own API
 	g.Go(func() error {
 		if o.Ready != nil {
 			o.Ready <- ln.Addr().String()

@@ -9,7 +9,6 @@ import (
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/compiler"
 	"github.com/duet-test/duet/internal/mcpclient"
-	"github.com/duet-test/duet/internal/netguard"
 	"github.com/duet-test/duet/internal/vault"
 )
 
@@ -25,7 +24,7 @@ func (a *App) initMCPClient(opts Options) {
 	a.MCPClient = mcpclient.New(mcpclient.Options{
 		Store:       a.Store,
 		Keyring:     a.keyringLoader(getenv),
-		Policy:      netguard.Policy{AllowLoopback: a.Config.MCPAllowLoopback, AllowPrivate: a.Config.MCPAllowPrivate},
+		Policy:      NetPolicy(a.Config, nil),
 		CallTimeout: a.Config.MCPCallTimeout,
 		Version:     Version,
 		Logger:      a.Logger,

@@ -4,6 +4,9 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/duet-test/duet/internal/browser/chromiumtest"
+	"github.com/duet-test/duet/internal/netguard"
 )
 
 // BenchmarkBrowserStart measures a cold start: a new pool starts a browser
@@ -55,4 +58,41 @@ func BenchmarkSession(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkOpen measures a page load in a warm session: local Chromium
+// without and with the network guard (every document request intercepted
+// and checked), and a Chromium attached over a DevTools WebSocket.
+func BenchmarkOpen(b *testing.B) {
+	requireChromium(b)
+	site := newSite(b)
+	run := func(b *testing.B, p *Pool) {
+		ctx := netguard.AllowURL(b.Context(), site.URL)
+		s, err := p.NewSession(ctx, Device{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		for b.Loop() {
+			if err := s.Open(ctx, site.URL+"/page2?step=1"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("local", func(b *testing.B) {
+		p := NewPool(Options{MaxBrowsers: 1})
+		defer p.Close()
+		run(b, p)
+	})
+	b.Run("local-guarded", func(b *testing.B) {
+		p := NewPool(Options{MaxBrowsers: 1, Guard: &netguard.Policy{}})
+		defer p.Close()
+		run(b, p)
+	})
+	b.Run("remote", func(b *testing.B) {
+		chrome := chromiumtest.Start(b, func(dir string) []string { return CommandLine(dir, 0) })
+		p := NewPool(Options{MaxBrowsers: 1, Remote: &Remote{URL: chrome.WS}})
+		defer p.Close()
+		run(b, p)
+	})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/netguard"
 )
 
 // Options configures a Pool. The zero value is ready to use.
@@ -44,6 +45,18 @@ type Options struct {
 	// Logger receives the lifecycle of the browser processes: start, exit
 	// and crash. Nil discards the records.
 	Logger *slog.Logger
+
+	// Remote, when set, makes the pool attach to a browser that runs
+	// already instead of starting Chromium (ExecPath and Flags are then
+	// unused): see [Remote]. Nil starts local Chromium processes.
+	Remote *Remote
+
+	// Guard, when set, checks every document request of a session — the
+	// page, its frames, each redirect — with the network guard and fails
+	// those it refuses; Open and the next failing call of the session
+	// return CodeURLRefused. The ctx of NewSession carries the allowance of
+	// the task's base URL (netguard.AllowURL). Nil checks nothing.
+	Guard *netguard.Policy
 }
 
 // Defaults of Options.
@@ -141,6 +154,30 @@ var baseFlags = []struct {
 // reservedFlags belong to the pool: it chooses the profile directory and the
 // transport.
 var reservedFlags = []string{"user-data-dir", "remote-debugging-port", "remote-debugging-address", "remote-debugging-pipe"}
+
+// CommandLine returns the switches Duet starts Chromium with, for a browser
+// that listens for DevTools connections on port (0 picks a free port, which
+// the browser prints as "DevTools listening on ws://..."), with its profile
+// in userDataDir. It is how to start a browser by hand for DUET_BROWSER_URL
+// on this kind of machine: `chromium $(switches...)`.
+func CommandLine(userDataDir string, port int) []string {
+	var args []string
+	for _, f := range baseFlags {
+		switch v := f.value.(type) {
+		case bool:
+			if v {
+				args = append(args, "--"+f.name)
+			}
+		default:
+			args = append(args, fmt.Sprintf("--%s=%v", f.name, v))
+		}
+	}
+	if os.Geteuid() == 0 {
+		args = append(args, "--no-sandbox")
+	}
+	return append(args, "--remote-debugging-address=127.0.0.1", fmt.Sprintf("--remote-debugging-port=%d", port),
+		"--user-data-dir="+userDataDir, "about:blank")
+}
 
 // allocatorOptions returns the chromedp options of one browser process. It
 // returns CodeInvalidArgument for a bad entry of Options.Flags.

@@ -1,13 +1,19 @@
-// Package browser drives headless Chromium for Duet's web sandbox.
+// Package browser drives headless Chromium for Duet's web sandbox, and
+// browsers that run elsewhere over the same DevTools protocol: a Chromium
+// started with remote debugging, a browser pool service, Chrome on a phone.
 //
-// A [Pool] owns a few long-lived browser processes. Each test execution gets a
-// [Session]: an isolated browser context (its own cookies, storage and cache)
-// with one tab and the emulation of a [Device]. Session methods take a
-// context; cancelling it stops the browser work of the call at once.
+// A [Pool] owns a few long-lived browser processes, or connections to a
+// remote browser ([Remote]). Each test execution gets a [Session]: an
+// isolated browser context (its own cookies, storage and cache) with one tab
+// and the emulation of a [Device]. Session methods take a context;
+// cancelling it stops the browser work of the call at once. With
+// Options.Guard, every document request of a session goes through the
+// network guard.
 //
 // Errors are *duet.Error values with these codes:
 //
-//   - CodeBrowserUnavailable: no Chromium executable, or it failed to start.
+//   - CodeBrowserUnavailable: no Chromium executable, it failed to start, or
+//     a remote browser cannot be reached.
 //   - CodeElementNotFound: no element matched a selector in time.
 //   - CodeStepTimeout: a wait or an action ran out of time.
 //   - CodeCancelled: the caller cancelled the context.
@@ -15,6 +21,12 @@
 //   - CodeInvalidArgument: a bad selector, key, URL, device or condition.
 //   - CodeURLRefused: Open of a scheme other than http, https, about or data.
 //   - CodeBrowserError: any other failure of the browser, such as a crash.
+//   - CodeBrowserProtocolMismatch: a remote endpoint that does not speak the
+//     DevTools protocol, or is not a Chromium-based browser.
+//   - CodeBrowserVersionUnsupported: a remote browser older than
+//     MinChromeVersion.
+//   - CodeDeviceLost: the connection to a remote browser dropped mid-session.
+//   - CodeURLRefused (with Options.Guard): a navigation the guard refused.
 package browser
 
 import (
@@ -28,10 +40,13 @@ import (
 	"time"
 
 	cdpbrowser "github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/netguard"
 )
 
 // startTimeout bounds the start of one browser process.
@@ -99,6 +114,10 @@ func NewPool(opts Options) *Pool {
 // nil, or a *duet.Error with code CodeBrowserUnavailable whose message says
 // how to install Chromium.
 func (p *Pool) Available() error {
+	if p.opts.Remote != nil {
+		_, err := p.opts.Remote.endpoint()
+		return err
+	}
 	_, err := findExec(p.opts.ExecPath)
 	return err
 }
@@ -120,9 +139,15 @@ func (p *Pool) Stats() Stats {
 // CodeInvalidArgument for a bad device or Options.Flags; CodeBrowserError when
 // the browser fails to open the tab.
 func (p *Pool) NewSession(ctx context.Context, device Device) (*Session, error) {
-	device, err := device.normalize()
-	if err != nil {
-		return nil, err
+	if r := p.opts.Remote; r != nil && r.Real {
+		if device != (Device{}) {
+			return nil, duet.Errorf(duet.CodeInvalidArgument, "%s is a real device: it emulates no device preset (got %q)", p.remoteName(), device.Name)
+		}
+	} else {
+		var err error
+		if device, err = device.normalize(); err != nil {
+			return nil, err
+		}
 	}
 	for attempt := 1; ; attempt++ {
 		b, err := p.acquire(ctx)
@@ -177,10 +202,13 @@ func (p *Pool) acquire(ctx context.Context) (*process, error) {
 		}
 		b := p.pickLocked()
 		if b == nil && len(p.browsers) < p.opts.MaxBrowsers {
-			path, err := findExec(p.opts.ExecPath)
-			if err != nil {
-				p.mu.Unlock()
-				return nil, err
+			var path string
+			if p.opts.Remote == nil {
+				var err error
+				if path, err = findExec(p.opts.ExecPath); err != nil {
+					p.mu.Unlock()
+					return nil, err
+				}
 			}
 			b = p.startLocked(path)
 		}
@@ -257,6 +285,9 @@ func (p *Pool) awaitReady(ctx context.Context, b *process) error {
 	if errors.As(b.err, &de) {
 		return b.err
 	}
+	if p.opts.Remote != nil {
+		return &duet.Error{Code: duet.CodeBrowserUnavailable, Message: "cannot attach to " + p.remoteName(), Op: "browser.Pool.NewSession", Err: b.err}
+	}
 	return &duet.Error{Code: duet.CodeBrowserUnavailable, Message: "Chromium failed to start", Op: "browser.Pool.NewSession", Err: b.err}
 }
 
@@ -286,8 +317,51 @@ func (p *Pool) startLocked(execPath string) *process {
 	b := &process{id: p.nextID, ready: make(chan struct{})}
 	p.browsers = append(p.browsers, b)
 	p.wg.Add(1)
-	go p.run(b, execPath)
+	if p.opts.Remote != nil {
+		go p.runRemote(b)
+	} else {
+		go p.run(b, execPath)
+	}
 	return b
+}
+
+// runRemote connects b to the remote browser, waits until the connection
+// drops or the pool closes, and then closes it. The remote browser keeps
+// running.
+func (p *Pool) runRemote(b *process) {
+	defer p.wg.Done()
+	begin := time.Now()
+	bctx, stop, err := p.opts.Remote.connect(p.ctx, p.chromeLog(slog.LevelDebug, b.id), p.chromeLog(slog.LevelWarn, b.id))
+	if err == nil {
+		p.log.Info("browser: attached to a remote browser", "browser", b.id, "name", p.remoteName(), "took", time.Since(begin).Round(time.Millisecond))
+	} else if p.ctx.Err() == nil {
+		p.log.Warn("browser: cannot attach to a remote browser", "browser", b.id, "name", p.remoteName(), "err", err)
+	}
+	p.finishStart(b, bctx, 0, err)
+	if err == nil {
+		<-bctx.Done()
+		if p.ctx.Err() == nil {
+			p.log.Warn("browser: the connection to a remote browser was lost; the next session connects again", "browser", b.id, "name", p.remoteName())
+		}
+	}
+	p.mu.Lock()
+	b.dead = true
+	p.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	p.remove(b)
+}
+
+// remoteName names the remote browser of the pool in messages.
+func (p *Pool) remoteName() string {
+	if p.opts.Remote == nil {
+		return "the browser"
+	}
+	if ep, err := p.opts.Remote.endpoint(); err == nil {
+		return ep.name
+	}
+	return "the remote browser"
 }
 
 // run starts the browser process b, waits until it exits or the pool closes,
@@ -397,21 +471,33 @@ func (p *Pool) chromeLog(level slog.Level, id int) func(string, ...any) {
 func (p *Pool) open(ctx context.Context, b *process, device Device) (*Session, error) {
 	cctx, cancel := bind(b.ctx, ctx)
 	defer cancel()
-	res, err := chromedp.CallBrowser(cctx, target.CreateBrowserContext,
-		target.CreateBrowserContextParams{DisposeOnDetach: new(true)})
-	if err != nil {
-		return nil, fmt.Errorf("create browser context: %w", err)
+	shared := p.opts.Remote != nil && p.opts.Remote.SharedContext
+	var contextID cdp.BrowserContextID
+	if !shared {
+		res, err := chromedp.CallBrowser(cctx, target.CreateBrowserContext,
+			target.CreateBrowserContextParams{DisposeOnDetach: new(true)})
+		if err != nil {
+			return nil, fmt.Errorf("create browser context: %w", err)
+		}
+		contextID = res.BrowserContextID
 	}
 	// Pages under test must not write files to this machine.
-	_, err = chromedp.CallBrowser(cctx, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
+	_, err := chromedp.CallBrowser(cctx, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
 		Behavior:         cdpbrowser.SetDownloadBehaviorBehaviorDeny,
-		BrowserContextID: res.BrowserContextID,
+		BrowserContextID: contextID,
 	})
+	if shared {
+		err = nil // a phone's browser may not know the command; it saves no file here anyway
+	}
 
 	base, baseCancel := context.WithCancel(b.ctx)
 	// The first Run binds the life of the tab to tctx, so it must be a
 	// context of the session and not the caller's ctx.
-	tctx, tcancel := chromedp.NewContext(base, chromedp.WithExistingBrowserContext(res.BrowserContextID))
+	var copts []chromedp.ContextOption
+	if contextID != "" {
+		copts = append(copts, chromedp.WithExistingBrowserContext(contextID))
+	}
+	tctx, tcancel := chromedp.NewContext(base, copts...)
 	s := &Session{
 		pool:       p,
 		proc:       b,
@@ -419,7 +505,9 @@ func (p *Pool) open(ctx context.Context, b *process, device Device) (*Session, e
 		ctx:        tctx,
 		cancel:     tcancel,
 		baseCancel: baseCancel,
-		contextID:  res.BrowserContextID,
+		contextID:  contextID,
+		shared:     shared,
+		allowed:    netguard.AllowedURLs(ctx),
 		turn:       make(chan struct{}, 1),
 	}
 	if err != nil {
@@ -427,7 +515,20 @@ func (p *Pool) open(ctx context.Context, b *process, device Device) (*Session, e
 		return nil, fmt.Errorf("deny downloads: %w", err)
 	}
 	stop := context.AfterFunc(ctx, baseCancel)
-	err = chromedp.Do(tctx, emulate(device)...)
+	var acts []chromedp.Action[chromedp.Void]
+	if p.opts.Remote == nil || !p.opts.Remote.Real {
+		acts = emulate(device)
+	}
+	if shared {
+		acts = append(acts, command(network.ClearBrowserCookies, cdp.Empty{}), command(network.ClearBrowserCache, cdp.Empty{}))
+	}
+	err = chromedp.Do(tctx, acts...)
+	if err == nil {
+		err = s.startGuard(tctx)
+	}
+	if err == nil && p.opts.Remote != nil && p.opts.Remote.Real {
+		err = s.readDevice(tctx)
+	}
 	if !stop() && err == nil {
 		err = ctx.Err()
 	}
@@ -445,7 +546,7 @@ func (p *Pool) open(ctx context.Context, b *process, device Device) (*Session, e
 	}
 	p.sessions[s] = struct{}{}
 	p.mu.Unlock()
-	p.log.DebugContext(ctx, "browser: session opened", "browser", b.id, "device", device.Name)
+	p.log.DebugContext(ctx, "browser: session opened", "browser", b.id, "device", s.device.Name)
 	return s, nil
 }
 

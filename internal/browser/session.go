@@ -39,10 +39,18 @@ type Session struct {
 	baseCancel context.CancelFunc
 	contextID  cdp.BrowserContextID
 
+	shared  bool     // a tab in the browser's default context (Remote.SharedContext)
+	allowed []string // destinations the guard allows by name (netguard.AllowedURLs)
+
 	turn      chan struct{} // holds a token while a call runs: one at a time
 	closed    atomic.Bool
 	closeOnce sync.Once
-	dialogs   sync.WaitGroup
+	dialogs   sync.WaitGroup // the dialog and request handlers
+
+	refused atomic.Pointer[refusal] // a main-frame navigation the guard refused, not yet reported
+
+	mu      sync.Mutex
+	origins map[string]bool // origins visited (shared sessions clear their storage)
 }
 
 // WaitCondition is what WaitFor waits for. Every field that is set must hold
@@ -127,18 +135,25 @@ func (s *Session) fail(c *call, err error, timeout func() *duet.Error) error {
 	if err == nil {
 		return nil
 	}
+	if e := ctxCancelled(c.ctx, c.op, err); e != nil {
+		return e
+	}
+	if r := s.refused.Swap(nil); r != nil {
+		// The page went where the guard refused to follow: that, and not
+		// the missing element that came of it, is the news.
+		return opError(duet.CodeURLRefused, c.op, r.err, "%s: the page navigated to %s, which is refused: %s", c.op, r.url, duet.ErrorMessage(r.err))
+	}
 	var de *duet.Error
 	if errors.As(err, &de) {
 		return err
-	}
-	if e := ctxCancelled(c.ctx, c.op, err); e != nil {
-		return e
 	}
 	switch {
 	case s.closed.Load():
 		return opError(duet.CodeBrowserError, c.op, err, "%s: the session was closed", c.op)
 	case s.pool.ctx.Err() != nil:
 		return opError(duet.CodeBrowserError, c.op, err, "%s: the browser pool was closed", c.op)
+	case s.proc.ctx.Err() != nil && s.pool.opts.Remote != nil:
+		return opError(duet.CodeDeviceLost, c.op, err, "%s: the connection to %s was lost", c.op, s.pool.remoteName())
 	case s.proc.ctx.Err() != nil:
 		return opError(duet.CodeBrowserError, c.op, err, "%s: the browser process exited", c.op)
 	case s.ctx.Err() != nil:
@@ -223,7 +238,14 @@ func (s *Session) Open(ctx context.Context, rawURL string) error {
 		return err
 	}
 	defer s.end(c)
+	s.refused.Store(nil)
+	if err := s.checkNavigation(c.c, rawURL); err != nil {
+		return opError(duet.CodeURLRefused, op, err, "open %s: %s", rawURL, duet.ErrorMessage(err))
+	}
 	err = chromedp.Do(c.c, chromedp.Navigate(rawURL))
+	if r := s.refused.Swap(nil); r != nil && ctxCancelled(c.ctx, op, err) == nil {
+		return opError(duet.CodeURLRefused, op, r.err, "open %s: redirected to %s, which is refused: %s", rawURL, r.url, duet.ErrorMessage(r.err))
+	}
 	if err == nil {
 		return nil
 	}
@@ -623,13 +645,17 @@ func (s *Session) Close() {
 	})
 }
 
-// teardown closes the tab and disposes of the browser context.
+// teardown closes the tab and disposes of the browser context; a shared
+// session clears the storage of the origins it visited.
 func (s *Session) teardown() {
+	if s.shared {
+		s.clearOrigins()
+	}
 	s.cancel() // closes the tab, bounded by chromedp
 	s.baseCancel()
 	s.dialogs.Wait()
-	if s.proc.ctx.Err() != nil {
-		return // the process is gone, and its contexts with it
+	if s.proc.ctx.Err() != nil || s.contextID == "" {
+		return // the process is gone, and its contexts with it; or there is no context of our own
 	}
 	ctx, cancel := context.WithTimeout(s.proc.ctx, 5*time.Second)
 	defer cancel()

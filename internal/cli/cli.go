@@ -103,7 +103,9 @@ Run "duet config" to see every setting.`,
 		applyCmd(env), runCmd(env), taskCmd(env), tokenCmd(env), auditCmd(env),
 		demoCmd(env), sampleCmd(env), configCmd(env),
 		assetCmd(env), generateCmd(env), reportCmd(env),
-		serverCmd(env), vaultCmd(env), conformanceClientCmd(env), scanCmd(env),
+		serverCmd(env), vaultCmd(env), conformanceClientCmd(env),
+		deviceCmd(env),
+		scanCmd(env),
 	)
 	return root
 }

@@ -18,7 +18,7 @@ import (
 func runCmd(env Env) *cobra.Command {
 	var caseIDs []string
 	var detach, asJSON bool
-	var device string
+	var device, remote string
 	cmd := &cobra.Command{
 		Use:   "run TASK",
 		Short: "Run a task's cases now and show progress (exit 1 unless the run passes)",
@@ -34,6 +34,12 @@ Subcommands show, list and cancel manage existing runs.`,
 			t, err := a.ResolveTask(ctx, user, args[0])
 			if err != nil {
 				return err
+			}
+			if remote != "" {
+				if strings.HasPrefix(device, "android:") || strings.Contains(device, "@") {
+					return usage("--browser names the browser; --device must then be a preset, got %q", device)
+				}
+				device += "@" + remote
 			}
 			out, err := startRun(ctx, a, user, t.ID, caseIDs, device)
 			if err != nil {
@@ -63,7 +69,8 @@ Subcommands show, list and cancel manage existing runs.`,
 	}
 	cmd.Flags().StringSliceVar(&caseIDs, "case", nil, "run only these case ids (repeatable)")
 	cmd.Flags().BoolVar(&detach, "detach", false, "only queue the run (a serve or worker executes it) and print its id")
-	cmd.Flags().StringVar(&device, "device", "", "device preset for browser steps")
+	cmd.Flags().StringVar(&device, "device", "", deviceFlagHelp)
+	cmd.Flags().StringVar(&remote, "browser", "", "DevTools endpoint of a remote browser for this run, e.g. ws://10.0.0.5:9222 (with --device PRESET to emulate one)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the final run as JSON")
 	addAs(cmd)
 	cmd.AddCommand(runShowCmd(env), runListCmd(env), runCancelCmd(env))

@@ -207,7 +207,7 @@ func (c *compiler) task(n *node, t *duet.Task) {
 		c.errf(n, "task must be a mapping, got %s", n.kind)
 		return
 	}
-	c.allowKeys(n, "name", "description", "baseURL", "baseUrl", "device", "sharedWith")
+	c.allowKeys(n, "name", "description", "baseURL", "baseUrl", "device", "browser", "sharedWith")
 	t.Name = strings.TrimSpace(c.stringField(n, "name", true))
 	if t.Name != "" && (len(t.Name) > 100 || strings.ContainsAny(t.Name, "\n\r\t")) {
 		c.errf(n.get("name"), "task name must be one line of at most 100 characters")
@@ -229,6 +229,19 @@ func (c *compiler) task(n *node, t *duet.Task) {
 		if c.opts.ValidDevice != nil {
 			if err := c.opts.ValidDevice(d); err != nil {
 				c.errf(n.get("device"), "%s", duet.ErrorMessage(err))
+			}
+		}
+		t.Device = d
+	}
+	// browser: a remote DevTools endpoint the task's browser steps run in;
+	// stored with the device preset as "PRESET@URL" (docs/devices.md).
+	if b := c.stringField(n, "browser", false); b != "" {
+		d := t.Device + "@" + b
+		if strings.HasPrefix(t.Device, "android:") || strings.Contains(t.Device, "@") {
+			c.errf(n.get("browser"), "browser cannot be combined with device %q", t.Device)
+		} else if c.opts.ValidDevice != nil {
+			if err := c.opts.ValidDevice(d); err != nil {
+				c.errf(n.get("browser"), "%s", duet.ErrorMessage(err))
 			}
 		}
 		t.Device = d

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
+	"net/url"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -47,6 +49,10 @@ type Config struct {
 	ChromePath        string
 	Browsers          int
 	ArtifactRetention time.Duration
+	BrowserURL        string // DevTools endpoint to attach to instead of starting Chromium; may hold a token
+	ADBPath           string
+
+	NetAllow []netip.Prefix // DUET_NET_ALLOW: destinations the network guard allows anyway
 
 	MCPAllowPrivate  bool
 	MCPAllowLoopback bool
@@ -124,6 +130,17 @@ var options = []Option{
 	{Env: "DUET_CHROME_PATH", Doc: "Chromium executable for browser steps. Default: chromium, chromium-browser or google-chrome on PATH.",
 		set: func(c *Config, v string) error { c.ChromePath = v; return nil }},
 	{Env: "DUET_BROWSERS", Default: "2", Doc: "Browser processes in the shared pool.", set: intSet(func(c *Config) *int { return &c.Browsers }, 1, 64)},
+	{Env: "DUET_BROWSER_URL", Secret: true, Doc: "DevTools endpoint of a browser that runs already — ws://HOST:PORT/devtools/browser/ID, or http://HOST:PORT of a Chromium started with --remote-debugging-port, or a browser pool's CDP address (its token may go in the query). Duet attaches to it instead of starting Chromium, with one isolated browser context per execution (docs/devices.md). Default: start Chromium.",
+		set: func(c *Config, v string) error {
+			u, err := url.Parse(v)
+			if err != nil || u.Host == "" || (u.Scheme != "ws" && u.Scheme != "wss" && u.Scheme != "http" && u.Scheme != "https") {
+				return errors.New("want a ws://, wss://, http:// or https:// address with a host")
+			}
+			c.BrowserURL = v
+			return nil
+		}},
+	{Env: "DUET_ADB_PATH", Doc: "adb executable for Android phones (--device android:SERIAL). Default: adb on PATH.",
+		set: func(c *Config, v string) error { c.ADBPath = v; return nil }},
 	{Env: "DUET_ARTIFACT_RETENTION", Default: "720h", Doc: "How long screenshots are kept (0 keeps them forever).", set: func(c *Config, v string) error {
 		if v == "0" {
 			c.ArtifactRetention = 0
@@ -131,8 +148,29 @@ var options = []Option{
 		}
 		return durSet(func(c *Config) *time.Duration { return &c.ArtifactRetention })(c, v)
 	}},
-	{Env: "DUET_MCP_ALLOW_PRIVATE", Default: "false", Doc: "Let registered MCP servers live on private addresses (10/8, 172.16/12, 192.168/16, fc00::/7).", set: boolSet(func(c *Config) *bool { return &c.MCPAllowPrivate })},
-	{Env: "DUET_MCP_ALLOW_LOOPBACK", Default: "false", Doc: "Let registered MCP servers live on loopback (development).", set: boolSet(func(c *Config) *bool { return &c.MCPAllowLoopback })},
+	{Env: "DUET_MCP_ALLOW_PRIVATE", Default: "false", Doc: "Let registered MCP servers, http steps and browser navigations reach private addresses (10/8, 172.16/12, 192.168/16, fc00::/7). A task's own base URL host is always allowed.", set: boolSet(func(c *Config) *bool { return &c.MCPAllowPrivate })},
+	{Env: "DUET_MCP_ALLOW_LOOPBACK", Default: "false", Doc: "Let registered MCP servers, http steps and browser navigations reach loopback (development). A task's own base URL host is always allowed; Duet's own address never is.", set: boolSet(func(c *Config) *bool { return &c.MCPAllowLoopback })},
+	{Env: "DUET_NET_ALLOW", Doc: "Comma-separated IP addresses and CIDR prefixes (e.g. 10.20.0.0/16,192.168.7.12) that MCP servers, http steps and browser navigations may reach although the network guard refuses their range (docs/governance.md). Cloud metadata and unspecified addresses stay refused. Default: none.",
+		set: func(c *Config, v string) error {
+			for _, e := range splitList(v) {
+				e = strings.Trim(e, "[]")
+				var p netip.Prefix
+				var err error
+				if strings.Contains(e, "/") {
+					p, err = netip.ParsePrefix(e)
+					p = p.Masked()
+				} else {
+					var a netip.Addr
+					a, err = netip.ParseAddr(e)
+					p = netip.PrefixFrom(a, a.BitLen())
+				}
+				if err != nil {
+					return fmt.Errorf("%q is not an IP address or a CIDR prefix (host names are not accepted: list their addresses)", e)
+				}
+				c.NetAllow = append(c.NetAllow, p)
+			}
+			return nil
+		}},
 	{Env: "DUET_MCP_CALL_TIMEOUT", Default: "30s", Doc: "Time limit of one call to a registered MCP server.", set: durSet(func(c *Config) *time.Duration { return &c.MCPCallTimeout })},
 }
 

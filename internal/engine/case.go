@@ -201,7 +201,7 @@ func (cr *caseRun) runStep(ctx context.Context, st *duet.Step, res *duet.StepRes
 		}
 	}
 	switch res.ErrorCode {
-	case duet.CodeInternal, duet.CodeUnavailable, duet.CodeBrowserUnavailable:
+	case duet.CodeInternal, duet.CodeUnavailable, duet.CodeBrowserUnavailable, duet.CodeDeviceLost:
 		res.Status = duet.StatusError
 	}
 	if st.MCP != nil && st.MCP.FailurePolicy == duet.FailOptional && res.Status != duet.StatusCancelled {

@@ -19,7 +19,9 @@ import (
 )
 
 // Browser starts isolated browser sessions. internal/browser provides one
-// over headless Chromium; an Android (adb) driver would be another.
+// over Chromium (local, or attached over the DevTools protocol) and
+// internal/browser/android one over Chrome on phones; internal/app routes
+// device names to them.
 type Browser interface {
 	// NewSession opens an isolated browser context emulating device ("" =
 	// the desktop default). Returns BROWSER_UNAVAILABLE when no browser can
@@ -76,7 +78,10 @@ type Event struct {
 // Options configure an Engine. Zero values mean the documented defaults.
 type Options struct {
 	// HTTPClient runs http steps; nil means a client without redirects
-	// limits beyond the standard library's defaults.
+	// limits beyond the standard library's defaults and without a network
+	// guard. The app injects netguard.Policy.Client: each request's
+	// context allows the task's base URL host (netguard.AllowURL), and so
+	// does the context of Browser.NewSession.
 	HTTPClient *http.Client
 	// Invoker runs mcpCall steps; nil makes every mcpCall fail with
 	// MCP_SERVER_NOT_CONFIGURED.

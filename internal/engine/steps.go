@@ -17,6 +17,7 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/eval"
+	"github.com/duet-test/duet/internal/netguard"
 	"github.com/duet-test/duet/internal/redact"
 )
 
@@ -74,7 +75,9 @@ func (cr *caseRun) http(ctx context.Context, h *duet.HTTPStep) (any, error) {
 		}
 		body = strings.NewReader(s)
 	}
-	req, err := http.NewRequestWithContext(ctx, h.Method, target, body)
+	// The network guard of an injected client (Options.HTTPClient) lets
+	// the task's own base URL host be loopback or private.
+	req, err := http.NewRequestWithContext(netguard.AllowURL(ctx, cr.task.BaseURL), h.Method, target, body)
 	if err != nil {
 		return nil, duet.WrapError(duet.CodeInvalidArgument, err, "bad request: %v", err)
 	}
@@ -94,6 +97,9 @@ func (cr *caseRun) http(ctx context.Context, h *duet.HTTPStep) (any, error) {
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if duet.ErrorCode(err) == duet.CodeURLRefused {
+			return nil, duet.WrapError(duet.CodeURLRefused, err, "%s %s: %s", h.Method, target, duet.ErrorMessage(err))
 		}
 		return nil, duet.WrapError(duet.CodeHTTPRequestFailed, err, "%s %s: %s", h.Method, target, shortNetErr(err))
 	}
@@ -303,7 +309,7 @@ func (cr *caseRun) page(ctx context.Context) (BrowserSession, error) {
 	if device == "" {
 		device = cr.task.Device
 	}
-	s, err := cr.e.opts.Browser.NewSession(ctx, device)
+	s, err := cr.e.opts.Browser.NewSession(netguard.AllowURL(ctx, cr.task.BaseURL), device)
 	if err != nil {
 		return nil, err
 	}

@@ -48,6 +48,11 @@ var codes = map[duet.Code]codeRow{
 	duet.CodeLLMNotConfigured:       {http.StatusServiceUnavailable, -32603},
 	duet.CodeLLMError:               {http.StatusBadGateway, -32000},
 	duet.CodeGenerationFailed:       {http.StatusUnprocessableEntity, -32000},
+
+	// Remote browsers and devices.
+	duet.CodeBrowserProtocolMismatch:   {http.StatusBadGateway, -32000},
+	duet.CodeBrowserVersionUnsupported: {http.StatusBadGateway, -32000},
+	duet.CodeDeviceLost:                {http.StatusServiceUnavailable, -32603},
 }
 
 // StatusOf returns the HTTP status for an error code.

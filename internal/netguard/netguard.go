@@ -1,5 +1,6 @@
-// Package netguard keeps outbound connections to registered MCP servers away
-// from addresses they must not reach (server-side request forgery).
+// Package netguard keeps Duet's outbound connections — to registered MCP
+// servers, from http steps, and browser navigations — away from addresses
+// they must not reach (server-side request forgery).
 //
 // A [Policy] checks the IP address that is actually dialled, after DNS
 // resolution, from inside net.Dialer's Control hook, so a host name that
@@ -9,13 +10,24 @@
 // [Policy.CheckIP] to check an address directly.
 //
 // Some addresses are always refused: unspecified and "this network"
-// (0.0.0.0/8, ::), link-local (169.254.0.0/16, fe80::/10), cloud metadata
-// services (169.254.169.254, fd00:ec2::254, 100.100.100.200), multicast,
-// broadcast and reserved 240.0.0.0/4. Private ranges (10.0.0.0/8,
+// (0.0.0.0/8, ::) and cloud metadata services (169.254.169.254,
+// fd00:ec2::254, 100.100.100.200). Link-local (169.254.0.0/16, fe80::/10),
+// multicast, broadcast and reserved 240.0.0.0/4 are refused unless listed in
+// Policy.Allow. Private ranges (10.0.0.0/8,
 // 172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10, fc00::/7) are refused unless
 // AllowPrivate, loopback (127.0.0.0/8, ::1) unless AllowLoopback. IPv6 forms
 // that embed an IPv4 address (IPv4-mapped ::ffff:0:0/96, IPv4-compatible
 // ::/96 and NAT64 64:ff9b::/96) are judged by the embedded address too.
+//
+// Beyond those ranges: [Policy.Allow] lists addresses and prefixes that are
+// allowed anyway (setting DUET_NET_ALLOW; never the metadata or unspecified
+// addresses); [Policy.Self] names the addresses Duet itself listens on, which
+// are always refused; and [AllowURL] marks a context under which the host and
+// port of one URL — the base URL of the task under test — may be loopback or
+// private. [Policy.Client] is the HTTP client of http steps: every request and
+// every redirect hop is checked before it is sent, and every connection when
+// it is dialled. [Policy.CheckURL] checks a URL the same way for callers that
+// do not dial themselves, such as a browser.
 package netguard
 
 import (
@@ -34,6 +46,7 @@ import (
 const (
 	EnvAllowPrivate  = "DUET_MCP_ALLOW_PRIVATE"
 	EnvAllowLoopback = "DUET_MCP_ALLOW_LOOPBACK"
+	EnvAllow         = "DUET_NET_ALLOW"
 )
 
 // Policy says which non-public destinations outbound connections may reach.
@@ -47,13 +60,24 @@ type Policy struct {
 	// refuses them. Cloud metadata addresses inside these ranges stay
 	// refused.
 	AllowPrivate bool
+	// Allow lists addresses and prefixes that are allowed although a range
+	// above refuses them (setting DUET_NET_ALLOW, parsed by [ParsePrefixes]):
+	// a private subnet of a staging network, a link-local device. The cloud
+	// metadata addresses and the unspecified ("this network") addresses stay
+	// refused whatever it says. Nil allows nothing more.
+	Allow []netip.Prefix
+	// Self holds the addresses Duet itself listens on: connections to them
+	// are refused whatever else allows them, so that a test cannot call
+	// Duet's own API with the privileges of the machine. Nil means none.
+	Self *Self
 }
 
 // class is a kind of refused destination.
 type class int
 
 const (
-	always class = iota
+	never  class = iota // not even Policy.Allow lets it through
+	always              // only Policy.Allow lets it through
 	loopback
 	private
 )
@@ -67,12 +91,12 @@ type rule struct {
 // rules is checked in order; the first match decides, so single addresses
 // come before the ranges that contain them.
 var rules = []rule{
-	{netip.MustParsePrefix("169.254.169.254/32"), "the cloud metadata address", always},
-	{netip.MustParsePrefix("100.100.100.200/32"), "the cloud metadata address", always},
-	{netip.MustParsePrefix("fd00:ec2::254/128"), "the cloud metadata address", always},
-	{netip.MustParsePrefix("0.0.0.0/32"), "the unspecified address", always},
-	{netip.MustParsePrefix("::/128"), "the unspecified address", always},
-	{netip.MustParsePrefix("0.0.0.0/8"), `the "this network" range`, always},
+	{netip.MustParsePrefix("169.254.169.254/32"), "the cloud metadata address", never},
+	{netip.MustParsePrefix("100.100.100.200/32"), "the cloud metadata address", never},
+	{netip.MustParsePrefix("fd00:ec2::254/128"), "the cloud metadata address", never},
+	{netip.MustParsePrefix("0.0.0.0/32"), "the unspecified address", never},
+	{netip.MustParsePrefix("::/128"), "the unspecified address", never},
+	{netip.MustParsePrefix("0.0.0.0/8"), `the "this network" range`, never},
 	{netip.MustParsePrefix("169.254.0.0/16"), "the link-local range", always},
 	{netip.MustParsePrefix("fe80::/10"), "the link-local range", always},
 	{netip.MustParsePrefix("224.0.0.0/4"), "the multicast range", always},
@@ -98,6 +122,13 @@ var (
 // setting that allows it, if any. The address itself is only in the wrapped
 // error, for logs. An invalid ip is refused.
 func (p Policy) CheckIP(ip netip.Addr) error {
+	return p.check(ip, false)
+}
+
+// check is CheckIP; scoped says that the destination was named by a URL that
+// the context allows (AllowURL), which lets loopback and private addresses
+// through.
+func (p Policy) check(ip netip.Addr, scoped bool) error {
 	if !ip.IsValid() {
 		return refusal("destination is not a valid IP address", ip)
 	}
@@ -105,13 +136,13 @@ func (p Policy) CheckIP(ip netip.Addr) error {
 	if r, ok := match(addr); ok {
 		// The first matching rule decides, so that ::1 is judged as
 		// loopback and not as the IPv4-compatible form of 0.0.0.1.
-		if p.allows(r) {
+		if p.allows(r, addr, scoped) {
 			return nil
 		}
 		return r.err("", ip)
 	}
 	if v4, form, ok := embeddedIPv4(addr); ok {
-		if r, ok := match(v4); ok && !p.allows(r) {
+		if r, ok := match(v4); ok && !p.allows(r, v4, scoped) && !p.listed(addr) {
 			return r.err(form, ip)
 		}
 	}
@@ -128,12 +159,28 @@ func match(ip netip.Addr) (rule, bool) {
 	return rule{}, false
 }
 
-func (p Policy) allows(r rule) bool {
+func (p Policy) allows(r rule, ip netip.Addr, scoped bool) bool {
 	switch r.class {
+	case never:
+		return false
 	case loopback:
-		return p.AllowLoopback
+		if p.AllowLoopback || scoped {
+			return true
+		}
 	case private:
-		return p.AllowPrivate
+		if p.AllowPrivate || scoped {
+			return true
+		}
+	}
+	return p.listed(ip)
+}
+
+// listed reports whether Policy.Allow contains ip.
+func (p Policy) listed(ip netip.Addr) bool {
+	for _, pr := range p.Allow {
+		if pr.Contains(ip) || (ip.Is4In6() && pr.Contains(ip.Unmap())) {
+			return true
+		}
 	}
 	return false
 }
@@ -148,9 +195,11 @@ func (r rule) err(form string, ip netip.Addr) error {
 	}
 	switch r.class {
 	case loopback:
-		msg += "; set " + EnvAllowLoopback + "=true to allow loopback addresses"
+		msg += "; set " + EnvAllowLoopback + "=true to allow loopback addresses, or list the address in " + EnvAllow
 	case private:
-		msg += "; set " + EnvAllowPrivate + "=true to allow private addresses"
+		msg += "; set " + EnvAllowPrivate + "=true to allow private addresses, or list the address in " + EnvAllow
+	case always:
+		msg += ", which is refused unless listed in " + EnvAllow
 	default:
 		msg += ", which is always refused"
 	}
@@ -192,12 +241,16 @@ func embeddedIPv4(ip netip.Addr) (netip.Addr, string, bool) {
 // runs after name resolution, for every address tried, DNS answers cannot
 // bypass it.
 func (p Policy) Control(network, address string, _ syscall.RawConn) error {
+	return p.control(network, address, false)
+}
+
+func (p Policy) control(network, address string, scoped bool) error {
 	switch network {
 	case "tcp", "tcp4", "tcp6":
 	default:
 		return &duet.Error{
 			Code:    duet.CodeURLRefused,
-			Message: fmt.Sprintf("network %q is not allowed for MCP server connections", network),
+			Message: fmt.Sprintf("network %q is not allowed for outbound connections", network),
 			Op:      "netguard.Policy.Control",
 		}
 	}
@@ -210,7 +263,10 @@ func (p Policy) Control(network, address string, _ syscall.RawConn) error {
 			Err:     err,
 		}
 	}
-	return p.CheckIP(ap.Addr())
+	if err := p.Self.check(ap); err != nil {
+		return err
+	}
+	return p.check(ap.Addr(), scoped)
 }
 
 // Dialer returns a copy of base whose connections are checked by
@@ -226,7 +282,7 @@ func (p Policy) Dialer(base *net.Dialer) *net.Dialer {
 	next, nextCtx := d.Control, d.ControlContext
 	d.Control = nil
 	d.ControlContext = func(ctx context.Context, network, address string, c syscall.RawConn) error {
-		if err := p.Control(network, address, c); err != nil {
+		if err := p.control(network, address, ctx.Value(scopedKey{}) != nil); err != nil {
 			return err
 		}
 		switch {
@@ -241,10 +297,23 @@ func (p Policy) Dialer(base *net.Dialer) *net.Dialer {
 }
 
 // DialContext connects like net.Dialer.DialContext with [Policy.Dialer](nil).
-// A refused destination fails with an error that wraps a CodeURLRefused
-// *duet.Error (use duet.ErrorCode or errors.As).
+// When ctx allows address (its host:port, as named, see [AllowURL]), loopback
+// and private addresses are allowed for this connection. A refused
+// destination fails with an error that wraps a CodeURLRefused *duet.Error
+// (use duet.ErrorCode or errors.As).
 func (p Policy) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
-	return p.Dialer(nil).DialContext(ctx, network, address)
+	return p.dial(p.Dialer(nil))(ctx, network, address)
+}
+
+// dial returns a DialContext over d that marks the dial scoped when ctx
+// allows the address as it is named (before name resolution).
+func (p Policy) dial(d *net.Dialer) func(ctx context.Context, network, address string) (net.Conn, error) {
+	return func(ctx context.Context, network, address string) (net.Conn, error) {
+		if scopeOf(ctx).has(address) {
+			ctx = context.WithValue(ctx, scopedKey{}, true)
+		}
+		return d.DialContext(ctx, network, address)
+	}
 }
 
 // Transport returns a copy of base (http.DefaultTransport if nil) that dials
@@ -274,6 +343,6 @@ func (p Policy) Transport(base *http.Transport) *http.Transport {
 	t.Dial = nil    //lint:ignore SA1019 cleared on purpose, see above
 	t.DialTLS = nil //lint:ignore SA1019 cleared on purpose, see above
 	t.DialTLSContext = nil
-	t.DialContext = p.Dialer(nil).DialContext
+	t.DialContext = p.dial(p.Dialer(nil))
 	return t
 }

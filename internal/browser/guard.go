@@ -1,0 +1,153 @@
+package browser
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/storage"
+	"github.com/chromedp/chromedp"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/netguard"
+)
+
+// refusal is a navigation of the page that the network guard refused.
+type refusal struct {
+	url string
+	err error
+}
+
+// startGuard intercepts the document requests of the tab — the page, its
+// frames, and each hop of their redirects — and lets through only those
+// that the pool's guard allows. A shared session also notes the origins it
+// visits, to clear their storage at the end.
+func (s *Session) startGuard(tctx context.Context) error {
+	if s.pool.opts.Guard == nil && !s.shared {
+		return nil
+	}
+	events := chromedp.Events(s.ctx, fetch.RequestPaused)
+	err := chromedp.Do(tctx, command(fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{
+		URLPattern:   "*",
+		ResourceType: network.ResourceTypeDocument,
+		RequestStage: fetch.RequestStageRequest,
+	}}}))
+	if err != nil {
+		return err
+	}
+	mainFrame := ""
+	if c := chromedp.FromContext(tctx); c != nil && c.Target != nil {
+		mainFrame = string(c.Target.TargetID)
+	}
+	s.dialogs.Go(func() {
+		for ev, err := range events {
+			if err != nil {
+				return
+			}
+			// A name lookup may take a moment: judge each request on its
+			// own, so that one slow lookup does not hold the others.
+			s.dialogs.Go(func() { s.judge(ev, string(ev.FrameID) == mainFrame) })
+		}
+	})
+	return nil
+}
+
+// judge lets a paused request go on, or fails it when the guard refuses its
+// URL.
+func (s *Session) judge(ev fetch.EventRequestPaused, main bool) {
+	raw := ev.Request.URL + ev.Request.URLFragment
+	ctx, cancel := context.WithTimeout(s.ctx, 15*time.Second)
+	defer cancel()
+	if err := s.checkNavigation(ctx, raw); err != nil {
+		if main {
+			s.refused.Store(&refusal{url: raw, err: err})
+		}
+		s.pool.log.Info("browser: a navigation was refused by the network guard", "frame", map[bool]string{true: "main", false: "sub"}[main], "err", duet.ErrorMessage(err))
+		_, err := chromedp.Call(ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
+		if err != nil && s.ctx.Err() == nil {
+			s.pool.log.Warn("browser: cannot fail a refused request", "err", err)
+		}
+		return
+	}
+	if s.shared {
+		if u, err := url.Parse(raw); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
+			s.mu.Lock()
+			if s.origins == nil {
+				s.origins = map[string]bool{}
+			}
+			s.origins[u.Scheme+"://"+u.Host] = true
+			s.mu.Unlock()
+		}
+	}
+	_, err := chromedp.Call(ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
+	if err != nil && s.ctx.Err() == nil {
+		s.pool.log.Debug("browser: cannot continue a request", "err", err)
+	}
+}
+
+// checkNavigation returns a CodeURLRefused error when the pool's guard
+// refuses raw as a document to load, and nil when there is no guard. URLs
+// that load nothing from the network (about:, data:, blob:) are fine; other
+// schemes are refused.
+func (s *Session) checkNavigation(ctx context.Context, raw string) error {
+	g := s.pool.opts.Guard
+	if g == nil {
+		return nil
+	}
+	scheme, _, _ := strings.Cut(raw, ":")
+	switch strings.ToLower(scheme) {
+	case "about", "data", "blob":
+		return nil
+	}
+	return g.CheckURL(netguard.WithAllowed(ctx, s.allowed), raw)
+}
+
+// clearOrigins deletes the cookies, storage and cache of the origins the
+// session visited, in a browser whose default context other sessions use
+// after it.
+func (s *Session) clearOrigins() {
+	s.mu.Lock()
+	origins := s.origins
+	s.origins = nil
+	s.mu.Unlock()
+	if len(origins) == 0 || s.ctx.Err() != nil {
+		return
+	}
+	// From the tab, which knows its storage partition; before it closes.
+	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+	defer cancel()
+	for o := range origins {
+		_, err := chromedp.Call(ctx, storage.ClearDataForOrigin, storage.ClearDataForOriginParams{Origin: o, StorageTypes: "all"})
+		if err != nil && s.ctx.Err() == nil {
+			s.pool.log.Warn("browser: cannot clear the data of an origin", "origin", o, "err", err)
+		}
+	}
+	_, _ = chromedp.Call(ctx, network.ClearBrowserCookies, cdp.Empty{})
+}
+
+// readDevice fills the session's Device with what the real device reports.
+func (s *Session) readDevice(tctx context.Context) error {
+	ctx, cancel := context.WithTimeout(tctx, 10*time.Second)
+	defer cancel()
+	v, err := evalJS[struct {
+		W, H  float64
+		DPR   float64
+		UA    string
+		Touch float64
+	}](ctx, `function () { return {W: innerWidth, H: innerHeight, DPR: devicePixelRatio, UA: navigator.userAgent, Touch: navigator.maxTouchPoints || 0}; }`)
+	if err != nil {
+		return err
+	}
+	s.device = Device{
+		Name: s.pool.remoteName(), Width: int(v.W), Height: int(v.H), DeviceScaleFactor: v.DPR,
+		Mobile: v.Touch > 0, Touch: v.Touch > 0, UserAgent: v.UA,
+	}
+	if s.device.DeviceScaleFactor <= 0 {
+		s.device.DeviceScaleFactor = 1
+	}
+	return nil
+}

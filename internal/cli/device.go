@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/app"
+	"github.com/duet-test/duet/internal/browser"
+	"github.com/duet-test/duet/internal/browser/android"
+)
+
+func deviceCmd(env Env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "device",
+		Short: "The phones runs can use (Android over adb)",
+		Long: `device lists the Android phones this machine's adb sees. A run uses one with
+--device android:SERIAL, or any free one with --device android:any; a phone runs one
+execution at a time, across every duet process on the same database.
+See docs/devices.md.`,
+	}
+	var asJSON bool
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the phones adb sees: serial, state, model, Android version, and who uses each",
+		Long: `list runs "adb devices -l" (DUET_ADB_PATH, default adb on PATH), reads each
+ready phone's model and Android version with "adb shell getprop", and shows which are
+in use by a run (a lease in the database). A phone that is not ready says why.`,
+		Args: cobra.NoArgs,
+		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, user string) error {
+			ctx := cmd.Context()
+			start := time.Now()
+			devs, err := a.Android.ADB().Devices(ctx)
+			audited(a, user, "device list", start, err)
+			if err != nil {
+				return err
+			}
+			leases, err := a.Store.FindDeviceLeases(ctx)
+			if err != nil {
+				return err
+			}
+			held := map[string]*duet.DeviceLease{}
+			for _, l := range leases {
+				held[l.Device] = l
+			}
+			type row struct {
+				Name string `json:"device"` // the name for --device
+				android.Device
+				Ready     bool       `json:"ready"`
+				Problem   string     `json:"problem,omitempty"`
+				InUseBy   string     `json:"inUseBy,omitempty"`
+				InUseTill *time.Time `json:"inUseUntil,omitempty"`
+			}
+			rows := []row{}
+			for _, d := range devs {
+				r := row{Name: android.Prefix + d.Serial, Device: d, Ready: d.Ready(), Problem: d.Problem()}
+				if l := held[r.Name]; l != nil {
+					r.InUseBy, r.InUseTill = l.Owner, &l.ExpiresAt
+				}
+				rows = append(rows, r)
+			}
+			if asJSON {
+				return printJSON(env.Stdout, rows)
+			}
+			if len(rows) == 0 {
+				fmt.Fprint(env.Stdout, `no Android device attached (adb devices -l lists none).
+To use a phone: turn on Developer options and USB debugging on it, connect it by USB,
+accept the "Allow USB debugging?" prompt, open Chrome once, and run duet device list again.
+`)
+				return nil
+			}
+			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "DEVICE\tSTATE\tMODEL\tANDROID\tIN USE")
+			for _, r := range rows {
+				ver := r.Android
+				if r.SDK != "" {
+					ver += " (API " + r.SDK + ")"
+				}
+				use := "-"
+				if r.InUseBy != "" {
+					use = "by " + r.InUseBy
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, r.State, dash(r.Model), dash(ver), use)
+			}
+			tw.Flush()
+			for _, r := range rows {
+				if r.Problem != "" {
+					fmt.Fprintf(env.Stdout, "%s: %s\n", r.Serial, r.Problem)
+				}
+			}
+			fmt.Fprintln(env.Stdout, "run a task on a phone: duet run TASK --device android:SERIAL (or android:any)")
+			return nil
+		}),
+	}
+	list.Flags().BoolVar(&asJSON, "json", false, "print the phones as JSON")
+	addAs(list)
+	cmd.AddCommand(list)
+	return cmd
+}
+
+func dash(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "-"
+	}
+	return s
+}
+
+// deviceFlagHelp is the help of the --device flags.
+var deviceFlagHelp = "where browser steps run: a preset (" + strings.Join(browser.DeviceNames(), ", ") +
+	"), android:SERIAL or android:any (a phone: duet device list), or PRESET@ws://HOST:PORT (a remote browser); default: the task's"

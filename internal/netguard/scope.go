@@ -1,0 +1,385 @@
+package netguard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/duet-test/duet"
+)
+
+// ParsePrefixes parses the entries of DUET_NET_ALLOW: IP addresses
+// ("10.1.2.3", "fd00::7") and CIDR prefixes ("10.1.2.0/24"). Host names are
+// refused: the guard judges the addresses a connection reaches, so a name
+// would be only as good as its next DNS answer. The error names the entry.
+func ParsePrefixes(entries []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, e := range entries {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			continue
+		}
+		if strings.Contains(e, "/") {
+			p, err := netip.ParsePrefix(e)
+			if err != nil {
+				return nil, fmt.Errorf("%q is not a CIDR prefix such as 10.1.2.0/24", e)
+			}
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(strings.Trim(e, "[]"))
+		if err != nil {
+			return nil, fmt.Errorf("%q is not an IP address or a CIDR prefix (host names are not accepted: list their addresses)", e)
+		}
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
+}
+
+// Self is the set of addresses Duet itself listens on. Connections to them
+// are refused by every [Policy] that points at it. It is safe for concurrent
+// use; the zero value is empty.
+type Self struct {
+	mu    sync.RWMutex
+	addrs []netip.AddrPort
+
+	local     []netip.Addr // addresses of this machine's interfaces
+	localRead time.Time
+}
+
+// Add records a listening address, such as "127.0.0.1:8420", "[::]:8420" or
+// ":8420" (every interface). An address without a port is ignored.
+func (s *Self) Add(hostport string) {
+	if s == nil {
+		return
+	}
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return
+	}
+	ap, err := netip.ParseAddrPort(net.JoinHostPort(cmpOr(host, "::"), port))
+	if err != nil {
+		if host != "localhost" {
+			return
+		}
+		ap, _ = netip.ParseAddrPort(net.JoinHostPort("127.0.0.1", port))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, a := range s.addrs {
+		if a == ap {
+			return
+		}
+	}
+	s.addrs = append(s.addrs, ap)
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// check refuses ap when Duet listens there: the same address and port, or
+// the port on a wildcard listener reached through loopback or an address of
+// this machine.
+func (s *Self) check(ap netip.AddrPort) error {
+	if s == nil {
+		return nil
+	}
+	ip := ap.Addr().Unmap().WithZone("")
+	s.mu.RLock()
+	addrs := s.addrs
+	s.mu.RUnlock()
+	for _, a := range addrs {
+		if a.Port() != ap.Port() {
+			continue
+		}
+		la := a.Addr().Unmap()
+		hit := la == ip
+		switch {
+		case la.IsUnspecified():
+			hit = hit || ip.IsLoopback() || ip.IsUnspecified() || s.isLocal(ip)
+		case la.IsLoopback():
+			// 127.0.0.1 and localhost reach a loopback listener; so does
+			// ::1 on a dual-stack one.
+			hit = hit || (ip.IsLoopback() && la.Is4() == ip.Is4())
+		}
+		if hit {
+			return &duet.Error{
+				Code:    duet.CodeURLRefused,
+				Message: fmt.Sprintf("destination is Duet's own address (port %d), which is always refused", ap.Port()),
+				Op:      "netguard.Self",
+				Err:     fmt.Errorf("refused address %v", ap),
+			}
+		}
+	}
+	return nil
+}
+
+// isLocal reports whether ip belongs to an interface of this machine (read
+// at most every few seconds).
+func (s *Self) isLocal(ip netip.Addr) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if time.Since(s.localRead) > 5*time.Second {
+		s.local = s.local[:0]
+		if addrs, err := net.InterfaceAddrs(); err == nil {
+			for _, a := range addrs {
+				if p, err := netip.ParsePrefix(a.String()); err == nil {
+					s.local = append(s.local, p.Addr().Unmap().WithZone(""))
+				}
+			}
+		}
+		s.localRead = time.Now()
+	}
+	for _, l := range s.local {
+		if l == ip {
+			return true
+		}
+	}
+	return false
+}
+
+// scope is the set of destinations ("host:port", lower case) that a context
+// allows to be loopback or private.
+type scope []string
+
+type scopeKey struct{}
+
+// scopedKey marks a dial whose destination the context allowed by name.
+type scopedKey struct{}
+
+// AllowURL returns a context under which the host and port of rawURL (the
+// scheme's default port when it has none) may be loopback or private
+// addresses — the base URL of the task under test. The metadata, link-local
+// and unspecified addresses and Duet's own address stay refused. An empty or
+// malformed rawURL returns ctx unchanged.
+func AllowURL(ctx context.Context, rawURL string) context.Context {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Host == "" {
+		return ctx
+	}
+	hp := hostPort(u)
+	if hp == "" {
+		return ctx
+	}
+	old := scopeOf(ctx)
+	if old.has(hp) {
+		return ctx
+	}
+	return context.WithValue(ctx, scopeKey{}, append(old[:len(old):len(old)], hp))
+}
+
+// AllowedURLs returns the host:port destinations that ctx allows (see
+// AllowURL), for a caller that carries them to another goroutine.
+func AllowedURLs(ctx context.Context) []string {
+	return append([]string(nil), scopeOf(ctx)...)
+}
+
+// WithAllowed returns ctx allowing the host:port destinations of hosts, as
+// returned by AllowedURLs.
+func WithAllowed(ctx context.Context, hosts []string) context.Context {
+	if len(hosts) == 0 {
+		return ctx
+	}
+	old := scopeOf(ctx)
+	return context.WithValue(ctx, scopeKey{}, append(old[:len(old):len(old)], hosts...))
+}
+
+func scopeOf(ctx context.Context) scope {
+	s, _ := ctx.Value(scopeKey{}).(scope)
+	return s
+}
+
+func (s scope) has(hostport string) bool {
+	hostport = strings.ToLower(hostport)
+	for _, h := range s {
+		if h == hostport {
+			return true
+		}
+	}
+	return false
+}
+
+// hostPort returns "host:port" of u in lower case, with the scheme's default
+// port, or "" when the scheme has none.
+func hostPort(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		switch strings.ToLower(u.Scheme) {
+		case "http", "ws":
+			port = "80"
+		case "https", "wss":
+			port = "443"
+		default:
+			return ""
+		}
+	}
+	return strings.ToLower(net.JoinHostPort(strings.Trim(u.Hostname(), "[]"), port))
+}
+
+// CheckURL checks the destination of rawURL before a request that the caller
+// does not dial itself (a browser navigation) or before reusing a
+// connection: the scheme must be http or https, and every address its host
+// resolves to must be allowed (loopback and private ones too when ctx allows
+// the URL, see AllowURL). A host name that does not resolve is not refused
+// here: the request itself fails. Returns a CodeURLRefused *duet.Error.
+func (p Policy) CheckURL(ctx context.Context, rawURL string) error {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return &duet.Error{Code: duet.CodeURLRefused, Message: "the URL does not parse", Op: "netguard.Policy.CheckURL", Err: err}
+	}
+	return p.checkURL(ctx, u)
+}
+
+func (p Policy) checkURL(ctx context.Context, u *url.URL) error {
+	switch strings.ToLower(u.Scheme) {
+	case "http", "https":
+	default:
+		return &duet.Error{Code: duet.CodeURLRefused, Message: fmt.Sprintf("URL scheme %q is not allowed (want http or https)", u.Scheme), Op: "netguard.Policy.CheckURL"}
+	}
+	hp := hostPort(u)
+	host, port, _ := net.SplitHostPort(hp)
+	host = strings.TrimSuffix(host, ".")
+	if host == "" {
+		return &duet.Error{Code: duet.CodeURLRefused, Message: "the URL has no host", Op: "netguard.Policy.CheckURL"}
+	}
+	scoped := scopeOf(ctx).has(hp)
+	var addrs []netip.Addr
+	if a, err := netip.ParseAddr(host); err == nil {
+		addrs = []netip.Addr{a}
+	} else if a, ok := legacyIPv4(host); ok {
+		addrs = []netip.Addr{a}
+	} else {
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		addrs, err = net.DefaultResolver.LookupNetIP(rctx, "ip", host)
+		cancel()
+		if err != nil {
+			return nil
+		}
+	}
+	for _, a := range addrs {
+		if err := p.control("tcp", netip.AddrPortFrom(a, parsePort(port)).String(), scoped); err != nil {
+			var de *duet.Error
+			if errors.As(err, &de) {
+				de.Message = u.Host + ": " + de.Message
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+func parsePort(s string) uint16 {
+	var n uint16
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return 0
+		}
+		n = n*10 + uint16(c-'0')
+	}
+	return n
+}
+
+// legacyIPv4 parses the forms of an IPv4 address that browsers accept and
+// netip does not: a single number ("2130706433"), hexadecimal or octal parts
+// ("0x7f.1", "0177.0.0.1") and fewer than four parts ("127.1"). The WHATWG URL
+// parser turns them into a dotted address; a guard that did not would wave
+// them through as host names.
+func legacyIPv4(host string) (netip.Addr, bool) {
+	parts := strings.Split(host, ".")
+	if len(parts) > 4 || host == "" {
+		return netip.Addr{}, false
+	}
+	if parts[len(parts)-1] == "" && len(parts) > 1 {
+		parts = parts[:len(parts)-1]
+	}
+	nums := make([]uint64, len(parts))
+	for i, p := range parts {
+		base := uint64(10)
+		switch {
+		case strings.HasPrefix(p, "0x") || strings.HasPrefix(p, "0X"):
+			base, p = 16, p[2:]
+		case len(p) > 1 && p[0] == '0':
+			base, p = 8, p[1:]
+		}
+		if p == "" && base != 16 {
+			return netip.Addr{}, false
+		}
+		var n uint64
+		for _, c := range strings.ToLower(p) {
+			var d uint64
+			switch {
+			case c >= '0' && c <= '9':
+				d = uint64(c - '0')
+			case c >= 'a' && c <= 'f':
+				d = uint64(c-'a') + 10
+			default:
+				return netip.Addr{}, false
+			}
+			if d >= base {
+				return netip.Addr{}, false
+			}
+			n = n*base + d
+			if n > 1<<32 {
+				return netip.Addr{}, false
+			}
+		}
+		nums[i] = n
+	}
+	var v uint64
+	for i, n := range nums[:len(nums)-1] {
+		if n > 255 {
+			return netip.Addr{}, false
+		}
+		v |= n << (8 * (3 - i))
+	}
+	last := nums[len(nums)-1]
+	if last >= 1<<(8*(5-len(nums))) {
+		return netip.Addr{}, false
+	}
+	v |= last
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), true
+}
+
+// Client returns an HTTP client for requests whose URLs come from users (the
+// http steps of a test): its transport is [Policy.Transport](nil), and before
+// each request — the first and every redirect hop — the URL is checked with
+// [Policy.CheckURL], so that neither a redirect nor a kept-alive connection
+// opened under another context's allowance reaches a refused address. It
+// follows at most 10 redirects, like http.DefaultClient. Refusals fail the
+// request with an error that wraps a CodeURLRefused *duet.Error.
+func (p Policy) Client() *http.Client {
+	return &http.Client{Transport: &guarded{p: p, next: p.Transport(nil)}}
+}
+
+type guarded struct {
+	p    Policy
+	next http.RoundTripper
+}
+
+func (g *guarded) RoundTrip(req *http.Request) (*http.Response, error) {
+	if err := g.p.checkURL(req.Context(), req.URL); err != nil {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, err
+	}
+	return g.next.RoundTrip(req)
+}
+
+// CloseIdleConnections closes the idle connections of the transport.
+func (g *guarded) CloseIdleConnections() {
+	if c, ok := g.next.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
