@@ -67,6 +67,8 @@ func Define[In any, Out Texter](name, title, description string, ann Annotations
 	if err != nil {
 		panic(fmt.Sprintf("catalog: %s output schema: %v", name, err))
 	}
+	portable(in)
+	portable(out)
 	if adjust != nil {
 		adjust(in, out)
 	}
@@ -93,7 +95,7 @@ func Define[In any, Out Texter](name, title, description string, ann Annotations
 // integers", the shape of []byte).
 func schemaOptions() *jsonschema.ForOptions {
 	return &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
-		reflect.TypeFor[json.RawMessage](): {Description: "any JSON value"},
+		reflect.TypeFor[json.RawMessage](): anyJSON("any JSON value"),
 	}}
 }
 
