@@ -40,8 +40,9 @@ type Tool struct {
 	OutputSchema *jsonschema.Schema
 	Annotations  Annotations
 
-	input *jsonschema.Resolved
-	run   func(ctx context.Context, env *Env, args json.RawMessage) (any, error)
+	input   *jsonschema.Resolved
+	run     func(ctx context.Context, env *Env, args json.RawMessage) (any, error)
+	streams bool // reports progress until its work is done when the client asks (Limits.StreamTimeout)
 }
 
 // Env is what a tool's function sees of the call and of Duet.
@@ -50,6 +51,10 @@ type Env struct {
 	Store    duet.Store
 	Catalog  *Catalog
 	Progress func(progress, total float64, message string) // never nil
+	// Streaming is true when the client asked for progress (an MCP
+	// progress token) and keeps the request open: a long tool may then
+	// report progress and answer when its work is done.
+	Streaming bool
 }
 
 // Texter is implemented by tool outputs: the text block a person reads.
@@ -148,6 +153,10 @@ type Limits struct {
 	MaxArgBytes    int           // size of a call's arguments; 0 means 256 KiB
 	MaxResultBytes int           // size of a result; 0 means 4 MiB
 	IdempotencyTTL time.Duration // how long start_test_run keys are remembered; 0 means 24h
+	// StreamTimeout bounds a call that streams progress to the end of its
+	// work (start_test_run with a progress token) in place of Timeout;
+	// 0 means 30m.
+	StreamTimeout time.Duration
 }
 
 func (l *Limits) defaults() {
@@ -168,6 +177,9 @@ func (l *Limits) defaults() {
 	}
 	if l.IdempotencyTTL <= 0 {
 		l.IdempotencyTTL = 24 * time.Hour
+	}
+	if l.StreamTimeout <= 0 {
+		l.StreamTimeout = 30 * time.Minute
 	}
 }
 
@@ -307,17 +319,22 @@ func (c *Catalog) call(ctx context.Context, req Request) (*Result, error) {
 		}
 		defer release()
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.opts.Limits.Timeout)
+	timeout := c.opts.Limits.Timeout
+	streaming := req.Progress != nil && t.streams
+	if streaming {
+		timeout = c.opts.Limits.StreamTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	progress := req.Progress
 	if progress == nil {
 		progress = func(float64, float64, string) {}
 	}
-	env := &Env{Caller: req.Caller, Store: c.store, Catalog: c, Progress: progress}
+	env := &Env{Caller: req.Caller, Store: c.store, Catalog: c, Progress: progress, Streaming: streaming}
 	out, err := c.runTool(ctx, t, env, req.Args)
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			err = duet.Errorf(duet.CodeTimeout, "the call did not finish within %s", c.opts.Limits.Timeout)
+			err = duet.Errorf(duet.CodeTimeout, "the call did not finish within %s", timeout)
 		}
 		if duet.ErrorCode(err) == duet.CodeInternal {
 			c.log.ErrorContext(ctx, "tool failed", "tool", t.Name, "traceId", req.Caller.TraceID, "err", err)
