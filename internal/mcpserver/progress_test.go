@@ -108,6 +108,16 @@ cases:
 	if text := out.Content[0].(*mcp.TextContent).Text; !strings.Contains(text, "passed") {
 		t.Errorf("text: got %q", text)
 	}
+	// The client may hand notifications to the handler after the reply.
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		mu.Lock()
+		n := len(notes)
+		done := n > 0 && notes[n-1].Progress == 2
+		mu.Unlock()
+		if done {
+			break
+		}
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if len(notes) < 2 {
