@@ -11,6 +11,7 @@ type Store interface {
 	RunStore
 	TokenStore
 	AuditStore
+	TeamStore
 
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error
