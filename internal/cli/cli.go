@@ -105,7 +105,7 @@ Run "duet config" to see every setting.`,
 		assetCmd(env), generateCmd(env), reportCmd(env),
 		serverCmd(env), vaultCmd(env), conformanceClientCmd(env),
 		deviceCmd(env),
-		scanCmd(env),
+		scanCmd(env), teamCmd(env),
 	)
 	return root
 }
