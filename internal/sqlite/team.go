@@ -297,4 +297,3 @@ func (d *DB) FindTaskTransfers(ctx context.Context, viewer, taskID string) ([]*d
 	}
 	return out, mapErr(rows.Err())
 }
-
