@@ -560,25 +560,29 @@ func clip(s string, n int) string {
 // instructionPatterns are phrasings that give a model orders. Tool
 // descriptions describe; they do not tell the model what to do before or
 // instead of what the user asked, nor what to keep from the user.
+//
+// Each pattern runs only when its text holds one of its trigger words: the
+// patterns are costly, most texts have none of the words.
 var instructionPatterns = []struct {
-	re   *regexp.Regexp
-	what string
+	triggers []string
+	re       *regexp.Regexp
+	what     string
 }{
-	{regexp.MustCompile(`(?i)\b(ignore|disregard|forget|override)\b[^.\n]{0,30}\b(previous|prior|above|earlier|other|all|system|user'?s?)\b[^.\n]{0,20}\b(instructions?|rules|directions|prompts?|guidelines)`),
+	{[]string{"ignore", "disregard", "forget", "override"}, regexp.MustCompile(`(?i)\b(ignore|disregard|forget|override)\b[^.\n]{0,30}\b(previous|prior|above|earlier|other|all|system|user'?s?)\b[^.\n]{0,20}\b(instructions?|rules|directions|prompts?|guidelines)`),
 		"tells the model to ignore its instructions"},
-	{regexp.MustCompile(`(?i)\b(do not|don't|never|without)\b[^.\n]{0,20}\b(tell|telling|inform|informing|mention|mentioning|reveal|revealing|show|showing|notify|notifying|ask|asking|alert|alerting)\b[^.\n]{0,15}\b(the )?(user|human|person|operator)`),
+	{[]string{"not", "don't", "never", "without"}, regexp.MustCompile(`(?i)\b(do not|don't|never|without)\b[^.\n]{0,20}\b(tell|telling|inform|informing|mention|mentioning|reveal|revealing|show|showing|notify|notifying|ask|asking|alert|alerting)\b[^.\n]{0,15}\b(the )?(user|human|person|operator)`),
 		"tells the model to keep something from the user"},
-	{regexp.MustCompile(`(?i)\b(before|prior to|instead of)\b[^.\n]{0,25}\b(answering|responding|replying|you (answer|respond|reply|continue|proceed)|using (this|any|another|other)|calling (this|any|another|other)|any other (tool|action|step)|doing anything)`),
+	{[]string{"before", "prior to", "instead of"}, regexp.MustCompile(`(?i)\b(before|prior to|instead of)\b[^.\n]{0,25}\b(answering|responding|replying|you (answer|respond|reply|continue|proceed)|using (this|any|another|other)|calling (this|any|another|other)|any other (tool|action|step)|doing anything)`),
 		"tells the model what to do before or instead of its task"},
-	{regexp.MustCompile(`(?i)\b(you|the (assistant|model|agent|ai|llm))\b[^.\n]{0,15}\b(must|should|need to|have to|are required to|are instructed to)\b[^.\n]{0,15}\b(always |first |also |immediately )?(call|invoke|run|execute|trigger|use the tool|send|forward|upload|read)\b`),
+	{[]string{"must", "should", "need to", "have to", "required to", "instructed to"}, regexp.MustCompile(`(?i)\b(you|the (assistant|model|agent|ai|llm))\b[^.\n]{0,15}\b(must|should|need to|have to|are required to|are instructed to)\b[^.\n]{0,15}\b(always |first |also |immediately )?(call|invoke|run|execute|trigger|use the tool|send|forward|upload|read)\b`),
 		"orders the model to call or send something"},
-	{regexp.MustCompile(`(?i)\b(always|first|immediately|also|then)\s+(call|invoke|run|execute|trigger)\s+(the\s+)?[A-Za-z0-9]+(_[A-Za-z0-9]+)+`),
+	{[]string{"always", "first", "immediately", "also", "then"}, regexp.MustCompile(`(?i)\b(always|first|immediately|also|then)\s+(call|invoke|run|execute|trigger)\s+(the\s+)?[A-Za-z0-9]+(_[A-Za-z0-9]+)+`),
 		"orders the model to call another tool"},
-	{regexp.MustCompile(`(?i)<\s*/?\s*(important|system|instructions?|admin|secret|hidden|override)\s*>`),
+	{[]string{"<"}, regexp.MustCompile(`(?i)<\s*/?\s*(important|system|instructions?|admin|secret|hidden|override)\s*>`),
 		"carries a pseudo-tag aimed at the model"},
-	{regexp.MustCompile(`(?i)\b(system prompt|developer message|jailbreak|you are now|act as (an? )?(admin|administrator|root|developer))\b`),
+	{[]string{"system prompt", "developer message", "jailbreak", "you are now", "act as"}, regexp.MustCompile(`(?i)\b(system prompt|developer message|jailbreak|you are now|act as (an? )?(admin|administrator|root|developer))\b`),
 		"addresses the model's role or prompt"},
-	{regexp.MustCompile(`(?i)(~/\.ssh|id_rsa|\.env\b|/etc/passwd|\.aws/credentials|private key|api[_ -]?keys?|access tokens?|passwords?)[^.\n]{0,40}\b(send|include|pass|append|attach|upload|forward|read|copy)\b|\b(send|include|pass|append|attach|upload|forward|read|copy)\b[^.\n]{0,40}(~/\.ssh|id_rsa|\.env\b|/etc/passwd|\.aws/credentials|private key|api[_ -]?keys?|access tokens?|passwords?)`),
+	{[]string{"ssh", "id_rsa", ".env", "passwd", "credentials", "private key", "api", "token", "password"}, regexp.MustCompile(`(?i)(~/\.ssh|id_rsa|\.env\b|/etc/passwd|\.aws/credentials|private key|api[_ -]?keys?|access tokens?|passwords?)[^.\n]{0,40}\b(send|include|pass|append|attach|upload|forward|read|copy)\b|\b(send|include|pass|append|attach|upload|forward|read|copy)\b[^.\n]{0,40}(~/\.ssh|id_rsa|\.env\b|/etc/passwd|\.aws/credentials|private key|api[_ -]?keys?|access tokens?|passwords?)`),
 		"asks for secrets to be read or sent"},
 }
 
@@ -598,7 +602,11 @@ func (s *scanner) text(path, text string) {
 	if m := htmlComment.FindString(text); m != "" {
 		s.add(RuleHiddenText, path, Excerpt(m), "the text holds an HTML comment: hidden when rendered, read by the model")
 	}
+	lower := strings.ToLower(text)
 	for _, p := range instructionPatterns {
+		if !slices.ContainsFunc(p.triggers, func(w string) bool { return strings.Contains(lower, w) }) {
+			continue
+		}
 		if loc := p.re.FindStringIndex(text); loc != nil {
 			s.add(RuleModelInstructions, path, Excerpt(sentence(text, loc)), "the text %s", p.what)
 			break // one finding per text is enough to withhold it
