@@ -157,6 +157,9 @@ type MCPToolAsset struct {
 	Description  string          `json:"description,omitempty"`
 	InputSchema  json.RawMessage `json:"inputSchema,omitempty"`
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	// Annotations are the tool's MCP annotations as the server sent them
+	// (readOnlyHint, destructiveHint, ...): hints, never guarantees.
+	Annotations json.RawMessage `json:"annotations,omitempty"`
 }
 
 // MCPAssetLister lists the MCP servers a user registered, with their

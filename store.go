@@ -20,6 +20,7 @@ type Store interface {
 	GenerationStore
 	DeviceLeaseStore
 	ApprovalStore
+	TeamStore
 
 	// Ping checks that the database answers. Returns UNAVAILABLE.
 	Ping(ctx context.Context) error

@@ -13,6 +13,7 @@ import (
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/compiler"
 	"github.com/duet-test/duet/internal/llm"
+	"github.com/duet-test/duet/internal/scan"
 )
 
 // Defaults of Options.
@@ -135,12 +136,23 @@ type Request struct {
 	Skills  []string   // skill references (name or owner/name) to apply
 	Prompt  string     // a prompt asset to start from; optional
 	TraceID string     // "" means a new one
+	// AllowTools names MCP tools the model may call in this generation
+	// although they are not annotated readOnlyHint: "server/tool",
+	// "server/*" or "*". By default only read-only tools are callable.
+	AllowTools []string
 }
 
 // Result is the outcome of a generation.
 type Result struct {
 	Case       *duet.Case       // the saved draft; nil when the generation failed
 	Generation *duet.Generation // the record (also stored when Deps.Generations is set)
+	// Flagged are the scan's security findings on the user's MCP tools
+	// (instructions aimed at the model, hidden text): their text was
+	// withheld from the model. Show them to the user.
+	Flagged []scan.Finding
+	// Refused lists the tool calls the model made that were refused
+	// (tools that are not read-only and not allowed), as "name".
+	Refused []string
 }
 
 // Generate runs the agent loop for req: the model explores with the tools,
@@ -169,6 +181,10 @@ func (a *Agent) Generate(ctx context.Context, req Request) (*Result, error) {
 	}
 	s := &session{agent: a, req: req, gen: gen, client: client, log: a.opts.Logger.With("trace", req.TraceID)}
 	c, err := s.run(ctx)
+	var flagged []scan.Finding
+	if s.brief != nil {
+		flagged = s.brief.Flagged
+	}
 
 	st := client.Stats()
 	gen.Attempts = st.Attempts
@@ -188,7 +204,7 @@ func (a *Agent) Generate(ctx context.Context, req Request) (*Result, error) {
 			a.opts.Logger.WarnContext(ctx, "agent: storing the generation record", "trace", req.TraceID, "err", rerr)
 		}
 	}
-	return &Result{Case: c, Generation: gen}, err
+	return &Result{Case: c, Generation: gen, Flagged: flagged, Refused: s.refused}, err
 }
 
 // session is the state of one generation.
@@ -204,6 +220,7 @@ type session struct {
 	keys     map[string]duet.CaseStatus // keys of the task's cases
 	failures int                        // drafts that did not compile
 	accepted *duet.Case
+	refused  []string // tool calls refused by the policy
 }
 
 var errStop = errors.New("agent: stop")
@@ -218,6 +235,10 @@ func (s *session) run(ctx context.Context) (*duet.Case, error) {
 		return nil, err
 	}
 	s.brief = b
+	b.Policy.Allow = s.req.AllowTools
+	for _, f := range b.Flagged {
+		o.Progress(fmt.Sprintf("warning: %s/%s: %s (%s); its text is withheld from the model", f.Source, f.Tool, f.Message, f.Rule))
+	}
 	s.gen.Assets = b.assetRefs()
 	s.keys = map[string]duet.CaseStatus{}
 	for _, c := range b.Cases {
@@ -235,8 +256,12 @@ func (s *session) run(ctx context.Context) (*duet.Case, error) {
 		return nil, err
 	}
 	if a.deps.Invoker != nil {
-		if err := reg.Add(MCPTools(b.Servers, a.deps.Invoker, s.req.User, s.req.TraceID)...); err != nil {
+		callable, refused := MCPTools(b.Servers, a.deps.Invoker, s.req.User, s.req.TraceID, b.Policy)
+		if err := reg.Add(callable...); err != nil {
 			return nil, err
+		}
+		for name, reason := range refused {
+			reg.Refuse(name, reason)
 		}
 	}
 	if err := reg.Add(s.submitTool()); err != nil {
@@ -279,6 +304,10 @@ func (s *session) run(ctx context.Context) (*duet.Case, error) {
 			o.Progress(fmt.Sprintf("turn %d: %s", s.gen.Turns, strings.Join(names, ", ")))
 			for _, call := range msg.ToolCalls {
 				s.gen.ToolCalls++
+				if reg.Refused(call.Function.Name) {
+					s.refused = append(s.refused, call.Function.Name)
+					o.Progress(fmt.Sprintf("refused a call of %s: it is not read-only", call.Function.Name))
+				}
 				out := reg.Call(ctx, call.Function.Name, call.Function.Arguments, o.MaxToolResultBytes)
 				s.log.DebugContext(ctx, "agent: tool call", "tool", call.Function.Name, "result_bytes", len(out))
 				msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolCallID: call.ID, Content: out})

@@ -189,7 +189,12 @@ func TestGenerateStory(t *testing.T) {
 			for _, tool := range req.Tools {
 				names = append(names, tool.Function.Name)
 			}
-			want := "get_task list_cases list_assets get_asset orders__list_orders orders__query_order orders__set_order_status submit_case"
+			// set_order_status changes data: it is described for mcpCall
+			// steps, not offered as a function.
+			want := "get_task list_cases list_assets get_asset orders__list_orders orders__query_order submit_case"
+			if !strings.Contains(sys, "- set_order_status (changes data: NOT callable now") {
+				t.Errorf("system prompt: want set_order_status described as an mcpCall target")
+			}
 			if got := strings.Join(names, " "); got != want {
 				t.Errorf("tools: got %s, want %s", got, want)
 			}

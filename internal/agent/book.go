@@ -167,6 +167,7 @@ func Prompts(d Deps, tasks TaskResolver) []*PromptSpec {
 					return "You have registered no MCP servers in Duet.", nil
 				}
 				b := &brief{Servers: servers}
+				b.scanServers()
 				var s strings.Builder
 				s.WriteString("A Duet case calls these tools on every run with an mcpCall step " +
 					"(mcpCall: {server: NAME, tool: TOOL, input: {ARG: BINDING}, saveAs: VAR}), as the person who runs it.\n")

@@ -78,7 +78,8 @@ func TestToolNames(t *testing.T) {
 		{ServerKey: "mcp_b_00000002", Name: long, Tools: []*duet.MCPToolAsset{{Name: "t"}, {Name: "t2"}}},
 	}
 	var got []string
-	for _, tool := range MCPTools(servers, nil, "alice", "") {
+	callable, _ := MCPTools(servers, nil, "alice", "", MCPPolicy{Allow: []string{"*"}})
+	for _, tool := range callable {
 		got = append(got, tool.Name)
 		if !toolNameRe.MatchString(tool.Name) {
 			t.Errorf("invalid tool name %q", tool.Name)

@@ -81,7 +81,11 @@ func (g *registry) register(t *testing.T, user, name, url, token string, headers
 		}
 		in, _ := json.Marshal(tool.InputSchema)
 		out, _ := json.Marshal(tool.OutputSchema)
-		reg.tools = append(reg.tools, &duet.MCPToolAsset{Name: tool.Name, Title: tool.Title, Description: tool.Description, InputSchema: in, OutputSchema: out})
+		var ann json.RawMessage
+		if tool.Annotations != nil {
+			ann, _ = json.Marshal(tool.Annotations)
+		}
+		reg.tools = append(reg.tools, &duet.MCPToolAsset{Name: tool.Name, Title: tool.Title, Description: tool.Description, InputSchema: in, OutputSchema: out, Annotations: ann})
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -10,34 +10,114 @@ import (
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/compiler"
 	"github.com/duet-test/duet/internal/redact"
+	"github.com/duet-test/duet/internal/scan"
 )
 
-// MCPTools wraps every tool of the user's registered MCP servers as a
-// registry Tool. A call goes through inv, the one exit to MCP servers, as
-// user with source agent: the model sees the tool's name, description and
-// schema and what it returns, never a URL, a header or a credential.
+// MCPPolicy says what the model may do with the user's MCP tools during a
+// generation. A registered server's descriptions and results are untrusted
+// text that reaches the model, so by default the model may call only tools
+// annotated readOnlyHint: true; the others are offered as mcpCall targets for
+// the case (described in the instructions), not as functions to call now.
+type MCPPolicy struct {
+	// Allow names more tools the model may call in this generation:
+	// "server/tool", "server/*" or "*". Nil allows none beyond the
+	// read-only ones.
+	Allow []string
+	// Withheld holds "server/tool" of tools whose text (description and
+	// parameter descriptions) must not reach the model: the scan flagged
+	// instructions aimed at it.
+	Withheld map[string]bool
+}
+
+// Callable reports whether the model may call tool of server now: it is
+// read-only, or p.Allow names it.
+func (p MCPPolicy) Callable(server string, tool *duet.MCPToolAsset) bool {
+	if scan.ReadOnlyHint(tool.Annotations) {
+		return true
+	}
+	for _, a := range p.Allow {
+		if a == "*" || a == server+"/*" || a == server+"/"+tool.Name {
+			return true
+		}
+	}
+	return false
+}
+
+// MCPTools wraps the tools of the user's registered MCP servers that the
+// policy lets the model call as registry Tools, and returns the names (as
+// the model would call them) of the others. A call goes through inv, the one
+// exit to MCP servers, as user with source agent: the model sees the tool's
+// name, description and schema and what it returns, never a URL, a header
+// or a credential.
 //
 // Tool names are "<server>__<tool>", with characters the chat API does not
 // accept replaced by '_', cut to 64 and made unique with a numeric suffix.
-func MCPTools(servers []*duet.MCPServerAsset, inv duet.Invoker, user, traceID string) []*Tool {
-	var out []*Tool
+func MCPTools(servers []*duet.MCPServerAsset, inv duet.Invoker, user, traceID string, policy MCPPolicy) (callable []*Tool, refused map[string]string) {
 	used := map[string]bool{}
+	refused = map[string]string{}
 	for _, srv := range servers {
 		for _, tool := range srv.Tools {
 			name := uniqueName(toolName(srv.Name, tool.Name), used)
+			if !policy.Callable(srv.Name, tool) {
+				refused[name] = fmt.Sprintf("%s is not read-only, so it cannot be called while generating (allow it with --allow-tool %s/%s); "+
+					"use it in the case as an mcpCall step (server: %s, tool: %s)", name, srv.Name, tool.Name, srv.Name, tool.Name)
+				continue
+			}
+			withheld := policy.Withheld[srv.Name+"/"+tool.Name]
 			params := tool.InputSchema
 			if len(params) == 0 || string(params) == "null" {
 				params = nil
+			} else if withheld {
+				params = stripDescriptions(params)
 			}
-			out = append(out, &Tool{
+			callable = append(callable, &Tool{
 				Name:        name,
-				Description: mcpToolDescription(srv, tool),
+				Description: mcpToolDescription(srv, tool, withheld),
 				Parameters:  params,
 				Call:        mcpCall(inv, srv.ServerKey, tool.Name, user, traceID),
 			})
 		}
 	}
-	return out
+	return callable, refused
+}
+
+// withheldText stands in for a description the scan flagged.
+const withheldText = "(description withheld: Duet's scan found instructions aimed at the model in it)"
+
+// stripDescriptions returns schema without its description and title
+// texts, for a tool whose text is withheld. A schema that does not parse
+// is dropped.
+func stripDescriptions(schema json.RawMessage) json.RawMessage {
+	var v any
+	if json.Unmarshal(schema, &v) != nil {
+		return nil
+	}
+	var strip func(any, bool) any
+	strip = func(v any, inProps bool) any {
+		switch x := v.(type) {
+		case map[string]any:
+			out := make(map[string]any, len(x))
+			for k, e := range x {
+				if !inProps && (k == "description" || k == "title" || k == "examples" || k == "default") {
+					continue
+				}
+				out[k] = strip(e, !inProps && (k == "properties" || k == "$defs" || k == "definitions" || k == "patternProperties"))
+			}
+			return out
+		case []any:
+			out := make([]any, len(x))
+			for i, e := range x {
+				out[i] = strip(e, false)
+			}
+			return out
+		}
+		return v
+	}
+	b, err := json.Marshal(strip(v, false))
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // toolName makes a chat-API tool name from a server and a tool name.
@@ -71,10 +151,12 @@ func uniqueName(name string, used map[string]bool) string {
 	return name
 }
 
-func mcpToolDescription(srv *duet.MCPServerAsset, t *duet.MCPToolAsset) string {
+func mcpToolDescription(srv *duet.MCPServerAsset, t *duet.MCPToolAsset, withheld bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Tool %s of the MCP server %q. ", t.Name, srv.Name)
-	if t.Description != "" {
+	if withheld {
+		b.WriteString(withheldText + " ")
+	} else if t.Description != "" {
 		b.WriteString(strings.TrimSpace(t.Description))
 		b.WriteString(" ")
 	}

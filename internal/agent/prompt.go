@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/scan"
 )
 
 // Format is the reference of the declarative case format that the model
@@ -33,6 +34,48 @@ type brief struct {
 	Skills  []*duet.Asset
 	Prompt  *duet.Asset
 	Servers []*duet.MCPServerAsset
+
+	// Policy says which MCP tools the model may call now and whose text
+	// is withheld; Flagged are the scan's security findings on the
+	// servers' tools, shown to the user.
+	Policy  MCPPolicy
+	Flagged []scan.Finding
+}
+
+// scanServers scans the servers' tools together and withholds the text of
+// those with security findings (instructions aimed at the model, hidden
+// text, references to another server's tools).
+func (b *brief) scanServers() {
+	var sources []scan.Source
+	for _, srv := range b.Servers {
+		src := scan.Source{Name: srv.Name, ServerKey: srv.ServerKey}
+		for _, t := range srv.Tools {
+			src.Tools = append(src.Tools, scan.Tool{Name: t.Name, Title: t.Title, Description: t.Description,
+				InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations})
+		}
+		sources = append(sources, src)
+	}
+	b.Flagged = scan.Scan(sources).Flagged()
+	b.Policy.Withheld = map[string]bool{}
+	for _, f := range b.Flagged {
+		b.Policy.Withheld[f.Source+"/"+f.Tool] = true
+	}
+}
+
+// toolText returns what the model reads of a tool's description.
+func (b *brief) toolText(srv *duet.MCPServerAsset, t *duet.MCPToolAsset) string {
+	if b.Policy.Withheld[srv.Name+"/"+t.Name] {
+		return withheldText
+	}
+	return oneLine(t.Description)
+}
+
+// toolSchema returns what the model reads of a tool's input schema.
+func (b *brief) toolSchema(srv *duet.MCPServerAsset, t *duet.MCPToolAsset) string {
+	if b.Policy.Withheld[srv.Name+"/"+t.Name] {
+		return compactJSON(stripDescriptions(t.InputSchema))
+	}
+	return compactJSON(t.InputSchema)
 }
 
 // assetRefs returns "kind:owner/name@version" of every asset the brief
@@ -110,6 +153,7 @@ func gather(ctx context.Context, d *Deps, in gatherInput) (*brief, error) {
 			return nil, err
 		}
 		b.Servers = servers
+		b.scanServers()
 	}
 	return b, nil
 }
@@ -171,12 +215,16 @@ func (b *brief) systemPrompt(tools bool) string {
 				names = append(names, t.Name)
 			}
 			fmt.Fprintf(&s, ": tools %s\n", strings.Join(names, ", "))
-			if !tools {
-				for _, t := range srv.Tools {
-					fmt.Fprintf(&s, "  - %s: %s\n    input schema: %s\n", t.Name, oneLine(t.Description), compactJSON(t.InputSchema))
-					if len(t.OutputSchema) > 0 {
+			for _, t := range srv.Tools {
+				switch {
+				case !tools:
+					fmt.Fprintf(&s, "  - %s: %s\n    input schema: %s\n", t.Name, b.toolText(srv, t), b.toolSchema(srv, t))
+					if len(t.OutputSchema) > 0 && !b.Policy.Withheld[srv.Name+"/"+t.Name] {
 						fmt.Fprintf(&s, "    output schema (structuredContent): %s\n", compactJSON(t.OutputSchema))
 					}
+				case !b.Policy.Callable(srv.Name, t):
+					fmt.Fprintf(&s, "  - %s (changes data: NOT callable now; use it only as an mcpCall step of the case): %s\n    input schema: %s\n",
+						t.Name, b.toolText(srv, t), b.toolSchema(srv, t))
 				}
 			}
 		}

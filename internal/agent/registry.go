@@ -30,14 +30,23 @@ var toolNameRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // ToolRegistry is the set of tools offered to the model in one generation,
 // in the order they were added.
 type ToolRegistry struct {
-	tools  []*Tool
-	byName map[string]*Tool
+	tools   []*Tool
+	byName  map[string]*Tool
+	refused map[string]string // names the model may not call, with the reason
 }
 
 // NewToolRegistry returns an empty registry.
 func NewToolRegistry() *ToolRegistry {
-	return &ToolRegistry{byName: map[string]*Tool{}}
+	return &ToolRegistry{byName: map[string]*Tool{}, refused: map[string]string{}}
 }
+
+// Refuse makes calls of name (not offered to the model) answer
+// PERMISSION_DENIED with reason instead of "no such tool": a tool the
+// model knows of but may not call now.
+func (r *ToolRegistry) Refuse(name, reason string) { r.refused[name] = reason }
+
+// Refused reports whether calls of name are refused.
+func (r *ToolRegistry) Refused(name string) bool { _, ok := r.refused[name]; return ok }
 
 // Add adds tools. Returns INVALID_ARGUMENT for a bad or duplicate name.
 func (r *ToolRegistry) Add(tools ...*Tool) error {
@@ -84,6 +93,9 @@ func (r *ToolRegistry) LLMTools() []llm.Tool {
 // "error: CODE: message". Results longer than limit bytes are cut.
 func (r *ToolRegistry) Call(ctx context.Context, name, args string, limit int) string {
 	t, ok := r.byName[name]
+	if reason, refused := r.refused[name]; !ok && refused {
+		return errorText(duet.Errorf(duet.CodePermissionDenied, "%s", reason))
+	}
 	if !ok {
 		return errorText(duet.Errorf(duet.CodeNotFound, "there is no tool %q; the tools are: %s", name, strings.Join(r.Names(), ", ")))
 	}

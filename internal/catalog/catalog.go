@@ -41,8 +41,9 @@ type Tool struct {
 	OutputSchema *jsonschema.Schema
 	Annotations  Annotations
 
-	input *jsonschema.Resolved
-	run   func(ctx context.Context, env *Env, args json.RawMessage) (any, error)
+	input   *jsonschema.Resolved
+	run     func(ctx context.Context, env *Env, args json.RawMessage) (any, error)
+	streams bool // reports progress until its work is done when the client asks (Limits.StreamTimeout)
 }
 
 // Env is what a tool's function sees of the call and of Duet.
@@ -51,6 +52,10 @@ type Env struct {
 	Store    duet.Store
 	Catalog  *Catalog
 	Progress func(progress, total float64, message string) // never nil
+	// Streaming is true when the client asked for progress (an MCP
+	// progress token) and keeps the request open: a long tool may then
+	// report progress and answer when its work is done.
+	Streaming bool
 }
 
 // Texter is implemented by tool outputs: the text block a person reads.
@@ -68,6 +73,8 @@ func Define[In any, Out Texter](name, title, description string, ann Annotations
 	if err != nil {
 		panic(fmt.Sprintf("catalog: %s output schema: %v", name, err))
 	}
+	portable(in)
+	portable(out)
 	if adjust != nil {
 		adjust(in, out)
 	}
@@ -94,7 +101,7 @@ func Define[In any, Out Texter](name, title, description string, ann Annotations
 // integers", the shape of []byte).
 func schemaOptions() *jsonschema.ForOptions {
 	return &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
-		reflect.TypeFor[json.RawMessage](): {Description: "any JSON value"},
+		reflect.TypeFor[json.RawMessage](): anyJSON("any JSON value"),
 	}}
 }
 
@@ -163,6 +170,10 @@ type Limits struct {
 	MaxResultBytes int           // size of a result; 0 means 4 MiB
 	IdempotencyTTL time.Duration // how long start_test_run keys are remembered; 0 means 24h
 	MaxQueuedRuns  int           // runs one executor may have queued; 0 means 20
+	// StreamTimeout bounds a call that streams progress to the end of its
+	// work (start_test_run with a progress token) in place of Timeout;
+	// 0 means 30m.
+	StreamTimeout time.Duration
 }
 
 func (l *Limits) defaults() {
@@ -186,6 +197,9 @@ func (l *Limits) defaults() {
 	}
 	if l.MaxQueuedRuns <= 0 {
 		l.MaxQueuedRuns = 20
+	}
+	if l.StreamTimeout <= 0 {
+		l.StreamTimeout = 30 * time.Minute
 	}
 }
 
@@ -293,9 +307,15 @@ func (c *Catalog) Call(ctx context.Context, req Request) (*Result, error) {
 	if progress == nil {
 		progress = func(float64, float64, string) {}
 	}
+	// A tool that streams (start_test_run) works to the end of its work
+	// when the client asked for progress: the stream timeout bounds it.
+	streaming := req.Progress != nil && t.streams
+	if streaming {
+		op.Timeout = c.opts.Limits.StreamTimeout
+	}
 	var res *Result
 	err := c.Govern(ctx, op, func(ctx context.Context) (int, error) {
-		env := &Env{Caller: req.Caller, Store: c.store, Catalog: c, Progress: progress}
+		env := &Env{Caller: req.Caller, Store: c.store, Catalog: c, Progress: progress, Streaming: streaming}
 		out, err := t.run(ctx, env, req.Args)
 		if err == nil && (out == nil || reflect.ValueOf(out).Kind() == reflect.Pointer && reflect.ValueOf(out).IsNil()) {
 			err = fmt.Errorf("tool %s returned nothing", t.Name)
@@ -342,6 +362,9 @@ type Op struct {
 	// (subscriptions/listen): it takes no concurrency slot and has no time
 	// or size limit; it is audited when it ends.
 	Stream bool
+	// Timeout replaces Limits.Timeout for this operation (0 keeps it): a
+	// call that streams progress to the end of its work.
+	Timeout time.Duration
 }
 
 // The pipeline, as the audit trail and the errors name its steps:
@@ -399,15 +422,19 @@ func (c *Catalog) Govern(ctx context.Context, op Op, fn func(ctx context.Context
 		}
 		defer release()
 	}
+	timeout := c.opts.Limits.Timeout
+	if op.Timeout > 0 {
+		timeout = op.Timeout
+	}
 	if !op.Stream {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.opts.Limits.Timeout)
+		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 		ctx = context.WithValue(ctx, budgetKey{}, c.opts.Limits.MaxResultBytes)
 	}
 	size, err := runSafely(ctx, fn)
 	if err != nil && !op.Stream && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		err = duet.WrapError(duet.CodeTimeout, err, "the call did not finish within %s", c.opts.Limits.Timeout)
+		err = duet.WrapError(duet.CodeTimeout, err, "the call did not finish within %s", timeout)
 	}
 	if err == nil && !op.Stream && size > c.opts.Limits.MaxResultBytes {
 		err = duet.Errorf(duet.CodeTooLarge, "the result is %d bytes; the limit is %d (ask for less: a smaller page, a narrower query)", size, c.opts.Limits.MaxResultBytes)

@@ -123,13 +123,22 @@ func productTools() []*Tool {
 				"registered servers and credentials. idempotencyKey is required: retrying with the same key and the same arguments "+
 				"returns the first result (replayed: true) instead of starting another run; the same key with different arguments "+
 				"fails with IDEMPOTENCY_CONFLICT. In a case someone else wrote, a step that calls a tool your catalog does not mark "+
-				"read-only fails with APPROVAL_REQUIRED until you approve that version of the case (duet case approve).",
+				"read-only fails with APPROVAL_REQUIRED until you approve that version of the case (duet case approve). "+
+				"With a progress token (_meta.progressToken) the call stays open instead: it reports progress (cases done of "+
+				"the total, the case and step running) and answers when the run ends, with its result.",
 			Annotations{Idempotent: true}, bounded(func(in, out *jsonschema.Schema) {
 				minLen(in, "taskId", 1)
 				k := in.Properties["idempotencyKey"]
 				k.MinLength, k.MaxLength = ptr(1), ptr(200)
-			}), startRun),
+			}), startRun).streaming(),
 	}
+}
+
+// streaming marks a tool that, when the client asks for progress, reports
+// it until its work is done (Limits.StreamTimeout).
+func (t *Tool) streaming() *Tool {
+	t.streams = true
+	return t
 }
 
 // ---- views ----
@@ -491,10 +500,14 @@ func getRun(ctx context.Context, env *Env, in GetRunIn) (GetRunOut, error) {
 		out.first, out.last = execs[0].Ordinal, execs[len(execs)-1].Ordinal
 	}
 	for _, x := range execs {
-		out.Executions = append(out.Executions, ExecutionSummary{ID: x.ID, CaseID: x.CaseID, CaseKey: x.CaseKey, CaseTitle: x.CaseTitle,
-			Status: x.Status, ErrorCode: string(x.ErrorCode), ErrorMessage: x.ErrorMessage, DurationMs: durationMs(x.StartedAt, x.FinishedAt)})
+		out.Executions = append(out.Executions, executionSummary(x))
 	}
 	return out, nil
+}
+
+func executionSummary(x *duet.Execution) ExecutionSummary {
+	return ExecutionSummary{ID: x.ID, CaseID: x.CaseID, CaseKey: x.CaseKey, CaseTitle: x.CaseTitle,
+		Status: x.Status, ErrorCode: string(x.ErrorCode), ErrorMessage: x.ErrorMessage, DurationMs: durationMs(x.StartedAt, x.FinishedAt)}
 }
 
 // ---- get_execution_result ----
@@ -587,10 +600,15 @@ type StartRunOut struct {
 	Status    duet.RunStatus `json:"status"`
 	CaseCount int            `json:"caseCount"`
 	Replayed  bool           `json:"replayed" jsonschema:"true when this is the stored result of an earlier call with the same idempotencyKey"`
+	// Result is the run at its end, when the call streamed progress.
+	Result *GetRunOut `json:"result,omitempty" jsonschema:"the finished run and its case executions; present only when the call asked for progress (a progress token) and waited for the run to end"`
 }
 
 // Text implements Texter.
 func (o StartRunOut) Text() string {
+	if o.Result != nil {
+		return o.Result.Text()
+	}
 	s := fmt.Sprintf("Started run %s of task %s with %d case(s); follow it with get_test_run.", o.RunID, o.TaskID, o.CaseCount)
 	if o.Replayed {
 		s = fmt.Sprintf("Run %s of task %s was already started with this idempotency key (replayed); follow it with get_test_run.", o.RunID, o.TaskID)
@@ -653,6 +671,18 @@ func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error)
 	out.Replayed = replayed
 	if !replayed && c.opts.RunCreated != nil {
 		c.opts.RunCreated(out.RunID)
+	}
+	if env.Streaming {
+		// The client asked for progress and keeps the request open: report
+		// it until the run ends, and answer with the result.
+		res, err := followRun(ctx, env, out.RunID)
+		if err != nil {
+			return StartRunOut{}, err
+		}
+		out.Result = res
+		if res != nil {
+			out.Status = res.Run.Status
+		}
 	}
 	return out, nil
 }

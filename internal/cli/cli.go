@@ -106,6 +106,7 @@ Run "duet config" to see every setting.`,
 		serverCmd(env), vaultCmd(env),
 		deviceCmd(env),
 		migrateCmd(env),
+		scanCmd(env), teamCmd(env),
 	)
 	for _, c := range testCommands {
 		root.AddCommand(c(env))

@@ -160,13 +160,13 @@ func taskCmd(env Env) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error { return shareTask(cmd, env, args[0], false) },
 	}
 	for _, c := range []*cobra.Command{share, unshare} {
-		c.Flags().String("with", "", "user id")
+		c.Flags().String("with", "", "user id, or team:NAME for every member of a team")
 		c.MarkFlagRequired("with")
 	}
 	for _, c := range []*cobra.Command{list, show, share, unshare} {
 		addAs(c)
 	}
-	cmd.AddCommand(list, show, share, unshare)
+	cmd.AddCommand(list, show, share, unshare, taskTransferCmd(env))
 	return cmd
 }
 

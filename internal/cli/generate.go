@@ -14,15 +14,15 @@ import (
 
 func generateCmd(env Env) *cobra.Command {
 	var task, goal, prompt string
-	var skills []string
+	var skills, allowTools []string
 	var opts agent.Options
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "generate --task TASK [--goal TEXT] [--skill NAME ...] [--prompt NAME]",
 		Short: "Have the test agent write a case for a task (saved as a draft, printed as YAML)",
 		Long: `generate asks the test agent to write one case for TASK (an id or a name), as --as.
-The agent reads the task, its cases and the page under test, may call the MCP tools
-you registered (as you), follows your rules and the skills you name, and submits a
+The agent reads the task, its cases and the page under test, may call the read-only
+MCP tools you registered (as you; --allow-tool lets it call more), follows your rules and the skills you name, and submits a
 declarative case. The compiler checks it; errors go back to the model (--max-repairs
 times at most). The valid case is saved as a draft of the task and printed as YAML;
 run it with: duet run TASK --case CASE_ID.
@@ -62,20 +62,23 @@ See docs/agent.md. "duet generate list" shows past generations and their cost.`,
 			defer release()
 			start := time.Now()
 			fmt.Fprintf(env.Stderr, "generating a case for task %s %q as %s...\n", t.ID, t.Name, user)
-			res, err := ag.Generate(ctx, agent.Request{User: user, Task: t, Goal: goal, Skills: skills, Prompt: prompt})
+			res, err := ag.Generate(ctx, agent.Request{User: user, Task: t, Goal: goal, Skills: skills, Prompt: prompt, AllowTools: allowTools})
 			audited(a, user, "generate", start, err)
 			if res != nil && !asJSON {
 				fmt.Fprintf(env.Stderr, "generation %s: %s\n", res.Generation.ID, agent.Summary(res.Generation))
+				for _, name := range res.Refused {
+					fmt.Fprintf(env.Stderr, "refused: the model tried to call %s, which is not read-only (allow it with --allow-tool)\n", name)
+				}
 			}
 			if err != nil {
 				if asJSON && res != nil {
-					printJSON(env.Stdout, map[string]any{"generation": res.Generation})
+					printJSON(env.Stdout, map[string]any{"generation": res.Generation, "flagged": res.Flagged, "refused": res.Refused})
 				}
 				return err
 			}
 			c := res.Case
 			if asJSON {
-				return printJSON(env.Stdout, map[string]any{"case": c, "yaml": c.Source, "generation": res.Generation})
+				return printJSON(env.Stdout, map[string]any{"case": c, "yaml": c.Source, "generation": res.Generation, "flagged": res.Flagged, "refused": res.Refused})
 			}
 			fmt.Fprint(env.Stdout, c.Source)
 			fmt.Fprintf(env.Stderr, "draft case %s (key %s, v%d) saved in task %q; run it with: duet run %s --case %s\n",
@@ -87,6 +90,7 @@ See docs/agent.md. "duet generate list" shows past generations and their cost.`,
 	cmd.Flags().StringVar(&goal, "goal", "", "what the case should prove")
 	cmd.Flags().StringSliceVar(&skills, "skill", nil, "apply this skill (name or owner/name; repeatable)")
 	cmd.Flags().StringVar(&prompt, "prompt", "", "start from this prompt asset")
+	cmd.Flags().StringSliceVar(&allowTools, "allow-tool", nil, "let the model call this MCP tool although it is not read-only: SERVER/TOOL, SERVER/* or '*' (repeatable)")
 	cmd.Flags().IntVar(&opts.MaxTurns, "max-turns", agent.DefaultMaxTurns, "most model answers")
 	cmd.Flags().IntVar(&opts.MaxTokens, "max-tokens", agent.DefaultMaxTokens, "most tokens (prompt + completion) in all")
 	cmd.Flags().DurationVar(&opts.Timeout, "timeout", agent.DefaultTimeout, "wall-clock limit")

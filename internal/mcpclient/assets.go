@@ -32,7 +32,7 @@ func (c *Client) MCPAssets(ctx context.Context, user string) ([]*duet.MCPServerA
 		}
 		for _, t := range tools {
 			a.Tools = append(a.Tools, &duet.MCPToolAsset{Name: t.Name, Title: t.Title, Description: t.Description,
-				InputSchema: t.InputSchema, OutputSchema: t.OutputSchema})
+				InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations})
 		}
 		out = append(out, a)
 	}

@@ -18,7 +18,15 @@ const taskColumns = `t.id, t.owner, t.name, t.description, t.base_url, t.device,
 // it was shared with the viewer". Every read of user-facing data goes
 // through it, so a task that exists but is not visible costs the same query
 // as a missing one.
-const visibleTo = `(t.owner = $1 OR EXISTS (SELECT 1 FROM task_shares s WHERE s.task_id = t.id AND s.user_id = $1))`
+//
+// A team ("team:NAME") that owns a task or that a task is shared with stands
+// for its members as they are at the time of the query, so adding or
+// removing a member takes effect at once.
+const visibleTo = `(t.owner = $1 OR t.owner IN ` + teamsOf + ` OR EXISTS (SELECT 1 FROM task_shares s WHERE s.task_id = t.id AND (s.user_id = $1 OR s.user_id IN ` + teamsOf + `)))`
+
+// teamsOf is the set of "team:NAME" principals of the teams user $1 is a
+// member of.
+const teamsOf = `(SELECT 'team:' || m.team FROM team_members m WHERE m.user_id = $1)`
 
 // visibility returns the condition a query of one object by id ($2) adds
 // for viewer ($1): visibleTo, or for an internal caller (viewer "") a
@@ -213,7 +221,8 @@ func (d *DB) UnshareTask(ctx context.Context, owner, taskID, user string) error 
 // the transaction. Returns NOT_FOUND.
 func ownsTask(ctx context.Context, q querier, owner, taskID string) error {
 	var one int
-	err := q.QueryRow(ctx, `SELECT 1 FROM tasks WHERE id = $1 AND owner = $2 FOR UPDATE`, taskID, owner).Scan(&one)
+	// A member of the team that owns the task acts as its owner.
+	err := q.QueryRow(ctx, `SELECT 1 FROM tasks t WHERE t.id = $2 AND (t.owner = $1 OR t.owner IN `+teamsOf+`) FOR UPDATE OF t`, owner, taskID).Scan(&one)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return notFound("task", taskID)
 	}

@@ -18,7 +18,9 @@ var (
 )
 
 // assetVisible is the condition under which viewer ?1 may see asset a.
-const assetVisible = `(a.owner = ?1 OR EXISTS (SELECT 1 FROM asset_shares s WHERE s.asset_id = a.id AND s.user_id IN (?1, '*')))`
+// An asset shared with "team:NAME" is visible to the team's members as they
+// are at the time of the query.
+const assetVisible = `(a.owner = ?1 OR EXISTS (SELECT 1 FROM asset_shares s WHERE s.asset_id = a.id AND (s.user_id IN (?1, '*') OR s.user_id IN ` + teamsOf + `)))`
 
 const assetColumns = `a.id, a.kind, a.name, a.owner, v.version, v.description, v.body, a.created_at, v.created_at`
 

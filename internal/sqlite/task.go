@@ -15,7 +15,15 @@ const taskColumns = `t.id, t.owner, t.name, t.description, t.base_url, t.device,
 // visibleTo is the one SQL condition for "the viewer owns the task or it was
 // shared with the viewer". Every read of user-facing data goes through it, so
 // a task that exists but is not visible costs the same query as a missing one.
-const visibleTo = `(t.owner = ?1 OR EXISTS (SELECT 1 FROM task_shares s WHERE s.task_id = t.id AND s.user_id = ?1))`
+//
+// A team ("team:NAME") that owns a task or that a task is shared with stands
+// for its members as they are at the time of the query, so adding or
+// removing a member takes effect at once.
+const visibleTo = `(t.owner = ?1 OR t.owner IN ` + teamsOf + ` OR EXISTS (SELECT 1 FROM task_shares s WHERE s.task_id = t.id AND (s.user_id = ?1 OR s.user_id IN ` + teamsOf + `)))`
+
+// teamsOf is the set of "team:NAME" principals of the teams user ?1 is a
+// member of.
+const teamsOf = `(SELECT 'team:' || m.team FROM team_members m WHERE m.user_id = ?1)`
 
 type rowScanner interface{ Scan(...any) error }
 
@@ -219,7 +227,8 @@ func (d *DB) UnshareTask(ctx context.Context, owner, taskID, user string) error 
 
 func ownsTask(ctx context.Context, q querier, owner, taskID string) error {
 	var one int
-	err := q.QueryRowContext(ctx, `SELECT 1 FROM tasks WHERE id = ? AND owner = ?`, taskID, owner).Scan(&one)
+	// A member of the team that owns the task acts as its owner.
+	err := q.QueryRowContext(ctx, `SELECT 1 FROM tasks t WHERE t.id = ?2 AND (t.owner = ?1 OR t.owner IN `+teamsOf+`)`, owner, taskID).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return notFound("task", taskID)
 	}

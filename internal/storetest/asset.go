@@ -28,6 +28,7 @@ func RunAssets(t *testing.T, open AssetOpener) {
 	}{
 		{"AssetVersions", testAssetVersions},
 		{"AssetSharing", testAssetSharing},
+		{"TeamAssets", testTeamAssets},
 		{"AssetValidation", testAssetValidation},
 		{"AssetDelete", testAssetDelete},
 		{"Generations", testGenerations},

@@ -41,6 +41,7 @@ func Run(t *testing.T, open Opener) {
 		{"Cancel", testCancel},
 		{"Tokens", testTokens},
 		{"Audit", testAudit},
+		{"Teams", testTeams},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

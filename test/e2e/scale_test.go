@@ -61,7 +61,7 @@ func TestScaleOutOnPostgres(t *testing.T) {
 		"DUET_MASTER_KEY=" + base64.StdEncoding.EncodeToString(keyBytes[:]),
 		"DUET_GATEWAY_API_KEYS=" + gatewayKey,
 		"DUET_RUN_LEASE=5s",
-		"DUET_MAX_PER_CALLER=256", "DUET_MAX_CONCURRENT=512",
+		"DUET_MAX_PER_CALLER=256", "DUET_MAX_CONCURRENT=512", "DUET_MAX_QUEUED_RUNS=100",
 		"DUET_DATABASE_CONNECT_TIMEOUT=1s",
 	}
 	ctx := t.Context()

@@ -1,0 +1,201 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/spf13/cobra"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/app"
+	"github.com/duet-test/duet/internal/catalog"
+	"github.com/duet-test/duet/internal/escape"
+	"github.com/duet-test/duet/internal/mcpserver"
+	"github.com/duet-test/duet/internal/scan"
+)
+
+func scanCmd(env Env) *cobra.Command {
+	var servers []string
+	var task string
+	var duetOnly, asJSON, strict bool
+	cmd := &cobra.Command{
+		Use:   "scan [--server NAME ...] [--duet] [--task TASK] [--json] [--strict]",
+		Short: "Check the quality of tool descriptions (Duet's own and your servers') and a task's tool coverage",
+		Long: `scan checks tool descriptions as tools/list gives them: Duet's own catalog and the
+archived tools of the MCP servers you (--as) registered.
+
+  quality      a description that says what the tool does and when to use it,
+               every parameter described, every enum option explained
+  portability  schemas every major client accepts: no bare true/false schemas, no
+               "type" arrays such as ["null","string"], no remote $ref, no schema that
+               constrains nothing, an object input schema, names of at most 64
+               letters, digits, '_' or '-' (MCP Inspector --strict applies the same
+               schema rules)
+  security     descriptions with instructions aimed at the model ("before answering,
+               call ..."), invisible characters, names of another server's tools;
+               the test agent withholds such text from the model
+
+--server NAME scans only those servers (repeatable); --duet only Duet's catalog.
+--task TASK adds coverage: which tools, parameters and enum options of each server
+the task's mcpCall steps exercise. --strict exits 1 when anything is found.
+See docs/scan.md.`,
+		Args: cobra.NoArgs,
+		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, user string) error {
+			ctx := cmd.Context()
+			var sources []scan.Source
+			if duetOnly || len(servers) == 0 {
+				sources = append(sources, DuetSource(a.Catalog))
+			}
+			regs, err := a.MCPClient.Servers(ctx, user)
+			if err != nil {
+				return err
+			}
+			registered := map[string]scan.Source{}
+			for _, s := range regs {
+				src, err := serverSource(ctx, a, user, s)
+				if err != nil {
+					return err
+				}
+				registered[s.ServerKey] = src
+				if !duetOnly && (len(servers) == 0 || slices.Contains(servers, s.Name) || slices.Contains(servers, s.ServerKey)) {
+					sources = append(sources, src)
+				}
+			}
+			for _, name := range servers {
+				if !slices.ContainsFunc(regs, func(s *duet.MCPServer) bool { return s.Name == name || s.ServerKey == name }) {
+					return duet.Errorf(duet.CodeNotFound, "you have not registered an MCP server named %q", name)
+				}
+			}
+			rep := scan.Scan(sources)
+
+			var coverage []*scan.Coverage
+			if task != "" {
+				if coverage, err = taskCoverage(ctx, a, user, task, registered, servers); err != nil {
+					return err
+				}
+			}
+			if asJSON {
+				if err := printJSON(env.Stdout, struct {
+					*scan.Report
+					Coverage []*scan.Coverage `json:"coverage,omitempty"`
+				}{rep, coverage}); err != nil {
+					return err
+				}
+			} else {
+				if err := rep.WriteText(env.Stdout, escape.Text); err != nil {
+					return err
+				}
+				for _, c := range coverage {
+					fmt.Fprintln(env.Stdout)
+					if err := c.WriteText(env.Stdout, escape.Text); err != nil {
+						return err
+					}
+				}
+			}
+			if strict && !rep.Clean() {
+				return &exitError{1, fmt.Errorf("scan: %d error(s), %d warning(s)", rep.Errors, rep.Warnings)}
+			}
+			return nil
+		}),
+	}
+	cmd.Flags().StringSliceVar(&servers, "server", nil, "scan only this registered server (name or serverKey; repeatable)")
+	cmd.Flags().BoolVar(&duetOnly, "duet", false, "scan only Duet's own tool catalog")
+	cmd.Flags().StringVar(&task, "task", "", "also measure the coverage of the servers' tools by this task's cases (id or name)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&strict, "strict", false, "exit 1 when the scan finds anything")
+	addAs(cmd)
+	return cmd
+}
+
+// DuetSource is Duet's own catalog as tools/list describes it.
+func DuetSource(cat *catalog.Catalog) scan.Source {
+	src := scan.Source{Name: "duet"}
+	for _, t := range cat.Tools() {
+		b, err := json.Marshal(mcpserver.SDKTool(t))
+		if err != nil {
+			panic(fmt.Sprintf("scan: encoding tool %s: %v", t.Name, err))
+		}
+		var st scan.Tool
+		if err := json.Unmarshal(b, &st); err != nil {
+			panic(fmt.Sprintf("scan: decoding tool %s: %v", t.Name, err))
+		}
+		src.Tools = append(src.Tools, st)
+	}
+	return src
+}
+
+// serverSource is a registered server's archived catalog.
+func serverSource(ctx context.Context, a *app.App, user string, s *duet.MCPServer) (scan.Source, error) {
+	_, tools, err := a.MCPClient.Server(ctx, user, s.ServerKey)
+	if err != nil {
+		return scan.Source{}, err
+	}
+	src := scan.Source{Name: s.Name, ServerKey: s.ServerKey}
+	for _, t := range tools {
+		src.Tools = append(src.Tools, scan.Tool{Name: t.Name, Title: t.Title, Description: t.Description,
+			InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations})
+	}
+	return src, nil
+}
+
+// taskCoverage measures, for each registered server the task's cases call
+// (and each one named), how much of it the cases exercise.
+func taskCoverage(ctx context.Context, a *app.App, user, ref string, registered map[string]scan.Source, named []string) ([]*scan.Coverage, error) {
+	t, err := a.ResolveTask(ctx, user, ref)
+	if err != nil {
+		return nil, err
+	}
+	var cases []*duet.Case
+	for cursor := ""; ; {
+		page, next, _, err := a.Store.FindCases(ctx, duet.CaseFilter{TaskID: t.ID, Cursor: cursor, Limit: 200})
+		if err != nil {
+			return nil, err
+		}
+		cases = append(cases, page...)
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	var keys []string
+	for _, c := range cases {
+		for _, st := range c.Steps {
+			if st.MCP != nil && !slices.Contains(keys, st.MCP.ServerKey) {
+				keys = append(keys, st.MCP.ServerKey)
+			}
+		}
+	}
+	for _, src := range registered {
+		if (slices.Contains(named, src.Name) || slices.Contains(named, src.ServerKey)) && !slices.Contains(keys, src.ServerKey) {
+			keys = append(keys, src.ServerKey)
+		}
+	}
+	out := []*scan.Coverage{}
+	for _, k := range keys {
+		src, ok := registered[k]
+		if !ok {
+			// Cases call a server the user has not registered: its tools
+			// are unknown here.
+			out = append(out, &scan.Coverage{Server: "(not registered by " + user + ")", ServerKey: k,
+				Tools: []*scan.ToolCoverage{}, Unknown: calledTools(cases, k)})
+			continue
+		}
+		out = append(out, scan.Measure(src.Name, src.ServerKey, src.Tools, cases))
+	}
+	return out, nil
+}
+
+func calledTools(cases []*duet.Case, serverKey string) []string {
+	var out []string
+	for _, c := range cases {
+		for _, st := range c.Steps {
+			if st.MCP != nil && st.MCP.ServerKey == serverKey && !slices.Contains(out, st.MCP.ToolName) {
+				out = append(out, st.MCP.ToolName)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,338 @@
+package cli
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/app"
+	"github.com/duet-test/duet/internal/escape"
+	"github.com/duet-test/duet/internal/mcpclient"
+)
+
+func teamCmd(env Env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "team",
+		Short: "Teams: members, tasks and assets shared with them, and the MCP servers they depend on",
+		Long: `team manages teams. Share a task or an asset with a whole team by sharing it with
+team:NAME (duet task share TASK --with team:qa; duet asset add ... --share-with team:qa);
+hand a task to a team with duet task transfer TASK --to team:qa. Every member sees
+what is shared with the team, as the team is at that moment: adding or removing a
+member takes effect at once.
+
+A team's MCP dependency list names the servers its members should register (address,
+serverKey, description, tools; never a credential). A new member sees it with
+"duet team show" and registers a server with their own credentials in one step with
+"duet team register". See docs/teams.md.`,
+	}
+	cmd.AddCommand(teamCreateCmd(env), teamAddCmd(env), teamRemoveCmd(env), teamListCmd(env), teamShowCmd(env),
+		teamServerCmd(env), teamRegisterCmd(env))
+	return cmd
+}
+
+func teamCreateCmd(env Env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use: "create NAME", Short: "Create a team (you are its first member)", Args: cobra.ExactArgs(1),
+		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
+			start := time.Now()
+			t, err := a.Store.CreateTeam(cmd.Context(), user, args[0])
+			audited(a, user, "team.create", start, err)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(env.Stdout, "created team %s (share with it as %s)\n", t.Name, duet.TeamPrincipal(t.Name))
+			return nil
+		}),
+	}
+	addAs(cmd)
+	return cmd
+}
+
+func teamAddCmd(env Env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use: "add TEAM USER...", Short: "Add members to a team you are in", Args: cobra.MinimumNArgs(2),
+		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
+			for _, u := range args[1:] {
+				start := time.Now()
+				err := a.Store.AddTeamMember(cmd.Context(), user, args[0], u)
+				audited(a, user, "team.add", start, err)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(env.Stdout, "added %s to team %s\n", u, args[0])
+			}
+			return nil
+		}),
+	}
+	addAs(cmd)
+	return cmd
+}
+
+func teamRemoveCmd(env Env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use: "remove TEAM USER", Short: "Remove a member from a team you are in (at once: they stop seeing what is shared with it)", Args: cobra.ExactArgs(2),
+		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
+			start := time.Now()
+			err := a.Store.RemoveTeamMember(cmd.Context(), user, args[0], args[1])
+			audited(a, user, "team.remove", start, err)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(env.Stdout, "removed %s from team %s\n", args[1], args[0])
+			return nil
+		}),
+	}
+	addAs(cmd)
+	return cmd
+}
+
+func teamListCmd(env Env) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use: "list", Short: "List your teams and their members", Args: cobra.NoArgs,
+		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, user string) error {
+			teams, err := a.Store.FindTeams(cmd.Context(), user)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if teams == nil {
+					teams = []*duet.Team{}
+				}
+				return printJSON(env.Stdout, teams)
+			}
+			for _, t := range teams {
+				fmt.Fprintf(env.Stdout, "%s  members: %s\n", t.Name, strings.Join(t.Members, ", "))
+			}
+			fmt.Fprintf(env.Stdout, "%d team(s)\n", len(teams))
+			return nil
+		}),
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	addAs(cmd)
+	return cmd
+}
+
+// teamDependency is an entry of a team's dependency list as one member
+// sees it: registered by them (under which name) or not.
+type teamDependency struct {
+	*duet.TeamServer
+	RegisteredAs string `json:"registeredAs,omitempty"` // your registration of that serverKey, if any
+}
+
+func teamShowCmd(env Env) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use: "show TEAM", Short: "Show a team: members and the MCP servers to register (which you have)", Args: cobra.ExactArgs(1),
+		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
+			ctx := cmd.Context()
+			t, err := a.Store.FindTeam(ctx, user, args[0])
+			if err != nil {
+				return err
+			}
+			deps, err := a.Store.FindTeamServers(ctx, user, t.Name)
+			if err != nil {
+				return err
+			}
+			mine, err := a.MCPClient.Servers(ctx, user)
+			if err != nil {
+				return err
+			}
+			out := []teamDependency{}
+			for _, d := range deps {
+				td := teamDependency{TeamServer: d}
+				if i := slices.IndexFunc(mine, func(s *duet.MCPServer) bool { return s.ServerKey == d.ServerKey }); i >= 0 {
+					td.RegisteredAs = mine[i].Name
+				}
+				out = append(out, td)
+			}
+			if asJSON {
+				return printJSON(env.Stdout, struct {
+					*duet.Team
+					Servers []teamDependency `json:"servers"`
+				}{t, out})
+			}
+			w := env.Stdout
+			fmt.Fprintf(w, "team %s (created by %s)\n  members  %s\n  servers to register:\n", t.Name, t.CreatedBy, strings.Join(t.Members, ", "))
+			missing := 0
+			for _, d := range out {
+				state := "registered by you as " + d.RegisteredAs
+				if d.RegisteredAs == "" {
+					state, missing = "NOT registered by you", missing+1
+				}
+				fmt.Fprintf(w, "  - %s  %s  %s (%d tools): %s\n", d.Name, d.URL, d.ServerKey, len(d.Tools), state)
+				if d.Description != "" {
+					fmt.Fprintf(w, "      %s\n", escape.Text(d.Description))
+				}
+			}
+			if len(out) == 0 {
+				fmt.Fprintln(w, "    (none)")
+			}
+			if missing > 0 {
+				fmt.Fprintf(w, "register them with your own credentials: duet team register %s SERVER --bearer-token-env VAR (or --header-env H=VAR)\n", t.Name)
+			}
+			return nil
+		}),
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	addAs(cmd)
+	return cmd
+}
+
+func teamServerCmd(env Env) *cobra.Command {
+	cmd := &cobra.Command{Use: "server", Short: "Edit a team's MCP dependency list"}
+	var from, description string
+	add := &cobra.Command{
+		Use: "add TEAM --from YOUR_SERVER [--description TEXT]", Short: "Add one of your registered servers to the team's list (address and tools; never your credentials)",
+		Args: cobra.ExactArgs(1),
+		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
+			if from == "" {
+				return usage("team server add needs --from YOUR_SERVER")
+			}
+			ctx := cmd.Context()
+			s, tools, err := a.MCPClient.Server(ctx, user, from)
+			if err != nil {
+				return err
+			}
+			ts := &duet.TeamServer{Team: args[0], Name: s.Name, URL: s.URL, Description: description, AddedBy: user, Tools: []*duet.MCPToolAsset{}}
+			for _, t := range tools {
+				ts.Tools = append(ts.Tools, &duet.MCPToolAsset{Name: t.Name, Title: t.Title, Description: t.Description,
+					InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations})
+			}
+			start := time.Now()
+			err = a.Store.SaveTeamServer(ctx, ts)
+			audited(a, user, "team.server.add", start, err)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(env.Stdout, "team %s now lists %s (%s, %d tools)\n", ts.Team, ts.Name, ts.ServerKey, len(ts.Tools))
+			return nil
+		}),
+	}
+	add.Flags().StringVar(&from, "from", "", "your registered server (name or serverKey) to list")
+	add.Flags().StringVar(&description, "description", "", "what the team uses it for")
+	remove := &cobra.Command{
+		Use: "remove TEAM NAME", Short: "Remove a server from the team's list", Args: cobra.ExactArgs(2),
+		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
+			start := time.Now()
+			err := a.Store.DeleteTeamServer(cmd.Context(), user, args[0], args[1])
+			audited(a, user, "team.server.remove", start, err)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(env.Stdout, "removed %s from team %s's servers\n", args[1], args[0])
+			return nil
+		}),
+	}
+	addAs(add)
+	addAs(remove)
+	cmd.AddCommand(add, remove)
+	return cmd
+}
+
+func teamRegisterCmd(env Env) *cobra.Command {
+	var bearerEnv string
+	var headerEnvs []string
+	cmd := &cobra.Command{
+		Use:   "register TEAM SERVER [--bearer-token-env VAR] [--header-env 'Header-Name=VAR' ...]",
+		Short: "Register a server of the team's list with your own credentials and archive its tools",
+		Long: `register takes the address of SERVER from TEAM's dependency list and registers it
+for --as under the same name, with credentials read from environment variables of
+this process (never from argv), then archives its tools. The credentials are yours
+alone: nothing of them is shared with the team.`,
+		Args: cobra.ExactArgs(2),
+		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
+			ctx := cmd.Context()
+			deps, err := a.Store.FindTeamServers(ctx, user, args[0])
+			if err != nil {
+				return err
+			}
+			i := slices.IndexFunc(deps, func(d *duet.TeamServer) bool { return d.Name == args[1] || d.ServerKey == args[1] })
+			if i < 0 {
+				return duet.Errorf(duet.CodeNotFound, "team %s lists no server %q", args[0], args[1])
+			}
+			d := deps[i]
+			headers := map[string]string{}
+			defer clear(headers)
+			if bearerEnv != "" {
+				v := env.Getenv(bearerEnv)
+				if v == "" {
+					return usage("--bearer-token-env %s: the variable %s is empty or not set", bearerEnv, bearerEnv)
+				}
+				headers["Authorization"] = "Bearer " + v
+			}
+			for _, he := range headerEnvs {
+				h, v, ok := strings.Cut(he, "=")
+				if !ok || strings.TrimSpace(h) == "" || env.Getenv(strings.TrimSpace(v)) == "" {
+					return usage("--header-env wants Header-Name=VAR with VAR set, got %q", he)
+				}
+				headers[strings.TrimSpace(h)] = env.Getenv(strings.TrimSpace(v))
+			}
+			start := time.Now()
+			s, err := a.MCPClient.Register(ctx, mcpclient.Registration{Owner: user, Name: d.Name, URL: d.URL, Headers: headers})
+			audited(a, user, "server.add", start, err)
+			if err != nil {
+				return err
+			}
+			start = time.Now()
+			synced, err := a.MCPClient.Sync(ctx, user, s.Name)
+			audited(a, user, "server.sync", start, err)
+			if err != nil {
+				fmt.Fprintf(env.Stderr, "registered %s, but its catalog could not be synced; fix the cause and run `duet server sync %s`\n", s.Name, s.Name)
+				return err
+			}
+			fmt.Fprintf(env.Stdout, "registered %s for %s from team %s: %s, %d tools\n", synced.Name, user, args[0], synced.ServerKey, synced.ToolCount)
+			return nil
+		}),
+	}
+	cmd.Flags().StringVar(&bearerEnv, "bearer-token-env", "", "environment variable holding your bearer token")
+	cmd.Flags().StringArrayVar(&headerEnvs, "header-env", nil, "Header-Name=VAR: send header Header-Name with the value of environment variable VAR (repeatable)")
+	addAs(cmd)
+	return cmd
+}
+
+func taskTransferCmd(env Env) *cobra.Command {
+	var to string
+	cmd := &cobra.Command{
+		Use:   "transfer TASK --to USER|team:NAME",
+		Short: "Hand a task you own to another user or a team (recorded in the audit and the task's history)",
+		Long: `transfer makes --to the owner of TASK. The task's shares stay; you keep only what
+they give you (nothing, unless the task is shared with you or a team of yours). Runs
+always execute as the person who starts them, so the new owner's runs use their own
+MCP registrations and credentials.`,
+		Args: cobra.ExactArgs(1),
+		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
+			if to == "" {
+				return usage("task transfer needs --to USER or --to team:NAME")
+			}
+			ctx := cmd.Context()
+			t, err := a.ResolveTask(ctx, user, args[0])
+			if err != nil {
+				return err
+			}
+			start := time.Now()
+			tr, err := a.Store.TransferTask(ctx, user, t.ID, to)
+			a.Audit.Record(&duet.AuditRecord{Time: start, TraceID: duet.NewTraceID(), CallSource: duet.SourceCLI, Caller: user,
+				Method: "task.transfer", Tool: t.ID, Outcome: outcomeOf(err), DurationUs: time.Since(start).Microseconds()})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(env.Stdout, "task %s %q now belongs to %s (was %s)\n", t.ID, t.Name, tr.To, tr.From)
+			return nil
+		}),
+	}
+	cmd.Flags().StringVar(&to, "to", "", "the new owner: a user id or team:NAME")
+	addAs(cmd)
+	return cmd
+}
+
+func outcomeOf(err error) duet.Code {
+	if err != nil {
+		return duet.ErrorCode(err)
+	}
+	return duet.OutcomeOK
+}
