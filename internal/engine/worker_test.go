@@ -83,14 +83,16 @@ cases:
 }
 
 // runCrashWorker is the child process: a worker with a short lease that runs
-// until it is killed.
+// until it is killed. The lease is long enough that a loaded machine still
+// renews it in time: a lease lost to a late heartbeat would count as a loss
+// of its own and end the run before the second worker runs the step.
 func runCrashWorker(path string) {
 	ctx := context.Background()
 	db, err := sqlite.Open(ctx, path, nil)
 	if err != nil {
 		os.Exit(3)
 	}
-	w := engine.NewWorker(db, engine.New(db, engine.Options{}), engine.WorkerOptions{Lease: 300 * time.Millisecond, PollInterval: 20 * time.Millisecond})
+	w := engine.NewWorker(db, engine.New(db, engine.Options{}), engine.WorkerOptions{Lease: 2 * time.Second, PollInterval: 20 * time.Millisecond})
 	w.Run(ctx)
 }
 

@@ -219,16 +219,29 @@ func (d *Driver) heartbeat(device, holder string) *lease {
 // are held.
 func (d *Driver) hold(ctx context.Context, serial, holder string) (Device, error) {
 	delay := 200 * time.Millisecond
+	var busy []string // who held the phones at the last look
+	waited := func() (Device, error) {
+		code := duet.CodeTimeout
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			code = duet.CodeCancelled
+		}
+		return Device{}, duet.WrapError(code, ctx.Err(), "waited for a free phone, but all are in use: %s", strings.Join(busy, "; "))
+	}
 	for {
 		devs, err := d.adb.list(ctx)
 		if err != nil {
+			if ctx.Err() != nil && len(busy) > 0 {
+				// The wait ended during a look at the phones: say who
+				// held them, not that adb was slow.
+				return waited()
+			}
 			return Device{}, d.ctxErr(ctx, err)
 		}
 		cands, err := candidates(devs, serial)
 		if err != nil {
 			return Device{}, err
 		}
-		var busy []string
+		busy = busy[:0]
 		for _, dev := range cands {
 			l := &duet.DeviceLease{Device: Prefix + dev.Serial, Holder: holder, Owner: d.opts.Owner}
 			err := d.opts.Leases.AcquireDevice(ctx, l, d.opts.LeaseTTL)
@@ -237,6 +250,9 @@ func (d *Driver) hold(ctx context.Context, serial, holder string) (Device, error
 				return dev, nil
 			}
 			if duet.ErrorCode(err) != duet.CodeConflict {
+				if ctx.Err() != nil && len(busy) > 0 {
+					return waited()
+				}
 				return Device{}, d.ctxErr(ctx, err)
 			}
 			busy = append(busy, duet.ErrorMessage(err))
@@ -245,11 +261,7 @@ func (d *Driver) hold(ctx context.Context, serial, holder string) (Device, error
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			code := duet.CodeTimeout
-			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				code = duet.CodeCancelled
-			}
-			return Device{}, duet.WrapError(code, ctx.Err(), "waited for a free phone, but all are in use: %s", strings.Join(busy, "; "))
+			return waited()
 		case <-t.C:
 		}
 		delay = min(2*delay, 2*time.Second)

@@ -164,7 +164,7 @@ func TestDriver(t *testing.T) {
 	// other process waits, for the serial as for android:any.
 	time.Sleep(3 * time.Second)
 	for _, name := range []string{"android:R58M1234ABC", "android:any"} {
-		wctx, wcancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+		wctx, wcancel := context.WithTimeout(ctx, 4*time.Second) // a loaded machine may take a second for adb
 		stray, err := b.NewSession(wctx, name)
 		wcancel()
 		if err == nil {
