@@ -131,6 +131,7 @@ func productTools() []*Tool {
 				k := in.Properties["idempotencyKey"]
 				k.MinLength, k.MaxLength = ptr(1), ptr(200)
 			}), startRun).streaming(),
+		stopRunTool(), // released gradually: see stop.go
 	}
 }
 
