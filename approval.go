@@ -41,6 +41,17 @@ type ApprovalStore interface {
 	// RevokeCaseApproval withdraws user's approvals of every version of the
 	// case. Returns NOT_FOUND when there was none.
 	RevokeCaseApproval(ctx context.Context, user, caseID string) error
+
+	// ApprovePostRun records user's approval of the post-run actions of
+	// taskID in the version hash (PostRunHash), which must be the task's
+	// current version, of a task user may see. Approving again keeps the
+	// first approval. Returns NOT_FOUND, CONFLICT (the actions changed:
+	// review them again), INVALID_ARGUMENT (the task has none).
+	ApprovePostRun(ctx context.Context, user, taskID, hash string) (*PostRunApproval, error)
+
+	// FindPostRunApproval returns user's approval of that version of the
+	// task's post-run actions. Returns NOT_FOUND.
+	FindPostRunApproval(ctx context.Context, user, taskID, hash string) (*PostRunApproval, error)
 }
 
 // ReadOnly reports whether the server annotated the tool readOnlyHint: true.

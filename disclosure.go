@@ -42,6 +42,11 @@ func DiscloseRun(viewer string, run *Run, execs ...*Execution) Disclosure {
 	if run.ErrorMessage != "" {
 		run.ErrorMessage = note
 	}
+	for _, p := range run.PostRun {
+		if p != nil && p.ErrorMessage != "" {
+			p.ErrorMessage = note
+		}
+	}
 	for _, x := range execs {
 		x.restrict(note)
 	}

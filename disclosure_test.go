@@ -22,7 +22,8 @@ func TestRunDisclosure(t *testing.T) {
 func TestDiscloseRun(t *testing.T) {
 	t.Parallel()
 	fresh := func() (*Run, *Execution) {
-		run := &Run{ID: "run_1", TriggeredBy: "bob", ErrorCode: CodeAssertionFailed, ErrorMessage: "case x: bob's order 4711 is cancelled"}
+		run := &Run{ID: "run_1", TriggeredBy: "bob", ErrorCode: CodeAssertionFailed, ErrorMessage: "case x: bob's order 4711 is cancelled",
+			PostRun: []*PostRunResult{{Name: "ticket", Status: StatusFailed, ErrorCode: CodeMCPToolError, ErrorMessage: "ticket for order 4711 refused"}}}
 		x := &Execution{ID: "exec_1", Status: StatusFailed, ErrorCode: CodeAssertionFailed, ErrorMessage: "step 2: bob's order 4711 is cancelled",
 			Vars: map[string]any{"order": "4711"},
 			Results: []*StepResult{
@@ -42,6 +43,9 @@ func TestDiscloseRun(t *testing.T) {
 	b, _ := json.Marshal([]any{run, x})
 	if strings.Contains(string(b), "4711") || strings.Contains(string(b), `"art"`) {
 		t.Fatalf("the restricted view keeps what bob's credentials obtained: %s", b)
+	}
+	if run.PostRun[0].ErrorCode != CodeMCPToolError || !strings.Contains(run.PostRun[0].ErrorMessage, "shown only to bob") {
+		t.Fatalf("the restricted post-run note: got %+v, want its code and the withheld note", run.PostRun[0])
 	}
 	if x.Results[1].ErrorCode != CodeAssertionFailed || x.Results[0].DurationMs != 12 || x.Results[0].SavedAs != "order" ||
 		x.Status != StatusFailed || !strings.Contains(x.ErrorMessage, "shown only to bob") || !strings.Contains(x.Results[1].ErrorMessage, "bob") {

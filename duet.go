@@ -33,6 +33,7 @@ const (
 	SourceWeb     CallSource = "web"      // the web UI
 	SourceAgent   CallSource = "agent"    // the test agent
 	SourceEngine  CallSource = "engine"   // a running test case
+	SourcePostRun CallSource = "post-run" // a task's post-run action, when a run ends
 )
 
 // Caller identifies who is calling and how. UserID is the principal: the

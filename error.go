@@ -48,6 +48,15 @@ const (
 	// with the executor's credentials, an MCP tool that is not read-only,
 	// and the executor has not approved that version of the case.
 	CodeApprovalRequired Code = "APPROVAL_REQUIRED"
+	// CodeApprovalPending: an action that needs a person's approval (a
+	// stop_test_run call the client could not confirm) waits for it; the
+	// message names the request and how to approve it. Nothing was done.
+	CodeApprovalPending Code = "APPROVAL_PENDING"
+	// CodeApprovalExpired: the approval came (or was looked for) after the
+	// request's time limit; nothing was done.
+	CodeApprovalExpired Code = "APPROVAL_EXPIRED"
+	// CodeApprovalDenied: the person asked declined; nothing was done.
+	CodeApprovalDenied Code = "APPROVAL_DENIED"
 
 	// Browser and device codes (remote browsers, phones).
 	CodeBrowserProtocolMismatch   Code = "BROWSER_PROTOCOL_MISMATCH"   // the endpoint does not speak the DevTools protocol
@@ -84,6 +93,7 @@ func Codes() []Code {
 		CodeAssertionFailed, CodeStepTimeout, CodeCaseTimeout, CodeHTTPRequestFailed,
 		CodeBindingFailed, CodeBrowserUnavailable, CodeBrowserError, CodeElementNotFound,
 		CodeInterrupted, CodeApprovalRequired,
+		CodeApprovalPending, CodeApprovalExpired, CodeApprovalDenied,
 		CodeBrowserProtocolMismatch, CodeBrowserVersionUnsupported, CodeDeviceLost,
 		CodeMCPServerNotConfigured, CodeMCPToolNotFound, CodeMCPCallTimeout,
 		CodeMCPAuthFailed, CodeMCPToolError, CodeMCPUnreachable, CodeMCPProtocolMismatch,

@@ -51,6 +51,9 @@ type Run struct {
 	Totals          RunTotals  `json:"totals"`
 	Attempt         int        `json:"attempt"`        // times a worker claimed the run
 	Lost            int        `json:"lost,omitempty"` // times its worker was lost while running it (lease expired)
+	// PostRun are the outcomes of the task's post-run actions made when
+	// the run ended: notes, never part of the verdict.
+	PostRun []*PostRunResult `json:"postRun,omitempty"`
 }
 
 // RunTotals counts the executions of a run by status.
@@ -210,7 +213,8 @@ type RunStore interface {
 	// shutdown): it becomes queued again and another worker resumes it.
 	ReleaseRun(ctx context.Context, runID, worker string) error
 
-	// FinishRun stores the final state of a run and releases its lease.
+	// FinishRun stores the final state of a run (with its post-run
+	// results) and releases its lease.
 	FinishRun(ctx context.Context, r *Run) error
 
 	// RequestCancel asks a run to stop. A queued run is cancelled at once;

@@ -9,15 +9,21 @@ import (
 // test cases run against. Its owner may share it with other users; a user sees
 // only the tasks it owns or that were shared with it.
 type Task struct {
-	ID          string    `json:"id"`
-	Name        string    `json:"name"`
-	Description string    `json:"description"`
-	BaseURL     string    `json:"baseUrl"`
-	Device      string    `json:"device,omitempty"` // default device preset for browser steps
-	Owner       string    `json:"owner"`
-	SharedWith  []string  `json:"sharedWith"`
-	CreatedAt   time.Time `json:"createdAt"`
-	UpdatedAt   time.Time `json:"updatedAt"`
+	ID          string   `json:"id"`
+	Name        string   `json:"name"`
+	Description string   `json:"description"`
+	BaseURL     string   `json:"baseUrl"`
+	Device      string   `json:"device,omitempty"` // default device preset for browser steps
+	Owner       string   `json:"owner"`
+	SharedWith  []string `json:"sharedWith"`
+	// PostRun are the MCP tool calls made when a run of the task ends;
+	// PostRunBy is who wrote them (who applied the suite that last changed
+	// them): a run by anyone else needs their approval of a call to a tool
+	// that is not read-only.
+	PostRun   []*PostRunAction `json:"postRun,omitempty"`
+	PostRunBy string           `json:"postRunBy,omitempty"`
+	CreatedAt time.Time        `json:"createdAt"`
+	UpdatedAt time.Time        `json:"updatedAt"`
 }
 
 // VisibleTo reports whether user owns t or t was shared with user.

@@ -135,6 +135,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		Logger:     log,
 
 		ValidDevice: a.validDevice,
+		StopTool:    catalog.StopToolOptions{Users: cfg.StopToolUsers, ApprovalTTL: cfg.StopApprovalTTL},
 	})
 	mo := mcpserver.Options{}
 	if opts.MCP != nil {

@@ -44,6 +44,10 @@ type Tool struct {
 	input   *jsonschema.Resolved
 	run     func(ctx context.Context, env *Env, args json.RawMessage) (any, error)
 	streams bool // reports progress until its work is done when the client asks (Limits.StreamTimeout)
+	asks    bool // may ask its caller for a confirmation (Limits.ConfirmTimeout)
+	// release, when set, says which callers may see and call the tool
+	// (a gray release); nil means everyone.
+	release func(ctx context.Context, c *Catalog, user string) (bool, error)
 }
 
 // Env is what a tool's function sees of the call and of Duet.
@@ -56,6 +60,9 @@ type Env struct {
 	// progress token) and keeps the request open: a long tool may then
 	// report progress and answer when its work is done.
 	Streaming bool
+	// Confirmer asks the person behind the client to confirm an action
+	// (see Env.Confirm); nil when the transport cannot ask.
+	Confirmer Confirmer
 }
 
 // Texter is implemented by tool outputs: the text block a person reads.
@@ -174,6 +181,10 @@ type Limits struct {
 	// work (start_test_run with a progress token) in place of Timeout;
 	// 0 means 30m.
 	StreamTimeout time.Duration
+	// ConfirmTimeout bounds a call that asks its caller for a confirmation
+	// (stop_test_run with a Confirmer) in place of Timeout: a person
+	// answers; 0 means 5m.
+	ConfirmTimeout time.Duration
 }
 
 func (l *Limits) defaults() {
@@ -201,6 +212,9 @@ func (l *Limits) defaults() {
 	if l.StreamTimeout <= 0 {
 		l.StreamTimeout = 30 * time.Minute
 	}
+	if l.ConfirmTimeout <= 0 {
+		l.ConfirmTimeout = 5 * time.Minute
+	}
 }
 
 // Auditor receives one record per call. Record must not block for long.
@@ -218,6 +232,9 @@ type Options struct {
 	RunCreated func(runID string)
 	// ValidDevice checks device preset names; nil accepts any.
 	ValidDevice func(string) error
+	// StopTool releases stop_test_run; the zero value releases it to
+	// nobody.
+	StopTool StopToolOptions
 	// Extra tools mounted beside the product catalog (test fixtures).
 	Extra  []*Tool
 	Logger *slog.Logger
@@ -273,6 +290,9 @@ type Request struct {
 	Tool     string
 	Args     json.RawMessage
 	Progress func(progress, total float64, message string) // may be nil
+	// Confirmer asks the caller to confirm an action (an MCP elicitation);
+	// nil when the transport cannot ask.
+	Confirmer Confirmer
 }
 
 // Result is the outcome of a call in transport-neutral form: a text block, the
@@ -313,9 +333,15 @@ func (c *Catalog) Call(ctx context.Context, req Request) (*Result, error) {
 	if streaming {
 		op.Timeout = c.opts.Limits.StreamTimeout
 	}
+	if req.Confirmer != nil && t.asks {
+		op.Timeout = max(op.Timeout, c.opts.Limits.ConfirmTimeout)
+	}
 	var res *Result
 	err := c.Govern(ctx, op, func(ctx context.Context) (int, error) {
-		env := &Env{Caller: req.Caller, Store: c.store, Catalog: c, Progress: progress, Streaming: streaming}
+		if err := c.checkReleased(ctx, t, req.Caller.UserID); err != nil {
+			return 0, err
+		}
+		env := &Env{Caller: req.Caller, Store: c.store, Catalog: c, Progress: progress, Streaming: streaming, Confirmer: req.Confirmer}
 		out, err := t.run(ctx, env, req.Args)
 		if err == nil && (out == nil || reflect.ValueOf(out).Kind() == reflect.Pointer && reflect.ValueOf(out).IsNil()) {
 			err = fmt.Errorf("tool %s returned nothing", t.Name)

@@ -311,12 +311,12 @@ func TestSchemas(t *testing.T) {
 			t.Errorf("%s: output schema: %v", tl.Name, err)
 		}
 	}
-	for _, want := range []string{"list_test_tasks", "get_test_task", "list_test_cases", "get_test_case", "get_test_run", "get_execution_result", "start_test_run"} {
+	for _, want := range []string{"list_test_tasks", "get_test_task", "list_test_cases", "get_test_case", "get_test_run", "get_execution_result", "start_test_run", "stop_test_run"} {
 		if !names[want] {
 			t.Errorf("missing tool %s", want)
 		}
 	}
-	if len(names) != 7 {
-		t.Errorf("catalog has %d tools, want exactly 7 (no pass-through tools)", len(names))
+	if len(names) != 8 {
+		t.Errorf("catalog has %d tools, want exactly 8 (no pass-through tools)", len(names))
 	}
 }

@@ -131,6 +131,7 @@ func productTools() []*Tool {
 				k := in.Properties["idempotencyKey"]
 				k.MinLength, k.MaxLength = ptr(1), ptr(200)
 			}), startRun).streaming(),
+		stopRunTool(), // released gradually: see stop.go
 	}
 }
 
@@ -417,12 +418,14 @@ type RunView struct {
 	ErrorCode    string         `json:"errorCode,omitempty"`
 	ErrorMessage string         `json:"errorMessage,omitempty"`
 	Totals       duet.RunTotals `json:"totals"`
+	// PostRun are notes, never part of the verdict.
+	PostRun []*duet.PostRunResult `json:"postRun,omitempty" jsonschema:"outcomes of the task's post-run actions (MCP tool calls made when the run ended): notes that never change the run's status"`
 }
 
 func runView(r *duet.Run) RunView {
 	return RunView{ID: r.ID, TaskID: r.TaskID, Status: r.Status, Done: r.Status.Final(), TriggeredBy: r.TriggeredBy,
 		CallSource: string(r.CallSource), CreatedAt: ts(r.CreatedAt), StartedAt: tsp(r.StartedAt), FinishedAt: tsp(r.FinishedAt),
-		ErrorCode: string(r.ErrorCode), ErrorMessage: r.ErrorMessage, Totals: r.Totals}
+		ErrorCode: string(r.ErrorCode), ErrorMessage: r.ErrorMessage, Totals: r.Totals, PostRun: r.PostRun}
 }
 
 // ExecutionSummary is one case execution of a run.
@@ -455,6 +458,13 @@ func (o GetRunOut) Text() string {
 		r.ID, r.TaskID, r.Status, r.Totals.Passed, r.Totals.Failed, r.Totals.Error, r.Totals.Cancelled, r.Totals.Pending+r.Totals.Running, r.Totals.Cases)
 	if r.ErrorMessage != "" {
 		fmt.Fprintf(&b, "\n%s: %s", r.ErrorCode, r.ErrorMessage)
+	}
+	for _, p := range r.PostRun {
+		fmt.Fprintf(&b, "\nNote: post-run action %q (%s) %s", p.Name, p.Tool, p.Status)
+		if p.ErrorCode != "" {
+			fmt.Fprintf(&b, ": %s: %s", p.ErrorCode, p.ErrorMessage)
+		}
+		b.WriteString(" (it does not change the run's status)")
 	}
 	if len(o.Executions) < r.Totals.Cases && len(o.Executions) > 0 {
 		fmt.Fprintf(&b, "\nExecutions %d to %d of %d:", o.first+1, o.last+1, r.Totals.Cases)

@@ -148,7 +148,7 @@ func taskCmd(env Env) *cobra.Command {
 			for _, c := range cases {
 				fmt.Fprintf(env.Stdout, "  %s  %s (key %s, v%d, %d steps, %s)\n", c.ID, c.Title, c.Key, c.Version, len(c.Steps), c.Status)
 			}
-			return nil
+			return printPostRun(cmd.Context(), env.Stdout, a, user, t) // postrun.go
 		}),
 	}
 	share := &cobra.Command{
@@ -166,7 +166,7 @@ func taskCmd(env Env) *cobra.Command {
 	for _, c := range []*cobra.Command{list, show, share, unshare} {
 		addAs(c)
 	}
-	cmd.AddCommand(list, show, share, unshare, taskTransferCmd(env))
+	cmd.AddCommand(list, show, share, unshare, taskTransferCmd(env), taskApprovePostRunCmd(env))
 	return cmd
 }
 

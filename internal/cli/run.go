@@ -59,6 +59,7 @@ Subcommands show, list and cancel manage existing runs.`,
 			if asJSON {
 				printJSON(env.Stdout, run)
 			} else {
+				printPostRunNotes(env.Stdout, run)
 				fmt.Fprintf(env.Stdout, "report: duet report %s -o report.html   (--format json|junit)\n", run.ID)
 			}
 			if run.Status != duet.StatusPassed {
@@ -73,7 +74,8 @@ Subcommands show, list and cancel manage existing runs.`,
 	cmd.Flags().StringVar(&remote, "browser", "", "DevTools endpoint of a remote browser for this run, e.g. ws://10.0.0.5:9222 (with --device PRESET to emulate one)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the final run as JSON")
 	addAs(cmd)
-	cmd.AddCommand(runShowCmd(env), runListCmd(env), runCancelCmd(env))
+	cmd.AddCommand(runShowCmd(env), runListCmd(env), runCancelCmd(env),
+		runApproveStopCmd(env), runDenyStopCmd(env), runStopRequestsCmd(env)) // stop.go
 	return cmd
 }
 
@@ -191,6 +193,7 @@ func runShowCmd(env Env) *cobra.Command {
 				fmt.Fprintf(env.Stdout, "%s: %s\n", run.ErrorCode, run.ErrorMessage)
 			}
 			printProgress(env.Stdout, execs, map[string]int{})
+			printPostRunNotes(env.Stdout, run)
 			return nil
 		}),
 	}

@@ -70,7 +70,7 @@ func TestScanServersAndCoverage(t *testing.T) {
 	}
 
 	text := e.must(t, "scan", "--task", "shop-orders", "--as", "alice")
-	for _, want := range []string{"duet: 7 tools", "orders (mcp_127-0-0-1_", "coverage of orders", "+ query_order [readOnly]: 2 calls in order-status",
+	for _, want := range []string{"duet: 8 tools", "orders (mcp_127-0-0-1_", "coverage of orders", "+ query_order [readOnly]: 2 calls in order-status",
 		"- set_order_status: not called"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("text output lacks %q:\n%s", want, text)

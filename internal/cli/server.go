@@ -611,7 +611,7 @@ func serverInvocationsCmd(env Env) *cobra.Command {
 	cmd.Flags().StringVar(&f.Executor, "executor", "", "only calls made as this user")
 	cmd.Flags().StringVar(&server, "server", "", "only calls to this server (a serverKey, or the name of one of --as's servers)")
 	cmd.Flags().StringVar(&f.Tool, "tool", "", "only calls of this tool")
-	cmd.Flags().StringVar(&source, "source", "", "only this call source (cli, engine, agent, web, api)")
+	cmd.Flags().StringVar(&source, "source", "", "only this call source (cli, engine, post-run, agent, web, api)")
 	cmd.Flags().StringVar(&outcome, "outcome", "", "only this outcome (OK or an error code)")
 	cmd.Flags().StringVar(&f.TraceID, "trace", "", "only this trace id")
 	cmd.Flags().StringVar(&since, "since", "", "only records newer than a duration (1h) or a time")

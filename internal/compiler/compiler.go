@@ -207,7 +207,7 @@ func (c *compiler) task(n *node, t *duet.Task) {
 		c.errf(n, "task must be a mapping, got %s", n.kind)
 		return
 	}
-	c.allowKeys(n, "name", "description", "baseURL", "baseUrl", "device", "browser", "sharedWith")
+	c.allowKeys(n, "name", "description", "baseURL", "baseUrl", "device", "browser", "sharedWith", "postRun")
 	t.Name = strings.TrimSpace(c.stringField(n, "name", true))
 	if t.Name != "" && (len(t.Name) > 100 || strings.ContainsAny(t.Name, "\n\r\t")) {
 		c.errf(n.get("name"), "task name must be one line of at most 100 characters")
@@ -245,6 +245,9 @@ func (c *compiler) task(n *node, t *duet.Task) {
 			}
 		}
 		t.Device = d
+	}
+	if pr := n.get("postRun"); pr != nil {
+		t.PostRun = c.postRun(pr)
 	}
 	if sw := n.get("sharedWith"); sw != nil {
 		t.SharedWith = []string{}

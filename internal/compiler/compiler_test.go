@@ -210,6 +210,7 @@ func FuzzCompileSuite(f *testing.F) {
 	f.Add([]byte(bomb(9, 9)))
 	f.Add([]byte("title: a\nsteps: [&s {assert: 'true'}, *s, *s]\n"))
 	f.Add([]byte("task: {name: t}\ncases: [{title: a, steps: [{set: {x: \"repeat('a', 9)\"}}, {http: {method: POST, url: 'http://x.test/${x}', json: {a: [1, {b: '${x}'}]}}}]}]\n"))
+	f.Add([]byte(postRunSuite))
 	f.Fuzz(func(t *testing.T, src []byte) {
 		start := time.Now()
 		s, err := CompileSuite(context.Background(), src, "f", Options{})

@@ -17,24 +17,7 @@ func (c *compiler) mcpCall(st *duet.Step, n *node, sc *scope) {
 	c.allowKeys(n, "server", "serverKey", "tool", "toolName", "input", "inputBindings", "saveAs", "failurePolicy")
 	m := &duet.MCPCallStep{InputBindings: map[string]duet.Binding{}, FailurePolicy: duet.FailRequired}
 	st.MCP = m
-	ref := c.stringField(n, "serverKey", false)
-	refNode := n.get("serverKey")
-	if name := c.stringField(n, "server", false); name != "" {
-		if ref != "" {
-			c.errf(n.get("server"), "use either server or serverKey, not both")
-		}
-		ref, refNode, m.ServerName = name, n.get("server"), name
-	}
-	if ref == "" {
-		c.errf(n, "mcpCall needs server (a registered server's name) or serverKey")
-	}
-	m.ToolName = c.stringField(n, "tool", false)
-	if m.ToolName == "" {
-		m.ToolName = c.stringField(n, "toolName", false)
-	}
-	if m.ToolName == "" {
-		c.errf(n, "mcpCall needs tool")
-	}
+	ref, refNode := c.callTarget(n, m, "mcpCall")
 	in := n.get("input")
 	if in == nil {
 		in = n.get("inputBindings")
@@ -64,6 +47,31 @@ func (c *compiler) mcpCall(st *duet.Step, n *node, sc *scope) {
 		return
 	}
 	c.resolveServer(refNode, ref, m)
+}
+
+// callTarget reads the server (server or serverKey) and the tool (tool or
+// toolName) a call names into m, and returns the server reference and its
+// node. what names the call in messages.
+func (c *compiler) callTarget(n *node, m *duet.MCPCallStep, what string) (string, *node) {
+	ref := c.stringField(n, "serverKey", false)
+	refNode := n.get("serverKey")
+	if name := c.stringField(n, "server", false); name != "" {
+		if ref != "" {
+			c.errf(n.get("server"), "use either server or serverKey, not both")
+		}
+		ref, refNode, m.ServerName = name, n.get("server"), name
+	}
+	if ref == "" {
+		c.errf(n, "%s needs server (a registered server's name) or serverKey", what)
+	}
+	m.ToolName = c.stringField(n, "tool", false)
+	if m.ToolName == "" {
+		m.ToolName = c.stringField(n, "toolName", false)
+	}
+	if m.ToolName == "" {
+		c.errf(n, "%s needs tool", what)
+	}
+	return ref, refNode
 }
 
 // resolveServer fills m.ServerKey from ref and checks the tool and its

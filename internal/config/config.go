@@ -51,6 +51,9 @@ type Config struct {
 	IdempotencyTTL time.Duration
 	MaxQueuedRuns  int // runs one user may have waiting in the queue
 
+	StopToolUsers   []string      // who may see and call stop_test_run: user ids, team:NAME, *
+	StopApprovalTTL time.Duration // how long a stop request waits for the run owner's approval
+
 	ChromePath        string
 	Browsers          int
 	ArtifactRetention time.Duration
@@ -167,6 +170,24 @@ var options = []Option{
 	{Env: "DUET_MAX_ARG_BYTES", Default: "262144", Doc: "Largest tool-call arguments (TOO_LARGE beyond).", set: intSet(func(c *Config) *int { return &c.MaxArgBytes }, 256, 1<<30)},
 	{Env: "DUET_MAX_RESULT_BYTES", Default: "4194304", Doc: "Largest tool result (TOO_LARGE beyond).", set: intSet(func(c *Config) *int { return &c.MaxResultBytes }, 1024, 1<<30)},
 	{Env: "DUET_MAX_QUEUED_RUNS", Default: "20", Doc: "Runs one user may have queued (waiting for a worker) at once; starting another is RATE_LIMITED until some have started. Workers take runs fairly across users: the user with the fewest runs running first, then the one served least recently.", set: intSet(func(c *Config) *int { return &c.MaxQueuedRuns }, 1, 1000000)},
+	{Env: "DUET_STOP_TOOL_USERS", Doc: "Who may see and call the stop_test_run MCP tool (stop a run; released gradually): comma-separated user ids, team:NAME for the members of a team, or * for everyone. Others do not see it in tools/list, and a call of it is PERMISSION_DENIED. Default: nobody. See docs/governance.md.",
+		set: func(c *Config, v string) error {
+			for _, u := range splitList(v) {
+				if team, ok := duet.TeamOf(u); ok {
+					if !duet.ValidTeamName(team) {
+						return fmt.Errorf("%q is not a team name (lower-case letters, digits, '.', '_', '-')", u)
+					}
+				} else if u != "*" {
+					if err := duet.ValidUserID(u); err != nil {
+						return errors.New(duet.ErrorMessage(err))
+					}
+				}
+				c.StopToolUsers = append(c.StopToolUsers, u)
+			}
+			return nil
+		}},
+	{Env: "DUET_STOP_APPROVAL_TTL", Default: "10m", Doc: "How long a stop request (a stop_test_run call the client could not confirm) waits for the approval of the run's owner (duet run approve-stop); after it the request is expired and nothing is stopped.",
+		set: durSet(func(c *Config) *time.Duration { return &c.StopApprovalTTL })},
 	{Env: "DUET_IDEMPOTENCY_TTL", Default: "24h", Doc: "How long start_test_run idempotency keys are remembered.", set: durSet(func(c *Config) *time.Duration { return &c.IdempotencyTTL })},
 	{Env: "DUET_CHROME_PATH", Doc: "Chromium executable for browser steps. Default: chromium, chromium-browser or google-chrome on PATH.",
 		set: func(c *Config, v string) error { c.ChromePath = v; return nil }},

@@ -162,3 +162,23 @@ func TestUserIDsAreValidated(t *testing.T) {
 		t.Errorf("DUET_USER overrides it: got %v %v", c, err)
 	}
 }
+
+// TestStopToolSettings: stop_test_run is released to nobody by default;
+// DUET_STOP_TOOL_USERS names users, teams and "*", and refuses what is
+// neither; a stop request waits 10 minutes unless set.
+func TestStopToolSettings(t *testing.T) {
+	t.Parallel()
+	c, err := Load(env(map[string]string{"HOME": "/h", "USER": "u"}))
+	if err != nil || len(c.StopToolUsers) != 0 || c.StopApprovalTTL != 10*time.Minute {
+		t.Fatalf("defaults: got %v %v %v", c.StopToolUsers, c.StopApprovalTTL, err)
+	}
+	c, err = Load(env(map[string]string{"HOME": "/h", "USER": "u", "DUET_STOP_TOOL_USERS": "alice, team:qa,*", "DUET_STOP_APPROVAL_TTL": "2m"}))
+	if err != nil || strings.Join(c.StopToolUsers, "|") != "alice|team:qa|*" || c.StopApprovalTTL != 2*time.Minute {
+		t.Fatalf("set: got %v %v %v", c.StopToolUsers, c.StopApprovalTTL, err)
+	}
+	for _, bad := range []string{"team:QA!", "a\x00b", "team:"} {
+		if _, err := Load(env(map[string]string{"HOME": "/h", "USER": "u", "DUET_STOP_TOOL_USERS": bad})); err == nil || !strings.HasPrefix(err.Error(), "DUET_STOP_TOOL_USERS:") {
+			t.Errorf("DUET_STOP_TOOL_USERS=%q: got %v", bad, err)
+		}
+	}
+}

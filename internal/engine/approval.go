@@ -22,17 +22,23 @@ type ToolCatalog interface {
 	FindMCPServerTool(ctx context.Context, owner, serverKey, tool string) (*duet.MCPServer, *duet.MCPTool, error)
 }
 
-// ApprovalRequest is a call that needs the executor's approval.
+// ApprovalRequest is a call that needs the executor's approval: of a step
+// of a case, or (PostRun set) of a post-run action of the task.
 type ApprovalRequest struct {
 	Executor    string
-	Author      string // who wrote the case version; "" when not known
+	Author      string // who wrote the case version (or the post-run actions); "" when not known
 	RunID       string
 	TaskID      string
+	TaskName    string
 	CaseID      string
 	CaseTitle   string
 	CaseVersion int
 	ServerKey   string
 	Tool        string
+	// PostRun names the post-run action, PostRunHash the version of the
+	// task's post-run actions it belongs to; both "" for a case's step.
+	PostRun     string
+	PostRunHash string
 }
 
 // Approver decides whether the executor approved a call of a case someone
@@ -53,6 +59,18 @@ type StoreApprover struct {
 
 // Approve implements Approver. Returns APPROVAL_REQUIRED.
 func (a StoreApprover) Approve(ctx context.Context, req ApprovalRequest) error {
+	if req.PostRun != "" {
+		if a.Store != nil {
+			_, err := a.Store.FindPostRunApproval(ctx, req.Executor, req.TaskID, req.PostRunHash)
+			if err == nil {
+				return nil
+			}
+			if duet.ErrorCode(err) != duet.CodeNotFound {
+				return err
+			}
+		}
+		return postRunApprovalRequired(req)
+	}
 	if a.Store != nil {
 		_, err := a.Store.FindCaseApproval(ctx, req.Executor, req.CaseID, req.CaseVersion)
 		if err == nil {
@@ -74,6 +92,21 @@ func approvalRequired(req ApprovalRequest) error {
 		"case %q (version %d) was written by %s, and this step calls %s of MCP server %s, which your catalog does not mark read-only, with your credentials, %s: "+
 			"review the case, then approve this version with `duet case approve %s --as %s` and run it again",
 		req.CaseTitle, req.CaseVersion, writer, req.Tool, req.ServerKey, req.Executor, req.CaseID, req.Executor)
+}
+
+func postRunApprovalRequired(req ApprovalRequest) error {
+	writer := req.Author
+	if writer == "" {
+		writer = "someone else"
+	}
+	task := req.TaskName
+	if task == "" {
+		task = req.TaskID
+	}
+	return duet.Errorf(duet.CodeApprovalRequired,
+		"the post-run actions of task %q were written by %s, and action %q calls %s of MCP server %s, which your catalog does not mark read-only, with your credentials, %s: "+
+			"review them with `duet task show %s --as %s`, then approve this version with `duet task approve-post-run %s --as %s`",
+		task, writer, req.PostRun, req.Tool, req.ServerKey, req.Executor, req.TaskID, req.Executor, req.TaskID, req.Executor)
 }
 
 // NeedsApproval reports whether step m of a case version written by author

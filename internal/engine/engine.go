@@ -217,6 +217,7 @@ func (e *Engine) Execute(ctx context.Context, run *duet.Run) error {
 		if run.CancelRequested || errors.Is(context.Cause(ctx), ErrCancelRequested) {
 			msg = "cancelled at the user's request"
 		}
+		run.PostRun = e.postRun(ctx, run, task, nil, verdict{duet.StatusCancelled, duet.CodeCancelled, msg}, secrets)
 		return e.finishRun(context.WithoutCancel(ctx), run, duet.StatusCancelled, duet.CodeCancelled, msg)
 	}
 	execs, err = e.store.FindExecutions(ctx, run.ID)
@@ -241,6 +242,8 @@ func (e *Engine) Execute(ctx context.Context, run *duet.Run) error {
 			}
 		}
 	}
+	// The task's post-run actions: notes on the run, never its verdict.
+	run.PostRun = e.postRun(ctx, run, task, execs, verdict{status, code, msg}, secrets)
 	return e.finishRun(ctx, run, status, code, msg)
 }
 

@@ -36,6 +36,10 @@ func (r *registry) Invoke(ctx context.Context, req duet.InvokeRequest) (*duet.To
 	r.mu.Lock()
 	r.calls = append(r.calls, req)
 	r.mu.Unlock()
+	if req.Tool == "broken_tool" {
+		content, _ := json.Marshal([]map[string]any{{"type": "text", "text": "the ticket system is down"}})
+		return &duet.ToolResult{Content: content, IsError: true}, duet.Errorf(duet.CodeMCPToolError, "the ticket system is down")
+	}
 	out := map[string]any{"tool": req.Tool, "args": req.Arguments}
 	if req.Tool == "whoami" {
 		out = map[string]any{"user": req.Executor, "memo": "you called with " + r.creds[req.Executor]}

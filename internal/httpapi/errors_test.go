@@ -24,3 +24,12 @@ func TestApprovalRequiredIsForbidden(t *testing.T) {
 		t.Errorf("APPROVAL_REQUIRED: got HTTP %d, JSON-RPC %d; want 403, -32003 (like PERMISSION_DENIED)", got, rpc)
 	}
 }
+
+func TestStopApprovalCodes(t *testing.T) {
+	t.Parallel()
+	for code, want := range map[duet.Code]int{duet.CodeApprovalPending: 403, duet.CodeApprovalDenied: 403, duet.CodeApprovalExpired: 410} {
+		if got, rpc := StatusOf(code), RPCCodeOf(code); got != want || rpc != -32003 {
+			t.Errorf("%s: got HTTP %d, JSON-RPC %d; want %d, -32003", code, got, rpc, want)
+		}
+	}
+}

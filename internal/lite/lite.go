@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -38,7 +39,10 @@ type Handler struct {
 	cat   *catalog.Catalog
 	opts  Options
 	tools []*mcp.Tool
-	list  []byte // the tools/list body: the catalog is fixed
+	list  []byte // the tools/list body of a caller who sees every tool
+	// partial holds the bodies without tools some callers may not see
+	// (a gray release), by the names hidden.
+	partial sync.Map
 }
 
 // New returns the MCP-Lite handler over cat.
@@ -58,6 +62,33 @@ func New(cat *catalog.Catalog, opts Options) *Handler {
 	}
 	h.list = append(b, '\n')
 	return h
+}
+
+// listWithout is the tools/list body without the hidden tools; the few
+// bodies there are (one per set of hidden tools) are made once.
+func (h *Handler) listWithout(hidden map[string]bool) []byte {
+	names := make([]string, 0, len(hidden))
+	for n := range hidden {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	key := strings.Join(names, ",")
+	if b, ok := h.partial.Load(key); ok {
+		return b.([]byte)
+	}
+	var tools []*mcp.Tool
+	for _, t := range h.tools {
+		if !hidden[t.Name] {
+			tools = append(tools, t)
+		}
+	}
+	b, err := json.Marshal(ListResponse{Tools: tools})
+	if err != nil {
+		panic("lite: encoding the tool list: " + err.Error())
+	}
+	b = append(b, '\n')
+	h.partial.Store(key, b)
+	return b
 }
 
 // ListResponse is the body of a tools/list answer.
@@ -126,15 +157,20 @@ func (h *Handler) answer(w http.ResponseWriter, err error) {
 func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
 	caller, _ := duet.CallerFromContext(r.Context())
 	caller.Source = duet.SourceMCPLite
-	err := h.cat.Govern(r.Context(), catalog.Op{Caller: caller, Method: "tools/list"}, func(context.Context) (int, error) {
-		return len(h.list), nil
+	body := h.list
+	err := h.cat.Govern(r.Context(), catalog.Op{Caller: caller, Method: "tools/list"}, func(ctx context.Context) (int, error) {
+		// Tools released gradually are listed only to their users.
+		if hidden := h.cat.Hidden(ctx, caller.UserID); len(hidden) > 0 {
+			body = h.listWithout(hidden)
+		}
+		return len(body), nil
 	})
 	if err != nil {
 		h.answer(w, err)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.Write(h.list)
+	w.Write(body)
 }
 
 // Call serves POST /mcp/tools/call. The caller comes from the request

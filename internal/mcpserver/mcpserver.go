@@ -171,7 +171,8 @@ func (s *Server) handler() mcp.ToolHandler {
 		}
 		call := &callState{session: req.Session}
 		ctx = context.WithValue(ctx, callKey{}, call)
-		res, err := s.cat.Call(ctx, catalog.Request{Caller: caller, Tool: req.Params.Name, Args: req.Params.Arguments, Progress: progress})
+		res, err := s.cat.Call(ctx, catalog.Request{Caller: caller, Tool: req.Params.Name, Args: req.Params.Arguments, Progress: progress,
+			Confirmer: elicitConfirmer(req.Session)})
 		if err != nil {
 			// Unknown tool: the SDK answers that itself before calling us;
 			// this is a defence in depth.
@@ -283,6 +284,9 @@ func (s *Server) govern(next mcp.MethodHandler) mcp.MethodHandler {
 			res, err = next(ctx, method, req)
 			if err != nil {
 				return 0, classify(err)
+			}
+			if method == "tools/list" {
+				res = s.listed(ctx, op.Caller.UserID, res)
 			}
 			if res == nil || op.Stream {
 				return 0, nil

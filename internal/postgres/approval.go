@@ -91,3 +91,63 @@ func (d *DB) RevokeCaseApproval(ctx context.Context, user, caseID string) error 
 	}
 	return nil
 }
+
+// ApprovePostRun records user's approval of the current version of the
+// post-run actions of a task they may see. Returns NOT_FOUND, CONFLICT,
+// INVALID_ARGUMENT.
+func (d *DB) ApprovePostRun(ctx context.Context, user, taskID, hash string) (*duet.PostRunApproval, error) {
+	if user == "" || taskID == "" {
+		return nil, duet.Errorf(duet.CodeInvalidArgument, "an approval needs a user and a task")
+	}
+	var out *duet.PostRunApproval
+	err := d.tx(ctx, func(tx pgx.Tx) error {
+		t, err := scanTask(tx.QueryRow(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.id = $2 AND `+visibleTo, user, taskID))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound("task", taskID)
+		} else if err != nil {
+			return mapErr(err)
+		}
+		if err := postRunApprovable(t, hash); err != nil {
+			return err
+		}
+		a := &duet.PostRunApproval{User: user, TaskID: taskID, Hash: hash}
+		// A second approval of the same version keeps the first.
+		err = tx.QueryRow(ctx, `INSERT INTO post_run_approvals AS a (user_id, task_id, hash, approved_at) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (user_id, task_id, hash) DO UPDATE SET user_id = a.user_id
+			RETURNING a.approved_at`, user, taskID, hash, ts(d.now()).UTC()).Scan(&a.ApprovedAt)
+		if err != nil {
+			return mapErr(err)
+		}
+		a.ApprovedAt = utc(a.ApprovedAt)
+		out = a
+		return nil
+	})
+	return out, err
+}
+
+// postRunApprovable checks that hash is the current version of t's
+// post-run actions.
+func postRunApprovable(t *duet.Task, hash string) error {
+	cur := duet.PostRunHash(t.PostRun)
+	switch {
+	case cur == "":
+		return duet.Errorf(duet.CodeInvalidArgument, "task %s has no post-run actions", t.ID)
+	case hash != cur:
+		return duet.Errorf(duet.CodeConflict, "the post-run actions of task %s changed: review them again before approving", t.ID)
+	}
+	return nil
+}
+
+// FindPostRunApproval returns user's approval of that version of the
+// task's post-run actions. Returns NOT_FOUND.
+func (d *DB) FindPostRunApproval(ctx context.Context, user, taskID, hash string) (*duet.PostRunApproval, error) {
+	a := &duet.PostRunApproval{User: user, TaskID: taskID, Hash: hash}
+	err := d.pool.QueryRow(ctx, `SELECT approved_at FROM post_run_approvals WHERE user_id = $1 AND task_id = $2 AND hash = $3`, user, taskID, hash).Scan(&a.ApprovedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, duet.Errorf(duet.CodeNotFound, "%s has not approved this version of the post-run actions of task %s", user, taskID)
+	} else if err != nil {
+		return nil, mapErr(err)
+	}
+	a.ApprovedAt = utc(a.ApprovedAt)
+	return a, nil
+}

@@ -13,16 +13,22 @@ import (
 )
 
 const runColumns = `r.id, r.task_id, r.status, r.triggered_by, r.call_source, r.trace_id, r.device, r.error_code, r.error_message,
-	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt, r.lost`
+	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt, r.lost, r.post_run`
 
 func scanRun(r pgx.Row) (*duet.Run, error) {
 	var run duet.Run
+	var postRun string
 	if err := r.Scan(&run.ID, &run.TaskID, &run.Status, &run.TriggeredBy, &run.CallSource, &run.TraceID, &run.Device,
-		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &run.CreatedAt, &run.StartedAt, &run.FinishedAt, &run.Attempt, &run.Lost); err != nil {
+		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &run.CreatedAt, &run.StartedAt, &run.FinishedAt, &run.Attempt, &run.Lost, &postRun); err != nil {
 		return nil, err
 	}
 	run.CreatedAt = utc(run.CreatedAt)
 	run.StartedAt, run.FinishedAt = utcPtr(run.StartedAt), utcPtr(run.FinishedAt)
+	if postRun != "" {
+		if err := json.Unmarshal([]byte(postRun), &run.PostRun); err != nil {
+			return nil, fmt.Errorf("run %s: decoding post-run results: %w", run.ID, err)
+		}
+	}
 	return &run, nil
 }
 
@@ -458,8 +464,16 @@ func (d *DB) FinishRun(ctx context.Context, r *duet.Run) error {
 		if _, err := tx.Exec(ctx, `UPDATE executions SET status = $1 WHERE run_id = $2 AND status IN ('pending', 'running')`, rest, r.ID); err != nil {
 			return mapErr(err)
 		}
-		_, err := tx.Exec(ctx, `UPDATE runs SET status = $1, error_code = $2, error_message = $3, finished_at = $4, lease_owner = '', lease_expires_at = NULL WHERE id = $5`,
-			r.Status, r.ErrorCode, r.ErrorMessage, nullTime(r.FinishedAt), r.ID)
+		postRun := ""
+		if len(r.PostRun) > 0 {
+			b, err := json.Marshal(r.PostRun)
+			if err != nil {
+				return err
+			}
+			postRun = string(b)
+		}
+		_, err := tx.Exec(ctx, `UPDATE runs SET status = $1, error_code = $2, error_message = $3, finished_at = $4, post_run = $5, lease_owner = '', lease_expires_at = NULL WHERE id = $6`,
+			r.Status, r.ErrorCode, r.ErrorMessage, nullTime(r.FinishedAt), postRun, r.ID)
 		if err != nil {
 			return mapErr(err)
 		}

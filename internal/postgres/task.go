@@ -2,7 +2,9 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -12,7 +14,7 @@ import (
 	"github.com/duet-test/duet"
 )
 
-const taskColumns = `t.id, t.owner, t.name, t.description, t.base_url, t.device, t.created_at, t.updated_at`
+const taskColumns = `t.id, t.owner, t.name, t.description, t.base_url, t.device, t.created_at, t.updated_at, t.post_run, t.post_run_by`
 
 // visibleTo is the one SQL condition for "the viewer ($1) owns the task or
 // it was shared with the viewer". Every read of user-facing data goes
@@ -40,12 +42,36 @@ func visibility(viewer string) string {
 
 func scanTask(r pgx.Row) (*duet.Task, error) {
 	var t duet.Task
-	if err := r.Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &t.CreatedAt, &t.UpdatedAt); err != nil {
+	var postRun string
+	if err := r.Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &t.CreatedAt, &t.UpdatedAt, &postRun, &t.PostRunBy); err != nil {
 		return nil, err
 	}
 	t.CreatedAt, t.UpdatedAt = utc(t.CreatedAt), utc(t.UpdatedAt)
 	t.SharedWith = []string{}
-	return &t, nil
+	var err error
+	t.PostRun, err = decodePostRun(t.ID, postRun)
+	return &t, err
+}
+
+// encodePostRun is how a task's post-run actions are stored: JSON, or ""
+// for none.
+func encodePostRun(actions []*duet.PostRunAction) (string, error) {
+	if len(actions) == 0 {
+		return "", nil
+	}
+	b, err := json.Marshal(actions)
+	return string(b), err
+}
+
+func decodePostRun(taskID, s string) ([]*duet.PostRunAction, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []*duet.PostRunAction
+	if err := json.Unmarshal([]byte(s), &out); err != nil {
+		return nil, fmt.Errorf("task %s: decoding post-run actions: %w", taskID, err)
+	}
+	return out, nil
 }
 
 func notFound(kind, id string) error {
@@ -86,11 +112,15 @@ func (d *DB) FindTaskByID(ctx context.Context, viewer, id string) (*duet.Task, e
 	q := `SELECT ` + taskColumns + `, ARRAY(SELECT user_id FROM task_shares s WHERE s.task_id = t.id ORDER BY user_id)
 		FROM tasks t WHERE t.id = $2` + visibility(viewer)
 	var t duet.Task
-	err := d.pool.QueryRow(ctx, q, viewer, id).Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &t.CreatedAt, &t.UpdatedAt, &t.SharedWith)
+	var postRun string
+	err := d.pool.QueryRow(ctx, q, viewer, id).Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &t.CreatedAt, &t.UpdatedAt, &postRun, &t.PostRunBy, &t.SharedWith)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, notFound("task", id)
 	} else if err != nil {
 		return nil, mapErr(err)
+	}
+	if t.PostRun, err = decodePostRun(t.ID, postRun); err != nil {
+		return nil, err
 	}
 	t.CreatedAt, t.UpdatedAt = utc(t.CreatedAt), utc(t.UpdatedAt)
 	if t.SharedWith == nil {

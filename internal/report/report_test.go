@@ -167,6 +167,8 @@ func newFixture(t *testing.T) *fixture {
 	}
 	now := time.Now()
 	run.Status, run.ErrorCode, run.ErrorMessage, run.FinishedAt = duet.StatusError, duet.CodeHTTPRequestFailed, `case "Order service": connection refused`, &now
+	run.PostRun = []*duet.PostRunResult{{Name: "file a <ticket>", ServerKey: "mcp_tickets_0123abcd", Tool: "file_ticket", Status: duet.StatusFailed,
+		ErrorCode: duet.CodeMCPToolError, ErrorMessage: "the ticket system is down"}}
 	if err := db.FinishRun(ctx, run); err != nil {
 		t.Fatal(err)
 	}
@@ -240,6 +242,7 @@ func TestHTML(t *testing.T) {
 		"What went wrong", `href="#case-`,
 		"[redacted]", "device iphone-15",
 		"4.00 s", "1.00 s", "not run",
+		"Post-run actions", "file a &lt;ticket&gt;", "the ticket system is down", // a note, escaped
 	} {
 		if !strings.Contains(html, want) {
 			t.Errorf("HTML: want it to contain %q", want)

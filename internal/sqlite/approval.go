@@ -102,3 +102,68 @@ func (d *DB) RevokeCaseApproval(ctx context.Context, user, caseID string) error 
 	}
 	return nil
 }
+
+// ApprovePostRun records user's approval of the current version of the
+// post-run actions of a task they may see. Returns NOT_FOUND, CONFLICT,
+// INVALID_ARGUMENT.
+func (d *DB) ApprovePostRun(ctx context.Context, user, taskID, hash string) (*duet.PostRunApproval, error) {
+	if user == "" || taskID == "" {
+		return nil, duet.Errorf(duet.CodeInvalidArgument, "an approval needs a user and a task")
+	}
+	var out *duet.PostRunApproval
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		t, err := scanTask(tx.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.id = ?2 AND `+visibleTo, user, taskID))
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound("task", taskID)
+		} else if err != nil {
+			return mapErr(err)
+		}
+		if err := postRunApprovable(t, hash); err != nil {
+			return err
+		}
+		a := &duet.PostRunApproval{User: user, TaskID: taskID, Hash: hash}
+		var at int64
+		err = tx.QueryRowContext(ctx, `SELECT approved_at FROM post_run_approvals WHERE user_id = ? AND task_id = ? AND hash = ?`, user, taskID, hash).Scan(&at)
+		switch {
+		case err == nil:
+			a.ApprovedAt = fromMicros(at)
+		case errors.Is(err, sql.ErrNoRows):
+			a.ApprovedAt = fromMicros(micros(d.now()))
+			if _, err := tx.ExecContext(ctx, `INSERT INTO post_run_approvals (user_id, task_id, hash, approved_at) VALUES (?, ?, ?, ?)`,
+				user, taskID, hash, micros(a.ApprovedAt)); err != nil {
+				return mapErr(err)
+			}
+		default:
+			return mapErr(err)
+		}
+		out = a
+		return nil
+	})
+	return out, err
+}
+
+// postRunApprovable checks that hash is the current version of t's
+// post-run actions.
+func postRunApprovable(t *duet.Task, hash string) error {
+	cur := duet.PostRunHash(t.PostRun)
+	switch {
+	case cur == "":
+		return duet.Errorf(duet.CodeInvalidArgument, "task %s has no post-run actions", t.ID)
+	case hash != cur:
+		return duet.Errorf(duet.CodeConflict, "the post-run actions of task %s changed: review them again before approving", t.ID)
+	}
+	return nil
+}
+
+// FindPostRunApproval returns user's approval of that version of the
+// task's post-run actions. Returns NOT_FOUND.
+func (d *DB) FindPostRunApproval(ctx context.Context, user, taskID, hash string) (*duet.PostRunApproval, error) {
+	var at int64
+	err := d.q.QueryRowContext(ctx, `SELECT approved_at FROM post_run_approvals WHERE user_id = ? AND task_id = ? AND hash = ?`, user, taskID, hash).Scan(&at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, duet.Errorf(duet.CodeNotFound, "%s has not approved this version of the post-run actions of task %s", user, taskID)
+	} else if err != nil {
+		return nil, mapErr(err)
+	}
+	return &duet.PostRunApproval{User: user, TaskID: taskID, Hash: hash, ApprovedAt: fromMicros(at)}, nil
+}

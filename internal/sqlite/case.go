@@ -46,16 +46,23 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 		now := d.now()
 		nowUs := micros(now)
 		want := s.Task
+		postRun, err := encodePostRun(want.PostRun)
+		if err != nil {
+			return err
+		}
 		task, err := findTaskByName(ctx, tx, owner, want.Name)
 		switch {
 		case duet.ErrorCode(err) == duet.CodeNotFound:
 			task = &duet.Task{
 				ID: duet.NewID("task"), Owner: owner, Name: want.Name, Description: want.Description,
 				BaseURL: want.BaseURL, Device: want.Device, SharedWith: sortedUnique(want.SharedWith, owner),
-				CreatedAt: now, UpdatedAt: now,
+				PostRun: want.PostRun, CreatedAt: now, UpdatedAt: now,
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO tasks (id, owner, name, description, base_url, device, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-				task.ID, owner, task.Name, task.Description, task.BaseURL, task.Device, nowUs, nowUs); err != nil {
+			if len(task.PostRun) > 0 {
+				task.PostRunBy = owner
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO tasks (id, owner, name, description, base_url, device, post_run, post_run_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				task.ID, owner, task.Name, task.Description, task.BaseURL, task.Device, postRun, task.PostRunBy, nowUs, nowUs); err != nil {
 				return mapErr(err)
 			}
 			if err := setShares(ctx, tx, task.ID, task.SharedWith, nowUs); err != nil {
@@ -70,10 +77,23 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 			if want.SharedWith != nil {
 				shares = sortedUnique(want.SharedWith, owner)
 			}
-			if task.Description != want.Description || task.BaseURL != want.BaseURL || task.Device != want.Device || !slices.Equal(shares, task.SharedWith) {
+			postRunChanged := duet.PostRunHash(task.PostRun) != duet.PostRunHash(want.PostRun)
+			if task.Description != want.Description || task.BaseURL != want.BaseURL || task.Device != want.Device || !slices.Equal(shares, task.SharedWith) || postRunChanged {
 				task.Description, task.BaseURL, task.Device, task.UpdatedAt = want.Description, want.BaseURL, want.Device, now
-				if _, err := tx.ExecContext(ctx, `UPDATE tasks SET description = ?, base_url = ?, device = ?, updated_at = ? WHERE id = ?`,
-					task.Description, task.BaseURL, task.Device, nowUs, task.ID); err != nil {
+				if postRunChanged {
+					// The applier wrote this version of the actions:
+					// approvals depend on it.
+					task.PostRun, task.PostRunBy = want.PostRun, ""
+					if len(want.PostRun) > 0 {
+						task.PostRunBy = owner
+					}
+				}
+				stored, err := encodePostRun(task.PostRun)
+				if err != nil {
+					return err
+				}
+				if _, err := tx.ExecContext(ctx, `UPDATE tasks SET description = ?, base_url = ?, device = ?, post_run = ?, post_run_by = ?, updated_at = ? WHERE id = ?`,
+					task.Description, task.BaseURL, task.Device, stored, task.PostRunBy, nowUs, task.ID); err != nil {
 					return mapErr(err)
 				}
 				if !slices.Equal(shares, task.SharedWith) {

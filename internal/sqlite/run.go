@@ -12,18 +12,24 @@ import (
 )
 
 const runColumns = `r.id, r.task_id, r.status, r.triggered_by, r.call_source, r.trace_id, r.device, r.error_code, r.error_message,
-	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt, r.lost`
+	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt, r.lost, r.post_run`
 
 func scanRun(r rowScanner) (*duet.Run, error) {
 	var run duet.Run
 	var created int64
 	var started, finished sql.NullInt64
+	var postRun string
 	if err := r.Scan(&run.ID, &run.TaskID, &run.Status, &run.TriggeredBy, &run.CallSource, &run.TraceID, &run.Device,
-		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &created, &started, &finished, &run.Attempt, &run.Lost); err != nil {
+		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &created, &started, &finished, &run.Attempt, &run.Lost, &postRun); err != nil {
 		return nil, err
 	}
 	run.CreatedAt = fromMicros(created)
 	run.StartedAt, run.FinishedAt = ptrTime(started), ptrTime(finished)
+	if postRun != "" {
+		if err := json.Unmarshal([]byte(postRun), &run.PostRun); err != nil {
+			return nil, fmt.Errorf("run %s: decoding post-run results: %w", run.ID, err)
+		}
+	}
 	return &run, nil
 }
 
@@ -458,8 +464,16 @@ func (d *DB) FinishRun(ctx context.Context, r *duet.Run) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE executions SET status = ? WHERE run_id = ? AND status IN ('pending', 'running')`, rest, r.ID); err != nil {
 			return mapErr(err)
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, error_code = ?, error_message = ?, finished_at = ?, lease_owner = '', lease_expires_at = 0 WHERE id = ?`,
-			r.Status, r.ErrorCode, r.ErrorMessage, nullMicros(r.FinishedAt), r.ID)
+		postRun := ""
+		if len(r.PostRun) > 0 {
+			b, err := json.Marshal(r.PostRun)
+			if err != nil {
+				return err
+			}
+			postRun = string(b)
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, error_code = ?, error_message = ?, finished_at = ?, post_run = ?, lease_owner = '', lease_expires_at = 0 WHERE id = ?`,
+			r.Status, r.ErrorCode, r.ErrorMessage, nullMicros(r.FinishedAt), postRun, r.ID)
 		if err != nil {
 			return mapErr(err)
 		}

@@ -3,14 +3,16 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/duet-test/duet"
 )
 
-const taskColumns = `t.id, t.owner, t.name, t.description, t.base_url, t.device, t.created_at, t.updated_at`
+const taskColumns = `t.id, t.owner, t.name, t.description, t.base_url, t.device, t.created_at, t.updated_at, t.post_run, t.post_run_by`
 
 // visibleTo is the one SQL condition for "the viewer owns the task or it was
 // shared with the viewer". Every read of user-facing data goes through it, so
@@ -30,12 +32,36 @@ type rowScanner interface{ Scan(...any) error }
 func scanTask(r rowScanner) (*duet.Task, error) {
 	var t duet.Task
 	var created, updated int64
-	if err := r.Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &created, &updated); err != nil {
+	var postRun string
+	if err := r.Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &created, &updated, &postRun, &t.PostRunBy); err != nil {
 		return nil, err
 	}
 	t.CreatedAt, t.UpdatedAt = fromMicros(created), fromMicros(updated)
 	t.SharedWith = []string{}
-	return &t, nil
+	var err error
+	t.PostRun, err = decodePostRun(t.ID, postRun)
+	return &t, err
+}
+
+// encodePostRun is how a task's post-run actions are stored: JSON, or ""
+// for none.
+func encodePostRun(actions []*duet.PostRunAction) (string, error) {
+	if len(actions) == 0 {
+		return "", nil
+	}
+	b, err := json.Marshal(actions)
+	return string(b), err
+}
+
+func decodePostRun(taskID, s string) ([]*duet.PostRunAction, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []*duet.PostRunAction
+	if err := json.Unmarshal([]byte(s), &out); err != nil {
+		return nil, fmt.Errorf("task %s: decoding post-run actions: %w", taskID, err)
+	}
+	return out, nil
 }
 
 func notFound(kind, id string) error {
@@ -91,11 +117,15 @@ func (d *DB) FindTaskByID(ctx context.Context, viewer, id string) (*duet.Task, e
 	var t duet.Task
 	var created, updated int64
 	var shares sql.NullString
-	err := d.q.QueryRowContext(ctx, q, viewer, id).Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &created, &updated, &shares)
+	var postRun string
+	err := d.q.QueryRowContext(ctx, q, viewer, id).Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &created, &updated, &postRun, &t.PostRunBy, &shares)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("task", id)
 	} else if err != nil {
 		return nil, mapErr(err)
+	}
+	if t.PostRun, err = decodePostRun(t.ID, postRun); err != nil {
+		return nil, err
 	}
 	t.CreatedAt, t.UpdatedAt = fromMicros(created), fromMicros(updated)
 	t.SharedWith = []string{}

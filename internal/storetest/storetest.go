@@ -42,6 +42,8 @@ func Run(t *testing.T, open Opener) {
 		{"Tokens", testTokens},
 		{"Audit", testAudit},
 		{"Teams", testTeams},
+		{"StopRequests", testStopRequests},
+		{"PostRun", testPostRun},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

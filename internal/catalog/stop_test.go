@@ -1,0 +1,243 @@
+package catalog_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/catalog"
+)
+
+// stopCall calls stop_test_run as user with confirmer (nil: the client
+// cannot confirm), checking the result against the output schema.
+func stopCall(t *testing.T, c *catalog.Catalog, user string, confirmer catalog.Confirmer, args map[string]any) *catalog.Result {
+	t.Helper()
+	b, _ := json.Marshal(args)
+	res, err := c.Call(t.Context(), catalog.Request{Caller: duet.Caller{UserID: user, Source: duet.SourceMCP}, Tool: catalog.ToolStopRun, Args: b, Confirmer: confirmer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl, _ := c.Tool(catalog.ToolStopRun)
+	rs, _ := tl.OutputSchema.Resolve(nil)
+	var v any
+	json.Unmarshal(res.Structured, &v)
+	if err := rs.Validate(v); err != nil {
+		t.Fatalf("structuredContent does not match the output schema: %v\n%s", err, res.Structured)
+	}
+	return res
+}
+
+func startQueued(t *testing.T, c *catalog.Catalog, user, taskID string) string {
+	t.Helper()
+	return decode[catalog.StartRunOut](t, call(t, c, user, catalog.ToolStartRun, map[string]any{"taskId": taskID, "idempotencyKey": duet.NewID("k")})).RunID
+}
+
+var requestIDRe = regexp.MustCompile(`stop_[0-9a-z]{26}`)
+
+// TestStopToolRelease: stop_test_run is hidden from and refused to callers
+// it is not released to; released to a user, a team's members (as they are
+// at each call) or everyone.
+func TestStopToolRelease(t *testing.T) {
+	t.Parallel()
+	c, db, task, log := setup(t, catalog.Options{StopTool: catalog.StopToolOptions{Users: []string{"bob", "team:qa"}}})
+	run := startQueued(t, c, "alice", task.ID)
+	for user, want := range map[string]bool{"bob": true, "alice": false, "carol": false} {
+		if got, err := c.Released(t.Context(), user, catalog.ToolStopRun); got != want || err != nil {
+			t.Errorf("Released(%s): got %v %v, want %v", user, got, err, want)
+		}
+		if hidden := c.Hidden(t.Context(), user); hidden[catalog.ToolStopRun] == want || len(hidden) > 1 {
+			t.Errorf("Hidden(%s): got %v", user, hidden)
+		}
+	}
+	res := stopCall(t, c, "alice", nil, map[string]any{"runId": run})
+	if !res.IsError || res.Code != duet.CodePermissionDenied || !strings.Contains(res.Text, "released gradually") {
+		t.Fatalf("alice (not released): got %s", res.Text)
+	}
+	if recs := log.all(); recs[len(recs)-1].Tool != catalog.ToolStopRun || recs[len(recs)-1].Outcome != duet.CodePermissionDenied {
+		t.Fatalf("the refusal's audit record: got %+v", recs[len(recs)-1])
+	}
+	if r, _ := db.FindRunByID(t.Context(), "", run); r.Status != duet.StatusQueued {
+		t.Fatalf("a refused call changed the run: %s", r.Status)
+	}
+	// Joining team qa releases it at once; leaving withdraws it.
+	if _, err := db.CreateTeam(t.Context(), "alice", "qa"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := c.Released(t.Context(), "alice", catalog.ToolStopRun); !ok {
+		t.Fatal("alice, member of team qa: not released")
+	}
+	everyone, _, _, _ := setup(t, catalog.Options{StopTool: catalog.StopToolOptions{Users: []string{"*"}}})
+	if ok, _ := everyone.Released(t.Context(), "zed", catalog.ToolStopRun); !ok {
+		t.Fatal("*: not released to zed")
+	}
+	nobody, _, _, _ := setup(t, catalog.Options{})
+	if hidden := nobody.Hidden(t.Context(), "alice"); !hidden[catalog.ToolStopRun] {
+		t.Fatal("the default releases stop_test_run to someone")
+	}
+	if ok, _ := c.Released(t.Context(), "bob", catalog.ToolListTasks); !ok {
+		t.Fatal("a tool without a gray release is hidden")
+	}
+}
+
+// TestStopConfirmedInTheClient: a client that can confirm asks its person:
+// accepted, the run stops (the request records who confirmed, how); declined
+// or dismissed, nothing happens and the answer is APPROVAL_DENIED.
+func TestStopConfirmedInTheClient(t *testing.T) {
+	t.Parallel()
+	c, db, task, _ := setup(t, catalog.Options{StopTool: catalog.StopToolOptions{Users: []string{"*"}}})
+	var prompts []string
+	answer := func(ok bool, err error) catalog.Confirmer {
+		return catalog.ConfirmFunc(func(_ context.Context, prompt string) (bool, error) {
+			prompts = append(prompts, prompt)
+			return ok, err
+		})
+	}
+
+	run := startQueued(t, c, "alice", task.ID)
+	res := stopCall(t, c, "bob", answer(false, nil), map[string]any{"runId": run, "reason": "wrong build"})
+	if !res.IsError || res.Code != duet.CodeApprovalDenied {
+		t.Fatalf("declined: got %s", res.Text)
+	}
+	if len(prompts) != 1 || !strings.Contains(prompts[0], run) || !strings.Contains(prompts[0], "started by alice") || !strings.Contains(prompts[0], "wrong build") {
+		t.Fatalf("the prompt: got %q", prompts)
+	}
+	if r, _ := db.FindRunByID(t.Context(), "", run); r.Status != duet.StatusQueued {
+		t.Fatalf("declined, yet the run is %s", r.Status)
+	}
+	res = stopCall(t, c, "bob", answer(false, errors.New("the client went away")), map[string]any{"runId": run})
+	if res.Code != duet.CodeUnavailable {
+		t.Fatalf("a client that fails to answer: got %s", res.Text)
+	}
+
+	res = stopCall(t, c, "bob", answer(true, nil), map[string]any{"runId": run})
+	out := decode[catalog.StopRunOut](t, res)
+	if !out.Stopped || out.Status != duet.StatusCancelled || out.ApprovedBy != "bob" || out.Via != duet.StopViaElicitation || out.RequestID == "" {
+		t.Fatalf("confirmed: got %+v", out)
+	}
+	if r, _ := db.FindRunByID(t.Context(), "", run); r.Status != duet.StatusCancelled || !r.CancelRequested {
+		t.Fatalf("confirmed, yet the run is %s", r.Status)
+	}
+	reqs, _ := db.FindStopRequests(t.Context(), duet.StopRequestFilter{User: "alice"})
+	if len(reqs) != 2 || reqs[0].Status != duet.StopApproved || reqs[0].DecidedBy != "bob" || reqs[1].Status != duet.StopDenied || reqs[1].Reason != "wrong build" {
+		t.Fatalf("the requests alice sees: %+v", reqs)
+	}
+	// Ended already: nothing to stop, nothing asked.
+	prompts = nil
+	out = decode[catalog.StopRunOut](t, stopCall(t, c, "bob", answer(true, nil), map[string]any{"runId": run}))
+	if out.Stopped || out.Status != duet.StatusCancelled || len(prompts) != 0 {
+		t.Fatalf("a finished run: got %+v, asked %q", out, prompts)
+	}
+	// Someone who cannot see the run.
+	if res := stopCall(t, c, "mallory", answer(true, nil), map[string]any{"runId": run}); res.Code != duet.CodeNotFound {
+		t.Fatalf("mallory: got %s", res.Text)
+	}
+}
+
+// TestStopApprovedByTheRunsOwner: without a way to confirm in the client,
+// the call leaves a pending request and answers APPROVAL_PENDING with its
+// id and how to approve; nothing is stopped until the run's executor
+// approves (anyone else is refused); then the run is cancelled and the
+// request's id reports it. The audit trail has who asked and who approved.
+func TestStopApprovedByTheRunsOwner(t *testing.T) {
+	t.Parallel()
+	c, db, task, log := setup(t, catalog.Options{StopTool: catalog.StopToolOptions{Users: []string{"*"}}})
+	run := startQueued(t, c, "alice", task.ID)
+	res := stopCall(t, c, "bob", nil, map[string]any{"runId": run})
+	if !res.IsError || res.Code != duet.CodeApprovalPending {
+		t.Fatalf("no confirmation possible: got %s", res.Text)
+	}
+	id := requestIDRe.FindString(res.Text)
+	for _, want := range []string{"duet run approve-stop " + id + " --as alice", "requestId " + id, "nothing is stopped"} {
+		if id == "" || !strings.Contains(res.Text, want) {
+			t.Errorf("APPROVAL_PENDING text %q lacks %q", res.Text, want)
+		}
+	}
+	if again := stopCall(t, c, "bob", nil, map[string]any{"runId": run}); requestIDRe.FindString(again.Text) != id {
+		t.Fatalf("a retry made another request: %s", again.Text)
+	}
+	if r, _ := db.FindRunByID(t.Context(), "", run); r.Status != duet.StatusQueued {
+		t.Fatalf("pending, yet the run is %s", r.Status)
+	}
+	if res := stopCall(t, c, "bob", nil, map[string]any{"runId": run, "requestId": id}); res.Code != duet.CodeApprovalPending {
+		t.Fatalf("asking about the pending request: got %s", res.Text)
+	}
+
+	cli := func(user string) duet.Caller { return duet.Caller{UserID: user, Source: duet.SourceCLI} }
+	if _, _, err := c.DecideStop(t.Context(), cli("bob"), id, true); duet.ErrorCode(err) != duet.CodePermissionDenied {
+		t.Fatalf("bob approves his own request: got %v, want PERMISSION_DENIED", err)
+	}
+	if _, _, err := c.DecideStop(t.Context(), cli("mallory"), id, true); duet.ErrorCode(err) != duet.CodeNotFound {
+		t.Fatalf("mallory approves: got %v, want NOT_FOUND", err)
+	}
+	req, stopped, err := c.DecideStop(t.Context(), cli("alice"), id, true)
+	if err != nil || req.Status != duet.StopApproved || req.DecidedBy != "alice" || req.Via != "cli" || stopped.Status != duet.StatusCancelled {
+		t.Fatalf("alice approves: got %+v %+v %v", req, stopped, err)
+	}
+	if _, _, err := c.DecideStop(t.Context(), cli("alice"), id, false); duet.ErrorCode(err) != duet.CodeConflict {
+		t.Fatalf("deciding twice: got %v", err)
+	}
+	out := decode[catalog.StopRunOut](t, stopCall(t, c, "bob", nil, map[string]any{"runId": run, "requestId": id}))
+	if !out.Stopped || out.ApprovedBy != "alice" || out.Via != "cli" || out.Status != duet.StatusCancelled {
+		t.Fatalf("the outcome, asked by id: got %+v", out)
+	}
+	if res := stopCall(t, c, "bob", nil, map[string]any{"runId": startQueued(t, c, "alice", task.ID), "requestId": id}); res.Code != duet.CodeNotFound {
+		t.Fatalf("the request's id with another run: got %s", res.Text)
+	}
+
+	var asked, approved *duet.AuditRecord
+	for _, r := range log.all() {
+		switch {
+		case r.Tool == catalog.ToolStopRun && r.Outcome == duet.CodeApprovalPending && asked == nil:
+			asked = r
+		case r.Method == "run.stop.approve" && r.Outcome == duet.OutcomeOK:
+			approved = r
+		}
+	}
+	if asked == nil || asked.Caller != "bob" || asked.CallSource != duet.SourceMCP || approved == nil || approved.Caller != "alice" ||
+		approved.Tool != id || approved.CallSource != duet.SourceCLI || approved.Time.Before(asked.Time) {
+		t.Fatalf("audit: asked %+v, approved %+v", asked, approved)
+	}
+	stored, _ := db.FindStopRequest(t.Context(), "", id)
+	if stored.TraceID != asked.TraceID || !stored.CreatedAt.Before(*stored.DecidedAt) && !stored.CreatedAt.Equal(*stored.DecidedAt) {
+		t.Fatalf("the request ties to the call's audit record by trace id: %+v vs %s", stored, asked.TraceID)
+	}
+
+	// Declined by the owner.
+	run2 := startQueued(t, c, "alice", task.ID)
+	id2 := requestIDRe.FindString(stopCall(t, c, "bob", nil, map[string]any{"runId": run2}).Text)
+	if _, r, err := c.DecideStop(t.Context(), cli("alice"), id2, false); err != nil || r.Status != duet.StatusQueued {
+		t.Fatalf("alice declines: got %+v %v", r, err)
+	}
+	if res := stopCall(t, c, "bob", nil, map[string]any{"runId": run2, "requestId": id2}); res.Code != duet.CodeApprovalDenied || !strings.Contains(res.Text, "alice declined") {
+		t.Fatalf("after alice declined: got %s", res.Text)
+	}
+}
+
+// TestStopRequestExpires: a request nobody approved within the time limit
+// is expired: approving it is APPROVAL_EXPIRED, asking about it too, and
+// the run goes on; a new call asks anew.
+func TestStopRequestExpires(t *testing.T) {
+	t.Parallel()
+	c, db, task, _ := setup(t, catalog.Options{StopTool: catalog.StopToolOptions{Users: []string{"*"}, ApprovalTTL: 100 * time.Millisecond}})
+	run := startQueued(t, c, "alice", task.ID)
+	id := requestIDRe.FindString(stopCall(t, c, "bob", nil, map[string]any{"runId": run}).Text)
+	time.Sleep(300 * time.Millisecond)
+	if _, _, err := c.DecideStop(t.Context(), duet.Caller{UserID: "alice", Source: duet.SourceCLI}, id, true); duet.ErrorCode(err) != duet.CodeApprovalExpired {
+		t.Fatalf("approving late: got %v, want APPROVAL_EXPIRED", err)
+	}
+	if res := stopCall(t, c, "bob", nil, map[string]any{"runId": run, "requestId": id}); res.Code != duet.CodeApprovalExpired || !strings.Contains(res.Text, "nothing was stopped") {
+		t.Fatalf("asking late: got %s", res.Text)
+	}
+	if r, _ := db.FindRunByID(t.Context(), "", run); r.Status != duet.StatusQueued {
+		t.Fatalf("expired, yet the run is %s", r.Status)
+	}
+	res := stopCall(t, c, "bob", nil, map[string]any{"runId": run})
+	if res.Code != duet.CodeApprovalPending || requestIDRe.FindString(res.Text) == id {
+		t.Fatalf("a new call after expiry: got %s, want a new pending request", res.Text)
+	}
+}

@@ -1,0 +1,122 @@
+package cli
+
+import (
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/app"
+)
+
+// The approvals of stop_test_run requests (docs/governance.md): a client
+// that cannot confirm a stop itself leaves a request that the person who
+// started the run approves or declines here, within DUET_STOP_APPROVAL_TTL.
+
+func runApproveStopCmd(env Env) *cobra.Command {
+	return runDecideStopCmd(env, true)
+}
+
+func runDenyStopCmd(env Env) *cobra.Command {
+	return runDecideStopCmd(env, false)
+}
+
+func runDecideStopCmd(env Env, approve bool) *cobra.Command {
+	use, short := "deny-stop REQUEST_ID", "Decline a request to stop a run you started"
+	if approve {
+		use, short = "approve-stop REQUEST_ID", "Approve a request to stop a run you started (the run stops at once)"
+	}
+	cmd := &cobra.Command{
+		Use: use, Short: short, Args: cobra.ExactArgs(1),
+		Long: short + `.
+
+A stop_test_run call whose client could not confirm it leaves a stop request
+(its id is in the APPROVAL_PENDING answer, and in duet run stop-requests).
+Only the person who started the run decides, before the request expires
+(DUET_STOP_APPROVAL_TTL). Approving stops the run as duet run cancel does.
+The decision is recorded with the request and in the audit trail
+(duet audit --method run.stop.approve).`,
+		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
+			req, run, err := a.Catalog.DecideStop(cmd.Context(), duet.Caller{UserID: user, Source: duet.SourceCLI, TraceID: duet.NewTraceID()}, args[0], approve)
+			if err != nil {
+				return err
+			}
+			if !approve {
+				fmt.Fprintf(env.Stdout, "stop request %s of %s declined: run %s goes on (%s)\n", req.ID, req.RequestedBy, req.RunID, run.Status)
+				return nil
+			}
+			fmt.Fprintf(env.Stdout, "stop request %s approved: run %s", req.ID, req.RunID)
+			if run.Status.Final() {
+				fmt.Fprintf(env.Stdout, " is %s\n", run.Status)
+			} else {
+				fmt.Fprintf(env.Stdout, " is stopping (its worker stops it within a second)\n")
+			}
+			return nil
+		}),
+	}
+	addAs(cmd)
+	return cmd
+}
+
+func runStopRequestsCmd(env Env) *cobra.Command {
+	var all, asJSON bool
+	var runID string
+	cmd := &cobra.Command{
+		Use: "stop-requests", Short: "List requests to stop your runs (to approve) and the ones you made", Args: cobra.NoArgs,
+		Long: `stop-requests lists the stop_test_run requests that wait for your approval
+(for runs you started) and those you made, newest first: who asked, when,
+why, and — once decided — who approved or declined, when and how
+(elicitation: confirmed in the asker's MCP client; cli: by the run's owner).
+Without --all, only the requests still waiting.`,
+		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, user string) error {
+			reqs, err := a.Store.FindStopRequests(cmd.Context(), duet.StopRequestFilter{User: user, RunID: runID, Pending: !all, Limit: 200})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(env.Stdout, reqs)
+			}
+			if len(reqs) == 0 {
+				if all {
+					fmt.Fprintln(env.Stdout, "no stop requests")
+				} else {
+					fmt.Fprintln(env.Stdout, "no stop requests wait for a decision (--all lists decided ones too)")
+				}
+				return nil
+			}
+			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "REQUEST\tRUN\tASKED BY\tASKED AT\tSTATUS\tDECIDED")
+			for _, r := range reqs {
+				decided := "expires " + r.ExpiresAt.Local().Format(time.DateTime)
+				switch {
+				case r.DecidedAt != nil:
+					decided = fmt.Sprintf("by %s via %s at %s", r.DecidedBy, r.Via, r.DecidedAt.Local().Format(time.DateTime))
+				case r.Status == duet.StopExpired:
+					decided = "expired " + r.ExpiresAt.Local().Format(time.DateTime)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.RunID, r.RequestedBy, r.CreatedAt.Local().Format(time.DateTime), r.Status, decided)
+			}
+			tw.Flush()
+			for _, r := range reqs {
+				if r.Status == duet.StopPending && r.Executor == user {
+					fmt.Fprintf(env.Stdout, "%s asks to stop your run %s%s: duet run approve-stop %s   (or deny-stop)\n", r.RequestedBy, r.RunID, reasonNote(r.Reason), r.ID)
+				}
+			}
+			return nil
+		}),
+	}
+	cmd.Flags().BoolVar(&all, "all", false, "also list decided and expired requests")
+	cmd.Flags().StringVar(&runID, "run", "", "only requests to stop this run")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	addAs(cmd)
+	return cmd
+}
+
+func reasonNote(reason string) string {
+	if reason == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (%q)", reason)
+}
