@@ -84,25 +84,26 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 		o.MaxBodyBytes = 4 << 20
 	}
 	get := func(*http.Request) *mcp.Server { return s.srv }
-	var jsonH, sseH http.Handler
+	// The stateless handlers serve every 2026-07-28 request (that revision
+	// has no sessions: go-sdk serves it only statelessly) and, without
+	// sessions, the handshake-era ones too; with sessions, the handshake
+	// era goes to the session handler. One endpoint, both eras.
+	jsonH := withTokenInfo(mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
+		Stateless: true, JSONResponse: true, DisableLocalhostProtection: true,
+		MaxRequestBodyBytes: o.MaxBodyBytes, Logger: s.sdkLog, PropagateRequestCancellation: true,
+	}))
+	sseH := withTokenInfo(mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
+		Stateless: true, DisableLocalhostProtection: true,
+		MaxRequestBodyBytes: o.MaxBodyBytes, Logger: s.sdkLog, PropagateRequestCancellation: true,
+	}))
+	var sessionH http.Handler
 	if o.Sessions {
-		jsonH = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
+		sessionH = withTokenInfo(mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
 			DisableLocalhostProtection: true, // the Host check runs in front, configurable
 			MaxRequestBodyBytes:        o.MaxBodyBytes,
 			Logger:                     s.sdkLog,
-		})
-		sseH = jsonH
-	} else {
-		jsonH = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
-			Stateless: true, JSONResponse: true, DisableLocalhostProtection: true,
-			MaxRequestBodyBytes: o.MaxBodyBytes, Logger: s.sdkLog, PropagateRequestCancellation: true,
-		})
-		sseH = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
-			Stateless: true, DisableLocalhostProtection: true,
-			MaxRequestBodyBytes: o.MaxBodyBytes, Logger: s.sdkLog, PropagateRequestCancellation: true,
-		})
+		}))
 	}
-	jsonH, sseH = withTokenInfo(jsonH), withTokenInfo(sseH)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		caller, _ := duet.CallerFromContext(r.Context())
 		door := catalog.Op{Caller: caller, Method: "http " + r.Method + " " + r.URL.Path}
@@ -158,9 +159,12 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 			UserID: principalOf(r.Context(), caller),
 			Extra:  map[string]any{extraKey: state},
 		})
-		if streaming {
+		switch {
+		case sessionH != nil && !req.modern(r.Header):
+			sessionH.ServeHTTP(ew, r)
+		case streaming:
 			sseH.ServeHTTP(ew, r)
-		} else {
+		default:
 			jsonH.ServeHTTP(ew, r)
 		}
 		ew.finish()
