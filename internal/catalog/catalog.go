@@ -56,6 +56,12 @@ type Env struct {
 	// progress token) and keeps the request open: a long tool may then
 	// report progress and answer when its work is done.
 	Streaming bool
+	// Extensions are the protocol extensions the client declared for this
+	// call (their identifiers, such as TasksExtension).
+	Extensions []string
+
+	input *Input // nil: the client cannot be asked (see CanAsk, Ask)
+	state []byte // the checked state of the previous round (see State)
 }
 
 // Texter is implemented by tool outputs: the text block a person reads.
@@ -174,6 +180,9 @@ type Limits struct {
 	// work (start_test_run with a progress token) in place of Timeout;
 	// 0 means 30m.
 	StreamTimeout time.Duration
+	// InputStateTTL is how long the request state of a multi-round call
+	// stays valid (input.go); 0 means 10m.
+	InputStateTTL time.Duration
 }
 
 func (l *Limits) defaults() {
@@ -201,6 +210,9 @@ func (l *Limits) defaults() {
 	if l.StreamTimeout <= 0 {
 		l.StreamTimeout = 30 * time.Minute
 	}
+	if l.InputStateTTL <= 0 {
+		l.InputStateTTL = 10 * time.Minute
+	}
 }
 
 // Auditor receives one record per call. Record must not block for long.
@@ -219,7 +231,12 @@ type Options struct {
 	// ValidDevice checks device preset names; nil accepts any.
 	ValidDevice func(string) error
 	// Extra tools mounted beside the product catalog (test fixtures).
-	Extra  []*Tool
+	Extra []*Tool
+	// StateKey is the key that seals the request state of multi-round
+	// calls (input.go): every instance that may answer the next round must
+	// have the same one. nil means a random key of this process (a single
+	// instance; a restart ends the rounds in flight).
+	StateKey []byte
 	Logger *slog.Logger
 	Now    func() time.Time
 }
@@ -235,6 +252,8 @@ type Catalog struct {
 	global chan struct{}
 	mu     sync.Mutex
 	per    map[string]int
+
+	sealer *sealer
 }
 
 // New returns the catalog over store.
@@ -248,6 +267,7 @@ func New(store duet.Store, opts Options) *Catalog {
 	}
 	c := &Catalog{store: store, opts: opts, byName: map[string]*Tool{}, log: opts.Logger,
 		global: make(chan struct{}, opts.Limits.MaxConcurrent), per: map[string]int{}}
+	c.sealer = newSealer(opts.StateKey, opts.Limits.InputStateTTL, opts.Now)
 	for _, t := range append(productTools(), opts.Extra...) {
 		c.tools = append(c.tools, t)
 		c.byName[t.Name] = t
@@ -273,6 +293,11 @@ type Request struct {
 	Tool     string
 	Args     json.RawMessage
 	Progress func(progress, total float64, message string) // may be nil
+	// Input lets the tool ask the client for input during the call, and
+	// carries the client's answers (input.go); nil means it cannot.
+	Input *Input
+	// Extensions are the protocol extensions the client declared.
+	Extensions []string
 }
 
 // Result is the outcome of a call in transport-neutral form: a text block, the
@@ -283,6 +308,12 @@ type Result struct {
 	Structured json.RawMessage
 	IsError    bool
 	Code       duet.Code
+	// InputRequests, when not empty, make the result an input-required
+	// one: the questions for the client, and RequestState, the sealed
+	// state it must send back with its answers (input.go). Text and
+	// Structured are then empty.
+	InputRequests map[string]InputRequest
+	RequestState  string
 }
 
 // ErrUnknownTool is returned by Call for a tool the catalog does not have:
@@ -290,9 +321,10 @@ type Result struct {
 var ErrUnknownTool = errors.New("unknown tool")
 
 // Call runs a tool through the governance pipeline (Govern). Domain failures
-// come back as a Result with IsError and a code; the only error is
-// ErrUnknownTool (wrapped), which transports report as a protocol error.
-// Every call, including a refused one, leaves one audit record.
+// come back as a Result with IsError and a code. The errors, which
+// transports report as protocol errors, are ErrUnknownTool and ErrBadState
+// (wrapped), and a CAPABILITY_REQUIRED *CapabilityError. Every call,
+// including a refused one, leaves one audit record.
 func (c *Catalog) Call(ctx context.Context, req Request) (*Result, error) {
 	if req.Caller.TraceID == "" {
 		req.Caller.TraceID = duet.NewTraceID()
@@ -302,6 +334,14 @@ func (c *Catalog) Call(ctx context.Context, req Request) (*Result, error) {
 	if !ok {
 		c.Refuse(op, duet.Errorf(duet.CodeNotFound, "unknown tool %q", req.Tool))
 		return nil, fmt.Errorf("%w %q", ErrUnknownTool, req.Tool)
+	}
+	var state []byte
+	if req.Input != nil && req.Input.State != "" {
+		var err error
+		state, err = c.sealer.open(req.Input.State, req.Caller.UserID, t.Name, canonicalArgs(req.Args))
+		if err != nil {
+			return nil, c.Refuse(op, err)
+		}
 	}
 	progress := req.Progress
 	if progress == nil {
@@ -314,9 +354,25 @@ func (c *Catalog) Call(ctx context.Context, req Request) (*Result, error) {
 		op.Timeout = c.opts.Limits.StreamTimeout
 	}
 	var res *Result
+	var protoErr error
 	err := c.Govern(ctx, op, func(ctx context.Context) (int, error) {
-		env := &Env{Caller: req.Caller, Store: c.store, Catalog: c, Progress: progress, Streaming: streaming}
+		env := &Env{Caller: req.Caller, Store: c.store, Catalog: c, Progress: progress, Streaming: streaming,
+			Extensions: req.Extensions, input: req.Input, state: state}
 		out, err := t.run(ctx, env, req.Args)
+		var ask *inputRequired
+		if errors.As(err, &ask) {
+			sealed, err := c.sealer.seal(req.Caller.UserID, t.Name, canonicalArgs(req.Args), ask.state)
+			if err != nil {
+				return 0, err
+			}
+			res = &Result{InputRequests: ask.requests, RequestState: sealed, Code: duet.OutcomeOK}
+			return len(sealed), nil
+		}
+		var capErr *CapabilityError
+		if errors.As(err, &capErr) {
+			protoErr = capErr
+			return 0, capErr
+		}
 		if err == nil && (out == nil || reflect.ValueOf(out).Kind() == reflect.Pointer && reflect.ValueOf(out).IsNil()) {
 			err = fmt.Errorf("tool %s returned nothing", t.Name)
 		}
@@ -331,10 +387,31 @@ func (c *Catalog) Call(ctx context.Context, req Request) (*Result, error) {
 		res = &Result{Text: text, Structured: structured, Code: duet.OutcomeOK}
 		return len(structured) + len(text), nil
 	})
+	if protoErr != nil {
+		return nil, protoErr
+	}
 	if err != nil {
 		return errorResult(err), nil
 	}
 	return res, nil
+}
+
+// CapabilityError is returned by a tool, and by Call, when the call needs a
+// client capability the client did not declare (CAPABILITY_REQUIRED: a
+// protocol error, JSON-RPC -32021). Required names it in the shape of the
+// client's capabilities ({"extensions": {"io.modelcontextprotocol/tasks": {}}}).
+type CapabilityError struct {
+	Message  string
+	Required map[string]any
+}
+
+func (e *CapabilityError) Error() string {
+	return string(duet.CodeCapabilityRequired) + ": " + e.Message
+}
+
+// Unwrap gives the error its code.
+func (e *CapabilityError) Unwrap() error {
+	return &duet.Error{Code: duet.CodeCapabilityRequired, Message: e.Message}
 }
 
 // Audit records a call that did not go through Call or Govern (CLI

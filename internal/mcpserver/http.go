@@ -64,6 +64,9 @@ func principalOf(ctx context.Context, c duet.Caller) string {
 type requestState struct {
 	caller duet.Caller
 	slot   bool
+	// oneShot: the request goes to a stateless handler, whose session
+	// lives for this request only (it cannot ask the client anything).
+	oneShot bool
 }
 
 const extraKey = "io.duet/request"
@@ -159,8 +162,10 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 			UserID: principalOf(r.Context(), caller),
 			Extra:  map[string]any{extraKey: state},
 		})
+		viaSession := sessionH != nil && !req.modern(r.Header)
+		state.oneShot = !viaSession
 		switch {
-		case sessionH != nil && !req.modern(r.Header):
+		case viaSession:
 			sessionH.ServeHTTP(ew, r)
 		case streaming:
 			sseH.ServeHTTP(ew, r)

@@ -171,11 +171,22 @@ func (s *Server) handler() mcp.ToolHandler {
 		}
 		call := &callState{session: req.Session}
 		ctx = context.WithValue(ctx, callKey{}, call)
-		res, err := s.cat.Call(ctx, catalog.Request{Caller: caller, Tool: req.Params.Name, Args: req.Params.Arguments, Progress: progress})
+		res, err := s.cat.Call(ctx, catalog.Request{Caller: caller, Tool: req.Params.Name, Args: req.Params.Arguments, Progress: progress,
+			Input: callInput(ctx, req), Extensions: extensionsOf(req.ClientCapabilities())})
 		if err != nil {
 			// Unknown tool: the SDK answers that itself before calling us;
-			// this is a defence in depth.
-			return nil, err
+			// this is a defence in depth. A bad request state or a missing
+			// client capability: a protocol error, as a bare *jsonrpc.Error
+			// (the SDK passes only that through as one).
+			return nil, protocolError(err)
+		}
+		if len(res.InputRequests) > 0 {
+			ir, err := inputRequests(res.InputRequests)
+			if err != nil {
+				s.log.ErrorContext(ctx, "encoding input requests", "tool", req.Params.Name, "traceId", caller.TraceID, "err", err)
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "INTERNAL: internal error"}
+			}
+			return &mcp.CallToolResult{Meta: mcp.Meta{TraceMetaKey: caller.TraceID}, InputRequests: ir, RequestState: res.RequestState}, nil
 		}
 		out := ToolResult(res, caller.TraceID)
 		if call.content != nil && !res.IsError {
@@ -240,6 +251,9 @@ func requestContext(ctx context.Context, req mcp.Request) context.Context {
 		return ctx
 	}
 	ctx = duet.NewContextWithCaller(ctx, st.caller)
+	if st.oneShot {
+		ctx = context.WithValue(ctx, oneShotKey{}, true)
+	}
 	if st.slot {
 		ctx = catalog.WithSlot(ctx)
 	}
