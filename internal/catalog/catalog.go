@@ -237,8 +237,8 @@ type Options struct {
 	// have the same one. nil means a random key of this process (a single
 	// instance; a restart ends the rounds in flight).
 	StateKey []byte
-	Logger *slog.Logger
-	Now    func() time.Time
+	Logger   *slog.Logger
+	Now      func() time.Time
 }
 
 // Catalog is the set of tools and the governance pipeline.

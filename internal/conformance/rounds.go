@@ -156,7 +156,9 @@ func roundTools(srv *server) []*catalog.Tool {
 				if srv.s != nil {
 					srv.s.AddTool(&mcp.Tool{Name: "__transient_tool_for_list_changed", Description: "Added to change the tool list",
 						InputSchema: &jsonschema.Schema{Type: "object"}},
-						func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+						func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+							return &mcp.CallToolResult{}, nil
+						})
 				}
 				return text("tools_list_changed published")
 			}),
@@ -164,7 +166,9 @@ func roundTools(srv *server) []*catalog.Tool {
 			func(ctx context.Context, env *catalog.Env) (TextOut, error) {
 				if srv.s != nil {
 					srv.s.AddPrompt(&mcp.Prompt{Name: "__transient_prompt_for_list_changed", Description: "Added to change the prompt list"},
-						func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) { return &mcp.GetPromptResult{}, nil })
+						func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+							return &mcp.GetPromptResult{}, nil
+						})
 				}
 				return text("prompts_list_changed published")
 			}),
