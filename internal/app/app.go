@@ -135,6 +135,14 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		Logger:     log,
 
 		ValidDevice: a.validDevice,
+		PendingCalls: func(ctx context.Context, executor string, c *duet.Case) ([]catalog.PendingCall, error) {
+			calls, err := engine.CallsNeedingApproval(ctx, db, executor, c)
+			out := make([]catalog.PendingCall, 0, len(calls))
+			for _, pc := range calls {
+				out = append(out, catalog.PendingCall{Step: pc.Step, Name: pc.Name, ServerKey: pc.ServerKey, ServerName: pc.ServerName, Tool: pc.Tool})
+			}
+			return out, err
+		},
 	})
 	mo := mcpserver.Options{}
 	if opts.MCP != nil {

@@ -228,6 +228,11 @@ type Options struct {
 	// RunCreated is called after start_test_run creates a run (to wake a
 	// worker); nil means nothing is woken and workers poll.
 	RunCreated func(runID string)
+	// PendingCalls lists the steps of case c that need executor's
+	// approval before they call a tool with executor's credentials (the
+	// engine's rule: engine.CallsNeedingApproval); nil means none do, and
+	// start_test_run asks for no approval (approve.go).
+	PendingCalls func(ctx context.Context, executor string, c *duet.Case) ([]PendingCall, error)
 	// ValidDevice checks device preset names; nil accepts any.
 	ValidDevice func(string) error
 	// Extra tools mounted beside the product catalog (test fixtures).

@@ -123,7 +123,8 @@ func productTools() []*Tool {
 				"registered servers and credentials. idempotencyKey is required: retrying with the same key and the same arguments "+
 				"returns the first result (replayed: true) instead of starting another run; the same key with different arguments "+
 				"fails with IDEMPOTENCY_CONFLICT. In a case someone else wrote, a step that calls a tool your catalog does not mark "+
-				"read-only fails with APPROVAL_REQUIRED until you approve that version of the case (duet case approve). "+
+				"read-only fails with APPROVAL_REQUIRED until you approve that version of the case: a client that can answer "+
+				"an elicitation is asked for that approval before the run starts; otherwise approve with duet case approve. "+
 				"With a progress token (_meta.progressToken) the call stays open instead: it reports progress (cases done of "+
 				"the total, the case and step running) and answers when the run ends, with its result.",
 			Annotations{Idempotent: true}, bounded(func(in, out *jsonschema.Schema) {
@@ -641,6 +642,12 @@ func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error)
 	}
 	cases, err := selectCases(ctx, env, task, in.CaseIDs)
 	if err != nil {
+		return StartRunOut{}, err
+	}
+	// Cases someone else wrote that would call tools that are not
+	// read-only with the caller's credentials: ask for the approval first
+	// when the client can be asked (approve.go).
+	if err := approveShared(ctx, env, cases); err != nil {
 		return StartRunOut{}, err
 	}
 	ids := slices.Clone(in.CaseIDs)
