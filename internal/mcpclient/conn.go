@@ -307,6 +307,7 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 			r.Header.Set(k, v)
 		}
 	}
+	setParamHeaders(r)
 	if tid := traceFromContext(req.Context()); tid != "" && r.Header.Get("Traceparent") == "" {
 		r.Header.Set("Traceparent", "00-"+tid+"-"+spanID()+"-01")
 	}
