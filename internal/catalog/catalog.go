@@ -41,6 +41,10 @@ type Tool struct {
 	OutputSchema *jsonschema.Schema
 	Annotations  Annotations
 
+	// Tasks is how the tool supports the Tasks extension (task.go):
+	// TaskNever, TaskOptional or TaskRequired.
+	Tasks string
+
 	input   *jsonschema.Resolved
 	run     func(ctx context.Context, env *Env, args json.RawMessage) (any, error)
 	streams bool // reports progress until its work is done when the client asks (Limits.StreamTimeout)
@@ -62,6 +66,7 @@ type Env struct {
 
 	input *Input // nil: the client cannot be asked (see CanAsk, Ask)
 	state []byte // the checked state of the previous round (see State)
+	run   string // the run that is the call's task (TrackRun)
 }
 
 // Texter is implemented by tool outputs: the text block a person reads.
@@ -183,6 +188,10 @@ type Limits struct {
 	// InputStateTTL is how long the request state of a multi-round call
 	// stays valid (input.go); 0 means 10m.
 	InputStateTTL time.Duration
+	// TaskTTL is how long a finished task of a tool that went async
+	// (Env.Async) stays readable; 0 means 1h. A run's task lives as long
+	// as IdempotencyTTL says.
+	TaskTTL time.Duration
 }
 
 func (l *Limits) defaults() {
@@ -212,6 +221,9 @@ func (l *Limits) defaults() {
 	}
 	if l.InputStateTTL <= 0 {
 		l.InputStateTTL = 10 * time.Minute
+	}
+	if l.TaskTTL <= 0 {
+		l.TaskTTL = time.Hour
 	}
 }
 
@@ -259,6 +271,7 @@ type Catalog struct {
 	per    map[string]int
 
 	sealer *sealer
+	tasks  tasks
 }
 
 // New returns the catalog over store.
@@ -273,6 +286,7 @@ func New(store duet.Store, opts Options) *Catalog {
 	c := &Catalog{store: store, opts: opts, byName: map[string]*Tool{}, log: opts.Logger,
 		global: make(chan struct{}, opts.Limits.MaxConcurrent), per: map[string]int{}}
 	c.sealer = newSealer(opts.StateKey, opts.Limits.InputStateTTL, opts.Now)
+	c.tasks.m = map[string]*memTask{}
 	for _, t := range append(productTools(), opts.Extra...) {
 		c.tools = append(c.tools, t)
 		c.byName[t.Name] = t
@@ -319,6 +333,9 @@ type Result struct {
 	// Structured are then empty.
 	InputRequests map[string]InputRequest
 	RequestState  string
+	// Task, when set, makes the result a created task (task.go): the
+	// call's work goes on, and tasks/get follows it.
+	Task *MCPTask
 }
 
 // ErrUnknownTool is returned by Call for a tool the catalog does not have:
@@ -339,6 +356,10 @@ func (c *Catalog) Call(ctx context.Context, req Request) (*Result, error) {
 	if !ok {
 		c.Refuse(op, duet.Errorf(duet.CodeNotFound, "unknown tool %q", req.Tool))
 		return nil, fmt.Errorf("%w %q", ErrUnknownTool, req.Tool)
+	}
+	if t.Tasks == TaskRequired && !slices.Contains(req.Extensions, TasksExtension) {
+		return nil, c.Refuse(op, &CapabilityError{Message: fmt.Sprintf("tool %s runs only as a task: declare the %s extension", t.Name, TasksExtension),
+			Required: map[string]any{"extensions": map[string]any{TasksExtension: map[string]any{}}}})
 	}
 	var state []byte
 	if req.Input != nil && req.Input.State != "" {
@@ -364,6 +385,14 @@ func (c *Catalog) Call(ctx context.Context, req Request) (*Result, error) {
 		env := &Env{Caller: req.Caller, Store: c.store, Catalog: c, Progress: progress, Streaming: streaming,
 			Extensions: req.Extensions, input: req.Input, state: state}
 		out, err := t.run(ctx, env, req.Args)
+		var async *asyncWork
+		if errors.As(err, &async) {
+			if env.TasksDeclared() && t.Tasks != TaskNever {
+				res = &Result{Task: c.startTask(req, t, async.work), Code: duet.OutcomeOK}
+				return 0, nil
+			}
+			out, err = async.work(ctx, env) // no task: the work is the call's
+		}
 		var ask *inputRequired
 		if errors.As(err, &ask) {
 			sealed, err := c.sealer.seal(req.Caller.UserID, t.Name, canonicalArgs(req.Args), ask.state)
@@ -390,6 +419,14 @@ func (c *Catalog) Call(ctx context.Context, req Request) (*Result, error) {
 		}
 		text := out.(Texter).Text()
 		res = &Result{Text: text, Structured: structured, Code: duet.OutcomeOK}
+		if env.run != "" {
+			// The call's work goes on in a run: the run is the task.
+			v, err := c.runTaskView(ctx, req.Caller, env.run)
+			if err != nil {
+				return 0, err
+			}
+			res = &Result{Task: v, Code: duet.OutcomeOK}
+		}
 		return len(structured) + len(text), nil
 	})
 	if protoErr != nil {

@@ -131,7 +131,7 @@ func productTools() []*Tool {
 				minLen(in, "taskId", 1)
 				k := in.Properties["idempotencyKey"]
 				k.MinLength, k.MaxLength = ptr(1), ptr(200)
-			}), startRun).streaming(),
+			}), startRun).streaming().WithTasks(TaskOptional),
 	}
 }
 
@@ -678,6 +678,11 @@ func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error)
 	out.Replayed = replayed
 	if !replayed && c.opts.RunCreated != nil {
 		c.opts.RunCreated(out.RunID)
+	}
+	if env.TasksDeclared() {
+		// The client follows the run as a task (tasks/get, tasks/cancel).
+		env.TrackRun(out.RunID)
+		return out, nil
 	}
 	if env.Streaming {
 		// The client asked for progress and keeps the request open: report

@@ -47,7 +47,7 @@ func New() *Fixtures {
 	}
 	srv := &server{}
 	return &Fixtures{
-		Tools: append(tools(), roundTools(srv)...),
+		Tools: append(append(tools(), roundTools(srv)...), taskTools()...),
 		MCP: &mcpserver.Options{
 			Setup: func(s *mcp.Server) {
 				srv.s = s

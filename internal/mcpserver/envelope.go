@@ -176,6 +176,8 @@ type request struct {
 	name string
 	// progress is whether params._meta carries a progressToken.
 	progress bool
+	// taskID is params.taskId (tasks/get, tasks/update, tasks/cancel).
+	taskID string
 	// metaVersion is params._meta["io.modelcontextprotocol/protocolVersion"]:
 	// a request of the 2026-07-28 revision or later carries it.
 	metaVersion string
@@ -240,12 +242,13 @@ func decodeEnvelope(body []byte) *request {
 	}
 	if len(env.Params) > 0 {
 		var p struct {
-			Name string   `json:"name"`
-			URI  string   `json:"uri"`
-			Meta mcp.Meta `json:"_meta"`
+			Name   string   `json:"name"`
+			URI    string   `json:"uri"`
+			TaskID string   `json:"taskId"`
+			Meta   mcp.Meta `json:"_meta"`
 		}
 		if sdkUnmarshal(env.Params, &p) == nil {
-			r.name = p.Name
+			r.name, r.taskID = p.Name, p.TaskID
 			if r.name == "" {
 				r.name = p.URI
 			}

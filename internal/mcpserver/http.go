@@ -133,6 +133,9 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			req = decodeEnvelope(body)
 		}
+		if !checkTaskHeaders(&refusalAudit{ResponseWriter: w, s: s, op: door, req: req}, r, req) {
+			return
+		}
 		state := &requestState{caller: caller}
 		if req.isCall() {
 			op := catalog.Op{Caller: caller, Method: req.method, Name: req.name, ArgBytes: len(body), Stream: req.method == "subscriptions/listen"}
@@ -350,4 +353,21 @@ func WriteJSONRPCError(w http.ResponseWriter, status, code int, message string, 
 		"jsonrpc": "2.0", "id": id,
 		"error": map[string]any{"code": code, "message": message},
 	})
+}
+
+// refusalAudit audits an error reply written directly (checkTaskHeaders).
+type refusalAudit struct {
+	http.ResponseWriter
+	s   *Server
+	op  catalog.Op
+	req *request
+}
+
+func (a *refusalAudit) WriteHeader(status int) {
+	op := a.op
+	if a.req != nil {
+		op.Method, op.Name = a.req.method, a.req.taskID
+	}
+	a.s.cat.Refuse(op, duet.Errorf(sdkCode(status), "refused by the protocol layer"))
+	a.ResponseWriter.WriteHeader(status)
 }

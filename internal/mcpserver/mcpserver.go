@@ -88,6 +88,14 @@ func New(cat *catalog.Catalog, opts Options) *Server {
 		so.Instructions = "Duet is a testing platform. Use list_test_tasks to find the tasks you can access, " +
 			"start_test_run (with an idempotencyKey) to run one, then poll get_test_run until done and read get_execution_result."
 	}
+	// The Tasks extension is served on every transport (tasks.go).
+	if so.Capabilities == nil {
+		so.Capabilities = &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}
+	} else {
+		c := *so.Capabilities
+		so.Capabilities = &c
+	}
+	so.Capabilities.Extensions = map[string]any{catalog.TasksExtension: map[string]any{}}
 	so.SetCacheable = func(ctx context.Context, req mcp.Request, c *mcp.Cacheable) {
 		// The catalog is fixed for the life of the process, but what a
 		// caller may see is per caller: private, short-lived.
@@ -103,6 +111,7 @@ func New(cat *catalog.Catalog, opts Options) *Server {
 		srv.AddTool(sdkTool(t), s.handler())
 	}
 	s.addPrompts(opts.Prompts)
+	s.addTasks()
 	if opts.Setup != nil {
 		opts.Setup(srv)
 	}
@@ -179,6 +188,14 @@ func (s *Server) handler() mcp.ToolHandler {
 			// client capability: a protocol error, as a bare *jsonrpc.Error
 			// (the SDK passes only that through as one).
 			return nil, protocolError(err)
+		}
+		if res.Task != nil {
+			// A created task: govern answers with it (tasks.go).
+			if h, ok := ctx.Value(taskHolderKey{}).(*taskHolder); ok {
+				h.task = res.Task
+				return &mcp.CallToolResult{}, nil
+			}
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "INTERNAL: internal error"}
 		}
 		if len(res.InputRequests) > 0 {
 			ir, err := inputRequests(res.InputRequests)
@@ -268,7 +285,15 @@ func requestContext(ctx context.Context, req mcp.Request) context.Context {
 func (s *Server) govern(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		ctx = requestContext(ctx, req)
-		if method == "tools/call" || strings.HasPrefix(method, "notifications/") {
+		if method == "tools/call" {
+			h := &taskHolder{}
+			res, err := next(context.WithValue(ctx, taskHolderKey{}, h), method, req)
+			if err == nil && h.task != nil {
+				return &createTaskResult{ResultType: "task", taskFields: fieldsOf(h.task)}, nil
+			}
+			return res, err
+		}
+		if strings.HasPrefix(method, "notifications/") {
 			return next(ctx, method, req)
 		}
 		var meta map[string]any
