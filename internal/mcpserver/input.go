@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 a client asked in band may be asked for sampling or roots (deprecated in 2026-07-28, still in the protocol)
+
 package mcpserver
 
 import (

@@ -90,6 +90,8 @@ func New(cat *catalog.Catalog, opts Options) *Server {
 	}
 	// The Tasks extension is served on every transport (tasks.go).
 	if so.Capabilities == nil {
+		// The SDK's default capabilities (logging), plus the extension.
+		//lint:ignore SA1019 logging is deprecated in 2026-07-28 but still served to the handshake era
 		so.Capabilities = &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}
 	} else {
 		c := *so.Capabilities
