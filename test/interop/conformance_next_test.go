@@ -74,11 +74,13 @@ var notScoredMustPass = map[string]map[string][]string{
 			"tasks-lifecycle", "tasks-capability-negotiation", "tasks-wire-fields", "tasks-request-state-removal",
 			"tasks-mrtr-input", "tasks-request-headers", "tasks-dispatch-and-envelope", "tasks-required-task-error",
 			"tasks-mrtr-composition"},
-		"client": {"json-schema-2020-12-preservation", "auth/client-credentials-jwt", "auth/client-credentials-basic"},
+		"client": {"json-schema-2020-12-preservation", "auth/client-credentials-jwt", "auth/client-credentials-basic",
+			"auth/dpop", "auth/dpop-nonce"},
 	},
 	"2025-11-25": {
 		"server": {"json-schema-2020-12", "server-session-lifecycle"},
-		"client": {"json-schema-2020-12-preservation", "auth/client-credentials-jwt", "auth/client-credentials-basic"},
+		"client": {"json-schema-2020-12-preservation", "auth/client-credentials-jwt", "auth/client-credentials-basic",
+			"auth/dpop", "auth/dpop-nonce"},
 	},
 }
 
