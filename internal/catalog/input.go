@@ -84,9 +84,10 @@ func (e *Env) CanAsk(method string) bool {
 // requests (by keys the tool chooses) and ends this round; state (may be
 // nil) comes back, sealed and checked, in the next round's Env.State. Ask
 // the client only what CanAsk allows; Ask with no question, or when the
-// client cannot be asked at all, returns UNAVAILABLE.
+// client cannot be asked at all (Input or Input.Can nil), returns
+// UNAVAILABLE.
 func (e *Env) Ask(requests map[string]InputRequest, state []byte) error {
-	if e.input == nil || len(requests) == 0 {
+	if e.input == nil || e.input.Can == nil || len(requests) == 0 {
 		return duet.Errorf(duet.CodeUnavailable, "this client cannot be asked for input during a call")
 	}
 	return &inputRequired{requests: requests, state: state}

@@ -153,6 +153,11 @@ func (c *Catalog) startTask(req Request, t *Tool, work func(ctx context.Context,
 	if req.Input != nil {
 		mt.can = req.Input.Can
 	}
+	if mt.can == nil {
+		// A task's questions wait in tasks/get for the client to answer
+		// with tasks/update: no session or in-band round is needed.
+		mt.can = func(string) bool { return true }
+	}
 	c.tasks.mu.Lock()
 	for id, old := range c.tasks.m { // drop expired tasks
 		old.mu.Lock()
