@@ -135,6 +135,15 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		Logger:     log,
 
 		ValidDevice: a.validDevice,
+		// Every instance with the same master key seals and opens the
+		// request state of multi-round calls alike.
+		StateKey: func() ([]byte, error) {
+			kr, err := a.loadKeyring()
+			if err != nil {
+				return nil, err
+			}
+			return kr.DeriveKey("mcp request state"), nil
+		},
 		PendingCalls: func(ctx context.Context, executor string, c *duet.Case) ([]catalog.PendingCall, error) {
 			calls, err := engine.CallsNeedingApproval(ctx, db, executor, c)
 			out := make([]catalog.PendingCall, 0, len(calls))

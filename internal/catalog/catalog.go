@@ -249,11 +249,13 @@ type Options struct {
 	ValidDevice func(string) error
 	// Extra tools mounted beside the product catalog (test fixtures).
 	Extra []*Tool
-	// StateKey is the key that seals the request state of multi-round
-	// calls (input.go): every instance that may answer the next round must
-	// have the same one. nil means a random key of this process (a single
-	// instance; a restart ends the rounds in flight).
-	StateKey []byte
+	// StateKey returns the key that seals the request state of
+	// multi-round calls (input.go), asked once, at the first use: every
+	// instance that may answer the next round must have the same one (Duet
+	// derives it from the master key). nil, or an error (logged), means a
+	// random key of this process: a second round that reaches another
+	// instance, or follows a restart, is refused and the client starts over.
+	StateKey func() ([]byte, error)
 	Logger   *slog.Logger
 	Now      func() time.Time
 }
@@ -285,7 +287,7 @@ func New(store duet.Store, opts Options) *Catalog {
 	}
 	c := &Catalog{store: store, opts: opts, byName: map[string]*Tool{}, log: opts.Logger,
 		global: make(chan struct{}, opts.Limits.MaxConcurrent), per: map[string]int{}}
-	c.sealer = newSealer(opts.StateKey, opts.Limits.InputStateTTL, opts.Now)
+	c.sealer = newSealer(opts.StateKey, opts.Limits.InputStateTTL, opts.Now, opts.Logger)
 	c.tasks.m = map[string]*memTask{}
 	for _, t := range append(productTools(), opts.Extra...) {
 		c.tools = append(c.tools, t)

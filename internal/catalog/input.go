@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/duet-test/duet"
@@ -130,17 +132,35 @@ type sealedState struct {
 
 // sealer seals and opens request states.
 type sealer struct {
-	key []byte
 	ttl time.Duration
 	now func() time.Time
+
+	once   sync.Once
+	source func() ([]byte, error)
+	log    *slog.Logger
+	key    []byte
 }
 
-func newSealer(key []byte, ttl time.Duration, now func() time.Time) *sealer {
-	if len(key) == 0 {
-		key = make([]byte, 32)
-		rand.Read(key)
-	}
-	return &sealer{key: key, ttl: ttl, now: now}
+func newSealer(source func() ([]byte, error), ttl time.Duration, now func() time.Time, log *slog.Logger) *sealer {
+	return &sealer{source: source, ttl: ttl, now: now, log: log}
+}
+
+// theKey is the sealing key, asked of the source at the first use.
+func (s *sealer) theKey() []byte {
+	s.once.Do(func() {
+		if s.source != nil {
+			key, err := s.source()
+			if err == nil && len(key) >= 16 {
+				s.key = key
+				return
+			}
+			s.log.Warn("no shared key for the request state of multi-round calls: using one of this process "+
+				"(a second round that reaches another instance is refused, and the client starts over)", "err", err)
+		}
+		s.key = make([]byte, 32)
+		rand.Read(s.key)
+	})
+	return s.key
 }
 
 func argsDigest(args json.RawMessage) string {
@@ -149,7 +169,7 @@ func argsDigest(args json.RawMessage) string {
 }
 
 func (s *sealer) mac(payload []byte) []byte {
-	m := hmac.New(sha256.New, s.key)
+	m := hmac.New(sha256.New, s.theKey())
 	m.Write([]byte("duet request state v1\x00"))
 	m.Write(payload)
 	return m.Sum(nil)

@@ -206,3 +206,27 @@ func TestStartRunAsksForApproval(t *testing.T) {
 		t.Errorf("alice was asked about her own cases: %+v", own)
 	}
 }
+
+// TestRequestStateAcrossInstances: instances given the same key (Duet
+// derives it from the master key) open each other's request states, so the
+// second round of a call may reach any of them; an instance with another
+// key refuses it.
+func TestRequestStateAcrossInstances(t *testing.T) {
+	t.Parallel()
+	shared := func() ([]byte, error) { return []byte("0123456789abcdef0123456789abcdef"), nil }
+	other := func() ([]byte, error) { return []byte("fedcba9876543210fedcba9876543210"), nil }
+	one, _, _, _ := setup(t, catalog.Options{Extra: []*catalog.Tool{askTool()}, StateKey: shared})
+	two, _, _, _ := setup(t, catalog.Options{Extra: []*catalog.Tool{askTool()}, StateKey: shared})
+	three, _, _, _ := setup(t, catalog.Options{Extra: []*catalog.Tool{askTool()}, StateKey: other})
+	first, err := ask(t, one, "alice", `{}`, &catalog.Input{Can: canAll})
+	if err != nil || first.RequestState == "" {
+		t.Fatal(first, err)
+	}
+	answer := map[string]json.RawMessage{"q": json.RawMessage(`{"action":"accept","content":{"a":"yes"}}`)}
+	if res, err := ask(t, two, "alice", `{}`, &catalog.Input{Can: canAll, Responses: answer, State: first.RequestState}); err != nil || res.IsError {
+		t.Errorf("another instance with the same key: %+v, %v", res, err)
+	}
+	if _, err := ask(t, three, "alice", `{}`, &catalog.Input{Can: canAll, Responses: answer, State: first.RequestState}); !errors.Is(err, catalog.ErrBadState) {
+		t.Errorf("an instance with another key: %v, want ErrBadState", err)
+	}
+}
