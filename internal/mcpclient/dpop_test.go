@@ -33,7 +33,10 @@ func verifyDPoP(proof, method, uri, token string) (map[string]any, string) {
 	}
 	x, _ := enc.DecodeString(header.JWK["x"])
 	y, _ := enc.DecodeString(header.JWK["y"])
-	pub := &ecdsa.PublicKey{Curve: elliptic.P256(), X: new(big.Int).SetBytes(x), Y: new(big.Int).SetBytes(y)}
+	pub, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), append(append([]byte{4}, x...), y...))
+	if err != nil {
+		return nil, "bad jwk: " + err.Error()
+	}
 	sig, _ := enc.DecodeString(parts[2])
 	d := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
 	if len(sig) != 64 || !ecdsa.Verify(pub, d[:], new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])) {
