@@ -21,8 +21,8 @@ lint: ## gofmt, go vet, staticcheck and tidy go.mod files
 fuzz: ## run every fuzz target for FUZZTIME each (default 30s; FUZZ=regexp narrows)
 	./scripts/fuzz.sh
 
-conformance: ## the official MCP conformance suite: server (sessions, stateless) and client
-	DUET_REQUIRE_NODE=1 $(GO) test -count=1 -run 'TestConformance' -v ./test/interop/ ./internal/cli/ | grep -E '^(=== RUN|--- |ok|FAIL)|conformance (server|client)'
+conformance: ## the official MCP conformance suites (0.1.16; 0.2.0-alpha.12, both eras on one serve): server and client
+	DUET_REQUIRE_NODE=1 $(GO) test -count=1 -run 'TestConformance' -v ./test/interop/ ./internal/cli/ | grep -E '^(=== RUN|--- |ok|FAIL)|conformance (server|client|20[0-9-]+ (server|client))'
 
 demo: ## run the end-to-end demo
 	./scripts/demo.sh

@@ -33,6 +33,11 @@ const (
 	// CodeIdentityMismatch: a request names two different users (MCP-Lite's
 	// SSO-Emp-Id header and body user.empId).
 	CodeIdentityMismatch Code = "IDENTITY_MISMATCH"
+	// CodeCapabilityRequired: the call needs a client capability the
+	// client did not declare (MCP's "missing required client capability",
+	// JSON-RPC -32021): the Tasks extension for a tool that runs only as a
+	// task, for instance.
+	CodeCapabilityRequired Code = "CAPABILITY_REQUIRED"
 
 	// Test execution codes (step and case results).
 	CodeAssertionFailed    Code = "ASSERTION_FAILED"
@@ -89,7 +94,7 @@ func Codes() []Code {
 		CodeInvalidArgument, CodeNotFound, CodeConflict, CodeIdempotencyConflict,
 		CodeUnauthenticated, CodePermissionDenied, CodeRateLimited, CodeTimeout,
 		CodeTooLarge, CodeCancelled, CodeUnavailable, CodeInternal,
-		CodeParseError, CodeInvalidRequest, CodeIdentityMismatch,
+		CodeParseError, CodeInvalidRequest, CodeIdentityMismatch, CodeCapabilityRequired,
 		CodeAssertionFailed, CodeStepTimeout, CodeCaseTimeout, CodeHTTPRequestFailed,
 		CodeBindingFailed, CodeBrowserUnavailable, CodeBrowserError, CodeElementNotFound,
 		CodeInterrupted, CodeApprovalRequired,

@@ -136,6 +136,23 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 
 		ValidDevice: a.validDevice,
 		StopTool:    catalog.StopToolOptions{Users: cfg.StopToolUsers, ApprovalTTL: cfg.StopApprovalTTL},
+		// Every instance with the same master key seals and opens the
+		// request state of multi-round calls alike.
+		StateKey: func() ([]byte, error) {
+			kr, err := a.loadKeyring()
+			if err != nil {
+				return nil, err
+			}
+			return kr.DeriveKey("mcp request state"), nil
+		},
+		PendingCalls: func(ctx context.Context, executor string, c *duet.Case) ([]catalog.PendingCall, error) {
+			calls, err := engine.CallsNeedingApproval(ctx, db, executor, c)
+			out := make([]catalog.PendingCall, 0, len(calls))
+			for _, pc := range calls {
+				out = append(out, catalog.PendingCall{Step: pc.Step, Name: pc.Name, ServerKey: pc.ServerKey, ServerName: pc.ServerName, Tool: pc.Tool})
+			}
+			return out, err
+		},
 	})
 	mo := mcpserver.Options{}
 	if opts.MCP != nil {

@@ -41,6 +41,10 @@ type Tool struct {
 	OutputSchema *jsonschema.Schema
 	Annotations  Annotations
 
+	// Tasks is how the tool supports the Tasks extension (task.go):
+	// TaskNever, TaskOptional or TaskRequired.
+	Tasks string
+
 	input   *jsonschema.Resolved
 	run     func(ctx context.Context, env *Env, args json.RawMessage) (any, error)
 	streams bool // reports progress until its work is done when the client asks (Limits.StreamTimeout)
@@ -63,6 +67,13 @@ type Env struct {
 	// Confirmer asks the person behind the client to confirm an action
 	// (see Env.Confirm); nil when the transport cannot ask.
 	Confirmer Confirmer
+	// Extensions are the protocol extensions the client declared for this
+	// call (their identifiers, such as TasksExtension).
+	Extensions []string
+
+	input *Input // nil: the client cannot be asked (see CanAsk, Ask)
+	state []byte // the checked state of the previous round (see State)
+	run   string // the run that is the call's task (TrackRun)
 }
 
 // Texter is implemented by tool outputs: the text block a person reads.
@@ -185,6 +196,13 @@ type Limits struct {
 	// (stop_test_run with a Confirmer) in place of Timeout: a person
 	// answers; 0 means 5m.
 	ConfirmTimeout time.Duration
+	// InputStateTTL is how long the request state of a multi-round call
+	// stays valid (input.go); 0 means 10m.
+	InputStateTTL time.Duration
+	// TaskTTL is how long a finished task of a tool that went async
+	// (Env.Async) stays readable; 0 means 1h. A run's task lives as long
+	// as IdempotencyTTL says.
+	TaskTTL time.Duration
 }
 
 func (l *Limits) defaults() {
@@ -215,6 +233,12 @@ func (l *Limits) defaults() {
 	if l.ConfirmTimeout <= 0 {
 		l.ConfirmTimeout = 5 * time.Minute
 	}
+	if l.InputStateTTL <= 0 {
+		l.InputStateTTL = 10 * time.Minute
+	}
+	if l.TaskTTL <= 0 {
+		l.TaskTTL = time.Hour
+	}
 }
 
 // Auditor receives one record per call. Record must not block for long.
@@ -230,15 +254,27 @@ type Options struct {
 	// RunCreated is called after start_test_run creates a run (to wake a
 	// worker); nil means nothing is woken and workers poll.
 	RunCreated func(runID string)
+	// PendingCalls lists the steps of case c that need executor's
+	// approval before they call a tool with executor's credentials (the
+	// engine's rule: engine.CallsNeedingApproval); nil means none do, and
+	// start_test_run asks for no approval (approve.go).
+	PendingCalls func(ctx context.Context, executor string, c *duet.Case) ([]PendingCall, error)
 	// ValidDevice checks device preset names; nil accepts any.
 	ValidDevice func(string) error
 	// StopTool releases stop_test_run; the zero value releases it to
 	// nobody.
 	StopTool StopToolOptions
 	// Extra tools mounted beside the product catalog (test fixtures).
-	Extra  []*Tool
-	Logger *slog.Logger
-	Now    func() time.Time
+	Extra []*Tool
+	// StateKey returns the key that seals the request state of
+	// multi-round calls (input.go), asked once, at the first use: every
+	// instance that may answer the next round must have the same one (Duet
+	// derives it from the master key). nil, or an error (logged), means a
+	// random key of this process: a second round that reaches another
+	// instance, or follows a restart, is refused and the client starts over.
+	StateKey func() ([]byte, error)
+	Logger   *slog.Logger
+	Now      func() time.Time
 }
 
 // Catalog is the set of tools and the governance pipeline.
@@ -252,6 +288,9 @@ type Catalog struct {
 	global chan struct{}
 	mu     sync.Mutex
 	per    map[string]int
+
+	sealer *sealer
+	tasks  tasks
 }
 
 // New returns the catalog over store.
@@ -265,6 +304,8 @@ func New(store duet.Store, opts Options) *Catalog {
 	}
 	c := &Catalog{store: store, opts: opts, byName: map[string]*Tool{}, log: opts.Logger,
 		global: make(chan struct{}, opts.Limits.MaxConcurrent), per: map[string]int{}}
+	c.sealer = newSealer(opts.StateKey, opts.Limits.InputStateTTL, opts.Now, opts.Logger)
+	c.tasks.m = map[string]*memTask{}
 	for _, t := range append(productTools(), opts.Extra...) {
 		c.tools = append(c.tools, t)
 		c.byName[t.Name] = t
@@ -293,6 +334,11 @@ type Request struct {
 	// Confirmer asks the caller to confirm an action (an MCP elicitation);
 	// nil when the transport cannot ask.
 	Confirmer Confirmer
+	// Input lets the tool ask the client for input during the call, and
+	// carries the client's answers (input.go); nil means it cannot.
+	Input *Input
+	// Extensions are the protocol extensions the client declared.
+	Extensions []string
 }
 
 // Result is the outcome of a call in transport-neutral form: a text block, the
@@ -303,6 +349,15 @@ type Result struct {
 	Structured json.RawMessage
 	IsError    bool
 	Code       duet.Code
+	// InputRequests, when not empty, make the result an input-required
+	// one: the questions for the client, and RequestState, the sealed
+	// state it must send back with its answers (input.go). Text and
+	// Structured are then empty.
+	InputRequests map[string]InputRequest
+	RequestState  string
+	// Task, when set, makes the result a created task (task.go): the
+	// call's work goes on, and tasks/get follows it.
+	Task *MCPTask
 }
 
 // ErrUnknownTool is returned by Call for a tool the catalog does not have:
@@ -310,9 +365,10 @@ type Result struct {
 var ErrUnknownTool = errors.New("unknown tool")
 
 // Call runs a tool through the governance pipeline (Govern). Domain failures
-// come back as a Result with IsError and a code; the only error is
-// ErrUnknownTool (wrapped), which transports report as a protocol error.
-// Every call, including a refused one, leaves one audit record.
+// come back as a Result with IsError and a code. The errors, which
+// transports report as protocol errors, are ErrUnknownTool and ErrBadState
+// (wrapped), and a CAPABILITY_REQUIRED *CapabilityError. Every call,
+// including a refused one, leaves one audit record.
 func (c *Catalog) Call(ctx context.Context, req Request) (*Result, error) {
 	if req.Caller.TraceID == "" {
 		req.Caller.TraceID = duet.NewTraceID()
@@ -322,6 +378,18 @@ func (c *Catalog) Call(ctx context.Context, req Request) (*Result, error) {
 	if !ok {
 		c.Refuse(op, duet.Errorf(duet.CodeNotFound, "unknown tool %q", req.Tool))
 		return nil, fmt.Errorf("%w %q", ErrUnknownTool, req.Tool)
+	}
+	if t.Tasks == TaskRequired && !slices.Contains(req.Extensions, TasksExtension) {
+		return nil, c.Refuse(op, &CapabilityError{Message: fmt.Sprintf("tool %s runs only as a task: declare the %s extension", t.Name, TasksExtension),
+			Required: map[string]any{"extensions": map[string]any{TasksExtension: map[string]any{}}}})
+	}
+	var state []byte
+	if req.Input != nil && req.Input.State != "" {
+		var err error
+		state, err = c.sealer.open(req.Input.State, req.Caller.UserID, t.Name, canonicalArgs(req.Args))
+		if err != nil {
+			return nil, c.Refuse(op, err)
+		}
 	}
 	progress := req.Progress
 	if progress == nil {
@@ -337,12 +405,36 @@ func (c *Catalog) Call(ctx context.Context, req Request) (*Result, error) {
 		op.Timeout = max(op.Timeout, c.opts.Limits.ConfirmTimeout)
 	}
 	var res *Result
+	var protoErr error
 	err := c.Govern(ctx, op, func(ctx context.Context) (int, error) {
 		if err := c.checkReleased(ctx, t, req.Caller.UserID); err != nil {
 			return 0, err
 		}
-		env := &Env{Caller: req.Caller, Store: c.store, Catalog: c, Progress: progress, Streaming: streaming, Confirmer: req.Confirmer}
+		env := &Env{Caller: req.Caller, Store: c.store, Catalog: c, Progress: progress, Streaming: streaming, Confirmer: req.Confirmer,
+			Extensions: req.Extensions, input: req.Input, state: state}
 		out, err := t.run(ctx, env, req.Args)
+		var async *asyncWork
+		if errors.As(err, &async) {
+			if env.TasksDeclared() && t.Tasks != TaskNever {
+				res = &Result{Task: c.startTask(req, t, async.work), Code: duet.OutcomeOK}
+				return 0, nil
+			}
+			out, err = async.work(ctx, env) // no task: the work is the call's
+		}
+		var ask *inputRequired
+		if errors.As(err, &ask) {
+			sealed, err := c.sealer.seal(req.Caller.UserID, t.Name, canonicalArgs(req.Args), ask.state)
+			if err != nil {
+				return 0, err
+			}
+			res = &Result{InputRequests: ask.requests, RequestState: sealed, Code: duet.OutcomeOK}
+			return len(sealed), nil
+		}
+		var capErr *CapabilityError
+		if errors.As(err, &capErr) {
+			protoErr = capErr
+			return 0, capErr
+		}
 		if err == nil && (out == nil || reflect.ValueOf(out).Kind() == reflect.Pointer && reflect.ValueOf(out).IsNil()) {
 			err = fmt.Errorf("tool %s returned nothing", t.Name)
 		}
@@ -355,12 +447,41 @@ func (c *Catalog) Call(ctx context.Context, req Request) (*Result, error) {
 		}
 		text := out.(Texter).Text()
 		res = &Result{Text: text, Structured: structured, Code: duet.OutcomeOK}
+		if env.run != "" {
+			// The call's work goes on in a run: the run is the task.
+			v, err := c.runTaskView(ctx, req.Caller, env.run)
+			if err != nil {
+				return 0, err
+			}
+			res = &Result{Task: v, Code: duet.OutcomeOK}
+		}
 		return len(structured) + len(text), nil
 	})
+	if protoErr != nil {
+		return nil, protoErr
+	}
 	if err != nil {
 		return errorResult(err), nil
 	}
 	return res, nil
+}
+
+// CapabilityError is returned by a tool, and by Call, when the call needs a
+// client capability the client did not declare (CAPABILITY_REQUIRED: a
+// protocol error, JSON-RPC -32021). Required names it in the shape of the
+// client's capabilities ({"extensions": {"io.modelcontextprotocol/tasks": {}}}).
+type CapabilityError struct {
+	Message  string
+	Required map[string]any
+}
+
+func (e *CapabilityError) Error() string {
+	return string(duet.CodeCapabilityRequired) + ": " + e.Message
+}
+
+// Unwrap gives the error its code.
+func (e *CapabilityError) Unwrap() error {
+	return &duet.Error{Code: duet.CodeCapabilityRequired, Message: e.Message}
 }
 
 // Audit records a call that did not go through Call or Govern (CLI

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -218,8 +219,11 @@ func stopRun(ctx context.Context, env *Env, in StopRunIn) (StopRunOut, error) {
 	}
 	req := &duet.StopRequest{RunID: run.ID, TaskID: run.TaskID, Executor: run.TriggeredBy, RequestedBy: user,
 		Reason: strings.TrimSpace(in.Reason), TraceID: env.Caller.TraceID}
-	ok, err := env.Confirm(ctx, stopPrompt(run, req.Reason))
+	ok, err := confirmStop(ctx, env, run, req.Reason)
+	var ask *inputRequired
 	switch {
+	case errors.As(err, &ask):
+		return StopRunOut{}, err // this round asks; the answer comes in the next
 	case errors.Is(err, ErrConfirmUnsupported):
 		return c.stopPending(ctx, req)
 	case err != nil:
@@ -250,6 +254,56 @@ func stopRun(ctx context.Context, env *Env, in StopRunIn) (StopRunOut, error) {
 		return StopRunOut{}, err
 	}
 	return StopRunOut{RunID: run.ID, Status: run.Status, Stopped: true, RequestID: req.ID, ApprovedBy: user, Via: req.Via}, nil
+}
+
+// stopKey names the confirmation in a multi-round call's input requests.
+const stopKey = "stop"
+
+// stopState is what the first round of a multi-round confirmation hands the
+// second, sealed (Env.Ask): the run asked about.
+type stopState struct {
+	Run string `json:"run"`
+}
+
+// confirmStop asks the caller to confirm stopping run: through the
+// transport's Confirmer (a server-to-client elicitation on a session), or
+// as a multi-round request (an input-required result, then the client's
+// answer in the next round) for a client that declared elicitation without
+// a session. It returns ErrConfirmUnsupported when the client cannot be
+// asked, or Env.Ask's error to end this round with the question.
+func confirmStop(ctx context.Context, env *Env, run *duet.Run, reason string) (bool, error) {
+	if env.Confirmer != nil || (!env.CanAsk(AskElicit) && env.State() == nil) {
+		return env.Confirm(ctx, stopPrompt(run, reason))
+	}
+	if s := env.State(); s != nil {
+		var asked stopState
+		if err := json.Unmarshal(s, &asked); err != nil || asked.Run != run.ID {
+			return false, duet.Errorf(duet.CodeInvalidArgument, "invalid requestState: not a confirmation of stopping run %s", run.ID)
+		}
+		var answer Elicitation
+		if env.Answer(stopKey, &answer) {
+			confirm, _ := answer.Content["confirm"].(bool)
+			return answer.Action == "accept" && confirm, nil
+		}
+	}
+	if !env.CanAsk(AskElicit) {
+		return false, ErrConfirmUnsupported
+	}
+	b, err := json.Marshal(stopState{Run: run.ID})
+	if err != nil {
+		return false, err
+	}
+	return false, env.Ask(map[string]InputRequest{stopKey: {Method: AskElicit, Params: map[string]any{
+		"message": stopPrompt(run, reason),
+		"requestedSchema": map[string]any{
+			"type": "object",
+			"properties": map[string]any{"confirm": map[string]any{
+				"type": "boolean", "title": "Stop this run",
+				"description": "true: cancel the run now; its remaining cases will not run",
+			}},
+			"required": []string{"confirm"},
+		},
+	}}}, b)
 }
 
 // stopPrompt is what the person is asked.

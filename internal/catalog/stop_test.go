@@ -241,3 +241,70 @@ func TestStopRequestExpires(t *testing.T) {
 		t.Fatalf("a new call after expiry: got %s, want a new pending request", res.Text)
 	}
 }
+
+// TestStopConfirmedOverMultiRound: a 2026-07-28 client (no session, no
+// Confirmer) that declared elicitation is asked in an input-required result;
+// its answer in the next round, with the sealed state, decides. A state
+// about another run, or a client that cannot be asked, leaves nothing
+// stopped.
+func TestStopConfirmedOverMultiRound(t *testing.T) {
+	t.Parallel()
+	c, db, task, _ := setup(t, catalog.Options{StopTool: catalog.StopToolOptions{Users: []string{"*"}}})
+	elicit := func(m string) bool { return m == catalog.AskElicit }
+	stop := func(run string, in *catalog.Input) *catalog.Result {
+		t.Helper()
+		b, _ := json.Marshal(map[string]any{"runId": run, "reason": "wrong build"})
+		res, err := c.Call(t.Context(), catalog.Request{Caller: duet.Caller{UserID: "bob", Source: duet.SourceMCP}, Tool: catalog.ToolStopRun, Args: b, Input: in})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	answer := func(action string, confirm bool) map[string]json.RawMessage {
+		b, _ := json.Marshal(map[string]any{"action": action, "content": map[string]any{"confirm": confirm}})
+		return map[string]json.RawMessage{"stop": b}
+	}
+	status := func(run string) duet.RunStatus {
+		r, err := db.FindRunByID(t.Context(), "", run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Status
+	}
+
+	run := startQueued(t, c, "alice", task.ID)
+	q := stop(run, &catalog.Input{Can: elicit})
+	ir, ok := q.InputRequests["stop"]
+	if !ok || ir.Method != catalog.AskElicit || q.RequestState == "" || q.IsError {
+		t.Fatalf("bob was not asked: %+v", q)
+	}
+	if msg := ir.Params.(map[string]any)["message"].(string); !strings.Contains(msg, run) || !strings.Contains(msg, "wrong build") {
+		t.Fatalf("the question: %q", msg)
+	}
+	if status(run) != duet.StatusQueued {
+		t.Fatal("the run changed before bob answered")
+	}
+	no := stop(run, &catalog.Input{Can: elicit, Responses: answer("decline", false), State: q.RequestState})
+	if no.Code != duet.CodeApprovalDenied || status(run) != duet.StatusQueued {
+		t.Fatalf("declined: got %s, run %s", no.Text, status(run))
+	}
+	// The state of one run's question does not stop another run: the seal
+	// binds it to the arguments (a protocol error, the tool does not run).
+	other := startQueued(t, c, "alice", task.ID)
+	b, _ := json.Marshal(map[string]any{"runId": other, "reason": "wrong build"})
+	_, err := c.Call(t.Context(), catalog.Request{Caller: duet.Caller{UserID: "bob", Source: duet.SourceMCP}, Tool: catalog.ToolStopRun, Args: b,
+		Input: &catalog.Input{Can: elicit, Responses: answer("accept", true), State: q.RequestState}})
+	if !errors.Is(err, catalog.ErrBadState) || status(other) != duet.StatusQueued {
+		t.Fatalf("another run's state: got %v, run %s", err, status(other))
+	}
+	yes := stop(run, &catalog.Input{Can: elicit, Responses: answer("accept", true), State: q.RequestState})
+	out := decode[catalog.StopRunOut](t, yes)
+	if !out.Stopped || out.Via != duet.StopViaElicitation || out.ApprovedBy != "bob" || status(run) != duet.StatusCancelled {
+		t.Fatalf("confirmed: got %+v, run %s", out, status(run))
+	}
+	// A client without elicitation: the owner's approval, as before.
+	third := startQueued(t, c, "alice", task.ID)
+	if res := stop(third, &catalog.Input{Can: func(string) bool { return false }}); res.Code != duet.CodeApprovalPending || status(third) != duet.StatusQueued {
+		t.Fatalf("no elicitation: got %s", res.Text)
+	}
+}

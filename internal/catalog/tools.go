@@ -123,14 +123,15 @@ func productTools() []*Tool {
 				"registered servers and credentials. idempotencyKey is required: retrying with the same key and the same arguments "+
 				"returns the first result (replayed: true) instead of starting another run; the same key with different arguments "+
 				"fails with IDEMPOTENCY_CONFLICT. In a case someone else wrote, a step that calls a tool your catalog does not mark "+
-				"read-only fails with APPROVAL_REQUIRED until you approve that version of the case (duet case approve). "+
+				"read-only fails with APPROVAL_REQUIRED until you approve that version of the case: a client that can answer "+
+				"an elicitation is asked for that approval before the run starts; otherwise approve with duet case approve. "+
 				"With a progress token (_meta.progressToken) the call stays open instead: it reports progress (cases done of "+
 				"the total, the case and step running) and answers when the run ends, with its result.",
 			Annotations{Idempotent: true}, bounded(func(in, out *jsonschema.Schema) {
 				minLen(in, "taskId", 1)
 				k := in.Properties["idempotencyKey"]
 				k.MinLength, k.MaxLength = ptr(1), ptr(200)
-			}), startRun).streaming(),
+			}), startRun).streaming().WithTasks(TaskOptional),
 		stopRunTool(), // released gradually: see stop.go
 	}
 }
@@ -653,6 +654,12 @@ func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error)
 	if err != nil {
 		return StartRunOut{}, err
 	}
+	// Cases someone else wrote that would call tools that are not
+	// read-only with the caller's credentials: ask for the approval first
+	// when the client can be asked (approve.go).
+	if err := approveShared(ctx, env, cases); err != nil {
+		return StartRunOut{}, err
+	}
 	ids := slices.Clone(in.CaseIDs)
 	slices.Sort(ids)
 	h := sha256.New()
@@ -681,6 +688,11 @@ func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error)
 	out.Replayed = replayed
 	if !replayed && c.opts.RunCreated != nil {
 		c.opts.RunCreated(out.RunID)
+	}
+	if env.TasksDeclared() {
+		// The client follows the run as a task (tasks/get, tasks/cancel).
+		env.TrackRun(out.RunID)
+		return out, nil
 	}
 	if env.Streaming {
 		// The client asked for progress and keeps the request open: report

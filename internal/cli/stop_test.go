@@ -73,8 +73,8 @@ func TestStopTestRunEndToEnd(t *testing.T) {
 
 	var accept atomic.Bool
 	var asked atomic.Int32
-	connect := func(srv *httptest.Server, user string) *mcp.ClientSession {
-		c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, &mcp.ClientOptions{
+	connectAs := func(srv *httptest.Server, user string, elicits bool) *mcp.ClientSession {
+		opts := &mcp.ClientOptions{
 			ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 				asked.Add(1)
 				if !strings.Contains(req.Params.Message, "started by alice") {
@@ -85,17 +85,30 @@ func TestStopTestRunEndToEnd(t *testing.T) {
 				}
 				return &mcp.ElicitResult{Action: "decline"}, nil
 			},
-		})
+		}
+		if !elicits {
+			opts = nil // no elicitation capability declared
+		}
+		c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, opts)
 		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 		defer cancel()
+		// On the sessions server, a handshake-era client (the confirmation
+		// travels as a server-to-client request on its session); on the
+		// stateless one, the SDK's default, 2026-07-28 (a multi-round
+		// request).
+		var so *mcp.ClientSessionOptions
+		if srv == sessions {
+			so = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
+		}
 		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/http",
-			HTTPClient: &http.Client{Transport: bearerAuth{token(user)}}, MaxRetries: -1}, nil)
+			HTTPClient: &http.Client{Transport: bearerAuth{token(user)}}, MaxRetries: -1}, so)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { cs.Close() })
 		return cs
 	}
+	connect := func(srv *httptest.Server, user string) *mcp.ClientSession { return connectAs(srv, user, true) }
 	listed := func(cs *mcp.ClientSession) bool {
 		res, err := cs.ListTools(t.Context(), nil)
 		if err != nil {
@@ -172,15 +185,24 @@ func TestStopTestRunEndToEnd(t *testing.T) {
 		t.Fatalf("accepted in the client: %s %+v", text(r), out)
 	}
 
-	// Stateless HTTP cannot ask: alice approves from the CLI.
+	// Stateless HTTP, a 2026-07-28 client with elicitation: asked in a
+	// multi-round request, no session needed.
 	run = queue()
-	bobStateless := connect(stateless, "bob")
+	r = stop(connect(stateless, "bob"), map[string]any{"runId": run})
+	if r.IsError || asked.Load() != 3 || status(run) != duet.StatusCancelled {
+		t.Fatalf("stateless, multi-round: %s (asked %d times, run %s)", text(r), asked.Load(), status(run))
+	}
+
+	// A client that cannot be asked (no elicitation): alice approves from
+	// the CLI.
+	run = queue()
+	bobStateless := connectAs(stateless, "bob", false)
 	r = stop(bobStateless, map[string]any{"runId": run})
 	id := stopRequestRe.FindString(text(r))
 	if !r.IsError || !strings.HasPrefix(text(r), "APPROVAL_PENDING") || id == "" || !strings.Contains(text(r), "duet run approve-stop "+id+" --as alice") {
 		t.Fatalf("stateless: %s", text(r))
 	}
-	if asked.Load() != 2 || status(run) != duet.StatusQueued {
+	if asked.Load() != 3 || status(run) != duet.StatusQueued {
 		t.Fatalf("stateless: asked %d times, run %s; want no question and the run queued", asked.Load(), status(run))
 	}
 	if out := e.must(t, "run", "stop-requests", "--as", "alice"); !strings.Contains(out, id) || !strings.Contains(out, "bob asks to stop your run "+run) {
@@ -203,8 +225,9 @@ func TestStopTestRunEndToEnd(t *testing.T) {
 	// Who asked, who approved, and when.
 	var reqs []*duet.StopRequest
 	json.Unmarshal([]byte(e.must(t, "run", "stop-requests", "--all", "--json", "--as", "alice")), &reqs)
-	if len(reqs) != 3 || reqs[0].ID != id || reqs[0].RequestedBy != "bob" || reqs[0].DecidedBy != "alice" || reqs[0].Via != "cli" || reqs[0].DecidedAt == nil ||
-		reqs[1].Via != "elicitation" || reqs[1].Status != duet.StopApproved || reqs[2].Status != duet.StopDenied || reqs[2].Reason != "wrong build" {
+	if len(reqs) != 4 || reqs[0].ID != id || reqs[0].RequestedBy != "bob" || reqs[0].DecidedBy != "alice" || reqs[0].Via != "cli" || reqs[0].DecidedAt == nil ||
+		reqs[1].Via != "elicitation" || reqs[1].Status != duet.StopApproved || reqs[2].Via != "elicitation" || reqs[2].Status != duet.StopApproved ||
+		reqs[3].Status != duet.StopDenied || reqs[3].Reason != "wrong build" {
 		t.Fatalf("stop requests: %s", e.must(t, "run", "stop-requests", "--all", "--as", "alice"))
 	}
 	a.Audit.Flush()
@@ -221,7 +244,7 @@ func TestStopTestRunEndToEnd(t *testing.T) {
 	for _, rec := range audit {
 		outcomes[rec.Caller] = append(outcomes[rec.Caller], rec.Outcome)
 	}
-	if len(outcomes["carol"]) != 1 || outcomes["carol"][0] != duet.CodePermissionDenied || len(outcomes["bob"]) != 4 {
+	if len(outcomes["carol"]) != 1 || outcomes["carol"][0] != duet.CodePermissionDenied || len(outcomes["bob"]) != 6 { // declined, accepted, two rounds, pending, by request id
 		t.Fatalf("audit of the calls: %v", outcomes)
 	}
 }

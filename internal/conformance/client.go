@@ -62,6 +62,11 @@ func RunClient(ctx context.Context, getenv func(string) string, stdout, stderr i
 		ClientID      string `json:"client_id"`
 		ClientSecret  string `json:"client_secret"`
 		PrivateKeyPEM string `json:"private_key_pem"`
+		// ToolCalls are the calls a scenario asks for (http-custom-headers).
+		ToolCalls []struct {
+			Name      string         `json:"name"`
+			Arguments map[string]any `json:"arguments"`
+		} `json:"toolCalls"`
 	}
 	if c := getenv("MCP_CONFORMANCE_CONTEXT"); c != "" {
 		if err := json.Unmarshal([]byte(c), &sc); err != nil {
@@ -86,15 +91,41 @@ func RunClient(ctx context.Context, getenv func(string) string, stdout, stderr i
 		return err
 	}
 	fmt.Fprintf(stdout, "scenario %q: %d tools (%s, protocol %s)\n", scenario, len(tools), s.Transport, s.ProtocolVersion)
+	type callSpec struct {
+		name string
+		args map[string]any
+	}
+	var calls []callSpec
+	for _, tc := range sc.ToolCalls {
+		calls = append(calls, callSpec{tc.Name, tc.Arguments})
+	}
+	if len(calls) == 0 {
+		byName := map[string]*duet.MCPTool{}
+		for _, t := range tools {
+			byName[t.Name] = t
+		}
+		for _, t := range tools {
+			args := sampleArguments(t.InputSchema)
+			// json-schema-2020-12-preservation: hand the archived schema of
+			// the focal tool back to the echo tool, as the archive keeps it.
+			if focal := byName["json_schema_2020_12_tool"]; t.Name == "json_schema_echo" && focal != nil {
+				var schema map[string]any
+				if err := json.Unmarshal(focal.InputSchema, &schema); err == nil {
+					args = map[string]any{"schema": schema}
+				}
+			}
+			calls = append(calls, callSpec{t.Name, args})
+		}
+	}
 	var failed []string
-	for _, t := range tools {
-		res, err := a.MCPClient.Invoke(ctx, duet.InvokeRequest{Executor: user, ServerKey: s.ServerKey, Tool: t.Name,
-			Arguments: sampleArguments(t.InputSchema), Source: duet.SourceCLI})
+	for _, cl := range calls {
+		res, err := a.MCPClient.Invoke(ctx, duet.InvokeRequest{Executor: user, ServerKey: s.ServerKey, Tool: cl.name,
+			Arguments: cl.args, Source: duet.SourceCLI})
 		if err != nil {
-			failed = append(failed, fmt.Sprintf("%s: %s: %s", t.Name, duet.ErrorCode(err), duet.ErrorMessage(err)))
+			failed = append(failed, fmt.Sprintf("%s: %s: %s", cl.name, duet.ErrorCode(err), duet.ErrorMessage(err)))
 			continue
 		}
-		fmt.Fprintf(stdout, "%s: %s\n", t.Name, res.Text())
+		fmt.Fprintf(stdout, "%s: %s\n", cl.name, res.Text())
 	}
 	if len(failed) > 0 {
 		return errors.New(strings.Join(failed, "\n"))

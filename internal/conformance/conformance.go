@@ -45,10 +45,15 @@ func New() *Fixtures {
 		ToolLogging: true, ToolProgress: true, ToolSampling: true,
 		ToolElicitation: true, ToolElicitationDefaults: true, ToolElicitationEnums: true,
 	}
+	srv := &server{}
 	return &Fixtures{
-		Tools: tools(),
+		Tools: append(append(tools(), roundTools(srv)...), taskTools()...),
 		MCP: &mcpserver.Options{
-			Setup: setup,
+			Setup: func(s *mcp.Server) {
+				srv.s = s
+				setup(s)
+				s.AddPrompt(&mcp.Prompt{Name: PromptInputRequired, Description: "Asks for context in band, then renders it (SEP-2322)"}, inputRequiredPrompt)
+			},
 			ServerOptions: &mcp.ServerOptions{
 				CompletionHandler:  complete,
 				SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },

@@ -169,6 +169,9 @@ func (c *Client) connect(ctx context.Context, reg *duet.MCPServer) (*session, er
 		oh = c.oauthFor(reg, sec, ver)
 	}
 	hc := c.httpClient(reg, sec.Headers)
+	if st, ok := oh.(*oauthState); ok {
+		hc.Transport.(*roundTripper).dpop = st.boundKey
+	}
 	// The SDK keeps the values of this context for the session's own
 	// streams: they must not carry the first call's trace id.
 	ctx = withTrace(ctx, "")
@@ -285,6 +288,9 @@ type roundTripper struct {
 	base    http.RoundTripper
 	headers map[string]string
 	origin  string // credentials go to this origin only
+	// dpop returns the key the access token is bound to (nil for a bearer
+	// token): requests then carry DPoP proofs (dpop.go).
+	dpop func() *dpopKey
 }
 
 // originOf is scheme://host:port with the default port made explicit.
@@ -307,10 +313,21 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 			r.Header.Set(k, v)
 		}
 	}
+	setParamHeaders(r)
 	if tid := traceFromContext(req.Context()); tid != "" && r.Header.Get("Traceparent") == "" {
 		r.Header.Set("Traceparent", "00-"+tid+"-"+spanID()+"-01")
 	}
-	resp, err := rt.base.RoundTrip(r)
+	var resp *http.Response
+	var err error
+	var k *dpopKey
+	if rt.dpop != nil && r.Header.Get("Authorization") != "" && originOf(req.URL) == rt.origin {
+		k = rt.dpop()
+	}
+	if k != nil {
+		resp, err = dpopResourceRequest(rt.base, k, r)
+	} else {
+		resp, err = rt.base.RoundTrip(r)
+	}
 	if obs := observerFrom(req.Context()); obs != nil {
 		obs.saw(req.Method, resp, err)
 		if err == nil && req.Method == http.MethodPost && obs.capture {

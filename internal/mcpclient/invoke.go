@@ -128,6 +128,7 @@ func syncedAgo(t *time.Time) string {
 func (c *Client) call(ctx context.Context, reg *duet.MCPServer, tool *duet.MCPTool, args map[string]any) (*duet.ToolResult, int, error) {
 	cctx, cancel := context.WithTimeoutCause(ctx, c.opts.CallTimeout, errCallTimeout)
 	defer cancel()
+	cctx = withParamHeaders(cctx, paramHeaders(tool.InputSchema, args))
 	safe := safeToRepeat(tool)
 	k := sessionKey{reg.Owner, reg.ServerKey}
 	for attempt := 0; ; attempt++ {

@@ -234,6 +234,10 @@ type oauthSecret struct {
 	Issuer string `json:"issuer,omitempty"`
 
 	Token *storedToken `json:"token,omitempty"`
+	// DPoPKey is the key (PKCS #8, base64) the tokens of a server that
+	// requires DPoP are bound to (dpop.go); made at the first such
+	// authorization.
+	DPoPKey string `json:"dpopKey,omitempty"`
 	// Want are scopes a server asked for since the last authorization; the
 	// next Login requests them.
 	Want []string `json:"want,omitempty"`
@@ -348,6 +352,37 @@ type oauthState struct {
 	mu  sync.Mutex // guards sec and ver; held while renewing
 	sec *oauthSecret
 	ver int64 // the version of the stored credential sec was read from or written as
+
+	dpop *dpopKey // parsed from sec.DPoPKey
+}
+
+// dpopKeyLocked returns the DPoP key of the registration; nil when it has
+// none.
+func (st *oauthState) dpopKeyLocked() *dpopKey {
+	if st.sec == nil || st.sec.DPoPKey == "" {
+		return nil
+	}
+	if st.dpop == nil || st.dpop.stored != st.sec.DPoPKey {
+		k, err := parseDPoPKey(st.sec.DPoPKey)
+		if err != nil {
+			st.c.log.Warn("the stored DPoP key cannot be read; the next authorization makes another", "server", st.reg.ServerKey, "err", err)
+			return nil
+		}
+		k.stored = st.sec.DPoPKey
+		st.dpop = k
+	}
+	return st.dpop
+}
+
+// boundKey returns the key the current token is bound to, or nil for a
+// bearer token: MCP requests then carry DPoP proofs (conn.go).
+func (st *oauthState) boundKey() *dpopKey {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.sec == nil || st.sec.Token == nil || !strings.EqualFold(st.sec.Token.Type, dpopScheme) {
+		return nil
+	}
+	return st.dpopKeyLocked()
 }
 
 var _ auth.OAuthHandler = (*oauthState)(nil)
@@ -586,6 +621,10 @@ func (st *oauthState) leaseLocked(ctx context.Context, fresh func() *storedToken
 // refresh uses t's refresh token.
 func (st *oauthState) refresh(ctx context.Context, sec *oauthSecret, t *storedToken) (*storedToken, error) {
 	params := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {t.Refresh}}
+	if strings.EqualFold(t.Type, dpopScheme) {
+		// A DPoP-bound token is renewed with a proof of the same key.
+		ctx = withDPoP(ctx, st.dpopKeyLocked())
+	}
 	tok, err := st.tokenRequest(ctx, sec, t, nil, params)
 	if err != nil {
 		return nil, err
@@ -728,6 +767,28 @@ func (st *oauthState) authorize(ctx context.Context, req *http.Request, resp *ht
 	}
 	st.recent = append(st.recent, time.Now())
 	ctx, refused := withRefusals(ctx)
+	if requiresDPoP(challenges) {
+		// The server wants sender-constrained tokens: bind the new one
+		// to the registration's key (made now if it has none).
+		st.mu.Lock()
+		if st.sec.DPoPKey == "" {
+			_, stored, err := newDPoPKey()
+			if err != nil {
+				st.mu.Unlock()
+				return st.flowError("making a DPoP key", err, nil)
+			}
+			st.updateLocked(ctx, func(o *oauthSecret) bool {
+				if o.DPoPKey != "" {
+					return false
+				}
+				o.DPoPKey = stored
+				return true
+			})
+		}
+		k := st.dpopKeyLocked()
+		st.mu.Unlock()
+		ctx = withDPoP(ctx, k)
+	}
 	var t *storedToken
 	var err error
 	if grant == duet.AuthClientCredentials {
@@ -1124,7 +1185,10 @@ func withRefusals(ctx context.Context) (context.Context, *refusals) {
 type oauthTransport struct{ base http.RoundTripper }
 
 func (t oauthTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := t.base.RoundTrip(req)
+	resp, sent, err := dpopTokenRequest(t.base, req.Clone(req.Context()))
+	if !sent {
+		resp, err = t.base.RoundTrip(req)
+	}
 	var de *duet.Error
 	if err != nil && errors.As(err, &de) && de.Code == duet.CodeURLRefused {
 		if r, _ := req.Context().Value(refusalsKey{}).(*refusals); r != nil {
@@ -1136,4 +1200,15 @@ func (t oauthTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return resp, err
+}
+
+// requiresDPoP reports whether a server's challenges ask for DPoP-bound
+// tokens (RFC 9449 section 7.1: the DPoP scheme).
+func requiresDPoP(challenges []oauthex.Challenge) bool {
+	for _, c := range challenges {
+		if strings.EqualFold(c.Scheme, dpopScheme) {
+			return true
+		}
+	}
+	return false
 }

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"bytes"
+	"net/http"
 	"regexp"
 	"strconv"
 
@@ -175,6 +176,32 @@ type request struct {
 	name string
 	// progress is whether params._meta carries a progressToken.
 	progress bool
+	// taskID is params.taskId (tasks/get, tasks/update, tasks/cancel).
+	taskID string
+	// metaVersion is params._meta["io.modelcontextprotocol/protocolVersion"]:
+	// a request of the 2026-07-28 revision or later carries it.
+	metaVersion string
+}
+
+// statelessRevision is the first protocol revision without sessions or an
+// initialize handshake (SEP-2575).
+const statelessRevision = "2026-07-28"
+
+// modern reports whether r, with HTTP headers h, is a request of the
+// stateless revisions (2026-07-28 and later): one that names no session and
+// carries such a version in its MCP-Protocol-Version header or its _meta,
+// or a server/discover (the first request of such a client). Everything
+// else — initialize, and the requests of a handshake-era session — is not.
+// The stateless handler serves the modern ones (and refuses a version it
+// does not know, as it must).
+func (r *request) modern(h http.Header) bool {
+	if h.Get("Mcp-Session-Id") != "" {
+		return false
+	}
+	if v := h.Get("Mcp-Protocol-Version"); v >= statelessRevision {
+		return true
+	}
+	return r != nil && (r.metaVersion >= statelessRevision || r.method == "server/discover")
 }
 
 // isCall reports whether r expects a reply (it has an id the SDK accepts).
@@ -215,17 +242,19 @@ func decodeEnvelope(body []byte) *request {
 	}
 	if len(env.Params) > 0 {
 		var p struct {
-			Name string   `json:"name"`
-			URI  string   `json:"uri"`
-			Meta mcp.Meta `json:"_meta"`
+			Name   string   `json:"name"`
+			URI    string   `json:"uri"`
+			TaskID string   `json:"taskId"`
+			Meta   mcp.Meta `json:"_meta"`
 		}
 		if sdkUnmarshal(env.Params, &p) == nil {
-			r.name = p.Name
+			r.name, r.taskID = p.Name, p.TaskID
 			if r.name == "" {
 				r.name = p.URI
 			}
 			tok, ok := p.Meta["progressToken"]
 			r.progress = ok && tok != nil
+			r.metaVersion, _ = p.Meta[mcp.MetaKeyProtocolVersion].(string)
 		}
 	}
 	return r

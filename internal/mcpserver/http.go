@@ -64,6 +64,9 @@ func principalOf(ctx context.Context, c duet.Caller) string {
 type requestState struct {
 	caller duet.Caller
 	slot   bool
+	// oneShot: the request goes to a stateless handler, whose session
+	// lives for this request only (it cannot ask the client anything).
+	oneShot bool
 }
 
 const extraKey = "io.duet/request"
@@ -84,25 +87,26 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 		o.MaxBodyBytes = 4 << 20
 	}
 	get := func(*http.Request) *mcp.Server { return s.srv }
-	var jsonH, sseH http.Handler
+	// The stateless handlers serve every 2026-07-28 request (that revision
+	// has no sessions: go-sdk serves it only statelessly) and, without
+	// sessions, the handshake-era ones too; with sessions, the handshake
+	// era goes to the session handler. One endpoint, both eras.
+	jsonH := withTokenInfo(mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
+		Stateless: true, JSONResponse: true, DisableLocalhostProtection: true,
+		MaxRequestBodyBytes: o.MaxBodyBytes, Logger: s.sdkLog, PropagateRequestCancellation: true,
+	}))
+	sseH := withTokenInfo(mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
+		Stateless: true, DisableLocalhostProtection: true,
+		MaxRequestBodyBytes: o.MaxBodyBytes, Logger: s.sdkLog, PropagateRequestCancellation: true,
+	}))
+	var sessionH http.Handler
 	if o.Sessions {
-		jsonH = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
+		sessionH = withTokenInfo(mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
 			DisableLocalhostProtection: true, // the Host check runs in front, configurable
 			MaxRequestBodyBytes:        o.MaxBodyBytes,
 			Logger:                     s.sdkLog,
-		})
-		sseH = jsonH
-	} else {
-		jsonH = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
-			Stateless: true, JSONResponse: true, DisableLocalhostProtection: true,
-			MaxRequestBodyBytes: o.MaxBodyBytes, Logger: s.sdkLog, PropagateRequestCancellation: true,
-		})
-		sseH = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
-			Stateless: true, DisableLocalhostProtection: true,
-			MaxRequestBodyBytes: o.MaxBodyBytes, Logger: s.sdkLog, PropagateRequestCancellation: true,
-		})
+		}))
 	}
-	jsonH, sseH = withTokenInfo(jsonH), withTokenInfo(sseH)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		caller, _ := duet.CallerFromContext(r.Context())
 		door := catalog.Op{Caller: caller, Method: "http " + r.Method + " " + r.URL.Path}
@@ -128,6 +132,9 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			req = decodeEnvelope(body)
+		}
+		if !checkTaskHeaders(&refusalAudit{ResponseWriter: w, s: s, op: door, req: req}, r, req) {
+			return
 		}
 		state := &requestState{caller: caller}
 		if req.isCall() {
@@ -158,9 +165,14 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 			UserID: principalOf(r.Context(), caller),
 			Extra:  map[string]any{extraKey: state},
 		})
-		if streaming {
+		viaSession := sessionH != nil && !req.modern(r.Header)
+		state.oneShot = !viaSession
+		switch {
+		case viaSession:
+			sessionH.ServeHTTP(ew, r)
+		case streaming:
 			sseH.ServeHTTP(ew, r)
-		} else {
+		default:
 			jsonH.ServeHTTP(ew, r)
 		}
 		ew.finish()
@@ -341,4 +353,21 @@ func WriteJSONRPCError(w http.ResponseWriter, status, code int, message string, 
 		"jsonrpc": "2.0", "id": id,
 		"error": map[string]any{"code": code, "message": message},
 	})
+}
+
+// refusalAudit audits an error reply written directly (checkTaskHeaders).
+type refusalAudit struct {
+	http.ResponseWriter
+	s   *Server
+	op  catalog.Op
+	req *request
+}
+
+func (a *refusalAudit) WriteHeader(status int) {
+	op := a.op
+	if a.req != nil {
+		op.Method, op.Name = a.req.method, a.req.taskID
+	}
+	a.s.cat.Refuse(op, duet.Errorf(sdkCode(status), "refused by the protocol layer"))
+	a.ResponseWriter.WriteHeader(status)
 }

@@ -88,6 +88,16 @@ func New(cat *catalog.Catalog, opts Options) *Server {
 		so.Instructions = "Duet is a testing platform. Use list_test_tasks to find the tasks you can access, " +
 			"start_test_run (with an idempotencyKey) to run one, then poll get_test_run until done and read get_execution_result."
 	}
+	// The Tasks extension is served on every transport (tasks.go).
+	if so.Capabilities == nil {
+		// The SDK's default capabilities (logging), plus the extension.
+		//lint:ignore SA1019 logging is deprecated in 2026-07-28 but still served to the handshake era
+		so.Capabilities = &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}
+	} else {
+		c := *so.Capabilities
+		so.Capabilities = &c
+	}
+	so.Capabilities.Extensions = map[string]any{catalog.TasksExtension: map[string]any{}}
 	so.SetCacheable = func(ctx context.Context, req mcp.Request, c *mcp.Cacheable) {
 		// The catalog is fixed for the life of the process, but what a
 		// caller may see is per caller: private, short-lived.
@@ -103,6 +113,7 @@ func New(cat *catalog.Catalog, opts Options) *Server {
 		srv.AddTool(sdkTool(t), s.handler())
 	}
 	s.addPrompts(opts.Prompts)
+	s.addTasks()
 	if opts.Setup != nil {
 		opts.Setup(srv)
 	}
@@ -172,11 +183,29 @@ func (s *Server) handler() mcp.ToolHandler {
 		call := &callState{session: req.Session}
 		ctx = context.WithValue(ctx, callKey{}, call)
 		res, err := s.cat.Call(ctx, catalog.Request{Caller: caller, Tool: req.Params.Name, Args: req.Params.Arguments, Progress: progress,
-			Confirmer: elicitConfirmer(req.Session)})
+			Confirmer: elicitConfirmer(req.Session), Input: callInput(ctx, req), Extensions: extensionsOf(req.ClientCapabilities())})
 		if err != nil {
 			// Unknown tool: the SDK answers that itself before calling us;
-			// this is a defence in depth.
-			return nil, err
+			// this is a defence in depth. A bad request state or a missing
+			// client capability: a protocol error, as a bare *jsonrpc.Error
+			// (the SDK passes only that through as one).
+			return nil, protocolError(err)
+		}
+		if res.Task != nil {
+			// A created task: govern answers with it (tasks.go).
+			if h, ok := ctx.Value(taskHolderKey{}).(*taskHolder); ok {
+				h.task = res.Task
+				return &mcp.CallToolResult{}, nil
+			}
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "INTERNAL: internal error"}
+		}
+		if len(res.InputRequests) > 0 {
+			ir, err := inputRequests(res.InputRequests)
+			if err != nil {
+				s.log.ErrorContext(ctx, "encoding input requests", "tool", req.Params.Name, "traceId", caller.TraceID, "err", err)
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "INTERNAL: internal error"}
+			}
+			return &mcp.CallToolResult{Meta: mcp.Meta{TraceMetaKey: caller.TraceID}, InputRequests: ir, RequestState: res.RequestState}, nil
 		}
 		out := ToolResult(res, caller.TraceID)
 		if call.content != nil && !res.IsError {
@@ -241,6 +270,9 @@ func requestContext(ctx context.Context, req mcp.Request) context.Context {
 		return ctx
 	}
 	ctx = duet.NewContextWithCaller(ctx, st.caller)
+	if st.oneShot {
+		ctx = context.WithValue(ctx, oneShotKey{}, true)
+	}
 	if st.slot {
 		ctx = catalog.WithSlot(ctx)
 	}
@@ -255,7 +287,15 @@ func requestContext(ctx context.Context, req mcp.Request) context.Context {
 func (s *Server) govern(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		ctx = requestContext(ctx, req)
-		if method == "tools/call" || strings.HasPrefix(method, "notifications/") {
+		if method == "tools/call" {
+			h := &taskHolder{}
+			res, err := next(context.WithValue(ctx, taskHolderKey{}, h), method, req)
+			if err == nil && h.task != nil {
+				return &createTaskResult{ResultType: "task", taskFields: fieldsOf(h.task)}, nil
+			}
+			return res, err
+		}
+		if strings.HasPrefix(method, "notifications/") {
 			return next(ctx, method, req)
 		}
 		var meta map[string]any

@@ -60,6 +60,7 @@ import (
 	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -103,6 +104,22 @@ var (
 // concurrent use.
 type Keyring struct {
 	entries []entry // entries[0] is the primary key
+	// derive is HMAC-SHA256(primary key, derivationLabel): the root of
+	// DeriveKey, not the key itself.
+	derive [sha256.Size]byte
+}
+
+const derivationLabel = "duet keyring derivation v1"
+
+// DeriveKey returns a 32-byte key for purpose (a fixed label, such as "mcp
+// request state") derived from the primary key with HMAC-SHA256, for a use
+// other than sealing credentials: every instance that has the same primary
+// key derives the same key, and no derived key reveals the primary key or
+// another purpose's key.
+func (k *Keyring) DeriveKey(purpose string) []byte {
+	m := hmac.New(sha256.New, k.derive[:])
+	m.Write([]byte(purpose))
+	return m.Sum(nil)
 }
 
 type entry struct {
@@ -120,6 +137,9 @@ func NewKeyring(primary []byte, previous ...[]byte) (*Keyring, error) {
 	if err := k.add(op, "primary key", primary); err != nil {
 		return nil, err
 	}
+	m := hmac.New(sha256.New, primary)
+	m.Write([]byte(derivationLabel))
+	copy(k.derive[:], m.Sum(nil))
 	for i, key := range previous {
 		if err := k.add(op, fmt.Sprintf("previous key %d", i+1), key); err != nil {
 			return nil, err

@@ -353,3 +353,25 @@ func FuzzOpen(f *testing.F) {
 		}
 	})
 }
+
+// TestDeriveKey: a derived key depends on the primary key and the purpose
+// only — the same on every instance with the same primary key, whatever the
+// previous keys — and differs per purpose and per primary key.
+func TestDeriveKey(t *testing.T) {
+	t.Parallel()
+	k1, _ := vault.GenerateKey()
+	k2, _ := vault.GenerateKey()
+	a, err := vault.NewKeyring(k1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := vault.NewKeyring(k1, k2)
+	c, _ := vault.NewKeyring(k2, k1)
+	x := a.DeriveKey("mcp request state")
+	if len(x) != 32 || !bytes.Equal(x, b.DeriveKey("mcp request state")) {
+		t.Errorf("the same primary key derives different keys")
+	}
+	if bytes.Equal(x, c.DeriveKey("mcp request state")) || bytes.Equal(x, a.DeriveKey("other")) || bytes.Equal(x, k1) {
+		t.Errorf("derived keys do not depend on the primary key and the purpose alone")
+	}
+}

@@ -129,18 +129,24 @@ type outcome struct {
 // resultDirRe matches a scenario's result folder: "server-NAME-TIME" for
 // server scenarios, "NAME-TIME" (under "auth/" for the OAuth ones) for
 // client scenarios.
-var resultDirRe = regexp.MustCompile(`^(?:(?:server|client)-)?(.+)-\d{4}-\d{2}-\d{2}T[0-9-]+Z$`)
+var resultDirRe = regexp.MustCompile(`^(?:server-)?(.+)-\d{4}-\d{2}-\d{2}T[0-9-]+Z$`)
 
 // runSuite runs the pinned conformance suite with args and returns each
 // scenario's outcome: pass when it has a SUCCESS check and no FAILURE,
 // skipped when it has neither, fail otherwise.
 func runSuite(t *testing.T, nt nodeTools, args ...string) map[string]outcome {
 	t.Helper()
+	return runSuiteOf(t, nt, filepath.Join("@modelcontextprotocol", "conformance"), args...)
+}
+
+// runSuiteOf is runSuite with the suite installed in node_modules/pkg.
+func runSuiteOf(t *testing.T, nt nodeTools, pkg string, args ...string) map[string]outcome {
+	t.Helper()
 	out := t.TempDir()
 	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, nt.node22, append([]string{
-		filepath.Join(nt.dir, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")},
+		filepath.Join(nt.dir, "node_modules", pkg, "dist", "index.js")},
 		append(args, "-o", out)...)...)
 	cmd.Dir = out
 	cmd.Env = append(baseEnv(t), "NO_COLOR=1")

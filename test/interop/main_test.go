@@ -93,7 +93,8 @@ func requireNode(t *testing.T) nodeTools {
 	if nt.node, err = exec.LookPath("node"); err != nil {
 		missing("node is not installed")
 	}
-	for _, p := range []string{"@modelcontextprotocol/sdk", "@modelcontextprotocol/inspector-cli", "@modelcontextprotocol/conformance"} {
+	for _, p := range []string{"@modelcontextprotocol/sdk", "@modelcontextprotocol/client", "@modelcontextprotocol/inspector-cli",
+		"@modelcontextprotocol/conformance", "conformance-next"} {
 		if _, err := os.Stat(filepath.Join(dir, "node_modules", p, "package.json")); err != nil {
 			missing("%s is not installed in %s", p, dir)
 		}
