@@ -2,14 +2,12 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/app"
 )
 
@@ -120,62 +118,6 @@ func exposureWarning(addr string) string {
 	return "listening " + where + ": every machine that can reach it can send requests. " +
 		"Each request still needs a gateway key or a personal token; expose Duet only behind the company gateway " +
 		"or a firewall, and set DUET_ALLOWED_HOSTS to the name clients use (bind 127.0.0.1 for local use)"
-}
-
-func workerCmd(env Env) *cobra.Command {
-	return &cobra.Command{
-		Use:   "worker",
-		Short: "Execute queued runs without serving HTTP",
-		Long: `worker executes queued runs (DUET_WORKERS at once) without serving HTTP: add
-workers for more execution capacity on the same database (several machines on
-one PostgreSQL: docs/deployment.md). On SIGTERM it stops claiming, gives runs in
-flight a short grace to finish their step, puts the rest back in the queue and
-closes the database pool.`,
-		Args: cobra.NoArgs,
-		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, _ string) error {
-			if err := a.Preflight(cmd.Context()); err != nil {
-				return err
-			}
-			a.Logger.Info("duet worker started", "id", a.Worker.ID(), "workers", a.Config.Workers)
-			return a.RunWorkers(cmd.Context())
-		}),
-	}
-}
-
-func mcpCmd(env Env) *cobra.Command {
-	return &cobra.Command{
-		Use:   "mcp",
-		Short: "Serve MCP over stdio (for desktop and CLI MCP clients)",
-		Long: `mcp serves the tool catalog over stdin/stdout (newline-delimited JSON-RPC).
-stdout carries only JSON-RPC; logs go to stderr. The caller is DUET_USER (default:
-the operating-system user). It needs nothing else: data lives in DUET_HOME.
-
-Client configuration (Claude Code, VS Code, Cursor, MCP Inspector):
-  {"command": "duet", "args": ["mcp"], "env": {"DUET_USER": "alice"}}
-
-Runs started here execute in this process while it runs; runs still queued when it
-exits are executed by "duet serve" or "duet worker", or by the next "duet mcp".`,
-		Args: cobra.NoArgs,
-		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, _ string) error {
-			ctx := cmd.Context()
-			done := make(chan error, 1)
-			wctx, stopWorkers := context.WithCancel(ctx)
-			go func() {
-				if a.Config.Workers == 0 {
-					done <- nil // API only: `duet worker` processes execute the runs
-					return
-				}
-				done <- a.Worker.Run(wctx)
-			}()
-			err := a.MCP.ServeStdio(ctx, duet.Caller{UserID: a.Config.User}, env.Stdin, nopWriteCloser{env.Stdout})
-			stopWorkers()
-			<-done
-			if err != nil {
-				return fmt.Errorf("stdio: %w", err)
-			}
-			return nil
-		}),
-	}
 }
 
 // tuneGC sets the garbage collector for a server's load, unless GOGC or
