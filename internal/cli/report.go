@@ -51,12 +51,13 @@ person; anyone else gets statuses, timings and error codes.`,
 			if limit < 0 || limit > 1000 {
 				return usage("--limit: want 1 to 1000 cases")
 			}
-			r, err := report.BuildPage(cmd.Context(), a.Store, a.Artifacts, asUser(cmd, a.Config), args[0], report.Page{Cursor: cursor, Limit: limit})
+			user := asUser(cmd, a.Config)
+			r, err := report.BuildPage(cmd.Context(), a.Store, a.Artifacts, user, args[0], report.Page{Cursor: cursor, Limit: limit})
 			if err != nil {
 				return err
 			}
-			if h := r.Window.Hint(r.Run.ID); h != "" {
-				defer fmt.Fprintln(env.Stderr, h)
+			if w := r.Window; w != nil && w.NotShown > 0 && w.NextCursor != "" {
+				defer fmt.Fprintf(env.Stderr, "%d more case(s) not shown: get them with `duet report %s %s--cursor %s`\n", w.NotShown, r.Run.ID, asFlag(a.Config, user), w.NextCursor)
 			}
 			if out == "" || out == "-" {
 				w := bufio.NewWriter(env.Stdout)

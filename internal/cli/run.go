@@ -59,7 +59,7 @@ Subcommands show, list and cancel manage existing runs.`,
 			if asJSON {
 				printJSON(env.Stdout, run)
 			} else {
-				fmt.Fprintf(env.Stdout, "report: duet report %s -o report.html   (--format json|junit)\n", run.ID)
+				fmt.Fprintf(env.Stdout, "report: duet report %s %s-o report.html   (also --format json|junit)\n", run.ID, asFlag(a.Config, user))
 			}
 			if run.Status != duet.StatusPassed {
 				return &exitError{1, nil}
@@ -215,6 +215,10 @@ func runListCmd(env Env) *cobra.Command {
 			}
 			for _, r := range runs {
 				fmt.Fprintf(env.Stdout, "%s  %-9s %s  %d/%d passed  by %s via %s\n", r.ID, r.Status, r.CreatedAt.Local().Format("2006-01-02 15:04:05"), r.Totals.Passed, r.Totals.Cases, r.TriggeredBy, r.CallSource)
+			}
+			if len(runs) == 0 {
+				fmt.Fprintf(env.Stdout, "no runs visible to %s\n", user)
+				noneVisible(cmd, env)
 			}
 			return nil
 		}),

@@ -161,7 +161,7 @@ URL (http only for loopback addresses).`,
 				fmt.Fprintf(env.Stderr, "next: authorize Duet to call %s as %s: `duet server login --as %s %s` (it also syncs the catalog)\n", s.Name, user, user, s.Name)
 			}
 			if syncErr != nil {
-				fmt.Fprintf(env.Stderr, "the registration is kept, but its catalog could not be synced; fix the cause and run `duet server sync %s`\n", s.Name)
+				fmt.Fprintf(env.Stderr, "the registration is kept, but its catalog could not be synced; fix the cause and run `duet server sync %s%s`\n", asFlag(a.Config, user), s.Name)
 				return syncErr
 			}
 			return nil
@@ -171,7 +171,7 @@ URL (http only for loopback addresses).`,
 	cmd.Flags().StringVar(&url, "url", "", "the server's MCP endpoint (Streamable HTTP, or legacy SSE)")
 	cmd.Flags().StringVar(&bearerEnv, "bearer-token-env", "", "environment variable holding a bearer token")
 	cmd.Flags().StringArrayVar(&headerEnvs, "header-env", nil, "Header-Name=VAR: send header Header-Name with the value of environment variable VAR (repeatable)")
-	cmd.Flags().StringVar(&authMode, "auth", "", "oauth (a person authorizes with `server login`) or client-credentials (machine identity); default: the static headers")
+	cmd.Flags().StringVar(&authMode, "auth", "", "oauth (a person authorizes once with \"duet server login\") or client-credentials (a machine identity); default: the static headers")
 	cmd.Flags().StringVar(&clientIDEnv, "client-id-env", "", "environment variable holding a pre-registered OAuth client id")
 	cmd.Flags().StringVar(&clientSecretEnv, "client-secret-env", "", "environment variable holding the OAuth client's secret")
 	cmd.Flags().StringVar(&clientKeyEnv, "client-key-env", "", "environment variable holding the OAuth client's PEM private key (client-credentials with private_key_jwt)")
@@ -280,7 +280,7 @@ For --auth client-credentials, login fetches a token at once (no browser).`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(env.Stdout, "authorized: %s\n", describeAuth(st))
+			fmt.Fprintf(env.Stdout, "authorized: %s\n", describeAuth(st, "duet server login "+asFlag(a.Config, user)+reg.Name))
 			if noSync {
 				return nil
 			}
@@ -301,17 +301,18 @@ For --auth client-credentials, login fetches a token at once (no browser).`,
 	return cmd
 }
 
-// describeAuth says what an OAuth authorization holds, without secrets.
+// describeAuth says what an OAuth authorization holds, without secrets;
+// login is the command that authorizes again.
 // What the authorization server chose (scopes, client id, issuer) is
 // escaped: it may carry terminal control sequences.
-func describeAuth(st *mcpclient.AuthStatus) string {
+func describeAuth(st *mcpclient.AuthStatus, login string) string {
 	if st == nil {
 		return "none"
 	}
 	if !st.Authorized {
 		s := st.Auth + ", not authorized yet"
 		if st.Auth == duet.AuthOAuth {
-			s += " (run `duet server login`)"
+			s += " (run `" + login + "`)"
 		}
 		return s
 	}
@@ -336,7 +337,7 @@ func describeAuth(st *mcpclient.AuthStatus) string {
 		parts = append(parts, "bound to issuer "+escape.Text(st.Issuer))
 	}
 	if len(st.Wanted) > 0 {
-		parts = append(parts, "the server asked for more: "+escape.Text(strings.Join(st.Wanted, " "))+" (run `duet server login`)")
+		parts = append(parts, "the server asked for more: "+escape.Text(strings.Join(st.Wanted, " "))+" (run `"+login+"`)")
 	}
 	return strings.Join(parts, "; ")
 }
@@ -414,10 +415,10 @@ func serverShowCmd(env Env) *cobra.Command {
 				fmt.Fprintf(w, "  headers    none\n")
 			}
 			if authStatus != nil {
-				fmt.Fprintf(w, "  auth       %s\n", describeAuth(authStatus))
+				fmt.Fprintf(w, "  auth       %s\n", describeAuth(authStatus, "duet server login "+asFlag(a.Config, user)+s.Name))
 			}
 			if s.SyncedAt == nil {
-				fmt.Fprintf(w, "  catalog    never synced: run `duet server sync %s`\n", s.Name)
+				fmt.Fprintf(w, "  catalog    never synced: run `duet server sync %s%s`\n", asFlag(a.Config, user), s.Name)
 				return nil
 			}
 			fmt.Fprintf(w, "  server     %s %s over %s, protocol %s\n  catalog    %d tools, synced %s, sha256 %s\n",

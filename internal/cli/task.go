@@ -30,7 +30,10 @@ func taskCmd(env Env) *cobra.Command {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, t.Name, t.Owner, t.BaseURL)
 			}
 			tw.Flush()
-			fmt.Fprintf(env.Stdout, "%d task(s)\n", total)
+			fmt.Fprintf(env.Stdout, "%d task(s) visible to %s\n", total, user)
+			if total == 0 {
+				noneVisible(cmd, env)
+			}
 			return nil
 		}),
 	}

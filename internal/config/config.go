@@ -28,6 +28,7 @@ type Config struct {
 	ArtifactDir string // DUET_ARTIFACT_DIR; "" means DUET_HOME/artifacts
 	Addr        string // DUET_ADDR
 	User        string // DUET_USER: the identity of stdio callers and of CLI commands without --as
+	UserFrom    string // where User came from: "DUET_USER" or "the operating-system user"
 	LogLevel    string
 	LogFormat   string
 
@@ -329,8 +330,9 @@ func Load(getenv func(string) string) (*Config, error) {
 		}
 		c.Home = abs
 	}
+	c.UserFrom = "DUET_USER"
 	if c.User == "" {
-		c.User = osUser(getenv)
+		c.User, c.UserFrom = osUser(getenv), "the operating-system user"
 		if err := duet.ValidUserID(c.User); err != nil {
 			return nil, &Error{"DUET_USER", fmt.Errorf("the operating-system user cannot be a user id (%s); set DUET_USER", duet.ErrorMessage(err))}
 		}
