@@ -1,0 +1,163 @@
+package cli_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// These tests pin what a new user met in the first hour (issue 18): the
+// command line says whom it acts as, its hints work when pasted, and usage
+// mistakes are exit 2 with the usage.
+
+// apiSmoke is examples/api-smoke.yaml, the README's first suite.
+func apiSmoke(t *testing.T) string {
+	t.Helper()
+	return filepath.Join("..", "..", "examples", "api-smoke.yaml")
+}
+
+// osUserHome is a DUET_HOME whose commands act as the operating-system
+// user carol: DUET_USER is not set.
+func osUserHome(t *testing.T) *duetHome {
+	h := newHome(t)
+	delete(h.env, "DUET_USER")
+	h.env["USER"] = "carol"
+	return h
+}
+
+func TestUsageErrorsExit2WithUsage(t *testing.T) {
+	t.Parallel()
+	h := osUserHome(t)
+	for _, tt := range []struct {
+		args []string
+		want []string // in stderr
+	}{
+		{[]string{"run"}, []string{"error: duet run: missing TASK", "usage: duet run TASK", "duet run --help"}},
+		{[]string{"report"}, []string{"missing RUN_ID", "usage: duet report RUN_ID"}},
+		{[]string{"server", "call", "orders"}, []string{"duet server call: missing TOOL", "usage: duet server call SERVER TOOL"}},
+		{[]string{"run", "a", "b"}, []string{`got an extra argument "b"`}},
+		{[]string{"task", "list", "x"}, []string{`duet task list takes no arguments, got "x"`}},
+		{[]string{"task", "bogus"}, []string{`unknown command "bogus" for "duet task"`, "usage: duet task COMMAND (list, ", "duet task --help"}},
+		{[]string{"server", "bogus"}, []string{`unknown command "bogus" for "duet server"`, "usage: duet server COMMAND (add, "}},
+		{[]string{"server", "sho"}, []string{"did you mean show?"}},
+		{[]string{"vault", "bogus"}, []string{`unknown command "bogus" for "duet vault"`}},
+		{[]string{"bogus"}, []string{`unknown command "bogus" for "duet"`, "duet --help"}},
+		{[]string{"config", "--bogus"}, []string{"unknown flag: --bogus", "usage: duet config"}},
+		{[]string{"token", "create"}, []string{"duet token create needs --as USER", "usage: duet token create --as USER"}},
+	} {
+		code, out, errOut := h.duet(t.Context(), tt.args...)
+		if code != 2 {
+			t.Errorf("duet %s: exit %d, want 2\nstdout:\n%s\nstderr:\n%s", strings.Join(tt.args, " "), code, out, errOut)
+			continue
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(errOut, w) {
+				t.Errorf("duet %s: stderr lacks %q:\n%s", strings.Join(tt.args, " "), w, errOut)
+			}
+		}
+	}
+	// A group alone shows its help; that is not a mistake.
+	if code, out, _ := h.duet(t.Context(), "task"); code != 0 || !strings.Contains(out, "Available Commands") {
+		t.Errorf("duet task: exit %d, want 0 and the help:\n%s", code, out)
+	}
+}
+
+// TestNotFoundNamesTheActingUser: alice's task, looked up by the
+// operating-system user (the README's stumble), is NOT_FOUND with a note
+// saying whom Duet looked as and how to act as someone else.
+func TestNotFoundNamesTheActingUser(t *testing.T) {
+	t.Parallel()
+	h := osUserHome(t)
+	h.must(0, "apply", "-f", apiSmoke(t), "--as", "alice")
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "api-smoke"}, "note: looked as carol (the operating-system user); to act as another user, add --as USER or set DUET_USER"},
+		{[]string{"report", "run_06h2ync609bxr49hdrbae6ppq0"}, "note: looked as carol (the operating-system user)"},
+		{[]string{"run", "api-smoke", "--as", "bob"}, "note: looked as bob (--as): only what bob owns or was shared with is visible"},
+	} {
+		code, _, errOut := h.duet(t.Context(), tt.args...)
+		if code != 1 || !strings.Contains(errOut, "error: NOT_FOUND: ") || !strings.Contains(errOut, tt.want) {
+			t.Errorf("duet %s: exit %d, want 1, NOT_FOUND and %q:\n%s", strings.Join(tt.args, " "), code, tt.want, errOut)
+		}
+	}
+	h.env["DUET_USER"] = "dave"
+	if code, _, errOut := h.duet(t.Context(), "task", "show", "api-smoke"); code != 1 || !strings.Contains(errOut, "looked as dave (DUET_USER)") {
+		t.Errorf("task show as DUET_USER: exit %d:\n%s", code, errOut)
+	}
+	delete(h.env, "DUET_USER")
+
+	// An empty list says whom it was listed as.
+	code, out, errOut := h.duet(t.Context(), "task", "list")
+	if code != 0 || !strings.Contains(out, "0 task(s) visible to carol") || !strings.Contains(errOut, "listed as carol (the operating-system user)") {
+		t.Errorf("task list as carol: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	code, out, errOut = h.duet(t.Context(), "task", "list", "--as", "alice")
+	if code != 0 || !strings.Contains(out, "1 task(s) visible to alice") || errOut != "" {
+		t.Errorf("task list --as alice: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+}
+
+var reportHintRe = regexp.MustCompile("report: (duet report run_[0-9a-z]+ [^\n]*?)   ")
+
+// TestRunHintWorksWhenPasted: the command `duet run` prints for the report
+// is run exactly as printed, and works.
+func TestRunHintWorksWhenPasted(t *testing.T) {
+	t.Parallel()
+	h := osUserHome(t)
+	suite := filepath.Join(t.TempDir(), "api.yaml")
+	src, err := os.ReadFile(apiSmoke(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(suite, []byte(strings.ReplaceAll(string(src), "http://127.0.0.1:8431", startShop(t))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.must(0, "apply", "-f", suite, "--as", "alice")
+	out := h.must(0, "run", "api-smoke", "--as", "alice")
+	m := reportHintRe.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no report hint in:\n%s", out)
+	}
+	if !strings.Contains(m[1], " --as alice ") {
+		t.Errorf("hint %q: want --as alice in it (carol is the default user)", m[1])
+	}
+	args := strings.Fields(m[1])[1:]
+	dir := t.TempDir()
+	for i, a := range args {
+		if a == "report.html" {
+			args[i] = filepath.Join(dir, a)
+		}
+	}
+	if code, out, errOut := h.duet(t.Context(), args...); code != 0 || !strings.Contains(out, "wrote the html report") {
+		t.Errorf("pasted %q: exit %d\n%s%s", m[1], code, out, errOut)
+	}
+	// As the default user, the hint needs no --as.
+	h.env["USER"] = "alice"
+	out = h.must(0, "run", "api-smoke")
+	if m := reportHintRe.FindStringSubmatch(out); m == nil || strings.Contains(m[1], "--as") {
+		t.Errorf("hint as the default user: %q, want no --as", m)
+	}
+}
+
+// TestTokenCreateTakesAs: --as like every other command, --user still.
+func TestTokenCreateTakesAs(t *testing.T) {
+	t.Parallel()
+	h := osUserHome(t)
+	for _, flag := range []string{"--as", "--user"} {
+		code, out, errOut := h.duet(t.Context(), "token", "create", flag, "alice", "--name", flag)
+		if code != 0 || !strings.HasPrefix(out, "duet_pat_") || !strings.Contains(errOut, "for alice created") {
+			t.Errorf("token create %s alice: exit %d\n%s%s", flag, code, out, errOut)
+		}
+	}
+	out := h.must(0, "token", "list", "--as", "alice")
+	if !strings.Contains(out, "--as") || !strings.Contains(out, "--user") {
+		t.Errorf("token list --as alice: want both tokens:\n%s", out)
+	}
+	if code, _, errOut := h.duet(t.Context(), "token", "create", "--as", "bad user"); code != 2 || !strings.Contains(errOut, "--as") {
+		t.Errorf("token create with a bad user id: exit %d: %s", code, errOut)
+	}
+}
