@@ -161,3 +161,47 @@ func TestTokenCreateTakesAs(t *testing.T) {
 		t.Errorf("token create with a bad user id: exit %d: %s", code, errOut)
 	}
 }
+
+// TestConfigShowsEverySettingOnce: one labelled table, every setting of
+// docs/configuration.md once, secrets masked.
+func TestConfigShowsEverySettingOnce(t *testing.T) {
+	t.Parallel()
+	h := osUserHome(t)
+	h.env["DUET_LLM_API_KEY"] = "sk-do-not-print-me"
+	h.env["DUET_LLM_BASE_URL"] = "http://127.0.0.1:11434/v1"
+	out := h.must(0, "config")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if !strings.HasPrefix(lines[0], "SETTING") || !strings.Contains(lines[0], "VALUE") || !strings.Contains(lines[0], "FROM") {
+		t.Errorf("first line %q: want the column labels", lines[0])
+	}
+	seen := map[string]int{}
+	for _, l := range lines[1:] {
+		if f := strings.Fields(l); len(f) > 0 && strings.HasPrefix(f[0], "DUET_") {
+			seen[f[0]]++
+		}
+	}
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "configuration.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := regexp.MustCompile("(?m)^\\| `(DUET_[A-Z0-9_]+)`").FindAllStringSubmatch(string(doc), -1)
+	if len(rows) < 40 {
+		t.Fatalf("docs/configuration.md has %d rows", len(rows))
+	}
+	for _, r := range rows {
+		if seen[r[1]] != 1 {
+			t.Errorf("%s: shown %d times, want once", r[1], seen[r[1]])
+		}
+	}
+	if len(seen) != len(rows) {
+		t.Errorf("shown %d settings, documented %d", len(seen), len(rows))
+	}
+	for _, want := range []string{"DUET_USER", "carol", "the operating-system user", "DUET_LLM_BASE_URL", "http://127.0.0.1:11434/v1", "DUET_MASTER_KEY"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("duet config lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "sk-do-not-print-me") {
+		t.Errorf("duet config printed a secret:\n%s", out)
+	}
+}
