@@ -22,11 +22,24 @@ func sampleCmd(env Env) *cobra.Command {
 			if token == "" {
 				token = env.Getenv("DUET_SAMPLE_TOKEN")
 			}
-			if token == "" && !noAuth {
+			made := token == "" && !noAuth
+			if made {
 				token = strings.TrimPrefix(duet.NewID("tok"), "tok_")
-				fmt.Fprintf(env.Stdout, "bearer token: %s\n(clients send \"Authorization: Bearer <token>\"; register with DUET_SAMPLE_TOKEN=<token> duet server add --name orders --url URL --bearer-token-env DUET_SAMPLE_TOKEN)\n", token)
 			}
-			return sample.RunOrderServer(cmd.Context(), addr, token, env.Stdout)
+			// Listen first: a token printed by a server that then fails to
+			// listen is a token for nothing.
+			url, stop, err := sample.StartOrderServer(cmd.Context(), addr, sample.NewOrders(), token)
+			if err != nil {
+				return listenHint(err)
+			}
+			defer stop()
+			fmt.Fprintf(env.Stdout, "order MCP server listening on %s\n", url)
+			if made {
+				fmt.Fprintf(env.Stdout, "bearer token: %s\nclients send \"Authorization: Bearer %s\"; register the server with:\n  ORDERS_TOKEN=%s DUET_MCP_ALLOW_LOOPBACK=true duet server add --name orders --url %s --bearer-token-env ORDERS_TOKEN\n",
+					token, token, token, url)
+			}
+			<-cmd.Context().Done()
+			return nil
 		},
 	}
 	orders.Flags().StringVar(&addr, "addr", "127.0.0.1:8432", "listen address (loopback only)")
@@ -40,7 +53,7 @@ func sampleCmd(env Env) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			url, stop, err := sample.StartShop(cmd.Context(), shopAddr, sample.NewOrders())
 			if err != nil {
-				return err
+				return listenHint(err)
 			}
 			defer stop()
 			fmt.Fprintf(env.Stdout, "sample shop listening on %s\n", url)
@@ -51,4 +64,15 @@ func sampleCmd(env Env) *cobra.Command {
 	shop.Flags().StringVar(&shopAddr, "addr", "127.0.0.1:8431", "listen address (loopback only)")
 	cmd.AddCommand(orders, shop)
 	return cmd
+}
+
+// listenHint adds to a sample server's failure to listen what to do about
+// it: the commonest cause is the same sample server, still running from an
+// earlier command.
+func listenHint(err error) error {
+	if duet.ErrorCode(err) != duet.CodeUnavailable {
+		return err
+	}
+	return duet.WrapError(duet.CodeUnavailable, err, "%s; if it is this sample server, started before, use that one, or stop it first (kill %%1, or fg and Ctrl-C); or pass --addr 127.0.0.1:PORT",
+		duet.ErrorMessage(err))
 }
