@@ -77,12 +77,26 @@ func Main(ctx context.Context, args []string, env Env) int {
 	default:
 		code := duet.ErrorCode(err)
 		fmt.Fprintf(env.Stderr, "error: %s: %s\n", code, duet.ErrorMessage(err))
-		if code == duet.CodeNotFound && who.user != "" {
+		var he *hintError
+		switch {
+		case errors.As(err, &he):
+			fmt.Fprintln(env.Stderr, he.hint)
+		case code == duet.CodeNotFound && who.user != "":
 			fmt.Fprintln(env.Stderr, who.notFoundHint())
 		}
 		return 1
 	}
 }
+
+// hintError is a failure and what to do about it: commands to paste,
+// printed after the error line.
+type hintError struct {
+	err  error
+	hint string
+}
+
+func (e *hintError) Error() string { return e.err.Error() }
+func (e *hintError) Unwrap() error { return e.err }
 
 // printUsage ends a usage error with the command's usage line and where
 // its help is.

@@ -205,3 +205,61 @@ func TestConfigShowsEverySettingOnce(t *testing.T) {
 		t.Errorf("duet config printed a secret:\n%s", out)
 	}
 }
+
+var backquoted = regexp.MustCompile("`(duet [^`]*)`")
+
+// pasted runs a command Duet printed, as a shell would split it (the
+// commands printed here quote nothing that needs a real shell).
+func (h *duetHome) pasted(line string) (int, string, string) {
+	h.t.Helper()
+	args := strings.Fields(line)
+	if args[0] != "duet" {
+		h.t.Fatalf("%q is not a duet command", line)
+	}
+	return h.duet(h.t.Context(), args[1:]...)
+}
+
+// TestServerAddConflictNamesTheWayOut: registering an address a second
+// time under another name names the first registration, and the commands
+// printed as the ways out work when pasted.
+func TestServerAddConflictNamesTheWayOut(t *testing.T) {
+	t.Parallel()
+	h := osUserHome(t)
+	h.env["DUET_MCP_ALLOW_LOOPBACK"] = "true"
+	h.env["ORDERS_TOKEN"] = "s3cret-token-1234"
+	first := []string{"server", "add", "--as", "alice", "--name", "order-query", "--url", "http://127.0.0.1:8432/mcp", "--bearer-token-env", "ORDERS_TOKEN", "--no-sync"}
+	second := []string{"server", "add", "--as", "alice", "--name", "orders", "--url", "http://127.0.0.1:8432/mcp", "--bearer-token-env", "ORDERS_TOKEN", "--no-sync"}
+	h.must(0, first...)
+	code, _, errOut := h.duet(t.Context(), second...)
+	if code != 1 || !strings.Contains(errOut, `error: CONFLICT: you registered this address already, as "order-query"`) {
+		t.Fatalf("second registration: exit %d:\n%s", code, errOut)
+	}
+	hints := backquoted.FindAllStringSubmatch(errOut, -1)
+	if len(hints) != 3 {
+		t.Fatalf("want 3 commands to paste (show, replace, remove):\n%s", errOut)
+	}
+	for _, want := range []string{"duet server show --as alice order-query", "--name order-query", "duet server remove --as alice order-query"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("hints lack %q:\n%s", want, errOut)
+		}
+	}
+	for _, hint := range hints[:2] { // show; re-register with --replace
+		if code, out, errOut := h.pasted(hint[1]); code != 0 {
+			t.Errorf("pasted %q: exit %d\n%s%s", hint[1], code, out, errOut)
+		}
+	}
+	if code, out, errOut := h.pasted(hints[2][1]); code != 0 {
+		t.Fatalf("pasted %q: exit %d\n%s%s", hints[2][1], code, out, errOut)
+	}
+	h.must(0, second...) // "then run this command again"
+
+	// The same name again: the way out is --replace.
+	code, _, errOut = h.duet(t.Context(), second...)
+	m := backquoted.FindStringSubmatch(errOut)
+	if code != 1 || m == nil || !strings.HasSuffix(m[1], " --replace") {
+		t.Fatalf("same name again: exit %d, want a --replace command:\n%s", code, errOut)
+	}
+	if code, out, errOut := h.pasted(m[1]); code != 0 {
+		t.Errorf("pasted %q: exit %d\n%s%s", m[1], code, out, errOut)
+	}
+}

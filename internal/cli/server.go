@@ -11,11 +11,13 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/app"
 	"github.com/duet-test/duet/internal/escape"
 	"github.com/duet-test/duet/internal/mcpclient"
+	"github.com/duet-test/duet/internal/serverkey"
 )
 
 func serverCmd(env Env) *cobra.Command {
@@ -126,7 +128,9 @@ URL (http only for loopback addresses).`,
 				oauth.ClientSecret, oauth.PrivateKey = "", ""
 			}
 			audited(a, user, "server.add", start, err)
-			if err != nil {
+			if duet.ErrorCode(err) == duet.CodeConflict {
+				return conflictHint(cmd, a, user, err)
+			} else if err != nil {
 				return err
 			}
 			var syncErr error
@@ -619,4 +623,65 @@ func serverInvocationsCmd(env Env) *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	addAs(cmd)
 	return cmd
+}
+
+// conflictHint follows the CONFLICT of server add with the ways out, as
+// commands: the registration with that name, or of that address, already
+// exists.
+func conflictHint(cmd *cobra.Command, a *app.App, user string, err error) error {
+	ctx := cmd.Context()
+	name, _ := cmd.Flags().GetString("name")
+	url, _ := cmd.Flags().GetString("url")
+	as := asFlag(a.Config, user)
+	if old, ferr := a.Store.FindMCPServer(ctx, user, name); ferr == nil && old.Name == name {
+		return &hintError{err, fmt.Sprintf("next: replace %s's URL and credentials: `%s --replace`\n  or pick another --name", name, commandLine(cmd, nil))}
+	}
+	key, kerr := serverkey.Key(url)
+	if kerr != nil {
+		return err
+	}
+	old, ferr := a.Store.FindMCPServer(ctx, user, key)
+	if ferr != nil {
+		return err
+	}
+	return &hintError{err, fmt.Sprintf("next: use %[1]q as it is: `duet server show %[2]s%[1]s`\n"+
+		"  or give it these credentials: `%[3]s --replace`\n"+
+		"  or remove it, then run this command again: `duet server remove %[2]s%[1]s`",
+		old.Name, as, commandLine(cmd, map[string]string{"name": old.Name}))}
+}
+
+// commandLine is the command line of cmd as the user typed it (flags in
+// their usual order, values quoted for a POSIX shell), with the flags of
+// override set to other values.
+func commandLine(cmd *cobra.Command, override map[string]string) string {
+	parts := []string{cmd.CommandPath()}
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if !f.Changed {
+			return
+		}
+		if v, ok := override[f.Name]; ok {
+			parts = append(parts, "--"+f.Name, shellQuote(v))
+			return
+		}
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			for _, v := range sv.GetSlice() {
+				parts = append(parts, "--"+f.Name, shellQuote(v))
+			}
+			return
+		}
+		if f.Value.Type() == "bool" {
+			parts = append(parts, "--"+f.Name+"="+f.Value.String())
+			return
+		}
+		parts = append(parts, "--"+f.Name, shellQuote(f.Value.String()))
+	})
+	return strings.Join(parts, " ")
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@%+,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
