@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"runtime/debug"
 
@@ -85,6 +86,7 @@ resumes them), flushes the audit trail and closes the database pool.`,
 			if w := exposureWarning(cfg.Addr); w != "" {
 				a.Logger.Warn(w, "addr", cfg.Addr)
 			}
+			defer logStopping(cmd.Context(), a.Logger, "duet serve")()
 			return a.Serve(cmd.Context(), ln, so)
 		},
 	}
@@ -131,5 +133,29 @@ func tuneGC(getenv func(string) string) {
 	}
 	if getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(1 << 30)
+	}
+}
+
+// logStopping logs, when ctx ends (SIGINT, SIGTERM), that what is stopping
+// and how, then once the returned function is called, that it stopped: a
+// server that goes quiet on Ctrl-C looks hung.
+func logStopping(ctx context.Context, log *slog.Logger, what string) (stopped func()) {
+	done := make(chan struct{})
+	logged := make(chan bool, 1)
+	go func() {
+		select {
+		case <-ctx.Done():
+			log.Info(what+" stopping: finishing the requests and steps in flight; runs still running after a short grace go back to the queue",
+				"cause", context.Cause(ctx).Error())
+			logged <- true
+		case <-done:
+			logged <- false
+		}
+	}()
+	return func() {
+		close(done)
+		if <-logged {
+			log.Info(what + " stopped")
+		}
 	}
 }

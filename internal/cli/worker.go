@@ -21,6 +21,7 @@ closes the database pool.`,
 				return err
 			}
 			a.Logger.Info("duet worker started", "id", a.Worker.ID(), "workers", a.Config.Workers)
+			defer logStopping(cmd.Context(), a.Logger, "duet worker")()
 			return a.RunWorkers(cmd.Context())
 		}),
 	}
