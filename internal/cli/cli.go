@@ -171,10 +171,30 @@ Run "duet config" to see every setting.`,
 	for _, c := range testCommands {
 		root.AddCommand(c(env))
 	}
+	for _, path := range readOnlyCommands {
+		c, args, err := root.Find(strings.Fields(path))
+		if err != nil || len(args) > 0 {
+			panic("cli: no command " + path)
+		}
+		if c.Annotations == nil {
+			c.Annotations = map[string]string{}
+		}
+		c.Annotations[readOnlyAnnotation] = "true"
+	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage("%s", err) })
 	strictUsage(root)
 	return root
 }
+
+// readOnlyCommands only read the database: they work on a DUET_HOME the
+// user cannot write (opened read-only: app.Options.ReadOnly).
+var readOnlyCommands = []string{
+	"task list", "task show", "run list", "run show", "report", "audit",
+	"server list", "server show", "server invocations", "token list",
+	"case show", "case approvals", "asset list", "asset show", "generate list",
+}
+
+const readOnlyAnnotation = "duet.readOnly"
 
 // strictUsage makes every usage mistake below c an exit-2 error that names
 // what is wrong: an unknown subcommand of a command that only groups others
@@ -259,6 +279,9 @@ func openApp(cmd *cobra.Command, env Env, opts app.Options) (*app.App, error) {
 	}
 	if opts.Getenv == nil {
 		opts.Getenv = env.Getenv
+	}
+	if cmd.Annotations[readOnlyAnnotation] != "" {
+		opts.ReadOnly = true
 	}
 	return app.Open(cmd.Context(), cfg, opts)
 }
