@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -261,5 +262,61 @@ func TestServerAddConflictNamesTheWayOut(t *testing.T) {
 	}
 	if code, out, errOut := h.pasted(m[1]); code != 0 {
 		t.Errorf("pasted %q: exit %d\n%s%s", m[1], code, out, errOut)
+	}
+}
+
+// TestReadOnlyHome: on a DUET_HOME the user cannot write, commands that
+// only read work (the database is opened read-only) and one that writes
+// says which directory to make writable. As root, whom permission bits do
+// not stop, the test runs itself again in a mount namespace where
+// DUET_HOME is a read-only mount.
+func TestReadOnlyHome(t *testing.T) {
+	home := os.Getenv("DUET_TEST_READONLY_HOME") // set when run read-only
+	h := osUserHome(t)
+	if home == "" {
+		t.Parallel()
+		h.must(0, "apply", "-f", apiSmoke(t), "--as", "alice")
+		h.must(1, "run", "api-smoke", "--as", "alice") // nothing listens on the suite's base URL: a failed run to report on
+		home = h.env["DUET_HOME"]
+		if os.Geteuid() == 0 {
+			if _, err := exec.LookPath("unshare"); err != nil {
+				t.Skipf("root ignores permission bits and there is no unshare to mount %s read-only: %v", home, err)
+			}
+			cmd := exec.Command("unshare", "-m", "sh", "-c", `mount --bind -o ro "$1" "$1" && exec "$2" -test.run='^TestReadOnlyHome$' -test.count=1 -test.v`, "sh", home, os.Args[0])
+			cmd.Env = append(os.Environ(), "DUET_TEST_READONLY_HOME="+home)
+			out, err := cmd.CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "--- PASS: TestReadOnlyHome") {
+				t.Fatalf("on a read-only mount: %v\n%s", err, out)
+			}
+			return
+		}
+		filepath.WalkDir(home, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				os.Chmod(p, 0o400)
+			}
+			return nil
+		})
+		os.Chmod(filepath.Join(home, "artifacts"), 0o500)
+		os.Chmod(home, 0o500)
+		t.Cleanup(func() { os.Chmod(home, 0o700) })
+	}
+	h.env["DUET_HOME"] = home
+	out := h.must(0, "run", "list", "--as", "alice")
+	runID := strings.Fields(out)[0]
+	for _, args := range [][]string{
+		{"task", "list", "--as", "alice"},
+		{"task", "show", "api-smoke", "--as", "alice"},
+		{"run", "show", runID, "--as", "alice"},
+		{"report", runID, "--as", "alice", "--format", "json"},
+		{"audit"},
+		{"server", "list", "--as", "alice"},
+	} {
+		if code, out, errOut := h.duet(t.Context(), args...); code != 0 {
+			t.Errorf("duet %s on a read-only DUET_HOME: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
+		}
+	}
+	code, _, errOut := h.duet(t.Context(), "apply", "-f", apiSmoke(t), "--as", "alice")
+	if code != 2 || !strings.Contains(errOut, "for writing") || !strings.Contains(errOut, "set DUET_HOME to a writable directory") {
+		t.Errorf("apply on a read-only DUET_HOME: exit %d, want 2 naming what to fix:\n%s", code, errOut)
 	}
 }

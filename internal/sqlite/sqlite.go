@@ -97,13 +97,20 @@ func unwritable(err error) bool {
 	return false
 }
 
-// openReadOnly opens the existing database at abs read-only: mode=ro, or,
-// when SQLite cannot open it that way (a WAL database in a directory where
-// it cannot create the -shm file), immutable. It applies no migration and
-// refuses a schema this duet does not match (errSchemaMismatch).
+// openReadOnly opens the existing database at abs read-only: mode=ro, or
+// immutable when SQLite could not read it that way — a WAL database in a
+// directory where it cannot create its -wal and -shm files, which also
+// means no writer has it open (a writer keeps a -wal file beside it). It
+// applies no migration and refuses a schema this duet does not match
+// (errSchemaMismatch).
 func openReadOnly(ctx context.Context, abs string, opts *Options) (*DB, error) {
+	modes := []bool{false, true} // immutable?
+	if _, err := os.Stat(abs + "-wal"); errors.Is(err, fs.ErrNotExist) && !writableDir(filepath.Dir(abs)) {
+		// mode=ro would retry for seconds before it gives up.
+		modes = []bool{true}
+	}
 	var err error
-	for _, immutable := range []bool{false, true} {
+	for _, immutable := range modes {
 		q := url.Values{}
 		q.Set("mode", "ro")
 		if immutable {
@@ -131,6 +138,17 @@ func openReadOnly(ctx context.Context, abs string, opts *Options) (*DB, error) {
 		}
 	}
 	return nil, duet.WrapError(duet.CodeUnavailable, err, "cannot open database %s read-only: %v", abs, rootCause(err))
+}
+
+// writableDir reports whether a file can be created in dir.
+func writableDir(dir string) bool {
+	f, err := os.CreateTemp(dir, ".duet-probe-*")
+	if err != nil {
+		return false
+	}
+	f.Close()
+	os.Remove(f.Name())
+	return true
 }
 
 // ReadOnly reports whether the database was opened read-only
