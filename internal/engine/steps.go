@@ -159,6 +159,9 @@ func (cr *caseRun) assert(a *duet.AssertStep) error {
 		if a.Message != "" {
 			msg = a.Message + " (" + a.Expr + ")"
 		}
+		if got := cr.operands(a.Expr); got != "" {
+			msg += "; " + got
+		}
 		return duet.Errorf(duet.CodeAssertionFailed, "%s", msg)
 	}
 	return nil
