@@ -35,3 +35,13 @@ func TestOperands(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownNameListsEachOnce: at run time the variables include the
+// built-in ones; the message names each known name once, in order.
+func TestUnknownNameListsEachOnce(t *testing.T) {
+	t.Parallel()
+	_, err := Eval("nope == 1", map[string]any{"task": map[string]any{}, "run": map[string]any{}, "order": 1})
+	if err == nil || err.Error() != "unknown name nope (known: order, run, task)" {
+		t.Fatalf("got %v, want each known name once", err)
+	}
+}
