@@ -20,7 +20,7 @@ func reportCmd(env Env) *cobra.Command {
 		Use:   "report RUN_ID",
 		Short: "Write the report of a run: HTML (default), JSON or JUnit XML",
 		Long: `report writes the report of RUN_ID, a run that --as may see, to stdout or to
-the file -o names.
+the file -o names. RUN_ID latest is the newest run --as may see.
 
   --format html   one self-contained page: summary, each case's steps on a timeline
                   with their durations, error codes with their messages, saved
@@ -52,7 +52,11 @@ person; anyone else gets statuses, timings and error codes.`,
 				return usage("--limit: want 1 to 1000 cases")
 			}
 			user := asUser(cmd, a.Config)
-			r, err := report.BuildPage(cmd.Context(), a.Store, a.Artifacts, user, args[0], report.Page{Cursor: cursor, Limit: limit})
+			id, err := runID(cmd.Context(), a, user, args[0])
+			if err != nil {
+				return err
+			}
+			r, err := report.BuildPage(cmd.Context(), a.Store, a.Artifacts, user, id, report.Page{Cursor: cursor, Limit: limit})
 			if err != nil {
 				return err
 			}

@@ -171,9 +171,13 @@ func printProgress(w io.Writer, execs []*duet.Execution, printed map[string]int)
 func runShowCmd(env Env) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use: "show RUN_ID", Short: "Show a run and its case executions", Args: cobra.ExactArgs(1),
+		Use: "show RUN_ID", Short: "Show a run and its case executions (RUN_ID latest: the newest you can see)", Args: cobra.ExactArgs(1),
 		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			run, err := a.Store.FindRunByID(cmd.Context(), user, args[0])
+			id, err := runID(cmd.Context(), a, user, args[0])
+			if err != nil {
+				return err
+			}
+			run, err := a.Store.FindRunByID(cmd.Context(), user, id)
 			if err != nil {
 				return err
 			}
@@ -265,4 +269,23 @@ func runCancelCmd(env Env) *cobra.Command {
 	}
 	addAs(cmd)
 	return cmd
+}
+
+// latestRun is what a RUN_ID argument may say instead of an id: the newest
+// run the user can see.
+const latestRun = "latest"
+
+// runID resolves a RUN_ID argument: an id, or "latest". Returns NOT_FOUND.
+func runID(ctx context.Context, a *app.App, user, ref string) (string, error) {
+	if ref != latestRun {
+		return ref, nil
+	}
+	runs, _, err := a.Store.FindRuns(ctx, duet.RunFilter{Viewer: user, Limit: 1})
+	if err != nil {
+		return "", err
+	}
+	if len(runs) == 0 {
+		return "", duet.Errorf(duet.CodeNotFound, "no runs visible to %s yet", user)
+	}
+	return runs[0].ID, nil
 }
