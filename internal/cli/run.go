@@ -222,6 +222,7 @@ func runListCmd(env Env) *cobra.Command {
 			}
 			if len(runs) == 0 {
 				fmt.Fprintf(env.Stdout, "no runs visible to %s\n", user)
+				fmt.Fprintf(env.Stderr, "start one: duet run TASK %s(duet task list %sshows the tasks)\n", asFlag(a.Config, user), asFlag(a.Config, user))
 				noneVisible(cmd, env)
 			}
 			return nil
@@ -263,7 +264,7 @@ func runCancelCmd(env Env) *cobra.Command {
 				case <-time.After(100 * time.Millisecond):
 				}
 			}
-			fmt.Fprintf(env.Stdout, "run %s: cancellation requested; no worker has stopped it yet (is one running?)\n", run.ID)
+			fmt.Fprintf(env.Stdout, "run %s: cancellation requested; no worker has stopped it yet: a `duet serve` or `duet worker` on this database stops it when it next checks\n", run.ID)
 			return nil
 		}),
 	}
@@ -285,7 +286,7 @@ func runID(ctx context.Context, a *app.App, user, ref string) (string, error) {
 		return "", err
 	}
 	if len(runs) == 0 {
-		return "", duet.Errorf(duet.CodeNotFound, "no runs visible to %s yet", user)
+		return "", duet.Errorf(duet.CodeNotFound, "no runs visible to %s yet: start one with duet run TASK", user)
 	}
 	return runs[0].ID, nil
 }

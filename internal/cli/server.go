@@ -364,7 +364,11 @@ func serverListCmd(env Env) *cobra.Command {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", s.Name, s.ServerKey, authKind(s), s.ToolCount, syncedAt(s.SyncedAt), s.URL)
 			}
 			tw.Flush()
-			fmt.Fprintf(env.Stdout, "%d server(s)\n", len(list))
+			fmt.Fprintf(env.Stdout, "%d server(s) registered by %s\n", len(list), user)
+			if len(list) == 0 {
+				fmt.Fprintf(env.Stderr, "register one: duet server add %s--name NAME --url URL --bearer-token-env VAR\n", asFlag(a.Config, user))
+				noneVisible(cmd, env)
+			}
 			return nil
 		}),
 	}

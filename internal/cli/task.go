@@ -32,6 +32,7 @@ func taskCmd(env Env) *cobra.Command {
 			tw.Flush()
 			fmt.Fprintf(env.Stdout, "%d task(s) visible to %s\n", total, user)
 			if total == 0 {
+				fmt.Fprintf(env.Stderr, "create one from a suite file: duet apply -f FILE %s(docs/suite-format.md; examples/ has two)\n", asFlag(a.Config, user))
 				noneVisible(cmd, env)
 			}
 			return nil
