@@ -479,6 +479,14 @@ func (c *Config) Settings(getenv func(string) string) []Setting {
 			file = getenv(o.Env + "_FILE")
 		}
 		switch {
+		case o.Env == "DUET_DATABASE_URL" && (v != "" || file != ""):
+			s.Value, s.Source = "(set: PostgreSQL)", "environment"
+			if c.Engine() == EngineSQLite {
+				s.Value = "(set: " + c.DatabaseDescription() + ")"
+			}
+			if v == "" {
+				s.Source = "file " + file
+			}
 		case v != "" && o.Secret:
 			s.Value, s.Source = "(set)", "environment"
 		case v != "":
