@@ -38,7 +38,8 @@ func serveCmd(env Env) *cobra.Command {
 		Use:   "serve",
 		Short: "Serve MCP over HTTP (/mcp/http, MCP-Lite) and execute runs",
 		Long: `serve listens on DUET_ADDR (default 127.0.0.1:8420) and serves:
-  /mcp/http          MCP Streamable HTTP (stateless; 2026-07-28 and the older handshake versions)
+  /mcp/http          MCP Streamable HTTP, stateless: 2026-07-28, and the handshake
+                     versions 2025-11-25, 2025-06-18, 2025-03-26 and 2024-11-05
   /mcp/tools/list    MCP-Lite REST dialect
   /mcp/tools/call    MCP-Lite REST dialect
   /healthz, /readyz  liveness and readiness
