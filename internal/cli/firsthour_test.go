@@ -320,3 +320,29 @@ func TestReadOnlyHome(t *testing.T) {
 		t.Errorf("apply on a read-only DUET_HOME: exit %d, want 2 naming what to fix:\n%s", code, errOut)
 	}
 }
+
+// TestFailedAssertionShowsValues: the operands of a failed assertion are in
+// the run's progress and in its report (issue 18, point 6).
+func TestFailedAssertionShowsValues(t *testing.T) {
+	t.Parallel()
+	h := osUserHome(t)
+	h.apply(`
+task: {name: status-check, baseURL: ` + startShop(t) + `}
+cases:
+  - key: shipped
+    title: A1001 has shipped
+    steps:
+      - http: {url: /api/orders/A1001, saveAs: o}
+      - assert: o.body.status == "no-such-status"
+`)
+	code, out, _ := h.duet(t.Context(), "run", "status-check", "--as", "carol")
+	want := regexp.MustCompile(`ASSERTION_FAILED: expected o.body.status == "no-such-status"; o.body.status is "[a-z]+"`)
+	if code != 1 || !want.MatchString(out) {
+		t.Fatalf("run: exit %d, want 1 and %s:\n%s", code, want, out)
+	}
+	rep := h.must(0, "report", "latest", "--as", "carol", "--format", "json")
+	inReport := regexp.MustCompile(`expected o.body.status == "no-such-status"; o.body.status is "[a-z]+"`)
+	if !inReport.MatchString(strings.ReplaceAll(rep, `\"`, `"`)) {
+		t.Errorf("the report lacks the operand's value:\n%.3000s", rep)
+	}
+}
