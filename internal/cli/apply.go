@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -30,7 +31,8 @@ and column.`,
 			}
 			src, err := os.ReadFile(file)
 			if err != nil {
-				return usage("cannot read %s: %v", file, err)
+				wd, _ := os.Getwd()
+				return usage("cannot read %s: %v (a relative path is relative to the current directory, %s)", file, errors.Unwrap(err), wd)
 			}
 			a, err := openApp(cmd, env, app.Options{})
 			if err != nil {

@@ -84,7 +84,7 @@ URL (http only for loopback addresses).`,
 			if bearerEnv != "" {
 				v := env.Getenv(bearerEnv)
 				if v == "" {
-					return usage("--bearer-token-env %s: the variable %s is empty or not set", bearerEnv, bearerEnv)
+					return usage("--bearer-token-env %s: the variable %s is empty or not set; set it for this command: %s=TOKEN duet server add ...", bearerEnv, bearerEnv, bearerEnv)
 				}
 				headers["Authorization"] = "Bearer " + v
 			}
@@ -96,7 +96,7 @@ URL (http only for loopback addresses).`,
 				h, v = strings.TrimSpace(h), strings.TrimSpace(v)
 				val := env.Getenv(v)
 				if val == "" {
-					return usage("--header-env %s: the variable %s is empty or not set", he, v)
+					return usage("--header-env %s: the variable %s is empty or not set; set it for this command: %s=VALUE duet server add ...", he, v, v)
 				}
 				if strings.EqualFold(h, "Authorization") && bearerEnv != "" {
 					return usage("use either --bearer-token-env or --header-env Authorization=VAR, not both")
