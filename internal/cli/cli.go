@@ -174,7 +174,7 @@ Run "duet config" to see every setting.`,
 	for _, path := range readOnlyCommands {
 		c, args, err := root.Find(strings.Fields(path))
 		if err != nil || len(args) > 0 {
-			panic("cli: no command " + path)
+			continue // TestReadOnlyCommandsExist
 		}
 		if c.Annotations == nil {
 			c.Annotations = map[string]string{}

@@ -32,3 +32,15 @@ func TestFlagUsageHasNoBackquotes(t *testing.T) {
 		t.Fatalf("visited %d flags; the walk is broken", n)
 	}
 }
+
+// TestReadOnlyCommandsExist: every command named read-only is one.
+func TestReadOnlyCommandsExist(t *testing.T) {
+	t.Parallel()
+	root := newRoot(Env{})
+	for _, path := range readOnlyCommands {
+		c, args, err := root.Find(strings.Fields(path))
+		if err != nil || len(args) > 0 || c.Annotations[readOnlyAnnotation] == "" {
+			t.Errorf("read-only command %q: not found (%v, extra %v)", path, err, args)
+		}
+	}
+}
