@@ -8,6 +8,12 @@ help: ## list the targets
 build: ## build bin/duet
 	$(GO) build -o bin/duet ./cmd/duet
 
+install: ## install duet where `go install` puts it, and say how to put that on PATH
+	$(GO) install ./cmd/duet
+	@dir=$$($(GO) env GOBIN); [ -n "$$dir" ] || dir=$$($(GO) env GOPATH)/bin; \
+	echo "installed $$dir/duet"; \
+	case ":$$PATH:" in *":$$dir:"*) ;; *) echo "$$dir is not on your PATH; add it: export PATH=\"\$$PATH:$$dir\" (put that line in ~/.profile to keep it)";; esac
+
 test: ## run every test with the race detector (installs Chromium and the Node test packages if missing)
 	./scripts/test.sh
 
@@ -30,4 +36,4 @@ demo: ## run the end-to-end demo
 bench: ## load and protocol-boundary benchmarks as ratio tables (bench/Makefile; C=32 D=10s N=2000)
 	$(MAKE) -C bench bench
 
-.PHONY: help build test lint fuzz demo conformance bench
+.PHONY: help build install test lint fuzz demo conformance bench

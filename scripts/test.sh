@@ -6,6 +6,8 @@
 # failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+say() { echo "test [${SECONDS}s]: $*" >&2; }
+say "checking what the tests need (Chromium, adb, the Node test packages, PostgreSQL)..."
 scripts/deps.sh
 export DUET_REQUIRE_BROWSER=1 DUET_REQUIRE_ADB=1 DUET_REQUIRE_NODE=1
 
@@ -15,6 +17,7 @@ export DUET_REQUIRE_BROWSER=1 DUET_REQUIRE_ADB=1 DUET_REQUIRE_NODE=1
 # fsync, loopback, a free port; as the postgres user when run as root),
 # removed on exit. DUET_REQUIRE_POSTGRES=1 makes a missing server a failure.
 if [ -z "${DUET_TEST_POSTGRES_URL:-}" ]; then
+  say "starting a throwaway PostgreSQL..."
   pgbin=$(pg_config --bindir 2>/dev/null || true)
   [ -x "$pgbin/initdb" ] || pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
   pgdir=$(mktemp -d "${TMPDIR:-/tmp}/duet-pg-XXXXXX")
@@ -39,6 +42,7 @@ fi
 export DUET_REQUIRE_POSTGRES=1
 export DUET_TEST_NODE_DIR="$PWD/test/node"
 
+say "checking formatting (gofmt) and go.mod..."
 unformatted=$(gofmt -l $(git ls-files '*.go'))
 if [ -n "$unformatted" ]; then
   echo "gofmt would change:" $unformatted >&2
@@ -51,9 +55,13 @@ for mod in . bench; do
     exit 1
   fi
 done
+say "go vet (a cold build compiles every package first: a minute or more)..."
 go vet ./...
 (cd bench && go vet ./...) # the benchmarks are their own module: keep them compiling
+say "staticcheck (its first run builds it: a minute or more)..."
 staticcheck=honnef.co/go/tools/cmd/staticcheck@v0.8.2
 go run "$staticcheck" ./...
 (cd bench && go run "$staticcheck" ./...)
+say "running every test with the race detector (cold: several minutes; each package prints ok or FAIL when it is done)..."
 go test -race -count=1 -timeout 20m "$@" ./...
+say "all tests passed"

@@ -56,6 +56,9 @@ type Options struct {
 	OnEvent func(engine.Event)
 	// Getenv reads DUET_MASTER_KEY and friends; nil means os.Getenv.
 	Getenv func(string) string
+	// ReadOnly says the command only reads: an existing SQLite database it
+	// cannot write (a read-only DUET_HOME) is opened read-only.
+	ReadOnly bool
 }
 
 // App is a running Duet.
@@ -104,7 +107,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		opts.Stderr = os.Stderr
 	}
 	log := NewLogger(cfg, opts.Stderr)
-	db, err := OpenStore(ctx, cfg)
+	db, err := openStore(ctx, cfg, opts.ReadOnly)
 	if err != nil {
 		return nil, err
 	}

@@ -130,9 +130,9 @@ func (r serverResolver) ResolveServer(ctx context.Context, ref string) (string, 
 	if err != nil {
 		if duet.ErrorCode(err) == duet.CodeNotFound {
 			if strings.HasPrefix(ref, "mcp_") {
-				return "", duet.Errorf(duet.CodeNotFound, "you (%s) have not registered MCP server %s: a case may call only servers its author registered (register it with `duet server add --name NAME --url URL`, then write server: NAME)", r.user, ref)
+				return "", duet.Errorf(duet.CodeNotFound, "you (%s) have not registered MCP server %s: a case may call only servers its author registered (register it with `duet server add --as %s --name NAME --url URL`, then write server: NAME)", r.user, ref, r.user)
 			}
-			return "", duet.Errorf(duet.CodeNotFound, "you (%s) have not registered an MCP server named %q: register it with `duet server add --name %s --url URL`", r.user, ref, ref)
+			return "", duet.Errorf(duet.CodeNotFound, "you (%s) have not registered an MCP server named %q: register it with `duet server add --as %s --name %s --url URL`", r.user, ref, r.user, ref)
 		}
 		return "", err
 	}

@@ -19,6 +19,13 @@ import (
 // gets a duet.Store. A database that cannot be opened is a *UsageError
 // naming the setting to fix; no message contains a password.
 func OpenStore(ctx context.Context, cfg *config.Config) (duet.Store, error) {
+	return openStore(ctx, cfg, false)
+}
+
+// openStore is OpenStore; readOnly lets a command that only reads open an
+// existing SQLite database it cannot write (a read-only DUET_HOME)
+// read-only.
+func openStore(ctx context.Context, cfg *config.Config, readOnly bool) (duet.Store, error) {
 	if cfg.Engine() == config.EnginePostgres {
 		db, err := postgres.Open(ctx, cfg.DatabaseURL, postgresOptions(cfg))
 		if err != nil {
@@ -30,7 +37,7 @@ func OpenStore(ctx context.Context, cfg *config.Config) (duet.Store, error) {
 	if err != nil {
 		return nil, &UsageError{err.Error()}
 	}
-	db, err := sqlite.Open(ctx, path, nil)
+	db, err := sqlite.Open(ctx, path, &sqlite.Options{ReadOnlyFallback: readOnly})
 	if err != nil {
 		return nil, &UsageError{fmt.Sprintf("%s (set DUET_HOME to a writable directory, or DUET_DATABASE_URL to a writable file)", duet.ErrorMessage(err))}
 	}

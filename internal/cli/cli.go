@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -46,7 +47,8 @@ func Main(ctx context.Context, args []string, env Env) int {
 	root.SetIn(env.Stdin)
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
-	err := root.ExecuteContext(ctx)
+	who := &acting{}
+	cmd, err := root.ExecuteContextC(context.WithValue(ctx, actingKey{}, who))
 	if err == nil {
 		return 0
 	}
@@ -58,6 +60,9 @@ func Main(ctx context.Context, args []string, env Env) int {
 		if ee.err != nil && ee.err.Error() != "" {
 			fmt.Fprintln(env.Stderr, "error:", ee.err.Error())
 		}
+		if ee.code == 2 {
+			printUsage(env.Stderr, cmd)
+		}
 		return ee.code
 	case errors.As(err, &ue):
 		fmt.Fprintln(env.Stderr, "error:", ue.Msg)
@@ -67,14 +72,69 @@ func Main(ctx context.Context, args []string, env Env) int {
 		return 2
 	case isFlagError(err):
 		fmt.Fprintln(env.Stderr, "error:", err.Error())
+		printUsage(env.Stderr, cmd)
 		return 2
 	default:
 		code := duet.ErrorCode(err)
 		fmt.Fprintf(env.Stderr, "error: %s: %s\n", code, duet.ErrorMessage(err))
+		var he *hintError
+		switch {
+		case errors.As(err, &he):
+			fmt.Fprintln(env.Stderr, he.hint)
+		case code == duet.CodeNotFound && who.user != "":
+			fmt.Fprintln(env.Stderr, who.notFoundHint())
+		}
 		return 1
 	}
 }
 
+// hintError is a failure and what to do about it: commands to paste,
+// printed after the error line.
+type hintError struct {
+	err  error
+	hint string
+}
+
+func (e *hintError) Error() string { return e.err.Error() }
+func (e *hintError) Unwrap() error { return e.err }
+
+// printUsage ends a usage error with the command's usage line and where
+// its help is.
+func printUsage(w io.Writer, cmd *cobra.Command) {
+	switch {
+	case cmd == nil:
+	case !cmd.HasParent():
+		fmt.Fprintf(w, "run `%s --help` for the list of commands\n", cmd.CommandPath())
+	case cmd.HasSubCommands() && cmd.Use == cmd.Name(): // a group of commands
+		var names []string
+		for _, c := range cmd.Commands() {
+			if c.IsAvailableCommand() {
+				names = append(names, c.Name())
+			}
+		}
+		fmt.Fprintf(w, "usage: %s COMMAND (%s)\nrun `%s --help` for more\n", cmd.CommandPath(), strings.Join(names, ", "), cmd.CommandPath())
+	default:
+		fmt.Fprintf(w, "usage: %s\nrun `%s --help` for more\n", cmd.UseLine(), cmd.CommandPath())
+	}
+}
+
+// actingKey keys the *acting of one command line in its context.
+type actingKey struct{}
+
+// acting is the user a command acts as, and where that came from: "--as",
+// "DUET_USER" or "the operating-system user". asUser records it, so that a
+// NOT_FOUND can say whom the command looked as.
+type acting struct{ user, from string }
+
+func (a *acting) notFoundHint() string {
+	if a.from == "--as" {
+		return fmt.Sprintf("note: looked as %s (--as): only what %s owns or was shared with is visible", a.user, a.user)
+	}
+	return fmt.Sprintf("note: looked as %s (%s); to act as another user, add --as USER or set DUET_USER", a.user, a.from)
+}
+
+// isFlagError reports whether err is one of cobra's usage errors (unknown
+// command, missing required flag) that reach Main unwrapped.
 func isFlagError(err error) bool {
 	s := err.Error()
 	for _, p := range []string{"unknown flag", "unknown command", "unknown shorthand", "required flag", "accepts ", "requires at least", "invalid argument", "flag needs an argument"} {
@@ -111,7 +171,88 @@ Run "duet config" to see every setting.`,
 	for _, c := range testCommands {
 		root.AddCommand(c(env))
 	}
+	for _, path := range readOnlyCommands {
+		c, args, err := root.Find(strings.Fields(path))
+		if err != nil || len(args) > 0 {
+			continue // TestReadOnlyCommandsExist
+		}
+		if c.Annotations == nil {
+			c.Annotations = map[string]string{}
+		}
+		c.Annotations[readOnlyAnnotation] = "true"
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage("%s", err) })
+	strictUsage(root)
 	return root
+}
+
+// readOnlyCommands only read the database: they work on a DUET_HOME the
+// user cannot write (opened read-only: app.Options.ReadOnly).
+var readOnlyCommands = []string{
+	"task list", "task show", "run list", "run show", "report", "audit",
+	"server list", "server show", "server invocations", "token list",
+	"case show", "case approvals", "asset list", "asset show", "generate list",
+}
+
+const readOnlyAnnotation = "duet.readOnly"
+
+// strictUsage makes every usage mistake below c an exit-2 error that names
+// what is wrong: an unknown subcommand of a command that only groups others
+// (cobra would print the help and exit 0), and a wrong number of
+// arguments (named after the command's usage line: "missing TASK").
+func strictUsage(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		strictUsage(sub)
+	}
+	if c.HasParent() && c.HasSubCommands() && !c.Runnable() {
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+				msg += "; did you mean " + strings.Join(s, " or ") + "?"
+			}
+			return usage("%s", msg)
+		}
+		return
+	}
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				return usage("%s", argsError(cmd, args, err))
+			}
+			return nil
+		}
+	}
+}
+
+// optional matches the optional parts of a usage line: "[--args JSON]".
+var optional = regexp.MustCompile(`\[[^\]]*\]`)
+
+// argsError says what is wrong with the arguments of cmd by the
+// placeholders of its usage line ("run TASK": "missing TASK").
+func argsError(cmd *cobra.Command, args []string, err error) string {
+	var want []string
+	fields := strings.Fields(optional.ReplaceAllString(cmd.Use, ""))
+	for i := 1; i < len(fields); i++ {
+		switch f := fields[i]; {
+		case strings.HasPrefix(f, "-"):
+			i++ // a flag and its value
+		case f == strings.ToUpper(f):
+			want = append(want, f)
+		}
+	}
+	switch {
+	case len(want) == 0 && len(args) > 0:
+		return fmt.Sprintf("%s takes no arguments, got %q", cmd.CommandPath(), args[0])
+	case len(args) < len(want):
+		return fmt.Sprintf("%s: missing %s", cmd.CommandPath(), strings.Join(want[len(args):], " "))
+	case len(want) > 0 && len(args) > len(want):
+		return fmt.Sprintf("%s takes %s, got an extra argument %q (quote arguments that contain spaces)", cmd.CommandPath(), strings.Join(want, " "), args[len(want)])
+	}
+	return err.Error()
 }
 
 // testCommands are added by test builds only (build tag conformance:
@@ -139,19 +280,46 @@ func openApp(cmd *cobra.Command, env Env, opts app.Options) (*app.App, error) {
 	if opts.Getenv == nil {
 		opts.Getenv = env.Getenv
 	}
+	if cmd.Annotations[readOnlyAnnotation] != "" {
+		opts.ReadOnly = true
+	}
 	return app.Open(cmd.Context(), cfg, opts)
 }
 
-// asUser returns --as, or DUET_USER / the OS user.
+// asUser returns --as, or DUET_USER / the operating-system user, and
+// records it as the command's acting user.
 func asUser(cmd *cobra.Command, cfg *config.Config) string {
+	user, from := cfg.User, cfg.UserFrom
 	if f := cmd.Flag("as"); f != nil && f.Value.String() != "" {
-		return f.Value.String()
+		user, from = f.Value.String(), "--as"
 	}
-	return cfg.User
+	if a, ok := cmd.Context().Value(actingKey{}).(*acting); ok {
+		a.user, a.from = user, from
+	}
+	return user
+}
+
+// asFlag is what a printed command needs to act as user: "--as USER ",
+// unless user is the default one (DUET_USER, else the operating-system
+// user) that the pasted command would act as anyway.
+func asFlag(cfg *config.Config, user string) string {
+	if user == cfg.User && cfg.UserFrom != "DUET_USER" {
+		return ""
+	}
+	return "--as " + user + " "
 }
 
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// noneVisible follows an empty listing with whom it was listed as, when
+// that is not what the user asked for explicitly: the commonest reason for
+// an empty list is acting as the operating-system user by mistake.
+func noneVisible(cmd *cobra.Command, env Env) {
+	if a, ok := cmd.Context().Value(actingKey{}).(*acting); ok && a.from != "--as" {
+		fmt.Fprintf(env.Stderr, "note: listed as %s (%s); to act as another user, add --as USER or set DUET_USER\n", a.user, a.from)
+	}
 }

@@ -20,7 +20,7 @@ func reportCmd(env Env) *cobra.Command {
 		Use:   "report RUN_ID",
 		Short: "Write the report of a run: HTML (default), JSON or JUnit XML",
 		Long: `report writes the report of RUN_ID, a run that --as may see, to stdout or to
-the file -o names.
+the file -o names. RUN_ID latest is the newest run --as may see.
 
   --format html   one self-contained page: summary, each case's steps on a timeline
                   with their durations, error codes with their messages, saved
@@ -51,12 +51,17 @@ person; anyone else gets statuses, timings and error codes.`,
 			if limit < 0 || limit > 1000 {
 				return usage("--limit: want 1 to 1000 cases")
 			}
-			r, err := report.BuildPage(cmd.Context(), a.Store, a.Artifacts, asUser(cmd, a.Config), args[0], report.Page{Cursor: cursor, Limit: limit})
+			user := asUser(cmd, a.Config)
+			id, err := runID(cmd.Context(), a, user, args[0])
 			if err != nil {
 				return err
 			}
-			if h := r.Window.Hint(r.Run.ID); h != "" {
-				defer fmt.Fprintln(env.Stderr, h)
+			r, err := report.BuildPage(cmd.Context(), a.Store, a.Artifacts, user, id, report.Page{Cursor: cursor, Limit: limit})
+			if err != nil {
+				return err
+			}
+			if w := r.Window; w != nil && w.NotShown > 0 && w.NextCursor != "" {
+				defer fmt.Fprintf(env.Stderr, "%d more case(s) not shown: get them with `duet report %s %s--cursor %s`\n", w.NotShown, r.Run.ID, asFlag(a.Config, user), w.NextCursor)
 			}
 			if out == "" || out == "-" {
 				w := bufio.NewWriter(env.Stdout)

@@ -60,7 +60,7 @@ Subcommands show, list and cancel manage existing runs.`,
 				printJSON(env.Stdout, run)
 			} else {
 				printPostRunNotes(env.Stdout, run)
-				fmt.Fprintf(env.Stdout, "report: duet report %s -o report.html   (--format json|junit)\n", run.ID)
+				fmt.Fprintf(env.Stdout, "report: duet report %s %s-o report.html   (also --format json|junit)\n", run.ID, asFlag(a.Config, user))
 			}
 			if run.Status != duet.StatusPassed {
 				return &exitError{1, nil}
@@ -173,9 +173,13 @@ func printProgress(w io.Writer, execs []*duet.Execution, printed map[string]int)
 func runShowCmd(env Env) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use: "show RUN_ID", Short: "Show a run and its case executions", Args: cobra.ExactArgs(1),
+		Use: "show RUN_ID", Short: "Show a run and its case executions (RUN_ID latest: the newest you can see)", Args: cobra.ExactArgs(1),
 		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			run, err := a.Store.FindRunByID(cmd.Context(), user, args[0])
+			id, err := runID(cmd.Context(), a, user, args[0])
+			if err != nil {
+				return err
+			}
+			run, err := a.Store.FindRunByID(cmd.Context(), user, id)
 			if err != nil {
 				return err
 			}
@@ -219,6 +223,11 @@ func runListCmd(env Env) *cobra.Command {
 			for _, r := range runs {
 				fmt.Fprintf(env.Stdout, "%s  %-9s %s  %d/%d passed  by %s via %s\n", r.ID, r.Status, r.CreatedAt.Local().Format("2006-01-02 15:04:05"), r.Totals.Passed, r.Totals.Cases, r.TriggeredBy, r.CallSource)
 			}
+			if len(runs) == 0 {
+				fmt.Fprintf(env.Stdout, "no runs visible to %s\n", user)
+				fmt.Fprintf(env.Stderr, "start one: duet run TASK %s(duet task list %sshows the tasks)\n", asFlag(a.Config, user), asFlag(a.Config, user))
+				noneVisible(cmd, env)
+			}
 			return nil
 		}),
 	}
@@ -258,10 +267,29 @@ func runCancelCmd(env Env) *cobra.Command {
 				case <-time.After(100 * time.Millisecond):
 				}
 			}
-			fmt.Fprintf(env.Stdout, "run %s: cancellation requested; no worker has stopped it yet (is one running?)\n", run.ID)
+			fmt.Fprintf(env.Stdout, "run %s: cancellation requested; no worker has stopped it yet: a `duet serve` or `duet worker` on this database stops it when it next checks\n", run.ID)
 			return nil
 		}),
 	}
 	addAs(cmd)
 	return cmd
+}
+
+// latestRun is what a RUN_ID argument may say instead of an id: the newest
+// run the user can see.
+const latestRun = "latest"
+
+// runID resolves a RUN_ID argument: an id, or "latest". Returns NOT_FOUND.
+func runID(ctx context.Context, a *app.App, user, ref string) (string, error) {
+	if ref != latestRun {
+		return ref, nil
+	}
+	runs, _, err := a.Store.FindRuns(ctx, duet.RunFilter{Viewer: user, Limit: 1})
+	if err != nil {
+		return "", err
+	}
+	if len(runs) == 0 {
+		return "", duet.Errorf(duet.CodeNotFound, "no runs visible to %s yet: start one with duet run TASK", user)
+	}
+	return runs[0].ID, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -28,7 +29,7 @@ func TestSampleOrderServerCommand(t *testing.T) {
 	}()
 	var token, url string
 	sc := bufio.NewScanner(pr)
-	for url == "" && sc.Scan() {
+	for (url == "" || token == "") && sc.Scan() {
 		line := sc.Text()
 		if v, ok := strings.CutPrefix(line, "bearer token: "); ok {
 			token = v
@@ -73,5 +74,31 @@ func TestSampleOrderServerCommand(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the server did not stop")
+	}
+}
+
+// TestSampleServersOnABusyAddress: the second `duet sample shop &` of the
+// README said "cannot listen" without a cause; the order server printed a
+// token before failing. Now both say the address is in use and what to
+// do, and print nothing else.
+func TestSampleServersOnABusyAddress(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	for _, args := range [][]string{{"sample", "shop"}, {"sample", "order-server"}} {
+		var out, errOut strings.Builder
+		code := cli.Main(t.Context(), append(args, "--addr", ln.Addr().String()), cli.Env{
+			Getenv: func(string) string { return "" }, Stdin: io.NopCloser(strings.NewReader("")), Stdout: &out, Stderr: &errOut,
+		})
+		want := "error: UNAVAILABLE: cannot listen on " + ln.Addr().String() + ": the address is in use by another process; if it is this sample server"
+		if code != 1 || !strings.Contains(errOut.String(), want) || !strings.Contains(errOut.String(), "--addr 127.0.0.1:PORT") {
+			t.Errorf("%s on a busy address: exit %d, stderr %q, want 1 and %q", strings.Join(args, " "), code, errOut.String(), want)
+		}
+		if out.Len() > 0 {
+			t.Errorf("%s on a busy address printed %q, want nothing", strings.Join(args, " "), out.String())
+		}
 	}
 }

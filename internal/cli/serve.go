@@ -2,14 +2,13 @@ package cli
 
 import (
 	"context"
-	"fmt"
+	"log/slog"
 	"net"
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/app"
 )
 
@@ -39,7 +38,8 @@ func serveCmd(env Env) *cobra.Command {
 		Use:   "serve",
 		Short: "Serve MCP over HTTP (/mcp/http, MCP-Lite) and execute runs",
 		Long: `serve listens on DUET_ADDR (default 127.0.0.1:8420) and serves:
-  /mcp/http          MCP Streamable HTTP (stateless; 2026-07-28 and the older handshake versions)
+  /mcp/http          MCP Streamable HTTP, stateless: 2026-07-28, and the handshake
+                     versions 2025-11-25, 2025-06-18, 2025-03-26 and 2024-11-05
   /mcp/tools/list    MCP-Lite REST dialect
   /mcp/tools/call    MCP-Lite REST dialect
   /healthz, /readyz  liveness and readiness
@@ -87,6 +87,7 @@ resumes them), flushes the audit trail and closes the database pool.`,
 			if w := exposureWarning(cfg.Addr); w != "" {
 				a.Logger.Warn(w, "addr", cfg.Addr)
 			}
+			defer logStopping(cmd.Context(), a.Logger, "duet serve")()
 			return a.Serve(cmd.Context(), ln, so)
 		},
 	}
@@ -122,62 +123,6 @@ func exposureWarning(addr string) string {
 		"or a firewall, and set DUET_ALLOWED_HOSTS to the name clients use (bind 127.0.0.1 for local use)"
 }
 
-func workerCmd(env Env) *cobra.Command {
-	return &cobra.Command{
-		Use:   "worker",
-		Short: "Execute queued runs without serving HTTP",
-		Long: `worker executes queued runs (DUET_WORKERS at once) without serving HTTP: add
-workers for more execution capacity on the same database (several machines on
-one PostgreSQL: docs/deployment.md). On SIGTERM it stops claiming, gives runs in
-flight a short grace to finish their step, puts the rest back in the queue and
-closes the database pool.`,
-		Args: cobra.NoArgs,
-		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, _ string) error {
-			if err := a.Preflight(cmd.Context()); err != nil {
-				return err
-			}
-			a.Logger.Info("duet worker started", "id", a.Worker.ID(), "workers", a.Config.Workers)
-			return a.RunWorkers(cmd.Context())
-		}),
-	}
-}
-
-func mcpCmd(env Env) *cobra.Command {
-	return &cobra.Command{
-		Use:   "mcp",
-		Short: "Serve MCP over stdio (for desktop and CLI MCP clients)",
-		Long: `mcp serves the tool catalog over stdin/stdout (newline-delimited JSON-RPC).
-stdout carries only JSON-RPC; logs go to stderr. The caller is DUET_USER (default:
-the operating-system user). It needs nothing else: data lives in DUET_HOME.
-
-Client configuration (Claude Code, VS Code, Cursor, MCP Inspector):
-  {"command": "duet", "args": ["mcp"], "env": {"DUET_USER": "alice"}}
-
-Runs started here execute in this process while it runs; runs still queued when it
-exits are executed by "duet serve" or "duet worker", or by the next "duet mcp".`,
-		Args: cobra.NoArgs,
-		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, _ string) error {
-			ctx := cmd.Context()
-			done := make(chan error, 1)
-			wctx, stopWorkers := context.WithCancel(ctx)
-			go func() {
-				if a.Config.Workers == 0 {
-					done <- nil // API only: `duet worker` processes execute the runs
-					return
-				}
-				done <- a.Worker.Run(wctx)
-			}()
-			err := a.MCP.ServeStdio(ctx, duet.Caller{UserID: a.Config.User}, env.Stdin, nopWriteCloser{env.Stdout})
-			stopWorkers()
-			<-done
-			if err != nil {
-				return fmt.Errorf("stdio: %w", err)
-			}
-			return nil
-		}),
-	}
-}
-
 // tuneGC sets the garbage collector for a server's load, unless GOGC or
 // GOMEMLIMIT say otherwise: collect at 400% heap growth (the MCP SDK
 // allocates heavily per call; measured in docs/performance.md: about a fifth
@@ -189,5 +134,29 @@ func tuneGC(getenv func(string) string) {
 	}
 	if getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(1 << 30)
+	}
+}
+
+// logStopping logs, when ctx ends (SIGINT, SIGTERM), that what is stopping
+// and how, then once the returned function is called, that it stopped: a
+// server that goes quiet on Ctrl-C looks hung.
+func logStopping(ctx context.Context, log *slog.Logger, what string) (stopped func()) {
+	done := make(chan struct{})
+	logged := make(chan bool, 1)
+	go func() {
+		select {
+		case <-ctx.Done():
+			log.Info(what+" stopping: finishing the requests and steps in flight; runs still running after a short grace go back to the queue",
+				"cause", context.Cause(ctx).Error())
+			logged <- true
+		case <-done:
+			logged <- false
+		}
+	}()
+	return func() {
+		close(done)
+		if <-logged {
+			log.Info(what + " stopped")
+		}
 	}
 }

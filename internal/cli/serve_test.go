@@ -2,7 +2,11 @@ package cli_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
+	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -63,5 +67,76 @@ func TestUserIDsOnTheCommandLine(t *testing.T) {
 	code, _, errOut = h.duet(t.Context(), "task", "list")
 	if code != 2 || !strings.Contains(errOut, "DUET_USER") {
 		t.Errorf("DUET_USER with a space: exit %d, %q", code, errOut)
+	}
+}
+
+var servingAddr = regexp.MustCompile(`msg="duet serving" addr=(127\.0\.0\.1:\d+)`)
+
+// TestServeLogsAtInfo: at the default level `duet serve` logs no line per
+// stateless HTTP call (the SDK's "server connecting" and "session
+// connected" are Debug), and it says when it stops and when it has
+// stopped.
+func TestServeLogsAtInfo(t *testing.T) {
+	t.Parallel()
+	h := newHome(t)
+	h.env["DUET_LOG_LEVEL"] = "info"
+	h.env["DUET_GATEWAY_API_KEYS"] = "gateway-key-for-the-test"
+	ctx, cancel := context.WithCancelCause(t.Context())
+	defer cancel(nil)
+	var errOut syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Main(ctx, []string{"serve", "--addr", "127.0.0.1:0"}, cli.Env{
+			Getenv: func(k string) string { return h.env[k] },
+			Stdin:  io.NopCloser(strings.NewReader("")), Stdout: io.Discard, Stderr: &errOut,
+		})
+	}()
+	var addr string
+	for deadline := time.Now().Add(60 * time.Second); addr == ""; time.Sleep(50 * time.Millisecond) {
+		if m := servingAddr.FindStringSubmatch(errOut.String()); m != nil {
+			addr = m[1]
+		} else if time.Now().After(deadline) {
+			t.Fatalf("serve did not start:\n%s", errOut.String())
+		}
+	}
+	// A plain tools/call may take the fast path (no SDK session); a
+	// tools/list goes through the SDK, which logs per request.
+	for i, method := range []string{"tools/list", "tools/call", "tools/list"} {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://"+addr+"/mcp/http", strings.NewReader(
+			fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":{"name":"list_test_tasks","arguments":{}}}`, i+1, method)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		req.Header.Set("X-Api-Key", "gateway-key-for-the-test")
+		req.Header.Set("SSO-Emp-Id", "alice")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"result"`) {
+			t.Fatalf("call %d: %d %s", i, resp.StatusCode, body)
+		}
+	}
+	cancel(errors.New("interrupt signal received"))
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("serve exited %d", code)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+	log := errOut.String()
+	for _, noise := range []string{"server connecting", "session connected", "session disconnected", "server session"} {
+		if strings.Contains(log, noise) {
+			t.Errorf("the log at info has %q:\n%s", noise, log)
+		}
+	}
+	for _, want := range []string{`msg="duet serve stopping: finishing the requests and steps in flight`, `cause="interrupt signal received"`, `msg="duet serve stopped"`} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the log lacks %q:\n%s", want, log)
+		}
 	}
 }

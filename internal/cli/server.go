@@ -11,12 +11,13 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/app"
 	"github.com/duet-test/duet/internal/escape"
 	"github.com/duet-test/duet/internal/mcpclient"
-	"github.com/duet-test/duet/internal/vault"
+	"github.com/duet-test/duet/internal/serverkey"
 )
 
 func serverCmd(env Env) *cobra.Command {
@@ -83,7 +84,7 @@ URL (http only for loopback addresses).`,
 			if bearerEnv != "" {
 				v := env.Getenv(bearerEnv)
 				if v == "" {
-					return usage("--bearer-token-env %s: the variable %s is empty or not set", bearerEnv, bearerEnv)
+					return usage("--bearer-token-env %s: the variable %s is empty or not set; set it for this command: %s=TOKEN duet server add ...", bearerEnv, bearerEnv, bearerEnv)
 				}
 				headers["Authorization"] = "Bearer " + v
 			}
@@ -95,7 +96,7 @@ URL (http only for loopback addresses).`,
 				h, v = strings.TrimSpace(h), strings.TrimSpace(v)
 				val := env.Getenv(v)
 				if val == "" {
-					return usage("--header-env %s: the variable %s is empty or not set", he, v)
+					return usage("--header-env %s: the variable %s is empty or not set; set it for this command: %s=VALUE duet server add ...", he, v, v)
 				}
 				if strings.EqualFold(h, "Authorization") && bearerEnv != "" {
 					return usage("use either --bearer-token-env or --header-env Authorization=VAR, not both")
@@ -127,7 +128,9 @@ URL (http only for loopback addresses).`,
 				oauth.ClientSecret, oauth.PrivateKey = "", ""
 			}
 			audited(a, user, "server.add", start, err)
-			if err != nil {
+			if duet.ErrorCode(err) == duet.CodeConflict {
+				return conflictHint(cmd, a, user, err)
+			} else if err != nil {
 				return err
 			}
 			var syncErr error
@@ -162,7 +165,7 @@ URL (http only for loopback addresses).`,
 				fmt.Fprintf(env.Stderr, "next: authorize Duet to call %s as %s: `duet server login --as %s %s` (it also syncs the catalog)\n", s.Name, user, user, s.Name)
 			}
 			if syncErr != nil {
-				fmt.Fprintf(env.Stderr, "the registration is kept, but its catalog could not be synced; fix the cause and run `duet server sync %s`\n", s.Name)
+				fmt.Fprintf(env.Stderr, "the registration is kept, but its catalog could not be synced; fix the cause and run `duet server sync %s%s`\n", asFlag(a.Config, user), s.Name)
 				return syncErr
 			}
 			return nil
@@ -172,7 +175,7 @@ URL (http only for loopback addresses).`,
 	cmd.Flags().StringVar(&url, "url", "", "the server's MCP endpoint (Streamable HTTP, or legacy SSE)")
 	cmd.Flags().StringVar(&bearerEnv, "bearer-token-env", "", "environment variable holding a bearer token")
 	cmd.Flags().StringArrayVar(&headerEnvs, "header-env", nil, "Header-Name=VAR: send header Header-Name with the value of environment variable VAR (repeatable)")
-	cmd.Flags().StringVar(&authMode, "auth", "", "oauth (a person authorizes with `server login`) or client-credentials (machine identity); default: the static headers")
+	cmd.Flags().StringVar(&authMode, "auth", "", "oauth (a person authorizes once with \"duet server login\") or client-credentials (a machine identity); default: the static headers")
 	cmd.Flags().StringVar(&clientIDEnv, "client-id-env", "", "environment variable holding a pre-registered OAuth client id")
 	cmd.Flags().StringVar(&clientSecretEnv, "client-secret-env", "", "environment variable holding the OAuth client's secret")
 	cmd.Flags().StringVar(&clientKeyEnv, "client-key-env", "", "environment variable holding the OAuth client's PEM private key (client-credentials with private_key_jwt)")
@@ -281,7 +284,7 @@ For --auth client-credentials, login fetches a token at once (no browser).`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(env.Stdout, "authorized: %s\n", describeAuth(st))
+			fmt.Fprintf(env.Stdout, "authorized: %s\n", describeAuth(st, "duet server login "+asFlag(a.Config, user)+reg.Name))
 			if noSync {
 				return nil
 			}
@@ -302,17 +305,18 @@ For --auth client-credentials, login fetches a token at once (no browser).`,
 	return cmd
 }
 
-// describeAuth says what an OAuth authorization holds, without secrets.
+// describeAuth says what an OAuth authorization holds, without secrets;
+// login is the command that authorizes again.
 // What the authorization server chose (scopes, client id, issuer) is
 // escaped: it may carry terminal control sequences.
-func describeAuth(st *mcpclient.AuthStatus) string {
+func describeAuth(st *mcpclient.AuthStatus, login string) string {
 	if st == nil {
 		return "none"
 	}
 	if !st.Authorized {
 		s := st.Auth + ", not authorized yet"
 		if st.Auth == duet.AuthOAuth {
-			s += " (run `duet server login`)"
+			s += " (run `" + login + "`)"
 		}
 		return s
 	}
@@ -337,7 +341,7 @@ func describeAuth(st *mcpclient.AuthStatus) string {
 		parts = append(parts, "bound to issuer "+escape.Text(st.Issuer))
 	}
 	if len(st.Wanted) > 0 {
-		parts = append(parts, "the server asked for more: "+escape.Text(strings.Join(st.Wanted, " "))+" (run `duet server login`)")
+		parts = append(parts, "the server asked for more: "+escape.Text(strings.Join(st.Wanted, " "))+" (run `"+login+"`)")
 	}
 	return strings.Join(parts, "; ")
 }
@@ -360,7 +364,11 @@ func serverListCmd(env Env) *cobra.Command {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", s.Name, s.ServerKey, authKind(s), s.ToolCount, syncedAt(s.SyncedAt), s.URL)
 			}
 			tw.Flush()
-			fmt.Fprintf(env.Stdout, "%d server(s)\n", len(list))
+			fmt.Fprintf(env.Stdout, "%d server(s) registered by %s\n", len(list), user)
+			if len(list) == 0 {
+				fmt.Fprintf(env.Stderr, "register one: duet server add %s--name NAME --url URL --bearer-token-env VAR\n", asFlag(a.Config, user))
+				noneVisible(cmd, env)
+			}
 			return nil
 		}),
 	}
@@ -415,10 +423,10 @@ func serverShowCmd(env Env) *cobra.Command {
 				fmt.Fprintf(w, "  headers    none\n")
 			}
 			if authStatus != nil {
-				fmt.Fprintf(w, "  auth       %s\n", describeAuth(authStatus))
+				fmt.Fprintf(w, "  auth       %s\n", describeAuth(authStatus, "duet server login "+asFlag(a.Config, user)+s.Name))
 			}
 			if s.SyncedAt == nil {
-				fmt.Fprintf(w, "  catalog    never synced: run `duet server sync %s`\n", s.Name)
+				fmt.Fprintf(w, "  catalog    never synced: run `duet server sync %s%s`\n", asFlag(a.Config, user), s.Name)
 				return nil
 			}
 			fmt.Fprintf(w, "  server     %s %s over %s, protocol %s\n  catalog    %d tools, synced %s, sha256 %s\n",
@@ -621,71 +629,63 @@ func serverInvocationsCmd(env Env) *cobra.Command {
 	return cmd
 }
 
-func vaultCmd(env Env) *cobra.Command {
-	cmd := &cobra.Command{Use: "vault", Short: "The master key that encrypts MCP server credentials"}
-	var rewrapOnly, prune bool
-	rotate := &cobra.Command{
-		Use:   "rotate",
-		Short: "Make a new master key and re-encrypt every stored credential under it",
-		Long: `rotate generates a new primary master key, keeps the old ones in the key file as
-previous keys, and re-encrypts every stored credential under the new key in one
-transaction. With the key in DUET_MASTER_KEY there is no file to rotate: set the new
-key in DUET_MASTER_KEY, move the old one to DUET_MASTER_KEY_PREVIOUS and run
-"duet vault rotate --rewrap-only". --prune then drops the previous keys from the key
-file once nothing needs them. Running servers pick the new key up by themselves.`,
-		Args: cobra.NoArgs,
-		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, _ string) error {
-			_, info, err := a.Keyring(env.Getenv)
-			if err != nil {
-				return err
-			}
-			if info.Generated {
-				fmt.Fprintf(env.Stderr, "generated a new master key at %s; back it up: without it stored credentials cannot be decrypted\n", info.Path)
-			}
-			start := time.Now()
-			if !rewrapOnly {
-				if info.Source == vault.SourceEnv {
-					return usage("the master key comes from %s: set the new key there, move the old one to %s, then run `duet vault rotate --rewrap-only`",
-						vault.EnvMasterKey, vault.EnvMasterKeyPrevious)
-				}
-				id, err := vault.RotateKeyFile(info.Path)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(env.Stdout, "new primary key %s written to %s (previous keys kept)\n", id, info.Path)
-			}
-			res, err := a.MCPClient.Rewrap(cmd.Context())
-			audited(a, asUser(cmd, a.Config), "vault.rotate", start, err)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(env.Stdout, "re-encrypted %d of %d credential(s) under key %s\n", res.Rewrapped, res.Total, res.PrimaryID)
-			if prune {
-				if info.Source == vault.SourceEnv {
-					fmt.Fprintf(env.Stdout, "remove the old keys from %s yourself\n", vault.EnvMasterKeyPrevious)
-					return nil
-				}
-				keys, err := vault.ReadKeyFile(info.Path)
-				if err != nil {
-					return err
-				}
-				defer func() {
-					for _, k := range keys {
-						clear(k)
-					}
-				}()
-				if err := vault.WriteKeyFile(info.Path, keys[0]); err != nil {
-					return err
-				}
-				fmt.Fprintf(env.Stdout, "removed %d previous key(s) from %s\n", len(keys)-1, info.Path)
-			} else {
-				fmt.Fprintln(env.Stdout, "previous keys stay usable until you run `duet vault rotate --rewrap-only --prune`")
-			}
-			return nil
-		}),
+// conflictHint follows the CONFLICT of server add with the ways out, as
+// commands: the registration with that name, or of that address, already
+// exists.
+func conflictHint(cmd *cobra.Command, a *app.App, user string, err error) error {
+	ctx := cmd.Context()
+	name, _ := cmd.Flags().GetString("name")
+	url, _ := cmd.Flags().GetString("url")
+	as := asFlag(a.Config, user)
+	if old, ferr := a.Store.FindMCPServer(ctx, user, name); ferr == nil && old.Name == name {
+		return &hintError{err, fmt.Sprintf("next: replace %s's URL and credentials: `%s --replace`\n  or pick another --name", name, commandLine(cmd, nil))}
 	}
-	rotate.Flags().BoolVar(&rewrapOnly, "rewrap-only", false, "do not make a new key; re-encrypt under the current primary key")
-	rotate.Flags().BoolVar(&prune, "prune", false, "after re-encrypting, drop the previous keys from the key file")
-	cmd.AddCommand(rotate)
-	return cmd
+	key, kerr := serverkey.Key(url)
+	if kerr != nil {
+		return err
+	}
+	old, ferr := a.Store.FindMCPServer(ctx, user, key)
+	if ferr != nil {
+		return err
+	}
+	return &hintError{err, fmt.Sprintf("next: use %[1]q as it is: `duet server show %[2]s%[1]s`\n"+
+		"  or give it these credentials: `%[3]s --replace`\n"+
+		"  or remove it, then run this command again: `duet server remove %[2]s%[1]s`",
+		old.Name, as, commandLine(cmd, map[string]string{"name": old.Name}))}
+}
+
+// commandLine is the command line of cmd as the user typed it (flags in
+// their usual order, values quoted for a POSIX shell), with the flags of
+// override set to other values.
+func commandLine(cmd *cobra.Command, override map[string]string) string {
+	parts := []string{cmd.CommandPath()}
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if !f.Changed {
+			return
+		}
+		if v, ok := override[f.Name]; ok {
+			parts = append(parts, "--"+f.Name, shellQuote(v))
+			return
+		}
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			for _, v := range sv.GetSlice() {
+				parts = append(parts, "--"+f.Name, shellQuote(v))
+			}
+			return
+		}
+		if f.Value.Type() == "bool" {
+			parts = append(parts, "--"+f.Name+"="+f.Value.String())
+			return
+		}
+		parts = append(parts, "--"+f.Name, shellQuote(f.Value.String()))
+	})
+	return strings.Join(parts, " ")
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@%+,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

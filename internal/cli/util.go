@@ -2,11 +2,13 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/app"
 )
 
@@ -54,4 +56,34 @@ func taskIDOf(ctx context.Context, a *app.App, user, ref string) (string, error)
 		return "", err
 	}
 	return t.ID, nil
+}
+
+func addAs(cmd *cobra.Command) {
+	cmd.Flags().Var(new(userIDFlag), "as", "act as this user id (default: DUET_USER or the operating-system user)")
+}
+
+// userIDFlag is a flag holding a user id, checked by the one rule
+// (duet.ValidUserID) when it is parsed.
+type userIDFlag string
+
+func (f *userIDFlag) String() string { return string(*f) }
+
+func (f *userIDFlag) Type() string { return "user" }
+
+func (f *userIDFlag) Set(v string) error {
+	if err := duet.ValidUserID(v); err != nil {
+		return errors.New(duet.ErrorMessage(err))
+	}
+	*f = userIDFlag(v)
+	return nil
+}
+
+// audited records a CLI action in the audit trail.
+func audited(a *app.App, user, method string, start time.Time, err error) {
+	outcome := duet.OutcomeOK
+	if err != nil {
+		outcome = duet.ErrorCode(err)
+	}
+	a.Audit.Record(&duet.AuditRecord{Time: start, TraceID: duet.NewTraceID(), CallSource: duet.SourceCLI, Caller: user,
+		Method: method, Outcome: outcome, DurationUs: time.Since(start).Microseconds()})
 }

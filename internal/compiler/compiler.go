@@ -497,6 +497,10 @@ func (c *compiler) saveAs(n *node, sc *scope) string {
 		c.errf(n, "%q is a built-in variable; choose another name", s)
 		return ""
 	}
+	if eval.IsFunction(s) {
+		c.errf(n, "%q is the name of an expression function (%s(...)), which would hide the variable; choose another name", s, s)
+		return ""
+	}
 	sc.save(s)
 	return s
 }

@@ -121,6 +121,11 @@ func TestCompileErrors(t *testing.T) {
 		{"bad timeout", head + "      - assert: 'true'\n        timeout: forever\n", []string{"8:18: timeout \"forever\""}},
 		{"empty steps", "task: {name: t}\ncases:\n  - title: c\n    steps: []\n", []string{"4:12: steps must be a non-empty list"}},
 		{"builtin saveAs", head + "      - http: {url: /x, saveAs: task}\n", []string{"is a built-in variable"}},
+		// A variable named like an expression function is hidden by it
+		// ("type func(...) has no field status" was all the user got).
+		{"function saveAs", head + "      - http: {url: /x, saveAs: first}\n      - assert: first.status == 200\n", []string{`7:33: "first" is the name of an expression function (first(...))`}},
+		{"function set", head + "      - set: {len: '1'}\n", []string{`7:15: "len" is the name of an expression function`}},
+		{"known names once", head + "      - assert: nope\n", []string{"unknown name nope (known: task, run)"}},
 		{"several errors", head + "      - assert: a\n      - assert: b\n", []string{"7:17:", "8:17:"}},
 	}
 	for _, tt := range tests {

@@ -28,6 +28,7 @@ type Config struct {
 	ArtifactDir string // DUET_ARTIFACT_DIR; "" means DUET_HOME/artifacts
 	Addr        string // DUET_ADDR
 	User        string // DUET_USER: the identity of stdio callers and of CLI commands without --as
+	UserFrom    string // where User came from: "DUET_USER" or "the operating-system user"
 	LogLevel    string
 	LogFormat   string
 
@@ -81,9 +82,15 @@ type Config struct {
 type Option struct {
 	Env     string
 	Default string // as the user would write it; "" means empty or computed
-	Secret  bool   // never printed; also read from Env+"_FILE"
+	Secret  bool   // never printed; also read from Env+"_FILE" unless NoFile
+	NoFile  bool   // a secret without an Env+"_FILE" variant
 	Doc     string
-	set     func(c *Config, v string) error
+	// ReadBy names the package that reads the variable, for the settings
+	// Load does not read itself (the model, the master key): they are rows
+	// here so that this table, `duet config` and docs/configuration.md
+	// name every setting.
+	ReadBy string
+	set    func(c *Config, v string) error
 }
 
 // Options is the table of settings, in documentation order.
@@ -251,6 +258,15 @@ var options = []Option{
 			c.RunLease = d
 			return nil
 		}},
+	{Env: "DUET_MASTER_KEY", Secret: true, NoFile: true, ReadBy: "internal/vault", Doc: "The master key (32 bytes, standard base64 or hex) that encrypts registered MCP servers' credentials (AES-256-GCM). " +
+		"Default: the key file DUET_MASTER_KEY_FILE names, else master.key in DUET_HOME, generated at first use (back it up). Several instances on one PostgreSQL database need the same key: docs/deployment.md."},
+	{Env: "DUET_MASTER_KEY_FILE", ReadBy: "internal/vault", Doc: "A master key file (the format `duet vault rotate` writes: the primary key, then previous keys), used when DUET_MASTER_KEY is not set. Default: master.key in DUET_HOME."},
+	{Env: "DUET_MASTER_KEY_PREVIOUS", Secret: true, NoFile: true, ReadBy: "internal/vault", Doc: "Comma-separated previous master keys, still accepted for decryption after a rotation of DUET_MASTER_KEY (`duet vault rotate --rewrap-only` re-encrypts under the new key)."},
+	{Env: "DUET_LLM_BASE_URL", ReadBy: "internal/llm", Doc: "The test agent's model: an OpenAI-compatible API root, e.g. https://api.openai.com/v1 or http://127.0.0.1:11434/v1 (Ollama). Default: none; `duet generate` then says no model is configured (docs/agent.md)."},
+	{Env: "DUET_LLM_MODEL", ReadBy: "internal/llm", Doc: "The model name the agent asks for, e.g. gpt-4.1-mini or qwen3:8b. Needed with DUET_LLM_BASE_URL."},
+	{Env: "DUET_LLM_API_KEY", Secret: true, ReadBy: "internal/llm", Doc: "API key sent as Authorization: Bearer (optional for local servers). Also DUET_LLM_API_KEY_FILE (the key, white space trimmed)."},
+	{Env: "DUET_LLM_TIMEOUT", Default: "120s", ReadBy: "internal/llm", Doc: "Time limit of one request to the model (a local model on a CPU may need 300s)."},
+	{Env: "DUET_SAMPLE_TOKEN", Secret: true, NoFile: true, ReadBy: "internal/cli", Doc: "The bearer token `duet sample order-server` requires (the demo's order service). Default: a random one, printed when the server is listening."},
 }
 
 func splitList(v string) []string {
@@ -310,6 +326,9 @@ func (e *Error) Unwrap() error { return e.Err }
 func Load(getenv func(string) string) (*Config, error) {
 	c := &Config{}
 	for _, o := range options {
+		if o.set == nil {
+			continue // read by o.ReadBy
+		}
 		v := getenv(o.Env)
 		if o.Secret {
 			if f := getenv(o.Env + "_FILE"); f != "" {
@@ -350,8 +369,9 @@ func Load(getenv func(string) string) (*Config, error) {
 		}
 		c.Home = abs
 	}
+	c.UserFrom = "DUET_USER"
 	if c.User == "" {
-		c.User = osUser(getenv)
+		c.User, c.UserFrom = osUser(getenv), "the operating-system user"
 		if err := duet.ValidUserID(c.User); err != nil {
 			return nil, &Error{"DUET_USER", fmt.Errorf("the operating-system user cannot be a user id (%s); set DUET_USER", duet.ErrorMessage(err))}
 		}
@@ -459,11 +479,67 @@ func (c *Config) DatabasePath() (string, error) {
 	return u, nil
 }
 
+// Setting is one row of `duet config`: a setting's effective value (a
+// secret only as "(set)") and where it came from.
+type Setting struct {
+	Env    string `json:"env"`
+	Value  string `json:"value"`
+	Source string `json:"source"` // "environment", "file NAME", "default", "not set", or who chose it
+}
+
+// Settings returns every setting of the table, in its order, with its
+// value in c (loaded from getenv) and its source. Secrets are never
+// returned, only whether they are set.
+func (c *Config) Settings(getenv func(string) string) []Setting {
+	out := make([]Setting, 0, len(options))
+	for _, o := range options {
+		s := Setting{Env: o.Env}
+		v := getenv(o.Env)
+		file := ""
+		if o.Secret && !o.NoFile {
+			file = getenv(o.Env + "_FILE")
+		}
+		switch {
+		case o.Env == "DUET_DATABASE_URL" && (v != "" || file != ""):
+			s.Value, s.Source = "(set: PostgreSQL)", "environment"
+			if c.Engine() == EngineSQLite {
+				s.Value = "(set: " + c.DatabaseDescription() + ")"
+			}
+			if v == "" {
+				s.Source = "file " + file
+			}
+		case v != "" && o.Secret:
+			s.Value, s.Source = "(set)", "environment"
+		case v != "":
+			s.Value, s.Source = v, "environment"
+		case file != "":
+			s.Value, s.Source = "(set)", "file "+file
+		case o.Env == "DUET_HOME":
+			s.Value, s.Source = c.Home, "default"
+		case o.Env == "DUET_DATABASE_URL":
+			s.Value, s.Source = c.DatabaseDescription(), "default (duet.db in DUET_HOME)"
+		case o.Env == "DUET_USER":
+			s.Value, s.Source = c.User, c.UserFrom
+		case o.Env == "DUET_ARTIFACT_DIR":
+			s.Value, s.Source = c.ArtifactPath(), "default (artifacts in DUET_HOME)"
+		case o.Env == "DUET_MASTER_KEY_FILE" && getenv("DUET_MASTER_KEY") == "":
+			s.Value, s.Source = filepath.Join(c.Home, "master.key"), "default (master.key in DUET_HOME)"
+		case o.Default != "":
+			s.Value, s.Source = o.Default, "default"
+		default:
+			s.Value, s.Source = "-", "not set"
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
 // Document renders docs/configuration.md.
 func Document() string {
-	return "# Configuration\n\nEvery setting is an environment variable; secrets can also come from a file named by the same variable with `_FILE` appended. " +
+	return "# Configuration\n\nEvery setting is an environment variable, listed below; most secrets can also come from a file named by the same variable with `_FILE` appended. " +
 		"Precedence: defaults < environment < command-line flags. Nothing depends on the working directory. " +
-		"This page is generated by `duet config --markdown` (a test keeps it current).\n\n" + Markdown()
+		"`duet config` shows every setting's effective value (secrets only as \"(set)\") and where it came from. " +
+		"This page is generated by `duet config --markdown` (a test keeps it current and complete: every variable Duet reads has a row).\n\n" + Markdown()
 }
 
 // Markdown renders the settings table.
@@ -476,7 +552,12 @@ func Markdown() string {
 			d = "—"
 		}
 		doc := o.Doc
-		if o.Secret {
+		switch {
+		case o.Secret && o.NoFile:
+			doc += " (secret: never printed)"
+		case o.Secret && !strings.Contains(doc, o.Env+"_FILE"):
+			doc += " (secret: never printed; or from the file " + o.Env + "_FILE names)"
+		case o.Secret:
 			doc += " (secret: never printed)"
 		}
 		fmt.Fprintf(&b, "| `%s` | `%s` | %s |\n", o.Env, d, strings.ReplaceAll(doc, "|", "\\|"))

@@ -1,8 +1,11 @@
 package config
 
 import (
+	"bytes"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -160,6 +163,108 @@ func TestUserIDsAreValidated(t *testing.T) {
 	}
 	if c, err := Load(env(map[string]string{"HOME": "/h", "USER": "John Doe", "DUET_USER": "jdoe"})); err != nil || c.User != "jdoe" {
 		t.Errorf("DUET_USER overrides it: got %v %v", c, err)
+	}
+}
+
+// TestEveryVariableIsARow: every DUET_* variable the product reads
+// (anywhere in its source, not only in Load) is a row of the table, so
+// `duet config` and docs/configuration.md are complete. Variables only
+// tests read (DUET_TEST_*, DUET_REQUIRE_*, DUET_INTEROP_*) are not
+// settings.
+func TestEveryVariableIsARow(t *testing.T) {
+	t.Parallel()
+	rows := map[string]bool{}
+	for _, o := range Options() {
+		if rows[o.Env] {
+			t.Errorf("%s: two rows", o.Env)
+		}
+		rows[o.Env] = true
+		if o.Secret && !o.NoFile {
+			rows[o.Env+"_FILE"] = true
+		}
+	}
+	rows["DUET_LLM_API_KEY_FILE"] = true // named in DUET_LLM_API_KEY's row
+	name := regexp.MustCompile(`"(DUET_[A-Z0-9_]+)"`)
+	root := filepath.Join("..", "..")
+	seen := 0
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			switch d.Name() {
+			case "bench", "test", "testdata", "node_modules", ".git":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if bytes.Contains(b, []byte("//go:build conformance")) {
+			return nil // test builds only
+		}
+		for _, m := range name.FindAllSubmatch(b, -1) {
+			v := string(m[1])
+			seen++
+			if strings.HasPrefix(v, "DUET_TEST_") || strings.HasPrefix(v, "DUET_REQUIRE_") || strings.HasPrefix(v, "DUET_INTEROP_") {
+				continue
+			}
+			if !rows[v] {
+				t.Errorf("%s reads %s, which has no row in the settings table (config.options)", p, v)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen < 30 {
+		t.Fatalf("found %d DUET_* names in the source; the walk is broken", seen)
+	}
+}
+
+// TestSettingsShowEveryRowOnce: duet config's rows are the table's, each
+// once, secrets as "(set)" whatever their value, each with its source.
+func TestSettingsShowEveryRowOnce(t *testing.T) {
+	t.Parallel()
+	keyFile := filepath.Join(t.TempDir(), "keys")
+	os.WriteFile(keyFile, []byte("gw-secret-1\n"), 0o600)
+	e := map[string]string{"HOME": "/srv/u", "USER": "u", "DUET_WORKERS": "3", "DUET_LLM_API_KEY": "sk-very-secret",
+		"DUET_MASTER_KEY": "bWFzdGVyLWtleS1zZWNyZXQ=", "DUET_GATEWAY_API_KEYS_FILE": keyFile}
+	c, err := Load(env(e))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.Settings(env(e))
+	if len(got) != len(Options()) {
+		t.Fatalf("got %d settings, want %d", len(got), len(Options()))
+	}
+	want := map[string]Setting{
+		"DUET_HOME":             {"DUET_HOME", filepath.Join("/srv/u", ".local", "share", "duet"), "default"},
+		"DUET_USER":             {"DUET_USER", "u", "the operating-system user"},
+		"DUET_WORKERS":          {"DUET_WORKERS", "3", "environment"},
+		"DUET_PARALLEL":         {"DUET_PARALLEL", "2", "default"},
+		"DUET_LLM_API_KEY":      {"DUET_LLM_API_KEY", "(set)", "environment"},
+		"DUET_LLM_BASE_URL":     {"DUET_LLM_BASE_URL", "-", "not set"},
+		"DUET_LLM_TIMEOUT":      {"DUET_LLM_TIMEOUT", "120s", "default"},
+		"DUET_MASTER_KEY":       {"DUET_MASTER_KEY", "(set)", "environment"},
+		"DUET_GATEWAY_API_KEYS": {"DUET_GATEWAY_API_KEYS", "(set)", "file " + keyFile},
+	}
+	for i, s := range got {
+		if s.Env != Options()[i].Env {
+			t.Errorf("row %d: got %s, want %s", i, s.Env, Options()[i].Env)
+		}
+		if w, ok := want[s.Env]; ok && s != w {
+			t.Errorf("got %+v, want %+v", s, w)
+		}
+		if s.Value == "" || s.Source == "" || strings.Contains(s.Value, "secret") {
+			t.Errorf("%s: got value %q from %q", s.Env, s.Value, s.Source)
+		}
 	}
 }
 

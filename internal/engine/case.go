@@ -299,7 +299,7 @@ func (cr *caseRun) dispatch(ctx context.Context, st *duet.Step) (saveAs string, 
 		return "", nil, cr.set(st.Set)
 	case st.MCP != nil:
 		v, err := cr.mcpCall(ctx, st.MCP)
-		return st.MCP.SaveAs, v, err
+		return st.MCP.SaveAs, failedCall(v, err), err
 	case st.Browser != nil:
 		return cr.browser(ctx, st)
 	}

@@ -159,6 +159,9 @@ func (cr *caseRun) assert(a *duet.AssertStep) error {
 		if a.Message != "" {
 			msg = a.Message + " (" + a.Expr + ")"
 		}
+		if got := cr.operands(a.Expr); got != "" {
+			msg += "; " + got
+		}
 		return duet.Errorf(duet.CodeAssertionFailed, "%s", msg)
 	}
 	return nil
@@ -569,4 +572,23 @@ func (cr *caseRun) compare(what, got string, b *duet.BrowserStep) error {
 		}
 	}
 	return nil
+}
+
+// failedCall is what an mcpCall saves when it fails, whatever the reason —
+// a tool error, a server the executor has not configured, a binding, a
+// timeout: the result if the server sent one, with isError true and
+// error {code, message}. One rule, so that a later step of a case that
+// goes on (failurePolicy optional) can test order.isError or
+// order.error.code instead of meeting an unknown variable.
+func failedCall(v any, err error) any {
+	if err == nil {
+		return v
+	}
+	m, _ := v.(map[string]any)
+	if m == nil {
+		m = map[string]any{"text": ""}
+	}
+	m["isError"] = true
+	m["error"] = map[string]any{"code": string(duet.ErrorCode(err)), "message": duet.ErrorMessage(err)}
+	return m
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/builtin"
 	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
 
@@ -23,6 +24,14 @@ import (
 // Builtins are the variables every step can use besides saved ones:
 // task (id, name, baseUrl) and run (id, executor).
 var Builtins = []string{"task", "run"}
+
+// IsFunction reports whether name is an expression function (first, len,
+// filter, ...): a variable of that name cannot be read, the function
+// shadows it.
+func IsFunction(name string) bool {
+	_, ok := builtin.Index[name]
+	return ok || name == fnStep || name == fnValue || name == fnAdd || name == fnRange
+}
 
 // maxNodes bounds expression size (a defence against pathological input).
 const maxNodes = 2000
@@ -68,7 +77,13 @@ func compile(src string, known []string, wantBool bool, m *meter) (*vm.Program, 
 	ast.Walk(&tree.Node, v)
 	for _, name := range v.used {
 		if !v.declared[name] && !slices.Contains(known, name) && !slices.Contains(Builtins, name) {
-			return nil, fmt.Errorf("unknown name %s (known: %s)", name, strings.Join(append(slices.Clone(known), Builtins...), ", "))
+			all := slices.Clone(known)
+			for _, b := range Builtins {
+				if !slices.Contains(all, b) {
+					all = append(all, b)
+				}
+			}
+			return nil, fmt.Errorf("unknown name %s (known: %s)", name, strings.Join(all, ", "))
 		}
 	}
 	opts := append([]expr.Option{expr.AllowUndefinedVariables(), expr.MaxNodes(maxNodes)}, m.options(v.builtins)...)
@@ -109,7 +124,7 @@ func EvalBool(src string, vars map[string]any) (bool, error) {
 }
 
 func (m *meter) eval(src string, vars map[string]any, wantBool bool) (any, error) {
-	p, err := compile(src, slices.Collect(maps.Keys(vars)), wantBool, m)
+	p, err := compile(src, slices.Sorted(maps.Keys(vars)), wantBool, m)
 	if err != nil {
 		return nil, err
 	}

@@ -253,15 +253,33 @@ func (c *Client) Register(ctx context.Context, r Registration) (*duet.MCPServer,
 			err := c.store.ReplaceMCPServer(ctx, s, cred)
 			c.forget(r.Owner, old.ServerKey)
 			if err != nil {
-				return nil, err
+				return nil, c.registered(ctx, s, err)
 			}
 			return s, nil
 		}
 	}
 	if err := c.store.CreateMCPServer(ctx, s, cred); err != nil {
-		return nil, err
+		return nil, c.registered(ctx, s, err)
 	}
 	return s, nil
+}
+
+// registered names the owner's registration of the same address when err
+// is the CONFLICT of registering it a second time under another name.
+func (c *Client) registered(ctx context.Context, s *duet.MCPServer, err error) error {
+	if duet.ErrorCode(err) != duet.CodeConflict {
+		return err
+	}
+	old, ferr := c.store.FindMCPServer(ctx, s.Owner, s.ServerKey)
+	if ferr != nil {
+		return err
+	}
+	if old.Name == s.Name {
+		return duet.WrapError(duet.CodeConflict, err, "you registered this address already, as %q (serverKey %s); to change its URL or credentials, register it again with replace", old.Name, old.ServerKey)
+	}
+	return duet.WrapError(duet.CodeConflict, err, "you registered this address already, as %q (serverKey %s): cases and calls reach it by that registration, "+
+		"so use it as it is, replace its credentials by registering it again as %q with replace, or remove %q first to register it as %q",
+		old.Name, old.ServerKey, old.Name, old.Name, s.Name)
 }
 
 // reservedHeaders are set by the transport and may not be registered.

@@ -526,8 +526,15 @@ func TestRegisterValidation(t *testing.T) {
 	if _, err := e.c.Register(t.Context(), mcpclient.Registration{Owner: "a", Name: "x", URL: "https://y.example/mcp"}); duet.ErrorCode(err) != duet.CodeConflict {
 		t.Fatalf("same name: got %v, want CONFLICT", err)
 	}
-	if _, err := e.c.Register(t.Context(), mcpclient.Registration{Owner: "a", Name: "y", URL: "HTTPS://X.example:443/mcp/"}); duet.ErrorCode(err) != duet.CodeConflict {
-		t.Fatalf("same address: got %v, want CONFLICT", err)
+	// A second registration of an address names the first and the ways out.
+	_, err := e.c.Register(t.Context(), mcpclient.Registration{Owner: "a", Name: "y", URL: "HTTPS://X.example:443/mcp/"})
+	if want := `you registered this address already, as "x" (serverKey `; duet.ErrorCode(err) != duet.CodeConflict || !strings.Contains(duet.ErrorMessage(err), want) ||
+		!strings.Contains(duet.ErrorMessage(err), `remove "x" first`) {
+		t.Fatalf("same address: got %v, want CONFLICT with %q", err, want)
+	}
+	_, err = e.c.Register(t.Context(), mcpclient.Registration{Owner: "a", Name: "x", URL: "https://x.example/mcp/"})
+	if want := `you registered this address already, as "x"`; duet.ErrorCode(err) != duet.CodeConflict || !strings.Contains(duet.ErrorMessage(err), want) {
+		t.Fatalf("same address and name: got %v, want CONFLICT with %q", err, want)
 	}
 	s, err := e.c.Register(t.Context(), mcpclient.Registration{Owner: "a", Name: "x", URL: "https://y.example/mcp", Replace: true})
 	if err != nil || !strings.Contains(s.URL, "y.example") {

@@ -377,13 +377,24 @@ func (s *Server) rpcError(err error) error {
 }
 
 // redactSessions is the log handler the SDK writes to: it never lets a
-// session id through (a session id is a bearer of the session).
+// session id through (a session id is a bearer of the session), and it
+// logs the SDK's Info records ("server connecting", "server session
+// connected", ... once per stateless HTTP request) at Debug.
 type redactSessions struct{ h slog.Handler }
 
-func (r redactSessions) Enabled(ctx context.Context, l slog.Level) bool { return r.h.Enabled(ctx, l) }
+func sdkLevel(l slog.Level) slog.Level {
+	if l == slog.LevelInfo {
+		return slog.LevelDebug
+	}
+	return l
+}
+
+func (r redactSessions) Enabled(ctx context.Context, l slog.Level) bool {
+	return r.h.Enabled(ctx, sdkLevel(l))
+}
 
 func (r redactSessions) Handle(ctx context.Context, rec slog.Record) error {
-	out := slog.NewRecord(rec.Time, rec.Level, rec.Message, rec.PC)
+	out := slog.NewRecord(rec.Time, sdkLevel(rec.Level), rec.Message, rec.PC)
 	rec.Attrs(func(a slog.Attr) bool {
 		out.AddAttrs(redactAttr(a))
 		return true

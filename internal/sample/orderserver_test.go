@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"regexp"
 	"slices"
@@ -548,10 +549,17 @@ func TestStopWithOpenSession(t *testing.T) {
 
 func TestListenLoopback(t *testing.T) {
 	t.Parallel()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { taken.Close() })
+	busy := taken.Addr().String()
 	tests := []struct {
 		addr     string
 		wantHost string
 		wantCode duet.Code
+		wantMsg  string
 	}{
 		{addr: "127.0.0.1:0", wantHost: "127.0.0.1"},
 		{addr: ":0", wantHost: "127.0.0.1"},
@@ -562,6 +570,7 @@ func TestListenLoopback(t *testing.T) {
 		{addr: "192.0.2.1:0", wantCode: duet.CodeInvalidArgument},
 		{addr: "example.com:0", wantCode: duet.CodeInvalidArgument},
 		{addr: "127.0.0.1", wantCode: duet.CodeInvalidArgument},
+		{addr: busy, wantCode: duet.CodeUnavailable, wantMsg: "cannot listen on " + busy + ": the address is in use by another process"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.addr, func(t *testing.T) {
@@ -569,6 +578,9 @@ func TestListenLoopback(t *testing.T) {
 			ln, err := listenLoopback(t.Context(), tt.addr)
 			if code := duet.ErrorCode(err); code != tt.wantCode {
 				t.Fatalf("listenLoopback(%q): got code %q (err %v), want %q", tt.addr, code, err, tt.wantCode)
+			}
+			if msg := duet.ErrorMessage(err); tt.wantMsg != "" && msg != tt.wantMsg {
+				t.Errorf("listenLoopback(%q): got message %q, want %q", tt.addr, msg, tt.wantMsg)
 			}
 			if err != nil {
 				return

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/duet-test/duet"
@@ -152,7 +153,14 @@ func listenLoopback(ctx context.Context, addr string) (net.Listener, error) {
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", net.JoinHostPort(host, port))
 	if err != nil {
-		return nil, duet.WrapError(duet.CodeUnavailable, err, "cannot listen on %s", addr)
+		cause := err
+		if oe := (*net.OpError)(nil); errors.As(err, &oe) && oe.Err != nil {
+			cause = oe.Err
+		}
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return nil, duet.WrapError(duet.CodeUnavailable, err, "cannot listen on %s: the address is in use by another process", addr)
+		}
+		return nil, duet.WrapError(duet.CodeUnavailable, err, "cannot listen on %s: %v", addr, cause)
 	}
 	return ln, nil
 }

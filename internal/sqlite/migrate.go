@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"io/fs"
 
 	"github.com/pressly/goose/v3"
@@ -27,6 +28,32 @@ func checkNotNewer(ctx context.Context, p *goose.Provider) error {
 	}
 	if current > known {
 		return duet.Errorf(duet.CodeUnavailable, "the database schema is at version %d, newer than this duet knows (%d): upgrade duet", current, known)
+	}
+	return nil
+}
+
+// errSchemaMismatch: a database readable, but at a schema version other
+// than this duet's.
+var errSchemaMismatch = errors.New("schema version mismatch")
+
+// checkCurrent checks, without changing anything, that the database's
+// schema is the one this duet knows: a read-only database cannot be
+// migrated. Returns UNAVAILABLE, wrapping errSchemaMismatch for another
+// version.
+func checkCurrent(ctx context.Context, db *sql.DB, path string) error {
+	p, err := provider(db)
+	if err != nil {
+		return duet.WrapError(duet.CodeInternal, err, "cannot read the embedded migrations")
+	}
+	current, known, err := p.GetVersions(ctx)
+	if err != nil {
+		return duet.WrapError(duet.CodeUnavailable, err, "cannot read the schema of %s: %v", path, rootCause(err))
+	}
+	switch {
+	case current < known:
+		return duet.WrapError(duet.CodeUnavailable, errSchemaMismatch, "the database %s is at schema version %d and this duet needs %d; migrating it needs write access: run `duet migrate up` as a user who can write it", path, current, known)
+	case current > known:
+		return duet.WrapError(duet.CodeUnavailable, errSchemaMismatch, "the database schema is at version %d, newer than this duet knows (%d): upgrade duet", current, known)
 	}
 	return nil
 }

@@ -10,10 +10,12 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	sqlite3 "modernc.org/sqlite"
@@ -32,6 +34,8 @@ type DB struct {
 	path string
 	now  func() time.Time
 	mcp  mcpStmts // prepared statements of mcpclient.go
+
+	readOnly bool // opened by Options.ReadOnlyFallback
 }
 
 var _ duet.Store = (*DB)(nil)
@@ -43,6 +47,14 @@ type Options struct {
 	MaxOpenConns int
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
+	// ReadOnlyFallback, for commands that only read, opens an existing
+	// database that cannot be written — its file or directory is
+	// read-only, or on a read-only file system — read-only instead of
+	// failing (mode=ro; immutable=1 when SQLite cannot even create its
+	// shared-memory file there, which assumes nobody writes it meanwhile).
+	// Nothing is migrated then: a schema behind this duet is UNAVAILABLE
+	// naming `duet migrate up`, and writes fail.
+	ReadOnlyFallback bool
 }
 
 // Open opens (creating if needed) the SQLite database at path and applies
@@ -52,6 +64,98 @@ func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
+	d, err := openWritable(ctx, path, opts)
+	if err == nil || !opts.ReadOnlyFallback || !unwritable(err) {
+		return d, err
+	}
+	abs, aerr := filepath.Abs(path)
+	if st, serr := os.Stat(abs); aerr != nil || serr != nil || st.Size() == 0 {
+		return nil, err // nothing to read
+	}
+	ro, rerr := openReadOnly(ctx, abs, opts)
+	if rerr != nil {
+		if errors.Is(rerr, errSchemaMismatch) {
+			return nil, rerr // readable, but behind or ahead of this duet
+		}
+		return nil, err
+	}
+	return ro, nil
+}
+
+// unwritable reports whether err says the database cannot be written.
+func unwritable(err error) bool {
+	if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
+		return true
+	}
+	var se *sqlite3.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3lib.SQLITE_READONLY, sqlite3lib.SQLITE_CANTOPEN, sqlite3lib.SQLITE_PERM:
+			return true
+		}
+	}
+	return false
+}
+
+// openReadOnly opens the existing database at abs read-only: mode=ro, or
+// immutable when SQLite could not read it that way — a WAL database in a
+// directory where it cannot create its -wal and -shm files, which also
+// means no writer has it open (a writer keeps a -wal file beside it). It
+// applies no migration and refuses a schema this duet does not match
+// (errSchemaMismatch).
+func openReadOnly(ctx context.Context, abs string, opts *Options) (*DB, error) {
+	modes := []bool{false, true} // immutable?
+	if _, err := os.Stat(abs + "-wal"); errors.Is(err, fs.ErrNotExist) && !writableDir(filepath.Dir(abs)) {
+		// mode=ro would retry for seconds before it gives up.
+		modes = []bool{true}
+	}
+	var err error
+	for _, immutable := range modes {
+		q := url.Values{}
+		q.Set("mode", "ro")
+		if immutable {
+			q.Set("immutable", "1")
+		}
+		q.Add("_pragma", "busy_timeout(10000)")
+		q.Add("_pragma", "foreign_keys(1)")
+		var sdb *sql.DB
+		if sdb, err = sql.Open("sqlite", "file:"+abs+"?"+q.Encode()); err != nil {
+			return nil, duet.WrapError(duet.CodeUnavailable, err, "cannot open database %s: %v", abs, err)
+		}
+		if err = checkCurrent(ctx, sdb, abs); err == nil {
+			n := max(opts.MaxOpenConns, 8)
+			sdb.SetMaxOpenConns(n)
+			sdb.SetMaxIdleConns(n)
+			d := &DB{db: sdb, q: &stmtCache{db: sdb, stmts: map[string]*sql.Stmt{}}, path: abs, now: opts.Now, readOnly: true}
+			if d.now == nil {
+				d.now = time.Now
+			}
+			return d, nil
+		}
+		sdb.Close()
+		if errors.Is(err, errSchemaMismatch) {
+			return nil, err
+		}
+	}
+	return nil, duet.WrapError(duet.CodeUnavailable, err, "cannot open database %s read-only: %v", abs, rootCause(err))
+}
+
+// writableDir reports whether a file can be created in dir.
+func writableDir(dir string) bool {
+	f, err := os.CreateTemp(dir, ".duet-probe-*")
+	if err != nil {
+		return false
+	}
+	f.Close()
+	os.Remove(f.Name())
+	return true
+}
+
+// ReadOnly reports whether the database was opened read-only
+// (Options.ReadOnlyFallback).
+func (d *DB) ReadOnly() bool { return d.readOnly }
+
+func openWritable(ctx context.Context, path string, opts *Options) (*DB, error) {
 	if path == "" {
 		return nil, duet.Errorf(duet.CodeUnavailable, "empty database path")
 	}

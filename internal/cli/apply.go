@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/app"
+	"github.com/duet-test/duet/internal/compiler"
+)
+
+func applyCmd(env Env) *cobra.Command {
+	var file, baseURL string
+	var dryRun, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "apply -f FILE",
+		Short: "Create or update a task and its cases from a suite file (YAML)",
+		Long: `apply compiles a suite file (see docs/suite-format.md) and creates or updates
+the task it declares, owned by --as, and its cases. Re-applying an unchanged file
+changes nothing. Cases no longer in the file are archived. Errors name the line
+and column.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if file == "" {
+				return usage("apply needs -f FILE")
+			}
+			src, err := os.ReadFile(file)
+			if err != nil {
+				wd, _ := os.Getwd()
+				return usage("cannot read %s: %v (a relative path is relative to the current directory, %s)", file, errors.Unwrap(err), wd)
+			}
+			a, err := openApp(cmd, env, app.Options{})
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			user := asUser(cmd, a.Config)
+			start := time.Now()
+			suite, err := compiler.CompileSuite(cmd.Context(), src, file, a.CompilerOptions(cmd.Context(), user))
+			if err != nil {
+				audited(a, user, "apply", start, err)
+				fmt.Fprintln(env.Stderr, duet.ErrorMessage(err))
+				return &exitError{1, fmt.Errorf("%s has errors; nothing was applied", file)}
+			}
+			if baseURL != "" {
+				suite.Task.BaseURL = strings.TrimRight(baseURL, "/")
+			}
+			if dryRun {
+				fmt.Fprintf(env.Stdout, "%s compiles: task %q with %d case(s); nothing applied (--dry-run)\n", file, suite.Task.Name, len(suite.Cases))
+				return nil
+			}
+			res, err := a.Store.ApplySuite(cmd.Context(), user, suite)
+			audited(a, user, "apply", start, err)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(env.Stdout, res)
+			}
+			fmt.Fprintf(env.Stdout, "task %s %q: %s\n", res.Task.ID, res.Task.Name, res.TaskAction)
+			for _, c := range res.Cases {
+				fmt.Fprintf(env.Stdout, "  case %s %q v%d: %s\n", c.ID, c.Key, c.Version, c.Action)
+			}
+			if !res.Changed() {
+				fmt.Fprintln(env.Stdout, "nothing changed")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&file, "file", "f", "", "suite file (YAML)")
+	cmd.Flags().StringVar(&baseURL, "base-url", "", "override the task's baseURL")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "compile and report, change nothing")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	addAs(cmd)
+	return cmd
+}

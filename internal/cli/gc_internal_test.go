@@ -1,0 +1,36 @@
+package cli
+
+import (
+	"runtime/debug"
+	"testing"
+)
+
+// TestTuneGC: duet serve collects at 400% growth under a 1 GiB soft limit,
+// unless GOGC or GOMEMLIMIT say otherwise (docs/performance.md). It
+// changes the process's collector, so it does not run in parallel.
+func TestTuneGC(t *testing.T) {
+	oldPercent, oldLimit := debug.SetGCPercent(100), debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetGCPercent(oldPercent); debug.SetMemoryLimit(oldLimit) })
+	for _, tt := range []struct {
+		env          map[string]string
+		percent      int
+		limit        int64
+		limitChanged bool
+	}{
+		{map[string]string{}, 400, 1 << 30, true},
+		{map[string]string{"GOGC": "100"}, 100, 1 << 30, true},
+		{map[string]string{"GOMEMLIMIT": "2GiB"}, 400, 0, false},
+	} {
+		debug.SetGCPercent(100)
+		const before = 1 << 40
+		debug.SetMemoryLimit(before)
+		tuneGC(func(k string) string { return tt.env[k] })
+		if got := debug.SetGCPercent(100); got != tt.percent {
+			t.Errorf("%v: GC percent %d, want %d", tt.env, got, tt.percent)
+		}
+		got := debug.SetMemoryLimit(-1)
+		if tt.limitChanged && got != tt.limit || !tt.limitChanged && got != before {
+			t.Errorf("%v: memory limit %d, want %d (changed %v)", tt.env, got, tt.limit, tt.limitChanged)
+		}
+	}
+}

@@ -1,0 +1,47 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/app"
+)
+
+func mcpCmd(env Env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve MCP over stdio (for desktop and CLI MCP clients)",
+		Long: `mcp serves the tool catalog over stdin/stdout (newline-delimited JSON-RPC).
+stdout carries only JSON-RPC; logs go to stderr. The caller is DUET_USER (default:
+the operating-system user). It needs nothing else: data lives in DUET_HOME.
+
+Client configuration (Claude Code, VS Code, Cursor, MCP Inspector):
+  {"command": "duet", "args": ["mcp"], "env": {"DUET_USER": "alice"}}
+
+Runs started here execute in this process while it runs; runs still queued when it
+exits are executed by "duet serve" or "duet worker", or by the next "duet mcp".`,
+		Args: cobra.NoArgs,
+		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, _ string) error {
+			ctx := cmd.Context()
+			done := make(chan error, 1)
+			wctx, stopWorkers := context.WithCancel(ctx)
+			go func() {
+				if a.Config.Workers == 0 {
+					done <- nil // API only: `duet worker` processes execute the runs
+					return
+				}
+				done <- a.Worker.Run(wctx)
+			}()
+			err := a.MCP.ServeStdio(ctx, duet.Caller{UserID: a.Config.User}, env.Stdin, nopWriteCloser{env.Stdout})
+			stopWorkers()
+			<-done
+			if err != nil {
+				return fmt.Errorf("stdio: %w", err)
+			}
+			return nil
+		}),
+	}
+}

@@ -1,0 +1,80 @@
+package cli
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/duet-test/duet/internal/app"
+	"github.com/duet-test/duet/internal/vault"
+)
+
+func vaultCmd(env Env) *cobra.Command {
+	cmd := &cobra.Command{Use: "vault", Short: "The master key that encrypts MCP server credentials"}
+	var rewrapOnly, prune bool
+	rotate := &cobra.Command{
+		Use:   "rotate",
+		Short: "Make a new master key and re-encrypt every stored credential under it",
+		Long: `rotate generates a new primary master key, keeps the old ones in the key file as
+previous keys, and re-encrypts every stored credential under the new key in one
+transaction. With the key in DUET_MASTER_KEY there is no file to rotate: set the new
+key in DUET_MASTER_KEY, move the old one to DUET_MASTER_KEY_PREVIOUS and run
+"duet vault rotate --rewrap-only". --prune then drops the previous keys from the key
+file once nothing needs them. Running servers pick the new key up by themselves.`,
+		Args: cobra.NoArgs,
+		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, _ string) error {
+			_, info, err := a.Keyring(env.Getenv)
+			if err != nil {
+				return err
+			}
+			if info.Generated {
+				fmt.Fprintf(env.Stderr, "generated a new master key at %s; back it up: without it stored credentials cannot be decrypted\n", info.Path)
+			}
+			start := time.Now()
+			if !rewrapOnly {
+				if info.Source == vault.SourceEnv {
+					return usage("the master key comes from %s: set the new key there, move the old one to %s, then run `duet vault rotate --rewrap-only`",
+						vault.EnvMasterKey, vault.EnvMasterKeyPrevious)
+				}
+				id, err := vault.RotateKeyFile(info.Path)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(env.Stdout, "new primary key %s written to %s (previous keys kept)\n", id, info.Path)
+			}
+			res, err := a.MCPClient.Rewrap(cmd.Context())
+			audited(a, asUser(cmd, a.Config), "vault.rotate", start, err)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(env.Stdout, "re-encrypted %d of %d credential(s) under key %s\n", res.Rewrapped, res.Total, res.PrimaryID)
+			if prune {
+				if info.Source == vault.SourceEnv {
+					fmt.Fprintf(env.Stdout, "remove the old keys from %s yourself\n", vault.EnvMasterKeyPrevious)
+					return nil
+				}
+				keys, err := vault.ReadKeyFile(info.Path)
+				if err != nil {
+					return err
+				}
+				defer func() {
+					for _, k := range keys {
+						clear(k)
+					}
+				}()
+				if err := vault.WriteKeyFile(info.Path, keys[0]); err != nil {
+					return err
+				}
+				fmt.Fprintf(env.Stdout, "removed %d previous key(s) from %s\n", len(keys)-1, info.Path)
+			} else {
+				fmt.Fprintln(env.Stdout, "previous keys stay usable until you run `duet vault rotate --rewrap-only --prune`")
+			}
+			return nil
+		}),
+	}
+	rotate.Flags().BoolVar(&rewrapOnly, "rewrap-only", false, "do not make a new key; re-encrypt under the current primary key")
+	rotate.Flags().BoolVar(&prune, "prune", false, "after re-encrypting, drop the previous keys from the key file")
+	cmd.AddCommand(rotate)
+	return cmd
+}

@@ -1,0 +1,145 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestScriptsSayWhatTheyAreDoing: scripts/demo.sh and scripts/test.sh
+// print a progress line before each step that can be silent for a minute
+// or more on a cold machine (building, vetting, staticcheck, the tests).
+// The scripts run for real, in a copy of their directory, with stand-ins
+// for the programs they call: each stand-in only records that it ran, so
+// the test sees the order of narration and work without compiling
+// anything.
+func TestScriptsSayWhatTheyAreDoing(t *testing.T) {
+	t.Parallel()
+	repo := t.TempDir()
+	for _, name := range []string{"demo.sh", "test.sh", "deps.sh"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "scripts", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, filepath.Join(repo, "scripts", name), string(b), 0o755)
+	}
+	// The Node packages are installed already (deps.sh checks the stamp).
+	write(t, filepath.Join(repo, "test", "node", "package-lock.json"), "{}", 0o644)
+	stamp := filepath.Join(repo, "test", "node", "node_modules", ".duet-installed")
+	write(t, stamp, "", 0o644)
+	later := time.Now().Add(time.Hour)
+	os.Chtimes(stamp, later, later)
+	os.MkdirAll(filepath.Join(repo, "bench"), 0o755)
+
+	bin := filepath.Join(repo, "stand-ins")
+	record := "#!/bin/sh\necho \"RAN $(basename \"$0\") $*\" >&2\n"
+	for _, name := range []string{"gofmt", "chromium", "adb", "npm", "node", "initdb"} {
+		write(t, filepath.Join(bin, name), record, 0o755)
+	}
+	write(t, filepath.Join(bin, "git"), "#!/bin/sh\n", 0o755) // git ls-files: no Go files to format
+	write(t, filepath.Join(bin, "pg_config"), "#!/bin/sh\necho "+bin+"\n", 0o755)
+	// go build -o bin/duet leaves a duet that records its run too.
+	write(t, filepath.Join(bin, "go"), record+`if [ "$1" = build ]; then mkdir -p bin; printf '#!/bin/sh\necho "RAN duet $*" >&2\n' > bin/duet; chmod +x bin/duet; fi
+`, 0o755)
+
+	run := func(script string) []string {
+		cmd := exec.Command("bash", filepath.Join(repo, "scripts", script))
+		cmd.Dir = repo
+		cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + repo, "DUET_TEST_POSTGRES_URL=postgres://stand-in/", "DUET_CHROME_PATH=" + filepath.Join(bin, "chromium")}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", script, err, out)
+		}
+		return strings.Split(strings.TrimSpace(string(out)), "\n")
+	}
+	// said returns the progress line printed last before the line that
+	// starts with ran.
+	said := func(lines []string, ran string) string {
+		for i, l := range lines {
+			if strings.HasPrefix(l, ran) {
+				for j := i - 1; j >= 0; j-- {
+					if !strings.HasPrefix(lines[j], "RAN ") {
+						return lines[j]
+					}
+				}
+				return ""
+			}
+		}
+		t.Fatalf("%q never ran:\n%s", ran, strings.Join(lines, "\n"))
+		return ""
+	}
+	for _, tt := range []struct {
+		script, ran, want string
+	}{
+		{"demo.sh", "RAN go build", "building duet"},
+		{"demo.sh", "RAN duet demo", "starting the demo"},
+		{"test.sh", "RAN go vet", "go vet"},
+		{"test.sh", "RAN go run honnef.co/go/tools/cmd/staticcheck", "staticcheck"},
+		{"test.sh", "RAN go test -race", "race detector"},
+	} {
+		lines := run(tt.script)
+		if !strings.HasPrefix(lines[0], strings.TrimSuffix(tt.script, ".sh")+" [") {
+			t.Errorf("%s: the first line %q is not a progress line", tt.script, lines[0])
+		}
+		if got := said(lines, tt.ran); !strings.Contains(got, tt.want) || !strings.Contains(got, "s]: ") {
+			t.Errorf("%s: before %q it said %q, want a progress line about %q", tt.script, tt.ran, got, tt.want)
+		}
+	}
+}
+
+func write(t *testing.T, path, content string, mode os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMakeInstallSaysWhereDuetWent: `make install` installs duet and, when
+// that directory is not on PATH, prints the line that puts it there; the
+// line works when pasted.
+func TestMakeInstallSaysWhereDuetWent(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skipf("no make: %v", err)
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gopath := t.TempDir()
+	env := []string{"PATH=" + filepath.Dir(goBin) + ":/usr/bin:/bin", "HOME=" + gopath, "GOPATH=" + gopath, "GOTOOLCHAIN=local", "GOFLAGS=" + os.Getenv("GOFLAGS")}
+	for _, k := range []string{"GOCACHE", "GOMODCACHE"} {
+		v, err := exec.Command(goBin, "env", k).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		env = append(env, k+"="+strings.TrimSpace(string(v)))
+	}
+	cmd := exec.Command("make", "-s", "install")
+	cmd.Dir = filepath.Join("..", "..")
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("make install: %v\n%s", err, out)
+	}
+	dir := filepath.Join(gopath, "bin")
+	if !strings.Contains(string(out), "installed "+dir+"/duet") {
+		t.Errorf("make install did not say where duet went:\n%s", out)
+	}
+	i := strings.Index(string(out), "export PATH=")
+	if i < 0 {
+		t.Fatalf("make install did not say how to put %s on PATH:\n%s", dir, out)
+	}
+	line := strings.SplitN(string(out[i:]), " (", 2)[0]
+	check := exec.Command("bash", "--norc", "-c", line+" && duet --version")
+	check.Env = env
+	if out, err := check.CombinedOutput(); err != nil {
+		t.Errorf("pasted %q, then duet --version: %v\n%s", line, err, out)
+	}
+}
