@@ -52,7 +52,9 @@ type param struct {
 	required       bool
 }
 
-func path(name, desc string) param  { return param{name: name, in: "path", desc: desc, typ: "string", required: true} }
+func path(name, desc string) param {
+	return param{name: name, in: "path", desc: desc, typ: "string", required: true}
+}
 func query(name, desc string) param { return param{name: name, in: "query", desc: desc, typ: "string"} }
 func queryInt(name, desc string) param {
 	return param{name: name, in: "query", desc: desc, typ: "integer"}
@@ -99,7 +101,9 @@ func op[In, Out any](method, p, id, tag, summary string, fn func(ctx context.Con
 func routes() []*route {
 	return []*route{
 		op("GET", Prefix+"/me", "getMe", "account", "Who you are and your role",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Me, error) { return s.Me(ctx, c) }),
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Me, error) {
+				return s.Me(ctx, c)
+			}),
 
 		// Tasks and cases.
 		withSchema(op("GET", Prefix+"/tasks", "listTasks", "tasks", "List the tasks you can access (list_test_tasks)",
@@ -201,7 +205,9 @@ func routes() []*route {
 
 		// MCP servers.
 		op("GET", Prefix+"/servers", "listServers", "mcp", "Your registered MCP servers",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (ServerList, error) { return s.ListServers(ctx, c) }),
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (ServerList, error) {
+				return s.ListServers(ctx, c)
+			}),
 		op("POST", Prefix+"/servers", "createServer", "mcp", "Register an MCP server (credentials sent once, never returned) and archive its tools",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in RegisterIn) (ServerDetail, error) {
 				return s.RegisterServer(ctx, c, in)
@@ -265,9 +271,13 @@ func routes() []*route {
 
 		// Teams.
 		op("GET", Prefix+"/teams", "listTeams", "teams", "The teams you are a member of",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (TeamList, error) { return s.ListTeams(ctx, c) }),
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (TeamList, error) {
+				return s.ListTeams(ctx, c)
+			}),
 		op("POST", Prefix+"/teams", "createTeam", "teams", "Create a team",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in TeamIn) (*duet.Team, error) { return s.CreateTeam(ctx, c, in) }),
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in TeamIn) (*duet.Team, error) {
+				return s.CreateTeam(ctx, c, in)
+			}),
 		op("GET", Prefix+"/teams/{team}", "getTeam", "teams", "A team with its members and MCP dependency list",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (TeamDetail, error) {
 				return s.GetTeam(ctx, c, r.PathValue("team"))
@@ -295,7 +305,9 @@ func routes() []*route {
 
 		// Tokens and audit.
 		op("GET", Prefix+"/tokens", "listTokens", "account", "Your personal access tokens (never their values)",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (TokenList, error) { return s.ListTokens(ctx, c) }),
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (TokenList, error) {
+				return s.ListTokens(ctx, c)
+			}),
 		op("POST", Prefix+"/tokens", "createToken", "account", "Create a personal access token: its value is in this response only",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in TokenIn) (TokenCreated, error) {
 				return s.CreateToken(ctx, c, in)
