@@ -15,6 +15,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/api/apitest"
 )
 
 // doc is the parts of the OpenAPI document the tests read.
@@ -69,9 +70,9 @@ var templateParam = regexp.MustCompile(`\{([^}]+)\}`)
 // (and no others), a success response and a default error response per
 // operation, security schemes that exist, and every schema a valid JSON
 // Schema 2020-12 (the document's dialect) that resolves.
-func loadDoc(t *testing.T, e *env) (doc, map[string]*documented) {
+func loadDoc(t *testing.T, e *apitest.Env) (doc, map[string]*documented) {
 	t.Helper()
-	status, body, resp := e.call("", "GET", "/api/v1/openapi.json", nil)
+	status, body, resp := e.Call("", "GET", "/api/v1/openapi.json", nil)
 	if status != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
 		t.Fatalf("openapi.json: %d %s", status, body)
 	}
@@ -192,7 +193,7 @@ func loadDoc(t *testing.T, e *env) (doc, map[string]*documented) {
 // answers as documented: the success status, the content type and a body
 // the response schema accepts; or, when wantErr is set, that error with
 // the Error schema.
-func check(t *testing.T, e *env, ops map[string]*documented, seen map[string]bool, user, id string, params map[string]string, body any, wantErr duet.Code, hdr ...string) []byte {
+func check(t *testing.T, e *apitest.Env, ops map[string]*documented, seen map[string]bool, user, id string, params map[string]string, body any, wantErr duet.Code, hdr ...string) []byte {
 	t.Helper()
 	d := ops[id]
 	if d == nil {
@@ -209,10 +210,10 @@ func check(t *testing.T, e *env, ops map[string]*documented, seen map[string]boo
 	if q := params["?"]; q != "" {
 		path += "?" + q
 	}
-	status, b, resp := e.call(user, d.method, path, body, hdr...)
+	status, b, resp := e.Call(user, d.method, path, body, hdr...)
 	where := fmt.Sprintf("%s (%s %s) as %s", id, d.method, path, user)
 	if wantErr != "" {
-		if got := errCode(b); got != wantErr {
+		if got := apitest.ErrCode(b); got != wantErr {
 			t.Fatalf("%s: got %d %s, want the error %s", where, status, b, wantErr)
 		}
 		return b

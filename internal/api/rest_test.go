@@ -9,6 +9,7 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/api"
+	"github.com/duet-test/duet/internal/api/apitest"
 	"github.com/duet-test/duet/internal/catalog"
 )
 
@@ -20,7 +21,7 @@ import (
 // (or an empty list), and cannot read her records.
 func TestRESTAnswersAsDocumented(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, nil)
+	e := apitest.New(t, nil)
 	_, ops := loadDoc(t, e)
 	seen := map[string]bool{}
 	do := func(user, id string, params map[string]string, body any, hdr ...string) []byte {
@@ -43,7 +44,7 @@ func TestRESTAnswersAsDocumented(t *testing.T) {
 	if me.User != "alice" || me.Admin {
 		t.Fatalf("getMe: %+v", me)
 	}
-	applied := decode[duet.ApplyResult](t, do("alice", "createOrUpdateTasks", nil, api.ApplyIn{Source: suite("plain")}))
+	applied := decode[duet.ApplyResult](t, do("alice", "createOrUpdateTasks", nil, api.ApplyIn{Source: apitest.Suite("plain")}))
 	taskID := applied.Task.ID
 	tasks := decode[catalog.ListTasksOut](t, do("alice", "listTasks", p("?", "query=plain"), nil))
 	if tasks.Total != 1 || tasks.Tasks[0].ID != taskID {
@@ -63,13 +64,13 @@ func TestRESTAnswersAsDocumented(t *testing.T) {
 	do("alice", "unshareTask", p("taskId", taskID, "principal", "carol"), nil)
 
 	// MCP: register the order server (credentials once), sync, call by hand.
-	reg := decode[api.ServerDetail](t, do("alice", "createServer", nil, api.RegisterIn{Name: "orders", URL: e.orderURL, Credentials: api.Credentials{BearerToken: e.orderToken}}))
+	reg := decode[api.ServerDetail](t, do("alice", "createServer", nil, api.RegisterIn{Name: "orders", URL: e.OrderURL, Credentials: api.Credentials{BearerToken: e.OrderToken}}))
 	if reg.Server.Status != "synced" || len(reg.Tools) == 0 || !slices.Contains(reg.Server.HeaderNames, "Authorization") {
 		t.Fatalf("createServer: %+v", reg)
 	}
 	do("alice", "listServers", nil, nil)
 	detail := do("alice", "getServer", p("server", "orders"), nil)
-	if strings.Contains(string(detail), e.orderToken) {
+	if strings.Contains(string(detail), e.OrderToken) {
 		t.Fatalf("getServer returned the credential: %s", detail)
 	}
 	do("alice", "syncServer", p("server", reg.Server.ServerKey), nil)
@@ -90,7 +91,7 @@ func TestRESTAnswersAsDocumented(t *testing.T) {
 		t.Fatalf("createRun retried: %+v, want %s replayed", again, start.RunID)
 	}
 	refused("alice", "createRun", nil, api.RunIn{TaskID: taskID}, duet.CodeInvalidArgument) // no key
-	if ok, err := e.a.Worker.ExecuteRun(t.Context(), start.RunID); !ok || err != nil {
+	if ok, err := e.App.Worker.ExecuteRun(t.Context(), start.RunID); !ok || err != nil {
 		t.Fatalf("executing the run: %v %v", ok, err)
 	}
 	run := decode[catalog.GetRunOut](t, do("alice", "getRun", p("runId", start.RunID), nil))
@@ -136,7 +137,7 @@ func TestRESTAnswersAsDocumented(t *testing.T) {
 	do("alice", "listTeams", nil, nil)
 	do("alice", "addTeamServer", p("team", "qa"), api.TeamServerIn{From: "orders", Description: "order lookups"})
 	team := decode[api.TeamDetail](t, do("alice", "getTeam", p("team", "qa"), nil))
-	if len(team.Servers) != 1 || strings.Contains(mustJSON(team), e.orderToken) {
+	if len(team.Servers) != 1 || strings.Contains(mustJSON(team), e.OrderToken) {
 		t.Fatalf("getTeam: %+v", team)
 	}
 
@@ -210,7 +211,7 @@ func TestRESTAnswersAsDocumented(t *testing.T) {
 		}
 	}
 	// An administrator sees everyone's records.
-	e.a.Audit.Flush()
+	e.App.Audit.Flush()
 	all := decode[api.AuditList](t, do("root", "listAudit", p("?", "user=alice&limit=1000"), nil))
 	if !slices.ContainsFunc(all.Records, func(r *duet.AuditRecord) bool { return r.Caller == "alice" && r.CallSource == duet.SourceAPI }) {
 		t.Fatalf("root's audit lacks alice's API calls: %+v", all)
@@ -223,14 +224,14 @@ func TestRESTAnswersAsDocumented(t *testing.T) {
 		t.Fatalf("listTransfers: %+v", trs)
 	}
 	do("alice", "deleteServer", p("server", "orders"), nil)
-	again2 := decode[api.ServerDetail](t, do("alice", "registerTeamServer", p("team", "qa", "name", "orders"), api.Credentials{BearerToken: e.orderToken}))
+	again2 := decode[api.ServerDetail](t, do("alice", "registerTeamServer", p("team", "qa", "name", "orders"), api.Credentials{BearerToken: e.OrderToken}))
 	if again2.Server.ServerKey != reg.Server.ServerKey || again2.Server.Status != "synced" {
 		t.Fatalf("registerTeamServer: %+v", again2)
 	}
 	do("alice", "removeTeamServer", p("team", "qa", "name", "orders"), nil)
 	do("alice", "deleteAsset", p("kind", "skill", "owner", "alice", "name", "checkout"), nil)
 	do("alice", "revokeToken", p("tokenId", tok.Token.ID), nil)
-	e.a.Audit.Flush()
+	e.App.Audit.Flush()
 	audit := decode[api.AuditList](t, do("alice", "listAudit", p("?", "source=api&limit=1000"), nil))
 	for _, r := range audit.Records {
 		if r.Caller != "alice" || r.CallSource != duet.SourceAPI {

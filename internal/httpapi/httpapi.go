@@ -212,6 +212,11 @@ func authedAPI(o Options, next http.Handler) http.Handler {
 			err = duet.Errorf(duet.CodeUnauthenticated, "authentication required: send Authorization: Bearer <personal access token>, come through the gateway (X-Api-Key), or sign in to the console")
 		}
 		if err != nil {
+			if id.UserID != "" { // a CSRF refusal: audited as the user it names
+				c, _ := duet.CallerFromContext(r.Context())
+				c.UserID = id.UserID
+				r = r.WithContext(duet.NewContextWithCaller(r.Context(), c))
+			}
 			refuse(o, w, r, duet.SourceAPI, err)
 			return
 		}
