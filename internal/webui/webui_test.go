@@ -1,0 +1,166 @@
+package webui_test
+
+import (
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/api/apitest"
+)
+
+type browser struct {
+	t    *testing.T
+	e    *apitest.Env
+	c    *http.Client
+	csrf string
+}
+
+func (b *browser) get(path string) (int, string, *http.Response) {
+	b.t.Helper()
+	resp, err := b.c.Get(b.e.Server.URL + path)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), resp
+}
+
+func (b *browser) post(path string, form url.Values) (int, string, *http.Response) {
+	b.t.Helper()
+	if form == nil {
+		form = url.Values{}
+	}
+	if b.csrf != "" && !form.Has("csrf") {
+		form.Set("csrf", b.csrf)
+	}
+	resp, err := b.c.PostForm(b.e.Server.URL+path, form)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), resp
+}
+
+func signIn(t *testing.T, e *apitest.Env, user string) *browser {
+	c, csrf := e.SignIn(user)
+	return &browser{t: t, e: e, c: c, csrf: csrf}
+}
+
+const xss = `<img src=x onerror=alert(1)>`
+
+// TestPagesRender: every page of the console renders for a signed-in user,
+// with the security headers, every value escaped, and nothing of another
+// user's.
+func TestPagesRender(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t, nil)
+	alice := signIn(t, e, "alice")
+	src := "task:\n  name: '" + xss + " shop'\n  description: '<script>alert(2)</script>'\n  baseURL: http://127.0.0.1:9\ncases:\n  - key: sums\n    title: '" + xss + "'\n    steps:\n      - set: {x: '1 + 1'}\n      - assert: x == 2\n"
+	status, body, resp := alice.post("/tasks/apply", url.Values{"source": {src}})
+	if status != http.StatusSeeOther {
+		t.Fatalf("apply: %d %s", status, body)
+	}
+	taskPath := strings.Split(resp.Header.Get("Location"), "?")[0]
+	status, _, resp = alice.post(taskPath+"/runs", url.Values{"idempotencyKey": {"k"}})
+	if status != http.StatusSeeOther {
+		t.Fatalf("start a run: %d", status)
+	}
+	runPath := resp.Header.Get("Location")
+	runID := strings.TrimPrefix(runPath, "/runs/")
+	if ok, err := e.App.Worker.ExecuteRun(t.Context(), runID); !ok || err != nil {
+		t.Fatalf("run: %v %v", ok, err)
+	}
+	if status, body, _ := alice.post("/servers", url.Values{"name": {"orders"}, "url": {e.OrderURL}, "bearerToken": {e.OrderToken}}); status != http.StatusSeeOther {
+		t.Fatalf("register: %d %s", status, body)
+	}
+	alice.post("/assets", url.Values{"kind": {"rule"}, "name": {"no-prod"}, "body": {xss}})
+	alice.post("/teams", url.Values{"name": {"qa"}})
+	taskID := strings.TrimPrefix(taskPath, "/tasks/")
+	pages := []string{"/tasks", "/tasks?q=shop", "/tasks/apply", taskPath, taskPath + "/trends", "/runs", "/runs?status=passed", runPath,
+		runPath + "/report", "/assets", "/assets?kind=rule", "/assets/rule/alice/no-prod", "/servers", "/servers/orders",
+		"/servers/orders/tools/query_order", "/teams", "/teams/qa", "/audit", "/audit?view=invocations", "/tokens"}
+	for _, p := range pages {
+		status, body, resp := alice.get(p)
+		if status != 200 {
+			t.Errorf("%s: %d %s", p, status, body)
+			continue
+		}
+		if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") && !strings.Contains(csp, "default-src 'none'") {
+			t.Errorf("%s: Content-Security-Policy %q", p, csp)
+		}
+		if strings.Contains(body, "<img src=x") || strings.Contains(body, "<script>alert") {
+			t.Errorf("%s renders markup from data unescaped", p)
+		}
+		if strings.Contains(body, e.OrderToken) {
+			t.Errorf("%s renders the server's credential", p)
+		}
+		if strings.Contains(body, "<script>") && !strings.Contains(p, "report") {
+			if regexp.MustCompile(`<script>[^<]`).MatchString(body) {
+				t.Errorf("%s has inline script", p)
+			}
+		}
+	}
+	if _, body, _ := alice.get(taskPath); !strings.Contains(body, "&lt;img src=x onerror=alert(1)&gt; shop") {
+		t.Errorf("the task name is not shown as text")
+	}
+
+	// bob sees none of it.
+	bob := signIn(t, e, "bob")
+	for _, p := range []string{taskPath, taskPath + "/trends", runPath, runPath + "/report", runPath + "/events", "/assets/rule/alice/no-prod", "/servers/orders", "/servers/orders/tools/query_order", "/teams/qa"} {
+		if status, body, _ := bob.get(p); status != 404 {
+			t.Errorf("bob GET %s: %d, want 404: %.200s", p, status, body)
+		}
+	}
+	for _, p := range []string{"/tasks", "/runs", "/assets", "/servers", "/teams", "/audit", "/audit?view=invocations", "/tokens"} {
+		_, body, _ := bob.get(p)
+		for _, s := range []string{taskID, runID, "no-prod", "orders", "shop"} {
+			if strings.Contains(body, s) {
+				t.Errorf("bob's %s shows %q", p, s)
+			}
+		}
+	}
+	if status, _, _ := bob.get("/audit?user=alice"); status != 403 {
+		t.Errorf("bob asks for alice's audit: %d, want 403", status)
+	}
+	for _, p := range []string{taskPath + "/share", runPath + "/cancel", "/servers/orders/sync", "/servers/orders/tools/query_order"} {
+		if status, _, _ := bob.post(p, url.Values{"with": {"bob"}, "arg.orderId": {"A1001"}}); status != 404 {
+			t.Errorf("bob POST %s: %d, want 404", p, status)
+		}
+	}
+
+	// A state change without the CSRF token is refused and changes nothing.
+	status, body, _ = alice.post(taskPath+"/share", url.Values{"with": {"mallory"}, "csrf": {""}})
+	if status != http.StatusForbidden || !strings.Contains(body, "CSRF") {
+		t.Fatalf("share without the CSRF token: %d %.300s", status, body)
+	}
+	if task, _ := e.App.Store.FindTaskByID(t.Context(), "alice", taskID); len(task.SharedWith) != 0 {
+		t.Fatalf("a refused request shared the task: %v", task.SharedWith)
+	}
+	e.App.Audit.Flush()
+	if recs, _ := e.App.Store.FindAudit(t.Context(), duet.AuditFilter{Caller: "alice", CallSource: duet.SourceWeb, Outcome: duet.CodePermissionDenied}); len(recs) != 1 {
+		t.Errorf("the refused request was audited %d times, want 1", len(recs))
+	}
+
+	// Not signed in: pages redirect to the sign-in page; changes are refused.
+	anon := &browser{t: t, e: e, c: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	if status, _, resp := anon.get("/runs"); status != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/signin?next=") {
+		t.Errorf("anonymous GET /runs: %d %s", status, resp.Header.Get("Location"))
+	}
+	if status, _, _ := anon.post(taskPath+"/share", url.Values{"with": {"x"}}); status != http.StatusUnauthorized {
+		t.Errorf("anonymous POST: %d, want 401", status)
+	}
+	if status, body, _ := anon.post("/signin", url.Values{"token": {"duet_pat_wrong"}}); status != http.StatusUnauthorized || !strings.Contains(body, "invalid or expired token") {
+		t.Errorf("sign-in with a wrong token: %d", status)
+	}
+	// Signing out ends the session on the server.
+	alice.post("/signout", nil)
+	if status, _, _ := alice.get("/tasks"); status != http.StatusSeeOther {
+		t.Errorf("after sign-out: %d, want a redirect to sign in", status)
+	}
+}
