@@ -36,7 +36,7 @@ func TestRESTDoors(t *testing.T) {
 
 	client, csrf := e.SignIn("alice")
 	post := func(hdr map[string]string) (int, string) {
-		req, _ := http.NewRequest("POST", e.Server.URL+"/api/v1/tokens", strings.NewReader(`{"name":"from-the-console"}`))
+		req, _ := http.NewRequest("POST", e.URL+"/api/v1/tokens", strings.NewReader(`{"name":"from-the-console"}`))
 		req.Header.Set("Content-Type", "application/json")
 		for k, v := range hdr {
 			req.Header.Set(k, v)
@@ -66,7 +66,7 @@ func TestRESTDoors(t *testing.T) {
 	if status, body := post(map[string]string{"X-Csrf-Token": csrf}); status != 201 {
 		t.Fatalf("cookie with the CSRF token: %d %s", status, body)
 	}
-	resp, err := client.Get(e.Server.URL + "/api/v1/me")
+	resp, err := client.Get(e.URL + "/api/v1/me")
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("a GET with the cookie needs no CSRF token: %v %v", resp, err)
 	}

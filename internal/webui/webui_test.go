@@ -21,7 +21,7 @@ type browser struct {
 
 func (b *browser) get(path string) (int, string, *http.Response) {
 	b.t.Helper()
-	resp, err := b.c.Get(b.e.Server.URL + path)
+	resp, err := b.c.Get(b.e.URL + path)
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func (b *browser) post(path string, form url.Values) (int, string, *http.Respons
 	if b.csrf != "" && !form.Has("csrf") {
 		form.Set("csrf", b.csrf)
 	}
-	resp, err := b.c.PostForm(b.e.Server.URL+path, form)
+	resp, err := b.c.PostForm(b.e.URL+path, form)
 	if err != nil {
 		b.t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -30,7 +31,7 @@ import (
 type Env struct {
 	T          testing.TB
 	App        *app.App
-	Server     *httptest.Server
+	URL        string // http://127.0.0.1:PORT
 	OrderURL   string // the sample order MCP server
 	OrderToken string // its bearer token
 	Tokens     map[string]string
@@ -39,6 +40,16 @@ type Env struct {
 // New starts a Duet with the DUET_* variables vars (over the defaults:
 // a temporary DUET_HOME, loopback MCP servers allowed, DUET_ADMINS=root).
 func New(t testing.TB, vars map[string]string) *Env {
+	return start(t, vars, false)
+}
+
+// Serve is New with the app served as `duet serve` serves it (app.Serve:
+// its HTTP server, run workers and maintenance) on a loopback port.
+func Serve(t testing.TB, vars map[string]string) *Env {
+	return start(t, vars, true)
+}
+
+func start(t testing.TB, vars map[string]string, serve bool) *Env {
 	t.Helper()
 	all := map[string]string{"DUET_HOME": t.TempDir(), "DUET_MCP_ALLOW_LOOPBACK": "true", "DUET_LOG_LEVEL": "error", "DUET_ADMINS": "root"}
 	for k, v := range vars {
@@ -61,8 +72,26 @@ func New(t testing.TB, vars map[string]string) *Env {
 	}
 	t.Cleanup(stop)
 	e.OrderURL = url
-	e.Server = httptest.NewServer(a.Handler(app.ServeOptions{}))
-	t.Cleanup(e.Server.Close)
+	if serve {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- a.Serve(ctx, ln, app.ServeOptions{}) }()
+		t.Cleanup(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("serve: %v", err)
+			}
+		})
+		e.URL = "http://" + ln.Addr().String()
+	} else {
+		srv := httptest.NewServer(a.Handler(app.ServeOptions{}))
+		t.Cleanup(srv.Close)
+		e.URL = srv.URL
+	}
 	for _, u := range []string{"alice", "bob", "root"} {
 		plain, hash := auth.NewToken()
 		if err := a.Store.CreateToken(t.Context(), &duet.Token{UserID: u, Name: "test", Hash: hash}); err != nil {
@@ -86,7 +115,7 @@ func (e *Env) Call(user, method, path string, body any, hdr ...string) (int, []b
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(e.T.Context(), method, e.Server.URL+path, rd)
+	req, err := http.NewRequestWithContext(e.T.Context(), method, e.URL+path, rd)
 	if err != nil {
 		e.T.Fatal(err)
 	}
@@ -133,7 +162,7 @@ func (e *Env) SignIn(user string) (*http.Client, string) {
 	e.T.Helper()
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := c.PostForm(e.Server.URL+"/signin", url.Values{"token": {e.Tokens[user]}, "next": {"/tokens"}})
+	resp, err := c.PostForm(e.URL+"/signin", url.Values{"token": {e.Tokens[user]}, "next": {"/tokens"}})
 	if err != nil {
 		e.T.Fatal(err)
 	}
@@ -141,7 +170,7 @@ func (e *Env) SignIn(user string) (*http.Client, string) {
 	if resp.StatusCode != http.StatusSeeOther {
 		e.T.Fatalf("sign-in as %s: %d", user, resp.StatusCode)
 	}
-	resp, err = c.Get(e.Server.URL + "/tokens")
+	resp, err = c.Get(e.URL + "/tokens")
 	if err != nil {
 		e.T.Fatal(err)
 	}
@@ -159,7 +188,7 @@ var csrfRe = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 // CallRaw sends body as it is (JSON) as user.
 func (e *Env) CallRaw(user, method, path, body string) (int, []byte, *http.Response) {
 	e.T.Helper()
-	req, err := http.NewRequestWithContext(e.T.Context(), method, e.Server.URL+path, strings.NewReader(body))
+	req, err := http.NewRequestWithContext(e.T.Context(), method, e.URL+path, strings.NewReader(body))
 	if err != nil {
 		e.T.Fatal(err)
 	}
