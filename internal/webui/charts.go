@@ -35,11 +35,15 @@ func drawCharts(t api.Trends) charts {
 		for _, y := range []float64{0.5, 1} {
 			fmt.Fprintf(&b, `<line class="grid" x1="0" y1="%.1f" x2="%.0f" y2="%.1f"/><text class="tick" x="2" y="%.1f">%.0f%%</text>`, chartH*(1-y), chartW, chartH*(1-y), chartH*(1-y)+12, y*100)
 		}
-		w := chartW / float64(n)
+		w := min(chartW/float64(n), 40)
 		for i, r := range t.Runs {
 			h := r.PassRate * chartH
 			fmt.Fprintf(&b, `<rect class="bar %s" x="%.1f" y="%.1f" width="%.1f" height="%.1f"><title>%s: %s, %d of %d passed</title></rect>`,
 				esc(string(r.Status)), float64(i)*w+1, chartH-h, max(w-2, 1), max(h, 1), esc(r.RunID), esc(r.At.UTC().Format("2006-01-02 15:04")), r.Passed, r.Cases)
+		}
+		fmt.Fprintf(&b, `<text class="tick" x="2" y="%.0f">%s</text>`, chartH+15, esc(t.Runs[0].At.UTC().Format("Jan 2 15:04")))
+		if n > 1 {
+			fmt.Fprintf(&b, `<text class="tick" x="%.1f" y="%.0f" text-anchor="end">%s</text>`, float64(n)*w, chartH+15, esc(t.Runs[n-1].At.UTC().Format("Jan 2 15:04")))
 		}
 		b.WriteString(`</svg>`)
 		c.PassRate = template.HTML(b.String())
@@ -81,7 +85,12 @@ func drawCharts(t api.Trends) charts {
 		for i, p := range ct.Points {
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", (float64(i)+0.5)*cell, 28-float64(p.DurationMs)/float64(maxMs)*26))
 		}
-		fmt.Fprintf(&b, `<polyline class="line" points="%s"/></svg>`, strings.Join(pts, " "))
+		fmt.Fprintf(&b, `<polyline class="line" points="%s"/>`, strings.Join(pts, " "))
+		if len(pts) == 1 {
+			x, y, _ := strings.Cut(pts[0], ",")
+			fmt.Fprintf(&b, `<circle class="dot" cx="%s" cy="%s" r="3"/>`, x, y)
+		}
+		b.WriteString(`</svg>`)
 		cc.Duration = template.HTML(b.String())
 		c.Cases[ct.CaseID] = cc
 	}
