@@ -122,8 +122,8 @@ func (p *page) accessible(name string) {
 		w := run(p, "width", chromedp.Evaluate[int](`document.documentElement.scrollWidth`))
 		p.t.Errorf("%s: at 390px the page is %dpx wide (scrolls sideways)", name, w)
 	}
-	b := run(p, "screenshot", chromedp.FullScreenshot(90))
-	os.WriteFile(filepath.Join(p.shot, p.user+"-"+name+"-phone.jpg"), b, 0o644)
+	b := run(p, "screenshot", chromedp.FullScreenshot(100))
+	os.WriteFile(filepath.Join(p.shot, p.user+"-"+name+"-phone.png"), b, 0o644)
 	p.do("laptop width", chromedp.EmulateViewport(1280, 900))
 }
 
