@@ -15,9 +15,9 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"regexp"
 	"strings"
-	"os"
 	"testing"
 
 	"github.com/duet-test/duet"
