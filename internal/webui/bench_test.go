@@ -40,10 +40,7 @@ func seedRuns(tb testing.TB, e *apitest.Env, n int) {
 func pageGetter(tb testing.TB, e *apitest.Env) func(path string) (int, string, time.Duration) {
 	c, _ := e.SignIn("alice")
 	req, _ := http.NewRequest("GET", e.URL+"/runs", nil)
-	var cookies []*http.Cookie
-	for _, ck := range c.Jar.Cookies(req.URL) {
-		cookies = append(cookies, ck)
-	}
+	cookies := c.Jar.Cookies(req.URL)
 	h := e.App.Handler(app.ServeOptions{})
 	return func(path string) (int, string, time.Duration) {
 		r := httptest.NewRequest("GET", path, nil)

@@ -11,7 +11,6 @@ package webui
 import (
 	"bytes"
 	"embed"
-	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -334,5 +333,3 @@ func StatusOf(codes api.Codes, err error) int {
 	}
 	return codes.Status(duet.ErrorCode(err))
 }
-
-var errNoForm = errors.New("no form")
