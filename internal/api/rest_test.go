@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"crypto/rand"
 	"encoding/json"
 	"net/url"
 	"slices"
@@ -11,6 +12,8 @@ import (
 	"github.com/duet-test/duet/internal/api"
 	"github.com/duet-test/duet/internal/api/apitest"
 	"github.com/duet-test/duet/internal/catalog"
+	"github.com/duet-test/duet/internal/postgres/pgtest"
+	"github.com/duet-test/duet/internal/vault"
 )
 
 // TestRESTAnswersAsDocumented calls every operation of the OpenAPI
@@ -21,7 +24,20 @@ import (
 // (or an empty list), and cannot read her records.
 func TestRESTAnswersAsDocumented(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t, nil)
+	testREST(t, nil)
+}
+
+// TestRESTOnPostgres is TestRESTAnswersAsDocumented on PostgreSQL (a
+// fresh schema of DUET_TEST_POSTGRES_URL).
+func TestRESTOnPostgres(t *testing.T) {
+	t.Parallel()
+	key := make([]byte, vault.KeySize)
+	rand.Read(key)
+	testREST(t, map[string]string{"DUET_DATABASE_URL": pgtest.URL(t), "DUET_MASTER_KEY": vault.EncodeKey(key)})
+}
+
+func testREST(t *testing.T, vars map[string]string) {
+	e := apitest.New(t, vars)
 	_, ops := loadDoc(t, e)
 	seen := map[string]bool{}
 	do := func(user, id string, params map[string]string, body any, hdr ...string) []byte {
