@@ -31,6 +31,40 @@ func (s *Service) GetCase(ctx context.Context, c duet.Caller, caseID string) (ca
 	return tool[catalog.GetCaseOut](ctx, s, c, catalog.ToolGetCase, catalog.GetCaseIn{CaseID: caseID})
 }
 
+// TaskCases is a page of a task's cases with their YAML and steps.
+type TaskCases struct {
+	TaskID     string             `json:"taskId"`
+	Cases      []catalog.CaseView `json:"cases"`
+	Total      int                `json:"total"`
+	NextCursor string             `json:"nextCursor,omitempty"`
+}
+
+// CaseSources returns a page of a task's cases (drafts too) with their
+// YAML and compiled steps, in one governed operation (the console's task
+// page). Returns NOT_FOUND, INVALID_ARGUMENT (a bad cursor).
+func (s *Service) CaseSources(ctx context.Context, c duet.Caller, taskID, cursor string, limit int) (TaskCases, error) {
+	return govern(ctx, s, c, "listCaseSources", nil, func(ctx context.Context) (TaskCases, error) {
+		t, err := s.d.Store.FindTaskByID(ctx, c.UserID, taskID)
+		if err != nil {
+			return TaskCases{}, err
+		}
+		cases, next, total, err := s.d.Store.FindCases(ctx, duet.CaseFilter{TaskID: t.ID, IncludeDrafts: true, Cursor: cursor, Limit: limit})
+		if err != nil {
+			return TaskCases{}, err
+		}
+		out := TaskCases{TaskID: t.ID, Cases: make([]catalog.CaseView, 0, len(cases)), Total: total, NextCursor: next}
+		for _, cs := range cases {
+			steps := cs.Steps
+			if steps == nil {
+				steps = []duet.Step{}
+			}
+			out.Cases = append(out.Cases, catalog.CaseView{CaseSummary: catalog.CaseSummary{ID: cs.ID, Key: cs.Key, Title: cs.Title, Version: cs.Version,
+				Status: string(cs.Status), StepCount: len(cs.Steps), UpdatedAt: cs.UpdatedAt.UTC().Format(time.RFC3339Nano)}, TaskID: cs.TaskID, Source: cs.Source, Steps: steps})
+		}
+		return out, nil
+	})
+}
+
 // MaxSuiteBytes bounds the YAML of one suite applied through the API.
 const MaxSuiteBytes = 1 << 20
 

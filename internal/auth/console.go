@@ -145,9 +145,11 @@ func OverTLS(r *http.Request) bool {
 // secret) or by the session cookie. The identity is Ambient — the browser
 // sends these credentials by itself — so state-changing requests must also
 // carry the session's CSRF token (CheckCSRF). For an SSO request without a
-// session of that user, a session is started: NewCookie is then the value
-// to set. Returns UNAUTHENTICATED.
-func (a *Authenticator) AuthenticateConsole(ctx context.Context, r *http.Request) (Identity, error) {
+// session of that user, start says whether to start one (the console's
+// pages, which carry its CSRF token: NewCookie is then the value to set)
+// or not (the REST API: such a request may only read). Returns
+// UNAUTHENTICATED.
+func (a *Authenticator) AuthenticateConsole(ctx context.Context, r *http.Request, start bool) (Identity, error) {
 	var sess *duet.Session
 	if c, err := r.Cookie(SessionCookie); err == nil && c.Value != "" && a.console.Sessions != nil {
 		s, err := a.console.Sessions.FindSession(ctx, hashSession(c.Value))
@@ -174,6 +176,9 @@ func (a *Authenticator) AuthenticateConsole(ctx context.Context, r *http.Request
 			id := Identity{UserID: user, Method: MethodSSO, Ambient: true}
 			if sess != nil && sess.UserID == user {
 				id.Session = sess
+				return id, nil
+			}
+			if !start {
 				return id, nil
 			}
 			cookie, s, err := a.StartSession(ctx, user, MethodSSO)

@@ -60,7 +60,7 @@ func TestConsoleSignIn(t *testing.T) {
 
 	r := httptest.NewRequest("GET", "/", nil)
 	r.AddCookie(&http.Cookie{Name: auth.SessionCookie, Value: cookie})
-	id, err := a.AuthenticateConsole(t.Context(), r)
+	id, err := a.AuthenticateConsole(t.Context(), r, true)
 	if err != nil || id.UserID != "alice" || !id.Ambient || id.Method != auth.MethodSession {
 		t.Fatalf("cookie: %+v %v", id, err)
 	}
@@ -82,7 +82,7 @@ func TestConsoleSignIn(t *testing.T) {
 	if err := a.SignOut(t.Context(), r); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.AuthenticateConsole(t.Context(), r); duet.ErrorCode(err) != duet.CodeUnauthenticated {
+	if _, err := a.AuthenticateConsole(t.Context(), r, true); duet.ErrorCode(err) != duet.CodeUnauthenticated {
 		t.Fatalf("after sign-out: got %v, want UNAUTHENTICATED", err)
 	}
 }
@@ -108,33 +108,42 @@ func TestConsoleSSOProxy(t *testing.T) {
 		}
 		return r
 	}
-	if _, err := a.AuthenticateConsole(t.Context(), req("", "alice")); duet.ErrorCode(err) != duet.CodeUnauthenticated {
+	if _, err := a.AuthenticateConsole(t.Context(), req("", "alice"), true); duet.ErrorCode(err) != duet.CodeUnauthenticated {
 		t.Errorf("user header without the secret: got %v, want UNAUTHENTICATED", err)
 	}
-	if _, err := a.AuthenticateConsole(t.Context(), req("wrong-secret-0123456789", "alice")); duet.ErrorCode(err) != duet.CodeUnauthenticated {
+	if _, err := a.AuthenticateConsole(t.Context(), req("wrong-secret-0123456789", "alice"), true); duet.ErrorCode(err) != duet.CodeUnauthenticated {
 		t.Errorf("wrong secret: got %v", err)
 	}
-	if _, err := a.AuthenticateConsole(t.Context(), req("proxy-secret-0123456789", "alice", "bob")); duet.ErrorCode(err) != duet.CodeUnauthenticated {
+	if _, err := a.AuthenticateConsole(t.Context(), req("proxy-secret-0123456789", "alice", "bob"), true); duet.ErrorCode(err) != duet.CodeUnauthenticated {
 		t.Errorf("two user headers: got %v", err)
 	}
-	if _, err := a.AuthenticateConsole(t.Context(), req("proxy-secret-0123456789", "a\x01b")); duet.ErrorCode(err) != duet.CodeUnauthenticated {
+	if _, err := a.AuthenticateConsole(t.Context(), req("proxy-secret-0123456789", "a\x01b"), true); duet.ErrorCode(err) != duet.CodeUnauthenticated {
 		t.Errorf("invalid user id: got %v", err)
 	}
-	id, err := a.AuthenticateConsole(t.Context(), req("proxy-secret-0123456789", "alice"))
+	id, err := a.AuthenticateConsole(t.Context(), req("proxy-secret-0123456789", "alice"), true)
 	if err != nil || id.UserID != "alice" || id.Method != auth.MethodSSO || !id.Ambient || id.NewCookie == "" || id.Session == nil {
 		t.Fatalf("SSO: %+v %v", id, err)
 	}
 	again := req("proxy-secret-0123456789", "alice")
 	again.AddCookie(&http.Cookie{Name: auth.SessionCookie, Value: id.NewCookie})
-	id2, err := a.AuthenticateConsole(t.Context(), again)
+	id2, err := a.AuthenticateConsole(t.Context(), again, true)
 	if err != nil || id2.NewCookie != "" || id2.Session.CSRF != id.Session.CSRF {
 		t.Fatalf("SSO with its session: %+v %v", id2, err)
+	}
+	// The REST API does not start a session: the request may read, and
+	// a state change is refused (no CSRF token to send).
+	api, err := a.AuthenticateConsole(t.Context(), req("proxy-secret-0123456789", "carol"), false)
+	if err != nil || api.UserID != "carol" || api.NewCookie != "" || api.Session != nil {
+		t.Fatalf("SSO without a session, not started: %+v %v", api, err)
+	}
+	if err := auth.CheckCSRF(api, "POST", "anything"); duet.ErrorCode(err) != duet.CodePermissionDenied {
+		t.Fatalf("a state change without a session: %v, want PERMISSION_DENIED", err)
 	}
 	// Another user behind the proxy with alice's cookie gets a session of
 	// their own.
 	other := req("proxy-secret-0123456789", "bob")
 	other.AddCookie(&http.Cookie{Name: auth.SessionCookie, Value: id.NewCookie})
-	id3, err := a.AuthenticateConsole(t.Context(), other)
+	id3, err := a.AuthenticateConsole(t.Context(), other, true)
 	if err != nil || id3.UserID != "bob" || id3.NewCookie == "" || id3.Session.CSRF == id.Session.CSRF {
 		t.Fatalf("bob with alice's cookie: %+v %v", id3, err)
 	}

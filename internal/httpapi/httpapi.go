@@ -203,7 +203,7 @@ func authedAPI(o Options, next http.Handler) http.Handler {
 		var err error
 		if r.Header.Get("Authorization") != "" || r.Header.Get(auth.HeaderAPIKey) != "" {
 			id, err = o.Auth.Authenticate(r.Context(), r)
-		} else if id, err = o.Auth.AuthenticateConsole(r.Context(), r); err == nil {
+		} else if id, err = o.Auth.AuthenticateConsole(r.Context(), r, false); err == nil {
 			if id.NewCookie != "" {
 				auth.SetSessionCookie(w, r, id.NewCookie, id.Session.ExpiresAt)
 			}

@@ -66,18 +66,11 @@ func (c *Console) task(w http.ResponseWriter, r *http.Request, v *view) error {
 		return err
 	}
 	d := taskData{Task: t, Owner: t.Task.Owner == v.User, RunKey: duet.NewID("web")}
-	list, err := c.svc.ListCases(ctx, v.caller, catalog.ListCasesIn{TaskID: id, IncludeDrafts: true, Limit: 200})
+	cases, err := c.svc.CaseSources(ctx, v.caller, id, "", 200)
 	if err != nil {
 		return err
 	}
-	d.MoreCases = list.NextCursor != ""
-	for _, cs := range list.Cases {
-		full, err := c.svc.GetCase(ctx, v.caller, cs.ID)
-		if err != nil {
-			return err
-		}
-		d.Cases = append(d.Cases, full.Case)
-	}
+	d.Cases, d.MoreCases = cases.Cases, cases.NextCursor != ""
 	if d.Runs, err = c.svc.ListRuns(ctx, v.caller, api.RunListIn{TaskID: id, Limit: 10}); err != nil {
 		return err
 	}

@@ -181,7 +181,7 @@ func (c *Console) page(fn handler) http.Handler {
 	return secured(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		caller, _ := duet.CallerFromContext(r.Context())
 		caller.Source = duet.SourceWeb
-		id, err := c.o.Auth.AuthenticateConsole(r.Context(), r)
+		id, err := c.o.Auth.AuthenticateConsole(r.Context(), r, true)
 		if err == nil && id.NewCookie != "" {
 			auth.SetSessionCookie(w, r, id.NewCookie, id.Session.ExpiresAt)
 		}
@@ -287,7 +287,7 @@ func localPath(p string) string {
 }
 
 func (c *Console) signinForm(w http.ResponseWriter, r *http.Request) {
-	if id, err := c.o.Auth.AuthenticateConsole(r.Context(), r); err == nil {
+	if id, err := c.o.Auth.AuthenticateConsole(r.Context(), r, true); err == nil {
 		if id.NewCookie != "" {
 			auth.SetSessionCookie(w, r, id.NewCookie, id.Session.ExpiresAt)
 		}

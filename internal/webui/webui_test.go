@@ -3,6 +3,7 @@ package webui_test
 import (
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"regexp"
 	"strings"
@@ -162,5 +163,90 @@ func TestPagesRender(t *testing.T) {
 	alice.post("/signout", nil)
 	if status, _, _ := alice.get("/tasks"); status != http.StatusSeeOther {
 		t.Errorf("after sign-out: %d, want a redirect to sign in", status)
+	}
+}
+
+// TestConsoleActions: a task shared with team:NAME shows it; a queued run
+// is cancelled from its page; an administrator's audit page shows
+// everyone's records; a token is shown once.
+func TestConsoleActions(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t, nil)
+	alice := signIn(t, e, "alice")
+	_, _, resp := alice.post("/tasks/apply", url.Values{"source": {apitest.Suite("plain")}})
+	taskPath := strings.Split(resp.Header.Get("Location"), "?")[0]
+	alice.post("/teams", url.Values{"name": {"qa"}})
+	if status, body, _ := alice.post(taskPath+"/share", url.Values{"with": {"team:qa"}}); status != http.StatusSeeOther {
+		t.Fatalf("share with team:qa: %d %s", status, body)
+	}
+	if _, body, _ := alice.get(taskPath); !regexp.MustCompile(`id="task-shares">team:qa<`).MatchString(body) {
+		t.Errorf("the task page does not show the team share")
+	}
+	_, _, resp = alice.post(taskPath+"/runs", nil)
+	runPath := resp.Header.Get("Location")
+	status, _, resp := alice.post(runPath+"/cancel", nil)
+	if status != http.StatusSeeOther || !strings.Contains(resp.Header.Get("Location"), "done=cancelled") {
+		t.Fatalf("cancel: %d %s", status, resp.Header.Get("Location"))
+	}
+	if _, body, _ := alice.get(resp.Header.Get("Location")); !strings.Contains(body, `badge cancelled">cancelled<`) || !strings.Contains(body, "Cancellation requested.") {
+		t.Errorf("the run page after cancel: %.400s", body)
+	}
+	status, body, _ := alice.post("/tokens", url.Values{"name": {"ci"}, "expiresInDays": {"7"}})
+	m := regexp.MustCompile(`id="new-token">(duet_pat_[a-z0-9]+)<`).FindStringSubmatch(body)
+	if status != http.StatusCreated || m == nil {
+		t.Fatalf("create a token: %d", status)
+	}
+	if _, body, _ := alice.get("/tokens"); strings.Contains(body, m[1]) {
+		t.Errorf("the token is shown again")
+	}
+	e.App.Audit.Flush()
+	root := signIn(t, e, "root")
+	if _, body, _ := root.get("/audit?user=alice"); !strings.Contains(body, "administrator") || !strings.Contains(body, "<td>alice</td>") {
+		t.Errorf("the administrator's audit page lacks alice's records")
+	}
+	if _, body, _ := alice.get("/audit"); strings.Contains(body, "<td>root</td>") {
+		t.Errorf("alice's audit page shows root's records")
+	}
+}
+
+// TestConsoleBehindSSOProxy: with DUET_SSO_USER_HEADER and DUET_SSO_SECRET
+// the proxy's user is signed in at once (a session for its CSRF token);
+// without the secret the header means nothing.
+func TestConsoleBehindSSOProxy(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t, map[string]string{"DUET_SSO_USER_HEADER": "X-Forwarded-User", "DUET_SSO_SECRET": "proxy-secret-0123456789"})
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	do := func(method, path, secret string, form url.Values) (int, string) {
+		req, _ := http.NewRequest(method, e.URL+path, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("X-Forwarded-User", "dana")
+		if secret != "" {
+			req.Header.Set("X-Duet-Proxy-Secret", secret)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if status, _ := do("GET", "/tasks", "", nil); status != http.StatusSeeOther {
+		t.Fatalf("the user header without the secret: %d, want a redirect to sign in", status)
+	}
+	status, body := do("GET", "/tokens", "proxy-secret-0123456789", nil)
+	if status != 200 || !strings.Contains(body, `id="whoami">dana<`) {
+		t.Fatalf("through the proxy: %d", status)
+	}
+	csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(body)[1]
+	if status, _ := do("POST", "/tokens", "proxy-secret-0123456789", url.Values{"name": {"x"}, "csrf": {csrf}}); status != http.StatusCreated {
+		t.Fatalf("a change through the proxy with the CSRF token: %d", status)
+	}
+	if status, _ := do("POST", "/tokens", "proxy-secret-0123456789", url.Values{"name": {"y"}}); status != http.StatusForbidden {
+		t.Fatalf("a change through the proxy without the CSRF token: %d", status)
+	}
+	if status, _ := do("GET", "/tokens", "wrong-secret-0123456789", nil); status == 200 {
+		t.Fatalf("a wrong proxy secret was accepted")
 	}
 }
