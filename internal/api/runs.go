@@ -160,7 +160,7 @@ func (s *Service) RunReport(ctx context.Context, c duet.Caller, runID string, fo
 // Progress is one state of a run followed live.
 type Progress struct {
 	Run        RunSummary                 `json:"run"`
-	Executions []catalog.ExecutionSummary `json:"executions"`
+	Executions []catalog.ExecutionSummary `json:"executions" jsonschema:"the run's first 200 executions, in order (get_test_run pages them all)"`
 	Current    string                     `json:"current,omitempty" jsonschema:"the case and step running now"`
 }
 
@@ -204,17 +204,22 @@ func (s *Service) FollowRun(ctx context.Context, c duet.Caller, runID string, se
 	})
 }
 
+// progressExecutions is how many executions a Progress lists (the first
+// ones, in order): a run's page shows as many; get_test_run pages the rest.
+const progressExecutions = 200
+
 func (s *Service) progress(ctx context.Context, c duet.Caller, runID string) (Progress, error) {
 	r, err := s.d.Store.FindRunByID(ctx, c.UserID, runID)
 	if err != nil {
 		return Progress{}, err
 	}
-	execs, err := s.d.Store.FindExecutions(ctx, r.ID)
+	execs, _, err := s.d.Store.FindExecutionPage(ctx, duet.ExecutionFilter{RunID: r.ID, Limit: progressExecutions})
 	if err != nil {
 		return Progress{}, err
 	}
 	duet.DiscloseRun(c.UserID, r, execs...)
 	p := Progress{Run: runSummary(r, ""), Executions: make([]catalog.ExecutionSummary, 0, len(execs))}
+	running := ""
 	for _, x := range execs {
 		es := catalog.ExecutionSummary{ID: x.ID, CaseID: x.CaseID, CaseKey: x.CaseKey, CaseTitle: x.CaseTitle, Status: x.Status,
 			ErrorCode: string(x.ErrorCode), ErrorMessage: x.ErrorMessage}
@@ -222,7 +227,13 @@ func (s *Service) progress(ctx context.Context, c duet.Caller, runID string) (Pr
 			es.DurationMs = x.FinishedAt.Sub(*x.StartedAt).Milliseconds()
 		}
 		p.Executions = append(p.Executions, es)
-		if x.Status == duet.StatusRunning && p.Current == "" {
+		if x.Status == duet.StatusRunning && running == "" {
+			running = x.ID
+		}
+	}
+	if running != "" {
+		// The step running now: from that one execution's results.
+		if x, err := s.d.Store.FindExecutionByID(ctx, c.UserID, running); err == nil {
 			p.Current = x.CaseTitle
 			if n := len(x.Results); n > 0 {
 				p.Current += " — step " + itoa(x.Results[n-1].Index+1) + " of " + itoa(len(x.Steps)) + ": " + x.Results[n-1].Name

@@ -109,7 +109,7 @@ func (s *Service) RegisterServer(ctx context.Context, c duet.Caller, in Register
 	for k, v := range in.Headers {
 		size += len(k) + len(v)
 	}
-	return govern(ctx, s, c, "registerServer", struct{ N int }{size}, func(ctx context.Context) (ServerDetail, error) {
+	return governSized(ctx, s, c, "registerServer", size, func(ctx context.Context) (ServerDetail, error) {
 		h, err := in.headers()
 		if err != nil {
 			return ServerDetail{}, err

@@ -71,13 +71,19 @@ func (s *Service) Catalog() *catalog.Catalog { return s.d.Catalog }
 // govern runs fn as operation op of caller c through the governance
 // pipeline (catalog.Govern): the result's size is its JSON encoding's.
 func govern[T any](ctx context.Context, s *Service, c duet.Caller, op string, args any, fn func(context.Context) (T, error)) (T, error) {
-	var out T
 	argBytes := 0
 	if args != nil {
 		if b, err := json.Marshal(args); err == nil {
 			argBytes = len(b)
 		}
 	}
+	return governSized(ctx, s, c, op, argBytes, fn)
+}
+
+// governSized is govern for arguments of argBytes bytes (credentials,
+// which are measured, never encoded).
+func governSized[T any](ctx context.Context, s *Service, c duet.Caller, op string, argBytes int, fn func(context.Context) (T, error)) (T, error) {
+	var out T
 	err := s.d.Catalog.Govern(ctx, catalog.Op{Caller: c, Method: op, ArgBytes: argBytes}, func(ctx context.Context) (int, error) {
 		v, err := fn(ctx)
 		if err != nil {

@@ -135,7 +135,7 @@ func (s *Service) RegisterTeamServer(ctx context.Context, c duet.Caller, team, n
 	for k, v := range in.Headers {
 		size += len(k) + len(v)
 	}
-	return govern(ctx, s, c, "registerTeamServer", struct{ N int }{size}, func(ctx context.Context) (ServerDetail, error) {
+	return governSized(ctx, s, c, "registerTeamServer", size, func(ctx context.Context) (ServerDetail, error) {
 		deps, err := s.d.Store.FindTeamServers(ctx, c.UserID, team)
 		if err != nil {
 			return ServerDetail{}, err
