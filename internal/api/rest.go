@@ -162,6 +162,14 @@ func routes() []*route {
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (catalog.GetCaseOut, error) {
 				return s.GetCase(ctx, c, r.PathValue("caseId"))
 			}, path("caseId", "the case's id")), catalog.ToolGetCase),
+		op("GET", Prefix+"/cases/{caseId}/approval", "getCaseApproval", "tasks", "Whether you approved the current version of a case someone else wrote",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Approval, error) {
+				return s.GetApproval(ctx, c, r.PathValue("caseId"))
+			}, path("caseId", "the case's id")),
+		op("POST", Prefix+"/cases/{caseId}/approval", "createCaseApproval", "tasks", "Approve the version of a case you reviewed: its calls to tools that are not read-only may then use your credentials",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in ApprovalIn) (Approval, error) {
+				return s.ApproveCase(ctx, c, r.PathValue("caseId"), in)
+			}, path("caseId", "the case's id")),
 
 		// Runs.
 		op("GET", Prefix+"/runs", "listRuns", "runs", "List runs of the tasks you can access, newest first",

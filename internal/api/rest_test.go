@@ -73,6 +73,13 @@ func testREST(t *testing.T, vars map[string]string) {
 	if !strings.Contains(got.Case.Source, "1 + 1") {
 		t.Fatalf("getCase: %+v", got)
 	}
+	if ap := decode[api.Approval](t, do("alice", "getCaseApproval", p("caseId", caseID), nil)); ap.Needed || ap.Author != "alice" {
+		t.Fatalf("alice's own case needs no approval: %+v", ap)
+	}
+	if ap := decode[api.Approval](t, do("alice", "createCaseApproval", p("caseId", caseID), api.ApprovalIn{Version: 1})); ap.Approval == nil || ap.Approval.Version != 1 {
+		t.Fatalf("createCaseApproval: %+v", ap)
+	}
+	refused("alice", "createCaseApproval", p("caseId", caseID), api.ApprovalIn{Version: 7}, duet.CodeConflict)
 	sh := decode[api.Sharing](t, do("alice", "shareTask", p("taskId", taskID), api.ShareIn{With: "carol"}))
 	if !slices.Contains(sh.SharedWith, "carol") {
 		t.Fatalf("shareTask: %+v", sh)
@@ -189,6 +196,8 @@ func testREST(t *testing.T, vars map[string]string) {
 	refused("bob", "getTask", p("taskId", taskID), nil, nf)
 	refused("bob", "listCases", p("taskId", taskID), nil, nf)
 	refused("bob", "getCase", p("caseId", caseID), nil, nf)
+	refused("bob", "getCaseApproval", p("caseId", caseID), nil, nf)
+	refused("bob", "createCaseApproval", p("caseId", caseID), api.ApprovalIn{Version: 1}, nf)
 	refused("bob", "getTrends", p("taskId", taskID), nil, nf)
 	refused("bob", "listTransfers", p("taskId", taskID), nil, nf)
 	refused("bob", "shareTask", p("taskId", taskID), api.ShareIn{With: "bob"}, nf)

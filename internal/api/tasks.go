@@ -354,3 +354,55 @@ func (s *Service) Trends(ctx context.Context, c duet.Caller, taskID string, in T
 		return out, nil
 	})
 }
+
+// ---- approvals ----
+
+// Approval is the caller's consent to one version of a case someone else
+// wrote: with it, that version's steps may call tools that are not
+// read-only with the caller's credentials when the caller runs it.
+type Approval struct {
+	CaseID   string             `json:"caseId"`
+	Version  int                `json:"version" jsonschema:"the case's current version"`
+	Author   string             `json:"author" jsonschema:"who wrote this version"`
+	Needed   bool               `json:"needed" jsonschema:"false when you wrote it yourself"`
+	Approval *duet.CaseApproval `json:"approval,omitempty" jsonschema:"your approval of this version, if you gave it"`
+}
+
+// ApprovalIn names the version the caller reviewed.
+type ApprovalIn struct {
+	Version int `json:"version" jsonschema:"the version you reviewed: approving fails with CONFLICT if the case changed since"`
+}
+
+func (s *Service) approval(ctx context.Context, c duet.Caller, caseID string) (Approval, error) {
+	cs, err := s.d.Store.FindCaseByID(ctx, c.UserID, caseID)
+	if err != nil {
+		return Approval{}, err
+	}
+	out := Approval{CaseID: cs.ID, Version: cs.Version, Author: cs.CreatedBy, Needed: cs.CreatedBy != c.UserID}
+	if a, err := s.d.Store.FindCaseApproval(ctx, c.UserID, cs.ID, cs.Version); err == nil {
+		out.Approval = a
+	} else if duet.ErrorCode(err) != duet.CodeNotFound {
+		return Approval{}, err
+	}
+	return out, nil
+}
+
+// GetApproval says whether the caller approved the current version of a
+// case. Returns NOT_FOUND.
+func (s *Service) GetApproval(ctx context.Context, c duet.Caller, caseID string) (Approval, error) {
+	return govern(ctx, s, c, "getCaseApproval", nil, func(ctx context.Context) (Approval, error) {
+		return s.approval(ctx, c, caseID)
+	})
+}
+
+// ApproveCase records the caller's approval of the version of a case they
+// reviewed. Returns NOT_FOUND, CONFLICT (the case changed since),
+// INVALID_ARGUMENT.
+func (s *Service) ApproveCase(ctx context.Context, c duet.Caller, caseID string, in ApprovalIn) (Approval, error) {
+	return govern(ctx, s, c, "approveCase", in, func(ctx context.Context) (Approval, error) {
+		if err := s.d.Store.ApproveCase(ctx, &duet.CaseApproval{User: c.UserID, CaseID: caseID, Version: in.Version}); err != nil {
+			return Approval{}, err
+		}
+		return s.approval(ctx, c, caseID)
+	})
+}

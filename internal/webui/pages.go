@@ -135,13 +135,30 @@ func (c *Console) trends(w http.ResponseWriter, r *http.Request, v *view) error 
 	return c.render(w, http.StatusOK, "trends", v)
 }
 
+type caseData struct {
+	Case     catalog.CaseView
+	Approval api.Approval
+}
+
 func (c *Console) caseDetail(w http.ResponseWriter, r *http.Request, v *view) error {
 	cs, err := c.svc.GetCase(r.Context(), v.caller, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	v.Title, v.Nav, v.Data = cs.Case.Title, "tasks", cs.Case
+	ap, err := c.svc.GetApproval(r.Context(), v.caller, cs.Case.ID)
+	if err != nil {
+		return err
+	}
+	v.Title, v.Nav, v.Data = cs.Case.Title, "tasks", caseData{Case: cs.Case, Approval: ap}
 	return c.render(w, http.StatusOK, "case", v)
+}
+
+func (c *Console) approve(w http.ResponseWriter, r *http.Request, v *view) error {
+	ver, _ := strconv.Atoi(r.PostForm.Get("version"))
+	if _, err := c.svc.ApproveCase(r.Context(), v.caller, r.PathValue("id"), api.ApprovalIn{Version: ver}); err != nil {
+		return err
+	}
+	return redirect(w, r, "/cases/"+escapePath(r.PathValue("id")), "approved")
 }
 
 // ---- runs ----

@@ -106,6 +106,7 @@ func (c *Console) Register(mux *http.ServeMux) {
 		"POST /tasks/{id}/transfer":                  c.transfer,
 		"GET /tasks/{id}/trends":                     c.trends,
 		"GET /cases/{id}":                            c.caseDetail,
+		"POST /cases/{id}/approve":                   c.approve,
 		"GET /runs":                                  c.runs,
 		"GET /runs/{id}":                             c.run,
 		"POST /runs/{id}/cancel":                     c.cancel,
@@ -222,7 +223,7 @@ func (c *Console) page(fn handler) http.Handler {
 var notices = map[string]string{
 	"shared": "Shared.", "unshared": "No longer shared.", "transferred": "Task handed over.", "cancelled": "Cancellation requested.",
 	"saved": "Saved.", "deleted": "Deleted.", "synced": "Catalog synced.", "removed": "Removed.", "registered": "Registered and synced.",
-	"created": "Created.", "added": "Added.", "revoked": "Token revoked.", "applied": "Suite applied.",
+	"created": "Created.", "approved": "Approved.", "added": "Added.", "revoked": "Token revoked.", "applied": "Suite applied.",
 }
 
 func (c *Console) render(w http.ResponseWriter, status int, name string, v *view) error {

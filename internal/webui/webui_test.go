@@ -179,6 +179,24 @@ func TestConsoleActions(t *testing.T) {
 	if status, body, _ := alice.post(taskPath+"/share", url.Values{"with": {"team:qa"}}); status != http.StatusSeeOther {
 		t.Fatalf("share with team:qa: %d %s", status, body)
 	}
+	// bob, in the team, sees the task and approves the version of its case
+	// he reviewed.
+	alice.post("/teams/qa/members", url.Values{"user": {"bob"}})
+	bob := signIn(t, e, "bob")
+	_, body, _ := bob.get(taskPath)
+	casePath := regexp.MustCompile(`href="(/cases/case_[0-9a-z]+)"`).FindStringSubmatch(body)
+	if casePath == nil {
+		t.Fatalf("bob, a member of team qa, does not see the task shared with it: %.300s", body)
+	}
+	if _, body, _ := bob.get(casePath[1]); !strings.Contains(body, `id="approve"`) {
+		t.Fatalf("bob's case page offers no approval")
+	}
+	if status, body, _ := bob.post(casePath[1]+"/approve", url.Values{"version": {"1"}}); status != http.StatusSeeOther {
+		t.Fatalf("approve %s: %d %.300s", casePath[1], status, body)
+	}
+	if _, body, _ := bob.get(casePath[1]); !strings.Contains(body, "You approved version 1") {
+		t.Errorf("the approval is not shown")
+	}
 	if _, body, _ := alice.get(taskPath); !regexp.MustCompile(`id="task-shares">team:qa<`).MatchString(body) {
 		t.Errorf("the task page does not show the team share")
 	}
@@ -191,7 +209,7 @@ func TestConsoleActions(t *testing.T) {
 	if _, body, _ := alice.get(resp.Header.Get("Location")); !strings.Contains(body, `badge cancelled">cancelled<`) || !strings.Contains(body, "Cancellation requested.") {
 		t.Errorf("the run page after cancel: %.400s", body)
 	}
-	status, body, _ := alice.post("/tokens", url.Values{"name": {"ci"}, "expiresInDays": {"7"}})
+	status, body, _ = alice.post("/tokens", url.Values{"name": {"ci"}, "expiresInDays": {"7"}})
 	m := regexp.MustCompile(`id="new-token">(duet_pat_[a-z0-9]+)<`).FindStringSubmatch(body)
 	if status != http.StatusCreated || m == nil {
 		t.Fatalf("create a token: %d", status)
