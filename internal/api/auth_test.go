@@ -16,7 +16,7 @@ import (
 // REST error shape, and each refusal is audited.
 func TestRESTDoors(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t, map[string]string{"DUET_GATEWAY_API_KEYS": "gateway-key-0123456789"})
+	e := apitest.New(t, map[string]string{"DUET_GATEWAY_API_KEYS": "gateway-key-0123456789", "DUET_ALLOWED_HOSTS": "duet.example"})
 	status, b, _ := e.Call("", "GET", "/api/v1/tasks", nil)
 	if status != 401 || apitest.ErrCode(b) != duet.CodeUnauthenticated {
 		t.Fatalf("no credentials: %d %s", status, b)
@@ -28,6 +28,22 @@ func TestRESTDoors(t *testing.T) {
 	status, b, _ = e.Call("alice", "GET", "/api/v1/tasks", nil, "Origin", "https://evil.example")
 	if status != 403 || apitest.ErrCode(b) != duet.CodePermissionDenied {
 		t.Fatalf("foreign origin: %d %s", status, b)
+	}
+	// Served under an allowed name (behind a proxy that ends TLS), the
+	// console's own pages are same-origin; other sites and names are not.
+	for _, tc := range []struct {
+		host, origin string
+		want         int
+	}{
+		{"duet.example", "https://duet.example", 200},
+		{"duet.example", "http://duet.example", 200},
+		{"duet.example", "https://evil.example", 403},
+		{"evil.example", "https://evil.example", 403},
+		{"duet.example", "https://duet.example.evil.example", 403},
+	} {
+		if status, b, _ := e.Call("alice", "GET", "/api/v1/me", nil, "Host", tc.host, "Origin", tc.origin); status != tc.want {
+			t.Errorf("Host %s, Origin %s: %d %s, want %d", tc.host, tc.origin, status, b, tc.want)
+		}
 	}
 	status, b, _ = e.Call("alice", "GET", "/api/v1/nope", nil)
 	if status != 404 || apitest.ErrCode(b) != duet.CodeNotFound {

@@ -1,5 +1,5 @@
 // Package httpapi is Duet's HTTP front door: one list of routes (MCP
-// Streamable HTTP, MCP-Lite, health), and the middleware every request passes
+// Streamable HTTP, MCP-Lite, the REST API and the web console, health), and the middleware every request passes
 // through: Host/Origin validation (DNS-rebinding protection), trace ids,
 // authentication, and the mapping of error codes to HTTP statuses.
 package httpapi
@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -126,7 +127,7 @@ func hostCheck(o Options, next http.Handler) http.Handler {
 			refuse(o, w, r, "", duet.Errorf(duet.CodePermissionDenied, "host %.200s is not allowed (see DUET_ALLOWED_HOSTS)", r.Host))
 			return
 		}
-		if origin := r.Header.Get("Origin"); origin != "" && !originAllowed(origin, o.AllowedOrigins) {
+		if origin := r.Header.Get("Origin"); origin != "" && !originAllowed(origin, o.AllowedOrigins) && !sameOrigin(origin, r.Host) {
 			refuse(o, w, r, "", duet.Errorf(duet.CodePermissionDenied, "origin %.200s is not allowed (see DUET_ALLOWED_ORIGINS)", origin))
 			return
 		}
@@ -148,6 +149,17 @@ func hostAllowed(hostport string, allowed []string) bool {
 		}
 	}
 	return false
+}
+
+// sameOrigin reports whether origin names the host the request was sent
+// to (which passed the Host check): the console's own pages, served under
+// a name in DUET_ALLOWED_HOSTS, possibly behind a proxy that ends TLS.
+func sameOrigin(origin, host string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return false
+	}
+	return strings.EqualFold(u.Host, host) || strings.EqualFold(u.Hostname(), host)
 }
 
 func originAllowed(origin string, allowed []string) bool {

@@ -126,6 +126,10 @@ func (e *Env) Call(user, method, path string, body any, hdr ...string) (int, []b
 		req.Header.Set("Authorization", "Bearer "+e.Tokens[user])
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" {
+			req.Host = hdr[i+1]
+			continue
+		}
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)
