@@ -166,6 +166,7 @@ func (c *Console) approve(w http.ResponseWriter, r *http.Request, v *view) error
 type runsData struct {
 	TaskID, Status string
 	Statuses       []string
+	Tasks          []catalog.TaskView
 	Runs           api.RunList
 }
 
@@ -179,7 +180,11 @@ func (c *Console) runs(w http.ResponseWriter, r *http.Request, v *view) error {
 	if err != nil {
 		return err
 	}
-	v.Title, v.Nav, v.Data = "Runs", "runs", runsData{TaskID: in.TaskID, Status: string(in.Status), Runs: list,
+	tasks, err := c.svc.ListTasks(r.Context(), v.caller, catalog.ListTasksIn{Limit: 100})
+	if err != nil {
+		return err
+	}
+	v.Title, v.Nav, v.Data = "Runs", "runs", runsData{TaskID: in.TaskID, Status: string(in.Status), Runs: list, Tasks: tasks.Tasks,
 		Statuses: []string{"queued", "running", "passed", "failed", "error", "cancelled"}}
 	return c.render(w, http.StatusOK, "runs", v)
 }
