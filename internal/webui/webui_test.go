@@ -68,6 +68,11 @@ func TestPagesRender(t *testing.T) {
 		t.Fatalf("apply: %d %s", status, body)
 	}
 	taskPath := strings.Split(resp.Header.Get("Location"), "?")[0]
+	bad := "task: {name: broken}\ncases:\n  - title: x\n    steps:\n      - clack: '" + xss + "'\n"
+	if status, body, _ := alice.post("/tasks/apply", url.Values{"source": {bad}}); status != http.StatusBadRequest ||
+		!strings.Contains(body, "suite.yaml:5") || !strings.Contains(body, "clack: &#39;&lt;img src=x") {
+		t.Errorf("a suite that does not compile: %d, want 400 with the compiler's message and the source kept: %.2000s", status, body)
+	}
 	status, _, resp = alice.post(taskPath+"/runs", url.Values{"idempotencyKey": {"k"}})
 	if status != http.StatusSeeOther {
 		t.Fatalf("start a run: %d", status)
