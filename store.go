@@ -22,6 +22,7 @@ type Store interface {
 	ApprovalStore
 	TeamStore
 	StopRequestStore
+	SessionStore
 
 	// Ping checks that the database answers. Returns UNAVAILABLE.
 	Ping(ctx context.Context) error

@@ -17,12 +17,14 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/api"
 	"github.com/duet-test/duet/internal/artifact"
 	"github.com/duet-test/duet/internal/audit"
 	"github.com/duet-test/duet/internal/auth"
 	"github.com/duet-test/duet/internal/browser"
 	"github.com/duet-test/duet/internal/browser/android"
 	"github.com/duet-test/duet/internal/catalog"
+	"github.com/duet-test/duet/internal/compiler"
 	"github.com/duet-test/duet/internal/config"
 	"github.com/duet-test/duet/internal/engine"
 	"github.com/duet-test/duet/internal/httpapi"
@@ -31,6 +33,7 @@ import (
 	"github.com/duet-test/duet/internal/netguard"
 	"github.com/duet-test/duet/internal/report"
 	"github.com/duet-test/duet/internal/vault"
+	"github.com/duet-test/duet/internal/webui"
 )
 
 // Version is the build's version, set with -ldflags "-X ...app.Version=v1.2.3".
@@ -81,6 +84,8 @@ type App struct {
 	Artifacts *artifact.Store
 	// MCPClient is the one exit for calls to registered MCP servers.
 	MCPClient *mcpclient.Client
+	// API is every operation of the REST API and the web console.
+	API *api.Service
 
 	devices     func(string) error // device preset check; nil accepts any
 	self        *netguard.Self     // the addresses this process listens on
@@ -171,6 +176,13 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	mo.Version, mo.Logger, mo.Prompts, mo.Codes = Version, log, a.agentPrompts(), httpapi.Codes
 	a.MCP = mcpserver.New(a.Catalog, mo)
 	a.Auth = auth.New(db, cfg.GatewayAPIKeys, cfg.GatewayFixedUser)
+	a.Auth.EnableConsole(auth.ConsoleOptions{Sessions: db, SessionTTL: cfg.SessionTTL, SSOUserHeader: cfg.SSOUserHeader, SSOSecret: cfg.SSOSecret})
+	a.API = api.New(api.Deps{
+		Catalog: a.Catalog, Store: db, MCP: a.MCPClient, Artifacts: a.Artifacts, Admins: cfg.Admins, Tokens: auth.NewToken,
+		Compile: func(ctx context.Context, user string, src []byte, name string) (*duet.Suite, error) {
+			return compiler.CompileSuite(ctx, src, name, a.CompilerOptions(ctx, user))
+		},
+	})
 	return a, nil
 }
 
@@ -206,6 +218,8 @@ func (a *App) Handler(o ServeOptions) http.Handler {
 		AllowedHosts: hosts, AllowedOrigins: a.Config.AllowedOrigins,
 		MaxBodyBytes: a.Config.MaxBodyBytes, Sessions: o.Sessions, Streams: o.Streams,
 		Ready: a.Store.Ping, Logger: a.Logger,
+		API:     api.NewHandler(a.API, api.Options{MaxBodyBytes: a.Config.MaxBodyBytes, Codes: httpapi.Codes, Version: Version}),
+		Console: webui.New(webui.Options{Service: a.API, Auth: a.Auth, Codes: httpapi.Codes, MaxBodyBytes: a.Config.MaxBodyBytes, Logger: a.Logger, Version: Version}),
 	})
 	if o.Wrap != nil {
 		h = o.Wrap(h)
@@ -288,6 +302,9 @@ func (a *App) maintain(ctx context.Context) {
 			a.Logger.WarnContext(ctx, "deleting expired idempotency keys", "err", err)
 		} else if n > 0 {
 			a.Logger.InfoContext(ctx, "deleted expired idempotency keys", "count", n)
+		}
+		if _, err := a.Store.DeleteExpiredSessions(ctx, time.Now()); err != nil && ctx.Err() == nil {
+			a.Logger.WarnContext(ctx, "deleting expired console sessions", "err", err)
 		}
 		if n, err := a.Artifacts.Cleanup(ctx, time.Now()); err != nil && ctx.Err() == nil {
 			a.Logger.WarnContext(ctx, "deleting expired artifacts", "err", err)

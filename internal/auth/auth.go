@@ -62,6 +62,15 @@ type Identity struct {
 	// ViaGateway is true when the request carried a valid gateway key: only
 	// then may MCP-Lite's body field user.empId name the user.
 	ViaGateway bool
+	// Ambient is true for credentials a browser sends by itself (the
+	// console's session cookie, an SSO proxy's headers): state-changing
+	// requests must then carry the session's CSRF token (CheckCSRF).
+	Ambient bool
+	// Session is the console session of an ambient identity.
+	Session *duet.Session
+	// NewCookie, when set, is a session cookie to set on the response (an
+	// SSO proxy's user seen without a session of theirs).
+	NewCookie string
 }
 
 // Principal is the identity as one comparable string: the user id and how
@@ -79,6 +88,8 @@ type Authenticator struct {
 	tokens    duet.TokenStore
 	keys      [][32]byte // SHA-256 of the gateway keys
 	fixedUser string
+	console   ConsoleOptions
+	ssoKey    [32]byte // SHA-256 of console.SSOSecret
 }
 
 // New returns an Authenticator. gatewayKeys may be empty (no gateway);

@@ -42,6 +42,8 @@ func serveCmd(env Env) *cobra.Command {
                      versions 2025-11-25, 2025-06-18, 2025-03-26 and 2024-11-05
   /mcp/tools/list    MCP-Lite REST dialect
   /mcp/tools/call    MCP-Lite REST dialect
+  /                  the web console (sign in with a personal access token)
+  /api/v1            the REST API (OpenAPI 3.1 at /api/v1/openapi.json)
   /healthz, /readyz  liveness and readiness
 It also runs DUET_WORKERS run workers (0: none, an API-only instance beside
 "duet worker" processes). On SIGTERM it stops gracefully: it stops accepting
@@ -82,7 +84,7 @@ resumes them), flushes the audit trail and closes the database pool.`,
 			if err != nil {
 				return usage("cannot listen on %s: %v (set DUET_ADDR or --addr)", cfg.Addr, err)
 			}
-			a.Logger.Info("duet serving", "addr", ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp/http", "home", cfg.Home,
+			a.Logger.Info("duet serving", "addr", ln.Addr().String(), "console", "http://"+ln.Addr().String()+"/", "mcp", "http://"+ln.Addr().String()+"/mcp/http", "home", cfg.Home,
 				"database", cfg.Engine(), "workers", cfg.Workers, "worker", a.Worker.ID(), "sessions", sessions)
 			if w := exposureWarning(cfg.Addr); w != "" {
 				a.Logger.Warn(w, "addr", cfg.Addr)

@@ -69,6 +69,12 @@ type Config struct {
 
 	RunLease time.Duration // how long a worker holds a run without renewing it
 
+	// The web console.
+	Admins        []string      // DUET_ADMINS: users who see everyone's audit and invocation records
+	SSOUserHeader string        // DUET_SSO_USER_HEADER: the header an SSO proxy sets to the signed-in user
+	SSOSecret     string        // DUET_SSO_SECRET: the shared secret that proxy sends (a secret)
+	SessionTTL    time.Duration // DUET_SESSION_TTL: how long a console sign-in lasts
+
 	// PostgreSQL connection pool (ignored on SQLite). Zero values mean the
 	// defaults of the table below.
 	DBMaxConns        int
@@ -249,6 +255,34 @@ var options = []Option{
 			return nil
 		}},
 	{Env: "DUET_MCP_CALL_TIMEOUT", Default: "30s", Doc: "Time limit of one call to a registered MCP server.", set: durSet(func(c *Config) *time.Duration { return &c.MCPCallTimeout })},
+	{Env: "DUET_ADMINS", Doc: "Comma-separated user ids with the administrator role: in the web console and the REST API they see everyone's audit and invocation records (everyone else sees their own). Default: none.",
+		set: func(c *Config, v string) error {
+			for _, u := range splitList(v) {
+				if err := duet.ValidUserID(u); err != nil {
+					return errors.New(duet.ErrorMessage(err))
+				}
+				c.Admins = append(c.Admins, u)
+			}
+			return nil
+		}},
+	{Env: "DUET_SSO_USER_HEADER", Doc: "Header an SSO proxy in front of the web console (a company gateway, oauth2-proxy) sets to the signed-in user id, e.g. X-Forwarded-User. Trusted only on requests that also carry DUET_SSO_SECRET in X-Duet-Proxy-Secret. Default: none (sign in with a personal access token).",
+		set: func(c *Config, v string) error {
+			if strings.TrimSpace(v) == "" || strings.ContainsAny(v, " :\t\r\n") {
+				return fmt.Errorf("want a header name, got %q", v)
+			}
+			c.SSOUserHeader = strings.TrimSpace(v)
+			return nil
+		}},
+	{Env: "DUET_SSO_SECRET", Secret: true, Doc: "The shared secret the SSO proxy sends in the X-Duet-Proxy-Secret header with DUET_SSO_USER_HEADER (at least 16 characters). Also DUET_SSO_SECRET_FILE.",
+		set: func(c *Config, v string) error {
+			v = strings.TrimSpace(v)
+			if len(v) < 16 {
+				return errors.New("want at least 16 characters")
+			}
+			c.SSOSecret = v
+			return nil
+		}},
+	{Env: "DUET_SESSION_TTL", Default: "12h", Doc: "How long a web console sign-in lasts.", set: durSet(func(c *Config) *time.Duration { return &c.SessionTTL })},
 	{Env: "DUET_RUN_LEASE", Default: "30s", Doc: "How long a worker holds a run between heartbeats (it renews every third of this). A run whose worker died (kill -9, lost machine) is resumed by another worker after this.",
 		set: func(c *Config, v string) error {
 			d, err := time.ParseDuration(v)
@@ -368,6 +402,9 @@ func Load(getenv func(string) string) (*Config, error) {
 			return nil, &Error{"DUET_HOME", err}
 		}
 		c.Home = abs
+	}
+	if (c.SSOUserHeader == "") != (c.SSOSecret == "") {
+		return nil, &Error{"DUET_SSO_USER_HEADER", errors.New("set DUET_SSO_USER_HEADER and DUET_SSO_SECRET together (the proxy proves itself with the secret)")}
 	}
 	c.UserFrom = "DUET_USER"
 	if c.User == "" {

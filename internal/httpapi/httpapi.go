@@ -1,5 +1,5 @@
 // Package httpapi is Duet's HTTP front door: one list of routes (MCP
-// Streamable HTTP, MCP-Lite, health), and the middleware every request passes
+// Streamable HTTP, MCP-Lite, the REST API and the web console, health), and the middleware every request passes
 // through: Host/Origin validation (DNS-rebinding protection), trace ids,
 // authentication, and the mapping of error codes to HTTP statuses.
 package httpapi
@@ -9,11 +9,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/api"
 	"github.com/duet-test/duet/internal/auth"
 	"github.com/duet-test/duet/internal/catalog"
 	"github.com/duet-test/duet/internal/lite"
@@ -41,6 +43,11 @@ type Options struct {
 	// Ready reports whether the service can serve (database reachable).
 	Ready  func(context.Context) error
 	Logger *slog.Logger
+	// API is the REST API (/api/v1); nil serves none.
+	API *api.Handler
+	// Console is the web console (everything else under /); nil serves
+	// none. It authenticates its own requests (internal/webui).
+	Console interface{ Register(*http.ServeMux) }
 }
 
 type identityKey struct{}
@@ -63,6 +70,12 @@ func New(o Options) http.Handler {
 	mux.Handle("/mcp/http", authed(o, duet.SourceMCP, mcpH))
 	mux.Handle("POST /mcp/tools/list", authed(o, duet.SourceMCPLite, http.HandlerFunc(l.List)))
 	mux.Handle("POST /mcp/tools/call", authed(o, duet.SourceMCPLite, l.Call(identity)))
+	if o.API != nil {
+		o.API.Register(mux, func(h http.Handler) http.Handler { return authedAPI(o, h) })
+	}
+	if o.Console != nil {
+		o.Console.Register(mux)
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		w.Write([]byte("ok\n"))
@@ -114,7 +127,7 @@ func hostCheck(o Options, next http.Handler) http.Handler {
 			refuse(o, w, r, "", duet.Errorf(duet.CodePermissionDenied, "host %.200s is not allowed (see DUET_ALLOWED_HOSTS)", r.Host))
 			return
 		}
-		if origin := r.Header.Get("Origin"); origin != "" && !originAllowed(origin, o.AllowedOrigins) {
+		if origin := r.Header.Get("Origin"); origin != "" && !originAllowed(origin, o.AllowedOrigins) && !sameOrigin(origin, r.Host) {
 			refuse(o, w, r, "", duet.Errorf(duet.CodePermissionDenied, "origin %.200s is not allowed (see DUET_ALLOWED_ORIGINS)", origin))
 			return
 		}
@@ -136,6 +149,17 @@ func hostAllowed(hostport string, allowed []string) bool {
 		}
 	}
 	return false
+}
+
+// sameOrigin reports whether origin names the host the request was sent
+// to (which passed the Host check): the console's own pages, served under
+// a name in DUET_ALLOWED_HOSTS, possibly behind a proxy that ends TLS.
+func sameOrigin(origin, host string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return false
+	}
+	return strings.EqualFold(u.Host, host) || strings.EqualFold(u.Hostname(), host)
 }
 
 func originAllowed(origin string, allowed []string) bool {
@@ -181,6 +205,41 @@ func authed(o Options, source duet.CallSource, next http.Handler) http.Handler {
 	})
 }
 
+// authedAPI authenticates a REST request: a personal token or a gateway
+// key when the request carries one, else the console's session cookie or
+// SSO proxy — credentials a browser sends by itself, so a state-changing
+// request must then carry the session's CSRF token (X-Csrf-Token).
+func authedAPI(o Options, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var id auth.Identity
+		var err error
+		if r.Header.Get("Authorization") != "" || r.Header.Get(auth.HeaderAPIKey) != "" {
+			id, err = o.Auth.Authenticate(r.Context(), r)
+		} else if id, err = o.Auth.AuthenticateConsole(r.Context(), r, false); err == nil {
+			if id.NewCookie != "" {
+				auth.SetSessionCookie(w, r, id.NewCookie, id.Session.ExpiresAt)
+			}
+			err = auth.CheckCSRF(id, r.Method, r.Header.Get(auth.HeaderCSRF))
+		} else if duet.ErrorCode(err) == duet.CodeUnauthenticated {
+			err = duet.Errorf(duet.CodeUnauthenticated, "authentication required: send Authorization: Bearer <personal access token>, come through the gateway (X-Api-Key), or sign in to the console")
+		}
+		if err != nil {
+			if id.UserID != "" { // a CSRF refusal: audited as the user it names
+				c, _ := duet.CallerFromContext(r.Context())
+				c.UserID = id.UserID
+				r = r.WithContext(duet.NewContextWithCaller(r.Context(), c))
+			}
+			refuse(o, w, r, duet.SourceAPI, err)
+			return
+		}
+		c, _ := duet.CallerFromContext(r.Context())
+		c.UserID, c.Source = id.UserID, duet.SourceAPI
+		ctx := duet.NewContextWithCaller(r.Context(), c)
+		ctx = context.WithValue(ctx, identityKey{}, id)
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
 // refuse answers a request stopped before any tool ran, in the dialect of
 // its endpoint, after the catalog audited it. A client that was refused
 // its credentials gets its connection closed: an unauthenticated client
@@ -192,6 +251,9 @@ func refuse(o Options, w http.ResponseWriter, r *http.Request, source duet.CallS
 		if strings.HasPrefix(r.URL.Path, "/mcp/tools/") {
 			source = duet.SourceMCPLite
 		}
+		if strings.HasPrefix(r.URL.Path, api.Prefix+"/") {
+			source = duet.SourceAPI
+		}
 	}
 	c.Source = source
 	code := duet.ErrorCode(o.Catalog.Refuse(catalog.Op{Caller: c, Method: "http " + r.Method + " " + r.URL.Path}, err))
@@ -200,6 +262,10 @@ func refuse(o Options, w http.ResponseWriter, r *http.Request, source duet.CallS
 	}
 	if strings.HasPrefix(r.URL.Path, "/mcp/tools/") {
 		lite.WriteError(w, StatusOf(code), code, duet.ErrorMessage(err))
+		return
+	}
+	if source == duet.SourceAPI || source == duet.SourceWeb || strings.HasPrefix(r.URL.Path, api.Prefix+"/") {
+		api.WriteError(w, StatusOf(code), code, duet.ErrorMessage(err))
 		return
 	}
 	mcpserver.WriteJSONRPCError(w, StatusOf(code), RPCCodeOf(code), string(code)+": "+duet.ErrorMessage(err), nil)

@@ -44,6 +44,7 @@ func Run(t *testing.T, open Opener) {
 		{"Teams", testTeams},
 		{"StopRequests", testStopRequests},
 		{"PostRun", testPostRun},
+		{"Sessions", testSessions},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,587 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/catalog"
+	"github.com/duet-test/duet/internal/report"
+)
+
+// Prefix is where the REST API lives.
+const Prefix = "/api/v1"
+
+// Codes gives the HTTP status of an error code (httpapi.Codes: the one
+// table).
+type Codes interface{ Status(duet.Code) int }
+
+// Options configure the REST handler.
+type Options struct {
+	// MaxBodyBytes limits a request body; 0 means 4 MiB.
+	MaxBodyBytes int64
+	// Codes maps error codes to HTTP statuses; nil answers every error 500.
+	Codes Codes
+	// Version is the server version the OpenAPI document names.
+	Version string
+}
+
+// Handler serves the REST API over a Service.
+type Handler struct {
+	svc    *Service
+	opts   Options
+	routes []*route
+	doc    []byte // the OpenAPI document
+}
+
+// param is a path or query parameter.
+type param struct {
+	name, in, desc string
+	typ            string // string, integer, boolean
+	required       bool
+}
+
+func path(name, desc string) param {
+	return param{name: name, in: "path", desc: desc, typ: "string", required: true}
+}
+func query(name, desc string) param { return param{name: name, in: "query", desc: desc, typ: "string"} }
+func queryInt(name, desc string) param {
+	return param{name: name, in: "query", desc: desc, typ: "integer"}
+}
+
+// route is one operation: how it is called, documented and served.
+type route struct {
+	method, path, id, summary, tag string
+	params                         []param
+	header                         *param // a required request header (Idempotency-Key)
+	body                           reflect.Type
+	out                            reflect.Type
+	outSchema                      any // a schema to use instead of out's (the catalog tools' own)
+	status                         int
+	ctype                          string // a response that is not JSON (text/html, text/event-stream, ...)
+	serve                          func(h *Handler, w http.ResponseWriter, r *http.Request, c duet.Caller) (any, error)
+}
+
+func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
+
+// op builds a JSON operation with request body In (Empty: none) and
+// response Out.
+func op[In, Out any](method, p, id, tag, summary string, fn func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in In) (Out, error), params ...param) *route {
+	rt := &route{method: method, path: p, id: id, tag: tag, summary: summary, params: params, out: typeOf[Out](), status: http.StatusOK}
+	if typeOf[In]() != typeOf[Empty]() {
+		rt.body = typeOf[In]()
+	}
+	if method == http.MethodPost && rt.body != nil && strings.HasPrefix(id, "create") {
+		rt.status = http.StatusCreated
+	}
+	rt.serve = func(h *Handler, w http.ResponseWriter, r *http.Request, c duet.Caller) (any, error) {
+		var in In
+		if rt.body != nil {
+			if err := h.decode(w, r, &in); err != nil {
+				return nil, err
+			}
+		}
+		return fn(r.Context(), h.svc, c, r, in)
+	}
+	return rt
+}
+
+// routes is the REST API, in documentation order.
+func routes() []*route {
+	return []*route{
+		op("GET", Prefix+"/me", "getMe", "account", "Who you are and your role",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Me, error) {
+				return s.Me(ctx, c)
+			}),
+
+		// Tasks and cases.
+		withSchema(op("GET", Prefix+"/tasks", "listTasks", "tasks", "List the tasks you can access (list_test_tasks)",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (catalog.ListTasksOut, error) {
+				limit, err := intParam(r, "limit")
+				if err != nil {
+					return catalog.ListTasksOut{}, err
+				}
+				q := r.URL.Query()
+				return s.ListTasks(ctx, c, catalog.ListTasksIn{Query: q.Get("query"), Owner: q.Get("owner"), Cursor: q.Get("cursor"), Limit: limit})
+			}, query("query", "text to find in a task's name or description"), query("owner", "only tasks of this owner"),
+			query("cursor", "nextCursor of the previous page"), queryInt("limit", "page size (default 20, at most 100)")), catalog.ToolListTasks),
+		op("POST", Prefix+"/tasks", "createOrUpdateTasks", "tasks", "Apply a suite (YAML): create or update a task and its cases, owned by you",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in ApplyIn) (*duet.ApplyResult, error) {
+				return s.ApplySuite(ctx, c, in)
+			}),
+		withSchema(op("GET", Prefix+"/tasks/{taskId}", "getTask", "tasks", "Get a task (get_test_task)",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (catalog.GetTaskOut, error) {
+				return s.GetTask(ctx, c, r.PathValue("taskId"))
+			}, path("taskId", "the task's id")), catalog.ToolGetTask),
+		op("POST", Prefix+"/tasks/{taskId}/shares", "shareTask", "tasks", "Share your task with a user or team:NAME",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in ShareIn) (Sharing, error) {
+				return s.ShareTask(ctx, c, r.PathValue("taskId"), in)
+			}, path("taskId", "the task's id")),
+		op("DELETE", Prefix+"/tasks/{taskId}/shares/{principal}", "unshareTask", "tasks", "Stop sharing your task with a user or team:NAME",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Sharing, error) {
+				return s.UnshareTask(ctx, c, r.PathValue("taskId"), r.PathValue("principal"))
+			}, path("taskId", "the task's id"), path("principal", "a user id or team:NAME")),
+		op("POST", Prefix+"/tasks/{taskId}/transfer", "transferTask", "tasks", "Hand your task to another user or a team",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in TransferIn) (*duet.TaskTransfer, error) {
+				return s.TransferTask(ctx, c, r.PathValue("taskId"), in)
+			}, path("taskId", "the task's id")),
+		op("GET", Prefix+"/tasks/{taskId}/transfers", "listTransfers", "tasks", "A task's transfer history",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Transfers, error) {
+				return s.ListTransfers(ctx, c, r.PathValue("taskId"))
+			}, path("taskId", "the task's id")),
+		withSchema(op("GET", Prefix+"/tasks/{taskId}/cases", "listCases", "tasks", "List a task's cases (list_test_cases)",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (catalog.ListCasesOut, error) {
+				limit, err := intParam(r, "limit")
+				if err != nil {
+					return catalog.ListCasesOut{}, err
+				}
+				return s.ListCases(ctx, c, catalog.ListCasesIn{TaskID: r.PathValue("taskId"), IncludeDrafts: r.URL.Query().Get("includeDrafts") == "true",
+					Cursor: r.URL.Query().Get("cursor"), Limit: limit})
+			}, path("taskId", "the task's id"), param{name: "includeDrafts", in: "query", typ: "boolean", desc: "also list drafts"},
+			query("cursor", "nextCursor of the previous page"), queryInt("limit", "page size (default 50, at most 200)")), catalog.ToolListCases),
+		op("GET", Prefix+"/tasks/{taskId}/trends", "getTrends", "tasks", "A task's run history: pass rate and duration per run and per case, flaky cases flagged",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Trends, error) {
+				n, err := intParam(r, "runs")
+				if err != nil {
+					return Trends{}, err
+				}
+				return s.Trends(ctx, c, r.PathValue("taskId"), TrendsIn{Runs: n})
+			}, path("taskId", "the task's id"), queryInt("runs", "how many of the latest finished runs (default 30, at most 100)")),
+		withSchema(op("GET", Prefix+"/cases/{caseId}", "getCase", "tasks", "Get a case with its YAML and compiled steps (get_test_case)",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (catalog.GetCaseOut, error) {
+				return s.GetCase(ctx, c, r.PathValue("caseId"))
+			}, path("caseId", "the case's id")), catalog.ToolGetCase),
+		op("GET", Prefix+"/cases/{caseId}/approval", "getCaseApproval", "tasks", "Whether you approved the current version of a case someone else wrote",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Approval, error) {
+				return s.GetApproval(ctx, c, r.PathValue("caseId"))
+			}, path("caseId", "the case's id")),
+		op("POST", Prefix+"/cases/{caseId}/approval", "createCaseApproval", "tasks", "Approve the version of a case you reviewed: its calls to tools that are not read-only may then use your credentials",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in ApprovalIn) (Approval, error) {
+				return s.ApproveCase(ctx, c, r.PathValue("caseId"), in)
+			}, path("caseId", "the case's id")),
+
+		// Runs.
+		op("GET", Prefix+"/runs", "listRuns", "runs", "List runs of the tasks you can access, newest first",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (RunList, error) {
+				limit, err := intParam(r, "limit")
+				if err != nil {
+					return RunList{}, err
+				}
+				q := r.URL.Query()
+				return s.ListRuns(ctx, c, RunListIn{TaskID: q.Get("taskId"), Status: duet.RunStatus(q.Get("status")), Cursor: q.Get("cursor"), Limit: limit})
+			}, query("taskId", "only runs of this task"), query("status", "queued, running, passed, failed, error or cancelled"),
+			query("cursor", "nextCursor of the previous page"), queryInt("limit", "page size (default 20, at most 100)")),
+		withHeader(withSchema(op("POST", Prefix+"/runs", "createRun", "runs", "Start a run (start_test_run); the Idempotency-Key header makes retries safe",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in RunIn) (catalog.StartRunOut, error) {
+				return s.StartRun(ctx, c, catalog.StartRunIn{TaskID: in.TaskID, CaseIDs: in.CaseIDs, Device: in.Device, IdempotencyKey: r.Header.Get("Idempotency-Key")})
+			}), catalog.ToolStartRun), param{name: "Idempotency-Key", in: "header", typ: "string", required: true,
+			desc: "a key you choose; a retry with the same key and body returns the first run (replayed: true), other arguments IDEMPOTENCY_CONFLICT"}),
+		withSchema(op("GET", Prefix+"/runs/{runId}", "getRun", "runs", "Get a run with a page of its executions (get_test_run)",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (catalog.GetRunOut, error) {
+				limit, err := intParam(r, "limit")
+				if err != nil {
+					return catalog.GetRunOut{}, err
+				}
+				return s.GetRun(ctx, c, catalog.GetRunIn{RunID: r.PathValue("runId"), Cursor: r.URL.Query().Get("cursor"), Limit: limit})
+			}, path("runId", "the run's id"), query("cursor", "nextCursor of the previous page of executions"), queryInt("limit", "executions per page (default 200)")), catalog.ToolGetRun),
+		op("POST", Prefix+"/runs/{runId}/cancel", "cancelRun", "runs", "Cancel a run",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (RunSummary, error) {
+				return s.CancelRun(ctx, c, r.PathValue("runId"))
+			}, path("runId", "the run's id")),
+		{method: "GET", path: Prefix + "/runs/{runId}/events", id: "followRun", tag: "runs", status: http.StatusOK, ctype: "text/event-stream",
+			summary: "Follow a run live: server-sent events named progress, each a JSON Progress, until the run ends",
+			params:  []param{path("runId", "the run's id")}, out: typeOf[Progress](), serve: (*Handler).followRun},
+		{method: "GET", path: Prefix + "/runs/{runId}/report", id: "getReport", tag: "runs", status: http.StatusOK, ctype: "text/html",
+			summary: "The run's report: HTML (screenshots inline), JSON or JUnit XML",
+			params: []param{path("runId", "the run's id"), query("format", "html (default), json or junit"),
+				query("cursor", "the next part of a run of more than 500 cases")}, serve: (*Handler).report},
+		withSchema(op("GET", Prefix+"/executions/{executionId}", "getExecution", "runs", "Get one case execution with its steps (get_execution_result)",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (catalog.GetExecutionOut, error) {
+				return s.GetExecution(ctx, c, r.PathValue("executionId"))
+			}, path("executionId", "the execution's id")), catalog.ToolGetExecutionResult),
+
+		// MCP servers.
+		op("GET", Prefix+"/servers", "listServers", "mcp", "Your registered MCP servers",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (ServerList, error) {
+				return s.ListServers(ctx, c)
+			}),
+		op("POST", Prefix+"/servers", "createServer", "mcp", "Register an MCP server (credentials sent once, never returned) and archive its tools",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in RegisterIn) (ServerDetail, error) {
+				return s.RegisterServer(ctx, c, in)
+			}),
+		op("GET", Prefix+"/servers/{server}", "getServer", "mcp", "One of your servers with its archived tools and their schemas",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (ServerDetail, error) {
+				return s.GetServer(ctx, c, r.PathValue("server"))
+			}, path("server", "the server's name or serverKey")),
+		op("POST", Prefix+"/servers/{server}/sync", "syncServer", "mcp", "Archive the server's tool catalog again",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (ServerDetail, error) {
+				return s.SyncServer(ctx, c, r.PathValue("server"))
+			}, path("server", "the server's name or serverKey")),
+		op("DELETE", Prefix+"/servers/{server}", "deleteServer", "mcp", "Remove your registration, its credential and its catalog",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Empty, error) {
+				return s.RemoveServer(ctx, c, r.PathValue("server"))
+			}, path("server", "the server's name or serverKey")),
+		op("POST", Prefix+"/servers/{server}/tools/{tool}/call", "callTool", "mcp", "Call a tool by hand through the one invoke(), as you",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in CallIn) (CallOut, error) {
+				return s.CallTool(ctx, c, r.PathValue("server"), r.PathValue("tool"), in)
+			}, path("server", "the server's name or serverKey"), path("tool", "the tool's name")),
+		op("GET", Prefix+"/invocations", "listInvocations", "audit", "Invocation records of calls to MCP servers (yours; everyone's for an administrator)",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (InvocationList, error) {
+				in, err := recordsIn(r)
+				if err != nil {
+					return InvocationList{}, err
+				}
+				return s.ListInvocations(ctx, c, in)
+			}, recordParams(true)...),
+
+		// AI assets.
+		op("GET", Prefix+"/assets", "listAssets", "assets", "The asset center: skills, rules and prompts you can read, and your MCP servers' tools",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (AssetList, error) {
+				return s.ListAssets(ctx, c, AssetListIn{Kind: duet.AssetKind(r.URL.Query().Get("kind"))})
+			}, query("kind", "skill, rule or prompt")),
+		op("POST", Prefix+"/assets", "createAsset", "assets", "Create an asset, or a new version of yours",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in AssetIn) (AssetSaved, error) {
+				return s.SaveAsset(ctx, c, in)
+			}),
+		op("GET", Prefix+"/assets/{kind}/{owner}/{name}", "getAsset", "assets", "An asset you can read, at its latest or a given version",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (*duet.Asset, error) {
+				v, err := intParam(r, "version")
+				if err != nil {
+					return nil, err
+				}
+				return s.GetAsset(ctx, c, duet.AssetKind(r.PathValue("kind")), r.PathValue("owner")+"/"+r.PathValue("name"), v)
+			}, path("kind", "skill, rule or prompt"), path("owner", "its owner"), path("name", "its name"), queryInt("version", "a version (default the latest)")),
+		op("PUT", Prefix+"/assets/{kind}/{owner}/{name}/sharing", "shareAsset", "assets", "Replace whom your asset is shared with",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in AssetShareIn) (AssetSaved, error) {
+				if r.PathValue("owner") != c.UserID {
+					return AssetSaved{}, duet.Errorf(duet.CodeNotFound, "you have no %s named %q", r.PathValue("kind"), r.PathValue("name"))
+				}
+				return s.ShareAsset(ctx, c, duet.AssetKind(r.PathValue("kind")), r.PathValue("name"), in)
+			}, path("kind", "skill, rule or prompt"), path("owner", "you"), path("name", "its name")),
+		op("DELETE", Prefix+"/assets/{kind}/{owner}/{name}", "deleteAsset", "assets", "Delete your asset and its versions",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Empty, error) {
+				if r.PathValue("owner") != c.UserID {
+					return Empty{}, duet.Errorf(duet.CodeNotFound, "you have no %s named %q", r.PathValue("kind"), r.PathValue("name"))
+				}
+				return s.DeleteAsset(ctx, c, duet.AssetKind(r.PathValue("kind")), r.PathValue("name"))
+			}, path("kind", "skill, rule or prompt"), path("owner", "you"), path("name", "its name")),
+
+		// Teams.
+		op("GET", Prefix+"/teams", "listTeams", "teams", "The teams you are a member of",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (TeamList, error) {
+				return s.ListTeams(ctx, c)
+			}),
+		op("POST", Prefix+"/teams", "createTeam", "teams", "Create a team",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in TeamIn) (*duet.Team, error) {
+				return s.CreateTeam(ctx, c, in)
+			}),
+		op("GET", Prefix+"/teams/{team}", "getTeam", "teams", "A team with its members and MCP dependency list",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (TeamDetail, error) {
+				return s.GetTeam(ctx, c, r.PathValue("team"))
+			}, path("team", "the team's name")),
+		op("POST", Prefix+"/teams/{team}/members", "addTeamMember", "teams", "Add a member",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in MemberIn) (TeamDetail, error) {
+				return s.AddMember(ctx, c, r.PathValue("team"), in)
+			}, path("team", "the team's name")),
+		op("DELETE", Prefix+"/teams/{team}/members/{user}", "removeTeamMember", "teams", "Remove a member",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Empty, error) {
+				return s.RemoveMember(ctx, c, r.PathValue("team"), r.PathValue("user"))
+			}, path("team", "the team's name"), path("user", "the member")),
+		op("POST", Prefix+"/teams/{team}/servers", "addTeamServer", "teams", "List one of your servers on the team's dependency list (address and tools, never credentials)",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in TeamServerIn) (*duet.TeamServer, error) {
+				return s.AddTeamServer(ctx, c, r.PathValue("team"), in)
+			}, path("team", "the team's name")),
+		op("DELETE", Prefix+"/teams/{team}/servers/{name}", "removeTeamServer", "teams", "Remove a server from the dependency list",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Empty, error) {
+				return s.RemoveTeamServer(ctx, c, r.PathValue("team"), r.PathValue("name"))
+			}, path("team", "the team's name"), path("name", "the listed server")),
+		op("POST", Prefix+"/teams/{team}/servers/{name}/register", "registerTeamServer", "teams", "Register a listed server for yourself with your own credentials",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in Credentials) (ServerDetail, error) {
+				return s.RegisterTeamServer(ctx, c, r.PathValue("team"), r.PathValue("name"), in)
+			}, path("team", "the team's name"), path("name", "the listed server")),
+
+		// Tokens and audit.
+		op("GET", Prefix+"/tokens", "listTokens", "account", "Your personal access tokens (never their values)",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (TokenList, error) {
+				return s.ListTokens(ctx, c)
+			}),
+		op("POST", Prefix+"/tokens", "createToken", "account", "Create a personal access token: its value is in this response only",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in TokenIn) (TokenCreated, error) {
+				return s.CreateToken(ctx, c, in)
+			}),
+		op("DELETE", Prefix+"/tokens/{tokenId}", "revokeToken", "account", "Revoke one of your tokens",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Empty, error) {
+				return s.RevokeToken(ctx, c, r.PathValue("tokenId"))
+			}, path("tokenId", "the token's id")),
+		op("GET", Prefix+"/audit", "listAudit", "audit", "Audit records of your calls through every door (everyone's for an administrator)",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (AuditList, error) {
+				in, err := recordsIn(r)
+				if err != nil {
+					return AuditList{}, err
+				}
+				return s.ListAudit(ctx, c, in)
+			}, recordParams(false)...),
+	}
+}
+
+// RunIn starts a run (the idempotency key comes in the Idempotency-Key
+// header).
+type RunIn struct {
+	TaskID  string   `json:"taskId"`
+	CaseIDs []string `json:"caseIds,omitempty" jsonschema:"run only these cases (default: all active cases)"`
+	Device  string   `json:"device,omitempty" jsonschema:"device preset for browser steps"`
+}
+
+func withSchema(rt *route, toolName string) *route {
+	rt.outSchema = toolName
+	return rt
+}
+
+func withHeader(rt *route, p param) *route {
+	rt.header = &p
+	return rt
+}
+
+func recordParams(invocations bool) []param {
+	ps := []param{query("user", "only this caller or executor (administrators only)"), query("tool", "only this tool"),
+		query("source", "only this call source"), query("outcome", "OK or an error code"), query("traceId", "only this trace"),
+		query("before", "only records older than this RFC 3339 time (the time of the last record of the previous page)"),
+		queryInt("limit", "default 100, at most 1000")}
+	if invocations {
+		return append(ps, query("server", "only calls to this serverKey"))
+	}
+	return append(ps, query("method", "only this MCP method or API operation"))
+}
+
+func recordsIn(r *http.Request) (RecordsIn, error) {
+	q := r.URL.Query()
+	in := RecordsIn{User: q.Get("user"), Tool: q.Get("tool"), Method: q.Get("method"), Server: q.Get("server"), Source: q.Get("source"),
+		Outcome: q.Get("outcome"), TraceID: q.Get("traceId")}
+	var err error
+	if in.Limit, err = intParam(r, "limit"); err != nil {
+		return in, err
+	}
+	if b := q.Get("before"); b != "" {
+		if in.Before, err = time.Parse(time.RFC3339Nano, b); err != nil {
+			return in, duet.Errorf(duet.CodeInvalidArgument, "before: want an RFC 3339 time, got %.40q", b)
+		}
+	}
+	return in, nil
+}
+
+// intParam reads an integer query parameter (0 when absent). Returns
+// INVALID_ARGUMENT.
+func intParam(r *http.Request, name string) (int, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, duet.Errorf(duet.CodeInvalidArgument, "%s: want a whole number, got %.40q", name, v)
+	}
+	return n, nil
+}
+
+// NewHandler returns the REST API over svc.
+func NewHandler(svc *Service, opts Options) *Handler {
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = 4 << 20
+	}
+	h := &Handler{svc: svc, opts: opts, routes: routes()}
+	doc, err := json.MarshalIndent(h.openAPI(), "", " ")
+	if err != nil {
+		panic("api: encoding the OpenAPI document: " + err.Error())
+	}
+	h.doc = doc
+	return h
+}
+
+// Register adds every route of the API to mux, each wrapped by authed
+// (authentication, CSRF), and the OpenAPI document, which needs no
+// credentials.
+func (h *Handler) Register(mux *http.ServeMux, authed func(http.Handler) http.Handler) {
+	mux.HandleFunc("GET "+Prefix+"/openapi.json", h.OpenAPI)
+	for _, rt := range h.routes {
+		mux.Handle(rt.method+" "+rt.path, authed(h.serve(rt)))
+	}
+	mux.HandleFunc(Prefix+"/", func(w http.ResponseWriter, r *http.Request) {
+		h.WriteError(w, duet.Errorf(duet.CodeNotFound, "no such route: %s %.200s (see %s/openapi.json)", r.Method, r.URL.Path, Prefix))
+	})
+}
+
+// OpenAPI serves the OpenAPI 3.1 document.
+func (h *Handler) OpenAPI(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(h.doc)
+}
+
+func (h *Handler) serve(rt *route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, _ := duet.CallerFromContext(r.Context())
+		out, err := rt.serve(h, w, r, c)
+		if err != nil {
+			h.WriteError(w, err)
+			return
+		}
+		if rt.ctype != "" {
+			return // written by the route
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(rt.status)
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(true)
+		enc.Encode(out)
+	})
+}
+
+// WriteError writes err as {"error":{"code","message"}} with its status.
+func (h *Handler) WriteError(w http.ResponseWriter, err error) {
+	code := duet.ErrorCode(err)
+	status := http.StatusInternalServerError
+	if h.opts.Codes != nil {
+		status = h.opts.Codes.Status(code)
+	}
+	WriteError(w, status, code, duet.ErrorMessage(err))
+}
+
+// WriteError writes an error response of the REST API.
+func WriteError(w http.ResponseWriter, status int, code duet.Code, msg string) {
+	switch code {
+	case duet.CodeRateLimited:
+		w.Header().Set("Retry-After", "1")
+	case duet.CodeUnauthenticated:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="duet"`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]any{"error": ErrorBody{Code: code, Message: msg}})
+}
+
+// decode reads the JSON body into v once, strictly: one JSON value RFC
+// 7493 accepts (UTF-8, no duplicate keys), member names matched exactly,
+// unknown members refused, at most MaxBodyBytes. Returns INVALID_ARGUMENT,
+// TOO_LARGE.
+func (h *Handler) decode(w http.ResponseWriter, r *http.Request, v any) error {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return duet.Errorf(duet.CodeTooLarge, "the body is over %d bytes", h.opts.MaxBodyBytes)
+		}
+		return duet.Errorf(duet.CodeInvalidArgument, "reading the body: %v", err)
+	}
+	if len(body) == 0 {
+		return duet.Errorf(duet.CodeInvalidArgument, "the request needs a JSON body")
+	}
+	if !jsontext.Value(body).IsValid() {
+		return duet.Errorf(duet.CodeInvalidArgument, "the body is not one valid JSON value (RFC 7493: UTF-8, no duplicate keys)")
+	}
+	if err := jsonv2.Unmarshal(body, v, jsonv2.RejectUnknownMembers(true)); err != nil {
+		return duet.Errorf(duet.CodeInvalidArgument, "invalid body: %s", bodyError(err))
+	}
+	return nil
+}
+
+// bodyError describes a decoding error without quoting the body.
+func bodyError(err error) string {
+	var se *jsonv2.SemanticError
+	if errors.As(err, &se) {
+		where := string(se.JSONPointer)
+		if where == "" {
+			where = "the body"
+		}
+		if se.Err != nil && strings.Contains(se.Err.Error(), "unknown object member") {
+			return fmt.Sprintf("unknown member %.80s", where)
+		}
+		if se.JSONKind != 0 {
+			return fmt.Sprintf("%s: unexpected JSON %s", where, se.JSONKind)
+		}
+		return where + ": wrong type"
+	}
+	return "not valid JSON"
+}
+
+// followRun streams a run's progress as server-sent events.
+func (h *Handler) followRun(w http.ResponseWriter, r *http.Request, c duet.Caller) (any, error) {
+	return nil, ServeProgress(w, r, h.svc, c, r.PathValue("runId"), h.WriteError)
+}
+
+// ServeProgress answers r with the progress of run runID as server-sent
+// events ("progress", data: a JSON Progress) until the run ends or the
+// client goes away. An error before the first event is written with
+// writeErr.
+func ServeProgress(w http.ResponseWriter, r *http.Request, svc *Service, c duet.Caller, runID string, writeErr func(http.ResponseWriter, error)) error {
+	fl, _ := w.(http.Flusher)
+	started := false
+	err := svc.FollowRun(r.Context(), c, runID, func(p Progress) error {
+		if !started {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Header().Set("Cache-Control", "no-store")
+			w.Header().Set("X-Accel-Buffering", "no")
+			w.WriteHeader(http.StatusOK)
+			started = true
+		}
+		b, err := json.Marshal(p)
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(w, "event: progress\ndata: %s\n\n", b); err != nil {
+			return err
+		}
+		if fl != nil {
+			fl.Flush()
+		}
+		return nil
+	})
+	if err != nil && !started {
+		writeErr(w, err)
+		return nil
+	}
+	if started {
+		fmt.Fprint(w, "event: end\ndata: {}\n\n")
+		if fl != nil {
+			fl.Flush()
+		}
+	}
+	return nil
+}
+
+// report serves a run's report in the format asked for.
+func (h *Handler) report(w http.ResponseWriter, r *http.Request, c duet.Caller) (any, error) {
+	f, err := report.ParseFormat(r.URL.Query().Get("format"))
+	if err != nil {
+		return nil, err
+	}
+	rep, err := h.svc.RunReport(r.Context(), c, r.PathValue("runId"), f, r.URL.Query().Get("cursor"))
+	if err != nil {
+		return nil, err
+	}
+	WriteReport(w, rep, r.PathValue("runId"), f, r.URL.Query().Has("download"))
+	return nil, nil
+}
+
+// WriteReport writes a rendered report: the HTML under a policy that lets
+// it show its inline styles and data: screenshots and nothing else (no
+// script, framed only by Duet's own pages); a download names its file.
+func WriteReport(w http.ResponseWriter, rep Report, runID string, f report.Format, download bool) {
+	w.Header().Set("Content-Type", rep.ContentType)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'self'; base-uri 'none'; form-action 'none'")
+	if download {
+		ext := map[report.Format]string{report.HTML: "html", report.JSON: "json", report.JUnit: "junit.xml"}[f]
+		w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.%s"`, runID, ext))
+	}
+	w.Write(rep.Body)
+}

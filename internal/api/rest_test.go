@@ -1,0 +1,288 @@
+package api_test
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/api"
+	"github.com/duet-test/duet/internal/api/apitest"
+	"github.com/duet-test/duet/internal/catalog"
+	"github.com/duet-test/duet/internal/postgres/pgtest"
+	"github.com/duet-test/duet/internal/vault"
+)
+
+// TestRESTAnswersAsDocumented calls every operation of the OpenAPI
+// document, as alice, with real data (a suite applied, the sample order
+// MCP server registered, runs executed) and checks each answer against the
+// document: status, content type, schema. Then bob, who owns nothing,
+// calls every route that names one of alice's things and gets NOT_FOUND
+// (or an empty list), and cannot read her records.
+func TestRESTAnswersAsDocumented(t *testing.T) {
+	t.Parallel()
+	testREST(t, nil)
+}
+
+// TestRESTOnPostgres is TestRESTAnswersAsDocumented on PostgreSQL (a
+// fresh schema of DUET_TEST_POSTGRES_URL).
+func TestRESTOnPostgres(t *testing.T) {
+	t.Parallel()
+	key := make([]byte, vault.KeySize)
+	rand.Read(key)
+	testREST(t, map[string]string{"DUET_DATABASE_URL": pgtest.URL(t), "DUET_MASTER_KEY": vault.EncodeKey(key)})
+}
+
+func testREST(t *testing.T, vars map[string]string) {
+	e := apitest.New(t, vars)
+	_, ops := loadDoc(t, e)
+	seen := map[string]bool{}
+	do := func(user, id string, params map[string]string, body any, hdr ...string) []byte {
+		t.Helper()
+		return check(t, e, ops, seen, user, id, params, body, "", hdr...)
+	}
+	refused := func(user, id string, params map[string]string, body any, want duet.Code, hdr ...string) {
+		t.Helper()
+		check(t, e, ops, seen, user, id, params, body, want, hdr...)
+	}
+	p := func(kv ...string) map[string]string {
+		m := map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+
+	me := decode[api.Me](t, do("alice", "getMe", nil, nil))
+	if me.User != "alice" || me.Admin {
+		t.Fatalf("getMe: %+v", me)
+	}
+	applied := decode[duet.ApplyResult](t, do("alice", "createOrUpdateTasks", nil, api.ApplyIn{Source: apitest.Suite("plain")}))
+	taskID := applied.Task.ID
+	tasks := decode[catalog.ListTasksOut](t, do("alice", "listTasks", p("?", "query=plain"), nil))
+	if tasks.Total != 1 || tasks.Tasks[0].ID != taskID {
+		t.Fatalf("listTasks: %+v", tasks)
+	}
+	do("alice", "getTask", p("taskId", taskID), nil)
+	cases := decode[catalog.ListCasesOut](t, do("alice", "listCases", p("taskId", taskID), nil))
+	caseID := cases.Cases[0].ID
+	got := decode[catalog.GetCaseOut](t, do("alice", "getCase", p("caseId", caseID), nil))
+	if !strings.Contains(got.Case.Source, "1 + 1") {
+		t.Fatalf("getCase: %+v", got)
+	}
+	if ap := decode[api.Approval](t, do("alice", "getCaseApproval", p("caseId", caseID), nil)); ap.Needed || ap.Author != "alice" {
+		t.Fatalf("alice's own case needs no approval: %+v", ap)
+	}
+	if ap := decode[api.Approval](t, do("alice", "createCaseApproval", p("caseId", caseID), api.ApprovalIn{Version: 1})); ap.Approval == nil || ap.Approval.Version != 1 {
+		t.Fatalf("createCaseApproval: %+v", ap)
+	}
+	refused("alice", "createCaseApproval", p("caseId", caseID), api.ApprovalIn{Version: 7}, duet.CodeConflict)
+	sh := decode[api.Sharing](t, do("alice", "shareTask", p("taskId", taskID), api.ShareIn{With: "carol"}))
+	if !slices.Contains(sh.SharedWith, "carol") {
+		t.Fatalf("shareTask: %+v", sh)
+	}
+	do("alice", "unshareTask", p("taskId", taskID, "principal", "carol"), nil)
+
+	// MCP: register the order server (credentials once), sync, call by hand.
+	reg := decode[api.ServerDetail](t, do("alice", "createServer", nil, api.RegisterIn{Name: "orders", URL: e.OrderURL, Credentials: api.Credentials{BearerToken: e.OrderToken}}))
+	if reg.Server.Status != "synced" || len(reg.Tools) == 0 || !slices.Contains(reg.Server.HeaderNames, "Authorization") {
+		t.Fatalf("createServer: %+v", reg)
+	}
+	do("alice", "listServers", nil, nil)
+	detail := do("alice", "getServer", p("server", "orders"), nil)
+	if strings.Contains(string(detail), e.OrderToken) {
+		t.Fatalf("getServer returned the credential: %s", detail)
+	}
+	do("alice", "syncServer", p("server", reg.Server.ServerKey), nil)
+	called := decode[api.CallOut](t, do("alice", "callTool", p("server", "orders", "tool", "query_order"), api.CallIn{Arguments: map[string]any{"orderId": "A1001"}}))
+	if called.Error != nil || called.Result == nil || called.Invocation == nil || called.Invocation.Source != duet.SourceAPI || called.Invocation.Outcome != duet.OutcomeOK {
+		t.Fatalf("callTool: %+v", called)
+	}
+	inv := decode[api.InvocationList](t, do("alice", "listInvocations", p("?", "tool=query_order"), nil))
+	if len(inv.Records) != 1 || inv.Records[0].Executor != "alice" {
+		t.Fatalf("listInvocations: %+v", inv)
+	}
+
+	// Runs: start (idempotent), execute, follow, report, cancel another.
+	key := "Idempotency-Key"
+	start := decode[catalog.StartRunOut](t, do("alice", "createRun", nil, api.RunIn{TaskID: taskID}, key, "k1"))
+	again := decode[catalog.StartRunOut](t, do("alice", "createRun", nil, api.RunIn{TaskID: taskID}, key, "k1"))
+	if again.RunID != start.RunID || !again.Replayed {
+		t.Fatalf("createRun retried: %+v, want %s replayed", again, start.RunID)
+	}
+	refused("alice", "createRun", nil, api.RunIn{TaskID: taskID}, duet.CodeInvalidArgument) // no key
+	if ok, err := e.App.Worker.ExecuteRun(t.Context(), start.RunID); !ok || err != nil {
+		t.Fatalf("executing the run: %v %v", ok, err)
+	}
+	run := decode[catalog.GetRunOut](t, do("alice", "getRun", p("runId", start.RunID), nil))
+	if run.Run.Status != duet.StatusPassed || len(run.Executions) != 1 {
+		t.Fatalf("getRun: %+v", run)
+	}
+	list := decode[api.RunList](t, do("alice", "listRuns", p("?", "taskId="+taskID), nil))
+	if len(list.Runs) != 1 || list.Runs[0].TaskName != "plain" {
+		t.Fatalf("listRuns: %+v", list)
+	}
+	events, data := sse(do("alice", "followRun", p("runId", start.RunID), nil))
+	if len(events) < 2 || events[0] != "progress" || events[len(events)-1] != "end" {
+		t.Fatalf("followRun events: %v", events)
+	}
+	if pr := decode[api.Progress](t, []byte(data[0])); !pr.Run.Done || pr.Run.Status != duet.StatusPassed {
+		t.Fatalf("followRun progress: %+v", pr)
+	}
+	html := do("alice", "getReport", p("runId", start.RunID), nil)
+	if !strings.Contains(string(html), "sums add up") {
+		t.Fatalf("getReport: %s", html)
+	}
+	for _, f := range []string{"json", "junit"} {
+		b := do("alice", "getReport", p("runId", start.RunID, "?", "format="+f+"&download=1"), nil)
+		if !strings.Contains(string(b), start.RunID) {
+			t.Fatalf("getReport %s: %s", f, b)
+		}
+	}
+	do("alice", "getExecution", p("executionId", run.Executions[0].ID), nil)
+	second := decode[catalog.StartRunOut](t, do("alice", "createRun", nil, api.RunIn{TaskID: taskID}, key, "k2"))
+	cancelled := decode[api.RunSummary](t, do("alice", "cancelRun", p("runId", second.RunID), nil))
+	if cancelled.Status != duet.StatusCancelled {
+		t.Fatalf("cancelRun: %+v", cancelled)
+	}
+	tr := decode[api.Trends](t, do("alice", "getTrends", p("taskId", taskID), nil))
+	if len(tr.Runs) != 1 || len(tr.Cases) != 1 || tr.Cases[0].PassRate != 1 {
+		t.Fatalf("getTrends: %+v", tr)
+	}
+
+	// Teams: create, members, the dependency list, register from it.
+	do("alice", "createTeam", nil, api.TeamIn{Name: "qa"})
+	do("alice", "addTeamMember", p("team", "qa"), api.MemberIn{User: "carol"})
+	do("alice", "removeTeamMember", p("team", "qa", "user", "carol"), nil)
+	do("alice", "listTeams", nil, nil)
+	do("alice", "addTeamServer", p("team", "qa"), api.TeamServerIn{From: "orders", Description: "order lookups"})
+	team := decode[api.TeamDetail](t, do("alice", "getTeam", p("team", "qa"), nil))
+	if len(team.Servers) != 1 || strings.Contains(mustJSON(team), e.OrderToken) {
+		t.Fatalf("getTeam: %+v", team)
+	}
+
+	// Assets.
+	saved := decode[api.AssetSaved](t, do("alice", "createAsset", nil, api.AssetIn{Kind: duet.AssetSkill, Name: "checkout", Body: "Pay with the test card."}))
+	if saved.Action != duet.ApplyCreated || saved.Asset.Version != 1 {
+		t.Fatalf("createAsset: %+v", saved)
+	}
+	v2 := decode[api.AssetSaved](t, do("alice", "createAsset", nil, api.AssetIn{Kind: duet.AssetSkill, Name: "checkout", Body: "Pay with the other card."}))
+	if v2.Asset.Version != 2 {
+		t.Fatalf("a new version: %+v", v2)
+	}
+	do("alice", "listAssets", nil, nil)
+	old := decode[duet.Asset](t, do("alice", "getAsset", p("kind", "skill", "owner", "alice", "name", "checkout", "?", "version=1"), nil))
+	if old.Body != "Pay with the test card." {
+		t.Fatalf("getAsset v1: %+v", old)
+	}
+	do("alice", "shareAsset", p("kind", "skill", "owner", "alice", "name", "checkout"), api.AssetShareIn{SharedWith: []string{"carol"}})
+
+	// Tokens.
+	tok := decode[api.TokenCreated](t, do("alice", "createToken", nil, api.TokenIn{Name: "ci", ExpiresInDays: 7}))
+	if !strings.HasPrefix(tok.Secret, "duet_pat_") || tok.Token.ExpiresAt == nil {
+		t.Fatalf("createToken: %+v", tok)
+	}
+	if toks := do("alice", "listTokens", nil, nil); strings.Contains(string(toks), tok.Secret) {
+		t.Fatalf("listTokens shows a token's value: %s", toks)
+	}
+
+	// Bob owns nothing: every route that names alice's things answers
+	// NOT_FOUND, exactly as for a thing that does not exist, and his lists
+	// are empty.
+	nf := duet.CodeNotFound
+	refused("bob", "getTask", p("taskId", taskID), nil, nf)
+	refused("bob", "listCases", p("taskId", taskID), nil, nf)
+	refused("bob", "getCase", p("caseId", caseID), nil, nf)
+	refused("bob", "getCaseApproval", p("caseId", caseID), nil, nf)
+	refused("bob", "createCaseApproval", p("caseId", caseID), api.ApprovalIn{Version: 1}, nf)
+	refused("bob", "getTrends", p("taskId", taskID), nil, nf)
+	refused("bob", "listTransfers", p("taskId", taskID), nil, nf)
+	refused("bob", "shareTask", p("taskId", taskID), api.ShareIn{With: "bob"}, nf)
+	refused("bob", "unshareTask", p("taskId", taskID, "principal", "carol"), nil, nf)
+	refused("bob", "transferTask", p("taskId", taskID), api.TransferIn{To: "bob"}, nf)
+	refused("bob", "createRun", nil, api.RunIn{TaskID: taskID}, nf, key, "b1")
+	refused("bob", "getRun", p("runId", start.RunID), nil, nf)
+	refused("bob", "cancelRun", p("runId", start.RunID), nil, nf)
+	refused("bob", "followRun", p("runId", start.RunID), nil, nf)
+	refused("bob", "getReport", p("runId", start.RunID), nil, nf)
+	refused("bob", "getExecution", p("executionId", run.Executions[0].ID), nil, nf)
+	refused("bob", "getServer", p("server", reg.Server.ServerKey), nil, nf)
+	refused("bob", "syncServer", p("server", "orders"), nil, nf)
+	refused("bob", "callTool", p("server", reg.Server.ServerKey, "tool", "query_order"), api.CallIn{Arguments: map[string]any{"orderId": "A1001"}}, nf)
+	refused("bob", "deleteServer", p("server", "orders"), nil, nf)
+	refused("bob", "getAsset", p("kind", "skill", "owner", "alice", "name", "checkout"), nil, nf)
+	refused("bob", "shareAsset", p("kind", "skill", "owner", "alice", "name", "checkout"), api.AssetShareIn{SharedWith: []string{"bob"}}, nf)
+	refused("bob", "deleteAsset", p("kind", "skill", "owner", "alice", "name", "checkout"), nil, nf)
+	refused("bob", "getTeam", p("team", "qa"), nil, nf)
+	refused("bob", "addTeamMember", p("team", "qa"), api.MemberIn{User: "bob"}, nf)
+	refused("bob", "addTeamServer", p("team", "qa"), api.TeamServerIn{From: "orders"}, nf)
+	refused("bob", "registerTeamServer", p("team", "qa", "name", "orders"), api.Credentials{BearerToken: "x"}, nf)
+	refused("bob", "revokeToken", p("tokenId", tok.Token.ID), nil, nf)
+	refused("bob", "listAudit", p("?", "user=alice"), nil, duet.CodePermissionDenied)
+	refused("bob", "listInvocations", p("?", "user=alice"), nil, duet.CodePermissionDenied)
+	for id, body := range map[string]string{
+		"listTasks": string(do("bob", "listTasks", nil, nil)), "listRuns": string(do("bob", "listRuns", nil, nil)),
+		"listServers": string(do("bob", "listServers", nil, nil)), "listAssets": string(do("bob", "listAssets", nil, nil)),
+		"listTeams": string(do("bob", "listTeams", nil, nil)), "listTokens": string(do("bob", "listTokens", nil, nil)),
+		"listAudit": string(do("bob", "listAudit", nil, nil)), "listInvocations": string(do("bob", "listInvocations", nil, nil)),
+	} {
+		for _, secret := range []string{taskID, start.RunID, reg.Server.ServerKey, "checkout", `"alice"`, "qa", tok.Token.ID} {
+			if strings.Contains(body, secret) {
+				t.Errorf("bob's %s shows alice's %s: %s", id, secret, body)
+			}
+		}
+	}
+	// An administrator sees everyone's records.
+	e.App.Audit.Flush()
+	all := decode[api.AuditList](t, do("root", "listAudit", p("?", "user=alice&limit=1000"), nil))
+	if !slices.ContainsFunc(all.Records, func(r *duet.AuditRecord) bool { return r.Caller == "alice" && r.CallSource == duet.SourceAPI }) {
+		t.Fatalf("root's audit lacks alice's API calls: %+v", all)
+	}
+
+	// The rest: hand the task to the team, register from the dependency
+	// list, and delete what was made.
+	do("alice", "transferTask", p("taskId", taskID), api.TransferIn{To: "team:qa"})
+	if trs := decode[api.Transfers](t, do("alice", "listTransfers", p("taskId", taskID), nil)); len(trs.Transfers) != 1 || trs.Transfers[0].To != "team:qa" {
+		t.Fatalf("listTransfers: %+v", trs)
+	}
+	do("alice", "deleteServer", p("server", "orders"), nil)
+	again2 := decode[api.ServerDetail](t, do("alice", "registerTeamServer", p("team", "qa", "name", "orders"), api.Credentials{BearerToken: e.OrderToken}))
+	if again2.Server.ServerKey != reg.Server.ServerKey || again2.Server.Status != "synced" {
+		t.Fatalf("registerTeamServer: %+v", again2)
+	}
+	do("alice", "removeTeamServer", p("team", "qa", "name", "orders"), nil)
+	do("alice", "deleteAsset", p("kind", "skill", "owner", "alice", "name", "checkout"), nil)
+	do("alice", "revokeToken", p("tokenId", tok.Token.ID), nil)
+	e.App.Audit.Flush()
+	audit := decode[api.AuditList](t, do("alice", "listAudit", p("?", "source=api&limit=1000"), nil))
+	for _, r := range audit.Records {
+		if r.Caller != "alice" || r.CallSource != duet.SourceAPI {
+			t.Fatalf("alice's audit: %+v", r)
+		}
+	}
+	methods := map[string]bool{}
+	for _, r := range audit.Records {
+		methods[r.Method+" "+r.Tool] = true
+	}
+	for _, m := range []string{"tools/call start_test_run", "tools/call list_test_tasks", "registerServer ", "callTool ", "applySuite ", "createToken "} {
+		if !methods[m] {
+			t.Errorf("no audit record of %q among %v", m, methods)
+		}
+	}
+
+	for id := range ops {
+		if !seen[id] {
+			t.Errorf("documented operation %s was not called", id)
+		}
+	}
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+var _ = url.QueryEscape

@@ -1,0 +1,244 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"time"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/catalog"
+	"github.com/duet-test/duet/internal/report"
+)
+
+// RunListIn selects runs.
+type RunListIn struct {
+	TaskID string         `json:"taskId,omitempty" jsonschema:"only runs of this task"`
+	Status duet.RunStatus `json:"status,omitempty" jsonschema:"only runs in this status"`
+	Cursor string         `json:"cursor,omitempty" jsonschema:"nextCursor of the previous page"`
+	Limit  int            `json:"limit,omitempty" jsonschema:"page size: default 20, at most 100"`
+}
+
+// RunSummary is a run in a list.
+type RunSummary struct {
+	ID           string         `json:"id"`
+	TaskID       string         `json:"taskId"`
+	TaskName     string         `json:"taskName"`
+	Status       duet.RunStatus `json:"status"`
+	Done         bool           `json:"done"`
+	TriggeredBy  string         `json:"triggeredBy"`
+	CallSource   string         `json:"callSource"`
+	CreatedAt    time.Time      `json:"createdAt"`
+	DurationMs   int64          `json:"durationMs"`
+	ErrorCode    string         `json:"errorCode,omitempty"`
+	ErrorMessage string         `json:"errorMessage,omitempty"`
+	Totals       duet.RunTotals `json:"totals"`
+}
+
+// RunList is a page of runs, newest first.
+type RunList struct {
+	Runs       []RunSummary `json:"runs"`
+	NextCursor string       `json:"nextCursor,omitempty"`
+}
+
+// ListRuns lists the runs of the tasks the caller may see, newest first,
+// a page at a time. Error messages are shown only to a run's executor.
+// Returns INVALID_ARGUMENT for a bad cursor or status.
+func (s *Service) ListRuns(ctx context.Context, c duet.Caller, in RunListIn) (RunList, error) {
+	return govern(ctx, s, c, "listRuns", in, func(ctx context.Context) (RunList, error) {
+		if in.Status != "" && !validStatus(in.Status) {
+			return RunList{}, duet.Errorf(duet.CodeInvalidArgument, "unknown run status %q", in.Status)
+		}
+		runs, next, err := s.d.Store.FindRuns(ctx, duet.RunFilter{Viewer: c.UserID, TaskID: in.TaskID, Status: in.Status, Cursor: in.Cursor, Limit: in.Limit})
+		if err != nil {
+			return RunList{}, err
+		}
+		names := map[string]string{}
+		out := RunList{Runs: make([]RunSummary, 0, len(runs)), NextCursor: next}
+		for _, r := range runs {
+			duet.DiscloseRun(c.UserID, r)
+			name, ok := names[r.TaskID]
+			if !ok {
+				if t, err := s.d.Store.FindTaskByID(ctx, c.UserID, r.TaskID); err == nil {
+					name = t.Name
+				}
+				names[r.TaskID] = name
+			}
+			out.Runs = append(out.Runs, runSummary(r, name))
+		}
+		return out, nil
+	})
+}
+
+func runSummary(r *duet.Run, taskName string) RunSummary {
+	v := RunSummary{ID: r.ID, TaskID: r.TaskID, TaskName: taskName, Status: r.Status, Done: r.Status.Final(), TriggeredBy: r.TriggeredBy,
+		CallSource: string(r.CallSource), CreatedAt: r.CreatedAt, ErrorCode: string(r.ErrorCode), ErrorMessage: r.ErrorMessage, Totals: r.Totals}
+	if r.StartedAt != nil {
+		end := time.Now()
+		if r.FinishedAt != nil {
+			end = *r.FinishedAt
+		}
+		v.DurationMs = end.Sub(*r.StartedAt).Milliseconds()
+	}
+	return v
+}
+
+func validStatus(s duet.RunStatus) bool {
+	switch s {
+	case duet.StatusQueued, duet.StatusRunning, duet.StatusPassed, duet.StatusFailed, duet.StatusError, duet.StatusCancelled:
+		return true
+	}
+	return false
+}
+
+// StartRun starts a run of a task as the caller (start_test_run): the
+// idempotency key makes a retry return the first run. Returns NOT_FOUND,
+// INVALID_ARGUMENT, IDEMPOTENCY_CONFLICT, RATE_LIMITED.
+func (s *Service) StartRun(ctx context.Context, c duet.Caller, in catalog.StartRunIn) (catalog.StartRunOut, error) {
+	return tool[catalog.StartRunOut](ctx, s, c, catalog.ToolStartRun, in)
+}
+
+// GetRun returns a run with a page of its executions (get_test_run).
+func (s *Service) GetRun(ctx context.Context, c duet.Caller, in catalog.GetRunIn) (catalog.GetRunOut, error) {
+	return tool[catalog.GetRunOut](ctx, s, c, catalog.ToolGetRun, in)
+}
+
+// GetExecution returns one case execution with its steps
+// (get_execution_result).
+func (s *Service) GetExecution(ctx context.Context, c duet.Caller, executionID string) (catalog.GetExecutionOut, error) {
+	return tool[catalog.GetExecutionOut](ctx, s, c, catalog.ToolGetExecutionResult, catalog.GetExecutionIn{ExecutionID: executionID})
+}
+
+// CancelRun asks a run to stop: a queued run is cancelled at once, a
+// running one by its worker within a second. Anyone who may see the run
+// may cancel it. Returns NOT_FOUND.
+func (s *Service) CancelRun(ctx context.Context, c duet.Caller, runID string) (RunSummary, error) {
+	return govern(ctx, s, c, "cancelRun", nil, func(ctx context.Context) (RunSummary, error) {
+		r, err := s.d.Store.RequestCancel(ctx, c.UserID, runID)
+		if err != nil {
+			return RunSummary{}, err
+		}
+		duet.DiscloseRun(c.UserID, r)
+		return runSummary(r, ""), nil
+	})
+}
+
+// Report is a rendered run report.
+type Report struct {
+	ContentType string
+	Body        []byte
+}
+
+// RunReport renders the report of a run as the caller sees it (the same
+// report as `duet report`: HTML with screenshots inline, JSON or JUnit
+// XML), a page of at most report.MaxCases cases. Returns NOT_FOUND,
+// INVALID_ARGUMENT.
+func (s *Service) RunReport(ctx context.Context, c duet.Caller, runID string, format report.Format, cursor string) (Report, error) {
+	var out Report
+	err := s.d.Catalog.Govern(ctx, catalog.Op{Caller: c, Method: "getReport", Name: string(format)}, func(ctx context.Context) (int, error) {
+		r, err := report.BuildPage(ctx, s.d.Store, s.d.Artifacts, c.UserID, runID, report.Page{Cursor: cursor})
+		if err != nil {
+			return 0, err
+		}
+		var buf bytes.Buffer
+		if err := r.Write(&buf, format); err != nil {
+			return 0, err
+		}
+		out.Body = buf.Bytes()
+		switch format {
+		case report.JSON:
+			out.ContentType = "application/json"
+		case report.JUnit:
+			out.ContentType = "application/xml"
+		default:
+			out.ContentType = "text/html; charset=utf-8"
+		}
+		return len(out.Body), nil
+	})
+	return out, err
+}
+
+// Progress is one state of a run followed live.
+type Progress struct {
+	Run        RunSummary                 `json:"run"`
+	Executions []catalog.ExecutionSummary `json:"executions" jsonschema:"the run's first 200 executions, in order (get_test_run pages them all)"`
+	Current    string                     `json:"current,omitempty" jsonschema:"the case and step running now"`
+}
+
+// progressPoll is how often FollowRun reads the run.
+const progressPoll = 300 * time.Millisecond
+
+// FollowRun sends the progress of a run to send — at once, then whenever
+// it changes — until the run is final, ctx ends or send fails. It is
+// governed as a stream (no concurrency slot or time limit; audited when it
+// ends). Returns NOT_FOUND.
+func (s *Service) FollowRun(ctx context.Context, c duet.Caller, runID string, send func(Progress) error) error {
+	return s.d.Catalog.Govern(ctx, catalog.Op{Caller: c, Method: "followRun", Stream: true}, func(ctx context.Context) (int, error) {
+		t := time.NewTicker(progressPoll)
+		defer t.Stop()
+		var last []byte
+		sent := 0
+		for {
+			p, err := s.progress(ctx, c, runID)
+			if err != nil {
+				if ctx.Err() != nil {
+					return sent, nil
+				}
+				return sent, err
+			}
+			b, _ := jsonMarshal(p)
+			if !bytes.Equal(b, last) {
+				if err := send(p); err != nil {
+					return sent, nil
+				}
+				last, sent = b, sent+len(b)
+			}
+			if p.Run.Done {
+				return sent, nil
+			}
+			select {
+			case <-ctx.Done():
+				return sent, nil
+			case <-t.C:
+			}
+		}
+	})
+}
+
+// progressExecutions is how many executions a Progress lists (the first
+// ones, in order): a run's page shows as many; get_test_run pages the rest.
+const progressExecutions = 200
+
+func (s *Service) progress(ctx context.Context, c duet.Caller, runID string) (Progress, error) {
+	r, err := s.d.Store.FindRunByID(ctx, c.UserID, runID)
+	if err != nil {
+		return Progress{}, err
+	}
+	execs, _, err := s.d.Store.FindExecutionPage(ctx, duet.ExecutionFilter{RunID: r.ID, Limit: progressExecutions})
+	if err != nil {
+		return Progress{}, err
+	}
+	duet.DiscloseRun(c.UserID, r, execs...)
+	p := Progress{Run: runSummary(r, ""), Executions: make([]catalog.ExecutionSummary, 0, len(execs))}
+	running := ""
+	for _, x := range execs {
+		es := catalog.ExecutionSummary{ID: x.ID, CaseID: x.CaseID, CaseKey: x.CaseKey, CaseTitle: x.CaseTitle, Status: x.Status,
+			ErrorCode: string(x.ErrorCode), ErrorMessage: x.ErrorMessage}
+		if x.StartedAt != nil && x.FinishedAt != nil {
+			es.DurationMs = x.FinishedAt.Sub(*x.StartedAt).Milliseconds()
+		}
+		p.Executions = append(p.Executions, es)
+		if x.Status == duet.StatusRunning && running == "" {
+			running = x.ID
+		}
+	}
+	if running != "" {
+		// The step running now: from that one execution's results.
+		if x, err := s.d.Store.FindExecutionByID(ctx, c.UserID, running); err == nil {
+			p.Current = x.CaseTitle
+			if n := len(x.Results); n > 0 {
+				p.Current += " — step " + itoa(x.Results[n-1].Index+1) + " of " + itoa(len(x.Steps)) + ": " + x.Results[n-1].Name
+			}
+		}
+	}
+	return p, nil
+}

@@ -1,0 +1,318 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/mcpclient"
+	"github.com/duet-test/duet/internal/redact"
+)
+
+// ServerView is a registration as the API shows it: never a credential
+// value, only the names of the headers sent.
+type ServerView struct {
+	Name            string     `json:"name"`
+	ServerKey       string     `json:"serverKey" jsonschema:"fingerprint of the normalized URL; the same for everyone who registers that address"`
+	URL             string     `json:"url"`
+	HeaderNames     []string   `json:"headerNames" jsonschema:"headers sent with every request (their values are sealed in the vault and never shown)"`
+	Auth            string     `json:"auth,omitempty"`
+	Status          string     `json:"status" jsonschema:"synced, or not-synced"`
+	Transport       string     `json:"transport,omitempty"`
+	ProtocolVersion string     `json:"protocolVersion,omitempty"`
+	ServerName      string     `json:"serverName,omitempty"`
+	ServerVersion   string     `json:"serverVersion,omitempty"`
+	ToolCount       int        `json:"toolCount"`
+	SyncedAt        *time.Time `json:"syncedAt,omitempty"`
+	CreatedAt       time.Time  `json:"createdAt"`
+}
+
+// ServerDetail is a registration with its archived tools.
+type ServerDetail struct {
+	Server ServerView      `json:"server"`
+	Tools  []*duet.MCPTool `json:"tools"`
+}
+
+func serverView(s *duet.MCPServer) ServerView {
+	v := ServerView{Name: s.Name, ServerKey: s.ServerKey, URL: s.URL, HeaderNames: s.HeaderNames, Auth: s.Auth, Status: "not-synced",
+		Transport: s.Transport, ProtocolVersion: s.ProtocolVersion, ServerName: s.ServerName, ServerVersion: s.ServerVersion,
+		ToolCount: s.ToolCount, SyncedAt: s.SyncedAt, CreatedAt: s.CreatedAt}
+	if v.HeaderNames == nil {
+		v.HeaderNames = []string{}
+	}
+	if s.SyncedAt != nil {
+		v.Status = "synced"
+	}
+	return v
+}
+
+// ServerList is the caller's registrations.
+type ServerList struct {
+	Servers []ServerView `json:"servers"`
+}
+
+// ListServers lists the caller's registered MCP servers.
+func (s *Service) ListServers(ctx context.Context, c duet.Caller) (ServerList, error) {
+	return govern(ctx, s, c, "listServers", nil, func(ctx context.Context) (ServerList, error) {
+		list, err := s.d.MCP.Servers(ctx, c.UserID)
+		if err != nil {
+			return ServerList{}, err
+		}
+		out := ServerList{Servers: make([]ServerView, 0, len(list))}
+		for _, r := range list {
+			out.Servers = append(out.Servers, serverView(r))
+		}
+		return out, nil
+	})
+}
+
+// Credentials are sent once, when a server is registered, and never
+// returned: a bearer token and/or header values.
+type Credentials struct {
+	BearerToken string            `json:"bearerToken,omitempty" jsonschema:"sent as Authorization: Bearer <token>"`
+	Headers     map[string]string `json:"headers,omitempty" jsonschema:"header name to value, sent with every request"`
+}
+
+func (cr Credentials) headers() (map[string]string, error) {
+	h := map[string]string{}
+	for k, v := range cr.Headers {
+		h[k] = v
+	}
+	if t := strings.TrimSpace(cr.BearerToken); t != "" {
+		for k := range h {
+			if strings.EqualFold(k, "Authorization") {
+				return nil, duet.Errorf(duet.CodeInvalidArgument, "give either bearerToken or an Authorization header, not both")
+			}
+		}
+		h["Authorization"] = "Bearer " + t
+	}
+	return h, nil
+}
+
+// RegisterIn registers an MCP server.
+type RegisterIn struct {
+	Name string `json:"name" jsonschema:"your name for the server (unique among yours)"`
+	URL  string `json:"url" jsonschema:"the server's Streamable HTTP (or legacy SSE) endpoint; URLs carrying credentials are refused"`
+	Credentials
+	Replace bool `json:"replace,omitempty" jsonschema:"replace your registration of the same name"`
+}
+
+// RegisterServer registers an MCP server for the caller, sealing the
+// credentials in the vault, and archives its tool catalog. When the
+// catalog cannot be synced the registration is kept and the sync's error
+// returned (fix the cause and sync again). Returns INVALID_ARGUMENT,
+// URL_REFUSED, CONFLICT, and the MCP_* codes of the sync.
+func (s *Service) RegisterServer(ctx context.Context, c duet.Caller, in RegisterIn) (ServerDetail, error) {
+	size := len(in.Name) + len(in.URL) + len(in.BearerToken)
+	for k, v := range in.Headers {
+		size += len(k) + len(v)
+	}
+	return governSized(ctx, s, c, "registerServer", size, func(ctx context.Context) (ServerDetail, error) {
+		h, err := in.headers()
+		if err != nil {
+			return ServerDetail{}, err
+		}
+		defer clear(h)
+		reg, err := s.d.MCP.Register(ctx, mcpclient.Registration{Owner: c.UserID, Name: in.Name, URL: in.URL, Headers: h, Replace: in.Replace})
+		if err != nil {
+			return ServerDetail{}, err
+		}
+		if _, err := s.d.MCP.Sync(ctx, c.UserID, reg.Name); err != nil {
+			return ServerDetail{}, err
+		}
+		return s.serverDetail(ctx, c, reg.Name)
+	})
+}
+
+func (s *Service) serverDetail(ctx context.Context, c duet.Caller, ref string) (ServerDetail, error) {
+	reg, tools, err := s.d.MCP.Server(ctx, c.UserID, ref)
+	if err != nil {
+		return ServerDetail{}, err
+	}
+	if tools == nil {
+		tools = []*duet.MCPTool{}
+	}
+	return ServerDetail{Server: serverView(reg), Tools: tools}, nil
+}
+
+// GetServer returns one of the caller's registrations (by name or
+// serverKey) with its archived tools. Returns NOT_FOUND.
+func (s *Service) GetServer(ctx context.Context, c duet.Caller, ref string) (ServerDetail, error) {
+	return govern(ctx, s, c, "getServer", nil, func(ctx context.Context) (ServerDetail, error) {
+		return s.serverDetail(ctx, c, ref)
+	})
+}
+
+// SyncServer archives the server's tool catalog again. Returns NOT_FOUND
+// and the MCP_* codes.
+func (s *Service) SyncServer(ctx context.Context, c duet.Caller, ref string) (ServerDetail, error) {
+	return govern(ctx, s, c, "syncServer", nil, func(ctx context.Context) (ServerDetail, error) {
+		if _, err := s.d.MCP.Sync(ctx, c.UserID, ref); err != nil {
+			return ServerDetail{}, err
+		}
+		return s.serverDetail(ctx, c, ref)
+	})
+}
+
+// RemoveServer deletes the caller's registration, its credential and its
+// archived catalog. Returns NOT_FOUND.
+func (s *Service) RemoveServer(ctx context.Context, c duet.Caller, ref string) (Empty, error) {
+	return govern(ctx, s, c, "removeServer", nil, func(ctx context.Context) (Empty, error) {
+		return Empty{}, s.d.MCP.Remove(ctx, c.UserID, ref)
+	})
+}
+
+// CallIn is a manual tool call.
+type CallIn struct {
+	Arguments map[string]any `json:"arguments" jsonschema:"the tool's arguments, matching its input schema"`
+}
+
+// CallOut is the outcome of a manual tool call: the result as the server
+// sent it (credential values scrubbed), the error if the call failed, and
+// the invocation record it left.
+type CallOut struct {
+	Result     *duet.ToolResult `json:"result,omitempty"`
+	Error      *ErrorBody       `json:"error,omitempty"`
+	Invocation *duet.Invocation `json:"invocation,omitempty"`
+}
+
+// ErrorBody is an error as the API returns it.
+type ErrorBody struct {
+	Code    duet.Code `json:"code"`
+	Message string    `json:"message"`
+}
+
+// CallTool calls a tool of one of the caller's servers by hand, through
+// the one server-side invoke() a running case uses, as the caller with the
+// caller's credentials. A failed call is not an error of the operation:
+// CallOut.Error says how it failed. Returns NOT_FOUND (no such
+// registration).
+func (s *Service) CallTool(ctx context.Context, c duet.Caller, ref, toolName string, in CallIn) (CallOut, error) {
+	return govern(ctx, s, c, "callTool", in, func(ctx context.Context) (CallOut, error) {
+		reg, _, err := s.d.MCP.Server(ctx, c.UserID, ref)
+		if err != nil {
+			return CallOut{}, err
+		}
+		trace := c.TraceID
+		if trace == "" {
+			trace = duet.NewTraceID()
+		}
+		res, err := s.d.MCP.Invoke(ctx, duet.InvokeRequest{Executor: c.UserID, ServerKey: reg.ServerKey, Tool: toolName,
+			Arguments: in.Arguments, Source: c.Source, TraceID: trace})
+		out := CallOut{}
+		secrets, _ := s.d.MCP.Secrets(ctx, c.UserID, reg.ServerKey)
+		set := redact.NewSet()
+		set.Add(secrets...)
+		if res != nil {
+			out.Result = &duet.ToolResult{IsError: res.IsError, Content: scrubJSON(set, res.Content), StructuredContent: scrubJSON(set, res.StructuredContent)}
+		}
+		if err != nil {
+			out.Error = &ErrorBody{Code: duet.ErrorCode(err), Message: set.Scrub(duet.ErrorMessage(err))}
+		}
+		s.d.MCP.Flush()
+		if recs, ferr := s.d.Store.FindInvocations(ctx, duet.InvocationFilter{Executor: c.UserID, TraceID: trace, Tool: toolName, Limit: 1}); ferr == nil && len(recs) > 0 {
+			out.Invocation = recs[0]
+		}
+		return out, nil
+	})
+}
+
+// scrubJSON replaces the secret values of set wherever they appear in raw.
+func scrubJSON(set *redact.Set, raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 || set.Len() == 0 {
+		return raw
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return raw
+	}
+	b, err := json.Marshal(set.Value(v))
+	if err != nil {
+		return raw
+	}
+	return b
+}
+
+// ---- invocation and audit records ----
+
+// RecordsIn selects audit or invocation records, newest first.
+type RecordsIn struct {
+	User    string    `json:"user,omitempty" jsonschema:"only this caller or executor; administrators only (others see their own)"`
+	Tool    string    `json:"tool,omitempty"`
+	Method  string    `json:"method,omitempty" jsonschema:"audit only: the MCP method or API operation"`
+	Server  string    `json:"server,omitempty" jsonschema:"invocations only: a serverKey"`
+	Source  string    `json:"source,omitempty" jsonschema:"only this call source (mcp, mcp-lite, stdio, cli, api, web, agent, engine)"`
+	Outcome string    `json:"outcome,omitempty" jsonschema:"OK or an error code"`
+	TraceID string    `json:"traceId,omitempty"`
+	Before  time.Time `json:"before,omitzero" jsonschema:"only records older than this (paging: the time of the last record of the previous page)"`
+	Limit   int       `json:"limit,omitempty" jsonschema:"default 100, at most 1000"`
+}
+
+// AuditList is a page of audit records.
+type AuditList struct {
+	Records []*duet.AuditRecord `json:"records"`
+	All     bool                `json:"all" jsonschema:"true when the records are everyone's (an administrator)"`
+}
+
+// InvocationList is a page of invocation records.
+type InvocationList struct {
+	Records []*duet.Invocation `json:"records"`
+	All     bool               `json:"all"`
+}
+
+// whose returns the user whose records c may read: c's own, or anyone's
+// (the one in.User names, "" for all) for an administrator. Returns
+// PERMISSION_DENIED.
+func (s *Service) whose(c duet.Caller, in RecordsIn) (string, bool, error) {
+	if s.Admin(c.UserID) {
+		return in.User, in.User == "", nil
+	}
+	if in.User != "" && in.User != c.UserID {
+		return "", false, duet.Errorf(duet.CodePermissionDenied, "only administrators (DUET_ADMINS) see other people's records")
+	}
+	return c.UserID, false, nil
+}
+
+func limitOf(n int) int {
+	if n <= 0 {
+		return 100
+	}
+	return min(n, 1000)
+}
+
+// ListAudit returns the caller's audit records (everyone's for an
+// administrator), newest first. Returns PERMISSION_DENIED.
+func (s *Service) ListAudit(ctx context.Context, c duet.Caller, in RecordsIn) (AuditList, error) {
+	return govern(ctx, s, c, "listAudit", in, func(ctx context.Context) (AuditList, error) {
+		user, all, err := s.whose(c, in)
+		if err != nil {
+			return AuditList{}, err
+		}
+		recs, err := s.d.Store.FindAudit(ctx, duet.AuditFilter{Caller: user, Tool: in.Tool, Method: in.Method, CallSource: duet.CallSource(in.Source),
+			Outcome: duet.Code(in.Outcome), TraceID: in.TraceID, Until: in.Before, Limit: limitOf(in.Limit)})
+		if recs == nil {
+			recs = []*duet.AuditRecord{}
+		}
+		return AuditList{Records: recs, All: all}, err
+	})
+}
+
+// ListInvocations returns the invocation records of the caller's calls
+// to MCP servers (everyone's for an administrator), newest first. Returns
+// PERMISSION_DENIED.
+func (s *Service) ListInvocations(ctx context.Context, c duet.Caller, in RecordsIn) (InvocationList, error) {
+	return govern(ctx, s, c, "listInvocations", in, func(ctx context.Context) (InvocationList, error) {
+		user, all, err := s.whose(c, in)
+		if err != nil {
+			return InvocationList{}, err
+		}
+		recs, err := s.d.Store.FindInvocations(ctx, duet.InvocationFilter{Executor: user, ServerKey: in.Server, Tool: in.Tool, Source: duet.CallSource(in.Source),
+			Outcome: duet.Code(in.Outcome), TraceID: in.TraceID, Until: in.Before, Limit: limitOf(in.Limit)})
+		if recs == nil {
+			recs = []*duet.Invocation{}
+		}
+		return InvocationList{Records: recs, All: all}, err
+	})
+}

@@ -1,0 +1,149 @@
+// Package api is Duet's REST API (/api/v1, JSON, described by an OpenAPI
+// 3.1 document) and the Service behind it, which the web console
+// (internal/webui) uses too. Both are transports, like MCP and MCP-Lite:
+// every operation goes through the catalog's governance pipeline —
+// identity, concurrency caps, a timeout, size limits and one audit record
+// with callSource api or web — and the same ownership rules. The catalog's
+// tools (tasks, cases, runs, executions, start a run) are called through
+// catalog.Call itself, so a REST or console view of a run is the very
+// result an MCP client gets; the other operations (sharing, MCP servers,
+// assets, tokens, audit, teams) run inside catalog.Govern.
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/catalog"
+	"github.com/duet-test/duet/internal/mcpclient"
+	"github.com/duet-test/duet/internal/report"
+)
+
+// MCPClient is the MCP client side the API uses: the registry and the one
+// invoke(). *mcpclient.Client is one.
+type MCPClient interface {
+	Register(ctx context.Context, r mcpclient.Registration) (*duet.MCPServer, error)
+	Sync(ctx context.Context, owner, ref string) (*duet.MCPServer, error)
+	Servers(ctx context.Context, owner string) ([]*duet.MCPServer, error)
+	Server(ctx context.Context, owner, ref string) (*duet.MCPServer, []*duet.MCPTool, error)
+	Remove(ctx context.Context, owner, ref string) error
+	Invoke(ctx context.Context, req duet.InvokeRequest) (*duet.ToolResult, error)
+	Secrets(ctx context.Context, executor, serverKey string) ([]string, error)
+	// Flush writes the invocation records made so far.
+	Flush()
+}
+
+// Compiler compiles a suite (YAML) as its author user writes it: mcpCall
+// server names resolve through user's own registrations.
+type Compiler func(ctx context.Context, user string, src []byte, name string) (*duet.Suite, error)
+
+// Deps are what the Service works with.
+type Deps struct {
+	Catalog   *catalog.Catalog
+	Store     duet.Store
+	MCP       MCPClient
+	Artifacts report.Artifacts
+	Compile   Compiler
+	// Admins see everyone's audit and invocation records.
+	Admins []string
+	// Tokens mints personal access tokens: the plaintext (shown once) and
+	// the hash to store (auth.NewToken).
+	Tokens func() (plaintext, hash string)
+}
+
+// Service is every operation of the REST API and the console, governed.
+type Service struct {
+	d Deps
+}
+
+// New returns the Service over d.
+func New(d Deps) *Service { return &Service{d: d} }
+
+// Admin reports whether user has the administrator role.
+func (s *Service) Admin(user string) bool { return slices.Contains(s.d.Admins, user) }
+
+// Catalog returns the catalog the Service governs through.
+func (s *Service) Catalog() *catalog.Catalog { return s.d.Catalog }
+
+// govern runs fn as operation op of caller c through the governance
+// pipeline (catalog.Govern): the result's size is its JSON encoding's.
+func govern[T any](ctx context.Context, s *Service, c duet.Caller, op string, args any, fn func(context.Context) (T, error)) (T, error) {
+	argBytes := 0
+	if args != nil {
+		if b, err := json.Marshal(args); err == nil {
+			argBytes = len(b)
+		}
+	}
+	return governSized(ctx, s, c, op, argBytes, fn)
+}
+
+// governSized is govern for arguments of argBytes bytes (credentials,
+// which are measured, never encoded).
+func governSized[T any](ctx context.Context, s *Service, c duet.Caller, op string, argBytes int, fn func(context.Context) (T, error)) (T, error) {
+	var out T
+	err := s.d.Catalog.Govern(ctx, catalog.Op{Caller: c, Method: op, ArgBytes: argBytes}, func(ctx context.Context) (int, error) {
+		v, err := fn(ctx)
+		if err != nil {
+			return 0, err
+		}
+		out = v
+		b, err := json.Marshal(v)
+		if err != nil {
+			return 0, fmt.Errorf("encoding the result of %s: %w", op, err)
+		}
+		return len(b), nil
+	})
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return out, nil
+}
+
+// tool calls a tool of the catalog as c (catalog.Call: the same pipeline,
+// validation and views as MCP) and decodes its structured result.
+func tool[T any](ctx context.Context, s *Service, c duet.Caller, name string, args any) (T, error) {
+	var out T
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return out, duet.WrapError(duet.CodeInvalidArgument, err, "arguments cannot be encoded")
+	}
+	res, err := s.d.Catalog.Call(ctx, catalog.Request{Caller: c, Tool: name, Args: raw})
+	if err != nil {
+		return out, err
+	}
+	if res.IsError {
+		var e struct {
+			Error catalog.ErrorBody `json:"error"`
+		}
+		json.Unmarshal(res.Structured, &e)
+		return out, &duet.Error{Code: res.Code, Message: e.Error.Message}
+	}
+	if err := json.Unmarshal(res.Structured, &out); err != nil {
+		return out, fmt.Errorf("decoding the result of %s: %w", name, err)
+	}
+	return out, nil
+}
+
+// Empty is the result of an operation that returns nothing.
+type Empty struct{}
+
+// Me is who the caller is.
+type Me struct {
+	User  string `json:"user"`
+	Admin bool   `json:"admin" jsonschema:"true for an administrator (DUET_ADMINS): sees everyone's audit and invocation records"`
+}
+
+// Me returns the caller's identity and role.
+func (s *Service) Me(ctx context.Context, c duet.Caller) (Me, error) {
+	return govern(ctx, s, c, "getMe", nil, func(context.Context) (Me, error) {
+		return Me{User: c.UserID, Admin: s.Admin(c.UserID)}, nil
+	})
+}
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+func itoa(n int) string { return fmt.Sprint(n) }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package webui_test
+
+const raceEnabled = false

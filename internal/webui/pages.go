@@ -1,0 +1,660 @@
+package webui
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/api"
+	"github.com/duet-test/duet/internal/catalog"
+	"github.com/duet-test/duet/internal/report"
+)
+
+// ---- tasks ----
+
+type tasksData struct {
+	Query string
+	Tasks catalog.ListTasksOut
+}
+
+func (c *Console) tasks(w http.ResponseWriter, r *http.Request, v *view) error {
+	q := r.URL.Query()
+	out, err := c.svc.ListTasks(r.Context(), v.caller, catalog.ListTasksIn{Query: q.Get("q"), Cursor: q.Get("cursor"), Limit: 50})
+	if err != nil {
+		return err
+	}
+	v.Title, v.Nav, v.Data = "Tasks", "tasks", tasksData{Query: q.Get("q"), Tasks: out}
+	return c.render(w, http.StatusOK, "tasks", v)
+}
+
+type applyData struct {
+	Source, BaseURL string
+}
+
+func (c *Console) applyForm(w http.ResponseWriter, r *http.Request, v *view) error {
+	v.Title, v.Nav, v.Data = "Apply a suite", "tasks", applyData{}
+	return c.render(w, http.StatusOK, "apply", v)
+}
+
+func (c *Console) apply(w http.ResponseWriter, r *http.Request, v *view) error {
+	in := api.ApplyIn{Source: r.PostForm.Get("source"), BaseURL: strings.TrimSpace(r.PostForm.Get("baseUrl"))}
+	res, err := c.svc.ApplySuite(r.Context(), v.caller, in)
+	if err != nil {
+		v.Title, v.Nav, v.Error, v.Data = "Apply a suite", "tasks", duet.ErrorMessage(err), applyData{Source: in.Source, BaseURL: in.BaseURL}
+		return c.render(w, StatusOf(c.o.Codes, err), "apply", v)
+	}
+	return redirect(w, r, "/tasks/"+res.Task.ID, "applied")
+}
+
+type taskData struct {
+	Task      catalog.GetTaskOut
+	Owner     bool
+	Cases     []catalog.CaseView
+	MoreCases bool
+	Runs      api.RunList
+	Transfers api.Transfers
+	RunKey    string
+}
+
+func (c *Console) task(w http.ResponseWriter, r *http.Request, v *view) error {
+	ctx, id := r.Context(), r.PathValue("id")
+	t, err := c.svc.GetTask(ctx, v.caller, id)
+	if err != nil {
+		return err
+	}
+	d := taskData{Task: t, Owner: t.Task.Owner == v.User, RunKey: duet.NewID("web")}
+	cases, err := c.svc.CaseSources(ctx, v.caller, id, "", 200)
+	if err != nil {
+		return err
+	}
+	d.Cases, d.MoreCases = cases.Cases, cases.NextCursor != ""
+	if d.Runs, err = c.svc.ListRuns(ctx, v.caller, api.RunListIn{TaskID: id, Limit: 10}); err != nil {
+		return err
+	}
+	if d.Transfers, err = c.svc.ListTransfers(ctx, v.caller, id); err != nil {
+		return err
+	}
+	v.Title, v.Nav, v.Data = t.Task.Name, "tasks", d
+	return c.render(w, http.StatusOK, "task", v)
+}
+
+func (c *Console) startRun(w http.ResponseWriter, r *http.Request, v *view) error {
+	key := r.PostForm.Get("idempotencyKey")
+	if key == "" {
+		key = duet.NewID("web")
+	}
+	out, err := c.svc.StartRun(r.Context(), v.caller, catalog.StartRunIn{TaskID: r.PathValue("id"), IdempotencyKey: key,
+		Device: strings.TrimSpace(r.PostForm.Get("device"))})
+	if err != nil {
+		return err
+	}
+	return redirect(w, r, "/runs/"+out.RunID, "")
+}
+
+func (c *Console) share(w http.ResponseWriter, r *http.Request, v *view) error {
+	if _, err := c.svc.ShareTask(r.Context(), v.caller, r.PathValue("id"), api.ShareIn{With: r.PostForm.Get("with")}); err != nil {
+		return err
+	}
+	return redirect(w, r, "/tasks/"+r.PathValue("id"), "shared")
+}
+
+func (c *Console) unshare(w http.ResponseWriter, r *http.Request, v *view) error {
+	if _, err := c.svc.UnshareTask(r.Context(), v.caller, r.PathValue("id"), r.PostForm.Get("with")); err != nil {
+		return err
+	}
+	return redirect(w, r, "/tasks/"+r.PathValue("id"), "unshared")
+}
+
+func (c *Console) transfer(w http.ResponseWriter, r *http.Request, v *view) error {
+	if _, err := c.svc.TransferTask(r.Context(), v.caller, r.PathValue("id"), api.TransferIn{To: r.PostForm.Get("to")}); err != nil {
+		return err
+	}
+	return redirect(w, r, "/tasks/"+r.PathValue("id"), "transferred")
+}
+
+type trendsData struct {
+	Task   catalog.GetTaskOut
+	Trends api.Trends
+	Charts charts
+}
+
+func (c *Console) trends(w http.ResponseWriter, r *http.Request, v *view) error {
+	t, err := c.svc.GetTask(r.Context(), v.caller, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	n, _ := strconv.Atoi(r.URL.Query().Get("runs"))
+	tr, err := c.svc.Trends(r.Context(), v.caller, t.Task.ID, api.TrendsIn{Runs: n})
+	if err != nil {
+		return err
+	}
+	v.Title, v.Nav, v.Data = "Trends: "+t.Task.Name, "tasks", trendsData{Task: t, Trends: tr, Charts: drawCharts(tr)}
+	return c.render(w, http.StatusOK, "trends", v)
+}
+
+type caseData struct {
+	Case     catalog.CaseView
+	Approval api.Approval
+}
+
+func (c *Console) caseDetail(w http.ResponseWriter, r *http.Request, v *view) error {
+	cs, err := c.svc.GetCase(r.Context(), v.caller, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	ap, err := c.svc.GetApproval(r.Context(), v.caller, cs.Case.ID)
+	if err != nil {
+		return err
+	}
+	v.Title, v.Nav, v.Data = cs.Case.Title, "tasks", caseData{Case: cs.Case, Approval: ap}
+	return c.render(w, http.StatusOK, "case", v)
+}
+
+func (c *Console) approve(w http.ResponseWriter, r *http.Request, v *view) error {
+	ver, _ := strconv.Atoi(r.PostForm.Get("version"))
+	if _, err := c.svc.ApproveCase(r.Context(), v.caller, r.PathValue("id"), api.ApprovalIn{Version: ver}); err != nil {
+		return err
+	}
+	return redirect(w, r, "/cases/"+escapePath(r.PathValue("id")), "approved")
+}
+
+// ---- runs ----
+
+type runsData struct {
+	TaskID, Status string
+	Statuses       []string
+	Tasks          []catalog.TaskView
+	Runs           api.RunList
+}
+
+// RunsPageSize is how many runs a page of the console lists.
+const RunsPageSize = 50
+
+func (c *Console) runs(w http.ResponseWriter, r *http.Request, v *view) error {
+	q := r.URL.Query()
+	in := api.RunListIn{TaskID: q.Get("task"), Status: duet.RunStatus(q.Get("status")), Cursor: q.Get("cursor"), Limit: RunsPageSize}
+	list, err := c.svc.ListRuns(r.Context(), v.caller, in)
+	if err != nil {
+		return err
+	}
+	tasks, err := c.svc.ListTasks(r.Context(), v.caller, catalog.ListTasksIn{Limit: 100})
+	if err != nil {
+		return err
+	}
+	v.Title, v.Nav, v.Data = "Runs", "runs", runsData{TaskID: in.TaskID, Status: string(in.Status), Runs: list, Tasks: tasks.Tasks,
+		Statuses: []string{"queued", "running", "passed", "failed", "error", "cancelled"}}
+	return c.render(w, http.StatusOK, "runs", v)
+}
+
+type runData struct {
+	Run      catalog.GetRunOut
+	TaskName string
+}
+
+func (c *Console) run(w http.ResponseWriter, r *http.Request, v *view) error {
+	run, err := c.svc.GetRun(r.Context(), v.caller, catalog.GetRunIn{RunID: r.PathValue("id"), Cursor: r.URL.Query().Get("cursor"), Limit: 200})
+	if err != nil {
+		return err
+	}
+	d := runData{Run: run, TaskName: run.Run.TaskID}
+	if t, err := c.svc.GetTask(r.Context(), v.caller, run.Run.TaskID); err == nil {
+		d.TaskName = t.Task.Name
+	}
+	v.Title, v.Nav, v.Data = "Run "+run.Run.ID, "runs", d
+	return c.render(w, http.StatusOK, "run", v)
+}
+
+func (c *Console) cancel(w http.ResponseWriter, r *http.Request, v *view) error {
+	if _, err := c.svc.CancelRun(r.Context(), v.caller, r.PathValue("id")); err != nil {
+		return err
+	}
+	return redirect(w, r, "/runs/"+r.PathValue("id"), "cancelled")
+}
+
+func (c *Console) events(w http.ResponseWriter, r *http.Request, v *view) error {
+	w.Header().Del("Cache-Control")
+	return api.ServeProgress(w, r, c.svc, v.caller, r.PathValue("id"), func(w http.ResponseWriter, err error) {
+		api.WriteError(w, StatusOf(c.o.Codes, err), duet.ErrorCode(err), duet.ErrorMessage(err))
+	})
+}
+
+func (c *Console) report(w http.ResponseWriter, r *http.Request, v *view) error {
+	f, err := report.ParseFormat(r.URL.Query().Get("format"))
+	if err != nil {
+		return err
+	}
+	rep, err := c.svc.RunReport(r.Context(), v.caller, r.PathValue("id"), f, r.URL.Query().Get("cursor"))
+	if err != nil {
+		return err
+	}
+	w.Header().Del("X-Frame-Options")
+	api.WriteReport(w, rep, r.PathValue("id"), f, r.URL.Query().Has("download"))
+	return nil
+}
+
+// ---- AI asset center ----
+
+type assetsData struct {
+	List api.AssetList
+	Kind string
+	Form api.AssetIn
+}
+
+func (c *Console) assets(w http.ResponseWriter, r *http.Request, v *view) error {
+	kind := r.URL.Query().Get("kind")
+	list, err := c.svc.ListAssets(r.Context(), v.caller, api.AssetListIn{Kind: duet.AssetKind(kind)})
+	if err != nil {
+		return err
+	}
+	v.Title, v.Nav, v.Data = "AI Asset Center", "assets", assetsData{List: list, Kind: kind, Form: api.AssetIn{Kind: duet.AssetSkill}}
+	return c.render(w, http.StatusOK, "assets", v)
+}
+
+func splitList(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\r' || r == '\t' })
+}
+
+func (c *Console) saveAsset(w http.ResponseWriter, r *http.Request, v *view) error {
+	f := r.PostForm
+	in := api.AssetIn{Kind: duet.AssetKind(f.Get("kind")), Name: f.Get("name"), Description: f.Get("description"), Body: f.Get("body")}
+	if f.Has("sharedWith") {
+		sw := splitList(f.Get("sharedWith"))
+		in.SharedWith = &sw
+	}
+	saved, err := c.svc.SaveAsset(r.Context(), v.caller, in)
+	if err != nil {
+		list, lerr := c.svc.ListAssets(r.Context(), v.caller, api.AssetListIn{})
+		if lerr != nil {
+			return err
+		}
+		v.Title, v.Nav, v.Error, v.Data = "AI Asset Center", "assets", duet.ErrorMessage(err), assetsData{List: list, Form: in}
+		return c.render(w, StatusOf(c.o.Codes, err), "assets", v)
+	}
+	a := saved.Asset
+	return redirect(w, r, "/assets/"+string(a.Kind)+"/"+escapePath(a.Owner)+"/"+a.Name, "saved")
+}
+
+type assetData struct {
+	Asset    *duet.Asset
+	Versions []int
+	Owner    bool
+}
+
+func (c *Console) asset(w http.ResponseWriter, r *http.Request, v *view) error {
+	ver, _ := strconv.Atoi(r.URL.Query().Get("version"))
+	kind := duet.AssetKind(r.PathValue("kind"))
+	ref := r.PathValue("owner") + "/" + r.PathValue("name")
+	a, err := c.svc.GetAsset(r.Context(), v.caller, kind, ref, ver)
+	if err != nil {
+		return err
+	}
+	latest := a
+	if ver != 0 {
+		if latest, err = c.svc.GetAsset(r.Context(), v.caller, kind, ref, 0); err != nil {
+			return err
+		}
+	}
+	d := assetData{Asset: a, Owner: a.Owner == v.User}
+	for i := latest.Version; i >= 1; i-- {
+		d.Versions = append(d.Versions, i)
+	}
+	v.Title, v.Nav, v.Data = string(a.Kind)+" "+a.Name, "assets", d
+	return c.render(w, http.StatusOK, "asset", v)
+}
+
+func (c *Console) shareAsset(w http.ResponseWriter, r *http.Request, v *view) error {
+	saved, err := c.svc.ShareAsset(r.Context(), v.caller, duet.AssetKind(r.PathValue("kind")), r.PathValue("name"),
+		api.AssetShareIn{SharedWith: splitList(r.PostForm.Get("sharedWith"))})
+	if err != nil {
+		return err
+	}
+	return redirect(w, r, "/assets/"+string(saved.Asset.Kind)+"/"+escapePath(saved.Asset.Owner)+"/"+saved.Asset.Name, "shared")
+}
+
+func (c *Console) deleteAsset(w http.ResponseWriter, r *http.Request, v *view) error {
+	if _, err := c.svc.DeleteAsset(r.Context(), v.caller, duet.AssetKind(r.PathValue("kind")), r.PathValue("name")); err != nil {
+		return err
+	}
+	return redirect(w, r, "/assets", "deleted")
+}
+
+// ---- MCP servers ----
+
+type serversData struct {
+	List api.ServerList
+	Name string
+	URL  string
+}
+
+func (c *Console) servers(w http.ResponseWriter, r *http.Request, v *view) error {
+	list, err := c.svc.ListServers(r.Context(), v.caller)
+	if err != nil {
+		return err
+	}
+	v.Title, v.Nav, v.Data = "MCP servers", "servers", serversData{List: list}
+	return c.render(w, http.StatusOK, "servers", v)
+}
+
+// parseHeaders reads "Name: value" lines. Messages name lines, never
+// values.
+func parseHeaders(s string) (map[string]string, error) {
+	h := map[string]string{}
+	for i, line := range strings.Split(s, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		name, val, ok := strings.Cut(line, ":")
+		if !ok || strings.TrimSpace(name) == "" {
+			return nil, duet.Errorf(duet.CodeInvalidArgument, "header line %d: want Name: value", i+1)
+		}
+		h[strings.TrimSpace(name)] = strings.TrimSpace(val)
+	}
+	return h, nil
+}
+
+func credentials(f map[string][]string) (api.Credentials, error) {
+	get := func(k string) string {
+		if v := f[k]; len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+	h, err := parseHeaders(get("headers"))
+	if err != nil {
+		return api.Credentials{}, err
+	}
+	return api.Credentials{BearerToken: strings.TrimSpace(get("bearerToken")), Headers: h}, nil
+}
+
+func (c *Console) register(w http.ResponseWriter, r *http.Request, v *view) error {
+	creds, err := credentials(r.PostForm)
+	name, u := strings.TrimSpace(r.PostForm.Get("name")), strings.TrimSpace(r.PostForm.Get("url"))
+	var reg api.ServerDetail
+	if err == nil {
+		reg, err = c.svc.RegisterServer(r.Context(), v.caller, api.RegisterIn{Name: name, URL: u, Credentials: creds})
+		clear(creds.Headers)
+	}
+	if err != nil {
+		// The form comes back without the credentials: they are never
+		// rendered.
+		list, lerr := c.svc.ListServers(r.Context(), v.caller)
+		if lerr != nil {
+			return err
+		}
+		v.Title, v.Nav, v.Error, v.Data = "MCP servers", "servers", duet.ErrorMessage(err), serversData{List: list, Name: name, URL: u}
+		return c.render(w, StatusOf(c.o.Codes, err), "servers", v)
+	}
+	return redirect(w, r, "/servers/"+escapePath(reg.Server.Name), "registered")
+}
+
+type serverData struct {
+	Detail api.ServerDetail
+}
+
+func (c *Console) server(w http.ResponseWriter, r *http.Request, v *view) error {
+	d, err := c.svc.GetServer(r.Context(), v.caller, r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	v.Title, v.Nav, v.Data = "MCP server "+d.Server.Name, "servers", serverData{Detail: d}
+	return c.render(w, http.StatusOK, "server", v)
+}
+
+func (c *Console) syncServer(w http.ResponseWriter, r *http.Request, v *view) error {
+	if _, err := c.svc.SyncServer(r.Context(), v.caller, r.PathValue("name")); err != nil {
+		return err
+	}
+	return redirect(w, r, "/servers/"+escapePath(r.PathValue("name")), "synced")
+}
+
+func (c *Console) removeServer(w http.ResponseWriter, r *http.Request, v *view) error {
+	if _, err := c.svc.RemoveServer(r.Context(), v.caller, r.PathValue("name")); err != nil {
+		return err
+	}
+	return redirect(w, r, "/servers", "removed")
+}
+
+type toolData struct {
+	Server api.ServerView
+	Tool   *duet.MCPTool
+	Form   form
+	Call   *api.CallOut
+	Pretty string
+	Text   string
+}
+
+func (c *Console) findTool(r *http.Request, v *view) (api.ServerDetail, *duet.MCPTool, error) {
+	d, err := c.svc.GetServer(r.Context(), v.caller, r.PathValue("name"))
+	if err != nil {
+		return d, nil, err
+	}
+	for _, t := range d.Tools {
+		if t.Name == r.PathValue("tool") {
+			return d, t, nil
+		}
+	}
+	return d, nil, duet.Errorf(duet.CodeMCPToolNotFound, "%s has no tool %q in its archived catalog (sync it if it changed)", d.Server.Name, r.PathValue("tool"))
+}
+
+func (c *Console) toolForm(w http.ResponseWriter, r *http.Request, v *view) error {
+	d, t, err := c.findTool(r, v)
+	if err != nil {
+		return err
+	}
+	v.Title, v.Nav, v.Data = t.Name+" — "+d.Server.Name, "servers", toolData{Server: d.Server, Tool: t, Form: buildForm(t.InputSchema, nil)}
+	return c.render(w, http.StatusOK, "tool", v)
+}
+
+func (c *Console) callTool(w http.ResponseWriter, r *http.Request, v *view) error {
+	d, t, err := c.findTool(r, v)
+	if err != nil {
+		return err
+	}
+	f := buildForm(t.InputSchema, r.PostForm)
+	args, err := f.arguments(r.PostForm)
+	data := toolData{Server: d.Server, Tool: t, Form: f}
+	status := http.StatusOK
+	if err != nil {
+		v.Error = duet.ErrorMessage(err)
+		status = StatusOf(c.o.Codes, err)
+	} else {
+		out, err := c.svc.CallTool(r.Context(), v.caller, d.Server.Name, t.Name, api.CallIn{Arguments: args})
+		if err != nil {
+			return err
+		}
+		data.Call = &out
+		if out.Result != nil {
+			data.Text = out.Result.Text()
+			if len(out.Result.StructuredContent) > 0 {
+				data.Pretty = prettyJSON(out.Result.StructuredContent)
+			}
+		}
+	}
+	v.Title, v.Nav, v.Data = t.Name+" — "+d.Server.Name, "servers", data
+	return c.render(w, status, "tool", v)
+}
+
+func prettyJSON(raw json.RawMessage) string {
+	var x any
+	if json.Unmarshal(raw, &x) != nil {
+		return string(raw)
+	}
+	b, err := json.MarshalIndent(x, "", "  ")
+	if err != nil {
+		return string(raw)
+	}
+	return string(b)
+}
+
+// ---- teams ----
+
+func (c *Console) teams(w http.ResponseWriter, r *http.Request, v *view) error {
+	list, err := c.svc.ListTeams(r.Context(), v.caller)
+	if err != nil {
+		return err
+	}
+	v.Title, v.Nav, v.Data = "Teams", "teams", list
+	return c.render(w, http.StatusOK, "teams", v)
+}
+
+func (c *Console) createTeam(w http.ResponseWriter, r *http.Request, v *view) error {
+	t, err := c.svc.CreateTeam(r.Context(), v.caller, api.TeamIn{Name: r.PostForm.Get("name")})
+	if err != nil {
+		return err
+	}
+	return redirect(w, r, "/teams/"+t.Name, "created")
+}
+
+type teamData struct {
+	Detail api.TeamDetail
+	Mine   api.ServerList
+}
+
+func (c *Console) team(w http.ResponseWriter, r *http.Request, v *view) error {
+	d, err := c.svc.GetTeam(r.Context(), v.caller, r.PathValue("team"))
+	if err != nil {
+		return err
+	}
+	mine, err := c.svc.ListServers(r.Context(), v.caller)
+	if err != nil {
+		return err
+	}
+	v.Title, v.Nav, v.Data = "Team "+d.Team.Name, "teams", teamData{Detail: d, Mine: mine}
+	return c.render(w, http.StatusOK, "team", v)
+}
+
+func (c *Console) addMember(w http.ResponseWriter, r *http.Request, v *view) error {
+	if _, err := c.svc.AddMember(r.Context(), v.caller, r.PathValue("team"), api.MemberIn{User: r.PostForm.Get("user")}); err != nil {
+		return err
+	}
+	return redirect(w, r, "/teams/"+r.PathValue("team"), "added")
+}
+
+func (c *Console) removeMember(w http.ResponseWriter, r *http.Request, v *view) error {
+	if _, err := c.svc.RemoveMember(r.Context(), v.caller, r.PathValue("team"), r.PostForm.Get("user")); err != nil {
+		return err
+	}
+	return redirect(w, r, "/teams/"+r.PathValue("team"), "removed")
+}
+
+func (c *Console) addTeamServer(w http.ResponseWriter, r *http.Request, v *view) error {
+	if _, err := c.svc.AddTeamServer(r.Context(), v.caller, r.PathValue("team"), api.TeamServerIn{From: r.PostForm.Get("from"), Description: r.PostForm.Get("description")}); err != nil {
+		return err
+	}
+	return redirect(w, r, "/teams/"+r.PathValue("team"), "added")
+}
+
+func (c *Console) removeTeamServer(w http.ResponseWriter, r *http.Request, v *view) error {
+	if _, err := c.svc.RemoveTeamServer(r.Context(), v.caller, r.PathValue("team"), r.PathValue("name")); err != nil {
+		return err
+	}
+	return redirect(w, r, "/teams/"+r.PathValue("team"), "removed")
+}
+
+func (c *Console) registerTeamServer(w http.ResponseWriter, r *http.Request, v *view) error {
+	creds, err := credentials(r.PostForm)
+	if err != nil {
+		return err
+	}
+	d, err := c.svc.RegisterTeamServer(r.Context(), v.caller, r.PathValue("team"), r.PathValue("name"), creds)
+	clear(creds.Headers)
+	if err != nil {
+		return err
+	}
+	return redirect(w, r, "/servers/"+escapePath(d.Server.Name), "registered")
+}
+
+// ---- audit ----
+
+type auditData struct {
+	View        string
+	Filter      api.RecordsIn
+	Audit       api.AuditList
+	Invocations api.InvocationList
+	Next        string
+}
+
+func (c *Console) audit(w http.ResponseWriter, r *http.Request, v *view) error {
+	q := r.URL.Query()
+	in := api.RecordsIn{User: q.Get("user"), Tool: q.Get("tool"), Method: q.Get("method"), Source: q.Get("source"), Outcome: q.Get("outcome"),
+		TraceID: q.Get("traceId"), Server: q.Get("server"), Limit: 100}
+	if b := q.Get("before"); b != "" {
+		t, err := time.Parse(time.RFC3339Nano, b)
+		if err != nil {
+			return duet.Errorf(duet.CodeInvalidArgument, "before: want an RFC 3339 time")
+		}
+		in.Before = t
+	}
+	d := auditData{View: q.Get("view"), Filter: in}
+	var last time.Time
+	var n int
+	if d.View == "invocations" {
+		list, err := c.svc.ListInvocations(r.Context(), v.caller, in)
+		if err != nil {
+			return err
+		}
+		d.Invocations, n = list, len(list.Records)
+		if n > 0 {
+			last = list.Records[n-1].Time
+		}
+	} else {
+		d.View = "audit"
+		list, err := c.svc.ListAudit(r.Context(), v.caller, in)
+		if err != nil {
+			return err
+		}
+		d.Audit, n = list, len(list.Records)
+		if n > 0 {
+			last = list.Records[n-1].Time
+		}
+	}
+	if n == in.Limit {
+		nq := r.URL.Query()
+		nq.Set("before", last.UTC().Format(time.RFC3339Nano))
+		d.Next = "/audit?" + nq.Encode()
+	}
+	v.Title, v.Nav, v.Data = "Audit", "audit", d
+	return c.render(w, http.StatusOK, "audit", v)
+}
+
+// ---- tokens ----
+
+type tokensData struct {
+	List    api.TokenList
+	Created *api.TokenCreated
+}
+
+func (c *Console) tokens(w http.ResponseWriter, r *http.Request, v *view) error {
+	list, err := c.svc.ListTokens(r.Context(), v.caller)
+	if err != nil {
+		return err
+	}
+	v.Title, v.Nav, v.Data = "Tokens", "tokens", tokensData{List: list}
+	return c.render(w, http.StatusOK, "tokens", v)
+}
+
+func (c *Console) createToken(w http.ResponseWriter, r *http.Request, v *view) error {
+	days, _ := strconv.Atoi(r.PostForm.Get("expiresInDays"))
+	created, err := c.svc.CreateToken(r.Context(), v.caller, api.TokenIn{Name: r.PostForm.Get("name"), ExpiresInDays: days})
+	if err != nil {
+		return err
+	}
+	list, err := c.svc.ListTokens(r.Context(), v.caller)
+	if err != nil {
+		return err
+	}
+	// Shown once: this response is the only place the value appears.
+	v.Title, v.Nav, v.Data = "Tokens", "tokens", tokensData{List: list, Created: &created}
+	return c.render(w, http.StatusCreated, "tokens", v)
+}
+
+func (c *Console) revokeToken(w http.ResponseWriter, r *http.Request, v *view) error {
+	if _, err := c.svc.RevokeToken(r.Context(), v.caller, r.PathValue("id")); err != nil {
+		return err
+	}
+	return redirect(w, r, "/tokens", "revoked")
+}

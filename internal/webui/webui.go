@@ -1,0 +1,336 @@
+// Package webui is Duet's web console: server-rendered pages (html/template,
+// every value escaped) over the same api.Service as the REST API, so every
+// action goes through the catalog's governance with callSource web.
+// Templates and static files are embedded; the one script is a static file
+// (the Content-Security-Policy allows no inline script). A browser signs in
+// with a personal access token, exchanged for an HttpOnly session cookie,
+// or comes through an SSO proxy; every state change carries the session's
+// CSRF token.
+package webui
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/api"
+	"github.com/duet-test/duet/internal/auth"
+	"github.com/duet-test/duet/internal/catalog"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Options configure the console.
+type Options struct {
+	Service *api.Service
+	Auth    *auth.Authenticator
+	// Codes maps error codes to HTTP statuses (httpapi.Codes).
+	Codes        api.Codes
+	MaxBodyBytes int64 // 0 means 4 MiB
+	Logger       *slog.Logger
+	Version      string
+}
+
+// Console serves the web console.
+type Console struct {
+	o     Options
+	svc   *api.Service
+	pages map[string]*template.Template
+}
+
+// CSP is the console's Content-Security-Policy: its own script, styles
+// and images only (and data: images), no inline script, no framing by
+// other sites.
+const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-src 'self'; connect-src 'self'; " +
+	"object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'self'"
+
+// New returns the console.
+func New(o Options) *Console {
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 4 << 20
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Console{o: o, svc: o.Service, pages: map[string]*template.Template{}}
+	base := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html"))
+	names, err := fs.Glob(templateFS, "templates/*.html")
+	if err != nil {
+		panic(err)
+	}
+	for _, n := range names {
+		name := strings.TrimSuffix(strings.TrimPrefix(n, "templates/"), ".html")
+		if name == "layout" {
+			continue
+		}
+		c.pages[name] = template.Must(template.Must(base.Clone()).ParseFS(templateFS, n))
+	}
+	return c
+}
+
+// Register adds the console's routes to mux.
+func (c *Console) Register(mux *http.ServeMux) {
+	static, _ := fs.Sub(staticFS, "static")
+	fileServer := http.StripPrefix("/static/", http.FileServerFS(static))
+	mux.Handle("GET /static/", secured(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		fileServer.ServeHTTP(w, r)
+	})))
+	mux.Handle("GET /signin", secured(http.HandlerFunc(c.signinForm)))
+	mux.Handle("POST /signin", secured(http.HandlerFunc(c.signin)))
+	mux.Handle("POST /signout", c.page(c.signout))
+	mux.Handle("GET /{$}", c.page(func(w http.ResponseWriter, r *http.Request, v *view) error {
+		http.Redirect(w, r, "/tasks", http.StatusSeeOther)
+		return nil
+	}))
+	for pattern, fn := range map[string]handler{
+		"GET /tasks":                                 c.tasks,
+		"GET /tasks/apply":                           c.applyForm,
+		"POST /tasks/apply":                          c.apply,
+		"GET /tasks/{id}":                            c.task,
+		"POST /tasks/{id}/runs":                      c.startRun,
+		"POST /tasks/{id}/share":                     c.share,
+		"POST /tasks/{id}/unshare":                   c.unshare,
+		"POST /tasks/{id}/transfer":                  c.transfer,
+		"GET /tasks/{id}/trends":                     c.trends,
+		"GET /cases/{id}":                            c.caseDetail,
+		"POST /cases/{id}/approve":                   c.approve,
+		"GET /runs":                                  c.runs,
+		"GET /runs/{id}":                             c.run,
+		"POST /runs/{id}/cancel":                     c.cancel,
+		"GET /runs/{id}/events":                      c.events,
+		"GET /runs/{id}/report":                      c.report,
+		"GET /assets":                                c.assets,
+		"POST /assets":                               c.saveAsset,
+		"GET /assets/{kind}/{owner}/{name}":          c.asset,
+		"POST /assets/{kind}/{name}/share":           c.shareAsset,
+		"POST /assets/{kind}/{name}/delete":          c.deleteAsset,
+		"GET /servers":                               c.servers,
+		"POST /servers":                              c.register,
+		"GET /servers/{name}":                        c.server,
+		"POST /servers/{name}/sync":                  c.syncServer,
+		"POST /servers/{name}/remove":                c.removeServer,
+		"GET /servers/{name}/tools/{tool}":           c.toolForm,
+		"POST /servers/{name}/tools/{tool}":          c.callTool,
+		"GET /teams":                                 c.teams,
+		"POST /teams":                                c.createTeam,
+		"GET /teams/{team}":                          c.team,
+		"POST /teams/{team}/members":                 c.addMember,
+		"POST /teams/{team}/members/remove":          c.removeMember,
+		"POST /teams/{team}/servers":                 c.addTeamServer,
+		"POST /teams/{team}/servers/{name}/remove":   c.removeTeamServer,
+		"POST /teams/{team}/servers/{name}/register": c.registerTeamServer,
+		"GET /audit":                                 c.audit,
+		"GET /tokens":                                c.tokens,
+		"POST /tokens":                               c.createToken,
+		"POST /tokens/{id}/revoke":                   c.revokeToken,
+	} {
+		mux.Handle(pattern, c.page(fn))
+	}
+}
+
+// secured sets the headers every console response carries.
+func secured(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", CSP)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "same-origin")
+		h.Set("X-Frame-Options", "SAMEORIGIN")
+		if !strings.HasPrefix(r.URL.Path, "/static/") {
+			h.Set("Cache-Control", "no-store")
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// view is what every page template sees.
+type view struct {
+	User    string
+	Admin   bool
+	CSRF    string
+	Title   string
+	Nav     string
+	Notice  string
+	Error   string
+	Version string
+	Data    any
+
+	caller duet.Caller
+}
+
+type handler func(w http.ResponseWriter, r *http.Request, v *view) error
+
+// page authenticates a console request (session cookie or SSO proxy),
+// checks the CSRF token of a state change, and runs fn as the signed-in
+// user with callSource web. A browser that is not signed in is sent to
+// the sign-in page; a refused state change is audited and answered 401 or
+// 403.
+func (c *Console) page(fn handler) http.Handler {
+	return secured(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		caller, _ := duet.CallerFromContext(r.Context())
+		caller.Source = duet.SourceWeb
+		id, err := c.o.Auth.AuthenticateConsole(r.Context(), r, true)
+		if err == nil && id.NewCookie != "" {
+			auth.SetSessionCookie(w, r, id.NewCookie, id.Session.ExpiresAt)
+		}
+		if err == nil && !auth.SafeMethod(r.Method) {
+			r.Body = http.MaxBytesReader(w, r.Body, c.o.MaxBodyBytes)
+			presented := r.Header.Get(auth.HeaderCSRF)
+			if presented == "" {
+				if perr := r.ParseForm(); perr != nil {
+					err = duet.Errorf(duet.CodeInvalidArgument, "the form cannot be read: %v", perr)
+				}
+				presented = r.PostForm.Get(auth.FormCSRF)
+			}
+			if err == nil {
+				err = auth.CheckCSRF(id, r.Method, presented)
+			}
+		}
+		if err != nil {
+			caller.UserID = id.UserID
+			c.svc.Catalog().Refuse(catalog.Op{Caller: caller, Method: "http " + r.Method + " " + r.URL.Path}, err)
+			if duet.ErrorCode(err) == duet.CodeUnauthenticated && auth.SafeMethod(r.Method) {
+				http.Redirect(w, r, "/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			}
+			c.renderError(w, r, &view{User: id.UserID}, err)
+			return
+		}
+		caller.UserID = id.UserID
+		v := &view{User: id.UserID, Admin: c.svc.Admin(id.UserID), CSRF: id.Session.CSRF, Version: c.o.Version, caller: caller,
+			Notice: notices[r.URL.Query().Get("done")]}
+		if err := fn(w, r, v); err != nil {
+			c.renderError(w, r, v, err)
+		}
+	}))
+}
+
+// notices are the messages a redirect after a change shows (?done=...):
+// fixed texts, so a link cannot make the console say anything else.
+var notices = map[string]string{
+	"shared": "Shared.", "unshared": "No longer shared.", "transferred": "Task handed over.", "cancelled": "Cancellation requested.",
+	"saved": "Saved.", "deleted": "Deleted.", "synced": "Catalog synced.", "removed": "Removed.", "registered": "Registered and synced.",
+	"created": "Created.", "approved": "Approved.", "added": "Added.", "revoked": "Token revoked.", "applied": "Suite applied.",
+}
+
+func (c *Console) render(w http.ResponseWriter, status int, name string, v *view) error {
+	t, ok := c.pages[name]
+	if !ok {
+		return fmt.Errorf("webui: no page %q", name)
+	}
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, "layout.html", v); err != nil {
+		return fmt.Errorf("webui: rendering %s: %w", name, err)
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+func (c *Console) renderError(w http.ResponseWriter, r *http.Request, v *view, err error) {
+	code := duet.ErrorCode(err)
+	status := http.StatusInternalServerError
+	if c.o.Codes != nil {
+		status = c.o.Codes.Status(code)
+	}
+	if code == duet.CodeInternal {
+		c.o.Logger.ErrorContext(r.Context(), "console page failed", "path", r.URL.Path, "err", err)
+	}
+	v.Title, v.Data = "Error", struct {
+		Code    duet.Code
+		Message string
+	}{code, duet.ErrorMessage(err)}
+	if rerr := c.render(w, status, "error", v); rerr != nil {
+		http.Error(w, string(code), status)
+	}
+}
+
+// redirect answers a change with 303 See Other to path, with a notice.
+func redirect(w http.ResponseWriter, r *http.Request, path, done string) error {
+	if done != "" {
+		sep := "?"
+		if strings.Contains(path, "?") {
+			sep = "&"
+		}
+		path += sep + "done=" + done
+	}
+	http.Redirect(w, r, path, http.StatusSeeOther)
+	return nil
+}
+
+// ---- sign-in ----
+
+type signinData struct {
+	Next  string
+	SSO   bool
+	Error string
+}
+
+func localPath(p string) string {
+	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.HasPrefix(p, "/\\") || strings.ContainsAny(p, "\r\n") {
+		return "/tasks"
+	}
+	return p
+}
+
+func (c *Console) signinForm(w http.ResponseWriter, r *http.Request) {
+	if id, err := c.o.Auth.AuthenticateConsole(r.Context(), r, true); err == nil {
+		if id.NewCookie != "" {
+			auth.SetSessionCookie(w, r, id.NewCookie, id.Session.ExpiresAt)
+		}
+		http.Redirect(w, r, localPath(r.URL.Query().Get("next")), http.StatusSeeOther)
+		return
+	}
+	c.render(w, http.StatusOK, "signin", &view{Title: "Sign in", Version: c.o.Version,
+		Data: signinData{Next: localPath(r.URL.Query().Get("next")), SSO: c.o.Auth.SSOConfigured()}})
+}
+
+func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	r.ParseForm()
+	next := localPath(r.PostForm.Get("next"))
+	cookie, sess, err := c.o.Auth.SignIn(r.Context(), r.PostForm.Get("token"))
+	caller, _ := duet.CallerFromContext(r.Context())
+	caller.Source = duet.SourceWeb
+	if err != nil {
+		c.svc.Catalog().Refuse(catalog.Op{Caller: caller, Method: "signIn"}, err)
+		c.render(w, StatusOf(c.o.Codes, err), "signin", &view{Title: "Sign in", Version: c.o.Version,
+			Data: signinData{Next: next, SSO: c.o.Auth.SSOConfigured(), Error: duet.ErrorMessage(err)}})
+		return
+	}
+	caller.UserID = sess.UserID
+	c.svc.Catalog().Audit(&duet.AuditRecord{Time: time.Now(), TraceID: caller.TraceID, CallSource: duet.SourceWeb, Caller: sess.UserID, Method: "signIn", Outcome: duet.OutcomeOK})
+	auth.SetSessionCookie(w, r, cookie, sess.ExpiresAt)
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (c *Console) signout(w http.ResponseWriter, r *http.Request, v *view) error {
+	if err := c.o.Auth.SignOut(r.Context(), r); err != nil {
+		return err
+	}
+	auth.SetSessionCookie(w, r, "", time.Time{})
+	http.Redirect(w, r, "/signin", http.StatusSeeOther)
+	return nil
+}
+
+// StatusOf returns the HTTP status of err's code under codes.
+func StatusOf(codes api.Codes, err error) int {
+	if codes == nil {
+		return http.StatusInternalServerError
+	}
+	return codes.Status(duet.ErrorCode(err))
+}
