@@ -21,6 +21,7 @@ type Store interface {
 	DeviceLeaseStore
 	ApprovalStore
 	TeamStore
+	OAuthStore
 
 	// Ping checks that the database answers. Returns UNAVAILABLE.
 	Ping(ctx context.Context) error

@@ -42,6 +42,7 @@ func Run(t *testing.T, open Opener) {
 		{"Tokens", testTokens},
 		{"Audit", testAudit},
 		{"Teams", testTeams},
+		{"OAuth", testOAuth},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
