@@ -62,6 +62,9 @@ type Identity struct {
 	// ViaGateway is true when the request carried a valid gateway key: only
 	// then may MCP-Lite's body field user.empId name the user.
 	ViaGateway bool
+	// Access is what the credentials allow (an OAuth token's scopes); the
+	// zero value allows whatever the user may do.
+	Access duet.Access
 }
 
 // Principal is the identity as one comparable string: the user id and how
@@ -79,6 +82,7 @@ type Authenticator struct {
 	tokens    duet.TokenStore
 	keys      [][32]byte // SHA-256 of the gateway keys
 	fixedUser string
+	oauth     *OAuthOptions // nil: OAuth access tokens are not accepted
 }
 
 // New returns an Authenticator. gatewayKeys may be empty (no gateway);
@@ -150,7 +154,11 @@ func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request) (Iden
 		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
 			return Identity{}, duet.Errorf(duet.CodeUnauthenticated, "use Authorization: Bearer <token>")
 		}
-		t, err := a.tokens.FindTokenByHash(ctx, HashToken(strings.TrimSpace(tok)))
+		tok = strings.TrimSpace(tok)
+		if a.oauth != nil && !strings.HasPrefix(tok, TokenPrefix) {
+			return a.authenticateOAuth(ctx, tok)
+		}
+		t, err := a.tokens.FindTokenByHash(ctx, HashToken(tok))
 		if err != nil {
 			if duet.ErrorCode(err) == duet.CodeUnauthenticated {
 				return Identity{}, duet.Errorf(duet.CodeUnauthenticated, "invalid or expired token")
