@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/duet-test/duet"
@@ -29,6 +30,7 @@ import (
 	"github.com/duet-test/duet/internal/mcpclient"
 	"github.com/duet-test/duet/internal/mcpserver"
 	"github.com/duet-test/duet/internal/netguard"
+	"github.com/duet-test/duet/internal/oauthserver"
 	"github.com/duet-test/duet/internal/report"
 	"github.com/duet-test/duet/internal/vault"
 )
@@ -78,6 +80,13 @@ type App struct {
 	Artifacts *artifact.Store
 	// MCPClient is the one exit for calls to registered MCP servers.
 	MCPClient *mcpclient.Client
+	// OAuthIssuer verifies the company identity provider's tokens, and
+	// OAuthServer is Duet's own authorization server (oauth.go); nil when
+	// off.
+	OAuthIssuer *auth.Verifier
+	OAuthServer *oauthserver.Server
+
+	resourceMetadata *oauthex.ProtectedResourceMetadata
 
 	devices     func(string) error // device preset check; nil accepts any
 	self        *netguard.Self     // the addresses this process listens on
@@ -150,6 +159,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	mo.Version, mo.Logger, mo.Prompts, mo.Codes = Version, log, a.agentPrompts(), httpapi.Codes
 	a.MCP = mcpserver.New(a.Catalog, mo)
 	a.Auth = auth.New(db, cfg.GatewayAPIKeys, cfg.GatewayFixedUser)
+	a.initOAuth(&guard)
 	return a, nil
 }
 
@@ -185,6 +195,7 @@ func (a *App) Handler(o ServeOptions) http.Handler {
 		AllowedHosts: hosts, AllowedOrigins: a.Config.AllowedOrigins,
 		MaxBodyBytes: a.Config.MaxBodyBytes, Sessions: o.Sessions, Streams: o.Streams,
 		Ready: a.Store.Ping, Logger: a.Logger,
+		ResourceMetadata: a.resourceMetadata, AuthServer: a.authServerHandler(),
 	})
 	if o.Wrap != nil {
 		h = o.Wrap(h)
@@ -267,6 +278,11 @@ func (a *App) maintain(ctx context.Context) {
 			a.Logger.WarnContext(ctx, "deleting expired idempotency keys", "err", err)
 		} else if n > 0 {
 			a.Logger.InfoContext(ctx, "deleted expired idempotency keys", "count", n)
+		}
+		if n, err := a.Store.DeleteExpiredOAuth(ctx, time.Now()); err != nil && ctx.Err() == nil {
+			a.Logger.WarnContext(ctx, "deleting expired OAuth tokens", "err", err)
+		} else if n > 0 {
+			a.Logger.InfoContext(ctx, "deleted expired OAuth tokens", "count", n)
 		}
 		if n, err := a.Artifacts.Cleanup(ctx, time.Now()); err != nil && ctx.Err() == nil {
 			a.Logger.WarnContext(ctx, "deleting expired artifacts", "err", err)

@@ -66,7 +66,8 @@ type IssuerOptions struct {
 	Now func() time.Time
 	// RefetchAfter is how soon a token signed with a key Duet has not seen
 	// may make Duet fetch the key set again (the provider rotated its
-	// keys); 0 means 10 s. KeysMaxAge is how long a key set is used before
+	// keys); 0 means 1 s, so tokens with made-up key ids cost the provider
+	// at most one fetch a second. KeysMaxAge is how long a key set is used before
 	// it is fetched again anyway; 0 means 1 h.
 	RefetchAfter, KeysMaxAge time.Duration
 }
@@ -95,7 +96,7 @@ func NewVerifier(o IssuerOptions) *Verifier {
 		o.Now = time.Now
 	}
 	if o.RefetchAfter <= 0 {
-		o.RefetchAfter = 10 * time.Second
+		o.RefetchAfter = time.Second
 	}
 	if o.KeysMaxAge <= 0 {
 		o.KeysMaxAge = time.Hour

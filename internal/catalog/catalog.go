@@ -385,6 +385,9 @@ func (c *Catalog) Admit(ctx context.Context, op Op) (context.Context, func(), er
 	if err := checkCaller(op.Caller); err != nil {
 		return ctx, func() {}, c.Refuse(op, err)
 	}
+	if err := c.checkAccess(op); err != nil {
+		return ctx, func() {}, c.Refuse(op, err)
+	}
 	if op.Stream {
 		return ctx, func() {}, nil
 	}
@@ -480,6 +483,41 @@ func checkCaller(c duet.Caller) error {
 	}
 	if err := duet.ValidUserID(c.UserID); err != nil {
 		return duet.Errorf(duet.CodeUnauthenticated, "invalid caller identity: %s", duet.ErrorMessage(err))
+	}
+	return nil
+}
+
+// checkAccess is the scope step: an OAuth caller's token must allow what
+// op does. Calling a tool that is not read-only (start_test_run, cancelling
+// a run) needs the run scope; reading anything else — read-only tools,
+// resources, prompts — needs the read scope; discovery (initialize, lists,
+// ping) needs either. Callers without scopes (gateway key, personal token,
+// stdio, CLI) pass. Returns INSUFFICIENT_SCOPE.
+func (c *Catalog) checkAccess(op Op) error {
+	a := op.Caller.Access
+	if !a.Scoped {
+		return nil
+	}
+	switch op.Method {
+	case "tools/call":
+		run := true
+		if t, ok := c.byName[op.Name]; ok && t.Annotations.ReadOnly {
+			run = false
+		}
+		if !a.Allows(run) {
+			if run {
+				return duet.Errorf(duet.CodeInsufficientScope, "%s starts or changes runs: the access token needs the run scope", op.Name)
+			}
+			return duet.Errorf(duet.CodeInsufficientScope, "%s reads data: the access token needs the read scope", op.Name)
+		}
+	case "resources/read", "prompts/get", "resources/subscribe", "subscriptions/listen", "completion/complete":
+		if !a.Read {
+			return duet.Errorf(duet.CodeInsufficientScope, "%s reads data: the access token needs the read scope", op.Method)
+		}
+	default:
+		if !a.Read && !a.Run {
+			return duet.Errorf(duet.CodeInsufficientScope, "the access token carries none of Duet's scopes")
+		}
 	}
 	return nil
 }
