@@ -20,14 +20,11 @@ import (
 	"github.com/duet-test/duet/internal/oidctest"
 )
 
-// serveOAuthApp opens an app whose public URL is the address it serves on,
-// with env (DUET_OAUTH_* and friends) and returns it and its URL.
-func serveOAuthApp(t *testing.T, env map[string]string) (*app.App, string) {
+// serveOAuthAppOn opens an app whose public URL is the address of ln, with
+// env (DUET_OAUTH_* and friends), serves it on ln and returns it and its
+// URL.
+func serveOAuthAppOn(t *testing.T, ln net.Listener, env map[string]string) (*app.App, string) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	base := "http://" + ln.Addr().String()
 	env["DUET_PUBLIC_URL"] = base
 	env["DUET_LOG_LEVEL"] = "error"
