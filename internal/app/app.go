@@ -32,6 +32,7 @@ import (
 	"github.com/duet-test/duet/internal/netguard"
 	"github.com/duet-test/duet/internal/oauthserver"
 	"github.com/duet-test/duet/internal/report"
+	"github.com/duet-test/duet/internal/telemetry"
 	"github.com/duet-test/duet/internal/vault"
 )
 
@@ -80,6 +81,8 @@ type App struct {
 	Artifacts *artifact.Store
 	// MCPClient is the one exit for calls to registered MCP servers.
 	MCPClient *mcpclient.Client
+	// Telemetry is the metrics registry and the tracer (telemetry.go).
+	Telemetry *telemetry.Telemetry
 	// OAuthIssuer verifies the company identity provider's tokens, and
 	// OAuthServer is Duet's own authorization server (oauth.go); nil when
 	// off.
@@ -117,7 +120,13 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{Config: cfg, Store: db, Logger: log, devices: ValidDevice, self: &netguard.Self{}}
+	a := &App{Config: cfg, Logger: log, devices: ValidDevice, self: &netguard.Self{}}
+	if a.Telemetry, err = NewTelemetry(cfg); err != nil {
+		db.Close()
+		return nil, err
+	}
+	db = a.Telemetry.Store(db) // spans per store call; the run lifecycle as metrics and spans
+	a.Store = db
 	a.self.Add(cfg.Addr)
 	guard := NetPolicy(cfg, a.self) // http steps and browser navigations
 	a.Audit = audit.NewWriter(db, 0, log)
@@ -126,10 +135,12 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	a.browsers = &Browsers{Default: a.Browsers, Android: a.Android, Guard: &guard, Logger: log}
 	a.Artifacts = NewArtifactStore(cfg)
 	a.initMCPClient(opts)
+	stepClient := guard.Client()
+	stepClient.Transport = a.Telemetry.Transport(stepClient.Transport) // http steps carry the run's traceparent
 	a.Engine = engine.New(db, engine.Options{
 		StepTimeout: cfg.StepTimeout, CaseTimeout: cfg.CaseTimeout, Parallel: cfg.Parallel,
-		Browser: a.browsers, Artifacts: a.Artifacts, HTTPClient: guard.Client(),
-		OnEvent: opts.OnEvent, Logger: log, Invoker: a.MCPClient,
+		Browser: a.browsers, Artifacts: a.Artifacts, HTTPClient: stepClient,
+		OnEvent: opts.OnEvent, Logger: log, Invoker: a.Agent.Invoker,
 	})
 	a.Worker = engine.NewWorker(db, a.Engine, engine.WorkerOptions{Concurrency: cfg.Workers, Lease: cfg.RunLease, Logger: log})
 	a.Catalog = catalog.New(db, catalog.Options{
@@ -138,7 +149,8 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 			MaxArgBytes: cfg.MaxArgBytes, MaxResultBytes: cfg.MaxResultBytes, IdempotencyTTL: cfg.IdempotencyTTL,
 			MaxQueuedRuns: cfg.MaxQueuedRuns,
 		},
-		Auditor:    a.Audit,
+		Auditor:    a.Telemetry.Auditor(a.Audit),
+		Observe:    a.Telemetry.Observe,
 		RunCreated: func(string) { a.Worker.Notify() },
 		Extra:      opts.ExtraTools,
 		Logger:     log,
@@ -160,12 +172,16 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	a.MCP = mcpserver.New(a.Catalog, mo)
 	a.Auth = auth.New(db, cfg.GatewayAPIKeys, cfg.GatewayFixedUser)
 	a.initOAuth(&guard)
+	a.watch()
 	return a, nil
 }
 
 // Close flushes the audit trail, stops the browser processes and closes the
 // store.
 func (a *App) Close() {
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	a.Telemetry.Shutdown(sctx) // the spans still buffered
+	cancel()
 	a.MCPClient.Close()
 	a.Audit.Close()
 	a.browsers.Close()
@@ -196,6 +212,8 @@ func (a *App) Handler(o ServeOptions) http.Handler {
 		MaxBodyBytes: a.Config.MaxBodyBytes, Sessions: o.Sessions, Streams: o.Streams,
 		Ready: a.Store.Ping, Logger: a.Logger,
 		ResourceMetadata: a.resourceMetadata, AuthServer: a.authServerHandler(),
+		Metrics: a.metricsOnMainPort(), MetricsToken: a.Config.MetricsToken,
+		Middleware: []func(http.Handler) http.Handler{a.Telemetry.Middleware},
 	})
 	if o.Wrap != nil {
 		h = o.Wrap(h)
@@ -229,6 +247,9 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, o ServeOptions) error 
 		defer cancel()
 		return srv.Shutdown(sctx)
 	})
+	if err := a.serveMetrics(gctx, g); err != nil {
+		return err
+	}
 	if a.Config.Workers > 0 {
 		g.Go(func() error { return a.Worker.Run(gctx) })
 	}

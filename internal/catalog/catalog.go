@@ -219,8 +219,13 @@ type Options struct {
 	// ValidDevice checks device preset names; nil accepts any.
 	ValidDevice func(string) error
 	// Extra tools mounted beside the product catalog (test fixtures).
-	Extra  []*Tool
-	Logger *slog.Logger
+	Extra []*Tool
+	// Observe, if set, wraps every governed operation that runs (after
+	// admission, around the tool or method): it returns the context the
+	// operation runs in (a trace span) and a function called with its
+	// outcome. nil observes nothing.
+	Observe func(ctx context.Context, op Op) (context.Context, func(error))
+	Logger  *slog.Logger
 	Now    func() time.Time
 }
 
@@ -435,6 +440,10 @@ func (c *Catalog) Govern(ctx context.Context, op Op, fn func(ctx context.Context
 		defer cancel()
 		ctx = context.WithValue(ctx, budgetKey{}, c.opts.Limits.MaxResultBytes)
 	}
+	end := func(error) {}
+	if c.opts.Observe != nil {
+		ctx, end = c.opts.Observe(ctx, op)
+	}
 	size, err := runSafely(ctx, fn)
 	if err != nil && !op.Stream && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		err = duet.WrapError(duet.CodeTimeout, err, "the call did not finish within %s", timeout)
@@ -442,6 +451,7 @@ func (c *Catalog) Govern(ctx context.Context, op Op, fn func(ctx context.Context
 	if err == nil && !op.Stream && size > c.opts.Limits.MaxResultBytes {
 		err = duet.Errorf(duet.CodeTooLarge, "the result is %d bytes; the limit is %d (ask for less: a smaller page, a narrower query)", size, c.opts.Limits.MaxResultBytes)
 	}
+	end(err)
 	outcome := duet.OutcomeOK
 	if err != nil {
 		outcome = duet.ErrorCode(err)
