@@ -59,6 +59,9 @@ type Options struct {
 	OnEvent func(engine.Event)
 	// Getenv reads DUET_MASTER_KEY and friends; nil means os.Getenv.
 	Getenv func(string) string
+	// Telemetry replaces the metrics and tracing the configuration asks
+	// for (tests: an in-memory span exporter).
+	Telemetry *telemetry.Telemetry
 }
 
 // App is a running Duet.
@@ -121,9 +124,12 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		return nil, err
 	}
 	a := &App{Config: cfg, Logger: log, devices: ValidDevice, self: &netguard.Self{}}
-	if a.Telemetry, err = NewTelemetry(cfg); err != nil {
-		db.Close()
-		return nil, err
+	a.Telemetry = opts.Telemetry
+	if a.Telemetry == nil {
+		if a.Telemetry, err = NewTelemetry(cfg); err != nil {
+			db.Close()
+			return nil, err
+		}
 	}
 	db = a.Telemetry.Store(db) // spans per store call; the run lifecycle as metrics and spans
 	a.Store = db
