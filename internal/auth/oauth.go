@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -14,7 +16,6 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
-	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/duet-test/duet"
@@ -120,7 +121,7 @@ func (v *Verifier) metadataLocked(ctx context.Context) (*oauthex.AuthServerMeta,
 	if v.meta != nil {
 		return v.meta, nil
 	}
-	m, err := sdkauth.GetAuthServerMetadata(ctx, v.o.Issuer, v.o.HTTPClient)
+	m, err := DiscoverMetadata(ctx, v.o.Issuer, v.o.HTTPClient)
 	if err != nil {
 		return nil, duet.WrapError(duet.CodeUnavailable, err, "the identity provider's metadata cannot be read")
 	}
@@ -374,4 +375,77 @@ func (a *Authenticator) authenticateOAuth(ctx context.Context, tok string) (Iden
 		return Identity{}, err
 	}
 	return Identity{UserID: user, Method: MethodOAuth, Access: o.Scopes.Access(c.Scopes())}, nil
+}
+
+// DiscoverMetadata finds an issuer's metadata the way the MCP SDK does —
+// RFC 8414 at /.well-known/oauth-authorization-server (with path
+// insertion), then OpenID Connect discovery — decoded into the SDK's type,
+// with the issuer compared exactly (RFC 8414 §3.3: what stops mix-up
+// attacks) and the endpoints https or loopback. Unlike the SDK's client
+// discovery it does not insist on PKCE being advertised: verifying tokens
+// and exchanging them need the keys and the token endpoint, not the
+// authorization endpoint. Returns nil, nil when no document is found.
+func DiscoverMetadata(ctx context.Context, issuer string, hc *http.Client) (*oauthex.AuthServerMeta, error) {
+	u, err := url.Parse(issuer)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("issuer %q is not a URL", issuer)
+	}
+	path := strings.TrimRight(u.Path, "/")
+	var cands []string
+	for _, wk := range []string{"/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"} {
+		c := *u
+		c.Path, c.RawQuery, c.Fragment = wk+path, "", ""
+		cands = append(cands, c.String())
+	}
+	if path != "" {
+		c := *u
+		c.Path = path + "/.well-known/openid-configuration"
+		cands = append(cands, c.String())
+	}
+	for _, c := range cands {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c, nil)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Accept", "application/json")
+		resp, err := hc.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		if resp.StatusCode >= 400 && resp.StatusCode < 500 {
+			continue
+		}
+		if err != nil || resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("%s: HTTP %d", c, resp.StatusCode)
+		}
+		var m oauthex.AuthServerMeta
+		if err := json.Unmarshal(body, &m); err != nil {
+			return nil, fmt.Errorf("%s: not JSON metadata", c)
+		}
+		if strings.TrimRight(m.Issuer, "/") != strings.TrimRight(issuer, "/") {
+			return nil, fmt.Errorf("%s names issuer %q, not %q", c, m.Issuer, issuer)
+		}
+		for _, e := range []string{m.JWKSURI, m.TokenEndpoint, m.AuthorizationEndpoint} {
+			if e != "" && !secureURL(e) {
+				return nil, fmt.Errorf("%s: endpoint %q is neither https nor loopback", c, e)
+			}
+		}
+		return &m, nil
+	}
+	return nil, nil
+}
+
+func secureURL(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	if u.Scheme == "https" {
+		return true
+	}
+	h := u.Hostname()
+	ip := net.ParseIP(h)
+	return u.Scheme == "http" && (h == "localhost" || ip != nil && ip.IsLoopback())
 }
