@@ -1,8 +1,8 @@
 package app
 
 import (
-	"net/http"
 	"context"
+	"net/http"
 	"sync"
 
 	"github.com/duet-test/duet"

@@ -226,7 +226,7 @@ type Options struct {
 	// outcome. nil observes nothing.
 	Observe func(ctx context.Context, op Op) (context.Context, func(error))
 	Logger  *slog.Logger
-	Now    func() time.Time
+	Now     func() time.Time
 }
 
 // Catalog is the set of tools and the governance pipeline.
