@@ -69,9 +69,13 @@ func newMetrics(r *prometheus.Registry) *metrics {
 		llmTokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "duet_llm_tokens_total",
 			Help: "LLM tokens reported by the provider, by kind (prompt, completion)."}, []string{"kind"}),
 	}
-	r.MustRegister(m.calls, m.callDuration, m.runsCreated, m.runsFinished, m.runDuration, m.queueDepth, m.queueWait,
-		m.executions, m.steps, m.stepDuration, m.invocations, m.invocationDuration, m.llmRequests, m.llmTokens)
+	r.MustRegister(m.collectors()...)
 	return m
+}
+
+func (m *metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.calls, m.callDuration, m.runsCreated, m.runsFinished, m.runDuration, m.queueDepth, m.queueWait,
+		m.executions, m.steps, m.stepDuration, m.invocations, m.invocationDuration, m.llmRequests, m.llmTokens}
 }
 
 // SetTools names the tools that may appear as a label (the catalog's);
