@@ -369,7 +369,7 @@ func (c *Config) checkOAuth() error {
 		return &Error{"DUET_PUBLIC_URL", errors.New("OAuth (DUET_OAUTH_ISSUER, DUET_OAUTH_SERVER) needs Duet's canonical address: set DUET_PUBLIC_URL")}
 	}
 	if c.OAuthServer && (c.OAuthIssuer == "" || c.OAuthClientID == "") {
-		return &Error{"DUET_OAUTH_SERVER", errors.New("Duet's authorization server delegates login to the company's identity provider: set DUET_OAUTH_ISSUER and DUET_OAUTH_CLIENT_ID (and DUET_OAUTH_CLIENT_SECRET)")}
+		return &Error{"DUET_OAUTH_SERVER", errors.New("the authorization server Duet runs delegates login to the company's identity provider: set DUET_OAUTH_ISSUER and DUET_OAUTH_CLIENT_ID (and DUET_OAUTH_CLIENT_SECRET)")}
 	}
 	return nil
 }

@@ -210,6 +210,6 @@ func value(v attribute.Value) otlpValue {
 		}
 		return otlpValue{ArrayValue: arr}
 	}
-	s := v.Emit()
+	s := v.String()
 	return otlpValue{StringValue: &s}
 }

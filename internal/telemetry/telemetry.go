@@ -13,7 +13,6 @@ package telemetry
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -133,7 +132,5 @@ func inTrace(ctx context.Context, id string) context.Context {
 	return trace.ContextWithRemoteSpanContext(ctx, trace.NewSpanContext(trace.SpanContextConfig{
 		TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled, Remote: true}))
 }
-
-var errUnknown = errors.New("unknown")
 
 func seconds(d time.Duration) float64 { return d.Seconds() }

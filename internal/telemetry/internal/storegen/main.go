@@ -34,7 +34,7 @@ func main() {
 		if n == 0 || ft.Out(n-1) != errType {
 			continue
 		}
-		var params, args, results, rets []string
+		var params, args, results []string
 		for j := range ft.NumIn() {
 			name := fmt.Sprintf("a%d", j)
 			if j == 0 {
@@ -55,7 +55,6 @@ func main() {
 				name = "err"
 			}
 			results = append(results, name+" "+typeName(ft.Out(j)))
-			rets = append(rets, name)
 		}
 		fmt.Fprintf(&b, "func (s *store) %s(%s) (%s) {\n\tctx, end := s.t.storeSpan(ctx, %q)\n\tdefer func() { end(err) }()\n\treturn s.Store.%s(%s)\n}\n\n",
 			m.Name, strings.Join(params, ", "), strings.Join(results, ", "), m.Name, m.Name, strings.Join(args, ", "))
