@@ -317,6 +317,22 @@ var options = []Option{
 			}
 			return nil
 		}},
+	{Env: "OTEL_TRACES_SAMPLER", Doc: "OpenTelemetry: which traces are recorded (read by the tracing SDK): parentbased_always_on (the default: every trace, or as the caller's traceparent says), parentbased_traceidratio with OTEL_TRACES_SAMPLER_ARG (e.g. 0.1 records one trace in ten; the trace id still reaches the audit), always_on, always_off, traceidratio, parentbased_always_off.",
+		set: func(c *Config, v string) error {
+			switch v {
+			case "always_on", "always_off", "traceidratio", "parentbased_always_on", "parentbased_always_off", "parentbased_traceidratio":
+				return nil
+			}
+			return fmt.Errorf("want always_on, always_off, traceidratio or their parentbased_ forms, got %q", v)
+		}},
+	{Env: "OTEL_TRACES_SAMPLER_ARG", Doc: "OpenTelemetry: the ratio of the traceidratio samplers, from 0 to 1.",
+		set: func(c *Config, v string) error {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || f < 0 || f > 1 {
+				return fmt.Errorf("want a number from 0 to 1, got %q", v)
+			}
+			return nil
+		}},
 	{Env: "OTEL_SERVICE_NAME", Default: "duet", Doc: "OpenTelemetry: the service.name of the spans.",
 		set: func(c *Config, v string) error { c.ServiceName = v; return nil }},
 	{Env: "DUET_RUN_LEASE", Default: "30s", Doc: "How long a worker holds a run between heartbeats (it renews every third of this). A run whose worker died (kill -9, lost machine) is resumed by another worker after this.",

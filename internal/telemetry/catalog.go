@@ -43,6 +43,9 @@ func (t *Telemetry) Observe(ctx context.Context, op catalog.Op) (context.Context
 	if !t.Tracing() {
 		return ctx, func(error) {}
 	}
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() && !trace.SpanFromContext(ctx).IsRecording() {
+		return ctx, func(error) {} // a trace not sampled: its children would not be either
+	}
 	name := "catalog " + op.Method
 	if op.Method == "tools/call" || op.Method == "prompts/get" {
 		name += " " + op.Name

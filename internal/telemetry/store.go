@@ -29,8 +29,8 @@ type store struct {
 
 // storeSpan starts a span for a store call made inside a trace.
 func (t *Telemetry) storeSpan(ctx context.Context, method string) (context.Context, func(error)) {
-	if !t.Tracing() || !trace.SpanContextFromContext(ctx).IsValid() {
-		return ctx, func(error) {}
+	if !t.Tracing() || !trace.SpanFromContext(ctx).IsRecording() {
+		return ctx, func(error) {} // outside a trace, or in one not sampled
 	}
 	ctx, span := t.tracer.Start(ctx, "store."+method, trace.WithSpanKind(trace.SpanKindClient))
 	return ctx, func(err error) { endSpan(span, err) }
