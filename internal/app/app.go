@@ -9,7 +9,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -212,9 +214,19 @@ func (a *App) Handler(o ServeOptions) http.Handler {
 	if h, _, err := net.SplitHostPort(a.Config.Addr); err == nil && h != "" && h != "0.0.0.0" && h != "::" {
 		hosts = append(hosts, h)
 	}
+	origins := a.Config.AllowedOrigins
+	if pu := a.Config.PublicURL; pu != "" {
+		// Duet's own public address: its OAuth pages (the consent form
+		// posts to Duet from Duet's own origin) and its clients reach it
+		// by that name.
+		if u, err := url.Parse(pu); err == nil {
+			hosts = append(hosts, u.Host)
+		}
+		origins = append(slices.Clone(origins), pu)
+	}
 	h := httpapi.New(httpapi.Options{
 		Catalog: a.Catalog, MCP: a.MCP, Auth: a.Auth,
-		AllowedHosts: hosts, AllowedOrigins: a.Config.AllowedOrigins,
+		AllowedHosts: hosts, AllowedOrigins: origins,
 		MaxBodyBytes: a.Config.MaxBodyBytes, Sessions: o.Sessions, Streams: o.Streams,
 		Ready: a.Store.Ping, Logger: a.Logger,
 		ResourceMetadata: a.resourceMetadata, AuthServer: a.authServerHandler(),

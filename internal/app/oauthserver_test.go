@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
 
+	"github.com/duet-test/duet/internal/app"
 	"github.com/duet-test/duet/internal/mcpclient/mcptest"
 	"github.com/duet-test/duet/internal/oidctest"
 )
@@ -183,5 +185,36 @@ func TestOAuthServerFlow(t *testing.T) {
 	back = signIn("allow", oauth2.GenerateVerifier())
 	if _, err := cfg.Exchange(ctx, back.Query().Get("code"), oauth2.VerifierOption(oauth2.GenerateVerifier())); err == nil || !strings.Contains(err.Error(), "invalid_grant") {
 		t.Errorf("wrong code_verifier: got %v, want invalid_grant", err)
+	}
+}
+
+// TestOAuthServerPublicHost: behind its public name, Duet's OAuth pages
+// answer requests for that host, and the consent form — which a browser
+// posts with Duet's own origin — passes the Origin check without any
+// DUET_ALLOWED_* setting.
+func TestOAuthServerPublicHost(t *testing.T) {
+	t.Parallel()
+	a := openAppEnv(t, map[string]string{"DUET_PUBLIC_URL": "https://duet.example.com", "DUET_OAUTH_ISSUER": "https://login.example.com",
+		"DUET_OAUTH_SERVER": "true", "DUET_OAUTH_CLIENT_ID": "duet", "DUET_ADDR": "0.0.0.0:8420", "DUET_LOG_LEVEL": "error"})
+	h := a.Handler(app.ServeOptions{})
+	for _, c := range []struct {
+		method, path, origin string
+		want                 int
+	}{
+		{"GET", "/.well-known/oauth-protected-resource/mcp/http", "", 200},
+		{"GET", "/.well-known/oauth-authorization-server", "", 200},
+		{"POST", "/oauth/consent", "https://duet.example.com", 400}, // reaches the handler: an unknown sign-in
+		{"POST", "/oauth/consent", "https://evil.example", 403},
+	} {
+		req := httptest.NewRequest(c.method, "https://duet.example.com"+c.path, strings.NewReader("consent=x&action=allow"))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if c.origin != "" {
+			req.Header.Set("Origin", c.origin)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != c.want {
+			t.Errorf("%s %s (Origin %q): got %d, want %d: %.200s", c.method, c.path, c.origin, w.Code, c.want, w.Body.String())
+		}
 	}
 }

@@ -259,6 +259,7 @@ func (b *Browser) Visit(ctx context.Context, start, stopAt string) (*url.URL, er
 		}
 		if form != nil {
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Origin", req.URL.Scheme+"://"+req.URL.Host) // as a browser posts a form
 		}
 		resp, err := b.Client.Do(req)
 		if err != nil {
