@@ -16,8 +16,11 @@ import (
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/app"
 	"github.com/duet-test/duet/internal/auth"
+	"github.com/duet-test/duet/internal/catalog"
 	"github.com/duet-test/duet/internal/compiler"
 	"github.com/duet-test/duet/internal/config"
+	"github.com/duet-test/duet/internal/mcpclient"
+	"github.com/duet-test/duet/internal/mcpclient/mcptest"
 	"github.com/duet-test/duet/internal/telemetry"
 )
 
@@ -218,5 +221,59 @@ func TestTraceTree(t *testing.T) {
 	defer mu.Unlock()
 	if len(seen) != 1 || !strings.Contains(seen[0], traceID) {
 		t.Errorf("the http step's request carried traceparent %q, want trace %s", seen, traceID)
+	}
+}
+
+// TestInvokeTrace: a call to a registered MCP server through invoke() is a
+// span of the caller's trace, its HTTP request a child span, and the
+// server receives the W3C traceparent of that request.
+func TestInvokeTrace(t *testing.T) {
+	t.Parallel()
+	exp := tracetest.NewInMemoryExporter()
+	tel := telemetry.New(telemetry.Options{Exporter: exp, Sync: true})
+	a := openAppTelemetry(t, map[string]string{"DUET_MCP_ALLOW_LOOPBACK": "true"}, tel)
+	var mu sync.Mutex
+	var seen []string
+	mcpSrv := mcptest.Streamable(mcptest.NewServer("orders", nil), true, true)
+	url := mcptest.Start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Header.Get("Traceparent"))
+		mu.Unlock()
+		mcpSrv.ServeHTTP(w, r)
+	}))
+	ctx := t.Context()
+	if _, err := a.MCPClient.Register(ctx, mcpclient.Registration{Owner: "alice", Name: "orders", URL: url}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := a.MCPClient.Sync(ctx, "alice", "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	seen = nil
+	mu.Unlock()
+	const traceID = "0af7651916cd43dd8448eb211c80319c"
+	cctx, end := tel.Observe(ctx, catalog.Op{Caller: duet.Caller{UserID: "alice", Source: duet.SourceAgent, TraceID: traceID}, Method: "tools/call", Name: "generate"})
+	res, err := a.Agent.Invoker.Invoke(cctx, duet.InvokeRequest{Executor: "alice", ServerKey: s.ServerKey, Tool: "add",
+		Arguments: map[string]any{"a": 2, "b": 3}, Source: duet.SourceAgent, TraceID: traceID})
+	end(err)
+	if err != nil || res.IsError {
+		t.Fatalf("invoke: %v %+v", err, res)
+	}
+	spans := map[string]tracetest.SpanStub{}
+	for _, sp := range exp.GetSpans() {
+		if sp.SpanContext.TraceID().String() == traceID {
+			spans[sp.Name] = sp
+		}
+	}
+	call, inv, req := spans["catalog tools/call generate"], spans["invoke add"], spans["HTTP POST"]
+	if !inv.SpanContext.IsValid() || inv.Parent.SpanID() != call.SpanContext.SpanID() || !req.SpanContext.IsValid() || req.Parent.SpanID() != inv.SpanContext.SpanID() {
+		t.Fatalf("spans: catalog %v, invoke %v (parent %v), request %v (parent %v)", call.SpanContext.SpanID(), inv.SpanContext.SpanID(), inv.Parent.SpanID(), req.SpanContext.SpanID(), req.Parent.SpanID())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := "00-" + traceID + "-" + req.SpanContext.SpanID().String() + "-01"
+	if !slices.Contains(seen, want) {
+		t.Errorf("the MCP server saw traceparent %q, want %q", seen, want)
 	}
 }
