@@ -42,6 +42,9 @@ type Caller struct {
 	UserID  string
 	Source  CallSource
 	TraceID string
+	// Access is what the caller's credentials allow (OAuth scopes); the
+	// zero value allows whatever the user may do.
+	Access Access
 }
 
 type callerKey struct{}

@@ -26,6 +26,10 @@ const (
 	CodeCancelled           Code = "CANCELLED"
 	CodeUnavailable         Code = "UNAVAILABLE"
 	CodeInternal            Code = "INTERNAL"
+	// CodeInsufficientScope: the caller's OAuth access token does not
+	// carry the scope the operation needs (reading, or starting and
+	// cancelling runs).
+	CodeInsufficientScope Code = "INSUFFICIENT_SCOPE"
 
 	// Protocol codes: a request refused before it was understood.
 	CodeParseError     Code = "PARSE_ERROR"     // the body is not valid JSON (RFC 7493: UTF-8, no duplicate keys)
@@ -104,6 +108,7 @@ func Codes() []Code {
 		CodeMCPAuthFailed, CodeMCPToolError, CodeMCPUnreachable, CodeMCPProtocolMismatch,
 		CodeURLRefused, CodeMCPAuthIssuerMismatch,
 		CodeLLMNotConfigured, CodeLLMError, CodeGenerationFailed,
+		CodeInsufficientScope,
 	}
 }
 

@@ -44,6 +44,12 @@ type MCPServer struct {
 const (
 	AuthOAuth             = "oauth"              // authorization code + PKCE, as the person
 	AuthClientCredentials = "client-credentials" // machine identity
+	// AuthEnterprise is enterprise-managed authorization (SEP-990): the
+	// person's ID token from the company's identity provider is exchanged
+	// there for an identity assertion (ID-JAG, RFC 8693), which the
+	// server's authorization server trades for an access token (JWT bearer
+	// grant, RFC 7523).
+	AuthEnterprise = "enterprise"
 )
 
 // Transports an MCPServer can be reached over.

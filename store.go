@@ -23,6 +23,7 @@ type Store interface {
 	TeamStore
 	StopRequestStore
 	SessionStore
+	OAuthStore
 
 	// Ping checks that the database answers. Returns UNAVAILABLE.
 	Ping(ctx context.Context) error

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"net/http"
 	"sync"
 
 	"github.com/duet-test/duet"
@@ -37,6 +38,9 @@ func (a *App) NewAgent(getenv func(string) string, opts agent.Options) (*agent.A
 		return nil, nil, err
 	}
 	cfg.Logger = a.Logger
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Transport: a.Telemetry.LLMTransport(nil)} // requests and tokens as metrics
+	}
 	if opts.Logger == nil {
 		opts.Logger = a.Logger
 	}

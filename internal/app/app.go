@@ -9,11 +9,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/duet-test/duet"
@@ -31,7 +34,9 @@ import (
 	"github.com/duet-test/duet/internal/mcpclient"
 	"github.com/duet-test/duet/internal/mcpserver"
 	"github.com/duet-test/duet/internal/netguard"
+	"github.com/duet-test/duet/internal/oauthserver"
 	"github.com/duet-test/duet/internal/report"
+	"github.com/duet-test/duet/internal/telemetry"
 	"github.com/duet-test/duet/internal/vault"
 	"github.com/duet-test/duet/internal/webui"
 )
@@ -62,6 +67,9 @@ type Options struct {
 	// ReadOnly says the command only reads: an existing SQLite database it
 	// cannot write (a read-only DUET_HOME) is opened read-only.
 	ReadOnly bool
+	// Telemetry replaces the metrics and tracing the configuration asks
+	// for (tests: an in-memory span exporter).
+	Telemetry *telemetry.Telemetry
 }
 
 // App is a running Duet.
@@ -86,6 +94,15 @@ type App struct {
 	MCPClient *mcpclient.Client
 	// API is every operation of the REST API and the web console.
 	API *api.Service
+	// Telemetry is the metrics registry and the tracer (telemetry.go).
+	Telemetry *telemetry.Telemetry
+	// OAuthIssuer verifies the company identity provider's tokens, and
+	// OAuthServer is Duet's own authorization server (oauth.go); nil when
+	// off.
+	OAuthIssuer *auth.Verifier
+	OAuthServer *oauthserver.Server
+
+	resourceMetadata *oauthex.ProtectedResourceMetadata
 
 	devices     func(string) error // device preset check; nil accepts any
 	self        *netguard.Self     // the addresses this process listens on
@@ -116,7 +133,16 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{Config: cfg, Store: db, Logger: log, devices: ValidDevice, self: &netguard.Self{}}
+	a := &App{Config: cfg, Logger: log, devices: ValidDevice, self: &netguard.Self{}}
+	a.Telemetry = opts.Telemetry
+	if a.Telemetry == nil {
+		if a.Telemetry, err = NewTelemetry(cfg); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
+	db = a.Telemetry.Store(db) // spans per store call; the run lifecycle as metrics and spans
+	a.Store = db
 	a.self.Add(cfg.Addr)
 	guard := NetPolicy(cfg, a.self) // http steps and browser navigations
 	a.Audit = audit.NewWriter(db, 0, log)
@@ -125,10 +151,12 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	a.browsers = &Browsers{Default: a.Browsers, Android: a.Android, Guard: &guard, Logger: log}
 	a.Artifacts = NewArtifactStore(cfg)
 	a.initMCPClient(opts)
+	stepClient := guard.Client()
+	stepClient.Transport = a.Telemetry.Transport(stepClient.Transport) // http steps carry the run's traceparent
 	a.Engine = engine.New(db, engine.Options{
 		StepTimeout: cfg.StepTimeout, CaseTimeout: cfg.CaseTimeout, Parallel: cfg.Parallel,
-		Browser: a.browsers, Artifacts: a.Artifacts, HTTPClient: guard.Client(),
-		OnEvent: opts.OnEvent, Logger: log, Invoker: a.MCPClient,
+		Browser: a.browsers, Artifacts: a.Artifacts, HTTPClient: stepClient,
+		OnEvent: opts.OnEvent, Logger: log, Invoker: a.Agent.Invoker,
 	})
 	a.Worker = engine.NewWorker(db, a.Engine, engine.WorkerOptions{Concurrency: cfg.Workers, Lease: cfg.RunLease, Logger: log})
 	a.Catalog = catalog.New(db, catalog.Options{
@@ -137,7 +165,8 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 			MaxArgBytes: cfg.MaxArgBytes, MaxResultBytes: cfg.MaxResultBytes, IdempotencyTTL: cfg.IdempotencyTTL,
 			MaxQueuedRuns: cfg.MaxQueuedRuns,
 		},
-		Auditor:    a.Audit,
+		Auditor:    a.Telemetry.Auditor(a.Audit),
+		Observe:    a.Telemetry.Observe,
 		RunCreated: func(string) { a.Worker.Notify() },
 		Extra:      opts.ExtraTools,
 		Logger:     log,
@@ -183,12 +212,17 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 			return compiler.CompileSuite(ctx, src, name, a.CompilerOptions(ctx, user))
 		},
 	})
+	a.initOAuth(&guard)
+	a.watch()
 	return a, nil
 }
 
 // Close flushes the audit trail, stops the browser processes and closes the
 // store.
 func (a *App) Close() {
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	a.Telemetry.Shutdown(sctx) // the spans still buffered
+	cancel()
 	a.MCPClient.Close()
 	a.Audit.Close()
 	a.browsers.Close()
@@ -213,13 +247,26 @@ func (a *App) Handler(o ServeOptions) http.Handler {
 	if h, _, err := net.SplitHostPort(a.Config.Addr); err == nil && h != "" && h != "0.0.0.0" && h != "::" {
 		hosts = append(hosts, h)
 	}
+	origins := a.Config.AllowedOrigins
+	if pu := a.Config.PublicURL; pu != "" {
+		// Duet's own public address: its OAuth pages (the consent form
+		// posts to Duet from Duet's own origin) and its clients reach it
+		// by that name.
+		if u, err := url.Parse(pu); err == nil {
+			hosts = append(hosts, u.Host)
+		}
+		origins = append(slices.Clone(origins), pu)
+	}
 	h := httpapi.New(httpapi.Options{
 		Catalog: a.Catalog, MCP: a.MCP, Auth: a.Auth,
-		AllowedHosts: hosts, AllowedOrigins: a.Config.AllowedOrigins,
+		AllowedHosts: hosts, AllowedOrigins: origins,
 		MaxBodyBytes: a.Config.MaxBodyBytes, Sessions: o.Sessions, Streams: o.Streams,
 		Ready: a.Store.Ping, Logger: a.Logger,
-		API:     api.NewHandler(a.API, api.Options{MaxBodyBytes: a.Config.MaxBodyBytes, Codes: httpapi.Codes, Version: Version}),
-		Console: webui.New(webui.Options{Service: a.API, Auth: a.Auth, Codes: httpapi.Codes, MaxBodyBytes: a.Config.MaxBodyBytes, Logger: a.Logger, Version: Version}),
+		API:              api.NewHandler(a.API, api.Options{MaxBodyBytes: a.Config.MaxBodyBytes, Codes: httpapi.Codes, Version: Version}),
+		Console:          webui.New(webui.Options{Service: a.API, Auth: a.Auth, Codes: httpapi.Codes, MaxBodyBytes: a.Config.MaxBodyBytes, Logger: a.Logger, Version: Version}),
+		ResourceMetadata: a.resourceMetadata, AuthServer: a.authServerHandler(),
+		Metrics: a.metricsOnMainPort(), MetricsToken: a.Config.MetricsToken,
+		Middleware: []func(http.Handler) http.Handler{a.Telemetry.Middleware},
 	})
 	if o.Wrap != nil {
 		h = o.Wrap(h)
@@ -253,6 +300,9 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, o ServeOptions) error 
 		defer cancel()
 		return srv.Shutdown(sctx)
 	})
+	if err := a.serveMetrics(gctx, g); err != nil {
+		return err
+	}
 	if a.Config.Workers > 0 {
 		g.Go(func() error { return a.Worker.Run(gctx) })
 	}
@@ -305,6 +355,11 @@ func (a *App) maintain(ctx context.Context) {
 		}
 		if _, err := a.Store.DeleteExpiredSessions(ctx, time.Now()); err != nil && ctx.Err() == nil {
 			a.Logger.WarnContext(ctx, "deleting expired console sessions", "err", err)
+		}
+		if n, err := a.Store.DeleteExpiredOAuth(ctx, time.Now()); err != nil && ctx.Err() == nil {
+			a.Logger.WarnContext(ctx, "deleting expired OAuth tokens", "err", err)
+		} else if n > 0 {
+			a.Logger.InfoContext(ctx, "deleted expired OAuth tokens", "count", n)
 		}
 		if n, err := a.Artifacts.Cleanup(ctx, time.Now()); err != nil && ctx.Err() == nil {
 			a.Logger.WarnContext(ctx, "deleting expired artifacts", "err", err)

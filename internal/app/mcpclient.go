@@ -31,8 +31,10 @@ func (a *App) initMCPClient(opts Options) {
 		CallTimeout: a.Config.MCPCallTimeout,
 		Version:     Version,
 		Logger:      a.Logger,
+		// A span per request and the W3C traceparent header downstream.
+		WrapTransport: a.Telemetry.Transport,
 	})
-	a.Agent.Invoker, a.Agent.Servers = a.MCPClient, a.MCPClient
+	a.Agent.Invoker, a.Agent.Servers = a.Telemetry.Invoker(a.MCPClient), a.MCPClient
 }
 
 // keyringLoader loads the vault keyring from DUET_MASTER_KEY,

@@ -71,6 +71,9 @@ type Identity struct {
 	// NewCookie, when set, is a session cookie to set on the response (an
 	// SSO proxy's user seen without a session of theirs).
 	NewCookie string
+	// Access is what the credentials allow (an OAuth token's scopes); the
+	// zero value allows whatever the user may do.
+	Access duet.Access
 }
 
 // Principal is the identity as one comparable string: the user id and how
@@ -89,7 +92,8 @@ type Authenticator struct {
 	keys      [][32]byte // SHA-256 of the gateway keys
 	fixedUser string
 	console   ConsoleOptions
-	ssoKey    [32]byte // SHA-256 of console.SSOSecret
+	ssoKey    [32]byte      // SHA-256 of console.SSOSecret
+	oauth     *OAuthOptions // nil: OAuth access tokens are not accepted
 }
 
 // New returns an Authenticator. gatewayKeys may be empty (no gateway);
@@ -161,7 +165,11 @@ func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request) (Iden
 		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
 			return Identity{}, duet.Errorf(duet.CodeUnauthenticated, "use Authorization: Bearer <token>")
 		}
-		t, err := a.tokens.FindTokenByHash(ctx, HashToken(strings.TrimSpace(tok)))
+		tok = strings.TrimSpace(tok)
+		if a.oauth != nil && !strings.HasPrefix(tok, TokenPrefix) {
+			return a.authenticateOAuth(ctx, tok)
+		}
+		t, err := a.tokens.FindTokenByHash(ctx, HashToken(tok))
 		if err != nil {
 			if duet.ErrorCode(err) == duet.CodeUnauthenticated {
 				return Identity{}, duet.Errorf(duet.CodeUnauthenticated, "invalid or expired token")

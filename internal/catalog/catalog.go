@@ -273,8 +273,13 @@ type Options struct {
 	// random key of this process: a second round that reaches another
 	// instance, or follows a restart, is refused and the client starts over.
 	StateKey func() ([]byte, error)
-	Logger   *slog.Logger
-	Now      func() time.Time
+	// Observe, if set, wraps every governed operation that runs (after
+	// admission, around the tool or method): it returns the context the
+	// operation runs in (a trace span) and a function called with its
+	// outcome. nil observes nothing.
+	Observe func(ctx context.Context, op Op) (context.Context, func(error))
+	Logger  *slog.Logger
+	Now     func() time.Time
 }
 
 // Catalog is the set of tools and the governance pipeline.
@@ -532,6 +537,9 @@ func (c *Catalog) Admit(ctx context.Context, op Op) (context.Context, func(), er
 	if err := checkCaller(op.Caller); err != nil {
 		return ctx, func() {}, c.Refuse(op, err)
 	}
+	if err := c.checkAccess(op); err != nil {
+		return ctx, func() {}, c.Refuse(op, err)
+	}
 	if op.Stream {
 		return ctx, func() {}, nil
 	}
@@ -579,6 +587,10 @@ func (c *Catalog) Govern(ctx context.Context, op Op, fn func(ctx context.Context
 		defer cancel()
 		ctx = context.WithValue(ctx, budgetKey{}, c.opts.Limits.MaxResultBytes)
 	}
+	end := func(error) {}
+	if c.opts.Observe != nil {
+		ctx, end = c.opts.Observe(ctx, op)
+	}
 	size, err := runSafely(ctx, fn)
 	if err != nil && !op.Stream && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		err = duet.WrapError(duet.CodeTimeout, err, "the call did not finish within %s", timeout)
@@ -586,6 +598,7 @@ func (c *Catalog) Govern(ctx context.Context, op Op, fn func(ctx context.Context
 	if err == nil && !op.Stream && size > c.opts.Limits.MaxResultBytes {
 		err = duet.Errorf(duet.CodeTooLarge, "the result is %d bytes; the limit is %d (ask for less: a smaller page, a narrower query)", size, c.opts.Limits.MaxResultBytes)
 	}
+	end(err)
 	outcome := duet.OutcomeOK
 	if err != nil {
 		outcome = duet.ErrorCode(err)
@@ -627,6 +640,41 @@ func checkCaller(c duet.Caller) error {
 	}
 	if err := duet.ValidUserID(c.UserID); err != nil {
 		return duet.Errorf(duet.CodeUnauthenticated, "invalid caller identity: %s", duet.ErrorMessage(err))
+	}
+	return nil
+}
+
+// checkAccess is the scope step: an OAuth caller's token must allow what
+// op does. Calling a tool that is not read-only (start_test_run, cancelling
+// a run) needs the run scope; reading anything else — read-only tools,
+// resources, prompts — needs the read scope; discovery (initialize, lists,
+// ping) needs either. Callers without scopes (gateway key, personal token,
+// stdio, CLI) pass. Returns INSUFFICIENT_SCOPE.
+func (c *Catalog) checkAccess(op Op) error {
+	a := op.Caller.Access
+	if !a.Scoped {
+		return nil
+	}
+	switch op.Method {
+	case "tools/call":
+		run := true
+		if t, ok := c.byName[op.Name]; ok && t.Annotations.ReadOnly {
+			run = false
+		}
+		if !a.Allows(run) {
+			if run {
+				return duet.Errorf(duet.CodeInsufficientScope, "%s starts or changes runs: the access token needs the run scope", op.Name)
+			}
+			return duet.Errorf(duet.CodeInsufficientScope, "%s reads data: the access token needs the read scope", op.Name)
+		}
+	case "resources/read", "prompts/get", "resources/subscribe", "subscriptions/listen", "completion/complete":
+		if !a.Read {
+			return duet.Errorf(duet.CodeInsufficientScope, "%s reads data: the access token needs the read scope", op.Method)
+		}
+	default:
+		if !a.Read && !a.Run {
+			return duet.Errorf(duet.CodeInsufficientScope, "the access token carries none of Duet's scopes")
+		}
 	}
 	return nil
 }

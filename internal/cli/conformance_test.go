@@ -54,6 +54,7 @@ var coreClientScenarios = []string{
 var moreClientScenarios = []string{
 	"auth/2025-03-26-oauth-endpoint-fallback", "auth/resource-mismatch", "auth/offline-access-scope",
 	"auth/offline-access-not-supported", "auth/client-credentials-jwt", "auth/client-credentials-basic",
+	"auth/cross-app-access-complete-flow", // SEP-990: enterprise-managed authorization
 }
 
 // TestConformanceClient runs the official MCP conformance suite (pinned in

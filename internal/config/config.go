@@ -74,6 +74,26 @@ type Config struct {
 	SSOUserHeader string        // DUET_SSO_USER_HEADER: the header an SSO proxy sets to the signed-in user
 	SSOSecret     string        // DUET_SSO_SECRET: the shared secret that proxy sends (a secret)
 	SessionTTL    time.Duration // DUET_SESSION_TTL: how long a console sign-in lasts
+	// OAuth (docs/governance.md, "Signing in with OAuth").
+	PublicURL         string        // DUET_PUBLIC_URL: Duet's canonical address; the resource is PublicURL + "/mcp/http"
+	OAuthIssuer       string        // the company's identity provider
+	OAuthAudience     string        // expected audience; "" means the resource URL
+	OAuthUserClaim    string        // the claim that names the user
+	OAuthScopeRead    string        // the scope that allows reading
+	OAuthScopeRun     string        // the scope that allows starting and cancelling runs
+	OAuthServer       bool          // Duet is the authorization server, delegating login to OAuthIssuer
+	OAuthClientID     string        // Duet's client at the identity provider
+	OAuthClientSecret string        // secret
+	OAuthLoginScopes  []string      // scopes Duet asks the identity provider for at login
+	OAuthTokenTTL     time.Duration // access tokens Duet issues
+	OAuthRefreshTTL   time.Duration // refresh tokens Duet issues
+
+	// Operations (docs/operations.md).
+	Metrics      string // "off", "on" (on DUET_ADDR) or a host:port of its own
+	MetricsToken string // bearer token /metrics requires on DUET_ADDR (secret)
+	OTLPEndpoint string // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces; "" means no traces
+	OTLPHeaders  string // OTEL_EXPORTER_OTLP_HEADERS (secret)
+	ServiceName  string // OTEL_SERVICE_NAME
 
 	// PostgreSQL connection pool (ignored on SQLite). Zero values mean the
 	// defaults of the table below.
@@ -82,6 +102,9 @@ type Config struct {
 	DBMaxConnLifetime time.Duration
 	DBMaxConnIdleTime time.Duration
 	DBConnectTimeout  time.Duration
+
+	tracesOff    bool // OTEL_TRACES_EXPORTER=none
+	otlpExplicit bool // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT was set
 }
 
 // Option is one row of the settings table.
@@ -283,6 +306,96 @@ var options = []Option{
 			return nil
 		}},
 	{Env: "DUET_SESSION_TTL", Default: "12h", Doc: "How long a web console sign-in lasts.", set: durSet(func(c *Config) *time.Duration { return &c.SessionTTL })},
+	{Env: "DUET_PUBLIC_URL", Doc: "Duet's canonical address as clients reach it (https://duet.example.com, no path). OAuth needs it: the protected resource is this address + /mcp/http (RFC 8707), and Duet's own authorization server is this address. Default: none (OAuth off).",
+		set: func(c *Config, v string) error {
+			u, err := url.Parse(v)
+			if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") || u.RawQuery != "" || u.Fragment != "" || u.User != nil || strings.Trim(u.Path, "/") != "" {
+				return errors.New("want an http(s) address with a host and no path, query or user, e.g. https://duet.example.com")
+			}
+			if u.Scheme == "http" && !loopbackHost(u.Hostname()) {
+				return errors.New("want https (http only for a loopback address)")
+			}
+			c.PublicURL = strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host)
+			return nil
+		}},
+	{Env: "DUET_OAUTH_ISSUER", Doc: "The company's identity provider (OpenID Connect or RFC 8414 issuer URL). Set, /mcp/http accepts its JWT access tokens whose audience is Duet's resource (DUET_PUBLIC_URL + /mcp/http); with DUET_OAUTH_SERVER=true it is where people sign in. Default: none.",
+		set: func(c *Config, v string) error {
+			u, err := url.Parse(v)
+			if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") || u.RawQuery != "" || u.Fragment != "" {
+				return errors.New("want an http(s) issuer URL with no query or fragment")
+			}
+			if u.Scheme == "http" && !loopbackHost(u.Hostname()) {
+				return errors.New("want https (http only for a loopback address)")
+			}
+			c.OAuthIssuer = v
+			return nil
+		}},
+	{Env: "DUET_OAUTH_AUDIENCE", Doc: "The audience (aud) the identity provider's access tokens must carry. Default: Duet's resource URL, DUET_PUBLIC_URL + /mcp/http (RFC 8707).",
+		set: func(c *Config, v string) error { c.OAuthAudience = v; return nil }},
+	{Env: "DUET_OAUTH_USER_CLAIM", Default: "sub", Doc: "The access-token (and ID-token) claim that names the user, e.g. sub, preferred_username, email or employee_id. Its value must be a valid user id.",
+		set: func(c *Config, v string) error { c.OAuthUserClaim = v; return nil }},
+	{Env: "DUET_OAUTH_SCOPE_READ", Default: "duet:read", Doc: "The OAuth scope that allows the read tools (list and get tasks, cases, runs, results; reports; prompts).",
+		set: func(c *Config, v string) error { return scopeSet(&c.OAuthScopeRead, v) }},
+	{Env: "DUET_OAUTH_SCOPE_RUN", Default: "duet:run", Doc: "The OAuth scope that allows starting and cancelling runs.",
+		set: func(c *Config, v string) error { return scopeSet(&c.OAuthScopeRun, v) }},
+	{Env: "DUET_OAUTH_SERVER", Default: "false", Doc: "Duet acts as the OAuth authorization server of /mcp/http itself (dynamic client registration, client ID metadata documents, authorization code + PKCE, consent, refresh tokens, revocation), and delegates the person's login to DUET_OAUTH_ISSUER with OpenID Connect: for identity providers that lack what MCP clients need. Needs DUET_PUBLIC_URL, DUET_OAUTH_ISSUER and DUET_OAUTH_CLIENT_ID.",
+		set: boolSet(func(c *Config) *bool { return &c.OAuthServer })},
+	{Env: "DUET_OAUTH_CLIENT_ID", Doc: "Duet's client id at the identity provider (DUET_OAUTH_SERVER: the login; register DUET_PUBLIC_URL/oauth/callback as its redirect URI).",
+		set: func(c *Config, v string) error { c.OAuthClientID = v; return nil }},
+	{Env: "DUET_OAUTH_CLIENT_SECRET", Secret: true, Doc: "Duet's client secret at the identity provider. Also DUET_OAUTH_CLIENT_SECRET_FILE.",
+		set: func(c *Config, v string) error { c.OAuthClientSecret = strings.TrimSpace(v); return nil }},
+	{Env: "DUET_OAUTH_LOGIN_SCOPES", Default: "openid", Doc: "Comma-separated scopes Duet asks the identity provider for at login (openid is always asked), e.g. openid,profile,email when the user claim needs them.",
+		set: func(c *Config, v string) error { c.OAuthLoginScopes = splitList(v); return nil }},
+	{Env: "DUET_OAUTH_TOKEN_TTL", Default: "1h", Doc: "Lifetime of the access tokens Duet's authorization server issues.", set: durSet(func(c *Config) *time.Duration { return &c.OAuthTokenTTL })},
+	{Env: "DUET_OAUTH_REFRESH_TTL", Default: "720h", Doc: "Lifetime of the refresh tokens Duet's authorization server issues (each use replaces the token; a replayed one revokes the whole sign-in).", set: durSet(func(c *Config) *time.Duration { return &c.OAuthRefreshTTL })},
+	{Env: "DUET_METRICS", Default: "off", Doc: "Prometheus metrics at /metrics: off; on (on DUET_ADDR, behind DUET_METRICS_TOKEN if set); or a host:port to serve them on a listener of their own (e.g. 127.0.0.1:9420). See docs/operations.md.",
+		set: func(c *Config, v string) error {
+			if v != "off" && v != "on" {
+				if _, _, err := net.SplitHostPort(v); err != nil {
+					return fmt.Errorf("want off, on or host:port, got %q", v)
+				}
+			}
+			c.Metrics = v
+			return nil
+		}},
+	{Env: "DUET_METRICS_TOKEN", Secret: true, Doc: "Bearer token a scraper must send for /metrics on DUET_ADDR (Authorization: Bearer ...). Default: none (anyone who reaches DUET_ADDR may scrape). Also DUET_METRICS_TOKEN_FILE.",
+		set: func(c *Config, v string) error { c.MetricsToken = strings.TrimSpace(v); return nil }},
+	{Env: "OTEL_EXPORTER_OTLP_ENDPOINT", Doc: "OpenTelemetry: the OTLP/HTTP collector (e.g. http://otel-collector:4318); traces go to its /v1/traces. Traces are off unless this or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set (and OTEL_TRACES_EXPORTER is not none). See docs/operations.md.",
+		set: func(c *Config, v string) error { return otlpSet(c, strings.TrimRight(v, "/")+"/v1/traces", false) }},
+	{Env: "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", Doc: "OpenTelemetry: the full OTLP/HTTP traces URL (wins over OTEL_EXPORTER_OTLP_ENDPOINT).",
+		set: func(c *Config, v string) error { return otlpSet(c, v, true) }},
+	{Env: "OTEL_EXPORTER_OTLP_HEADERS", Secret: true, Doc: "OpenTelemetry: headers sent to the collector, key=value,key2=value2 (e.g. an API key).",
+		set: func(c *Config, v string) error { c.OTLPHeaders = v; return nil }},
+	{Env: "OTEL_TRACES_EXPORTER", Doc: "OpenTelemetry: none turns traces off whatever the endpoint; otlp (the only exporter) is the default when an endpoint is set.",
+		set: func(c *Config, v string) error {
+			switch v {
+			case "none":
+				c.OTLPEndpoint = ""
+				c.tracesOff = true
+			case "otlp":
+			default:
+				return fmt.Errorf("want otlp or none, got %q", v)
+			}
+			return nil
+		}},
+	{Env: "OTEL_TRACES_SAMPLER", Doc: "OpenTelemetry: which traces are recorded (read by the tracing SDK): parentbased_always_on (the default: every trace, or as the caller's traceparent says), parentbased_traceidratio with OTEL_TRACES_SAMPLER_ARG (e.g. 0.1 records one trace in ten; the trace id still reaches the audit), always_on, always_off, traceidratio, parentbased_always_off.",
+		set: func(c *Config, v string) error {
+			switch v {
+			case "always_on", "always_off", "traceidratio", "parentbased_always_on", "parentbased_always_off", "parentbased_traceidratio":
+				return nil
+			}
+			return fmt.Errorf("want always_on, always_off, traceidratio or their parentbased_ forms, got %q", v)
+		}},
+	{Env: "OTEL_TRACES_SAMPLER_ARG", Doc: "OpenTelemetry: the ratio of the traceidratio samplers, from 0 to 1.",
+		set: func(c *Config, v string) error {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || f < 0 || f > 1 {
+				return fmt.Errorf("want a number from 0 to 1, got %q", v)
+			}
+			return nil
+		}},
+	{Env: "OTEL_SERVICE_NAME", Default: "duet", Doc: "OpenTelemetry: the service.name of the spans.",
+		set: func(c *Config, v string) error { c.ServiceName = v; return nil }},
 	{Env: "DUET_RUN_LEASE", Default: "30s", Doc: "How long a worker holds a run between heartbeats (it renews every third of this). A run whose worker died (kill -9, lost machine) is resumed by another worker after this.",
 		set: func(c *Config, v string) error {
 			d, err := time.ParseDuration(v)
@@ -301,6 +414,59 @@ var options = []Option{
 	{Env: "DUET_LLM_API_KEY", Secret: true, ReadBy: "internal/llm", Doc: "API key sent as Authorization: Bearer (optional for local servers). Also DUET_LLM_API_KEY_FILE (the key, white space trimmed)."},
 	{Env: "DUET_LLM_TIMEOUT", Default: "120s", ReadBy: "internal/llm", Doc: "Time limit of one request to the model (a local model on a CPU may need 300s)."},
 	{Env: "DUET_SAMPLE_TOKEN", Secret: true, NoFile: true, ReadBy: "internal/cli", Doc: "The bearer token `duet sample order-server` requires (the demo's order service). Default: a random one, printed when the server is listening."},
+}
+
+func loopbackHost(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(h, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+func scopeSet(dst *string, v string) error {
+	if strings.ContainsAny(v, " \t\r\n\"\\") {
+		return fmt.Errorf("a scope has no spaces or quotes, got %q", v)
+	}
+	*dst = v
+	return nil
+}
+
+// otlpSet records a traces endpoint: the specific variable wins over the
+// generic one, and OTEL_TRACES_EXPORTER=none over both.
+func otlpSet(c *Config, v string, explicit bool) error {
+	u, err := url.Parse(v)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return errors.New("want an http(s) URL")
+	}
+	if c.tracesOff || (c.otlpExplicit && !explicit) {
+		return nil
+	}
+	c.OTLPEndpoint, c.otlpExplicit = v, explicit
+	return nil
+}
+
+// checkOAuth checks the OAuth settings together.
+func (c *Config) checkOAuth() error {
+	if c.OAuthIssuer == "" && !c.OAuthServer {
+		return nil
+	}
+	if c.PublicURL == "" {
+		return &Error{"DUET_PUBLIC_URL", errors.New("OAuth (DUET_OAUTH_ISSUER, DUET_OAUTH_SERVER) needs Duet's canonical address: set DUET_PUBLIC_URL")}
+	}
+	if c.OAuthServer && (c.OAuthIssuer == "" || c.OAuthClientID == "") {
+		return &Error{"DUET_OAUTH_SERVER", errors.New("the authorization server Duet runs delegates login to the company's identity provider: set DUET_OAUTH_ISSUER and DUET_OAUTH_CLIENT_ID (and DUET_OAUTH_CLIENT_SECRET)")}
+	}
+	return nil
+}
+
+// ResourceURL is Duet's canonical resource for OAuth: DUET_PUBLIC_URL +
+// /mcp/http ("" without DUET_PUBLIC_URL).
+func (c *Config) ResourceURL() string {
+	if c.PublicURL == "" {
+		return ""
+	}
+	return c.PublicURL + "/mcp/http"
 }
 
 func splitList(v string) []string {
@@ -407,6 +573,9 @@ func Load(getenv func(string) string) (*Config, error) {
 		return nil, &Error{"DUET_SSO_USER_HEADER", errors.New("set DUET_SSO_USER_HEADER and DUET_SSO_SECRET together (the proxy proves itself with the secret)")}
 	}
 	c.UserFrom = "DUET_USER"
+	if err := c.checkOAuth(); err != nil {
+		return nil, err
+	}
 	if c.User == "" {
 		c.User, c.UserFrom = osUser(getenv), "the operating-system user"
 		if err := duet.ValidUserID(c.User); err != nil {

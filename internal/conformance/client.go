@@ -67,6 +67,10 @@ func RunClient(ctx context.Context, getenv func(string) string, stdout, stderr i
 			Name      string         `json:"name"`
 			Arguments map[string]any `json:"arguments"`
 		} `json:"toolCalls"`
+		// Enterprise-managed authorization (SEP-990).
+		IdPClientID string `json:"idp_client_id"`
+		IdPIDToken  string `json:"idp_id_token"`
+		IdPIssuer   string `json:"idp_issuer"`
 	}
 	if c := getenv("MCP_CONFORMANCE_CONTEXT"); c != "" {
 		if err := json.Unmarshal([]byte(c), &sc); err != nil {
@@ -77,6 +81,12 @@ func RunClient(ctx context.Context, getenv func(string) string, stdout, stderr i
 		ClientID: sc.ClientID, ClientSecret: sc.ClientSecret}
 	if strings.HasPrefix(scenario, "auth/client-credentials") {
 		oauth = &mcpclient.OAuth{Grant: duet.AuthClientCredentials, ClientID: sc.ClientID, ClientSecret: sc.ClientSecret, PrivateKey: sc.PrivateKeyPEM}
+	}
+	if sc.IdPIssuer != "" {
+		// The scenario hands out the person's ID token from its identity
+		// provider, as an OIDC login there would have.
+		oauth = &mcpclient.OAuth{Grant: duet.AuthEnterprise, ClientID: sc.ClientID, ClientSecret: sc.ClientSecret,
+			IdPIssuer: sc.IdPIssuer, IdPClientID: sc.IdPClientID, IDToken: sc.IdPIDToken}
 	}
 	ctx = mcpclient.WithAuthorizer(ctx, a.MCPClient.AutoApprover())
 	if _, err := a.MCPClient.Register(ctx, mcpclient.Registration{Owner: user, Name: "scenario", URL: url, OAuth: oauth}); err != nil {

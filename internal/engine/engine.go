@@ -166,6 +166,9 @@ var ErrCancelRequested = errors.New("run cancelled")
 // ErrShutdown, it returns that error without finishing anything: the run is
 // resumable. With cause ErrCancelRequested, the run ends cancelled.
 func (e *Engine) Execute(ctx context.Context, run *duet.Run) error {
+	// Everything the run does acts for its executor, in its trace (what
+	// outbound requests propagate: docs/operations.md).
+	ctx = duet.NewContextWithCaller(ctx, duet.Caller{UserID: run.TriggeredBy, Source: duet.SourceEngine, TraceID: run.TraceID})
 	task, err := e.store.FindTaskByID(ctx, "", run.TaskID)
 	if err != nil {
 		return e.finishRun(ctx, run, duet.StatusError, duet.ErrorCode(err), "task not available: "+duet.ErrorMessage(err))

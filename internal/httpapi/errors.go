@@ -21,6 +21,7 @@ var codes = map[duet.Code]codeRow{
 	duet.CodeIdempotencyConflict:    {http.StatusConflict, -32009},
 	duet.CodeUnauthenticated:        {http.StatusUnauthorized, -32001},
 	duet.CodePermissionDenied:       {http.StatusForbidden, -32003},
+	duet.CodeInsufficientScope:      {http.StatusForbidden, -32003},
 	duet.CodeRateLimited:            {http.StatusTooManyRequests, -32029},
 	duet.CodeTimeout:                {http.StatusGatewayTimeout, -32008},
 	duet.CodeTooLarge:               {http.StatusRequestEntityTooLarge, -32013},

@@ -14,6 +14,9 @@ import (
 	"strings"
 	"time"
 
+	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/api"
 	"github.com/duet-test/duet/internal/auth"
@@ -48,6 +51,22 @@ type Options struct {
 	// Console is the web console (everything else under /); nil serves
 	// none. It authenticates its own requests (internal/webui).
 	Console interface{ Register(*http.ServeMux) }
+
+	// ResourceMetadata, if set, turns on OAuth for /mcp/http: it is served
+	// as RFC 9728 protected resource metadata (at the root and the
+	// path-suffixed well-known addresses), and 401 and 403 answers name it
+	// in WWW-Authenticate.
+	ResourceMetadata *oauthex.ProtectedResourceMetadata
+	// AuthServer, if set, is Duet's own authorization server
+	// (internal/oauthserver): /oauth/ and its RFC 8414 metadata.
+	AuthServer http.Handler
+	// Metrics, if set, is served at GET /metrics, behind MetricsToken
+	// (a bearer token) when that is set.
+	Metrics      http.Handler
+	MetricsToken string
+	// Middleware wraps the whole handler (tracing, HTTP metrics); applied
+	// outermost first.
+	Middleware []func(http.Handler) http.Handler
 }
 
 type identityKey struct{}
@@ -67,6 +86,18 @@ func New(o Options) http.Handler {
 	l := lite.New(o.Catalog, lite.Options{MaxBodyBytes: o.MaxBodyBytes, Codes: Codes})
 
 	mux := http.NewServeMux()
+	if o.ResourceMetadata != nil {
+		prm := sdkauth.ProtectedResourceMetadataHandler(o.ResourceMetadata)
+		mux.Handle(PathResourceMetadata, prm)
+		mux.Handle(PathResourceMetadata+"/mcp/http", prm)
+	}
+	if o.AuthServer != nil {
+		mux.Handle("/oauth/", o.AuthServer)
+		mux.Handle("GET /.well-known/oauth-authorization-server", o.AuthServer)
+	}
+	if o.Metrics != nil {
+		mux.Handle("GET /metrics", bearerOnly(o.MetricsToken, o.Metrics))
+	}
 	mux.Handle("/mcp/http", authed(o, duet.SourceMCP, mcpH))
 	mux.Handle("POST /mcp/tools/list", authed(o, duet.SourceMCPLite, http.HandlerFunc(l.List)))
 	mux.Handle("POST /mcp/tools/call", authed(o, duet.SourceMCPLite, l.Call(identity)))
@@ -92,7 +123,11 @@ func New(o Options) http.Handler {
 		w.Header().Set("Content-Type", "text/plain")
 		w.Write([]byte("ready\n"))
 	})
-	return traced(hostCheck(o, mux))
+	h := traced(hostCheck(o, mux))
+	for i := len(o.Middleware) - 1; i >= 0; i-- {
+		h = o.Middleware[i](h)
+	}
+	return h
 }
 
 // traced gives every request a trace id: from an incoming W3C traceparent
@@ -191,13 +226,16 @@ func authed(o Options, source duet.CallSource, next http.Handler) http.Handler {
 		}
 		if err != nil {
 			if duet.ErrorCode(err) == duet.CodeUnauthenticated {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="duet"`)
+				w.Header().Set("WWW-Authenticate", challenge(o, r.Header.Get("Authorization") != "", false))
 			}
 			refuse(o, w, r, source, err)
 			return
 		}
+		if id.Access.Scoped && o.ResourceMetadata != nil {
+			w = &scopeChallenger{ResponseWriter: w, challenge: challenge(o, true, true)}
+		}
 		c, _ := duet.CallerFromContext(r.Context())
-		c.UserID, c.Source = id.UserID, source
+		c.UserID, c.Source, c.Access = id.UserID, source, id.Access
 		ctx := duet.NewContextWithCaller(r.Context(), c)
 		ctx = context.WithValue(ctx, identityKey{}, id)
 		ctx = mcpserver.WithPrincipal(ctx, id.Principal())
@@ -215,6 +253,13 @@ func authedAPI(o Options, next http.Handler) http.Handler {
 		var err error
 		if r.Header.Get("Authorization") != "" || r.Header.Get(auth.HeaderAPIKey) != "" {
 			id, err = o.Auth.Authenticate(r.Context(), r)
+			if err == nil && id.Access.Scoped {
+				// An OAuth access token's audience is the MCP endpoint
+				// (RFC 8707), and its scopes say what it allows there;
+				// the REST API (tokens, servers, sharing) is another
+				// resource. Refused, not read as full access.
+				id, err = auth.Identity{}, duet.Errorf(duet.CodeUnauthenticated, "an OAuth access token is for Duet's MCP endpoint (/mcp/http), its audience; the REST API takes a personal access token, a gateway key or the console's sign-in")
+			}
 		} else if id, err = o.Auth.AuthenticateConsole(r.Context(), r, false); err == nil {
 			if id.NewCookie != "" {
 				auth.SetSessionCookie(w, r, id.NewCookie, id.Session.ExpiresAt)

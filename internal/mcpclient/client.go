@@ -66,6 +66,9 @@ type Options struct {
 	// dial hooks and proxy are replaced by the policy's. nil means a clone
 	// of http.DefaultTransport.
 	Transport *http.Transport
+	// WrapTransport, if set, decorates the transport of every request to a
+	// registered server (tracing: a span and the W3C traceparent header).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 	// Version is the version of Duet it reports to servers; "" means "dev".
 	Version string
 	// RecordInterval is how often queued invocation records are stored;

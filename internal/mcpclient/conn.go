@@ -276,8 +276,12 @@ func (c *Client) httpClient(reg *duet.MCPServer, headers map[string]string) *htt
 	if u, err := url.Parse(reg.URL); err == nil {
 		origin = originOf(u)
 	}
+	var base http.RoundTripper = c.http
+	if c.opts.WrapTransport != nil {
+		base = c.opts.WrapTransport(base)
+	}
 	return &http.Client{
-		Transport: &roundTripper{base: c.http, headers: headers, origin: origin},
+		Transport: &roundTripper{base: base, headers: headers, origin: origin},
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		},

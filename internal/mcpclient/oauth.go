@@ -18,6 +18,7 @@ import (
 	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/duet-test/duet"
+	duetauth "github.com/duet-test/duet/internal/auth"
 	"github.com/duet-test/duet/internal/redact"
 )
 
@@ -55,6 +56,17 @@ type OAuth struct {
 	// client it binds the registration to that authorization server too.
 	// An https URL (http only for loopback addresses).
 	Issuer string
+
+	// Enterprise-managed authorization (duet.AuthEnterprise, SEP-990):
+	// IdPIssuer is the company identity provider, where IDToken — the
+	// person's OpenID Connect ID token — is exchanged for an identity
+	// assertion with the client IdPClientID (and IdPClientSecret, if the
+	// provider authenticates its clients). ClientID and ClientSecret are
+	// the client at the server's authorization server.
+	IdPIssuer       string
+	IdPClientID     string
+	IdPClientSecret string
+	IDToken         string
 }
 
 // check validates o and returns the secret it seals (nil for a nil o).
@@ -65,10 +77,13 @@ func (o *OAuth) check() (*oauthSecret, error) {
 	bad := func(format string, args ...any) (*oauthSecret, error) {
 		return nil, duet.Errorf(duet.CodeInvalidArgument, format, args...)
 	}
-	for _, s := range []string{o.ClientID, o.ClientSecret} {
+	for _, s := range []string{o.ClientID, o.ClientSecret, o.IdPClientID, o.IdPClientSecret, o.IDToken} {
 		if strings.ContainsAny(s, "\r\n\x00") {
 			return bad("the OAuth client id and secret must be one line")
 		}
+	}
+	if o.Grant != duet.AuthEnterprise && (o.IdPIssuer != "" || o.IdPClientID != "" || o.IdPClientSecret != "" || o.IDToken != "") {
+		return bad("an identity provider and an ID token are for enterprise-managed authorization (--auth enterprise)")
 	}
 	for _, s := range o.Scopes {
 		if !validScope(s) {
@@ -115,11 +130,24 @@ func (o *OAuth) check() (*oauthSecret, error) {
 				return bad("the private key: %s", err.Error())
 			}
 		}
+	case duet.AuthEnterprise:
+		switch {
+		case o.ClientID == "":
+			return bad("enterprise-managed authorization needs the client id at the server's authorization server")
+		case o.IdPIssuer == "" || o.IdPClientID == "" || o.IDToken == "":
+			return bad("enterprise-managed authorization needs the identity provider's issuer, Duet's client id there and the person's ID token")
+		case o.PrivateKey != "" || o.ClientMetadataURL != "":
+			return bad("enterprise-managed authorization takes a client secret, not a private key or a metadata document")
+		}
+		if err := checkOAuthURL(o.IdPIssuer); err != nil {
+			return bad("the identity provider: %s", err.Error())
+		}
 	default:
-		return bad("OAuth grant %q: want %s or %s", o.Grant, duet.AuthOAuth, duet.AuthClientCredentials)
+		return bad("OAuth grant %q: want %s, %s or %s", o.Grant, duet.AuthOAuth, duet.AuthClientCredentials, duet.AuthEnterprise)
 	}
 	return &oauthSecret{Grant: o.Grant, ClientID: o.ClientID, ClientSecret: o.ClientSecret, PrivateKey: o.PrivateKey,
-		MetadataURL: o.ClientMetadataURL, Scopes: slices.Clone(o.Scopes), Issuer: strings.TrimSuffix(o.Issuer, "/")}, nil
+		MetadataURL: o.ClientMetadataURL, Scopes: slices.Clone(o.Scopes), Issuer: strings.TrimSuffix(o.Issuer, "/"),
+		IdPIssuer: o.IdPIssuer, IdPClientID: o.IdPClientID, IdPClientSecret: o.IdPClientSecret, IDToken: o.IDToken}, nil
 }
 
 // checkOAuthURL refuses an OAuth URL that would carry tokens or client
@@ -232,6 +260,11 @@ type oauthSecret struct {
 	// registration, or pinned at the first authorization of a
 	// pre-registered client. Its credentials go to no other.
 	Issuer string `json:"issuer,omitempty"`
+	// Enterprise-managed authorization (SEP-990).
+	IdPIssuer       string `json:"idpIssuer,omitempty"`
+	IdPClientID     string `json:"idpClientId,omitempty"`
+	IdPClientSecret string `json:"idpClientSecret,omitempty"`
+	IDToken         string `json:"idToken,omitempty"`
 
 	Token *storedToken `json:"token,omitempty"`
 	// DPoPKey is the key (PKCS #8, base64) the tokens of a server that
@@ -793,6 +826,8 @@ func (st *oauthState) authorize(ctx context.Context, req *http.Request, resp *ht
 	var err error
 	if grant == duet.AuthClientCredentials {
 		t, err = st.clientCredentials(ctx, req.URL.String(), challenges, union(granted, scopes))
+	} else if grant == duet.AuthEnterprise {
+		t, err = st.enterprise(ctx, req.URL.String(), challenges, union(granted, scopes))
 	} else {
 		t, err = st.authorizationCode(ctx, a, req, resp, challenges, union(granted, want))
 	}
@@ -985,6 +1020,55 @@ func (st *oauthState) clientCredentials(ctx context.Context, resourceURL string,
 		t.AuthStyle = int(secretAuthStyle(methods))
 	}
 	tok, err := st.tokenRequest(ctx, &sec, t, scopes, nil)
+	if err != nil {
+		return nil, err
+	}
+	return t.fill(tok, scopes), nil
+}
+
+// enterprise runs enterprise-managed authorization (SEP-990): discovery of
+// the server's authorization server, the exchange of the person's ID token
+// at the identity provider for an identity assertion (ID-JAG) for that
+// authorization server and resource (RFC 8693), then the JWT bearer grant
+// (RFC 7523) there with the client's own credentials, sent the way the
+// server accepts them. The client is bound to its issuer like any
+// pre-registered client.
+func (st *oauthState) enterprise(ctx context.Context, resourceURL string, challenges []oauthex.Challenge, scopes []string) (*storedToken, error) {
+	st.mu.Lock()
+	sec := *st.sec
+	st.mu.Unlock()
+	prm, asm, err := discoverAuthServer(ctx, st.c.oauthHTTP, challenges, resourceURL)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkIssuer(sec.Issuer, asm.Issuer); err != nil {
+		return nil, err
+	}
+	if len(scopes) == 0 {
+		scopes = boundScopes(prm.ScopesSupported)
+	}
+	scopes = union(scopes, sec.Scopes)
+	// The identity provider's token endpoint (it need not do PKCE: only the
+	// token exchange is asked of it).
+	idp, err := duetauth.DiscoverMetadata(ctx, sec.IdPIssuer, st.c.oauthHTTP)
+	if err != nil || idp == nil || idp.TokenEndpoint == "" {
+		return nil, fmt.Errorf("the identity provider %s publishes no usable metadata", sanitize(sec.IdPIssuer, 200))
+	}
+	creds := &oauthex.ClientCredentials{ClientID: sec.IdPClientID}
+	if sec.IdPClientSecret != "" {
+		creds.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: sec.IdPClientSecret}
+	}
+	jag, err := oauthex.ExchangeToken(ctx, idp.TokenEndpoint, &oauthex.TokenExchangeRequest{
+		RequestedTokenType: oauthex.TokenTypeIDJAG, Audience: asm.Issuer, Resource: prm.Resource, Scope: scopes,
+		SubjectToken: sec.IDToken, SubjectTokenType: oauthex.TokenTypeIDToken,
+	}, creds, st.c.oauthHTTP)
+	if err != nil {
+		return nil, fmt.Errorf("the identity provider refused to exchange the ID token for an identity assertion: %w", err)
+	}
+	t := &storedToken{ClientID: sec.ClientID, ClientSecret: sec.ClientSecret, TokenURL: asm.TokenEndpoint, Issuer: asm.Issuer, Resource: prm.Resource,
+		AuthStyle: int(secretAuthStyle(asm.TokenEndpointAuthMethodsSupported))}
+	params := url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:jwt-bearer"}, "assertion": {jag.AccessToken}}
+	tok, err := st.tokenRequest(ctx, &sec, t, scopes, params)
 	if err != nil {
 		return nil, err
 	}

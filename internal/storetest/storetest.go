@@ -45,6 +45,7 @@ func Run(t *testing.T, open Opener) {
 		{"StopRequests", testStopRequests},
 		{"PostRun", testPostRun},
 		{"Sessions", testSessions},
+		{"OAuth", testOAuth},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -701,7 +701,7 @@ func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
 }
 
 // scaleAPI is the system under test of the scale-out scenarios: it counts
-// hits per key, blocks the first request of /block/KEY until its client
+// hits per key (each hit takes 50 ms), blocks the first request of /block/KEY until its client
 // goes away (a killed worker), sleeps on /sleep and serves a page to take a
 // screenshot of.
 type scaleAPI struct {
@@ -716,6 +716,11 @@ func newScaleAPI(t *testing.T) *scaleAPI {
 	a := &scaleAPI{count: map[string]int{}, blocked: map[string]int{}, aborted: map[string]time.Time{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /hit/{key}", func(w http.ResponseWriter, r *http.Request) {
+		// A run takes a moment, as real ones do: 200 queued runs are
+		// more work than one process drains between two polls of the
+		// other (engine.WorkerOptions.PollInterval, 1s), so both take
+		// part whatever the machine's load.
+		time.Sleep(50 * time.Millisecond)
 		a.mu.Lock()
 		a.count[r.PathValue("key")]++
 		a.mu.Unlock()

@@ -1,0 +1,142 @@
+package app_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/mcpclient"
+	"github.com/duet-test/duet/internal/mcpclient/mcptest"
+)
+
+// startIDJAGProvider runs test/node/idjag-idp.mjs (an identity provider
+// with SEP-990 token exchange, on the jose library) and returns its issuer.
+func startIDJAGProvider(t *testing.T) string {
+	t.Helper()
+	dir := mcptest.NodeDir(t)
+	cmd := exec.Command(mcptest.Node(t, dir), filepath.Join(dir, "idjag-idp.mjs"))
+	cmd.Dir, cmd.Stderr = dir, os.Stderr
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	line := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Scan()
+		line <- sc.Text()
+	}()
+	select {
+	case u := <-line:
+		if !strings.HasPrefix(u, "http://127.0.0.1:") {
+			t.Fatalf("idjag-idp.mjs: %q", u)
+		}
+		return u
+	case <-time.After(30 * time.Second):
+		t.Fatal("idjag-idp.mjs did not start")
+	}
+	return ""
+}
+
+func postForm(t *testing.T, u string, v url.Values) map[string]any {
+	t.Helper()
+	resp, err := http.PostForm(u, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	json.NewDecoder(resp.Body).Decode(&out)
+	if resp.StatusCode != 200 {
+		t.Fatalf("POST %s: %d %v", u, resp.StatusCode, out)
+	}
+	return out
+}
+
+// TestOAuthServerIdentityAssertion is enterprise-managed authorization
+// (SEP-990) end to end, both sides Duet's: Duet's MCP client, registered
+// with --auth enterprise and a person's ID token from the company's
+// identity provider, exchanges it there for an ID-JAG, trades that at
+// Duet's authorization server (JWT bearer grant) for an access token, and
+// calls Duet's tools as that person. An ID-JAG for another client is
+// refused.
+func TestOAuthServerIdentityAssertion(t *testing.T) {
+	t.Parallel()
+	idp := startIDJAGProvider(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, base := serveOAuthAppOn(t, ln, map[string]string{
+		"DUET_OAUTH_ISSUER": idp, "DUET_OAUTH_SERVER": "true", "DUET_OAUTH_CLIENT_ID": "duet-login",
+		"DUET_MCP_ALLOW_LOOPBACK": "true",
+	})
+	// Duet's client holds a session (an event stream) open to Duet's own
+	// server: close it before the server closes (cleanups run last first).
+	t.Cleanup(func() { a.MCPClient.Close() })
+	ctx := t.Context()
+	// The app's confidential client at Duet's authorization server, and
+	// the provider's administrator mapping it.
+	reg, err := oauthex.RegisterClient(ctx, base+"/oauth/register", &oauthex.ClientRegistrationMetadata{
+		RedirectURIs: []string{"https://app.example/cb"}, ClientName: "Enterprise app", TokenEndpointAuthMethod: "client_secret_basic",
+		GrantTypes: []string{"urn:ietf:params:oauth:grant-type:jwt-bearer"}}, http.DefaultClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	postForm(t, idp+"/admin/clients", url.Values{"client_id": {"enterprise-app"}, "resource_client_id": {reg.ClientID}})
+	idToken := postForm(t, idp+"/login", url.Values{"user": {"alice"}, "password": {"verysecure"}, "client_id": {"enterprise-app"}})["id_token"].(string)
+
+	cctx := mcpclient.WithAuthorizer(ctx, a.MCPClient.AutoApprover())
+	if _, err := a.MCPClient.Register(cctx, mcpclient.Registration{Owner: "bob", Name: "duet", URL: base + "/mcp/http", OAuth: &mcpclient.OAuth{
+		Grant: duet.AuthEnterprise, ClientID: reg.ClientID, ClientSecret: reg.ClientSecret,
+		IdPIssuer: idp, IdPClientID: "enterprise-app", IDToken: idToken}}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := a.MCPClient.Sync(cctx, "bob", "duet")
+	if err != nil {
+		t.Fatalf("sync through SEP-990: %v", err)
+	}
+	res, err := a.MCPClient.Invoke(cctx, duet.InvokeRequest{Executor: "bob", ServerKey: s.ServerKey, Tool: "list_test_tasks", Arguments: map[string]any{}, Source: duet.SourceCLI})
+	if err != nil || res.IsError {
+		t.Fatalf("list_test_tasks through SEP-990: %v %+v", err, res)
+	}
+	a.Audit.Close()
+	recs, _ := a.Store.FindAudit(ctx, duet.AuditFilter{Tool: "list_test_tasks", CallSource: duet.SourceMCP})
+	if len(recs) == 0 || recs[0].Caller != "alice" {
+		t.Fatalf("the call ran as %v, want alice (the ID token's person)", recs)
+	}
+
+	// An ID-JAG issued for another client is refused.
+	other, err := oauthex.RegisterClient(ctx, base+"/oauth/register", &oauthex.ClientRegistrationMetadata{
+		RedirectURIs: []string{"https://other.example/cb"}, TokenEndpointAuthMethod: "client_secret_post"}, http.DefaultClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jag := postForm(t, idp+"/token", url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:token-exchange"},
+		"requested_token_type": {"urn:ietf:params:oauth:token-type:id-jag"}, "subject_token_type": {"urn:ietf:params:oauth:token-type:id_token"},
+		"subject_token": {idToken}, "client_id": {"enterprise-app"}, "audience": {base}, "resource": {base + "/mcp/http"}})["access_token"].(string)
+	resp, err := http.PostForm(base+"/oauth/token", url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:jwt-bearer"}, "assertion": {jag},
+		"client_id": {other.ClientID}, "client_secret": {other.ClientSecret}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e struct{ Error string }
+	json.NewDecoder(resp.Body).Decode(&e)
+	resp.Body.Close()
+	if resp.StatusCode != 400 || e.Error != "invalid_grant" {
+		t.Errorf("an ID-JAG of another client: got %d %q, want 400 invalid_grant", resp.StatusCode, e.Error)
+	}
+}

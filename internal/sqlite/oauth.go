@@ -1,0 +1,148 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/duet-test/duet"
+)
+
+// CreateOAuthClient stores a registered client. Returns INVALID_ARGUMENT.
+func (d *DB) CreateOAuthClient(ctx context.Context, c *duet.OAuthClient) error {
+	if c.ID == "" || len(c.RedirectURIs) == 0 {
+		return duet.Errorf(duet.CodeInvalidArgument, "a client needs an id and a redirect URI")
+	}
+	if c.CreatedAt.IsZero() {
+		c.CreatedAt = d.now()
+	}
+	uris, err := json.Marshal(c.RedirectURIs)
+	if err != nil {
+		return err
+	}
+	_, err = d.q.ExecContext(ctx, `INSERT INTO oauth_clients (id, name, redirect_uris, secret_hash, created_at) VALUES (?, ?, ?, ?, ?)`,
+		c.ID, c.Name, string(uris), c.SecretHash, micros(c.CreatedAt))
+	return mapErr(err)
+}
+
+// FindOAuthClient returns a registered client. Returns NOT_FOUND.
+func (d *DB) FindOAuthClient(ctx context.Context, id string) (*duet.OAuthClient, error) {
+	var c duet.OAuthClient
+	var uris string
+	var created int64
+	err := d.q.QueryRowContext(ctx, `SELECT id, name, redirect_uris, secret_hash, created_at FROM oauth_clients WHERE id = ?`, id).
+		Scan(&c.ID, &c.Name, &uris, &c.SecretHash, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("OAuth client", id)
+	}
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	if err := json.Unmarshal([]byte(uris), &c.RedirectURIs); err != nil {
+		return nil, err
+	}
+	c.CreatedAt = fromMicros(created)
+	return &c, nil
+}
+
+// PutOAuthToken stores a token. Returns INVALID_ARGUMENT.
+func (d *DB) PutOAuthToken(ctx context.Context, t *duet.OAuthToken) error {
+	if t.Hash == "" || t.Kind == "" || t.ExpiresAt.IsZero() {
+		return duet.Errorf(duet.CodeInvalidArgument, "a token needs a hash, a kind and an expiry")
+	}
+	if t.CreatedAt.IsZero() {
+		t.CreatedAt = d.now()
+	}
+	if t.Data == "" {
+		t.Data = "{}"
+	}
+	_, err := d.q.ExecContext(ctx, `INSERT INTO oauth_tokens (hash, kind, grant_id, client_id, user_id, scope, data, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		t.Hash, string(t.Kind), t.GrantID, t.ClientID, t.UserID, t.Scope, t.Data, micros(t.CreatedAt), micros(t.ExpiresAt))
+	return mapErr(err)
+}
+
+const oauthTokenColumns = `hash, kind, grant_id, client_id, user_id, scope, data, created_at, expires_at, used_at`
+
+func scanOAuthToken(r rowScanner) (*duet.OAuthToken, error) {
+	var t duet.OAuthToken
+	var kind string
+	var created, expires int64
+	var used sql.NullInt64
+	if err := r.Scan(&t.Hash, &kind, &t.GrantID, &t.ClientID, &t.UserID, &t.Scope, &t.Data, &created, &expires, &used); err != nil {
+		return nil, err
+	}
+	t.Kind, t.CreatedAt, t.ExpiresAt, t.UsedAt = duet.OAuthTokenKind(kind), fromMicros(created), fromMicros(expires), ptrTime(used)
+	return &t, nil
+}
+
+func invalidOAuthToken() error {
+	return duet.Errorf(duet.CodeUnauthenticated, "invalid or expired token")
+}
+
+// FindOAuthToken returns the unexpired, unused token of that kind and hash.
+// Returns UNAUTHENTICATED.
+func (d *DB) FindOAuthToken(ctx context.Context, kind duet.OAuthTokenKind, hash string) (*duet.OAuthToken, error) {
+	t, err := scanOAuthToken(d.q.QueryRowContext(ctx, `SELECT `+oauthTokenColumns+` FROM oauth_tokens WHERE hash = ? AND kind = ? AND expires_at > ? AND used_at IS NULL`,
+		hash, string(kind), micros(d.now())))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, invalidOAuthToken()
+	}
+	return t, mapErr(err)
+}
+
+// UseOAuthToken marks a single-use token used and returns it. Returns
+// CONFLICT (with the token) when it was used before, UNAUTHENTICATED when
+// there is none.
+func (d *DB) UseOAuthToken(ctx context.Context, kind duet.OAuthTokenKind, hash string) (*duet.OAuthToken, error) {
+	var out *duet.OAuthToken
+	var reused bool
+	now := d.now()
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		t, err := scanOAuthToken(tx.QueryRowContext(ctx, `SELECT `+oauthTokenColumns+` FROM oauth_tokens WHERE hash = ? AND kind = ? AND expires_at > ?`,
+			hash, string(kind), micros(now)))
+		if errors.Is(err, sql.ErrNoRows) {
+			return invalidOAuthToken()
+		}
+		if err != nil {
+			return mapErr(err)
+		}
+		out = t
+		if t.UsedAt != nil {
+			reused = true
+			return nil
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE oauth_tokens SET used_at = ? WHERE hash = ?`, micros(now), hash); err != nil {
+			return mapErr(err)
+		}
+		t.UsedAt = &now
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if reused {
+		return out, duet.Errorf(duet.CodeConflict, "the token was used before")
+	}
+	return out, nil
+}
+
+// RevokeOAuthGrant deletes every token of a grant.
+func (d *DB) RevokeOAuthGrant(ctx context.Context, grantID string) error {
+	if grantID == "" {
+		return nil
+	}
+	_, err := d.q.ExecContext(ctx, `DELETE FROM oauth_tokens WHERE grant_id = ?`, grantID)
+	return mapErr(err)
+}
+
+// DeleteExpiredOAuth deletes tokens that expired before now.
+func (d *DB) DeleteExpiredOAuth(ctx context.Context, now time.Time) (int64, error) {
+	res, err := d.q.ExecContext(ctx, `DELETE FROM oauth_tokens WHERE expires_at <= ?`, micros(now))
+	if err != nil {
+		return 0, mapErr(err)
+	}
+	n, _ := res.RowsAffected()
+	return n, nil
+}
