@@ -75,23 +75,22 @@ var notScoredMustPass = map[string]map[string][]string{
 			"tasks-mrtr-input", "tasks-request-headers", "tasks-dispatch-and-envelope", "tasks-required-task-error",
 			"tasks-mrtr-composition"},
 		"client": {"json-schema-2020-12-preservation", "auth/client-credentials-jwt", "auth/client-credentials-basic",
-			"auth/dpop", "auth/dpop-nonce"},
+			"auth/dpop", "auth/dpop-nonce", "auth/enterprise-managed-authorization"},
 	},
 	"2025-11-25": {
 		"server": {"json-schema-2020-12", "server-session-lifecycle"},
 		"client": {"json-schema-2020-12-preservation", "auth/client-credentials-jwt", "auth/client-credentials-basic",
-			"auth/dpop", "auth/dpop-nonce"},
+			"auth/dpop", "auth/dpop-nonce", "auth/enterprise-managed-authorization"},
 	},
 }
 
 // notScoredExpected are the not-scored scenarios that do not pass, and why.
 var notScoredExpected = map[string]string{
-	"tasks-status-notifications":            "skipped by the suite itself (it says the harness needs a rewrite for subscriptions/listen)",
-	"server-sse-polling":                    "only warnings (a priming event and a retry field are recommendations): skipped",
-	"auth/dpop":                             "extension: DPoP-bound tokens (RFC 9449)",
-	"auth/dpop-nonce":                       "extension: DPoP-bound tokens (RFC 9449) with server nonces",
-	"auth/enterprise-managed-authorization": "extension: SEP-990, a registration mode Duet does not have (docs/interop.md)",
-	"auth/wif-jwt-bearer":                   "extension: workload identity federation, a grant Duet does not have",
+	"tasks-status-notifications": "skipped by the suite itself (it says the harness needs a rewrite for subscriptions/listen)",
+	"server-sse-polling":         "only warnings (a priming event and a retry field are recommendations): skipped",
+	"auth/dpop":                  "extension: DPoP-bound tokens (RFC 9449)",
+	"auth/dpop-nonce":            "extension: DPoP-bound tokens (RFC 9449) with server nonces",
+	"auth/wif-jwt-bearer":        "extension: workload identity federation, a grant Duet does not have",
 }
 
 // checkRequirementSets compares requiredNext with the suite's own files.
