@@ -59,9 +59,8 @@ var nextRe = regexp.MustCompile(`href="(/runs\?[^"]*cursor=[^"]+)" rel="next"`)
 var runRe = regexp.MustCompile(`href="/runs/(run_[0-9a-z]+)"`)
 
 // TestThousandRunsArePaged: 1,000 runs are listed 50 to a page, every run
-// once, newest first; each page takes the server well under 50 ms (the
-// median is checked without the race detector, which slows everything
-// several times).
+// once, newest first. The server time per page is logged, not asserted
+// (performance is measured by BenchmarkRunsPage, not by timed tests).
 func TestThousandRunsArePaged(t *testing.T) {
 	t.Parallel()
 	e := apitest.New(t, nil)
@@ -100,9 +99,6 @@ func TestThousandRunsArePaged(t *testing.T) {
 	slices.Sort(times)
 	median, worst := times[len(times)/2], times[len(times)-1]
 	t.Logf("%d pages: median %v, slowest %v per page (server time)", len(times), median, worst)
-	if !raceEnabled && median > 50*time.Millisecond {
-		t.Errorf("median server time per page %v, want well under 50 ms", median)
-	}
 }
 
 // BenchmarkRunsPage measures the server time of one page of the runs

@@ -1,5 +1,0 @@
-//go:build race
-
-package webui_test
-
-const raceEnabled = true
