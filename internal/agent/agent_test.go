@@ -356,8 +356,11 @@ func TestGenerateLimits(t *testing.T) {
 			if len(cases) != 1 {
 				t.Fatalf("a failed generation saved a case: %d cases", len(cases))
 			}
-			if srv.Remaining() != 0 {
-				t.Errorf("%d scripted turns left", srv.Remaining())
+			// Every scripted turn was asked for — except that the time
+			// limit may end a generation before its request reached the
+			// model, on a machine slow enough.
+			if n := srv.Remaining(); n != 0 && !(tt.name == "time" && n == 1) {
+				t.Errorf("%d scripted turns left", n)
 			}
 		})
 	}

@@ -229,7 +229,7 @@ func testREST(t *testing.T, vars map[string]string) {
 		"listTeams": string(do("bob", "listTeams", nil, nil)), "listTokens": string(do("bob", "listTokens", nil, nil)),
 		"listAudit": string(do("bob", "listAudit", nil, nil)), "listInvocations": string(do("bob", "listInvocations", nil, nil)),
 	} {
-		for _, secret := range []string{taskID, start.RunID, reg.Server.ServerKey, "checkout", `"alice"`, "qa", tok.Token.ID} {
+		for _, secret := range []string{taskID, start.RunID, reg.Server.ServerKey, "checkout", `"alice"`, `"qa"`, "team:qa", tok.Token.ID} {
 			if strings.Contains(body, secret) {
 				t.Errorf("bob's %s shows alice's %s: %s", id, secret, body)
 			}
