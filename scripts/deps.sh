@@ -5,8 +5,7 @@
 #     --device android:SERIAL; the tests run the real binary), when missing
 #   - the pinned Node packages of test/node (clients and servers we did not
 #     write: the MCP TypeScript SDK, inspector-cli, MCP Inspector, the
-#     conformance suite and
-#     a Node 22 binary for them), when not installed yet
+#     conformance suite and a Node 22 binary for them), when not installed yet
 #   - the PostgreSQL server programs (initdb, pg_ctl) from the distribution's
 #     packages, when missing: the tests start throwaway clusters with them
 # Go modules are fetched by the go command itself. Safe to re-run.
