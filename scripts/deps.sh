@@ -4,8 +4,8 @@
 #   - adb from the distribution's packages (Android phones: duet device list,
 #     --device android:SERIAL; the tests run the real binary), when missing
 #   - the pinned Node packages of test/node (clients and servers we did not
-#     write: the MCP TypeScript SDK, inspector-cli, the conformance suite and
-#     a Node 22 binary for it), when not installed yet
+#     write: the MCP TypeScript SDK, inspector-cli, MCP Inspector, the
+#     conformance suite and a Node 22 binary for them), when not installed yet
 #   - the PostgreSQL server programs (initdb, pg_ctl) from the distribution's
 #     packages, when missing: the tests start throwaway clusters with them
 # Go modules are fetched by the go command itself. Safe to re-run.
@@ -44,7 +44,7 @@ if [[ " $want " == *" node "* ]]; then
   fi
   stamp=test/node/node_modules/.duet-installed
   if [ ! -f "$stamp" ] || [ test/node/package-lock.json -nt "$stamp" ]; then
-    echo "deps: installing the pinned Node test packages (about 250 MB)..." >&2
+    echo "deps: installing the pinned Node test packages (about 350 MB)..." >&2
     (cd test/node && npm ci --no-audit --no-fund --loglevel=error)
     touch "$stamp"
   fi

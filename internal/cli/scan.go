@@ -52,13 +52,13 @@ See docs/scan.md.`,
 			if err != nil {
 				return err
 			}
-			registered := map[string]scan.Source{}
+			var registered []scan.Source
 			for _, s := range regs {
 				src, err := serverSource(ctx, a, user, s)
 				if err != nil {
 					return err
 				}
-				registered[s.ServerKey] = src
+				registered = append(registered, src)
 				if !duetOnly && (len(servers) == 0 || slices.Contains(servers, s.Name) || slices.Contains(servers, s.ServerKey)) {
 					sources = append(sources, src)
 				}
@@ -128,21 +128,16 @@ func DuetSource(cat *catalog.Catalog) scan.Source {
 
 // serverSource is a registered server's archived catalog.
 func serverSource(ctx context.Context, a *app.App, user string, s *duet.MCPServer) (scan.Source, error) {
-	_, tools, err := a.MCPClient.Server(ctx, user, s.ServerKey)
+	reg, tools, err := a.MCPClient.Server(ctx, user, s.ServerKey)
 	if err != nil {
 		return scan.Source{}, err
 	}
-	src := scan.Source{Name: s.Name, ServerKey: s.ServerKey}
-	for _, t := range tools {
-		src.Tools = append(src.Tools, scan.Tool{Name: t.Name, Title: t.Title, Description: t.Description,
-			InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations})
-	}
-	return src, nil
+	return scan.ServerSource(reg, tools), nil
 }
 
 // taskCoverage measures, for each registered server the task's cases call
 // (and each one named), how much of it the cases exercise.
-func taskCoverage(ctx context.Context, a *app.App, user, ref string, registered map[string]scan.Source, named []string) ([]*scan.Coverage, error) {
+func taskCoverage(ctx context.Context, a *app.App, user, ref string, registered []scan.Source, named []string) ([]*scan.Coverage, error) {
 	t, err := a.ResolveTask(ctx, user, ref)
 	if err != nil {
 		return nil, err
@@ -159,43 +154,11 @@ func taskCoverage(ctx context.Context, a *app.App, user, ref string, registered 
 		}
 		cursor = next
 	}
-	var keys []string
-	for _, c := range cases {
-		for _, st := range c.Steps {
-			if st.MCP != nil && !slices.Contains(keys, st.MCP.ServerKey) {
-				keys = append(keys, st.MCP.ServerKey)
-			}
-		}
-	}
+	var also []string
 	for _, src := range registered {
-		if (slices.Contains(named, src.Name) || slices.Contains(named, src.ServerKey)) && !slices.Contains(keys, src.ServerKey) {
-			keys = append(keys, src.ServerKey)
+		if slices.Contains(named, src.Name) || slices.Contains(named, src.ServerKey) {
+			also = append(also, src.ServerKey)
 		}
 	}
-	out := []*scan.Coverage{}
-	for _, k := range keys {
-		src, ok := registered[k]
-		if !ok {
-			// Cases call a server the user has not registered: its tools
-			// are unknown here.
-			out = append(out, &scan.Coverage{Server: "(not registered by " + user + ")", ServerKey: k,
-				Tools: []*scan.ToolCoverage{}, Unknown: calledTools(cases, k)})
-			continue
-		}
-		out = append(out, scan.Measure(src.Name, src.ServerKey, src.Tools, cases))
-	}
-	return out, nil
-}
-
-func calledTools(cases []*duet.Case, serverKey string) []string {
-	var out []string
-	for _, c := range cases {
-		for _, st := range c.Steps {
-			if st.MCP != nil && st.MCP.ServerKey == serverKey && !slices.Contains(out, st.MCP.ToolName) {
-				out = append(out, st.MCP.ToolName)
-			}
-		}
-	}
-	slices.Sort(out)
-	return out
+	return scan.TaskCoverage(user, registered, cases, also), nil
 }

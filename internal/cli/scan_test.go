@@ -80,3 +80,58 @@ func TestScanServersAndCoverage(t *testing.T) {
 		t.Errorf("unknown server: exit %d %s", code, errs)
 	}
 }
+
+// TestReportScanEndToEnd: alice runs a task whose cases call her registered
+// order server; `duet report` shows, in JSON and HTML, the scan of the
+// tools the cases call and the coverage of the server — the same numbers as
+// `duet scan --task`.
+func TestReportScanEndToEnd(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	e := &duetEnv{tr: &transcript{}, vars: map[string]string{
+		"DUET_HOME": home, "DUET_MCP_ALLOW_LOOPBACK": "true", "ORDERS_TOKEN": canary, "HOME": home,
+	}}
+	url, stop, err := sample.StartOrderServer(t.Context(), "127.0.0.1:0", sample.NewOrders(), canary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	e.must(t, "server", "add", "--as", "alice", "--name", "orders", "--url", url, "--bearer-token-env", "ORDERS_TOKEN")
+	suite := filepath.Join(home, "suite.yaml")
+	if err := os.WriteFile(suite, []byte(suiteYAML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.must(t, "apply", "-f", suite, "--as", "alice")
+	e.must(t, "run", "shop-orders", "--as", "alice")
+
+	var rep struct {
+		Scan *scan.TaskReport `json:"scan"`
+	}
+	out := e.must(t, "report", "latest", "--as", "alice", "--format", "json")
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Scan == nil || len(rep.Scan.Coverage) != 1 {
+		t.Fatalf("report JSON: scan %+v, %v\n%s", rep.Scan, err, out)
+	}
+	var scanned struct {
+		Coverage []*scan.Coverage `json:"coverage"`
+	}
+	if err := json.Unmarshal([]byte(e.must(t, "scan", "--task", "shop-orders", "--json", "--as", "alice")), &scanned); err != nil || len(scanned.Coverage) != 1 {
+		t.Fatalf("duet scan --task: %+v, %v", scanned, err)
+	}
+	got, want := rep.Scan.Coverage[0], scanned.Coverage[0]
+	if got.Server != "orders" || got.ToolsCovered != 2 || got.ToolsTotal != 3 || got.ParamsCovered != want.ParamsCovered ||
+		got.ParamsTotal != want.ParamsTotal || got.OptionsCovered != want.OptionsCovered || got.OptionsTotal != want.OptionsTotal || got.CatalogHash == "" {
+		t.Errorf("report coverage %+v differs from duet scan --task %+v", got, want)
+	}
+	if len(rep.Scan.Findings) != 1 || rep.Scan.Findings[0].Tools != 2 {
+		t.Errorf("report findings: got %+v, want the orders server's 2 called tools", rep.Scan.Findings)
+	}
+	html := e.must(t, "report", "latest", "--as", "alice")
+	for _, w := range []string{"MCP tools the cases call", "tools 2/3", "query_order", "set_order_status", "not called"} {
+		if !strings.Contains(html, w) {
+			t.Errorf("HTML report lacks %q", w)
+		}
+	}
+	if strings.Contains(out+html, canary) {
+		t.Errorf("the report shows the server's token")
+	}
+}

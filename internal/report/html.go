@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/scan"
 )
 
 //go:embed report.html.tmpl
@@ -28,6 +29,8 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"label":   statusLabel,
 	"codeDoc": codeDoc,
 	"add":     func(a, b int) int { return a + b },
+	"join":    func(s []string) string { return strings.Join(s, ", ") },
+	"short":   func(s string) string { return s[:min(len(s), 12)] },
 
 	"trimKind":    trimKind,
 	"outputLabel": outputLabel,
@@ -41,6 +44,13 @@ type htmlView struct {
 	Problems []*Case     // failed, error and cancelled cases, in order
 	Codes    []duet.Code // the codes that appear, for the glossary
 	Device   string
+	Scan     []scanView // one per MCP server the cases call
+}
+
+// scanView is what the report shows about one MCP server the cases call.
+type scanView struct {
+	*scan.Coverage
+	Findings *scan.SourceReport // of the tools the cases call; nil when not registered
 }
 
 // WriteHTML writes the report as one self-contained HTML page: styles
@@ -72,6 +82,11 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		}
 	}
 	slices.Sort(v.Codes)
+	if r.Scan != nil {
+		for _, c := range r.Scan.Coverage {
+			v.Scan = append(v.Scan, scanView{Coverage: c, Findings: r.Scan.Source(c.ServerKey)})
+		}
+	}
 	var buf bytes.Buffer
 	if err := htmlTemplate.Execute(&buf, v); err != nil {
 		return fmt.Errorf("rendering the HTML report: %w", err)

@@ -27,6 +27,7 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/redact"
+	"github.com/duet-test/duet/internal/scan"
 )
 
 // Store is what Build reads runs from; *sqlite.DB is one.
@@ -34,6 +35,10 @@ type Store interface {
 	FindRunByID(ctx context.Context, viewer, id string) (*duet.Run, error)
 	FindExecutionPage(ctx context.Context, filter duet.ExecutionFilter) ([]*duet.Execution, string, error)
 	FindTaskByID(ctx context.Context, viewer, id string) (*duet.Task, error)
+	// The executor's registered MCP servers and their archived catalogs,
+	// for the report's scan of the tools the cases call.
+	FindMCPServers(ctx context.Context, owner string) ([]*duet.MCPServer, error)
+	FindMCPTools(ctx context.Context, id string) ([]*duet.MCPTool, error)
 }
 
 // MaxCases is how many cases a report shows when its Page does not say:
@@ -110,6 +115,11 @@ type Report struct {
 	// Window is set when the report shows only part of the run's cases.
 	Window *Window `json:"window,omitempty"`
 	Cases  []*Case `json:"cases"`
+	// Scan is set when the run's cases call MCP tools and the viewer is
+	// the executor: the scan findings of the tools the cases call and the
+	// coverage of the executor's servers by the cases (of the whole run,
+	// whatever the Window), from the servers' archived catalogs.
+	Scan *scan.TaskReport `json:"scan,omitempty"`
 }
 
 // Task is the part of the run's task a report shows.
@@ -237,7 +247,58 @@ func BuildPage(ctx context.Context, store Store, arts Artifacts, viewer, runID s
 		}
 		r.Cases = append(r.Cases, c)
 	}
+	if r.Disclosure == duet.DiscloseFull {
+		if r.Scan, err = buildScan(ctx, store, run, execs, r.Window != nil); err != nil {
+			return nil, err
+		}
+	}
 	return r, nil
+}
+
+// buildScan scans the MCP tools the run's cases call, as the run ran them
+// (the case versions of its executions), against the archived catalogs of
+// the executor's servers: the catalogs were read with the executor's
+// credentials, so only the executor sees this. execs are the executions
+// loaded; when they are not all of the run (partial), the others are read
+// too. It returns nil when the cases call no MCP tool.
+func buildScan(ctx context.Context, store Store, run *duet.Run, execs []*duet.Execution, partial bool) (*scan.TaskReport, error) {
+	var cases []*duet.Case
+	add := func(xs []*duet.Execution) {
+		for _, x := range xs {
+			cases = append(cases, &duet.Case{ID: x.CaseID, Key: x.CaseKey, Version: x.CaseVersion, Steps: x.Steps})
+		}
+	}
+	if !partial {
+		add(execs)
+	} else {
+		for cursor := ""; ; {
+			page, next, err := store.FindExecutionPage(ctx, duet.ExecutionFilter{RunID: run.ID, Cursor: cursor, Limit: maxPage, Results: true})
+			if err != nil {
+				return nil, err
+			}
+			add(page)
+			if next == "" || len(page) == 0 {
+				break
+			}
+			cursor = next
+		}
+	}
+	if !scan.CallsMCP(cases) {
+		return nil, nil
+	}
+	servers, err := store.FindMCPServers(ctx, run.TriggeredBy)
+	if err != nil {
+		return nil, err
+	}
+	var sources []scan.Source
+	for _, s := range servers {
+		tools, err := store.FindMCPTools(ctx, s.ID)
+		if err != nil {
+			return nil, err
+		}
+		sources = append(sources, scan.ServerSource(s, tools))
+	}
+	return scan.ForTask(run.TriggeredBy, sources, cases), nil
 }
 
 func buildCase(ctx context.Context, arts Artifacts, x *duet.Execution, now time.Time) (*Case, error) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/duet-test/duet"
 )
@@ -15,9 +16,15 @@ import (
 // variable, the page or a template is known only when the case runs: its
 // parameter counts as covered and its enum options as unknown.
 type Coverage struct {
-	Server    string          `json:"server"`
-	ServerKey string          `json:"serverKey"`
-	Tools     []*ToolCoverage `json:"tools"`
+	Server    string `json:"server"`
+	ServerKey string `json:"serverKey"`
+	// Registered is false for a server the cases call that the person has
+	// not registered (TaskCoverage): its tools are unknown. CatalogHash and
+	// SyncedAt name the archived catalog measured, when known.
+	Registered  bool            `json:"registered"`
+	CatalogHash string          `json:"catalogHash,omitempty"`
+	SyncedAt    *time.Time      `json:"syncedAt,omitempty"`
+	Tools       []*ToolCoverage `json:"tools"`
 	// Unknown lists tools the cases call that the archived catalog does not
 	// have (renamed or removed since the cases were written).
 	Unknown []string `json:"unknownTools"`
@@ -58,7 +65,7 @@ type OptionCoverage struct {
 // Measure computes the coverage of server's tools by the mcpCall steps of
 // cases (those addressed to serverKey).
 func Measure(server, serverKey string, tools []Tool, cases []*duet.Case) *Coverage {
-	cov := &Coverage{Server: server, ServerKey: serverKey, Tools: []*ToolCoverage{}, Unknown: []string{}}
+	cov := &Coverage{Server: server, ServerKey: serverKey, Registered: true, Tools: []*ToolCoverage{}, Unknown: []string{}}
 	byName := map[string]*ToolCoverage{}
 	for _, t := range tools {
 		tc := &ToolCoverage{Tool: t.Name, ReadOnly: t.ReadOnly(), Cases: []string{}, Params: []*ParamCoverage{}}

@@ -28,6 +28,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -120,6 +121,10 @@ type Source struct {
 	Name      string `json:"name"`                // "duet" or the server's registered name
 	ServerKey string `json:"serverKey,omitempty"` // "" for Duet's own catalog
 	Tools     []Tool `json:"-"`
+	// CatalogHash and SyncedAt name a registered server's archived catalog
+	// (duet.MCPServer), when known.
+	CatalogHash string     `json:"catalogHash,omitempty"`
+	SyncedAt    *time.Time `json:"syncedAt,omitempty"`
 }
 
 // Finding is one problem a scan found.
