@@ -519,13 +519,14 @@ func (h *Handler) followRun(w http.ResponseWriter, r *http.Request, c duet.Calle
 }
 
 // ServeProgress answers r with the progress of run runID as server-sent
-// events ("progress", data: a JSON Progress) until the run ends or the
-// client goes away. An error before the first event is written with
-// writeErr.
+// events ("progress", data: a JSON Progress) until the run ends ("end"),
+// the client goes away or the stream reaches its time limit. An error
+// before the first event is written with writeErr.
 func ServeProgress(w http.ResponseWriter, r *http.Request, svc *Service, c duet.Caller, runID string, writeErr func(http.ResponseWriter, error)) error {
 	fl, _ := w.(http.Flusher)
-	started := false
+	started, done := false, false
 	err := svc.FollowRun(r.Context(), c, runID, func(p Progress) error {
+		done = p.Run.Done
 		if !started {
 			w.Header().Set("Content-Type", "text/event-stream")
 			w.Header().Set("Cache-Control", "no-store")
@@ -549,7 +550,7 @@ func ServeProgress(w http.ResponseWriter, r *http.Request, svc *Service, c duet.
 		writeErr(w, err)
 		return nil
 	}
-	if started {
+	if started && done { // else the stream reached its time limit: the client reconnects
 		fmt.Fprint(w, "event: end\ndata: {}\n\n")
 		if fl != nil {
 			fl.Flush()
