@@ -1,0 +1,182 @@
+package oauthserver_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/duet-test/duet/internal/auth"
+	"github.com/duet-test/duet/internal/mcpclient/mcptest"
+	"github.com/duet-test/duet/internal/oauthserver"
+	"github.com/duet-test/duet/internal/sqlite"
+)
+
+// env is Duet's authorization server on a real SQLite store behind an
+// httptest server.
+type env struct {
+	t     *testing.T
+	URL   string
+	Store *sqlite.DB
+}
+
+func newEnv(t *testing.T, provider string, edit func(*oauthserver.Options)) *env {
+	t.Helper()
+	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "duet.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	if provider == "" {
+		provider = "http://127.0.0.1:9" // no provider is reached
+	}
+	o := oauthserver.Options{Issuer: srv.URL, Resource: srv.URL + "/mcp/http", Store: db,
+		Provider: auth.NewVerifier(auth.IssuerOptions{Issuer: provider}), ClientID: "duet", ClientSecret: "duet-secret",
+		Scopes: auth.Scopes{Read: "duet:read", Run: "duet:run"}}
+	if edit != nil {
+		edit(&o)
+	}
+	s := oauthserver.New(o)
+	mux.Handle("/", s)
+	return &env{t: t, URL: srv.URL, Store: db}
+}
+
+// post sends a form (or, with a JSON string, JSON) and returns the status
+// and the decoded JSON answer.
+func (e *env) post(u string, body any, hdr ...string) (int, map[string]any) {
+	e.t.Helper()
+	var rd *strings.Reader
+	ctype := "application/x-www-form-urlencoded"
+	switch b := body.(type) {
+	case url.Values:
+		rd = strings.NewReader(b.Encode())
+	case string:
+		rd, ctype = strings.NewReader(b), "application/json"
+	}
+	req, _ := http.NewRequestWithContext(e.t.Context(), "POST", u, rd)
+	req.Header.Set("Content-Type", ctype)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
+// register registers a client with the token endpoint auth method given.
+func (e *env) register(method string) (id, secret string) {
+	e.t.Helper()
+	status, out := e.post(e.URL+oauthserver.PathRegister, `{"redirect_uris":["http://127.0.0.1:9/cb"],"client_name":"test","token_endpoint_auth_method":"`+method+`"}`)
+	if status != http.StatusCreated {
+		e.t.Fatalf("register: %d %v", status, out)
+	}
+	id, _ = out["client_id"].(string)
+	secret, _ = out["client_secret"].(string)
+	return id, secret
+}
+
+// startIDJAGProvider runs test/node/idjag-idp.mjs (an identity provider
+// with SEP-990 token exchange, on the jose library) and returns its issuer.
+func startIDJAGProvider(t *testing.T) string {
+	t.Helper()
+	dir := mcptest.NodeDir(t)
+	cmd := exec.Command(mcptest.Node(t, dir), filepath.Join(dir, "idjag-idp.mjs"))
+	cmd.Dir, cmd.Stderr = dir, os.Stderr
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	line := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Scan()
+		line <- sc.Text()
+	}()
+	select {
+	case u := <-line:
+		if !strings.HasPrefix(u, "http://127.0.0.1:") {
+			t.Fatalf("idjag-idp.mjs: %q", u)
+		}
+		return u
+	case <-time.After(30 * time.Second):
+		t.Fatal("idjag-idp.mjs did not start")
+	}
+	return ""
+}
+
+// TestIdentityAssertionBounds: an ID-JAG buys at most the scopes the
+// identity provider put in it (a client cannot ask for more at Duet), and
+// buys them once: the same assertion presented again is refused.
+func TestIdentityAssertionBounds(t *testing.T) {
+	t.Parallel()
+	idp := startIDJAGProvider(t)
+	e := newEnv(t, idp, nil)
+	client, secret := e.register("client_secret_basic")
+	if status, out := e.post(idp+"/admin/clients", url.Values{"client_id": {"app"}, "resource_client_id": {client}}); status != 200 {
+		t.Fatalf("admin: %d %v", status, out)
+	}
+	_, login := e.post(idp+"/login", url.Values{"user": {"alice"}, "password": {"verysecure"}, "client_id": {"app"}})
+	jag := func(scope string) string {
+		t.Helper()
+		status, out := e.post(idp+"/token", url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:token-exchange"},
+			"requested_token_type": {"urn:ietf:params:oauth:token-type:id-jag"}, "subject_token_type": {"urn:ietf:params:oauth:token-type:id_token"},
+			"subject_token": {login["id_token"].(string)}, "client_id": {"app"}, "audience": {e.URL}, "resource": {e.URL + "/mcp/http"}, "scope": {scope}})
+		if status != 200 {
+			t.Fatalf("token exchange: %d %v", status, out)
+		}
+		return out["access_token"].(string)
+	}
+	grant := func(assertion, scope string) (int, map[string]any) {
+		v := url.Values{"grant_type": {oauthserver.GrantJWTBearer}, "assertion": {assertion}}
+		if scope != "" {
+			v.Set("scope", scope)
+		}
+		return e.post(e.URL+oauthserver.PathToken, v, "Authorization", basic(client, secret))
+	}
+
+	// The provider allowed reading only: asking Duet for more is refused.
+	readOnly := jag("duet:read")
+	if status, out := grant(readOnly, "duet:read duet:run"); status != 400 || out["error"] != "invalid_scope" {
+		t.Fatalf("an ID-JAG for duet:read, asked for duet:run too: %d %v, want invalid_scope", status, out)
+	}
+	status, out := grant(jag("duet:read"), "")
+	if status != 200 || out["scope"] != "duet:read" {
+		t.Fatalf("an ID-JAG for duet:read: %d %v", status, out)
+	}
+	// A narrower request is fine.
+	if status, out := grant(jag("duet:read duet:run"), "duet:read"); status != 200 || out["scope"] != "duet:read" {
+		t.Fatalf("narrowed: %d %v", status, out)
+	}
+
+	// Replayed: the second presentation of one assertion is refused.
+	once := jag("duet:read")
+	if status, out := grant(once, ""); status != 200 {
+		t.Fatalf("first use: %d %v", status, out)
+	}
+	if status, out := grant(once, ""); status != 400 || out["error"] != "invalid_grant" {
+		t.Fatalf("the same ID-JAG again: %d %v, want invalid_grant", status, out)
+	}
+}
+
+func basic(id, secret string) string {
+	r, _ := http.NewRequest("GET", "/", nil)
+	r.SetBasicAuth(url.QueryEscape(id), url.QueryEscape(secret))
+	return r.Header.Get("Authorization")
+}
