@@ -29,7 +29,9 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -82,14 +84,21 @@ type Options struct {
 	// network guard's client. nil means client ID metadata documents are
 	// not supported.
 	ProviderClient, MetadataClient *http.Client
-	Logger                         *slog.Logger
-	Now                            func() time.Time
+	// MaxRegistrations is how many clients one address may register per
+	// hour (a burst of that many, then one every hour/MaxRegistrations);
+	// the server as a whole takes ten times as many. 0 means 20. Dynamic
+	// registration needs no credentials: without a budget anyone could
+	// fill the database with clients.
+	MaxRegistrations int
+	Logger           *slog.Logger
+	Now              func() time.Time
 }
 
 // Server is the authorization server; it is an http.Handler for its paths.
 type Server struct {
-	o   Options
-	mux *http.ServeMux
+	o             Options
+	mux           *http.ServeMux
+	registrations *buckets // client registrations per address, and "" for all
 }
 
 // New returns the server.
@@ -112,8 +121,11 @@ func New(o Options) *Server {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.MaxRegistrations <= 0 {
+		o.MaxRegistrations = 20
+	}
 	o.Issuer = strings.TrimRight(o.Issuer, "/")
-	s := &Server{o: o, mux: http.NewServeMux()}
+	s := &Server{o: o, mux: http.NewServeMux(), registrations: &buckets{now: o.Now, per: time.Hour, n: map[string]*bucket{}}}
 	s.mux.HandleFunc("GET "+PathMetadata, s.metadata)
 	s.mux.HandleFunc("GET "+PathAuthorize, s.authorize)
 	s.mux.HandleFunc("GET "+PathCallback, s.callback)
@@ -351,6 +363,21 @@ func isLoopback(h string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// checkRedirects checks the redirect URIs a client declares, registered
+// or in its client ID metadata document: 1 to 20, each valid
+// (validRedirect) and at most 2000 bytes. Returns invalid_redirect_uri.
+func checkRedirects(uris []string) *oauthError {
+	if len(uris) == 0 || len(uris) > 20 {
+		return errf(http.StatusBadRequest, "invalid_redirect_uri", "give 1 to 20 redirect_uris")
+	}
+	for _, u := range uris {
+		if !validRedirect(u) || len(u) > 2000 {
+			return errf(http.StatusBadRequest, "invalid_redirect_uri", "redirect URIs must be https, loopback http, or a private-use scheme, without a fragment")
+		}
+	}
+	return nil
+}
+
 // redirectAllowed reports whether uri is one of c's redirect URIs; for a
 // loopback http URI any port matches (RFC 8252 §7.3: the port is chosen at
 // run time).
@@ -373,8 +400,22 @@ func (c *client) redirectAllowed(uri string) bool {
 
 // register is dynamic client registration (RFC 7591).
 func (s *Server) register(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
+	addr, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
+		addr = r.RemoteAddr
+	}
+	if wait := s.registrations.take([]string{"", addr}, []int{10 * s.o.MaxRegistrations, s.o.MaxRegistrations}); wait > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+		writeJSON(w, http.StatusTooManyRequests, errf(0, "temporarily_unavailable", "too many client registrations; retry later"))
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeJSON(w, http.StatusRequestEntityTooLarge, errf(0, "invalid_client_metadata", "the client metadata is over %d bytes", mbe.Limit))
+			return
+		}
 		writeJSON(w, http.StatusBadRequest, errf(0, "invalid_client_metadata", "cannot read the request"))
 		return
 	}
@@ -383,15 +424,9 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, errf(0, "invalid_client_metadata", "the body is not client metadata JSON"))
 		return
 	}
-	if len(m.RedirectURIs) == 0 || len(m.RedirectURIs) > 20 {
-		writeJSON(w, http.StatusBadRequest, errf(0, "invalid_redirect_uri", "give 1 to 20 redirect_uris"))
+	if oe := checkRedirects(m.RedirectURIs); oe != nil {
+		writeJSON(w, http.StatusBadRequest, oe)
 		return
-	}
-	for _, u := range m.RedirectURIs {
-		if !validRedirect(u) || len(u) > 2000 {
-			writeJSON(w, http.StatusBadRequest, errf(0, "invalid_redirect_uri", "redirect URIs must be https, loopback http, or a private-use scheme, without a fragment"))
-			return
-		}
 	}
 	method := m.TokenEndpointAuthMethod
 	if method == "" {
@@ -993,4 +1028,60 @@ func (s *Server) consentPage(w http.ResponseWriter, req request, user, consent s
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
 	pages.Execute(w, pageData{Title: "Allow access to Duet?", Client: name, User: user, Redirect: req.RedirectURI,
 		Consent: consent, Action: s.o.Issuer + PathConsent, Grants: grants})
+}
+
+// buckets are token buckets by key: each holds up to its capacity and
+// refills that many per period.
+type buckets struct {
+	mu  sync.Mutex
+	now func() time.Time
+	per time.Duration
+	n   map[string]*bucket
+}
+
+type bucket struct {
+	tokens float64
+	at     time.Time
+}
+
+// take takes a token from the bucket of each key (capacity caps[i])
+// when every one has one, and returns 0; else it takes none and returns
+// how long until they would.
+func (b *buckets) take(keys []string, caps []int) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.now()
+	if len(b.n) > 10000 { // forget the addresses whose bucket is full again
+		last := float64(caps[len(caps)-1])
+		for k, bk := range b.n {
+			if k != "" && b.refill(bk, last, now) >= last {
+				delete(b.n, k)
+			}
+		}
+	}
+	var wait time.Duration
+	for i, k := range keys {
+		bk := b.n[k]
+		c := float64(caps[i])
+		if bk == nil {
+			bk = &bucket{tokens: c, at: now}
+			b.n[k] = bk
+		}
+		bk.tokens, bk.at = b.refill(bk, c, now), now
+		if bk.tokens < 1 {
+			wait = max(wait, time.Duration((1-bk.tokens)/c*float64(b.per)))
+		}
+	}
+	if wait > 0 {
+		return wait
+	}
+	for _, k := range keys {
+		b.n[k].tokens--
+	}
+	return 0
+}
+
+// refill is what bk, of capacity c, holds at now.
+func (b *buckets) refill(bk *bucket, c float64, now time.Time) float64 {
+	return min(c, bk.tokens+float64(now.Sub(bk.at))/float64(b.per)*c)
 }

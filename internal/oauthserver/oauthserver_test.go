@@ -180,3 +180,45 @@ func basic(id, secret string) string {
 	r.SetBasicAuth(url.QueryEscape(id), url.QueryEscape(secret))
 	return r.Header.Get("Authorization")
 }
+
+// TestRegistrationBudget: dynamic registration needs no credentials, so
+// it is budgeted — past MaxRegistrations from one address the next is
+// refused (429, Retry-After) and stores nothing — and its metadata is
+// bounded in size.
+func TestRegistrationBudget(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	e := newEnv(t, "", func(o *oauthserver.Options) { o.MaxRegistrations = 3; o.Now = clock })
+	meta := `{"redirect_uris":["http://127.0.0.1:9/cb"],"token_endpoint_auth_method":"none"}`
+	for i := range 3 {
+		if status, out := e.post(e.URL+oauthserver.PathRegister, meta); status != http.StatusCreated {
+			t.Fatalf("registration %d: %d %v", i+1, status, out)
+		}
+	}
+	req, _ := http.NewRequest("POST", e.URL+oauthserver.PathRegister, strings.NewReader(meta))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("a 4th registration within the hour: %d (Retry-After %q), want 429", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	now = now.Add(21 * time.Minute) // an hour/3 later: one more
+	if status, out := e.post(e.URL+oauthserver.PathRegister, meta); status != http.StatusCreated {
+		t.Fatalf("after the refill: %d %v", status, out)
+	}
+	if status, _ := e.post(e.URL+oauthserver.PathRegister, meta); status != http.StatusTooManyRequests {
+		t.Fatalf("and then: %d, want 429", status)
+	}
+
+	// Metadata over 64 KiB is refused as such, not cut and parsed.
+	e2 := newEnv(t, "", nil)
+	huge := `{"redirect_uris":["http://127.0.0.1:9/cb"],"client_name":"` + strings.Repeat("x", 70<<10) + `"}`
+	if status, out := e2.post(e2.URL+oauthserver.PathRegister, huge); status != http.StatusRequestEntityTooLarge || out["error"] != "invalid_client_metadata" {
+		t.Fatalf("huge metadata: %d %v, want 413 invalid_client_metadata", status, out)
+	}
+}
+
