@@ -297,7 +297,10 @@ func (s *Server) metadataClient(ctx context.Context, id string) (*client, error)
 	if m := doc.TokenEndpointAuthMethod; m != "" && m != "none" {
 		return nil, errf(http.StatusUnauthorized, "invalid_client", "a client identified by a metadata document authenticates with none")
 	}
-	return &client{ID: id, Name: doc.ClientName, RedirectURIs: doc.RedirectURIs}, nil
+	if oe := checkRedirects(doc.RedirectURIs); oe != nil {
+		return nil, errf(http.StatusUnauthorized, "invalid_client", "the client's metadata document: %s", oe.Desc)
+	}
+	return &client{ID: id, Name: truncateName(doc.ClientName), RedirectURIs: doc.RedirectURIs}, nil
 }
 
 // authenticateClient identifies the client of a token or revocation

@@ -222,3 +222,43 @@ func TestRegistrationBudget(t *testing.T) {
 	}
 }
 
+// TestMetadataDocumentClientRules: a client named by its client ID
+// metadata document is held to the rules of a registered one — its
+// redirect URIs must be https, loopback http or a private-use scheme — so
+// an authorization request cannot send the browser to a javascript: or
+// plain-http address the document lists.
+func TestMetadataDocumentClientRules(t *testing.T) {
+	t.Parallel()
+	var redirect string
+	docs := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"client_id": "https://" + r.Host + r.URL.Path, "client_name": "Doc client",
+			"redirect_uris": []string{redirect}, "token_endpoint_auth_method": "none"})
+	}))
+	t.Cleanup(docs.Close)
+	e := newEnv(t, "", func(o *oauthserver.Options) { o.MetadataClient = docs.Client() })
+	noRedirects := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, tc := range []struct {
+		redirect string
+		ok       bool
+	}{
+		{"javascript:alert(document.domain)//", false},
+		{"http://attacker.example/cb", false},
+		{"https://app.example/cb", true},
+	} {
+		redirect = tc.redirect
+		q := url.Values{"client_id": {docs.URL + "/client.json"}, "redirect_uri": {tc.redirect}, "response_type": {"token"}}
+		resp, err := noRedirects.Get(e.URL + oauthserver.PathAuthorize + "?" + q.Encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		loc := resp.Header.Get("Location")
+		if tc.ok && (resp.StatusCode != http.StatusFound || !strings.HasPrefix(loc, tc.redirect+"?error=unsupported_response_type")) {
+			t.Errorf("%s: %d %q, want the error sent back to it", tc.redirect, resp.StatusCode, loc)
+		}
+		if !tc.ok && (resp.StatusCode != http.StatusBadRequest || loc != "") {
+			t.Errorf("%s: %d Location %q, want 400 and nothing sent", tc.redirect, resp.StatusCode, loc)
+		}
+	}
+}
