@@ -556,8 +556,13 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		back("unsupported_response_type", "response_type must be code")
 		return
 	}
-	if q.Get("code_challenge") == "" || q.Get("code_challenge_method") != "S256" {
-		back("invalid_request", "PKCE is required: code_challenge with code_challenge_method=S256")
+	if !validChallenge(q.Get("code_challenge")) || q.Get("code_challenge_method") != "S256" {
+		back("invalid_request", "PKCE is required: code_challenge (43 base64url characters) with code_challenge_method=S256")
+		return
+	}
+	if len(q.Get("state")) > maxState {
+		// The request is kept until the person returns: bounded first.
+		back("invalid_request", fmt.Sprintf("state is over %d bytes", maxState))
 		return
 	}
 	if res := q["resource"]; len(res) > 0 && (len(res) > 1 || !s.resourceOK(res[0])) {
@@ -586,6 +591,16 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		Secure: strings.HasPrefix(s.o.Issuer, "https://"), SameSite: http.SameSiteLaxMode, MaxAge: 600})
 	cfg := s.loginConfig(meta)
 	http.Redirect(w, r, cfg.AuthCodeURL(state, oauth2.S256ChallengeOption(req.Verifier), oauth2.SetAuthURLParam("nonce", req.Nonce)), http.StatusFound)
+}
+
+// maxState bounds a client's state, which Duet keeps through the sign-in.
+const maxState = 2048
+
+// validChallenge reports whether c is an S256 code challenge: the
+// unpadded base64url encoding of a SHA-256 hash (RFC 7636 §4.2).
+func validChallenge(c string) bool {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	return err == nil && len(b) == sha256.Size && len(c) == 43
 }
 
 func (s *Server) resourceOK(res string) bool {

@@ -262,3 +262,33 @@ func TestMetadataDocumentClientRules(t *testing.T) {
 		}
 	}
 }
+
+// TestAuthorizeBoundsWhatItKeeps: an authorization request is kept until
+// the person comes back, by anyone who knows a client id (registration is
+// open): its state is bounded and its code challenge must be one, before
+// anything is stored — a refused request is sent back with the error and
+// leaves nothing behind.
+func TestAuthorizeBoundsWhatItKeeps(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "", nil)
+	client, _ := e.register("none")
+	noRedirects := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	challenge := strings.Repeat("A", 43)
+	for _, tc := range []struct{ name, state, challenge string }{
+		{"a 1 MB state", strings.Repeat("s", 1<<20-4096), challenge},
+		{"a 100 kB code challenge", "s1", strings.Repeat("A", 100<<10)},
+		{"a code challenge that is no hash", "s1", "plain"},
+	} {
+		q := url.Values{"client_id": {client}, "redirect_uri": {"http://127.0.0.1:9/cb"}, "response_type": {"code"},
+			"code_challenge": {tc.challenge}, "code_challenge_method": {"S256"}, "state": {tc.state}}
+		resp, err := noRedirects.Get(e.URL + oauthserver.PathAuthorize + "?" + q.Encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		loc, _ := url.Parse(resp.Header.Get("Location"))
+		if resp.StatusCode != http.StatusFound || loc == nil || loc.Query().Get("error") != "invalid_request" {
+			t.Errorf("%s: %d %.200s, want invalid_request sent back", tc.name, resp.StatusCode, resp.Header.Get("Location"))
+		}
+	}
+}
