@@ -161,8 +161,29 @@ func TestPagesRender(t *testing.T) {
 	if status, _, _ := anon.post(taskPath+"/share", url.Values{"with": {"x"}}); status != http.StatusUnauthorized {
 		t.Errorf("anonymous POST: %d, want 401", status)
 	}
+	// Login CSRF: a sign-in posted by another site (no form token, or
+	// one without the browser's cookie) is refused before the token is
+	// looked at, and audited; one from the form goes on.
+	if status, body, _ := anon.post("/signin", url.Values{"token": {e.Tokens["bob"]}}); status != http.StatusForbidden || !strings.Contains(body, "CSRF") {
+		t.Errorf("sign-in without the form's token: %d, want 403", status)
+	}
+	if status, _, _ := anon.post("/signin", url.Values{"token": {e.Tokens["bob"]}, "csrf": {strings.Repeat("x", 32)}}); status != http.StatusForbidden {
+		t.Errorf("sign-in with a token but no cookie: %d, want 403", status)
+	}
+	jar, _ := cookiejar.New(nil)
+	anon.c.Jar = jar
+	_, form, _ := anon.get("/signin")
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(form)
+	if m == nil {
+		t.Fatalf("no CSRF token on the sign-in form: %s", form)
+	}
+	anon.csrf = m[1]
 	if status, body, _ := anon.post("/signin", url.Values{"token": {"duet_pat_wrong"}}); status != http.StatusUnauthorized || !strings.Contains(body, "invalid or expired token") {
 		t.Errorf("sign-in with a wrong token: %d", status)
+	}
+	e.App.Audit.Flush()
+	if recs, _ := e.App.Store.FindAudit(t.Context(), duet.AuditFilter{Method: "signIn", Outcome: duet.CodePermissionDenied}); len(recs) != 2 {
+		t.Errorf("the refused sign-ins were audited %d times, want 2", len(recs))
 	}
 	// Signing out ends the session on the server.
 	alice.post("/signout", nil)
