@@ -84,6 +84,10 @@ type Options struct {
 	// network guard's client. nil means client ID metadata documents are
 	// not supported.
 	ProviderClient, MetadataClient *http.Client
+	// MetadataTimeout bounds the fetch of a client ID metadata document
+	// (its address is the client's choice, its server may be slow on
+	// purpose); 0 means 10 s.
+	MetadataTimeout time.Duration
 	// MaxRegistrations is how many clients one address may register per
 	// hour (a burst of that many, then one every hour/MaxRegistrations);
 	// the server as a whole takes ten times as many. 0 means 20. Dynamic
@@ -120,6 +124,9 @@ func New(o Options) *Server {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.MetadataTimeout <= 0 {
+		o.MetadataTimeout = 10 * time.Second
 	}
 	if o.MaxRegistrations <= 0 {
 		o.MaxRegistrations = 20
@@ -270,6 +277,8 @@ func (s *Server) metadataClient(ctx context.Context, id string) (*client, error)
 	if err != nil || u.Host == "" || u.Fragment != "" || u.User != nil || u.Path == "" || u.Path == "/" {
 		return nil, errf(http.StatusUnauthorized, "invalid_client", "a client ID metadata document URL is https with a path")
 	}
+	ctx, cancel := context.WithTimeout(ctx, s.o.MetadataTimeout)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, id, nil)
 	if err != nil {
 		return nil, errf(http.StatusUnauthorized, "invalid_client", "bad client id URL")

@@ -292,3 +292,34 @@ func TestAuthorizeBoundsWhatItKeeps(t *testing.T) {
 		}
 	}
 }
+
+// TestMetadataDocumentFetchBounded: a client ID metadata document is on a
+// server the client chose; one that never finishes its answer does not
+// hold Duet's request (and a connection of Duet's) for longer than
+// MetadataTimeout.
+func TestMetadataDocumentFetchBounded(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	slow := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(200)
+		w.Write([]byte(`{"client_id":`))
+		w.(http.Flusher).Flush()
+		select { // the rest never comes
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(func() { close(release); slow.Close() })
+	e := newEnv(t, "", func(o *oauthserver.Options) { o.MetadataClient = slow.Client(); o.MetadataTimeout = 300 * time.Millisecond })
+	start := time.Now()
+	q := url.Values{"client_id": {slow.URL + "/client.json"}, "redirect_uri": {"https://app.example/cb"}, "response_type": {"code"}}
+	resp, err := http.Get(e.URL + oauthserver.PathAuthorize + "?" + q.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if took := time.Since(start); resp.StatusCode != http.StatusBadRequest || took > 5*time.Second {
+		t.Fatalf("a document that never ends: %d after %s, want 400 within the timeout", resp.StatusCode, took)
+	}
+}
