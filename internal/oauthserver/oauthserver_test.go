@@ -311,7 +311,10 @@ func TestMetadataDocumentFetchBounded(t *testing.T) {
 		}
 	}))
 	t.Cleanup(func() { close(release); slow.Close() })
-	e := newEnv(t, "", func(o *oauthserver.Options) { o.MetadataClient = slow.Client(); o.MetadataTimeout = 300 * time.Millisecond })
+	e := newEnv(t, "", func(o *oauthserver.Options) {
+		o.MetadataClient = slow.Client()
+		o.MetadataTimeout = 300 * time.Millisecond
+	})
 	start := time.Now()
 	q := url.Values{"client_id": {slow.URL + "/client.json"}, "redirect_uri": {"https://app.example/cb"}, "response_type": {"code"}}
 	resp, err := http.Get(e.URL + oauthserver.PathAuthorize + "?" + q.Encode())
