@@ -22,6 +22,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/api"
@@ -304,8 +305,14 @@ func signinToken(w http.ResponseWriter, r *http.Request) string {
 	return v
 }
 
+// localPath returns p if a browser reads it as a path on this site, else
+// /tasks: it starts with one "/", and has no backslash (read as "/"), no
+// space and no control character (a browser drops tabs and newlines, so
+// "/\t/evil.example" would become "//evil.example", another site).
 func localPath(p string) string {
-	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.HasPrefix(p, "/\\") || strings.ContainsAny(p, "\r\n") {
+	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.IndexFunc(p, func(r rune) bool {
+		return r <= ' ' || r == 0x7f || r == '\\' || unicode.IsSpace(r) || unicode.IsControl(r)
+	}) >= 0 {
 		return "/tasks"
 	}
 	return p

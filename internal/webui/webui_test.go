@@ -294,3 +294,36 @@ func TestConsoleBehindSSOProxy(t *testing.T) {
 		t.Fatalf("a wrong proxy secret was accepted")
 	}
 }
+
+// TestSignInNextStaysLocal: the page the sign-in returns to (next) is a
+// path of this site as a browser reads it — a browser drops tabs and
+// newlines and reads "\" as "/", so "/\t/evil.example" would be
+// "//evil.example", another site (an open redirect).
+func TestSignInNextStaysLocal(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t, nil)
+	c, _ := e.SignIn("alice")
+	u, _ := url.Parse(e.URL)
+	for _, next := range []string{"/%09/evil.example", "/%0A/evil.example", "/%0D/evil.example", "/%5C/evil.example", "/%5Cevil.example",
+		"//evil.example", "/%20/evil.example", "https://evil.example", "/%00/evil.example", "/%E2%80%A8/evil.example"} {
+		req, _ := http.NewRequest("GET", e.URL+"/signin?next="+next, nil)
+		for _, ck := range c.Jar.Cookies(u) {
+			req.AddCookie(ck)
+		}
+		resp, err := http.DefaultTransport.RoundTrip(req) // as it is: Go's client refuses such a Location, a browser does not
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || loc != "/tasks" {
+			t.Errorf("next=%s: %d Location %q, want /tasks", next, resp.StatusCode, loc)
+		}
+	}
+	req, _ := http.NewRequest("GET", e.URL+"/signin?next=/runs%3Fstatus%3Dfailed", nil)
+	for _, ck := range c.Jar.Cookies(u) {
+		req.AddCookie(ck)
+	}
+	if resp, err := http.DefaultTransport.RoundTrip(req); err != nil || resp.Header.Get("Location") != "/runs?status=failed" {
+		t.Fatalf("a local next: %v %v", resp.Header.Get("Location"), err)
+	}
+}
