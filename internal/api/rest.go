@@ -540,11 +540,19 @@ func (h *Handler) decode(w http.ResponseWriter, r *http.Request, v any) error {
 	if len(body) == 0 {
 		return duet.Errorf(duet.CodeInvalidArgument, "the request needs a JSON body")
 	}
-	if !jsontext.Value(body).IsValid() {
-		return duet.Errorf(duet.CodeInvalidArgument, "the body is not one valid JSON value (RFC 7493: UTF-8, no duplicate keys)")
+	return DecodeJSON(body, v, "the body")
+}
+
+// DecodeJSON reads JSON from outside (what names it in errors) into v
+// the one way every door of the API and the console reads it: one JSON
+// value RFC 7493 accepts (UTF-8, no duplicate keys), member names matched
+// exactly, unknown members refused. Returns INVALID_ARGUMENT.
+func DecodeJSON(data []byte, v any, what string) error {
+	if !jsontext.Value(data).IsValid() {
+		return duet.Errorf(duet.CodeInvalidArgument, "%s is not one valid JSON value (RFC 7493: UTF-8, no duplicate keys)", what)
 	}
-	if err := jsonv2.Unmarshal(body, v, jsonv2.RejectUnknownMembers(true)); err != nil {
-		return duet.Errorf(duet.CodeInvalidArgument, "invalid body: %s", bodyError(err))
+	if err := jsonv2.Unmarshal(data, v, jsonv2.RejectUnknownMembers(true)); err != nil {
+		return duet.Errorf(duet.CodeInvalidArgument, "invalid %s: %s", strings.TrimPrefix(what, "the "), bodyError(err))
 	}
 	return nil
 }

@@ -327,3 +327,26 @@ func TestSignInNextStaysLocal(t *testing.T) {
 		t.Fatalf("a local next: %v %v", resp.Header.Get("Location"), err)
 	}
 }
+
+// TestConsoleToolArgumentsRefused: arguments the console's tool form
+// refuses (read as strictly as a REST body) never reach the server, and
+// the refusal is audited once, as the user, from the web.
+func TestConsoleToolArgumentsRefused(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t, nil)
+	alice := signIn(t, e, "alice")
+	if status, body, _ := alice.post("/servers", url.Values{"name": {"orders"}, "url": {e.OrderURL}, "bearerToken": {e.OrderToken}}); status != http.StatusSeeOther {
+		t.Fatalf("register: %d %s", status, body)
+	}
+	if status, body, _ := alice.post("/servers/orders/tools/query_order", url.Values{}); status != http.StatusBadRequest || !strings.Contains(body, "orderId is required") {
+		t.Fatalf("a required argument missing: %d %.500s", status, body)
+	}
+	e.App.Audit.Flush()
+	recs, err := e.App.Store.FindAudit(t.Context(), duet.AuditFilter{Caller: "alice", Method: "callTool", Outcome: duet.CodeInvalidArgument})
+	if err != nil || len(recs) != 1 || recs[0].CallSource != duet.SourceWeb {
+		t.Fatalf("the refusal is audited once: %+v %v", recs, err)
+	}
+	if inv, _ := e.App.Store.FindInvocations(t.Context(), duet.InvocationFilter{Executor: "alice"}); len(inv) != 0 {
+		t.Fatalf("the refused call reached the server: %+v", inv)
+	}
+}
