@@ -13,9 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/auth"
 	"github.com/duet-test/duet/internal/mcpclient/mcptest"
 	"github.com/duet-test/duet/internal/oauthserver"
+	"github.com/duet-test/duet/internal/postgres"
+	"github.com/duet-test/duet/internal/postgres/pgtest"
 	"github.com/duet-test/duet/internal/sqlite"
 )
 
@@ -24,16 +27,37 @@ import (
 type env struct {
 	t     *testing.T
 	URL   string
-	Store *sqlite.DB
+	Store duet.OAuthStore
+}
+
+// engines are the stores the tests run on: SQLite, and PostgreSQL (a
+// fresh schema of DUET_TEST_POSTGRES_URL; skipped without it).
+var engines = map[string]func(t *testing.T) duet.OAuthStore{
+	"sqlite": func(t *testing.T) duet.OAuthStore {
+		db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "duet.db"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	},
+	"postgres": func(t *testing.T) duet.OAuthStore {
+		db, err := postgres.Open(t.Context(), pgtest.URL(t), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	},
 }
 
 func newEnv(t *testing.T, provider string, edit func(*oauthserver.Options)) *env {
 	t.Helper()
-	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "duet.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	return newEnvOn(t, engines["sqlite"](t), provider, edit)
+}
+
+func newEnvOn(t *testing.T, db duet.OAuthStore, provider string, edit func(*oauthserver.Options)) *env {
+	t.Helper()
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
@@ -127,17 +151,27 @@ func startIDJAGProvider(t *testing.T) string {
 func TestIdentityAssertionBounds(t *testing.T) {
 	t.Parallel()
 	idp := startIDJAGProvider(t)
-	e := newEnv(t, idp, nil)
+	for name, open := range engines {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testIdentityAssertionBounds(t, idp, open(t))
+		})
+	}
+}
+
+func testIdentityAssertionBounds(t *testing.T, idp string, db duet.OAuthStore) {
+	e := newEnvOn(t, db, idp, nil)
+	app := "app-" + strings.ReplaceAll(t.Name(), "/", "-")
 	client, secret := e.register("client_secret_basic")
-	if status, out := e.post(idp+"/admin/clients", url.Values{"client_id": {"app"}, "resource_client_id": {client}}); status != 200 {
+	if status, out := e.post(idp+"/admin/clients", url.Values{"client_id": {app}, "resource_client_id": {client}}); status != 200 {
 		t.Fatalf("admin: %d %v", status, out)
 	}
-	_, login := e.post(idp+"/login", url.Values{"user": {"alice"}, "password": {"verysecure"}, "client_id": {"app"}})
+	_, login := e.post(idp+"/login", url.Values{"user": {"alice"}, "password": {"verysecure"}, "client_id": {app}})
 	jag := func(scope string) string {
 		t.Helper()
 		status, out := e.post(idp+"/token", url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:token-exchange"},
 			"requested_token_type": {"urn:ietf:params:oauth:token-type:id-jag"}, "subject_token_type": {"urn:ietf:params:oauth:token-type:id_token"},
-			"subject_token": {login["id_token"].(string)}, "client_id": {"app"}, "audience": {e.URL}, "resource": {e.URL + "/mcp/http"}, "scope": {scope}})
+			"subject_token": {login["id_token"].(string)}, "client_id": {app}, "audience": {e.URL}, "resource": {e.URL + "/mcp/http"}, "scope": {scope}})
 		if status != 200 {
 			t.Fatalf("token exchange: %d %v", status, out)
 		}
