@@ -485,6 +485,19 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, resp)
 }
 
+// once refuses a request with a parameter given more than once (RFC 6749
+// §3.1, §3.2: parameters MUST NOT be repeated), but resource (RFC 8707
+// allows several; each is checked): read one way here and another way by
+// a proxy or a client library, a repeated one is ambiguous.
+func once(v url.Values) error {
+	for k, vs := range v {
+		if len(vs) > 1 && k != "resource" {
+			return errf(http.StatusBadRequest, "invalid_request", "parameter %.40q is repeated", k)
+		}
+	}
+	return nil
+}
+
 // ---- authorization ----
 
 // request is a client's authorization request, carried from /authorize
@@ -535,7 +548,14 @@ func onlyOffline(s string) bool {
 // authorize starts an authorization: it checks the client's request and
 // sends the person to the identity provider to sign in.
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err == nil {
+		err = once(q)
+	}
+	if err != nil {
+		s.page(w, http.StatusBadRequest, "This request cannot be read", errText(err)+". Nothing was sent to the application.")
+		return
+	}
 	c, err := s.findClient(r.Context(), q.Get("client_id"))
 	if err != nil {
 		s.page(w, http.StatusBadRequest, "This application is not known to Duet", errText(err))
@@ -783,6 +803,10 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errf(http.StatusBadRequest, "invalid_request", "the body must be a form"))
 		return
 	}
+	if err := once(r.PostForm); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	c, err := s.authenticateClient(r.Context(), r)
 	if err != nil {
 		s.fail(w, r, err)
@@ -975,6 +999,10 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	if err := r.ParseForm(); err != nil {
 		s.fail(w, r, errf(http.StatusBadRequest, "invalid_request", "the body must be a form"))
+		return
+	}
+	if err := once(r.PostForm); err != nil {
+		s.fail(w, r, err)
 		return
 	}
 	c, err := s.authenticateClient(r.Context(), r)

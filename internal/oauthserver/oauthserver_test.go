@@ -360,3 +360,29 @@ func TestMetadataDocumentFetchBounded(t *testing.T) {
 		t.Fatalf("a document that never ends: %d after %s, want 400 within the timeout", resp.StatusCode, took)
 	}
 }
+
+// TestRepeatedParametersRefused: OAuth parameters must not be repeated
+// (RFC 6749 §3.1, §3.2) — a repeated one is read one way here and another
+// way elsewhere — so a request repeating one is refused, at the
+// authorization endpoint before anything is sent to the application.
+func TestRepeatedParametersRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "", nil)
+	client, _ := e.register("none")
+	noRedirects := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	q := url.Values{"client_id": {client}, "redirect_uri": {"http://127.0.0.1:9/cb", "http://127.0.0.1:9/cb"}, "response_type": {"token"}}
+	resp, err := noRedirects.Get(e.URL + oauthserver.PathAuthorize + "?" + q.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Location") != "" {
+		t.Errorf("authorize with redirect_uri twice: %d %q, want 400 and nothing sent", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	for _, path := range []string{oauthserver.PathToken, oauthserver.PathRevoke} {
+		status, out := e.post(e.URL+path, url.Values{"client_id": {client, client}, "grant_type": {"refresh_token"}, "refresh_token": {"x"}, "token": {"x"}})
+		if status != http.StatusBadRequest || out["error"] != "invalid_request" {
+			t.Errorf("%s with client_id twice: %d %v, want invalid_request", path, status, out)
+		}
+	}
+}
