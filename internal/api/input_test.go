@@ -47,3 +47,25 @@ func TestRESTInputStrict(t *testing.T) {
 		t.Fatalf("each refused input audited once, by operation: %v", methods)
 	}
 }
+
+// TestRESTAnswersNotCached: an answer of the API — a new token's value
+// among them — is never kept by a cache, and never read as another type.
+func TestRESTAnswersNotCached(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t, nil)
+	for _, c := range []struct {
+		method, path string
+		body         any
+	}{
+		{"POST", "/api/v1/tokens", map[string]string{"name": "ci"}},
+		{"GET", "/api/v1/tokens", nil},
+		{"GET", "/api/v1/audit", nil},
+		{"GET", "/api/v1/tasks/nope", nil},
+	} {
+		status, b, resp := e.Call("alice", c.method, c.path, c.body)
+		if resp.Header.Get("Cache-Control") != "no-store" || resp.Header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s %s: %d, Cache-Control %q, X-Content-Type-Options %q (%.100s)", c.method, c.path, status,
+				resp.Header.Get("Cache-Control"), resp.Header.Get("X-Content-Type-Options"), b)
+		}
+	}
+}

@@ -475,6 +475,11 @@ func (h *Handler) OpenAPI(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) serve(rt *route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Answers name private things (a new token's value, records,
+		// credentials' names): no cache keeps them, no browser reads them
+		// as anything but their type.
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
 		c, _ := duet.CallerFromContext(r.Context())
 		out, err := any(nil), rt.checkQuery(r)
 		if err == nil {
