@@ -921,7 +921,7 @@ func (s *Server) assertionGrant(r *http.Request, c *client) (*tokenResponse, err
 	}
 	// The provider's scope claim bounds what the assertion buys (none: any
 	// of Duet's scopes); the client may ask for less, never more.
-	scope, ok := s.scopeFor(claims.String("scope"))
+	scope, ok := s.scopeFor(strings.Join(claims.Scopes(), " ")) // scope, or scp as some providers write it
 	if !ok {
 		return nil, errf(http.StatusBadRequest, "invalid_scope", "the assertion allows none of Duet's scopes (%s)", strings.Join(s.o.Scopes.All(), " "))
 	}
