@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -89,7 +91,7 @@ func op[In, Out any](method, p, id, tag, summary string, fn func(ctx context.Con
 		var in In
 		if rt.body != nil {
 			if err := h.decode(w, r, &in); err != nil {
-				return nil, err
+				return nil, bad(err)
 			}
 		}
 		return fn(r.Context(), h.svc, c, r, in)
@@ -205,7 +207,8 @@ func routes() []*route {
 		{method: "GET", path: Prefix + "/runs/{runId}/report", id: "getReport", tag: "runs", status: http.StatusOK, ctype: "text/html",
 			summary: "The run's report: HTML (screenshots inline), JSON or JUnit XML",
 			params: []param{path("runId", "the run's id"), query("format", "html (default), json or junit"),
-				query("cursor", "the next part of a run of more than 500 cases")}, serve: (*Handler).report},
+				query("cursor", "the next part of a run of more than 500 cases"),
+				{name: "download", in: "query", typ: "string", desc: "present (any value): served as a file to save"}}, serve: (*Handler).report},
 		withSchema(op("GET", Prefix+"/executions/{executionId}", "getExecution", "runs", "Get one case execution with its steps (get_execution_result)",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (catalog.GetExecutionOut, error) {
 				return s.GetExecution(ctx, c, r.PathValue("executionId"))
@@ -374,7 +377,7 @@ func recordsIn(r *http.Request) (RecordsIn, error) {
 	}
 	if b := q.Get("before"); b != "" {
 		if in.Before, err = time.Parse(time.RFC3339Nano, b); err != nil {
-			return in, duet.Errorf(duet.CodeInvalidArgument, "before: want an RFC 3339 time, got %.40q", b)
+			return in, bad(duet.Errorf(duet.CodeInvalidArgument, "before: want an RFC 3339 time, got %.40q", b))
 		}
 	}
 	return in, nil
@@ -389,9 +392,52 @@ func intParam(r *http.Request, name string) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 0 {
-		return 0, duet.Errorf(duet.CodeInvalidArgument, "%s: want a whole number, got %.40q", name, v)
+		return 0, bad(duet.Errorf(duet.CodeInvalidArgument, "%s: want a whole number, got %.40q", name, v))
 	}
 	return n, nil
+}
+
+// badInput marks an error of a request's input found before its
+// operation ran: serve audits it (an operation audits its own outcome).
+type badInput struct{ err error }
+
+func (b *badInput) Error() string { return b.err.Error() }
+func (b *badInput) Unwrap() error { return b.err }
+
+func bad(err error) error { return &badInput{err} }
+
+// checkQuery reads the query string once, strictly, as the route
+// documents it: well-formed, only the parameters the route declares, each
+// at most once, integers whole numbers and booleans true or false.
+// Returns INVALID_ARGUMENT.
+func (rt *route) checkQuery(r *http.Request) error {
+	if r.URL.RawQuery == "" {
+		return nil
+	}
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return bad(duet.Errorf(duet.CodeInvalidArgument, "the query string is malformed"))
+	}
+	for name, vs := range q {
+		i := slices.IndexFunc(rt.params, func(p param) bool { return p.in == "query" && p.name == name })
+		if i < 0 {
+			return bad(duet.Errorf(duet.CodeInvalidArgument, "unknown query parameter %.60q (see %s/openapi.json)", name, Prefix))
+		}
+		if len(vs) > 1 {
+			return bad(duet.Errorf(duet.CodeInvalidArgument, "query parameter %s is given %d times", name, len(vs)))
+		}
+		switch v := vs[0]; rt.params[i].typ {
+		case "integer":
+			if n, err := strconv.Atoi(v); v != "" && (err != nil || n < 0) {
+				return bad(duet.Errorf(duet.CodeInvalidArgument, "%s: want a whole number, got %.40q", name, v))
+			}
+		case "boolean":
+			if v != "" && v != "true" && v != "false" {
+				return bad(duet.Errorf(duet.CodeInvalidArgument, "%s: want true or false, got %.40q", name, v))
+			}
+		}
+	}
+	return nil
 }
 
 // NewHandler returns the REST API over svc.
@@ -429,9 +475,23 @@ func (h *Handler) OpenAPI(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) serve(rt *route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Answers name private things (a new token's value, records,
+		// credentials' names): no cache keeps them, no browser reads them
+		// as anything but their type.
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
 		c, _ := duet.CallerFromContext(r.Context())
-		out, err := rt.serve(h, w, r, c)
+		out, err := any(nil), rt.checkQuery(r)
+		if err == nil {
+			out, err = rt.serve(h, w, r, c)
+		}
 		if err != nil {
+			var bad *badInput
+			if errors.As(err, &bad) {
+				// Refused before the operation ran (it audits itself):
+				// audited here, once.
+				h.svc.Catalog().Refuse(catalog.Op{Caller: c, Method: rt.id}, err)
+			}
 			h.WriteError(w, err)
 			return
 		}
@@ -485,11 +545,19 @@ func (h *Handler) decode(w http.ResponseWriter, r *http.Request, v any) error {
 	if len(body) == 0 {
 		return duet.Errorf(duet.CodeInvalidArgument, "the request needs a JSON body")
 	}
-	if !jsontext.Value(body).IsValid() {
-		return duet.Errorf(duet.CodeInvalidArgument, "the body is not one valid JSON value (RFC 7493: UTF-8, no duplicate keys)")
+	return DecodeJSON(body, v, "the body")
+}
+
+// DecodeJSON reads JSON from outside (what names it in errors) into v
+// the one way every door of the API and the console reads it: one JSON
+// value RFC 7493 accepts (UTF-8, no duplicate keys), member names matched
+// exactly, unknown members refused. Returns INVALID_ARGUMENT.
+func DecodeJSON(data []byte, v any, what string) error {
+	if !jsontext.Value(data).IsValid() {
+		return duet.Errorf(duet.CodeInvalidArgument, "%s is not one valid JSON value (RFC 7493: UTF-8, no duplicate keys)", what)
 	}
-	if err := jsonv2.Unmarshal(body, v, jsonv2.RejectUnknownMembers(true)); err != nil {
-		return duet.Errorf(duet.CodeInvalidArgument, "invalid body: %s", bodyError(err))
+	if err := jsonv2.Unmarshal(data, v, jsonv2.RejectUnknownMembers(true)); err != nil {
+		return duet.Errorf(duet.CodeInvalidArgument, "invalid %s: %s", strings.TrimPrefix(what, "the "), bodyError(err))
 	}
 	return nil
 }
@@ -519,13 +587,14 @@ func (h *Handler) followRun(w http.ResponseWriter, r *http.Request, c duet.Calle
 }
 
 // ServeProgress answers r with the progress of run runID as server-sent
-// events ("progress", data: a JSON Progress) until the run ends or the
-// client goes away. An error before the first event is written with
-// writeErr.
+// events ("progress", data: a JSON Progress) until the run ends ("end"),
+// the client goes away or the stream reaches its time limit. An error
+// before the first event is written with writeErr.
 func ServeProgress(w http.ResponseWriter, r *http.Request, svc *Service, c duet.Caller, runID string, writeErr func(http.ResponseWriter, error)) error {
 	fl, _ := w.(http.Flusher)
-	started := false
+	started, done := false, false
 	err := svc.FollowRun(r.Context(), c, runID, func(p Progress) error {
+		done = p.Run.Done
 		if !started {
 			w.Header().Set("Content-Type", "text/event-stream")
 			w.Header().Set("Cache-Control", "no-store")
@@ -549,7 +618,7 @@ func ServeProgress(w http.ResponseWriter, r *http.Request, svc *Service, c duet.
 		writeErr(w, err)
 		return nil
 	}
-	if started {
+	if started && done { // else the stream reached its time limit: the client reconnects
 		fmt.Fprint(w, "event: end\ndata: {}\n\n")
 		if fl != nil {
 			fl.Flush()
@@ -562,7 +631,7 @@ func ServeProgress(w http.ResponseWriter, r *http.Request, svc *Service, c duet.
 func (h *Handler) report(w http.ResponseWriter, r *http.Request, c duet.Caller) (any, error) {
 	f, err := report.ParseFormat(r.URL.Query().Get("format"))
 	if err != nil {
-		return nil, err
+		return nil, bad(err)
 	}
 	rep, err := h.svc.RunReport(r.Context(), c, r.PathValue("runId"), f, r.URL.Query().Get("cursor"))
 	if err != nil {

@@ -56,7 +56,8 @@ type Deps struct {
 
 // Service is every operation of the REST API and the console, governed.
 type Service struct {
-	d Deps
+	d       Deps
+	streams streamBudget // open progress streams (FollowRun)
 }
 
 // New returns the Service over d.

@@ -29,7 +29,9 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -82,14 +84,25 @@ type Options struct {
 	// network guard's client. nil means client ID metadata documents are
 	// not supported.
 	ProviderClient, MetadataClient *http.Client
-	Logger                         *slog.Logger
-	Now                            func() time.Time
+	// MetadataTimeout bounds the fetch of a client ID metadata document
+	// (its address is the client's choice, its server may be slow on
+	// purpose); 0 means 10 s.
+	MetadataTimeout time.Duration
+	// MaxRegistrations is how many clients one address may register per
+	// hour (a burst of that many, then one every hour/MaxRegistrations);
+	// the server as a whole takes ten times as many. 0 means 20. Dynamic
+	// registration needs no credentials: without a budget anyone could
+	// fill the database with clients.
+	MaxRegistrations int
+	Logger           *slog.Logger
+	Now              func() time.Time
 }
 
 // Server is the authorization server; it is an http.Handler for its paths.
 type Server struct {
-	o   Options
-	mux *http.ServeMux
+	o             Options
+	mux           *http.ServeMux
+	registrations *buckets // client registrations per address, and "" for all
 }
 
 // New returns the server.
@@ -112,8 +125,14 @@ func New(o Options) *Server {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.MetadataTimeout <= 0 {
+		o.MetadataTimeout = 10 * time.Second
+	}
+	if o.MaxRegistrations <= 0 {
+		o.MaxRegistrations = 20
+	}
 	o.Issuer = strings.TrimRight(o.Issuer, "/")
-	s := &Server{o: o, mux: http.NewServeMux()}
+	s := &Server{o: o, mux: http.NewServeMux(), registrations: &buckets{now: o.Now, per: time.Hour, n: map[string]*bucket{}}}
 	s.mux.HandleFunc("GET "+PathMetadata, s.metadata)
 	s.mux.HandleFunc("GET "+PathAuthorize, s.authorize)
 	s.mux.HandleFunc("GET "+PathCallback, s.callback)
@@ -258,6 +277,8 @@ func (s *Server) metadataClient(ctx context.Context, id string) (*client, error)
 	if err != nil || u.Host == "" || u.Fragment != "" || u.User != nil || u.Path == "" || u.Path == "/" {
 		return nil, errf(http.StatusUnauthorized, "invalid_client", "a client ID metadata document URL is https with a path")
 	}
+	ctx, cancel := context.WithTimeout(ctx, s.o.MetadataTimeout)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, id, nil)
 	if err != nil {
 		return nil, errf(http.StatusUnauthorized, "invalid_client", "bad client id URL")
@@ -285,7 +306,10 @@ func (s *Server) metadataClient(ctx context.Context, id string) (*client, error)
 	if m := doc.TokenEndpointAuthMethod; m != "" && m != "none" {
 		return nil, errf(http.StatusUnauthorized, "invalid_client", "a client identified by a metadata document authenticates with none")
 	}
-	return &client{ID: id, Name: doc.ClientName, RedirectURIs: doc.RedirectURIs}, nil
+	if oe := checkRedirects(doc.RedirectURIs); oe != nil {
+		return nil, errf(http.StatusUnauthorized, "invalid_client", "the client's metadata document: %s", oe.Desc)
+	}
+	return &client{ID: id, Name: truncateName(doc.ClientName), RedirectURIs: doc.RedirectURIs}, nil
 }
 
 // authenticateClient identifies the client of a token or revocation
@@ -351,6 +375,21 @@ func isLoopback(h string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// checkRedirects checks the redirect URIs a client declares, registered
+// or in its client ID metadata document: 1 to 20, each valid
+// (validRedirect) and at most 2000 bytes. Returns invalid_redirect_uri.
+func checkRedirects(uris []string) *oauthError {
+	if len(uris) == 0 || len(uris) > 20 {
+		return errf(http.StatusBadRequest, "invalid_redirect_uri", "give 1 to 20 redirect_uris")
+	}
+	for _, u := range uris {
+		if !validRedirect(u) || len(u) > 2000 {
+			return errf(http.StatusBadRequest, "invalid_redirect_uri", "redirect URIs must be https, loopback http, or a private-use scheme, without a fragment")
+		}
+	}
+	return nil
+}
+
 // redirectAllowed reports whether uri is one of c's redirect URIs; for a
 // loopback http URI any port matches (RFC 8252 §7.3: the port is chosen at
 // run time).
@@ -373,8 +412,22 @@ func (c *client) redirectAllowed(uri string) bool {
 
 // register is dynamic client registration (RFC 7591).
 func (s *Server) register(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
+	addr, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
+		addr = r.RemoteAddr
+	}
+	if wait := s.registrations.take([]string{"", addr}, []int{10 * s.o.MaxRegistrations, s.o.MaxRegistrations}); wait > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+		writeJSON(w, http.StatusTooManyRequests, errf(0, "temporarily_unavailable", "too many client registrations; retry later"))
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeJSON(w, http.StatusRequestEntityTooLarge, errf(0, "invalid_client_metadata", "the client metadata is over %d bytes", mbe.Limit))
+			return
+		}
 		writeJSON(w, http.StatusBadRequest, errf(0, "invalid_client_metadata", "cannot read the request"))
 		return
 	}
@@ -383,15 +436,9 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, errf(0, "invalid_client_metadata", "the body is not client metadata JSON"))
 		return
 	}
-	if len(m.RedirectURIs) == 0 || len(m.RedirectURIs) > 20 {
-		writeJSON(w, http.StatusBadRequest, errf(0, "invalid_redirect_uri", "give 1 to 20 redirect_uris"))
+	if oe := checkRedirects(m.RedirectURIs); oe != nil {
+		writeJSON(w, http.StatusBadRequest, oe)
 		return
-	}
-	for _, u := range m.RedirectURIs {
-		if !validRedirect(u) || len(u) > 2000 {
-			writeJSON(w, http.StatusBadRequest, errf(0, "invalid_redirect_uri", "redirect URIs must be https, loopback http, or a private-use scheme, without a fragment"))
-			return
-		}
 	}
 	method := m.TokenEndpointAuthMethod
 	if method == "" {
@@ -436,6 +483,19 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 		resp["client_secret_expires_at"] = 0
 	}
 	writeJSON(w, http.StatusCreated, resp)
+}
+
+// once refuses a request with a parameter given more than once (RFC 6749
+// §3.1, §3.2: parameters MUST NOT be repeated), but resource (RFC 8707
+// allows several; each is checked): read one way here and another way by
+// a proxy or a client library, a repeated one is ambiguous.
+func once(v url.Values) error {
+	for k, vs := range v {
+		if len(vs) > 1 && k != "resource" {
+			return errf(http.StatusBadRequest, "invalid_request", "parameter %.40q is repeated", k)
+		}
+	}
+	return nil
 }
 
 // ---- authorization ----
@@ -488,7 +548,14 @@ func onlyOffline(s string) bool {
 // authorize starts an authorization: it checks the client's request and
 // sends the person to the identity provider to sign in.
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err == nil {
+		err = once(q)
+	}
+	if err != nil {
+		s.page(w, http.StatusBadRequest, "This request cannot be read", errText(err)+". Nothing was sent to the application.")
+		return
+	}
 	c, err := s.findClient(r.Context(), q.Get("client_id"))
 	if err != nil {
 		s.page(w, http.StatusBadRequest, "This application is not known to Duet", errText(err))
@@ -518,8 +585,13 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		back("unsupported_response_type", "response_type must be code")
 		return
 	}
-	if q.Get("code_challenge") == "" || q.Get("code_challenge_method") != "S256" {
-		back("invalid_request", "PKCE is required: code_challenge with code_challenge_method=S256")
+	if !validChallenge(q.Get("code_challenge")) || q.Get("code_challenge_method") != "S256" {
+		back("invalid_request", "PKCE is required: code_challenge (43 base64url characters) with code_challenge_method=S256")
+		return
+	}
+	if len(q.Get("state")) > maxState {
+		// The request is kept until the person returns: bounded first.
+		back("invalid_request", fmt.Sprintf("state is over %d bytes", maxState))
 		return
 	}
 	if res := q["resource"]; len(res) > 0 && (len(res) > 1 || !s.resourceOK(res[0])) {
@@ -548,6 +620,16 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		Secure: strings.HasPrefix(s.o.Issuer, "https://"), SameSite: http.SameSiteLaxMode, MaxAge: 600})
 	cfg := s.loginConfig(meta)
 	http.Redirect(w, r, cfg.AuthCodeURL(state, oauth2.S256ChallengeOption(req.Verifier), oauth2.SetAuthURLParam("nonce", req.Nonce)), http.StatusFound)
+}
+
+// maxState bounds a client's state, which Duet keeps through the sign-in.
+const maxState = 2048
+
+// validChallenge reports whether c is an S256 code challenge: the
+// unpadded base64url encoding of a SHA-256 hash (RFC 7636 §4.2).
+func validChallenge(c string) bool {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	return err == nil && len(b) == sha256.Size && len(c) == 43
 }
 
 func (s *Server) resourceOK(res string) bool {
@@ -721,6 +803,10 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errf(http.StatusBadRequest, "invalid_request", "the body must be a form"))
 		return
 	}
+	if err := once(r.PostForm); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	c, err := s.authenticateClient(r.Context(), r)
 	if err != nil {
 		s.fail(w, r, err)
@@ -833,15 +919,56 @@ func (s *Server) assertionGrant(r *http.Request, c *client) (*tokenResponse, err
 	if err != nil {
 		return nil, errf(http.StatusBadRequest, "invalid_grant", "%s", duet.ErrorMessage(err))
 	}
-	requested := r.PostForm.Get("scope")
-	if requested == "" {
-		requested = claims.String("scope")
-	}
-	scope, ok := s.scopeFor(requested)
+	// The provider's scope claim bounds what the assertion buys (none: any
+	// of Duet's scopes); the client may ask for less, never more.
+	scope, ok := s.scopeFor(strings.Join(claims.Scopes(), " ")) // scope, or scp as some providers write it
 	if !ok {
-		return nil, errf(http.StatusBadRequest, "invalid_scope", "Duet's scopes are %s", strings.Join(s.o.Scopes.All(), " "))
+		return nil, errf(http.StatusBadRequest, "invalid_scope", "the assertion allows none of Duet's scopes (%s)", strings.Join(s.o.Scopes.All(), " "))
+	}
+	if want := r.PostForm.Get("scope"); want != "" {
+		allowed := strings.Fields(scope)
+		for _, sc := range strings.Fields(want) {
+			if slices.Contains(s.o.Scopes.All(), sc) && !slices.Contains(allowed, sc) {
+				return nil, errf(http.StatusBadRequest, "invalid_scope", "the assertion does not allow scope %.60q", sc)
+			}
+		}
+		asked, ok := s.scopeFor(want)
+		if !ok {
+			return nil, errf(http.StatusBadRequest, "invalid_scope", "Duet's scopes are %s", strings.Join(s.o.Scopes.All(), " "))
+		}
+		// What was asked, within what the assertion allows (asking for
+		// none of Duet's scopes means all of them: all it allows).
+		scope = strings.Join(slices.DeleteFunc(strings.Fields(asked), func(sc string) bool { return !slices.Contains(allowed, sc) }), " ")
+	}
+	if err := s.spendAssertion(ctx, claims, c.ID, user); err != nil {
+		return nil, err
 	}
 	return s.issue(ctx, duet.NewID("grant"), c.ID, user, scope, false)
+}
+
+// kindAssertion marks the record of an identity assertion already
+// exchanged (its issuer and jti), kept until the assertion expires.
+const kindAssertion duet.OAuthTokenKind = "assertion"
+
+// spendAssertion records an identity assertion as used, once: an ID-JAG
+// carries a jti (its unique id), and the same one presented again before
+// it expires is refused (a leaked assertion is not a second sign-in).
+func (s *Server) spendAssertion(ctx context.Context, claims *auth.Claims, clientID, user string) error {
+	if claims.ID == "" || claims.Expiry == nil {
+		return errf(http.StatusBadRequest, "invalid_grant", "the assertion has no jti")
+	}
+	now := s.o.Now()
+	expires := claims.Expiry.Time().Add(time.Minute) // past the verifier's leeway
+	if expires.Before(now.Add(time.Minute)) {
+		expires = now.Add(time.Minute)
+	}
+	err := s.o.Store.PutOAuthToken(ctx, &duet.OAuthToken{Hash: hash("assertion:" + claims.Issuer + "\x00" + claims.ID), Kind: kindAssertion,
+		ClientID: clientID, UserID: user, CreatedAt: now, ExpiresAt: expires})
+	if duet.ErrorCode(err) == duet.CodeConflict {
+		s.o.Logger.WarnContext(ctx, "oauth: an identity assertion was presented twice", "client", clientID, "user", user)
+		return errf(http.StatusBadRequest, "invalid_grant", "the assertion was already used")
+	}
+	return err
 }
 
 // issue stores and returns a new access token (and refresh token) of a
@@ -872,6 +999,10 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	if err := r.ParseForm(); err != nil {
 		s.fail(w, r, errf(http.StatusBadRequest, "invalid_request", "the body must be a form"))
+		return
+	}
+	if err := once(r.PostForm); err != nil {
+		s.fail(w, r, err)
 		return
 	}
 	c, err := s.authenticateClient(r.Context(), r)
@@ -952,4 +1083,60 @@ func (s *Server) consentPage(w http.ResponseWriter, req request, user, consent s
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
 	pages.Execute(w, pageData{Title: "Allow access to Duet?", Client: name, User: user, Redirect: req.RedirectURI,
 		Consent: consent, Action: s.o.Issuer + PathConsent, Grants: grants})
+}
+
+// buckets are token buckets by key: each holds up to its capacity and
+// refills that many per period.
+type buckets struct {
+	mu  sync.Mutex
+	now func() time.Time
+	per time.Duration
+	n   map[string]*bucket
+}
+
+type bucket struct {
+	tokens float64
+	at     time.Time
+}
+
+// take takes a token from the bucket of each key (capacity caps[i])
+// when every one has one, and returns 0; else it takes none and returns
+// how long until they would.
+func (b *buckets) take(keys []string, caps []int) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.now()
+	if len(b.n) > 10000 { // forget the addresses whose bucket is full again
+		last := float64(caps[len(caps)-1])
+		for k, bk := range b.n {
+			if k != "" && b.refill(bk, last, now) >= last {
+				delete(b.n, k)
+			}
+		}
+	}
+	var wait time.Duration
+	for i, k := range keys {
+		bk := b.n[k]
+		c := float64(caps[i])
+		if bk == nil {
+			bk = &bucket{tokens: c, at: now}
+			b.n[k] = bk
+		}
+		bk.tokens, bk.at = b.refill(bk, c, now), now
+		if bk.tokens < 1 {
+			wait = max(wait, time.Duration((1-bk.tokens)/c*float64(b.per)))
+		}
+	}
+	if wait > 0 {
+		return wait
+	}
+	for _, k := range keys {
+		b.n[k].tokens--
+	}
+	return 0
+}
+
+// refill is what bk, of capacity c, holds at now.
+func (b *buckets) refill(bk *bucket, c float64, now time.Time) float64 {
+	return min(c, bk.tokens+float64(now.Sub(bk.at))/float64(b.per)*c)
 }

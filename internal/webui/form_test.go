@@ -63,6 +63,21 @@ func TestToolForm(t *testing.T) {
 	if _, err := raw.arguments(url.Values{"arguments": {`[1]`}}); duet.ErrorCode(err) != duet.CodeInvalidArgument {
 		t.Errorf("raw arguments that are not an object: %v", err)
 	}
+	// Read as the REST API reads a body (RFC 7493): a duplicate key or
+	// invalid UTF-8 is refused, not read one way here and another there.
+	for name, posted := range map[string]url.Values{
+		"a duplicate key":            {"arguments": {`{"q": 1, "q": 2}`}},
+		"invalid UTF-8":              {"arguments": {"{\"q\": \"\xff\"}"}},
+		"a duplicate key in a field": {"arg.orderId": {"x"}, "arg.count": {"3"}, "arg.filter": {`{"a": 1, "a": 2}`}},
+	} {
+		form := raw
+		if posted.Has("arg.orderId") {
+			form = f
+		}
+		if args, err := form.arguments(posted); duet.ErrorCode(err) != duet.CodeInvalidArgument {
+			t.Errorf("%s: got %v %v, want INVALID_ARGUMENT", name, args, err)
+		}
+	}
 }
 
 // FuzzToolForm: any schema and any posted values make a form and either

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/api"
 )
 
 var funcs = template.FuncMap{
@@ -190,8 +191,8 @@ func (f form) arguments(posted url.Values) (map[string]any, error) {
 			return map[string]any{}, nil
 		}
 		var m map[string]any
-		if err := json.Unmarshal([]byte(raw), &m); err != nil || m == nil {
-			return nil, duet.Errorf(duet.CodeInvalidArgument, "the arguments must be a JSON object")
+		if err := api.DecodeJSON([]byte(raw), &m, "the arguments"); err != nil || m == nil {
+			return nil, duet.Errorf(duet.CodeInvalidArgument, "the arguments must be a JSON object (RFC 7493: UTF-8, no duplicate keys)")
 		}
 		return m, nil
 	}
@@ -227,8 +228,8 @@ func (f form) arguments(posted url.Values) (map[string]any, error) {
 			args[fd.Name] = n
 		case "json":
 			var x any
-			if err := json.Unmarshal([]byte(v), &x); err != nil {
-				return nil, duet.Errorf(duet.CodeInvalidArgument, "%s: want JSON", fd.Name)
+			if err := api.DecodeJSON([]byte(v), &x, fd.Name); err != nil {
+				return nil, duet.Errorf(duet.CodeInvalidArgument, "%s: want JSON (RFC 7493: UTF-8, no duplicate keys)", fd.Name)
 			}
 			args[fd.Name] = x
 		default:

@@ -459,6 +459,9 @@ func (c *Console) callTool(w http.ResponseWriter, r *http.Request, v *view) erro
 	data := toolData{Server: d.Server, Tool: t, Form: f}
 	status := http.StatusOK
 	if err != nil {
+		// Refused before the call: audited here, once (a call audits
+		// itself).
+		c.svc.Catalog().Refuse(catalog.Op{Caller: v.caller, Method: "callTool"}, err)
 		v.Error = duet.ErrorMessage(err)
 		status = StatusOf(c.o.Codes, err)
 	} else {

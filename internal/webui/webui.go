@@ -10,7 +10,10 @@ package webui
 
 import (
 	"bytes"
+	"crypto/rand"
+	"crypto/subtle"
 	"embed"
+	"encoding/base64"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -19,6 +22,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/api"
@@ -278,10 +282,37 @@ type signinData struct {
 	Next  string
 	SSO   bool
 	Error string
+	CSRF  string // the sign-in form's token (signinCookie)
 }
 
+// signinCookie holds the sign-in form's CSRF token until the form is
+// posted: a sign-in must come from Duet's own form, so another site
+// cannot sign a browser in to an account it chose (login CSRF) and have
+// its person enter credentials there.
+const signinCookie = "duet_signin"
+
+// signinToken returns the sign-in form's token: the browser's own, or a
+// new one set in signinCookie.
+func signinToken(w http.ResponseWriter, r *http.Request) string {
+	if c, err := r.Cookie(signinCookie); err == nil && len(c.Value) == 32 {
+		return c.Value
+	}
+	b := make([]byte, 24)
+	rand.Read(b)
+	v := base64.RawURLEncoding.EncodeToString(b)
+	http.SetCookie(w, &http.Cookie{Name: signinCookie, Value: v, Path: "/signin", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Secure: auth.OverTLS(r), MaxAge: 3600})
+	return v
+}
+
+// localPath returns p if a browser reads it as a path on this site, else
+// /tasks: it starts with one "/", and has no backslash (read as "/"), no
+// space and no control character (a browser drops tabs and newlines, so
+// "/\t/evil.example" would become "//evil.example", another site).
 func localPath(p string) string {
-	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.HasPrefix(p, "/\\") || strings.ContainsAny(p, "\r\n") {
+	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.IndexFunc(p, func(r rune) bool {
+		return r <= ' ' || r == 0x7f || r == '\\' || unicode.IsSpace(r) || unicode.IsControl(r)
+	}) >= 0 {
 		return "/tasks"
 	}
 	return p
@@ -296,22 +327,37 @@ func (c *Console) signinForm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.render(w, http.StatusOK, "signin", &view{Title: "Sign in", Version: c.o.Version,
-		Data: signinData{Next: localPath(r.URL.Query().Get("next")), SSO: c.o.Auth.SSOConfigured()}})
+		Data: signinData{Next: localPath(r.URL.Query().Get("next")), SSO: c.o.Auth.SSOConfigured(), CSRF: signinToken(w, r)}})
 }
 
 func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
-	r.ParseForm()
+	var err error
+	if perr := r.ParseForm(); perr != nil {
+		err = duet.Errorf(duet.CodeInvalidArgument, "the form cannot be read: %v", perr)
+	}
 	next := localPath(r.PostForm.Get("next"))
-	cookie, sess, err := c.o.Auth.SignIn(r.Context(), r.PostForm.Get("token"))
+	var cookie string
+	var sess *duet.Session
+	if err == nil {
+		ck, cerr := r.Cookie(signinCookie)
+		presented := r.PostForm.Get(auth.FormCSRF)
+		if cerr != nil || presented == "" || subtle.ConstantTimeCompare([]byte(ck.Value), []byte(presented)) != 1 {
+			err = duet.Errorf(duet.CodePermissionDenied, "missing or invalid CSRF token: reload the sign-in page and try again")
+		}
+	}
+	if err == nil {
+		cookie, sess, err = c.o.Auth.SignIn(r.Context(), r.PostForm.Get("token"))
+	}
 	caller, _ := duet.CallerFromContext(r.Context())
 	caller.Source = duet.SourceWeb
 	if err != nil {
 		c.svc.Catalog().Refuse(catalog.Op{Caller: caller, Method: "signIn"}, err)
 		c.render(w, StatusOf(c.o.Codes, err), "signin", &view{Title: "Sign in", Version: c.o.Version,
-			Data: signinData{Next: next, SSO: c.o.Auth.SSOConfigured(), Error: duet.ErrorMessage(err)}})
+			Data: signinData{Next: next, SSO: c.o.Auth.SSOConfigured(), Error: duet.ErrorMessage(err), CSRF: signinToken(w, r)}})
 		return
 	}
+	http.SetCookie(w, &http.Cookie{Name: signinCookie, Path: "/signin", MaxAge: -1})
 	caller.UserID = sess.UserID
 	c.svc.Catalog().Audit(&duet.AuditRecord{Time: time.Now(), TraceID: caller.TraceID, CallSource: duet.SourceWeb, Caller: sess.UserID, Method: "signIn", Outcome: duet.OutcomeOK})
 	auth.SetSessionCookie(w, r, cookie, sess.ExpiresAt)

@@ -161,8 +161,29 @@ func TestPagesRender(t *testing.T) {
 	if status, _, _ := anon.post(taskPath+"/share", url.Values{"with": {"x"}}); status != http.StatusUnauthorized {
 		t.Errorf("anonymous POST: %d, want 401", status)
 	}
+	// Login CSRF: a sign-in posted by another site (no form token, or
+	// one without the browser's cookie) is refused before the token is
+	// looked at, and audited; one from the form goes on.
+	if status, body, _ := anon.post("/signin", url.Values{"token": {e.Tokens["bob"]}}); status != http.StatusForbidden || !strings.Contains(body, "CSRF") {
+		t.Errorf("sign-in without the form's token: %d, want 403", status)
+	}
+	if status, _, _ := anon.post("/signin", url.Values{"token": {e.Tokens["bob"]}, "csrf": {strings.Repeat("x", 32)}}); status != http.StatusForbidden {
+		t.Errorf("sign-in with a token but no cookie: %d, want 403", status)
+	}
+	jar, _ := cookiejar.New(nil)
+	anon.c.Jar = jar
+	_, form, _ := anon.get("/signin")
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(form)
+	if m == nil {
+		t.Fatalf("no CSRF token on the sign-in form: %s", form)
+	}
+	anon.csrf = m[1]
 	if status, body, _ := anon.post("/signin", url.Values{"token": {"duet_pat_wrong"}}); status != http.StatusUnauthorized || !strings.Contains(body, "invalid or expired token") {
 		t.Errorf("sign-in with a wrong token: %d", status)
+	}
+	e.App.Audit.Flush()
+	if recs, _ := e.App.Store.FindAudit(t.Context(), duet.AuditFilter{Method: "signIn", Outcome: duet.CodePermissionDenied}); len(recs) != 2 {
+		t.Errorf("the refused sign-ins were audited %d times, want 2", len(recs))
 	}
 	// Signing out ends the session on the server.
 	alice.post("/signout", nil)
@@ -271,5 +292,61 @@ func TestConsoleBehindSSOProxy(t *testing.T) {
 	}
 	if status, _ := do("GET", "/tokens", "wrong-secret-0123456789", nil); status == 200 {
 		t.Fatalf("a wrong proxy secret was accepted")
+	}
+}
+
+// TestSignInNextStaysLocal: the page the sign-in returns to (next) is a
+// path of this site as a browser reads it — a browser drops tabs and
+// newlines and reads "\" as "/", so "/\t/evil.example" would be
+// "//evil.example", another site (an open redirect).
+func TestSignInNextStaysLocal(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t, nil)
+	c, _ := e.SignIn("alice")
+	u, _ := url.Parse(e.URL)
+	for _, next := range []string{"/%09/evil.example", "/%0A/evil.example", "/%0D/evil.example", "/%5C/evil.example", "/%5Cevil.example",
+		"//evil.example", "/%20/evil.example", "https://evil.example", "/%00/evil.example", "/%E2%80%A8/evil.example"} {
+		req, _ := http.NewRequest("GET", e.URL+"/signin?next="+next, nil)
+		for _, ck := range c.Jar.Cookies(u) {
+			req.AddCookie(ck)
+		}
+		resp, err := http.DefaultTransport.RoundTrip(req) // as it is: Go's client refuses such a Location, a browser does not
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || loc != "/tasks" {
+			t.Errorf("next=%s: %d Location %q, want /tasks", next, resp.StatusCode, loc)
+		}
+	}
+	req, _ := http.NewRequest("GET", e.URL+"/signin?next=/runs%3Fstatus%3Dfailed", nil)
+	for _, ck := range c.Jar.Cookies(u) {
+		req.AddCookie(ck)
+	}
+	if resp, err := http.DefaultTransport.RoundTrip(req); err != nil || resp.Header.Get("Location") != "/runs?status=failed" {
+		t.Fatalf("a local next: %v %v", resp.Header.Get("Location"), err)
+	}
+}
+
+// TestConsoleToolArgumentsRefused: arguments the console's tool form
+// refuses (read as strictly as a REST body) never reach the server, and
+// the refusal is audited once, as the user, from the web.
+func TestConsoleToolArgumentsRefused(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t, nil)
+	alice := signIn(t, e, "alice")
+	if status, body, _ := alice.post("/servers", url.Values{"name": {"orders"}, "url": {e.OrderURL}, "bearerToken": {e.OrderToken}}); status != http.StatusSeeOther {
+		t.Fatalf("register: %d %s", status, body)
+	}
+	if status, body, _ := alice.post("/servers/orders/tools/query_order", url.Values{}); status != http.StatusBadRequest || !strings.Contains(body, "orderId is required") {
+		t.Fatalf("a required argument missing: %d %.500s", status, body)
+	}
+	e.App.Audit.Flush()
+	recs, err := e.App.Store.FindAudit(t.Context(), duet.AuditFilter{Caller: "alice", Method: "callTool", Outcome: duet.CodeInvalidArgument})
+	if err != nil || len(recs) != 1 || recs[0].CallSource != duet.SourceWeb {
+		t.Fatalf("the refusal is audited once: %+v %v", recs, err)
+	}
+	if inv, _ := e.App.Store.FindInvocations(t.Context(), duet.InvocationFilter{Executor: "alice"}); len(inv) != 0 {
+		t.Fatalf("the refused call reached the server: %+v", inv)
 	}
 }

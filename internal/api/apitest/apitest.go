@@ -166,7 +166,17 @@ func (e *Env) SignIn(user string) (*http.Client, string) {
 	e.T.Helper()
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := c.PostForm(e.URL+"/signin", url.Values{"token": {e.Tokens[user]}, "next": {"/tokens"}})
+	resp, err := c.Get(e.URL + "/signin")
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	form, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := csrfRe.FindSubmatch(form)
+	if m == nil {
+		e.T.Fatalf("no CSRF token on the sign-in page (%d): %s", resp.StatusCode, form)
+	}
+	resp, err = c.PostForm(e.URL+"/signin", url.Values{"token": {e.Tokens[user]}, "next": {"/tokens"}, "csrf": {string(m[1])}})
 	if err != nil {
 		e.T.Fatal(err)
 	}
@@ -180,7 +190,7 @@ func (e *Env) SignIn(user string) (*http.Client, string) {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	m := csrfRe.FindSubmatch(b)
+	m = csrfRe.FindSubmatch(b)
 	if m == nil {
 		e.T.Fatalf("no CSRF token on the tokens page (%d): %s", resp.StatusCode, b)
 	}
