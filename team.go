@@ -81,13 +81,15 @@ type TeamStore interface {
 	RemoveTeamMember(ctx context.Context, by, team, user string) error
 
 	// SaveTeamServer adds (or replaces, by name) an entry of the team's
-	// dependency list; s.AddedBy must be a member. Returns NOT_FOUND,
-	// INVALID_ARGUMENT.
+	// dependency list; s.AddedBy must be a member, and an entry is
+	// replaced only by the member who listed it (or by anyone once that
+	// member left the team). Returns NOT_FOUND, INVALID_ARGUMENT, CONFLICT.
 	SaveTeamServer(ctx context.Context, s *TeamServer) error
 	// FindTeamServers returns team's dependency list, by name, as viewer
 	// (a member) sees it. Returns NOT_FOUND.
 	FindTeamServers(ctx context.Context, viewer, team string) ([]*TeamServer, error)
-	// DeleteTeamServer removes an entry. Returns NOT_FOUND.
+	// DeleteTeamServer removes an entry, under the same rule as
+	// replacing it. Returns NOT_FOUND, CONFLICT.
 	DeleteTeamServer(ctx context.Context, by, team, name string) error
 
 	// TransferTask makes to (a user or "team:NAME") the owner of the task

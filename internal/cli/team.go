@@ -164,7 +164,7 @@ func teamShowCmd(env Env) *cobra.Command {
 				if d.RegisteredAs == "" {
 					state, missing = "NOT registered by you", missing+1
 				}
-				fmt.Fprintf(w, "  - %s  %s  %s (%d tools): %s\n", d.Name, d.URL, d.ServerKey, len(d.Tools), state)
+				fmt.Fprintf(w, "  - %s  %s  %s (%d tools, listed by %s): %s\n", d.Name, d.URL, d.ServerKey, len(d.Tools), d.AddedBy, state)
 				if d.Description != "" {
 					fmt.Fprintf(w, "      %s\n", escape.Text(d.Description))
 				}

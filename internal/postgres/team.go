@@ -167,12 +167,33 @@ func (d *DB) SaveTeamServer(ctx context.Context, s *duet.TeamServer) error {
 		if err := memberOf(ctx, tx, s.Team, s.AddedBy); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO team_servers (team, name, url, server_key, description, tools, added_by, added_at)
+		// An entry is replaced only by whoever listed it (or anyone once
+		// they left the team): a teammate cannot point a server others
+		// trusted at another address, where their credentials would go.
+		tag, err := tx.Exec(ctx, `INSERT INTO team_servers (team, name, url, server_key, description, tools, added_by, added_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (team, name) DO UPDATE SET url = excluded.url, server_key = excluded.server_key,
-			description = excluded.description, tools = excluded.tools, added_by = excluded.added_by, added_at = excluded.added_at`,
+			description = excluded.description, tools = excluded.tools, added_by = excluded.added_by, added_at = excluded.added_at
+			WHERE team_servers.added_by = excluded.added_by
+			   OR NOT EXISTS (SELECT 1 FROM team_members m WHERE m.team = team_servers.team AND m.user_id = team_servers.added_by)`,
 			s.Team, s.Name, s.URL, s.ServerKey, s.Description, string(tools), s.AddedBy, s.AddedAt)
-		return mapErr(err)
+		if err != nil {
+			return mapErr(err)
+		}
+		if tag.RowsAffected() == 0 {
+			return teamServerTaken(ctx, tx, s.Team, s.Name)
+		}
+		return nil
 	})
+}
+
+// teamServerTaken is the CONFLICT of a change to an entry another member
+// listed.
+func teamServerTaken(ctx context.Context, tx pgx.Tx, team, name string) error {
+	var by string
+	if err := tx.QueryRow(ctx, `SELECT added_by FROM team_servers WHERE team = $1 AND name = $2`, team, name).Scan(&by); err != nil {
+		return mapErr(err)
+	}
+	return duet.Errorf(duet.CodeConflict, "team %s's server %q was listed by %s: only they can replace or remove it (or anyone once they left the team); list yours under another name", team, name, by)
 }
 
 // FindTeamServers returns the team's dependency list as viewer sees it.
@@ -205,12 +226,20 @@ func (d *DB) DeleteTeamServer(ctx context.Context, by, team, name string) error 
 		if err := memberOf(ctx, tx, team, by); err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, `DELETE FROM team_servers WHERE team = $1 AND name = $2`, team, name)
+		tag, err := tx.Exec(ctx, `DELETE FROM team_servers WHERE team = $1 AND name = $2
+			AND (added_by = $3 OR NOT EXISTS (SELECT 1 FROM team_members m WHERE m.team = team_servers.team AND m.user_id = team_servers.added_by))`, team, name, by)
 		if err != nil {
 			return mapErr(err)
 		}
 		if tag.RowsAffected() == 0 {
-			return notFound("team server", name)
+			var one int
+			if err := tx.QueryRow(ctx, `SELECT 1 FROM team_servers WHERE team = $1 AND name = $2`, team, name).Scan(&one); err != nil {
+				if errors.Is(err, pgx.ErrNoRows) {
+					return notFound("team server", name)
+				}
+				return mapErr(err)
+			}
+			return teamServerTaken(ctx, tx, team, name)
 		}
 		return nil
 	})

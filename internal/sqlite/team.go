@@ -171,12 +171,33 @@ func (d *DB) SaveTeamServer(ctx context.Context, s *duet.TeamServer) error {
 		if err := memberOf(ctx, tx, s.Team, s.AddedBy); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO team_servers (team, name, url, server_key, description, tools, added_by, added_at)
+		// An entry is replaced only by whoever listed it (or anyone once
+		// they left the team): a teammate cannot point a server others
+		// trusted at another address, where their credentials would go.
+		res, err := tx.ExecContext(ctx, `INSERT INTO team_servers (team, name, url, server_key, description, tools, added_by, added_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (team, name) DO UPDATE SET url = excluded.url, server_key = excluded.server_key,
-			description = excluded.description, tools = excluded.tools, added_by = excluded.added_by, added_at = excluded.added_at`,
+			description = excluded.description, tools = excluded.tools, added_by = excluded.added_by, added_at = excluded.added_at
+			WHERE team_servers.added_by = excluded.added_by
+			   OR NOT EXISTS (SELECT 1 FROM team_members m WHERE m.team = team_servers.team AND m.user_id = team_servers.added_by)`,
 			s.Team, s.Name, s.URL, s.ServerKey, s.Description, string(tools), s.AddedBy, micros(s.AddedAt))
-		return mapErr(err)
+		if err != nil {
+			return mapErr(err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return teamServerTaken(ctx, tx, s.Team, s.Name)
+		}
+		return nil
 	})
+}
+
+// teamServerTaken is the CONFLICT of a change to an entry another member
+// listed.
+func teamServerTaken(ctx context.Context, tx *sql.Tx, team, name string) error {
+	var by string
+	if err := tx.QueryRowContext(ctx, `SELECT added_by FROM team_servers WHERE team = ? AND name = ?`, team, name).Scan(&by); err != nil {
+		return mapErr(err)
+	}
+	return duet.Errorf(duet.CodeConflict, "team %s's server %q was listed by %s: only they can replace or remove it (or anyone once they left the team); list yours under another name", team, name, by)
 }
 
 // FindTeamServers returns the team's dependency list as viewer sees it.
@@ -213,12 +234,20 @@ func (d *DB) DeleteTeamServer(ctx context.Context, by, team, name string) error 
 		if err := memberOf(ctx, tx, team, by); err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM team_servers WHERE team = ? AND name = ?`, team, name)
+		res, err := tx.ExecContext(ctx, `DELETE FROM team_servers WHERE team = ? AND name = ?
+			AND (added_by = ? OR NOT EXISTS (SELECT 1 FROM team_members m WHERE m.team = team_servers.team AND m.user_id = team_servers.added_by))`, team, name, by)
 		if err != nil {
 			return mapErr(err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return notFound("team server", name)
+			var one int
+			if err := tx.QueryRowContext(ctx, `SELECT 1 FROM team_servers WHERE team = ? AND name = ?`, team, name).Scan(&one); err != nil {
+				if errors.Is(err, sql.ErrNoRows) {
+					return notFound("team server", name)
+				}
+				return mapErr(err)
+			}
+			return teamServerTaken(ctx, tx, team, name)
 		}
 		return nil
 	})

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/duet-test/duet"
@@ -87,6 +88,38 @@ func testTeams(t *testing.T, s duet.Store) {
 	}
 	_, err = s.FindTeamServers(c, "bob", "qa")
 	wantCode(t, err, duet.CodeNotFound)
+
+	// An entry is changed only by whoever listed it: bob, a member again,
+	// cannot point alice's "orders" at his own address (where a teammate
+	// registering it would send credentials) nor remove it to list it
+	// anew; once bob left the team, his entries can be cleaned up.
+	if err := s.AddTeamMember(c, "alice", "qa", "bob"); err != nil {
+		t.Fatal(err)
+	}
+	evil := &duet.TeamServer{Team: "qa", Name: "orders", URL: "https://evil.example/mcp", AddedBy: "bob"}
+	if err := s.SaveTeamServer(c, evil); duet.ErrorCode(err) != duet.CodeConflict || !strings.Contains(duet.ErrorMessage(err), "alice") {
+		t.Errorf("bob replaces alice's entry: got %v, want CONFLICT naming alice", err)
+	}
+	wantCode(t, s.DeleteTeamServer(c, "bob", "qa", "orders"), duet.CodeConflict)
+	if list, _ := s.FindTeamServers(c, "bob", "qa"); len(list) != 1 || list[0].URL != srv.URL || list[0].AddedBy != "alice" {
+		t.Fatalf("after bob's attempts: %+v", list)
+	}
+	again := *srv
+	again.Description = "orders, read only"
+	if err := s.SaveTeamServer(c, &again); err != nil {
+		t.Fatalf("alice updates her own entry: %v", err)
+	}
+	if err := s.SaveTeamServer(c, &duet.TeamServer{Team: "qa", Name: "bobs", URL: "https://bob.example/mcp", AddedBy: "bob"}); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, s.DeleteTeamServer(c, "alice", "qa", "bobs"), duet.CodeConflict)
+	if err := s.RemoveTeamMember(c, "alice", "qa", "bob"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteTeamServer(c, "alice", "qa", "bobs"); err != nil {
+		t.Fatalf("alice removes the entry of bob, who left: %v", err)
+	}
+	wantCode(t, s.DeleteTeamServer(c, "alice", "qa", "bobs"), duet.CodeNotFound)
 
 	// Handing the task to carol: alice keeps nothing but what sharing
 	// gives her (her team's share), and the transfer is recorded.
