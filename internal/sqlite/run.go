@@ -184,6 +184,22 @@ func (d *DB) FindRunByID(ctx context.Context, viewer, id string) (*duet.Run, err
 
 // FindRuns returns a page of runs, newest first.
 func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, string, error) {
+	if f.TaskID != "" && f.Limit == 1 && f.Cursor == "" && f.Status == "" {
+		// A task's latest run (get_test_task): cached (cache.go).
+		type page struct {
+			runs []*duet.Run
+			next string
+		}
+		p, err := cached(ctx, d, "lastrun\x00"+f.Viewer+"\x00"+f.TaskID, func() (page, error) {
+			runs, next, err := d.findRuns(ctx, f)
+			return page{runs, next}, err
+		}, func(p page) page { return page{cloneRuns(p.runs), p.next} })
+		return p.runs, p.next, err
+	}
+	return d.findRuns(ctx, f)
+}
+
+func (d *DB) findRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, string, error) {
 	before, err := decodeCursor(f.Cursor)
 	if err != nil {
 		return nil, "", err

@@ -107,32 +107,56 @@ func placeholders(n int) string {
 }
 
 // FindTaskByID returns the task if viewer may see it ("" = any: internal
-// use only). Returns NOT_FOUND. One query reads the task and its share list.
+// use only). Returns NOT_FOUND. One query reads the task and its share list;
+// the answer is cached until any task, share, team or membership changes
+// (cache.go).
 func (d *DB) FindTaskByID(ctx context.Context, viewer, id string) (*duet.Task, error) {
+	epoch, ok := d.epoch(ctx)
+	if !ok {
+		c, err := d.readTaskByID(ctx, viewer, id)
+		if err != nil {
+			return nil, err
+		}
+		return cloneTask(c)
+	}
+	key := "task\x00" + viewer + "\x00" + id
+	if v, hit := d.cache.get(epoch, key); hit {
+		return cloneTask(v.(cachedTask))
+	}
+	c, err := d.readTaskByID(ctx, viewer, id)
+	if err != nil {
+		return nil, err
+	}
+	t, err := cloneTask(c)
+	if err != nil {
+		return nil, err
+	}
+	d.cache.put(epoch, key, c)
+	return t, nil
+}
+
+func (d *DB) readTaskByID(ctx context.Context, viewer, id string) (cachedTask, error) {
 	q := `SELECT ` + taskColumns + `, (SELECT group_concat(user_id, char(10)) FROM (SELECT user_id FROM task_shares s WHERE s.task_id = t.id ORDER BY user_id))
 		FROM tasks t WHERE t.id = ?2`
 	if viewer != "" {
 		q += ` AND ` + visibleTo
 	}
-	var t duet.Task
+	var c cachedTask
+	t := &c.task
 	var created, updated int64
 	var shares sql.NullString
-	var postRun string
-	err := d.q.QueryRowContext(ctx, q, viewer, id).Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &created, &updated, &postRun, &t.PostRunBy, &shares)
+	err := d.q.QueryRowContext(ctx, q, viewer, id).Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &created, &updated, &c.postRun, &t.PostRunBy, &shares)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, notFound("task", id)
+		return c, notFound("task", id)
 	} else if err != nil {
-		return nil, mapErr(err)
-	}
-	if t.PostRun, err = decodePostRun(t.ID, postRun); err != nil {
-		return nil, err
+		return c, mapErr(err)
 	}
 	t.CreatedAt, t.UpdatedAt = fromMicros(created), fromMicros(updated)
 	t.SharedWith = []string{}
 	if shares.Valid && shares.String != "" {
 		t.SharedWith = strings.Split(shares.String, "\n")
 	}
-	return &t, nil
+	return c, nil
 }
 
 // findTaskAny returns a task regardless of viewer (workers, internal use).

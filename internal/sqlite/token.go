@@ -38,7 +38,17 @@ func scanToken(r rowScanner) (*duet.Token, error) {
 }
 
 // FindTokenByHash returns the unexpired token with that hash. Returns UNAUTHENTICATED.
+// The token is cached until any token changes (cache.go); its expiry is
+// checked on every call.
 func (d *DB) FindTokenByHash(ctx context.Context, hash string) (*duet.Token, error) {
+	t, err := cached(ctx, d, "token\x00"+hash, func() (*duet.Token, error) { return d.readTokenByHash(ctx, hash) }, cloneToken)
+	if err == nil && t.ExpiresAt != nil && !t.ExpiresAt.After(d.now()) {
+		return nil, duet.Errorf(duet.CodeUnauthenticated, "invalid or expired token")
+	}
+	return t, err
+}
+
+func (d *DB) readTokenByHash(ctx context.Context, hash string) (*duet.Token, error) {
 	t, err := scanToken(d.q.QueryRowContext(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE hash = ? AND (expires_at IS NULL OR expires_at > ?)`, hash, micros(d.now())))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, duet.Errorf(duet.CodeUnauthenticated, "invalid or expired token")
