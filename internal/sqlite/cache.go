@@ -39,15 +39,37 @@ const maxCacheEntries = 10000
 // epoch returns the current value of the counter, or false when it cannot
 // be read (a database behind migration 00013, a closed handle): the caller
 // then reads without the cache.
+//
+// Inside a duet.ReadScope the counter is read once for the scope's reads,
+// and again only after this handle wrote something (d.q.writes).
 func (d *DB) epoch(ctx context.Context) (int64, bool) {
 	if d.cache == nil {
 		return 0, false
+	}
+	scope := duet.ReadScopeFrom(ctx)
+	writes := d.q.writes.Load()
+	if scope != nil {
+		if v, ok := scope.Load(d); ok {
+			if m := v.(scopedEpoch); m.writes == writes {
+				return m.epoch, true
+			}
+		}
 	}
 	var n int64
 	if err := d.q.QueryRowContext(ctx, `SELECT n FROM cache_epoch WHERE id = 1`).Scan(&n); err != nil {
 		return 0, false
 	}
+	if scope != nil {
+		scope.Store(d, scopedEpoch{epoch: n, writes: writes})
+	}
 	return n, true
+}
+
+// scopedEpoch is the counter as read in a duet.ReadScope, and this
+// handle's write count when it was read.
+type scopedEpoch struct {
+	epoch  int64
+	writes uint64
 }
 
 func (c *readCache) get(epoch int64, key string) (any, bool) {

@@ -257,6 +257,7 @@ func (d *DB) Close() error {
 // tx runs fn in a transaction (BEGIN IMMEDIATE, so writers queue on the
 // busy timeout instead of failing on upgrade).
 func (d *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	defer d.q.writes.Add(1) // after the commit (cache.go)
 	tx, err := d.db.BeginTx(ctx, nil)
 	if err != nil {
 		return mapErr(err)

@@ -65,6 +65,19 @@ func testFreshAcrossHandles(t *testing.T, a duet.Store, another func() duet.Stor
 	_, err = a.FindTaskByID(c, "bob", task)
 	wantCode("an unshared task", err, duet.CodeNotFound)
 
+	// In one read scope, a write through the same handle takes effect
+	// for the reads after it.
+	sc := duet.WithReadScope(c)
+	if err := a.ShareTask(c, "alice", task, "dave"); err != nil {
+		t.Fatal(err)
+	}
+	warm(func() error { _, err := a.FindTaskByID(sc, "dave", task); return err })
+	if err := a.UnshareTask(sc, "alice", task, "dave"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = a.FindTaskByID(sc, "dave", task)
+	wantCode("a task unshared in the same read scope", err, duet.CodeNotFound)
+
 	// A member removed from a team the task is shared with.
 	if _, err := a.CreateTeam(c, "alice", "fresh-qa"); err != nil {
 		t.Fatal(err)
