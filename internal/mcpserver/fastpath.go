@@ -123,17 +123,32 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, req *request) 
 
 // encodeReply encodes a JSON-RPC result message as the SDK does
 // (jsonrpc2.EncodeMessage: the result marshalled without HTML escaping,
-// then the message).
-func encodeReply(id any, result any) ([]byte, error) {
-	res, err := encodeNoEscape(result)
+// then the message). The message is assembled around the result's bytes
+// rather than marshalled again: encoding/json would only copy them
+// (compacting JSON that is already compact, escaping nothing), and that
+// second pass over every result was a tenth of the CPU of a call.
+func encodeReply(id any, result *mcp.CallToolResult) ([]byte, error) {
+	// What an Encoder without HTML escaping writes for a json.Marshaler:
+	// its MarshalJSON output (json.Marshal's, compact) unchanged.
+	res, err := result.MarshalJSON()
 	if err != nil {
 		return nil, err
 	}
-	return encodeNoEscape(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      any             `json:"id,omitempty"`
-		Result  json.RawMessage `json:"result,omitempty"`
-	}{"2.0", id, res})
+	out := make([]byte, 0, len(res)+64)
+	out = append(out, `{"jsonrpc":"2.0"`...)
+	if id != nil {
+		idb, err := encodeNoEscape(id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, `,"id":`...)
+		out = append(out, idb...)
+	}
+	if len(res) > 0 {
+		out = append(out, `,"result":`...)
+		out = append(out, res...)
+	}
+	return append(out, '}'), nil
 }
 
 // encodeNoEscape marshals v as the SDK does: without HTML escaping, and

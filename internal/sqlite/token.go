@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 
 	"github.com/duet-test/duet"
 )
@@ -86,26 +87,52 @@ func (d *DB) DeleteToken(ctx context.Context, userID, id string) error {
 	return nil
 }
 
-// AppendAudit stores audit records in one transaction.
+// AppendAudit stores audit records in one transaction, up to auditChunk
+// rows per INSERT statement (one statement per record cost most of the
+// audit writer's CPU under load; see docs/performance.md). The rows of one
+// statement get consecutive ids in order (AUTOINCREMENT, one writer), so
+// each record's id follows from the statement's last one.
 func (d *DB) AppendAudit(ctx context.Context, recs []*duet.AuditRecord) error {
 	if len(recs) == 0 {
 		return nil
 	}
 	return d.tx(ctx, func(tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO audit (time, trace_id, call_source, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-		if err != nil {
-			return mapErr(err)
-		}
-		defer stmt.Close()
-		for _, r := range recs {
-			res, err := stmt.ExecContext(ctx, micros(r.Time), r.TraceID, r.CallSource, r.Caller, r.Method, r.Tool, r.Outcome, r.DurationUs, r.ArgBytes, r.ResultBytes)
+		for len(recs) > 0 {
+			chunk := recs[:min(len(recs), auditChunk)]
+			recs = recs[len(chunk):]
+			s, err := d.q.stmt(ctx, auditInsert(len(chunk)))
 			if err != nil {
 				return mapErr(err)
 			}
-			r.ID, _ = res.LastInsertId()
+			args := make([]any, 0, 10*len(chunk))
+			for _, r := range chunk {
+				args = append(args, micros(r.Time), r.TraceID, r.CallSource, r.Caller, r.Method, r.Tool, r.Outcome, r.DurationUs, r.ArgBytes, r.ResultBytes)
+			}
+			res, err := tx.StmtContext(ctx, s).ExecContext(ctx, args...)
+			if err != nil {
+				return mapErr(err)
+			}
+			last, err := res.LastInsertId()
+			if err != nil {
+				return mapErr(err)
+			}
+			for i, r := range chunk {
+				r.ID = last - int64(len(chunk)-1-i)
+			}
 		}
 		return nil
 	})
+}
+
+// auditChunk is the most rows one INSERT of AppendAudit carries (10
+// parameters each, well under SQLite's limit of 32766).
+const auditChunk = 64
+
+// auditInsert is the INSERT of n audit rows.
+func auditInsert(n int) string {
+	const row = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	return `INSERT INTO audit (time, trace_id, call_source, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes) VALUES ` +
+		strings.TrimSuffix(strings.Repeat(row+`, `, n), `, `)
 }
 
 // FindAudit returns audit records matching f, newest first.
