@@ -55,8 +55,11 @@ func (d *DB) epoch(ctx context.Context) (int64, bool) {
 			}
 		}
 	}
+	// Without the request's cancellation: the driver watches a
+	// cancellable context with a goroutine of its own per statement, which
+	// cost more than this one-row lookup itself.
 	var n int64
-	if err := d.q.QueryRowContext(ctx, `SELECT n FROM cache_epoch WHERE id = 1`).Scan(&n); err != nil {
+	if err := d.q.QueryRowContext(context.WithoutCancel(ctx), `SELECT n FROM cache_epoch WHERE id = 1`).Scan(&n); err != nil {
 		return 0, false
 	}
 	if scope != nil {
