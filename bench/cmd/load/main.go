@@ -46,7 +46,8 @@ import (
 var (
 	duetBin  = flag.String("duet", "", "duet binary")
 	benchBin = flag.String("benchserver", "", "benchserver binary")
-	conc     = flag.Int("c", 32, "concurrent clients")
+	conc     = flag.Int("c", 32, "concurrent clients (scale section)")
+	concList = flag.String("cs", "1,32,64", "concurrency levels of the load matrix")
 	dur      = flag.Duration("d", 10*time.Second, "duration of each load run")
 	warm     = flag.Duration("warmup", 2*time.Second, "warm-up before each load run")
 	seqN     = flag.Int("n", 2000, "calls per boundary measurement")
@@ -80,7 +81,7 @@ func main() {
 	seed(home)
 
 	if want("load") {
-		loadTable(home)
+		matrixTable(home)
 	}
 	if want("boundary") {
 		boundaryTable(home)
@@ -107,12 +108,16 @@ func seed(home string) {
 
 // proc is a server process under measurement.
 type proc struct {
-	cmd  *exec.Cmd
-	url  string
-	done chan struct{}
+	cmd   *exec.Cmd
+	url   string
+	done  chan struct{}
+	stdin io.Closer // stdio servers: closing it ends them
 }
 
 func (p *proc) stop() {
+	if p.stdin != nil {
+		p.stdin.Close()
+	}
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.done:
