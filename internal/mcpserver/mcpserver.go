@@ -31,6 +31,8 @@ type Options struct {
 	Version string // "" means "dev"
 	Logger  *slog.Logger
 	// Setup, if set, adds more features (resources, prompts) to the server.
+	// It must not change how tools/call is answered: the fast path
+	// (fastpath.go) answers plain calls without the SDK.
 	Setup func(*mcp.Server)
 	// ServerOptions, if set, is used as the base of the SDK server options.
 	ServerOptions *mcp.ServerOptions
@@ -114,7 +116,7 @@ func New(cat *catalog.Catalog, opts Options) *Server {
 	s := &Server{cat: cat, srv: srv, log: log, sdkLog: sdkLog, codes: codes, impl: impl, modernFast: map[string]bool{}}
 	for _, t := range cat.Tools() {
 		srv.AddTool(sdkTool(t), s.handler())
-		s.modernFast[t.Name] = opts.Setup == nil && modernTool(t)
+		s.modernFast[t.Name] = modernTool(t)
 	}
 	s.addPrompts(opts.Prompts)
 	s.addTasks()
