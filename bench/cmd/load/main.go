@@ -48,6 +48,7 @@ var (
 	benchBin = flag.String("benchserver", "", "benchserver binary")
 	conc     = flag.Int("c", 32, "concurrent clients (scale section)")
 	concList = flag.String("cs", "1,32,64", "concurrency levels of the load matrix")
+	onlyTr   = flag.String("transports", "http-2025,http-2026,stdio", "transports of the load matrix")
 	dur      = flag.Duration("d", 10*time.Second, "duration of each load run")
 	warm     = flag.Duration("warmup", 2*time.Second, "warm-up before each load run")
 	seqN     = flag.Int("n", 2000, "calls per boundary measurement")

@@ -29,15 +29,16 @@ import (
 
 // transport is how the load generator talks to a target.
 type transport struct {
+	key   string // -transports
 	name  string // table heading
 	era   string // HTTP: the protocol version the client speaks
 	stdio bool
 }
 
 var transports = []transport{
-	{name: "Streamable HTTP, 2025-11-25 client", era: "2025-11-25"},
-	{name: "Streamable HTTP, 2026-07-28 client", era: "2026-07-28"},
-	{name: "stdio", stdio: true},
+	{key: "http-2025", name: "Streamable HTTP, 2025-11-25 client", era: "2025-11-25"},
+	{key: "http-2026", name: "Streamable HTTP, 2026-07-28 client", era: "2026-07-28"},
+	{key: "stdio", name: "stdio", stdio: true},
 }
 
 var targetNames = map[string]string{"duet": "duet (governed)", "gosdk": "go-sdk (bare)", "mcpgo": "mcp-go (bare)", "floor": "floor"}
@@ -237,9 +238,14 @@ func matrixTable(home string) map[string]map[int]loadResult {
 	}
 	duetRows := map[string]map[int]loadResult{}
 	fmt.Printf("\n## get_test_task under load: %s per cell after %s warm-up; every server a separate process on this machine\n", *dur, *warm)
-	var taskOfDuet string
+	a := openApp(home, nil)
+	taskOfDuet := taskID0(a)
+	a.Close()
 	var ids atomic.Int64
 	for _, tr := range transports {
+		if !slices.Contains(strings.Split(*onlyTr, ","), tr.key) {
+			continue
+		}
 		res := map[string]map[int]loadResult{}
 		for _, t := range strings.Split(*targets, ",") {
 			var p *proc
@@ -254,9 +260,6 @@ func matrixTable(home string) map[string]map[int]loadResult {
 				p, cl = startStdio(cmd, taskOfDuet)
 			case t == "duet":
 				p = startDuet(home)
-				if taskOfDuet == "" {
-					taskOfDuet = taskID(p.url)
-				}
 				cl = httpCaller{url: p.url, era: tr.era, body: eraBody(tr.era, taskOfDuet)}
 			case tr.stdio:
 				p, cl = startStdio(exec.Command(*benchBin, "-kind", t, "-stdio"), "task_bench")
