@@ -207,8 +207,15 @@ func (d *DB) findRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 	limit := clampLimit(f.Limit, 20, 100)
 	cond := `1 = 1`
 	args := []any{}
-	if f.Viewer != "" {
+	from := ` FROM runs r JOIN tasks t ON t.id = r.task_id`
+	switch {
+	case f.Viewer != "" && f.TaskID != "":
 		cond = visibleTo
+		args = append(args, f.Viewer)
+	case f.Viewer != "":
+		// Every visible task's runs (runs_task), not every run tested
+		// against visibleTo.
+		from = ` FROM ` + visibleTaskIDs + ` AS v CROSS JOIN runs r ON r.task_id = v.id`
 		args = append(args, f.Viewer)
 	}
 	if f.TaskID != "" {
@@ -224,7 +231,7 @@ func (d *DB) findRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 		args = append(args, before)
 	}
 	args = append(args, limit+1)
-	rows, err := d.q.QueryContext(ctx, `SELECT `+runColumns+` FROM runs r JOIN tasks t ON t.id = r.task_id WHERE `+cond+` ORDER BY r.id DESC LIMIT ?`, args...)
+	rows, err := d.q.QueryContext(ctx, `SELECT `+runColumns+from+` WHERE `+cond+` ORDER BY r.id DESC LIMIT ?`, args...)
 	if err != nil {
 		return nil, "", mapErr(err)
 	}

@@ -15,6 +15,10 @@ INSERT INTO cache_epoch (id, n) VALUES (1, 0);
 -- Lists that do not grow with the store: a task list is read in id order
 -- among the tasks a viewer owns, so (owner, id) serves both.
 CREATE INDEX tasks_owner_id ON tasks (owner, id);
+-- A caller's audit trail and an executor's invocations, newest first: the
+-- filter and the order from one index, whatever else the tables hold.
+CREATE INDEX audit_caller_id ON audit (caller, id);
+CREATE INDEX mcp_invocations_executor_id ON mcp_invocations (executor, id);
 
 -- +goose StatementBegin
 CREATE TRIGGER cache_epoch_tokens_insert AFTER INSERT ON tokens BEGIN UPDATE cache_epoch SET n = n + 1 WHERE id = 1; END;
@@ -115,4 +119,6 @@ DROP TRIGGER cache_epoch_executions_insert;
 DROP TRIGGER cache_epoch_executions_update;
 DROP TRIGGER cache_epoch_executions_delete;
 DROP TABLE cache_epoch;
+DROP INDEX mcp_invocations_executor_id;
+DROP INDEX audit_caller_id;
 DROP INDEX tasks_owner_id;
