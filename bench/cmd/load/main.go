@@ -48,11 +48,12 @@ var (
 	benchBin = flag.String("benchserver", "", "benchserver binary")
 	conc     = flag.Int("c", 32, "concurrent clients (scale section)")
 	concList = flag.String("cs", "1,32,64", "concurrency levels of the load matrix")
+	grow     = flag.Int("grow", 100000, "growth section: tasks (and runs, audit rows, invocations, assets) of other users added")
 	onlyTr   = flag.String("transports", "http-2025,http-2026,stdio", "transports of the load matrix")
 	dur      = flag.Duration("d", 10*time.Second, "duration of each load run")
 	warm     = flag.Duration("warmup", 2*time.Second, "warm-up before each load run")
 	seqN     = flag.Int("n", 2000, "calls per boundary measurement")
-	only     = flag.String("only", "", "comma-separated sections to run: load,boundary,cold,runs,scale (default all)")
+	only     = flag.String("only", "", "comma-separated sections to run: load,boundary,cold,runs,growth,scale (default all)")
 	rounds   = flag.Int("rounds", 3, "scale section: rounds of each row, interleaved (medians are reported)")
 	pgURL    = flag.String("postgres", os.Getenv("DUET_TEST_POSTGRES_URL"), "PostgreSQL server for the scale section (default $DUET_TEST_POSTGRES_URL; a schema is created and dropped)")
 	targets  = flag.String("targets", "duet,gosdk,mcpgo,floor", "load targets")
@@ -92,6 +93,9 @@ func main() {
 	}
 	if want("runs") {
 		runThroughput(filepath.Join(tmp, "runs"))
+	}
+	if want("growth") {
+		growthTable(filepath.Join(tmp, "growth"))
 	}
 	if want("scale") {
 		scaleTables(home, filepath.Join(tmp, "scale"))
