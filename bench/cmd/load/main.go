@@ -48,12 +48,13 @@ var (
 	benchBin = flag.String("benchserver", "", "benchserver binary")
 	conc     = flag.Int("c", 32, "concurrent clients (scale section)")
 	concList = flag.String("cs", "1,32,64", "concurrency levels of the load matrix")
+	invokeN  = flag.String("invoke-benchtime", "2000x", "invoke section: -benchtime of the Go benchmarks")
 	grow     = flag.Int("grow", 100000, "growth section: tasks (and runs, audit rows, invocations, assets) of other users added")
 	onlyTr   = flag.String("transports", "http-2025,http-2026,stdio", "transports of the load matrix")
 	dur      = flag.Duration("d", 10*time.Second, "duration of each load run")
 	warm     = flag.Duration("warmup", 2*time.Second, "warm-up before each load run")
 	seqN     = flag.Int("n", 2000, "calls per boundary measurement")
-	only     = flag.String("only", "", "comma-separated sections to run: load,boundary,cold,runs,growth,scale (default all)")
+	only     = flag.String("only", "", "comma-separated sections to run: load,boundary,cold,runs,invoke,growth,scale (default all)")
 	rounds   = flag.Int("rounds", 3, "scale section: rounds of each row, interleaved (medians are reported)")
 	pgURL    = flag.String("postgres", os.Getenv("DUET_TEST_POSTGRES_URL"), "PostgreSQL server for the scale section (default $DUET_TEST_POSTGRES_URL; a schema is created and dropped)")
 	targets  = flag.String("targets", "duet,gosdk,mcpgo,floor", "load targets")
@@ -82,24 +83,32 @@ func main() {
 	home := filepath.Join(tmp, "home")
 	seed(home)
 
+	var m matrix
+	var cold time.Duration
+	var invoke float64
+	var growth map[string]float64
 	if want("load") {
-		matrixTable(home)
+		m = matrixTable(home)
 	}
 	if want("boundary") {
 		boundaryTable(home)
 	}
 	if want("cold") {
-		coldStart(home)
+		cold = coldStart(home)
 	}
 	if want("runs") {
 		runThroughput(filepath.Join(tmp, "runs"))
 	}
+	if want("invoke") {
+		invoke = invokeTable()
+	}
 	if want("growth") {
-		growthTable(filepath.Join(tmp, "growth"))
+		growth = growthTable(filepath.Join(tmp, "growth"))
 	}
 	if want("scale") {
 		scaleTables(home, filepath.Join(tmp, "scale"))
 	}
+	goals(m, cold, invoke, growth)
 }
 
 // seed applies the suite as alice.

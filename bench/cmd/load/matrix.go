@@ -225,9 +225,12 @@ func (r loadResult) perCall() time.Duration {
 	return r.cpu / time.Duration(r.n)
 }
 
+// matrix is every cell of the load matrix: transport key → target →
+// concurrency.
+type matrix map[string]map[string]map[int]loadResult
+
 // matrixTable runs the load matrix and prints one table per transport.
-// It returns Duet's rows by transport and concurrency, for the summary.
-func matrixTable(home string) map[string]map[int]loadResult {
+func matrixTable(home string) matrix {
 	levels := []int{}
 	for _, f := range strings.Split(*concList, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
@@ -236,7 +239,7 @@ func matrixTable(home string) map[string]map[int]loadResult {
 		}
 		levels = append(levels, n)
 	}
-	duetRows := map[string]map[int]loadResult{}
+	all := matrix{}
 	fmt.Printf("\n## get_test_task under load: %s per cell after %s warm-up; every server a separate process on this machine\n", *dur, *warm)
 	a := openApp(home, nil)
 	taskOfDuet := taskID0(a)
@@ -273,7 +276,7 @@ func matrixTable(home string) map[string]map[int]loadResult {
 			}
 			p.stop()
 		}
-		duetRows[tr.name] = res["duet"]
+		all[tr.key] = res
 		fmt.Printf("\n### %s\n\n", tr.name)
 		fmt.Println("| server | c | req/s | p50 | p99 | errors | server CPU/call | req/s ÷ mcp-go | req/s ÷ go-sdk | p99 ÷ floor's |")
 		fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -294,5 +297,5 @@ func matrixTable(home string) map[string]map[int]loadResult {
 			}
 		}
 	}
-	return duetRows
+	return all
 }
