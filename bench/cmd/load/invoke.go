@@ -15,11 +15,15 @@ import (
 // BenchmarkSync1000Tools, with the go command, in the repository.
 func invokeTable() (ratio float64) {
 	fmt.Printf("\n## invoke() vs a direct go-sdk call (warm session), and a catalog sync of 1,000 tools\n\n")
-	cmd := exec.Command("go", "test", "./internal/mcpclient/", "-run", "^$", "-bench", "InvokeOverhead|Sync1000Tools", "-benchtime", *invokeN)
-	cmd.Dir = *repo
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		log.Fatalf("invoke benchmark: %v\n%s", err, out)
+	var out []byte
+	for _, b := range []struct{ name, times string }{{"InvokeOverhead", *invokeN}, {"Sync1000Tools", "10x"}} {
+		cmd := exec.Command("go", "test", "./internal/mcpclient/", "-run", "^$", "-bench", b.name, "-benchtime", b.times)
+		cmd.Dir = *repo
+		o, err := cmd.CombinedOutput()
+		if err != nil {
+			log.Fatalf("%s: %v\n%s", b.name, err, o)
+		}
+		out = append(out, o...)
 	}
 	m := regexp.MustCompile(`BenchmarkInvokeOverhead\S*\s+\d+\s+\d+ ns/op\s+([\d.]+) direct-ns/call\s+([\d.]+) invoke-ns/call\s+([\d.]+) invoke/direct`).FindSubmatch(out)
 	s := regexp.MustCompile(`BenchmarkSync1000Tools\S*\s+\d+\s+(\d+) ns/op`).FindSubmatch(out)

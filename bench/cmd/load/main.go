@@ -48,7 +48,7 @@ var (
 	benchBin = flag.String("benchserver", "", "benchserver binary")
 	conc     = flag.Int("c", 32, "concurrent clients (scale section)")
 	concList = flag.String("cs", "1,32,64", "concurrency levels of the load matrix")
-	invokeN  = flag.String("invoke-benchtime", "2000x", "invoke section: -benchtime of the Go benchmarks")
+	invokeN  = flag.String("invoke-benchtime", "2000x", "invoke section: -benchtime of BenchmarkInvokeOverhead")
 	grow     = flag.Int("grow", 100000, "growth section: tasks (and runs, audit rows, invocations, assets) of other users added")
 	onlyTr   = flag.String("transports", "http-2025,http-2026,stdio", "transports of the load matrix")
 	dur      = flag.Duration("d", 10*time.Second, "duration of each load run")
