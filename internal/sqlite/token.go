@@ -96,14 +96,26 @@ func (d *DB) AppendAudit(ctx context.Context, recs []*duet.AuditRecord) error {
 	if len(recs) == 0 {
 		return nil
 	}
+	// The statements are prepared before the transaction: preparing one
+	// takes a connection from the pool, and taking one while holding the
+	// write lock can wait on connections that wait for that lock (until
+	// busy_timeout: runs stalled 10 s when it did).
+	stmts := map[int]*sql.Stmt{}
+	for rest := len(recs); rest > 0; rest -= min(rest, auditChunk) {
+		n := min(rest, auditChunk)
+		if stmts[n] == nil {
+			s, err := d.q.stmt(ctx, auditInsert(n))
+			if err != nil {
+				return mapErr(err)
+			}
+			stmts[n] = s
+		}
+	}
 	return d.tx(ctx, func(tx *sql.Tx) error {
 		for len(recs) > 0 {
 			chunk := recs[:min(len(recs), auditChunk)]
 			recs = recs[len(chunk):]
-			s, err := d.q.stmt(ctx, auditInsert(len(chunk)))
-			if err != nil {
-				return mapErr(err)
-			}
+			s := stmts[len(chunk)]
 			args := make([]any, 0, 10*len(chunk))
 			for _, r := range chunk {
 				args = append(args, micros(r.Time), r.TraceID, r.CallSource, r.Caller, r.Method, r.Tool, r.Outcome, r.DurationUs, r.ArgBytes, r.ResultBytes)
