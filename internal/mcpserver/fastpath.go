@@ -29,13 +29,15 @@ import (
 // compares them, and FuzzFastPathMatchesSDK does so with generated bodies.
 // 2026-07-28 calls are served too when they are ones the SDK would accept
 // as they are (modernEligible: the Mcp-Method and Mcp-Name headers match,
-// the _meta triple is complete and agrees with the header) of read-only
+// _meta decodes as the SDK decodes it and its version agrees with the
+// header) of read-only
 // tools that answer in the call (modernTool); the reply carries what the
 // SDK adds for that revision (serverInfo in _meta, resultType "complete").
 // Anything else — other methods, other protocol versions, requests the
 // SDK would refuse, progress tokens, streaming tools, batches, unknown
-// tools, parameters beyond name, arguments and _meta.traceparent (and the
-// triple) — is left to the SDK, before anything ran.
+// tools, parameters beyond name, arguments and _meta.traceparent (and, for
+// 2026-07-28, the version, capabilities and self-description) — is left to
+// the SDK, before anything ran.
 // Once the tool has run, the fast path answers, whatever happens: a call is
 // never run twice.
 
@@ -47,12 +49,21 @@ var fastVersions = map[string]bool{"2025-03-26": true, "2025-06-18": true, "2025
 // runs (modernEligible).
 const modernVersion = "2026-07-28"
 
-// Keys of the 2026-07-28 _meta triple.
-const (
-	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
-	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
-	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
-)
+// modernMeta is the _meta of a 2026-07-28 call decoded into the types the
+// SDK decodes it into (validateRequestMeta: the client's capabilities as
+// its clientCapabilitiesV2, the optional self-description as an
+// Implementation), so that what the SDK would refuse fails here too. The
+// fast path never looks inside the self-description: it only requires
+// that it decodes, as the SDK does.
+type modernMeta struct {
+	ProtocolVersion string `json:"io.modelcontextprotocol/protocolVersion"`
+	Capabilities    *struct {
+		mcp.ClientCapabilities
+		Roots *mcp.RootCapabilities `json:"roots,omitempty"`
+	} `json:"io.modelcontextprotocol/clientCapabilities"`
+	Described   *mcp.Implementation `json:"io.modelcontextprotocol/clientInfo"`
+	Traceparent *string             `json:"traceparent"`
+}
 
 // modernTool reports whether the fast path may answer a 2026-07-28 call of
 // t: a read-only tool that answers in the call — it never asks its caller
@@ -69,32 +80,35 @@ func modernTool(t *catalog.Tool) bool {
 // modernEligible reports whether a 2026-07-28 tools/call is one the SDK
 // would accept and answer with the tool's result: the headers it requires
 // (Mcp-Method, Mcp-Name) match the body, no Mcp-Param-* header or session
-// is named, and _meta carries exactly the triple (protocol version equal
-// to the header's, client capabilities without extensions, client info)
-// and at most a traceparent. Anything else goes to the SDK, which answers
-// it — refusals included — as it always did.
-func (s *Server) modernEligible(r *http.Request, params *mcp.CallToolParamsRaw) bool {
+// is named, and _meta carries the protocol version equal to the header's,
+// the client's capabilities without extensions, optionally the client's
+// self-description and a traceparent, and nothing else — each decoding as
+// the SDK decodes it. Anything else goes to the SDK, which answers it —
+// refusals included — as it always did. It returns the decoded _meta.
+func (s *Server) modernEligible(r *http.Request, rawParams []byte, params *mcp.CallToolParamsRaw) (modernMeta, bool) {
+	var m struct {
+		Meta modernMeta `json:"_meta"`
+	}
 	h := r.Header
 	if h.Get("Mcp-Session-Id") != "" || h.Get("Mcp-Method") != "tools/call" || h.Get("Mcp-Name") != params.Name || !s.modernFast[params.Name] {
-		return false
+		return m.Meta, false
 	}
 	for k := range h {
 		if strings.HasPrefix(strings.ToLower(k), "mcp-param-") {
-			return false
+			return m.Meta, false
 		}
 	}
-	if v, _ := params.Meta[metaProtocolVersion].(string); v != modernVersion {
-		return false
+	if sdkUnmarshal(rawParams, &m) != nil || m.Meta.ProtocolVersion != modernVersion || m.Meta.Capabilities == nil || m.Meta.Capabilities.Extensions != nil {
+		return m.Meta, false // the Tasks extension changes what a call answers
 	}
-	caps, ok := params.Meta[metaClientCapabilities].(map[string]any)
-	if !ok {
-		return false
+	known := 2 // the version and the capabilities
+	if m.Meta.Described != nil {
+		known++
 	}
-	if _, ext := caps["extensions"]; ext {
-		return false // the Tasks extension changes what a call answers
+	if m.Meta.Traceparent != nil {
+		known++
 	}
-	_, ok = params.Meta[metaClientInfo].(map[string]any)
-	return ok
+	return m.Meta, len(params.Meta) == known
 }
 
 func acceptsBoth(values []string) bool {
@@ -143,13 +157,19 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, req *request) 
 	if a := bytes.TrimSpace(params.Arguments); len(a) > 0 && a[0] != '{' {
 		return false
 	}
-	if modern && !s.modernEligible(r, &params) {
-		return false
-	}
 	var meta map[string]any
+	if modern {
+		m, eligible := s.modernEligible(r, req.params, &params)
+		if !eligible {
+			return false
+		}
+		if m.Traceparent != nil {
+			meta = map[string]any{"traceparent": *m.Traceparent}
+		}
+	}
 	for k, v := range params.Meta {
-		if modern && (k == metaProtocolVersion || k == metaClientCapabilities || k == metaClientInfo) {
-			continue // checked by modernEligible
+		if modern {
+			break // read by modernEligible
 		}
 		tp, ok := v.(string)
 		if k != "traceparent" || !ok {

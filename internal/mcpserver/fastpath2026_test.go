@@ -39,7 +39,11 @@ func TestFastPath2026IsByteEquivalent(t *testing.T) {
 		// What the SDK refuses or treats otherwise.
 		{"get_test_task", call("get_test_task", task, `"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}`), false},
 		{"get_test_task", call("get_test_task", task, `"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}`), false},
-		{"get_test_task", call("get_test_task", task, `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}`), false},
+		{"get_test_task", call("get_test_task", task, `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}`), true}, // the self-description is optional
+		{"get_test_task", call("get_test_task", task, `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":null`), false},
+		{"get_test_task", call("get_test_task", task, `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":5}`), false},
+		{"get_test_task", call("get_test_task", task, `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":5},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}`), false},
+		{"get_test_task", call("get_test_task", task, triple+`,"io.modelcontextprotocol/logLevel":"debug"`), false},
 		{"get_test_task", call("get_test_task", task, `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}`), false},
 		{"get_test_task", call("get_test_task", task, triple+`,"progressToken":"p"`), false},
 		{"get_test_task", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_test_task","arguments":` + task + `}}`, false},
