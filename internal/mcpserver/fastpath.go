@@ -59,6 +59,7 @@ type modernMeta struct {
 	ProtocolVersion string `json:"io.modelcontextprotocol/protocolVersion"`
 	Capabilities    *struct {
 		mcp.ClientCapabilities
+		//lint:ignore SA1019 the SDK decodes roots into this type (clientCapabilitiesV2); decoding into the same type refuses what it refuses
 		Roots *mcp.RootCapabilities `json:"roots,omitempty"`
 	} `json:"io.modelcontextprotocol/clientCapabilities"`
 	Described   *mcp.Implementation `json:"io.modelcontextprotocol/clientInfo"`
