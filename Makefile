@@ -33,7 +33,7 @@ conformance: ## the official MCP conformance suites (0.1.16; 0.2.0-alpha.12, bot
 demo: ## run the end-to-end demo
 	./scripts/demo.sh
 
-bench: ## load and protocol-boundary benchmarks as ratio tables (bench/Makefile; C=32 D=10s N=2000)
+bench: ## the load matrix, boundary, growth and goal tables from one run (bench/Makefile; CS=1,32,64 D=5s GROW=100000)
 	$(MAKE) -C bench bench
 
 .PHONY: help build install test lint fuzz demo conformance bench

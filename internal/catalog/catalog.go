@@ -321,6 +321,14 @@ func New(store duet.Store, opts Options) *Catalog {
 // Tools returns the tools in catalog order.
 func (c *Catalog) Tools() []*Tool { return c.tools }
 
+// Asks reports whether the tool may ask its caller for a confirmation
+// during a call.
+func (t *Tool) Asks() bool { return t.asks }
+
+// Streams reports whether the tool reports progress until its work is done
+// when the client asks for progress.
+func (t *Tool) Streams() bool { return t.streams }
+
 // Tool returns a tool by name.
 func (c *Catalog) Tool(name string) (*Tool, bool) {
 	t, ok := c.byName[name]

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"mime"
 	"net/http"
 	"strconv"
@@ -26,15 +27,90 @@ import (
 // SDK does (JSON without HTML escaping, the id as the SDK re-encodes it), so
 // the bytes are the same: fastpath_test.go sends every request both ways and
 // compares them, and FuzzFastPathMatchesSDK does so with generated bodies.
-// Anything else — other methods, other protocol versions (2026-07-28 goes
-// through the SDK's validation of _meta and the Mcp-* headers), progress
-// tokens, streaming tools, batches, unknown tools, parameters beyond name,
-// arguments and _meta.traceparent — is left to the SDK, before anything ran.
+// 2026-07-28 calls are served too when they are ones the SDK would accept
+// as they are (modernEligible: the Mcp-Method and Mcp-Name headers match,
+// _meta decodes as the SDK decodes it and its version agrees with the
+// header) of read-only
+// tools that answer in the call (modernTool); the reply carries what the
+// SDK adds for that revision (serverInfo in _meta, resultType "complete").
+// Anything else — other methods, other protocol versions, requests the
+// SDK would refuse, progress tokens, streaming tools, batches, unknown
+// tools, parameters beyond name, arguments and _meta.traceparent (and, for
+// 2026-07-28, the version, capabilities and self-description) — is left to
+// the SDK, before anything ran.
 // Once the tool has run, the fast path answers, whatever happens: a call is
 // never run twice.
 
 // fastVersions are the protocol versions the fast path serves.
-var fastVersions = map[string]bool{"2025-03-26": true, "2025-06-18": true, "2025-11-25": true}
+var fastVersions = map[string]bool{"2025-03-26": true, "2025-06-18": true, "2025-11-25": true, modernVersion: true}
+
+// modernVersion is the stateless revision the fast path serves (SEP-2575):
+// no session, and the SDK checks of its requests are made before anything
+// runs (modernEligible).
+const modernVersion = "2026-07-28"
+
+// modernMeta is the _meta of a 2026-07-28 call decoded into the types the
+// SDK decodes it into (validateRequestMeta: the client's capabilities as
+// its clientCapabilitiesV2, the optional self-description as an
+// Implementation), so that what the SDK would refuse fails here too. The
+// fast path never looks inside the self-description: it only requires
+// that it decodes, as the SDK does.
+type modernMeta struct {
+	ProtocolVersion string `json:"io.modelcontextprotocol/protocolVersion"`
+	Capabilities    *struct {
+		mcp.ClientCapabilities
+		//lint:ignore SA1019 the SDK decodes roots into this type (clientCapabilitiesV2); decoding into the same type refuses what it refuses
+		Roots *mcp.RootCapabilities `json:"roots,omitempty"`
+	} `json:"io.modelcontextprotocol/clientCapabilities"`
+	Described   *mcp.Implementation `json:"io.modelcontextprotocol/clientInfo"`
+	Traceparent *string             `json:"traceparent"`
+}
+
+// modernTool reports whether the fast path may answer a 2026-07-28 call of
+// t: a read-only tool that answers in the call — it never asks its caller
+// (multi-round requests), never streams, never becomes a task — and whose
+// schema maps no argument to an Mcp-Param-* header.
+func modernTool(t *catalog.Tool) bool {
+	if !t.Annotations.ReadOnly || t.Tasks != catalog.TaskNever || t.Asks() || t.Streams() {
+		return false
+	}
+	b, err := json.Marshal(t.InputSchema)
+	return err == nil && !bytes.Contains(b, []byte("x-mcp-header"))
+}
+
+// modernEligible reports whether a 2026-07-28 tools/call is one the SDK
+// would accept and answer with the tool's result: the headers it requires
+// (Mcp-Method, Mcp-Name) match the body, no Mcp-Param-* header or session
+// is named, and _meta carries the protocol version equal to the header's,
+// the client's capabilities without extensions, optionally the client's
+// self-description and a traceparent, and nothing else — each decoding as
+// the SDK decodes it. Anything else goes to the SDK, which answers it —
+// refusals included — as it always did. It returns the decoded _meta.
+func (s *Server) modernEligible(r *http.Request, rawParams []byte, params *mcp.CallToolParamsRaw) (modernMeta, bool) {
+	var m struct {
+		Meta modernMeta `json:"_meta"`
+	}
+	h := r.Header
+	if h.Get("Mcp-Session-Id") != "" || h.Get("Mcp-Method") != "tools/call" || h.Get("Mcp-Name") != params.Name || !s.modernFast[params.Name] {
+		return m.Meta, false
+	}
+	for k := range h {
+		if strings.HasPrefix(strings.ToLower(k), "mcp-param-") {
+			return m.Meta, false
+		}
+	}
+	if sdkUnmarshal(rawParams, &m) != nil || m.Meta.ProtocolVersion != modernVersion || m.Meta.Capabilities == nil || m.Meta.Capabilities.Extensions != nil {
+		return m.Meta, false // the Tasks extension changes what a call answers
+	}
+	known := 2 // the version and the capabilities
+	if m.Meta.Described != nil {
+		known++
+	}
+	if m.Meta.Traceparent != nil {
+		known++
+	}
+	return m.Meta, len(params.Meta) == known
+}
 
 func acceptsBoth(values []string) bool {
 	jsonOK, streamOK := false, false
@@ -61,9 +137,11 @@ func (s *Server) FastPathServed() int64 { return s.fastServed.Load() }
 // fastCall answers r if it is eligible and reports whether it did; when it
 // returns false it has written nothing and run nothing.
 func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, req *request) bool {
-	if !fastVersions[r.Header.Get("Mcp-Protocol-Version")] || !acceptsBoth(r.Header.Values("Accept")) {
+	version := r.Header.Get("Mcp-Protocol-Version")
+	if !fastVersions[version] || !acceptsBoth(r.Header.Values("Accept")) {
 		return false
 	}
+	modern := version == modernVersion
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return false
 	}
@@ -81,7 +159,19 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, req *request) 
 		return false
 	}
 	var meta map[string]any
+	if modern {
+		m, eligible := s.modernEligible(r, req.params, &params)
+		if !eligible {
+			return false
+		}
+		if m.Traceparent != nil {
+			meta = map[string]any{"traceparent": *m.Traceparent}
+		}
+	}
 	for k, v := range params.Meta {
+		if modern {
+			break // read by modernEligible
+		}
 		tp, ok := v.(string)
 		if k != "traceparent" || !ok {
 			return false // progress tokens and anything else: the SDK path
@@ -106,7 +196,11 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, req *request) 
 	if call.content != nil && !res.IsError {
 		tr.Content = call.content
 	}
-	out, err := encodeReply(replyID(req.id), tr)
+	if modern {
+		// What the SDK adds to a 2026-07-28 result (annotateServerInfo).
+		tr.Meta[mcp.MetaKeyServerInfo] = s.impl
+	}
+	out, err := encodeReply(replyID(req.id), tr, modern)
 	if err != nil {
 		s.log.ErrorContext(ctx, "encoding a tool result", "traceId", caller.TraceID, "err", err)
 		s.writeError(w, rawID(req.id), duet.Errorf(duet.CodeInternal, "internal error"))
@@ -123,17 +217,47 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, req *request) 
 
 // encodeReply encodes a JSON-RPC result message as the SDK does
 // (jsonrpc2.EncodeMessage: the result marshalled without HTML escaping,
-// then the message).
-func encodeReply(id any, result any) ([]byte, error) {
-	res, err := encodeNoEscape(result)
+// then the message). The message is assembled around the result's bytes
+// rather than marshalled again: encoding/json would only copy them
+// (compacting JSON that is already compact, escaping nothing), and that
+// second pass over every result was a tenth of the CPU of a call.
+//
+// complete marks the result final, as the SDK does for a 2026-07-28 client
+// (its resultType "complete", which the SDK's marshalling writes last, after
+// the result's own fields; the field is the SDK's own and cannot be set
+// from outside).
+func encodeReply(id any, result *mcp.CallToolResult, complete bool) ([]byte, error) {
+	// What an Encoder without HTML escaping writes for a json.Marshaler:
+	// its MarshalJSON output (json.Marshal's, compact) unchanged.
+	res, err := result.MarshalJSON()
 	if err != nil {
 		return nil, err
 	}
-	return encodeNoEscape(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      any             `json:"id,omitempty"`
-		Result  json.RawMessage `json:"result,omitempty"`
-	}{"2.0", id, res})
+	if complete {
+		if len(res) < 2 || res[len(res)-1] != '}' {
+			return nil, errors.New("a tool result that is not a JSON object")
+		}
+		sep := ","
+		if len(res) == 2 {
+			sep = ""
+		}
+		res = append(res[:len(res)-1:len(res)-1], sep+`"resultType":"complete"}`...)
+	}
+	out := make([]byte, 0, len(res)+64)
+	out = append(out, `{"jsonrpc":"2.0"`...)
+	if id != nil {
+		idb, err := encodeNoEscape(id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, `,"id":`...)
+		out = append(out, idb...)
+	}
+	if len(res) > 0 {
+		out = append(out, `,"result":`...)
+		out = append(out, res...)
+	}
+	return append(out, '}'), nil
 }
 
 // encodeNoEscape marshals v as the SDK does: without HTML escaping, and

@@ -326,7 +326,11 @@ func (o textOut) Text() string { return fmt.Sprint(o.N) }
 // two compared requests then both replay it).
 func FuzzFastPathMatchesSDK(f *testing.F) {
 	p := newTwoPaths(f)
-	versions := []string{"2025-06-18", "2025-03-26", "2025-11-25", "2026-07-28", ""}
+	// "2026-07-28+" is a 2026-07-28 client's complete headers (Mcp-Method,
+	// and Mcp-Name naming get_test_task): what the fast path serves of
+	// that revision.
+	versions := []string{"2025-06-18", "2025-03-26", "2025-11-25", "2026-07-28", "", "2026-07-28+"}
+	const triple = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"f","version":"1"}}`
 	id := p.taskID
 	for _, s := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_test_task","arguments":{"taskId":"` + id + `"}}}`,
@@ -342,6 +346,8 @@ func FuzzFastPathMatchesSDK(f *testing.F) {
 		`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"get_test_task","arguments":{"taskId":"a","taskId":"b"}}}`,
 		`{"jsonrpc":"2.0","id":9,"method":"tools/list"}`,
 		`[{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"list_test_tasks"}}]`,
+		`{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"get_test_task","arguments":{"taskId":"` + id + `"},` + triple + `}}`,
+		`{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"get_test_task","arguments":{"taskId":7},` + triple + `}}`,
 	} {
 		for v := range versions {
 			f.Add(s, uint8(v))
@@ -349,6 +355,9 @@ func FuzzFastPathMatchesSDK(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body string, v uint8) {
 		h := map[string]string{"Mcp-Protocol-Version": versions[int(v)%len(versions)]}
+		if h["Mcp-Protocol-Version"] == "2026-07-28+" {
+			h = map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "get_test_task"}
+		}
 		send(p.sdk, body, h)
 		fast := send(p.fast, body, h)
 		sdk := send(p.sdk, body, h)

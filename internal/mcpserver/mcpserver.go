@@ -31,6 +31,8 @@ type Options struct {
 	Version string // "" means "dev"
 	Logger  *slog.Logger
 	// Setup, if set, adds more features (resources, prompts) to the server.
+	// It must not change how tools/call is answered: the fast path
+	// (fastpath.go) answers plain calls without the SDK.
 	Setup func(*mcp.Server)
 	// ServerOptions, if set, is used as the base of the SDK server options.
 	ServerOptions *mcp.ServerOptions
@@ -63,6 +65,8 @@ type Server struct {
 	codes  Codes
 
 	fastServed atomic.Int64
+	impl       *mcp.Implementation // as given to the SDK (serverInfo)
+	modernFast map[string]bool     // tools the fast path serves to 2026-07-28 clients
 }
 
 // New builds the MCP server for cat.
@@ -103,14 +107,16 @@ func New(cat *catalog.Catalog, opts Options) *Server {
 		// caller may see is per caller: private, short-lived.
 		c.TTLMs, c.CacheScope = 60_000, "private"
 	}
-	srv := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Title: "Duet testing platform", Version: opts.Version}, so)
+	impl := &mcp.Implementation{Name: opts.Name, Title: "Duet testing platform", Version: opts.Version}
+	srv := mcp.NewServer(impl, so)
 	codes := opts.Codes
 	if codes == nil {
 		codes = serverErrors{}
 	}
-	s := &Server{cat: cat, srv: srv, log: log, sdkLog: sdkLog, codes: codes}
+	s := &Server{cat: cat, srv: srv, log: log, sdkLog: sdkLog, codes: codes, impl: impl, modernFast: map[string]bool{}}
 	for _, t := range cat.Tools() {
 		srv.AddTool(sdkTool(t), s.handler())
+		s.modernFast[t.Name] = modernTool(t)
 	}
 	s.addPrompts(opts.Prompts)
 	s.addTasks()

@@ -214,9 +214,16 @@ func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 	limit := clampLimit(f.Limit, 20, 100)
 	a := args{}
 	cond := `TRUE`
-	if f.Viewer != "" {
+	from := ` FROM runs r JOIN tasks t ON t.id = r.task_id`
+	switch {
+	case f.Viewer != "" && f.TaskID != "":
 		a.add(f.Viewer) // $1 of visibleTo
 		cond = visibleTo
+	case f.Viewer != "":
+		// Every visible task's runs (runs_task), not every run tested
+		// against visibleTo.
+		a.add(f.Viewer) // $1 of visibleTaskIDs
+		from = ` FROM ` + visibleTaskIDs + ` AS v JOIN runs r ON r.task_id = v.id`
 	}
 	if f.TaskID != "" {
 		cond += ` AND r.task_id = ` + a.add(f.TaskID)
@@ -227,7 +234,7 @@ func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 	if before != "" {
 		cond += ` AND r.id < ` + a.add(before)
 	}
-	q := `SELECT ` + runColumns + ` FROM runs r JOIN tasks t ON t.id = r.task_id WHERE ` + cond + ` ORDER BY r.id DESC LIMIT ` + a.add(limit+1)
+	q := `SELECT ` + runColumns + from + ` WHERE ` + cond + ` ORDER BY r.id DESC LIMIT ` + a.add(limit+1)
 	rows, err := d.pool.Query(ctx, q, a...)
 	if err != nil {
 		return nil, "", mapErr(err)

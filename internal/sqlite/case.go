@@ -237,6 +237,10 @@ func (d *DB) FindCaseByID(ctx context.Context, viewer, id string) (*duet.Case, e
 
 // CountCases returns how many active cases a task has.
 func (d *DB) CountCases(ctx context.Context, taskID string) (int, error) {
+	return cached(ctx, d, "cases\x00"+taskID, func() (int, error) { return d.countCases(ctx, taskID) }, func(n int) int { return n })
+}
+
+func (d *DB) countCases(ctx context.Context, taskID string) (int, error) {
 	var n int
 	err := d.q.QueryRowContext(ctx, `SELECT count(*) FROM cases WHERE task_id = ? AND status = 'active'`, taskID).Scan(&n)
 	return n, mapErr(err)

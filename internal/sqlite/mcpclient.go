@@ -219,7 +219,10 @@ func (d *DB) FindMCPServerTool(ctx context.Context, owner, serverKey, tool strin
 	if err != nil {
 		return nil, nil, mapErr(err)
 	}
-	s, err := scanMCPServer(stmt.QueryRowContext(ctx, tool, owner, serverKey), &name, &title, &desc, &in, &out, &ann)
+	// A lookup by key, on every invoke(): without the caller's cancellation,
+	// which the driver watches with a goroutine per statement (more than
+	// the lookup costs; see docs/performance.md).
+	s, err := scanMCPServer(stmt.QueryRowContext(context.WithoutCancel(ctx), tool, owner, serverKey), &name, &title, &desc, &in, &out, &ann)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil, duet.Errorf(duet.CodeNotFound, "%s has not registered MCP server %s", owner, serverKey)
 	}

@@ -184,6 +184,22 @@ func (d *DB) FindRunByID(ctx context.Context, viewer, id string) (*duet.Run, err
 
 // FindRuns returns a page of runs, newest first.
 func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, string, error) {
+	if f.TaskID != "" && f.Limit == 1 && f.Cursor == "" && f.Status == "" {
+		// A task's latest run (get_test_task): cached (cache.go).
+		type page struct {
+			runs []*duet.Run
+			next string
+		}
+		p, err := cached(ctx, d, "lastrun\x00"+f.Viewer+"\x00"+f.TaskID, func() (page, error) {
+			runs, next, err := d.findRuns(ctx, f)
+			return page{runs, next}, err
+		}, func(p page) page { return page{cloneRuns(p.runs), p.next} })
+		return p.runs, p.next, err
+	}
+	return d.findRuns(ctx, f)
+}
+
+func (d *DB) findRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, string, error) {
 	before, err := decodeCursor(f.Cursor)
 	if err != nil {
 		return nil, "", err
@@ -191,8 +207,15 @@ func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 	limit := clampLimit(f.Limit, 20, 100)
 	cond := `1 = 1`
 	args := []any{}
-	if f.Viewer != "" {
+	from := ` FROM runs r JOIN tasks t ON t.id = r.task_id`
+	switch {
+	case f.Viewer != "" && f.TaskID != "":
 		cond = visibleTo
+		args = append(args, f.Viewer)
+	case f.Viewer != "":
+		// Every visible task's runs (runs_task), not every run tested
+		// against visibleTo.
+		from = ` FROM ` + visibleTaskIDs + ` AS v CROSS JOIN runs r ON r.task_id = v.id`
 		args = append(args, f.Viewer)
 	}
 	if f.TaskID != "" {
@@ -208,7 +231,7 @@ func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 		args = append(args, before)
 	}
 	args = append(args, limit+1)
-	rows, err := d.q.QueryContext(ctx, `SELECT `+runColumns+` FROM runs r JOIN tasks t ON t.id = r.task_id WHERE `+cond+` ORDER BY r.id DESC LIMIT ?`, args...)
+	rows, err := d.q.QueryContext(ctx, `SELECT `+runColumns+from+` WHERE `+cond+` ORDER BY r.id DESC LIMIT ?`, args...)
 	if err != nil {
 		return nil, "", mapErr(err)
 	}

@@ -29,11 +29,12 @@ var migrations embed.FS
 
 // DB is a Duet store on one SQLite database file.
 type DB struct {
-	db   *sql.DB
-	q    *stmtCache // reads and single statements outside transactions
-	path string
-	now  func() time.Time
-	mcp  mcpStmts // prepared statements of mcpclient.go
+	db    *sql.DB
+	q     *stmtCache // reads and single statements outside transactions
+	cache *readCache // cached reads (cache.go)
+	path  string
+	now   func() time.Time
+	mcp   mcpStmts // prepared statements of mcpclient.go
 
 	readOnly bool // opened by Options.ReadOnlyFallback
 }
@@ -126,7 +127,7 @@ func openReadOnly(ctx context.Context, abs string, opts *Options) (*DB, error) {
 			n := max(opts.MaxOpenConns, 8)
 			sdb.SetMaxOpenConns(n)
 			sdb.SetMaxIdleConns(n)
-			d := &DB{db: sdb, q: &stmtCache{db: sdb, stmts: map[string]*sql.Stmt{}}, path: abs, now: opts.Now, readOnly: true}
+			d := &DB{db: sdb, q: &stmtCache{db: sdb, stmts: map[string]*sql.Stmt{}}, cache: &readCache{m: map[string]any{}}, path: abs, now: opts.Now, readOnly: true}
 			if d.now == nil {
 				d.now = time.Now
 			}
@@ -203,7 +204,7 @@ func openWritable(ctx context.Context, path string, opts *Options) (*DB, error) 
 		}
 		return nil, duet.WrapError(duet.CodeUnavailable, err, "cannot prepare database %s: %v", abs, rootCause(err))
 	}
-	d := &DB{db: sdb, q: &stmtCache{db: sdb, stmts: map[string]*sql.Stmt{}}, path: abs, now: opts.Now}
+	d := &DB{db: sdb, q: &stmtCache{db: sdb, stmts: map[string]*sql.Stmt{}}, cache: &readCache{m: map[string]any{}}, path: abs, now: opts.Now}
 	if d.now == nil {
 		d.now = time.Now
 	}
@@ -256,6 +257,7 @@ func (d *DB) Close() error {
 // tx runs fn in a transaction (BEGIN IMMEDIATE, so writers queue on the
 // busy timeout instead of failing on upgrade).
 func (d *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	defer d.q.writes.Add(1) // after the commit (cache.go)
 	tx, err := d.db.BeginTx(ctx, nil)
 	if err != nil {
 		return mapErr(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"sync"
+	"sync/atomic"
 )
 
 // stmtCache runs queries through prepared statements kept for the life of
@@ -15,6 +16,10 @@ type stmtCache struct {
 	db    *sql.DB
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt
+	// writes counts the statements this handle has written with (each
+	// counted once it returned): a read cache's memo of the epoch
+	// (cache.go) is stale once it moved.
+	writes atomic.Uint64
 }
 
 var _ querier = (*stmtCache)(nil)
@@ -65,6 +70,7 @@ func (c *stmtCache) QueryRowContext(ctx context.Context, query string, args ...a
 }
 
 func (c *stmtCache) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	defer c.writes.Add(1)
 	s, err := c.stmt(ctx, query)
 	if err != nil {
 		return nil, err

@@ -27,6 +27,18 @@ const visibleTo = `(t.owner = ?1 OR t.owner IN ` + teamsOf + ` OR EXISTS (SELECT
 // member of.
 const teamsOf = `(SELECT 'team:' || m.team FROM team_members m WHERE m.user_id = ?1)`
 
+// visibleTaskIDs lists the ids of the tasks viewer ?1 may see — owned by
+// them or a team of theirs, or shared with them or a team of theirs — each
+// branch served by an index (tasks_owner_id, task_shares_user), so a list
+// costs in proportion to what the viewer can see, not to the whole table.
+// Lists start from it (CROSS JOIN keeps SQLite from scanning tasks in id
+// order and testing visibleTo on every row); visibleTo stays the condition
+// of reads of one object.
+const visibleTaskIDs = `(SELECT id FROM tasks WHERE owner = ?1
+	UNION SELECT id FROM tasks WHERE owner IN ` + teamsOf + `
+	UNION SELECT task_id FROM task_shares WHERE user_id = ?1
+	UNION SELECT task_id FROM task_shares WHERE user_id IN ` + teamsOf + `)`
+
 type rowScanner interface{ Scan(...any) error }
 
 func scanTask(r rowScanner) (*duet.Task, error) {
@@ -107,32 +119,56 @@ func placeholders(n int) string {
 }
 
 // FindTaskByID returns the task if viewer may see it ("" = any: internal
-// use only). Returns NOT_FOUND. One query reads the task and its share list.
+// use only). Returns NOT_FOUND. One query reads the task and its share list;
+// the answer is cached until any task, share, team or membership changes
+// (cache.go).
 func (d *DB) FindTaskByID(ctx context.Context, viewer, id string) (*duet.Task, error) {
+	epoch, ok := d.epoch(ctx)
+	if !ok {
+		c, err := d.readTaskByID(ctx, viewer, id)
+		if err != nil {
+			return nil, err
+		}
+		return cloneTask(c)
+	}
+	key := "task\x00" + viewer + "\x00" + id
+	if v, hit := d.cache.get(epoch, key); hit {
+		return cloneTask(v.(cachedTask))
+	}
+	c, err := d.readTaskByID(ctx, viewer, id)
+	if err != nil {
+		return nil, err
+	}
+	t, err := cloneTask(c)
+	if err != nil {
+		return nil, err
+	}
+	d.cache.put(epoch, key, c)
+	return t, nil
+}
+
+func (d *DB) readTaskByID(ctx context.Context, viewer, id string) (cachedTask, error) {
 	q := `SELECT ` + taskColumns + `, (SELECT group_concat(user_id, char(10)) FROM (SELECT user_id FROM task_shares s WHERE s.task_id = t.id ORDER BY user_id))
 		FROM tasks t WHERE t.id = ?2`
 	if viewer != "" {
 		q += ` AND ` + visibleTo
 	}
-	var t duet.Task
+	var c cachedTask
+	t := &c.task
 	var created, updated int64
 	var shares sql.NullString
-	var postRun string
-	err := d.q.QueryRowContext(ctx, q, viewer, id).Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &created, &updated, &postRun, &t.PostRunBy, &shares)
+	err := d.q.QueryRowContext(ctx, q, viewer, id).Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &created, &updated, &c.postRun, &t.PostRunBy, &shares)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, notFound("task", id)
+		return c, notFound("task", id)
 	} else if err != nil {
-		return nil, mapErr(err)
-	}
-	if t.PostRun, err = decodePostRun(t.ID, postRun); err != nil {
-		return nil, err
+		return c, mapErr(err)
 	}
 	t.CreatedAt, t.UpdatedAt = fromMicros(created), fromMicros(updated)
 	t.SharedWith = []string{}
 	if shares.Valid && shares.String != "" {
 		t.SharedWith = strings.Split(shares.String, "\n")
 	}
-	return &t, nil
+	return c, nil
 }
 
 // findTaskAny returns a task regardless of viewer (workers, internal use).
@@ -169,7 +205,7 @@ func (d *DB) FindTasks(ctx context.Context, f duet.TaskFilter) ([]*duet.Task, st
 		return nil, "", 0, err
 	}
 	limit := clampLimit(f.Limit, 20, 100)
-	where := []string{visibleTo}
+	where := []string{`1 = 1`}
 	args := []any{f.Viewer}
 	if f.Query != "" {
 		where = append(where, `(t.name LIKE ? ESCAPE '\' OR t.description LIKE ? ESCAPE '\')`)
@@ -182,7 +218,8 @@ func (d *DB) FindTasks(ctx context.Context, f duet.TaskFilter) ([]*duet.Task, st
 	}
 	cond := strings.Join(where, " AND ")
 	var total int
-	if err := d.q.QueryRowContext(ctx, `SELECT count(*) FROM tasks t WHERE `+cond, args...).Scan(&total); err != nil {
+	from := ` FROM ` + visibleTaskIDs + ` AS v CROSS JOIN tasks t ON t.id = v.id WHERE `
+	if err := d.q.QueryRowContext(ctx, `SELECT count(*)`+from+cond, args...).Scan(&total); err != nil {
 		return nil, "", 0, mapErr(err)
 	}
 	pageArgs := append([]any{}, args...)
@@ -192,7 +229,7 @@ func (d *DB) FindTasks(ctx context.Context, f duet.TaskFilter) ([]*duet.Task, st
 		pageArgs = append(pageArgs, after)
 	}
 	pageArgs = append(pageArgs, limit+1)
-	rows, err := d.q.QueryContext(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE `+pageCond+` ORDER BY t.id LIMIT ?`, pageArgs...)
+	rows, err := d.q.QueryContext(ctx, `SELECT `+taskColumns+from+pageCond+` ORDER BY t.id LIMIT ?`, pageArgs...)
 	if err != nil {
 		return nil, "", 0, mapErr(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 
 	"github.com/duet-test/duet"
 )
@@ -38,7 +39,17 @@ func scanToken(r rowScanner) (*duet.Token, error) {
 }
 
 // FindTokenByHash returns the unexpired token with that hash. Returns UNAUTHENTICATED.
+// The token is cached until any token changes (cache.go); its expiry is
+// checked on every call.
 func (d *DB) FindTokenByHash(ctx context.Context, hash string) (*duet.Token, error) {
+	t, err := cached(ctx, d, "token\x00"+hash, func() (*duet.Token, error) { return d.readTokenByHash(ctx, hash) }, cloneToken)
+	if err == nil && t.ExpiresAt != nil && !t.ExpiresAt.After(d.now()) {
+		return nil, duet.Errorf(duet.CodeUnauthenticated, "invalid or expired token")
+	}
+	return t, err
+}
+
+func (d *DB) readTokenByHash(ctx context.Context, hash string) (*duet.Token, error) {
 	t, err := scanToken(d.q.QueryRowContext(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE hash = ? AND (expires_at IS NULL OR expires_at > ?)`, hash, micros(d.now())))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, duet.Errorf(duet.CodeUnauthenticated, "invalid or expired token")
@@ -76,26 +87,64 @@ func (d *DB) DeleteToken(ctx context.Context, userID, id string) error {
 	return nil
 }
 
-// AppendAudit stores audit records in one transaction.
+// AppendAudit stores audit records in one transaction, up to auditChunk
+// rows per INSERT statement (one statement per record cost most of the
+// audit writer's CPU under load; see docs/performance.md). The rows of one
+// statement get consecutive ids in order (AUTOINCREMENT, one writer), so
+// each record's id follows from the statement's last one.
 func (d *DB) AppendAudit(ctx context.Context, recs []*duet.AuditRecord) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	return d.tx(ctx, func(tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO audit (time, trace_id, call_source, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-		if err != nil {
-			return mapErr(err)
-		}
-		defer stmt.Close()
-		for _, r := range recs {
-			res, err := stmt.ExecContext(ctx, micros(r.Time), r.TraceID, r.CallSource, r.Caller, r.Method, r.Tool, r.Outcome, r.DurationUs, r.ArgBytes, r.ResultBytes)
+	// The statements are prepared before the transaction: preparing one
+	// takes a connection from the pool, and taking one while holding the
+	// write lock can wait on connections that wait for that lock (until
+	// busy_timeout: runs stalled 10 s when it did).
+	stmts := map[int]*sql.Stmt{}
+	for rest := len(recs); rest > 0; rest -= min(rest, auditChunk) {
+		n := min(rest, auditChunk)
+		if stmts[n] == nil {
+			s, err := d.q.stmt(ctx, auditInsert(n))
 			if err != nil {
 				return mapErr(err)
 			}
-			r.ID, _ = res.LastInsertId()
+			stmts[n] = s
+		}
+	}
+	return d.tx(ctx, func(tx *sql.Tx) error {
+		for len(recs) > 0 {
+			chunk := recs[:min(len(recs), auditChunk)]
+			recs = recs[len(chunk):]
+			s := stmts[len(chunk)]
+			args := make([]any, 0, 10*len(chunk))
+			for _, r := range chunk {
+				args = append(args, micros(r.Time), r.TraceID, r.CallSource, r.Caller, r.Method, r.Tool, r.Outcome, r.DurationUs, r.ArgBytes, r.ResultBytes)
+			}
+			res, err := tx.StmtContext(ctx, s).ExecContext(ctx, args...)
+			if err != nil {
+				return mapErr(err)
+			}
+			last, err := res.LastInsertId()
+			if err != nil {
+				return mapErr(err)
+			}
+			for i, r := range chunk {
+				r.ID = last - int64(len(chunk)-1-i)
+			}
 		}
 		return nil
 	})
+}
+
+// auditChunk is the most rows one INSERT of AppendAudit carries (10
+// parameters each, well under SQLite's limit of 32766).
+const auditChunk = 64
+
+// auditInsert is the INSERT of n audit rows.
+func auditInsert(n int) string {
+	const row = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	return `INSERT INTO audit (time, trace_id, call_source, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes) VALUES ` +
+		strings.TrimSuffix(strings.Repeat(row+`, `, n), `, `)
 }
 
 // FindAudit returns audit records matching f, newest first.

@@ -41,6 +41,7 @@ func RunShared(t *testing.T, open SharedOpener) {
 		{"CancelRacesClaim", testCancelRacesClaim},
 		{"FinishRacesCancel", testFinishRacesCancel},
 		{"RefusedValues", testRefusedValues},
+		{"FreshAcrossHandles", testFreshAcrossHandles},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -519,4 +519,23 @@ func testAudit(t *testing.T, s duet.Store) {
 			t.Fatalf("filter %+v: got %+v %v", f, got, err)
 		}
 	}
+	// A batch larger than one statement of a store that splits it: every
+	// record gets the id it is stored under, in order.
+	var batch []*duet.AuditRecord
+	for i := range 150 {
+		batch = append(batch, &duet.AuditRecord{Time: now, TraceID: fmt.Sprintf("batch-%03d", i), CallSource: duet.SourceMCP, Caller: "carol", Method: "tools/call", Outcome: duet.OutcomeOK})
+	}
+	if err := s.AppendAudit(ctx(t), batch); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := s.FindAudit(ctx(t), duet.AuditFilter{Caller: "carol", Limit: 1000})
+	if err != nil || len(stored) != len(batch) {
+		t.Fatalf("the batch: got %d records, %v, want %d", len(stored), err, len(batch))
+	}
+	for i, r := range stored { // newest first
+		want := batch[len(batch)-1-i]
+		if r.ID != want.ID || r.TraceID != want.TraceID || (i > 0 && r.ID >= stored[i-1].ID) {
+			t.Fatalf("record %d: stored id %d trace %s, handed id %d trace %s", i, r.ID, r.TraceID, want.ID, want.TraceID)
+		}
+	}
 }

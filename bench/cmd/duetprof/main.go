@@ -1,5 +1,6 @@
 // Command duetprof is the duet command line with a CPU profile: when
-// DUET_CPUPROFILE names a file, the whole process life is profiled into it.
+// DUET_CPUPROFILE names a file, the whole life of `duet serve` or `duet mcp`
+// is profiled into it.
 // `load -duet duetprof` then profiles duet serve under load (make profile).
 package main
 
@@ -15,7 +16,7 @@ import (
 )
 
 func main() {
-	if path := os.Getenv("DUET_CPUPROFILE"); path != "" && len(os.Args) > 1 && os.Args[1] == "serve" {
+	if path := os.Getenv("DUET_CPUPROFILE"); path != "" && len(os.Args) > 1 && (os.Args[1] == "serve" || os.Args[1] == "mcp") {
 		f, err := os.Create(path)
 		if err != nil {
 			log.Fatal(err)

@@ -119,7 +119,7 @@ func taskID0(a *app.App) string {
 }
 
 // coldStart measures `duet mcp` from exec to the first tools/call result.
-func coldStart(home string) {
+func coldStart(home string) time.Duration {
 	const runs = 7
 	a := openApp(home, nil)
 	id := taskID0(a)
@@ -142,6 +142,7 @@ func coldStart(home string) {
 	}
 	slices.Sort(ts)
 	fmt.Printf("\n## `duet mcp` cold start to the first tools/call result (%d runs)\n\nmedian %s, min %s, max %s\n", runs, round(ts[runs/2]), round(ts[0]), round(ts[runs-1]))
+	return ts[runs/2]
 }
 
 // runThroughput runs a task of http-step cases against a local HTTP server

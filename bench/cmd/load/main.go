@@ -1,24 +1,28 @@
 // Command load measures Duet's MCP server and prints ratio tables (make
 // bench runs it). In one run:
 //
-//  1. Streamable HTTP tools/call load (concurrency -c, duration -d) against
-//     (a) Duet's governed get_test_task (real SQLite store, audit trail, auth),
-//     (b) a bare go-sdk server, (c) a bare mark3labs/mcp-go server and (d) a
-//     hand-written net/http JSON-RPC floor, each a separate process: req/s,
-//     p50/p99, errors, server CPU per call, and ratios.
+//  1. The load matrix (matrix.go): get_test_task against Duet governed, a
+//     bare go-sdk server, a bare mark3labs/mcp-go server and a hand-written
+//     floor, each a separate process, at the concurrencies of -cs, over
+//     Streamable HTTP with a 2025-11-25 client, with a 2026-07-28 client,
+//     and over stdio: req/s, p50/p99, errors, server CPU per call, ratios.
 //  2. The cost of the protocol boundary apart from the work: the same catalog
 //     call in-process, over stdio (duet mcp) and over HTTP (duet serve), one
 //     at a time.
 //  3. `duet mcp` cold start to the first result.
 //  4. Run throughput of http-step cases (engine and workers in-process
 //     against a local HTTP server).
-//  5. Scale-out on PostgreSQL (-postgres URL): governed get_test_task
+//  5. invoke() against a direct go-sdk call, and a catalog sync of 1,000
+//     tools (the Go benchmarks of internal/mcpclient; invoke.go).
+//  6. Lists as the store grows (growth.go): every list a user reads on a
+//     near-empty store and after -grow tasks (and runs, audit rows,
+//     invocations, assets) of other users, on SQLite and PostgreSQL.
+//  7. Scale-out on PostgreSQL (-postgres URL): governed get_test_task
 //     req/s at -c with one and two `duet serve` instances on PostgreSQL
 //     beside one on SQLite, and run throughput of http-step cases with one
 //     and two `duet worker` processes (scale.go).
 //
-// Catalog sync of 1,000 tools and invoke() overhead belong to the MCP client
-// side (branch mcpclient); see docs/performance.md for where they plug in.
+// It ends with the goals of issue 15 against what the run measured.
 package main
 
 import (
@@ -46,11 +50,15 @@ import (
 var (
 	duetBin  = flag.String("duet", "", "duet binary")
 	benchBin = flag.String("benchserver", "", "benchserver binary")
-	conc     = flag.Int("c", 32, "concurrent clients")
+	conc     = flag.Int("c", 32, "concurrent clients (scale section)")
+	concList = flag.String("cs", "1,32,64", "concurrency levels of the load matrix")
+	invokeN  = flag.String("invoke-benchtime", "2000x", "invoke section: -benchtime of BenchmarkInvokeOverhead")
+	grow     = flag.Int("grow", 100000, "growth section: tasks (and runs, audit rows, invocations, assets) of other users added")
+	onlyTr   = flag.String("transports", "http-2025,http-2026,stdio", "transports of the load matrix")
 	dur      = flag.Duration("d", 10*time.Second, "duration of each load run")
 	warm     = flag.Duration("warmup", 2*time.Second, "warm-up before each load run")
 	seqN     = flag.Int("n", 2000, "calls per boundary measurement")
-	only     = flag.String("only", "", "comma-separated sections to run: load,boundary,cold,runs,scale (default all)")
+	only     = flag.String("only", "", "comma-separated sections to run: load,boundary,cold,runs,invoke,growth,scale (default all)")
 	rounds   = flag.Int("rounds", 3, "scale section: rounds of each row, interleaved (medians are reported)")
 	pgURL    = flag.String("postgres", os.Getenv("DUET_TEST_POSTGRES_URL"), "PostgreSQL server for the scale section (default $DUET_TEST_POSTGRES_URL; a schema is created and dropped)")
 	targets  = flag.String("targets", "duet,gosdk,mcpgo,floor", "load targets")
@@ -79,21 +87,32 @@ func main() {
 	home := filepath.Join(tmp, "home")
 	seed(home)
 
+	var m matrix
+	var cold time.Duration
+	var invoke float64
+	var growth map[string]float64
 	if want("load") {
-		loadTable(home)
+		m = matrixTable(home)
 	}
 	if want("boundary") {
 		boundaryTable(home)
 	}
 	if want("cold") {
-		coldStart(home)
+		cold = coldStart(home)
 	}
 	if want("runs") {
 		runThroughput(filepath.Join(tmp, "runs"))
 	}
+	if want("invoke") {
+		invoke = invokeTable()
+	}
+	if want("growth") {
+		growth = growthTable(filepath.Join(tmp, "growth"))
+	}
 	if want("scale") {
 		scaleTables(home, filepath.Join(tmp, "scale"))
 	}
+	goals(m, cold, invoke, growth)
 }
 
 // seed applies the suite as alice.
@@ -107,12 +126,16 @@ func seed(home string) {
 
 // proc is a server process under measurement.
 type proc struct {
-	cmd  *exec.Cmd
-	url  string
-	done chan struct{}
+	cmd   *exec.Cmd
+	url   string
+	done  chan struct{}
+	stdin io.Closer // stdio servers: closing it ends them
 }
 
 func (p *proc) stop() {
+	if p.stdin != nil {
+		p.stdin.Close()
+	}
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.done:
@@ -230,11 +253,6 @@ type loadResult struct {
 
 func (r loadResult) rps() float64 { return float64(r.n) / r.elapsed.Seconds() }
 
-// hammer runs -c clients posting body to p for -d after a warm-up.
-func hammer(name string, p *proc, body string) loadResult {
-	return hammerAll(name, []*proc{p}, body, nil)
-}
-
 // hammerAll runs -c clients posting body for -d after a warm-up, spread
 // over ps round-robin as a load balancer without sticky sessions would;
 // the CPU is that of every process of ps, plus extra (database backends).
@@ -291,48 +309,6 @@ func hammerAll(name string, ps []*proc, body string, extra func() time.Duration)
 		r.p50, r.p99 = lat[len(lat)/2], lat[len(lat)*99/100]
 	}
 	return r
-}
-
-func loadTable(home string) {
-	fmt.Printf("\n## Streamable HTTP tools/call, concurrency %d, %s per target (after %s warm-up)\n\n", *conc, *dur, *warm)
-	var results []loadResult
-	for _, t := range strings.Split(*targets, ",") {
-		var p *proc
-		var body string
-		name := t
-		switch t {
-		case "duet":
-			p = startDuet(home)
-			body = callBody(7, "get_test_task", fmt.Sprintf(`{"taskId":%q}`, taskID(p.url)))
-			name = "duet (governed)"
-		default:
-			p = startBench(t)
-			body = callBody(7, "get_test_task", `{"taskId":"task_bench"}`)
-			name = map[string]string{"gosdk": "go-sdk (bare)", "mcpgo": "mcp-go (bare)", "floor": "net/http floor"}[t]
-		}
-		results = append(results, hammer(name, p, body))
-		p.stop()
-	}
-	ref := map[string]float64{}
-	for _, r := range results {
-		ref[r.name] = r.rps()
-	}
-	fmt.Println("| server | req/s | p50 | p99 | errors | server CPU/call | ÷ floor | ÷ mcp-go |")
-	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|")
-	for _, r := range results {
-		ratio := func(k string) string {
-			if ref[k] == 0 {
-				return "–"
-			}
-			return fmt.Sprintf("%.2fx", r.rps()/ref[k])
-		}
-		perCall := time.Duration(0)
-		if r.n > 0 {
-			perCall = r.cpu / time.Duration(r.n)
-		}
-		fmt.Printf("| %s | %.0f | %s | %s | %d | %s | %s | %s |\n", r.name, r.rps(), round(r.p50), round(r.p99), r.errs, round(perCall),
-			ratio("net/http floor"), ratio("mcp-go (bare)"))
-	}
 }
 
 func round(d time.Duration) string {

@@ -190,7 +190,13 @@ func median[T cmp.Ordered](v []T) T {
 // It returns the number of cases that passed, the time, the CPU time of the
 // worker processes and (with dbURL) of the PostgreSQL backends.
 func throughput(home string, extra map[string]string, env []string, src string, runs, workers int, dbURL string) (int, time.Duration, time.Duration, time.Duration) {
-	a := openApp(home, extra)
+	// All the runs are queued up front by one user: lift the per-user
+	// queue cap (DUET_MAX_QUEUED_RUNS, 20 by default) above them.
+	withCap := map[string]string{"DUET_MAX_QUEUED_RUNS": strconv.Itoa(runs + 1)}
+	for k, v := range extra {
+		withCap[k] = v
+	}
+	a := openApp(home, withCap)
 	defer a.Close()
 	s, err := compiler.CompileSuite(ctx(), []byte(src), filepath.Join(home, "suite.yaml"), a.CompilerOptions(ctx(), "alice"))
 	if err != nil {

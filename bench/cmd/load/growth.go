@@ -1,0 +1,202 @@
+package main
+
+import (
+	"database/sql"
+	"fmt"
+	"log"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/postgres"
+	"github.com/duet-test/duet/internal/sqlite"
+)
+
+// growthTable measures every list a user reads — tasks, cases, runs, audit,
+// invocations, assets — on a near-empty store (the user's own task with
+// its cases and a run, a few audit rows, invocations and assets) and again
+// after -grow tasks owned by other users have been added, each with a run,
+// as many audit rows, invocations and assets of others: the median of 200
+// reads each, on SQLite and (with -postgres) PostgreSQL. The others' rows
+// sort after the user's (newer ids), the worst case for a list that scans
+// in id order. A list that costs what the user sees stays near 1x.
+func growthTable(dir string) (worst map[string]float64) {
+	worst = map[string]float64{}
+	fmt.Printf("\n## Lists as the store grows: 1 task vs %d tasks (and as many runs, audit rows, invocations, assets of other users), median of 200 reads\n\n", *grow)
+	fmt.Println("| list | engine | near-empty | grown | grown ÷ near-empty |")
+	fmt.Println("|---|---|---:|---:|---:|")
+	engines := []struct {
+		name string
+		open func() (duet.Store, func(string), func())
+	}{{"SQLite", func() (duet.Store, func(string), func()) {
+		path := filepath.Join(dir, "growth.db")
+		st, err := sqlite.Open(ctx(), path, nil)
+		if err != nil {
+			log.Fatal(err)
+		}
+		raw, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
+		if err != nil {
+			log.Fatal(err)
+		}
+		exec := func(q string) {
+			if _, err := raw.ExecContext(ctx(), q); err != nil {
+				log.Fatalf("growth seed (SQLite): %v\n%s", err, q)
+			}
+		}
+		return st, exec, func() { raw.Close(); st.Close() }
+	}}}
+	if *pgURL != "" {
+		engines = append(engines, struct {
+			name string
+			open func() (duet.Store, func(string), func())
+		}{"PostgreSQL", func() (duet.Store, func(string), func()) {
+			u, drop := newSchema(*pgURL)
+			st, err := postgres.Open(ctx(), u, nil)
+			if err != nil {
+				log.Fatal(err)
+			}
+			conn, err := pgx.Connect(ctx(), u)
+			if err != nil {
+				log.Fatal(err)
+			}
+			exec := func(q string) {
+				if _, err := conn.Exec(ctx(), q); err != nil {
+					log.Fatalf("growth seed (PostgreSQL): %v\n%s", err, q)
+				}
+			}
+			return st, exec, func() { conn.Close(ctx()); st.Close(); drop() }
+		}})
+	}
+	for _, e := range engines {
+		st, exec, closeAll := e.open()
+		lists := seedUser(st)
+		small := measureLists(lists)
+		if e.name == "SQLite" {
+			exec(growSQLite(*grow))
+		} else {
+			for _, q := range growPostgres(*grow) {
+				exec(q)
+			}
+		}
+		big := measureLists(lists)
+		for i, l := range lists {
+			r := float64(big[i]) / float64(small[i])
+			fmt.Printf("| %s | %s | %s | %s | %.2fx |\n", l.name, e.name, round(small[i]), round(big[i]), r)
+			worst[e.name] = max(worst[e.name], r)
+		}
+		closeAll()
+	}
+	return worst
+}
+
+type list struct {
+	name string
+	read func() error
+}
+
+// seedUser gives alice a task with three cases and a run, audit rows,
+// invocations and assets, and returns her lists.
+func seedUser(st duet.Store) []list {
+	c := ctx()
+	su := &duet.Suite{Task: duet.Task{Name: "mine", Description: "d"}}
+	for _, k := range []string{"a", "b", "c"} {
+		su.Cases = append(su.Cases, &duet.Case{Key: k, Title: k, Source: k, SourceHash: k, Steps: []duet.Step{{Kind: duet.StepAssert, Name: "true", Assert: &duet.AssertStep{Expr: "true"}}}})
+	}
+	res, err := st.ApplySuite(c, "alice", su)
+	if err != nil {
+		log.Fatal(err)
+	}
+	task := res.Task.ID
+	cases, _, _, err := st.FindCases(c, duet.CaseFilter{TaskID: task})
+	if err != nil {
+		log.Fatal(err)
+	}
+	var execs []*duet.Execution
+	for _, x := range cases {
+		execs = append(execs, &duet.Execution{CaseID: x.ID, CaseKey: x.Key, CaseTitle: x.Title, CaseVersion: x.Version, Steps: x.Steps})
+	}
+	if _, _, err := st.CreateRun(c, duet.StartRunParams{Run: &duet.Run{TaskID: task, TriggeredBy: "alice", CallSource: duet.SourceCLI}, Executions: execs}); err != nil {
+		log.Fatal(err)
+	}
+	var audit []*duet.AuditRecord
+	var invs []*duet.Invocation
+	for i := range 5 {
+		audit = append(audit, &duet.AuditRecord{Time: time.Now(), TraceID: fmt.Sprint("t", i), CallSource: duet.SourceMCP, Caller: "alice", Method: "tools/call", Tool: "get_test_task", Outcome: duet.OutcomeOK})
+		invs = append(invs, &duet.Invocation{Time: time.Now(), TraceID: fmt.Sprint("t", i), Executor: "alice", Source: duet.SourceAgent, ServerKey: "k", Tool: "add", Outcome: duet.OutcomeOK})
+	}
+	if err := st.AppendAudit(c, audit); err != nil {
+		log.Fatal(err)
+	}
+	if err := st.AppendInvocations(c, invs); err != nil {
+		log.Fatal(err)
+	}
+	for _, n := range []string{"one", "two", "three"} {
+		if _, err := st.SaveAsset(c, &duet.Asset{Kind: duet.AssetSkill, Name: n, Owner: "alice", Body: "b", Visibility: duet.VisibilityPrivate}); err != nil {
+			log.Fatal(err)
+		}
+	}
+	return []list{
+		{"tasks (list_test_tasks)", func() error { _, _, _, err := st.FindTasks(c, duet.TaskFilter{Viewer: "alice", Limit: 20}); return err }},
+		{"cases (list_test_cases)", func() error { _, _, _, err := st.FindCases(c, duet.CaseFilter{TaskID: task, Limit: 50}); return err }},
+		{"runs (list_test_runs)", func() error { _, _, err := st.FindRuns(c, duet.RunFilter{Viewer: "alice", Limit: 20}); return err }},
+		{"audit (a caller's)", func() error { _, err := st.FindAudit(c, duet.AuditFilter{Caller: "alice", Limit: 100}); return err }},
+		{"invocations (an executor's)", func() error {
+			_, err := st.FindInvocations(c, duet.InvocationFilter{Executor: "alice", Limit: 100})
+			return err
+		}},
+		{"assets (Asset Center)", func() error { _, err := st.FindAssets(c, duet.AssetFilter{Viewer: "alice", Limit: 200}); return err }},
+	}
+}
+
+func measureLists(lists []list) []time.Duration {
+	out := make([]time.Duration, len(lists))
+	for i, l := range lists {
+		var ts []time.Duration
+		for j := range 220 {
+			t0 := time.Now()
+			if err := l.read(); err != nil {
+				log.Fatalf("%s: %v", l.name, err)
+			}
+			if j >= 20 {
+				ts = append(ts, time.Since(t0))
+			}
+		}
+		slices.Sort(ts)
+		out[i] = ts[len(ts)/2]
+	}
+	return out
+}
+
+// growSQLite adds n tasks of 5,000 other users, a run of each, and n audit
+// rows, invocations and assets of others, in one transaction.
+func growSQLite(n int) string {
+	series := fmt.Sprintf(`WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < %d) `, n)
+	return strings.Join([]string{
+		`BEGIN`,
+		series + `INSERT INTO tasks (id, owner, name, created_at, updated_at) SELECT printf('task_zzbulk%07d', i), printf('user%05d', i % 5000), printf('t%07d', i), 1, 1 FROM s`,
+		series + `INSERT INTO runs (id, task_id, status, triggered_by, call_source, created_at) SELECT printf('run_zzbulk%07d', i), printf('task_zzbulk%07d', i), 'passed', printf('user%05d', i % 5000), 'cli', 1 FROM s`,
+		series + `INSERT INTO audit (time, trace_id, call_source, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes) SELECT i, printf('%032x', i), 'mcp', printf('user%05d', i % 5000), 'tools/call', 'get_test_task', 'ok', 1, 1, 1 FROM s`,
+		series + `INSERT INTO mcp_invocations (time, trace_id, executor, source, server_key, tool, outcome, duration_us, arg_bytes, result_bytes) SELECT i, printf('%032x', i), printf('user%05d', i % 5000), 'agent', 'k', 'add', 'ok', 1, 1, 1 FROM s`,
+		series + `INSERT INTO assets (id, owner, kind, name, version, created_at, updated_at) SELECT printf('asset_zzbulk%07d', i), printf('user%05d', i % 5000), 'skill', printf('s%07d', i), 1, 1, 1 FROM s`,
+		series + `INSERT INTO asset_versions (asset_id, version, body, created_at) SELECT printf('asset_zzbulk%07d', i), 1, 'b', 1 FROM s`,
+		`COMMIT`, `ANALYZE`,
+	}, ";\n")
+}
+
+// growPostgres is growSQLite for PostgreSQL.
+func growPostgres(n int) []string {
+	s := fmt.Sprintf(` FROM generate_series(1, %d) AS i`, n)
+	return []string{
+		`INSERT INTO tasks (id, owner, name, created_at, updated_at) SELECT 'task_zzbulk' || lpad(i::text, 7, '0'), 'user' || lpad((i % 5000)::text, 5, '0'), 't' || i, now(), now()` + s,
+		`INSERT INTO runs (id, task_id, status, triggered_by, call_source, created_at) SELECT 'run_zzbulk' || lpad(i::text, 7, '0'), 'task_zzbulk' || lpad(i::text, 7, '0'), 'passed', 'user' || lpad((i % 5000)::text, 5, '0'), 'cli', now()` + s,
+		`INSERT INTO audit (time, trace_id, call_source, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes) SELECT now(), md5(i::text), 'mcp', 'user' || lpad((i % 5000)::text, 5, '0'), 'tools/call', 'get_test_task', 'ok', 1, 1, 1` + s,
+		`INSERT INTO mcp_invocations (time, trace_id, executor, source, server_key, tool, outcome, duration_us, arg_bytes, result_bytes) SELECT now(), md5(i::text), 'user' || lpad((i % 5000)::text, 5, '0'), 'agent', 'k', 'add', 'ok', 1, 1, 1` + s,
+		`INSERT INTO assets (id, owner, kind, name, version, created_at, updated_at) SELECT 'asset_zzbulk' || lpad(i::text, 7, '0'), 'user' || lpad((i % 5000)::text, 5, '0'), 'skill', 's' || i, 1, now(), now()` + s,
+		`INSERT INTO asset_versions (asset_id, version, body, created_at) SELECT 'asset_zzbulk' || lpad(i::text, 7, '0'), 1, 'b', now()` + s,
+		`ANALYZE`,
+	}
+}

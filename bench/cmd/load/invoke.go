@@ -1,0 +1,85 @@
+package main
+
+import (
+	"fmt"
+	"log"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"time"
+)
+
+// invokeTable runs BenchmarkInvokeOverhead of internal/mcpclient (invoke()
+// against a direct go-sdk CallTool of the same tool on the same loopback
+// server, alternated in one loop, warm sessions) and
+// BenchmarkSync1000Tools, with the go command, in the repository.
+func invokeTable() (ratio float64) {
+	fmt.Printf("\n## invoke() vs a direct go-sdk call (warm session), and a catalog sync of 1,000 tools\n\n")
+	var out []byte
+	for _, b := range []struct{ name, times string }{{"InvokeOverhead", *invokeN}, {"Sync1000Tools", "10x"}} {
+		cmd := exec.Command("go", "test", "./internal/mcpclient/", "-run", "^$", "-bench", b.name, "-benchtime", b.times)
+		cmd.Dir = *repo
+		o, err := cmd.CombinedOutput()
+		if err != nil {
+			log.Fatalf("%s: %v\n%s", b.name, err, o)
+		}
+		out = append(out, o...)
+	}
+	m := regexp.MustCompile(`BenchmarkInvokeOverhead\S*\s+\d+\s+\d+ ns/op\s+([\d.]+) direct-ns/call\s+([\d.]+) invoke-ns/call\s+([\d.]+) invoke/direct`).FindSubmatch(out)
+	s := regexp.MustCompile(`BenchmarkSync1000Tools\S*\s+\d+\s+(\d+) ns/op`).FindSubmatch(out)
+	if m == nil || s == nil {
+		log.Fatalf("invoke benchmark: unexpected output\n%s", out)
+	}
+	d, _ := strconv.ParseFloat(string(m[1]), 64)
+	i, _ := strconv.ParseFloat(string(m[2]), 64)
+	ratio, _ = strconv.ParseFloat(string(m[3]), 64)
+	sync, _ := strconv.ParseFloat(string(s[1]), 64)
+	fmt.Println("| measure | value |")
+	fmt.Println("|---|---:|")
+	fmt.Printf("| direct go-sdk CallTool, mean | %.0fµs |\n| invoke(), mean | %.0fµs |\n| invoke ÷ direct | %.2fx |\n| catalog sync of 1,000 tools | %.0fms |\n",
+		d/1e3, i/1e3, ratio, sync/1e6)
+	return ratio
+}
+
+// goals prints the goals of issue 15 beside what this run measured (the
+// sections that ran).
+func goals(m matrix, cold time.Duration, invoke float64, growth map[string]float64) {
+	fmt.Printf("\n## The goals against this run\n\n| goal | measured | met |\n|---|---:|:---:|\n")
+	yes := func(ok bool) string {
+		if ok {
+			return "yes"
+		}
+		return "no"
+	}
+	for _, era := range []string{"http-2025", "http-2026"} {
+		cells := m[era]
+		d, mg, fl := cells["duet"][32], cells["mcpgo"][32], cells["floor"][32]
+		if d.n == 0 || mg.n == 0 || fl.n == 0 {
+			continue
+		}
+		r := d.rps() / mg.rps()
+		fmt.Printf("| %s c=32: governed get_test_task ≥ 1.0× bare mcp-go | %.2fx | %s |\n", era, r, yes(r >= 1))
+		p := float64(d.p99) / float64(fl.p99)
+		fmt.Printf("| %s c=32: p99 ≤ 2× the floor's | %.2fx | %s |\n", era, p, yes(p <= 2))
+		fmt.Printf("| %s c=32: server CPU ≤ 100µs per call | %s | %s |\n", era, round(d.perCall()), yes(d.perCall() <= 100*time.Microsecond))
+	}
+	for _, c := range []int{1, 32} {
+		s, h := m["stdio"]["duet"][c], m["http-2025"]["duet"][c]
+		if s.n == 0 || h.n == 0 {
+			continue
+		}
+		r := float64(s.perCall()) / float64(h.perCall())
+		fmt.Printf("| stdio c=%d: CPU per call ≤ 1.2× HTTP's | %.2fx (%s vs %s) | %s |\n", c, r, round(s.perCall()), round(h.perCall()), yes(r <= 1.2))
+	}
+	if invoke > 0 {
+		fmt.Printf("| invoke() ≤ 1.10× a direct go-sdk call | %.2fx | %s |\n", invoke, yes(invoke <= 1.10))
+	}
+	if cold > 0 {
+		fmt.Printf("| `duet mcp` cold start ≤ 30 ms | %s | %s |\n", round(cold), yes(cold <= 30*time.Millisecond))
+	}
+	for _, e := range []string{"SQLite", "PostgreSQL"} {
+		if r, ok := growth[e]; ok {
+			fmt.Printf("| every list with %d tasks ≤ 2× near-empty (%s, worst list) | %.2fx | %s |\n", *grow, e, r, yes(r <= 2))
+		}
+	}
+}

@@ -1,0 +1,175 @@
+package sqlite
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	"github.com/duet-test/duet"
+)
+
+// readCache keeps the results of the reads every governed call repeats —
+// a personal token by hash (auth), a task as its viewer sees it (the
+// ownership check), a task's case count and latest run — for as long as
+// nothing they depend on has changed.
+//
+// Invalidation is by the database itself: migration 00013 keeps one
+// counter, cache_epoch.n, that triggers on tokens, tasks, task_shares,
+// teams, team_members, cases, runs and executions increment on every
+// insert, update and delete, by whoever writes — this process, another
+// `duet` on the same file (a CLI revoking a token, a worker) or a
+// hand-written statement. Every cached read first reads the counter (one
+// single-row lookup by primary key, far cheaper than the reads it saves)
+// and is served from memory only when the counter still holds the value it
+// had before the entry was read; otherwise the whole cache is dropped. So
+// a revoked token or an unshared task takes effect at the next request,
+// with no time bound to document.
+//
+// Entries are copied on the way out (callers may change what they get);
+// failures and misses are never cached.
+type readCache struct {
+	mu    sync.RWMutex
+	epoch int64
+	m     map[string]any
+}
+
+// maxCacheEntries bounds the cache; reaching it drops every entry.
+const maxCacheEntries = 10000
+
+// epoch returns the current value of the counter, or false when it cannot
+// be read (a database behind migration 00013, a closed handle): the caller
+// then reads without the cache.
+//
+// Inside a duet.ReadScope the counter is read once for the scope's reads,
+// and again only after this handle wrote something (d.q.writes).
+func (d *DB) epoch(ctx context.Context) (int64, bool) {
+	if d.cache == nil {
+		return 0, false
+	}
+	scope := duet.ReadScopeFrom(ctx)
+	writes := d.q.writes.Load()
+	if scope != nil {
+		if v, ok := scope.Load(d); ok {
+			if m := v.(scopedEpoch); m.writes == writes {
+				return m.epoch, true
+			}
+		}
+	}
+	// Without the request's cancellation: the driver watches a
+	// cancellable context with a goroutine of its own per statement, which
+	// cost more than this one-row lookup itself.
+	var n int64
+	if err := d.q.QueryRowContext(context.WithoutCancel(ctx), `SELECT n FROM cache_epoch WHERE id = 1`).Scan(&n); err != nil {
+		return 0, false
+	}
+	if scope != nil {
+		scope.Store(d, scopedEpoch{epoch: n, writes: writes})
+	}
+	return n, true
+}
+
+// scopedEpoch is the counter as read in a duet.ReadScope, and this
+// handle's write count when it was read.
+type scopedEpoch struct {
+	epoch  int64
+	writes uint64
+}
+
+func (c *readCache) get(epoch int64, key string) (any, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.epoch != epoch {
+		return nil, false
+	}
+	v, ok := c.m[key]
+	return v, ok
+}
+
+// put stores v, read after the counter was seen at epoch.
+func (c *readCache) put(epoch int64, key string, v any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case epoch < c.epoch:
+		return // read before a change this cache has already seen
+	case epoch > c.epoch || len(c.m) >= maxCacheEntries:
+		clear(c.m)
+		c.epoch = epoch
+	}
+	c.m[key] = v
+}
+
+// cached runs read through the cache under key; clone copies a value on
+// its way out of the cache.
+func cached[T any](ctx context.Context, d *DB, key string, read func() (T, error), clone func(T) T) (T, error) {
+	epoch, ok := d.epoch(ctx)
+	if !ok {
+		return read()
+	}
+	if v, hit := d.cache.get(epoch, key); hit {
+		return clone(v.(T)), nil
+	}
+	v, err := read()
+	if err != nil {
+		return v, err
+	}
+	d.cache.put(epoch, key, clone(v))
+	return v, nil
+}
+
+// cachedTask is a task as cached: its post-run actions are kept as stored
+// (JSON), so that every copy handed out gets its own.
+type cachedTask struct {
+	task    duet.Task
+	postRun string
+}
+
+func cloneToken(t *duet.Token) *duet.Token {
+	c := *t
+	if t.ExpiresAt != nil {
+		e := *t.ExpiresAt
+		c.ExpiresAt = &e
+	}
+	if t.LastUsedAt != nil {
+		u := *t.LastUsedAt
+		c.LastUsedAt = &u
+	}
+	return &c
+}
+
+func cloneRuns(runs []*duet.Run) []*duet.Run {
+	out := make([]*duet.Run, len(runs))
+	for i, r := range runs {
+		c := *r
+		if r.StartedAt != nil {
+			s := *r.StartedAt
+			c.StartedAt = &s
+		}
+		if r.FinishedAt != nil {
+			f := *r.FinishedAt
+			c.FinishedAt = &f
+		}
+		if r.PostRun != nil {
+			c.PostRun = make([]*duet.PostRunResult, len(r.PostRun))
+			for j, p := range r.PostRun {
+				if p != nil {
+					pc := *p
+					c.PostRun[j] = &pc
+				}
+			}
+		}
+		out[i] = &c
+	}
+	return out
+}
+
+func cloneTask(c cachedTask) (*duet.Task, error) {
+	t := c.task
+	t.SharedWith = slices.Clone(c.task.SharedWith)
+	if t.SharedWith == nil {
+		t.SharedWith = []string{}
+	}
+	var err error
+	t.PostRun, err = decodePostRun(t.ID, c.postRun)
+	return &t, err
+}

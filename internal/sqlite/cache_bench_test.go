@@ -1,0 +1,62 @@
+package sqlite_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/sqlite"
+)
+
+// BenchmarkTaskReads measures get_test_task's three reads (the task as its
+// viewer sees it, its case count, its latest run) with the read cache
+// (one freshness check for the three, in a duet.ReadScope) and without it
+// (a change between every iteration invalidates the cache, so each read
+// goes to SQLite):
+//
+//	go test -run '^$' -bench TaskReads ./internal/sqlite/
+func BenchmarkTaskReads(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background()) // a request's context: cancellable
+	defer cancel()
+	db, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "duet.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	res, err := db.ApplySuite(ctx, "alice", &duet.Suite{Task: duet.Task{Name: "shop"}, Cases: []*duet.Case{{Key: "a", Title: "a", Source: "s", SourceHash: "h", Steps: []duet.Step{{Kind: duet.StepAssert, Assert: &duet.AssertStep{Expr: "true"}}}}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	id := res.Task.ID
+	reads := func(b *testing.B) {
+		sc := duet.WithReadScope(ctx)
+		if _, err := db.FindTaskByID(sc, "alice", id); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := db.CountCases(sc, id); err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := db.FindRuns(sc, duet.RunFilter{Viewer: "alice", TaskID: id, Limit: 1}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("cached", func(b *testing.B) {
+		for b.Loop() {
+			reads(b)
+		}
+	})
+	b.Run("invalidated", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			b.StopTimer()
+			if err := db.ShareTask(ctx, "alice", id, "bob"); err != nil {
+				b.Fatal(err)
+			}
+			if err := db.UnshareTask(ctx, "alice", id, "bob"); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			reads(b)
+		}
+	})
+}
