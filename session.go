@@ -10,10 +10,13 @@ import (
 // state-changing request of that browser must send back; it is not a
 // credential by itself (it authenticates nothing without the cookie).
 type Session struct {
-	Hash      string    `json:"-"`
-	UserID    string    `json:"userId"`
-	CSRF      string    `json:"-"`
-	Method    string    `json:"method"` // how the person signed in: "token" or "sso"
+	Hash   string `json:"-"`
+	UserID string `json:"userId"`
+	CSRF   string `json:"-"`
+	Method string `json:"method"` // how the person signed in: "token" or "sso"
+	// TokenID is the personal access token the person signed in with
+	// ("" for an SSO proxy's user): revoking the token ends the session.
+	TokenID   string    `json:"-"`
 	CreatedAt time.Time `json:"createdAt"`
 	ExpiresAt time.Time `json:"expiresAt"`
 }

@@ -79,6 +79,13 @@ func hashSession(secret string) string { return HashToken("session:" + secret) }
 // session's secret, never stored) and the session. Returns
 // UNAUTHENTICATED when the console is not enabled, INVALID_ARGUMENT.
 func (a *Authenticator) StartSession(ctx context.Context, user string, method Method) (string, *duet.Session, error) {
+	return a.startSession(ctx, user, method, nil)
+}
+
+// startSession starts a session; one started with a personal access token
+// t ends when t is revoked (the store deletes it with the token) and no
+// later than t expires.
+func (a *Authenticator) startSession(ctx context.Context, user string, method Method, t *duet.Token) (string, *duet.Session, error) {
 	if a.console.Sessions == nil {
 		return "", nil, duet.Errorf(duet.CodeUnauthenticated, "the web console is not enabled")
 	}
@@ -88,6 +95,12 @@ func (a *Authenticator) StartSession(ctx context.Context, user string, method Me
 	secret := randomString(32)
 	s := &duet.Session{Hash: hashSession(secret), UserID: user, CSRF: randomString(24), Method: string(method),
 		ExpiresAt: time.Now().Add(a.console.SessionTTL)}
+	if t != nil {
+		s.TokenID = t.ID
+		if t.ExpiresAt != nil && t.ExpiresAt.Before(s.ExpiresAt) {
+			s.ExpiresAt = *t.ExpiresAt
+		}
+	}
 	if err := a.console.Sessions.CreateSession(ctx, s); err != nil {
 		return "", nil, err
 	}
@@ -108,7 +121,7 @@ func (a *Authenticator) SignIn(ctx context.Context, token string) (string, *duet
 		}
 		return "", nil, err
 	}
-	return a.StartSession(ctx, t.UserID, MethodToken)
+	return a.startSession(ctx, t.UserID, MethodToken, t)
 }
 
 // SignOut ends the session of the request's cookie, if any.

@@ -148,3 +148,41 @@ func TestConsoleSSOProxy(t *testing.T) {
 		t.Fatalf("bob with alice's cookie: %+v %v", id3, err)
 	}
 }
+
+// TestConsoleSessionEndsWithItsToken: a session started with a personal
+// access token ends when the token is revoked, and never outlives the
+// token's expiry.
+func TestConsoleSessionEndsWithItsToken(t *testing.T) {
+	t.Parallel()
+	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "d.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	a := auth.New(db, nil, "")
+	a.EnableConsole(auth.ConsoleOptions{Sessions: db, SessionTTL: 12 * time.Hour})
+	plain, hash := auth.NewToken()
+	soon := time.Now().Add(time.Hour)
+	tok := &duet.Token{UserID: "alice", Hash: hash, ExpiresAt: &soon}
+	if err := db.CreateToken(t.Context(), tok); err != nil {
+		t.Fatal(err)
+	}
+	cookie, sess, err := a.SignIn(t.Context(), plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sess.ExpiresAt.After(soon) {
+		t.Errorf("the session ends %v, after its token (%v)", sess.ExpiresAt, soon)
+	}
+	r := httptest.NewRequest("GET", "/", nil)
+	r.AddCookie(&http.Cookie{Name: auth.SessionCookie, Value: cookie})
+	if _, err := a.AuthenticateConsole(t.Context(), r, true); err != nil {
+		t.Fatalf("before the revocation: %v", err)
+	}
+	if err := db.DeleteToken(t.Context(), "alice", tok.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.AuthenticateConsole(t.Context(), r, true); duet.ErrorCode(err) != duet.CodeUnauthenticated {
+		t.Fatalf("after the token was revoked: got %v, want UNAUTHENTICATED", err)
+	}
+}

@@ -21,8 +21,8 @@ func (d *DB) CreateSession(ctx context.Context, s *duet.Session) error {
 		s.CreatedAt = d.now()
 	}
 	s.CreatedAt, s.ExpiresAt = ts(s.CreatedAt), ts(s.ExpiresAt)
-	_, err := d.pool.Exec(ctx, `INSERT INTO console_sessions (hash, user_id, csrf, method, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
-		s.Hash, s.UserID, s.CSRF, s.Method, s.CreatedAt, s.ExpiresAt)
+	_, err := d.pool.Exec(ctx, `INSERT INTO console_sessions (hash, user_id, csrf, method, token_id, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		s.Hash, s.UserID, s.CSRF, s.Method, s.TokenID, s.CreatedAt, s.ExpiresAt)
 	return mapErr(err)
 }
 
@@ -30,8 +30,8 @@ func (d *DB) CreateSession(ctx context.Context, s *duet.Session) error {
 // UNAUTHENTICATED.
 func (d *DB) FindSession(ctx context.Context, hash string) (*duet.Session, error) {
 	var s duet.Session
-	err := d.pool.QueryRow(ctx, `SELECT hash, user_id, csrf, method, created_at, expires_at FROM console_sessions WHERE hash = $1 AND expires_at > $2`,
-		hash, ts(d.now())).Scan(&s.Hash, &s.UserID, &s.CSRF, &s.Method, &s.CreatedAt, &s.ExpiresAt)
+	err := d.pool.QueryRow(ctx, `SELECT hash, user_id, csrf, method, token_id, created_at, expires_at FROM console_sessions WHERE hash = $1 AND expires_at > $2`,
+		hash, ts(d.now())).Scan(&s.Hash, &s.UserID, &s.CSRF, &s.Method, &s.TokenID, &s.CreatedAt, &s.ExpiresAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, duet.Errorf(duet.CodeUnauthenticated, "the session has ended; sign in again")
 	}

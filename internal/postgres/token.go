@@ -61,14 +61,18 @@ func (d *DB) FindTokens(ctx context.Context, userID string) ([]*duet.Token, erro
 
 // DeleteToken revokes one of the user's tokens. Returns NOT_FOUND.
 func (d *DB) DeleteToken(ctx context.Context, userID, id string) error {
-	tag, err := d.pool.Exec(ctx, `DELETE FROM tokens WHERE user_id = $1 AND id = $2`, userID, id)
-	if err != nil {
+	// The console sessions started with the token end with it.
+	return d.tx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM tokens WHERE user_id = $1 AND id = $2`, userID, id)
+		if err != nil {
+			return mapErr(err)
+		}
+		if tag.RowsAffected() == 0 {
+			return notFound("token", id)
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM console_sessions WHERE token_id = $1`, id)
 		return mapErr(err)
-	}
-	if tag.RowsAffected() == 0 {
-		return notFound("token", id)
-	}
-	return nil
+	})
 }
 
 // AppendAudit stores audit records in one statement (one round trip for

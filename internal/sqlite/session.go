@@ -19,8 +19,8 @@ func (d *DB) CreateSession(ctx context.Context, s *duet.Session) error {
 	if s.CreatedAt.IsZero() {
 		s.CreatedAt = d.now()
 	}
-	_, err := d.q.ExecContext(ctx, `INSERT INTO console_sessions (hash, user_id, csrf, method, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		s.Hash, s.UserID, s.CSRF, s.Method, micros(s.CreatedAt), micros(s.ExpiresAt))
+	_, err := d.q.ExecContext(ctx, `INSERT INTO console_sessions (hash, user_id, csrf, method, token_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		s.Hash, s.UserID, s.CSRF, s.Method, s.TokenID, micros(s.CreatedAt), micros(s.ExpiresAt))
 	return mapErr(err)
 }
 
@@ -29,8 +29,8 @@ func (d *DB) CreateSession(ctx context.Context, s *duet.Session) error {
 func (d *DB) FindSession(ctx context.Context, hash string) (*duet.Session, error) {
 	var s duet.Session
 	var created, expires int64
-	err := d.q.QueryRowContext(ctx, `SELECT hash, user_id, csrf, method, created_at, expires_at FROM console_sessions WHERE hash = ? AND expires_at > ?`,
-		hash, micros(d.now())).Scan(&s.Hash, &s.UserID, &s.CSRF, &s.Method, &created, &expires)
+	err := d.q.QueryRowContext(ctx, `SELECT hash, user_id, csrf, method, token_id, created_at, expires_at FROM console_sessions WHERE hash = ? AND expires_at > ?`,
+		hash, micros(d.now())).Scan(&s.Hash, &s.UserID, &s.CSRF, &s.Method, &s.TokenID, &created, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, duet.Errorf(duet.CodeUnauthenticated, "the session has ended; sign in again")
 	}

@@ -77,14 +77,18 @@ func (d *DB) FindTokens(ctx context.Context, userID string) ([]*duet.Token, erro
 
 // DeleteToken revokes one of the user's tokens. Returns NOT_FOUND.
 func (d *DB) DeleteToken(ctx context.Context, userID, id string) error {
-	res, err := d.q.ExecContext(ctx, `DELETE FROM tokens WHERE user_id = ? AND id = ?`, userID, id)
-	if err != nil {
+	// The console sessions started with the token end with it.
+	return d.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM tokens WHERE user_id = ? AND id = ?`, userID, id)
+		if err != nil {
+			return mapErr(err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return notFound("token", id)
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM console_sessions WHERE token_id = ?`, id)
 		return mapErr(err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return notFound("token", id)
-	}
-	return nil
+	})
 }
 
 // AppendAudit stores audit records in one transaction, up to auditChunk

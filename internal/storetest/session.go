@@ -40,4 +40,33 @@ func testSessions(t *testing.T, s duet.Store) {
 	if err := s.DeleteSession(ctx(t), "sess-1"); err != nil {
 		t.Fatalf("deleting an ended session: %v", err)
 	}
+
+	// Revoking a personal access token ends the sessions started with it,
+	// and only those.
+	tok := &duet.Token{UserID: "carol", Name: "laptop", Hash: "tok-sess"}
+	if err := s.CreateToken(ctx(t), tok); err != nil {
+		t.Fatal(err)
+	}
+	for _, ss := range []*duet.Session{
+		{Hash: "sess-tok-a", UserID: "carol", CSRF: "c", Method: "token", TokenID: tok.ID, ExpiresAt: exp},
+		{Hash: "sess-tok-b", UserID: "carol", CSRF: "c", Method: "token", TokenID: tok.ID, ExpiresAt: exp},
+		{Hash: "sess-sso", UserID: "carol", CSRF: "c", Method: "sso", ExpiresAt: exp},
+	} {
+		if err := s.CreateSession(ctx(t), ss); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := s.FindSession(ctx(t), "sess-tok-a"); err != nil || got.TokenID != tok.ID {
+		t.Fatalf("a token's session: got %+v %v", got, err)
+	}
+	if err := s.DeleteToken(ctx(t), "carol", tok.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{"sess-tok-a", "sess-tok-b"} {
+		_, err := s.FindSession(ctx(t), h)
+		wantCode(t, err, duet.CodeUnauthenticated)
+	}
+	if _, err := s.FindSession(ctx(t), "sess-sso"); err != nil {
+		t.Errorf("the SSO session ended with a token it was not started with: %v", err)
+	}
 }
