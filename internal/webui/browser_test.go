@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -91,6 +92,20 @@ func (p *page) open(path string) {
 func (p *page) text(sel string) string {
 	p.t.Helper()
 	return run(p, "text of "+sel, chromedp.Text(chromedp.CSS(sel)))
+}
+
+// liveText is the text of sel on a page that may be replacing itself (the
+// run page reloads when the run ends): "" while sel is not there or the
+// document is being swapped, never a failure.
+func (p *page) liveText(sel string) string {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.querySelector(`+strconv.Quote(sel)+`) || {}).textContent || ""`))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(s)
 }
 
 func (p *page) eval(js string) bool {
@@ -277,7 +292,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	first := alice.text("#run-status")
 	t.Logf("the run page opened with status %q", first)
 	deadline := time.Now().Add(3 * time.Minute)
-	for status := first; status != "passed"; status = alice.text("#run-status") {
+	for status := first; status != "passed"; status = alice.liveText("#run-status") {
 		if duet.RunStatus(status).Final() {
 			t.Fatalf("the run ended %s: %s", status, run(alice, "text", chromedp.Text(chromedp.CSS("#executions"))))
 		}
