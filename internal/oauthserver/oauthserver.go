@@ -797,22 +797,34 @@ type tokenResponse struct {
 	Scope        string `json:"scope"`
 }
 
-func (s *Server) token(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+// clientRequest reads a client's form request to the token or revocation
+// endpoint — at most limit bytes, every parameter once — and authenticates
+// the client. On failure it has answered and returns false.
+func (s *Server) clientRequest(w http.ResponseWriter, r *http.Request, limit int64) (*client, bool) {
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
 	if err := r.ParseForm(); err != nil {
 		s.fail(w, r, errf(http.StatusBadRequest, "invalid_request", "the body must be a form"))
-		return
+		return nil, false
 	}
 	if err := once(r.PostForm); err != nil {
 		s.fail(w, r, err)
-		return
+		return nil, false
 	}
 	c, err := s.authenticateClient(r.Context(), r)
 	if err != nil {
 		s.fail(w, r, err)
+		return nil, false
+	}
+	return c, true
+}
+
+func (s *Server) token(w http.ResponseWriter, r *http.Request) {
+	c, ok := s.clientRequest(w, r, 64<<10)
+	if !ok {
 		return
 	}
 	var resp *tokenResponse
+	var err error
 	switch g := r.PostForm.Get("grant_type"); g {
 	case "authorization_code":
 		resp, err = s.codeGrant(r, c)
@@ -996,18 +1008,8 @@ func (s *Server) issue(ctx context.Context, grant, clientID, user, scope string,
 // token revokes the whole sign-in (grant) it belongs to. An unknown token
 // is not an error.
 func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
-	if err := r.ParseForm(); err != nil {
-		s.fail(w, r, errf(http.StatusBadRequest, "invalid_request", "the body must be a form"))
-		return
-	}
-	if err := once(r.PostForm); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	c, err := s.authenticateClient(r.Context(), r)
-	if err != nil {
-		s.fail(w, r, err)
+	c, ok := s.clientRequest(w, r, 16<<10)
+	if !ok {
 		return
 	}
 	h := hash(r.PostForm.Get("token"))
