@@ -20,6 +20,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -99,49 +101,49 @@ func (c *Console) Register(mux *http.ServeMux) {
 		http.Redirect(w, r, "/tasks", http.StatusSeeOther)
 		return nil
 	}))
-	for pattern, fn := range map[string]handler{
-		"GET /tasks":                                 c.tasks,
-		"GET /tasks/apply":                           c.applyForm,
-		"POST /tasks/apply":                          c.apply,
-		"GET /tasks/{id}":                            c.task,
-		"POST /tasks/{id}/runs":                      c.startRun,
-		"POST /tasks/{id}/share":                     c.share,
-		"POST /tasks/{id}/unshare":                   c.unshare,
-		"POST /tasks/{id}/transfer":                  c.transfer,
-		"GET /tasks/{id}/trends":                     c.trends,
-		"GET /cases/{id}":                            c.caseDetail,
-		"POST /cases/{id}/approve":                   c.approve,
-		"GET /runs":                                  c.runs,
-		"GET /runs/{id}":                             c.run,
-		"POST /runs/{id}/cancel":                     c.cancel,
-		"GET /runs/{id}/events":                      c.events,
-		"GET /runs/{id}/report":                      c.report,
-		"GET /assets":                                c.assets,
-		"POST /assets":                               c.saveAsset,
-		"GET /assets/{kind}/{owner}/{name}":          c.asset,
-		"POST /assets/{kind}/{name}/share":           c.shareAsset,
-		"POST /assets/{kind}/{name}/delete":          c.deleteAsset,
-		"GET /servers":                               c.servers,
-		"POST /servers":                              c.register,
-		"GET /servers/{name}":                        c.server,
-		"POST /servers/{name}/sync":                  c.syncServer,
-		"POST /servers/{name}/remove":                c.removeServer,
-		"GET /servers/{name}/tools/{tool}":           c.toolForm,
-		"POST /servers/{name}/tools/{tool}":          c.callTool,
-		"GET /teams":                                 c.teams,
-		"POST /teams":                                c.createTeam,
-		"GET /teams/{team}":                          c.team,
-		"POST /teams/{team}/members":                 c.addMember,
-		"POST /teams/{team}/members/remove":          c.removeMember,
-		"POST /teams/{team}/servers":                 c.addTeamServer,
-		"POST /teams/{team}/servers/{name}/remove":   c.removeTeamServer,
-		"POST /teams/{team}/servers/{name}/register": c.registerTeamServer,
-		"GET /audit":                                 c.audit,
-		"GET /tokens":                                c.tokens,
-		"POST /tokens":                               c.createToken,
-		"POST /tokens/{id}/revoke":                   c.revokeToken,
+	for pattern, rt := range map[string]route{
+		"GET /tasks":                                 {c.tasks, qs("q", "cursor")},
+		"GET /tasks/apply":                           {fn: c.applyForm},
+		"POST /tasks/apply":                          {fn: c.apply},
+		"GET /tasks/{id}":                            {fn: c.task},
+		"POST /tasks/{id}/runs":                      {fn: c.startRun},
+		"POST /tasks/{id}/share":                     {fn: c.share},
+		"POST /tasks/{id}/unshare":                   {fn: c.unshare},
+		"POST /tasks/{id}/transfer":                  {fn: c.transfer},
+		"GET /tasks/{id}/trends":                     {c.trends, wholes("runs")},
+		"GET /cases/{id}":                            {fn: c.caseDetail},
+		"POST /cases/{id}/approve":                   {fn: c.approve},
+		"GET /runs":                                  {c.runs, qs("task", "status", "cursor")},
+		"GET /runs/{id}":                             {c.run, qs("cursor")},
+		"POST /runs/{id}/cancel":                     {fn: c.cancel},
+		"GET /runs/{id}/events":                      {fn: c.events},
+		"GET /runs/{id}/report":                      {c.report, qs("format", "cursor", "download")},
+		"GET /assets":                                {c.assets, qs("kind")},
+		"POST /assets":                               {fn: c.saveAsset},
+		"GET /assets/{kind}/{owner}/{name}":          {c.asset, wholes("version")},
+		"POST /assets/{kind}/{name}/share":           {fn: c.shareAsset},
+		"POST /assets/{kind}/{name}/delete":          {fn: c.deleteAsset},
+		"GET /servers":                               {fn: c.servers},
+		"POST /servers":                              {fn: c.register},
+		"GET /servers/{name}":                        {fn: c.server},
+		"POST /servers/{name}/sync":                  {fn: c.syncServer},
+		"POST /servers/{name}/remove":                {fn: c.removeServer},
+		"GET /servers/{name}/tools/{tool}":           {fn: c.toolForm},
+		"POST /servers/{name}/tools/{tool}":          {fn: c.callTool},
+		"GET /teams":                                 {fn: c.teams},
+		"POST /teams":                                {fn: c.createTeam},
+		"GET /teams/{team}":                          {fn: c.team},
+		"POST /teams/{team}/members":                 {fn: c.addMember},
+		"POST /teams/{team}/members/remove":          {fn: c.removeMember},
+		"POST /teams/{team}/servers":                 {fn: c.addTeamServer},
+		"POST /teams/{team}/servers/{name}/remove":   {fn: c.removeTeamServer},
+		"POST /teams/{team}/servers/{name}/register": {fn: c.registerTeamServer},
+		"GET /audit":                                 {c.audit, qs("view", "user", "tool", "method", "server", "source", "outcome", "traceId", "before")},
+		"GET /tokens":                                {fn: c.tokens},
+		"POST /tokens":                               {fn: c.createToken},
+		"POST /tokens/{id}/revoke":                   {fn: c.revokeToken},
 	} {
-		mux.Handle(pattern, c.page(fn))
+		mux.Handle(pattern, c.page(c.checkQuery(rt)))
 	}
 }
 
@@ -379,4 +381,73 @@ func StatusOf(codes api.Codes, err error) int {
 		return http.StatusInternalServerError
 	}
 	return codes.Status(duet.ErrorCode(err))
+}
+
+// route is a console page: its handler and the query parameters it reads.
+type route struct {
+	fn    handler
+	query []queryParam
+}
+
+// queryParam is a query parameter a page reads; whole ones are whole
+// numbers.
+type queryParam struct {
+	name  string
+	whole bool
+}
+
+func qs(names ...string) []queryParam {
+	ps := make([]queryParam, len(names))
+	for i, n := range names {
+		ps[i] = queryParam{name: n}
+	}
+	return ps
+}
+
+func wholes(names ...string) []queryParam {
+	ps := qs(names...)
+	for i := range ps {
+		ps[i].whole = true
+	}
+	return ps
+}
+
+// checkQuery runs rt's page once its query string has been read strictly,
+// as the REST API reads its own: well-formed, only the parameters the
+// page reads (and "done", the notice after a change, on any page), each
+// at most once, whole numbers where the page wants one. A refusal is
+// INVALID_ARGUMENT, audited once, shown as the error page.
+func (c *Console) checkQuery(rt route) handler {
+	return func(w http.ResponseWriter, r *http.Request, v *view) error {
+		if err := readQuery(r.URL.RawQuery, rt.query); err != nil {
+			c.svc.Catalog().Refuse(catalog.Op{Caller: v.caller, Method: "http " + r.Method + " " + r.URL.Path}, err)
+			return err
+		}
+		return rt.fn(w, r, v)
+	}
+}
+
+func readQuery(raw string, allowed []queryParam) error {
+	if raw == "" {
+		return nil
+	}
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		return duet.Errorf(duet.CodeInvalidArgument, "the query string is malformed")
+	}
+	for name, vs := range q {
+		i := slices.IndexFunc(allowed, func(p queryParam) bool { return p.name == name })
+		if i < 0 && name != "done" {
+			return duet.Errorf(duet.CodeInvalidArgument, "this page reads no query parameter %.60q", name)
+		}
+		if len(vs) > 1 {
+			return duet.Errorf(duet.CodeInvalidArgument, "query parameter %s is given %d times", name, len(vs))
+		}
+		if i >= 0 && allowed[i].whole {
+			if n, err := strconv.Atoi(vs[0]); vs[0] != "" && (err != nil || n < 0) {
+				return duet.Errorf(duet.CodeInvalidArgument, "%s: want a whole number, got %.40q", name, vs[0])
+			}
+		}
+	}
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/api/apitest"
@@ -90,7 +91,10 @@ func TestPagesRender(t *testing.T) {
 	taskID := strings.TrimPrefix(taskPath, "/tasks/")
 	pages := []string{"/tasks", "/tasks?q=shop", "/tasks/apply", taskPath, taskPath + "/trends", "/runs", "/runs?status=passed", runPath,
 		runPath + "/report", "/assets", "/assets?kind=rule", "/assets/rule/alice/no-prod", "/servers", "/servers/orders",
-		"/servers/orders/tools/query_order", "/teams", "/teams/qa", "/audit", "/audit?view=invocations", "/tokens"}
+		"/servers/orders/tools/query_order", "/teams", "/teams/qa", "/audit", "/audit?view=invocations", "/tokens",
+		// the queries the pages' own links and forms produce
+		taskPath + "/trends?runs=5", "/assets/rule/alice/no-prod?version=1", "/runs?task=&status=&cursor=", "/tasks?done=applied",
+		runPath + "/report?format=html&download", "/audit?view=audit&user=&tool=&method=&source=&outcome=&traceId=&before=" + url.QueryEscape(time.Now().UTC().Format(time.RFC3339Nano))}
 	for _, p := range pages {
 		status, body, resp := alice.get(p)
 		if status != 200 {
@@ -348,5 +352,52 @@ func TestConsoleToolArgumentsRefused(t *testing.T) {
 	}
 	if inv, _ := e.App.Store.FindInvocations(t.Context(), duet.InvocationFilter{Executor: "alice"}); len(inv) != 0 {
 		t.Fatalf("the refused call reached the server: %+v", inv)
+	}
+}
+
+// TestConsoleQueryStrict: a page reads its query string as strictly as the
+// REST API reads its own — unknown, repeated or malformed parameters and
+// numbers that are not whole are refused with INVALID_ARGUMENT before the
+// page runs, and each refusal is audited once, as the user, from the web.
+func TestConsoleQueryStrict(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t, nil)
+	alice := signIn(t, e, "alice")
+	alice.post("/assets", url.Values{"kind": {"rule"}, "name": {"no-prod"}, "body": {"x"}})
+	status, body, resp := alice.post("/tasks/apply", url.Values{"source": {"task: {name: shop, baseURL: 'http://127.0.0.1:9'}\ncases:\n  - title: t\n    steps:\n      - assert: 1 == 1\n"}})
+	if status != http.StatusSeeOther {
+		t.Fatalf("apply: %d %s", status, body)
+	}
+	taskPath := strings.Split(resp.Header.Get("Location"), "?")[0]
+	refused := []string{
+		"/tasks?q=a&q=b",                         // repeated
+		"/tasks?qq=shop",                         // unknown
+		"/tasks?q=%zz",                           // malformed
+		taskPath + "?cursor=x",                   // a page that reads no query
+		taskPath + "/trends?runs=ten",            // not a number
+		taskPath + "/trends?runs=-1",             // negative
+		"/assets/rule/alice/no-prod?version=1.5", // not whole
+		"/audit?view=audit&view=invocations",     // repeated
+		"/runs?status=passed&includeDrafts=1",    // unknown
+	}
+	for _, p := range refused {
+		status, body, _ := alice.get(p)
+		if status != http.StatusBadRequest || !strings.Contains(body, "INVALID_ARGUMENT") {
+			t.Errorf("%s: %d, want 400 INVALID_ARGUMENT: %.300s", p, status, body)
+		}
+	}
+	e.App.Audit.Flush()
+	recs, err := e.App.Store.FindAudit(t.Context(), duet.AuditFilter{Caller: "alice", Outcome: duet.CodeInvalidArgument, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range recs {
+		if strings.HasPrefix(r.Method, "http GET ") && r.CallSource == duet.SourceWeb {
+			n++
+		}
+	}
+	if n != len(refused) {
+		t.Errorf("%d refusals audited, want %d: %+v", n, len(refused), recs)
 	}
 }
