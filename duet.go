@@ -34,6 +34,7 @@ const (
 	SourceAgent   CallSource = "agent"    // the test agent
 	SourceEngine  CallSource = "engine"   // a running test case
 	SourcePostRun CallSource = "post-run" // a task's post-run action, when a run ends
+	SourceOAuth   CallSource = "oauth"    // the OAuth authorization server's endpoints
 )
 
 // Caller identifies who is calling and how. UserID is the principal: the

@@ -18,6 +18,7 @@ import (
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/mcpclient"
 	"github.com/duet-test/duet/internal/mcpclient/mcptest"
+	"github.com/duet-test/duet/internal/oauthserver"
 )
 
 // startIDJAGProvider runs test/node/idjag-idp.mjs (an identity provider
@@ -117,6 +118,12 @@ func TestOAuthServerIdentityAssertion(t *testing.T) {
 	recs, _ := a.Store.FindAudit(ctx, duet.AuditFilter{Tool: "list_test_tasks", CallSource: duet.SourceMCP})
 	if len(recs) == 0 || recs[0].Caller != "alice" {
 		t.Fatalf("the call ran as %v, want alice (the ID token's person)", recs)
+	}
+	// The authorization server's own records: the token issued to alice
+	// through the exchange, in the same audit trail.
+	recs, _ = a.Store.FindAudit(ctx, duet.AuditFilter{CallSource: duet.SourceOAuth, Caller: "alice", Method: "oauth/token:" + oauthserver.GrantJWTBearer})
+	if len(recs) == 0 || recs[0].Outcome != duet.OutcomeOK || recs[0].Tool != reg.ClientID {
+		t.Fatalf("the ID-JAG exchange is not in the audit trail: %+v", recs)
 	}
 
 	// An ID-JAG issued for another client is refused.

@@ -48,7 +48,7 @@ func auditCmd(env Env) *cobra.Command {
 	cmd.Flags().StringVar(&f.Caller, "caller", "", "only this caller")
 	cmd.Flags().StringVar(&f.Tool, "tool", "", "only this tool")
 	cmd.Flags().StringVar(&f.Method, "method", "", "only this method (tools/call, tools/list, apply, ...)")
-	cmd.Flags().StringVar(&source, "source", "", "only this call source (mcp, mcp-lite, stdio, cli, api, web)")
+	cmd.Flags().StringVar(&source, "source", "", "only this call source (mcp, mcp-lite, stdio, cli, api, web, agent, engine, post-run, oauth)")
 	cmd.Flags().StringVar(&outcome, "outcome", "", "only this outcome (OK or an error code)")
 	cmd.Flags().StringVar(&f.TraceID, "trace", "", "only this trace id")
 	cmd.Flags().StringVar(&since, "since", "", "only records newer than a duration (1h) or a time")

@@ -94,8 +94,12 @@ type Options struct {
 	// registration needs no credentials: without a budget anyone could
 	// fill the database with clients.
 	MaxRegistrations int
-	Logger           *slog.Logger
-	Now              func() time.Time
+	// Audit receives one record per request to the server's endpoints
+	// (registration, authorization, login callback, consent, token,
+	// revocation): who, which client, the outcome. nil keeps none.
+	Audit  func(*duet.AuditRecord)
+	Logger *slog.Logger
+	Now    func() time.Time
 }
 
 // Server is the authorization server; it is an http.Handler for its paths.
@@ -134,12 +138,12 @@ func New(o Options) *Server {
 	o.Issuer = strings.TrimRight(o.Issuer, "/")
 	s := &Server{o: o, mux: http.NewServeMux(), registrations: &buckets{now: o.Now, per: time.Hour, n: map[string]*bucket{}}}
 	s.mux.HandleFunc("GET "+PathMetadata, s.metadata)
-	s.mux.HandleFunc("GET "+PathAuthorize, s.authorize)
-	s.mux.HandleFunc("GET "+PathCallback, s.callback)
-	s.mux.HandleFunc("POST "+PathConsent, s.consent)
-	s.mux.HandleFunc("POST "+PathToken, s.token)
-	s.mux.HandleFunc("POST "+PathRegister, s.register)
-	s.mux.HandleFunc("POST "+PathRevoke, s.revoke)
+	s.mux.HandleFunc("GET "+PathAuthorize, s.audited("oauth/authorize", s.authorize))
+	s.mux.HandleFunc("GET "+PathCallback, s.audited("oauth/callback", s.callback))
+	s.mux.HandleFunc("POST "+PathConsent, s.audited("oauth/consent", s.consent))
+	s.mux.HandleFunc("POST "+PathToken, s.audited("oauth/token", s.token))
+	s.mux.HandleFunc("POST "+PathRegister, s.audited("oauth/register", s.register))
+	s.mux.HandleFunc("POST "+PathRevoke, s.audited("oauth/revoke", s.revoke))
 	return s
 }
 
@@ -215,6 +219,9 @@ func errf(status int, code, format string, args ...any) *oauthError {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	if oe, ok := v.(*oauthError); ok {
+		noteError(w, oe.Code)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
@@ -330,6 +337,7 @@ func (s *Server) authenticateClient(ctx context.Context, r *http.Request) (*clie
 	} else {
 		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
 	}
+	eventOf(ctx).client = clip(id) // the client claimed, kept when it fails to authenticate
 	c, err := s.findClient(ctx, id)
 	if err != nil {
 		return nil, err
@@ -467,6 +475,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	eventOf(r.Context()).client = c.ID
 	grants := m.GrantTypes
 	if len(grants) == 0 {
 		grants = []string{"authorization_code", "refresh_token"}
@@ -556,6 +565,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		s.page(w, http.StatusBadRequest, "This request cannot be read", errText(err)+". Nothing was sent to the application.")
 		return
 	}
+	eventOf(r.Context()).client = clip(q.Get("client_id"))
 	c, err := s.findClient(r.Context(), q.Get("client_id"))
 	if err != nil {
 		s.page(w, http.StatusBadRequest, "This application is not known to Duet", errText(err))
@@ -712,7 +722,9 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 		s.page(w, http.StatusBadGateway, "The identity provider's answer could not be verified", "Start again from your application.")
 		return
 	}
+	eventOf(r.Context()).client = req.ClientID
 	user, err := auth.UserFromClaims(claims, s.o.UserClaim)
+	eventOf(r.Context()).user = user
 	if err != nil {
 		s.page(w, http.StatusForbidden, "Your account cannot use Duet", duet.ErrorMessage(err))
 		return
@@ -744,6 +756,8 @@ func (s *Server) consent(w http.ResponseWriter, r *http.Request) {
 		s.page(w, http.StatusBadRequest, "This sign-in was started in another browser", "Start again from your application, in this browser.")
 		return
 	}
+	ev := eventOf(r.Context())
+	ev.user, ev.client = tok.UserID, req.ClientID
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/oauth/", MaxAge: -1})
 	if r.PostForm.Get("action") != "allow" {
 		s.back(w, r, req, "access_denied", "the person did not allow access")
@@ -767,6 +781,7 @@ func (s *Server) consent(w http.ResponseWriter, r *http.Request) {
 
 // back sends the person back to the client with an error.
 func (s *Server) back(w http.ResponseWriter, r *http.Request, req request, code, desc string) {
+	noteError(w, code)
 	u, _ := url.Parse(req.RedirectURI)
 	v := u.Query()
 	v.Set("error", code)
@@ -815,6 +830,7 @@ func (s *Server) clientRequest(w http.ResponseWriter, r *http.Request, limit int
 		s.fail(w, r, err)
 		return nil, false
 	}
+	eventOf(r.Context()).client = c.ID
 	return c, true
 }
 
@@ -825,7 +841,12 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	}
 	var resp *tokenResponse
 	var err error
-	switch g := r.PostForm.Get("grant_type"); g {
+	g := r.PostForm.Get("grant_type")
+	switch g {
+	case "authorization_code", "refresh_token", GrantJWTBearer:
+		eventOf(r.Context()).grant = g
+	}
+	switch g {
 	case "authorization_code":
 		resp, err = s.codeGrant(r, c)
 	case "refresh_token":
@@ -986,6 +1007,7 @@ func (s *Server) spendAssertion(ctx context.Context, claims *auth.Claims, client
 // issue stores and returns a new access token (and refresh token) of a
 // grant.
 func (s *Server) issue(ctx context.Context, grant, clientID, user, scope string, refresh bool) (*tokenResponse, error) {
+	eventOf(ctx).user = user
 	now := s.o.Now()
 	at := newSecret(auth.AccessTokenPrefix)
 	if err := s.o.Store.PutOAuthToken(ctx, &duet.OAuthToken{Hash: hash(at), Kind: duet.OAuthAccess, GrantID: grant, ClientID: clientID,
@@ -1019,6 +1041,7 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		if tok.ClientID == c.ID {
+			eventOf(r.Context()).user = tok.UserID
 			if err := s.o.Store.RevokeOAuthGrant(r.Context(), tok.GrantID); err != nil {
 				s.fail(w, r, err)
 				return
@@ -1141,4 +1164,123 @@ func (b *buckets) take(keys []string, caps []int) time.Duration {
 // refill is what bk, of capacity c, holds at now.
 func (b *buckets) refill(bk *bucket, c float64, now time.Time) float64 {
 	return min(c, bk.tokens+float64(now.Sub(bk.at))/float64(b.per)*c)
+}
+
+// ---- audit ----
+
+// event is what one request to the server leaves in the audit trail; the
+// handlers fill it in as they learn who and which client it concerns.
+type event struct {
+	user, client, grant string
+	oauthCode           string // the RFC 6749 error answered, if any
+	status              int
+}
+
+type eventKey struct{}
+
+// eventOf returns the request's event (a throwaway one outside audited).
+func eventOf(ctx context.Context) *event {
+	if ev, ok := ctx.Value(eventKey{}).(*event); ok {
+		return ev
+	}
+	return &event{}
+}
+
+// auditWriter notes the status a handler answered.
+type auditWriter struct {
+	http.ResponseWriter
+	ev *event
+}
+
+func (w *auditWriter) WriteHeader(status int) {
+	if w.ev.status == 0 {
+		w.ev.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *auditWriter) Write(b []byte) (int, error) {
+	if w.ev.status == 0 {
+		w.ev.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// noteError records the OAuth error a handler answered through w.
+func noteError(w http.ResponseWriter, code string) {
+	if aw, ok := w.(*auditWriter); ok && aw.ev.oauthCode == "" {
+		aw.ev.oauthCode = code
+	}
+}
+
+// audited runs h and leaves one audit record of the request: call source
+// oauth, the user it concerned once known, the client as the record's
+// tool, the outcome as a stable code.
+func (s *Server) audited(method string, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		ev := &event{}
+		h(&auditWriter{ResponseWriter: w, ev: ev}, r.WithContext(context.WithValue(r.Context(), eventKey{}, ev)))
+		if s.o.Audit == nil {
+			return
+		}
+		caller, _ := duet.CallerFromContext(r.Context())
+		trace := caller.TraceID
+		if trace == "" {
+			trace = duet.NewTraceID()
+		}
+		m := method
+		if ev.grant != "" {
+			m += ":" + ev.grant
+		}
+		s.o.Audit(&duet.AuditRecord{Time: start, TraceID: trace, CallSource: duet.SourceOAuth, Caller: clip(ev.user), Method: m,
+			Tool: clip(ev.client), Outcome: outcome(ev), DurationUs: time.Since(start).Microseconds(), ArgBytes: int(max(r.ContentLength, 0))})
+	}
+}
+
+// outcome maps what the server answered to the stable code of the audit
+// trail.
+func outcome(ev *event) duet.Code {
+	switch ev.oauthCode {
+	case "":
+		switch {
+		case ev.status < 400:
+			return duet.OutcomeOK
+		case ev.status == http.StatusRequestEntityTooLarge:
+			return duet.CodeTooLarge
+		case ev.status == http.StatusTooManyRequests:
+			return duet.CodeRateLimited
+		case ev.status == http.StatusForbidden:
+			return duet.CodePermissionDenied
+		case ev.status == http.StatusServiceUnavailable || ev.status == http.StatusBadGateway:
+			return duet.CodeUnavailable
+		case ev.status >= 500:
+			return duet.CodeInternal
+		}
+		return duet.CodeInvalidArgument
+	case "invalid_client":
+		return duet.CodeUnauthenticated
+	case "invalid_grant", "unauthorized_client", "access_denied":
+		return duet.CodePermissionDenied
+	case "temporarily_unavailable":
+		if ev.status == http.StatusTooManyRequests {
+			return duet.CodeRateLimited
+		}
+		return duet.CodeUnavailable
+	case "server_error":
+		return duet.CodeInternal
+	}
+	if ev.status == http.StatusRequestEntityTooLarge {
+		return duet.CodeTooLarge
+	}
+	return duet.CodeInvalidArgument
+}
+
+// clip bounds a value a client chose before it is kept: at most 200
+// bytes of valid UTF-8.
+func clip(v string) string {
+	if len(v) > 200 {
+		v = v[:200]
+	}
+	return strings.ToValidUTF8(v, "")
 }

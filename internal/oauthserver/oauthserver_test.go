@@ -9,7 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,6 +30,16 @@ type env struct {
 	t     *testing.T
 	URL   string
 	Store duet.OAuthStore
+
+	mu    sync.Mutex
+	audit []duet.AuditRecord // what the server audited, in order
+}
+
+// audited returns the records the server has audited so far.
+func (e *env) audited() []duet.AuditRecord {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.audit)
 }
 
 // engines are the stores the tests run on: SQLite, and PostgreSQL (a
@@ -64,15 +76,21 @@ func newEnvOn(t *testing.T, db duet.OAuthStore, provider string, edit func(*oaut
 	if provider == "" {
 		provider = "http://127.0.0.1:9" // no provider is reached
 	}
+	e := &env{t: t, URL: srv.URL, Store: db}
 	o := oauthserver.Options{Issuer: srv.URL, Resource: srv.URL + "/mcp/http", Store: db,
 		Provider: auth.NewVerifier(auth.IssuerOptions{Issuer: provider}), ClientID: "duet", ClientSecret: "duet-secret",
-		Scopes: auth.Scopes{Read: "duet:read", Run: "duet:run"}}
+		Scopes: auth.Scopes{Read: "duet:read", Run: "duet:run"},
+		Audit: func(r *duet.AuditRecord) {
+			e.mu.Lock()
+			e.audit = append(e.audit, *r)
+			e.mu.Unlock()
+		}}
 	if edit != nil {
 		edit(&o)
 	}
 	s := oauthserver.New(o)
 	mux.Handle("/", s)
-	return &env{t: t, URL: srv.URL, Store: db}
+	return e
 }
 
 // post sends a form (or, with a JSON string, JSON) and returns the status
@@ -206,6 +224,61 @@ func testIdentityAssertionBounds(t *testing.T, idp string, db duet.OAuthStore) {
 	}
 	if status, out := grant(once, ""); status != 400 || out["error"] != "invalid_grant" {
 		t.Fatalf("the same ID-JAG again: %d %v, want invalid_grant", status, out)
+	}
+
+	// Each exchange is in the audit trail: who got a token, through which
+	// client, and the refusals.
+	var got []string
+	for _, r := range e.audited() {
+		if r.Method == "oauth/token:"+oauthserver.GrantJWTBearer {
+			got = append(got, r.Caller+" "+r.Tool+" "+string(r.Outcome))
+		}
+	}
+	want := []string{" " + client + " INVALID_ARGUMENT", "alice " + client + " OK", "alice " + client + " OK", "alice " + client + " OK", " " + client + " PERMISSION_DENIED"}
+	if !slices.Equal(got, want) {
+		t.Errorf("audited assertion grants:\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestEveryRequestIsAudited: each request to the authorization server's
+// endpoints leaves one audit record (call source oauth) naming the client
+// and the outcome as a stable code — registrations, refusals of them,
+// failed client authentication, revocations — with what a client chose
+// bounded before it is kept.
+func TestEveryRequestIsAudited(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "", func(o *oauthserver.Options) { o.MaxRegistrations = 1 })
+	id, secret := e.register("client_secret_basic")
+	e.post(e.URL+oauthserver.PathRegister, `{"redirect_uris":["http://127.0.0.1:9/cb"]}`) // over the budget
+	e.post(e.URL+oauthserver.PathToken, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {"x"}}, "Authorization", basic(id, "wrong"))
+	e.post(e.URL+oauthserver.PathToken, url.Values{"grant_type": {"password"}}, "Authorization", basic(id, secret))
+	e.post(e.URL+oauthserver.PathToken, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {"duet_rt_unknown"}}, "Authorization", basic(id, secret))
+	e.post(e.URL+oauthserver.PathRevoke, url.Values{"token": {"duet_at_unknown"}}, "Authorization", basic(id, secret))
+	long := strings.Repeat("c", 5000)
+	resp, err := http.Get(e.URL + oauthserver.PathAuthorize + "?response_type=code&client_id=" + long)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+
+	var got []string
+	for _, r := range e.audited() {
+		if r.CallSource != duet.SourceOAuth || r.TraceID == "" || len(r.Tool) > 200 {
+			t.Errorf("record %+v: want call source oauth, a trace id, the client bounded", r)
+		}
+		got = append(got, r.Method+" "+r.Tool+" "+string(r.Outcome))
+	}
+	want := []string{
+		"oauth/register " + id + " OK",
+		"oauth/register  RATE_LIMITED",
+		"oauth/token " + id + " UNAUTHENTICATED", // the client claimed, its secret wrong
+		"oauth/token " + id + " INVALID_ARGUMENT",
+		"oauth/token:refresh_token " + id + " PERMISSION_DENIED",
+		"oauth/revoke " + id + " OK",
+		"oauth/authorize " + long[:200] + " INVALID_ARGUMENT",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("audited:\n got %q\nwant %q", got, want)
 	}
 }
 
