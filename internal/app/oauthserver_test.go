@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -216,5 +217,26 @@ func TestOAuthServerPublicHost(t *testing.T) {
 		if w.Code != c.want {
 			t.Errorf("%s %s (Origin %q): got %d, want %d: %.200s", c.method, c.path, c.origin, w.Code, c.want, w.Body.String())
 		}
+	}
+}
+
+// TestOAuthRegistrationBudgetConfigured: DUET_OAUTH_MAX_REGISTRATIONS sets
+// how many clients one address may register per hour (a proxy's single
+// address needs more than the default).
+func TestOAuthRegistrationBudgetConfigured(t *testing.T) {
+	t.Parallel()
+	a := openAppEnv(t, map[string]string{"DUET_PUBLIC_URL": "https://duet.example.com", "DUET_OAUTH_ISSUER": "https://login.example.com",
+		"DUET_OAUTH_SERVER": "true", "DUET_OAUTH_CLIENT_ID": "duet", "DUET_LOG_LEVEL": "error", "DUET_OAUTH_MAX_REGISTRATIONS": "2"})
+	h := a.Handler(app.ServeOptions{})
+	var got []int
+	for range 3 {
+		req := httptest.NewRequest("POST", "https://duet.example.com/oauth/register", strings.NewReader(`{"redirect_uris":["http://127.0.0.1:9/cb"],"token_endpoint_auth_method":"none"}`))
+		req.Header.Set("Content-Type", "application/json")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		got = append(got, w.Code)
+	}
+	if !slices.Equal(got, []int{201, 201, 429}) {
+		t.Fatalf("three registrations with a budget of 2: %v, want [201 201 429]", got)
 	}
 }

@@ -75,18 +75,19 @@ type Config struct {
 	SSOSecret     string        // DUET_SSO_SECRET: the shared secret that proxy sends (a secret)
 	SessionTTL    time.Duration // DUET_SESSION_TTL: how long a console sign-in lasts
 	// OAuth (docs/governance.md, "Signing in with OAuth").
-	PublicURL         string        // DUET_PUBLIC_URL: Duet's canonical address; the resource is PublicURL + "/mcp/http"
-	OAuthIssuer       string        // the company's identity provider
-	OAuthAudience     string        // expected audience; "" means the resource URL
-	OAuthUserClaim    string        // the claim that names the user
-	OAuthScopeRead    string        // the scope that allows reading
-	OAuthScopeRun     string        // the scope that allows starting and cancelling runs
-	OAuthServer       bool          // Duet is the authorization server, delegating login to OAuthIssuer
-	OAuthClientID     string        // Duet's client at the identity provider
-	OAuthClientSecret string        // secret
-	OAuthLoginScopes  []string      // scopes Duet asks the identity provider for at login
-	OAuthTokenTTL     time.Duration // access tokens Duet issues
-	OAuthRefreshTTL   time.Duration // refresh tokens Duet issues
+	PublicURL             string        // DUET_PUBLIC_URL: Duet's canonical address; the resource is PublicURL + "/mcp/http"
+	OAuthIssuer           string        // the company's identity provider
+	OAuthAudience         string        // expected audience; "" means the resource URL
+	OAuthUserClaim        string        // the claim that names the user
+	OAuthScopeRead        string        // the scope that allows reading
+	OAuthScopeRun         string        // the scope that allows starting and cancelling runs
+	OAuthServer           bool          // Duet is the authorization server, delegating login to OAuthIssuer
+	OAuthClientID         string        // Duet's client at the identity provider
+	OAuthClientSecret     string        // secret
+	OAuthLoginScopes      []string      // scopes Duet asks the identity provider for at login
+	OAuthTokenTTL         time.Duration // access tokens Duet issues
+	OAuthRefreshTTL       time.Duration // refresh tokens Duet issues
+	OAuthMaxRegistrations int           // dynamic client registrations per address per hour
 
 	// Operations (docs/operations.md).
 	Metrics      string // "off", "on" (on DUET_ADDR) or a host:port of its own
@@ -348,6 +349,7 @@ var options = []Option{
 		set: func(c *Config, v string) error { c.OAuthLoginScopes = splitList(v); return nil }},
 	{Env: "DUET_OAUTH_TOKEN_TTL", Default: "1h", Doc: "Lifetime of the access tokens Duet's authorization server issues.", set: durSet(func(c *Config) *time.Duration { return &c.OAuthTokenTTL })},
 	{Env: "DUET_OAUTH_REFRESH_TTL", Default: "720h", Doc: "Lifetime of the refresh tokens Duet's authorization server issues (each use replaces the token; a replayed one revokes the whole sign-in).", set: durSet(func(c *Config) *time.Duration { return &c.OAuthRefreshTTL })},
+	{Env: "DUET_OAUTH_MAX_REGISTRATIONS", Default: "20", Doc: "Dynamic client registrations Duet's authorization server accepts per hour from one address (a burst of that many, then one every hour/N); the server as a whole takes ten times as many. Behind a reverse proxy every client comes from the proxy's address and shares one budget: raise it there.", set: intSet(func(c *Config) *int { return &c.OAuthMaxRegistrations }, 1, 100000)},
 	{Env: "DUET_METRICS", Default: "off", Doc: "Prometheus metrics at /metrics: off; on (on DUET_ADDR, behind DUET_METRICS_TOKEN if set); or a host:port to serve them on a listener of their own (e.g. 127.0.0.1:9420). See docs/operations.md.",
 		set: func(c *Config, v string) error {
 			if v != "off" && v != "on" {
