@@ -32,7 +32,7 @@ func (a *App) initOAuth(guard *netguard.Policy) {
 			Issuer: cfg.PublicURL, Resource: cfg.ResourceURL(), Store: a.Store, Provider: a.OAuthIssuer,
 			ClientID: cfg.OAuthClientID, ClientSecret: cfg.OAuthClientSecret, LoginScopes: cfg.OAuthLoginScopes,
 			UserClaim: cfg.OAuthUserClaim, Scopes: scopes, AccessTTL: cfg.OAuthTokenTTL, RefreshTTL: cfg.OAuthRefreshTTL,
-			MetadataClient: guard.Client(), Logger: a.Logger, Audit: a.Catalog.Audit,
+			MetadataClient: guard.Client(), Logger: a.Logger, Audit: a.Catalog.Audit, MaxRegistrations: cfg.OAuthMaxRegistrations,
 		})
 		authServer = cfg.PublicURL
 	}
