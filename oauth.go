@@ -67,6 +67,11 @@ type OAuthToken struct {
 	UsedAt    *time.Time
 }
 
+// UnusedOAuthClientTTL is how long a registered client that never obtained
+// an access token is kept: registration needs no credentials, so clients
+// that register and never sign anyone in must not accumulate.
+const UnusedOAuthClientTTL = 24 * time.Hour
+
 // OAuthStore keeps the clients and tokens of Duet's own authorization
 // server.
 type OAuthStore interface {
@@ -88,7 +93,9 @@ type OAuthStore interface {
 	UseOAuthToken(ctx context.Context, kind OAuthTokenKind, hash string) (*OAuthToken, error)
 	// RevokeOAuthGrant deletes every token of a grant.
 	RevokeOAuthGrant(ctx context.Context, grantID string) error
-	// DeleteExpiredOAuth deletes tokens that expired before now and
-	// returns how many.
+	// DeleteExpiredOAuth deletes tokens that expired before now, and
+	// registered clients older than UnusedOAuthClientTTL that never
+	// obtained an access token and have no sign-in under way; it returns
+	// how many rows it deleted.
 	DeleteExpiredOAuth(ctx context.Context, now time.Time) (int64, error)
 }

@@ -62,6 +62,9 @@ func (d *DB) PutOAuthToken(ctx context.Context, t *duet.OAuthToken) error {
 	t.CreatedAt, t.ExpiresAt = ts(t.CreatedAt), ts(t.ExpiresAt)
 	_, err := d.pool.Exec(ctx, `INSERT INTO oauth_tokens (hash, kind, grant_id, client_id, user_id, scope, data, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 		t.Hash, string(t.Kind), t.GrantID, t.ClientID, t.UserID, t.Scope, t.Data, t.CreatedAt, t.ExpiresAt)
+	if err == nil && t.Kind == duet.OAuthAccess && t.ClientID != "" {
+		_, err = d.pool.Exec(ctx, `UPDATE oauth_clients SET last_used_at = $1 WHERE id = $2`, t.CreatedAt, t.ClientID)
+	}
 	return mapErr(err)
 }
 
@@ -126,11 +129,19 @@ func (d *DB) RevokeOAuthGrant(ctx context.Context, grantID string) error {
 	return mapErr(err)
 }
 
-// DeleteExpiredOAuth deletes tokens that expired before now.
+// DeleteExpiredOAuth deletes tokens that expired before now, then the
+// clients registered before now − duet.UnusedOAuthClientTTL that never
+// obtained an access token and have no sign-in under way.
 func (d *DB) DeleteExpiredOAuth(ctx context.Context, now time.Time) (int64, error) {
 	tag, err := d.pool.Exec(ctx, `DELETE FROM oauth_tokens WHERE expires_at <= $1`, ts(now))
 	if err != nil {
 		return 0, mapErr(err)
 	}
-	return tag.RowsAffected(), nil
+	n := tag.RowsAffected()
+	tag, err = d.pool.Exec(ctx, `DELETE FROM oauth_clients WHERE created_at <= $1 AND last_used_at IS NULL
+		AND NOT EXISTS (SELECT 1 FROM oauth_tokens t WHERE t.client_id = oauth_clients.id)`, ts(now.Add(-duet.UnusedOAuthClientTTL)))
+	if err != nil {
+		return n, mapErr(err)
+	}
+	return n + tag.RowsAffected(), nil
 }

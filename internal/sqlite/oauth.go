@@ -60,6 +60,9 @@ func (d *DB) PutOAuthToken(ctx context.Context, t *duet.OAuthToken) error {
 	}
 	_, err := d.q.ExecContext(ctx, `INSERT INTO oauth_tokens (hash, kind, grant_id, client_id, user_id, scope, data, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		t.Hash, string(t.Kind), t.GrantID, t.ClientID, t.UserID, t.Scope, t.Data, micros(t.CreatedAt), micros(t.ExpiresAt))
+	if err == nil && t.Kind == duet.OAuthAccess && t.ClientID != "" {
+		_, err = d.q.ExecContext(ctx, `UPDATE oauth_clients SET last_used_at = ? WHERE id = ?`, micros(t.CreatedAt), t.ClientID)
+	}
 	return mapErr(err)
 }
 
@@ -137,12 +140,20 @@ func (d *DB) RevokeOAuthGrant(ctx context.Context, grantID string) error {
 	return mapErr(err)
 }
 
-// DeleteExpiredOAuth deletes tokens that expired before now.
+// DeleteExpiredOAuth deletes tokens that expired before now, then the
+// clients registered before now − duet.UnusedOAuthClientTTL that never
+// obtained an access token and have no sign-in under way.
 func (d *DB) DeleteExpiredOAuth(ctx context.Context, now time.Time) (int64, error) {
 	res, err := d.q.ExecContext(ctx, `DELETE FROM oauth_tokens WHERE expires_at <= ?`, micros(now))
 	if err != nil {
 		return 0, mapErr(err)
 	}
 	n, _ := res.RowsAffected()
-	return n, nil
+	res, err = d.q.ExecContext(ctx, `DELETE FROM oauth_clients WHERE created_at <= ? AND last_used_at IS NULL
+		AND NOT EXISTS (SELECT 1 FROM oauth_tokens t WHERE t.client_id = oauth_clients.id)`, micros(now.Add(-duet.UnusedOAuthClientTTL)))
+	if err != nil {
+		return n, mapErr(err)
+	}
+	m, _ := res.RowsAffected()
+	return n + m, nil
 }

@@ -105,4 +105,31 @@ func testOAuth(t *testing.T, s duet.Store) {
 	if err != nil || n != 1 {
 		t.Errorf("DeleteExpiredOAuth: got %d, %v; want 1 (the expired token)", n, err)
 	}
+
+	// Clients that registered over a day ago and never obtained an access
+	// token go too — unless a sign-in of theirs is under way; one that did
+	// obtain a token stays after its tokens are gone.
+	old := time.Now().Add(-duet.UnusedOAuthClientTTL - time.Hour)
+	for _, id := range []string{"dcr_unused", "dcr_pending", "dcr_used"} {
+		if err := s.CreateOAuthClient(ctx(t), &duet.OAuthClient{ID: id, RedirectURIs: []string{"http://127.0.0.1:5000/cb"}, CreatedAt: old}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.PutOAuthToken(ctx(t), &duet.OAuthToken{Hash: "login1", Kind: duet.OAuthLogin, ClientID: "dcr_pending", ExpiresAt: exp}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutOAuthToken(ctx(t), &duet.OAuthToken{Hash: "at3", Kind: duet.OAuthAccess, GrantID: "g3", ClientID: "dcr_used", UserID: "bob", ExpiresAt: exp}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RevokeOAuthGrant(ctx(t), "g3"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.DeleteExpiredOAuth(ctx(t), time.Now()); err != nil || n != 1 {
+		t.Errorf("DeleteExpiredOAuth with an old unused client: got %d, %v; want 1", n, err)
+	}
+	for id, want := range map[string]duet.Code{"dcr_unused": duet.CodeNotFound, "dcr_pending": "", "dcr_used": "", "dcr_1": ""} {
+		if _, err := s.FindOAuthClient(ctx(t), id); duet.ErrorCode(err) != want {
+			t.Errorf("client %s after the clean-up: got %v, want %q", id, err, want)
+		}
+	}
 }
