@@ -1,17 +1,11 @@
 package app_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"net"
 	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
@@ -20,37 +14,6 @@ import (
 	"github.com/duet-test/duet/internal/mcpclient/mcptest"
 	"github.com/duet-test/duet/internal/oauthserver"
 )
-
-// startIDJAGProvider runs test/node/idjag-idp.mjs (an identity provider
-// with SEP-990 token exchange, on the jose library) and returns its issuer.
-func startIDJAGProvider(t *testing.T) string {
-	t.Helper()
-	dir := mcptest.NodeDir(t)
-	cmd := exec.Command(mcptest.Node(t, dir), filepath.Join(dir, "idjag-idp.mjs"))
-	cmd.Dir, cmd.Stderr = dir, os.Stderr
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stdin.Close(); cmd.Wait() })
-	line := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		sc.Scan()
-		line <- sc.Text()
-	}()
-	select {
-	case u := <-line:
-		if !strings.HasPrefix(u, "http://127.0.0.1:") {
-			t.Fatalf("idjag-idp.mjs: %q", u)
-		}
-		return u
-	case <-time.After(30 * time.Second):
-		t.Fatal("idjag-idp.mjs did not start")
-	}
-	return ""
-}
 
 func postForm(t *testing.T, u string, v url.Values) map[string]any {
 	t.Helper()
@@ -76,7 +39,7 @@ func postForm(t *testing.T, u string, v url.Values) map[string]any {
 // refused.
 func TestOAuthServerIdentityAssertion(t *testing.T) {
 	t.Parallel()
-	idp := startIDJAGProvider(t)
+	idp := mcptest.StartIDJAGProvider(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

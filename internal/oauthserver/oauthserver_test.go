@@ -1,13 +1,10 @@
 package oauthserver_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -132,43 +129,12 @@ func (e *env) register(method string) (id, secret string) {
 	return id, secret
 }
 
-// startIDJAGProvider runs test/node/idjag-idp.mjs (an identity provider
-// with SEP-990 token exchange, on the jose library) and returns its issuer.
-func startIDJAGProvider(t *testing.T) string {
-	t.Helper()
-	dir := mcptest.NodeDir(t)
-	cmd := exec.Command(mcptest.Node(t, dir), filepath.Join(dir, "idjag-idp.mjs"))
-	cmd.Dir, cmd.Stderr = dir, os.Stderr
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stdin.Close(); cmd.Wait() })
-	line := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		sc.Scan()
-		line <- sc.Text()
-	}()
-	select {
-	case u := <-line:
-		if !strings.HasPrefix(u, "http://127.0.0.1:") {
-			t.Fatalf("idjag-idp.mjs: %q", u)
-		}
-		return u
-	case <-time.After(30 * time.Second):
-		t.Fatal("idjag-idp.mjs did not start")
-	}
-	return ""
-}
-
 // TestIdentityAssertionBounds: an ID-JAG buys at most the scopes the
 // identity provider put in it (a client cannot ask for more at Duet), and
 // buys them once: the same assertion presented again is refused.
 func TestIdentityAssertionBounds(t *testing.T) {
 	t.Parallel()
-	idp := startIDJAGProvider(t)
+	idp := mcptest.StartIDJAGProvider(t)
 	for name, open := range engines {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -47,12 +47,36 @@ func Node(tb testing.TB, dir string) string {
 // token".
 func StartTSServer(tb testing.TB, token string) string {
 	tb.Helper()
-	dir := NodeDir(tb)
-	args := []string{filepath.Join(dir, "ts-server.mjs")}
+	var args []string
 	if token != "" {
 		args = append(args, token)
 	}
-	cmd := exec.Command(Node(tb, dir), args...)
+	line := startScript(tb, "ts-server.mjs", args...)
+	url, found := strings.CutPrefix(line, "listening ")
+	if !found {
+		tb.Fatalf("ts-server.mjs did not start: %q", line)
+	}
+	return url
+}
+
+// StartIDJAGProvider runs test/node/idjag-idp.mjs (an identity provider
+// with SEP-990 token exchange, on the jose library) for the duration of
+// the test and returns its issuer.
+func StartIDJAGProvider(tb testing.TB) string {
+	tb.Helper()
+	u := startScript(tb, "idjag-idp.mjs")
+	if !strings.HasPrefix(u, "http://127.0.0.1:") {
+		tb.Fatalf("idjag-idp.mjs did not start: %q", u)
+	}
+	return u
+}
+
+// startScript runs a script of test/node with Node for the duration of the
+// test (closing its stdin ends it) and returns the first line it prints.
+func startScript(tb testing.TB, script string, args ...string) string {
+	tb.Helper()
+	dir := NodeDir(tb)
+	cmd := exec.Command(Node(tb, dir), append([]string{filepath.Join(dir, script)}, args...)...)
 	cmd.Dir = dir
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
@@ -89,13 +113,12 @@ func StartTSServer(tb testing.TB, token string) string {
 	}()
 	select {
 	case line, ok := <-lines:
-		url, found := strings.CutPrefix(line, "listening ")
-		if !ok || !found {
-			tb.Fatalf("ts-server.mjs did not start: %q", line)
+		if !ok {
+			tb.Fatalf("%s ended without printing its address", script)
 		}
-		return url
+		return line
 	case <-time.After(30 * time.Second):
-		tb.Fatal("ts-server.mjs did not start within 30s")
+		tb.Fatalf("%s did not start within 30s", script)
 	}
 	return ""
 }
