@@ -286,3 +286,30 @@ func mustJSON(v any) string {
 }
 
 var _ = url.QueryEscape
+
+// TestReportStopsAtTheResultLimit: a report over DUET_MAX_RESULT_BYTES is
+// refused with TOO_LARGE (413) as it is written, not rendered whole first.
+func TestReportStopsAtTheResultLimit(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t, map[string]string{"DUET_MAX_RESULT_BYTES": "8192"})
+	status, body, _ := e.Call("alice", "POST", api.Prefix+"/tasks", api.ApplyIn{Source: apitest.Suite("plain")})
+	if status != 200 && status != 201 {
+		t.Fatalf("apply: %d %s", status, body)
+	}
+	taskID := decode[duet.ApplyResult](t, body).Task.ID
+	status, body, _ = e.Call("alice", "POST", api.Prefix+"/runs", api.RunIn{TaskID: taskID}, "Idempotency-Key", "k")
+	if status != 201 && status != 200 {
+		t.Fatalf("start: %d %s", status, body)
+	}
+	runID := decode[catalog.StartRunOut](t, body).RunID
+	if ok, err := e.App.Worker.ExecuteRun(t.Context(), runID); !ok || err != nil {
+		t.Fatalf("executing the run: %v %v", ok, err)
+	}
+	status, body, _ = e.Call("alice", "GET", api.Prefix+"/runs/"+runID+"/report", nil)
+	if status != 413 || !strings.Contains(string(body), "while it was being written") {
+		t.Fatalf("an HTML report over the limit: %d %.300s, want 413 stopped while written", status, body)
+	}
+	if status, body, _ = e.Call("alice", "GET", api.Prefix+"/runs/"+runID+"/report?format=junit", nil); status != 200 {
+		t.Fatalf("the JUnit report, within the limit: %d %.300s", status, body)
+	}
+}

@@ -140,8 +140,8 @@ func (s *Service) RunReport(ctx context.Context, c duet.Caller, runID string, fo
 		if err != nil {
 			return 0, err
 		}
-		var buf bytes.Buffer
-		if err := r.Write(&buf, format); err != nil {
+		buf := catalog.NewBudgetBuffer(ctx) // stops at the call's result budget
+		if err := r.Write(buf, format); err != nil {
 			return 0, err
 		}
 		out.Body = buf.Bytes()

@@ -28,7 +28,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // Streamable HTTP, as the run's owner and as someone else.
 func TestReportResources(t *testing.T) {
 	t.Parallel()
-	a := openAppEnv(t, map[string]string{"DUET_LOG_LEVEL": "error"})
+	a := openAppEnv(t, map[string]string{"DUET_LOG_LEVEL": "error", "DUET_MAX_RESULT_BYTES": "8192"})
 	ctx := t.Context()
 	suite, err := compiler.CompileSuite(ctx, []byte("task: {name: plain}\ncases:\n  - title: sums\n    steps:\n      - set: {x: '1 + 1'}\n      - assert: x == 2\n"),
 		"s.yaml", a.CompilerOptions(ctx, "alice"))
@@ -73,5 +73,11 @@ func TestReportResources(t *testing.T) {
 	}
 	if _, err := connect("bob").ReadResource(ctx, &mcp.ReadResourceParams{URI: uri}); err == nil {
 		t.Errorf("bob reads alice's report: got no error, want resource not found")
+	}
+	// The HTML report (styles and all) is over this app's result limit: it
+	// is stopped while it is written, not built whole and then refused.
+	html := "duet://runs/" + run.ID + "/report.html"
+	if _, err := connect("alice").ReadResource(ctx, &mcp.ReadResourceParams{URI: html}); err == nil || !strings.Contains(err.Error(), "while it was being written") {
+		t.Errorf("alice reads %s over the result limit: got %v, want TOO_LARGE stopped while written", html, err)
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/catalog"
 	"github.com/duet-test/duet/internal/redact"
 	"github.com/duet-test/duet/internal/scan"
 )
@@ -240,8 +241,15 @@ func BuildPage(ctx context.Context, store Store, arts Artifacts, viewer, runID s
 		}
 		r.Window = w
 	}
+	shots := &shotReader{arts: arts, left: -1}
+	if b := catalog.ResultBudget(ctx); b > 0 {
+		// Screenshots go into the HTML report in base64 (4 bytes for 3): past
+		// three quarters of the call's result budget the report could not be
+		// sent anyway, so no more are read into memory.
+		shots.left, shots.limit = b/4*3, b
+	}
 	for _, x := range execs {
-		c, err := buildCase(ctx, arts, x, r.GeneratedAt)
+		c, err := buildCase(ctx, shots, x, r.GeneratedAt)
 		if err != nil {
 			return nil, err
 		}
@@ -301,7 +309,7 @@ func buildScan(ctx context.Context, store Store, run *duet.Run, execs []*duet.Ex
 	return scan.ForTask(run.TriggeredBy, sources, cases), nil
 }
 
-func buildCase(ctx context.Context, arts Artifacts, x *duet.Execution, now time.Time) (*Case, error) {
+func buildCase(ctx context.Context, arts *shotReader, x *duet.Execution, now time.Time) (*Case, error) {
 	c := &Case{
 		ExecutionID: x.ID, CaseID: x.CaseID, Key: x.CaseKey, Title: x.CaseTitle, Version: x.CaseVersion,
 		Status: x.Status, ErrorCode: x.ErrorCode, ErrorMessage: x.ErrorMessage,
@@ -345,7 +353,7 @@ func buildCase(ctx context.Context, arts Artifacts, x *duet.Execution, now time.
 				s.OffsetMs = max(res.StartedAt.Sub(*x.StartedAt).Milliseconds(), 0)
 			}
 			if id := screenshotOutput(res); id != "" && !slices.Contains(res.Artifacts, id) {
-				shot, err := readShot(ctx, arts, id)
+				shot, err := arts.read(ctx, id)
 				if err != nil {
 					return nil, err
 				}
@@ -354,7 +362,7 @@ func buildCase(ctx context.Context, arts Artifacts, x *duet.Execution, now time.
 			// The engine lists in Artifacts what it saved because the step
 			// failed.
 			for _, id := range res.Artifacts {
-				shot, err := readShot(ctx, arts, id)
+				shot, err := arts.read(ctx, id)
 				if err != nil {
 					return nil, err
 				}
@@ -381,13 +389,32 @@ func screenshotOutput(res *duet.StepResult) string {
 	return out.Artifact
 }
 
-func readShot(ctx context.Context, arts Artifacts, id string) (*Screenshot, error) {
+// shotReader reads a report's screenshots within what the call may send:
+// left is how many more bytes it may hold (-1: no limit), limit the
+// result budget it came from.
+type shotReader struct {
+	arts        Artifacts
+	left, limit int
+}
+
+func (r *shotReader) read(ctx context.Context, id string) (*Screenshot, error) {
 	s := &Screenshot{ID: id}
-	if arts == nil {
+	if r.arts == nil {
 		s.Unavailable = "no artifact store"
 		return s, nil
 	}
-	data, err := arts.Read(ctx, id)
+	if r.left == 0 {
+		s.Unavailable = r.over()
+		return s, nil
+	}
+	data, err := r.arts.Read(ctx, id)
+	if err == nil && r.left >= 0 {
+		if len(data) > r.left {
+			r.left, s.Unavailable = 0, r.over()
+			return s, nil
+		}
+		r.left -= len(data)
+	}
 	switch {
 	case err == nil:
 		s.data, s.Bytes, s.ContentType = data, len(data), http.DetectContentType(data)
@@ -397,6 +424,11 @@ func readShot(ctx context.Context, arts Artifacts, id string) (*Screenshot, erro
 		s.Unavailable = duet.ErrorMessage(err)
 	}
 	return s, nil
+}
+
+func (r *shotReader) over() string {
+	return fmt.Sprintf("not included: the report's screenshots passed the result limit of %d bytes (DUET_MAX_RESULT_BYTES); "+
+		"read a smaller part with the cursor, or run `duet report` where Duet runs", r.limit)
 }
 
 // redactVars redacts saved variables, by their own names too.

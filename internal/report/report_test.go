@@ -2,6 +2,7 @@ package report_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/xml"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/artifact"
+	"github.com/duet-test/duet/internal/catalog"
 	"github.com/duet-test/duet/internal/compiler"
 	"github.com/duet-test/duet/internal/report"
 	"github.com/duet-test/duet/internal/sqlite"
@@ -402,5 +404,36 @@ func TestMCPResources(t *testing.T) {
 		if _, err := read(t, bad.user, bad.uri); err == nil {
 			t.Errorf("ReadResource(%s) as %q: got no error, want resource not found", bad.uri, bad.user)
 		}
+	}
+}
+
+// TestScreenshotsWithinTheResultBudget: a report built for a governed call
+// reads screenshots only while they can still fit the call's result budget
+// (base64 included); past it they are listed as not included, with the
+// reason, instead of being read into memory for a report that could not
+// be sent. Outside a governed call (duet report) every one is read.
+func TestScreenshotsWithinTheResultBudget(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	c := catalog.New(f.db, catalog.Options{Limits: catalog.Limits{MaxResultBytes: len(f.shot)}})
+	var r *report.Report
+	err := c.Govern(t.Context(), catalog.Op{Caller: duet.Caller{UserID: "alice", Source: duet.SourceCLI}, Method: "getReport"}, func(ctx context.Context) (int, error) {
+		var err error
+		r, err = report.Build(ctx, f.db, f.arts, "alice", f.run.ID)
+		return 0, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shots := r.Cases[1].Steps[1].Screenshots
+	if len(shots) != 1 || shots[0].DataURI() != "" || !strings.Contains(shots[0].Unavailable, "passed the result limit") {
+		t.Fatalf("a screenshot over the budget: got %+v, want it not read, with the reason", *shots[0])
+	}
+	r, err = report.Build(t.Context(), f.db, f.arts, "alice", f.run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shots := r.Cases[1].Steps[1].Screenshots; len(shots) != 1 || shots[0].DataURI() == "" {
+		t.Fatalf("outside a governed call: got %+v, want the screenshot", shots)
 	}
 }

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"context"
 	"net/url"
 	"strings"
@@ -9,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/catalog"
 )
 
 // ResourceTemplate is the URI template of run reports as MCP resources:
@@ -56,11 +56,11 @@ func MCPResources(store Store, arts Artifacts) func(*mcp.Server) {
 				return nil, err
 			}
 			f := resourceFormats[format]
-			var b bytes.Buffer
-			if err := r.Write(&b, f.format); err != nil {
+			b := catalog.NewBudgetBuffer(ctx) // stops at the call's result budget
+			if err := r.Write(b, f.format); err != nil {
 				return nil, err
 			}
-			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: f.mime, Text: b.String()}}}, nil
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: f.mime, Text: string(b.Bytes())}}}, nil
 		})
 	}
 }
