@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/eval"
 	"github.com/duet-test/duet/internal/redact"
 )
 
@@ -20,11 +21,30 @@ type caseRun struct {
 	x       *duet.Execution
 	vars    map[string]any // builtins and saved variables
 	saved   map[string]any // saved variables only (persisted, redacted)
+	sizes   map[string]int // the size of each saved variable as JSON (keep)
+	size    int            // their sum, within Options.MaxVarBytes
 	session BrowserSession
 	secrets *redact.Set // the run's secrets: scrubbed from all it keeps
 
 	authorKnown bool   // authorName was looked up
 	authorName  string // who wrote the case version ("" unknown)
+}
+
+// keep accounts for the variable name taking the value v: the case's
+// variables together stay within Options.MaxVarBytes, or the step that
+// would pass it fails with BINDING_FAILED.
+func (cr *caseRun) keep(name string, v any) error {
+	limit := cr.e.opts.MaxVarBytes
+	n := eval.Size(v, limit)
+	size := cr.size - cr.sizes[name] + n
+	if size > limit {
+		return duet.Errorf(duet.CodeBindingFailed, "saving %s would bring the case's variables to more than %d bytes as JSON, the limit of a case's variables together; keep only the part you need (extract, a smaller response)", name, limit)
+	}
+	if cr.sizes == nil {
+		cr.sizes = map[string]int{}
+	}
+	cr.sizes[name], cr.size = n, size
+	return nil
 }
 
 func (e *Engine) executeCase(ctx context.Context, run *duet.Run, task *duet.Task, x *duet.Execution, secrets *redact.Set) {
@@ -216,6 +236,14 @@ func (cr *caseRun) runStep(ctx context.Context, st *duet.Step, res *duet.StepRes
 	end := time.Now()
 	res.FinishedAt = &end
 	res.DurationMs = end.Sub(start).Milliseconds()
+	if saveAs != "" && value != nil {
+		if kerr := cr.keep(saveAs, value); kerr != nil {
+			value = nil
+			if err == nil {
+				err = kerr
+			}
+		}
+	}
 	cr.learn(saveAs, value)
 	if saveAs != "" && value != nil {
 		cr.saved[saveAs] = value

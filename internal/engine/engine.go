@@ -99,6 +99,11 @@ type Options struct {
 	Parallel int
 	// MaxBodyBytes limits how much of an HTTP response is read; 0 means 10 MiB.
 	MaxBodyBytes int64
+	// MaxVarBytes bounds the variables of one case together, measured as
+	// JSON (each one is bounded by the expression budget, eval.MaxValueBytes);
+	// 0 means 64 MiB. A step whose value would pass it fails with
+	// BINDING_FAILED and saves nothing.
+	MaxVarBytes int
 	// Tools is where the executor's archived catalogs are read, to tell
 	// read-only tools; nil means the store when it keeps them (a
 	// duet.MCPClientStore), else no tool counts as read-only.
@@ -135,6 +140,9 @@ func New(store duet.Store, opts Options) *Engine {
 	}
 	if opts.Parallel <= 0 {
 		opts.Parallel = 1
+	}
+	if opts.MaxVarBytes <= 0 {
+		opts.MaxVarBytes = 64 << 20
 	}
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 10 << 20

@@ -178,6 +178,9 @@ func (cr *caseRun) set(s *duet.SetStep) error {
 		if err != nil {
 			return duet.WrapError(duet.CodeBindingFailed, err, "set %s: %v", name, err)
 		}
+		if err := cr.keep(name, v); err != nil {
+			return err
+		}
 		cr.vars[name], cr.saved[name] = v, v
 		cr.secrets.Learn(map[string]any{name: v})
 	}

@@ -150,3 +150,47 @@ cases:
 	}
 	t.Logf("step error: %s", step.ErrorMessage)
 }
+
+// TestCaseVariablesAreBudgeted: each variable is bounded by the expression
+// budget, and the variables of one case together by MaxVarBytes — the step
+// whose value would pass it fails with BINDING_FAILED and saves nothing, so
+// a case cannot hold many large values at once; replacing a variable frees
+// its share.
+func TestCaseVariablesAreBudgeted(t *testing.T) {
+	t.Parallel()
+	db := openStore(t)
+	res := apply(t, db, "alice", `
+task: {name: hoard}
+cases:
+  - title: keeps replacing one variable
+    steps:
+      - set: {a: "repeat('a', 400000)"}
+      - set: {a: "repeat('b', 400000)"}
+      - set: {a: "repeat('c', 400000)"}
+  - title: hoards
+    steps:
+      - set: {a: "repeat('a', 400000)"}
+      - set: {b: "repeat('b', 400000)"}
+      - set: {c: "repeat('c', 400000)"}
+      - assert: "len(c) > 0"
+`)
+	run := startRun(t, db, res.Task, "alice")
+	worker(t, db, engine.Options{MaxVarBytes: 1 << 20}, engine.WorkerOptions{})
+	waitFinal(t, db, run.ID)
+	execs, err := db.FindExecutions(t.Context(), run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range execs {
+		switch x.CaseTitle {
+		case "keeps replacing one variable":
+			if x.Status != duet.StatusPassed {
+				t.Errorf("%s: %s %s, want passed", x.CaseTitle, x.Status, x.ErrorMessage)
+			}
+		case "hoards":
+			if step := x.Results[2]; x.Status != duet.StatusFailed || step.ErrorCode != duet.CodeBindingFailed || !strings.Contains(step.ErrorMessage, "variables together") {
+				t.Errorf("%s: %s, step 3 %s %q; want the third set to fail with BINDING_FAILED", x.CaseTitle, x.Status, step.ErrorCode, step.ErrorMessage)
+			}
+		}
+	}
+}

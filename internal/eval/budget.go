@@ -36,6 +36,18 @@ const (
 	MaxDepth = 10_000
 )
 
+// Size returns the size of v as JSON, as the budgets measure it (numbers
+// count 8 bytes), or a number above limit as soon as it passes limit: its
+// cost is bounded by limit however large v is.
+func Size(v any, limit int) int {
+	s := sizer{limit: limit, maxDepth: MaxDepth}
+	s.add(v, 0)
+	if s.deep {
+		return limit + 1
+	}
+	return s.n
+}
+
 // ErrBudget is wrapped by every error of an evaluation that went over its
 // budget (see MaxValueBytes and the other limits).
 var ErrBudget = errors.New("expression budget exceeded")
