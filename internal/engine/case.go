@@ -47,7 +47,10 @@ func (cr *caseRun) keep(name string, v any) error {
 	return nil
 }
 
-func (e *Engine) executeCase(ctx context.Context, run *duet.Run, task *duet.Task, x *duet.Execution, secrets *redact.Set) {
+// executeCase runs x and returns how many secrets the run knew when the
+// case's results were last scrubbed (rescrubRun scrubs them again if the
+// run learns more).
+func (e *Engine) executeCase(ctx context.Context, run *duet.Run, task *duet.Task, x *duet.Execution, secrets *redact.Set) (known int) {
 	now := time.Now()
 	x.StartedAt = &now
 	if err := retryUnavailable(ctx, func(ctx context.Context) error { return e.store.StartExecution(ctx, x) }); err != nil {
@@ -110,6 +113,7 @@ func (e *Engine) executeCase(ctx context.Context, run *duet.Run, task *duet.Task
 	}
 	end := time.Now()
 	x.FinishedAt = &end
+	known = secrets.Len()
 	cr.rescrub(ctx)
 	x.ErrorMessage = cr.secrets.Scrub(x.ErrorMessage)
 	x.Vars = cr.persistVars()
@@ -118,6 +122,7 @@ func (e *Engine) executeCase(ctx context.Context, run *duet.Run, task *duet.Task
 	if err := retryUnavailable(fctx, func(ctx context.Context) error { return e.store.FinishExecution(ctx, x) }); err != nil {
 		e.log.ErrorContext(ctx, "finishing execution", "execution", x.ID, "err", err)
 	}
+	return known
 }
 
 var errCaseTimeout = errors.New("case timeout")
@@ -160,20 +165,67 @@ func (cr *caseRun) store(ctx context.Context, res *duet.StepResult) {
 // stores again the ones that change.
 func (cr *caseRun) rescrub(ctx context.Context) {
 	for _, res := range cr.x.Results {
-		changed := false
-		if msg := cr.secrets.Scrub(res.ErrorMessage); msg != res.ErrorMessage {
-			res.ErrorMessage, changed = msg, true
+		if scrubResult(cr.secrets, res) {
+			cr.store(ctx, res)
 		}
-		if len(res.Output) > 0 {
-			var v any
-			if json.Unmarshal(res.Output, &v) == nil {
-				if out := persist(cr.secrets, v); string(out) != string(res.Output) {
-					res.Output, changed = out, true
+	}
+}
+
+// scrubResult scrubs a kept step result of secrets and reports whether it
+// changed.
+func scrubResult(secrets *redact.Set, res *duet.StepResult) bool {
+	changed := false
+	if msg := secrets.Scrub(res.ErrorMessage); msg != res.ErrorMessage {
+		res.ErrorMessage, changed = msg, true
+	}
+	if len(res.Output) > 0 {
+		var v any
+		if json.Unmarshal(res.Output, &v) == nil {
+			if out := persist(secrets, v); string(out) != string(res.Output) {
+				res.Output, changed = out, true
+			}
+		}
+	}
+	return changed
+}
+
+// rescrubRun scrubs, once a run's cases are done, what the cases that
+// ended earlier kept of secrets the run learned after they ended (a token
+// a later case obtained, which an earlier case's output already held):
+// known says how many secrets each execution was scrubbed with (none
+// recorded: an execution finished by an earlier worker, scrubbed again).
+func (e *Engine) rescrubRun(ctx context.Context, execs []*duet.Execution, secrets *redact.Set, known map[string]int) {
+	n := secrets.Len()
+	if n == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeWriteTimeout)
+	defer cancel()
+	for _, x := range execs {
+		if k, ok := known[x.ID]; ok && k >= n {
+			continue
+		}
+		before, _ := json.Marshal(x.Vars)
+		var vars map[string]any
+		if x.Vars != nil {
+			vars, _ = secrets.Value(x.Vars).(map[string]any)
+		}
+		after, _ := json.Marshal(vars)
+		varsChanged := string(before) != string(after)
+		for _, res := range x.Results {
+			if scrubResult(secrets, res) || varsChanged {
+				varsChanged = false // saved with this result
+				if err := retryUnavailable(ctx, func(ctx context.Context) error { return e.store.SaveStepResult(ctx, x.ID, res, vars) }); err != nil {
+					e.log.ErrorContext(ctx, "saving a scrubbed step result", "execution", x.ID, "step", res.Index, "err", secrets.Scrub(err.Error()))
 				}
 			}
 		}
-		if changed {
-			cr.store(ctx, res)
+		msg := secrets.Scrub(x.ErrorMessage)
+		if msg != x.ErrorMessage || varsChanged {
+			x.ErrorMessage, x.Vars = msg, vars
+			if err := retryUnavailable(ctx, func(ctx context.Context) error { return e.store.FinishExecution(ctx, x) }); err != nil {
+				e.log.ErrorContext(ctx, "saving a scrubbed execution", "execution", x.ID, "err", err)
+			}
 		}
 	}
 }

@@ -198,6 +198,7 @@ func (e *Engine) Execute(ctx context.Context, run *duet.Run) error {
 	// The secrets this run comes to know (the executor's credentials,
 	// values seen under sensitive keys), scrubbed from everything it keeps.
 	secrets := redact.NewSet()
+	known := map[string]int{} // execution → secrets it was scrubbed with
 	var mu sync.Mutex
 	sem := make(chan struct{}, e.opts.Parallel)
 	var wg sync.WaitGroup
@@ -211,8 +212,9 @@ func (e *Engine) Execute(ctx context.Context, run *duet.Run) error {
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			e.executeCase(ctx, run, task, x, secrets)
+			k := e.executeCase(ctx, run, task, x, secrets)
 			mu.Lock()
+			known[x.ID] = k
 			done++
 			d := done
 			mu.Unlock()
@@ -224,6 +226,9 @@ func (e *Engine) Execute(ctx context.Context, run *duet.Run) error {
 		return ErrShutdown
 	}
 	if ctx.Err() != nil {
+		if all, err := e.store.FindExecutions(context.WithoutCancel(ctx), run.ID); err == nil {
+			e.rescrubRun(ctx, all, secrets, known)
+		}
 		msg := "cancelled"
 		if run.CancelRequested || errors.Is(context.Cause(ctx), ErrCancelRequested) {
 			msg = "cancelled at the user's request"
@@ -235,6 +240,7 @@ func (e *Engine) Execute(ctx context.Context, run *duet.Run) error {
 	if err != nil {
 		return err
 	}
+	e.rescrubRun(ctx, execs, secrets, known)
 	status := duet.StatusPassed
 	var code duet.Code
 	var msg string

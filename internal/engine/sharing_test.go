@@ -255,3 +255,39 @@ cases:
 		t.Fatalf("nothing was kept, the test proves little:\n%s", stored)
 	}
 }
+
+// TestRescrubsEarlierCases: a value an earlier case kept under an innocent
+// name, which a later case of the run then learns is a secret (it comes
+// back under a sensitive key), is scrubbed from the earlier case too once
+// the run's cases are done — outputs, variables and error messages.
+func TestRescrubsEarlierCases(t *testing.T) {
+	t.Parallel()
+	const secret = "ls-CANARY-6a0d2f9b71"
+	db := openStore(t)
+	w, _, _ := worker(t, db, engine.Options{}, engine.WorkerOptions{})
+	res := apply(t, db, "alice", `
+task: {name: late-secret}
+cases:
+  - key: a-early
+    title: sees the value first
+    steps:
+      - set: {note: "'ls-CANARY-' + '6a0d2f9b71'"}
+      - assert: "note == 'nothing'"
+  - key: b-late
+    title: learns it is a secret
+    steps:
+      - set: {password: "'ls-CANARY-' + '6a0d2f9b71'"}
+`)
+	_, x := runAs(t, db, w, res.Task, "alice")
+	early := x["a-early"]
+	if early == nil || early.Status != duet.StatusFailed || x["b-late"] == nil {
+		t.Fatalf("the cases did not run as planned: %+v", x)
+	}
+	stored, _ := json.Marshal(x)
+	if strings.Contains(string(stored), secret) {
+		t.Errorf("the secret learned by a later case is kept in clear by an earlier one:\n%s", stored)
+	}
+	if !strings.Contains(string(stored), `"note"`) {
+		t.Fatalf("the early case kept nothing, the test proves little:\n%s", stored)
+	}
+}
