@@ -110,11 +110,12 @@ func (s *Service) GetExecution(ctx context.Context, c duet.Caller, executionID s
 }
 
 // CancelRun asks a run to stop: a queued run is cancelled at once, a
-// running one by its worker within a second. Anyone who may see the run
-// may cancel it. Returns NOT_FOUND.
+// running one by its worker within a second. The person who started it or
+// the task's owner may cancel it (catalog.CancelRun). Returns NOT_FOUND,
+// PERMISSION_DENIED.
 func (s *Service) CancelRun(ctx context.Context, c duet.Caller, runID string) (RunSummary, error) {
 	return govern(ctx, s, c, "cancelRun", nil, func(ctx context.Context) (RunSummary, error) {
-		r, err := s.d.Store.RequestCancel(ctx, c.UserID, runID)
+		r, err := s.d.Catalog.CancelRun(ctx, c, runID)
 		if err != nil {
 			return RunSummary{}, err
 		}

@@ -399,3 +399,26 @@ func (c *Catalog) DecideStop(ctx context.Context, caller duet.Caller, requestID 
 	}
 	return req, run, nil
 }
+
+// CancelRun cancels run runID for caller, through a door that asks no one
+// (`duet run cancel`, the REST API, the console): the person who started
+// the run, or the owner of its task, may. Anyone else the task is shared
+// with is refused with PERMISSION_DENIED and pointed at stop_test_run,
+// whose rules — released gradually, confirmed by a person — hold for
+// stopping someone else's run. Returns NOT_FOUND, PERMISSION_DENIED.
+func (c *Catalog) CancelRun(ctx context.Context, caller duet.Caller, runID string) (*duet.Run, error) {
+	run, err := c.store.FindRunByID(ctx, caller.UserID, runID)
+	if err != nil {
+		return nil, err
+	}
+	if run.TriggeredBy != caller.UserID {
+		task, err := c.store.FindTaskByID(ctx, caller.UserID, run.TaskID)
+		if err != nil && duet.ErrorCode(err) != duet.CodeNotFound {
+			return nil, err
+		}
+		if task == nil || task.Owner != caller.UserID {
+			return nil, duet.Errorf(duet.CodePermissionDenied, "run %s was started by %s: only they or the task's owner may cancel it; ask them, or use stop_test_run, which asks for a confirmation", run.ID, run.TriggeredBy)
+		}
+	}
+	return c.store.RequestCancel(ctx, caller.UserID, runID)
+}

@@ -308,3 +308,34 @@ func TestStopConfirmedOverMultiRound(t *testing.T) {
 		t.Fatalf("no elicitation: got %s", res.Text)
 	}
 }
+
+// TestCancelRunIsTheExecutorsOrTheOwners: the doors that cancel without
+// asking anyone (duet run cancel, REST, console) let the person who
+// started a run, or the task's owner, cancel it; another person the task
+// is shared with is refused and pointed at stop_test_run, and the run goes
+// on; someone who cannot see the run gets NOT_FOUND.
+func TestCancelRunIsTheExecutorsOrTheOwners(t *testing.T) {
+	t.Parallel()
+	c, db, task, _ := setup(t, catalog.Options{})
+	if err := db.ShareTask(t.Context(), "alice", task.ID, "carol"); err != nil {
+		t.Fatal(err)
+	}
+	as := func(u string) duet.Caller { return duet.Caller{UserID: u, Source: duet.SourceCLI} }
+	bobs := startQueued(t, c, "bob", task.ID)
+	if _, err := c.CancelRun(t.Context(), as("carol"), bobs); duet.ErrorCode(err) != duet.CodePermissionDenied || !strings.Contains(err.Error(), "stop_test_run") {
+		t.Fatalf("carol cancels bob's run: %v, want PERMISSION_DENIED naming stop_test_run", err)
+	}
+	if r, _ := db.FindRunByID(t.Context(), "", bobs); r.Status != duet.StatusQueued {
+		t.Fatalf("a refused cancel changed the run: %s", r.Status)
+	}
+	if _, err := c.CancelRun(t.Context(), as("zed"), bobs); duet.ErrorCode(err) != duet.CodeNotFound {
+		t.Fatalf("zed, who cannot see it: %v, want NOT_FOUND", err)
+	}
+	if r, err := c.CancelRun(t.Context(), as("alice"), bobs); err != nil || r.Status != duet.StatusCancelled {
+		t.Fatalf("alice, the task's owner: %+v %v", r, err)
+	}
+	own := startQueued(t, c, "bob", task.ID)
+	if r, err := c.CancelRun(t.Context(), as("bob"), own); err != nil || r.Status != duet.StatusCancelled {
+		t.Fatalf("bob, who started it: %+v %v", r, err)
+	}
+}
