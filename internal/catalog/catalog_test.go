@@ -246,7 +246,9 @@ func TestLimitsAndTimeout(t *testing.T) {
 	_, db, _, _ := setup(t, catalog.Options{})
 	slow := slowStore{db, make(chan struct{}), make(chan struct{}, 10)}
 	log := &auditLog{}
-	c := catalog.New(slow, catalog.Options{Auditor: log, Limits: catalog.Limits{MaxConcurrent: 3, MaxPerCaller: 2, Timeout: 500 * time.Millisecond}})
+	// The timeout is what ends the three blocked calls; the probes that must
+	// succeed within it get two seconds, room for a loaded machine.
+	c := catalog.New(slow, catalog.Options{Auditor: log, Limits: catalog.Limits{MaxConcurrent: 3, MaxPerCaller: 2, Timeout: 2 * time.Second}})
 	var wg sync.WaitGroup
 	results := make(chan *catalog.Result, 10)
 	for _, u := range []string{"u1", "u1", "u2"} {
@@ -276,9 +278,10 @@ func TestLimitsAndTimeout(t *testing.T) {
 		t.Fatalf("after the calls ended, slots are free again: got %+v", r)
 	}
 	// Per-caller cap.
-	c2 := catalog.New(slow, catalog.Options{Limits: catalog.Limits{MaxPerCaller: 1, Timeout: 500 * time.Millisecond}})
+	c2 := catalog.New(slow, catalog.Options{Limits: catalog.Limits{MaxPerCaller: 1, Timeout: time.Minute}})
 	go c2.Call(context.Background(), catalog.Request{Caller: duet.Caller{UserID: "u1"}, Tool: catalog.ToolListTasks})
 	<-slow.entered
+	defer close(slow.block) // ends the blocked call
 	if r := probe(c2, "u1"); r.Code != duet.CodeRateLimited || !strings.Contains(r.Text, "per-caller") {
 		t.Fatalf("over the per-caller cap: got %+v", r)
 	}
