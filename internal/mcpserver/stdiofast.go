@@ -1,0 +1,234 @@
+package mcpserver
+
+import (
+	"context"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/duet-test/duet"
+)
+
+// The stdio fast path answers, in Duet's connection wrapper (drainingConn),
+// the plain tools/call requests of read-only catalog tools without the
+// SDK's session — whose JSON decoding (a 32 KiB decoder per unmarshal,
+// _meta decoded twice) and jsonrpc2 machinery were most of the cost of a
+// stdio call (docs/performance.md) — as HTTP's fast path does (fastpath.go),
+// and with the same shared parts: callEligible's reading of the params,
+// fastResult's governed catalog.Call and result, encodeResult's bytes.
+//
+// The messages it sees are the ones the SDK's own jsonrpc.DecodeMessage
+// read (the IOTransport connection's Read); it serves only what the SDK
+// would answer the same way, in a session state where it would:
+//
+//   - A handshake-era call (no protocol version in _meta) once the SDK has
+//     answered initialize with a result, at a version the HTTP fast path
+//     serves (the go-sdk v1.8 server serves tools/call as soon as
+//     initialize was handled; it does not wait for
+//     notifications/initialized: ServerSession.checkInitialized is a
+//     no-op).
+//   - A 2026-07-28 call (the _meta triple, no initialize) whose _meta is
+//     one modernMetaEligible accepts, once the SDK's session is initialized
+//     (it answered initialize, or a 2026-07-28 request, with a result: the
+//     SDK records the first such request's _meta as the session's
+//     parameters, so a call answered here before that would leave the
+//     session uninitialized for the requests that follow).
+//   - Of a tool the fast path serves to 2026-07-28 clients in either era
+//     (modernTool: read-only, never asks, never streams, never a task), so
+//     the session's capabilities — elicitation, the Tasks extension —
+//     cannot change the answer.
+//
+// Anything else — another method, a progress token, other _meta, an
+// unknown tool, non-object arguments, an id the SDK still has in flight —
+// is returned from Read to the SDK, having run nothing. A fast call runs
+// in its own goroutine (the SDK runs calls concurrently too), and its reply
+// goes through the IOTransport connection's Write, which serializes
+// writers (its writeMu), keeps JSON-RPC batches together and encodes the
+// message as the SDK encodes its own replies.
+//
+// notifications/cancelled naming a fast call cancels its context (the
+// notification still goes on to the SDK, as before); the tool's answer to
+// a cancelled context is written, as the SDK writes its handler's. The end
+// of input waits for fast calls as for the SDK's (drain), and the session
+// closing, or its read loop ending, cancels the ones in flight.
+
+// stdioFast is the fast path of one stdio session.
+type stdioFast struct {
+	s    *Server
+	ctx  context.Context // the session's caller; cancelled by stop
+	stop context.CancelFunc
+	wg   sync.WaitGroup // fast calls running
+}
+
+// serveFast answers req if the fast path may, and reports whether it took
+// it (then the SDK must not see it). It also follows what the session's
+// state depends on, and cancels a fast call a notification names.
+func (c *drainingConn) serveFast(req *jsonrpc.Request) bool {
+	if !req.IsCall() {
+		if req.Method == "notifications/cancelled" {
+			c.cancelFast(req)
+		}
+		return false
+	}
+	c.mu.Lock()
+	_, dup := c.inFlight[req.ID]
+	ready, handshake := c.ready, c.handshake
+	c.mu.Unlock()
+	if dup {
+		// What the SDK does with an id it has in flight (jsonrpc2's
+		// acceptRequest): it drops the request, and the error it makes
+		// has no id to be sent with.
+		return true
+	}
+	if req.Method != "tools/call" {
+		if !ready {
+			c.watchRequest(req)
+		}
+		return false
+	}
+	s := c.fast.s
+	params, ok := s.decodeCall(req.Params)
+	if !ok {
+		if !ready {
+			c.watchRequest(req)
+		}
+		return false
+	}
+	v, _ := params.Meta[mcp.MetaKeyProtocolVersion].(string)
+	modern := v >= statelessRevision // as the SDK's validateRequestMeta tells
+	if !ready {
+		if modern {
+			c.watchRequest(req)
+		}
+		return false
+	}
+	if !modern && (!fastVersions[handshake] || handshake == modernVersion || !s.modernFast[params.Name]) {
+		return false
+	}
+	meta, ok := s.metaEligible(req.Params, params, modern)
+	if !ok {
+		return false
+	}
+	ctx, cancel := context.WithCancel(c.fast.ctx)
+	c.mu.Lock()
+	if c.pending[req.ID] {
+		// The SDK has this id in flight: it answers the duplicate.
+		c.mu.Unlock()
+		cancel()
+		return false
+	}
+	if c.inFlight == nil {
+		c.inFlight = map[jsonrpc.ID]context.CancelFunc{}
+	}
+	c.inFlight[req.ID] = cancel
+	c.running++
+	c.mu.Unlock()
+	c.fast.wg.Add(1)
+	go func() {
+		defer c.fast.wg.Done()
+		defer cancel()
+		resp := c.fastReply(ctx, req.ID, params, meta, modern)
+		// As jsonrpc2 does: the id is free again before the reply is
+		// written.
+		c.mu.Lock()
+		delete(c.inFlight, req.ID)
+		c.mu.Unlock()
+		c.write(resp)
+		c.mu.Lock()
+		c.running--
+		c.mu.Unlock()
+		c.signal()
+	}()
+	return true
+}
+
+// fastReply makes the governed call and returns its reply.
+func (c *drainingConn) fastReply(ctx context.Context, id jsonrpc.ID, params *mcp.CallToolParamsRaw, meta map[string]any, modern bool) *jsonrpc.Response {
+	s := c.fast.s
+	tr, caller, err := s.fastResult(ctx, params, meta, modern)
+	if err != nil {
+		// The tool vanished between the check and the call (it cannot:
+		// the catalog is fixed); never run twice.
+		return &jsonrpc.Response{ID: id, Error: s.rpcError(duet.Errorf(duet.CodeNotFound, "unknown tool %q", params.Name)).(*jsonrpc.Error)}
+	}
+	res, err := encodeResult(tr, modern)
+	if err != nil {
+		s.log.ErrorContext(ctx, "encoding a tool result", "traceId", caller.TraceID, "err", err)
+		return &jsonrpc.Response{ID: id, Error: s.rpcError(duet.Errorf(duet.CodeInternal, "internal error")).(*jsonrpc.Error)}
+	}
+	return &jsonrpc.Response{ID: id, Result: res}
+}
+
+// write writes a reply of the fast path through the SDK's connection.
+func (c *drainingConn) write(resp *jsonrpc.Response) {
+	if err := c.Connection.Write(context.WithoutCancel(c.fast.ctx), resp); err != nil {
+		c.fast.s.log.Debug("writing a stdio reply", "err", err)
+	}
+}
+
+// cancelFast cancels the fast call a notifications/cancelled names, read as
+// the SDK reads it (mcp's canceller).
+func (c *drainingConn) cancelFast(req *jsonrpc.Request) {
+	var p mcp.CancelledParams
+	if sdkUnmarshal(req.Params, &p) != nil {
+		return
+	}
+	id, err := jsonrpc.MakeID(p.RequestID)
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	cancel := c.inFlight[id]
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// watchRequest remembers a call whose successful answer initializes the
+// SDK's session: initialize, or any request of the 2026-07-28 revision.
+func (c *drainingConn) watchRequest(req *jsonrpc.Request) {
+	initialize := req.Method == "initialize"
+	if !initialize {
+		var p struct {
+			Meta mcp.Meta `json:"_meta"`
+		}
+		if len(req.Params) == 0 || sdkUnmarshal(req.Params, &p) != nil {
+			return
+		}
+		if v, _ := p.Meta[mcp.MetaKeyProtocolVersion].(string); v < statelessRevision {
+			return
+		}
+	}
+	c.mu.Lock()
+	if c.watch == nil {
+		c.watch = map[jsonrpc.ID]bool{}
+	}
+	c.watch[req.ID] = initialize
+	c.mu.Unlock()
+}
+
+// observe follows the SDK's answers to the requests watchRequest noted.
+func (c *drainingConn) observe(resp *jsonrpc.Response) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	initialize, ok := c.watch[resp.ID]
+	if !ok || !resp.ID.IsValid() {
+		return
+	}
+	delete(c.watch, resp.ID)
+	if resp.Error != nil {
+		return
+	}
+	if initialize {
+		var r struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		}
+		if sdkUnmarshal(resp.Result, &r) != nil {
+			return
+		}
+		c.handshake = r.ProtocolVersion
+	}
+	c.ready = true
+}

@@ -1,0 +1,289 @@
+package mcpserver_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/catalog"
+	"github.com/duet-test/duet/internal/conformance"
+	"github.com/duet-test/duet/internal/mcpserver"
+)
+
+// stdioSession drives ServeStdioWith line by line, as a client on a pipe.
+type stdioSession struct {
+	t       *testing.T
+	in      *io.PipeWriter
+	mu      sync.Mutex
+	byID    map[string]string // reply lines by id
+	noID    []string          // replies without an id
+	arrived chan struct{}
+	done    chan error
+}
+
+func startStdio(t *testing.T, srv *mcpserver.Server, o mcpserver.StdioOptions) *stdioSession {
+	t.Helper()
+	sr, cw := io.Pipe()
+	cr, sw := io.Pipe()
+	ss := &stdioSession{t: t, in: cw, byID: map[string]string{}, arrived: make(chan struct{}, 1), done: make(chan error, 1)}
+	go func() { ss.done <- srv.ServeStdioWith(t.Context(), duet.Caller{UserID: "alice"}, sr, sw, o) }()
+	go func() {
+		sc := bufio.NewScanner(cr)
+		sc.Buffer(nil, 64<<20)
+		for sc.Scan() {
+			var m struct {
+				ID json.RawMessage `json:"id"`
+			}
+			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+				t.Errorf("not JSON: %q", sc.Text())
+				continue
+			}
+			ss.mu.Lock()
+			if m.ID == nil {
+				ss.noID = append(ss.noID, sc.Text())
+			} else {
+				ss.byID[string(m.ID)] = sc.Text()
+			}
+			ss.mu.Unlock()
+			select {
+			case ss.arrived <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return ss
+}
+
+// send writes lines, then waits for a reply to each of ids (JSON as sent).
+func (ss *stdioSession) send(ids []string, lines ...string) {
+	ss.t.Helper()
+	for _, l := range lines {
+		if _, err := io.WriteString(ss.in, l+"\n"); err != nil {
+			ss.t.Fatal(err)
+		}
+	}
+	ss.wait(ids...)
+}
+
+func (ss *stdioSession) wait(ids ...string) {
+	ss.t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		ss.mu.Lock()
+		missing := []string{}
+		for _, id := range ids {
+			if _, ok := ss.byID[id]; !ok {
+				missing = append(missing, id)
+			}
+		}
+		ss.mu.Unlock()
+		if len(missing) == 0 {
+			return
+		}
+		select {
+		case <-ss.arrived:
+		case <-deadline:
+			ss.t.Fatalf("no reply to %v within 30s", missing)
+		}
+	}
+}
+
+func (ss *stdioSession) close() {
+	ss.t.Helper()
+	ss.in.Close()
+	select {
+	case err := <-ss.done:
+		if err != nil {
+			ss.t.Fatalf("ServeStdio: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		ss.t.Fatal("ServeStdio did not return after the end of input")
+	}
+}
+
+// newTraceRe matches the trace ids the server makes up; the traceparent's
+// (4bf9...) is kept, so that a call that takes it is compared exactly.
+var newTraceRe = regexp.MustCompile(`"io.duet/traceId":"(?:[0-9a-f]{32})"`)
+
+func masked(line string) string {
+	if strings.Contains(line, `"io.duet/traceId":"4bf92f3577b34da6a3ce929d0e0e4736"`) {
+		return line
+	}
+	return newTraceRe.ReplaceAllString(line, `"io.duet/traceId":"<random>"`)
+}
+
+// blocker is a read-only tool that runs until its context ends.
+type blocker struct {
+	started chan string
+}
+
+type blockIn struct {
+	Tag string `json:"tag"`
+}
+
+func (b *blocker) tool() *catalog.Tool {
+	return catalog.Define("block_until_cancelled", "Block", "runs until cancelled", catalog.Annotations{ReadOnly: true}, nil,
+		func(ctx context.Context, _ *catalog.Env, in blockIn) (textOut, error) {
+			b.started <- in.Tag
+			<-ctx.Done()
+			return textOut{}, duet.Errorf(duet.CodeTimeout, "cancelled")
+		})
+}
+
+type stdioStep struct {
+	lines []string
+	ids   []string // replies to wait for before the next step
+	fast  int      // how many of lines the fast path answers
+	block string   // a blocker tag to wait for after sending (then the next step runs while it blocks)
+}
+
+// runStdioScript plays steps against a fresh session and returns the reply
+// lines by id (masked) and those without an id, and how many requests the
+// fast path served.
+func runStdioScript(t *testing.T, p *twoPaths, b *blocker, o mcpserver.StdioOptions, steps []stdioStep) (map[string]string, []string, int64) {
+	t.Helper()
+	before := p.srv.FastPathServed()
+	ss := startStdio(t, p.srv, o)
+	for i, st := range steps {
+		beforeStep := p.srv.FastPathServed()
+		for _, l := range st.lines {
+			io.WriteString(ss.in, l+"\n")
+		}
+		if st.block != "" {
+			select {
+			case tag := <-b.started:
+				if tag != st.block {
+					t.Fatalf("step %d: blocker %q started, want %q", i, tag, st.block)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("step %d: blocker %q did not start", i, st.block)
+			}
+		}
+		ss.wait(st.ids...)
+		if got := p.srv.FastPathServed() - beforeStep; !o.NoFastPath && got != int64(st.fast) {
+			t.Errorf("step %d: the fast path served %d requests, want %d: %v", i, got, st.fast, st.lines)
+		}
+	}
+	ss.close()
+	out := map[string]string{}
+	for id, l := range ss.byID {
+		out[id] = masked(l)
+	}
+	sort.Strings(ss.noID)
+	return out, ss.noID, p.srv.FastPathServed() - before
+}
+
+// TestStdioFastPathIsByteEquivalent plays the same client — a real
+// handshake, then many tools/call variants, cancellations, a duplicate id —
+// with the stdio fast path on and off, and requires the same reply lines,
+// id by id, byte for byte (only the trace ids the server makes up are
+// masked), and that the fast path answered exactly the calls it is meant
+// to (FastPathServed), so the comparison cannot pass with it switched off.
+func TestStdioFastPathIsByteEquivalent(t *testing.T) {
+	t.Parallel()
+	b := &blocker{started: make(chan string, 4)}
+	p := newTwoPaths(t, b.tool())
+	id := p.taskID
+	call := func(id, params string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":` + params + `}`
+	}
+	const tp = `"_meta":{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}`
+	variants := []struct {
+		params string
+		fast   bool
+	}{
+		{`{"name":"get_test_task","arguments":{"taskId":"` + id + `"}}`, true},
+		{`{"name":"list_test_tasks","arguments":{}}`, true},
+		{`{"name":"list_test_tasks"}`, true},
+		{`{"name":"list_test_tasks","arguments":{"limit":1,"q":"<&>"}}`, true},
+		{`{"name":"list_test_cases","arguments":{"taskId":"` + id + `","limit":1}}`, true},
+		{`{"name":"get_test_task","arguments":{"taskId":"task_missing"}}`, true},
+		{`{"name":"get_test_task","arguments":{"taskId":42}}`, true},
+		{`{"name":"get_test_task","arguments":{"taskId":"x","extra":true}}`, true},
+		{`{"name":"get_test_task","arguments":{"taskId":"` + strings.Repeat("x", 2<<20) + `"}}`, true},
+		{`{"name":"get_test_task","arguments":{"taskId":"` + id + `"},` + tp + `}`, true},
+		{`{"name":"get_test_task","arguments":{"taskId":"` + id + `"},"_meta":{"traceparent":"garbage"}}`, true},
+		{`{"name":"get_test_task","Name":"list_test_tasks","arguments":{"taskId":"` + id + `"}}`, true},
+		{`{"name":"` + conformance.ToolImage + `","arguments":{}}`, true},
+		{`{"name":"` + conformance.ToolMixed + `","arguments":{}}`, true},
+		{`{"name":"` + conformance.ToolError + `","arguments":{}}`, true},
+		{`{"name":"list_test_tasks","arguments":null}`, false},
+		{`{"name":"get_test_task","arguments":[1]}`, false},
+		{`{"name":"get_test_task","arguments":"x"}`, false},
+		{`{"name":"no_such_tool","arguments":{}}`, false},
+		{`{"name":"get_test_task","arguments":{"taskId":"` + id + `"},"_meta":{"progressToken":"p"}}`, false},
+		{`{"name":"get_test_task","arguments":{"taskId":"` + id + `"},"_meta":{"progressToken":7,"traceparent":"x"}}`, false},
+		{`{"name":"get_test_task","arguments":{"taskId":"` + id + `"},"_meta":{"other":1}}`, false},
+		{`{"name":"get_test_task","arguments":{"taskId":"` + id + `"},"requestState":"s"}`, false},
+		{`{"name":"start_test_run","arguments":{"taskId":"` + id + `"}}`, false}, // not read-only: no idempotencyKey, refused by the SDK path's tool
+		{`{"NAME":"list_test_tasks","arguments":{}}`, false},
+	}
+	var calls []string
+	var ids []string
+	fast := 0
+	for i, v := range variants {
+		for j, idf := range []string{`%d`, `"s%d"`} {
+			cid := fmt.Sprintf(idf, 100+2*i+j)
+			calls = append(calls, call(cid, v.params))
+			ids = append(ids, cid)
+			if v.fast {
+				fast++
+			}
+		}
+	}
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"pipe","version":"1"}}}`
+	steps := []stdioStep{
+		// Before initialize: the SDK refuses the call, answers the ping.
+		{lines: []string{call(`"early"`, `{"name":"list_test_tasks","arguments":{}}`), `{"jsonrpc":"2.0","id":"ping0","method":"ping"}`}, ids: []string{`"early"`, `"ping0"`}},
+		{lines: []string{init}, ids: []string{"1"}},
+		// No notifications/initialized yet: the SDK serves calls already.
+		{lines: []string{call(`"pre-initialized"`, `{"name":"list_test_tasks","arguments":{}}`)}, ids: []string{`"pre-initialized"`}, fast: 1},
+		{lines: []string{`{"jsonrpc":"2.0","method":"notifications/initialized"}`, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, `{"jsonrpc":"2.0","id":3,"method":"ping"}`}, ids: []string{"2", "3"}},
+		{lines: calls, ids: ids, fast: fast},
+		// A duplicate initialize changes nothing.
+		{lines: []string{strings.Replace(init, `"id":1`, `"id":4`, 1)}, ids: []string{"4"}},
+		// Cancellation of a call in flight: its answer is the tool's to
+		// a cancelled context, on both paths.
+		{lines: []string{call(`"block1"`, `{"name":"block_until_cancelled","arguments":{"tag":"a"}}`)}, block: "a", fast: 1},
+		{lines: []string{`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"block1","reason":"test"}}`}, ids: []string{`"block1"`}},
+		// A second request with the id of a call in flight: dropped
+		// (the SDK has no id to answer it with); then the first is
+		// cancelled (by a numeric id).
+		{lines: []string{call(`77`, `{"name":"block_until_cancelled","arguments":{"tag":"b"}}`)}, block: "b", fast: 1},
+		{lines: []string{call(`77`, `{"name":"list_test_tasks","arguments":{}}`), `{"jsonrpc":"2.0","id":"after-dup","method":"ping"}`}, ids: []string{`"after-dup"`}},
+		{lines: []string{`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":77}}`}, ids: []string{"77"}},
+		// Cancelling what is not in flight does nothing.
+		{lines: []string{`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"early"}}`, `{"jsonrpc":"2.0","id":5,"method":"ping"}`}, ids: []string{"5"}},
+	}
+	fastOut, fastNoID, served := runStdioScript(t, p, b, mcpserver.StdioOptions{}, steps)
+	sdkOut, sdkNoID, sdkServed := runStdioScript(t, p, b, mcpserver.StdioOptions{NoFastPath: true}, steps)
+	if sdkServed != 0 {
+		t.Fatalf("the fast path served %d requests with NoFastPath", sdkServed)
+	}
+	if want := int64(fast + 3); served != want {
+		t.Errorf("the fast path served %d requests, want %d", served, want)
+	}
+	if len(fastOut) != len(sdkOut) {
+		t.Errorf("%d replies with the fast path, %d without", len(fastOut), len(sdkOut))
+	}
+	for id, s := range sdkOut {
+		if f := fastOut[id]; f != s {
+			t.Errorf("id %s:\nfast path %.600s\nSDK       %.600s", id, f, s)
+		}
+	}
+	if len(fastNoID) != 0 || len(sdkNoID) != 0 {
+		t.Errorf("replies without an id:\nfast path %q\nSDK       %q", fastNoID, sdkNoID)
+	}
+	if !strings.Contains(sdkOut[`"early"`], `"error"`) {
+		t.Errorf("a call before initialize: %s, want an error", sdkOut[`"early"`])
+	}
+}
