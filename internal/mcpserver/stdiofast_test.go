@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/catalog"
 	"github.com/duet-test/duet/internal/conformance"
@@ -264,6 +266,9 @@ func TestStdioFastPathIsByteEquivalent(t *testing.T) {
 		// Cancelling what is not in flight does nothing.
 		{lines: []string{`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"early"}}`, `{"jsonrpc":"2.0","id":5,"method":"ping"}`}, ids: []string{"5"}},
 	}
+	// A first run through the SDK takes any state change (start_test_run
+	// creates a run; the two compared runs then both replay it).
+	runStdioScript(t, p, b, mcpserver.StdioOptions{NoFastPath: true}, steps)
 	fastOut, fastNoID, served := runStdioScript(t, p, b, mcpserver.StdioOptions{}, steps)
 	sdkOut, sdkNoID, sdkServed := runStdioScript(t, p, b, mcpserver.StdioOptions{NoFastPath: true}, steps)
 	if sdkServed != 0 {
@@ -285,5 +290,194 @@ func TestStdioFastPathIsByteEquivalent(t *testing.T) {
 	}
 	if !strings.Contains(sdkOut[`"early"`], `"error"`) {
 		t.Errorf("a call before initialize: %s, want an error", sdkOut[`"early"`])
+	}
+}
+
+// TestStdioFastPath2026IsByteEquivalent: the same for a 2026-07-28 client
+// on stdio (no initialize; the _meta triple on every request), which the
+// SDK serves in Duet's configuration: a call the SDK would refuse, and one
+// before the SDK's session is initialized, go to the SDK.
+func TestStdioFastPath2026IsByteEquivalent(t *testing.T) {
+	t.Parallel()
+	b := &blocker{started: make(chan string, 4)}
+	p := newTwoPaths(t, b.tool())
+	id := p.taskID
+	const (
+		version = `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`
+		caps    = `"io.modelcontextprotocol/clientCapabilities":{}`
+		info    = `"io.modelcontextprotocol/clientInfo":{"name":"pipe","version":"1"}`
+		triple  = version + `,` + caps + `,` + info
+	)
+	call := func(id, name, args, meta string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"` + name + `","arguments":` + args + `,"_meta":{` + meta + `}}}`
+	}
+	get := `{"taskId":"` + id + `"}`
+	variants := []struct {
+		name, args, meta string
+		fast             bool
+	}{
+		{"get_test_task", get, triple, true},
+		{"get_test_task", get, version + `,` + caps, true},
+		{"get_test_task", get, triple + `,"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"`, true},
+		{"list_test_tasks", `{}`, triple, true},
+		{"list_test_cases", `{"taskId":"` + id + `"}`, triple, true},
+		{"get_test_task", `{"taskId":7}`, triple, true},
+		{conformance.ToolMixed, `{}`, triple, true},
+		{"get_test_task", get, triple + `,"progressToken":"p"`, false},
+		{"get_test_task", get, triple + `,"io.modelcontextprotocol/logLevel":"debug"`, false},
+		{"get_test_task", get, version + `,"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}},` + info, false},
+		{"get_test_task", get, version + `,` + info, false},                                             // no capabilities: the SDK refuses
+		{"get_test_task", get, version + `,` + caps + `,"io.modelcontextprotocol/clientInfo":5`, false}, // refused too
+		{"get_test_task", get, `"io.modelcontextprotocol/protocolVersion":"2027-01-01",` + caps, false},
+		{"get_test_task", get, `"io.modelcontextprotocol/protocolVersion":"2025-06-18",` + caps, false},
+		{"get_test_task", get, ``, false},
+		{"start_test_run", `{"taskId":"` + id + `","idempotencyKey":"k"}`, triple, false},
+		{"no_such_tool", `{}`, triple, false},
+	}
+	var calls, ids []string
+	fast := 0
+	for i, v := range variants {
+		for j, idf := range []string{`%d`, `"s%d"`} {
+			cid := fmt.Sprintf(idf, 100+2*i+j)
+			calls = append(calls, call(cid, v.name, v.args, v.meta))
+			ids = append(ids, cid)
+			if v.fast {
+				fast++
+			}
+		}
+	}
+	steps := []stdioStep{
+		// Refused by the SDK: the session stays uninitialized.
+		{lines: []string{call("1", "get_test_task", get, version+`,`+info)}, ids: []string{"1"}},
+		// The first accepted request initializes the SDK's session: the
+		// SDK answers it.
+		{lines: []string{call("2", "get_test_task", get, triple)}, ids: []string{"2"}},
+		{lines: []string{`{"jsonrpc":"2.0","id":3,"method":"server/discover","params":{"_meta":{` + triple + `}}}`,
+			`{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"_meta":{` + triple + `}}}`}, ids: []string{"3", "4"}},
+		{lines: calls, ids: ids, fast: fast},
+		{lines: []string{call(`"block"`, "block_until_cancelled", `{"tag":"m"}`, triple)}, block: "m", fast: 1},
+		{lines: []string{`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"block"}}`}, ids: []string{`"block"`}},
+	}
+	// A first run through the SDK takes any state change (start_test_run
+	// creates a run; the two compared runs then both replay it).
+	runStdioScript(t, p, b, mcpserver.StdioOptions{NoFastPath: true}, steps)
+	fastOut, fastNoID, served := runStdioScript(t, p, b, mcpserver.StdioOptions{}, steps)
+	sdkOut, sdkNoID, sdkServed := runStdioScript(t, p, b, mcpserver.StdioOptions{NoFastPath: true}, steps)
+	if sdkServed != 0 {
+		t.Fatalf("the fast path served %d requests with NoFastPath", sdkServed)
+	}
+	if want := int64(fast + 1); served != want {
+		t.Errorf("the fast path served %d requests, want %d", served, want)
+	}
+	if len(fastOut) != len(sdkOut) || len(fastNoID)+len(sdkNoID) != 0 {
+		t.Errorf("%d replies with the fast path (%d without id), %d without (%d)", len(fastOut), len(fastNoID), len(sdkOut), len(sdkNoID))
+	}
+	for id, s := range sdkOut {
+		if f := fastOut[id]; f != s {
+			t.Errorf("id %s:\nfast path %.600s\nSDK       %.600s", id, f, s)
+		}
+	}
+	if !strings.Contains(sdkOut["100"], `"resultType":"complete"`) {
+		t.Errorf("a 2026-07-28 result: %s, want resultType complete", sdkOut["100"])
+	}
+}
+
+// TestStdioFastCallsAnsweredAtEndOfInput: a client that writes a burst of
+// calls after the handshake and closes stdin at once gets every answer —
+// the end of input waits for the fast path's calls as for the SDK's.
+func TestStdioFastCallsAnsweredAtEndOfInput(t *testing.T) {
+	t.Parallel()
+	p := newTwoPaths(t)
+	ss := startStdio(t, p.srv, mcpserver.StdioOptions{})
+	ss.send([]string{"1"}, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}`)
+	before := p.srv.FastPathServed()
+	const n = 64
+	var burst strings.Builder
+	burst.WriteString(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
+	for i := range n {
+		fmt.Fprintf(&burst, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"get_test_task","arguments":{"taskId":%q}}}`+"\n", 100+i, p.taskID)
+	}
+	io.WriteString(ss.in, burst.String())
+	ss.close() // closes stdin and waits for ServeStdio to return
+	if got := p.srv.FastPathServed() - before; got != n {
+		t.Errorf("the fast path served %d calls, want %d", got, n)
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	for i := range n {
+		l, ok := ss.byID[fmt.Sprint(100+i)]
+		if !ok || !strings.Contains(l, `"caseCount":1`) {
+			t.Errorf("call %d: got %q, want its result", 100+i, l)
+		}
+	}
+}
+
+// TestStdioFastPathGoSDKClient: the go-sdk's own client, of either era,
+// over stdio gets its calls answered by the fast path, concurrently, with
+// the right results, and the rest of the session (tools/list, a progress
+// call) from the SDK.
+func TestStdioFastPathGoSDKClient(t *testing.T) {
+	t.Parallel()
+	for _, version := range []string{"", "2025-06-18"} {
+		t.Run("version "+version, func(t *testing.T) {
+			t.Parallel()
+			p := newTwoPaths(t)
+			cr, sw := io.Pipe()
+			sr, cw := io.Pipe()
+			done := make(chan error, 1)
+			go func() { done <- p.srv.ServeStdio(t.Context(), duet.Caller{UserID: "alice"}, sr, sw) }()
+			c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+			var opts *mcp.ClientSessionOptions
+			if version != "" {
+				opts = &mcp.ClientSessionOptions{ProtocolVersion: version}
+			}
+			cs, err := c.Connect(t.Context(), &mcp.IOTransport{Reader: cr, Writer: cw}, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := cs.ListTools(t.Context(), nil); err != nil {
+				t.Fatal(err)
+			}
+			before := p.srv.FastPathServed()
+			const n = 32
+			var wg sync.WaitGroup
+			errs := make(chan error, n)
+			for i := range n {
+				wg.Go(func() {
+					res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "get_test_task", Arguments: map[string]any{"taskId": p.taskID}})
+					if err != nil {
+						errs <- err
+						return
+					}
+					b, _ := json.Marshal(res.StructuredContent)
+					if res.IsError || !strings.Contains(string(b), p.taskID) {
+						errs <- fmt.Errorf("call %d: %s", i, b)
+					}
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+			if got := p.srv.FastPathServed() - before; got != n {
+				t.Errorf("the fast path served %d of %d calls", got, n)
+			}
+			// A call with a progress token goes to the SDK.
+			before = p.srv.FastPathServed()
+			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "list_test_tasks", Arguments: map[string]any{}, Meta: mcp.Meta{"progressToken": "p"}})
+			if err != nil || res.IsError {
+				t.Fatalf("progress call: %v %v", res, err)
+			}
+			if p.srv.FastPathServed() != before {
+				t.Error("the fast path served a call with a progress token")
+			}
+			cs.Close()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("ServeStdio did not return after the client closed")
+			}
+		})
 	}
 }
