@@ -123,6 +123,12 @@ func masked(line string) string {
 	return newTraceRe.ReplaceAllString(line, `"io.duet/traceId":"<random>"`)
 }
 
+// pipelined are limits for tests that send many calls at once: the
+// per-caller cap (8 in flight by default) would refuse some of them, on
+// either path, as timing has it (TestStdioFastPathKeepsTheCaps checks it
+// holds on the fast path).
+var pipelined = catalog.Limits{MaxPerCaller: 1024, MaxConcurrent: 1024}
+
 // blocker is a read-only tool that runs until its context ends.
 type blocker struct {
 	started chan string
@@ -193,7 +199,7 @@ func runStdioScript(t *testing.T, p *twoPaths, b *blocker, o mcpserver.StdioOpti
 func TestStdioFastPathIsByteEquivalent(t *testing.T) {
 	t.Parallel()
 	b := &blocker{started: make(chan string, 4)}
-	p := newTwoPaths(t, b.tool())
+	p := newTwoPathsLimits(t, pipelined, b.tool())
 	id := p.taskID
 	call := func(id, params string) string {
 		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":` + params + `}`
@@ -300,7 +306,7 @@ func TestStdioFastPathIsByteEquivalent(t *testing.T) {
 func TestStdioFastPath2026IsByteEquivalent(t *testing.T) {
 	t.Parallel()
 	b := &blocker{started: make(chan string, 4)}
-	p := newTwoPaths(t, b.tool())
+	p := newTwoPathsLimits(t, pipelined, b.tool())
 	id := p.taskID
 	const (
 		version = `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`
@@ -387,7 +393,7 @@ func TestStdioFastPath2026IsByteEquivalent(t *testing.T) {
 // the end of input waits for the fast path's calls as for the SDK's.
 func TestStdioFastCallsAnsweredAtEndOfInput(t *testing.T) {
 	t.Parallel()
-	p := newTwoPaths(t)
+	p := newTwoPathsLimits(t, pipelined)
 	ss := startStdio(t, p.srv, mcpserver.StdioOptions{})
 	ss.send([]string{"1"}, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}`)
 	before := p.srv.FastPathServed()
@@ -421,7 +427,7 @@ func TestStdioFastPathGoSDKClient(t *testing.T) {
 	for _, version := range []string{"", "2025-06-18"} {
 		t.Run("version "+version, func(t *testing.T) {
 			t.Parallel()
-			p := newTwoPaths(t)
+			p := newTwoPathsLimits(t, pipelined)
 			cr, sw := io.Pipe()
 			sr, cw := io.Pipe()
 			done := make(chan error, 1)
@@ -480,4 +486,35 @@ func TestStdioFastPathGoSDKClient(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestStdioFastPathKeepsTheCaps: a fast call takes the caller's
+// concurrency slot like any other — with one slot per caller, a second
+// call while the first runs is refused RATE_LIMITED, by the fast path — and
+// its caller is the session's, with Source stdio, in the audit record.
+func TestStdioFastPathKeepsTheCaps(t *testing.T) {
+	t.Parallel()
+	b := &blocker{started: make(chan string, 4)}
+	p := newTwoPathsLimits(t, catalog.Limits{MaxPerCaller: 1}, b.tool())
+	ss := startStdio(t, p.srv, mcpserver.StdioOptions{})
+	ss.send([]string{"1"}, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}`)
+	before := p.srv.FastPathServed()
+	io.WriteString(ss.in, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"block_until_cancelled","arguments":{"tag":"x"}}}`+"\n")
+	select {
+	case <-b.started:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the blocking call did not start")
+	}
+	ss.send([]string{"3"}, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"list_test_tasks","arguments":{}}}`)
+	ss.send([]string{"2"}, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}`)
+	if got := p.srv.FastPathServed() - before; got != 2 {
+		t.Errorf("the fast path served %d calls, want 2", got)
+	}
+	ss.mu.Lock()
+	limited := ss.byID["3"]
+	ss.mu.Unlock()
+	if !strings.Contains(limited, `"isError":true`) || !strings.Contains(limited, "RATE_LIMITED") {
+		t.Errorf("a second call with one slot: %s, want RATE_LIMITED", limited)
+	}
+	ss.close()
 }
