@@ -35,10 +35,15 @@ func (s *Server) ServeStdioWith(ctx context.Context, caller duet.Caller, r io.Re
 	ctx = duet.NewContextWithCaller(ctx, caller)
 	t := drainingTransport{Transport: &mcp.IOTransport{Reader: r, Writer: w}}
 	if !o.NoFastPath {
+		// The fast path reads the client's stream (stdiofast.go) and hands
+		// the SDK's connection the messages it does not answer, through a
+		// pipe; closing the connection closes both.
+		pr, pw := io.Pipe()
+		t.Transport = &mcp.IOTransport{Reader: bothClose{pr, r}, Writer: w}
 		// Fast calls live as long as the connection, not ctx: as on the
 		// SDK path, the end of the read loop and Close cancel them.
 		fctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-		t.fast = &stdioFast{s: s, ctx: fctx, stop: stop}
+		t.fast = &stdioFast{s: s, ctx: fctx, stop: stop, in: r, out: pw}
 	}
 	err := s.srv.Run(ctx, t)
 	if t.fast != nil {
@@ -67,7 +72,11 @@ func (t drainingTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &drainingConn{Connection: c, fast: t.fast, pending: map[jsonrpc.ID]bool{}, answered: make(chan struct{}, 1), closed: make(chan struct{})}, nil
+	dc := &drainingConn{Connection: c, fast: t.fast, pending: map[jsonrpc.ID]bool{}, answered: make(chan struct{}, 1), closed: make(chan struct{})}
+	if t.fast != nil {
+		go dc.frames()
+	}
+	return dc, nil
 }
 
 type drainingConn struct {
@@ -88,33 +97,34 @@ type drainingConn struct {
 }
 
 func (c *drainingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	for {
-		msg, err := c.Connection.Read(ctx)
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				c.drain(ctx)
-			}
-			if c.fast != nil {
-				// As the SDK cancels its requests in flight when its read
-				// loop ends.
-				c.fast.stop()
-			}
-			return nil, err
+	msg, err := c.Connection.Read(ctx)
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			c.drain(ctx)
 		}
-		req, ok := msg.(*jsonrpc.Request)
-		if !ok {
-			return msg, nil
+		if c.fast != nil {
+			// As the SDK cancels its requests in flight when its read
+			// loop ends.
+			c.fast.stop()
 		}
-		if c.fast != nil && c.serveFast(req) {
-			continue
-		}
-		if req.ID.IsValid() {
-			c.mu.Lock()
-			c.pending[req.ID] = true
-			c.mu.Unlock()
-		}
-		return msg, nil
+		return nil, err
 	}
+	if req, ok := msg.(*jsonrpc.Request); ok && req.ID.IsValid() {
+		c.mu.Lock()
+		c.pending[req.ID] = true
+		c.mu.Unlock()
+	}
+	return msg, nil
+}
+
+// bothClose reads from the first and closes both.
+type bothClose struct {
+	io.ReadCloser
+	also io.Closer
+}
+
+func (b bothClose) Close() error {
+	return errors.Join(b.ReadCloser.Close(), b.also.Close())
 }
 
 // drain waits until every request read has been answered, the connection

@@ -1,7 +1,11 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"io"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -18,9 +22,9 @@ import (
 // and with the same shared parts: callEligible's reading of the params,
 // fastResult's governed catalog.Call and result, encodeResult's bytes.
 //
-// The messages it sees are the ones the SDK's own jsonrpc.DecodeMessage
-// read (the IOTransport connection's Read); it serves only what the SDK
-// would answer the same way, in a session state where it would:
+// It reads the client's stream as the SDK's transport does (frames, below)
+// and serves only what the SDK would answer the same way, in a session
+// state where it would:
 //
 //   - A handshake-era call (no protocol version in _meta) once the SDK has
 //     answered initialize with a result, at a version the HTTP fast path
@@ -41,7 +45,7 @@ import (
 //
 // Anything else — another method, a progress token, other _meta, an
 // unknown tool, non-object arguments, an id the SDK still has in flight —
-// is returned from Read to the SDK, having run nothing. A fast call runs
+// goes on to the SDK's connection, having run nothing. A fast call runs
 // in its own goroutine (the SDK runs calls concurrently too), and its reply
 // goes through the IOTransport connection's Write, which serializes
 // writers (its writeMu), keeps JSON-RPC batches together and encodes the
@@ -59,6 +63,126 @@ type stdioFast struct {
 	ctx  context.Context // the session's caller; cancelled by stop
 	stop context.CancelFunc
 	wg   sync.WaitGroup // fast calls running
+
+	in  io.Reader      // the client's stream
+	out *io.PipeWriter // what the SDK's connection reads: the messages left to it
+}
+
+// The client's stream is cut into messages exactly as the SDK's IOTransport
+// cuts it (newIOConnLimited in go-sdk v1.8.0 mcp/transport.go): a standard
+// library json.Decoder over a reader that bounds a frame to the SDK's
+// DefaultMaxLineLength, each value followed by a newline (\n or \r) or the
+// end of the stream, or the stream ends with that error. A frame that is a
+// JSON object is decoded as the SDK's jsonrpc2.DecodeMessage decodes it
+// (decodeMessage) and, if the fast path takes it, never reaches the SDK;
+// every other frame — and every error — is handed to the SDK's connection
+// unchanged, which reads it again as it always did. Decoding here rather
+// than in the SDK spares the SDK's two unmarshals of every message (readBatch
+// tries a batch first), each of which builds a 32 KiB decoder.
+
+// errTrailingData is what the SDK reports for bytes after a value on its
+// line.
+var errTrailingData = errors.New("invalid trailing data at the end of stream")
+
+// frames reads the client's stream until it ends or fails, answering what
+// the fast path may and forwarding the rest to the SDK's connection.
+func (c *drainingConn) frames() {
+	f := c.fast
+	limiter := &frameLimiter{r: f.in, limit: mcp.DefaultMaxLineLength}
+	dec := json.NewDecoder(limiter)
+	for {
+		var raw json.RawMessage
+		err := dec.Decode(&raw)
+		if err == nil {
+			var tr [1]byte
+			if n, readErr := dec.Buffered().Read(tr[:]); n > 0 {
+				if tr[0] != '\n' && tr[0] != '\r' {
+					err = errTrailingData
+				}
+			} else if readErr != nil && readErr != io.EOF {
+				err = readErr
+			}
+		}
+		if err != nil {
+			// The SDK's connection reads the same error at the same place
+			// (after the messages before it), and ends as it would have.
+			f.out.CloseWithError(err)
+			return
+		}
+		limiter.count = 0
+		if req := decodeMessage(raw); req != nil {
+			if c.serveFast(req) {
+				continue
+			}
+			if req.ID.IsValid() {
+				// In flight for the SDK from now on (before its Read), so
+				// that a later call with this id is the SDK's to refuse.
+				c.mu.Lock()
+				c.pending[req.ID] = true
+				c.mu.Unlock()
+			}
+		}
+		if _, err := f.out.Write(append(raw, '\n')); err != nil {
+			return // the connection is closed
+		}
+	}
+}
+
+// frameLimiter is the SDK's frameLimitReader: it fails a read once a frame
+// has taken limit bytes.
+type frameLimiter struct {
+	r            io.Reader
+	limit, count int
+}
+
+var errFrameTooLarge = errors.New("inbound JSON-RPC frame exceeded the configured maximum line length")
+
+func (r *frameLimiter) Read(p []byte) (int, error) {
+	if r.count >= r.limit {
+		return 0, errFrameTooLarge
+	}
+	if len(p) > r.limit-r.count {
+		p = p[:r.limit-r.count]
+	}
+	n, err := r.r.Read(p)
+	r.count += n
+	return n, err
+}
+
+// wireMessage is the SDK's decode form of a JSON-RPC message
+// (jsonrpc2.wireDecode), field for field.
+type wireMessage struct {
+	VersionTag string          `json:"jsonrpc"`
+	ID         any             `json:"id,omitempty"`
+	Method     json.RawMessage `json:"method"`
+	Params     json.RawMessage `json:"params,omitempty"`
+	Result     json.RawMessage `json:"result,omitempty"`
+	Error      *jsonrpc.Error  `json:"error,omitempty"`
+}
+
+// decodeMessage reads one frame as the SDK's transport reads it — a frame
+// that is not an array (readBatch), decoded by jsonrpc2.DecodeMessage with
+// the SDK's internal/json.Unmarshal (its depth check, then its decoder's
+// Parse with DontMatchCaseInsensitiveStructFields: sdkUnmarshal) — and
+// returns the request it is, or nil for anything else (a batch, a response,
+// a message the SDK refuses): the SDK then reads it itself.
+func decodeMessage(raw []byte) *jsonrpc.Request {
+	if b := bytes.TrimLeft(raw, " \t\r\n"); len(b) == 0 || b[0] != '{' || depthExceeds(raw, maxDepth) {
+		return nil
+	}
+	var msg wireMessage
+	if sdkUnmarshal(raw, &msg) != nil || msg.VersionTag != "2.0" || len(msg.Method) == 0 {
+		return nil
+	}
+	id, err := jsonrpc.MakeID(msg.ID)
+	if err != nil {
+		return nil
+	}
+	var method string
+	if depthExceeds(msg.Method, maxDepth) || sdkUnmarshal(msg.Method, &method) != nil {
+		return nil
+	}
+	return &jsonrpc.Request{ID: id, Method: method, Params: msg.Params}
 }
 
 // serveFast answers req if the fast path may, and reports whether it took

@@ -45,7 +45,9 @@ func startStdio(t *testing.T, srv *mcpserver.Server, o mcpserver.StdioOptions) *
 			var m struct {
 				ID json.RawMessage `json:"id"`
 			}
-			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			if strings.HasPrefix(sc.Text(), "[") {
+				m.ID = nil // a batch's answer
+			} else if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
 				t.Errorf("not JSON: %q", sc.Text())
 				continue
 			}
@@ -234,6 +236,10 @@ func TestStdioFastPathIsByteEquivalent(t *testing.T) {
 		{`{"name":"get_test_task","arguments":{"taskId":"` + id + `"},"requestState":"s"}`, false},
 		{`{"name":"start_test_run","arguments":{"taskId":"` + id + `"}}`, false}, // not read-only: no idempotencyKey, refused by the SDK path's tool
 		{`{"NAME":"list_test_tasks","arguments":{}}`, false},
+		{`{"name":"list_test_tasks","arguments":{"q":"` + "\xff" + `"}}`, true}, // read as the SDK reads it
+		{`{"name":"get_test_task","arguments":{"taskId":"x","taskId":"` + id + `"}}`, true},
+		{`{"name":"get_test_task","name":"list_test_tasks","arguments":{}}`, true},
+		{`{"name":"list_test_tasks","arguments":{"q":` + strings.Repeat("[", 997) + strings.Repeat("]", 997) + `}}`, true}, // 1000 deep in all
 	}
 	var calls []string
 	var ids []string
@@ -248,6 +254,34 @@ func TestStdioFastPathIsByteEquivalent(t *testing.T) {
 			}
 		}
 	}
+	// Frames the SDK reads in its own way.
+	odd := []struct {
+		line, id string
+		fast     bool
+	}{
+		{` ` + "\t" + `{"jsonrpc":"2.0","id":900,"method":"tools/call","params":{"name":"list_test_tasks"}}` + "\r", "900", true},
+		{`{"jsonrpc":"2.0","id":901,"method":"tools/list","Method":"tools/call","params":{"name":"list_test_tasks"}}`, "901", false},
+		{`{"jsonrpc":"2.0","id":902,"method":"tools/call","Method":"tools/list","params":{"name":"list_test_tasks"}}`, "902", true},
+		{`{"jsonrpc":"2.0","id":903,"method":"tools/list","method":"tools/call","params":{"name":"list_test_tasks"}}`, "903", true},
+		{`{"jsonrpc":"2.0","id":912.9,"method":"tools/call","params":{"name":"list_test_tasks"}}`, "912", true}, // the id the SDK reads: 912
+		{`{"jsonrpc":"2.0","id":9.047e2,"method":"tools/call","params":{"name":"list_test_tasks"}}`, "904", true},
+		{`{"jsonrpc":"2.0","id":"905","ID":1,"method":"tools/call","params":{"name":"list_test_tasks"},"result":{}}`, `"905"`, true},
+		{`{"jsonrpc":"2.0","id":908,"method":"tools/call","params":{"name":"list_test_tasks"}` + "\n}", "908", true},
+		{`{"jsonrpc":"2.0","id":909,"method":"tools/call","params":{"name":"list_test_tasks","arguments":{"q":"\ud800"}}}`, "909", true},
+		// A batch: the SDK answers it in one array (no id on the line).
+		{`[{"jsonrpc":"2.0","id":910,"method":"tools/call","params":{"name":"list_test_tasks"}},{"jsonrpc":"2.0","id":911,"method":"ping"}]`, "", false},
+	}
+	var oddLines, oddIDs []string
+	oddFast := 0
+	for _, o := range odd {
+		oddLines = append(oddLines, o.line)
+		if o.id != "" {
+			oddIDs = append(oddIDs, o.id)
+		}
+		if o.fast {
+			oddFast++
+		}
+	}
 	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"pipe","version":"1"}}}`
 	steps := []stdioStep{
 		// Before initialize: the SDK refuses the call, answers the ping.
@@ -257,6 +291,7 @@ func TestStdioFastPathIsByteEquivalent(t *testing.T) {
 		{lines: []string{call(`"pre-initialized"`, `{"name":"list_test_tasks","arguments":{}}`)}, ids: []string{`"pre-initialized"`}, fast: 1},
 		{lines: []string{`{"jsonrpc":"2.0","method":"notifications/initialized"}`, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, `{"jsonrpc":"2.0","id":3,"method":"ping"}`}, ids: []string{"2", "3"}},
 		{lines: calls, ids: ids, fast: fast},
+		{lines: oddLines, ids: oddIDs, fast: oddFast},
 		// A duplicate initialize changes nothing.
 		{lines: []string{strings.Replace(init, `"id":1`, `"id":4`, 1)}, ids: []string{"4"}},
 		// Cancellation of a call in flight: its answer is the tool's to
@@ -280,7 +315,7 @@ func TestStdioFastPathIsByteEquivalent(t *testing.T) {
 	if sdkServed != 0 {
 		t.Fatalf("the fast path served %d requests with NoFastPath", sdkServed)
 	}
-	if want := int64(fast + 3); served != want {
+	if want := int64(fast + oddFast + 3); served != want {
 		t.Errorf("the fast path served %d requests, want %d", served, want)
 	}
 	if len(fastOut) != len(sdkOut) {
@@ -291,7 +326,7 @@ func TestStdioFastPathIsByteEquivalent(t *testing.T) {
 			t.Errorf("id %s:\nfast path %.600s\nSDK       %.600s", id, f, s)
 		}
 	}
-	if len(fastNoID) != 0 || len(sdkNoID) != 0 {
+	if masked(strings.Join(fastNoID, "\n")) != masked(strings.Join(sdkNoID, "\n")) || len(sdkNoID) != 1 {
 		t.Errorf("replies without an id:\nfast path %q\nSDK       %q", fastNoID, sdkNoID)
 	}
 	if !strings.Contains(sdkOut[`"early"`], `"error"`) {
@@ -517,4 +552,51 @@ func TestStdioFastPathKeepsTheCaps(t *testing.T) {
 		t.Errorf("a second call with one slot: %s, want RATE_LIMITED", limited)
 	}
 	ss.close()
+}
+
+// TestStdioFastPathEndsAsTheSDK: a frame the SDK cannot read ends the
+// session, with the fast path as without it — the same replies, the same
+// error from ServeStdio.
+func TestStdioFastPathEndsAsTheSDK(t *testing.T) {
+	t.Parallel()
+	p := newTwoPathsLimits(t, pipelined)
+	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_test_tasks"}}`
+	for _, bad := range []string{
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"list_test_tasks","arguments":{"q":` + strings.Repeat("[", 998) + strings.Repeat("]", 998) + `}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"list_test_tasks"},"error":5}`,
+		`{"jsonrpc":"1.0","id":3,"method":"tools/call","params":{"name":"list_test_tasks"}}`,
+		`{"jsonrpc":"2.0","id":true,"method":"tools/call","params":{"name":"list_test_tasks"}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"list_test_tasks"}} {"jsonrpc":"2.0","id":4,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"list_test_tasks"}`,
+		`{not json}`,
+	} {
+		var outs [2]string
+		var errs [2]string
+		for i, o := range []mcpserver.StdioOptions{{}, {NoFastPath: true}} {
+			sr, cw := io.Pipe()
+			out := &collected{}
+			done := make(chan error, 1)
+			go func() { done <- p.srv.ServeStdioWith(t.Context(), duet.Caller{UserID: "alice"}, sr, out, o) }()
+			io.WriteString(cw, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}`+"\n")
+			for !strings.Contains(out.text(), `"id":1,`) {
+				time.Sleep(time.Millisecond)
+			}
+			io.WriteString(cw, call+"\n")
+			for !strings.Contains(out.text(), `"id":2,`) {
+				time.Sleep(time.Millisecond)
+			}
+			io.WriteString(cw, bad+"\n")
+			cw.Close()
+			select {
+			case err := <-done:
+				errs[i] = fmt.Sprint(err)
+			case <-time.After(30 * time.Second):
+				t.Fatalf("%.80s: the session did not end", bad)
+			}
+			outs[i] = newTraceRe.ReplaceAllString(out.text(), "")
+		}
+		if outs[0] != outs[1] || errs[0] != errs[1] {
+			t.Errorf("%.80s:\nfast path %s %s\nSDK       %s %s", bad, outs[0], errs[0], outs[1], errs[1])
+		}
+	}
 }
