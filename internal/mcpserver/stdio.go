@@ -47,8 +47,7 @@ func (s *Server) ServeStdioWith(ctx context.Context, caller duet.Caller, r io.Re
 	}
 	err := s.srv.Run(ctx, t)
 	if t.fast != nil {
-		t.fast.stop()
-		t.fast.wg.Wait()
+		t.fast.end()
 	}
 	if ctx.Err() != nil {
 		return nil

@@ -57,12 +57,24 @@ import (
 // of input waits for fast calls as for the SDK's (drain), and the session
 // closing, or its read loop ending, cancels the ones in flight.
 
+// end stops the fast path and waits for its calls to return.
+func (f *stdioFast) end() {
+	f.mu.Lock()
+	f.done = true
+	f.mu.Unlock()
+	f.stop()
+	f.wg.Wait()
+}
+
 // stdioFast is the fast path of one stdio session.
 type stdioFast struct {
 	s    *Server
 	ctx  context.Context // the session's caller; cancelled by stop
 	stop context.CancelFunc
 	wg   sync.WaitGroup // fast calls running
+
+	mu   sync.Mutex
+	done bool // the session is over: no new fast call (wg.Wait has begun)
 
 	in  io.Reader      // the client's stream
 	out *io.PipeWriter // what the SDK's connection reads: the messages left to it
@@ -232,6 +244,11 @@ func (c *drainingConn) serveFast(req *jsonrpc.Request) bool {
 	}
 	meta, ok := s.metaEligible(req.Params, params, modern)
 	if !ok {
+		return false
+	}
+	c.fast.mu.Lock()
+	defer c.fast.mu.Unlock()
+	if c.fast.done {
 		return false
 	}
 	ctx, cancel := context.WithCancel(c.fast.ctx)
