@@ -39,11 +39,12 @@ func (s *Server) ServeStdioWith(ctx context.Context, caller duet.Caller, r io.Re
 		// the SDK's connection the messages it does not answer, through a
 		// pipe; closing the connection closes both.
 		pr, pw := io.Pipe()
-		t.Transport = &mcp.IOTransport{Reader: bothClose{pr, r}, Writer: w}
+		out := &replyWriter{w: w}
+		t.Transport = &mcp.IOTransport{Reader: bothClose{pr, r}, Writer: out}
 		// Fast calls live as long as the connection, not ctx: as on the
 		// SDK path, the end of the read loop and Close cancel them.
 		fctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-		t.fast = &stdioFast{s: s, ctx: fctx, stop: stop, in: r, out: pw}
+		t.fast = &stdioFast{s: s, ctx: fctx, stop: stop, in: r, pipe: pw, out: out, calls: make(chan func())}
 	}
 	err := s.srv.Run(ctx, t)
 	if t.fast != nil {
