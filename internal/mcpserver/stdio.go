@@ -89,11 +89,12 @@ type drainingConn struct {
 	closeOnce sync.Once
 
 	// The fast path's view of the session, under mu (stdiofast.go).
-	inFlight  map[jsonrpc.ID]context.CancelFunc // fast calls not yet answered, by id
-	running   int                               // fast calls whose reply is not yet written
-	watch     map[jsonrpc.ID]bool               // initialize (true) and 2026-07-28 requests (false) handed to the SDK
-	handshake string                            // the version the SDK negotiated in its answer to initialize
-	ready     bool                              // the SDK's session is initialized (it answered one of watch)
+	inFlight       map[jsonrpc.ID]context.CancelFunc // fast calls not yet answered, by id
+	running        int                               // fast calls whose reply is not yet written
+	watch          map[jsonrpc.ID]watched            // initialize and 2026-07-28 requests handed to the SDK
+	handshake      string                            // the version the SDK negotiated in its answer to initialize
+	sessionVersion string                            // the version the SDK recorded for the session (watched)
+	ready          bool                              // the SDK's session is initialized (it answered one of watch)
 }
 
 func (c *drainingConn) Read(ctx context.Context) (jsonrpc.Message, error) {

@@ -211,7 +211,7 @@ func (c *drainingConn) serveFast(req *jsonrpc.Request) bool {
 	}
 	c.mu.Lock()
 	_, dup := c.inFlight[req.ID]
-	ready, handshake := c.ready, c.handshake
+	ready, handshake, sessionVersion := c.ready, c.handshake, c.sessionVersion
 	c.mu.Unlock()
 	if dup {
 		// What the SDK does with an id it has in flight (jsonrpc2's
@@ -269,7 +269,11 @@ func (c *drainingConn) serveFast(req *jsonrpc.Request) bool {
 	c.mu.Unlock()
 	c.fast.run(func() {
 		defer cancel()
-		line, resp := c.fastReply(ctx, req.ID, params, meta, modern)
+		// The SDK marks a tool result final (resultType "complete") when
+		// the session's recorded version is 2026-07-28 or later
+		// (handleMultiRoundTripResult), whatever the request's era; it adds
+		// serverInfo to the result of a 2026-07-28 request (handle).
+		line, resp := c.fastReply(ctx, req.ID, params, meta, modern, sessionVersion >= statelessRevision)
 		// As jsonrpc2 does: the id is free again before the reply is
 		// written.
 		c.mu.Lock()
@@ -340,7 +344,7 @@ func (r *replyWriter) writeLine(line []byte) {
 // encodeReply reproduces around the result's bytes; a fast call is never
 // part of a batch, which the fast path leaves to the SDK), or, for an
 // error, the response for the SDK's connection to write.
-func (c *drainingConn) fastReply(ctx context.Context, id jsonrpc.ID, params *mcp.CallToolParamsRaw, meta map[string]any, modern bool) ([]byte, *jsonrpc.Response) {
+func (c *drainingConn) fastReply(ctx context.Context, id jsonrpc.ID, params *mcp.CallToolParamsRaw, meta map[string]any, modern, complete bool) ([]byte, *jsonrpc.Response) {
 	s := c.fast.s
 	tr, caller, err := s.fastResult(ctx, params, meta, modern)
 	if err != nil {
@@ -348,7 +352,7 @@ func (c *drainingConn) fastReply(ctx context.Context, id jsonrpc.ID, params *mcp
 		// the catalog is fixed); never run twice.
 		return nil, &jsonrpc.Response{ID: id, Error: s.rpcError(duet.Errorf(duet.CodeNotFound, "unknown tool %q", params.Name)).(*jsonrpc.Error)}
 	}
-	line, err := encodeReply(id.Raw(), tr, modern)
+	line, err := encodeReply(id.Raw(), tr, complete)
 	if err != nil {
 		s.log.ErrorContext(ctx, "encoding a tool result", "traceId", caller.TraceID, "err", err)
 		return nil, &jsonrpc.Response{ID: id, Error: s.rpcError(duet.Errorf(duet.CodeInternal, "internal error")).(*jsonrpc.Error)}
@@ -382,26 +386,46 @@ func (c *drainingConn) cancelFast(req *jsonrpc.Request) {
 	}
 }
 
+// watched is a request whose successful answer initializes the SDK's
+// session, and the protocol version the SDK then records for the session
+// (its InitializeParams.ProtocolVersion): the one the client asked for in
+// initialize — not the one negotiated — or the 2026-07-28 request's.
+type watched struct {
+	initialize bool
+	version    string
+}
+
 // watchRequest remembers a call whose successful answer initializes the
 // SDK's session: initialize, or any request of the 2026-07-28 revision.
 func (c *drainingConn) watchRequest(req *jsonrpc.Request) {
-	initialize := req.Method == "initialize"
-	if !initialize {
+	w := watched{initialize: req.Method == "initialize"}
+	if len(req.Params) == 0 {
+		return
+	}
+	if w.initialize {
+		var p struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		}
+		if sdkUnmarshal(req.Params, &p) != nil {
+			return
+		}
+		w.version = p.ProtocolVersion
+	} else {
 		var p struct {
 			Meta mcp.Meta `json:"_meta"`
 		}
-		if len(req.Params) == 0 || sdkUnmarshal(req.Params, &p) != nil {
+		if sdkUnmarshal(req.Params, &p) != nil {
 			return
 		}
-		if v, _ := p.Meta[mcp.MetaKeyProtocolVersion].(string); v < statelessRevision {
+		if w.version, _ = p.Meta[mcp.MetaKeyProtocolVersion].(string); w.version < statelessRevision {
 			return
 		}
 	}
 	c.mu.Lock()
 	if c.watch == nil {
-		c.watch = map[jsonrpc.ID]bool{}
+		c.watch = map[jsonrpc.ID]watched{}
 	}
-	c.watch[req.ID] = initialize
+	c.watch[req.ID] = w
 	c.mu.Unlock()
 }
 
@@ -409,15 +433,15 @@ func (c *drainingConn) watchRequest(req *jsonrpc.Request) {
 func (c *drainingConn) observe(resp *jsonrpc.Response) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	initialize, ok := c.watch[resp.ID]
+	w, ok := c.watch[resp.ID]
 	if !ok || !resp.ID.IsValid() {
 		return
 	}
 	delete(c.watch, resp.ID)
-	if resp.Error != nil {
+	if resp.Error != nil || c.ready {
 		return
 	}
-	if initialize {
+	if w.initialize {
 		var r struct {
 			ProtocolVersion string `json:"protocolVersion"`
 		}
@@ -426,5 +450,6 @@ func (c *drainingConn) observe(resp *jsonrpc.Response) {
 		}
 		c.handshake = r.ProtocolVersion
 	}
+	c.sessionVersion = w.version
 	c.ready = true
 }

@@ -600,3 +600,114 @@ func TestStdioFastPathEndsAsTheSDK(t *testing.T) {
 		}
 	}
 }
+
+// FuzzStdioFastPathMatchesSDK writes the same bytes, after a handshake, to
+// a session with the stdio fast path and to one without, closes stdin, and
+// requires the same replies (as a set of lines; trace ids the server makes
+// up are masked) and the same end of ServeStdio. A first session through
+// the SDK takes any state change (start_test_run creates a run; the two
+// compared sessions then both replay it).
+func FuzzStdioFastPathMatchesSDK(f *testing.F) {
+	p := newTwoPathsLimits(f, pipelined)
+	id := p.taskID
+	const triple = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"f","version":"1"}}`
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_test_task","arguments":{"taskId":"` + id + `"}}}`,
+		`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"list_test_tasks","arguments":{"limit":1}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"start_test_run","arguments":{"taskId":"` + id + `","idempotencyKey":"k1"}}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"` + conformance.ToolMixed + `"}}`,
+		`{"jsonrpc":"2.0","id":6,"method":"tools/call","Method":"tools/list","params":{"Name":"x","name":"list_test_tasks"}}`,
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"list_test_tasks","_meta":{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}}`,
+		`{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"list_test_tasks"}}`,
+		`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"get_test_task","arguments":{"taskId":"a","taskId":"b"}}}` + "\n" + `{"jsonrpc":"2.0","id":8,"method":"ping"}`,
+		`[{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"list_test_tasks"}}]`,
+		`{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"get_test_task","arguments":{"taskId":"` + id + `"},` + triple + `}}`,
+		`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"list_test_tasks"}} {"jsonrpc":"2.0","id":13,"method":"ping"}`,
+		// Not a seed: a call cancelled as soon as it is sent. The SDK answers
+		// "context canceled" when the cancellation overtakes the start of
+		// its handler, and the tool's CANCELLED result otherwise; a fast
+		// call has always started (TestStdioFastPathIsByteEquivalent
+		// compares a cancellation of a call in flight).
+		`{"jsonrpc":"2.0","id":15,"method":"tools/call","params":{"name":"list_test_tasks","arguments":{"q":"` + "\xff" + `"}}}`,
+	} {
+		f.Add(s)
+	}
+	session := func(t *testing.T, o mcpserver.StdioOptions, input string) (string, string) {
+		sr, cw := io.Pipe()
+		out := &collected{}
+		done := make(chan error, 1)
+		go func() { done <- p.srv.ServeStdioWith(t.Context(), duet.Caller{UserID: "alice"}, sr, out, o) }()
+		io.WriteString(cw, `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"f","version":"1"}}}`+"\n")
+		for deadline := time.Now().Add(30 * time.Second); !strings.Contains(out.text(), `"id":"init"`); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("no answer to initialize")
+			}
+		}
+		go func() {
+			io.WriteString(cw, input+"\n")
+			cw.Close()
+		}()
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(60 * time.Second):
+			t.Fatalf("%q: the session did not end", input)
+		}
+		sr.Close()
+		lines := strings.Split(newTraceRe.ReplaceAllString(out.text(), ""), "\n")
+		sort.Strings(lines)
+		return strings.Join(lines, "\n"), fmt.Sprint(err)
+	}
+	f.Fuzz(func(t *testing.T, input string) {
+		session(t, mcpserver.StdioOptions{NoFastPath: true}, input)
+		fastOut, fastErr := session(t, mcpserver.StdioOptions{}, input)
+		sdkOut, sdkErr := session(t, mcpserver.StdioOptions{NoFastPath: true}, input)
+		if fastErr != sdkErr {
+			t.Errorf("%q: ServeStdio returned %s with the fast path, %s without", input, fastErr, sdkErr)
+		}
+		if fastOut != sdkOut {
+			f, s := strings.Split(fastOut, "\n"), strings.Split(sdkOut, "\n")
+			for i := range max(len(f), len(s)) {
+				var a, b string
+				if i < len(f) {
+					a = f[i]
+				}
+				if i < len(s) {
+					b = s[i]
+				}
+				if a != b {
+					t.Errorf("%q: reply %d:\nfast path %s\nSDK       %s", input, i, a, b)
+				}
+			}
+		}
+	})
+}
+
+// TestStdioFastPathMixedEras: what the SDK answers depends on the version
+// it records for the session — the one the client asked for in initialize
+// (not the negotiated one), or the first 2026-07-28 request's: a tool
+// result is marked final (resultType) when that is 2026-07-28 or later,
+// and a 2026-07-28 request's result carries serverInfo. The fast path
+// answers the same in each combination.
+func TestStdioFastPathMixedEras(t *testing.T) {
+	t.Parallel()
+	b := &blocker{started: make(chan string, 1)}
+	p := newTwoPathsLimits(t, pipelined, b.tool())
+	const triple = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	plain := `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"list_test_tasks"}}`
+	modern := `{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"list_test_tasks",` + triple + `}}`
+	for _, version := range []string{"2025-06-18", "2026-07-28", "2099-01-01"} {
+		init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + version + `","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}`
+		steps := []stdioStep{{lines: []string{init}, ids: []string{"1"}}, {lines: []string{plain, modern}, ids: []string{"10", "11"}, fast: 2}}
+		fastOut, _, served := runStdioScript(t, p, b, mcpserver.StdioOptions{}, steps)
+		sdkOut, _, _ := runStdioScript(t, p, b, mcpserver.StdioOptions{NoFastPath: true}, steps)
+		if served != 2 {
+			t.Errorf("initialize %s: the fast path served %d calls, want 2", version, served)
+		}
+		for id, s := range sdkOut {
+			if f := fastOut[id]; f != s {
+				t.Errorf("initialize %s, id %s:\nfast path %.400s\nSDK       %.400s", version, id, f, s)
+			}
+		}
+	}
+}
