@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"io"
 	"runtime/debug"
+	"strings"
 	"testing"
 )
 
@@ -32,5 +34,23 @@ func TestTuneGC(t *testing.T) {
 		if tt.limitChanged && got != tt.limit || !tt.limitChanged && got != before {
 			t.Errorf("%v: memory limit %d, want %d (changed %v)", tt.env, got, tt.limit, tt.limitChanged)
 		}
+	}
+}
+
+// TestMCPTunesGC: duet mcp, a server on stdio, sets the collector as duet
+// serve does (its CPU per call is compared with HTTP's, docs/performance.md).
+func TestMCPTunesGC(t *testing.T) {
+	oldPercent, oldLimit := debug.SetGCPercent(100), debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetGCPercent(oldPercent); debug.SetMemoryLimit(oldLimit) })
+	home := t.TempDir()
+	vars := map[string]string{"DUET_HOME": home, "DUET_USER": "alice"}
+	var out, errb strings.Builder
+	code := Main(t.Context(), []string{"mcp"}, Env{Getenv: func(k string) string { return vars[k] },
+		Stdin: io.NopCloser(strings.NewReader("")), Stdout: &out, Stderr: &errb})
+	if code != 0 {
+		t.Fatalf("duet mcp: exit %d: %s", code, errb.String())
+	}
+	if got := debug.SetGCPercent(100); got != 400 {
+		t.Errorf("GC percent after duet mcp: %d, want 400", got)
 	}
 }

@@ -26,6 +26,7 @@ exits are executed by "duet serve" or "duet worker", or by the next "duet mcp".`
 		Args: cobra.NoArgs,
 		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, _ string) error {
 			ctx := cmd.Context()
+			tuneGC(env.Getenv) // as duet serve: a stdio session is a server too
 			done := make(chan error, 1)
 			wctx, stopWorkers := context.WithCancel(ctx)
 			go func() {

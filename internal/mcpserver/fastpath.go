@@ -81,23 +81,34 @@ func modernTool(t *catalog.Tool) bool {
 // modernEligible reports whether a 2026-07-28 tools/call is one the SDK
 // would accept and answer with the tool's result: the headers it requires
 // (Mcp-Method, Mcp-Name) match the body, no Mcp-Param-* header or session
-// is named, and _meta carries the protocol version equal to the header's,
-// the client's capabilities without extensions, optionally the client's
-// self-description and a traceparent, and nothing else — each decoding as
-// the SDK decodes it. Anything else goes to the SDK, which answers it —
-// refusals included — as it always did. It returns the decoded _meta.
-func (s *Server) modernEligible(r *http.Request, rawParams []byte, params *mcp.CallToolParamsRaw) (modernMeta, bool) {
-	var m struct {
-		Meta modernMeta `json:"_meta"`
-	}
+// is named, and its _meta is one modernMetaEligible accepts.
+func modernEligible(r *http.Request, params *mcp.CallToolParamsRaw) bool {
 	h := r.Header
-	if h.Get("Mcp-Session-Id") != "" || h.Get("Mcp-Method") != "tools/call" || h.Get("Mcp-Name") != params.Name || !s.modernFast[params.Name] {
-		return m.Meta, false
+	if h.Get("Mcp-Session-Id") != "" || h.Get("Mcp-Method") != "tools/call" || h.Get("Mcp-Name") != params.Name {
+		return false
 	}
 	for k := range h {
 		if strings.HasPrefix(strings.ToLower(k), "mcp-param-") {
-			return m.Meta, false
+			return false
 		}
+	}
+	return true
+}
+
+// modernMetaEligible reports whether a 2026-07-28 tools/call of a tool the
+// fast path serves to that revision (modernTool) carries in _meta the
+// protocol version, the client's capabilities without extensions,
+// optionally the client's self-description and a traceparent, and nothing
+// else — each decoding as the SDK decodes it. Anything else goes to the
+// SDK, which answers it — refusals included — as it always did. It returns
+// the decoded _meta. Both transports use it (HTTP adds its headers,
+// modernEligible).
+func (s *Server) modernMetaEligible(rawParams []byte, params *mcp.CallToolParamsRaw) (modernMeta, bool) {
+	var m struct {
+		Meta modernMeta `json:"_meta"`
+	}
+	if !s.modernFast[params.Name] {
+		return m.Meta, false
 	}
 	if sdkUnmarshal(rawParams, &m) != nil || m.Meta.ProtocolVersion != modernVersion || m.Meta.Capabilities == nil || m.Meta.Capabilities.Extensions != nil {
 		return m.Meta, false // the Tasks extension changes what a call answers
@@ -148,61 +159,20 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, req *request) 
 	if !req.isCall() || req.method != "tools/call" || len(req.params) == 0 {
 		return false
 	}
-	var params mcp.CallToolParamsRaw
-	if sdkUnmarshal(req.params, &params) != nil || params.InputResponses != nil || params.RequestState != "" {
+	params, meta, ok := s.callEligible(req.params, modern)
+	if !ok || modern && !modernEligible(r, params) {
 		return false
 	}
-	if _, ok := s.cat.Tool(params.Name); !ok {
-		return false
-	}
-	if a := bytes.TrimSpace(params.Arguments); len(a) > 0 && a[0] != '{' {
-		return false
-	}
-	var meta map[string]any
-	if modern {
-		m, eligible := s.modernEligible(r, req.params, &params)
-		if !eligible {
-			return false
-		}
-		if m.Traceparent != nil {
-			meta = map[string]any{"traceparent": *m.Traceparent}
-		}
-	}
-	for k, v := range params.Meta {
-		if modern {
-			break // read by modernEligible
-		}
-		tp, ok := v.(string)
-		if k != "traceparent" || !ok {
-			return false // progress tokens and anything else: the SDK path
-		}
-		meta = map[string]any{"traceparent": tp}
-	}
-	caller := callerOf(r.Context(), meta)
-	// Tools may replace their content blocks (SetContent) as on the SDK
-	// path; tools that talk back to the client through the session are
-	// declared streaming and never come here.
-	call := &callState{}
-	ctx := context.WithValue(r.Context(), callKey{}, call)
-	s.fastServed.Add(1)
-	res, err := s.cat.Call(ctx, catalog.Request{Caller: caller, Tool: params.Name, Args: params.Arguments})
+	tr, caller, err := s.fastResult(r.Context(), params, meta, modern)
 	if err != nil {
 		// The tool vanished between the check and the call (it cannot:
 		// the catalog is fixed); answer as the SDK would, never run twice.
 		s.writeError(w, rawID(req.id), duet.Errorf(duet.CodeNotFound, "unknown tool %q", params.Name))
 		return true
 	}
-	tr := ToolResult(res, caller.TraceID)
-	if call.content != nil && !res.IsError {
-		tr.Content = call.content
-	}
-	if modern {
-		// What the SDK adds to a 2026-07-28 result (annotateServerInfo).
-		tr.Meta[mcp.MetaKeyServerInfo] = s.impl
-	}
 	out, err := encodeReply(replyID(req.id), tr, modern)
 	if err != nil {
-		s.log.ErrorContext(ctx, "encoding a tool result", "traceId", caller.TraceID, "err", err)
+		s.log.ErrorContext(r.Context(), "encoding a tool result", "traceId", caller.TraceID, "err", err)
 		s.writeError(w, rawID(req.id), duet.Errorf(duet.CodeInternal, "internal error"))
 		return true
 	}
@@ -213,6 +183,91 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, req *request) 
 	w.WriteHeader(http.StatusOK)
 	w.Write(out)
 	return true
+}
+
+// callEligible reads the params of a tools/call as the SDK reads them and
+// reports whether the fast path may answer it, on either transport: a known
+// tool, object arguments (or none), no multi-round fields, and in _meta
+// nothing but a traceparent — or, for a 2026-07-28 request (modern), what
+// modernMetaEligible accepts. It returns the params and the _meta the call
+// keeps (the traceparent). It runs nothing.
+func (s *Server) callEligible(rawParams []byte, modern bool) (*mcp.CallToolParamsRaw, map[string]any, bool) {
+	params, ok := s.decodeCall(rawParams)
+	if !ok {
+		return nil, nil, false
+	}
+	meta, ok := s.metaEligible(rawParams, params, modern)
+	return params, meta, ok
+}
+
+// decodeCall is the first half of callEligible: the params as the SDK reads
+// them, a known tool, object arguments (or none), no multi-round fields.
+func (s *Server) decodeCall(rawParams []byte) (*mcp.CallToolParamsRaw, bool) {
+	if len(rawParams) == 0 {
+		return nil, false
+	}
+	var params mcp.CallToolParamsRaw
+	if sdkUnmarshal(rawParams, &params) != nil || params.InputResponses != nil || params.RequestState != "" {
+		return nil, false
+	}
+	if _, ok := s.cat.Tool(params.Name); !ok {
+		return nil, false
+	}
+	if a := bytes.TrimSpace(params.Arguments); len(a) > 0 && a[0] != '{' {
+		return nil, false
+	}
+	return &params, true
+}
+
+// metaEligible is the second half of callEligible: the _meta of the call.
+func (s *Server) metaEligible(rawParams []byte, params *mcp.CallToolParamsRaw, modern bool) (map[string]any, bool) {
+	var meta map[string]any
+	if modern {
+		m, eligible := s.modernMetaEligible(rawParams, params)
+		if !eligible {
+			return nil, false
+		}
+		if m.Traceparent != nil {
+			meta = map[string]any{"traceparent": *m.Traceparent}
+		}
+		return meta, true
+	}
+	for k, v := range params.Meta {
+		tp, ok := v.(string)
+		if k != "traceparent" || !ok {
+			return nil, false // progress tokens and anything else: the SDK path
+		}
+		meta = map[string]any{"traceparent": tp}
+	}
+	return meta, true
+}
+
+// fastResult makes the governed call of an eligible tools/call — the same
+// catalog.Call as the SDK path's handler, with the caller of ctx and a
+// trace id from meta's traceparent or a new one — and assembles its result
+// as the SDK path does. It errs only when the catalog does not know the
+// tool (then nothing ran).
+func (s *Server) fastResult(ctx context.Context, params *mcp.CallToolParamsRaw, meta map[string]any, modern bool) (*mcp.CallToolResult, duet.Caller, error) {
+	caller := callerOf(ctx, meta)
+	// Tools may replace their content blocks (SetContent) as on the SDK
+	// path; tools that talk back to the client through the session are
+	// declared streaming and never come here.
+	call := &callState{}
+	ctx = context.WithValue(ctx, callKey{}, call)
+	s.fastServed.Add(1)
+	res, err := s.cat.Call(ctx, catalog.Request{Caller: caller, Tool: params.Name, Args: params.Arguments})
+	if err != nil {
+		return nil, caller, err
+	}
+	tr := ToolResult(res, caller.TraceID)
+	if call.content != nil && !res.IsError {
+		tr.Content = call.content
+	}
+	if modern {
+		// What the SDK adds to a 2026-07-28 result (annotateServerInfo).
+		tr.Meta[mcp.MetaKeyServerInfo] = s.impl
+	}
+	return tr, caller, nil
 }
 
 // encodeReply encodes a JSON-RPC result message as the SDK does
@@ -227,21 +282,9 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, req *request) 
 // the result's own fields; the field is the SDK's own and cannot be set
 // from outside).
 func encodeReply(id any, result *mcp.CallToolResult, complete bool) ([]byte, error) {
-	// What an Encoder without HTML escaping writes for a json.Marshaler:
-	// its MarshalJSON output (json.Marshal's, compact) unchanged.
-	res, err := result.MarshalJSON()
+	res, err := encodeResult(result, complete)
 	if err != nil {
 		return nil, err
-	}
-	if complete {
-		if len(res) < 2 || res[len(res)-1] != '}' {
-			return nil, errors.New("a tool result that is not a JSON object")
-		}
-		sep := ","
-		if len(res) == 2 {
-			sep = ""
-		}
-		res = append(res[:len(res)-1:len(res)-1], sep+`"resultType":"complete"}`...)
 	}
 	out := make([]byte, 0, len(res)+64)
 	out = append(out, `{"jsonrpc":"2.0"`...)
@@ -258,6 +301,28 @@ func encodeReply(id any, result *mcp.CallToolResult, complete bool) ([]byte, err
 		out = append(out, res...)
 	}
 	return append(out, '}'), nil
+}
+
+// encodeResult encodes a tool result as the SDK does (jsonrpc2's
+// marshalToRaw: what an Encoder without HTML escaping writes for a
+// json.Marshaler, its MarshalJSON output — json.Marshal's, compact —
+// unchanged), marked final when complete (see encodeReply).
+func encodeResult(result *mcp.CallToolResult, complete bool) ([]byte, error) {
+	res, err := result.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	if complete {
+		if len(res) < 2 || res[len(res)-1] != '}' {
+			return nil, errors.New("a tool result that is not a JSON object")
+		}
+		sep := ","
+		if len(res) == 2 {
+			sep = ""
+		}
+		res = append(res[:len(res)-1:len(res)-1], sep+`"resultType":"complete"}`...)
+	}
+	return res, nil
 }
 
 // encodeNoEscape marshals v as the SDK does: without HTML escaping, and

@@ -40,6 +40,12 @@ var contentTools = map[string]bool{conformance.ToolSimpleText: true, conformance
 
 func newTwoPaths(t testing.TB, extra ...*catalog.Tool) *twoPaths {
 	t.Helper()
+	return newTwoPathsLimits(t, catalog.Limits{}, extra...)
+}
+
+// newTwoPathsLimits is newTwoPaths with the catalog's limits.
+func newTwoPathsLimits(t testing.TB, limits catalog.Limits, extra ...*catalog.Tool) *twoPaths {
+	t.Helper()
 	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "duet.db"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +66,7 @@ func newTwoPaths(t testing.TB, extra ...*catalog.Tool) *twoPaths {
 			extra = append(extra, tool)
 		}
 	}
-	srv := mcpserver.New(catalog.New(db, catalog.Options{Extra: extra}), mcpserver.Options{Codes: httpapi.Codes})
+	srv := mcpserver.New(catalog.New(db, catalog.Options{Extra: extra, Limits: limits}), mcpserver.Options{Codes: httpapi.Codes})
 	fixed := func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			ctx := duet.NewContextWithCaller(r.Context(), duet.Caller{UserID: r.Header.Get("X-Test-User"), Source: duet.SourceMCP, TraceID: "0123456789abcdef0123456789abcdef"})

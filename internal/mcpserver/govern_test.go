@@ -184,6 +184,20 @@ func TestEveryMethodIsGoverned(t *testing.T) {
 	} else if last := recs[len(recs)-1]; last.Caller != "carol" || last.CallSource != duet.SourceStdio || last.Outcome != duet.CodeTooLarge {
 		t.Errorf("stdio audit record: %+v", last)
 	}
+	// A tools/call the stdio fast path answers: audited with the session's
+	// caller, Source stdio and a trace id.
+	before := s.FastPathServed()
+	if res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "list_test_tasks", Arguments: map[string]any{}}); err != nil || res.IsError {
+		t.Fatalf("stdio call: %v %v", res, err)
+	}
+	if s.FastPathServed() != before+1 {
+		t.Error("stdio: the fast path did not serve the call")
+	}
+	if recs := audit.find("tools/call", "list_test_tasks"); len(recs) == 0 {
+		t.Error("stdio: no audit record of the call")
+	} else if last := recs[len(recs)-1]; last.Caller != "carol" || last.CallSource != duet.SourceStdio || last.Outcome != duet.OutcomeOK || last.TraceID == "" {
+		t.Errorf("stdio call audit record: %+v", last)
+	}
 	// The handshake (server/discover for this client) is governed too.
 	if len(audit.find("server/discover", ""))+len(audit.find("initialize", "")) == 0 {
 		b, _ := json.Marshal(audit.recs)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,7 +14,20 @@ import (
 
 // collected is the stdout of ServeStdio.
 type collected struct {
+	mu sync.Mutex
 	strings.Builder
+}
+
+func (c *collected) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Builder.Write(p)
+}
+
+func (c *collected) text() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Builder.String()
 }
 
 func (*collected) Close() error { return nil }
