@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -210,8 +212,58 @@ func (d *DB) FindMCPServers(ctx context.Context, owner string) ([]*duet.MCPServe
 }
 
 // FindMCPServerTool returns the owner's registration of serverKey and the
-// archived tool, if any, in one query. Returns NOT_FOUND.
+// archived tool, if any, in one query. It is read through the read cache
+// (cache.go): migration 00015's triggers on mcp_servers and mcp_tools move
+// the counter whenever a registration or an archived catalog changes, by
+// whoever writes. The cached value holds no secret (a credential is named by
+// its ref; its ciphertext is read when a session opens). Returns NOT_FOUND.
 func (d *DB) FindMCPServerTool(ctx context.Context, owner, serverKey, tool string) (*duet.MCPServer, *duet.MCPTool, error) {
+	st, err := cached(ctx, d, serverToolKey(owner, serverKey, tool), func() (serverTool, error) {
+		s, t, err := d.readMCPServerTool(ctx, owner, serverKey, tool)
+		return serverTool{s, t}, err
+	}, cloneServerTool)
+	if err != nil {
+		return nil, nil, err
+	}
+	if st.server.Owner != owner || st.server.ServerKey != serverKey {
+		// Never another user's registration, whatever the cache holds.
+		return nil, nil, duet.Errorf(duet.CodeInternal, "the registry lookup of %s for %s returned another registration", serverKey, owner)
+	}
+	return st.server, st.tool, nil
+}
+
+// serverToolKey is the cache key of a registry lookup. The owner and the
+// serverKey are length-prefixed so that no two lookups share a key,
+// whatever bytes their parts hold.
+func serverToolKey(owner, serverKey, tool string) string {
+	return "mcptool\x00" + strconv.Itoa(len(owner)) + "\x00" + owner + strconv.Itoa(len(serverKey)) + "\x00" + serverKey + tool
+}
+
+// serverTool is a registry lookup as cached.
+type serverTool struct {
+	server *duet.MCPServer
+	tool   *duet.MCPTool // nil when the archived catalog lacks the tool
+}
+
+func cloneServerTool(st serverTool) serverTool {
+	s := *st.server
+	s.HeaderNames = slices.Clone(st.server.HeaderNames)
+	if st.server.SyncedAt != nil {
+		t := *st.server.SyncedAt
+		s.SyncedAt = &t
+	}
+	out := serverTool{server: &s}
+	if st.tool != nil {
+		t := *st.tool
+		t.InputSchema = slices.Clone(t.InputSchema)
+		t.OutputSchema = slices.Clone(t.OutputSchema)
+		t.Annotations = slices.Clone(t.Annotations)
+		out.tool = &t
+	}
+	return out
+}
+
+func (d *DB) readMCPServerTool(ctx context.Context, owner, serverKey, tool string) (*duet.MCPServer, *duet.MCPTool, error) {
 	var (
 		name, title, desc, in, out, ann sql.NullString
 	)
