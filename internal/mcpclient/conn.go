@@ -319,7 +319,8 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if r.Header == nil {
 		r.Header = http.Header{}
 	}
-	if originOf(req.URL) == rt.origin {
+	sameOrigin := originOf(req.URL) == rt.origin
+	if sameOrigin {
 		for k, v := range rt.headers {
 			r.Header.Set(k, v)
 		}
@@ -331,7 +332,7 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	var resp *http.Response
 	var err error
 	var k *dpopKey
-	if rt.dpop != nil && r.Header.Get("Authorization") != "" && originOf(req.URL) == rt.origin {
+	if rt.dpop != nil && sameOrigin && r.Header.Get("Authorization") != "" {
 		k = rt.dpop()
 	}
 	if k != nil {

@@ -196,11 +196,11 @@ func withParamHeaders(ctx context.Context, h map[string]string) context.Context 
 // setParamHeaders adds the Mcp-Param-* headers of ctx to r when it is a
 // tools/call of a revision that has them (the SDK set Mcp-Method).
 func setParamHeaders(r *http.Request) {
-	h, _ := r.Context().Value(paramHeadersKey{}).(map[string]string)
-	if h == nil || r.Method != http.MethodPost || r.Header.Get("Mcp-Method") != "tools/call" ||
+	if r.Method != http.MethodPost || r.Header.Get("Mcp-Method") != "tools/call" ||
 		r.Header.Get("Mcp-Protocol-Version") < headersRevision {
 		return
 	}
+	h, _ := r.Context().Value(paramHeadersKey{}).(map[string]string)
 	for k, v := range h {
 		if r.Header.Get(k) == "" {
 			r.Header.Set(k, v)
