@@ -94,6 +94,8 @@ type Client struct {
 	resync   map[sessionKey]*time.Timer
 	oauth    map[sessionKey]*oauthState
 	closed   bool
+	// plans are the compiled Mcp-Param-* header plans of input schemas.
+	plans headerPlans
 	// oauthHTTP makes the requests to authorization servers: through the
 	// SSRF guard, never following redirects.
 	oauthHTTP *http.Client

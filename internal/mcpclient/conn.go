@@ -311,8 +311,16 @@ func originOf(u *url.URL) string {
 }
 
 func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
-	r := req.Clone(req.Context())
-	if originOf(req.URL) == rt.origin {
+	// A RoundTripper must not change the request it is given: a copy
+	// with its own headers, the only part changed below.
+	r := new(http.Request)
+	*r = *req
+	r.Header = req.Header.Clone()
+	if r.Header == nil {
+		r.Header = http.Header{}
+	}
+	sameOrigin := originOf(req.URL) == rt.origin
+	if sameOrigin {
 		for k, v := range rt.headers {
 			r.Header.Set(k, v)
 		}
@@ -324,7 +332,7 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	var resp *http.Response
 	var err error
 	var k *dpopKey
-	if rt.dpop != nil && r.Header.Get("Authorization") != "" && originOf(req.URL) == rt.origin {
+	if rt.dpop != nil && sameOrigin && r.Header.Get("Authorization") != "" {
 		k = rt.dpop()
 	}
 	if k != nil {
@@ -352,6 +360,7 @@ type observer struct {
 	body    bytes.Buffer
 	ctype   string
 	over    bool
+	taken   bool // captured handed the body over: nothing more is kept
 }
 
 type response struct {
@@ -441,13 +450,17 @@ func (o *observer) delivered() bool {
 	return ok
 }
 
+// captured hands over the bytes kept of the POST response bodies and
+// their content type; what the SDK reads after that (the rest of an event
+// stream) is no longer kept, so the caller owns the bytes without a copy.
 func (o *observer) captured() ([]byte, string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.over {
+	if o.over || o.taken {
 		return nil, ""
 	}
-	return bytes.Clone(o.body.Bytes()), o.ctype
+	o.taken = true
+	return o.body.Bytes(), o.ctype
 }
 
 // teeBody copies what the SDK reads of a response body into the observer.
@@ -462,7 +475,7 @@ func (t *teeBody) Read(p []byte) (int, error) {
 		t.obs.mu.Lock()
 		if t.obs.body.Len()+n > maxCapture {
 			t.obs.over = true
-		} else if !t.obs.over {
+		} else if !t.obs.over && !t.obs.taken {
 			t.obs.body.Write(p[:n])
 		}
 		t.obs.mu.Unlock()

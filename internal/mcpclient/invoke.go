@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sjson "github.com/segmentio/encoding/json"
 
 	"github.com/duet-test/duet"
 )
@@ -41,7 +42,7 @@ func (c *Client) Invoke(ctx context.Context, req duet.InvokeRequest) (res *duet.
 	if args == nil {
 		args = map[string]any{}
 	}
-	argJSON, merr := json.Marshal(args)
+	argJSON, merr := encodeArguments(args)
 	resultBytes := 0
 	defer func() {
 		outcome := duet.OutcomeOK
@@ -89,7 +90,7 @@ func (c *Client) Invoke(ctx context.Context, req duet.InvokeRequest) (res *duet.
 				reg.Name, reg.ServerKey, req.Tool, reg.ToolCount, syncedAgo(reg.SyncedAt))
 		}
 	}
-	res, resultBytes, err = c.call(withTrace(ctx, req.TraceID), reg, tool, args)
+	res, resultBytes, err = c.call(withTrace(ctx, req.TraceID), reg, tool, argJSON)
 	return res, c.scrubError(ctx, reg, err)
 }
 
@@ -121,15 +122,15 @@ func syncedAgo(t *time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-// call runs tools/call on the executor's session. It retries once, on a new
-// session, only when that cannot run the tool twice: the server no longer
-// knew the session, or the tool is annotated read-only or idempotent and the
+// call runs tools/call on the executor's session with the arguments
+// argJSON (a JSON object, sent as it is). It retries once, on a new session,
+// only when that cannot run the tool twice: the server no longer knew the
+// session, or the tool is annotated read-only or idempotent and the
 // failure was transient.
-func (c *Client) call(ctx context.Context, reg *duet.MCPServer, tool *duet.MCPTool, args map[string]any) (*duet.ToolResult, int, error) {
+func (c *Client) call(ctx context.Context, reg *duet.MCPServer, tool *duet.MCPTool, argJSON json.RawMessage) (*duet.ToolResult, int, error) {
 	cctx, cancel := context.WithTimeoutCause(ctx, c.opts.CallTimeout, errCallTimeout)
 	defer cancel()
-	cctx = withParamHeaders(cctx, paramHeaders(tool.InputSchema, args))
-	safe := safeToRepeat(tool)
+	cctx = withParamHeaders(cctx, c.plans.headers(tool.InputSchema, argJSON))
 	k := sessionKey{reg.Owner, reg.ServerKey}
 	for attempt := 0; ; attempt++ {
 		e, err := c.acquire(cctx, reg)
@@ -140,7 +141,7 @@ func (c *Client) call(ctx context.Context, reg *duet.MCPServer, tool *duet.MCPTo
 			return nil, 0, err
 		}
 		obs := &observer{capture: true}
-		res, err := e.s.cs.CallTool(withObserver(cctx, obs), &mcp.CallToolParams{Name: tool.Name, Arguments: args})
+		res, err := e.s.cs.CallTool(withObserver(cctx, obs), &mcp.CallToolParams{Name: tool.Name, Arguments: argJSON})
 		c.release(e)
 		if err == nil {
 			tr, size := toolResult(res, obs)
@@ -157,7 +158,7 @@ func (c *Client) call(ctx context.Context, reg *duet.MCPServer, tool *duet.MCPTo
 		}
 		if attempt == 0 && cctx.Err() == nil {
 			_, transient := obs.transient()
-			if isSessionGone(err) || safe && (transient || !obs.delivered()) {
+			if isSessionGone(err) || (transient || !obs.delivered()) && safeToRepeat(tool) {
 				if transient {
 					sleep(cctx, 200*time.Millisecond)
 				}
@@ -238,7 +239,7 @@ func toolResult(res *mcp.CallToolResult, obs *observer) (*duet.ToolResult, int) 
 			StructuredContent json.RawMessage `json:"structuredContent"`
 			IsError           bool            `json:"isError"`
 		}
-		if json.Unmarshal(raw, &r) == nil && r.IsError == res.IsError && len(r.Content) > 0 && string(r.Content) != "null" {
+		if sdkUnmarshal(raw, &r) == nil && r.IsError == res.IsError && len(r.Content) > 0 && string(r.Content) != "null" {
 			tr.Content, _ = compact(r.Content)
 			if len(r.StructuredContent) > 0 && string(r.StructuredContent) != "null" {
 				tr.StructuredContent, _ = compact(r.StructuredContent)
@@ -258,7 +259,9 @@ func toolResult(res *mcp.CallToolResult, obs *observer) (*duet.ToolResult, int) 
 }
 
 // capturedResult returns the result member of the JSON-RPC response in the
-// captured POST body (JSON or an SSE stream), or nil.
+// captured POST body (JSON or an SSE stream), or nil. The body is read as
+// the SDK read it (sdkUnmarshal); the result aliases the captured body,
+// which the observer hands over.
 func capturedResult(obs *observer) json.RawMessage {
 	body, ctype := obs.captured()
 	if len(body) == 0 {
@@ -279,7 +282,7 @@ func capturedResult(obs *observer) json.RawMessage {
 			ID     json.RawMessage `json:"id"`
 			Result json.RawMessage `json:"result"`
 		}
-		if json.Unmarshal(m, &resp) == nil && len(resp.ID) > 0 && string(resp.ID) != "null" && len(resp.Result) > 0 {
+		if sdkParse(m, &resp, sjson.DontCopyRawMessage) == nil && len(resp.ID) > 0 && string(resp.ID) != "null" && len(resp.Result) > 0 {
 			return resp.Result
 		}
 	}
@@ -308,12 +311,4 @@ func sseData(b []byte) [][]byte {
 	}
 	flush()
 	return out
-}
-
-func compact(raw json.RawMessage) (json.RawMessage, error) {
-	var b bytes.Buffer
-	if err := json.Compact(&b, raw); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Mcp-Param-* headers (SEP-2243, MCP 2026-07-28). A tool may mark
@@ -35,52 +36,111 @@ type headerProp struct {
 	Properties map[string]headerProp `json:"properties,omitempty"`
 }
 
-// paramHeaders returns the Mcp-Param-* headers of a call of a tool with
-// input schema schema and arguments args.
-func paramHeaders(schema json.RawMessage, args map[string]any) map[string]string {
-	if len(schema) == 0 || len(args) == 0 {
-		return nil
-	}
+// headerNode is what an input schema asks of one level of arguments: the
+// header each property is mirrored into, and the nested properties that
+// ask for headers. Only properties that lead to a header are kept.
+type headerNode map[string]*headerProperty
+
+type headerProperty struct {
+	header string     // "" when only nested properties carry headers
+	nested headerNode // nil when none does
+}
+
+// compileHeaders returns the header plan of an input schema, or nil when no
+// property asks for a header (most tools): a call then has nothing to do.
+func compileHeaders(schema json.RawMessage) headerNode {
 	var root headerProp
-	if json.Unmarshal(schema, &root) != nil || len(root.Properties) == 0 {
+	if len(schema) == 0 || json.Unmarshal(schema, &root) != nil {
 		return nil
 	}
-	out := map[string]string{}
-	var walk func(props map[string]headerProp, vals map[string]any)
-	walk = func(props map[string]headerProp, vals map[string]any) {
-		for name, p := range props {
-			v, ok := vals[name]
-			if !ok || v == nil {
-				continue
-			}
-			var header string
-			if json.Unmarshal(p.XMCPHeader, &header) == nil && header != "" {
-				if s, ok := headerValue(v); ok {
-					out[paramHeaderPrefix+header] = s
-				}
-			}
-			if sub, ok := v.(map[string]any); ok && len(p.Properties) > 0 {
-				walk(p.Properties, sub)
-			}
+	return compileNode(root.Properties)
+}
+
+func compileNode(props map[string]headerProp) headerNode {
+	var out headerNode
+	for name, p := range props {
+		var hp headerProperty
+		var header string
+		if json.Unmarshal(p.XMCPHeader, &header) == nil {
+			hp.header = header
 		}
-	}
-	walk(root.Properties, normalize(args))
-	if len(out) == 0 {
-		return nil
+		hp.nested = compileNode(p.Properties)
+		if hp.header == "" && hp.nested == nil {
+			continue
+		}
+		if out == nil {
+			out = headerNode{}
+		}
+		out[name] = &hp
 	}
 	return out
 }
 
-// normalize gives args the shapes JSON decoding gives them (numbers as
-// float64, nested objects as maps), whatever Go types the caller used.
-func normalize(args map[string]any) map[string]any {
-	b, err := json.Marshal(args)
-	if err != nil {
-		return args
+// headerPlans keeps the compiled header plan of each input schema seen, by
+// the schema's bytes: an archived schema is read once, not on every call.
+// Plans depend on nothing but those bytes, so they never go stale.
+type headerPlans struct {
+	mu sync.RWMutex
+	m  map[string]headerNode
+}
+
+// maxHeaderPlans bounds the plans kept; reaching it starts afresh.
+const maxHeaderPlans = 4096
+
+func (hp *headerPlans) plan(schema json.RawMessage) headerNode {
+	hp.mu.RLock()
+	n, ok := hp.m[string(schema)]
+	hp.mu.RUnlock()
+	if ok {
+		return n
 	}
-	var out map[string]any
-	if json.Unmarshal(b, &out) != nil {
-		return args
+	n = compileHeaders(schema)
+	hp.mu.Lock()
+	if hp.m == nil || len(hp.m) >= maxHeaderPlans {
+		hp.m = map[string]headerNode{}
+	}
+	hp.m[string(schema)] = n
+	hp.mu.Unlock()
+	return n
+}
+
+// headers returns the Mcp-Param-* headers of a call of a tool with input
+// schema schema and arguments argJSON (a JSON object).
+func (hp *headerPlans) headers(schema, argJSON json.RawMessage) map[string]string {
+	if len(schema) == 0 || len(argJSON) <= 2 {
+		return nil
+	}
+	plan := hp.plan(schema)
+	if plan == nil {
+		return nil
+	}
+	// The values in the shapes JSON decoding gives them (numbers as
+	// float64, nested objects as maps), whatever Go types the caller used.
+	var args map[string]any
+	if json.Unmarshal(argJSON, &args) != nil {
+		return nil
+	}
+	out := map[string]string{}
+	var walk func(node headerNode, vals map[string]any)
+	walk = func(node headerNode, vals map[string]any) {
+		for name, p := range node {
+			v, ok := vals[name]
+			if !ok || v == nil {
+				continue
+			}
+			if p.header != "" {
+				if s, ok := headerValue(v); ok {
+					out[paramHeaderPrefix+p.header] = s
+				}
+			}
+			if sub, ok := v.(map[string]any); ok && p.nested != nil {
+				walk(p.nested, sub)
+			}
+		}
+	}
+	walk(plan, args)
+	if len(out) == 0 {
+		return nil
 	}
 	return out
 }
@@ -136,11 +196,11 @@ func withParamHeaders(ctx context.Context, h map[string]string) context.Context 
 // setParamHeaders adds the Mcp-Param-* headers of ctx to r when it is a
 // tools/call of a revision that has them (the SDK set Mcp-Method).
 func setParamHeaders(r *http.Request) {
-	h, _ := r.Context().Value(paramHeadersKey{}).(map[string]string)
-	if h == nil || r.Method != http.MethodPost || r.Header.Get("Mcp-Method") != "tools/call" ||
+	if r.Method != http.MethodPost || r.Header.Get("Mcp-Method") != "tools/call" ||
 		r.Header.Get("Mcp-Protocol-Version") < headersRevision {
 		return
 	}
+	h, _ := r.Context().Value(paramHeadersKey{}).(map[string]string)
 	for k, v := range h {
 		if r.Header.Get(k) == "" {
 			r.Header.Set(k, v)

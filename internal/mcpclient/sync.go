@@ -139,7 +139,7 @@ func rawTools(obs *observer) map[string]rawTool {
 	var list struct {
 		Tools []rawTool `json:"tools"`
 	}
-	if json.Unmarshal(result, &list) != nil {
+	if sdkUnmarshal(result, &list) != nil {
 		return nil
 	}
 	out := make(map[string]rawTool, len(list.Tools))

@@ -2,8 +2,10 @@ package sqlite_test
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/sqlite"
@@ -57,6 +59,52 @@ func BenchmarkTaskReads(b *testing.B) {
 			}
 			b.StartTimer()
 			reads(b)
+		}
+	})
+}
+
+// BenchmarkRegistryLookup measures invoke()'s registry lookup
+// (FindMCPServerTool: the registration and the archived tool) served from
+// the read cache after one freshness check, and read from SQLite (a change
+// between every iteration invalidates the cache):
+//
+//	go test -run '^$' -bench RegistryLookup ./internal/sqlite/
+func BenchmarkRegistryLookup(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	db, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "duet.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	s := &duet.MCPServer{Owner: "alice", Name: "orders", URL: "https://orders.example/mcp", ServerKey: "mcp_orders_0badcafe"}
+	if err := db.CreateMCPServer(ctx, s, nil); err != nil {
+		b.Fatal(err)
+	}
+	tool := &duet.MCPTool{Name: "add", Description: "adds", InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}}}`),
+		Annotations: json.RawMessage(`{"readOnlyHint":true}`)}
+	cat := &duet.MCPCatalog{Transport: duet.TransportStreamableHTTP, Hash: "h", SyncedAt: time.Now(), Tools: []*duet.MCPTool{tool}}
+	if err := db.SaveMCPCatalog(ctx, s.ID, cat); err != nil {
+		b.Fatal(err)
+	}
+	lookup := func(b *testing.B) {
+		if _, tl, err := db.FindMCPServerTool(ctx, "alice", s.ServerKey, "add"); err != nil || tl == nil {
+			b.Fatal(tl, err)
+		}
+	}
+	b.Run("cached", func(b *testing.B) {
+		for b.Loop() {
+			lookup(b)
+		}
+	})
+	b.Run("invalidated", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			if _, err := db.SQL().ExecContext(ctx, `UPDATE cache_epoch SET n = n + 1 WHERE id = 1`); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			lookup(b)
 		}
 	})
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -210,8 +212,58 @@ func (d *DB) FindMCPServers(ctx context.Context, owner string) ([]*duet.MCPServe
 }
 
 // FindMCPServerTool returns the owner's registration of serverKey and the
-// archived tool, if any, in one query. Returns NOT_FOUND.
+// archived tool, if any, in one query. It is read through the read cache
+// (cache.go): migration 00015's triggers on mcp_servers and mcp_tools move
+// the counter whenever a registration or an archived catalog changes, by
+// whoever writes. The cached value holds no secret (a credential is named by
+// its ref; its ciphertext is read when a session opens). Returns NOT_FOUND.
 func (d *DB) FindMCPServerTool(ctx context.Context, owner, serverKey, tool string) (*duet.MCPServer, *duet.MCPTool, error) {
+	st, err := cached(ctx, d, serverToolKey(owner, serverKey, tool), func() (serverTool, error) {
+		s, t, err := d.readMCPServerTool(ctx, owner, serverKey, tool)
+		return serverTool{s, t}, err
+	}, cloneServerTool)
+	if err != nil {
+		return nil, nil, err
+	}
+	if st.server.Owner != owner || st.server.ServerKey != serverKey {
+		// Never another user's registration, whatever the cache holds.
+		return nil, nil, duet.Errorf(duet.CodeInternal, "the registry lookup of %s for %s returned another registration", serverKey, owner)
+	}
+	return st.server, st.tool, nil
+}
+
+// serverToolKey is the cache key of a registry lookup. The owner and the
+// serverKey are length-prefixed so that no two lookups share a key,
+// whatever bytes their parts hold.
+func serverToolKey(owner, serverKey, tool string) string {
+	return "mcptool\x00" + strconv.Itoa(len(owner)) + "\x00" + owner + strconv.Itoa(len(serverKey)) + "\x00" + serverKey + tool
+}
+
+// serverTool is a registry lookup as cached.
+type serverTool struct {
+	server *duet.MCPServer
+	tool   *duet.MCPTool // nil when the archived catalog lacks the tool
+}
+
+func cloneServerTool(st serverTool) serverTool {
+	s := *st.server
+	s.HeaderNames = slices.Clone(st.server.HeaderNames)
+	if st.server.SyncedAt != nil {
+		t := *st.server.SyncedAt
+		s.SyncedAt = &t
+	}
+	out := serverTool{server: &s}
+	if st.tool != nil {
+		t := *st.tool
+		t.InputSchema = slices.Clone(t.InputSchema)
+		t.OutputSchema = slices.Clone(t.OutputSchema)
+		t.Annotations = slices.Clone(t.Annotations)
+		out.tool = &t
+	}
+	return out
+}
+
+func (d *DB) readMCPServerTool(ctx context.Context, owner, serverKey, tool string) (*duet.MCPServer, *duet.MCPTool, error) {
 	var (
 		name, title, desc, in, out, ann sql.NullString
 	)
@@ -450,27 +502,62 @@ func (d *DB) ReleaseCredential(ctx context.Context, ref, holder string) error {
 	return mapErr(err)
 }
 
-// AppendInvocations stores invocation records in one transaction.
+// AppendInvocations stores invocation records in one transaction, up to
+// invocationChunk rows per INSERT statement, as AppendAudit does (a
+// statement per record was most of the recorder's CPU). The rows of one
+// statement get consecutive ids in order (AUTOINCREMENT, one writer), so
+// each record's id follows from the statement's last one.
 func (d *DB) AppendInvocations(ctx context.Context, recs []*duet.Invocation) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	return d.tx(ctx, func(tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO mcp_invocations (time, trace_id, executor, source, server_key, tool, outcome, duration_us, arg_bytes, result_bytes)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-		if err != nil {
-			return mapErr(err)
-		}
-		defer stmt.Close()
-		for _, r := range recs {
-			res, err := stmt.ExecContext(ctx, micros(r.Time), r.TraceID, r.Executor, r.Source, r.ServerKey, r.Tool, r.Outcome, r.DurationUs, r.ArgBytes, r.ResultBytes)
+	// Prepared before the transaction (see AppendAudit): preparing takes a
+	// connection from the pool, which must not wait while this one holds
+	// the write lock.
+	stmts := map[int]*sql.Stmt{}
+	for rest := len(recs); rest > 0; rest -= min(rest, invocationChunk) {
+		n := min(rest, invocationChunk)
+		if stmts[n] == nil {
+			s, err := d.q.stmt(ctx, invocationInsert(n))
 			if err != nil {
 				return mapErr(err)
 			}
-			r.ID, _ = res.LastInsertId()
+			stmts[n] = s
+		}
+	}
+	return d.tx(ctx, func(tx *sql.Tx) error {
+		for len(recs) > 0 {
+			chunk := recs[:min(len(recs), invocationChunk)]
+			recs = recs[len(chunk):]
+			args := make([]any, 0, 10*len(chunk))
+			for _, r := range chunk {
+				args = append(args, micros(r.Time), r.TraceID, r.Executor, r.Source, r.ServerKey, r.Tool, r.Outcome, r.DurationUs, r.ArgBytes, r.ResultBytes)
+			}
+			res, err := tx.StmtContext(ctx, stmts[len(chunk)]).ExecContext(ctx, args...)
+			if err != nil {
+				return mapErr(err)
+			}
+			last, err := res.LastInsertId()
+			if err != nil {
+				return mapErr(err)
+			}
+			for i, r := range chunk {
+				r.ID = last - int64(len(chunk)-1-i)
+			}
 		}
 		return nil
 	})
+}
+
+// invocationChunk is the most rows one INSERT of AppendInvocations
+// carries (10 parameters each, well under SQLite's limit of 32766).
+const invocationChunk = 64
+
+// invocationInsert is the INSERT of n invocation rows.
+func invocationInsert(n int) string {
+	const row = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	return `INSERT INTO mcp_invocations (time, trace_id, executor, source, server_key, tool, outcome, duration_us, arg_bytes, result_bytes) VALUES ` +
+		strings.TrimSuffix(strings.Repeat(row+`, `, n), `, `)
 }
 
 // FindInvocations returns invocation records matching f, newest first.

@@ -127,7 +127,7 @@ func openReadOnly(ctx context.Context, abs string, opts *Options) (*DB, error) {
 			n := max(opts.MaxOpenConns, 8)
 			sdb.SetMaxOpenConns(n)
 			sdb.SetMaxIdleConns(n)
-			d := &DB{db: sdb, q: &stmtCache{db: sdb, stmts: map[string]*sql.Stmt{}}, cache: &readCache{m: map[string]any{}}, path: abs, now: opts.Now, readOnly: true}
+			d := &DB{db: sdb, q: &stmtCache{db: sdb, stmts: map[string]*sql.Stmt{}}, cache: newReadCache(sdb, "file:"+abs+"?"+q.Encode()), path: abs, now: opts.Now, readOnly: true}
 			if d.now == nil {
 				d.now = time.Now
 			}
@@ -204,7 +204,7 @@ func openWritable(ctx context.Context, path string, opts *Options) (*DB, error) 
 		}
 		return nil, duet.WrapError(duet.CodeUnavailable, err, "cannot prepare database %s: %v", abs, rootCause(err))
 	}
-	d := &DB{db: sdb, q: &stmtCache{db: sdb, stmts: map[string]*sql.Stmt{}}, cache: &readCache{m: map[string]any{}}, path: abs, now: opts.Now}
+	d := &DB{db: sdb, q: &stmtCache{db: sdb, stmts: map[string]*sql.Stmt{}}, cache: newReadCache(sdb, dsn), path: abs, now: opts.Now}
 	if d.now == nil {
 		d.now = time.Now
 	}
@@ -251,6 +251,7 @@ func (d *DB) Ping(ctx context.Context) error {
 // Close closes the database.
 func (d *DB) Close() error {
 	d.q.close()
+	d.cache.close()
 	return d.db.Close()
 }
 

@@ -1,7 +1,10 @@
 package storetest
 
 import (
+	"context"
+	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/duet-test/duet"
 )
@@ -132,5 +135,157 @@ func testFreshAcrossHandles(t *testing.T, a duet.Store, another func() duet.Stor
 	runs[0].ErrorMessage = "changed by the caller"
 	if again := lastRun(); again[0].ErrorMessage != "" {
 		t.Fatalf("a run handed out was changed in the store's hands: %q", again[0].ErrorMessage)
+	}
+}
+
+// testRegistryFreshAcrossHandles: the registry lookup every invoke()
+// repeats (an executor's registration of a serverKey and the archived
+// tool) sees a change made through another handle at the next read,
+// however often it was read before: a re-synced catalog (a tool changed, a
+// tool dropped), a registration replaced with a new address and a new
+// credential, a credential rotated in place, a registration removed. An
+// engine that caches the lookup must invalidate it at once
+// (internal/sqlite's cache_epoch, migration 00015); one that does not cache
+// passes as it is. Values handed out are the caller's.
+func testRegistryFreshAcrossHandles(t *testing.T, a duet.Store, another func() duet.Store) {
+	b := another()
+	c := ctx(t)
+	const key = "mcp_fresh_0badcafe"
+	lookup := func(st duet.Store, cx context.Context, tool string) (*duet.MCPServer, *duet.MCPTool) {
+		t.Helper()
+		s, tl, err := st.FindMCPServerTool(cx, "alice", key, tool)
+		if err != nil {
+			t.Fatalf("FindMCPServerTool(%s): %v", tool, err)
+		}
+		return s, tl
+	}
+	warm := func(tool string) {
+		t.Helper()
+		for range 3 {
+			lookup(a, c, tool)
+		}
+	}
+	tool := func(desc, schema string) *duet.MCPTool {
+		return &duet.MCPTool{Name: "query_order", Description: desc, InputSchema: json.RawMessage(schema),
+			Annotations: json.RawMessage(`{"readOnlyHint":true}`)}
+	}
+	catalog := func(hash string, tools ...*duet.MCPTool) *duet.MCPCatalog {
+		return &duet.MCPCatalog{Transport: duet.TransportStreamableHTTP, ProtocolVersion: "2025-11-25", ServerName: "orders",
+			Hash: hash, SyncedAt: time.Now().UTC().Truncate(time.Second), Tools: tools}
+	}
+
+	reg, cred := registration("alice", "fresh-orders", key, true)
+	if err := a.CreateMCPServer(c, reg, cred); err != nil {
+		t.Fatal(err)
+	}
+	// Registered with an empty catalog; then synced through the other
+	// handle: the tool appears.
+	warm("query_order")
+	if _, tl := lookup(a, c, "query_order"); tl != nil {
+		t.Fatalf("before the first sync: got tool %+v, want none", tl)
+	}
+	if err := b.SaveMCPCatalog(c, reg.ID, catalog("h1", tool("v1", `{"type":"object"}`))); err != nil {
+		t.Fatal(err)
+	}
+	s, tl := lookup(a, c, "query_order")
+	if tl == nil || tl.Description != "v1" || s.CatalogHash != "h1" || s.ToolCount != 1 {
+		t.Fatalf("after a sync through another handle: got %+v, %+v, want tool v1 and hash h1", s, tl)
+	}
+
+	// Values handed out are the caller's.
+	warm("query_order")
+	s, tl = lookup(a, c, "query_order")
+	s.HeaderNames[0], s.URL, s.CredentialRef = "X-Changed", "https://changed.example/", "cred_changed"
+	tl.InputSchema[0], tl.Annotations[0], tl.Description = 'X', 'X', "changed by the caller"
+	s, tl = lookup(a, c, "query_order")
+	if s.HeaderNames[0] != "X-Api-Key" || s.URL != reg.URL || s.CredentialRef != reg.CredentialRef ||
+		string(tl.InputSchema) != `{"type":"object"}` || string(tl.Annotations) != `{"readOnlyHint":true}` || tl.Description != "v1" {
+		t.Fatalf("a value handed out was changed in the store's hands: got %+v, %+v", s, tl)
+	}
+
+	// Re-synced through the other handle: the tool changed, then dropped.
+	warm("query_order")
+	if err := b.SaveMCPCatalog(c, reg.ID, catalog("h2", tool("v2", `{"type":"object","properties":{"id":{"type":"string"}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	s, tl = lookup(a, c, "query_order")
+	if tl == nil || tl.Description != "v2" || string(tl.InputSchema) != `{"type":"object","properties":{"id":{"type":"string"}}}` || s.CatalogHash != "h2" {
+		t.Fatalf("after a re-sync that changed the tool: got %+v, %+v, want v2", s, tl)
+	}
+	warm("query_order")
+	if err := b.SaveMCPCatalog(c, reg.ID, catalog("h3", &duet.MCPTool{Name: "other", InputSchema: json.RawMessage(`{"type":"object"}`)})); err != nil {
+		t.Fatal(err)
+	}
+	if s, tl = lookup(a, c, "query_order"); tl != nil || s.CatalogHash != "h3" {
+		t.Fatalf("after a re-sync that dropped the tool: got %+v, %+v, want no tool", s, tl)
+	}
+
+	// In one read scope, a sync through the same handle takes effect for
+	// the reads after it.
+	sc := duet.WithReadScope(c)
+	for range 3 {
+		lookup(a, sc, "query_order")
+	}
+	if err := a.SaveMCPCatalog(sc, reg.ID, catalog("h4", tool("v4", `{"type":"object"}`))); err != nil {
+		t.Fatal(err)
+	}
+	if _, tl = lookup(a, sc, "query_order"); tl == nil || tl.Description != "v4" {
+		t.Fatalf("after a sync in the same read scope: got %+v, want v4", tl)
+	}
+
+	// A credential rotated in place (a renewed OAuth token, a rewrap): the
+	// next read of it, through the first handle, sees the new ciphertext.
+	old, err := a.FindCredential(c, reg.CredentialRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.Ciphertext = []byte("sealed-again")
+	if err := b.UpdateCredentials(c, []*duet.Credential{old}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := a.FindCredential(c, reg.CredentialRef); err != nil || string(got.Ciphertext) != "sealed-again" || got.Version != old.Version {
+		t.Fatalf("a rotated credential: got %+v, %v, want the new ciphertext at version %d", got, err, old.Version)
+	}
+
+	// Replaced through the other handle: a new address, a new credential,
+	// no archived catalog.
+	warm("query_order")
+	next, nextCred := registration("alice", "fresh-orders", key, true)
+	next.ID, next.URL = reg.ID, "https://fresh-orders-2.example/mcp"
+	if err := b.ReplaceMCPServer(c, next, nextCred); err != nil {
+		t.Fatal(err)
+	}
+	s, tl = lookup(a, c, "query_order")
+	if s.URL != next.URL || s.CredentialRef != nextCred.Ref || !s.UpdatedAt.Equal(next.UpdatedAt) || s.SyncedAt != nil || tl != nil {
+		t.Fatalf("after a replace through another handle: got %+v, %+v, want %s with credential %s and no catalog", s, tl, next.URL, nextCred.Ref)
+	}
+	if _, err := a.FindCredential(c, reg.CredentialRef); duet.ErrorCode(err) != duet.CodeNotFound {
+		t.Fatalf("the replaced credential: got %v, want NOT_FOUND", err)
+	}
+
+	// Removed through the other handle.
+	warm("query_order")
+	if err := b.DeleteMCPServer(c, "alice", key); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.FindMCPServerTool(c, "alice", key, "query_order"); duet.ErrorCode(err) != duet.CodeNotFound {
+		t.Fatalf("a removed registration: got %v, want NOT_FOUND", err)
+	}
+	if _, err := a.FindCredential(c, nextCred.Ref); duet.ErrorCode(err) != duet.CodeNotFound {
+		t.Fatalf("a removed registration's credential: got %v, want NOT_FOUND", err)
+	}
+	// Nobody else's registration answers for alice's lookup, and hers
+	// never for another executor.
+	bobs, _ := registration("bob", "fresh-orders", key, false)
+	if err := b.CreateMCPServer(c, bobs, nil); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if s, _, err := a.FindMCPServerTool(c, "bob", key, "query_order"); err != nil || s.Owner != "bob" {
+			t.Fatalf("bob's lookup: got %+v, %v", s, err)
+		}
+	}
+	if _, _, err := a.FindMCPServerTool(c, "alice", key, "query_order"); duet.ErrorCode(err) != duet.CodeNotFound {
+		t.Fatalf("alice's lookup after bob registered the address: got %v, want NOT_FOUND", err)
 	}
 }

@@ -433,4 +433,27 @@ func testMCPInvocations(t *testing.T, st duet.MCPClientStore) {
 			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
 		}
 	}
+
+	// A batch larger than one statement (an engine may insert many rows at
+	// once): every record gets its own id, in order, and reads back as it
+	// was given.
+	var batch []*duet.Invocation
+	for i := range 150 {
+		batch = append(batch, &duet.Invocation{Time: base.Add(time.Duration(i) * time.Millisecond), TraceID: "trace-batch",
+			Executor: "batch", Source: duet.SourceEngine, ServerKey: "mcp_orders_0badcafe", Tool: "tool-" + strconv.Itoa(i),
+			Outcome: duet.OutcomeOK, DurationUs: int64(i), ArgBytes: i, ResultBytes: 2 * i})
+	}
+	if err := st.AppendInvocations(ctx(t), batch); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.FindInvocations(ctx(t), duet.InvocationFilter{Executor: "batch", Limit: 1000})
+	if err != nil || len(got) != len(batch) {
+		t.Fatalf("the batch: got %d records, %v, want %d", len(got), err, len(batch))
+	}
+	for i, g := range got {
+		want := batch[len(batch)-1-i] // newest first
+		if diff := cmp.Diff(want, g, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); diff != "" {
+			t.Fatalf("record %d of the batch (-want +got):\n%s", i, diff)
+		}
+	}
 }

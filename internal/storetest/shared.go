@@ -42,6 +42,7 @@ func RunShared(t *testing.T, open SharedOpener) {
 		{"FinishRacesCancel", testFinishRacesCancel},
 		{"RefusedValues", testRefusedValues},
 		{"FreshAcrossHandles", testFreshAcrossHandles},
+		{"RegistryFreshAcrossHandles", testRegistryFreshAcrossHandles},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
