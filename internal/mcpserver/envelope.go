@@ -226,6 +226,9 @@ type request struct {
 	// metaVersion is params._meta["io.modelcontextprotocol/protocolVersion"]:
 	// a request of the 2026-07-28 revision or later carries it.
 	metaVersion string
+	// call is the params of a tools/call decoded into the SDK's type, when
+	// they decode (nil otherwise): the fast path reads them from here.
+	call *mcp.CallToolParamsRaw
 }
 
 // statelessRevision is the first protocol revision without sessions or an
@@ -286,6 +289,9 @@ func decodeEnvelope(body []byte) *request {
 		return nil
 	}
 	if len(env.Params) > 0 {
+		if r.method == "tools/call" && r.readCall() {
+			return r
+		}
 		var p struct {
 			Name   string   `json:"name"`
 			URI    string   `json:"uri"`
@@ -303,6 +309,33 @@ func decodeEnvelope(body []byte) *request {
 		}
 	}
 	return r
+}
+
+// readCall decodes the params of a tools/call in one pass into the SDK's
+// CallToolParamsRaw and the names decodeEnvelope reads (uri, taskId, which
+// the SDK's type does not have). Decoded together they succeed exactly
+// when each decode alone would, with the same values (the same decoder,
+// the same keys, unknown keys skipped); when they do not, it reports false
+// and sets nothing, and the params are read field by field as for any
+// method.
+func (r *request) readCall() bool {
+	var p struct {
+		mcp.CallToolParamsRaw
+		URI    string `json:"uri"`
+		TaskID string `json:"taskId"`
+	}
+	if sdkUnmarshal(r.params, &p) != nil {
+		return false
+	}
+	r.name, r.taskID = p.Name, p.TaskID
+	if r.name == "" {
+		r.name = p.URI
+	}
+	tok, ok := p.Meta["progressToken"]
+	r.progress = ok && tok != nil
+	r.metaVersion, _ = p.Meta[mcp.MetaKeyProtocolVersion].(string)
+	r.call = &p.CallToolParamsRaw
+	return true
 }
 
 // replyID is the id of the reply as the SDK writes it (jsonrpc2.MakeID):

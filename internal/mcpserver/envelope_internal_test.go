@@ -2,10 +2,12 @@ package mcpserver
 
 import (
 	"bytes"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/duet-test/duet"
 )
@@ -144,5 +146,79 @@ func BenchmarkCheckBody(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// readCallSeeds are params of tools/call requests, well and badly typed.
+var readCallSeeds = []string{
+	`{"name":"get_test_task","arguments":{"taskId":"t"}}`,
+	`{"name":"get_test_task","arguments":{"taskId":"t"},"_meta":{"progressToken":1}}`,
+	`{"name":"get_test_task","_meta":{"progressToken":null,"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`,
+	`{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":5}}`,
+	`{"uri":"file:///a","taskId":"k"}`, `{"name":"","uri":"u"}`, `{"Name":"x","name":"y","NAME":"z"}`,
+	`{"name":5}`, `{"uri":5,"name":"x"}`, `{"taskId":[],"name":"x"}`, `{"_meta":[],"name":"x"}`, `{"_meta":null,"name":"x"}`,
+	`{"name":"x","arguments":[1]}`, `{"name":"x","arguments":null}`, `{"name":"x","requestState":"s"}`, `{"name":"x","requestState":1}`,
+	`{"name":"x","inputResponses":{}}`, `{"name":"x","inputResponses":{"a":{"action":"accept"}}}`, `{"name":"x","inputResponses":5}`,
+	`{"name":"x","task":{"ttl":1}}`, `[]`, `"x"`, `null`, `{}`,
+}
+
+// TestReadCallReadsAsTheDecodesItReplaces: the one decode of a tools/call's
+// params gives what the envelope's field-by-field decode and the fast
+// path's decode into the SDK's type gave, or steps aside.
+func TestReadCallReadsAsTheDecodesItReplaces(t *testing.T) {
+	t.Parallel()
+	for _, params := range readCallSeeds {
+		checkReadCall(t, params)
+	}
+}
+
+func FuzzReadCall(f *testing.F) {
+	for _, s := range readCallSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, params string) {
+		if checkBody([]byte(params)) != nil {
+			return // decodeEnvelope reads only what checkBody passed
+		}
+		checkReadCall(t, params)
+	})
+}
+
+func checkReadCall(t *testing.T, params string) {
+	t.Helper()
+	r := &request{method: "tools/call", params: []byte(params)}
+	if !r.readCall() {
+		if r.call != nil || r.name != "" || r.taskID != "" || r.progress || r.metaVersion != "" {
+			t.Errorf("%s: readCall stepped aside but set %+v", params, r)
+		}
+		return
+	}
+	// The envelope's field-by-field decode.
+	var p struct {
+		Name   string   `json:"name"`
+		URI    string   `json:"uri"`
+		TaskID string   `json:"taskId"`
+		Meta   mcp.Meta `json:"_meta"`
+	}
+	if err := sdkUnmarshal([]byte(params), &p); err != nil {
+		t.Fatalf("%s: readCall decoded what the envelope's decode refuses: %v", params, err)
+	}
+	name := p.Name
+	if name == "" {
+		name = p.URI
+	}
+	tok, ok := p.Meta["progressToken"]
+	version, _ := p.Meta[mcp.MetaKeyProtocolVersion].(string)
+	if r.name != name || r.taskID != p.TaskID || r.progress != (ok && tok != nil) || r.metaVersion != version {
+		t.Errorf("%s: readCall got name %q task %q progress %v version %q, the envelope's decode %q %q %v %q",
+			params, r.name, r.taskID, r.progress, r.metaVersion, name, p.TaskID, ok && tok != nil, version)
+	}
+	// The fast path's decode into the SDK's type.
+	var c mcp.CallToolParamsRaw
+	if err := sdkUnmarshal([]byte(params), &c); err != nil {
+		t.Fatalf("%s: readCall decoded what the SDK's type refuses: %v", params, err)
+	}
+	if !reflect.DeepEqual(*r.call, c) {
+		t.Errorf("%s: readCall got %+v, the SDK's type %+v", params, *r.call, c)
 	}
 }

@@ -148,8 +148,14 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, req *request) 
 	if !req.isCall() || req.method != "tools/call" || len(req.params) == 0 {
 		return false
 	}
-	var params mcp.CallToolParamsRaw
-	if sdkUnmarshal(req.params, &params) != nil || params.InputResponses != nil || params.RequestState != "" {
+	params := req.call // decoded with the envelope, when it could be
+	if params == nil {
+		params = new(mcp.CallToolParamsRaw)
+		if sdkUnmarshal(req.params, params) != nil {
+			return false
+		}
+	}
+	if params.InputResponses != nil || params.RequestState != "" {
 		return false
 	}
 	if _, ok := s.cat.Tool(params.Name); !ok {
@@ -160,7 +166,7 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, req *request) 
 	}
 	var meta map[string]any
 	if modern {
-		m, eligible := s.modernEligible(r, req.params, &params)
+		m, eligible := s.modernEligible(r, req.params, params)
 		if !eligible {
 			return false
 		}
