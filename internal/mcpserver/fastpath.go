@@ -234,8 +234,9 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, req *request) 
 // from outside).
 func encodeReply(id any, result *mcp.CallToolResult, complete bool) ([]byte, error) {
 	// What an Encoder without HTML escaping writes for a json.Marshaler:
-	// its MarshalJSON output (json.Marshal's, compact) unchanged.
-	res, err := result.MarshalJSON()
+	// its MarshalJSON output (json.Marshal's, compact) unchanged
+	// (marshalResult: the same bytes, reply.go).
+	res, err := marshalResult(result)
 	if err != nil {
 		return nil, err
 	}
