@@ -46,6 +46,7 @@ type Tool struct {
 	Tasks string
 
 	input   *jsonschema.Resolved
+	quick   *quickSchema // the quick check of the arguments (args.go); nil: the validator alone
 	run     func(ctx context.Context, env *Env, args json.RawMessage) (any, error)
 	streams bool // reports progress until its work is done when the client asks (Limits.StreamTimeout)
 	asks    bool // may ask its caller for a confirmation (Limits.ConfirmTimeout)
@@ -103,10 +104,11 @@ func Define[In any, Out Texter](name, title, description string, ann Annotations
 	if err != nil {
 		panic(fmt.Sprintf("catalog: %s input schema: %v", name, err))
 	}
-	t := &Tool{Name: name, Title: title, Description: description, InputSchema: in, OutputSchema: out, Annotations: ann, input: resolved}
+	t := &Tool{Name: name, Title: title, Description: description, InputSchema: in, OutputSchema: out, Annotations: ann, input: resolved,
+		quick: compileQuick(in)}
 	t.run = func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
 		var v In
-		if err := decodeArgs(in, resolved, raw, &v); err != nil {
+		if err := decodeArgs(in, resolved, t.quick, raw, &v); err != nil {
 			return nil, err
 		}
 		return fn(ctx, env, v)
@@ -144,7 +146,11 @@ func withErrorBranch(s *jsonschema.Schema) *jsonschema.Schema {
 	return s
 }
 
-func decodeArgs(schema *jsonschema.Schema, resolved *jsonschema.Resolved, raw json.RawMessage, v any) error {
+// decodeArgs decodes a call's arguments into v after checking them
+// against the tool's input schema: quick (args.go, nil for a schema beyond
+// its subset) passes what is certainly valid, the resolved schema's
+// validator decides the rest. Returns INVALID_ARGUMENT.
+func decodeArgs(schema *jsonschema.Schema, resolved *jsonschema.Resolved, quick *quickSchema, raw json.RawMessage, v any) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = json.RawMessage("{}")
 	}
@@ -170,8 +176,10 @@ func decodeArgs(schema *jsonschema.Schema, resolved *jsonschema.Resolved, raw js
 			return duet.Errorf(duet.CodeInvalidArgument, "invalid arguments: unexpected additional properties %q", unknown)
 		}
 	}
-	if err := resolved.Validate(generic); err != nil {
-		return duet.Errorf(duet.CodeInvalidArgument, "invalid arguments: %s", strings.TrimPrefix(err.Error(), "validating root: "))
+	if quick == nil || !quick.valid(obj) {
+		if err := resolved.Validate(generic); err != nil {
+			return duet.Errorf(duet.CodeInvalidArgument, "invalid arguments: %s", strings.TrimPrefix(err.Error(), "validating root: "))
+		}
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
 		return duet.Errorf(duet.CodeInvalidArgument, "invalid arguments: %v", err)

@@ -511,7 +511,7 @@ func traceFromContext(ctx context.Context) string {
 }
 
 func spanID() string {
-	return duet.NewTraceID()[:16]
+	return duet.NewTraceID()[16:] // the random half
 }
 
 // isSessionGone reports whether err says the server no longer knows the

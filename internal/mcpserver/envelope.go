@@ -2,9 +2,11 @@ package mcpserver
 
 import (
 	"bytes"
+	"io"
 	"net/http"
 	"regexp"
 	"strconv"
+	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
 	sjson "github.com/segmentio/encoding/json"
@@ -43,67 +45,110 @@ var integerRe = regexp.MustCompile(`^-?(?:0|[1-9][0-9]*)$`)
 
 // checkBody is the strict reading every body passes before either path
 // sees it. Returns PARSE_ERROR or INVALID_REQUEST.
+//
+// It is one pass of jsontext's decoder (which checks RFC 7493 as it reads:
+// UTF-8, duplicate names, the grammar) reading the body's one value to its
+// end and the id of every message on the way, then the SDK's depth count.
+// When a body has several faults the first of these wins, as when each
+// was a pass of its own: not valid JSON, then too deep, then a bad id.
 func checkBody(body []byte) error {
-	if !jsontext.Value(body).IsValid() {
+	d := decoders.Get().(*bodyDecoder)
+	defer d.put()
+	d.buf = *bytes.NewBuffer(body) // a bytes.Buffer: the decoder reads body in place, without a copy
+	d.dec.Reset(&d.buf)
+	idErr, ok := readBody(&d.dec)
+	switch {
+	case !ok:
 		return duet.Errorf(duet.CodeParseError, "the body is not one valid JSON value (RFC 7493: UTF-8, no duplicate keys)")
-	}
-	if depthExceeds(body, maxDepth) {
+	case depthExceeds(body, maxDepth):
 		return duet.Errorf(duet.CodeParseError, "the body nests deeper than %d levels", maxDepth)
 	}
-	dec := jsontext.NewDecoder(bytes.NewReader(body))
+	return idErr
+}
+
+// bodyDecoder is checkBody's decoder and the buffer it reads, reused.
+type bodyDecoder struct {
+	buf bytes.Buffer
+	dec jsontext.Decoder
+}
+
+var decoders = sync.Pool{New: func() any { return new(bodyDecoder) }}
+
+func (d *bodyDecoder) put() {
+	d.buf = bytes.Buffer{} // keep no body alive
+	d.dec.Reset(&d.buf)
+	decoders.Put(d)
+}
+
+// readBody reads one JSON value and the end of the input from dec,
+// checking the id of the message it is, or of each message of the batch
+// it is. ok is whether the input is exactly one valid value; idErr the
+// first id that cannot be echoed exactly.
+func readBody(dec *jsontext.Decoder) (idErr error, ok bool) {
 	tok, err := dec.ReadToken()
 	if err != nil {
-		return duet.Errorf(duet.CodeParseError, "the body is not valid JSON")
+		return nil, false
 	}
 	switch tok.Kind() {
 	case '{':
-		return checkMessage(dec)
+		if idErr, ok = readMessage(dec); !ok {
+			return nil, false
+		}
 	case '[':
 		for dec.PeekKind() != ']' {
 			if dec.PeekKind() != '{' {
-				if err := dec.SkipValue(); err != nil {
-					return duet.Errorf(duet.CodeParseError, "the body is not valid JSON")
+				if dec.SkipValue() != nil {
+					return nil, false
 				}
 				continue
 			}
 			if _, err := dec.ReadToken(); err != nil {
-				return duet.Errorf(duet.CodeParseError, "the body is not valid JSON")
+				return nil, false
 			}
-			if err := checkMessage(dec); err != nil {
-				return err
+			e, ok := readMessage(dec)
+			if !ok {
+				return nil, false
+			}
+			if idErr == nil {
+				idErr = e
 			}
 		}
+		if _, err := dec.ReadToken(); err != nil {
+			return nil, false
+		}
 	}
-	return nil
+	if _, err := dec.ReadToken(); err != io.EOF {
+		return nil, false
+	}
+	return idErr, true
 }
 
-// checkMessage reads the members of one message object (its '{' already
-// read) and checks its id.
-func checkMessage(dec *jsontext.Decoder) error {
+// readMessage reads the members of one message object (its '{' already
+// read) and its '}', and checks its id.
+func readMessage(dec *jsontext.Decoder) (idErr error, ok bool) {
 	for dec.PeekKind() != '}' {
 		name, err := dec.ReadToken()
 		if err != nil {
-			return duet.Errorf(duet.CodeParseError, "the body is not valid JSON")
+			return nil, false
 		}
 		if name.String() != "id" {
-			if err := dec.SkipValue(); err != nil {
-				return duet.Errorf(duet.CodeParseError, "the body is not valid JSON")
+			if dec.SkipValue() != nil {
+				return nil, false
 			}
 			continue
 		}
 		v, err := dec.ReadValue()
 		if err != nil {
-			return duet.Errorf(duet.CodeParseError, "the body is not valid JSON")
+			return nil, false
 		}
-		if err := checkID(v); err != nil {
-			return err
+		if e := checkID(v); idErr == nil {
+			idErr = e
 		}
 	}
-	_, err := dec.ReadToken()
-	if err != nil {
-		return duet.Errorf(duet.CodeParseError, "the body is not valid JSON")
+	if _, err := dec.ReadToken(); err != nil {
+		return nil, false
 	}
-	return nil
+	return idErr, true
 }
 
 // checkID accepts the ids the reply can echo exactly: null (no id), a
@@ -181,6 +226,9 @@ type request struct {
 	// metaVersion is params._meta["io.modelcontextprotocol/protocolVersion"]:
 	// a request of the 2026-07-28 revision or later carries it.
 	metaVersion string
+	// call is the params of a tools/call decoded into the SDK's type, when
+	// they decode (nil otherwise): the fast path reads them from here.
+	call *mcp.CallToolParamsRaw
 }
 
 // statelessRevision is the first protocol revision without sessions or an
@@ -241,6 +289,9 @@ func decodeEnvelope(body []byte) *request {
 		return nil
 	}
 	if len(env.Params) > 0 {
+		if r.method == "tools/call" && r.readCall() {
+			return r
+		}
 		var p struct {
 			Name   string   `json:"name"`
 			URI    string   `json:"uri"`
@@ -258,6 +309,33 @@ func decodeEnvelope(body []byte) *request {
 		}
 	}
 	return r
+}
+
+// readCall decodes the params of a tools/call in one pass into the SDK's
+// CallToolParamsRaw and the names decodeEnvelope reads (uri, taskId, which
+// the SDK's type does not have). Decoded together they succeed exactly
+// when each decode alone would, with the same values (the same decoder,
+// the same keys, unknown keys skipped); when they do not, it reports false
+// and sets nothing, and the params are read field by field as for any
+// method.
+func (r *request) readCall() bool {
+	var p struct {
+		mcp.CallToolParamsRaw
+		URI    string `json:"uri"`
+		TaskID string `json:"taskId"`
+	}
+	if sdkUnmarshal(r.params, &p) != nil {
+		return false
+	}
+	r.name, r.taskID = p.Name, p.TaskID
+	if r.name == "" {
+		r.name = p.URI
+	}
+	tok, ok := p.Meta["progressToken"]
+	r.progress = ok && tok != nil
+	r.metaVersion, _ = p.Meta[mcp.MetaKeyProtocolVersion].(string)
+	r.call = &p.CallToolParamsRaw
+	return true
 }
 
 // replyID is the id of the reply as the SDK writes it (jsonrpc2.MakeID):

@@ -159,7 +159,7 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, req *request) 
 	if !req.isCall() || req.method != "tools/call" || len(req.params) == 0 {
 		return false
 	}
-	params, meta, ok := s.callEligible(req.params, modern)
+	params, meta, ok := s.callEligible(req.params, req.call, modern)
 	if !ok || modern && !modernEligible(r, params) {
 		return false
 	}
@@ -191,8 +191,8 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, req *request) 
 // nothing but a traceparent — or, for a 2026-07-28 request (modern), what
 // modernMetaEligible accepts. It returns the params and the _meta the call
 // keeps (the traceparent). It runs nothing.
-func (s *Server) callEligible(rawParams []byte, modern bool) (*mcp.CallToolParamsRaw, map[string]any, bool) {
-	params, ok := s.decodeCall(rawParams)
+func (s *Server) callEligible(rawParams []byte, decoded *mcp.CallToolParamsRaw, modern bool) (*mcp.CallToolParamsRaw, map[string]any, bool) {
+	params, ok := s.decodeCall(rawParams, decoded)
 	if !ok {
 		return nil, nil, false
 	}
@@ -201,13 +201,21 @@ func (s *Server) callEligible(rawParams []byte, modern bool) (*mcp.CallToolParam
 }
 
 // decodeCall is the first half of callEligible: the params as the SDK reads
-// them, a known tool, object arguments (or none), no multi-round fields.
-func (s *Server) decodeCall(rawParams []byte) (*mcp.CallToolParamsRaw, bool) {
+// them (decoded, when the envelope's reading already decoded them so:
+// readCall), a known tool, object arguments (or none), no multi-round
+// fields.
+func (s *Server) decodeCall(rawParams []byte, decoded *mcp.CallToolParamsRaw) (*mcp.CallToolParamsRaw, bool) {
 	if len(rawParams) == 0 {
 		return nil, false
 	}
-	var params mcp.CallToolParamsRaw
-	if sdkUnmarshal(rawParams, &params) != nil || params.InputResponses != nil || params.RequestState != "" {
+	params := decoded
+	if params == nil {
+		params = new(mcp.CallToolParamsRaw)
+		if sdkUnmarshal(rawParams, params) != nil {
+			return nil, false
+		}
+	}
+	if params.InputResponses != nil || params.RequestState != "" {
 		return nil, false
 	}
 	if _, ok := s.cat.Tool(params.Name); !ok {
@@ -216,7 +224,7 @@ func (s *Server) decodeCall(rawParams []byte) (*mcp.CallToolParamsRaw, bool) {
 	if a := bytes.TrimSpace(params.Arguments); len(a) > 0 && a[0] != '{' {
 		return nil, false
 	}
-	return &params, true
+	return params, true
 }
 
 // metaEligible is the second half of callEligible: the _meta of the call.
@@ -308,7 +316,7 @@ func encodeReply(id any, result *mcp.CallToolResult, complete bool) ([]byte, err
 // json.Marshaler, its MarshalJSON output — json.Marshal's, compact —
 // unchanged), marked final when complete (see encodeReply).
 func encodeResult(result *mcp.CallToolResult, complete bool) ([]byte, error) {
-	res, err := result.MarshalJSON()
+	res, err := marshalResult(result) // the SDK's bytes (reply.go)
 	if err != nil {
 		return nil, err
 	}

@@ -226,7 +226,7 @@ func (c *drainingConn) serveFast(req *jsonrpc.Request) bool {
 		return false
 	}
 	s := c.fast.s
-	params, ok := s.decodeCall(req.Params)
+	params, ok := s.decodeCall(req.Params, nil)
 	if !ok {
 		if !ready {
 			c.watchRequest(req)
