@@ -45,7 +45,7 @@ type Tool struct {
 	// TaskNever, TaskOptional or TaskRequired.
 	Tasks string
 
-	input   *jsonschema.Resolved
+	resolve func() (*jsonschema.Resolved, error) // the input schema, resolved at the first call
 	run     func(ctx context.Context, env *Env, args json.RawMessage) (any, error)
 	streams bool // reports progress until its work is done when the client asks (Limits.StreamTimeout)
 	asks    bool // may ask its caller for a confirmation (Limits.ConfirmTimeout)
@@ -99,12 +99,15 @@ func Define[In any, Out Texter](name, title, description string, ann Annotations
 	// A failed call's structuredContent is {"error": {code, message}}; the
 	// output schema admits it beside the tool's own shape.
 	out = withErrorBranch(out)
-	resolved, err := in.Resolve(nil)
-	if err != nil {
-		panic(fmt.Sprintf("catalog: %s input schema: %v", name, err))
-	}
-	t := &Tool{Name: name, Title: title, Description: description, InputSchema: in, OutputSchema: out, Annotations: ann, input: resolved}
+	// Resolved at the tool's first call, not when the catalog is built (a
+	// cold start serves one call); TestInputSchemasResolve resolves them all.
+	resolve := sync.OnceValues(func() (*jsonschema.Resolved, error) { return in.Resolve(nil) })
+	t := &Tool{Name: name, Title: title, Description: description, InputSchema: in, OutputSchema: out, Annotations: ann, resolve: resolve}
 	t.run = func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
+		resolved, err := resolve()
+		if err != nil {
+			return nil, fmt.Errorf("catalog: %s input schema: %w", name, err)
+		}
 		var v In
 		if err := decodeArgs(in, resolved, raw, &v); err != nil {
 			return nil, err

@@ -77,5 +77,5 @@ func isEmpty(s *jsonschema.Schema) bool {
 // portable quadratic in the depth, the largest part of a cold start.
 func constrains(s *jsonschema.Schema) bool {
 	return s.Type != "" || len(s.Types) > 0 || len(s.Properties) > 0 || s.Items != nil || s.Ref != "" ||
-		len(s.AnyOf) > 0 || len(s.OneOf) > 0 || len(s.AllOf) > 0 || len(s.Enum) > 0
+		s.Not != nil || len(s.AnyOf) > 0 || len(s.OneOf) > 0 || len(s.AllOf) > 0 || len(s.Enum) > 0
 }

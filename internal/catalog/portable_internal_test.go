@@ -87,3 +87,14 @@ func BenchmarkDefineCatalog(b *testing.B) {
 		productTools()
 	}
 }
+
+// TestInputSchemasResolve: every tool's input schema resolves (Define
+// resolves it at the tool's first call, not when the catalog is built).
+func TestInputSchemasResolve(t *testing.T) {
+	t.Parallel()
+	for _, tool := range productTools() {
+		if r, err := tool.resolve(); err != nil || r == nil {
+			t.Errorf("%s: %v", tool.Name, err)
+		}
+	}
+}
