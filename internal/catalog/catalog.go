@@ -296,6 +296,10 @@ type Catalog struct {
 	global chan struct{}
 	mu     sync.Mutex
 	per    map[string]int
+	// The open streams (Op.Stream), counted apart from the calls: in all
+	// and per caller, under mu.
+	streams    int
+	streamsPer map[string]int
 
 	sealer *sealer
 	tasks  tasks
@@ -311,7 +315,7 @@ func New(store duet.Store, opts Options) *Catalog {
 		opts.Now = time.Now
 	}
 	c := &Catalog{store: store, opts: opts, byName: map[string]*Tool{}, log: opts.Logger,
-		global: make(chan struct{}, opts.Limits.MaxConcurrent), per: map[string]int{}}
+		global: make(chan struct{}, opts.Limits.MaxConcurrent), per: map[string]int{}, streamsPer: map[string]int{}}
 	c.sealer = newSealer(opts.StateKey, opts.Limits.InputStateTTL, opts.Now, opts.Logger)
 	c.tasks.m = map[string]*memTask{}
 	for _, t := range append(productTools(), opts.Extra...) {
@@ -522,8 +526,11 @@ type Op struct {
 	// ArgBytes is the size of the arguments or parameters.
 	ArgBytes int
 	// Stream marks a long-lived stream that ends when the client ends it
-	// (subscriptions/listen): it takes no concurrency slot and has no time
-	// or size limit; it is audited when it ends.
+	// (subscriptions/listen, a run's progress followed over REST): it takes
+	// a stream slot instead of a call slot — streams are counted apart from
+	// calls, under the same limits (Limits.MaxConcurrent in all,
+	// Limits.MaxPerCaller per caller) — and has no time or size limit; it
+	// is audited when it ends.
 	Stream bool
 	// Timeout replaces Limits.Timeout for this operation (0 keeps it): a
 	// call that streams progress to the end of its work.
@@ -539,11 +546,13 @@ type Op struct {
 // A refusal at any step is audited once, with the code the error carries.
 
 // Admit checks op's caller and takes a concurrency slot (a global one and
-// one of the caller's) without waiting. It returns a context that holds the
+// one of the caller's) without waiting — a stream slot for a stream
+// (Op.Stream), a call slot otherwise. It returns a context that holds the
 // slot — Govern and Call in that context do not take another — and the
-// function that gives it back. A refusal (UNAUTHENTICATED, RATE_LIMITED) is
-// audited and returned. Transports that answer a refusal in their own way
-// (HTTP 429 with Retry-After) admit before translating the request.
+// function that gives it back. A refusal (UNAUTHENTICATED,
+// INSUFFICIENT_SCOPE, RATE_LIMITED) is audited and returned. Transports
+// that answer a refusal in their own way (HTTP 429 with Retry-After) admit
+// before translating the request.
 func (c *Catalog) Admit(ctx context.Context, op Op) (context.Context, func(), error) {
 	if err := checkCaller(op.Caller); err != nil {
 		return ctx, func() {}, c.Refuse(op, err)
@@ -551,10 +560,11 @@ func (c *Catalog) Admit(ctx context.Context, op Op) (context.Context, func(), er
 	if err := c.checkAccess(op); err != nil {
 		return ctx, func() {}, c.Refuse(op, err)
 	}
+	acquire := c.Acquire
 	if op.Stream {
-		return ctx, func() {}, nil
+		acquire = c.acquireStream
 	}
-	release, err := c.Acquire(op.Caller.UserID)
+	release, err := acquire(op.Caller.UserID)
 	if err != nil {
 		return ctx, func() {}, c.Refuse(op, err)
 	}
@@ -744,6 +754,33 @@ func (c *Catalog) Acquire(user string) (func(), error) {
 			}
 			c.mu.Unlock()
 			<-c.global
+		})
+	}, nil
+}
+
+// acquireStream takes a stream slot of user's: at most Limits.MaxConcurrent
+// streams open in all and Limits.MaxPerCaller per caller, counted apart from
+// the calls. Returns RATE_LIMITED.
+func (c *Catalog) acquireStream(user string) (func(), error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.streams >= c.opts.Limits.MaxConcurrent {
+		return nil, duet.Errorf(duet.CodeRateLimited, "the server has %d streams open, its limit (DUET_MAX_CONCURRENT); close one or retry shortly", c.opts.Limits.MaxConcurrent)
+	}
+	if c.streamsPer[user] >= c.opts.Limits.MaxPerCaller {
+		return nil, duet.Errorf(duet.CodeRateLimited, "%s has %d streams open (subscriptions, run progress), the per-caller limit (DUET_MAX_PER_CALLER); close one or retry shortly", user, c.opts.Limits.MaxPerCaller)
+	}
+	c.streams++
+	c.streamsPer[user]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.streams--
+			if c.streamsPer[user]--; c.streamsPer[user] <= 0 {
+				delete(c.streamsPer, user)
+			}
 		})
 	}, nil
 }
