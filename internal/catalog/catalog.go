@@ -184,8 +184,8 @@ func decodeArgs(schema *jsonschema.Schema, resolved *jsonschema.Resolved, raw js
 
 // Limits bound every call. Zero values mean the documented defaults.
 type Limits struct {
-	MaxConcurrent  int           // calls in flight, all callers; 0 means 64
-	MaxPerCaller   int           // calls in flight per caller; 0 means 8
+	MaxConcurrent  int           // calls in flight, all callers, and apart from them open streams (Op.Stream); 0 means 64
+	MaxPerCaller   int           // calls in flight per caller, and apart from them open streams per caller; 0 means 8
 	Timeout        time.Duration // per call; 0 means 15s
 	MaxArgBytes    int           // size of a call's arguments; 0 means 256 KiB
 	MaxResultBytes int           // size of a result; 0 means 4 MiB
