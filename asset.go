@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -48,11 +49,11 @@ const (
 	MaxAssetDescription = 500
 )
 
-var assetNameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+var assetNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`) })
 
 // ValidAssetName reports whether name may name an asset: lower-case letters,
 // digits, '.', '_' and '-', starting with a letter or digit, at most 64.
-func ValidAssetName(name string) bool { return assetNameRe.MatchString(name) }
+func ValidAssetName(name string) bool { return assetNameRe().MatchString(name) }
 
 // Asset is a named, versioned AI asset: a skill, a rule or a prompt. Its
 // owner may share it with other users. Each change of its description or

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -14,11 +15,11 @@ import (
 // read — membership changes take effect at once.
 const TeamPrefix = "team:"
 
-var teamNameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+var teamNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`) })
 
 // ValidTeamName reports whether name may name a team: lower-case letters,
 // digits, '.', '_' and '-', starting with a letter or digit, at most 64.
-func ValidTeamName(name string) bool { return teamNameRe.MatchString(name) }
+func ValidTeamName(name string) bool { return teamNameRe().MatchString(name) }
 
 // TeamPrincipal returns "team:NAME", the principal that shares with or
 // owns for team name.

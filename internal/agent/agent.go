@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/duet-test/duet"
@@ -450,13 +451,13 @@ func (s *session) save(ctx context.Context) (*duet.Case, error) {
 	return c, nil
 }
 
-var fenceRe = regexp.MustCompile("(?s)```[ \t]*(?:ya?ml|YAML)?[ \t]*\r?\n(.*?)```")
+var fenceRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("(?s)```[ \t]*(?:ya?ml|YAML)?[ \t]*\r?\n(.*?)```") })
 
 // extractYAML returns the case source in a model's text: the first fenced
 // block that has steps (or the first fenced block), else the text itself
 // when it looks like a case.
 func extractYAML(text string) string {
-	blocks := fenceRe.FindAllStringSubmatch(text, -1)
+	blocks := fenceRe().FindAllStringSubmatch(text, -1)
 	for _, m := range blocks {
 		if strings.Contains(m[1], "steps") {
 			return m[1]

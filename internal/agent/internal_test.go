@@ -81,7 +81,7 @@ func TestToolNames(t *testing.T) {
 	callable, _ := MCPTools(servers, nil, "alice", "", MCPPolicy{Allow: []string{"*"}})
 	for _, tool := range callable {
 		got = append(got, tool.Name)
-		if !toolNameRe.MatchString(tool.Name) {
+		if !toolNameRe().MatchString(tool.Name) {
 			t.Errorf("invalid tool name %q", tool.Name)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/duet-test/duet"
@@ -25,7 +26,7 @@ type Tool struct {
 	Call func(ctx context.Context, args json.RawMessage) (string, error)
 }
 
-var toolNameRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+var toolNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`) })
 
 // ToolRegistry is the set of tools offered to the model in one generation,
 // in the order they were added.
@@ -51,7 +52,7 @@ func (r *ToolRegistry) Refused(name string) bool { _, ok := r.refused[name]; ret
 // Add adds tools. Returns INVALID_ARGUMENT for a bad or duplicate name.
 func (r *ToolRegistry) Add(tools ...*Tool) error {
 	for _, t := range tools {
-		if !toolNameRe.MatchString(t.Name) {
+		if !toolNameRe().MatchString(t.Name) {
 			return duet.Errorf(duet.CodeInvalidArgument, "tool name %q: want letters, digits, '_' or '-' (at most 64)", t.Name)
 		}
 		if _, dup := r.byName[t.Name]; dup {

@@ -3,7 +3,6 @@ package api
 import (
 	"bytes"
 	"context"
-	"sync"
 	"time"
 
 	"github.com/duet-test/duet"
@@ -172,15 +171,16 @@ const progressPoll = 300 * time.Millisecond
 // FollowRun sends the progress of a run to send — at once, then whenever
 // it changes — until the run is final, ctx ends, send fails or the stream
 // has lasted Limits.StreamTimeout (a client reconnects). It is governed as
-// a stream (no concurrency slot of the calls; audited when it ends), and
-// budgeted like one: at most Limits.MaxPerCaller streams per caller and
+// a stream (catalog.Op.Stream: audited when it ends), and takes one of the
+// catalog's stream slots, the budget MCP's subscriptions/listen streams
+// share: at most Limits.MaxPerCaller streams per caller and
 // Limits.MaxConcurrent in all are open at once (each reads the run every
 // progressPoll). Returns NOT_FOUND, RATE_LIMITED.
 func (s *Service) FollowRun(ctx context.Context, c duet.Caller, runID string, send func(Progress) error) error {
 	op := catalog.Op{Caller: c, Method: "followRun", Stream: true}
-	release, err := s.streams.acquire(c.UserID, s.d.Catalog.Limits())
+	ctx, release, err := s.d.Catalog.Admit(ctx, op)
 	if err != nil {
-		return s.d.Catalog.Refuse(op, err)
+		return err // audited
 	}
 	defer release()
 	ctx, cancel := context.WithTimeout(ctx, s.d.Catalog.Limits().StreamTimeout)
@@ -254,41 +254,4 @@ func (s *Service) progress(ctx context.Context, c duet.Caller, runID string) (Pr
 		}
 	}
 	return p, nil
-}
-
-// streamBudget counts the open progress streams, in all and per caller.
-type streamBudget struct {
-	mu    sync.Mutex
-	total int
-	per   map[string]int
-}
-
-// acquire takes a stream of user's under limits (MaxConcurrent in all,
-// MaxPerCaller per caller) and returns the function that gives it back.
-// Returns RATE_LIMITED.
-func (b *streamBudget) acquire(user string, limits catalog.Limits) (func(), error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.total >= limits.MaxConcurrent {
-		return nil, duet.Errorf(duet.CodeRateLimited, "the server has %d progress streams open, its limit (DUET_MAX_CONCURRENT); close one or retry shortly", limits.MaxConcurrent)
-	}
-	if b.per[user] >= limits.MaxPerCaller {
-		return nil, duet.Errorf(duet.CodeRateLimited, "%s has %d progress streams open, the per-caller limit (DUET_MAX_PER_CALLER); close one or retry shortly", user, limits.MaxPerCaller)
-	}
-	if b.per == nil {
-		b.per = map[string]int{}
-	}
-	b.total++
-	b.per[user]++
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			b.mu.Lock()
-			defer b.mu.Unlock()
-			b.total--
-			if b.per[user]--; b.per[user] <= 0 {
-				delete(b.per, user)
-			}
-		})
-	}, nil
 }

@@ -56,8 +56,7 @@ type Deps struct {
 
 // Service is every operation of the REST API and the console, governed.
 type Service struct {
-	d       Deps
-	streams streamBudget // open progress streams (FollowRun)
+	d Deps
 }
 
 // New returns the Service over d.

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/duet-test/duet"
@@ -43,10 +44,10 @@ func (s *Store) Dir() string { return s.dir }
 func (s *Store) Retention() time.Duration { return max(s.retention, 0) }
 
 // idPart is what a run id or an execution id may contain.
-var idPart = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$`)
+var idPart = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$`) })
 
 // fileName is what the file part of an id may contain.
-var fileName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,199}$`)
+var fileName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,199}$`) })
 
 // Save stores data as an artifact of step stepIndex of an execution and
 // returns its id. name (such as "failure" or the step's name) becomes part
@@ -57,7 +58,7 @@ var fileName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,199}$`)
 // Errors: INVALID_ARGUMENT for a malformed run or execution id, INTERNAL when
 // the file cannot be written.
 func (s *Store) Save(ctx context.Context, runID, executionID string, stepIndex int, name string, data []byte) (string, error) {
-	if !idPart.MatchString(runID) || !idPart.MatchString(executionID) || stepIndex < 0 {
+	if !idPart().MatchString(runID) || !idPart().MatchString(executionID) || stepIndex < 0 {
 		return "", duet.Errorf(duet.CodeInvalidArgument, "invalid artifact owner %q/%q/%d", runID, executionID, stepIndex)
 	}
 	if err := ctx.Err(); err != nil {
@@ -108,7 +109,7 @@ func (s *Store) Read(ctx context.Context, id string) ([]byte, error) {
 // path resolves an id to its file, refusing anything outside the store.
 func (s *Store) path(id string) (string, error) {
 	run, file, ok := strings.Cut(id, "/")
-	if !ok || !idPart.MatchString(run) || !fileName.MatchString(file) || strings.Contains(file, "..") {
+	if !ok || !idPart().MatchString(run) || !fileName().MatchString(file) || strings.Contains(file, "..") {
 		return "", duet.Errorf(duet.CodeInvalidArgument, "invalid artifact id %q", id)
 	}
 	return filepath.Join(s.dir, run, file), nil
@@ -197,7 +198,7 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time) (int, error) {
 		if ctx.Err() != nil {
 			break
 		}
-		if !e.IsDir() || !idPart.MatchString(e.Name()) {
+		if !e.IsDir() || !idPart().MatchString(e.Name()) {
 			continue
 		}
 		dir := filepath.Join(s.dir, e.Name())

@@ -45,8 +45,8 @@ type Tool struct {
 	// TaskNever, TaskOptional or TaskRequired.
 	Tasks string
 
-	input   *jsonschema.Resolved
-	quick   *quickSchema // the quick check of the arguments (args.go); nil: the validator alone
+	resolve func() (*jsonschema.Resolved, error) // the input schema, resolved at the first call
+	quick   func() *quickSchema                  // the quick check of the arguments (args.go), made at the first call; nil: the validator alone
 	run     func(ctx context.Context, env *Env, args json.RawMessage) (any, error)
 	streams bool // reports progress until its work is done when the client asks (Limits.StreamTimeout)
 	asks    bool // may ask its caller for a confirmation (Limits.ConfirmTimeout)
@@ -100,15 +100,18 @@ func Define[In any, Out Texter](name, title, description string, ann Annotations
 	// A failed call's structuredContent is {"error": {code, message}}; the
 	// output schema admits it beside the tool's own shape.
 	out = withErrorBranch(out)
-	resolved, err := in.Resolve(nil)
-	if err != nil {
-		panic(fmt.Sprintf("catalog: %s input schema: %v", name, err))
-	}
-	t := &Tool{Name: name, Title: title, Description: description, InputSchema: in, OutputSchema: out, Annotations: ann, input: resolved,
-		quick: compileQuick(in)}
+	// Resolved at the tool's first call, not when the catalog is built (a
+	// cold start serves one call); TestInputSchemasResolve resolves them all.
+	resolve := sync.OnceValues(func() (*jsonschema.Resolved, error) { return in.Resolve(nil) })
+	quick := sync.OnceValue(func() *quickSchema { return compileQuick(in) })
+	t := &Tool{Name: name, Title: title, Description: description, InputSchema: in, OutputSchema: out, Annotations: ann, resolve: resolve, quick: quick}
 	t.run = func(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
+		resolved, err := resolve()
+		if err != nil {
+			return nil, fmt.Errorf("catalog: %s input schema: %w", name, err)
+		}
 		var v In
-		if err := decodeArgs(in, resolved, t.quick, raw, &v); err != nil {
+		if err := decodeArgs(in, resolved, quick(), raw, &v); err != nil {
 			return nil, err
 		}
 		return fn(ctx, env, v)
@@ -189,8 +192,8 @@ func decodeArgs(schema *jsonschema.Schema, resolved *jsonschema.Resolved, quick 
 
 // Limits bound every call. Zero values mean the documented defaults.
 type Limits struct {
-	MaxConcurrent  int           // calls in flight, all callers; 0 means 64
-	MaxPerCaller   int           // calls in flight per caller; 0 means 8
+	MaxConcurrent  int           // calls in flight, all callers, and apart from them open streams (Op.Stream); 0 means 64
+	MaxPerCaller   int           // calls in flight per caller, and apart from them open streams per caller; 0 means 8
 	Timeout        time.Duration // per call; 0 means 15s
 	MaxArgBytes    int           // size of a call's arguments; 0 means 256 KiB
 	MaxResultBytes int           // size of a result; 0 means 4 MiB
@@ -301,6 +304,10 @@ type Catalog struct {
 	global chan struct{}
 	mu     sync.Mutex
 	per    map[string]int
+	// The open streams (Op.Stream), counted apart from the calls: in all
+	// and per caller, under mu.
+	streams    int
+	streamsPer map[string]int
 
 	sealer *sealer
 	tasks  tasks
@@ -316,7 +323,7 @@ func New(store duet.Store, opts Options) *Catalog {
 		opts.Now = time.Now
 	}
 	c := &Catalog{store: store, opts: opts, byName: map[string]*Tool{}, log: opts.Logger,
-		global: make(chan struct{}, opts.Limits.MaxConcurrent), per: map[string]int{}}
+		global: make(chan struct{}, opts.Limits.MaxConcurrent), per: map[string]int{}, streamsPer: map[string]int{}}
 	c.sealer = newSealer(opts.StateKey, opts.Limits.InputStateTTL, opts.Now, opts.Logger)
 	c.tasks.m = map[string]*memTask{}
 	for _, t := range append(productTools(), opts.Extra...) {
@@ -527,8 +534,11 @@ type Op struct {
 	// ArgBytes is the size of the arguments or parameters.
 	ArgBytes int
 	// Stream marks a long-lived stream that ends when the client ends it
-	// (subscriptions/listen): it takes no concurrency slot and has no time
-	// or size limit; it is audited when it ends.
+	// (subscriptions/listen, a run's progress followed over REST): it takes
+	// a stream slot instead of a call slot — streams are counted apart from
+	// calls, under the same limits (Limits.MaxConcurrent in all,
+	// Limits.MaxPerCaller per caller) — and has no time or size limit; it
+	// is audited when it ends.
 	Stream bool
 	// Timeout replaces Limits.Timeout for this operation (0 keeps it): a
 	// call that streams progress to the end of its work.
@@ -544,11 +554,13 @@ type Op struct {
 // A refusal at any step is audited once, with the code the error carries.
 
 // Admit checks op's caller and takes a concurrency slot (a global one and
-// one of the caller's) without waiting. It returns a context that holds the
+// one of the caller's) without waiting — a stream slot for a stream
+// (Op.Stream), a call slot otherwise. It returns a context that holds the
 // slot — Govern and Call in that context do not take another — and the
-// function that gives it back. A refusal (UNAUTHENTICATED, RATE_LIMITED) is
-// audited and returned. Transports that answer a refusal in their own way
-// (HTTP 429 with Retry-After) admit before translating the request.
+// function that gives it back. A refusal (UNAUTHENTICATED,
+// INSUFFICIENT_SCOPE, RATE_LIMITED) is audited and returned. Transports
+// that answer a refusal in their own way (HTTP 429 with Retry-After) admit
+// before translating the request.
 func (c *Catalog) Admit(ctx context.Context, op Op) (context.Context, func(), error) {
 	if err := checkCaller(op.Caller); err != nil {
 		return ctx, func() {}, c.Refuse(op, err)
@@ -556,10 +568,11 @@ func (c *Catalog) Admit(ctx context.Context, op Op) (context.Context, func(), er
 	if err := c.checkAccess(op); err != nil {
 		return ctx, func() {}, c.Refuse(op, err)
 	}
+	acquire := c.Acquire
 	if op.Stream {
-		return ctx, func() {}, nil
+		acquire = c.acquireStream
 	}
-	release, err := c.Acquire(op.Caller.UserID)
+	release, err := acquire(op.Caller.UserID)
 	if err != nil {
 		return ctx, func() {}, c.Refuse(op, err)
 	}
@@ -749,6 +762,33 @@ func (c *Catalog) Acquire(user string) (func(), error) {
 			}
 			c.mu.Unlock()
 			<-c.global
+		})
+	}, nil
+}
+
+// acquireStream takes a stream slot of user's: at most Limits.MaxConcurrent
+// streams open in all and Limits.MaxPerCaller per caller, counted apart from
+// the calls. Returns RATE_LIMITED.
+func (c *Catalog) acquireStream(user string) (func(), error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.streams >= c.opts.Limits.MaxConcurrent {
+		return nil, duet.Errorf(duet.CodeRateLimited, "the server has %d streams open, its limit (DUET_MAX_CONCURRENT); close one or retry shortly", c.opts.Limits.MaxConcurrent)
+	}
+	if c.streamsPer[user] >= c.opts.Limits.MaxPerCaller {
+		return nil, duet.Errorf(duet.CodeRateLimited, "%s has %d streams open (subscriptions, run progress), the per-caller limit (DUET_MAX_PER_CALLER); close one or retry shortly", user, c.opts.Limits.MaxPerCaller)
+	}
+	c.streams++
+	c.streamsPer[user]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.streams--
+			if c.streamsPer[user]--; c.streamsPer[user] <= 0 {
+				delete(c.streamsPer, user)
+			}
 		})
 	}, nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // TestQuickCheckCoversEveryTool: every tool of the catalog has an input
@@ -13,7 +15,7 @@ import (
 func TestQuickCheckCoversEveryTool(t *testing.T) {
 	t.Parallel()
 	for _, tool := range New(nil, Options{}).Tools() {
-		if tool.quick == nil {
+		if tool.quick() == nil {
 			b, _ := json.Marshal(tool.InputSchema)
 			t.Errorf("%s: no quick check for its input schema %s", tool.Name, b)
 		}
@@ -44,7 +46,7 @@ func TestQuickCheckAgreesWithTheValidator(t *testing.T) {
 	t.Parallel()
 	vals := argumentValues()
 	for _, tool := range New(nil, Options{}).Tools() {
-		q := tool.quick
+		q := tool.quick()
 		if q == nil {
 			continue // TestQuickCheckCoversEveryTool says so
 		}
@@ -60,7 +62,7 @@ func TestQuickCheckAgreesWithTheValidator(t *testing.T) {
 				t.Fatal(err)
 			}
 			obj = generic.(map[string]any)
-			err := tool.input.Validate(generic)
+			err := mustResolve(t, tool).Validate(generic)
 			if got := q.valid(obj); got != (err == nil) {
 				t.Errorf("%s %s: quick check %v, validator %v", tool.Name, b, got, err)
 			}
@@ -104,7 +106,7 @@ func FuzzQuickCheck(f *testing.F) {
 			return
 		}
 		if q.valid(obj) {
-			if err := tool.input.Validate(generic); err != nil {
+			if err := mustResolve(t, tool).Validate(generic); err != nil {
 				t.Errorf("%s %s: the quick check passed what the validator refuses: %v", tool.Name, raw, err)
 			}
 		}
@@ -120,6 +122,7 @@ func BenchmarkDecodeArgs(b *testing.B) {
 		}
 	}
 	raw := json.RawMessage(`{"taskId":"task_01h8x2k3m4n5p6q7r8s9t0v1w2"}`)
+	resolved := mustResolve(b, tool)
 	for _, c := range []struct {
 		name  string
 		quick *quickSchema
@@ -130,10 +133,19 @@ func BenchmarkDecodeArgs(b *testing.B) {
 				var v struct {
 					TaskID string `json:"taskId"`
 				}
-				if err := decodeArgs(tool.InputSchema, tool.input, c.quick, raw, &v); err != nil {
+				if err := decodeArgs(tool.InputSchema, resolved, c.quick, raw, &v); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
 	}
+}
+
+func mustResolve(tb testing.TB, tool *Tool) *jsonschema.Resolved {
+	tb.Helper()
+	r, err := tool.resolve()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return r
 }

@@ -102,3 +102,91 @@ func TestCallRefusesInvalidCallers(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamBudget: a stream (subscriptions/listen, a run's progress)
+// takes a stream slot, counted apart from the call slots under the same
+// limits: a caller's (MaxPerCaller+1)th stream is refused RATE_LIMITED and
+// audited, whether it was admitted first (HTTP) or governed directly
+// (stdio); another caller still gets theirs; the streams leave the calls
+// alone and the calls the streams; a closed stream gives its slot back;
+// MaxConcurrent bounds the streams of everyone.
+func TestStreamBudget(t *testing.T) {
+	t.Parallel()
+	c, _, _, log := setup(t, catalog.Options{Limits: catalog.Limits{MaxPerCaller: 2, MaxConcurrent: 3}})
+	listen := func(user, name string) catalog.Op {
+		return catalog.Op{Caller: duet.Caller{UserID: user, Source: duet.SourceMCP}, Method: "subscriptions/listen", Name: name, Stream: true}
+	}
+	refusals := func(name string) int {
+		n := 0
+		for _, r := range log.all() {
+			if r.Tool == name && r.Outcome == duet.CodeRateLimited {
+				n++
+			}
+		}
+		return n
+	}
+	_, release1, err := c.Admit(t.Context(), listen("alice", "a1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The second, governed as stdio governs one: held until it ends.
+	open2, end2 := make(chan struct{}), make(chan struct{})
+	done2 := make(chan error, 1)
+	go func() {
+		done2 <- c.Govern(t.Context(), listen("alice", "a2"), func(ctx context.Context) (int, error) {
+			close(open2)
+			<-end2
+			return 0, nil
+		})
+	}()
+	<-open2
+	if _, _, err := c.Admit(t.Context(), listen("alice", "a3")); duet.ErrorCode(err) != duet.CodeRateLimited {
+		t.Fatalf("alice's third stream: %v, want RATE_LIMITED", err)
+	}
+	if err := c.Govern(t.Context(), listen("alice", "a4"), func(context.Context) (int, error) { return 0, nil }); duet.ErrorCode(err) != duet.CodeRateLimited {
+		t.Fatalf("alice's third stream, governed: %v, want RATE_LIMITED", err)
+	}
+	if refusals("a3") != 1 || refusals("a4") != 1 {
+		t.Errorf("the refusals are audited once each: %d %d", refusals("a3"), refusals("a4"))
+	}
+	// The streams are not calls: alice's calls still run, both of them.
+	_, releaseCall, err := c.Admit(t.Context(), catalog.Op{Caller: duet.Caller{UserID: "alice"}, Method: "tools/call", Name: "c1"})
+	if err != nil {
+		t.Fatalf("a call beside two streams: %v", err)
+	}
+	if err := c.Govern(t.Context(), catalog.Op{Caller: duet.Caller{UserID: "alice"}, Method: "resources/read", Name: "c2"}, func(context.Context) (int, error) { return 0, nil }); err != nil {
+		t.Fatalf("a second call beside two streams: %v", err)
+	}
+	// Bob gets his: the third stream of the server, its limit.
+	_, releaseBob, err := c.Admit(t.Context(), listen("bob", "b1"))
+	if err != nil {
+		t.Fatalf("bob's stream: %v", err)
+	}
+	if _, _, err := c.Admit(t.Context(), listen("carol", "c3")); duet.ErrorCode(err) != duet.CodeRateLimited || !strings.Contains(err.Error(), "DUET_MAX_CONCURRENT") {
+		t.Fatalf("a fourth stream on the server: %v, want RATE_LIMITED (DUET_MAX_CONCURRENT)", err)
+	}
+	// The calls are not streams: with alice's call slots full (one held,
+	// the per-caller limit is 2), a stream is still refused for the stream
+	// budget only, and after closing one, admitted.
+	_, releaseCall2, err := c.Admit(t.Context(), catalog.Op{Caller: duet.Caller{UserID: "alice"}, Method: "tools/call", Name: "c4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release1()
+	release1() // idempotent
+	_, release5, err := c.Admit(t.Context(), listen("alice", "a5"))
+	if err != nil {
+		t.Fatalf("alice after closing a stream, her calls full: %v", err)
+	}
+	close(end2)
+	if err := <-done2; err != nil {
+		t.Fatalf("the governed stream: %v", err)
+	}
+	_, release6, err := c.Admit(t.Context(), listen("alice", "a6"))
+	if err != nil {
+		t.Fatalf("alice after her governed stream ended: %v", err)
+	}
+	for _, r := range []func(){releaseCall, releaseCall2, releaseBob, release5, release6} {
+		r()
+	}
+}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"io"
 	"runtime/debug"
 	"strings"
@@ -37,20 +38,19 @@ func TestTuneGC(t *testing.T) {
 	}
 }
 
-// TestMCPTunesGC: duet mcp, a server on stdio, sets the collector as duet
-// serve does (its CPU per call is compared with HTTP's, docs/performance.md).
+// TestMCPTunesGC: duet mcp, a server for as long as its client runs, sets
+// the collector as duet serve does, before it opens anything (a cold start
+// with fewer collections: docs/performance.md).
 func TestMCPTunesGC(t *testing.T) {
 	oldPercent, oldLimit := debug.SetGCPercent(100), debug.SetMemoryLimit(-1)
 	t.Cleanup(func() { debug.SetGCPercent(oldPercent); debug.SetMemoryLimit(oldLimit) })
-	home := t.TempDir()
-	vars := map[string]string{"DUET_HOME": home, "DUET_USER": "alice"}
-	var out, errb strings.Builder
-	code := Main(t.Context(), []string{"mcp"}, Env{Getenv: func(k string) string { return vars[k] },
-		Stdin: io.NopCloser(strings.NewReader("")), Stdout: &out, Stderr: &errb})
-	if code != 0 {
-		t.Fatalf("duet mcp: exit %d: %s", code, errb.String())
+	vars := map[string]string{"DUET_HOME": t.TempDir(), "DUET_USER": "alice", "DUET_WORKERS": "0"}
+	var stderr bytes.Buffer
+	env := Env{Getenv: func(k string) string { return vars[k] }, Stdin: io.NopCloser(strings.NewReader("")), Stdout: io.Discard, Stderr: &stderr}
+	if code := Main(t.Context(), []string{"mcp"}, env); code != 0 {
+		t.Fatalf("duet mcp: exit %d: %s", code, stderr.String())
 	}
 	if got := debug.SetGCPercent(100); got != 400 {
-		t.Errorf("GC percent after duet mcp: %d, want 400", got)
+		t.Errorf("duet mcp left GC percent %d, want 400", got)
 	}
 }

@@ -11,7 +11,8 @@ import (
 )
 
 func mcpCmd(env Env) *cobra.Command {
-	return &cobra.Command{
+	var serveStdio func(*cobra.Command, []string) error
+	cmd := &cobra.Command{
 		Use:   "mcp",
 		Short: "Serve MCP over stdio (for desktop and CLI MCP clients)",
 		Long: `mcp serves the tool catalog over stdin/stdout (newline-delimited JSON-RPC).
@@ -24,25 +25,32 @@ Client configuration (Claude Code, VS Code, Cursor, MCP Inspector):
 Runs started here execute in this process while it runs; runs still queued when it
 exits are executed by "duet serve" or "duet worker", or by the next "duet mcp".`,
 		Args: cobra.NoArgs,
-		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, _ string) error {
-			ctx := cmd.Context()
-			tuneGC(env.Getenv) // as duet serve: a stdio session is a server too
-			done := make(chan error, 1)
-			wctx, stopWorkers := context.WithCancel(ctx)
-			go func() {
-				if a.Config.Workers == 0 {
-					done <- nil // API only: `duet worker` processes execute the runs
-					return
-				}
-				done <- a.Worker.Run(wctx)
-			}()
-			err := a.MCP.ServeStdio(ctx, duet.Caller{UserID: a.Config.User}, env.Stdin, nopWriteCloser{env.Stdout})
-			stopWorkers()
-			<-done
-			if err != nil {
-				return fmt.Errorf("stdio: %w", err)
-			}
-			return nil
-		}),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			// A server for as long as its client runs: the collector
+			// settings of duet serve, from the start (fewer collections
+			// while the catalog and the database are set up).
+			tuneGC(env.Getenv)
+			return serveStdio(cmd, args)
+		},
 	}
+	serveStdio = withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, _ string) error {
+		ctx := cmd.Context()
+		done := make(chan error, 1)
+		wctx, stopWorkers := context.WithCancel(ctx)
+		go func() {
+			if a.Config.Workers == 0 {
+				done <- nil // API only: `duet worker` processes execute the runs
+				return
+			}
+			done <- a.Worker.Run(wctx)
+		}()
+		err := a.MCP.ServeStdio(ctx, duet.Caller{UserID: a.Config.User}, env.Stdin, nopWriteCloser{env.Stdout})
+		stopWorkers()
+		<-done
+		if err != nil {
+			return fmt.Errorf("stdio: %w", err)
+		}
+		return nil
+	})
+	return cmd
 }

@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	yaml "github.com/goccy/go-yaml"
@@ -82,9 +83,9 @@ type Options struct {
 }
 
 var (
-	serverKeyRe = regexp.MustCompile(`^mcp_[a-z0-9-]+_[0-9a-f]{8}$`)
-	identRe     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	keyRe       = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,99}$`)
+	serverKeyRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^mcp_[a-z0-9-]+_[0-9a-f]{8}$`) })
+	identRe     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
+	keyRe       = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,99}$`) })
 )
 
 const maxStepTimeout = 10 * time.Minute
@@ -308,7 +309,7 @@ func (c *compiler) caseNode(n *node, task *duet.Task) *duet.Case {
 	cs.Key = c.stringField(n, "key", false)
 	if cs.Key == "" {
 		cs.Key = slug(cs.Title)
-	} else if !keyRe.MatchString(cs.Key) {
+	} else if !keyRe().MatchString(cs.Key) {
 		c.errf(n.get("key"), "key %q must be lower-case letters, digits, '.', '_' or '-' (at most 100)", cs.Key)
 	}
 	if cs.Key == "" && cs.Title != "" {
@@ -489,7 +490,7 @@ func (c *compiler) saveAs(n *node, sc *scope) string {
 		return ""
 	}
 	s, ok := n.str()
-	if !ok || !identRe.MatchString(s) {
+	if !ok || !identRe().MatchString(s) {
 		c.errf(n, "saveAs must be a variable name (letters, digits, _), got %q", s)
 		return ""
 	}

@@ -87,7 +87,7 @@ func (c *compiler) resolveServer(n *node, ref string, m *duet.MCPCallStep) {
 			return
 		}
 		m.ServerKey = key
-	case serverKeyRe.MatchString(ref):
+	case serverKeyRe().MatchString(ref):
 		m.ServerKey = ref
 		return
 	default:

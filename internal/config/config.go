@@ -193,8 +193,8 @@ var options = []Option{
 	{Env: "DUET_ALLOWED_ORIGINS", Doc: "Comma-separated browser Origin values accepted (e.g. https://copilot.example). Default: none; requests without an Origin header (non-browser clients) are always accepted.",
 		set: func(c *Config, v string) error { c.AllowedOrigins = splitList(v); return nil }},
 	{Env: "DUET_MAX_CONNECTIONS", Default: "1024", Doc: "Open HTTP connections at once. At the limit the connection idle the longest is closed to make room; when all are busy, new ones wait.", set: intSet(func(c *Config) *int { return &c.MaxConnections }, 8, 1000000)},
-	{Env: "DUET_MAX_CONCURRENT", Default: "64", Doc: "Tool calls in flight, all callers (excess: RATE_LIMITED, HTTP 429).", set: intSet(func(c *Config) *int { return &c.MaxConcurrent }, 1, 100000)},
-	{Env: "DUET_MAX_PER_CALLER", Default: "8", Doc: "Tool calls in flight per caller.", set: intSet(func(c *Config) *int { return &c.MaxPerCaller }, 1, 100000)},
+	{Env: "DUET_MAX_CONCURRENT", Default: "64", Doc: "Tool calls in flight, all callers (excess: RATE_LIMITED, HTTP 429); and, counted apart, open streams (MCP subscriptions/listen, a run's live progress), all callers.", set: intSet(func(c *Config) *int { return &c.MaxConcurrent }, 1, 100000)},
+	{Env: "DUET_MAX_PER_CALLER", Default: "8", Doc: "Tool calls in flight per caller; and, counted apart, open streams per caller.", set: intSet(func(c *Config) *int { return &c.MaxPerCaller }, 1, 100000)},
 	{Env: "DUET_CALL_TIMEOUT", Default: "15s", Doc: "Time limit of one tool call.", set: durSet(func(c *Config) *time.Duration { return &c.CallTimeout })},
 	{Env: "DUET_MAX_BODY_BYTES", Default: "4194304", Doc: "Largest HTTP request body (413 beyond).", set: func(c *Config, v string) error {
 		n, err := strconv.ParseInt(v, 10, 64)

@@ -169,11 +169,16 @@ func (s *Set) learnSecretValue(v any) {
 	}
 }
 
+// Compiled at the first use, not when the program starts.
 var (
 	// schemeRe finds "Bearer X" / "Basic X" in text.
-	schemeRe = regexp.MustCompile(`(?i)\b(?:bearer|basic)\s+([A-Za-z0-9\-._~+/]+=*)`)
+	schemeRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b(?:bearer|basic)\s+([A-Za-z0-9\-._~+/]+=*)`)
+	})
 	// pairRe finds key=value, key: value and "key":"value" in text.
-	pairRe = regexp.MustCompile(`"?([A-Za-z][A-Za-z0-9_.\-]{0,63})"?\s*[=:]\s*"?([^\s"'&;,<>(){}\[\]]+)`)
+	pairRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`"?([A-Za-z][A-Za-z0-9_.\-]{0,63})"?\s*[=:]\s*"?([^\s"'&;,<>(){}\[\]]+)`)
+	})
 )
 
 // LearnText adds the secrets a text reveals: values after an authentication
@@ -184,7 +189,7 @@ func (s *Set) LearnText(t string) {
 	if len(t) < MinLearned {
 		return
 	}
-	for _, m := range schemeRe.FindAllStringSubmatch(t, -1) {
+	for _, m := range schemeRe().FindAllStringSubmatch(t, -1) {
 		if looksLikeToken(m[1]) {
 			s.add(m[1], MinLearned)
 		}
@@ -192,7 +197,7 @@ func (s *Set) LearnText(t string) {
 	if !strings.ContainsAny(t, "=:") {
 		return
 	}
-	for _, m := range pairRe.FindAllStringSubmatch(t, -1) {
+	for _, m := range pairRe().FindAllStringSubmatch(t, -1) {
 		if IsSensitiveKey(m[1]) && !isScheme(m[2]) && (looksLikeToken(m[2]) || len(m[2]) >= 12) {
 			s.add(m[2], MinLearned)
 		}

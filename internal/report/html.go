@@ -9,6 +9,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/duet-test/duet"
@@ -18,23 +19,26 @@ import (
 //go:embed report.html.tmpl
 var htmlSource string
 
-var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
-	"dur":     formatDuration,
-	"when":    formatTime,
-	"pct":     percent,
-	"pretty":  prettyJSON,
-	"value":   prettyValue,
-	"img":     func(s *Screenshot) template.URL { return template.URL(s.DataURI()) },
-	"kb":      func(n int) string { return fmt.Sprintf("%.0f KB", float64(n)/1024) },
-	"label":   statusLabel,
-	"codeDoc": codeDoc,
-	"add":     func(a, b int) int { return a + b },
-	"join":    func(s []string) string { return strings.Join(s, ", ") },
-	"short":   func(s string) string { return s[:min(len(s), 12)] },
+// htmlTemplate is parsed at the first report, not when the program starts.
+var htmlTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("report").Funcs(template.FuncMap{
+		"dur":     formatDuration,
+		"when":    formatTime,
+		"pct":     percent,
+		"pretty":  prettyJSON,
+		"value":   prettyValue,
+		"img":     func(s *Screenshot) template.URL { return template.URL(s.DataURI()) },
+		"kb":      func(n int) string { return fmt.Sprintf("%.0f KB", float64(n)/1024) },
+		"label":   statusLabel,
+		"codeDoc": codeDoc,
+		"add":     func(a, b int) int { return a + b },
+		"join":    func(s []string) string { return strings.Join(s, ", ") },
+		"short":   func(s string) string { return s[:min(len(s), 12)] },
 
-	"trimKind":    trimKind,
-	"outputLabel": outputLabel,
-}).Parse(htmlSource))
+		"trimKind":    trimKind,
+		"outputLabel": outputLabel,
+	}).Parse(htmlSource))
+})
 
 // htmlView is what the template renders.
 type htmlView struct {
@@ -88,7 +92,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		}
 	}
 	var buf bytes.Buffer
-	if err := htmlTemplate.Execute(&buf, v); err != nil {
+	if err := htmlTemplate().Execute(&buf, v); err != nil {
 		return fmt.Errorf("rendering the HTML report: %w", err)
 	}
 	_, err := buf.WriteTo(w)

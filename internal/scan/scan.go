@@ -28,6 +28,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -228,14 +229,14 @@ func (s *scanner) add(rule string, path, excerpt, format string, args ...any) {
 }
 
 var (
-	nameRe      = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	nameRe      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`) })
 	minDescWord = 8
 )
 
 func (s *scanner) run() {
 	t := s.tool
 	switch {
-	case !nameRe.MatchString(t.Name):
+	case !nameRe().MatchString(t.Name):
 		s.add(RuleNameInvalid, "name", "", "tool name %q does not match ^[A-Za-z0-9_-]{1,64}$: OpenAI and Anthropic refuse it", clip(t.Name, 80))
 	case t.Name[0] >= '0' && t.Name[0] <= '9':
 		s.add(RuleNameLeadingDigit, "name", "", "tool name %q starts with a digit: Gemini function names start with a letter or '_'", t.Name)
@@ -567,33 +568,38 @@ func clip(s string, n int) string {
 // instead of what the user asked, nor what to keep from the user.
 //
 // Each pattern runs only when its text holds one of its trigger words: the
-// patterns are costly, most texts have none of the words.
-var instructionPatterns = []struct {
+// patterns are costly, most texts have none of the words. They are
+// compiled at the first scan, not when the program starts.
+var instructionPatterns = sync.OnceValue(func() []instructionPattern {
+	return []instructionPattern{
+		{[]string{"ignore", "disregard", "forget", "override"}, regexp.MustCompile(`(?i)\b(ignore|disregard|forget|override)\b[^.\n]{0,30}\b(previous|prior|above|earlier|other|all|system|user'?s?)\b[^.\n]{0,20}\b(instructions?|rules|directions|prompts?|guidelines)`),
+			"tells the model to ignore its instructions"},
+		{[]string{"not", "don't", "never", "without"}, regexp.MustCompile(`(?i)\b(do not|don't|never|without)\b[^.\n]{0,20}\b(tell|telling|inform|informing|mention|mentioning|reveal|revealing|show|showing|notify|notifying|ask|asking|alert|alerting)\b[^.\n]{0,15}\b(the )?(user|human|person|operator)`),
+			"tells the model to keep something from the user"},
+		{[]string{"before", "prior to", "instead of"}, regexp.MustCompile(`(?i)\b(before|prior to|instead of)\b[^.\n]{0,25}\b(answering|responding|replying|you (answer|respond|reply|continue|proceed)|using (this|any|another|other)|calling (this|any|another|other)|any other (tool|action|step)|doing anything)`),
+			"tells the model what to do before or instead of its task"},
+		{[]string{"must", "should", "need to", "have to", "required to", "instructed to"}, regexp.MustCompile(`(?i)\b(you|the (assistant|model|agent|ai|llm))\b[^.\n]{0,15}\b(must|should|need to|have to|are required to|are instructed to)\b[^.\n]{0,15}\b(always |first |also |immediately )?(call|invoke|run|execute|trigger|use the tool|send|forward|upload|read)\b`),
+			"orders the model to call or send something"},
+		{[]string{"always", "first", "immediately", "also", "then"}, regexp.MustCompile(`(?i)\b(always|first|immediately|also|then)\s+(call|invoke|run|execute|trigger)\s+(the\s+)?[A-Za-z0-9]+(_[A-Za-z0-9]+)+`),
+			"orders the model to call another tool"},
+		{[]string{"<"}, regexp.MustCompile(`(?i)<\s*/?\s*(important|system|instructions?|admin|secret|hidden|override)\s*>`),
+			"carries a pseudo-tag aimed at the model"},
+		{[]string{"system prompt", "developer message", "jailbreak", "you are now", "act as"}, regexp.MustCompile(`(?i)\b(system prompt|developer message|jailbreak|you are now|act as (an? )?(admin|administrator|root|developer))\b`),
+			"addresses the model's role or prompt"},
+		{[]string{"ssh", "id_rsa", ".env", "passwd", "credentials", "private key", "api", "token", "password"}, regexp.MustCompile(`(?i)(~/\.ssh|id_rsa|\.env\b|/etc/passwd|\.aws/credentials|private key|api[_ -]?keys?|access tokens?|passwords?)[^.\n]{0,40}\b(send|include|pass|append|attach|upload|forward|read|copy)\b|\b(send|include|pass|append|attach|upload|forward|read|copy)\b[^.\n]{0,40}(~/\.ssh|id_rsa|\.env\b|/etc/passwd|\.aws/credentials|private key|api[_ -]?keys?|access tokens?|passwords?)`),
+			"asks for secrets to be read or sent"},
+	}
+})
+
+type instructionPattern struct {
 	triggers []string
 	re       *regexp.Regexp
 	what     string
-}{
-	{[]string{"ignore", "disregard", "forget", "override"}, regexp.MustCompile(`(?i)\b(ignore|disregard|forget|override)\b[^.\n]{0,30}\b(previous|prior|above|earlier|other|all|system|user'?s?)\b[^.\n]{0,20}\b(instructions?|rules|directions|prompts?|guidelines)`),
-		"tells the model to ignore its instructions"},
-	{[]string{"not", "don't", "never", "without"}, regexp.MustCompile(`(?i)\b(do not|don't|never|without)\b[^.\n]{0,20}\b(tell|telling|inform|informing|mention|mentioning|reveal|revealing|show|showing|notify|notifying|ask|asking|alert|alerting)\b[^.\n]{0,15}\b(the )?(user|human|person|operator)`),
-		"tells the model to keep something from the user"},
-	{[]string{"before", "prior to", "instead of"}, regexp.MustCompile(`(?i)\b(before|prior to|instead of)\b[^.\n]{0,25}\b(answering|responding|replying|you (answer|respond|reply|continue|proceed)|using (this|any|another|other)|calling (this|any|another|other)|any other (tool|action|step)|doing anything)`),
-		"tells the model what to do before or instead of its task"},
-	{[]string{"must", "should", "need to", "have to", "required to", "instructed to"}, regexp.MustCompile(`(?i)\b(you|the (assistant|model|agent|ai|llm))\b[^.\n]{0,15}\b(must|should|need to|have to|are required to|are instructed to)\b[^.\n]{0,15}\b(always |first |also |immediately )?(call|invoke|run|execute|trigger|use the tool|send|forward|upload|read)\b`),
-		"orders the model to call or send something"},
-	{[]string{"always", "first", "immediately", "also", "then"}, regexp.MustCompile(`(?i)\b(always|first|immediately|also|then)\s+(call|invoke|run|execute|trigger)\s+(the\s+)?[A-Za-z0-9]+(_[A-Za-z0-9]+)+`),
-		"orders the model to call another tool"},
-	{[]string{"<"}, regexp.MustCompile(`(?i)<\s*/?\s*(important|system|instructions?|admin|secret|hidden|override)\s*>`),
-		"carries a pseudo-tag aimed at the model"},
-	{[]string{"system prompt", "developer message", "jailbreak", "you are now", "act as"}, regexp.MustCompile(`(?i)\b(system prompt|developer message|jailbreak|you are now|act as (an? )?(admin|administrator|root|developer))\b`),
-		"addresses the model's role or prompt"},
-	{[]string{"ssh", "id_rsa", ".env", "passwd", "credentials", "private key", "api", "token", "password"}, regexp.MustCompile(`(?i)(~/\.ssh|id_rsa|\.env\b|/etc/passwd|\.aws/credentials|private key|api[_ -]?keys?|access tokens?|passwords?)[^.\n]{0,40}\b(send|include|pass|append|attach|upload|forward|read|copy)\b|\b(send|include|pass|append|attach|upload|forward|read|copy)\b[^.\n]{0,40}(~/\.ssh|id_rsa|\.env\b|/etc/passwd|\.aws/credentials|private key|api[_ -]?keys?|access tokens?|passwords?)`),
-		"asks for secrets to be read or sent"},
 }
 
 var (
-	htmlComment = regexp.MustCompile(`(?s)<!--.*?-->`)
-	identRe     = regexp.MustCompile(`[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+`)
+	htmlComment = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)<!--.*?-->`) })
+	identRe     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+`) })
 )
 
 // text checks a piece of text from the tool's author that reaches a model.
@@ -604,11 +610,11 @@ func (s *scanner) text(path, text string) {
 	if r, ok := hiddenRune(text); ok {
 		s.add(RuleHiddenText, path, "", "the text holds an invisible or direction-changing character (%U) a person does not see but a model reads", r)
 	}
-	if m := htmlComment.FindString(text); m != "" {
+	if m := htmlComment().FindString(text); m != "" {
 		s.add(RuleHiddenText, path, Excerpt(m), "the text holds an HTML comment: hidden when rendered, read by the model")
 	}
 	lower := strings.ToLower(text)
-	for _, p := range instructionPatterns {
+	for _, p := range instructionPatterns() {
 		if !slices.ContainsFunc(p.triggers, func(w string) bool { return strings.Contains(lower, w) }) {
 			continue
 		}
@@ -617,7 +623,7 @@ func (s *scanner) text(path, text string) {
 			break // one finding per text is enough to withhold it
 		}
 	}
-	for _, id := range identRe.FindAllString(text, -1) {
+	for _, id := range identRe().FindAllString(text, -1) {
 		owners := s.owners[id]
 		if len(owners) == 0 || slices.Contains(owners, s.source) || id == s.tool.Name {
 			continue

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"io/fs"
+	"slices"
+	"sync"
 
 	"github.com/pressly/goose/v3"
 
@@ -17,6 +19,53 @@ func provider(db *sql.DB) (*goose.Provider, error) {
 		return nil, err
 	}
 	return goose.NewProvider(goose.DialectSQLite3, db, fsys)
+}
+
+// knownVersions are the versions of the embedded migrations, in order, as
+// goose numbers them.
+var knownVersions = sync.OnceValues(func() ([]int64, error) {
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var vs []int64
+	for _, name := range names {
+		v, err := goose.NumericComponent(name)
+		if err != nil {
+			return nil, err
+		}
+		vs = append(vs, v)
+	}
+	slices.Sort(vs)
+	return vs, nil
+})
+
+// schemaCurrent reports whether the database has applied exactly the
+// migrations this duet embeds, each once, and nothing else — the one case
+// in which goose would apply nothing and refuse nothing — reading the
+// version table once. Anything else (a fresh file, a migration missing, a
+// newer or unknown version, a row of a migration rolled back, an error)
+// is false: goose then decides, so a stale schema is never served.
+func schemaCurrent(ctx context.Context, db *sql.DB) bool {
+	known, err := knownVersions()
+	if err != nil || len(known) == 0 {
+		return false
+	}
+	rows, err := db.QueryContext(ctx, `SELECT version_id, is_applied FROM goose_db_version WHERE version_id > 0 ORDER BY version_id, id`)
+	if err != nil {
+		return false
+	}
+	defer rows.Close()
+	i := 0
+	for rows.Next() {
+		var v int64
+		var applied bool
+		if err := rows.Scan(&v, &applied); err != nil || !applied || i >= len(known) || v != known[i] {
+			return false
+		}
+		i++
+	}
+	return rows.Err() == nil && i == len(known)
 }
 
 // checkNotNewer refuses a database file migrated by a newer duet.

@@ -212,6 +212,9 @@ func openWritable(ctx context.Context, path string, opts *Options) (*DB, error) 
 }
 
 func migrate(ctx context.Context, db *sql.DB) error {
+	if schemaCurrent(ctx, db) {
+		return nil // what goose would conclude, without building it (a cold start)
+	}
 	p, err := provider(db)
 	if err != nil {
 		return err
