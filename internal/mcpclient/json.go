@@ -3,73 +3,23 @@ package mcpclient
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 
 	sjson "github.com/segmentio/encoding/json"
+
+	"github.com/duet-test/duet/internal/sdkjson"
 )
 
-// sdkUnmarshal decodes data as the go-sdk decodes what a server sends: its
-// internal/json.Unmarshal refuses nesting deeper than 1000 and then runs a
-// segmentio Decoder with DontMatchCaseInsensitiveStructFields, whose Decode
-// is Parse of the first value with that flag (the rest is ignored). Reading
-// a reply again with anything else — encoding/json matches keys
-// case-insensitively and refuses trailing data — could take other bytes for
-// the result than the ones the SDK decoded (TestRepliesAreReadAsTheSDKReadsThem).
-// Parse directly spares the Decoder's 32 KiB buffer.
-func sdkUnmarshal(data []byte, v any) error {
-	return sdkParse(data, v, 0)
-}
+// sdkUnmarshal decodes data as the go-sdk decodes what a server sends
+// (sdkjson). Reading a reply again with anything else — encoding/json
+// matches keys case-insensitively and refuses trailing data — could take
+// other bytes for the result than the ones the SDK decoded
+// (TestRepliesAreReadAsTheSDKReadsThem).
+func sdkUnmarshal(data []byte, v any) error { return sdkjson.Unmarshal(data, v) }
 
 // sdkParse is sdkUnmarshal with extra segmentio flags that change how the
 // value is stored, never what is read (DontCopyRawMessage).
 func sdkParse(data []byte, v any, flags sjson.ParseFlags) error {
-	if err := checkMaxDepth(data, sdkMaxDepth); err != nil {
-		return err
-	}
-	_, err := sjson.Parse(data, v, sjson.DontMatchCaseInsensitiveStructFields|flags)
-	return err
-}
-
-// sdkMaxDepth is the go-sdk's internal/json defaultMaxDepth.
-const sdkMaxDepth = 1000
-
-var errMaxDepth = errors.New("json: exceeded maximum nesting depth")
-
-// checkMaxDepth is the go-sdk's internal/json checkMaxDepth: one pass that
-// counts '{' and '[' against '}' and ']' outside strings.
-func checkMaxDepth(data []byte, maxDepth int) error {
-	var (
-		depth    int
-		inString bool
-		escaped  bool
-	)
-	for _, b := range data {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case b == '\\':
-				escaped = true
-			case b == '"':
-				inString = false
-			}
-			continue
-		}
-		switch b {
-		case '"':
-			inString = true
-		case '{', '[':
-			depth++
-			if depth > maxDepth {
-				return errMaxDepth
-			}
-		case '}', ']':
-			if depth > 0 {
-				depth--
-			}
-		}
-	}
-	return nil
+	return sdkjson.UnmarshalFlags(data, v, flags)
 }
 
 // compact returns raw without insignificant whitespace. raw must be valid

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/sdkjson"
 )
 
 // How a request body is read on /mcp/http.
@@ -169,37 +170,9 @@ func checkID(v jsontext.Value) error {
 	return duet.Errorf(duet.CodeInvalidRequest, "the request id must be a string or an integer")
 }
 
-// depthExceeds is the SDK's own nesting check (internal/json.checkMaxDepth),
-// so that both paths refuse exactly the bodies the SDK refuses.
-func depthExceeds(data []byte, max int) bool {
-	depth, inString, escaped := 0, false, false
-	for _, b := range data {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case b == '\\':
-				escaped = true
-			case b == '"':
-				inString = false
-			}
-			continue
-		}
-		switch b {
-		case '"':
-			inString = true
-		case '{', '[':
-			if depth++; depth > max {
-				return true
-			}
-		case '}', ']':
-			if depth > 0 {
-				depth--
-			}
-		}
-	}
-	return false
-}
+// depthExceeds is the SDK's own nesting check (sdkjson), so that both
+// paths refuse exactly the bodies the SDK refuses.
+func depthExceeds(data []byte, max int) bool { return sdkjson.DepthExceeds(data, max) }
 
 // envelope is the SDK's decode form of a JSON-RPC message
 // (jsonrpc2.wireDecode).
@@ -259,10 +232,7 @@ func (r *request) isCall() bool { return r != nil && r.method != "" && r.id != n
 // runs a segmentio Decoder with DontMatchCaseInsensitiveStructFields, whose
 // Decode is Parse of the first value with that flag. Parse directly spares
 // the Decoder's 32 KiB buffer; data passed checkBody (one value).
-func sdkUnmarshal(data []byte, v any) error {
-	_, err := sjson.Parse(data, v, sjson.DontMatchCaseInsensitiveStructFields)
-	return err
-}
+func sdkUnmarshal(data []byte, v any) error { return sdkjson.Parse(data, v, 0) }
 
 // decodeEnvelope reads a body that passed checkBody as the SDK does; it
 // returns nil for anything but a single request object (a batch, a
