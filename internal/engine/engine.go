@@ -226,9 +226,6 @@ func (e *Engine) Execute(ctx context.Context, run *duet.Run) error {
 		return ErrShutdown
 	}
 	if ctx.Err() != nil {
-		if all, err := e.store.FindExecutions(context.WithoutCancel(ctx), run.ID); err == nil {
-			e.rescrubRun(ctx, all, secrets, known)
-		}
 		msg := "cancelled"
 		if run.CancelRequested || errors.Is(context.Cause(ctx), ErrCancelRequested) {
 			msg = "cancelled at the user's request"
