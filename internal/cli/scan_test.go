@@ -29,21 +29,7 @@ func TestScanDuetCatalogIsClean(t *testing.T) {
 // parameters and enum options the task's cases exercise.
 func TestScanServersAndCoverage(t *testing.T) {
 	t.Parallel()
-	home := t.TempDir()
-	e := &duetEnv{tr: &transcript{}, vars: map[string]string{
-		"DUET_HOME": home, "DUET_MCP_ALLOW_LOOPBACK": "true", "ORDERS_TOKEN": canary, "HOME": home,
-	}}
-	url, stop, err := sample.StartOrderServer(t.Context(), "127.0.0.1:0", sample.NewOrders(), canary)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
-	e.must(t, "server", "add", "--as", "alice", "--name", "orders", "--url", url, "--bearer-token-env", "ORDERS_TOKEN")
-	suite := filepath.Join(home, "suite.yaml")
-	if err := os.WriteFile(suite, []byte(suiteYAML), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	e.must(t, "apply", "-f", suite, "--as", "alice")
+	e := ordersSuiteEnv(t)
 
 	out := e.must(t, "scan", "--server", "orders", "--task", "shop-orders", "--json", "--as", "alice")
 	var got struct {
@@ -87,21 +73,7 @@ func TestScanServersAndCoverage(t *testing.T) {
 // `duet scan --task`.
 func TestReportScanEndToEnd(t *testing.T) {
 	t.Parallel()
-	home := t.TempDir()
-	e := &duetEnv{tr: &transcript{}, vars: map[string]string{
-		"DUET_HOME": home, "DUET_MCP_ALLOW_LOOPBACK": "true", "ORDERS_TOKEN": canary, "HOME": home,
-	}}
-	url, stop, err := sample.StartOrderServer(t.Context(), "127.0.0.1:0", sample.NewOrders(), canary)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
-	e.must(t, "server", "add", "--as", "alice", "--name", "orders", "--url", url, "--bearer-token-env", "ORDERS_TOKEN")
-	suite := filepath.Join(home, "suite.yaml")
-	if err := os.WriteFile(suite, []byte(suiteYAML), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	e.must(t, "apply", "-f", suite, "--as", "alice")
+	e := ordersSuiteEnv(t)
 	e.must(t, "run", "shop-orders", "--as", "alice")
 
 	var rep struct {
@@ -134,4 +106,26 @@ func TestReportScanEndToEnd(t *testing.T) {
 	if strings.Contains(out+html, canary) {
 		t.Errorf("the report shows the server's token")
 	}
+}
+
+// ordersSuiteEnv is a Duet home where alice registered the sample order
+// server (its token in ORDERS_TOKEN) and applied suiteYAML.
+func ordersSuiteEnv(t *testing.T) *duetEnv {
+	t.Helper()
+	home := t.TempDir()
+	e := &duetEnv{tr: &transcript{}, vars: map[string]string{
+		"DUET_HOME": home, "DUET_MCP_ALLOW_LOOPBACK": "true", "ORDERS_TOKEN": canary, "HOME": home,
+	}}
+	url, stop, err := sample.StartOrderServer(t.Context(), "127.0.0.1:0", sample.NewOrders(), canary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	e.must(t, "server", "add", "--as", "alice", "--name", "orders", "--url", url, "--bearer-token-env", "ORDERS_TOKEN")
+	suite := filepath.Join(home, "suite.yaml")
+	if err := os.WriteFile(suite, []byte(suiteYAML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.must(t, "apply", "-f", suite, "--as", "alice")
+	return e
 }
