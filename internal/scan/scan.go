@@ -153,6 +153,16 @@ type SourceReport struct {
 	Findings  []Finding `json:"findings"`
 }
 
+// add appends f and counts it by its severity.
+func (sr *SourceReport) add(f Finding) {
+	sr.Findings = append(sr.Findings, f)
+	if f.Severity == Error {
+		sr.Errors++
+	} else {
+		sr.Warnings++
+	}
+}
+
 // Report is the result of a scan.
 type Report struct {
 	Sources  []*SourceReport `json:"sources"`
@@ -194,13 +204,8 @@ func Scan(sources []Source) *Report {
 		for i := range s.Tools {
 			sc := &scanner{source: s.Name, tool: &s.Tools[i], owners: owners}
 			sc.run()
-			sr.Findings = append(sr.Findings, sc.findings...)
-		}
-		for _, f := range sr.Findings {
-			if f.Severity == Error {
-				sr.Errors++
-			} else {
-				sr.Warnings++
+			for _, f := range sc.findings {
+				sr.add(f)
 			}
 		}
 		rep.Errors += sr.Errors

@@ -138,6 +138,22 @@ func TestScanCrossServerReference(t *testing.T) {
 	}
 }
 
+// TestScanCounts: each finding is counted once, by its severity, per source
+// and in all.
+func TestScanCounts(t *testing.T) {
+	t.Parallel()
+	r := scan.Scan([]scan.Source{
+		{Name: "a", Tools: []scan.Tool{tool("1q", "Queries orders.", `{"type":"object"}`), tool("q", "", `{"type":"object"}`)}},
+		{Name: "b", Tools: []scan.Tool{tool("r", goodDesc, `{"type":"object","properties":{"id":{"type":"string"}}}`)}},
+	})
+	if a, b := r.Sources[0], r.Sources[1]; a.Errors != 1 || a.Warnings != 2 || b.Errors != 0 || b.Warnings != 1 {
+		t.Errorf("got a %d/%d b %d/%d errors/warnings, want 1/2 0/1: %q", a.Errors, a.Warnings, b.Errors, b.Warnings, rules(r))
+	}
+	if r.Errors != 1 || r.Warnings != 3 {
+		t.Errorf("got %d errors %d warnings in all, want 1 and 3", r.Errors, r.Warnings)
+	}
+}
+
 func TestReadOnlyHint(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]bool{`{"readOnlyHint":true}`: true, `{"readOnlyHint":false}`: false, `{}`: false, ``: false, `nonsense`: false} {

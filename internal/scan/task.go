@@ -92,12 +92,7 @@ func ForTask(owner string, registered []Source, cases []*duet.Case) *TaskReport 
 				if !slices.Contains(called, f.Tool) {
 					continue
 				}
-				sr.Findings = append(sr.Findings, f)
-				if f.Severity == Error {
-					sr.Errors++
-				} else {
-					sr.Warnings++
-				}
+				sr.add(f)
 			}
 			tr.Errors += sr.Errors
 			tr.Warnings += sr.Warnings
