@@ -112,7 +112,7 @@ func runSuite(t *testing.T, a *app.App, yaml, device string) map[string]*duet.Ex
 	if _, _, err := a.Store.CreateRun(ctx, duet.StartRunParams{Run: run, Executions: execs}); err != nil {
 		t.Fatal(err)
 	}
-	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute) // a bound for a stuck run, not a timing claim: a loaded machine took 2 minutes
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute) // a bound for a stuck run, not a timing claim (TestNetworkGuard took up to 2 minutes at a load of 33–50)
 	defer cancel()
 	if ok, err := a.Worker.ExecuteRun(wctx, run.ID); !ok || err != nil {
 		t.Fatalf("ExecuteRun: %v, %v", ok, err)
