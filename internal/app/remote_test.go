@@ -112,7 +112,7 @@ func runSuite(t *testing.T, a *app.App, yaml, device string) map[string]*duet.Ex
 	if _, _, err := a.Store.CreateRun(ctx, duet.StartRunParams{Run: run, Executions: execs}); err != nil {
 		t.Fatal(err)
 	}
-	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute) // a bound for a stuck run, not a timing claim (TestNetworkGuard took up to 2 minutes at a load of 33–50)
 	defer cancel()
 	if ok, err := a.Worker.ExecuteRun(wctx, run.ID); !ok || err != nil {
 		t.Fatalf("ExecuteRun: %v, %v", ok, err)
@@ -172,9 +172,13 @@ func TestNetworkGuard(t *testing.T) {
 	mux.HandleFunc("GET /api/internal", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, internal.URL+"/admin", http.StatusFound)
 	})
+	// The page navigates away by itself once loaded: after the open step
+	// (which waits for the load), during the assertText that waits for
+	// #secret. That wait is the budget for the navigation to be refused
+	// and noticed; 15s (not the default 5s) is one a loaded machine meets.
 	mux.HandleFunc("GET /page", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprintf(w, `<!doctype html><title>Shop</title><p id="ok">shop</p><script>setTimeout(() => { location.href = %q; }, 100);</script>`, internal.URL+"/admin")
+		fmt.Fprintf(w, `<!doctype html><title>Shop</title><p id="ok">shop</p><script>addEventListener("load", () => setTimeout(() => { location.href = %q; }, 100));</script>`, internal.URL+"/admin")
 	})
 	shop := httptest.NewServer(mux)
 	t.Cleanup(shop.Close)
@@ -213,6 +217,7 @@ cases:
     steps:
       - open: /page
       - assertText: {selector: "#secret", equals: internal}
+        timeout: 15s
   - key: open
     title: opening a refused host
     steps:
@@ -347,7 +352,9 @@ func TestDeviceLost(t *testing.T) {
 			once.Do(func() { close(reached) })
 		}
 		w.Header().Set("Content-Type", "text/html")
-		io.WriteString(w, `<!doctype html><title>Order</title><p id="status">paid</p><script>setTimeout(() => { const p = document.createElement('p'); p.id = 'late'; document.body.appendChild(p); }, 3000);</script>`)
+		// #late never comes: only the phone's loss ends the waitFor (a
+		// #late shown after 3s let a slow unplug find the case passed).
+		io.WriteString(w, `<!doctype html><title>Order</title><p id="status">paid</p>`)
 	}))
 	t.Cleanup(shop.Close)
 	e := engine.New(a.Store, engine.Options{Browser: &app.Browsers{Android: drv}, StepTimeout: 20 * time.Second})

@@ -72,7 +72,7 @@ func TestSampleOrderServerCommand(t *testing.T) {
 		if code != 0 {
 			t.Errorf("exit %d", code)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("the server did not stop")
 	}
 }

@@ -136,17 +136,22 @@ func testIdempotencyAcrossHandles(t *testing.T, a duet.Store, another func() due
 
 // testLeaseTakenOver: a worker on one handle dies holding a run (its lease
 // runs out); a worker on the other takes it over, and the dead one, were it
-// to wake, can neither renew nor release it.
+// to wake, can neither renew nor release it. The lease is long enough for
+// a loaded machine and runs out explicitly (its last renewal ends in the
+// past), never by waiting for the clock.
 func testLeaseTakenOver(t *testing.T, a duet.Store, another func() duet.Store) {
 	b := another()
 	run, _ := newRun(t, a, "alice")
-	if c, err := a.ClaimRun(ctx(t), "dead", 50*time.Millisecond); err != nil || c == nil || c.ID != run.ID {
+	if c, err := a.ClaimRun(ctx(t), "dead", time.Minute); err != nil || c == nil || c.ID != run.ID {
 		t.Fatalf("first claim: %+v %v", c, err)
 	}
 	if c, err := b.ClaimRun(ctx(t), "alive", time.Minute); err != nil || c != nil {
 		t.Fatalf("claim while the lease holds: got %+v %v, want none", c, err)
 	}
-	time.Sleep(100 * time.Millisecond)
+	// The worker dies: its lease runs out.
+	if _, err := a.RenewLease(ctx(t), run.ID, "dead", -time.Second); err != nil {
+		t.Fatalf("the lease running out: %v", err)
+	}
 	c, err := b.ClaimRun(ctx(t), "alive", time.Minute)
 	if err != nil || c == nil || c.ID != run.ID || c.Attempt != 2 || c.Status != duet.StatusRunning {
 		t.Fatalf("take-over after the lease ran out: got %+v %v", c, err)
