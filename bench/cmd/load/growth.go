@@ -37,7 +37,7 @@ import (
 func growthTable(dir string) (worst map[string]float64) {
 	worst = map[string]float64{}
 	fmt.Printf("\n## Lists as the store grows: 1 task vs %d tasks (and as many runs, audit rows, invocations, assets of other users)\n\n", *grow)
-	fmt.Printf("Read in turns: one read of the near-empty store, one of the grown store, alternately, %d rounds of %d pairs per list; µs are the medians of the rounds' medians, the ratio is the median of the %d rounds' ratios (lowest–highest in brackets). Read alone: 200 reads of one store, then 200 of the other, medians.\n\n", turnRounds, turnPairs, turnRounds)
+	fmt.Printf("Read in turns: one read of the near-empty store, one of the grown store, alternately, %d rounds of %d pairs per list; µs are the medians of the rounds' medians, the ratio is the median of the %d rounds' ratios (lowest–highest in brackets). Read alone: 200 reads of one store, then 200 of the other, medians. Both stores analyzed after seeding (PostgreSQL: VACUUM ANALYZE, as autovacuum does after so many inserts).\n\n", turnRounds, turnPairs, turnRounds)
 	fmt.Println("| list | engine | near-empty (in turns) | grown (in turns) | grown ÷ near-empty (in turns) | read alone: near-empty → grown | ratio alone |")
 	fmt.Println("|---|---|---:|---:|---:|---:|---:|")
 	type engine struct {
