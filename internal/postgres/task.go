@@ -36,9 +36,14 @@ const teamsOf = `(SELECT 'team:' || m.team FROM team_members m WHERE m.user_id =
 // costs in proportion to what the viewer can see, not to the whole table.
 // Lists start from it; visibleTo stays the condition of reads of one object.
 const visibleTaskIDs = `(SELECT id FROM tasks WHERE owner = $1
-	UNION SELECT id FROM tasks WHERE owner IN ` + teamsOf + `
+	UNION ` + otherVisibleTaskIDs + `)`
+
+// otherVisibleTaskIDs is visibleTaskIDs without the viewer's own tasks: those
+// of a team of theirs, or shared with them or a team of theirs (it may still
+// name a task the viewer owns, shared with a team they are in).
+const otherVisibleTaskIDs = `SELECT id FROM tasks WHERE owner IN ` + teamsOf + `
 	UNION SELECT task_id FROM task_shares WHERE user_id = $1
-	UNION SELECT task_id FROM task_shares WHERE user_id IN ` + teamsOf + `)`
+	UNION SELECT task_id FROM task_shares WHERE user_id IN ` + teamsOf
 
 // visibility returns the condition a query of one object by id ($2) adds
 // for viewer ($1): visibleTo, or for an internal caller (viewer "") a
@@ -183,14 +188,25 @@ func (d *DB) FindTasks(ctx context.Context, f duet.TaskFilter) ([]*duet.Task, st
 	}
 	cond := strings.Join(where, " AND ")
 	var total int
-	from := ` FROM ` + visibleTaskIDs + ` AS v JOIN tasks t ON t.id = v.id WHERE `
-	if err := d.pool.QueryRow(ctx, `SELECT count(*)`+from+cond, a...).Scan(&total); err != nil {
+	// Without a filter the count is that of the visible ids (each branch
+	// read from its index alone); with one, of the visible tasks that pass it.
+	count := `SELECT count(*) FROM ` + visibleTaskIDs + ` AS v`
+	if len(where) > 1 {
+		count = `SELECT count(*) FROM ` + visibleTaskIDs + ` AS v JOIN tasks t ON t.id = v.id WHERE ` + cond
+	}
+	if err := d.pool.QueryRow(ctx, count, a...).Scan(&total); err != nil {
 		return nil, "", 0, mapErr(err)
 	}
 	if after != "" {
 		cond += ` AND t.id > ` + a.add(after)
 	}
-	rows, err := d.pool.Query(ctx, `SELECT `+taskColumns+from+cond+` ORDER BY t.id LIMIT `+a.add(limit+1), a...)
+	// The page: the viewer's own tasks straight from tasks_owner_id (in id
+	// order, no second lookup of each by id), merged with the other visible
+	// tasks that the viewer does not own — two disjoint sets, so UNION ALL.
+	n := a.add(limit + 1)
+	rows, err := d.pool.Query(ctx, `(SELECT `+taskColumns+` FROM tasks t WHERE t.owner = $1 AND `+cond+` ORDER BY t.id LIMIT `+n+`)`+
+		` UNION ALL (SELECT `+taskColumns+` FROM (`+otherVisibleTaskIDs+`) AS v JOIN tasks t ON t.id = v.id WHERE t.owner <> $1 AND `+cond+` ORDER BY t.id LIMIT `+n+`)`+
+		` ORDER BY 1 LIMIT `+n, a...)
 	if err != nil {
 		return nil, "", 0, mapErr(err)
 	}
