@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"fmt"
 	"log"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -38,6 +39,7 @@ func growthTable(dir string) (worst map[string]float64) {
 	worst = map[string]float64{}
 	fmt.Printf("\n## Lists as the store grows: 1 task vs %d tasks (and as many runs, audit rows, invocations, assets of other users)\n\n", *grow)
 	fmt.Printf("Read in turns: one read of the near-empty store, one of the grown store, alternately, %d rounds of %d pairs per list; µs are the medians of the rounds' medians, the ratio is the median of the %d rounds' ratios (lowest–highest in brackets). Read alone: 200 reads of one store, then 200 of the other, medians. Both stores analyzed after seeding (PostgreSQL: VACUUM ANALYZE, as autovacuum does after so many inserts).\n\n", turnRounds, turnPairs, turnRounds)
+	fmt.Printf("Load average at the start: %s.\n\n", loadavg())
 	fmt.Println("| list | engine | near-empty (in turns) | grown (in turns) | grown ÷ near-empty (in turns) | read alone: near-empty → grown | ratio alone |")
 	fmt.Println("|---|---|---:|---:|---:|---:|---:|")
 	type engine struct {
@@ -104,6 +106,15 @@ func growthTable(dir string) (worst map[string]float64) {
 		closeBig()
 	}
 	return worst
+}
+
+// loadavg is the machine's 1-, 5- and 15-minute load average, or "unknown".
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "unknown"
 }
 
 const (
