@@ -223,28 +223,17 @@ func (d *DB) FindTasks(ctx context.Context, f duet.TaskFilter) ([]*duet.Task, st
 	}
 	cond := strings.Join(where, " AND ")
 	var total int
-	// Without a filter the count is that of the visible ids (each branch
-	// read from its index alone); with one, of the visible tasks that pass it.
-	count := `SELECT count(*) FROM ` + visibleTaskIDs + ` AS v`
-	if len(where) > 1 {
-		count = `SELECT count(*) FROM ` + visibleTaskIDs + ` AS v CROSS JOIN tasks t ON t.id = v.id WHERE ` + cond
-	}
-	if err := d.q.QueryRowContext(ctx, count, args...).Scan(&total); err != nil {
+	countQuery, pageQuery := taskListQueries(cond, len(where) > 1, after != "")
+	if err := d.q.QueryRowContext(ctx, countQuery, args...).Scan(&total); err != nil {
 		return nil, "", 0, mapErr(err)
 	}
 	if after != "" {
-		cond += ` AND t.id > ?`
 		args = append(args, after)
 	}
-	// The page: the viewer's own tasks straight from tasks_owner_id (in id
-	// order, no second lookup of each by id), merged with the other visible
-	// tasks that the viewer does not own — two disjoint sets, so UNION ALL.
-	// The second branch's placeholders are numbered after the first's, so
-	// its arguments are given again.
+	// The placeholders of the page's second branch are numbered after the
+	// first's, so its arguments are given again.
 	pageArgs := append(append(append([]any{}, args...), args[1:]...), limit+1)
-	rows, err := d.q.QueryContext(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.owner = ?1 AND `+cond+
-		` UNION ALL SELECT `+taskColumns+` FROM (`+otherVisibleTaskIDs+`) AS v CROSS JOIN tasks t ON t.id = v.id WHERE t.owner <> ?1 AND `+cond+
-		` ORDER BY 1 LIMIT ?`, pageArgs...)
+	rows, err := d.q.QueryContext(ctx, pageQuery, pageArgs...)
 	if err != nil {
 		return nil, "", 0, mapErr(err)
 	}
@@ -267,6 +256,30 @@ func (d *DB) FindTasks(ctx context.Context, f duet.TaskFilter) ([]*duet.Task, st
 		next = encodeCursor(tasks[limit-1].ID)
 	}
 	return tasks, next, total, loadShares(ctx, d.q, tasks...)
+}
+
+// taskListQueries returns list_test_tasks' count and page for viewer ?1 and
+// the condition cond on t (filtered: cond is more than "1 = 1"; after: the
+// page starts after a cursor, one more placeholder).
+//
+// Without a filter the count is that of the visible ids, each branch read
+// from its index alone; with one, of the visible tasks that pass it. The
+// page is the viewer's own tasks straight from tasks_owner_id — in id order,
+// no second lookup of each by id, no sort of all of them — merged with the
+// other visible tasks that the viewer does not own: two disjoint sets, so
+// UNION ALL.
+func taskListQueries(cond string, filtered, after bool) (count, page string) {
+	count = `SELECT count(*) FROM ` + visibleTaskIDs + ` AS v`
+	if filtered {
+		count = `SELECT count(*) FROM ` + visibleTaskIDs + ` AS v CROSS JOIN tasks t ON t.id = v.id WHERE ` + cond
+	}
+	if after {
+		cond += ` AND t.id > ?`
+	}
+	page = `SELECT ` + taskColumns + ` FROM tasks t WHERE t.owner = ?1 AND ` + cond +
+		` UNION ALL SELECT ` + taskColumns + ` FROM (` + otherVisibleTaskIDs + `) AS v CROSS JOIN tasks t ON t.id = v.id WHERE t.owner <> ?1 AND ` + cond +
+		` ORDER BY 1 LIMIT ?`
+	return count, page
 }
 
 // ShareTask shares owner's task with user. Returns NOT_FOUND, INVALID_ARGUMENT.
