@@ -187,26 +187,18 @@ func (d *DB) FindTasks(ctx context.Context, f duet.TaskFilter) ([]*duet.Task, st
 		where = append(where, `t.owner = `+a.add(f.Owner))
 	}
 	cond := strings.Join(where, " AND ")
+	filterArgs := len(a)
 	var total int
-	// Without a filter the count is that of the visible ids (each branch
-	// read from its index alone); with one, of the visible tasks that pass it.
-	count := `SELECT count(*) FROM ` + visibleTaskIDs + ` AS v`
-	if len(where) > 1 {
-		count = `SELECT count(*) FROM ` + visibleTaskIDs + ` AS v JOIN tasks t ON t.id = v.id WHERE ` + cond
+	afterParam := ""
+	if after != "" {
+		afterParam = a.add(after)
 	}
-	if err := d.pool.QueryRow(ctx, count, a...).Scan(&total); err != nil {
+	countQuery, pageQuery := taskListQueries(cond, len(where) > 1, afterParam, a.add(limit+1))
+	// The count takes the arguments of the filter alone.
+	if err := d.pool.QueryRow(ctx, countQuery, a[:filterArgs]...).Scan(&total); err != nil {
 		return nil, "", 0, mapErr(err)
 	}
-	if after != "" {
-		cond += ` AND t.id > ` + a.add(after)
-	}
-	// The page: the viewer's own tasks straight from tasks_owner_id (in id
-	// order, no second lookup of each by id), merged with the other visible
-	// tasks that the viewer does not own — two disjoint sets, so UNION ALL.
-	n := a.add(limit + 1)
-	rows, err := d.pool.Query(ctx, `(SELECT `+taskColumns+` FROM tasks t WHERE t.owner = $1 AND `+cond+` ORDER BY t.id LIMIT `+n+`)`+
-		` UNION ALL (SELECT `+taskColumns+` FROM (`+otherVisibleTaskIDs+`) AS v JOIN tasks t ON t.id = v.id WHERE t.owner <> $1 AND `+cond+` ORDER BY t.id LIMIT `+n+`)`+
-		` ORDER BY 1 LIMIT `+n, a...)
+	rows, err := d.pool.Query(ctx, pageQuery, a...)
 	if err != nil {
 		return nil, "", 0, mapErr(err)
 	}
@@ -220,6 +212,31 @@ func (d *DB) FindTasks(ctx context.Context, f duet.TaskFilter) ([]*duet.Task, st
 		next = encodeCursor(tasks[limit-1].ID)
 	}
 	return tasks, next, total, loadShares(ctx, d.pool, tasks...)
+}
+
+// taskListQueries returns list_test_tasks' count and page for viewer $1 and
+// the condition cond on t (filtered: cond is more than "TRUE"), the page
+// after the cursor in placeholder afterParam (none if "") and at most
+// limitParam rows.
+//
+// Without a filter the count is that of the visible ids, each branch read
+// from its index alone (index-only); with one, of the visible tasks that
+// pass it. The page is the viewer's own tasks straight from tasks_owner_id —
+// in id order, no second lookup of each by id, no sort of all of them —
+// merged with the other visible tasks that the viewer does not own: two
+// disjoint sets, so UNION ALL.
+func taskListQueries(cond string, filtered bool, afterParam, limitParam string) (count, page string) {
+	count = `SELECT count(*) FROM ` + visibleTaskIDs + ` AS v`
+	if filtered {
+		count = `SELECT count(*) FROM ` + visibleTaskIDs + ` AS v JOIN tasks t ON t.id = v.id WHERE ` + cond
+	}
+	if afterParam != "" {
+		cond += ` AND t.id > ` + afterParam
+	}
+	page = `(SELECT ` + taskColumns + ` FROM tasks t WHERE t.owner = $1 AND ` + cond + ` ORDER BY t.id LIMIT ` + limitParam + `)` +
+		` UNION ALL (SELECT ` + taskColumns + ` FROM (` + otherVisibleTaskIDs + `) AS v JOIN tasks t ON t.id = v.id WHERE t.owner <> $1 AND ` + cond + ` ORDER BY t.id LIMIT ` + limitParam + `)` +
+		` ORDER BY 1 LIMIT ` + limitParam
+	return count, page
 }
 
 // collect reads every row with scan and closes rows.
