@@ -74,3 +74,34 @@ func TestTaskListReadsOwnTasksFromTheOwnerIndex(t *testing.T) {
 		t.Errorf("the page sorts the viewer's own tasks instead of merging them in index order:\n%s", plan)
 	}
 }
+
+// TestAssetListReadsOwnAssetsFromTheOwnerIndex: the Asset Center reads the
+// viewer's own assets, row and all, from their owner index in order and
+// merges the others', instead of looking each visible asset up by id and
+// sorting them all.
+func TestAssetListReadsOwnAssetsFromTheOwnerIndex(t *testing.T) {
+	t.Parallel()
+	db, err := Open(t.Context(), filepath.Join(t.TempDir(), "duet.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for i := range 200 {
+		id := fmt.Sprintf("asset_%04d", i)
+		if _, err := db.db.ExecContext(t.Context(), `INSERT INTO assets (id, owner, kind, name, version, created_at, updated_at) VALUES (?, ?, 'skill', ?, 1, 1, 1)`,
+			id, fmt.Sprintf("user%02d", i%50), fmt.Sprintf("s%04d", i)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.db.ExecContext(t.Context(), `INSERT INTO asset_versions (asset_id, version, body, created_at) VALUES (?, 1, 'b', 1)`, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.db.ExecContext(t.Context(), `ANALYZE`); err != nil {
+		t.Fatal(err)
+	}
+	plan := queryPlan(t, db, assetListQuery(`1 = 1`, `?2`), "user01", 200)
+	own, _, _ := strings.Cut(plan, "RIGHT")
+	if !strings.Contains(plan, "MERGE (UNION ALL)") || !strings.Contains(own, "SEARCH a USING INDEX sqlite_autoindex_assets_2 (owner=?)") || strings.Contains(own, "sqlite_autoindex_assets_1") {
+		t.Errorf("the Asset Center does not merge the viewer's own assets, read from their owner index, with the others':\n%s", plan)
+	}
+}
