@@ -314,6 +314,28 @@ func testTaskListBranches(t *testing.T, s duet.Store) {
 		if total != len(f.want) || !slices.Equal(ids, f.want) {
 			t.Errorf("%+v: got %v (total %d), want %v", f.filter, ids, total, f.want)
 		}
+		// The same page by page: a filter and a cursor together.
+		var paged []string
+		f.filter.Limit = 1
+		for pages := 0; pages <= len(f.want); pages++ {
+			tasks, next, total, err := s.FindTasks(c, f.filter)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if total != len(f.want) {
+				t.Errorf("%+v: total %d, want %d", f.filter, total, len(f.want))
+			}
+			for _, tk := range tasks {
+				paged = append(paged, tk.ID)
+			}
+			if next == "" {
+				break
+			}
+			f.filter.Cursor = next
+		}
+		if !slices.Equal(paged, f.want) {
+			t.Errorf("%+v page by page: got %v, want %v", f.filter, paged, f.want)
+		}
 	}
 }
 
