@@ -22,7 +22,8 @@ import (
 // (her task with its cases and a run, a few audit rows, invocations and
 // assets): one near-empty, and one to which -grow tasks owned by other users
 // have been added, each with a run, as many audit rows, invocations and
-// assets of others; on SQLite and (with -postgres) PostgreSQL. The others'
+// assets of others, shares of those tasks and assets among them and teams
+// of theirs (so every visibility branch reads a big index); on SQLite and (with -postgres) PostgreSQL. The others'
 // rows sort after the user's (newer ids), the worst case for a list that
 // scans in id order. A list that costs what the user sees stays near 1x.
 //
@@ -37,7 +38,7 @@ import (
 // autovacuum would after so many inserts).
 func growthTable(dir string) (worst map[string]float64) {
 	worst = map[string]float64{}
-	fmt.Printf("\n## Lists as the store grows: 1 task vs %d tasks (and as many runs, audit rows, invocations, assets of other users)\n\n", *grow)
+	fmt.Printf("\n## Lists as the store grows: 1 task vs %d tasks (and as many runs, audit rows, invocations, assets, task and asset shares of other users, and 1,000 teams of theirs)\n\n", *grow)
 	fmt.Printf("Read in turns: one read of the near-empty store, one of the grown store, alternately, %d rounds of %d pairs per list; µs are the medians of the rounds' medians, the ratio is the median of the %d rounds' ratios (lowest–highest in brackets). Read alone: 200 reads of one store, then 200 of the other, medians. Both stores analyzed after seeding (PostgreSQL: VACUUM ANALYZE, as autovacuum does after so many inserts).\n\n", turnRounds, turnPairs, turnRounds)
 	fmt.Printf("Load average at the start: %s.\n\n", loadavg())
 	fmt.Println("| list | engine | near-empty (in turns) | grown (in turns) | grown ÷ near-empty (in turns) | read alone: near-empty → grown | ratio alone |")
@@ -235,8 +236,10 @@ func measureLists(lists []list) []time.Duration {
 	return out
 }
 
-// growSQLite adds n tasks of 5,000 other users, a run of each, and n audit
-// rows, invocations and assets of others, in one transaction.
+// growSQLite adds n tasks of 5,000 other users, a run of each, n audit
+// rows, invocations and assets of others, each task and asset shared with
+// another of them and every tenth task with one of 1,000 teams of five, in
+// one transaction.
 func growSQLite(n int) string {
 	series := fmt.Sprintf(`WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < %d) `, n)
 	return strings.Join([]string{
@@ -247,6 +250,13 @@ func growSQLite(n int) string {
 		series + `INSERT INTO mcp_invocations (time, trace_id, executor, source, server_key, tool, outcome, duration_us, arg_bytes, result_bytes) SELECT i, printf('%032x', i), printf('user%05d', i % 5000), 'agent', 'k', 'add', 'ok', 1, 1, 1 FROM s`,
 		series + `INSERT INTO assets (id, owner, kind, name, version, created_at, updated_at) SELECT printf('asset_zzbulk%07d', i), printf('user%05d', i % 5000), 'skill', printf('s%07d', i), 1, 1, 1 FROM s`,
 		series + `INSERT INTO asset_versions (asset_id, version, body, created_at) SELECT printf('asset_zzbulk%07d', i), 1, 'b', 1 FROM s`,
+		// Shares and teams of others: every task and asset shared with
+		// another user, every tenth task with a team; 1,000 teams of five.
+		series + `INSERT INTO task_shares (task_id, user_id, created_at) SELECT printf('task_zzbulk%07d', i), printf('user%05d', (i + 1) % 5000), 1 FROM s`,
+		series + `INSERT INTO task_shares (task_id, user_id, created_at) SELECT printf('task_zzbulk%07d', i), printf('team:team%04d', i % 1000), 1 FROM s WHERE i % 10 = 0`,
+		series + `INSERT INTO asset_shares (asset_id, user_id, created_at) SELECT printf('asset_zzbulk%07d', i), printf('user%05d', (i + 1) % 5000), 1 FROM s`,
+		`WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < 999) INSERT INTO teams (name, created_by, created_at) SELECT printf('team%04d', i), 'user00000', 1 FROM s`,
+		`WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < 4999) INSERT INTO team_members (team, user_id, added_by, added_at) SELECT printf('team%04d', i % 1000), printf('user%05d', i), 'user00000', 1 FROM s`,
 		`COMMIT`, `ANALYZE`,
 	}, ";\n")
 }
@@ -261,6 +271,11 @@ func growPostgres(n int) []string {
 		`INSERT INTO mcp_invocations (time, trace_id, executor, source, server_key, tool, outcome, duration_us, arg_bytes, result_bytes) SELECT now(), md5(i::text), 'user' || lpad((i % 5000)::text, 5, '0'), 'agent', 'k', 'add', 'ok', 1, 1, 1` + s,
 		`INSERT INTO assets (id, owner, kind, name, version, created_at, updated_at) SELECT 'asset_zzbulk' || lpad(i::text, 7, '0'), 'user' || lpad((i % 5000)::text, 5, '0'), 'skill', 's' || i, 1, now(), now()` + s,
 		`INSERT INTO asset_versions (asset_id, version, body, created_at) SELECT 'asset_zzbulk' || lpad(i::text, 7, '0'), 1, 'b', now()` + s,
+		`INSERT INTO task_shares (task_id, user_id, created_at) SELECT 'task_zzbulk' || lpad(i::text, 7, '0'), 'user' || lpad(((i + 1) % 5000)::text, 5, '0'), now()` + s,
+		`INSERT INTO task_shares (task_id, user_id, created_at) SELECT 'task_zzbulk' || lpad(i::text, 7, '0'), 'team:team' || lpad((i % 1000)::text, 4, '0'), now()` + s + ` WHERE i % 10 = 0`,
+		`INSERT INTO asset_shares (asset_id, user_id, created_at) SELECT 'asset_zzbulk' || lpad(i::text, 7, '0'), 'user' || lpad(((i + 1) % 5000)::text, 5, '0'), now()` + s,
+		`INSERT INTO teams (name, created_by, created_at) SELECT 'team' || lpad(i::text, 4, '0'), 'user00000', now() FROM generate_series(0, 999) AS i`,
+		`INSERT INTO team_members (team, user_id, added_by, added_at) SELECT 'team' || lpad((i % 1000)::text, 4, '0'), 'user' || lpad(i::text, 5, '0'), 'user00000', now() FROM generate_series(0, 4999) AS i`,
 		// What autovacuum does within a minute of 100,000 inserts (its
 		// insert threshold is 1,000 rows): statistics and the visibility
 		// map, without which no index-only scan is possible.
