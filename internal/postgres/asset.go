@@ -23,12 +23,13 @@ var (
 // are at the time of the query.
 const assetVisible = `(a.owner = $1 OR EXISTS (SELECT 1 FROM asset_shares s WHERE s.asset_id = a.id AND (s.user_id IN ($1, '*') OR s.user_id IN ` + teamsOf + `)))`
 
-// visibleAssetIDs lists the ids of the assets viewer $1 may see (owned,
-// shared with them, with everyone, or with a team of theirs), each branch
-// on an index: the Asset Center costs what the viewer sees, not the table.
-const visibleAssetIDs = `(SELECT id FROM assets WHERE owner = $1
-	UNION SELECT asset_id FROM asset_shares WHERE user_id IN ($1, '*')
-	UNION SELECT asset_id FROM asset_shares WHERE user_id IN ` + teamsOf + `)`
+// otherVisibleAssetIDs lists the ids of the assets shared with viewer $1,
+// with everyone, or with a team of theirs, each branch on an index (it may
+// name an asset the viewer owns). The Asset Center reads the viewer's own
+// assets from their owner index and merges these (assetListQuery), so it
+// costs what the viewer sees, not the table.
+const otherVisibleAssetIDs = `SELECT asset_id AS id FROM asset_shares WHERE user_id IN ($1, '*')
+	UNION SELECT asset_id FROM asset_shares WHERE user_id IN ` + teamsOf
 
 const assetColumns = `a.id, a.kind, a.name, a.owner, v.version, v.description, v.body, a.created_at, v.created_at`
 
@@ -222,14 +223,14 @@ func (d *DB) FindAssets(ctx context.Context, f duet.AssetFilter) ([]*duet.Asset,
 		return nil, duet.Errorf(duet.CodeInvalidArgument, "no viewer")
 	}
 	a := args{f.Viewer}
-	q := `SELECT ` + assetColumns + ` FROM ` + visibleAssetIDs + ` AS w JOIN assets a ON a.id = w.id JOIN asset_versions v ON v.asset_id = a.id AND v.version = a.version WHERE TRUE`
+	cond := `TRUE`
 	if f.Kind != "" {
-		q += ` AND a.kind = ` + a.add(string(f.Kind))
+		cond += ` AND a.kind = ` + a.add(string(f.Kind))
 	}
 	if f.Owner != "" {
-		q += ` AND a.owner = ` + a.add(f.Owner)
+		cond += ` AND a.owner = ` + a.add(f.Owner)
 	}
-	q += ` ORDER BY a.kind, a.owner, a.name LIMIT ` + a.add(clampLimit(f.Limit, 200, 1000))
+	q := assetListQuery(cond, a.add(clampLimit(f.Limit, 200, 1000)))
 	rows, err := d.pool.Query(ctx, q, a...)
 	if err != nil {
 		return nil, mapErr(err)
@@ -242,6 +243,20 @@ func (d *DB) FindAssets(ctx context.Context, f duet.AssetFilter) ([]*duet.Asset,
 		return nil, err
 	}
 	return out, nil
+}
+
+// assetListQuery returns the Asset Center's query for viewer $1, the
+// condition cond on a and at most limitParam rows: the viewer's own assets
+// straight from their owner index (owner, kind, name) — in order, no second
+// lookup of each by id — merged with the other visible assets the viewer
+// does not own: two disjoint sets, so UNION ALL; ordered by kind, owner,
+// name (columns 2, 4, 3).
+func assetListQuery(cond, limitParam string) string {
+	return `(SELECT ` + assetColumns + ` FROM assets a JOIN asset_versions v ON v.asset_id = a.id AND v.version = a.version WHERE a.owner = $1 AND ` + cond +
+		` ORDER BY a.kind, a.name LIMIT ` + limitParam + `)` +
+		` UNION ALL (SELECT ` + assetColumns + ` FROM (` + otherVisibleAssetIDs + `) AS w JOIN assets a ON a.id = w.id JOIN asset_versions v ON v.asset_id = a.id AND v.version = a.version WHERE a.owner <> $1 AND ` + cond +
+		` ORDER BY a.kind, a.owner, a.name LIMIT ` + limitParam + `)` +
+		` ORDER BY 2, 4, 3 LIMIT ` + limitParam
 }
 
 // DeleteAsset removes owner's asset and its versions. Returns NOT_FOUND.

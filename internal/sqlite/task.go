@@ -35,9 +35,14 @@ const teamsOf = `(SELECT 'team:' || m.team FROM team_members m WHERE m.user_id =
 // order and testing visibleTo on every row); visibleTo stays the condition
 // of reads of one object.
 const visibleTaskIDs = `(SELECT id FROM tasks WHERE owner = ?1
-	UNION SELECT id FROM tasks WHERE owner IN ` + teamsOf + `
+	UNION ` + otherVisibleTaskIDs + `)`
+
+// otherVisibleTaskIDs is visibleTaskIDs without the viewer's own tasks: those
+// of a team of theirs, or shared with them or a team of theirs (it may still
+// name a task the viewer owns, shared with a team they are in).
+const otherVisibleTaskIDs = `SELECT id FROM tasks WHERE owner IN ` + teamsOf + `
 	UNION SELECT task_id FROM task_shares WHERE user_id = ?1
-	UNION SELECT task_id FROM task_shares WHERE user_id IN ` + teamsOf + `)`
+	UNION SELECT task_id FROM task_shares WHERE user_id IN ` + teamsOf
 
 type rowScanner interface{ Scan(...any) error }
 
@@ -218,18 +223,17 @@ func (d *DB) FindTasks(ctx context.Context, f duet.TaskFilter) ([]*duet.Task, st
 	}
 	cond := strings.Join(where, " AND ")
 	var total int
-	from := ` FROM ` + visibleTaskIDs + ` AS v CROSS JOIN tasks t ON t.id = v.id WHERE `
-	if err := d.q.QueryRowContext(ctx, `SELECT count(*)`+from+cond, args...).Scan(&total); err != nil {
+	countQuery, pageQuery := taskListQueries(cond, len(where) > 1, after != "")
+	if err := d.q.QueryRowContext(ctx, countQuery, args...).Scan(&total); err != nil {
 		return nil, "", 0, mapErr(err)
 	}
-	pageArgs := append([]any{}, args...)
-	pageCond := cond
 	if after != "" {
-		pageCond += ` AND t.id > ?`
-		pageArgs = append(pageArgs, after)
+		args = append(args, after)
 	}
-	pageArgs = append(pageArgs, limit+1)
-	rows, err := d.q.QueryContext(ctx, `SELECT `+taskColumns+from+pageCond+` ORDER BY t.id LIMIT ?`, pageArgs...)
+	// The placeholders of the page's second branch are numbered after the
+	// first's, so its arguments are given again.
+	pageArgs := append(append(append([]any{}, args...), args[1:]...), limit+1)
+	rows, err := d.q.QueryContext(ctx, pageQuery, pageArgs...)
 	if err != nil {
 		return nil, "", 0, mapErr(err)
 	}
@@ -252,6 +256,30 @@ func (d *DB) FindTasks(ctx context.Context, f duet.TaskFilter) ([]*duet.Task, st
 		next = encodeCursor(tasks[limit-1].ID)
 	}
 	return tasks, next, total, loadShares(ctx, d.q, tasks...)
+}
+
+// taskListQueries returns list_test_tasks' count and page for viewer ?1 and
+// the condition cond on t (filtered: cond is more than "1 = 1"; after: the
+// page starts after a cursor, one more placeholder).
+//
+// Without a filter the count is that of the visible ids, each branch read
+// from its index alone; with one, of the visible tasks that pass it. The
+// page is the viewer's own tasks straight from tasks_owner_id — in id order,
+// no second lookup of each by id, no sort of all of them — merged with the
+// other visible tasks that the viewer does not own: two disjoint sets, so
+// UNION ALL.
+func taskListQueries(cond string, filtered, after bool) (count, page string) {
+	count = `SELECT count(*) FROM ` + visibleTaskIDs + ` AS v`
+	if filtered {
+		count = `SELECT count(*) FROM ` + visibleTaskIDs + ` AS v CROSS JOIN tasks t ON t.id = v.id WHERE ` + cond
+	}
+	if after {
+		cond += ` AND t.id > ?`
+	}
+	page = `SELECT ` + taskColumns + ` FROM tasks t WHERE t.owner = ?1 AND ` + cond +
+		` UNION ALL SELECT ` + taskColumns + ` FROM (` + otherVisibleTaskIDs + `) AS v CROSS JOIN tasks t ON t.id = v.id WHERE t.owner <> ?1 AND ` + cond +
+		` ORDER BY 1 LIMIT ?`
+	return count, page
 }
 
 // ShareTask shares owner's task with user. Returns NOT_FOUND, INVALID_ARGUMENT.

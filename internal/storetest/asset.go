@@ -29,6 +29,7 @@ func RunAssets(t *testing.T, open AssetOpener) {
 		{"AssetVersions", testAssetVersions},
 		{"AssetSharing", testAssetSharing},
 		{"TeamAssets", testTeamAssets},
+		{"AssetListBranches", testAssetListBranches},
 		{"AssetValidation", testAssetValidation},
 		{"AssetDelete", testAssetDelete},
 		{"Generations", testGenerations},
@@ -268,4 +269,70 @@ func testGenerations(t *testing.T, s AssetStore) {
 	}
 	_, err = s.FindGenerations(ctx(t), duet.GenerationFilter{})
 	wantCode(t, err, duet.CodeInvalidArgument)
+}
+
+// testAssetListBranches lists the Asset Center of a viewer who sees assets
+// every way at once — her own (one of them also shared with everyone and
+// with her team), shared with her, with everyone, with her team, and by two
+// of those at once: each visible asset exactly once, latest version, in
+// kind, owner, name order, the filters and the limit applied to all.
+func testAssetListBranches(t *testing.T, s AssetStore) {
+	c := ctx(t)
+	if _, err := s.CreateTeam(c, "bob", "qa"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddTeamMember(c, "bob", "qa", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	team := duet.TeamPrincipal("qa")
+	save := func(kind duet.AssetKind, owner, name string, shared ...string) {
+		t.Helper()
+		saveAsset(t, s, &duet.Asset{Kind: kind, Name: name, Owner: owner, Body: "v1", SharedWith: shared}, duet.ApplyCreated)
+	}
+	save(duet.AssetSkill, "alice", "mine-shared", duet.Everyone, team)
+	save(duet.AssetRule, "alice", "mine-private")
+	save(duet.AssetSkill, "bob", "to-alice", "alice")
+	save(duet.AssetSkill, "carol", "to-everyone", duet.Everyone)
+	save(duet.AssetPrompt, "dave", "to-team", team)
+	save(duet.AssetSkill, "erin", "twice", "alice", team)
+	save(duet.AssetSkill, "erin", "hidden")
+	save(duet.AssetRule, "bob", "hidden", "carol")
+	// A new version of her own shared asset: the list shows it once, latest.
+	saveAsset(t, s, &duet.Asset{Kind: duet.AssetSkill, Name: "mine-shared", Owner: "alice", Body: "v2"}, duet.ApplyUpdated)
+
+	refs := func(f duet.AssetFilter) []string {
+		t.Helper()
+		list, err := s.FindAssets(c, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, a := range list {
+			out = append(out, string(a.Kind)+" "+a.Ref()+" "+a.Body)
+		}
+		return out
+	}
+	all := []string{
+		"prompt dave/to-team v1",
+		"rule alice/mine-private v1",
+		"skill alice/mine-shared v2",
+		"skill bob/to-alice v1",
+		"skill carol/to-everyone v1",
+		"skill erin/twice v1",
+	}
+	for _, tc := range []struct {
+		filter duet.AssetFilter
+		want   []string
+	}{
+		{duet.AssetFilter{Viewer: "alice"}, all},
+		{duet.AssetFilter{Viewer: "alice", Limit: 3}, all[:3]},
+		{duet.AssetFilter{Viewer: "alice", Kind: duet.AssetSkill}, all[2:]},
+		{duet.AssetFilter{Viewer: "alice", Owner: "alice"}, all[1:3]},
+		{duet.AssetFilter{Viewer: "alice", Owner: "erin"}, all[5:]},
+		{duet.AssetFilter{Viewer: "frank"}, []string{"skill alice/mine-shared v2", "skill carol/to-everyone v1"}},
+	} {
+		if diff := cmp.Diff(tc.want, refs(tc.filter)); diff != "" {
+			t.Errorf("%+v (-want +got):\n%s", tc.filter, diff)
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -28,6 +29,7 @@ func Run(t *testing.T, open Opener) {
 		{"ApplySuite", testApplySuite},
 		{"Visibility", testVisibility},
 		{"TaskPagination", testTaskPagination},
+		{"TaskListBranches", testTaskListBranches},
 		{"Drafts", testDrafts},
 		{"RunLifecycle", testRunLifecycle},
 		{"ExecutionPages", testExecutionPages},
@@ -216,6 +218,125 @@ func testTaskPagination(t *testing.T, s duet.Store) {
 	}
 	_, _, _, err = s.FindTasks(ctx(t), duet.TaskFilter{Viewer: "alice", Cursor: "!!"})
 	wantCode(t, err, duet.CodeInvalidArgument)
+}
+
+// testTaskListBranches lists the tasks of a viewer who sees them every way
+// at once — owned, owned by a team of hers, shared with her, shared with a
+// team of hers, and her own task shared with her team too — page by page:
+// each visible task exactly once, in id order, the total exact on every
+// page, a filter counted as it filters, and a cursor that stays good while
+// tasks are added.
+func testTaskListBranches(t *testing.T, s duet.Store) {
+	c := ctx(t)
+	if _, err := s.CreateTeam(c, "bob", "qa"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddTeamMember(c, "bob", "qa", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	apply := func(owner, name string) string { return mustApply(t, s, owner, suite(name, "a")).Task.ID }
+	share := func(owner, id, user string) {
+		t.Helper()
+		if err := s.ShareTask(c, owner, id, user); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a1 := apply("alice", "a1")
+	teamOwned := apply("bob", "b-team")
+	if _, err := s.TransferTask(c, "bob", teamOwned, duet.TeamPrincipal("qa")); err != nil {
+		t.Fatal(err)
+	}
+	a2 := apply("alice", "a2")
+	share("alice", a2, duet.TeamPrincipal("qa")) // hers, and her team's share
+	shared := apply("bob", "b-shared")
+	share("bob", shared, "alice")
+	teamShared := apply("bob", "b-teamshared")
+	share("bob", teamShared, duet.TeamPrincipal("qa"))
+	both := apply("bob", "b-both")
+	share("bob", both, "alice")
+	share("bob", both, duet.TeamPrincipal("qa"))
+	apply("carol", "c-hidden")
+	apply("bob", "b-hidden")
+	a3 := apply("alice", "a3")
+	want := []string{a1, teamOwned, a2, shared, teamShared, both, a3}
+	slices.Sort(want)
+
+	var got []string
+	cursor := ""
+	for pages := 0; ; pages++ {
+		if pages > 10 {
+			t.Fatal("pagination does not end")
+		}
+		tasks, next, total, err := s.FindTasks(c, duet.TaskFilter{Viewer: "alice", Limit: 2, Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if total != len(want) {
+			t.Fatalf("total on page %d: got %d, want %d", pages, total, len(want))
+		}
+		for _, tk := range tasks {
+			got = append(got, tk.ID)
+		}
+		if pages == 0 {
+			// Added after the first page: listed at the end, nothing
+			// before it repeated or skipped.
+			want = append(want, apply("alice", "a-late"))
+			apply("bob", "b-late-hidden")
+			lateShared := apply("bob", "b-late-shared")
+			share("bob", lateShared, duet.TeamPrincipal("qa"))
+			want = append(want, lateShared)
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("alice's tasks page by page (-want +got):\n%s", diff)
+	}
+	for _, f := range []struct {
+		filter duet.TaskFilter
+		want   []string
+	}{
+		{duet.TaskFilter{Viewer: "alice", Query: "b-"}, []string{teamOwned, shared, teamShared, both, want[len(want)-1]}},
+		{duet.TaskFilter{Viewer: "alice", Owner: duet.TeamPrincipal("qa")}, []string{teamOwned}},
+		{duet.TaskFilter{Viewer: "alice", Owner: "alice"}, []string{a1, a2, a3, want[len(want)-2]}},
+		{duet.TaskFilter{Viewer: "dave"}, nil},
+	} {
+		tasks, _, total, err := s.FindTasks(c, f.filter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, tk := range tasks {
+			ids = append(ids, tk.ID)
+		}
+		if total != len(f.want) || !slices.Equal(ids, f.want) {
+			t.Errorf("%+v: got %v (total %d), want %v", f.filter, ids, total, f.want)
+		}
+		// The same page by page: a filter and a cursor together.
+		var paged []string
+		f.filter.Limit = 1
+		for pages := 0; pages <= len(f.want); pages++ {
+			tasks, next, total, err := s.FindTasks(c, f.filter)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if total != len(f.want) {
+				t.Errorf("%+v: total %d, want %d", f.filter, total, len(f.want))
+			}
+			for _, tk := range tasks {
+				paged = append(paged, tk.ID)
+			}
+			if next == "" {
+				break
+			}
+			f.filter.Cursor = next
+		}
+		if !slices.Equal(paged, f.want) {
+			t.Errorf("%+v page by page: got %v, want %v", f.filter, paged, f.want)
+		}
+	}
 }
 
 func testDrafts(t *testing.T, s duet.Store) {

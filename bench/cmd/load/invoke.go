@@ -92,7 +92,7 @@ func goals(m matrix, cold time.Duration, invoke float64, growth map[string]float
 	}
 	for _, e := range []string{"SQLite", "PostgreSQL"} {
 		if r, ok := growth[e]; ok {
-			fmt.Printf("| every list with %d tasks ≤ 2× near-empty (%s, worst list) | %.2fx | %s |\n", *grow, e, r, yes(r <= 2))
+			fmt.Printf("| every list with %d tasks ≤ 2× near-empty (%s, worst list, read in turns) | %.2fx | %s |\n", *grow, e, r, yes(r <= 2))
 		}
 	}
 }
