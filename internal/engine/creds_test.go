@@ -37,13 +37,15 @@ func whoamiServer(t testing.TB, onCall func(n int64), seen *sync.Map) string {
 			if onCall != nil {
 				onCall(n)
 			}
-			seen.Store(req.Extra.Header.Get("Authorization"), true)
+			if seen != nil {
+				seen.Store(req.Extra.Header.Get("Authorization"), true)
+			}
 			memo := "you called with " + strings.TrimPrefix(req.Extra.Header.Get("Authorization"), "Bearer ")
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: memo}},
 				StructuredContent: map[string]any{"memo": memo}}, nil
 		})
 	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
-	t.Cleanup(srv.Close)
+	t.Cleanup(func() { srv.CloseClientConnections(); srv.Close() })
 	return srv.URL + "/mcp"
 }
 
