@@ -96,3 +96,52 @@ func indexExists(t *testing.T, db *sql.DB, name string) bool {
 	}
 	return n > 0
 }
+
+// BenchmarkAppendInvocations stores invocation records in the recorder's
+// batches of 64, on a store as migrated (00017) and on one with the
+// (executor, time) index put back (the schema before 00017), alternately
+// in one loop so that both see the same load, and reports the time per
+// record of each and their ratio.
+//
+//	go test ./internal/sqlite/ -run '^$' -bench AppendInvocations -benchtime 300x
+func BenchmarkAppendInvocations(b *testing.B) {
+	open := func(withExecutorTime bool) *DB {
+		db, err := Open(b.Context(), filepath.Join(b.TempDir(), "duet.db"), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { db.Close() })
+		if withExecutorTime {
+			if _, err := db.SQL().ExecContext(b.Context(), `CREATE INDEX mcp_invocations_executor ON mcp_invocations (executor, time)`); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return db
+	}
+	dbs := []*DB{open(false), open(true)}
+	const batch = 64
+	executors := []string{"alice", "bob", "carol", "dave"}
+	var took [2]time.Duration
+	now := time.Now()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j, db := range dbs {
+			recs := make([]*duet.Invocation, batch)
+			for k := range recs {
+				recs[k] = &duet.Invocation{Time: now.Add(time.Duration(i*batch+k) * time.Microsecond), TraceID: duet.NewTraceID(),
+					Executor: executors[k%len(executors)], Source: duet.SourceAgent, ServerKey: "mcp_bench_0badcafe", Tool: "add",
+					Outcome: duet.OutcomeOK, DurationUs: 480, ArgBytes: 13, ResultBytes: 120}
+			}
+			t0 := time.Now()
+			if err := db.AppendInvocations(b.Context(), recs); err != nil {
+				b.Fatal(err)
+			}
+			took[j] += time.Since(t0)
+		}
+	}
+	b.StopTimer()
+	n := float64(b.N * batch)
+	b.ReportMetric(float64(took[0].Nanoseconds())/n, "00017-ns/record")
+	b.ReportMetric(float64(took[1].Nanoseconds())/n, "before-ns/record")
+	b.ReportMetric(float64(took[0])/float64(took[1]), "00017/before")
+}
