@@ -28,6 +28,10 @@ type caseRun struct {
 
 	authorKnown bool   // authorName was looked up
 	authorName  string // who wrote the case version ("" unknown)
+
+	// credsAt holds, per serverKey whose credential values are in secrets,
+	// the Invoker's CredentialGeneration before they were read.
+	credsAt map[string]uint64
 }
 
 // keep accounts for the variable name taking the value v: the case's

@@ -225,11 +225,23 @@ func (cr *caseRun) mcpCall(ctx context.Context, m *duet.MCPCallStep) (any, error
 }
 
 // learnCredentials adds the executor's credential values for serverKey to
-// the run's secrets, when the Invoker can name them.
+// the run's secrets, when the Invoker can name them. An Invoker that also
+// reports a CredentialGeneration is asked again only when that moved since
+// the values were read (a session opened, a token renewed): so a case reads
+// them once per server, and again only when the values its calls send may
+// have changed. Any other Invoker is asked every time.
 func (cr *caseRun) learnCredentials(ctx context.Context, serverKey string) {
 	src, ok := cr.e.opts.Invoker.(duet.SecretSource)
 	if !ok {
 		return
+	}
+	gen, watch := cr.e.opts.Invoker.(credentialGeneration)
+	var at uint64
+	if watch {
+		at = gen.CredentialGeneration()
+		if seen, ok := cr.credsAt[serverKey]; ok && seen == at {
+			return
+		}
 	}
 	vals, err := src.Secrets(context.WithoutCancel(ctx), cr.run.TriggeredBy, serverKey)
 	if err != nil {
@@ -237,6 +249,18 @@ func (cr *caseRun) learnCredentials(ctx context.Context, serverKey string) {
 		return
 	}
 	cr.secrets.Add(vals...)
+	if watch {
+		if cr.credsAt == nil {
+			cr.credsAt = map[string]uint64{}
+		}
+		cr.credsAt[serverKey] = at
+	}
+}
+
+// credentialGeneration is a duet.SecretSource whose values can have changed
+// only when the counter moved (mcpclient.Client.CredentialGeneration).
+type credentialGeneration interface {
+	CredentialGeneration() uint64
 }
 
 // toolResultValue is what an mcpCall saves: the result as the server sent

@@ -30,6 +30,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/duet-test/duet"
@@ -99,6 +100,9 @@ type Client struct {
 	// oauthHTTP makes the requests to authorization servers: through the
 	// SSRF guard, never following redirects.
 	oauthHTTP *http.Client
+	// credGen moves whenever a credential value this client sends may
+	// have changed (CredentialGeneration).
+	credGen atomic.Uint64
 }
 
 var _ duet.Invoker = (*Client)(nil)

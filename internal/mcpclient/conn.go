@@ -161,6 +161,7 @@ func (c *Client) connect(ctx context.Context, reg *duet.MCPServer) (*session, er
 	if err != nil {
 		return nil, err
 	}
+	c.credGen.Add(1) // a session with the values just read
 	var oh auth.OAuthHandler
 	if reg.Auth != "" {
 		if sec.OAuth == nil {

@@ -47,6 +47,7 @@ type secret struct {
 }
 
 func (c *Client) seal(owner, serverKey string, sec *secret) ([]byte, error) {
+	c.credGen.Add(1) // new values are being stored
 	kr, err := c.keys.get(false)
 	if err != nil {
 		return nil, err

@@ -115,6 +115,16 @@ func (c *Client) Secrets(ctx context.Context, executor, serverKey string) ([]str
 
 var _ duet.SecretSource = (*Client)(nil)
 
+// CredentialGeneration is a counter that moves whenever a credential value
+// this client sends may have changed: a session opened with the values it
+// read, an OAuth token renewed or adopted from the store, new values
+// sealed. Values Secrets returned stay the values this client uses for as
+// long as the counter has not moved since before that Secrets call (values
+// changed in the store by someone else reach this client's requests only
+// through a new session or a renewal, which move it), so a caller may keep
+// them until then instead of reading them again for every call.
+func (c *Client) CredentialGeneration() uint64 { return c.credGen.Load() }
+
 func syncedAgo(t *time.Time) string {
 	if t == nil {
 		return "never"

@@ -445,6 +445,7 @@ func (c *Client) oauthFor(reg *duet.MCPServer, sec *secret, ver int64) *oauthSta
 func (st *oauthState) adoptLocked(sec *oauthSecret, ver int64) {
 	if sec != nil && ver > st.ver {
 		st.sec, st.ver = sec, ver
+		st.c.credGen.Add(1)
 	}
 }
 
@@ -480,6 +481,7 @@ func (st *oauthState) updateLocked(ctx context.Context, change func(*oauthSecret
 	mem.Want = slices.Clone(mem.Want)
 	if change(&mem) {
 		st.sec = &mem
+		st.c.credGen.Add(1)
 	}
 }
 

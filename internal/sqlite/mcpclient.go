@@ -560,8 +560,10 @@ func invocationInsert(n int) string {
 		strings.TrimSuffix(strings.Repeat(row+`, `, n), `, `)
 }
 
-// FindInvocations returns invocation records matching f, newest first.
-func (d *DB) FindInvocations(ctx context.Context, f duet.InvocationFilter) ([]*duet.Invocation, error) {
+// invocationsQuery is the statement FindInvocations runs for f: newest
+// first, so that an executor's list comes from (executor, id) in its order
+// and stops at the limit (migration 00017).
+func invocationsQuery(f duet.InvocationFilter) (string, []any) {
 	var w filter
 	w.eq("executor", f.Executor)
 	w.eq("server_key", f.ServerKey)
@@ -570,9 +572,14 @@ func (d *DB) FindInvocations(ctx context.Context, f duet.InvocationFilter) ([]*d
 	w.eq("outcome", string(f.Outcome))
 	w.eq("trace_id", f.TraceID)
 	w.between("time", f.Since, f.Until)
-	args := append(w.args, clampLimit(f.Limit, 100, 10000))
-	rows, err := d.q.QueryContext(ctx, `SELECT id, time, trace_id, executor, source, server_key, tool, outcome, duration_us, arg_bytes, result_bytes
-		FROM mcp_invocations WHERE `+w.where()+` ORDER BY id DESC LIMIT ?`, args...)
+	return `SELECT id, time, trace_id, executor, source, server_key, tool, outcome, duration_us, arg_bytes, result_bytes
+		FROM mcp_invocations WHERE ` + w.where() + ` ORDER BY id DESC LIMIT ?`, append(w.args, clampLimit(f.Limit, 100, 10000))
+}
+
+// FindInvocations returns invocation records matching f, newest first.
+func (d *DB) FindInvocations(ctx context.Context, f duet.InvocationFilter) ([]*duet.Invocation, error) {
+	q, args := invocationsQuery(f)
+	rows, err := d.q.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, mapErr(err)
 	}
