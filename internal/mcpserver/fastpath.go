@@ -272,8 +272,9 @@ func (s *Server) fastResult(ctx context.Context, params *mcp.CallToolParamsRaw, 
 		tr.Content = call.content
 	}
 	if modern {
-		// What the SDK adds to a 2026-07-28 result (annotateServerInfo).
-		tr.Meta[mcp.MetaKeyServerInfo] = s.impl
+		// What the SDK adds to a 2026-07-28 result (annotateServerInfo),
+		// encoded once (preEncoded: the same bytes as s.impl's).
+		tr.Meta[mcp.MetaKeyServerInfo] = s.implJSON
 	}
 	return tr, caller, nil
 }
@@ -283,55 +284,50 @@ func (s *Server) fastResult(ctx context.Context, params *mcp.CallToolParamsRaw, 
 // then the message). The message is assembled around the result's bytes
 // rather than marshalled again: encoding/json would only copy them
 // (compacting JSON that is already compact, escaping nothing), and that
-// second pass over every result was a tenth of the CPU of a call.
+// second pass over every result was a tenth of the CPU of a call. The
+// result is written straight into the message's buffer.
 //
 // complete marks the result final, as the SDK does for a 2026-07-28 client
 // (its resultType "complete", which the SDK's marshalling writes last, after
 // the result's own fields; the field is the SDK's own and cannot be set
 // from outside).
 func encodeReply(id any, result *mcp.CallToolResult, complete bool) ([]byte, error) {
-	res, err := encodeResult(result, complete)
+	out := make([]byte, 0, replySize(result))
+	out = append(out, `{"jsonrpc":"2.0"`...)
+	if id != nil {
+		var err error
+		out = append(out, `,"id":`...)
+		if out, err = appendID(out, id); err != nil {
+			return nil, err
+		}
+	}
+	start := len(out)
+	out = append(out, `,"result":`...)
+	out, err := appendResult(out, result, complete)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]byte, 0, len(res)+64)
-	out = append(out, `{"jsonrpc":"2.0"`...)
-	if id != nil {
-		idb, err := encodeNoEscape(id)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, `,"id":`...)
-		out = append(out, idb...)
-	}
-	if len(res) > 0 {
-		out = append(out, `,"result":`...)
-		out = append(out, res...)
+	if len(out) == start+len(`,"result":`) {
+		out = out[:start] // an empty result is left out, as the SDK leaves it out
 	}
 	return append(out, '}'), nil
 }
 
-// encodeResult encodes a tool result as the SDK does (jsonrpc2's
-// marshalToRaw: what an Encoder without HTML escaping writes for a
-// json.Marshaler, its MarshalJSON output — json.Marshal's, compact —
-// unchanged), marked final when complete (see encodeReply).
-func encodeResult(result *mcp.CallToolResult, complete bool) ([]byte, error) {
-	res, err := marshalResult(result) // the SDK's bytes (reply.go)
-	if err != nil {
-		return nil, err
+// replySize is a guess of the size of result's reply, to allocate it once.
+func replySize(result *mcp.CallToolResult) int {
+	n := 512
+	if raw, ok := result.StructuredContent.(json.RawMessage); ok {
+		n += 2 * len(raw)
 	}
-	if complete {
-		if len(res) < 2 || res[len(res)-1] != '}' {
-			return nil, errors.New("a tool result that is not a JSON object")
-		}
-		sep := ","
-		if len(res) == 2 {
-			sep = ""
-		}
-		res = append(res[:len(res)-1:len(res)-1], sep+`"resultType":"complete"}`...)
+	if t, ok := plainText(result); ok {
+		n += len(t.Text) + len(t.Text)/8
 	}
-	return res, nil
+	return n
 }
+
+// errNotObject: a tool result whose marshalling is not a JSON object
+// cannot be marked final.
+var errNotObject = errors.New("a tool result that is not a JSON object")
 
 // encodeNoEscape marshals v as the SDK does: without HTML escaping, and
 // without the encoder's trailing newline.

@@ -49,6 +49,64 @@ func TestMarshalResultIsTheSDKs(t *testing.T) {
 		if !bytes.Equal(got, want) || (err1 == nil) != (err2 == nil) {
 			t.Errorf("got %s (%v)\nwant %s (%v)", got, err1, want, err2)
 		}
+		// The fast path's serverInfo, encoded once, writes the bytes the
+		// SDK writes for the Implementation itself, on both marshallings.
+		if impl, ok := r.Meta[mcp.MetaKeyServerInfo].(*mcp.Implementation); ok {
+			pre, err := encodeOnce(impl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r2 := *r
+			r2.Meta = mcp.Meta{}
+			for k, v := range r.Meta {
+				r2.Meta[k] = v
+			}
+			r2.Meta[mcp.MetaKeyServerInfo] = pre
+			for _, f := range []func() ([]byte, error){func() ([]byte, error) { return marshalResult(&r2) }, r2.MarshalJSON} {
+				if got, err := f(); err != nil || !bytes.Equal(got, want) {
+					t.Errorf("pre-encoded serverInfo: got %s (%v)\nwant %s", got, err, want)
+				}
+			}
+		}
+	}
+}
+
+// TestAppendIDIsTheSDKs: reply ids are written as the SDK's encoder writes
+// them (no HTML escaping; U+2028 and controls escaped).
+func TestAppendIDIsTheSDKs(t *testing.T) {
+	t.Parallel()
+	for _, id := range []any{int64(0), int64(-1), int64(1<<53 - 1), int64(-(1<<53 - 1)), "", "a", "<&>", `q"b\s`, "\x00\x1f", "\x7f", "line\u2028", "ü", "bad \xff"} {
+		got, err1 := appendID([]byte("x"), id)
+		want, err2 := encodeNoEscape(id)
+		if !bytes.Equal(got, append([]byte("x"), want...)) || (err1 == nil) != (err2 == nil) {
+			t.Errorf("id %#v: got %s (%v), want x%s (%v)", id, got, err1, want, err2)
+		}
+	}
+}
+
+// TestAppendMetaIsJSONMarshals: metadata of every shape, with keys out of
+// order and values the fast encoder does not know, as json.Marshal writes it.
+func TestAppendMetaIsJSONMarshals(t *testing.T) {
+	t.Parallel()
+	pre, err := encodeOnce(&mcp.Implementation{Name: "duet <&>", Title: "T", Version: "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, meta := range []mcp.Meta{
+		{}, {"b": "1", "a": "2", "c": "<"}, {"z": pre, "a": "x"}, {"k\u2028": "v\x00"}, {"a": 1.5}, {"a": nil, "b": "c"},
+		{"1": "a", "2": "b", "3": "c", "4": "d", "5": "e"}, {TraceMetaKey: "t", mcp.MetaKeyServerInfo: pre},
+	} {
+		got, err1 := appendMeta(nil, meta)
+		m := map[string]any(meta)
+		for k, v := range m {
+			if p, ok := v.(preEncoded); ok {
+				m[k] = json.RawMessage(p)
+			}
+		}
+		want, err2 := json.Marshal(m)
+		if !bytes.Equal(got, want) || (err1 == nil) != (err2 == nil) {
+			t.Errorf("got %s (%v), want %s (%v)", got, err1, want, err2)
+		}
 	}
 }
 
