@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/catalog"
 )
 
 // checkBodyPasses is checkBody as it was before it became one pass: a
@@ -157,6 +158,12 @@ var readCallSeeds = []string{
 	`{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":5}}`,
 	`{"uri":"file:///a","taskId":"k"}`, `{"name":"","uri":"u"}`, `{"Name":"x","name":"y","NAME":"z"}`,
 	`{"name":5}`, `{"uri":5,"name":"x"}`, `{"taskId":[],"name":"x"}`, `{"_meta":[],"name":"x"}`, `{"_meta":null,"name":"x"}`,
+	// _meta read beside its bytes (readCallParams): empty, not an object, a
+	// value the SDK's map refuses, nesting, more keys than the map's room, a
+	// name that differs only in case.
+	`{"name":"x","_meta":{}}`, `{"name":"x","_meta":5}`, `{"name":"x","_meta":"s"}`, `{"name":"x","_meta":{"a":1e400}}`,
+	`{"name":"x","_meta":{"a":{"b":[1,{},null,"<&>"]},"c":true}}`, `{"name":"x","_meta":{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9}}`,
+	`{"name":"x","_Meta":{"a":1}}`, `{"name":"x","_meta":{"a":1},"_META":{"b":2}}`,
 	`{"name":"x","arguments":[1]}`, `{"name":"x","arguments":null}`, `{"name":"x","requestState":"s"}`, `{"name":"x","requestState":1}`,
 	`{"name":"x","inputResponses":{}}`, `{"name":"x","inputResponses":{"a":{"action":"accept"}}}`, `{"name":"x","inputResponses":5}`,
 	`{"name":"x","task":{"ttl":1}}`, `[]`, `"x"`, `null`, `{}`,
@@ -220,5 +227,21 @@ func checkReadCall(t *testing.T, params string) {
 	}
 	if !reflect.DeepEqual(*r.call, c) {
 		t.Errorf("%s: readCall got %+v, the SDK's type %+v", params, *r.call, c)
+	}
+}
+
+// BenchmarkReadModernCall: the reading of a 2026-07-28 get_test_task body
+// the fast path serves — the envelope, the params and their _meta — up to
+// the call (nothing runs).
+func BenchmarkReadModernCall(b *testing.B) {
+	s := New(catalog.New(nil, catalog.Options{}), Options{})
+	body := []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"get_test_task","arguments":{"taskId":"task_01h8x2k3m4n5p6q7r8s9t0v1w2"},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"}}}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		req := decodeEnvelope(body)
+		if _, _, ok := s.callEligible(req.params, req.call, req.meta, true); !ok {
+			b.Fatal("not eligible")
+		}
 	}
 }

@@ -103,24 +103,26 @@ func modernEligible(r *http.Request, params *mcp.CallToolParamsRaw) bool {
 // SDK, which answers it — refusals included — as it always did. It returns
 // the decoded _meta. Both transports use it (HTTP adds its headers,
 // modernEligible).
-func (s *Server) modernMetaEligible(rawParams []byte, params *mcp.CallToolParamsRaw) (modernMeta, bool) {
-	var m struct {
-		Meta modernMeta `json:"_meta"`
+//
+// rawMeta is the bytes of _meta the params were read with
+// (readCallParams): only they are decoded again, into the SDK's types, not
+// the whole params.
+func (s *Server) modernMetaEligible(rawMeta []byte, params *mcp.CallToolParamsRaw) (modernMeta, bool) {
+	var m modernMeta
+	if !s.modernFast[params.Name] || len(rawMeta) == 0 {
+		return m, false
 	}
-	if !s.modernFast[params.Name] {
-		return m.Meta, false
-	}
-	if sdkUnmarshal(rawParams, &m) != nil || m.Meta.ProtocolVersion != modernVersion || m.Meta.Capabilities == nil || m.Meta.Capabilities.Extensions != nil {
-		return m.Meta, false // the Tasks extension changes what a call answers
+	if sdkUnmarshal(rawMeta, &m) != nil || m.ProtocolVersion != modernVersion || m.Capabilities == nil || m.Capabilities.Extensions != nil {
+		return m, false // the Tasks extension changes what a call answers
 	}
 	known := 2 // the version and the capabilities
-	if m.Meta.Described != nil {
+	if m.Described != nil {
 		known++
 	}
-	if m.Meta.Traceparent != nil {
+	if m.Traceparent != nil {
 		known++
 	}
-	return m.Meta, len(params.Meta) == known
+	return m, len(params.Meta) == known
 }
 
 func acceptsBoth(values []string) bool {
@@ -159,7 +161,7 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, req *request) 
 	if !req.isCall() || req.method != "tools/call" || len(req.params) == 0 {
 		return false
 	}
-	params, meta, ok := s.callEligible(req.params, req.call, modern)
+	params, meta, ok := s.callEligible(req.params, req.call, req.meta, modern)
 	if !ok || modern && !modernEligible(r, params) {
 		return false
 	}
@@ -191,47 +193,49 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, req *request) 
 // nothing but a traceparent — or, for a 2026-07-28 request (modern), what
 // modernMetaEligible accepts. It returns the params and the _meta the call
 // keeps (the traceparent). It runs nothing.
-func (s *Server) callEligible(rawParams []byte, decoded *mcp.CallToolParamsRaw, modern bool) (*mcp.CallToolParamsRaw, map[string]any, bool) {
-	params, ok := s.decodeCall(rawParams, decoded)
+func (s *Server) callEligible(rawParams []byte, decoded *mcp.CallToolParamsRaw, rawMeta []byte, modern bool) (*mcp.CallToolParamsRaw, map[string]any, bool) {
+	params, rawMeta, ok := s.decodeCall(rawParams, decoded, rawMeta)
 	if !ok {
 		return nil, nil, false
 	}
-	meta, ok := s.metaEligible(rawParams, params, modern)
+	meta, ok := s.metaEligible(rawMeta, params, modern)
 	return params, meta, ok
 }
 
 // decodeCall is the first half of callEligible: the params as the SDK reads
-// them (decoded, when the envelope's reading already decoded them so:
-// readCall), a known tool, object arguments (or none), no multi-round
-// fields.
-func (s *Server) decodeCall(rawParams []byte, decoded *mcp.CallToolParamsRaw) (*mcp.CallToolParamsRaw, bool) {
+// them (decoded, with their _meta's bytes rawMeta, when the envelope's
+// reading already decoded them so: readCall; otherwise readCallParams),
+// a known tool, object arguments (or none), no multi-round fields. It
+// returns the params and their _meta's bytes.
+func (s *Server) decodeCall(rawParams []byte, decoded *mcp.CallToolParamsRaw, rawMeta []byte) (*mcp.CallToolParamsRaw, []byte, bool) {
 	if len(rawParams) == 0 {
-		return nil, false
+		return nil, nil, false
 	}
 	params := decoded
 	if params == nil {
-		params = new(mcp.CallToolParamsRaw)
-		if sdkUnmarshal(rawParams, params) != nil {
-			return nil, false
+		var p callParams
+		if !readCallParams(rawParams, &p) {
+			return nil, nil, false
 		}
+		params, rawMeta = &p.CallToolParamsRaw, p.RawMeta
 	}
 	if params.InputResponses != nil || params.RequestState != "" {
-		return nil, false
+		return nil, nil, false
 	}
 	if _, ok := s.cat.Tool(params.Name); !ok {
-		return nil, false
+		return nil, nil, false
 	}
 	if a := bytes.TrimSpace(params.Arguments); len(a) > 0 && a[0] != '{' {
-		return nil, false
+		return nil, nil, false
 	}
-	return params, true
+	return params, rawMeta, true
 }
 
 // metaEligible is the second half of callEligible: the _meta of the call.
-func (s *Server) metaEligible(rawParams []byte, params *mcp.CallToolParamsRaw, modern bool) (map[string]any, bool) {
+func (s *Server) metaEligible(rawMeta []byte, params *mcp.CallToolParamsRaw, modern bool) (map[string]any, bool) {
 	var meta map[string]any
 	if modern {
-		m, eligible := s.modernMetaEligible(rawParams, params)
+		m, eligible := s.modernMetaEligible(rawMeta, params)
 		if !eligible {
 			return nil, false
 		}
