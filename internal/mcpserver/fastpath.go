@@ -88,7 +88,27 @@ func modernEligible(r *http.Request, params *mcp.CallToolParamsRaw) bool {
 		return false
 	}
 	for k := range h {
-		if strings.HasPrefix(strings.ToLower(k), "mcp-param-") {
+		if hasPrefixFold(k, "mcp-param-") {
+			return false
+		}
+	}
+	return true
+}
+
+// hasPrefixFold reports whether s begins with prefix, a lower-case ASCII
+// string, in any case — strings.HasPrefix(strings.ToLower(s), prefix)
+// without a lowered copy of every header name (names are ASCII tokens:
+// net/http refuses any other).
+func hasPrefixFold(s, prefix string) bool {
+	if len(s) < len(prefix) {
+		return false
+	}
+	for i := 0; i < len(prefix); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != prefix[i] {
 			return false
 		}
 	}
@@ -128,7 +148,7 @@ func (s *Server) modernMetaEligible(rawMeta []byte, params *mcp.CallToolParamsRa
 func acceptsBoth(values []string) bool {
 	jsonOK, streamOK := false, false
 	for _, v := range values {
-		for _, raw := range strings.Split(v, ",") {
+		for raw := range strings.SplitSeq(v, ",") {
 			base, _, _ := strings.Cut(strings.TrimSpace(raw), ";")
 			switch strings.ToLower(strings.TrimSpace(base)) {
 			case "application/json", "application/*":
@@ -155,8 +175,10 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, req *request) 
 		return false
 	}
 	modern := version == modernVersion
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		return false
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" { // what clients send; parsed, it is itself
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			return false
+		}
 	}
 	if !req.isCall() || req.method != "tools/call" || len(req.params) == 0 {
 		return false

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -129,5 +130,15 @@ func BenchmarkMarshalResult(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestHasPrefixFold: the header-name check agrees with lowering the name.
+func TestHasPrefixFold(t *testing.T) {
+	t.Parallel()
+	for _, k := range []string{"", "Mcp-Param-Task", "MCP-PARAM-X", "mcp-param-", "Mcp-Param", "Mcp-Params-X", "Mcp-Name", "X-Mcp-Param-A", "mcp_param-a", "Mcp-Param-\u212a"} {
+		if got, want := hasPrefixFold(k, "mcp-param-"), strings.HasPrefix(strings.ToLower(k), "mcp-param-"); got != want {
+			t.Errorf("%q: got %v, want %v", k, got, want)
+		}
 	}
 }
