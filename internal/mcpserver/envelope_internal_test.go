@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"bytes"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -243,5 +244,51 @@ func BenchmarkReadModernCall(b *testing.B) {
 		if _, _, ok := s.callEligible(req.params, req.call, req.meta, true); !ok {
 			b.Fatal("not eligible")
 		}
+	}
+}
+
+// TestMetaVerdictsAreTheDecodes: a 2026-07-28 _meta judged from the
+// remembered verdict gets the verdict its decode gives, the first time and
+// every later time; a traceparent is never served from memory (it differs
+// per call and is handed to the call), and the memory stays bounded.
+func TestMetaVerdictsAreTheDecodes(t *testing.T) {
+	t.Parallel()
+	s := New(catalog.New(nil, catalog.Options{}), Options{})
+	const v, caps, info = `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`, `"io.modelcontextprotocol/clientCapabilities":{}`, `"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}`
+	metas := []string{
+		v + "," + caps + "," + info, v + "," + caps, caps + "," + info, v + "," + info,
+		v + `,"io.modelcontextprotocol/clientCapabilities":{"roots":5}`, v + `,"io.modelcontextprotocol/clientCapabilities":{"extensions":{}}`,
+		v + "," + caps + `,"io.modelcontextprotocol/clientInfo":null`, v + "," + caps + `,"io.modelcontextprotocol/clientInfo":{"name":5}`,
+		v + "," + caps + "," + info + `,"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"`,
+		v + "," + caps + "," + info + `,"traceparent":null`, v + "," + caps + "," + info + `,"traceparent":5`,
+		v + "," + caps + "," + info + `,"progressToken":1`, `"io.modelcontextprotocol/protocolVersion":"2025-11-25",` + caps,
+		`"io.modelcontextprotocol/protocolVersion":"2026-07-28 ",` + caps, ` ` + v + " , " + caps + " ",
+	}
+	for round := range 3 {
+		for _, meta := range metas {
+			var p callParams
+			if !readCallParams([]byte(`{"name":"get_test_task","_meta":{`+meta+`}}`), &p) {
+				t.Fatalf("%s: the params do not read", meta)
+			}
+			var fresh modernMeta
+			want := s.judgeModernMeta(p.RawMeta, &p.CallToolParamsRaw, &fresh)
+			got, eligible := s.modernMetaEligible(p.RawMeta, &p.CallToolParamsRaw)
+			if eligible != want || (got.Traceparent == nil) != (fresh.Traceparent == nil) || got.Traceparent != nil && *got.Traceparent != *fresh.Traceparent {
+				t.Errorf("round %d, %s: got %v %+v, the decode's %v %+v", round, meta, eligible, got, want, fresh)
+			}
+			if _, kept := s.metaSeen.get(p.RawMeta); kept == (fresh.Traceparent != nil) {
+				t.Errorf("round %d, %s: kept %v with traceparent %v", round, meta, kept, fresh.Traceparent)
+			}
+		}
+	}
+	if eligible, ok := s.metaSeen.get([]byte(`{` + v + "," + caps + "," + info + `}`)); !ok || !eligible {
+		t.Errorf("the plain triple: remembered %v, eligible %v", ok, eligible)
+	}
+	for i := range 2 * metaVerdictsMax {
+		s.metaSeen.put([]byte(fmt.Sprint(i)), false)
+	}
+	s.metaSeen.put(bytes.Repeat([]byte{' '}, metaVerdictMaxBytes+1), false)
+	if n := len(s.metaSeen.m); n > metaVerdictsMax {
+		t.Errorf("%d verdicts kept, at most %d", n, metaVerdictsMax)
 	}
 }

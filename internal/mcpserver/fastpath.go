@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -132,8 +133,20 @@ func (s *Server) modernMetaEligible(rawMeta []byte, params *mcp.CallToolParamsRa
 	if !s.modernFast[params.Name] || len(rawMeta) == 0 {
 		return m, false
 	}
-	if sdkUnmarshal(rawMeta, &m) != nil || m.ProtocolVersion != modernVersion || m.Capabilities == nil || m.Capabilities.Extensions != nil {
-		return m, false // the Tasks extension changes what a call answers
+	if eligible, ok := s.metaSeen.get(rawMeta); ok {
+		return m, eligible // judged before, without a traceparent (see metaVerdicts)
+	}
+	eligible := s.judgeModernMeta(rawMeta, params, &m)
+	if m.Traceparent == nil {
+		s.metaSeen.put(rawMeta, eligible)
+	}
+	return m, eligible
+}
+
+// judgeModernMeta is modernMetaEligible's reading of rawMeta into m.
+func (s *Server) judgeModernMeta(rawMeta []byte, params *mcp.CallToolParamsRaw, m *modernMeta) bool {
+	if sdkUnmarshal(rawMeta, m) != nil || m.ProtocolVersion != modernVersion || m.Capabilities == nil || m.Capabilities.Extensions != nil {
+		return false // the Tasks extension changes what a call answers
 	}
 	known := 2 // the version and the capabilities
 	if m.Described != nil {
@@ -142,7 +155,49 @@ func (s *Server) modernMetaEligible(rawMeta []byte, params *mcp.CallToolParamsRa
 	if m.Traceparent != nil {
 		known++
 	}
-	return m, len(params.Meta) == known
+	return len(params.Meta) == known
+}
+
+// metaVerdicts remembers modernMetaEligible's verdicts on the _meta bytes
+// of 2026-07-28 calls without a traceparent. A client sends the same bytes
+// on every call (its version, capabilities and self-description), and the
+// verdict is a function of the bytes alone: params.Meta, the other thing it
+// reads, is the SDK's decode of the same bytes (readCallParams). So the
+// second call of a client is judged without decoding its capabilities and
+// self-description again into the SDK's types; the bytes are compared
+// whole, and a verdict only ever chooses between two paths that answer
+// alike. A _meta with a traceparent differs on every call and is not kept.
+// At most metaVerdictsMax entries of at most metaVerdictMaxBytes each are
+// kept, the first ones seen; later ones are judged every time.
+type metaVerdicts struct {
+	mu sync.RWMutex
+	m  map[string]bool
+}
+
+const (
+	metaVerdictsMax     = 256
+	metaVerdictMaxBytes = 1024
+)
+
+func (v *metaVerdicts) get(raw []byte) (eligible, ok bool) {
+	v.mu.RLock()
+	eligible, ok = v.m[string(raw)]
+	v.mu.RUnlock()
+	return eligible, ok
+}
+
+func (v *metaVerdicts) put(raw []byte, eligible bool) {
+	if len(raw) > metaVerdictMaxBytes {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.m == nil {
+		v.m = map[string]bool{}
+	}
+	if len(v.m) < metaVerdictsMax {
+		v.m[string(raw)] = eligible
+	}
 }
 
 func acceptsBoth(values []string) bool {

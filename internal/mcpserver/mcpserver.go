@@ -68,6 +68,7 @@ type Server struct {
 	impl       *mcp.Implementation // as given to the SDK (serverInfo)
 	implJSON   preEncoded          // impl encoded once, for the fast path's results
 	modernFast map[string]bool     // tools the fast path serves to 2026-07-28 clients
+	metaSeen   metaVerdicts        // 2026-07-28 _meta bytes already judged (modernMetaEligible)
 }
 
 // New builds the MCP server for cat.
