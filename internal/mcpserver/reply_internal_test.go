@@ -20,7 +20,8 @@ func TestMarshalResultIsTheSDKs(t *testing.T) {
 		}
 		return b
 	}
-	texts := []string{"", "plain", `quotes " and \ backslash`, "<b>&amp;</b>", "line\u2028sep\u2029", "ünïcode ✓ 用户", "bad \xff utf-8", "ctl \x00\x1f\t\n"}
+	texts := []string{"", "plain", `quotes " and \ backslash`, "<b>&amp;</b>", "line\u2028sep\u2029", "ünïcode ✓ 用户", "bad \xff utf-8", "ctl \x00\x1f\t\n",
+		"a<b", "a>b", "a&b", `a"b`, `a\b`, "a\x7fb", "a\x1fb", "é"}
 	metas := []mcp.Meta{nil, {}, {TraceMetaKey: "0123456789abcdef0123456789abcdef"},
 		{TraceMetaKey: "t<&>", mcp.MetaKeyServerInfo: &mcp.Implementation{Name: "duet <&>", Version: "1"}}}
 	var results []*mcp.CallToolResult
@@ -76,7 +77,7 @@ func TestMarshalResultIsTheSDKs(t *testing.T) {
 // them (no HTML escaping; U+2028 and controls escaped).
 func TestAppendIDIsTheSDKs(t *testing.T) {
 	t.Parallel()
-	for _, id := range []any{int64(0), int64(-1), int64(1<<53 - 1), int64(-(1<<53 - 1)), "", "a", "<&>", `q"b\s`, "\x00\x1f", "\x7f", "line\u2028", "ü", "bad \xff"} {
+	for _, id := range []any{int64(0), int64(-1), int64(1<<53 - 1), int64(-(1<<53 - 1)), "", "a", "<&>", `q"b\s`, "\x00\x1f", "\x7f", "line\u2028", "ü", "bad \xff", `a"b`, `a\b`, "a<b", "a\nb", "a\x7fb"} {
 		got, err1 := appendID([]byte("x"), id)
 		want, err2 := encodeNoEscape(id)
 		if !bytes.Equal(got, append([]byte("x"), want...)) || (err1 == nil) != (err2 == nil) {
