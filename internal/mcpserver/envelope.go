@@ -200,8 +200,10 @@ type request struct {
 	// a request of the 2026-07-28 revision or later carries it.
 	metaVersion string
 	// call is the params of a tools/call decoded into the SDK's type, when
-	// they decode (nil otherwise): the fast path reads them from here.
+	// they decode (nil otherwise): the fast path reads them from here, and
+	// meta is their _meta's bytes.
 	call *mcp.CallToolParamsRaw
+	meta sjson.RawMessage
 }
 
 // statelessRevision is the first protocol revision without sessions or an
@@ -283,18 +285,14 @@ func decodeEnvelope(body []byte) *request {
 
 // readCall decodes the params of a tools/call in one pass into the SDK's
 // CallToolParamsRaw and the names decodeEnvelope reads (uri, taskId, which
-// the SDK's type does not have). Decoded together they succeed exactly
-// when each decode alone would, with the same values (the same decoder,
-// the same keys, unknown keys skipped); when they do not, it reports false
-// and sets nothing, and the params are read field by field as for any
-// method.
+// the SDK's type does not have) — readCallParams. Decoded together they
+// succeed exactly when each decode alone would, with the same values (the
+// same decoder, the same keys, unknown keys skipped); when they do not, it
+// reports false and sets nothing, and the params are read field by field
+// as for any method.
 func (r *request) readCall() bool {
-	var p struct {
-		mcp.CallToolParamsRaw
-		URI    string `json:"uri"`
-		TaskID string `json:"taskId"`
-	}
-	if sdkUnmarshal(r.params, &p) != nil {
+	var p callParams
+	if !readCallParams(r.params, &p) {
 		return false
 	}
 	r.name, r.taskID = p.Name, p.TaskID
@@ -304,7 +302,41 @@ func (r *request) readCall() bool {
 	tok, ok := p.Meta["progressToken"]
 	r.progress = ok && tok != nil
 	r.metaVersion, _ = p.Meta[mcp.MetaKeyProtocolVersion].(string)
-	r.call = &p.CallToolParamsRaw
+	r.call, r.meta = &p.CallToolParamsRaw, p.RawMeta
+	return true
+}
+
+// callParams is the params of a tools/call as readCallParams reads them.
+type callParams struct {
+	mcp.CallToolParamsRaw
+	// RawMeta is _meta's bytes (it shadows CallToolParamsRaw.Meta, which
+	// readCallParams decodes from them).
+	RawMeta sjson.RawMessage `json:"_meta"`
+	URI     string           `json:"uri"`
+	TaskID  string           `json:"taskId"`
+}
+
+// readCallParams decodes data, a tools/call's params, into p as the SDK
+// decodes them into its CallToolParamsRaw, keeping _meta's bytes beside
+// the SDK's map of them (for the 2026-07-28 reading of the same bytes,
+// modernMetaEligible, which needs no second pass over the params). The map
+// is decoded by the SDK's decoder from the same bytes into the same type,
+// so it fails and succeeds with the SDK's decode of the whole; its decoder
+// is handed a small map to fill, where it would make one of 64 slots
+// (segmentio: a fresh map[string]any is made with room for 64) — a
+// request's _meta has a few keys, and those slots were most of the
+// allocation of a 2026-07-28 request.
+func readCallParams(data []byte, p *callParams) bool {
+	if sdkUnmarshal(data, p) != nil {
+		return false
+	}
+	if len(p.RawMeta) > 0 {
+		m := make(mcp.Meta, 4)
+		if sdkjson.Parse(p.RawMeta, &m, 0) != nil {
+			return false // "null" sets m to nil, as the SDK's decode sets Meta
+		}
+		p.Meta = m
+	}
 	return true
 }
 

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"bytes"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/catalog"
 )
 
 // checkBodyPasses is checkBody as it was before it became one pass: a
@@ -157,6 +159,12 @@ var readCallSeeds = []string{
 	`{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":5}}`,
 	`{"uri":"file:///a","taskId":"k"}`, `{"name":"","uri":"u"}`, `{"Name":"x","name":"y","NAME":"z"}`,
 	`{"name":5}`, `{"uri":5,"name":"x"}`, `{"taskId":[],"name":"x"}`, `{"_meta":[],"name":"x"}`, `{"_meta":null,"name":"x"}`,
+	// _meta read beside its bytes (readCallParams): empty, not an object, a
+	// value the SDK's map refuses, nesting, more keys than the map's room, a
+	// name that differs only in case.
+	`{"name":"x","_meta":{}}`, `{"name":"x","_meta":5}`, `{"name":"x","_meta":"s"}`, `{"name":"x","_meta":{"a":1e400}}`,
+	`{"name":"x","_meta":{"a":{"b":[1,{},null,"<&>"]},"c":true}}`, `{"name":"x","_meta":{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9}}`,
+	`{"name":"x","_Meta":{"a":1}}`, `{"name":"x","_meta":{"a":1},"_META":{"b":2}}`,
 	`{"name":"x","arguments":[1]}`, `{"name":"x","arguments":null}`, `{"name":"x","requestState":"s"}`, `{"name":"x","requestState":1}`,
 	`{"name":"x","inputResponses":{}}`, `{"name":"x","inputResponses":{"a":{"action":"accept"}}}`, `{"name":"x","inputResponses":5}`,
 	`{"name":"x","task":{"ttl":1}}`, `[]`, `"x"`, `null`, `{}`,
@@ -220,5 +228,67 @@ func checkReadCall(t *testing.T, params string) {
 	}
 	if !reflect.DeepEqual(*r.call, c) {
 		t.Errorf("%s: readCall got %+v, the SDK's type %+v", params, *r.call, c)
+	}
+}
+
+// BenchmarkReadModernCall: the reading of a 2026-07-28 get_test_task body
+// the fast path serves — the envelope, the params and their _meta — up to
+// the call (nothing runs).
+func BenchmarkReadModernCall(b *testing.B) {
+	s := New(catalog.New(nil, catalog.Options{}), Options{})
+	body := []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"get_test_task","arguments":{"taskId":"task_01h8x2k3m4n5p6q7r8s9t0v1w2"},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"}}}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		req := decodeEnvelope(body)
+		if _, _, ok := s.callEligible(req.params, req.call, req.meta, true); !ok {
+			b.Fatal("not eligible")
+		}
+	}
+}
+
+// TestMetaVerdictsAreTheDecodes: a 2026-07-28 _meta judged from the
+// remembered verdict gets the verdict its decode gives, the first time and
+// every later time; a traceparent is never served from memory (it differs
+// per call and is handed to the call), and the memory stays bounded.
+func TestMetaVerdictsAreTheDecodes(t *testing.T) {
+	t.Parallel()
+	s := New(catalog.New(nil, catalog.Options{}), Options{})
+	const v, caps, info = `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`, `"io.modelcontextprotocol/clientCapabilities":{}`, `"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}`
+	metas := []string{
+		v + "," + caps + "," + info, v + "," + caps, caps + "," + info, v + "," + info,
+		v + `,"io.modelcontextprotocol/clientCapabilities":{"roots":5}`, v + `,"io.modelcontextprotocol/clientCapabilities":{"extensions":{}}`,
+		v + "," + caps + `,"io.modelcontextprotocol/clientInfo":null`, v + "," + caps + `,"io.modelcontextprotocol/clientInfo":{"name":5}`,
+		v + "," + caps + "," + info + `,"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"`,
+		v + "," + caps + "," + info + `,"traceparent":null`, v + "," + caps + "," + info + `,"traceparent":5`,
+		v + "," + caps + "," + info + `,"progressToken":1`, `"io.modelcontextprotocol/protocolVersion":"2025-11-25",` + caps,
+		`"io.modelcontextprotocol/protocolVersion":"2026-07-28 ",` + caps, ` ` + v + " , " + caps + " ",
+	}
+	for round := range 3 {
+		for _, meta := range metas {
+			var p callParams
+			if !readCallParams([]byte(`{"name":"get_test_task","_meta":{`+meta+`}}`), &p) {
+				t.Fatalf("%s: the params do not read", meta)
+			}
+			var fresh modernMeta
+			want := s.judgeModernMeta(p.RawMeta, &p.CallToolParamsRaw, &fresh)
+			got, eligible := s.modernMetaEligible(p.RawMeta, &p.CallToolParamsRaw)
+			if eligible != want || (got.Traceparent == nil) != (fresh.Traceparent == nil) || got.Traceparent != nil && *got.Traceparent != *fresh.Traceparent {
+				t.Errorf("round %d, %s: got %v %+v, the decode's %v %+v", round, meta, eligible, got, want, fresh)
+			}
+			if _, kept := s.metaSeen.get(p.RawMeta); kept == (fresh.Traceparent != nil) {
+				t.Errorf("round %d, %s: kept %v with traceparent %v", round, meta, kept, fresh.Traceparent)
+			}
+		}
+	}
+	if eligible, ok := s.metaSeen.get([]byte(`{` + v + "," + caps + "," + info + `}`)); !ok || !eligible {
+		t.Errorf("the plain triple: remembered %v, eligible %v", ok, eligible)
+	}
+	for i := range 2 * metaVerdictsMax {
+		s.metaSeen.put([]byte(fmt.Sprint(i)), false)
+	}
+	s.metaSeen.put(bytes.Repeat([]byte{' '}, metaVerdictMaxBytes+1), false)
+	if n := len(s.metaSeen.m); n > metaVerdictsMax {
+		t.Errorf("%d verdicts kept, at most %d", n, metaVerdictsMax)
 	}
 }

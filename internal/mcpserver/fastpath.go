@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -88,7 +89,27 @@ func modernEligible(r *http.Request, params *mcp.CallToolParamsRaw) bool {
 		return false
 	}
 	for k := range h {
-		if strings.HasPrefix(strings.ToLower(k), "mcp-param-") {
+		if hasPrefixFold(k, "mcp-param-") {
+			return false
+		}
+	}
+	return true
+}
+
+// hasPrefixFold reports whether s begins with prefix, a lower-case ASCII
+// string, in any case — strings.HasPrefix(strings.ToLower(s), prefix)
+// without a lowered copy of every header name (names are ASCII tokens:
+// net/http refuses any other).
+func hasPrefixFold(s, prefix string) bool {
+	if len(s) < len(prefix) {
+		return false
+	}
+	for i := 0; i < len(prefix); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != prefix[i] {
 			return false
 		}
 	}
@@ -103,30 +124,86 @@ func modernEligible(r *http.Request, params *mcp.CallToolParamsRaw) bool {
 // SDK, which answers it — refusals included — as it always did. It returns
 // the decoded _meta. Both transports use it (HTTP adds its headers,
 // modernEligible).
-func (s *Server) modernMetaEligible(rawParams []byte, params *mcp.CallToolParamsRaw) (modernMeta, bool) {
-	var m struct {
-		Meta modernMeta `json:"_meta"`
+//
+// rawMeta is the bytes of _meta the params were read with
+// (readCallParams): only they are decoded again, into the SDK's types, not
+// the whole params.
+func (s *Server) modernMetaEligible(rawMeta []byte, params *mcp.CallToolParamsRaw) (modernMeta, bool) {
+	var m modernMeta
+	if !s.modernFast[params.Name] || len(rawMeta) == 0 {
+		return m, false
 	}
-	if !s.modernFast[params.Name] {
-		return m.Meta, false
+	if eligible, ok := s.metaSeen.get(rawMeta); ok {
+		return m, eligible // judged before, without a traceparent (see metaVerdicts)
 	}
-	if sdkUnmarshal(rawParams, &m) != nil || m.Meta.ProtocolVersion != modernVersion || m.Meta.Capabilities == nil || m.Meta.Capabilities.Extensions != nil {
-		return m.Meta, false // the Tasks extension changes what a call answers
+	eligible := s.judgeModernMeta(rawMeta, params, &m)
+	if m.Traceparent == nil {
+		s.metaSeen.put(rawMeta, eligible)
+	}
+	return m, eligible
+}
+
+// judgeModernMeta is modernMetaEligible's reading of rawMeta into m.
+func (s *Server) judgeModernMeta(rawMeta []byte, params *mcp.CallToolParamsRaw, m *modernMeta) bool {
+	if sdkUnmarshal(rawMeta, m) != nil || m.ProtocolVersion != modernVersion || m.Capabilities == nil || m.Capabilities.Extensions != nil {
+		return false // the Tasks extension changes what a call answers
 	}
 	known := 2 // the version and the capabilities
-	if m.Meta.Described != nil {
+	if m.Described != nil {
 		known++
 	}
-	if m.Meta.Traceparent != nil {
+	if m.Traceparent != nil {
 		known++
 	}
-	return m.Meta, len(params.Meta) == known
+	return len(params.Meta) == known
+}
+
+// metaVerdicts remembers modernMetaEligible's verdicts on the _meta bytes
+// of 2026-07-28 calls without a traceparent. A client sends the same bytes
+// on every call (its version, capabilities and self-description), and the
+// verdict is a function of the bytes alone: params.Meta, the other thing it
+// reads, is the SDK's decode of the same bytes (readCallParams). So the
+// second call of a client is judged without decoding its capabilities and
+// self-description again into the SDK's types; the bytes are compared
+// whole, and a verdict only ever chooses between two paths that answer
+// alike. A _meta with a traceparent differs on every call and is not kept.
+// At most metaVerdictsMax entries of at most metaVerdictMaxBytes each are
+// kept, the first ones seen; later ones are judged every time.
+type metaVerdicts struct {
+	mu sync.RWMutex
+	m  map[string]bool
+}
+
+const (
+	metaVerdictsMax     = 256
+	metaVerdictMaxBytes = 1024
+)
+
+func (v *metaVerdicts) get(raw []byte) (eligible, ok bool) {
+	v.mu.RLock()
+	eligible, ok = v.m[string(raw)]
+	v.mu.RUnlock()
+	return eligible, ok
+}
+
+func (v *metaVerdicts) put(raw []byte, eligible bool) {
+	if len(raw) > metaVerdictMaxBytes {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.m == nil {
+		v.m = map[string]bool{}
+	}
+	if len(v.m) < metaVerdictsMax {
+		v.m[string(raw)] = eligible
+	}
 }
 
 func acceptsBoth(values []string) bool {
 	jsonOK, streamOK := false, false
 	for _, v := range values {
-		for _, raw := range strings.Split(v, ",") {
+		for raw := range strings.SplitSeq(v, ",") {
 			base, _, _ := strings.Cut(strings.TrimSpace(raw), ";")
 			switch strings.ToLower(strings.TrimSpace(base)) {
 			case "application/json", "application/*":
@@ -153,13 +230,15 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, req *request) 
 		return false
 	}
 	modern := version == modernVersion
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		return false
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" { // what clients send; parsed, it is itself
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			return false
+		}
 	}
 	if !req.isCall() || req.method != "tools/call" || len(req.params) == 0 {
 		return false
 	}
-	params, meta, ok := s.callEligible(req.params, req.call, modern)
+	params, meta, ok := s.callEligible(req.params, req.call, req.meta, modern)
 	if !ok || modern && !modernEligible(r, params) {
 		return false
 	}
@@ -191,47 +270,49 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, req *request) 
 // nothing but a traceparent — or, for a 2026-07-28 request (modern), what
 // modernMetaEligible accepts. It returns the params and the _meta the call
 // keeps (the traceparent). It runs nothing.
-func (s *Server) callEligible(rawParams []byte, decoded *mcp.CallToolParamsRaw, modern bool) (*mcp.CallToolParamsRaw, map[string]any, bool) {
-	params, ok := s.decodeCall(rawParams, decoded)
+func (s *Server) callEligible(rawParams []byte, decoded *mcp.CallToolParamsRaw, rawMeta []byte, modern bool) (*mcp.CallToolParamsRaw, map[string]any, bool) {
+	params, rawMeta, ok := s.decodeCall(rawParams, decoded, rawMeta)
 	if !ok {
 		return nil, nil, false
 	}
-	meta, ok := s.metaEligible(rawParams, params, modern)
+	meta, ok := s.metaEligible(rawMeta, params, modern)
 	return params, meta, ok
 }
 
 // decodeCall is the first half of callEligible: the params as the SDK reads
-// them (decoded, when the envelope's reading already decoded them so:
-// readCall), a known tool, object arguments (or none), no multi-round
-// fields.
-func (s *Server) decodeCall(rawParams []byte, decoded *mcp.CallToolParamsRaw) (*mcp.CallToolParamsRaw, bool) {
+// them (decoded, with their _meta's bytes rawMeta, when the envelope's
+// reading already decoded them so: readCall; otherwise readCallParams),
+// a known tool, object arguments (or none), no multi-round fields. It
+// returns the params and their _meta's bytes.
+func (s *Server) decodeCall(rawParams []byte, decoded *mcp.CallToolParamsRaw, rawMeta []byte) (*mcp.CallToolParamsRaw, []byte, bool) {
 	if len(rawParams) == 0 {
-		return nil, false
+		return nil, nil, false
 	}
 	params := decoded
 	if params == nil {
-		params = new(mcp.CallToolParamsRaw)
-		if sdkUnmarshal(rawParams, params) != nil {
-			return nil, false
+		var p callParams
+		if !readCallParams(rawParams, &p) {
+			return nil, nil, false
 		}
+		params, rawMeta = &p.CallToolParamsRaw, p.RawMeta
 	}
 	if params.InputResponses != nil || params.RequestState != "" {
-		return nil, false
+		return nil, nil, false
 	}
 	if _, ok := s.cat.Tool(params.Name); !ok {
-		return nil, false
+		return nil, nil, false
 	}
 	if a := bytes.TrimSpace(params.Arguments); len(a) > 0 && a[0] != '{' {
-		return nil, false
+		return nil, nil, false
 	}
-	return params, true
+	return params, rawMeta, true
 }
 
 // metaEligible is the second half of callEligible: the _meta of the call.
-func (s *Server) metaEligible(rawParams []byte, params *mcp.CallToolParamsRaw, modern bool) (map[string]any, bool) {
+func (s *Server) metaEligible(rawMeta []byte, params *mcp.CallToolParamsRaw, modern bool) (map[string]any, bool) {
 	var meta map[string]any
 	if modern {
-		m, eligible := s.modernMetaEligible(rawParams, params)
+		m, eligible := s.modernMetaEligible(rawMeta, params)
 		if !eligible {
 			return nil, false
 		}
@@ -272,8 +353,9 @@ func (s *Server) fastResult(ctx context.Context, params *mcp.CallToolParamsRaw, 
 		tr.Content = call.content
 	}
 	if modern {
-		// What the SDK adds to a 2026-07-28 result (annotateServerInfo).
-		tr.Meta[mcp.MetaKeyServerInfo] = s.impl
+		// What the SDK adds to a 2026-07-28 result (annotateServerInfo),
+		// encoded once (preEncoded: the same bytes as s.impl's).
+		tr.Meta[mcp.MetaKeyServerInfo] = s.implJSON
 	}
 	return tr, caller, nil
 }
@@ -283,55 +365,50 @@ func (s *Server) fastResult(ctx context.Context, params *mcp.CallToolParamsRaw, 
 // then the message). The message is assembled around the result's bytes
 // rather than marshalled again: encoding/json would only copy them
 // (compacting JSON that is already compact, escaping nothing), and that
-// second pass over every result was a tenth of the CPU of a call.
+// second pass over every result was a tenth of the CPU of a call. The
+// result is written straight into the message's buffer.
 //
 // complete marks the result final, as the SDK does for a 2026-07-28 client
 // (its resultType "complete", which the SDK's marshalling writes last, after
 // the result's own fields; the field is the SDK's own and cannot be set
 // from outside).
 func encodeReply(id any, result *mcp.CallToolResult, complete bool) ([]byte, error) {
-	res, err := encodeResult(result, complete)
+	out := make([]byte, 0, replySize(result))
+	out = append(out, `{"jsonrpc":"2.0"`...)
+	if id != nil {
+		var err error
+		out = append(out, `,"id":`...)
+		if out, err = appendID(out, id); err != nil {
+			return nil, err
+		}
+	}
+	start := len(out)
+	out = append(out, `,"result":`...)
+	out, err := appendResult(out, result, complete)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]byte, 0, len(res)+64)
-	out = append(out, `{"jsonrpc":"2.0"`...)
-	if id != nil {
-		idb, err := encodeNoEscape(id)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, `,"id":`...)
-		out = append(out, idb...)
-	}
-	if len(res) > 0 {
-		out = append(out, `,"result":`...)
-		out = append(out, res...)
+	if len(out) == start+len(`,"result":`) {
+		out = out[:start] // an empty result is left out, as the SDK leaves it out
 	}
 	return append(out, '}'), nil
 }
 
-// encodeResult encodes a tool result as the SDK does (jsonrpc2's
-// marshalToRaw: what an Encoder without HTML escaping writes for a
-// json.Marshaler, its MarshalJSON output — json.Marshal's, compact —
-// unchanged), marked final when complete (see encodeReply).
-func encodeResult(result *mcp.CallToolResult, complete bool) ([]byte, error) {
-	res, err := marshalResult(result) // the SDK's bytes (reply.go)
-	if err != nil {
-		return nil, err
+// replySize is a guess of the size of result's reply, to allocate it once.
+func replySize(result *mcp.CallToolResult) int {
+	n := 512
+	if raw, ok := result.StructuredContent.(json.RawMessage); ok {
+		n += 2 * len(raw)
 	}
-	if complete {
-		if len(res) < 2 || res[len(res)-1] != '}' {
-			return nil, errors.New("a tool result that is not a JSON object")
-		}
-		sep := ","
-		if len(res) == 2 {
-			sep = ""
-		}
-		res = append(res[:len(res)-1:len(res)-1], sep+`"resultType":"complete"}`...)
+	if t, ok := plainText(result); ok {
+		n += len(t.Text) + len(t.Text)/8
 	}
-	return res, nil
+	return n
 }
+
+// errNotObject: a tool result whose marshalling is not a JSON object
+// cannot be marked final.
+var errNotObject = errors.New("a tool result that is not a JSON object")
 
 // encodeNoEscape marshals v as the SDK does: without HTML escaping, and
 // without the encoder's trailing newline.

@@ -114,3 +114,33 @@ func TestFastPath2026IsByteEquivalent(t *testing.T) {
 		t.Errorf("the fast path served only %d requests; the comparison is too thin", served)
 	}
 }
+
+// BenchmarkFastPathCall: one governed get_test_task through the fast path
+// in process, as make bench's clients send it, in each era (-benchmem: the
+// allocations per call; the time includes the SQLite read and the audit).
+func BenchmarkFastPathCall(b *testing.B) {
+	p := newTwoPaths(b)
+	args := `{"taskId":"` + p.taskID + `"}`
+	for _, era := range []struct {
+		name, meta string
+		headers    map[string]string
+	}{
+		{"2025-11-25", "", map[string]string{"Mcp-Protocol-Version": "2025-11-25"}},
+		{"2026-07-28", `,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"}}`,
+			map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "get_test_task"}},
+	} {
+		body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"get_test_task","arguments":` + args + era.meta + `}}`
+		b.Run(era.name, func(b *testing.B) {
+			b.ReportAllocs()
+			before := p.srv.FastPathServed()
+			for b.Loop() {
+				if r := send(p.fast, body, era.headers); r.status != 200 {
+					b.Fatalf("status %d: %s", r.status, r.body)
+				}
+			}
+			if p.srv.FastPathServed() == before {
+				b.Fatal("the fast path served nothing")
+			}
+		})
+	}
+}

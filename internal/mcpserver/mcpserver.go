@@ -66,7 +66,9 @@ type Server struct {
 
 	fastServed atomic.Int64
 	impl       *mcp.Implementation // as given to the SDK (serverInfo)
+	implJSON   preEncoded          // impl encoded once, for the fast path's results
 	modernFast map[string]bool     // tools the fast path serves to 2026-07-28 clients
+	metaSeen   metaVerdicts        // 2026-07-28 _meta bytes already judged (modernMetaEligible)
 }
 
 // New builds the MCP server for cat.
@@ -114,6 +116,10 @@ func New(cat *catalog.Catalog, opts Options) *Server {
 		codes = serverErrors{}
 	}
 	s := &Server{cat: cat, srv: srv, log: log, sdkLog: sdkLog, codes: codes, impl: impl, modernFast: map[string]bool{}}
+	var err error
+	if s.implJSON, err = encodeOnce(impl); err != nil {
+		panic("mcpserver: encoding serverInfo: " + err.Error()) // strings only: it cannot fail
+	}
 	for _, t := range cat.Tools() {
 		srv.AddTool(sdkTool(t), s.handler())
 		s.modernFast[t.Name] = modernTool(t)

@@ -2,6 +2,8 @@ package mcpserver
 
 import (
 	"encoding/json"
+	"slices"
+	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -15,36 +17,161 @@ import (
 // is), isError. Any other result is marshalled by the SDK.
 // TestMarshalResultIsTheSDKs compares the two byte for byte.
 func marshalResult(r *mcp.CallToolResult) ([]byte, error) {
+	return appendResult(nil, r, false)
+}
+
+// appendResult appends marshalResult's bytes for r to dst, marked final
+// when complete: `"resultType":"complete"` after the result's own fields,
+// where the SDK's marshalling writes it for a 2026-07-28 client (the field
+// is the SDK's own and cannot be set from outside).
+func appendResult(dst []byte, r *mcp.CallToolResult, complete bool) ([]byte, error) {
 	text, ok := plainText(r)
 	structured, isRaw := r.StructuredContent.(json.RawMessage)
 	if !ok || !isRaw || len(structured) == 0 || r.InputRequests != nil || r.RequestState != "" || r.NeedsInput() {
-		return r.MarshalJSON()
-	}
-	// The fields in the SDK's order: _meta, content, structuredContent,
-	// isError (requestState, resultType and inputRequests are empty).
-	out := make([]byte, 0, 2*len(structured)+len(text.Text)+128)
-	out = append(out, '{')
-	if len(r.Meta) > 0 {
-		meta, err := json.Marshal(map[string]any(r.Meta))
+		b, err := r.MarshalJSON()
 		if err != nil {
 			return nil, err
 		}
+		return appendComplete(dst, b, complete)
+	}
+	// The fields in the SDK's order: _meta, content, structuredContent,
+	// isError (requestState and inputRequests are empty), resultType.
+	if dst == nil {
+		dst = make([]byte, 0, 2*len(structured)+len(text.Text)+256)
+	}
+	out := append(dst, '{')
+	if len(r.Meta) > 0 {
 		out = append(out, `"_meta":`...)
-		out = append(out, meta...)
+		var err error
+		if out, err = appendMeta(out, r.Meta); err != nil {
+			return nil, err
+		}
 		out = append(out, ',')
 	}
-	s, err := json.Marshal(text.Text)
-	if err != nil {
-		return nil, err
-	}
 	out = append(out, `"content":[{"type":"text","text":`...)
-	out = append(out, s...)
+	out = appendString(out, text.Text)
 	out = append(out, `}],"structuredContent":`...)
 	out = append(out, structured...)
 	if r.IsError {
 		out = append(out, `,"isError":true`...)
 	}
+	if complete {
+		out = append(out, `,"resultType":"complete"`...)
+	}
 	return append(out, '}'), nil
+}
+
+// appendComplete appends res, a marshalled result, to dst, marked final
+// when complete (see appendResult).
+func appendComplete(dst, res []byte, complete bool) ([]byte, error) {
+	if !complete {
+		return append(dst, res...), nil
+	}
+	if len(res) < 2 || res[len(res)-1] != '}' {
+		return nil, errNotObject
+	}
+	dst = append(dst, res[:len(res)-1]...)
+	if len(res) > 2 {
+		dst = append(dst, ',')
+	}
+	return append(dst, `"resultType":"complete"}`...), nil
+}
+
+// preEncoded is a value already encoded by json.Marshal (compact, <, > and
+// & escaped). Put in a result's _meta, it is spliced in as it is by
+// appendMeta, and encoding/json writes the same bytes for it (its pass over
+// a Marshaler's output compacts and escapes, which leaves json.Marshal's
+// output unchanged). The fast path encodes the server's self-description
+// (serverInfo) once this way rather than in every result.
+type preEncoded []byte
+
+// MarshalJSON returns the bytes.
+func (p preEncoded) MarshalJSON() ([]byte, error) { return p, nil }
+
+// encodeOnce encodes v with json.Marshal, for a preEncoded.
+func encodeOnce(v any) (preEncoded, error) {
+	b, err := json.Marshal(v)
+	return preEncoded(b), err
+}
+
+// appendMeta appends what json.Marshal writes for meta: its members sorted
+// by name, without reflection when the values are strings or preEncoded
+// (the fast path's trace id and serverInfo), by json.Marshal otherwise.
+func appendMeta(dst []byte, meta mcp.Meta) ([]byte, error) {
+	var keys [4]string
+	names := keys[:0]
+	for k, v := range meta {
+		switch v.(type) {
+		case string, preEncoded:
+		default:
+			names = nil
+		}
+		if names == nil || len(names) == len(keys) {
+			b, err := json.Marshal(map[string]any(meta))
+			if err != nil {
+				return nil, err
+			}
+			return append(dst, b...), nil
+		}
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	dst = append(dst, '{')
+	for i, k := range names {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendString(dst, k)
+		dst = append(dst, ':')
+		switch v := meta[k].(type) {
+		case string:
+			dst = appendString(dst, v)
+		case preEncoded:
+			dst = append(dst, v...)
+		}
+	}
+	return append(dst, '}'), nil
+}
+
+// appendString appends s as json.Marshal encodes a string: quoted as it
+// is when it holds only printable ASCII that needs no escape (trace ids,
+// names), by json.Marshal otherwise.
+func appendString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			b, _ := json.Marshal(s) // a string always marshals
+			return append(dst, b...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
+}
+
+// appendID appends a reply's id as the SDK writes it (without HTML
+// escaping): an int64 in decimal, a string quoted as appendString quotes it
+// when it needs no escape, anything else by encodeNoEscape.
+func appendID(dst []byte, id any) ([]byte, error) {
+	switch v := id.(type) {
+	case int64:
+		return strconv.AppendInt(dst, v, 10), nil
+	case string:
+		plain := true
+		for i := 0; i < len(v) && plain; i++ {
+			c := v[i]
+			plain = c >= 0x20 && c <= 0x7e && c != '"' && c != '\\'
+		}
+		if plain {
+			dst = append(dst, '"')
+			dst = append(dst, v...)
+			return append(dst, '"'), nil
+		}
+	}
+	b, err := encodeNoEscape(id)
+	if err != nil {
+		return nil, err
+	}
+	return append(dst, b...), nil
 }
 
 // plainText returns r's content when it is one text block without

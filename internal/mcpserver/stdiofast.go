@@ -226,7 +226,7 @@ func (c *drainingConn) serveFast(req *jsonrpc.Request) bool {
 		return false
 	}
 	s := c.fast.s
-	params, ok := s.decodeCall(req.Params, nil)
+	params, rawMeta, ok := s.decodeCall(req.Params, nil, nil)
 	if !ok {
 		if !ready {
 			c.watchRequest(req)
@@ -244,7 +244,7 @@ func (c *drainingConn) serveFast(req *jsonrpc.Request) bool {
 	if !modern && (!fastVersions[handshake] || handshake == modernVersion || !s.modernFast[params.Name]) {
 		return false
 	}
-	meta, ok := s.metaEligible(req.Params, params, modern)
+	meta, ok := s.metaEligible(rawMeta, params, modern)
 	if !ok {
 		return false
 	}
