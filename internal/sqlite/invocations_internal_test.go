@@ -33,7 +33,7 @@ func TestInvocationListsUseExecutorID(t *testing.T) {
 		{Executor: "alice", ServerKey: "mcp_x", Tool: "add", Outcome: duet.OutcomeOK},
 	} {
 		q, args := invocationsQuery(f)
-		plan := queryPlan(t, db.SQL(), q, args)
+		plan := queryPlan(t, db, q, args...)
 		if !strings.Contains(plan, "mcp_invocations_executor_id") || strings.Contains(plan, "TEMP B-TREE") {
 			t.Errorf("%+v: plan %q, want a search of mcp_invocations_executor_id without a sort", f, plan)
 		}
@@ -64,28 +64,6 @@ func TestInvocationListsUseExecutorID(t *testing.T) {
 	if indexExists(t, raw, "mcp_invocations_executor") {
 		t.Fatal("mcp_invocations_executor exists after up again")
 	}
-}
-
-func queryPlan(t *testing.T, db *sql.DB, q string, args []any) string {
-	t.Helper()
-	rows, err := db.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+q, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var lines []string
-	for rows.Next() {
-		var id, parent, notused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
-			t.Fatal(err)
-		}
-		lines = append(lines, detail)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return strings.Join(lines, "; ")
 }
 
 func indexExists(t *testing.T, db *sql.DB, name string) bool {
