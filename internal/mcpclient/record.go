@@ -2,6 +2,7 @@ package mcpclient
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -39,7 +40,16 @@ const (
 	// maxQueuedRecords makes add wait for the store (records are never
 	// dropped).
 	maxQueuedRecords = 4096
+	// maxPendingRecords bounds the records kept for the next attempt while
+	// the database is unavailable or too slow (as the audit writer does).
+	maxPendingRecords = 100_000
 )
+
+// transient reports whether a failed store may succeed when tried again: the
+// database away for a moment, or a write that did not finish in its time.
+func transient(err error) bool {
+	return duet.ErrorCode(err) == duet.CodeUnavailable || errors.Is(err, context.DeadlineExceeded)
+}
 
 func newRecorder(store duet.MCPClientStore, interval time.Duration, log *slog.Logger) *recorder {
 	if interval <= 0 {
@@ -93,22 +103,49 @@ func (r *recorder) loop() {
 	defer close(r.done)
 	t := time.NewTicker(r.interval)
 	defer t.Stop()
+	// pending holds the records of a store that failed for a transient
+	// reason; they go first at the next attempt. Each transaction writes at
+	// most recordBatch records, so one slow commit cannot hold thousands.
+	var pending []*duet.Invocation
+	waiting := false
 	store := func() {
-		batch := r.take()
-		if len(batch) == 0 {
-			return
+		batch := append(pending, r.take()...)
+		pending = nil
+		for len(batch) > 0 {
+			n := min(len(batch), recordBatch)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			err := r.store.AppendInvocations(ctx, batch[:n])
+			cancel()
+			if err != nil {
+				if transient(err) && len(batch) <= maxPendingRecords {
+					if !waiting {
+						r.log.Warn("MCP invocation records wait for the database", "records", len(batch), "err", err)
+					}
+					waiting = true
+					pending = batch
+					return
+				}
+				r.log.Error("storing MCP invocation records", "records", n, "err", err)
+			}
+			batch = batch[n:]
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := r.store.AppendInvocations(ctx, batch); err != nil {
-			r.log.Error("storing MCP invocation records", "records", len(batch), "err", err)
-		}
+		waiting = false
 	}
 	for {
 		select {
 		case <-r.stop:
-			store()
-			return
+			// A last few attempts for what the database refused a moment ago.
+			for attempt := 0; ; attempt++ {
+				store()
+				if len(pending) == 0 {
+					return
+				}
+				if attempt == 2 {
+					r.log.Error("MCP invocation records not stored at shutdown", "records", len(pending))
+					return
+				}
+				time.Sleep(min(r.interval, time.Second))
+			}
 		case <-r.wake:
 			store()
 		case <-t.C:
@@ -120,7 +157,8 @@ func (r *recorder) loop() {
 	}
 }
 
-// flush waits until every record queued so far is stored.
+// flush waits until every record queued so far is stored, or kept for
+// the next attempt when the database is unavailable.
 func (r *recorder) flush() {
 	ack := make(chan struct{})
 	select {
