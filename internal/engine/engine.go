@@ -177,11 +177,16 @@ func (e *Engine) Execute(ctx context.Context, run *duet.Run) error {
 	// Everything the run does acts for its executor, in its trace (what
 	// outbound requests propagate: docs/operations.md).
 	ctx = duet.NewContextWithCaller(ctx, duet.Caller{UserID: run.TriggeredBy, Source: duet.SourceEngine, TraceID: run.TraceID})
-	task, err := e.store.FindTaskByID(ctx, "", run.TaskID)
+	// The run's task and cases are read whatever becomes of ctx: a
+	// cancellation that arrives during these reads (just after the claim)
+	// is seen by the loop below, and the run ends cancelled with its
+	// post-run actions — not in error, nor left running.
+	rctx := context.WithoutCancel(ctx)
+	task, err := e.store.FindTaskByID(rctx, "", run.TaskID)
 	if err != nil {
-		return e.finishRun(ctx, run, duet.StatusError, duet.ErrorCode(err), "task not available: "+duet.ErrorMessage(err))
+		return e.finishRun(rctx, run, duet.StatusError, duet.ErrorCode(err), "task not available: "+duet.ErrorMessage(err))
 	}
-	execs, err := e.store.FindExecutions(ctx, run.ID)
+	execs, err := e.store.FindExecutions(rctx, run.ID)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -193,7 +194,7 @@ cases:
 	}
 	final := waitFinal(t, db, run.ID)
 	if final.Status != duet.StatusCancelled || len(final.PostRun) != 1 || final.PostRun[0].Tool != "post_message" || final.PostRun[0].Status != duet.StatusPassed {
-		t.Fatalf("a cancelled run: got %s %+v, want cancelled with the always action", final.Status, final.PostRun)
+		t.Fatalf("a cancelled run: got %s %+v, want cancelled with the always action (run %+v)", final.Status, final.PostRun, final)
 	}
 	if reg.called("alice", "file_ticket") != 0 || reg.called("alice", "post_message") != 1 {
 		t.Fatalf("calls: %+v", reg.calls)
@@ -203,5 +204,46 @@ cases:
 	reg.mu.Unlock()
 	if args["s"] != "cancelled" || fmt.Sprint(args["cancelled"]) != "1" {
 		t.Fatalf("summary of a cancelled run: got %v", args)
+	}
+}
+
+// TestCancelledBeforeItsFirstRead: a cancellation that arrives before the
+// run has read its task and cases (a cancel just after the claim) ends the
+// run cancelled with its "always" post-run actions — it ended in error
+// ("task not available: context canceled") or stayed running.
+func TestCancelledBeforeItsFirstRead(t *testing.T) {
+	t.Parallel()
+	db := openStore(t)
+	srv := api(t)
+	const key = "mcp_tickets_0badcafe"
+	register(t, db, "alice", key, map[string]bool{"post_message": true})
+	reg := &registry{db: db}
+	res := apply(t, db, "alice", `
+task:
+  name: early
+  baseURL: `+srv.URL+`
+  postRun:
+    - {on: always, serverKey: `+key+`, tool: post_message, input: {s: "${run.status}"}}
+cases:
+  - key: one
+    title: one
+    steps: [{http: /orders/A1}]
+`)
+	startRun(t, db, res.Task, "alice")
+	claimed, err := db.ClaimRun(t.Context(), "w1", time.Minute)
+	if err != nil || claimed == nil {
+		t.Fatalf("claim: %v %v", claimed, err)
+	}
+	ctx, cancel := context.WithCancelCause(t.Context())
+	cancel(engine.ErrCancelRequested)
+	if err := engine.New(db, engine.Options{Invoker: reg}).Execute(ctx, claimed); err != nil {
+		t.Fatalf("Execute: %v", err)
+	}
+	final, err := db.FindRunByID(t.Context(), "", claimed.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if final.Status != duet.StatusCancelled || len(final.PostRun) != 1 || final.PostRun[0].Status != duet.StatusPassed {
+		t.Fatalf("got %s %q %+v, want cancelled with the always action", final.Status, final.ErrorMessage, final.PostRun)
 	}
 }
