@@ -30,15 +30,19 @@ type stdioSession struct {
 	noID    []string          // replies without an id
 	arrived chan struct{}
 	done    chan error
+	out     *io.PipeWriter // the server's end of its output
+	read    chan struct{}  // closed when every output line is recorded
 }
 
 func startStdio(t *testing.T, srv *mcpserver.Server, o mcpserver.StdioOptions) *stdioSession {
 	t.Helper()
 	sr, cw := io.Pipe()
 	cr, sw := io.Pipe()
-	ss := &stdioSession{t: t, in: cw, byID: map[string]string{}, arrived: make(chan struct{}, 1), done: make(chan error, 1)}
+	ss := &stdioSession{t: t, in: cw, byID: map[string]string{}, arrived: make(chan struct{}, 1), done: make(chan error, 1),
+		out: sw, read: make(chan struct{})}
 	go func() { ss.done <- srv.ServeStdioWith(t.Context(), duet.Caller{UserID: "alice"}, sr, sw, o) }()
 	go func() {
+		defer close(ss.read)
 		sc := bufio.NewScanner(cr)
 		sc.Buffer(nil, 64<<20)
 		for sc.Scan() {
@@ -112,6 +116,9 @@ func (ss *stdioSession) close() {
 	case <-time.After(30 * time.Second):
 		ss.t.Fatal("ServeStdio did not return after the end of input")
 	}
+	// Every line the server wrote is recorded before the caller reads them.
+	ss.out.Close()
+	<-ss.read
 }
 
 // newTraceRe matches the trace ids the server makes up; the traceparent's
