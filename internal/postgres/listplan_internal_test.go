@@ -28,26 +28,7 @@ func TestTaskListReadsOwnTasksFromTheOwnerIndex(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	plan := func(q string, a ...any) string {
-		t.Helper()
-		rows, err := db.pool.Query(c, `EXPLAIN (COSTS OFF) `+q, a...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		var lines []string
-		for rows.Next() {
-			var l string
-			if err := rows.Scan(&l); err != nil {
-				t.Fatal(err)
-			}
-			lines = append(lines, l)
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		return strings.Join(lines, "\n")
-	}
+	plan := func(q string, a ...any) string { return explain(t, db, q, a...) }
 	count, page := taskListQueries(`TRUE`, false, `$2`, `$3`)
 	// The planner picks index, index-only or bitmap scans by the
 	// statistics; what the test pins is the shape: the count reads no task
@@ -84,10 +65,23 @@ func TestAssetListReadsOwnAssetsFromTheOwnerIndex(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rows, err := db.pool.Query(c, `EXPLAIN (COSTS OFF) `+assetListQuery(`TRUE`, `$2`), "user1", 200)
+	p := explain(t, db, assetListQuery(`TRUE`, `$2`), "user1", 200)
+	// The own branch is the first under the Merge Append, up to the
+	// others' ids (asset_shares).
+	own, _, _ := strings.Cut(p, "asset_shares")
+	if !strings.Contains(p, "Merge Append") || !strings.Contains(own, "Index Cond: (owner = 'user1'::text)") || strings.Contains(own, "assets_pkey") {
+		t.Errorf("the Asset Center does not merge the viewer's own assets, read by their owner index, with the others':\n%s", p)
+	}
+}
+
+// explain returns PostgreSQL's plan of q (EXPLAIN, costs off), a line per node.
+func explain(t *testing.T, db *DB, q string, args ...any) string {
+	t.Helper()
+	rows, err := db.pool.Query(t.Context(), `EXPLAIN (COSTS OFF) `+q, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer rows.Close()
 	var lines []string
 	for rows.Next() {
 		var l string
@@ -99,11 +93,5 @@ func TestAssetListReadsOwnAssetsFromTheOwnerIndex(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	p := strings.Join(lines, "\n")
-	// The own branch is the first under the Merge Append, up to the
-	// others' ids (asset_shares).
-	own, _, _ := strings.Cut(p, "asset_shares")
-	if !strings.Contains(p, "Merge Append") || !strings.Contains(own, "Index Cond: (owner = 'user1'::text)") || strings.Contains(own, "assets_pkey") {
-		t.Errorf("the Asset Center does not merge the viewer's own assets, read by their owner index, with the others':\n%s", p)
-	}
+	return strings.Join(lines, "\n")
 }
