@@ -131,7 +131,16 @@ func (r *ToolRegistry) Call(ctx context.Context, name, args string, limit int) s
 		return errorText(duet.Errorf(duet.CodePermissionDenied, "%s", reason))
 	}
 	if !ok {
-		return errorText(duet.Errorf(duet.CodeNotFound, "there is no tool %q; the tools are: %s", name, strings.Join(r.Names(), ", ")))
+		names := r.Names()
+		list := strings.Join(names, ", ")
+		if len(names) > maxNamesListed {
+			list = strings.Join(names[:maxNamesListed], ", ") + fmt.Sprintf(", … (%d more", len(names)-maxNamesListed)
+			if r.Has(ToolFindTools) {
+				list += "; find_tools searches them"
+			}
+			list += ")"
+		}
+		return errorText(duet.Errorf(duet.CodeNotFound, "there is no tool %q; the tools are: %s", name, list))
 	}
 	raw := json.RawMessage(strings.TrimSpace(args))
 	if len(raw) == 0 {
@@ -147,6 +156,9 @@ func (r *ToolRegistry) Call(ctx context.Context, name, args string, limit int) s
 	}
 	return truncate(out, limit)
 }
+
+// maxNamesListed bounds the tool names an unknown tool's error lists.
+const maxNamesListed = 40
 
 // errorText is an error as the model reads it: code and caller-safe
 // message, never internal details.
