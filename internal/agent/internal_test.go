@@ -141,7 +141,7 @@ func TestResultView(t *testing.T) {
 	// that is not JSON; the rest of the data stays. JSON text is screened
 	// value by value and its secret-looking values masked too.
 	r = &duet.ToolResult{
-		Content: json.RawMessage(`[{"type":"text","text":"{\"sku\":\"B-17\",\"note\":\"EVIL\",\"password\":\"hunter2\"}"}]`),
+		Content:           json.RawMessage(`[{"type":"text","text":"{\"sku\":\"B-17\",\"note\":\"EVIL\",\"password\":\"hunter2\"}"}]`),
 		StructuredContent: json.RawMessage(`{"sku":"B-17","note":"EVIL","EVIL key":1,"lines":[{"n":"ok"},{"n":"EVIL"}]}`),
 	}
 	var paths []string
