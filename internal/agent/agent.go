@@ -248,7 +248,7 @@ type session struct {
 
 	brief    *brief
 	compile  compiler.Options
-	keys     map[string]duet.CaseStatus // keys of the task's cases
+	keys     map[string]*duet.Case // the task's cases by key
 	failures int                        // drafts that did not compile
 	accepted *duet.Case
 	refused  []Refusal // tool calls refused by the policy
@@ -306,9 +306,9 @@ func (s *session) run(ctx context.Context) (*duet.Case, error) {
 		o.Progress(fmt.Sprintf("warning: %s/%s: %s (%s); its text is withheld from the model", f.Source, f.Tool, f.Message, f.Rule))
 	}
 	s.gen.Assets = b.assetRefs()
-	s.keys = map[string]duet.CaseStatus{}
+	s.keys = map[string]*duet.Case{}
 	for _, c := range b.Cases {
-		s.keys[c.Key] = c.Status
+		s.keys[c.Key] = c
 	}
 	if a.deps.CompilerOptions != nil {
 		s.compile = a.deps.CompilerOptions(ctx, s.req.User)
@@ -541,8 +541,12 @@ func submittedSource(raw json.RawMessage) string {
 func (s *session) check(ctx context.Context, src string) string {
 	c, err := compiler.CompileCase(ctx, []byte(src), s.req.Task, s.compile)
 	if err == nil {
-		if st, used := s.keys[c.Key]; used && st != duet.CaseDraft {
-			err = duet.Errorf(duet.CodeInvalidArgument, "key %q is already used by the %s case %q of this task; choose another key", c.Key, st, c.Key)
+		switch old, used := s.keys[c.Key]; {
+		case used && old.Status != duet.CaseDraft:
+			err = duet.Errorf(duet.CodeInvalidArgument, "key %q is already used by the %s case %q of this task; choose another key", c.Key, old.Status, c.Key)
+		case used && old.CreatedBy != s.req.User:
+			// Another author's draft is their proposal: never replaced.
+			err = duet.Errorf(duet.CodeInvalidArgument, "key %q is already used by a draft of %s in this task; choose another key", c.Key, old.CreatedBy)
 		}
 	}
 	if err != nil {
@@ -571,7 +575,9 @@ func (s *session) reject() {
 	}
 }
 
-// save stores the accepted case as a draft of the task.
+// save stores the accepted case as a draft of the task, written by the
+// user: in a task shared with them, a proposal that only the owner makes a
+// case of the suite.
 func (s *session) save(ctx context.Context) (*duet.Case, error) {
 	c := s.accepted
 	c.TaskID, c.CreatedBy = s.req.Task.ID, s.req.User

@@ -354,7 +354,11 @@ func (b *brief) userPrompt(inline bool) string {
 	} else {
 		s.WriteString("\nExisting cases (do not reuse their keys):\n")
 		for _, c := range b.Cases {
-			fmt.Fprintf(&s, "- %s: %s (%s)\n", c.Key, c.Title, c.Status)
+			status := string(c.Status)
+			if c.Status == duet.CaseDraft {
+				status += " by " + c.CreatedBy
+			}
+			fmt.Fprintf(&s, "- %s: %s (%s)\n", c.Key, c.Title, status)
 		}
 		if inline {
 			size := 0
