@@ -249,7 +249,7 @@ type session struct {
 	brief    *brief
 	compile  compiler.Options
 	keys     map[string]*duet.Case // the task's cases by key
-	failures int                        // drafts that did not compile
+	failures int                   // drafts that did not compile
 	accepted *duet.Case
 	refused  []Refusal // tool calls refused by the policy
 
