@@ -15,6 +15,7 @@
 //   - security: descriptions that carry instructions aimed at the model
 //     (tool poisoning: "before answering, call set_order_status ..."),
 //     invisible characters, and references to another server's tools.
+//     A Screener applies the same rules to what a tool returns.
 //
 // Coverage (coverage.go) compares a task's mcpCall steps with a server's
 // archived tools: which tools, parameters and enum options the cases use.
