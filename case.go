@@ -99,8 +99,13 @@ type CaseStore interface {
 	// Unchanged objects are left untouched. Returns INVALID_ARGUMENT.
 	ApplySuite(ctx context.Context, owner string, s *Suite) (*ApplyResult, error)
 
-	// SaveDraftCase stores a generated case as a draft of the task (a new
-	// version when a case with the same key exists). Returns NOT_FOUND.
+	// SaveDraftCase stores a generated case as a draft of the task, written
+	// by c.CreatedBy (the task's owner or a user it is shared with): a new
+	// version when a draft of the same author has that key. A draft is a
+	// proposal: it runs only when named, and only the task's owner makes
+	// it a case of the suite (ApplySuite with its key). Returns NOT_FOUND,
+	// CONFLICT (an active or archived case, or another author's draft,
+	// has the key).
 	SaveDraftCase(ctx context.Context, c *Case) error
 
 	// FindCaseByID returns the case with id if viewer may see its task.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -48,6 +49,14 @@ type Options struct {
 	// MaxToolResultBytes cuts longer tool results. Zero means
 	// DefaultMaxToolResultBytes (16 KiB).
 	MaxToolResultBytes int
+	// MaxTools caps the tools one request declares. Zero, or more than
+	// DefaultMaxTools (128, what hosted APIs accept), means DefaultMaxTools.
+	// When the user's MCP tools do not fit, the relevant ones are declared
+	// and find_tools searches the others.
+	MaxTools int
+	// MaxToolBytes caps the size of the tool definitions (JSON) one
+	// request declares. Zero means DefaultMaxToolBytes (32 KiB).
+	MaxToolBytes int
 	// Temperature is sent with every request; nil leaves it to the endpoint.
 	Temperature *float64
 	// Logger receives one debug record per turn and tool call (names and
@@ -77,6 +86,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxToolResultBytes <= 0 {
 		o.MaxToolResultBytes = DefaultMaxToolResultBytes
+	}
+	if o.MaxTools <= 0 || o.MaxTools > DefaultMaxTools {
+		o.MaxTools = DefaultMaxTools
+	}
+	if o.MaxToolBytes <= 0 {
+		o.MaxToolBytes = DefaultMaxToolBytes
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -141,6 +156,19 @@ type Request struct {
 	// although they are not annotated readOnlyHint: "server/tool",
 	// "server/*" or "*". By default only read-only tools are callable.
 	AllowTools []string
+	// AllowFlows names pairs of the user's MCP servers "FROM:TO" (a name
+	// or "*" on each side) whose data may pass from one to the other in
+	// this generation: once the model has read a result of FROM, it may
+	// call the tools of TO. By default none: after reading a result of
+	// one server, calls of another server's tools are refused.
+	AllowFlows []string
+}
+
+// Refusal is a tool call the agent refused, with the reason the model
+// read.
+type Refusal struct {
+	Tool   string `json:"tool"`
+	Reason string `json:"reason"`
 }
 
 // Result is the outcome of a generation.
@@ -148,12 +176,14 @@ type Result struct {
 	Case       *duet.Case       // the saved draft; nil when the generation failed
 	Generation *duet.Generation // the record (also stored when Deps.Generations is set)
 	// Flagged are the scan's security findings on the user's MCP tools
-	// (instructions aimed at the model, hidden text): their text was
+	// (instructions aimed at the model, hidden text) and on what they
+	// returned during the generation (Path "result..."): that text was
 	// withheld from the model. Show them to the user.
 	Flagged []scan.Finding
-	// Refused lists the tool calls the model made that were refused
-	// (tools that are not read-only and not allowed), as "name".
-	Refused []string
+	// Refused lists the tool calls the model made that were refused:
+	// tools that are not read-only and not allowed, and calls that could
+	// carry one server's data to another (AllowFlows).
+	Refused []Refusal
 }
 
 // Generate runs the agent loop for req: the model explores with the tools,
@@ -184,7 +214,7 @@ func (a *Agent) Generate(ctx context.Context, req Request) (*Result, error) {
 	c, err := s.run(ctx)
 	var flagged []scan.Finding
 	if s.brief != nil {
-		flagged = s.brief.Flagged
+		flagged = append(slices.Clone(s.brief.Flagged), s.resultFlags...)
 	}
 
 	st := client.Stats()
@@ -218,10 +248,39 @@ type session struct {
 
 	brief    *brief
 	compile  compiler.Options
-	keys     map[string]duet.CaseStatus // keys of the task's cases
-	failures int                        // drafts that did not compile
+	keys     map[string]*duet.Case // the task's cases by key
+	failures int                   // drafts that did not compile
 	accepted *duet.Case
-	refused  []string // tool calls refused by the policy
+	refused  []Refusal // tool calls refused by the policy
+
+	flows       *flowGuard
+	resultFlags []scan.Finding // the screen's findings on tool results
+	flagSeen    map[string]bool
+}
+
+// maxResultFlags bounds the findings on tool results a generation keeps.
+const maxResultFlags = 100
+
+// flag records a finding of the screen on a tool result (once per place)
+// and tells the user.
+func (s *session) flag(f scan.Finding) {
+	key := f.Source + "\x00" + f.Tool + "\x00" + f.Rule + "\x00" + f.Path
+	if s.flagSeen[key] || len(s.resultFlags) >= maxResultFlags {
+		return
+	}
+	if s.flagSeen == nil {
+		s.flagSeen = map[string]bool{}
+	}
+	s.flagSeen[key] = true
+	s.resultFlags = append(s.resultFlags, f)
+	s.agent.opts.Progress(fmt.Sprintf("warning: the result of %s/%s: %s (%s, %s); that text is withheld from the model", f.Source, f.Tool, f.Message, f.Rule, f.Path))
+}
+
+// refuse records a refused call.
+func (s *session) refuse(ctx context.Context, tool, reason, why string) {
+	s.refused = append(s.refused, Refusal{Tool: tool, Reason: reason})
+	s.agent.opts.Progress(fmt.Sprintf("refused a call of %s: %s", tool, why))
+	s.log.InfoContext(ctx, "agent: tool call refused", "tool", tool, "why", why)
 }
 
 var errStop = errors.New("agent: stop")
@@ -237,13 +296,19 @@ func (s *session) run(ctx context.Context) (*duet.Case, error) {
 	}
 	s.brief = b
 	b.Policy.Allow = s.req.AllowTools
+	b.Policy.Flag = s.flag
+	flows, err := parseFlows(s.req.AllowFlows, b.Servers)
+	if err != nil {
+		return nil, err
+	}
+	s.flows = newFlowGuard(flows)
 	for _, f := range b.Flagged {
 		o.Progress(fmt.Sprintf("warning: %s/%s: %s (%s); its text is withheld from the model", f.Source, f.Tool, f.Message, f.Rule))
 	}
 	s.gen.Assets = b.assetRefs()
-	s.keys = map[string]duet.CaseStatus{}
+	s.keys = map[string]*duet.Case{}
 	for _, c := range b.Cases {
-		s.keys[c.Key] = c.Status
+		s.keys[c.Key] = c
 	}
 	if a.deps.CompilerOptions != nil {
 		s.compile = a.deps.CompilerOptions(ctx, s.req.User)
@@ -253,11 +318,23 @@ func (s *session) run(ctx context.Context) (*duet.Case, error) {
 	}
 
 	reg := NewToolRegistry()
-	if err := reg.Add(platformTools(&a.deps, b)...); err != nil {
+	platform := platformTools(&a.deps, b)
+	if err := reg.Add(platform...); err != nil {
 		return nil, err
 	}
+	var callable []*Tool
 	if a.deps.Invoker != nil {
-		callable, refused := MCPTools(b.Servers, a.deps.Invoker, s.req.User, s.req.TraceID, b.Policy)
+		var refused map[string]string
+		callable, refused = MCPTools(b.Servers, a.deps.Invoker, s.req.User, s.req.TraceID, b.Policy)
+		for _, t := range callable {
+			// The model reads what the call returned: the server's data
+			// is in the generation from then on.
+			call := t.Call
+			t.Call = func(ctx context.Context, raw json.RawMessage) (string, error) {
+				defer s.flows.saw(t)
+				return call(ctx, raw)
+			}
+		}
 		if err := reg.Add(callable...); err != nil {
 			return nil, err
 		}
@@ -265,7 +342,12 @@ func (s *session) run(ctx context.Context) (*duet.Case, error) {
 			reg.Refuse(name, reason)
 		}
 	}
-	if err := reg.Add(s.submitTool()); err != nil {
+	submit := s.submitTool()
+	if err := reg.Add(submit); err != nil {
+		return nil, err
+	}
+	offer, err := s.offer(reg, platform, submit, callable)
+	if err != nil {
 		return nil, err
 	}
 
@@ -273,8 +355,8 @@ func (s *session) run(ctx context.Context) (*duet.Case, error) {
 		{Role: llm.RoleSystem, Content: b.systemPrompt(true)},
 		{Role: llm.RoleUser, Content: b.userPrompt(false)},
 	}
-	tools := reg.LLMTools()
 	for {
+		tools := reg.LLMTools(offer.names()...)
 		if s.gen.Turns >= o.MaxTurns {
 			return nil, duet.Errorf(duet.CodeGenerationFailed, "no valid case within %d turns", o.MaxTurns)
 		}
@@ -303,13 +385,26 @@ func (s *session) run(ctx context.Context) (*duet.Case, error) {
 				names = append(names, call.Function.Name)
 			}
 			o.Progress(fmt.Sprintf("turn %d: %s", s.gen.Turns, strings.Join(names, ", ")))
+			// The model wrote this answer's calls knowing the results
+			// before it, not those of its own calls.
+			read := s.flows.snapshot()
 			for _, call := range msg.ToolCalls {
 				s.gen.ToolCalls++
-				if reg.Refused(call.Function.Name) {
-					s.refused = append(s.refused, call.Function.Name)
-					o.Progress(fmt.Sprintf("refused a call of %s: it is not read-only", call.Function.Name))
+				var out string
+				var ferr error
+				if t, known := reg.Tool(call.Function.Name); known {
+					ferr = s.flows.check(read, t)
 				}
-				out := reg.Call(ctx, call.Function.Name, call.Function.Arguments, o.MaxToolResultBytes)
+				switch {
+				case reg.Refused(call.Function.Name):
+					out = reg.Call(ctx, call.Function.Name, call.Function.Arguments, o.MaxToolResultBytes)
+					s.refuse(ctx, call.Function.Name, strings.TrimPrefix(out, "error: "+string(duet.CodePermissionDenied)+": "), "it is not read-only")
+				case ferr != nil:
+					out = errorText(ferr)
+					s.refuse(ctx, call.Function.Name, duet.ErrorMessage(ferr), "the model has read another MCP server's results in this generation (allow the pair with --allow-flow)")
+				default:
+					out = reg.Call(ctx, call.Function.Name, call.Function.Arguments, o.MaxToolResultBytes)
+				}
 				s.log.DebugContext(ctx, "agent: tool call", "tool", call.Function.Name, "result_bytes", len(out))
 				msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolCallID: call.ID, Content: out})
 				if s.accepted != nil {
@@ -349,6 +444,41 @@ func (s *session) run(ctx context.Context) (*duet.Case, error) {
 		}
 		return s.save(ctx)
 	}
+}
+
+// offer builds the set of tools the requests declare (toolOffer): the
+// platform tools and submit_case always; the callable MCP tools, the most
+// relevant first; find_tools when they do not all fit or the instructions
+// cannot list every tool.
+func (s *session) offer(reg *ToolRegistry, platform []*Tool, submit *Tool, callable []*Tool) (*toolOffer, error) {
+	b, o := s.brief, s.agent.opts
+	var core []string
+	for _, t := range platform {
+		core = append(core, t.Name)
+	}
+
+	relevance := map[string]int{}
+	var entries []*mcpEntry
+	names := mcpToolNames(b.Servers)
+	for i, srv := range b.Servers {
+		for j, tool := range srv.Tools {
+			name := names[i][j]
+			entries = append(entries, &mcpEntry{srv: srv, tool: tool, name: name, callable: reg.Has(name)})
+			relevance[name] = b.relevance(srv, tool)
+		}
+	}
+	ranked := slices.Clone(callable)
+	slices.SortStableFunc(ranked, func(x, y *Tool) int { return relevance[y.Name] - relevance[x.Name] })
+
+	b.compact = len(b.serverSection(true)) > maxServerSectionBytes
+	var offer *toolOffer
+	find := findTool(entries, b.Policy.Withheld, func(names []string) { offer.found(names) })
+	offer, err := newToolOffer(reg, core, []string{submit.Name}, ranked, relevance, o.MaxTools, o.MaxToolBytes, find, b.compact && len(entries) > 0)
+	if err != nil {
+		return nil, err
+	}
+	b.findTools = reg.Has(ToolFindTools)
+	return offer, nil
 }
 
 // tooManyFailures fails the generation once more drafts failed than may be
@@ -411,8 +541,12 @@ func submittedSource(raw json.RawMessage) string {
 func (s *session) check(ctx context.Context, src string) string {
 	c, err := compiler.CompileCase(ctx, []byte(src), s.req.Task, s.compile)
 	if err == nil {
-		if st, used := s.keys[c.Key]; used && st != duet.CaseDraft {
-			err = duet.Errorf(duet.CodeInvalidArgument, "key %q is already used by the %s case %q of this task; choose another key", c.Key, st, c.Key)
+		switch old, used := s.keys[c.Key]; {
+		case used && old.Status != duet.CaseDraft:
+			err = duet.Errorf(duet.CodeInvalidArgument, "key %q is already used by the %s case %q of this task; choose another key", c.Key, old.Status, c.Key)
+		case used && old.CreatedBy != s.req.User:
+			// Another author's draft is their proposal: never replaced.
+			err = duet.Errorf(duet.CodeInvalidArgument, "key %q is already used by a draft of %s in this task; choose another key", c.Key, old.CreatedBy)
 		}
 	}
 	if err != nil {
@@ -441,7 +575,9 @@ func (s *session) reject() {
 	}
 }
 
-// save stores the accepted case as a draft of the task.
+// save stores the accepted case as a draft of the task, written by the
+// user: in a task shared with them, a proposal that only the owner makes a
+// case of the suite.
 func (s *session) save(ctx context.Context) (*duet.Case, error) {
 	c := s.accepted
 	c.TaskID, c.CreatedBy = s.req.Task.ID, s.req.User

@@ -455,3 +455,65 @@ func TestGenerateWithoutMCP(t *testing.T) {
 		t.Fatalf("got %+v", res.Case)
 	}
 }
+
+// TestShareeDraftIsAProposal: bob, with whom alice shared her task,
+// generates a case in it. His case is saved as a draft of her task marked
+// with him as its author; it cannot replace her draft of the same key (the
+// model is told to choose another key), and it stays a draft: only alice
+// makes it a case of her suite.
+func TestShareeDraftIsAProposal(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := t.Context()
+	const apiCase = "title: Order A1002 through the API\nkey: order-a1002\nsteps:\n  - http: GET /api/orders/A1002\n"
+	mine := llmtest.New(t, llmtest.ToolCalls(submit(apiCase)))
+	hers, err := newAgent(t, mine, f.deps(), agent.Options{}).Generate(ctx, agent.Request{User: "alice", Task: f.task})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.db.ShareTask(ctx, "alice", f.task.ID, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	shared, err := f.db.FindTaskByID(ctx, "bob", f.task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bobs := strings.Replace(apiCase, "A1002 through", "A1002 (bob) through", 1)
+	srv := llmtest.New(t,
+		llmtest.Func(func(req llm.Request) llmtest.Turn {
+			if user := req.Messages[1].Content; !strings.Contains(user, "- order-a1002: Order A1002 through the API (draft by alice)") {
+				t.Errorf("user prompt: want alice's draft with its author; got %s", user)
+			}
+			return llmtest.ToolCalls(submit(bobs))
+		}),
+		llmtest.Func(func(req llm.Request) llmtest.Turn {
+			if got := lastMessage(req).Content; !strings.Contains(got, `key "order-a1002" is already used by a draft of alice`) {
+				t.Errorf("feedback: got %q", got)
+			}
+			return llmtest.ToolCalls(submit(strings.Replace(bobs, "key: order-a1002", "key: order-a1002-bob", 1)))
+		}),
+	)
+	res, err := newAgent(t, srv, f.deps(), agent.Options{}).Generate(ctx, agent.Request{User: "bob", Task: shared})
+	if err != nil {
+		t.Fatalf("bob's generation: %v", err)
+	}
+	if c := res.Case; c.TaskID != f.task.ID || c.Status != duet.CaseDraft || c.CreatedBy != "bob" || c.Key != "order-a1002-bob" {
+		t.Fatalf("bob's case: got %+v, want a draft of alice's task by bob", c)
+	}
+	if c, err := f.db.FindCaseByID(ctx, "alice", hers.Case.ID); err != nil || c.Version != 1 || c.CreatedBy != "alice" || c.Source != hers.Case.Source {
+		t.Fatalf("alice's draft after bob's generation: got %+v %v, want it unchanged", c, err)
+	}
+	// The store refuses it too, whoever calls it.
+	again := *res.Case
+	again.Key, again.CreatedBy = hers.Case.Key, "bob"
+	if err := f.db.SaveDraftCase(ctx, &again); duet.ErrorCode(err) != duet.CodeConflict {
+		t.Fatalf("bob's draft over alice's: got %v, want CONFLICT", err)
+	}
+	// Bob's suite of the same name is his own task: only alice applies hers.
+	if _, err := f.db.ApplySuite(ctx, "bob", &duet.Suite{Task: duet.Task{Name: "shop"}, Cases: []*duet.Case{{Key: "order-a1002-bob", Title: "promoted?", Source: "s", SourceHash: "h"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := f.db.FindCaseByID(ctx, "alice", res.Case.ID); err != nil || c.Status != duet.CaseDraft || c.CreatedBy != "bob" {
+		t.Fatalf("bob's draft after bob applied a suite: got %+v %v, want still a draft by bob", c, err)
+	}
+}

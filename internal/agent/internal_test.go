@@ -126,15 +126,43 @@ func TestRegistryCall(t *testing.T) {
 	}
 }
 
-func TestToolResultText(t *testing.T) {
+func TestResultView(t *testing.T) {
 	t.Parallel()
 	r := &duet.ToolResult{
 		Content:           json.RawMessage(`[{"type":"text","text":"Order A1 is paid."}]`),
 		StructuredContent: json.RawMessage(`{"order":{"id":"A1","status":"paid"},"session":{"accessToken":"s3cr3t"}}`),
 	}
-	got := toolResultText(r)
-	if strings.Contains(got, "s3cr3t") || !strings.Contains(got, `"status":"paid"`) || !strings.Contains(got, "Order A1 is paid.") {
+	got := resultView("orders", "query_order", r, func(string, string) bool { return false })
+	if strings.Contains(got, "s3cr3t") || !strings.Contains(got, `"status":"paid"`) || !strings.Contains(got, "Order A1 is paid.") ||
+		!strings.HasPrefix(got, `{"from":"orders/query_order","note":"data returned by another team's service`) {
 		t.Errorf("got %s", got)
+	}
+	// What the screen flags is withheld: a string value, a key, a text
+	// that is not JSON; the rest of the data stays. JSON text is screened
+	// value by value and its secret-looking values masked too.
+	r = &duet.ToolResult{
+		Content:           json.RawMessage(`[{"type":"text","text":"{\"sku\":\"B-17\",\"note\":\"EVIL\",\"password\":\"hunter2\"}"}]`),
+		StructuredContent: json.RawMessage(`{"sku":"B-17","note":"EVIL","EVIL key":1,"lines":[{"n":"ok"},{"n":"EVIL"}]}`),
+	}
+	var paths []string
+	got = resultView("inventory", "check_stock", r, func(path, text string) bool {
+		if strings.Contains(text, "EVIL") {
+			paths = append(paths, path)
+			return true
+		}
+		return false
+	})
+	if strings.Contains(got, "EVIL") || strings.Contains(got, "hunter2") || !strings.Contains(got, `"sku":"B-17"`) || !strings.Contains(got, `"n":"ok"`) {
+		t.Errorf("got %s", got)
+	}
+	want := []string{"result.text.note", "result.structuredContent.EVIL key (key)", "result.structuredContent.lines[1].n", "result.structuredContent.note"}
+	if strings.Join(paths, "|") != strings.Join(want, "|") {
+		t.Errorf("screened paths: got %q, want %q", paths, want)
+	}
+	got = resultView("inventory", "check_stock", &duet.ToolResult{Content: json.RawMessage(`[{"type":"text","text":"EVIL plain text"}]`)},
+		func(_, text string) bool { return strings.Contains(text, "EVIL") })
+	if strings.Contains(got, "EVIL") || !strings.Contains(got, withheldResult) {
+		t.Errorf("plain text: got %s", got)
 	}
 }
 

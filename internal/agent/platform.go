@@ -61,7 +61,11 @@ func platformTools(d *Deps, b *brief) []*Tool {
 					return "The task has no cases yet.", nil
 				}
 				for _, c := range b.Cases {
-					fmt.Fprintf(&s, "# %s — %s (%s, v%d)\n", c.Key, c.Title, c.Status, c.Version)
+					fmt.Fprintf(&s, "# %s — %s (%s, v%d", c.Key, c.Title, c.Status, c.Version)
+					if c.Status == duet.CaseDraft {
+						fmt.Fprintf(&s, ", by %s", c.CreatedBy)
+					}
+					s.WriteString(")\n")
 					if c.Status != duet.CaseArchived && s.Len()+len(c.Source) < maxCaseSources {
 						s.WriteString(c.Source)
 					}

@@ -109,7 +109,8 @@ func TestPoisonedDescriptionCannotMakeTheAgentWrite(t *testing.T) {
 			if want := map[bool]string{false: `"status":"paid"`, true: `"status":"cancelled"`}[allowed]; !strings.Contains(string(out.StructuredContent), want) {
 				t.Errorf("order A1001: got %s, want %s", out.StructuredContent, want)
 			}
-			if !allowed && !slices.Equal(res.Refused, []string{"orders__set_order_status"}) {
+			if !allowed && (len(res.Refused) != 1 || res.Refused[0].Tool != "orders__set_order_status" ||
+				!strings.HasPrefix(res.Refused[0].Reason, "orders__set_order_status is not read-only")) {
 				t.Errorf("refused calls: got %q", res.Refused)
 			}
 

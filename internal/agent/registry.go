@@ -19,6 +19,12 @@ type Tool struct {
 	Name        string          // ^[A-Za-z0-9_-]{1,64}$, unique in a registry
 	Description string          // what the model reads to decide when to call it
 	Parameters  json.RawMessage // JSON Schema of the arguments object; nil means none
+	// Server is the serverKey of an MCP tool's server ("" for Duet's own
+	// tools), ServerName its registered name: what such a tool returns
+	// is that server's data, and its arguments reach that server.
+	Server, ServerName string
+	// ServerTool is an MCP tool's name on its server.
+	ServerTool string
 
 	// Call runs the tool with the model's arguments (a JSON object, already
 	// checked to parse) and returns the text the model reads. An error is
@@ -67,6 +73,9 @@ func (r *ToolRegistry) Add(tools ...*Tool) error {
 // Has reports whether a tool of that name is registered.
 func (r *ToolRegistry) Has(name string) bool { _, ok := r.byName[name]; return ok }
 
+// Tool returns the tool registered under name.
+func (r *ToolRegistry) Tool(name string) (*Tool, bool) { t, ok := r.byName[name]; return t, ok }
+
 // Names returns the names of the tools, in order.
 func (r *ToolRegistry) Names() []string {
 	out := make([]string, len(r.tools))
@@ -76,17 +85,41 @@ func (r *ToolRegistry) Names() []string {
 	return out
 }
 
-// LLMTools returns the tools as the chat-completions request declares them.
-func (r *ToolRegistry) LLMTools() []llm.Tool {
-	out := make([]llm.Tool, len(r.tools))
-	for i, t := range r.tools {
-		params := t.Parameters
-		if len(params) == 0 {
-			params = json.RawMessage(`{"type":"object","properties":{}}`)
+// LLMTools returns the tools as the chat-completions request declares
+// them: those named, in that order, or every tool when names is nil.
+func (r *ToolRegistry) LLMTools(names ...string) []llm.Tool {
+	tools := r.tools
+	if names != nil {
+		tools = make([]*Tool, 0, len(names))
+		for _, n := range names {
+			if t, ok := r.byName[n]; ok {
+				tools = append(tools, t)
+			}
 		}
-		out[i] = llm.Tool{Function: llm.FunctionDef{Name: t.Name, Description: t.Description, Parameters: params}}
+	}
+	out := make([]llm.Tool, len(tools))
+	for i, t := range tools {
+		out[i] = t.llmTool()
 	}
 	return out
+}
+
+// llmTool is t as a request declares it.
+func (t *Tool) llmTool() llm.Tool {
+	params := t.Parameters
+	if len(params) == 0 {
+		params = json.RawMessage(`{"type":"object","properties":{}}`)
+	}
+	return llm.Tool{Function: llm.FunctionDef{Name: t.Name, Description: t.Description, Parameters: params}}
+}
+
+// definitionSize is the size in bytes of t's declaration in a request.
+func (t *Tool) definitionSize() int {
+	b, err := json.Marshal(t.llmTool())
+	if err != nil {
+		return 0
+	}
+	return len(b)
 }
 
 // Call runs the named tool with the model's arguments (JSON text as the
@@ -98,7 +131,16 @@ func (r *ToolRegistry) Call(ctx context.Context, name, args string, limit int) s
 		return errorText(duet.Errorf(duet.CodePermissionDenied, "%s", reason))
 	}
 	if !ok {
-		return errorText(duet.Errorf(duet.CodeNotFound, "there is no tool %q; the tools are: %s", name, strings.Join(r.Names(), ", ")))
+		names := r.Names()
+		list := strings.Join(names, ", ")
+		if len(names) > maxNamesListed {
+			list = strings.Join(names[:maxNamesListed], ", ") + fmt.Sprintf(", … (%d more", len(names)-maxNamesListed)
+			if r.Has(ToolFindTools) {
+				list += "; find_tools searches them"
+			}
+			list += ")"
+		}
+		return errorText(duet.Errorf(duet.CodeNotFound, "there is no tool %q; the tools are: %s", name, list))
 	}
 	raw := json.RawMessage(strings.TrimSpace(args))
 	if len(raw) == 0 {
@@ -114,6 +156,9 @@ func (r *ToolRegistry) Call(ctx context.Context, name, args string, limit int) s
 	}
 	return truncate(out, limit)
 }
+
+// maxNamesListed bounds the tool names an unknown tool's error lists.
+const maxNamesListed = 40
 
 // errorText is an error as the model reads it: code and caller-safe
 // message, never internal details.

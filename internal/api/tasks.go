@@ -59,7 +59,7 @@ func (s *Service) CaseSources(ctx context.Context, c duet.Caller, taskID, cursor
 				steps = []duet.Step{}
 			}
 			out.Cases = append(out.Cases, catalog.CaseView{CaseSummary: catalog.CaseSummary{ID: cs.ID, Key: cs.Key, Title: cs.Title, Version: cs.Version,
-				Status: string(cs.Status), StepCount: len(cs.Steps), UpdatedAt: cs.UpdatedAt.UTC().Format(time.RFC3339Nano)}, TaskID: cs.TaskID, Source: cs.Source, Steps: steps})
+				Status: string(cs.Status), StepCount: len(cs.Steps), UpdatedAt: cs.UpdatedAt.UTC().Format(time.RFC3339Nano), CreatedBy: cs.CreatedBy}, TaskID: cs.TaskID, Source: cs.Source, Steps: steps})
 		}
 		return out, nil
 	})

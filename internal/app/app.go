@@ -152,7 +152,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	a.Artifacts = NewArtifactStore(cfg)
 	a.initMCPClient(opts)
 	stepClient := guard.Client()
-	stepClient.Transport = a.Telemetry.Transport(stepClient.Transport) // http steps carry the run's traceparent
+	stepClient.Transport = a.Telemetry.Transport(stepClient.Transport, cfg.InTraceDomain) // http steps carry the run's traceparent into the trace domain
 	a.Engine = engine.New(db, engine.Options{
 		StepTimeout: cfg.StepTimeout, CaseTimeout: cfg.CaseTimeout, Parallel: cfg.Parallel,
 		Browser: a.browsers, Artifacts: a.Artifacts, HTTPClient: stepClient,

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,8 +32,10 @@ func (a *App) initMCPClient(opts Options) {
 		CallTimeout: a.Config.MCPCallTimeout,
 		Version:     Version,
 		Logger:      a.Logger,
-		// A span per request and the W3C traceparent header downstream.
-		WrapTransport: a.Telemetry.Transport,
+		// A span per request, and the W3C traceparent header to the
+		// servers inside the trace domain (DUET_TRACE_DOMAIN) only.
+		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return a.Telemetry.Transport(rt, a.Config.InTraceDomain) },
+		TraceDomain:   a.Config.InTraceDomain,
 	})
 	a.Agent.Invoker, a.Agent.Servers = a.Telemetry.Invoker(a.MCPClient), a.MCPClient
 }

@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -116,12 +117,22 @@ func TestMetricsScrape(t *testing.T) {
 // with a W3C traceparent makes the span tree transport → catalog → store in
 // the caller's trace, whose id is the audit record's traceId; a run makes
 // run → case → step spans in the trace of the call that started it, and its
-// http step carries that trace's traceparent downstream.
+// http step carries that trace's traceparent downstream — to a host inside
+// the trace domain (DUET_TRACE_DOMAIN) only.
 func TestTraceTree(t *testing.T) {
 	t.Parallel()
+	for _, domain := range []string{"127.0.0.1", "", "*.example.com"} {
+		t.Run("domain "+domain, func(t *testing.T) {
+			t.Parallel()
+			testTraceTree(t, domain)
+		})
+	}
+}
+
+func testTraceTree(t *testing.T, domain string) {
 	exp := tracetest.NewInMemoryExporter()
 	tel := telemetry.New(telemetry.Options{Exporter: exp, Sync: true})
-	a := openAppTelemetry(t, map[string]string{}, tel)
+	a := openAppTelemetry(t, map[string]string{"DUET_TRACE_DOMAIN": domain}, tel)
 	var mu sync.Mutex
 	var seen []string
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -219,6 +230,12 @@ func TestTraceTree(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	if domain != "127.0.0.1" {
+		if len(seen) != 1 || seen[0] != "" {
+			t.Errorf("the http step's request to a host outside the trace domain %q carried traceparent %q, want none", domain, seen)
+		}
+		return
+	}
 	if len(seen) != 1 || !strings.Contains(seen[0], traceID) {
 		t.Errorf("the http step's request carried traceparent %q, want trace %s", seen, traceID)
 	}
@@ -226,12 +243,38 @@ func TestTraceTree(t *testing.T) {
 
 // TestInvokeTrace: a call to a registered MCP server through invoke() is a
 // span of the caller's trace, its HTTP request a child span, and the
-// server receives the W3C traceparent of that request.
+// server receives the W3C traceparent of that request — when its host is
+// inside the trace domain (DUET_TRACE_DOMAIN); any other server receives
+// none, with traces on or off.
 func TestInvokeTrace(t *testing.T) {
 	t.Parallel()
+	for _, tc := range []struct {
+		domain  string
+		tracing bool
+		want    bool // the server receives a traceparent
+	}{
+		{"127.0.0.1", true, true},
+		{"*", true, true},
+		{"", true, false},
+		{"mcp.example.com,*.example.com", true, false},
+		{"", false, false},
+		{"127.0.0.1", false, true},
+	} {
+		t.Run(fmt.Sprintf("domain %q tracing %t", tc.domain, tc.tracing), func(t *testing.T) {
+			t.Parallel()
+			testInvokeTrace(t, tc.domain, tc.tracing, tc.want)
+		})
+	}
+}
+
+func testInvokeTrace(t *testing.T, domain string, tracing, want bool) {
 	exp := tracetest.NewInMemoryExporter()
-	tel := telemetry.New(telemetry.Options{Exporter: exp, Sync: true})
-	a := openAppTelemetry(t, map[string]string{"DUET_MCP_ALLOW_LOOPBACK": "true"}, tel)
+	opts := telemetry.Options{Sync: true}
+	if tracing {
+		opts.Exporter = exp
+	}
+	tel := telemetry.New(opts)
+	a := openAppTelemetry(t, map[string]string{"DUET_MCP_ALLOW_LOOPBACK": "true", "DUET_TRACE_DOMAIN": domain}, tel)
 	var mu sync.Mutex
 	var seen []string
 	mcpSrv := mcptest.Streamable(mcptest.NewServer("orders", nil), true, true)
@@ -260,6 +303,23 @@ func TestInvokeTrace(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("invoke: %v %+v", err, res)
 	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !want {
+		for _, tp := range seen {
+			if tp != "" {
+				t.Errorf("the MCP server outside the trace domain %q saw traceparent %q, want none", domain, tp)
+			}
+		}
+		return
+	}
+	if !tracing {
+		// Duet's own header: the call's trace id, a new span id.
+		if !slices.ContainsFunc(seen, func(tp string) bool { return strings.HasPrefix(tp, "00-"+traceID+"-") }) {
+			t.Errorf("the MCP server saw traceparent %q, want trace %s", seen, traceID)
+		}
+		return
+	}
 	spans := map[string]tracetest.SpanStub{}
 	for _, sp := range exp.GetSpans() {
 		if sp.SpanContext.TraceID().String() == traceID {
@@ -270,10 +330,8 @@ func TestInvokeTrace(t *testing.T) {
 	if !inv.SpanContext.IsValid() || inv.Parent.SpanID() != call.SpanContext.SpanID() || !req.SpanContext.IsValid() || req.Parent.SpanID() != inv.SpanContext.SpanID() {
 		t.Fatalf("spans: catalog %v, invoke %v (parent %v), request %v (parent %v)", call.SpanContext.SpanID(), inv.SpanContext.SpanID(), inv.Parent.SpanID(), req.SpanContext.SpanID(), req.Parent.SpanID())
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	want := "00-" + traceID + "-" + req.SpanContext.SpanID().String() + "-01"
-	if !slices.Contains(seen, want) {
-		t.Errorf("the MCP server saw traceparent %q, want %q", seen, want)
+	wantTP := "00-" + traceID + "-" + req.SpanContext.SpanID().String() + "-01"
+	if !slices.Contains(seen, wantTP) {
+		t.Errorf("the MCP server saw traceparent %q, want %q", seen, wantTP)
 	}
 }

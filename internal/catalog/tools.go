@@ -308,6 +308,9 @@ type CaseSummary struct {
 	Status    string `json:"status" jsonschema:"active or draft"`
 	StepCount int    `json:"stepCount"`
 	UpdatedAt string `json:"updatedAt"`
+	// CreatedBy marks whose proposal a draft is: a draft in a shared task
+	// may be a sharee's, which only the owner makes a case of the suite.
+	CreatedBy string `json:"createdBy" jsonschema:"who wrote this version: the task's owner, or a draft's author"`
 }
 
 // ListCasesOut is the result of list_test_cases.
@@ -327,6 +330,9 @@ func (o ListCasesOut) Text() string {
 		if c.Status != string(duet.CaseActive) {
 			b.WriteString(", " + c.Status)
 		}
+		if c.Status == string(duet.CaseDraft) {
+			b.WriteString(" by " + c.CreatedBy)
+		}
 		b.WriteString(")")
 	}
 	if o.NextCursor != "" {
@@ -336,7 +342,8 @@ func (o ListCasesOut) Text() string {
 }
 
 func caseSummary(c *duet.Case) CaseSummary {
-	return CaseSummary{ID: c.ID, Key: c.Key, Title: c.Title, Version: c.Version, Status: string(c.Status), StepCount: len(c.Steps), UpdatedAt: ts(c.UpdatedAt)}
+	return CaseSummary{ID: c.ID, Key: c.Key, Title: c.Title, Version: c.Version, Status: string(c.Status), StepCount: len(c.Steps), UpdatedAt: ts(c.UpdatedAt),
+		CreatedBy: c.CreatedBy}
 }
 
 func listCases(ctx context.Context, env *Env, in ListCasesIn) (ListCasesOut, error) {

@@ -10,11 +10,12 @@ import (
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/agent"
 	"github.com/duet-test/duet/internal/app"
+	"github.com/duet-test/duet/internal/escape"
 )
 
 func generateCmd(env Env) *cobra.Command {
 	var task, goal, prompt string
-	var skills, allowTools []string
+	var skills, allowTools, allowFlows []string
 	var opts agent.Options
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -23,7 +24,8 @@ func generateCmd(env Env) *cobra.Command {
 		Long: `generate asks the test agent to write one case for TASK (an id or a name), as --as.
 The agent reads the task, its cases and the page under test, may call the read-only
 MCP tools you registered (as you; --allow-tool lets it call more), follows your rules and the skills you name, and submits a
-declarative case. The compiler checks it; errors go back to the model (--max-repairs
+declarative case. What one server's tool returned never reaches another server's tools during a
+generation unless you allow that pair (--allow-flow FROM:TO). The compiler checks it; errors go back to the model (--max-repairs
 times at most). The valid case is saved as a draft of the task and printed as YAML;
 run it with: duet run TASK --case CASE_ID.
 
@@ -50,7 +52,8 @@ See docs/agent.md. "duet generate list" shows past generations and their cost.`,
 				return err
 			}
 			if !asJSON {
-				opts.Progress = func(line string) { fmt.Fprintln(env.Stderr, "  "+line) }
+				// Progress names servers and tools, and quotes what they wrote.
+				opts.Progress = func(line string) { fmt.Fprintln(env.Stderr, "  "+escape.Text(line)) }
 			}
 			ag, release, err := a.NewAgent(env.Getenv, opts)
 			if duet.ErrorCode(err) == duet.CodeLLMNotConfigured {
@@ -62,12 +65,12 @@ See docs/agent.md. "duet generate list" shows past generations and their cost.`,
 			defer release()
 			start := time.Now()
 			fmt.Fprintf(env.Stderr, "generating a case for task %s %q as %s...\n", t.ID, t.Name, user)
-			res, err := ag.Generate(ctx, agent.Request{User: user, Task: t, Goal: goal, Skills: skills, Prompt: prompt, AllowTools: allowTools})
+			res, err := ag.Generate(ctx, agent.Request{User: user, Task: t, Goal: goal, Skills: skills, Prompt: prompt, AllowTools: allowTools, AllowFlows: allowFlows})
 			audited(a, user, "generate", start, err)
 			if res != nil && !asJSON {
 				fmt.Fprintf(env.Stderr, "generation %s: %s\n", res.Generation.ID, agent.Summary(res.Generation))
-				for _, name := range res.Refused {
-					fmt.Fprintf(env.Stderr, "refused: the model tried to call %s, which is not read-only (allow it with --allow-tool)\n", name)
+				for _, r := range res.Refused {
+					fmt.Fprintf(env.Stderr, "refused: the model's call of %s: %s\n", escape.Text(r.Tool), escape.Text(r.Reason))
 				}
 			}
 			if err != nil {
@@ -91,6 +94,7 @@ See docs/agent.md. "duet generate list" shows past generations and their cost.`,
 	cmd.Flags().StringSliceVar(&skills, "skill", nil, "apply this skill (name or owner/name; repeatable)")
 	cmd.Flags().StringVar(&prompt, "prompt", "", "start from this prompt asset")
 	cmd.Flags().StringSliceVar(&allowTools, "allow-tool", nil, "let the model call this MCP tool although it is not read-only: SERVER/TOOL, SERVER/* or '*' (repeatable)")
+	cmd.Flags().StringArrayVar(&allowFlows, "allow-flow", nil, "let what the MCP server FROM returns reach the tools of server TO in this generation: FROM:TO, * for any server (repeatable; default: none)")
 	cmd.Flags().IntVar(&opts.MaxTurns, "max-turns", agent.DefaultMaxTurns, "most model answers")
 	cmd.Flags().IntVar(&opts.MaxTokens, "max-tokens", agent.DefaultMaxTokens, "most tokens (prompt + completion) in all")
 	cmd.Flags().DurationVar(&opts.Timeout, "timeout", agent.DefaultTimeout, "wall-clock limit")

@@ -52,7 +52,11 @@ func taskCmd(env Env) *cobra.Command {
 			}
 			fmt.Fprintf(env.Stdout, "%s %s\nowner %s; shared with %s\nbase URL %s\n%s\ncases:\n", t.ID, t.Name, t.Owner, orNone(strings.Join(t.SharedWith, ", ")), orNone(t.BaseURL), t.Description)
 			for _, c := range cases {
-				fmt.Fprintf(env.Stdout, "  %s  %s (key %s, v%d, %d steps, %s)\n", c.ID, c.Title, c.Key, c.Version, len(c.Steps), c.Status)
+				status := string(c.Status)
+				if c.Status == duet.CaseDraft {
+					status += " by " + c.CreatedBy // a sharee's draft is a proposal only the owner applies
+				}
+				fmt.Fprintf(env.Stdout, "  %s  %s (key %s, v%d, %d steps, %s)\n", c.ID, c.Title, c.Key, c.Version, len(c.Steps), status)
 			}
 			return printPostRun(cmd.Context(), env.Stdout, a, user, t) // postrun.go
 		}),

@@ -67,6 +67,11 @@ type Config struct {
 	MCPAllowLoopback bool
 	MCPCallTimeout   time.Duration
 
+	// TraceDomain lists the hosts (a name, *.suffix, or *) inside the
+	// operator's trace domain: only requests to them (registered MCP
+	// servers, http steps) carry a W3C traceparent. Empty: none do.
+	TraceDomain []string
+
 	RunLease time.Duration // how long a worker holds a run without renewing it
 
 	// The web console.
@@ -275,6 +280,22 @@ var options = []Option{
 					return fmt.Errorf("%q is not an IP address or a CIDR prefix (host names are not accepted: list their addresses)", e)
 				}
 				c.NetAllow = append(c.NetAllow, p)
+			}
+			return nil
+		}},
+	{Env: "DUET_TRACE_DOMAIN", Doc: "Comma-separated hosts inside your trace domain — a host name, *.example.com for its subdomains, or * for every host: only requests to them (registered MCP servers, http steps) carry the W3C traceparent header, so those services join Duet's traces. A trace id links every call of a run and of the pipeline that started it: other companies' servers do not get it. Default: none (docs/governance.md).",
+		set: func(c *Config, v string) error {
+			for _, h := range splitList(v) {
+				h = strings.ToLower(h)
+				if a, err := netip.ParseAddr(strings.Trim(h, "[]")); err == nil {
+					c.TraceDomain = append(c.TraceDomain, a.String())
+					continue
+				}
+				name := strings.TrimPrefix(h, "*.")
+				if h != "*" && (name == "" || strings.ContainsAny(name, "/:*@ ")) {
+					return fmt.Errorf("%q is not a host name (want a host such as mcp.example.com, *.example.com, or *)", h)
+				}
+				c.TraceDomain = append(c.TraceDomain, h)
 			}
 			return nil
 		}},
@@ -771,4 +792,23 @@ func Markdown() string {
 		fmt.Fprintf(&b, "| `%s` | `%s` | %s |\n", o.Env, d, strings.ReplaceAll(doc, "|", "\\|"))
 	}
 	return b.String()
+}
+
+// InTraceDomain reports whether requests to host (a URL's host, with or
+// without a port) may carry a traceparent: host is listed in TraceDomain,
+// or is a subdomain of a listed *.suffix, or the list holds *.
+func (c *Config) InTraceDomain(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+	for _, d := range c.TraceDomain {
+		switch {
+		case d == "*", d == host:
+			return true
+		case strings.HasPrefix(d, "*.") && strings.HasSuffix(host, d[1:]):
+			return true
+		}
+	}
+	return false
 }

@@ -287,3 +287,35 @@ func TestStopToolSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestTraceDomain: DUET_TRACE_DOMAIN lists hosts, *.suffix and *; by
+// default no host is in the trace domain.
+func TestTraceDomain(t *testing.T) {
+	t.Parallel()
+	c, err := Load(env(map[string]string{"HOME": "/h"}))
+	if err != nil || c.InTraceDomain("127.0.0.1:8080") || c.InTraceDomain("mcp.example.com") {
+		t.Fatalf("default: %v, want no host in the trace domain", err)
+	}
+	c, err = Load(env(map[string]string{"HOME": "/h", "DUET_TRACE_DOMAIN": "orders.internal, *.corp.example.com,[::1],10.0.0.7"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for host, want := range map[string]bool{
+		"orders.internal": true, "ORDERS.internal:443": true, "orders.internal.": true,
+		"a.corp.example.com": true, "b.a.corp.example.com:8443": true, "corp.example.com": false, "evilcorp.example.com": false,
+		"[::1]:9000": true, "10.0.0.7": true, "10.0.0.8": false, "orders.internal.evil.com": false, "": false,
+	} {
+		if got := c.InTraceDomain(host); got != want {
+			t.Errorf("InTraceDomain(%q): got %t, want %t", host, got, want)
+		}
+	}
+	c, _ = Load(env(map[string]string{"HOME": "/h", "DUET_TRACE_DOMAIN": "*"}))
+	if !c.InTraceDomain("anything.example:1") {
+		t.Errorf("*: want every host")
+	}
+	for _, bad := range []string{"https://orders.internal", "orders.internal:443", "**.x", "a/b"} {
+		if _, err := Load(env(map[string]string{"HOME": "/h", "DUET_TRACE_DOMAIN": bad})); err == nil || !strings.HasPrefix(err.Error(), "DUET_TRACE_DOMAIN:") {
+			t.Errorf("%q: got %v, want an error naming the variable", bad, err)
+		}
+	}
+}

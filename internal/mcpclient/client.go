@@ -70,6 +70,12 @@ type Options struct {
 	// WrapTransport, if set, decorates the transport of every request to a
 	// registered server (tracing: a span and the W3C traceparent header).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
+	// TraceDomain reports whether a server's host (of its URL: a name or
+	// an address, with its port if any) is inside the operator's trace
+	// domain: only requests to those carry a traceparent header with the
+	// call's trace id. nil means none do: a trace id links the calls of a
+	// run, and a third party's server has no use for it.
+	TraceDomain func(host string) bool
 	// Version is the version of Duet it reports to servers; "" means "dev".
 	Version string
 	// RecordInterval is how often queued invocation records are stored;

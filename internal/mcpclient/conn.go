@@ -282,7 +282,7 @@ func (c *Client) httpClient(reg *duet.MCPServer, headers map[string]string) *htt
 		base = c.opts.WrapTransport(base)
 	}
 	return &http.Client{
-		Transport: &roundTripper{base: base, headers: headers, origin: origin},
+		Transport: &roundTripper{base: base, headers: headers, origin: origin, traceDomain: c.opts.TraceDomain},
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		},
@@ -296,6 +296,8 @@ type roundTripper struct {
 	// dpop returns the key the access token is bound to (nil for a bearer
 	// token): requests then carry DPoP proofs (dpop.go).
 	dpop func() *dpopKey
+	// traceDomain says whether a host gets the traceparent (nil: none).
+	traceDomain func(host string) bool
 }
 
 // originOf is scheme://host:port with the default port made explicit.
@@ -327,7 +329,7 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	setParamHeaders(r)
-	if tid := traceFromContext(req.Context()); tid != "" && r.Header.Get("Traceparent") == "" {
+	if tid := traceFromContext(req.Context()); tid != "" && r.Header.Get("Traceparent") == "" && rt.traceDomain != nil && rt.traceDomain(req.URL.Host) {
 		r.Header.Set("Traceparent", "00-"+tid+"-"+spanID()+"-01")
 	}
 	var resp *http.Response

@@ -188,8 +188,9 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 }
 
 // SaveDraftCase stores c as a draft case of its task. A draft with the same
-// key is replaced by a new version; an active or archived case with that key
-// is a CONFLICT. Returns NOT_FOUND, CONFLICT, INVALID_ARGUMENT.
+// key by the same author is replaced by a new version; an active or archived
+// case with that key, or another author's draft, is a CONFLICT. Returns
+// NOT_FOUND, CONFLICT, INVALID_ARGUMENT.
 func (d *DB) SaveDraftCase(ctx context.Context, c *duet.Case) error {
 	if c.Key == "" || c.TaskID == "" {
 		return duet.Errorf(duet.CodeInvalidArgument, "a draft case needs a task and a key")
@@ -217,6 +218,10 @@ func (d *DB) SaveDraftCase(ctx context.Context, c *duet.Case) error {
 			return mapErr(err)
 		case old.Status != duet.CaseDraft:
 			return duet.Errorf(duet.CodeConflict, "case key %q is already used by a %s case", c.Key, old.Status)
+		case old.CreatedBy != c.CreatedBy:
+			// A draft is its author's proposal: another user's draft
+			// (the owner's, or another sharee's) never replaces it.
+			return duet.Errorf(duet.CodeConflict, "case key %q is already used by a draft of %s; choose another key", c.Key, old.CreatedBy)
 		default:
 			c.ID, c.Version, c.Status, c.CreatedAt, c.UpdatedAt = old.ID, old.Version+1, duet.CaseDraft, old.CreatedAt, now
 			_, err := tx.Exec(ctx, `UPDATE cases SET title = $1, source = $2, source_hash = $3, steps = $4, timeout_ms = $5, version = $6, created_by = $7, updated_at = $8 WHERE id = $9`,

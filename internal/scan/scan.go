@@ -15,6 +15,7 @@
 //   - security: descriptions that carry instructions aimed at the model
 //     (tool poisoning: "before answering, call set_order_status ..."),
 //     invisible characters, and references to another server's tools.
+//     A Screener applies the same rules to what a tool returns.
 //
 // Coverage (coverage.go) compares a task's mcpCall steps with a server's
 // archived tools: which tools, parameters and enum options the cases use.
@@ -187,10 +188,9 @@ func (r *Report) Flagged() []Finding {
 	return out
 }
 
-// Scan checks every tool of every source. Sources are scanned together so
-// that a description naming another source's tool is found.
-func Scan(sources []Source) *Report {
-	owners := map[string][]string{} // tool name -> sources that have it
+// ownersOf maps each tool name to the sources that have it.
+func ownersOf(sources []Source) map[string][]string {
+	owners := map[string][]string{}
 	for _, s := range sources {
 		for _, t := range s.Tools {
 			if !slices.Contains(owners[t.Name], s.Name) {
@@ -198,6 +198,13 @@ func Scan(sources []Source) *Report {
 			}
 		}
 	}
+	return owners
+}
+
+// Scan checks every tool of every source. Sources are scanned together so
+// that a description naming another source's tool is found.
+func Scan(sources []Source) *Report {
+	owners := ownersOf(sources)
 	rep := &Report{Sources: []*SourceReport{}}
 	for _, s := range sources {
 		sr := &SourceReport{Name: s.Name, ServerKey: s.ServerKey, Tools: len(s.Tools), Findings: []Finding{}}
@@ -587,6 +594,8 @@ var instructionPatterns = sync.OnceValue(func() []instructionPattern {
 			"orders the model to call or send something"},
 		{[]string{"always", "first", "immediately", "also", "then"}, regexp.MustCompile(`(?i)\b(always|first|immediately|also|then)\s+(call|invoke|run|execute|trigger)\s+(the\s+)?[A-Za-z0-9]+(_[A-Za-z0-9]+)+`),
 			"orders the model to call another tool"},
+		{[]string{"output", "result", "response", "data", "content"}, regexp.MustCompile(`(?i)\b(pass|send|forward|give|hand|copy|post|upload|include|append|attach|submit)\b[^.\n]{0,40}\b(outputs?|results?|responses?|data|contents?)\b[^.\n]{0,30}\b(to|into)\s+(the\s+)?(tool\s+|function\s+)?[A-Za-z][A-Za-z0-9]*_[A-Za-z0-9_]+`),
+			"tells the model to hand data to a tool"},
 		{[]string{"<"}, regexp.MustCompile(`(?i)<\s*/?\s*(important|system|instructions?|admin|secret|hidden|override)\s*>`),
 			"carries a pseudo-tag aimed at the model"},
 		{[]string{"system prompt", "developer message", "jailbreak", "you are now", "act as"}, regexp.MustCompile(`(?i)\b(system prompt|developer message|jailbreak|you are now|act as (an? )?(admin|administrator|root|developer))\b`),
@@ -604,7 +613,7 @@ type instructionPattern struct {
 
 var (
 	htmlComment = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)<!--.*?-->`) })
-	identRe     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+`) })
+	identRe     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[A-Za-z][A-Za-z0-9]*(?:__?[A-Za-z0-9]+)+`) })
 )
 
 // text checks a piece of text from the tool's author that reaches a model.
@@ -629,14 +638,58 @@ func (s *scanner) text(path, text string) {
 		}
 	}
 	for _, id := range identRe().FindAllString(text, -1) {
-		owners := s.owners[id]
-		if len(owners) == 0 || slices.Contains(owners, s.source) || id == s.tool.Name {
+		name, owners := s.toolRef(id)
+		if owners == nil {
 			continue
 		}
 		s.add(RuleCrossServerReference, path, Excerpt(id), "the text names %q, a tool of %s: a tool's text should describe that tool only",
-			id, strings.Join(owners, ", "))
+			name, strings.Join(owners, ", "))
 		break
 	}
+}
+
+// toolRef returns the tool an identifier of the text names and the other
+// sources that have it, or nil owners when it names no other source's
+// tool. "server__tool" (how agents name the tools of several servers)
+// names tool.
+func (s *scanner) toolRef(id string) (string, []string) {
+	names := []string{id}
+	if i := strings.LastIndex(id, "__"); i > 0 && i+2 < len(id) {
+		names = append(names, id[i+2:])
+	}
+	for _, name := range names {
+		owners := s.owners[name]
+		if len(owners) == 0 || slices.Contains(owners, s.source) || name == s.tool.Name {
+			continue
+		}
+		return name, owners
+	}
+	return "", nil
+}
+
+// Screener checks text from another party that reaches a model beyond a
+// tool's description — what a tool returned — with the security rules of
+// a scan: hidden text, instructions aimed at the model and names of
+// another source's tools. A tool result is data for the model; text in it
+// that gives orders is screened like a poisoned description. A Screener is
+// safe for concurrent use.
+type Screener struct {
+	owners map[string][]string
+}
+
+// NewScreener returns a screener that knows the tools of sources (for the
+// rule on another source's tool names).
+func NewScreener(sources []Source) *Screener {
+	return &Screener{owners: ownersOf(sources)}
+}
+
+// Screen returns the security findings on text that tool of source
+// returned; path says where in the result it was (e.g. "result.text").
+// Nil means the text may reach a model.
+func (sc *Screener) Screen(source, tool, path, text string) []Finding {
+	s := &scanner{source: source, tool: &Tool{Name: tool}, owners: sc.owners}
+	s.text(path, text)
+	return s.findings
 }
 
 // hiddenRune returns the first character of text that a person does not see

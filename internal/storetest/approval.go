@@ -112,8 +112,10 @@ func testApprovalVisibility(t *testing.T, s ApprovalStore) {
 }
 
 // testCaseWriter: CreatedBy names who wrote the current version: the owner
-// who applied it, even over a draft someone else generated; the generator of
-// the latest draft version.
+// who applied it, even over a draft someone else generated; the author of
+// a draft, whose later drafts of the key make new versions. A sharee's draft
+// is a proposal in the owner's task: no other user's draft (another
+// sharee's, the owner's) replaces it, nor does it replace theirs.
 func testCaseWriter(t *testing.T, s ApprovalStore) {
 	su := suite("shop", "a")
 	su.Task.SharedWith = []string{"bob", "carol"}
@@ -122,12 +124,26 @@ func testCaseWriter(t *testing.T, s ApprovalStore) {
 	if err := s.SaveDraftCase(ctx(t), d); err != nil {
 		t.Fatal(err)
 	}
-	d2 := &duet.Case{TaskID: res.Task.ID, Key: "gen", Title: "g", Source: "s2", SourceHash: "g2", CreatedBy: "carol", Steps: []duet.Step{step(0, "true")}}
+	for _, other := range []string{"carol", "alice"} {
+		o := &duet.Case{TaskID: res.Task.ID, Key: "gen", Title: "g", Source: "by " + other, SourceHash: "o", CreatedBy: other, Steps: []duet.Step{step(0, "true")}}
+		wantCode(t, s.SaveDraftCase(ctx(t), o), duet.CodeConflict)
+	}
+	d2 := &duet.Case{TaskID: res.Task.ID, Key: "gen", Title: "g", Source: "s2", SourceHash: "g2", CreatedBy: "bob", Steps: []duet.Step{step(0, "true")}}
 	if err := s.SaveDraftCase(ctx(t), d2); err != nil {
 		t.Fatal(err)
 	}
-	if c, err := s.FindCaseByID(ctx(t), "bob", d.ID); err != nil || c.Version != 2 || c.CreatedBy != "carol" {
-		t.Fatalf("draft v2: got %+v %v, want written by carol", c, err)
+	if c, err := s.FindCaseByID(ctx(t), "alice", d.ID); err != nil || c.Version != 2 || c.CreatedBy != "bob" || c.Source != "s2" || c.Status != duet.CaseDraft {
+		t.Fatalf("draft v2: got %+v %v, want bob's second draft", c, err)
+	}
+	// alice's own draft is hers alone too.
+	mine := &duet.Case{TaskID: res.Task.ID, Key: "mine", Title: "m", Source: "m1", SourceHash: "m1", CreatedBy: "alice", Steps: []duet.Step{step(0, "true")}}
+	if err := s.SaveDraftCase(ctx(t), mine); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, s.SaveDraftCase(ctx(t), &duet.Case{TaskID: res.Task.ID, Key: "mine", Title: "m", Source: "bob's", SourceHash: "b", CreatedBy: "bob",
+		Steps: []duet.Step{step(0, "true")}}), duet.CodeConflict)
+	if c, err := s.FindCaseByID(ctx(t), "alice", mine.ID); err != nil || c.Version != 1 || c.CreatedBy != "alice" || c.Source != "m1" {
+		t.Fatalf("alice's draft after bob's attempt: got %+v %v", c, err)
 	}
 	// alice's suite takes the key over: her version, her writing.
 	su.Cases = append(su.Cases, &duet.Case{Key: "gen", Title: "g", Source: "alice's", SourceHash: "a1", Steps: []duet.Step{step(0, "true")}})

@@ -82,20 +82,27 @@ func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 // Transport decorates an outbound HTTP transport (registered MCP servers,
 // http steps): one client span per request, child of the caller's span —
 // or of the run's, for requests a running case makes — and the W3C
-// traceparent header sent downstream. Credentials are never attributes.
-func (t *Telemetry) Transport(base http.RoundTripper) http.RoundTripper {
+// traceparent header sent downstream to the hosts inDomain accepts (the
+// operator's trace domain; nil accepts none): a trace id links every call
+// of a run, so it goes only where the operator says traces may be joined.
+// The span is recorded either way. Credentials are never attributes.
+func (t *Telemetry) Transport(base http.RoundTripper, inDomain func(host string) bool) http.RoundTripper {
 	if !t.Tracing() {
 		return base
 	}
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	return roundTripper{t: t, base: base}
+	if inDomain == nil {
+		inDomain = func(string) bool { return false }
+	}
+	return roundTripper{t: t, base: base, inDomain: inDomain}
 }
 
 type roundTripper struct {
-	t    *Telemetry
-	base http.RoundTripper
+	t        *Telemetry
+	base     http.RoundTripper
+	inDomain func(host string) bool
 }
 
 func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -109,7 +116,9 @@ func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx, span := rt.t.tracer.Start(ctx, "HTTP "+req.Method, trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(attribute.String("http.request.method", req.Method), attribute.String("server.address", req.URL.Host)))
 	req = req.Clone(ctx)
-	rt.t.prop.Inject(ctx, propagation.HeaderCarrier(req.Header))
+	if rt.inDomain(req.URL.Host) {
+		rt.t.prop.Inject(ctx, propagation.HeaderCarrier(req.Header))
+	}
 	resp, err := rt.base.RoundTrip(req)
 	if err != nil {
 		span.SetStatus(codes.Error, "transport error")
