@@ -369,9 +369,9 @@ type Approval struct {
 	// Calls are the steps that would call a tool with your credentials.
 	Calls []ApprovalCall `json:"calls" jsonschema:"the steps that call an MCP tool with your credentials"`
 	// Destinations are every place the version can send data to now.
-	Destinations     duet.Destinations `json:"destinations" jsonschema:"every place this version can send data to: hosts, MCP tools, post-run actions"`
-	DestinationsHash string            `json:"destinationsHash" jsonschema:"identifies the destinations: pass it when you approve, to approve exactly what you reviewed"`
-	Approved         bool              `json:"approved" jsonschema:"true when your approval covers this version and these destinations"`
+	Destinations     duet.Destinations  `json:"destinations" jsonschema:"every place this version can send data to: hosts, MCP tools, post-run actions"`
+	DestinationsHash string             `json:"destinationsHash" jsonschema:"identifies the destinations: pass it when you approve, to approve exactly what you reviewed"`
+	Approved         bool               `json:"approved" jsonschema:"true when your approval covers this version and these destinations"`
 	Approval         *duet.CaseApproval `json:"approval,omitempty" jsonschema:"your approval of this version, if you gave it (for other destinations when approved is false)"`
 }
 
