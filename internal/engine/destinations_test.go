@@ -15,7 +15,9 @@ import (
 // moves with the hosts and tools, not with paths or display names.
 func TestDestinationsOf(t *testing.T) {
 	t.Parallel()
-	httpStep := func(u string) duet.Step { return duet.Step{Kind: duet.StepHTTP, HTTP: &duet.HTTPStep{Method: "POST", URL: u}} }
+	httpStep := func(u string) duet.Step {
+		return duet.Step{Kind: duet.StepHTTP, HTTP: &duet.HTTPStep{Method: "POST", URL: u}}
+	}
 	open := func(u string) duet.Step { return duet.Step{Kind: duet.StepOpen, Browser: &duet.BrowserStep{URL: u}} }
 	task := &duet.Task{BaseURL: "https://Shop.example/app"}
 	for _, tc := range []struct {
@@ -72,10 +74,14 @@ func TestDestinationsOf(t *testing.T) {
 		t.Error("the hash moved with a path or a display name")
 	}
 	for name, other := range map[string]func() bool{
-		"base URL host":   func() bool { return same(&duet.Task{BaseURL: "https://shop2.example", PostRun: withPost.PostRun}, steps) },
-		"http host":       func() bool { return same(withPost, []duet.Step{steps[0], httpStep("https://collector2.example/in")}) },
-		"any host":        func() bool { return same(withPost, []duet.Step{steps[0], steps[2], httpStep("${u}")}) },
-		"tool":            func() bool { return same(withPost, []duet.Step{mcp("mcp_orders_1", "orders", "query_order"), steps[2]}) },
+		"base URL host": func() bool {
+			return same(&duet.Task{BaseURL: "https://shop2.example", PostRun: withPost.PostRun}, steps)
+		},
+		"http host": func() bool { return same(withPost, []duet.Step{steps[0], httpStep("https://collector2.example/in")}) },
+		"any host":  func() bool { return same(withPost, []duet.Step{steps[0], steps[2], httpStep("${u}")}) },
+		"tool": func() bool {
+			return same(withPost, []duet.Step{mcp("mcp_orders_1", "orders", "query_order"), steps[2]})
+		},
 		"post-run action": func() bool { return same(&duet.Task{BaseURL: "https://shop.example"}, steps) },
 	} {
 		if other() {
