@@ -53,9 +53,10 @@ const (
 	CodeBrowserError       Code = "BROWSER_ERROR"
 	CodeElementNotFound    Code = "ELEMENT_NOT_FOUND"
 	CodeInterrupted        Code = "INTERRUPTED"
-	// CodeApprovalRequired: a step of a case someone else wrote would call,
-	// with the executor's credentials, an MCP tool that is not read-only,
-	// and the executor has not approved that version of the case.
+	// CodeApprovalRequired: a step of a case someone else wrote (or a
+	// post-run action) would call an MCP tool with the executor's
+	// credentials, and the executor has not approved that version of the
+	// case (of the actions) with the places it can send data to now.
 	CodeApprovalRequired Code = "APPROVAL_REQUIRED"
 	// CodeApprovalPending: an action that needs a person's approval (a
 	// stop_test_run call the client could not confirm) waits for it; the

@@ -18,8 +18,8 @@ type Task struct {
 	SharedWith  []string `json:"sharedWith"`
 	// PostRun are the MCP tool calls made when a run of the task ends;
 	// PostRunBy is who wrote them (who applied the suite that last changed
-	// them): a run by anyone else needs their approval of a call to a tool
-	// that is not read-only.
+	// them): a run by anyone else needs the executor's approval of any call
+	// made with the executor's credentials.
 	PostRun   []*PostRunAction `json:"postRun,omitempty"`
 	PostRunBy string           `json:"postRunBy,omitempty"`
 	CreatedAt time.Time        `json:"createdAt"`

@@ -182,13 +182,16 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 			}
 			return kr.DeriveKey("mcp request state"), nil
 		},
-		PendingCalls: func(ctx context.Context, executor string, c *duet.Case) ([]catalog.PendingCall, error) {
-			calls, err := engine.CallsNeedingApproval(ctx, db, executor, c)
-			out := make([]catalog.PendingCall, 0, len(calls))
-			for _, pc := range calls {
-				out = append(out, catalog.PendingCall{Step: pc.Step, Name: pc.Name, ServerKey: pc.ServerKey, ServerName: pc.ServerName, Tool: pc.Tool})
+		Review: func(ctx context.Context, executor string, task *duet.Task, c *duet.Case) (*catalog.CaseReview, error) {
+			r, err := engine.ReviewCase(ctx, db, executor, task, c)
+			if err != nil {
+				return nil, err
 			}
-			return out, err
+			out := &catalog.CaseReview{Destinations: r.Destinations, DestinationsHash: r.DestinationsHash}
+			for _, pc := range r.Calls {
+				out.Calls = append(out.Calls, catalog.PendingCall{Step: pc.Step, Name: pc.Name, ServerKey: pc.ServerKey, ServerName: pc.ServerName, Tool: pc.Tool})
+			}
+			return out, nil
 		},
 	})
 	mo := mcpserver.Options{}

@@ -265,11 +265,12 @@ type Options struct {
 	// RunCreated is called after start_test_run creates a run (to wake a
 	// worker); nil means nothing is woken and workers poll.
 	RunCreated func(runID string)
-	// PendingCalls lists the steps of case c that need executor's
-	// approval before they call a tool with executor's credentials (the
-	// engine's rule: engine.CallsNeedingApproval); nil means none do, and
-	// start_test_run asks for no approval (approve.go).
-	PendingCalls func(ctx context.Context, executor string, c *duet.Case) ([]PendingCall, error)
+	// Review returns what the current version of case c, of task, asks of
+	// executor: the steps that need their approval before they call a tool
+	// with their credentials, and where the version can send data to (the
+	// engine's rule: engine.ReviewCase); nil means nothing needs an
+	// approval, and start_test_run asks for none (approve.go).
+	Review func(ctx context.Context, executor string, task *duet.Task, c *duet.Case) (*CaseReview, error)
 	// ValidDevice checks device preset names; nil accepts any.
 	ValidDevice func(string) error
 	// StopTool releases stop_test_run; the zero value releases it to

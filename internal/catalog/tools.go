@@ -122,8 +122,9 @@ func productTools() []*Tool {
 				"Runs all active cases unless caseIds names some. The run executes as you: MCP calls inside cases use your own "+
 				"registered servers and credentials. idempotencyKey is required: retrying with the same key and the same arguments "+
 				"returns the first result (replayed: true) instead of starting another run; the same key with different arguments "+
-				"fails with IDEMPOTENCY_CONFLICT. In a case someone else wrote, a step that calls a tool your catalog does not mark "+
-				"read-only fails with APPROVAL_REQUIRED until you approve that version of the case: a client that can answer "+
+				"fails with IDEMPOTENCY_CONFLICT. In a case someone else wrote, a step that calls a tool with your credentials "+
+				"(read-only ones too) fails with APPROVAL_REQUIRED until you approve that version of the case and the places it can "+
+				"send data to: a client that can answer "+
 				"an elicitation is asked for that approval before the run starts; otherwise approve with duet case approve. "+
 				"With a progress token (_meta.progressToken) the call stays open instead: it reports progress (cases done of "+
 				"the total, the case and step running) and answers when the run ends, with its result.",
@@ -664,10 +665,10 @@ func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error)
 	if err != nil {
 		return StartRunOut{}, err
 	}
-	// Cases someone else wrote that would call tools that are not
-	// read-only with the caller's credentials: ask for the approval first
-	// when the client can be asked (approve.go).
-	if err := approveShared(ctx, env, cases); err != nil {
+	// Cases someone else wrote that would call tools with the caller's
+	// credentials: ask for the approval first when the client can be
+	// asked (approve.go).
+	if err := approveShared(ctx, env, task, cases); err != nil {
 		return StartRunOut{}, err
 	}
 	ids := slices.Clone(in.CaseIDs)

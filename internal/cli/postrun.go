@@ -62,10 +62,10 @@ func taskApprovePostRunCmd(env Env) *cobra.Command {
 		Use:   "approve-post-run TASK",
 		Short: "Approve the post-run actions of a task someone else wrote (for your runs)",
 		Long: `approve-post-run approves the current version of TASK's post-run actions: the
-MCP tool calls made, with your own credentials, when a run of yours ends. Until
-you approve, an action of a task you did not write that calls a tool your
-catalog does not mark read-only fails with APPROVAL_REQUIRED (a note on the run;
-the verdict is unchanged). Review them first with duet task show TASK. When the
+MCP tool calls made, with your own credentials, when a run of yours ends, and
+the run's summary each is sent. Until you approve, an action of a task you did
+not write that calls a server you registered (read-only tools too) fails with
+APPROVAL_REQUIRED (a note on the run; the verdict is unchanged). Review them first with duet task show TASK. When the
 author changes the actions, approve the new version again.`,
 		Args: cobra.ExactArgs(1),
 		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {

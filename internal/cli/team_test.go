@@ -53,6 +53,12 @@ func TestTeamsEndToEnd(t *testing.T) {
 	if out := e.must(t, "team", "show", "qa", "--as", "bob"); !strings.Contains(out, "registered by you as orders") {
 		t.Fatalf("team show after registering: %s", out)
 	}
+	// alice's cases call the server with bob's credentials: he approves them.
+	var pending []struct{ CaseID string }
+	json.Unmarshal([]byte(e.must(t, "case", "approvals", "--task", "shop-orders", "--as", "bob", "--json")), &pending)
+	for _, c := range pending {
+		e.must(t, "case", "approve", c.CaseID, "--as", "bob")
+	}
 	out = e.must(t, "run", "shop-orders", "--as", "bob", "--json")
 	var run duet.Run
 	if err := json.Unmarshal([]byte(out), &run); err != nil || run.Status != duet.StatusPassed || run.TriggeredBy != "bob" {

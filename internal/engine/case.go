@@ -28,6 +28,9 @@ type caseRun struct {
 
 	authorKnown bool   // authorName was looked up
 	authorName  string // who wrote the case version ("" unknown)
+	// dests are where the case can send data to (DestinationsOf), once a
+	// call needed the executor's approval.
+	dests *duet.Destinations
 
 	// credsAt holds, per serverKey whose credential values are in secrets,
 	// the Invoker's CredentialGeneration before they were read.

@@ -104,14 +104,15 @@ type Options struct {
 	// 0 means 64 MiB. A step whose value would pass it fails with
 	// BINDING_FAILED and saves nothing.
 	MaxVarBytes int
-	// Tools is where the executor's archived catalogs are read, to tell
-	// read-only tools; nil means the store when it keeps them (a
-	// duet.MCPClientStore), else no tool counts as read-only.
+	// Tools is where the executor's registrations are read, to tell a
+	// call that would use the executor's credentials from one to a server
+	// they have not registered; nil means the store when it keeps them (a
+	// duet.MCPClientStore), else every call counts as using them.
 	Tools ToolCatalog
-	// Approver decides whether a step of a case someone else wrote may call
-	// a tool that is not read-only with the executor's credentials; nil
-	// means the executor's stored approvals (StoreApprover) when the store
-	// keeps them, else every such call fails with APPROVAL_REQUIRED.
+	// Approver decides whether a step of a case someone else wrote (or a
+	// post-run action) may call a tool with the executor's credentials;
+	// nil means the executor's stored approvals (StoreApprover) when the
+	// store keeps them, else every such call fails with APPROVAL_REQUIRED.
 	Approver Approver
 	// OnEvent, if set, receives progress events (it must not block long).
 	OnEvent func(Event)

@@ -155,7 +155,12 @@ func (c *Console) caseDetail(w http.ResponseWriter, r *http.Request, v *view) er
 
 func (c *Console) approve(w http.ResponseWriter, r *http.Request, v *view) error {
 	ver, _ := strconv.Atoi(r.PostForm.Get("version"))
-	if _, err := c.svc.ApproveCase(r.Context(), v.caller, r.PathValue("id"), api.ApprovalIn{Version: ver}); err != nil {
+	in := api.ApprovalIn{Version: ver, DestinationsHash: r.PostForm.Get("destinations")}
+	if in.DestinationsHash == "" {
+		// The form always names what it showed: an approval is of that.
+		return duet.Errorf(duet.CodeInvalidArgument, "the approval form names no destinations: reload the case and review it again")
+	}
+	if _, err := c.svc.ApproveCase(r.Context(), v.caller, r.PathValue("id"), in); err != nil {
 		return err
 	}
 	return redirect(w, r, "/cases/"+escapePath(r.PathValue("id")), "approved")
