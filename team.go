@@ -163,6 +163,18 @@ type TeamStore interface {
 	FindTaskTransfers(ctx context.Context, viewer, taskID string) ([]*TaskTransfer, error)
 }
 
+// CheckPin is the one rule of registering a server from a team's list: the
+// address the person gave (whose serverKey is givenKey) must be the
+// entry's server, so that a list changed since they read it cannot send
+// their credentials elsewhere. Returns CONFLICT naming both addresses.
+func (s *TeamServer) CheckPin(givenKey string) error {
+	if givenKey == s.ServerKey {
+		return nil
+	}
+	return Errorf(CodeConflict, "team %s lists %s at %s (serverKey %s), not at the address you gave (serverKey %s): nothing was registered and no credential was sent; check the list (duet team show %s) and give the address it shows",
+		s.Team, s.Name, s.URL, s.ServerKey, givenKey, s.Team)
+}
+
 // MarshalTools encodes a dependency's tools for storage.
 func (s *TeamServer) MarshalTools() ([]byte, error) {
 	if s.Tools == nil {
