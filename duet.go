@@ -46,6 +46,10 @@ type Caller struct {
 	// Access is what the caller's credentials allow (OAuth scopes); the
 	// zero value allows whatever the user may do.
 	Access Access
+	// TokenID is the personal access token the caller authenticated with,
+	// directly or through a console session started with it ("" for other
+	// credentials): a token the caller creates is its child (Token).
+	TokenID string
 }
 
 type callerKey struct{}

@@ -148,15 +148,10 @@ func (s *Service) UnshareTask(ctx context.Context, c duet.Caller, taskID, with s
 	})
 }
 
-// validPrincipal checks a user id or "team:NAME". Returns INVALID_ARGUMENT.
+// validPrincipal checks a user id or "team:NAME" (duet.ValidPrincipal, the
+// one rule; the store checks the team exists). Returns INVALID_ARGUMENT.
 func validPrincipal(p string) error {
-	if team, ok := duet.TeamOf(p); ok {
-		if !duet.ValidTeamName(team) {
-			return duet.Errorf(duet.CodeInvalidArgument, "%q is not a team name", team)
-		}
-		return nil
-	}
-	if err := duet.ValidUserID(p); err != nil {
+	if err := duet.ValidPrincipal(p); err != nil {
 		return duet.Errorf(duet.CodeInvalidArgument, "share with: %s", duet.ErrorMessage(err))
 	}
 	return nil

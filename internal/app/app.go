@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -109,6 +110,7 @@ type App struct {
 	browsers    *Browsers          // the engine's browser driver
 	loadKeyring func() (*vault.Keyring, error)
 	preflighted bool
+	stopRelease stopRelease // what DUET_STOP_TOOL_USERS' teams were bound to at Open
 }
 
 // NewLogger returns the slog logger the configuration asks for, on w.
@@ -217,7 +219,46 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	})
 	a.initOAuth(&guard)
 	a.watch()
+	a.bindStopRelease(ctx)
 	return a, nil
+}
+
+// stopRelease is what the teams DUET_STOP_TOOL_USERS names were bound to.
+type stopRelease struct {
+	bound   map[string]string // team name → id
+	missing []string          // named teams that did not exist
+	err     error
+}
+
+// bindStopRelease binds the teams DUET_STOP_TOOL_USERS names to the teams
+// of those names that exist when Duet starts (catalog.BindStopRelease): a
+// team made later, or deleted and re-made by someone else, grants nothing
+// until a restart. ReportStopRelease logs the outcome.
+func (a *App) bindStopRelease(ctx context.Context) {
+	if !slices.ContainsFunc(a.Config.StopToolUsers, func(u string) bool { _, ok := duet.TeamOf(u); return ok }) {
+		return
+	}
+	bound, missing, err := a.Catalog.BindStopRelease(ctx)
+	a.stopRelease = stopRelease{bound: bound, missing: missing, err: err}
+}
+
+// ReportStopRelease logs, when a server starts (duet serve, duet mcp), the
+// teams stop_test_run is released to, and warns of each team
+// DUET_STOP_TOOL_USERS names that does not exist: it grants nothing (were it
+// created later, by anyone, it would not be the team the configuration
+// meant) until Duet restarts after it is created.
+func (a *App) ReportStopRelease() {
+	r := a.stopRelease
+	if r.err != nil {
+		a.Logger.Warn("DUET_STOP_TOOL_USERS: cannot read the teams it names; they grant nothing until a restart", "err", r.err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(r.bound)) {
+		a.Logger.Info("stop_test_run is released to the members of team "+name, "team", name, "teamId", r.bound[name])
+	}
+	for _, name := range r.missing {
+		a.Logger.Warn("DUET_STOP_TOOL_USERS names team "+name+", which does not exist: it grants nothing. Create the team, check who owns it, and restart Duet; "+
+			"a team is bound when Duet starts, so one someone else creates later gets nothing", "team", name)
+	}
 }
 
 // Close flushes the audit trail, stops the browser processes and closes the
@@ -284,6 +325,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, o ServeOptions) error 
 	if err := a.Preflight(ctx); err != nil {
 		return err
 	}
+	a.ReportStopRelease()
 	srv := httpapi.NewServer(a.Handler(o), httpapi.ServerOptions{MaxConns: a.Config.MaxConnections})
 	g, gctx := errgroup.WithContext(ctx)
 	a.self.Add(ln.Addr().String()) // tests may not call Duet's own API

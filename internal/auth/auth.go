@@ -74,6 +74,10 @@ type Identity struct {
 	// Access is what the credentials allow (an OAuth token's scopes); the
 	// zero value allows whatever the user may do.
 	Access duet.Access
+	// TokenID is the personal access token the request authenticated
+	// with, directly or through the console session started with it (""
+	// otherwise): tokens the request creates are its children.
+	TokenID string
 }
 
 // Principal is the identity as one comparable string: the user id and how
@@ -180,7 +184,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request) (Iden
 			// A token minted for an invalid user (before the rule existed).
 			return Identity{}, duet.Errorf(duet.CodeUnauthenticated, "the token's user id is invalid: %s", duet.ErrorMessage(err))
 		}
-		return Identity{UserID: t.UserID, Method: MethodToken}, nil
+		return Identity{UserID: t.UserID, Method: MethodToken, TokenID: t.ID}, nil
 	}
 	return Identity{}, duet.Errorf(duet.CodeUnauthenticated, "authentication required: send Authorization: Bearer <personal access token>, or come through the gateway (X-Api-Key)")
 }

@@ -208,7 +208,7 @@ func (a *Authenticator) AuthenticateConsole(ctx context.Context, r *http.Request
 	if err := duet.ValidUserID(sess.UserID); err != nil {
 		return Identity{}, duet.Errorf(duet.CodeUnauthenticated, "the session's user id is invalid")
 	}
-	return Identity{UserID: sess.UserID, Method: MethodSession, Ambient: true, Session: sess}, nil
+	return Identity{UserID: sess.UserID, Method: MethodSession, Ambient: true, Session: sess, TokenID: sess.TokenID}, nil
 }
 
 // SafeMethod reports whether an HTTP method changes nothing (GET, HEAD,

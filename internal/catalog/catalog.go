@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -312,6 +313,9 @@ type Catalog struct {
 
 	sealer *sealer
 	tasks  tasks
+	// stopTeams holds the ids of the teams stop_test_run is released to,
+	// bound by BindStopRelease (nil: none yet).
+	stopTeams atomic.Pointer[map[string]bool]
 }
 
 // New returns the catalog over store.

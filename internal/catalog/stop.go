@@ -68,7 +68,9 @@ type StopToolOptions struct {
 	// Users may see and call stop_test_run: user ids, "team:NAME" for the
 	// members of a team (as they are at each call), "*" for everyone.
 	// Empty (the default) releases it to nobody: the tool is hidden from
-	// every tools/list and a call of it is PERMISSION_DENIED.
+	// every tools/list and a call of it is PERMISSION_DENIED. A team
+	// grants it only once BindStopRelease bound its name to the team of
+	// that name that existed then (its id).
 	Users []string
 	// ApprovalTTL is how long a stop request waits for the approval of the
 	// run's executor; 0 means 10m.
@@ -118,8 +120,42 @@ func (c *Catalog) Hidden(ctx context.Context, user string) map[string]bool {
 	return hidden
 }
 
+// BindStopRelease binds each team StopToolOptions.Users names to the team
+// of that name that exists now, by its id, and returns those ids and the
+// names of the teams that do not exist. Until it is called, and for a team
+// that did not exist when it was, a team entry grants nothing: the release
+// goes to the members of the team the configuration meant, never to a team
+// someone creates (or deletes and re-creates) under that name afterwards.
+// The app calls it when it starts; calling it again binds anew.
+func (c *Catalog) BindStopRelease(ctx context.Context) (bound map[string]string, missing []string, err error) {
+	var names []string
+	for _, u := range c.opts.StopTool.Users {
+		if team, ok := duet.TeamOf(u); ok {
+			names = append(names, team)
+		}
+	}
+	bound = map[string]string{}
+	if len(names) > 0 {
+		if bound, err = c.store.TeamIDs(ctx, names); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, n := range names {
+		if _, ok := bound[n]; !ok {
+			missing = append(missing, n)
+		}
+	}
+	ids := map[string]bool{}
+	for _, id := range bound {
+		ids[id] = true
+	}
+	c.stopTeams.Store(&ids)
+	return bound, missing, nil
+}
+
 // stopReleased reports whether StopToolOptions.Users names user, directly,
-// as "*" or through a team of theirs.
+// as "*" or through a team of theirs that is the team the name was bound to
+// (BindStopRelease).
 func stopReleased(ctx context.Context, c *Catalog, user string) (bool, error) {
 	users := c.opts.StopTool.Users
 	if user == "" || len(users) == 0 {
@@ -128,7 +164,8 @@ func stopReleased(ctx context.Context, c *Catalog, user string) (bool, error) {
 	if slices.Contains(users, "*") || slices.Contains(users, user) {
 		return true, nil
 	}
-	if !slices.ContainsFunc(users, func(u string) bool { return strings.HasPrefix(u, duet.TeamPrefix) }) {
+	bound := c.stopTeams.Load()
+	if bound == nil || len(*bound) == 0 {
 		return false, nil
 	}
 	teams, err := c.store.FindTeams(ctx, user)
@@ -136,7 +173,7 @@ func stopReleased(ctx context.Context, c *Catalog, user string) (bool, error) {
 		return false, err
 	}
 	for _, t := range teams {
-		if slices.Contains(users, duet.TeamPrincipal(t.Name)) {
+		if (*bound)[t.ID] && slices.Contains(users, duet.TeamPrincipal(t.Name)) {
 			return true, nil
 		}
 	}

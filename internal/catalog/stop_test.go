@@ -64,12 +64,63 @@ func TestStopToolRelease(t *testing.T) {
 	if r, _ := db.FindRunByID(t.Context(), "", run); r.Status != duet.StatusQueued {
 		t.Fatalf("a refused call changed the run: %s", r.Status)
 	}
-	// Joining team qa releases it at once; leaving withdraws it.
-	if _, err := db.CreateTeam(t.Context(), "alice", "qa"); err != nil {
+	// A team is bound to the release when Duet starts (BindStopRelease):
+	// qa does not exist then, so a qa that someone creates afterwards
+	// grants nothing — whoever created it.
+	ctx := t.Context()
+	released := func(user string) bool {
+		t.Helper()
+		ok, err := c.Released(ctx, user, catalog.ToolStopRun)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if _, missing, err := c.BindStopRelease(ctx); err != nil || len(missing) != 1 || missing[0] != "qa" {
+		t.Fatalf("binding before qa exists: missing %v %v", missing, err)
+	}
+	if _, err := db.CreateTeam(ctx, "mallory", "qa"); err != nil {
 		t.Fatal(err)
 	}
-	if ok, _ := c.Released(t.Context(), "alice", catalog.ToolStopRun); !ok {
+	if released("mallory") || !c.Hidden(ctx, "mallory")[catalog.ToolStopRun] {
+		t.Fatal("mallory created team qa after the release was bound: released to her")
+	}
+	// Bound while qa exists (a restart): its members as they are at each
+	// call — joining releases it at once, leaving withdraws it.
+	if err := db.DeleteTeam(ctx, "mallory", "qa"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateTeam(ctx, "carol", "qa"); err != nil {
+		t.Fatal(err)
+	}
+	if bound, missing, err := c.BindStopRelease(ctx); err != nil || len(missing) != 0 || bound["qa"] == "" {
+		t.Fatalf("binding with qa: %v %v %v", bound, missing, err)
+	}
+	if !released("carol") || released("alice") {
+		t.Fatal("team qa bound: want carol (member) released and alice not")
+	}
+	if err := db.AddTeamMember(ctx, "carol", "qa", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if !released("alice") {
 		t.Fatal("alice, member of team qa: not released")
+	}
+	if err := db.RemoveTeamMember(ctx, "carol", "qa", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if released("alice") {
+		t.Fatal("alice left team qa: still released")
+	}
+	// qa deleted and re-created under its name by someone else: the new qa
+	// is another team and grants nothing.
+	if err := db.DeleteTeam(ctx, "carol", "qa"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateTeam(ctx, "mallory", "qa"); err != nil {
+		t.Fatal(err)
+	}
+	if released("mallory") {
+		t.Fatal("mallory re-created team qa: released to her")
 	}
 	everyone, _, _, _ := setup(t, catalog.Options{StopTool: catalog.StopToolOptions{Users: []string{"*"}}})
 	if ok, _ := everyone.Released(t.Context(), "zed", catalog.ToolStopRun); !ok {

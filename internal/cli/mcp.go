@@ -35,6 +35,7 @@ exits are executed by "duet serve" or "duet worker", or by the next "duet mcp".`
 	}
 	serveStdio = withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, _ string) error {
 		ctx := cmd.Context()
+		a.ReportStopRelease()
 		done := make(chan error, 1)
 		wctx, stopWorkers := context.WithCancel(ctx)
 		go func() {

@@ -235,7 +235,7 @@ func authed(o Options, source duet.CallSource, next http.Handler) http.Handler {
 			w = &scopeChallenger{ResponseWriter: w, challenge: challenge(o, true, true)}
 		}
 		c, _ := duet.CallerFromContext(r.Context())
-		c.UserID, c.Source, c.Access = id.UserID, source, id.Access
+		c.UserID, c.Source, c.Access, c.TokenID = id.UserID, source, id.Access, id.TokenID
 		ctx := duet.NewContextWithCaller(r.Context(), c)
 		ctx = context.WithValue(ctx, identityKey{}, id)
 		ctx = mcpserver.WithPrincipal(ctx, id.Principal())
@@ -278,7 +278,7 @@ func authedAPI(o Options, next http.Handler) http.Handler {
 			return
 		}
 		c, _ := duet.CallerFromContext(r.Context())
-		c.UserID, c.Source = id.UserID, duet.SourceAPI
+		c.UserID, c.Source, c.TokenID = id.UserID, duet.SourceAPI, id.TokenID
 		ctx := duet.NewContextWithCaller(r.Context(), c)
 		ctx = context.WithValue(ctx, identityKey{}, id)
 		next.ServeHTTP(w, r.WithContext(ctx))

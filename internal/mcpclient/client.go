@@ -199,6 +199,10 @@ type Registration struct {
 	// Replace lets a registration with the same name be replaced (its
 	// credential and archived catalog are dropped).
 	Replace bool
+	// ServerKey, when set, pins the registration: URL must have that
+	// serverKey, or nothing is stored (CONFLICT) and no credential is
+	// ever sent (a registration from a team's list).
+	ServerKey string
 }
 
 // Register stores the owner's registration of a server and seals its header
@@ -207,7 +211,8 @@ type Registration struct {
 // resolves to an address the policy refuses is refused now.
 // Returns INVALID_ARGUMENT, URL_REFUSED (credentials in the URL, an address
 // the SSRF guard refuses, or OAuth over plain http:// off loopback),
-// CONFLICT, UNAVAILABLE (no keyring).
+// CONFLICT (also a URL that is not the pinned ServerKey), UNAVAILABLE (no
+// keyring).
 func (c *Client) Register(ctx context.Context, r Registration) (*duet.MCPServer, error) {
 	switch {
 	case r.Owner == "":
@@ -224,6 +229,9 @@ func (c *Client) Register(ctx context.Context, r Registration) (*duet.MCPServer,
 	key, err := serverkey.Key(r.URL)
 	if err != nil {
 		return nil, err
+	}
+	if r.ServerKey != "" && key != r.ServerKey {
+		return nil, duet.Errorf(duet.CodeConflict, "%s is server %s, not %s it was pinned to: not registered", normalized, key, r.ServerKey)
 	}
 	oauth, err := r.OAuth.check()
 	if err != nil {

@@ -143,6 +143,12 @@ func (s *store) DeleteSession(ctx context.Context, a1 string) (err error) {
 	return s.Store.DeleteSession(ctx, a1)
 }
 
+func (s *store) DeleteTeam(ctx context.Context, a1 string, a2 string) (err error) {
+	ctx, end := s.t.storeSpan(ctx, "DeleteTeam")
+	defer func() { end(err) }()
+	return s.Store.DeleteTeam(ctx, a1, a2)
+}
+
 func (s *store) DeleteTeamServer(ctx context.Context, a1 string, a2 string, a3 string) (err error) {
 	ctx, end := s.t.storeSpan(ctx, "DeleteTeamServer")
 	defer func() { end(err) }()
@@ -467,10 +473,22 @@ func (s *store) SaveTeamServer(ctx context.Context, a1 *duet.TeamServer) (err er
 	return s.Store.SaveTeamServer(ctx, a1)
 }
 
+func (s *store) SetTeamRole(ctx context.Context, a1 string, a2 string, a3 string, a4 duet.TeamRole) (err error) {
+	ctx, end := s.t.storeSpan(ctx, "SetTeamRole")
+	defer func() { end(err) }()
+	return s.Store.SetTeamRole(ctx, a1, a2, a3, a4)
+}
+
 func (s *store) ShareTask(ctx context.Context, a1 string, a2 string, a3 string) (err error) {
 	ctx, end := s.t.storeSpan(ctx, "ShareTask")
 	defer func() { end(err) }()
 	return s.Store.ShareTask(ctx, a1, a2, a3)
+}
+
+func (s *store) TeamIDs(ctx context.Context, a1 []string) (r0 map[string]string, err error) {
+	ctx, end := s.t.storeSpan(ctx, "TeamIDs")
+	defer func() { end(err) }()
+	return s.Store.TeamIDs(ctx, a1)
 }
 
 func (s *store) TransferTask(ctx context.Context, a1 string, a2 string, a3 string) (r0 *duet.TaskTransfer, err error) {

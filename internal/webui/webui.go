@@ -135,6 +135,8 @@ func (c *Console) Register(mux *http.ServeMux) {
 		"GET /teams/{team}":                          {fn: c.team},
 		"POST /teams/{team}/members":                 {fn: c.addMember},
 		"POST /teams/{team}/members/remove":          {fn: c.removeMember},
+		"POST /teams/{team}/members/role":            {fn: c.setTeamRole},
+		"POST /teams/{team}/delete":                  {fn: c.deleteTeam},
 		"POST /teams/{team}/servers":                 {fn: c.addTeamServer},
 		"POST /teams/{team}/servers/{name}/remove":   {fn: c.removeTeamServer},
 		"POST /teams/{team}/servers/{name}/register": {fn: c.registerTeamServer},
@@ -215,7 +217,7 @@ func (c *Console) page(fn handler) http.Handler {
 			c.renderError(w, r, &view{User: id.UserID}, err)
 			return
 		}
-		caller.UserID = id.UserID
+		caller.UserID, caller.TokenID = id.UserID, id.TokenID
 		v := &view{User: id.UserID, Admin: c.svc.Admin(id.UserID), CSRF: id.Session.CSRF, Version: c.o.Version, caller: caller,
 			Notice: notices[r.URL.Query().Get("done")]}
 		if err := fn(w, r, v); err != nil {
@@ -229,7 +231,7 @@ func (c *Console) page(fn handler) http.Handler {
 var notices = map[string]string{
 	"shared": "Shared.", "unshared": "No longer shared.", "transferred": "Task handed over.", "cancelled": "Cancellation requested.",
 	"saved": "Saved.", "deleted": "Deleted.", "synced": "Catalog synced.", "removed": "Removed.", "registered": "Registered and synced.",
-	"created": "Created.", "approved": "Approved.", "added": "Added.", "revoked": "Token revoked.", "applied": "Suite applied.",
+	"created": "Created.", "approved": "Approved.", "added": "Added.", "revoked": "Token revoked.", "applied": "Suite applied.", "role": "Role changed.",
 }
 
 func (c *Console) render(w http.ResponseWriter, status int, name string, v *view) error {
