@@ -1,4 +1,4 @@
-package compiler
+package step
 
 import (
 	"errors"
@@ -11,53 +11,60 @@ import (
 	"github.com/goccy/go-yaml/parser"
 )
 
-// node is a YAML value with its position, converted once from the parser's
-// AST so the compiler can report every error at a line and column.
-type node struct {
-	kind  nodeKind
-	value any // scalars: string, int64, uint64, float64, bool
-	keys  []*node
-	vals  []*node // mapping values, parallel to keys
-	items []*node // sequence items
-	line  int
-	col   int
+// Node is a YAML value with its position, converted once from the parser's
+// AST so that every error can be reported at a line and a column. The
+// compile function of a step kind reads its body as a Node.
+type Node struct {
+	Type  NodeType
+	Value any     // scalars: string, int64, uint64, float64, bool
+	Keys  []*Node // mapping keys (strings), in source order
+	Vals  []*Node // mapping values, parallel to Keys
+	Items []*Node // sequence items
+	Line  int
+	Col   int
 	// weight is the number of nodes the value holds with every alias in it
-	// expanded; height is its depth so expanded. Both bound what plain and
-	// ordered build from a tree in which aliases share nodes.
+	// expanded; height is its depth so expanded. Both bound what Plain and
+	// Ordered build from a tree in which aliases share nodes.
 	weight int
 	height int
 }
 
-type nodeKind int
+// NodeType says what a Node holds.
+type NodeType int
 
+// Node types.
 const (
-	kindNull nodeKind = iota
-	kindScalar
-	kindMap
-	kindSeq
+	NullNode NodeType = iota
+	ScalarNode
+	MapNode
+	SeqNode
 )
 
-func (k nodeKind) String() string {
+func (k NodeType) String() string {
 	return [...]string{"null", "a scalar", "a mapping", "a list"}[k]
 }
 
-func (n *node) get(key string) *node {
-	if n == nil || n.kind != kindMap {
+// Get returns the value of key in a mapping, nil when n is not a mapping or
+// lacks key.
+func (n *Node) Get(key string) *Node {
+	if n == nil || n.Type != MapNode {
 		return nil
 	}
-	for i, k := range n.keys {
-		if s, _ := k.value.(string); s == key {
-			return n.vals[i]
+	for i, k := range n.Keys {
+		if s, _ := k.Value.(string); s == key {
+			return n.Vals[i]
 		}
 	}
 	return nil
 }
 
-func (n *node) str() (string, bool) {
-	if n == nil || n.kind != kindScalar {
+// Str returns a scalar as text (numbers and booleans as written in Go);
+// false for anything else.
+func (n *Node) Str() (string, bool) {
+	if n == nil || n.Type != ScalarNode {
 		return "", false
 	}
-	switch v := n.value.(type) {
+	switch v := n.Value.(type) {
 	case string:
 		return v, true
 	case int64, uint64, float64, bool:
@@ -66,70 +73,79 @@ func (n *node) str() (string, bool) {
 	return "", false
 }
 
-// plain converts the node to plain JSON-like Go values.
-func (n *node) plain() any {
+// Plain converts the node to plain JSON-like Go values.
+func (n *Node) Plain() any {
 	if n == nil {
 		return nil
 	}
-	switch n.kind {
-	case kindScalar:
-		switch v := n.value.(type) {
+	switch n.Type {
+	case ScalarNode:
+		switch v := n.Value.(type) {
 		case int64:
 			return float64(v)
 		case uint64:
 			return float64(v)
 		}
-		return n.value
-	case kindMap:
-		m := make(map[string]any, len(n.keys))
-		for i, k := range n.keys {
-			ks, _ := k.str()
-			m[ks] = n.vals[i].plain()
+		return n.Value
+	case MapNode:
+		m := make(map[string]any, len(n.Keys))
+		for i, k := range n.Keys {
+			ks, _ := k.Str()
+			m[ks] = n.Vals[i].Plain()
 		}
 		return m
-	case kindSeq:
-		l := make([]any, len(n.items))
-		for i, it := range n.items {
-			l[i] = it.plain()
+	case SeqNode:
+		l := make([]any, len(n.Items))
+		for i, it := range n.Items {
+			l[i] = it.Plain()
 		}
 		return l
 	}
 	return nil
 }
 
-// ordered converts the node to values that marshal back to YAML in source
+// Ordered converts the node to values that marshal back to YAML in source
 // order (yaml.MapSlice for mappings): the canonical source of a case.
-func (n *node) ordered() any {
+func (n *Node) Ordered() any {
 	if n == nil {
 		return nil
 	}
-	switch n.kind {
-	case kindScalar:
-		return n.value
-	case kindMap:
-		ms := make(yaml.MapSlice, len(n.keys))
-		for i, k := range n.keys {
-			ms[i] = yaml.MapItem{Key: k.value, Value: n.vals[i].ordered()}
+	switch n.Type {
+	case ScalarNode:
+		return n.Value
+	case MapNode:
+		ms := make(yaml.MapSlice, len(n.Keys))
+		for i, k := range n.Keys {
+			ms[i] = yaml.MapItem{Key: k.Value, Value: n.Vals[i].Ordered()}
 		}
 		return ms
-	case kindSeq:
-		l := make([]any, len(n.items))
-		for i, it := range n.items {
-			l[i] = it.ordered()
+	case SeqNode:
+		l := make([]any, len(n.Items))
+		for i, it := range n.Items {
+			l[i] = it.Ordered()
 		}
 		return l
 	}
 	return nil
 }
 
-// parseYAML parses one YAML document into a node tree.
-func parseYAML(src []byte) (*node, error) {
+// Parse parses one YAML document (a suite file, or one case) into a Node
+// tree. Its error says where the source is not YAML Duet reads.
+func Parse(src []byte) (*Node, *Diagnostic) {
+	n, err := parseYAML(src)
+	if err != nil {
+		return nil, yamlError(err)
+	}
+	return n, nil
+}
+
+func parseYAML(src []byte) (*Node, error) {
 	f, err := parser.ParseBytes(src, 0)
 	if err != nil {
 		return nil, err
 	}
 	if len(f.Docs) == 0 || f.Docs[0].Body == nil {
-		return &node{kind: kindNull, line: 1, col: 1}, nil
+		return &Node{Type: NullNode, Line: 1, Col: 1}, nil
 	}
 	if len(f.Docs) > 1 {
 		// The second document starts at its "---", if it has one, or at its
@@ -144,7 +160,7 @@ func parseYAML(src []byte) (*node, error) {
 		}
 		return nil, &Diagnostic{Line: line, Col: 1, Message: "a suite file holds one YAML document; found more"}
 	}
-	c := &converter{anchors: map[string]*node{}}
+	c := &converter{anchors: map[string]*Node{}}
 	return c.convert(f.Docs[0].Body)
 }
 
@@ -160,7 +176,7 @@ const (
 )
 
 type converter struct {
-	anchors map[string]*node
+	anchors map[string]*Node
 	depth   int
 	aliased int // nodes added by expanding aliases so far
 }
@@ -173,7 +189,7 @@ func pos(n ast.Node) (int, int) {
 	return t.Position.Line, t.Position.Column
 }
 
-func (c *converter) convert(n ast.Node) (*node, error) {
+func (c *converter) convert(n ast.Node) (*Node, error) {
 	c.depth++
 	defer func() { c.depth-- }()
 	if c.depth > maxDepth {
@@ -181,59 +197,36 @@ func (c *converter) convert(n ast.Node) (*node, error) {
 		return nil, &Diagnostic{Line: l, Col: col, Message: "nesting too deep"}
 	}
 	line, col := pos(n)
-	out := &node{line: line, col: col, weight: 1, height: 1}
+	out := &Node{Line: line, Col: col, weight: 1, height: 1}
+	if ok, err := scalar(out, n); ok || err != nil {
+		return out, err
+	}
 	switch x := n.(type) {
-	case *ast.NullNode:
-		out.kind = kindNull
-	case *ast.StringNode:
-		out.kind, out.value = kindScalar, x.Value
-	case *ast.LiteralNode:
-		out.kind, out.value = kindScalar, x.Value.Value
-	case *ast.IntegerNode:
-		out.kind, out.value = kindScalar, x.Value
-		switch v := x.Value.(type) {
-		case int:
-			out.value = int64(v)
-		case int64, uint64:
-		default:
-			out.value = fmt.Sprint(v)
-		}
-	case *ast.FloatNode:
-		out.kind, out.value = kindScalar, x.Value
-	case *ast.BoolNode:
-		out.kind, out.value = kindScalar, x.Value
-	case *ast.InfinityNode:
-		out.kind, out.value = kindScalar, math.Inf(1)
-		if strings.HasPrefix(x.GetToken().Value, "-") {
-			out.value = math.Inf(-1)
-		}
-	case *ast.NanNode:
-		return nil, &Diagnostic{Line: line, Col: col, Message: "NaN is not allowed"}
 	case *ast.MappingNode:
-		out.kind = kindMap
+		out.Type = MapNode
 		for _, mv := range x.Values {
 			if err := c.addPair(out, mv); err != nil {
 				return nil, err
 			}
 		}
-		if !x.IsFlowStyle && len(out.keys) > 0 {
+		if !x.IsFlowStyle && len(out.Keys) > 0 {
 			// A block mapping starts where its first key does.
-			out.line, out.col = out.keys[0].line, out.keys[0].col
+			out.Line, out.Col = out.Keys[0].Line, out.Keys[0].Col
 		}
 	case *ast.MappingValueNode:
-		out.kind = kindMap
+		out.Type = MapNode
 		if err := c.addPair(out, x); err != nil {
 			return nil, err
 		}
-		out.line, out.col = out.keys[0].line, out.keys[0].col
+		out.Line, out.Col = out.Keys[0].Line, out.Keys[0].Col
 	case *ast.SequenceNode:
-		out.kind = kindSeq
+		out.Type = SeqNode
 		for _, it := range x.Values {
 			cv, err := c.convert(it)
 			if err != nil {
 				return nil, err
 			}
-			out.items = append(out.items, cv)
+			out.Items = append(out.Items, cv)
 			out.weight += cv.weight
 			out.height = max(out.height, cv.height+1)
 		}
@@ -261,15 +254,51 @@ func (c *converter) convert(n ast.Node) (*node, error) {
 		return v, nil
 	case *ast.TagNode:
 		return c.convert(x.Value)
-	case *ast.CommentGroupNode, *ast.CommentNode:
-		out.kind = kindNull
 	default:
 		return nil, &Diagnostic{Line: line, Col: col, Message: fmt.Sprintf("unsupported YAML (%s)", n.Type())}
 	}
 	return out, nil
 }
 
-func (c *converter) addPair(m *node, mv *ast.MappingValueNode) error {
+// scalar fills out when n is a scalar (or null, or a comment) and reports
+// whether it was one.
+func scalar(out *Node, n ast.Node) (bool, error) {
+	switch x := n.(type) {
+	case *ast.NullNode:
+		out.Type = NullNode
+	case *ast.StringNode:
+		out.Type, out.Value = ScalarNode, x.Value
+	case *ast.LiteralNode:
+		out.Type, out.Value = ScalarNode, x.Value.Value
+	case *ast.IntegerNode:
+		out.Type, out.Value = ScalarNode, x.Value
+		switch v := x.Value.(type) {
+		case int:
+			out.Value = int64(v)
+		case int64, uint64:
+		default:
+			out.Value = fmt.Sprint(v)
+		}
+	case *ast.FloatNode:
+		out.Type, out.Value = ScalarNode, x.Value
+	case *ast.BoolNode:
+		out.Type, out.Value = ScalarNode, x.Value
+	case *ast.InfinityNode:
+		out.Type, out.Value = ScalarNode, math.Inf(1)
+		if strings.HasPrefix(x.GetToken().Value, "-") {
+			out.Value = math.Inf(-1)
+		}
+	case *ast.NanNode:
+		return false, &Diagnostic{Line: out.Line, Col: out.Col, Message: "NaN is not allowed"}
+	case *ast.CommentGroupNode, *ast.CommentNode:
+		out.Type = NullNode
+	default:
+		return false, nil
+	}
+	return true, nil
+}
+
+func (c *converter) addPair(m *Node, mv *ast.MappingValueNode) error {
 	if _, ok := mv.Key.(*ast.MergeKeyNode); ok {
 		l, col := pos(mv.Key)
 		return &Diagnostic{Line: l, Col: col, Message: "merge keys (<<) are not supported; write the keys out"}
@@ -278,20 +307,20 @@ func (c *converter) addPair(m *node, mv *ast.MappingValueNode) error {
 	if err != nil {
 		return err
 	}
-	ks, ok := k.str()
+	ks, ok := k.Str()
 	if !ok {
-		return &Diagnostic{Line: k.line, Col: k.col, Message: "mapping keys must be strings"}
+		return &Diagnostic{Line: k.Line, Col: k.Col, Message: "mapping keys must be strings"}
 	}
-	k.value = ks
-	if m.get(ks) != nil {
-		return &Diagnostic{Line: k.line, Col: k.col, Message: fmt.Sprintf("duplicate key %q", ks)}
+	k.Value = ks
+	if m.Get(ks) != nil {
+		return &Diagnostic{Line: k.Line, Col: k.Col, Message: fmt.Sprintf("duplicate key %q", ks)}
 	}
 	v, err := c.convert(mv.Value)
 	if err != nil {
 		return err
 	}
-	m.keys = append(m.keys, k)
-	m.vals = append(m.vals, v)
+	m.Keys = append(m.Keys, k)
+	m.Vals = append(m.Vals, v)
 	m.weight += k.weight + v.weight
 	m.height = max(m.height, k.height+1, v.height+1)
 	return nil
