@@ -168,8 +168,8 @@ func (c *Compiler) SaveAs(n *Node) string {
 	if n == nil {
 		return ""
 	}
-	s, ok := n.Str()
-	if !ok || !identRe().MatchString(s) {
+	s, _ := n.Str()
+	if _, ok := n.Value.(string); !ok || !identRe().MatchString(s) {
 		c.Errf(n, "saveAs must be a variable name (letters, digits, _), got %q", s)
 		return ""
 	}
@@ -233,7 +233,10 @@ func (c *Compiler) Step(n *Node, i int) *duet.Step {
 		ks, _ := k.Str()
 		switch kk := Lookup(duet.StepKind(ks)); {
 		case ks == "name":
-			st.Name, _ = n.Vals[j].Str()
+			var ok bool
+			if st.Name, ok = n.Vals[j].Str(); !ok && n.Vals[j].Type != NullNode {
+				c.Errf(n.Vals[j], "name must be a string, got %s", n.Vals[j].Type)
+			}
 		case ks == "timeout":
 			st.TimeoutMs = c.Timeout(n.Vals[j], MaxStepTimeout)
 		case kk != nil:

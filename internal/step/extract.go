@@ -32,7 +32,7 @@ var Extract = register(&Kind{
 			{Key: "from", In: []string{"url.segment"}, Require: []string{"segment"}},
 		},
 	},
-	Example: "- extract: {from: text, selector: \"#status\", as: shown}\n- extract: {from: url.query, param: orderId, as: orderId}\n- extract: {from: url.segment, segment: -1, as: last}\n",
+	Example: "- extract: {from: text, selector: \"#status\", as: shown}\n- extract: {from: url.query, param: orderId, as: orderId}\n- extract: {from: url.segment, segment: -1, as: orderNo}\n",
 	Agent: "`extract: {from: text | value | attr | url | url.query | url.segment | title, selector: ..., attr: ..., param: ..., segment: 0, as: varName}`\n" +
 		"  (text/value need selector; attr needs selector and attr; url.query needs param; url.segment needs segment, -1 is the last)",
 	Compile: compileExtract,
@@ -91,11 +91,7 @@ func compileExtract(c *Compiler, st *duet.Step, n *Node) {
 	case "url.query":
 		b.Param = bd.field("param", true)
 	case "url.segment":
-		sn := n.Get("segment")
-		seg, ok := int64(0), false
-		if sn != nil {
-			seg, ok = sn.Value.(int64)
-		}
+		seg, ok := n.Get("segment").Int()
 		if !ok {
 			c.Errf(n, "extract from url.segment needs segment: N (0 first, -1 last)")
 		}

@@ -269,7 +269,7 @@ func (c *Compiler) Binding(n *Node) (duet.Binding, bool) {
 			b.Path = c.String(n, "path", false)
 		}
 		if sn := n.Get("segment"); sn != nil {
-			seg, ok := sn.Value.(int64)
+			seg, ok := sn.Int()
 			if !ok {
 				c.Errf(sn, "segment must be an integer (0 is the first path segment, -1 the last)")
 			}

@@ -73,6 +73,23 @@ func (n *Node) Str() (string, bool) {
 	return "", false
 }
 
+// Int returns a whole number (YAML reads 7 as unsigned and -7 as signed);
+// false for anything else, or a number beyond int64.
+func (n *Node) Int() (int64, bool) {
+	if n == nil || n.Type != ScalarNode {
+		return 0, false
+	}
+	switch v := n.Value.(type) {
+	case int64:
+		return v, true
+	case uint64:
+		if v <= math.MaxInt64 {
+			return int64(v), true
+		}
+	}
+	return 0, false
+}
+
 // Plain converts the node to plain JSON-like Go values.
 func (n *Node) Plain() any {
 	if n == nil {

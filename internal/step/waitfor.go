@@ -41,10 +41,7 @@ var WaitFor = register(&Kind{
 		b.Selector, b.Text = bd.field("selector", false), bd.field("text", false)
 		b.URLContains, b.URLMatches = bd.field("urlContains", false), bd.field("urlMatches", false)
 		bd.checkRegexp("urlMatches", b.URLMatches)
-		if v := n.Get("visible"); v != nil {
-			vb, _ := v.Value.(bool)
-			b.Visible = &vb
-		}
+		b.Visible = bd.bool("visible")
 		if b.Selector == "" && b.Text == "" && b.URLContains == "" && b.URLMatches == "" {
 			c.Errf(n, "waitFor needs selector, text, urlContains or urlMatches")
 		}
