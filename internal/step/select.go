@@ -11,9 +11,9 @@ var Select = register(&Kind{
 	Name:    duet.StepSelect,
 	Section: Browser,
 	Order:   150,
-	Summary: "Choose an option of a <select> element, by its value or else its visible label.",
+	Summary: "Choose an option of a `<select>` element, by its value or else its visible label.",
 	Form: Form{Keys: []Key{
-		{Name: "selector", Type: Template, Required: true, Doc: "CSS selector of the <select>"},
+		{Name: "selector", Type: Template, Required: true, Doc: "CSS selector of the `<select>`"},
 		{Name: "value", Type: Template, Required: true, Doc: "the option's value, or its visible label"},
 	}},
 	Example: "- select: {selector: \"#language\", value: zh}\n",
