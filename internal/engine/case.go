@@ -279,7 +279,7 @@ func (cr *caseRun) runStep(ctx context.Context, st *duet.Step, res *duet.StepRes
 		value  any
 		err    error
 	)
-	if k := step.Lookup(st.Kind); k != nil && k.NeedsBrowser() && cr.session == nil {
+	if step.NeedsBrowser(st.Kind) && cr.session == nil {
 		// Starting a browser, or waiting for a free one, is not the step's
 		// work: it runs on the case's time, not the step's.
 		_, err = cr.page(ctx)

@@ -75,6 +75,13 @@ type Kind struct {
 // NeedsBrowser reports whether steps of the kind need a browser session.
 func (k *Kind) NeedsBrowser() bool { return k.Section == Browser }
 
+// NeedsBrowser reports whether steps of the kind named name need a browser
+// session (false for a name that is not a kind).
+func NeedsBrowser(name duet.StepKind) bool {
+	k := registry[name]
+	return k != nil && k.NeedsBrowser()
+}
+
 // title is the default name of a step of kind k.
 func (k *Kind) title(st *duet.Step) string {
 	if k.Title != nil {
