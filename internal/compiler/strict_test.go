@@ -53,12 +53,12 @@ func TestMalformedValuesAreRefused(t *testing.T) {
 	head := "task:\n  name: t\n  baseURL: http://h\ncases:\n  - title: c\n    steps:\n      - open: /\n"
 	for src, want := range map[string]string{
 		head + "      - click: x\n        name: {a: 1}\n":            "9:15: name must be a string, got a mapping",
-		head + "      - waitFor: {selector: x, visible: yes}\n":       "8:41: visible must be true or false",
-		head + "      - http: {url: /x, saveAs: true}\n":              `8:33: saveAs must be a variable name (letters, digits, _), got "true"`,
-		head + "      - extract: {from: title, as: false}\n":          `8:36: saveAs must be a variable name (letters, digits, _), got "false"`,
-		head + "      - waitFor: {selector: x, visible: true}\n":      "",
+		head + "      - waitFor: {selector: x, visible: yes}\n":      "8:41: visible must be true or false",
+		head + "      - http: {url: /x, saveAs: true}\n":             `8:33: saveAs must be a variable name (letters, digits, _), got "true"`,
+		head + "      - extract: {from: title, as: false}\n":         `8:36: saveAs must be a variable name (letters, digits, _), got "false"`,
+		head + "      - waitFor: {selector: x, visible: true}\n":     "",
 		head + "      - click: x\n        name: 7\n":                 "",
-		head + "      - http: {url: /x, saveAs: true_value}\n":        "",
+		head + "      - http: {url: /x, saveAs: true_value}\n":       "",
 		head + "      - click: x\n        name:\n      - click: y\n": "",
 	} {
 		_, err := CompileSuite(context.Background(), []byte(src), "s.yaml", Options{})

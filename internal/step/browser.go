@@ -14,11 +14,8 @@ import (
 // or a mapping, and, when they run, the page with the step's selector
 // rendered.
 
-// Keys several browser kinds have.
-var (
-	selectorKey = Key{Name: "selector", Type: Template, Required: true, Doc: "CSS selector of the element"}
-	valueKey    = Key{Name: "value", Type: Template, Required: true}
-)
+// selectorKey is the key of the kinds that act on one element.
+var selectorKey = Key{Name: "selector", Type: Template, Required: true, Doc: "CSS selector of the element"}
 
 // body is the body of a browser step as its compile function reads it.
 type body struct {

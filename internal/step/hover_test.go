@@ -62,11 +62,11 @@ func TestHoverCompile(t *testing.T) {
 	t.Parallel()
 	head := "task: {name: t, baseURL: http://h}\ncases:\n  - title: c\n    steps:\n"
 	for src, want := range map[string]string{
-		"      - hover: '#x'\n":                                       "t.yaml:5:16: hover needs a page: add an open step before it",
+		"      - hover: '#x'\n": "t.yaml:5:16: hover needs a page: add an open step before it",
 		"      - open: /\n      - hover: {selector: '#x', force: 1}\n": `t.yaml:6:33: unknown key "force" (allowed: selector)`,
-		"      - open: /\n      - hover: {}\n":                        "t.yaml:6:16: missing key selector",
-		"      - open: /\n      - hover: [a]\n":                       "t.yaml:6:16: hover must be a string or a mapping",
-		"      - open: /\n      - hover: '${nope}'\n":                 "t.yaml:6:16: hover: in ${nope}: unknown name nope",
+		"      - open: /\n      - hover: {}\n":                         "t.yaml:6:16: missing key selector",
+		"      - open: /\n      - hover: [a]\n":                        "t.yaml:6:16: hover must be a string or a mapping",
+		"      - open: /\n      - hover: '${nope}'\n":                  "t.yaml:6:16: hover: in ${nope}: unknown name nope",
 	} {
 		_, err := compiler.CompileSuite(t.Context(), []byte(head+src), "t.yaml", compiler.Options{})
 		if err == nil || !strings.Contains(err.Error(), want) {
