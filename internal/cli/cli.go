@@ -167,6 +167,7 @@ Run "duet config" to see every setting.`,
 		deviceCmd(env),
 		migrateCmd(env),
 		scanCmd(env), teamCmd(env),
+		schemaCmd(env),
 	)
 	for _, c := range testCommands {
 		root.AddCommand(c(env))

@@ -11,6 +11,7 @@ import (
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/eval"
 	"github.com/duet-test/duet/internal/redact"
+	"github.com/duet-test/duet/internal/step"
 )
 
 // caseRun is the state of one execution while it runs.
@@ -281,7 +282,7 @@ func (cr *caseRun) runStep(ctx context.Context, st *duet.Step, res *duet.StepRes
 		value  any
 		err    error
 	)
-	if st.Kind.IsBrowser() && cr.session == nil {
+	if step.NeedsBrowser(st.Kind) && cr.session == nil {
 		// Starting a browser, or waiting for a free one, is not the step's
 		// work: it runs on the case's time, not the step's.
 		_, err = cr.page(ctx)
@@ -375,20 +376,11 @@ func pastDeadline(ctx context.Context) bool {
 	return ok && !time.Now().Before(dl)
 }
 
+// dispatch runs st through the registry entry of its kind.
 func (cr *caseRun) dispatch(ctx context.Context, st *duet.Step) (saveAs string, value any, err error) {
-	switch {
-	case st.HTTP != nil:
-		v, err := cr.http(ctx, st.HTTP)
-		return st.HTTP.SaveAs, v, err
-	case st.Assert != nil:
-		return "", nil, cr.assert(st.Assert)
-	case st.Set != nil:
-		return "", nil, cr.set(st.Set)
-	case st.MCP != nil:
-		v, err := cr.mcpCall(ctx, st.MCP)
-		return st.MCP.SaveAs, failedCall(v, err), err
-	case st.Browser != nil:
-		return cr.browser(ctx, st)
+	k := step.Lookup(st.Kind)
+	if k == nil {
+		return "", nil, duet.Errorf(duet.CodeInternal, "step %d has unknown kind %q", st.Index, st.Kind)
 	}
-	return "", nil, duet.Errorf(duet.CodeInternal, "step %d has no body", st.Index)
+	return k.Run(ctx, cr, st)
 }

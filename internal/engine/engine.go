@@ -16,6 +16,7 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/redact"
+	"github.com/duet-test/duet/internal/step"
 )
 
 // Browser starts isolated browser sessions. internal/browser provides one
@@ -30,32 +31,16 @@ type Browser interface {
 }
 
 // WaitCondition is what a waitFor step waits for.
-type WaitCondition struct {
-	Selector    string
-	Text        string
-	URLContains string
-	URLMatches  string
-	Visible     bool
-	Timeout     time.Duration
-}
+type WaitCondition = step.WaitCondition
 
-// BrowserSession is one isolated browser context with one page. Element
-// operations wait up to the context's deadline for their element.
-// Errors carry ELEMENT_NOT_FOUND, STEP_TIMEOUT, CANCELLED or BROWSER_ERROR.
+// BrowserSession is one isolated browser context with one page: the page
+// the browser steps of one case drive (step.Page), which the engine closes
+// when the case ends. Element operations wait up to the context's deadline
+// for their element. Errors carry ELEMENT_NOT_FOUND, STEP_TIMEOUT,
+// CANCELLED or BROWSER_ERROR. A driver may implement the extension
+// interfaces some step kinds declare (step.Hoverer).
 type BrowserSession interface {
-	Open(ctx context.Context, url string) error
-	Click(ctx context.Context, selector string) error
-	Fill(ctx context.Context, selector, value string) error
-	Press(ctx context.Context, key, selector string) error
-	Select(ctx context.Context, selector, value string) error
-	WaitFor(ctx context.Context, c WaitCondition) error
-	Text(ctx context.Context, selector string) (string, error)
-	Visible(ctx context.Context, selector string) (bool, error)
-	Attr(ctx context.Context, selector, name string) (string, bool, error)
-	Value(ctx context.Context, selector string) (string, error)
-	URL(ctx context.Context) (string, error)
-	Title(ctx context.Context) (string, error)
-	Screenshot(ctx context.Context, fullPage bool) ([]byte, error)
+	step.Page
 	Close()
 }
 
