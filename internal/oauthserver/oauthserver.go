@@ -175,7 +175,36 @@ func (s *Server) Metadata() *oauthex.AuthServerMeta {
 
 func (s *Server) metadata(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Access-Control-Allow-Origin", "*")
-	writeJSON(w, http.StatusOK, s.Metadata())
+	writeJSON(w, http.StatusOK, served(s.Metadata()))
+}
+
+// served is metadata as the server publishes it: a field it does not serve
+// (an empty URL or list, a false flag, null) is left out rather than sent
+// empty — the go-sdk's struct writes "jwks_uri": "" although this server
+// has no key set, and a client would take "" for an address.
+func served(m *oauthex.AuthServerMeta) map[string]any {
+	b, _ := json.Marshal(m)
+	var fields map[string]any
+	json.Unmarshal(b, &fields)
+	for k, v := range fields {
+		switch v := v.(type) {
+		case nil:
+			delete(fields, k)
+		case string:
+			if v == "" {
+				delete(fields, k)
+			}
+		case bool:
+			if !v {
+				delete(fields, k)
+			}
+		case []any:
+			if len(v) == 0 {
+				delete(fields, k)
+			}
+		}
+	}
+	return fields
 }
 
 // ---- secrets ----
@@ -604,7 +633,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		back("invalid_request", fmt.Sprintf("state is over %d bytes", maxState))
 		return
 	}
-	if res := q["resource"]; len(res) > 0 && (len(res) > 1 || !s.resourceOK(res[0])) {
+	if !s.resourcesOK(q["resource"]) {
 		back("invalid_target", "the resource is not Duet's MCP endpoint")
 		return
 	}
@@ -644,6 +673,13 @@ func validChallenge(c string) bool {
 
 func (s *Server) resourceOK(res string) bool {
 	return strings.TrimRight(res, "/") == s.o.Resource || strings.TrimRight(res, "/") == s.o.Issuer
+}
+
+// resourcesOK checks the resource parameters of a request (RFC 8707) the
+// same way at every endpoint that takes them — authorization, code
+// exchange, refresh: none, or Duet's own resource once.
+func (s *Server) resourcesOK(res []string) bool {
+	return len(res) == 0 || len(res) == 1 && s.resourceOK(res[0])
 }
 
 func (s *Server) loginConfig(meta *oauthex.AuthServerMeta) *oauth2.Config {
@@ -890,27 +926,35 @@ func (s *Server) codeGrant(r *http.Request, c *client) (*tokenResponse, error) {
 	if verifier == "" || subtle.ConstantTimeCompare([]byte(base64.RawURLEncoding.EncodeToString(sum[:])), []byte(req.CodeChallenge)) != 1 {
 		return nil, errf(http.StatusBadRequest, "invalid_grant", "code_verifier does not match the code_challenge")
 	}
-	if res := r.PostForm["resource"]; len(res) > 0 && (len(res) > 1 || !s.resourceOK(res[0])) {
+	if !s.resourcesOK(r.PostForm["resource"]) {
 		return nil, errf(http.StatusBadRequest, "invalid_target", "the resource is not Duet's MCP endpoint")
 	}
 	return s.issue(ctx, tok.GrantID, c.ID, tok.UserID, tok.Scope, true)
 }
 
+// refreshGrant rotates a refresh token (OAuth 2.1 §4.3.1). A refused
+// request — another client's token, a scope or a resource the grant does
+// not have — leaves the refresh token as it was, so the client's next
+// ordinary refresh works. The rotation happens only on success: the new
+// tokens are stored first, then the old refresh token is spent, once
+// however many requests race; a token spent already is a replay, which
+// revokes the whole sign-in (with anything just issued for it).
 func (s *Server) refreshGrant(r *http.Request, c *client) (*tokenResponse, error) {
 	ctx := r.Context()
-	tok, err := s.o.Store.UseOAuthToken(ctx, duet.OAuthRefresh, hash(r.PostForm.Get("refresh_token")))
-	if duet.ErrorCode(err) == duet.CodeConflict && tok != nil {
-		// A refresh token replayed after rotation: it leaked; revoke the
-		// sign-in (OAuth 2.1 §4.3.1).
-		s.o.Store.RevokeOAuthGrant(ctx, tok.GrantID)
-		s.o.Logger.WarnContext(ctx, "oauth: a refresh token was used twice; its grant is revoked", "client", tok.ClientID, "user", tok.UserID)
-		return nil, errf(http.StatusBadRequest, "invalid_grant", "the refresh token was already used")
+	h := hash(r.PostForm.Get("refresh_token"))
+	tok, err := s.o.Store.FindOAuthToken(ctx, duet.OAuthRefresh, h)
+	if duet.ErrorCode(err) == duet.CodeUnauthenticated {
+		// Unknown, expired, or spent already: spending it tells which.
+		return nil, s.spendRefresh(ctx, h)
 	}
 	if err != nil {
-		return nil, errf(http.StatusBadRequest, "invalid_grant", "invalid or expired refresh token")
+		return nil, err
 	}
 	if tok.ClientID != c.ID {
 		return nil, errf(http.StatusBadRequest, "invalid_grant", "the refresh token was issued to another client")
+	}
+	if !s.resourcesOK(r.PostForm["resource"]) {
+		return nil, errf(http.StatusBadRequest, "invalid_target", "the resource is not Duet's MCP endpoint")
 	}
 	scope := tok.Scope
 	if want := r.PostForm.Get("scope"); want != "" {
@@ -923,7 +967,32 @@ func (s *Server) refreshGrant(r *http.Request, c *client) (*tokenResponse, error
 		}
 		scope = strings.Join(narrowed, " ")
 	}
-	return s.issue(ctx, tok.GrantID, c.ID, tok.UserID, scope, true)
+	resp, err := s.issue(ctx, tok.GrantID, c.ID, tok.UserID, scope, true)
+	if err != nil {
+		return nil, err // the refresh token is not spent: the client may try again
+	}
+	if err := s.spendRefresh(ctx, h); err != nil {
+		return nil, err // what was just issued is revoked with the grant, or never handed out
+	}
+	return resp, nil
+}
+
+// spendRefresh marks the refresh token of hash h used. One used before is a
+// replay after rotation: it leaked, and the sign-in it belongs to is
+// revoked. Returns invalid_grant when the token cannot be spent.
+func (s *Server) spendRefresh(ctx context.Context, h string) error {
+	tok, err := s.o.Store.UseOAuthToken(ctx, duet.OAuthRefresh, h)
+	switch {
+	case err == nil:
+		return nil
+	case duet.ErrorCode(err) == duet.CodeConflict && tok != nil:
+		s.o.Store.RevokeOAuthGrant(ctx, tok.GrantID)
+		s.o.Logger.WarnContext(ctx, "oauth: a refresh token was used twice; its grant is revoked", "client", tok.ClientID, "user", tok.UserID)
+		return errf(http.StatusBadRequest, "invalid_grant", "the refresh token was already used")
+	case duet.ErrorCode(err) == duet.CodeUnauthenticated:
+		return errf(http.StatusBadRequest, "invalid_grant", "invalid or expired refresh token")
+	}
+	return err
 }
 
 // assertionGrant is SEP-990's JWT bearer grant: the identity provider

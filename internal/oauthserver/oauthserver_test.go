@@ -2,6 +2,7 @@ package oauthserver_test
 
 import (
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -67,8 +68,22 @@ func newEnv(t *testing.T, provider string, edit func(*oauthserver.Options)) *env
 
 func newEnvOn(t *testing.T, db duet.OAuthStore, provider string, edit func(*oauthserver.Options)) *env {
 	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newEnvAt(t, ln, db, provider, edit)
+}
+
+// newEnvAt is newEnvOn listening on ln (an address known beforehand, as
+// the provider's client registration needs Duet's callback URL).
+func newEnvAt(t *testing.T, ln net.Listener, db duet.OAuthStore, provider string, edit func(*oauthserver.Options)) *env {
+	t.Helper()
 	mux := http.NewServeMux()
-	srv := httptest.NewServer(mux)
+	srv := httptest.NewUnstartedServer(mux)
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
 	t.Cleanup(srv.Close)
 	if provider == "" {
 		provider = "http://127.0.0.1:9" // no provider is reached
