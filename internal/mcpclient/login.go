@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/serverkey"
 )
 
 // AuthStatus describes the OAuth authorization of a registration, without
@@ -140,6 +141,43 @@ func (c *Client) Login(ctx context.Context, owner, ref string) (*AuthStatus, err
 	return statusOf(st.sec), nil
 }
 
+// DiscoverIssuer returns the issuer of the authorization server the MCP
+// server at rawURL names now (its challenge and protected resource
+// metadata, then the authorization server's metadata), sending it no
+// credential. What a server names is its claim, not proof: a client secret
+// is bound to the issuer of the authorization server that issued it, so
+// show the result to the person who holds the secret before binding it
+// (see [OAuth.Issuer]). Returns INVALID_ARGUMENT, URL_REFUSED,
+// MCP_UNREACHABLE, MCP_AUTH_FAILED (no usable metadata).
+func (c *Client) DiscoverIssuer(ctx context.Context, rawURL string) (string, error) {
+	normalized, err := serverkey.Normalize(rawURL)
+	if err != nil {
+		return "", err
+	}
+	if err := checkDestination(ctx, c.opts.Policy, normalized); err != nil {
+		return "", err
+	}
+	reg := &duet.MCPServer{Name: normalized, URL: normalized}
+	req, resp, err := c.challenge(ctx, reg, nil)
+	if err != nil {
+		var de *duet.Error
+		if errors.As(err, &de) && de.Code == duet.CodeURLRefused {
+			return "", err
+		}
+		return "", duet.WrapError(duet.CodeMCPUnreachable, err, "cannot reach MCP server %s: %s", normalized, netReason(err))
+	}
+	challenges, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("Www-Authenticate"))
+	rctx, refused := withRefusals(ctx)
+	_, asm, err := discoverAuthServer(rctx, c.oauthHTTP, challenges, req.URL.String())
+	if de := refused.first(); err != nil && de != nil {
+		return "", duet.WrapError(duet.CodeURLRefused, err, "MCP server %s: its authorization server: %s", normalized, de.Message)
+	}
+	if err != nil {
+		return "", duet.WrapError(duet.CodeMCPAuthFailed, err, "MCP server %s names no usable authorization server: %s", normalized, sanitize(err.Error(), 300))
+	}
+	return strings.TrimSuffix(asm.Issuer, "/"), nil
+}
+
 // challenge asks the server, without a token, what it wants: its 401 or 403
 // answer to an initialize request (with the WWW-Authenticate challenge that
 // points to its metadata and names scopes). A server that lets the request
@@ -172,9 +210,16 @@ func (c *Client) oauthFailure(ctx context.Context, reg *duet.MCPServer, err erro
 	var lr *loginRequired
 	var fe *flowError
 	var im *issuerMismatch
+	var ub *unboundSecret
 	switch {
 	case errors.As(err, &lr):
 		return authError(reg, http.StatusUnauthorized, "", err)
+	case errors.As(err, &ub):
+		return duet.WrapError(duet.CodeMCPAuthFailed, err,
+			"the OAuth client secret (or key) of MCP server %s is bound to no authorization server (it was stored before Duet required one): Duet sent it nothing. "+
+				"Register it again with the issuer of the authorization server the client belongs to: "+
+				"`duet server add --as %s --name %s --url %s --auth %s ... --issuer URL --replace`",
+			reg.Name, reg.Owner, reg.Name, reg.URL, reg.Auth)
 	case errors.As(err, &im):
 		return duet.WrapError(duet.CodeMCPAuthIssuerMismatch, err,
 			"MCP server %s names %s, but its OAuth client is bound to %s: Duet sent it nothing. "+

@@ -51,10 +51,13 @@ type OAuth struct {
 	Scopes []string
 	// Issuer is the authorization server (its issuer identifier, RFC 8414)
 	// the pre-registered client ClientID is registered with: Duet sends the
-	// client's credentials to no other. "" means the issuer Duet finds the
-	// first time it authorizes is pinned then. With a dynamically registered
-	// client it binds the registration to that authorization server too.
-	// An https URL (http only for loopback addresses).
+	// client's credentials to no other. It is required with a ClientSecret
+	// or a PrivateKey (a secret is bound to its issuer when it is entered,
+	// never to whichever authorization server the MCP server names first);
+	// for a public client "" means the issuer Duet finds the first time it
+	// authorizes is pinned then. With a dynamically registered client it
+	// binds the registration to that authorization server too. An https URL
+	// (http only for loopback addresses).
 	Issuer string
 
 	// Enterprise-managed authorization (duet.AuthEnterprise, SEP-990):
@@ -101,6 +104,9 @@ func (o *OAuth) check() (*oauthSecret, error) {
 		if u.RawQuery != "" || u.Fragment != "" {
 			return bad("the issuer is an https URL without query or fragment, like https://auth.example.com")
 		}
+	}
+	if o.HoldsSecret() && o.Issuer == "" {
+		return bad("%s", errSecretNeedsIssuer)
 	}
 	switch o.Grant {
 	case duet.AuthOAuth:
@@ -149,6 +155,22 @@ func (o *OAuth) check() (*oauthSecret, error) {
 		MetadataURL: o.ClientMetadataURL, Scopes: slices.Clone(o.Scopes), Issuer: strings.TrimSuffix(o.Issuer, "/"),
 		IdPIssuer: o.IdPIssuer, IdPClientID: o.IdPClientID, IdPClientSecret: o.IdPClientSecret, IDToken: o.IDToken}, nil
 }
+
+// HoldsSecret reports whether o carries a credential of its own at the
+// server's authorization server — a client secret or a private key — which
+// must therefore be bound to an issuer (Issuer) when it is entered.
+func (o *OAuth) HoldsSecret() bool {
+	return o != nil && (o.ClientSecret != "" || o.PrivateKey != "")
+}
+
+// errSecretNeedsIssuer is why a secret without an issuer is refused, and
+// how to find the issuer.
+const errSecretNeedsIssuer = "a client secret or private key belongs to the authorization server that issued it: " +
+	"name that server with its issuer URL (--issuer URL), the \"issuer\" of its metadata " +
+	"(https://AUTH-SERVER/.well-known/oauth-authorization-server), as the console or administrator of that server shows it. " +
+	"The MCP server names its authorization server in its protected resource metadata " +
+	"(https://HOST/.well-known/oauth-protected-resource/PATH, \"authorization_servers\"): " +
+	"give that issuer only if it is the server your client was registered with. Duet sends the secret to no other"
 
 // checkOAuthURL refuses an OAuth URL that would carry tokens or client
 // credentials in cleartext: it must be https, or http to a loopback address
@@ -274,6 +296,38 @@ type oauthSecret struct {
 	// Want are scopes a server asked for since the last authorization; the
 	// next Login requests them.
 	Want []string `json:"want,omitempty"`
+}
+
+// holdsSecret reports whether the registration has a credential of its own
+// at the server's authorization server (a client secret or a private key).
+func (sec *oauthSecret) holdsSecret() bool {
+	return sec.ClientSecret != "" || sec.PrivateKey != ""
+}
+
+// checkBound refuses to use a client secret or key bound to no issuer (one
+// stored before Duet required the issuer with it): it is sent nowhere.
+func (sec *oauthSecret) checkBound() error {
+	if sec.holdsSecret() && sec.Issuer == "" {
+		return &unboundSecret{}
+	}
+	return nil
+}
+
+// mayReceive refuses a token request to t's token endpoint that the
+// client's binding forbids: the registration's own secret or key goes only
+// to the token endpoint of its bound issuer, and no request goes to an
+// issuer other than the bound one.
+func (sec *oauthSecret) mayReceive(t *storedToken) error {
+	if sec.holdsSecret() && t.ClientID == sec.ClientID {
+		if err := sec.checkBound(); err != nil {
+			return err
+		}
+		return checkIssuer(sec.Issuer, t.Issuer)
+	}
+	if t.Issuer == "" {
+		return nil
+	}
+	return checkIssuer(sec.Issuer, t.Issuer)
 }
 
 // storedToken is an access token with what is needed to renew it.
@@ -676,7 +730,7 @@ func (st *oauthState) refresh(ctx context.Context, sec *oauthSecret, t *storedTo
 // always sent; a private key signs a client assertion. A client bound to an
 // issuer sends nothing to a token endpoint of another.
 func (st *oauthState) tokenRequest(ctx context.Context, sec *oauthSecret, t *storedToken, scopes []string, params url.Values) (*oauth2.Token, error) {
-	if err := checkIssuer(sec.Issuer, t.Issuer); err != nil && t.Issuer != "" {
+	if err := sec.mayReceive(t); err != nil {
 		return nil, err
 	}
 	if params == nil {
@@ -778,7 +832,11 @@ const retryFailedAfter = 10 * time.Second
 func (st *oauthState) authorize(ctx context.Context, req *http.Request, resp *http.Response, challenges []oauthex.Challenge, scopes []string) error {
 	st.mu.Lock()
 	grant, granted, want := st.sec.Grant, st.grantedLocked(), st.sec.Want
+	unbound := st.sec.checkBound()
 	st.mu.Unlock()
+	if unbound != nil {
+		return unbound
+	}
 	a := authorizerFrom(ctx)
 	if grant == duet.AuthOAuth && a == nil {
 		wanted := union(want, scopes)
@@ -865,6 +923,14 @@ type issuerMismatch struct {
 
 func (e *issuerMismatch) Error() string {
 	return fmt.Sprintf("%s is not %s, which the client is bound to", e.named(), strconvQuote(e.bound))
+}
+
+// unboundSecret says the registration's client secret or key is bound to
+// no issuer (it was stored before Duet required one): it is sent nowhere.
+type unboundSecret struct{}
+
+func (*unboundSecret) Error() string {
+	return "the client secret or key is bound to no authorization server; it is sent to none"
 }
 
 // named names the authorization server found (outside text, sanitized).
