@@ -17,6 +17,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
 )
 
 // DPoP (RFC 9449): sender-constrained access tokens. A server that requires
@@ -34,8 +37,8 @@ const dpopScheme = "dpop"
 // dpopKey is the key a registration's tokens are bound to.
 type dpopKey struct {
 	priv   *ecdsa.PrivateKey
-	jwk    map[string]string
-	stored string // the stored form it was read from
+	signer jose.Signer // ES256, typ dpop+jwt, the public key in the header (jwk)
+	stored string      // the stored form it was read from
 
 	mu     sync.Mutex
 	nonces map[string]string // by origin: the last DPoP-Nonce each server gave
@@ -70,14 +73,11 @@ func parseDPoPKey(stored string) (*dpopKey, error) {
 	if !ok || priv.Curve != elliptic.P256() {
 		return nil, errors.New("the DPoP key is not a P-256 key")
 	}
-	pub, err := priv.PublicKey.Bytes() // 0x04 || X || Y
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: priv}, (&jose.SignerOptions{EmbedJWK: true}).WithType("dpop+jwt"))
 	if err != nil {
 		return nil, err
 	}
-	enc := base64.RawURLEncoding
-	return &dpopKey{priv: priv, nonces: map[string]string{}, jwk: map[string]string{
-		"kty": "EC", "crv": "P-256", "x": enc.EncodeToString(pub[1:33]), "y": enc.EncodeToString(pub[33:65]),
-	}}, nil
+	return &dpopKey{priv: priv, signer: signer, nonces: map[string]string{}}, nil
 }
 
 // htu is the request URI a proof names: without query and fragment.
@@ -87,30 +87,30 @@ func htu(u *url.URL) string {
 	return c.String()
 }
 
-// proof returns a DPoP proof for a request of method to u; accessToken ""
-// for a token request.
-func (k *dpopKey) proof(method string, u *url.URL, accessToken string) (string, error) {
-	jti := make([]byte, 16)
-	rand.Read(jti)
-	enc := base64.RawURLEncoding
-	header, _ := json.Marshal(map[string]any{"typ": "dpop+jwt", "alg": "ES256", "jwk": k.jwk})
-	claims := map[string]any{"jti": enc.EncodeToString(jti), "htm": method, "htu": htu(u), "iat": time.Now().Unix()}
+// dpopClaims are the claims of a proof (RFC 9449 section 4.2).
+type dpopClaims struct {
+	ID       string `json:"jti"`
+	Method   string `json:"htm"`
+	URI      string `json:"htu"`
+	IssuedAt int64  `json:"iat"`
+	// TokenHash is the access token's SHA-256 (base64url) on requests that
+	// carry one.
+	TokenHash string `json:"ath,omitempty"`
+	Nonce     string `json:"nonce,omitempty"`
+}
+
+// proof returns a DPoP proof, made at now, for a request of method to u;
+// accessToken "" for a token request.
+func (k *dpopKey) proof(method string, u *url.URL, accessToken string, now time.Time) (string, error) {
+	claims := dpopClaims{ID: newJTI(), Method: method, URI: htu(u), IssuedAt: now.Unix()}
 	if accessToken != "" {
 		h := sha256.Sum256([]byte(accessToken))
-		claims["ath"] = enc.EncodeToString(h[:])
+		claims.TokenHash = base64.RawURLEncoding.EncodeToString(h[:])
 	}
 	k.mu.Lock()
-	if n := k.nonces[originOf(u)]; n != "" {
-		claims["nonce"] = n
-	}
+	claims.Nonce = k.nonces[originOf(u)]
 	k.mu.Unlock()
-	body, _ := json.Marshal(claims)
-	input := enc.EncodeToString(header) + "." + enc.EncodeToString(body)
-	sig, err := (&clientKey{k.priv, "ES256"}).sign([]byte(input))
-	if err != nil {
-		return "", err
-	}
-	return input + "." + enc.EncodeToString(sig), nil
+	return jwt.Signed(k.signer).Claims(claims).Serialize()
 }
 
 // tookNonce keeps the DPoP-Nonce of resp, and reports whether resp asks
@@ -194,7 +194,7 @@ func dpopTokenRequest(base http.RoundTripper, req *http.Request) (*http.Response
 		return nil, false, nil
 	}
 	resp, err := k.send(base, req, func(r *http.Request) error {
-		p, err := k.proof(r.Method, r.URL, "")
+		p, err := k.proof(r.Method, r.URL, "", time.Now())
 		if err == nil {
 			r.Header.Set("DPoP", p)
 		}
@@ -211,7 +211,7 @@ func dpopResourceRequest(base http.RoundTripper, k *dpopKey, req *http.Request) 
 		if tok == "" || !strings.EqualFold(scheme, "bearer") && !strings.EqualFold(scheme, dpopScheme) {
 			return nil
 		}
-		p, err := k.proof(r.Method, r.URL, tok)
+		p, err := k.proof(r.Method, r.URL, tok, time.Now())
 		if err != nil {
 			return err
 		}

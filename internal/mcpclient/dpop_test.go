@@ -67,7 +67,7 @@ func TestDPoPResourceRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again, err := parseDPoPKey(stored); err != nil || again.jwk["x"] != k.jwk["x"] {
+	if again, err := parseDPoPKey(stored); err != nil || !again.priv.Equal(k.priv) {
 		t.Fatalf("stored key: %v", err)
 	}
 	var mu sync.Mutex

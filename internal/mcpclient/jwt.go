@@ -7,19 +7,20 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/sha256"
-	"crypto/sha512"
 	"crypto/x509"
 	"encoding/base64"
-	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
 )
 
 // clientKey is a private key for private_key_jwt client authentication
-// (RFC 7523 section 2.2) and the JWS algorithm it signs with.
+// (RFC 7523 section 2.2) and the JWS algorithm it signs with (go-jose, the
+// library that verifies tokens too).
 type clientKey struct {
 	signer crypto.Signer
 	alg    string // ES256, ES384, RS256 or EdDSA
@@ -69,51 +70,22 @@ func parseClientKey(pemText string) (*clientKey, error) {
 }
 
 // assertion returns a signed JWT that authenticates clientID to the
-// authorization server audience (its issuer), valid for two minutes.
+// authorization server audience (its issuer), valid for two minutes from
+// now.
 func (k *clientKey) assertion(clientID, audience string, now time.Time) (string, error) {
-	jti := make([]byte, 16)
-	rand.Read(jti)
-	header, _ := json.Marshal(map[string]string{"alg": k.alg, "typ": "JWT"})
-	claims, _ := json.Marshal(map[string]any{
-		"iss": clientID, "sub": clientID, "aud": audience,
-		"iat": now.Unix(), "exp": now.Add(2 * time.Minute).Unix(),
-		"jti": base64.RawURLEncoding.EncodeToString(jti),
-	})
-	input := base64.RawURLEncoding.EncodeToString(header) + "." + base64.RawURLEncoding.EncodeToString(claims)
-	sig, err := k.sign([]byte(input))
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.SignatureAlgorithm(k.alg), Key: k.signer}, (&jose.SignerOptions{}).WithType("JWT"))
 	if err != nil {
 		return "", err
 	}
-	return input + "." + base64.RawURLEncoding.EncodeToString(sig), nil
+	return jwt.Signed(signer).Claims(jwt.Claims{
+		Issuer: clientID, Subject: clientID, Audience: jwt.Audience{audience},
+		IssuedAt: jwt.NewNumericDate(now), Expiry: jwt.NewNumericDate(now.Add(2 * time.Minute)), ID: newJTI(),
+	}).Serialize()
 }
 
-func (k *clientKey) sign(input []byte) ([]byte, error) {
-	switch k.alg {
-	case "ES256", "ES384":
-		ek := k.signer.(*ecdsa.PrivateKey)
-		var digest []byte
-		size := 32
-		if k.alg == "ES256" {
-			d := sha256.Sum256(input)
-			digest = d[:]
-		} else {
-			d := sha512.Sum384(input)
-			digest, size = d[:], 48
-		}
-		r, s, err := ecdsa.Sign(rand.Reader, ek, digest)
-		if err != nil {
-			return nil, err
-		}
-		// JWS wants the fixed-size concatenation R || S, not ASN.1.
-		out := make([]byte, 2*size)
-		r.FillBytes(out[:size])
-		s.FillBytes(out[size:])
-		return out, nil
-	case "RS256":
-		d := sha256.Sum256(input)
-		return rsa.SignPKCS1v15(rand.Reader, k.signer.(*rsa.PrivateKey), crypto.SHA256, d[:])
-	case "EdDSA":
-		return ed25519.Sign(k.signer.(ed25519.PrivateKey), input), nil
-	}
-	return nil, fmt.Errorf("unsupported algorithm %s", k.alg)
+// newJTI returns a fresh JWT id: 16 random bytes, base64url.
+func newJTI() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
 }
