@@ -77,6 +77,11 @@ type Options struct {
 	RecordInterval time.Duration
 	// Logger receives warnings (never secrets); nil discards them.
 	Logger *slog.Logger
+	// Now is the OAuth client's clock: when a token was obtained and
+	// expires, when it is renewed, the limits on repeated authorizations,
+	// and the time in client assertions and DPoP proofs. nil means
+	// time.Now; tests move it instead of sleeping.
+	Now func() time.Time
 }
 
 // Client is the MCP client side of Duet. It is safe for concurrent use.
@@ -117,6 +122,9 @@ func New(opts Options) *Client {
 	}
 	if opts.Version == "" {
 		opts.Version = "dev"
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	log := opts.Logger
 	if log == nil {

@@ -39,13 +39,15 @@ type dpopKey struct {
 	priv   *ecdsa.PrivateKey
 	signer jose.Signer // ES256, typ dpop+jwt, the public key in the header (jwk)
 	stored string      // the stored form it was read from
+	now    func() time.Time
 
 	mu     sync.Mutex
 	nonces map[string]string // by origin: the last DPoP-Nonce each server gave
 }
 
-// newDPoPKey generates a key and returns it with its stored form.
-func newDPoPKey() (*dpopKey, string, error) {
+// newDPoPKey generates a key and returns it with its stored form; its
+// proofs are dated by now.
+func newDPoPKey(now func() time.Time) (*dpopKey, string, error) {
 	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, "", err
@@ -55,12 +57,12 @@ func newDPoPKey() (*dpopKey, string, error) {
 		return nil, "", err
 	}
 	stored := base64.StdEncoding.EncodeToString(der)
-	k, err := parseDPoPKey(stored)
+	k, err := parseDPoPKey(stored, now)
 	return k, stored, err
 }
 
-// parseDPoPKey reads a stored key.
-func parseDPoPKey(stored string) (*dpopKey, error) {
+// parseDPoPKey reads a stored key; its proofs are dated by now.
+func parseDPoPKey(stored string, now func() time.Time) (*dpopKey, error) {
 	der, err := base64.StdEncoding.DecodeString(stored)
 	if err != nil {
 		return nil, err
@@ -77,7 +79,7 @@ func parseDPoPKey(stored string) (*dpopKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &dpopKey{priv: priv, signer: signer, nonces: map[string]string{}}, nil
+	return &dpopKey{priv: priv, signer: signer, now: now, nonces: map[string]string{}}, nil
 }
 
 // htu is the request URI a proof names: without query and fragment.
@@ -99,10 +101,10 @@ type dpopClaims struct {
 	Nonce     string `json:"nonce,omitempty"`
 }
 
-// proof returns a DPoP proof, made at now, for a request of method to u;
-// accessToken "" for a token request.
-func (k *dpopKey) proof(method string, u *url.URL, accessToken string, now time.Time) (string, error) {
-	claims := dpopClaims{ID: newJTI(), Method: method, URI: htu(u), IssuedAt: now.Unix()}
+// proof returns a DPoP proof for a request of method to u; accessToken ""
+// for a token request.
+func (k *dpopKey) proof(method string, u *url.URL, accessToken string) (string, error) {
+	claims := dpopClaims{ID: newJTI(), Method: method, URI: htu(u), IssuedAt: k.now().Unix()}
 	if accessToken != "" {
 		h := sha256.Sum256([]byte(accessToken))
 		claims.TokenHash = base64.RawURLEncoding.EncodeToString(h[:])
@@ -194,7 +196,7 @@ func dpopTokenRequest(base http.RoundTripper, req *http.Request) (*http.Response
 		return nil, false, nil
 	}
 	resp, err := k.send(base, req, func(r *http.Request) error {
-		p, err := k.proof(r.Method, r.URL, "", time.Now())
+		p, err := k.proof(r.Method, r.URL, "")
 		if err == nil {
 			r.Header.Set("DPoP", p)
 		}
@@ -211,7 +213,7 @@ func dpopResourceRequest(base http.RoundTripper, k *dpopKey, req *http.Request) 
 		if tok == "" || !strings.EqualFold(scheme, "bearer") && !strings.EqualFold(scheme, dpopScheme) {
 			return nil
 		}
-		p, err := k.proof(r.Method, r.URL, tok, time.Now())
+		p, err := k.proof(r.Method, r.URL, tok)
 		if err != nil {
 			return err
 		}

@@ -63,11 +63,11 @@ func verifyDPoP(proof, method, uri, token string) (map[string]any, string) {
 // request, body included, sent once more with it; proofs are never reused.
 func TestDPoPResourceRequests(t *testing.T) {
 	t.Parallel()
-	k, stored, err := newDPoPKey()
+	k, stored, err := newDPoPKey(time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again, err := parseDPoPKey(stored); err != nil || !again.priv.Equal(k.priv) {
+	if again, err := parseDPoPKey(stored, time.Now); err != nil || !again.priv.Equal(k.priv) {
 		t.Fatalf("stored key: %v", err)
 	}
 	var mu sync.Mutex

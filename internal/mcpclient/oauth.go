@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -370,16 +371,44 @@ func (t *storedToken) endpoint() *storedToken {
 		Issuer: t.Issuer, Resource: t.Resource}
 }
 
-// fill sets the token fields of t from a token endpoint's answer; requested
-// are the scopes asked for (granted when the answer names none).
-func (t *storedToken) fill(tok *oauth2.Token, requested []string) *storedToken {
-	t.Access, t.Type, t.Refresh, t.Expiry = tok.AccessToken, tok.TokenType, tok.RefreshToken, tok.Expiry
-	t.Obtained = time.Now().UTC()
+// fill sets the token fields of t from a token endpoint's answer, received
+// at now; requested are the scopes asked for (granted when the answer names
+// none).
+func (t *storedToken) fill(tok *oauth2.Token, requested []string, now time.Time) *storedToken {
+	t.Access, t.Type, t.Refresh = tok.AccessToken, tok.TokenType, tok.RefreshToken
+	t.Obtained = now.UTC()
+	t.Expiry = expiryOf(tok, t.Obtained)
 	t.Scopes = requested
 	if s, ok := tok.Extra("scope").(string); ok {
 		t.Scopes = boundScopes(strings.Fields(s))
 	}
 	return t
+}
+
+// expiryOf is when tok, received at now, expires: now plus its expires_in
+// (on the client's clock, not the one golang.org/x/oauth2 read), or the
+// expiry oauth2 computed when the answer's expires_in cannot be read; zero
+// when it names none.
+func expiryOf(tok *oauth2.Token, now time.Time) time.Time {
+	var secs float64
+	switch v := tok.Extra("expires_in").(type) {
+	case float64:
+		secs = v
+	case int64: // a form-encoded answer
+		secs = float64(v)
+	case string:
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return tok.Expiry
+		}
+		secs = float64(n)
+	default:
+		return tok.Expiry
+	}
+	if secs <= 0 {
+		return time.Time{}
+	}
+	return now.Add(time.Duration(secs) * time.Second)
 }
 
 // An Authorizer shows a person the authorization server's page and brings
@@ -450,7 +479,7 @@ func (st *oauthState) dpopKeyLocked() *dpopKey {
 		return nil
 	}
 	if st.dpop == nil || st.dpop.stored != st.sec.DPoPKey {
-		k, err := parseDPoPKey(st.sec.DPoPKey)
+		k, err := parseDPoPKey(st.sec.DPoPKey, st.c.opts.Now)
 		if err != nil {
 			st.c.log.Warn("the stored DPoP key cannot be read; the next authorization makes another", "server", st.reg.ServerKey, "err", err)
 			return nil
@@ -557,7 +586,7 @@ func (st *oauthState) token() (*oauth2.Token, error) {
 	if t == nil {
 		return nil, nil
 	}
-	if !t.expiring(time.Now()) {
+	if !t.expiring(st.c.opts.Now()) {
 		return t.oauth2(), nil
 	}
 	ctx, cancel := context.WithTimeout(st.c.ctx, st.c.opts.CallTimeout)
@@ -592,7 +621,7 @@ func (st *oauthState) renewableLocked(t *storedToken) bool {
 func (st *oauthState) renewLocked(ctx context.Context, used *storedToken) (*storedToken, error) {
 	const op = "renewing the access token"
 	fresh := func() *storedToken {
-		if t := st.sec.Token; t != nil && t.Access != used.Access && !t.expiring(time.Now()) {
+		if t := st.sec.Token; t != nil && t.Access != used.Access && !t.expiring(st.c.opts.Now()) {
 			return t
 		}
 		return nil
@@ -627,7 +656,7 @@ func (st *oauthState) renewLocked(ctx context.Context, used *storedToken) (*stor
 		var tok *oauth2.Token
 		tok, err = st.tokenRequest(rctx, &sec, cur, cur.Scopes, nil)
 		if err == nil {
-			nt = cur.endpoint().fill(tok, cur.Scopes)
+			nt = cur.endpoint().fill(tok, cur.Scopes, st.c.opts.Now())
 		}
 	}
 	if err != nil {
@@ -655,7 +684,7 @@ func (st *oauthState) renewLocked(ctx context.Context, used *storedToken) (*stor
 		o.Token = nt
 		return true
 	})
-	if t := st.sec.Token; t != nil && !t.expiring(time.Now()) {
+	if t := st.sec.Token; t != nil && !t.expiring(st.c.opts.Now()) {
 		return t, nil
 	}
 	return nt, nil
@@ -718,7 +747,7 @@ func (st *oauthState) refresh(ctx context.Context, sec *oauthSecret, t *storedTo
 	if err != nil {
 		return nil, err
 	}
-	nt := t.endpoint().fill(tok, t.Scopes)
+	nt := t.endpoint().fill(tok, t.Scopes, st.c.opts.Now())
 	if nt.Refresh == "" {
 		nt.Refresh = t.Refresh // not rotated
 	}
@@ -750,7 +779,7 @@ func (st *oauthState) tokenRequest(ctx context.Context, sec *oauthSecret, t *sto
 		if aud == "" {
 			aud = t.TokenURL
 		}
-		a, err := key.assertion(t.ClientID, aud, time.Now())
+		a, err := key.assertion(t.ClientID, aud, st.c.opts.Now())
 		if err != nil {
 			return nil, err
 		}
@@ -789,7 +818,7 @@ func (st *oauthState) Authorize(ctx context.Context, req *http.Request, resp *ht
 	}
 	cur := st.sec.Token
 	st.mu.Unlock()
-	if cur != nil && cur.Access != sent && !cur.expiring(time.Now()) && (resp.StatusCode == http.StatusUnauthorized || covers(cur.Scopes, scopes)) {
+	if cur != nil && cur.Access != sent && !cur.expiring(st.c.opts.Now()) && (resp.StatusCode == http.StatusUnauthorized || covers(cur.Scopes, scopes)) {
 		return nil
 	}
 	if resp.StatusCode == http.StatusUnauthorized && cur != nil && cur.Access == sent && cur.Refresh != "" {
@@ -804,7 +833,7 @@ func (st *oauthState) Authorize(ctx context.Context, req *http.Request, resp *ht
 	if resp.StatusCode == http.StatusForbidden && cur != nil && cur.Access == sent && covers(cur.Scopes, scopes) {
 		return &flowError{msg: fmt.Sprintf("the server still answers insufficient_scope for %s, which the token was granted; authorizing again would not help", scopeList(scopes))}
 	}
-	now := time.Now()
+	now := st.c.opts.Now()
 	if st.failed != nil && now.Sub(st.failedAt) < retryFailedAfter {
 		// The go-sdk tries the older handshake after a failed one: do not
 		// ask the person again at once.
@@ -858,14 +887,14 @@ func (st *oauthState) authorize(ctx context.Context, req *http.Request, resp *ht
 		}
 		return &loginRequired{scopes: wanted}
 	}
-	st.recent = append(st.recent, time.Now())
+	st.recent = append(st.recent, st.c.opts.Now())
 	ctx, refused := withRefusals(ctx)
 	if requiresDPoP(challenges) {
 		// The server wants sender-constrained tokens: bind the new one
 		// to the registration's key (made now if it has none).
 		st.mu.Lock()
 		if st.sec.DPoPKey == "" {
-			_, stored, err := newDPoPKey()
+			_, stored, err := newDPoPKey(st.c.opts.Now)
 			if err != nil {
 				st.mu.Unlock()
 				return st.flowError("making a DPoP key", err, nil)
@@ -1021,7 +1050,7 @@ func (st *oauthState) authorizationCode(ctx context.Context, a *Authorizer, req 
 		Client:                st.c.oauthHTTP,
 		NewTokenSource: func(_ context.Context, cfg *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
 			got = (&storedToken{ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, TokenURL: cfg.Endpoint.TokenURL,
-				AuthStyle: int(cfg.Endpoint.AuthStyle), Resource: resource, Issuer: issuer}).fill(tok, cfg.Scopes)
+				AuthStyle: int(cfg.Endpoint.AuthStyle), Resource: resource, Issuer: issuer}).fill(tok, cfg.Scopes, st.c.opts.Now())
 			return oauth2.StaticTokenSource(tok), nil
 		},
 	}
@@ -1091,7 +1120,7 @@ func (st *oauthState) clientCredentials(ctx context.Context, resourceURL string,
 	if err != nil {
 		return nil, err
 	}
-	return t.fill(tok, scopes), nil
+	return t.fill(tok, scopes, st.c.opts.Now()), nil
 }
 
 // enterprise runs enterprise-managed authorization (SEP-990): discovery of
@@ -1140,7 +1169,7 @@ func (st *oauthState) enterprise(ctx context.Context, resourceURL string, challe
 	if err != nil {
 		return nil, err
 	}
-	return t.fill(tok, scopes), nil
+	return t.fill(tok, scopes, st.c.opts.Now()), nil
 }
 
 // secretAuthStyle picks how a client secret is sent to the token endpoint:

@@ -115,7 +115,7 @@ func TestOAuthLogin(t *testing.T) {
 	// Another process (a new client on the same store) uses the stored
 	// token without authorizing again.
 	other := mcpclient.New(mcpclient.Options{Store: e.db, Keyring: func() (*vault.Keyring, error) { return e.keys.Load(), nil },
-		Policy: netguard.Policy{AllowLoopback: true}, CallTimeout: 10 * time.Second})
+		Policy: netguard.Policy{AllowLoopback: true}, CallTimeout: 10 * time.Second, Now: e.clock.Now})
 	defer other.Close()
 	if _, err := other.Invoke(t.Context(), duet.InvokeRequest{Executor: "alice", ServerKey: reg.ServerKey, Tool: "add",
 		Arguments: map[string]any{"a": 2, "b": 2}, Source: duet.SourceCLI}); err != nil {
@@ -131,7 +131,7 @@ func TestOAuthLogin(t *testing.T) {
 // token is refused too, the call asks for login.
 func TestOAuthRenewal(t *testing.T) {
 	t.Parallel()
-	as, url, _ := oauthServer(t, mcptest.AuthOptions{TokenTTL: 2 * time.Second}, mcptest.Protection{})
+	as, url, _ := oauthServer(t, mcptest.AuthOptions{TokenTTL: time.Hour}, mcptest.Protection{})
 	e := newEnv(t)
 	reg := e.registerOAuth(t, "alice", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth})
 	if _, err := e.c.Login(mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover()), "alice", "s"); err != nil {
@@ -140,7 +140,7 @@ func TestOAuthRenewal(t *testing.T) {
 	if _, err := e.c.Sync(t.Context(), "alice", "s"); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1600 * time.Millisecond) // within the last quarter of its lifetime
+	e.clock.Advance(time.Hour - 20*time.Second) // within the last 30 s of its lifetime
 	if _, err := e.invoke(t, "alice", reg.ServerKey, "add", map[string]any{"a": 1, "b": 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestOAuthClientCredentials(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			as, url, _ := oauthServer(t, mcptest.AuthOptions{Clients: map[string]string{"svc": "secret-cc-1"}, KeyClients: map[string]*ecdsa.PublicKey{"svc-key": &key.PublicKey},
-				AuthMethods: tt.methods, TokenTTL: 2 * time.Second, Scopes: []string{"mcp:tools"}}, mcptest.Protection{Scopes: []string{"mcp:tools"}})
+				AuthMethods: tt.methods, TokenTTL: 4 * time.Second, Scopes: []string{"mcp:tools"}}, mcptest.Protection{Scopes: []string{"mcp:tools"}})
 			e := newEnv(t)
 			o := *tt.oauth
 			o.Issuer = as.URL
@@ -292,7 +292,10 @@ func TestOAuthClientCredentials(t *testing.T) {
 			if f := as.LastTokenRequest(); f.Get("resource") != url || f.Get("scope") != "mcp:tools" {
 				t.Errorf("token request: resource %q, scope %q", f.Get("resource"), f.Get("scope"))
 			}
-			time.Sleep(1600 * time.Millisecond)
+			// Within the last quarter of its lifetime. (A short one: the
+			// authorization server takes an assertion dated at most 5 s
+			// ahead of its own clock.)
+			e.clock.Advance(3500 * time.Millisecond)
 			if _, err := e.invoke(t, "ci", reg.ServerKey, "add", map[string]any{"a": 1, "b": 1}); err != nil {
 				t.Fatal(err)
 			}
@@ -440,7 +443,7 @@ func (e errStatus) Error() string { return http.StatusText(int(e)) }
 // (pruning the old key later loses nothing).
 func TestOAuthTokensAfterRotation(t *testing.T) {
 	t.Parallel()
-	as, url, _ := oauthServer(t, mcptest.AuthOptions{TokenTTL: 2 * time.Second}, mcptest.Protection{})
+	as, url, _ := oauthServer(t, mcptest.AuthOptions{TokenTTL: time.Hour}, mcptest.Protection{})
 	e := newEnv(t)
 	oldKey, _ := vault.GenerateKey()
 	kr1, _ := vault.NewKeyring(oldKey)
@@ -461,7 +464,7 @@ func TestOAuthTokensAfterRotation(t *testing.T) {
 		t.Fatalf("rewrap: %+v %v", res, err)
 	}
 	e.keys.Store(kr2)
-	time.Sleep(1600 * time.Millisecond) // the next call renews the token first
+	e.clock.Advance(time.Hour) // the next call renews the token first
 	if _, err := e.invoke(t, "alice", reg.ServerKey, "add", map[string]any{"a": 1, "b": 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -482,7 +485,7 @@ func TestOAuthTokensAfterRotation(t *testing.T) {
 func (e *env) otherProcess(t *testing.T) *mcpclient.Client {
 	t.Helper()
 	c := mcpclient.New(mcpclient.Options{Store: e.db, Keyring: func() (*vault.Keyring, error) { return e.keys.Load(), nil },
-		Policy: netguard.Policy{AllowLoopback: true}, CallTimeout: 10 * time.Second})
+		Policy: netguard.Policy{AllowLoopback: true}, CallTimeout: 10 * time.Second, Now: e.clock.Now})
 	t.Cleanup(func() { c.Close() })
 	return c
 }
@@ -610,7 +613,7 @@ func TestOAuthSecretBoundAtEntry(t *testing.T) {
 // neither logs the other out.
 func TestOAuthRenewalAcrossProcesses(t *testing.T) {
 	t.Parallel()
-	as, url, _ := oauthServer(t, mcptest.AuthOptions{TokenTTL: 2 * time.Second}, mcptest.Protection{})
+	as, url, _ := oauthServer(t, mcptest.AuthOptions{TokenTTL: time.Hour}, mcptest.Protection{})
 	e := newEnv(t)
 	reg := e.registerOAuth(t, "alice", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth})
 	if _, err := e.c.Login(mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover()), "alice", "s"); err != nil {
@@ -623,7 +626,7 @@ func TestOAuthRenewalAcrossProcesses(t *testing.T) {
 		}
 	}
 	for round := range 2 {
-		time.Sleep(1600 * time.Millisecond) // within the last quarter of its lifetime
+		e.clock.Advance(time.Hour - 20*time.Second) // within the last 30 s of its lifetime
 		errs := make(chan error, len(procs))
 		for _, p := range procs {
 			go func() { errs <- invokeAdd(t.Context(), p, "alice", reg.ServerKey) }()
@@ -650,7 +653,7 @@ func TestOAuthRenewalAcrossProcesses(t *testing.T) {
 // server's next renewal renews the new grant; it does not undo the step-up.
 func TestOAuthStepUpLoginWhileServing(t *testing.T) {
 	t.Parallel()
-	_, url, _ := oauthServer(t, mcptest.AuthOptions{Scopes: []string{"mcp:read", "mcp:write"}, TokenTTL: 2 * time.Second},
+	_, url, _ := oauthServer(t, mcptest.AuthOptions{Scopes: []string{"mcp:read", "mcp:write"}, TokenTTL: time.Hour},
 		mcptest.Protection{Scopes: []string{"mcp:read"}, CallScopes: []string{"mcp:write"}})
 	e := newEnv(t)
 	reg := e.registerOAuth(t, "alice", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth})
@@ -668,7 +671,7 @@ func TestOAuthStepUpLoginWhileServing(t *testing.T) {
 	if err != nil || !slices.Contains(st.Scopes, "mcp:write") {
 		t.Fatalf("step-up login: %+v %v", st, err)
 	}
-	time.Sleep(1600 * time.Millisecond) // serve's token, and the new one, are renewed before use
+	e.clock.Advance(time.Hour) // serve's token, and the new one, are renewed before use
 	if err := invokeAdd(t.Context(), serve, "alice", reg.ServerKey); err != nil {
 		t.Fatalf("serve's call after the step-up: %v", err)
 	}
@@ -686,7 +689,7 @@ func TestOAuthRefusedRefreshKeepsNewerGrant(t *testing.T) {
 	var as *mcptest.AuthServer
 	var once sync.Once
 	var login func()
-	as, url, _ := oauthServer(t, mcptest.AuthOptions{TokenTTL: 2 * time.Second, OnRefresh: func() { once.Do(func() { login() }) }}, mcptest.Protection{})
+	as, url, _ := oauthServer(t, mcptest.AuthOptions{TokenTTL: time.Hour, OnRefresh: func() { once.Do(func() { login() }) }}, mcptest.Protection{})
 	e := newEnv(t)
 	reg := e.registerOAuth(t, "alice", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth})
 	terminal := e.otherProcess(t)
@@ -702,7 +705,7 @@ func TestOAuthRefusedRefreshKeepsNewerGrant(t *testing.T) {
 	if err := invokeAdd(t.Context(), e.c, "alice", reg.ServerKey); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1600 * time.Millisecond)
+	e.clock.Advance(time.Hour)
 	// The renewal meets the login; the call then goes through with the new grant.
 	if err := invokeAdd(t.Context(), e.c, "alice", reg.ServerKey); err != nil {
 		t.Errorf("the call after the refused refresh: %v", err)
