@@ -35,6 +35,7 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/netguard"
+	"github.com/duet-test/duet/internal/oauthclient"
 	"github.com/duet-test/duet/internal/serverkey"
 	"github.com/duet-test/duet/internal/vault"
 )
@@ -98,7 +99,7 @@ type Client struct {
 	mu       sync.Mutex
 	sessions map[sessionKey]*entry
 	resync   map[sessionKey]*time.Timer
-	oauth    map[sessionKey]*oauthState
+	oauth    map[sessionKey]*oauthEntry
 	closed   bool
 	// plans are the compiled Mcp-Param-* header plans of input schemas.
 	plans headerPlans
@@ -142,10 +143,10 @@ func New(opts Options) *Client {
 		cancel:   cancel,
 		sessions: map[sessionKey]*entry{},
 		resync:   map[sessionKey]*time.Timer{},
-		oauth:    map[sessionKey]*oauthState{},
+		oauth:    map[sessionKey]*oauthEntry{},
 	}
 	c.oauthHTTP = &http.Client{
-		Transport:     oauthTransport{c.http},
+		Transport:     oauthclient.Transport(c.http),
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		Timeout:       opts.CallTimeout,
 	}
@@ -227,13 +228,13 @@ func (c *Client) Register(ctx context.Context, r Registration) (*duet.MCPServer,
 	if err != nil {
 		return nil, err
 	}
-	oauth, err := r.OAuth.check()
+	oauth, err := r.OAuth.Check()
 	if err != nil {
 		return nil, err
 	}
 	if oauth != nil {
 		// A bearer token must not cross the network in cleartext.
-		if err := checkOAuthURL(normalized); err != nil {
+		if err := oauthclient.CheckURL(normalized); err != nil {
 			return nil, duet.Errorf(duet.CodeURLRefused, "an OAuth registration needs an https URL: %s", err.Error())
 		}
 	}

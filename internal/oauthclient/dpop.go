@@ -1,4 +1,4 @@
-package mcpclient
+package oauthclient
 
 import (
 	"bytes"
@@ -20,6 +20,8 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+
+	"github.com/duet-test/duet/internal/serverkey"
 )
 
 // DPoP (RFC 9449): sender-constrained access tokens. A server that requires
@@ -34,8 +36,8 @@ import (
 
 const dpopScheme = "dpop"
 
-// dpopKey is the key a registration's tokens are bound to.
-type dpopKey struct {
+// DPoPKey is the key a registration's tokens are bound to.
+type DPoPKey struct {
 	priv   *ecdsa.PrivateKey
 	signer jose.Signer // ES256, typ dpop+jwt, the public key in the header (jwk)
 	stored string      // the stored form it was read from
@@ -47,7 +49,7 @@ type dpopKey struct {
 
 // newDPoPKey generates a key and returns it with its stored form; its
 // proofs are dated by now.
-func newDPoPKey(now func() time.Time) (*dpopKey, string, error) {
+func newDPoPKey(now func() time.Time) (*DPoPKey, string, error) {
 	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, "", err
@@ -62,7 +64,7 @@ func newDPoPKey(now func() time.Time) (*dpopKey, string, error) {
 }
 
 // parseDPoPKey reads a stored key; its proofs are dated by now.
-func parseDPoPKey(stored string, now func() time.Time) (*dpopKey, error) {
+func parseDPoPKey(stored string, now func() time.Time) (*DPoPKey, error) {
 	der, err := base64.StdEncoding.DecodeString(stored)
 	if err != nil {
 		return nil, err
@@ -79,7 +81,7 @@ func parseDPoPKey(stored string, now func() time.Time) (*dpopKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &dpopKey{priv: priv, signer: signer, now: now, nonces: map[string]string{}}, nil
+	return &DPoPKey{priv: priv, signer: signer, now: now, nonces: map[string]string{}}, nil
 }
 
 // htu is the request URI a proof names: without query and fragment.
@@ -103,28 +105,28 @@ type dpopClaims struct {
 
 // proof returns a DPoP proof for a request of method to u; accessToken ""
 // for a token request.
-func (k *dpopKey) proof(method string, u *url.URL, accessToken string) (string, error) {
+func (k *DPoPKey) proof(method string, u *url.URL, accessToken string) (string, error) {
 	claims := dpopClaims{ID: newJTI(), Method: method, URI: htu(u), IssuedAt: k.now().Unix()}
 	if accessToken != "" {
 		h := sha256.Sum256([]byte(accessToken))
 		claims.TokenHash = base64.RawURLEncoding.EncodeToString(h[:])
 	}
 	k.mu.Lock()
-	claims.Nonce = k.nonces[originOf(u)]
+	claims.Nonce = k.nonces[serverkey.Origin(u)]
 	k.mu.Unlock()
 	return jwt.Signed(k.signer).Claims(claims).Serialize()
 }
 
 // tookNonce keeps the DPoP-Nonce of resp, and reports whether resp asks
 // for the request again with it (use_dpop_nonce).
-func (k *dpopKey) tookNonce(u *url.URL, resp *http.Response) bool {
+func (k *DPoPKey) tookNonce(u *url.URL, resp *http.Response) bool {
 	n := resp.Header.Get("DPoP-Nonce")
 	if n == "" {
 		return false
 	}
 	k.mu.Lock()
-	changed := k.nonces[originOf(u)] != n
-	k.nonces[originOf(u)] = n
+	changed := k.nonces[serverkey.Origin(u)] != n
+	k.nonces[serverkey.Origin(u)] = n
 	k.mu.Unlock()
 	if !changed {
 		return false
@@ -145,7 +147,7 @@ func (k *dpopKey) tookNonce(u *url.URL, resp *http.Response) bool {
 
 // send sends req with a fresh proof (made by prove), and once more with a
 // new one when the server asks for its nonce.
-func (k *dpopKey) send(base http.RoundTripper, req *http.Request, prove func(*http.Request) error) (*http.Response, error) {
+func (k *DPoPKey) send(base http.RoundTripper, req *http.Request, prove func(*http.Request) error) (*http.Response, error) {
 	if err := prove(req); err != nil {
 		return nil, err
 	}
@@ -171,7 +173,7 @@ func (k *dpopKey) send(base http.RoundTripper, req *http.Request, prove func(*ht
 type dpopCtxKey struct{}
 
 // withDPoP makes the token requests of ctx carry proofs of k.
-func withDPoP(ctx context.Context, k *dpopKey) context.Context {
+func withDPoP(ctx context.Context, k *DPoPKey) context.Context {
 	if k == nil {
 		return ctx
 	}
@@ -182,7 +184,7 @@ func withDPoP(ctx context.Context, k *dpopKey) context.Context {
 // when its context carries a key and it is a token request (a POST with a
 // grant_type); it reports false, having sent nothing, otherwise.
 func dpopTokenRequest(base http.RoundTripper, req *http.Request) (*http.Response, bool, error) {
-	k, _ := req.Context().Value(dpopCtxKey{}).(*dpopKey)
+	k, _ := req.Context().Value(dpopCtxKey{}).(*DPoPKey)
 	if k == nil || req.Method != http.MethodPost || req.GetBody == nil {
 		return nil, false, nil
 	}
@@ -205,9 +207,9 @@ func dpopTokenRequest(base http.RoundTripper, req *http.Request) (*http.Response
 	return resp, true, err
 }
 
-// dpopResourceRequest sends an MCP request whose Authorization carries a
+// DPoPRequest sends an MCP request whose Authorization carries a
 // DPoP-bound token: the DPoP scheme and a proof bound to the token.
-func dpopResourceRequest(base http.RoundTripper, k *dpopKey, req *http.Request) (*http.Response, error) {
+func DPoPRequest(base http.RoundTripper, k *DPoPKey, req *http.Request) (*http.Response, error) {
 	return k.send(base, req, func(r *http.Request) error {
 		scheme, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 		if tok == "" || !strings.EqualFold(scheme, "bearer") && !strings.EqualFold(scheme, dpopScheme) {

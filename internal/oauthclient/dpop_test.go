@@ -1,4 +1,4 @@
-package mcpclient
+package oauthclient
 
 import (
 	"crypto/ecdsa"
@@ -98,7 +98,7 @@ func TestDPoPResourceRequests(t *testing.T) {
 	for range 2 {
 		req, _ := http.NewRequest("POST", srv.URL+"/mcp?x=1", strings.NewReader(`{"jsonrpc":"2.0"}`))
 		req.Header.Set("Authorization", "Bearer tok-123")
-		resp, err := dpopResourceRequest(http.DefaultTransport, k, req)
+		resp, err := DPoPRequest(http.DefaultTransport, k, req)
 		if err != nil {
 			t.Fatal(err)
 		}
