@@ -68,83 +68,128 @@ func (o *Config) Check() (*Secret, error) {
 	if o == nil {
 		return nil, nil
 	}
-	bad := func(format string, args ...any) (*Secret, error) {
-		return nil, duet.Errorf(duet.CodeInvalidArgument, format, args...)
-	}
-	for _, s := range []string{o.ClientID, o.ClientSecret, o.IdPClientID, o.IdPClientSecret, o.IDToken} {
-		if strings.ContainsAny(s, "\r\n\x00") {
-			return bad("the OAuth client id and secret must be one line")
+	for _, check := range []func() string{o.checkFields, o.checkScopes, o.checkIssuer, o.checkGrant} {
+		if msg := check(); msg != "" {
+			return nil, duet.Errorf(duet.CodeInvalidArgument, "%s", msg)
 		}
-	}
-	if o.Grant != duet.AuthEnterprise && (o.IdPIssuer != "" || o.IdPClientID != "" || o.IdPClientSecret != "" || o.IDToken != "") {
-		return bad("an identity provider and an ID token are for enterprise-managed authorization (--auth enterprise)")
-	}
-	for _, s := range o.Scopes {
-		if !validScope(s) {
-			return bad("an OAuth scope is one word of at most %d printable characters without quotes; got %q", maxScopeLen, escape.Line(s, 60))
-		}
-	}
-	if err := checkScopeSet(o.Scopes); err != nil {
-		return bad("too many OAuth scopes: %s", err.Error())
-	}
-	if o.Issuer != "" {
-		if err := CheckURL(o.Issuer); err != nil {
-			return bad("the issuer: %s", err.Error())
-		}
-		u, _ := url.Parse(o.Issuer)
-		if u.RawQuery != "" || u.Fragment != "" {
-			return bad("the issuer is an https URL without query or fragment, like https://auth.example.com")
-		}
-	}
-	if o.HoldsSecret() && o.Issuer == "" {
-		return bad("%s", errSecretNeedsIssuer)
-	}
-	switch o.Grant {
-	case duet.AuthOAuth:
-		if o.PrivateKey != "" {
-			return bad("a private key authenticates a client-credentials client; an oauth registration takes a client secret")
-		}
-		if o.ClientSecret != "" && o.ClientID == "" {
-			return bad("a client secret needs its client id")
-		}
-		if o.ClientMetadataURL != "" {
-			u, err := url.Parse(o.ClientMetadataURL)
-			if err != nil || u.Scheme != "https" || u.Host == "" || strings.Trim(u.Path, "/") == "" || u.User != nil || u.Fragment != "" {
-				return bad("the client metadata document URL must be an https URL with a path, like https://duet.example.com/oauth/client.json")
-			}
-		}
-	case duet.AuthClientCredentials:
-		switch {
-		case o.ClientID == "":
-			return bad("the client credentials grant needs a client id")
-		case (o.ClientSecret == "") == (o.PrivateKey == ""):
-			return bad("the client credentials grant needs either a client secret or a private key (not both)")
-		case o.ClientMetadataURL != "":
-			return bad("a client metadata document is for the authorization code flow (--auth oauth)")
-		}
-		if o.PrivateKey != "" {
-			if _, err := parseClientKey(o.PrivateKey); err != nil {
-				return bad("the private key: %s", err.Error())
-			}
-		}
-	case duet.AuthEnterprise:
-		switch {
-		case o.ClientID == "":
-			return bad("enterprise-managed authorization needs the client id at the server's authorization server")
-		case o.IdPIssuer == "" || o.IdPClientID == "" || o.IDToken == "":
-			return bad("enterprise-managed authorization needs the identity provider's issuer, Duet's client id there and the person's ID token")
-		case o.PrivateKey != "" || o.ClientMetadataURL != "":
-			return bad("enterprise-managed authorization takes a client secret, not a private key or a metadata document")
-		}
-		if err := CheckURL(o.IdPIssuer); err != nil {
-			return bad("the identity provider: %s", err.Error())
-		}
-	default:
-		return bad("OAuth grant %q: want %s, %s or %s", o.Grant, duet.AuthOAuth, duet.AuthClientCredentials, duet.AuthEnterprise)
 	}
 	return &Secret{Grant: o.Grant, ClientID: o.ClientID, ClientSecret: o.ClientSecret, PrivateKey: o.PrivateKey,
 		MetadataURL: o.ClientMetadataURL, Scopes: slices.Clone(o.Scopes), Issuer: strings.TrimSuffix(o.Issuer, "/"),
 		IdPIssuer: o.IdPIssuer, IdPClientID: o.IdPClientID, IdPClientSecret: o.IdPClientSecret, IDToken: o.IDToken}, nil
+}
+
+// checkFields refuses values of several lines and identity provider
+// fields outside enterprise-managed authorization. Each check returns
+// what is wrong, or "".
+func (o *Config) checkFields() string {
+	for _, s := range []string{o.ClientID, o.ClientSecret, o.IdPClientID, o.IdPClientSecret, o.IDToken} {
+		if strings.ContainsAny(s, "\r\n\x00") {
+			return "the OAuth client id and secret must be one line"
+		}
+	}
+	if o.Grant != duet.AuthEnterprise && (o.IdPIssuer != "" || o.IdPClientID != "" || o.IdPClientSecret != "" || o.IDToken != "") {
+		return "an identity provider and an ID token are for enterprise-managed authorization (--auth enterprise)"
+	}
+	return ""
+}
+
+// checkScopes refuses malformed scopes and too many of them.
+func (o *Config) checkScopes() string {
+	for _, s := range o.Scopes {
+		if !validScope(s) {
+			return fmt.Sprintf("an OAuth scope is one word of at most %d printable characters without quotes; got %q", maxScopeLen, escape.Line(s, 60))
+		}
+	}
+	if err := checkScopeSet(o.Scopes); err != nil {
+		return "too many OAuth scopes: " + err.Error()
+	}
+	return ""
+}
+
+// checkIssuer refuses an issuer that is not an https URL without query or
+// fragment, and a secret or key without its issuer.
+func (o *Config) checkIssuer() string {
+	if o.Issuer != "" {
+		if err := CheckURL(o.Issuer); err != nil {
+			return "the issuer: " + err.Error()
+		}
+		u, _ := url.Parse(o.Issuer)
+		if u.RawQuery != "" || u.Fragment != "" {
+			return "the issuer is an https URL without query or fragment, like https://auth.example.com"
+		}
+	}
+	if o.HoldsSecret() && o.Issuer == "" {
+		return errSecretNeedsIssuer
+	}
+	return ""
+}
+
+// grantChecks check what each grant needs.
+var grantChecks = map[string]func(*Config) string{
+	duet.AuthOAuth:             (*Config).checkCodeGrant,
+	duet.AuthClientCredentials: (*Config).checkClientCredentials,
+	duet.AuthEnterprise:        (*Config).checkEnterprise,
+}
+
+// checkGrant refuses an unknown grant and what its grant does not take.
+func (o *Config) checkGrant() string {
+	check, ok := grantChecks[o.Grant]
+	if !ok {
+		return fmt.Sprintf("OAuth grant %q: want %s, %s or %s", o.Grant, duet.AuthOAuth, duet.AuthClientCredentials, duet.AuthEnterprise)
+	}
+	return check(o)
+}
+
+func (o *Config) checkCodeGrant() string {
+	switch {
+	case o.PrivateKey != "":
+		return "a private key authenticates a client-credentials client; an oauth registration takes a client secret"
+	case o.ClientSecret != "" && o.ClientID == "":
+		return "a client secret needs its client id"
+	case o.ClientMetadataURL != "" && !metadataDocumentURL(o.ClientMetadataURL):
+		return "the client metadata document URL must be an https URL with a path, like https://duet.example.com/oauth/client.json"
+	}
+	return ""
+}
+
+// metadataDocumentURL reports whether raw can be a client ID metadata
+// document's URL: https, with a host and a path, without user information
+// or fragment.
+func metadataDocumentURL(raw string) bool {
+	u, err := url.Parse(raw)
+	return err == nil && u.Scheme == "https" && u.Host != "" && strings.Trim(u.Path, "/") != "" && u.User == nil && u.Fragment == ""
+}
+
+func (o *Config) checkClientCredentials() string {
+	switch {
+	case o.ClientID == "":
+		return "the client credentials grant needs a client id"
+	case (o.ClientSecret == "") == (o.PrivateKey == ""):
+		return "the client credentials grant needs either a client secret or a private key (not both)"
+	case o.ClientMetadataURL != "":
+		return "a client metadata document is for the authorization code flow (--auth oauth)"
+	case o.PrivateKey == "":
+		return ""
+	}
+	if _, err := parseClientKey(o.PrivateKey); err != nil {
+		return "the private key: " + err.Error()
+	}
+	return ""
+}
+
+func (o *Config) checkEnterprise() string {
+	switch {
+	case o.ClientID == "":
+		return "enterprise-managed authorization needs the client id at the server's authorization server"
+	case o.IdPIssuer == "" || o.IdPClientID == "" || o.IDToken == "":
+		return "enterprise-managed authorization needs the identity provider's issuer, Duet's client id there and the person's ID token"
+	case o.PrivateKey != "" || o.ClientMetadataURL != "":
+		return "enterprise-managed authorization takes a client secret, not a private key or a metadata document"
+	}
+	if err := CheckURL(o.IdPIssuer); err != nil {
+		return "the identity provider: " + err.Error()
+	}
+	return ""
 }
 
 // HoldsSecret reports whether o carries a credential of its own at the

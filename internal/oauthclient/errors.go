@@ -83,15 +83,18 @@ func (st *Handler) flowErrorLocked(op string, err error, refused *refusals) erro
 	if errors.As(err, &fe) {
 		return err
 	}
-	secrets := []string{st.sec.ClientSecret, st.sec.PrivateKey}
-	if t := st.sec.Token; t != nil {
-		secrets = append(secrets, t.Access, t.Refresh, t.ClientSecret)
-	}
+	msg := redact.Secrets(op+": "+describe(err), st.sec.Values()...)
+	return &flowError{msg: msg, err: err, refused: refused.first()}
+}
+
+// describe says what went wrong in err in one line: a token endpoint's
+// answer reduced to its status and error code, the rest without the HTML
+// error page some go-sdk errors quote.
+func describe(err error) string {
 	var re *oauth2.RetrieveError
-	var msg string
 	switch {
 	case errors.As(err, &re):
-		msg = "the token endpoint answered"
+		msg := "the token endpoint answered"
 		if re.Response != nil {
 			msg += " " + re.Response.Status
 		}
@@ -101,20 +104,19 @@ func (st *Handler) flowErrorLocked(op string, err error, refused *refusals) erro
 				msg += ": " + escape.Line(re.ErrorDescription, 200)
 			}
 		}
+		return msg
 	case errors.Is(err, context.DeadlineExceeded):
-		msg = "no answer in time"
-	default:
-		msg = err.Error()
-		// Some go-sdk errors quote the body of an error page.
-		if i := strings.Index(strings.ToLower(msg), "<!doctype html"); i >= 0 {
-			msg = strings.TrimRight(msg[:i], " :") + " (an HTML error page)"
-		} else if i := strings.Index(strings.ToLower(msg), "<html"); i >= 0 {
-			msg = strings.TrimRight(msg[:i], " :") + " (an HTML error page)"
-		}
-		msg = escape.Line(msg, 300)
+		return "no answer in time"
 	}
-	msg = redact.Secrets(op+": "+msg, secrets...)
-	return &flowError{msg: msg, err: err, refused: refused.first()}
+	msg := err.Error()
+	lower := strings.ToLower(msg)
+	for _, page := range []string{"<!doctype html", "<html"} {
+		if i := strings.Index(lower, page); i >= 0 {
+			msg = strings.TrimRight(msg[:i], " :") + " (an HTML error page)"
+			break
+		}
+	}
+	return escape.Line(msg, 300)
 }
 
 // refusals records the SSRF guard's refusals of authorization server
@@ -165,17 +167,27 @@ func Failure(ctx context.Context, reg *duet.MCPServer, err error) error {
 			reg.Name, im.named(), strconvQuote(im.bound), reg.Owner, reg.Name, reg.URL, reg.Auth)
 	case !errors.As(err, &fe):
 		return nil
-	case ctx.Err() != nil:
+	}
+	return stepFailure(ctx, reg, err, fe)
+}
+
+// stepFailure maps the failed OAuth step fe (err's) of reg to a code:
+// CANCELLED or MCP_CALL_TIMEOUT when ctx ended, URL_REFUSED when the guard
+// refused an authorization server's address, MCP_AUTH_FAILED otherwise.
+func stepFailure(ctx context.Context, reg *duet.MCPServer, err error, fe *flowError) error {
+	if ctx.Err() != nil {
 		if errors.Is(context.Cause(ctx), context.Canceled) {
 			return duet.WrapError(duet.CodeCancelled, err, "the authorization for MCP server %s was cancelled", reg.Name)
 		}
 		return duet.WrapError(duet.CodeMCPCallTimeout, err, "the authorization for MCP server %s did not complete in time", reg.Name)
-	case fe.refused != nil:
-		return duet.WrapError(duet.CodeURLRefused, err, "MCP server %s: its authorization server: %s", reg.Name, fe.refused.Message)
 	}
+	refused := fe.refused
 	var de *duet.Error
-	if errors.As(fe.err, &de) && de.Code == duet.CodeURLRefused {
-		return duet.WrapError(duet.CodeURLRefused, err, "MCP server %s: its authorization server: %s", reg.Name, de.Message)
+	if refused == nil && errors.As(fe.err, &de) && de.Code == duet.CodeURLRefused {
+		refused = de
+	}
+	if refused != nil {
+		return duet.WrapError(duet.CodeURLRefused, err, "MCP server %s: its authorization server: %s", reg.Name, refused.Message)
 	}
 	who := reg.Owner
 	if reg.Auth == duet.AuthClientCredentials {

@@ -30,24 +30,9 @@ type clientKey struct {
 // (RSA); EC keys on P-256 or P-384, RSA keys of 2048 bits or more, Ed25519.
 // Errors never quote the key.
 func parseClientKey(pemText string) (*clientKey, error) {
-	block, _ := pem.Decode([]byte(pemText))
-	if block == nil {
-		return nil, errors.New("the private key is not PEM (-----BEGIN PRIVATE KEY----- ...)")
-	}
-	var key any
-	var err error
-	switch block.Type {
-	case "PRIVATE KEY":
-		key, err = x509.ParsePKCS8PrivateKey(block.Bytes)
-	case "EC PRIVATE KEY":
-		key, err = x509.ParseECPrivateKey(block.Bytes)
-	case "RSA PRIVATE KEY":
-		key, err = x509.ParsePKCS1PrivateKey(block.Bytes)
-	default:
-		return nil, fmt.Errorf("a PEM block of type %q is not a private key", block.Type)
-	}
+	key, err := parsePEMKey(pemText)
 	if err != nil {
-		return nil, errors.New("the private key cannot be parsed")
+		return nil, err
 	}
 	switch k := key.(type) {
 	case *ecdsa.PrivateKey:
@@ -67,6 +52,28 @@ func parseClientKey(pemText string) (*clientKey, error) {
 		return &clientKey{k, "EdDSA"}, nil
 	}
 	return nil, fmt.Errorf("unsupported private key type %T", key)
+}
+
+// parsePEMKey reads the private key of a PEM block: PKCS #8, SEC 1 (EC) or
+// PKCS #1 (RSA).
+func parsePEMKey(pemText string) (any, error) {
+	block, _ := pem.Decode([]byte(pemText))
+	if block == nil {
+		return nil, errors.New("the private key is not PEM (-----BEGIN PRIVATE KEY----- ...)")
+	}
+	parse, ok := map[string]func([]byte) (any, error){
+		"PRIVATE KEY":     x509.ParsePKCS8PrivateKey,
+		"EC PRIVATE KEY":  func(b []byte) (any, error) { return x509.ParseECPrivateKey(b) },
+		"RSA PRIVATE KEY": func(b []byte) (any, error) { return x509.ParsePKCS1PrivateKey(b) },
+	}[block.Type]
+	if !ok {
+		return nil, fmt.Errorf("a PEM block of type %q is not a private key", block.Type)
+	}
+	key, err := parse(block.Bytes)
+	if err != nil {
+		return nil, errors.New("the private key cannot be parsed")
+	}
+	return key, nil
 }
 
 // assertion returns a signed JWT that authenticates clientID to the

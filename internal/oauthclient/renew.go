@@ -14,9 +14,9 @@ import (
 )
 
 // renewableLocked reports whether t can be renewed without a person: with its
-// refresh token, or by the client credentials grant again.
+// refresh token, or by the client credentials grant again (not a nil t).
 func (st *Handler) renewableLocked(t *Token) bool {
-	return t.Refresh != "" || st.sec.Grant == duet.AuthClientCredentials && t.TokenURL != ""
+	return t != nil && (t.Refresh != "" || st.sec.Grant == duet.AuthClientCredentials && t.TokenURL != "")
 }
 
 // renewLocked replaces used, a token about to expire or refused by the
@@ -31,63 +31,50 @@ func (st *Handler) renewableLocked(t *Token) bool {
 // server no longer honours the grant (the token is dropped, unless a newer
 // one replaced it: authorize again).
 func (st *Handler) renewLocked(ctx context.Context, used *Token) (*Token, error) {
-	const op = "renewing the access token"
-	fresh := func() *Token {
-		if t := st.sec.Token; t != nil && t.Access != used.Access && !t.expiring(st.o.Now()) {
-			return t
-		}
-		return nil
-	}
+	fresh := func() *Token { return st.freshLocked(used) }
 	if err := st.reloadLocked(ctx); err != nil {
-		return nil, st.flowErrorLocked(op, err, nil)
+		return nil, st.flowErrorLocked(opRenew, err, nil)
 	}
-	if t := fresh(); t != nil {
+	if t := fresh(); t != nil || !st.renewableLocked(st.sec.Token) {
 		return t, nil
-	}
-	if st.sec.Token == nil || !st.renewableLocked(st.sec.Token) {
-		return nil, nil
 	}
 	t, release, err := st.leaseLocked(ctx, fresh)
 	if err != nil || t != nil {
 		return t, err
 	}
 	defer release()
-	if t := fresh(); t != nil {
+	if t := fresh(); t != nil || !st.renewableLocked(st.sec.Token) {
 		return t, nil
 	}
-	cur := st.sec.Token
-	if cur == nil || !st.renewableLocked(cur) {
-		return nil, nil
+	return st.renewStoredLocked(ctx, used)
+}
+
+// opRenew names a renewal in errors.
+const opRenew = "renewing the access token"
+
+// freshLocked returns the stored token when it is not used and is not
+// about to expire: another session, process or login renewed it.
+func (st *Handler) freshLocked(used *Token) *Token {
+	if t := st.sec.Token; t != nil && t.Access != used.Access && !t.expiring(st.o.Now()) {
+		return t
 	}
+	return nil
+}
+
+// renewStoredLocked renews the stored token, under the renewal lease, and
+// stores the result unless a newer grant was stored meanwhile.
+func (st *Handler) renewStoredLocked(ctx context.Context, used *Token) (*Token, error) {
+	cur := st.sec.Token
 	sec := *st.sec
 	rctx, refused := withRefusals(ctx)
-	var nt *Token
-	if cur.Refresh != "" {
-		nt, err = st.refresh(rctx, &sec, cur)
-	} else {
-		var tok *oauth2.Token
-		tok, err = st.tokenRequest(rctx, &sec, cur, cur.Scopes, nil)
-		if err == nil {
-			nt = cur.endpoint().fill(tok, cur.Scopes, st.o.Now())
-		}
+	nt, err := st.renewToken(rctx, &sec, cur)
+	var re *oauth2.RetrieveError
+	if errors.As(err, &re) && grantRefused(re.ErrorCode) {
+		st.dropRefusedLocked(ctx, cur, re.ErrorCode)
+		return st.freshLocked(used), nil
 	}
 	if err != nil {
-		var re *oauth2.RetrieveError
-		if errors.As(err, &re) && (re.ErrorCode == "invalid_grant" || re.ErrorCode == "invalid_client" || re.ErrorCode == "unauthorized_client") {
-			st.o.Logger.WarnContext(ctx, "the authorization server no longer accepts the stored grant; authorization is needed again",
-				"server", st.o.Server, "owner", st.o.Owner, "error", escape.Line(re.ErrorCode, 60))
-			// Drop the refused token only: a newer grant stored meanwhile
-			// (a login) stays.
-			st.updateLocked(ctx, func(o *Secret) bool {
-				if o.Token == nil || o.Token.Access != cur.Access {
-					return false
-				}
-				o.Token = nil
-				return true
-			})
-			return fresh(), nil
-		}
-		return nil, st.flowErrorLocked(op, err, refused)
+		return nil, st.flowErrorLocked(opRenew, err, refused)
 	}
 	st.updateLocked(ctx, func(o *Secret) bool {
 		if o.Token != nil && o.Token.Access != cur.Access {
@@ -102,12 +89,45 @@ func (st *Handler) renewLocked(ctx context.Context, used *Token) (*Token, error)
 	return nt, nil
 }
 
+// renewToken asks for a new token in place of t: with its refresh token,
+// or by the client credentials grant again.
+func (st *Handler) renewToken(ctx context.Context, sec *Secret, t *Token) (*Token, error) {
+	if t.Refresh != "" {
+		return st.refresh(ctx, sec, t)
+	}
+	tok, err := st.tokenRequest(ctx, sec, t, t.Scopes, nil)
+	if err != nil {
+		return nil, err
+	}
+	return t.endpoint().fill(tok, t.Scopes, st.o.Now()), nil
+}
+
+// grantRefused reports whether a token endpoint's error code says the
+// stored grant is no longer honoured: authorization is needed again.
+func grantRefused(code string) bool {
+	return code == "invalid_grant" || code == "invalid_client" || code == "unauthorized_client"
+}
+
+// dropRefusedLocked drops the refused token cur only: a newer grant stored
+// meanwhile (a login) stays.
+func (st *Handler) dropRefusedLocked(ctx context.Context, cur *Token, code string) {
+	st.o.Logger.WarnContext(ctx, "the authorization server no longer accepts the stored grant; authorization is needed again",
+		"server", st.o.Server, "owner", st.o.Owner, "error", escape.Line(code, 60))
+	st.updateLocked(ctx, func(o *Secret) bool {
+		if o.Token == nil || o.Token.Access != cur.Access {
+			return false
+		}
+		o.Token = nil
+		return true
+	})
+}
+
 // leaseLocked takes the renewal lease of the registration's credential and
 // adopts the stored state it returns; release ends the lease. While another
 // process holds the lease it waits, re-reading the stored state, and returns
 // the token fresh finds there as soon as there is one (release is nil then).
 func (st *Handler) leaseLocked(ctx context.Context, fresh func() *Token) (t *Token, release func(), err error) {
-	const op = "renewing the access token"
+	const op = opRenew
 	holder := duet.NewID("renew")
 	wait := 20 * time.Millisecond
 	for {
