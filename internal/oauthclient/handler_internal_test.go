@@ -1,9 +1,11 @@
 package oauthclient
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/mcpclient/mcptest"
@@ -66,5 +68,28 @@ func TestUnboundSecretRenewal(t *testing.T) {
 	tok.Issuer = as.URL
 	if _, err := st.tokenRequest(t.Context(), &bound, tok, nil, nil); err != nil {
 		t.Errorf("a renewal at the bound issuer: %v", err)
+	}
+}
+
+// TestFlowErrorsNameNoSecret: what a failed OAuth step says names none of
+// the registration's secrets — the enterprise grant's identity provider
+// secret and ID token and the DPoP key included — whatever the failure
+// quoted.
+func TestFlowErrorsNameNoSecret(t *testing.T) {
+	t.Parallel()
+	_, dpop, err := newDPoPKey(time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := &Secret{Grant: duet.AuthEnterprise, ClientID: "app", ClientSecret: "cs-4410", IdPIssuer: "https://idp.example.com",
+		IdPClientID: "duet", IdPClientSecret: "idp-secret-7781", IDToken: "eyJ.id-token-2290.sig", DPoPKey: dpop,
+		Token: &Token{Access: "at-5521", Refresh: "rt-8812"}}
+	st := NewHandler(sec, 0, Options{})
+	err = st.flowError("authorizing", fmt.Errorf("the provider echoed %s %s %s %s %s %s", sec.ClientSecret, sec.IdPClientSecret, sec.IDToken,
+		sec.DPoPKey, sec.Token.Access, sec.Token.Refresh), nil)
+	for _, v := range []string{sec.ClientSecret, sec.IdPClientSecret, sec.IDToken, sec.DPoPKey, sec.Token.Access, sec.Token.Refresh} {
+		if strings.Contains(err.Error(), v) {
+			t.Errorf("the error names a secret (%.12s...): %v", v, err)
+		}
 	}
 }

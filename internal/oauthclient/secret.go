@@ -187,9 +187,11 @@ func (sec *Secret) Status() *Status {
 }
 
 // Values returns every secret value sec holds — the client secret, the
-// private key and the tokens — for scrubbing them from what is shown.
+// private key, the identity provider's client secret and the person's ID
+// token, the DPoP key and the tokens — for scrubbing them from what is
+// shown.
 func (sec *Secret) Values() []string {
-	out := []string{sec.ClientSecret, sec.PrivateKey}
+	out := []string{sec.ClientSecret, sec.PrivateKey, sec.IdPClientSecret, sec.IDToken, sec.DPoPKey}
 	if t := sec.Token; t != nil {
 		out = append(out, t.Access, t.Refresh, t.ClientSecret)
 	}
