@@ -16,52 +16,73 @@ import (
 // it and issues an access token.
 func (s *Server) assertionGrant(r *http.Request, c *client) (*tokenResponse, error) {
 	ctx := r.Context()
-	if c.SecretHash == "" {
-		return nil, errf(http.StatusUnauthorized, "invalid_client", "the JWT bearer grant needs an authenticated (confidential) client")
-	}
-	claims, err := s.o.Provider.Verify(ctx, r.PostForm.Get("assertion"), auth.Expect{Audience: s.o.Issuer, Types: []string{"oauth-id-jag+jwt"}})
-	if duet.ErrorCode(err) == duet.CodeUnavailable {
+	claims, user, err := s.verifyAssertion(r, c)
+	if err != nil {
 		return nil, err
 	}
+	scope, err := s.assertionScope(claims, r.PostForm.Get("scope"))
 	if err != nil {
-		s.o.Logger.InfoContext(ctx, "oauth: identity assertion refused", "err", err)
-		return nil, errf(http.StatusBadRequest, "invalid_grant", "the assertion is not an identity assertion for Duet from the identity provider")
-	}
-	if claims.String("client_id") != c.ID {
-		return nil, errf(http.StatusBadRequest, "invalid_grant", "the assertion was issued to another client")
-	}
-	if res := claims.String("resource"); res != "" && !s.resourceOK(res) {
-		return nil, errf(http.StatusBadRequest, "invalid_target", "the assertion is for another resource")
-	}
-	user, err := auth.UserFromClaims(claims, s.o.UserClaim)
-	if err != nil {
-		return nil, errf(http.StatusBadRequest, "invalid_grant", "%s", duet.ErrorMessage(err))
-	}
-	// The provider's scope claim bounds what the assertion buys (none: any
-	// of Duet's scopes); the client may ask for less, never more.
-	scope, ok := s.scopeFor(strings.Join(claims.Scopes(), " ")) // scope, or scp as some providers write it
-	if !ok {
-		return nil, errf(http.StatusBadRequest, "invalid_scope", "the assertion allows none of Duet's scopes (%s)", strings.Join(s.o.Scopes.All(), " "))
-	}
-	if want := r.PostForm.Get("scope"); want != "" {
-		allowed := strings.Fields(scope)
-		for _, sc := range strings.Fields(want) {
-			if slices.Contains(s.o.Scopes.All(), sc) && !slices.Contains(allowed, sc) {
-				return nil, errf(http.StatusBadRequest, "invalid_scope", "the assertion does not allow scope %.60q", sc)
-			}
-		}
-		asked, ok := s.scopeFor(want)
-		if !ok {
-			return nil, errf(http.StatusBadRequest, "invalid_scope", "Duet's scopes are %s", strings.Join(s.o.Scopes.All(), " "))
-		}
-		// What was asked, within what the assertion allows (asking for
-		// none of Duet's scopes means all of them: all it allows).
-		scope = strings.Join(slices.DeleteFunc(strings.Fields(asked), func(sc string) bool { return !slices.Contains(allowed, sc) }), " ")
+		return nil, err
 	}
 	if err := s.spendAssertion(ctx, claims, c.ID, user); err != nil {
 		return nil, err
 	}
 	return s.issue(ctx, duet.NewID("grant"), c.ID, user, scope, false)
+}
+
+// verifyAssertion checks the identity assertion of a JWT bearer grant
+// request by the confidential client c: issued by the identity provider
+// for Duet, to c, for Duet's resource. It returns its claims and user.
+func (s *Server) verifyAssertion(r *http.Request, c *client) (*auth.Claims, string, error) {
+	ctx := r.Context()
+	if c.SecretHash == "" {
+		return nil, "", errf(http.StatusUnauthorized, "invalid_client", "the JWT bearer grant needs an authenticated (confidential) client")
+	}
+	claims, err := s.o.Provider.Verify(ctx, r.PostForm.Get("assertion"), auth.Expect{Audience: s.o.Issuer, Types: []string{"oauth-id-jag+jwt"}})
+	if duet.ErrorCode(err) == duet.CodeUnavailable {
+		return nil, "", err
+	}
+	if err != nil {
+		s.o.Logger.InfoContext(ctx, "oauth: identity assertion refused", "err", err)
+		return nil, "", errf(http.StatusBadRequest, "invalid_grant", "the assertion is not an identity assertion for Duet from the identity provider")
+	}
+	if claims.String("client_id") != c.ID {
+		return nil, "", errf(http.StatusBadRequest, "invalid_grant", "the assertion was issued to another client")
+	}
+	if res := claims.String("resource"); res != "" && !s.resourceOK(res) {
+		return nil, "", errf(http.StatusBadRequest, "invalid_target", "the assertion is for another resource")
+	}
+	user, err := auth.UserFromClaims(claims, s.o.UserClaim)
+	if err != nil {
+		return nil, "", errf(http.StatusBadRequest, "invalid_grant", "%s", duet.ErrorMessage(err))
+	}
+	return claims, user, nil
+}
+
+// assertionScope is the scope an assertion with claims buys when the
+// client asks for want: the provider's scope claim bounds it (none: any of
+// Duet's scopes); the client may ask for less, never more.
+func (s *Server) assertionScope(claims *auth.Claims, want string) (string, error) {
+	scope, ok := s.scopeFor(strings.Join(claims.Scopes(), " ")) // scope, or scp as some providers write it
+	if !ok {
+		return "", errf(http.StatusBadRequest, "invalid_scope", "the assertion allows none of Duet's scopes (%s)", strings.Join(s.o.Scopes.All(), " "))
+	}
+	if want == "" {
+		return scope, nil
+	}
+	allowed := strings.Fields(scope)
+	for _, sc := range strings.Fields(want) {
+		if slices.Contains(s.o.Scopes.All(), sc) && !slices.Contains(allowed, sc) {
+			return "", errf(http.StatusBadRequest, "invalid_scope", "the assertion does not allow scope %.60q", sc)
+		}
+	}
+	asked, ok := s.scopeFor(want)
+	if !ok {
+		return "", errf(http.StatusBadRequest, "invalid_scope", "Duet's scopes are %s", strings.Join(s.o.Scopes.All(), " "))
+	}
+	// What was asked, within what the assertion allows (asking for none of
+	// Duet's scopes means all of them: all it allows).
+	return strings.Join(slices.DeleteFunc(strings.Fields(asked), func(sc string) bool { return !slices.Contains(allowed, sc) }), " "), nil
 }
 
 // kindAssertion marks the record of an identity assertion already

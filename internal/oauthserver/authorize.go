@@ -67,62 +67,73 @@ func onlyOffline(s string) bool {
 // authorize starts an authorization: it checks the client's request and
 // sends the person to the identity provider to sign in.
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
+	q, c, redirect, ok := s.authorizationClient(w, r)
+	if !ok {
+		return
+	}
+	scope, code, desc := s.checkAuthorization(q)
+	if code != "" {
+		s.backTo(w, r, redirect, q.Get("state"), code, desc)
+		return
+	}
+	s.startLogin(w, r, c, q, redirect, scope)
+}
+
+// authorizationClient reads an authorization request: its parameters,
+// each once, the client and the redirect URI the answer goes to (one the
+// client registered). When any is wrong it shows the person why — nothing
+// goes back to the client — and returns false.
+func (s *Server) authorizationClient(w http.ResponseWriter, r *http.Request) (q url.Values, c *client, redirect string, ok bool) {
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err == nil {
 		err = once(q)
 	}
 	if err != nil {
 		s.page(w, http.StatusBadRequest, "This request cannot be read", errText(err)+". Nothing was sent to the application.")
-		return
+		return nil, nil, "", false
 	}
 	eventOf(r.Context()).client = clip(q.Get("client_id"))
-	c, err := s.findClient(r.Context(), q.Get("client_id"))
+	c, err = s.findClient(r.Context(), q.Get("client_id"))
 	if err != nil {
 		s.page(w, http.StatusBadRequest, "This application is not known to Duet", errText(err))
-		return
+		return nil, nil, "", false
 	}
-	redirect := q.Get("redirect_uri")
+	redirect = q.Get("redirect_uri")
 	if redirect == "" && len(c.RedirectURIs) == 1 {
 		redirect = c.RedirectURIs[0]
 	}
 	if !c.redirectAllowed(redirect) {
 		s.page(w, http.StatusBadRequest, "Redirect address not registered", "The application asked to return to an address it did not register. Nothing was sent to it.")
-		return
+		return nil, nil, "", false
 	}
-	back := func(code, desc string) {
-		u, _ := url.Parse(redirect)
-		v := u.Query()
-		v.Set("error", code)
-		v.Set("error_description", desc)
-		if st := q.Get("state"); st != "" {
-			v.Set("state", st)
-		}
-		v.Set("iss", s.o.Issuer)
-		u.RawQuery = v.Encode()
-		http.Redirect(w, r, u.String(), http.StatusFound)
-	}
-	if q.Get("response_type") != "code" {
-		back("unsupported_response_type", "response_type must be code")
-		return
-	}
-	if !validChallenge(q.Get("code_challenge")) || q.Get("code_challenge_method") != "S256" {
-		back("invalid_request", "PKCE is required: code_challenge (43 base64url characters) with code_challenge_method=S256")
-		return
-	}
-	if len(q.Get("state")) > maxState {
+	return q, c, redirect, true
+}
+
+// checkAuthorization checks an authorization request q and returns the
+// scope it grants, or the error code and description to send back.
+func (s *Server) checkAuthorization(q url.Values) (scope, code, desc string) {
+	switch {
+	case q.Get("response_type") != "code":
+		return "", "unsupported_response_type", "response_type must be code"
+	case !validChallenge(q.Get("code_challenge")) || q.Get("code_challenge_method") != "S256":
+		return "", "invalid_request", "PKCE is required: code_challenge (43 base64url characters) with code_challenge_method=S256"
+	case len(q.Get("state")) > maxState:
 		// The request is kept until the person returns: bounded first.
-		back("invalid_request", fmt.Sprintf("state is over %d bytes", maxState))
-		return
-	}
-	if !s.resourcesOK(q["resource"]) {
-		back("invalid_target", "the resource is not Duet's MCP endpoint")
-		return
+		return "", "invalid_request", fmt.Sprintf("state is over %d bytes", maxState)
+	case !s.resourcesOK(q["resource"]):
+		return "", "invalid_target", "the resource is not Duet's MCP endpoint"
 	}
 	scope, ok := s.scopeFor(q.Get("scope"))
 	if !ok {
-		back("invalid_scope", "Duet's scopes are "+strings.Join(s.o.Scopes.All(), " "))
-		return
+		return "", "invalid_scope", "Duet's scopes are " + strings.Join(s.o.Scopes.All(), " ")
 	}
+	return scope, "", ""
+}
+
+// startLogin keeps the authorization request q of client c and sends the
+// person to the identity provider to sign in, in a browser Duet marks
+// with a cookie.
+func (s *Server) startLogin(w http.ResponseWriter, r *http.Request, c *client, q url.Values, redirect, scope string) {
 	meta, err := s.o.Provider.Metadata(r.Context())
 	if err != nil {
 		s.page(w, http.StatusServiceUnavailable, "The sign-in service cannot be reached", duet.ErrorMessage(err))
@@ -202,12 +213,18 @@ func browserOwns(r *http.Request, req request) bool {
 // back sends the person back to the client with an error.
 func (s *Server) back(w http.ResponseWriter, r *http.Request, req request, code, desc string) {
 	noteError(w, code)
-	u, _ := url.Parse(req.RedirectURI)
+	s.backTo(w, r, req.RedirectURI, req.State, code, desc)
+}
+
+// backTo redirects the browser to the client's redirect URI with an error
+// (code, desc), the client's state and Duet's issuer (RFC 9207).
+func (s *Server) backTo(w http.ResponseWriter, r *http.Request, redirect, state, code, desc string) {
+	u, _ := url.Parse(redirect)
 	v := u.Query()
 	v.Set("error", code)
 	v.Set("error_description", desc)
-	if req.State != "" {
-		v.Set("state", req.State)
+	if state != "" {
+		v.Set("state", state)
 	}
 	v.Set("iss", s.o.Issuer)
 	u.RawQuery = v.Encode()

@@ -69,6 +69,16 @@ func (s *Server) metadataClient(ctx context.Context, id string) (*client, error)
 	if err != nil || u.Host == "" || u.Fragment != "" || u.User != nil || u.Path == "" || u.Path == "/" {
 		return nil, errf(http.StatusUnauthorized, "invalid_client", "a client ID metadata document URL is https with a path")
 	}
+	body, err := s.fetchClientDocument(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return clientFromDocument(id, body)
+}
+
+// fetchClientDocument fetches the client ID metadata document at id: at
+// most 64 KiB, within MetadataTimeout.
+func (s *Server) fetchClientDocument(ctx context.Context, id string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.o.MetadataTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, id, nil)
@@ -88,6 +98,12 @@ func (s *Server) metadataClient(ctx context.Context, id string) (*client, error)
 	if err != nil {
 		return nil, errf(http.StatusUnauthorized, "invalid_client", "the client's metadata document cannot be read")
 	}
+	return body, nil
+}
+
+// clientFromDocument is the client the metadata document body of id
+// describes: a public client naming this id and its redirect URIs.
+func clientFromDocument(id string, body []byte) (*client, error) {
 	var doc struct {
 		ClientID string `json:"client_id"`
 		oauthex.ClientRegistrationMetadata

@@ -17,47 +17,17 @@ import (
 
 // register is dynamic client registration (RFC 7591).
 func (s *Server) register(w http.ResponseWriter, r *http.Request) {
-	addr, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		addr = r.RemoteAddr
-	}
-	if wait := s.registrations.take([]string{"", addr}, []int{10 * s.o.MaxRegistrations, s.o.MaxRegistrations}); wait > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
-		writeJSON(w, http.StatusTooManyRequests, errf(0, "temporarily_unavailable", "too many client registrations; retry later"))
+	if s.overRegistrationBudget(w, r) {
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			writeJSON(w, http.StatusRequestEntityTooLarge, errf(0, "invalid_client_metadata", "the client metadata is over %d bytes", mbe.Limit))
-			return
-		}
-		writeJSON(w, http.StatusBadRequest, errf(0, "invalid_client_metadata", "cannot read the request"))
+	m, oe := readClientMetadata(w, r)
+	var method string
+	if oe == nil {
+		method, oe = checkClientMetadata(m)
+	}
+	if oe != nil {
+		writeJSON(w, oe.status, oe)
 		return
-	}
-	var m oauthex.ClientRegistrationMetadata
-	if err := json.Unmarshal(body, &m); err != nil {
-		writeJSON(w, http.StatusBadRequest, errf(0, "invalid_client_metadata", "the body is not client metadata JSON"))
-		return
-	}
-	if oe := checkRedirects(m.RedirectURIs); oe != nil {
-		writeJSON(w, http.StatusBadRequest, oe)
-		return
-	}
-	method := m.TokenEndpointAuthMethod
-	if method == "" {
-		method = "client_secret_basic" // RFC 7591 §2 default
-	}
-	if method != "none" && method != "client_secret_basic" && method != "client_secret_post" {
-		writeJSON(w, http.StatusBadRequest, errf(0, "invalid_client_metadata", "token_endpoint_auth_method must be none, client_secret_basic or client_secret_post"))
-		return
-	}
-	for _, g := range m.GrantTypes {
-		if g != "authorization_code" && g != "refresh_token" && g != GrantJWTBearer {
-			writeJSON(w, http.StatusBadRequest, errf(0, "invalid_client_metadata", "unsupported grant type %q", g))
-			return
-		}
 	}
 	// client_name is shown on the consent page, never branched on (no
 	// client-specific behaviour: test/interop's TestNoClientSpecificBranches).
@@ -73,7 +43,70 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	eventOf(r.Context()).client = c.ID
-	grants := m.GrantTypes
+	writeJSON(w, http.StatusCreated, registered(c, m.GrantTypes, method, secret))
+}
+
+// overRegistrationBudget takes a registration from the budget of the
+// request's address and of the server; when either is spent it answers
+// 429 with Retry-After and returns true.
+func (s *Server) overRegistrationBudget(w http.ResponseWriter, r *http.Request) bool {
+	addr, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		addr = r.RemoteAddr
+	}
+	wait := s.registrations.take([]string{"", addr}, []int{10 * s.o.MaxRegistrations, s.o.MaxRegistrations})
+	if wait <= 0 {
+		return false
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+	writeJSON(w, http.StatusTooManyRequests, errf(0, "temporarily_unavailable", "too many client registrations; retry later"))
+	return true
+}
+
+// readClientMetadata reads a registration's client metadata: JSON of at
+// most 64 KiB.
+func readClientMetadata(w http.ResponseWriter, r *http.Request) (*oauthex.ClientRegistrationMetadata, *oauthError) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, errf(http.StatusRequestEntityTooLarge, "invalid_client_metadata", "the client metadata is over %d bytes", mbe.Limit)
+		}
+		return nil, errf(http.StatusBadRequest, "invalid_client_metadata", "cannot read the request")
+	}
+	var m oauthex.ClientRegistrationMetadata
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, errf(http.StatusBadRequest, "invalid_client_metadata", "the body is not client metadata JSON")
+	}
+	return &m, nil
+}
+
+// checkClientMetadata checks what a client registers — its redirect URIs,
+// its token endpoint authentication method (returned, with RFC 7591's
+// default), its grant types.
+func checkClientMetadata(m *oauthex.ClientRegistrationMetadata) (string, *oauthError) {
+	if oe := checkRedirects(m.RedirectURIs); oe != nil {
+		return "", oe
+	}
+	method := m.TokenEndpointAuthMethod
+	if method == "" {
+		method = "client_secret_basic" // RFC 7591 §2 default
+	}
+	if method != "none" && method != "client_secret_basic" && method != "client_secret_post" {
+		return "", errf(http.StatusBadRequest, "invalid_client_metadata", "token_endpoint_auth_method must be none, client_secret_basic or client_secret_post")
+	}
+	for _, g := range m.GrantTypes {
+		if g != "authorization_code" && g != "refresh_token" && g != GrantJWTBearer {
+			return "", errf(http.StatusBadRequest, "invalid_client_metadata", "unsupported grant type %q", g)
+		}
+	}
+	return method, nil
+}
+
+// registered is the registration response for client c (RFC 7591 §3.2.1):
+// its grant types (the default ones when it named none), its token
+// endpoint authentication method and its secret, if it has one.
+func registered(c *duet.OAuthClient, grants []string, method, secret string) map[string]any {
 	if len(grants) == 0 {
 		grants = []string{"authorization_code", "refresh_token"}
 	}
@@ -88,7 +121,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 		resp["client_secret"] = secret
 		resp["client_secret_expires_at"] = 0
 	}
-	writeJSON(w, http.StatusCreated, resp)
+	return resp
 }
 
 // buckets are token buckets by key: each holds up to its capacity and
