@@ -73,7 +73,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	}
 	scope, code, desc := s.checkAuthorization(q)
 	if code != "" {
-		s.backTo(w, r, redirect, q.Get("state"), code, desc)
+		s.back(w, r, request{RedirectURI: redirect, State: q.Get("state")}, code, desc)
 		return
 	}
 	s.startLogin(w, r, c, q, redirect, scope)
@@ -212,19 +212,13 @@ func browserOwns(r *http.Request, req request) bool {
 
 // back sends the person back to the client with an error.
 func (s *Server) back(w http.ResponseWriter, r *http.Request, req request, code, desc string) {
-	noteError(w, code)
-	s.backTo(w, r, req.RedirectURI, req.State, code, desc)
-}
-
-// backTo redirects the browser to the client's redirect URI with an error
-// (code, desc), the client's state and Duet's issuer (RFC 9207).
-func (s *Server) backTo(w http.ResponseWriter, r *http.Request, redirect, state, code, desc string) {
-	u, _ := url.Parse(redirect)
+	noteError(w, code) // the audit's outcome is the refusal, not the redirect
+	u, _ := url.Parse(req.RedirectURI)
 	v := u.Query()
 	v.Set("error", code)
 	v.Set("error_description", desc)
-	if state != "" {
-		v.Set("state", state)
+	if req.State != "" {
+		v.Set("state", req.State)
 	}
 	v.Set("iss", s.o.Issuer)
 	u.RawQuery = v.Encode()
