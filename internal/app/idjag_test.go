@@ -65,7 +65,7 @@ func TestOAuthServerIdentityAssertion(t *testing.T) {
 
 	cctx := mcpclient.WithAuthorizer(ctx, a.MCPClient.AutoApprover())
 	if _, err := a.MCPClient.Register(cctx, mcpclient.Registration{Owner: "bob", Name: "duet", URL: base + "/mcp/http", OAuth: &mcpclient.OAuth{
-		Grant: duet.AuthEnterprise, ClientID: reg.ClientID, ClientSecret: reg.ClientSecret,
+		Grant: duet.AuthEnterprise, ClientID: reg.ClientID, ClientSecret: reg.ClientSecret, Issuer: base,
 		IdPIssuer: idp, IdPClientID: "enterprise-app", IDToken: idToken}}); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	neturl "net/url"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -69,8 +70,9 @@ Servers protected by OAuth 2.1 (the MCP authorization spec):
                                 or --client-key-env VAR (a PEM private key: private_key_jwt)
   --scope S                     request scope S too (repeatable)
   --issuer URL                  the authorization server a pre-registered client belongs
-                                to; without it, the one found at the first authorization
-                                is pinned. The client's credentials go to no other.
+                                to (required with --client-secret-env or --client-key-env;
+                                for a public client, without it the one found at the first
+                                authorization is pinned). The client's credentials go to no other.
 The authorization server is found from the server's metadata; every address Duet
 contacts passes the same network guard as the server itself. OAuth needs an https
 URL (http only for loopback addresses).`,
@@ -114,6 +116,9 @@ URL (http only for loopback addresses).`,
 				return usage("--issuer needs --auth oauth or --auth client-credentials")
 			} else if oauth != nil {
 				oauth.Issuer = issuer
+			}
+			if oauth.HoldsSecret() && issuer == "" {
+				return usage("%s", issuerHint(url))
 			}
 			a, err := openApp(cmd, env, app.Options{})
 			if err != nil {
@@ -181,12 +186,27 @@ URL (http only for loopback addresses).`,
 	cmd.Flags().StringVar(&clientKeyEnv, "client-key-env", "", "environment variable holding the OAuth client's PEM private key (client-credentials with private_key_jwt)")
 	cmd.Flags().StringVar(&metadataURL, "client-metadata-url", "", "https URL of a client ID metadata document describing Duet (--auth oauth)")
 	cmd.Flags().StringArrayVar(&scopes, "scope", nil, "an OAuth scope to request besides the ones the server asks for (repeatable)")
-	cmd.Flags().StringVar(&issuer, "issuer", "", "the authorization server (issuer URL) the pre-registered OAuth client belongs to; default: pinned at the first authorization")
+	cmd.Flags().StringVar(&issuer, "issuer", "", "the authorization server (issuer URL) the pre-registered OAuth client belongs to; required with a client secret or key (a public client: pinned at the first authorization)")
 	cmd.Flags().BoolVar(&replace, "replace", false, "replace your registration with the same name (new URL and credentials)")
 	cmd.Flags().BoolVar(&noSync, "no-sync", false, "register only; do not contact the server")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the registration as JSON")
 	addAs(cmd)
 	return cmd
+}
+
+// issuerHint is the usage error of a client secret or key given without
+// --issuer: the secret is bound to its authorization server when it is
+// entered (docs/mcp-client.md), and this says where to find that server.
+func issuerHint(serverURL string) string {
+	prm := "https://HOST/.well-known/oauth-protected-resource/PATH"
+	if u, err := neturl.Parse(serverURL); err == nil && u.Host != "" {
+		prm = u.Scheme + "://" + u.Host + "/.well-known/oauth-protected-resource" + strings.TrimSuffix(u.EscapedPath(), "/")
+	}
+	return "--client-secret-env and --client-key-env need --issuer URL: a client secret or key goes only to the authorization server it was registered with, " +
+		"and Duet does not take the server's word for which one that is. Give the issuer of the authorization server where the client was registered " +
+		"(its console shows it; it is the \"issuer\" of https://AUTH-SERVER/.well-known/oauth-authorization-server). " +
+		"The MCP server names its authorization server under \"authorization_servers\" at " + escape.Text(prm) +
+		": use it only if it is that same server"
 }
 
 // oauthFlags builds the OAuth configuration of server add from its flags,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/netguard"
+	"github.com/duet-test/duet/internal/oauthclient"
 	"github.com/duet-test/duet/internal/vault"
 )
 
@@ -42,8 +43,8 @@ func (k *keyring) get(reload bool) (*vault.Keyring, error) {
 // secret is the plaintext a credential seals: header values and, for an
 // OAuth registration, the client configuration and the tokens obtained.
 type secret struct {
-	Headers map[string]string `json:"headers"`
-	OAuth   *oauthSecret      `json:"oauth,omitempty"`
+	Headers map[string]string   `json:"headers"`
+	OAuth   *oauthclient.Secret `json:"oauth,omitempty"`
 }
 
 func (c *Client) seal(owner, serverKey string, sec *secret) ([]byte, error) {
