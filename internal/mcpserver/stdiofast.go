@@ -348,9 +348,9 @@ func (c *drainingConn) fastReply(ctx context.Context, id jsonrpc.ID, params *mcp
 	s := c.fast.s
 	tr, caller, err := s.fastResult(ctx, params, meta, modern)
 	if err != nil {
-		// The tool vanished between the check and the call (it cannot:
-		// the catalog is fixed); never run twice.
-		return nil, &jsonrpc.Response{ID: id, Error: s.rpcError(duet.Errorf(duet.CodeNotFound, "unknown tool %q", params.Name)).(*jsonrpc.Error)}
+		// A protocol error of the call (a client capability it needs):
+		// the SDK path's answer, never run twice.
+		return nil, &jsonrpc.Response{ID: id, Error: s.callError(err)}
 	}
 	line, err := encodeReply(id.Raw(), tr, complete)
 	if err != nil {
