@@ -215,6 +215,11 @@ type Limits struct {
 	// (Env.Async) stays readable; 0 means 1h. A run's task lives as long
 	// as IdempotencyTTL says.
 	TaskTTL time.Duration
+	// ProgressInterval is the longest a streaming call (start_test_run
+	// with a progress token) goes without a progress notification while
+	// its run waits or a step runs — what keeps a client's request timeout
+	// from firing on a healthy run; 0 means 5s.
+	ProgressInterval time.Duration
 }
 
 func (l *Limits) defaults() {
@@ -250,6 +255,9 @@ func (l *Limits) defaults() {
 	}
 	if l.TaskTTL <= 0 {
 		l.TaskTTL = time.Hour
+	}
+	if l.ProgressInterval <= 0 {
+		l.ProgressInterval = 5 * time.Second
 	}
 }
 
