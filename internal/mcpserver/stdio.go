@@ -106,7 +106,8 @@ func (c *drainingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		}
 		if c.fast != nil {
 			// As the SDK cancels its requests in flight when its read
-			// loop ends.
+			// loop ends, and writes no reply after that.
+			c.fast.quiet()
 			c.fast.stop()
 		}
 		return nil, err
@@ -183,7 +184,10 @@ func (c *drainingConn) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.closed)
 		if c.fast != nil {
-			c.fast.stop() // the session closing cancels fast calls in flight
+			// The session closing cancels fast calls in flight; the SDK
+			// writes nothing once it is closing.
+			c.fast.quiet()
+			c.fast.stop()
 		}
 	})
 	return c.Connection.Close()
