@@ -84,8 +84,12 @@ func fieldsOf(v *catalog.MCPTask) taskFields {
 		LastUpdatedAt: wireTime(v.LastUpdatedAt), TTLMs: v.TTL.Milliseconds(), PollIntervalMs: v.PollInterval.Milliseconds()}
 }
 
-// taskHolder carries a created task from the tool handler to govern.
-type taskHolder struct{ task *catalog.MCPTask }
+// taskHolder carries a created task from the tool handler to govern, and
+// whether the handler ran (catalog.Call audited the call).
+type taskHolder struct {
+	task *catalog.MCPTask
+	ran  bool
+}
 
 type taskHolderKey struct{}
 
