@@ -51,6 +51,7 @@ type Tool struct {
 	run     func(ctx context.Context, env *Env, args json.RawMessage) (any, error)
 	streams bool // reports progress until its work is done when the client asks (Limits.StreamTimeout)
 	asks    bool // may ask its caller for a confirmation (Limits.ConfirmTimeout)
+	inputs  bool // may ask its client for input during a call (Env.CanAsk, Env.Ask): WithInput
 	// release, when set, says which callers may see and call the tool
 	// (a gray release); nil means everyone.
 	release func(ctx context.Context, c *Catalog, user string) (bool, error)
@@ -215,6 +216,11 @@ type Limits struct {
 	// (Env.Async) stays readable; 0 means 1h. A run's task lives as long
 	// as IdempotencyTTL says.
 	TaskTTL time.Duration
+	// ProgressInterval is the longest a streaming call (start_test_run
+	// with a progress token) goes without a progress notification while
+	// its run waits or a step runs — what keeps a client's request timeout
+	// from firing on a healthy run; 0 means 5s.
+	ProgressInterval time.Duration
 }
 
 func (l *Limits) defaults() {
@@ -250,6 +256,9 @@ func (l *Limits) defaults() {
 	}
 	if l.TaskTTL <= 0 {
 		l.TaskTTL = time.Hour
+	}
+	if l.ProgressInterval <= 0 {
+		l.ProgressInterval = 5 * time.Second
 	}
 }
 
@@ -341,9 +350,22 @@ func New(store duet.Store, opts Options) *Catalog {
 // Tools returns the tools in catalog order.
 func (c *Catalog) Tools() []*Tool { return c.tools }
 
-// Asks reports whether the tool may ask its caller for a confirmation
-// during a call.
-func (t *Tool) Asks() bool { return t.asks }
+// Asks reports whether the tool may ask its caller anything during a
+// call: a confirmation, or input (WithInput). Only such a tool is told what
+// its client can answer: a transport that cannot carry a question may
+// answer the calls of every other tool itself (the fast paths).
+func (t *Tool) Asks() bool { return t.asks || t.inputs }
+
+// WithInput declares that t may ask its client for input in the middle of
+// a call (Env.CanAsk, Env.Ask) — or answer otherwise depending on what the
+// client can be asked. Call hands the client's Input only to a tool that
+// declared it: for any other, CanAsk is false and Ask is UNAVAILABLE on
+// every transport, so whether a call may need an input round is known
+// before it runs.
+func (t *Tool) WithInput() *Tool {
+	t.inputs = true
+	return t
+}
 
 // Streams reports whether the tool reports progress until its work is done
 // when the client asks for progress.
@@ -443,8 +465,12 @@ func (c *Catalog) Call(ctx context.Context, req Request) (*Result, error) {
 		if err := c.checkReleased(ctx, t, req.Caller.UserID); err != nil {
 			return 0, err
 		}
+		input := req.Input
+		if !t.Asks() {
+			input = nil // it declared it never asks (WithInput): nothing to tell it
+		}
 		env := &Env{Caller: req.Caller, Store: c.store, Catalog: c, Progress: progress, Streaming: streaming, Confirmer: req.Confirmer,
-			Extensions: req.Extensions, input: req.Input, state: state}
+			Extensions: req.Extensions, input: input, state: state}
 		out, err := t.run(ctx, env, req.Args)
 		var async *asyncWork
 		if errors.As(err, &async) {

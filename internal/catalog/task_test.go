@@ -145,7 +145,7 @@ func TestAsyncTask(t *testing.T) {
 				}
 				return doneOut{Said: a.Action + "+" + b.Action}, nil
 			})
-		}).WithTasks(catalog.TaskOptional)
+		}).WithTasks(catalog.TaskOptional).WithInput()
 	only := catalog.Define("task_only", "", "task only", catalog.Annotations{}, nil,
 		func(ctx context.Context, env *catalog.Env, _ struct{}) (doneOut, error) {
 			return doneOut{Said: "ran"}, nil

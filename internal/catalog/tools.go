@@ -132,7 +132,7 @@ func productTools() []*Tool {
 				minLen(in, "taskId", 1)
 				k := in.Properties["idempotencyKey"]
 				k.MinLength, k.MaxLength = ptr(1), ptr(200)
-			}), startRun).streaming().WithTasks(TaskOptional),
+			}), startRun).streaming().WithTasks(TaskOptional).WithInput(), // asks the executor to approve shared cases (approve.go)
 		stopRunTool(), // released gradually: see stop.go
 	}
 }
