@@ -12,6 +12,7 @@ import (
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/app"
 	"github.com/duet-test/duet/internal/engine"
+	"github.com/duet-test/duet/internal/escape"
 )
 
 // caseCmd is `duet case`: approving shared cases that call tools which are
@@ -115,7 +116,7 @@ func caseApprovalsCmd(env Env) *cobra.Command {
 			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "CASE\tVERSION\tAUTHOR\tTASK\tSTATUS\tCALLS")
 			for _, c := range list {
-				fmt.Fprintf(tw, "%s\tv%d\t%s\t%s\t%s\t%s\n", c.CaseID, c.Version, c.Author, c.TaskName, c.Status, callList(c.Calls))
+				fmt.Fprintf(tw, "%s\tv%d\t%s\t%s\t%s\t%s\n", c.CaseID, c.Version, c.Author, escape.Text(c.TaskName), c.Status, escape.Text(callList(c.Calls)))
 			}
 			tw.Flush()
 			fmt.Fprintf(env.Stdout, "review a case with `duet case show CASE --as %s`, then approve it: duet case approve CASE --as %s\n", user, user)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/app"
+	"github.com/duet-test/duet/internal/escape"
 )
 
 func taskCmd(env Env) *cobra.Command {
@@ -27,7 +28,7 @@ func taskCmd(env Env) *cobra.Command {
 			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tNAME\tOWNER\tBASE URL")
 			for _, t := range tasks {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, t.Name, t.Owner, t.BaseURL)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, escape.Text(t.Name), t.Owner, escape.Text(t.BaseURL))
 			}
 			tw.Flush()
 			fmt.Fprintf(env.Stdout, "%d task(s) visible to %s\n", total, user)
@@ -52,7 +53,7 @@ func taskCmd(env Env) *cobra.Command {
 			}
 			fmt.Fprintf(env.Stdout, "%s %s\nowner %s; shared with %s\nbase URL %s\n%s\ncases:\n", t.ID, t.Name, t.Owner, orNone(strings.Join(t.SharedWith, ", ")), orNone(t.BaseURL), t.Description)
 			for _, c := range cases {
-				fmt.Fprintf(env.Stdout, "  %s  %s (key %s, v%d, %d steps, %s)\n", c.ID, c.Title, c.Key, c.Version, len(c.Steps), c.Status)
+				fmt.Fprintf(env.Stdout, "  %s  %s (key %s, v%d, %d steps, %s)\n", c.ID, escape.Text(c.Title), c.Key, c.Version, len(c.Steps), c.Status)
 			}
 			return printPostRun(cmd.Context(), env.Stdout, a, user, t) // postrun.go
 		}),
