@@ -281,7 +281,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, o ServeOptions) error 
 	if err := a.Preflight(ctx); err != nil {
 		return err
 	}
-	srv := httpapi.NewServer(a.Handler(o), httpapi.ServerOptions{MaxConns: a.Config.MaxConnections})
+	srv := httpapi.NewServer(a.Handler(o), httpapi.ServerOptions{MaxConns: a.Config.MaxConnections, MaxUnauthenticated: a.Config.MaxUnauthenticated})
 	g, gctx := errgroup.WithContext(ctx)
 	a.self.Add(ln.Addr().String()) // tests may not call Duet's own API
 	g.Go(func() error {

@@ -69,6 +69,10 @@ type Config struct {
 
 	RunLease time.Duration // how long a worker holds a run without renewing it
 
+	// Loops and slow clients (docs/governance.md, "Loop budgets" and
+	// "Connections").
+	MaxUnauthenticated int // requests of one address reading bodies before presenting credentials, at once
+
 	// The web console.
 	Admins        []string      // DUET_ADMINS: users who see everyone's audit and invocation records
 	SSOUserHeader string        // DUET_SSO_USER_HEADER: the header an SSO proxy sets to the signed-in user
@@ -193,6 +197,8 @@ var options = []Option{
 	{Env: "DUET_ALLOWED_ORIGINS", Doc: "Comma-separated browser Origin values accepted (e.g. https://copilot.example). Default: none; requests without an Origin header (non-browser clients) are always accepted.",
 		set: func(c *Config, v string) error { c.AllowedOrigins = splitList(v); return nil }},
 	{Env: "DUET_MAX_CONNECTIONS", Default: "1024", Doc: "Open HTTP connections at once. At the limit the connection idle the longest is closed to make room; when all are busy, new ones wait.", set: intSet(func(c *Config) *int { return &c.MaxConnections }, 8, 1000000)},
+	{Env: "DUET_MAX_UNAUTHENTICATED_PER_ADDRESS", Default: "8", Doc: "Requests without credentials (console sign-in, OAuth client registration and token requests) that one client address — an IPv4 address, an IPv6 /64 — may have sending their bodies at once; another is refused (RATE_LIMITED, HTTP 429) and its connection closed, so that slow clients at one address cannot hold the connections others need. Behind a reverse proxy every client comes from the proxy's address and shares one budget: raise it there. See docs/governance.md, \"Connections\".",
+		set: intSet(func(c *Config) *int { return &c.MaxUnauthenticated }, 1, 100000)},
 	{Env: "DUET_MAX_CONCURRENT", Default: "64", Doc: "Tool calls in flight, all callers (excess: RATE_LIMITED, HTTP 429); and, counted apart, open streams (MCP subscriptions/listen, a run's live progress), all callers.", set: intSet(func(c *Config) *int { return &c.MaxConcurrent }, 1, 100000)},
 	{Env: "DUET_MAX_PER_CALLER", Default: "8", Doc: "Tool calls in flight per caller; and, counted apart, open streams per caller.", set: intSet(func(c *Config) *int { return &c.MaxPerCaller }, 1, 100000)},
 	{Env: "DUET_CALL_TIMEOUT", Default: "15s", Doc: "Time limit of one tool call.", set: durSet(func(c *Config) *time.Duration { return &c.CallTimeout })},

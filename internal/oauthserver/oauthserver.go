@@ -436,6 +436,10 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusRequestEntityTooLarge, errf(0, "invalid_client_metadata", "the client metadata is over %d bytes", mbe.Limit))
 			return
 		}
+		if duet.ErrorCode(err) == duet.CodeRateLimited { // the address's budget (internal/httpapi)
+			writeJSON(w, http.StatusTooManyRequests, errf(0, "temporarily_unavailable", "%s", duet.ErrorMessage(err)))
+			return
+		}
 		writeJSON(w, http.StatusBadRequest, errf(0, "invalid_client_metadata", "cannot read the request"))
 		return
 	}
