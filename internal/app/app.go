@@ -144,6 +144,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	db = a.Telemetry.Store(db) // spans per store call; the run lifecycle as metrics and spans
 	a.Store = db
 	a.self.Add(cfg.Addr)
+	a.self.AddURL(cfg.PublicURL)
 	guard := NetPolicy(cfg, a.self) // http steps and browser navigations
 	a.Audit = audit.NewWriter(db, 0, log)
 	a.Browsers = NewBrowserPool(cfg, &guard, log)
@@ -154,7 +155,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	stepClient := guard.Client()
 	stepClient.Transport = a.Telemetry.Transport(stepClient.Transport) // http steps carry the run's traceparent
 	a.Engine = engine.New(db, engine.Options{
-		StepTimeout: cfg.StepTimeout, CaseTimeout: cfg.CaseTimeout, Parallel: cfg.Parallel,
+		StepTimeout: cfg.StepTimeout, CaseTimeout: cfg.CaseTimeout, Parallel: cfg.Parallel, MaxCallDepth: cfg.MaxCallDepth,
 		Browser: a.browsers, Artifacts: a.Artifacts, HTTPClient: stepClient,
 		OnEvent: opts.OnEvent, Logger: log, Invoker: a.Agent.Invoker,
 	})
@@ -163,7 +164,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		Limits: catalog.Limits{
 			MaxConcurrent: cfg.MaxConcurrent, MaxPerCaller: cfg.MaxPerCaller, Timeout: cfg.CallTimeout,
 			MaxArgBytes: cfg.MaxArgBytes, MaxResultBytes: cfg.MaxResultBytes, IdempotencyTTL: cfg.IdempotencyTTL,
-			MaxQueuedRuns: cfg.MaxQueuedRuns,
+			MaxQueuedRuns: cfg.MaxQueuedRuns, MaxRunsPerMinute: cfg.MaxRunsPerMinute,
 		},
 		Auditor:    a.Telemetry.Auditor(a.Audit),
 		Observe:    a.Telemetry.Observe,
@@ -266,7 +267,8 @@ func (a *App) Handler(o ServeOptions) http.Handler {
 		Console:          webui.New(webui.Options{Service: a.API, Auth: a.Auth, Codes: httpapi.Codes, MaxBodyBytes: a.Config.MaxBodyBytes, Logger: a.Logger, Version: Version}),
 		ResourceMetadata: a.resourceMetadata, AuthServer: a.authServerHandler(),
 		Metrics: a.metricsOnMainPort(), MetricsToken: a.Config.MetricsToken,
-		Middleware: []func(http.Handler) http.Handler{a.Telemetry.Middleware},
+		Middleware:   []func(http.Handler) http.Handler{a.Telemetry.Middleware},
+		MaxCallDepth: a.Config.MaxCallDepth,
 	})
 	if o.Wrap != nil {
 		h = o.Wrap(h)

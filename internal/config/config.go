@@ -72,6 +72,8 @@ type Config struct {
 	// Loops and slow clients (docs/governance.md, "Loop budgets" and
 	// "Connections").
 	MaxUnauthenticated int // requests of one address reading bodies before presenting credentials, at once
+	MaxRunsPerMinute   int // runs one user may start in a minute, all instances together
+	MaxCallDepth       int // deepest call in a chain of Duet calls (Duet-Call-Depth)
 
 	// The web console.
 	Admins        []string      // DUET_ADMINS: users who see everyone's audit and invocation records
@@ -213,6 +215,10 @@ var options = []Option{
 	{Env: "DUET_MAX_ARG_BYTES", Default: "262144", Doc: "Largest tool-call arguments (TOO_LARGE beyond).", set: intSet(func(c *Config) *int { return &c.MaxArgBytes }, 256, 1<<30)},
 	{Env: "DUET_MAX_RESULT_BYTES", Default: "4194304", Doc: "Largest tool result (TOO_LARGE beyond).", set: intSet(func(c *Config) *int { return &c.MaxResultBytes }, 1024, 1<<30)},
 	{Env: "DUET_MAX_QUEUED_RUNS", Default: "20", Doc: "Runs one user may have queued (waiting for a worker) at once; starting another is RATE_LIMITED until some have started. Workers take runs fairly across users: the user with the fewest runs running first, then the one served least recently.", set: intSet(func(c *Config) *int { return &c.MaxQueuedRuns }, 1, 1000000)},
+	{Env: "DUET_MAX_RUNS_PER_MINUTE", Default: "60", Doc: "Runs one user may start in a minute, however they start them (MCP, MCP-Lite, REST, console, CLI) and on every instance of a PostgreSQL database together (counted in the database); the next is RATE_LIMITED, saying when one may start. A replayed start (same idempotency key) is never refused. See docs/governance.md, \"Loop budgets\".",
+		set: intSet(func(c *Config) *int { return &c.MaxRunsPerMinute }, 1, 1000000)},
+	{Env: "DUET_MAX_CALL_DEPTH", Default: "4", Doc: "The longest chain of Duet calls allowed: Duet sends Duet-Call-Depth on its MCP calls and http steps (one more than the call that started the run), a run keeps the depth of the request that started it, and a request or a call deeper than this is refused with CALL_DEPTH_EXCEEDED (HTTP 508), so no loop through one or more Duets grows without end. See docs/governance.md, \"Loop budgets\".",
+		set: intSet(func(c *Config) *int { return &c.MaxCallDepth }, 1, 64)},
 	{Env: "DUET_STOP_TOOL_USERS", Doc: "Who may see and call the stop_test_run MCP tool (stop a run; released gradually): comma-separated user ids, team:NAME for the members of a team, or * for everyone. Others do not see it in tools/list, and a call of it is PERMISSION_DENIED. Default: nobody. See docs/governance.md.",
 		set: func(c *Config, v string) error {
 			for _, u := range splitList(v) {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/calldepth"
 	"github.com/duet-test/duet/internal/eval"
 	"github.com/duet-test/duet/internal/netguard"
 )
@@ -95,6 +96,11 @@ func (cr *caseRun) http(ctx context.Context, h *duet.HTTPStep) (any, error) {
 		}
 		cr.secrets.AddHeader(k, s)
 		req.Header.Set(k, s)
+	}
+	// How deep in a chain of Duet calls the request is, whatever the case
+	// wrote: a Duet it reaches refuses beyond its bound (calldepth).
+	if err := calldepth.Set(ctx, req.Header, cr.e.opts.MaxCallDepth); err != nil {
+		return nil, duet.WrapError(duet.CodeCallDepthExceeded, err, "%s %s: %s", h.Method, target, duet.ErrorMessage(err))
 	}
 	start := time.Now()
 	resp, err := cr.e.opts.HTTPClient.Do(req)

@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/calldepth"
 	"github.com/duet-test/duet/internal/netguard"
 	"github.com/duet-test/duet/internal/serverkey"
 	"github.com/duet-test/duet/internal/vault"
@@ -70,6 +71,11 @@ type Options struct {
 	// WrapTransport, if set, decorates the transport of every request to a
 	// registered server (tracing: a span and the W3C traceparent header).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
+	// MaxCallDepth is the deepest call in a chain of Duet calls that may go
+	// out (internal/calldepth): every request carries the Duet-Call-Depth
+	// of its context plus one, and a call beyond this fails with
+	// CALL_DEPTH_EXCEEDED; 0 means calldepth.DefaultMax.
+	MaxCallDepth int
 	// Version is the version of Duet it reports to servers; "" means "dev".
 	Version string
 	// RecordInterval is how often queued invocation records are stored;
@@ -117,6 +123,9 @@ func New(opts Options) *Client {
 	}
 	if opts.Version == "" {
 		opts.Version = "dev"
+	}
+	if opts.MaxCallDepth <= 0 {
+		opts.MaxCallDepth = calldepth.DefaultMax
 	}
 	log := opts.Logger
 	if log == nil {
@@ -297,6 +306,7 @@ var reservedHeaders = map[string]bool{
 	"Transfer-Encoding": true, "Upgrade": true, "Te": true, "Trailer": true, "Keep-Alive": true,
 	"Mcp-Session-Id": true, "Mcp-Protocol-Version": true, "Mcp-Method": true, "Mcp-Name": true,
 	"Last-Event-Id": true, "Traceparent": true, "Cookie2": true, "Proxy-Authorization": true,
+	"Duet-Call-Depth": true,
 }
 
 // canonicalHeaders checks header names and values. Messages name headers,

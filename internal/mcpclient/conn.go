@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/calldepth"
 )
 
 // sessionKey identifies a cached session: sessions are never shared between
@@ -282,7 +283,7 @@ func (c *Client) httpClient(reg *duet.MCPServer, headers map[string]string) *htt
 		base = c.opts.WrapTransport(base)
 	}
 	return &http.Client{
-		Transport: &roundTripper{base: base, headers: headers, origin: origin},
+		Transport: &roundTripper{base: base, headers: headers, origin: origin, maxDepth: c.opts.MaxCallDepth},
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		},
@@ -296,6 +297,8 @@ type roundTripper struct {
 	// dpop returns the key the access token is bound to (nil for a bearer
 	// token): requests then carry DPoP proofs (dpop.go).
 	dpop func() *dpopKey
+	// maxDepth bounds the Duet-Call-Depth requests carry.
+	maxDepth int
 }
 
 // originOf is scheme://host:port with the default port made explicit.
@@ -327,6 +330,12 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	setParamHeaders(r)
+	// How deep in a chain of Duet calls this request is (calldepth): a
+	// Duet it reaches refuses beyond its bound. Invoke refused deeper
+	// calls before they got here.
+	if err := calldepth.Set(req.Context(), r.Header, rt.maxDepth); err != nil {
+		return nil, err
+	}
 	if tid := traceFromContext(req.Context()); tid != "" && r.Header.Get("Traceparent") == "" {
 		r.Header.Set("Traceparent", "00-"+tid+"-"+spanID()+"-01")
 	}
