@@ -30,6 +30,11 @@ const (
 	// carry the scope the operation needs (reading, or starting and
 	// cancelling runs).
 	CodeInsufficientScope Code = "INSUFFICIENT_SCOPE"
+	// CodeCallDepthExceeded: the call is deeper in a chain of Duet calls
+	// (Duet-Call-Depth: a run's MCP call or http step reaching a Duet,
+	// whose run calls a Duet, ...) than DUET_MAX_CALL_DEPTH allows: a
+	// loop through one or more Duets is stopped there. Nothing was done.
+	CodeCallDepthExceeded Code = "CALL_DEPTH_EXCEEDED"
 
 	// Protocol codes: a request refused before it was understood.
 	CodeParseError     Code = "PARSE_ERROR"     // the body is not valid JSON (RFC 7493: UTF-8, no duplicate keys)
@@ -109,7 +114,7 @@ func Codes() []Code {
 		CodeMCPAuthFailed, CodeMCPToolError, CodeMCPUnreachable, CodeMCPProtocolMismatch,
 		CodeURLRefused, CodeMCPAuthIssuerMismatch,
 		CodeLLMNotConfigured, CodeLLMError, CodeGenerationFailed,
-		CodeInsufficientScope,
+		CodeInsufficientScope, CodeCallDepthExceeded,
 	}
 }
 

@@ -54,6 +54,10 @@ type Run struct {
 	// PostRun are the outcomes of the task's post-run actions made when
 	// the run ended: notes, never part of the verdict.
 	PostRun []*PostRunResult `json:"postRun,omitempty"`
+	// CallDepth is how many Duet calls deep the request that started the
+	// run was (Caller.CallDepth): its MCP calls and http steps carry
+	// CallDepth+1.
+	CallDepth int `json:"callDepth,omitempty"`
 }
 
 // RunTotals counts the executions of a run by status.
@@ -148,13 +152,19 @@ type StartRunParams struct {
 	// executor (Run.TriggeredBy) already has that many runs queued. A
 	// replayed idempotent call is never refused.
 	MaxQueued int
+	// MaxPerMinute, when positive, refuses the run with RATE_LIMITED when
+	// its executor started that many runs in the last minute (counted in
+	// the store, so across every instance on one database). A replayed
+	// idempotent call is never refused.
+	MaxPerMinute int
 }
 
 // RunStore keeps runs and executions and is the durable queue the workers
 // take runs from.
 type RunStore interface {
 	// CreateRun stores a queued run and its pending executions in one
-	// transaction, honouring p.Idempotency and p.MaxQueued. It returns the
+	// transaction, honouring p.Idempotency, p.MaxQueued and p.MaxPerMinute,
+	// and keeps Run.CallDepth. It returns the
 	// idempotency record (fresh or replayed) and whether it was replayed.
 	// Returns IDEMPOTENCY_CONFLICT, INVALID_ARGUMENT, RATE_LIMITED.
 	CreateRun(ctx context.Context, p StartRunParams) (rec *IdempotencyRecord, replayed bool, err error)

@@ -201,6 +201,9 @@ type Limits struct {
 	MaxResultBytes int           // size of a result; 0 means 4 MiB
 	IdempotencyTTL time.Duration // how long start_test_run keys are remembered; 0 means 24h
 	MaxQueuedRuns  int           // runs one executor may have queued; 0 means 20
+	// MaxRunsPerMinute is how many runs one executor may start in a
+	// minute, on every instance of the database together; 0 means 60.
+	MaxRunsPerMinute int
 	// StreamTimeout bounds a call that streams progress to the end of its
 	// work (start_test_run with a progress token) in place of Timeout;
 	// 0 means 30m.
@@ -244,6 +247,9 @@ func (l *Limits) defaults() {
 	}
 	if l.MaxQueuedRuns <= 0 {
 		l.MaxQueuedRuns = 20
+	}
+	if l.MaxRunsPerMinute <= 0 {
+		l.MaxRunsPerMinute = 60
 	}
 	if l.StreamTimeout <= 0 {
 		l.StreamTimeout = 30 * time.Minute

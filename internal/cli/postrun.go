@@ -13,6 +13,7 @@ import (
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/app"
 	"github.com/duet-test/duet/internal/engine"
+	"github.com/duet-test/duet/internal/escape"
 )
 
 // printPostRun shows a task's post-run actions (duet task show) and, for a
@@ -52,7 +53,7 @@ func printPostRun(ctx context.Context, w io.Writer, a *app.App, user string, t *
 				note = "  [needs your approval: duet task approve-post-run " + t.ID + "]"
 			}
 		}
-		fmt.Fprintf(w, "  %d. %s: on %s, %s of %s (%s)  input: %s%s\n", i+1, act.Name, act.On, act.ToolName, srv, act.ServerKey, orNone(strings.Join(inputs, ", ")), note)
+		fmt.Fprintf(w, "  %d. %s: on %s, %s of %s (%s)  input: %s%s\n", i+1, escape.Text(act.Name), act.On, escape.Text(act.ToolName), escape.Text(srv), act.ServerKey, escape.Text(orNone(strings.Join(inputs, ", "))), note)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/app"
+	"github.com/duet-test/duet/internal/escape"
 )
 
 func taskCmd(env Env) *cobra.Command {
@@ -27,7 +28,7 @@ func taskCmd(env Env) *cobra.Command {
 			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tNAME\tOWNER\tBASE URL")
 			for _, t := range tasks {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, t.Name, t.Owner, t.BaseURL)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, escape.Text(t.Name), t.Owner, escape.Text(t.BaseURL))
 			}
 			tw.Flush()
 			fmt.Fprintf(env.Stdout, "%d task(s) visible to %s\n", total, user)
@@ -54,9 +55,9 @@ func taskCmd(env Env) *cobra.Command {
 			for _, c := range cases {
 				status := string(c.Status)
 				if c.Status == duet.CaseDraft {
-					status += " by " + c.CreatedBy // a sharee's draft is a proposal only the owner applies
+					status += " by " + escape.Text(c.CreatedBy) // a sharee's draft is a proposal only the owner applies
 				}
-				fmt.Fprintf(env.Stdout, "  %s  %s (key %s, v%d, %d steps, %s)\n", c.ID, c.Title, c.Key, c.Version, len(c.Steps), status)
+				fmt.Fprintf(env.Stdout, "  %s  %s (key %s, v%d, %d steps, %s)\n", c.ID, escape.Text(c.Title), c.Key, c.Version, len(c.Steps), status)
 			}
 			return printPostRun(cmd.Context(), env.Stdout, a, user, t) // postrun.go
 		}),

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/calldepth"
 	"github.com/duet-test/duet/internal/redact"
 	"github.com/duet-test/duet/internal/step"
 )
@@ -68,6 +69,11 @@ type Options struct {
 	// context allows the task's base URL host (netguard.AllowURL), and so
 	// does the context of Browser.NewSession.
 	HTTPClient *http.Client
+	// MaxCallDepth bounds the Duet-Call-Depth of http steps: a step of a
+	// run whose calls would be deeper fails with CALL_DEPTH_EXCEEDED
+	// without a request (internal/calldepth); 0 means
+	// calldepth.DefaultMax. (The Invoker bounds mcpCall steps.)
+	MaxCallDepth int
 	// Invoker runs mcpCall steps; nil makes every mcpCall fail with
 	// MCP_SERVER_NOT_CONFIGURED.
 	Invoker duet.Invoker
@@ -115,6 +121,9 @@ type Engine struct {
 
 // New returns an Engine over store.
 func New(store duet.Store, opts Options) *Engine {
+	if opts.MaxCallDepth <= 0 {
+		opts.MaxCallDepth = calldepth.DefaultMax
+	}
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{}
 	}
@@ -162,7 +171,9 @@ var ErrCancelRequested = errors.New("run cancelled")
 func (e *Engine) Execute(ctx context.Context, run *duet.Run) error {
 	// Everything the run does acts for its executor, in its trace (what
 	// outbound requests propagate: docs/operations.md).
-	ctx = duet.NewContextWithCaller(ctx, duet.Caller{UserID: run.TriggeredBy, Source: duet.SourceEngine, TraceID: run.TraceID})
+	// Its calls are one deeper in a chain of Duet calls than the call that
+	// started it (internal/calldepth).
+	ctx = duet.NewContextWithCaller(ctx, duet.Caller{UserID: run.TriggeredBy, Source: duet.SourceEngine, TraceID: run.TraceID, CallDepth: run.CallDepth})
 	// The run's task and cases are read whatever becomes of ctx: a
 	// cancellation that arrives during these reads (just after the claim)
 	// is seen by the loop below, and the run ends cancelled with its

@@ -13,13 +13,13 @@ import (
 )
 
 const runColumns = `r.id, r.task_id, r.status, r.triggered_by, r.call_source, r.trace_id, r.device, r.error_code, r.error_message,
-	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt, r.lost, r.post_run`
+	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt, r.lost, r.post_run, r.call_depth`
 
 func scanRun(r pgx.Row) (*duet.Run, error) {
 	var run duet.Run
 	var postRun string
 	if err := r.Scan(&run.ID, &run.TaskID, &run.Status, &run.TriggeredBy, &run.CallSource, &run.TraceID, &run.Device,
-		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &run.CreatedAt, &run.StartedAt, &run.FinishedAt, &run.Attempt, &run.Lost, &postRun); err != nil {
+		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &run.CreatedAt, &run.StartedAt, &run.FinishedAt, &run.Attempt, &run.Lost, &postRun, &run.CallDepth); err != nil {
 		return nil, err
 	}
 	run.CreatedAt = utc(run.CreatedAt)
@@ -79,7 +79,8 @@ func fillTotals(ctx context.Context, q querier, runs ...*duet.Run) error {
 // CreateRun stores a queued run and its executions, honouring idempotency.
 // Concurrent calls with the same idempotency key, on any instance, take
 // turns on an advisory lock of (caller, key): the first creates the run, the
-// others replay its result. Returns IDEMPOTENCY_CONFLICT, INVALID_ARGUMENT.
+// others replay its result. Returns IDEMPOTENCY_CONFLICT, INVALID_ARGUMENT,
+// RATE_LIMITED.
 func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.IdempotencyRecord, bool, error) {
 	run := p.Run
 	if run == nil || run.TaskID == "" || run.TriggeredBy == "" {
@@ -122,12 +123,25 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 				return mapErr(err)
 			}
 		}
-		if p.MaxQueued > 0 {
+		if p.MaxQueued > 0 || p.MaxPerMinute > 0 {
 			// One user's starts take turns here, so that concurrent starts
-			// on several instances cannot all see room under the cap.
+			// on several instances cannot all see room under the caps.
 			if err := lockKey(ctx, tx, "queue\x1f"+run.TriggeredBy); err != nil {
 				return err
 			}
+		}
+		if p.MaxPerMinute > 0 {
+			var started int
+			var oldest *time.Time
+			if err := tx.QueryRow(ctx, `SELECT count(*), min(created_at) FROM runs WHERE triggered_by = $1 AND created_at > $2`,
+				run.TriggeredBy, now.Add(-time.Minute)).Scan(&started, &oldest); err != nil {
+				return mapErr(err)
+			}
+			if started >= p.MaxPerMinute {
+				return perMinuteError(run.TriggeredBy, started, *oldest, now)
+			}
+		}
+		if p.MaxQueued > 0 {
 			var queued int
 			if err := tx.QueryRow(ctx, `SELECT count(*) FROM runs WHERE triggered_by = $1 AND status = 'queued'`, run.TriggeredBy).Scan(&queued); err != nil {
 				return mapErr(err)
@@ -139,8 +153,8 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 		run.ID = duet.NewID("run")
 		run.Status = duet.StatusQueued
 		run.CreatedAt = now
-		if _, err := tx.Exec(ctx, `INSERT INTO runs (id, task_id, status, triggered_by, call_source, trace_id, device, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-			run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource, run.TraceID, run.Device, now); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO runs (id, task_id, status, triggered_by, call_source, trace_id, device, created_at, call_depth) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+			run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource, run.TraceID, run.Device, now, run.CallDepth); err != nil {
 			return mapErr(err)
 		}
 		// Every execution in one statement, however many cases the run has.
@@ -531,4 +545,11 @@ func (d *DB) DeleteExpiredIdempotency(ctx context.Context, now time.Time) (int, 
 		return 0, mapErr(err)
 	}
 	return int(tag.RowsAffected()), nil
+}
+
+// perMinuteError is the refusal of a run beyond StartRunParams.MaxPerMinute:
+// user started n runs since a minute before now, the first at oldest.
+func perMinuteError(user string, n int, oldest, now time.Time) error {
+	wait := max(oldest.Add(time.Minute).Sub(now), time.Second).Round(time.Second)
+	return duet.Errorf(duet.CodeRateLimited, "%s started %d runs in the last minute, the most one user may start (DUET_MAX_RUNS_PER_MINUTE); the next may start in %s", user, n, wait)
 }

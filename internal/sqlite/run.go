@@ -12,7 +12,7 @@ import (
 )
 
 const runColumns = `r.id, r.task_id, r.status, r.triggered_by, r.call_source, r.trace_id, r.device, r.error_code, r.error_message,
-	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt, r.lost, r.post_run`
+	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt, r.lost, r.post_run, r.call_depth`
 
 func scanRun(r rowScanner) (*duet.Run, error) {
 	var run duet.Run
@@ -20,7 +20,7 @@ func scanRun(r rowScanner) (*duet.Run, error) {
 	var started, finished sql.NullInt64
 	var postRun string
 	if err := r.Scan(&run.ID, &run.TaskID, &run.Status, &run.TriggeredBy, &run.CallSource, &run.TraceID, &run.Device,
-		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &created, &started, &finished, &run.Attempt, &run.Lost, &postRun); err != nil {
+		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &created, &started, &finished, &run.Attempt, &run.Lost, &postRun, &run.CallDepth); err != nil {
 		return nil, err
 	}
 	run.CreatedAt = fromMicros(created)
@@ -109,6 +109,18 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 				return mapErr(err)
 			}
 		}
+		if p.MaxPerMinute > 0 {
+			var started int
+			var oldest sql.NullInt64
+			if err := tx.QueryRowContext(ctx, `SELECT count(*), min(created_at) FROM runs WHERE triggered_by = ? AND created_at > ?`,
+				run.TriggeredBy, micros(now.Add(-time.Minute))).Scan(&started, &oldest); err != nil {
+				return mapErr(err)
+			}
+			if started >= p.MaxPerMinute {
+				wait := max(fromMicros(oldest.Int64).Add(time.Minute).Sub(now), time.Second).Round(time.Second)
+				return duet.Errorf(duet.CodeRateLimited, "%s started %d runs in the last minute, the most one user may start (DUET_MAX_RUNS_PER_MINUTE); the next may start in %s", run.TriggeredBy, started, wait)
+			}
+		}
 		if p.MaxQueued > 0 {
 			var queued int
 			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE triggered_by = ? AND status = 'queued'`, run.TriggeredBy).Scan(&queued); err != nil {
@@ -121,8 +133,8 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 		run.ID = duet.NewID("run")
 		run.Status = duet.StatusQueued
 		run.CreatedAt = now
-		if _, err := tx.ExecContext(ctx, `INSERT INTO runs (id, task_id, status, triggered_by, call_source, trace_id, device, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource, run.TraceID, run.Device, micros(now)); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO runs (id, task_id, status, triggered_by, call_source, trace_id, device, created_at, call_depth) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource, run.TraceID, run.Device, micros(now), run.CallDepth); err != nil {
 			return mapErr(err)
 		}
 		for i, e := range p.Executions {

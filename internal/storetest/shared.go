@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -43,6 +44,7 @@ func RunShared(t *testing.T, open SharedOpener) {
 		{"RefusedValues", testRefusedValues},
 		{"FreshAcrossHandles", testFreshAcrossHandles},
 		{"RegistryFreshAcrossHandles", testRegistryFreshAcrossHandles},
+		{"RunsPerMinuteAcrossHandles", testRunsPerMinuteAcrossHandles},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -244,6 +246,70 @@ func testRefusedValues(t *testing.T, s duet.Store, _ func() duet.Store) {
 		_, err = s.FindTaskByID(ctx(t), name, "task_x")
 		if c := duet.ErrorCode(err); c != duet.CodeNotFound && c != duet.CodeInvalidArgument {
 			t.Errorf("viewer %q: got %v, want NOT_FOUND or INVALID_ARGUMENT", name, err)
+		}
+	}
+}
+
+// testRunsPerMinuteAcrossHandles: with MaxPerMinute 5, twenty concurrent
+// starts by one user over two handles (two instances) create exactly five
+// runs, the others RATE_LIMITED; a replay of a created run is not refused;
+// another user has a budget of their own; a run keeps its call depth.
+func testRunsPerMinuteAcrossHandles(t *testing.T, a duet.Store, another func() duet.Store) {
+	b := another()
+	res := mustApply(t, a, "alice", suite("budget", "a"))
+	cases, _, _, _ := a.FindCases(ctx(t), duet.CaseFilter{TaskID: res.Task.ID})
+	params := func(s duet.Store, user, key string) duet.StartRunParams {
+		p := idemParams(t, s, res.Task.ID, cases, key, "h-"+key)
+		p.Run.TriggeredBy, p.Idempotency.Caller = user, user
+		p.Run.CallDepth = 3
+		p.MaxPerMinute = 5
+		return p
+	}
+	const n = 20
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		s := a
+		if i%2 == 1 {
+			s = b
+		}
+		wg.Go(func() {
+			_, _, errs[i] = s.CreateRun(ctx(t), params(s, "alice", fmt.Sprintf("k%d", i)))
+		})
+	}
+	wg.Wait()
+	created, first := 0, -1
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			created++
+			if first < 0 {
+				first = i
+			}
+		case duet.ErrorCode(err) == duet.CodeRateLimited:
+			if !strings.Contains(duet.ErrorMessage(err), "5 runs in the last minute") {
+				t.Errorf("refusal %d: %q, want it to say how many runs were started", i, duet.ErrorMessage(err))
+			}
+		default:
+			t.Fatalf("start %d: %v", i, err)
+		}
+	}
+	if created != 5 {
+		t.Fatalf("%d concurrent starts over two handles with a budget of 5 a minute created %d runs, want 5", n, created)
+	}
+	if _, replayed, err := b.CreateRun(ctx(t), params(b, "alice", fmt.Sprintf("k%d", first))); err != nil || !replayed {
+		t.Fatalf("a replay beyond the budget: got replayed=%v %v, want the first result", replayed, err)
+	}
+	if _, _, err := a.CreateRun(ctx(t), params(a, "bob", "k0")); err != nil {
+		t.Fatalf("bob while alice is at her budget: %v", err)
+	}
+	runs, _, err := b.FindRuns(ctx(t), duet.RunFilter{TaskID: res.Task.ID, Limit: 100})
+	if err != nil || len(runs) != 6 {
+		t.Fatalf("runs: got %d %v, want 6", len(runs), err)
+	}
+	for _, r := range runs {
+		if r.CallDepth != 3 {
+			t.Errorf("run %s: call depth %d, want 3", r.ID, r.CallDepth)
 		}
 	}
 }
