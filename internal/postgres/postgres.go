@@ -117,10 +117,10 @@ func redactedParseError(err error) string {
 
 // Open connects to the database at url, applies pending migrations (or,
 // with opts.NoMigrate, checks that none is pending) and returns the
-// store. Errors are INVALID_ARGUMENT (a malformed URL) or UNAVAILABLE: the
-// database cannot be reached or migrated, or its schema is newer than this
-// build knows (the message names both versions). No error contains the
-// password.
+// store. Errors are INVALID_ARGUMENT (a malformed URL), UNAVAILABLE (the
+// database cannot be reached or migrated) or SCHEMA_TOO_NEW (its schema is
+// newer than this build knows; the message names both versions). No error
+// contains the password.
 func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
 	if opts == nil {
 		opts = &Options{}
@@ -222,7 +222,7 @@ func checkNotNewer(ctx context.Context, p *goose.Provider) error {
 		return duet.WrapError(duet.CodeUnavailable, err, "cannot read the schema version: %v", rootCause(err))
 	}
 	if current > known {
-		return duet.Errorf(duet.CodeUnavailable, "the PostgreSQL schema is at version %d, newer than this duet knows (%d): upgrade duet to the version the other instances run", current, known)
+		return duet.Errorf(duet.CodeSchemaTooNew, "the PostgreSQL schema is at version %d, newer than this duet knows (%d): upgrade duet to the version the other instances run", current, known)
 	}
 	return nil
 }

@@ -60,7 +60,8 @@ type Options struct {
 
 // Open opens (creating if needed) the SQLite database at path and applies
 // pending migrations. The directory is created with mode 0700 when missing.
-// Errors name the path; they are *duet.Error with CodeUnavailable.
+// Errors name the path; they are *duet.Error with CodeUnavailable, or
+// CodeSchemaTooNew for a file migrated by a newer duet.
 func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 	if opts == nil {
 		opts = &Options{}
@@ -200,7 +201,11 @@ func openWritable(ctx context.Context, path string, opts *Options) (*DB, error) 
 	if err := migrate(ctx, sdb); err != nil {
 		sdb.Close()
 		if de := (*duet.Error)(nil); errors.As(err, &de) {
-			return nil, duet.WrapError(duet.CodeUnavailable, err, "database %s: %s", abs, de.Message)
+			code := duet.CodeUnavailable
+			if de.Code == duet.CodeSchemaTooNew {
+				code = de.Code
+			}
+			return nil, duet.WrapError(code, err, "database %s: %s", abs, de.Message)
 		}
 		return nil, duet.WrapError(duet.CodeUnavailable, err, "cannot prepare database %s: %v", abs, rootCause(err))
 	}
