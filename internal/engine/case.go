@@ -16,6 +16,7 @@ import (
 // caseRun is the state of one execution while it runs.
 type caseRun struct {
 	e       *Engine
+	w       *runWrites // the run's writes, under the worker's lease
 	run     *duet.Run
 	task    *duet.Task
 	x       *duet.Execution
@@ -53,17 +54,19 @@ func (cr *caseRun) keep(name string, v any) error {
 
 // executeCase runs x and returns how many secrets the run knew when the
 // case's results were last scrubbed (rescrubRun scrubs them again if the
-// run learns more).
-func (e *Engine) executeCase(ctx context.Context, run *duet.Run, task *duet.Task, x *duet.Execution, secrets *redact.Set) (known int) {
+// run learns more), and whether the case ended (its final state written).
+// A case stops short, unfinished, when the run stops without a verdict
+// (handedBack): the write that failed, or the worker's stop, says why.
+func (e *Engine) executeCase(ctx context.Context, w *runWrites, run *duet.Run, task *duet.Task, x *duet.Execution, secrets *redact.Set) (known int, finished bool) {
 	now := time.Now()
 	x.StartedAt = &now
-	if err := retryUnavailable(ctx, func(ctx context.Context) error { return e.store.StartExecution(ctx, x) }); err != nil {
+	if err := w.do(ctx, func(ctx context.Context, l duet.Lease) error { return e.store.StartExecution(ctx, l, x) }); err != nil {
 		e.log.ErrorContext(ctx, "starting execution", "execution", x.ID, "err", err)
-		return
+		return 0, false
 	}
 	e.emit(Event{RunID: run.ID, ExecutionID: x.ID, CaseTitle: x.CaseTitle, Status: duet.StatusRunning})
 	cr := &caseRun{
-		e: e, run: run, task: task, x: x, saved: map[string]any{}, secrets: secrets,
+		e: e, w: w, run: run, task: task, x: x, saved: map[string]any{}, secrets: secrets,
 		vars: map[string]any{
 			"task": map[string]any{"id": task.ID, "name": task.Name, "baseUrl": task.BaseURL},
 			"run":  map[string]any{"id": run.ID, "executor": run.TriggeredBy},
@@ -87,21 +90,25 @@ func (e *Engine) executeCase(ctx context.Context, run *duet.Run, task *duet.Task
 		st := &x.Steps[i]
 		res := &duet.StepResult{Index: st.Index, Kind: st.Kind, Name: st.Name, Status: duet.StatusSkipped}
 		if failed || cctx.Err() != nil {
-			if shutdown(ctx) {
-				return // resumable: leave the execution as it is
+			if handedBack(ctx) {
+				return 0, false // resumable: leave the execution as it is
 			}
 			if cctx.Err() != nil && !failed {
 				failed = true
 				x.Status, x.ErrorCode, x.ErrorMessage = statusOfCtx(ctx, cctx)
 			}
-			cr.saveResult(ctx, res)
+			if !cr.saveResult(ctx, res) {
+				return 0, false
+			}
 			continue
 		}
 		cr.runStep(cctx, st, res)
-		if shutdown(ctx) {
-			return
+		if handedBack(ctx) {
+			return 0, false // the step's result is not kept: it runs again
 		}
-		cr.saveResult(ctx, res)
+		if !cr.saveResult(ctx, res) {
+			return 0, false
+		}
 		e.emit(Event{RunID: run.ID, ExecutionID: x.ID, CaseTitle: x.CaseTitle, Step: res, Status: res.Status})
 		if res.Status != duet.StatusPassed && !res.Optional {
 			failed = true
@@ -109,8 +116,8 @@ func (e *Engine) executeCase(ctx context.Context, run *duet.Run, task *duet.Task
 			x.ErrorMessage = fmt.Sprintf("step %d (%s): %s", st.Index+1, st.Name, res.ErrorMessage)
 		}
 	}
-	if shutdown(ctx) {
-		return
+	if handedBack(ctx) {
+		return 0, false
 	}
 	if x.Status == duet.StatusPassed && cctx.Err() != nil {
 		x.Status, x.ErrorCode, x.ErrorMessage = statusOfCtx(ctx, cctx)
@@ -118,22 +125,19 @@ func (e *Engine) executeCase(ctx context.Context, run *duet.Run, task *duet.Task
 	end := time.Now()
 	x.FinishedAt = &end
 	known = secrets.Len()
-	cr.rescrub(ctx)
+	if !cr.rescrub(ctx) {
+		return 0, false
+	}
 	x.ErrorMessage = cr.secrets.Scrub(x.ErrorMessage)
 	x.Vars = cr.persistVars()
-	fctx, cancel2 := context.WithTimeout(context.WithoutCancel(ctx), storeWriteTimeout)
-	defer cancel2()
-	if err := retryUnavailable(fctx, func(ctx context.Context) error { return e.store.FinishExecution(ctx, x) }); err != nil {
+	if err := w.do(ctx, func(ctx context.Context, l duet.Lease) error { return e.store.FinishExecution(ctx, l, x) }); err != nil {
 		e.log.ErrorContext(ctx, "finishing execution", "execution", x.ID, "err", err)
+		return 0, false
 	}
-	return known
+	return known, true
 }
 
 var errCaseTimeout = errors.New("case timeout")
-
-func shutdown(ctx context.Context) bool {
-	return ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrShutdown)
-}
 
 // statusOfCtx says how a case whose context ended ends.
 func statusOfCtx(runCtx, caseCtx context.Context) (duet.RunStatus, duet.Code, string) {
@@ -148,31 +152,34 @@ func statusOfCtx(runCtx, caseCtx context.Context) (duet.RunStatus, duet.Code, st
 
 // saveResult is the one place a step result is kept (and then shown): its
 // output and error message are scrubbed of the run's secrets, and so are
-// the variables saved with it.
-func (cr *caseRun) saveResult(ctx context.Context, res *duet.StepResult) {
+// the variables saved with it. It reports whether the result was stored;
+// if not, the run has stopped (runWrites) and the case must stop too.
+func (cr *caseRun) saveResult(ctx context.Context, res *duet.StepResult) bool {
 	res.ErrorMessage = cr.secrets.Scrub(res.ErrorMessage)
 	cr.x.Results = append(cr.x.Results, res)
-	cr.store(ctx, res)
+	return cr.store(ctx, res)
 }
 
-func (cr *caseRun) store(ctx context.Context, res *duet.StepResult) {
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeWriteTimeout)
-	defer cancel()
+func (cr *caseRun) store(ctx context.Context, res *duet.StepResult) bool {
 	vars := cr.persistVars()
-	if err := retryUnavailable(sctx, func(ctx context.Context) error { return cr.e.store.SaveStepResult(ctx, cr.x.ID, res, vars) }); err != nil {
+	if err := cr.w.do(ctx, func(ctx context.Context, l duet.Lease) error { return cr.e.store.SaveStepResult(ctx, l, cr.x.ID, res, vars) }); err != nil {
 		cr.e.log.ErrorContext(ctx, "saving step result", "execution", cr.x.ID, "step", res.Index, "err", cr.secrets.Scrub(err.Error()))
+		return false
 	}
+	return true
 }
 
 // rescrub scrubs the results saved earlier of secrets learned since (a
 // value seen first under an innocent key, later under a sensitive one) and
-// stores again the ones that change.
-func (cr *caseRun) rescrub(ctx context.Context) {
+// stores again the ones that change. It reports whether every write went
+// through.
+func (cr *caseRun) rescrub(ctx context.Context) bool {
 	for _, res := range cr.x.Results {
-		if scrubResult(cr.secrets, res) {
-			cr.store(ctx, res)
+		if scrubResult(cr.secrets, res) && !cr.store(ctx, res) {
+			return false
 		}
 	}
+	return true
 }
 
 // scrubResult scrubs a kept step result of secrets and reports whether it
@@ -198,13 +205,11 @@ func scrubResult(secrets *redact.Set, res *duet.StepResult) bool {
 // a later case obtained, which an earlier case's output already held):
 // known says how many secrets each execution was scrubbed with (none
 // recorded: an execution finished by an earlier worker, scrubbed again).
-func (e *Engine) rescrubRun(ctx context.Context, execs []*duet.Execution, secrets *redact.Set, known map[string]int) {
+func (e *Engine) rescrubRun(ctx context.Context, w *runWrites, execs []*duet.Execution, secrets *redact.Set, known map[string]int) {
 	n := secrets.Len()
 	if n == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeWriteTimeout)
-	defer cancel()
 	for _, x := range execs {
 		if k, ok := known[x.ID]; ok && k >= n {
 			continue
@@ -219,16 +224,18 @@ func (e *Engine) rescrubRun(ctx context.Context, execs []*duet.Execution, secret
 		for _, res := range x.Results {
 			if scrubResult(secrets, res) || varsChanged {
 				varsChanged = false // saved with this result
-				if err := retryUnavailable(ctx, func(ctx context.Context) error { return e.store.SaveStepResult(ctx, x.ID, res, vars) }); err != nil {
+				if err := w.do(ctx, func(ctx context.Context, l duet.Lease) error { return e.store.SaveStepResult(ctx, l, x.ID, res, vars) }); err != nil {
 					e.log.ErrorContext(ctx, "saving a scrubbed step result", "execution", x.ID, "step", res.Index, "err", secrets.Scrub(err.Error()))
+					return
 				}
 			}
 		}
 		msg := secrets.Scrub(x.ErrorMessage)
 		if msg != x.ErrorMessage || varsChanged {
 			x.ErrorMessage, x.Vars = msg, vars
-			if err := retryUnavailable(ctx, func(ctx context.Context) error { return e.store.FinishExecution(ctx, x) }); err != nil {
+			if err := w.do(ctx, func(ctx context.Context, l duet.Lease) error { return e.store.FinishExecution(ctx, l, x) }); err != nil {
 				e.log.ErrorContext(ctx, "saving a scrubbed execution", "execution", x.ID, "err", err)
+				return
 			}
 		}
 	}

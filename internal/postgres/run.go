@@ -385,24 +385,37 @@ func (d *DB) claim(ctx context.Context, only, worker string, lease time.Duration
 }
 
 // RenewLease extends the worker's lease and returns the current run.
-// Returns CONFLICT when the worker no longer holds the lease.
-func (d *DB) RenewLease(ctx context.Context, runID, worker string, lease time.Duration) (*duet.Run, error) {
-	run, err := scanRun(d.pool.QueryRow(ctx, `UPDATE runs r SET lease_expires_at = $1 WHERE r.id = $2 AND r.lease_owner = $3 AND r.status = 'running' RETURNING `+runColumns,
-		ts(d.now().Add(lease)), runID, worker))
+// Returns LEASE_LOST when the worker no longer holds the run under l.
+func (d *DB) RenewLease(ctx context.Context, l duet.Lease, lease time.Duration) (*duet.Run, error) {
+	run, err := scanRun(d.pool.QueryRow(ctx, `UPDATE runs r SET lease_expires_at = $1 WHERE r.id = $2 AND r.lease_owner = $3 AND r.attempt = $4 AND r.status = 'running' RETURNING `+runColumns,
+		ts(d.now().Add(lease)), l.RunID, l.Worker, l.Token))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, duet.Errorf(duet.CodeConflict, "worker %s no longer holds run %s", worker, runID)
+		return nil, duet.LeaseLost(l)
 	}
 	return run, mapErr(err)
 }
 
+// heldSQL is the fence of a write of an execution's results: the execution
+// ($4) of the run ($1) that worker $2 holds under its claim $3. It locks
+// the run row FOR SHARE, so the write and a claim of the run take turns: a
+// claim that commits first leaves the fence empty (READ COMMITTED checks
+// the locked row again), and a claim that comes second waits for the write.
+const heldSQL = `held AS (SELECT e.id FROM runs r JOIN executions e ON e.run_id = r.id
+		WHERE r.id = $1 AND r.lease_owner = $2 AND r.attempt = $3 AND r.status = 'running' AND e.id = $4
+		FOR SHARE OF r)`
+
 // StartExecution marks an execution running and drops results of an earlier
-// interrupted attempt, in one statement (one round trip per case).
-func (d *DB) StartExecution(ctx context.Context, e *duet.Execution) error {
-	_, err := d.pool.Exec(ctx, `WITH dropped AS (DELETE FROM step_results WHERE execution_id = $3)
-		UPDATE executions SET status = $1, started_at = $2, finished_at = NULL, error_code = '', error_message = '', vars = '{}' WHERE id = $3`,
-		duet.StatusRunning, nullTime(e.StartedAt), e.ID)
+// interrupted attempt, in one fenced statement (one round trip per case).
+func (d *DB) StartExecution(ctx context.Context, l duet.Lease, e *duet.Execution) error {
+	tag, err := d.pool.Exec(ctx, `WITH `+heldSQL+`,
+		dropped AS (DELETE FROM step_results WHERE execution_id IN (SELECT id FROM held))
+		UPDATE executions SET status = $5, started_at = $6, finished_at = NULL, error_code = '', error_message = '', vars = '{}' WHERE id IN (SELECT id FROM held)`,
+		l.RunID, l.Worker, l.Token, e.ID, duet.StatusRunning, nullTime(e.StartedAt))
 	if err != nil {
 		return mapErr(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return duet.LeaseLost(l)
 	}
 	e.Status, e.ErrorCode, e.ErrorMessage, e.FinishedAt = duet.StatusRunning, "", "", nil
 	e.Vars = map[string]any{}
@@ -411,8 +424,8 @@ func (d *DB) StartExecution(ctx context.Context, e *duet.Execution) error {
 }
 
 // SaveStepResult stores one step result and the execution's variables, in
-// one round trip.
-func (d *DB) SaveStepResult(ctx context.Context, executionID string, r *duet.StepResult, vars map[string]any) error {
+// one fenced round trip.
+func (d *DB) SaveStepResult(ctx context.Context, l duet.Lease, executionID string, r *duet.StepResult, vars map[string]any) error {
 	data, err := json.Marshal(r)
 	if err != nil {
 		return err
@@ -421,12 +434,19 @@ func (d *DB) SaveStepResult(ctx context.Context, executionID string, r *duet.Ste
 	if err != nil {
 		return err
 	}
-	_, err = d.pool.Exec(ctx, `WITH saved AS (
-			INSERT INTO step_results (execution_id, idx, data) VALUES ($1, $2, $3)
+	tag, err := d.pool.Exec(ctx, `WITH `+heldSQL+`,
+		saved AS (
+			INSERT INTO step_results (execution_id, idx, data) SELECT id, $5, $6 FROM held
 			ON CONFLICT (execution_id, idx) DO UPDATE SET data = excluded.data
 		)
-		UPDATE executions SET vars = $4 WHERE id = $1`, executionID, r.Index, string(data), varsJSON)
-	return mapErr(err)
+		UPDATE executions SET vars = $7 WHERE id IN (SELECT id FROM held)`, l.RunID, l.Worker, l.Token, executionID, r.Index, string(data), varsJSON)
+	if err != nil {
+		return mapErr(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return duet.LeaseLost(l)
+	}
+	return nil
 }
 
 func marshalVars(vars map[string]any) (string, error) {
@@ -437,30 +457,70 @@ func marshalVars(vars map[string]any) (string, error) {
 	return string(b), err
 }
 
-// FinishExecution stores the final state of an execution.
-func (d *DB) FinishExecution(ctx context.Context, e *duet.Execution) error {
+// FinishExecution stores the final state of an execution (fenced).
+func (d *DB) FinishExecution(ctx context.Context, l duet.Lease, e *duet.Execution) error {
 	varsJSON, err := marshalVars(e.Vars)
 	if err != nil {
 		return err
 	}
-	_, err = d.pool.Exec(ctx, `UPDATE executions SET status = $1, error_code = $2, error_message = $3, vars = $4, started_at = $5, finished_at = $6 WHERE id = $7`,
-		e.Status, e.ErrorCode, e.ErrorMessage, varsJSON, nullTime(e.StartedAt), nullTime(e.FinishedAt), e.ID)
-	return mapErr(err)
+	tag, err := d.pool.Exec(ctx, `WITH `+heldSQL+`
+		UPDATE executions SET status = $5, error_code = $6, error_message = $7, vars = $8, started_at = $9, finished_at = $10 WHERE id IN (SELECT id FROM held)`,
+		l.RunID, l.Worker, l.Token, e.ID, e.Status, e.ErrorCode, e.ErrorMessage, varsJSON, nullTime(e.StartedAt), nullTime(e.FinishedAt))
+	if err != nil {
+		return mapErr(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return duet.LeaseLost(l)
+	}
+	return nil
 }
 
 // ReleaseRun puts a run the worker holds back in the queue.
-func (d *DB) ReleaseRun(ctx context.Context, runID, worker string) error {
-	_, err := d.pool.Exec(ctx, `UPDATE runs SET status = 'queued', lease_owner = '', lease_expires_at = NULL WHERE id = $1 AND lease_owner = $2 AND status = 'running'`, runID, worker)
-	return mapErr(err)
+func (d *DB) ReleaseRun(ctx context.Context, l duet.Lease) error {
+	tag, err := d.pool.Exec(ctx, `UPDATE runs SET status = 'queued', lease_owner = '', lease_expires_at = NULL WHERE id = $1 AND lease_owner = $2 AND attempt = $3 AND status = 'running'`,
+		l.RunID, l.Worker, l.Token)
+	if err != nil {
+		return mapErr(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return duet.LeaseLost(l)
+	}
+	return nil
 }
 
-// FinishRun stores the final state of a run and releases its lease.
-func (d *DB) FinishRun(ctx context.Context, r *duet.Run) error {
+// incompleteSQL finds an execution of run $1 that a verdict cannot
+// summarise: unfinished, or with fewer step results than steps.
+const incompleteSQL = `SELECT e.case_title, e.status, e.res, e.n FROM (
+		SELECT x.case_title, x.status,
+			(SELECT count(*) FROM step_results s WHERE s.execution_id = x.id) AS res,
+			CASE WHEN json_typeof(x.steps::json) = 'array' THEN json_array_length(x.steps::json) ELSE 0 END AS n
+		FROM executions x WHERE x.run_id = $1) e
+	WHERE e.status IN ('pending', 'running') OR e.res < e.n
+	LIMIT 1`
+
+// FinishRun stores the final state of a run and releases its lease
+// (fenced; a verdict only over every result).
+func (d *DB) FinishRun(ctx context.Context, l duet.Lease, r *duet.Run) error {
 	return d.tx(ctx, func(tx pgx.Tx) error {
 		// The run row first, then its executions: the order RequestCancel
 		// takes them in too, so the two never deadlock.
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM runs WHERE id = $1 FOR UPDATE`, r.ID); err != nil {
+		var one int
+		err := tx.QueryRow(ctx, `SELECT 1 FROM runs WHERE id = $1 AND lease_owner = $2 AND attempt = $3 AND status = 'running' FOR UPDATE`, l.RunID, l.Worker, l.Token).Scan(&one)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return duet.LeaseLost(l)
+		} else if err != nil {
 			return mapErr(err)
+		}
+		if r.Status == duet.StatusPassed || r.Status == duet.StatusFailed {
+			var title string
+			var status duet.RunStatus
+			var res, n int
+			err := tx.QueryRow(ctx, incompleteSQL, l.RunID).Scan(&title, &status, &res, &n)
+			if err == nil {
+				return duet.Incomplete(l.RunID, title, status, res, n)
+			} else if !errors.Is(err, pgx.ErrNoRows) {
+				return mapErr(err)
+			}
 		}
 		// Executions that never finished end with the run: cancelled when the
 		// run was cancelled, skipped otherwise.
@@ -468,7 +528,7 @@ func (d *DB) FinishRun(ctx context.Context, r *duet.Run) error {
 		if r.Status == duet.StatusCancelled {
 			rest = duet.StatusCancelled
 		}
-		if _, err := tx.Exec(ctx, `UPDATE executions SET status = $1 WHERE run_id = $2 AND status IN ('pending', 'running')`, rest, r.ID); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE executions SET status = $1 WHERE run_id = $2 AND status IN ('pending', 'running')`, rest, l.RunID); err != nil {
 			return mapErr(err)
 		}
 		postRun := ""
@@ -479,8 +539,8 @@ func (d *DB) FinishRun(ctx context.Context, r *duet.Run) error {
 			}
 			postRun = string(b)
 		}
-		_, err := tx.Exec(ctx, `UPDATE runs SET status = $1, error_code = $2, error_message = $3, finished_at = $4, post_run = $5, lease_owner = '', lease_expires_at = NULL WHERE id = $6`,
-			r.Status, r.ErrorCode, r.ErrorMessage, nullTime(r.FinishedAt), postRun, r.ID)
+		_, err = tx.Exec(ctx, `UPDATE runs SET status = $1, error_code = $2, error_message = $3, finished_at = $4, post_run = $5, lease_owner = '', lease_expires_at = NULL WHERE id = $6`,
+			r.Status, r.ErrorCode, r.ErrorMessage, nullTime(r.FinishedAt), postRun, l.RunID)
 		if err != nil {
 			return mapErr(err)
 		}

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -38,6 +39,7 @@ func RunShared(t *testing.T, open SharedOpener) {
 		{"ClaimExactlyOnce", testClaimExactlyOnce},
 		{"IdempotencyAcrossHandles", testIdempotencyAcrossHandles},
 		{"LeaseTakenOver", testLeaseTakenOver},
+		{"VerdictNeedsEveryResult", testVerdictNeedsEveryResult},
 		{"CancelRacesClaim", testCancelRacesClaim},
 		{"FinishRacesCancel", testFinishRacesCancel},
 		{"RefusedValues", testRefusedValues},
@@ -142,28 +144,138 @@ func testIdempotencyAcrossHandles(t *testing.T, a duet.Store, another func() due
 func testLeaseTakenOver(t *testing.T, a duet.Store, another func() duet.Store) {
 	b := another()
 	run, _ := newRun(t, a, "alice")
-	if c, err := a.ClaimRun(ctx(t), "dead", time.Minute); err != nil || c == nil || c.ID != run.ID {
-		t.Fatalf("first claim: %+v %v", c, err)
+	first, err := a.ClaimRun(ctx(t), "dead", time.Minute)
+	if err != nil || first == nil || first.ID != run.ID {
+		t.Fatalf("first claim: %+v %v", first, err)
 	}
+	dead := duet.LeaseOf(first, "dead")
 	if c, err := b.ClaimRun(ctx(t), "alive", time.Minute); err != nil || c != nil {
 		t.Fatalf("claim while the lease holds: got %+v %v, want none", c, err)
 	}
-	// The worker dies: its lease runs out.
-	if _, err := a.RenewLease(ctx(t), run.ID, "dead", -time.Second); err != nil {
+	// The worker stops answering (a database outage, a long pause): its
+	// lease runs out while it still holds the run in memory.
+	execs, err := a.FindExecutions(ctx(t), run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	execs[0].StartedAt = &now
+	if err := a.StartExecution(ctx(t), dead, execs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.RenewLease(ctx(t), dead, -time.Second); err != nil {
 		t.Fatalf("the lease running out: %v", err)
 	}
 	c, err := b.ClaimRun(ctx(t), "alive", time.Minute)
 	if err != nil || c == nil || c.ID != run.ID || c.Attempt != 2 || c.Status != duet.StatusRunning {
 		t.Fatalf("take-over after the lease ran out: got %+v %v", c, err)
 	}
-	if _, err := a.RenewLease(ctx(t), run.ID, "dead", time.Minute); duet.ErrorCode(err) != duet.CodeConflict {
-		t.Fatalf("renewal by the dead worker: got %v, want CONFLICT", err)
+	alive := duet.LeaseOf(c, "alive")
+	// The old holder comes back: every write of the run it makes is
+	// refused with LEASE_LOST and changes nothing.
+	res := &duet.StepResult{Index: 0, Kind: duet.StepAssert, Name: "stale", Status: duet.StatusPassed}
+	x := *execs[0]
+	x.Status, x.FinishedAt = duet.StatusPassed, &now
+	verdict := *first
+	verdict.Status, verdict.FinishedAt = duet.StatusPassed, &now
+	for name, write := range map[string]func(duet.Lease) error{
+		"StartExecution":  func(l duet.Lease) error { y := *execs[1]; y.StartedAt = &now; return a.StartExecution(ctx(t), l, &y) },
+		"SaveStepResult":  func(l duet.Lease) error { return a.SaveStepResult(ctx(t), l, execs[0].ID, res, map[string]any{"stale": true}) },
+		"FinishExecution": func(l duet.Lease) error { return a.FinishExecution(ctx(t), l, &x) },
+		"FinishRun":       func(l duet.Lease) error { return a.FinishRun(ctx(t), l, &verdict) },
+		"ReleaseRun":      func(l duet.Lease) error { return a.ReleaseRun(ctx(t), l) },
+		"RenewLease":      func(l duet.Lease) error { _, err := a.RenewLease(ctx(t), l, time.Minute); return err },
+		// The same worker's lease of an earlier claim is no lease either.
+		"StaleToken": func(duet.Lease) error {
+			_, err := a.RenewLease(ctx(t), duet.Lease{RunID: run.ID, Worker: "alive", Token: 1}, time.Minute)
+			return err
+		},
+	} {
+		if err := write(dead); duet.ErrorCode(err) != duet.CodeLeaseLost {
+			t.Errorf("%s by the worker that lost the lease: got %v, want LEASE_LOST", name, err)
+		}
 	}
-	if err := a.ReleaseRun(ctx(t), run.ID, "dead"); err != nil {
+	cur, err := b.FindRunByID(ctx(t), "", run.ID)
+	if err != nil || cur.Status != duet.StatusRunning || cur.Attempt != 2 {
+		t.Fatalf("the run after the refused writes: %+v %v", cur, err)
+	}
+	got, err := b.FindExecutions(ctx(t), run.ID)
+	if err != nil || len(got[0].Results) != 0 || got[0].Status != duet.StatusRunning || got[1].Status != duet.StatusPending || len(got[0].Vars) != 0 {
+		t.Fatalf("the executions after the refused writes: %+v %v", got, err)
+	}
+	// The new holder writes and ends the run.
+	if cur, err := b.RenewLease(ctx(t), alive, time.Minute); err != nil || cur.Status != duet.StatusRunning {
+		t.Fatalf("the new holder's renewal: got %+v %v", cur, err)
+	}
+	passRun(t, b, alive, c)
+	// An execution of another run is not under this lease.
+	other, _ := newRun(t, a, "alice")
+	oc, err := a.ClaimRunByID(ctx(t), other.ID, "w", time.Minute)
+	if err != nil || oc == nil {
+		t.Fatalf("claim: %+v %v", oc, err)
+	}
+	if err := a.SaveStepResult(ctx(t), duet.LeaseOf(oc, "w"), execs[0].ID, res, nil); duet.ErrorCode(err) != duet.CodeLeaseLost {
+		t.Fatalf("a step result of another run's execution: got %v, want LEASE_LOST", err)
+	}
+}
+
+// testVerdictNeedsEveryResult: a verdict (passed, failed) is refused while
+// an execution is unfinished or lacks a step result — a run never reads
+// "passed" over cases that were not run or results that were not written —
+// while an error or a cancellation ends what is left with the run.
+func testVerdictNeedsEveryResult(t *testing.T, s duet.Store, _ func() duet.Store) {
+	run, _ := newRun(t, s, "alice")
+	c, err := s.ClaimRunByID(ctx(t), run.ID, "w", time.Minute)
+	if err != nil || c == nil {
+		t.Fatalf("claim: %+v %v", c, err)
+	}
+	l := duet.LeaseOf(c, "w")
+	now := time.Now()
+	judge := func(status duet.RunStatus) error {
+		r := *c
+		r.Status, r.FinishedAt = status, &now
+		return s.FinishRun(ctx(t), l, &r)
+	}
+	wantCode(t, judge(duet.StatusPassed), duet.CodeConflict) // both cases pending
+	execs, err := s.FindExecutions(ctx(t), run.ID)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if cur, err := b.RenewLease(ctx(t), run.ID, "alive", time.Minute); err != nil || cur.Status != duet.StatusRunning {
-		t.Fatalf("the new holder's lease after the dead worker's release: got %+v %v", cur, err)
+	for _, x := range execs {
+		x.StartedAt = &now
+		if err := s.StartExecution(ctx(t), l, x); err != nil {
+			t.Fatal(err)
+		}
+		x.Status, x.FinishedAt = duet.StatusPassed, &now
+		if err := s.FinishExecution(ctx(t), l, x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Both cases "passed", but no step result was written.
+	for _, st := range []duet.RunStatus{duet.StatusPassed, duet.StatusFailed} {
+		err := judge(st)
+		wantCode(t, err, duet.CodeConflict)
+		if !strings.Contains(duet.ErrorMessage(err), "0 of its 1 step results") {
+			t.Fatalf("the refusal does not say what is missing: %v", err)
+		}
+	}
+	for _, x := range execs {
+		if err := s.SaveStepResult(ctx(t), l, x.ID, &duet.StepResult{Index: 0, Kind: duet.StepAssert, Status: duet.StatusPassed}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := judge(duet.StatusPassed); err != nil {
+		t.Fatalf("the verdict over every result: %v", err)
+	}
+	// An error ends a run whatever is left of it.
+	other, _ := newRun(t, s, "alice")
+	oc, err := s.ClaimRunByID(ctx(t), other.ID, "w", time.Minute)
+	if err != nil || oc == nil {
+		t.Fatalf("claim: %+v %v", oc, err)
+	}
+	oc.Status, oc.FinishedAt, oc.ErrorCode = duet.StatusError, &now, duet.CodeInternal
+	if err := s.FinishRun(ctx(t), duet.LeaseOf(oc, "w"), oc); err != nil || oc.Totals.Cancelled != 2 {
+		t.Fatalf("an error over unfinished cases: %+v %v", oc.Totals, err)
 	}
 }
 
@@ -191,7 +303,7 @@ func testCancelRacesClaim(t *testing.T, a duet.Store, another func() duet.Store)
 		switch {
 		case claimed == nil && cur.Status == duet.StatusCancelled:
 		case claimed != nil && cur.Status == duet.StatusRunning && cur.CancelRequested:
-			renewed, err := a.RenewLease(ctx(t), run.ID, "w", time.Minute)
+			renewed, err := a.RenewLease(ctx(t), duet.LeaseOf(claimed, "w"), time.Minute)
 			if err != nil || !renewed.CancelRequested {
 				t.Fatalf("round %d: the holder's renewal: got %+v %v, want the cancellation request", i, renewed, err)
 			}
@@ -211,11 +323,9 @@ func testFinishRacesCancel(t *testing.T, a duet.Store, another func() duet.Store
 		if err != nil || c == nil {
 			t.Fatalf("claim: %+v %v", c, err)
 		}
-		now := time.Now()
-		c.Status, c.FinishedAt = duet.StatusPassed, &now
 		var finishErr, cancelErr error
 		var wg sync.WaitGroup
-		wg.Go(func() { finishErr = a.FinishRun(ctx(t), c) })
+		wg.Go(func() { finishErr = passRunErr(t, a, duet.LeaseOf(c, "w"), c) })
 		wg.Go(func() { _, cancelErr = b.RequestCancel(ctx(t), "alice", run.ID) })
 		wg.Wait()
 		if finishErr != nil || cancelErr != nil {

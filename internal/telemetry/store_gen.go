@@ -413,10 +413,10 @@ func (s *store) RenewDevice(ctx context.Context, a1 string, a2 string, a3 time.D
 	return s.Store.RenewDevice(ctx, a1, a2, a3)
 }
 
-func (s *store) RenewLease(ctx context.Context, a1 string, a2 string, a3 time.Duration) (r0 *duet.Run, err error) {
+func (s *store) RenewLease(ctx context.Context, a1 duet.Lease, a2 time.Duration) (r0 *duet.Run, err error) {
 	ctx, end := s.t.storeSpan(ctx, "RenewLease")
 	defer func() { end(err) }()
-	return s.Store.RenewLease(ctx, a1, a2, a3)
+	return s.Store.RenewLease(ctx, a1, a2)
 }
 
 func (s *store) ReplaceMCPServer(ctx context.Context, a1 *duet.MCPServer, a2 *duet.Credential) (err error) {
