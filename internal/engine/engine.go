@@ -113,6 +113,10 @@ type Options struct {
 	// means the executor's stored approvals (StoreApprover) when the store
 	// keeps them, else every such call fails with APPROVAL_REQUIRED.
 	Approver Approver
+	// WriteWait bounds how long a write of a run (a step result, a final
+	// state) waits for a database that is away; 0 means 30s. A write that
+	// still fails stops the run at once and gives it back to the queue.
+	WriteWait time.Duration
 	// OnEvent, if set, receives progress events (it must not block long).
 	OnEvent func(Event)
 	Logger  *slog.Logger
@@ -146,6 +150,9 @@ func New(store duet.Store, opts Options) *Engine {
 	}
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 10 << 20
+	}
+	if opts.WriteWait <= 0 {
+		opts.WriteWait = storeWriteTimeout
 	}
 	log := opts.Logger
 	if log == nil {
@@ -184,7 +191,7 @@ func (e *Engine) Execute(ctx context.Context, lease duet.Lease, run *duet.Run, d
 	ctx = duet.NewContextWithCaller(ctx, duet.Caller{UserID: run.TriggeredBy, Source: duet.SourceEngine, TraceID: run.TraceID})
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	w := &runWrites{store: e.store, lease: lease, stop: stop}
+	w := &runWrites{store: e.store, lease: lease, wait: e.opts.WriteWait, stop: stop}
 	// The run's task and cases are read whatever becomes of ctx: a
 	// cancellation that arrives during these reads (just after the claim)
 	// is seen by the loop below, and the run ends cancelled with its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/duet-test/duet"
 )
@@ -23,7 +24,7 @@ var ErrCancelRequested = errors.New("run cancelled")
 var ErrLeaseLost = errors.New("the worker no longer holds the run")
 
 // ErrStoreUnavailable is the cancellation cause when a write of the run
-// waited storeWriteTimeout for the database in vain: the run stops at once
+// waited Options.WriteWait for the database in vain: the run stops at once
 // and is given back to the queue (never judged over results that were not
 // written).
 var ErrStoreUnavailable = errors.New("the database stayed unavailable for the run's writes")
@@ -52,19 +53,20 @@ func handedBack(ctx context.Context) bool {
 
 // runWrites is where every write of one run goes: fenced by the worker's
 // lease (the store refuses a write of a worker that no longer holds the
-// run), waiting up to storeWriteTimeout for a database that is away. A
+// run), waiting up to Options.WriteWait for a database that is away. A
 // write that still fails stops the run at once, with the cause: no step
 // starts after it.
 type runWrites struct {
 	store duet.Store
 	lease duet.Lease
+	wait  time.Duration // Options.WriteWait
 	stop  context.CancelCauseFunc
 }
 
 // do runs a write of the run under its lease. It returns nil, or the cause
 // the run was stopped with (wrapping the store's error).
 func (w *runWrites) do(ctx context.Context, fn func(ctx context.Context, l duet.Lease) error) error {
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeWriteTimeout)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.wait)
 	defer cancel()
 	err := retryUnavailable(wctx, func(ctx context.Context) error { return fn(ctx, w.lease) })
 	if err == nil {
@@ -83,11 +85,11 @@ func (w *runWrites) do(ctx context.Context, fn func(ctx context.Context, l duet.
 	return cause
 }
 
-// read runs a read the run needs, waiting up to storeWriteTimeout for a
+// read runs a read the run needs, waiting up to Options.WriteWait for a
 // database that is away; if it stays away, the run stops (given back) and
 // the cause is returned. Other errors are returned as they are.
 func (w *runWrites) read(ctx context.Context, fn func(ctx context.Context) error) error {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeWriteTimeout)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.wait)
 	defer cancel()
 	err := retryUnavailable(rctx, fn)
 	switch duet.ErrorCode(err) {

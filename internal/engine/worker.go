@@ -196,7 +196,7 @@ func (w *Worker) execute(ctx context.Context, drain <-chan struct{}, run *duet.R
 	end := func(status duet.RunStatus, code duet.Code, msg string) {
 		now := time.Now()
 		run.Status, run.FinishedAt, run.ErrorCode, run.ErrorMessage = status, &now, code, msg
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeWriteTimeout)
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.engine.opts.WriteWait)
 		defer cancel()
 		err := retryUnavailable(wctx, func(ctx context.Context) error { return w.store.FinishRun(ctx, lease, run) })
 		switch {
