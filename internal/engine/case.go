@@ -162,7 +162,9 @@ func (cr *caseRun) saveResult(ctx context.Context, res *duet.StepResult) bool {
 
 func (cr *caseRun) store(ctx context.Context, res *duet.StepResult) bool {
 	vars := cr.persistVars()
-	if err := cr.w.do(ctx, func(ctx context.Context, l duet.Lease) error { return cr.e.store.SaveStepResult(ctx, l, cr.x.ID, res, vars) }); err != nil {
+	if err := cr.w.do(ctx, func(ctx context.Context, l duet.Lease) error {
+		return cr.e.store.SaveStepResult(ctx, l, cr.x.ID, res, vars)
+	}); err != nil {
 		cr.e.log.ErrorContext(ctx, "saving step result", "execution", cr.x.ID, "step", res.Index, "err", cr.secrets.Scrub(err.Error()))
 		return false
 	}

@@ -198,7 +198,10 @@ func (e *Engine) Execute(ctx context.Context, lease duet.Lease, run *duet.Run, d
 	// post-run actions — not in error, nor left running.
 	rctx := context.WithoutCancel(ctx)
 	var task *duet.Task
-	err := w.read(rctx, func(ctx context.Context) (err error) { task, err = e.store.FindTaskByID(ctx, "", run.TaskID); return err })
+	err := w.read(rctx, func(ctx context.Context) (err error) {
+		task, err = e.store.FindTaskByID(ctx, "", run.TaskID)
+		return err
+	})
 	if errors.Is(err, ErrStoreUnavailable) {
 		return err
 	} else if err != nil {

@@ -255,7 +255,7 @@ cases:
       - http: GET /second
       - http: GET /third
 `)
-	logs := outageWorker(t, st, engine.Options{WriteWait: 500 * time.Millisecond}, engine.WorkerOptions{Lease: time.Minute})
+	logs := outageWorker(t, st, engine.Options{WriteWait: 3 * time.Second}, engine.WorkerOptions{Lease: time.Minute})
 	run := startRun(t, st.DB, res.Task, "alice")
 	<-sys.reached
 	st.down.Store(true) // the database goes away while the step runs
@@ -274,8 +274,8 @@ cases:
 	final := waitFinal(t, st.DB, run.ID)
 	execs, _ := st.DB.FindExecutions(t.Context(), run.ID)
 	if final.Status != duet.StatusPassed || final.Attempt != 2 || final.Lost != 0 || len(execs[0].Results) != 3 {
-		t.Fatalf("after the outage: %s, attempt %d, lost %d, %d of 3 step results; want passed with every result, given back (not lost)",
-			final.Status, final.Attempt, final.Lost, len(execs[0].Results))
+		t.Fatalf("after the outage: %s, attempt %d, lost %d, %d of 3 step results; want passed with every result, given back (not lost)\n%s",
+			final.Status, final.Attempt, final.Lost, len(execs[0].Results), logs)
 	}
 	if a, b, c := sys.count("/block/first"), sys.count("/second"), sys.count("/third"); a != 2 || b != 1 || c != 1 {
 		t.Fatalf("requests: first %d, second %d, third %d; want the interrupted case run again from its start, once", a, b, c)

@@ -179,8 +179,10 @@ func testLeaseTakenOver(t *testing.T, a duet.Store, another func() duet.Store) {
 	verdict := *first
 	verdict.Status, verdict.FinishedAt = duet.StatusPassed, &now
 	for name, write := range map[string]func(duet.Lease) error{
-		"StartExecution":  func(l duet.Lease) error { y := *execs[1]; y.StartedAt = &now; return a.StartExecution(ctx(t), l, &y) },
-		"SaveStepResult":  func(l duet.Lease) error { return a.SaveStepResult(ctx(t), l, execs[0].ID, res, map[string]any{"stale": true}) },
+		"StartExecution": func(l duet.Lease) error { y := *execs[1]; y.StartedAt = &now; return a.StartExecution(ctx(t), l, &y) },
+		"SaveStepResult": func(l duet.Lease) error {
+			return a.SaveStepResult(ctx(t), l, execs[0].ID, res, map[string]any{"stale": true})
+		},
 		"FinishExecution": func(l duet.Lease) error { return a.FinishExecution(ctx(t), l, &x) },
 		"FinishRun":       func(l duet.Lease) error { return a.FinishRun(ctx(t), l, &verdict) },
 		"ReleaseRun":      func(l duet.Lease) error { return a.ReleaseRun(ctx(t), l) },
