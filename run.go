@@ -86,6 +86,10 @@ type Execution struct {
 	ErrorMessage string         `json:"errorMessage,omitempty"`
 	StartedAt    *time.Time     `json:"startedAt,omitempty"`
 	FinishedAt   *time.Time     `json:"finishedAt,omitempty"`
+	// ResumeFrom is the step an interrupted execution goes on at when it
+	// is resumed: 0, it restarts from its first step; n > 0, its steps
+	// before n are stored whole (RunStore.SuspendExecution).
+	ResumeFrom int `json:"-"`
 }
 
 // StepResult is what happened to one step of an execution.
@@ -234,8 +238,18 @@ type RunStore interface {
 	// run still running), checked atomically with the write.
 
 	// StartExecution marks an execution of l's run running and forgets the
-	// step results of any earlier, interrupted attempt at it.
+	// step results of any earlier, interrupted attempt at it — all of them,
+	// or, resuming at e.ResumeFrom = n > 0, those of steps n and later
+	// (the variables stored with step n-1 are kept). Either way the
+	// execution's resume point goes back to 0.
 	StartExecution(ctx context.Context, l Lease, e *Execution) error
+
+	// SuspendExecution records that an execution of l's run, interrupted
+	// before its step next (a worker stopping), may resume there: its
+	// steps before next are stored whole — their results and the
+	// variables the case held. Its next holder resumes it at next instead
+	// of running those steps again.
+	SuspendExecution(ctx context.Context, l Lease, executionID string, next int) error
 
 	// SaveStepResult stores (inserts or replaces) one step result of an
 	// execution of l's run and the execution's variables so far.

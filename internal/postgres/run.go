@@ -252,13 +252,13 @@ func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 }
 
 const execColumns = `e.id, e.run_id, e.case_id, e.case_key, e.case_title, e.case_version, e.ordinal, e.timeout_ms, e.status, e.steps, e.vars,
-	e.error_code, e.error_message, e.started_at, e.finished_at`
+	e.error_code, e.error_message, e.started_at, e.finished_at, e.resume_from`
 
 func scanExecution(r pgx.Row) (*duet.Execution, error) {
 	var e duet.Execution
 	var steps, vars string
 	if err := r.Scan(&e.ID, &e.RunID, &e.CaseID, &e.CaseKey, &e.CaseTitle, &e.CaseVersion, &e.Ordinal, &e.TimeoutMs, &e.Status, &steps, &vars,
-		&e.ErrorCode, &e.ErrorMessage, &e.StartedAt, &e.FinishedAt); err != nil {
+		&e.ErrorCode, &e.ErrorMessage, &e.StartedAt, &e.FinishedAt, &e.ResumeFrom); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(steps), &e.Steps); err != nil {
@@ -405,22 +405,56 @@ const heldSQL = `held AS (SELECT e.id FROM runs r JOIN executions e ON e.run_id 
 		FOR SHARE OF r)`
 
 // StartExecution marks an execution running and drops results of an earlier
-// interrupted attempt, in one fenced statement (one round trip per case).
+// interrupted attempt (from e.ResumeFrom on), in one fenced statement (one
+// round trip per case).
 func (d *DB) StartExecution(ctx context.Context, l duet.Lease, e *duet.Execution) error {
+	from := max(e.ResumeFrom, 0)
 	tag, err := d.pool.Exec(ctx, `WITH `+heldSQL+`,
-		dropped AS (DELETE FROM step_results WHERE execution_id IN (SELECT id FROM held))
-		UPDATE executions SET status = $5, started_at = $6, finished_at = NULL, error_code = '', error_message = '', vars = '{}' WHERE id IN (SELECT id FROM held)`,
-		l.RunID, l.Worker, l.Token, e.ID, duet.StatusRunning, nullTime(e.StartedAt))
+		dropped AS (DELETE FROM step_results WHERE execution_id IN (SELECT id FROM held) AND idx >= $7)
+		UPDATE executions SET status = $5, started_at = CASE WHEN $7 > 0 THEN COALESCE(started_at, $6) ELSE $6 END, finished_at = NULL,
+			error_code = '', error_message = '', vars = CASE WHEN $7 > 0 THEN vars ELSE '{}' END, resume_from = 0
+		WHERE id IN (SELECT id FROM held)`,
+		l.RunID, l.Worker, l.Token, e.ID, duet.StatusRunning, nullTime(e.StartedAt), from)
 	if err != nil {
 		return mapErr(err)
 	}
 	if tag.RowsAffected() == 0 {
 		return duet.LeaseLost(l)
 	}
-	e.Status, e.ErrorCode, e.ErrorMessage, e.FinishedAt = duet.StatusRunning, "", "", nil
-	e.Vars = map[string]any{}
-	e.Results = []*duet.StepResult{}
+	startedExecution(e, from)
 	return nil
+}
+
+// SuspendExecution records the step an interrupted execution resumes at
+// (fenced).
+func (d *DB) SuspendExecution(ctx context.Context, l duet.Lease, executionID string, next int) error {
+	tag, err := d.pool.Exec(ctx, `WITH `+heldSQL+` UPDATE executions SET resume_from = $5 WHERE id IN (SELECT id FROM held)`,
+		l.RunID, l.Worker, l.Token, executionID, max(next, 0))
+	if err != nil {
+		return mapErr(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return duet.LeaseLost(l)
+	}
+	return nil
+}
+
+// startedExecution brings e, just started (resuming at from), in line with
+// what StartExecution stored.
+func startedExecution(e *duet.Execution, from int) {
+	e.Status, e.ErrorCode, e.ErrorMessage, e.FinishedAt, e.ResumeFrom = duet.StatusRunning, "", "", nil, 0
+	if from == 0 {
+		e.Vars = map[string]any{}
+		e.Results = []*duet.StepResult{}
+		return
+	}
+	kept := []*duet.StepResult{}
+	for _, r := range e.Results {
+		if r.Index < from {
+			kept = append(kept, r)
+		}
+	}
+	e.Results = kept
 }
 
 // SaveStepResult stores one step result and the execution's variables, in

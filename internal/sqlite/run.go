@@ -257,14 +257,14 @@ func (d *DB) findRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 }
 
 const execColumns = `e.id, e.run_id, e.case_id, e.case_key, e.case_title, e.case_version, e.ordinal, e.timeout_ms, e.status, e.steps, e.vars,
-	e.error_code, e.error_message, e.started_at, e.finished_at`
+	e.error_code, e.error_message, e.started_at, e.finished_at, e.resume_from`
 
 func scanExecution(r rowScanner) (*duet.Execution, error) {
 	var e duet.Execution
 	var steps, vars string
 	var started, finished sql.NullInt64
 	if err := r.Scan(&e.ID, &e.RunID, &e.CaseID, &e.CaseKey, &e.CaseTitle, &e.CaseVersion, &e.Ordinal, &e.TimeoutMs, &e.Status, &steps, &vars,
-		&e.ErrorCode, &e.ErrorMessage, &started, &finished); err != nil {
+		&e.ErrorCode, &e.ErrorMessage, &started, &finished, &e.ResumeFrom); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(steps), &e.Steps); err != nil {
@@ -435,22 +435,57 @@ func held(ctx context.Context, tx *sql.Tx, l duet.Lease, id string) error {
 }
 
 // StartExecution marks an execution running and drops results of an earlier
-// interrupted attempt (fenced).
+// interrupted attempt, from e.ResumeFrom on (fenced).
 func (d *DB) StartExecution(ctx context.Context, l duet.Lease, e *duet.Execution) error {
-	return d.tx(ctx, func(tx *sql.Tx) error {
+	from := max(e.ResumeFrom, 0)
+	err := d.tx(ctx, func(tx *sql.Tx) error {
 		if err := held(ctx, tx, l, e.ID); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM step_results WHERE execution_id = ?`, e.ID); err != nil {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM step_results WHERE execution_id = ? AND idx >= ?`, e.ID, from); err != nil {
 			return mapErr(err)
 		}
-		e.Status, e.ErrorCode, e.ErrorMessage, e.FinishedAt = duet.StatusRunning, "", "", nil
-		e.Vars = map[string]any{}
-		e.Results = []*duet.StepResult{}
-		_, err := tx.ExecContext(ctx, `UPDATE executions SET status = ?, started_at = ?, finished_at = NULL, error_code = '', error_message = '', vars = '{}' WHERE id = ?`,
-			e.Status, nullMicros(e.StartedAt), e.ID)
+		_, err := tx.ExecContext(ctx, `UPDATE executions SET status = ?1, started_at = CASE WHEN ?3 > 0 THEN COALESCE(started_at, ?2) ELSE ?2 END, finished_at = NULL,
+			error_code = '', error_message = '', vars = CASE WHEN ?3 > 0 THEN vars ELSE '{}' END, resume_from = 0 WHERE id = ?4`,
+			duet.StatusRunning, nullMicros(e.StartedAt), from, e.ID)
 		return mapErr(err)
 	})
+	if err != nil {
+		return err
+	}
+	startedExecution(e, from)
+	return nil
+}
+
+// SuspendExecution records the step an interrupted execution resumes at
+// (fenced, in one statement).
+func (d *DB) SuspendExecution(ctx context.Context, l duet.Lease, executionID string, next int) error {
+	res, err := d.q.ExecContext(ctx, `UPDATE executions SET resume_from = ?5 WHERE id = ?4 AND `+heldCond, l.RunID, l.Worker, l.Token, executionID, max(next, 0))
+	if err != nil {
+		return mapErr(err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return duet.LeaseLost(l)
+	}
+	return nil
+}
+
+// startedExecution brings e, just started (resuming at from), in line with
+// what StartExecution stored.
+func startedExecution(e *duet.Execution, from int) {
+	e.Status, e.ErrorCode, e.ErrorMessage, e.FinishedAt, e.ResumeFrom = duet.StatusRunning, "", "", nil, 0
+	if from == 0 {
+		e.Vars = map[string]any{}
+		e.Results = []*duet.StepResult{}
+		return
+	}
+	kept := []*duet.StepResult{}
+	for _, r := range e.Results {
+		if r.Index < from {
+			kept = append(kept, r)
+		}
+	}
+	e.Results = kept
 }
 
 // SaveStepResult stores one step result and the execution's variables

@@ -40,6 +40,7 @@ func RunShared(t *testing.T, open SharedOpener) {
 		{"IdempotencyAcrossHandles", testIdempotencyAcrossHandles},
 		{"LeaseTakenOver", testLeaseTakenOver},
 		{"VerdictNeedsEveryResult", testVerdictNeedsEveryResult},
+		{"SuspendAndResume", testSuspendAndResume},
 		{"CancelRacesClaim", testCancelRacesClaim},
 		{"FinishRacesCancel", testFinishRacesCancel},
 		{"RefusedValues", testRefusedValues},
@@ -278,6 +279,80 @@ func testVerdictNeedsEveryResult(t *testing.T, s duet.Store, _ func() duet.Store
 	oc.Status, oc.FinishedAt, oc.ErrorCode = duet.StatusError, &now, duet.CodeInternal
 	if err := s.FinishRun(ctx(t), duet.LeaseOf(oc, "w"), oc); err != nil || oc.Totals.Cancelled != 2 {
 		t.Fatalf("an error over unfinished cases: %+v %v", oc.Totals, err)
+	}
+}
+
+// testSuspendAndResume: a worker stopping records where an execution may
+// resume; the next holder (another handle) resumes it there, keeping the
+// results and variables before that step and forgetting the later ones; a
+// worker that no longer holds the run cannot record a resume point.
+func testSuspendAndResume(t *testing.T, a duet.Store, another func() duet.Store) {
+	b := another()
+	su := suite("resume-"+duet.NewID("x"), "k")
+	su.Cases[0].Steps = []duet.Step{step(0, "true"), step(1, "true"), step(2, "true")}
+	res := mustApply(t, a, "alice", su)
+	cases, _, _, err := a.FindCases(ctx(t), duet.CaseFilter{TaskID: res.Task.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := &duet.Run{TaskID: res.Task.ID, TriggeredBy: "alice", CallSource: duet.SourceCLI}
+	c := cases[0]
+	if _, _, err := a.CreateRun(ctx(t), duet.StartRunParams{Run: run, Executions: []*duet.Execution{{CaseID: c.ID, CaseKey: c.Key, CaseTitle: c.Title, CaseVersion: c.Version, Steps: c.Steps}}}); err != nil {
+		t.Fatal(err)
+	}
+	first, err := a.ClaimRun(ctx(t), "w1", time.Minute)
+	if err != nil || first == nil {
+		t.Fatalf("claim: %+v %v", first, err)
+	}
+	l1 := duet.LeaseOf(first, "w1")
+	execs, _ := a.FindExecutions(ctx(t), run.ID)
+	x := execs[0]
+	started := time.Now().Add(-time.Minute).UTC().Truncate(time.Millisecond)
+	x.StartedAt = &started
+	if err := a.StartExecution(ctx(t), l1, x); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 { // the third result is the step the stop interrupted: not whole
+		if err := a.SaveStepResult(ctx(t), l1, x.ID, &duet.StepResult{Index: i, Kind: duet.StepAssert, Status: duet.StatusPassed}, map[string]any{"n": float64(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.SuspendExecution(ctx(t), l1, x.ID, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.ReleaseRun(ctx(t), l1); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, a.SuspendExecution(ctx(t), l1, x.ID, 1), duet.CodeLeaseLost)
+	second, err := b.ClaimRun(ctx(t), "w2", time.Minute)
+	if err != nil || second == nil {
+		t.Fatalf("claim: %+v %v", second, err)
+	}
+	l2 := duet.LeaseOf(second, "w2")
+	execs, _ = b.FindExecutions(ctx(t), run.ID)
+	y := execs[0]
+	if y.ResumeFrom != 2 || len(y.Results) != 3 || y.Status != duet.StatusRunning {
+		t.Fatalf("the suspended execution: resume at %d with %d results (%s), want 2 with 3", y.ResumeFrom, len(y.Results), y.Status)
+	}
+	now := time.Now()
+	y.StartedAt = &now
+	if err := b.StartExecution(ctx(t), l2, y); err != nil {
+		t.Fatal(err)
+	}
+	if len(y.Results) != 2 || y.ResumeFrom != 0 {
+		t.Fatalf("resumed in memory: %d results, resume at %d; want the 2 whole ones, 0", len(y.Results), y.ResumeFrom)
+	}
+	execs, _ = b.FindExecutions(ctx(t), run.ID)
+	z := execs[0]
+	if z.ResumeFrom != 0 || len(z.Results) != 2 || z.Results[1].Index != 1 || z.Vars["n"] != 2.0 || z.StartedAt == nil || !z.StartedAt.Equal(started) {
+		t.Fatalf("resumed: resume at %d, %d results, vars %v, started %v; want 0, steps 0 and 1, the variables kept, the first start", z.ResumeFrom, len(z.Results), z.Vars, z.StartedAt)
+	}
+	// Started afresh (resume point 0), it forgets every result.
+	if err := b.StartExecution(ctx(t), l2, z); err != nil {
+		t.Fatal(err)
+	}
+	if execs, _ = b.FindExecutions(ctx(t), run.ID); len(execs[0].Results) != 0 || len(execs[0].Vars) != 0 {
+		t.Fatalf("restarted: %d results, vars %v", len(execs[0].Results), execs[0].Vars)
 	}
 }
 

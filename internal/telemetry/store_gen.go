@@ -473,6 +473,12 @@ func (s *store) ShareTask(ctx context.Context, a1 string, a2 string, a3 string) 
 	return s.Store.ShareTask(ctx, a1, a2, a3)
 }
 
+func (s *store) SuspendExecution(ctx context.Context, a1 duet.Lease, a2 string, a3 int) (err error) {
+	ctx, end := s.t.storeSpan(ctx, "SuspendExecution")
+	defer func() { end(err) }()
+	return s.Store.SuspendExecution(ctx, a1, a2, a3)
+}
+
 func (s *store) TransferTask(ctx context.Context, a1 string, a2 string, a3 string) (r0 *duet.TaskTransfer, err error) {
 	ctx, end := s.t.storeSpan(ctx, "TransferTask")
 	defer func() { end(err) }()
