@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -33,6 +34,10 @@ type caseRun struct {
 	// credsAt holds, per serverKey whose credential values are in secrets,
 	// the Invoker's CredentialGeneration before they were read.
 	credsAt map[string]uint64
+
+	// stored are the variables as last stored, with the last step result
+	// (persistVars): what a resumed case would go on with.
+	stored map[string]any
 }
 
 // keep accounts for the variable name taking the value v: the case's
@@ -57,7 +62,15 @@ func (cr *caseRun) keep(name string, v any) error {
 // run learns more), and whether the case ended (its final state written).
 // A case stops short, unfinished, when the run stops without a verdict
 // (handedBack): the write that failed, or the worker's stop, says why.
-func (e *Engine) executeCase(ctx context.Context, w *runWrites, run *duet.Run, task *duet.Task, x *duet.Execution, secrets *redact.Set) (known int, finished bool) {
+//
+// A case an earlier holder suspended (SuspendExecution) resumes at that
+// step, with the results and variables stored before it. When drain closes
+// (the worker is stopping) a case that can resume exactly at its next step
+// stops there, recording it; one that cannot — a browser page, variables
+// not stored whole — goes on to its end (or until the grace period is over).
+func (e *Engine) executeCase(ctx context.Context, w *runWrites, run *duet.Run, task *duet.Task, x *duet.Execution, secrets *redact.Set, drain <-chan struct{}) (known int, finished bool) {
+	from := resumeAt(x)
+	x.ResumeFrom = from
 	now := time.Now()
 	x.StartedAt = &now
 	if err := w.do(ctx, func(ctx context.Context, l duet.Lease) error { return e.store.StartExecution(ctx, l, x) }); err != nil {
@@ -71,6 +84,15 @@ func (e *Engine) executeCase(ctx context.Context, w *runWrites, run *duet.Run, t
 			"task": map[string]any{"id": task.ID, "name": task.Name, "baseUrl": task.BaseURL},
 			"run":  map[string]any{"id": run.ID, "executor": run.TriggeredBy},
 		},
+	}
+	if from > 0 {
+		for k, v := range x.Vars {
+			if cr.keep(k, v) == nil {
+				cr.saved[k], cr.vars[k] = v, v
+			}
+		}
+		cr.stored = x.Vars
+		e.log.InfoContext(ctx, "case resumed", "run", run.ID, "execution", x.ID, "step", from)
 	}
 	defer func() {
 		if cr.session != nil {
@@ -86,9 +108,13 @@ func (e *Engine) executeCase(ctx context.Context, w *runWrites, run *duet.Run, t
 
 	x.Status = duet.StatusPassed
 	failed := false
-	for i := range x.Steps {
+	for i := from; i < len(x.Steps); i++ {
 		st := &x.Steps[i]
 		res := &duet.StepResult{Index: st.Index, Kind: st.Kind, Name: st.Name, Status: duet.StatusSkipped}
+		if !failed && cctx.Err() == nil && closed(drain) && cr.resumable(i) {
+			cr.suspend(ctx, i) // the worker is stopping: the next holder goes on here
+			return 0, false
+		}
 		if failed || cctx.Err() != nil {
 			if handedBack(ctx) {
 				return 0, false // resumable: leave the execution as it is
@@ -104,7 +130,12 @@ func (e *Engine) executeCase(ctx context.Context, w *runWrites, run *duet.Run, t
 		}
 		cr.runStep(cctx, st, res)
 		if handedBack(ctx) {
-			return 0, false // the step's result is not kept: it runs again
+			// The step's result is not kept: it runs again, and so do the
+			// steps before it unless the case can resume here.
+			if errors.Is(context.Cause(ctx), ErrShutdown) && cr.resumable(i) {
+				cr.suspend(ctx, i)
+			}
+			return 0, false
 		}
 		if !cr.saveResult(ctx, res) {
 			return 0, false
@@ -168,7 +199,56 @@ func (cr *caseRun) store(ctx context.Context, res *duet.StepResult) bool {
 		cr.e.log.ErrorContext(ctx, "saving step result", "execution", cr.x.ID, "step", res.Index, "err", cr.secrets.Scrub(err.Error()))
 		return false
 	}
+	cr.stored = vars
 	return true
+}
+
+// resumeAt returns the step x resumes at: the one its last holder recorded
+// (SuspendExecution) when the results before it are there, each passed (or
+// an optional failure) and none of a browser step; else 0, from the start.
+func resumeAt(x *duet.Execution) int {
+	n := x.ResumeFrom
+	if n <= 0 || n > len(x.Steps) || len(x.Results) < n {
+		return 0
+	}
+	for j, r := range x.Results[:n] {
+		if r.Index != j || r.Status != duet.StatusPassed && !r.Optional || x.Steps[j].Kind.IsBrowser() {
+			return 0
+		}
+	}
+	return n
+}
+
+// resumable reports whether the case, its steps before i stored, could go
+// on at step i with another worker exactly as it would here: none of them
+// failed (the case is passing so far), none drove a browser page (a page
+// does not move between workers), and the variables were stored whole —
+// nothing in them redacted, which a resumed case would read as the mask.
+func (cr *caseRun) resumable(i int) bool {
+	if i == 0 || cr.x.Status != duet.StatusPassed {
+		return false
+	}
+	for _, st := range cr.x.Steps[:i] {
+		if st.Kind.IsBrowser() {
+			return false
+		}
+	}
+	for _, r := range cr.x.Results {
+		if r.Status != duet.StatusPassed && !r.Optional {
+			return false
+		}
+	}
+	b, err := json.Marshal(cr.stored)
+	return err == nil && !bytes.Contains(b, []byte(redact.Mask))
+}
+
+// suspend records that the case, stopped before step i, resumes there.
+func (cr *caseRun) suspend(ctx context.Context, i int) {
+	if err := cr.w.do(ctx, func(ctx context.Context, l duet.Lease) error { return cr.e.store.SuspendExecution(ctx, l, cr.x.ID, i) }); err != nil {
+		cr.e.log.WarnContext(ctx, "recording where a case resumes", "execution", cr.x.ID, "step", i, "err", err)
+		return
+	}
+	cr.e.log.InfoContext(ctx, "case suspended: it resumes at its next step", "run", cr.run.ID, "execution", cr.x.ID, "step", i)
 }
 
 // rescrub scrubs the results saved earlier of secrets learned since (a

@@ -181,10 +181,12 @@ func New(store duet.Store, opts Options) *Engine {
 // for another reason ends the run in error with the reason. With cause
 // ErrCancelRequested, the run ends cancelled.
 //
-// When drain is closed (the worker is stopping), no case starts after it;
-// the cases in flight go on to their end, and Execute returns ErrShutdown
-// if some case did not end (ctx, cancelled with ErrShutdown when the grace
-// period is over, interrupts their steps).
+// When drain is closed (the worker is stopping), no case starts after it.
+// A case in flight that can resume exactly at its next step elsewhere stops
+// after its current step, recording where (executeCase); one that cannot
+// goes on to its end. Execute returns ErrShutdown when some case did not
+// end; ctx, cancelled with ErrShutdown when the grace period is over,
+// interrupts the steps still running.
 func (e *Engine) Execute(ctx context.Context, lease duet.Lease, run *duet.Run, drain <-chan struct{}) error {
 	// Everything the run does acts for its executor, in its trace (what
 	// outbound requests propagate: docs/operations.md).
@@ -240,7 +242,7 @@ func (e *Engine) Execute(ctx context.Context, lease duet.Lease, run *duet.Run, d
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			k, fin := e.executeCase(ctx, w, run, task, x, secrets)
+			k, fin := e.executeCase(ctx, w, run, task, x, secrets, drain)
 			if !fin {
 				return // stopped short: resumed by the next holder
 			}

@@ -96,9 +96,11 @@ func (w *Worker) Notify() {
 }
 
 // Run takes and executes runs until ctx ends. When it ends (SIGTERM) the
-// worker claims no run and starts no case any more; the cases in flight
-// get ShutdownGrace to end, then their steps are interrupted, and every run
-// not finished goes back to the queue, where another worker resumes it.
+// worker claims no run and starts no case any more. A case in flight that
+// can resume at its next step on another worker stops after its current
+// step; the others get ShutdownGrace to end, then their steps are
+// interrupted. Every run not finished goes back to the queue, where another
+// worker resumes it (Engine.Execute).
 func (w *Worker) Run(ctx context.Context) error {
 	runCtx, stop := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer stop(nil)
