@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -38,9 +37,9 @@ func teamCreateCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "create NAME", Short: "Create a team (you are its first member)", Args: cobra.ExactArgs(1),
 		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			start := time.Now()
-			t, err := a.Store.CreateTeam(cmd.Context(), user, args[0])
-			audited(a, user, "team.create", start, err)
+			actx, done := auditing(cmd.Context(), a, user, "team.create", "")
+			t, err := a.Store.CreateTeam(actx, user, args[0])
+			done(err)
 			if err != nil {
 				return err
 			}
@@ -57,9 +56,9 @@ func teamAddCmd(env Env) *cobra.Command {
 		Use: "add TEAM USER...", Short: "Add members to a team you are in", Args: cobra.MinimumNArgs(2),
 		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
 			for _, u := range args[1:] {
-				start := time.Now()
-				err := a.Store.AddTeamMember(cmd.Context(), user, args[0], u)
-				audited(a, user, "team.add", start, err)
+				actx, done := auditing(cmd.Context(), a, user, "team.add", "")
+				err := a.Store.AddTeamMember(actx, user, args[0], u)
+				done(err)
 				if err != nil {
 					return err
 				}
@@ -76,9 +75,9 @@ func teamRemoveCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "remove TEAM USER", Short: "Remove a member from a team you are in (at once: they stop seeing what is shared with it)", Args: cobra.ExactArgs(2),
 		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			start := time.Now()
-			err := a.Store.RemoveTeamMember(cmd.Context(), user, args[0], args[1])
-			audited(a, user, "team.remove", start, err)
+			actx, done := auditing(cmd.Context(), a, user, "team.remove", "")
+			err := a.Store.RemoveTeamMember(actx, user, args[0], args[1])
+			done(err)
 			if err != nil {
 				return err
 			}
@@ -203,9 +202,9 @@ func teamServerCmd(env Env) *cobra.Command {
 				ts.Tools = append(ts.Tools, &duet.MCPToolAsset{Name: t.Name, Title: t.Title, Description: t.Description,
 					InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations})
 			}
-			start := time.Now()
-			err = a.Store.SaveTeamServer(ctx, ts)
-			audited(a, user, "team.server.add", start, err)
+			actx, done := auditing(ctx, a, user, "team.server.add", "")
+			err = a.Store.SaveTeamServer(actx, ts)
+			done(err)
 			if err != nil {
 				return err
 			}
@@ -218,9 +217,9 @@ func teamServerCmd(env Env) *cobra.Command {
 	remove := &cobra.Command{
 		Use: "remove TEAM NAME", Short: "Remove a server from the team's list", Args: cobra.ExactArgs(2),
 		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			start := time.Now()
-			err := a.Store.DeleteTeamServer(cmd.Context(), user, args[0], args[1])
-			audited(a, user, "team.server.remove", start, err)
+			actx, done := auditing(cmd.Context(), a, user, "team.server.remove", "")
+			err := a.Store.DeleteTeamServer(actx, user, args[0], args[1])
+			done(err)
 			if err != nil {
 				return err
 			}
@@ -272,15 +271,15 @@ alone: nothing of them is shared with the team.`,
 				}
 				headers[strings.TrimSpace(h)] = env.Getenv(strings.TrimSpace(v))
 			}
-			start := time.Now()
-			s, err := a.MCPClient.Register(ctx, mcpclient.Registration{Owner: user, Name: d.Name, URL: d.URL, Headers: headers})
-			audited(a, user, "server.add", start, err)
+			actx, done := auditing(ctx, a, user, "server.add", "")
+			s, err := a.MCPClient.Register(actx, mcpclient.Registration{Owner: user, Name: d.Name, URL: d.URL, Headers: headers})
+			done(err)
 			if err != nil {
 				return err
 			}
-			start = time.Now()
-			synced, err := a.MCPClient.Sync(ctx, user, s.Name)
-			audited(a, user, "server.sync", start, err)
+			sctx, sdone := auditing(ctx, a, user, "server.sync", "")
+			synced, err := a.MCPClient.Sync(sctx, user, s.Name)
+			sdone(err)
 			if err != nil {
 				fmt.Fprintf(env.Stderr, "registered %s, but its catalog could not be synced; fix the cause and run `duet server sync %s`\n", s.Name, s.Name)
 				return err
@@ -314,10 +313,9 @@ MCP registrations and credentials.`,
 			if err != nil {
 				return err
 			}
-			start := time.Now()
-			tr, err := a.Store.TransferTask(ctx, user, t.ID, to)
-			a.Audit.Record(&duet.AuditRecord{Time: start, TraceID: duet.NewTraceID(), CallSource: duet.SourceCLI, Caller: user,
-				Method: "task.transfer", Tool: t.ID, Outcome: outcomeOf(err), DurationUs: time.Since(start).Microseconds()})
+			actx, done := auditing(ctx, a, user, "task.transfer", t.ID)
+			tr, err := a.Store.TransferTask(actx, user, t.ID, to)
+			done(err)
 			if err != nil {
 				return err
 			}
@@ -328,11 +326,4 @@ MCP registrations and credentials.`,
 	cmd.Flags().StringVar(&to, "to", "", "the new owner: a user id or team:NAME")
 	addAs(cmd)
 	return cmd
-}
-
-func outcomeOf(err error) duet.Code {
-	if err != nil {
-		return duet.ErrorCode(err)
-	}
-	return duet.OutcomeOK
 }

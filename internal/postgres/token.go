@@ -102,6 +102,32 @@ func (d *DB) AppendAudit(ctx context.Context, recs []*duet.AuditRecord) error {
 	return assignIDs(rows, n, func(i int, id int64) { recs[i].ID = id })
 }
 
+// insertAudit writes one audit record in tx (the record of a governed
+// call, with the call's change) and sets its id.
+func insertAudit(ctx context.Context, tx pgx.Tx, r *duet.AuditRecord) error {
+	return mapErr(tx.QueryRow(ctx, `INSERT INTO audit (time, trace_id, call_source, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id`,
+		ts(r.Time), r.TraceID, string(r.CallSource), r.Caller, r.Method, r.Tool, string(r.Outcome), r.DurationUs, int32(r.ArgBytes), int32(r.ResultBytes)).Scan(&r.ID))
+}
+
+// CompleteAudit stores the final outcome, duration and result size of
+// records written with a change, in one statement.
+func (d *DB) CompleteAudit(ctx context.Context, recs []*duet.AuditRecord) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	n := len(recs)
+	ids, dur := make([]int64, n), make([]int64, n)
+	outcome, resB := make([]string, n), make([]int32, n)
+	for i, r := range recs {
+		ids[i], outcome[i], dur[i], resB[i] = r.ID, string(r.Outcome), r.DurationUs, int32(r.ResultBytes)
+	}
+	_, err := d.pool.Pool.Exec(ctx, `UPDATE audit a SET outcome = x.outcome, duration_us = x.duration_us, result_bytes = x.result_bytes
+		FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::int[]) AS x (id, outcome, duration_us, result_bytes)
+		WHERE a.id = x.id`, ids, outcome, dur, resB)
+	return mapErr(err)
+}
+
 // assignIDs reads the n identity values an INSERT ... ORDER BY ... RETURNING
 // produced, in insertion order.
 func assignIDs(rows pgx.Rows, n int, set func(int, int64)) error {

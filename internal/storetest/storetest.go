@@ -43,6 +43,7 @@ func Run(t *testing.T, open Opener) {
 		{"Cancel", testCancel},
 		{"Tokens", testTokens},
 		{"Audit", testAudit},
+		{"AuditWithTheChange", testAuditWithTheChange},
 		{"Teams", testTeams},
 		{"StopRequests", testStopRequests},
 		{"PostRun", testPostRun},

@@ -53,6 +53,12 @@ func (s *store) ApprovePostRun(ctx context.Context, a1 string, a2 string, a3 str
 	return s.Store.ApprovePostRun(ctx, a1, a2, a3)
 }
 
+func (s *store) CompleteAudit(ctx context.Context, a1 []*duet.AuditRecord) (err error) {
+	ctx, end := s.t.storeSpan(ctx, "CompleteAudit")
+	defer func() { end(err) }()
+	return s.Store.CompleteAudit(ctx, a1)
+}
+
 func (s *store) CountCases(ctx context.Context, a1 string) (r0 int, err error) {
 	ctx, end := s.t.storeSpan(ctx, "CountCases")
 	defer func() { end(err) }()
