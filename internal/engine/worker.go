@@ -298,9 +298,11 @@ func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, 
 
 // giveBack puts a run the worker stopped short of a verdict back in the
 // queue, so that another worker resumes it. While the database is away it
-// tries again (a few seconds apart) until it answers, another worker has
+// tries again until it answers, another worker has
 // taken the run over (the release is refused: LEASE_LOST), or — once drain
-// has closed — for 5 more seconds.
+// has closed — for 5 more seconds. It tries often (every half second): the
+// sooner it gives the run back once the database is back, the less likely
+// another worker takes the run over as lost first.
 func (w *Worker) giveBack(ctx context.Context, drain <-chan struct{}, lease duet.Lease, why string) {
 	ctx = context.WithoutCancel(ctx)
 	var deadline <-chan time.Time
@@ -330,6 +332,6 @@ func (w *Worker) giveBack(ctx context.Context, drain <-chan struct{}, lease duet
 			return
 		case <-time.After(delay):
 		}
-		delay = min(2*delay, 2*time.Second)
+		delay = min(2*delay, 500*time.Millisecond)
 	}
 }
