@@ -21,6 +21,7 @@ type AuditIntent struct {
 	mu    sync.Mutex
 	cond  sync.Cond
 	rec   AuditRecord
+	build func() AuditRecord // the record as known when it is taken, if set
 	state intentState
 	id    int64
 }
@@ -37,6 +38,15 @@ const (
 // NewAuditIntent returns the intent of rec, a call that began at rec.Time.
 func NewAuditIntent(rec AuditRecord) *AuditIntent {
 	a := &AuditIntent{rec: rec}
+	a.cond.L = &a.mu
+	return a
+}
+
+// NewAuditIntentFunc returns the intent of the record build returns when a
+// change takes it — for a call that learns who it concerns as it goes.
+// build runs in the goroutine of the change (the call's own).
+func NewAuditIntentFunc(build func() AuditRecord) *AuditIntent {
+	a := &AuditIntent{build: build}
 	a.cond.L = &a.mu
 	return a
 }
@@ -86,6 +96,9 @@ func (a *AuditIntent) Take() *AuditRecord {
 	}
 	a.state = intentTaken
 	rec := a.rec
+	if a.build != nil {
+		rec = a.build()
+	}
 	rec.Outcome = OutcomeOK
 	rec.DurationUs = time.Since(rec.Time).Microseconds()
 	return &rec

@@ -70,8 +70,9 @@ type AuditFilter struct {
 type AuditStore interface {
 	// AppendAudit stores records in one transaction.
 	AppendAudit(ctx context.Context, recs []*AuditRecord) error
-	// CompleteAudit stores the final outcome, duration and result size of
-	// records written earlier with a change (by ID), in one transaction.
+	// CompleteAudit stores the final state of records written earlier with
+	// a change (by ID) — caller, method, tool, outcome, duration and sizes;
+	// not the time, trace or source — in one transaction.
 	CompleteAudit(ctx context.Context, recs []*AuditRecord) error
 	// FindAudit returns records matching filter, newest first.
 	FindAudit(ctx context.Context, filter AuditFilter) ([]*AuditRecord, error)

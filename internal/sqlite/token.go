@@ -154,20 +154,20 @@ func insertAudit(ctx context.Context, ins *sql.Stmt, r *duet.AuditRecord) error 
 	return mapErr(err)
 }
 
-// CompleteAudit stores the final outcome, duration and result size of
-// records written with a change, in one transaction.
+// CompleteAudit stores the final state of records written with a change,
+// in one transaction.
 func (d *DB) CompleteAudit(ctx context.Context, recs []*duet.AuditRecord) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	s, err := d.q.stmt(ctx, `UPDATE audit SET outcome = ?, duration_us = ?, result_bytes = ? WHERE id = ?`)
+	s, err := d.q.stmt(ctx, `UPDATE audit SET caller = ?, method = ?, tool = ?, outcome = ?, duration_us = ?, arg_bytes = ?, result_bytes = ? WHERE id = ?`)
 	if err != nil {
 		return mapErr(err)
 	}
 	return d.tx(ctx, func(tx *sql.Tx) error {
 		st := tx.StmtContext(ctx, s)
 		for _, r := range recs {
-			if _, err := st.ExecContext(ctx, r.Outcome, r.DurationUs, r.ResultBytes, r.ID); err != nil {
+			if _, err := st.ExecContext(ctx, r.Caller, r.Method, r.Tool, r.Outcome, r.DurationUs, r.ArgBytes, r.ResultBytes, r.ID); err != nil {
 				return mapErr(err)
 			}
 		}

@@ -77,11 +77,11 @@ func testAuditWithTheChange(t *testing.T, s duet.Store) {
 		}
 		// The call ends: its final outcome and sizes complete the record.
 		final := *got[0]
-		final.Outcome, final.DurationUs, final.ResultBytes = duet.CodeTooLarge, 1234, 99
+		final.Outcome, final.DurationUs, final.ResultBytes, final.Caller = duet.CodeTooLarge, 1234, 99, "alice-as-learned"
 		if err := s.CompleteAudit(ctx(t), []*duet.AuditRecord{&final}); err != nil {
 			t.Fatal(err)
 		}
-		if got, _ := s.FindAudit(ctx(t), duet.AuditFilter{TraceID: trace}); len(got) != 1 || got[0].Outcome != duet.CodeTooLarge || got[0].DurationUs != 1234 || got[0].ResultBytes != 99 {
+		if got, _ := s.FindAudit(ctx(t), duet.AuditFilter{TraceID: trace}); len(got) != 1 || got[0].Outcome != duet.CodeTooLarge || got[0].DurationUs != 1234 || got[0].ResultBytes != 99 || got[0].Caller != "alice-as-learned" {
 			t.Fatalf("%s: completed: %+v", c.name, got)
 		}
 	}
