@@ -127,6 +127,10 @@ func (w *Worker) loop(ctx, runCtx context.Context, wg *sync.WaitGroup) {
 		case <-ctx.Done():
 			return
 		}
+		if ctx.Err() != nil { // both were ready
+			<-sem
+			return
+		}
 		claimed := time.Now()
 		run, err := w.store.ClaimRun(runCtx, w.opts.ID, w.opts.Lease)
 		if err == nil && run != nil && ctx.Err() != nil {
