@@ -97,9 +97,9 @@ func assetAddCmd(env Env) *cobra.Command {
 			case len(shareWith) > 0:
 				asset.SharedWith = shareWith
 			}
-			start := time.Now()
-			action, err := a.Store.SaveAsset(cmd.Context(), asset)
-			audited(a, user, "asset.add", start, err)
+			actx, done := auditing(cmd.Context(), a, user, "asset.add", "")
+			action, err := a.Store.SaveAsset(actx, asset)
+			done(err)
 			if err != nil {
 				return err
 			}
@@ -322,9 +322,9 @@ func assetRmCmd(env Env) *cobra.Command {
 			}
 			defer a.Close()
 			user := asUser(cmd, a.Config)
-			start := time.Now()
-			err = a.Store.DeleteAsset(cmd.Context(), user, kind, args[1])
-			audited(a, user, "asset.rm", start, err)
+			actx, done := auditing(cmd.Context(), a, user, "asset.rm", "")
+			err = a.Store.DeleteAsset(actx, user, kind, args[1])
+			done(err)
 			if err != nil {
 				return err
 			}

@@ -70,17 +70,17 @@ APPROVAL_REQUIRED (a note on the run; the verdict is unchanged). Review them fir
 author changes the actions, approve the new version again.`,
 		Args: cobra.ExactArgs(1),
 		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			start := time.Now()
-			t, err := a.ResolveTask(cmd.Context(), user, args[0])
+			actx, done := auditing(cmd.Context(), a, user, "task.approve-post-run", "")
+			t, err := a.ResolveTask(actx, user, args[0])
 			if err == nil {
 				var ap *duet.PostRunApproval
-				if ap, err = a.Store.ApprovePostRun(cmd.Context(), user, t.ID, duet.PostRunHash(t.PostRun)); err == nil {
+				if ap, err = a.Store.ApprovePostRun(actx, user, t.ID, duet.PostRunHash(t.PostRun)); err == nil {
 					fmt.Fprintf(env.Stdout, "approved the %d post-run action(s) of task %s (written by %s) for your runs, at %s\n",
 						len(t.PostRun), t.Name, t.PostRunBy, ap.ApprovedAt.Local().Format(time.DateTime))
 					err = printPostRun(cmd.Context(), env.Stdout, a, user, t)
 				}
 			}
-			audited(a, user, "task.approve-post-run", start, err)
+			done(err)
 			return err
 		}),
 	}

@@ -241,9 +241,9 @@ func runCancelCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "cancel RUN_ID", Short: "Cancel a queued or running run", Args: cobra.ExactArgs(1),
 		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			start := time.Now()
-			run, err := a.Catalog.CancelRun(cmd.Context(), duet.Caller{UserID: user, Source: duet.SourceCLI}, args[0])
-			audited(a, user, "run.cancel", start, err)
+			actx, done := auditing(cmd.Context(), a, user, "run.cancel", "")
+			run, err := a.Catalog.CancelRun(actx, duet.Caller{UserID: user, Source: duet.SourceCLI}, args[0])
+			done(err)
 			if err != nil {
 				return err
 			}

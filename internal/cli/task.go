@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -96,23 +95,23 @@ func shareTask(cmd *cobra.Command, env Env, ref string, share bool) error {
 	defer a.Close()
 	user := asUser(cmd, a.Config)
 	with, _ := cmd.Flags().GetString("with")
-	start := time.Now()
-	t, err := a.Store.FindTaskByName(cmd.Context(), user, ref)
-	if err != nil {
-		t, err = a.Store.FindTaskByID(cmd.Context(), user, ref)
-	}
-	if err == nil {
-		if share {
-			err = a.Store.ShareTask(cmd.Context(), user, t.ID, with)
-		} else {
-			err = a.Store.UnshareTask(cmd.Context(), user, t.ID, with)
-		}
-	}
 	method := "task.share"
 	if !share {
 		method = "task.unshare"
 	}
-	audited(a, user, method, start, err)
+	ctx, done := auditing(cmd.Context(), a, user, method, "")
+	t, err := a.Store.FindTaskByName(ctx, user, ref)
+	if err != nil {
+		t, err = a.Store.FindTaskByID(ctx, user, ref)
+	}
+	if err == nil {
+		if share {
+			err = a.Store.ShareTask(ctx, user, t.ID, with)
+		} else {
+			err = a.Store.UnshareTask(ctx, user, t.ID, with)
+		}
+	}
+	done(err)
 	if err != nil {
 		return err
 	}

@@ -63,6 +63,10 @@ var codes = map[duet.Code]codeRow{
 	duet.CodeBrowserProtocolMismatch:   {http.StatusBadGateway, -32000},
 	duet.CodeBrowserVersionUnsupported: {http.StatusBadGateway, -32000},
 	duet.CodeDeviceLost:                {http.StatusServiceUnavailable, -32603},
+
+	// The database and the run queue.
+	duet.CodeSchemaTooNew: {http.StatusServiceUnavailable, -32603},
+	duet.CodeLeaseLost:    {http.StatusConflict, -32009},
 }
 
 // StatusOf returns the HTTP status for an error code.
