@@ -101,6 +101,10 @@ func op[In, Out any](method, p, id, tag, summary string, fn func(ctx context.Con
 
 // routes is the REST API, in documentation order.
 func routes() []*route {
+	return append(coreRoutes(), opsRoutes()...) // ops.go
+}
+
+func coreRoutes() []*route {
 	return []*route{
 		op("GET", Prefix+"/me", "getMe", "account", "Who you are and your role",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Me, error) {
@@ -207,7 +211,8 @@ func routes() []*route {
 		{method: "GET", path: Prefix + "/runs/{runId}/report", id: "getReport", tag: "runs", status: http.StatusOK, ctype: "text/html",
 			summary: "The run's report: HTML (screenshots inline), JSON or JUnit XML",
 			params: []param{path("runId", "the run's id"), query("format", "html (default), json or junit"),
-				query("cursor", "the next part of a run of more than 500 cases"),
+				query("cursor", "the next part of a run of more than 500 cases (the Duet-Report-Next-Cursor header of the previous part)"),
+				queryInt("limit", "cases per part (default 500, at most 1000)"),
 				{name: "download", in: "query", typ: "string", desc: "present (any value): served as a file to save"}}, serve: (*Handler).report},
 		withSchema(op("GET", Prefix+"/executions/{executionId}", "getExecution", "runs", "Get one case execution with its steps (get_execution_result)",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (catalog.GetExecutionOut, error) {
@@ -368,6 +373,7 @@ func recordParams(invocations bool) []param {
 	ps := []param{query("user", "only this caller or executor (administrators only)"), query("tool", "only this tool"),
 		query("source", "only this call source"), query("outcome", "OK or an error code"), query("traceId", "only this trace"),
 		query("before", "only records older than this RFC 3339 time (the time of the last record of the previous page)"),
+		query("since", "only records newer than this RFC 3339 time"),
 		queryInt("limit", "default 100, at most 1000")}
 	if invocations {
 		return append(ps, query("server", "only calls to this serverKey"))
@@ -386,6 +392,11 @@ func recordsIn(r *http.Request) (RecordsIn, error) {
 	if b := q.Get("before"); b != "" {
 		if in.Before, err = time.Parse(time.RFC3339Nano, b); err != nil {
 			return in, bad(duet.Errorf(duet.CodeInvalidArgument, "before: want an RFC 3339 time, got %.40q", b))
+		}
+	}
+	if b := q.Get("since"); b != "" {
+		if in.Since, err = time.Parse(time.RFC3339Nano, b); err != nil {
+			return in, bad(duet.Errorf(duet.CodeInvalidArgument, "since: want an RFC 3339 time, got %.40q", b))
 		}
 	}
 	return in, nil
@@ -641,10 +652,22 @@ func (h *Handler) report(w http.ResponseWriter, r *http.Request, c duet.Caller) 
 	if err != nil {
 		return nil, bad(err)
 	}
-	rep, err := h.svc.RunReport(r.Context(), c, r.PathValue("runId"), f, r.URL.Query().Get("cursor"))
+	limit, err := intParam(r, "limit")
 	if err != nil {
 		return nil, err
 	}
+	rep, err := h.svc.RunReportPage(r.Context(), c, r.PathValue("runId"), f, report.Page{Cursor: r.URL.Query().Get("cursor"), Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	if win := rep.Window; win != nil && win.NotShown > 0 {
+		// The part shown, for a program that fetches the others too
+		// (duet report --server).
+		w.Header().Set("Duet-Report-Not-Shown", strconv.Itoa(win.NotShown))
+		w.Header().Set("Duet-Report-Next-Cursor", win.NextCursor)
+	}
+	w.Header().Set("Duet-Run-Status", string(rep.Status))
+	w.Header().Set("Duet-Report-Cases", fmt.Sprintf("%d %d", rep.Totals.Passed, rep.Totals.Cases))
 	WriteReport(w, rep, r.PathValue("runId"), f, r.URL.Query().Has("download"))
 	return nil, nil
 }

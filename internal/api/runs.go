@@ -48,6 +48,13 @@ func (s *Service) ListRuns(ctx context.Context, c duet.Caller, in RunListIn) (Ru
 		if in.Status != "" && !validStatus(in.Status) {
 			return RunList{}, duet.Errorf(duet.CodeInvalidArgument, "unknown run status %q", in.Status)
 		}
+		if in.TaskID != "" {
+			t, err := s.task(ctx, c, in.TaskID)
+			if err != nil {
+				return RunList{}, err
+			}
+			in.TaskID = t.ID
+		}
 		runs, next, err := s.d.Store.FindRuns(ctx, duet.RunFilter{Viewer: c.UserID, TaskID: in.TaskID, Status: in.Status, Cursor: in.Cursor, Limit: in.Limit})
 		if err != nil {
 			return RunList{}, err
@@ -127,6 +134,12 @@ func (s *Service) CancelRun(ctx context.Context, c duet.Caller, runID string) (R
 type Report struct {
 	ContentType string
 	Body        []byte
+	// The run it reports on, and the part of it shown when that is not
+	// all of it (REST: the Duet-Report-* headers).
+	RunID  string
+	Status duet.RunStatus
+	Totals report.Totals
+	Window *report.Window
 }
 
 // RunReport renders the report of a run as the caller sees it (the same
@@ -134,12 +147,22 @@ type Report struct {
 // XML), a page of at most report.MaxCases cases. Returns NOT_FOUND,
 // INVALID_ARGUMENT.
 func (s *Service) RunReport(ctx context.Context, c duet.Caller, runID string, format report.Format, cursor string) (Report, error) {
+	return s.RunReportPage(ctx, c, runID, format, report.Page{Cursor: cursor})
+}
+
+// RunReportPage is RunReport of the part of the run page selects (at most
+// 1000 cases). Returns NOT_FOUND, INVALID_ARGUMENT.
+func (s *Service) RunReportPage(ctx context.Context, c duet.Caller, runID string, format report.Format, page report.Page) (Report, error) {
 	var out Report
 	err := s.d.Catalog.Govern(ctx, catalog.Op{Caller: c, Method: "getReport", Name: string(format)}, func(ctx context.Context) (int, error) {
-		r, err := report.BuildPage(ctx, s.d.Store, s.d.Artifacts, c.UserID, runID, report.Page{Cursor: cursor})
+		if page.Limit < 0 || page.Limit > 1000 {
+			return 0, duet.Errorf(duet.CodeInvalidArgument, "limit: want 1 to 1000 cases")
+		}
+		r, err := report.BuildPage(ctx, s.d.Store, s.d.Artifacts, c.UserID, runID, page)
 		if err != nil {
 			return 0, err
 		}
+		out.RunID, out.Status, out.Totals, out.Window = r.Run.ID, r.Run.Status, r.Totals(), r.Window
 		buf := catalog.NewBudgetBuffer(ctx) // stops at the call's result budget
 		if err := r.Write(buf, format); err != nil {
 			return 0, err
@@ -163,6 +186,30 @@ type Progress struct {
 	Run        RunSummary                 `json:"run"`
 	Executions []catalog.ExecutionSummary `json:"executions" jsonschema:"the run's first 200 executions, in order (get_test_run pages them all)"`
 	Current    string                     `json:"current,omitempty" jsonschema:"the case and step running now"`
+	// Steps are the steps that finished since the stream's previous event
+	// (all those finished so far in its first): a client prints each once.
+	Steps []StepProgress `json:"steps,omitempty" jsonschema:"the steps of the first 200 executions that finished since the previous event of this stream (in the first event: all finished so far)"`
+}
+
+// StepProgress is a finished step of a run followed live.
+type StepProgress struct {
+	ExecutionID  string         `json:"executionId"`
+	CaseTitle    string         `json:"caseTitle"`
+	Index        int            `json:"index" jsonschema:"from 0"`
+	Name         string         `json:"name"`
+	Status       duet.RunStatus `json:"status"`
+	Optional     bool           `json:"optional,omitempty" jsonschema:"it failed, and the case went on (a warning)"`
+	DurationMs   int64          `json:"durationMs"`
+	ErrorCode    string         `json:"errorCode,omitempty"`
+	ErrorMessage string         `json:"errorMessage,omitempty" jsonschema:"shown only to the run's executor"`
+}
+
+// stepsSent is what one progress stream has sent of each execution's
+// steps: how many, and whether the execution was final then (nothing more
+// to read).
+type stepsSent struct {
+	n    map[string]int
+	done map[string]bool
 }
 
 // progressPoll is how often FollowRun reads the run.
@@ -190,8 +237,9 @@ func (s *Service) FollowRun(ctx context.Context, c duet.Caller, runID string, se
 		defer t.Stop()
 		var last []byte
 		sent := 0
+		steps := &stepsSent{n: map[string]int{}, done: map[string]bool{}}
 		for {
-			p, err := s.progress(ctx, c, runID)
+			p, err := s.progress(ctx, c, runID, steps)
 			if err != nil {
 				if ctx.Err() != nil {
 					return sent, nil
@@ -221,7 +269,7 @@ func (s *Service) FollowRun(ctx context.Context, c duet.Caller, runID string, se
 // ones, in order): a run's page shows as many; get_test_run pages the rest.
 const progressExecutions = 200
 
-func (s *Service) progress(ctx context.Context, c duet.Caller, runID string) (Progress, error) {
+func (s *Service) progress(ctx context.Context, c duet.Caller, runID string, steps *stepsSent) (Progress, error) {
 	r, err := s.d.Store.FindRunByID(ctx, c.UserID, runID)
 	if err != nil {
 		return Progress{}, err
@@ -244,12 +292,28 @@ func (s *Service) progress(ctx context.Context, c duet.Caller, runID string) (Pr
 			running = x.ID
 		}
 	}
-	if running != "" {
-		// The step running now: from that one execution's results.
-		if x, err := s.d.Store.FindExecutionByID(ctx, c.UserID, running); err == nil {
-			p.Current = x.CaseTitle
-			if n := len(x.Results); n > 0 {
-				p.Current += " — step " + itoa(x.Results[n-1].Index+1) + " of " + itoa(len(x.Steps)) + ": " + x.Results[n-1].Name
+	for _, x := range execs {
+		// The results of the executions that ran since the last read:
+		// running ones, and final ones not read since they ended.
+		if steps.done[x.ID] || x.Status == duet.StatusPending || x.Status == duet.StatusQueued {
+			continue
+		}
+		full, err := s.d.Store.FindExecutionByID(ctx, c.UserID, x.ID)
+		if err != nil {
+			return Progress{}, err
+		}
+		duet.DiscloseRun(c.UserID, r, full)
+		for _, res := range full.Results[min(steps.n[x.ID], len(full.Results)):] {
+			p.Steps = append(p.Steps, StepProgress{ExecutionID: x.ID, CaseTitle: full.CaseTitle, Index: res.Index, Name: res.Name, Status: res.Status,
+				Optional: res.Optional, DurationMs: res.DurationMs, ErrorCode: string(res.ErrorCode), ErrorMessage: res.ErrorMessage})
+		}
+		steps.n[x.ID] = len(full.Results)
+		steps.done[x.ID] = full.Status.Final()
+		if x.ID == running {
+			// The step running now: from that execution's results.
+			p.Current = full.CaseTitle
+			if n := len(full.Results); n > 0 {
+				p.Current += " — step " + itoa(full.Results[n-1].Index+1) + " of " + itoa(len(full.Steps)) + ": " + full.Results[n-1].Name
 			}
 		}
 	}

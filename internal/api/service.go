@@ -30,6 +30,8 @@ type MCPClient interface {
 	Servers(ctx context.Context, owner string) ([]*duet.MCPServer, error)
 	Server(ctx context.Context, owner, ref string) (*duet.MCPServer, []*duet.MCPTool, error)
 	Remove(ctx context.Context, owner, ref string) error
+	AuthStatus(ctx context.Context, owner, ref string) (*mcpclient.AuthStatus, error)
+	Login(ctx context.Context, owner, ref string) (*mcpclient.AuthStatus, error)
 	Invoke(ctx context.Context, req duet.InvokeRequest) (*duet.ToolResult, error)
 	Secrets(ctx context.Context, executor, serverKey string) ([]string, error)
 	// Flush writes the invocation records made so far.
@@ -52,6 +54,15 @@ type Deps struct {
 	// Tokens mints personal access tokens: the plaintext (shown once) and
 	// the hash to store (auth.NewToken).
 	Tokens func() (plaintext, hash string)
+	// NeedsApproval is the engine's rule (engine.NeedsApproval): whether a
+	// call of m that author wrote needs executor's approval before it runs
+	// with executor's credentials. Nil: every such call does.
+	NeedsApproval func(ctx context.Context, executor, author string, m *duet.MCPCallStep) (bool, error)
+	// Devices lists the phones of this machine (adb), for ListDevices; nil
+	// lists none.
+	Devices func(ctx context.Context) ([]Device, error)
+	// Generate runs the test agent (GenerateCase); nil: no agent.
+	Generate Generator
 }
 
 // Service is every operation of the REST API and the console, governed.

@@ -229,7 +229,7 @@ func listTasks(ctx context.Context, env *Env, in ListTasksIn) (ListTasksOut, err
 
 // GetTaskIn are the arguments of get_test_task.
 type GetTaskIn struct {
-	TaskID string `json:"taskId" jsonschema:"the task's id (from list_test_tasks)"`
+	TaskID string `json:"taskId" jsonschema:"the task's id (from list_test_tasks), or its name when one task you can see has it"`
 }
 
 // GetTaskOut is the result of get_test_task.
@@ -269,7 +269,7 @@ func getTask(ctx context.Context, env *Env, in GetTaskIn) (GetTaskOut, error) {
 	// The three reads make one answer: a caching store checks its
 	// freshness once for them.
 	ctx = duet.WithReadScope(ctx)
-	t, err := env.Store.FindTaskByID(ctx, env.Caller.UserID, in.TaskID)
+	t, err := FindTask(ctx, env.Store, env.Caller.UserID, in.TaskID)
 	if err != nil {
 		return GetTaskOut{}, err
 	}
@@ -294,7 +294,7 @@ func getTask(ctx context.Context, env *Env, in GetTaskIn) (GetTaskOut, error) {
 
 // ListCasesIn are the arguments of list_test_cases.
 type ListCasesIn struct {
-	TaskID        string `json:"taskId" jsonschema:"the task's id"`
+	TaskID        string `json:"taskId" jsonschema:"the task's id, or its name when one task you can see has it"`
 	IncludeDrafts bool   `json:"includeDrafts,omitempty" jsonschema:"also list generated draft cases"`
 	Cursor        string `json:"cursor,omitempty" jsonschema:"nextCursor from the previous page"`
 	Limit         int    `json:"limit,omitempty" jsonschema:"page size"`
@@ -348,7 +348,7 @@ func caseSummary(c *duet.Case) CaseSummary {
 }
 
 func listCases(ctx context.Context, env *Env, in ListCasesIn) (ListCasesOut, error) {
-	t, err := env.Store.FindTaskByID(ctx, env.Caller.UserID, in.TaskID)
+	t, err := FindTask(ctx, env.Store, env.Caller.UserID, in.TaskID)
 	if err != nil {
 		return ListCasesOut{}, err
 	}
@@ -609,7 +609,7 @@ func getExecution(ctx context.Context, env *Env, in GetExecutionIn) (GetExecutio
 
 // StartRunIn are the arguments of start_test_run.
 type StartRunIn struct {
-	TaskID         string   `json:"taskId" jsonschema:"the task to run"`
+	TaskID         string   `json:"taskId" jsonschema:"the task to run: its id, or its name when one task you can see has it"`
 	CaseIDs        []string `json:"caseIds,omitempty" jsonschema:"run only these cases (default: all active cases)"`
 	IdempotencyKey string   `json:"idempotencyKey" jsonschema:"a key you choose (e.g. a UUID); a retry with the same key and arguments returns the first run instead of starting another"`
 	Device         string   `json:"device,omitempty" jsonschema:"device preset for browser steps (e.g. desktop, iphone-15, pixel-7); default: the task's"`
@@ -653,7 +653,7 @@ func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error)
 	if key == "" {
 		return StartRunOut{}, duet.Errorf(duet.CodeInvalidArgument, "idempotencyKey is required")
 	}
-	task, err := env.Store.FindTaskByID(ctx, env.Caller.UserID, in.TaskID)
+	task, err := FindTask(ctx, env.Store, env.Caller.UserID, in.TaskID)
 	if err != nil {
 		return StartRunOut{}, err
 	}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -11,8 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/duet-test/duet"
-	"github.com/duet-test/duet/internal/app"
+	"github.com/duet-test/duet/internal/api"
 	"github.com/duet-test/duet/internal/catalog"
+	"github.com/duet-test/duet/internal/client"
 	"github.com/duet-test/duet/internal/escape"
 )
 
@@ -25,24 +25,21 @@ func runCmd(env Env) *cobra.Command {
 		Short: "Run a task's cases now and show progress (exit 1 unless the run passes)",
 		Long: `run starts a run of TASK (an id or a name) as --as, executes it in this process
 with progress output, and exits 0 when it passes, 1 otherwise. If a "duet serve"
-worker takes the run first, run follows its progress instead. With --detach it only
-queues the run and prints its id. Ctrl-C cancels the run.
+worker takes the run first, run follows its progress instead. Against a Duet
+server (--server URL) the server's workers execute it and run follows its progress.
+With --detach it only queues the run and prints its id. Ctrl-C cancels the run.
 
 Subcommands show, list and cancel manage existing runs.`,
 		Args: cobra.ExactArgs(1),
-		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
+		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
 			ctx := cmd.Context()
-			t, err := a.ResolveTask(ctx, user, args[0])
-			if err != nil {
-				return err
-			}
 			if remote != "" {
 				if strings.HasPrefix(device, "android:") || strings.Contains(device, "@") {
 					return usage("--browser names the browser; --device must then be a preset, got %q", device)
 				}
 				device += "@" + remote
 			}
-			out, err := startRun(ctx, a, user, t.ID, caseIDs, device)
+			out, err := c.StartRun(ctx, catalog.StartRunIn{TaskID: args[0], CaseIDs: caseIDs, IdempotencyKey: duet.NewID("cli"), Device: device})
 			if err != nil {
 				return err
 			}
@@ -53,17 +50,17 @@ Subcommands show, list and cancel manage existing runs.`,
 				fmt.Fprintln(env.Stdout, out.RunID)
 				return nil
 			}
-			run, err := executeAndFollow(ctx, a, user, out.RunID, env.Stdout, !asJSON)
+			run, err := executeAndFollow(ctx, c, out.RunID, env.Stdout, !asJSON)
 			if err != nil {
 				return err
 			}
 			if asJSON {
 				printJSON(env.Stdout, run)
 			} else {
-				printPostRunNotes(env.Stdout, run)
-				fmt.Fprintf(env.Stdout, "report: duet report %s %s-o report.html   (also --format json|junit)\n", run.ID, asFlag(a.Config, user))
+				printPostRunNotes(env.Stdout, run.Run.PostRun)
+				fmt.Fprintf(env.Stdout, "report: duet report %s %s-o report.html   (also --format json|junit)\n", run.Run.ID, asFlag(cmd))
 			}
-			if run.Status != duet.StatusPassed {
+			if run.Run.Status != duet.StatusPassed {
 				return &exitError{1, nil}
 			}
 			return nil
@@ -80,125 +77,139 @@ Subcommands show, list and cancel manage existing runs.`,
 	return cmd
 }
 
-// startRun starts a run through the catalog, so the CLI gets the same
-// checks and audit as every transport.
-func startRun(ctx context.Context, a *app.App, user, taskID string, caseIDs []string, device string) (catalog.StartRunOut, error) {
-	args, _ := json.Marshal(catalog.StartRunIn{TaskID: taskID, CaseIDs: caseIDs, IdempotencyKey: duet.NewID("cli"), Device: device})
-	res, err := a.Catalog.Call(ctx, catalog.Request{Caller: duet.Caller{UserID: user, Source: duet.SourceCLI}, Tool: catalog.ToolStartRun, Args: args})
-	if err != nil {
-		return catalog.StartRunOut{}, err
-	}
-	if res.IsError {
-		var body struct{ Error catalog.ErrorBody }
-		json.Unmarshal(res.Structured, &body)
-		return catalog.StartRunOut{}, duet.Errorf(body.Error.Code, "%s", body.Error.Message)
-	}
-	var out catalog.StartRunOut
-	return out, json.Unmarshal(res.Structured, &out)
-}
-
-// executeAndFollow executes the run in this process (unless another worker
-// holds it) and prints each step as it finishes. Cancelling ctx (Ctrl-C)
-// cancels the run.
-func executeAndFollow(ctx context.Context, a *app.App, user, runID string, w io.Writer, progress bool) (*duet.Run, error) {
-	execDone := make(chan struct{})
-	go func() {
-		defer close(execDone)
-		// The run's own context outlives ctx so that Ctrl-C becomes a
-		// cancellation request rather than an abandoned run.
-		if _, err := a.Worker.ExecuteRun(context.WithoutCancel(ctx), runID); err != nil {
-			a.Logger.Error("executing the run", "run", runID, "err", err)
-		}
-	}()
-	printed := map[string]int{}
+// executeAndFollow executes the run here when the client does that
+// (client.Client.ExecuteHere: a local run), follows its progress — the
+// same events in both modes — printing each step as it finishes, and
+// returns the final run. Ending ctx (Ctrl-C) asks the run to stop and
+// goes on following it until it has.
+func executeAndFollow(ctx context.Context, c client.Client, runID string, w io.Writer, progress bool) (catalog.GetRunOut, error) {
+	execDone := c.ExecuteHere(ctx, runID)
 	started := time.Now()
 	if progress {
 		fmt.Fprintf(w, "run %s started\n", runID)
 	}
-	cancelled := false
+	stop := context.AfterFunc(ctx, func() {
+		if _, err := c.CancelRun(context.WithoutCancel(ctx), runID); err == nil && progress {
+			fmt.Fprintln(w, "cancelling...")
+		}
+	})
+	defer stop()
+	printed := map[stepKey]bool{}
+	fctx := context.WithoutCancel(ctx) // a cancelled run is followed to its end
 	for {
-		select {
-		case <-ctx.Done():
-			if !cancelled {
-				cancelled = true
-				if _, err := a.Store.RequestCancel(context.WithoutCancel(ctx), user, runID); err == nil && progress {
-					fmt.Fprintln(w, "cancelling...")
-				}
-			}
-		case <-time.After(150 * time.Millisecond):
-		case <-execDone:
-		}
-		rctx := context.WithoutCancel(ctx)
-		run, err := a.Store.FindRunByID(rctx, user, runID)
-		if err != nil {
-			return nil, err
-		}
-		if progress {
-			execs, err := a.Store.FindExecutions(rctx, runID)
-			if err == nil {
-				duet.DiscloseRun(user, run, execs...)
-				printProgress(w, execs, printed)
-			}
-		}
-		if run.Status.Final() {
-			<-execDone
+		done := false
+		err := c.FollowRun(fctx, runID, func(p api.Progress) error {
 			if progress {
-				fmt.Fprintf(w, "run %s %s: %d passed, %d failed, %d error, %d cancelled of %d case(s) in %s\n", run.ID, strings.ToUpper(string(run.Status)),
-					run.Totals.Passed, run.Totals.Failed, run.Totals.Error, run.Totals.Cancelled, run.Totals.Cases, time.Since(started).Round(time.Millisecond))
-				if run.ErrorMessage != "" && run.Status != duet.StatusPassed {
-					fmt.Fprintf(w, "  %s: %s\n", run.ErrorCode, escape.Text(run.ErrorMessage))
-				}
+				printSteps(w, p.Steps, printed)
 			}
-			return run, nil
+			done = p.Run.Done
+			return nil
+		})
+		if err != nil {
+			return catalog.GetRunOut{}, err
 		}
+		if done {
+			break
+		}
+	}
+	<-execDone
+	run, err := c.GetRun(fctx, catalog.GetRunIn{RunID: runID})
+	if err != nil {
+		return catalog.GetRunOut{}, err
+	}
+	if progress {
+		r := run.Run
+		fmt.Fprintf(w, "run %s %s: %d passed, %d failed, %d error, %d cancelled of %d case(s) in %s\n", r.ID, strings.ToUpper(string(r.Status)),
+			r.Totals.Passed, r.Totals.Failed, r.Totals.Error, r.Totals.Cancelled, r.Totals.Cases, time.Since(started).Round(time.Millisecond))
+		if r.ErrorMessage != "" && r.Status != duet.StatusPassed {
+			fmt.Fprintf(w, "  %s: %s\n", r.ErrorCode, escape.Text(r.ErrorMessage))
+		}
+	}
+	return run, nil
+}
+
+// stepKey names a step of an execution, printed once.
+type stepKey struct {
+	execution string
+	index     int
+}
+
+// printSteps prints the finished steps not printed yet.
+func printSteps(w io.Writer, steps []api.StepProgress, printed map[stepKey]bool) {
+	for _, s := range steps {
+		k := stepKey{s.ExecutionID, s.Index}
+		if printed[k] {
+			continue
+		}
+		printed[k] = true
+		printStep(w, s.CaseTitle, s.Index, s.Name, s.Status, s.Optional, s.DurationMs, s.ErrorCode, s.ErrorMessage)
 	}
 }
 
-func printProgress(w io.Writer, execs []*duet.Execution, printed map[string]int) {
-	for _, x := range execs {
-		for _, r := range x.Results[min(printed[x.ID], len(x.Results)):] {
-			mark := map[duet.RunStatus]string{duet.StatusPassed: "ok  ", duet.StatusFailed: "FAIL", duet.StatusError: "ERR ", duet.StatusSkipped: "skip", duet.StatusCancelled: "stop"}[r.Status]
-			if r.Optional {
-				mark = "warn"
-			}
-			line := fmt.Sprintf("  %s %s > %d. %s (%d ms)", mark, x.CaseTitle, r.Index+1, r.Name, r.DurationMs)
-			if r.ErrorCode != "" {
-				line += fmt.Sprintf("\n         %s: %s", r.ErrorCode, r.ErrorMessage)
-			}
-			fmt.Fprintln(w, line)
-		}
-		printed[x.ID] = len(x.Results)
+func printStep(w io.Writer, caseTitle string, index int, name string, status duet.RunStatus, optional bool, ms int64, code, msg string) {
+	mark := map[duet.RunStatus]string{duet.StatusPassed: "ok  ", duet.StatusFailed: "FAIL", duet.StatusError: "ERR ", duet.StatusSkipped: "skip", duet.StatusCancelled: "stop"}[status]
+	if optional {
+		mark = "warn"
 	}
+	line := fmt.Sprintf("  %s %s > %d. %s (%d ms)", mark, caseTitle, index+1, name, ms)
+	if code != "" {
+		line += fmt.Sprintf("\n         %s: %s", code, msg)
+	}
+	fmt.Fprintln(w, line)
+}
+
+// RunDetail is a run with its executions and their steps, as `duet run
+// show --json` prints it.
+type RunDetail struct {
+	Run        catalog.RunView         `json:"run"`
+	Executions []catalog.ExecutionView `json:"executions"`
+	Disclosure duet.Disclosure         `json:"disclosure"`
 }
 
 func runShowCmd(env Env) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use: "show RUN_ID", Short: "Show a run and its case executions (RUN_ID latest: the newest you can see)", Args: cobra.ExactArgs(1),
-		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			id, err := runID(cmd.Context(), a, user, args[0])
+		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
+			ctx := cmd.Context()
+			id, err := runID(ctx, c, args[0], asFlag(cmd))
 			if err != nil {
 				return err
 			}
-			run, err := a.Store.FindRunByID(cmd.Context(), user, id)
-			if err != nil {
-				return err
+			// Outputs, variables and messages only for the run's executor
+			// (the service's views).
+			d := RunDetail{Executions: []catalog.ExecutionView{}}
+			for cursor := ""; ; {
+				page, err := c.GetRun(ctx, catalog.GetRunIn{RunID: id, Cursor: cursor})
+				if err != nil {
+					return err
+				}
+				d.Run, d.Disclosure = page.Run, page.Disclosure
+				for _, x := range page.Executions {
+					ex, err := c.GetExecution(ctx, x.ID)
+					if err != nil {
+						return err
+					}
+					d.Executions = append(d.Executions, ex.Execution)
+				}
+				if cursor = page.NextCursor; cursor == "" {
+					break
+				}
 			}
-			execs, err := a.Store.FindExecutions(cmd.Context(), run.ID)
-			if err != nil {
-				return err
-			}
-			// Outputs, variables and messages only for the run's executor.
-			duet.DiscloseRun(user, run, execs...)
 			if asJSON {
-				return printJSON(env.Stdout, map[string]any{"run": run, "executions": execs})
+				return printJSON(env.Stdout, d)
 			}
-			fmt.Fprintf(env.Stdout, "run %s of task %s: %s (triggered by %s via %s)\n", run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource)
-			if run.ErrorMessage != "" {
-				fmt.Fprintf(env.Stdout, "%s: %s\n", run.ErrorCode, escape.Text(run.ErrorMessage))
+			r := d.Run
+			fmt.Fprintf(env.Stdout, "run %s of task %s: %s (triggered by %s via %s)\n", r.ID, r.TaskID, r.Status, r.TriggeredBy, r.CallSource)
+			if r.ErrorMessage != "" {
+				fmt.Fprintf(env.Stdout, "%s: %s\n", r.ErrorCode, escape.Text(r.ErrorMessage))
 			}
-			printProgress(env.Stdout, execs, map[string]int{})
-			printPostRunNotes(env.Stdout, run)
+			for _, x := range d.Executions {
+				for _, s := range x.Steps {
+					printStep(env.Stdout, x.CaseTitle, s.Index, s.Name, s.Status, s.Optional, s.DurationMs, string(s.ErrorCode), s.ErrorMessage)
+				}
+			}
+			printPostRunNotes(env.Stdout, r.PostRun)
 			return nil
 		}),
 	}
@@ -211,22 +222,17 @@ func runListCmd(env Env) *cobra.Command {
 	var task string
 	cmd := &cobra.Command{
 		Use: "list", Short: "List recent runs you can see", Args: cobra.NoArgs,
-		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, user string) error {
-			f := duet.RunFilter{Viewer: user, Limit: 50}
-			var err error
-			if f.TaskID, err = taskIDOf(cmd.Context(), a, user, task); err != nil {
-				return err
-			}
-			runs, _, err := a.Store.FindRuns(cmd.Context(), f)
+		RunE: withClient(env, func(cmd *cobra.Command, _ []string, c client.Client) error {
+			list, err := c.ListRuns(cmd.Context(), api.RunListIn{TaskID: task, Limit: 50})
 			if err != nil {
 				return err
 			}
-			for _, r := range runs {
+			for _, r := range list.Runs {
 				fmt.Fprintf(env.Stdout, "%s  %-9s %s  %d/%d passed  by %s via %s\n", r.ID, r.Status, r.CreatedAt.Local().Format("2006-01-02 15:04:05"), r.Totals.Passed, r.Totals.Cases, r.TriggeredBy, r.CallSource)
 			}
-			if len(runs) == 0 {
-				fmt.Fprintf(env.Stdout, "no runs visible to %s\n", user)
-				fmt.Fprintf(env.Stderr, "start one: duet run TASK %s(duet task list %sshows the tasks)\n", asFlag(a.Config, user), asFlag(a.Config, user))
+			if len(list.Runs) == 0 {
+				fmt.Fprintf(env.Stdout, "no runs visible to %s\n", c.User())
+				fmt.Fprintf(env.Stderr, "start one: duet run TASK %s(duet task list %sshows the tasks)\n", asFlag(cmd), asFlag(cmd))
 				noneVisible(cmd, env)
 			}
 			return nil
@@ -240,10 +246,8 @@ func runListCmd(env Env) *cobra.Command {
 func runCancelCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "cancel RUN_ID", Short: "Cancel a queued or running run", Args: cobra.ExactArgs(1),
-		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			actx, done := auditing(cmd.Context(), a, user, "run.cancel", "")
-			run, err := a.Catalog.CancelRun(actx, duet.Caller{UserID: user, Source: duet.SourceCLI}, args[0])
-			done(err)
+		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
+			run, err := c.CancelRun(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -251,22 +255,20 @@ func runCancelCmd(env Env) *cobra.Command {
 				fmt.Fprintf(env.Stdout, "run %s is %s\n", run.ID, run.Status)
 				return nil
 			}
-			// Wait for its worker to stop it (it checks a few times a second).
-			deadline := time.Now().Add(30 * time.Second)
-			for time.Now().Before(deadline) {
-				r, err := a.Store.FindRunByID(cmd.Context(), user, run.ID)
-				if err != nil {
-					return err
-				}
-				if r.Status.Final() {
-					fmt.Fprintf(env.Stdout, "run %s is %s\n", r.ID, r.Status)
-					return nil
-				}
-				select {
-				case <-cmd.Context().Done():
-					return nil
-				case <-time.After(100 * time.Millisecond):
-				}
+			// Wait for its worker to stop it (it checks a few times a
+			// second), following the run's progress.
+			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+			defer cancel()
+			var last api.RunSummary
+			if err := c.FollowRun(ctx, run.ID, func(p api.Progress) error { last = p.Run; return nil }); err != nil && ctx.Err() == nil {
+				return err
+			}
+			if last.Status.Final() {
+				fmt.Fprintf(env.Stdout, "run %s is %s\n", last.ID, last.Status)
+				return nil
+			}
+			if cmd.Context().Err() != nil {
+				return nil
 			}
 			fmt.Fprintf(env.Stdout, "run %s: cancellation requested; no worker has stopped it yet: a `duet serve` or `duet worker` on this database stops it when it next checks\n", run.ID)
 			return nil
@@ -280,17 +282,27 @@ func runCancelCmd(env Env) *cobra.Command {
 // run the user can see.
 const latestRun = "latest"
 
-// runID resolves a RUN_ID argument: an id, or "latest". Returns NOT_FOUND.
-func runID(ctx context.Context, a *app.App, user, ref string) (string, error) {
+// runID resolves a RUN_ID argument: an id, or "latest" (as is the --as
+// a printed command needs). Returns NOT_FOUND, with a command to paste
+// when there is no run yet.
+func runID(ctx context.Context, c client.Client, ref, as string) (string, error) {
 	if ref != latestRun {
 		return ref, nil
 	}
-	runs, _, err := a.Store.FindRuns(ctx, duet.RunFilter{Viewer: user, Limit: 1})
+	list, err := c.ListRuns(ctx, api.RunListIn{Limit: 1})
 	if err != nil {
 		return "", err
 	}
-	if len(runs) == 0 {
-		return "", duet.Errorf(duet.CodeNotFound, "no runs visible to %s yet: start one with duet run TASK", user)
+	if len(list.Runs) > 0 {
+		return list.Runs[0].ID, nil
 	}
-	return runs[0].ID, nil
+	err = duet.Errorf(duet.CodeNotFound, "no runs visible to %s yet", c.User())
+	tasks, terr := c.ListTasks(ctx, catalog.ListTasksIn{Limit: 1})
+	switch {
+	case terr == nil && len(tasks.Tasks) > 0:
+		return "", &hintError{err, fmt.Sprintf("start one: duet run %s %s(duet task list %sshows every task you can run)", shellQuote(tasks.Tasks[0].Name), as, as)}
+	case terr == nil:
+		return "", &hintError{err, fmt.Sprintf("%s can see no task to run yet: create one from a suite file with duet apply -f FILE %s(docs/suite-format.md)", c.User(), as)}
+	}
+	return "", err
 }

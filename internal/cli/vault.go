@@ -1,11 +1,15 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/app"
+	"github.com/duet-test/duet/internal/catalog"
+	"github.com/duet-test/duet/internal/mcpclient"
 	"github.com/duet-test/duet/internal/vault"
 )
 
@@ -22,7 +26,7 @@ key in DUET_MASTER_KEY, move the old one to DUET_MASTER_KEY_PREVIOUS and run
 "duet vault rotate --rewrap-only". --prune then drops the previous keys from the key
 file once nothing needs them. Running servers pick the new key up by themselves.`,
 		Args: cobra.NoArgs,
-		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, _ string) error {
+		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, user string) error {
 			_, info, err := a.Keyring(env.Getenv)
 			if err != nil {
 				return err
@@ -30,7 +34,6 @@ file once nothing needs them. Running servers pick the new key up by themselves.
 			if info.Generated {
 				fmt.Fprintf(env.Stderr, "generated a new master key at %s; back it up: without it stored credentials cannot be decrypted\n", info.Path)
 			}
-			actx, done := auditing(cmd.Context(), a, asUser(cmd, a.Config), "vault.rotate", "")
 			if !rewrapOnly {
 				if info.Source == vault.SourceEnv {
 					return usage("the master key comes from %s: set the new key there, move the old one to %s, then run `duet vault rotate --rewrap-only`",
@@ -42,8 +45,13 @@ file once nothing needs them. Running servers pick the new key up by themselves.
 				}
 				fmt.Fprintf(env.Stdout, "new primary key %s written to %s (previous keys kept)\n", id, info.Path)
 			}
-			res, err := a.MCPClient.Rewrap(actx)
-			done(err)
+			// Audited as every operation is: governed, one record.
+			var res mcpclient.RewrapResult
+			err = a.Catalog.Govern(cmd.Context(), catalog.Op{Caller: duet.Caller{UserID: user, Source: duet.SourceCLI}, Method: "rotateVault"}, func(ctx context.Context) (int, error) {
+				var err error
+				res, err = a.MCPClient.Rewrap(ctx)
+				return 0, err
+			})
 			if err != nil {
 				return err
 			}

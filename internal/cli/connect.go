@@ -1,0 +1,61 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/duet-test/duet/internal/app"
+	"github.com/duet-test/duet/internal/client"
+	"github.com/duet-test/duet/internal/config"
+)
+
+// A command a person does to tasks, cases, runs, reports, servers, assets,
+// teams, tokens, audit, approvals, stop requests or devices is written
+// against client.Client, never the app: in this process that is the app's
+// api.Service with callSource cli (client.Local), against a Duet server
+// its REST API (client.Remote, `duet --server URL` or DUET_SERVER_URL). So
+// identity, validation, governance and audit are the Service's, and a
+// command behaves the same in both modes. Only the commands that run Duet
+// itself here (serve, worker, migrate, mcp, demo, sample, vault, config,
+// conformance) open the app (openApp); TestCLIDoesNotTouchTheStore keeps
+// the rest away from it.
+
+// withClient is the RunE of a command done through the client: it connects
+// (connect) and closes the client afterwards.
+func withClient(env Env, fn func(cmd *cobra.Command, args []string, c client.Client) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		c, err := connect(cmd, env)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		return fn(cmd, args, c)
+	}
+}
+
+// connect returns the client of the command's user: the Duet server of
+// --server (or DUET_SERVER_URL) with its token, else this machine's app as
+// --as, DUET_USER or the operating-system user (asUser). It records whom
+// the command acts as (acting).
+func connect(cmd *cobra.Command, env Env) (client.Client, error) {
+	cfg, err := loadConfig(env)
+	if err != nil {
+		return nil, err
+	}
+	if server := serverURL(cmd, cfg); server != "" {
+		return dialServer(cmd, env, cfg, server)
+	}
+	a, err := openApp(cmd, env, app.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return client.NewLocal(a, asUser(cmd, a.Config)), nil
+}
+
+// serverURL is the Duet server the command acts on: --server, else
+// DUET_SERVER_URL; "" is this machine.
+func serverURL(cmd *cobra.Command, cfg *config.Config) string {
+	if f := cmd.Flag("server"); f != nil && f.Value.String() != "" {
+		return f.Value.String()
+	}
+	return cfg.ServerURL
+}
