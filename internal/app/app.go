@@ -104,10 +104,10 @@ type App struct {
 
 	resourceMetadata *oauthex.ProtectedResourceMetadata
 
-	devices     func(string) error // device preset check; nil accepts any
+	devices     func(string) error  // device preset check; nil accepts any
 	getenv      func(string) string // Options.Getenv: the DUET_LLM_* of the agent
-	self        *netguard.Self     // the addresses this process listens on
-	browsers    *Browsers          // the engine's browser driver
+	self        *netguard.Self      // the addresses this process listens on
+	browsers    *Browsers           // the engine's browser driver
 	loadKeyring func() (*vault.Keyring, error)
 	preflighted bool
 	stopRelease stopRelease // what DUET_STOP_TOOL_USERS' teams were bound to at Open

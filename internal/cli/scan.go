@@ -10,8 +10,8 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/api"
-	"github.com/duet-test/duet/internal/client"
 	"github.com/duet-test/duet/internal/catalog"
+	"github.com/duet-test/duet/internal/client"
 	"github.com/duet-test/duet/internal/escape"
 	"github.com/duet-test/duet/internal/mcpserver"
 	"github.com/duet-test/duet/internal/scan"

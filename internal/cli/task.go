@@ -72,11 +72,15 @@ func taskCmd(env Env) *cobra.Command {
 	}
 	share := &cobra.Command{
 		Use: "share TASK --with USER", Short: "Share a task you own with a user", Args: cobra.ExactArgs(1),
-		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error { return shareTask(cmd, env, c, args[0], true) }),
+		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
+			return shareTask(cmd, env, c, args[0], true)
+		}),
 	}
 	unshare := &cobra.Command{
 		Use: "unshare TASK --with USER", Short: "Stop sharing a task with a user", Args: cobra.ExactArgs(1),
-		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error { return shareTask(cmd, env, c, args[0], false) }),
+		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
+			return shareTask(cmd, env, c, args[0], false)
+		}),
 	}
 	for _, c := range []*cobra.Command{share, unshare} {
 		c.Flags().String("with", "", "user id, or team:NAME for every member of a team")
