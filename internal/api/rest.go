@@ -356,7 +356,7 @@ func coreRoutes() []*route {
 type RunIn struct {
 	TaskID  string   `json:"taskId"`
 	CaseIDs []string `json:"caseIds,omitempty" jsonschema:"run only these cases (default: all active cases)"`
-	Device  string   `json:"device,omitempty" jsonschema:"device preset for browser steps"`
+	Device  string   `json:"device,omitempty" jsonschema:"device for browser steps: a preset (desktop, iphone-15, ...), android:SERIAL, or PRESET@ws://... a remote browser's DevTools address"`
 }
 
 func withSchema(rt *route, toolName string) *route {

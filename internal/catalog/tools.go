@@ -48,8 +48,13 @@ const (
 	maxListItems = 1000 // any array
 )
 
+// maxDeviceLen bounds a device name: a preset, android:SERIAL, or
+// PRESET@ a remote browser's DevTools address — Chrome's own
+// ws://HOST:PORT/devtools/browser/UUID is longer than 64 characters.
+const maxDeviceLen = 512
+
 // maxLens are the bounds of string arguments by name.
-var maxLens = map[string]int{"query": 200, "owner": 128, "cursor": 256, "idempotencyKey": 200, "device": 64}
+var maxLens = map[string]int{"query": 200, "owner": 128, "cursor": 256, "idempotencyKey": 200, "device": maxDeviceLen}
 
 // bounded returns adjust followed by the bounds of every argument.
 func bounded(adjust func(in, out *jsonschema.Schema)) func(in, out *jsonschema.Schema) {
@@ -612,7 +617,7 @@ type StartRunIn struct {
 	TaskID         string   `json:"taskId" jsonschema:"the task to run: its id, or its name when one task you can see has it"`
 	CaseIDs        []string `json:"caseIds,omitempty" jsonschema:"run only these cases (default: all active cases)"`
 	IdempotencyKey string   `json:"idempotencyKey" jsonschema:"a key you choose (e.g. a UUID); a retry with the same key and arguments returns the first run instead of starting another"`
-	Device         string   `json:"device,omitempty" jsonschema:"device preset for browser steps (e.g. desktop, iphone-15, pixel-7); default: the task's"`
+	Device         string   `json:"device,omitempty" jsonschema:"device for browser steps: a preset (e.g. desktop, iphone-15, pixel-7), android:SERIAL, or PRESET@ws://… a remote browser's DevTools address; default: the task's"`
 }
 
 // StartRunOut is the result of start_test_run.
