@@ -55,7 +55,7 @@ Subcommands show, list and cancel manage existing runs.`,
 				return err
 			}
 			if asJSON {
-				printJSON(env.Stdout, run)
+				printJSON(env.Stdout, run.Run)
 			} else {
 				printPostRunNotes(env.Stdout, run.Run.PostRun)
 				fmt.Fprintf(env.Stdout, "report: duet report %s %s-o report.html   (also --format json|junit)\n", run.Run.ID, asFlag(cmd))
