@@ -163,6 +163,11 @@ func TestTokenCreateTakesAs(t *testing.T) {
 	if code, _, errOut := h.duet(t.Context(), "token", "create", "--as", "bad user"); code != 2 || !strings.Contains(errOut, "--as") {
 		t.Errorf("token create with a bad user id: exit %d: %s", code, errOut)
 	}
+	// Without --as, DUET_USER, as every command (it used to demand --as).
+	h.env["DUET_USER"] = "carol"
+	if code, out, errOut := h.duet(t.Context(), "token", "create", "--name", "from DUET_USER"); code != 0 || !strings.HasPrefix(out, "duet_pat_") || !strings.Contains(errOut, "for carol created") {
+		t.Errorf("DUET_USER=carol token create: exit %d\n%s%s", code, out, errOut)
+	}
 }
 
 // TestConfigShowsEverySettingOnce: one labelled table, every setting of

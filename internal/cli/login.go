@@ -125,7 +125,7 @@ func dialServer(cmd *cobra.Command, env Env, cfg *config.Config, server string) 
 		if err != nil {
 			return nil, err
 		}
-		token, from = st.Servers[base].Token, "the token of duet login "+base
+		token, from = st.Servers[base].Token, "the token duet login kept"
 	}
 	c, err := client.Dial(cmd.Context(), base, token)
 	if err != nil {

@@ -161,9 +161,18 @@ func printStep(w io.Writer, caseTitle string, index int, name string, status due
 // RunDetail is a run with its executions and their steps, as `duet run
 // show --json` prints it.
 type RunDetail struct {
-	Run        catalog.RunView         `json:"run"`
-	Executions []catalog.ExecutionView `json:"executions"`
-	Disclosure duet.Disclosure         `json:"disclosure"`
+	Run        catalog.RunView   `json:"run"`
+	Executions []ExecutionDetail `json:"executions"`
+	Disclosure duet.Disclosure   `json:"disclosure"`
+}
+
+// ExecutionDetail is an execution with its steps (get_execution_result)
+// and the key of its case (get_test_run).
+// ID repeats executionId under the name run show --json gave it before.
+type ExecutionDetail struct {
+	ID string `json:"id"`
+	catalog.ExecutionView
+	CaseKey string `json:"caseKey"`
 }
 
 func runShowCmd(env Env) *cobra.Command {
@@ -178,7 +187,7 @@ func runShowCmd(env Env) *cobra.Command {
 			}
 			// Outputs, variables and messages only for the run's executor
 			// (the service's views).
-			d := RunDetail{Executions: []catalog.ExecutionView{}}
+			d := RunDetail{Executions: []ExecutionDetail{}}
 			for cursor := ""; ; {
 				page, err := c.GetRun(ctx, catalog.GetRunIn{RunID: id, Cursor: cursor})
 				if err != nil {
@@ -190,7 +199,7 @@ func runShowCmd(env Env) *cobra.Command {
 					if err != nil {
 						return err
 					}
-					d.Executions = append(d.Executions, ex.Execution)
+					d.Executions = append(d.Executions, ExecutionDetail{ID: ex.Execution.ID, ExecutionView: ex.Execution, CaseKey: x.CaseKey})
 				}
 				if cursor = page.NextCursor; cursor == "" {
 					break

@@ -1,0 +1,136 @@
+package cli_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/duet-test/duet/internal/cli"
+)
+
+const remoteSuite = `task: {name: remote-ok}
+cases:
+  - {key: sum, title: arithmetic holds, steps: [{assert: "1 + 1 == 2"}]}
+`
+
+const remoteFailing = `task: {name: remote-bad}
+cases:
+  - {key: wrong, title: arithmetic is wrong, steps: [{assert: "1 + 1 == 3"}]}
+`
+
+// serveFor starts `duet serve` on h's home and returns its base URL; it
+// stops with the test.
+func serveFor(t *testing.T, h *duetHome) string {
+	t.Helper()
+	h.env["DUET_LOG_LEVEL"] = "info"
+	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
+	var errOut syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Main(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--workers", "2"}, cli.Env{
+			Getenv: func(k string) string { return h.env[k] },
+			Stdin:  io.NopCloser(strings.NewReader("")), Stdout: io.Discard, Stderr: &errOut,
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	for {
+		if m := servingAddr.FindStringSubmatch(errOut.String()); m != nil {
+			return "http://" + m[1]
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("serve exited %d:\n%s", code, errOut.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// TestRemoteMode is the command line against a Duet server (issue 26):
+// the same commands, run once on this machine's DUET_HOME and once with
+// --server URL (or DUET_SERVER_URL) and a personal token kept by `duet
+// login`, give the same exit codes and the same answers — apply, run (the
+// server's workers execute it; its steps stream from the REST progress
+// events), run list, report, task list, a missing task, a usage error. In
+// remote mode the command line opens no store: its DUET_HOME is never
+// created. The token file is the user's alone; the token acts as its
+// user, and --as someone else is refused.
+func TestRemoteMode(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	suite := filepath.Join(dir, "suite.yaml")
+	failing := filepath.Join(dir, "failing.yaml")
+	os.WriteFile(suite, []byte(remoteSuite), 0o600)
+	os.WriteFile(failing, []byte(remoteFailing), 0o600)
+
+	server := newHome(t)
+	url := serveFor(t, server)
+	token := strings.TrimSpace(server.must(0, "token", "create", "--as", "alice", "--name", "laptop"))
+
+	local := newHome(t) // DUET_USER alice
+	clientHome := filepath.Join(t.TempDir(), "never-created")
+	remote := &duetHome{t: t, env: map[string]string{
+		"DUET_HOME": clientHome, "XDG_CONFIG_HOME": filepath.Join(dir, "config"), "DUET_USER": "someone-else",
+		"ALICE_TOKEN": token, "DUET_LOG_LEVEL": "warn",
+	}}
+	out := remote.must(0, "login", url, "--token-env", "ALICE_TOKEN")
+	if !strings.Contains(out, "as alice") {
+		t.Fatalf("login: %s", out)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "config", "duet", "tokens.json")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the token file: %v %v, want mode 0600", fi, err)
+	}
+
+	type step struct {
+		args []string
+		code int
+		want string // in stdout or stderr
+	}
+	script := []step{
+		{[]string{"apply", "-f", suite}, 0, "remote-ok"},
+		{[]string{"apply", "-f", failing}, 0, "remote-bad"},
+		{[]string{"task", "list"}, 0, "remote-bad"},
+		{[]string{"run", "remote-ok"}, 0, "ok   arithmetic holds > 1."},
+		{[]string{"run", "list", "--task", "remote-ok"}, 0, "passed"},
+		{[]string{"report", "latest", "--format", "junit"}, 0, "<testsuite"},
+		{[]string{"run", "remote-bad"}, 1, "FAIL arithmetic is wrong > 1."},
+		{[]string{"run", "show", "latest"}, 0, "failed"},
+		{[]string{"run", "no-such-task"}, 1, "NOT_FOUND"},
+		{[]string{"run"}, 2, "usage:"},
+	}
+	for i, mode := range []struct {
+		name string
+		h    *duetHome
+		pre  []string
+	}{{"local", local, nil}, {"remote --server", remote, []string{"--server", url}}, {"remote DUET_SERVER_URL", remote, nil}} {
+		if i == 2 {
+			remote.env["DUET_SERVER_URL"] = url
+		}
+		for _, s := range script {
+			if i == 2 && s.args[0] == "apply" {
+				continue // applied already
+			}
+			args := append(append([]string{}, mode.pre...), s.args...)
+			code, stdout, stderr := mode.h.duet(t.Context(), args...)
+			if code != s.code || !strings.Contains(stdout+stderr, s.want) {
+				t.Errorf("%s: duet %s: exit %d, want %d with %q\nstdout:\n%s\nstderr:\n%s", mode.name, strings.Join(args, " "), code, s.code, s.want, stdout, stderr)
+			}
+		}
+	}
+	// The token's user is whom every command acts as there.
+	if code, _, errOut := remote.duet(t.Context(), "task", "list", "--as", "bob"); code != 2 || !strings.Contains(errOut, "acts as the user of its token, alice") {
+		t.Errorf("--as bob against the server: exit %d %s", code, errOut)
+	}
+	remote.env["DUET_TOKEN"] = "duet_pat_not-a-token"
+	if code, _, errOut := remote.duet(t.Context(), "task", "list"); code != 1 || !strings.Contains(errOut, "UNAUTHENTICATED") || !strings.Contains(errOut, "duet login "+url) {
+		t.Errorf("a bad DUET_TOKEN: exit %d %s", code, errOut)
+	}
+	if _, err := os.Stat(clientHome); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("remote mode touched its DUET_HOME %s (%v): it must open no store", clientHome, err)
+	}
+}
