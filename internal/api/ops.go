@@ -115,6 +115,9 @@ func (s *Service) ApprovePostRun(ctx context.Context, c duet.Caller, taskRef str
 		if err != nil {
 			return PostRun{}, err
 		}
+		if len(t.PostRun) == 0 {
+			return PostRun{}, duet.Errorf(duet.CodeInvalidArgument, "task %s has no post-run actions to approve", t.Name)
+		}
 		hash := duet.PostRunHash(t.PostRun)
 		if in.Hash != "" && in.Hash != hash {
 			return PostRun{}, duet.Errorf(duet.CodeConflict, "the post-run actions of task %s changed since you reviewed them: review them again", t.Name)
@@ -387,6 +390,10 @@ func opsRoutes() []*route {
 				}
 				return s.CaseSources(ctx, c, r.PathValue("taskId"), r.URL.Query().Get("cursor"), limit)
 			}, path("taskId", "the task's id or name"), query("cursor", "nextCursor of the previous page"), queryInt("limit", "page size (default 50, at most 200)")),
+		op("GET", Prefix+"/tasks/{taskId}/servers", "listTaskServers", "tasks", "The MCP servers a task calls, with their addresses and whether you registered each",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (TaskServers, error) {
+				return s.ListTaskServers(ctx, c, r.PathValue("taskId"))
+			}, path("taskId", "the task's id or name")),
 		op("GET", Prefix+"/tasks/{taskId}/post-run", "getPostRun", "tasks", "A task's post-run actions, and whether your runs may call each (your approval)",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (PostRun, error) {
 				return s.GetPostRun(ctx, c, r.PathValue("taskId"))
@@ -512,4 +519,88 @@ func (s *Service) GenerateCase(ctx context.Context, c duet.Caller, in GenerateIn
 		return len(b), nil
 	})
 	return out, err
+}
+
+// ---- the servers a task calls ----
+
+// TaskServer is an MCP server a task's cases or post-run actions call.
+type TaskServer struct {
+	ServerKey string `json:"serverKey"`
+	Name      string `json:"name" jsonschema:"the name its author gave it"`
+	URL       string `json:"url,omitempty" jsonschema:"its address, from its author's registration (absent when the author no longer has one)"`
+	Author    string `json:"author" jsonschema:"who wrote the calls"`
+	// RegisteredAs is the caller's own registration of the server; a run
+	// the caller starts calls it with those credentials.
+	RegisteredAs string `json:"registeredAs,omitempty" jsonschema:"the name of your registration of it; absent: you have not registered it, and the calls of your runs fail with MCP_SERVER_NOT_CONFIGURED"`
+}
+
+// TaskServers are the MCP servers a task calls.
+type TaskServers struct {
+	TaskID   string       `json:"taskId"`
+	TaskName string       `json:"taskName"`
+	Servers  []TaskServer `json:"servers"`
+}
+
+// ListTaskServers lists the MCP servers a task the caller can see calls
+// (its active and draft cases' mcpCall steps and its post-run actions),
+// each with its address as its author registered it — never a credential —
+// and whether the caller registered it too: what a sharee needs to
+// register them (`duet server add`). Returns NOT_FOUND.
+func (s *Service) ListTaskServers(ctx context.Context, c duet.Caller, taskRef string) (TaskServers, error) {
+	return govern(ctx, s, c, "listTaskServers", nil, func(ctx context.Context) (TaskServers, error) {
+		t, err := s.task(ctx, c, taskRef)
+		if err != nil {
+			return TaskServers{}, err
+		}
+		out := TaskServers{TaskID: t.ID, TaskName: t.Name, Servers: []TaskServer{}}
+		seen := map[string]bool{}
+		add := func(key, name, author string) {
+			if key == "" || seen[key] {
+				return
+			}
+			seen[key] = true
+			out.Servers = append(out.Servers, TaskServer{ServerKey: key, Name: name, Author: author})
+		}
+		for cursor := ""; ; {
+			cases, next, _, err := s.d.Store.FindCases(ctx, duet.CaseFilter{TaskID: t.ID, IncludeDrafts: true, Cursor: cursor, Limit: 200})
+			if err != nil {
+				return TaskServers{}, err
+			}
+			for _, cs := range cases {
+				for _, st := range cs.Steps {
+					if st.MCP != nil {
+						add(st.MCP.ServerKey, st.MCP.ServerName, cs.CreatedBy)
+					}
+				}
+			}
+			if next == "" {
+				break
+			}
+			cursor = next
+		}
+		for _, a := range t.PostRun {
+			add(a.ServerKey, a.ServerName, t.PostRunBy)
+		}
+		if s.d.MCP == nil {
+			return out, nil
+		}
+		mine, err := s.d.MCP.Servers(ctx, c.UserID)
+		if err != nil {
+			return TaskServers{}, err
+		}
+		for i := range out.Servers {
+			ts := &out.Servers[i]
+			if j := slices.IndexFunc(mine, func(m *duet.MCPServer) bool { return m.ServerKey == ts.ServerKey }); j >= 0 {
+				ts.RegisteredAs, ts.URL = mine[j].Name, mine[j].URL
+				continue
+			}
+			switch reg, _, err := s.d.MCP.Server(ctx, ts.Author, ts.ServerKey); {
+			case err == nil:
+				ts.URL = reg.URL
+			case duet.ErrorCode(err) != duet.CodeNotFound:
+				return TaskServers{}, err
+			}
+		}
+		return out, nil
+	})
 }

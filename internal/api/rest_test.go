@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"net/url"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -189,6 +190,29 @@ func testREST(t *testing.T, vars map[string]string) {
 	if toks := do("alice", "listTokens", nil, nil); strings.Contains(string(toks), tok.Secret) {
 		t.Fatalf("listTokens shows a token's value: %s", toks)
 	}
+
+	// The operations the command line needed beside the console's (a task
+	// by its name, too).
+	if src := decode[api.TaskCases](t, do("alice", "listCaseSources", p("taskId", "plain"), nil)); src.TaskID != taskID {
+		t.Fatalf("listCaseSources by name: %+v", src)
+	}
+	if ts := decode[api.TaskServers](t, do("alice", "listTaskServers", p("taskId", taskID), nil)); ts.TaskID != taskID {
+		t.Fatalf("listTaskServers: %+v", ts)
+	}
+	do("alice", "getPostRun", p("taskId", taskID), nil)
+	refused("alice", "approvePostRun", p("taskId", taskID), api.PostRunApprovalIn{}, duet.CodeInvalidArgument) // it has none
+	do("alice", "listApprovals", nil, nil)
+	refused("alice", "revokeCaseApproval", p("caseId", caseID), nil, duet.CodeNotFound) // she approved nothing
+	do("alice", "listStopRequests", nil, nil)
+	refused("alice", "decideStop", p("requestId", "stop_none"), api.StopDecisionIn{Approve: true}, duet.CodeNotFound)
+	refused("alice", "loginServer", p("server", "orders"), api.LoginIn{}, duet.CodeInvalidArgument) // static headers: nothing to log in to
+	if _, err := exec.LookPath("adb"); err == nil {
+		do("alice", "listDevices", nil, nil)
+	} else {
+		refused("alice", "listDevices", nil, nil, duet.CodeBrowserUnavailable)
+	}
+	refused("alice", "generateCase", nil, api.GenerateIn{TaskID: taskID}, duet.CodeLLMNotConfigured)
+	do("alice", "listGenerations", nil, nil)
 
 	// Bob owns nothing: every route that names alice's things answers
 	// NOT_FOUND, exactly as for a thing that does not exist, and his lists

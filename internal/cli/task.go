@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 
@@ -62,6 +63,11 @@ func taskCmd(env Env) *cobra.Command {
 				}
 				fmt.Fprintf(env.Stdout, "  %s  %s (key %s, v%d, %d steps, %s)\n", cs.ID, escape.Text(cs.Title), cs.Key, cs.Version, cs.StepCount, status)
 			}
+			servers, err := c.ListTaskServers(ctx, t.ID)
+			if err != nil {
+				return err
+			}
+			printTaskServers(env.Stdout, servers, asFlag(cmd))
 			pr, err := c.GetPostRun(ctx, t.ID)
 			if err != nil {
 				return err
@@ -91,6 +97,32 @@ func taskCmd(env Env) *cobra.Command {
 	}
 	cmd.AddCommand(list, show, share, unshare, taskTransferCmd(env), taskApprovePostRunCmd(env))
 	return cmd
+}
+
+// printTaskServers lists the MCP servers a task calls, and for each one the
+// user has not registered the command that does it (the address from its
+// author's registration): a run's calls go with the runner's credentials.
+func printTaskServers(w io.Writer, ts api.TaskServers, as string) {
+	if len(ts.Servers) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "MCP servers it calls (with the credentials of whoever runs it):")
+	for _, s := range ts.Servers {
+		addr := s.URL
+		if addr == "" {
+			addr = "(address unknown: " + escape.Text(s.Author) + " no longer has it registered)"
+		}
+		fmt.Fprintf(w, "  %s  %s  %s\n", escape.Text(s.Name), escape.Text(addr), s.ServerKey)
+		switch {
+		case s.RegisteredAs != "":
+			fmt.Fprintf(w, "      registered by you as %s\n", escape.Text(s.RegisteredAs))
+		case s.URL != "":
+			fmt.Fprintf(w, "      NOT registered by you: duet server add %s--name %s --url %s --bearer-token-env VAR   (or --auth oauth: duet server add --help)\n",
+				as, shellQuote(s.Name), shellQuote(s.URL))
+		default:
+			fmt.Fprintf(w, "      NOT registered by you; ask %s for its address\n", escape.Text(s.Author))
+		}
+	}
 }
 
 func orNone(s string) string {

@@ -46,7 +46,9 @@ func TestTeamsEndToEnd(t *testing.T) {
 		t.Fatalf("bob's tasks after joining: %s", out)
 	}
 	out := e.must(t, "team", "show", "qa", "--as", "bob")
-	if !strings.Contains(out, "members  alice (owner), bob (member)") || !strings.Contains(out, "orders  "+url) || !strings.Contains(out, "NOT registered by you") {
+	if !strings.Contains(out, "members  alice (owner), bob (member)") || !strings.Contains(out, "orders  "+url) || !strings.Contains(out, "NOT registered by you") ||
+		!strings.Contains(out, "duet team register qa orders --as bob --url "+url) { // a hint that acts as bob when pasted
+
 		t.Fatalf("team show for bob: %s", out)
 	}
 	// Without --url, register shows the address and stops; with it, the

@@ -39,6 +39,7 @@ type Client interface {
 	ShareTask(ctx context.Context, task string, in api.ShareIn) (api.Sharing, error)
 	UnshareTask(ctx context.Context, task, with string) (api.Sharing, error)
 	TransferTask(ctx context.Context, task string, in api.TransferIn) (*duet.TaskTransfer, error)
+	ListTaskServers(ctx context.Context, task string) (api.TaskServers, error)
 	GetPostRun(ctx context.Context, task string) (api.PostRun, error)
 	ApprovePostRun(ctx context.Context, task string, in api.PostRunApprovalIn) (api.PostRun, error)
 	GetCase(ctx context.Context, caseID string) (catalog.GetCaseOut, error)

@@ -104,6 +104,10 @@ func (l *Local) TransferTask(ctx context.Context, task string, in api.TransferIn
 	return l.svc.TransferTask(ctx, l.caller(), task, in)
 }
 
+func (l *Local) ListTaskServers(ctx context.Context, task string) (api.TaskServers, error) {
+	return l.svc.ListTaskServers(ctx, l.caller(), task)
+}
+
 func (l *Local) GetPostRun(ctx context.Context, task string) (api.PostRun, error) {
 	return l.svc.GetPostRun(ctx, l.caller(), task)
 }

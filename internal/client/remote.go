@@ -289,6 +289,11 @@ func (r *Remote) TransferTask(ctx context.Context, task string, in api.TransferI
 	return post[*duet.TaskTransfer](ctx, r, "/tasks/"+p(task)+"/transfer", in)
 }
 
+// ListTaskServers implements Client.
+func (r *Remote) ListTaskServers(ctx context.Context, task string) (api.TaskServers, error) {
+	return get[api.TaskServers](ctx, r, "/tasks/"+p(task)+"/servers", nil)
+}
+
 // GetPostRun implements Client.
 func (r *Remote) GetPostRun(ctx context.Context, task string) (api.PostRun, error) {
 	return get[api.PostRun](ctx, r, "/tasks/"+p(task)+"/post-run", nil)
