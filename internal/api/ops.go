@@ -234,7 +234,7 @@ func (s *Service) ListApprovals(ctx context.Context, c duet.Caller, in Approvals
 }
 
 // RevokeApproval withdraws the caller's approvals of every version of a
-// case. Returns NOT_FOUND when there was none.
+// case (withdrawing none is no error).
 func (s *Service) RevokeApproval(ctx context.Context, c duet.Caller, caseID string) (Empty, error) {
 	return govern(ctx, s, c, "revokeCaseApproval", nil, func(ctx context.Context) (Empty, error) {
 		return Empty{}, s.d.Store.RevokeCaseApproval(ctx, c.UserID, caseID)

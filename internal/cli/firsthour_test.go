@@ -48,7 +48,6 @@ func TestUsageErrorsExit2WithUsage(t *testing.T) {
 		{[]string{"vault", "bogus"}, []string{`unknown command "bogus" for "duet vault"`}},
 		{[]string{"bogus"}, []string{`unknown command "bogus" for "duet"`, "duet --help"}},
 		{[]string{"config", "--bogus"}, []string{"unknown flag: --bogus", "usage: duet config"}},
-		{[]string{"token", "create"}, []string{"duet token create needs --as USER", "usage: duet token create --as USER"}},
 	} {
 		code, out, errOut := h.duet(t.Context(), tt.args...)
 		if code != 2 {
