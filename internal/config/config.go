@@ -50,7 +50,8 @@ type Config struct {
 	MaxArgBytes    int
 	MaxResultBytes int
 	IdempotencyTTL time.Duration
-	MaxQueuedRuns  int // runs one user may have waiting in the queue
+	MaxQueuedRuns  int  // runs one user may have waiting in the queue
+	MCPFastPath    bool // DUET_MCP_FAST_PATH: the MCP server's fast paths answer plain tools/call requests
 
 	StopToolUsers   []string      // who may see and call stop_test_run: user ids, team:NAME, *
 	StopApprovalTTL time.Duration // how long a stop request waits for the run owner's approval
@@ -211,6 +212,18 @@ var options = []Option{
 	}},
 	{Env: "DUET_MAX_ARG_BYTES", Default: "262144", Doc: "Largest tool-call arguments (TOO_LARGE beyond).", set: intSet(func(c *Config) *int { return &c.MaxArgBytes }, 256, 1<<30)},
 	{Env: "DUET_MAX_RESULT_BYTES", Default: "4194304", Doc: "Largest tool result (TOO_LARGE beyond).", set: intSet(func(c *Config) *int { return &c.MaxResultBytes }, 1024, 1<<30)},
+	{Env: "DUET_MCP_FAST_PATH", Default: "on", Doc: "on or off. On, the MCP server answers plain tools/call requests (stdio and /mcp/http, no progress token, a tool that does not stream) itself, byte for byte as the go-sdk would, without the SDK's per-request machinery (docs/architecture.md). Off sends every MCP request through the go-sdk alone — to rule the fast paths out when diagnosing, or while an SDK upgrade is checked: the replies are the same, each call costs more CPU (docs/performance.md).",
+		set: func(c *Config, v string) error {
+			switch v {
+			case "on":
+				c.MCPFastPath = true
+			case "off":
+				c.MCPFastPath = false
+			default:
+				return fmt.Errorf("want on or off, got %q", v)
+			}
+			return nil
+		}},
 	{Env: "DUET_MAX_QUEUED_RUNS", Default: "20", Doc: "Runs one user may have queued (waiting for a worker) at once; starting another is RATE_LIMITED until some have started. Workers take runs fairly across users: the user with the fewest runs running first, then the one served least recently.", set: intSet(func(c *Config) *int { return &c.MaxQueuedRuns }, 1, 1000000)},
 	{Env: "DUET_STOP_TOOL_USERS", Doc: "Who may see and call the stop_test_run MCP tool (stop a run; released gradually): comma-separated user ids, team:NAME for the members of a team, or * for everyone. A team is bound when Duet starts to the team of that name that exists then: one that does not exist grants nothing (a warning at start-up), nor does one created, or deleted and re-created, later, until a restart. Others do not see it in tools/list, and a call of it is PERMISSION_DENIED. Default: nobody. See docs/governance.md.",
 		set: func(c *Config, v string) error {
