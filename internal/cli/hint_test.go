@@ -52,3 +52,27 @@ func TestNotRegisteredHintPastes(t *testing.T) {
 		t.Fatalf("task show for alice: %s", shown)
 	}
 }
+
+// TestReportLatestWithNoRunsSaysWhatToRun (issue 31 point 17): `duet
+// report latest` for a user with no run names a command that works when
+// pasted — the apply of a suite while the user has no task, then the run
+// of one of their tasks, with the --as it needs — instead of "duet run
+// TASK".
+func TestReportLatestWithNoRunsSaysWhatToRun(t *testing.T) {
+	t.Parallel()
+	h := osUserHome(t) // carol by default
+	code, _, errOut := h.duet(t.Context(), "report", "latest", "--as", "alice")
+	if code != 1 || !strings.Contains(errOut, "NOT_FOUND") || !strings.Contains(errOut, "duet apply -f FILE --as alice") {
+		t.Fatalf("report latest with no task: exit %d %s", code, errOut)
+	}
+	file := filepath.Join(t.TempDir(), "s.yaml")
+	os.WriteFile(file, []byte("task: {name: sums}\ncases:\n  - {key: a, title: adds, steps: [{assert: \"1 + 1 == 2\"}]}\n"), 0o600)
+	h.must(0, "apply", "-f", file, "--as", "alice")
+	code, _, errOut = h.duet(t.Context(), "report", "latest", "--as", "alice")
+	m := regexp.MustCompile(`start one: (duet run [^(]+) \(`).FindStringSubmatch(errOut)
+	if code != 1 || m == nil || m[1] != "duet run sums --as alice" {
+		t.Fatalf("report latest with a task and no run: exit %d %s", code, errOut)
+	}
+	h.must(0, strings.Fields(m[1])[1:]...)
+	h.must(0, "report", "latest", "--as", "alice", "--format", "json")
+}
