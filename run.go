@@ -166,6 +166,10 @@ type RunStore interface {
 	// FindRuns returns a page of runs, newest first.
 	FindRuns(ctx context.Context, filter RunFilter) (runs []*Run, next string, err error)
 
+	// CountRuns returns how many runs filter selects, on every page (its
+	// Cursor and Limit are ignored): the total of a listing.
+	CountRuns(ctx context.Context, filter RunFilter) (int, error)
+
 	// FindExecutions returns the executions of a run in order, with results.
 	FindExecutions(ctx context.Context, runID string) ([]*Execution, error)
 
