@@ -122,7 +122,7 @@ func testREST(t *testing.T, vars map[string]string) {
 		t.Fatalf("getRun: %+v", run)
 	}
 	list := decode[api.RunList](t, do("alice", "listRuns", p("?", "taskId="+taskID), nil))
-	if len(list.Runs) != 1 || list.Runs[0].TaskName != "plain" {
+	if len(list.Runs) != 1 || list.Total != 1 || list.Runs[0].TaskName != "plain" {
 		t.Fatalf("listRuns: %+v", list)
 	}
 	events, data := sse(do("alice", "followRun", p("runId", start.RunID), nil))

@@ -10,6 +10,14 @@ import (
 	"github.com/duet-test/duet/internal/report"
 )
 
+// The most a page or window holds: the REST API refuses more (its
+// documented maximum), the Service clamps to it.
+const (
+	maxRunsPage    = 100  // listRuns
+	maxTrendRuns   = 100  // getTrends
+	maxRecordsPage = 1000 // listAudit, listInvocations
+)
+
 // RunListIn selects runs.
 type RunListIn struct {
 	TaskID string         `json:"taskId,omitempty" jsonschema:"only runs of this task"`
@@ -37,6 +45,7 @@ type RunSummary struct {
 // RunList is a page of runs, newest first.
 type RunList struct {
 	Runs       []RunSummary `json:"runs"`
+	Total      int          `json:"total" jsonschema:"how many runs the filter selects, on every page"`
 	NextCursor string       `json:"nextCursor,omitempty"`
 }
 
@@ -48,12 +57,17 @@ func (s *Service) ListRuns(ctx context.Context, c duet.Caller, in RunListIn) (Ru
 		if in.Status != "" && !validStatus(in.Status) {
 			return RunList{}, duet.Errorf(duet.CodeInvalidArgument, "unknown run status %q", in.Status)
 		}
-		runs, next, err := s.d.Store.FindRuns(ctx, duet.RunFilter{Viewer: c.UserID, TaskID: in.TaskID, Status: in.Status, Cursor: in.Cursor, Limit: in.Limit})
+		f := duet.RunFilter{Viewer: c.UserID, TaskID: in.TaskID, Status: in.Status, Cursor: in.Cursor, Limit: in.Limit}
+		runs, next, err := s.d.Store.FindRuns(ctx, f)
+		if err != nil {
+			return RunList{}, err
+		}
+		total, err := s.d.Store.CountRuns(ctx, f)
 		if err != nil {
 			return RunList{}, err
 		}
 		names := map[string]string{}
-		out := RunList{Runs: make([]RunSummary, 0, len(runs)), NextCursor: next}
+		out := RunList{Runs: make([]RunSummary, 0, len(runs)), Total: total, NextCursor: next}
 		for _, r := range runs {
 			duet.DiscloseRun(c.UserID, r)
 			name, ok := names[r.TaskID]
