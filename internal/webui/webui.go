@@ -94,6 +94,15 @@ func (c *Console) Register(mux *http.ServeMux) {
 		w.Header().Set("Cache-Control", "public, max-age=3600")
 		fileServer.ServeHTTP(w, r)
 	})))
+	favicon, err := fs.ReadFile(static, "favicon.ico")
+	if err != nil {
+		panic("webui: " + err.Error())
+	}
+	mux.Handle("GET /favicon.ico", secured(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/x-icon")
+		w.Header().Set("Cache-Control", "public, max-age=86400")
+		w.Write(favicon)
+	})))
 	mux.Handle("GET /signin", secured(http.HandlerFunc(c.signinForm)))
 	mux.Handle("POST /signin", secured(http.HandlerFunc(c.signin)))
 	mux.Handle("POST /signout", c.page(c.signout))
@@ -101,7 +110,14 @@ func (c *Console) Register(mux *http.ServeMux) {
 		http.Redirect(w, r, "/tasks", http.StatusSeeOther)
 		return nil
 	}))
-	for pattern, rt := range map[string]route{
+	for pattern, rt := range c.routes() {
+		mux.Handle(pattern, c.page(c.checkQuery(rt)))
+	}
+}
+
+// routes are the console's pages and forms by pattern.
+func (c *Console) routes() map[string]route {
+	return map[string]route{
 		"GET /tasks":                                 {c.tasks, qs("q", "cursor")},
 		"GET /tasks/apply":                           {fn: c.applyForm},
 		"POST /tasks/apply":                          {fn: c.apply},
@@ -144,8 +160,6 @@ func (c *Console) Register(mux *http.ServeMux) {
 		"GET /tokens":                                {fn: c.tokens},
 		"POST /tokens":                               {fn: c.createToken},
 		"POST /tokens/{id}/revoke":                   {fn: c.revokeToken},
-	} {
-		mux.Handle(pattern, c.page(c.checkQuery(rt)))
 	}
 }
 
