@@ -306,4 +306,3 @@ func sse(b []byte) (events []string, data []string) {
 	}
 	return events, data
 }
-
