@@ -144,6 +144,8 @@ func TestEveryPageInChromium(t *testing.T) {
 	shots := os.Getenv("DUET_CONSOLE_SCREENSHOTS")
 	if shots == "" {
 		shots = t.TempDir()
+	} else if err := os.MkdirAll(shots, 0o755); err != nil {
+		t.Fatal(err)
 	}
 	browser := startChromium(t)
 	alice := tab(t, browser, e.URL, shots, "alice")
