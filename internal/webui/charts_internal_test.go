@@ -215,4 +215,3 @@ func TestChartsRead(t *testing.T) {
 		})
 	}
 }
-
