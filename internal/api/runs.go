@@ -133,8 +133,17 @@ func (s *Service) CancelRun(ctx context.Context, c duet.Caller, runID string) (R
 			return RunSummary{}, err
 		}
 		duet.DiscloseRun(c.UserID, r)
-		return runSummary(r, ""), nil
+		return runSummary(r, s.taskName(ctx, c, r.TaskID)), nil
 	})
+}
+
+// taskName returns the name of a task the caller may see ("" when it is
+// gone).
+func (s *Service) taskName(ctx context.Context, c duet.Caller, taskID string) string {
+	if t, err := s.d.Store.FindTaskByID(ctx, c.UserID, taskID); err == nil {
+		return t.Name
+	}
+	return ""
 }
 
 // Report is a rendered run report.
@@ -203,9 +212,9 @@ func (s *Service) FollowRun(ctx context.Context, c duet.Caller, runID string, se
 		t := time.NewTicker(progressPoll)
 		defer t.Stop()
 		var last []byte
-		sent := 0
+		sent, name := 0, ""
 		for {
-			p, err := s.progress(ctx, c, runID)
+			p, err := s.progress(ctx, c, runID, &name)
 			if err != nil {
 				if ctx.Err() != nil {
 					return sent, nil
@@ -235,17 +244,22 @@ func (s *Service) FollowRun(ctx context.Context, c duet.Caller, runID string, se
 // ones, in order): a run's page shows as many; get_test_run pages the rest.
 const progressExecutions = 200
 
-func (s *Service) progress(ctx context.Context, c duet.Caller, runID string) (Progress, error) {
+// progress reads the state of a run; *taskName is its task's name, read
+// at the first call.
+func (s *Service) progress(ctx context.Context, c duet.Caller, runID string, taskName *string) (Progress, error) {
 	r, err := s.d.Store.FindRunByID(ctx, c.UserID, runID)
 	if err != nil {
 		return Progress{}, err
+	}
+	if *taskName == "" {
+		*taskName = s.taskName(ctx, c, r.TaskID)
 	}
 	execs, _, err := s.d.Store.FindExecutionPage(ctx, duet.ExecutionFilter{RunID: r.ID, Limit: progressExecutions})
 	if err != nil {
 		return Progress{}, err
 	}
 	duet.DiscloseRun(c.UserID, r, execs...)
-	p := Progress{Run: runSummary(r, ""), Executions: make([]catalog.ExecutionSummary, 0, len(execs))}
+	p := Progress{Run: runSummary(r, *taskName), Executions: make([]catalog.ExecutionSummary, 0, len(execs))}
 	running := ""
 	for _, x := range execs {
 		es := catalog.ExecutionSummary{ID: x.ID, CaseID: x.CaseID, CaseKey: x.CaseKey, CaseTitle: x.CaseTitle, Status: x.Status,

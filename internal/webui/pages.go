@@ -1,6 +1,10 @@
 package webui
 
 import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -9,6 +13,7 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/api"
+	"github.com/duet-test/duet/internal/auth"
 	"github.com/duet-test/duet/internal/catalog"
 	"github.com/duet-test/duet/internal/report"
 )
@@ -137,6 +142,7 @@ func (c *Console) trends(w http.ResponseWriter, r *http.Request, v *view) error 
 
 type caseData struct {
 	Case     catalog.CaseView
+	TaskName string
 	Approval api.Approval
 }
 
@@ -149,7 +155,11 @@ func (c *Console) caseDetail(w http.ResponseWriter, r *http.Request, v *view) er
 	if err != nil {
 		return err
 	}
-	v.Title, v.Nav, v.Data = cs.Case.Title, "tasks", caseData{Case: cs.Case, Approval: ap}
+	t, err := c.svc.GetTask(r.Context(), v.caller, cs.Case.TaskID)
+	if err != nil {
+		return err
+	}
+	v.Title, v.Nav, v.Data = cs.Case.Title, "tasks", caseData{Case: cs.Case, TaskName: t.Task.Name, Approval: ap}
 	return c.render(w, http.StatusOK, "case", v)
 }
 
@@ -204,19 +214,43 @@ func (c *Console) run(w http.ResponseWriter, r *http.Request, v *view) error {
 	if err != nil {
 		return err
 	}
-	d := runData{Run: run, TaskName: run.Run.TaskID}
-	if t, err := c.svc.GetTask(r.Context(), v.caller, run.Run.TaskID); err == nil {
-		d.TaskName = t.Task.Name
+	t, err := c.svc.GetTask(r.Context(), v.caller, run.Run.TaskID)
+	if err != nil {
+		return err
 	}
-	v.Title, v.Nav, v.Data = "Run "+run.Run.ID, "runs", d
+	d := runData{Run: run, TaskName: t.Task.Name}
+	v.Title, v.Nav, v.Data = runTitle(t.Task.Name, run.Run), "runs", d
 	return c.render(w, http.StatusOK, "run", v)
 }
 
+// runTitle names a run as a person does: its task and when it started
+// (runs have no number of their own; their id is on the page).
+func runTitle(task string, r catalog.RunView) string {
+	at, what := r.CreatedAt, "queued"
+	if r.StartedAt != "" {
+		at, what = r.StartedAt, "started"
+	}
+	if t, err := time.Parse(time.RFC3339Nano, at); err == nil {
+		at = t.UTC().Format("Jan 2, 15:04:05 UTC")
+	}
+	return task + " — run " + what + " " + at
+}
+
+// cancel asks a run to stop, and says what came of it: a run that had
+// already ended had nothing to cancel.
 func (c *Console) cancel(w http.ResponseWriter, r *http.Request, v *view) error {
-	if _, err := c.svc.CancelRun(r.Context(), v.caller, r.PathValue("id")); err != nil {
+	run, err := c.svc.CancelRun(r.Context(), v.caller, r.PathValue("id"))
+	if err != nil {
 		return err
 	}
-	return redirect(w, r, "/runs/"+r.PathValue("id"), "cancelled")
+	done := "cancelled"
+	switch {
+	case run.Done && run.Status != duet.StatusCancelled:
+		done = "ended"
+	case run.Done:
+		done = "cancelled-now"
+	}
+	return redirect(w, r, "/runs/"+r.PathValue("id"), done)
 }
 
 func (c *Console) events(w http.ResponseWriter, r *http.Request, v *view) error {
@@ -654,12 +688,40 @@ type tokensData struct {
 	Created *api.TokenCreated
 }
 
+// newTokenCookie carries a new token's value from the POST that created
+// it to the page that shows it, once (redirect after POST: a reload posts
+// nothing and shows nothing). It is sealed (newTokenKey) and lives a
+// minute, on /tokens only.
+const newTokenCookie = "duet_new_token"
+
+// newTokenKey is the key that seals a new token's value for its trip in
+// newTokenCookie: derived from the session's CSRF secret, so that the
+// cookie alone — in a browser's cookie store, say — opens nothing, and
+// only the session that created the token reads it.
+func newTokenKey(csrf string) cipher.AEAD {
+	k := sha256.Sum256([]byte("duet new-token cookie\x00" + csrf))
+	block, _ := aes.NewCipher(k[:])
+	aead, _ := cipher.NewGCMWithRandomNonce(block)
+	return aead
+}
+
 func (c *Console) tokens(w http.ResponseWriter, r *http.Request, v *view) error {
 	list, err := c.svc.ListTokens(r.Context(), v.caller)
 	if err != nil {
 		return err
 	}
-	v.Title, v.Nav, v.Data = "Tokens", "tokens", tokensData{List: list}
+	d := tokensData{List: list}
+	if ck, err := r.Cookie(newTokenCookie); err == nil {
+		// Shown once: the cookie goes with this answer.
+		http.SetCookie(w, &http.Cookie{Name: newTokenCookie, Path: "/tokens", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: auth.OverTLS(r)})
+		var created api.TokenCreated
+		if sealed, err := base64.RawURLEncoding.DecodeString(ck.Value); err == nil {
+			if plain, err := newTokenKey(v.CSRF).Open(nil, nil, sealed, []byte(v.User)); err == nil && json.Unmarshal(plain, &created) == nil {
+				d.Created = &created
+			}
+		}
+	}
+	v.Title, v.Nav, v.Data = "Tokens", "tokens", d
 	return c.render(w, http.StatusOK, "tokens", v)
 }
 
@@ -669,13 +731,14 @@ func (c *Console) createToken(w http.ResponseWriter, r *http.Request, v *view) e
 	if err != nil {
 		return err
 	}
-	list, err := c.svc.ListTokens(r.Context(), v.caller)
+	plain, err := json.Marshal(created)
 	if err != nil {
 		return err
 	}
-	// Shown once: this response is the only place the value appears.
-	v.Title, v.Nav, v.Data = "Tokens", "tokens", tokensData{List: list, Created: &created}
-	return c.render(w, http.StatusCreated, "tokens", v)
+	sealed := newTokenKey(v.CSRF).Seal(nil, nil, plain, []byte(v.User))
+	http.SetCookie(w, &http.Cookie{Name: newTokenCookie, Value: base64.RawURLEncoding.EncodeToString(sealed), Path: "/tokens", MaxAge: 60,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: auth.OverTLS(r)})
+	return redirect(w, r, "/tokens", "")
 }
 
 func (c *Console) revokeToken(w http.ResponseWriter, r *http.Request, v *view) error {

@@ -243,7 +243,9 @@ func (c *Console) page(fn handler) http.Handler {
 // notices are the messages a redirect after a change shows (?done=...):
 // fixed texts, so a link cannot make the console say anything else.
 var notices = map[string]string{
-	"shared": "Shared.", "unshared": "No longer shared.", "transferred": "Task handed over.", "cancelled": "Cancellation requested.",
+	"shared": "Shared.", "unshared": "No longer shared.", "transferred": "Task handed over.",
+	"cancelled": "Cancellation requested: the run stops within a second or two.", "cancelled-now": "Cancelled.",
+	"ended": "The run had already ended: there was nothing to cancel.",
 	"saved": "Saved.", "deleted": "Deleted.", "synced": "Catalog synced.", "removed": "Removed.", "registered": "Registered and synced.",
 	"created": "Created.", "approved": "Approved.", "added": "Added.", "revoked": "Token revoked.", "applied": "Suite applied.", "role": "Role changed.",
 }
