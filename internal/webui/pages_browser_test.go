@@ -117,8 +117,9 @@ func (p *page) axe(src string) []axeViolation {
 // requires of each: no error or warning in the browser's console (a
 // pattern attribute the browser cannot compile under the v flag is one),
 // and no serious or critical violation that axe-core (pinned in test/node)
-// finds. It also checks that the browser's own check of asset and team
-// names is on: a name the server refuses is refused before it is sent.
+// finds; and in a form that is not a row, each label above its field. It
+// also checks that the browser's own check of asset and team names is on:
+// a name the server refuses is refused before it is sent.
 func TestEveryPageInChromium(t *testing.T) {
 	chromiumtest.Require(t)
 	axeSrc, err := os.ReadFile(filepath.Join(mcptest.NodeDir(t), "node_modules", "axe-core", "axe.min.js"))
@@ -162,6 +163,14 @@ func TestEveryPageInChromium(t *testing.T) {
 			// Every pattern is compiled: the browser compiles one when it
 			// first checks a value against it.
 			alice.eval(`[...document.querySelectorAll("input[pattern]")].every(e => { const v = e.value; e.value = "x"; e.checkValidity(); e.value = v; return true; })`)
+			// A stacked form (not a row) puts each label above its field.
+			for _, id := range run(alice, "labels", chromedp.Evaluate[[]string](`[...document.querySelectorAll("form label[for]")]
+				.filter(l => l.offsetParent && !l.closest(".row, form.inline, label.check, .sr") && !l.classList.contains("sr"))
+				.filter(l => { const c = document.getElementById(l.htmlFor); if (!c || !c.offsetParent) return false;
+					return l.getBoundingClientRect().bottom > c.getBoundingClientRect().top + 1; })
+				.map(l => l.htmlFor)`)) {
+				t.Errorf("%s at %s width: the label of #%s is beside its field, not above it", name, width.name, id)
+			}
 			for _, v := range alice.axe(string(axeSrc)) {
 				t.Errorf("%s at %s width: axe-core %s (%s): %s: %s", name, width.name, v.ID, v.Impact, v.Help, strings.Join(v.Nodes, "; "))
 			}
