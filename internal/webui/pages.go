@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/duet-test/duet/internal/auth"
 	"github.com/duet-test/duet/internal/catalog"
 	"github.com/duet-test/duet/internal/report"
+	"github.com/duet-test/duet/internal/serverkey"
 )
 
 // ---- tasks ----
@@ -363,9 +365,11 @@ func (c *Console) deleteAsset(w http.ResponseWriter, r *http.Request, v *view) e
 // ---- MCP servers ----
 
 type serversData struct {
-	List api.ServerList
-	Name string
-	URL  string
+	List    api.ServerList
+	Name    string
+	URL     string
+	Replace bool
+	Problem *mcpProblem
 }
 
 func (c *Console) servers(w http.ResponseWriter, r *http.Request, v *view) error {
@@ -409,29 +413,88 @@ func credentials(f map[string][]string) (api.Credentials, error) {
 	return api.Credentials{BearerToken: strings.TrimSpace(get("bearerToken")), Headers: h}, nil
 }
 
+// register registers a server (or replaces the caller's registration of
+// that name) and syncs it. When the registration was made but its sync
+// failed — a wrong token, a server down — the answer is the new
+// registration's page with what went wrong and the form to fix it; when
+// nothing was registered, the MCP page with its form filled as the advice
+// says. The credentials are never rendered back.
 func (c *Console) register(w http.ResponseWriter, r *http.Request, v *view) error {
 	creds, err := credentials(r.PostForm)
 	name, u := strings.TrimSpace(r.PostForm.Get("name")), strings.TrimSpace(r.PostForm.Get("url"))
+	replace := r.PostForm.Get("replace") != ""
 	var reg api.ServerDetail
 	if err == nil {
-		reg, err = c.svc.RegisterServer(r.Context(), v.caller, api.RegisterIn{Name: name, URL: u, Credentials: creds})
+		reg, err = c.svc.RegisterServer(r.Context(), v.caller, api.RegisterIn{Name: name, URL: u, Credentials: creds, Replace: replace})
 		clear(creds.Headers)
 	}
-	if err != nil {
-		// The form comes back without the credentials: they are never
-		// rendered.
-		list, lerr := c.svc.ListServers(r.Context(), v.caller)
-		if lerr != nil {
-			return err
-		}
-		v.Title, v.Nav, v.Error, v.Data = "MCP servers", "servers", duet.ErrorMessage(err), serversData{List: list, Name: name, URL: u}
-		return c.render(w, StatusOf(c.o.Codes, err), "servers", v)
+	if err == nil {
+		return redirect(w, r, "/servers/"+escapePath(reg.Server.Name), "registered")
 	}
-	return redirect(w, r, "/servers/"+escapePath(reg.Server.Name), "registered")
+	list, lerr := c.svc.ListServers(r.Context(), v.caller)
+	if lerr != nil {
+		return err
+	}
+	key, _ := serverkey.Key(u)
+	if kept := c.keptRegistration(r, v, err, name, key, list); kept != nil {
+		return c.renderServer(w, v, *kept, err)
+	}
+	p, form := registerProblem(err, name, key, list.Servers)
+	form.List, form.URL, form.Problem = list, u, &p
+	form.Replace = form.Replace || replace
+	v.Title, v.Nav, v.Data = "MCP servers", "servers", form
+	return c.render(w, StatusOf(c.o.Codes, err), "servers", v)
+}
+
+// keptRegistration returns the registration named name with serverKey
+// key when registering it failed after it was stored — its sync failed —
+// and nil when nothing was registered (a refusal of the registration
+// itself: a conflict, a bad name, address or header).
+func (c *Console) keptRegistration(r *http.Request, v *view, err error, name, key string, list api.ServerList) *api.ServerDetail {
+	switch duet.ErrorCode(err) {
+	case duet.CodeConflict, duet.CodeInvalidArgument, duet.CodeUnavailable, duet.CodePermissionDenied, duet.CodeNotFound:
+		return nil
+	}
+	for _, s := range list.Servers {
+		if s.Name == name && s.ServerKey == key {
+			d, gerr := c.svc.GetServer(r.Context(), v.caller, name)
+			if gerr != nil {
+				return nil
+			}
+			return &d
+		}
+	}
+	return nil
 }
 
 type serverData struct {
-	Detail api.ServerDetail
+	Detail  api.ServerDetail
+	Problem *mcpProblem
+}
+
+// renderServer answers with a registration's page, showing err (nil for
+// none) in the console's words with the form that fixes it.
+func (c *Console) renderServer(w http.ResponseWriter, v *view, d api.ServerDetail, err error) error {
+	status, data := http.StatusOK, serverData{Detail: d}
+	if err != nil {
+		p := serverProblem(err, d.Server)
+		status, data.Problem = StatusOf(c.o.Codes, err), &p
+	}
+	v.Title, v.Nav, v.Data = "MCP server "+d.Server.Name, "servers", data
+	return c.render(w, status, "server", v)
+}
+
+// serversProblem answers with the MCP page and err on it (a registration
+// that is gone, say).
+func (c *Console) serversProblem(w http.ResponseWriter, r *http.Request, v *view, err error) error {
+	list, lerr := c.svc.ListServers(r.Context(), v.caller)
+	if lerr != nil {
+		return err
+	}
+	p := serverProblem(err, api.ServerView{Name: r.PathValue("name")})
+	p.Replace = false
+	v.Title, v.Nav, v.Data = "MCP servers", "servers", serversData{List: list, Problem: &p}
+	return c.render(w, StatusOf(c.o.Codes, err), "servers", v)
 }
 
 func (c *Console) server(w http.ResponseWriter, r *http.Request, v *view) error {
@@ -439,31 +502,47 @@ func (c *Console) server(w http.ResponseWriter, r *http.Request, v *view) error 
 	if err != nil {
 		return err
 	}
-	v.Title, v.Nav, v.Data = "MCP server "+d.Server.Name, "servers", serverData{Detail: d}
-	return c.render(w, http.StatusOK, "server", v)
+	return c.renderServer(w, v, d, nil)
 }
 
+// syncServer archives a server's catalog again; a failure is shown on
+// the server's page with what to do (not the bare error page).
 func (c *Console) syncServer(w http.ResponseWriter, r *http.Request, v *view) error {
 	if _, err := c.svc.SyncServer(r.Context(), v.caller, r.PathValue("name")); err != nil {
-		return err
+		d, gerr := c.svc.GetServer(r.Context(), v.caller, r.PathValue("name"))
+		if gerr != nil {
+			return c.serversProblem(w, r, v, gerr)
+		}
+		return c.renderServer(w, v, d, err)
 	}
 	return redirect(w, r, "/servers/"+escapePath(r.PathValue("name")), "synced")
 }
 
 func (c *Console) removeServer(w http.ResponseWriter, r *http.Request, v *view) error {
 	if _, err := c.svc.RemoveServer(r.Context(), v.caller, r.PathValue("name")); err != nil {
-		return err
+		return c.serversProblem(w, r, v, err)
 	}
 	return redirect(w, r, "/servers", "removed")
 }
 
 type toolData struct {
-	Server api.ServerView
-	Tool   *duet.MCPTool
-	Form   form
-	Call   *api.CallOut
-	Pretty string
-	Text   string
+	Server  api.ServerView
+	Tool    *duet.MCPTool
+	Form    form
+	Call    *api.CallOut
+	Problem *mcpProblem // what to do about the call's error
+	Pretty  string
+	Text    string
+}
+
+// toolProblem answers a tool page that cannot be shown — its
+// registration or its tool is gone — with the page that can: the
+// server's, or the MCP page.
+func (c *Console) toolProblem(w http.ResponseWriter, r *http.Request, v *view, d api.ServerDetail, err error) error {
+	if duet.ErrorCode(err) == duet.CodeMCPToolNotFound {
+		return c.renderServer(w, v, d, err)
+	}
+	return c.serversProblem(w, r, v, err)
 }
 
 func (c *Console) findTool(r *http.Request, v *view) (api.ServerDetail, *duet.MCPTool, error) {
@@ -482,7 +561,7 @@ func (c *Console) findTool(r *http.Request, v *view) (api.ServerDetail, *duet.MC
 func (c *Console) toolForm(w http.ResponseWriter, r *http.Request, v *view) error {
 	d, t, err := c.findTool(r, v)
 	if err != nil {
-		return err
+		return c.toolProblem(w, r, v, d, err)
 	}
 	v.Title, v.Nav, v.Data = t.Name+" — "+d.Server.Name, "servers", toolData{Server: d.Server, Tool: t, Form: buildForm(t.InputSchema, nil)}
 	return c.render(w, http.StatusOK, "tool", v)
@@ -491,7 +570,7 @@ func (c *Console) toolForm(w http.ResponseWriter, r *http.Request, v *view) erro
 func (c *Console) callTool(w http.ResponseWriter, r *http.Request, v *view) error {
 	d, t, err := c.findTool(r, v)
 	if err != nil {
-		return err
+		return c.toolProblem(w, r, v, d, err)
 	}
 	f := buildForm(t.InputSchema, r.PostForm)
 	args, err := f.arguments(r.PostForm)
@@ -506,9 +585,16 @@ func (c *Console) callTool(w http.ResponseWriter, r *http.Request, v *view) erro
 	} else {
 		out, err := c.svc.CallTool(r.Context(), v.caller, d.Server.Name, t.Name, api.CallIn{Arguments: args})
 		if err != nil {
-			return err
+			return c.toolProblem(w, r, v, d, err)
 		}
 		data.Call = &out
+		if out.Error != nil {
+			p := serverProblem(&duet.Error{Code: out.Error.Code, Message: out.Error.Message}, d.Server)
+			if p.Replace {
+				p.Link = "/servers/" + escapePath(d.Server.Name) + "#replace"
+			}
+			data.Problem = &p
+		}
 		if out.Result != nil {
 			data.Text = out.Result.Text()
 			if len(out.Result.StructuredContent) > 0 {
@@ -552,8 +638,9 @@ func (c *Console) createTeam(w http.ResponseWriter, r *http.Request, v *view) er
 }
 
 type teamData struct {
-	Detail api.TeamDetail
-	Mine   api.ServerList
+	Detail  api.TeamDetail
+	Mine    api.ServerList
+	Problem *mcpProblem // of registering a listed server
 }
 
 func (c *Console) team(w http.ResponseWriter, r *http.Request, v *view) error {
@@ -622,10 +709,33 @@ func (c *Console) registerTeamServer(w http.ResponseWriter, r *http.Request, v *
 	in := api.TeamRegisterIn{URL: r.PostForm.Get("url"), Credentials: creds}
 	d, err := c.svc.RegisterTeamServer(r.Context(), v.caller, r.PathValue("team"), r.PathValue("name"), in)
 	clear(creds.Headers)
-	if err != nil {
+	if err == nil {
+		return redirect(w, r, "/servers/"+escapePath(d.Server.Name), "registered")
+	}
+	// Registered, but its sync failed: the registration's page says what
+	// to do. Else the team page does.
+	list, lerr := c.svc.ListServers(r.Context(), v.caller)
+	if lerr != nil {
 		return err
 	}
-	return redirect(w, r, "/servers/"+escapePath(d.Server.Name), "registered")
+	key, _ := serverkey.Key(strings.TrimSpace(in.URL))
+	if kept := c.keptRegistration(r, v, err, r.PathValue("name"), key, list); kept != nil {
+		return c.renderServer(w, v, *kept, err)
+	}
+	team, terr := c.svc.GetTeam(r.Context(), v.caller, r.PathValue("team"))
+	if terr != nil {
+		return err
+	}
+	p, _ := registerProblem(err, r.PathValue("name"), key, list.Servers)
+	for _, s := range list.Servers {
+		if s.ServerKey == key {
+			p.What = fmt.Sprintf("You registered this address already, as %q: your cases and calls reach it by that name.", s.Name)
+			p.Advice = fmt.Sprintf("Use %q as it is, or give it new credentials on its page (Replace the registration).", s.Name)
+			p.Link = "/servers/" + escapePath(s.Name) + "#replace"
+		}
+	}
+	v.Title, v.Nav, v.Data = "Team "+team.Team.Name, "teams", teamData{Detail: team, Mine: list, Problem: &p}
+	return c.render(w, StatusOf(c.o.Codes, err), "team", v)
 }
 
 // ---- audit ----
