@@ -130,4 +130,3 @@ func TestMCPPagesSayWhatToDo(t *testing.T) {
 	status, body, _ = alice.post("/servers/nothing/sync", nil)
 	consoleAnswer(t, "syncing a registration that is gone", status, body, http.StatusNotFound, "MCP servers", "register the server again")
 }
-
