@@ -148,6 +148,10 @@ type RunFilter struct {
 	Viewer string // required: runs of tasks the viewer may see
 	TaskID string
 	Status RunStatus
+	// UpTo, when set, keeps the runs whose id sorts at or before it (ids
+	// sort by creation): with TaskID, how many there are is the run's
+	// number in its task.
+	UpTo   string
 	Cursor string
 	Limit  int // 0 means 20; at most 100
 }

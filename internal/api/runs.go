@@ -116,6 +116,19 @@ func (s *Service) GetRun(ctx context.Context, c duet.Caller, in catalog.GetRunIn
 	return tool[catalog.GetRunOut](ctx, s, c, catalog.ToolGetRun, in)
 }
 
+// RunNumber returns a run's number in its task: 1 for the task's first
+// run, counted over the runs of the task c may see (every run of a task
+// visible to c). A run c cannot see is NOT_FOUND, as for GetRun.
+func (s *Service) RunNumber(ctx context.Context, c duet.Caller, runID string) (int, error) {
+	return govern(ctx, s, c, "getRun", map[string]string{"runId": runID}, func(ctx context.Context) (int, error) {
+		run, err := s.d.Store.FindRunByID(ctx, c.UserID, runID)
+		if err != nil {
+			return 0, err
+		}
+		return s.d.Store.CountRuns(ctx, duet.RunFilter{Viewer: c.UserID, TaskID: run.TaskID, UpTo: run.ID})
+	})
+}
+
 // GetExecution returns one case execution with its steps
 // (get_execution_result).
 func (s *Service) GetExecution(ctx context.Context, c duet.Caller, executionID string) (catalog.GetExecutionOut, error) {

@@ -240,6 +240,9 @@ func runsWhere(f duet.RunFilter, a *args) (from, cond string) {
 	if f.Status != "" {
 		cond += ` AND r.status = ` + a.add(string(f.Status))
 	}
+	if f.UpTo != "" {
+		cond += ` AND r.id <= ` + a.add(f.UpTo)
+	}
 	return from, cond
 }
 

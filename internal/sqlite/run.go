@@ -196,7 +196,7 @@ func (d *DB) FindRunByID(ctx context.Context, viewer, id string) (*duet.Run, err
 
 // FindRuns returns a page of runs, newest first.
 func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, string, error) {
-	if f.TaskID != "" && f.Limit == 1 && f.Cursor == "" && f.Status == "" {
+	if f.TaskID != "" && f.Limit == 1 && f.Cursor == "" && f.Status == "" && f.UpTo == "" {
 		// A task's latest run (get_test_task): cached (cache.go).
 		type page struct {
 			runs []*duet.Run
@@ -233,6 +233,10 @@ func runsWhere(f duet.RunFilter) (from, cond string, args []any) {
 	if f.Status != "" {
 		cond += ` AND r.status = ?`
 		args = append(args, f.Status)
+	}
+	if f.UpTo != "" {
+		cond += ` AND r.id <= ?`
+		args = append(args, f.UpTo)
 	}
 	return from, cond, args
 }

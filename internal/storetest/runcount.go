@@ -25,6 +25,33 @@ func testRunCounts(t *testing.T, s duet.Store) {
 		t.Fatal(err)
 	}
 	newRun(t, s, "carol")
+	// The runs of mine's task, oldest first: a run's number is how many
+	// of them there are up to it.
+	var order []string
+	for f := (duet.RunFilter{Viewer: "alice", TaskID: mine.TaskID, Limit: 1}); ; {
+		runs, next, err := s.FindRuns(ctx(t), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		order = append([]string{runs[0].ID}, order...)
+		if next == "" {
+			break
+		}
+		f.Cursor = next
+	}
+	if len(order) != 3 || order[0] != mine.ID {
+		t.Fatalf("the task's runs, oldest first: %v (first %s)", order, mine.ID)
+	}
+	for i, id := range order {
+		for _, viewer := range []string{"alice", ""} {
+			if n, err := s.CountRuns(ctx(t), duet.RunFilter{Viewer: viewer, TaskID: mine.TaskID, UpTo: id}); err != nil || n != i+1 {
+				t.Errorf("CountRuns up to the run %d of its task as %q: %d %v", i+1, viewer, n, err)
+			}
+		}
+		if n, err := s.CountRuns(ctx(t), duet.RunFilter{Viewer: "bob", TaskID: mine.TaskID, UpTo: id}); err != nil || n != 0 {
+			t.Errorf("CountRuns as bob, who cannot see the task: %d %v", n, err)
+		}
+	}
 	if _, err := s.RequestCancel(ctx(t), "alice", mine.ID); err != nil {
 		t.Fatal(err)
 	}

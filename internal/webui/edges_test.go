@@ -13,7 +13,8 @@ import (
 // TestConsoleEdges: the rough edges a tester met, smoothed. A new token is
 // shown by the page a POST redirects to, once (a reload shows nothing, and
 // the cookie that carried it holds it sealed); the case page names its
-// task; the run page is titled by its task and start time, not its id;
+// task; the run page is titled by its task, the run's number and its
+// start time, not its id;
 // cancelling a run that had ended says so; the live progress names the
 // task; /favicon.ico is an icon.
 func TestConsoleEdges(t *testing.T) {
@@ -77,8 +78,8 @@ func TestConsoleEdges(t *testing.T) {
 	}
 	_, runPage, _ := alice.get(runPath)
 	title := regexp.MustCompile(`<h1>([^<]*)</h1>`).FindStringSubmatch(runPage)
-	if title == nil || strings.Contains(title[1], runID) || !strings.HasPrefix(title[1], "plain — run started ") || !strings.Contains(title[1], "UTC") {
-		t.Errorf("the run page's title: %q, want the task's name and when the run started", title)
+	if title == nil || strings.Contains(title[1], runID) || !strings.HasPrefix(title[1], "plain — run #1, started ") || !strings.Contains(title[1], "UTC") {
+		t.Errorf("the run page's title: %q, want the task's name, the run's number and when it started", title)
 	}
 	if !strings.Contains(runPage, runID) {
 		t.Errorf("the run page does not show the run's id")
@@ -94,7 +95,27 @@ func TestConsoleEdges(t *testing.T) {
 		t.Errorf("cancelling a run that had ended: %.1500s", after)
 	}
 	_, _, resp = alice.post(taskPath+"/runs", url.Values{"idempotencyKey": {"k2"}})
-	status, _, resp = alice.post(resp.Header.Get("Location")+"/cancel", nil)
+	second := resp.Header.Get("Location")
+	// The second run of the task is #2, for its owner and for a colleague
+	// it is shared with alike; before it is shared, the colleague sees
+	// no run.
+	if _, page, _ := alice.get(second); !strings.Contains(page, "<h1>plain — run #2, queued ") {
+		t.Errorf("the second run's title: %.1500s", page)
+	}
+	if _, page, _ := alice.get(runPath); !strings.Contains(page, "<h1>plain — run #1, started ") {
+		t.Errorf("the first run's title, once there is a second: %.1500s", page)
+	}
+	bob := signIn(t, e, "bob")
+	if status, _, _ := bob.get(second); status != http.StatusNotFound {
+		t.Errorf("bob opens alice's run before she shares its task: %d, want 404", status)
+	}
+	if status, _, _ := alice.post(taskPath+"/share", url.Values{"with": {"bob"}}); status != http.StatusSeeOther {
+		t.Fatalf("share the task with bob: %d", status)
+	}
+	if _, page, _ := bob.get(second); !strings.Contains(page, "<h1>plain — run #2, queued ") {
+		t.Errorf("the second run's title as bob: %.1500s", page)
+	}
+	status, _, resp = alice.post(second+"/cancel", nil)
 	if _, after, _ := alice.get(resp.Header.Get("Location")); status != http.StatusSeeOther || !strings.Contains(after, "Cancelled.") {
 		t.Errorf("cancelling a queued run: %d %.1500s", status, after)
 	}

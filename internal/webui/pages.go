@@ -220,14 +220,18 @@ func (c *Console) run(w http.ResponseWriter, r *http.Request, v *view) error {
 	if err != nil {
 		return err
 	}
+	n, err := c.svc.RunNumber(r.Context(), v.caller, run.Run.ID)
+	if err != nil {
+		return err
+	}
 	d := runData{Run: run, TaskName: t.Task.Name}
-	v.Title, v.Nav, v.Data = runTitle(t.Task.Name, run.Run), "runs", d
+	v.Title, v.Nav, v.Data = runTitle(t.Task.Name, n, run.Run), "runs", d
 	return c.render(w, http.StatusOK, "run", v)
 }
 
-// runTitle names a run as a person does: its task and when it started
-// (runs have no number of their own; their id is on the page).
-func runTitle(task string, r catalog.RunView) string {
+// runTitle names a run as a person does: its task, its number among the
+// task's runs (1 the first) and when it started (its id is on the page).
+func runTitle(task string, n int, r catalog.RunView) string {
 	at, what := r.CreatedAt, "queued"
 	if r.StartedAt != "" {
 		at, what = r.StartedAt, "started"
@@ -235,7 +239,7 @@ func runTitle(task string, r catalog.RunView) string {
 	if t, err := time.Parse(time.RFC3339Nano, at); err == nil {
 		at = t.UTC().Format("Jan 2, 15:04:05 UTC")
 	}
-	return task + " — run " + what + " " + at
+	return fmt.Sprintf("%s — run #%d, %s %s", task, n, what, at)
 }
 
 // cancel asks a run to stop, and says what came of it: a run that had
