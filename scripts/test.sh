@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 say() { echo "test [${SECONDS}s]: $*" >&2; }
-say "checking what the tests need (Chromium, adb, the Node test packages, PostgreSQL)..."
+say "checking what the tests need (Chromium, adb, the Node test packages, PostgreSQL, systemd-analyze)..."
 scripts/deps.sh
 export DUET_REQUIRE_BROWSER=1 DUET_REQUIRE_ADB=1 DUET_REQUIRE_NODE=1
 
@@ -48,8 +48,9 @@ if [ -n "$unformatted" ]; then
   echo "gofmt would change:" $unformatted >&2
   exit 1
 fi
-# go.mod and go.sum list exactly what the code imports (both modules).
-for mod in . bench; do
+# go.mod and go.sum list exactly what the code imports (every module: the
+# product, the benchmarks, the deployment checks).
+for mod in . bench deploy; do
   if ! (cd "$mod" && go mod tidy -diff); then
     echo "go.mod/go.sum of $mod are not tidy: run (cd $mod && go mod tidy)" >&2
     exit 1
@@ -58,10 +59,14 @@ done
 say "go vet (a cold build compiles every package first: a minute or more)..."
 go vet ./...
 (cd bench && go vet ./...) # the benchmarks are their own module: keep them compiling
+(cd deploy && go vet ./...) # so are the deployment checks (Helm, the Kubernetes API types)
 say "staticcheck (its first run builds it: a minute or more)..."
 staticcheck=honnef.co/go/tools/cmd/staticcheck@v0.8.2
 go run "$staticcheck" ./...
 (cd bench && go run "$staticcheck" ./...)
+(cd deploy && go run "$staticcheck" ./...)
 say "running every test with the race detector (cold: several minutes; each package prints ok or FAIL when it is done)..."
 go test -race -count=1 -timeout 20m "$@" ./...
+say "the deployment checks: helm lint and template, the manifests against the Kubernetes API, the systemd units..."
+(cd deploy && go test -count=1 -timeout 10m ./...)
 say "all tests passed"
