@@ -84,6 +84,14 @@ func render(t *testing.T, vals map[string]any, upgrade bool) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	for name := range files {
+		if strings.HasSuffix(name, "NOTES.txt") { // printed, not applied (as helm template does)
+			if strings.Contains(files[name], "<no value>") {
+				t.Errorf("%s renders a missing value:\n%s", name, files[name])
+			}
+			delete(files, name)
+		}
+	}
 	hooks, manifests, err := releaseutil.SortManifests(files, chartutil.DefaultCapabilities.APIVersions, releaseutil.InstallOrder)
 	if err != nil {
 		return nil, err
@@ -182,8 +190,10 @@ func settings() map[string]bool {
 // checkMeta checks the name and labels of an object as the API server would.
 func checkMeta(t *testing.T, kind string, m metav1.ObjectMeta) {
 	t.Helper()
-	for _, msg := range validation.NameIsDNSSubdomain(m.Name, false) {
-		t.Errorf("%s %q: name: %s", kind, m.Name, msg)
+	if kind != "pod template" { // a template's pods get their names from their owner
+		for _, msg := range validation.NameIsDNSSubdomain(m.Name, false) {
+			t.Errorf("%s %q: name: %s", kind, m.Name, msg)
+		}
 	}
 	if kind == "Service" {
 		for _, msg := range validation.NameIsDNSLabel(m.Name, false) {
@@ -309,12 +319,13 @@ func checkAll(t *testing.T, o objects) {
 		if d.Spec.Selector == nil || !selects(t, d.Spec.Selector.MatchLabels, d.Spec.Template.Labels) {
 			t.Errorf("Deployment %s: its selector does not select its pods", d.Name)
 		}
-		checkMeta(t, "Deployment pod", d.Spec.Template.ObjectMeta)
+		checkMeta(t, "pod template", d.Spec.Template.ObjectMeta)
 		checkPod(t, "Deployment "+d.Name, d.Spec.Template.Spec)
 		pods[d.Name] = d.Spec.Template
 	}
 	for _, j := range o.jobs {
 		checkMeta(t, "Job", j.ObjectMeta)
+		checkMeta(t, "pod template", j.Spec.Template.ObjectMeta)
 		checkPod(t, "Job "+j.Name, j.Spec.Template.Spec)
 		if got := j.Spec.Template.Spec.Containers[0].Args; !slices.Equal(got, []string{"migrate", "up"}) {
 			t.Errorf("Job %s runs %v, want migrate up", j.Name, got)

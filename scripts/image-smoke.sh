@@ -5,8 +5,8 @@
 #   2. `duet serve` in a container, API only (DUET_WORKERS=0): /readyz through
 #      the published port, and the image's health check
 #   3. `duet worker` in a second container: its /readyz on DUET_METRICS
-#   4. the sample shop and order MCP server from the image on the host's
-#      loopback; alice registers the server and applies examples/shop.yaml
+#   4. the sample shop and order MCP server from the image (their own
+#      containers); alice registers the server and applies examples/shop.yaml
 #   5. a run started over HTTP on serve is claimed by the worker container
 #      (the only executor), its browser and mcpCall steps pass, and serve's
 #      report shows the screenshot the worker wrote to the shared volume
@@ -14,9 +14,8 @@
 # Settings: IMAGE (default localhost/duet:$(git describe)), PG (a PostgreSQL
 # URL whose server this machine reaches on loopback or an address; default
 # $DUET_TEST_POSTGRES_URL: a database duet_smoke_* is made in it and dropped),
-# PODMAN_FLAGS (global podman flags; default: --runtime runc where the host's
-# cgroups are hybrid, which crun refuses), RUN_FLAGS (extra `podman run` flags;
-# default: ulimits within this machine's hard limits), SECCOMP (a seccomp
+# PODMAN_FLAGS (global podman flags), RUN_FLAGS (extra `podman run` flags),
+# CONTAINERS_CONF (default: one written for this machine, below), SECCOMP (a seccomp
 # profile for the worker, e.g. Docker's default.json: then set
 # SANDBOX=off, as on Kubernetes with RuntimeDefault), SANDBOX (on|off).
 set -euo pipefail
@@ -31,28 +30,33 @@ PG=${PG:-${DUET_TEST_POSTGRES_URL:-}}
 [ -n "$PG" ] || die "set PG to a PostgreSQL URL (postgres://USER@HOST:PORT/DB?sslmode=disable): a database is made there and dropped"
 SANDBOX=${SANDBOX:-on}
 
-if [ -z "${PODMAN_FLAGS+x}" ]; then
-  PODMAN_FLAGS=""
-  # cgroup v1 with a v2 hierarchy that has controllers ("hybrid"): crun
-  # refuses it, runc does not.
-  if [ -s /sys/fs/cgroup/unified/cgroup.controllers ] && command -v runc >/dev/null; then PODMAN_FLAGS="--runtime runc"; fi
-fi
-if [ -z "${RUN_FLAGS+x}" ]; then
-  # podman's default limits exceed this machine's hard limits where root
-  # lacks CAP_SYS_RESOURCE: ask for what the machine allows.
+PODMAN_FLAGS=${PODMAN_FLAGS:-} RUN_FLAGS=${RUN_FLAGS:-}
+work=$(mktemp -d "${TMPDIR:-/tmp}/duet-smoke-XXXXXX")
+# What this machine needs of podman, in a containers.conf of the run's own
+# (CONTAINERS_CONF; every container, the pod's infra container included):
+# runc where the host's cgroups are "hybrid" (v1 with a v2 hierarchy that has
+# controllers), which crun refuses; ulimits within the hard limits where
+# root lacks CAP_SYS_RESOURCE (podman's defaults exceed them).
+if [ -z "${CONTAINERS_CONF:-}" ]; then
   nofile=$(ulimit -Hn); [ "$nofile" = unlimited ] && nofile=1048576
-  RUN_FLAGS="--ulimit nofile=$nofile:$nofile --ulimit nproc=16384:16384"
+  {
+    echo '[containers]'
+    echo "default_ulimits = [\"nofile=$nofile:$nofile\", \"nproc=16384:16384\"]"
+    if [ -s /sys/fs/cgroup/unified/cgroup.controllers ] && command -v runc >/dev/null; then
+      printf '[engine]\nruntime = "runc"\n'
+    fi
+  } >"$work/containers.conf"
+  export CONTAINERS_CONF="$work/containers.conf"
 fi
 pm() { podman $PODMAN_FLAGS "$@"; }
 podman image exists "$IMAGE" || die "no image $IMAGE: run make image first (or set IMAGE)"
 
 p=duet-smoke-$$
 db=duet_smoke_$$_$RANDOM
-work=$(mktemp -d "${TMPDIR:-/tmp}/duet-smoke-XXXXXX")
 cleanup() {
   set +e
   if [ -n "${KEEP:-}" ]; then say "KEEP set: containers $p-* and database $db left in place"; return; fi
-  pm rm -f -t 0 "$p-serve" "$p-worker" "$p-shop" "$p-orders" >/dev/null 2>&1
+  pm pod rm -f -t 0 "$p" >/dev/null 2>&1
   pm volume rm -f "$p-artifacts" >/dev/null 2>&1
   pm secret rm "$p-db" "$p-key" >/dev/null 2>&1
   psql -q "$PG" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1
@@ -60,9 +64,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The containers reach the host's loopback at 10.0.2.2 (slirp4netns with
-# allow_host_loopback): a PostgreSQL on 127.0.0.1 and the sample servers.
-net="--network slirp4netns:allow_host_loopback=true"
+# One pod: its containers share a network namespace (as the containers of
+# a Kubernetes pod do), so the sample servers, which listen on loopback
+# only, are reachable from serve and the worker; the pod reaches the host's
+# loopback (a PostgreSQL on 127.0.0.1) at 10.0.2.2 (slirp4netns with
+# allow_host_loopback) and publishes serve's 8420 and the worker's 9420 on
+# the host's loopback.
+pm pod create --name "$p" --network slirp4netns:allow_host_loopback=true -p 127.0.0.1::8420 -p 127.0.0.1::9420 >/dev/null
 say "database $db..."
 psql -q "$PG" -c "CREATE DATABASE $db" >/dev/null
 dburl=$(printf '%s' "$PG" | sed -E "s#@(127\.0\.0\.1|localhost)([:/])#@10.0.2.2\2#; s#(://[^/]*)/[^?]*#\1/$db#")
@@ -71,16 +79,17 @@ head -c 32 /dev/urandom | base64 | pm secret create "$p-key" - >/dev/null
 # Secrets as files readable by the image's user only, as the Helm chart and
 # the systemd units give them.
 secrets="--secret $p-db,type=mount,target=/run/secrets/database-url,uid=10001,mode=0400 --secret $p-key,type=mount,target=/run/secrets/master-key,uid=10001,mode=0400"
-common="$net $RUN_FLAGS $secrets -e DUET_DATABASE_URL_FILE=/run/secrets/database-url -e DUET_MASTER_KEY_FILE=/run/secrets/master-key
-  -v $p-artifacts:/var/lib/duet-artifacts:U -e DUET_ARTIFACT_DIR=/var/lib/duet-artifacts -e DUET_NET_ALLOW=10.0.2.2"
+common="--pod $p $RUN_FLAGS $secrets -e DUET_DATABASE_URL_FILE=/run/secrets/database-url -e DUET_MASTER_KEY_FILE=/run/secrets/master-key
+  -v $p-artifacts:/var/lib/duet-artifacts:U -e DUET_ARTIFACT_DIR=/var/lib/duet-artifacts -e DUET_MCP_ALLOW_LOOPBACK=true"
 
 say "1. duet --version and migrate up, in containers"
 pm run --rm $RUN_FLAGS "$IMAGE" --version
 pm run --rm $common "$IMAGE" migrate up
 
 say "2. duet serve (API only)"
-pm run -d --name "$p-serve" $common -e DUET_WORKERS=0 -p 127.0.0.1::8420 "$IMAGE" >/dev/null
+pm run -d --name "$p-serve" $common -e DUET_WORKERS=0 "$IMAGE" >/dev/null
 port=$(pm port "$p-serve" 8420/tcp | sed 's/.*://')
+wport=$(pm port "$p-serve" 9420/tcp | sed 's/.*://')
 for _ in $(seq 120); do
   curl -fsS -o /dev/null "http://127.0.0.1:$port/readyz" 2>/dev/null && break
   [ "$(pm inspect -f '{{.State.Running}}' "$p-serve")" = true ] || { pm logs "$p-serve" >&2; die "serve exited"; }
@@ -92,8 +101,7 @@ pm healthcheck run "$p-serve" && echo "podman healthcheck run $p-serve: healthy 
 say "3. duet worker in a second container"
 wflags=""
 [ -n "${SECCOMP:-}" ] && wflags="--security-opt seccomp=$SECCOMP"
-pm run -d --name "$p-worker" $common $wflags -e DUET_WORKERS=1 -e DUET_BROWSER_SANDBOX="$SANDBOX" -e DUET_METRICS=0.0.0.0:9420 -p 127.0.0.1::9420 "$IMAGE" worker >/dev/null
-wport=$(pm port "$p-worker" 9420/tcp | sed 's/.*://')
+pm run -d --name "$p-worker" $common $wflags -e DUET_WORKERS=1 -e DUET_BROWSER_SANDBOX="$SANDBOX" -e DUET_METRICS=0.0.0.0:9420 "$IMAGE" worker >/dev/null
 for _ in $(seq 120); do
   curl -fsS -o /dev/null "http://127.0.0.1:$wport/readyz" 2>/dev/null && break
   [ "$(pm inspect -f '{{.State.Running}}' "$p-worker")" = true ] || { pm logs "$p-worker" >&2; die "worker exited"; }
@@ -101,27 +109,26 @@ for _ in $(seq 120); do
 done
 echo "GET /readyz on the worker's DUET_METRICS port: $(curl -fsS "http://127.0.0.1:$wport/readyz")"
 
-say "4. the sample shop and order server (from the image, on the host's loopback)"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-shop=$(free_port) orders=$(free_port)
+say "4. the sample shop and order server (from the image, in the pod)"
+shop=8431 orders=8432 # the pod's own loopback
 token=$(head -c 16 /dev/urandom | base64 | tr -dc 'A-Za-z0-9')
-pm run -d --name "$p-shop" --network host $RUN_FLAGS "$IMAGE" sample shop --addr "127.0.0.1:$shop" >/dev/null
-pm run -d --name "$p-orders" --network host $RUN_FLAGS "$IMAGE" sample order-server --addr "127.0.0.1:$orders" --token "$token" >/dev/null
+pm run -d --name "$p-shop" --pod "$p" $RUN_FLAGS "$IMAGE" sample shop --addr "127.0.0.1:$shop" >/dev/null
+pm run -d --name "$p-orders" --pod "$p" $RUN_FLAGS "$IMAGE" sample order-server --addr "127.0.0.1:$orders" --token "$token" >/dev/null
 for _ in $(seq 60); do
-  curl -fsS -o /dev/null "http://127.0.0.1:$shop/healthz" 2>/dev/null && pm logs "$p-orders" 2>/dev/null | grep -q listening && break
+  pm logs "$p-shop" 2>/dev/null | grep -q listening && pm logs "$p-orders" 2>/dev/null | grep -q listening && break
   sleep 0.5
 done
-orderurl=$(pm logs "$p-orders" | sed -n 's/.*listening on \(http[^ ]*\).*/\1/p' | head -n1 | sed 's#127\.0\.0\.1#10.0.2.2#')
+orderurl=$(pm logs "$p-orders" | sed -n 's/.*listening on \(http[^ ]*\).*/\1/p' | head -n1)
 [ -n "$orderurl" ] || die "the order server did not start"
 pm exec -e ORDERS_TOKEN="$token" "$p-serve" duet server add --name order-query --url "$orderurl" --bearer-token-env ORDERS_TOKEN --as alice
-pm exec -i "$p-serve" duet apply -f /dev/stdin --base-url "http://10.0.2.2:$shop" --as alice <examples/shop.yaml
+pm exec -i "$p-serve" duet apply -f /dev/stdin --base-url "http://127.0.0.1:$shop" --as alice <examples/shop.yaml
 bearer=$(pm exec "$p-serve" duet token create --as alice 2>/dev/null)
 
 say "5. a run started on serve, executed by the worker container"
 call() { curl -fsS "http://127.0.0.1:$port/mcp/tools/call" -H "Authorization: Bearer $bearer" -H 'Content-Type: application/json' -d "$1"; }
 task=$(pm exec "$p-serve" duet task list --as alice | awk '$0 ~ /sample-shop/ {print $1; exit}')
 [ -n "$task" ] || die "the task was not applied"
-started=$(call "{\"name\":\"start_test_run\",\"arguments\":{\"taskId\":\"$task\"}}")
+started=$(call "{\"name\":\"start_test_run\",\"arguments\":{\"taskId\":\"$task\",\"idempotencyKey\":\"smoke-$p\"}}")
 run=$(printf '%s' "$started" | python3 -c 'import json,sys; r=json.load(sys.stdin); r=r.get("structuredContent",r); print(r["runId"])') ||
   die "start_test_run: $started"
 echo "run $run queued through serve's /mcp/tools/call"

@@ -193,6 +193,7 @@ buildah copy --quiet --chown 0:0 "$ctr" "$work/healthcheck" /usr/local/lib/duet/
 buildah config \
   --entrypoint '["/usr/bin/tini", "--", "/usr/local/bin/duet"]' --cmd serve \
   --user "$DUET_UID:$DUET_UID" --workingdir /var/lib/duet \
+  --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   --env DUET_HOME=/var/lib/duet --env DUET_ADDR=0.0.0.0:8420 --env HOME=/home/duet --env LANG=C.UTF-8 \
   --port 8420/tcp --volume /var/lib/duet --stop-signal SIGTERM \
   --healthcheck 'CMD /usr/local/lib/duet/healthcheck' --healthcheck-interval 30s --healthcheck-timeout 10s \
@@ -212,11 +213,11 @@ buildah commit --quiet --rm --format docker --timestamp "$SOURCE_DATE_EPOCH" --i
 
 tar="$OUT/duet-$VERSION.tar"
 rm -f "$tar"
-skopeo copy --quiet "containers-storage:$IMAGE" "docker-archive:$tar:$IMAGE"
+skopeo copy --quiet "containers-storage:$IMAGE" "docker-archive:$tar:$IMAGE" 2>/dev/null
 [ -f "$pkgs" ] && cp "$pkgs" "$OUT/duet-$VERSION.packages"
 id=$(buildah inspect --type image --format '{{.FromImageID}}' "$IMAGE")
 say "built $IMAGE"
 echo "image:   $IMAGE (id sha256:$id)"
 echo "base:    $base (reuse with DUET_BASE_IMAGE=$base)"
-echo "layers:  $(skopeo inspect --format '{{join .Layers " "}}' "containers-storage:$IMAGE")"
+echo "layers:  $(skopeo inspect --format '{{.Layers}}' "containers-storage:$IMAGE" 2>/dev/null)"
 echo "archive: $tar ($(du -h "$tar" | cut -f1)); load with: docker load -i $tar"
