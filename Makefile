@@ -40,7 +40,10 @@ image: ## build the container image without a registry (debootstrap + buildah; a
 image-smoke: ## run the image: /readyz, migrations, a run claimed by a worker container (podman; PG=postgres://...)
 	./scripts/image-smoke.sh
 
+systemd-smoke: ## the systemd units under a real systemd (PID 1 of a container of the image): /readyz, a browser case
+	./scripts/systemd-smoke.sh
+
 bench: ## the load matrix, boundary, growth and goal tables from one run (bench/Makefile; CS=1,32,64 D=5s GROW=100000)
 	$(MAKE) -C bench bench
 
-.PHONY: help build install test lint fuzz demo conformance bench image image-smoke
+.PHONY: help build install test lint fuzz demo conformance bench image image-smoke systemd-smoke

@@ -32,22 +32,7 @@ SANDBOX=${SANDBOX:-on}
 
 PODMAN_FLAGS=${PODMAN_FLAGS:-} RUN_FLAGS=${RUN_FLAGS:-}
 work=$(mktemp -d "${TMPDIR:-/tmp}/duet-smoke-XXXXXX")
-# What this machine needs of podman, in a containers.conf of the run's own
-# (CONTAINERS_CONF; every container, the pod's infra container included):
-# runc where the host's cgroups are "hybrid" (v1 with a v2 hierarchy that has
-# controllers), which crun refuses; ulimits within the hard limits where
-# root lacks CAP_SYS_RESOURCE (podman's defaults exceed them).
-if [ -z "${CONTAINERS_CONF:-}" ]; then
-  nofile=$(ulimit -Hn); [ "$nofile" = unlimited ] && nofile=1048576
-  {
-    echo '[containers]'
-    echo "default_ulimits = [\"nofile=$nofile:$nofile\", \"nproc=16384:16384\"]"
-    if [ -s /sys/fs/cgroup/unified/cgroup.controllers ] && command -v runc >/dev/null; then
-      printf '[engine]\nruntime = "runc"\n'
-    fi
-  } >"$work/containers.conf"
-  export CONTAINERS_CONF="$work/containers.conf"
-fi
+. scripts/lib/podman-conf.sh
 pm() { podman $PODMAN_FLAGS "$@"; }
 podman image exists "$IMAGE" || die "no image $IMAGE: run make image first (or set IMAGE)"
 
