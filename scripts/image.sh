@@ -43,6 +43,7 @@ SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct)}
 export SOURCE_DATE_EPOCH
 REVISION=$(git rev-parse HEAD)
 IMAGE=${IMAGE:-localhost/duet:$VERSION}
+export BUILDAH_FORMAT=docker # the health check is a Docker-format field
 DEBIAN_SUITE=${DEBIAN_SUITE:-bookworm}
 # The mirrors: by default the ones this machine's apt sources name for the
 # suite (one-line and deb822 formats).
