@@ -33,7 +33,7 @@ say() { echo "image [${SECONDS}s]: $*" >&2; }
 die() { echo "image: $*" >&2; exit 1; }
 
 [ "$(id -u)" = 0 ] || die "run as root (debootstrap, chroot and buildah's storage need it): sudo make image"
-for t in debootstrap:debootstrap buildah:buildah skopeo:skopeo unshare:util-linux go:golang; do
+for t in debootstrap:debootstrap buildah:buildah skopeo:skopeo unshare:util-linux python3:python3 go:golang; do
   command -v "${t%%:*}" >/dev/null || die "${t%%:*} is missing: apt-get install ${t#*:}"
 done
 [ -f /usr/share/keyrings/debian-archive-keyring.gpg ] || die "Debian's archive keyring is missing: apt-get install debian-archive-keyring"
@@ -212,9 +212,38 @@ buildah config \
   "$ctr"
 buildah commit --quiet --rm --format docker --timestamp "$SOURCE_DATE_EPOCH" --identity-label=false "$ctr" "$IMAGE" >/dev/null
 
+# Docker's format records the builder container's id and a random host name
+# in the image configuration: blank them, so that the same inputs give the
+# same image id, and store the image again.
+rm -rf "$work/dir"
+skopeo copy --quiet "containers-storage:$IMAGE" "dir:$work/dir" 2>/dev/null
+python3 - "$work/dir" <<'PY'
+import hashlib, json, os, sys
+d = sys.argv[1]
+with open(os.path.join(d, "manifest.json")) as f:
+    m = json.load(f)
+old = m["config"]["digest"].split(":", 1)[1]
+with open(os.path.join(d, old)) as f:
+    c = json.load(f)
+c.pop("container", None)
+for k in ("config", "container_config"):
+    if isinstance(c.get(k), dict):
+        c[k]["Hostname"] = ""
+b = json.dumps(c, separators=(",", ":"), sort_keys=True).encode()
+new = hashlib.sha256(b).hexdigest()
+os.remove(os.path.join(d, old))
+with open(os.path.join(d, new), "wb") as f:
+    f.write(b)
+m["config"]["digest"], m["config"]["size"] = "sha256:" + new, len(b)
+with open(os.path.join(d, "manifest.json"), "w") as f:
+    json.dump(m, f, separators=(",", ":"))
+PY
+buildah rmi "$IMAGE" >/dev/null
+skopeo copy --quiet "dir:$work/dir" "containers-storage:$IMAGE" 2>/dev/null
+
 tar="$OUT/duet-$VERSION.tar"
 rm -f "$tar"
-skopeo copy --quiet "containers-storage:$IMAGE" "docker-archive:$tar:$IMAGE" 2>/dev/null
+skopeo copy --quiet "dir:$work/dir" "docker-archive:$tar:$IMAGE" 2>/dev/null
 [ -f "$pkgs" ] && cp "$pkgs" "$OUT/duet-$VERSION.packages"
 id=$(buildah inspect --type image --format '{{.FromImageID}}' "$IMAGE")
 say "built $IMAGE"
