@@ -56,7 +56,7 @@ The container of a Duet process. Arguments: a dict of
 */}}
 {{- define "duet.container" -}}
 {{- $root := .root }}
-{{- $v := $root.Values }}
+{{- $v := $root.Values -}}
 - name: duet
   image: {{ include "duet.image" $root | quote }}
   imagePullPolicy: {{ $v.image.pullPolicy }}
@@ -176,7 +176,7 @@ The container of a Duet process. Arguments: a dict of
 {{/* The volumes of a Duet pod; argument: the same dict as duet.container. */}}
 {{- define "duet.volumes" -}}
 {{- $root := .root }}
-{{- $v := $root.Values }}
+{{- $v := $root.Values -}}
 - name: secrets
   projected:
     defaultMode: 0440
