@@ -100,8 +100,11 @@ func (a *Asset) Validate() error {
 		return Errorf(CodeInvalidArgument, "the description must be one line of at most %d bytes", MaxAssetDescription)
 	}
 	for _, u := range a.SharedWith {
-		if strings.TrimSpace(u) == "" || strings.ContainsAny(u, " \t\n\r/") {
-			return Errorf(CodeInvalidArgument, "share with %q: want a user id or %q for everyone", u, Everyone)
+		if u == Everyone {
+			continue
+		}
+		if err := ValidPrincipal(strings.TrimSpace(u)); err != nil {
+			return Errorf(CodeInvalidArgument, "share with: %s (or %q for everyone)", ErrorMessage(err), Everyone)
 		}
 	}
 	return nil
@@ -121,8 +124,9 @@ type AssetStore interface {
 	// SaveAsset creates a.Owner's asset of a.Kind named a.Name, or makes a
 	// new version of it when the description or body changed. When
 	// a.SharedWith is nil an existing asset keeps its sharing; otherwise
-	// the sharing is replaced (empty means private). a is filled with the
-	// stored state. Returns INVALID_ARGUMENT, TOO_LARGE.
+	// the sharing is replaced (empty means private): users, Everyone, or
+	// "team:NAME" of a team that exists (bound to it, as ShareTask). a is
+	// filled with the stored state. Returns INVALID_ARGUMENT, TOO_LARGE.
 	SaveAsset(ctx context.Context, a *Asset) (ApplyAction, error)
 
 	// FindAsset returns the asset of kind that ref names, as viewer sees

@@ -78,7 +78,8 @@ type PostRunResult struct {
 
 // PostRunApproval is a user's consent that one version of the post-run
 // actions of a task someone else wrote may call, with the user's own
-// credentials, tools that are not read-only at the end of the user's runs.
+// credentials, the tools they name at the end of the user's runs (the
+// hash covers the servers, the tools and what each is sent).
 type PostRunApproval struct {
 	User       string    `json:"user"`
 	TaskID     string    `json:"taskId"`

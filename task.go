@@ -18,8 +18,8 @@ type Task struct {
 	SharedWith  []string `json:"sharedWith"`
 	// PostRun are the MCP tool calls made when a run of the task ends;
 	// PostRunBy is who wrote them (who applied the suite that last changed
-	// them): a run by anyone else needs their approval of a call to a tool
-	// that is not read-only.
+	// them): a run by anyone else needs the executor's approval of any call
+	// made with the executor's credentials.
 	PostRun   []*PostRunAction `json:"postRun,omitempty"`
 	PostRunBy string           `json:"postRunBy,omitempty"`
 	CreatedAt time.Time        `json:"createdAt"`
@@ -70,8 +70,10 @@ type TaskStore interface {
 	// Returns INVALID_ARGUMENT for a bad cursor.
 	FindTasks(ctx context.Context, filter TaskFilter) (tasks []*Task, next string, total int, err error)
 
-	// ShareTask shares the task with user. Only the owner may share.
-	// Returns NOT_FOUND, INVALID_ARGUMENT.
+	// ShareTask shares the task with user: a user id or "team:NAME" of a
+	// team that exists (the share is bound to that team, and goes with it
+	// when it is deleted). Only the owner may share. Returns NOT_FOUND,
+	// INVALID_ARGUMENT (also naming a team that does not exist).
 	ShareTask(ctx context.Context, owner, taskID, user string) error
 
 	// UnshareTask stops sharing the task with user. Returns NOT_FOUND.

@@ -159,8 +159,9 @@ func (s *Service) ListTokens(ctx context.Context, c duet.Caller) (TokenList, err
 
 // TokenIn creates a token.
 type TokenIn struct {
-	Name          string `json:"name" jsonschema:"what the token is for (e.g. laptop, ci)"`
-	ExpiresInDays int    `json:"expiresInDays,omitempty" jsonschema:"days until it expires; 0 never"`
+	Name          string    `json:"name" jsonschema:"what the token is for (e.g. laptop, ci)"`
+	ExpiresInDays int       `json:"expiresInDays,omitempty" jsonschema:"days until it expires; 0 never (or give expiresAt)"`
+	ExpiresAt     time.Time `json:"expiresAt,omitzero" jsonschema:"when it expires (RFC 3339), instead of expiresInDays"`
 }
 
 // TokenCreated is a new token: Secret is shown this once and never again.
@@ -169,8 +170,15 @@ type TokenCreated struct {
 	Secret string      `json:"secret" jsonschema:"the token itself: shown once, store it now"`
 }
 
-// CreateToken mints a personal access token for the caller. Returns
-// INVALID_ARGUMENT.
+// maxTokenLife is the longest life a token may be given.
+const maxTokenLife = 3650 * 24 * time.Hour
+
+// CreateToken mints a personal access token for the caller. A caller that
+// authenticated with a token (or a console session started with one)
+// creates a child of that token: it must expire no later than its parent,
+// and goes when the parent is revoked (duet.Token). Returns
+// INVALID_ARGUMENT, PERMISSION_DENIED (an expiry beyond the parent's),
+// UNAUTHENTICATED (the parent was revoked meanwhile).
 func (s *Service) CreateToken(ctx context.Context, c duet.Caller, in TokenIn) (TokenCreated, error) {
 	return govern(ctx, s, c, "createToken", in, func(ctx context.Context) (TokenCreated, error) {
 		name := strings.TrimSpace(in.Name)
@@ -180,12 +188,23 @@ func (s *Service) CreateToken(ctx context.Context, c duet.Caller, in TokenIn) (T
 		if in.ExpiresInDays < 0 || in.ExpiresInDays > 3650 {
 			return TokenCreated{}, duet.Errorf(duet.CodeInvalidArgument, "expiresInDays: from 0 (never) to 3650")
 		}
-		plain, hash := s.d.Tokens()
-		t := &duet.Token{UserID: c.UserID, Name: name, Hash: hash}
-		if in.ExpiresInDays > 0 {
-			exp := time.Now().Add(time.Duration(in.ExpiresInDays) * 24 * time.Hour).UTC()
-			t.ExpiresAt = &exp
+		now := time.Now().UTC()
+		var exp *time.Time
+		switch {
+		case !in.ExpiresAt.IsZero() && in.ExpiresInDays > 0:
+			return TokenCreated{}, duet.Errorf(duet.CodeInvalidArgument, "give expiresInDays or expiresAt, not both")
+		case !in.ExpiresAt.IsZero():
+			e := in.ExpiresAt.UTC()
+			if !e.After(now) || e.Sub(now) > maxTokenLife {
+				return TokenCreated{}, duet.Errorf(duet.CodeInvalidArgument, "expiresAt: a time in the next 3650 days")
+			}
+			exp = &e
+		case in.ExpiresInDays > 0:
+			e := now.Add(time.Duration(in.ExpiresInDays) * 24 * time.Hour)
+			exp = &e
 		}
+		plain, hash := s.d.Tokens()
+		t := &duet.Token{UserID: c.UserID, Name: name, Hash: hash, ParentID: c.TokenID, ExpiresAt: exp}
 		if err := s.d.Store.CreateToken(ctx, t); err != nil {
 			return TokenCreated{}, err
 		}
@@ -193,7 +212,8 @@ func (s *Service) CreateToken(ctx context.Context, c duet.Caller, in TokenIn) (T
 	})
 }
 
-// RevokeToken deletes one of the caller's tokens. Returns NOT_FOUND.
+// RevokeToken deletes one of the caller's tokens and every token it
+// created, transitively. Returns NOT_FOUND.
 func (s *Service) RevokeToken(ctx context.Context, c duet.Caller, id string) (Empty, error) {
 	return govern(ctx, s, c, "revokeToken", nil, func(ctx context.Context) (Empty, error) {
 		return Empty{}, s.d.Store.DeleteToken(ctx, c.UserID, id)

@@ -297,10 +297,18 @@ func routes() []*route {
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in MemberIn) (TeamDetail, error) {
 				return s.AddMember(ctx, c, r.PathValue("team"), in)
 			}, path("team", "the team's name")),
-		op("DELETE", Prefix+"/teams/{team}/members/{user}", "removeTeamMember", "teams", "Remove a member",
+		op("DELETE", Prefix+"/teams/{team}/members/{user}", "removeTeamMember", "teams", "Remove a member (or leave): a maintainer removes members, an owner anyone; a team keeps an owner",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Empty, error) {
 				return s.RemoveMember(ctx, c, r.PathValue("team"), r.PathValue("user"))
 			}, path("team", "the team's name"), path("user", "the member")),
+		op("POST", Prefix+"/teams/{team}/members/{user}/role", "setTeamRole", "teams", "Give a member a role: owner, maintainer or member (you must be an owner; a team keeps an owner)",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in RoleIn) (TeamDetail, error) {
+				return s.SetRole(ctx, c, r.PathValue("team"), r.PathValue("user"), in)
+			}, path("team", "the team's name"), path("user", "the member")),
+		op("DELETE", Prefix+"/teams/{team}", "deleteTeam", "teams", "Delete a team with its dependency list and every share with it (you must be an owner; the team must own no task)",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Empty, error) {
+				return s.DeleteTeam(ctx, c, r.PathValue("team"))
+			}, path("team", "the team's name")),
 		op("POST", Prefix+"/teams/{team}/servers", "addTeamServer", "teams", "List one of your servers on the team's dependency list (address and tools, never credentials)",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in TeamServerIn) (*duet.TeamServer, error) {
 				return s.AddTeamServer(ctx, c, r.PathValue("team"), in)
@@ -309,8 +317,8 @@ func routes() []*route {
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Empty, error) {
 				return s.RemoveTeamServer(ctx, c, r.PathValue("team"), r.PathValue("name"))
 			}, path("team", "the team's name"), path("name", "the listed server")),
-		op("POST", Prefix+"/teams/{team}/servers/{name}/register", "registerTeamServer", "teams", "Register a listed server for yourself with your own credentials",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in Credentials) (ServerDetail, error) {
+		op("POST", Prefix+"/teams/{team}/servers/{name}/register", "registerTeamServer", "teams", "Register a listed server for yourself with your own credentials, pinned to the address you give (url)",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in TeamRegisterIn) (ServerDetail, error) {
 				return s.RegisterTeamServer(ctx, c, r.PathValue("team"), r.PathValue("name"), in)
 			}, path("team", "the team's name"), path("name", "the listed server")),
 
@@ -323,7 +331,7 @@ func routes() []*route {
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in TokenIn) (TokenCreated, error) {
 				return s.CreateToken(ctx, c, in)
 			}),
-		op("DELETE", Prefix+"/tokens/{tokenId}", "revokeToken", "account", "Revoke one of your tokens",
+		op("DELETE", Prefix+"/tokens/{tokenId}", "revokeToken", "account", "Revoke one of your tokens and every token it created",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Empty, error) {
 				return s.RevokeToken(ctx, c, r.PathValue("tokenId"))
 			}, path("tokenId", "the token's id")),

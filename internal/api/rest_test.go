@@ -156,6 +156,7 @@ func testREST(t *testing.T, vars map[string]string) {
 	// Teams: create, members, the dependency list, register from it.
 	do("alice", "createTeam", nil, api.TeamIn{Name: "qa"})
 	do("alice", "addTeamMember", p("team", "qa"), api.MemberIn{User: "carol"})
+	do("alice", "setTeamRole", p("team", "qa", "user", "carol"), api.RoleIn{Role: duet.RoleMaintainer})
 	do("alice", "removeTeamMember", p("team", "qa", "user", "carol"), nil)
 	do("alice", "listTeams", nil, nil)
 	do("alice", "addTeamServer", p("team", "qa"), api.TeamServerIn{From: "orders", Description: "order lookups"})
@@ -219,7 +220,9 @@ func testREST(t *testing.T, vars map[string]string) {
 	refused("bob", "getTeam", p("team", "qa"), nil, nf)
 	refused("bob", "addTeamMember", p("team", "qa"), api.MemberIn{User: "bob"}, nf)
 	refused("bob", "addTeamServer", p("team", "qa"), api.TeamServerIn{From: "orders"}, nf)
-	refused("bob", "registerTeamServer", p("team", "qa", "name", "orders"), api.Credentials{BearerToken: "x"}, nf)
+	refused("bob", "registerTeamServer", p("team", "qa", "name", "orders"), api.TeamRegisterIn{URL: e.OrderURL, Credentials: api.Credentials{BearerToken: "x"}}, nf)
+	refused("bob", "setTeamRole", p("team", "qa", "user", "bob"), api.RoleIn{Role: duet.RoleOwner}, nf)
+	refused("bob", "deleteTeam", p("team", "qa"), nil, nf)
 	refused("bob", "revokeToken", p("tokenId", tok.Token.ID), nil, nf)
 	refused("bob", "listAudit", p("?", "user=alice"), nil, duet.CodePermissionDenied)
 	refused("bob", "listInvocations", p("?", "user=alice"), nil, duet.CodePermissionDenied)
@@ -249,11 +252,13 @@ func testREST(t *testing.T, vars map[string]string) {
 		t.Fatalf("listTransfers: %+v", trs)
 	}
 	do("alice", "deleteServer", p("server", "orders"), nil)
-	again2 := decode[api.ServerDetail](t, do("alice", "registerTeamServer", p("team", "qa", "name", "orders"), api.Credentials{BearerToken: e.OrderToken}))
+	again2 := decode[api.ServerDetail](t, do("alice", "registerTeamServer", p("team", "qa", "name", "orders"), api.TeamRegisterIn{URL: e.OrderURL, Credentials: api.Credentials{BearerToken: e.OrderToken}}))
 	if again2.Server.ServerKey != reg.Server.ServerKey || again2.Server.Status != "synced" {
 		t.Fatalf("registerTeamServer: %+v", again2)
 	}
 	do("alice", "removeTeamServer", p("team", "qa", "name", "orders"), nil)
+	do("alice", "transferTask", p("taskId", taskID), api.TransferIn{To: "alice"})
+	do("alice", "deleteTeam", p("team", "qa"), nil)
 	do("alice", "deleteAsset", p("kind", "skill", "owner", "alice", "name", "checkout"), nil)
 	do("alice", "revokeToken", p("tokenId", tok.Token.ID), nil)
 	e.App.Audit.Flush()

@@ -148,15 +148,10 @@ func (s *Service) UnshareTask(ctx context.Context, c duet.Caller, taskID, with s
 	})
 }
 
-// validPrincipal checks a user id or "team:NAME". Returns INVALID_ARGUMENT.
+// validPrincipal checks a user id or "team:NAME" (duet.ValidPrincipal, the
+// one rule; the store checks the team exists). Returns INVALID_ARGUMENT.
 func validPrincipal(p string) error {
-	if team, ok := duet.TeamOf(p); ok {
-		if !duet.ValidTeamName(team) {
-			return duet.Errorf(duet.CodeInvalidArgument, "%q is not a team name", team)
-		}
-		return nil
-	}
-	if err := duet.ValidUserID(p); err != nil {
+	if err := duet.ValidPrincipal(p); err != nil {
 		return duet.Errorf(duet.CodeInvalidArgument, "share with: %s", duet.ErrorMessage(err))
 	}
 	return nil
@@ -358,29 +353,68 @@ func (s *Service) Trends(ctx context.Context, c duet.Caller, taskID string, in T
 // ---- approvals ----
 
 // Approval is the caller's consent to one version of a case someone else
-// wrote: with it, that version's steps may call tools that are not
-// read-only with the caller's credentials when the caller runs it.
+// wrote: with it, that version's steps may call MCP tools with the caller's
+// credentials when the caller runs it, and send what they obtain to the
+// places shown (Destinations) — while those stay the same.
 type Approval struct {
-	CaseID   string             `json:"caseId"`
-	Version  int                `json:"version" jsonschema:"the case's current version"`
-	Author   string             `json:"author" jsonschema:"who wrote this version"`
-	Needed   bool               `json:"needed" jsonschema:"false when you wrote it yourself"`
-	Approval *duet.CaseApproval `json:"approval,omitempty" jsonschema:"your approval of this version, if you gave it"`
+	CaseID  string `json:"caseId"`
+	Version int    `json:"version" jsonschema:"the case's current version"`
+	Author  string `json:"author" jsonschema:"who wrote this version"`
+	Needed  bool   `json:"needed" jsonschema:"true when someone else wrote it and a step calls an MCP tool with your credentials"`
+	// Calls are the steps that would call a tool with your credentials.
+	Calls []ApprovalCall `json:"calls" jsonschema:"the steps that call an MCP tool with your credentials"`
+	// Destinations are every place the version can send data to now.
+	Destinations     duet.Destinations  `json:"destinations" jsonschema:"every place this version can send data to: hosts, MCP tools, post-run actions"`
+	DestinationsHash string             `json:"destinationsHash" jsonschema:"identifies the destinations: pass it when you approve, to approve exactly what you reviewed"`
+	Approved         bool               `json:"approved" jsonschema:"true when your approval covers this version and these destinations"`
+	Approval         *duet.CaseApproval `json:"approval,omitempty" jsonschema:"your approval of this version, if you gave it (for other destinations when approved is false)"`
 }
 
-// ApprovalIn names the version the caller reviewed.
+// ApprovalCall is a step that calls an MCP tool with the caller's
+// credentials.
+type ApprovalCall struct {
+	Step       int    `json:"step" jsonschema:"from 1"`
+	Name       string `json:"name"`
+	ServerKey  string `json:"serverKey"`
+	ServerName string `json:"serverName,omitempty" jsonschema:"as the author wrote it"`
+	Tool       string `json:"tool"`
+}
+
+// ApprovalIn names the version the caller reviewed, and the destinations.
 type ApprovalIn struct {
-	Version int `json:"version" jsonschema:"the version you reviewed: approving fails with CONFLICT if the case changed since"`
+	Version          int    `json:"version" jsonschema:"the version you reviewed: approving fails with CONFLICT if the case changed since"`
+	DestinationsHash string `json:"destinationsHash,omitempty" jsonschema:"the destinationsHash you reviewed: approving fails with CONFLICT if where the case can send data changed since"`
+}
+
+// review returns the current version of caseID and what it asks of c.
+func (s *Service) review(ctx context.Context, c duet.Caller, caseID string) (*duet.Case, *catalog.CaseReview, error) {
+	cs, err := s.d.Store.FindCaseByID(ctx, c.UserID, caseID)
+	if err != nil {
+		return nil, nil, err
+	}
+	task, err := s.d.Store.FindTaskByID(ctx, c.UserID, cs.TaskID)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := s.d.Catalog.ReviewCase(ctx, c.UserID, task, cs)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cs, r, nil
 }
 
 func (s *Service) approval(ctx context.Context, c duet.Caller, caseID string) (Approval, error) {
-	cs, err := s.d.Store.FindCaseByID(ctx, c.UserID, caseID)
+	cs, r, err := s.review(ctx, c, caseID)
 	if err != nil {
 		return Approval{}, err
 	}
-	out := Approval{CaseID: cs.ID, Version: cs.Version, Author: cs.CreatedBy, Needed: cs.CreatedBy != c.UserID}
+	out := Approval{CaseID: cs.ID, Version: cs.Version, Author: cs.CreatedBy, Needed: cs.CreatedBy != c.UserID && r.Needed(),
+		Calls: []ApprovalCall{}, Destinations: r.Destinations, DestinationsHash: r.DestinationsHash}
+	for _, pc := range r.Calls {
+		out.Calls = append(out.Calls, ApprovalCall(pc))
+	}
 	if a, err := s.d.Store.FindCaseApproval(ctx, c.UserID, cs.ID, cs.Version); err == nil {
-		out.Approval = a
+		out.Approval, out.Approved = a, a.Holds(r.DestinationsHash)
 	} else if duet.ErrorCode(err) != duet.CodeNotFound {
 		return Approval{}, err
 	}
@@ -396,11 +430,19 @@ func (s *Service) GetApproval(ctx context.Context, c duet.Caller, caseID string)
 }
 
 // ApproveCase records the caller's approval of the version of a case they
-// reviewed. Returns NOT_FOUND, CONFLICT (the case changed since),
-// INVALID_ARGUMENT.
+// reviewed, for the places it can send data to now (the ones they reviewed,
+// when in names them). Returns NOT_FOUND, CONFLICT (the case or its
+// destinations changed since), INVALID_ARGUMENT.
 func (s *Service) ApproveCase(ctx context.Context, c duet.Caller, caseID string, in ApprovalIn) (Approval, error) {
 	return govern(ctx, s, c, "approveCase", in, func(ctx context.Context) (Approval, error) {
-		if err := s.d.Store.ApproveCase(ctx, &duet.CaseApproval{User: c.UserID, CaseID: caseID, Version: in.Version}); err != nil {
+		_, r, err := s.review(ctx, c, caseID)
+		if err != nil {
+			return Approval{}, err
+		}
+		if in.DestinationsHash != "" && in.DestinationsHash != r.DestinationsHash {
+			return Approval{}, duet.Errorf(duet.CodeConflict, "where case %s can send data changed since you reviewed it (the task's base URL or its post-run actions): review it again before approving", caseID)
+		}
+		if err := s.d.Store.ApproveCase(ctx, &duet.CaseApproval{User: c.UserID, CaseID: caseID, Version: in.Version, DestinationsHash: r.DestinationsHash}); err != nil {
 			return Approval{}, err
 		}
 		return s.approval(ctx, c, caseID)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -109,6 +110,7 @@ type App struct {
 	browsers    *Browsers          // the engine's browser driver
 	loadKeyring func() (*vault.Keyring, error)
 	preflighted bool
+	stopRelease stopRelease // what DUET_STOP_TOOL_USERS' teams were bound to at Open
 }
 
 // NewLogger returns the slog logger the configuration asks for, on w.
@@ -144,6 +146,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	db = a.Telemetry.Store(db) // spans per store call; the run lifecycle as metrics and spans
 	a.Store = db
 	a.self.Add(cfg.Addr)
+	a.self.AddURL(cfg.PublicURL)
 	guard := NetPolicy(cfg, a.self) // http steps and browser navigations
 	a.Audit = audit.NewWriter(db, 0, log)
 	a.Browsers = NewBrowserPool(cfg, &guard, log)
@@ -154,7 +157,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	stepClient := guard.Client()
 	stepClient.Transport = a.Telemetry.Transport(stepClient.Transport, cfg.InTraceDomain) // http steps carry the run's traceparent into the trace domain
 	a.Engine = engine.New(db, engine.Options{
-		StepTimeout: cfg.StepTimeout, CaseTimeout: cfg.CaseTimeout, Parallel: cfg.Parallel,
+		StepTimeout: cfg.StepTimeout, CaseTimeout: cfg.CaseTimeout, Parallel: cfg.Parallel, MaxCallDepth: cfg.MaxCallDepth,
 		Browser: a.browsers, Artifacts: a.Artifacts, HTTPClient: stepClient,
 		OnEvent: opts.OnEvent, Logger: log, Invoker: a.Agent.Invoker,
 	})
@@ -163,7 +166,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		Limits: catalog.Limits{
 			MaxConcurrent: cfg.MaxConcurrent, MaxPerCaller: cfg.MaxPerCaller, Timeout: cfg.CallTimeout,
 			MaxArgBytes: cfg.MaxArgBytes, MaxResultBytes: cfg.MaxResultBytes, IdempotencyTTL: cfg.IdempotencyTTL,
-			MaxQueuedRuns: cfg.MaxQueuedRuns,
+			MaxQueuedRuns: cfg.MaxQueuedRuns, MaxRunsPerMinute: cfg.MaxRunsPerMinute,
 		},
 		Auditor:    a.Telemetry.Auditor(a.Audit),
 		Observe:    a.Telemetry.Observe,
@@ -182,13 +185,16 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 			}
 			return kr.DeriveKey("mcp request state"), nil
 		},
-		PendingCalls: func(ctx context.Context, executor string, c *duet.Case) ([]catalog.PendingCall, error) {
-			calls, err := engine.CallsNeedingApproval(ctx, db, executor, c)
-			out := make([]catalog.PendingCall, 0, len(calls))
-			for _, pc := range calls {
-				out = append(out, catalog.PendingCall{Step: pc.Step, Name: pc.Name, ServerKey: pc.ServerKey, ServerName: pc.ServerName, Tool: pc.Tool})
+		Review: func(ctx context.Context, executor string, task *duet.Task, c *duet.Case) (*catalog.CaseReview, error) {
+			r, err := engine.ReviewCase(ctx, db, executor, task, c)
+			if err != nil {
+				return nil, err
 			}
-			return out, err
+			out := &catalog.CaseReview{Destinations: r.Destinations, DestinationsHash: r.DestinationsHash}
+			for _, pc := range r.Calls {
+				out.Calls = append(out.Calls, catalog.PendingCall{Step: pc.Step, Name: pc.Name, ServerKey: pc.ServerKey, ServerName: pc.ServerName, Tool: pc.Tool})
+			}
+			return out, nil
 		},
 	})
 	mo := mcpserver.Options{}
@@ -214,7 +220,46 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	})
 	a.initOAuth(&guard)
 	a.watch()
+	a.bindStopRelease(ctx)
 	return a, nil
+}
+
+// stopRelease is what the teams DUET_STOP_TOOL_USERS names were bound to.
+type stopRelease struct {
+	bound   map[string]string // team name → id
+	missing []string          // named teams that did not exist
+	err     error
+}
+
+// bindStopRelease binds the teams DUET_STOP_TOOL_USERS names to the teams
+// of those names that exist when Duet starts (catalog.BindStopRelease): a
+// team made later, or deleted and re-made by someone else, grants nothing
+// until a restart. ReportStopRelease logs the outcome.
+func (a *App) bindStopRelease(ctx context.Context) {
+	if !slices.ContainsFunc(a.Config.StopToolUsers, func(u string) bool { _, ok := duet.TeamOf(u); return ok }) {
+		return
+	}
+	bound, missing, err := a.Catalog.BindStopRelease(ctx)
+	a.stopRelease = stopRelease{bound: bound, missing: missing, err: err}
+}
+
+// ReportStopRelease logs, when a server starts (duet serve, duet mcp), the
+// teams stop_test_run is released to, and warns of each team
+// DUET_STOP_TOOL_USERS names that does not exist: it grants nothing (were it
+// created later, by anyone, it would not be the team the configuration
+// meant) until Duet restarts after it is created.
+func (a *App) ReportStopRelease() {
+	r := a.stopRelease
+	if r.err != nil {
+		a.Logger.Warn("DUET_STOP_TOOL_USERS: cannot read the teams it names; they grant nothing until a restart", "err", r.err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(r.bound)) {
+		a.Logger.Info("stop_test_run is released to the members of team "+name, "team", name, "teamId", r.bound[name])
+	}
+	for _, name := range r.missing {
+		a.Logger.Warn("DUET_STOP_TOOL_USERS names team "+name+", which does not exist: it grants nothing. Create the team, check who owns it, and restart Duet; "+
+			"a team is bound when Duet starts, so one someone else creates later gets nothing", "team", name)
+	}
 }
 
 // Close flushes the audit trail, stops the browser processes and closes the
@@ -266,7 +311,8 @@ func (a *App) Handler(o ServeOptions) http.Handler {
 		Console:          webui.New(webui.Options{Service: a.API, Auth: a.Auth, Codes: httpapi.Codes, MaxBodyBytes: a.Config.MaxBodyBytes, Logger: a.Logger, Version: Version}),
 		ResourceMetadata: a.resourceMetadata, AuthServer: a.authServerHandler(),
 		Metrics: a.metricsOnMainPort(), MetricsToken: a.Config.MetricsToken,
-		Middleware: []func(http.Handler) http.Handler{a.Telemetry.Middleware},
+		Middleware:   []func(http.Handler) http.Handler{a.Telemetry.Middleware},
+		MaxCallDepth: a.Config.MaxCallDepth,
 	})
 	if o.Wrap != nil {
 		h = o.Wrap(h)
@@ -281,7 +327,8 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, o ServeOptions) error 
 	if err := a.Preflight(ctx); err != nil {
 		return err
 	}
-	srv := httpapi.NewServer(a.Handler(o), httpapi.ServerOptions{MaxConns: a.Config.MaxConnections})
+	a.ReportStopRelease()
+	srv := httpapi.NewServer(a.Handler(o), httpapi.ServerOptions{MaxConns: a.Config.MaxConnections, MaxUnauthenticated: a.Config.MaxUnauthenticated})
 	g, gctx := errgroup.WithContext(ctx)
 	a.self.Add(ln.Addr().String()) // tests may not call Duet's own API
 	g.Go(func() error {

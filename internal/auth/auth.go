@@ -74,6 +74,10 @@ type Identity struct {
 	// Access is what the credentials allow (an OAuth token's scopes); the
 	// zero value allows whatever the user may do.
 	Access duet.Access
+	// TokenID is the personal access token the request authenticated
+	// with, directly or through the console session started with it (""
+	// otherwise): tokens the request creates are its children.
+	TokenID string
 }
 
 // Principal is the identity as one comparable string: the user id and how
@@ -130,8 +134,18 @@ func ValidUserID(s string) bool { return duet.ValidUserID(s) == nil }
 
 // Authenticate identifies the caller of r. Returns UNAUTHENTICATED (with a
 // message safe to show) when the request has no valid credentials, and
-// INVALID_ARGUMENT when credentials were put in the URL.
+// INVALID_ARGUMENT when credentials were put in the URL. Valid credentials
+// — a valid gateway key too, whatever its user header — set the request's
+// mark (WithRequestMark).
 func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request) (Identity, error) {
+	id, err := a.authenticate(ctx, r)
+	if err == nil || id.ViaGateway {
+		markAuthenticated(r.Context())
+	}
+	return id, err
+}
+
+func (a *Authenticator) authenticate(ctx context.Context, r *http.Request) (Identity, error) {
 	q := r.URL.Query()
 	for _, p := range credentialParams {
 		for k := range q {
@@ -180,7 +194,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request) (Iden
 			// A token minted for an invalid user (before the rule existed).
 			return Identity{}, duet.Errorf(duet.CodeUnauthenticated, "the token's user id is invalid: %s", duet.ErrorMessage(err))
 		}
-		return Identity{UserID: t.UserID, Method: MethodToken}, nil
+		return Identity{UserID: t.UserID, Method: MethodToken, TokenID: t.ID}, nil
 	}
 	return Identity{}, duet.Errorf(duet.CodeUnauthenticated, "authentication required: send Authorization: Bearer <personal access token>, or come through the gateway (X-Api-Key)")
 }

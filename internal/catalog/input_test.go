@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,7 +33,7 @@ func askTool() *catalog.Tool {
 			env.Answer("q", &e)
 			a, _ := e.Content["a"].(string)
 			return echoOut{State: string(env.State()), Answer: a}, nil
-		})
+		}).WithInput()
 }
 
 func canAll(string) bool { return true }
@@ -102,21 +103,30 @@ func TestRequestStateIsSealed(t *testing.T) {
 }
 
 // TestStartRunAsksForApproval: bob starts alice's shared task whose cases
-// call a tool that is not read-only with bob's credentials. A client that
-// can answer an elicitation is asked first, and nothing starts until bob
-// answers; approving records bob's approval of each case version (audited)
-// and starts the run; declining starts nothing. A client that cannot be
-// asked gets the run as before (its steps will fail with
-// APPROVAL_REQUIRED), and alice, the author, is never asked.
+// call a tool with bob's credentials. A client that can answer an
+// elicitation is asked first — the question shows the calls and every place
+// the cases can send data to — and nothing starts until bob answers;
+// approving records bob's approval of each case version for those places
+// (audited) and starts the run; declining, or an accept without approve:
+// true, starts nothing. When the places change (the task's base URL), bob
+// is asked again, and an answer to the old question approves nothing. A
+// client that cannot be asked gets the run as before (its steps will fail
+// with APPROVAL_REQUIRED), and alice, the author, is never asked.
 func TestStartRunAsksForApproval(t *testing.T) {
 	t.Parallel()
-	pending := func(ctx context.Context, executor string, c *duet.Case) ([]catalog.PendingCall, error) {
+	var mu sync.Mutex
+	base := "shop.example"
+	review := func(ctx context.Context, executor string, task *duet.Task, c *duet.Case) (*catalog.CaseReview, error) {
 		if c.CreatedBy == executor {
-			return nil, nil
+			return &catalog.CaseReview{}, nil
 		}
-		return []catalog.PendingCall{{Step: 1, Name: "cancel the order", ServerKey: "sk_orders", Tool: "set_order_status"}}, nil
+		mu.Lock()
+		d := duet.Destinations{BaseHost: base, Hosts: []string{base, "collector.example"}, Tools: []duet.ToolDestination{{ServerKey: "sk_orders", Tool: "set_order_status"}}}
+		mu.Unlock()
+		return &catalog.CaseReview{Calls: []catalog.PendingCall{{Step: 1, Name: "cancel the order", ServerKey: "sk_orders", Tool: "set_order_status"}},
+			Destinations: d, DestinationsHash: d.Hash()}, nil
 	}
-	c, db, task, log := setup(t, catalog.Options{PendingCalls: pending})
+	c, db, task, log := setup(t, catalog.Options{Review: review})
 	start := func(user, key string, in *catalog.Input) *catalog.Result {
 		t.Helper()
 		args, _ := json.Marshal(map[string]any{"taskId": task.ID, "idempotencyKey": key})
@@ -147,7 +157,7 @@ func TestStartRunAsksForApproval(t *testing.T) {
 		t.Fatalf("bob was not asked: %+v", q)
 	}
 	msg := ir.Params.(map[string]any)["message"].(string)
-	for _, want := range []string{"first", "second", "by alice", "set_order_status", "sk_orders"} {
+	for _, want := range []string{"first", "second", "by alice", "set_order_status", "sk_orders", "host shop.example", "host collector.example"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("the question does not say %q:\n%s", want, msg)
 		}
@@ -164,15 +174,39 @@ func TestStartRunAsksForApproval(t *testing.T) {
 	if !no.IsError || no.Code != duet.CodeApprovalRequired || runs("bob") != 0 {
 		t.Fatalf("declined: got %s %s, %d runs; want APPROVAL_REQUIRED and no run", no.Code, no.Text, runs("bob"))
 	}
+	// An accept that does not say approve: true is no approval: an
+	// auto-accepting client approves nothing.
+	for _, content := range []string{`{}`, `{"approve":"true"}`, `{"approve":1}`} {
+		raw := map[string]json.RawMessage{"approve_shared_cases": json.RawMessage(`{"action":"accept","content":` + content + `}`)}
+		empty := start("bob", "k1", &catalog.Input{Can: elicit, Responses: raw, State: q.RequestState})
+		if !empty.IsError || empty.Code != duet.CodeApprovalRequired || runs("bob") != 0 {
+			t.Fatalf("accept with content %s: got %s %s, %d runs; want APPROVAL_REQUIRED and no run", content, empty.Code, empty.Text, runs("bob"))
+		}
+	}
+	if list, _ := db.FindCaseApprovals(t.Context(), "bob", task.ID); len(list) != 0 {
+		t.Fatalf("approvals recorded without a yes: %+v", list)
+	}
+	// The places change while bob is being asked: his yes to the old
+	// question approves nothing, and he is asked again.
+	mu.Lock()
+	base = "shop2.example"
+	mu.Unlock()
+	stale := start("bob", "k1", &catalog.Input{Can: elicit, Responses: answer("accept", true), State: q.RequestState})
+	ir, ok = stale.InputRequests["approve_shared_cases"]
+	if !ok || runs("bob") != 0 || !strings.Contains(ir.Params.(map[string]any)["message"].(string), "host shop2.example") {
+		t.Fatalf("a yes to the question about other destinations: got %+v, %d runs; want a new question", stale, runs("bob"))
+	}
+	q = stale
 
 	yes := start("bob", "k1", &catalog.Input{Can: elicit, Responses: answer("accept", true), State: q.RequestState})
 	if yes.IsError || len(yes.InputRequests) > 0 || runs("bob") != 1 {
 		t.Fatalf("approved: got %+v, %d runs; want the run started", yes, runs("bob"))
 	}
 	cases, _, _, _ := db.FindCases(t.Context(), duet.CaseFilter{TaskID: task.ID, Limit: 10})
+	now, _ := review(t.Context(), "bob", task, &duet.Case{CreatedBy: "alice"})
 	for _, cs := range cases {
-		if _, err := db.FindCaseApproval(t.Context(), "bob", cs.ID, cs.Version); err != nil {
-			t.Errorf("bob's approval of %s v%d was not recorded: %v", cs.ID, cs.Version, err)
+		if ap, err := db.FindCaseApproval(t.Context(), "bob", cs.ID, cs.Version); err != nil || !ap.Holds(now.DestinationsHash) {
+			t.Errorf("bob's approval of %s v%d for the destinations shown was not recorded: %+v %v", cs.ID, cs.Version, ap, err)
 		}
 	}
 	approvals := 0
@@ -188,10 +222,17 @@ func TestStartRunAsksForApproval(t *testing.T) {
 	if again := start("bob", "k2", &catalog.Input{Can: elicit}); len(again.InputRequests) > 0 || again.IsError {
 		t.Errorf("asked again for approved versions: %+v", again)
 	}
+	// Other destinations: asked again.
+	mu.Lock()
+	base = "shop3.example"
+	mu.Unlock()
+	if again := start("bob", "k4", &catalog.Input{Can: elicit}); len(again.InputRequests) != 1 {
+		t.Errorf("not asked again after the destinations changed: %+v", again)
+	}
 
 	// carol (shared with nobody) is not concerned; a client that cannot be
 	// asked: the run starts at once, as before.
-	c2, db2, task2, _ := setup(t, catalog.Options{PendingCalls: pending})
+	c2, db2, task2, _ := setup(t, catalog.Options{Review: review})
 	args, _ := json.Marshal(map[string]any{"taskId": task2.ID, "idempotencyKey": "k"})
 	res, err := c2.Call(t.Context(), catalog.Request{Caller: duet.Caller{UserID: "bob", Source: duet.SourceMCP}, Tool: catalog.ToolStartRun, Args: args,
 		Input: &catalog.Input{}})
@@ -228,5 +269,61 @@ func TestRequestStateAcrossInstances(t *testing.T) {
 	}
 	if _, err := ask(t, three, "alice", `{}`, &catalog.Input{Can: canAll, Responses: answer, State: first.RequestState}); !errors.Is(err, catalog.ErrBadState) {
 		t.Errorf("an instance with another key: %v, want ErrBadState", err)
+	}
+}
+
+// TestOnlyADeclaredToolIsAsked: the client's Input reaches only a tool that
+// declared it may ask (WithInput). Another tool sees CanAsk false and gets
+// UNAVAILABLE from Ask whatever the transport offers — so a transport that
+// answers its calls without a way to ask (the fast paths) answers them as
+// every other one does — and it is not told the client's answers either.
+func TestOnlyADeclaredToolIsAsked(t *testing.T) {
+	t.Parallel()
+	probe := func(name string) *catalog.Tool {
+		return catalog.Define(name, "", "says whether it may ask, then asks", catalog.Annotations{ReadOnly: true}, nil,
+			func(ctx context.Context, env *catalog.Env, _ struct{}) (echoOut, error) {
+				if env.Answered() {
+					return echoOut{Answer: "answered"}, nil
+				}
+				if !env.CanAsk(catalog.AskElicit) {
+					return echoOut{Answer: "cannot ask"}, nil
+				}
+				return echoOut{}, env.Ask(map[string]catalog.InputRequest{"q": {Method: catalog.AskElicit, Params: map[string]any{"message": "?"}}}, nil)
+			})
+	}
+	asker := func(name string) *catalog.Tool {
+		return catalog.Define(name, "", "asks without looking", catalog.Annotations{ReadOnly: true}, nil,
+			func(ctx context.Context, env *catalog.Env, _ struct{}) (echoOut, error) {
+				return echoOut{}, env.Ask(map[string]catalog.InputRequest{"q": {Method: catalog.AskElicit, Params: map[string]any{"message": "?"}}}, nil)
+			})
+	}
+	declared, undeclared := probe("declared").WithInput(), probe("undeclared")
+	c, _, _, _ := setup(t, catalog.Options{Extra: []*catalog.Tool{declared, undeclared, asker("blind_asker")}})
+	if !declared.Asks() || undeclared.Asks() {
+		t.Fatalf("Asks: declared %v, undeclared %v", declared.Asks(), undeclared.Asks())
+	}
+	call := func(tool string, in *catalog.Input) *catalog.Result {
+		t.Helper()
+		res, err := c.Call(t.Context(), catalog.Request{Caller: duet.Caller{UserID: "alice", Source: duet.SourceMCP}, Tool: tool, Args: json.RawMessage(`{}`), Input: in})
+		if err != nil {
+			t.Fatalf("%s: %v", tool, err)
+		}
+		return res
+	}
+	answered := map[string]json.RawMessage{"q": json.RawMessage(`{"action":"accept"}`)}
+	if res := call("declared", &catalog.Input{Can: canAll}); len(res.InputRequests) != 1 {
+		t.Errorf("declared: %+v, want an input-required result", res)
+	}
+	if res := call("declared", &catalog.Input{Can: canAll, Responses: answered}); !strings.Contains(res.Text, "answered") {
+		t.Errorf("declared, with answers: %+v", res)
+	}
+	if res := call("undeclared", &catalog.Input{Can: canAll}); len(res.InputRequests) != 0 || !strings.Contains(res.Text, "cannot ask") {
+		t.Errorf("undeclared: %+v, want the fallback of a client that cannot be asked", res)
+	}
+	if res := call("undeclared", &catalog.Input{Can: canAll, Responses: answered}); !strings.Contains(res.Text, "cannot ask") {
+		t.Errorf("undeclared, with answers: %+v, want the answers not passed on", res)
+	}
+	if res := call("blind_asker", &catalog.Input{Can: canAll}); !res.IsError || res.Code != duet.CodeUnavailable {
+		t.Errorf("blind_asker: %+v, want UNAVAILABLE", res)
 	}
 }

@@ -68,7 +68,9 @@ type StopToolOptions struct {
 	// Users may see and call stop_test_run: user ids, "team:NAME" for the
 	// members of a team (as they are at each call), "*" for everyone.
 	// Empty (the default) releases it to nobody: the tool is hidden from
-	// every tools/list and a call of it is PERMISSION_DENIED.
+	// every tools/list and a call of it is PERMISSION_DENIED. A team
+	// grants it only once BindStopRelease bound its name to the team of
+	// that name that existed then (its id).
 	Users []string
 	// ApprovalTTL is how long a stop request waits for the approval of the
 	// run's executor; 0 means 10m.
@@ -118,8 +120,42 @@ func (c *Catalog) Hidden(ctx context.Context, user string) map[string]bool {
 	return hidden
 }
 
+// BindStopRelease binds each team StopToolOptions.Users names to the team
+// of that name that exists now, by its id, and returns those ids and the
+// names of the teams that do not exist. Until it is called, and for a team
+// that did not exist when it was, a team entry grants nothing: the release
+// goes to the members of the team the configuration meant, never to a team
+// someone creates (or deletes and re-creates) under that name afterwards.
+// The app calls it when it starts; calling it again binds anew.
+func (c *Catalog) BindStopRelease(ctx context.Context) (bound map[string]string, missing []string, err error) {
+	var names []string
+	for _, u := range c.opts.StopTool.Users {
+		if team, ok := duet.TeamOf(u); ok {
+			names = append(names, team)
+		}
+	}
+	bound = map[string]string{}
+	if len(names) > 0 {
+		if bound, err = c.store.TeamIDs(ctx, names); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, n := range names {
+		if _, ok := bound[n]; !ok {
+			missing = append(missing, n)
+		}
+	}
+	ids := map[string]bool{}
+	for _, id := range bound {
+		ids[id] = true
+	}
+	c.stopTeams.Store(&ids)
+	return bound, missing, nil
+}
+
 // stopReleased reports whether StopToolOptions.Users names user, directly,
-// as "*" or through a team of theirs.
+// as "*" or through a team of theirs that is the team the name was bound to
+// (BindStopRelease).
 func stopReleased(ctx context.Context, c *Catalog, user string) (bool, error) {
 	users := c.opts.StopTool.Users
 	if user == "" || len(users) == 0 {
@@ -128,7 +164,8 @@ func stopReleased(ctx context.Context, c *Catalog, user string) (bool, error) {
 	if slices.Contains(users, "*") || slices.Contains(users, user) {
 		return true, nil
 	}
-	if !slices.ContainsFunc(users, func(u string) bool { return strings.HasPrefix(u, duet.TeamPrefix) }) {
+	bound := c.stopTeams.Load()
+	if bound == nil || len(*bound) == 0 {
 		return false, nil
 	}
 	teams, err := c.store.FindTeams(ctx, user)
@@ -136,7 +173,7 @@ func stopReleased(ctx context.Context, c *Catalog, user string) (bool, error) {
 		return false, err
 	}
 	for _, t := range teams {
-		if slices.Contains(users, duet.TeamPrincipal(t.Name)) {
+		if (*bound)[t.ID] && slices.Contains(users, duet.TeamPrincipal(t.Name)) {
 			return true, nil
 		}
 	}
@@ -163,11 +200,11 @@ func (c *Catalog) checkReleased(ctx context.Context, t *Tool, user string) error
 func stopRunTool() *Tool {
 	return Define(ToolStopRun, "Stop a test run",
 		"Stop (cancel) a queued or running test run by runId: its remaining cases do not run and it ends with status cancelled. "+
-			"High risk, so every call needs a person's confirmation. A client that supports elicitation asks you to confirm at once. "+
-			"Otherwise the call creates a stop request and answers APPROVAL_PENDING with its requestId: the person who started the run "+
-			"approves it within a time limit (duet run approve-stop REQUEST_ID); repeat this call with requestId to learn the outcome "+
-			"(stopped, APPROVAL_DENIED or APPROVAL_EXPIRED). Nothing is stopped without that confirmation. A run that already ended is "+
-			"left as it is (stopped: false).",
+			"High risk, so every call needs a person's confirmation. Your own run (or a run of a task you own): a client that supports "+
+			"elicitation asks you to confirm at once. Someone else's run, or a client that cannot ask: the call creates a stop request "+
+			"and answers APPROVAL_PENDING with its requestId, and the person who started the run approves it within a time limit "+
+			"(duet run approve-stop REQUEST_ID); repeat this call with requestId to learn the outcome (stopped, APPROVAL_DENIED or "+
+			"APPROVAL_EXPIRED). Nothing is stopped without that confirmation. A run that already ended is left as it is (stopped: false).",
 		Annotations{Destructive: true, Idempotent: true}, bounded(func(in, out *jsonschema.Schema) {
 			minLen(in, "runId", 1)
 		}), stopRun).confirming().released(stopReleased)
@@ -187,7 +224,7 @@ type StopRunOut struct {
 	Stopped    bool           `json:"stopped" jsonschema:"true when the run was asked to stop after a confirmation; false when it had ended already"`
 	RequestID  string         `json:"requestId,omitempty" jsonschema:"the stop request that records who asked and who confirmed"`
 	ApprovedBy string         `json:"approvedBy,omitempty" jsonschema:"who confirmed the stop"`
-	Via        string         `json:"via,omitempty" jsonschema:"how it was confirmed: elicitation (in your client) or cli (by the person who started the run)"`
+	Via        string         `json:"via,omitempty" jsonschema:"how it was confirmed: elicitation (you, in your client, for your own run or a run of your task) or cli (by the person who started the run)"`
 }
 
 // Text implements Texter.
@@ -219,6 +256,18 @@ func stopRun(ctx context.Context, env *Env, in StopRunIn) (StopRunOut, error) {
 	}
 	req := &duet.StopRequest{RunID: run.ID, TaskID: run.TaskID, Executor: run.TriggeredBy, RequestedBy: user,
 		Reason: strings.TrimSpace(in.Reason), TraceID: env.Caller.TraceID}
+	// Stopping someone else's run is for its executor to approve, never
+	// for the person asking: no question in the asker's client (which it
+	// could answer itself), the request waits for the executor. The
+	// executor, or the owner of the run's task — who may cancel it without
+	// asking anyone (CancelRun) — is only asked whether they are sure.
+	own, err := c.mayCancel(ctx, user, run)
+	if err != nil {
+		return StopRunOut{}, err
+	}
+	if !own {
+		return c.stopPending(ctx, req)
+	}
 	ok, err := confirmStop(ctx, env, run, req.Reason)
 	var ask *inputRequired
 	switch {
@@ -265,12 +314,14 @@ type stopState struct {
 	Run string `json:"run"`
 }
 
-// confirmStop asks the caller to confirm stopping run: through the
-// transport's Confirmer (a server-to-client elicitation on a session), or
-// as a multi-round request (an input-required result, then the client's
-// answer in the next round) for a client that declared elicitation without
-// a session. It returns ErrConfirmUnsupported when the client cannot be
-// asked, or Env.Ask's error to end this round with the question.
+// confirmStop asks the caller — the run's executor or its task's owner —
+// whether they are sure they want to stop run: through the transport's
+// Confirmer (a server-to-client elicitation on a session), or as a
+// multi-round request (an input-required result, then the client's answer
+// in the next round) for a client that declared elicitation without a
+// session. Only an accept whose confirm is explicitly true confirms. It
+// returns ErrConfirmUnsupported when the client cannot be asked, or
+// Env.Ask's error to end this round with the question.
 func confirmStop(ctx context.Context, env *Env, run *duet.Run, reason string) (bool, error) {
 	if env.Confirmer != nil || (!env.CanAsk(AskElicit) && env.State() == nil) {
 		return env.Confirm(ctx, stopPrompt(run, reason))
@@ -282,8 +333,7 @@ func confirmStop(ctx context.Context, env *Env, run *duet.Run, reason string) (b
 		}
 		var answer Elicitation
 		if env.Answer(stopKey, &answer) {
-			confirm, _ := answer.Content["confirm"].(bool)
-			return answer.Action == "accept" && confirm, nil
+			return accepted(answer, "confirm"), nil
 		}
 	}
 	if !env.CanAsk(AskElicit) {
@@ -306,10 +356,10 @@ func confirmStop(ctx context.Context, env *Env, run *duet.Run, reason string) (b
 	}}}, b)
 }
 
-// stopPrompt is what the person is asked.
+// stopPrompt is what the person is asked: whether they are sure.
 func stopPrompt(run *duet.Run, reason string) string {
 	done := run.Totals.Passed + run.Totals.Failed + run.Totals.Error + run.Totals.Cancelled
-	s := fmt.Sprintf("Stop run %s of task %s, started by %s (%s, %d of %d cases done)? Its remaining cases will not run.",
+	s := fmt.Sprintf("Are you sure you want to stop run %s of task %s, started by %s (%s, %d of %d cases done)? Its remaining cases will not run.",
 		run.ID, run.TaskID, run.TriggeredBy, run.Status, done, run.Totals.Cases)
 	if reason != "" {
 		s += " Reason given: " + reason
@@ -317,9 +367,9 @@ func stopPrompt(run *duet.Run, reason string) string {
 	return s
 }
 
-// stopPending answers a call the client could not confirm: the caller's
-// pending request for the run (a retry), or a new one, waits for the run's
-// executor.
+// stopPending answers a call nobody could confirm in the client (someone
+// else's run, or a client that cannot ask): the caller's pending request
+// for the run (a retry), or a new one, waits for the run's executor.
 func (c *Catalog) stopPending(ctx context.Context, req *duet.StopRequest) (StopRunOut, error) {
 	waiting, err := c.store.FindStopRequests(ctx, duet.StopRequestFilter{User: req.RequestedBy, RunID: req.RunID, Pending: true})
 	if err != nil {
@@ -346,7 +396,7 @@ func (c *Catalog) stopPending(ctx context.Context, req *duet.StopRequest) (StopR
 func stopPendingError(r *duet.StopRequest, now time.Time) error {
 	left := r.ExpiresAt.Sub(now).Round(time.Second)
 	return duet.Errorf(duet.CodeApprovalPending,
-		"stopping run %s needs the approval of %s, who started it, and this client cannot confirm it: stop request %s waits until %s (%s from now). "+
+		"stopping run %s needs the approval of %s, who started it: stop request %s waits until %s (%s from now). "+
 			"%s approves it with `duet run approve-stop %s --as %s` (or declines with `duet run deny-stop %s`); nothing is stopped until then. "+
 			"Repeat this call with requestId %s to learn the outcome.",
 		r.RunID, r.Executor, r.ID, r.ExpiresAt.UTC().Format(time.RFC3339), left, r.Executor, r.ID, r.Executor, r.ID, r.ID)
@@ -400,6 +450,19 @@ func (c *Catalog) DecideStop(ctx context.Context, caller duet.Caller, requestID 
 	return req, run, nil
 }
 
+// mayCancel reports whether user may stop run without anyone's approval:
+// they started it, or they own its task.
+func (c *Catalog) mayCancel(ctx context.Context, user string, run *duet.Run) (bool, error) {
+	if run.TriggeredBy == user {
+		return true, nil
+	}
+	task, err := c.store.FindTaskByID(ctx, user, run.TaskID)
+	if err != nil && duet.ErrorCode(err) != duet.CodeNotFound {
+		return false, err
+	}
+	return task != nil && task.Owner == user, nil
+}
+
 // CancelRun cancels run runID for caller, through a door that asks no one
 // (`duet run cancel`, the REST API, the console): the person who started
 // the run, or the owner of its task, may. Anyone else the task is shared
@@ -411,14 +474,12 @@ func (c *Catalog) CancelRun(ctx context.Context, caller duet.Caller, runID strin
 	if err != nil {
 		return nil, err
 	}
-	if run.TriggeredBy != caller.UserID {
-		task, err := c.store.FindTaskByID(ctx, caller.UserID, run.TaskID)
-		if err != nil && duet.ErrorCode(err) != duet.CodeNotFound {
-			return nil, err
-		}
-		if task == nil || task.Owner != caller.UserID {
-			return nil, duet.Errorf(duet.CodePermissionDenied, "run %s was started by %s: only they or the task's owner may cancel it; ask them, or use stop_test_run, which asks for a confirmation", run.ID, run.TriggeredBy)
-		}
+	own, err := c.mayCancel(ctx, caller.UserID, run)
+	if err != nil {
+		return nil, err
+	}
+	if !own {
+		return nil, duet.Errorf(duet.CodePermissionDenied, "run %s was started by %s: only they or the task's owner may cancel it; ask them, or use stop_test_run, which leaves a stop request for %s to approve", run.ID, run.TriggeredBy, run.TriggeredBy)
 	}
 	return c.store.RequestCancel(ctx, caller.UserID, runID)
 }

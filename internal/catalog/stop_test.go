@@ -64,12 +64,63 @@ func TestStopToolRelease(t *testing.T) {
 	if r, _ := db.FindRunByID(t.Context(), "", run); r.Status != duet.StatusQueued {
 		t.Fatalf("a refused call changed the run: %s", r.Status)
 	}
-	// Joining team qa releases it at once; leaving withdraws it.
-	if _, err := db.CreateTeam(t.Context(), "alice", "qa"); err != nil {
+	// A team is bound to the release when Duet starts (BindStopRelease):
+	// qa does not exist then, so a qa that someone creates afterwards
+	// grants nothing — whoever created it.
+	ctx := t.Context()
+	released := func(user string) bool {
+		t.Helper()
+		ok, err := c.Released(ctx, user, catalog.ToolStopRun)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if _, missing, err := c.BindStopRelease(ctx); err != nil || len(missing) != 1 || missing[0] != "qa" {
+		t.Fatalf("binding before qa exists: missing %v %v", missing, err)
+	}
+	if _, err := db.CreateTeam(ctx, "mallory", "qa"); err != nil {
 		t.Fatal(err)
 	}
-	if ok, _ := c.Released(t.Context(), "alice", catalog.ToolStopRun); !ok {
+	if released("mallory") || !c.Hidden(ctx, "mallory")[catalog.ToolStopRun] {
+		t.Fatal("mallory created team qa after the release was bound: released to her")
+	}
+	// Bound while qa exists (a restart): its members as they are at each
+	// call — joining releases it at once, leaving withdraws it.
+	if err := db.DeleteTeam(ctx, "mallory", "qa"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateTeam(ctx, "carol", "qa"); err != nil {
+		t.Fatal(err)
+	}
+	if bound, missing, err := c.BindStopRelease(ctx); err != nil || len(missing) != 0 || bound["qa"] == "" {
+		t.Fatalf("binding with qa: %v %v %v", bound, missing, err)
+	}
+	if !released("carol") || released("alice") {
+		t.Fatal("team qa bound: want carol (member) released and alice not")
+	}
+	if err := db.AddTeamMember(ctx, "carol", "qa", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if !released("alice") {
 		t.Fatal("alice, member of team qa: not released")
+	}
+	if err := db.RemoveTeamMember(ctx, "carol", "qa", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if released("alice") {
+		t.Fatal("alice left team qa: still released")
+	}
+	// qa deleted and re-created under its name by someone else: the new qa
+	// is another team and grants nothing.
+	if err := db.DeleteTeam(ctx, "carol", "qa"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateTeam(ctx, "mallory", "qa"); err != nil {
+		t.Fatal(err)
+	}
+	if released("mallory") {
+		t.Fatal("mallory re-created team qa: released to her")
 	}
 	everyone, _, _, _ := setup(t, catalog.Options{StopTool: catalog.StopToolOptions{Users: []string{"*"}}})
 	if ok, _ := everyone.Released(t.Context(), "zed", catalog.ToolStopRun); !ok {
@@ -84,9 +135,13 @@ func TestStopToolRelease(t *testing.T) {
 	}
 }
 
-// TestStopConfirmedInTheClient: a client that can confirm asks its person:
-// accepted, the run stops (the request records who confirmed, how); declined
-// or dismissed, nothing happens and the answer is APPROVAL_DENIED.
+// TestStopConfirmedInTheClient: a client that can confirm asks its person
+// whether they are sure — only for their own run, or a run of a task they
+// own: accepted, the run stops (the request records who confirmed, how);
+// declined or dismissed, nothing happens and the answer is
+// APPROVAL_DENIED. Someone else's run is never confirmed in the asker's
+// client: bob's client, however willing, is not asked, and his call leaves
+// a request that waits for alice, who started the run.
 func TestStopConfirmedInTheClient(t *testing.T) {
 	t.Parallel()
 	c, db, task, _ := setup(t, catalog.Options{StopTool: catalog.StopToolOptions{Users: []string{"*"}}})
@@ -97,44 +152,84 @@ func TestStopConfirmedInTheClient(t *testing.T) {
 			return ok, err
 		})
 	}
+	status := func(run string) duet.RunStatus {
+		r, _ := db.FindRunByID(t.Context(), "", run)
+		return r.Status
+	}
 
+	// bob asks to stop alice's run with a client that would say yes.
 	run := startQueued(t, c, "alice", task.ID)
-	res := stopCall(t, c, "bob", answer(false, nil), map[string]any{"runId": run, "reason": "wrong build"})
+	res := stopCall(t, c, "bob", answer(true, nil), map[string]any{"runId": run, "reason": "wrong build"})
+	if !res.IsError || res.Code != duet.CodeApprovalPending || len(prompts) != 0 || status(run) != duet.StatusQueued {
+		t.Fatalf("bob stopping alice's run: got %s, asked %q, run %s; want APPROVAL_PENDING, nobody asked in bob's client", res.Text, prompts, status(run))
+	}
+	pending, _ := db.FindStopRequests(t.Context(), duet.StopRequestFilter{User: "alice", Pending: true})
+	if len(pending) != 1 || pending[0].RequestedBy != "bob" || pending[0].Executor != "alice" || pending[0].Reason != "wrong build" {
+		t.Fatalf("the request waiting for alice: %+v", pending)
+	}
+
+	// alice, who started it, is asked whether she is sure.
+	res = stopCall(t, c, "alice", answer(false, nil), map[string]any{"runId": run, "reason": "wrong build"})
 	if !res.IsError || res.Code != duet.CodeApprovalDenied {
 		t.Fatalf("declined: got %s", res.Text)
 	}
-	if len(prompts) != 1 || !strings.Contains(prompts[0], run) || !strings.Contains(prompts[0], "started by alice") || !strings.Contains(prompts[0], "wrong build") {
+	if len(prompts) != 1 || !strings.Contains(prompts[0], "Are you sure") || !strings.Contains(prompts[0], run) || !strings.Contains(prompts[0], "started by alice") ||
+		!strings.Contains(prompts[0], "wrong build") {
 		t.Fatalf("the prompt: got %q", prompts)
 	}
-	if r, _ := db.FindRunByID(t.Context(), "", run); r.Status != duet.StatusQueued {
-		t.Fatalf("declined, yet the run is %s", r.Status)
+	if status(run) != duet.StatusQueued {
+		t.Fatalf("declined, yet the run is %s", status(run))
 	}
-	res = stopCall(t, c, "bob", answer(false, errors.New("the client went away")), map[string]any{"runId": run})
+	res = stopCall(t, c, "alice", answer(false, errors.New("the client went away")), map[string]any{"runId": run})
 	if res.Code != duet.CodeUnavailable {
 		t.Fatalf("a client that fails to answer: got %s", res.Text)
 	}
-
-	res = stopCall(t, c, "bob", answer(true, nil), map[string]any{"runId": run})
+	res = stopCall(t, c, "alice", answer(true, nil), map[string]any{"runId": run})
 	out := decode[catalog.StopRunOut](t, res)
-	if !out.Stopped || out.Status != duet.StatusCancelled || out.ApprovedBy != "bob" || out.Via != duet.StopViaElicitation || out.RequestID == "" {
+	if !out.Stopped || out.Status != duet.StatusCancelled || out.ApprovedBy != "alice" || out.Via != duet.StopViaElicitation || out.RequestID == "" {
 		t.Fatalf("confirmed: got %+v", out)
 	}
 	if r, _ := db.FindRunByID(t.Context(), "", run); r.Status != duet.StatusCancelled || !r.CancelRequested {
 		t.Fatalf("confirmed, yet the run is %s", r.Status)
 	}
-	reqs, _ := db.FindStopRequests(t.Context(), duet.StopRequestFilter{User: "alice"})
-	if len(reqs) != 2 || reqs[0].Status != duet.StopApproved || reqs[0].DecidedBy != "bob" || reqs[1].Status != duet.StopDenied || reqs[1].Reason != "wrong build" {
-		t.Fatalf("the requests alice sees: %+v", reqs)
+	decided, _ := db.FindStopRequests(t.Context(), duet.StopRequestFilter{User: "alice", RunID: run})
+	var approved, denied int
+	for _, r := range decided {
+		switch {
+		case r.Status == duet.StopApproved && r.DecidedBy == "alice" && r.RequestedBy == "alice":
+			approved++
+		case r.Status == duet.StopDenied && r.DecidedBy == "alice":
+			denied++
+		}
+	}
+	if approved != 1 || denied != 1 {
+		t.Fatalf("the requests alice sees: %+v", decided)
 	}
 	// Ended already: nothing to stop, nothing asked.
 	prompts = nil
-	out = decode[catalog.StopRunOut](t, stopCall(t, c, "bob", answer(true, nil), map[string]any{"runId": run}))
+	out = decode[catalog.StopRunOut](t, stopCall(t, c, "alice", answer(true, nil), map[string]any{"runId": run}))
 	if out.Stopped || out.Status != duet.StatusCancelled || len(prompts) != 0 {
 		t.Fatalf("a finished run: got %+v, asked %q", out, prompts)
 	}
 	// Someone who cannot see the run.
 	if res := stopCall(t, c, "mallory", answer(true, nil), map[string]any{"runId": run}); res.Code != duet.CodeNotFound {
 		t.Fatalf("mallory: got %s", res.Text)
+	}
+
+	// bob's run of alice's task: bob is asked; alice, who owns the task,
+	// is asked too (she may cancel it without asking anyone); carol, with
+	// whom the task is shared, is not.
+	if err := db.ShareTask(t.Context(), "alice", task.ID, "carol"); err != nil {
+		t.Fatal(err)
+	}
+	bobs := startQueued(t, c, "bob", task.ID)
+	prompts = nil
+	if res := stopCall(t, c, "carol", answer(true, nil), map[string]any{"runId": bobs}); res.Code != duet.CodeApprovalPending || len(prompts) != 0 || status(bobs) != duet.StatusQueued {
+		t.Fatalf("carol stopping bob's run: got %s, asked %q", res.Text, prompts)
+	}
+	out = decode[catalog.StopRunOut](t, stopCall(t, c, "alice", answer(true, nil), map[string]any{"runId": bobs}))
+	if !out.Stopped || out.ApprovedBy != "alice" || len(prompts) != 1 || status(bobs) != duet.StatusCancelled {
+		t.Fatalf("alice, the task's owner, stopping bob's run: got %+v, asked %q", out, prompts)
 	}
 }
 
@@ -243,26 +338,33 @@ func TestStopRequestExpires(t *testing.T) {
 }
 
 // TestStopConfirmedOverMultiRound: a 2026-07-28 client (no session, no
-// Confirmer) that declared elicitation is asked in an input-required result;
-// its answer in the next round, with the sealed state, decides. A state
-// about another run, or a client that cannot be asked, leaves nothing
-// stopped.
+// Confirmer) that declared elicitation is asked in an input-required result
+// whether its person is sure they want to stop their own run; its answer in
+// the next round, with the sealed state, decides — only confirm: true does
+// (an empty or otherwise defaulted accept stops nothing). A state about
+// another run, or a client that cannot be asked, leaves nothing stopped.
+// Someone else's run is never asked about in the asker's client: bob gets
+// APPROVAL_PENDING, whatever answers he sends.
 func TestStopConfirmedOverMultiRound(t *testing.T) {
 	t.Parallel()
 	c, db, task, _ := setup(t, catalog.Options{StopTool: catalog.StopToolOptions{Users: []string{"*"}}})
 	elicit := func(m string) bool { return m == catalog.AskElicit }
-	stop := func(run string, in *catalog.Input) *catalog.Result {
+	stopAs := func(user, run string, in *catalog.Input) *catalog.Result {
 		t.Helper()
 		b, _ := json.Marshal(map[string]any{"runId": run, "reason": "wrong build"})
-		res, err := c.Call(t.Context(), catalog.Request{Caller: duet.Caller{UserID: "bob", Source: duet.SourceMCP}, Tool: catalog.ToolStopRun, Args: b, Input: in})
+		res, err := c.Call(t.Context(), catalog.Request{Caller: duet.Caller{UserID: user, Source: duet.SourceMCP}, Tool: catalog.ToolStopRun, Args: b, Input: in})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return res
 	}
+	stop := func(run string, in *catalog.Input) *catalog.Result { t.Helper(); return stopAs("alice", run, in) }
+	raw := func(action, content string) map[string]json.RawMessage {
+		return map[string]json.RawMessage{"stop": json.RawMessage(`{"action":"` + action + `","content":` + content + `}`)}
+	}
 	answer := func(action string, confirm bool) map[string]json.RawMessage {
-		b, _ := json.Marshal(map[string]any{"action": action, "content": map[string]any{"confirm": confirm}})
-		return map[string]json.RawMessage{"stop": b}
+		b, _ := json.Marshal(map[string]any{"confirm": confirm})
+		return raw(action, string(b))
 	}
 	status := func(run string) duet.RunStatus {
 		r, err := db.FindRunByID(t.Context(), "", run)
@@ -273,36 +375,52 @@ func TestStopConfirmedOverMultiRound(t *testing.T) {
 	}
 
 	run := startQueued(t, c, "alice", task.ID)
+	// bob, with a client that can answer, is not asked about alice's run.
+	if res := stopAs("bob", run, &catalog.Input{Can: elicit, Responses: answer("accept", true)}); res.Code != duet.CodeApprovalPending || len(res.InputRequests) != 0 || status(run) != duet.StatusQueued {
+		t.Fatalf("bob stopping alice's run: got %+v, run %s", res, status(run))
+	}
+
 	q := stop(run, &catalog.Input{Can: elicit})
 	ir, ok := q.InputRequests["stop"]
 	if !ok || ir.Method != catalog.AskElicit || q.RequestState == "" || q.IsError {
-		t.Fatalf("bob was not asked: %+v", q)
+		t.Fatalf("alice was not asked: %+v", q)
 	}
-	if msg := ir.Params.(map[string]any)["message"].(string); !strings.Contains(msg, run) || !strings.Contains(msg, "wrong build") {
+	params := ir.Params.(map[string]any)
+	if msg := params["message"].(string); !strings.Contains(msg, run) || !strings.Contains(msg, "wrong build") || !strings.Contains(msg, "Are you sure") {
 		t.Fatalf("the question: %q", msg)
 	}
+	if b, _ := json.Marshal(params["requestedSchema"]); strings.Contains(string(b), `"default"`) {
+		t.Fatalf("the form has a default, which an empty answer would take: %s", b)
+	}
 	if status(run) != duet.StatusQueued {
-		t.Fatal("the run changed before bob answered")
+		t.Fatal("the run changed before alice answered")
 	}
 	no := stop(run, &catalog.Input{Can: elicit, Responses: answer("decline", false), State: q.RequestState})
 	if no.Code != duet.CodeApprovalDenied || status(run) != duet.StatusQueued {
 		t.Fatalf("declined: got %s, run %s", no.Text, status(run))
 	}
+	// An accept that does not say confirm: true is no confirmation.
+	for _, content := range []string{`{}`, `null`, `{"confirm":false}`, `{"confirm":"true"}`, `{"Confirm":true}`} {
+		res := stop(run, &catalog.Input{Can: elicit, Responses: raw("accept", content), State: q.RequestState})
+		if res.Code != duet.CodeApprovalDenied || status(run) != duet.StatusQueued {
+			t.Fatalf("accept with content %s: got %s, run %s", content, res.Text, status(run))
+		}
+	}
 	// The state of one run's question does not stop another run: the seal
 	// binds it to the arguments (a protocol error, the tool does not run).
 	other := startQueued(t, c, "alice", task.ID)
 	b, _ := json.Marshal(map[string]any{"runId": other, "reason": "wrong build"})
-	_, err := c.Call(t.Context(), catalog.Request{Caller: duet.Caller{UserID: "bob", Source: duet.SourceMCP}, Tool: catalog.ToolStopRun, Args: b,
+	_, err := c.Call(t.Context(), catalog.Request{Caller: duet.Caller{UserID: "alice", Source: duet.SourceMCP}, Tool: catalog.ToolStopRun, Args: b,
 		Input: &catalog.Input{Can: elicit, Responses: answer("accept", true), State: q.RequestState}})
 	if !errors.Is(err, catalog.ErrBadState) || status(other) != duet.StatusQueued {
 		t.Fatalf("another run's state: got %v, run %s", err, status(other))
 	}
 	yes := stop(run, &catalog.Input{Can: elicit, Responses: answer("accept", true), State: q.RequestState})
 	out := decode[catalog.StopRunOut](t, yes)
-	if !out.Stopped || out.Via != duet.StopViaElicitation || out.ApprovedBy != "bob" || status(run) != duet.StatusCancelled {
+	if !out.Stopped || out.Via != duet.StopViaElicitation || out.ApprovedBy != "alice" || status(run) != duet.StatusCancelled {
 		t.Fatalf("confirmed: got %+v, run %s", out, status(run))
 	}
-	// A client without elicitation: the owner's approval, as before.
+	// A client without elicitation: a request for the executor, as before.
 	third := startQueued(t, c, "alice", task.ID)
 	if res := stop(third, &catalog.Input{Can: func(string) bool { return false }}); res.Code != duet.CodeApprovalPending || status(third) != duet.StatusQueued {
 		t.Fatalf("no elicitation: got %s", res.Text)

@@ -122,8 +122,9 @@ func productTools() []*Tool {
 				"Runs all active cases unless caseIds names some. The run executes as you: MCP calls inside cases use your own "+
 				"registered servers and credentials. idempotencyKey is required: retrying with the same key and the same arguments "+
 				"returns the first result (replayed: true) instead of starting another run; the same key with different arguments "+
-				"fails with IDEMPOTENCY_CONFLICT. In a case someone else wrote, a step that calls a tool your catalog does not mark "+
-				"read-only fails with APPROVAL_REQUIRED until you approve that version of the case: a client that can answer "+
+				"fails with IDEMPOTENCY_CONFLICT. In a case someone else wrote, a step that calls a tool with your credentials "+
+				"(read-only ones too) fails with APPROVAL_REQUIRED until you approve that version of the case and the places it can "+
+				"send data to: a client that can answer "+
 				"an elicitation is asked for that approval before the run starts; otherwise approve with duet case approve. "+
 				"With a progress token (_meta.progressToken) the call stays open instead: it reports progress (cases done of "+
 				"the total, the case and step running) and answers when the run ends, with its result.",
@@ -131,7 +132,7 @@ func productTools() []*Tool {
 				minLen(in, "taskId", 1)
 				k := in.Properties["idempotencyKey"]
 				k.MinLength, k.MaxLength = ptr(1), ptr(200)
-			}), startRun).streaming().WithTasks(TaskOptional),
+			}), startRun).streaming().WithTasks(TaskOptional).WithInput(), // asks the executor to approve shared cases (approve.go)
 		stopRunTool(), // released gradually: see stop.go
 	}
 }
@@ -638,8 +639,9 @@ func (o StartRunOut) Text() string {
 }
 
 // StartRun starts a run of a task as the caller; it is start_test_run, and the
-// CLI and REST paths call it too. Returns NOT_FOUND, INVALID_ARGUMENT,
-// IDEMPOTENCY_CONFLICT.
+// CLI and REST paths call it too. The run keeps the caller's call depth.
+// Returns NOT_FOUND, INVALID_ARGUMENT, IDEMPOTENCY_CONFLICT, RATE_LIMITED
+// (Limits.MaxQueuedRuns, Limits.MaxRunsPerMinute).
 func (c *Catalog) StartRun(ctx context.Context, caller duet.Caller, in StartRunIn) (StartRunOut, error) {
 	env := &Env{Caller: caller, Store: c.store, Catalog: c, Progress: func(float64, float64, string) {}}
 	return startRun(ctx, env, in)
@@ -664,17 +666,18 @@ func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error)
 	if err != nil {
 		return StartRunOut{}, err
 	}
-	// Cases someone else wrote that would call tools that are not
-	// read-only with the caller's credentials: ask for the approval first
-	// when the client can be asked (approve.go).
-	if err := approveShared(ctx, env, cases); err != nil {
+	// Cases someone else wrote that would call tools with the caller's
+	// credentials: ask for the approval first when the client can be
+	// asked (approve.go).
+	if err := approveShared(ctx, env, task, cases); err != nil {
 		return StartRunOut{}, err
 	}
 	ids := slices.Clone(in.CaseIDs)
 	slices.Sort(ids)
 	h := sha256.New()
 	json.NewEncoder(h).Encode([]any{task.ID, ids, in.Device})
-	run := &duet.Run{TaskID: task.ID, TriggeredBy: env.Caller.UserID, CallSource: env.Caller.Source, TraceID: env.Caller.TraceID, Device: in.Device}
+	run := &duet.Run{TaskID: task.ID, TriggeredBy: env.Caller.UserID, CallSource: env.Caller.Source, TraceID: env.Caller.TraceID, Device: in.Device,
+		CallDepth: env.Caller.CallDepth}
 	var execs []*duet.Execution
 	for _, cs := range cases {
 		execs = append(execs, &duet.Execution{CaseID: cs.ID, CaseKey: cs.Key, CaseTitle: cs.Title, CaseVersion: cs.Version, Steps: cs.Steps, TimeoutMs: cs.TimeoutMs})
@@ -686,7 +689,8 @@ func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error)
 		ResultFunc: func(r *duet.Run) (json.RawMessage, error) {
 			return json.Marshal(StartRunOut{RunID: r.ID, TaskID: r.TaskID, Status: r.Status, CaseCount: len(execs)})
 		},
-		MaxQueued: c.opts.Limits.MaxQueuedRuns,
+		MaxQueued:    c.opts.Limits.MaxQueuedRuns,
+		MaxPerMinute: c.opts.Limits.MaxRunsPerMinute,
 	})
 	if err != nil {
 		return StartRunOut{}, err

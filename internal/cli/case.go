@@ -12,23 +12,28 @@ import (
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/app"
 	"github.com/duet-test/duet/internal/engine"
+	"github.com/duet-test/duet/internal/escape"
 )
 
-// caseCmd is `duet case`: approving shared cases that call tools which are
-// not read-only with your credentials.
+// caseCmd is `duet case`: approving shared cases that call tools with your
+// credentials.
 func caseCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "case",
 		Short: "Approve shared cases that would call MCP tools with your credentials",
 		Long: `A shared task runs its author's steps with the credentials of whoever runs it.
-In a case someone else wrote, a step that calls an MCP tool your own catalog
-does not mark read-only (readOnlyHint) fails with APPROVAL_REQUIRED until you
-approve that version of the case. Editing the case makes a new version, which
-needs a new approval.
+In a case someone else wrote, a step that calls an MCP tool of a server you
+registered — read-only tools too — fails with APPROVAL_REQUIRED until you
+approve that version of the case. The approval shows every place the version
+can send data to (the task's base-URL host, the hosts of its open and http
+steps, the MCP tools it calls, the task's post-run actions) and holds only
+while those stay the same: editing the case (a new version) or changing where
+it can send data (the task's base URL, its post-run actions) needs a new
+approval.
 
   duet case approvals [--task TASK]   what needs your approval, and what you approved
-  duet case show CASE_ID              review a case: its source and the calls to approve
-  duet case approve CASE_ID           approve its current version
+  duet case show CASE_ID              review a case: its source, the calls and where data can go
+  duet case approve CASE_ID           approve its current version and its destinations
   duet case revoke CASE_ID            withdraw your approvals of a case`,
 	}
 	cmd.AddCommand(caseShowCmd(env), caseApprovalsCmd(env), caseApproveCmd(env), caseRevokeCmd(env))
@@ -46,27 +51,28 @@ func caseShowCmd(env Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			calls, err := engine.CallsNeedingApproval(ctx, a.Store, user, c)
+			task, err := a.Store.FindTaskByID(ctx, user, c.TaskID)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(env.Stdout, "case %s %q (key %s) in task %s\nversion %d written by %s, source %s, %s\n", c.ID, c.Title, c.Key, c.TaskID,
+			r, err := engine.ReviewCase(ctx, a.Store, user, task, c)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(env.Stdout, "case %s %q (key %s) in task %s\nversion %d written by %s, source %s, %s\n", c.ID, escape.Text(c.Title), c.Key, c.TaskID,
 				c.Version, c.CreatedBy, shortHash(c.SourceHash), c.Status)
 			switch {
-			case len(calls) == 0:
-				fmt.Fprintf(env.Stdout, "nothing in it needs %s's approval\n", user)
+			case !r.Needed():
+				fmt.Fprintf(env.Stdout, "nothing in it needs %s's approval: no step calls an MCP tool with %s's credentials\n", user, user)
 			default:
-				status := "not approved"
-				if _, err := a.Store.FindCaseApproval(ctx, user, c.ID, c.Version); err == nil {
-					status = "approved"
-				} else if duet.ErrorCode(err) != duet.CodeNotFound {
+				ap, err := a.Store.FindCaseApproval(ctx, user, c.ID, c.Version)
+				if err != nil && duet.ErrorCode(err) != duet.CodeNotFound {
 					return err
 				}
-				fmt.Fprintf(env.Stdout, "calls that need %s's approval (%s for version %d):\n", user, status, c.Version)
-				for _, pc := range calls {
-					fmt.Fprintf(env.Stdout, "  step %d (%s): %s of %s\n", pc.Step, pc.Name, pc.Tool, strings.TrimSpace(pc.ServerName+" "+pc.ServerKey))
-				}
+				fmt.Fprintf(env.Stdout, "calls that need %s's approval (%s):\n", user, approvalStatus(r, ap))
+				printCalls(env, r.Calls, "calls")
 			}
+			printDestinations(env, r)
 			fmt.Fprintf(env.Stdout, "source:\n%s\n", strings.TrimRight(c.Source, "\n"))
 			return nil
 		}),
@@ -77,15 +83,49 @@ func caseShowCmd(env Env) *cobra.Command {
 
 // caseApproval is one case as `duet case approvals` lists it.
 type caseApproval struct {
-	CaseID   string               `json:"caseId"`
-	Title    string               `json:"title"`
-	Version  int                  `json:"version"`
-	Author   string               `json:"author"`
-	TaskID   string               `json:"taskId"`
-	TaskName string               `json:"taskName"`
-	Status   string               `json:"status"` // "needs approval" or "approved"
-	Approved *time.Time           `json:"approvedAt,omitempty"`
-	Calls    []engine.PendingCall `json:"calls"`
+	CaseID       string               `json:"caseId"`
+	Title        string               `json:"title"`
+	Version      int                  `json:"version"`
+	Author       string               `json:"author"`
+	TaskID       string               `json:"taskId"`
+	TaskName     string               `json:"taskName"`
+	Status       string               `json:"status"` // "needs approval", "approved" or "needs approval again: ..."
+	Approved     *time.Time           `json:"approvedAt,omitempty"`
+	Calls        []engine.PendingCall `json:"calls"`
+	Destinations duet.Destinations    `json:"destinations"` // where the version can send data to
+}
+
+// approvalStatus says whether ap (nil: none) approves the version r
+// reviews for the destinations it has now.
+func approvalStatus(r *engine.Review, ap *duet.CaseApproval) string {
+	switch {
+	case r.Holds(ap):
+		return "approved"
+	case ap != nil:
+		return "needs approval again: where it can send data changed since you approved this version"
+	}
+	return "needs approval"
+}
+
+// printCalls prints the calls of a review that use the user's credentials.
+func printCalls(env Env, calls []engine.PendingCall, verb string) {
+	for _, pc := range calls {
+		fmt.Fprintf(env.Stdout, "  step %d (%s) %s %s of %s with your credentials\n", pc.Step, escape.Text(pc.Name), verb, escape.Text(pc.Tool),
+			escape.Text(strings.TrimSpace(pc.ServerName+" "+pc.ServerKey)))
+	}
+}
+
+// printDestinations prints every place the reviewed version can send data
+// to.
+func printDestinations(env Env, r *engine.Review) {
+	fmt.Fprintf(env.Stdout, "where it can send data (destinations %s):\n", shortHash(r.DestinationsHash))
+	lines := r.Destinations.Lines()
+	if len(lines) == 0 {
+		fmt.Fprintln(env.Stdout, "  nowhere outside this run")
+	}
+	for _, l := range lines {
+		fmt.Fprintf(env.Stdout, "  %s\n", escape.Text(l))
+	}
 }
 
 func caseApprovalsCmd(env Env) *cobra.Command {
@@ -109,13 +149,13 @@ func caseApprovalsCmd(env Env) *cobra.Command {
 				return printJSON(env.Stdout, list)
 			}
 			if len(list) == 0 {
-				fmt.Fprintf(env.Stdout, "no case shared with %s calls, with %s's credentials, a tool that is not read-only\n", user, user)
+				fmt.Fprintf(env.Stdout, "no case shared with %s calls an MCP tool with %s's credentials\n", user, user)
 				return nil
 			}
 			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "CASE\tVERSION\tAUTHOR\tTASK\tSTATUS\tCALLS")
 			for _, c := range list {
-				fmt.Fprintf(tw, "%s\tv%d\t%s\t%s\t%s\t%s\n", c.CaseID, c.Version, c.Author, c.TaskName, c.Status, callList(c.Calls))
+				fmt.Fprintf(tw, "%s\tv%d\t%s\t%s\t%s\t%s\n", c.CaseID, c.Version, c.Author, escape.Text(c.TaskName), c.Status, escape.Text(callList(c.Calls)))
 			}
 			tw.Flush()
 			fmt.Fprintf(env.Stdout, "review a case with `duet case show CASE --as %s`, then approve it: duet case approve CASE --as %s\n", user, user)
@@ -161,21 +201,22 @@ func pendingApprovals(ctx context.Context, a *app.App, user, taskID string) ([]c
 				return nil, err
 			}
 			for _, c := range cases {
-				calls, err := engine.CallsNeedingApproval(ctx, a.Store, user, c)
+				r, err := engine.ReviewCase(ctx, a.Store, user, t, c)
 				if err != nil {
 					return nil, err
 				}
-				if len(calls) == 0 {
+				if !r.Needed() {
 					continue
 				}
 				ca := caseApproval{CaseID: c.ID, Title: c.Title, Version: c.Version, Author: c.CreatedBy, TaskID: t.ID, TaskName: t.Name,
-					Status: "needs approval", Calls: calls}
+					Calls: r.Calls, Destinations: r.Destinations}
 				ap, err := a.Store.FindCaseApproval(ctx, user, c.ID, c.Version)
-				switch {
-				case err == nil:
-					ca.Status, ca.Approved = "approved", &ap.ApprovedAt
-				case duet.ErrorCode(err) != duet.CodeNotFound:
+				if err != nil && duet.ErrorCode(err) != duet.CodeNotFound {
 					return nil, err
+				}
+				ca.Status = approvalStatus(r, ap)
+				if r.Holds(ap) {
+					ca.Approved = &ap.ApprovedAt
 				}
 				out = append(out, ca)
 			}
@@ -204,46 +245,49 @@ func caseApproveCmd(env Env) *cobra.Command {
 	var version int
 	cmd := &cobra.Command{
 		Use:   "approve CASE_ID [--version N]",
-		Short: "Approve the current version of a shared case: its steps may call tools that are not read-only with your credentials",
+		Short: "Approve the current version of a shared case: its steps may call MCP tools with your credentials",
 		Long: `approve records your consent that the current version of CASE_ID, a case
-someone else wrote in a task shared with you, may call with your own MCP
-credentials the tools it calls that your catalog does not mark read-only. It
-prints what you approve. --version N approves only if N is still the current
-version (CONFLICT otherwise: review the case again). Editing the case makes a
-new version, which needs a new approval.`,
+someone else wrote in a task shared with you, may call the MCP tools it calls
+with your own credentials, and send what it obtains to the places it can reach
+now. It prints both. --version N approves only if N is still the current
+version (CONFLICT otherwise: review the case again). Editing the case (a new
+version) or changing where it can send data (the task's base URL, its
+post-run actions) needs a new approval.`,
 		Args: cobra.ExactArgs(1),
 		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			ctx := cmd.Context()
-			start := time.Now()
+			ctx, done := auditing(cmd.Context(), a, user, "case.approve", args[0])
 			c, err := a.Store.FindCaseByID(ctx, user, args[0])
 			if err != nil {
-				audited(a, user, "case.approve", start, err)
+				done(err)
 				return err
 			}
 			if version == 0 {
 				version = c.Version
 			}
-			calls, err := engine.CallsNeedingApproval(ctx, a.Store, user, c)
-			if err != nil {
-				return err
-			}
 			if c.CreatedBy == user {
 				fmt.Fprintf(env.Stdout, "you (%s) wrote version %d of case %s: its steps run with your credentials without an approval\n", user, c.Version, c.ID)
 				return nil
 			}
-			ap := &duet.CaseApproval{User: user, CaseID: c.ID, Version: version}
-			err = a.Store.ApproveCase(ctx, ap)
-			audited(a, user, "case.approve", start, err)
+			task, err := a.Store.FindTaskByID(ctx, user, c.TaskID)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(env.Stdout, "approved version %d of case %s %q by %s (source %s) for %s\n", ap.Version, c.ID, c.Title, c.CreatedBy, shortHash(ap.SourceHash), user)
-			if len(calls) == 0 {
-				fmt.Fprintln(env.Stdout, "none of its steps calls, with your credentials, a tool that is not read-only in your catalog today")
+			r, err := engine.ReviewCase(ctx, a.Store, user, task, c)
+			if err != nil {
+				return err
 			}
-			for _, pc := range calls {
-				fmt.Fprintf(env.Stdout, "  step %d (%s) may call %s of %s with your credentials\n", pc.Step, pc.Name, pc.Tool, strings.TrimSpace(pc.ServerName+" "+pc.ServerKey))
+			ap := &duet.CaseApproval{User: user, CaseID: c.ID, Version: version, DestinationsHash: r.DestinationsHash}
+			err = a.Store.ApproveCase(ctx, ap)
+			done(err)
+			if err != nil {
+				return err
 			}
+			fmt.Fprintf(env.Stdout, "approved version %d of case %s %q by %s (source %s) for %s\n", ap.Version, c.ID, escape.Text(c.Title), c.CreatedBy, shortHash(ap.SourceHash), user)
+			if !r.Needed() {
+				fmt.Fprintln(env.Stdout, "none of its steps calls an MCP tool with your credentials today")
+			}
+			printCalls(env, r.Calls, "may call")
+			printDestinations(env, r)
 			return nil
 		}),
 	}
@@ -265,9 +309,9 @@ func caseRevokeCmd(env Env) *cobra.Command {
 		Short: "Withdraw your approvals of every version of a case",
 		Args:  cobra.ExactArgs(1),
 		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			start := time.Now()
-			err := a.Store.RevokeCaseApproval(cmd.Context(), user, args[0])
-			audited(a, user, "case.revoke", start, err)
+			actx, done := auditing(cmd.Context(), a, user, "case.revoke", "")
+			err := a.Store.RevokeCaseApproval(actx, user, args[0])
+			done(err)
 			if err != nil {
 				return err
 			}

@@ -39,7 +39,8 @@ cases:
 // (the order book records the call), a failing action is a note that
 // leaves the verdict alone, and the invocation records say post-run. Bob,
 // running alice's shared task with his own token, needs to approve the
-// write before it is made with his credentials.
+// actions before any is made with his credentials (the read-only lookup
+// too: it is sent the run's summary).
 func TestPostRunActionsEndToEnd(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
@@ -86,10 +87,11 @@ func TestPostRunActionsEndToEnd(t *testing.T) {
 		t.Errorf("the JSON report lacks the post-run notes:\n%s", report)
 	}
 
-	// Bob runs alice's task with his own registration: the write needs his
-	// approval; the read-only lookup does not.
+	// Bob runs alice's task with his own registration: the write and the
+	// read-only lookup both need his approval.
 	orders.SetStatus("A1002", sample.StatusPending)
-	if out, _, code := e.run(t, "run", "shop-post-run", "--as", "bob"); code != 1 || !strings.Contains(out, "post-run hold the order (set_order_status): failed: APPROVAL_REQUIRED") {
+	if out, _, code := e.run(t, "run", "shop-post-run", "--as", "bob"); code != 1 || !strings.Contains(out, "post-run hold the order (set_order_status): failed: APPROVAL_REQUIRED") ||
+		!strings.Contains(out, "post-run look up a missing order (query_order): failed: APPROVAL_REQUIRED") {
 		t.Fatalf("bob's first run: exit %d\n%s", code, out)
 	}
 	if o, _ := orders.Get("A1002"); o.Status != sample.StatusPending {
@@ -108,8 +110,8 @@ func TestPostRunActionsEndToEnd(t *testing.T) {
 	}
 	recs = nil
 	json.Unmarshal([]byte(e.must(t, "server", "invocations", "--as", "bob", "--executor", "bob", "--source", "post-run", "--json")), &recs)
-	if len(recs) != 3 {
-		t.Fatalf("bob's post-run calls: got %d records, want 3 (lookup, lookup, write)", len(recs))
+	if len(recs) != 2 {
+		t.Fatalf("bob's post-run calls: got %d records, want 2 (lookup and write, after he approved)", len(recs))
 	}
 	if strings.Contains(e.tr.all.String(), canary) {
 		t.Error("the token appears in command output")

@@ -31,11 +31,13 @@ cases:
 // TestSharedTaskProtectsTheExecutor is the shared-task story of issue 10
 // through the command line, with the real MCP client and the sample order
 // server: alice shares a case that cancels an order; bob, who registered the
-// server himself, runs it. The read-only query runs with his credentials;
-// the cancellation fails with APPROVAL_REQUIRED and the order is untouched,
-// while the run starts and ends. bob lists what needs his approval, approves
-// the case version, and the next run cancels the order. alice's edit needs a
-// new approval. alice sees bob's run as statuses, timings and codes only
+// server himself, runs it. Its first call — a read-only query — already
+// fails with APPROVAL_REQUIRED, nothing is called with his credentials and
+// the order is untouched, while the run starts and ends. bob lists what
+// needs his approval, reviews where the case can send data, approves the
+// case version, and the next run cancels the order. alice giving the task a
+// base URL changes where the case can send data: bob's approval no longer
+// holds. alice's edit needs a new approval. alice sees bob's run as statuses, timings and codes only
 // (run show, report, get_execution_result); bob sees it all. A case naming a
 // serverKey its author has not registered is refused at apply.
 func TestSharedTaskProtectsTheExecutor(t *testing.T) {
@@ -87,7 +89,7 @@ func TestSharedTaskProtectsTheExecutor(t *testing.T) {
 	}
 
 	bobRun, x := run("bob")
-	if x.Status != duet.StatusFailed || x.ErrorCode != duet.CodeApprovalRequired || x.Results[0].Status != duet.StatusPassed {
+	if x.Status != duet.StatusFailed || x.ErrorCode != duet.CodeApprovalRequired || x.Results[0].ErrorCode != duet.CodeApprovalRequired {
 		t.Fatalf("bob's first run: case %s %s; steps %+v", x.Status, x.ErrorCode, x.Results)
 	}
 	if got := status(); got != before {
@@ -95,11 +97,12 @@ func TestSharedTaskProtectsTheExecutor(t *testing.T) {
 	}
 	list := e.must(t, "case", "approvals", "--as", "bob")
 	if !strings.Contains(list, x.CaseID) || !strings.Contains(list, "needs approval") || !strings.Contains(list, "orders/set_order_status") ||
-		strings.Contains(list, "query_order") {
+		!strings.Contains(list, "step 1 orders/query_order") {
 		t.Fatalf("bob's approvals list:\n%s", list)
 	}
 	shown := e.must(t, "case", "show", x.CaseID, "--as", "bob")
-	for _, want := range []string{"version 1 written by alice", "set_order_status of orders", "not approved for version 1", "status: cancelled"} {
+	for _, want := range []string{"version 1 written by alice", "set_order_status of orders", "query_order of orders", "(needs approval)",
+		"where it can send data", "MCP tool set_order_status of orders (mcp_", "status: cancelled"} {
 		if !strings.Contains(shown, want) {
 			t.Errorf("case show does not say %q:\n%s", want, shown)
 		}
@@ -111,8 +114,27 @@ func TestSharedTaskProtectsTheExecutor(t *testing.T) {
 	if !strings.Contains(approved, "approved version 1") || !strings.Contains(approved, "set_order_status") {
 		t.Fatalf("approve: %s", approved)
 	}
-	if _, x = run("bob"); x.Status != duet.StatusPassed || status() != "cancelled" {
+	okRun, okX := run("bob")
+	if x = okX; x.Status != duet.StatusPassed || status() != "cancelled" {
 		t.Fatalf("bob's approved run: %s %s %q; order %s", x.Status, x.ErrorCode, x.ErrorMessage, status())
+	}
+	if out := e.must(t, "case", "show", x.CaseID, "--as", "bob"); !strings.Contains(out, "(approved)") {
+		t.Fatalf("case show after bob approved:\n%s", out)
+	}
+
+	// alice gives the task a base URL: the case's version stays, but where
+	// it can send data changed, so bob's approval no longer holds.
+	write(strings.Replace(sharedOrdersYAML, "  sharedWith: [bob]", "  sharedWith: [bob]\n  baseURL: https://shop.example", 1))
+	e.must(t, "apply", "-f", suite, "--as", "alice")
+	if out := e.must(t, "case", "show", x.CaseID, "--as", "bob"); !strings.Contains(out, "needs approval again") || !strings.Contains(out, "host shop.example (the task's base URL") ||
+		!strings.Contains(out, "version 1 written by alice") {
+		t.Fatalf("case show after the base URL changed:\n%s", out)
+	}
+	if out := e.must(t, "case", "approve", x.CaseID, "--as", "bob"); !strings.Contains(out, "host shop.example") {
+		t.Fatalf("approving the new destinations:\n%s", out)
+	}
+	if out := e.must(t, "case", "approvals", "--as", "bob"); !strings.Contains(out, "approved") || strings.Contains(out, "needs approval") {
+		t.Fatalf("after bob approved the new destinations:\n%s", out)
 	}
 
 	// alice edits the case: a new version, not approved.
@@ -139,8 +161,8 @@ func TestSharedTaskProtectsTheExecutor(t *testing.T) {
 	if ax.ErrorCode != duet.CodeApprovalRequired || ax.Results[0].Output != nil || ax.Vars != nil || !strings.Contains(ax.ErrorMessage, "shown only to bob") {
 		t.Fatalf("alice's view of bob's run: %+v", ax)
 	}
-	aliceReport := e.must(t, "report", bobRun.ID, "--as", "alice", "--format", "json")
-	bobReport := e.must(t, "report", bobRun.ID, "--as", "bob", "--format", "json")
+	aliceReport := e.must(t, "report", okRun.ID, "--as", "alice", "--format", "json")
+	bobReport := e.must(t, "report", okRun.ID, "--as", "bob", "--format", "json")
 	if strings.Contains(aliceReport, "Bob Martin") || !strings.Contains(bobReport, "Bob Martin") || !strings.Contains(aliceReport, `"disclosure": "restricted"`) ||
 		!strings.Contains(bobReport, `"disclosure": "full"`) || !strings.Contains(bobReport, "structuredContent") {
 		t.Fatalf("reports of bob's run:\nalice: %.600s\nbob: %.600s", aliceReport, bobReport)
@@ -155,7 +177,7 @@ func TestSharedTaskProtectsTheExecutor(t *testing.T) {
 	}
 	defer a.Close()
 	for user, want := range map[string]duet.Disclosure{"alice": duet.DiscloseRestricted, "bob": duet.DiscloseFull} {
-		args, _ := json.Marshal(catalog.GetExecutionIn{ExecutionID: ax.ID})
+		args, _ := json.Marshal(catalog.GetExecutionIn{ExecutionID: okX.ID})
 		res, err := a.Catalog.Call(t.Context(), catalog.Request{Caller: duet.Caller{UserID: user, Source: duet.SourceMCP}, Tool: catalog.ToolGetExecutionResult, Args: args})
 		if err != nil || res.IsError {
 			t.Fatalf("get_execution_result as %s: %v %s", user, err, res.Text)

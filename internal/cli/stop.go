@@ -11,9 +11,10 @@ import (
 	"github.com/duet-test/duet/internal/app"
 )
 
-// The approvals of stop_test_run requests (docs/governance.md): a client
-// that cannot confirm a stop itself leaves a request that the person who
-// started the run approves or declines here, within DUET_STOP_APPROVAL_TTL.
+// The approvals of stop_test_run requests (docs/governance.md): a request
+// to stop someone else's run (or one from a client that cannot be asked)
+// waits for the person who started the run, who approves or declines it
+// here, within DUET_STOP_APPROVAL_TTL.
 
 func runApproveStopCmd(env Env) *cobra.Command {
 	return runDecideStopCmd(env, true)
@@ -68,7 +69,8 @@ func runStopRequestsCmd(env Env) *cobra.Command {
 		Long: `stop-requests lists the stop_test_run requests that wait for your approval
 (for runs you started) and those you made, newest first: who asked, when,
 why, and — once decided — who approved or declined, when and how
-(elicitation: confirmed in the asker's MCP client; cli: by the run's owner).
+(elicitation: confirmed in the MCP client of the run's executor or its
+task's owner, who asked it themselves; cli: by the run's executor).
 Without --all, only the requests still waiting.`,
 		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, user string) error {
 			reqs, err := a.Store.FindStopRequests(cmd.Context(), duet.StopRequestFilter{User: user, RunID: runID, Pending: !all, Limit: 200})

@@ -34,13 +34,16 @@ var stopRequestRe = regexp.MustCompile(`stop_[0-9a-z]{26}`)
 
 // TestStopTestRunEndToEnd: stop_test_run released to bob only
 // (DUET_STOP_TOOL_USERS). carol, who may see alice's task, does not see the
-// tool in tools/list (MCP or MCP-Lite) and is refused if she calls it. Over
-// a sessions-mode connection with a go-sdk client that supports
-// elicitation, bob is asked to confirm: declined, the run goes on; accepted,
-// it stops. Over stateless HTTP (no way to ask) the call leaves a pending
-// request that alice, who started the run, approves with duet run
-// approve-stop; the run stops, and the request, duet run stop-requests and
-// the audit trail record who asked and who approved, and when.
+// tool in tools/list (MCP or MCP-Lite) and is refused if she calls it. bob,
+// with a go-sdk client that supports elicitation, cannot stop alice's run
+// by confirming it himself: he is not asked, and the request waits for
+// alice, who declines it. His own runs he is asked to confirm (are you
+// sure?): over a sessions-mode connection declined, the run goes on;
+// accepted, it stops; over stateless HTTP as a multi-round request. From a
+// client that cannot be asked, the call leaves a pending request that
+// alice, who started the run, approves with duet run approve-stop; the run
+// stops, and the request, duet run stop-requests and the audit trail record
+// who asked and who approved, and when.
 func TestStopTestRunEndToEnd(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
@@ -53,7 +56,7 @@ func TestStopTestRunEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.must(t, "apply", "-f", suite, "--as", "alice")
-	queue := func() string { return strings.TrimSpace(e.must(t, "run", "shop", "--detach", "--as", "alice")) }
+	queue := func(user string) string { return strings.TrimSpace(e.must(t, "run", "shop", "--detach", "--as", user)) }
 	token := func(user string) string { return strings.TrimSpace(e.must(t, "token", "create", "--user", user)) }
 
 	getenv := func(k string) string { return e.vars[k] }
@@ -77,8 +80,8 @@ func TestStopTestRunEndToEnd(t *testing.T) {
 		opts := &mcp.ClientOptions{
 			ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 				asked.Add(1)
-				if !strings.Contains(req.Params.Message, "started by alice") {
-					t.Errorf("the confirmation does not say whose run it is: %q", req.Params.Message)
+				if !strings.Contains(req.Params.Message, "Are you sure") || !strings.Contains(req.Params.Message, "started by bob") {
+					t.Errorf("bob is asked about a run that is not his, or not whether he is sure: %q", req.Params.Message)
 				}
 				if accept.Load() {
 					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}, nil
@@ -160,13 +163,30 @@ func TestStopTestRunEndToEnd(t *testing.T) {
 			t.Errorf("MCP-Lite tools/list as %s: %d, lists stop_test_run %v, want %v", user, resp.StatusCode, got, want)
 		}
 	}
-	run := queue()
+	run := queue("alice")
 	if r := stop(carol, map[string]any{"runId": run}); !r.IsError || !strings.HasPrefix(text(r), "PERMISSION_DENIED") || asked.Load() != 0 {
 		t.Fatalf("carol calls it: %s", text(r))
 	}
 
-	// Elicitation: declined, then accepted.
-	r := stop(bob, map[string]any{"runId": run, "reason": "wrong build"})
+	// alice's run: bob's client, which would accept, is not asked; the
+	// request waits for alice, who declines it.
+	accept.Store(true)
+	r := stop(bob, map[string]any{"runId": run, "reason": "mine now"})
+	denied := stopRequestRe.FindString(text(r))
+	if !r.IsError || !strings.HasPrefix(text(r), "APPROVAL_PENDING") || denied == "" || asked.Load() != 0 || status(run) != duet.StatusQueued {
+		t.Fatalf("bob stopping alice's run: %s (asked %d times, run %s)", text(r), asked.Load(), status(run))
+	}
+	if out := e.must(t, "run", "deny-stop", denied, "--as", "alice"); !strings.Contains(out, run) {
+		t.Fatalf("duet run deny-stop: %s", out)
+	}
+	if r := stop(bob, map[string]any{"runId": run, "requestId": denied}); !strings.HasPrefix(text(r), "APPROVAL_DENIED") || status(run) != duet.StatusQueued {
+		t.Fatalf("after alice declined: %s, run %s", text(r), status(run))
+	}
+	accept.Store(false)
+
+	// bob's own run: asked whether he is sure; declined, then accepted.
+	run = queue("bob")
+	r = stop(bob, map[string]any{"runId": run, "reason": "wrong build"})
 	if !r.IsError || !strings.HasPrefix(text(r), "APPROVAL_DENIED") || asked.Load() != 1 || status(run) != duet.StatusQueued {
 		t.Fatalf("declined in the client: %s (asked %d times, run %s)", text(r), asked.Load(), status(run))
 	}
@@ -187,7 +207,7 @@ func TestStopTestRunEndToEnd(t *testing.T) {
 
 	// Stateless HTTP, a 2026-07-28 client with elicitation: asked in a
 	// multi-round request, no session needed.
-	run = queue()
+	run = queue("bob")
 	r = stop(connect(stateless, "bob"), map[string]any{"runId": run})
 	if r.IsError || asked.Load() != 3 || status(run) != duet.StatusCancelled {
 		t.Fatalf("stateless, multi-round: %s (asked %d times, run %s)", text(r), asked.Load(), status(run))
@@ -195,7 +215,7 @@ func TestStopTestRunEndToEnd(t *testing.T) {
 
 	// A client that cannot be asked (no elicitation): alice approves from
 	// the CLI.
-	run = queue()
+	run = queue("alice")
 	bobStateless := connectAs(stateless, "bob", false)
 	r = stop(bobStateless, map[string]any{"runId": run})
 	id := stopRequestRe.FindString(text(r))
@@ -225,10 +245,23 @@ func TestStopTestRunEndToEnd(t *testing.T) {
 	// Who asked, who approved, and when.
 	var reqs []*duet.StopRequest
 	json.Unmarshal([]byte(e.must(t, "run", "stop-requests", "--all", "--json", "--as", "alice")), &reqs)
-	if len(reqs) != 4 || reqs[0].ID != id || reqs[0].RequestedBy != "bob" || reqs[0].DecidedBy != "alice" || reqs[0].Via != "cli" || reqs[0].DecidedAt == nil ||
-		reqs[1].Via != "elicitation" || reqs[1].Status != duet.StopApproved || reqs[2].Via != "elicitation" || reqs[2].Status != duet.StopApproved ||
-		reqs[3].Status != duet.StopDenied || reqs[3].Reason != "wrong build" {
-		t.Fatalf("stop requests: %s", e.must(t, "run", "stop-requests", "--all", "--as", "alice"))
+	if len(reqs) != 2 || reqs[0].ID != id || reqs[0].RequestedBy != "bob" || reqs[0].DecidedBy != "alice" || reqs[0].Via != "cli" || reqs[0].DecidedAt == nil ||
+		reqs[1].ID != denied || reqs[1].Status != duet.StopDenied || reqs[1].DecidedBy != "alice" || reqs[1].Reason != "mine now" {
+		t.Fatalf("stop requests of alice's runs: %s", e.must(t, "run", "stop-requests", "--all", "--as", "alice"))
+	}
+	reqs = nil
+	json.Unmarshal([]byte(e.must(t, "run", "stop-requests", "--all", "--json", "--as", "bob")), &reqs)
+	confirmed := map[duet.StopStatus]int{}
+	for _, r := range reqs {
+		if r.Via == "elicitation" {
+			if r.DecidedBy != "bob" || r.Executor != "bob" {
+				t.Errorf("a request confirmed in bob's client about someone else's run: %+v", r)
+			}
+			confirmed[r.Status]++
+		}
+	}
+	if confirmed[duet.StopApproved] != 2 || confirmed[duet.StopDenied] != 1 {
+		t.Fatalf("bob's confirmations: %v in %s", confirmed, e.must(t, "run", "stop-requests", "--all", "--as", "bob"))
 	}
 	a.Audit.Flush()
 	var audit []*duet.AuditRecord
@@ -244,7 +277,7 @@ func TestStopTestRunEndToEnd(t *testing.T) {
 	for _, rec := range audit {
 		outcomes[rec.Caller] = append(outcomes[rec.Caller], rec.Outcome)
 	}
-	if len(outcomes["carol"]) != 1 || outcomes["carol"][0] != duet.CodePermissionDenied || len(outcomes["bob"]) != 6 { // declined, accepted, two rounds, pending, by request id
+	if len(outcomes["carol"]) != 1 || outcomes["carol"][0] != duet.CodePermissionDenied || len(outcomes["bob"]) != 8 { // pending and denied, declined, accepted, two rounds, pending, by request id
 		t.Fatalf("audit of the calls: %v", outcomes)
 	}
 }

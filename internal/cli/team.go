@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/duet-test/duet/internal/app"
 	"github.com/duet-test/duet/internal/escape"
 	"github.com/duet-test/duet/internal/mcpclient"
+	"github.com/duet-test/duet/internal/serverkey"
 )
 
 func teamCmd(env Env) *cobra.Command {
@@ -20,31 +20,37 @@ func teamCmd(env Env) *cobra.Command {
 		Short: "Teams: members, tasks and assets shared with them, and the MCP servers they depend on",
 		Long: `team manages teams. Share a task or an asset with a whole team by sharing it with
 team:NAME (duet task share TASK --with team:qa; duet asset add ... --share-with team:qa);
-hand a task to a team with duet task transfer TASK --to team:qa. Every member sees
-what is shared with the team, as the team is at that moment: adding or removing a
-member takes effect at once.
+hand a task to a team with duet task transfer TASK --to team:qa. The team must exist:
+a share is bound to it, and goes when it is deleted. Every member sees what is shared
+with the team, as the team is at that moment: adding or removing a member takes
+effect at once.
+
+Members have roles. Every member adds members and may leave; a maintainer also
+removes members and changes the MCP dependency list; an owner also changes roles
+(duet team role), removes maintainers and owners, and deletes the team. The creator
+is the first owner, and a team always keeps one.
 
 A team's MCP dependency list names the servers its members should register (address,
 serverKey, description, tools; never a credential). A new member sees it with
 "duet team show" and registers a server with their own credentials in one step with
-"duet team register". See docs/teams.md.`,
+"duet team register", pinned to the address they checked. See docs/teams.md.`,
 	}
-	cmd.AddCommand(teamCreateCmd(env), teamAddCmd(env), teamRemoveCmd(env), teamListCmd(env), teamShowCmd(env),
+	cmd.AddCommand(teamCreateCmd(env), teamAddCmd(env), teamRemoveCmd(env), teamRoleCmd(env), teamDeleteCmd(env), teamListCmd(env), teamShowCmd(env),
 		teamServerCmd(env), teamRegisterCmd(env))
 	return cmd
 }
 
 func teamCreateCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
-		Use: "create NAME", Short: "Create a team (you are its first member)", Args: cobra.ExactArgs(1),
+		Use: "create NAME", Short: "Create a team (you are its first member and owner)", Args: cobra.ExactArgs(1),
 		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			start := time.Now()
-			t, err := a.Store.CreateTeam(cmd.Context(), user, args[0])
-			audited(a, user, "team.create", start, err)
+			actx, done := auditing(cmd.Context(), a, user, "team.create", "")
+			t, err := a.Store.CreateTeam(actx, user, args[0])
+			done(err)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(env.Stdout, "created team %s (share with it as %s)\n", t.Name, duet.TeamPrincipal(t.Name))
+			fmt.Fprintf(env.Stdout, "created team %s, owned by %s (share with it as %s)\n", t.Name, user, duet.TeamPrincipal(t.Name))
 			return nil
 		}),
 	}
@@ -54,12 +60,12 @@ func teamCreateCmd(env Env) *cobra.Command {
 
 func teamAddCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
-		Use: "add TEAM USER...", Short: "Add members to a team you are in", Args: cobra.MinimumNArgs(2),
+		Use: "add TEAM USER...", Short: "Add members to a team you are in (as members)", Args: cobra.MinimumNArgs(2),
 		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
 			for _, u := range args[1:] {
-				start := time.Now()
-				err := a.Store.AddTeamMember(cmd.Context(), user, args[0], u)
-				audited(a, user, "team.add", start, err)
+				actx, done := auditing(cmd.Context(), a, user, "team.add", "")
+				err := a.Store.AddTeamMember(actx, user, args[0], u)
+				done(err)
 				if err != nil {
 					return err
 				}
@@ -74,11 +80,11 @@ func teamAddCmd(env Env) *cobra.Command {
 
 func teamRemoveCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
-		Use: "remove TEAM USER", Short: "Remove a member from a team you are in (at once: they stop seeing what is shared with it)", Args: cobra.ExactArgs(2),
+		Use: "remove TEAM USER", Short: "Remove a member (maintainers remove members, owners anyone), or yourself to leave; at once they stop seeing what is shared with it", Args: cobra.ExactArgs(2),
 		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			start := time.Now()
-			err := a.Store.RemoveTeamMember(cmd.Context(), user, args[0], args[1])
-			audited(a, user, "team.remove", start, err)
+			actx, done := auditing(cmd.Context(), a, user, "team.remove", "")
+			err := a.Store.RemoveTeamMember(actx, user, args[0], args[1])
+			done(err)
 			if err != nil {
 				return err
 			}
@@ -88,6 +94,51 @@ func teamRemoveCmd(env Env) *cobra.Command {
 	}
 	addAs(cmd)
 	return cmd
+}
+
+func teamRoleCmd(env Env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use: "role TEAM USER owner|maintainer|member", Short: "Give a member a role (you must be an owner; a team keeps an owner)", Args: cobra.ExactArgs(3),
+		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
+			actx, done := auditing(cmd.Context(), a, user, "setTeamRole", "")
+			err := a.Store.SetTeamRole(actx, user, args[0], args[1], duet.TeamRole(args[2]))
+			done(err)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(env.Stdout, "%s is now %s of team %s\n", args[1], args[2], args[0])
+			return nil
+		}),
+	}
+	addAs(cmd)
+	return cmd
+}
+
+func teamDeleteCmd(env Env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use: "delete TEAM", Short: "Delete a team you own, with its dependency list and every share with it (it must own no task)", Args: cobra.ExactArgs(1),
+		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
+			actx, done := auditing(cmd.Context(), a, user, "deleteTeam", "")
+			err := a.Store.DeleteTeam(actx, user, args[0])
+			done(err)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(env.Stdout, "deleted team %s: what was shared with it is no longer shared through it\n", args[0])
+			return nil
+		}),
+	}
+	addAs(cmd)
+	return cmd
+}
+
+// memberList is "alice (owner), bob (member)".
+func memberList(t *duet.Team) string {
+	parts := make([]string, 0, len(t.Members))
+	for _, m := range t.Members {
+		parts = append(parts, m+" ("+string(t.Role(m))+")")
+	}
+	return strings.Join(parts, ", ")
 }
 
 func teamListCmd(env Env) *cobra.Command {
@@ -106,7 +157,7 @@ func teamListCmd(env Env) *cobra.Command {
 				return printJSON(env.Stdout, teams)
 			}
 			for _, t := range teams {
-				fmt.Fprintf(env.Stdout, "%s  members: %s\n", t.Name, strings.Join(t.Members, ", "))
+				fmt.Fprintf(env.Stdout, "%s  members: %s\n", t.Name, memberList(t))
 			}
 			fmt.Fprintf(env.Stdout, "%d team(s)\n", len(teams))
 			return nil
@@ -157,7 +208,7 @@ func teamShowCmd(env Env) *cobra.Command {
 				}{t, out})
 			}
 			w := env.Stdout
-			fmt.Fprintf(w, "team %s (created by %s)\n  members  %s\n  servers to register:\n", t.Name, t.CreatedBy, strings.Join(t.Members, ", "))
+			fmt.Fprintf(w, "team %s (created by %s; you are %s)\n  members  %s\n  servers to register:\n", t.Name, t.CreatedBy, t.Role(user), memberList(t))
 			missing := 0
 			for _, d := range out {
 				state := "registered by you as " + d.RegisteredAs
@@ -173,7 +224,7 @@ func teamShowCmd(env Env) *cobra.Command {
 				fmt.Fprintln(w, "    (none)")
 			}
 			if missing > 0 {
-				fmt.Fprintf(w, "register them with your own credentials: duet team register %s SERVER --bearer-token-env VAR (or --header-env H=VAR)\n", t.Name)
+				fmt.Fprintf(w, "register them with your own credentials: duet team register %s SERVER --url ADDRESS --bearer-token-env VAR (or --header-env H=VAR)\n", t.Name)
 			}
 			return nil
 		}),
@@ -184,7 +235,7 @@ func teamShowCmd(env Env) *cobra.Command {
 }
 
 func teamServerCmd(env Env) *cobra.Command {
-	cmd := &cobra.Command{Use: "server", Short: "Edit a team's MCP dependency list"}
+	cmd := &cobra.Command{Use: "server", Short: "Edit a team's MCP dependency list (maintainers and owners)"}
 	var from, description string
 	add := &cobra.Command{
 		Use: "add TEAM --from YOUR_SERVER [--description TEXT]", Short: "Add one of your registered servers to the team's list (address and tools; never your credentials)",
@@ -203,9 +254,9 @@ func teamServerCmd(env Env) *cobra.Command {
 				ts.Tools = append(ts.Tools, &duet.MCPToolAsset{Name: t.Name, Title: t.Title, Description: t.Description,
 					InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations})
 			}
-			start := time.Now()
-			err = a.Store.SaveTeamServer(ctx, ts)
-			audited(a, user, "team.server.add", start, err)
+			actx, done := auditing(ctx, a, user, "team.server.add", "")
+			err = a.Store.SaveTeamServer(actx, ts)
+			done(err)
 			if err != nil {
 				return err
 			}
@@ -218,9 +269,9 @@ func teamServerCmd(env Env) *cobra.Command {
 	remove := &cobra.Command{
 		Use: "remove TEAM NAME", Short: "Remove a server from the team's list", Args: cobra.ExactArgs(2),
 		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			start := time.Now()
-			err := a.Store.DeleteTeamServer(cmd.Context(), user, args[0], args[1])
-			audited(a, user, "team.server.remove", start, err)
+			actx, done := auditing(cmd.Context(), a, user, "team.server.remove", "")
+			err := a.Store.DeleteTeamServer(actx, user, args[0], args[1])
+			done(err)
 			if err != nil {
 				return err
 			}
@@ -235,15 +286,20 @@ func teamServerCmd(env Env) *cobra.Command {
 }
 
 func teamRegisterCmd(env Env) *cobra.Command {
-	var bearerEnv string
+	var bearerEnv, address string
 	var headerEnvs []string
 	cmd := &cobra.Command{
-		Use:   "register TEAM SERVER [--bearer-token-env VAR] [--header-env 'Header-Name=VAR' ...]",
+		Use:   "register TEAM SERVER --url ADDRESS [--bearer-token-env VAR] [--header-env 'Header-Name=VAR' ...]",
 		Short: "Register a server of the team's list with your own credentials and archive its tools",
-		Long: `register takes the address of SERVER from TEAM's dependency list and registers it
-for --as under the same name, with credentials read from environment variables of
-this process (never from argv), then archives its tools. The credentials are yours
-alone: nothing of them is shared with the team.`,
+		Long: `register takes SERVER from TEAM's dependency list and registers it for --as under
+the same name, with credentials read from environment variables of this process
+(never from argv), then archives its tools. The credentials are yours alone: nothing
+of them is shared with the team.
+
+--url is the address you expect your credentials to go to, as "duet team show" prints
+it (any spelling of the same server): the registration is pinned to it, and refused
+(CONFLICT, nothing sent) when the list names another server by now. Without --url,
+register prints the entry's address and stops.`,
 		Args: cobra.ExactArgs(2),
 		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
 			ctx := cmd.Context()
@@ -256,6 +312,17 @@ alone: nothing of them is shared with the team.`,
 				return duet.Errorf(duet.CodeNotFound, "team %s lists no server %q", args[0], args[1])
 			}
 			d := deps[i]
+			if strings.TrimSpace(address) == "" {
+				return usage("team %s lists %s at %s (serverKey %s, listed by %s): if that is where your credentials should go, repeat with --url %s",
+					d.Team, d.Name, d.URL, d.ServerKey, d.AddedBy, d.URL)
+			}
+			key, err := serverkey.Key(strings.TrimSpace(address))
+			if err != nil {
+				return err
+			}
+			if err := d.CheckPin(key); err != nil {
+				return err
+			}
 			headers := map[string]string{}
 			defer clear(headers)
 			if bearerEnv != "" {
@@ -272,15 +339,16 @@ alone: nothing of them is shared with the team.`,
 				}
 				headers[strings.TrimSpace(h)] = env.Getenv(strings.TrimSpace(v))
 			}
-			start := time.Now()
-			s, err := a.MCPClient.Register(ctx, mcpclient.Registration{Owner: user, Name: d.Name, URL: d.URL, Headers: headers})
-			audited(a, user, "server.add", start, err)
+			fmt.Fprintf(env.Stderr, "registering %s from team %s: your credentials go to %s (serverKey %s, listed by %s)\n", d.Name, d.Team, d.URL, d.ServerKey, d.AddedBy)
+			actx, done := auditing(ctx, a, user, "server.add", "")
+			s, err := a.MCPClient.Register(actx, mcpclient.Registration{Owner: user, Name: d.Name, URL: d.URL, Headers: headers, ServerKey: d.ServerKey})
+			done(err)
 			if err != nil {
 				return err
 			}
-			start = time.Now()
-			synced, err := a.MCPClient.Sync(ctx, user, s.Name)
-			audited(a, user, "server.sync", start, err)
+			sctx, sdone := auditing(ctx, a, user, "server.sync", "")
+			synced, err := a.MCPClient.Sync(sctx, user, s.Name)
+			sdone(err)
 			if err != nil {
 				fmt.Fprintf(env.Stderr, "registered %s, but its catalog could not be synced; fix the cause and run `duet server sync %s`\n", s.Name, s.Name)
 				return err
@@ -289,6 +357,7 @@ alone: nothing of them is shared with the team.`,
 			return nil
 		}),
 	}
+	cmd.Flags().StringVar(&address, "url", "", "the address your credentials may go to, as duet team show prints it (required: the registration is pinned to it)")
 	cmd.Flags().StringVar(&bearerEnv, "bearer-token-env", "", "environment variable holding your bearer token")
 	cmd.Flags().StringArrayVar(&headerEnvs, "header-env", nil, "Header-Name=VAR: send header Header-Name with the value of environment variable VAR (repeatable)")
 	addAs(cmd)
@@ -314,10 +383,9 @@ MCP registrations and credentials.`,
 			if err != nil {
 				return err
 			}
-			start := time.Now()
-			tr, err := a.Store.TransferTask(ctx, user, t.ID, to)
-			a.Audit.Record(&duet.AuditRecord{Time: start, TraceID: duet.NewTraceID(), CallSource: duet.SourceCLI, Caller: user,
-				Method: "task.transfer", Tool: t.ID, Outcome: outcomeOf(err), DurationUs: time.Since(start).Microseconds()})
+			actx, done := auditing(ctx, a, user, "task.transfer", t.ID)
+			tr, err := a.Store.TransferTask(actx, user, t.ID, to)
+			done(err)
 			if err != nil {
 				return err
 			}
@@ -328,11 +396,4 @@ MCP registrations and credentials.`,
 	cmd.Flags().StringVar(&to, "to", "", "the new owner: a user id or team:NAME")
 	addAs(cmd)
 	return cmd
-}
-
-func outcomeOf(err error) duet.Code {
-	if err != nil {
-		return duet.ErrorCode(err)
-	}
-	return duet.OutcomeOK
 }

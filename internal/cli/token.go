@@ -35,9 +35,9 @@ func tokenCmd(env Env) *cobra.Command {
 				e := time.Now().Add(expires)
 				t.ExpiresAt = &e
 			}
-			start := time.Now()
-			err = a.Store.CreateToken(cmd.Context(), t)
-			audited(a, user, "token.create", start, err)
+			actx, done := auditing(cmd.Context(), a, user, "token.create", "")
+			err = a.Store.CreateToken(actx, t)
+			done(err)
 			if err != nil {
 				return err
 			}
@@ -61,29 +61,33 @@ func tokenCmd(env Env) *cobra.Command {
 					return err
 				}
 				tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "ID\tNAME\tCREATED\tEXPIRES")
+				fmt.Fprintln(tw, "ID\tNAME\tCREATED\tEXPIRES\tCREATED WITH")
 				for _, t := range toks {
 					exp := "never"
 					if t.ExpiresAt != nil {
 						exp = t.ExpiresAt.Format(time.RFC3339)
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, t.Name, t.CreatedAt.Format(time.RFC3339), exp)
+					parent := "-"
+					if t.ParentID != "" {
+						parent = t.ParentID
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, t.CreatedAt.Format(time.RFC3339), exp, parent)
 				}
 				return tw.Flush()
 			})(cmd, nil)
 		},
 	}
 	revoke := &cobra.Command{
-		Use: "revoke ID --as USER", Short: "Revoke a token", Args: cobra.ExactArgs(1),
+		Use: "revoke ID --as USER", Short: "Revoke a token and every token created with it", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			user, err := tokenUser(cmd)
 			if err != nil {
 				return err
 			}
 			return withApp(env, func(cmd *cobra.Command, args []string, a *app.App, _ string) error {
-				start := time.Now()
-				err := a.Store.DeleteToken(cmd.Context(), user, args[0])
-				audited(a, user, "token.revoke", start, err)
+				actx, done := auditing(cmd.Context(), a, user, "token.revoke", "")
+				err := a.Store.DeleteToken(actx, user, args[0])
+				done(err)
 				if err != nil {
 					return err
 				}

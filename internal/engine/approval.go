@@ -3,18 +3,28 @@ package engine
 import (
 	"context"
 	"fmt"
+	"net/url"
+	"slices"
+	"strings"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/eval"
 )
 
-// A shared task runs its author's steps with the executor's credentials. A
-// step that would call, as the executor, an MCP tool that is not read-only,
-// in a case the executor did not write, needs the executor's consent first:
-// NeedsApproval decides whether a step needs it, an Approver whether it has
-// it.
+// A shared task runs its author's steps with the executor's credentials. In
+// a case the executor did not write (and in post-run actions the executor
+// did not write), every call that would use the executor's credentials —
+// every mcpCall to a server the executor registered, read-only tools
+// included — needs the executor's approval of that version first, and the
+// approval holds only for the places it showed the version can send data to
+// (DestinationsOf): a read-only result can leave through an http step, a
+// page of a host the author controls, a post-run action. NeedsApproval
+// decides whether a call needs it, an Approver whether it has it. A call to
+// a server the executor has not registered needs none: it fails with
+// MCP_SERVER_NOT_CONFIGURED, using nobody's credentials.
 
-// ToolCatalog is where the engine reads a user's archived tool catalogs
-// (duet.MCPClientStore is one).
+// ToolCatalog is where the engine reads a user's registrations and archived
+// tool catalogs (duet.MCPClientStore is one).
 type ToolCatalog interface {
 	// FindMCPServerTool returns owner's registration of serverKey and the
 	// archived tool (nil when the archive lacks it). Returns NOT_FOUND when
@@ -35,6 +45,9 @@ type ApprovalRequest struct {
 	CaseVersion int
 	ServerKey   string
 	Tool        string
+	// Destinations are where the case version can send data to in this
+	// run (DestinationsOf): the executor's approval must be of them.
+	Destinations duet.Destinations
 	// PostRun names the post-run action, PostRunHash the version of the
 	// task's post-run actions it belongs to; both "" for a case's step.
 	PostRun     string
@@ -52,7 +65,8 @@ type Approver interface {
 }
 
 // StoreApprover approves a call when the executor has approved that version
-// of the case (duet.ApprovalStore).
+// of the case for the destinations it has now (duet.ApprovalStore), or that
+// version of the post-run actions.
 type StoreApprover struct {
 	Store duet.ApprovalStore
 }
@@ -72,26 +86,33 @@ func (a StoreApprover) Approve(ctx context.Context, req ApprovalRequest) error {
 		return postRunApprovalRequired(req)
 	}
 	if a.Store != nil {
-		_, err := a.Store.FindCaseApproval(ctx, req.Executor, req.CaseID, req.CaseVersion)
-		if err == nil {
+		ap, err := a.Store.FindCaseApproval(ctx, req.Executor, req.CaseID, req.CaseVersion)
+		switch {
+		case err == nil && ap.Holds(req.Destinations.Hash()):
 			return nil
-		}
-		if duet.ErrorCode(err) != duet.CodeNotFound {
+		case err == nil:
+			return approvalRequired(req, true)
+		case duet.ErrorCode(err) != duet.CodeNotFound:
 			return err
 		}
 	}
-	return approvalRequired(req)
+	return approvalRequired(req, false)
 }
 
-func approvalRequired(req ApprovalRequest) error {
+func approvalRequired(req ApprovalRequest, changed bool) error {
 	writer := req.Author
 	if writer == "" {
 		writer = "someone else (the case changed after the run started)"
 	}
+	why := fmt.Sprintf("case %q (version %d) was written by %s, and this step calls %s of MCP server %s with your credentials, %s",
+		req.CaseTitle, req.CaseVersion, writer, req.Tool, req.ServerKey, req.Executor)
+	if changed {
+		why = fmt.Sprintf("you approved version %d of case %q (written by %s), but where it can send data changed since (the task's base URL or its post-run actions), and this step calls %s of MCP server %s with your credentials, %s",
+			req.CaseVersion, req.CaseTitle, writer, req.Tool, req.ServerKey, req.Executor)
+	}
 	return duet.Errorf(duet.CodeApprovalRequired,
-		"case %q (version %d) was written by %s, and this step calls %s of MCP server %s, which your catalog does not mark read-only, with your credentials, %s: "+
-			"review the case, then approve this version with `duet case approve %s --as %s` and run it again",
-		req.CaseTitle, req.CaseVersion, writer, req.Tool, req.ServerKey, req.Executor, req.CaseID, req.Executor)
+		"%s; what it obtains can reach %s: review it with `duet case show %s --as %s`, then approve it with `duet case approve %s --as %s` and run it again",
+		why, strings.Join(req.Destinations.Lines(), "; "), req.CaseID, req.Executor, req.CaseID, req.Executor)
 }
 
 func postRunApprovalRequired(req ApprovalRequest) error {
@@ -104,18 +125,19 @@ func postRunApprovalRequired(req ApprovalRequest) error {
 		task = req.TaskID
 	}
 	return duet.Errorf(duet.CodeApprovalRequired,
-		"the post-run actions of task %q were written by %s, and action %q calls %s of MCP server %s, which your catalog does not mark read-only, with your credentials, %s: "+
+		"the post-run actions of task %q were written by %s, and action %q calls %s of MCP server %s with your credentials, %s: "+
 			"review them with `duet task show %s --as %s`, then approve this version with `duet task approve-post-run %s --as %s`",
 		task, writer, req.PostRun, req.Tool, req.ServerKey, req.Executor, req.TaskID, req.Executor, req.TaskID, req.Executor)
 }
 
 // NeedsApproval reports whether step m of a case version written by author
-// needs executor's approval before it calls its tool as executor: when
-// author is someone else (or not known) and executor's archived catalog of
-// the server does not annotate the tool readOnlyHint: true (a tool missing
-// from the archive is not read-only). A call to a server executor has not
+// (or a post-run action m written by author) needs executor's approval
+// before it calls its tool as executor: when author is someone else (or not
+// known) and executor has registered the server, so the call would use
+// their credentials — whatever the tool's annotations say (a read-only
+// result can be carried elsewhere). A call to a server executor has not
 // registered needs none: it fails with MCP_SERVER_NOT_CONFIGURED, using
-// nobody's credentials. tools nil means nothing is known to be read-only.
+// nobody's credentials. tools nil means every call would use them.
 func NeedsApproval(ctx context.Context, tools ToolCatalog, executor, author string, m *duet.MCPCallStep) (bool, error) {
 	if m == nil || author != "" && author == executor {
 		return false, nil
@@ -123,18 +145,19 @@ func NeedsApproval(ctx context.Context, tools ToolCatalog, executor, author stri
 	if tools == nil {
 		return true, nil
 	}
-	_, tool, err := tools.FindMCPServerTool(ctx, executor, m.ServerKey, m.ToolName)
+	_, _, err := tools.FindMCPServerTool(ctx, executor, m.ServerKey, m.ToolName)
 	switch {
 	case duet.ErrorCode(err) == duet.CodeNotFound:
 		return false, nil
 	case err != nil:
-		return false, fmt.Errorf("reading %s's catalog of %s: %w", executor, m.ServerKey, err)
+		return false, fmt.Errorf("reading %s's registration of %s: %w", executor, m.ServerKey, err)
 	}
-	return !tool.ReadOnly(), nil
+	return true, nil
 }
 
-// checkApproval fails a call of a case the executor did not write to a
-// tool that is not read-only, unless the executor approved the case version.
+// checkApproval fails a call, with the executor's credentials, of a case
+// the executor did not write, unless the executor approved the case version
+// for the places it can send data to in this run.
 func (cr *caseRun) checkApproval(ctx context.Context, m *duet.MCPCallStep) error {
 	executor := cr.run.TriggeredBy
 	author, err := cr.author(ctx)
@@ -145,10 +168,14 @@ func (cr *caseRun) checkApproval(ctx context.Context, m *duet.MCPCallStep) error
 	if err != nil || !need {
 		return err
 	}
+	if cr.dests == nil {
+		d := DestinationsOf(cr.task, cr.x.Steps)
+		cr.dests = &d
+	}
 	return cr.e.approver.Approve(ctx, ApprovalRequest{
-		Executor: executor, Author: author, RunID: cr.run.ID, TaskID: cr.task.ID,
+		Executor: executor, Author: author, RunID: cr.run.ID, TaskID: cr.task.ID, TaskName: cr.task.Name,
 		CaseID: cr.x.CaseID, CaseTitle: cr.x.CaseTitle, CaseVersion: cr.x.CaseVersion,
-		ServerKey: m.ServerKey, Tool: m.ToolName,
+		ServerKey: m.ServerKey, Tool: m.ToolName, Destinations: *cr.dests,
 	})
 }
 
@@ -179,11 +206,32 @@ type PendingCall struct {
 	Tool       string `json:"tool"`
 }
 
-// CallsNeedingApproval returns the steps of the current version of c that
-// would need executor's approval (NeedsApproval): none when executor wrote
-// it.
-func CallsNeedingApproval(ctx context.Context, tools ToolCatalog, executor string, c *duet.Case) ([]PendingCall, error) {
-	var out []PendingCall
+// Review is what running a version of a case asks of its executor: the
+// steps that would use their credentials (none: nothing to approve) and
+// every place the version can send data to, which an approval shows and is
+// bound to.
+type Review struct {
+	Calls        []PendingCall     `json:"calls"`
+	Destinations duet.Destinations `json:"destinations"`
+	// DestinationsHash is Destinations.Hash: an approval holds while it
+	// equals the approval's.
+	DestinationsHash string `json:"destinationsHash"`
+}
+
+// Needed reports whether a run of the version by the executor needs their
+// approval (some step would use their credentials).
+func (r *Review) Needed() bool { return len(r.Calls) > 0 }
+
+// Holds reports whether ap (nil: none) is an approval of the version that
+// covers the destinations it has now.
+func (r *Review) Holds(ap *duet.CaseApproval) bool { return ap.Holds(r.DestinationsHash) }
+
+// ReviewCase returns what the current version of c, a case of task, asks of
+// executor: the same rule the engine applies when it runs (NeedsApproval,
+// DestinationsOf).
+func ReviewCase(ctx context.Context, tools ToolCatalog, executor string, task *duet.Task, c *duet.Case) (*Review, error) {
+	r := &Review{Calls: []PendingCall{}, Destinations: DestinationsOf(task, c.Steps)}
+	r.DestinationsHash = r.Destinations.Hash()
 	for _, st := range c.Steps {
 		if st.MCP == nil {
 			continue
@@ -193,8 +241,99 @@ func CallsNeedingApproval(ctx context.Context, tools ToolCatalog, executor strin
 			return nil, err
 		}
 		if need {
-			out = append(out, PendingCall{Step: st.Index + 1, Name: st.Name, ServerKey: st.MCP.ServerKey, ServerName: st.MCP.ServerName, Tool: st.MCP.ToolName})
+			r.Calls = append(r.Calls, PendingCall{Step: st.Index + 1, Name: st.Name, ServerKey: st.MCP.ServerKey, ServerName: st.MCP.ServerName, Tool: st.MCP.ToolName})
 		}
 	}
-	return out, nil
+	return r, nil
+}
+
+// DestinationsOf returns every place steps, run in task, can send data to:
+// the host of the task's base URL (its pages see what the browser types),
+// the hosts of open and http steps — a URL whose host is built from a
+// variable at run time can reach any host the network guard allows — the
+// MCP tools the steps call, and those the task's post-run actions call
+// (they are sent the run's summary).
+func DestinationsOf(task *duet.Task, steps []duet.Step) duet.Destinations {
+	d := duet.Destinations{Hosts: []string{}, Tools: []duet.ToolDestination{}, PostRun: []duet.ToolDestination{}}
+	if task != nil {
+		d.BaseHost = literalHost(task.BaseURL)
+		if d.BaseHost != "" {
+			d.Hosts = append(d.Hosts, d.BaseHost)
+		}
+	}
+	for _, st := range steps {
+		var u string
+		switch {
+		case st.MCP != nil:
+			t := duet.ToolDestination{ServerKey: st.MCP.ServerKey, ServerName: st.MCP.ServerName, Tool: st.MCP.ToolName}
+			if !slices.ContainsFunc(d.Tools, func(o duet.ToolDestination) bool { return o.ServerKey == t.ServerKey && o.Tool == t.Tool }) {
+				d.Tools = append(d.Tools, t)
+			}
+			continue
+		case st.HTTP != nil:
+			u = st.HTTP.URL
+		case st.Kind == duet.StepOpen && st.Browser != nil:
+			u = st.Browser.URL
+		default:
+			continue
+		}
+		host, anyHost := templateHost(u, d.BaseHost)
+		d.AnyHost = d.AnyHost || anyHost
+		if host != "" && !slices.Contains(d.Hosts, host) {
+			d.Hosts = append(d.Hosts, host)
+		}
+	}
+	slices.Sort(d.Hosts)
+	if task != nil {
+		for _, a := range task.PostRun {
+			t := duet.ToolDestination{ServerKey: a.ServerKey, ServerName: a.ServerName, Tool: a.ToolName}
+			if !slices.ContainsFunc(d.PostRun, func(o duet.ToolDestination) bool { return o.ServerKey == t.ServerKey && o.Tool == t.Tool }) {
+				d.PostRun = append(d.PostRun, t)
+			}
+		}
+	}
+	return d
+}
+
+// templateHost returns the host a step's URL template reaches, as the
+// engine resolves it (resolveURL): a relative URL reaches base; an absolute
+// one whose scheme and host are literal reaches that host. anyHost: the
+// host is built at run time. Neither: the step cannot reach anything (it
+// fails).
+func templateHost(tmpl, base string) (host string, anyHost bool) {
+	prefix, whole := eval.LiteralPrefix(tmpl)
+	if strings.HasPrefix(prefix, "/") && !strings.HasPrefix(prefix, "//") {
+		return base, false // resolveURL refuses a rendered "//..."
+	}
+	scheme, rest, ok := strings.Cut(prefix, "://")
+	if !ok {
+		return "", !whole
+	}
+	end := strings.IndexAny(rest, "/?#\\")
+	if end < 0 {
+		if !whole {
+			return "", true // the host goes on in an expression
+		}
+		end = len(rest)
+	}
+	authority := rest[:end]
+	if end < len(rest) && rest[end] == '\\' || strings.Contains(authority, "%") {
+		// Browsers read a backslash as a slash and decode a host's
+		// escapes; Go's URL parser does neither: no literal host to show.
+		return "", true
+	}
+	if h := literalHost(scheme + "://" + authority); h != "" {
+		return h, false
+	}
+	return "", !whole
+}
+
+// literalHost is the host (with its port) of an absolute http(s) URL, in
+// lower case; "" when raw is not one.
+func literalHost(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || (!strings.EqualFold(u.Scheme, "http") && !strings.EqualFold(u.Scheme, "https")) || u.Host == "" {
+		return ""
+	}
+	return strings.ToLower(u.Host)
 }

@@ -111,10 +111,10 @@ func TestPostRunActions(t *testing.T) {
 }
 
 // TestPostRunNeedsApproval: bob runs alice's shared task; its post-run
-// action calls a tool his catalog does not mark read-only, so it is not
-// called with his credentials until he approves that version of the
-// actions; a read-only one runs at once; the run's verdict is the same
-// either way.
+// actions call tools of a server he registered, so none is called with his
+// credentials until he approves that version of the actions — a read-only
+// one neither (it is sent the run's summary all the same); the run's
+// verdict is the same either way.
 func TestPostRunNeedsApproval(t *testing.T) {
 	t.Parallel()
 	db := openStore(t)
@@ -139,8 +139,11 @@ func TestPostRunNeedsApproval(t *testing.T) {
 			t.Errorf("APPROVAL_REQUIRED message %q does not say %q", ticket.ErrorMessage, want)
 		}
 	}
-	if reg.called("bob", "file_ticket") != 0 || reg.called("bob", "broken_tool") != 1 {
-		t.Fatalf("calls as bob: %+v, want only the read-only one", reg.calls)
+	if always := run.PostRun[1]; always.Tool != "broken_tool" || always.ErrorCode != duet.CodeApprovalRequired {
+		t.Fatalf("the unapproved read-only action: got %+v, want APPROVAL_REQUIRED", always)
+	}
+	if reg.called("bob", "file_ticket") != 0 || reg.called("bob", "broken_tool") != 0 {
+		t.Fatalf("calls as bob: %+v, want none", reg.calls)
 	}
 
 	task, _ := db.FindTaskByID(t.Context(), "bob", res.Task.ID)
@@ -148,7 +151,7 @@ func TestPostRunNeedsApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	run, _ = runAs(t, db, w, res.Task, "bob")
-	if run.PostRun[0].Status != duet.StatusPassed || reg.called("bob", "file_ticket") != 1 {
+	if run.PostRun[0].Status != duet.StatusPassed || reg.called("bob", "file_ticket") != 1 || reg.called("bob", "broken_tool") != 1 {
 		t.Fatalf("after bob's approval: got %+v, calls %+v", run.PostRun[0], reg.calls)
 	}
 }
@@ -236,7 +239,7 @@ cases:
 	}
 	ctx, cancel := context.WithCancelCause(t.Context())
 	cancel(engine.ErrCancelRequested)
-	if err := engine.New(db, engine.Options{Invoker: reg}).Execute(ctx, claimed); err != nil {
+	if err := engine.New(db, engine.Options{Invoker: reg}).Execute(ctx, duet.LeaseOf(claimed, "w1"), claimed, nil); err != nil {
 		t.Fatalf("Execute: %v", err)
 	}
 	final, err := db.FindRunByID(t.Context(), "", claimed.ID)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/closedport"
 	"github.com/duet-test/duet/internal/engine"
 	"github.com/duet-test/duet/internal/sqlite"
 )
@@ -115,13 +116,12 @@ cases:
 `
 
 // TestSharedCaseNeedsApproval: bob runs alice's shared case with his own
-// registration. The read-only tool runs; the tool not marked read-only in
-// bob's catalog (and one missing from it) fails with APPROVAL_REQUIRED and
-// is never called with his credentials, while the run starts and ends
-// normally. Once bob approves the case version the calls run; alice's edit
-// makes a new version that needs approval again; alice's own runs need
-// none; carol, who has not registered the server, gets
-// MCP_SERVER_NOT_CONFIGURED as before.
+// registration. Every call with his credentials — the read-only tool too —
+// fails with APPROVAL_REQUIRED and is never made, while the run starts and
+// ends normally. Once bob approves the case version (for the places it can
+// send data to) the calls run; alice's edit makes a new version that needs
+// approval again; alice's own runs need none; carol, who has not
+// registered the server, gets MCP_SERVER_NOT_CONFIGURED as before.
 func TestSharedCaseNeedsApproval(t *testing.T) {
 	t.Parallel()
 	db := openStore(t)
@@ -139,24 +139,37 @@ func TestSharedCaseNeedsApproval(t *testing.T) {
 	if run.StartedAt == nil || c.Status != duet.StatusFailed || c.ErrorCode != duet.CodeApprovalRequired {
 		t.Fatalf("bob's first run: run %s, case %s %s %q", run.Status, c.Status, c.ErrorCode, c.ErrorMessage)
 	}
-	if r := c.Results[0]; r.Status != duet.StatusPassed {
+	msg := c.Results[0].ErrorMessage
+	if r := c.Results[0]; r.ErrorCode != duet.CodeApprovalRequired {
 		t.Fatalf("the read-only call: got %s %s", r.Status, r.ErrorMessage)
 	}
-	msg := c.Results[1].ErrorMessage
-	for _, want := range []string{"alice", "cancel_order", "duet case approve " + caseID + " --as bob"} {
+	for _, want := range []string{"alice", "query_order", "cancel_order", "duet case approve " + caseID + " --as bob"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("APPROVAL_REQUIRED message %q does not say %q", msg, want)
 		}
 	}
-	if n := reg.called("bob", "cancel_order"); n != 0 {
-		t.Fatalf("cancel_order was called %d times as bob without his approval", n)
+	if n := len(reg.calls); n != 0 {
+		t.Fatalf("%d calls were made as bob without his approval: %+v", n, reg.calls)
 	}
 
-	if err := db.ApproveCase(t.Context(), &duet.CaseApproval{User: "bob", CaseID: caseID, Version: 1}); err != nil {
+	// An approval for other destinations does not hold; one for the
+	// destinations the case has does.
+	if err := db.ApproveCase(t.Context(), &duet.CaseApproval{User: "bob", CaseID: caseID, Version: 1, DestinationsHash: "elsewhere"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, x := runAs(t, db, w, res.Task, "bob"); x["cancel"].ErrorCode != duet.CodeApprovalRequired || len(reg.calls) != 0 {
+		t.Fatalf("an approval of other destinations: got %s, calls %+v", x["cancel"].ErrorCode, reg.calls)
+	}
+	cs, _ := db.FindCaseByID(t.Context(), "bob", caseID)
+	review, err := engine.ReviewCase(t.Context(), db, "bob", res.Task, cs)
+	if err != nil || len(review.Calls) != 3 {
+		t.Fatalf("bob's review: %+v %v", review, err)
+	}
+	if err := db.ApproveCase(t.Context(), &duet.CaseApproval{User: "bob", CaseID: caseID, Version: 1, DestinationsHash: review.DestinationsHash}); err != nil {
 		t.Fatal(err)
 	}
 	_, x = runAs(t, db, w, res.Task, "bob")
-	if c := x["cancel"]; c.Status != duet.StatusPassed || reg.called("bob", "cancel_order") != 1 || reg.called("bob", "unarchived_tool") != 1 {
+	if c := x["cancel"]; c.Status != duet.StatusPassed || reg.called("bob", "query_order") != 1 || reg.called("bob", "cancel_order") != 1 || reg.called("bob", "unarchived_tool") != 1 {
 		t.Fatalf("bob's approved run: got %s %s %q, calls %v", c.Status, c.ErrorCode, c.ErrorMessage, reg.calls)
 	}
 
@@ -218,6 +231,7 @@ func TestRedactsByValue(t *testing.T) {
 		cookie: "ck-CANARY-5e2b7f10", late: "lt-CANARY-93cd0a6e", cred: "cr-CANARY-1f0e2d3c"}
 	db := openStore(t)
 	srv := secretAPI(t, c)
+	closed := closedport.URL(t) // where nothing answers (not a fixed port: one may be taken)
 	register(t, db, "alice", "mcp_orders_0badcafe", map[string]bool{"whoami": true})
 	reg := &registry{db: db, creds: map[string]string{"alice": c.cred}}
 	w, _, _ := worker(t, db, engine.Options{Invoker: reg}, engine.WorkerOptions{})
@@ -233,11 +247,11 @@ cases:
       - set: {legacyCopy: "legacy.body"}
       - http: {url: "/session", headers: {Authorization: "Bearer ${copy}"}, saveAs: session}
       - mcpCall: {serverKey: mcp_orders_0badcafe, tool: whoami, input: {hint: "${said}"}, saveAs: me}
-      - http: {url: "http://127.0.0.1:1/closed?token=${copy}&ref=${ref}"}
+      - http: {url: "`+closed+`/closed?token=${copy}&ref=${ref}"}
 `)
 	run, x := runAs(t, db, w, res.Task, "alice")
 	xe := x["by-value"]
-	if last := xe.Results[len(xe.Results)-1]; last.Status != duet.StatusFailed || !strings.Contains(last.ErrorMessage, "127.0.0.1:1") {
+	if last := xe.Results[len(xe.Results)-1]; last.Status != duet.StatusFailed || !strings.Contains(last.ErrorMessage, closed) {
 		t.Fatalf("the last step should fail with a message naming its URL: got %s %q (run %s)", last.ErrorCode, last.ErrorMessage, run.Status)
 	}
 	for i, r := range xe.Results[:len(xe.Results)-1] {

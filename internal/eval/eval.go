@@ -179,6 +179,24 @@ func parseTemplate(s string) ([]part, error) {
 	return parts, nil
 }
 
+// LiteralPrefix returns the text template s renders to before its first
+// ${...} expression ("$${" read as a literal "${"), and whether s has no
+// expression at all (the prefix is then all it renders to). A malformed
+// template has no literal part: "" and false.
+func LiteralPrefix(s string) (prefix string, whole bool) {
+	parts, err := parseTemplate(s)
+	if err != nil {
+		return "", false
+	}
+	if len(parts) == 0 {
+		return "", true
+	}
+	if parts[0].isEx {
+		return "", false
+	}
+	return parts[0].lit, len(parts) == 1
+}
+
 // matchBrace returns the index of the "}" closing an expression that starts
 // at i, skipping nested braces and quoted strings.
 func matchBrace(s string, i int) (int, error) {

@@ -38,13 +38,15 @@ func TestApprovalBothEras(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pending := func(_ context.Context, executor string, c *duet.Case) ([]catalog.PendingCall, error) {
+	review := func(_ context.Context, executor string, _ *duet.Task, c *duet.Case) (*catalog.CaseReview, error) {
 		if c.CreatedBy == executor {
-			return nil, nil
+			return &catalog.CaseReview{}, nil
 		}
-		return []catalog.PendingCall{{Step: 1, Name: "cancel", ServerKey: "sk_orders", Tool: "set_order_status"}}, nil
+		d := duet.Destinations{Tools: []duet.ToolDestination{{ServerKey: "sk_orders", Tool: "set_order_status"}}}
+		return &catalog.CaseReview{Calls: []catalog.PendingCall{{Step: 1, Name: "cancel", ServerKey: "sk_orders", Tool: "set_order_status"}},
+			Destinations: d, DestinationsHash: d.Hash()}, nil
 	}
-	cat := catalog.New(db, catalog.Options{PendingCalls: pending})
+	cat := catalog.New(db, catalog.Options{Review: review})
 	srv := httptest.NewServer(asUser(mcpserver.New(cat, mcpserver.Options{Codes: httpapi.Codes}).HTTPHandler(mcpserver.HTTPOptions{Sessions: true})))
 	defer srv.Close()
 

@@ -29,29 +29,32 @@ func elicitConfirmer(ss *mcp.ServerSession) catalog.Confirmer {
 		return nil // URL elicitation only: no form to confirm in
 	}
 	return catalog.ConfirmFunc(func(ctx context.Context, prompt string) (bool, error) {
+		// No default in the form: the SDK fills a default into an empty
+		// answer, and an empty or defaulted answer is never a
+		// confirmation. Only confirm: true is.
 		res, err := ss.Elicit(ctx, &mcp.ElicitParams{
 			Mode:    "form",
 			Message: prompt,
 			RequestedSchema: map[string]any{
 				"type": "object",
 				"properties": map[string]any{
-					"confirm": map[string]any{"type": "boolean", "title": "Confirm", "description": "true to go ahead", "default": true},
+					"confirm": map[string]any{"type": "boolean", "title": "Confirm", "description": "true to go ahead"},
 				},
+				"required": []string{"confirm"},
 			},
 		})
 		if err != nil {
-			if strings.Contains(err.Error(), "cannot make requests") || strings.Contains(err.Error(), "does not support") {
+			msg := err.Error()
+			switch {
+			case strings.Contains(msg, "cannot make requests") || strings.Contains(msg, "does not support"):
 				return false, catalog.ErrConfirmUnsupported // the session could not ask after all
+			case strings.Contains(msg, "does not match requested schema"):
+				return false, nil // an answer without confirm: true is no confirmation
 			}
 			return false, err
 		}
-		if res.Action != "accept" {
-			return false, nil // declined, or dismissed
-		}
-		if v, ok := res.Content["confirm"].(bool); ok && !v {
-			return false, nil
-		}
-		return true, nil
+		v, ok := res.Content["confirm"].(bool)
+		return res.Action == "accept" && ok && v, nil // declined, dismissed, empty: no
 	})
 }
 

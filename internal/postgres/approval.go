@@ -11,11 +11,11 @@ import (
 
 var _ duet.ApprovalStore = (*DB)(nil)
 
-const approvalColumns = `a.user_id, a.case_id, a.version, a.source_hash, a.task_id, a.approved_at`
+const approvalColumns = `a.user_id, a.case_id, a.version, a.source_hash, a.destinations_hash, a.task_id, a.approved_at`
 
 func scanApproval(r pgx.Row) (*duet.CaseApproval, error) {
 	var a duet.CaseApproval
-	if err := r.Scan(&a.User, &a.CaseID, &a.Version, &a.SourceHash, &a.TaskID, &a.ApprovedAt); err != nil {
+	if err := r.Scan(&a.User, &a.CaseID, &a.Version, &a.SourceHash, &a.DestinationsHash, &a.TaskID, &a.ApprovedAt); err != nil {
 		return nil, err
 	}
 	a.ApprovedAt = utc(a.ApprovedAt)
@@ -23,7 +23,9 @@ func scanApproval(r pgx.Row) (*duet.CaseApproval, error) {
 }
 
 // ApproveCase records a.User's approval of the current version of a case
-// they may see. Returns NOT_FOUND, CONFLICT, INVALID_ARGUMENT.
+// they may see, for a.DestinationsHash: approving the same version for the
+// same destinations again keeps the first approval, for others replaces
+// it. Returns NOT_FOUND, CONFLICT, INVALID_ARGUMENT.
 func (d *DB) ApproveCase(ctx context.Context, a *duet.CaseApproval) error {
 	if a == nil || a.User == "" || a.CaseID == "" || a.Version <= 0 {
 		return duet.Errorf(duet.CodeInvalidArgument, "an approval needs a user, a case and its version")
@@ -39,11 +41,14 @@ func (d *DB) ApproveCase(ctx context.Context, a *duet.CaseApproval) error {
 			return duet.Errorf(duet.CodeConflict, "case %s is at version %d now, not %d: review it again before approving", c.ID, c.Version, a.Version)
 		}
 		a.SourceHash, a.TaskID, a.ApprovedAt = c.SourceHash, c.TaskID, ts(d.now()).UTC()
-		// A second approval of the same version keeps the first.
-		old, err := scanApproval(tx.QueryRow(ctx, `INSERT INTO case_approvals AS a (user_id, case_id, version, source_hash, task_id, approved_at)
-			VALUES ($1, $2, $3, $4, $5, $6)
-			ON CONFLICT (user_id, case_id, version) DO UPDATE SET user_id = a.user_id
-			RETURNING `+approvalColumns, a.User, a.CaseID, a.Version, a.SourceHash, a.TaskID, a.ApprovedAt))
+		// A second approval of the same version for the same destinations
+		// keeps the first; for other destinations it replaces it.
+		old, err := scanApproval(tx.QueryRow(ctx, `INSERT INTO case_approvals AS a (user_id, case_id, version, source_hash, destinations_hash, task_id, approved_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)
+			ON CONFLICT (user_id, case_id, version) DO UPDATE SET
+				destinations_hash = excluded.destinations_hash,
+				approved_at = CASE WHEN a.destinations_hash = excluded.destinations_hash THEN a.approved_at ELSE excluded.approved_at END
+			RETURNING `+approvalColumns, a.User, a.CaseID, a.Version, a.SourceHash, a.DestinationsHash, a.TaskID, a.ApprovedAt))
 		if err != nil {
 			return mapErr(err)
 		}

@@ -144,7 +144,12 @@ func (d *DB) SaveAsset(ctx context.Context, a *duet.Asset) (duet.ApplyAction, er
 					return mapErr(err)
 				}
 				if len(shares) > 0 {
-					if _, err := tx.Exec(ctx, `INSERT INTO asset_shares (asset_id, user_id, created_at) SELECT $1, u, $3 FROM unnest($2::text[]) AS u`, a.ID, shares, now); err != nil {
+					teams, err := shareTeamIDs(ctx, tx, shares)
+					if err != nil {
+						return err
+					}
+					if _, err := tx.Exec(ctx, `INSERT INTO asset_shares (asset_id, user_id, team_id, created_at) SELECT $1, u, tid, $4 FROM unnest($2::text[], $3::text[]) AS x (u, tid)`,
+						a.ID, shares, teams, now); err != nil {
 						return mapErr(err)
 					}
 				}

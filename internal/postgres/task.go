@@ -255,8 +255,8 @@ func collect[T any](rows pgx.Rows, scan func(pgx.Row) (T, error)) ([]T, error) {
 
 // ShareTask shares owner's task with user. Returns NOT_FOUND, INVALID_ARGUMENT.
 func (d *DB) ShareTask(ctx context.Context, owner, taskID, user string) error {
-	if !validUser(user) {
-		return duet.Errorf(duet.CodeInvalidArgument, "%q is not a user id (1 to 128 characters, no spaces)", user)
+	if err := duet.ValidPrincipal(user); err != nil {
+		return err
 	}
 	return d.tx(ctx, func(tx pgx.Tx) error {
 		if err := ownsTask(ctx, tx, owner, taskID); err != nil {
@@ -265,11 +265,15 @@ func (d *DB) ShareTask(ctx context.Context, owner, taskID, user string) error {
 		if user == owner {
 			return duet.Errorf(duet.CodeInvalidArgument, "%s owns the task already", user)
 		}
+		team, err := shareTeamID(ctx, tx, user)
+		if err != nil {
+			return err
+		}
 		now := ts(d.now())
-		if _, err := tx.Exec(ctx, `INSERT INTO task_shares (task_id, user_id, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, taskID, user, now); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO task_shares (task_id, user_id, team_id, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`, taskID, user, team, now); err != nil {
 			return mapErr(err)
 		}
-		_, err := tx.Exec(ctx, `UPDATE tasks SET updated_at = $1 WHERE id = $2`, now, taskID)
+		_, err = tx.Exec(ctx, `UPDATE tasks SET updated_at = $1 WHERE id = $2`, now, taskID)
 		return mapErr(err)
 	})
 }
@@ -303,7 +307,8 @@ func ownsTask(ctx context.Context, q querier, owner, taskID string) error {
 	return mapErr(err)
 }
 
-// setShares makes the task's share list exactly users.
+// setShares makes the task's share list exactly users (each a user or a
+// team that exists, bound to its id).
 func setShares(ctx context.Context, tx pgx.Tx, taskID string, users []string, now time.Time) error {
 	if _, err := tx.Exec(ctx, `DELETE FROM task_shares WHERE task_id = $1`, taskID); err != nil {
 		return mapErr(err)
@@ -311,22 +316,13 @@ func setShares(ctx context.Context, tx pgx.Tx, taskID string, users []string, no
 	if len(users) == 0 {
 		return nil
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO task_shares (task_id, user_id, created_at) SELECT $1, u, $3 FROM unnest($2::text[]) AS u ON CONFLICT DO NOTHING`, taskID, users, now)
+	teams, err := shareTeamIDs(ctx, tx, users)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO task_shares (task_id, user_id, team_id, created_at) SELECT $1, u, tid, $4 FROM unnest($2::text[], $3::text[]) AS x (u, tid) ON CONFLICT DO NOTHING`,
+		taskID, users, teams, now)
 	return mapErr(err)
-}
-
-// validUser reports whether s can be a user id: 1 to 128 characters with no
-// spaces or control characters.
-func validUser(s string) bool {
-	if s == "" || len(s) > 128 {
-		return false
-	}
-	for _, r := range s {
-		if r <= ' ' || r == 0x7f {
-			return false
-		}
-	}
-	return true
 }
 
 func sortedUnique(in []string, drop string) []string {

@@ -24,16 +24,37 @@ func (d *DB) CreateToken(ctx context.Context, t *duet.Token) error {
 		t.CreatedAt = d.now()
 	}
 	t.CreatedAt = ts(t.CreatedAt)
-	_, err := d.pool.Exec(ctx, `INSERT INTO tokens (id, user_id, name, hash, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
-		t.ID, t.UserID, t.Name, t.Hash, t.CreatedAt, nullTime(t.ExpiresAt))
-	return mapErr(err)
+	if t.ParentID == "" {
+		_, err := d.pool.Exec(ctx, `INSERT INTO tokens (id, user_id, name, hash, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+			t.ID, t.UserID, t.Name, t.Hash, t.CreatedAt, nullTime(t.ExpiresAt))
+		return mapErr(err)
+	}
+	// A child: its parent is checked, and held (FOR KEY SHARE: a revocation
+	// of it waits) until the child is stored, in one transaction.
+	return d.tx(ctx, func(tx pgx.Tx) error {
+		var user string
+		var expires *time.Time
+		err := tx.QueryRow(ctx, `SELECT user_id, expires_at FROM tokens WHERE id = $1 AND (expires_at IS NULL OR expires_at > $2) FOR KEY SHARE`,
+			t.ParentID, ts(d.now())).Scan(&user, &expires)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return duet.ParentTokenGone(t.ParentID)
+		} else if err != nil {
+			return mapErr(err)
+		}
+		if err := duet.CheckChildToken(t, user, utcPtr(expires)); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO tokens (id, user_id, name, parent_id, hash, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+			t.ID, t.UserID, t.Name, t.ParentID, t.Hash, t.CreatedAt, nullTime(t.ExpiresAt))
+		return mapErr(err)
+	})
 }
 
-const tokenColumns = `id, user_id, name, hash, created_at, expires_at, last_used_at`
+const tokenColumns = `id, user_id, name, coalesce(parent_id, ''), hash, created_at, expires_at, last_used_at`
 
 func scanToken(r pgx.Row) (*duet.Token, error) {
 	var t duet.Token
-	if err := r.Scan(&t.ID, &t.UserID, &t.Name, &t.Hash, &t.CreatedAt, &t.ExpiresAt, &t.LastUsedAt); err != nil {
+	if err := r.Scan(&t.ID, &t.UserID, &t.Name, &t.ParentID, &t.Hash, &t.CreatedAt, &t.ExpiresAt, &t.LastUsedAt); err != nil {
 		return nil, err
 	}
 	t.CreatedAt, t.ExpiresAt, t.LastUsedAt = utc(t.CreatedAt), utcPtr(t.ExpiresAt), utcPtr(t.LastUsedAt)
@@ -59,18 +80,29 @@ func (d *DB) FindTokens(ctx context.Context, userID string) ([]*duet.Token, erro
 	return collect(rows, scanToken)
 }
 
-// DeleteToken revokes one of the user's tokens. Returns NOT_FOUND.
+// tokenTree selects the ids of token $1 of user $2 and of every token it
+// created, transitively.
+const tokenTree = `WITH RECURSIVE tree (id) AS (SELECT id FROM tokens WHERE id = $1 AND user_id = $2
+	UNION SELECT c.id FROM tokens c JOIN tree ON c.parent_id = tree.id) SELECT id FROM tree`
+
+// DeleteToken revokes one of the user's tokens, every token it created
+// (transitively) and the console sessions started with any of them, in one
+// transaction. Returns NOT_FOUND.
 func (d *DB) DeleteToken(ctx context.Context, userID, id string) error {
-	// The console sessions started with the token end with it.
 	return d.tx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `DELETE FROM tokens WHERE user_id = $1 AND id = $2`, userID, id)
+		// The token's row first: a child being created now holds it FOR
+		// KEY SHARE, so this waits for that child and then finds it.
+		tag, err := tx.Exec(ctx, `SELECT 1 FROM tokens WHERE id = $1 AND user_id = $2 FOR UPDATE`, id, userID)
 		if err != nil {
 			return mapErr(err)
 		}
 		if tag.RowsAffected() == 0 {
 			return notFound("token", id)
 		}
-		_, err = tx.Exec(ctx, `DELETE FROM console_sessions WHERE token_id = $1`, id)
+		if _, err := tx.Exec(ctx, `DELETE FROM console_sessions WHERE token_id IN (`+tokenTree+`)`, id, userID); err != nil {
+			return mapErr(err)
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM tokens WHERE id IN (`+tokenTree+`)`, id, userID)
 		return mapErr(err)
 	})
 }
@@ -100,6 +132,36 @@ func (d *DB) AppendAudit(ctx context.Context, recs []*duet.AuditRecord) error {
 		return mapErr(err)
 	}
 	return assignIDs(rows, n, func(i int, id int64) { recs[i].ID = id })
+}
+
+// insertAudit writes one audit record in tx (the record of a governed
+// call, with the call's change) and sets its id.
+func insertAudit(ctx context.Context, tx pgx.Tx, r *duet.AuditRecord) error {
+	return mapErr(tx.QueryRow(ctx, `INSERT INTO audit (time, trace_id, call_source, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id`,
+		ts(r.Time), r.TraceID, string(r.CallSource), r.Caller, r.Method, r.Tool, string(r.Outcome), r.DurationUs, int32(r.ArgBytes), int32(r.ResultBytes)).Scan(&r.ID))
+}
+
+// CompleteAudit stores the final state of records written with a change,
+// in one statement.
+func (d *DB) CompleteAudit(ctx context.Context, recs []*duet.AuditRecord) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	n := len(recs)
+	ids, dur := make([]int64, n), make([]int64, n)
+	caller, method, tool, outcome := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	argB, resB := make([]int32, n), make([]int32, n)
+	for i, r := range recs {
+		ids[i], caller[i], method[i], tool[i], outcome[i] = r.ID, r.Caller, r.Method, r.Tool, string(r.Outcome)
+		dur[i], argB[i], resB[i] = r.DurationUs, int32(r.ArgBytes), int32(r.ResultBytes)
+	}
+	_, err := d.pool.Pool.Exec(ctx, `UPDATE audit a SET caller = x.caller, method = x.method, tool = x.tool, outcome = x.outcome,
+			duration_us = x.duration_us, arg_bytes = x.arg_bytes, result_bytes = x.result_bytes
+		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::int[], $8::int[])
+			AS x (id, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes)
+		WHERE a.id = x.id`, ids, caller, method, tool, outcome, dur, argB, resB)
+	return mapErr(err)
 }
 
 // assignIDs reads the n identity values an INSERT ... ORDER BY ... RETURNING

@@ -200,7 +200,7 @@ var codeDocs = map[duet.Code]string{
 	duet.CodeHTTPRequestFailed:      "An HTTP request could not be sent or its answer read.",
 	duet.CodeCancelled:              "The run was cancelled before this finished.",
 	duet.CodeInterrupted:            "The run was interrupted too often (worker crash or shutdown) to be resumed.",
-	duet.CodeApprovalRequired:       "The step would call, with the credentials of the person running the case, an MCP tool that is not read-only, in a case someone else wrote: that person must approve this version of the case first (duet case approve).",
+	duet.CodeApprovalRequired:       "The step would call an MCP tool with the credentials of the person running the case, in a case someone else wrote: that person must approve this version of the case, and the places it can send data to, first (duet case approve).",
 	duet.CodeInvalidArgument:        "A step's parameters are invalid.",
 	duet.CodeURLRefused:             "The URL is not allowed (its scheme or its address).",
 	duet.CodeMCPServerNotConfigured: "The person running the case has not registered this MCP server (or its credentials).",

@@ -10,12 +10,12 @@ import (
 
 var _ duet.ApprovalStore = (*DB)(nil)
 
-const approvalColumns = `a.user_id, a.case_id, a.version, a.source_hash, a.task_id, a.approved_at`
+const approvalColumns = `a.user_id, a.case_id, a.version, a.source_hash, a.destinations_hash, a.task_id, a.approved_at`
 
 func scanApproval(r rowScanner) (*duet.CaseApproval, error) {
 	var a duet.CaseApproval
 	var at int64
-	if err := r.Scan(&a.User, &a.CaseID, &a.Version, &a.SourceHash, &a.TaskID, &at); err != nil {
+	if err := r.Scan(&a.User, &a.CaseID, &a.Version, &a.SourceHash, &a.DestinationsHash, &a.TaskID, &at); err != nil {
 		return nil, err
 	}
 	a.ApprovedAt = fromMicros(at)
@@ -23,7 +23,9 @@ func scanApproval(r rowScanner) (*duet.CaseApproval, error) {
 }
 
 // ApproveCase records a.User's approval of the current version of a case
-// they may see. Returns NOT_FOUND, CONFLICT, INVALID_ARGUMENT.
+// they may see, for a.DestinationsHash: approving the same version for the
+// same destinations again keeps the first approval, for others replaces
+// it. Returns NOT_FOUND, CONFLICT, INVALID_ARGUMENT.
 func (d *DB) ApproveCase(ctx context.Context, a *duet.CaseApproval) error {
 	if a == nil || a.User == "" || a.CaseID == "" || a.Version <= 0 {
 		return duet.Errorf(duet.CodeInvalidArgument, "an approval needs a user, a case and its version")
@@ -41,15 +43,16 @@ func (d *DB) ApproveCase(ctx context.Context, a *duet.CaseApproval) error {
 		old, err := scanApproval(tx.QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM case_approvals a WHERE a.user_id = ? AND a.case_id = ? AND a.version = ?`,
 			a.User, a.CaseID, a.Version))
 		switch {
-		case err == nil:
+		case err == nil && old.DestinationsHash == a.DestinationsHash:
 			*a = *old
 			return nil
-		case !errors.Is(err, sql.ErrNoRows):
+		case err != nil && !errors.Is(err, sql.ErrNoRows):
 			return mapErr(err)
 		}
 		a.SourceHash, a.TaskID, a.ApprovedAt = c.SourceHash, c.TaskID, fromMicros(micros(d.now()))
-		_, err = tx.ExecContext(ctx, `INSERT INTO case_approvals (user_id, case_id, version, source_hash, task_id, approved_at) VALUES (?, ?, ?, ?, ?, ?)`,
-			a.User, a.CaseID, a.Version, a.SourceHash, a.TaskID, micros(a.ApprovedAt))
+		_, err = tx.ExecContext(ctx, `INSERT INTO case_approvals (user_id, case_id, version, source_hash, destinations_hash, task_id, approved_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (user_id, case_id, version) DO UPDATE SET destinations_hash = excluded.destinations_hash, approved_at = excluded.approved_at`,
+			a.User, a.CaseID, a.Version, a.SourceHash, a.DestinationsHash, a.TaskID, micros(a.ApprovedAt))
 		return mapErr(err)
 	})
 }

@@ -137,7 +137,11 @@ func (d *DB) SaveAsset(ctx context.Context, a *duet.Asset) (duet.ApplyAction, er
 					return mapErr(err)
 				}
 				for _, u := range shares {
-					if _, err := tx.ExecContext(ctx, `INSERT INTO asset_shares (asset_id, user_id, created_at) VALUES (?, ?, ?)`, a.ID, u, now); err != nil {
+					team, err := shareTeamID(ctx, tx, u)
+					if err != nil {
+						return err
+					}
+					if _, err := tx.ExecContext(ctx, `INSERT INTO asset_shares (asset_id, user_id, team_id, created_at) VALUES (?, ?, ?, ?)`, a.ID, u, team, now); err != nil {
 						return mapErr(err)
 					}
 				}

@@ -36,9 +36,12 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 	if s == nil || s.Task.Name == "" {
 		return nil, duet.Errorf(duet.CodeInvalidArgument, "task name is empty")
 	}
+	if err := duet.ValidUserID(owner); err != nil {
+		return nil, err
+	}
 	for _, u := range s.Task.SharedWith {
-		if !validUser(strings.TrimSpace(u)) {
-			return nil, duet.Errorf(duet.CodeInvalidArgument, "sharedWith: %q is not a user id (1 to 128 characters, no spaces)", u)
+		if err := duet.ValidPrincipal(strings.TrimSpace(u)); err != nil {
+			return nil, duet.Errorf(duet.CodeInvalidArgument, "sharedWith: %s", duet.ErrorMessage(err))
 		}
 	}
 	res := &duet.ApplyResult{}

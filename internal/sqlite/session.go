@@ -13,7 +13,7 @@ var _ duet.SessionStore = (*DB)(nil)
 
 // CreateSession stores a console session. Returns INVALID_ARGUMENT.
 func (d *DB) CreateSession(ctx context.Context, s *duet.Session) error {
-	if s.Hash == "" || s.CSRF == "" || !validUser(s.UserID) || s.ExpiresAt.IsZero() {
+	if s.Hash == "" || s.CSRF == "" || duet.ValidUserID(s.UserID) != nil || s.ExpiresAt.IsZero() {
 		return duet.Errorf(duet.CodeInvalidArgument, "a session needs a hash, a CSRF token, a user and an expiry")
 	}
 	if s.CreatedAt.IsZero() {

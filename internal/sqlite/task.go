@@ -284,8 +284,8 @@ func taskListQueries(cond string, filtered, after bool) (count, page string) {
 
 // ShareTask shares owner's task with user. Returns NOT_FOUND, INVALID_ARGUMENT.
 func (d *DB) ShareTask(ctx context.Context, owner, taskID, user string) error {
-	if !validUser(user) {
-		return duet.Errorf(duet.CodeInvalidArgument, "%q is not a user id (1 to 128 characters, no spaces)", user)
+	if err := duet.ValidPrincipal(user); err != nil {
+		return err
 	}
 	return d.tx(ctx, func(tx *sql.Tx) error {
 		if err := ownsTask(ctx, tx, owner, taskID); err != nil {
@@ -294,11 +294,15 @@ func (d *DB) ShareTask(ctx context.Context, owner, taskID, user string) error {
 		if user == owner {
 			return duet.Errorf(duet.CodeInvalidArgument, "%s owns the task already", user)
 		}
+		team, err := shareTeamID(ctx, tx, user)
+		if err != nil {
+			return err
+		}
 		now := micros(d.now())
-		if _, err := tx.ExecContext(ctx, `INSERT INTO task_shares (task_id, user_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, taskID, user, now); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO task_shares (task_id, user_id, team_id, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`, taskID, user, team, now); err != nil {
 			return mapErr(err)
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE tasks SET updated_at = ? WHERE id = ?`, now, taskID)
+		_, err = tx.ExecContext(ctx, `UPDATE tasks SET updated_at = ? WHERE id = ?`, now, taskID)
 		return mapErr(err)
 	})
 }
@@ -330,32 +334,22 @@ func ownsTask(ctx context.Context, q querier, owner, taskID string) error {
 	return mapErr(err)
 }
 
-// setShares makes the task's share list exactly users.
+// setShares makes the task's share list exactly users (each a user or a
+// team that exists, bound to its id).
 func setShares(ctx context.Context, tx *sql.Tx, taskID string, users []string, now int64) error {
 	if _, err := tx.ExecContext(ctx, `DELETE FROM task_shares WHERE task_id = ?`, taskID); err != nil {
 		return mapErr(err)
 	}
 	for _, u := range users {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO task_shares (task_id, user_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, taskID, u, now); err != nil {
+		team, err := shareTeamID(ctx, tx, u)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO task_shares (task_id, user_id, team_id, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`, taskID, u, team, now); err != nil {
 			return mapErr(err)
 		}
 	}
 	return nil
-}
-
-// validUser reports whether s can be a user id: 1 to 128 characters with no
-// spaces or control characters (share lists are stored and read back
-// newline-separated).
-func validUser(s string) bool {
-	if s == "" || len(s) > 128 {
-		return false
-	}
-	for _, r := range s {
-		if r <= ' ' || r == 0x7f {
-			return false
-		}
-	}
-	return true
 }
 
 func sortedUnique(in []string, drop string) []string {

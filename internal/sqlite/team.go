@@ -13,52 +13,75 @@ import (
 
 var _ duet.TeamStore = (*DB)(nil)
 
-// isMember reports whether user is a member of team.
-func isMember(ctx context.Context, q querier, team, user string) (bool, error) {
-	var one int
-	err := q.QueryRowContext(ctx, `SELECT 1 FROM team_members WHERE team = ? AND user_id = ?`, team, user).Scan(&one)
+// teamRole returns user's role in team, failing with NOT_FOUND unless user
+// is a member: a team one is not in looks like one that does not exist.
+func teamRole(ctx context.Context, q querier, team, user string) (duet.TeamRole, error) {
+	var role duet.TeamRole
+	err := q.QueryRowContext(ctx, `SELECT role FROM team_members WHERE team = ? AND user_id = ?`, team, user).Scan(&role)
 	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
+		return "", notFound("team", team)
 	}
-	return err == nil, mapErr(err)
+	return role, mapErr(err)
 }
 
-// memberOf fails with NOT_FOUND unless user is a member of team: a team
-// one is not in looks like one that does not exist.
+// memberOf fails with NOT_FOUND unless user is a member of team.
 func memberOf(ctx context.Context, q querier, team, user string) error {
-	ok, err := isMember(ctx, q, team, user)
+	_, err := teamRole(ctx, q, team, user)
+	return err
+}
+
+// needRole fails unless user has at least role in team: NOT_FOUND for a
+// non-member, PERMISSION_DENIED (naming the role needed) for a member
+// without it.
+func needRole(ctx context.Context, q querier, team, user string, role duet.TeamRole, what string) error {
+	has, err := teamRole(ctx, q, team, user)
 	if err != nil {
 		return err
 	}
-	if !ok {
-		return notFound("team", team)
-	}
-	return nil
+	return duet.CheckTeamRole(team, user, has, role, what)
 }
 
-// CreateTeam creates team name with creator as its first member.
+// shareTeamID returns the id of the team a share principal names (nil for
+// a user or everyone): a share is bound to the team that exists when it is
+// made. INVALID_ARGUMENT for a team that does not exist.
+func shareTeamID(ctx context.Context, q querier, principal string) (any, error) {
+	name, ok := duet.TeamOf(principal)
+	if !ok {
+		return nil, nil
+	}
+	var id string
+	err := q.QueryRowContext(ctx, `SELECT id FROM teams WHERE name = ?`, name).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, duet.NoSuchTeam(name)
+	}
+	return id, mapErr(err)
+}
+
+// CreateTeam creates team name with creator as its first member and owner.
 func (d *DB) CreateTeam(ctx context.Context, creator, name string) (*duet.Team, error) {
 	if !duet.ValidTeamName(name) {
 		return nil, duet.Errorf(duet.CodeInvalidArgument, "team name %q: use lower-case letters, digits, '.', '_' or '-' (at most 64, starting with a letter or digit)", name)
 	}
-	if !validUser(creator) {
-		return nil, duet.Errorf(duet.CodeInvalidArgument, "%q is not a user id", creator)
+	if err := duet.ValidUserID(creator); err != nil {
+		return nil, err
 	}
 	now := d.now()
+	id := duet.NewID("team")
 	err := d.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO teams (name, created_by, created_at) VALUES (?, ?, ?)`, name, creator, micros(now)); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO teams (id, name, created_by, created_at) VALUES (?, ?, ?, ?)`, id, name, creator, micros(now)); err != nil {
 			if duet.ErrorCode(mapErr(err)) == duet.CodeConflict {
 				return duet.Errorf(duet.CodeConflict, "a team named %q exists already", name)
 			}
 			return mapErr(err)
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO team_members (team, user_id, added_by, added_at) VALUES (?, ?, ?, ?)`, name, creator, creator, micros(now))
+		_, err := tx.ExecContext(ctx, `INSERT INTO team_members (team, user_id, role, added_by, added_at) VALUES (?, ?, ?, ?, ?)`, name, creator, duet.RoleOwner, creator, micros(now))
 		return mapErr(err)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &duet.Team{Name: name, CreatedBy: creator, Members: []string{creator}, CreatedAt: fromMicros(micros(now))}, nil
+	return &duet.Team{ID: id, Name: name, CreatedBy: creator, Members: []string{creator}, Roles: map[string]duet.TeamRole{creator: duet.RoleOwner},
+		CreatedAt: fromMicros(micros(now))}, nil
 }
 
 // FindTeam returns a team viewer is a member of.
@@ -81,8 +104,25 @@ func (d *DB) FindTeams(ctx context.Context, user string) ([]*duet.Team, error) {
 	return d.findTeams(ctx, `t.name IN (SELECT team FROM team_members WHERE user_id = ?)`, user)
 }
 
+// TeamIDs returns the ids of the named teams that exist.
+func (d *DB) TeamIDs(ctx context.Context, names []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, n := range names {
+		var id string
+		err := d.q.QueryRowContext(ctx, `SELECT id FROM teams WHERE name = ?`, n).Scan(&id)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return nil, mapErr(err)
+		default:
+			out[n] = id
+		}
+	}
+	return out, nil
+}
+
 func (d *DB) findTeams(ctx context.Context, cond string, arg any) ([]*duet.Team, error) {
-	rows, err := d.q.QueryContext(ctx, `SELECT t.name, t.created_by, t.created_at, m.user_id FROM teams t
+	rows, err := d.q.QueryContext(ctx, `SELECT t.id, t.name, t.created_by, t.created_at, m.user_id, m.role FROM teams t
 		JOIN team_members m ON m.team = t.name WHERE `+cond+` ORDER BY t.name, m.user_id`, arg)
 	if err != nil {
 		return nil, mapErr(err)
@@ -90,59 +130,119 @@ func (d *DB) findTeams(ctx context.Context, cond string, arg any) ([]*duet.Team,
 	defer rows.Close()
 	var out []*duet.Team
 	for rows.Next() {
-		var name, by, member string
+		var id, name, by, member string
+		var role duet.TeamRole
 		var created int64
-		if err := rows.Scan(&name, &by, &created, &member); err != nil {
+		if err := rows.Scan(&id, &name, &by, &created, &member, &role); err != nil {
 			return nil, mapErr(err)
 		}
 		if len(out) == 0 || out[len(out)-1].Name != name {
-			out = append(out, &duet.Team{Name: name, CreatedBy: by, CreatedAt: fromMicros(created)})
+			out = append(out, &duet.Team{ID: id, Name: name, CreatedBy: by, CreatedAt: fromMicros(created), Roles: map[string]duet.TeamRole{}})
 		}
 		t := out[len(out)-1]
 		t.Members = append(t.Members, member)
+		t.Roles[member] = role
 	}
 	return out, mapErr(rows.Err())
 }
 
-// AddTeamMember adds user to team; by must be a member.
+// AddTeamMember adds user to team as a member; by must be a member.
 func (d *DB) AddTeamMember(ctx context.Context, by, team, user string) error {
-	if !validUser(user) {
-		return duet.Errorf(duet.CodeInvalidArgument, "%q is not a user id (1 to 128 characters, no spaces)", user)
-	}
-	if _, isTeam := duet.TeamOf(user); isTeam {
-		return duet.Errorf(duet.CodeInvalidArgument, "a team's members are users, not teams")
+	if err := duet.ValidUserID(user); err != nil {
+		return err
 	}
 	return d.tx(ctx, func(tx *sql.Tx) error {
 		if err := memberOf(ctx, tx, team, by); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO team_members (team, user_id, added_by, added_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-			team, user, by, micros(d.now()))
+		_, err := tx.ExecContext(ctx, `INSERT INTO team_members (team, user_id, role, added_by, added_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+			team, user, duet.RoleMember, by, micros(d.now()))
 		return mapErr(err)
 	})
 }
 
-// RemoveTeamMember removes user from team; by must be a member.
+// RemoveTeamMember removes user from team: a member leaving, or removed by
+// a maintainer (a member) or an owner (anyone). The last owner stays.
 func (d *DB) RemoveTeamMember(ctx context.Context, by, team, user string) error {
 	return d.tx(ctx, func(tx *sql.Tx) error {
-		if err := memberOf(ctx, tx, team, by); err != nil {
+		byRole, err := teamRole(ctx, tx, team, by)
+		if err != nil {
 			return err
 		}
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM team_members WHERE team = ?`, team).Scan(&n); err != nil {
-			return mapErr(err)
-		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM team_members WHERE team = ? AND user_id = ?`, team, user)
-		if err != nil {
-			return mapErr(err)
-		}
-		if k, _ := res.RowsAffected(); k == 0 {
+		role, err := teamRole(ctx, tx, team, user)
+		if duet.ErrorCode(err) == duet.CodeNotFound {
 			return duet.Errorf(duet.CodeNotFound, "%s is not a member of team %s", user, team)
+		} else if err != nil {
+			return err
 		}
-		if n == 1 {
-			return duet.Errorf(duet.CodeConflict, "%s is the last member of team %s; a team keeps at least one", user, team)
+		if err := duet.CheckTeamRemoval(team, by, byRole, user, role); err != nil {
+			return err
 		}
-		return nil
+		if role == duet.RoleOwner {
+			if err := keepAnOwner(ctx, tx, team, user, "leave or be removed"); err != nil {
+				return err
+			}
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM team_members WHERE team = ? AND user_id = ?`, team, user)
+		return mapErr(err)
+	})
+}
+
+// keepAnOwner fails with CONFLICT when user is team's only owner.
+func keepAnOwner(ctx context.Context, tx *sql.Tx, team, user, what string) error {
+	var others int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM team_members WHERE team = ? AND role = ? AND user_id <> ?`, team, duet.RoleOwner, user).Scan(&others); err != nil {
+		return mapErr(err)
+	}
+	if others == 0 {
+		return duet.LastOwner(team, user, what)
+	}
+	return nil
+}
+
+// SetTeamRole gives a member of team a role; by must be an owner.
+func (d *DB) SetTeamRole(ctx context.Context, by, team, user string, role duet.TeamRole) error {
+	if !duet.ValidTeamRole(role) {
+		return duet.Errorf(duet.CodeInvalidArgument, "role %q: want owner, maintainer or member", role)
+	}
+	return d.tx(ctx, func(tx *sql.Tx) error {
+		if err := needRole(ctx, tx, team, by, duet.RoleOwner, "changing roles"); err != nil {
+			return err
+		}
+		old, err := teamRole(ctx, tx, team, user)
+		if duet.ErrorCode(err) == duet.CodeNotFound {
+			return duet.Errorf(duet.CodeNotFound, "%s is not a member of team %s", user, team)
+		} else if err != nil {
+			return err
+		}
+		if old == duet.RoleOwner && role != duet.RoleOwner {
+			if err := keepAnOwner(ctx, tx, team, user, "be demoted"); err != nil {
+				return err
+			}
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE team_members SET role = ? WHERE team = ? AND user_id = ?`, role, team, user)
+		return mapErr(err)
+	})
+}
+
+// DeleteTeam deletes team, its members, dependency list and shares; by
+// must be an owner and the team must own no task.
+func (d *DB) DeleteTeam(ctx context.Context, by, team string) error {
+	return d.tx(ctx, func(tx *sql.Tx) error {
+		if err := needRole(ctx, tx, team, by, duet.RoleOwner, "deleting the team"); err != nil {
+			return err
+		}
+		var owned int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM tasks WHERE owner = ?`, duet.TeamPrincipal(team)).Scan(&owned); err != nil {
+			return mapErr(err)
+		}
+		if owned > 0 {
+			return duet.Errorf(duet.CodeConflict, "team %s owns %d task(s): hand them to a user first (duet task transfer TASK --to USER)", team, owned)
+		}
+		// Members, the dependency list and every share bound to the
+		// team's id go with it (ON DELETE CASCADE).
+		_, err := tx.ExecContext(ctx, `DELETE FROM teams WHERE name = ?`, team)
+		return mapErr(err)
 	})
 }
 
@@ -168,36 +268,18 @@ func (d *DB) SaveTeamServer(ctx context.Context, s *duet.TeamServer) error {
 	}
 	s.AddedAt = fromMicros(micros(d.now()))
 	return d.tx(ctx, func(tx *sql.Tx) error {
-		if err := memberOf(ctx, tx, s.Team, s.AddedBy); err != nil {
+		if err := needRole(ctx, tx, s.Team, s.AddedBy, duet.RoleMaintainer, "changing the MCP dependency list"); err != nil {
 			return err
 		}
-		// An entry is replaced only by whoever listed it (or anyone once
-		// they left the team): a teammate cannot point a server others
-		// trusted at another address, where their credentials would go.
-		res, err := tx.ExecContext(ctx, `INSERT INTO team_servers (team, name, url, server_key, description, tools, added_by, added_at)
+		// Only maintainers and owners change the list: a member cannot
+		// point a server others trust at another address, where the next
+		// member registering it would send their credentials.
+		_, err := tx.ExecContext(ctx, `INSERT INTO team_servers (team, name, url, server_key, description, tools, added_by, added_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (team, name) DO UPDATE SET url = excluded.url, server_key = excluded.server_key,
-			description = excluded.description, tools = excluded.tools, added_by = excluded.added_by, added_at = excluded.added_at
-			WHERE team_servers.added_by = excluded.added_by
-			   OR NOT EXISTS (SELECT 1 FROM team_members m WHERE m.team = team_servers.team AND m.user_id = team_servers.added_by)`,
+			description = excluded.description, tools = excluded.tools, added_by = excluded.added_by, added_at = excluded.added_at`,
 			s.Team, s.Name, s.URL, s.ServerKey, s.Description, string(tools), s.AddedBy, micros(s.AddedAt))
-		if err != nil {
-			return mapErr(err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return teamServerTaken(ctx, tx, s.Team, s.Name)
-		}
-		return nil
-	})
-}
-
-// teamServerTaken is the CONFLICT of a change to an entry another member
-// listed.
-func teamServerTaken(ctx context.Context, tx *sql.Tx, team, name string) error {
-	var by string
-	if err := tx.QueryRowContext(ctx, `SELECT added_by FROM team_servers WHERE team = ? AND name = ?`, team, name).Scan(&by); err != nil {
 		return mapErr(err)
-	}
-	return duet.Errorf(duet.CodeConflict, "team %s's server %q was listed by %s: only they can replace or remove it (or anyone once they left the team); list yours under another name", team, name, by)
+	})
 }
 
 // FindTeamServers returns the team's dependency list as viewer sees it.
@@ -228,26 +310,19 @@ func (d *DB) FindTeamServers(ctx context.Context, viewer, team string) ([]*duet.
 	return out, mapErr(rows.Err())
 }
 
-// DeleteTeamServer removes an entry of the dependency list.
+// DeleteTeamServer removes an entry of the dependency list; by must be a
+// maintainer or owner.
 func (d *DB) DeleteTeamServer(ctx context.Context, by, team, name string) error {
 	return d.tx(ctx, func(tx *sql.Tx) error {
-		if err := memberOf(ctx, tx, team, by); err != nil {
+		if err := needRole(ctx, tx, team, by, duet.RoleMaintainer, "changing the MCP dependency list"); err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM team_servers WHERE team = ? AND name = ?
-			AND (added_by = ? OR NOT EXISTS (SELECT 1 FROM team_members m WHERE m.team = team_servers.team AND m.user_id = team_servers.added_by))`, team, name, by)
+		res, err := tx.ExecContext(ctx, `DELETE FROM team_servers WHERE team = ? AND name = ?`, team, name)
 		if err != nil {
 			return mapErr(err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			var one int
-			if err := tx.QueryRowContext(ctx, `SELECT 1 FROM team_servers WHERE team = ? AND name = ?`, team, name).Scan(&one); err != nil {
-				if errors.Is(err, sql.ErrNoRows) {
-					return notFound("team server", name)
-				}
-				return mapErr(err)
-			}
-			return teamServerTaken(ctx, tx, team, name)
+			return notFound("team server", name)
 		}
 		return nil
 	})
@@ -255,8 +330,8 @@ func (d *DB) DeleteTeamServer(ctx context.Context, by, team, name string) error 
 
 // TransferTask makes to the owner of the task by owns.
 func (d *DB) TransferTask(ctx context.Context, by, taskID, to string) (*duet.TaskTransfer, error) {
-	if !validUser(to) {
-		return nil, duet.Errorf(duet.CodeInvalidArgument, "%q is not a user id or team:NAME", to)
+	if err := duet.ValidPrincipal(to); err != nil {
+		return nil, err
 	}
 	var tr *duet.TaskTransfer
 	err := d.tx(ctx, func(tx *sql.Tx) error {
@@ -270,13 +345,8 @@ func (d *DB) TransferTask(ctx context.Context, by, taskID, to string) (*duet.Tas
 		if from == to {
 			return duet.Errorf(duet.CodeInvalidArgument, "%s owns task %s already", to, taskID)
 		}
-		if team, ok := duet.TeamOf(to); ok {
-			var one int
-			if err := tx.QueryRowContext(ctx, `SELECT 1 FROM teams WHERE name = ?`, team).Scan(&one); errors.Is(err, sql.ErrNoRows) {
-				return duet.Errorf(duet.CodeInvalidArgument, "there is no team %q", team)
-			} else if err != nil {
-				return mapErr(err)
-			}
+		if _, err := shareTeamID(ctx, tx, to); err != nil {
+			return err
 		}
 		// Task names are unique per owner.
 		var clash int

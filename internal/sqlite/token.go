@@ -20,18 +20,39 @@ func (d *DB) CreateToken(ctx context.Context, t *duet.Token) error {
 	if t.CreatedAt.IsZero() {
 		t.CreatedAt = d.now()
 	}
-	_, err := d.q.ExecContext(ctx, `INSERT INTO tokens (id, user_id, name, hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		t.ID, t.UserID, t.Name, t.Hash, micros(t.CreatedAt), nullMicros(t.ExpiresAt))
-	return mapErr(err)
+	if t.ParentID == "" {
+		_, err := d.q.ExecContext(ctx, `INSERT INTO tokens (id, user_id, name, hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			t.ID, t.UserID, t.Name, t.Hash, micros(t.CreatedAt), nullMicros(t.ExpiresAt))
+		return mapErr(err)
+	}
+	// A child: its parent is checked and the child stored in one
+	// transaction, so a parent revoked meanwhile leaves no child behind.
+	return d.tx(ctx, func(tx *sql.Tx) error {
+		var user string
+		var expires sql.NullInt64
+		err := tx.QueryRowContext(ctx, `SELECT user_id, expires_at FROM tokens WHERE id = ? AND (expires_at IS NULL OR expires_at > ?)`,
+			t.ParentID, micros(d.now())).Scan(&user, &expires)
+		if errors.Is(err, sql.ErrNoRows) {
+			return duet.ParentTokenGone(t.ParentID)
+		} else if err != nil {
+			return mapErr(err)
+		}
+		if err := duet.CheckChildToken(t, user, ptrTime(expires)); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO tokens (id, user_id, name, parent_id, hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			t.ID, t.UserID, t.Name, t.ParentID, t.Hash, micros(t.CreatedAt), nullMicros(t.ExpiresAt))
+		return mapErr(err)
+	})
 }
 
-const tokenColumns = `id, user_id, name, hash, created_at, expires_at, last_used_at`
+const tokenColumns = `id, user_id, name, coalesce(parent_id, ''), hash, created_at, expires_at, last_used_at`
 
 func scanToken(r rowScanner) (*duet.Token, error) {
 	var t duet.Token
 	var created int64
 	var expires, used sql.NullInt64
-	if err := r.Scan(&t.ID, &t.UserID, &t.Name, &t.Hash, &created, &expires, &used); err != nil {
+	if err := r.Scan(&t.ID, &t.UserID, &t.Name, &t.ParentID, &t.Hash, &created, &expires, &used); err != nil {
 		return nil, err
 	}
 	t.CreatedAt, t.ExpiresAt, t.LastUsedAt = fromMicros(created), ptrTime(expires), ptrTime(used)
@@ -75,19 +96,27 @@ func (d *DB) FindTokens(ctx context.Context, userID string) ([]*duet.Token, erro
 	return out, mapErr(rows.Err())
 }
 
-// DeleteToken revokes one of the user's tokens. Returns NOT_FOUND.
+// tokenTree selects the ids of token ?1 of user ?2 and of every token it
+// created, transitively.
+const tokenTree = `WITH RECURSIVE tree (id) AS (SELECT id FROM tokens WHERE id = ?1 AND user_id = ?2
+	UNION SELECT c.id FROM tokens c JOIN tree ON c.parent_id = tree.id) SELECT id FROM tree`
+
+// DeleteToken revokes one of the user's tokens, every token it created
+// (transitively) and the console sessions started with any of them, in one
+// transaction. Returns NOT_FOUND.
 func (d *DB) DeleteToken(ctx context.Context, userID, id string) error {
-	// The console sessions started with the token end with it.
 	return d.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM tokens WHERE user_id = ? AND id = ?`, userID, id)
+		if _, err := tx.ExecContext(ctx, `DELETE FROM console_sessions WHERE token_id IN (`+tokenTree+`)`, id, userID); err != nil {
+			return mapErr(err)
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM tokens WHERE id IN (`+tokenTree+`)`, id, userID)
 		if err != nil {
 			return mapErr(err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
 			return notFound("token", id)
 		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM console_sessions WHERE token_id = ?`, id)
-		return mapErr(err)
+		return nil
 	})
 }
 
@@ -137,6 +166,38 @@ func (d *DB) AppendAudit(ctx context.Context, recs []*duet.AuditRecord) error {
 			}
 			for i, r := range chunk {
 				r.ID = last - int64(len(chunk)-1-i)
+			}
+		}
+		return nil
+	})
+}
+
+// insertAudit writes one audit record with ins (auditInsert(1) in the
+// transaction of a governed call's change) and sets its id.
+func insertAudit(ctx context.Context, ins *sql.Stmt, r *duet.AuditRecord) error {
+	res, err := ins.ExecContext(ctx, micros(r.Time), r.TraceID, r.CallSource, r.Caller, r.Method, r.Tool, r.Outcome, r.DurationUs, r.ArgBytes, r.ResultBytes)
+	if err != nil {
+		return mapErr(err)
+	}
+	r.ID, err = res.LastInsertId()
+	return mapErr(err)
+}
+
+// CompleteAudit stores the final state of records written with a change,
+// in one transaction.
+func (d *DB) CompleteAudit(ctx context.Context, recs []*duet.AuditRecord) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	s, err := d.q.stmt(ctx, `UPDATE audit SET caller = ?, method = ?, tool = ?, outcome = ?, duration_us = ?, arg_bytes = ?, result_bytes = ? WHERE id = ?`)
+	if err != nil {
+		return mapErr(err)
+	}
+	return d.tx(ctx, func(tx *sql.Tx) error {
+		st := tx.StmtContext(ctx, s)
+		for _, r := range recs {
+			if _, err := st.ExecContext(ctx, r.Caller, r.Method, r.Tool, r.Outcome, r.DurationUs, r.ArgBytes, r.ResultBytes, r.ID); err != nil {
+				return mapErr(err)
 			}
 		}
 		return nil

@@ -28,6 +28,7 @@ func RunApprovals(t *testing.T, open ApprovalOpener) {
 		{"ApproveVersion", testApproveVersion},
 		{"ApprovalVisibility", testApprovalVisibility},
 		{"CaseWriter", testCaseWriter},
+		{"ApprovalDestinations", testApprovalDestinations},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -102,6 +103,45 @@ func testApproveVersion(t *testing.T, s ApprovalStore) {
 	wantCode(t, s.ApproveCase(ctx(t), &duet.CaseApproval{User: "bob", CaseID: caseA}), duet.CodeInvalidArgument)
 }
 
+// testApprovalDestinations: an approval keeps the destinations hash it was
+// given (what it showed); approving the same version for the same
+// destinations keeps it, for other destinations replaces it, so it holds
+// for the new ones only.
+func testApprovalDestinations(t *testing.T, s ApprovalStore) {
+	su := suite("shop", "a")
+	su.Task.SharedWith = []string{"bob"}
+	res := mustApply(t, s, "alice", su)
+	id := res.Cases[0].ID
+	a := &duet.CaseApproval{User: "bob", CaseID: id, Version: 1, DestinationsHash: "d-one"}
+	if err := s.ApproveCase(ctx(t), a); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.FindCaseApproval(ctx(t), "bob", id, 1)
+	if err != nil || got.DestinationsHash != "d-one" || !got.Holds("d-one") || got.Holds("d-two") {
+		t.Fatalf("the approval of d-one: got %+v %v", got, err)
+	}
+	again := &duet.CaseApproval{User: "bob", CaseID: id, Version: 1, DestinationsHash: "d-one"}
+	if err := s.ApproveCase(ctx(t), again); err != nil || !again.ApprovedAt.Equal(a.ApprovedAt) {
+		t.Fatalf("approving the same destinations again: got %+v %v, want the first kept", again, err)
+	}
+	other := &duet.CaseApproval{User: "bob", CaseID: id, Version: 1, DestinationsHash: "d-two"}
+	if err := s.ApproveCase(ctx(t), other); err != nil || other.DestinationsHash != "d-two" || other.ApprovedAt.Before(a.ApprovedAt) {
+		t.Fatalf("approving other destinations: got %+v %v", other, err)
+	}
+	got, err = s.FindCaseApproval(ctx(t), "bob", id, 1)
+	if err != nil || got.DestinationsHash != "d-two" || got.Holds("d-one") || !got.Holds("d-two") {
+		t.Fatalf("after approving d-two: got %+v %v", got, err)
+	}
+	if list, _ := s.FindCaseApprovals(ctx(t), "bob", res.Task.ID); len(list) != 1 || list[0].DestinationsHash != "d-two" {
+		t.Fatalf("FindCaseApprovals: got %+v", list)
+	}
+	// An approval without destinations (given before they were recorded)
+	// holds for none.
+	if (&duet.CaseApproval{}).Holds("") {
+		t.Fatal("an approval without destinations holds")
+	}
+}
+
 // testApprovalVisibility: a user approves only cases they may see; a case
 // they may not see is NOT_FOUND like a missing one.
 func testApprovalVisibility(t *testing.T, s ApprovalStore) {
@@ -174,12 +214,17 @@ func testExecutionPages(t *testing.T, s duet.Store) {
 	if _, _, err := s.CreateRun(ctx(t), duet.StartRunParams{Run: run, Executions: execs}); err != nil {
 		t.Fatal(err)
 	}
+	c, err := s.ClaimRunByID(ctx(t), run.ID, "w", time.Minute)
+	if err != nil || c == nil {
+		t.Fatalf("claim: %+v %v", c, err)
+	}
+	l := duet.LeaseOf(c, "w")
 	now := time.Now()
 	execs[3].StartedAt = &now
-	if err := s.StartExecution(ctx(t), execs[3]); err != nil {
+	if err := s.StartExecution(ctx(t), l, execs[3]); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SaveStepResult(ctx(t), execs[3].ID, &duet.StepResult{Index: 0, Kind: duet.StepAssert, Name: "true", Status: duet.StatusPassed}, map[string]any{"v": "x"}); err != nil {
+	if err := s.SaveStepResult(ctx(t), l, execs[3].ID, &duet.StepResult{Index: 0, Kind: duet.StepAssert, Name: "true", Status: duet.StatusPassed}, map[string]any{"v": "x"}); err != nil {
 		t.Fatal(err)
 	}
 	var seen []string

@@ -22,8 +22,11 @@ func testTeams(t *testing.T, s duet.Store) {
 		t.Fatalf("bad team name: got %v", err)
 	}
 	team, err := s.CreateTeam(c, "alice", "qa")
-	if err != nil || !slices.Equal(team.Members, []string{"alice"}) {
+	if err != nil || !slices.Equal(team.Members, []string{"alice"}) || team.Role("alice") != duet.RoleOwner || team.ID == "" {
 		t.Fatalf("CreateTeam: %+v %v", team, err)
+	}
+	if found, err := s.FindTeam(c, "alice", "qa"); err != nil || found.ID != team.ID || found.Role("alice") != duet.RoleOwner {
+		t.Fatalf("FindTeam: %+v %v", found, err)
 	}
 	_, err = s.CreateTeam(c, "bob", "qa")
 	wantCode(t, err, duet.CodeConflict)
@@ -64,7 +67,7 @@ func testTeams(t *testing.T, s duet.Store) {
 	if visible("bob") {
 		t.Fatal("bob still sees the task after he left the team")
 	}
-	wantCode(t, s.RemoveTeamMember(c, "alice", "qa", "alice"), duet.CodeConflict) // the last member stays
+	wantCode(t, s.RemoveTeamMember(c, "alice", "qa", "alice"), duet.CodeConflict) // the last owner stays
 
 	// The dependency list: an address without credentials, and tools.
 	srv := &duet.TeamServer{Team: "qa", Name: "orders", URL: "HTTP://Orders.Example:80/mcp", Description: "the order service",
@@ -89,18 +92,18 @@ func testTeams(t *testing.T, s duet.Store) {
 	_, err = s.FindTeamServers(c, "bob", "qa")
 	wantCode(t, err, duet.CodeNotFound)
 
-	// An entry is changed only by whoever listed it: bob, a member again,
+	// The list is changed only by maintainers and owners: bob, a member,
 	// cannot point alice's "orders" at his own address (where a teammate
 	// registering it would send credentials) nor remove it to list it
-	// anew; once bob left the team, his entries can be cleaned up.
+	// anew; made a maintainer, he may.
 	if err := s.AddTeamMember(c, "alice", "qa", "bob"); err != nil {
 		t.Fatal(err)
 	}
 	evil := &duet.TeamServer{Team: "qa", Name: "orders", URL: "https://evil.example/mcp", AddedBy: "bob"}
-	if err := s.SaveTeamServer(c, evil); duet.ErrorCode(err) != duet.CodeConflict || !strings.Contains(duet.ErrorMessage(err), "alice") {
-		t.Errorf("bob replaces alice's entry: got %v, want CONFLICT naming alice", err)
+	if err := s.SaveTeamServer(c, evil); duet.ErrorCode(err) != duet.CodePermissionDenied || !strings.Contains(duet.ErrorMessage(err), "maintainer") {
+		t.Errorf("bob, a member, replaces alice's entry: got %v, want PERMISSION_DENIED naming the maintainer role", err)
 	}
-	wantCode(t, s.DeleteTeamServer(c, "bob", "qa", "orders"), duet.CodeConflict)
+	wantCode(t, s.DeleteTeamServer(c, "bob", "qa", "orders"), duet.CodePermissionDenied)
 	if list, _ := s.FindTeamServers(c, "bob", "qa"); len(list) != 1 || list[0].URL != srv.URL || list[0].AddedBy != "alice" {
 		t.Fatalf("after bob's attempts: %+v", list)
 	}
@@ -109,17 +112,19 @@ func testTeams(t *testing.T, s duet.Store) {
 	if err := s.SaveTeamServer(c, &again); err != nil {
 		t.Fatalf("alice updates her own entry: %v", err)
 	}
-	if err := s.SaveTeamServer(c, &duet.TeamServer{Team: "qa", Name: "bobs", URL: "https://bob.example/mcp", AddedBy: "bob"}); err != nil {
+	if err := s.SetTeamRole(c, "alice", "qa", "bob", duet.RoleMaintainer); err != nil {
 		t.Fatal(err)
 	}
-	wantCode(t, s.DeleteTeamServer(c, "alice", "qa", "bobs"), duet.CodeConflict)
+	if err := s.SaveTeamServer(c, &duet.TeamServer{Team: "qa", Name: "bobs", URL: "https://bob.example/mcp", AddedBy: "bob"}); err != nil {
+		t.Fatalf("bob, a maintainer, lists a server: %v", err)
+	}
+	if err := s.DeleteTeamServer(c, "alice", "qa", "bobs"); err != nil {
+		t.Fatalf("alice, an owner, removes bob's entry: %v", err)
+	}
+	wantCode(t, s.DeleteTeamServer(c, "alice", "qa", "bobs"), duet.CodeNotFound)
 	if err := s.RemoveTeamMember(c, "alice", "qa", "bob"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DeleteTeamServer(c, "alice", "qa", "bobs"); err != nil {
-		t.Fatalf("alice removes the entry of bob, who left: %v", err)
-	}
-	wantCode(t, s.DeleteTeamServer(c, "alice", "qa", "bobs"), duet.CodeNotFound)
 
 	// Handing the task to carol: alice keeps nothing but what sharing
 	// gives her (her team's share), and the transfer is recorded.

@@ -155,7 +155,12 @@ func (c *Console) caseDetail(w http.ResponseWriter, r *http.Request, v *view) er
 
 func (c *Console) approve(w http.ResponseWriter, r *http.Request, v *view) error {
 	ver, _ := strconv.Atoi(r.PostForm.Get("version"))
-	if _, err := c.svc.ApproveCase(r.Context(), v.caller, r.PathValue("id"), api.ApprovalIn{Version: ver}); err != nil {
+	in := api.ApprovalIn{Version: ver, DestinationsHash: r.PostForm.Get("destinations")}
+	if in.DestinationsHash == "" {
+		// The form always names what it showed: an approval is of that.
+		return duet.Errorf(duet.CodeInvalidArgument, "the approval form names no destinations: reload the case and review it again")
+	}
+	if _, err := c.svc.ApproveCase(r.Context(), v.caller, r.PathValue("id"), in); err != nil {
 		return err
 	}
 	return redirect(w, r, "/cases/"+escapePath(r.PathValue("id")), "approved")
@@ -544,6 +549,21 @@ func (c *Console) removeMember(w http.ResponseWriter, r *http.Request, v *view) 
 	return redirect(w, r, "/teams/"+r.PathValue("team"), "removed")
 }
 
+func (c *Console) setTeamRole(w http.ResponseWriter, r *http.Request, v *view) error {
+	in := api.RoleIn{Role: duet.TeamRole(r.PostForm.Get("role"))}
+	if _, err := c.svc.SetRole(r.Context(), v.caller, r.PathValue("team"), r.PostForm.Get("user"), in); err != nil {
+		return err
+	}
+	return redirect(w, r, "/teams/"+r.PathValue("team"), "role")
+}
+
+func (c *Console) deleteTeam(w http.ResponseWriter, r *http.Request, v *view) error {
+	if _, err := c.svc.DeleteTeam(r.Context(), v.caller, r.PathValue("team")); err != nil {
+		return err
+	}
+	return redirect(w, r, "/teams", "deleted")
+}
+
 func (c *Console) addTeamServer(w http.ResponseWriter, r *http.Request, v *view) error {
 	if _, err := c.svc.AddTeamServer(r.Context(), v.caller, r.PathValue("team"), api.TeamServerIn{From: r.PostForm.Get("from"), Description: r.PostForm.Get("description")}); err != nil {
 		return err
@@ -563,7 +583,10 @@ func (c *Console) registerTeamServer(w http.ResponseWriter, r *http.Request, v *
 	if err != nil {
 		return err
 	}
-	d, err := c.svc.RegisterTeamServer(r.Context(), v.caller, r.PathValue("team"), r.PathValue("name"), creds)
+	// The page showed the entry's address; the form carries it back, so a
+	// list changed since the page was read is refused (CONFLICT).
+	in := api.TeamRegisterIn{URL: r.PostForm.Get("url"), Credentials: creds}
+	d, err := c.svc.RegisterTeamServer(r.Context(), v.caller, r.PathValue("team"), r.PathValue("name"), in)
 	clear(creds.Headers)
 	if err != nil {
 		return err

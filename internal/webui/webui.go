@@ -14,6 +14,7 @@ import (
 	"crypto/subtle"
 	"embed"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -135,6 +136,8 @@ func (c *Console) Register(mux *http.ServeMux) {
 		"GET /teams/{team}":                          {fn: c.team},
 		"POST /teams/{team}/members":                 {fn: c.addMember},
 		"POST /teams/{team}/members/remove":          {fn: c.removeMember},
+		"POST /teams/{team}/members/role":            {fn: c.setTeamRole},
+		"POST /teams/{team}/delete":                  {fn: c.deleteTeam},
 		"POST /teams/{team}/servers":                 {fn: c.addTeamServer},
 		"POST /teams/{team}/servers/{name}/remove":   {fn: c.removeTeamServer},
 		"POST /teams/{team}/servers/{name}/register": {fn: c.registerTeamServer},
@@ -197,7 +200,7 @@ func (c *Console) page(fn handler) http.Handler {
 			presented := r.Header.Get(auth.HeaderCSRF)
 			if presented == "" {
 				if perr := r.ParseForm(); perr != nil {
-					err = duet.Errorf(duet.CodeInvalidArgument, "the form cannot be read: %v", perr)
+					err = formError(perr)
 				}
 				presented = r.PostForm.Get(auth.FormCSRF)
 			}
@@ -215,7 +218,7 @@ func (c *Console) page(fn handler) http.Handler {
 			c.renderError(w, r, &view{User: id.UserID}, err)
 			return
 		}
-		caller.UserID = id.UserID
+		caller.UserID, caller.TokenID = id.UserID, id.TokenID
 		v := &view{User: id.UserID, Admin: c.svc.Admin(id.UserID), CSRF: id.Session.CSRF, Version: c.o.Version, caller: caller,
 			Notice: notices[r.URL.Query().Get("done")]}
 		if err := fn(w, r, v); err != nil {
@@ -229,7 +232,7 @@ func (c *Console) page(fn handler) http.Handler {
 var notices = map[string]string{
 	"shared": "Shared.", "unshared": "No longer shared.", "transferred": "Task handed over.", "cancelled": "Cancellation requested.",
 	"saved": "Saved.", "deleted": "Deleted.", "synced": "Catalog synced.", "removed": "Removed.", "registered": "Registered and synced.",
-	"created": "Created.", "approved": "Approved.", "added": "Added.", "revoked": "Token revoked.", "applied": "Suite applied.",
+	"created": "Created.", "approved": "Approved.", "added": "Added.", "revoked": "Token revoked.", "applied": "Suite applied.", "role": "Role changed.",
 }
 
 func (c *Console) render(w http.ResponseWriter, status int, name string, v *view) error {
@@ -336,7 +339,7 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	var err error
 	if perr := r.ParseForm(); perr != nil {
-		err = duet.Errorf(duet.CodeInvalidArgument, "the form cannot be read: %v", perr)
+		err = formError(perr)
 	}
 	next := localPath(r.PostForm.Get("next"))
 	var cookie string
@@ -450,4 +453,15 @@ func readQuery(raw string, allowed []queryParam) error {
 		}
 	}
 	return nil
+}
+
+// formError is the failure of a form that cannot be read: INVALID_ARGUMENT,
+// or the code the server gave the reading of the body (a body too slow is
+// TIMEOUT, one refused by the address's budget RATE_LIMITED).
+func formError(err error) error {
+	var de *duet.Error
+	if errors.As(err, &de) {
+		return duet.WrapError(de.Code, err, "the form cannot be read: %s", de.Message)
+	}
+	return duet.WrapError(duet.CodeInvalidArgument, err, "the form cannot be read: %v", err)
 }

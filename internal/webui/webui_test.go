@@ -196,14 +196,18 @@ func TestPagesRender(t *testing.T) {
 	}
 }
 
-// TestConsoleActions: a task shared with team:NAME shows it; a queued run
-// is cancelled from its page; an administrator's audit page shows
-// everyone's records; a token is shown once.
+// TestConsoleActions: a task shared with team:NAME shows it; bob approves a
+// case that calls a server with his credentials for the places the page
+// shows, and is asked again when they change; a queued run is cancelled
+// from its page; an administrator's audit page shows everyone's records; a
+// token is shown once.
 func TestConsoleActions(t *testing.T) {
 	t.Parallel()
 	e := apitest.New(t, nil)
+	e.RegisterOrders("alice")
+	e.RegisterOrders("bob")
 	alice := signIn(t, e, "alice")
-	_, _, resp := alice.post("/tasks/apply", url.Values{"source": {apitest.Suite("plain")}})
+	_, _, resp := alice.post("/tasks/apply", url.Values{"source": {apitest.OrdersSuite("plain", "http://127.0.0.1:9", "", "https://collector.example/in")}})
 	taskPath := strings.Split(resp.Header.Get("Location"), "?")[0]
 	alice.post("/teams", url.Values{"name": {"qa"}})
 	if status, body, _ := alice.post(taskPath+"/share", url.Values{"with": {"team:qa"}}); status != http.StatusSeeOther {
@@ -218,14 +222,36 @@ func TestConsoleActions(t *testing.T) {
 	if casePath == nil {
 		t.Fatalf("bob, a member of team qa, does not see the task shared with it: %.300s", body)
 	}
-	if _, body, _ := bob.get(casePath[1]); !strings.Contains(body, `id="approve"`) {
+	_, body, _ = bob.get(casePath[1])
+	if !strings.Contains(body, `id="approve"`) {
 		t.Fatalf("bob's case page offers no approval")
 	}
-	if status, body, _ := bob.post(casePath[1]+"/approve", url.Values{"version": {"1"}}); status != http.StatusSeeOther {
+	for _, want := range []string{"list_orders", "host collector.example", "host 127.0.0.1:9 (the task&#39;s base URL"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("bob's case page does not show %q", want)
+		}
+	}
+	shown := regexp.MustCompile(`name="destinations" value="([0-9a-f]+)"`).FindStringSubmatch(body)
+	if shown == nil {
+		t.Fatalf("the approval form does not name the destinations it shows")
+	}
+	if status, _, _ := bob.post(casePath[1]+"/approve", url.Values{"version": {"1"}}); status == http.StatusSeeOther {
+		t.Fatalf("an approval that names no destinations was taken")
+	}
+	if status, body, _ := bob.post(casePath[1]+"/approve", url.Values{"version": {"1"}, "destinations": {shown[1]}}); status != http.StatusSeeOther {
 		t.Fatalf("approve %s: %d %.300s", casePath[1], status, body)
 	}
 	if _, body, _ := bob.get(casePath[1]); !strings.Contains(body, "You approved version 1") {
 		t.Errorf("the approval is not shown")
+	}
+	// alice moves the task: the page asks bob again, and a form showing
+	// the old places approves nothing.
+	alice.post("/tasks/apply", url.Values{"source": {apitest.OrdersSuite("plain", "http://127.0.0.1:10", "team:qa", "https://collector.example/in")}})
+	if _, body, _ := bob.get(casePath[1]); !strings.Contains(body, "needs your approval again") || !strings.Contains(body, "host 127.0.0.1:10") {
+		t.Errorf("bob's case page after the base URL changed: %.1500s", body)
+	}
+	if status, _, _ := bob.post(casePath[1]+"/approve", url.Values{"version": {"1"}, "destinations": {shown[1]}}); status == http.StatusSeeOther {
+		t.Errorf("an approval of the old places was taken")
 	}
 	if _, body, _ := alice.get(taskPath); !regexp.MustCompile(`id="task-shares">team:qa<`).MatchString(body) {
 		t.Errorf("the task page does not show the team share")

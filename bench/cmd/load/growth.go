@@ -252,11 +252,12 @@ func growSQLite(n int) string {
 		series + `INSERT INTO asset_versions (asset_id, version, body, created_at) SELECT printf('asset_zzbulk%07d', i), 1, 'b', 1 FROM s`,
 		// Shares and teams of others: every task and asset shared with
 		// another user, every tenth task with a team; 1,000 teams of five.
-		series + `INSERT INTO task_shares (task_id, user_id, created_at) SELECT printf('task_zzbulk%07d', i), printf('user%05d', (i + 1) % 5000), 1 FROM s`,
-		series + `INSERT INTO task_shares (task_id, user_id, created_at) SELECT printf('task_zzbulk%07d', i), printf('team:team%04d', i % 1000), 1 FROM s WHERE i % 10 = 0`,
-		series + `INSERT INTO asset_shares (asset_id, user_id, created_at) SELECT printf('asset_zzbulk%07d', i), printf('user%05d', (i + 1) % 5000), 1 FROM s`,
+		// (A share with a team carries the team's id: the teams first.)
 		`WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < 999) INSERT INTO teams (name, created_by, created_at) SELECT printf('team%04d', i), 'user00000', 1 FROM s`,
 		`WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < 4999) INSERT INTO team_members (team, user_id, added_by, added_at) SELECT printf('team%04d', i % 1000), printf('user%05d', i), 'user00000', 1 FROM s`,
+		series + `INSERT INTO task_shares (task_id, user_id, created_at) SELECT printf('task_zzbulk%07d', i), printf('user%05d', (i + 1) % 5000), 1 FROM s`,
+		series + `INSERT INTO task_shares (task_id, user_id, team_id, created_at) SELECT printf('task_zzbulk%07d', i), 'team:' || t.name, t.id, 1 FROM s JOIN teams t ON t.name = printf('team%04d', i % 1000) WHERE i % 10 = 0`,
+		series + `INSERT INTO asset_shares (asset_id, user_id, created_at) SELECT printf('asset_zzbulk%07d', i), printf('user%05d', (i + 1) % 5000), 1 FROM s`,
 		`COMMIT`, `ANALYZE`,
 	}, ";\n")
 }
@@ -271,11 +272,13 @@ func growPostgres(n int) []string {
 		`INSERT INTO mcp_invocations (time, trace_id, executor, source, server_key, tool, outcome, duration_us, arg_bytes, result_bytes) SELECT now(), md5(i::text), 'user' || lpad((i % 5000)::text, 5, '0'), 'agent', 'k', 'add', 'ok', 1, 1, 1` + s,
 		`INSERT INTO assets (id, owner, kind, name, version, created_at, updated_at) SELECT 'asset_zzbulk' || lpad(i::text, 7, '0'), 'user' || lpad((i % 5000)::text, 5, '0'), 'skill', 's' || i, 1, now(), now()` + s,
 		`INSERT INTO asset_versions (asset_id, version, body, created_at) SELECT 'asset_zzbulk' || lpad(i::text, 7, '0'), 1, 'b', now()` + s,
-		`INSERT INTO task_shares (task_id, user_id, created_at) SELECT 'task_zzbulk' || lpad(i::text, 7, '0'), 'user' || lpad(((i + 1) % 5000)::text, 5, '0'), now()` + s,
-		`INSERT INTO task_shares (task_id, user_id, created_at) SELECT 'task_zzbulk' || lpad(i::text, 7, '0'), 'team:team' || lpad((i % 1000)::text, 4, '0'), now()` + s + ` WHERE i % 10 = 0`,
-		`INSERT INTO asset_shares (asset_id, user_id, created_at) SELECT 'asset_zzbulk' || lpad(i::text, 7, '0'), 'user' || lpad(((i + 1) % 5000)::text, 5, '0'), now()` + s,
+		// (A share with a team carries the team's id: the teams first.)
 		`INSERT INTO teams (name, created_by, created_at) SELECT 'team' || lpad(i::text, 4, '0'), 'user00000', now() FROM generate_series(0, 999) AS i`,
 		`INSERT INTO team_members (team, user_id, added_by, added_at) SELECT 'team' || lpad((i % 1000)::text, 4, '0'), 'user' || lpad(i::text, 5, '0'), 'user00000', now() FROM generate_series(0, 4999) AS i`,
+		`INSERT INTO task_shares (task_id, user_id, created_at) SELECT 'task_zzbulk' || lpad(i::text, 7, '0'), 'user' || lpad(((i + 1) % 5000)::text, 5, '0'), now()` + s,
+		`INSERT INTO task_shares (task_id, user_id, team_id, created_at) SELECT 'task_zzbulk' || lpad(i::text, 7, '0'), 'team:' || t.name, t.id, now()` + s +
+			` JOIN teams t ON t.name = 'team' || lpad((i % 1000)::text, 4, '0') WHERE i % 10 = 0`,
+		`INSERT INTO asset_shares (asset_id, user_id, created_at) SELECT 'asset_zzbulk' || lpad(i::text, 7, '0'), 'user' || lpad(((i + 1) % 5000)::text, 5, '0'), now()` + s,
 		// What autovacuum does within a minute of 100,000 inserts (its
 		// insert threshold is 1,000 rows): statistics and the visibility
 		// map, without which no index-only scan is possible.

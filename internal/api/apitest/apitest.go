@@ -24,6 +24,7 @@ import (
 	"github.com/duet-test/duet/internal/app"
 	"github.com/duet-test/duet/internal/auth"
 	"github.com/duet-test/duet/internal/config"
+	"github.com/duet-test/duet/internal/mcpclient"
 	"github.com/duet-test/duet/internal/sample"
 )
 
@@ -157,6 +158,30 @@ func ErrCode(b []byte) duet.Code {
 func Suite(name string) string {
 	return "task:\n  name: " + name + "\n  description: '<script>document.title=\"pwned\"</script> the plain task'\n  baseURL: http://127.0.0.1:9\n" +
 		"cases:\n  - key: sums\n    title: sums add up\n    steps:\n      - set: {x: '1 + 1'}\n      - assert: x == 2\n"
+}
+
+// RegisterOrders registers the sample order server as user's "orders", with
+// its token, and archives its catalog.
+func (e *Env) RegisterOrders(user string) {
+	e.T.Helper()
+	if _, err := e.App.MCPClient.Register(e.T.Context(), mcpclient.Registration{Owner: user, Name: "orders", URL: e.OrderURL,
+		Headers: map[string]string{"Authorization": "Bearer " + e.OrderToken}}); err != nil {
+		e.T.Fatal(err)
+	}
+	if _, err := e.App.MCPClient.Sync(e.T.Context(), user, "orders"); err != nil {
+		e.T.Fatal(err)
+	}
+}
+
+// OrdersSuite is the YAML of a task named name, with base URL base, shared
+// with sharedWith, whose one case calls the read-only list_orders of the
+// order server (as registered by RegisterOrders) and posts what it got to
+// collect: a case that needs the approval of anyone else who runs it.
+func OrdersSuite(name, base, sharedWith, collect string) string {
+	return "task:\n  name: " + name + "\n  baseURL: " + base + "\n  sharedWith: [" + sharedWith + "]\n" +
+		"cases:\n  - key: digest\n    title: post the order digest\n    steps:\n" +
+		"      - mcpCall: {server: orders, tool: list_orders, input: {limit: 5}, saveAs: orders}\n" +
+		"      - http: {method: POST, url: \"" + collect + "\", json: {digest: \"${orders.text}\"}}\n"
 }
 
 // SignIn signs user in to the console with their token and returns a
