@@ -333,6 +333,14 @@ func checkAll(t *testing.T, o objects) {
 		if h := j.Annotations["helm.sh/hook"]; h != "pre-install,pre-upgrade" {
 			t.Errorf("Job %s: hook %q, want pre-install,pre-upgrade", j.Name, h)
 		}
+		// A pre-install hook runs before the release's own objects exist:
+		// a claim the chart renders is not there yet, and its pod would
+		// wait for it forever (the install never gets past the hook).
+		for _, v := range j.Spec.Template.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil && slices.ContainsFunc(o.claims, func(c *corev1.PersistentVolumeClaim) bool { return c.Name == v.PersistentVolumeClaim.ClaimName }) {
+				t.Errorf("Job %s mounts claim %s, which the release creates after its pre-install hooks", j.Name, v.PersistentVolumeClaim.ClaimName)
+			}
+		}
 	}
 	// Each Service selects pods that have the ports it targets.
 	svcPorts := map[string]map[string]bool{}

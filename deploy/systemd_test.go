@@ -26,6 +26,9 @@ func analyze(t *testing.T, unit string, args ...string) (string, error) {
 	t.Helper()
 	tool, err := exec.LookPath("systemd-analyze")
 	if err != nil {
+		if os.Getenv("DUET_REQUIRE_SYSTEMD") == "1" {
+			t.Fatal("DUET_REQUIRE_SYSTEMD=1 but systemd-analyze is not installed (scripts/deps.sh systemd)")
+		}
 		t.Skip("systemd-analyze is not installed (scripts/deps.sh installs it: apt-get install systemd)")
 	}
 	b, err := os.ReadFile(unit)
