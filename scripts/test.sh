@@ -56,16 +56,22 @@ for mod in . bench deploy; do
     exit 1
   fi
 done
-say "go vet (a cold build compiles every package first: a minute or more)..."
+say "compiling every package (cold: 8 minutes or more on two cores; progress below)..."
+scripts/gobuild.sh ./...
+say "go vet..."
 go vet ./...
 (cd bench && go vet ./...) # the benchmarks are their own module: keep them compiling
-(cd deploy && go vet ./...) # so are the deployment checks (Helm, the Kubernetes API types)
+say "go vet of the deployment checks' module (deploy/; cold, it compiles Helm and the Kubernetes API types: a minute or more)..."
+(cd deploy && go vet ./...) # a module of its own, so that Helm stays out of Duet's go.mod
 say "staticcheck (its first run builds it: a minute or more)..."
 staticcheck=honnef.co/go/tools/cmd/staticcheck@v0.8.2
 go run "$staticcheck" ./...
 (cd bench && go run "$staticcheck" ./...)
+say "staticcheck of the deployment checks' module (deploy/)..."
 (cd deploy && go run "$staticcheck" ./...)
-say "running every test with the race detector (cold: several minutes; each package prints ok or FAIL when it is done)..."
+say "compiling every package for the race detector (cold: several minutes; progress below)..."
+GOBUILD_LABEL="test build -race" scripts/gobuild.sh -race ./...
+say "running every test with the race detector (each package prints ok or FAIL when it is done)..."
 go test -race -count=1 -timeout 20m "$@" ./...
 say "the deployment checks: helm lint and template, the manifests against the Kubernetes API, the systemd units..."
 (cd deploy && go test -count=1 -timeout 10m ./...)
