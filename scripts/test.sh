@@ -73,6 +73,13 @@ say "compiling every package for the race detector (cold: several minutes; progr
 GOBUILD_LABEL="test build -race" scripts/gobuild.sh -race ./...
 say "running every test with the race detector (each package prints ok or FAIL when it is done)..."
 go test -race -count=1 -timeout 20m "$@" ./...
+# The MCP transports once more with their fast paths off: the go-sdk alone
+# must pass the same tests (docs/architecture.md, "The MCP fast paths"). The
+# whole suite that way: DUET_MCP_FAST_PATH=off scripts/test.sh.
+if [ "${DUET_MCP_FAST_PATH:-}" != off ]; then
+  say "the MCP transports again with DUET_MCP_FAST_PATH=off (the go-sdk answers every request)..."
+  DUET_MCP_FAST_PATH=off go test -race -count=1 -timeout 20m "$@" ./internal/mcpserver/ ./internal/httpapi/... ./internal/lite/... ./internal/conformance/...
+fi
 say "the deployment checks: helm lint and template, the manifests against the Kubernetes API, the systemd units..."
 (cd deploy && go test -count=1 -timeout 10m ./...)
 say "all tests passed"
