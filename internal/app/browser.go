@@ -34,6 +34,9 @@ func NewBrowserPool(cfg *config.Config, guard *netguard.Policy, log *slog.Logger
 
 func browserOptions(cfg *config.Config, guard *netguard.Policy, max int, log *slog.Logger) browser.Options {
 	o := browser.Options{ExecPath: cfg.ChromePath, MaxBrowsers: max, Logger: log, Guard: guard}
+	if cfg.BrowserNoSandbox {
+		o.Flags = map[string]any{"no-sandbox": true} // DUET_BROWSER_SANDBOX=off
+	}
 	if cfg.BrowserURL != "" {
 		o.Remote = &browser.Remote{URL: cfg.BrowserURL}
 	}
