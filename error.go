@@ -55,6 +55,10 @@ const (
 	// JSON-RPC -32021): the Tasks extension for a tool that runs only as a
 	// task, for instance.
 	CodeCapabilityRequired Code = "CAPABILITY_REQUIRED"
+	// CodeMethodNotAllowed: the REST API serves the path, but not with
+	// the request's method (HTTP 405, with the methods it serves in
+	// Allow).
+	CodeMethodNotAllowed Code = "METHOD_NOT_ALLOWED"
 
 	// Test execution codes (step and case results).
 	CodeAssertionFailed    Code = "ASSERTION_FAILED"
@@ -123,6 +127,7 @@ func Codes() []Code {
 		CodeURLRefused, CodeMCPAuthIssuerMismatch,
 		CodeLLMNotConfigured, CodeLLMError, CodeGenerationFailed,
 		CodeInsufficientScope, CodeCallDepthExceeded, CodeSchemaTooNew, CodeLeaseLost,
+		CodeMethodNotAllowed,
 	}
 }
 

@@ -148,6 +148,10 @@ type RunFilter struct {
 	Viewer string // required: runs of tasks the viewer may see
 	TaskID string
 	Status RunStatus
+	// UpTo, when set, keeps the runs whose id sorts at or before it (ids
+	// sort by creation): with TaskID, how many there are is the run's
+	// number in its task.
+	UpTo   string
 	Cursor string
 	Limit  int // 0 means 20; at most 100
 }
@@ -209,6 +213,10 @@ type RunStore interface {
 
 	// FindRuns returns a page of runs, newest first.
 	FindRuns(ctx context.Context, filter RunFilter) (runs []*Run, next string, err error)
+
+	// CountRuns returns how many runs filter selects, on every page (its
+	// Cursor and Limit are ignored): the total of a listing.
+	CountRuns(ctx context.Context, filter RunFilter) (int, error)
 
 	// FindExecutions returns the executions of a run in order, with results.
 	FindExecutions(ctx context.Context, runID string) ([]*Execution, error)

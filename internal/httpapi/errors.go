@@ -33,6 +33,7 @@ var codes = map[duet.Code]codeRow{
 	duet.CodeInvalidRequest:         {http.StatusBadRequest, -32600},
 	duet.CodeIdentityMismatch:       {http.StatusBadRequest, -32600},
 	duet.CodeCapabilityRequired:     {http.StatusBadRequest, -32021},
+	duet.CodeMethodNotAllowed:       {http.StatusMethodNotAllowed, -32601},
 	duet.CodeAssertionFailed:        {http.StatusUnprocessableEntity, -32000},
 	duet.CodeStepTimeout:            {http.StatusGatewayTimeout, -32008},
 	duet.CodeCaseTimeout:            {http.StatusGatewayTimeout, -32008},
