@@ -169,54 +169,6 @@ func (s *Session) fail(c *call, err error, timeout func() *duet.Error) error {
 	return opError(duet.CodeBrowserError, c.op, err, "%s: %v", c.op, err)
 }
 
-// await runs the element script fn until it returns the state "ok". The
-// first argument of fn is the selector. The state "invalid" ends the wait
-// with CodeInvalidArgument, and so does "unfit", when the element is not of
-// the kind that want describes. It returns the last result, which says why
-// the wait did not end.
-func (s *Session) await(c *call, want, fn string, args ...any) (jsResult, error) {
-	var last jsResult
-	err := poll(c.c, func(ctx context.Context) (bool, error) {
-		r, err := evalJS[jsResult](ctx, fn, args...)
-		if err != nil {
-			return false, err
-		}
-		last = r
-		switch r.State {
-		case "ok":
-			return true, nil
-		case "invalid":
-			return false, opError(duet.CodeInvalidArgument, c.op, nil, "%s: invalid CSS selector %q: %s", c.op, args[0], r.Msg)
-		case "unfit":
-			return false, opError(duet.CodeInvalidArgument, c.op, nil, "%s: element %q is %s, not %s", c.op, args[0], r.Msg, want)
-		}
-		return false, nil
-	})
-	return last, err
-}
-
-// elementFail turns the error of a wait for the element sel into a
-// *duet.Error, from the last state of the element: CodeElementNotFound when it
-// is missing or hidden, CodeStepTimeout when it is covered or disabled or the
-// page never answered.
-func (s *Session) elementFail(c *call, sel string, last jsResult, err error) error {
-	return s.fail(c, err, func() *duet.Error {
-		switch last.State {
-		case "hidden":
-			return opError(duet.CodeElementNotFound, c.op, nil, "%s: element %q is not visible after %s", c.op, sel, c.elapsed())
-		case "covered":
-			return opError(duet.CodeStepTimeout, c.op, nil, "%s: element %q is covered by %s after %s", c.op, sel, last.Msg, c.elapsed())
-		case "disabled":
-			return opError(duet.CodeStepTimeout, c.op, nil, "%s: element %q is still disabled after %s", c.op, sel, c.elapsed())
-		case "readonly":
-			return opError(duet.CodeStepTimeout, c.op, nil, "%s: element %q is still read-only after %s", c.op, sel, c.elapsed())
-		case "":
-			return opError(duet.CodeStepTimeout, c.op, nil, "%s: the page did not answer within %s", c.op, c.elapsed())
-		}
-		return opError(duet.CodeElementNotFound, c.op, nil, "%s: no element matches %q after %s", c.op, sel, c.elapsed())
-	})
-}
-
 func emptySelector(op string) error {
 	return opError(duet.CodeInvalidArgument, op, nil, "%s: selector is empty", op)
 }
@@ -283,56 +235,33 @@ func checkURL(rawURL string) error {
 	return nil
 }
 
-// Click waits until the element of selector is visible, enabled and not
-// covered by another element, scrolls it into view and clicks its centre
-// with the mouse.
+// Click waits until the first element of selector is visible, enabled,
+// stable and not covered by another element, scrolls it into view and
+// clicks its centre with the mouse: Act with a CSS target.
 //
 // Errors: CodeElementNotFound when no visible element matches in time,
 // CodeStepTimeout when it stays covered or disabled, CodeInvalidArgument for a
 // bad selector, CodeCancelled and CodeBrowserError.
 func (s *Session) Click(ctx context.Context, selector string) error {
-	const op = "click"
 	if selector == "" {
-		return emptySelector(op)
+		return emptySelector(ActClick)
 	}
-	c, err := s.begin(ctx, op, 0)
-	if err != nil {
-		return err
-	}
-	defer s.end(c)
-	r, err := s.await(c, "", jsClick, selector)
-	if err != nil {
-		return s.elementFail(c, selector, r, err)
-	}
-	err = chromedp.Do(c.c,
-		chromedp.MouseEvent(chromedp.MouseMoved, r.X, r.Y),
-		chromedp.MouseClickXY(r.X, r.Y))
-	return s.fail(c, err, nil)
+	return s.Act(ctx, CSS(selector), Action{Kind: ActClick})
 }
 
-// Hover waits until the element of selector is visible and not covered by
-// another element, scrolls it into view and moves the mouse over its
-// centre: what opens a menu or a tooltip that opens on hover. A disabled
-// element can be hovered.
+// Hover waits until the first element of selector is visible, stable and
+// not covered by another element, scrolls it into view and moves the mouse
+// over its centre: what opens a menu or a tooltip that opens on hover. A
+// disabled element can be hovered.
 //
 // Errors: CodeElementNotFound when no visible element matches in time,
 // CodeStepTimeout when it stays covered, CodeInvalidArgument for a bad
 // selector, CodeCancelled and CodeBrowserError.
 func (s *Session) Hover(ctx context.Context, selector string) error {
-	const op = "hover"
 	if selector == "" {
-		return emptySelector(op)
+		return emptySelector(ActHover)
 	}
-	c, err := s.begin(ctx, op, 0)
-	if err != nil {
-		return err
-	}
-	defer s.end(c)
-	r, err := s.await(c, "", jsClick, selector, true)
-	if err != nil {
-		return s.elementFail(c, selector, r, err)
-	}
-	return s.fail(c, chromedp.Do(c.c, chromedp.MouseEvent(chromedp.MouseMoved, r.X, r.Y)), nil)
+	return s.Act(ctx, CSS(selector), Action{Kind: ActHover})
 }
 
 // Fill replaces the content of an input, textarea or contenteditable element:
@@ -345,23 +274,10 @@ func (s *Session) Hover(ctx context.Context, selector string) error {
 // CodeStepTimeout when it stays disabled or read-only, CodeCancelled and
 // CodeBrowserError.
 func (s *Session) Fill(ctx context.Context, selector, value string) error {
-	const op = "fill"
 	if selector == "" {
-		return emptySelector(op)
+		return emptySelector(ActFill)
 	}
-	c, err := s.begin(ctx, op, 0)
-	if err != nil {
-		return err
-	}
-	defer s.end(c)
-	r, err := s.await(c, "an input, textarea or contenteditable element", jsFill, selector, value)
-	if err != nil {
-		return s.elementFail(c, selector, r, err)
-	}
-	if r.Has || value == "" {
-		return nil
-	}
-	return s.fail(c, chromedp.Do(c.c, chromedp.KeyEvent(value)), nil)
+	return s.Act(ctx, CSS(selector), Action{Kind: ActFill, Value: value})
 }
 
 // Press presses a key: a name such as "Enter", "Tab", "Escape", "Backspace",
@@ -373,6 +289,17 @@ func (s *Session) Fill(ctx context.Context, selector, value string) error {
 // Errors: CodeInvalidArgument for an unknown key or a bad selector,
 // CodeElementNotFound, CodeCancelled, CodeStepTimeout and CodeBrowserError.
 func (s *Session) Press(ctx context.Context, key, selector string) error {
+	if selector != "" {
+		return s.Act(ctx, CSS(selector), Action{Kind: ActPress, Value: key})
+	}
+	return s.PressKey(ctx, key)
+}
+
+// PressKey presses a key (as Press names them) on the focused element.
+//
+// Errors: CodeInvalidArgument for an unknown key, CodeCancelled,
+// CodeStepTimeout and CodeBrowserError.
+func (s *Session) PressKey(ctx context.Context, key string) error {
 	const op = "press"
 	text, mods, err := parseKey(key)
 	if err != nil {
@@ -383,12 +310,6 @@ func (s *Session) Press(ctx context.Context, key, selector string) error {
 		return err
 	}
 	defer s.end(c)
-	if selector != "" {
-		r, err := s.await(c, "", jsFocus, selector)
-		if err != nil {
-			return s.elementFail(c, selector, r, err)
-		}
-	}
 	return s.fail(c, chromedp.Do(c.c, chromedp.KeyEvent(text, chromedp.KeyModifiers(mods...))), nil)
 }
 
@@ -401,24 +322,10 @@ func (s *Session) Press(ctx context.Context, key, selector string) error {
 // <select>, CodeStepTimeout when it stays disabled, CodeCancelled and
 // CodeBrowserError.
 func (s *Session) Select(ctx context.Context, selector, value string) error {
-	const op = "select"
 	if selector == "" {
-		return emptySelector(op)
+		return emptySelector(ActSelect)
 	}
-	c, err := s.begin(ctx, op, 0)
-	if err != nil {
-		return err
-	}
-	defer s.end(c)
-	r, err := s.await(c, "a <select> element", jsSelect, selector, value)
-	if err == nil {
-		return nil
-	}
-	if r.State == "nooption" && timedOut(c.ctx, c.c) && ctxCancelled(c.ctx, op, err) == nil {
-		return opError(duet.CodeElementNotFound, op, err, "select: %q has no option with value or label %q after %s (options: %s)",
-			selector, value, c.elapsed(), strings.Join(r.List, ", "))
-	}
-	return s.elementFail(c, selector, r, err)
+	return s.Act(ctx, CSS(selector), Action{Kind: ActSelect, Value: value})
 }
 
 // WaitFor waits until cond holds.
@@ -512,62 +419,54 @@ func describe(cond WaitCondition) string {
 	return strings.Join(parts, " and ")
 }
 
-// Text returns the visible text of the element of selector, trimmed; it is
-// empty when the element is hidden. Text waits for the element to exist.
+// Text returns the visible text of the first element of selector, trimmed;
+// it is empty when the element is hidden. Text waits for the element to
+// exist.
 //
 // Errors: CodeElementNotFound, CodeInvalidArgument for a bad selector,
 // CodeCancelled and CodeBrowserError.
 func (s *Session) Text(ctx context.Context, selector string) (string, error) {
-	r, err := s.read(ctx, "text", "", jsText, selector)
+	r, err := s.read(ctx, "text", selector, "")
 	return strings.TrimSpace(r.Str), err
 }
 
-// Visible reports whether an element of selector exists and is visible. It
-// does not wait: a missing element is not visible.
+// Visible reports whether an element of selector exists and the first one
+// is visible. It does not wait: a missing element is not visible.
 //
 // Errors: CodeInvalidArgument for a bad selector, CodeCancelled,
 // CodeStepTimeout when the page does not answer, and CodeBrowserError.
 func (s *Session) Visible(ctx context.Context, selector string) (bool, error) {
-	r, err := s.read(ctx, "visible", "", jsVisible, selector)
+	r, err := s.read(ctx, "visible", selector, "")
 	return r.Has, err
 }
 
-// Attr returns the attribute name of the element of selector, and whether the
-// element has it. Attr waits for the element to exist.
+// Attr returns the attribute name of the first element of selector, and
+// whether the element has it. Attr waits for the element to exist.
 //
 // Errors: CodeElementNotFound, CodeInvalidArgument for a bad selector,
 // CodeCancelled and CodeBrowserError.
 func (s *Session) Attr(ctx context.Context, selector, name string) (string, bool, error) {
-	r, err := s.read(ctx, "attr", "", jsAttr, selector, name)
+	r, err := s.read(ctx, "attr", selector, name)
 	return r.Str, r.Has, err
 }
 
-// Value returns the value property of the element of selector, such as the
-// current text of an input or the chosen value of a select. Value waits for
-// the element to exist.
+// Value returns the value property of the first element of selector, such
+// as the current text of an input or the chosen value of a select. Value
+// waits for the element to exist.
 //
 // Errors: CodeElementNotFound, CodeInvalidArgument for a bad selector or an
 // element without a value, CodeCancelled and CodeBrowserError.
 func (s *Session) Value(ctx context.Context, selector string) (string, error) {
-	r, err := s.read(ctx, "value", "an element with a value (input, textarea, select...)", jsValue, selector)
+	r, err := s.read(ctx, "value", selector, "")
 	return r.Str, err
 }
 
-// read runs an element script that only reads the page.
-func (s *Session) read(ctx context.Context, op, want, fn, selector string, args ...any) (jsResult, error) {
+// read is Query of the first element of a CSS selector.
+func (s *Session) read(ctx context.Context, kind, selector, name string) (Answer, error) {
 	if selector == "" {
-		return jsResult{}, emptySelector(op)
+		return Answer{}, emptySelector(kind)
 	}
-	c, err := s.begin(ctx, op, 0)
-	if err != nil {
-		return jsResult{}, err
-	}
-	defer s.end(c)
-	r, err := s.await(c, want, fn, append([]any{selector}, args...)...)
-	if err != nil {
-		return jsResult{}, s.elementFail(c, selector, r, err)
-	}
-	return r, nil
+	return s.Query(ctx, CSS(selector), Query{Kind: kind, Name: name})
 }
 
 // URL returns the URL of the page.
