@@ -191,6 +191,7 @@ func (s *Session) Act(ctx context.Context, t Target, a Action) error {
 	if err != nil {
 		return err
 	}
+	defer s.releaseWorld(c, w)
 	o.Top = !w.frame
 	r, err := s.resolve(c, w, t, want, o)
 	if err != nil {
@@ -385,8 +386,15 @@ func (s *Session) resolve(c *call, w *world, t Target, want string, o actOpts) (
 		if errors.As(err, &de) {
 			return last, err
 		}
-		// The page may be navigating: look again in a moment.
+		// The page may be navigating: look again in a moment (a frame's
+		// context goes with its document: find the frame again).
 		lastErr = err
+		if w.frame {
+			if nw, werr := s.world(c); werr == nil {
+				s.releaseWorld(c, w)
+				*w = *nw
+			}
+		}
 		if err := sleep(c.c, delay); err != nil {
 			return last, s.targetFail(c, t, last, joinErr(err, lastErr))
 		}
@@ -486,6 +494,7 @@ func (s *Session) Query(ctx context.Context, t Target, q Query) (Answer, error) 
 	if err != nil {
 		return Answer{}, err
 	}
+	defer s.releaseWorld(c, w)
 	r, err := s.resolve(c, w, t, "", actOpts{Read: true, Kind: q.Kind, Name: q.Name, Wait: q.Wait.Milliseconds()})
 	if err != nil {
 		return Answer{}, err

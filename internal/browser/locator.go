@@ -304,9 +304,11 @@ const objectGroup = "duet-locator"
 // world is where the scripts of a call run: the page of the tab, or a
 // frame of it.
 type world struct {
-	tctx  context.Context            // the chromedp context of the target (the tab, or an out-of-process frame)
-	id    runtime.ExecutionContextID // 0: the target's page world
-	frame bool                       // inside an iframe: points need the frames' offsets
+	tctx   context.Context            // the chromedp context of the target (the tab, or an out-of-process frame)
+	ctxs   *contexts                  // the target's frames' contexts
+	id     runtime.ExecutionContextID // 0: the target's page world
+	frame  bool                       // inside an iframe: points need the frames' offsets
+	levels []frameLevel               // the iframes, outermost first
 }
 
 // bound returns a context of the world's target that ends with ctx.

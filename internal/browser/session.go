@@ -51,6 +51,18 @@ type Session struct {
 
 	mu      sync.Mutex
 	origins map[string]bool // origins visited (shared sessions clear their storage)
+
+	// The tabs: the first one (ctx) and the pages the session's pages
+	// opened, in that order; cur is the one calls act on.
+	tabs        []*tab
+	cur         *tab
+	tabsChanged chan struct{} // closed and replaced when a tab opens or closes
+	attached    map[target.ID]*attachedTarget
+
+	emulated     duet.Emulation // what Emulate set, for the tabs that open later
+	dialogPolicy dialogPolicy
+	dialogLog    []Dialog
+	dialogSeen   chan struct{} // closed and replaced when a dialog opens
 }
 
 // WaitCondition is what WaitFor waits for. Every field that is set must hold
@@ -108,7 +120,7 @@ func (s *Session) begin(ctx context.Context, op string, timeout time.Duration) (
 		<-s.turn
 		return nil, opError(duet.CodeBrowserError, op, errSessionClosed, "%s: the session is closed", op)
 	}
-	c, cancel := context.WithCancel(s.ctx)
+	c, cancel := context.WithCancel(s.current().ctx)
 	stop := context.AfterFunc(ctx, cancel)
 	deadline, ok := ctx.Deadline()
 	if timeout > 0 || !ok {
@@ -156,7 +168,7 @@ func (s *Session) fail(c *call, err error, timeout func() *duet.Error) error {
 		return opError(duet.CodeDeviceLost, c.op, err, "%s: the connection to %s was lost", c.op, s.pool.remoteName())
 	case s.proc.ctx.Err() != nil:
 		return opError(duet.CodeBrowserError, c.op, err, "%s: the browser process exited", c.op)
-	case s.ctx.Err() != nil:
+	case s.ctx.Err() != nil || s.current().ctx.Err() != nil:
 		return opError(duet.CodeBrowserError, c.op, err, "%s: the browser tab is gone", c.op)
 	case timedOut(c.ctx, c.c):
 		if timeout != nil {
@@ -191,6 +203,9 @@ func (s *Session) Open(ctx context.Context, rawURL string) error {
 	}
 	defer s.end(c)
 	s.refused.Store(nil)
+	s.mu.Lock()
+	s.cur.frames = nil
+	s.mu.Unlock()
 	if err := s.checkNavigation(c.c, rawURL); err != nil {
 		return opError(duet.CodeURLRefused, op, err, "open %s: %s", rawURL, duet.ErrorMessage(err))
 	}
@@ -201,9 +216,9 @@ func (s *Session) Open(ctx context.Context, rawURL string) error {
 	if err == nil {
 		return nil
 	}
-	if c.c.Err() != nil && s.ctx.Err() == nil {
+	if tctx := s.current().ctx; c.c.Err() != nil && tctx.Err() == nil {
 		// Stop the load that the caller gave up on.
-		sctx, cancel := context.WithTimeout(s.ctx, time.Second)
+		sctx, cancel := context.WithTimeout(tctx, time.Second)
 		_, _ = chromedp.Call(sctx, page.StopLoading, cdp.Empty{})
 		cancel()
 	}
@@ -575,6 +590,20 @@ func (s *Session) teardown() {
 	if s.shared {
 		s.clearOrigins()
 	}
+	s.mu.Lock()
+	tabs, attached := s.tabs, s.attached
+	s.attached = nil
+	s.mu.Unlock()
+	for _, a := range attached {
+		a.cancel()
+	}
+	for _, tb := range tabs[min(1, len(tabs)):] {
+		if tb.cancel != nil {
+			tb.cancel() // closes a popup the session attached to
+		} else if s.shared {
+			s.closeTarget(tb.id)
+		}
+	}
 	s.cancel() // closes the tab, bounded by chromedp
 	s.baseCancel()
 	s.dialogs.Wait()
@@ -588,26 +617,6 @@ func (s *Session) teardown() {
 	if err != nil && s.proc.ctx.Err() == nil {
 		s.pool.log.Warn("browser: cannot dispose of a browser context", "browser", s.proc.id, "err", err)
 	}
-}
-
-// handleDialogs accepts every JavaScript dialog (alert, confirm, prompt,
-// beforeunload), which would otherwise block the page.
-func (s *Session) handleDialogs() {
-	events := chromedp.Events(s.ctx, page.JavascriptDialogOpening)
-	s.dialogs.Go(func() {
-		for ev, err := range events {
-			if err != nil {
-				return
-			}
-			ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
-			_, err := chromedp.Call(ctx, page.HandleJavaScriptDialog,
-				page.HandleJavaScriptDialogParams{Accept: true, PromptText: ev.DefaultPrompt})
-			cancel()
-			if err != nil && s.ctx.Err() == nil {
-				s.pool.log.Warn("browser: cannot answer a dialog", "type", ev.Type, "err", err)
-			}
-		}
-	})
 }
 
 // emulate returns the actions that make the tab look like d.
