@@ -41,6 +41,20 @@ func (s *Session) Emulate(ctx context.Context, e duet.Emulation) error {
 		return err
 	}
 	defer s.end(c)
+	if e.Timezone != "" || e.Locale != "" {
+		// The browser's own ICU says which names it knows.
+		bad, err := chromedp.Run(c.c, chromedp.Evaluate[string](fmt.Sprintf(`(() => {
+	try { if (%[1]q) new Intl.DateTimeFormat('en', {timeZone: %[1]q}); } catch (e) { return 'time zone ' + %[1]q; }
+	try { if (%[2]q) Intl.getCanonicalLocales(%[2]q); } catch (e) { return 'locale ' + %[2]q; }
+	return '';
+})()`, e.Timezone, e.Locale)))
+		if err != nil {
+			return s.fail(c, err, nil)
+		}
+		if bad != "" {
+			return opError(duet.CodeInvalidArgument, op, nil, "emulate: the browser does not know the %s", bad)
+		}
+	}
 	s.mu.Lock()
 	all := mergeEmulation(s.emulated, e)
 	s.mu.Unlock()

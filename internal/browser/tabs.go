@@ -2,12 +2,14 @@ package browser
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
@@ -329,8 +331,23 @@ func (s *Session) History(ctx context.Context, direction string) error {
 			if i < 0 || i >= int64(len(h.Entries)) {
 				return opError(duet.CodeInvalidArgument, op, nil, "%s: there is no page to go %s to", op, direction)
 			}
-			_, err = chromedp.NavigateToHistoryEntry(h.Entries[i].ID)(ctx, t)
-			return err
+			e := h.Entries[i]
+			if _, err := cdp.Call(ctx, t, page.NavigateToHistoryEntry, page.NavigateToHistoryEntryParams{EntryID: e.ID}); err != nil {
+				return err
+			}
+			// A page from the back-forward cache fires no load event:
+			// wait until the tab shows the entry, loaded.
+			return poll(ctx, func(ctx context.Context) (bool, error) {
+				r, err := cdp.Call(ctx, t, runtime.Evaluate, runtime.EvaluateParams{Expression: "[location.href, document.readyState]", ReturnByValue: new(true)})
+				if err != nil || r.Result == nil {
+					return false, err
+				}
+				var v [2]string
+				if json.Unmarshal(r.Result.Value, &v) != nil {
+					return false, nil
+				}
+				return v[0] == e.URL && v[1] == "complete", nil
+			})
 		})
 	case "reload":
 		act = chromedp.Reload()
