@@ -41,8 +41,7 @@ for (const b of document.querySelectorAll('button')) b.addEventListener('click',
 	"/wait": htmlPage("Wait", `<style>
 @keyframes slide { from { left: 0px } to { left: 300px } }
 #moving { position: absolute; top: 10px; left: 300px; animation: slide 700ms linear; width: 120px; height: 40px }
-@keyframes sway { from { left: 500px } to { left: 800px } }
-#swaying { position: absolute; top: 400px; left: 500px; animation: sway 900ms linear infinite alternate }
+#swaying { position: absolute; top: 400px; left: 500px }
 #trap { position: absolute; top: 10px; left: 0px; width: 600px; height: 40px; background: #fee }
 #covered { position: absolute; top: 100px; left: 10px }
 #banner { position: absolute; top: 90px; left: 0; width: 400px; height: 60px; background: #eee }
@@ -56,6 +55,9 @@ const log = (s) => { document.getElementById('log').textContent += s + ';'; };
 document.getElementById('trap').addEventListener('click', () => log('trap'));
 for (const id of ['moving', 'covered', 'late-enabled']) document.getElementById(id).addEventListener('click', () => log(id));
 setTimeout(() => document.getElementById('banner').remove(), 600);
+let sway = 0;
+const step = () => { sway = (sway + 37) % 300; document.getElementById('swaying').style.left = (500 + sway) + 'px'; requestAnimationFrame(step); };
+requestAnimationFrame(step);
 setTimeout(() => { document.getElementById('late-enabled').disabled = false; }, 500);
 setTimeout(() => { const b = document.createElement('button'); b.id = 'late'; b.textContent = 'Appeared'; b.style = 'position:absolute; top: 250px'; b.onclick = () => log('late'); document.body.appendChild(b); }, 400);
 </script>`),

@@ -225,6 +225,9 @@ const $actionable = async (q, o, els) => {
 	if (o.editable && $readonly(el)) return {state: 'readonly'};
 	if (o.scroll) el.scrollIntoView({block: 'center', inline: 'center', behavior: 'instant'});
 	if (o.stable) {
+		// The same box in two animation frames in a row, a frame apart.
+		await $frame();
+		if (!el.isConnected) return {state: 'missing'};
 		const a = $box(el);
 		await $frame();
 		if (!el.isConnected) return {state: 'missing'};
