@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
-	"sync"
 
 	"github.com/chromedp/cdproto/accessibility"
 	"github.com/chromedp/cdproto/cdp"
@@ -45,65 +43,7 @@ func (t Target) String() string {
 	if t.Locator == nil {
 		return "(no locator)"
 	}
-	return Describe(t.Locator)
-}
-
-// Describe names a locator in a message: role=button[name="Sign in"],
-// text="Welcome" within "#cart", ...
-func Describe(l *Locator) string {
-	var b strings.Builder
-	describeInto(&b, l)
-	return b.String()
-}
-
-func describeInto(b *strings.Builder, l *Locator) {
-	q := func(s string) string { return fmt.Sprintf("%q", s) }
-	switch {
-	case l.CSS != "":
-		b.WriteString(q(l.CSS))
-	case l.XPath != "":
-		b.WriteString("xpath=" + q(l.XPath))
-	case l.Role != "":
-		b.WriteString("role=" + l.Role)
-		if l.Name != "" {
-			b.WriteString("[name=" + q(l.Name) + "]")
-		}
-	case l.Text != "":
-		b.WriteString("text=" + q(l.Text))
-	case l.Label != "":
-		b.WriteString("label=" + q(l.Label))
-	case l.Placeholder != "":
-		b.WriteString("placeholder=" + q(l.Placeholder))
-	case l.Alt != "":
-		b.WriteString("alt=" + q(l.Alt))
-	case l.Title != "":
-		b.WriteString("title=" + q(l.Title))
-	case l.TestID != "":
-		attr := l.TestIDAttr
-		if attr == "" {
-			attr = "data-testid"
-		}
-		b.WriteString(attr + "=" + q(l.TestID))
-	default:
-		b.WriteString("*")
-	}
-	if l.Exact {
-		b.WriteString(" (exact)")
-	}
-	if l.HasText != "" {
-		b.WriteString(" with text " + q(l.HasText))
-	}
-	if l.Has != nil {
-		b.WriteString(" that has ")
-		describeInto(b, l.Has)
-	}
-	if l.Nth != nil {
-		fmt.Fprintf(b, " nth=%d", *l.Nth)
-	}
-	if l.Within != nil {
-		b.WriteString(" within ")
-		describeInto(b, l.Within)
-	}
+	return t.Locator.String()
 }
 
 // jsLoc is a locator as the page's scripts read it (jsLocate): Role is the
@@ -164,7 +104,7 @@ func compileTarget(t Target) (*jsQuery, []roleQuery, error) {
 		if depth > maxLocatorDepth {
 			return nil, duet.Errorf(duet.CodeInvalidArgument, "the locator nests more than %d levels", maxLocatorDepth)
 		}
-		if err := CheckLocator(l); err != nil {
+		if err := l.Check(); err != nil {
 			return nil, err
 		}
 		j := &jsLoc{
@@ -199,94 +139,6 @@ func compileTarget(t Target) (*jsQuery, []roleQuery, error) {
 
 // maxLocatorDepth bounds the nesting of within and has.
 const maxLocatorDepth = 8
-
-// CheckLocator checks one level of a locator (not its within and has):
-// exactly one base at most, a name only with a role, a role that is an
-// ARIA role, regular expressions that compile. Returns INVALID_ARGUMENT.
-func CheckLocator(l *Locator) error {
-	bases := 0
-	for _, s := range []string{l.CSS, l.XPath, l.Role, l.Text, l.Label, l.Placeholder, l.Alt, l.Title, l.TestID} {
-		if s != "" {
-			bases++
-		}
-	}
-	switch {
-	case bases > 1:
-		return duet.Errorf(duet.CodeInvalidArgument, "a locator has one of css, xpath, role, text, label, placeholder, alt, title, testId; %s has %d", Describe(l), bases)
-	case bases == 0 && l.Within == nil && l.Has == nil && l.HasText == "":
-		return duet.Errorf(duet.CodeInvalidArgument, "the locator is empty")
-	case l.Name != "" && l.Role == "":
-		return duet.Errorf(duet.CodeInvalidArgument, "name goes with role")
-	case l.Role != "" && !IsRole(l.Role):
-		return duet.Errorf(duet.CodeInvalidArgument, "%q is not an ARIA role (%s)", l.Role, strings.Join(Roles, ", "))
-	case l.Nth != nil && (*l.Nth > maxNth || *l.Nth < -maxNth):
-		return duet.Errorf(duet.CodeInvalidArgument, "nth %d is beyond ±%d", *l.Nth, maxNth)
-	}
-	for _, s := range []string{l.Name, l.Text, l.Label, l.Placeholder, l.Alt, l.Title, l.TestID, l.HasText} {
-		if err := CheckPattern(s); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// maxNth bounds nth.
-const maxNth = 10000
-
-// patternRe is how a regular expression is written in a text value.
-var patternRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)^/(.+)/([ims]*)$`) })
-
-// Pattern splits a text value written /PATTERN/FLAGS; ok is false for a
-// plain text.
-func Pattern(s string) (pattern, flags string, ok bool) {
-	m := patternRe().FindStringSubmatch(s)
-	if m == nil {
-		return "", "", false
-	}
-	return m[1], m[2], true
-}
-
-// CheckPattern returns INVALID_ARGUMENT when s is written as a regular
-// expression that does not compile. The page runs it as a JavaScript
-// regular expression; the check is Go's (RE2), so write the syntax both
-// share: classes, groups, alternatives, repeats, anchors.
-func CheckPattern(s string) error {
-	p, flags, ok := Pattern(s)
-	if !ok {
-		return nil
-	}
-	if flags != "" {
-		p = "(?" + flags + ")" + p
-	}
-	if _, err := regexp.Compile(p); err != nil {
-		return duet.Errorf(duet.CodeInvalidArgument, "invalid regular expression %s: %v", s, err)
-	}
-	return nil
-}
-
-// Roles are the ARIA roles a locator can name (presentation and none are
-// not in the accessibility tree, so nothing has them).
-var Roles = []string{
-	"alert", "alertdialog", "application", "article", "banner", "blockquote", "button", "caption", "cell",
-	"checkbox", "code", "columnheader", "combobox", "complementary", "contentinfo", "definition", "deletion",
-	"dialog", "directory", "document", "emphasis", "feed", "figure", "form", "generic", "grid", "gridcell",
-	"group", "heading", "img", "insertion", "link", "list", "listbox", "listitem", "log", "main", "marquee",
-	"math", "meter", "menu", "menubar", "menuitem", "menuitemcheckbox", "menuitemradio", "navigation", "note",
-	"option", "paragraph", "progressbar", "radio", "radiogroup", "region", "row", "rowgroup", "rowheader",
-	"scrollbar", "search", "searchbox", "separator", "slider", "spinbutton", "status", "strong", "subscript",
-	"superscript", "switch", "tab", "table", "tablist", "tabpanel", "term", "textbox", "time", "timer",
-	"toolbar", "tooltip", "tree", "treegrid", "treeitem",
-}
-
-// IsRole reports whether role is one of Roles.
-func IsRole(role string) bool {
-	for _, r := range Roles {
-		if r == role {
-			return true
-		}
-	}
-	return false
-}
 
 // chromeRoles are the ARIA roles Chromium's accessibility tree names
 // otherwise.
@@ -352,7 +204,7 @@ func (s *Session) prepare(ctx context.Context, w *world, q *jsQuery, roles []rol
 			if r, ok := chromeRoles[rq.role]; ok {
 				p.Role = r
 			}
-			_, _, isRe := Pattern(rq.name)
+			_, _, isRe := duet.Pattern(rq.name)
 			if rq.exact && !isRe && rq.name != "" {
 				p.AccessibleName = normSpace(rq.name)
 			}

@@ -356,18 +356,18 @@ func TestFrames(t *testing.T) {
 		{&Locator{CSS: "#other"}, "localhost"},
 	} {
 		if err := s.SetFrame(ctx, []*Locator{tt.frame}); err != nil {
-			t.Fatalf("SetFrame(%s): %v", Describe(tt.frame), err)
+			t.Fatalf("SetFrame(%s): %v", tt.frame.String(), err)
 		}
 		if err := s.Act(ctx, Target{Locator: &Locator{Role: "button", Name: "Inside"}}, Action{Kind: ActClick}); err != nil {
-			t.Fatalf("click in %s: %v", Describe(tt.frame), err)
+			t.Fatalf("click in %s: %v", tt.frame.String(), err)
 		}
 		got, err := s.Query(ctx, Target{Locator: &Locator{CSS: "#res"}}, Query{Kind: "text"})
 		if err != nil || got.Str != "inner clicked "+tt.host {
-			t.Errorf("in %s: %q, %v", Describe(tt.frame), got.Str, err)
+			t.Errorf("in %s: %q, %v", tt.frame.String(), got.Str, err)
 		}
 		v, err := s.Evaluate(ctx, "location.hostname", nil, 0)
 		if err != nil || v != tt.host {
-			t.Errorf("evaluate in %s: %v, %v", Describe(tt.frame), v, err)
+			t.Errorf("evaluate in %s: %v, %v", tt.frame.String(), v, err)
 		}
 	}
 	if err := s.SetFrame(ctx, nil); err != nil {

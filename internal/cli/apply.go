@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -41,7 +42,9 @@ and column.`,
 			defer a.Close()
 			user := asUser(cmd, a.Config)
 			start := time.Now()
-			suite, err := compiler.CompileSuite(cmd.Context(), src, file, a.CompilerOptions(cmd.Context(), user))
+			opts := a.CompilerOptions(cmd.Context(), user)
+			opts.Files = os.DirFS(filepath.Dir(file)) // upload steps read their files there
+			suite, err := compiler.CompileSuite(cmd.Context(), src, file, opts)
 			if err != nil {
 				audited(a, user, "apply", start, err)
 				fmt.Fprintln(env.Stderr, duet.ErrorMessage(err))
