@@ -434,6 +434,8 @@ func (s *Session) targetFail(c *call, t Target, last jsResult, err error) error 
 			return opError(duet.CodeStepTimeout, c.op, nil, "%s: element %s is still disabled after %s", c.op, t, c.elapsed())
 		case "readonly":
 			return opError(duet.CodeStepTimeout, c.op, nil, "%s: element %s is still read-only after %s", c.op, t, c.elapsed())
+		case "outside":
+			return opError(duet.CodeStepTimeout, c.op, nil, "%s: element %s is still outside the viewport after %s", c.op, t, c.elapsed())
 		case "moving":
 			return opError(duet.CodeStepTimeout, c.op, nil, "%s: element %s is still moving (an animation) after %s", c.op, t, c.elapsed())
 		case "nooption":

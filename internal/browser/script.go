@@ -124,14 +124,14 @@ const jsElement = `async function (q, o, ...els) {
 		let r;
 		try { r = o.read ? $read(q, o, els) : await $actionable(q, o, els); } catch (e) { return {state: 'error', msg: String((e && e.message) || e)}; }
 		if (!$transient.has(r.state) || Date.now() >= until) return r;
-		await $change(r.state === 'hidden' || r.state === 'moving' || r.state === 'covered', until);
+		await $change(r.state === 'hidden' || r.state === 'moving' || r.state === 'covered' || r.state === 'outside', until);
 		if (!o.loop) return r;
 	}
 }`
 
 // jsActions are the helpers of jsElement.
 const jsActions = `
-const $transient = new Set(['missing', 'hidden', 'disabled', 'readonly', 'moving', 'covered', 'nooption']);
+const $transient = new Set(['missing', 'hidden', 'disabled', 'readonly', 'moving', 'covered', 'outside', 'nooption']);
 const $disabled = (el) => el.matches(':disabled') || !!el.closest('[aria-disabled="true"]');
 const $readonly = (el) => el.readOnly === true || el.getAttribute('aria-readonly') === 'true';
 const $box = (el) => { const r = el.getBoundingClientRect(); return r.x + ',' + r.y + ',' + r.width + ',' + r.height; };
@@ -241,7 +241,8 @@ const $actionable = async (q, o, els) => {
 		const x = r.left + r.width / 2, y = r.top + r.height / 2;
 		if (o.hit) {
 			const hit = el.ownerDocument.elementFromPoint(x, y);
-			if (hit && hit !== el && !el.contains(hit) && hit.control !== el) return {state: 'covered', msg: $describe(hit)};
+			if (!hit) return {state: 'outside'};
+			if (hit !== el && !el.contains(hit) && hit.control !== el) return {state: 'covered', msg: $describe(hit)};
 		}
 		res.x = x; res.y = y;
 		if (o.top) {
