@@ -85,7 +85,7 @@ func (l *Locator) Check() error {
 	case l.Name != "" && l.Role == "":
 		return Errorf(CodeInvalidArgument, "name goes with role")
 	case l.Role != "" && !IsRole(l.Role):
-		return Errorf(CodeInvalidArgument, "%q is not an ARIA role (%s)", l.Role, strings.Join(Roles, ", "))
+		return Errorf(CodeInvalidArgument, "%q is not an ARIA role such as button, link, heading, textbox, checkbox, listitem, row, dialog", l.Role)
 	case l.Nth != nil && (*l.Nth > MaxNth || *l.Nth < -MaxNth):
 		return Errorf(CodeInvalidArgument, "nth %d is beyond ±%d", *l.Nth, MaxNth)
 	}

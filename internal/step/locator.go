@@ -176,7 +176,7 @@ func (c *Compiler) locatorMap(n *Node, depth int, required bool, what string, ig
 		c.Errf(n, "%s needs a locator: one of %s (or within, has, hasText)", what, joinKeys(locatorBases))
 	}
 	if rn := n.Get("role"); rn != nil && l.Role != "" && !duet.IsRole(l.Role) {
-		c.Errf(rn, "%q is not an ARIA role (%s)", l.Role, joinKeys(duet.Roles))
+		c.Errf(rn, "%q is not an ARIA role such as button, link, heading, textbox, checkbox, listitem, row, dialog (docs/suite-format.md lists them)", l.Role)
 	}
 	if nn := n.Get("name"); nn != nil && n.Get("role") == nil {
 		c.Errf(nn, "name goes with role (for a text, use text)")
