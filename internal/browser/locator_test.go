@@ -509,3 +509,33 @@ func TestEmulateAndEvaluate(t *testing.T) {
 		t.Errorf("after a loop was stopped, the page answers: %v, %v", v, err)
 	}
 }
+
+// TestSummaryRoles: the page summary the agent reads lists the elements by
+// their role and accessible name, as the accessibility tree has them, with
+// the locator a step names them by, and says when one needs narrowing.
+func TestSummaryRoles(t *testing.T) {
+	t.Parallel()
+	s := newSession(t, sharedPool(t), "desktop")
+	lab := newLab(t)
+	open(t, s, lab, "/find")
+	got, err := s.Summary(testCtx(t, 30*time.Second), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"By role and name (name elements by these first)",
+		`{role: heading, name: "Blue mug"} level=2`,
+		`{role: button, name: "Add to cart"}  x2: add within: or nth:`,
+		`{role: textbox, name: "Email address"}`,
+		`{role: spinbutton, name: "Quantity"}`,
+		`{role: img, name: "Company logo"}`,
+		`{role: region, name: "Red mug"}`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the summary lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "Sign in later") {
+		t.Errorf("the summary lists a hidden button:\n%s", got)
+	}
+}

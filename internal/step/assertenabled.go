@@ -28,7 +28,7 @@ var AssertEnabled = register(&Kind{
 	Form:      stateForm,
 	Assertion: true,
 	Example:   "- assertEnabled: {role: button, name: Pay}\n",
-	Agent:     "`assertEnabled: {role: button, name: \"Pay\"}` / `assertDisabled: ...`",
+	Agent:     "`assertEnabled: {role: button, name: \"Pay\"}`",
 	Compile: func(c *Compiler, st *duet.Step, n *Node) {
 		if bd, ok := compileElement(c, st, n, &stateForm); ok && bd.isMap {
 			bd.compileNot()

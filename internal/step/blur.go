@@ -14,7 +14,7 @@ var Blur = register(&Kind{
 	Summary: "Take the keyboard focus away from an element (what a form checks a field on).",
 	Form:    focusForm,
 	Example: "- blur: {label: Email address}\n",
-	Agent:   "`blur: {label: \"Email\"}`",
+	Agent:   "`blur: {label: \"Email\"}` — what a form checks a field on",
 	Compile: func(c *Compiler, st *duet.Step, n *Node) {
 		compileElement(c, st, n, &focusForm)
 	},

@@ -16,7 +16,7 @@ var Check = register(&Kind{
 	Summary: "Check a checkbox or a radio button (or an element with aria-checked): click it unless it is checked, then make sure it is.",
 	Form:    checkForm,
 	Example: "- check: {label: I agree to the terms}\n",
-	Agent:   "`check: {label: \"I agree\"}` / `uncheck: {role: checkbox, name: \"Newsletter\"}`",
+	Agent:   "`check: {label: \"I agree\"}` — checks it unless it is checked",
 	Compile: func(c *Compiler, st *duet.Step, n *Node) {
 		compileElement(c, st, n, &checkForm)
 	},

@@ -16,7 +16,7 @@ var Focus = register(&Kind{
 	Summary: "Give an element the keyboard focus, once it is visible.",
 	Form:    focusForm,
 	Example: "- focus: {label: Email address}\n",
-	Agent:   "`focus: {label: \"Email\"}` / `blur: {label: \"Email\"}`",
+	Agent:   "`focus: {label: \"Email\"}`",
 	Compile: func(c *Compiler, st *duet.Step, n *Node) {
 		compileElement(c, st, n, &focusForm)
 	},

@@ -49,7 +49,7 @@ func historyKind(name string, order int, summary, agent string) *Kind {
 
 // The history steps.
 var (
-	Back    = historyKind("back", 101, "Go back to the previous page of the tab's history and wait for it to load.", "`back:` / `forward:` / `reload:`")
-	Forward = historyKind("forward", 102, "Go forward in the tab's history and wait for the page to load.", "`forward:`")
-	Reload  = historyKind("reload", 103, "Reload the page and wait for it to load.", "`reload:`")
+	Back    = historyKind("back", 101, "Go back to the previous page of the tab's history and wait for it to load.", "`back:` — the previous page of the tab's history")
+	Forward = historyKind("forward", 102, "Go forward in the tab's history and wait for the page to load.", "`forward:` — the next page of the history")
+	Reload  = historyKind("reload", 103, "Reload the page and wait for it to load.", "`reload:` — load the page again")
 )

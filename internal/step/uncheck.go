@@ -14,7 +14,7 @@ var Uncheck = register(&Kind{
 	Summary: "Uncheck a checkbox (or an element with aria-checked): click it if it is checked, then make sure it is not.",
 	Form:    checkForm,
 	Example: "- uncheck: {role: checkbox, name: Send me the newsletter}\n",
-	Agent:   "`uncheck: {label: \"Newsletter\"}`",
+	Agent:   "`uncheck: {role: checkbox, name: \"Newsletter\"}`",
 	Compile: func(c *Compiler, st *duet.Step, n *Node) {
 		compileElement(c, st, n, &checkForm)
 	},
