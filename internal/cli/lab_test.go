@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -38,4 +39,33 @@ func runLab(t *testing.T, h *duetHome) {
 	if code != 0 || !strings.Contains(out, "PASSED: 8 passed") {
 		t.Fatalf("duet run lab: exit %d\n%s\n%s", code, out, errOut)
 	}
+}
+
+// TestLint: duet lint warns, with the file and the line, about fixed waits
+// and selectors tied to the layout; the lab suite has none.
+func TestLint(t *testing.T) {
+	t.Parallel()
+	h := newHome(t)
+	out := h.must(0, "lint", "-f", filepath.Join("..", "..", "examples", "lab.yaml"))
+	if !strings.Contains(out, "lab.yaml: no warnings") {
+		t.Errorf("lint of the lab suite: %s", out)
+	}
+	file := filepath.Join(t.TempDir(), "s.yaml")
+	if err := os.WriteFile(file, []byte(`task: {name: t, baseURL: http://127.0.0.1:1}
+cases:
+  - title: c
+    steps:
+      - open: /
+      - wait: 2s
+      - click: "div > div:nth-child(3)"
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out = h.must(0, "lint", "-f", file)
+	for _, want := range []string{file + ":6: fixed-wait: c > wait 2s", file + `:7: layout-selector: c > click div > div:nth-child(3): CSS selector "div > div:nth-child(3)" picks by position`, "2 warning(s)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("lint lacks %q:\n%s", want, out)
+		}
+	}
+	h.must(1, "lint", "-f", file, "--strict")
 }
