@@ -73,13 +73,26 @@ func (k *Kind) reference() string {
 	b.WriteString("\nForms: " + strings.Join(forms, "; or ") + ".\n")
 	if len(f.Keys) > 0 {
 		b.WriteString("\n| Key | Type | |\n|---|---|---|\n")
+		var loc []string
+		flush := func() {
+			if len(loc) > 0 {
+				fmt.Fprintf(&b, "| %s | locator | the element: see [Locators](#locators) |\n", codes(loc))
+				loc = nil
+			}
+		}
 		for _, key := range f.Keys {
+			if key.locator {
+				loc = append(loc, key.Name)
+				continue
+			}
+			flush()
 			typ := key.Type.Name
 			if key.Required {
 				typ += ", required"
 			}
 			fmt.Fprintf(&b, "| `%s` | %s | %s |\n", key.Name, typ, key.Doc)
 		}
+		flush()
 	}
 	var rules []string
 	if len(f.ExactlyOne) > 0 {

@@ -26,22 +26,30 @@ var Locator = Type{Name: "locator", schema: ref("locator")}
 
 // locatorKeys are the keys of a locator, as an element step's mapping has
 // them (selector first, as before locators).
-var locatorKeys = []Key{
-	{Name: "selector", Type: Template, Doc: "a CSS selector; alone, the step takes the first element it matches"},
-	{Name: "role", Type: ariaRole, Doc: "an ARIA role (button, link, heading, textbox, checkbox, ...), found in the browser's accessibility tree"},
-	{Name: "name", Type: Template, Doc: "with role: the accessible name (a substring ignoring case, or /regex/)"},
-	{Name: "text", Type: Template, Doc: "the element whose text matches (the innermost one)"},
-	{Name: "label", Type: Template, Doc: "the form control whose label (or aria-label) matches"},
-	{Name: "placeholder", Type: Template, Doc: "the input whose placeholder matches"},
-	{Name: "alt", Type: Template, Doc: "the element (an image) whose alt text matches"},
-	{Name: "title", Type: Template, Doc: "the element whose title attribute matches"},
-	{Name: "testId", Type: Template, Doc: "the element whose test id attribute (the task's testIdAttribute, default data-testid) is this"},
-	{Name: "xpath", Type: Template, Doc: "an XPath expression"},
-	{Name: "exact", Type: Bool, Doc: "match name, text, label, placeholder, alt and title as the whole text, case included"},
-	{Name: "within", Type: Locator, Doc: "look only inside the elements this locator matches"},
-	{Name: "has", Type: Locator, Doc: "keep the elements that contain an element this locator matches"},
-	{Name: "hasText", Type: Template, Doc: "keep the elements whose text matches"},
-	{Name: "nth", Type: Int, Doc: "pick one of the matches: 0 the first, -1 the last"},
+var locatorKeys = locatorKeyList(
+	Key{Name: "selector", Type: Template, Doc: "a CSS selector; alone, the step takes the first element it matches"},
+	Key{Name: "role", Type: ariaRole, Doc: "an ARIA role (button, link, heading, textbox, checkbox, ...), found in the browser's accessibility tree"},
+	Key{Name: "name", Type: Template, Doc: "with role: the accessible name (a substring ignoring case, or /regex/)"},
+	Key{Name: "text", Type: Template, Doc: "the element whose text matches (the innermost one)"},
+	Key{Name: "label", Type: Template, Doc: "the form control whose label (or aria-label) matches"},
+	Key{Name: "placeholder", Type: Template, Doc: "the input whose placeholder matches"},
+	Key{Name: "alt", Type: Template, Doc: "the element (an image) whose alt text matches"},
+	Key{Name: "title", Type: Template, Doc: "the element whose title attribute matches"},
+	Key{Name: "testId", Type: Template, Doc: "the element whose test id attribute (the task's testIdAttribute, default data-testid) is this"},
+	Key{Name: "xpath", Type: Template, Doc: "an XPath expression"},
+	Key{Name: "exact", Type: Bool, Doc: "match name, text, label, placeholder, alt and title as the whole text, case included"},
+	Key{Name: "within", Type: Locator, Doc: "look only inside the elements this locator matches"},
+	Key{Name: "has", Type: Locator, Doc: "keep the elements that contain an element this locator matches"},
+	Key{Name: "hasText", Type: Template, Doc: "keep the elements whose text matches"},
+	Key{Name: "nth", Type: Int, Doc: "pick one of the matches: 0 the first, -1 the last"},
+)
+
+// locatorKeyList marks keys as locator keys.
+func locatorKeyList(keys ...Key) []Key {
+	for i := range keys {
+		keys[i].locator = true
+	}
+	return keys
 }
 
 // ariaRole is the type of role: an ARIA role.

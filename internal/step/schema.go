@@ -48,6 +48,8 @@ type Key struct {
 	Type     Type
 	Required bool
 	Doc      string
+
+	locator bool // a locator key: the docs list them in one row
 }
 
 // When says that Key having one of the values In requires the keys
