@@ -15,6 +15,9 @@
 //   - CodeBrowserUnavailable: no Chromium executable, it failed to start, or
 //     a remote browser cannot be reached.
 //   - CodeElementNotFound: no element matched a selector in time.
+//   - CodeLocatorAmbiguous: a strict locator matched several elements.
+//   - CodeTooLarge: an upload or an evaluated value over its bound.
+//   - CodeNotFound: SwitchTab to a tab that is not there.
 //   - CodeStepTimeout: a wait or an action ran out of time.
 //   - CodeCancelled: the caller cancelled the context.
 //   - CodeTimeout: NewSession ran out of time waiting for a browser.

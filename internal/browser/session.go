@@ -27,7 +27,9 @@ import (
 // Every method takes a ctx; cancelling it stops the browser work of the call
 // at once and the method returns CodeCancelled. A method that waits for an
 // element waits until ctx's deadline, or Options.DefaultTimeout when ctx has
-// none. Selectors are CSS selectors. The methods of one Session run one at a
+// none. The older element methods (Click, Fill, Text, ...) take a CSS
+// selector and act on its first match; Act and Query take any locator
+// (locator.go). The methods of one Session run one at a
 // time (a call waits for the previous one, within its ctx); Close may be
 // called at any time from any goroutine.
 type Session struct {

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/compiler"
 )
 
@@ -96,5 +95,4 @@ func TestLocatorCompile(t *testing.T) {
 	if fr := steps[5].Browser.Frame; len(fr) != 2 || fr[0].CSS != "#outer" || fr[1].Title != "Card" {
 		t.Errorf("the frames: %+v", fr)
 	}
-	_ = duet.StepClick
 }
