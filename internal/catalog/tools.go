@@ -132,7 +132,7 @@ func productTools() []*Tool {
 				minLen(in, "taskId", 1)
 				k := in.Properties["idempotencyKey"]
 				k.MinLength, k.MaxLength = ptr(1), ptr(200)
-			}), startRun).streaming().WithTasks(TaskOptional),
+			}), startRun).streaming().WithTasks(TaskOptional).WithInput(), // asks the executor to approve shared cases (approve.go)
 		stopRunTool(), // released gradually: see stop.go
 	}
 }
@@ -639,8 +639,9 @@ func (o StartRunOut) Text() string {
 }
 
 // StartRun starts a run of a task as the caller; it is start_test_run, and the
-// CLI and REST paths call it too. Returns NOT_FOUND, INVALID_ARGUMENT,
-// IDEMPOTENCY_CONFLICT.
+// CLI and REST paths call it too. The run keeps the caller's call depth.
+// Returns NOT_FOUND, INVALID_ARGUMENT, IDEMPOTENCY_CONFLICT, RATE_LIMITED
+// (Limits.MaxQueuedRuns, Limits.MaxRunsPerMinute).
 func (c *Catalog) StartRun(ctx context.Context, caller duet.Caller, in StartRunIn) (StartRunOut, error) {
 	env := &Env{Caller: caller, Store: c.store, Catalog: c, Progress: func(float64, float64, string) {}}
 	return startRun(ctx, env, in)
@@ -675,7 +676,8 @@ func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error)
 	slices.Sort(ids)
 	h := sha256.New()
 	json.NewEncoder(h).Encode([]any{task.ID, ids, in.Device})
-	run := &duet.Run{TaskID: task.ID, TriggeredBy: env.Caller.UserID, CallSource: env.Caller.Source, TraceID: env.Caller.TraceID, Device: in.Device}
+	run := &duet.Run{TaskID: task.ID, TriggeredBy: env.Caller.UserID, CallSource: env.Caller.Source, TraceID: env.Caller.TraceID, Device: in.Device,
+		CallDepth: env.Caller.CallDepth}
 	var execs []*duet.Execution
 	for _, cs := range cases {
 		execs = append(execs, &duet.Execution{CaseID: cs.ID, CaseKey: cs.Key, CaseTitle: cs.Title, CaseVersion: cs.Version, Steps: cs.Steps, TimeoutMs: cs.TimeoutMs})
@@ -687,7 +689,8 @@ func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error)
 		ResultFunc: func(r *duet.Run) (json.RawMessage, error) {
 			return json.Marshal(StartRunOut{RunID: r.ID, TaskID: r.TaskID, Status: r.Status, CaseCount: len(execs)})
 		},
-		MaxQueued: c.opts.Limits.MaxQueuedRuns,
+		MaxQueued:    c.opts.Limits.MaxQueuedRuns,
+		MaxPerMinute: c.opts.Limits.MaxRunsPerMinute,
 	})
 	if err != nil {
 		return StartRunOut{}, err

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -41,12 +40,12 @@ and column.`,
 			}
 			defer a.Close()
 			user := asUser(cmd, a.Config)
-			start := time.Now()
-			opts := a.CompilerOptions(cmd.Context(), user)
+			actx, done := auditing(cmd.Context(), a, user, "apply", "")
+			opts := a.CompilerOptions(actx, user)
 			opts.Files = os.DirFS(filepath.Dir(file)) // upload steps read their files there
-			suite, err := compiler.CompileSuite(cmd.Context(), src, file, opts)
+			suite, err := compiler.CompileSuite(actx, src, file, opts)
 			if err != nil {
-				audited(a, user, "apply", start, err)
+				done(err)
 				fmt.Fprintln(env.Stderr, duet.ErrorMessage(err))
 				return &exitError{1, fmt.Errorf("%s has errors; nothing was applied", file)}
 			}
@@ -57,8 +56,8 @@ and column.`,
 				fmt.Fprintf(env.Stdout, "%s compiles: task %q with %d case(s); nothing applied (--dry-run)\n", file, suite.Task.Name, len(suite.Cases))
 				return nil
 			}
-			res, err := a.Store.ApplySuite(cmd.Context(), user, suite)
-			audited(a, user, "apply", start, err)
+			res, err := a.Store.ApplySuite(actx, user, suite)
+			done(err)
 			if err != nil {
 				return err
 			}
