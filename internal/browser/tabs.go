@@ -164,15 +164,33 @@ func (s *Session) SwitchTab(ctx context.Context, n int, urlContains string) (int
 		return 0, err
 	}
 	defer s.end(c)
+	var infos []TabInfo // the tabs as last seen
+	notFound := func() *duet.Error {
+		var list []string
+		for _, in := range infos {
+			list = append(list, fmt.Sprintf("%d. %s", in.Number, in.URL))
+		}
+		want := fmt.Sprintf("no tab %d", n)
+		if n == 0 {
+			want = fmt.Sprintf("no tab's URL contains %q", urlContains)
+		}
+		seen := strings.Join(list, "; ")
+		if infos == nil {
+			seen = "not listed in time"
+		}
+		return opError(duet.CodeNotFound, op, nil, "switchTo: %s after %s; the tabs: %s", want, c.elapsed(), seen)
+	}
 	for {
 		s.mu.Lock()
 		tabs := append([]*tab(nil), s.tabs...)
 		changed := s.tabsChanged
 		s.mu.Unlock()
-		infos, err := s.tabInfos(c, tabs)
+		in, err := s.tabInfos(c, tabs)
 		if err != nil {
-			return 0, s.fail(c, err, nil)
+			// Out of time while listing them: the tab did not come.
+			return 0, s.fail(c, err, notFound)
 		}
+		infos = in
 		for i, tb := range tabs {
 			if (n > 0 && i+1 == n) || (n == 0 && strings.Contains(infos[i].URL, urlContains)) {
 				return s.switchTab(c, tb)
@@ -186,17 +204,7 @@ func (s *Session) SwitchTab(ctx context.Context, n int, urlContains string) (int
 			continue
 		case <-c.c.Done():
 		}
-		var list []string
-		for _, in := range infos {
-			list = append(list, fmt.Sprintf("%d. %s", in.Number, in.URL))
-		}
-		want := fmt.Sprintf("no tab %d", n)
-		if n == 0 {
-			want = fmt.Sprintf("no tab's URL contains %q", urlContains)
-		}
-		return 0, s.fail(c, c.c.Err(), func() *duet.Error {
-			return opError(duet.CodeNotFound, op, nil, "switchTo: %s after %s; the tabs: %s", want, c.elapsed(), strings.Join(list, "; "))
-		})
+		return 0, s.fail(c, c.c.Err(), notFound)
 	}
 }
 
