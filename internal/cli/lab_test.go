@@ -69,3 +69,44 @@ cases:
 	}
 	h.must(1, "lint", "-f", file, "--strict")
 }
+
+// TestUploadStaysInTheSuiteFolder: an upload step reads files of the
+// suite's folder only; a symbolic link there to a file outside it is
+// refused by apply and lint with the step's line, and nothing is applied.
+func TestUploadStaysInTheSuiteFolder(t *testing.T) {
+	t.Parallel()
+	h := newHome(t)
+	outside := filepath.Join(t.TempDir(), "id_ed25519")
+	if err := os.WriteFile(outside, []byte("a private key"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(dir, "receipt.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "inside.txt"), []byte("a receipt"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "s.yaml")
+	suite := `task: {name: t, baseURL: http://127.0.0.1:1}
+cases:
+  - title: c
+    steps:
+      - open: /
+      - upload: {label: Receipt, files: [FILE]}
+`
+	write := func(name string) {
+		if err := os.WriteFile(file, []byte(strings.Replace(suite, "FILE", name, 1)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("receipt.txt")
+	for _, cmd := range []string{"apply", "lint"} {
+		code, out, errOut := h.duet(t.Context(), cmd, "-f", file)
+		if code != 1 || !strings.Contains(errOut, "s.yaml:6:42: files: cannot read receipt.txt in the suite's folder: path escapes from parent") {
+			t.Errorf("%s of a link out of the folder: exit %d\n%s\n%s", cmd, code, out, errOut)
+		}
+	}
+	write("inside.txt")
+	h.must(0, "apply", "-f", file)
+}

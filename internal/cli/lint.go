@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -45,8 +44,13 @@ Each warning names the file and the line. With --strict, warnings exit 1.`,
 				return err
 			}
 			defer a.Close()
+			folder, err := suiteFolder(file)
+			if err != nil {
+				return err
+			}
+			defer folder.Close()
 			opts := a.CompilerOptions(cmd.Context(), asUser(cmd, a.Config))
-			opts.Files = os.DirFS(filepath.Dir(file))
+			opts.Files = folder.FS()
 			suite, err := compiler.CompileSuite(cmd.Context(), src, file, opts)
 			if err != nil {
 				fmt.Fprintln(env.Stderr, duet.ErrorMessage(err))
