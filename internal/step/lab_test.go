@@ -59,13 +59,15 @@ func TestStepFailures(t *testing.T) {
 		code        duet.Code
 		msg         string
 	}{
+		// A step that fails with what it last saw there needs a timeout
+		// long enough for a loaded machine's page to answer once (3s).
 		{"ambiguous", "      - open: /lab/table\n      - click: {role: button, name: Details}\n", duet.CodeLocatorAmbiguous,
 			`role=button[name="Details"] matches 3 elements`},
 		{"no popup", "      - open: /lab/popup\n      - waitForPopup:\n        timeout: 500ms\n", duet.CodeStepTimeout, "no new tab opened"},
 		{"too large", "      - open: /lab/\n      - evaluate: {expression: \"'x'.repeat(2000000)\", as: v}\n", duet.CodeTooLarge, "over the budget"},
 		{"loop", "      - open: /lab/\n      - evaluate: \"(() => { for (;;) {} })()\"\n        timeout: 1s\n", duet.CodeStepTimeout, ""},
 		{"throws", "      - open: /lab/\n      - evaluate: \"nope.nope\"\n", duet.CodeBrowserError, "nope is not defined"},
-		{"not", "      - open: /lab/form\n      - assertValue: {label: Coupon, equals: WELCOME10, not: true}\n        timeout: 300ms\n", duet.CodeAssertionFailed,
+		{"not", "      - open: /lab/form\n      - assertValue: {label: Coupon, equals: WELCOME10, not: true}\n        timeout: 3s\n", duet.CodeAssertionFailed,
 			`value of label="Coupon" is "WELCOME10"; expected it not to equal "WELCOME10"`},
 		{"disabled", "      - open: /lab/form\n      - assertEnabled: {role: button, name: Pay}\n        timeout: 2s\n", duet.CodeAssertionFailed, "is not enabled"},
 		{"no dialog", "      - open: /lab/dialogs\n      - assertDialog: anything\n        timeout: 300ms\n", duet.CodeAssertionFailed, "no dialog opened"},
@@ -73,7 +75,7 @@ func TestStepFailures(t *testing.T) {
 		{"no tab", "      - open: /lab/\n      - switchTo: 3\n        timeout: 300ms\n", duet.CodeNotFound, "no tab 3"},
 		{"not a frame", "      - open: /lab/\n      - frame: h1\n", duet.CodeInvalidArgument, "is a <h1>, not an <iframe>"},
 		{"unknown time zone", "      - emulate: {timezone: Mars/Olympus}\n", duet.CodeInvalidArgument, "time zone"},
-		{"no option", "      - open: /lab/form\n      - select: {label: Shipping, value: Drone}\n        timeout: 500ms\n", duet.CodeElementNotFound, "no option"},
+		{"no option", "      - open: /lab/form\n      - select: {label: Shipping, value: Drone}\n        timeout: 3s\n", duet.CodeElementNotFound, "no option"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
