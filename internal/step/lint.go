@@ -72,7 +72,9 @@ func Lint(steps []duet.Step) []Finding {
 }
 
 var (
-	positional  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`:(nth-child|nth-last-child|nth-of-type|nth-last-of-type|first-child|last-child|first-of-type|last-of-type|only-child)\b`) })
+	positional = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`:(nth-child|nth-last-child|nth-of-type|nth-last-of-type|first-child|last-child|first-of-type|last-of-type|only-child)\b`)
+	})
 	bareTag     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9]*$`) })
 	xpathIndex  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`/[A-Za-z*][\w-]*\[\d+\]`) })
 	combinators = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\s*[>+~]\s*|\s+`) })
