@@ -86,7 +86,7 @@ var (
 // that starts at html or body.
 func LayoutSelector(css string) string {
 	css = strings.TrimSpace(css)
-	if css == "" || IsTemplateFree(css) == false {
+	if css == "" || !IsTemplateFree(css) {
 		return ""
 	}
 	if m := positional().FindString(css); m != "" {
