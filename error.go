@@ -69,7 +69,10 @@ const (
 	CodeBrowserUnavailable Code = "BROWSER_UNAVAILABLE"
 	CodeBrowserError       Code = "BROWSER_ERROR"
 	CodeElementNotFound    Code = "ELEMENT_NOT_FOUND"
-	CodeInterrupted        Code = "INTERRUPTED"
+	// CodeLocatorAmbiguous: a locator matched several elements where a
+	// step acts on (or reads) one; the message lists what it matched.
+	CodeLocatorAmbiguous Code = "LOCATOR_AMBIGUOUS"
+	CodeInterrupted      Code = "INTERRUPTED"
 	// CodeApprovalRequired: a step of a case someone else wrote (or a
 	// post-run action) would call an MCP tool with the executor's
 	// credentials, and the executor has not approved that version of the
@@ -119,7 +122,7 @@ func Codes() []Code {
 		CodeParseError, CodeInvalidRequest, CodeIdentityMismatch, CodeCapabilityRequired,
 		CodeAssertionFailed, CodeStepTimeout, CodeCaseTimeout, CodeHTTPRequestFailed,
 		CodeBindingFailed, CodeBrowserUnavailable, CodeBrowserError, CodeElementNotFound,
-		CodeInterrupted, CodeApprovalRequired,
+		CodeLocatorAmbiguous, CodeInterrupted, CodeApprovalRequired,
 		CodeApprovalPending, CodeApprovalExpired, CodeApprovalDenied,
 		CodeBrowserProtocolMismatch, CodeBrowserVersionUnsupported, CodeDeviceLost,
 		CodeMCPServerNotConfigured, CodeMCPToolNotFound, CodeMCPCallTimeout,

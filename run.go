@@ -111,6 +111,7 @@ type StepResult struct {
 	ErrorMessage string          `json:"errorMessage,omitempty"`
 	Artifacts    []string        `json:"artifacts,omitempty"` // artifact ids (screenshots)
 	Optional     bool            `json:"optional,omitempty"`  // failed under FailOptional; the case went on
+	Soft         bool            `json:"soft,omitempty"`      // a soft assertion that failed; the case went on, and fails at its end
 }
 
 // Lease is a worker's hold on a run, as its claim gave it: the run, the

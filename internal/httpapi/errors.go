@@ -42,6 +42,7 @@ var codes = map[duet.Code]codeRow{
 	duet.CodeBrowserUnavailable:     {http.StatusServiceUnavailable, -32603},
 	duet.CodeBrowserError:           {http.StatusBadGateway, -32000},
 	duet.CodeElementNotFound:        {http.StatusUnprocessableEntity, -32000},
+	duet.CodeLocatorAmbiguous:       {http.StatusUnprocessableEntity, -32000},
 	duet.CodeInterrupted:            {http.StatusServiceUnavailable, -32603},
 	duet.CodeApprovalRequired:       {http.StatusForbidden, -32003},
 	duet.CodeApprovalPending:        {http.StatusForbidden, -32003},
