@@ -389,7 +389,7 @@ func opsRoutes() []*route {
 					return TaskCases{}, err
 				}
 				return s.CaseSources(ctx, c, r.PathValue("taskId"), r.URL.Query().Get("cursor"), limit)
-			}, path("taskId", "the task's id or name"), query("cursor", "nextCursor of the previous page"), queryInt("limit", "page size (default 50, at most 200)")),
+			}, path("taskId", "the task's id or name"), query("cursor", "nextCursor of the previous page"), queryInt("limit", "page size (default 50)", 1, 200)),
 		op("GET", Prefix+"/tasks/{taskId}/servers", "listTaskServers", "tasks", "The MCP servers a task calls, with their addresses and whether you registered each",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (TaskServers, error) {
 				return s.ListTaskServers(ctx, c, r.PathValue("taskId"))
@@ -437,7 +437,7 @@ func opsRoutes() []*route {
 					return GenerationList{}, err
 				}
 				return s.ListGenerations(ctx, c, GenerationsIn{TaskID: r.URL.Query().Get("taskId"), Limit: limit})
-			}, query("taskId", "only generations for this task (id or name)"), queryInt("limit", "default 20, at most 200")),
+			}, query("taskId", "only generations for this task (id or name)"), queryInt("limit", "default 20", 1, 200)),
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"slices"
 
 	"github.com/duet-test/duet"
@@ -40,7 +41,9 @@ type MCPClient interface {
 
 // Compiler compiles a suite (YAML) as its author user writes it: mcpCall
 // server names resolve through user's own registrations.
-type Compiler func(ctx context.Context, user string, src []byte, name string) (*duet.Suite, error)
+// files is the suite's folder, where its upload steps read their files
+// (nil: the suite has none — a suite sent over REST).
+type Compiler func(ctx context.Context, user string, src []byte, name string, files fs.FS) (*duet.Suite, error)
 
 // Deps are what the Service works with.
 type Deps struct {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"io/fs"
 	"maps"
 	"slices"
 	"strings"
@@ -77,6 +78,10 @@ type ApplyIn struct {
 	// (FILE:LINE:COL); default suite.yaml.
 	Name   string `json:"name,omitempty" jsonschema:"the suite's file name, which the compiler's messages name (FILE:LINE:COL); default suite.yaml"`
 	DryRun bool   `json:"dryRun,omitempty" jsonschema:"compile only: nothing is applied; the result names the task and its cases, with no actions"`
+	// Files is the suite's folder, where its upload steps read their
+	// files: only in this process (duet apply); a suite sent over REST
+	// has none, and its upload steps give their files inline.
+	Files fs.FS `json:"-"`
 }
 
 // ApplySuite compiles a suite as the caller writes it and creates or
@@ -97,7 +102,7 @@ func (s *Service) ApplySuite(ctx context.Context, c duet.Caller, in ApplyIn) (*d
 		if len(name) > 256 || strings.ContainsFunc(name, unicode.IsControl) {
 			return nil, duet.Errorf(duet.CodeInvalidArgument, "name: a file name of at most 256 characters, on one line")
 		}
-		suite, err := s.d.Compile(ctx, c.UserID, []byte(in.Source), name)
+		suite, err := s.d.Compile(ctx, c.UserID, []byte(in.Source), name, in.Files)
 		if err != nil {
 			if duet.ErrorCode(err) == duet.CodeInternal {
 				return nil, err
@@ -283,7 +288,7 @@ func (s *Service) Trends(ctx context.Context, c duet.Caller, taskID string, in T
 		if n <= 0 {
 			n = 30
 		}
-		n = min(n, 100)
+		n = min(n, maxTrendRuns)
 		task, err := s.task(ctx, c, taskID)
 		if err != nil {
 			return Trends{}, err

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"net"
@@ -225,8 +226,10 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		},
 		Devices:  a.devicesOfThisMachine,
 		Generate: a.generate,
-		Compile: func(ctx context.Context, user string, src []byte, name string) (*duet.Suite, error) {
-			return compiler.CompileSuite(ctx, src, name, a.CompilerOptions(ctx, user))
+		Compile: func(ctx context.Context, user string, src []byte, name string, files fs.FS) (*duet.Suite, error) {
+			opts := a.CompilerOptions(ctx, user)
+			opts.Files = files // upload steps read their files there
+			return compiler.CompileSuite(ctx, src, name, opts)
 		},
 	})
 	a.initOAuth(&guard)
@@ -377,6 +380,9 @@ func (a *App) RunWorkers(ctx context.Context) error {
 		return err
 	}
 	g, gctx := errgroup.WithContext(ctx)
+	if err := a.serveMetrics(gctx, g); err != nil {
+		return err
+	}
 	g.Go(func() error { return a.Worker.Run(gctx) })
 	g.Go(func() error { a.maintain(gctx); return nil })
 	return g.Wait()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -32,8 +33,13 @@ and column.`,
 				wd, _ := os.Getwd()
 				return usage("cannot read %s: %v (a relative path is relative to the current directory, %s)", file, errors.Unwrap(err), wd)
 			}
+			folder, err := suiteFolder(file)
+			if err != nil {
+				return err
+			}
+			defer folder.Close()
 			return withClient(env, func(cmd *cobra.Command, _ []string, c client.Client) error {
-				res, err := c.ApplySuite(cmd.Context(), api.ApplyIn{Source: string(src), BaseURL: baseURL, Name: file, DryRun: dryRun})
+				res, err := c.ApplySuite(cmd.Context(), api.ApplyIn{Source: string(src), BaseURL: baseURL, Name: file, DryRun: dryRun, Files: folder.FS()})
 				if duet.ErrorCode(err) == duet.CodeInvalidArgument {
 					fmt.Fprintln(env.Stderr, duet.ErrorMessage(err))
 					return &exitError{1, fmt.Errorf("%s has errors; nothing was applied", file)}
@@ -65,4 +71,16 @@ and column.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	addAs(cmd)
 	return cmd
+}
+
+// suiteFolder opens the folder of a suite file, where its upload steps
+// read their files, as an os.Root: neither a path nor a symbolic link takes
+// a step's file out of it (a link in a cloned repository to ~/.ssh/id_ed25519
+// is refused, not uploaded to the page under test).
+func suiteFolder(file string) (*os.Root, error) {
+	root, err := os.OpenRoot(filepath.Dir(file))
+	if err != nil {
+		return nil, usage("cannot open the folder of %s: %v", file, errors.Unwrap(err))
+	}
+	return root, nil
 }
