@@ -110,7 +110,7 @@ func TestEveryCommandOnPostgres(t *testing.T) {
 	e.must(t, "asset", "show", "rule", "alice/no-sleeps", "--as", "bob")
 	e.must(t, "asset", "rm", "rule", "no-sleeps", "--as", "alice")
 	e.must(t, "generate", "list", "--as", "alice")
-	if out := e.must(t, "audit", "--json"); !strings.Contains(out, "apply") {
+	if out := e.must(t, "audit", "--json", "--as", "auditor"); !strings.Contains(out, "applySuite") {
 		t.Fatalf("audit: %s", out)
 	}
 	e.must(t, "vault", "rotate", "--rewrap-only")
