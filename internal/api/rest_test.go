@@ -193,9 +193,6 @@ func testREST(t *testing.T, vars map[string]string) {
 
 	// The operations the command line needed beside the console's (a task
 	// by its name, too).
-	if src := decode[api.TaskCases](t, do("alice", "listCaseSources", p("taskId", "plain"), nil)); src.TaskID != taskID {
-		t.Fatalf("listCaseSources by name: %+v", src)
-	}
 	if ts := decode[api.TaskServers](t, do("alice", "listTaskServers", p("taskId", taskID), nil)); ts.TaskID != taskID {
 		t.Fatalf("listTaskServers: %+v", ts)
 	}

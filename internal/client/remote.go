@@ -265,8 +265,10 @@ func (r *Remote) ListCases(ctx context.Context, in catalog.ListCasesIn) (catalog
 }
 
 // CaseSources implements Client.
+// The REST API does not serve cases' compiled steps (their schema is
+// recursive since locators nest): a command that needs them says so.
 func (r *Remote) CaseSources(ctx context.Context, task, cursor string, limit int) (api.TaskCases, error) {
-	return get[api.TaskCases](ctx, r, "/tasks/"+p(task)+"/sources", values("cursor", cursor, "limit", num(limit)))
+	return api.TaskCases{}, duet.Errorf(duet.CodeInvalidArgument, "the compiled steps of a task's cases are not served by the REST API of %s: run this command on the server's machine", r.base)
 }
 
 // ApplySuite implements Client.
