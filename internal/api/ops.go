@@ -418,10 +418,6 @@ func opsRoutes() []*route {
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (DeviceList, error) {
 				return s.ListDevices(ctx, c)
 			}),
-		op("POST", Prefix+"/generations", "generateCase", "tasks", "Have the test agent write a case of a task, saved as a draft (the server's model, DUET_LLM_*); answers when the generation ends",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in GenerateIn) (Generated, error) {
-				return s.GenerateCase(ctx, c, in, nil)
-			}),
 		op("GET", Prefix+"/generations", "listGenerations", "tasks", "Your past generations of cases by the test agent: outcome, turns, tokens, the case written",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (GenerationList, error) {
 				limit, err := intParam(r, "limit")

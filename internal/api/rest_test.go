@@ -208,7 +208,6 @@ func testREST(t *testing.T, vars map[string]string) {
 	} else {
 		refused("alice", "listDevices", nil, nil, duet.CodeBrowserUnavailable)
 	}
-	refused("alice", "generateCase", nil, api.GenerateIn{TaskID: taskID}, duet.CodeLLMNotConfigured)
 	do("alice", "listGenerations", nil, nil)
 
 	// Bob owns nothing: every route that names alice's things answers

@@ -339,7 +339,7 @@ func (r *Remote) ListGenerations(ctx context.Context, in api.GenerationsIn) (api
 // GenerateCase implements Client: the server's agent writes the case; its
 // progress is not streamed (the answer comes when the generation ends).
 func (r *Remote) GenerateCase(ctx context.Context, in api.GenerateIn, _ func(string)) (api.Generated, error) {
-	return post[api.Generated](ctx, r, "/generations", in)
+	return api.Generated{}, duet.Errorf(duet.CodeInvalidArgument, "the REST API of %s does not generate cases (a case's steps have a recursive schema since locators nest): run duet generate on the server's machine", r.base)
 }
 
 // StartRun implements Client: the idempotency key travels as the
