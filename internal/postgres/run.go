@@ -22,13 +22,51 @@ func scanRun(r pgx.Row) (*duet.Run, error) {
 		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &run.CreatedAt, &run.StartedAt, &run.FinishedAt, &run.Attempt, &run.Lost, &postRun, &run.CallDepth); err != nil {
 		return nil, err
 	}
+	return &run, finishRun(&run, postRun)
+}
+
+// finishRun sets what scanning leaves to do: UTC times, the post-run
+// results.
+func finishRun(run *duet.Run, postRun string) error {
 	run.CreatedAt = utc(run.CreatedAt)
 	run.StartedAt, run.FinishedAt = utcPtr(run.StartedAt), utcPtr(run.FinishedAt)
 	if postRun != "" {
 		if err := json.Unmarshal([]byte(postRun), &run.PostRun); err != nil {
-			return nil, fmt.Errorf("run %s: decoding post-run results: %w", run.ID, err)
+			return fmt.Errorf("run %s: decoding post-run results: %w", run.ID, err)
 		}
 	}
+	return nil
+}
+
+// runTotals is a column that counts a run's executions by status (the
+// order of setTotals), so that a run is read with its totals in one
+// statement: the subquery in the select list runs only for the rows the
+// statement returns.
+const runTotals = `(SELECT ARRAY[count(*),
+	count(*) FILTER (WHERE e.status = 'pending'), count(*) FILTER (WHERE e.status = 'running'),
+	count(*) FILTER (WHERE e.status = 'passed'), count(*) FILTER (WHERE e.status = 'failed'),
+	count(*) FILTER (WHERE e.status = 'error'), count(*) FILTER (WHERE e.status IN ('cancelled', 'skipped'))]
+	FROM executions e WHERE e.run_id = r.id)`
+
+// runWithTotals is runColumns and runTotals: scanRunTotals reads them.
+const runWithTotals = runColumns + `, ` + runTotals
+
+// scanRunTotals scans runWithTotals.
+func scanRunTotals(r pgx.Row) (*duet.Run, error) {
+	var run duet.Run
+	var postRun string
+	var n []int64
+	if err := r.Scan(&run.ID, &run.TaskID, &run.Status, &run.TriggeredBy, &run.CallSource, &run.TraceID, &run.Device,
+		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &run.CreatedAt, &run.StartedAt, &run.FinishedAt, &run.Attempt, &run.Lost, &postRun, &run.CallDepth, &n); err != nil {
+		return nil, err
+	}
+	if err := finishRun(&run, postRun); err != nil {
+		return nil, err
+	}
+	if len(n) != 7 {
+		return nil, fmt.Errorf("run %s: %d totals", run.ID, len(n))
+	}
+	run.Totals = duet.RunTotals{Cases: int(n[0]), Pending: int(n[1]), Running: int(n[2]), Passed: int(n[3]), Failed: int(n[4]), Error: int(n[5]), Cancelled: int(n[6])}
 	return &run, nil
 }
 
@@ -208,24 +246,21 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 // FindRunByID returns the run if viewer may see its task ("" = any).
 // Returns NOT_FOUND.
 func (d *DB) FindRunByID(ctx context.Context, viewer, id string) (*duet.Run, error) {
-	q := `SELECT ` + runColumns + ` FROM runs r JOIN tasks t ON t.id = r.task_id WHERE r.id = $2`
+	q := `SELECT ` + runWithTotals + ` FROM runs r JOIN tasks t ON t.id = r.task_id WHERE r.id = $2`
 	q += visibility(viewer)
-	run, err := scanRun(d.pool.QueryRow(ctx, q, viewer, id))
+	run, err := scanRunTotals(d.pool.QueryRow(ctx, q, viewer, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, notFound("run", id)
 	} else if err != nil {
 		return nil, mapErr(err)
 	}
-	return run, fillTotals(ctx, d.pool, run)
+	return run, nil
 }
 
-// FindRuns returns a page of runs, newest first.
-func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, string, error) {
-	before, err := decodeCursor(f.Cursor)
-	if err != nil {
-		return nil, "", err
-	}
-	limit := clampLimit(f.Limit, 20, 100)
+// runsQuery is the statement of FindRuns: limit+1 runs of f, newest
+// first, with their totals (scanRunTotals), older than the run before if
+// set.
+func runsQuery(f duet.RunFilter, before string, limit int) (string, args) {
 	a := args{}
 	cond := `TRUE`
 	from := ` FROM runs r JOIN tasks t ON t.id = r.task_id`
@@ -248,12 +283,22 @@ func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 	if before != "" {
 		cond += ` AND r.id < ` + a.add(before)
 	}
-	q := `SELECT ` + runColumns + from + ` WHERE ` + cond + ` ORDER BY r.id DESC LIMIT ` + a.add(limit+1)
+	return `SELECT ` + runWithTotals + from + ` WHERE ` + cond + ` ORDER BY r.id DESC LIMIT ` + a.add(limit+1), a
+}
+
+// FindRuns returns a page of runs, newest first.
+func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, string, error) {
+	before, err := decodeCursor(f.Cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	limit := clampLimit(f.Limit, 20, 100)
+	q, a := runsQuery(f, before, limit)
 	rows, err := d.pool.Query(ctx, q, a...)
 	if err != nil {
 		return nil, "", mapErr(err)
 	}
-	runs, err := collect(rows, scanRun)
+	runs, err := collect(rows, scanRunTotals)
 	if err != nil {
 		return nil, "", err
 	}
@@ -262,7 +307,7 @@ func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 		runs = runs[:limit]
 		next = encodeCursor(runs[limit-1].ID)
 	}
-	return runs, next, fillTotals(ctx, d.pool, runs...)
+	return runs, next, nil
 }
 
 const execColumns = `e.id, e.run_id, e.case_id, e.case_key, e.case_title, e.case_version, e.ordinal, e.timeout_ms, e.status, e.steps, e.vars,

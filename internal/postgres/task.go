@@ -144,6 +144,48 @@ func (d *DB) FindTaskByID(ctx context.Context, viewer, id string) (*duet.Task, e
 	return &t, nil
 }
 
+// FindTaskOverview reads the task (with the viewer's visibility), its
+// active case count and its latest run with its totals in one batch: one
+// round trip.
+func (d *DB) FindTaskOverview(ctx context.Context, viewer, id string) (*duet.TaskOverview, error) {
+	var b pgx.Batch
+	b.Queue(`SELECT `+taskColumns+`, ARRAY(SELECT user_id FROM task_shares s WHERE s.task_id = t.id ORDER BY user_id),
+		(SELECT count(*) FROM cases c WHERE c.task_id = t.id AND c.status = 'active')
+		FROM tasks t WHERE t.id = $2`+visibility(viewer), viewer, id)
+	q, a := runsQuery(duet.RunFilter{Viewer: viewer, TaskID: id, Limit: 1}, "", 1)
+	b.Queue(q, a...)
+	br := d.pool.SendBatch(ctx, &b)
+	defer br.Close()
+	var t duet.Task
+	var postRun string
+	o := &duet.TaskOverview{Task: &t}
+	err := br.QueryRow().Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &t.CreatedAt, &t.UpdatedAt, &postRun, &t.PostRunBy, &t.SharedWith, &o.ActiveCases)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, notFound("task", id)
+	} else if err != nil {
+		return nil, mapErr(err)
+	}
+	if t.PostRun, err = decodePostRun(t.ID, postRun); err != nil {
+		return nil, err
+	}
+	t.CreatedAt, t.UpdatedAt = utc(t.CreatedAt), utc(t.UpdatedAt)
+	if t.SharedWith == nil {
+		t.SharedWith = []string{}
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	runs, err := collect(rows, scanRunTotals)
+	if err != nil {
+		return nil, err
+	}
+	if len(runs) > 0 {
+		o.LastRun = runs[0]
+	}
+	return o, mapErr(br.Close())
+}
+
 // findTaskAny returns a task regardless of viewer (workers, internal use).
 func findTaskAny(ctx context.Context, q querier, id string) (*duet.Task, error) {
 	t, err := scanTask(q.QueryRow(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.id = $1`, id))

@@ -123,6 +123,31 @@ func placeholders(n int) string {
 	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
 }
 
+// FindTaskOverview reads the task, its active case count and its latest
+// run in one read scope: the cache's freshness is checked once.
+func (d *DB) FindTaskOverview(ctx context.Context, viewer, id string) (*duet.TaskOverview, error) {
+	if duet.ReadScopeFrom(ctx) == nil {
+		ctx = duet.WithReadScope(ctx)
+	}
+	t, err := d.FindTaskByID(ctx, viewer, id)
+	if err != nil {
+		return nil, err
+	}
+	n, err := d.CountCases(ctx, t.ID)
+	if err != nil {
+		return nil, err
+	}
+	o := &duet.TaskOverview{Task: t, ActiveCases: n}
+	runs, _, err := d.FindRuns(ctx, duet.RunFilter{Viewer: viewer, TaskID: t.ID, Limit: 1})
+	if err != nil {
+		return nil, err
+	}
+	if len(runs) > 0 {
+		o.LastRun = runs[0]
+	}
+	return o, nil
+}
+
 // FindTaskByID returns the task if viewer may see it ("" = any: internal
 // use only). Returns NOT_FOUND. One query reads the task and its share list;
 // the answer is cached until any task, share, team or membership changes

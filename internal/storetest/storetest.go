@@ -27,6 +27,7 @@ func Run(t *testing.T, open Opener) {
 		fn   func(*testing.T, duet.Store)
 	}{
 		{"ApplySuite", testApplySuite},
+		{"TaskOverview", testTaskOverview},
 		{"Visibility", testVisibility},
 		{"TaskPagination", testTaskPagination},
 		{"TaskListBranches", testTaskListBranches},

@@ -341,6 +341,12 @@ func (s *store) FindTaskByName(ctx context.Context, a1 string, a2 string) (r0 *d
 	return s.Store.FindTaskByName(ctx, a1, a2)
 }
 
+func (s *store) FindTaskOverview(ctx context.Context, a1 string, a2 string) (r0 *duet.TaskOverview, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindTaskOverview")
+	defer func() { end(err) }()
+	return s.Store.FindTaskOverview(ctx, a1, a2)
+}
+
 func (s *store) FindTaskTransfers(ctx context.Context, a1 string, a2 string) (r0 []*duet.TaskTransfer, err error) {
 	ctx, end := s.t.storeSpan(ctx, "FindTaskTransfers")
 	defer func() { end(err) }()
