@@ -28,6 +28,15 @@ func scanCase(r pgx.Row) (*duet.Case, error) {
 	return &c, nil
 }
 
+// tailRow is a row whose last columns, after those its scanner reads,
+// go to tail.
+type tailRow struct {
+	pgx.Row
+	tail []any
+}
+
+func (r tailRow) Scan(dest ...any) error { return r.Row.Scan(append(dest, r.tail...)...) }
+
 const insertCase = `INSERT INTO cases (id, task_id, key, title, source, source_hash, steps, timeout_ms, version, status, created_by, created_at, updated_at)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
 
@@ -267,20 +276,27 @@ func (d *DB) FindCases(ctx context.Context, f duet.CaseFilter) ([]*duet.Case, st
 	}
 	a := args{f.TaskID, statuses}
 	cond := `c.task_id = $1 AND c.status = ANY($2)`
-	var total int
-	if err := d.pool.QueryRow(ctx, `SELECT count(*) FROM cases c WHERE `+cond, a...).Scan(&total); err != nil {
-		return nil, "", 0, mapErr(err)
-	}
+	// The page and the count of every match in one statement (the count
+	// is an uncorrelated subquery: computed once); an empty page, which
+	// carries no count, counts apart.
+	count := `SELECT count(*) FROM cases c WHERE ` + cond
+	page := cond
 	if after != "" {
-		cond += ` AND c.key > ` + a.add(after)
+		page += ` AND c.key > ` + a.add(after)
 	}
-	rows, err := d.pool.Query(ctx, `SELECT `+caseColumns+` FROM cases c WHERE `+cond+` ORDER BY c.key LIMIT `+a.add(limit+1), a...)
+	rows, err := d.pool.Query(ctx, `SELECT `+caseColumns+`, (`+count+`) FROM cases c WHERE `+page+` ORDER BY c.key LIMIT `+a.add(limit+1), a...)
 	if err != nil {
 		return nil, "", 0, mapErr(err)
 	}
-	cases, err := collect(rows, scanCase)
+	var total int
+	cases, err := collect(rows, func(r pgx.Row) (*duet.Case, error) { return scanCase(tailRow{r, []any{&total}}) })
 	if err != nil {
 		return nil, "", 0, err
+	}
+	if len(cases) == 0 {
+		if err := d.pool.QueryRow(ctx, count, f.TaskID, statuses).Scan(&total); err != nil {
+			return nil, "", 0, mapErr(err)
+		}
 	}
 	var next string
 	if len(cases) > limit {

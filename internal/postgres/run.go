@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/duet-test/duet"
 )
@@ -119,6 +120,14 @@ func fillTotals(ctx context.Context, q querier, runs ...*duet.Run) error {
 // turns on an advisory lock of (caller, key): the first creates the run, the
 // others replay its result. Returns IDEMPOTENCY_CONFLICT, INVALID_ARGUMENT,
 // RATE_LIMITED.
+//
+// It is one round trip: one batch, which PostgreSQL runs as one
+// transaction. Its statements take the locks, read the stored idempotency
+// record and the user's run counts, and insert the run only when no record
+// is stored and the counts are under the caps; the executions, the new
+// idempotency record and the call's pending audit record
+// (duet.AuditIntent) are inserted only with the run. What the batch read
+// then says what happened: a replay, a refusal, or the new run.
 func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.IdempotencyRecord, bool, error) {
 	run := p.Run
 	if run == nil || run.TaskID == "" || run.TriggeredBy == "" {
@@ -127,7 +136,8 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 	if len(p.Executions) == 0 {
 		return nil, false, duet.Errorf(duet.CodeInvalidArgument, "the run has no cases to execute")
 	}
-	steps := make([]string, len(p.Executions))
+	n := len(p.Executions)
+	steps := make([]string, n)
 	for i, e := range p.Executions {
 		b, err := json.Marshal(e.Steps)
 		if err != nil {
@@ -135,112 +145,178 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 		}
 		steps[i] = string(b)
 	}
-	var rec *duet.IdempotencyRecord
-	var replayed bool
-	err := d.tx(ctx, func(tx pgx.Tx) error {
-		rec, replayed = nil, false
-		now := ts(d.now())
-		if p.Idempotency != nil {
-			in := p.Idempotency
-			if err := lockKey(ctx, tx, "idem\x1f"+in.Caller+"\x1f"+in.Key); err != nil {
-				return err
-			}
-			var old duet.IdempotencyRecord
-			var result string
-			err := tx.QueryRow(ctx, `SELECT caller, key, tool, args_hash, result, created_at, expires_at FROM idempotency WHERE caller = $1 AND key = $2 AND expires_at > $3`,
-				in.Caller, in.Key, now).Scan(&old.Caller, &old.Key, &old.Tool, &old.ArgsHash, &result, &old.CreatedAt, &old.ExpiresAt)
-			switch {
-			case err == nil:
-				if old.ArgsHash != in.ArgsHash || old.Tool != in.Tool {
-					return duet.Errorf(duet.CodeIdempotencyConflict, "idempotency key %q was already used with different arguments", in.Key)
-				}
-				old.Result, old.CreatedAt, old.ExpiresAt = json.RawMessage(result), utc(old.CreatedAt), utc(old.ExpiresAt)
-				rec, replayed = &old, true
-				return nil
-			case !errors.Is(err, pgx.ErrNoRows):
-				return mapErr(err)
-			}
-		}
-		if p.MaxQueued > 0 || p.MaxPerMinute > 0 {
-			// One user's starts take turns here, so that concurrent starts
-			// on several instances cannot all see room under the caps.
-			if err := lockKey(ctx, tx, "queue\x1f"+run.TriggeredBy); err != nil {
-				return err
-			}
-		}
-		if p.MaxPerMinute > 0 {
-			var started int
-			var oldest *time.Time
-			if err := tx.QueryRow(ctx, `SELECT count(*), min(created_at) FROM runs WHERE triggered_by = $1 AND created_at > $2`,
-				run.TriggeredBy, now.Add(-time.Minute)).Scan(&started, &oldest); err != nil {
-				return mapErr(err)
-			}
-			if started >= p.MaxPerMinute {
-				return perMinuteError(run.TriggeredBy, started, *oldest, now)
-			}
-		}
-		if p.MaxQueued > 0 {
-			var queued int
-			if err := tx.QueryRow(ctx, `SELECT count(*) FROM runs WHERE triggered_by = $1 AND status = 'queued'`, run.TriggeredBy).Scan(&queued); err != nil {
-				return mapErr(err)
-			}
-			if queued >= p.MaxQueued {
-				return duet.Errorf(duet.CodeRateLimited, "%s already has %d runs queued, the most one user may have waiting; start more when some have started, or cancel some", run.TriggeredBy, queued)
-			}
-		}
-		run.ID = duet.NewID("run")
-		run.Status = duet.StatusQueued
-		run.CreatedAt = now
-		if _, err := tx.Exec(ctx, `INSERT INTO runs (id, task_id, status, triggered_by, call_source, trace_id, device, created_at, call_depth) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-			run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource, run.TraceID, run.Device, now, run.CallDepth); err != nil {
-			return mapErr(err)
-		}
-		// Every execution in one statement, however many cases the run has.
-		n := len(p.Executions)
-		ids, caseIDs, keys, titles := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		versions, ordinals, timeouts := make([]int32, n), make([]int32, n), make([]int64, n)
-		for i, e := range p.Executions {
-			e.ID, e.RunID, e.Ordinal, e.Status = duet.NewID("exec"), run.ID, i, duet.StatusPending
-			ids[i], caseIDs[i], keys[i], titles[i] = e.ID, e.CaseID, e.CaseKey, e.CaseTitle
-			versions[i], ordinals[i], timeouts[i] = int32(e.CaseVersion), int32(i), e.TimeoutMs
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO executions (id, run_id, case_id, case_key, case_title, case_version, ordinal, timeout_ms, status, steps)
-			SELECT x.id, $1, x.case_id, x.case_key, x.case_title, x.case_version, x.ordinal, x.timeout_ms, 'pending', x.steps
-			FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::int[], $8::bigint[], $9::text[])
-				AS x (id, case_id, case_key, case_title, case_version, ordinal, timeout_ms, steps)`,
-			run.ID, ids, caseIDs, keys, titles, versions, ordinals, timeouts, steps); err != nil {
-			return mapErr(err)
-		}
-		run.Totals = duet.RunTotals{Cases: len(p.Executions), Pending: len(p.Executions)}
-		if p.Idempotency != nil {
-			rec = p.Idempotency
-			rec.CreatedAt = now
-			if rec.ExpiresAt.IsZero() {
-				rec.ExpiresAt = now.Add(24 * time.Hour)
-			}
-			rec.ExpiresAt = ts(rec.ExpiresAt)
-			if p.ResultFunc != nil {
-				b, err := p.ResultFunc(run)
-				if err != nil {
-					return err
-				}
-				rec.Result = b
-			}
-			if rec.Result == nil {
-				rec.Result = json.RawMessage(`{}`)
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO idempotency (caller, key, tool, args_hash, result, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
-				ON CONFLICT (caller, key) DO UPDATE SET tool = excluded.tool, args_hash = excluded.args_hash, result = excluded.result, created_at = excluded.created_at, expires_at = excluded.expires_at`,
-				rec.Caller, rec.Key, rec.Tool, rec.ArgsHash, string(rec.Result), now, rec.ExpiresAt); err != nil {
-				return mapErr(err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, false, err
+	now := ts(d.now())
+	run.ID = duet.NewID("run")
+	run.Status = duet.StatusQueued
+	run.CreatedAt = now
+	ids, caseIDs, keys, titles := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	versions, ordinals, timeouts := make([]int32, n), make([]int32, n), make([]int64, n)
+	for i, e := range p.Executions {
+		e.ID, e.RunID, e.Ordinal, e.Status = duet.NewID("exec"), run.ID, i, duet.StatusPending
+		ids[i], caseIDs[i], keys[i], titles[i] = e.ID, e.CaseID, e.CaseKey, e.CaseTitle
+		versions[i], ordinals[i], timeouts[i] = int32(e.CaseVersion), int32(i), e.TimeoutMs
 	}
-	return rec, replayed, nil
+	run.Totals = duet.RunTotals{Cases: n, Pending: n}
+	var rec *duet.IdempotencyRecord
+	if p.Idempotency != nil {
+		rec = p.Idempotency
+		rec.CreatedAt = now
+		if rec.ExpiresAt.IsZero() {
+			rec.ExpiresAt = now.Add(24 * time.Hour)
+		}
+		rec.ExpiresAt = ts(rec.ExpiresAt)
+		if p.ResultFunc != nil {
+			b, err := p.ResultFunc(run)
+			if err != nil {
+				return nil, false, err
+			}
+			rec.Result = b
+		}
+		if rec.Result == nil {
+			rec.Result = json.RawMessage(`{}`)
+		}
+	}
+
+	in := duet.AuditIntentFrom(ctx)
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		var old *duet.IdempotencyRecord
+		var audit *duet.AuditRecord
+		old, audit, err = d.createRun(ctx, p, now, steps, ids, caseIDs, keys, titles, versions, ordinals, timeouts, in)
+		if audit != nil {
+			if err == nil && old == nil {
+				in.Stored(audit.ID)
+			} else {
+				in.Released()
+			}
+		}
+		if err == nil && old != nil {
+			return old, true, nil
+		}
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || (pe.Code != "40P01" && pe.Code != "40001") {
+			break
+		}
+	}
+	if err != nil {
+		return nil, false, mapErr(err)
+	}
+	return rec, false, nil
+}
+
+// createRun sends CreateRun's batch. It returns the stored idempotency
+// record of a replay (nothing was written), or an error (a refusal: nothing
+// was written); else the run was stored, with the audit record it returns,
+// if it took one from in.
+func (d *DB) createRun(ctx context.Context, p duet.StartRunParams, now time.Time, steps, ids, caseIDs, keys, titles []string,
+	versions, ordinals []int32, timeouts []int64, in *duet.AuditIntent) (*duet.IdempotencyRecord, *duet.AuditRecord, error) {
+	run := p.Run
+	var b pgx.Batch
+	// $1 the run's id: a statement after the run's insert writes only if
+	// the run was inserted.
+	const withRun = ` WHERE EXISTS (SELECT 1 FROM runs WHERE id = $1)`
+	idem := p.Idempotency
+	// $12 and $13 the idempotency record's caller and key ("": none).
+	guard := `($12 = '' OR NOT EXISTS (SELECT 1 FROM idempotency WHERE caller = $12 AND key = $13 AND expires_at > $8))`
+	if idem != nil {
+		b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "idem\x1f"+idem.Caller+"\x1f"+idem.Key)
+		b.Queue(`SELECT caller, key, tool, args_hash, result, created_at, expires_at FROM idempotency WHERE caller = $1 AND key = $2 AND expires_at > $3`,
+			idem.Caller, idem.Key, now)
+	}
+	if p.MaxQueued > 0 || p.MaxPerMinute > 0 {
+		// One user's starts take turns here, so that concurrent starts on
+		// several instances cannot all see room under the caps.
+		b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "queue\x1f"+run.TriggeredBy)
+	}
+	var idemCaller, idemKey string
+	if idem != nil {
+		idemCaller, idemKey = idem.Caller, idem.Key
+	}
+	b.Queue(`WITH started AS (SELECT count(*) AS n, min(created_at) AS oldest FROM runs WHERE triggered_by = $4 AND created_at > $14),
+		queued AS (SELECT count(*) AS n FROM runs WHERE triggered_by = $4 AND status = 'queued' AND $11 > 0),
+		ins AS (INSERT INTO runs (id, task_id, status, triggered_by, call_source, trace_id, device, created_at, call_depth)
+			SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 FROM started, queued
+			WHERE `+guard+` AND ($10 = 0 OR started.n < $10) AND ($11 = 0 OR queued.n < $11)
+			RETURNING 1)
+		SELECT started.n, started.oldest, queued.n, (SELECT count(*) FROM ins) FROM started, queued`,
+		run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource, run.TraceID, run.Device, now, run.CallDepth,
+		p.MaxPerMinute, p.MaxQueued, idemCaller, idemKey, now.Add(-time.Minute))
+	b.Queue(`INSERT INTO executions (id, run_id, case_id, case_key, case_title, case_version, ordinal, timeout_ms, status, steps)
+		SELECT x.id, $1, x.case_id, x.case_key, x.case_title, x.case_version, x.ordinal, x.timeout_ms, 'pending', x.steps
+		FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::int[], $8::bigint[], $9::text[])
+			AS x (id, case_id, case_key, case_title, case_version, ordinal, timeout_ms, steps)`+withRun,
+		run.ID, ids, caseIDs, keys, titles, versions, ordinals, timeouts, steps)
+	if idem != nil {
+		b.Queue(`INSERT INTO idempotency (caller, key, tool, args_hash, result, created_at, expires_at) SELECT $2, $3, $4, $5, $6, $7, $8`+withRun+`
+			ON CONFLICT (caller, key) DO UPDATE SET tool = excluded.tool, args_hash = excluded.args_hash, result = excluded.result, created_at = excluded.created_at, expires_at = excluded.expires_at`,
+			run.ID, idem.Caller, idem.Key, idem.Tool, idem.ArgsHash, string(idem.Result), now, idem.ExpiresAt)
+	}
+	audit := in.Take()
+	if audit != nil {
+		b.Queue(`INSERT INTO audit (time, trace_id, call_source, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes)
+			SELECT $2, $3, $4, $5, $6, $7, $8, $9, $10, $11`+withRun+` RETURNING id`,
+			run.ID, ts(audit.Time), audit.TraceID, string(audit.CallSource), audit.Caller, audit.Method, audit.Tool, string(audit.Outcome), audit.DurationUs, int32(audit.ArgBytes), int32(audit.ResultBytes))
+	}
+
+	br := d.pool.SendBatch(ctx, &b)
+	defer br.Close()
+	var old *duet.IdempotencyRecord
+	if idem != nil {
+		if _, err := br.Exec(); err != nil {
+			return nil, audit, err
+		}
+		var o duet.IdempotencyRecord
+		var result string
+		err := br.QueryRow().Scan(&o.Caller, &o.Key, &o.Tool, &o.ArgsHash, &result, &o.CreatedAt, &o.ExpiresAt)
+		switch {
+		case err == nil:
+			o.Result, o.CreatedAt, o.ExpiresAt = json.RawMessage(result), utc(o.CreatedAt), utc(o.ExpiresAt)
+			old = &o
+		case !errors.Is(err, pgx.ErrNoRows):
+			return nil, audit, err
+		}
+	}
+	if p.MaxQueued > 0 || p.MaxPerMinute > 0 {
+		if _, err := br.Exec(); err != nil {
+			return nil, audit, err
+		}
+	}
+	var started, queued, inserted int
+	var oldest *time.Time
+	if err := br.QueryRow().Scan(&started, &oldest, &queued, &inserted); err != nil {
+		return nil, audit, err
+	}
+	if _, err := br.Exec(); err != nil { // the executions
+		return nil, audit, err
+	}
+	if idem != nil {
+		if _, err := br.Exec(); err != nil {
+			return nil, audit, err
+		}
+	}
+	if audit != nil {
+		err := br.QueryRow().Scan(&audit.ID)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return nil, audit, err
+		}
+	}
+	if err := br.Close(); err != nil {
+		return nil, audit, err
+	}
+	switch {
+	case old != nil:
+		if old.ArgsHash != idem.ArgsHash || old.Tool != idem.Tool {
+			return nil, audit, duet.Errorf(duet.CodeIdempotencyConflict, "idempotency key %q was already used with different arguments", idem.Key)
+		}
+		return old, audit, nil
+	case inserted == 1:
+		return nil, audit, nil
+	case p.MaxPerMinute > 0 && started >= p.MaxPerMinute && oldest != nil:
+		return nil, audit, perMinuteError(run.TriggeredBy, started, *oldest, now)
+	case p.MaxQueued > 0 && queued >= p.MaxQueued:
+		return nil, audit, duet.Errorf(duet.CodeRateLimited, "%s already has %d runs queued, the most one user may have waiting; start more when some have started, or cancel some", run.TriggeredBy, queued)
+	}
+	return nil, audit, fmt.Errorf("postgres: the run %s was not stored", run.ID)
 }
 
 // FindRunByID returns the run if viewer may see its task ("" = any).
