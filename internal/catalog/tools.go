@@ -339,11 +339,7 @@ func caseSummary(c *duet.Case) CaseSummary {
 }
 
 func listCases(ctx context.Context, env *Env, in ListCasesIn) (ListCasesOut, error) {
-	t, err := env.Store.FindTaskByID(ctx, env.Caller.UserID, in.TaskID)
-	if err != nil {
-		return ListCasesOut{}, err
-	}
-	cases, next, total, err := env.Store.FindCases(ctx, duet.CaseFilter{TaskID: t.ID, IncludeDrafts: in.IncludeDrafts, Cursor: in.Cursor, Limit: in.Limit})
+	t, cases, next, total, err := env.Store.FindTaskCases(ctx, env.Caller.UserID, duet.CaseFilter{TaskID: in.TaskID, IncludeDrafts: in.IncludeDrafts, Cursor: in.Cursor, Limit: in.Limit})
 	if err != nil {
 		return ListCasesOut{}, err
 	}
@@ -495,15 +491,11 @@ func durationMs(start, end *time.Time) int64 {
 }
 
 func getRun(ctx context.Context, env *Env, in GetRunIn) (GetRunOut, error) {
-	r, err := env.Store.FindRunByID(ctx, env.Caller.UserID, in.RunID)
-	if err != nil {
-		return GetRunOut{}, err
-	}
 	limit := in.Limit
 	if limit <= 0 {
 		limit = 200
 	}
-	execs, next, err := env.Store.FindExecutionPage(ctx, duet.ExecutionFilter{RunID: r.ID, Cursor: in.Cursor, Limit: limit})
+	r, execs, next, err := env.Store.FindRunPage(ctx, env.Caller.UserID, duet.ExecutionFilter{RunID: in.RunID, Cursor: in.Cursor, Limit: limit})
 	if err != nil {
 		return GetRunOut{}, err
 	}
@@ -574,11 +566,7 @@ func (o GetExecutionOut) Text() string {
 }
 
 func getExecution(ctx context.Context, env *Env, in GetExecutionIn) (GetExecutionOut, error) {
-	x, err := env.Store.FindExecutionByID(ctx, env.Caller.UserID, in.ExecutionID)
-	if err != nil {
-		return GetExecutionOut{}, err
-	}
-	run, err := env.Store.FindRunByID(ctx, env.Caller.UserID, x.RunID)
+	x, run, err := env.Store.FindExecutionAndRun(ctx, env.Caller.UserID, in.ExecutionID)
 	if err != nil {
 		return GetExecutionOut{}, err
 	}

@@ -453,15 +453,52 @@ func (d *DB) FindExecutions(ctx context.Context, runID string) ([]*duet.Executio
 // FindExecutionByID returns an execution if viewer may see its task ("" =
 // any). Returns NOT_FOUND.
 func (d *DB) FindExecutionByID(ctx context.Context, viewer, id string) (*duet.Execution, error) {
-	q := `SELECT ` + execColumns + ` FROM executions e JOIN runs r ON r.id = e.run_id JOIN tasks t ON t.id = r.task_id WHERE e.id = $2`
-	q += visibility(viewer)
-	e, err := scanExecution(d.pool.QueryRow(ctx, q, viewer, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, notFound("execution", id)
-	} else if err != nil {
-		return nil, mapErr(err)
+	e, _, err := d.findExecution(ctx, viewer, id, false)
+	return e, err
+}
+
+// FindExecutionAndRun reads the execution, with its results, and its run,
+// with its totals, in one batch.
+func (d *DB) FindExecutionAndRun(ctx context.Context, viewer, id string) (*duet.Execution, *duet.Run, error) {
+	return d.findExecution(ctx, viewer, id, true)
+}
+
+// findExecution reads the execution and its step results in one
+// statement; withRun, its run too, in the same batch.
+func (d *DB) findExecution(ctx context.Context, viewer, id string, withRun bool) (*duet.Execution, *duet.Run, error) {
+	var b pgx.Batch
+	b.Queue(`SELECT `+execColumns+`, ARRAY(SELECT s.data::text FROM step_results s WHERE s.execution_id = e.id ORDER BY s.idx)
+		FROM executions e JOIN runs r ON r.id = e.run_id JOIN tasks t ON t.id = r.task_id WHERE e.id = $2`+visibility(viewer), viewer, id)
+	if withRun {
+		b.Queue(`SELECT `+runWithTotals+` FROM runs r JOIN tasks t ON t.id = r.task_id
+			WHERE r.id = (SELECT x.run_id FROM executions x WHERE x.id = $2)`+visibility(viewer), viewer, id)
 	}
-	return e, loadResults(ctx, d.pool, e)
+	br := d.pool.SendBatch(ctx, &b)
+	defer br.Close()
+	var results []string
+	e, err := scanExecution(tailRow{br.QueryRow(), []any{&results}})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil, notFound("execution", id)
+	} else if err != nil {
+		return nil, nil, mapErr(err)
+	}
+	for _, data := range results {
+		var r duet.StepResult
+		if err := json.Unmarshal([]byte(data), &r); err != nil {
+			return nil, nil, fmt.Errorf("step result of %s: %w", e.ID, err)
+		}
+		e.Results = append(e.Results, &r)
+	}
+	if !withRun {
+		return e, nil, mapErr(br.Close())
+	}
+	run, err := scanRunTotals(br.QueryRow())
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil, notFound("execution", id)
+	} else if err != nil {
+		return nil, nil, mapErr(err)
+	}
+	return e, run, mapErr(br.Close())
 }
 
 // ClaimRun takes a queued run, or a running run whose lease expired (its

@@ -76,3 +76,69 @@ func testTaskOverview(t *testing.T, s duet.Store) {
 	}
 	check("bob", last)
 }
+
+// testReadTogether: FindTaskCases, FindRunPage and FindExecutionAndRun
+// answer what their parts answer (FindTaskByID and FindCases,
+// FindRunByID and FindExecutionPage, FindExecutionByID and FindRunByID),
+// with the same NOT_FOUND for what the viewer may not see, and
+// INVALID_ARGUMENT for a bad cursor of what they may.
+func testReadTogether(t *testing.T, s duet.Store) {
+	c := ctx(t)
+	run, _ := newRun(t, s, "alice")
+	task := run.TaskID
+
+	// A task and its cases.
+	f := duet.CaseFilter{TaskID: task, Limit: 1}
+	gotT, gotC, gotNext, gotTotal, err := s.FindTaskCases(c, "alice", f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantT, _ := s.FindTaskByID(c, "alice", task)
+	wantC, wantNext, wantTotal, _ := s.FindCases(c, f)
+	if !reflect.DeepEqual(gotT, wantT) || !reflect.DeepEqual(gotC, wantC) || gotNext != wantNext || gotTotal != wantTotal || gotTotal != 2 || len(gotC) != 1 {
+		t.Errorf("FindTaskCases: got %+v %+v %q %d, want %+v %+v %q %d", gotT, gotC, gotNext, gotTotal, wantT, wantC, wantNext, wantTotal)
+	}
+	f.Cursor = gotNext
+	_, gotC, gotNext, gotTotal, err = s.FindTaskCases(c, "alice", f)
+	if err != nil || len(gotC) != 1 || gotC[0].Key != "b" || gotNext != "" || gotTotal != 2 {
+		t.Errorf("FindTaskCases, second page: got %+v %q %d %v", gotC, gotNext, gotTotal, err)
+	}
+	_, _, _, _, err = s.FindTaskCases(c, "bob", duet.CaseFilter{TaskID: task})
+	wantCode(t, err, duet.CodeNotFound)
+	_, _, _, _, err = s.FindTaskCases(c, "bob", duet.CaseFilter{TaskID: task, Cursor: "!bad"})
+	wantCode(t, err, duet.CodeNotFound)
+	_, _, _, _, err = s.FindTaskCases(c, "alice", duet.CaseFilter{TaskID: task, Cursor: "!bad"})
+	wantCode(t, err, duet.CodeInvalidArgument)
+
+	// A run and a page of its executions.
+	ef := duet.ExecutionFilter{RunID: run.ID, Limit: 1}
+	gotR, gotE, gotNext, err := s.FindRunPage(c, "alice", ef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantR, _ := s.FindRunByID(c, "alice", run.ID)
+	wantE, wantNext, _ := s.FindExecutionPage(c, ef)
+	if !reflect.DeepEqual(gotR, wantR) || !reflect.DeepEqual(gotE, wantE) || gotNext != wantNext || len(gotE) != 1 || gotNext == "" {
+		t.Errorf("FindRunPage: got %+v %+v %q, want %+v %+v %q", gotR, gotE, gotNext, wantR, wantE, wantNext)
+	}
+	_, _, _, err = s.FindRunPage(c, "bob", ef)
+	wantCode(t, err, duet.CodeNotFound)
+	_, _, _, err = s.FindRunPage(c, "bob", duet.ExecutionFilter{RunID: run.ID, Cursor: "!bad"})
+	wantCode(t, err, duet.CodeNotFound)
+	_, _, _, err = s.FindRunPage(c, "alice", duet.ExecutionFilter{RunID: run.ID, Cursor: "!bad"})
+	wantCode(t, err, duet.CodeInvalidArgument)
+
+	// An execution and its run.
+	x, r, err := s.FindExecutionAndRun(c, "alice", gotE[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantX, _ := s.FindExecutionByID(c, "alice", gotE[0].ID)
+	if !reflect.DeepEqual(x, wantX) || !reflect.DeepEqual(r, wantR) {
+		t.Errorf("FindExecutionAndRun: got %+v %+v, want %+v %+v", x, r, wantX, wantR)
+	}
+	_, _, err = s.FindExecutionAndRun(c, "bob", gotE[0].ID)
+	wantCode(t, err, duet.CodeNotFound)
+	_, _, err = s.FindExecutionAndRun(c, "alice", "no-such-execution")
+	wantCode(t, err, duet.CodeNotFound)
+}

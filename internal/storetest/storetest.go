@@ -28,6 +28,7 @@ func Run(t *testing.T, open Opener) {
 	}{
 		{"ApplySuite", testApplySuite},
 		{"TaskOverview", testTaskOverview},
+		{"ReadTogether", testReadTogether},
 		{"Visibility", testVisibility},
 		{"TaskPagination", testTaskPagination},
 		{"TaskListBranches", testTaskListBranches},

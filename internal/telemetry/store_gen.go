@@ -227,6 +227,12 @@ func (s *store) FindDeviceLeases(ctx context.Context) (r0 []*duet.DeviceLease, e
 	return s.Store.FindDeviceLeases(ctx)
 }
 
+func (s *store) FindExecutionAndRun(ctx context.Context, a1 string, a2 string) (r0 *duet.Execution, r1 *duet.Run, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindExecutionAndRun")
+	defer func() { end(err) }()
+	return s.Store.FindExecutionAndRun(ctx, a1, a2)
+}
+
 func (s *store) FindExecutionByID(ctx context.Context, a1 string, a2 string) (r0 *duet.Execution, err error) {
 	ctx, end := s.t.storeSpan(ctx, "FindExecutionByID")
 	defer func() { end(err) }()
@@ -305,6 +311,12 @@ func (s *store) FindRunByID(ctx context.Context, a1 string, a2 string) (r0 *duet
 	return s.Store.FindRunByID(ctx, a1, a2)
 }
 
+func (s *store) FindRunPage(ctx context.Context, a1 string, a2 duet.ExecutionFilter) (r0 *duet.Run, r1 []*duet.Execution, r2 string, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindRunPage")
+	defer func() { end(err) }()
+	return s.Store.FindRunPage(ctx, a1, a2)
+}
+
 func (s *store) FindRuns(ctx context.Context, a1 duet.RunFilter) (r0 []*duet.Run, r1 string, err error) {
 	ctx, end := s.t.storeSpan(ctx, "FindRuns")
 	defer func() { end(err) }()
@@ -339,6 +351,12 @@ func (s *store) FindTaskByName(ctx context.Context, a1 string, a2 string) (r0 *d
 	ctx, end := s.t.storeSpan(ctx, "FindTaskByName")
 	defer func() { end(err) }()
 	return s.Store.FindTaskByName(ctx, a1, a2)
+}
+
+func (s *store) FindTaskCases(ctx context.Context, a1 string, a2 duet.CaseFilter) (r0 *duet.Task, r1 []*duet.Case, r2 string, r3 int, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindTaskCases")
+	defer func() { end(err) }()
+	return s.Store.FindTaskCases(ctx, a1, a2)
 }
 
 func (s *store) FindTaskOverview(ctx context.Context, a1 string, a2 string) (r0 *duet.TaskOverview, err error) {
