@@ -333,13 +333,11 @@ func (d *DB) FindRunByID(ctx context.Context, viewer, id string) (*duet.Run, err
 	return run, nil
 }
 
-// runsQuery is the statement of FindRuns: limit+1 runs of f, newest
-// first, with their totals (scanRunTotals), older than the run before if
-// set.
-func runsQuery(f duet.RunFilter, before string, limit int) (string, args) {
-	a := args{}
-	cond := `TRUE`
-	from := ` FROM runs r JOIN tasks t ON t.id = r.task_id`
+// runsWhere returns the FROM and WHERE of the runs f selects (its Cursor
+// and Limit aside), their arguments added to a.
+func runsWhere(f duet.RunFilter, a *args) (from, cond string) {
+	cond = `TRUE`
+	from = ` FROM runs r JOIN tasks t ON t.id = r.task_id`
 	switch {
 	case f.Viewer != "" && f.TaskID != "":
 		a.add(f.Viewer) // $1 of visibleTo
@@ -356,6 +354,29 @@ func runsQuery(f duet.RunFilter, before string, limit int) (string, args) {
 	if f.Status != "" {
 		cond += ` AND r.status = ` + a.add(string(f.Status))
 	}
+	if f.UpTo != "" {
+		cond += ` AND r.id <= ` + a.add(f.UpTo)
+	}
+	return from, cond
+}
+
+// CountRuns returns how many runs f selects.
+func (d *DB) CountRuns(ctx context.Context, f duet.RunFilter) (int, error) {
+	a := args{}
+	from, cond := runsWhere(f, &a)
+	var n int
+	if err := d.pool.QueryRow(ctx, `SELECT count(*)`+from+` WHERE `+cond, a...).Scan(&n); err != nil {
+		return 0, mapErr(err)
+	}
+	return n, nil
+}
+
+// runsQuery is the statement of FindRuns: limit+1 runs of f, newest
+// first, with their totals (scanRunTotals), older than the run before if
+// set.
+func runsQuery(f duet.RunFilter, before string, limit int) (string, args) {
+	a := args{}
+	from, cond := runsWhere(f, &a)
 	if before != "" {
 		cond += ` AND r.id < ` + a.add(before)
 	}
