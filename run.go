@@ -148,6 +148,11 @@ type StartRunParams struct {
 	// executor (Run.TriggeredBy) already has that many runs queued. A
 	// replayed idempotent call is never refused.
 	MaxQueued int
+	// Fire, when set, makes the run a schedule's: the store claims the
+	// slot (a compare-and-set of the schedule's NextFireAt) in the
+	// transaction that creates the run, and refuses with CONFLICT, creating
+	// nothing, when another scheduler claimed it first.
+	Fire *ScheduleFire
 }
 
 // RunStore keeps runs and executions and is the durable queue the workers

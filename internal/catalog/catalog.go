@@ -76,6 +76,7 @@ type Env struct {
 	input *Input // nil: the client cannot be asked (see CanAsk, Ask)
 	state []byte // the checked state of the previous round (see State)
 	run   string // the run that is the call's task (TrackRun)
+	fire  *duet.ScheduleFire
 }
 
 // Texter is implemented by tool outputs: the text block a person reads.
@@ -372,6 +373,10 @@ type Request struct {
 	Input *Input
 	// Extensions are the protocol extensions the client declared.
 	Extensions []string
+	// Fire, set only by the scheduler in this process (never from a
+	// wire), makes the start_test_run call a schedule's slot: the store
+	// claims it in the transaction that creates the run.
+	Fire *duet.ScheduleFire
 }
 
 // Result is the outcome of a call in transport-neutral form: a text block, the
@@ -444,7 +449,7 @@ func (c *Catalog) Call(ctx context.Context, req Request) (*Result, error) {
 			return 0, err
 		}
 		env := &Env{Caller: req.Caller, Store: c.store, Catalog: c, Progress: progress, Streaming: streaming, Confirmer: req.Confirmer,
-			Extensions: req.Extensions, input: req.Input, state: state}
+			Extensions: req.Extensions, input: req.Input, state: state, fire: req.Fire}
 		out, err := t.run(ctx, env, req.Args)
 		var async *asyncWork
 		if errors.As(err, &async) {

@@ -646,6 +646,33 @@ func (c *Catalog) StartRun(ctx context.Context, caller duet.Caller, in StartRunI
 	return startRun(ctx, env, in)
 }
 
+// StartScheduled starts the run of a schedule's slot as the schedule's
+// owner (caller, Source schedule): start_test_run through Call — the same
+// governance, checks, approvals, queue caps and audit as any start — with
+// the slot's claim made in the transaction that creates the run
+// (duet.StartRunParams.Fire). replayed is true when the key's run exists
+// already (another scheduler made it).
+func (c *Catalog) StartScheduled(ctx context.Context, caller duet.Caller, taskID, key string, fire *duet.ScheduleFire) (runID string, replayed bool, err error) {
+	args, err := json.Marshal(StartRunIn{TaskID: taskID, IdempotencyKey: key})
+	if err != nil {
+		return "", false, err
+	}
+	res, err := c.Call(ctx, Request{Caller: caller, Tool: ToolStartRun, Args: args, Fire: fire})
+	if err != nil {
+		return "", false, err
+	}
+	if res.IsError {
+		var body struct{ Error ErrorBody }
+		json.Unmarshal(res.Structured, &body)
+		return "", false, duet.Errorf(res.Code, "%s", body.Error.Message)
+	}
+	var out StartRunOut
+	if err := json.Unmarshal(res.Structured, &out); err != nil {
+		return "", false, err
+	}
+	return out.RunID, out.Replayed, nil
+}
+
 func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error) {
 	c := env.Catalog
 	key := strings.TrimSpace(in.IdempotencyKey)
@@ -688,6 +715,7 @@ func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error)
 			return json.Marshal(StartRunOut{RunID: r.ID, TaskID: r.TaskID, Status: r.Status, CaseCount: len(execs)})
 		},
 		MaxQueued: c.opts.Limits.MaxQueuedRuns,
+		Fire:      env.fire,
 	})
 	if err != nil {
 		return StartRunOut{}, err

@@ -143,6 +143,9 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 			run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource, run.TraceID, run.Device, now); err != nil {
 			return mapErr(err)
 		}
+		if err := claimSlot(ctx, tx, p.Fire, run.ID, now); err != nil {
+			return err
+		}
 		// Every execution in one statement, however many cases the run has.
 		n := len(p.Executions)
 		ids, caseIDs, keys, titles := make([]string, n), make([]string, n), make([]string, n), make([]string, n)

@@ -125,6 +125,9 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 			run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource, run.TraceID, run.Device, micros(now)); err != nil {
 			return mapErr(err)
 		}
+		if err := claimSlot(ctx, tx, p.Fire, run.ID, now); err != nil {
+			return err
+		}
 		for i, e := range p.Executions {
 			steps, err := json.Marshal(e.Steps)
 			if err != nil {

@@ -23,6 +23,12 @@ func (s *store) AddTeamMember(ctx context.Context, a1 string, a2 string, a3 stri
 	return s.Store.AddTeamMember(ctx, a1, a2, a3)
 }
 
+func (s *store) AdvanceSchedule(ctx context.Context, a1 duet.ScheduleFire, a2 string) (r0 bool, err error) {
+	ctx, end := s.t.storeSpan(ctx, "AdvanceSchedule")
+	defer func() { end(err) }()
+	return s.Store.AdvanceSchedule(ctx, a1, a2)
+}
+
 func (s *store) AppendAudit(ctx context.Context, a1 []*duet.AuditRecord) (err error) {
 	ctx, end := s.t.storeSpan(ctx, "AppendAudit")
 	defer func() { end(err) }()
@@ -75,6 +81,12 @@ func (s *store) CreateOAuthClient(ctx context.Context, a1 *duet.OAuthClient) (er
 	ctx, end := s.t.storeSpan(ctx, "CreateOAuthClient")
 	defer func() { end(err) }()
 	return s.Store.CreateOAuthClient(ctx, a1)
+}
+
+func (s *store) CreateSchedule(ctx context.Context, a1 *duet.Schedule) (err error) {
+	ctx, end := s.t.storeSpan(ctx, "CreateSchedule")
+	defer func() { end(err) }()
+	return s.Store.CreateSchedule(ctx, a1)
 }
 
 func (s *store) CreateSession(ctx context.Context, a1 *duet.Session) (err error) {
@@ -137,6 +149,12 @@ func (s *store) DeleteMCPServer(ctx context.Context, a1 string, a2 string) (err 
 	return s.Store.DeleteMCPServer(ctx, a1, a2)
 }
 
+func (s *store) DeleteSchedule(ctx context.Context, a1 string, a2 string) (err error) {
+	ctx, end := s.t.storeSpan(ctx, "DeleteSchedule")
+	defer func() { end(err) }()
+	return s.Store.DeleteSchedule(ctx, a1, a2)
+}
+
 func (s *store) DeleteSession(ctx context.Context, a1 string) (err error) {
 	ctx, end := s.t.storeSpan(ctx, "DeleteSession")
 	defer func() { end(err) }()
@@ -159,6 +177,12 @@ func (s *store) DeleteToken(ctx context.Context, a1 string, a2 string) (err erro
 	ctx, end := s.t.storeSpan(ctx, "DeleteToken")
 	defer func() { end(err) }()
 	return s.Store.DeleteToken(ctx, a1, a2)
+}
+
+func (s *store) DueSchedules(ctx context.Context, a1 time.Time, a2 int) (r0 []*duet.Schedule, r1 time.Time, err error) {
+	ctx, end := s.t.storeSpan(ctx, "DueSchedules")
+	defer func() { end(err) }()
+	return s.Store.DueSchedules(ctx, a1, a2)
 }
 
 func (s *store) FindAsset(ctx context.Context, a1 string, a2 duet.AssetKind, a3 string, a4 int) (r0 *duet.Asset, err error) {
@@ -305,6 +329,18 @@ func (s *store) FindRuns(ctx context.Context, a1 duet.RunFilter) (r0 []*duet.Run
 	return s.Store.FindRuns(ctx, a1)
 }
 
+func (s *store) FindScheduleByID(ctx context.Context, a1 string, a2 string) (r0 *duet.Schedule, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindScheduleByID")
+	defer func() { end(err) }()
+	return s.Store.FindScheduleByID(ctx, a1, a2)
+}
+
+func (s *store) FindSchedules(ctx context.Context, a1 duet.ScheduleFilter) (r0 []*duet.Schedule, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindSchedules")
+	defer func() { end(err) }()
+	return s.Store.FindSchedules(ctx, a1)
+}
+
 func (s *store) FindSession(ctx context.Context, a1 string) (r0 *duet.Session, err error) {
 	ctx, end := s.t.storeSpan(ctx, "FindSession")
 	defer func() { end(err) }()
@@ -381,6 +417,12 @@ func (s *store) LeaseCredential(ctx context.Context, a1 string, a2 string, a3 ti
 	ctx, end := s.t.storeSpan(ctx, "LeaseCredential")
 	defer func() { end(err) }()
 	return s.Store.LeaseCredential(ctx, a1, a2, a3)
+}
+
+func (s *store) PauseScheduleFor(ctx context.Context, a1 string, a2 time.Time, a3 string) (r0 bool, err error) {
+	ctx, end := s.t.storeSpan(ctx, "PauseScheduleFor")
+	defer func() { end(err) }()
+	return s.Store.PauseScheduleFor(ctx, a1, a2, a3)
 }
 
 func (s *store) Ping(ctx context.Context) (err error) {
@@ -471,6 +513,12 @@ func (s *store) SaveTeamServer(ctx context.Context, a1 *duet.TeamServer) (err er
 	ctx, end := s.t.storeSpan(ctx, "SaveTeamServer")
 	defer func() { end(err) }()
 	return s.Store.SaveTeamServer(ctx, a1)
+}
+
+func (s *store) SetSchedulePaused(ctx context.Context, a1 string, a2 string, a3 bool, a4 string, a5 time.Time) (r0 *duet.Schedule, err error) {
+	ctx, end := s.t.storeSpan(ctx, "SetSchedulePaused")
+	defer func() { end(err) }()
+	return s.Store.SetSchedulePaused(ctx, a1, a2, a3, a4, a5)
 }
 
 func (s *store) SetTeamRole(ctx context.Context, a1 string, a2 string, a3 string, a4 duet.TeamRole) (err error) {
