@@ -101,6 +101,9 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 	err := d.tx(ctx, func(tx pgx.Tx) error {
 		rec, replayed = nil, false
 		now := ts(d.now())
+		if err := claimSlot(ctx, tx, p.Fire, run, now); err != nil {
+			return err
+		}
 		if p.Idempotency != nil {
 			in := p.Idempotency
 			if err := lockKey(ctx, tx, "idem\x1f"+in.Caller+"\x1f"+in.Key); err != nil {
@@ -136,15 +139,14 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 				return duet.Errorf(duet.CodeRateLimited, "%s already has %d runs queued, the most one user may have waiting; start more when some have started, or cancel some", run.TriggeredBy, queued)
 			}
 		}
-		run.ID = duet.NewID("run")
+		if p.Fire == nil { // a schedule's run has its id from the claim
+			run.ID = duet.NewID("run")
+		}
 		run.Status = duet.StatusQueued
 		run.CreatedAt = now
 		if _, err := tx.Exec(ctx, `INSERT INTO runs (id, task_id, status, triggered_by, call_source, trace_id, device, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 			run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource, run.TraceID, run.Device, now); err != nil {
 			return mapErr(err)
-		}
-		if err := claimSlot(ctx, tx, p.Fire, run.ID, now); err != nil {
-			return err
 		}
 		// Every execution in one statement, however many cases the run has.
 		n := len(p.Executions)

@@ -193,15 +193,17 @@ func (d *DB) AdvanceSchedule(ctx context.Context, f duet.ScheduleFire, lastError
 	return tag.RowsAffected() == 1, nil
 }
 
-// claimSlot is the claim of a schedule's slot in the transaction that
-// creates its run: CONFLICT, rolling the run back, when another scheduler
-// moved the slot first (or the schedule was paused meanwhile). A second
-// scheduler's UPDATE waits on the first one's row lock, then finds the
-// slot moved.
-func claimSlot(ctx context.Context, tx pgx.Tx, f *duet.ScheduleFire, runID string, now time.Time) error {
+// claimSlot is the claim of a schedule's slot, the first statement of the
+// transaction that creates its run (the run's id is chosen here): CONFLICT,
+// creating nothing, when another scheduler moved the slot first (or the
+// schedule was paused meanwhile). A second scheduler waits on the first
+// one's row lock, then finds the slot moved.
+func claimSlot(ctx context.Context, tx pgx.Tx, f *duet.ScheduleFire, run *duet.Run, now time.Time) error {
 	if f == nil {
 		return nil
 	}
+	run.ID = duet.NewID("run")
+	runID := run.ID
 	tag, err := tx.Exec(ctx, `UPDATE schedules SET next_fire_at = $1, last_fire_at = $2, last_run_id = $3, last_error = '', updated_at = $4 WHERE id = $5 AND next_fire_at = $6 AND NOT paused`,
 		ts(f.Next), ts(f.RunSlot), runID, now, f.ScheduleID, ts(f.Slot))
 	if err != nil {

@@ -90,6 +90,9 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 	replayed := false
 	err := d.tx(ctx, func(tx *sql.Tx) error {
 		now := d.now()
+		if err := claimSlot(ctx, tx, p.Fire, run, now); err != nil {
+			return err
+		}
 		if p.Idempotency != nil {
 			in := p.Idempotency
 			var old duet.IdempotencyRecord
@@ -118,15 +121,14 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 				return duet.Errorf(duet.CodeRateLimited, "%s already has %d runs queued, the most one user may have waiting; start more when some have started, or cancel some", run.TriggeredBy, queued)
 			}
 		}
-		run.ID = duet.NewID("run")
+		if p.Fire == nil { // a schedule's run has its id from the claim
+			run.ID = duet.NewID("run")
+		}
 		run.Status = duet.StatusQueued
 		run.CreatedAt = now
 		if _, err := tx.ExecContext(ctx, `INSERT INTO runs (id, task_id, status, triggered_by, call_source, trace_id, device, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 			run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource, run.TraceID, run.Device, micros(now)); err != nil {
 			return mapErr(err)
-		}
-		if err := claimSlot(ctx, tx, p.Fire, run.ID, now); err != nil {
-			return err
 		}
 		for i, e := range p.Executions {
 			steps, err := json.Marshal(e.Steps)

@@ -220,13 +220,16 @@ func (d *DB) AdvanceSchedule(ctx context.Context, f duet.ScheduleFire, lastError
 	return ok, err
 }
 
-// claimSlot is the claim of a schedule's slot in the transaction that
-// creates its run: CONFLICT, rolling the run back, when another scheduler
-// moved the slot first (or the schedule was paused meanwhile).
-func claimSlot(ctx context.Context, tx *sql.Tx, f *duet.ScheduleFire, runID string, now time.Time) error {
+// claimSlot is the claim of a schedule's slot, the first statement of the
+// transaction that creates its run (the run's id is chosen here): CONFLICT,
+// creating nothing, when another scheduler moved the slot first (or the
+// schedule was paused meanwhile).
+func claimSlot(ctx context.Context, tx *sql.Tx, f *duet.ScheduleFire, run *duet.Run, now time.Time) error {
 	if f == nil {
 		return nil
 	}
+	run.ID = duet.NewID("run")
+	runID := run.ID
 	res, err := tx.ExecContext(ctx, `UPDATE schedules SET next_fire_at = ?, last_fire_at = ?, last_run_id = ?, last_error = '', updated_at = ? WHERE id = ? AND next_fire_at = ? AND paused = 0`,
 		micros(f.Next), micros(f.RunSlot), runID, micros(now), f.ScheduleID, micros(f.Slot))
 	if err != nil {
