@@ -22,7 +22,7 @@ type clock struct {
 	now time.Time
 }
 
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
 func (c *clock) Set(t time.Time) { c.mu.Lock(); c.now = t; c.mu.Unlock() }
 
 // instance is one Duet process: its own connection to the database, its
@@ -39,7 +39,11 @@ type recorder struct {
 	recs []*duet.AuditRecord
 }
 
-func (r *recorder) Record(rec *duet.AuditRecord) { r.mu.Lock(); r.recs = append(r.recs, rec); r.mu.Unlock() }
+func (r *recorder) Record(rec *duet.AuditRecord) {
+	r.mu.Lock()
+	r.recs = append(r.recs, rec)
+	r.mu.Unlock()
+}
 
 func (r *recorder) starts() (n int) {
 	r.mu.Lock()
