@@ -214,6 +214,32 @@ func routes() []*route {
 				return s.GetExecution(ctx, c, r.PathValue("executionId"))
 			}, path("executionId", "the execution's id")), catalog.ToolGetExecutionResult),
 
+		// Schedules.
+		op("GET", Prefix+"/schedules", "listSchedules", "schedules", "The schedules of the tasks you can access, with their next fire times",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (ScheduleList, error) {
+				return s.ListSchedules(ctx, c, ScheduleListIn{TaskID: r.URL.Query().Get("taskId")})
+			}, query("taskId", "only the schedules of this task")),
+		op("POST", Prefix+"/schedules", "createSchedule", "schedules", "Schedule runs of a task (cron in a time zone, or every), run as you with your credentials",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in ScheduleIn) (ScheduleView, error) {
+				return s.CreateSchedule(ctx, c, in)
+			}),
+		op("GET", Prefix+"/schedules/{scheduleId}", "getSchedule", "schedules", "One schedule with its next fire times",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (ScheduleView, error) {
+				return s.GetSchedule(ctx, c, r.PathValue("scheduleId"))
+			}, path("scheduleId", "the schedule's id")),
+		op("POST", Prefix+"/schedules/{scheduleId}/pause", "pauseSchedule", "schedules", "Pause a schedule (yours, or one of your task's)",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (ScheduleView, error) {
+				return s.PauseSchedule(ctx, c, r.PathValue("scheduleId"))
+			}, path("scheduleId", "the schedule's id")),
+		op("POST", Prefix+"/schedules/{scheduleId}/resume", "resumeSchedule", "schedules", "Resume a schedule from its next slot to come",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (ScheduleView, error) {
+				return s.ResumeSchedule(ctx, c, r.PathValue("scheduleId"))
+			}, path("scheduleId", "the schedule's id")),
+		op("DELETE", Prefix+"/schedules/{scheduleId}", "deleteSchedule", "schedules", "Remove a schedule made by hand (a suite's goes with the suite)",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Empty, error) {
+				return s.RemoveSchedule(ctx, c, r.PathValue("scheduleId"))
+			}, path("scheduleId", "the schedule's id")),
+
 		// MCP servers.
 		op("GET", Prefix+"/servers", "listServers", "mcp", "Your registered MCP servers",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (ServerList, error) {

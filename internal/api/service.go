@@ -52,6 +52,9 @@ type Deps struct {
 	// Tokens mints personal access tokens: the plaintext (shown once) and
 	// the hash to store (auth.NewToken).
 	Tokens func() (plaintext, hash string)
+	// ScheduleChanged, if set, is told that a schedule was made or
+	// changed (it wakes this process's scheduler).
+	ScheduleChanged func()
 }
 
 // Service is every operation of the REST API and the console, governed.
