@@ -123,6 +123,7 @@ func CompileSuite(ctx context.Context, src []byte, file string, opts Options) (*
 		c.errf(root, "missing key task")
 	} else {
 		c.task(tn, &s.Task)
+		s.Schedules = c.schedules(tn.get("schedule"))
 	}
 	cn := root.get("cases")
 	switch {
@@ -208,7 +209,7 @@ func (c *compiler) task(n *node, t *duet.Task) {
 		c.errf(n, "task must be a mapping, got %s", n.kind)
 		return
 	}
-	c.allowKeys(n, "name", "description", "baseURL", "baseUrl", "device", "browser", "sharedWith", "postRun")
+	c.allowKeys(n, "name", "description", "baseURL", "baseUrl", "device", "browser", "sharedWith", "postRun", "schedule")
 	t.Name = strings.TrimSpace(c.stringField(n, "name", true))
 	if t.Name != "" && (len(t.Name) > 100 || strings.ContainsAny(t.Name, "\n\r\t")) {
 		c.errf(n.get("name"), "task name must be one line of at most 100 characters")
