@@ -167,6 +167,7 @@ Run "duet config" to see every setting.`,
 		deviceCmd(env),
 		migrateCmd(env),
 		scanCmd(env), teamCmd(env),
+		scheduleCmd(env),
 	)
 	for _, c := range testCommands {
 		root.AddCommand(c(env))
@@ -192,6 +193,7 @@ var readOnlyCommands = []string{
 	"task list", "task show", "run list", "run show", "report", "audit",
 	"server list", "server show", "server invocations", "token list",
 	"case show", "case approvals", "asset list", "asset show", "generate list",
+	"schedule list",
 }
 
 const readOnlyAnnotation = "duet.readOnly"
