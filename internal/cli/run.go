@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,27 +14,43 @@ import (
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/app"
 	"github.com/duet-test/duet/internal/catalog"
+	"github.com/duet-test/duet/internal/report"
 )
 
 func runCmd(env Env) *cobra.Command {
 	var caseIDs []string
-	var detach, asJSON bool
-	var device, remote string
+	var detach, wait, failOnFlaky bool
+	var device, remote, jsonOut, junitOut, reportOut string
 	cmd := &cobra.Command{
 		Use:   "run TASK",
-		Short: "Run a task's cases now and show progress (exit 1 unless the run passes)",
+		Short: "Run a task's cases now and show progress (exit 0 pass, 1 failures, 2 usage or configuration, 3 infrastructure)",
 		Long: `run starts a run of TASK (an id or a name) as --as, executes it in this process
-with progress output, and exits 0 when it passes, 1 otherwise. If a "duet serve"
-worker takes the run first, run follows its progress instead. With --detach it only
-queues the run and prints its id. Ctrl-C cancels the run.
+with progress output, waits for its end (--wait, the default) and exits:
+
+  0  every case passed
+  1  a case failed (or the run was cancelled; with --fail-on-flaky, a flaky case)
+  2  a usage or configuration error: bad arguments, an unknown task, a missing MCP
+     registration, credentials refused, an approval missing, a file not writable
+  3  an infrastructure error: the browser, a device or an MCP server unavailable
+
+If a "duet serve" worker takes the run first, run follows its progress instead.
+--junit, --json=FILE and --report write the JUnit XML, JSON and HTML reports when
+the run ends (docs/ci.md). With --detach it only queues the run and prints its id.
+Ctrl-C cancels the run.
 
 Subcommands show, list and cancel manage existing runs.`,
 		Args: cobra.ExactArgs(1),
 		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
 			ctx := cmd.Context()
+			if detach && (cmd.Flags().Changed("wait") || junitOut != "" || reportOut != "" || (jsonOut != "" && jsonOut != "-") || failOnFlaky) {
+				return usage("--detach only queues the run: it takes none of --wait, --junit, --json=FILE, --report, --fail-on-flaky")
+			}
+			if !wait && !detach {
+				return usage("--wait=false: use --detach to only queue the run")
+			}
 			t, err := a.ResolveTask(ctx, user, args[0])
 			if err != nil {
-				return err
+				return startExit(err)
 			}
 			if remote != "" {
 				if strings.HasPrefix(device, "android:") || strings.Contains(device, "@") {
@@ -43,40 +60,89 @@ Subcommands show, list and cancel manage existing runs.`,
 			}
 			out, err := startRun(ctx, a, user, t.ID, caseIDs, device)
 			if err != nil {
-				return err
+				return startExit(err)
 			}
 			if detach {
-				if asJSON {
+				if jsonOut != "" {
 					return printJSON(env.Stdout, out)
 				}
 				fmt.Fprintln(env.Stdout, out.RunID)
 				return nil
 			}
-			run, err := executeAndFollow(ctx, a, user, out.RunID, env.Stdout, !asJSON)
+			toStdout := jsonOut == "-"
+			run, err := executeAndFollow(ctx, a, user, out.RunID, env.Stdout, !toStdout)
 			if err != nil {
-				return err
+				return startExit(err)
 			}
-			if asJSON {
+			if toStdout {
 				printJSON(env.Stdout, run)
 			} else {
 				printPostRunNotes(env.Stdout, run)
+			}
+			if err := writeRunFiles(ctx, a, user, run.ID, env.Stdout, map[report.Format]string{report.JUnit: junitOut, report.JSON: fileOnly(jsonOut), report.HTML: reportOut}); err != nil {
+				return err
+			}
+			if !toStdout && junitOut == "" && reportOut == "" && jsonOut == "" {
 				fmt.Fprintf(env.Stdout, "report: duet report %s %s-o report.html   (also --format json|junit)\n", run.ID, asFlag(a.Config, user))
 			}
-			if run.Status != duet.StatusPassed {
-				return &exitError{1, nil}
+			execs, err := a.Store.FindExecutions(context.WithoutCancel(ctx), run.ID)
+			if err != nil {
+				return &exitError{ExitInfra, fmt.Errorf("reading the run's cases: %s", duet.ErrorMessage(err))}
+			}
+			if code, why := runExit(run, execs, failOnFlaky); code != ExitPassed {
+				if code != ExitFailed {
+					fmt.Fprintf(env.Stderr, "exit %d: %s\n", code, why)
+				}
+				return &exitError{code, nil}
 			}
 			return nil
 		}),
 	}
 	cmd.Flags().StringSliceVar(&caseIDs, "case", nil, "run only these case ids (repeatable)")
 	cmd.Flags().BoolVar(&detach, "detach", false, "only queue the run (a serve or worker executes it) and print its id")
+	cmd.Flags().BoolVar(&wait, "wait", true, "wait for the run's end and exit with its verdict (the default)")
 	cmd.Flags().StringVar(&device, "device", "", deviceFlagHelp)
 	cmd.Flags().StringVar(&remote, "browser", "", "DevTools endpoint of a remote browser for this run, e.g. ws://10.0.0.5:9222 (with --device PRESET to emulate one)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the final run as JSON")
+	cmd.Flags().StringVar(&jsonOut, "json", "", "--json: print the final run as JSON instead of progress; --json=FILE: write the JSON report to FILE at the end")
+	cmd.Flags().Lookup("json").NoOptDefVal = "-"
+	cmd.Flags().StringVar(&junitOut, "junit", "", "write the JUnit XML report to FILE at the end")
+	cmd.Flags().StringVar(&reportOut, "report", "", "write the HTML report to FILE at the end")
+	cmd.Flags().BoolVar(&failOnFlaky, "fail-on-flaky", false, "exit 1 when a case passed only on a retry (flaky; retries arrive with issue 27)")
 	addAs(cmd)
 	cmd.AddCommand(runShowCmd(env), runListCmd(env), runCancelCmd(env),
 		runApproveStopCmd(env), runDenyStopCmd(env), runStopRequestsCmd(env)) // stop.go
 	return cmd
+}
+
+func fileOnly(p string) string {
+	if p == "-" {
+		return ""
+	}
+	return p
+}
+
+// writeRunFiles writes the reports of a finished run to the files named
+// (format → path; "" skips one): the run as the user sees it. A file that
+// cannot be written is a usage error (exit 2).
+func writeRunFiles(ctx context.Context, a *app.App, user, runID string, w io.Writer, files map[report.Format]string) error {
+	for _, f := range []report.Format{report.JUnit, report.JSON, report.HTML} {
+		path := files[f]
+		if path == "" {
+			continue
+		}
+		r, err := report.BuildPage(context.WithoutCancel(ctx), a.Store, a.Artifacts, user, runID, report.Page{Limit: 1000})
+		if err != nil {
+			return &exitError{ExitInfra, fmt.Errorf("building the %s report: %s", f, duet.ErrorMessage(err))}
+		}
+		if err := writeFileAtomic(path, func(bw *bufio.Writer) error { return r.Write(bw, f) }); err != nil {
+			return usage("cannot write the %s report to %s: %v", f, path, err)
+		}
+		fmt.Fprintf(w, "wrote the %s report to %s\n", f, path)
+		if win := r.Window; win != nil && win.NotShown > 0 {
+			fmt.Fprintf(w, "  it shows the first %d cases; %d more: duet report %s --format %s --cursor %s\n", len(r.Cases), win.NotShown, runID, f, win.NextCursor)
+		}
+	}
+	return nil
 }
 
 // startRun starts a run through the catalog, so the CLI gets the same
