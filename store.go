@@ -25,6 +25,7 @@ type Store interface {
 	SessionStore
 	OAuthStore
 	ScheduleStore
+	ContractStore
 
 	// Ping checks that the database answers. Returns UNAVAILABLE.
 	Ping(ctx context.Context) error

@@ -160,6 +160,10 @@ func routes() []*route {
 				}
 				return s.Trends(ctx, c, r.PathValue("taskId"), TrendsIn{Runs: n})
 			}, path("taskId", "the task's id"), queryInt("runs", "how many of the latest finished runs (default 30, at most 100)")),
+		op("GET", Prefix+"/tasks/{taskId}/alerts", "listContractAlerts", "tasks", "Cases an MCP tool they call changed under: broken by a dependency change, or changed compatibly, with the difference",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (AlertList, error) {
+				return s.ContractAlerts(ctx, c, r.PathValue("taskId"))
+			}, path("taskId", "the task's id")),
 		withSchema(op("GET", Prefix+"/cases/{caseId}", "getCase", "tasks", "Get a case with its YAML and compiled steps (get_test_case)",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (catalog.GetCaseOut, error) {
 				return s.GetCase(ctx, c, r.PathValue("caseId"))

@@ -237,3 +237,32 @@ func (s *Service) scheduleChanged() {
 		s.d.ScheduleChanged()
 	}
 }
+
+// AlertList is the contract alerts of a task's cases.
+type AlertList struct {
+	Alerts []*duet.ContractAlert `json:"alerts"`
+	Broken int                   `json:"broken" jsonschema:"how many cases an MCP tool change broke (their next run fails)"`
+}
+
+// ContractAlerts lists the contract alerts of the current versions of the
+// cases of a task the caller can see: cases an MCP tool they call changed
+// under, broken or changed compatibly (internal/contract). Returns
+// NOT_FOUND.
+func (s *Service) ContractAlerts(ctx context.Context, c duet.Caller, taskID string) (AlertList, error) {
+	return govern(ctx, s, c, "listContractAlerts", nil, func(ctx context.Context) (AlertList, error) {
+		if _, err := s.d.Store.FindTaskByID(ctx, c.UserID, taskID); err != nil {
+			return AlertList{}, err
+		}
+		alerts, err := s.d.Store.FindContractAlerts(ctx, c.UserID, taskID)
+		if err != nil {
+			return AlertList{}, err
+		}
+		out := AlertList{Alerts: alerts}
+		for _, a := range alerts {
+			if a.Broken {
+				out.Broken++
+			}
+		}
+		return out, nil
+	})
+}

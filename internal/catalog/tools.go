@@ -13,6 +13,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/schedule"
 )
 
 // Tool names of the product catalog.
@@ -237,6 +238,31 @@ type GetTaskOut struct {
 	Task      TaskView `json:"task"`
 	CaseCount int      `json:"caseCount" jsonschema:"active cases"`
 	LastRun   *RunView `json:"lastRun,omitempty"`
+	// DependencyAlerts are the contract alerts of the task's cases.
+	DependencyAlerts []DependencyAlert `json:"dependencyAlerts,omitempty" jsonschema:"cases whose MCP tools changed since they were written: broken (the call no longer fits the tool) or changed compatibly"`
+	Schedules        []ScheduleBrief   `json:"schedules,omitempty" jsonschema:"the task's schedules and their next fire times"`
+}
+
+// DependencyAlert is a case an MCP tool change concerns.
+type DependencyAlert struct {
+	CaseID   string   `json:"caseId"`
+	Case     string   `json:"case" jsonschema:"the case's title"`
+	Server   string   `json:"serverKey"`
+	Tool     string   `json:"tool"`
+	Broken   bool     `json:"broken" jsonschema:"true: broken by a dependency change, the next run fails; false: the tool changed compatibly"`
+	Problems []string `json:"problems,omitempty"`
+	Changes  []string `json:"changes"`
+}
+
+// ScheduleBrief is a schedule of a task.
+type ScheduleBrief struct {
+	ID           string `json:"id"`
+	Name         string `json:"name"`
+	Owner        string `json:"owner"`
+	Timing       string `json:"timing"`
+	Paused       bool   `json:"paused"`
+	PausedReason string `json:"pausedReason,omitempty"`
+	NextFireAt   string `json:"nextFireAt,omitempty"`
 }
 
 // Text implements Texter.
@@ -252,6 +278,20 @@ func (o GetTaskOut) Text() string {
 		fmt.Fprintf(&b, "; shared with %s", strings.Join(t.SharedWith, ", "))
 	}
 	fmt.Fprintf(&b, "\nCases: %d", o.CaseCount)
+	for _, a := range o.DependencyAlerts {
+		state := "dependency changed"
+		if a.Broken {
+			state = "BROKEN by a dependency change: " + strings.Join(a.Problems, "; ")
+		}
+		fmt.Fprintf(&b, "\nCase %q (%s): tool %s of %s %s (%s)", a.Case, a.CaseID, a.Tool, a.Server, state, strings.Join(a.Changes, "; "))
+	}
+	for _, sc := range o.Schedules {
+		next := "next " + sc.NextFireAt
+		if sc.Paused {
+			next = "paused " + sc.PausedReason
+		}
+		fmt.Fprintf(&b, "\nSchedule %q (%s) by %s: %s, %s", sc.Name, sc.ID, sc.Owner, sc.Timing, next)
+	}
 	if o.LastRun != nil {
 		fmt.Fprintf(&b, "\nLast run: %s %s (%d passed, %d failed of %d)", o.LastRun.ID, o.LastRun.Status, o.LastRun.Totals.Passed, o.LastRun.Totals.Failed, o.LastRun.Totals.Cases)
 	}
@@ -278,6 +318,25 @@ func getTask(ctx context.Context, env *Env, in GetTaskIn) (GetTaskOut, error) {
 		return GetTaskOut{}, err
 	}
 	out := GetTaskOut{Task: taskView(t), CaseCount: n}
+	alerts, err := env.Store.FindContractAlerts(ctx, env.Caller.UserID, t.ID)
+	if err != nil {
+		return GetTaskOut{}, err
+	}
+	for _, a := range alerts {
+		out.DependencyAlerts = append(out.DependencyAlerts, DependencyAlert{CaseID: a.CaseID, Case: a.CaseTitle, Server: a.ServerKey, Tool: a.Tool,
+			Broken: a.Broken, Problems: a.Problems, Changes: a.Changes})
+	}
+	scheds, err := env.Store.FindSchedules(ctx, duet.ScheduleFilter{Viewer: env.Caller.UserID, TaskID: t.ID})
+	if err != nil {
+		return GetTaskOut{}, err
+	}
+	for _, sc := range scheds {
+		v := ScheduleBrief{ID: sc.ID, Name: sc.Name, Owner: sc.Owner, Timing: schedule.Describe(sc), Paused: sc.Paused, PausedReason: sc.PausedReason}
+		if !sc.Paused {
+			v.NextFireAt = sc.NextFireAt.UTC().Format(time.RFC3339)
+		}
+		out.Schedules = append(out.Schedules, v)
+	}
 	runs, _, err := env.Store.FindRuns(ctx, duet.RunFilter{Viewer: env.Caller.UserID, TaskID: t.ID, Limit: 1})
 	if err != nil {
 		return GetTaskOut{}, err

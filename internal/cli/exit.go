@@ -97,5 +97,5 @@ func startExit(err error) error {
 	if c == ExitFailed {
 		return err
 	}
-	return &exitError{c, fmt.Errorf("%s: %s", duet.ErrorCode(err), duet.ErrorMessage(err))}
+	return &exitError{c, err}
 }

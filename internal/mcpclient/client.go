@@ -83,6 +83,11 @@ type Options struct {
 	RecordInterval time.Duration
 	// Logger receives warnings (never secrets); nil discards them.
 	Logger *slog.Logger
+	// CatalogChanged, if set, is told after a sync replaced an archived
+	// catalog with a different one (the server's tools changed): the
+	// registration, the tools before and after. A contract check
+	// (internal/contract) flags the cases the change breaks.
+	CatalogChanged func(ctx context.Context, reg *duet.MCPServer, old, new []*duet.MCPTool)
 }
 
 // Client is the MCP client side of Duet. It is safe for concurrent use.

@@ -227,6 +227,18 @@ func (s *store) FindCases(ctx context.Context, a1 duet.CaseFilter) (r0 []*duet.C
 	return s.Store.FindCases(ctx, a1)
 }
 
+func (s *store) FindCasesCallingServer(ctx context.Context, a1 string) (r0 []*duet.Case, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindCasesCallingServer")
+	defer func() { end(err) }()
+	return s.Store.FindCasesCallingServer(ctx, a1)
+}
+
+func (s *store) FindContractAlerts(ctx context.Context, a1 string, a2 string) (r0 []*duet.ContractAlert, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindContractAlerts")
+	defer func() { end(err) }()
+	return s.Store.FindContractAlerts(ctx, a1, a2)
+}
+
 func (s *store) FindCredential(ctx context.Context, a1 string) (r0 *duet.Credential, err error) {
 	ctx, end := s.t.storeSpan(ctx, "FindCredential")
 	defer func() { end(err) }()
@@ -495,6 +507,12 @@ func (s *store) SaveAsset(ctx context.Context, a1 *duet.Asset) (r0 duet.ApplyAct
 	ctx, end := s.t.storeSpan(ctx, "SaveAsset")
 	defer func() { end(err) }()
 	return s.Store.SaveAsset(ctx, a1)
+}
+
+func (s *store) SaveContractAlerts(ctx context.Context, a1 []*duet.ContractAlert) (err error) {
+	ctx, end := s.t.storeSpan(ctx, "SaveContractAlerts")
+	defer func() { end(err) }()
+	return s.Store.SaveContractAlerts(ctx, a1)
 }
 
 func (s *store) SaveDraftCase(ctx context.Context, a1 *duet.Case) (err error) {
