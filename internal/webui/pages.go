@@ -57,6 +57,7 @@ type taskData struct {
 	Runs      api.RunList
 	Transfers api.Transfers
 	RunKey    string
+	Schedules api.ScheduleList
 }
 
 func (c *Console) task(w http.ResponseWriter, r *http.Request, v *view) error {
@@ -75,6 +76,9 @@ func (c *Console) task(w http.ResponseWriter, r *http.Request, v *view) error {
 		return err
 	}
 	if d.Transfers, err = c.svc.ListTransfers(ctx, v.caller, id); err != nil {
+		return err
+	}
+	if d.Schedules, err = c.svc.ListSchedules(ctx, v.caller, api.ScheduleListIn{TaskID: id}); err != nil {
 		return err
 	}
 	v.Title, v.Nav, v.Data = t.Task.Name, "tasks", d
@@ -138,6 +142,7 @@ func (c *Console) trends(w http.ResponseWriter, r *http.Request, v *view) error 
 type caseData struct {
 	Case     catalog.CaseView
 	Approval api.Approval
+	Alerts   []*duet.ContractAlert
 }
 
 func (c *Console) caseDetail(w http.ResponseWriter, r *http.Request, v *view) error {
@@ -149,7 +154,17 @@ func (c *Console) caseDetail(w http.ResponseWriter, r *http.Request, v *view) er
 	if err != nil {
 		return err
 	}
-	v.Title, v.Nav, v.Data = cs.Case.Title, "tasks", caseData{Case: cs.Case, Approval: ap}
+	alerts, err := c.svc.ContractAlerts(r.Context(), v.caller, cs.Case.TaskID)
+	if err != nil {
+		return err
+	}
+	d := caseData{Case: cs.Case, Approval: ap}
+	for _, a := range alerts.Alerts {
+		if a.CaseID == cs.Case.ID {
+			d.Alerts = append(d.Alerts, a)
+		}
+	}
+	v.Title, v.Nav, v.Data = cs.Case.Title, "tasks", d
 	return c.render(w, http.StatusOK, "case", v)
 }
 
@@ -683,4 +698,39 @@ func (c *Console) revokeToken(w http.ResponseWriter, r *http.Request, v *view) e
 		return err
 	}
 	return redirect(w, r, "/tokens", "revoked")
+}
+
+// ---- schedules ----
+
+func (c *Console) addSchedule(w http.ResponseWriter, r *http.Request, v *view) error {
+	f := r.PostForm
+	in := api.ScheduleIn{TaskID: r.PathValue("id"), Name: f.Get("name"), Missed: f.Get("missed"), Overlap: f.Get("overlap")}
+	if f.Get("kind") == "every" {
+		in.Every = f.Get("every")
+	} else {
+		in.Cron, in.TimeZone = f.Get("cron"), f.Get("timeZone")
+	}
+	if _, err := c.svc.CreateSchedule(r.Context(), v.caller, in); err != nil {
+		return err
+	}
+	return redirect(w, r, "/tasks/"+escapePath(in.TaskID), "scheduled")
+}
+
+func (c *Console) changeSchedule(w http.ResponseWriter, r *http.Request, v *view) error {
+	id := r.PathValue("sid")
+	var err error
+	switch r.PathValue("action") {
+	case "pause":
+		_, err = c.svc.PauseSchedule(r.Context(), v.caller, id)
+	case "resume":
+		_, err = c.svc.ResumeSchedule(r.Context(), v.caller, id)
+	case "remove":
+		_, err = c.svc.RemoveSchedule(r.Context(), v.caller, id)
+	default:
+		return duet.Errorf(duet.CodeNotFound, "no such action")
+	}
+	if err != nil {
+		return err
+	}
+	return redirect(w, r, "/tasks/"+escapePath(r.PathValue("id")), "schedule "+r.PathValue("action")+"d")
 }

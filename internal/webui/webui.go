@@ -110,6 +110,8 @@ func (c *Console) Register(mux *http.ServeMux) {
 		"POST /tasks/{id}/share":                     {fn: c.share},
 		"POST /tasks/{id}/unshare":                   {fn: c.unshare},
 		"POST /tasks/{id}/transfer":                  {fn: c.transfer},
+		"POST /tasks/{id}/schedules":                 {fn: c.addSchedule},
+		"POST /tasks/{id}/schedules/{sid}/{action}":  {fn: c.changeSchedule},
 		"GET /tasks/{id}/trends":                     {c.trends, wholes("runs")},
 		"GET /cases/{id}":                            {fn: c.caseDetail},
 		"POST /cases/{id}/approve":                   {fn: c.approve},
