@@ -3,6 +3,7 @@ package api_test
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/rhysd/actionlint"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/api"
@@ -169,5 +173,51 @@ func TestScheduleFiresEndToEnd(t *testing.T) {
 			t.Fatalf("no scheduled run finished within two slots: %+v", runs)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestCIPipelineFiles: the GitHub Actions workflow of docs/ci.md passes
+// actionlint (the workflow's schema, its expressions and action inputs),
+// and a broken one does not; the GitLab file is YAML with the job's
+// script and JUnit report.
+func TestCIPipelineFiles(t *testing.T) {
+	t.Parallel()
+	lint := func(src string) []*actionlint.Error {
+		l, err := actionlint.NewLinter(io.Discard, &actionlint.LinterOptions{WorkingDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		errs, err := l.Lint(".github/workflows/duet.yml", []byte(src), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return errs
+	}
+	wf := docBlock(t, "github-actions")
+	for _, e := range lint(wf) {
+		t.Errorf("the GitHub workflow: %s", e.Error())
+	}
+	if !strings.Contains(wf, "bash ci/duet-ci.sh") || !strings.Contains(wf, "bash ci/duet-summary.sh") || !strings.Contains(wf, "secrets.DUET_TOKEN") {
+		t.Errorf("the workflow does not run the documented scripts with the token secret:\n%s", wf)
+	}
+	if errs := lint(strings.Replace(wf, "runs-on:", "run-on:", 1)); len(errs) == 0 {
+		t.Errorf("a workflow without runs-on passed the check")
+	}
+	var gl map[string]struct {
+		Script    []string `yaml:"script"`
+		Artifacts struct {
+			Reports struct {
+				JUnit string `yaml:"junit"`
+			} `yaml:"reports"`
+		} `yaml:"artifacts"`
+	}
+	if err := yaml.Unmarshal([]byte(docBlock(t, "gitlab-ci")), &gl); err != nil {
+		t.Fatal(err)
+	}
+	if j := gl["duet"]; len(j.Script) != 1 || j.Script[0] != "bash ci/duet-ci.sh" || j.Artifacts.Reports.JUnit != "duet-junit.xml" {
+		t.Errorf("the GitLab job: %+v", gl)
+	}
+	if jf := docBlock(t, "jenkins"); !strings.Contains(jf, "sh 'bash ci/duet-ci.sh'") || !strings.Contains(jf, "junit allowEmptyResults: true, testResults: 'duet-junit.xml'") {
+		t.Errorf("the Jenkinsfile: %s", jf)
 	}
 }
