@@ -54,6 +54,23 @@ type Run struct {
 	// PostRun are the outcomes of the task's post-run actions made when
 	// the run ended: notes, never part of the verdict.
 	PostRun []*PostRunResult `json:"postRun,omitempty"`
+	// Origin is where the run was started from (a CI pipeline), when the
+	// caller said.
+	Origin *RunOrigin `json:"origin,omitempty"`
+}
+
+// RunOrigin is where a run came from: the commit, branch, pull request and
+// pipeline of the CI job that started it.
+type RunOrigin struct {
+	Commit      string `json:"commit,omitempty" jsonschema:"the commit the pipeline tests"`
+	Branch      string `json:"branch,omitempty" jsonschema:"its branch"`
+	PullRequest string `json:"pullRequest,omitempty" jsonschema:"the pull or merge request's URL"`
+	Pipeline    string `json:"pipeline,omitempty" jsonschema:"the pipeline run's URL"`
+}
+
+// Empty reports whether o says nothing.
+func (o *RunOrigin) Empty() bool {
+	return o == nil || (o.Commit == "" && o.Branch == "" && o.PullRequest == "" && o.Pipeline == "")
 }
 
 // RunTotals counts the executions of a run by status.
@@ -110,6 +127,8 @@ type RunFilter struct {
 	Viewer string // required: runs of tasks the viewer may see
 	TaskID string
 	Status RunStatus
+	Branch string // only runs whose origin has this branch
+	Commit string // only runs whose origin has this commit
 	Cursor string
 	Limit  int // 0 means 20; at most 100
 }

@@ -70,7 +70,10 @@ func TestCIScriptAgainstServer(t *testing.T) {
 		cmd := exec.CommandContext(t.Context(), "bash", file)
 		cmd.Dir = work
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "DUET_URL=" + url, "DUET_TOKEN=" + e.Tokens["alice"], "DUET_TASK_ID=" + taskID,
-			"DUET_RUN_KEY=" + key, "DUET_POLL_SECONDS=0.2", "GITHUB_STEP_SUMMARY=" + filepath.Join(work, "summary.md")}
+			"DUET_RUN_KEY=" + key, "DUET_POLL_SECONDS=0.2", "GITHUB_STEP_SUMMARY=" + filepath.Join(work, "summary.md"),
+			// A pull request's job on GitHub Actions.
+			"GITHUB_ACTIONS=true", "GITHUB_SERVER_URL=https://github.example", "GITHUB_REPOSITORY=acme/shop", "GITHUB_RUN_ID=4242",
+			"GITHUB_REF=refs/pull/7/merge", "GITHUB_HEAD_REF=feature/" + key, "GITHUB_SHA=0123abcd" + key}
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		err := cmd.Run()
@@ -94,6 +97,17 @@ func TestCIScriptAgainstServer(t *testing.T) {
 	}
 	if junit, _ := os.ReadFile(filepath.Join(work, "duet-junit.xml")); !strings.Contains(string(junit), "<testsuite") {
 		t.Fatalf("junit: %s", junit)
+	}
+	// The run carries its origin, and is found by its branch.
+	var list api.RunList
+	_, body, _ := e.Call("alice", "GET", "/api/v1/runs?branch=feature/good", nil)
+	decodeInto(t, body, &list)
+	if len(list.Runs) != 1 || list.Runs[0].Origin == nil || *list.Runs[0].Origin != (duet.RunOrigin{Commit: "0123abcdgood", Branch: "feature/good",
+		PullRequest: "https://github.example/acme/shop/pull/7", Pipeline: "https://github.example/acme/shop/actions/runs/4242"}) {
+		t.Fatalf("the run's origin: %s", body)
+	}
+	if _, body, _ := e.Call("alice", "GET", "/api/v1/runs?branch=feature/other", nil); strings.Contains(string(body), "run_") {
+		t.Fatalf("another branch's runs: %s", body)
 	}
 	// The same key follows the same run (a retried job step).
 	if code, out2, _ := run(script, e.URL, good, "good"); code != 0 || firstLine(out2) != firstLine(out) {

@@ -185,12 +185,13 @@ func routes() []*route {
 					return RunList{}, err
 				}
 				q := r.URL.Query()
-				return s.ListRuns(ctx, c, RunListIn{TaskID: q.Get("taskId"), Status: duet.RunStatus(q.Get("status")), Cursor: q.Get("cursor"), Limit: limit})
+				return s.ListRuns(ctx, c, RunListIn{TaskID: q.Get("taskId"), Status: duet.RunStatus(q.Get("status")), Branch: q.Get("branch"), Commit: q.Get("commit"), Cursor: q.Get("cursor"), Limit: limit})
 			}, query("taskId", "only runs of this task"), query("status", "queued, running, passed, failed, error or cancelled"),
+			query("branch", "only runs whose origin (the CI job) has this branch"), query("commit", "only runs whose origin has this commit"),
 			query("cursor", "nextCursor of the previous page"), queryInt("limit", "page size (default 20, at most 100)")),
 		withHeader(withSchema(op("POST", Prefix+"/runs", "createRun", "runs", "Start a run (start_test_run); the Idempotency-Key header makes retries safe",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in RunIn) (catalog.StartRunOut, error) {
-				return s.StartRun(ctx, c, catalog.StartRunIn{TaskID: in.TaskID, CaseIDs: in.CaseIDs, Device: in.Device, IdempotencyKey: r.Header.Get("Idempotency-Key")})
+				return s.StartRun(ctx, c, catalog.StartRunIn{TaskID: in.TaskID, CaseIDs: in.CaseIDs, Device: in.Device, IdempotencyKey: r.Header.Get("Idempotency-Key"), Origin: in.Origin})
 			}), catalog.ToolStartRun), param{name: "Idempotency-Key", in: "header", typ: "string", required: true,
 			desc: "a key you choose; a retry with the same key and body returns the first run (replayed: true), other arguments IDEMPOTENCY_CONFLICT"}),
 		withSchema(op("GET", Prefix+"/runs/{runId}", "getRun", "runs", "Get a run with a page of its executions (get_test_run)",
@@ -382,6 +383,8 @@ type RunIn struct {
 	TaskID  string   `json:"taskId"`
 	CaseIDs []string `json:"caseIds,omitempty" jsonschema:"run only these cases (default: all active cases)"`
 	Device  string   `json:"device,omitempty" jsonschema:"device preset for browser steps"`
+	// Origin is the CI job starting the run (docs/ci.md).
+	Origin *duet.RunOrigin `json:"origin,omitempty" jsonschema:"the CI job starting the run: commit, branch, pull request URL, pipeline URL"`
 }
 
 func withSchema(rt *route, toolName string) *route {

@@ -14,24 +14,27 @@ import (
 type RunListIn struct {
 	TaskID string         `json:"taskId,omitempty" jsonschema:"only runs of this task"`
 	Status duet.RunStatus `json:"status,omitempty" jsonschema:"only runs in this status"`
+	Branch string         `json:"branch,omitempty" jsonschema:"only runs whose origin has this branch"`
+	Commit string         `json:"commit,omitempty" jsonschema:"only runs whose origin has this commit"`
 	Cursor string         `json:"cursor,omitempty" jsonschema:"nextCursor of the previous page"`
 	Limit  int            `json:"limit,omitempty" jsonschema:"page size: default 20, at most 100"`
 }
 
 // RunSummary is a run in a list.
 type RunSummary struct {
-	ID           string         `json:"id"`
-	TaskID       string         `json:"taskId"`
-	TaskName     string         `json:"taskName"`
-	Status       duet.RunStatus `json:"status"`
-	Done         bool           `json:"done"`
-	TriggeredBy  string         `json:"triggeredBy"`
-	CallSource   string         `json:"callSource"`
-	CreatedAt    time.Time      `json:"createdAt"`
-	DurationMs   int64          `json:"durationMs"`
-	ErrorCode    string         `json:"errorCode,omitempty"`
-	ErrorMessage string         `json:"errorMessage,omitempty"`
-	Totals       duet.RunTotals `json:"totals"`
+	ID           string          `json:"id"`
+	TaskID       string          `json:"taskId"`
+	TaskName     string          `json:"taskName"`
+	Status       duet.RunStatus  `json:"status"`
+	Done         bool            `json:"done"`
+	TriggeredBy  string          `json:"triggeredBy"`
+	CallSource   string          `json:"callSource"`
+	CreatedAt    time.Time       `json:"createdAt"`
+	DurationMs   int64           `json:"durationMs"`
+	ErrorCode    string          `json:"errorCode,omitempty"`
+	ErrorMessage string          `json:"errorMessage,omitempty"`
+	Totals       duet.RunTotals  `json:"totals"`
+	Origin       *duet.RunOrigin `json:"origin,omitempty"`
 }
 
 // RunList is a page of runs, newest first.
@@ -48,7 +51,7 @@ func (s *Service) ListRuns(ctx context.Context, c duet.Caller, in RunListIn) (Ru
 		if in.Status != "" && !validStatus(in.Status) {
 			return RunList{}, duet.Errorf(duet.CodeInvalidArgument, "unknown run status %q", in.Status)
 		}
-		runs, next, err := s.d.Store.FindRuns(ctx, duet.RunFilter{Viewer: c.UserID, TaskID: in.TaskID, Status: in.Status, Cursor: in.Cursor, Limit: in.Limit})
+		runs, next, err := s.d.Store.FindRuns(ctx, duet.RunFilter{Viewer: c.UserID, TaskID: in.TaskID, Status: in.Status, Branch: in.Branch, Commit: in.Commit, Cursor: in.Cursor, Limit: in.Limit})
 		if err != nil {
 			return RunList{}, err
 		}
@@ -71,7 +74,7 @@ func (s *Service) ListRuns(ctx context.Context, c duet.Caller, in RunListIn) (Ru
 
 func runSummary(r *duet.Run, taskName string) RunSummary {
 	v := RunSummary{ID: r.ID, TaskID: r.TaskID, TaskName: taskName, Status: r.Status, Done: r.Status.Final(), TriggeredBy: r.TriggeredBy,
-		CallSource: string(r.CallSource), CreatedAt: r.CreatedAt, ErrorCode: string(r.ErrorCode), ErrorMessage: r.ErrorMessage, Totals: r.Totals}
+		CallSource: string(r.CallSource), CreatedAt: r.CreatedAt, ErrorCode: string(r.ErrorCode), ErrorMessage: r.ErrorMessage, Totals: r.Totals, Origin: r.Origin}
 	if r.StartedAt != nil {
 		end := time.Now()
 		if r.FinishedAt != nil {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -491,12 +492,13 @@ type RunView struct {
 	Totals       duet.RunTotals `json:"totals"`
 	// PostRun are notes, never part of the verdict.
 	PostRun []*duet.PostRunResult `json:"postRun,omitempty" jsonschema:"outcomes of the task's post-run actions (MCP tool calls made when the run ended): notes that never change the run's status"`
+	Origin  *duet.RunOrigin       `json:"origin,omitempty" jsonschema:"the CI job that started the run: commit, branch, pull request, pipeline"`
 }
 
 func runView(r *duet.Run) RunView {
 	return RunView{ID: r.ID, TaskID: r.TaskID, Status: r.Status, Done: r.Status.Final(), TriggeredBy: r.TriggeredBy,
 		CallSource: string(r.CallSource), CreatedAt: ts(r.CreatedAt), StartedAt: tsp(r.StartedAt), FinishedAt: tsp(r.FinishedAt),
-		ErrorCode: string(r.ErrorCode), ErrorMessage: r.ErrorMessage, Totals: r.Totals, PostRun: r.PostRun}
+		ErrorCode: string(r.ErrorCode), ErrorMessage: r.ErrorMessage, Totals: r.Totals, PostRun: r.PostRun, Origin: r.Origin}
 }
 
 // ExecutionSummary is one case execution of a run.
@@ -672,6 +674,8 @@ type StartRunIn struct {
 	CaseIDs        []string `json:"caseIds,omitempty" jsonschema:"run only these cases (default: all active cases)"`
 	IdempotencyKey string   `json:"idempotencyKey" jsonschema:"a key you choose (e.g. a UUID); a retry with the same key and arguments returns the first run instead of starting another"`
 	Device         string   `json:"device,omitempty" jsonschema:"device preset for browser steps (e.g. desktop, iphone-15, pixel-7); default: the task's"`
+	// Origin is where the run comes from (a CI job), shown with the run.
+	Origin *duet.RunOrigin `json:"origin,omitempty" jsonschema:"the CI job starting the run, shown and filterable with it: commit, branch, pull request URL, pipeline URL"`
 }
 
 // StartRunOut is the result of start_test_run.
@@ -761,7 +765,11 @@ func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error)
 	slices.Sort(ids)
 	h := sha256.New()
 	json.NewEncoder(h).Encode([]any{task.ID, ids, in.Device})
-	run := &duet.Run{TaskID: task.ID, TriggeredBy: env.Caller.UserID, CallSource: env.Caller.Source, TraceID: env.Caller.TraceID, Device: in.Device}
+	origin, err := checkOrigin(in.Origin)
+	if err != nil {
+		return StartRunOut{}, err
+	}
+	run := &duet.Run{TaskID: task.ID, TriggeredBy: env.Caller.UserID, CallSource: env.Caller.Source, TraceID: env.Caller.TraceID, Device: in.Device, Origin: origin}
 	var execs []*duet.Execution
 	for _, cs := range cases {
 		execs = append(execs, &duet.Execution{CaseID: cs.ID, CaseKey: cs.Key, CaseTitle: cs.Title, CaseVersion: cs.Version, Steps: cs.Steps, TimeoutMs: cs.TimeoutMs})
@@ -805,6 +813,31 @@ func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error)
 		}
 	}
 	return out, nil
+}
+
+// checkOrigin checks a run's origin: one-line values of at most 300
+// characters, the pull request and pipeline http(s) URLs. Returns
+// INVALID_ARGUMENT; nil for an empty origin.
+func checkOrigin(o *duet.RunOrigin) (*duet.RunOrigin, error) {
+	if o.Empty() {
+		return nil, nil
+	}
+	c := *o
+	for _, f := range []struct {
+		name string
+		v    *string
+		url  bool
+	}{{"commit", &c.Commit, false}, {"branch", &c.Branch, false}, {"pullRequest", &c.PullRequest, true}, {"pipeline", &c.Pipeline, true}} {
+		*f.v = strings.TrimSpace(*f.v)
+		v := *f.v
+		switch {
+		case len(v) > 300 || strings.ContainsAny(v, "\r\n\t") || !utf8.ValidString(v):
+			return nil, duet.Errorf(duet.CodeInvalidArgument, "origin.%s must be one line of at most 300 characters", f.name)
+		case f.url && v != "" && !strings.HasPrefix(v, "https://") && !strings.HasPrefix(v, "http://"):
+			return nil, duet.Errorf(duet.CodeInvalidArgument, "origin.%s must be an http(s) URL, got %q", f.name, v)
+		}
+	}
+	return &c, nil
 }
 
 func selectCases(ctx context.Context, env *Env, task *duet.Task, ids []string) ([]*duet.Case, error) {

@@ -77,6 +77,23 @@ cases:
 		t.Fatalf("junit of the failing run: %+v %v\n%s", suites, err, b)
 	}
 
+	// The run's origin: from the flags, the rest from GitHub Actions'
+	// variables; listed by branch.
+	for k, v := range map[string]string{"GITHUB_ACTIONS": "true", "GITHUB_SERVER_URL": "https://github.example", "GITHUB_REPOSITORY": "acme/shop",
+		"GITHUB_RUN_ID": "99", "GITHUB_REF": "refs/pull/12/merge", "GITHUB_HEAD_REF": "feature/pay", "GITHUB_SHA": "from-env"} {
+		h.env[k] = v
+	}
+	h.must(0, "run", "api", "--commit", "abc123")
+	var shown struct{ Run struct{ Origin map[string]string } }
+	json.Unmarshal([]byte(h.must(0, "run", "show", "latest", "--json")), &shown)
+	if o := shown.Run.Origin; o["commit"] != "abc123" || o["branch"] != "feature/pay" || o["pullRequest"] != "https://github.example/acme/shop/pull/12" || o["pipeline"] != "https://github.example/acme/shop/actions/runs/99" {
+		t.Fatalf("the run's origin: %+v", o)
+	}
+	if out := h.must(0, "run", "list", "--branch", "feature/pay"); strings.Count(out, "run_") != 1 {
+		t.Fatalf("runs of the branch: %s", out)
+	}
+	h.env["GITHUB_ACTIONS"] = ""
+
 	// Usage and configuration: 2.
 	h.must(2, "run", "no-such-task")
 	h.must(2, "run", "api", "--case", "case_nope")

@@ -21,6 +21,7 @@ func runCmd(env Env) *cobra.Command {
 	var caseIDs []string
 	var detach, wait, failOnFlaky bool
 	var device, remote, jsonOut, junitOut, reportOut string
+	var origin duet.RunOrigin
 	cmd := &cobra.Command{
 		Use:   "run TASK",
 		Short: "Run a task's cases now and show progress (exit 0 pass, 1 failures, 2 usage or configuration, 3 infrastructure)",
@@ -58,7 +59,7 @@ Subcommands show, list and cancel manage existing runs.`,
 				}
 				device += "@" + remote
 			}
-			out, err := startRun(ctx, a, user, t.ID, caseIDs, device)
+			out, err := startRun(ctx, a, user, t.ID, caseIDs, device, ciOrigin(origin, env.Getenv))
 			if err != nil {
 				return startExit(err)
 			}
@@ -107,6 +108,10 @@ Subcommands show, list and cancel manage existing runs.`,
 	cmd.Flags().Lookup("json").NoOptDefVal = "-"
 	cmd.Flags().StringVar(&junitOut, "junit", "", "write the JUnit XML report to FILE at the end")
 	cmd.Flags().StringVar(&reportOut, "report", "", "write the HTML report to FILE at the end")
+	cmd.Flags().StringVar(&origin.Commit, "commit", "", "the commit this run tests (default: from the CI's environment, e.g. GITHUB_SHA)")
+	cmd.Flags().StringVar(&origin.Branch, "branch", "", "its branch (default: from the CI's environment)")
+	cmd.Flags().StringVar(&origin.PullRequest, "pr", "", "the pull or merge request's URL (default: from the CI's environment)")
+	cmd.Flags().StringVar(&origin.Pipeline, "pipeline", "", "the pipeline run's URL (default: from the CI's environment)")
 	cmd.Flags().BoolVar(&failOnFlaky, "fail-on-flaky", false, "exit 1 when a case passed only on a retry (flaky; retries arrive with issue 27)")
 	addAs(cmd)
 	cmd.AddCommand(runShowCmd(env), runListCmd(env), runCancelCmd(env),
@@ -147,8 +152,8 @@ func writeRunFiles(ctx context.Context, a *app.App, user, runID string, w io.Wri
 
 // startRun starts a run through the catalog, so the CLI gets the same
 // checks and audit as every transport.
-func startRun(ctx context.Context, a *app.App, user, taskID string, caseIDs []string, device string) (catalog.StartRunOut, error) {
-	args, _ := json.Marshal(catalog.StartRunIn{TaskID: taskID, CaseIDs: caseIDs, IdempotencyKey: duet.NewID("cli"), Device: device})
+func startRun(ctx context.Context, a *app.App, user, taskID string, caseIDs []string, device string, origin *duet.RunOrigin) (catalog.StartRunOut, error) {
+	args, _ := json.Marshal(catalog.StartRunIn{TaskID: taskID, CaseIDs: caseIDs, IdempotencyKey: duet.NewID("cli"), Device: device, Origin: origin})
 	res, err := a.Catalog.Call(ctx, catalog.Request{Caller: duet.Caller{UserID: user, Source: duet.SourceCLI}, Tool: catalog.ToolStartRun, Args: args})
 	if err != nil {
 		return catalog.StartRunOut{}, err
@@ -273,11 +278,11 @@ func runShowCmd(env Env) *cobra.Command {
 }
 
 func runListCmd(env Env) *cobra.Command {
-	var task string
+	var task, branch, commit string
 	cmd := &cobra.Command{
 		Use: "list", Short: "List recent runs you can see", Args: cobra.NoArgs,
 		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, user string) error {
-			f := duet.RunFilter{Viewer: user, Limit: 50}
+			f := duet.RunFilter{Viewer: user, Limit: 50, Branch: branch, Commit: commit}
 			var err error
 			if f.TaskID, err = taskIDOf(cmd.Context(), a, user, task); err != nil {
 				return err
@@ -298,6 +303,8 @@ func runListCmd(env Env) *cobra.Command {
 		}),
 	}
 	cmd.Flags().StringVar(&task, "task", "", "only runs of this task")
+	cmd.Flags().StringVar(&branch, "branch", "", "only runs whose origin (the CI job) has this branch")
+	cmd.Flags().StringVar(&commit, "commit", "", "only runs whose origin has this commit")
 	addAs(cmd)
 	return cmd
 }
@@ -358,4 +365,46 @@ func runID(ctx context.Context, a *app.App, user, ref string) (string, error) {
 		return "", duet.Errorf(duet.CodeNotFound, "no runs visible to %s yet: start one with duet run TASK", user)
 	}
 	return runs[0].ID, nil
+}
+
+// ciOrigin is the run's origin: the flags, and what they leave empty from
+// the standard variables of GitHub Actions, GitLab CI and Jenkins.
+func ciOrigin(flags duet.RunOrigin, getenv func(string) string) *duet.RunOrigin {
+	o := flags
+	first := func(dst *string, vals ...string) {
+		for _, v := range vals {
+			if *dst == "" && v != "" {
+				*dst = v
+			}
+		}
+	}
+	gh := getenv("GITHUB_SERVER_URL") + "/" + getenv("GITHUB_REPOSITORY")
+	if getenv("GITHUB_ACTIONS") == "true" {
+		first(&o.Commit, getenv("GITHUB_SHA"))
+		first(&o.Branch, getenv("GITHUB_HEAD_REF"), getenv("GITHUB_REF_NAME"))
+		if n, ok := strings.CutPrefix(getenv("GITHUB_REF"), "refs/pull/"); ok {
+			first(&o.PullRequest, gh+"/pull/"+strings.TrimSuffix(n, "/merge"))
+		}
+		if id := getenv("GITHUB_RUN_ID"); id != "" {
+			first(&o.Pipeline, gh+"/actions/runs/"+id)
+		}
+	}
+	if getenv("GITLAB_CI") == "true" {
+		first(&o.Commit, getenv("CI_COMMIT_SHA"))
+		first(&o.Branch, getenv("CI_MERGE_REQUEST_SOURCE_BRANCH_NAME"), getenv("CI_COMMIT_REF_NAME"))
+		if iid := getenv("CI_MERGE_REQUEST_IID"); iid != "" {
+			first(&o.PullRequest, getenv("CI_MERGE_REQUEST_PROJECT_URL")+"/-/merge_requests/"+iid)
+		}
+		first(&o.Pipeline, getenv("CI_PIPELINE_URL"))
+	}
+	if getenv("JENKINS_URL") != "" {
+		first(&o.Commit, getenv("GIT_COMMIT"))
+		first(&o.Branch, getenv("CHANGE_BRANCH"), getenv("BRANCH_NAME"), getenv("GIT_BRANCH"))
+		first(&o.PullRequest, getenv("CHANGE_URL"))
+		first(&o.Pipeline, getenv("BUILD_URL"))
+	}
+	if o.Empty() {
+		return nil
+	}
+	return &o
 }

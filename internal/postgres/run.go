@@ -13,14 +13,20 @@ import (
 )
 
 const runColumns = `r.id, r.task_id, r.status, r.triggered_by, r.call_source, r.trace_id, r.device, r.error_code, r.error_message,
-	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt, r.lost, r.post_run`
+	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt, r.lost, r.post_run,
+	r.origin_commit, r.origin_branch, r.origin_pr, r.origin_pipeline`
 
 func scanRun(r pgx.Row) (*duet.Run, error) {
 	var run duet.Run
+	var o duet.RunOrigin
 	var postRun string
 	if err := r.Scan(&run.ID, &run.TaskID, &run.Status, &run.TriggeredBy, &run.CallSource, &run.TraceID, &run.Device,
-		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &run.CreatedAt, &run.StartedAt, &run.FinishedAt, &run.Attempt, &run.Lost, &postRun); err != nil {
+		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &run.CreatedAt, &run.StartedAt, &run.FinishedAt, &run.Attempt, &run.Lost, &postRun,
+		&o.Commit, &o.Branch, &o.PullRequest, &o.Pipeline); err != nil {
 		return nil, err
+	}
+	if !o.Empty() {
+		run.Origin = &o
 	}
 	run.CreatedAt = utc(run.CreatedAt)
 	run.StartedAt, run.FinishedAt = utcPtr(run.StartedAt), utcPtr(run.FinishedAt)
@@ -144,8 +150,13 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 		}
 		run.Status = duet.StatusQueued
 		run.CreatedAt = now
-		if _, err := tx.Exec(ctx, `INSERT INTO runs (id, task_id, status, triggered_by, call_source, trace_id, device, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-			run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource, run.TraceID, run.Device, now); err != nil {
+		o := run.Origin
+		if o == nil {
+			o = &duet.RunOrigin{}
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO runs (id, task_id, status, triggered_by, call_source, trace_id, device, created_at, origin_commit, origin_branch, origin_pr, origin_pipeline)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource, run.TraceID, run.Device, now, o.Commit, o.Branch, o.PullRequest, o.Pipeline); err != nil {
 			return mapErr(err)
 		}
 		// Every execution in one statement, however many cases the run has.
@@ -235,6 +246,12 @@ func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 	}
 	if f.Status != "" {
 		cond += ` AND r.status = ` + a.add(string(f.Status))
+	}
+	if f.Branch != "" {
+		cond += ` AND r.origin_branch = ` + a.add(f.Branch)
+	}
+	if f.Commit != "" {
+		cond += ` AND r.origin_commit = ` + a.add(f.Commit)
 	}
 	if before != "" {
 		cond += ` AND r.id < ` + a.add(before)

@@ -12,16 +12,22 @@ import (
 )
 
 const runColumns = `r.id, r.task_id, r.status, r.triggered_by, r.call_source, r.trace_id, r.device, r.error_code, r.error_message,
-	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt, r.lost, r.post_run`
+	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt, r.lost, r.post_run,
+	r.origin_commit, r.origin_branch, r.origin_pr, r.origin_pipeline`
 
 func scanRun(r rowScanner) (*duet.Run, error) {
 	var run duet.Run
+	var o duet.RunOrigin
 	var created int64
 	var started, finished sql.NullInt64
 	var postRun string
 	if err := r.Scan(&run.ID, &run.TaskID, &run.Status, &run.TriggeredBy, &run.CallSource, &run.TraceID, &run.Device,
-		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &created, &started, &finished, &run.Attempt, &run.Lost, &postRun); err != nil {
+		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &created, &started, &finished, &run.Attempt, &run.Lost, &postRun,
+		&o.Commit, &o.Branch, &o.PullRequest, &o.Pipeline); err != nil {
 		return nil, err
+	}
+	if !o.Empty() {
+		run.Origin = &o
 	}
 	run.CreatedAt = fromMicros(created)
 	run.StartedAt, run.FinishedAt = ptrTime(started), ptrTime(finished)
@@ -126,8 +132,13 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 		}
 		run.Status = duet.StatusQueued
 		run.CreatedAt = now
-		if _, err := tx.ExecContext(ctx, `INSERT INTO runs (id, task_id, status, triggered_by, call_source, trace_id, device, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource, run.TraceID, run.Device, micros(now)); err != nil {
+		o := run.Origin
+		if o == nil {
+			o = &duet.RunOrigin{}
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO runs (id, task_id, status, triggered_by, call_source, trace_id, device, created_at, origin_commit, origin_branch, origin_pr, origin_pipeline)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource, run.TraceID, run.Device, micros(now), o.Commit, o.Branch, o.PullRequest, o.Pipeline); err != nil {
 			return mapErr(err)
 		}
 		for i, e := range p.Executions {
@@ -189,7 +200,7 @@ func (d *DB) FindRunByID(ctx context.Context, viewer, id string) (*duet.Run, err
 
 // FindRuns returns a page of runs, newest first.
 func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, string, error) {
-	if f.TaskID != "" && f.Limit == 1 && f.Cursor == "" && f.Status == "" {
+	if f.TaskID != "" && f.Limit == 1 && f.Cursor == "" && f.Status == "" && f.Branch == "" && f.Commit == "" {
 		// A task's latest run (get_test_task): cached (cache.go).
 		type page struct {
 			runs []*duet.Run
@@ -230,6 +241,14 @@ func (d *DB) findRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 	if f.Status != "" {
 		cond += ` AND r.status = ?`
 		args = append(args, f.Status)
+	}
+	if f.Branch != "" {
+		cond += ` AND r.origin_branch = ?`
+		args = append(args, f.Branch)
+	}
+	if f.Commit != "" {
+		cond += ` AND r.origin_commit = ?`
+		args = append(args, f.Commit)
 	}
 	if before != "" {
 		cond += ` AND r.id < ?`

@@ -202,3 +202,33 @@ func testScheduleClaimConcurrent(t *testing.T, s duet.Store) {
 		t.Fatalf("after a skip: got %+v", got)
 	}
 }
+
+// testRunOrigin: a run keeps the origin it was made with, and runs are
+// found by its branch and commit.
+func testRunOrigin(t *testing.T, s duet.Store) {
+	run0, execs := newRun(t, s, "alice")
+	o := &duet.RunOrigin{Commit: "abc123", Branch: "feature/pay", PullRequest: "https://git.example/pr/7", Pipeline: "https://ci.example/runs/9"}
+	var ex []*duet.Execution
+	for _, e := range execs {
+		ex = append(ex, &duet.Execution{CaseID: e.CaseID, CaseKey: e.CaseKey, CaseTitle: e.CaseTitle, CaseVersion: e.CaseVersion, Steps: e.Steps})
+	}
+	run := &duet.Run{TaskID: run0.TaskID, TriggeredBy: "alice", CallSource: duet.SourceAPI, Origin: o}
+	if _, _, err := s.CreateRun(ctx(t), duet.StartRunParams{Run: run, Executions: ex}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.FindRunByID(ctx(t), "alice", run.ID)
+	if err != nil || got.Origin == nil || *got.Origin != *o {
+		t.Fatalf("origin: got %+v %v", got.Origin, err)
+	}
+	if got, _ := s.FindRunByID(ctx(t), "alice", run0.ID); got.Origin != nil {
+		t.Fatalf("a run without an origin has %+v", got.Origin)
+	}
+	for _, f := range []duet.RunFilter{{Viewer: "alice", Branch: "feature/pay"}, {Viewer: "alice", Commit: "abc123"}, {Viewer: "alice", TaskID: run0.TaskID, Branch: "feature/pay", Limit: 1}} {
+		if runs, _, err := s.FindRuns(ctx(t), f); err != nil || len(runs) != 1 || runs[0].ID != run.ID {
+			t.Fatalf("FindRuns %+v: got %d runs, %v", f, len(runs), err)
+		}
+	}
+	if runs, _, _ := s.FindRuns(ctx(t), duet.RunFilter{Viewer: "alice", Branch: "main"}); len(runs) != 0 {
+		t.Fatalf("branch main: %d runs", len(runs))
+	}
+}

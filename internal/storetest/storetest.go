@@ -53,6 +53,7 @@ func Run(t *testing.T, open Opener) {
 		{"OAuth", testOAuth},
 		{"Schedules", testSchedules},
 		{"ScheduleClaimConcurrent", testScheduleClaimConcurrent},
+		{"RunOrigin", testRunOrigin},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

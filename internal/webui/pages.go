@@ -185,6 +185,7 @@ func (c *Console) approve(w http.ResponseWriter, r *http.Request, v *view) error
 
 type runsData struct {
 	TaskID, Status string
+	Branch, Commit string
 	Statuses       []string
 	Tasks          []catalog.TaskView
 	Runs           api.RunList
@@ -195,7 +196,7 @@ const RunsPageSize = 50
 
 func (c *Console) runs(w http.ResponseWriter, r *http.Request, v *view) error {
 	q := r.URL.Query()
-	in := api.RunListIn{TaskID: q.Get("task"), Status: duet.RunStatus(q.Get("status")), Cursor: q.Get("cursor"), Limit: RunsPageSize}
+	in := api.RunListIn{TaskID: q.Get("task"), Status: duet.RunStatus(q.Get("status")), Branch: q.Get("branch"), Commit: q.Get("commit"), Cursor: q.Get("cursor"), Limit: RunsPageSize}
 	list, err := c.svc.ListRuns(r.Context(), v.caller, in)
 	if err != nil {
 		return err
@@ -204,7 +205,7 @@ func (c *Console) runs(w http.ResponseWriter, r *http.Request, v *view) error {
 	if err != nil {
 		return err
 	}
-	v.Title, v.Nav, v.Data = "Runs", "runs", runsData{TaskID: in.TaskID, Status: string(in.Status), Runs: list, Tasks: tasks.Tasks,
+	v.Title, v.Nav, v.Data = "Runs", "runs", runsData{TaskID: in.TaskID, Status: string(in.Status), Branch: in.Branch, Commit: in.Commit, Runs: list, Tasks: tasks.Tasks,
 		Statuses: []string{"queued", "running", "passed", "failed", "error", "cancelled"}}
 	return c.render(w, http.StatusOK, "runs", v)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/api/apitest"
+	"github.com/duet-test/duet/internal/catalog"
 )
 
 // TestConsoleSchedulesAndAlerts: the task page lists the task's schedules
@@ -62,6 +63,22 @@ func TestConsoleSchedulesAndAlerts(t *testing.T) {
 	bob := signIn(t, e, "bob")
 	if status, _, _ := bob.post(taskPath+"/schedules/"+list[0].ID+"/pause", nil); status == http.StatusSeeOther {
 		t.Fatalf("bob paused alice's schedule")
+	}
+
+	// A run from a CI job shows its origin, and the runs list filters by it.
+	out, err := e.App.API.StartRun(t.Context(), duet.Caller{UserID: "alice", Source: duet.SourceAPI}, catalog.StartRunIn{TaskID: strings.TrimPrefix(taskPath, "/tasks/"),
+		IdempotencyKey: "ci-1", Origin: &duet.RunOrigin{Branch: "feature/pay", Commit: "abc123", PullRequest: "https://git.example/acme/shop/pull/7"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, body, _ := alice.get("/runs?branch=feature/pay"); !strings.Contains(body, out.RunID) {
+		t.Fatalf("the runs of a branch: %.2000s", body)
+	}
+	if _, body, _ := alice.get("/runs?branch=main"); strings.Contains(body, out.RunID) {
+		t.Fatalf("another branch lists the run")
+	}
+	if _, body, _ := alice.get("/runs/" + out.RunID); !strings.Contains(body, `id="run-origin"`) || !strings.Contains(body, `href="https://git.example/acme/shop/pull/7"`) {
+		t.Fatalf("the run page's origin: %.2000s", body)
 	}
 
 	// A sync found the case's tool changed (internal/contract): the task

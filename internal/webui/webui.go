@@ -115,7 +115,7 @@ func (c *Console) Register(mux *http.ServeMux) {
 		"GET /tasks/{id}/trends":                     {c.trends, wholes("runs")},
 		"GET /cases/{id}":                            {fn: c.caseDetail},
 		"POST /cases/{id}/approve":                   {fn: c.approve},
-		"GET /runs":                                  {c.runs, qs("task", "status", "cursor")},
+		"GET /runs":                                  {c.runs, qs("task", "status", "branch", "commit", "cursor")},
 		"GET /runs/{id}":                             {c.run, qs("cursor")},
 		"POST /runs/{id}/cancel":                     {fn: c.cancel},
 		"GET /runs/{id}/events":                      {fn: c.events},

@@ -28,5 +28,16 @@ CREATE TABLE schedules (
 );
 CREATE INDEX schedules_due ON schedules (next_fire_at) WHERE paused = 0;
 
+-- A run's origin (issue 30, CI): the commit, branch, pull request and
+-- pipeline of the CI job that started it, when it said.
+ALTER TABLE runs ADD COLUMN origin_commit TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN origin_branch TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN origin_pr TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN origin_pipeline TEXT NOT NULL DEFAULT '';
+
 -- +goose Down
+ALTER TABLE runs DROP COLUMN origin_pipeline;
+ALTER TABLE runs DROP COLUMN origin_pr;
+ALTER TABLE runs DROP COLUMN origin_branch;
+ALTER TABLE runs DROP COLUMN origin_commit;
 DROP TABLE schedules;
