@@ -84,7 +84,9 @@ cases:
 		h.env[k] = v
 	}
 	h.must(0, "run", "api", "--commit", "abc123")
-	var shown struct{ Run struct{ Origin map[string]string } }
+	var shown struct {
+		Run struct{ Origin map[string]string }
+	}
 	json.Unmarshal([]byte(h.must(0, "run", "show", "latest", "--json")), &shown)
 	if o := shown.Run.Origin; o["commit"] != "abc123" || o["branch"] != "feature/pay" || o["pullRequest"] != "https://github.example/acme/shop/pull/12" || o["pipeline"] != "https://github.example/acme/shop/actions/runs/99" {
 		t.Fatalf("the run's origin: %+v", o)
