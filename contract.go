@@ -51,3 +51,25 @@ func CallsServer(c *Case, serverKey string) bool {
 	}
 	return false
 }
+
+// ArchivedCatalog is an earlier archived catalog of a registration: the
+// one a sync replaced with a different one.
+type ArchivedCatalog struct {
+	SyncedAt time.Time  `json:"syncedAt"`
+	Hash     string     `json:"hash"`
+	Tools    []*MCPTool `json:"tools"`
+}
+
+// CatalogHistoryStore keeps the catalogs syncs replaced, the latest few per
+// registration, so that what changed can be shown (duet server diff).
+type CatalogHistoryStore interface {
+	// SaveCatalogHistory keeps c as the catalog registration id had before
+	// its latest sync, keeping the newest MaxCatalogHistory.
+	SaveCatalogHistory(ctx context.Context, id string, c *ArchivedCatalog) error
+	// FindCatalogHistory returns the earlier catalogs of registration id,
+	// newest first.
+	FindCatalogHistory(ctx context.Context, id string) ([]*ArchivedCatalog, error)
+}
+
+// MaxCatalogHistory is how many replaced catalogs a registration keeps.
+const MaxCatalogHistory = 10

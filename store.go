@@ -26,6 +26,7 @@ type Store interface {
 	OAuthStore
 	ScheduleStore
 	ContractStore
+	CatalogHistoryStore
 
 	// Ping checks that the database answers. Returns UNAVAILABLE.
 	Ping(ctx context.Context) error

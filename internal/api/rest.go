@@ -262,6 +262,14 @@ func routes() []*route {
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (ServerDetail, error) {
 				return s.SyncServer(ctx, c, r.PathValue("server"))
 			}, path("server", "the server's name or serverKey")),
+		op("GET", Prefix+"/servers/{server}/diff", "diffServer", "mcp", "What changed between the server's current archived catalog and an earlier one",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (CatalogDiff, error) {
+				back, err := intParam(r, "back")
+				if err != nil {
+					return CatalogDiff{}, err
+				}
+				return s.ServerDiff(ctx, c, r.PathValue("server"), back)
+			}, path("server", "the server's name or serverKey"), queryInt("back", "which earlier catalog: 1 (default) the one the latest changing sync replaced")),
 		op("DELETE", Prefix+"/servers/{server}", "deleteServer", "mcp", "Remove your registration, its credential and its catalog",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Empty, error) {
 				return s.RemoveServer(ctx, c, r.PathValue("server"))

@@ -123,6 +123,9 @@ func testREST(t *testing.T, vars map[string]string) {
 		t.Fatalf("getServer returned the credential: %s", detail)
 	}
 	do("alice", "syncServer", p("server", reg.Server.ServerKey), nil)
+	if d := decode[api.CatalogDiff](t, do("alice", "diffServer", p("server", "orders"), nil)); d.From != nil || len(d.Changes) != 0 || d.Server != "orders" {
+		t.Fatalf("diffServer of an unchanged catalog: %+v", d)
+	}
 	called := decode[api.CallOut](t, do("alice", "callTool", p("server", "orders", "tool", "query_order"), api.CallIn{Arguments: map[string]any{"orderId": "A1001"}}))
 	if called.Error != nil || called.Result == nil || called.Invocation == nil || called.Invocation.Source != duet.SourceAPI || called.Invocation.Outcome != duet.OutcomeOK {
 		t.Fatalf("callTool: %+v", called)

@@ -2,10 +2,13 @@ package api
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/contract"
 	"github.com/duet-test/duet/internal/schedule"
 )
 
@@ -262,6 +265,57 @@ func (s *Service) ContractAlerts(ctx context.Context, c duet.Caller, taskID stri
 			if a.Broken {
 				out.Broken++
 			}
+		}
+		return out, nil
+	})
+}
+
+// CatalogDiff is what changed between two archived catalogs of a server.
+type CatalogDiff struct {
+	Server  string      `json:"server"`
+	From    *time.Time  `json:"from,omitempty" jsonschema:"when the older catalog was synced (absent when no sync changed the catalog yet)"`
+	To      *time.Time  `json:"to,omitempty" jsonschema:"when the newer catalog was synced"`
+	Changes []ToolDiff  `json:"changes"`
+	History []time.Time `json:"history" jsonschema:"the sync times of the earlier catalogs kept, newest first (back selects one: 1 is the newest)"`
+}
+
+// ToolDiff is how one tool changed.
+type ToolDiff struct {
+	Tool    string   `json:"tool"`
+	Changes []string `json:"changes"`
+}
+
+// ServerDiff shows what changed between the caller's registration's
+// current archived catalog and the one back syncs before it (1: the one
+// the latest changing sync replaced). Returns NOT_FOUND, INVALID_ARGUMENT.
+func (s *Service) ServerDiff(ctx context.Context, c duet.Caller, ref string, back int) (CatalogDiff, error) {
+	return govern(ctx, s, c, "diffServer", nil, func(ctx context.Context) (CatalogDiff, error) {
+		reg, tools, err := s.d.MCP.Server(ctx, c.UserID, ref)
+		if err != nil {
+			return CatalogDiff{}, err
+		}
+		hist, err := s.d.Store.FindCatalogHistory(ctx, reg.ID)
+		if err != nil {
+			return CatalogDiff{}, err
+		}
+		out := CatalogDiff{Server: reg.Name, To: reg.SyncedAt, Changes: []ToolDiff{}, History: []time.Time{}}
+		for _, h := range hist {
+			out.History = append(out.History, h.SyncedAt)
+		}
+		if back <= 0 {
+			back = 1
+		}
+		if len(hist) == 0 {
+			return out, nil
+		}
+		if back > len(hist) {
+			return CatalogDiff{}, duet.Errorf(duet.CodeInvalidArgument, "%s keeps %d earlier catalog(s); back must be 1 to %d", reg.Name, len(hist), len(hist))
+		}
+		from := hist[back-1]
+		out.From = &from.SyncedAt
+		changes := contract.DiffAll(from.Tools, tools)
+		for _, name := range slices.Sorted(maps.Keys(changes)) {
+			out.Changes = append(out.Changes, ToolDiff{Tool: name, Changes: changes[name]})
 		}
 		return out, nil
 	})

@@ -39,6 +39,11 @@ func (a *App) initMCPClient(opts Options) {
 		TraceDomain:   a.Config.InTraceDomain,
 		// Another team's tool changed: flag the cases it breaks.
 		CatalogChanged: func(ctx context.Context, reg *duet.MCPServer, old, new []*duet.MCPTool) {
+			if reg.SyncedAt != nil {
+				if err := a.Store.SaveCatalogHistory(ctx, reg.ID, &duet.ArchivedCatalog{SyncedAt: *reg.SyncedAt, Hash: reg.CatalogHash, Tools: old}); err != nil {
+					a.Logger.WarnContext(ctx, "keeping the replaced catalog", "server", reg.ServerKey, "err", err)
+				}
+			}
 			if _, err := contract.New(a.Store, a.Logger).CatalogChanged(ctx, reg.ServerKey, old, new); err != nil {
 				a.Logger.WarnContext(ctx, "checking the cases of a changed catalog", "server", reg.ServerKey, "err", err)
 			}

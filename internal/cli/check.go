@@ -60,3 +60,45 @@ broken: run it in CI before the tests.`,
 	addAs(cmd)
 	return cmd
 }
+
+// serverDiffCmd shows what changed between two archived catalogs of one of
+// the user's servers: a thin client of the Service's operation (REST GET
+// /servers/{server}/diff).
+func serverDiffCmd(env Env) *cobra.Command {
+	var back int
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "diff NAME",
+		Short: "Show what changed in a server's tools since an earlier sync",
+		Long: `diff compares the server's current archived catalog with the one its latest
+changing sync replaced (--back 2: the one before that; the last 10 are kept): tools
+added and removed, arguments added, removed, made required, retyped, enum options,
+output fields, annotations, descriptions.`,
+		Args: cobra.ExactArgs(1),
+		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
+			d, err := a.API.ServerDiff(cmd.Context(), cliCaller(user), args[0], back)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(env.Stdout, d)
+			}
+			if d.From == nil {
+				fmt.Fprintf(env.Stdout, "%s: no sync has changed its catalog yet\n", d.Server)
+				return nil
+			}
+			fmt.Fprintf(env.Stdout, "%s: the catalog of %s against the one of %s\n", d.Server, d.To.Local().Format("2006-01-02 15:04:05"), d.From.Local().Format("2006-01-02 15:04:05"))
+			for _, t := range d.Changes {
+				fmt.Fprintf(env.Stdout, "  %s: %s\n", t.Tool, strings.Join(t.Changes, "; "))
+			}
+			if len(d.Changes) == 0 {
+				fmt.Fprintln(env.Stdout, "  no difference")
+			}
+			return nil
+		}),
+	}
+	cmd.Flags().IntVar(&back, "back", 1, "compare with the catalog this many changing syncs back")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	addAs(cmd)
+	return cmd
+}

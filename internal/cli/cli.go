@@ -207,7 +207,7 @@ var readOnlyCommands = []string{
 	"task list", "task show", "run list", "run show", "report", "audit",
 	"server list", "server show", "server invocations", "token list",
 	"case show", "case approvals", "asset list", "asset show", "generate list",
-	"schedule list", "task check",
+	"schedule list", "task check", "server diff",
 }
 
 const readOnlyAnnotation = "duet.readOnly"

@@ -60,6 +60,9 @@ cases:
 	// Nothing changed: a sync flags nothing.
 	h.must(0, "server", "sync", "orders")
 	h.must(0, "task", "check", "shop")
+	if out := h.must(0, "server", "diff", "orders"); !strings.Contains(out, "no sync has changed its catalog yet") {
+		t.Fatalf("server diff before a change: %s", out)
+	}
 
 	// The other team drops the status "paid" and adds an optional filter.
 	setTool(srv, "query_order", `{"type":"object","properties":{"orderId":{"type":"string"},"status":{"type":"string","enum":["shipped","delivered"]}},"required":["orderId"]}`)
@@ -74,6 +77,11 @@ cases:
 	if !strings.Contains(out, "dependency changed  the order list") || !strings.Contains(out, `argument "status" added`) || strings.Contains(out, "ping") {
 		t.Fatalf("check after the change (compatible, unchanged): %s", out)
 	}
+	// duet server diff: the catalog against the one the sync replaced.
+	out = h.must(0, "server", "diff", "orders")
+	if !strings.Contains(out, `list_orders: argument "status" added`) || !strings.Contains(out, `query_order: argument "status": option(s) paid removed; argument "status": option(s) delivered added`) || strings.Contains(out, "ping") {
+		t.Fatalf("server diff: %s", out)
+	}
 	var list api.AlertList
 	json.Unmarshal([]byte(h.must(1, "task", "check", "shop", "--json")), &list)
 	if list.Broken != 1 || len(list.Alerts) != 2 || !list.Alerts[0].Broken || list.Alerts[0].CaseKey != "paid" {
@@ -83,6 +91,13 @@ cases:
 	// The tool is removed: the list case is broken too.
 	srv.RemoveTools("list_orders")
 	h.must(0, "server", "sync", "orders")
+	if out := h.must(0, "server", "diff", "orders"); !strings.Contains(out, "list_orders: tool removed") || strings.Contains(out, "query_order") {
+		t.Fatalf("server diff after the removal: %s", out)
+	}
+	if out := h.must(0, "server", "diff", "orders", "--back", "2"); !strings.Contains(out, "list_orders: tool removed") || !strings.Contains(out, "query_order: ") {
+		t.Fatalf("server diff two syncs back: %s", out)
+	}
+	h.must(1, "server", "diff", "orders", "--back", "3") // INVALID_ARGUMENT: two are kept
 	json.Unmarshal([]byte(h.must(1, "task", "check", "shop", "--json")), &list)
 	if list.Broken != 2 {
 		t.Fatalf("after the tool's removal: %+v", list)

@@ -222,6 +222,21 @@ func Diff(old, new []*duet.MCPTool) map[string][]string {
 	return out
 }
 
+// DiffAll is Diff with the tools only new has ("tool added").
+func DiffAll(old, new []*duet.MCPTool) map[string][]string {
+	out := Diff(old, new)
+	had := map[string]bool{}
+	for _, t := range old {
+		had[t.Name] = true
+	}
+	for _, t := range new {
+		if !had[t.Name] {
+			out[t.Name] = []string{"tool added"}
+		}
+	}
+	return out
+}
+
 func schemaDiff(what string, a, b json.RawMessage) []string {
 	if string(a) == string(b) {
 		return nil

@@ -90,3 +90,43 @@ func (d *DB) FindContractAlerts(ctx context.Context, viewer, taskID string) ([]*
 	})
 	return out, mapErr(err)
 }
+
+// SaveCatalogHistory keeps a replaced catalog of a registration, the
+// newest duet.MaxCatalogHistory of them.
+func (d *DB) SaveCatalogHistory(ctx context.Context, id string, c *duet.ArchivedCatalog) error {
+	tools, err := json.Marshal(c.Tools)
+	if err != nil {
+		return err
+	}
+	return d.tx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO mcp_catalog_history (registration_id, synced_at, hash, tools) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (registration_id, synced_at) DO UPDATE SET hash = excluded.hash, tools = excluded.tools`, id, ts(c.SyncedAt), c.Hash, string(tools)); err != nil {
+			return mapErr(err)
+		}
+		_, err := tx.Exec(ctx, `DELETE FROM mcp_catalog_history WHERE registration_id = $1 AND synced_at NOT IN
+			(SELECT synced_at FROM mcp_catalog_history WHERE registration_id = $1 ORDER BY synced_at DESC LIMIT $2)`, id, duet.MaxCatalogHistory)
+		return mapErr(err)
+	})
+}
+
+// FindCatalogHistory returns the replaced catalogs of a registration,
+// newest first.
+func (d *DB) FindCatalogHistory(ctx context.Context, id string) ([]*duet.ArchivedCatalog, error) {
+	rows, err := d.pool.Query(ctx, `SELECT synced_at, hash, tools FROM mcp_catalog_history WHERE registration_id = $1 ORDER BY synced_at DESC`, id)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	out, err := collect(rows, func(r pgx.Row) (*duet.ArchivedCatalog, error) {
+		var c duet.ArchivedCatalog
+		var tools string
+		if err := r.Scan(&c.SyncedAt, &c.Hash, &tools); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal([]byte(tools), &c.Tools); err != nil {
+			return nil, err
+		}
+		c.SyncedAt = utc(c.SyncedAt)
+		return &c, nil
+	})
+	return out, mapErr(err)
+}

@@ -91,3 +91,46 @@ func (d *DB) FindContractAlerts(ctx context.Context, viewer, taskID string) ([]*
 	}
 	return out, mapErr(rows.Err())
 }
+
+// SaveCatalogHistory keeps a replaced catalog of a registration, the
+// newest duet.MaxCatalogHistory of them.
+func (d *DB) SaveCatalogHistory(ctx context.Context, id string, c *duet.ArchivedCatalog) error {
+	tools, err := json.Marshal(c.Tools)
+	if err != nil {
+		return err
+	}
+	return d.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO mcp_catalog_history (registration_id, synced_at, hash, tools) VALUES (?, ?, ?, ?)
+			ON CONFLICT (registration_id, synced_at) DO UPDATE SET hash = excluded.hash, tools = excluded.tools`, id, micros(c.SyncedAt), c.Hash, string(tools)); err != nil {
+			return mapErr(err)
+		}
+		_, err := tx.ExecContext(ctx, `DELETE FROM mcp_catalog_history WHERE registration_id = ? AND synced_at NOT IN
+			(SELECT synced_at FROM mcp_catalog_history WHERE registration_id = ? ORDER BY synced_at DESC LIMIT ?)`, id, id, duet.MaxCatalogHistory)
+		return mapErr(err)
+	})
+}
+
+// FindCatalogHistory returns the replaced catalogs of a registration,
+// newest first.
+func (d *DB) FindCatalogHistory(ctx context.Context, id string) ([]*duet.ArchivedCatalog, error) {
+	rows, err := d.q.QueryContext(ctx, `SELECT synced_at, hash, tools FROM mcp_catalog_history WHERE registration_id = ? ORDER BY synced_at DESC`, id)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	out := []*duet.ArchivedCatalog{}
+	for rows.Next() {
+		var c duet.ArchivedCatalog
+		var at int64
+		var tools string
+		if err := rows.Scan(&at, &c.Hash, &tools); err != nil {
+			return nil, mapErr(err)
+		}
+		if err := json.Unmarshal([]byte(tools), &c.Tools); err != nil {
+			return nil, mapErr(err)
+		}
+		c.SyncedAt = fromMicros(at)
+		out = append(out, &c)
+	}
+	return out, mapErr(rows.Err())
+}

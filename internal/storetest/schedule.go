@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -230,5 +231,55 @@ func testRunOrigin(t *testing.T, s duet.Store) {
 	}
 	if runs, _, _ := s.FindRuns(ctx(t), duet.RunFilter{Viewer: "alice", Branch: "main"}); len(runs) != 0 {
 		t.Fatalf("branch main: %d runs", len(runs))
+	}
+}
+
+// testContractStore: the cases calling a server are found by its key, an
+// alert concerns its case's current version, and a registration keeps the
+// newest replaced catalogs.
+func testContractStore(t *testing.T, s duet.Store) {
+	su := suite("contracts", "a", "b")
+	su.Cases[0].Steps = []duet.Step{{Index: 0, Kind: duet.StepMCPCall, Name: "call", MCP: &duet.MCPCallStep{ServerKey: "mcp_orders_0badcafe", ToolName: "query_order"}}}
+	res := mustApply(t, s, "alice", su)
+	cases, err := s.FindCasesCallingServer(ctx(t), "mcp_orders_0badcafe")
+	if err != nil || len(cases) != 1 || cases[0].Key != "a" {
+		t.Fatalf("FindCasesCallingServer: %+v %v", cases, err)
+	}
+	if other, _ := s.FindCasesCallingServer(ctx(t), "mcp_orders_0badcaf"); len(other) != 0 {
+		t.Fatalf("a key's prefix matched: %+v", other)
+	}
+	at := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	alert := &duet.ContractAlert{TaskID: res.Task.ID, CaseID: cases[0].ID, CaseKey: "a", CaseTitle: "title a", CaseVersion: cases[0].Version,
+		ServerKey: "mcp_orders_0badcafe", Tool: "query_order", Broken: true, Problems: []string{"p"}, Changes: []string{"c"}, DetectedAt: at}
+	if err := s.SaveContractAlerts(ctx(t), []*duet.ContractAlert{alert}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.FindContractAlerts(ctx(t), "alice", res.Task.ID)
+	if err != nil || len(got) != 1 || !got[0].Broken || got[0].Problems[0] != "p" || !got[0].DetectedAt.Equal(at) || got[0].CaseTitle != "title a" {
+		t.Fatalf("FindContractAlerts: %+v %v", got, err)
+	}
+	if got, _ := s.FindContractAlerts(ctx(t), "bob", ""); len(got) != 0 {
+		t.Fatalf("bob sees alice's alerts: %+v", got)
+	}
+	// A new version of the case clears its alert.
+	su.Cases[0].SourceHash = "h-a2"
+	mustApply(t, s, "alice", su)
+	if got, _ := s.FindContractAlerts(ctx(t), "alice", res.Task.ID); len(got) != 0 {
+		t.Fatalf("the alert of an older version is shown: %+v", got)
+	}
+
+	reg := &duet.MCPServer{Owner: "alice", Name: "orders", URL: "https://orders.example/mcp", ServerKey: "mcp_orders_0badcafe"}
+	if err := s.CreateMCPServer(ctx(t), reg, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range duet.MaxCatalogHistory + 2 {
+		c := &duet.ArchivedCatalog{SyncedAt: at.Add(time.Duration(i) * time.Minute), Hash: fmt.Sprint(i), Tools: []*duet.MCPTool{{Name: fmt.Sprint("t", i)}}}
+		if err := s.SaveCatalogHistory(ctx(t), reg.ID, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hist, err := s.FindCatalogHistory(ctx(t), reg.ID)
+	if err != nil || len(hist) != duet.MaxCatalogHistory || hist[0].Hash != fmt.Sprint(duet.MaxCatalogHistory+1) || hist[0].Tools[0].Name != fmt.Sprint("t", duet.MaxCatalogHistory+1) {
+		t.Fatalf("FindCatalogHistory: %d %v", len(hist), err)
 	}
 }

@@ -54,6 +54,7 @@ func Run(t *testing.T, open Opener) {
 		{"Schedules", testSchedules},
 		{"ScheduleClaimConcurrent", testScheduleClaimConcurrent},
 		{"RunOrigin", testRunOrigin},
+		{"ContractStore", testContractStore},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

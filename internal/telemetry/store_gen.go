@@ -233,6 +233,12 @@ func (s *store) FindCasesCallingServer(ctx context.Context, a1 string) (r0 []*du
 	return s.Store.FindCasesCallingServer(ctx, a1)
 }
 
+func (s *store) FindCatalogHistory(ctx context.Context, a1 string) (r0 []*duet.ArchivedCatalog, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindCatalogHistory")
+	defer func() { end(err) }()
+	return s.Store.FindCatalogHistory(ctx, a1)
+}
+
 func (s *store) FindContractAlerts(ctx context.Context, a1 string, a2 string) (r0 []*duet.ContractAlert, err error) {
 	ctx, end := s.t.storeSpan(ctx, "FindContractAlerts")
 	defer func() { end(err) }()
@@ -507,6 +513,12 @@ func (s *store) SaveAsset(ctx context.Context, a1 *duet.Asset) (r0 duet.ApplyAct
 	ctx, end := s.t.storeSpan(ctx, "SaveAsset")
 	defer func() { end(err) }()
 	return s.Store.SaveAsset(ctx, a1)
+}
+
+func (s *store) SaveCatalogHistory(ctx context.Context, a1 string, a2 *duet.ArchivedCatalog) (err error) {
+	ctx, end := s.t.storeSpan(ctx, "SaveCatalogHistory")
+	defer func() { end(err) }()
+	return s.Store.SaveCatalogHistory(ctx, a1, a2)
 }
 
 func (s *store) SaveContractAlerts(ctx context.Context, a1 []*duet.ContractAlert) (err error) {

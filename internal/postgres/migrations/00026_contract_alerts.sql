@@ -16,5 +16,16 @@ CREATE TABLE contract_alerts (
 );
 CREATE INDEX contract_alerts_task ON contract_alerts (task_id);
 
+-- The catalogs syncs replaced (the newest few per registration), for
+-- duet server diff.
+CREATE TABLE mcp_catalog_history (
+    registration_id TEXT COLLATE "C" NOT NULL REFERENCES mcp_servers (id) ON DELETE CASCADE,
+    synced_at       TIMESTAMPTZ NOT NULL,
+    hash            TEXT NOT NULL,
+    tools           TEXT NOT NULL,
+    PRIMARY KEY (registration_id, synced_at)
+);
+
 -- +goose Down
+DROP TABLE mcp_catalog_history;
 DROP TABLE contract_alerts;
