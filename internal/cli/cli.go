@@ -1,7 +1,8 @@
 // Package cli is the duet command line: one cobra command per subcommand,
 // each a thin layer over internal/app. Main returns the exit code: 0 success,
 // 1 a failure (printed as "error: CODE: message"), 2 a usage or setup problem
-// (one line naming what to fix).
+// (one line naming what to fix); duet run also exits 3 on an infrastructure
+// error (report.ExitCode, docs/ci.md).
 package cli
 
 import (
