@@ -191,7 +191,7 @@ func routes() []*route {
 			query("cursor", "nextCursor of the previous page"), queryInt("limit", "page size (default 20, at most 100)")),
 		withHeader(withSchema(op("POST", Prefix+"/runs", "createRun", "runs", "Start a run (start_test_run); the Idempotency-Key header makes retries safe",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in RunIn) (catalog.StartRunOut, error) {
-				return s.StartRun(ctx, c, catalog.StartRunIn{TaskID: in.TaskID, CaseIDs: in.CaseIDs, Device: in.Device, IdempotencyKey: r.Header.Get("Idempotency-Key"), Origin: in.Origin})
+				return s.StartRunFrom(ctx, c, catalog.StartRunIn{TaskID: in.TaskID, CaseIDs: in.CaseIDs, Device: in.Device, IdempotencyKey: r.Header.Get("Idempotency-Key")}, in.Origin)
 			}), catalog.ToolStartRun), param{name: "Idempotency-Key", in: "header", typ: "string", required: true,
 			desc: "a key you choose; a retry with the same key and body returns the first run (replayed: true), other arguments IDEMPOTENCY_CONFLICT"}),
 		withSchema(op("GET", Prefix+"/runs/{runId}", "getRun", "runs", "Get a run with a page of its executions (get_test_run)",

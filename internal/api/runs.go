@@ -100,6 +100,12 @@ func (s *Service) StartRun(ctx context.Context, c duet.Caller, in catalog.StartR
 	return tool[catalog.StartRunOut](ctx, s, c, catalog.ToolStartRun, in)
 }
 
+// StartRunFrom is StartRun for a run started by a CI job: origin (its
+// commit, branch, pull request and pipeline) is kept on the run.
+func (s *Service) StartRunFrom(ctx context.Context, c duet.Caller, in catalog.StartRunIn, origin *duet.RunOrigin) (catalog.StartRunOut, error) {
+	return toolWith[catalog.StartRunOut](ctx, s, catalog.Request{Caller: c, Tool: catalog.ToolStartRun, Origin: origin}, in)
+}
+
 // GetRun returns a run with a page of its executions (get_test_run).
 func (s *Service) GetRun(ctx context.Context, c duet.Caller, in catalog.GetRunIn) (catalog.GetRunOut, error) {
 	return tool[catalog.GetRunOut](ctx, s, c, catalog.ToolGetRun, in)

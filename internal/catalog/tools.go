@@ -674,8 +674,6 @@ type StartRunIn struct {
 	CaseIDs        []string `json:"caseIds,omitempty" jsonschema:"run only these cases (default: all active cases)"`
 	IdempotencyKey string   `json:"idempotencyKey" jsonschema:"a key you choose (e.g. a UUID); a retry with the same key and arguments returns the first run instead of starting another"`
 	Device         string   `json:"device,omitempty" jsonschema:"device preset for browser steps (e.g. desktop, iphone-15, pixel-7); default: the task's"`
-	// Origin is where the run comes from (a CI job), shown with the run.
-	Origin *duet.RunOrigin `json:"origin,omitempty" jsonschema:"the CI job starting the run, shown and filterable with it: commit, branch, pull request URL, pipeline URL"`
 }
 
 // StartRunOut is the result of start_test_run.
@@ -765,7 +763,7 @@ func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error)
 	slices.Sort(ids)
 	h := sha256.New()
 	json.NewEncoder(h).Encode([]any{task.ID, ids, in.Device})
-	origin, err := checkOrigin(in.Origin)
+	origin, err := checkOrigin(env.origin)
 	if err != nil {
 		return StartRunOut{}, err
 	}

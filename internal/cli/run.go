@@ -153,8 +153,8 @@ func writeRunFiles(ctx context.Context, a *app.App, user, runID string, w io.Wri
 // startRun starts a run through the catalog, so the CLI gets the same
 // checks and audit as every transport.
 func startRun(ctx context.Context, a *app.App, user, taskID string, caseIDs []string, device string, origin *duet.RunOrigin) (catalog.StartRunOut, error) {
-	args, _ := json.Marshal(catalog.StartRunIn{TaskID: taskID, CaseIDs: caseIDs, IdempotencyKey: duet.NewID("cli"), Device: device, Origin: origin})
-	res, err := a.Catalog.Call(ctx, catalog.Request{Caller: duet.Caller{UserID: user, Source: duet.SourceCLI}, Tool: catalog.ToolStartRun, Args: args})
+	args, _ := json.Marshal(catalog.StartRunIn{TaskID: taskID, CaseIDs: caseIDs, IdempotencyKey: duet.NewID("cli"), Device: device})
+	res, err := a.Catalog.Call(ctx, catalog.Request{Caller: duet.Caller{UserID: user, Source: duet.SourceCLI}, Tool: catalog.ToolStartRun, Args: args, Origin: origin})
 	if err != nil {
 		return catalog.StartRunOut{}, err
 	}

@@ -66,8 +66,8 @@ func TestConsoleSchedulesAndAlerts(t *testing.T) {
 	}
 
 	// A run from a CI job shows its origin, and the runs list filters by it.
-	out, err := e.App.API.StartRun(t.Context(), duet.Caller{UserID: "alice", Source: duet.SourceAPI}, catalog.StartRunIn{TaskID: strings.TrimPrefix(taskPath, "/tasks/"),
-		IdempotencyKey: "ci-1", Origin: &duet.RunOrigin{Branch: "feature/pay", Commit: "abc123", PullRequest: "https://git.example/acme/shop/pull/7"}})
+	out, err := e.App.API.StartRunFrom(t.Context(), duet.Caller{UserID: "alice", Source: duet.SourceAPI}, catalog.StartRunIn{TaskID: strings.TrimPrefix(taskPath, "/tasks/"),
+		IdempotencyKey: "ci-1"}, &duet.RunOrigin{Branch: "feature/pay", Commit: "abc123", PullRequest: "https://git.example/acme/shop/pull/7"})
 	if err != nil {
 		t.Fatal(err)
 	}
