@@ -3,7 +3,11 @@ package duet
 // StepKind names what a compiled step does.
 type StepKind string
 
-// Step kinds. The compiler (internal/compiler) is the only producer of steps.
+// Step kinds: the names steps are stored and reported under (wire values:
+// add, never rename). What a kind is — its schema, how it compiles and how it
+// runs — is its entry in the step registry (internal/step), where a new kind
+// may name itself without a constant here. The compiler (internal/compiler)
+// is the only producer of steps.
 const (
 	StepHTTP          StepKind = "http"          // an HTTP request; saves status, headers and body
 	StepAssert        StepKind = "assert"        // a boolean expression over saved variables
@@ -21,16 +25,6 @@ const (
 	StepExtract       StepKind = "extract"       // save text, an attribute or a URL part to a variable
 	StepScreenshot    StepKind = "screenshot"    // save a screenshot artifact
 )
-
-// IsBrowser reports whether steps of kind k need a browser.
-func (k StepKind) IsBrowser() bool {
-	switch k {
-	case StepOpen, StepClick, StepFill, StepPress, StepSelect, StepWaitFor,
-		StepAssertText, StepAssertVisible, StepAssertURL, StepExtract, StepScreenshot:
-		return true
-	}
-	return false
-}
 
 // FailurePolicy says what a failed mcpCall step does to its case.
 type FailurePolicy string

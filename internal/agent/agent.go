@@ -285,10 +285,17 @@ func (s *session) refuse(ctx context.Context, tool, reason, why string) {
 
 var errStop = errors.New("agent: stop")
 
-func (s *session) run(ctx context.Context) (*duet.Case, error) {
+func (s *session) run(ctx context.Context) (c *duet.Case, err error) {
 	a, o := s.agent, s.agent.opts
 	ctx, cancel := context.WithTimeoutCause(ctx, o.Timeout, errStop)
 	defer cancel()
+	// Whatever step the time limit ends — reading the task, a tool call,
+	// a model's turn — the generation ends with its own code.
+	defer func() {
+		if err != nil && duet.ErrorCode(err) != duet.CodeGenerationFailed && errors.Is(context.Cause(ctx), errStop) {
+			err = duet.WrapError(duet.CodeGenerationFailed, err, "no valid case within the time limit of %s", o.Timeout)
+		}
+	}()
 
 	b, err := gather(ctx, &a.deps, gatherInput{User: s.req.User, Task: s.req.Task, Goal: s.req.Goal, Skills: s.req.Skills, Prompt: s.req.Prompt})
 	if err != nil {
@@ -365,9 +372,6 @@ func (s *session) run(ctx context.Context) (*duet.Case, error) {
 		}
 		resp, err := s.client.Chat(ctx, llm.Request{Messages: msgs, Tools: tools, Temperature: o.Temperature, MaxTokens: o.MaxCompletionTokens})
 		if err != nil {
-			if errors.Is(context.Cause(ctx), errStop) {
-				return nil, duet.WrapError(duet.CodeGenerationFailed, err, "no valid case within the time limit of %s", o.Timeout)
-			}
 			return nil, err
 		}
 		s.gen.Turns++

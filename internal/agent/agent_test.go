@@ -305,7 +305,7 @@ func runCase(t *testing.T, f *fixture, c *duet.Case, user string) *duet.Run {
 		t.Fatalf("claim: %v", err)
 	}
 	e := engine.New(f.db, engine.Options{Invoker: f.reg})
-	if err := e.Execute(t.Context(), claimed); err != nil {
+	if err := e.Execute(t.Context(), duet.LeaseOf(claimed, "test"), claimed, nil); err != nil {
 		t.Fatal(err)
 	}
 	got, err := f.db.FindRunByID(t.Context(), "", run.ID)
@@ -333,6 +333,9 @@ func TestGenerateLimits(t *testing.T) {
 		{"tokens", agent.Options{MaxTokens: 1000}, []llmtest.Turn{loop().WithUsage(llm.Usage{PromptTokens: 900, CompletionTokens: 200, TotalTokens: 1100})},
 			"the token budget is spent (1100 of 1000)"},
 		{"time", agent.Options{Timeout: 200 * time.Millisecond}, []llmtest.Turn{loop().WithDelay(5 * time.Second)}, "time limit of 200ms"},
+		// The limit can end the generation before the model's first turn
+		// (a loaded machine reading the task): the same code.
+		{"time before the first turn", agent.Options{Timeout: time.Nanosecond}, nil, "time limit of 1ns"},
 		{"no case in the answer", agent.Options{MaxRepairs: 1}, []llmtest.Turn{llmtest.Reply("I would test the login."), llmtest.Reply("Done.")}, "no valid case after 1 repairs"},
 	}
 	for _, tt := range tests {

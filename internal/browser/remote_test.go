@@ -269,7 +269,21 @@ func TestGuardNavigation(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
-	step := func() context.Context { return testCtx(t, 5*time.Second) }
+	// A step's budget: what a loaded machine meets, never a claim of
+	// speed (the calls that must fail are refused without waiting).
+	step := func() context.Context { return testCtx(t, time.Minute) }
+	// refused waits for the event the next step reports: the guard has
+	// refused a navigation of the page (the browser gets to it when it
+	// gets to it). The step after it then ends at once with that refusal,
+	// however long the browser took.
+	refused := func(what string) {
+		t.Helper()
+		for deadline := time.Now().Add(time.Minute); s.refused.Load() == nil; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the guard refused no navigation within a minute", what)
+			}
+		}
+	}
 
 	if err := s.Open(step(), g.base.URL+"/"); err != nil {
 		t.Fatalf("Open of the base URL: %v", err)
@@ -287,6 +301,7 @@ func TestGuardNavigation(t *testing.T) {
 	if err := s.Click(step(), "#out"); err != nil {
 		t.Fatalf("Click: %v", err)
 	}
+	refused("the link")
 	err = s.WaitFor(step(), WaitCondition{Selector: "#secret", Timeout: 2 * time.Second})
 	wantCode(t, err, duet.CodeURLRefused, "the page navigated to "+g.other.URL+"/admin")
 
@@ -294,6 +309,7 @@ func TestGuardNavigation(t *testing.T) {
 	if err := s.Open(step(), g.base.URL+"/script"); err != nil {
 		t.Fatal(err)
 	}
+	refused("the script")
 	_, err = s.Text(testCtx(t, 2*time.Second), "#secret")
 	wantCode(t, err, duet.CodeURLRefused, "the page navigated to")
 

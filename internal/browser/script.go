@@ -79,12 +79,13 @@ func evalJS[T any](ctx context.Context, fn string, args ...any) (T, error) {
 
 // jsClick scrolls the element into the middle of the viewport and returns the
 // point to click, in the coordinates of Input.dispatchMouseEvent. It waits
-// while the element is disabled or another element covers that point.
-const jsClick = `function (sel) {
+// while the element is disabled (unless hover: a disabled element can be
+// hovered) or another element covers that point.
+const jsClick = `function (sel, hover) {
 	const f = $find(sel, true);
 	if (f.state !== 'ok') return f;
 	const el = f.el;
-	if (el.matches(':disabled')) return {state: 'disabled'};
+	if (!hover && el.matches(':disabled')) return {state: 'disabled'};
 	el.scrollIntoView({block: 'center', inline: 'center', behavior: 'instant'});
 	let r = null;
 	for (const c of el.getClientRects()) { if (c.width > 0 && c.height > 0) { r = c; break; } }

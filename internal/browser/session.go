@@ -310,6 +310,31 @@ func (s *Session) Click(ctx context.Context, selector string) error {
 	return s.fail(c, err, nil)
 }
 
+// Hover waits until the element of selector is visible and not covered by
+// another element, scrolls it into view and moves the mouse over its
+// centre: what opens a menu or a tooltip that opens on hover. A disabled
+// element can be hovered.
+//
+// Errors: CodeElementNotFound when no visible element matches in time,
+// CodeStepTimeout when it stays covered, CodeInvalidArgument for a bad
+// selector, CodeCancelled and CodeBrowserError.
+func (s *Session) Hover(ctx context.Context, selector string) error {
+	const op = "hover"
+	if selector == "" {
+		return emptySelector(op)
+	}
+	c, err := s.begin(ctx, op, 0)
+	if err != nil {
+		return err
+	}
+	defer s.end(c)
+	r, err := s.await(c, "", jsClick, selector, true)
+	if err != nil {
+		return s.elementFail(c, selector, r, err)
+	}
+	return s.fail(c, chromedp.Do(c.c, chromedp.MouseEvent(chromedp.MouseMoved, r.X, r.Y)), nil)
+}
+
 // Fill replaces the content of an input, textarea or contenteditable element:
 // it focuses the element, clears it and types value key by key, so that the
 // page sees the same events as from a user. Inputs of type date, time, month,

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/closedport"
 )
 
 func TestSessionForm(t *testing.T) {
@@ -248,6 +249,7 @@ func TestSessionErrors(t *testing.T) {
 	site := newSite(t)
 	s := newSession(t, p, "desktop")
 	open(t, s, site, "/")
+	closed := closedport.URL(t) // where nothing answers (not a fixed port: one may be taken)
 
 	tests := []struct {
 		name     string
@@ -274,7 +276,7 @@ func TestSessionErrors(t *testing.T) {
 		{"unknown key", func(ctx context.Context) error { return s.Press(ctx, "Hyperspace", "") }, duet.CodeInvalidArgument, []string{"Hyperspace"}},
 		{"bad URL", func(ctx context.Context) error { return s.Open(ctx, "not a url") }, duet.CodeInvalidArgument, []string{"not a url"}},
 		{"file URL", func(ctx context.Context) error { return s.Open(ctx, "file:///etc/passwd") }, duet.CodeURLRefused, []string{"file"}},
-		{"unreachable", func(ctx context.Context) error { return s.Open(ctx, "http://127.0.0.1:1/") }, duet.CodeBrowserError, []string{"ERR_"}},
+		{"unreachable", func(ctx context.Context) error { return s.Open(ctx, closed+"/") }, duet.CodeBrowserError, []string{"ERR_"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

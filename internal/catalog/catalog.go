@@ -51,6 +51,7 @@ type Tool struct {
 	run     func(ctx context.Context, env *Env, args json.RawMessage) (any, error)
 	streams bool // reports progress until its work is done when the client asks (Limits.StreamTimeout)
 	asks    bool // may ask its caller for a confirmation (Limits.ConfirmTimeout)
+	inputs  bool // may ask its client for input during a call (Env.CanAsk, Env.Ask): WithInput
 	// release, when set, says which callers may see and call the tool
 	// (a gray release); nil means everyone.
 	release func(ctx context.Context, c *Catalog, user string) (bool, error)
@@ -202,6 +203,9 @@ type Limits struct {
 	MaxResultBytes int           // size of a result; 0 means 4 MiB
 	IdempotencyTTL time.Duration // how long start_test_run keys are remembered; 0 means 24h
 	MaxQueuedRuns  int           // runs one executor may have queued; 0 means 20
+	// MaxRunsPerMinute is how many runs one executor may start in a
+	// minute, on every instance of the database together; 0 means 60.
+	MaxRunsPerMinute int
 	// StreamTimeout bounds a call that streams progress to the end of its
 	// work (start_test_run with a progress token) in place of Timeout;
 	// 0 means 30m.
@@ -217,6 +221,11 @@ type Limits struct {
 	// (Env.Async) stays readable; 0 means 1h. A run's task lives as long
 	// as IdempotencyTTL says.
 	TaskTTL time.Duration
+	// ProgressInterval is the longest a streaming call (start_test_run
+	// with a progress token) goes without a progress notification while
+	// its run waits or a step runs — what keeps a client's request timeout
+	// from firing on a healthy run; 0 means 5s.
+	ProgressInterval time.Duration
 }
 
 func (l *Limits) defaults() {
@@ -241,6 +250,9 @@ func (l *Limits) defaults() {
 	if l.MaxQueuedRuns <= 0 {
 		l.MaxQueuedRuns = 20
 	}
+	if l.MaxRunsPerMinute <= 0 {
+		l.MaxRunsPerMinute = 60
+	}
 	if l.StreamTimeout <= 0 {
 		l.StreamTimeout = 30 * time.Minute
 	}
@@ -252,6 +264,9 @@ func (l *Limits) defaults() {
 	}
 	if l.TaskTTL <= 0 {
 		l.TaskTTL = time.Hour
+	}
+	if l.ProgressInterval <= 0 {
+		l.ProgressInterval = 5 * time.Second
 	}
 }
 
@@ -343,9 +358,22 @@ func New(store duet.Store, opts Options) *Catalog {
 // Tools returns the tools in catalog order.
 func (c *Catalog) Tools() []*Tool { return c.tools }
 
-// Asks reports whether the tool may ask its caller for a confirmation
-// during a call.
-func (t *Tool) Asks() bool { return t.asks }
+// Asks reports whether the tool may ask its caller anything during a
+// call: a confirmation, or input (WithInput). Only such a tool is told what
+// its client can answer: a transport that cannot carry a question may
+// answer the calls of every other tool itself (the fast paths).
+func (t *Tool) Asks() bool { return t.asks || t.inputs }
+
+// WithInput declares that t may ask its client for input in the middle of
+// a call (Env.CanAsk, Env.Ask) — or answer otherwise depending on what the
+// client can be asked. Call hands the client's Input only to a tool that
+// declared it: for any other, CanAsk is false and Ask is UNAVAILABLE on
+// every transport, so whether a call may need an input round is known
+// before it runs.
+func (t *Tool) WithInput() *Tool {
+	t.inputs = true
+	return t
+}
 
 // Streams reports whether the tool reports progress until its work is done
 // when the client asks for progress.
@@ -452,8 +480,12 @@ func (c *Catalog) Call(ctx context.Context, req Request) (*Result, error) {
 		if err := c.checkReleased(ctx, t, req.Caller.UserID); err != nil {
 			return 0, err
 		}
+		input := req.Input
+		if !t.Asks() {
+			input = nil // it declared it never asks (WithInput): nothing to tell it
+		}
 		env := &Env{Caller: req.Caller, Store: c.store, Catalog: c, Progress: progress, Streaming: streaming, Confirmer: req.Confirmer,
-			Extensions: req.Extensions, input: req.Input, state: state, fire: req.Fire, origin: req.Origin}
+			Extensions: req.Extensions, input: input, state: state, fire: req.Fire, origin: req.Origin}
 		out, err := t.run(ctx, env, req.Args)
 		var async *asyncWork
 		if errors.As(err, &async) {
@@ -596,7 +628,10 @@ func (c *Catalog) Admit(ctx context.Context, op Op) (context.Context, func(), er
 // Govern runs fn as op through the governance pipeline: identity, argument
 // size, concurrency caps (unless ctx already holds a slot taken with Admit),
 // a per-call timeout, fn itself, the result-size cap and an audit record
-// (outcome, duration, sizes; never values). fn returns the size in bytes of
+// (outcome, duration, sizes; never values). The first change fn stores
+// writes that record in its own transaction (duet.AuditIntent in fn's
+// context), so a crash cannot keep the change and lose its record; the
+// record's outcome, duration and result size are completed when fn ends. fn returns the size in bytes of
 // the result it built; ResultBudget(ctx) tells it the cap before it builds
 // one. Govern returns fn's error (a missed deadline becomes TIMEOUT, a panic
 // INTERNAL), a refusal (UNAUTHENTICATED, TOO_LARGE, RATE_LIMITED), or
@@ -634,6 +669,11 @@ func (c *Catalog) Govern(ctx context.Context, op Op, fn func(ctx context.Context
 	if c.opts.Observe != nil {
 		ctx, end = c.opts.Observe(ctx, op)
 	}
+	// A change the call makes is stored with the call's audit record, in
+	// one transaction (duet.AuditIntent); the record is completed below.
+	intent := duet.NewAuditIntent(duet.AuditRecord{Time: start, TraceID: op.Caller.TraceID, CallSource: op.Caller.Source, Caller: op.Caller.UserID,
+		Method: op.Method, Tool: op.Name, ArgBytes: op.ArgBytes})
+	ctx = duet.WithAuditIntent(ctx, intent)
 	size, err := runSafely(ctx, fn)
 	if err != nil && !op.Stream && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		err = duet.WrapError(duet.CodeTimeout, err, "the call did not finish within %s", timeout)
@@ -650,6 +690,7 @@ func (c *Catalog) Govern(ctx context.Context, op Op, fn func(ctx context.Context
 		}
 	}
 	c.Audit(&duet.AuditRecord{ // op.Caller passed checkCaller
+		ID:   intent.Close(), // the record a change stored, completed; else a new one
 		Time: start, TraceID: op.Caller.TraceID, CallSource: op.Caller.Source, Caller: op.Caller.UserID,
 		Method: op.Method, Tool: op.Name, Outcome: outcome, ArgBytes: op.ArgBytes, ResultBytes: size,
 		DurationUs: c.opts.Now().Sub(start).Microseconds(),

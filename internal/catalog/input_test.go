@@ -33,7 +33,7 @@ func askTool() *catalog.Tool {
 			env.Answer("q", &e)
 			a, _ := e.Content["a"].(string)
 			return echoOut{State: string(env.State()), Answer: a}, nil
-		})
+		}).WithInput()
 }
 
 func canAll(string) bool { return true }
@@ -269,5 +269,61 @@ func TestRequestStateAcrossInstances(t *testing.T) {
 	}
 	if _, err := ask(t, three, "alice", `{}`, &catalog.Input{Can: canAll, Responses: answer, State: first.RequestState}); !errors.Is(err, catalog.ErrBadState) {
 		t.Errorf("an instance with another key: %v, want ErrBadState", err)
+	}
+}
+
+// TestOnlyADeclaredToolIsAsked: the client's Input reaches only a tool that
+// declared it may ask (WithInput). Another tool sees CanAsk false and gets
+// UNAVAILABLE from Ask whatever the transport offers — so a transport that
+// answers its calls without a way to ask (the fast paths) answers them as
+// every other one does — and it is not told the client's answers either.
+func TestOnlyADeclaredToolIsAsked(t *testing.T) {
+	t.Parallel()
+	probe := func(name string) *catalog.Tool {
+		return catalog.Define(name, "", "says whether it may ask, then asks", catalog.Annotations{ReadOnly: true}, nil,
+			func(ctx context.Context, env *catalog.Env, _ struct{}) (echoOut, error) {
+				if env.Answered() {
+					return echoOut{Answer: "answered"}, nil
+				}
+				if !env.CanAsk(catalog.AskElicit) {
+					return echoOut{Answer: "cannot ask"}, nil
+				}
+				return echoOut{}, env.Ask(map[string]catalog.InputRequest{"q": {Method: catalog.AskElicit, Params: map[string]any{"message": "?"}}}, nil)
+			})
+	}
+	asker := func(name string) *catalog.Tool {
+		return catalog.Define(name, "", "asks without looking", catalog.Annotations{ReadOnly: true}, nil,
+			func(ctx context.Context, env *catalog.Env, _ struct{}) (echoOut, error) {
+				return echoOut{}, env.Ask(map[string]catalog.InputRequest{"q": {Method: catalog.AskElicit, Params: map[string]any{"message": "?"}}}, nil)
+			})
+	}
+	declared, undeclared := probe("declared").WithInput(), probe("undeclared")
+	c, _, _, _ := setup(t, catalog.Options{Extra: []*catalog.Tool{declared, undeclared, asker("blind_asker")}})
+	if !declared.Asks() || undeclared.Asks() {
+		t.Fatalf("Asks: declared %v, undeclared %v", declared.Asks(), undeclared.Asks())
+	}
+	call := func(tool string, in *catalog.Input) *catalog.Result {
+		t.Helper()
+		res, err := c.Call(t.Context(), catalog.Request{Caller: duet.Caller{UserID: "alice", Source: duet.SourceMCP}, Tool: tool, Args: json.RawMessage(`{}`), Input: in})
+		if err != nil {
+			t.Fatalf("%s: %v", tool, err)
+		}
+		return res
+	}
+	answered := map[string]json.RawMessage{"q": json.RawMessage(`{"action":"accept"}`)}
+	if res := call("declared", &catalog.Input{Can: canAll}); len(res.InputRequests) != 1 {
+		t.Errorf("declared: %+v, want an input-required result", res)
+	}
+	if res := call("declared", &catalog.Input{Can: canAll, Responses: answered}); !strings.Contains(res.Text, "answered") {
+		t.Errorf("declared, with answers: %+v", res)
+	}
+	if res := call("undeclared", &catalog.Input{Can: canAll}); len(res.InputRequests) != 0 || !strings.Contains(res.Text, "cannot ask") {
+		t.Errorf("undeclared: %+v, want the fallback of a client that cannot be asked", res)
+	}
+	if res := call("undeclared", &catalog.Input{Can: canAll, Responses: answered}); !strings.Contains(res.Text, "cannot ask") {
+		t.Errorf("undeclared, with answers: %+v, want the answers not passed on", res)
+	}
+	if res := call("blind_asker", &catalog.Input{Can: canAll}); !res.IsError || res.Code != duet.CodeUnavailable {
+		t.Errorf("blind_asker: %+v, want UNAVAILABLE", res)
 	}
 }

@@ -150,10 +150,10 @@ func (c *Catalog) startTask(req Request, t *Tool, work func(ctx context.Context,
 	now := c.opts.Now()
 	mt := &memTask{id: newTaskID(), owner: req.Caller.UserID, tool: t.Name, args: req.Args, caller: req.Caller, work: work,
 		status: TaskWorking, created: now, updated: now}
-	if req.Input != nil {
+	if req.Input != nil && t.Asks() {
 		mt.can = req.Input.Can
 	}
-	if mt.can == nil {
+	if mt.can == nil && t.Asks() {
 		// A task's questions wait in tasks/get for the client to answer
 		// with tasks/update: no session or in-band round is needed.
 		mt.can = func(string) bool { return true }
@@ -187,8 +187,12 @@ func (c *Catalog) runTask(mt *memTask, answers map[string]json.RawMessage) {
 		op := Op{Caller: mt.caller, Method: "tasks/run", Name: mt.tool, ArgBytes: len(mt.args), Timeout: c.opts.Limits.StreamTimeout}
 		var ask *inputRequired
 		err := c.Govern(ctx, op, func(ctx context.Context) (int, error) {
+			var input *Input
+			if mt.can != nil { // nil for a tool that never asks (WithInput)
+				input = &Input{Can: mt.can, Responses: answers}
+			}
 			env := &Env{Caller: mt.caller, Store: c.store, Catalog: c, Progress: func(float64, float64, string) {},
-				Extensions: []string{TasksExtension}, input: &Input{Can: mt.can, Responses: answers}, state: state}
+				Extensions: []string{TasksExtension}, input: input, state: state}
 			var err error
 			out, err = mt.work(ctx, env)
 			if errors.As(err, &ask) {

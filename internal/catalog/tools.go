@@ -134,7 +134,7 @@ func productTools() []*Tool {
 				minLen(in, "taskId", 1)
 				k := in.Properties["idempotencyKey"]
 				k.MinLength, k.MaxLength = ptr(1), ptr(200)
-			}), startRun).streaming().WithTasks(TaskOptional),
+			}), startRun).streaming().WithTasks(TaskOptional).WithInput(), // asks the executor to approve shared cases (approve.go)
 		stopRunTool(), // released gradually: see stop.go
 	}
 }
@@ -700,8 +700,9 @@ func (o StartRunOut) Text() string {
 }
 
 // StartRun starts a run of a task as the caller; it is start_test_run, and the
-// CLI and REST paths call it too. Returns NOT_FOUND, INVALID_ARGUMENT,
-// IDEMPOTENCY_CONFLICT.
+// CLI and REST paths call it too. The run keeps the caller's call depth.
+// Returns NOT_FOUND, INVALID_ARGUMENT, IDEMPOTENCY_CONFLICT, RATE_LIMITED
+// (Limits.MaxQueuedRuns, Limits.MaxRunsPerMinute).
 func (c *Catalog) StartRun(ctx context.Context, caller duet.Caller, in StartRunIn) (StartRunOut, error) {
 	env := &Env{Caller: caller, Store: c.store, Catalog: c, Progress: func(float64, float64, string) {}}
 	return startRun(ctx, env, in)
@@ -767,7 +768,8 @@ func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error)
 	if err != nil {
 		return StartRunOut{}, err
 	}
-	run := &duet.Run{TaskID: task.ID, TriggeredBy: env.Caller.UserID, CallSource: env.Caller.Source, TraceID: env.Caller.TraceID, Device: in.Device, Origin: origin}
+	run := &duet.Run{TaskID: task.ID, TriggeredBy: env.Caller.UserID, CallSource: env.Caller.Source, TraceID: env.Caller.TraceID, Device: in.Device,
+		CallDepth: env.Caller.CallDepth, Origin: origin}
 	var execs []*duet.Execution
 	for _, cs := range cases {
 		execs = append(execs, &duet.Execution{CaseID: cs.ID, CaseKey: cs.Key, CaseTitle: cs.Title, CaseVersion: cs.Version, Steps: cs.Steps, TimeoutMs: cs.TimeoutMs})
@@ -779,8 +781,9 @@ func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error)
 		ResultFunc: func(r *duet.Run) (json.RawMessage, error) {
 			return json.Marshal(StartRunOut{RunID: r.ID, TaskID: r.TaskID, Status: r.Status, CaseCount: len(execs)})
 		},
-		MaxQueued: c.opts.Limits.MaxQueuedRuns,
-		Fire:      env.fire,
+		MaxQueued:    c.opts.Limits.MaxQueuedRuns,
+		MaxPerMinute: c.opts.Limits.MaxRunsPerMinute,
+		Fire:         env.fire,
 	})
 	if err != nil {
 		return StartRunOut{}, err

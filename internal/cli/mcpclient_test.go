@@ -18,6 +18,7 @@ import (
 	"github.com/duet-test/duet/internal/app"
 	"github.com/duet-test/duet/internal/catalog"
 	"github.com/duet-test/duet/internal/cli"
+	"github.com/duet-test/duet/internal/closedport"
 	"github.com/duet-test/duet/internal/config"
 	"github.com/duet-test/duet/internal/sample"
 )
@@ -74,7 +75,7 @@ cases:
       - set: {legacyCopy: "legacy.body"}
       - http: {url: /whoami, headers: {Authorization: "Bearer ${copy}"}, saveAs: me}
       - assert: {expr: "me.body.sent == 'Bearer ' + copy && said != ''", message: the token round-trips}
-      - http: {url: "http://127.0.0.1:1/closed?token=${copy}"}
+      - http: {url: "CLOSED/closed?token=${copy}"}
 `
 
 // transcript collects everything the commands printed.
@@ -230,7 +231,8 @@ func TestMCPClientEndToEnd(t *testing.T) {
 
 	// The by-value canaries: a web API's secrets travel through a run.
 	web := filepath.Join(home, "web.yaml")
-	if err := os.WriteFile(web, []byte(strings.Replace(byValueSuite, "BASE", secretsAPI(t), 1)), 0o600); err != nil {
+	closed := closedport.URL(t) // where nothing answers: a failing request whose URL carries a secret
+	if err := os.WriteFile(web, []byte(strings.NewReplacer("BASE", secretsAPI(t), "CLOSED", closed).Replace(byValueSuite)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	e.must(t, "apply", "-f", web, "--as", "alice")
@@ -245,7 +247,7 @@ func TestMCPClientEndToEnd(t *testing.T) {
 	}
 	json.Unmarshal([]byte(e.must(t, "run", "show", webRun.ID, "--as", "alice", "--json")), &webShown)
 	if x := webShown.Executions; len(x) != 1 || len(x[0].Results) != 7 || x[0].Results[5].Status != duet.StatusPassed ||
-		!strings.Contains(x[0].Results[6].ErrorMessage, "127.0.0.1:1/closed?token=") {
+		!strings.Contains(x[0].Results[6].ErrorMessage, closed+"/closed?token=") {
 		t.Fatalf("the web secrets run did not go as planned: %+v", x)
 	}
 	for _, as := range []string{"alice", "bob"} {

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -101,7 +100,7 @@ func TestMCPClientOAuth(t *testing.T) {
 		"DUET_HOME": home, "DUET_MCP_ALLOW_LOOPBACK": "true", "DUET_LOG_LEVEL": "debug", "HOME": home,
 		"SECURE_CLIENT_ID": "duet-app", "SECURE_CLIENT_SECRET": canaryClientSecret,
 	}}
-	as := mcptest.NewAuthServer(t, mcptest.AuthOptions{Prefix: canaryOAuth, TokenTTL: 2 * time.Second, Scopes: []string{"sums"},
+	as := mcptest.NewAuthServer(t, mcptest.AuthOptions{Prefix: canaryOAuth, Scopes: []string{"sums"},
 		Clients: map[string]string{"duet-app": canaryClientSecret}, NoRegistration: true})
 	url := mcptest.Protected(t, mcptest.NewServer("secure", nil), as, mcptest.Protection{Scopes: []string{"sums"}})
 
@@ -111,13 +110,21 @@ func TestMCPClientOAuth(t *testing.T) {
 		{"--auth", "oauth", "--client-secret-env", "NOT_SET"},             // an empty variable
 		{"--auth", "oauth", "--bearer-token-env", "SECURE_CLIENT_SECRET"}, // OAuth brings its own bearer token
 		{"--issuer", as.URL},                                              // without --auth
+		// A secret without the issuer it belongs to (bound when entered).
+		{"--auth", "oauth", "--client-id-env", "SECURE_CLIENT_ID", "--client-secret-env", "SECURE_CLIENT_SECRET"},
+		{"--auth", "client-credentials", "--client-id-env", "SECURE_CLIENT_ID", "--client-secret-env", "SECURE_CLIENT_SECRET"},
 	} {
 		if _, errs, code := e.run(t, append([]string{"server", "add", "--as", "alice", "--name", "x", "--url", url}, args...)...); code != 2 {
 			t.Errorf("server add %v: exit %d, want 2 (usage): %s", args, code, errs)
 		}
 	}
+	if _, errs, _ := e.run(t, "server", "add", "--as", "alice", "--name", "x", "--url", url, "--auth", "oauth",
+		"--client-id-env", "SECURE_CLIENT_ID", "--client-secret-env", "SECURE_CLIENT_SECRET"); !strings.Contains(errs, "need --issuer URL") ||
+		!strings.Contains(errs, "/.well-known/oauth-protected-resource/mcp") {
+		t.Errorf("a secret without --issuer: the usage error does not say where to find the issuer: %s", errs)
+	}
 	out, errs, code := e.run(t, "server", "add", "--as", "alice", "--name", "secure", "--url", url, "--auth", "oauth",
-		"--client-id-env", "SECURE_CLIENT_ID", "--client-secret-env", "SECURE_CLIENT_SECRET")
+		"--client-id-env", "SECURE_CLIENT_ID", "--client-secret-env", "SECURE_CLIENT_SECRET", "--issuer", as.URL)
 	if code != 0 || !strings.Contains(out, "auth       oauth") || !strings.Contains(errs, "duet server login --as alice secure") {
 		t.Fatalf("server add: exit %d\n%s%s", code, out, errs)
 	}
@@ -151,7 +158,10 @@ func TestMCPClientOAuth(t *testing.T) {
 	var runs []string
 	for i := range 2 {
 		if i == 1 {
-			time.Sleep(1600 * time.Millisecond) // the token is then renewed before use
+			// The access token ends early: the run's call refreshes it on
+			// its 401. (Renewal before expiry is TestOAuthRenewal's, on the
+			// OAuth client's clock.)
+			as.RevokeAccess()
 		}
 		out := e.must(t, "run", "secure-sums", "--as", "alice", "--json")
 		var r duet.Run
@@ -167,7 +177,7 @@ func TestMCPClientOAuth(t *testing.T) {
 	}
 	// bob has no authorization of his own.
 	e.must(t, "server", "add", "--as", "bob", "--name", "secure", "--url", url, "--auth", "oauth",
-		"--client-id-env", "SECURE_CLIENT_ID", "--client-secret-env", "SECURE_CLIENT_SECRET")
+		"--client-id-env", "SECURE_CLIENT_ID", "--client-secret-env", "SECURE_CLIENT_SECRET", "--issuer", as.URL)
 	if _, errs, code := e.run(t, "server", "call", "--as", "bob", "secure", "add", "--args", `{"a":1,"b":2}`); code != 1 ||
 		!strings.Contains(errs, "duet server login --as bob secure") {
 		t.Fatalf("bob's call: exit %d: %s", code, errs)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	neturl "net/url"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -69,8 +70,9 @@ Servers protected by OAuth 2.1 (the MCP authorization spec):
                                 or --client-key-env VAR (a PEM private key: private_key_jwt)
   --scope S                     request scope S too (repeatable)
   --issuer URL                  the authorization server a pre-registered client belongs
-                                to; without it, the one found at the first authorization
-                                is pinned. The client's credentials go to no other.
+                                to (required with --client-secret-env or --client-key-env;
+                                for a public client, without it the one found at the first
+                                authorization is pinned). The client's credentials go to no other.
 The authorization server is found from the server's metadata; every address Duet
 contacts passes the same network guard as the server itself. OAuth needs an https
 URL (http only for loopback addresses).`,
@@ -115,6 +117,9 @@ URL (http only for loopback addresses).`,
 			} else if oauth != nil {
 				oauth.Issuer = issuer
 			}
+			if oauth.HoldsSecret() && issuer == "" {
+				return usage("%s", issuerHint(url))
+			}
 			a, err := openApp(cmd, env, app.Options{})
 			if err != nil {
 				return err
@@ -122,12 +127,12 @@ URL (http only for loopback addresses).`,
 			defer a.Close()
 			user := asUser(cmd, a.Config)
 			ctx := cmd.Context()
-			start := time.Now()
-			s, err := a.MCPClient.Register(ctx, mcpclient.Registration{Owner: user, Name: name, URL: url, Headers: headers, OAuth: oauth, Replace: replace})
+			actx, done := auditing(ctx, a, user, "server.add", "")
+			s, err := a.MCPClient.Register(actx, mcpclient.Registration{Owner: user, Name: name, URL: url, Headers: headers, OAuth: oauth, Replace: replace})
 			if oauth != nil {
 				oauth.ClientSecret, oauth.PrivateKey = "", ""
 			}
-			audited(a, user, "server.add", start, err)
+			done(err)
 			if duet.ErrorCode(err) == duet.CodeConflict {
 				return conflictHint(cmd, a, user, err)
 			} else if err != nil {
@@ -136,10 +141,10 @@ URL (http only for loopback addresses).`,
 			var syncErr error
 			// A person's authorization comes first: server login syncs.
 			if !noSync && s.Auth != duet.AuthOAuth {
-				start = time.Now()
+				sctx, done := auditing(ctx, a, user, "server.sync", "")
 				var synced *duet.MCPServer
-				synced, syncErr = a.MCPClient.Sync(ctx, user, s.Name)
-				audited(a, user, "server.sync", start, syncErr)
+				synced, syncErr = a.MCPClient.Sync(sctx, user, s.Name)
+				done(syncErr)
 				if syncErr == nil {
 					s = synced
 				}
@@ -181,12 +186,27 @@ URL (http only for loopback addresses).`,
 	cmd.Flags().StringVar(&clientKeyEnv, "client-key-env", "", "environment variable holding the OAuth client's PEM private key (client-credentials with private_key_jwt)")
 	cmd.Flags().StringVar(&metadataURL, "client-metadata-url", "", "https URL of a client ID metadata document describing Duet (--auth oauth)")
 	cmd.Flags().StringArrayVar(&scopes, "scope", nil, "an OAuth scope to request besides the ones the server asks for (repeatable)")
-	cmd.Flags().StringVar(&issuer, "issuer", "", "the authorization server (issuer URL) the pre-registered OAuth client belongs to; default: pinned at the first authorization")
+	cmd.Flags().StringVar(&issuer, "issuer", "", "the authorization server (issuer URL) the pre-registered OAuth client belongs to; required with a client secret or key (a public client: pinned at the first authorization)")
 	cmd.Flags().BoolVar(&replace, "replace", false, "replace your registration with the same name (new URL and credentials)")
 	cmd.Flags().BoolVar(&noSync, "no-sync", false, "register only; do not contact the server")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the registration as JSON")
 	addAs(cmd)
 	return cmd
+}
+
+// issuerHint is the usage error of a client secret or key given without
+// --issuer: the secret is bound to its authorization server when it is
+// entered (docs/mcp-client.md), and this says where to find that server.
+func issuerHint(serverURL string) string {
+	prm := "https://HOST/.well-known/oauth-protected-resource/PATH"
+	if u, err := neturl.Parse(serverURL); err == nil && u.Host != "" {
+		prm = u.Scheme + "://" + u.Host + "/.well-known/oauth-protected-resource" + strings.TrimSuffix(u.EscapedPath(), "/")
+	}
+	return "--client-secret-env and --client-key-env need --issuer URL: a client secret or key goes only to the authorization server it was registered with, " +
+		"and Duet does not take the server's word for which one that is. Give the issuer of the authorization server where the client was registered " +
+		"(its console shows it; it is the \"issuer\" of https://AUTH-SERVER/.well-known/oauth-authorization-server). " +
+		"The MCP server names its authorization server under \"authorization_servers\" at " + escape.Text(prm) +
+		": use it only if it is that same server"
 }
 
 // oauthFlags builds the OAuth configuration of server add from its flags,
@@ -278,9 +298,9 @@ For --auth client-credentials, login fetches a token at once (no browser).`,
 				defer ln.Close()
 				ctx = mcpclient.WithAuthorizer(ctx, ln.Authorizer())
 			}
-			start := time.Now()
-			st, err := a.MCPClient.Login(ctx, user, reg.Name)
-			audited(a, user, "server.login", start, err)
+			actx, done := auditing(ctx, a, user, "server.login", "")
+			st, err := a.MCPClient.Login(actx, user, reg.Name)
+			done(err)
 			if err != nil {
 				return err
 			}
@@ -288,9 +308,9 @@ For --auth client-credentials, login fetches a token at once (no browser).`,
 			if noSync {
 				return nil
 			}
-			start = time.Now()
-			s, err := a.MCPClient.Sync(ctx, user, reg.Name)
-			audited(a, user, "server.sync", start, err)
+			sctx, done := auditing(ctx, a, user, "server.sync", "")
+			s, err := a.MCPClient.Sync(sctx, user, reg.Name)
+			done(err)
 			if err != nil {
 				return err
 			}
@@ -475,9 +495,9 @@ func serverRemoveCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "remove NAME", Short: "Remove a registration, its credentials and its catalog", Args: cobra.ExactArgs(1),
 		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			start := time.Now()
-			err := a.MCPClient.Remove(cmd.Context(), user, args[0])
-			audited(a, user, "server.remove", start, err)
+			actx, done := auditing(cmd.Context(), a, user, "server.remove", "")
+			err := a.MCPClient.Remove(actx, user, args[0])
+			done(err)
 			if err != nil {
 				return err
 			}
@@ -493,9 +513,9 @@ func serverSyncCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "sync NAME", Short: "Fetch and archive a server's tool catalog again", Args: cobra.ExactArgs(1),
 		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			start := time.Now()
-			s, err := a.MCPClient.Sync(cmd.Context(), user, args[0])
-			audited(a, user, "server.sync", start, err)
+			actx, done := auditing(cmd.Context(), a, user, "server.sync", "")
+			s, err := a.MCPClient.Sync(actx, user, args[0])
+			done(err)
 			if err != nil {
 				return err
 			}

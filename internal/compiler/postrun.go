@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/step"
 )
 
 // maxPostRun bounds the post-run actions of one task.
@@ -21,20 +22,20 @@ const maxPostRun = 20
 //	    input:
 //	      title: "${task.name}: run ${run.id} ${run.status}"
 //	      failed: {var: run.failedCases}
-func (c *compiler) postRun(n *node) []*duet.PostRunAction {
-	if n.kind == kindNull {
+func (c *compiler) postRun(n *step.Node) []*duet.PostRunAction {
+	if n.Type == step.NullNode {
 		return nil
 	}
-	if n.kind != kindSeq {
-		c.errf(n, "postRun must be a list of actions (on, server or serverKey, tool, input)")
+	if n.Type != step.SeqNode {
+		c.Errf(n, "postRun must be a list of actions (on, server or serverKey, tool, input)")
 		return nil
 	}
-	if len(n.items) > maxPostRun {
-		c.errf(n, "a task may declare at most %d post-run actions, got %d", maxPostRun, len(n.items))
+	if len(n.Items) > maxPostRun {
+		c.Errf(n, "a task may declare at most %d post-run actions, got %d", maxPostRun, len(n.Items))
 		return nil
 	}
 	out := []*duet.PostRunAction{}
-	for _, item := range n.items {
+	for _, item := range n.Items {
 		if a := c.postRunAction(item); a != nil {
 			out = append(out, a)
 		}
@@ -45,49 +46,49 @@ func (c *compiler) postRun(n *node) []*duet.PostRunAction {
 	return out
 }
 
-func (c *compiler) postRunAction(n *node) *duet.PostRunAction {
-	if n.kind != kindMap {
-		c.errf(n, "a post-run action is a mapping (on, server or serverKey, tool, input, name), got %s", n.kind)
+func (c *compiler) postRunAction(n *step.Node) *duet.PostRunAction {
+	if n.Type != step.MapNode {
+		c.Errf(n, "a post-run action is a mapping (on, server or serverKey, tool, input, name), got %s", n.Type)
 		return nil
 	}
-	before := len(c.diags)
-	c.allowKeys(n, "name", "on", "server", "serverKey", "tool", "toolName", "input", "inputBindings")
-	a := &duet.PostRunAction{Line: n.line, Name: strings.TrimSpace(c.stringField(n, "name", false))}
-	switch on := duet.PostRunWhen(c.stringField(n, "on", true)); on {
+	before := c.NumErrors()
+	c.AllowKeys(n, keyNames(postRunKeys)...)
+	a := &duet.PostRunAction{Line: n.Line, Name: strings.TrimSpace(c.String(n, "name", false))}
+	switch on := duet.PostRunWhen(c.String(n, "on", true)); on {
 	case duet.PostRunOnFailure, duet.PostRunOnSuccess, duet.PostRunAlways:
 		a.On = on
 	case "":
 	default:
-		c.errf(n.get("on"), "on must be failure, success or always, got %q", on)
+		c.Errf(n.Get("on"), "on must be failure, success or always, got %q", on)
 	}
 	m := &duet.MCPCallStep{InputBindings: map[string]duet.Binding{}}
-	ref, refNode := c.callTarget(n, m, "a post-run action")
-	in := n.get("input")
+	ref, refNode := c.CallTarget(n, m, "a post-run action")
+	in := n.Get("input")
 	if in == nil {
-		in = n.get("inputBindings")
+		in = n.Get("inputBindings")
 	}
-	if in != nil && in.kind != kindNull {
-		if in.kind != kindMap {
-			c.errf(in, "input must be a mapping of argument: binding")
+	if in != nil && in.Type != step.NullNode {
+		if in.Type != step.MapNode {
+			c.Errf(in, "input must be a mapping of argument: binding")
 		} else {
-			sc := &scope{} // only the builtins: task and run
-			for j, k := range in.keys {
-				name, _ := k.str()
-				v := in.vals[j]
+			c.Scope = step.Scope{} // only the builtins: task and run
+			for j, k := range in.Keys {
+				name, _ := k.Str()
+				v := in.Vals[j]
 				if src := bindingSource(v); strings.HasPrefix(src, "page.") {
-					c.errf(v, "a post-run action runs after the cases, without a page: bind the run's summary (a value, a ${...} template or {var: run...}), not %s", src)
+					c.Errf(v, "a post-run action runs after the cases, without a page: bind the run's summary (a value, a ${...} template or {var: run...}), not %s", src)
 					continue
 				}
-				if b, ok := c.binding(v, sc); ok {
+				if b, ok := c.Binding(v); ok {
 					m.InputBindings[name] = b
 				}
 			}
 		}
 	}
 	if ref != "" {
-		c.resolveServer(refNode, ref, m)
+		c.ResolveServer(refNode, ref, m)
 	}
-	if len(c.diags) > before {
+	if c.NumErrors() > before {
 		return nil
 	}
 	a.ServerKey, a.ServerName, a.ToolName, a.InputBindings = m.ServerKey, m.ServerName, m.ToolName, m.InputBindings
@@ -103,13 +104,13 @@ func (c *compiler) postRunAction(n *node) *duet.PostRunAction {
 
 // bindingSource is the from (or source) of a binding written as a
 // mapping, "" otherwise.
-func bindingSource(n *node) string {
-	if n.kind != kindMap {
+func bindingSource(n *step.Node) string {
+	if n.Type != step.MapNode {
 		return ""
 	}
 	for _, k := range []string{"from", "source"} {
-		if v := n.get(k); v != nil {
-			s, _ := v.str()
+		if v := n.Get(k); v != nil {
+			s, _ := v.Str()
 			return s
 		}
 	}

@@ -88,6 +88,17 @@ func RunClient(ctx context.Context, getenv func(string) string, stdout, stderr i
 		oauth = &mcpclient.OAuth{Grant: duet.AuthEnterprise, ClientID: sc.ClientID, ClientSecret: sc.ClientSecret,
 			IdPIssuer: sc.IdPIssuer, IdPClientID: sc.IdPClientID, IDToken: sc.IdPIDToken}
 	}
+	if oauth.HoldsSecret() {
+		// A secret is bound to its issuer when it is entered. The scenario
+		// hands out a secret of the authorization server its MCP server
+		// names: the driver, standing in for the person who holds the
+		// secret, confirms that issuer.
+		issuer, err := a.MCPClient.DiscoverIssuer(ctx, url)
+		if err != nil {
+			return err
+		}
+		oauth.Issuer = issuer
+	}
 	ctx = mcpclient.WithAuthorizer(ctx, a.MCPClient.AutoApprover())
 	if _, err := a.MCPClient.Register(ctx, mcpclient.Registration{Owner: user, Name: "scenario", URL: url, OAuth: oauth}); err != nil {
 		return err

@@ -129,10 +129,16 @@ func fixture(name, description string, fn func(ctx context.Context, env *catalog
 		func(ctx context.Context, env *catalog.Env, _ noArgs) (TextOut, error) { return fn(ctx, env) })
 }
 
+// asking is a fixture whose answer depends on what the client can be asked
+// (catalog.Tool.WithInput).
+func asking(name, description string, fn func(ctx context.Context, env *catalog.Env) (TextOut, error)) *catalog.Tool {
+	return fixture(name, description, fn).WithInput()
+}
+
 // roundTools are the fixtures of the 2026-07-28 scenarios.
 func roundTools(srv *server) []*catalog.Tool {
 	return []*catalog.Tool{
-		fixture(ToolMissingCapability, "Needs the client's sampling capability: without it, a -32021 error (SEP-2575)",
+		asking(ToolMissingCapability, "Needs the client's sampling capability: without it, a -32021 error (SEP-2575)",
 			func(ctx context.Context, env *catalog.Env) (TextOut, error) {
 				if env.CanAsk(catalog.AskSample) {
 					return text("Client declared the sampling capability; tool executed.")
@@ -172,7 +178,7 @@ func roundTools(srv *server) []*catalog.Tool {
 				}
 				return text("prompts_list_changed published")
 			}),
-		fixture(ToolIRElicitation, "Asks the caller's name with an in-band elicitation (SEP-2322)",
+		asking(ToolIRElicitation, "Asks the caller's name with an in-band elicitation (SEP-2322)",
 			func(ctx context.Context, env *catalog.Env) (TextOut, error) {
 				if c := accepted(env, "user_name"); c != nil {
 					if name, _ := c["name"].(string); name != "" {
@@ -181,28 +187,28 @@ func roundTools(srv *server) []*catalog.Tool {
 				}
 				return TextOut{}, env.Ask(map[string]catalog.InputRequest{"user_name": elicitName("What is your name?")}, nil)
 			}),
-		fixture(ToolIRSampling, "Asks the client's model a question in band (SEP-2322)",
+		asking(ToolIRSampling, "Asks the client's model a question in band (SEP-2322)",
 			func(ctx context.Context, env *catalog.Env) (TextOut, error) {
 				if t, ok := sampled(env, "capital_question"); ok {
 					return text("Sampling response: " + t)
 				}
 				return TextOut{}, env.Ask(map[string]catalog.InputRequest{"capital_question": sample("What is the capital of France?", 100)}, nil)
 			}),
-		fixture(ToolIRListRoots, "Asks the client's roots in band (SEP-2322)",
+		asking(ToolIRListRoots, "Asks the client's roots in band (SEP-2322)",
 			func(ctx context.Context, env *catalog.Env) (TextOut, error) {
 				if uris, ok := roots(env, "client_roots"); ok {
 					return text(fmt.Sprintf("Client exposed %d root(s): %s", len(uris), strings.Join(uris, ", ")))
 				}
 				return TextOut{}, env.Ask(map[string]catalog.InputRequest{"client_roots": listRoots}, nil)
 			}),
-		fixture(ToolIRRequestState, "Round-trips a sealed request state beside an elicitation (SEP-2322)",
+		asking(ToolIRRequestState, "Round-trips a sealed request state beside an elicitation (SEP-2322)",
 			func(ctx context.Context, env *catalog.Env) (TextOut, error) {
 				if accepted(env, "confirm") != nil && string(env.State()) == "request_state" {
 					return text("state-ok: requestState received and confirmation accepted")
 				}
 				return TextOut{}, env.Ask(map[string]catalog.InputRequest{"confirm": elicitField("Please confirm", "ok", "boolean")}, []byte("request_state"))
 			}),
-		fixture(ToolIRMultipleInputs, "Asks an elicitation, a sampling and the roots in one round (SEP-2322)",
+		asking(ToolIRMultipleInputs, "Asks an elicitation, a sampling and the roots in one round (SEP-2322)",
 			func(ctx context.Context, env *catalog.Env) (TextOut, error) {
 				name, _ := accepted(env, "user_name")["name"].(string)
 				greeting, okG := sampled(env, "greeting")
@@ -216,7 +222,7 @@ func roundTools(srv *server) []*catalog.Tool {
 					"client_roots": listRoots,
 				}, []byte("multiple_inputs"))
 			}),
-		fixture(ToolIRMultiRound, "Two elicitation rounds, the state growing between them (SEP-2322)",
+		asking(ToolIRMultiRound, "Two elicitation rounds, the state growing between them (SEP-2322)",
 			func(ctx context.Context, env *catalog.Env) (TextOut, error) {
 				var st struct {
 					Round int    `json:"round"`
@@ -243,14 +249,14 @@ func roundTools(srv *server) []*catalog.Tool {
 				}
 				return text(fmt.Sprintf("Multi-round complete: %s likes %s", st.Name, color))
 			}),
-		fixture(ToolIRTamperedState, "Refuses an answer whose request state was altered (SEP-2322; the catalog's seal)",
+		asking(ToolIRTamperedState, "Refuses an answer whose request state was altered (SEP-2322; the catalog's seal)",
 			func(ctx context.Context, env *catalog.Env) (TextOut, error) {
 				if env.State() != nil && accepted(env, "confirm") != nil {
 					return text("state-ok: requestState received and confirmation accepted")
 				}
 				return TextOut{}, env.Ask(map[string]catalog.InputRequest{"confirm": elicitField("Please confirm", "ok", "boolean")}, []byte("tampered_state"))
 			}),
-		fixture(ToolIRCapabilities, "Asks only what the client declared it can answer (SEP-2322)",
+		asking(ToolIRCapabilities, "Asks only what the client declared it can answer (SEP-2322)",
 			func(ctx context.Context, env *catalog.Env) (TextOut, error) {
 				if env.Answered() {
 					return text("Capability-aware input requests fulfilled")

@@ -73,7 +73,7 @@ func taskTools() []*catalog.Tool {
 					}
 					return TextOut{Message: "Kept " + in.Filename}, nil
 				})
-			}).WithTasks(catalog.TaskOptional),
+			}).WithTasks(catalog.TaskOptional).WithInput(),
 		catalog.Define(ToolMultiInput, "", "A task that asks two questions at once (conformance fixture).", readOnly, nil,
 			func(ctx context.Context, env *catalog.Env, _ noArgs) (TextOut, error) {
 				return TextOut{}, env.Async(func(ctx context.Context, env *catalog.Env) (catalog.Texter, error) {
@@ -87,7 +87,7 @@ func taskTools() []*catalog.Tool {
 					}
 					return TextOut{Message: fmt.Sprintf("%s likes %s", name, color)}, nil
 				})
-			}).WithTasks(catalog.TaskOptional),
+			}).WithTasks(catalog.TaskOptional).WithInput(),
 		catalog.Define(ToolWithTask, "", "Asks the caller's name in the call, then works as a task (conformance fixture).", readOnly, nil,
 			func(ctx context.Context, env *catalog.Env, _ noArgs) (TextOut, error) {
 				name, _ := accepted(env, "user_name")["name"].(string)
@@ -97,6 +97,6 @@ func taskTools() []*catalog.Tool {
 				return TextOut{}, env.Async(func(ctx context.Context, env *catalog.Env) (catalog.Texter, error) {
 					return TextOut{Message: "Hello, " + name + ", from a task"}, nil
 				})
-			}).WithTasks(catalog.TaskRequired),
+			}).WithTasks(catalog.TaskRequired).WithInput(),
 	}
 }

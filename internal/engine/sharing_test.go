@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/closedport"
 	"github.com/duet-test/duet/internal/engine"
 	"github.com/duet-test/duet/internal/sqlite"
 )
@@ -230,6 +231,7 @@ func TestRedactsByValue(t *testing.T) {
 		cookie: "ck-CANARY-5e2b7f10", late: "lt-CANARY-93cd0a6e", cred: "cr-CANARY-1f0e2d3c"}
 	db := openStore(t)
 	srv := secretAPI(t, c)
+	closed := closedport.URL(t) // where nothing answers (not a fixed port: one may be taken)
 	register(t, db, "alice", "mcp_orders_0badcafe", map[string]bool{"whoami": true})
 	reg := &registry{db: db, creds: map[string]string{"alice": c.cred}}
 	w, _, _ := worker(t, db, engine.Options{Invoker: reg}, engine.WorkerOptions{})
@@ -245,11 +247,11 @@ cases:
       - set: {legacyCopy: "legacy.body"}
       - http: {url: "/session", headers: {Authorization: "Bearer ${copy}"}, saveAs: session}
       - mcpCall: {serverKey: mcp_orders_0badcafe, tool: whoami, input: {hint: "${said}"}, saveAs: me}
-      - http: {url: "http://127.0.0.1:1/closed?token=${copy}&ref=${ref}"}
+      - http: {url: "`+closed+`/closed?token=${copy}&ref=${ref}"}
 `)
 	run, x := runAs(t, db, w, res.Task, "alice")
 	xe := x["by-value"]
-	if last := xe.Results[len(xe.Results)-1]; last.Status != duet.StatusFailed || !strings.Contains(last.ErrorMessage, "127.0.0.1:1") {
+	if last := xe.Results[len(xe.Results)-1]; last.Status != duet.StatusFailed || !strings.Contains(last.ErrorMessage, closed) {
 		t.Fatalf("the last step should fail with a message naming its URL: got %s %q (run %s)", last.ErrorCode, last.ErrorMessage, run.Status)
 	}
 	for i, r := range xe.Results[:len(xe.Results)-1] {

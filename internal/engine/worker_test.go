@@ -110,10 +110,11 @@ cases:
 `)
 	run := startRun(t, db, res.Task, "alice")
 	for range 3 {
-		if c, err := db.ClaimRun(t.Context(), "w", time.Minute); err != nil || c == nil {
+		c, err := db.ClaimRun(t.Context(), "w", time.Minute)
+		if err != nil || c == nil {
 			t.Fatalf("claim: %v", err)
 		}
-		if err := db.ReleaseRun(t.Context(), run.ID, "w"); err != nil {
+		if err := db.ReleaseRun(t.Context(), duet.LeaseOf(c, "w")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -164,18 +165,23 @@ task: {name: hoard}
 cases:
   - title: keeps replacing one variable
     steps:
-      - set: {a: "repeat('a', 400000)"}
-      - set: {a: "repeat('b', 400000)"}
-      - set: {a: "repeat('c', 400000)"}
+      - set: {a: "repeat('a', 25000)"}
+      - set: {a: "repeat('b', 25000)"}
+      - set: {a: "repeat('c', 25000)"}
   - title: hoards
     steps:
-      - set: {a: "repeat('a', 400000)"}
-      - set: {b: "repeat('b', 400000)"}
-      - set: {c: "repeat('c', 400000)"}
+      - set: {a: "repeat('a', 25000)"}
+      - set: {b: "repeat('b', 25000)"}
+      - set: {c: "repeat('c', 25000)"}
       - assert: "len(c) > 0"
 `)
 	run := startRun(t, db, res.Task, "alice")
-	worker(t, db, engine.Options{MaxVarBytes: 1 << 20}, engine.WorkerOptions{})
+	// Two values fit in the budget, three do not. (The sizes were 400 KB
+	// in a 1 MiB budget: every step stores the case's variables, and
+	// under -race the SQLite driver, C translated to Go, copies those
+	// megabytes instrumented byte by byte — 3 to 10 s alone, past the
+	// 20 s waitFinal gave on a loaded machine: "run did not finish".)
+	worker(t, db, engine.Options{MaxVarBytes: 64 << 10}, engine.WorkerOptions{})
 	waitFinal(t, db, run.ID)
 	execs, err := db.FindExecutions(t.Context(), run.ID)
 	if err != nil {

@@ -34,7 +34,9 @@ import (
 	"time"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/calldepth"
 	"github.com/duet-test/duet/internal/netguard"
+	"github.com/duet-test/duet/internal/oauthclient"
 	"github.com/duet-test/duet/internal/serverkey"
 	"github.com/duet-test/duet/internal/vault"
 )
@@ -76,6 +78,11 @@ type Options struct {
 	// call's trace id. nil means none do: a trace id links the calls of a
 	// run, and a third party's server has no use for it.
 	TraceDomain func(host string) bool
+	// MaxCallDepth is the deepest call in a chain of Duet calls that may go
+	// out (internal/calldepth): every request carries the Duet-Call-Depth
+	// of its context plus one, and a call beyond this fails with
+	// CALL_DEPTH_EXCEEDED; 0 means calldepth.DefaultMax.
+	MaxCallDepth int
 	// Version is the version of Duet it reports to servers; "" means "dev".
 	Version string
 	// RecordInterval is how often queued invocation records are stored;
@@ -88,6 +95,11 @@ type Options struct {
 	// registration, the tools before and after. A contract check
 	// (internal/contract) flags the cases the change breaks.
 	CatalogChanged func(ctx context.Context, reg *duet.MCPServer, old, new []*duet.MCPTool)
+	// Now is the OAuth client's clock: when a token was obtained and
+	// expires, when it is renewed, the limits on repeated authorizations,
+	// and the time in client assertions and DPoP proofs. nil means
+	// time.Now; tests move it instead of sleeping.
+	Now func() time.Time
 }
 
 // Client is the MCP client side of Duet. It is safe for concurrent use.
@@ -104,7 +116,7 @@ type Client struct {
 	mu       sync.Mutex
 	sessions map[sessionKey]*entry
 	resync   map[sessionKey]*time.Timer
-	oauth    map[sessionKey]*oauthState
+	oauth    map[sessionKey]*oauthEntry
 	closed   bool
 	// plans are the compiled Mcp-Param-* header plans of input schemas.
 	plans headerPlans
@@ -129,6 +141,12 @@ func New(opts Options) *Client {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.MaxCallDepth <= 0 {
+		opts.MaxCallDepth = calldepth.DefaultMax
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -145,10 +163,10 @@ func New(opts Options) *Client {
 		cancel:   cancel,
 		sessions: map[sessionKey]*entry{},
 		resync:   map[sessionKey]*time.Timer{},
-		oauth:    map[sessionKey]*oauthState{},
+		oauth:    map[sessionKey]*oauthEntry{},
 	}
 	c.oauthHTTP = &http.Client{
-		Transport:     oauthTransport{c.http},
+		Transport:     oauthclient.Transport(c.http),
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		Timeout:       opts.CallTimeout,
 	}
@@ -238,13 +256,13 @@ func (c *Client) Register(ctx context.Context, r Registration) (*duet.MCPServer,
 	if r.ServerKey != "" && key != r.ServerKey {
 		return nil, duet.Errorf(duet.CodeConflict, "%s is server %s, not %s it was pinned to: not registered", normalized, key, r.ServerKey)
 	}
-	oauth, err := r.OAuth.check()
+	oauth, err := r.OAuth.Check()
 	if err != nil {
 		return nil, err
 	}
 	if oauth != nil {
 		// A bearer token must not cross the network in cleartext.
-		if err := checkOAuthURL(normalized); err != nil {
+		if err := oauthclient.CheckURL(normalized); err != nil {
 			return nil, duet.Errorf(duet.CodeURLRefused, "an OAuth registration needs an https URL: %s", err.Error())
 		}
 	}
@@ -316,6 +334,7 @@ var reservedHeaders = map[string]bool{
 	"Transfer-Encoding": true, "Upgrade": true, "Te": true, "Trailer": true, "Keep-Alive": true,
 	"Mcp-Session-Id": true, "Mcp-Protocol-Version": true, "Mcp-Method": true, "Mcp-Name": true,
 	"Last-Event-Id": true, "Traceparent": true, "Cookie2": true, "Proxy-Authorization": true,
+	"Duet-Call-Depth": true,
 }
 
 // canonicalHeaders checks header names and values. Messages name headers,

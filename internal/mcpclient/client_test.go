@@ -27,7 +27,17 @@ type env struct {
 	db    *sqlite.DB
 	keys  *atomic.Pointer[vault.Keyring]
 	loads atomic.Int64
+	clock *testClock // the OAuth clock of e.c and of e's other processes
 }
+
+// testClock is the OAuth client's clock in tests (Options.Now): real time
+// plus how far the test moved it, so that tokens expire without sleeping.
+type testClock struct{ ahead atomic.Int64 }
+
+func (c *testClock) Now() time.Time { return time.Now().Add(time.Duration(c.ahead.Load())) }
+
+// Advance moves the clock d forward.
+func (c *testClock) Advance(d time.Duration) { c.ahead.Add(int64(d)) }
 
 type envOpt func(*mcpclient.Options)
 
@@ -43,13 +53,14 @@ func newEnv(t testing.TB, opts ...envOpt) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{db: db, keys: &atomic.Pointer[vault.Keyring]{}}
+	e := &env{db: db, keys: &atomic.Pointer[vault.Keyring]{}, clock: &testClock{}}
 	e.keys.Store(kr)
 	o := mcpclient.Options{
 		Store:       db,
 		Keyring:     func() (*vault.Keyring, error) { e.loads.Add(1); return e.keys.Load(), nil },
 		Policy:      netguard.Policy{AllowLoopback: true},
 		CallTimeout: 10 * time.Second,
+		Now:         e.clock.Now,
 	}
 	for _, f := range opts {
 		f(&o)

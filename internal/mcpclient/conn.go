@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +15,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/calldepth"
+	"github.com/duet-test/duet/internal/oauthclient"
+	"github.com/duet-test/duet/internal/serverkey"
 )
 
 // sessionKey identifies a cached session: sessions are never shared between
@@ -170,8 +172,8 @@ func (c *Client) connect(ctx context.Context, reg *duet.MCPServer) (*session, er
 		oh = c.oauthFor(reg, sec, ver)
 	}
 	hc := c.httpClient(reg, sec.Headers)
-	if st, ok := oh.(*oauthState); ok {
-		hc.Transport.(*roundTripper).dpop = st.boundKey
+	if st, ok := oh.(*oauthclient.Handler); ok {
+		hc.Transport.(*roundTripper).dpop = st.BoundKey
 	}
 	// The SDK keeps the values of this context for the session's own
 	// streams: they must not carry the first call's trace id.
@@ -275,14 +277,14 @@ func (c *lifetimeConn) Close() error {
 func (c *Client) httpClient(reg *duet.MCPServer, headers map[string]string) *http.Client {
 	origin := ""
 	if u, err := url.Parse(reg.URL); err == nil {
-		origin = originOf(u)
+		origin = serverkey.Origin(u)
 	}
 	var base http.RoundTripper = c.http
 	if c.opts.WrapTransport != nil {
 		base = c.opts.WrapTransport(base)
 	}
 	return &http.Client{
-		Transport: &roundTripper{base: base, headers: headers, origin: origin, traceDomain: c.opts.TraceDomain},
+		Transport: &roundTripper{base: base, headers: headers, origin: origin, traceDomain: c.opts.TraceDomain, maxDepth: c.opts.MaxCallDepth},
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		},
@@ -295,22 +297,11 @@ type roundTripper struct {
 	origin  string // credentials go to this origin only
 	// dpop returns the key the access token is bound to (nil for a bearer
 	// token): requests then carry DPoP proofs (dpop.go).
-	dpop func() *dpopKey
+	dpop func() *oauthclient.DPoPKey
 	// traceDomain says whether a host gets the traceparent (nil: none).
 	traceDomain func(host string) bool
-}
-
-// originOf is scheme://host:port with the default port made explicit.
-func originOf(u *url.URL) string {
-	scheme := strings.ToLower(u.Scheme)
-	port := u.Port()
-	if port == "" {
-		port = "80"
-		if scheme == "https" {
-			port = "443"
-		}
-	}
-	return scheme + "://" + strings.ToLower(u.Hostname()) + ":" + port
+	// maxDepth bounds the Duet-Call-Depth requests carry.
+	maxDepth int
 }
 
 func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -322,24 +313,30 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if r.Header == nil {
 		r.Header = http.Header{}
 	}
-	sameOrigin := originOf(req.URL) == rt.origin
+	sameOrigin := serverkey.Origin(req.URL) == rt.origin
 	if sameOrigin {
 		for k, v := range rt.headers {
 			r.Header.Set(k, v)
 		}
 	}
 	setParamHeaders(r)
+	// How deep in a chain of Duet calls this request is (calldepth): a
+	// Duet it reaches refuses beyond its bound. Invoke refused deeper
+	// calls before they got here.
+	if err := calldepth.Set(req.Context(), r.Header, rt.maxDepth); err != nil {
+		return nil, err
+	}
 	if tid := traceFromContext(req.Context()); tid != "" && r.Header.Get("Traceparent") == "" && rt.traceDomain != nil && rt.traceDomain(req.URL.Host) {
 		r.Header.Set("Traceparent", "00-"+tid+"-"+spanID()+"-01")
 	}
 	var resp *http.Response
 	var err error
-	var k *dpopKey
+	var k *oauthclient.DPoPKey
 	if rt.dpop != nil && sameOrigin && r.Header.Get("Authorization") != "" {
 		k = rt.dpop()
 	}
 	if k != nil {
-		resp, err = dpopResourceRequest(rt.base, k, r)
+		resp, err = oauthclient.DPoPRequest(rt.base, k, r)
 	} else {
 		resp, err = rt.base.RoundTrip(r)
 	}

@@ -18,9 +18,10 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unicode"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/escape"
+	"github.com/duet-test/duet/internal/oauthclient"
 	"github.com/duet-test/duet/internal/redact"
 )
 
@@ -74,10 +75,8 @@ func (c *Client) timeoutOf(ctx context.Context) string {
 const envCallTimeout = "DUET_MCP_CALL_TIMEOUT"
 
 func authError(reg *duet.MCPServer, status int, wwwAuth string, err error) error {
-	var lr *loginRequired
-	if errors.As(err, &lr) {
-		return duet.WrapError(duet.CodeMCPAuthFailed, err, "MCP server %s needs %s's authorization (OAuth, %s): run `duet server login --as %s %s`",
-			reg.Name, reg.Owner, scopeList(lr.scopes), reg.Owner, reg.Name)
+	if e := oauthclient.NeedsLogin(reg, err); e != nil {
+		return e
 	}
 	msg := fmt.Sprintf("MCP server %s answered %d %s", reg.Name, status, http.StatusText(status))
 	scheme, params, _ := strings.Cut(strings.TrimSpace(wwwAuth), " ")
@@ -166,10 +165,7 @@ func credentialValues(sec *secret) []string {
 		out = append(out, v)
 	}
 	if o := sec.OAuth; o != nil {
-		out = append(out, o.ClientSecret, o.PrivateKey)
-		if t := o.Token; t != nil {
-			out = append(out, t.Access, t.Refresh, t.ClientSecret)
-		}
+		out = append(out, o.Values()...)
 	}
 	return out
 }
@@ -443,31 +439,8 @@ func firstSSEData(b []byte) []byte {
 	return nil
 }
 
-// sanitize makes outside text safe for a one-line message: control
-// characters become spaces, runs of space collapse, and it is cut to n runes.
-func sanitize(s string, n int) string {
-	var b strings.Builder
-	space := false
-	count := 0
-	for _, r := range s {
-		if unicode.IsControl(r) || unicode.IsSpace(r) {
-			space = b.Len() > 0
-			continue
-		}
-		if space {
-			b.WriteByte(' ')
-			space = false
-			count++
-		}
-		if count >= n {
-			b.WriteString("…")
-			break
-		}
-		b.WriteRune(r)
-		count++
-	}
-	return b.String()
-}
+// sanitize makes outside text safe for a one-line message (escape.Line).
+func sanitize(s string, n int) string { return escape.Line(s, n) }
 
 // sdkErrText is the SDK's error text without the Go-internal prefixes that
 // add nothing for a user.

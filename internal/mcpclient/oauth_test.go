@@ -115,7 +115,7 @@ func TestOAuthLogin(t *testing.T) {
 	// Another process (a new client on the same store) uses the stored
 	// token without authorizing again.
 	other := mcpclient.New(mcpclient.Options{Store: e.db, Keyring: func() (*vault.Keyring, error) { return e.keys.Load(), nil },
-		Policy: netguard.Policy{AllowLoopback: true}, CallTimeout: 10 * time.Second})
+		Policy: netguard.Policy{AllowLoopback: true}, CallTimeout: 10 * time.Second, Now: e.clock.Now})
 	defer other.Close()
 	if _, err := other.Invoke(t.Context(), duet.InvokeRequest{Executor: "alice", ServerKey: reg.ServerKey, Tool: "add",
 		Arguments: map[string]any{"a": 2, "b": 2}, Source: duet.SourceCLI}); err != nil {
@@ -131,7 +131,7 @@ func TestOAuthLogin(t *testing.T) {
 // token is refused too, the call asks for login.
 func TestOAuthRenewal(t *testing.T) {
 	t.Parallel()
-	as, url, _ := oauthServer(t, mcptest.AuthOptions{TokenTTL: 2 * time.Second}, mcptest.Protection{})
+	as, url, _ := oauthServer(t, mcptest.AuthOptions{TokenTTL: time.Hour}, mcptest.Protection{})
 	e := newEnv(t)
 	reg := e.registerOAuth(t, "alice", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth})
 	if _, err := e.c.Login(mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover()), "alice", "s"); err != nil {
@@ -140,7 +140,7 @@ func TestOAuthRenewal(t *testing.T) {
 	if _, err := e.c.Sync(t.Context(), "alice", "s"); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1600 * time.Millisecond) // within the last quarter of its lifetime
+	e.clock.Advance(time.Hour - 20*time.Second) // within the last 30 s of its lifetime
 	if _, err := e.invoke(t, "alice", reg.ServerKey, "add", map[string]any{"a": 1, "b": 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func TestOAuthPreregistered(t *testing.T) {
 	as, url, _ := oauthServer(t, mcptest.AuthOptions{Clients: map[string]string{"duet-app": "secret-pre-1"}, NoRegistration: true,
 		AuthMethods: []string{"client_secret_basic"}}, mcptest.Protection{})
 	e := newEnv(t)
-	reg := e.registerOAuth(t, "alice", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth, ClientID: "duet-app", ClientSecret: "secret-pre-1"})
+	reg := e.registerOAuth(t, "alice", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth, ClientID: "duet-app", ClientSecret: "secret-pre-1", Issuer: as.URL})
 	if _, err := e.c.Sync(mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover()), "alice", "s"); err != nil {
 		t.Fatal(err)
 	}
@@ -275,9 +275,11 @@ func TestOAuthClientCredentials(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			as, url, _ := oauthServer(t, mcptest.AuthOptions{Clients: map[string]string{"svc": "secret-cc-1"}, KeyClients: map[string]*ecdsa.PublicKey{"svc-key": &key.PublicKey},
-				AuthMethods: tt.methods, TokenTTL: 2 * time.Second, Scopes: []string{"mcp:tools"}}, mcptest.Protection{Scopes: []string{"mcp:tools"}})
+				AuthMethods: tt.methods, TokenTTL: 4 * time.Second, Scopes: []string{"mcp:tools"}}, mcptest.Protection{Scopes: []string{"mcp:tools"}})
 			e := newEnv(t)
-			reg := e.registerOAuth(t, "ci", "s", url, tt.oauth)
+			o := *tt.oauth
+			o.Issuer = as.URL
+			reg := e.registerOAuth(t, "ci", "s", url, &o)
 			if _, err := e.c.Sync(t.Context(), "ci", "s"); err != nil {
 				t.Fatal(err)
 			}
@@ -290,7 +292,10 @@ func TestOAuthClientCredentials(t *testing.T) {
 			if f := as.LastTokenRequest(); f.Get("resource") != url || f.Get("scope") != "mcp:tools" {
 				t.Errorf("token request: resource %q, scope %q", f.Get("resource"), f.Get("scope"))
 			}
-			time.Sleep(1600 * time.Millisecond)
+			// Within the last quarter of its lifetime. (A short one: the
+			// authorization server takes an assertion dated at most 5 s
+			// ahead of its own clock.)
+			e.clock.Advance(3500 * time.Millisecond)
 			if _, err := e.invoke(t, "ci", reg.ServerKey, "add", map[string]any{"a": 1, "b": 1}); err != nil {
 				t.Fatal(err)
 			}
@@ -324,9 +329,9 @@ func TestOAuthFailures(t *testing.T) {
 	})
 	t.Run("wrong client secret", func(t *testing.T) {
 		t.Parallel()
-		_, url, _ := oauthServer(t, mcptest.AuthOptions{Clients: map[string]string{"svc": "right"}}, mcptest.Protection{})
+		as, url, _ := oauthServer(t, mcptest.AuthOptions{Clients: map[string]string{"svc": "right"}}, mcptest.Protection{})
 		e := newEnv(t)
-		e.registerOAuth(t, "ci", "s", url, &mcpclient.OAuth{Grant: duet.AuthClientCredentials, ClientID: "svc", ClientSecret: "secret-wrong-77"})
+		e.registerOAuth(t, "ci", "s", url, &mcpclient.OAuth{Grant: duet.AuthClientCredentials, ClientID: "svc", ClientSecret: "secret-wrong-77", Issuer: as.URL})
 		_, err := e.c.Sync(t.Context(), "ci", "s")
 		wantCode(t, err, duet.CodeMCPAuthFailed, "invalid_client")
 		if strings.Contains(err.Error(), "secret-wrong-77") {
@@ -438,7 +443,7 @@ func (e errStatus) Error() string { return http.StatusText(int(e)) }
 // (pruning the old key later loses nothing).
 func TestOAuthTokensAfterRotation(t *testing.T) {
 	t.Parallel()
-	as, url, _ := oauthServer(t, mcptest.AuthOptions{TokenTTL: 2 * time.Second}, mcptest.Protection{})
+	as, url, _ := oauthServer(t, mcptest.AuthOptions{TokenTTL: time.Hour}, mcptest.Protection{})
 	e := newEnv(t)
 	oldKey, _ := vault.GenerateKey()
 	kr1, _ := vault.NewKeyring(oldKey)
@@ -459,7 +464,7 @@ func TestOAuthTokensAfterRotation(t *testing.T) {
 		t.Fatalf("rewrap: %+v %v", res, err)
 	}
 	e.keys.Store(kr2)
-	time.Sleep(1600 * time.Millisecond) // the next call renews the token first
+	e.clock.Advance(time.Hour) // the next call renews the token first
 	if _, err := e.invoke(t, "alice", reg.ServerKey, "add", map[string]any{"a": 1, "b": 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -480,7 +485,7 @@ func TestOAuthTokensAfterRotation(t *testing.T) {
 func (e *env) otherProcess(t *testing.T) *mcpclient.Client {
 	t.Helper()
 	c := mcpclient.New(mcpclient.Options{Store: e.db, Keyring: func() (*vault.Keyring, error) { return e.keys.Load(), nil },
-		Policy: netguard.Policy{AllowLoopback: true}, CallTimeout: 10 * time.Second})
+		Policy: netguard.Policy{AllowLoopback: true}, CallTimeout: 10 * time.Second, Now: e.clock.Now})
 	t.Cleanup(func() { c.Close() })
 	return c
 }
@@ -492,10 +497,11 @@ func invokeAdd(ctx context.Context, c *mcpclient.Client, owner, serverKey string
 }
 
 // TestOAuthIssuerBinding: a pre-registered client is bound to the
-// authorization server it was first used with (or the one given at
-// registration). When the MCP server later names another one, Duet refuses
-// with MCP_AUTH_ISSUER_MISMATCH and sends that server nothing: no client
-// secret, no assertion, not even the client id.
+// authorization server given at registration (required with a secret or
+// key) or, for a public client, to the one it was first used with. When the
+// MCP server later names another one, Duet refuses with
+// MCP_AUTH_ISSUER_MISMATCH and sends that server nothing: no client secret,
+// no assertion, not even the client id.
 func TestOAuthIssuerBinding(t *testing.T) {
 	t.Parallel()
 	t.Run("client credentials", func(t *testing.T) {
@@ -505,12 +511,12 @@ func TestOAuthIssuerBinding(t *testing.T) {
 		var moved atomic.Pointer[mcptest.AuthServer]
 		url := mcptest.Protected(t, mcptest.NewServer("s", nil), real, mcptest.Protection{Moved: &moved})
 		e := newEnv(t)
-		reg := e.registerOAuth(t, "ci", "s", url, &mcpclient.OAuth{Grant: duet.AuthClientCredentials, ClientID: "svc", ClientSecret: "secret-bound-1"})
+		reg := e.registerOAuth(t, "ci", "s", url, &mcpclient.OAuth{Grant: duet.AuthClientCredentials, ClientID: "svc", ClientSecret: "secret-bound-1", Issuer: real.URL})
 		if _, err := e.c.Sync(t.Context(), "ci", "s"); err != nil {
 			t.Fatal(err)
 		}
 		if st, err := e.c.AuthStatus(t.Context(), "ci", "s"); err != nil || st.Issuer != real.URL {
-			t.Fatalf("status after the first grant: %+v %v; want the issuer %s pinned", st, err, real.URL)
+			t.Fatalf("status after the first grant: %+v %v; want the issuer %s", st, err, real.URL)
 		}
 		moved.Store(evil) // the server now points at another authorization server
 		err := invokeAdd(t.Context(), e.c, "ci", reg.ServerKey)
@@ -519,14 +525,14 @@ func TestOAuthIssuerBinding(t *testing.T) {
 			t.Errorf("the other authorization server received a token request: %v", evil.LastTokenRequest())
 		}
 	})
-	t.Run("authorization code", func(t *testing.T) {
+	t.Run("public client pinned at first use", func(t *testing.T) {
 		t.Parallel()
-		real := mcptest.NewAuthServer(t, mcptest.AuthOptions{Clients: map[string]string{"duet-app": "secret-bound-2"}, NoRegistration: true})
+		real := mcptest.NewAuthServer(t, mcptest.AuthOptions{Clients: map[string]string{"duet-app": ""}, NoRegistration: true})
 		evil := mcptest.NewAuthServer(t, mcptest.AuthOptions{})
 		var moved atomic.Pointer[mcptest.AuthServer]
 		url := mcptest.Protected(t, mcptest.NewServer("s", nil), real, mcptest.Protection{Moved: &moved})
 		e := newEnv(t)
-		e.registerOAuth(t, "alice", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth, ClientID: "duet-app", ClientSecret: "secret-bound-2"})
+		e.registerOAuth(t, "alice", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth, ClientID: "duet-app"})
 		auto := mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover())
 		if st, err := e.c.Login(auto, "alice", "s"); err != nil || st.Issuer != real.URL {
 			t.Fatalf("login: %+v %v; want the issuer %s pinned", st, err, real.URL)
@@ -558,6 +564,48 @@ func TestOAuthIssuerBinding(t *testing.T) {
 	})
 }
 
+// TestOAuthSecretBoundAtEntry: a client secret or key is bound to the
+// issuer of the authorization server it belongs to when it is entered.
+// Without that issuer the registration is refused (INVALID_ARGUMENT saying
+// how to find it), on every path that registers, so an MCP server hostile
+// from its first contact — naming an authorization server of its own —
+// receives nothing. A public client (no secret) may still be pinned at its
+// first authorization.
+func TestOAuthSecretBoundAtEntry(t *testing.T) {
+	t.Parallel()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	der, _ := x509.MarshalPKCS8PrivateKey(key)
+	keyPEM := string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+	evil := mcptest.NewAuthServer(t, mcptest.AuthOptions{})
+	url := mcptest.Protected(t, mcptest.NewServer("s", nil), evil, mcptest.Protection{})
+	e := newEnv(t)
+	auto := mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover())
+	for i, o := range []*mcpclient.OAuth{
+		{Grant: duet.AuthOAuth, ClientID: "duet-app", ClientSecret: "secret-entry-1"},
+		{Grant: duet.AuthClientCredentials, ClientID: "svc", ClientSecret: "secret-entry-2"},
+		{Grant: duet.AuthClientCredentials, ClientID: "svc-key", PrivateKey: keyPEM},
+		{Grant: duet.AuthEnterprise, ClientID: "app", ClientSecret: "secret-entry-3", IdPIssuer: "https://idp.example.com", IdPClientID: "duet", IDToken: "h.p.s"},
+	} {
+		owner := fmt.Sprintf("u%d", i)
+		_, err := e.c.Register(t.Context(), mcpclient.Registration{Owner: owner, Name: "s", URL: url, OAuth: o})
+		if duet.ErrorCode(err) != duet.CodeInvalidArgument || !strings.Contains(duet.ErrorMessage(err), "--issuer") ||
+			!strings.Contains(duet.ErrorMessage(err), "/.well-known/oauth-authorization-server") {
+			t.Errorf("%s without an issuer: got %v, want INVALID_ARGUMENT saying how to find the issuer", o.Grant, err)
+			if err == nil {
+				e.c.Login(auto, owner, "s") // the first authorization goes where the server points
+			}
+		}
+	}
+	if evil.Authorizations.Load() != 0 || evil.LastTokenRequest() != nil {
+		t.Errorf("the authorization server the MCP server named was contacted: %d authorizations, token request %v",
+			evil.Authorizations.Load(), evil.LastTokenRequest())
+	}
+	// With the issuer it is bound to, the registration is accepted; and a
+	// public client needs none.
+	e.registerOAuth(t, "v0", "s", url, &mcpclient.OAuth{Grant: duet.AuthClientCredentials, ClientID: "svc", ClientSecret: "secret-entry-2", Issuer: "https://auth.example.com"})
+	e.registerOAuth(t, "v1", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth, ClientID: "duet-app"})
+}
+
 // TestOAuthRenewalAcrossProcesses: two processes share alice's grant and
 // its rotating refresh token. When the token expires, one of them renews it
 // and the other uses the result: the refresh token is spent once (the
@@ -565,7 +613,7 @@ func TestOAuthIssuerBinding(t *testing.T) {
 // neither logs the other out.
 func TestOAuthRenewalAcrossProcesses(t *testing.T) {
 	t.Parallel()
-	as, url, _ := oauthServer(t, mcptest.AuthOptions{TokenTTL: 2 * time.Second}, mcptest.Protection{})
+	as, url, _ := oauthServer(t, mcptest.AuthOptions{TokenTTL: time.Hour}, mcptest.Protection{})
 	e := newEnv(t)
 	reg := e.registerOAuth(t, "alice", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth})
 	if _, err := e.c.Login(mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover()), "alice", "s"); err != nil {
@@ -578,7 +626,7 @@ func TestOAuthRenewalAcrossProcesses(t *testing.T) {
 		}
 	}
 	for round := range 2 {
-		time.Sleep(1600 * time.Millisecond) // within the last quarter of its lifetime
+		e.clock.Advance(time.Hour - 20*time.Second) // within the last 30 s of its lifetime
 		errs := make(chan error, len(procs))
 		for _, p := range procs {
 			go func() { errs <- invokeAdd(t.Context(), p, "alice", reg.ServerKey) }()
@@ -605,7 +653,7 @@ func TestOAuthRenewalAcrossProcesses(t *testing.T) {
 // server's next renewal renews the new grant; it does not undo the step-up.
 func TestOAuthStepUpLoginWhileServing(t *testing.T) {
 	t.Parallel()
-	_, url, _ := oauthServer(t, mcptest.AuthOptions{Scopes: []string{"mcp:read", "mcp:write"}, TokenTTL: 2 * time.Second},
+	_, url, _ := oauthServer(t, mcptest.AuthOptions{Scopes: []string{"mcp:read", "mcp:write"}, TokenTTL: time.Hour},
 		mcptest.Protection{Scopes: []string{"mcp:read"}, CallScopes: []string{"mcp:write"}})
 	e := newEnv(t)
 	reg := e.registerOAuth(t, "alice", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth})
@@ -623,7 +671,7 @@ func TestOAuthStepUpLoginWhileServing(t *testing.T) {
 	if err != nil || !slices.Contains(st.Scopes, "mcp:write") {
 		t.Fatalf("step-up login: %+v %v", st, err)
 	}
-	time.Sleep(1600 * time.Millisecond) // serve's token, and the new one, are renewed before use
+	e.clock.Advance(time.Hour) // serve's token, and the new one, are renewed before use
 	if err := invokeAdd(t.Context(), serve, "alice", reg.ServerKey); err != nil {
 		t.Fatalf("serve's call after the step-up: %v", err)
 	}
@@ -641,7 +689,7 @@ func TestOAuthRefusedRefreshKeepsNewerGrant(t *testing.T) {
 	var as *mcptest.AuthServer
 	var once sync.Once
 	var login func()
-	as, url, _ := oauthServer(t, mcptest.AuthOptions{TokenTTL: 2 * time.Second, OnRefresh: func() { once.Do(func() { login() }) }}, mcptest.Protection{})
+	as, url, _ := oauthServer(t, mcptest.AuthOptions{TokenTTL: time.Hour, OnRefresh: func() { once.Do(func() { login() }) }}, mcptest.Protection{})
 	e := newEnv(t)
 	reg := e.registerOAuth(t, "alice", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth})
 	terminal := e.otherProcess(t)
@@ -657,7 +705,7 @@ func TestOAuthRefusedRefreshKeepsNewerGrant(t *testing.T) {
 	if err := invokeAdd(t.Context(), e.c, "alice", reg.ServerKey); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1600 * time.Millisecond)
+	e.clock.Advance(time.Hour)
 	// The renewal meets the login; the call then goes through with the new grant.
 	if err := invokeAdd(t.Context(), e.c, "alice", reg.ServerKey); err != nil {
 		t.Errorf("the call after the refused refresh: %v", err)
@@ -747,7 +795,7 @@ func TestOAuthScopeBounds(t *testing.T) {
 func TestOAuthPlainHTTP(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	for _, grant := range []*mcpclient.OAuth{{Grant: duet.AuthOAuth}, {Grant: duet.AuthClientCredentials, ClientID: "svc", ClientSecret: "x"}} {
+	for _, grant := range []*mcpclient.OAuth{{Grant: duet.AuthOAuth}, {Grant: duet.AuthClientCredentials, ClientID: "svc", ClientSecret: "x", Issuer: "https://auth.example.com"}} {
 		_, err := e.c.Register(t.Context(), mcpclient.Registration{Owner: "alice", Name: "remote", URL: "http://mcp.example.com/mcp", OAuth: grant})
 		wantCode(t, err, duet.CodeURLRefused, "https")
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/duet-test/duet"
@@ -244,9 +245,10 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, req *request) 
 	}
 	tr, caller, err := s.fastResult(r.Context(), params, meta, modern)
 	if err != nil {
-		// The tool vanished between the check and the call (it cannot:
-		// the catalog is fixed); answer as the SDK would, never run twice.
-		s.writeError(w, rawID(req.id), duet.Errorf(duet.CodeNotFound, "unknown tool %q", params.Name))
+		// A protocol error of the call (a client capability it needs,
+		// CAPABILITY_REQUIRED): answered as the SDK answers the handler's
+		// protocolError, never run twice.
+		s.writeCallError(w, r, req.id, err, modern)
 		return true
 	}
 	out, err := encodeReply(replyID(req.id), tr, modern)
@@ -420,4 +422,47 @@ func encodeNoEscape(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// callError is the JSON-RPC error the SDK path answers for an error of
+// catalog.Call: the tool handler returns protocolError's, which the SDK
+// sends as it is.
+func (s *Server) callError(err error) *jsonrpc.Error {
+	var jerr *jsonrpc.Error
+	if errors.As(protocolError(err), &jerr) {
+		return jerr
+	}
+	return s.rpcError(duet.Errorf(duet.CodeInternal, "internal error")).(*jsonrpc.Error)
+}
+
+// writeCallError answers a fast call whose catalog.Call failed with a
+// protocol error as the SDK's stateless JSON handler answers it: the
+// JSON-RPC error encoded by the SDK's encoder, with the HTTP status the SDK
+// gives a 2026-07-28 protocol error (SEP-2575: 404 for an unknown method,
+// 400 for invalid parameters, an unsupported version or a missing client
+// capability), 200 otherwise.
+func (s *Server) writeCallError(w http.ResponseWriter, r *http.Request, rawReqID any, err error, modern bool) {
+	jerr := s.callError(err)
+	id, idErr := jsonrpc.MakeID(rawReqID)
+	out, encErr := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: jerr})
+	if idErr != nil || encErr != nil {
+		s.log.ErrorContext(r.Context(), "encoding a call's error", "err", errors.Join(idErr, encErr))
+		s.writeError(w, rawID(rawReqID), duet.Errorf(duet.CodeInternal, "internal error"))
+		return
+	}
+	status := http.StatusOK
+	if modern {
+		switch jerr.Code {
+		case jsonrpc.CodeMethodNotFound:
+			status = http.StatusNotFound
+		case jsonrpc.CodeInvalidParams, mcp.CodeUnsupportedProtocolVersion, mcp.CodeMissingRequiredClientCapabilities:
+			status = http.StatusBadRequest
+		}
+	}
+	h := w.Header()
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(out)))
+	w.WriteHeader(status)
+	w.Write(out)
 }

@@ -1,10 +1,13 @@
 package mcpserver_test
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/duet-test/duet/internal/catalog"
 	"github.com/duet-test/duet/internal/conformance"
 )
 
@@ -142,5 +145,74 @@ func BenchmarkFastPathCall(b *testing.B) {
 				b.Fatal("the fast path served nothing")
 			}
 		})
+	}
+}
+
+// TestFastPathLeavesInputRoundsToTheSDK: the fast path never takes a call
+// that may need an input round (a tool that declared it asks: the
+// multi-round fixtures, test_missing_capability, which answers by what the
+// client can be asked), so the SDK path builds the round; and a protocol
+// error of a call the fast path did take (CAPABILITY_REQUIRED from a tool
+// that never asks) is answered as the SDK answers it — -32021 with its
+// status (400 for 2026-07-28), byte for byte — not as an unknown tool.
+func TestFastPathLeavesInputRoundsToTheSDK(t *testing.T) {
+	t.Parallel()
+	needsExt := catalog.Define("needs_extension", "", "needs an extension the client never has", catalog.Annotations{ReadOnly: true}, nil,
+		func(ctx context.Context, env *catalog.Env, _ struct{}) (textOut, error) {
+			return textOut{}, &catalog.CapabilityError{Message: "declare the x extension", Required: map[string]any{"extensions": map[string]any{"x": map[string]any{}}}}
+		})
+	extra := []*catalog.Tool{needsExt}
+	asking := map[string]bool{conformance.ToolIRElicitation: true, conformance.ToolIRCapabilities: true, conformance.ToolMissingCapability: true}
+	for _, tool := range conformance.New().Tools {
+		if asking[tool.Name] {
+			extra = append(extra, tool)
+		}
+	}
+	p := newTwoPaths(t, extra...)
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{CAPS},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}`
+	call := func(tool, caps string) (string, map[string]string) {
+		return `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"` + tool + `","arguments":{},` + strings.Replace(meta, "CAPS", caps, 1) + `}}`,
+			map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": tool}
+	}
+	for _, tt := range []struct {
+		tool, caps string
+		status     int
+		want       string
+	}{
+		{conformance.ToolIRElicitation, `"elicitation":{}`, 200, `"resultType":"input_required"`},
+		{conformance.ToolIRCapabilities, `"sampling":{}`, 200, `"greeting":{"method":"sampling/createMessage"`},
+		{conformance.ToolMissingCapability, ``, 400, `"code":-32021`},
+		{conformance.ToolMissingCapability, `"sampling":{}`, 200, `tool executed`},
+	} {
+		body, h := call(tt.tool, tt.caps)
+		before := p.srv.FastPathServed()
+		r := send(p.fast, body, h)
+		if p.srv.FastPathServed() != before {
+			t.Errorf("%s {%s}: the fast path took a call that may need an input round", tt.tool, tt.caps)
+		}
+		if r.status != tt.status || !bytes.Contains(r.body, []byte(tt.want)) {
+			t.Errorf("%s {%s}: %d %s, want %d with %s", tt.tool, tt.caps, r.status, r.body, tt.status, tt.want)
+		}
+	}
+	// A protocol error of a call the fast path takes, in both eras.
+	body, h := call("needs_extension", "")
+	plain := `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"needs_extension","arguments":{}}}`
+	for _, c := range []struct {
+		body    string
+		headers map[string]string
+		status  int
+	}{{body, h, 400}, {plain, map[string]string{"Mcp-Protocol-Version": "2025-11-25"}, 200}} {
+		before := p.srv.FastPathServed()
+		f := send(p.fast, c.body, c.headers)
+		if p.srv.FastPathServed() != before+1 {
+			t.Errorf("needs_extension (%s): the fast path did not take it", c.headers["Mcp-Protocol-Version"])
+		}
+		s := send(p.sdk, c.body, c.headers)
+		if d := differ(f, s); d != "" {
+			t.Errorf("needs_extension (%s): %s", c.headers["Mcp-Protocol-Version"], d)
+		}
+		if f.status != c.status || !bytes.Contains(f.body, []byte(`"code":-32021`)) || !bytes.Contains(f.body, []byte(`"requiredCapabilities"`)) {
+			t.Errorf("needs_extension (%s): %d %s, want %d and -32021", c.headers["Mcp-Protocol-Version"], f.status, f.body, c.status)
+		}
 	}
 }

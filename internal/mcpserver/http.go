@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -67,6 +68,10 @@ type requestState struct {
 	// oneShot: the request goes to a stateless handler, whose session
 	// lives for this request only (it cannot ask the client anything).
 	oneShot bool
+	// governed is set once a handler took the request (govern): its
+	// outcome, a refusal included, is audited by the pipeline, and an
+	// error status the SDK writes for it is not a refusal of the door.
+	governed atomic.Bool
 }
 
 const extraKey = "io.duet/request"
@@ -157,7 +162,7 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 		if !o.Sessions && isToolCall && !streaming && !o.NoFastPath && s.fastCall(w, r, req) {
 			return
 		}
-		ew := &errorRewriter{ResponseWriter: w, s: s, door: door, req: req, session: o.Sessions && r.Header.Get("Mcp-Session-Id") != ""}
+		ew := &errorRewriter{ResponseWriter: w, s: s, door: door, req: req, state: state, session: o.Sessions && r.Header.Get("Mcp-Session-Id") != ""}
 		// The SDK binds a session to TokenInfo.UserID when it creates it
 		// and compares it on every later request naming the session (GET,
 		// POST, DELETE); handlers read this request's caller from Extra.
@@ -253,6 +258,7 @@ type errorRewriter struct {
 	s       *Server
 	door    catalog.Op
 	req     *request
+	state   *requestState
 	session bool // the request names a session
 
 	status  int
@@ -267,9 +273,11 @@ func (e *errorRewriter) WriteHeader(status int) {
 		e.capture = true
 		return
 	}
-	if status >= 400 {
+	if status >= 400 && !e.state.governed.Load() {
 		// A JSON-RPC error the SDK wrote itself (2026-07-28 header
-		// checks, for instance): answered as is, audited here.
+		// checks, for instance): answered as is, audited here. The error
+		// of a request a handler took (a tool's -32021) was audited by
+		// the pipeline.
 		e.audit(duet.Errorf(sdkCode(status), "refused by the protocol layer"))
 	}
 	e.ResponseWriter.WriteHeader(status)

@@ -185,6 +185,9 @@ func callerOf(ctx context.Context, meta map[string]any) duet.Caller {
 func (s *Server) handler() mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		// The caller and the slot of this request were put in ctx by govern.
+		if h, ok := ctx.Value(taskHolderKey{}).(*taskHolder); ok {
+			h.ran = true // catalog.Call audits the call
+		}
 		caller := callerOf(ctx, req.Params.Meta)
 		var progress func(p, total float64, msg string)
 		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
@@ -291,6 +294,16 @@ func requestContext(ctx context.Context, req mcp.Request) context.Context {
 	return ctx
 }
 
+// markGoverned notes on the HTTP request of req (requestState) that a
+// handler took it: its outcome is audited by the pipeline.
+func markGoverned(req mcp.Request) {
+	if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil {
+		if st, ok := ex.TokenInfo.Extra[extraKey].(*requestState); ok {
+			st.governed.Store(true)
+		}
+	}
+}
+
 // govern puts every MCP method through the catalog's governance pipeline
 // (catalog.Govern: identity, concurrency caps, a timeout, a result-size
 // cap, an audit record): resources/read, prompts/get, tools/list,
@@ -299,11 +312,30 @@ func requestContext(ctx context.Context, req mcp.Request) context.Context {
 func (s *Server) govern(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		ctx = requestContext(ctx, req)
+		if !strings.HasPrefix(method, "notifications/") {
+			markGoverned(req) // audited from here on (catalog.Call, catalog.Govern, or below)
+		}
 		if method == "tools/call" {
 			h := &taskHolder{}
 			res, err := next(context.WithValue(ctx, taskHolderKey{}, h), method, req)
 			if err == nil && h.task != nil {
 				return &createTaskResult{ResultType: "task", taskFields: fieldsOf(h.task)}, nil
+			}
+			if err != nil && !h.ran {
+				// The SDK refused the call before the tool handler (an
+				// unknown tool): catalog.Call never saw it, audit it here.
+				op := catalog.Op{Method: method}
+				if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && p != nil {
+					op.Name, op.ArgBytes = p.Name, len(p.Arguments)
+					op.Caller = callerOf(ctx, p.Meta)
+				} else {
+					op.Caller = callerOf(ctx, nil)
+				}
+				refusal := classify(err)
+				if _, known := s.cat.Tool(op.Name); !known {
+					refusal = duet.Errorf(duet.CodeNotFound, "unknown tool %q", op.Name)
+				}
+				s.cat.Refuse(op, refusal)
 			}
 			return res, err
 		}

@@ -1,6 +1,7 @@
 package mcpserver_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -94,5 +95,61 @@ func TestSDKRefusals(t *testing.T) {
 	}
 	if refused[duet.CodeInvalidRequest] != 10 || refused[duet.CodeNotFound] != 2 {
 		t.Errorf("audited refusals: %v, want 10 INVALID_REQUEST and 2 NOT_FOUND", refused)
+	}
+}
+
+// TestProtocolErrorOfACallAuditedOnce: a call that a tool refuses with a
+// protocol error (CAPABILITY_REQUIRED, -32021: HTTP 400 for a 2026-07-28
+// client) leaves one audit record — the catalog's — on either path; the
+// HTTP door audits only the refusals of the protocol layer itself, which
+// no handler saw.
+func TestProtocolErrorOfACallAuditedOnce(t *testing.T) {
+	t.Parallel()
+	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "duet.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	needsExt := catalog.Define("needs_extension", "", "needs an extension the client never has", catalog.Annotations{ReadOnly: true}, nil,
+		func(ctx context.Context, env *catalog.Env, _ struct{}) (textOut, error) {
+			return textOut{}, &catalog.CapabilityError{Message: "declare the x extension"}
+		})
+	audit := &records{}
+	s := mcpserver.New(catalog.New(db, catalog.Options{Auditor: audit, Extra: []*catalog.Tool{needsExt}}), mcpserver.Options{Codes: httpapi.Codes})
+	body := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"needs_extension","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	headers := map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "needs_extension"}
+	for _, noFast := range []bool{false, true} {
+		before := len(audit.find("tools/call", "needs_extension"))
+		r := send(asUser(s.HTTPHandler(mcpserver.HTTPOptions{NoFastPath: noFast})), body, headers)
+		if r.status != 400 || !strings.Contains(string(r.body), `"code":-32021`) {
+			t.Fatalf("NoFastPath %v: %d %s, want 400 and -32021", noFast, r.status, r.body)
+		}
+		if got := audit.find("tools/call", "needs_extension")[before:]; len(got) != 1 || got[0].Outcome != duet.CodeCapabilityRequired {
+			var outcomes []duet.Code
+			for _, rec := range got {
+				outcomes = append(outcomes, rec.Outcome)
+			}
+			t.Errorf("NoFastPath %v: audit records %v, want one CAPABILITY_REQUIRED", noFast, outcomes)
+		}
+	}
+	// A tool the server does not have: the SDK refuses it before any tool
+	// handler; one NOT_FOUND record in either era (the 2026-07-28 refusal
+	// is an HTTP 400 the door used to audit a second time).
+	for _, c := range []struct {
+		body    string
+		headers map[string]string
+	}{
+		{`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"no_such_tool","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`,
+			map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "no_such_tool"}},
+		{`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"no_such_tool","arguments":{}}}`, map[string]string{"Mcp-Protocol-Version": "2025-11-25"}},
+	} {
+		before := len(audit.find("tools/call", "no_such_tool"))
+		r := send(asUser(s.HTTPHandler(mcpserver.HTTPOptions{})), c.body, c.headers)
+		if !strings.Contains(string(r.body), `"error"`) {
+			t.Fatalf("unknown tool (%s): %d %s, want an error", c.headers["Mcp-Protocol-Version"], r.status, r.body)
+		}
+		if got := audit.find("tools/call", "no_such_tool")[before:]; len(got) != 1 || got[0].Outcome != duet.CodeNotFound {
+			t.Errorf("unknown tool (%s): %d audit records %+v, want one NOT_FOUND", c.headers["Mcp-Protocol-Version"], len(got), got)
+		}
 	}
 }

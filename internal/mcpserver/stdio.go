@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"regexp"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -105,7 +106,8 @@ func (c *drainingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		}
 		if c.fast != nil {
 			// As the SDK cancels its requests in flight when its read
-			// loop ends.
+			// loop ends, and writes no reply after that.
+			c.fast.quiet()
 			c.fast.stop()
 		}
 		return nil, err
@@ -158,6 +160,11 @@ func (c *drainingConn) signal() {
 
 func (c *drainingConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	resp, ok := msg.(*jsonrpc.Response)
+	if ok {
+		if r := codedBeforeInitialize(resp); r != resp {
+			resp, msg = r, r
+		}
+	}
 	if ok && c.fast != nil {
 		// Before the write: the client may send its next request as soon as
 		// it has read this answer.
@@ -177,8 +184,34 @@ func (c *drainingConn) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.closed)
 		if c.fast != nil {
-			c.fast.stop() // the session closing cancels fast calls in flight
+			// The session closing cancels fast calls in flight; the SDK
+			// writes nothing once it is closing.
+			c.fast.quiet()
+			c.fast.stop()
 		}
 	})
 	return c.Connection.Close()
+}
+
+// sdkBeforeInitialize is how the go-sdk (v1.8.0, ServerSession.handle)
+// words its refusal of a request that comes before initialize: a plain
+// error, which its jsonrpc2 layer sends with code 0 — a JSON-RPC error
+// without a code.
+var sdkBeforeInitialize = regexp.MustCompile(`^method "[^"]*" is invalid during session initialization$`)
+
+// codedBeforeInitialize gives the SDK's refusal of a request before
+// initialize the code the SDK's own JSON-RPC layer has for a request that
+// is not valid (jsonrpc.CodeInvalidRequest, -32600: what it answers a call
+// of a notification, or a duplicate request id in flight), its message
+// unchanged. Every reply of a stdio session goes through here, with the
+// fast path and without, so both answer alike. Any other response is
+// returned as it is.
+func codedBeforeInitialize(resp *jsonrpc.Response) *jsonrpc.Response {
+	var coded *jsonrpc.Error
+	if resp.Error == nil || errors.As(resp.Error, &coded) || !sdkBeforeInitialize.MatchString(resp.Error.Error()) {
+		return resp
+	}
+	r := *resp
+	r.Error = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: resp.Error.Error()}
+	return &r
 }

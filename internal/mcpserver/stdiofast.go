@@ -55,7 +55,31 @@ import (
 // notification still goes on to the SDK, as before); the tool's answer to
 // a cancelled context is written, as the SDK writes its handler's. The end
 // of input waits for fast calls as for the SDK's (drain), and the session
-// closing, or its read loop ending, cancels the ones in flight.
+// closing, or its read loop ending, cancels the ones in flight and drops
+// their replies (quiet), as the SDK drops its handlers'.
+
+// reply writes a fast call's reply with write, unless the session has gone
+// quiet.
+func (f *stdioFast) reply(write func()) {
+	f.replyMu.Lock()
+	defer f.replyMu.Unlock()
+	if !f.silent {
+		write()
+	}
+}
+
+// quiet drops the replies of the fast calls still in flight, as the SDK's
+// JSON-RPC connection writes nothing once its read side has ended — the
+// client's stream failed (a frame that is not JSON), or ended before the
+// drain could answer everything — or it was closed: such a call's answer,
+// CANCELLED by then, is never sent (jsonrpc2's write refuses once
+// readErr or connClosing is set). A reply written before is out, as the
+// SDK's would be.
+func (f *stdioFast) quiet() {
+	f.replyMu.Lock()
+	f.silent = true
+	f.replyMu.Unlock()
+}
 
 // end stops the fast path and waits for its calls to return.
 func (f *stdioFast) end() {
@@ -75,6 +99,9 @@ type stdioFast struct {
 
 	mu   sync.Mutex
 	done bool // the session is over: no new fast call (wg.Wait has begun)
+
+	replyMu sync.Mutex
+	silent  bool // the session's read side ended or it closed: replies are dropped (quiet)
 
 	in    io.Reader      // the client's stream
 	pipe  *io.PipeWriter // what the SDK's connection reads: the messages left to it
@@ -120,6 +147,14 @@ func (c *drainingConn) frames() {
 		if err != nil {
 			// The SDK's connection reads the same error at the same place
 			// (after the messages before it), and ends as it would have.
+			// A failed stream ends the session here, where the SDK's own
+			// reader would have met it: fast calls not answered by now are
+			// not answered (quiet), as the SDK's handlers are not once its
+			// read side has failed; at the end of input the drain answers
+			// everything first (drainingConn.Read).
+			if !errors.Is(err, io.EOF) {
+				f.quiet()
+			}
 			f.pipe.CloseWithError(err)
 			return
 		}
@@ -279,11 +314,13 @@ func (c *drainingConn) serveFast(req *jsonrpc.Request) bool {
 		c.mu.Lock()
 		delete(c.inFlight, req.ID)
 		c.mu.Unlock()
-		if line != nil {
-			c.fast.out.writeLine(line)
-		} else {
-			c.write(resp)
-		}
+		c.fast.reply(func() {
+			if line != nil {
+				c.fast.out.writeLine(line)
+			} else {
+				c.write(resp)
+			}
+		})
 		c.mu.Lock()
 		c.running--
 		c.mu.Unlock()
@@ -348,9 +385,9 @@ func (c *drainingConn) fastReply(ctx context.Context, id jsonrpc.ID, params *mcp
 	s := c.fast.s
 	tr, caller, err := s.fastResult(ctx, params, meta, modern)
 	if err != nil {
-		// The tool vanished between the check and the call (it cannot:
-		// the catalog is fixed); never run twice.
-		return nil, &jsonrpc.Response{ID: id, Error: s.rpcError(duet.Errorf(duet.CodeNotFound, "unknown tool %q", params.Name)).(*jsonrpc.Error)}
+		// A protocol error of the call (a client capability it needs):
+		// the SDK path's answer, never run twice.
+		return nil, &jsonrpc.Response{ID: id, Error: s.callError(err)}
 	}
 	line, err := encodeReply(id.Raw(), tr, complete)
 	if err != nil {

@@ -48,10 +48,21 @@ type detailedTask struct {
 	mcp.ResultBase
 	ResultType string `json:"resultType"`
 	taskFields
-	Result        *mcp.CallToolResult `json:"result,omitempty"`
+	Result        *finalResult        `json:"result,omitempty"`
 	Error         *jsonrpc.Error      `json:"error,omitempty"`
 	InputRequests mcp.InputRequestMap `json:"inputRequests,omitempty"`
 }
+
+// finalResult is the tool result a finished task inlines in tasks/get: a
+// complete CallToolResult, marked final with resultType "complete" as the
+// Tasks extension's DetailedTask requires (the SDK marks a tools/call
+// result so only on its own path, for a 2026-07-28 client; this result
+// never goes through it).
+type finalResult struct{ r *mcp.CallToolResult }
+
+// MarshalJSON writes the result as the SDK marshals it, with
+// "resultType":"complete" last (appendResult).
+func (f *finalResult) MarshalJSON() ([]byte, error) { return appendResult(nil, f.r, true) }
 
 // ackResult is the empty answer of tasks/update and tasks/cancel.
 type ackResult struct {
@@ -73,8 +84,12 @@ func fieldsOf(v *catalog.MCPTask) taskFields {
 		LastUpdatedAt: wireTime(v.LastUpdatedAt), TTLMs: v.TTL.Milliseconds(), PollIntervalMs: v.PollInterval.Milliseconds()}
 }
 
-// taskHolder carries a created task from the tool handler to govern.
-type taskHolder struct{ task *catalog.MCPTask }
+// taskHolder carries a created task from the tool handler to govern, and
+// whether the handler ran (catalog.Call audited the call).
+type taskHolder struct {
+	task *catalog.MCPTask
+	ran  bool
+}
 
 type taskHolderKey struct{}
 
@@ -131,7 +146,7 @@ func (s *Server) addTasks() {
 		}
 		out := &detailedTask{ResultType: "complete", taskFields: fieldsOf(v)}
 		if v.Result != nil {
-			out.Result = ToolResult(v.Result, caller.TraceID)
+			out.Result = &finalResult{ToolResult(v.Result, caller.TraceID)}
 		}
 		if v.Error != nil {
 			out.Error = &jsonrpc.Error{Code: int64(s.codes.RPCCode(v.Error.Code)), Message: string(v.Error.Code) + ": " + v.Error.Message}

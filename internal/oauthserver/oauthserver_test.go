@@ -2,6 +2,7 @@ package oauthserver_test
 
 import (
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -67,8 +68,22 @@ func newEnv(t *testing.T, provider string, edit func(*oauthserver.Options)) *env
 
 func newEnvOn(t *testing.T, db duet.OAuthStore, provider string, edit func(*oauthserver.Options)) *env {
 	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newEnvAt(t, ln, db, provider, edit)
+}
+
+// newEnvAt is newEnvOn listening on ln (an address known beforehand, as
+// the provider's client registration needs Duet's callback URL).
+func newEnvAt(t *testing.T, ln net.Listener, db duet.OAuthStore, provider string, edit func(*oauthserver.Options)) *env {
+	t.Helper()
 	mux := http.NewServeMux()
-	srv := httptest.NewServer(mux)
+	srv := httptest.NewUnstartedServer(mux)
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
 	t.Cleanup(srv.Close)
 	if provider == "" {
 		provider = "http://127.0.0.1:9" // no provider is reached
@@ -226,6 +241,17 @@ func TestEveryRequestIsAudited(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
+	// An authorization refused back to the client (here: another resource).
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err = noFollow.Get(e.URL + oauthserver.PathAuthorize + "?" + url.Values{"response_type": {"code"}, "client_id": {id},
+		"code_challenge": {strings.Repeat("A", 43)}, "code_challenge_method": {"S256"}, "resource": {"https://elsewhere.example/mcp"}}.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if loc, _ := resp.Location(); resp.StatusCode != http.StatusFound || loc == nil || loc.Query().Get("error") != "invalid_target" {
+		t.Fatalf("authorization for another resource: %d %v, want a redirect with invalid_target", resp.StatusCode, loc)
+	}
 
 	var got []string
 	for _, r := range e.audited() {
@@ -242,6 +268,7 @@ func TestEveryRequestIsAudited(t *testing.T) {
 		"oauth/token:refresh_token " + id + " PERMISSION_DENIED",
 		"oauth/revoke " + id + " OK",
 		"oauth/authorize " + long[:200] + " INVALID_ARGUMENT",
+		"oauth/authorize " + id + " INVALID_ARGUMENT", // refused back to the client: not OK
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("audited:\n got %q\nwant %q", got, want)

@@ -116,16 +116,24 @@ func checkRequirementSets(t *testing.T, nt nodeTools, rev string) {
 }
 
 // judge fails the test for a required scenario that did not pass, or a
-// must-pass not-scored one, and reports the rest.
-func judge(t *testing.T, got map[string]outcome, rev, leg string) {
+// must-pass not-scored one, and reports the rest. except lists, for a
+// server mode, the scenarios that cannot pass in it, with the status they
+// must have and why (a change either way fails the test: the figures in
+// docs/interop.md are these).
+func judge(t *testing.T, got map[string]outcome, rev, leg string, except map[string]expected) {
 	t.Helper()
 	req, must := requiredNext[rev][leg], notScoredMustPass[rev][leg]
 	passed := 0
 	for _, n := range req {
 		o, ok := got[n]
+		e, excepted := except[n]
 		switch {
 		case !ok:
 			t.Errorf("%s %s: required scenario %s did not run", rev, leg, n)
+		case excepted && o.status == e.status:
+			t.Logf("%s %s: required %s %s (expected: %s)", rev, leg, n, o.status, e.why)
+		case excepted:
+			t.Errorf("%s %s: required %s: %s, expected %s (%s): %s — update the expectation and docs/interop.md", rev, leg, n, o.status, e.status, e.why, o.detail)
 		case o.status != "pass":
 			t.Errorf("%s %s: required %s: %s: %s", rev, leg, n, o.status, o.detail)
 		default:
@@ -143,7 +151,12 @@ func judge(t *testing.T, got map[string]outcome, rev, leg string) {
 			continue
 		}
 		o := got[n]
+		e, excepted := except[n]
 		switch {
+		case excepted && o.status == e.status:
+			t.Logf("%s %s: %s %s (expected in this mode: %s)", rev, leg, n, o.status, e.why)
+		case excepted:
+			t.Errorf("%s %s: not-scored %s: %s, expected %s in this mode (%s): %s", rev, leg, n, o.status, e.status, e.why, o.detail)
 		case o.status == "pass":
 			extra++
 		case slices.Contains(must, n):
@@ -162,21 +175,56 @@ func judge(t *testing.T, got map[string]outcome, rev, leg string) {
 	t.Logf("conformance %s %s: required %d of %d passed; not scored: %d passed", rev, leg, passed, len(req), extra)
 }
 
-// TestConformanceNextServer: ONE `duet serve --conformance-fixtures
-// --sessions` process passes both revisions on one endpoint: the 2026-07-28
-// set (37, stateless requests) and the 2025-11-25 set (30, handshake and
-// sessions), plus the Tasks scenarios the suite can run. Targets: every
-// required scenario, and notScoredMustPass.
+// expected is the status a scenario must have in a server mode where it
+// cannot pass, and why.
+type expected struct{ status, why string }
+
+// statelessExpected are the scenarios a stateless `duet serve` (no
+// --sessions) cannot pass, by revision: the 2025-11-25 wire asks the client
+// things with server-to-client requests, which need a session to carry the
+// answer (2026-07-28 asks in band: every scenario of that revision passes
+// statelessly).
+var statelessExpected = map[string]map[string]expected{
+	"2026-07-28": {},
+	"2025-11-25": {
+		"tools-call-sampling":          {"fail", "a server-to-client request needs a session"},
+		"tools-call-elicitation":       {"fail", "a server-to-client request needs a session"},
+		"elicitation-sep1034-defaults": {"fail", "a server-to-client request needs a session"},
+		"elicitation-sep1330-enums":    {"fail", "a server-to-client request needs a session"},
+		"server-sse-multiple-streams":  {"skipped", "needs an Mcp-Session-Id: the suite only warns"},
+		"server-session-lifecycle":     {"skipped", "no session to follow"},
+	},
+}
+
+// TestConformanceNextServer: `duet serve --conformance-fixtures` in both
+// HTTP modes. ONE `--sessions` process passes both revisions on one
+// endpoint: the 2026-07-28 set (37, stateless requests) and the 2025-11-25
+// set (30, handshake and sessions), plus the Tasks scenarios the suite can
+// run. The plain stateless process passes the 2026-07-28 set (37) too —
+// its fast path leaves every call that may need an input round to the SDK
+// — and of the 2025-11-25 set what needs no session (statelessExpected).
+// Targets: every required scenario, and notScoredMustPass.
 func TestConformanceNextServer(t *testing.T) {
 	nt := requireNode(t)
 	for rev := range requiredNext {
 		checkRequirementSets(t, nt, rev)
 	}
-	srv := startServe(t, []string{"DUET_HOME=" + t.TempDir()}, "--conformance-fixtures", "--sessions")
-	for _, rev := range []string{"2026-07-28", "2025-11-25"} {
-		t.Run(rev, func(t *testing.T) {
-			got := runSuiteOf(t, nt, nextPkg, "server", "--url", srv.url, "--requirements", rev)
-			judge(t, got, rev, "server")
+	for _, mode := range []struct {
+		name   string
+		args   []string
+		except map[string]map[string]expected
+	}{
+		{"sessions", []string{"--conformance-fixtures", "--sessions"}, nil},
+		{"stateless", []string{"--conformance-fixtures"}, statelessExpected},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			srv := startServe(t, []string{"DUET_HOME=" + t.TempDir()}, mode.args...)
+			for _, rev := range []string{"2026-07-28", "2025-11-25"} {
+				t.Run(rev, func(t *testing.T) {
+					got := runSuiteOf(t, nt, nextPkg, "server", "--url", srv.url, "--requirements", rev)
+					judge(t, got, rev, "server", mode.except[rev])
+				})
+			}
 		})
 	}
 }
@@ -200,6 +248,6 @@ func TestConformanceNextClient(t *testing.T) {
 	}
 	wg.Wait()
 	for _, rev := range []string{"2026-07-28", "2025-11-25"} {
-		judge(t, results[rev], rev, "client")
+		judge(t, results[rev], rev, "client", nil)
 	}
 }

@@ -1,4 +1,4 @@
-package mcpclient
+package oauthclient
 
 import "github.com/modelcontextprotocol/go-sdk/oauthex"
 

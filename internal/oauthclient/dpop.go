@@ -1,4 +1,4 @@
-package mcpclient
+package oauthclient
 
 import (
 	"bytes"
@@ -17,6 +17,11 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+
+	"github.com/duet-test/duet/internal/serverkey"
 )
 
 // DPoP (RFC 9449): sender-constrained access tokens. A server that requires
@@ -31,18 +36,20 @@ import (
 
 const dpopScheme = "dpop"
 
-// dpopKey is the key a registration's tokens are bound to.
-type dpopKey struct {
+// DPoPKey is the key a registration's tokens are bound to.
+type DPoPKey struct {
 	priv   *ecdsa.PrivateKey
-	jwk    map[string]string
-	stored string // the stored form it was read from
+	signer jose.Signer // ES256, typ dpop+jwt, the public key in the header (jwk)
+	stored string      // the stored form it was read from
+	now    func() time.Time
 
 	mu     sync.Mutex
 	nonces map[string]string // by origin: the last DPoP-Nonce each server gave
 }
 
-// newDPoPKey generates a key and returns it with its stored form.
-func newDPoPKey() (*dpopKey, string, error) {
+// newDPoPKey generates a key and returns it with its stored form; its
+// proofs are dated by now.
+func newDPoPKey(now func() time.Time) (*DPoPKey, string, error) {
 	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, "", err
@@ -52,12 +59,12 @@ func newDPoPKey() (*dpopKey, string, error) {
 		return nil, "", err
 	}
 	stored := base64.StdEncoding.EncodeToString(der)
-	k, err := parseDPoPKey(stored)
+	k, err := parseDPoPKey(stored, now)
 	return k, stored, err
 }
 
-// parseDPoPKey reads a stored key.
-func parseDPoPKey(stored string) (*dpopKey, error) {
+// parseDPoPKey reads a stored key; its proofs are dated by now.
+func parseDPoPKey(stored string, now func() time.Time) (*DPoPKey, error) {
 	der, err := base64.StdEncoding.DecodeString(stored)
 	if err != nil {
 		return nil, err
@@ -70,14 +77,11 @@ func parseDPoPKey(stored string) (*dpopKey, error) {
 	if !ok || priv.Curve != elliptic.P256() {
 		return nil, errors.New("the DPoP key is not a P-256 key")
 	}
-	pub, err := priv.PublicKey.Bytes() // 0x04 || X || Y
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: priv}, (&jose.SignerOptions{EmbedJWK: true}).WithType("dpop+jwt"))
 	if err != nil {
 		return nil, err
 	}
-	enc := base64.RawURLEncoding
-	return &dpopKey{priv: priv, nonces: map[string]string{}, jwk: map[string]string{
-		"kty": "EC", "crv": "P-256", "x": enc.EncodeToString(pub[1:33]), "y": enc.EncodeToString(pub[33:65]),
-	}}, nil
+	return &DPoPKey{priv: priv, signer: signer, now: now, nonces: map[string]string{}}, nil
 }
 
 // htu is the request URI a proof names: without query and fragment.
@@ -87,42 +91,42 @@ func htu(u *url.URL) string {
 	return c.String()
 }
 
+// dpopClaims are the claims of a proof (RFC 9449 section 4.2).
+type dpopClaims struct {
+	ID       string `json:"jti"`
+	Method   string `json:"htm"`
+	URI      string `json:"htu"`
+	IssuedAt int64  `json:"iat"`
+	// TokenHash is the access token's SHA-256 (base64url) on requests that
+	// carry one.
+	TokenHash string `json:"ath,omitempty"`
+	Nonce     string `json:"nonce,omitempty"`
+}
+
 // proof returns a DPoP proof for a request of method to u; accessToken ""
 // for a token request.
-func (k *dpopKey) proof(method string, u *url.URL, accessToken string) (string, error) {
-	jti := make([]byte, 16)
-	rand.Read(jti)
-	enc := base64.RawURLEncoding
-	header, _ := json.Marshal(map[string]any{"typ": "dpop+jwt", "alg": "ES256", "jwk": k.jwk})
-	claims := map[string]any{"jti": enc.EncodeToString(jti), "htm": method, "htu": htu(u), "iat": time.Now().Unix()}
+func (k *DPoPKey) proof(method string, u *url.URL, accessToken string) (string, error) {
+	claims := dpopClaims{ID: newJTI(), Method: method, URI: htu(u), IssuedAt: k.now().Unix()}
 	if accessToken != "" {
 		h := sha256.Sum256([]byte(accessToken))
-		claims["ath"] = enc.EncodeToString(h[:])
+		claims.TokenHash = base64.RawURLEncoding.EncodeToString(h[:])
 	}
 	k.mu.Lock()
-	if n := k.nonces[originOf(u)]; n != "" {
-		claims["nonce"] = n
-	}
+	claims.Nonce = k.nonces[serverkey.Origin(u)]
 	k.mu.Unlock()
-	body, _ := json.Marshal(claims)
-	input := enc.EncodeToString(header) + "." + enc.EncodeToString(body)
-	sig, err := (&clientKey{k.priv, "ES256"}).sign([]byte(input))
-	if err != nil {
-		return "", err
-	}
-	return input + "." + enc.EncodeToString(sig), nil
+	return jwt.Signed(k.signer).Claims(claims).Serialize()
 }
 
 // tookNonce keeps the DPoP-Nonce of resp, and reports whether resp asks
 // for the request again with it (use_dpop_nonce).
-func (k *dpopKey) tookNonce(u *url.URL, resp *http.Response) bool {
+func (k *DPoPKey) tookNonce(u *url.URL, resp *http.Response) bool {
 	n := resp.Header.Get("DPoP-Nonce")
 	if n == "" {
 		return false
 	}
 	k.mu.Lock()
-	changed := k.nonces[originOf(u)] != n
-	k.nonces[originOf(u)] = n
+	changed := k.nonces[serverkey.Origin(u)] != n
+	k.nonces[serverkey.Origin(u)] = n
 	k.mu.Unlock()
 	if !changed {
 		return false
@@ -143,7 +147,7 @@ func (k *dpopKey) tookNonce(u *url.URL, resp *http.Response) bool {
 
 // send sends req with a fresh proof (made by prove), and once more with a
 // new one when the server asks for its nonce.
-func (k *dpopKey) send(base http.RoundTripper, req *http.Request, prove func(*http.Request) error) (*http.Response, error) {
+func (k *DPoPKey) send(base http.RoundTripper, req *http.Request, prove func(*http.Request) error) (*http.Response, error) {
 	if err := prove(req); err != nil {
 		return nil, err
 	}
@@ -169,7 +173,7 @@ func (k *dpopKey) send(base http.RoundTripper, req *http.Request, prove func(*ht
 type dpopCtxKey struct{}
 
 // withDPoP makes the token requests of ctx carry proofs of k.
-func withDPoP(ctx context.Context, k *dpopKey) context.Context {
+func withDPoP(ctx context.Context, k *DPoPKey) context.Context {
 	if k == nil {
 		return ctx
 	}
@@ -180,7 +184,7 @@ func withDPoP(ctx context.Context, k *dpopKey) context.Context {
 // when its context carries a key and it is a token request (a POST with a
 // grant_type); it reports false, having sent nothing, otherwise.
 func dpopTokenRequest(base http.RoundTripper, req *http.Request) (*http.Response, bool, error) {
-	k, _ := req.Context().Value(dpopCtxKey{}).(*dpopKey)
+	k, _ := req.Context().Value(dpopCtxKey{}).(*DPoPKey)
 	if k == nil || req.Method != http.MethodPost || req.GetBody == nil {
 		return nil, false, nil
 	}
@@ -203,9 +207,9 @@ func dpopTokenRequest(base http.RoundTripper, req *http.Request) (*http.Response
 	return resp, true, err
 }
 
-// dpopResourceRequest sends an MCP request whose Authorization carries a
+// DPoPRequest sends an MCP request whose Authorization carries a
 // DPoP-bound token: the DPoP scheme and a proof bound to the token.
-func dpopResourceRequest(base http.RoundTripper, k *dpopKey, req *http.Request) (*http.Response, error) {
+func DPoPRequest(base http.RoundTripper, k *DPoPKey, req *http.Request) (*http.Response, error) {
 	return k.send(base, req, func(r *http.Request) error {
 		scheme, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 		if tok == "" || !strings.EqualFold(scheme, "bearer") && !strings.EqualFold(scheme, dpopScheme) {

@@ -1,4 +1,4 @@
-package mcpclient
+package oauthclient
 
 import (
 	"crypto/ecdsa"
@@ -63,11 +63,11 @@ func verifyDPoP(proof, method, uri, token string) (map[string]any, string) {
 // request, body included, sent once more with it; proofs are never reused.
 func TestDPoPResourceRequests(t *testing.T) {
 	t.Parallel()
-	k, stored, err := newDPoPKey()
+	k, stored, err := newDPoPKey(time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again, err := parseDPoPKey(stored); err != nil || again.jwk["x"] != k.jwk["x"] {
+	if again, err := parseDPoPKey(stored, time.Now); err != nil || !again.priv.Equal(k.priv) {
 		t.Fatalf("stored key: %v", err)
 	}
 	var mu sync.Mutex
@@ -98,7 +98,7 @@ func TestDPoPResourceRequests(t *testing.T) {
 	for range 2 {
 		req, _ := http.NewRequest("POST", srv.URL+"/mcp?x=1", strings.NewReader(`{"jsonrpc":"2.0"}`))
 		req.Header.Set("Authorization", "Bearer tok-123")
-		resp, err := dpopResourceRequest(http.DefaultTransport, k, req)
+		resp, err := DPoPRequest(http.DefaultTransport, k, req)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,70 @@
+package engine
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/calldepth"
+	"github.com/duet-test/duet/internal/netguard"
+	"github.com/duet-test/duet/internal/redact"
+	"github.com/duet-test/duet/internal/step"
+)
+
+// A caseRun is the step.Env its steps run in: the step kinds (internal/step)
+// reach the case's variables, its page and the engine's services through
+// these methods, and CallTool (steps.go).
+var _ step.Env = (*caseRun)(nil)
+
+// Vars implements step.Env.
+func (cr *caseRun) Vars() map[string]any { return cr.vars }
+
+// Save implements step.Env: the variable counts against the case's budget
+// (keep) and is learnt as a secret when its name says it is one.
+func (cr *caseRun) Save(name string, v any) error {
+	if err := cr.keep(name, v); err != nil {
+		return err
+	}
+	cr.vars[name], cr.saved[name] = v, v
+	cr.secrets.Learn(map[string]any{name: v})
+	return nil
+}
+
+// Task implements step.Env.
+func (cr *caseRun) Task() *duet.Task { return cr.task }
+
+// Secrets implements step.Env.
+func (cr *caseRun) Secrets() *redact.Set { return cr.secrets }
+
+// Page implements step.Env.
+func (cr *caseRun) Page(ctx context.Context) (step.Page, error) {
+	s, err := cr.page(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Do implements step.Env: the network guard of an injected client
+// (Options.HTTPClient) lets the task's own base URL host be loopback or
+// private.
+func (cr *caseRun) Do(req *http.Request) (*http.Response, error) {
+	// How deep in a chain of Duet calls the request is, whatever the case
+	// wrote: a Duet it reaches refuses beyond its bound (calldepth).
+	if err := calldepth.Set(req.Context(), req.Header, cr.e.opts.MaxCallDepth); err != nil {
+		return nil, duet.WrapError(duet.CodeCallDepthExceeded, err, "%s", duet.ErrorMessage(err))
+	}
+	req = req.WithContext(netguard.AllowURL(req.Context(), cr.task.BaseURL))
+	return cr.e.opts.HTTPClient.Do(req)
+}
+
+// MaxBodyBytes implements step.Env.
+func (cr *caseRun) MaxBodyBytes() int64 { return cr.e.opts.MaxBodyBytes }
+
+// SaveArtifact implements step.Env.
+func (cr *caseRun) SaveArtifact(ctx context.Context, st *duet.Step, name string, data []byte) (string, error) {
+	if cr.e.opts.Artifacts == nil {
+		return "", nil
+	}
+	return cr.e.opts.Artifacts.Save(ctx, cr.run.ID, cr.x.ID, st.Index, name, data)
+}

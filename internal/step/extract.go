@@ -1,0 +1,147 @@
+package step
+
+import (
+	"context"
+	"net/url"
+	"strings"
+
+	"github.com/duet-test/duet"
+)
+
+// Extract is the extract step.
+var Extract = register(&Kind{
+	Name:    duet.StepExtract,
+	Section: Browser,
+	Order:   200,
+	Summary: "Save a text, a value, an attribute, the title or a part of the URL of the page to a variable.",
+	Form: Form{
+		Keys: []Key{
+			{Name: "from", Type: Enum("text", "value", "attr", "url", "url.query", "url.segment", "title"), Required: true, Doc: "what to read"},
+			{Name: "selector", Type: Template, Doc: "CSS selector of the element (text, value, attr)"},
+			{Name: "attr", Type: Template, Doc: "the attribute's name (attr)"},
+			{Name: "param", Type: Template, Doc: "the query parameter's name (url.query)"},
+			{Name: "segment", Type: Int, Doc: "the path segment: 0 the first, -1 the last (url.segment)"},
+			{Name: "as", Type: Ident, Doc: "the variable to save to"},
+			{Name: "saveAs", Type: Ident, Doc: "the same as as"},
+		},
+		AtLeastOne: []string{"as", "saveAs"},
+		When: []When{
+			{Key: "from", In: []string{"text", "value"}, Require: []string{"selector"}},
+			{Key: "from", In: []string{"attr"}, Require: []string{"selector", "attr"}},
+			{Key: "from", In: []string{"url.query"}, Require: []string{"param"}},
+			{Key: "from", In: []string{"url.segment"}, Require: []string{"segment"}},
+		},
+	},
+	Example: "- extract: {from: text, selector: \"#status\", as: shown}\n- extract: {from: url.query, param: orderId, as: orderId}\n- extract: {from: url.segment, segment: -1, as: orderNo}\n",
+	Agent: "`extract: {from: text | value | attr | url | url.query | url.segment | title, selector: ..., attr: ..., param: ..., segment: 0, as: varName}`\n" +
+		"  (text/value need selector; attr needs selector and attr; url.query needs param; url.segment needs segment, -1 is the last)",
+	Compile: compileExtract,
+	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
+		p, b, sel, err := page(ctx, env, st)
+		if err != nil {
+			return "", nil, err
+		}
+		var v string
+		switch b.From {
+		case "text":
+			v, err = p.Text(ctx, sel)
+		case "value":
+			v, err = p.Value(ctx, sel)
+		case "attr":
+			var ok bool
+			v, ok, err = p.Attr(ctx, sel, b.Attr)
+			if err == nil && !ok {
+				err = duet.Errorf(duet.CodeElementNotFound, "%s has no attribute %s", sel, b.Attr)
+			}
+		case "title":
+			v, err = p.Title(ctx)
+		case "url", "url.query", "url.segment":
+			v, err = p.URL(ctx)
+			if err == nil && b.From != "url" {
+				v, err = URLPart(v, b.Param, b.Segment)
+			}
+		default:
+			err = duet.Errorf(duet.CodeInvalidArgument, "unknown extract source %q", b.From)
+		}
+		if err != nil {
+			return "", nil, err
+		}
+		return b.SaveAs, v, nil
+	},
+})
+
+func compileExtract(c *Compiler, st *duet.Step, n *Node) {
+	bd, ok := browserBody(c, st, n, false)
+	if !ok {
+		return
+	}
+	bd.needPage()
+	if !bd.isMap {
+		c.Errf(n, "extract needs {from, as, ...}")
+		return
+	}
+	b := bd.b
+	c.AllowKeys(n, "from", "selector", "attr", "param", "segment", "as", "saveAs")
+	b.From = c.String(n, "from", true)
+	switch b.From {
+	case "text", "value":
+		b.Selector = bd.field("selector", true)
+	case "attr":
+		b.Selector, b.Attr = bd.field("selector", true), bd.field("attr", true)
+	case "url.query":
+		b.Param = bd.field("param", true)
+	case "url.segment":
+		seg, ok := n.Get("segment").Int()
+		if !ok {
+			c.Errf(n, "extract from url.segment needs segment: N (0 first, -1 last)")
+		}
+		i := int(seg)
+		b.Segment = &i
+	case "url", "title":
+	case "":
+	default:
+		c.Errf(n.Get("from"), "extract from must be text, value, attr, url, url.query, url.segment or title; got %q", b.From)
+	}
+	as := n.Get("as")
+	if as == nil {
+		as = n.Get("saveAs")
+	}
+	if as == nil {
+		c.Errf(n, "extract needs as: (the variable to save to)")
+	}
+	b.SaveAs = c.SaveAs(as)
+}
+
+// URLPart returns a query parameter (param != "") or a path segment of raw
+// (0 the first, -1 the last; nil: the first). Returns BINDING_FAILED.
+func URLPart(raw, param string, segment *int) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", duet.Errorf(duet.CodeBindingFailed, "the page URL %q does not parse", raw)
+	}
+	if param != "" {
+		q := u.Query()
+		if !q.Has(param) {
+			return "", duet.Errorf(duet.CodeBindingFailed, "the page URL %s has no query parameter %q", raw, param)
+		}
+		return q.Get(param), nil
+	}
+	var segs []string
+	for _, s := range strings.Split(u.Path, "/") {
+		if s != "" {
+			segs = append(segs, s)
+		}
+	}
+	i := 0
+	if segment != nil {
+		i = *segment
+	}
+	if i < 0 {
+		i += len(segs)
+	}
+	if i < 0 || i >= len(segs) {
+		return "", duet.Errorf(duet.CodeBindingFailed, "the page URL %s has no path segment %d", raw, i)
+	}
+	seg, _ := url.PathUnescape(segs[i])
+	return seg, nil
+}

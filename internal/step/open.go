@@ -1,0 +1,54 @@
+package step
+
+import (
+	"context"
+
+	"github.com/duet-test/duet"
+)
+
+// Open is the open step: navigate the page.
+var Open = register(&Kind{
+	Name:    duet.StepOpen,
+	Section: Browser,
+	Order:   100,
+	Summary: "Navigate the page to a URL and wait for it to load.",
+	Form: Form{
+		Short: &Short{Type: Template, Doc: "the URL"},
+		Keys:  []Key{{Name: "url", Type: Template, Required: true, Doc: `"/..." is relative to the task's baseURL; or an absolute http(s) URL`}},
+	},
+	Example: "- open: /order?orderId=A1001\n- open: {url: \"https://shop.example/\"}\n",
+	Doc:     "Every other browser step needs an `open` before it. The first browser step of a case starts its browser session: one isolated browser context per case execution.",
+	Agent:   "`open: /order?orderId=A1001` — navigate.",
+	Compile: func(c *Compiler, st *duet.Step, n *Node) {
+		bd, ok := browserBody(c, st, n, false)
+		if !ok {
+			return
+		}
+		b := bd.b
+		if bd.isMap {
+			c.AllowKeys(n, "url")
+			b.URL = bd.field("url", true)
+		} else {
+			b.URL = bd.short
+			c.Template(n, "open", bd.short)
+		}
+		if b.URL != "" {
+			c.RelativeURL(n, "open", b.URL)
+		}
+		c.Scope.PageOpen = true
+	},
+	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
+		p, b, _, err := page(ctx, env, st)
+		if err != nil {
+			return "", nil, err
+		}
+		u, err := renderOpt(env, b.URL)
+		if err != nil {
+			return "", nil, err
+		}
+		if u, err = ResolveURL(env.Task(), u); err != nil {
+			return "", nil, err
+		}
+		return "", nil, p.Open(ctx, u)
+	},
+})

@@ -1,0 +1,81 @@
+package step
+
+import (
+	"context"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/eval"
+)
+
+// Set is the set step.
+var Set = register(&Kind{
+	Name:    duet.StepSet,
+	Section: Data,
+	Order:   40,
+	Summary: "Set variables to the values of expressions, in name order.",
+	Form: Form{
+		Open: &Key{Type: Expr, Doc: "the expression whose value the variable takes"},
+	},
+	Example: "- set: {total: \"resp.body.totalCents / 100\", label: \"'order ' + orderId\"}\n",
+	Doc:     "Each expression sees the variables saved before the step, not the other variables of the same `set`.",
+	Agent:   "`set: {total: \"resp.body.totalCents / 100\"}` — variables from expressions.",
+	Compile: func(c *Compiler, st *duet.Step, n *Node) {
+		if n.Type != MapNode || len(n.Keys) == 0 {
+			c.Errf(n, "set must be a mapping of variable: expression")
+			return
+		}
+		s := &duet.SetStep{Vars: map[string]string{}}
+		st.Set = s
+		// Each expression sees the variables before this step, in key order.
+		known := slices.Clone(c.Scope.Vars)
+		for j, k := range n.Keys {
+			name, _ := k.Str()
+			ex, ok := n.Vals[j].Str()
+			if !ok {
+				c.Errf(n.Vals[j], "set %s: the value must be an expression", name)
+				continue
+			}
+			if err := eval.Check(ex, known, false); err != nil {
+				c.Errf(n.Vals[j], "set %s: %v", name, err)
+			}
+			if c.SaveAs(k) != "" {
+				s.Vars[name] = ex
+			}
+		}
+	},
+	Run: func(_ context.Context, env Env, st *duet.Step) (string, any, error) {
+		s := st.Set
+		if s == nil {
+			return "", nil, noBody(st)
+		}
+		names := make([]string, 0, len(s.Vars))
+		for k := range s.Vars {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			v, err := eval.Eval(s.Vars[name], env.Vars())
+			if err != nil {
+				return "", nil, duet.WrapError(duet.CodeBindingFailed, err, "set %s: %v", name, err)
+			}
+			if err := env.Save(name, v); err != nil {
+				return "", nil, err
+			}
+		}
+		return "", nil, nil
+	},
+	Title: func(st *duet.Step) string {
+		if st.Set == nil {
+			return string(st.Kind)
+		}
+		names := make([]string, 0, len(st.Set.Vars))
+		for k := range st.Set.Vars {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		return "set " + strings.Join(names, ", ")
+	},
+})
