@@ -28,6 +28,7 @@ var (
 		{Name: "browser", Type: step.Text, Doc: "a remote browser's DevTools endpoint the task's browser steps run in (docs/devices.md)"},
 		{Name: "sharedWith", Type: listOf(step.Text), Doc: "users who may see and run the task (omit to leave sharing alone)"},
 		{Name: "postRun", Type: postRunList, Doc: "MCP tool calls made when a run of the task ends"},
+		{Name: "testIdAttribute", Type: step.Text, Doc: "the attribute testId locators name (default data-testid), for the suite's cases"},
 		{Name: "schedule", Type: scheduleType, Doc: "when the task runs by itself: one schedule or a list (docs/schedules.md)"},
 	}
 	scheduleKeys = []step.Key{
