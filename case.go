@@ -29,7 +29,10 @@ type Case struct {
 	SourceHash string     `json:"sourceHash"`
 	Steps      []Step     `json:"steps"`
 	TimeoutMs  int64      `json:"timeoutMs,omitempty"` // whole-case limit; 0 = the engine's default
-	Version    int        `json:"version"`
+	// Row is the data row of a case made from one row of a data-driven
+	// case (each:): its steps read it as the variable row.
+	Row     map[string]any `json:"row,omitempty"`
+	Version int            `json:"version"`
 	Status     CaseStatus `json:"status"`
 	CreatedBy  string     `json:"createdBy"` // who wrote this version (the task's owner, or a draft's generator)
 	CreatedAt  time.Time  `json:"createdAt"`

@@ -24,6 +24,7 @@ type Store interface {
 	StopRequestStore
 	SessionStore
 	OAuthStore
+	SecretStore
 
 	// Ping checks that the database answers. Returns UNAVAILABLE.
 	Ping(ctx context.Context) error

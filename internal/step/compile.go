@@ -70,8 +70,14 @@ type Compiler struct {
 	Task *duet.Task
 	// Scope is what the steps compiled so far made available.
 	Scope Scope
+	// Flows finds the flows use steps name; nil when there are none.
+	Flows FlowResolver
+	// Hook marks the steps compiled as those of a hook (duet.Step.Hook);
+	// "" for a case's own steps.
+	Hook string
 
-	diags []*Diagnostic
+	diags     []*Diagnostic
+	flowChain []string // the flows being compiled, outermost first
 }
 
 // MaxStepTimeout bounds the timeout of one step.
@@ -254,9 +260,15 @@ func (c *Compiler) Step(n *Node, i int) *duet.Step {
 		c.Errf(n, "the step names no kind (one of %s)", kindNames())
 		return nil
 	}
+	st.Hook = c.Hook
 	kind.Compile(c, st, body)
 	if st.Name == "" {
 		st.Name = kind.title(st)
 	}
+	names, err := secretNames(st)
+	if err != nil {
+		c.Errf(body, "%v", err)
+	}
+	st.Secrets = names
 	return st
 }
