@@ -41,8 +41,16 @@ type Task struct {
 	BeforeAll []Step `json:"beforeAll,omitempty"`
 	AfterAll  []Step `json:"afterAll,omitempty"`
 	HooksBy   string `json:"hooksBy,omitempty"`
-	CreatedAt time.Time        `json:"createdAt"`
-	UpdatedAt time.Time        `json:"updatedAt"`
+	// BeforeEach and AfterEach are the steps each case of the task runs
+	// before and after its own: compiled into each case (Step.Hook), and
+	// kept here for a case compiled on its own (a generated draft).
+	// HookSaves are the variables the beforeAll and beforeEach steps save,
+	// which a case's steps may read.
+	BeforeEach []Step    `json:"beforeEach,omitempty"`
+	AfterEach  []Step    `json:"afterEach,omitempty"`
+	HookSaves  []string  `json:"hookSaves,omitempty"`
+	CreatedAt  time.Time `json:"createdAt"`
+	UpdatedAt  time.Time `json:"updatedAt"`
 }
 
 // Environment is one place a task runs against (its staging, its

@@ -77,6 +77,7 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 				BaseURL: want.BaseURL, Device: want.Device, SharedWith: sortedUnique(want.SharedWith, owner),
 				PostRun: want.PostRun, CreatedAt: now, UpdatedAt: now,
 				Environments: want.Environments, DefaultEnvironment: want.DefaultEnvironment, BeforeAll: want.BeforeAll, AfterAll: want.AfterAll,
+				BeforeEach: want.BeforeEach, AfterEach: want.AfterEach, HookSaves: want.HookSaves,
 			}
 			if len(task.PostRun) > 0 {
 				task.PostRunBy = owner
@@ -109,6 +110,7 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 			if task.Description != want.Description || task.BaseURL != want.BaseURL || task.Device != want.Device || !slices.Equal(shares, task.SharedWith) || postRunChanged || oldCfg != runCfg {
 				task.Description, task.BaseURL, task.Device, task.UpdatedAt = want.Description, want.BaseURL, want.Device, now
 				task.Environments, task.DefaultEnvironment, task.BeforeAll, task.AfterAll = want.Environments, want.DefaultEnvironment, want.BeforeAll, want.AfterAll
+				task.BeforeEach, task.AfterEach, task.HookSaves = want.BeforeEach, want.AfterEach, want.HookSaves
 				if hooksChanged {
 					// The applier wrote this version of the hooks.
 					task.HooksBy = ""

@@ -69,11 +69,15 @@ type runConfig struct {
 	DefaultEnvironment string                       `json:"defaultEnvironment,omitempty"`
 	BeforeAll          []duet.Step                  `json:"beforeAll,omitempty"`
 	AfterAll           []duet.Step                  `json:"afterAll,omitempty"`
+	BeforeEach         []duet.Step                  `json:"beforeEach,omitempty"`
+	AfterEach          []duet.Step                  `json:"afterEach,omitempty"`
+	HookSaves          []string                     `json:"hookSaves,omitempty"`
 }
 
 func encodeRunConfig(t *duet.Task) (string, error) {
-	c := runConfig{Environments: t.Environments, DefaultEnvironment: t.DefaultEnvironment, BeforeAll: t.BeforeAll, AfterAll: t.AfterAll}
-	if len(c.Environments) == 0 && c.DefaultEnvironment == "" && len(c.BeforeAll) == 0 && len(c.AfterAll) == 0 {
+	c := runConfig{Environments: t.Environments, DefaultEnvironment: t.DefaultEnvironment, BeforeAll: t.BeforeAll, AfterAll: t.AfterAll,
+		BeforeEach: t.BeforeEach, AfterEach: t.AfterEach, HookSaves: t.HookSaves}
+	if len(c.Environments) == 0 && c.DefaultEnvironment == "" && len(c.BeforeAll) == 0 && len(c.AfterAll) == 0 && len(c.BeforeEach) == 0 && len(c.AfterEach) == 0 {
 		return "", nil
 	}
 	b, err := json.Marshal(c)
@@ -89,6 +93,7 @@ func decodeRunConfig(t *duet.Task, s string) error {
 		return fmt.Errorf("task %s: decoding its environments and hooks: %w", t.ID, err)
 	}
 	t.Environments, t.DefaultEnvironment, t.BeforeAll, t.AfterAll = c.Environments, c.DefaultEnvironment, c.BeforeAll, c.AfterAll
+	t.BeforeEach, t.AfterEach, t.HookSaves = c.BeforeEach, c.AfterEach, c.HookSaves
 	return nil
 }
 
