@@ -10,15 +10,15 @@ import (
 func TestSecretNames(t *testing.T) {
 	t.Parallel()
 	for src, want := range map[string]string{
-		`secrets.API_KEY`:                          "API_KEY",
-		`secrets["B"] + secrets.A + secrets.A`:     "A B",
-		`"secrets.X" + user.secrets`:               "",
-		`len(secrets.P) > 3 && task.name == "x"`:   "P",
-		`not an expression (`:                      "",
-		`let secrets = 1; secrets`:                 "error",
-		`secrets[name]`:                            "error",
-		`keys(secrets)`:                            "error",
-		`secrets?.X`:                               "X",
+		`secrets.API_KEY`:                        "API_KEY",
+		`secrets["B"] + secrets.A + secrets.A`:   "A B",
+		`"secrets.X" + user.secrets`:             "",
+		`len(secrets.P) > 3 && task.name == "x"`: "P",
+		`not an expression (`:                    "",
+		`let secrets = 1; secrets`:               "error",
+		`secrets[name]`:                          "error",
+		`keys(secrets)`:                          "error",
+		`secrets?.X`:                             "X",
 	} {
 		got, err := SecretNames(src)
 		g := strings.Join(got, " ")
