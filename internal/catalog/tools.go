@@ -613,6 +613,7 @@ type StartRunIn struct {
 	CaseIDs        []string `json:"caseIds,omitempty" jsonschema:"run only these cases (default: all active cases)"`
 	IdempotencyKey string   `json:"idempotencyKey" jsonschema:"a key you choose (e.g. a UUID); a retry with the same key and arguments returns the first run instead of starting another"`
 	Device         string   `json:"device,omitempty" jsonschema:"device preset for browser steps (e.g. desktop, iphone-15, pixel-7); default: the task's"`
+	Environment    string   `json:"environment,omitempty" jsonschema:"the task's environment to run in (its base URL and env variables); default: the task's default environment"`
 }
 
 // StartRunOut is the result of start_test_run.
@@ -662,6 +663,10 @@ func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error)
 			return StartRunOut{}, err
 		}
 	}
+	envName, _, err := task.Environment(in.Environment)
+	if err != nil {
+		return StartRunOut{}, err
+	}
 	cases, err := selectCases(ctx, env, task, in.CaseIDs)
 	if err != nil {
 		return StartRunOut{}, err
@@ -675,12 +680,16 @@ func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error)
 	ids := slices.Clone(in.CaseIDs)
 	slices.Sort(ids)
 	h := sha256.New()
-	json.NewEncoder(h).Encode([]any{task.ID, ids, in.Device})
+	args := []any{task.ID, ids, in.Device}
+	if in.Environment != "" {
+		args = append(args, in.Environment) // the hash of a start without one stays what it was
+	}
+	json.NewEncoder(h).Encode(args)
 	run := &duet.Run{TaskID: task.ID, TriggeredBy: env.Caller.UserID, CallSource: env.Caller.Source, TraceID: env.Caller.TraceID, Device: in.Device,
-		CallDepth: env.Caller.CallDepth}
+		CallDepth: env.Caller.CallDepth, Environment: envName}
 	var execs []*duet.Execution
 	for _, cs := range cases {
-		execs = append(execs, &duet.Execution{CaseID: cs.ID, CaseKey: cs.Key, CaseTitle: cs.Title, CaseVersion: cs.Version, Steps: cs.Steps, TimeoutMs: cs.TimeoutMs})
+		execs = append(execs, &duet.Execution{CaseID: cs.ID, CaseKey: cs.Key, CaseTitle: cs.Title, CaseVersion: cs.Version, Steps: cs.Steps, TimeoutMs: cs.TimeoutMs, Row: cs.Row})
 	}
 	rec, replayed, err := env.Store.CreateRun(ctx, duet.StartRunParams{
 		Run: run, Executions: execs,
