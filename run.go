@@ -135,9 +135,14 @@ type StepResult struct {
 	// forEach, use) ran, in the order they ran: each one's Index is its
 	// place in its list, Iteration its loop iteration. At most
 	// MaxChildResults are kept; Omitted counts the passed ones left out.
-	Children []*StepResult `json:"children,omitempty"`
-	Omitted  int           `json:"omitted,omitempty"`
+	Children StepResults `json:"children,omitempty"`
+	Omitted  int         `json:"omitted,omitempty"`
 }
+
+// StepResults are the results of the steps a flow step ran
+// (StepResult.Children). A type of its own so that a JSON Schema reflected
+// from a result can stop at it (a result holds results).
+type StepResults []*StepResult
 
 // MaxChildResults bounds the results a flow step keeps of the steps it ran
 // (a loop of many iterations): past it, only failed results are kept, and

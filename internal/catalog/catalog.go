@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -125,9 +126,26 @@ func Define[In any, Out Texter](name, title, description string, ann Annotations
 // json.RawMessage holds any JSON value (reflection would say "array of
 // integers", the shape of []byte).
 func schemaOptions() *jsonschema.ForOptions {
-	return &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+	ts := map[reflect.Type]*jsonschema.Schema{
 		reflect.TypeFor[json.RawMessage](): anyJSON("any JSON value"),
-	}}
+	}
+	maps.Copy(ts, FlowTypeSchemas())
+	return &jsonschema.ForOptions{TypeSchemas: ts}
+}
+
+// FlowTypeSchemas are the schemas of the types that hold themselves — a
+// flow step holds steps, a flow step's result the results of its steps —
+// where reflection would find a cycle: an object (or a list of objects)
+// of the same shape as the step or result that holds it.
+func FlowTypeSchemas() map[reflect.Type]*jsonschema.Schema {
+	obj := func(doc string) *jsonschema.Schema { return &jsonschema.Schema{Type: "object", Description: doc} }
+	return map[reflect.Type]*jsonschema.Schema{
+		reflect.TypeFor[duet.IfStep]():   obj("an if step: its condition (expr, visible or hidden), then and else, lists of steps shaped like this one"),
+		reflect.TypeFor[duet.LoopStep](): obj("a repeat or forEach step: mode, times, cond, in, as, index, max, and steps shaped like this one"),
+		reflect.TypeFor[duet.UseStep]():  obj("a use step: the flow, its asset and version, with (the parameters), and its steps shaped like this one"),
+		reflect.TypeFor[duet.StepResults](): {Type: "array", Items: obj("a step result shaped like this one"),
+			Description: "the results of the steps a flow step ran, in order"},
+	}
 }
 
 // errorSchema is the shape of structuredContent.error.

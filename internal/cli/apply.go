@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -40,7 +41,18 @@ and column.`,
 			defer a.Close()
 			user := asUser(cmd, a.Config)
 			actx, done := auditing(cmd.Context(), a, user, "apply", "")
-			suite, err := compiler.CompileSuite(actx, src, file, a.CompilerOptions(actx, user))
+			copts := a.CompilerOptions(actx, user)
+			// each: {file: ...} reads the data files of the suite's folder,
+			// and nothing outside it (an os.Root refuses .. and symlinks
+			// that lead out).
+			root, err := os.OpenRoot(filepath.Dir(file))
+			if err != nil {
+				done(err)
+				return usage("cannot open the folder of %s: %v", file, errors.Unwrap(err))
+			}
+			defer root.Close()
+			copts.Files = root.FS()
+			suite, err := compiler.CompileSuite(actx, src, file, copts)
 			if err != nil {
 				done(err)
 				fmt.Fprintln(env.Stderr, duet.ErrorMessage(err))

@@ -139,7 +139,7 @@ func executeAndFollow(ctx context.Context, a *app.App, user, runID string, w io.
 			execs, err := a.Store.FindExecutions(rctx, runID)
 			if err == nil {
 				duet.DiscloseRun(user, run, execs...)
-				printProgress(w, execs, printed)
+				printProgress(w, run, execs, printed)
 			}
 		}
 		if run.Status.Final() {
@@ -156,21 +156,78 @@ func executeAndFollow(ctx context.Context, a *app.App, user, runID string, w io.
 	}
 }
 
-func printProgress(w io.Writer, execs []*duet.Execution, printed map[string]int) {
-	for _, x := range execs {
-		for _, r := range x.Results[min(printed[x.ID], len(x.Results)):] {
-			mark := map[duet.RunStatus]string{duet.StatusPassed: "ok  ", duet.StatusFailed: "FAIL", duet.StatusError: "ERR ", duet.StatusSkipped: "skip", duet.StatusCancelled: "stop"}[r.Status]
-			if r.Optional {
-				mark = "warn"
-			}
-			line := fmt.Sprintf("  %s %s > %d. %s (%d ms)", mark, x.CaseTitle, r.Index+1, r.Name, r.DurationMs)
-			if r.ErrorCode != "" {
-				line += fmt.Sprintf("\n         %s: %s", r.ErrorCode, r.ErrorMessage)
-			}
-			fmt.Fprintln(w, line)
-		}
-		printed[x.ID] = len(x.Results)
+func printProgress(w io.Writer, run *duet.Run, execs []*duet.Execution, printed map[string]int) {
+	// The run's beforeAll and afterAll, as a case of their own each.
+	hooks := map[string][]*duet.StepResult{}
+	for _, r := range run.Hooks {
+		hooks[r.Hook] = append(hooks[r.Hook], r)
 	}
+	printResults(w, "run:"+duet.HookBeforeAll, duet.HookBeforeAll, hooks[duet.HookBeforeAll], printed)
+	for _, x := range execs {
+		printResults(w, x.ID, x.CaseTitle, x.Results, printed)
+	}
+	printResults(w, "run:"+duet.HookAfterAll, duet.HookAfterAll, hooks[duet.HookAfterAll], printed)
+}
+
+// printResults prints the results not printed yet of one case (or hook),
+// up to the first still running (a flow step in progress): each with the
+// steps a flow step ran under it, indented, with their loop iteration.
+func printResults(w io.Writer, id, title string, results []*duet.StepResult, printed map[string]int) {
+	for _, r := range results[min(printed[id], len(results)):] {
+		if !r.Status.Final() {
+			return
+		}
+		printed[id]++
+		printResult(w, fmt.Sprintf("  %%s %s > %d. %s%s (%d ms)", title, r.Index+1, stepLabel(r, title), flowNote(r), r.DurationMs), r, "         ")
+		var walk func(rs duet.StepResults, indent string)
+		walk = func(rs duet.StepResults, indent string) {
+			for _, c := range rs {
+				it := ""
+				if c.Iteration > 0 {
+					it = fmt.Sprintf("#%d ", c.Iteration)
+				}
+				printResult(w, fmt.Sprintf("%s%%s %s%d. %s%s (%d ms)", indent, it, c.Index+1, c.Name, flowNote(c), c.DurationMs), c, indent+"       ")
+				walk(c.Children, indent+"  ")
+			}
+		}
+		walk(r.Children, "         ")
+		if r.Omitted > 0 {
+			fmt.Fprintf(w, "         (%d passed steps not kept)\n", r.Omitted)
+		}
+	}
+}
+
+// stepLabel is a step's name, after the hook it belongs to when it is a
+// case's beforeEach or afterEach step.
+func stepLabel(r *duet.StepResult, title string) string {
+	if r.Hook != "" && r.Hook != title {
+		return r.Hook + ": " + r.Name
+	}
+	return r.Name
+}
+
+// flowNote says what a flow step did: the branch an if took, the
+// iterations a loop began.
+func flowNote(r *duet.StepResult) string {
+	switch {
+	case r.Branch != "":
+		return " [" + r.Branch + "]"
+	case r.Iterations > 0:
+		return fmt.Sprintf(" [%d iterations]", r.Iterations)
+	}
+	return ""
+}
+
+func printResult(w io.Writer, format string, r *duet.StepResult, indent string) {
+	mark := map[duet.RunStatus]string{duet.StatusPassed: "ok  ", duet.StatusFailed: "FAIL", duet.StatusError: "ERR ", duet.StatusSkipped: "skip", duet.StatusCancelled: "stop"}[r.Status]
+	if r.Optional {
+		mark = "warn"
+	}
+	line := fmt.Sprintf(format, mark)
+	if r.ErrorCode != "" {
+		line += fmt.Sprintf("\n%s%s: %s", indent, r.ErrorCode, r.ErrorMessage)
+	}
+	fmt.Fprintln(w, line)
 }
 
 func runShowCmd(env Env) *cobra.Command {
@@ -199,7 +256,7 @@ func runShowCmd(env Env) *cobra.Command {
 			if run.ErrorMessage != "" {
 				fmt.Fprintf(env.Stdout, "%s: %s\n", run.ErrorCode, escape.Text(run.ErrorMessage))
 			}
-			printProgress(env.Stdout, execs, map[string]int{})
+			printProgress(env.Stdout, run, execs, map[string]int{})
 			printPostRunNotes(env.Stdout, run)
 			return nil
 		}),

@@ -156,7 +156,8 @@ func TestSchemaValidatesValidSuites(t *testing.T) {
 	t.Parallel()
 	rs := committedSchema(t)
 	for name, src := range validSuites(t) {
-		if _, err := CompileSuite(context.Background(), src, name, Options{Servers: anyServer{}}); err != nil {
+		// An example's data files are beside it.
+		if _, err := CompileSuite(context.Background(), src, name, Options{Servers: anyServer{}, Files: os.DirFS(filepath.Dir(name))}); err != nil {
 			t.Errorf("%s does not compile: %v", name, err)
 			continue
 		}
