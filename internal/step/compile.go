@@ -267,7 +267,7 @@ func (c *Compiler) Step(n *Node, i int) *duet.Step {
 	}
 	names, err := secretNames(st)
 	if err != nil {
-		c.Errf(body, "%v", err)
+		c.Errf(body, "%s", duet.ErrorMessage(err))
 	}
 	st.Secrets = names
 	return st

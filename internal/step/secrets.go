@@ -70,7 +70,13 @@ func secretNames(st *duet.Step) ([]string, error) {
 		out = append(out, names...)
 	}
 	slices.Sort(out)
-	return slices.Compact(out), nil
+	out = slices.Compact(out)
+	for _, n := range out {
+		if err := duet.ValidSecretName(n); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // stepExprs returns the expressions (not templates) of st itself.
