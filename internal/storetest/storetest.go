@@ -52,6 +52,7 @@ func Run(t *testing.T, open Opener) {
 		{"PostRun", testPostRun},
 		{"Sessions", testSessions},
 		{"OAuth", testOAuth},
+		{"Language", testLanguage},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
