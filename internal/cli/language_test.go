@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -88,5 +89,55 @@ func TestFlowsExample(t *testing.T) {
 	h.env["DUET_CHROME_PATH"] = "/nonexistent/chromium"
 	if out := h.must(0, "run", "flows"); !strings.Contains(out, "PASSED: 6 passed") {
 		t.Errorf("remote browser: %s", out)
+	}
+}
+
+// TestFlowAsset: a flow saved as an asset (`duet asset add flow`) is
+// checked when it is saved, and a suite of another user it is shared with
+// runs it with use: OWNER/NAME, as the version it was when the suite was
+// applied.
+func TestFlowAsset(t *testing.T) {
+	t.Parallel()
+	shop, stop, err := sample.StartShop(context.Background(), "127.0.0.1:0", sample.NewOrders())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	h := newHome(t)
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	code, _, errOut := h.duet(t.Context(), "asset", "add", "flow", "broken", "-f", write("broken.yaml", "params: [id]\nsteps:\n  - htp: {url: /x}\n"))
+	if code == 0 || !strings.Contains(errOut, "3:5") || !strings.Contains(errOut, "htp") {
+		t.Errorf("a broken flow: exit %d, %s", code, errOut)
+	}
+	h.must(0, "asset", "add", "flow", "order-status", "--share-with", "bob", "-f", write("flow.yaml", `
+params: {id: null, status: paid}
+steps:
+  - http: {url: "/api/orders/${id}", saveAs: order}
+  - assert: order.body.status == status
+`))
+	h.must(0, "apply", "--as", "bob", "--base-url", shop, "-f", write("suite.yaml", `
+task: {name: uses-asset, baseURL: http://127.0.0.1:9}
+cases:
+  - title: an order is paid
+    steps:
+      - use: {flow: alice/order-status, with: {id: A1001}}
+      - assert: order.body.id == "A1001"
+  - title: another is shipped
+    steps:
+      - use: {flow: alice/order-status@1, with: {id: A1003, status: shipped}}
+`))
+	if out := h.must(0, "run", "uses-asset", "--as", "bob"); !strings.Contains(out, "PASSED: 2 passed") {
+		t.Errorf("run: %s", out)
+	}
+	code, _, errOut = h.duet(t.Context(), "apply", "--as", "carol", "-f", filepath.Join(dir, "suite.yaml"))
+	if code == 0 || !strings.Contains(errOut, `unknown flow "alice/order-status"`) {
+		t.Errorf("carol, who cannot read the flow: exit %d, %s", code, errOut)
 	}
 }

@@ -107,19 +107,29 @@ func (r *flowResolver) Flow(ctx context.Context, ref string) (*step.FlowDef, err
 }
 
 // CheckFlow checks the body of a flow asset before it is saved: YAML with
-// params and steps, each step of a known kind with known keys. Its steps
-// are compiled where a case uses them (variables, servers, other flows).
-// Returns INVALID_ARGUMENT naming the line and column.
-func CheckFlow(ctx context.Context, body string) error {
+// params and steps, each step of a known kind with known keys, its
+// expressions reading its parameters and what its steps save, the flows it
+// uses (as assets finds them: those the saving user may read) taking the
+// parameters given. What depends on the task that uses it (its base URL,
+// the variables a caller saved) is checked where a case uses it. Returns
+// INVALID_ARGUMENT naming the line and column.
+func CheckFlow(ctx context.Context, body string, assets FlowAssets) error {
 	root, d := step.Parse([]byte(body))
 	if d != nil {
 		return duet.Errorf(duet.CodeInvalidArgument, "the flow is not YAML Duet reads: %d:%d: %s", d.Line, d.Col, d.Message)
 	}
-	sub := &step.Compiler{Ctx: ctx}
+	c := newCompiler(ctx, Options{Flows: assets})
 	def := &step.FlowDef{Name: "flow"}
-	if !sub.ReadFlow(root, def) {
-		d := sub.Diagnostics()[0]
-		return duet.Errorf(duet.CodeInvalidArgument, "%d:%d: %s", d.Line, d.Col, d.Message)
+	if c.ReadFlow(root, def) {
+		// Any task's: relative URLs resolve against the task that uses it.
+		c.Task, c.Scope = &duet.Task{BaseURL: "http://flow.invalid"}, step.Scope{PageOpen: true}
+		for _, p := range def.Params {
+			c.Scope.Save(p.Name)
+		}
+		c.Steps(def.Steps)
+	}
+	if diags := c.Diagnostics(); len(diags) > 0 {
+		return duet.Errorf(duet.CodeInvalidArgument, "%d:%d: %s", diags[0].Line, diags[0].Col, diags[0].Message)
 	}
 	return nil
 }
