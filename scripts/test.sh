@@ -55,13 +55,17 @@ for mod in . bench; do
     exit 1
   fi
 done
-say "go vet (a cold build compiles every package first: a minute or more)..."
+say "compiling every package (cold: 8 minutes or more on two cores; progress below)..."
+scripts/gobuild.sh ./...
+say "go vet..."
 go vet ./...
 (cd bench && go vet ./...) # the benchmarks are their own module: keep them compiling
 say "staticcheck (its first run builds it: a minute or more)..."
 staticcheck=honnef.co/go/tools/cmd/staticcheck@v0.8.2
 go run "$staticcheck" ./...
 (cd bench && go run "$staticcheck" ./...)
-say "running every test with the race detector (cold: several minutes; each package prints ok or FAIL when it is done)..."
+say "compiling every package for the race detector (cold: several minutes; progress below)..."
+GOBUILD_LABEL="test build -race" scripts/gobuild.sh -race ./...
+say "running every test with the race detector (each package prints ok or FAIL when it is done)..."
 go test -race -count=1 -timeout 20m "$@" ./...
 say "all tests passed"
