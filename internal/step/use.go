@@ -150,7 +150,7 @@ var Use = register(&Kind{
 		"```yaml\nflows:\n  login:\n    params: {user: null, password: null}   # null: required\n    steps:\n" +
 		"      - open: /login\n      - fill: {selector: \"#user\", value: \"${user}\"}\n" +
 		"      - fill: {selector: \"#password\", value: \"${password}\"}\n      - click: \"#sign-in\"\n```",
-	Agent:   "`use: {flow: login, with: {user: alice}}` or `use: accept-cookies` — run a reusable flow (flows: of the suite, or a flow asset).",
+	Agent:   "`use: {flow: login, with: {user: alice, password: \"${secrets.ALICE_PASSWORD}\"}}` or `use: accept-cookies` — run a reusable flow (flows: of the suite, or a flow asset). A password or API key is never written in a case: it is the executor's secret, `${secrets.NAME}` (duet vault set NAME).",
 	Compile: compileUse,
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
 		u := st.Use
