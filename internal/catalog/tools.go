@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -154,8 +155,13 @@ type TaskView struct {
 	BaseURL     string   `json:"baseUrl"`
 	Owner       string   `json:"owner"`
 	SharedWith  []string `json:"sharedWith"`
-	CreatedAt   string   `json:"createdAt"`
-	UpdatedAt   string   `json:"updatedAt"`
+	// Environments are the names of the task's environments (a run names
+	// one as environment), DefaultEnvironment the one a run that names
+	// none runs in.
+	Environments       []string `json:"environments,omitempty" jsonschema:"the task's environments, by name: start_test_run's environment names one"`
+	DefaultEnvironment string   `json:"defaultEnvironment,omitempty" jsonschema:"the environment a run that names none runs in"`
+	CreatedAt          string   `json:"createdAt"`
+	UpdatedAt          string   `json:"updatedAt"`
 }
 
 func ts(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
@@ -173,6 +179,7 @@ func taskView(t *duet.Task) TaskView {
 		shared = []string{}
 	}
 	return TaskView{ID: t.ID, Name: t.Name, Description: t.Description, BaseURL: t.BaseURL, Owner: t.Owner,
+		Environments: slices.Sorted(maps.Keys(t.Environments)), DefaultEnvironment: t.DefaultEnvironment,
 		SharedWith: shared, CreatedAt: ts(t.CreatedAt), UpdatedAt: ts(t.UpdatedAt)}
 }
 
