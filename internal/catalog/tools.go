@@ -50,7 +50,7 @@ const (
 )
 
 // maxLens are the bounds of string arguments by name.
-var maxLens = map[string]int{"query": 200, "owner": 128, "cursor": 256, "idempotencyKey": 200, "device": 64}
+var maxLens = map[string]int{"query": 200, "owner": 128, "cursor": 256, "idempotencyKey": 200, "device": 64, "environment": 64}
 
 // bounded returns adjust followed by the bounds of every argument.
 func bounded(adjust func(in, out *jsonschema.Schema)) func(in, out *jsonschema.Schema) {
