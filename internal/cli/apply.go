@@ -40,19 +40,15 @@ and column.`,
 			}
 			defer a.Close()
 			user := asUser(cmd, a.Config)
-			actx, done := auditing(cmd.Context(), a, user, "apply", "")
-			copts := a.CompilerOptions(actx, user)
-			// each: {file: ...} reads the data files of the suite's folder,
-			// and nothing outside it (an os.Root refuses .. and symlinks
-			// that lead out).
-			root, err := os.OpenRoot(filepath.Dir(file))
+			folder, err := suiteFolder(file)
 			if err != nil {
-				done(err)
-				return usage("cannot open the folder of %s: %v", file, errors.Unwrap(err))
+				return err
 			}
-			defer root.Close()
-			copts.Files = root.FS()
-			suite, err := compiler.CompileSuite(actx, src, file, copts)
+			defer folder.Close()
+			actx, done := auditing(cmd.Context(), a, user, "apply", "")
+			opts := a.CompilerOptions(actx, user)
+			opts.Files = folder.FS() // upload steps read their files there
+			suite, err := compiler.CompileSuite(actx, src, file, opts)
 			if err != nil {
 				done(err)
 				fmt.Fprintln(env.Stderr, duet.ErrorMessage(err))
@@ -89,4 +85,16 @@ and column.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	addAs(cmd)
 	return cmd
+}
+
+// suiteFolder opens the folder of a suite file, where its upload steps
+// read their files, as an os.Root: neither a path nor a symbolic link takes
+// a step's file out of it (a link in a cloned repository to ~/.ssh/id_ed25519
+// is refused, not uploaded to the page under test).
+func suiteFolder(file string) (*os.Root, error) {
+	root, err := os.OpenRoot(filepath.Dir(file))
+	if err != nil {
+		return nil, usage("cannot open the folder of %s: %v", file, errors.Unwrap(err))
+	}
+	return root, nil
 }

@@ -68,12 +68,17 @@ type Options struct {
 	// Flows finds the flow assets use steps name (as the suite's author
 	// may read them); nil: only the suite's own flows.
 	Flows FlowAssets
-	// Files is the suite's folder, where each: reads its data files; nil:
-	// a suite compiled without one (rows must be inline).
+	// Files is the suite's folder, where each: reads its data files and
+	// upload steps their files (duet apply -f sets it to the file's
+	// directory); nil when the source came without one (over the API,
+	// from the agent): rows must then be inline.
 	Files fs.FS
 }
 
-var keyRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,99}$`) })
+var (
+	keyRe      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,99}$`) })
+	attrNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.:-]{0,99}$`) })
+)
 
 // compiler compiles one source: the task, the cases and their post-run
 // actions here, the steps through the step registry.
@@ -83,7 +88,7 @@ type compiler struct {
 }
 
 func newCompiler(ctx context.Context, opts Options) *compiler {
-	c := &compiler{Compiler: &step.Compiler{Ctx: ctx, Servers: opts.Servers}, opts: opts}
+	c := &compiler{Compiler: &step.Compiler{Ctx: ctx, Servers: opts.Servers, Files: opts.Files}, opts: opts}
 	c.Flows = &flowResolver{assets: opts.Flows}
 	return c
 }
@@ -221,6 +226,12 @@ func (c *compiler) task(n *step.Node, t *duet.Task) {
 	}
 	c.environments(n, t)
 	c.taskHooks(n, t)
+	if a := c.String(n, "testIdAttribute", false); a != "" {
+		if !attrNameRe().MatchString(a) {
+			c.Errf(n.Get("testIdAttribute"), "testIdAttribute %q is not an attribute name (such as data-test)", a)
+		}
+		c.TestIDAttribute = a
+	}
 	if sw := n.Get("sharedWith"); sw != nil {
 		t.SharedWith = []string{}
 		if sw.Type != step.SeqNode {

@@ -35,6 +35,7 @@ var (
 		{Name: duet.HookBeforeEach, Type: step.Steps, Doc: "steps run before each case's own"},
 		{Name: duet.HookAfterEach, Type: step.Steps, Doc: "steps run after each case's own, whatever became of them (failed, timed out, cancelled)"},
 		{Name: duet.HookAfterAll, Type: step.Steps, Doc: "steps run once per run, after its last case, whatever became of the cases"},
+		{Name: "testIdAttribute", Type: step.Text, Doc: "the attribute testId locators name (default data-testid), for the suite's cases"},
 	}
 	environmentKeys = []step.Key{
 		{Name: "baseURL", Type: step.Text, Doc: "an absolute http(s) URL that replaces the task's"},

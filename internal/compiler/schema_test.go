@@ -156,7 +156,7 @@ func TestSchemaValidatesValidSuites(t *testing.T) {
 	t.Parallel()
 	rs := committedSchema(t)
 	for name, src := range validSuites(t) {
-		// An example's data files are beside it.
+		// An example's data files and uploads read its folder.
 		if _, err := CompileSuite(context.Background(), src, name, Options{Servers: anyServer{}, Files: os.DirFS(filepath.Dir(name))}); err != nil {
 			t.Errorf("%s does not compile: %v", name, err)
 			continue

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"regexp"
 	"slices"
@@ -75,6 +76,13 @@ type Compiler struct {
 	// Hook marks the steps compiled as those of a hook (duet.Step.Hook);
 	// "" for a case's own steps.
 	Hook string
+	// TestIDAttribute is the attribute a testId locator names (the task's
+	// testIdAttribute); "" means data-testid.
+	TestIDAttribute string
+	// Files is the suite's folder, where an upload step reads its files;
+	// nil when the source has no folder (it came over the network), and
+	// an upload step cannot compile.
+	Files fs.FS
 
 	diags     []*Diagnostic
 	flowChain []string // the flows being compiled, outermost first
@@ -234,6 +242,7 @@ func (c *Compiler) Step(n *Node, i int) *duet.Step {
 	var (
 		kind *Kind
 		body *Node
+		soft *Node // the soft key
 	)
 	for j, k := range n.Keys {
 		ks, _ := k.Str()
@@ -245,6 +254,13 @@ func (c *Compiler) Step(n *Node, i int) *duet.Step {
 			}
 		case ks == "timeout":
 			st.TimeoutMs = c.Timeout(n.Vals[j], MaxStepTimeout)
+		case ks == "soft":
+			v, ok := n.Vals[j].Value.(bool)
+			if !ok {
+				c.Errf(n.Vals[j], "soft must be true or false")
+			}
+			st.Soft = v
+			soft = k
 		case kk != nil:
 			if body != nil {
 				c.Errf(k, "a step has exactly one kind; found %s and %s", st.Kind, ks)
@@ -252,7 +268,7 @@ func (c *Compiler) Step(n *Node, i int) *duet.Step {
 			}
 			kind, st.Kind, body = kk, kk.Name, n.Vals[j]
 		default:
-			c.Errf(k, "unknown step key %q (step kinds: %s; also name, timeout)", ks, kindNames())
+			c.Errf(k, "unknown step key %q (step kinds: %s; also name, timeout, soft)", ks, kindNames())
 			return nil
 		}
 	}
@@ -261,6 +277,9 @@ func (c *Compiler) Step(n *Node, i int) *duet.Step {
 		return nil
 	}
 	st.Hook = c.Hook
+	if soft != nil && !kind.Assertion {
+		c.Errf(soft, "soft goes with an assertion (%s is not one)", kind.Name)
+	}
 	kind.Compile(c, st, body)
 	if st.Name == "" {
 		st.Name = kind.title(st)
