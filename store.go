@@ -27,6 +27,7 @@ type Store interface {
 	ScheduleStore
 	ContractStore
 	CatalogHistoryStore
+	SecretStore
 
 	// Ping checks that the database answers. Returns UNAVAILABLE.
 	Ping(ctx context.Context) error

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"reflect"
 	"slices"
@@ -16,10 +17,12 @@ import (
 
 // schemaOptions map the Go types whose JSON shape reflection cannot see.
 func schemaOptions() *jsonschema.ForOptions {
-	return &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+	ts := map[reflect.Type]*jsonschema.Schema{
 		reflect.TypeFor[json.RawMessage](): {Description: "any JSON value"},
 		reflect.TypeFor[time.Time]():       {Type: "string", Format: "date-time"},
-	}}
+	}
+	maps.Copy(ts, catalog.FlowTypeSchemas())
+	return &jsonschema.ForOptions{TypeSchemas: ts}
 }
 
 // schema returns the JSON Schema (2020-12) of a route's success response,

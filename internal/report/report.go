@@ -168,6 +168,16 @@ type Step struct {
 	ErrorMessage string          `json:"errorMessage,omitempty"`
 	Optional     bool            `json:"optional,omitempty"`
 	Screenshots  []*Screenshot   `json:"screenshots,omitempty"`
+	// Hook names the hook (beforeEach, afterEach) the step belongs to.
+	Hook string `json:"hook,omitempty"`
+	// A flow step's: the branch an if ran, the iterations a loop began,
+	// the steps it ran (each with its loop iteration), and how many passed
+	// ones were not kept.
+	Branch     string  `json:"branch,omitempty"`
+	Iterations int     `json:"iterations,omitempty"`
+	Iteration  int     `json:"iteration,omitempty"`
+	Children   []*Step `json:"children,omitempty"`
+	Omitted    int     `json:"omitted,omitempty"`
 }
 
 // Screenshot is an artifact of a step. The HTML report embeds its content;
@@ -352,34 +362,51 @@ func buildCase(ctx context.Context, arts *shotReader, x *duet.Execution, now tim
 			s.Kind, s.Name, s.Line = st.Kind, st.Name, st.Line
 		}
 		if res := results[i]; res != nil {
-			s.Kind, s.Name, s.Status = res.Kind, res.Name, res.Status
-			s.StartedAt, s.DurationMs, s.SavedAs = res.StartedAt, res.DurationMs, res.SavedAs
-			s.ErrorCode, s.ErrorMessage, s.Optional = res.ErrorCode, res.ErrorMessage, res.Optional
-			s.Output = redactOutput(res.SavedAs, res.Output)
-			if res.StartedAt != nil && x.StartedAt != nil {
-				s.OffsetMs = max(res.StartedAt.Sub(*x.StartedAt).Milliseconds(), 0)
-			}
-			if id := screenshotOutput(res); id != "" && !slices.Contains(res.Artifacts, id) {
-				shot, err := arts.read(ctx, id)
-				if err != nil {
-					return nil, err
-				}
-				s.Screenshots = append(s.Screenshots, shot)
-			}
-			// The engine lists in Artifacts what it saved because the step
-			// failed.
-			for _, id := range res.Artifacts {
-				shot, err := arts.read(ctx, id)
-				if err != nil {
-					return nil, err
-				}
-				shot.OnFailure = true
-				s.Screenshots = append(s.Screenshots, shot)
+			if err := fillStep(ctx, arts, s, res, x.StartedAt); err != nil {
+				return nil, err
 			}
 		}
 		c.Steps = append(c.Steps, s)
 	}
 	return c, nil
+}
+
+// fillStep fills s from res, a result of a step of a case that started at
+// caseStart, and the results of the steps it ran (a flow step's children).
+func fillStep(ctx context.Context, arts *shotReader, s *Step, res *duet.StepResult, caseStart *time.Time) error {
+	s.Kind, s.Name, s.Status = res.Kind, res.Name, res.Status
+	s.StartedAt, s.DurationMs, s.SavedAs = res.StartedAt, res.DurationMs, res.SavedAs
+	s.ErrorCode, s.ErrorMessage, s.Optional = res.ErrorCode, res.ErrorMessage, res.Optional
+	s.Hook, s.Branch, s.Iterations, s.Iteration, s.Omitted = res.Hook, res.Branch, res.Iterations, res.Iteration, res.Omitted
+	s.Output = redactOutput(res.SavedAs, res.Output)
+	if res.StartedAt != nil && caseStart != nil {
+		s.OffsetMs = max(res.StartedAt.Sub(*caseStart).Milliseconds(), 0)
+	}
+	if id := screenshotOutput(res); id != "" && !slices.Contains(res.Artifacts, id) {
+		shot, err := arts.read(ctx, id)
+		if err != nil {
+			return err
+		}
+		s.Screenshots = append(s.Screenshots, shot)
+	}
+	// The engine lists in Artifacts what it saved because the step
+	// failed.
+	for _, id := range res.Artifacts {
+		shot, err := arts.read(ctx, id)
+		if err != nil {
+			return err
+		}
+		shot.OnFailure = true
+		s.Screenshots = append(s.Screenshots, shot)
+	}
+	for _, c := range res.Children {
+		cs := &Step{Index: c.Index}
+		if err := fillStep(ctx, arts, cs, c, caseStart); err != nil {
+			return err
+		}
+		s.Children = append(s.Children, cs)
+	}
+	return nil
 }
 
 // screenshotOutput returns the artifact id that a screenshot step saved.

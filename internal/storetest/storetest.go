@@ -57,6 +57,7 @@ func Run(t *testing.T, open Opener) {
 		{"ScheduleClaimConcurrent", testScheduleClaimConcurrent},
 		{"RunOrigin", testRunOrigin},
 		{"ContractStore", testContractStore},
+		{"Language", testLanguage},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

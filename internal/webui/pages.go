@@ -98,7 +98,7 @@ func (c *Console) startRun(w http.ResponseWriter, r *http.Request, v *view) erro
 		key = duet.NewID("web")
 	}
 	out, err := c.svc.StartRun(r.Context(), v.caller, catalog.StartRunIn{TaskID: r.PathValue("id"), IdempotencyKey: key,
-		Device: strings.TrimSpace(r.PostForm.Get("device"))})
+		Device: strings.TrimSpace(r.PostForm.Get("device")), Environment: strings.TrimSpace(r.PostForm.Get("environment"))})
 	if err != nil {
 		return err
 	}
