@@ -111,6 +111,18 @@ func (r *recorder) onFrame(ctx context.Context, ev page.EventScreencastFrame) {
 	if r.stopped {
 		return
 	}
+	if len(r.afterDue) > 0 {
+		// The first frame after a step ended: its screenshot after.
+		if r.pending != nil {
+			r.dropped++
+			r.pending = nil
+		}
+		f.Pinned = true
+		r.frames = append(r.frames, f)
+		r.frameBytes += int64(len(f.Data))
+		r.resolveLocked(len(r.frames) - 1)
+		return
+	}
 	interval := int64(1000 / r.opts.FPS)
 	n := len(r.frames)
 	if n > 0 && f.AtMs-r.frames[n-1].AtMs < interval {
@@ -145,12 +157,18 @@ func (r *recorder) pinLocked() int {
 	n := len(r.frames) - 1
 	if n >= 0 {
 		r.frames[n].Pinned = true
+		r.resolveLocked(n)
 	}
-	for _, i := range r.afterDue {
-		r.marks[i].After = n
+	return n
+}
+
+// resolveLocked makes frame i the screenshot after the steps that wait
+// for one.
+func (r *recorder) resolveLocked(i int) {
+	for _, m := range r.afterDue {
+		r.marks[m].After = i
 	}
 	r.afterDue = r.afterDue[:0]
-	return n
 }
 
 // TraceStepBegin marks the start of step index in the session's trace
@@ -167,41 +185,61 @@ func (s *Session) TraceStepBegin(index int) {
 	r.marks = append(r.marks, trace.Mark{Index: index, StartMs: r.now(), EndMs: -1, Before: before, After: -1})
 }
 
-// TraceStepEnd marks the end of step index: it reads the page's DOM (its
-// scripts stripped) and URL, and the next frame the page shows becomes the
-// screenshot after the step. It waits for the session's turn within ctx;
-// a DOM that cannot be read in time is noted, not an error.
-func (s *Session) TraceStepEnd(ctx context.Context, index int) {
+// TraceStepEnd marks the end of step index. With dom it reads the page's
+// DOM (its scripts stripped) and URL; with shot it takes a screenshot of
+// the page as the step left it. Without shot, the next frame the page
+// shows is the screenshot after the step: free, but the screencast runs a
+// moment behind the page. Each waits for the session's turn within ctx;
+// what cannot be read in time is noted, not an error.
+func (s *Session) TraceStepEnd(ctx context.Context, index int, dom, shot bool) {
 	r := s.rec.Load()
 	if r == nil {
 		return
 	}
 	var snap domSnapshot
 	var note string
-	if c, err := s.begin(ctx, "trace", 5*time.Second); err == nil {
-		snap, err = evalJS[domSnapshot](c.c, jsSnapshot, r.opts.MaxDOMBytes)
-		s.end(c)
-		if err != nil {
+	var img []byte
+	if dom || shot {
+		if c, err := s.begin(ctx, "trace", 5*time.Second); err == nil {
+			if dom {
+				if snap, err = evalJS[domSnapshot](c.c, jsSnapshot, r.opts.MaxDOMBytes); err != nil {
+					note = "the DOM could not be read: " + duet.ErrorMessage(err)
+				}
+			}
+			if shot {
+				q := int64(r.opts.Quality)
+				if res, err := chromedp.Call(c.c, page.CaptureScreenshot, page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatJpeg, Quality: &q}); err == nil {
+					img = res.Data
+				}
+			}
+			s.end(c)
+		} else if dom {
 			note = "the DOM could not be read: " + duet.ErrorMessage(err)
 		}
-	} else {
-		note = "the DOM could not be read: " + duet.ErrorMessage(err)
-	}
-	if snap.Cut {
-		note = fmt.Sprintf("cut at %d bytes", r.opts.MaxDOMBytes)
+		if snap.Cut {
+			note = fmt.Sprintf("cut at %d bytes", r.opts.MaxDOMBytes)
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for i := len(r.marks) - 1; i >= 0; i-- {
-		if m := &r.marks[i]; m.Index == index && m.EndMs < 0 {
-			m.EndMs = r.now()
-			if snap.HTML != "" {
-				m.DOM = []byte(snap.HTML)
-			}
-			m.DOMNote, m.URL = note, snap.URL
-			r.afterDue = append(r.afterDue, i)
-			break
+		m := &r.marks[i]
+		if m.Index != index || m.EndMs >= 0 {
+			continue
 		}
+		m.EndMs = r.now()
+		if snap.HTML != "" {
+			m.DOM = []byte(snap.HTML)
+		}
+		m.DOMNote, m.URL = note, snap.URL
+		if len(img) > 0 {
+			r.frames = append(r.frames, trace.CapturedFrame{AtMs: m.EndMs, Data: img, Pinned: true})
+			r.frameBytes += int64(len(img))
+			m.After = len(r.frames) - 1
+		} else {
+			r.afterDue = append(r.afterDue, i)
+		}
+		break
 	}
 }
 

@@ -58,7 +58,15 @@ func TestSessionTrace(t *testing.T) {
 	}
 	s.TraceStepBegin(0)
 	open(t, s, site, "/")
-	s.TraceStepEnd(ctx, 0)
+	s.TraceStepEnd(ctx, 0, true, false)
+	// The screencast runs a moment behind the page: the step's screenshot
+	// after it is the first frame that comes.
+	waitFor(t, func() bool {
+		r := s.rec.Load()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.marks[0].After >= 0
+	})
 	s.TraceStepBegin(1)
 	if err := s.Fill(ctx, "#q", "A1001"); err != nil {
 		t.Fatal(err)
@@ -69,24 +77,19 @@ func TestSessionTrace(t *testing.T) {
 	if err := s.WaitFor(ctx, WaitCondition{Selector: "#out", Text: "status 500"}); err != nil {
 		t.Fatal(err)
 	}
-	s.TraceStepEnd(ctx, 1)
+	s.TraceStepEnd(ctx, 1, true, true)
 	// The uncaught error comes a moment later.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	waitFor(t, func() bool {
 		r := s.rec.Load()
 		r.mu.Lock()
-		n := 0
+		defer r.mu.Unlock()
 		for _, l := range r.console {
 			if l.Type == "exception" {
-				n++
+				return true
 			}
 		}
-		r.mu.Unlock()
-		if n > 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false
+	})
 	c := s.StopTrace(ctx, true)
 	if c == nil {
 		t.Fatal("no capture")
@@ -158,11 +161,23 @@ func TestSessionTraceUnkept(t *testing.T) {
 	}
 	s.TraceStepBegin(0)
 	open(t, s, site, "/")
-	s.TraceStepEnd(ctx, 0)
+	s.TraceStepEnd(ctx, 0, true, true)
 	if c := s.StopTrace(ctx, false); c != nil {
 		t.Errorf("an unkept trace returned %+v", c)
 	}
 	if _, err := s.Title(ctx); err != nil {
 		t.Errorf("the session after its trace: %v", err)
+	}
+}
+
+// waitFor waits up to 20 s for cond, checking it every 20 ms.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out waiting for the recording")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -29,6 +29,10 @@ type caseRun struct {
 
 	authorKnown bool   // authorName was looked up
 	authorName  string // who wrote the case version ("" unknown)
+
+	tracer Tracer         // the session recording the case's trace (trace.go), or nil
+	shots  map[int][]byte // failure screenshots by step, for the trace
+
 	// dests are where the case can send data to (DestinationsOf), once a
 	// call needed the executor's approval.
 	dests *duet.Destinations
@@ -121,6 +125,7 @@ func (e *Engine) executeCase(ctx context.Context, run *duet.Run, task *duet.Task
 	}
 	end := time.Now()
 	x.FinishedAt = &end
+	cr.finishTrace(ctx)
 	known = secrets.Len()
 	cr.rescrub(ctx)
 	x.ErrorMessage = cr.secrets.Scrub(x.ErrorMessage)
@@ -290,6 +295,7 @@ func (cr *caseRun) runStep(ctx context.Context, st *duet.Step, res *duet.StepRes
 	sctx, cancel := context.WithTimeoutCause(ctx, timeout, errStepTimeout)
 	defer cancel()
 	if err == nil {
+		cr.traceBegin(st)
 		saveAs, value, err = cr.dispatch(sctx, st)
 	}
 
@@ -317,6 +323,8 @@ func (cr *caseRun) runStep(ctx context.Context, st *duet.Step, res *duet.StepRes
 			res.Output = persist(cr.secrets, value)
 		}
 	}
+	var shot []byte // the failure screenshot, for the trace
+	defer func() { cr.traceEnd(ctx, st, res, shot) }()
 	if err == nil {
 		res.Status = duet.StatusPassed
 		return
@@ -358,6 +366,7 @@ func (cr *caseRun) runStep(ctx context.Context, st *duet.Step, res *duet.StepRes
 		png, err := cr.session.Screenshot(shotCtx, false)
 		var id string
 		if err == nil {
+			shot = png
 			id, err = cr.e.opts.Artifacts.Save(shotCtx, cr.run.ID, cr.x.ID, st.Index, "failure", png)
 		}
 		if err != nil {

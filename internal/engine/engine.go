@@ -17,6 +17,7 @@ import (
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/redact"
 	"github.com/duet-test/duet/internal/step"
+	"github.com/duet-test/duet/internal/trace"
 )
 
 // Browser starts isolated browser sessions. internal/browser provides one
@@ -99,6 +100,13 @@ type Options struct {
 	// nil means the executor's stored approvals (StoreApprover) when the
 	// store keeps them, else every such call fails with APPROVAL_REQUIRED.
 	Approver Approver
+	// Trace is the trace mode of runs whose run and task choose none ("":
+	// on-failure); TraceMaxBytes bounds one case's trace (0:
+	// trace.DefaultMaxBytes) and TraceRecord a recording in the browser.
+	// A trace is kept where Artifacts is a TraceSaver.
+	Trace         trace.Mode
+	TraceMaxBytes int64
+	TraceRecord   trace.RecordOptions
 	// OnEvent, if set, receives progress events (it must not block long).
 	OnEvent func(Event)
 	Logger  *slog.Logger
