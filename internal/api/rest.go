@@ -186,7 +186,7 @@ func routes() []*route {
 			query("cursor", "nextCursor of the previous page"), queryInt("limit", "page size (default 20, at most 100)")),
 		withHeader(withSchema(op("POST", Prefix+"/runs", "createRun", "runs", "Start a run (start_test_run); the Idempotency-Key header makes retries safe",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in RunIn) (catalog.StartRunOut, error) {
-				return s.StartRun(ctx, c, catalog.StartRunIn{TaskID: in.TaskID, CaseIDs: in.CaseIDs, Device: in.Device, IdempotencyKey: r.Header.Get("Idempotency-Key")})
+				return s.StartRun(ctx, c, catalog.StartRunIn{TaskID: in.TaskID, CaseIDs: in.CaseIDs, Device: in.Device, Trace: in.Trace, IdempotencyKey: r.Header.Get("Idempotency-Key")})
 			}), catalog.ToolStartRun), param{name: "Idempotency-Key", in: "header", typ: "string", required: true,
 			desc: "a key you choose; a retry with the same key and body returns the first run (replayed: true), other arguments IDEMPOTENCY_CONFLICT"}),
 		withSchema(op("GET", Prefix+"/runs/{runId}", "getRun", "runs", "Get a run with a page of its executions (get_test_run)",
@@ -352,6 +352,7 @@ type RunIn struct {
 	TaskID  string   `json:"taskId"`
 	CaseIDs []string `json:"caseIds,omitempty" jsonschema:"run only these cases (default: all active cases)"`
 	Device  string   `json:"device,omitempty" jsonschema:"device preset for browser steps"`
+	Trace   string   `json:"trace,omitempty" jsonschema:"when the cases keep a trace: off, on-failure, on-first-retry or on (default: the task's)"`
 }
 
 func withSchema(rt *route, toolName string) *route {

@@ -13,6 +13,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/trace"
 )
 
 // Tool names of the product catalog.
@@ -613,6 +614,7 @@ type StartRunIn struct {
 	CaseIDs        []string `json:"caseIds,omitempty" jsonschema:"run only these cases (default: all active cases)"`
 	IdempotencyKey string   `json:"idempotencyKey" jsonschema:"a key you choose (e.g. a UUID); a retry with the same key and arguments returns the first run instead of starting another"`
 	Device         string   `json:"device,omitempty" jsonschema:"device preset for browser steps (e.g. desktop, iphone-15, pixel-7); default: the task's"`
+	Trace          string   `json:"trace,omitempty" jsonschema:"when the run's cases keep a trace (screenshots, DOM, console, network, replay): off, on-failure, on-first-retry or on; default: the task's, else on-failure"`
 }
 
 // StartRunOut is the result of start_test_run.
@@ -661,6 +663,9 @@ func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error)
 			return StartRunOut{}, err
 		}
 	}
+	if _, err := trace.ParseMode(in.Trace); err != nil {
+		return StartRunOut{}, err
+	}
 	cases, err := selectCases(ctx, env, task, in.CaseIDs)
 	if err != nil {
 		return StartRunOut{}, err
@@ -674,8 +679,12 @@ func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error)
 	ids := slices.Clone(in.CaseIDs)
 	slices.Sort(ids)
 	h := sha256.New()
-	json.NewEncoder(h).Encode([]any{task.ID, ids, in.Device})
-	run := &duet.Run{TaskID: task.ID, TriggeredBy: env.Caller.UserID, CallSource: env.Caller.Source, TraceID: env.Caller.TraceID, Device: in.Device}
+	args := []any{task.ID, ids, in.Device}
+	if in.Trace != "" {
+		args = append(args, in.Trace) // (a run without one hashes as before)
+	}
+	json.NewEncoder(h).Encode(args)
+	run := &duet.Run{TaskID: task.ID, TriggeredBy: env.Caller.UserID, CallSource: env.Caller.Source, TraceID: env.Caller.TraceID, Device: in.Device, Trace: in.Trace}
 	var execs []*duet.Execution
 	for _, cs := range cases {
 		execs = append(execs, &duet.Execution{CaseID: cs.ID, CaseKey: cs.Key, CaseTitle: cs.Title, CaseVersion: cs.Version, Steps: cs.Steps, TimeoutMs: cs.TimeoutMs})

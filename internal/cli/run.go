@@ -18,7 +18,7 @@ import (
 func runCmd(env Env) *cobra.Command {
 	var caseIDs []string
 	var detach, asJSON bool
-	var device, remote string
+	var device, remote, traceMode string
 	cmd := &cobra.Command{
 		Use:   "run TASK",
 		Short: "Run a task's cases now and show progress (exit 1 unless the run passes)",
@@ -41,7 +41,7 @@ Subcommands show, list and cancel manage existing runs.`,
 				}
 				device += "@" + remote
 			}
-			out, err := startRun(ctx, a, user, t.ID, caseIDs, device)
+			out, err := startRun(ctx, a, user, t.ID, caseIDs, device, traceMode)
 			if err != nil {
 				return err
 			}
@@ -71,6 +71,7 @@ Subcommands show, list and cancel manage existing runs.`,
 	cmd.Flags().StringSliceVar(&caseIDs, "case", nil, "run only these case ids (repeatable)")
 	cmd.Flags().BoolVar(&detach, "detach", false, "only queue the run (a serve or worker executes it) and print its id")
 	cmd.Flags().StringVar(&device, "device", "", deviceFlagHelp)
+	cmd.Flags().StringVar(&traceMode, "trace", "", "when the cases keep a trace: off, on-failure, on-first-retry or on (default: the task's, else DUET_TRACE)")
 	cmd.Flags().StringVar(&remote, "browser", "", "DevTools endpoint of a remote browser for this run, e.g. ws://10.0.0.5:9222 (with --device PRESET to emulate one)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the final run as JSON")
 	addAs(cmd)
@@ -81,8 +82,8 @@ Subcommands show, list and cancel manage existing runs.`,
 
 // startRun starts a run through the catalog, so the CLI gets the same
 // checks and audit as every transport.
-func startRun(ctx context.Context, a *app.App, user, taskID string, caseIDs []string, device string) (catalog.StartRunOut, error) {
-	args, _ := json.Marshal(catalog.StartRunIn{TaskID: taskID, CaseIDs: caseIDs, IdempotencyKey: duet.NewID("cli"), Device: device})
+func startRun(ctx context.Context, a *app.App, user, taskID string, caseIDs []string, device, traceMode string) (catalog.StartRunOut, error) {
+	args, _ := json.Marshal(catalog.StartRunIn{TaskID: taskID, CaseIDs: caseIDs, IdempotencyKey: duet.NewID("cli"), Device: device, Trace: traceMode})
 	res, err := a.Catalog.Call(ctx, catalog.Request{Caller: duet.Caller{UserID: user, Source: duet.SourceCLI}, Tool: catalog.ToolStartRun, Args: args})
 	if err != nil {
 		return catalog.StartRunOut{}, err

@@ -23,6 +23,7 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/step"
+	"github.com/duet-test/duet/internal/trace"
 )
 
 // Diagnostic is one error at a position of the source.
@@ -197,6 +198,12 @@ func (c *compiler) task(n *step.Node, t *duet.Task) {
 	}
 	if pr := n.Get("postRun"); pr != nil {
 		t.PostRun = c.postRun(pr)
+	}
+	if tm := c.String(n, "trace", false); tm != "" {
+		if _, err := trace.ParseMode(tm); err != nil {
+			c.Errf(n.Get("trace"), "%s", duet.ErrorMessage(err))
+		}
+		t.Trace = tm
 	}
 	if sw := n.Get("sharedWith"); sw != nil {
 		t.SharedWith = []string{}

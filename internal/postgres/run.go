@@ -13,13 +13,13 @@ import (
 )
 
 const runColumns = `r.id, r.task_id, r.status, r.triggered_by, r.call_source, r.trace_id, r.device, r.error_code, r.error_message,
-	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt, r.lost, r.post_run`
+	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt, r.lost, r.post_run, r.trace`
 
 func scanRun(r pgx.Row) (*duet.Run, error) {
 	var run duet.Run
 	var postRun string
 	if err := r.Scan(&run.ID, &run.TaskID, &run.Status, &run.TriggeredBy, &run.CallSource, &run.TraceID, &run.Device,
-		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &run.CreatedAt, &run.StartedAt, &run.FinishedAt, &run.Attempt, &run.Lost, &postRun); err != nil {
+		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &run.CreatedAt, &run.StartedAt, &run.FinishedAt, &run.Attempt, &run.Lost, &postRun, &run.Trace); err != nil {
 		return nil, err
 	}
 	run.CreatedAt = utc(run.CreatedAt)
@@ -139,8 +139,8 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 		run.ID = duet.NewID("run")
 		run.Status = duet.StatusQueued
 		run.CreatedAt = now
-		if _, err := tx.Exec(ctx, `INSERT INTO runs (id, task_id, status, triggered_by, call_source, trace_id, device, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-			run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource, run.TraceID, run.Device, now); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO runs (id, task_id, status, triggered_by, call_source, trace_id, device, created_at, trace) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+			run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource, run.TraceID, run.Device, now, run.Trace); err != nil {
 			return mapErr(err)
 		}
 		// Every execution in one statement, however many cases the run has.

@@ -12,7 +12,7 @@ import (
 )
 
 const runColumns = `r.id, r.task_id, r.status, r.triggered_by, r.call_source, r.trace_id, r.device, r.error_code, r.error_message,
-	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt, r.lost, r.post_run`
+	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt, r.lost, r.post_run, r.trace`
 
 func scanRun(r rowScanner) (*duet.Run, error) {
 	var run duet.Run
@@ -20,7 +20,7 @@ func scanRun(r rowScanner) (*duet.Run, error) {
 	var started, finished sql.NullInt64
 	var postRun string
 	if err := r.Scan(&run.ID, &run.TaskID, &run.Status, &run.TriggeredBy, &run.CallSource, &run.TraceID, &run.Device,
-		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &created, &started, &finished, &run.Attempt, &run.Lost, &postRun); err != nil {
+		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &created, &started, &finished, &run.Attempt, &run.Lost, &postRun, &run.Trace); err != nil {
 		return nil, err
 	}
 	run.CreatedAt = fromMicros(created)
@@ -121,8 +121,8 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 		run.ID = duet.NewID("run")
 		run.Status = duet.StatusQueued
 		run.CreatedAt = now
-		if _, err := tx.ExecContext(ctx, `INSERT INTO runs (id, task_id, status, triggered_by, call_source, trace_id, device, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource, run.TraceID, run.Device, micros(now)); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO runs (id, task_id, status, triggered_by, call_source, trace_id, device, created_at, trace) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource, run.TraceID, run.Device, micros(now), run.Trace); err != nil {
 			return mapErr(err)
 		}
 		for i, e := range p.Executions {

@@ -51,6 +51,7 @@ func Run(t *testing.T, open Opener) {
 		{"PostRun", testPostRun},
 		{"Sessions", testSessions},
 		{"OAuth", testOAuth},
+		{"TraceModes", testTraceModes},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
