@@ -101,7 +101,7 @@ func op[In, Out any](method, p, id, tag, summary string, fn func(ctx context.Con
 
 // routes is the REST API, in documentation order.
 func routes() []*route {
-	return []*route{
+	return append([]*route{
 		op("GET", Prefix+"/me", "getMe", "account", "Who you are and your role",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Me, error) {
 				return s.Me(ctx, c)
@@ -343,7 +343,7 @@ func routes() []*route {
 				}
 				return s.ListAudit(ctx, c, in)
 			}, recordParams(false)...),
-	}
+	}, evidenceRoutes()...)
 }
 
 // RunIn starts a run (the idempotency key comes in the Idempotency-Key

@@ -121,6 +121,8 @@ func testREST(t *testing.T, vars map[string]string) {
 	if run.Run.Status != duet.StatusPassed || len(run.Executions) != 1 {
 		t.Fatalf("getRun: %+v", run)
 	}
+	// A passing case keeps no trace under the default, on-failure.
+	refused("alice", "getTrace", p("runId", start.RunID, "case", run.Executions[0].ID), nil, duet.CodeNotFound)
 	list := decode[api.RunList](t, do("alice", "listRuns", p("?", "taskId="+taskID), nil))
 	if len(list.Runs) != 1 || list.Runs[0].TaskName != "plain" {
 		t.Fatalf("listRuns: %+v", list)
@@ -209,6 +211,7 @@ func testREST(t *testing.T, vars map[string]string) {
 	refused("bob", "cancelRun", p("runId", start.RunID), nil, nf)
 	refused("bob", "followRun", p("runId", start.RunID), nil, nf)
 	refused("bob", "getReport", p("runId", start.RunID), nil, nf)
+	refused("bob", "getTrace", p("runId", start.RunID, "case", run.Executions[0].ID), nil, nf)
 	refused("bob", "getExecution", p("executionId", run.Executions[0].ID), nil, nf)
 	refused("bob", "getServer", p("server", reg.Server.ServerKey), nil, nf)
 	refused("bob", "syncServer", p("server", "orders"), nil, nf)

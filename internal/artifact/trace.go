@@ -50,6 +50,19 @@ func (s *Store) SaveTrace(ctx context.Context, runID, executionID string, data [
 	return id, nil
 }
 
+// HasTrace reports whether an execution has a trace, and its size.
+func (s *Store) HasTrace(ctx context.Context, runID, executionID string) (int64, bool) {
+	path, err := s.path(TraceID(runID, executionID))
+	if err != nil {
+		return 0, false
+	}
+	fi, err := os.Stat(path)
+	if err != nil || !fi.Mode().IsRegular() {
+		return 0, false
+	}
+	return fi.Size(), true
+}
+
 // ReadTrace returns the trace zip of an execution.
 //
 // Errors: INVALID_ARGUMENT for a malformed id, NOT_FOUND when the case kept

@@ -146,6 +146,17 @@ type Case struct {
 	DurationMs   int64          `json:"durationMs"`
 	Steps        []*Step        `json:"steps"`
 	Variables    map[string]any `json:"variables,omitempty"` // redacted
+	// Trace is set when the case kept a trace and the viewer is the
+	// executor (traces are stored beside the report, not in it).
+	Trace *TraceLink `json:"trace,omitempty"`
+}
+
+// TraceLink says where a case's trace is.
+type TraceLink struct {
+	Bytes   int    `json:"bytes"`
+	Href    string `json:"href"`    // the console's trace viewer, on the host that serves the report
+	API     string `json:"api"`     // the zip over REST
+	Command string `json:"command"` // the CLI command that downloads it
 }
 
 // Step is one step of a case: its result, or StatusPending when it did not
@@ -254,6 +265,15 @@ func BuildPage(ctx context.Context, store Store, arts Artifacts, viewer, runID s
 			return nil, err
 		}
 		r.Cases = append(r.Cases, c)
+	}
+	if tr, ok := arts.(TraceReader); ok && r.Disclosure == duet.DiscloseFull {
+		for _, c := range r.Cases {
+			if n, ok := tr.HasTrace(ctx, run.ID, c.ExecutionID); ok {
+				c.Trace = &TraceLink{Bytes: int(n), Href: "/runs/" + run.ID + "/cases/" + c.ExecutionID + "/trace/",
+					API:     "/api/v1/runs/" + run.ID + "/cases/" + c.ExecutionID + "/trace",
+					Command: "duet report --trace " + run.ID + " " + c.Key}
+			}
+		}
 	}
 	if r.Disclosure == duet.DiscloseFull {
 		if r.Scan, err = buildScan(ctx, store, run, execs, r.Window != nil); err != nil {

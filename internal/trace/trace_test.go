@@ -166,7 +166,7 @@ func TestBuild(t *testing.T) {
 		t.Errorf("HAR entry: got %+v", e)
 	}
 	page, _, _ := a.File("index.html")
-	for _, want := range []string{`<iframe class="dom-frame" sandbox src="dom/02.html"`, `class="req bad"`, "Copy as curl", `id="replay-frame"`} {
+	for _, want := range []string{`<iframe class="dom-frame" sandbox src="dom/02.html"`, `class="req bad"`, "Copy as curl", `id="replay-frame"`, `data-cmd="curl -X &#39;POST&#39;`} {
 		if !bytes.Contains(page, []byte(want)) {
 			t.Errorf("index.html lacks %s", want)
 		}

@@ -197,6 +197,7 @@ func (c *Console) runs(w http.ResponseWriter, r *http.Request, v *view) error {
 type runData struct {
 	Run      catalog.GetRunOut
 	TaskName string
+	Traces   map[string]int64 // execution id → the size of its trace (trace.go)
 }
 
 func (c *Console) run(w http.ResponseWriter, r *http.Request, v *view) error {
@@ -204,7 +205,7 @@ func (c *Console) run(w http.ResponseWriter, r *http.Request, v *view) error {
 	if err != nil {
 		return err
 	}
-	d := runData{Run: run, TaskName: run.Run.TaskID}
+	d := runData{Run: run, TaskName: run.Run.TaskID, Traces: c.svc.TracesOf(r.Context(), v.caller, run)}
 	if t, err := c.svc.GetTask(r.Context(), v.caller, run.Run.TaskID); err == nil {
 		d.TaskName = t.Task.Name
 	}

@@ -147,6 +147,7 @@ func (c *Console) Register(mux *http.ServeMux) {
 	} {
 		mux.Handle(pattern, c.page(c.checkQuery(rt)))
 	}
+	c.registerEvidence(mux) // trace.go
 }
 
 // secured sets the headers every console response carries.

@@ -20,7 +20,7 @@
     });
     $$('#network tr.req').forEach(function (tr) {
       var s = Number(tr.dataset.step);
-      var match = !q || tr.textContent.toLowerCase().indexOf(q) >= 0;
+      var match = !q || (tr.dataset.filter || '').toLowerCase().indexOf(q) >= 0;
       tr.hidden = (selected >= 0 && s > selected) || !match;
       tr.classList.toggle('own', s === selected);
     });
@@ -47,7 +47,7 @@
 
   $$('button.copy-curl').forEach(function (b) {
     b.addEventListener('click', function () {
-      var text = b.dataset.curl;
+      var text = b.dataset.cmd;
       var done = function () { b.textContent = 'Copied'; setTimeout(function () { b.textContent = 'Copy as curl'; }, 1500); };
       if (navigator.clipboard && window.isSecureContext) {
         navigator.clipboard.writeText(text).then(done, function () { fallback(text); done(); });
