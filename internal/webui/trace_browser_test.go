@@ -109,7 +109,7 @@ func TestTraceViewerInABrowser(t *testing.T) {
 	// The DOM: in a sandboxed frame with no script; its document is the
 	// page as it failed.
 	frame := `document.querySelector('#step-2 iframe.dom-frame')`
-	if !alice.eval(frame+`.hasAttribute('sandbox') && `+frame+`.getAttribute('sandbox') === ''`) {
+	if !alice.eval(frame + `.hasAttribute('sandbox') && ` + frame + `.getAttribute('sandbox') === ''`) {
 		t.Fatal("the DOM frame is not sandboxed")
 	}
 	domURL := e.URL + tracePath + run(alice, "dom src", chromedp.Evaluate[string](frame+`.getAttribute('src')`))
