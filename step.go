@@ -50,6 +50,8 @@ type Step struct {
 	MCP     *MCPCallStep `json:"mcp,omitempty"`
 	Set     *SetStep     `json:"set,omitempty"`
 	Browser *BrowserStep `json:"browser,omitempty"`
+
+	Evidence *EvidenceStep `json:"evidence,omitempty"` // assertScreenshot, assertAccessible, assertPerformance (evidence.go)
 }
 
 // HTTPStep is an HTTP request. The response is saved to the variable SaveAs

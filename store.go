@@ -24,6 +24,8 @@ type Store interface {
 	StopRequestStore
 	SessionStore
 	OAuthStore
+	BaselineStore
+	MetricStore
 
 	// Ping checks that the database answers. Returns UNAVAILABLE.
 	Ping(ctx context.Context) error

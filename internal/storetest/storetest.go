@@ -52,6 +52,8 @@ func Run(t *testing.T, open Opener) {
 		{"Sessions", testSessions},
 		{"OAuth", testOAuth},
 		{"TraceModes", testTraceModes},
+		{"Baselines", testBaselines},
+		{"Metrics", testMetrics},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
