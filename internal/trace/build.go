@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net/http"
 	"slices"
 	"sort"
 	"strings"
@@ -334,7 +333,7 @@ func cutUTF8(s string, n int) string {
 }
 
 func imageExt(data []byte) string {
-	if http.DetectContentType(data) == "image/png" {
+	if bytes.HasPrefix(data, []byte("\x89PNG\r\n\x1a\n")) {
 		return ".png"
 	}
 	return ".jpg"
