@@ -106,7 +106,9 @@ type BaselineStore interface {
 	CreateBaseline(ctx context.Context, b *Baseline) error
 	// FindCurrentBaseline returns, with its image, the baseline a
 	// comparison of key at fingerprint uses: the newest approved one, else
-	// the newest pending one. Returns NOT_FOUND.
+	// the newest first recording still pending — never a candidate
+	// recorded because a screenshot differed (DiffRatio set), which is
+	// compared against only once approved. Returns NOT_FOUND.
 	FindCurrentBaseline(ctx context.Context, key BaselineKey, fingerprint string) (*Baseline, error)
 	// FindBaseline returns baseline id with its image if owner owns it.
 	// Returns NOT_FOUND (also for another's).

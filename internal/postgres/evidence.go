@@ -68,12 +68,13 @@ func (d *DB) CreateBaseline(ctx context.Context, b *duet.Baseline) error {
 }
 
 // FindCurrentBaseline returns the newest approved baseline of key at
-// fingerprint, else its newest pending one, with its image. Returns
-// NOT_FOUND.
+// fingerprint, else its newest first recording awaiting approval (never a
+// candidate recorded because a screenshot differed), with its image.
+// Returns NOT_FOUND.
 func (d *DB) FindCurrentBaseline(ctx context.Context, key duet.BaselineKey, fingerprint string) (*duet.Baseline, error) {
 	b, err := scanBaselineWith(true)(d.pool.QueryRow(ctx, `SELECT `+baselineColumns+`, b.image FROM baselines b
 		WHERE b.task_id = $1 AND b.case_id = $2 AND b.name = $3 AND b.device = $4 AND b.environment = $5 AND b.owner = $6 AND b.fingerprint = $7
-		AND b.status IN ('approved', 'pending')
+		AND (b.status = 'approved' OR (b.status = 'pending' AND b.diff_ratio IS NULL))
 		ORDER BY b.status = 'approved' DESC, b.version DESC LIMIT 1`,
 		key.TaskID, key.CaseID, key.Name, key.Device, key.Environment, key.Owner, fingerprint))
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -372,7 +372,10 @@ func buildCase(ctx context.Context, arts *shotReader, x *duet.Execution, now tim
 			if res.StartedAt != nil && x.StartedAt != nil {
 				s.OffsetMs = max(res.StartedAt.Sub(*x.StartedAt).Milliseconds(), 0)
 			}
-			if id := screenshotOutput(res); id != "" && !slices.Contains(res.Artifacts, id) {
+			for _, id := range outputImages(res) {
+				if slices.Contains(res.Artifacts, id) {
+					continue
+				}
 				shot, err := arts.read(ctx, id)
 				if err != nil {
 					return nil, err
@@ -395,18 +398,31 @@ func buildCase(ctx context.Context, arts *shotReader, x *duet.Execution, now tim
 	return c, nil
 }
 
-// screenshotOutput returns the artifact id that a screenshot step saved.
-func screenshotOutput(res *duet.StepResult) string {
-	if res.Kind != duet.StepScreenshot || len(res.Output) == 0 {
-		return ""
+// outputImages returns the artifact ids of the images a step saved: a
+// screenshot step's, an assertScreenshot step's expected, actual and diff
+// images.
+func outputImages(res *duet.StepResult) []string {
+	if (res.Kind != duet.StepScreenshot && res.Kind != duet.StepAssertScreenshot) || len(res.Output) == 0 {
+		return nil
 	}
 	var out struct {
 		Artifact string `json:"artifact"`
+		Images   struct {
+			Expected string `json:"expected"`
+			Actual   string `json:"actual"`
+			Diff     string `json:"diff"`
+		} `json:"images"`
 	}
 	if json.Unmarshal(res.Output, &out) != nil {
-		return ""
+		return nil
 	}
-	return out.Artifact
+	var ids []string
+	for _, id := range []string{out.Artifact, out.Images.Expected, out.Images.Actual, out.Images.Diff} {
+		if id != "" {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 // shotReader reads a report's screenshots within what the call may send:

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -19,6 +20,8 @@ import (
 //	                                  (#clock, a region to mask) and a spinning badge
 //	                                  (#spinner, a CSS animation); variant b is another colour
 //	                                  and text: a visual change
+//	POST /evidence/banner?variant=b   makes b (or a) the banner of later requests without
+//	                                  ?variant: a new design deployed
 //	GET /evidence/a11y                a page with planted accessibility defects: an image
 //	                                  without alt text (#logo), a button without a name
 //	                                  (#icon-button) and grey-on-white text (#faint)
@@ -56,9 +59,24 @@ func registerEvidence(mux *http.ServeMux, orders *Orders) {
 		}
 		fmt.Fprint(w, `]}`)
 	})
+	var variant atomic.Value // the banner's design, as POST /evidence/banner set it
+	variant.Store("a")
+	mux.HandleFunc("POST /evidence/banner", func(w http.ResponseWriter, r *http.Request) {
+		v := r.URL.Query().Get("variant")
+		if v != "a" && v != "b" {
+			http.Error(w, "variant: want a or b", http.StatusBadRequest)
+			return
+		}
+		variant.Store(v)
+		w.WriteHeader(http.StatusNoContent)
+	})
 	mux.HandleFunc("GET /evidence/banner", func(w http.ResponseWriter, r *http.Request) {
 		color, text := "#0a5cad", "Spring sale: 20% off"
-		if r.URL.Query().Get("variant") == "b" {
+		v := r.URL.Query().Get("variant")
+		if v == "" {
+			v = variant.Load().(string)
+		}
+		if v == "b" {
 			color, text = "#b3261e", "Summer sale: 30% off"
 		}
 		writeHTML(w, fmt.Sprintf(evidenceBannerPage, color, text, time.Now().Format("15:04:05.000")))

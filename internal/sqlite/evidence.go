@@ -67,12 +67,13 @@ func (d *DB) CreateBaseline(ctx context.Context, b *duet.Baseline) error {
 }
 
 // FindCurrentBaseline returns the newest approved baseline of key at
-// fingerprint, else its newest pending one, with its image. Returns
-// NOT_FOUND.
+// fingerprint, else its newest first recording awaiting approval (never a
+// candidate recorded because a screenshot differed), with its image.
+// Returns NOT_FOUND.
 func (d *DB) FindCurrentBaseline(ctx context.Context, key duet.BaselineKey, fingerprint string) (*duet.Baseline, error) {
 	b, err := scanBaseline(d.q.QueryRowContext(ctx, `SELECT `+baselineColumns+`, b.image FROM baselines b
 		WHERE b.task_id = ? AND b.case_id = ? AND b.name = ? AND b.device = ? AND b.environment = ? AND b.owner = ? AND b.fingerprint = ?
-		AND b.status IN ('approved', 'pending')
+		AND (b.status = 'approved' OR (b.status = 'pending' AND b.diff_ratio IS NULL))
 		ORDER BY b.status = 'approved' DESC, b.version DESC LIMIT 1`,
 		key.TaskID, key.CaseID, key.Name, key.Device, key.Environment, key.Owner, fingerprint), true)
 	if errors.Is(err, sql.ErrNoRows) {

@@ -97,6 +97,20 @@ func testBaselines(t *testing.T, s duet.Store) {
 	if b2.Version != 2 || b2b.Version != 3 {
 		t.Fatalf("versions: %d %d", b2.Version, b2b.Version)
 	}
+	// A candidate recorded because a screenshot differed is not compared
+	// against before it is approved, even with nothing approved.
+	other2 := key
+	other2.Name = "cart"
+	c1 := &duet.Baseline{BaselineKey: other2, CaseKey: "a", Fingerprint: "f1", SHA256: "c1", Image: []byte("c1")}
+	c2 := &duet.Baseline{BaselineKey: other2, CaseKey: "a", Fingerprint: "f1", SHA256: "c2", Image: []byte("c2"), DiffRatio: &ratio}
+	for _, b := range []*duet.Baseline{c1, c2} {
+		if err := s.CreateBaseline(ctx(t), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cur, err := s.FindCurrentBaseline(ctx(t), other2, "f1"); err != nil || cur.ID != c1.ID {
+		t.Fatalf("current with a pending candidate: %+v %v, want the first recording", cur, err)
+	}
 	// The approved one stays current while newer ones wait.
 	if cur, err := s.FindCurrentBaseline(ctx(t), key, "f1"); err != nil || cur.ID != b1.ID {
 		t.Fatalf("current with pending candidates: %+v %v", cur, err)
@@ -111,7 +125,7 @@ func testBaselines(t *testing.T, s duet.Store) {
 		t.Fatalf("current after approving v3: %+v %v", cur, err)
 	}
 	list, err := s.FindBaselines(ctx(t), duet.BaselineFilter{Owner: "alice", TaskID: res.Task.ID})
-	if err != nil || len(list) != 3 || list[0].Image != nil {
+	if err != nil || len(list) != 5 || list[0].Image != nil {
 		t.Fatalf("list: %d %v", len(list), err)
 	}
 	if l, _ := s.FindBaselines(ctx(t), duet.BaselineFilter{Owner: "alice", Status: duet.BaselineRejected}); len(l) != 1 || l[0].ID != b2.ID {
