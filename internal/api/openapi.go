@@ -81,6 +81,13 @@ func (h *Handler) openAPI() map[string]any {
 		case "text/event-stream":
 			ok["description"] = "server-sent events: `progress` events whose data is a JSON Progress (components/schemas/Progress), then `end`"
 			ok["content"] = map[string]any{"text/event-stream": map[string]any{"schema": map[string]string{"type": "string"}}}
+		case "application/zip": // a trace (trace.go); ?format=summary: JSON
+			ok["content"] = map[string]any{
+				"application/zip":  map[string]any{"schema": map[string]string{"type": "string", "format": "binary"}},
+				"application/json": map[string]any{"schema": map[string]string{"type": "object"}},
+			}
+		case "image/png": // a baseline's image (baseline.go)
+			ok["content"] = map[string]any{"image/png": map[string]any{"schema": map[string]string{"type": "string", "format": "binary"}}}
 		default:
 			ok["content"] = map[string]any{
 				"text/html":        map[string]any{"schema": map[string]string{"type": "string"}},
