@@ -50,6 +50,12 @@ type Caller struct {
 	// directly or through a console session started with it ("" for other
 	// credentials): a token the caller creates is its child (Token).
 	TokenID string
+	// CallDepth is how many Duet calls deep the call is: 0 for a person's
+	// request, else the Duet-Call-Depth header of the request a Duet made
+	// (this one or another), or the call depth of the run that makes the
+	// call. A run keeps the depth of the call that started it; Duet's own
+	// outgoing calls carry CallDepth+1 (docs/governance.md, "Loop budgets").
+	CallDepth int
 }
 
 type callerKey struct{}

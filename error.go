@@ -30,6 +30,19 @@ const (
 	// carry the scope the operation needs (reading, or starting and
 	// cancelling runs).
 	CodeInsufficientScope Code = "INSUFFICIENT_SCOPE"
+	// CodeCallDepthExceeded: the call is deeper in a chain of Duet calls
+	// (Duet-Call-Depth: a run's MCP call or http step reaching a Duet,
+	// whose run calls a Duet, ...) than DUET_MAX_CALL_DEPTH allows: a
+	// loop through one or more Duets is stopped there. Nothing was done.
+	CodeCallDepthExceeded Code = "CALL_DEPTH_EXCEEDED"
+	// CodeSchemaTooNew: the database's schema was migrated by a newer duet
+	// than this one; this build does not know its tables and refuses it
+	// (upgrade duet, or restore a backup to go back).
+	CodeSchemaTooNew Code = "SCHEMA_TOO_NEW"
+	// CodeLeaseLost: a worker wrote to a run it no longer holds (another
+	// worker claimed it after the lease ran out, or it was handed back or
+	// ended); the write was refused and the worker stops running the run.
+	CodeLeaseLost Code = "LEASE_LOST"
 
 	// Protocol codes: a request refused before it was understood.
 	CodeParseError     Code = "PARSE_ERROR"     // the body is not valid JSON (RFC 7493: UTF-8, no duplicate keys)
@@ -109,7 +122,7 @@ func Codes() []Code {
 		CodeMCPAuthFailed, CodeMCPToolError, CodeMCPUnreachable, CodeMCPProtocolMismatch,
 		CodeURLRefused, CodeMCPAuthIssuerMismatch,
 		CodeLLMNotConfigured, CodeLLMError, CodeGenerationFailed,
-		CodeInsufficientScope,
+		CodeInsufficientScope, CodeCallDepthExceeded, CodeSchemaTooNew, CodeLeaseLost,
 	}
 }
 

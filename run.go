@@ -55,6 +55,10 @@ type Run struct {
 	// PostRun are the outcomes of the task's post-run actions made when
 	// the run ended: notes, never part of the verdict.
 	PostRun []*PostRunResult `json:"postRun,omitempty"`
+	// CallDepth is how many Duet calls deep the request that started the
+	// run was (Caller.CallDepth): its MCP calls and http steps carry
+	// CallDepth+1.
+	CallDepth int `json:"callDepth,omitempty"`
 }
 
 // RunTotals counts the executions of a run by status.
@@ -87,6 +91,10 @@ type Execution struct {
 	ErrorMessage string         `json:"errorMessage,omitempty"`
 	StartedAt    *time.Time     `json:"startedAt,omitempty"`
 	FinishedAt   *time.Time     `json:"finishedAt,omitempty"`
+	// ResumeFrom is the step an interrupted execution goes on at when it
+	// is resumed: 0, it restarts from its first step; n > 0, its steps
+	// before n are stored whole (RunStore.SuspendExecution).
+	ResumeFrom int `json:"-"`
 }
 
 // StepResult is what happened to one step of an execution.
@@ -104,6 +112,36 @@ type StepResult struct {
 	ErrorMessage string          `json:"errorMessage,omitempty"`
 	Artifacts    []string        `json:"artifacts,omitempty"` // artifact ids (screenshots)
 	Optional     bool            `json:"optional,omitempty"`  // failed under FailOptional; the case went on
+}
+
+// Lease is a worker's hold on a run, as its claim gave it: the run, the
+// worker and the claim's fencing token — the run's Attempt at the claim,
+// which every claim increments in the same statement. Every write of the
+// run's results and state carries it, and the store refuses the write with
+// LEASE_LOST once the worker no longer holds the run under that claim
+// (another worker claimed it after the lease ran out, or it was released or
+// finished): a worker that lost its lease cannot write.
+type Lease struct {
+	RunID  string
+	Worker string
+	Token  int
+}
+
+// LeaseOf returns the lease worker holds on r, a run its claim returned.
+func LeaseOf(r *Run, worker string) Lease {
+	return Lease{RunID: r.ID, Worker: worker, Token: r.Attempt}
+}
+
+// LeaseLost is the refusal of a write fenced by l: the worker no longer
+// holds the run under that claim.
+func LeaseLost(l Lease) *Error {
+	return Errorf(CodeLeaseLost, "worker %s no longer holds run %s under its claim %d: another worker took it over after the lease ran out, or it was handed back or ended; the write was refused", l.Worker, l.RunID, l.Token)
+}
+
+// Incomplete is the refusal of a verdict over an execution that is not
+// finished or lacks step results (RunStore.FinishRun).
+func Incomplete(runID, caseTitle string, status RunStatus, results, steps int) *Error {
+	return Errorf(CodeConflict, "run %s has no verdict yet: case %q is %s with %d of its %d step results recorded; a verdict is written only with every result it summarises", runID, caseTitle, status, results, steps)
 }
 
 // RunFilter selects runs.
@@ -149,13 +187,19 @@ type StartRunParams struct {
 	// executor (Run.TriggeredBy) already has that many runs queued. A
 	// replayed idempotent call is never refused.
 	MaxQueued int
+	// MaxPerMinute, when positive, refuses the run with RATE_LIMITED when
+	// its executor started that many runs in the last minute (counted in
+	// the store, so across every instance on one database). A replayed
+	// idempotent call is never refused.
+	MaxPerMinute int
 }
 
 // RunStore keeps runs and executions and is the durable queue the workers
 // take runs from.
 type RunStore interface {
 	// CreateRun stores a queued run and its pending executions in one
-	// transaction, honouring p.Idempotency and p.MaxQueued. It returns the
+	// transaction, honouring p.Idempotency, p.MaxQueued and p.MaxPerMinute,
+	// and keeps Run.CallDepth. It returns the
 	// idempotency record (fresh or replayed) and whether it was replayed.
 	// Returns IDEMPOTENCY_CONFLICT, INVALID_ARGUMENT, RATE_LIMITED.
 	CreateRun(ctx context.Context, p StartRunParams) (rec *IdempotencyRecord, replayed bool, err error)
@@ -194,29 +238,48 @@ type RunStore interface {
 	// lease expired; nil when it is not claimable (taken or finished).
 	ClaimRunByID(ctx context.Context, runID, worker string, lease time.Duration) (*Run, error)
 
-	// RenewLease extends the worker's lease on a run. It returns the current
-	// run, so that the worker sees a cancellation request. Returns
-	// CONFLICT when the worker no longer holds the lease.
-	RenewLease(ctx context.Context, runID, worker string, lease time.Duration) (*Run, error)
+	// RenewLease extends the worker's lease on a run by d. It returns the
+	// current run, so that the worker sees a cancellation request. Returns
+	// LEASE_LOST when the worker no longer holds the run under l.
+	RenewLease(ctx context.Context, l Lease, d time.Duration) (*Run, error)
 
-	// StartExecution marks an execution running and forgets the step results
-	// of any earlier, interrupted attempt at it.
-	StartExecution(ctx context.Context, e *Execution) error
+	// The writes of a run's results and state below are fenced by the
+	// worker's lease: each is refused with LEASE_LOST, changing nothing,
+	// unless the worker still holds the run under l (the same claim, the
+	// run still running), checked atomically with the write.
 
-	// SaveStepResult stores (inserts or replaces) one step result and the
-	// execution's variables so far.
-	SaveStepResult(ctx context.Context, executionID string, r *StepResult, vars map[string]any) error
+	// StartExecution marks an execution of l's run running and forgets the
+	// step results of any earlier, interrupted attempt at it — all of them,
+	// or, resuming at e.ResumeFrom = n > 0, those of steps n and later
+	// (the variables stored with step n-1 are kept). Either way the
+	// execution's resume point goes back to 0.
+	StartExecution(ctx context.Context, l Lease, e *Execution) error
 
-	// FinishExecution stores the final state of an execution.
-	FinishExecution(ctx context.Context, e *Execution) error
+	// SuspendExecution records that an execution of l's run, interrupted
+	// before its step next (a worker stopping), may resume there: its
+	// steps before next are stored whole — their results and the
+	// variables the case held. Its next holder resumes it at next instead
+	// of running those steps again.
+	SuspendExecution(ctx context.Context, l Lease, executionID string, next int) error
 
-	// ReleaseRun puts a run the worker holds back in the queue (graceful
-	// shutdown): it becomes queued again and another worker resumes it.
-	ReleaseRun(ctx context.Context, runID, worker string) error
+	// SaveStepResult stores (inserts or replaces) one step result of an
+	// execution of l's run and the execution's variables so far.
+	SaveStepResult(ctx context.Context, l Lease, executionID string, r *StepResult, vars map[string]any) error
 
-	// FinishRun stores the final state of a run (with its post-run
-	// results) and releases its lease.
-	FinishRun(ctx context.Context, r *Run) error
+	// FinishExecution stores the final state of an execution of l's run.
+	FinishExecution(ctx context.Context, l Lease, e *Execution) error
+
+	// ReleaseRun puts l's run back in the queue (a graceful shutdown, a
+	// worker that cannot write): it becomes queued again and another
+	// worker resumes it.
+	ReleaseRun(ctx context.Context, l Lease) error
+
+	// FinishRun stores the final state of l's run (with its post-run
+	// results) and releases its lease. A verdict — passed or failed — is
+	// written only with every result it summarises: it is refused with
+	// CONFLICT while an execution is unfinished or lacks a step result. An
+	// error or a cancellation ends the unfinished executions with the run.
+	FinishRun(ctx context.Context, l Lease, r *Run) error
 
 	// RequestCancel asks a run to stop. A queued run is cancelled at once;
 	// a running one is cancelled by its worker. Returns NOT_FOUND.

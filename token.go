@@ -104,9 +104,18 @@ type AuditFilter struct {
 }
 
 // AuditStore keeps the audit trail.
+//
+// Besides these methods, every store writes the record of an AuditIntent
+// in ctx in the transaction of the first change it commits in that context
+// (audit.go): a change and its audit record are stored together or not at
+// all.
 type AuditStore interface {
 	// AppendAudit stores records in one transaction.
 	AppendAudit(ctx context.Context, recs []*AuditRecord) error
+	// CompleteAudit stores the final state of records written earlier with
+	// a change (by ID) — caller, method, tool, outcome, duration and sizes;
+	// not the time, trace or source — in one transaction.
+	CompleteAudit(ctx context.Context, recs []*AuditRecord) error
 	// FindAudit returns records matching filter, newest first.
 	FindAudit(ctx context.Context, filter AuditFilter) ([]*AuditRecord, error)
 }

@@ -305,7 +305,7 @@ func runCase(t *testing.T, f *fixture, c *duet.Case, user string) *duet.Run {
 		t.Fatalf("claim: %v", err)
 	}
 	e := engine.New(f.db, engine.Options{Invoker: f.reg})
-	if err := e.Execute(t.Context(), claimed); err != nil {
+	if err := e.Execute(t.Context(), duet.LeaseOf(claimed, "test"), claimed, nil); err != nil {
 		t.Fatal(err)
 	}
 	got, err := f.db.FindRunByID(t.Context(), "", run.ID)

@@ -147,6 +147,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	db = a.Telemetry.Store(db) // spans per store call; the run lifecycle as metrics and spans
 	a.Store = db
 	a.self.Add(cfg.Addr)
+	a.self.AddURL(cfg.PublicURL)
 	guard := NetPolicy(cfg, a.self) // http steps and browser navigations
 	a.Audit = audit.NewWriter(db, 0, log)
 	a.Browsers = NewBrowserPool(cfg, &guard, log)
@@ -157,7 +158,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	stepClient := guard.Client()
 	stepClient.Transport = a.Telemetry.Transport(stepClient.Transport, cfg.InTraceDomain) // http steps carry the run's traceparent into the trace domain
 	a.Engine = engine.New(db, engine.Options{
-		StepTimeout: cfg.StepTimeout, CaseTimeout: cfg.CaseTimeout, Parallel: cfg.Parallel,
+		StepTimeout: cfg.StepTimeout, CaseTimeout: cfg.CaseTimeout, Parallel: cfg.Parallel, MaxCallDepth: cfg.MaxCallDepth,
 		Browser: a.browsers, Artifacts: a.Artifacts, HTTPClient: stepClient,
 		OnEvent: opts.OnEvent, Logger: log, Invoker: a.Agent.Invoker,
 		Trace: trace.Mode(cfg.Trace), TraceMaxBytes: int64(cfg.TraceMaxBytes),
@@ -167,7 +168,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		Limits: catalog.Limits{
 			MaxConcurrent: cfg.MaxConcurrent, MaxPerCaller: cfg.MaxPerCaller, Timeout: cfg.CallTimeout,
 			MaxArgBytes: cfg.MaxArgBytes, MaxResultBytes: cfg.MaxResultBytes, IdempotencyTTL: cfg.IdempotencyTTL,
-			MaxQueuedRuns: cfg.MaxQueuedRuns,
+			MaxQueuedRuns: cfg.MaxQueuedRuns, MaxRunsPerMinute: cfg.MaxRunsPerMinute,
 		},
 		Auditor:    a.Telemetry.Auditor(a.Audit),
 		Observe:    a.Telemetry.Observe,
@@ -312,7 +313,8 @@ func (a *App) Handler(o ServeOptions) http.Handler {
 		Console:          webui.New(webui.Options{Service: a.API, Auth: a.Auth, Codes: httpapi.Codes, MaxBodyBytes: a.Config.MaxBodyBytes, Logger: a.Logger, Version: Version}),
 		ResourceMetadata: a.resourceMetadata, AuthServer: a.authServerHandler(),
 		Metrics: a.metricsOnMainPort(), MetricsToken: a.Config.MetricsToken,
-		Middleware: []func(http.Handler) http.Handler{a.Telemetry.Middleware},
+		Middleware:   []func(http.Handler) http.Handler{a.Telemetry.Middleware},
+		MaxCallDepth: a.Config.MaxCallDepth,
 	})
 	if o.Wrap != nil {
 		h = o.Wrap(h)
@@ -328,7 +330,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, o ServeOptions) error 
 		return err
 	}
 	a.ReportStopRelease()
-	srv := httpapi.NewServer(a.Handler(o), httpapi.ServerOptions{MaxConns: a.Config.MaxConnections})
+	srv := httpapi.NewServer(a.Handler(o), httpapi.ServerOptions{MaxConns: a.Config.MaxConnections, MaxUnauthenticated: a.Config.MaxUnauthenticated})
 	g, gctx := errgroup.WithContext(ctx)
 	a.self.Add(ln.Addr().String()) // tests may not call Duet's own API
 	g.Go(func() error {

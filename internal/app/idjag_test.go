@@ -36,7 +36,8 @@ func postForm(t *testing.T, u string, v url.Values) map[string]any {
 // identity provider, exchanges it there for an ID-JAG, trades that at
 // Duet's authorization server (JWT bearer grant) for an access token, and
 // calls Duet's tools as that person. An ID-JAG for another client is
-// refused.
+// refused. The client is another Duet: no Duet is an MCP server of itself
+// (docs/governance.md, "Loop budgets").
 func TestOAuthServerIdentityAssertion(t *testing.T) {
 	t.Parallel()
 	idp := mcptest.StartIDJAGProvider(t)
@@ -48,9 +49,10 @@ func TestOAuthServerIdentityAssertion(t *testing.T) {
 		"DUET_OAUTH_ISSUER": idp, "DUET_OAUTH_SERVER": "true", "DUET_OAUTH_CLIENT_ID": "duet-login",
 		"DUET_MCP_ALLOW_LOOPBACK": "true",
 	})
-	// Duet's client holds a session (an event stream) open to Duet's own
-	// server: close it before the server closes (cleanups run last first).
-	t.Cleanup(func() { a.MCPClient.Close() })
+	client := openAppEnv(t, map[string]string{"DUET_MCP_ALLOW_LOOPBACK": "true", "DUET_LOG_LEVEL": "error"})
+	// The client holds a session (an event stream) open to the server:
+	// close it before the server closes (cleanups run last first).
+	t.Cleanup(func() { client.MCPClient.Close() })
 	ctx := t.Context()
 	// The app's confidential client at Duet's authorization server, and
 	// the provider's administrator mapping it.
@@ -63,17 +65,17 @@ func TestOAuthServerIdentityAssertion(t *testing.T) {
 	postForm(t, idp+"/admin/clients", url.Values{"client_id": {"enterprise-app"}, "resource_client_id": {reg.ClientID}})
 	idToken := postForm(t, idp+"/login", url.Values{"user": {"alice"}, "password": {"verysecure"}, "client_id": {"enterprise-app"}})["id_token"].(string)
 
-	cctx := mcpclient.WithAuthorizer(ctx, a.MCPClient.AutoApprover())
-	if _, err := a.MCPClient.Register(cctx, mcpclient.Registration{Owner: "bob", Name: "duet", URL: base + "/mcp/http", OAuth: &mcpclient.OAuth{
+	cctx := mcpclient.WithAuthorizer(ctx, client.MCPClient.AutoApprover())
+	if _, err := client.MCPClient.Register(cctx, mcpclient.Registration{Owner: "bob", Name: "duet", URL: base + "/mcp/http", OAuth: &mcpclient.OAuth{
 		Grant: duet.AuthEnterprise, ClientID: reg.ClientID, ClientSecret: reg.ClientSecret, Issuer: base,
 		IdPIssuer: idp, IdPClientID: "enterprise-app", IDToken: idToken}}); err != nil {
 		t.Fatal(err)
 	}
-	s, err := a.MCPClient.Sync(cctx, "bob", "duet")
+	s, err := client.MCPClient.Sync(cctx, "bob", "duet")
 	if err != nil {
 		t.Fatalf("sync through SEP-990: %v", err)
 	}
-	res, err := a.MCPClient.Invoke(cctx, duet.InvokeRequest{Executor: "bob", ServerKey: s.ServerKey, Tool: "list_test_tasks", Arguments: map[string]any{}, Source: duet.SourceCLI})
+	res, err := client.MCPClient.Invoke(cctx, duet.InvokeRequest{Executor: "bob", ServerKey: s.ServerKey, Tool: "list_test_tasks", Arguments: map[string]any{}, Source: duet.SourceCLI})
 	if err != nil || res.IsError {
 		t.Fatalf("list_test_tasks through SEP-990: %v %+v", err, res)
 	}

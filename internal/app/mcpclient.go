@@ -25,13 +25,17 @@ func (a *App) initMCPClient(opts Options) {
 		getenv = os.Getenv
 	}
 	a.loadKeyring = a.keyringLoader(getenv)
+	// Duet's own addresses and public name are refused, at registration and
+	// at every connection (a registered name may come to resolve to them):
+	// Duet is never an MCP server of itself.
 	a.MCPClient = mcpclient.New(mcpclient.Options{
-		Store:       a.Store,
-		Keyring:     a.loadKeyring,
-		Policy:      NetPolicy(a.Config, nil),
-		CallTimeout: a.Config.MCPCallTimeout,
-		Version:     Version,
-		Logger:      a.Logger,
+		Store:        a.Store,
+		Keyring:      a.loadKeyring,
+		Policy:       NetPolicy(a.Config, a.self),
+		CallTimeout:  a.Config.MCPCallTimeout,
+		MaxCallDepth: a.Config.MaxCallDepth,
+		Version:      Version,
+		Logger:       a.Logger,
 		// A span per request, and the W3C traceparent header to the
 		// servers inside the trace domain (DUET_TRACE_DOMAIN) only.
 		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return a.Telemetry.Transport(rt, a.Config.InTraceDomain) },

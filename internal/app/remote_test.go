@@ -391,7 +391,11 @@ cases:
 		case <-ctx.Done():
 		}
 	}()
-	if err := e.Execute(ctx, run); err != nil {
+	claimed, err := a.Store.ClaimRunByID(ctx, run.ID, "test", time.Minute)
+	if err != nil || claimed == nil {
+		t.Fatalf("claim: %+v %v", claimed, err)
+	}
+	if err := e.Execute(ctx, duet.LeaseOf(claimed, "test"), claimed, nil); err != nil {
 		t.Fatal(err)
 	}
 	execs, _ := a.Store.FindExecutions(ctx, run.ID)

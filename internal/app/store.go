@@ -81,6 +81,15 @@ func baseName(p string) string {
 	return p
 }
 
+// SchemaNewer returns SCHEMA_TOO_NEW when the database's schema version is
+// past every migration of ms (those this build knows), naming both.
+func SchemaNewer(ms []Migration, version int64) error {
+	if len(ms) > 0 && version > ms[len(ms)-1].Version {
+		return duet.Errorf(duet.CodeSchemaTooNew, "the database schema is at version %d, newer than this duet knows (%d): upgrade duet (or restore a backup to go back)", version, ms[len(ms)-1].Version)
+	}
+	return nil
+}
+
 // MigrationStatus returns every migration this build knows with its state
 // in the configured database, and the database's schema version. It
 // changes nothing. Returns UNAVAILABLE, INVALID_ARGUMENT.
@@ -100,10 +109,13 @@ func MigrationStatus(ctx context.Context, cfg *config.Config) ([]Migration, int6
 // MigrateUp applies every pending migration to the configured database and
 // returns those it applied. Instances do the same when they start; an
 // operator runs it first to migrate before rolling out. Returns
-// UNAVAILABLE, INVALID_ARGUMENT.
+// UNAVAILABLE, INVALID_ARGUMENT, SCHEMA_TOO_NEW.
 func MigrateUp(ctx context.Context, cfg *config.Config) ([]Migration, error) {
-	before, _, err := MigrationStatus(ctx, cfg)
+	before, version, err := MigrationStatus(ctx, cfg)
 	if err != nil {
+		return nil, err
+	}
+	if err := SchemaNewer(before, version); err != nil {
 		return nil, err
 	}
 	if cfg.Engine() == config.EnginePostgres {

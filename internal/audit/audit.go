@@ -1,6 +1,15 @@
 // Package audit writes the audit trail: records are queued and stored in
 // batches by one goroutine, so a call never waits on the database for its
 // audit row, and nothing queued is lost on a clean shutdown.
+//
+// A call that changes data does not depend on this writer for its row: the
+// store writes it in the change's own transaction (duet.AuditIntent), and
+// the writer only completes it — a record handed to Record with an ID
+// stores the call's final outcome, duration and result size in that row.
+// What a crash can lose is therefore bounded to the records of calls that
+// changed nothing (reads, refusals) queued since the last flush (every
+// interval: 100 ms by default), and the completions of rows already
+// stored.
 package audit
 
 import (
@@ -42,15 +51,23 @@ func NewWriter(store duet.AuditStore, interval time.Duration, log *slog.Logger) 
 	return w
 }
 
-// Record queues rec. When the queue is full it waits: audit rows are never
-// dropped. After Close, records are stored synchronously.
+// Record queues rec: a new record, or — rec.ID set — the completion of
+// the record a change stored (duet.AuditIntent). When the queue is full it
+// waits: audit rows are never dropped. After Close, records are stored
+// synchronously.
 func (w *Writer) Record(rec *duet.AuditRecord) {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
 	if w.closed {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if err := w.store.AppendAudit(ctx, []*duet.AuditRecord{rec}); err != nil {
+		var err error
+		if rec.ID != 0 {
+			err = w.store.CompleteAudit(ctx, []*duet.AuditRecord{rec})
+		} else {
+			err = w.store.AppendAudit(ctx, []*duet.AuditRecord{rec})
+		}
+		if err != nil {
 			w.log.Error("storing an audit record", "err", err)
 		}
 		return
@@ -62,28 +79,51 @@ func (w *Writer) loop() {
 	defer close(w.done)
 	t := time.NewTicker(w.interval)
 	defer t.Stop()
-	var batch []*duet.AuditRecord
+	var batch, completions []*duet.AuditRecord
 	waiting := false // the database was unavailable at the last flush
-	flush := func() {
-		if len(batch) == 0 {
-			return
+	// store stores recs with fn and reports whether they are done with:
+	// stored, or failed for good (logged). A database away for a moment (a
+	// restart, a failover) keeps them for the next flush, up to
+	// maxPending of them.
+	store := func(recs []*duet.AuditRecord, fn func(context.Context, []*duet.AuditRecord) error) bool {
+		if len(recs) == 0 {
+			return true
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := w.store.AppendAudit(ctx, batch); err != nil {
-			// A database away for a moment (a restart, a failover) keeps
-			// the records for the next flush, up to maxPending of them.
-			if duet.ErrorCode(err) == duet.CodeUnavailable && len(batch) < maxPending {
-				if !waiting {
-					w.log.Warn("audit records wait for the database", "records", len(batch), "err", err)
-				}
-				waiting = true
-				return
+		err := fn(ctx, recs)
+		if err == nil {
+			return true
+		}
+		if duet.ErrorCode(err) == duet.CodeUnavailable && len(recs) < maxPending {
+			if !waiting {
+				w.log.Warn("audit records wait for the database", "records", len(recs), "err", err)
 			}
-			w.log.Error("storing audit records", "records", len(batch), "err", err)
+			waiting = true
+			return false
+		}
+		w.log.Error("storing audit records", "records", len(recs), "err", err)
+		return true
+	}
+	flush := func() {
+		if store(batch, w.store.AppendAudit) {
+			batch = nil
+		} else {
+			return
+		}
+		if store(completions, w.store.CompleteAudit) {
+			completions = nil
+		} else {
+			return
 		}
 		waiting = false
-		batch = nil
+	}
+	add := func(rec *duet.AuditRecord) {
+		if rec.ID != 0 {
+			completions = append(completions, rec)
+		} else {
+			batch = append(batch, rec)
+		}
 	}
 	for {
 		select {
@@ -92,8 +132,8 @@ func (w *Writer) loop() {
 				flush()
 				return
 			}
-			batch = append(batch, rec)
-			if len(batch) >= 256 {
+			add(rec)
+			if len(batch)+len(completions) >= 256 {
 				flush()
 			}
 		case <-t.C:
@@ -106,7 +146,7 @@ func (w *Writer) loop() {
 						drained = true
 						break
 					}
-					batch = append(batch, rec)
+					add(rec)
 				default:
 					drained = true
 				}

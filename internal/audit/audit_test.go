@@ -82,3 +82,27 @@ func TestDatabaseAwayLosesNothing(t *testing.T) {
 		t.Fatalf("after the database came back: got %d records, want 50", len(recs))
 	}
 }
+
+// TestCompletesTheRecordOfAChange: a record the change's transaction
+// stored (duet.AuditIntent) is completed by the writer — the call's final
+// outcome, duration and result size in the same row — not stored twice.
+func TestCompletesTheRecordOfAChange(t *testing.T) {
+	t.Parallel()
+	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "d.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	w := audit.NewWriter(db, time.Hour, nil)
+	in := duet.NewAuditIntent(duet.AuditRecord{Time: time.Now(), TraceID: "change", CallSource: duet.SourceCLI, Caller: "u", Method: "token.create"})
+	if err := db.CreateToken(duet.WithAuditIntent(t.Context(), in), &duet.Token{UserID: "u", Hash: "h"}); err != nil {
+		t.Fatal(err)
+	}
+	w.Record(&duet.AuditRecord{ID: in.Close(), Time: time.Now(), TraceID: "change", CallSource: duet.SourceCLI, Caller: "u", Method: "token.create",
+		Outcome: duet.CodeTimeout, DurationUs: 777, ResultBytes: 12})
+	w.Close()
+	recs, _ := db.FindAudit(t.Context(), duet.AuditFilter{TraceID: "change"})
+	if len(recs) != 1 || recs[0].Outcome != duet.CodeTimeout || recs[0].DurationUs != 777 || recs[0].ResultBytes != 12 {
+		t.Fatalf("got %+v, want the one record, completed", recs)
+	}
+}

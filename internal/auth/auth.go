@@ -134,8 +134,18 @@ func ValidUserID(s string) bool { return duet.ValidUserID(s) == nil }
 
 // Authenticate identifies the caller of r. Returns UNAUTHENTICATED (with a
 // message safe to show) when the request has no valid credentials, and
-// INVALID_ARGUMENT when credentials were put in the URL.
+// INVALID_ARGUMENT when credentials were put in the URL. Valid credentials
+// — a valid gateway key too, whatever its user header — set the request's
+// mark (WithRequestMark).
 func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request) (Identity, error) {
+	id, err := a.authenticate(ctx, r)
+	if err == nil || id.ViaGateway {
+		markAuthenticated(r.Context())
+	}
+	return id, err
+}
+
+func (a *Authenticator) authenticate(ctx context.Context, r *http.Request) (Identity, error) {
 	q := r.URL.Query()
 	for _, p := range credentialParams {
 		for k := range q {

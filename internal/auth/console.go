@@ -161,8 +161,17 @@ func OverTLS(r *http.Request) bool {
 // session of that user, start says whether to start one (the console's
 // pages, which carry its CSRF token: NewCookie is then the value to set)
 // or not (the REST API: such a request may only read). Returns
-// UNAUTHENTICATED.
+// UNAUTHENTICATED. Valid credentials set the request's mark
+// (WithRequestMark).
 func (a *Authenticator) AuthenticateConsole(ctx context.Context, r *http.Request, start bool) (Identity, error) {
+	id, err := a.authenticateConsole(ctx, r, start)
+	if err == nil {
+		markAuthenticated(r.Context())
+	}
+	return id, err
+}
+
+func (a *Authenticator) authenticateConsole(ctx context.Context, r *http.Request, start bool) (Identity, error) {
 	var sess *duet.Session
 	if c, err := r.Cookie(SessionCookie); err == nil && c.Value != "" && a.console.Sessions != nil {
 		s, err := a.console.Sessions.FindSession(ctx, hashSession(c.Value))

@@ -225,13 +225,16 @@ func recordApproval(ctx context.Context, env *Env, p pendingApproval) error {
 	c := p.c
 	start := env.Catalog.opts.Now()
 	ap := &duet.CaseApproval{User: env.Caller.UserID, CaseID: c.ID, Version: c.Version, DestinationsHash: p.review.DestinationsHash}
-	err := env.Store.ApproveCase(ctx, ap)
-	outcome := duet.OutcomeOK
+	// The approval and its audit record are stored in one transaction.
+	rec := duet.AuditRecord{Time: start, TraceID: env.Caller.TraceID, CallSource: env.Caller.Source, Caller: env.Caller.UserID, Method: "case.approve", Tool: c.ID}
+	intent := duet.NewAuditIntent(rec)
+	err := env.Store.ApproveCase(duet.WithAuditIntent(ctx, intent), ap)
+	rec.Outcome = duet.OutcomeOK
 	if err != nil {
-		outcome = duet.ErrorCode(err)
+		rec.Outcome = duet.ErrorCode(err)
 	}
-	env.Catalog.Audit(&duet.AuditRecord{Time: start, TraceID: env.Caller.TraceID, CallSource: env.Caller.Source, Caller: env.Caller.UserID,
-		Method: "case.approve", Tool: c.ID, Outcome: outcome, DurationUs: env.Catalog.opts.Now().Sub(start).Microseconds()})
+	rec.ID, rec.DurationUs = intent.Close(), env.Catalog.opts.Now().Sub(start).Microseconds()
+	env.Catalog.Audit(&rec)
 	if duet.ErrorCode(err) == duet.CodeConflict {
 		return duet.Errorf(duet.CodeApprovalRequired, "case %s changed while you were asked (it has a new version now): call again to review it", c.ID)
 	}

@@ -201,6 +201,9 @@ type Limits struct {
 	MaxResultBytes int           // size of a result; 0 means 4 MiB
 	IdempotencyTTL time.Duration // how long start_test_run keys are remembered; 0 means 24h
 	MaxQueuedRuns  int           // runs one executor may have queued; 0 means 20
+	// MaxRunsPerMinute is how many runs one executor may start in a
+	// minute, on every instance of the database together; 0 means 60.
+	MaxRunsPerMinute int
 	// StreamTimeout bounds a call that streams progress to the end of its
 	// work (start_test_run with a progress token) in place of Timeout;
 	// 0 means 30m.
@@ -244,6 +247,9 @@ func (l *Limits) defaults() {
 	}
 	if l.MaxQueuedRuns <= 0 {
 		l.MaxQueuedRuns = 20
+	}
+	if l.MaxRunsPerMinute <= 0 {
+		l.MaxRunsPerMinute = 60
 	}
 	if l.StreamTimeout <= 0 {
 		l.StreamTimeout = 30 * time.Minute
@@ -613,7 +619,10 @@ func (c *Catalog) Admit(ctx context.Context, op Op) (context.Context, func(), er
 // Govern runs fn as op through the governance pipeline: identity, argument
 // size, concurrency caps (unless ctx already holds a slot taken with Admit),
 // a per-call timeout, fn itself, the result-size cap and an audit record
-// (outcome, duration, sizes; never values). fn returns the size in bytes of
+// (outcome, duration, sizes; never values). The first change fn stores
+// writes that record in its own transaction (duet.AuditIntent in fn's
+// context), so a crash cannot keep the change and lose its record; the
+// record's outcome, duration and result size are completed when fn ends. fn returns the size in bytes of
 // the result it built; ResultBudget(ctx) tells it the cap before it builds
 // one. Govern returns fn's error (a missed deadline becomes TIMEOUT, a panic
 // INTERNAL), a refusal (UNAUTHENTICATED, TOO_LARGE, RATE_LIMITED), or
@@ -651,6 +660,11 @@ func (c *Catalog) Govern(ctx context.Context, op Op, fn func(ctx context.Context
 	if c.opts.Observe != nil {
 		ctx, end = c.opts.Observe(ctx, op)
 	}
+	// A change the call makes is stored with the call's audit record, in
+	// one transaction (duet.AuditIntent); the record is completed below.
+	intent := duet.NewAuditIntent(duet.AuditRecord{Time: start, TraceID: op.Caller.TraceID, CallSource: op.Caller.Source, Caller: op.Caller.UserID,
+		Method: op.Method, Tool: op.Name, ArgBytes: op.ArgBytes})
+	ctx = duet.WithAuditIntent(ctx, intent)
 	size, err := runSafely(ctx, fn)
 	if err != nil && !op.Stream && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		err = duet.WrapError(duet.CodeTimeout, err, "the call did not finish within %s", timeout)
@@ -667,6 +681,7 @@ func (c *Catalog) Govern(ctx context.Context, op Op, fn func(ctx context.Context
 		}
 	}
 	c.Audit(&duet.AuditRecord{ // op.Caller passed checkCaller
+		ID:   intent.Close(), // the record a change stored, completed; else a new one
 		Time: start, TraceID: op.Caller.TraceID, CallSource: op.Caller.Source, Caller: op.Caller.UserID,
 		Method: op.Method, Tool: op.Name, Outcome: outcome, ArgBytes: op.ArgBytes, ResultBytes: size,
 		DurationUs: c.opts.Now().Sub(start).Microseconds(),

@@ -62,14 +62,23 @@ func TestRunIsATask(t *testing.T) {
 	}
 	execs, _, _ := db.FindExecutionPage(t.Context(), duet.ExecutionFilter{RunID: id, Limit: 10})
 	now := time.Now()
+	l := duet.LeaseOf(r, "w1")
+	full, _ := db.FindExecutions(t.Context(), id)
+	for _, x := range full {
+		for _, st := range x.Steps {
+			if err := db.SaveStepResult(t.Context(), l, x.ID, &duet.StepResult{Index: st.Index, Kind: st.Kind, Name: st.Name, Status: duet.StatusPassed}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	for _, x := range execs {
 		x.Status, x.StartedAt, x.FinishedAt = duet.StatusPassed, &now, &now
-		if err := db.FinishExecution(t.Context(), x); err != nil {
+		if err := db.FinishExecution(t.Context(), l, x); err != nil {
 			t.Fatal(err)
 		}
 	}
 	r.Status, r.FinishedAt = duet.StatusPassed, &now
-	if err := db.FinishRun(t.Context(), r); err != nil {
+	if err := db.FinishRun(t.Context(), l, r); err != nil {
 		t.Fatal(err)
 	}
 	v, err := c.GetTask(t.Context(), alice, id)

@@ -641,8 +641,9 @@ func (o StartRunOut) Text() string {
 }
 
 // StartRun starts a run of a task as the caller; it is start_test_run, and the
-// CLI and REST paths call it too. Returns NOT_FOUND, INVALID_ARGUMENT,
-// IDEMPOTENCY_CONFLICT.
+// CLI and REST paths call it too. The run keeps the caller's call depth.
+// Returns NOT_FOUND, INVALID_ARGUMENT, IDEMPOTENCY_CONFLICT, RATE_LIMITED
+// (Limits.MaxQueuedRuns, Limits.MaxRunsPerMinute).
 func (c *Catalog) StartRun(ctx context.Context, caller duet.Caller, in StartRunIn) (StartRunOut, error) {
 	env := &Env{Caller: caller, Store: c.store, Catalog: c, Progress: func(float64, float64, string) {}}
 	return startRun(ctx, env, in)
@@ -684,7 +685,8 @@ func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error)
 		args = append(args, in.Trace) // (a run without one hashes as before)
 	}
 	json.NewEncoder(h).Encode(args)
-	run := &duet.Run{TaskID: task.ID, TriggeredBy: env.Caller.UserID, CallSource: env.Caller.Source, TraceID: env.Caller.TraceID, Device: in.Device, Trace: in.Trace}
+	run := &duet.Run{TaskID: task.ID, TriggeredBy: env.Caller.UserID, CallSource: env.Caller.Source, TraceID: env.Caller.TraceID, Device: in.Device,
+		CallDepth: env.Caller.CallDepth, Trace: in.Trace}
 	var execs []*duet.Execution
 	for _, cs := range cases {
 		execs = append(execs, &duet.Execution{CaseID: cs.ID, CaseKey: cs.Key, CaseTitle: cs.Title, CaseVersion: cs.Version, Steps: cs.Steps, TimeoutMs: cs.TimeoutMs})
@@ -696,7 +698,8 @@ func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error)
 		ResultFunc: func(r *duet.Run) (json.RawMessage, error) {
 			return json.Marshal(StartRunOut{RunID: r.ID, TaskID: r.TaskID, Status: r.Status, CaseCount: len(execs)})
 		},
-		MaxQueued: c.opts.Limits.MaxQueuedRuns,
+		MaxQueued:    c.opts.Limits.MaxQueuedRuns,
+		MaxPerMinute: c.opts.Limits.MaxRunsPerMinute,
 	})
 	if err != nil {
 		return StartRunOut{}, err

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -40,10 +39,10 @@ and column.`,
 			}
 			defer a.Close()
 			user := asUser(cmd, a.Config)
-			start := time.Now()
-			suite, err := compiler.CompileSuite(cmd.Context(), src, file, a.CompilerOptions(cmd.Context(), user))
+			actx, done := auditing(cmd.Context(), a, user, "apply", "")
+			suite, err := compiler.CompileSuite(actx, src, file, a.CompilerOptions(actx, user))
 			if err != nil {
-				audited(a, user, "apply", start, err)
+				done(err)
 				fmt.Fprintln(env.Stderr, duet.ErrorMessage(err))
 				return &exitError{1, fmt.Errorf("%s has errors; nothing was applied", file)}
 			}
@@ -54,8 +53,8 @@ and column.`,
 				fmt.Fprintf(env.Stdout, "%s compiles: task %q with %d case(s); nothing applied (--dry-run)\n", file, suite.Task.Name, len(suite.Cases))
 				return nil
 			}
-			res, err := a.Store.ApplySuite(cmd.Context(), user, suite)
-			audited(a, user, "apply", start, err)
+			res, err := a.Store.ApplySuite(actx, user, suite)
+			done(err)
 			if err != nil {
 				return err
 			}

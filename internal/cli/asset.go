@@ -12,6 +12,7 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/app"
+	"github.com/duet-test/duet/internal/escape"
 )
 
 func assetCmd(env Env) *cobra.Command {
@@ -96,9 +97,9 @@ func assetAddCmd(env Env) *cobra.Command {
 			case len(shareWith) > 0:
 				asset.SharedWith = shareWith
 			}
-			start := time.Now()
-			action, err := a.Store.SaveAsset(cmd.Context(), asset)
-			audited(a, user, "asset.add", start, err)
+			actx, done := auditing(cmd.Context(), a, user, "asset.add", "")
+			action, err := a.Store.SaveAsset(actx, asset)
+			done(err)
 			if err != nil {
 				return err
 			}
@@ -167,7 +168,7 @@ func assetListCmd(env Env) *cobra.Command {
 				}
 				if k != duet.AssetMCPServer {
 					for _, t := range s.Tools {
-						fmt.Fprintf(tw, "%s\t%s/%s\t-\t%s\t%s\n", duet.AssetMCPTool, s.Name, t.Name, "yours", oneLine(t.Description, 60))
+						fmt.Fprintf(tw, "%s\t%s/%s\t-\t%s\t%s\n", duet.AssetMCPTool, s.Name, escape.Text(t.Name), "yours", oneLine(t.Description, 60))
 					}
 				}
 			}
@@ -194,13 +195,26 @@ func nonNilServers(s []*duet.MCPServerAsset) []*duet.MCPServerAsset {
 	return s
 }
 
-// oneLine shortens s to one line of at most n runes.
+// oneLine shortens s, text another party may have written, to one line of
+// at most n runes, escaped (escape.Text) so that a table's columns line up.
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
+		s = string(r[:n-1]) + "…"
 	}
-	return s
+	return escape.Text(s)
+}
+
+// block prints text of several lines that another party may have written
+// (a skill's body, a tool's description): its lines as they are, ending
+// with a newline. Control characters are escaped on the way out (Main's
+// escape.Writer); Windows line ends are plain line ends.
+func block(w io.Writer, text string) {
+	text = strings.ReplaceAll(text, "\r\n", "\n")
+	fmt.Fprint(w, text)
+	if !strings.HasSuffix(text, "\n") {
+		fmt.Fprintln(w)
+	}
 }
 
 func assetShowCmd(env Env) *cobra.Command {
@@ -233,12 +247,10 @@ func assetShowCmd(env Env) *cobra.Command {
 			}
 			fmt.Fprintf(env.Stdout, "%s %s v%d (%s)\n", as.Kind, as.Ref(), as.Version, visibility(as))
 			if as.Description != "" {
-				fmt.Fprintln(env.Stdout, as.Description)
+				fmt.Fprintln(env.Stdout, escape.Text(as.Description))
 			}
-			fmt.Fprintf(env.Stdout, "updated %s\n\n%s", as.UpdatedAt.Local().Format(time.RFC3339), as.Body)
-			if !strings.HasSuffix(as.Body, "\n") {
-				fmt.Fprintln(env.Stdout)
-			}
+			fmt.Fprintf(env.Stdout, "updated %s\n\n", as.UpdatedAt.Local().Format(time.RFC3339))
+			block(env.Stdout, as.Body)
 			return nil
 		},
 	}
@@ -267,9 +279,11 @@ func showMCPAsset(cmd *cobra.Command, env Env, kind duet.AssetKind, ref string, 
 			if asJSON {
 				return printJSON(env.Stdout, s)
 			}
-			fmt.Fprintf(env.Stdout, "mcp-server %s (%s)\n%s\ntools:\n", s.Name, s.ServerKey, s.Description)
+			fmt.Fprintf(env.Stdout, "mcp-server %s (%s)\n", s.Name, s.ServerKey)
+			block(env.Stdout, s.Description)
+			fmt.Fprintln(env.Stdout, "tools:")
 			for _, t := range s.Tools {
-				fmt.Fprintf(env.Stdout, "  %s  %s\n", t.Name, oneLine(t.Description, 80))
+				fmt.Fprintf(env.Stdout, "  %s  %s\n", escape.Text(t.Name), oneLine(t.Description, 80))
 			}
 			return nil
 		}
@@ -280,7 +294,9 @@ func showMCPAsset(cmd *cobra.Command, env Env, kind duet.AssetKind, ref string, 
 			if asJSON {
 				return printJSON(env.Stdout, t)
 			}
-			fmt.Fprintf(env.Stdout, "mcp-tool %s/%s\n%s\ninput schema: %s\n", s.Name, t.Name, t.Description, string(t.InputSchema))
+			fmt.Fprintf(env.Stdout, "mcp-tool %s/%s\n", s.Name, escape.Text(t.Name))
+			block(env.Stdout, t.Description)
+			fmt.Fprintf(env.Stdout, "input schema: %s\n", string(t.InputSchema))
 			if len(t.OutputSchema) > 0 {
 				fmt.Fprintf(env.Stdout, "output schema: %s\n", string(t.OutputSchema))
 			}
@@ -306,9 +322,9 @@ func assetRmCmd(env Env) *cobra.Command {
 			}
 			defer a.Close()
 			user := asUser(cmd, a.Config)
-			start := time.Now()
-			err = a.Store.DeleteAsset(cmd.Context(), user, kind, args[1])
-			audited(a, user, "asset.rm", start, err)
+			actx, done := auditing(cmd.Context(), a, user, "asset.rm", "")
+			err = a.Store.DeleteAsset(actx, user, kind, args[1])
+			done(err)
 			if err != nil {
 				return err
 			}

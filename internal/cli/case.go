@@ -255,11 +255,10 @@ version) or changing where it can send data (the task's base URL, its
 post-run actions) needs a new approval.`,
 		Args: cobra.ExactArgs(1),
 		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			ctx := cmd.Context()
-			start := time.Now()
+			ctx, done := auditing(cmd.Context(), a, user, "case.approve", args[0])
 			c, err := a.Store.FindCaseByID(ctx, user, args[0])
 			if err != nil {
-				audited(a, user, "case.approve", start, err)
+				done(err)
 				return err
 			}
 			if version == 0 {
@@ -279,7 +278,7 @@ post-run actions) needs a new approval.`,
 			}
 			ap := &duet.CaseApproval{User: user, CaseID: c.ID, Version: version, DestinationsHash: r.DestinationsHash}
 			err = a.Store.ApproveCase(ctx, ap)
-			audited(a, user, "case.approve", start, err)
+			done(err)
 			if err != nil {
 				return err
 			}
@@ -310,9 +309,9 @@ func caseRevokeCmd(env Env) *cobra.Command {
 		Short: "Withdraw your approvals of every version of a case",
 		Args:  cobra.ExactArgs(1),
 		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			start := time.Now()
-			err := a.Store.RevokeCaseApproval(cmd.Context(), user, args[0])
-			audited(a, user, "case.revoke", start, err)
+			actx, done := auditing(cmd.Context(), a, user, "case.revoke", "")
+			err := a.Store.RevokeCaseApproval(actx, user, args[0])
+			done(err)
 			if err != nil {
 				return err
 			}

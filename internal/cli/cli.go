@@ -18,6 +18,7 @@ import (
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/app"
 	"github.com/duet-test/duet/internal/config"
+	"github.com/duet-test/duet/internal/escape"
 )
 
 // Env is the process environment the commands use (injected for tests).
@@ -26,6 +27,10 @@ type Env struct {
 	Stdin  io.ReadCloser
 	Stdout io.Writer
 	Stderr io.Writer
+
+	// raw is Stdout as given to Main, for the one stream that is a
+	// protocol and not text for a person: `duet mcp`'s JSON-RPC.
+	raw io.Writer
 }
 
 // exitError carries an exit code through cobra.
@@ -41,7 +46,22 @@ func usage(format string, args ...any) error {
 }
 
 // Main runs the command line and returns the exit code.
+//
+// Everything the commands print goes through one path, escape.Writer: a
+// name, a description, a skill, a message or a tool's text that another
+// party wrote — a colleague, a registered MCP server, a system under test —
+// reaches the terminal with its control characters escaped (no title,
+// clipboard or screen changes, no reordered text), whichever command prints
+// it. Commands that print such text on one line of a table or a listing
+// still pass it through escape.Text first, so that it cannot start a line
+// of its own.
 func Main(ctx context.Context, args []string, env Env) int {
+	out, errOut := escape.NewWriter(env.Stdout), escape.NewWriter(env.Stderr)
+	defer func() {
+		out.Flush()
+		errOut.Flush()
+	}()
+	env.raw, env.Stdout, env.Stderr = env.Stdout, out, errOut
 	root := newRoot(env)
 	root.SetArgs(args)
 	root.SetIn(env.Stdin)

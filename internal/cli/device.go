@@ -32,10 +32,9 @@ ready phone's model and Android version with "adb shell getprop", and shows whic
 in use by a run (a lease in the database). A phone that is not ready says why.`,
 		Args: cobra.NoArgs,
 		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, user string) error {
-			ctx := cmd.Context()
-			start := time.Now()
+			ctx, done := auditing(cmd.Context(), a, user, "device list", "")
 			devs, err := a.Android.ADB().Devices(ctx)
-			audited(a, user, "device list", start, err)
+			done(err)
 			if err != nil {
 				return err
 			}

@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -63,10 +62,10 @@ See docs/agent.md. "duet generate list" shows past generations and their cost.`,
 				return err
 			}
 			defer release()
-			start := time.Now()
+			actx, done := auditing(ctx, a, user, "generate", "")
 			fmt.Fprintf(env.Stderr, "generating a case for task %s %q as %s...\n", t.ID, t.Name, user)
-			res, err := ag.Generate(ctx, agent.Request{User: user, Task: t, Goal: goal, Skills: skills, Prompt: prompt, AllowTools: allowTools, AllowFlows: allowFlows})
-			audited(a, user, "generate", start, err)
+			res, err := ag.Generate(actx, agent.Request{User: user, Task: t, Goal: goal, Skills: skills, Prompt: prompt, AllowTools: allowTools, AllowFlows: allowFlows})
+			done(err)
 			if res != nil && !asJSON {
 				fmt.Fprintf(env.Stderr, "generation %s: %s\n", res.Generation.ID, agent.Summary(res.Generation))
 				for _, r := range res.Refused {

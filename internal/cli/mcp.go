@@ -45,7 +45,13 @@ exits are executed by "duet serve" or "duet worker", or by the next "duet mcp".`
 			}
 			done <- a.Worker.Run(wctx)
 		}()
-		err := a.MCP.ServeStdio(ctx, duet.Caller{UserID: a.Config.User}, env.Stdin, nopWriteCloser{env.Stdout})
+		// stdout is JSON-RPC for a program: written as it is (Main
+		// escapes what commands print for people).
+		stdout := env.raw
+		if stdout == nil {
+			stdout = env.Stdout
+		}
+		err := a.MCP.ServeStdio(ctx, duet.Caller{UserID: a.Config.User}, env.Stdin, nopWriteCloser{stdout})
 		stopWorkers()
 		<-done
 		if err != nil {

@@ -6,7 +6,15 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/app"
+)
+
+// The exit codes of `duet migrate` beyond 0 (success), 1 (a failure: the
+// database cannot be reached or read) and 2 (a usage or setup problem).
+const (
+	exitMigrationsPending = 3 // status: migrations are pending (an empty database too)
+	exitSchemaTooNew      = 4 // status, up: the schema is newer than this duet
 )
 
 func migrateCmd(env Env) *cobra.Command {
@@ -17,14 +25,28 @@ func migrateCmd(env Env) *cobra.Command {
 DUET_DATABASE_URL names. Every duet process applies pending migrations when it
 starts (on PostgreSQL under a lock, so instances starting together migrate once);
 run "duet migrate up" to migrate before rolling out a new version instead.
-An instance refuses to start against a schema newer than it knows.`,
+An instance refuses to start against a schema newer than it knows.
+
+Exit codes:
+  0  status: the schema is current; up: it is current now
+  1  the database cannot be reached or read
+  2  a usage or setup problem
+  3  status: migrations are pending (also for an empty database)
+  4  the schema is newer than this duet (SCHEMA_TOO_NEW): upgrade duet`,
 		Args: cobra.NoArgs,
 	}
 	var asJSON bool
 	status := &cobra.Command{
 		Use:   "status",
-		Short: "List the migrations this duet knows and which the database has",
-		Args:  cobra.NoArgs,
+		Short: "List the migrations this duet knows and which the database has (read-only)",
+		Long: `status lists the migrations this duet knows and which the database has applied.
+It only reads: an empty database stays empty (no version table is created), and a
+SQLite file that does not exist is not created.
+
+Exit codes: 0 the schema is current, 3 migrations are pending (an empty database
+too), 4 the schema is newer than this duet (upgrade duet), 1 the database cannot
+be reached or read, 2 a usage or setup problem.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := loadConfig(env)
 			if err != nil {
@@ -34,29 +56,47 @@ An instance refuses to start against a schema newer than it knows.`,
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return printJSON(env.Stdout, map[string]any{"database": cfg.DatabaseDescription(), "version": version, "migrations": ms})
-			}
-			fmt.Fprintf(env.Stdout, "database: %s\nschema version: %d\n", cfg.DatabaseDescription(), version)
-			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "VERSION\tNAME\tSTATE\tAPPLIED AT")
 			pending := 0
 			for _, m := range ms {
-				state, at := "pending", "-"
-				if m.Applied {
-					state, at = "applied", m.AppliedAt.Local().Format("2006-01-02 15:04:05")
-				} else {
+				if !m.Applied {
 					pending++
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", m.Version, m.Name, state, at)
 			}
-			if err := tw.Flush(); err != nil {
-				return err
+			newer := app.SchemaNewer(ms, version)
+			if asJSON {
+				state := "current"
+				switch {
+				case newer != nil:
+					state = "newer"
+				case pending > 0:
+					state = "pending"
+				}
+				if err := printJSON(env.Stdout, map[string]any{"database": cfg.DatabaseDescription(), "version": version, "state": state, "pending": pending, "migrations": ms}); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintf(env.Stdout, "database: %s\nschema version: %d\n", cfg.DatabaseDescription(), version)
+				tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "VERSION\tNAME\tSTATE\tAPPLIED AT")
+				for _, m := range ms {
+					state, at := "pending", "-"
+					if m.Applied {
+						state, at = "applied", m.AppliedAt.Local().Format("2006-01-02 15:04:05")
+					}
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", m.Version, m.Name, state, at)
+				}
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				if newer == nil && pending > 0 {
+					fmt.Fprintf(env.Stdout, "%d pending: run `duet migrate up`\n", pending)
+				}
 			}
-			if len(ms) > 0 && version > ms[len(ms)-1].Version {
-				fmt.Fprintf(env.Stdout, "the database is at version %d, newer than this duet (%d): upgrade duet\n", version, ms[len(ms)-1].Version)
-			} else if pending > 0 {
-				fmt.Fprintf(env.Stdout, "%d pending: run `duet migrate up`\n", pending)
+			switch {
+			case newer != nil:
+				return &exitError{exitSchemaTooNew, newer}
+			case pending > 0:
+				return &exitError{exitMigrationsPending, nil}
 			}
 			return nil
 		},
@@ -65,13 +105,18 @@ An instance refuses to start against a schema newer than it knows.`,
 	up := &cobra.Command{
 		Use:   "up",
 		Short: "Apply every pending migration",
-		Args:  cobra.NoArgs,
+		Long: `up applies every pending migration, under the lock instances starting together
+also take. It refuses a schema newer than this duet: SCHEMA_TOO_NEW, exit code 4.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := loadConfig(env)
 			if err != nil {
 				return err
 			}
 			applied, err := app.MigrateUp(cmd.Context(), cfg)
+			if duet.ErrorCode(err) == duet.CodeSchemaTooNew {
+				return &exitError{exitSchemaTooNew, err}
+			}
 			if err != nil {
 				return err
 			}

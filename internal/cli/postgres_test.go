@@ -40,8 +40,8 @@ func TestEveryCommandOnPostgres(t *testing.T) {
 		"DUET_MCP_ALLOW_LOOPBACK": "true", "DUET_LOG_LEVEL": "debug", "ORDERS_TOKEN": canary, "HOME": home,
 	}}
 	latest, count := postgresMigrations(t)
-	out := e.must(t, "migrate", "status")
-	if !strings.Contains(out, "schema version: 0") || !strings.Contains(out, fmt.Sprintf("%d pending", count)) {
+	out, _, code := e.run(t, "migrate", "status")
+	if code != 3 || !strings.Contains(out, "schema version: 0") || !strings.Contains(out, fmt.Sprintf("%d pending", count)) {
 		t.Fatalf("migrate status of an empty database: %s", out)
 	}
 	if out := e.must(t, "migrate", "up"); strings.Count(out, "applied ") != count {

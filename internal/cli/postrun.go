@@ -13,6 +13,7 @@ import (
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/app"
 	"github.com/duet-test/duet/internal/engine"
+	"github.com/duet-test/duet/internal/escape"
 )
 
 // printPostRun shows a task's post-run actions (duet task show) and, for a
@@ -52,7 +53,7 @@ func printPostRun(ctx context.Context, w io.Writer, a *app.App, user string, t *
 				note = "  [needs your approval: duet task approve-post-run " + t.ID + "]"
 			}
 		}
-		fmt.Fprintf(w, "  %d. %s: on %s, %s of %s (%s)  input: %s%s\n", i+1, act.Name, act.On, act.ToolName, srv, act.ServerKey, orNone(strings.Join(inputs, ", ")), note)
+		fmt.Fprintf(w, "  %d. %s: on %s, %s of %s (%s)  input: %s%s\n", i+1, escape.Text(act.Name), act.On, escape.Text(act.ToolName), escape.Text(srv), act.ServerKey, escape.Text(orNone(strings.Join(inputs, ", "))), note)
 	}
 	return nil
 }
@@ -69,17 +70,17 @@ APPROVAL_REQUIRED (a note on the run; the verdict is unchanged). Review them fir
 author changes the actions, approve the new version again.`,
 		Args: cobra.ExactArgs(1),
 		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			start := time.Now()
-			t, err := a.ResolveTask(cmd.Context(), user, args[0])
+			actx, done := auditing(cmd.Context(), a, user, "task.approve-post-run", "")
+			t, err := a.ResolveTask(actx, user, args[0])
 			if err == nil {
 				var ap *duet.PostRunApproval
-				if ap, err = a.Store.ApprovePostRun(cmd.Context(), user, t.ID, duet.PostRunHash(t.PostRun)); err == nil {
+				if ap, err = a.Store.ApprovePostRun(actx, user, t.ID, duet.PostRunHash(t.PostRun)); err == nil {
 					fmt.Fprintf(env.Stdout, "approved the %d post-run action(s) of task %s (written by %s) for your runs, at %s\n",
 						len(t.PostRun), t.Name, t.PostRunBy, ap.ApprovedAt.Local().Format(time.DateTime))
 					err = printPostRun(cmd.Context(), env.Stdout, a, user, t)
 				}
 			}
-			audited(a, user, "task.approve-post-run", start, err)
+			done(err)
 			return err
 		}),
 	}

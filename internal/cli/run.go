@@ -13,6 +13,7 @@ import (
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/app"
 	"github.com/duet-test/duet/internal/catalog"
+	"github.com/duet-test/duet/internal/escape"
 )
 
 func runCmd(env Env) *cobra.Command {
@@ -146,7 +147,7 @@ func executeAndFollow(ctx context.Context, a *app.App, user, runID string, w io.
 				fmt.Fprintf(w, "run %s %s: %d passed, %d failed, %d error, %d cancelled of %d case(s) in %s\n", run.ID, strings.ToUpper(string(run.Status)),
 					run.Totals.Passed, run.Totals.Failed, run.Totals.Error, run.Totals.Cancelled, run.Totals.Cases, time.Since(started).Round(time.Millisecond))
 				if run.ErrorMessage != "" && run.Status != duet.StatusPassed {
-					fmt.Fprintf(w, "  %s: %s\n", run.ErrorCode, run.ErrorMessage)
+					fmt.Fprintf(w, "  %s: %s\n", run.ErrorCode, escape.Text(run.ErrorMessage))
 				}
 			}
 			return run, nil
@@ -195,7 +196,7 @@ func runShowCmd(env Env) *cobra.Command {
 			}
 			fmt.Fprintf(env.Stdout, "run %s of task %s: %s (triggered by %s via %s)\n", run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource)
 			if run.ErrorMessage != "" {
-				fmt.Fprintf(env.Stdout, "%s: %s\n", run.ErrorCode, run.ErrorMessage)
+				fmt.Fprintf(env.Stdout, "%s: %s\n", run.ErrorCode, escape.Text(run.ErrorMessage))
 			}
 			printProgress(env.Stdout, execs, map[string]int{})
 			printPostRunNotes(env.Stdout, run)
@@ -241,9 +242,9 @@ func runCancelCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "cancel RUN_ID", Short: "Cancel a queued or running run", Args: cobra.ExactArgs(1),
 		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			start := time.Now()
-			run, err := a.Catalog.CancelRun(cmd.Context(), duet.Caller{UserID: user, Source: duet.SourceCLI}, args[0])
-			audited(a, user, "run.cancel", start, err)
+			actx, done := auditing(cmd.Context(), a, user, "run.cancel", "")
+			run, err := a.Catalog.CancelRun(actx, duet.Caller{UserID: user, Source: duet.SourceCLI}, args[0])
+			done(err)
 			if err != nil {
 				return err
 			}

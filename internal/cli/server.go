@@ -127,12 +127,12 @@ URL (http only for loopback addresses).`,
 			defer a.Close()
 			user := asUser(cmd, a.Config)
 			ctx := cmd.Context()
-			start := time.Now()
-			s, err := a.MCPClient.Register(ctx, mcpclient.Registration{Owner: user, Name: name, URL: url, Headers: headers, OAuth: oauth, Replace: replace})
+			actx, done := auditing(ctx, a, user, "server.add", "")
+			s, err := a.MCPClient.Register(actx, mcpclient.Registration{Owner: user, Name: name, URL: url, Headers: headers, OAuth: oauth, Replace: replace})
 			if oauth != nil {
 				oauth.ClientSecret, oauth.PrivateKey = "", ""
 			}
-			audited(a, user, "server.add", start, err)
+			done(err)
 			if duet.ErrorCode(err) == duet.CodeConflict {
 				return conflictHint(cmd, a, user, err)
 			} else if err != nil {
@@ -141,10 +141,10 @@ URL (http only for loopback addresses).`,
 			var syncErr error
 			// A person's authorization comes first: server login syncs.
 			if !noSync && s.Auth != duet.AuthOAuth {
-				start = time.Now()
+				sctx, done := auditing(ctx, a, user, "server.sync", "")
 				var synced *duet.MCPServer
-				synced, syncErr = a.MCPClient.Sync(ctx, user, s.Name)
-				audited(a, user, "server.sync", start, syncErr)
+				synced, syncErr = a.MCPClient.Sync(sctx, user, s.Name)
+				done(syncErr)
 				if syncErr == nil {
 					s = synced
 				}
@@ -298,9 +298,9 @@ For --auth client-credentials, login fetches a token at once (no browser).`,
 				defer ln.Close()
 				ctx = mcpclient.WithAuthorizer(ctx, ln.Authorizer())
 			}
-			start := time.Now()
-			st, err := a.MCPClient.Login(ctx, user, reg.Name)
-			audited(a, user, "server.login", start, err)
+			actx, done := auditing(ctx, a, user, "server.login", "")
+			st, err := a.MCPClient.Login(actx, user, reg.Name)
+			done(err)
 			if err != nil {
 				return err
 			}
@@ -308,9 +308,9 @@ For --auth client-credentials, login fetches a token at once (no browser).`,
 			if noSync {
 				return nil
 			}
-			start = time.Now()
-			s, err := a.MCPClient.Sync(ctx, user, reg.Name)
-			audited(a, user, "server.sync", start, err)
+			sctx, done := auditing(ctx, a, user, "server.sync", "")
+			s, err := a.MCPClient.Sync(sctx, user, reg.Name)
+			done(err)
 			if err != nil {
 				return err
 			}
@@ -495,9 +495,9 @@ func serverRemoveCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "remove NAME", Short: "Remove a registration, its credentials and its catalog", Args: cobra.ExactArgs(1),
 		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			start := time.Now()
-			err := a.MCPClient.Remove(cmd.Context(), user, args[0])
-			audited(a, user, "server.remove", start, err)
+			actx, done := auditing(cmd.Context(), a, user, "server.remove", "")
+			err := a.MCPClient.Remove(actx, user, args[0])
+			done(err)
 			if err != nil {
 				return err
 			}
@@ -513,9 +513,9 @@ func serverSyncCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "sync NAME", Short: "Fetch and archive a server's tool catalog again", Args: cobra.ExactArgs(1),
 		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			start := time.Now()
-			s, err := a.MCPClient.Sync(cmd.Context(), user, args[0])
-			audited(a, user, "server.sync", start, err)
+			actx, done := auditing(cmd.Context(), a, user, "server.sync", "")
+			s, err := a.MCPClient.Sync(actx, user, args[0])
+			done(err)
 			if err != nil {
 				return err
 			}

@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/app"
+	"github.com/duet-test/duet/internal/escape"
 )
 
 func taskCmd(env Env) *cobra.Command {
@@ -27,7 +27,7 @@ func taskCmd(env Env) *cobra.Command {
 			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tNAME\tOWNER\tBASE URL")
 			for _, t := range tasks {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, t.Name, t.Owner, t.BaseURL)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, escape.Text(t.Name), t.Owner, escape.Text(t.BaseURL))
 			}
 			tw.Flush()
 			fmt.Fprintf(env.Stdout, "%d task(s) visible to %s\n", total, user)
@@ -54,9 +54,9 @@ func taskCmd(env Env) *cobra.Command {
 			for _, c := range cases {
 				status := string(c.Status)
 				if c.Status == duet.CaseDraft {
-					status += " by " + c.CreatedBy // a sharee's draft is a proposal only the owner applies
+					status += " by " + escape.Text(c.CreatedBy) // a sharee's draft is a proposal only the owner applies
 				}
-				fmt.Fprintf(env.Stdout, "  %s  %s (key %s, v%d, %d steps, %s)\n", c.ID, c.Title, c.Key, c.Version, len(c.Steps), status)
+				fmt.Fprintf(env.Stdout, "  %s  %s (key %s, v%d, %d steps, %s)\n", c.ID, escape.Text(c.Title), c.Key, c.Version, len(c.Steps), status)
 			}
 			return printPostRun(cmd.Context(), env.Stdout, a, user, t) // postrun.go
 		}),
@@ -95,23 +95,23 @@ func shareTask(cmd *cobra.Command, env Env, ref string, share bool) error {
 	defer a.Close()
 	user := asUser(cmd, a.Config)
 	with, _ := cmd.Flags().GetString("with")
-	start := time.Now()
-	t, err := a.Store.FindTaskByName(cmd.Context(), user, ref)
-	if err != nil {
-		t, err = a.Store.FindTaskByID(cmd.Context(), user, ref)
-	}
-	if err == nil {
-		if share {
-			err = a.Store.ShareTask(cmd.Context(), user, t.ID, with)
-		} else {
-			err = a.Store.UnshareTask(cmd.Context(), user, t.ID, with)
-		}
-	}
 	method := "task.share"
 	if !share {
 		method = "task.unshare"
 	}
-	audited(a, user, method, start, err)
+	ctx, done := auditing(cmd.Context(), a, user, method, "")
+	t, err := a.Store.FindTaskByName(ctx, user, ref)
+	if err != nil {
+		t, err = a.Store.FindTaskByID(ctx, user, ref)
+	}
+	if err == nil {
+		if share {
+			err = a.Store.ShareTask(ctx, user, t.ID, with)
+		} else {
+			err = a.Store.UnshareTask(ctx, user, t.ID, with)
+		}
+	}
+	done(err)
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -45,9 +44,9 @@ func teamCreateCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "create NAME", Short: "Create a team (you are its first member and owner)", Args: cobra.ExactArgs(1),
 		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			start := time.Now()
-			t, err := a.Store.CreateTeam(cmd.Context(), user, args[0])
-			audited(a, user, "team.create", start, err)
+			actx, done := auditing(cmd.Context(), a, user, "team.create", "")
+			t, err := a.Store.CreateTeam(actx, user, args[0])
+			done(err)
 			if err != nil {
 				return err
 			}
@@ -64,9 +63,9 @@ func teamAddCmd(env Env) *cobra.Command {
 		Use: "add TEAM USER...", Short: "Add members to a team you are in (as members)", Args: cobra.MinimumNArgs(2),
 		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
 			for _, u := range args[1:] {
-				start := time.Now()
-				err := a.Store.AddTeamMember(cmd.Context(), user, args[0], u)
-				audited(a, user, "team.add", start, err)
+				actx, done := auditing(cmd.Context(), a, user, "team.add", "")
+				err := a.Store.AddTeamMember(actx, user, args[0], u)
+				done(err)
 				if err != nil {
 					return err
 				}
@@ -83,9 +82,9 @@ func teamRemoveCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "remove TEAM USER", Short: "Remove a member (maintainers remove members, owners anyone), or yourself to leave; at once they stop seeing what is shared with it", Args: cobra.ExactArgs(2),
 		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			start := time.Now()
-			err := a.Store.RemoveTeamMember(cmd.Context(), user, args[0], args[1])
-			audited(a, user, "team.remove", start, err)
+			actx, done := auditing(cmd.Context(), a, user, "team.remove", "")
+			err := a.Store.RemoveTeamMember(actx, user, args[0], args[1])
+			done(err)
 			if err != nil {
 				return err
 			}
@@ -101,9 +100,9 @@ func teamRoleCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "role TEAM USER owner|maintainer|member", Short: "Give a member a role (you must be an owner; a team keeps an owner)", Args: cobra.ExactArgs(3),
 		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			start := time.Now()
-			err := a.Store.SetTeamRole(cmd.Context(), user, args[0], args[1], duet.TeamRole(args[2]))
-			audited(a, user, "setTeamRole", start, err)
+			actx, done := auditing(cmd.Context(), a, user, "setTeamRole", "")
+			err := a.Store.SetTeamRole(actx, user, args[0], args[1], duet.TeamRole(args[2]))
+			done(err)
 			if err != nil {
 				return err
 			}
@@ -119,9 +118,9 @@ func teamDeleteCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "delete TEAM", Short: "Delete a team you own, with its dependency list and every share with it (it must own no task)", Args: cobra.ExactArgs(1),
 		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			start := time.Now()
-			err := a.Store.DeleteTeam(cmd.Context(), user, args[0])
-			audited(a, user, "deleteTeam", start, err)
+			actx, done := auditing(cmd.Context(), a, user, "deleteTeam", "")
+			err := a.Store.DeleteTeam(actx, user, args[0])
+			done(err)
 			if err != nil {
 				return err
 			}
@@ -255,9 +254,9 @@ func teamServerCmd(env Env) *cobra.Command {
 				ts.Tools = append(ts.Tools, &duet.MCPToolAsset{Name: t.Name, Title: t.Title, Description: t.Description,
 					InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations})
 			}
-			start := time.Now()
-			err = a.Store.SaveTeamServer(ctx, ts)
-			audited(a, user, "team.server.add", start, err)
+			actx, done := auditing(ctx, a, user, "team.server.add", "")
+			err = a.Store.SaveTeamServer(actx, ts)
+			done(err)
 			if err != nil {
 				return err
 			}
@@ -270,9 +269,9 @@ func teamServerCmd(env Env) *cobra.Command {
 	remove := &cobra.Command{
 		Use: "remove TEAM NAME", Short: "Remove a server from the team's list", Args: cobra.ExactArgs(2),
 		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			start := time.Now()
-			err := a.Store.DeleteTeamServer(cmd.Context(), user, args[0], args[1])
-			audited(a, user, "team.server.remove", start, err)
+			actx, done := auditing(cmd.Context(), a, user, "team.server.remove", "")
+			err := a.Store.DeleteTeamServer(actx, user, args[0], args[1])
+			done(err)
 			if err != nil {
 				return err
 			}
@@ -341,15 +340,15 @@ register prints the entry's address and stops.`,
 				headers[strings.TrimSpace(h)] = env.Getenv(strings.TrimSpace(v))
 			}
 			fmt.Fprintf(env.Stderr, "registering %s from team %s: your credentials go to %s (serverKey %s, listed by %s)\n", d.Name, d.Team, d.URL, d.ServerKey, d.AddedBy)
-			start := time.Now()
-			s, err := a.MCPClient.Register(ctx, mcpclient.Registration{Owner: user, Name: d.Name, URL: d.URL, Headers: headers, ServerKey: d.ServerKey})
-			audited(a, user, "server.add", start, err)
+			actx, done := auditing(ctx, a, user, "server.add", "")
+			s, err := a.MCPClient.Register(actx, mcpclient.Registration{Owner: user, Name: d.Name, URL: d.URL, Headers: headers, ServerKey: d.ServerKey})
+			done(err)
 			if err != nil {
 				return err
 			}
-			start = time.Now()
-			synced, err := a.MCPClient.Sync(ctx, user, s.Name)
-			audited(a, user, "server.sync", start, err)
+			sctx, sdone := auditing(ctx, a, user, "server.sync", "")
+			synced, err := a.MCPClient.Sync(sctx, user, s.Name)
+			sdone(err)
 			if err != nil {
 				fmt.Fprintf(env.Stderr, "registered %s, but its catalog could not be synced; fix the cause and run `duet server sync %s`\n", s.Name, s.Name)
 				return err
@@ -384,10 +383,9 @@ MCP registrations and credentials.`,
 			if err != nil {
 				return err
 			}
-			start := time.Now()
-			tr, err := a.Store.TransferTask(ctx, user, t.ID, to)
-			a.Audit.Record(&duet.AuditRecord{Time: start, TraceID: duet.NewTraceID(), CallSource: duet.SourceCLI, Caller: user,
-				Method: "task.transfer", Tool: t.ID, Outcome: outcomeOf(err), DurationUs: time.Since(start).Microseconds()})
+			actx, done := auditing(ctx, a, user, "task.transfer", t.ID)
+			tr, err := a.Store.TransferTask(actx, user, t.ID, to)
+			done(err)
 			if err != nil {
 				return err
 			}
@@ -398,11 +396,4 @@ MCP registrations and credentials.`,
 	cmd.Flags().StringVar(&to, "to", "", "the new owner: a user id or team:NAME")
 	addAs(cmd)
 	return cmd
-}
-
-func outcomeOf(err error) duet.Code {
-	if err != nil {
-		return duet.ErrorCode(err)
-	}
-	return duet.OutcomeOK
 }

@@ -35,9 +35,9 @@ func tokenCmd(env Env) *cobra.Command {
 				e := time.Now().Add(expires)
 				t.ExpiresAt = &e
 			}
-			start := time.Now()
-			err = a.Store.CreateToken(cmd.Context(), t)
-			audited(a, user, "token.create", start, err)
+			actx, done := auditing(cmd.Context(), a, user, "token.create", "")
+			err = a.Store.CreateToken(actx, t)
+			done(err)
 			if err != nil {
 				return err
 			}
@@ -85,9 +85,9 @@ func tokenCmd(env Env) *cobra.Command {
 				return err
 			}
 			return withApp(env, func(cmd *cobra.Command, args []string, a *app.App, _ string) error {
-				start := time.Now()
-				err := a.Store.DeleteToken(cmd.Context(), user, args[0])
-				audited(a, user, "token.revoke", start, err)
+				actx, done := auditing(cmd.Context(), a, user, "token.revoke", "")
+				err := a.Store.DeleteToken(actx, user, args[0])
+				done(err)
 				if err != nil {
 					return err
 				}

@@ -78,12 +78,21 @@ func (f *userIDFlag) Set(v string) error {
 	return nil
 }
 
-// audited records a CLI action in the audit trail.
-func audited(a *app.App, user, method string, start time.Time, err error) {
-	outcome := duet.OutcomeOK
-	if err != nil {
-		outcome = duet.ErrorCode(err)
+// auditing starts the audit record of a CLI action (method, on tool if
+// any) and returns the context the action runs in and the function that
+// ends the record with the action's error. The first change the action
+// stores in that context writes the record in the change's own transaction
+// (duet.AuditIntent): a change is never kept without its record; done
+// completes it (or records it, for an action that changed nothing).
+func auditing(ctx context.Context, a *app.App, user, method, tool string) (context.Context, func(error)) {
+	rec := duet.AuditRecord{Time: time.Now(), TraceID: duet.NewTraceID(), CallSource: duet.SourceCLI, Caller: user, Method: method, Tool: tool}
+	intent := duet.NewAuditIntent(rec)
+	return duet.WithAuditIntent(ctx, intent), func(err error) {
+		rec.Outcome = duet.OutcomeOK
+		if err != nil {
+			rec.Outcome = duet.ErrorCode(err)
+		}
+		rec.ID, rec.DurationUs = intent.Close(), time.Since(rec.Time).Microseconds()
+		a.Audit.Record(&rec)
 	}
-	a.Audit.Record(&duet.AuditRecord{Time: start, TraceID: duet.NewTraceID(), CallSource: duet.SourceCLI, Caller: user,
-		Method: method, Outcome: outcome, DurationUs: time.Since(start).Microseconds()})
 }

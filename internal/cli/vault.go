@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -31,7 +30,7 @@ file once nothing needs them. Running servers pick the new key up by themselves.
 			if info.Generated {
 				fmt.Fprintf(env.Stderr, "generated a new master key at %s; back it up: without it stored credentials cannot be decrypted\n", info.Path)
 			}
-			start := time.Now()
+			actx, done := auditing(cmd.Context(), a, asUser(cmd, a.Config), "vault.rotate", "")
 			if !rewrapOnly {
 				if info.Source == vault.SourceEnv {
 					return usage("the master key comes from %s: set the new key there, move the old one to %s, then run `duet vault rotate --rewrap-only`",
@@ -43,8 +42,8 @@ file once nothing needs them. Running servers pick the new key up by themselves.
 				}
 				fmt.Fprintf(env.Stdout, "new primary key %s written to %s (previous keys kept)\n", id, info.Path)
 			}
-			res, err := a.MCPClient.Rewrap(cmd.Context())
-			audited(a, asUser(cmd, a.Config), "vault.rotate", start, err)
+			res, err := a.MCPClient.Rewrap(actx)
+			done(err)
 			if err != nil {
 				return err
 			}

@@ -76,6 +76,12 @@ type Config struct {
 
 	RunLease time.Duration // how long a worker holds a run without renewing it
 
+	// Loops and slow clients (docs/governance.md, "Loop budgets" and
+	// "Connections").
+	MaxUnauthenticated int // requests of one address reading bodies before presenting credentials, at once
+	MaxRunsPerMinute   int // runs one user may start in a minute, all instances together
+	MaxCallDepth       int // deepest call in a chain of Duet calls (Duet-Call-Depth)
+
 	// The web console.
 	Admins        []string      // DUET_ADMINS: users who see everyone's audit and invocation records
 	SSOUserHeader string        // DUET_SSO_USER_HEADER: the header an SSO proxy sets to the signed-in user
@@ -200,6 +206,8 @@ var options = []Option{
 	{Env: "DUET_ALLOWED_ORIGINS", Doc: "Comma-separated browser Origin values accepted (e.g. https://copilot.example). Default: none; requests without an Origin header (non-browser clients) are always accepted.",
 		set: func(c *Config, v string) error { c.AllowedOrigins = splitList(v); return nil }},
 	{Env: "DUET_MAX_CONNECTIONS", Default: "1024", Doc: "Open HTTP connections at once. At the limit the connection idle the longest is closed to make room; when all are busy, new ones wait.", set: intSet(func(c *Config) *int { return &c.MaxConnections }, 8, 1000000)},
+	{Env: "DUET_MAX_UNAUTHENTICATED_PER_ADDRESS", Default: "8", Doc: "Requests without credentials (console sign-in, OAuth client registration and token requests) that one client address — an IPv4 address, an IPv6 /64 — may have sending their bodies at once; another is refused (RATE_LIMITED, HTTP 429) and its connection closed, so that slow clients at one address cannot hold the connections others need. Behind a reverse proxy every client comes from the proxy's address and shares one budget: raise it there. See docs/governance.md, \"Connections\".",
+		set: intSet(func(c *Config) *int { return &c.MaxUnauthenticated }, 1, 100000)},
 	{Env: "DUET_MAX_CONCURRENT", Default: "64", Doc: "Tool calls in flight, all callers (excess: RATE_LIMITED, HTTP 429); and, counted apart, open streams (MCP subscriptions/listen, a run's live progress), all callers.", set: intSet(func(c *Config) *int { return &c.MaxConcurrent }, 1, 100000)},
 	{Env: "DUET_MAX_PER_CALLER", Default: "8", Doc: "Tool calls in flight per caller; and, counted apart, open streams per caller.", set: intSet(func(c *Config) *int { return &c.MaxPerCaller }, 1, 100000)},
 	{Env: "DUET_CALL_TIMEOUT", Default: "15s", Doc: "Time limit of one tool call.", set: durSet(func(c *Config) *time.Duration { return &c.CallTimeout })},
@@ -214,6 +222,10 @@ var options = []Option{
 	{Env: "DUET_MAX_ARG_BYTES", Default: "262144", Doc: "Largest tool-call arguments (TOO_LARGE beyond).", set: intSet(func(c *Config) *int { return &c.MaxArgBytes }, 256, 1<<30)},
 	{Env: "DUET_MAX_RESULT_BYTES", Default: "4194304", Doc: "Largest tool result (TOO_LARGE beyond).", set: intSet(func(c *Config) *int { return &c.MaxResultBytes }, 1024, 1<<30)},
 	{Env: "DUET_MAX_QUEUED_RUNS", Default: "20", Doc: "Runs one user may have queued (waiting for a worker) at once; starting another is RATE_LIMITED until some have started. Workers take runs fairly across users: the user with the fewest runs running first, then the one served least recently.", set: intSet(func(c *Config) *int { return &c.MaxQueuedRuns }, 1, 1000000)},
+	{Env: "DUET_MAX_RUNS_PER_MINUTE", Default: "60", Doc: "Runs one user may start in a minute, however they start them (MCP, MCP-Lite, REST, console, CLI) and on every instance of a PostgreSQL database together (counted in the database); the next is RATE_LIMITED, saying when one may start. A replayed start (same idempotency key) is never refused. See docs/governance.md, \"Loop budgets\".",
+		set: intSet(func(c *Config) *int { return &c.MaxRunsPerMinute }, 1, 1000000)},
+	{Env: "DUET_MAX_CALL_DEPTH", Default: "4", Doc: "The longest chain of Duet calls allowed: Duet sends Duet-Call-Depth on its MCP calls and http steps (one more than the call that started the run), a run keeps the depth of the request that started it, and a request or a call deeper than this is refused with CALL_DEPTH_EXCEEDED (HTTP 508), so no loop through one or more Duets grows without end. See docs/governance.md, \"Loop budgets\".",
+		set: intSet(func(c *Config) *int { return &c.MaxCallDepth }, 1, 64)},
 	{Env: "DUET_STOP_TOOL_USERS", Doc: "Who may see and call the stop_test_run MCP tool (stop a run; released gradually): comma-separated user ids, team:NAME for the members of a team, or * for everyone. A team is bound when Duet starts to the team of that name that exists then: one that does not exist grants nothing (a warning at start-up), nor does one created, or deleted and re-created, later, until a restart. Others do not see it in tools/list, and a call of it is PERMISSION_DENIED. Default: nobody. See docs/governance.md.",
 		set: func(c *Config, v string) error {
 			for _, u := range splitList(v) {

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/duet-test/duet"
-	"github.com/duet-test/duet/internal/engine"
 	"github.com/duet-test/duet/internal/sample"
 )
 
@@ -44,9 +43,7 @@ cases:
 	run := func(user string) *duet.Execution {
 		t.Helper()
 		r := startRun(t, db, res.Task, user)
-		if err := engine.New(db, opts).Execute(context.WithoutCancel(t.Context()), r); err != nil {
-			t.Fatal(err)
-		}
+		executeClaimed(t, db, opts, r, nil)
 		_, byKey := awaitRun(t, db, r.ID)
 		element = byKey["banner-element"]
 		return byKey["banner"]

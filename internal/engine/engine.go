@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/calldepth"
 	"github.com/duet-test/duet/internal/redact"
 	"github.com/duet-test/duet/internal/step"
 	"github.com/duet-test/duet/internal/trace"
@@ -69,6 +70,11 @@ type Options struct {
 	// context allows the task's base URL host (netguard.AllowURL), and so
 	// does the context of Browser.NewSession.
 	HTTPClient *http.Client
+	// MaxCallDepth bounds the Duet-Call-Depth of http steps: a step of a
+	// run whose calls would be deeper fails with CALL_DEPTH_EXCEEDED
+	// without a request (internal/calldepth); 0 means
+	// calldepth.DefaultMax. (The Invoker bounds mcpCall steps.)
+	MaxCallDepth int
 	// Invoker runs mcpCall steps; nil makes every mcpCall fail with
 	// MCP_SERVER_NOT_CONFIGURED.
 	Invoker duet.Invoker
@@ -107,6 +113,10 @@ type Options struct {
 	Trace         trace.Mode
 	TraceMaxBytes int64
 	TraceRecord   trace.RecordOptions
+	// WriteWait bounds how long a write of a run (a step result, a final
+	// state) waits for a database that is away; 0 means 30s. A write that
+	// still fails stops the run at once and gives it back to the queue.
+	WriteWait time.Duration
 	// OnEvent, if set, receives progress events (it must not block long).
 	OnEvent func(Event)
 	Logger  *slog.Logger
@@ -123,6 +133,9 @@ type Engine struct {
 
 // New returns an Engine over store.
 func New(store duet.Store, opts Options) *Engine {
+	if opts.MaxCallDepth <= 0 {
+		opts.MaxCallDepth = calldepth.DefaultMax
+	}
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{}
 	}
@@ -141,6 +154,9 @@ func New(store duet.Store, opts Options) *Engine {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 10 << 20
 	}
+	if opts.WriteWait <= 0 {
+		opts.WriteWait = storeWriteTimeout
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -156,32 +172,50 @@ func New(store duet.Store, opts Options) *Engine {
 	return e
 }
 
-// ErrShutdown is the cancellation cause a worker uses when it stops: the run
-// is released for another worker instead of being finished.
-var ErrShutdown = errors.New("worker shutting down")
-
-// ErrCancelRequested is the cancellation cause when a user cancelled the run.
-var ErrCancelRequested = errors.New("run cancelled")
-
-// Execute runs every unfinished execution of run (up to Options.Parallel at
-// once) and returns the run's final state. When ctx is cancelled with cause
-// ErrShutdown, it returns that error without finishing anything: the run is
-// resumable. With cause ErrCancelRequested, the run ends cancelled.
-func (e *Engine) Execute(ctx context.Context, run *duet.Run) error {
+// Execute runs every unfinished execution of run, which the worker holds
+// under lease (up to Options.Parallel at once), and writes the run's final
+// state. Every write of the run is fenced by lease and waits up to 30 s for
+// a database that is away (runWrites).
+//
+// The run ends without a verdict — Execute returns the cause, and the
+// worker gives the run back to the queue — when ctx is cancelled with
+// ErrShutdown, when the worker lost its lease (ErrLeaseLost), or when the
+// database stayed away for a write (ErrStoreUnavailable); a write refused
+// for another reason ends the run in error with the reason. With cause
+// ErrCancelRequested, the run ends cancelled.
+//
+// When drain is closed (the worker is stopping), no case starts after it.
+// A case in flight that can resume exactly at its next step elsewhere stops
+// after its current step, recording where (executeCase); one that cannot
+// goes on to its end. Execute returns ErrShutdown when some case did not
+// end; ctx, cancelled with ErrShutdown when the grace period is over,
+// interrupts the steps still running.
+func (e *Engine) Execute(ctx context.Context, lease duet.Lease, run *duet.Run, drain <-chan struct{}) error {
 	// Everything the run does acts for its executor, in its trace (what
 	// outbound requests propagate: docs/operations.md).
-	ctx = duet.NewContextWithCaller(ctx, duet.Caller{UserID: run.TriggeredBy, Source: duet.SourceEngine, TraceID: run.TraceID})
+	// Its calls are one deeper in a chain of Duet calls than the call that
+	// started it (internal/calldepth).
+	ctx = duet.NewContextWithCaller(ctx, duet.Caller{UserID: run.TriggeredBy, Source: duet.SourceEngine, TraceID: run.TraceID, CallDepth: run.CallDepth})
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	w := &runWrites{store: e.store, lease: lease, wait: e.opts.WriteWait, stop: stop}
 	// The run's task and cases are read whatever becomes of ctx: a
 	// cancellation that arrives during these reads (just after the claim)
 	// is seen by the loop below, and the run ends cancelled with its
 	// post-run actions — not in error, nor left running.
 	rctx := context.WithoutCancel(ctx)
-	task, err := e.store.FindTaskByID(rctx, "", run.TaskID)
-	if err != nil {
-		return e.finishRun(rctx, run, duet.StatusError, duet.ErrorCode(err), "task not available: "+duet.ErrorMessage(err))
+	var task *duet.Task
+	err := w.read(rctx, func(ctx context.Context) (err error) {
+		task, err = e.store.FindTaskByID(ctx, "", run.TaskID)
+		return err
+	})
+	if errors.Is(err, ErrStoreUnavailable) {
+		return err
+	} else if err != nil {
+		return e.finishRun(rctx, w, run, duet.StatusError, duet.ErrorCode(err), "task not available: "+duet.ErrorMessage(err))
 	}
-	execs, err := e.store.FindExecutions(rctx, run.ID)
-	if err != nil {
+	var execs []*duet.Execution
+	if err := w.read(rctx, func(ctx context.Context) (err error) { execs, err = e.store.FindExecutions(ctx, run.ID); return err }); err != nil {
 		return err
 	}
 	total := len(execs)
@@ -199,44 +233,61 @@ func (e *Engine) Execute(ctx context.Context, run *duet.Run) error {
 	secrets := redact.NewSet()
 	known := map[string]int{} // execution → secrets it was scrubbed with
 	var mu sync.Mutex
+	ended := 0 // executions of todo that ended here
 	sem := make(chan struct{}, e.opts.Parallel)
 	var wg sync.WaitGroup
 	for _, x := range todo {
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
+		case <-drain:
 		}
-		if ctx.Err() != nil {
-			break
+		if ctx.Err() != nil || closed(drain) {
+			break // no case starts once the worker is stopping
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			k := e.executeCase(ctx, run, task, x, secrets)
+			k, fin := e.executeCase(ctx, w, run, task, x, secrets, drain)
+			if !fin {
+				return // stopped short: resumed by the next holder
+			}
 			mu.Lock()
 			known[x.ID] = k
 			done++
+			ended++
 			d := done
 			mu.Unlock()
 			e.emit(Event{RunID: run.ID, ExecutionID: x.ID, CaseTitle: x.CaseTitle, Status: x.Status, Done: d, Total: total})
 		})
 	}
 	wg.Wait()
-	if cause := context.Cause(ctx); ctx.Err() != nil && errors.Is(cause, ErrShutdown) {
-		return ErrShutdown
-	}
 	if ctx.Err() != nil {
+		if handedBack(ctx) {
+			return e.stopped(ctx, w, run)
+		}
 		msg := "cancelled"
 		if run.CancelRequested || errors.Is(context.Cause(ctx), ErrCancelRequested) {
 			msg = "cancelled at the user's request"
 		}
 		run.PostRun = e.postRun(ctx, run, task, nil, verdict{duet.StatusCancelled, duet.CodeCancelled, msg}, secrets)
-		return e.finishRun(context.WithoutCancel(ctx), run, duet.StatusCancelled, duet.CodeCancelled, msg)
+		return e.finishRun(rctx, w, run, duet.StatusCancelled, duet.CodeCancelled, msg)
 	}
-	execs, err = e.store.FindExecutions(ctx, run.ID)
-	if err != nil {
+	if ended < len(todo) {
+		return ErrShutdown // drained: cases left for the next holder
+	}
+	if err := w.read(ctx, func(ctx context.Context) (err error) { execs, err = e.store.FindExecutions(ctx, run.ID); return err }); err != nil {
 		return err
 	}
-	e.rescrubRun(ctx, execs, secrets, known)
+	// A verdict is written only with every result it summarises: an
+	// execution not finished, or short of a step result, is not judged.
+	for _, x := range execs {
+		if !x.Status.Final() || len(x.Results) < len(x.Steps) {
+			return e.finishRun(rctx, w, run, duet.StatusError, duet.CodeInternal, duet.ErrorMessage(duet.Incomplete(run.ID, x.CaseTitle, x.Status, len(x.Results), len(x.Steps))))
+		}
+	}
+	if e.rescrubRun(ctx, w, execs, secrets, known); handedBack(ctx) {
+		return e.stopped(ctx, w, run)
+	}
 	status := duet.StatusPassed
 	var code duet.Code
 	var msg string
@@ -249,7 +300,7 @@ func (e *Engine) Execute(ctx context.Context, run *duet.Run) error {
 			if status == duet.StatusPassed {
 				status, code, msg = duet.StatusFailed, x.ErrorCode, fmt.Sprintf("case %q: %s", x.CaseTitle, x.ErrorMessage)
 			}
-		case duet.StatusCancelled:
+		case duet.StatusCancelled, duet.StatusSkipped:
 			if status == duet.StatusPassed {
 				status, code, msg = duet.StatusCancelled, duet.CodeCancelled, "cancelled"
 			}
@@ -257,15 +308,37 @@ func (e *Engine) Execute(ctx context.Context, run *duet.Run) error {
 	}
 	// The task's post-run actions: notes on the run, never its verdict.
 	run.PostRun = e.postRun(ctx, run, task, execs, verdict{status, code, msg}, secrets)
-	return e.finishRun(ctx, run, status, code, msg)
+	return e.finishRun(ctx, w, run, status, code, msg)
 }
 
-func (e *Engine) finishRun(ctx context.Context, run *duet.Run, status duet.RunStatus, code duet.Code, msg string) error {
+// stopped ends a run whose context ended short of a verdict (handedBack):
+// a write refused for good ends it in error with the reason; otherwise the
+// cause is returned, for the worker to give the run back.
+func (e *Engine) stopped(ctx context.Context, w *runWrites, run *duet.Run) error {
+	cause := context.Cause(ctx)
+	var wf *writeFailed
+	if errors.As(cause, &wf) {
+		return e.finishRun(context.WithoutCancel(ctx), w, run, duet.StatusError, duet.ErrorCode(wf.err), wf.Error())
+	}
+	return cause
+}
+
+// closed reports whether ch is closed (nil never is).
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// finishRun writes the run's final state under the worker's lease; it
+// returns nil, or the cause the run stopped with when the write failed.
+func (e *Engine) finishRun(ctx context.Context, w *runWrites, run *duet.Run, status duet.RunStatus, code duet.Code, msg string) error {
 	now := time.Now()
 	run.Status, run.ErrorCode, run.ErrorMessage, run.FinishedAt = status, code, msg, &now
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeWriteTimeout)
-	defer cancel()
-	if err := retryUnavailable(ctx, func(ctx context.Context) error { return e.store.FinishRun(ctx, run) }); err != nil {
+	if err := w.do(ctx, func(ctx context.Context, l duet.Lease) error { return e.store.FinishRun(ctx, l, run) }); err != nil {
 		return fmt.Errorf("finishing run %s: %w", run.ID, err)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/calldepth"
 	"github.com/duet-test/duet/internal/netguard"
 	"github.com/duet-test/duet/internal/redact"
 	"github.com/duet-test/duet/internal/step"
@@ -48,6 +49,11 @@ func (cr *caseRun) Page(ctx context.Context) (step.Page, error) {
 // (Options.HTTPClient) lets the task's own base URL host be loopback or
 // private.
 func (cr *caseRun) Do(req *http.Request) (*http.Response, error) {
+	// How deep in a chain of Duet calls the request is, whatever the case
+	// wrote: a Duet it reaches refuses beyond its bound (calldepth).
+	if err := calldepth.Set(req.Context(), req.Header, cr.e.opts.MaxCallDepth); err != nil {
+		return nil, duet.WrapError(duet.CodeCallDepthExceeded, err, "%s", duet.ErrorMessage(err))
+	}
 	req = req.WithContext(netguard.AllowURL(req.Context(), cr.task.BaseURL))
 	return cr.e.opts.HTTPClient.Do(req)
 }

@@ -17,25 +17,39 @@ import (
 // cases of one run execute at once.
 func TestParallelCap(t *testing.T) {
 	t.Parallel()
+	// Each request is held until more are in flight than the cap allows
+	// (or, for a cap, until no more came for a while): the test waits on
+	// the requests themselves, not on how fast a loaded machine starts
+	// cases.
 	for _, tt := range []struct {
 		parallel int
+		hold     int           // release the held requests once this many are in flight
+		patience time.Duration // or after this long
 		check    func(peak int) bool
 		want     string
 	}{
-		{1, func(p int) bool { return p == 1 }, "1"},
-		{2, func(p int) bool { return p == 2 }, "2"},
-		{6, func(p int) bool { return p > 2 }, "more than 2"},
+		{1, 2, 2 * time.Second, func(p int) bool { return p == 1 }, "1"},
+		{2, 3, 2 * time.Second, func(p int) bool { return p == 2 }, "2"},
+		{6, 3, time.Minute, func(p int) bool { return p > 2 }, "more than 2"},
 	} {
 		t.Run(fmt.Sprint("parallel=", tt.parallel), func(t *testing.T) {
 			t.Parallel()
 			var mu sync.Mutex
 			inFlight, peak := 0, 0
+			release := make(chan struct{})
+			var once sync.Once
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				mu.Lock()
 				inFlight++
 				peak = max(peak, inFlight)
+				if inFlight >= tt.hold {
+					once.Do(func() { close(release) })
+				}
 				mu.Unlock()
-				time.Sleep(400 * time.Millisecond)
+				select {
+				case <-release:
+				case <-time.After(tt.patience):
+				}
 				mu.Lock()
 				inFlight--
 				mu.Unlock()

@@ -239,7 +239,7 @@ cases:
 	}
 	ctx, cancel := context.WithCancelCause(t.Context())
 	cancel(engine.ErrCancelRequested)
-	if err := engine.New(db, engine.Options{Invoker: reg}).Execute(ctx, claimed); err != nil {
+	if err := engine.New(db, engine.Options{Invoker: reg}).Execute(ctx, duet.LeaseOf(claimed, "w1"), claimed, nil); err != nil {
 		t.Fatalf("Execute: %v", err)
 	}
 	final, err := db.FindRunByID(t.Context(), "", claimed.ID)

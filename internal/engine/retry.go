@@ -7,10 +7,11 @@ import (
 	"github.com/duet-test/duet"
 )
 
-// storeWriteTimeout bounds how long a run's bookkeeping (a step result, an
-// execution's or the run's final state) waits for an unavailable database:
-// a restart or a failover shorter than this pauses the run's writes instead
-// of losing them.
+// storeWriteTimeout is the default of Options.WriteWait: how long a run's
+// bookkeeping (a step result, an execution's or the run's final state)
+// waits for an unavailable database. A restart or a failover shorter than
+// this pauses the run's writes instead of losing them; a longer outage
+// stops the run, which is given back to the queue.
 const storeWriteTimeout = 30 * time.Second
 
 // retryUnavailable runs fn until it succeeds, fails with anything but

@@ -24,28 +24,28 @@ func (s *restarting) down() error {
 	return duet.Errorf(duet.CodeUnavailable, "database unavailable")
 }
 
-func (s *restarting) SaveStepResult(ctx context.Context, id string, r *duet.StepResult, vars map[string]any) error {
+func (s *restarting) SaveStepResult(ctx context.Context, l duet.Lease, id string, r *duet.StepResult, vars map[string]any) error {
 	if s.failed.Load()%2 == 0 {
 		return s.down()
 	}
 	s.failed.Add(1)
-	return s.DB.SaveStepResult(ctx, id, r, vars)
+	return s.DB.SaveStepResult(ctx, l, id, r, vars)
 }
 
-func (s *restarting) FinishExecution(ctx context.Context, x *duet.Execution) error {
+func (s *restarting) FinishExecution(ctx context.Context, l duet.Lease, x *duet.Execution) error {
 	if s.failed.Load()%2 == 0 {
 		return s.down()
 	}
 	s.failed.Add(1)
-	return s.DB.FinishExecution(ctx, x)
+	return s.DB.FinishExecution(ctx, l, x)
 }
 
-func (s *restarting) FinishRun(ctx context.Context, r *duet.Run) error {
+func (s *restarting) FinishRun(ctx context.Context, l duet.Lease, r *duet.Run) error {
 	if s.failed.Load()%2 == 0 {
 		return s.down()
 	}
 	s.failed.Add(1)
-	return s.DB.FinishRun(ctx, r)
+	return s.DB.FinishRun(ctx, l, r)
 }
 
 // TestDatabaseRestartDuringRun: writes refused while the database restarts

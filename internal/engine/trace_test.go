@@ -5,11 +5,13 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/artifact"
 	"github.com/duet-test/duet/internal/engine"
 	"github.com/duet-test/duet/internal/sample"
+	"github.com/duet-test/duet/internal/sqlite"
 	"github.com/duet-test/duet/internal/trace"
 )
 
@@ -50,10 +52,7 @@ func TestTrace(t *testing.T) {
 	run := func(mode trace.Mode) map[string]*duet.Execution {
 		t.Helper()
 		r := startRun(t, db, res.Task, "alice")
-		r.Trace = string(mode)
-		if err := engine.New(db, opts).Execute(context.WithoutCancel(t.Context()), r); err != nil {
-			t.Fatal(err)
-		}
+		executeClaimed(t, db, opts, r, func(c *duet.Run) { c.Trace = string(mode) })
 		_, byKey := awaitRun(t, db, r.ID)
 		if byKey["orders-load"].Status != duet.StatusPassed || byKey["orders-label"].Status != duet.StatusFailed {
 			t.Fatalf("%s: got\n%s\n%s", mode, describe(byKey["orders-load"]), describe(byKey["orders-label"]))
@@ -130,4 +129,20 @@ func TestTrace(t *testing.T) {
 		t.Errorf("a missing trace: got %v", err)
 	}
 	var _ engine.TraceSaver = (*artifact.Store)(nil)
+}
+
+// executeClaimed claims r (the only queued run of db) and executes it under
+// its lease, as a worker does; edit, if set, changes the claimed run first.
+func executeClaimed(t *testing.T, db *sqlite.DB, opts engine.Options, r *duet.Run, edit func(*duet.Run)) {
+	t.Helper()
+	claimed, err := db.ClaimRun(t.Context(), "w1", time.Minute)
+	if err != nil || claimed == nil || claimed.ID != r.ID {
+		t.Fatalf("claiming %s: %v %v", r.ID, claimed, err)
+	}
+	if edit != nil {
+		edit(claimed)
+	}
+	if err := engine.New(db, opts).Execute(context.WithoutCancel(t.Context()), duet.LeaseOf(claimed, "w1"), claimed, nil); err != nil {
+		t.Fatal(err)
+	}
 }

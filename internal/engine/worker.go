@@ -95,9 +95,12 @@ func (w *Worker) Notify() {
 	}
 }
 
-// Run takes and executes runs until ctx ends. On the way out it gives runs in
-// flight ShutdownGrace to finish their current step, then interrupts them and
-// puts them back in the queue, so a later worker resumes them.
+// Run takes and executes runs until ctx ends. When it ends (SIGTERM) the
+// worker claims no run and starts no case any more. A case in flight that
+// can resume at its next step on another worker stops after its current
+// step; the others get ShutdownGrace to end, then their steps are
+// interrupted. Every run not finished goes back to the queue, where another
+// worker resumes it (Engine.Execute).
 func (w *Worker) Run(ctx context.Context) error {
 	runCtx, stop := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer stop(nil)
@@ -124,7 +127,19 @@ func (w *Worker) loop(ctx, runCtx context.Context, wg *sync.WaitGroup) {
 		case <-ctx.Done():
 			return
 		}
-		run, err := w.store.ClaimRun(ctx, w.opts.ID, w.opts.Lease)
+		if ctx.Err() != nil { // both were ready
+			<-sem
+			return
+		}
+		claimed := time.Now()
+		run, err := w.store.ClaimRun(runCtx, w.opts.ID, w.opts.Lease)
+		if err == nil && run != nil && ctx.Err() != nil {
+			// Claimed as the worker began to stop: nothing of it ran,
+			// back to the queue at once.
+			w.giveBack(runCtx, ctx.Done(), duet.LeaseOf(run, w.opts.ID), "the worker is stopping")
+			<-sem
+			return
+		}
 		if err != nil || run == nil {
 			<-sem
 			if err != nil && ctx.Err() == nil {
@@ -140,14 +155,16 @@ func (w *Worker) loop(ctx, runCtx context.Context, wg *sync.WaitGroup) {
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			w.execute(runCtx, run)
+			w.execute(runCtx, ctx.Done(), run, claimed)
 		})
 	}
 }
 
 // ExecuteRun claims run id and executes it in the calling goroutine; it
-// returns (false, nil) when another worker holds it.
+// returns (false, nil) when another worker holds it. When ctx ends the run
+// is interrupted at once and given back.
 func (w *Worker) ExecuteRun(ctx context.Context, runID string) (bool, error) {
+	claimed := time.Now()
 	run, err := w.store.ClaimRunByID(ctx, runID, w.opts.ID, w.opts.Lease)
 	if err != nil || run == nil {
 		return false, err
@@ -161,37 +178,47 @@ func (w *Worker) ExecuteRun(ctx context.Context, runID string) (bool, error) {
 		case <-runCtx.Done():
 		}
 	}()
-	w.execute(runCtx, run)
+	w.execute(runCtx, ctx.Done(), run, claimed)
 	return true, nil
 }
 
 // execute runs one claimed run under a lease kept alive by a heartbeat; a
-// cancellation request seen on renewal cancels it.
-func (w *Worker) execute(ctx context.Context, run *duet.Run) {
+// cancellation request seen on renewal cancels it. claimed is when the
+// claim was sent: the lease runs until claimed+Lease, and each renewal
+// extends it from when it was sent. A worker that could not renew its lease
+// in time stops the run before the lease runs out (another worker may take
+// it over then), and a run stopped short of a verdict goes back to the
+// queue. drain closes when the worker begins to stop.
+func (w *Worker) execute(ctx context.Context, drain <-chan struct{}, run *duet.Run, claimed time.Time) {
 	log := w.log.With("run", run.ID, "attempt", run.Attempt)
+	lease := duet.LeaseOf(run, w.opts.ID)
 	abandon := ""
 	switch {
 	case run.Lost >= w.opts.MaxLost:
-		abandon = fmt.Sprintf("the worker running this run was lost %d times (it crashed, was killed or ran out of memory while running it; the run may be what brings workers down), so it is not resumed again", run.Lost)
+		abandon = fmt.Sprintf("the worker running this run was lost %d times (it crashed, was killed, ran out of memory or could not reach the database while running it; the run may be what brings workers down), so it is not resumed again", run.Lost)
 	case run.Attempt > w.opts.MaxAttempts:
-		abandon = fmt.Sprintf("the run was interrupted %d times (worker crash or shutdown) and was not resumed again", run.Attempt-1)
+		abandon = fmt.Sprintf("the run was interrupted %d times (worker crash, shutdown or database outage) and was not resumed again", run.Attempt-1)
+	}
+	end := func(status duet.RunStatus, code duet.Code, msg string) {
+		now := time.Now()
+		run.Status, run.FinishedAt, run.ErrorCode, run.ErrorMessage = status, &now, code, msg
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.engine.opts.WriteWait)
+		defer cancel()
+		err := retryUnavailable(wctx, func(ctx context.Context) error { return w.store.FinishRun(ctx, lease, run) })
+		switch {
+		case duet.ErrorCode(err) == duet.CodeUnavailable || duet.ErrorCode(err) == duet.CodeTimeout:
+			w.giveBack(ctx, drain, lease, "the database is unavailable")
+		case err != nil:
+			log.ErrorContext(ctx, "ending a run", "status", status, "err", err)
+		}
 	}
 	if abandon != "" {
-		now := time.Now()
-		run.Status, run.FinishedAt = duet.StatusError, &now
-		run.ErrorCode, run.ErrorMessage = duet.CodeInterrupted, abandon
-		if err := w.store.FinishRun(context.WithoutCancel(ctx), run); err != nil {
-			log.ErrorContext(ctx, "ending an abandoned run", "err", err)
-		}
+		end(duet.StatusError, duet.CodeInterrupted, abandon)
 		log.WarnContext(ctx, "run abandoned", "reason", abandon)
 		return
 	}
 	if run.CancelRequested {
-		now := time.Now()
-		run.Status, run.FinishedAt, run.ErrorCode, run.ErrorMessage = duet.StatusCancelled, &now, duet.CodeCancelled, "cancelled at the user's request"
-		if err := w.store.FinishRun(context.WithoutCancel(ctx), run); err != nil {
-			log.ErrorContext(ctx, "finishing a cancelled run", "err", err)
-		}
+		end(duet.StatusCancelled, duet.CodeCancelled, "cancelled at the user's request")
 		return
 	}
 	rctx, cancel := context.WithCancelCause(ctx)
@@ -199,55 +226,116 @@ func (w *Worker) execute(ctx context.Context, run *duet.Run) {
 	hbDone := make(chan struct{})
 	go func() {
 		defer close(hbDone)
-		t := time.NewTicker(w.opts.CancelCheck)
-		defer t.Stop()
-		lastRenew := time.Now()
-		for {
-			select {
-			case <-rctx.Done():
-				return
-			case <-t.C:
-				if time.Since(lastRenew) < w.opts.Lease/3 {
-					cur, err := w.store.FindRunByID(rctx, "", run.ID)
-					if err == nil && cur.CancelRequested {
-						run.CancelRequested = true
-						cancel(ErrCancelRequested)
-						return
-					}
-					continue
-				}
-				lastRenew = time.Now()
-				cur, err := w.store.RenewLease(rctx, run.ID, w.opts.ID, w.opts.Lease)
-				switch {
-				case duet.ErrorCode(err) == duet.CodeConflict:
-					log.WarnContext(rctx, "lost the lease on a run; stopping it")
-					cancel(ErrShutdown)
-					return
-				case err != nil:
-					log.WarnContext(rctx, "renewing a lease", "err", err)
-				case cur.CancelRequested:
-					run.CancelRequested = true
-					cancel(ErrCancelRequested)
-					return
-				}
-			}
-		}
+		w.heartbeat(rctx, cancel, lease, run, claimed, log)
 	}()
 	log.InfoContext(ctx, "run started")
-	err := w.engine.Execute(rctx, run)
+	err := w.engine.Execute(rctx, lease, run, drain)
 	cancel(nil)
 	<-hbDone
 	switch {
 	case errors.Is(err, ErrShutdown):
-		rel, c := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer c()
-		if err := w.store.ReleaseRun(rel, run.ID, w.opts.ID); err != nil {
-			log.ErrorContext(ctx, "releasing a run", "err", err)
-		}
+		w.giveBack(ctx, drain, lease, "the worker is stopping")
 		log.InfoContext(ctx, "run interrupted; it will resume on the next start")
+	case errors.Is(err, ErrLeaseLost), errors.Is(err, ErrStoreUnavailable):
+		// Stopped at once, short of a verdict: back to the queue when the
+		// database answers again, unless another worker took it over.
+		log.WarnContext(ctx, "run stopped without a verdict; giving it back", "err", err)
+		w.giveBack(ctx, drain, lease, err.Error())
 	case err != nil:
 		log.ErrorContext(ctx, "run failed", "err", err)
 	default:
 		log.InfoContext(ctx, "run finished", "status", run.Status)
+	}
+}
+
+// heartbeat keeps the lease of a run alive while it runs: it renews the
+// lease every third of it (and at once again after a failed renewal), and
+// checks for a cancellation request every CancelCheck. It stops the run
+// (cancel with ErrLeaseLost) when a renewal is refused — another worker
+// holds the run — or when the lease is about to run out without a renewal
+// (the database is away): from then on another worker may take the run
+// over, and no step of it may reach the system under test from here.
+func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, lease duet.Lease, run *duet.Run, claimed time.Time, log *slog.Logger) {
+	t := time.NewTicker(w.opts.CancelCheck)
+	defer t.Stop()
+	expires := claimed.Add(w.opts.Lease)
+	margin := min(w.opts.Lease/10, 2*time.Second)
+	renewAt := claimed.Add(w.opts.Lease / 3)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		if now.After(expires.Add(-margin)) {
+			log.WarnContext(ctx, "the lease on the run runs out without a renewal (database unavailable?); stopping it")
+			cancel(fmt.Errorf("%w: its lease ran out at %s without a renewal", ErrLeaseLost, expires.Format(time.RFC3339Nano)))
+			return
+		}
+		if now.Before(renewAt) {
+			cur, err := w.store.FindRunByID(ctx, "", run.ID)
+			if err == nil && cur.CancelRequested {
+				run.CancelRequested = true
+				cancel(ErrCancelRequested)
+				return
+			}
+			continue
+		}
+		cur, err := w.store.RenewLease(ctx, lease, w.opts.Lease)
+		switch {
+		case duet.ErrorCode(err) == duet.CodeLeaseLost:
+			log.WarnContext(ctx, "lost the lease on a run; stopping it")
+			cancel(fmt.Errorf("%w: %w", ErrLeaseLost, err))
+			return
+		case err != nil:
+			log.WarnContext(ctx, "renewing a lease", "err", err)
+			continue // again at the next tick
+		case cur.CancelRequested:
+			run.CancelRequested = true
+			cancel(ErrCancelRequested)
+			return
+		}
+		expires, renewAt = now.Add(w.opts.Lease), now.Add(w.opts.Lease/3)
+	}
+}
+
+// giveBack puts a run the worker stopped short of a verdict back in the
+// queue, so that another worker resumes it. While the database is away it
+// tries again until it answers, another worker has
+// taken the run over (the release is refused: LEASE_LOST), or — once drain
+// has closed — for 5 more seconds. It tries often (every half second): the
+// sooner it gives the run back once the database is back, the less likely
+// another worker takes the run over as lost first.
+func (w *Worker) giveBack(ctx context.Context, drain <-chan struct{}, lease duet.Lease, why string) {
+	ctx = context.WithoutCancel(ctx)
+	var deadline <-chan time.Time
+	delay := 100 * time.Millisecond
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := w.store.ReleaseRun(rctx, lease)
+		cancel()
+		switch duet.ErrorCode(err) {
+		case "":
+			w.log.InfoContext(ctx, "run given back to the queue", "run", lease.RunID, "why", why)
+			return
+		case duet.CodeLeaseLost:
+			w.log.InfoContext(ctx, "run not given back: another worker holds it", "run", lease.RunID)
+			return
+		case duet.CodeUnavailable, duet.CodeTimeout:
+		default:
+			w.log.ErrorContext(ctx, "releasing a run", "run", lease.RunID, "err", err)
+			return
+		}
+		if deadline == nil && closed(drain) {
+			deadline = time.After(5 * time.Second)
+		}
+		select {
+		case <-deadline:
+			w.log.ErrorContext(ctx, "releasing a run: the database is unavailable; another worker takes it over when its lease runs out", "run", lease.RunID, "err", err)
+			return
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 500*time.Millisecond)
 	}
 }

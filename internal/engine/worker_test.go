@@ -110,10 +110,11 @@ cases:
 `)
 	run := startRun(t, db, res.Task, "alice")
 	for range 3 {
-		if c, err := db.ClaimRun(t.Context(), "w", time.Minute); err != nil || c == nil {
+		c, err := db.ClaimRun(t.Context(), "w", time.Minute)
+		if err != nil || c == nil {
 			t.Fatalf("claim: %v", err)
 		}
-		if err := db.ReleaseRun(t.Context(), run.ID, "w"); err != nil {
+		if err := db.ReleaseRun(t.Context(), duet.LeaseOf(c, "w")); err != nil {
 			t.Fatal(err)
 		}
 	}

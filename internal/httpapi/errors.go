@@ -23,6 +23,7 @@ var codes = map[duet.Code]codeRow{
 	duet.CodePermissionDenied:       {http.StatusForbidden, -32003},
 	duet.CodeInsufficientScope:      {http.StatusForbidden, -32003},
 	duet.CodeRateLimited:            {http.StatusTooManyRequests, -32029},
+	duet.CodeCallDepthExceeded:      {http.StatusLoopDetected, -32000},
 	duet.CodeTimeout:                {http.StatusGatewayTimeout, -32008},
 	duet.CodeTooLarge:               {http.StatusRequestEntityTooLarge, -32013},
 	duet.CodeCancelled:              {499, -32800},
@@ -62,6 +63,10 @@ var codes = map[duet.Code]codeRow{
 	duet.CodeBrowserProtocolMismatch:   {http.StatusBadGateway, -32000},
 	duet.CodeBrowserVersionUnsupported: {http.StatusBadGateway, -32000},
 	duet.CodeDeviceLost:                {http.StatusServiceUnavailable, -32603},
+
+	// The database and the run queue.
+	duet.CodeSchemaTooNew: {http.StatusServiceUnavailable, -32603},
+	duet.CodeLeaseLost:    {http.StatusConflict, -32009},
 }
 
 // StatusOf returns the HTTP status for an error code.

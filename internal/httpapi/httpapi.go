@@ -20,6 +20,7 @@ import (
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/api"
 	"github.com/duet-test/duet/internal/auth"
+	"github.com/duet-test/duet/internal/calldepth"
 	"github.com/duet-test/duet/internal/catalog"
 	"github.com/duet-test/duet/internal/lite"
 	"github.com/duet-test/duet/internal/mcpserver"
@@ -67,6 +68,11 @@ type Options struct {
 	// Middleware wraps the whole handler (tracing, HTTP metrics); applied
 	// outermost first.
 	Middleware []func(http.Handler) http.Handler
+	// MaxCallDepth is the deepest request in a chain of Duet calls served
+	// (its Duet-Call-Depth header, internal/calldepth): a deeper one is
+	// refused with CALL_DEPTH_EXCEEDED (HTTP 508). 0 means
+	// calldepth.DefaultMax.
+	MaxCallDepth int
 }
 
 type identityKey struct{}
@@ -123,7 +129,7 @@ func New(o Options) http.Handler {
 		w.Header().Set("Content-Type", "text/plain")
 		w.Write([]byte("ready\n"))
 	})
-	h := traced(hostCheck(o, mux))
+	h := traced(hostCheck(o, callDepth(o, mux)))
 	for i := len(o.Middleware) - 1; i >= 0; i-- {
 		h = o.Middleware[i](h)
 	}
@@ -141,6 +147,31 @@ func traced(next http.Handler) http.Handler {
 		w.Header().Set("X-Duet-Trace-Id", id)
 		ctx := duet.NewContextWithCaller(r.Context(), duet.Caller{TraceID: id})
 		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// callDepth reads how deep in a chain of Duet calls the request is (its
+// Duet-Call-Depth header) into its caller — a run it starts keeps it, and
+// that run's calls carry one more — and refuses a request deeper than
+// Options.MaxCallDepth, or one whose header is not a number, before
+// anything else is done.
+func callDepth(o Options, next http.Handler) http.Handler {
+	max := o.MaxCallDepth
+	if max <= 0 {
+		max = calldepth.DefaultMax
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d, err := calldepth.Parse(r.Header.Values(calldepth.Header), max)
+		if err != nil {
+			refuse(o, w, r, "", err)
+			return
+		}
+		if d > 0 {
+			c, _ := duet.CallerFromContext(r.Context())
+			c.CallDepth = d
+			r = r.WithContext(duet.NewContextWithCaller(r.Context(), c))
+		}
+		next.ServeHTTP(w, r)
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 )
@@ -22,15 +23,31 @@ type ServerOptions struct {
 	// IdleTimeout closes a keep-alive connection idle that long; 0 means
 	// 60s.
 	IdleTimeout time.Duration
+	// BodyTimeout and MinBodyRate bound the time a request body may take:
+	// BodyTimeout plus one second for every MinBodyRate bytes received so
+	// far. A body that falls behind is cut off (its request fails with
+	// TIMEOUT) and its connection closed. 0 means 10s and 8 KiB/s.
+	BodyTimeout time.Duration
+	MinBodyRate int
+	// MaxUnauthenticated caps the requests of one client address (an IPv4
+	// address, an IPv6 /64) that read their bodies before presenting valid
+	// credentials — sign-in forms, OAuth client registrations and token
+	// requests — at once. Another one is refused (RATE_LIMITED) and its
+	// connection closed. 0 means 8.
+	MaxUnauthenticated int
 }
 
-// Server is Duet's HTTP server: read-header and idle timeouts, a cap on
-// header size, and a cap on open connections. (No read or write timeout:
-// replies may stream for as long as a call runs; bodies are bounded by
-// size.)
+// Server is Duet's HTTP server: read-header and idle timeouts, a deadline
+// on request bodies that follows their size (a minimum rate), a cap on
+// header size, a cap on open connections, and a per-address budget of
+// requests that send bodies before authenticating. (No overall read or
+// write timeout: replies may stream for as long as a call runs.)
 type Server struct {
-	srv *http.Server
-	lim *limiter
+	srv    *http.Server
+	lim    *limiter
+	o      ServerOptions
+	mu     sync.Mutex
+	unauth map[netip.Prefix]int // requests reading an unauthenticated body, by address
 }
 
 // NewServer returns the server for h.
@@ -44,16 +61,32 @@ func NewServer(h http.Handler, o ServerOptions) *Server {
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = 60 * time.Second
 	}
+	if o.BodyTimeout <= 0 {
+		o.BodyTimeout = 10 * time.Second
+	}
+	if o.MinBodyRate <= 0 {
+		o.MinBodyRate = 8 << 10
+	}
+	if o.MaxUnauthenticated <= 0 {
+		o.MaxUnauthenticated = 8
+	}
 	lim := &limiter{max: o.MaxConns, open: map[*limitedConn]*connInfo{}, grace: min(time.Second, o.ReadHeaderTimeout)}
 	lim.cond = sync.NewCond(&lim.mu)
-	srv := &http.Server{
-		Handler:           h,
+	s := &Server{lim: lim, o: o, unauth: map[netip.Prefix]int{}}
+	s.srv = &http.Server{
+		Handler:           s.guard(h),
 		ReadHeaderTimeout: o.ReadHeaderTimeout,
 		IdleTimeout:       o.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
 		ConnState:         lim.setState,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if lc, ok := c.(*limitedConn); ok {
+				return context.WithValue(ctx, connKey{}, lc)
+			}
+			return ctx
+		},
 	}
-	return &Server{srv: srv, lim: lim}
+	return s
 }
 
 // Serve accepts connections on ln until Shutdown.
@@ -99,6 +132,7 @@ type limitedConn struct {
 	net.Conn
 	l    *limiter
 	once sync.Once
+	body bodyClock
 }
 
 func (c *limitedConn) Close() error {
@@ -188,6 +222,12 @@ func (l *limiter) setState(c net.Conn, st http.ConnState) {
 	lc, ok := c.(*limitedConn)
 	if !ok {
 		return
+	}
+	if st != http.StateActive {
+		// The request is over (its body, the server's reading of what the
+		// handler left of it, the reply): its body deadline no longer
+		// applies, and must not cut the next request or an idle wait.
+		lc.body.stop()
 	}
 	l.mu.Lock()
 	if i, ok := l.open[lc]; ok && i.state != http.StateClosed {

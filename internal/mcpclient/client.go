@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/calldepth"
 	"github.com/duet-test/duet/internal/netguard"
 	"github.com/duet-test/duet/internal/oauthclient"
 	"github.com/duet-test/duet/internal/serverkey"
@@ -77,6 +78,11 @@ type Options struct {
 	// call's trace id. nil means none do: a trace id links the calls of a
 	// run, and a third party's server has no use for it.
 	TraceDomain func(host string) bool
+	// MaxCallDepth is the deepest call in a chain of Duet calls that may go
+	// out (internal/calldepth): every request carries the Duet-Call-Depth
+	// of its context plus one, and a call beyond this fails with
+	// CALL_DEPTH_EXCEEDED; 0 means calldepth.DefaultMax.
+	MaxCallDepth int
 	// Version is the version of Duet it reports to servers; "" means "dev".
 	Version string
 	// RecordInterval is how often queued invocation records are stored;
@@ -132,6 +138,9 @@ func New(opts Options) *Client {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.MaxCallDepth <= 0 {
+		opts.MaxCallDepth = calldepth.DefaultMax
 	}
 	log := opts.Logger
 	if log == nil {
@@ -320,6 +329,7 @@ var reservedHeaders = map[string]bool{
 	"Transfer-Encoding": true, "Upgrade": true, "Te": true, "Trailer": true, "Keep-Alive": true,
 	"Mcp-Session-Id": true, "Mcp-Protocol-Version": true, "Mcp-Method": true, "Mcp-Name": true,
 	"Last-Event-Id": true, "Traceparent": true, "Cookie2": true, "Proxy-Authorization": true,
+	"Duet-Call-Depth": true,
 }
 
 // canonicalHeaders checks header names and values. Messages name headers,

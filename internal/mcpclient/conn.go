@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/calldepth"
 	"github.com/duet-test/duet/internal/oauthclient"
 	"github.com/duet-test/duet/internal/serverkey"
 )
@@ -283,7 +284,7 @@ func (c *Client) httpClient(reg *duet.MCPServer, headers map[string]string) *htt
 		base = c.opts.WrapTransport(base)
 	}
 	return &http.Client{
-		Transport: &roundTripper{base: base, headers: headers, origin: origin, traceDomain: c.opts.TraceDomain},
+		Transport: &roundTripper{base: base, headers: headers, origin: origin, traceDomain: c.opts.TraceDomain, maxDepth: c.opts.MaxCallDepth},
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		},
@@ -299,6 +300,8 @@ type roundTripper struct {
 	dpop func() *oauthclient.DPoPKey
 	// traceDomain says whether a host gets the traceparent (nil: none).
 	traceDomain func(host string) bool
+	// maxDepth bounds the Duet-Call-Depth requests carry.
+	maxDepth int
 }
 
 func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -317,6 +320,12 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	setParamHeaders(r)
+	// How deep in a chain of Duet calls this request is (calldepth): a
+	// Duet it reaches refuses beyond its bound. Invoke refused deeper
+	// calls before they got here.
+	if err := calldepth.Set(req.Context(), r.Header, rt.maxDepth); err != nil {
+		return nil, err
+	}
 	if tid := traceFromContext(req.Context()); tid != "" && r.Header.Get("Traceparent") == "" && rt.traceDomain != nil && rt.traceDomain(req.URL.Host) {
 		r.Header.Set("Traceparent", "00-"+tid+"-"+spanID()+"-01")
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
-	"net/netip"
 	"net/url"
 	"sync"
 
@@ -207,25 +205,12 @@ func (c *Client) rewrap(ctx context.Context, kr *vault.Keyring) (RewrapResult, e
 }
 
 // checkDestination refuses a URL whose host is, or resolves to, an address
-// the policy refuses. A name that does not resolve is not refused here (the
-// connection reports it).
+// the policy refuses — Duet's own addresses and public name included. A
+// name that does not resolve is not refused here (the connection reports
+// it); every connection is checked again when it is dialled.
 func checkDestination(ctx context.Context, p netguard.Policy, raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil {
+	if _, err := url.Parse(raw); err != nil {
 		return duet.Errorf(duet.CodeInvalidArgument, "invalid URL")
 	}
-	host := u.Hostname()
-	if addr, err := netip.ParseAddr(host); err == nil {
-		return p.CheckIP(addr)
-	}
-	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-	if err != nil {
-		return nil
-	}
-	for _, a := range addrs {
-		if err := p.CheckIP(a); err != nil {
-			return err
-		}
-	}
-	return nil
+	return p.CheckURL(ctx, raw)
 }

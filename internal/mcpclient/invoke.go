@@ -16,6 +16,7 @@ import (
 	sjson "github.com/segmentio/encoding/json"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/calldepth"
 )
 
 // resyncAfter is how old an archived catalog must be before a call to a tool
@@ -32,7 +33,9 @@ const resyncAfter = time.Minute
 // A result with isError comes back together with an MCP_TOOL_ERROR error.
 // Returns INVALID_ARGUMENT, MCP_SERVER_NOT_CONFIGURED, MCP_TOOL_NOT_FOUND,
 // MCP_CALL_TIMEOUT, MCP_AUTH_FAILED, MCP_TOOL_ERROR, MCP_UNREACHABLE,
-// MCP_PROTOCOL_MISMATCH, URL_REFUSED, CANCELLED, UNAVAILABLE.
+// MCP_PROTOCOL_MISMATCH, URL_REFUSED, CANCELLED, UNAVAILABLE,
+// CALL_DEPTH_EXCEEDED (the call would be deeper in a chain of Duet calls
+// than Options.MaxCallDepth: nothing is sent).
 func (c *Client) Invoke(ctx context.Context, req duet.InvokeRequest) (res *duet.ToolResult, err error) {
 	start := time.Now()
 	if req.TraceID == "" {
@@ -62,6 +65,9 @@ func (c *Client) Invoke(ctx context.Context, req duet.InvokeRequest) (res *duet.
 		return nil, duet.Errorf(duet.CodeInvalidArgument, "a call needs a source (cli, agent, engine, web, ...)")
 	case req.ServerKey == "" || req.Tool == "":
 		return nil, duet.Errorf(duet.CodeInvalidArgument, "a call needs a serverKey and a tool")
+	}
+	if _, err := calldepth.Next(ctx, c.opts.MaxCallDepth); err != nil {
+		return nil, err
 	}
 	reg, tool, err := c.store.FindMCPServerTool(ctx, req.Executor, req.ServerKey, req.Tool)
 	if duet.ErrorCode(err) == duet.CodeNotFound {

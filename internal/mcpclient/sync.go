@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/calldepth"
 )
 
 // maxPages bounds a tools/list walk; a server that keeps returning cursors
@@ -22,10 +23,13 @@ const maxPages = 10000
 // content hash and the sync time, replacing the previous archive. It returns
 // the registration as updated. Returns NOT_FOUND and the codes of a failed
 // connection: MCP_CALL_TIMEOUT, MCP_AUTH_FAILED, MCP_UNREACHABLE,
-// MCP_PROTOCOL_MISMATCH, URL_REFUSED.
+// MCP_PROTOCOL_MISMATCH, URL_REFUSED, CALL_DEPTH_EXCEEDED.
 func (c *Client) Sync(ctx context.Context, owner, ref string) (*duet.MCPServer, error) {
 	reg, err := c.store.FindMCPServer(ctx, owner, ref)
 	if err != nil {
+		return nil, err
+	}
+	if _, err := calldepth.Next(ctx, c.opts.MaxCallDepth); err != nil {
 		return nil, err
 	}
 	return c.sync(ctx, reg)

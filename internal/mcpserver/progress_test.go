@@ -83,7 +83,7 @@ cases:
 				t.Errorf("claim: %v", err)
 				return
 			}
-			if err := eng.Execute(t.Context(), claimed); err != nil {
+			if err := eng.Execute(t.Context(), duet.LeaseOf(claimed, "test-worker"), claimed, nil); err != nil {
 				t.Errorf("execute: %v", err)
 			}
 		}()
@@ -233,7 +233,7 @@ cases:
 				t.Errorf("claim: %v", err)
 				return
 			}
-			if err := eng.Execute(t.Context(), claimed); err != nil {
+			if err := eng.Execute(t.Context(), duet.LeaseOf(claimed, "test-worker"), claimed, nil); err != nil {
 				t.Errorf("execute: %v", err)
 			}
 		})

@@ -22,9 +22,10 @@
 // Beyond those ranges: [Policy.Allow] lists addresses and prefixes that are
 // allowed anyway (setting DUET_NET_ALLOW; never the metadata or unspecified
 // addresses); [Policy.Self] names the addresses Duet itself listens on, which
-// are always refused; and [AllowURL] marks a context under which the host and
-// port of one URL — the base URL of the task under test — may be loopback or
-// private. [Policy.Client] is the HTTP client of http steps: every request and
+// are always refused, as is the public address clients reach it by
+// ([Self.AddURL], refused by name); and [AllowURL] marks a context under
+// which the host and port of one URL — the base URL of the task under test —
+// may be loopback or private. [Policy.Client] is the HTTP client of http steps: every request and
 // every redirect hop is checked before it is sent, and every connection when
 // it is dialled. [Policy.CheckURL] checks a URL the same way for callers that
 // do not dial themselves, such as a browser.
@@ -66,9 +67,10 @@ type Policy struct {
 	// metadata addresses and the unspecified ("this network") addresses stay
 	// refused whatever it says. Nil allows nothing more.
 	Allow []netip.Prefix
-	// Self holds the addresses Duet itself listens on: connections to them
-	// are refused whatever else allows them, so that a test cannot call
-	// Duet's own API with the privileges of the machine. Nil means none.
+	// Self holds the addresses Duet itself listens on and its public name:
+	// connections to them are refused whatever else allows them, so that a
+	// test cannot call Duet's own API with the privileges of the machine,
+	// nor Duet be an MCP server of itself. Nil means none.
 	Self *Self
 }
 
@@ -309,6 +311,11 @@ func (p Policy) DialContext(ctx context.Context, network, address string) (net.C
 // allows the address as it is named (before name resolution).
 func (p Policy) dial(d *net.Dialer) func(ctx context.Context, network, address string) (net.Conn, error) {
 	return func(ctx context.Context, network, address string) (net.Conn, error) {
+		// Duet's own public name is refused as named, at every connection:
+		// the addresses it resolves to may front other services too.
+		if err := p.Self.checkName(address); err != nil {
+			return nil, err
+		}
 		if scopeOf(ctx).has(address) {
 			ctx = context.WithValue(ctx, scopedKey{}, true)
 		}

@@ -49,6 +49,7 @@ func ParsePrefixes(entries []string) ([]netip.Prefix, error) {
 type Self struct {
 	mu    sync.RWMutex
 	addrs []netip.AddrPort
+	names []string // "host:port", lower case: DUET_PUBLIC_URL (AddURL)
 
 	local     []netip.Addr // addresses of this machine's interfaces
 	localRead time.Time
@@ -79,6 +80,73 @@ func (s *Self) Add(hostport string) {
 		}
 	}
 	s.addrs = append(s.addrs, ap)
+}
+
+// AddURL records the address clients reach Duet by (DUET_PUBLIC_URL, such
+// as "https://duet.example.com"): its host and port as the URL names them
+// are refused by name, whatever they resolve to, and its address too when
+// the host is an IP address. The name, not the addresses it resolves to,
+// is what identifies Duet: a reverse proxy's address may front other
+// services as well. A URL without a host is ignored.
+func (s *Self) AddURL(rawURL string) {
+	if s == nil {
+		return
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Host == "" {
+		return
+	}
+	hp := hostPort(u)
+	host, port, err := net.SplitHostPort(hp)
+	if err != nil {
+		return
+	}
+	host = strings.TrimSuffix(host, ".")
+	if _, err := netip.ParseAddr(host); err == nil {
+		s.Add(net.JoinHostPort(host, port))
+		return
+	}
+	if a, ok := legacyIPv4(host); ok {
+		s.Add(net.JoinHostPort(a.String(), port))
+		return
+	}
+	if host == "localhost" {
+		s.Add(net.JoinHostPort(host, port))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	hp = net.JoinHostPort(host, port)
+	for _, n := range s.names {
+		if n == hp {
+			return
+		}
+	}
+	s.names = append(s.names, hp)
+}
+
+// checkName refuses hostport ("host:port" as a URL or a dial names it,
+// before name resolution) when it is Duet's own public address (AddURL).
+func (s *Self) checkName(hostport string) error {
+	if s == nil {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return nil
+	}
+	hp := net.JoinHostPort(strings.ToLower(strings.TrimSuffix(host, ".")), port)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, n := range s.names {
+		if n == hp {
+			return &duet.Error{
+				Code:    duet.CodeURLRefused,
+				Message: fmt.Sprintf("destination %s is Duet's own public address (DUET_PUBLIC_URL), which is always refused", hp),
+				Op:      "netguard.Self",
+			}
+		}
+	}
+	return nil
 }
 
 func cmpOr(a, b string) string {
@@ -252,6 +320,9 @@ func (p Policy) checkURL(ctx context.Context, u *url.URL) error {
 	host = strings.TrimSuffix(host, ".")
 	if host == "" {
 		return &duet.Error{Code: duet.CodeURLRefused, Message: "the URL has no host", Op: "netguard.Policy.CheckURL"}
+	}
+	if err := p.Self.checkName(hp); err != nil {
+		return err
 	}
 	scoped := scopeOf(ctx).has(hp)
 	var addrs []netip.Addr

@@ -227,6 +227,48 @@ func TestSelf(t *testing.T) {
 	}
 }
 
+// TestSelfPublicURL: Duet's public address (DUET_PUBLIC_URL) is refused by
+// name — in any case, with a trailing dot, with its default port written
+// out — when a URL is checked and again when a connection is dialled,
+// before any name resolution; the same host on another port is not Duet.
+func TestSelfPublicURL(t *testing.T) {
+	t.Parallel()
+	self := &netguard.Self{}
+	self.AddURL("https://duet.example.invalid")
+	p := netguard.Policy{Self: self}
+	for _, u := range []string{"https://duet.example.invalid/mcp/http", "https://DUET.Example.invalid./mcp/http", "https://duet.example.invalid:443/"} {
+		err := p.CheckURL(t.Context(), u)
+		if duet.ErrorCode(err) != duet.CodeURLRefused || !strings.Contains(duet.ErrorMessage(err), "Duet's own public address") {
+			t.Errorf("CheckURL(%s): got %v, want URL_REFUSED naming Duet's public address", u, err)
+		}
+	}
+	// At dial time, as a connection names it (what an MCP client's
+	// transport does on every new connection).
+	c := &http.Client{Transport: p.Transport(nil)}
+	err := get(t.Context(), c, "https://Duet.example.invalid/mcp/http")
+	if duet.ErrorCode(err) != duet.CodeURLRefused {
+		t.Errorf("dialling Duet's public name: got %v, want URL_REFUSED", err)
+	}
+	if err := p.CheckURL(t.Context(), "https://duet.example.invalid:8443/"); err != nil {
+		t.Errorf("the same host on another port: %v", err)
+	}
+
+	// A public URL on loopback is refused by name and by address.
+	duetSite := newSite(t, nil)
+	port := portOf(t, duetSite)
+	self = &netguard.Self{}
+	self.AddURL("http://localhost:" + port)
+	lc := netguard.Policy{AllowLoopback: true, Self: self}.Client()
+	for _, u := range []string{"http://localhost:" + port, "http://127.0.0.1:" + port} {
+		if err := get(t.Context(), lc, u); duet.ErrorCode(err) != duet.CodeURLRefused {
+			t.Errorf("GET %s with that public URL: got %v, want URL_REFUSED", u, err)
+		}
+	}
+	if n := duetSite.hits.Load(); n != 0 {
+		t.Errorf("Duet got %d requests, want none", n)
+	}
+}
+
 func TestCheckURL(t *testing.T) {
 	t.Parallel()
 	p := netguard.Policy{}

@@ -57,25 +57,39 @@ func noteError(w http.ResponseWriter, code string) {
 // audited runs h and leaves one audit record of the request: call source
 // oauth, the user it concerned once known, the client as the record's
 // tool, the outcome as a stable code.
+// A change the request makes (a client registered, a code or a token
+// issued, a token revoked) stores the record in its own transaction, as a
+// governed call's does (duet.AuditIntent); it is completed at the end.
 func (s *Server) audited(method string, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		ev := &event{}
-		h(&auditWriter{ResponseWriter: w, ev: ev}, r.WithContext(context.WithValue(r.Context(), eventKey{}, ev)))
-		if s.o.Audit == nil {
-			return
-		}
 		caller, _ := duet.CallerFromContext(r.Context())
 		trace := caller.TraceID
 		if trace == "" {
 			trace = duet.NewTraceID()
 		}
-		m := method
-		if ev.grant != "" {
-			m += ":" + ev.grant
+		record := func() duet.AuditRecord {
+			m := method
+			if ev.grant != "" {
+				m += ":" + ev.grant
+			}
+			return duet.AuditRecord{Time: start, TraceID: trace, CallSource: duet.SourceOAuth, Caller: clip(ev.user), Method: m,
+				Tool: clip(ev.client), ArgBytes: int(max(r.ContentLength, 0))}
 		}
-		s.o.Audit(&duet.AuditRecord{Time: start, TraceID: trace, CallSource: duet.SourceOAuth, Caller: clip(ev.user), Method: m,
-			Tool: clip(ev.client), Outcome: outcome(ev), DurationUs: time.Since(start).Microseconds(), ArgBytes: int(max(r.ContentLength, 0))})
+		ctx := context.WithValue(r.Context(), eventKey{}, ev)
+		var intent *duet.AuditIntent
+		if s.o.Audit != nil {
+			intent = duet.NewAuditIntentFunc(record)
+			ctx = duet.WithAuditIntent(ctx, intent)
+		}
+		h(&auditWriter{ResponseWriter: w, ev: ev}, r.WithContext(ctx))
+		if s.o.Audit == nil {
+			return
+		}
+		rec := record()
+		rec.ID, rec.Outcome, rec.DurationUs = intent.Close(), outcome(ev), time.Since(start).Microseconds()
+		s.o.Audit(&rec)
 	}
 }
 

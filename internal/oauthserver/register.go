@@ -72,6 +72,9 @@ func readClientMetadata(w http.ResponseWriter, r *http.Request) (*oauthex.Client
 		if errors.As(err, &mbe) {
 			return nil, errf(http.StatusRequestEntityTooLarge, "invalid_client_metadata", "the client metadata is over %d bytes", mbe.Limit)
 		}
+		if duet.ErrorCode(err) == duet.CodeRateLimited { // the address's budget (internal/httpapi)
+			return nil, errf(http.StatusTooManyRequests, "temporarily_unavailable", "%s", duet.ErrorMessage(err))
+		}
 		return nil, errf(http.StatusBadRequest, "invalid_client_metadata", "cannot read the request")
 	}
 	var m oauthex.ClientRegistrationMetadata

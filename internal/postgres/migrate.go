@@ -2,39 +2,85 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/database"
 
 	"github.com/duet-test/duet"
 )
 
+// versionTable is goose's version table (its default name).
+const versionTable = "goose_db_version"
+
 // Migrations reports, for `duet migrate status`, every migration this build
 // knows and whether the database at url has it, and the database's current
-// version. It changes nothing (but creates goose's version table in an
-// empty database). Returns INVALID_ARGUMENT, UNAVAILABLE.
+// version (0: nothing applied, not even goose's version table). It only
+// reads, in a READ ONLY transaction: an empty database stays empty (goose's
+// own status would create its version table). Returns INVALID_ARGUMENT,
+// UNAVAILABLE.
 func Migrations(ctx context.Context, url string, opts *Options) ([]*goose.MigrationStatus, int64, error) {
 	var out []*goose.MigrationStatus
 	var version int64
-	err := withProvider(ctx, url, opts, func(p *goose.Provider) error {
-		var err error
-		if out, err = p.Status(ctx); err != nil {
+	err := withProvider(ctx, url, opts, func(db *sql.DB, p *goose.Provider) error {
+		tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
 			return err
 		}
-		version, err = p.GetDBVersion(ctx)
+		defer tx.Rollback()
+		var exists bool
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = current_schema() AND tablename = $1)`, versionTable).Scan(&exists); err != nil {
+			return err
+		}
+		out, version, err = readStatus(ctx, tx, database.DialectPostgres, p.ListSources(), exists)
 		return err
 	})
 	return out, version, err
 }
 
+// readStatus reads, through goose's own queries and without writing, which
+// of srcs the database has applied and its highest version. A database
+// without the version table has none (version 0).
+func readStatus(ctx context.Context, q database.DBTxConn, dialect database.Dialect, srcs []*goose.Source, exists bool) ([]*goose.MigrationStatus, int64, error) {
+	out := make([]*goose.MigrationStatus, 0, len(srcs))
+	for _, s := range srcs {
+		out = append(out, &goose.MigrationStatus{Source: s, State: goose.StatePending})
+	}
+	if !exists {
+		return out, 0, nil
+	}
+	st, err := database.NewStore(dialect, versionTable)
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, m := range out {
+		r, err := st.GetMigration(ctx, q, m.Source.Version)
+		switch {
+		case errors.Is(err, database.ErrVersionNotFound):
+		case err != nil:
+			return nil, 0, err
+		case r.IsApplied:
+			m.State, m.AppliedAt = goose.StateApplied, r.Timestamp
+		}
+	}
+	v, err := st.GetLatestVersion(ctx, q)
+	if errors.Is(err, database.ErrVersionNotFound) {
+		return out, 0, nil
+	}
+	return out, v, err
+}
+
 // Migrate applies every pending migration to the database at url (`duet
 // migrate up`), holding the session lock that instances starting at the
 // same time also take, and returns what it applied. It refuses a database
-// newer than this build. Returns INVALID_ARGUMENT, UNAVAILABLE.
+// newer than this build (SCHEMA_TOO_NEW). Returns INVALID_ARGUMENT,
+// UNAVAILABLE, SCHEMA_TOO_NEW.
 func Migrate(ctx context.Context, url string, opts *Options) ([]*goose.MigrationResult, error) {
 	var out []*goose.MigrationResult
-	err := withProvider(ctx, url, opts, func(p *goose.Provider) error {
+	err := withProvider(ctx, url, opts, func(_ *sql.DB, p *goose.Provider) error {
 		if err := checkNotNewer(ctx, p); err != nil {
 			return err
 		}
@@ -45,7 +91,7 @@ func Migrate(ctx context.Context, url string, opts *Options) ([]*goose.Migration
 	return out, err
 }
 
-func withProvider(ctx context.Context, url string, opts *Options, fn func(*goose.Provider) error) error {
+func withProvider(ctx context.Context, url string, opts *Options, fn func(*sql.DB, *goose.Provider) error) error {
 	cfg, err := ParseURL(url, opts)
 	if err != nil {
 		return err
@@ -65,7 +111,7 @@ func withProvider(ctx context.Context, url string, opts *Options, fn func(*goose
 	if err != nil {
 		return duet.WrapError(duet.CodeInternal, err, "cannot read the embedded migrations")
 	}
-	if err := fn(p); err != nil {
+	if err := fn(db, p); err != nil {
 		if duet.ErrorCode(err) != duet.CodeInternal {
 			return err
 		}

@@ -123,10 +123,10 @@ func TestNewerSchemaRefused(t *testing.T) {
 	}
 	_, err = postgres.Open(t.Context(), url, nil)
 	latest, _ := knownMigrations(t)
-	if duet.ErrorCode(err) != duet.CodeUnavailable || !strings.Contains(duet.ErrorMessage(err), fmt.Sprintf("version 99, newer than this duet knows (%d)", latest)) {
+	if duet.ErrorCode(err) != duet.CodeSchemaTooNew || !strings.Contains(duet.ErrorMessage(err), fmt.Sprintf("version 99, newer than this duet knows (%d)", latest)) {
 		t.Fatalf("Open: got %v", err)
 	}
-	if _, err := postgres.Migrate(t.Context(), url, nil); !strings.Contains(duet.ErrorMessage(err), "newer than this duet knows") {
+	if _, err := postgres.Migrate(t.Context(), url, nil); duet.ErrorCode(err) != duet.CodeSchemaTooNew || !strings.Contains(duet.ErrorMessage(err), "newer than this duet knows") {
 		t.Fatalf("Migrate: got %v", err)
 	}
 }

@@ -38,8 +38,33 @@ var migrations embed.FS
 
 // DB is a Duet store on a PostgreSQL database.
 type DB struct {
-	pool *pgxpool.Pool
+	pool *auditedPool
 	now  func() time.Time
+}
+
+// auditedPool is the connection pool, its Exec made to keep the audit
+// record of a governed call with the call's change (duet.AuditIntent): a
+// statement run in a context whose intent is pending runs in a transaction
+// that writes the record too (tx). Every other statement goes straight to
+// the pool.
+type auditedPool struct {
+	*pgxpool.Pool
+	d *DB
+}
+
+// Exec runs a statement: with the pending audit record of ctx, if any, in
+// one transaction.
+func (p *auditedPool) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if !duet.AuditIntentFrom(ctx).Pending() {
+		return p.Pool.Exec(ctx, sql, args...)
+	}
+	var tag pgconn.CommandTag
+	err := p.d.tx(ctx, func(tx pgx.Tx) error {
+		var err error
+		tag, err = tx.Exec(ctx, sql, args...)
+		return err
+	})
+	return tag, err
 }
 
 var _ duet.Store = (*DB)(nil)
@@ -117,10 +142,10 @@ func redactedParseError(err error) string {
 
 // Open connects to the database at url, applies pending migrations (or,
 // with opts.NoMigrate, checks that none is pending) and returns the
-// store. Errors are INVALID_ARGUMENT (a malformed URL) or UNAVAILABLE: the
-// database cannot be reached or migrated, or its schema is newer than this
-// build knows (the message names both versions). No error contains the
-// password.
+// store. Errors are INVALID_ARGUMENT (a malformed URL), UNAVAILABLE (the
+// database cannot be reached or migrated) or SCHEMA_TOO_NEW (its schema is
+// newer than this build knows; the message names both versions). No error
+// contains the password.
 func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
 	if opts == nil {
 		opts = &Options{}
@@ -141,7 +166,8 @@ func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
 		pool.Close()
 		return nil, err
 	}
-	d := &DB{pool: pool, now: opts.Now}
+	d := &DB{now: opts.Now}
+	d.pool = &auditedPool{Pool: pool, d: d}
 	if d.now == nil {
 		d.now = time.Now
 	}
@@ -222,7 +248,7 @@ func checkNotNewer(ctx context.Context, p *goose.Provider) error {
 		return duet.WrapError(duet.CodeUnavailable, err, "cannot read the schema version: %v", rootCause(err))
 	}
 	if current > known {
-		return duet.Errorf(duet.CodeUnavailable, "the PostgreSQL schema is at version %d, newer than this duet knows (%d): upgrade duet to the version the other instances run", current, known)
+		return duet.Errorf(duet.CodeSchemaTooNew, "the PostgreSQL schema is at version %d, newer than this duet knows (%d): upgrade duet to the version the other instances run", current, known)
 	}
 	return nil
 }
@@ -239,7 +265,7 @@ func rootCause(err error) error {
 }
 
 // Pool returns the underlying connection pool (tests and maintenance).
-func (d *DB) Pool() *pgxpool.Pool { return d.pool }
+func (d *DB) Pool() *pgxpool.Pool { return d.pool.Pool }
 
 // Ping checks the database answers. Returns UNAVAILABLE.
 func (d *DB) Ping(ctx context.Context) error {
@@ -263,17 +289,37 @@ type querier interface {
 }
 
 var (
-	_ querier = (*pgxpool.Pool)(nil)
+	_ querier = (*auditedPool)(nil)
 	_ querier = (pgx.Tx)(nil)
 )
 
 // tx runs fn in a READ COMMITTED transaction. A deadlock or a serialization
 // failure (another instance touched the same rows) runs fn again, up to
 // three times: fn must only depend on what it reads inside the transaction.
+// The pending audit record of ctx (duet.AuditIntent), if any, is written in
+// the same transaction: a governed call's change is never stored without
+// it.
 func (d *DB) tx(ctx context.Context, fn func(pgx.Tx) error) error {
+	in := duet.AuditIntentFrom(ctx)
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
-		err = pgx.BeginFunc(ctx, d.pool, fn)
+		var rec *duet.AuditRecord
+		err = pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+			if err := fn(tx); err != nil {
+				return err
+			}
+			if rec = in.Take(); rec != nil {
+				return insertAudit(ctx, tx, rec)
+			}
+			return nil
+		})
+		if rec != nil {
+			if err == nil {
+				in.Stored(rec.ID)
+			} else {
+				in.Released()
+			}
+		}
 		var pe *pgconn.PgError
 		if !errors.As(err, &pe) || (pe.Code != "40P01" && pe.Code != "40001") {
 			break

@@ -31,6 +31,29 @@ func TestStore(t *testing.T) {
 	})
 }
 
+// TestRunBudget runs the runs-per-minute suite against PostgreSQL, with a
+// clock the suite moves.
+func TestRunBudget(t *testing.T) {
+	storetest.RunRunBudget(t, func(t *testing.T) (duet.Store, func(time.Duration)) {
+		var mu sync.Mutex
+		now := time.Now()
+		db, err := postgres.Open(t.Context(), pgtest.URL(t), &postgres.Options{Now: func() time.Time {
+			mu.Lock()
+			defer mu.Unlock()
+			return now
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db, func(d time.Duration) {
+			mu.Lock()
+			now = now.Add(d)
+			mu.Unlock()
+		}
+	})
+}
+
 // TestDeviceLeaseStore runs the device-lease suite against PostgreSQL, with
 // a clock the suite moves.
 func TestDeviceLeaseStore(t *testing.T) {

@@ -13,13 +13,13 @@ import (
 )
 
 const runColumns = `r.id, r.task_id, r.status, r.triggered_by, r.call_source, r.trace_id, r.device, r.error_code, r.error_message,
-	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt, r.lost, r.post_run, r.trace`
+	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt, r.lost, r.post_run, r.call_depth, r.trace`
 
 func scanRun(r pgx.Row) (*duet.Run, error) {
 	var run duet.Run
 	var postRun string
 	if err := r.Scan(&run.ID, &run.TaskID, &run.Status, &run.TriggeredBy, &run.CallSource, &run.TraceID, &run.Device,
-		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &run.CreatedAt, &run.StartedAt, &run.FinishedAt, &run.Attempt, &run.Lost, &postRun, &run.Trace); err != nil {
+		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &run.CreatedAt, &run.StartedAt, &run.FinishedAt, &run.Attempt, &run.Lost, &postRun, &run.CallDepth, &run.Trace); err != nil {
 		return nil, err
 	}
 	run.CreatedAt = utc(run.CreatedAt)
@@ -79,7 +79,8 @@ func fillTotals(ctx context.Context, q querier, runs ...*duet.Run) error {
 // CreateRun stores a queued run and its executions, honouring idempotency.
 // Concurrent calls with the same idempotency key, on any instance, take
 // turns on an advisory lock of (caller, key): the first creates the run, the
-// others replay its result. Returns IDEMPOTENCY_CONFLICT, INVALID_ARGUMENT.
+// others replay its result. Returns IDEMPOTENCY_CONFLICT, INVALID_ARGUMENT,
+// RATE_LIMITED.
 func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.IdempotencyRecord, bool, error) {
 	run := p.Run
 	if run == nil || run.TaskID == "" || run.TriggeredBy == "" {
@@ -122,12 +123,25 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 				return mapErr(err)
 			}
 		}
-		if p.MaxQueued > 0 {
+		if p.MaxQueued > 0 || p.MaxPerMinute > 0 {
 			// One user's starts take turns here, so that concurrent starts
-			// on several instances cannot all see room under the cap.
+			// on several instances cannot all see room under the caps.
 			if err := lockKey(ctx, tx, "queue\x1f"+run.TriggeredBy); err != nil {
 				return err
 			}
+		}
+		if p.MaxPerMinute > 0 {
+			var started int
+			var oldest *time.Time
+			if err := tx.QueryRow(ctx, `SELECT count(*), min(created_at) FROM runs WHERE triggered_by = $1 AND created_at > $2`,
+				run.TriggeredBy, now.Add(-time.Minute)).Scan(&started, &oldest); err != nil {
+				return mapErr(err)
+			}
+			if started >= p.MaxPerMinute {
+				return perMinuteError(run.TriggeredBy, started, *oldest, now)
+			}
+		}
+		if p.MaxQueued > 0 {
 			var queued int
 			if err := tx.QueryRow(ctx, `SELECT count(*) FROM runs WHERE triggered_by = $1 AND status = 'queued'`, run.TriggeredBy).Scan(&queued); err != nil {
 				return mapErr(err)
@@ -139,8 +153,8 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 		run.ID = duet.NewID("run")
 		run.Status = duet.StatusQueued
 		run.CreatedAt = now
-		if _, err := tx.Exec(ctx, `INSERT INTO runs (id, task_id, status, triggered_by, call_source, trace_id, device, created_at, trace) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-			run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource, run.TraceID, run.Device, now, run.Trace); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO runs (id, task_id, status, triggered_by, call_source, trace_id, device, created_at, call_depth, trace) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+			run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource, run.TraceID, run.Device, now, run.CallDepth, run.Trace); err != nil {
 			return mapErr(err)
 		}
 		// Every execution in one statement, however many cases the run has.
@@ -252,13 +266,13 @@ func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 }
 
 const execColumns = `e.id, e.run_id, e.case_id, e.case_key, e.case_title, e.case_version, e.ordinal, e.timeout_ms, e.status, e.steps, e.vars,
-	e.error_code, e.error_message, e.started_at, e.finished_at`
+	e.error_code, e.error_message, e.started_at, e.finished_at, e.resume_from`
 
 func scanExecution(r pgx.Row) (*duet.Execution, error) {
 	var e duet.Execution
 	var steps, vars string
 	if err := r.Scan(&e.ID, &e.RunID, &e.CaseID, &e.CaseKey, &e.CaseTitle, &e.CaseVersion, &e.Ordinal, &e.TimeoutMs, &e.Status, &steps, &vars,
-		&e.ErrorCode, &e.ErrorMessage, &e.StartedAt, &e.FinishedAt); err != nil {
+		&e.ErrorCode, &e.ErrorMessage, &e.StartedAt, &e.FinishedAt, &e.ResumeFrom); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(steps), &e.Steps); err != nil {
@@ -385,34 +399,81 @@ func (d *DB) claim(ctx context.Context, only, worker string, lease time.Duration
 }
 
 // RenewLease extends the worker's lease and returns the current run.
-// Returns CONFLICT when the worker no longer holds the lease.
-func (d *DB) RenewLease(ctx context.Context, runID, worker string, lease time.Duration) (*duet.Run, error) {
-	run, err := scanRun(d.pool.QueryRow(ctx, `UPDATE runs r SET lease_expires_at = $1 WHERE r.id = $2 AND r.lease_owner = $3 AND r.status = 'running' RETURNING `+runColumns,
-		ts(d.now().Add(lease)), runID, worker))
+// Returns LEASE_LOST when the worker no longer holds the run under l.
+func (d *DB) RenewLease(ctx context.Context, l duet.Lease, lease time.Duration) (*duet.Run, error) {
+	run, err := scanRun(d.pool.QueryRow(ctx, `UPDATE runs r SET lease_expires_at = $1 WHERE r.id = $2 AND r.lease_owner = $3 AND r.attempt = $4 AND r.status = 'running' RETURNING `+runColumns,
+		ts(d.now().Add(lease)), l.RunID, l.Worker, l.Token))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, duet.Errorf(duet.CodeConflict, "worker %s no longer holds run %s", worker, runID)
+		return nil, duet.LeaseLost(l)
 	}
 	return run, mapErr(err)
 }
 
+// heldSQL is the fence of a write of an execution's results: the execution
+// ($4) of the run ($1) that worker $2 holds under its claim $3. It locks
+// the run row FOR SHARE, so the write and a claim of the run take turns: a
+// claim that commits first leaves the fence empty (READ COMMITTED checks
+// the locked row again), and a claim that comes second waits for the write.
+const heldSQL = `held AS (SELECT e.id FROM runs r JOIN executions e ON e.run_id = r.id
+		WHERE r.id = $1 AND r.lease_owner = $2 AND r.attempt = $3 AND r.status = 'running' AND e.id = $4
+		FOR SHARE OF r)`
+
 // StartExecution marks an execution running and drops results of an earlier
-// interrupted attempt, in one statement (one round trip per case).
-func (d *DB) StartExecution(ctx context.Context, e *duet.Execution) error {
-	_, err := d.pool.Exec(ctx, `WITH dropped AS (DELETE FROM step_results WHERE execution_id = $3)
-		UPDATE executions SET status = $1, started_at = $2, finished_at = NULL, error_code = '', error_message = '', vars = '{}' WHERE id = $3`,
-		duet.StatusRunning, nullTime(e.StartedAt), e.ID)
+// interrupted attempt (from e.ResumeFrom on), in one fenced statement (one
+// round trip per case).
+func (d *DB) StartExecution(ctx context.Context, l duet.Lease, e *duet.Execution) error {
+	from := max(e.ResumeFrom, 0)
+	tag, err := d.pool.Exec(ctx, `WITH `+heldSQL+`,
+		dropped AS (DELETE FROM step_results WHERE execution_id IN (SELECT id FROM held) AND idx >= $7)
+		UPDATE executions SET status = $5, started_at = CASE WHEN $7 > 0 THEN COALESCE(started_at, $6) ELSE $6 END, finished_at = NULL,
+			error_code = '', error_message = '', vars = CASE WHEN $7 > 0 THEN vars ELSE '{}' END, resume_from = 0
+		WHERE id IN (SELECT id FROM held)`,
+		l.RunID, l.Worker, l.Token, e.ID, duet.StatusRunning, nullTime(e.StartedAt), from)
 	if err != nil {
 		return mapErr(err)
 	}
-	e.Status, e.ErrorCode, e.ErrorMessage, e.FinishedAt = duet.StatusRunning, "", "", nil
-	e.Vars = map[string]any{}
-	e.Results = []*duet.StepResult{}
+	if tag.RowsAffected() == 0 {
+		return duet.LeaseLost(l)
+	}
+	startedExecution(e, from)
 	return nil
 }
 
+// SuspendExecution records the step an interrupted execution resumes at
+// (fenced).
+func (d *DB) SuspendExecution(ctx context.Context, l duet.Lease, executionID string, next int) error {
+	tag, err := d.pool.Exec(ctx, `WITH `+heldSQL+` UPDATE executions SET resume_from = $5 WHERE id IN (SELECT id FROM held)`,
+		l.RunID, l.Worker, l.Token, executionID, max(next, 0))
+	if err != nil {
+		return mapErr(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return duet.LeaseLost(l)
+	}
+	return nil
+}
+
+// startedExecution brings e, just started (resuming at from), in line with
+// what StartExecution stored.
+func startedExecution(e *duet.Execution, from int) {
+	e.Status, e.ErrorCode, e.ErrorMessage, e.FinishedAt, e.ResumeFrom = duet.StatusRunning, "", "", nil, 0
+	if from == 0 {
+		e.Vars = map[string]any{}
+		e.Results = []*duet.StepResult{}
+		return
+	}
+	kept := []*duet.StepResult{}
+	for _, r := range e.Results {
+		if r.Index < from {
+			kept = append(kept, r)
+		}
+	}
+	e.Results = kept
+}
+
 // SaveStepResult stores one step result and the execution's variables, in
-// one round trip.
-func (d *DB) SaveStepResult(ctx context.Context, executionID string, r *duet.StepResult, vars map[string]any) error {
+// one fenced round trip.
+func (d *DB) SaveStepResult(ctx context.Context, l duet.Lease, executionID string, r *duet.StepResult, vars map[string]any) error {
 	data, err := json.Marshal(r)
 	if err != nil {
 		return err
@@ -421,12 +482,19 @@ func (d *DB) SaveStepResult(ctx context.Context, executionID string, r *duet.Ste
 	if err != nil {
 		return err
 	}
-	_, err = d.pool.Exec(ctx, `WITH saved AS (
-			INSERT INTO step_results (execution_id, idx, data) VALUES ($1, $2, $3)
+	tag, err := d.pool.Exec(ctx, `WITH `+heldSQL+`,
+		saved AS (
+			INSERT INTO step_results (execution_id, idx, data) SELECT id, $5, $6 FROM held
 			ON CONFLICT (execution_id, idx) DO UPDATE SET data = excluded.data
 		)
-		UPDATE executions SET vars = $4 WHERE id = $1`, executionID, r.Index, string(data), varsJSON)
-	return mapErr(err)
+		UPDATE executions SET vars = $7 WHERE id IN (SELECT id FROM held)`, l.RunID, l.Worker, l.Token, executionID, r.Index, string(data), varsJSON)
+	if err != nil {
+		return mapErr(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return duet.LeaseLost(l)
+	}
+	return nil
 }
 
 func marshalVars(vars map[string]any) (string, error) {
@@ -437,30 +505,70 @@ func marshalVars(vars map[string]any) (string, error) {
 	return string(b), err
 }
 
-// FinishExecution stores the final state of an execution.
-func (d *DB) FinishExecution(ctx context.Context, e *duet.Execution) error {
+// FinishExecution stores the final state of an execution (fenced).
+func (d *DB) FinishExecution(ctx context.Context, l duet.Lease, e *duet.Execution) error {
 	varsJSON, err := marshalVars(e.Vars)
 	if err != nil {
 		return err
 	}
-	_, err = d.pool.Exec(ctx, `UPDATE executions SET status = $1, error_code = $2, error_message = $3, vars = $4, started_at = $5, finished_at = $6 WHERE id = $7`,
-		e.Status, e.ErrorCode, e.ErrorMessage, varsJSON, nullTime(e.StartedAt), nullTime(e.FinishedAt), e.ID)
-	return mapErr(err)
+	tag, err := d.pool.Exec(ctx, `WITH `+heldSQL+`
+		UPDATE executions SET status = $5, error_code = $6, error_message = $7, vars = $8, started_at = $9, finished_at = $10 WHERE id IN (SELECT id FROM held)`,
+		l.RunID, l.Worker, l.Token, e.ID, e.Status, e.ErrorCode, e.ErrorMessage, varsJSON, nullTime(e.StartedAt), nullTime(e.FinishedAt))
+	if err != nil {
+		return mapErr(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return duet.LeaseLost(l)
+	}
+	return nil
 }
 
 // ReleaseRun puts a run the worker holds back in the queue.
-func (d *DB) ReleaseRun(ctx context.Context, runID, worker string) error {
-	_, err := d.pool.Exec(ctx, `UPDATE runs SET status = 'queued', lease_owner = '', lease_expires_at = NULL WHERE id = $1 AND lease_owner = $2 AND status = 'running'`, runID, worker)
-	return mapErr(err)
+func (d *DB) ReleaseRun(ctx context.Context, l duet.Lease) error {
+	tag, err := d.pool.Exec(ctx, `UPDATE runs SET status = 'queued', lease_owner = '', lease_expires_at = NULL WHERE id = $1 AND lease_owner = $2 AND attempt = $3 AND status = 'running'`,
+		l.RunID, l.Worker, l.Token)
+	if err != nil {
+		return mapErr(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return duet.LeaseLost(l)
+	}
+	return nil
 }
 
-// FinishRun stores the final state of a run and releases its lease.
-func (d *DB) FinishRun(ctx context.Context, r *duet.Run) error {
+// incompleteSQL finds an execution of run $1 that a verdict cannot
+// summarise: unfinished, or with fewer step results than steps.
+const incompleteSQL = `SELECT e.case_title, e.status, e.res, e.n FROM (
+		SELECT x.case_title, x.status,
+			(SELECT count(*) FROM step_results s WHERE s.execution_id = x.id) AS res,
+			CASE WHEN json_typeof(x.steps::json) = 'array' THEN json_array_length(x.steps::json) ELSE 0 END AS n
+		FROM executions x WHERE x.run_id = $1) e
+	WHERE e.status IN ('pending', 'running') OR e.res < e.n
+	LIMIT 1`
+
+// FinishRun stores the final state of a run and releases its lease
+// (fenced; a verdict only over every result).
+func (d *DB) FinishRun(ctx context.Context, l duet.Lease, r *duet.Run) error {
 	return d.tx(ctx, func(tx pgx.Tx) error {
 		// The run row first, then its executions: the order RequestCancel
 		// takes them in too, so the two never deadlock.
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM runs WHERE id = $1 FOR UPDATE`, r.ID); err != nil {
+		var one int
+		err := tx.QueryRow(ctx, `SELECT 1 FROM runs WHERE id = $1 AND lease_owner = $2 AND attempt = $3 AND status = 'running' FOR UPDATE`, l.RunID, l.Worker, l.Token).Scan(&one)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return duet.LeaseLost(l)
+		} else if err != nil {
 			return mapErr(err)
+		}
+		if r.Status == duet.StatusPassed || r.Status == duet.StatusFailed {
+			var title string
+			var status duet.RunStatus
+			var res, n int
+			err := tx.QueryRow(ctx, incompleteSQL, l.RunID).Scan(&title, &status, &res, &n)
+			if err == nil {
+				return duet.Incomplete(l.RunID, title, status, res, n)
+			} else if !errors.Is(err, pgx.ErrNoRows) {
+				return mapErr(err)
+			}
 		}
 		// Executions that never finished end with the run: cancelled when the
 		// run was cancelled, skipped otherwise.
@@ -468,7 +576,7 @@ func (d *DB) FinishRun(ctx context.Context, r *duet.Run) error {
 		if r.Status == duet.StatusCancelled {
 			rest = duet.StatusCancelled
 		}
-		if _, err := tx.Exec(ctx, `UPDATE executions SET status = $1 WHERE run_id = $2 AND status IN ('pending', 'running')`, rest, r.ID); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE executions SET status = $1 WHERE run_id = $2 AND status IN ('pending', 'running')`, rest, l.RunID); err != nil {
 			return mapErr(err)
 		}
 		postRun := ""
@@ -479,8 +587,8 @@ func (d *DB) FinishRun(ctx context.Context, r *duet.Run) error {
 			}
 			postRun = string(b)
 		}
-		_, err := tx.Exec(ctx, `UPDATE runs SET status = $1, error_code = $2, error_message = $3, finished_at = $4, post_run = $5, lease_owner = '', lease_expires_at = NULL WHERE id = $6`,
-			r.Status, r.ErrorCode, r.ErrorMessage, nullTime(r.FinishedAt), postRun, r.ID)
+		_, err = tx.Exec(ctx, `UPDATE runs SET status = $1, error_code = $2, error_message = $3, finished_at = $4, post_run = $5, lease_owner = '', lease_expires_at = NULL WHERE id = $6`,
+			r.Status, r.ErrorCode, r.ErrorMessage, nullTime(r.FinishedAt), postRun, l.RunID)
 		if err != nil {
 			return mapErr(err)
 		}
@@ -531,4 +639,11 @@ func (d *DB) DeleteExpiredIdempotency(ctx context.Context, now time.Time) (int, 
 		return 0, mapErr(err)
 	}
 	return int(tag.RowsAffected()), nil
+}
+
+// perMinuteError is the refusal of a run beyond StartRunParams.MaxPerMinute:
+// user started n runs since a minute before now, the first at oldest.
+func perMinuteError(user string, n int, oldest, now time.Time) error {
+	wait := max(oldest.Add(time.Minute).Sub(now), time.Second).Round(time.Second)
+	return duet.Errorf(duet.CodeRateLimited, "%s started %d runs in the last minute, the most one user may start (DUET_MAX_RUNS_PER_MINUTE); the next may start in %s", user, n, wait)
 }

@@ -134,6 +134,36 @@ func (d *DB) AppendAudit(ctx context.Context, recs []*duet.AuditRecord) error {
 	return assignIDs(rows, n, func(i int, id int64) { recs[i].ID = id })
 }
 
+// insertAudit writes one audit record in tx (the record of a governed
+// call, with the call's change) and sets its id.
+func insertAudit(ctx context.Context, tx pgx.Tx, r *duet.AuditRecord) error {
+	return mapErr(tx.QueryRow(ctx, `INSERT INTO audit (time, trace_id, call_source, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id`,
+		ts(r.Time), r.TraceID, string(r.CallSource), r.Caller, r.Method, r.Tool, string(r.Outcome), r.DurationUs, int32(r.ArgBytes), int32(r.ResultBytes)).Scan(&r.ID))
+}
+
+// CompleteAudit stores the final state of records written with a change,
+// in one statement.
+func (d *DB) CompleteAudit(ctx context.Context, recs []*duet.AuditRecord) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	n := len(recs)
+	ids, dur := make([]int64, n), make([]int64, n)
+	caller, method, tool, outcome := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	argB, resB := make([]int32, n), make([]int32, n)
+	for i, r := range recs {
+		ids[i], caller[i], method[i], tool[i], outcome[i] = r.ID, r.Caller, r.Method, r.Tool, string(r.Outcome)
+		dur[i], argB[i], resB[i] = r.DurationUs, int32(r.ArgBytes), int32(r.ResultBytes)
+	}
+	_, err := d.pool.Pool.Exec(ctx, `UPDATE audit a SET caller = x.caller, method = x.method, tool = x.tool, outcome = x.outcome,
+			duration_us = x.duration_us, arg_bytes = x.arg_bytes, result_bytes = x.result_bytes
+		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::int[], $8::int[])
+			AS x (id, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes)
+		WHERE a.id = x.id`, ids, caller, method, tool, outcome, dur, argB, resB)
+	return mapErr(err)
+}
+
 // assignIDs reads the n identity values an INSERT ... ORDER BY ... RETURNING
 // produced, in insertion order.
 func assignIDs(rows pgx.Rows, n int, set func(int, int64)) error {

@@ -102,9 +102,11 @@ func newFixture(t *testing.T) *fixture {
 	if _, _, err := db.CreateRun(ctx, duet.StartRunParams{Run: run, Executions: execs}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.ClaimRunByID(ctx, run.ID, "w", time.Minute); err != nil {
+	claimed, err := db.ClaimRunByID(ctx, run.ID, "w", time.Minute)
+	if err != nil || claimed == nil {
 		t.Fatal(err)
 	}
+	l := duet.LeaseOf(claimed, "w")
 	f := &fixture{db: db, arts: artifact.New(filepath.Join(t.TempDir(), "artifacts"), time.Hour), run: run, shot: testPNG(t)}
 	execs, err = db.FindExecutions(ctx, run.ID)
 	if err != nil {
@@ -118,21 +120,21 @@ func newFixture(t *testing.T) *fixture {
 		if mod != nil {
 			mod(r)
 		}
-		if err := db.SaveStepResult(ctx, x.ID, r, nil); err != nil {
+		if err := db.SaveStepResult(ctx, l, x.ID, r, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	finish := func(x *duet.Execution, status duet.RunStatus, code duet.Code, msg string, vars map[string]any) {
 		start, end := base, base.Add(4*time.Second)
 		x.Status, x.ErrorCode, x.ErrorMessage, x.StartedAt, x.FinishedAt, x.Vars = status, code, msg, &start, &end, vars
-		if err := db.FinishExecution(ctx, x); err != nil {
+		if err := db.FinishExecution(ctx, l, x); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, x := range execs {
 		switch x.CaseKey {
 		case "a-login":
-			if err := db.StartExecution(ctx, x); err != nil {
+			if err := db.StartExecution(ctx, l, x); err != nil {
 				t.Fatal(err)
 			}
 			step(x, 0, duet.StatusPassed, 420, nil)
@@ -141,7 +143,7 @@ func newFixture(t *testing.T) *fixture {
 			// As stored by an older engine: the secret-named variable in clear.
 			finish(x, duet.StatusPassed, "", "", map[string]any{"who": "alice", "password": "hunter2-secret", "order": map[string]any{"access_token": "tok-xyz", "id": "A1001"}})
 		case "b-status":
-			if err := db.StartExecution(ctx, x); err != nil {
+			if err := db.StartExecution(ctx, l, x); err != nil {
 				t.Fatal(err)
 			}
 			id, err := f.arts.Save(ctx, run.ID, x.ID, 1, "failure", f.shot)
@@ -157,7 +159,7 @@ func newFixture(t *testing.T) *fixture {
 			step(x, 2, duet.StatusSkipped, 0, func(r *duet.StepResult) { r.StartedAt, r.FinishedAt = nil, nil })
 			finish(x, duet.StatusFailed, duet.CodeAssertionFailed, `step 2 (assertText #status): text of #status is "<shipped>", want "paid"`, nil)
 		case "c-api":
-			if err := db.StartExecution(ctx, x); err != nil {
+			if err := db.StartExecution(ctx, l, x); err != nil {
 				t.Fatal(err)
 			}
 			step(x, 0, duet.StatusError, 5, func(r *duet.StepResult) {
@@ -171,7 +173,7 @@ func newFixture(t *testing.T) *fixture {
 	run.Status, run.ErrorCode, run.ErrorMessage, run.FinishedAt = duet.StatusError, duet.CodeHTTPRequestFailed, `case "Order service": connection refused`, &now
 	run.PostRun = []*duet.PostRunResult{{Name: "file a <ticket>", ServerKey: "mcp_tickets_0123abcd", Tool: "file_ticket", Status: duet.StatusFailed,
 		ErrorCode: duet.CodeMCPToolError, ErrorMessage: "the ticket system is down"}}
-	if err := db.FinishRun(ctx, run); err != nil {
+	if err := db.FinishRun(ctx, l, run); err != nil {
 		t.Fatal(err)
 	}
 	return f

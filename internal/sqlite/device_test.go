@@ -31,3 +31,24 @@ func TestDeviceLeaseStore(t *testing.T) {
 		}
 	})
 }
+
+func TestRunBudget(t *testing.T) {
+	storetest.RunRunBudget(t, func(t *testing.T) (duet.Store, func(time.Duration)) {
+		var mu sync.Mutex
+		now := time.Now()
+		db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "duet.db"), &sqlite.Options{Now: func() time.Time {
+			mu.Lock()
+			defer mu.Unlock()
+			return now
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db, func(d time.Duration) {
+			mu.Lock()
+			now = now.Add(d)
+			mu.Unlock()
+		}
+	})
+}

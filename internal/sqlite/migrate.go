@@ -5,10 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"io/fs"
+	"os"
 	"slices"
 	"sync"
 
 	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/database"
 
 	"github.com/duet-test/duet"
 )
@@ -76,7 +78,7 @@ func checkNotNewer(ctx context.Context, p *goose.Provider) error {
 		return nil // a fresh file has no version table yet
 	}
 	if current > known {
-		return duet.Errorf(duet.CodeUnavailable, "the database schema is at version %d, newer than this duet knows (%d): upgrade duet", current, known)
+		return duet.Errorf(duet.CodeSchemaTooNew, "the database schema is at version %d, newer than this duet knows (%d): upgrade duet", current, known)
 	}
 	return nil
 }
@@ -102,17 +104,22 @@ func checkCurrent(ctx context.Context, db *sql.DB, path string) error {
 	case current < known:
 		return duet.WrapError(duet.CodeUnavailable, errSchemaMismatch, "the database %s is at schema version %d and this duet needs %d; migrating it needs write access: run `duet migrate up` as a user who can write it", path, current, known)
 	case current > known:
-		return duet.WrapError(duet.CodeUnavailable, errSchemaMismatch, "the database schema is at version %d, newer than this duet knows (%d): upgrade duet", current, known)
+		return duet.WrapError(duet.CodeSchemaTooNew, errSchemaMismatch, "the database schema is at version %d, newer than this duet knows (%d): upgrade duet", current, known)
 	}
 	return nil
 }
 
+// versionTable is goose's version table (its default name).
+const versionTable = "goose_db_version"
+
 // Migrations reports, for `duet migrate status`, every migration this build
 // knows and whether the database file at path has it, and the file's
-// current version. It changes nothing (a missing file is created empty).
-// Returns UNAVAILABLE.
+// current version (0: nothing applied). It only reads: a missing file is
+// not created, and an existing one is opened read-only (mode=ro), so goose's
+// version table is not created either. Returns UNAVAILABLE.
 func Migrations(ctx context.Context, path string) ([]*goose.MigrationStatus, int64, error) {
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
+	// sql.Open connects lazily: nothing touches the file before the stat.
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(10000)")
 	if err != nil {
 		return nil, 0, duet.WrapError(duet.CodeUnavailable, err, "cannot open database %s: %v", path, err)
 	}
@@ -121,13 +128,49 @@ func Migrations(ctx context.Context, path string) ([]*goose.MigrationStatus, int
 	if err != nil {
 		return nil, 0, duet.WrapError(duet.CodeInternal, err, "cannot read the embedded migrations")
 	}
-	st, err := p.Status(ctx)
-	if err != nil {
+	srcs := p.ListSources()
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return readStatus(ctx, db, srcs, false)
+	}
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, versionTable).Scan(&n); err != nil {
 		return nil, 0, duet.WrapError(duet.CodeUnavailable, err, "cannot read the schema of %s: %v", path, rootCause(err))
 	}
-	v, err := p.GetDBVersion(ctx)
+	st, v, err := readStatus(ctx, db, srcs, n > 0)
 	if err != nil {
 		return nil, 0, duet.WrapError(duet.CodeUnavailable, err, "cannot read the schema of %s: %v", path, rootCause(err))
 	}
 	return st, v, nil
+}
+
+// readStatus reads, through goose's own queries and without writing, which
+// of srcs the database has applied and its highest version. A database
+// without the version table has none (version 0).
+func readStatus(ctx context.Context, q database.DBTxConn, srcs []*goose.Source, exists bool) ([]*goose.MigrationStatus, int64, error) {
+	out := make([]*goose.MigrationStatus, 0, len(srcs))
+	for _, s := range srcs {
+		out = append(out, &goose.MigrationStatus{Source: s, State: goose.StatePending})
+	}
+	if !exists {
+		return out, 0, nil
+	}
+	st, err := database.NewStore(database.DialectSQLite3, versionTable)
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, m := range out {
+		r, err := st.GetMigration(ctx, q, m.Source.Version)
+		switch {
+		case errors.Is(err, database.ErrVersionNotFound):
+		case err != nil:
+			return nil, 0, err
+		case r.IsApplied:
+			m.State, m.AppliedAt = goose.StateApplied, r.Timestamp
+		}
+	}
+	v, err := st.GetLatestVersion(ctx, q)
+	if errors.Is(err, database.ErrVersionNotFound) {
+		return out, 0, nil
+	}
+	return out, v, err
 }

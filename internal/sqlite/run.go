@@ -12,7 +12,7 @@ import (
 )
 
 const runColumns = `r.id, r.task_id, r.status, r.triggered_by, r.call_source, r.trace_id, r.device, r.error_code, r.error_message,
-	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt, r.lost, r.post_run, r.trace`
+	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt, r.lost, r.post_run, r.call_depth, r.trace`
 
 func scanRun(r rowScanner) (*duet.Run, error) {
 	var run duet.Run
@@ -20,7 +20,7 @@ func scanRun(r rowScanner) (*duet.Run, error) {
 	var started, finished sql.NullInt64
 	var postRun string
 	if err := r.Scan(&run.ID, &run.TaskID, &run.Status, &run.TriggeredBy, &run.CallSource, &run.TraceID, &run.Device,
-		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &created, &started, &finished, &run.Attempt, &run.Lost, &postRun, &run.Trace); err != nil {
+		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &created, &started, &finished, &run.Attempt, &run.Lost, &postRun, &run.CallDepth, &run.Trace); err != nil {
 		return nil, err
 	}
 	run.CreatedAt = fromMicros(created)
@@ -109,6 +109,18 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 				return mapErr(err)
 			}
 		}
+		if p.MaxPerMinute > 0 {
+			var started int
+			var oldest sql.NullInt64
+			if err := tx.QueryRowContext(ctx, `SELECT count(*), min(created_at) FROM runs WHERE triggered_by = ? AND created_at > ?`,
+				run.TriggeredBy, micros(now.Add(-time.Minute))).Scan(&started, &oldest); err != nil {
+				return mapErr(err)
+			}
+			if started >= p.MaxPerMinute {
+				wait := max(fromMicros(oldest.Int64).Add(time.Minute).Sub(now), time.Second).Round(time.Second)
+				return duet.Errorf(duet.CodeRateLimited, "%s started %d runs in the last minute, the most one user may start (DUET_MAX_RUNS_PER_MINUTE); the next may start in %s", run.TriggeredBy, started, wait)
+			}
+		}
 		if p.MaxQueued > 0 {
 			var queued int
 			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE triggered_by = ? AND status = 'queued'`, run.TriggeredBy).Scan(&queued); err != nil {
@@ -121,8 +133,8 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 		run.ID = duet.NewID("run")
 		run.Status = duet.StatusQueued
 		run.CreatedAt = now
-		if _, err := tx.ExecContext(ctx, `INSERT INTO runs (id, task_id, status, triggered_by, call_source, trace_id, device, created_at, trace) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource, run.TraceID, run.Device, micros(now), run.Trace); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO runs (id, task_id, status, triggered_by, call_source, trace_id, device, created_at, call_depth, trace) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource, run.TraceID, run.Device, micros(now), run.CallDepth, run.Trace); err != nil {
 			return mapErr(err)
 		}
 		for i, e := range p.Executions {
@@ -257,14 +269,14 @@ func (d *DB) findRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 }
 
 const execColumns = `e.id, e.run_id, e.case_id, e.case_key, e.case_title, e.case_version, e.ordinal, e.timeout_ms, e.status, e.steps, e.vars,
-	e.error_code, e.error_message, e.started_at, e.finished_at`
+	e.error_code, e.error_message, e.started_at, e.finished_at, e.resume_from`
 
 func scanExecution(r rowScanner) (*duet.Execution, error) {
 	var e duet.Execution
 	var steps, vars string
 	var started, finished sql.NullInt64
 	if err := r.Scan(&e.ID, &e.RunID, &e.CaseID, &e.CaseKey, &e.CaseTitle, &e.CaseVersion, &e.Ordinal, &e.TimeoutMs, &e.Status, &steps, &vars,
-		&e.ErrorCode, &e.ErrorMessage, &started, &finished); err != nil {
+		&e.ErrorCode, &e.ErrorMessage, &started, &finished, &e.ResumeFrom); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(steps), &e.Steps); err != nil {
@@ -397,41 +409,100 @@ func (d *DB) claim(ctx context.Context, only, worker string, lease time.Duration
 }
 
 // RenewLease extends the worker's lease and returns the current run.
-func (d *DB) RenewLease(ctx context.Context, runID, worker string, lease time.Duration) (*duet.Run, error) {
+// Returns LEASE_LOST when the worker no longer holds the run under l.
+func (d *DB) RenewLease(ctx context.Context, l duet.Lease, lease time.Duration) (*duet.Run, error) {
 	var run *duet.Run
 	err := d.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE runs SET lease_expires_at = ? WHERE id = ? AND lease_owner = ? AND status = 'running'`,
-			micros(d.now().Add(lease)), runID, worker)
+		res, err := tx.ExecContext(ctx, `UPDATE runs SET lease_expires_at = ? WHERE id = ? AND lease_owner = ? AND attempt = ? AND status = 'running'`,
+			micros(d.now().Add(lease)), l.RunID, l.Worker, l.Token)
 		if err != nil {
 			return mapErr(err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return duet.Errorf(duet.CodeConflict, "worker %s no longer holds run %s", worker, runID)
+			return duet.LeaseLost(l)
 		}
-		run, err = scanRun(tx.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs r WHERE r.id = ?`, runID))
+		run, err = scanRun(tx.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs r WHERE r.id = ?`, l.RunID))
 		return mapErr(err)
 	})
 	return run, err
 }
 
-// StartExecution marks an execution running and drops results of an earlier
-// interrupted attempt.
-func (d *DB) StartExecution(ctx context.Context, e *duet.Execution) error {
-	return d.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM step_results WHERE execution_id = ?`, e.ID); err != nil {
-			return mapErr(err)
-		}
-		e.Status, e.ErrorCode, e.ErrorMessage, e.FinishedAt = duet.StatusRunning, "", "", nil
-		e.Vars = map[string]any{}
-		e.Results = []*duet.StepResult{}
-		_, err := tx.ExecContext(ctx, `UPDATE executions SET status = ?, started_at = ?, finished_at = NULL, error_code = '', error_message = '', vars = '{}' WHERE id = ?`,
-			e.Status, nullMicros(e.StartedAt), e.ID)
+// heldCond is the fence of a write of an execution: the execution (?4)
+// belongs to the run (?1) that worker ?2 holds under its claim ?3. SQLite
+// has one writer at a time, so the check and the write in one statement
+// (or one transaction) are atomic.
+const heldCond = `EXISTS (SELECT 1 FROM runs r JOIN executions e ON e.run_id = r.id
+		WHERE r.id = ?1 AND r.lease_owner = ?2 AND r.attempt = ?3 AND r.status = 'running' AND e.id = ?4)`
+
+// held checks, in tx, that the worker holds the run of execution id.
+func held(ctx context.Context, tx *sql.Tx, l duet.Lease, id string) error {
+	var ok bool
+	if err := tx.QueryRowContext(ctx, `SELECT `+heldCond, l.RunID, l.Worker, l.Token, id).Scan(&ok); err != nil {
 		return mapErr(err)
-	})
+	}
+	if !ok {
+		return duet.LeaseLost(l)
+	}
+	return nil
 }
 
-// SaveStepResult stores one step result and the execution's variables.
-func (d *DB) SaveStepResult(ctx context.Context, executionID string, r *duet.StepResult, vars map[string]any) error {
+// StartExecution marks an execution running and drops results of an earlier
+// interrupted attempt, from e.ResumeFrom on (fenced).
+func (d *DB) StartExecution(ctx context.Context, l duet.Lease, e *duet.Execution) error {
+	from := max(e.ResumeFrom, 0)
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		if err := held(ctx, tx, l, e.ID); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM step_results WHERE execution_id = ? AND idx >= ?`, e.ID, from); err != nil {
+			return mapErr(err)
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE executions SET status = ?1, started_at = CASE WHEN ?3 > 0 THEN COALESCE(started_at, ?2) ELSE ?2 END, finished_at = NULL,
+			error_code = '', error_message = '', vars = CASE WHEN ?3 > 0 THEN vars ELSE '{}' END, resume_from = 0 WHERE id = ?4`,
+			duet.StatusRunning, nullMicros(e.StartedAt), from, e.ID)
+		return mapErr(err)
+	})
+	if err != nil {
+		return err
+	}
+	startedExecution(e, from)
+	return nil
+}
+
+// SuspendExecution records the step an interrupted execution resumes at
+// (fenced, in one statement).
+func (d *DB) SuspendExecution(ctx context.Context, l duet.Lease, executionID string, next int) error {
+	res, err := d.q.ExecContext(ctx, `UPDATE executions SET resume_from = ?5 WHERE id = ?4 AND `+heldCond, l.RunID, l.Worker, l.Token, executionID, max(next, 0))
+	if err != nil {
+		return mapErr(err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return duet.LeaseLost(l)
+	}
+	return nil
+}
+
+// startedExecution brings e, just started (resuming at from), in line with
+// what StartExecution stored.
+func startedExecution(e *duet.Execution, from int) {
+	e.Status, e.ErrorCode, e.ErrorMessage, e.FinishedAt, e.ResumeFrom = duet.StatusRunning, "", "", nil, 0
+	if from == 0 {
+		e.Vars = map[string]any{}
+		e.Results = []*duet.StepResult{}
+		return
+	}
+	kept := []*duet.StepResult{}
+	for _, r := range e.Results {
+		if r.Index < from {
+			kept = append(kept, r)
+		}
+	}
+	e.Results = kept
+}
+
+// SaveStepResult stores one step result and the execution's variables
+// (fenced).
+func (d *DB) SaveStepResult(ctx context.Context, l duet.Lease, executionID string, r *duet.StepResult, vars map[string]any) error {
 	data, err := json.Marshal(r)
 	if err != nil {
 		return err
@@ -441,6 +512,9 @@ func (d *DB) SaveStepResult(ctx context.Context, executionID string, r *duet.Ste
 		return err
 	}
 	return d.tx(ctx, func(tx *sql.Tx) error {
+		if err := held(ctx, tx, l, executionID); err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO step_results (execution_id, idx, data) VALUES (?, ?, ?)
 			ON CONFLICT (execution_id, idx) DO UPDATE SET data = excluded.data`, executionID, r.Index, string(data)); err != nil {
 			return mapErr(err)
@@ -458,33 +532,76 @@ func marshalVars(vars map[string]any) (string, error) {
 	return string(b), err
 }
 
-// FinishExecution stores the final state of an execution.
-func (d *DB) FinishExecution(ctx context.Context, e *duet.Execution) error {
+// FinishExecution stores the final state of an execution (fenced, in one
+// statement).
+func (d *DB) FinishExecution(ctx context.Context, l duet.Lease, e *duet.Execution) error {
 	varsJSON, err := marshalVars(e.Vars)
 	if err != nil {
 		return err
 	}
-	_, err = d.q.ExecContext(ctx, `UPDATE executions SET status = ?, error_code = ?, error_message = ?, vars = ?, started_at = ?, finished_at = ? WHERE id = ?`,
-		e.Status, e.ErrorCode, e.ErrorMessage, varsJSON, nullMicros(e.StartedAt), nullMicros(e.FinishedAt), e.ID)
-	return mapErr(err)
+	res, err := d.q.ExecContext(ctx, `UPDATE executions SET status = ?5, error_code = ?6, error_message = ?7, vars = ?8, started_at = ?9, finished_at = ?10 WHERE id = ?4 AND `+heldCond,
+		l.RunID, l.Worker, l.Token, e.ID, e.Status, e.ErrorCode, e.ErrorMessage, varsJSON, nullMicros(e.StartedAt), nullMicros(e.FinishedAt))
+	if err != nil {
+		return mapErr(err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return duet.LeaseLost(l)
+	}
+	return nil
 }
 
 // ReleaseRun puts a run the worker holds back in the queue.
-func (d *DB) ReleaseRun(ctx context.Context, runID, worker string) error {
-	_, err := d.q.ExecContext(ctx, `UPDATE runs SET status = 'queued', lease_owner = '', lease_expires_at = 0 WHERE id = ? AND lease_owner = ? AND status = 'running'`, runID, worker)
-	return mapErr(err)
+func (d *DB) ReleaseRun(ctx context.Context, l duet.Lease) error {
+	res, err := d.q.ExecContext(ctx, `UPDATE runs SET status = 'queued', lease_owner = '', lease_expires_at = 0 WHERE id = ? AND lease_owner = ? AND attempt = ? AND status = 'running'`,
+		l.RunID, l.Worker, l.Token)
+	if err != nil {
+		return mapErr(err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return duet.LeaseLost(l)
+	}
+	return nil
 }
 
-// FinishRun stores the final state of a run and releases its lease.
-func (d *DB) FinishRun(ctx context.Context, r *duet.Run) error {
+// incompleteSQL finds an execution of run ?1 that a verdict cannot
+// summarise: unfinished, or with fewer step results than steps.
+const incompleteSQL = `SELECT e.case_title, e.status, e.res, e.n FROM (
+		SELECT x.case_title, x.status,
+			(SELECT count(*) FROM step_results s WHERE s.execution_id = x.id) AS res,
+			json_array_length(x.steps) AS n
+		FROM executions x WHERE x.run_id = ?1) e
+	WHERE e.status IN ('pending', 'running') OR e.res < e.n
+	LIMIT 1`
+
+// FinishRun stores the final state of a run and releases its lease
+// (fenced; a verdict only over every result).
+func (d *DB) FinishRun(ctx context.Context, l duet.Lease, r *duet.Run) error {
 	return d.tx(ctx, func(tx *sql.Tx) error {
+		var one int
+		err := tx.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE id = ? AND lease_owner = ? AND attempt = ? AND status = 'running'`, l.RunID, l.Worker, l.Token).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return duet.LeaseLost(l)
+		} else if err != nil {
+			return mapErr(err)
+		}
+		if r.Status == duet.StatusPassed || r.Status == duet.StatusFailed {
+			var title string
+			var status duet.RunStatus
+			var res, n int
+			err := tx.QueryRowContext(ctx, incompleteSQL, l.RunID).Scan(&title, &status, &res, &n)
+			if err == nil {
+				return duet.Incomplete(l.RunID, title, status, res, n)
+			} else if !errors.Is(err, sql.ErrNoRows) {
+				return mapErr(err)
+			}
+		}
 		// Executions that never finished end with the run: cancelled when the
 		// run was cancelled, skipped otherwise.
 		rest := duet.StatusSkipped
 		if r.Status == duet.StatusCancelled {
 			rest = duet.StatusCancelled
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE executions SET status = ? WHERE run_id = ? AND status IN ('pending', 'running')`, rest, r.ID); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE executions SET status = ? WHERE run_id = ? AND status IN ('pending', 'running')`, rest, l.RunID); err != nil {
 			return mapErr(err)
 		}
 		postRun := ""
@@ -495,8 +612,8 @@ func (d *DB) FinishRun(ctx context.Context, r *duet.Run) error {
 			}
 			postRun = string(b)
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, error_code = ?, error_message = ?, finished_at = ?, post_run = ?, lease_owner = '', lease_expires_at = 0 WHERE id = ?`,
-			r.Status, r.ErrorCode, r.ErrorMessage, nullMicros(r.FinishedAt), postRun, r.ID)
+		_, err = tx.ExecContext(ctx, `UPDATE runs SET status = ?, error_code = ?, error_message = ?, finished_at = ?, post_run = ?, lease_owner = '', lease_expires_at = 0 WHERE id = ?`,
+			r.Status, r.ErrorCode, r.ErrorMessage, nullMicros(r.FinishedAt), postRun, l.RunID)
 		if err != nil {
 			return mapErr(err)
 		}

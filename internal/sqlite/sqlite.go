@@ -60,7 +60,8 @@ type Options struct {
 
 // Open opens (creating if needed) the SQLite database at path and applies
 // pending migrations. The directory is created with mode 0700 when missing.
-// Errors name the path; they are *duet.Error with CodeUnavailable.
+// Errors name the path; they are *duet.Error with CodeUnavailable, or
+// CodeSchemaTooNew for a file migrated by a newer duet.
 func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 	if opts == nil {
 		opts = &Options{}
@@ -128,6 +129,7 @@ func openReadOnly(ctx context.Context, abs string, opts *Options) (*DB, error) {
 			sdb.SetMaxOpenConns(n)
 			sdb.SetMaxIdleConns(n)
 			d := &DB{db: sdb, q: &stmtCache{db: sdb, stmts: map[string]*sql.Stmt{}}, cache: newReadCache(sdb, "file:"+abs+"?"+q.Encode()), path: abs, now: opts.Now, readOnly: true}
+			d.q.tx = d.tx
 			if d.now == nil {
 				d.now = time.Now
 			}
@@ -200,11 +202,16 @@ func openWritable(ctx context.Context, path string, opts *Options) (*DB, error) 
 	if err := migrate(ctx, sdb); err != nil {
 		sdb.Close()
 		if de := (*duet.Error)(nil); errors.As(err, &de) {
-			return nil, duet.WrapError(duet.CodeUnavailable, err, "database %s: %s", abs, de.Message)
+			code := duet.CodeUnavailable
+			if de.Code == duet.CodeSchemaTooNew {
+				code = de.Code
+			}
+			return nil, duet.WrapError(code, err, "database %s: %s", abs, de.Message)
 		}
 		return nil, duet.WrapError(duet.CodeUnavailable, err, "cannot prepare database %s: %v", abs, rootCause(err))
 	}
 	d := &DB{db: sdb, q: &stmtCache{db: sdb, stmts: map[string]*sql.Stmt{}}, cache: newReadCache(sdb, dsn), path: abs, now: opts.Now}
+	d.q.tx = d.tx
 	if d.now == nil {
 		d.now = time.Now
 	}
@@ -259,9 +266,20 @@ func (d *DB) Close() error {
 }
 
 // tx runs fn in a transaction (BEGIN IMMEDIATE, so writers queue on the
-// busy timeout instead of failing on upgrade).
+// busy timeout instead of failing on upgrade). The pending audit record of
+// ctx (duet.AuditIntent), if any, is written in the same transaction: a
+// governed call's change is never stored without it.
 func (d *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	defer d.q.writes.Add(1) // after the commit (cache.go)
+	in := duet.AuditIntentFrom(ctx)
+	var ins *sql.Stmt
+	if in.Pending() {
+		// Prepared before the transaction (see AppendAudit).
+		var err error
+		if ins, err = d.q.stmt(ctx, auditInsert(1)); err != nil {
+			return mapErr(err)
+		}
+	}
 	tx, err := d.db.BeginTx(ctx, nil)
 	if err != nil {
 		return mapErr(err)
@@ -270,7 +288,26 @@ func (d *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 		tx.Rollback()
 		return err
 	}
-	return mapErr(tx.Commit())
+	var rec *duet.AuditRecord
+	if ins != nil {
+		rec = in.Take()
+	}
+	if rec != nil {
+		if err := insertAudit(ctx, tx.StmtContext(ctx, ins), rec); err != nil {
+			tx.Rollback()
+			in.Released()
+			return err
+		}
+	}
+	err = mapErr(tx.Commit())
+	if rec != nil {
+		if err == nil {
+			in.Stored(rec.ID)
+		} else {
+			in.Released()
+		}
+	}
+	return err
 }
 
 // mapErr turns driver errors into *duet.Error where a code is meaningful.

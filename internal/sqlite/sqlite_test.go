@@ -95,7 +95,7 @@ func TestNewerSchemaRefused(t *testing.T) {
 	}
 	db.Close()
 	_, err = sqlite.Open(t.Context(), path, nil)
-	if duet.ErrorCode(err) != duet.CodeUnavailable || !strings.Contains(duet.ErrorMessage(err), "version 99, newer than this duet knows") {
+	if duet.ErrorCode(err) != duet.CodeSchemaTooNew || !strings.Contains(duet.ErrorMessage(err), "version 99, newer than this duet knows") {
 		t.Fatalf("got %v", err)
 	}
 	ms, v, err := sqlite.Migrations(t.Context(), path)

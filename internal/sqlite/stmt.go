@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"sync"
 	"sync/atomic"
+
+	"github.com/duet-test/duet"
 )
 
 // stmtCache runs queries through prepared statements kept for the life of
@@ -20,6 +22,10 @@ type stmtCache struct {
 	// counted once it returned): a read cache's memo of the epoch
 	// (cache.go) is stale once it moved.
 	writes atomic.Uint64
+	// tx runs a transaction (DB.tx): ExecContext runs a statement in one
+	// when ctx carries a pending audit record, which the transaction
+	// writes too (duet.AuditIntent).
+	tx func(context.Context, func(*sql.Tx) error) error
 }
 
 var _ querier = (*stmtCache)(nil)
@@ -74,6 +80,16 @@ func (c *stmtCache) ExecContext(ctx context.Context, query string, args ...any) 
 	s, err := c.stmt(ctx, query)
 	if err != nil {
 		return nil, err
+	}
+	if c.tx != nil && duet.AuditIntentFrom(ctx).Pending() {
+		// A governed call's change: with its audit record.
+		var res sql.Result
+		err := c.tx(ctx, func(tx *sql.Tx) error {
+			var err error
+			res, err = tx.StmtContext(ctx, s).ExecContext(ctx, args...)
+			return err
+		})
+		return res, err
 	}
 	return s.ExecContext(ctx, args...)
 }

@@ -172,6 +172,38 @@ func (d *DB) AppendAudit(ctx context.Context, recs []*duet.AuditRecord) error {
 	})
 }
 
+// insertAudit writes one audit record with ins (auditInsert(1) in the
+// transaction of a governed call's change) and sets its id.
+func insertAudit(ctx context.Context, ins *sql.Stmt, r *duet.AuditRecord) error {
+	res, err := ins.ExecContext(ctx, micros(r.Time), r.TraceID, r.CallSource, r.Caller, r.Method, r.Tool, r.Outcome, r.DurationUs, r.ArgBytes, r.ResultBytes)
+	if err != nil {
+		return mapErr(err)
+	}
+	r.ID, err = res.LastInsertId()
+	return mapErr(err)
+}
+
+// CompleteAudit stores the final state of records written with a change,
+// in one transaction.
+func (d *DB) CompleteAudit(ctx context.Context, recs []*duet.AuditRecord) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	s, err := d.q.stmt(ctx, `UPDATE audit SET caller = ?, method = ?, tool = ?, outcome = ?, duration_us = ?, arg_bytes = ?, result_bytes = ? WHERE id = ?`)
+	if err != nil {
+		return mapErr(err)
+	}
+	return d.tx(ctx, func(tx *sql.Tx) error {
+		st := tx.StmtContext(ctx, s)
+		for _, r := range recs {
+			if _, err := st.ExecContext(ctx, r.Caller, r.Method, r.Tool, r.Outcome, r.DurationUs, r.ArgBytes, r.ResultBytes, r.ID); err != nil {
+				return mapErr(err)
+			}
+		}
+		return nil
+	})
+}
+
 // auditChunk is the most rows one INSERT of AppendAudit carries (10
 // parameters each, well under SQLite's limit of 32766).
 const auditChunk = 64

@@ -177,8 +177,8 @@ func doHTTP(ctx context.Context, env Env, h *duet.HTTPStep) (any, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if duet.ErrorCode(err) == duet.CodeURLRefused {
-			return nil, duet.WrapError(duet.CodeURLRefused, err, "%s %s: %s", h.Method, target, duet.ErrorMessage(err))
+		if c := duet.ErrorCode(err); c == duet.CodeURLRefused || c == duet.CodeCallDepthExceeded {
+			return nil, duet.WrapError(c, err, "%s %s: %s", h.Method, target, duet.ErrorMessage(err))
 		}
 		return nil, duet.WrapError(duet.CodeHTTPRequestFailed, err, "%s %s: %s", h.Method, target, shortNetErr(err))
 	}

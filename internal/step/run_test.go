@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/app"
@@ -93,7 +94,11 @@ func runSteps(t *testing.T, baseURL, steps string) *duet.Execution {
 	if _, _, err := db.CreateRun(t.Context(), duet.StartRunParams{Run: run, Executions: []*duet.Execution{x}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := engine.New(db, engine.Options{Browser: app.NewBrowser(p)}).Execute(context.WithoutCancel(t.Context()), run); err != nil {
+	claimed, err := db.ClaimRunByID(t.Context(), run.ID, "test-worker", time.Minute)
+	if err != nil || claimed == nil {
+		t.Fatalf("claim: %v", err)
+	}
+	if err := engine.New(db, engine.Options{Browser: app.NewBrowser(p)}).Execute(context.WithoutCancel(t.Context()), duet.LeaseOf(claimed, "test-worker"), claimed, nil); err != nil {
 		t.Fatal(err)
 	}
 	execs, err := db.FindExecutions(t.Context(), run.ID)

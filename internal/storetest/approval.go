@@ -214,12 +214,17 @@ func testExecutionPages(t *testing.T, s duet.Store) {
 	if _, _, err := s.CreateRun(ctx(t), duet.StartRunParams{Run: run, Executions: execs}); err != nil {
 		t.Fatal(err)
 	}
+	c, err := s.ClaimRunByID(ctx(t), run.ID, "w", time.Minute)
+	if err != nil || c == nil {
+		t.Fatalf("claim: %+v %v", c, err)
+	}
+	l := duet.LeaseOf(c, "w")
 	now := time.Now()
 	execs[3].StartedAt = &now
-	if err := s.StartExecution(ctx(t), execs[3]); err != nil {
+	if err := s.StartExecution(ctx(t), l, execs[3]); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SaveStepResult(ctx(t), execs[3].ID, &duet.StepResult{Index: 0, Kind: duet.StepAssert, Name: "true", Status: duet.StatusPassed}, map[string]any{"v": "x"}); err != nil {
+	if err := s.SaveStepResult(ctx(t), l, execs[3].ID, &duet.StepResult{Index: 0, Kind: duet.StepAssert, Name: "true", Status: duet.StatusPassed}, map[string]any{"v": "x"}); err != nil {
 		t.Fatal(err)
 	}
 	var seen []string

@@ -67,11 +67,7 @@ func testQueueFairOneAtATime(t *testing.T, s duet.Store) {
 	for range 6 {
 		r := claim(t, s, "w1")
 		got = append(got, r.ID)
-		now := time.Now()
-		r.Status, r.FinishedAt = duet.StatusPassed, &now
-		if err := s.FinishRun(ctx(t), r); err != nil {
-			t.Fatal(err)
-		}
+		passRun(t, s, duet.LeaseOf(r, "w1"), r)
 	}
 	want := []string{a[0], b[0], a[1], b[1], a[2], a[3]}
 	for i := range want {
@@ -122,16 +118,17 @@ func testQueueCap(t *testing.T, s duet.Store) {
 // worker when it is claimed again; a graceful release does not.
 func testLostWorker(t *testing.T, s duet.Store) {
 	run, _ := newRun(t, s, "alice")
-	if c, err := s.ClaimRun(ctx(t), "w1", time.Minute); err != nil || c.ID != run.ID || c.Lost != 0 {
+	c, err := s.ClaimRun(ctx(t), "w1", time.Minute)
+	if err != nil || c.ID != run.ID || c.Lost != 0 {
 		t.Fatalf("claim: got %+v %v", c, err)
 	}
-	if err := s.ReleaseRun(ctx(t), run.ID, "w1"); err != nil {
+	if err := s.ReleaseRun(ctx(t), duet.LeaseOf(c, "w1")); err != nil {
 		t.Fatal(err)
 	}
 	if c, err := s.ClaimRun(ctx(t), "crashes", -time.Second); err != nil || c.ID != run.ID || c.Lost != 0 {
 		t.Fatalf("claim after a release: got %+v %v, want lost 0", c, err)
 	}
-	c, err := s.ClaimRun(ctx(t), "crashes too", -time.Second)
+	c, err = s.ClaimRun(ctx(t), "crashes too", -time.Second)
 	if err != nil || c == nil || c.Lost != 1 || c.Attempt != 3 {
 		t.Fatalf("claim after an expired lease: got %+v %v, want lost 1, attempt 3", c, err)
 	}
@@ -142,4 +139,39 @@ func testLostWorker(t *testing.T, s duet.Store) {
 	if got, _ := s.FindRunByID(ctx(t), "", run.ID); got.Lost != 2 {
 		t.Fatalf("FindRunByID: lost %d, want 2", got.Lost)
 	}
+}
+
+// passRun runs every execution of r, which l holds, to a passed end with a
+// result per step, and finishes r passed.
+func passRun(t *testing.T, s duet.Store, l duet.Lease, r *duet.Run) {
+	t.Helper()
+	if err := passRunErr(t, s, l, r); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// passRunErr is passRun returning the first error.
+func passRunErr(t *testing.T, s duet.Store, l duet.Lease, r *duet.Run) error {
+	execs, err := s.FindExecutions(ctx(t), r.ID)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	for _, x := range execs {
+		x.StartedAt = &now
+		if err := s.StartExecution(ctx(t), l, x); err != nil {
+			return err
+		}
+		for _, st := range x.Steps {
+			if err := s.SaveStepResult(ctx(t), l, x.ID, &duet.StepResult{Index: st.Index, Kind: st.Kind, Name: st.Name, Status: duet.StatusPassed}, nil); err != nil {
+				return err
+			}
+		}
+		x.Status, x.FinishedAt = duet.StatusPassed, &now
+		if err := s.FinishExecution(ctx(t), l, x); err != nil {
+			return err
+		}
+	}
+	r.Status, r.FinishedAt = duet.StatusPassed, &now
+	return s.FinishRun(ctx(t), l, r)
 }

@@ -206,18 +206,19 @@ func testPostRun(t *testing.T, s duet.Store) {
 
 	// A run keeps its post-run outcomes.
 	run, _ := newRun(t, s, "alice")
-	if _, err := s.ClaimRunByID(ctx(t), run.ID, "w", time.Minute); err != nil {
+	claimed, err := s.ClaimRunByID(ctx(t), run.ID, "w", time.Minute)
+	if err != nil || claimed == nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	run.Status, run.FinishedAt = duet.StatusFailed, &now
+	run.Status, run.FinishedAt = duet.StatusError, &now
 	run.PostRun = []*duet.PostRunResult{{Index: 0, Name: "ticket", ServerKey: "mcp_tickets_0123abcd", Tool: "file_ticket", Status: duet.StatusFailed,
 		ErrorCode: duet.CodeMCPToolError, ErrorMessage: "refused", DurationMs: 12}}
-	if err := s.FinishRun(ctx(t), run); err != nil {
+	if err := s.FinishRun(ctx(t), duet.LeaseOf(claimed, "w"), run); err != nil {
 		t.Fatal(err)
 	}
 	stored, err := s.FindRunByID(ctx(t), "alice", run.ID)
-	if err != nil || len(stored.PostRun) != 1 || *stored.PostRun[0] != *run.PostRun[0] || stored.Status != duet.StatusFailed {
+	if err != nil || len(stored.PostRun) != 1 || *stored.PostRun[0] != *run.PostRun[0] || stored.Status != duet.StatusError {
 		t.Fatalf("stored run: got %+v %v, want its post-run results", stored, err)
 	}
 	if runs, _, err := s.FindRuns(ctx(t), duet.RunFilter{Viewer: "alice", TaskID: run.TaskID}); err != nil || len(runs) != 1 || len(runs[0].PostRun) != 1 {

@@ -63,42 +63,42 @@ func (s *store) ClaimRunByID(ctx context.Context, runID, worker string, lease ti
 	return r, err
 }
 
-func (s *store) StartExecution(ctx context.Context, e *duet.Execution) error {
-	err := s.Store.StartExecution(ctx, e)
+func (s *store) StartExecution(ctx context.Context, l duet.Lease, e *duet.Execution) error {
+	err := s.Store.StartExecution(ctx, l, e)
 	if err == nil {
 		s.t.caseStarted(e)
 	}
 	return err
 }
 
-func (s *store) SaveStepResult(ctx context.Context, executionID string, r *duet.StepResult, vars map[string]any) error {
-	err := s.Store.SaveStepResult(ctx, executionID, r, vars)
+func (s *store) SaveStepResult(ctx context.Context, l duet.Lease, executionID string, r *duet.StepResult, vars map[string]any) error {
+	err := s.Store.SaveStepResult(ctx, l, executionID, r, vars)
 	if err == nil {
 		s.t.stepDone(executionID, r)
 	}
 	return err
 }
 
-func (s *store) FinishExecution(ctx context.Context, e *duet.Execution) error {
-	err := s.Store.FinishExecution(ctx, e)
+func (s *store) FinishExecution(ctx context.Context, l duet.Lease, e *duet.Execution) error {
+	err := s.Store.FinishExecution(ctx, l, e)
 	if err == nil {
 		s.t.caseDone(e)
 	}
 	return err
 }
 
-func (s *store) FinishRun(ctx context.Context, r *duet.Run) error {
-	err := s.Store.FinishRun(ctx, r)
+func (s *store) FinishRun(ctx context.Context, l duet.Lease, r *duet.Run) error {
+	err := s.Store.FinishRun(ctx, l, r)
 	if err == nil {
 		s.t.runEnded(r.ID, r, false)
 	}
 	return err
 }
 
-func (s *store) ReleaseRun(ctx context.Context, runID, worker string) error {
-	err := s.Store.ReleaseRun(ctx, runID, worker)
+func (s *store) ReleaseRun(ctx context.Context, l duet.Lease) error {
+	err := s.Store.ReleaseRun(ctx, l)
 	if err == nil {
-		s.t.runEnded(runID, nil, true)
+		s.t.runEnded(l.RunID, nil, true)
 	}
 	return err
 }

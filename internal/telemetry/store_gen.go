@@ -53,6 +53,12 @@ func (s *store) ApprovePostRun(ctx context.Context, a1 string, a2 string, a3 str
 	return s.Store.ApprovePostRun(ctx, a1, a2, a3)
 }
 
+func (s *store) CompleteAudit(ctx context.Context, a1 []*duet.AuditRecord) (err error) {
+	ctx, end := s.t.storeSpan(ctx, "CompleteAudit")
+	defer func() { end(err) }()
+	return s.Store.CompleteAudit(ctx, a1)
+}
+
 func (s *store) CountCases(ctx context.Context, a1 string) (r0 int, err error) {
 	ctx, end := s.t.storeSpan(ctx, "CountCases")
 	defer func() { end(err) }()
@@ -455,10 +461,10 @@ func (s *store) RenewDevice(ctx context.Context, a1 string, a2 string, a3 time.D
 	return s.Store.RenewDevice(ctx, a1, a2, a3)
 }
 
-func (s *store) RenewLease(ctx context.Context, a1 string, a2 string, a3 time.Duration) (r0 *duet.Run, err error) {
+func (s *store) RenewLease(ctx context.Context, a1 duet.Lease, a2 time.Duration) (r0 *duet.Run, err error) {
 	ctx, end := s.t.storeSpan(ctx, "RenewLease")
 	defer func() { end(err) }()
-	return s.Store.RenewLease(ctx, a1, a2, a3)
+	return s.Store.RenewLease(ctx, a1, a2)
 }
 
 func (s *store) ReplaceMCPServer(ctx context.Context, a1 *duet.MCPServer, a2 *duet.Credential) (err error) {
@@ -525,6 +531,12 @@ func (s *store) ShareTask(ctx context.Context, a1 string, a2 string, a3 string) 
 	ctx, end := s.t.storeSpan(ctx, "ShareTask")
 	defer func() { end(err) }()
 	return s.Store.ShareTask(ctx, a1, a2, a3)
+}
+
+func (s *store) SuspendExecution(ctx context.Context, a1 duet.Lease, a2 string, a3 int) (err error) {
+	ctx, end := s.t.storeSpan(ctx, "SuspendExecution")
+	defer func() { end(err) }()
+	return s.Store.SuspendExecution(ctx, a1, a2, a3)
 }
 
 func (s *store) TeamIDs(ctx context.Context, a1 []string) (r0 map[string]string, err error) {

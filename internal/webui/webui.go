@@ -14,6 +14,7 @@ import (
 	"crypto/subtle"
 	"embed"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -200,7 +201,7 @@ func (c *Console) page(fn handler) http.Handler {
 			presented := r.Header.Get(auth.HeaderCSRF)
 			if presented == "" {
 				if perr := r.ParseForm(); perr != nil {
-					err = duet.Errorf(duet.CodeInvalidArgument, "the form cannot be read: %v", perr)
+					err = formError(perr)
 				}
 				presented = r.PostForm.Get(auth.FormCSRF)
 			}
@@ -339,7 +340,7 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	var err error
 	if perr := r.ParseForm(); perr != nil {
-		err = duet.Errorf(duet.CodeInvalidArgument, "the form cannot be read: %v", perr)
+		err = formError(perr)
 	}
 	next := localPath(r.PostForm.Get("next"))
 	var cookie string
@@ -453,4 +454,15 @@ func readQuery(raw string, allowed []queryParam) error {
 		}
 	}
 	return nil
+}
+
+// formError is the failure of a form that cannot be read: INVALID_ARGUMENT,
+// or the code the server gave the reading of the body (a body too slow is
+// TIMEOUT, one refused by the address's budget RATE_LIMITED).
+func formError(err error) error {
+	var de *duet.Error
+	if errors.As(err, &de) {
+		return duet.WrapError(de.Code, err, "the form cannot be read: %s", de.Message)
+	}
+	return duet.WrapError(duet.CodeInvalidArgument, err, "the form cannot be read: %v", err)
 }

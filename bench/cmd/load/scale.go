@@ -191,8 +191,9 @@ func median[T cmp.Ordered](v []T) T {
 // worker processes and (with dbURL) of the PostgreSQL backends.
 func throughput(home string, extra map[string]string, env []string, src string, runs, workers int, dbURL string) (int, time.Duration, time.Duration, time.Duration) {
 	// All the runs are queued up front by one user: lift the per-user
-	// queue cap (DUET_MAX_QUEUED_RUNS, 20 by default) above them.
-	withCap := map[string]string{"DUET_MAX_QUEUED_RUNS": strconv.Itoa(runs + 1)}
+	// queue cap (DUET_MAX_QUEUED_RUNS, 20 by default) and the budget of
+	// runs started a minute (DUET_MAX_RUNS_PER_MINUTE, 60) above them.
+	withCap := map[string]string{"DUET_MAX_QUEUED_RUNS": strconv.Itoa(runs + 1), "DUET_MAX_RUNS_PER_MINUTE": strconv.Itoa(runs + 1)}
 	for k, v := range extra {
 		withCap[k] = v
 	}
