@@ -142,3 +142,34 @@ type MetricStore interface {
 	// FindMetrics returns the values measured by the runs, in run order.
 	FindMetrics(ctx context.Context, runIDs []string) ([]*Metric, error)
 }
+
+// AccessibilityResult is what an accessibility check (assertAccessible)
+// found on a page, as axe-core reports it.
+type AccessibilityResult struct {
+	Engine     string         `json:"engine"` // "axe-core 4.14.1"
+	URL        string         `json:"url"`
+	Violations []AxeViolation `json:"violations"`
+	// Incomplete counts the rules axe-core could not decide (to review by
+	// hand); Passes the rules that passed.
+	Incomplete int `json:"incomplete"`
+	Passes     int `json:"passes"`
+}
+
+// AxeViolation is one rule a page breaks.
+type AxeViolation struct {
+	ID          string    `json:"id"`
+	Impact      string    `json:"impact"` // minor, moderate, serious, critical
+	Description string    `json:"description"`
+	Help        string    `json:"help"`
+	HelpURL     string    `json:"helpUrl"`
+	Tags        []string  `json:"tags"`
+	Nodes       []AxeNode `json:"nodes"`
+}
+
+// AxeNode is one element that breaks a rule.
+type AxeNode struct {
+	Target         []string `json:"target"` // its CSS selector
+	HTML           string   `json:"html"`
+	Impact         string   `json:"impact"`
+	FailureSummary string   `json:"failureSummary"`
+}

@@ -33,54 +33,15 @@ func axeDigest() string {
 	return base64.StdEncoding.EncodeToString(sum[:])
 }
 
-// AccessibilityOptions choose what an accessibility check runs on.
-type AccessibilityOptions struct {
-	// Tags are the axe-core rule tags to run (wcag2a, wcag2aa, best-practice,
-	// ...); empty runs wcag2a and wcag2aa.
-	Tags []string
-	// Include and Exclude are CSS selectors of the parts of the page to
-	// check and to leave out; no Include checks the whole document.
-	Include, Exclude []string
-}
-
-// AxeViolation is one rule a page breaks, as axe-core reports it.
-type AxeViolation struct {
-	ID          string    `json:"id"`
-	Impact      string    `json:"impact"` // minor, moderate, serious, critical
-	Description string    `json:"description"`
-	Help        string    `json:"help"`
-	HelpURL     string    `json:"helpUrl"`
-	Tags        []string  `json:"tags"`
-	Nodes       []AxeNode `json:"nodes"`
-}
-
-// AxeNode is one element that breaks a rule.
-type AxeNode struct {
-	Target         []string `json:"target"` // its CSS selector (per frame)
-	HTML           string   `json:"html"`
-	Impact         string   `json:"impact"`
-	FailureSummary string   `json:"failureSummary"`
-}
-
-// AxeResult is what one check found.
-type AxeResult struct {
-	Engine     string         `json:"engine"` // "axe-core 4.14.1"
-	URL        string         `json:"url"`
-	Violations []AxeViolation `json:"violations"`
-	// Incomplete counts the rules axe-core could not decide (to review by
-	// hand); Passes the rules that passed.
-	Incomplete int `json:"incomplete"`
-	Passes     int `json:"passes"`
-}
-
-// CheckAccessibility runs the embedded axe-core on the page (or the part
-// o.Include names, less o.Exclude) and returns the violations it finds.
+// CheckAccessibility runs the embedded axe-core on the page (or the parts
+// include names, less those exclude names: CSS selectors) with the rules
+// of tags (none: wcag2a and wcag2aa) and returns the violations it finds.
 // The engine is injected into the page once per document; the page's own
 // scripts are not otherwise touched.
 //
 // Errors: CodeInvalidArgument (a selector axe-core refuses, or an unknown
 // tag), CodeStepTimeout, CodeCancelled and CodeBrowserError.
-func (s *Session) CheckAccessibility(ctx context.Context, o AccessibilityOptions) (*AxeResult, error) {
+func (s *Session) CheckAccessibility(ctx context.Context, tags, include, exclude []string) (*duet.AccessibilityResult, error) {
 	const op = "assertAccessible"
 	c, err := s.begin(ctx, op, 0)
 	if err != nil {
@@ -96,13 +57,12 @@ func (s *Session) CheckAccessibility(ctx context.Context, o AccessibilityOptions
 			return nil, s.fail(c, err, nil)
 		}
 	}
-	tags := o.Tags
 	if len(tags) == 0 {
 		tags = []string{"wcag2a", "wcag2aa"}
 	}
-	ctxSpec := map[string]any{"exclude": toNested(o.Exclude)}
-	if len(o.Include) > 0 {
-		ctxSpec["include"] = toNested(o.Include)
+	ctxSpec := map[string]any{"exclude": toNested(exclude)}
+	if len(include) > 0 {
+		ctxSpec["include"] = toNested(include)
 	}
 	args, _ := json.Marshal([]any{ctxSpec, map[string]any{
 		"runOnly":     map[string]any{"type": "tag", "values": tags},
@@ -119,7 +79,7 @@ func (s *Session) CheckAccessibility(ctx context.Context, o AccessibilityOptions
 	}
 })(` + string(args) + `)`
 	type result struct {
-		AxeResult
+		duet.AccessibilityResult
 		OK  bool   `json:"ok"`
 		Msg string `json:"msg"`
 	}
@@ -130,7 +90,7 @@ func (s *Session) CheckAccessibility(ctx context.Context, o AccessibilityOptions
 	if !out.OK {
 		return nil, opError(duet.CodeInvalidArgument, op, nil, "%s: axe-core refused the check: %s", op, out.Msg)
 	}
-	r := out.AxeResult
+	r := out.AccessibilityResult
 	r.Engine = "axe-core " + axeVersion
 	return &r, nil
 }

@@ -45,11 +45,11 @@ func TestCheckAccessibility(t *testing.T) {
 	s := newSession(t, p, "")
 	open(t, s, site, "/")
 	ctx := testCtx(t, 90*time.Second)
-	r, err := s.CheckAccessibility(ctx, AccessibilityOptions{})
+	r, err := s.CheckAccessibility(ctx, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	byID := map[string]AxeViolation{}
+	byID := map[string]duet.AxeViolation{}
 	for _, v := range r.Violations {
 		byID[v.ID] = v
 	}
@@ -67,19 +67,66 @@ func TestCheckAccessibility(t *testing.T) {
 		t.Errorf("result: %+v", r)
 	}
 
-	r, err = s.CheckAccessibility(ctx, AccessibilityOptions{Include: []string{"#tools"}})
+	r, err = s.CheckAccessibility(ctx, nil, []string{"#tools"}, nil)
 	if err != nil || len(r.Violations) != 1 || r.Violations[0].ID != "button-name" {
 		t.Fatalf("include #tools: %+v %v", r, err)
 	}
-	r, err = s.CheckAccessibility(ctx, AccessibilityOptions{Exclude: []string{"#tools", "#faint", "#logo"}})
+	r, err = s.CheckAccessibility(ctx, nil, nil, []string{"#tools", "#faint", "#logo"})
 	if err != nil || len(r.Violations) != 0 {
 		t.Fatalf("exclude the defects: %+v %v", r, err)
 	}
-	r, err = s.CheckAccessibility(ctx, AccessibilityOptions{Tags: []string{"wcag2a"}})
-	if err != nil || slices.ContainsFunc(r.Violations, func(v AxeViolation) bool { return v.ID == "color-contrast" }) {
+	r, err = s.CheckAccessibility(ctx, []string{"wcag2a"}, nil, nil)
+	if err != nil || slices.ContainsFunc(r.Violations, func(v duet.AxeViolation) bool { return v.ID == "color-contrast" }) {
 		t.Fatalf("wcag2a only (contrast is wcag2aa): %+v %v", r, err)
 	}
-	if _, err := s.CheckAccessibility(ctx, AccessibilityOptions{Include: []string{"#["}}); duet.ErrorCode(err) != duet.CodeInvalidArgument {
+	if _, err := s.CheckAccessibility(ctx, nil, []string{"#["}, nil); duet.ErrorCode(err) != duet.CodeInvalidArgument {
 		t.Fatalf("a bad selector: %v", err)
+	}
+}
+
+// TestPageMetrics: a page whose hero image comes late and whose banner is
+// pushed in above the text after loading has an LCP past the delay and a
+// layout shift; the navigation's timings are there.
+func TestPageMetrics(t *testing.T) {
+	t.Parallel()
+	p := sharedPool(t)
+	const delay = 400
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/hero.svg":
+			time.Sleep(delay * time.Millisecond)
+			w.Header().Set("Content-Type", "image/svg+xml")
+			// A mosaic: Chromium leaves images of low entropy out of LCP.
+			fmt.Fprint(w, `<svg xmlns="http://www.w3.org/2000/svg" width="600" height="300">`)
+			for y := 0; y < 300; y += 20 {
+				for x := 0; x < 600; x += 20 {
+					fmt.Fprintf(w, `<rect x="%d" y="%d" width="20" height="20" fill="#%02x%02x%02x"/>`, x, y, 40+x/4, 120+y/3, 90+(x*y)%120)
+				}
+			}
+			fmt.Fprint(w, `</svg>`)
+		default:
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			fmt.Fprint(w, `<!doctype html><html><body><h1>New in</h1><p id="intro">Arrivals, picked for you.</p>
+<img id="hero" src="/hero.svg" width="600" height="300" alt="Fresh arrivals">
+<script>addEventListener('load', () => setTimeout(() => { const d = document.createElement('div'); d.id = 'promo'; d.style.height = '120px'; d.textContent = 'Save 10%';
+document.body.insertBefore(d, document.getElementById('intro')); }, 50));</script></body></html>`)
+		}
+	}))
+	t.Cleanup(site.Close)
+	s := newSession(t, p, "")
+	open(t, s, site, "/")
+	ctx := testCtx(t, 60*time.Second)
+	if err := s.WaitFor(ctx, WaitCondition{Selector: "#promo"}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.PageMetrics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m["lcp"] < delay || m["cls"] <= 0.01 || m["ttfb"] <= 0 || m["fcp"] <= 0 || m["load"] < delay || m["domContentLoaded"] <= 0 {
+		t.Fatalf("metrics: %v", m)
+	}
+	if _, ok := m["inp"]; ok {
+		t.Errorf("an INP without any interaction: %v", m)
 	}
 }
