@@ -136,9 +136,10 @@ type Metric struct {
 
 // MetricStore keeps the page-speed values of runs.
 type MetricStore interface {
-	// SaveMetrics stores the values (replacing those of the same
-	// execution, step and name).
-	SaveMetrics(ctx context.Context, ms []*Metric) error
+	// SaveMetrics stores the values of executions of the run l fences
+	// (replacing those of the same execution, step and name). Returns
+	// LEASE_LOST once the worker no longer holds the run.
+	SaveMetrics(ctx context.Context, l Lease, ms []*Metric) error
 	// FindMetrics returns the values measured by the runs, in run order.
 	FindMetrics(ctx context.Context, runIDs []string) ([]*Metric, error)
 }

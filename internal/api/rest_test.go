@@ -293,7 +293,7 @@ func testREST(t *testing.T, vars map[string]string) {
 	for _, r := range audit.Records {
 		methods[r.Method+" "+r.Tool] = true
 	}
-	for _, m := range []string{"tools/call start_test_run", "tools/call list_test_tasks", "registerServer ", "callTool ", "applySuite ", "createToken ", "approveBaseline ", "rejectBaseline "} {
+	for _, m := range []string{"tools/call start_test_run", "tools/call list_test_tasks", "registerServer ", "callTool ", "applySuite ", "createToken ", "approveBaseline " + cand.ID, "rejectBaseline " + first.ID} {
 		if !methods[m] {
 			t.Errorf("no audit record of %q among %v", m, methods)
 		}

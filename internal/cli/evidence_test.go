@@ -1,8 +1,10 @@
 package cli_test
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -86,5 +88,65 @@ cases:
 	code, _, errOut = h.duet(t.Context(), "report", "--trace", runID, "loads", "-o", zipPath)
 	if code != 1 || !strings.Contains(errOut, "NOT_FOUND") {
 		t.Fatalf("the trace after gc: exit %d %s", code, errOut)
+	}
+}
+
+// TestBaselineCommands: a first run records alice's baseline (pending); a
+// new banner design fails the case with a candidate, which `duet baseline
+// list --status pending` shows and `duet baseline approve` approves
+// (audited); the next run passes. Bob cannot decide alice's baselines, and
+// a decided one is not decided again.
+func TestBaselineCommands(t *testing.T) {
+	t.Parallel()
+	requireBrowser(t)
+	shop := startShop(t)
+	h := newHome(t)
+	// Budgets a loaded machine meets under -race (a comparison decodes and
+	// compares two viewport PNGs), not claims of speed.
+	h.env["DUET_STEP_TIMEOUT"], h.env["DUET_CASE_TIMEOUT"] = "3m", "10m"
+	h.apply(`
+task: {name: looks, baseURL: ` + shop + `, sharedWith: [bob]}
+cases:
+  - key: banner
+    title: The offers page looks as approved
+    steps:
+      - open: /evidence/banner
+      - assertScreenshot: {name: offers, mask: ["#clock"]}
+`)
+	h.must(0, "run", "looks")
+	out := h.must(0, "baseline", "list", "--task", "looks")
+	if !strings.Contains(out, "pending") || !strings.Contains(out, "offers") || strings.Count(out, "\n") != 2 {
+		t.Fatalf("baseline list after the first run: %s", out)
+	}
+	resp, err := http.Post(shop+"/evidence/banner?variant=b", "text/plain", nil)
+	if err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("switching the banner: %v %v", resp, err)
+	}
+	out = h.must(1, "run", "looks")
+	m := regexp.MustCompile(`duet baseline approve (base_[0-9a-z]+)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("the failing run names no candidate: %s", out)
+	}
+	cand := m[1]
+	if out := h.must(0, "baseline", "list", "--status", "pending", "--json"); !strings.Contains(out, cand) || !strings.Contains(out, `"diffRatio"`) {
+		t.Fatalf("baseline list --json: %s", out)
+	}
+	h.env["DUET_USER"] = "bob"
+	if code, _, errOut := h.duet(t.Context(), "baseline", "approve", cand); code != 1 || !strings.Contains(errOut, "NOT_FOUND") {
+		t.Fatalf("bob approving alice's baseline: exit %d %s", code, errOut)
+	}
+	h.env["DUET_USER"] = "alice"
+	if out := h.must(0, "baseline", "approve", cand); !strings.Contains(out, "approved baseline "+cand+" (v2") {
+		t.Fatalf("baseline approve: %s", out)
+	}
+	if code, _, errOut := h.duet(t.Context(), "baseline", "reject", cand); code != 1 || !strings.Contains(errOut, "CONFLICT") {
+		t.Fatalf("rejecting an approved baseline: exit %d %s", code, errOut)
+	}
+	if code, _, errOut := h.duet(t.Context(), "baseline", "list", "--status", "old"); code != 2 || !strings.Contains(errOut, "--status") {
+		t.Fatalf("baseline list --status old: exit %d %s", code, errOut)
+	}
+	h.must(0, "run", "looks")
+	if out := h.must(0, "audit", "--method", "approveBaseline"); !strings.Contains(out, "alice") || !strings.Contains(out, "OK") || !strings.Contains(out, "NOT_FOUND") {
+		t.Fatalf("the audit of the decisions: %s", out)
 	}
 }

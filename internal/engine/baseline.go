@@ -27,7 +27,9 @@ func (cr *caseRun) CheckBaseline(ctx context.Context, st *duet.Step, shot []byte
 	if ev == nil {
 		return nil, duet.Errorf(duet.CodeInternal, "step %d has no body", st.Index)
 	}
-	actual, err := png.Decode(bytes.NewReader(shot))
+	// Only its size until there is something to compare it with: a first
+	// recording and an identical screenshot decode nothing.
+	size, err := png.DecodeConfig(bytes.NewReader(shot))
 	if err != nil {
 		return nil, duet.WrapError(duet.CodeBrowserError, err, "assertScreenshot: the screenshot is not a PNG: %v", err)
 	}
@@ -37,7 +39,7 @@ func (cr *caseRun) CheckBaseline(ctx context.Context, st *duet.Step, shot []byte
 	sum := sha256.Sum256(shot)
 	record := func(ratio *float64) (*duet.Baseline, error) {
 		b := &duet.Baseline{BaselineKey: key, CaseKey: cr.x.CaseKey, CaseVersion: cr.x.CaseVersion, Fingerprint: fp, SHA256: hex.EncodeToString(sum[:]),
-			Width: actual.Bounds().Dx(), Height: actual.Bounds().Dy(), RunID: cr.run.ID, ExecutionID: cr.x.ID, StepIndex: st.Index, DiffRatio: ratio, Image: shot}
+			Width: size.Width, Height: size.Height, RunID: cr.run.ID, ExecutionID: cr.x.ID, StepIndex: st.Index, DiffRatio: ratio, Image: shot}
 		return b, store.CreateBaseline(ctx, b)
 	}
 	out := map[string]any{"name": ev.Name}
@@ -73,6 +75,10 @@ func (cr *caseRun) CheckBaseline(ctx context.Context, st *duet.Step, shot []byte
 	if cur.SHA256 == hex.EncodeToString(sum[:]) {
 		out["diffPixels"], out["diffRatio"] = 0.0, 0.0
 		return out, nil
+	}
+	actual, err := png.Decode(bytes.NewReader(shot))
+	if err != nil {
+		return nil, duet.WrapError(duet.CodeBrowserError, err, "assertScreenshot: the screenshot is not a PNG: %v", err)
 	}
 	expected, err := png.Decode(bytes.NewReader(cur.Image))
 	if err != nil {

@@ -25,6 +25,8 @@ func TestVisualComparison(t *testing.T) {
 	}
 	t.Cleanup(stop)
 	db := openStore(t)
+	// The 3m step timeouts are budgets a loaded machine meets under -race
+	// (a comparison decodes and compares two viewport PNGs), not claims.
 	res := apply(t, db, "alice", `task: {name: visual, baseURL: `+shopURL+`, sharedWith: [bob]}
 cases:
   - key: banner
@@ -32,11 +34,13 @@ cases:
     steps:
       - open: /evidence/banner
       - assertScreenshot: {name: offers, mask: ["#clock"]}
+        timeout: 3m
   - key: banner-element
     title: The banner looks as approved
     steps:
       - open: /evidence/banner
       - assertScreenshot: {name: banner only, locator: "#banner"}
+        timeout: 3m
 `)
 	opts, arts := browserEngine(t, nil)
 	var element *duet.Execution // the banner-element case of the last run

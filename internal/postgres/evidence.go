@@ -144,14 +144,28 @@ func (d *DB) DecideBaseline(ctx context.Context, owner, id string, status duet.B
 	return out, err
 }
 
-// SaveMetrics stores page-speed values, replacing those of the same
+// SaveMetrics stores page-speed values under the lease l, replacing those of the same
 // execution, step and name.
-func (d *DB) SaveMetrics(ctx context.Context, ms []*duet.Metric) error {
+func (d *DB) SaveMetrics(ctx context.Context, l duet.Lease, ms []*duet.Metric) error {
 	if len(ms) == 0 {
 		return nil
 	}
 	return d.tx(ctx, func(tx pgx.Tx) error {
+		fenced := map[string]bool{}
 		for _, m := range ms {
+			if m.RunID != l.RunID {
+				return duet.LeaseLost(l)
+			}
+			if !fenced[m.ExecutionID] {
+				var n int
+				if err := tx.QueryRow(ctx, `WITH `+heldSQL+` SELECT count(*) FROM held`, l.RunID, l.Worker, l.Token, m.ExecutionID).Scan(&n); err != nil {
+					return mapErr(err)
+				}
+				if n == 0 {
+					return duet.LeaseLost(l)
+				}
+				fenced[m.ExecutionID] = true
+			}
 			if m.CreatedAt.IsZero() {
 				m.CreatedAt = d.now()
 			}

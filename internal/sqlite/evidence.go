@@ -158,14 +158,24 @@ func (d *DB) DecideBaseline(ctx context.Context, owner, id string, status duet.B
 	return out, err
 }
 
-// SaveMetrics stores page-speed values, replacing those of the same
+// SaveMetrics stores page-speed values under the lease l, replacing those of the same
 // execution, step and name.
-func (d *DB) SaveMetrics(ctx context.Context, ms []*duet.Metric) error {
+func (d *DB) SaveMetrics(ctx context.Context, l duet.Lease, ms []*duet.Metric) error {
 	if len(ms) == 0 {
 		return nil
 	}
 	return d.tx(ctx, func(tx *sql.Tx) error {
+		fenced := map[string]bool{}
 		for _, m := range ms {
+			if m.RunID != l.RunID {
+				return duet.LeaseLost(l)
+			}
+			if !fenced[m.ExecutionID] {
+				if err := held(ctx, tx, l, m.ExecutionID); err != nil {
+					return err
+				}
+				fenced[m.ExecutionID] = true
+			}
 			if m.CreatedAt.IsZero() {
 				m.CreatedAt = d.now()
 			}

@@ -128,7 +128,7 @@ func TestRegistry(t *testing.T) {
 		}
 	}
 	_, diags := compileSteps(t, "- clack: '#x'\n")
-	want := "unknown step key \"clack\" (step kinds: http, assert, mcpCall, set, open, click, hover, fill, press, select, waitFor, assertText, assertVisible, assertURL, extract, screenshot; also name, timeout)"
+	want := "unknown step key \"clack\" (step kinds: http, assert, mcpCall, set, open, click, hover, fill, press, select, waitFor, assertText, assertVisible, assertURL, extract, screenshot, assertScreenshot, assertAccessible, assertPerformance; also name, timeout)"
 	if len(diags) != 1 || diags[0].Message != want {
 		t.Errorf("got %v, want %q", diags, want)
 	}

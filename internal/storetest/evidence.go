@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"testing"
+	"time"
 
 	"github.com/duet-test/duet"
 )
@@ -151,11 +152,30 @@ func testMetrics(t *testing.T, s duet.Store) {
 	m := func(name string, v float64) *duet.Metric {
 		return &duet.Metric{RunID: run.ID, ExecutionID: x.ID, TaskID: res.Task.ID, CaseKey: "a", StepIndex: 1, Name: name, Value: v}
 	}
-	if err := s.SaveMetrics(ctx(t), []*duet.Metric{m("lcp", 1200), m("cls", 0.05)}); err != nil {
+	c, err := s.ClaimRunByID(ctx(t), run.ID, "w", time.Minute)
+	if err != nil || c == nil {
+		t.Fatalf("claim: %v %v", c, err)
+	}
+	l := duet.LeaseOf(c, "w")
+	if err := s.StartExecution(ctx(t), l, x); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SaveMetrics(ctx(t), []*duet.Metric{m("lcp", 1300)}); err != nil {
+	if err := s.SaveMetrics(ctx(t), l, []*duet.Metric{m("lcp", 1200), m("cls", 0.05)}); err != nil {
 		t.Fatal(err)
+	}
+	if err := s.SaveMetrics(ctx(t), l, []*duet.Metric{m("lcp", 1300)}); err != nil {
+		t.Fatal(err)
+	}
+	// Fenced: another claim's token, or another run's values, are refused.
+	stale := l
+	stale.Token++
+	if err := s.SaveMetrics(ctx(t), stale, []*duet.Metric{m("lcp", 9999)}); duet.ErrorCode(err) != duet.CodeLeaseLost {
+		t.Fatalf("a lost lease's metrics: %v", err)
+	}
+	other := m("lcp", 9999)
+	other.RunID = "run_other"
+	if err := s.SaveMetrics(ctx(t), l, []*duet.Metric{other}); duet.ErrorCode(err) != duet.CodeLeaseLost {
+		t.Fatalf("another run's metrics: %v", err)
 	}
 	got, err := s.FindMetrics(ctx(t), []string{run.ID, "run_none"})
 	if err != nil || len(got) != 2 {

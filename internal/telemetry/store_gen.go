@@ -509,10 +509,10 @@ func (s *store) SaveMCPCatalog(ctx context.Context, a1 string, a2 *duet.MCPCatal
 	return s.Store.SaveMCPCatalog(ctx, a1, a2)
 }
 
-func (s *store) SaveMetrics(ctx context.Context, a1 []*duet.Metric) (err error) {
+func (s *store) SaveMetrics(ctx context.Context, a1 duet.Lease, a2 []*duet.Metric) (err error) {
 	ctx, end := s.t.storeSpan(ctx, "SaveMetrics")
 	defer func() { end(err) }()
-	return s.Store.SaveMetrics(ctx, a1)
+	return s.Store.SaveMetrics(ctx, a1, a2)
 }
 
 func (s *store) SaveTeamServer(ctx context.Context, a1 *duet.TeamServer) (err error) {
