@@ -145,6 +145,11 @@ func (c *Console) Register(mux *http.ServeMux) {
 		"GET /tokens":                                {fn: c.tokens},
 		"POST /tokens":                               {fn: c.createToken},
 		"POST /tokens/{id}/revoke":                   {fn: c.revokeToken},
+		"GET /baselines":                             {c.baselines, qs("status")},
+		"GET /baselines/{id}":                        {fn: c.baseline},
+		"GET /baselines/{id}/image":                  {c.baselineImage, qs("which")},
+		"POST /baselines/{id}/approve":               {fn: c.decideBaseline(true)},
+		"POST /baselines/{id}/reject":                {fn: c.decideBaseline(false)},
 	} {
 		mux.Handle(pattern, c.page(c.checkQuery(rt)))
 	}
