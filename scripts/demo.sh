@@ -3,10 +3,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 say() { echo "demo [${SECONDS}s]: $*" >&2; }
-say "checking for Chromium..."
+say "checking for Chromium (installed from the distribution's packages when missing: a few minutes)..."
 scripts/deps.sh browser
-say "building duet into bin/duet (the first build fetches the Go modules and compiles for a minute or more; later ones take seconds)..."
+say "building duet into bin/duet (the first build fetches the Go modules and compiles about 400 packages: 8 minutes or more on two cores, progress below; later builds take seconds)..."
 mkdir -p bin
-go build -o bin/duet ./cmd/duet
+scripts/gobuild.sh -o bin/duet ./cmd/duet
 say "starting the demo"
 exec bin/duet demo "$@"

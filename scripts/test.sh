@@ -55,13 +55,24 @@ for mod in . bench; do
     exit 1
   fi
 done
-say "go vet (a cold build compiles every package first: a minute or more)..."
+say "compiling every package (cold: 8 minutes or more on two cores; progress below)..."
+scripts/gobuild.sh ./...
+say "go vet..."
 go vet ./...
 (cd bench && go vet ./...) # the benchmarks are their own module: keep them compiling
 say "staticcheck (its first run builds it: a minute or more)..."
 staticcheck=honnef.co/go/tools/cmd/staticcheck@v0.8.2
 go run "$staticcheck" ./...
 (cd bench && go run "$staticcheck" ./...)
-say "running every test with the race detector (cold: several minutes; each package prints ok or FAIL when it is done)..."
+say "compiling every package for the race detector (cold: several minutes; progress below)..."
+GOBUILD_LABEL="test build -race" scripts/gobuild.sh -race ./...
+say "running every test with the race detector (each package prints ok or FAIL when it is done)..."
 go test -race -count=1 -timeout 20m "$@" ./...
+# The MCP transports once more with their fast paths off: the go-sdk alone
+# must pass the same tests (docs/architecture.md, "The MCP fast paths"). The
+# whole suite that way: DUET_MCP_FAST_PATH=off scripts/test.sh.
+if [ "${DUET_MCP_FAST_PATH:-}" != off ]; then
+  say "the MCP transports again with DUET_MCP_FAST_PATH=off (the go-sdk answers every request)..."
+  DUET_MCP_FAST_PATH=off go test -race -count=1 -timeout 20m "$@" ./internal/mcpserver/ ./internal/httpapi/... ./internal/lite/... ./internal/conformance/...
+fi
 say "all tests passed"

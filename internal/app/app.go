@@ -211,6 +211,9 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		}
 	}
 	mo.Version, mo.Logger, mo.Prompts, mo.Codes = Version, log, a.agentPrompts(), httpapi.Codes
+	if !cfg.MCPFastPath {
+		mo.FastPath = mcpserver.FastPathOff // DUET_MCP_FAST_PATH=off: the go-sdk answers every request
+	}
 	a.MCP = mcpserver.New(a.Catalog, mo)
 	a.Auth = auth.New(db, cfg.GatewayAPIKeys, cfg.GatewayFixedUser)
 	a.Auth.EnableConsole(auth.ConsoleOptions{Sessions: db, SessionTTL: cfg.SessionTTL, SSOUserHeader: cfg.SSOUserHeader, SSOSecret: cfg.SSOSecret})

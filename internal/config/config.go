@@ -50,7 +50,8 @@ type Config struct {
 	MaxArgBytes    int
 	MaxResultBytes int
 	IdempotencyTTL time.Duration
-	MaxQueuedRuns  int // runs one user may have waiting in the queue
+	MaxQueuedRuns  int  // runs one user may have waiting in the queue
+	MCPFastPath    bool // DUET_MCP_FAST_PATH: the MCP server's fast paths answer plain tools/call requests
 
 	StopToolUsers   []string      // who may see and call stop_test_run: user ids, team:NAME, *
 	StopApprovalTTL time.Duration // how long a stop request waits for the run owner's approval
@@ -221,6 +222,18 @@ var options = []Option{
 	}},
 	{Env: "DUET_MAX_ARG_BYTES", Default: "262144", Doc: "Largest tool-call arguments (TOO_LARGE beyond).", set: intSet(func(c *Config) *int { return &c.MaxArgBytes }, 256, 1<<30)},
 	{Env: "DUET_MAX_RESULT_BYTES", Default: "4194304", Doc: "Largest tool result (TOO_LARGE beyond).", set: intSet(func(c *Config) *int { return &c.MaxResultBytes }, 1024, 1<<30)},
+	{Env: "DUET_MCP_FAST_PATH", Default: "on", Doc: "on or off. On, the MCP server answers plain tools/call requests (stdio and /mcp/http, no progress token, a tool that does not stream) itself, byte for byte as the go-sdk would, without the SDK's per-request machinery (docs/architecture.md). Off sends every MCP request through the go-sdk alone — to rule the fast paths out when diagnosing, or while an SDK upgrade is checked: the replies are the same, each call costs more CPU (docs/performance.md).",
+		set: func(c *Config, v string) error {
+			switch v {
+			case "on":
+				c.MCPFastPath = true
+			case "off":
+				c.MCPFastPath = false
+			default:
+				return fmt.Errorf("want on or off, got %q", v)
+			}
+			return nil
+		}},
 	{Env: "DUET_MAX_QUEUED_RUNS", Default: "20", Doc: "Runs one user may have queued (waiting for a worker) at once; starting another is RATE_LIMITED until some have started. Workers take runs fairly across users: the user with the fewest runs running first, then the one served least recently.", set: intSet(func(c *Config) *int { return &c.MaxQueuedRuns }, 1, 1000000)},
 	{Env: "DUET_MAX_RUNS_PER_MINUTE", Default: "60", Doc: "Runs one user may start in a minute, however they start them (MCP, MCP-Lite, REST, console, CLI) and on every instance of a PostgreSQL database together (counted in the database); the next is RATE_LIMITED, saying when one may start. A replayed start (same idempotency key) is never refused. See docs/governance.md, \"Loop budgets\".",
 		set: intSet(func(c *Config) *int { return &c.MaxRunsPerMinute }, 1, 1000000)},

@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -317,5 +318,21 @@ func TestTraceDomain(t *testing.T) {
 		if _, err := Load(env(map[string]string{"HOME": "/h", "DUET_TRACE_DOMAIN": bad})); err == nil || !strings.HasPrefix(err.Error(), "DUET_TRACE_DOMAIN:") {
 			t.Errorf("%q: got %v, want an error naming the variable", bad, err)
 		}
+	}
+}
+
+// TestMCPFastPath: the MCP fast paths are on unless DUET_MCP_FAST_PATH is
+// off; anything but on or off is refused, naming the variable.
+func TestMCPFastPath(t *testing.T) {
+	t.Parallel()
+	for v, want := range map[string]bool{"": true, "on": true, "off": false} {
+		c, err := Load(env(map[string]string{"HOME": "/h", "DUET_MCP_FAST_PATH": v}))
+		if err != nil || c.MCPFastPath != want {
+			t.Errorf("DUET_MCP_FAST_PATH=%q: got %v, %v; want %v", v, c != nil && c.MCPFastPath, err, want)
+		}
+	}
+	var cerr *Error
+	if _, err := Load(env(map[string]string{"HOME": "/h", "DUET_MCP_FAST_PATH": "false"})); !errors.As(err, &cerr) || cerr.Env != "DUET_MCP_FAST_PATH" {
+		t.Errorf("DUET_MCP_FAST_PATH=false: got %v, want an error naming the variable", err)
 	}
 }

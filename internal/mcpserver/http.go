@@ -11,10 +11,12 @@ import (
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/catalog"
+	"github.com/duet-test/duet/internal/mcpserver/fast"
 )
 
 // HTTPOptions configure the Streamable HTTP endpoint.
@@ -33,8 +35,9 @@ type HTTPOptions struct {
 	// reply must stream); nil means only calls that carry a progressToken
 	// stream.
 	Streams func(tool string) bool
-	// NoFastPath sends every request through the SDK (see fastpath.go);
-	// the default serves plain tools/call requests directly.
+	// NoFastPath sends every request of this endpoint through the SDK;
+	// otherwise the HTTP fast path (package fast) answers plain tools/call
+	// requests when the server's fast paths are on (Options.FastPath).
 	NoFastPath bool
 }
 
@@ -80,8 +83,8 @@ const extraKey = "io.duet/request"
 // be in each request's context (see duet.NewContextWithCaller): authentication
 // is the job of the middleware in front of it.
 //
-// Every POST body is read once, strictly (envelope.go), before either path
-// sees it; a call (a request with an id) is admitted by the catalog first
+// Every POST body is checked strictly (body.go) and read once as the SDK
+// reads it (fast.Read) before either path sees it; a call (a request with an id) is admitted by the catalog first
 // (identity, concurrency caps), so that an excess call gets HTTP 429 with
 // Retry-After rather than a 200 carrying an error. In stateless mode a
 // request that may emit notifications (a tools/call with a progressToken,
@@ -116,7 +119,7 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 		caller, _ := duet.CallerFromContext(r.Context())
 		door := catalog.Op{Caller: caller, Method: "http " + r.Method + " " + r.URL.Path}
 		var body []byte
-		var req *request
+		var req *fast.Request
 		if r.Method == http.MethodPost {
 			var err error
 			body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, o.MaxBodyBytes))
@@ -136,30 +139,30 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 				return
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
-			req = decodeEnvelope(body)
+			req = fast.Read(body, true, true)
 		}
 		if !checkTaskHeaders(&refusalAudit{ResponseWriter: w, s: s, op: door, req: req}, r, req) {
 			return
 		}
 		state := &requestState{caller: caller}
-		if req.isCall() {
-			op := catalog.Op{Caller: caller, Method: req.method, Name: req.name, ArgBytes: len(body), Stream: req.method == "subscriptions/listen"}
+		if req.IsCall() {
+			op := catalog.Op{Caller: caller, Method: req.Method, Name: req.Name, ArgBytes: len(body), Stream: req.Method == "subscriptions/listen"}
 			ctx, release, err := s.cat.Admit(r.Context(), op)
 			if err != nil {
 				if duet.ErrorCode(err) == duet.CodeRateLimited {
 					w.Header().Set("Retry-After", "1")
 				}
-				s.writeError(w, rawID(req.id), err)
+				s.writeError(w, rawID(req.ID), err)
 				return
 			}
 			defer release()
 			r = r.WithContext(ctx)
 			state.slot = !op.Stream
 		}
-		isToolCall := req.isCall() && req.method == "tools/call"
-		streaming := isToolCall && (req.progress || o.Streams != nil && o.Streams(req.name)) &&
+		isToolCall := req.IsCall() && req.Method == "tools/call"
+		streaming := isToolCall && (req.Progress || o.Streams != nil && o.Streams(req.Name)) &&
 			strings.Contains(r.Header.Get("Accept"), "text/event-stream")
-		if !o.Sessions && isToolCall && !streaming && !o.NoFastPath && s.fastCall(w, r, req) {
+		if !o.Sessions && isToolCall && !streaming && !o.NoFastPath && s.fast != nil && s.fast.ServeHTTP(w, r, req) {
 			return
 		}
 		ew := &errorRewriter{ResponseWriter: w, s: s, door: door, req: req, state: state, session: o.Sessions && r.Header.Get("Mcp-Session-Id") != ""}
@@ -170,7 +173,7 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 			UserID: principalOf(r.Context(), caller),
 			Extra:  map[string]any{extraKey: state},
 		})
-		viaSession := sessionH != nil && !req.modern(r.Header)
+		viaSession := sessionH != nil && !modernRequest(req, r.Header)
 		state.oneShot = !viaSession
 		switch {
 		case viaSession:
@@ -221,12 +224,34 @@ func withTokenInfo(next http.Handler) http.Handler {
 	}))
 }
 
-// rawID is the JSON of an id for an error reply (null when there is none).
-func rawID(id any) json.RawMessage {
-	if id == nil {
+// statelessRevision is the first protocol revision without sessions or an
+// initialize handshake (SEP-2575).
+const statelessRevision = fast.StatelessRevision
+
+// modernRequest reports whether r, with HTTP headers h, is a request of the
+// stateless revisions (2026-07-28 and later): one that names no session and
+// carries such a version in its MCP-Protocol-Version header or its _meta,
+// or a server/discover (the first request of such a client). Everything
+// else — initialize, and the requests of a handshake-era session — is not.
+// The stateless handler serves the modern ones (and refuses a version it
+// does not know, as it must).
+func modernRequest(r *fast.Request, h http.Header) bool {
+	if h.Get("Mcp-Session-Id") != "" {
+		return false
+	}
+	if v := h.Get("Mcp-Protocol-Version"); v >= statelessRevision {
+		return true
+	}
+	return r != nil && (r.MetaVersion >= statelessRevision || r.Method == "server/discover")
+}
+
+// rawID is the JSON of an id for an error reply (null when there is none):
+// the id as the SDK writes it back (jsonrpc.MakeID: an integer, a string).
+func rawID(id jsonrpc.ID) json.RawMessage {
+	if !id.IsValid() {
 		return nil
 	}
-	b, err := json.Marshal(replyID(id))
+	b, err := json.Marshal(id.Raw())
 	if err != nil {
 		return nil
 	}
@@ -257,7 +282,7 @@ type errorRewriter struct {
 	http.ResponseWriter
 	s       *Server
 	door    catalog.Op
-	req     *request
+	req     *fast.Request
 	state   *requestState
 	session bool // the request names a session
 
@@ -319,7 +344,7 @@ func sdkCode(status int) duet.Code {
 func (e *errorRewriter) audit(err error) {
 	op := e.door
 	if e.req != nil {
-		op.Method, op.Name = e.req.method, e.req.name
+		op.Method, op.Name = e.req.Method, e.req.Name
 	}
 	e.s.cat.Refuse(op, err)
 }
@@ -331,7 +356,7 @@ func (e *errorRewriter) finish() {
 	status := e.status
 	var id json.RawMessage
 	if e.req != nil {
-		id = rawID(e.req.id)
+		id = rawID(e.req.ID)
 	}
 	var err error
 	switch {
@@ -368,13 +393,13 @@ type refusalAudit struct {
 	http.ResponseWriter
 	s   *Server
 	op  catalog.Op
-	req *request
+	req *fast.Request
 }
 
 func (a *refusalAudit) WriteHeader(status int) {
 	op := a.op
 	if a.req != nil {
-		op.Method, op.Name = a.req.method, a.req.taskID
+		op.Method, op.Name = a.req.Method, a.req.TaskID
 	}
 	a.s.cat.Refuse(op, duet.Errorf(sdkCode(status), "refused by the protocol layer"))
 	a.ResponseWriter.WriteHeader(status)

@@ -12,13 +12,13 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
-	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/catalog"
+	"github.com/duet-test/duet/internal/mcpserver/fast"
 )
 
 // TraceMetaKey is the _meta key under which tool results carry the call's
@@ -31,8 +31,8 @@ type Options struct {
 	Version string // "" means "dev"
 	Logger  *slog.Logger
 	// Setup, if set, adds more features (resources, prompts) to the server.
-	// It must not change how tools/call is answered: the fast path
-	// (fastpath.go) answers plain calls without the SDK.
+	// It must not change how tools/call is answered: the fast paths
+	// (package fast) answer plain calls without the SDK.
 	Setup func(*mcp.Server)
 	// ServerOptions, if set, is used as the base of the SDK server options.
 	ServerOptions *mcp.ServerOptions
@@ -43,6 +43,32 @@ type Options struct {
 	// codes: Duet's one table is httpapi.Codes. nil means none is known:
 	// every error is a server error (HTTP 500, JSON-RPC -32603).
 	Codes Codes
+	// FastPath turns the fast paths (package fast) on or off, on both
+	// transports: DUET_MCP_FAST_PATH.
+	FastPath FastPath
+}
+
+// FastPath says whether the fast paths (package fast) answer the plain
+// tools/call requests they serve — byte for byte as the SDK would, without
+// its per-request machinery — or the go-sdk answers every request.
+type FastPath int
+
+const (
+	// FastPathDefault is on, except in a test binary run with
+	// DUET_MCP_FAST_PATH=off (fast.OffInTests): that is how the whole
+	// suite runs with the fast paths off.
+	FastPathDefault FastPath = iota
+	// FastPathOn is on whatever the environment: the tests that compare
+	// the fast paths with the SDK.
+	FastPathOn
+	// FastPathOff sends every request through the go-sdk alone
+	// (DUET_MCP_FAST_PATH=off).
+	FastPathOff
+)
+
+// on reports whether f turns the fast paths on.
+func (f FastPath) on() bool {
+	return f == FastPathOn || f == FastPathDefault && !fast.OffInTests()
 }
 
 // Codes translates error codes to the wire (see httpapi.Codes).
@@ -63,12 +89,7 @@ type Server struct {
 	log    *slog.Logger
 	sdkLog *slog.Logger // log without session ids, for the SDK
 	codes  Codes
-
-	fastServed atomic.Int64
-	impl       *mcp.Implementation // as given to the SDK (serverInfo)
-	implJSON   preEncoded          // impl encoded once, for the fast path's results
-	modernFast map[string]bool     // tools the fast path serves to 2026-07-28 clients
-	metaSeen   metaVerdicts        // 2026-07-28 _meta bytes already judged (modernMetaEligible)
+	fast   *fast.Paths // nil when the fast paths are off
 }
 
 // New builds the MCP server for cat.
@@ -115,14 +136,14 @@ func New(cat *catalog.Catalog, opts Options) *Server {
 	if codes == nil {
 		codes = serverErrors{}
 	}
-	s := &Server{cat: cat, srv: srv, log: log, sdkLog: sdkLog, codes: codes, impl: impl, modernFast: map[string]bool{}}
-	var err error
-	if s.implJSON, err = encodeOnce(impl); err != nil {
-		panic("mcpserver: encoding serverInfo: " + err.Error()) // strings only: it cannot fail
-	}
+	s := &Server{cat: cat, srv: srv, log: log, sdkLog: sdkLog, codes: codes}
 	for _, t := range cat.Tools() {
 		srv.AddTool(sdkTool(t), s.handler())
-		s.modernFast[t.Name] = modernTool(t)
+	}
+	if opts.FastPath.on() {
+		s.fast = fast.New(fast.Options{Catalog: cat, ServerInfo: impl, Call: s.fastCall, Logger: log,
+			RPCError:   func(err error) *jsonrpc.Error { return s.rpcError(err).(*jsonrpc.Error) },
+			WriteError: s.writeError})
 	}
 	s.addPrompts(opts.Prompts)
 	s.addTasks()
@@ -132,6 +153,10 @@ func New(cat *catalog.Catalog, opts Options) *Server {
 	srv.AddReceivingMiddleware(s.govern)
 	return s
 }
+
+// FastPathServed returns how many requests the fast paths have answered
+// (for tests that must prove they served, and for metrics).
+func (s *Server) FastPathServed() int64 { return s.fast.Served() }
 
 // SDK returns the underlying go-sdk server.
 func (s *Server) SDK() *mcp.Server { return s.srv }
@@ -269,6 +294,40 @@ func ToolResult(res *catalog.Result, traceID string) *mcp.CallToolResult {
 		StructuredContent: json.RawMessage(res.Structured),
 		IsError:           res.IsError,
 	}
+}
+
+// fastCall is the governed call of a tools/call the fast paths answer
+// (fast.Options.Call): the same catalog.Call as the SDK path's handler,
+// with the caller of ctx and a trace id from meta's traceparent or a new
+// one, and its result assembled as the handler assembles it. Tools may
+// replace their content blocks (SetContent) as on the SDK path; tools that
+// talk back to the client through the session are declared streaming and
+// never come here. An error of the call is the JSON-RPC error the handler's
+// protocolError gives the SDK to send.
+func (s *Server) fastCall(ctx context.Context, params *mcp.CallToolParamsRaw, meta map[string]any) (*mcp.CallToolResult, string, *jsonrpc.Error) {
+	caller := callerOf(ctx, meta)
+	call := &callState{}
+	ctx = context.WithValue(ctx, callKey{}, call)
+	res, err := s.cat.Call(ctx, catalog.Request{Caller: caller, Tool: params.Name, Args: params.Arguments})
+	if err != nil {
+		return nil, caller.TraceID, s.callError(err)
+	}
+	tr := ToolResult(res, caller.TraceID)
+	if call.content != nil && !res.IsError {
+		tr.Content = call.content
+	}
+	return tr, caller.TraceID, nil
+}
+
+// callError is the JSON-RPC error the SDK path answers for an error of
+// catalog.Call: the tool handler returns protocolError's, which the SDK
+// sends as it is.
+func (s *Server) callError(err error) *jsonrpc.Error {
+	var jerr *jsonrpc.Error
+	if errors.As(protocolError(err), &jerr) {
+		return jerr
+	}
+	return s.rpcError(duet.Errorf(duet.CodeInternal, "internal error")).(*jsonrpc.Error)
 }
 
 // requestContext returns ctx with the caller of req — the one its HTTP

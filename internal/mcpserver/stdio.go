@@ -11,13 +11,16 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/mcpserver/fast"
 )
 
 // StdioOptions configure ServeStdioWith.
 type StdioOptions struct {
-	// NoFastPath sends every request through the SDK's session (see
-	// stdiofast.go); false means plain tools/call requests of read-only
-	// tools are answered without it, byte for byte as the SDK would.
+	// NoFastPath sends every request of this session through the SDK's
+	// session; otherwise the stdio fast path (package fast) answers plain
+	// tools/call requests of read-only tools without it, byte for byte as
+	// the SDK would, when the server's fast paths are on
+	// (Options.FastPath).
 	NoFastPath bool
 }
 
@@ -35,21 +38,17 @@ func (s *Server) ServeStdioWith(ctx context.Context, caller duet.Caller, r io.Re
 	caller.Source = duet.SourceStdio
 	ctx = duet.NewContextWithCaller(ctx, caller)
 	t := drainingTransport{Transport: &mcp.IOTransport{Reader: r, Writer: w}}
-	if !o.NoFastPath {
-		// The fast path reads the client's stream (stdiofast.go) and hands
-		// the SDK's connection the messages it does not answer, through a
-		// pipe; closing the connection closes both.
-		pr, pw := io.Pipe()
-		out := &replyWriter{w: w}
-		t.Transport = &mcp.IOTransport{Reader: bothClose{pr, r}, Writer: out}
-		// Fast calls live as long as the connection, not ctx: as on the
-		// SDK path, the end of the read loop and Close cancel them.
-		fctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-		t.fast = &stdioFast{s: s, ctx: fctx, stop: stop, in: r, pipe: pw, out: out, calls: make(chan func())}
+	var fastStdio *fast.Stdio
+	if s.fast != nil && !o.NoFastPath {
+		// The fast path reads the client's stream and hands the SDK's
+		// connection the messages it does not answer; at the end of input
+		// it answers its own calls before the drain waits for the SDK's.
+		fastStdio = s.fast.Stdio(ctx, r, w)
+		t.Transport = fastStdio
 	}
 	err := s.srv.Run(ctx, t)
-	if t.fast != nil {
-		t.fast.end()
+	if fastStdio != nil {
+		fastStdio.End()
 	}
 	if ctx.Err() != nil {
 		return nil
@@ -61,11 +60,10 @@ func (s *Server) ServeStdioWith(ctx context.Context, caller duet.Caller, r io.Re
 // connection reports the end of input only once every request it read has
 // been answered. The SDK ends a session at the end of input and cancels
 // the requests still in flight, so without it a client that pipes its
-// requests and closes stdin gets no answers. With fast set, the connection
-// also answers plain tools/call requests itself (stdiofast.go).
+// requests and closes stdin gets no answers. The transport it wraps is the
+// SDK's IOTransport, or the stdio fast path's in front of it.
 type drainingTransport struct {
 	mcp.Transport
-	fast *stdioFast
 }
 
 func (t drainingTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -73,29 +71,16 @@ func (t drainingTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	if err != nil {
 		return nil, err
 	}
-	dc := &drainingConn{Connection: c, fast: t.fast, pending: map[jsonrpc.ID]bool{}, answered: make(chan struct{}, 1), closed: make(chan struct{})}
-	if t.fast != nil {
-		go dc.frames()
-	}
-	return dc, nil
+	return &drainingConn{Connection: c, pending: map[jsonrpc.ID]bool{}, answered: make(chan struct{}, 1), closed: make(chan struct{})}, nil
 }
 
 type drainingConn struct {
 	mcp.Connection
-	fast      *stdioFast // nil: every request goes to the SDK
 	mu        sync.Mutex
-	pending   map[jsonrpc.ID]bool // ids of requests handed to the SDK and not yet answered
+	pending   map[jsonrpc.ID]bool // ids of requests the SDK read and has not yet answered
 	answered  chan struct{}       // a response was written
 	closed    chan struct{}
 	closeOnce sync.Once
-
-	// The fast path's view of the session, under mu (stdiofast.go).
-	inFlight       map[jsonrpc.ID]context.CancelFunc // fast calls not yet answered, by id
-	running        int                               // fast calls whose reply is not yet written
-	watch          map[jsonrpc.ID]watched            // initialize and 2026-07-28 requests handed to the SDK
-	handshake      string                            // the version the SDK negotiated in its answer to initialize
-	sessionVersion string                            // the version the SDK recorded for the session (watched)
-	ready          bool                              // the SDK's session is initialized (it answered one of watch)
 }
 
 func (c *drainingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -103,12 +88,6 @@ func (c *drainingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if err != nil {
 		if errors.Is(err, io.EOF) {
 			c.drain(ctx)
-		}
-		if c.fast != nil {
-			// As the SDK cancels its requests in flight when its read
-			// loop ends, and writes no reply after that.
-			c.fast.quiet()
-			c.fast.stop()
 		}
 		return nil, err
 	}
@@ -120,22 +99,12 @@ func (c *drainingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	return msg, nil
 }
 
-// bothClose reads from the first and closes both.
-type bothClose struct {
-	io.ReadCloser
-	also io.Closer
-}
-
-func (b bothClose) Close() error {
-	return errors.Join(b.ReadCloser.Close(), b.also.Close())
-}
-
 // drain waits until every request read has been answered, the connection
 // is closed or ctx ends.
 func (c *drainingConn) drain(ctx context.Context) {
 	for {
 		c.mu.Lock()
-		n := len(c.pending) + c.running
+		n := len(c.pending)
 		c.mu.Unlock()
 		if n == 0 {
 			return
@@ -165,11 +134,6 @@ func (c *drainingConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			resp, msg = r, r
 		}
 	}
-	if ok && c.fast != nil {
-		// Before the write: the client may send its next request as soon as
-		// it has read this answer.
-		c.observe(resp)
-	}
 	err := c.Connection.Write(ctx, msg)
 	if ok && resp.ID.IsValid() {
 		c.mu.Lock()
@@ -181,15 +145,7 @@ func (c *drainingConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 }
 
 func (c *drainingConn) Close() error {
-	c.closeOnce.Do(func() {
-		close(c.closed)
-		if c.fast != nil {
-			// The session closing cancels fast calls in flight; the SDK
-			// writes nothing once it is closing.
-			c.fast.quiet()
-			c.fast.stop()
-		}
-	})
+	c.closeOnce.Do(func() { close(c.closed) })
 	return c.Connection.Close()
 }
 

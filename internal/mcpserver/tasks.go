@@ -13,6 +13,7 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/catalog"
+	"github.com/duet-test/duet/internal/mcpserver/fast"
 )
 
 // The Tasks extension (SEP-2663) over MCP: the catalog decides when a call
@@ -61,8 +62,8 @@ type detailedTask struct {
 type finalResult struct{ r *mcp.CallToolResult }
 
 // MarshalJSON writes the result as the SDK marshals it, with
-// "resultType":"complete" last (appendResult).
-func (f *finalResult) MarshalJSON() ([]byte, error) { return appendResult(nil, f.r, true) }
+// "resultType":"complete" last (fast.MarshalComplete).
+func (f *finalResult) MarshalJSON() ([]byte, error) { return fast.MarshalComplete(f.r) }
 
 // ackResult is the empty answer of tasks/update and tasks/cancel.
 type ackResult struct {
@@ -192,13 +193,13 @@ var taskMethods = []string{"tasks/get", "tasks/update", "tasks/cancel"}
 // checkTaskHeaders is the SEP-2243 check of a tasks/* request of the
 // 2026-07-28 revision, which the SDK does not know: Mcp-Name must be the
 // taskId of the body. It returns false after answering -32020.
-func checkTaskHeaders(w http.ResponseWriter, r *http.Request, req *request) bool {
-	if req == nil || !slices.Contains(taskMethods, req.method) || r.Header.Get("Mcp-Protocol-Version") < statelessRevision {
+func checkTaskHeaders(w http.ResponseWriter, r *http.Request, req *fast.Request) bool {
+	if req == nil || !slices.Contains(taskMethods, req.Method) || r.Header.Get("Mcp-Protocol-Version") < statelessRevision {
 		return true
 	}
-	if r.Header.Get("Mcp-Name") == req.taskID {
+	if r.Header.Get("Mcp-Name") == req.TaskID {
 		return true
 	}
-	WriteJSONRPCError(w, http.StatusBadRequest, mcp.CodeHeaderMismatch, "header mismatch: Mcp-Name must be the taskId of the request", rawID(req.id))
+	WriteJSONRPCError(w, http.StatusBadRequest, mcp.CodeHeaderMismatch, "header mismatch: Mcp-Name must be the taskId of the request", rawID(req.ID))
 	return false
 }

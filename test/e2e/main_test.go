@@ -44,9 +44,14 @@ func TestMain(m *testing.M) {
 }
 
 // minimalEnv is what desktop clients give a stdio server: little more than
-// HOME and PATH.
+// HOME and PATH — and DUET_MCP_FAST_PATH when the test run sets it
+// (DUET_MCP_FAST_PATH=off go test ./...: the binary too runs without the
+// MCP fast paths).
 func minimalEnv(extra ...string) []string {
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "USER=tester"}
+	if v := os.Getenv("DUET_MCP_FAST_PATH"); v != "" {
+		env = append(env, "DUET_MCP_FAST_PATH="+v)
+	}
 	return append(env, extra...)
 }
 

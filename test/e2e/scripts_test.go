@@ -1,9 +1,12 @@
 package e2e
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +22,7 @@ import (
 func TestScriptsSayWhatTheyAreDoing(t *testing.T) {
 	t.Parallel()
 	repo := t.TempDir()
-	for _, name := range []string{"demo.sh", "test.sh", "deps.sh"} {
+	for _, name := range []string{"demo.sh", "test.sh", "deps.sh", "gobuild.sh"} {
 		b, err := os.ReadFile(filepath.Join("..", "..", "scripts", name))
 		if err != nil {
 			t.Fatal(err)
@@ -87,6 +90,64 @@ func TestScriptsSayWhatTheyAreDoing(t *testing.T) {
 		if got := said(lines, tt.ran); !strings.Contains(got, tt.want) || !strings.Contains(got, "s]: ") {
 			t.Errorf("%s: before %q it said %q, want a progress line about %q", tt.script, tt.ran, got, tt.want)
 		}
+	}
+}
+
+// TestGoBuildSaysHowFar: scripts/gobuild.sh, the build of demo.sh and
+// test.sh, compiles for real (a module of fresh packages, so the build
+// cache has none of them) and says how far it is in a log — lines counting
+// the compiled packages against the ones the build needs — then builds the
+// binary; a compile error reaches the output as go prints it and the script
+// exits with go build's status.
+func TestGoBuildSaysHowFar(t *testing.T) {
+	t.Parallel()
+	script, err := filepath.Abs(filepath.Join("..", "..", "scripts", "gobuild.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod := t.TempDir()
+	fresh := time.Now().UnixNano() // new sources: nothing of them in the build cache
+	write(t, filepath.Join(mod, "go.mod"), "module example.com/progress\n\ngo 1.26\n", 0o644)
+	main := "package main\n\nimport (\n"
+	for i := range 12 {
+		write(t, filepath.Join(mod, fmt.Sprintf("p%d", i), "p.go"), fmt.Sprintf("package p%d\n\nconst X = %d\n", i, fresh+int64(i)), 0o644)
+		main += fmt.Sprintf("\t\"example.com/progress/p%d\"\n", i)
+	}
+	main += ")\n\nfunc main() {\n"
+	for i := range 12 {
+		main += fmt.Sprintf("\tprintln(p%d.X)\n", i)
+	}
+	write(t, filepath.Join(mod, "cmd", "x", "main.go"), main+"}\n", 0o644)
+
+	build := func() (string, error) {
+		cmd := exec.Command("bash", script, "-o", filepath.Join(mod, "x"), "./cmd/x")
+		cmd.Dir = mod
+		out, err := cmd.CombinedOutput() // not a terminal: the log form
+		return string(out), err
+	}
+	out, err := build()
+	if err != nil {
+		t.Fatalf("gobuild.sh: %v\n%s", err, out)
+	}
+	progress := regexp.MustCompile(`(?m)^build \[\d+s\]: compiled (\d+) of at most (\d+) packages \(example\.com/progress/`)
+	if m := progress.FindAllStringSubmatch(out, -1); len(m) < 2 {
+		t.Errorf("gobuild.sh said how far it was %d times, want a line at each tenth:\n%s", len(m), out)
+	}
+	if !regexp.MustCompile(`(?m)^build \[\d+s\]: compiled 13 of \d+ packages`).MatchString(out) {
+		t.Errorf("gobuild.sh did not end with the count of compiled packages (13: twelve and main):\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(mod, "x")); err != nil {
+		t.Errorf("no binary: %v", err)
+	}
+
+	write(t, filepath.Join(mod, "p3", "p.go"), "package p3\n\nconst X = 1 +\n", 0o644)
+	out, err = build()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Errorf("gobuild.sh of a broken package: %v, want go build's exit status 1\n%s", err, out)
+	}
+	if !strings.Contains(out, "p3/p.go:") || !strings.Contains(out, "syntax error") {
+		t.Errorf("the compile error did not reach the output:\n%s", out)
 	}
 }
 

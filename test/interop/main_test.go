@@ -109,7 +109,13 @@ func requireNode(t *testing.T) nodeTools {
 // baseEnv is the environment every process we start gets besides what a
 // test adds: what a desktop client passes (PATH, HOME), nothing of ours.
 func baseEnv(t *testing.T) []string {
-	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	if v := os.Getenv("DUET_MCP_FAST_PATH"); v != "" {
+		// DUET_MCP_FAST_PATH=off go test: the binary runs without the MCP
+		// fast paths too.
+		env = append(env, "DUET_MCP_FAST_PATH="+v)
+	}
+	return env
 }
 
 // serve is a running `duet serve`.

@@ -67,6 +67,9 @@ func newFixture(t *testing.T) *fixture {
 		stdio: stdioLaunch{Command: duetBin, Args: []string{"mcp"}, Env: map[string]string{"DUET_HOME": home, "DUET_USER": "alice"}},
 		http:  httpTarget{URL: srv.url, Headers: map[string]string{"X-Api-Key": gatewayKey, "SSO-Emp-Id": "alice"}},
 	}
+	if v := os.Getenv("DUET_MCP_FAST_PATH"); v != "" {
+		f.stdio.Env["DUET_MCP_FAST_PATH"] = v // the same launch for every client, in a run without the fast paths
+	}
 	// Find the ids the calls need with the go-sdk client.
 	cs := goConnectHTTP(t, f.http, nil)
 	var tasks struct {

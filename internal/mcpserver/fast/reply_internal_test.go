@@ -1,4 +1,4 @@
-package mcpserver
+package fast
 
 import (
 	"bytes"
@@ -22,8 +22,8 @@ func TestMarshalResultIsTheSDKs(t *testing.T) {
 	}
 	texts := []string{"", "plain", `quotes " and \ backslash`, "<b>&amp;</b>", "line\u2028sep\u2029", "ünïcode ✓ 用户", "bad \xff utf-8", "ctl \x00\x1f\t\n",
 		"a<b", "a>b", "a&b", `a"b`, `a\b`, "a\x7fb", "a\x1fb", "é"}
-	metas := []mcp.Meta{nil, {}, {TraceMetaKey: "0123456789abcdef0123456789abcdef"},
-		{TraceMetaKey: "t<&>", mcp.MetaKeyServerInfo: &mcp.Implementation{Name: "duet <&>", Version: "1"}}}
+	metas := []mcp.Meta{nil, {}, {"io.duet/traceId": "0123456789abcdef0123456789abcdef"},
+		{"io.duet/traceId": "t<&>", mcp.MetaKeyServerInfo: &mcp.Implementation{Name: "duet <&>", Version: "1"}}}
 	var results []*mcp.CallToolResult
 	for _, text := range texts {
 		for _, meta := range metas {
@@ -96,7 +96,7 @@ func TestAppendMetaIsJSONMarshals(t *testing.T) {
 	}
 	for _, meta := range []mcp.Meta{
 		{}, {"b": "1", "a": "2", "c": "<"}, {"z": pre, "a": "x"}, {"k\u2028": "v\x00"}, {"a": 1.5}, {"a": nil, "b": "c"},
-		{"1": "a", "2": "b", "3": "c", "4": "d", "5": "e"}, {TraceMetaKey: "t", mcp.MetaKeyServerInfo: pre},
+		{"1": "a", "2": "b", "3": "c", "4": "d", "5": "e"}, {"io.duet/traceId": "t", mcp.MetaKeyServerInfo: pre},
 	} {
 		got, err1 := appendMeta(nil, meta)
 		m := map[string]any(meta)
@@ -118,7 +118,7 @@ func BenchmarkMarshalResult(b *testing.B) {
 	out := map[string]any{"task": map[string]any{"id": "task_01h8x2k3m4n5p6q7r8s9t0v1w2", "name": "shop", "description": "the shop's checkout",
 		"owner": "alice", "sharedWith": []string{}}, "caseCount": 3, "lastRun": map[string]any{"id": "run_01h8x2k3m4n5p6q7r8s9t0v1w2", "status": "passed"}}
 	s, _ := json.Marshal(out)
-	r := &mcp.CallToolResult{Meta: mcp.Meta{TraceMetaKey: "0123456789abcdef0123456789abcdef"}, Content: []mcp.Content{&mcp.TextContent{Text: "task shop (task_01h8x2k3m4n5p6q7r8s9t0v1w2): 3 cases, last run passed"}}, StructuredContent: json.RawMessage(s)}
+	r := &mcp.CallToolResult{Meta: mcp.Meta{"io.duet/traceId": "0123456789abcdef0123456789abcdef"}, Content: []mcp.Content{&mcp.TextContent{Text: "task shop (task_01h8x2k3m4n5p6q7r8s9t0v1w2): 3 cases, last run passed"}}, StructuredContent: json.RawMessage(s)}
 	for _, f := range []struct {
 		name string
 		m    func() ([]byte, error)

@@ -1,154 +1,22 @@
-package mcpserver
+package fast
 
 import (
 	"bytes"
 	"fmt"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/catalog"
+	"github.com/duet-test/duet/internal/sdkjson"
 )
 
-// checkBodyPasses is checkBody as it was before it became one pass: a
-// validity pass, the depth count, then a pass reading the ids. The one
-// pass must refuse exactly what it refused, with the same code and message.
-func checkBodyPasses(body []byte) error {
-	if !jsontext.Value(body).IsValid() {
-		return duet.Errorf(duet.CodeParseError, "the body is not one valid JSON value (RFC 7493: UTF-8, no duplicate keys)")
-	}
-	if depthExceeds(body, maxDepth) {
-		return duet.Errorf(duet.CodeParseError, "the body nests deeper than %d levels", maxDepth)
-	}
-	dec := jsontext.NewDecoder(bytes.NewReader(body))
-	tok, err := dec.ReadToken()
-	if err != nil {
-		return duet.Errorf(duet.CodeParseError, "the body is not valid JSON")
-	}
-	check := func() error {
-		for dec.PeekKind() != '}' {
-			name, err := dec.ReadToken()
-			if err != nil {
-				return duet.Errorf(duet.CodeParseError, "the body is not valid JSON")
-			}
-			if name.String() != "id" {
-				if err := dec.SkipValue(); err != nil {
-					return duet.Errorf(duet.CodeParseError, "the body is not valid JSON")
-				}
-				continue
-			}
-			v, err := dec.ReadValue()
-			if err != nil {
-				return duet.Errorf(duet.CodeParseError, "the body is not valid JSON")
-			}
-			if err := checkID(v); err != nil {
-				return err
-			}
-		}
-		if _, err := dec.ReadToken(); err != nil {
-			return duet.Errorf(duet.CodeParseError, "the body is not valid JSON")
-		}
-		return nil
-	}
-	switch tok.Kind() {
-	case '{':
-		return check()
-	case '[':
-		for dec.PeekKind() != ']' {
-			if dec.PeekKind() != '{' {
-				if err := dec.SkipValue(); err != nil {
-					return duet.Errorf(duet.CodeParseError, "the body is not valid JSON")
-				}
-				continue
-			}
-			if _, err := dec.ReadToken(); err != nil {
-				return duet.Errorf(duet.CodeParseError, "the body is not valid JSON")
-			}
-			if err := check(); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func sameRefusal(a, b error) bool {
-	return duet.ErrorCode(a) == duet.ErrorCode(b) && duet.ErrorMessage(a) == duet.ErrorMessage(b) && (a == nil) == (b == nil)
-}
-
-// checkBodySeeds are bodies with one fault, several, or none.
-var checkBodySeeds = []string{
-	`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_test_task","arguments":{"taskId":"x"}}}`,
-	`{"jsonrpc":"2.0","id":"a","method":"tools/list"}`,
-	`{"jsonrpc":"2.0","id":null,"method":"tools/list"}`,
-	`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
-	`[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"}]`,
-	`[1,"x",{"id":3},[],null]`,
-	`[]`, `{}`, `"x"`, `1`, `null`, ``, ` `, `{`, `[`, `}`, `{"id":1}{"id":2}`, `{"id":1} x`, `{"id":1}  `, ` {"id":1}`,
-	`{"id":1.5}`, `{"id":1e2}`, `{"id":-0}`, `{"id":9007199254740991}`, `{"id":-9007199254740991}`, `{"id":9007199254740992}`,
-	`{"id":true}`, `{"id":{}}`, `{"id":[]}`, `[{"id":1.5},{"id":true}]`, `[{"id":1},{"id":1.5}]`,
-	// Several faults: the first of invalid, too deep, bad id wins.
-	`{"id":1.5,"a":1,"a":2}`,
-	`{"id":1.5,"x":"\xff"}`,
-	`{"id":1.5,"x":` + strings.Repeat("[", 1001) + strings.Repeat("]", 1001) + `}`,
-	`{"id":1.5,"x":` + strings.Repeat("[", 1001) + strings.Repeat("]", 1001) + `,"x":1}`,
-	`[{"id":1.5},` + strings.Repeat("[", 1001) + strings.Repeat("]", 1001) + `]`,
-	`[{"id":1.5},{"a":1,"a":1}]`,
-	`{"id":1.5} {}`,
-	`{"id":true,"id":1}`,
-	`{"a":"\ud800"}`, `{"a":"\ud800\udc00"}`, `{"a":"é"}`, "{\"a\":\"\xc3\"}",
-	`{"x":` + strings.Repeat("[", 1000) + strings.Repeat("]", 1000) + `}`,
-	strings.Repeat("[", 1001) + strings.Repeat("]", 1001),
-	strings.Repeat("[", 10001) + strings.Repeat("]", 10001),
-	`{"x":"` + strings.Repeat("[", 2000) + `"}`,
-	`{"x":"\"[[["}`,
-}
-
-// TestCheckBodyIsOnePassOfTheSame: the one pass refuses exactly what the
-// passes refused, with the same code and message (FuzzCheckBody goes on
-// with generated bodies).
-func TestCheckBodyIsOnePassOfTheSame(t *testing.T) {
-	t.Parallel()
-	for _, body := range checkBodySeeds {
-		got, want := checkBody([]byte(body)), checkBodyPasses([]byte(body))
-		if !sameRefusal(got, want) {
-			t.Errorf("%.80q: got %v, want %v", body, got, want)
-		}
-	}
-}
-
-func FuzzCheckBody(f *testing.F) {
-	for _, s := range checkBodySeeds {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, body string) {
-		got, want := checkBody([]byte(body)), checkBodyPasses([]byte(body))
-		if !sameRefusal(got, want) {
-			t.Errorf("%q: got %v, want %v", body, got, want)
-		}
-	})
-}
-
-// BenchmarkCheckBody: the strict reading of a get_test_task call's body.
-func BenchmarkCheckBody(b *testing.B) {
-	body := []byte(`{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"get_test_task","arguments":{"taskId":"task_01h8x2k3m4n5p6q7r8s9t0v1w2"}}}`)
-	for _, f := range []struct {
-		name  string
-		check func([]byte) error
-	}{{"one-pass", checkBody}, {"passes", checkBodyPasses}} {
-		b.Run(f.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if err := f.check(body); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+// testPaths are the fast paths of a server of the product catalog, for
+// what runs no call.
+func testPaths() *Paths {
+	return New(Options{Catalog: catalog.New(nil, catalog.Options{}), ServerInfo: &mcp.Implementation{Name: "duet", Version: "test"}})
 }
 
 // readCallSeeds are params of tools/call requests, well and badly typed.
@@ -185,8 +53,8 @@ func FuzzReadCall(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, params string) {
-		if checkBody([]byte(params)) != nil {
-			return // decodeEnvelope reads only what checkBody passed
+		if !jsontext.Value(params).IsValid() || sdkjson.DepthExceeds([]byte(params), sdkjson.MaxDepth) {
+			return // the HTTP door hands Read only what passed its strict check
 		}
 		checkReadCall(t, params)
 	})
@@ -194,9 +62,9 @@ func FuzzReadCall(f *testing.F) {
 
 func checkReadCall(t *testing.T, params string) {
 	t.Helper()
-	r := &request{method: "tools/call", params: []byte(params)}
+	r := &Request{Method: "tools/call", Params: []byte(params)}
 	if !r.readCall() {
-		if r.call != nil || r.name != "" || r.taskID != "" || r.progress || r.metaVersion != "" {
+		if r.call != nil || r.Name != "" || r.TaskID != "" || r.Progress || r.MetaVersion != "" {
 			t.Errorf("%s: readCall stepped aside but set %+v", params, r)
 		}
 		return
@@ -208,7 +76,7 @@ func checkReadCall(t *testing.T, params string) {
 		TaskID string   `json:"taskId"`
 		Meta   mcp.Meta `json:"_meta"`
 	}
-	if err := sdkUnmarshal([]byte(params), &p); err != nil {
+	if err := sdkjson.Unmarshal([]byte(params), &p); err != nil {
 		t.Fatalf("%s: readCall decoded what the envelope's decode refuses: %v", params, err)
 	}
 	name := p.Name
@@ -217,13 +85,13 @@ func checkReadCall(t *testing.T, params string) {
 	}
 	tok, ok := p.Meta["progressToken"]
 	version, _ := p.Meta[mcp.MetaKeyProtocolVersion].(string)
-	if r.name != name || r.taskID != p.TaskID || r.progress != (ok && tok != nil) || r.metaVersion != version {
+	if r.Name != name || r.TaskID != p.TaskID || r.Progress != (ok && tok != nil) || r.MetaVersion != version {
 		t.Errorf("%s: readCall got name %q task %q progress %v version %q, the envelope's decode %q %q %v %q",
-			params, r.name, r.taskID, r.progress, r.metaVersion, name, p.TaskID, ok && tok != nil, version)
+			params, r.Name, r.TaskID, r.Progress, r.MetaVersion, name, p.TaskID, ok && tok != nil, version)
 	}
 	// The fast path's decode into the SDK's type.
 	var c mcp.CallToolParamsRaw
-	if err := sdkUnmarshal([]byte(params), &c); err != nil {
+	if err := sdkjson.Unmarshal([]byte(params), &c); err != nil {
 		t.Fatalf("%s: readCall decoded what the SDK's type refuses: %v", params, err)
 	}
 	if !reflect.DeepEqual(*r.call, c) {
@@ -235,13 +103,13 @@ func checkReadCall(t *testing.T, params string) {
 // the fast path serves — the envelope, the params and their _meta — up to
 // the call (nothing runs).
 func BenchmarkReadModernCall(b *testing.B) {
-	s := New(catalog.New(nil, catalog.Options{}), Options{})
+	s := testPaths()
 	body := []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"get_test_task","arguments":{"taskId":"task_01h8x2k3m4n5p6q7r8s9t0v1w2"},` +
 		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"}}}}`)
 	b.ReportAllocs()
 	for b.Loop() {
-		req := decodeEnvelope(body)
-		if _, _, ok := s.callEligible(req.params, req.call, req.meta, true); !ok {
+		req := Read(body, true, true)
+		if _, _, ok := s.callEligible(req, true); !ok {
 			b.Fatal("not eligible")
 		}
 	}
@@ -253,7 +121,7 @@ func BenchmarkReadModernCall(b *testing.B) {
 // per call and is handed to the call), and the memory stays bounded.
 func TestMetaVerdictsAreTheDecodes(t *testing.T) {
 	t.Parallel()
-	s := New(catalog.New(nil, catalog.Options{}), Options{})
+	s := testPaths()
 	const v, caps, info = `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`, `"io.modelcontextprotocol/clientCapabilities":{}`, `"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}`
 	metas := []string{
 		v + "," + caps + "," + info, v + "," + caps, caps + "," + info, v + "," + info,
@@ -271,7 +139,7 @@ func TestMetaVerdictsAreTheDecodes(t *testing.T) {
 				t.Fatalf("%s: the params do not read", meta)
 			}
 			var fresh modernMeta
-			want := s.judgeModernMeta(p.RawMeta, &p.CallToolParamsRaw, &fresh)
+			want := judgeModernMeta(p.RawMeta, &p.CallToolParamsRaw, &fresh)
 			got, eligible := s.modernMetaEligible(p.RawMeta, &p.CallToolParamsRaw)
 			if eligible != want || (got.Traceparent == nil) != (fresh.Traceparent == nil) || got.Traceparent != nil && *got.Traceparent != *fresh.Traceparent {
 				t.Errorf("round %d, %s: got %v %+v, the decode's %v %+v", round, meta, eligible, got, want, fresh)

@@ -1,4 +1,4 @@
-package mcpserver_test
+package fast_test
 
 import (
 	"bytes"

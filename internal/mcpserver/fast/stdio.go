@@ -1,7 +1,6 @@
-package mcpserver
+package fast
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,16 +10,18 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/sdkjson"
 )
 
-// The stdio fast path answers, in Duet's connection wrapper (drainingConn),
-// the plain tools/call requests of read-only catalog tools without the
-// SDK's session — whose JSON decoding (a 32 KiB decoder per unmarshal,
-// _meta decoded twice) and jsonrpc2 machinery were most of the cost of a
-// stdio call (docs/performance.md) — as HTTP's fast path does (fastpath.go),
-// and with the same shared parts: callEligible's reading of the params,
-// fastResult's governed catalog.Call and result, encodeResult's bytes.
+// The stdio fast path is a transport for the SDK's session: it reads the
+// client's stream itself, answers the plain tools/call requests of
+// read-only catalog tools without the SDK's session — whose JSON decoding
+// (a 32 KiB decoder per unmarshal, _meta decoded twice) and jsonrpc2
+// machinery were most of the cost of a stdio call (docs/performance.md) —
+// and hands every other message to the SDK's own connection (an
+// IOTransport) unchanged, through a pipe. It shares the HTTP fast path's
+// parts: the envelope reader, callEligible, the governed call (result) and
+// the reply's bytes (encodeReply).
 //
 // It reads the client's stream as the SDK's transport does (frames, below)
 // and serves only what the SDK would answer the same way, in a session
@@ -38,7 +39,7 @@ import (
 //     SDK records the first such request's _meta as the session's
 //     parameters, so a call answered here before that would leave the
 //     session uninitialized for the requests that follow).
-//   - Of a tool the fast path serves to 2026-07-28 clients in either era
+//   - Of a tool the fast paths serve to 2026-07-28 clients in either era
 //     (modernTool: read-only, never asks, never streams, never a task), so
 //     the session's capabilities — elicitation, the Tasks extension —
 //     cannot change the answer.
@@ -47,23 +48,206 @@ import (
 // unknown tool, non-object arguments, an id the SDK still has in flight —
 // goes on to the SDK's connection, having run nothing. A fast call runs
 // in its own goroutine (the SDK runs calls concurrently too), and its reply
-// goes through the IOTransport connection's Write, which serializes
-// writers (its writeMu), keeps JSON-RPC batches together and encodes the
-// message as the SDK encodes its own replies.
+// goes out through the writer the SDK's connection writes with, one
+// message per Write, one writer at a time (replyWriter); an error reply
+// goes through the SDK's connection itself, which encodes it as the SDK
+// encodes its own.
 //
 // notifications/cancelled naming a fast call cancels its context (the
 // notification still goes on to the SDK, as before); the tool's answer to
 // a cancelled context is written, as the SDK writes its handler's. The end
-// of input waits for fast calls as for the SDK's (drain), and the session
+// of input returns from Read only once the fast calls are answered (the
+// SDK's own requests are the caller's to wait for), and the session
 // closing, or its read loop ending, cancels the ones in flight and drops
 // their replies (quiet), as the SDK drops its handlers'.
 
+// Stdio is the stdio transport of one session with the fast path (an
+// mcp.Transport for the SDK's Server.Run). End must be called once the
+// session is over.
+type Stdio struct {
+	p    *Paths
+	ctx  context.Context // the session's caller; cancelled by stop
+	stop context.CancelFunc
+	in   io.ReadCloser // the client's stream
+	out  *replyWriter  // the client's stdout, shared with the SDK's connection
+
+	wg    sync.WaitGroup // fast calls' workers
+	calls chan func()    // to an idle worker (run)
+
+	mu   sync.Mutex
+	done bool // the session is over: no new fast call (wg.Wait has begun)
+}
+
+// Stdio returns the stdio transport of a session on in and out whose
+// caller is in ctx. Fast calls live as long as the connection, not ctx: as
+// on the SDK path, the end of the read loop and Close cancel them.
+func (p *Paths) Stdio(ctx context.Context, in io.ReadCloser, out io.WriteCloser) *Stdio {
+	fctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	return &Stdio{p: p, ctx: fctx, stop: stop, in: in, out: &replyWriter{w: out}, calls: make(chan func())}
+}
+
+// Connect connects the SDK's IOTransport to what the fast path leaves of
+// the client's stream, and starts reading it.
+func (t *Stdio) Connect(ctx context.Context) (mcp.Connection, error) {
+	pr, pw := io.Pipe()
+	inner, err := (&mcp.IOTransport{Reader: bothClose{pr, t.in}, Writer: t.out}).Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c := &stdioConn{Connection: inner, t: t, pipe: pw, pending: map[jsonrpc.ID]bool{},
+		answered: make(chan struct{}, 1), closed: make(chan struct{})}
+	go c.frames()
+	return c, nil
+}
+
+// End stops the fast path and waits for its calls to return.
+func (t *Stdio) End() {
+	t.mu.Lock()
+	t.done = true
+	t.mu.Unlock()
+	t.stop()
+	t.wg.Wait()
+}
+
+// run runs a fast call on an idle worker of the session, or a new one. A
+// worker waits for the next call until the session ends, so its stack —
+// grown to the depth of a catalog call by the first — serves the next
+// calls as it is (a goroutine per call grew one every time: a sixth of the
+// CPU of a stdio call in the profile). Called with t.mu held.
+func (t *Stdio) run(call func()) {
+	select {
+	case t.calls <- call:
+		return
+	default:
+	}
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		for {
+			call()
+			select {
+			case call = <-t.calls:
+			case <-t.ctx.Done():
+				return
+			}
+		}
+	}()
+}
+
+// bothClose reads from the first and closes both.
+type bothClose struct {
+	io.ReadCloser
+	also io.Closer
+}
+
+func (b bothClose) Close() error {
+	return errors.Join(b.ReadCloser.Close(), b.also.Close())
+}
+
+// stdioConn is the SDK's connection with the fast path in front of it.
+type stdioConn struct {
+	mcp.Connection
+	t    *Stdio
+	pipe *io.PipeWriter // what the SDK's connection reads: the messages left to it
+
+	mu             sync.Mutex
+	pending        map[jsonrpc.ID]bool               // ids of requests handed to the SDK and not yet answered
+	inFlight       map[jsonrpc.ID]context.CancelFunc // fast calls not yet answered, by id
+	running        int                               // fast calls whose reply is not yet written
+	watch          map[jsonrpc.ID]watched            // initialize and 2026-07-28 requests handed to the SDK
+	handshake      string                            // the version the SDK negotiated in its answer to initialize
+	sessionVersion string                            // the version the SDK recorded for the session (watched)
+	ready          bool                              // the SDK's session is initialized (it answered one of watch)
+
+	answered  chan struct{} // a fast call's reply was written
+	closed    chan struct{}
+	closeOnce sync.Once
+
+	replyMu sync.Mutex
+	silent  bool // the session's read side ended or it closed: replies are dropped (quiet)
+}
+
+// Read reads the SDK's next message. At the end of input it first waits
+// for the fast calls to be answered; when the stream ends, the fast calls
+// still in flight are cancelled and their replies dropped.
+func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.Connection.Read(ctx)
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			c.drain(ctx)
+		}
+		// As the SDK cancels its requests in flight when its read loop
+		// ends, and writes no reply after that.
+		c.quiet()
+		c.t.stop()
+		return nil, err
+	}
+	return msg, nil
+}
+
+// drain waits until every fast call has been answered, the connection is
+// closed or ctx ends.
+func (c *stdioConn) drain(ctx context.Context) {
+	for {
+		c.mu.Lock()
+		n := c.running
+		c.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-c.answered:
+		case <-c.closed:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// signal wakes drain.
+func (c *stdioConn) signal() {
+	select {
+	case c.answered <- struct{}{}:
+	default:
+	}
+}
+
+// Write writes a message of the SDK, following the session's state in its
+// answers (observe) and the ids it has in flight.
+func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	resp, ok := msg.(*jsonrpc.Response)
+	if ok {
+		// Before the write: the client may send its next request as soon
+		// as it has read this answer.
+		c.observe(resp)
+	}
+	err := c.Connection.Write(ctx, msg)
+	if ok && resp.ID.IsValid() {
+		c.mu.Lock()
+		delete(c.pending, resp.ID)
+		c.mu.Unlock()
+	}
+	return err
+}
+
+// Close closes the connection; it cancels the fast calls in flight, whose
+// replies are dropped: the SDK writes nothing once it is closing.
+func (c *stdioConn) Close() error {
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		c.quiet()
+		c.t.stop()
+	})
+	return c.Connection.Close()
+}
+
 // reply writes a fast call's reply with write, unless the session has gone
 // quiet.
-func (f *stdioFast) reply(write func()) {
-	f.replyMu.Lock()
-	defer f.replyMu.Unlock()
-	if !f.silent {
+func (c *stdioConn) reply(write func()) {
+	c.replyMu.Lock()
+	defer c.replyMu.Unlock()
+	if !c.silent {
 		write()
 	}
 }
@@ -75,51 +259,23 @@ func (f *stdioFast) reply(write func()) {
 // CANCELLED by then, is never sent (jsonrpc2's write refuses once
 // readErr or connClosing is set). A reply written before is out, as the
 // SDK's would be.
-func (f *stdioFast) quiet() {
-	f.replyMu.Lock()
-	f.silent = true
-	f.replyMu.Unlock()
-}
-
-// end stops the fast path and waits for its calls to return.
-func (f *stdioFast) end() {
-	f.mu.Lock()
-	f.done = true
-	f.mu.Unlock()
-	f.stop()
-	f.wg.Wait()
-}
-
-// stdioFast is the fast path of one stdio session.
-type stdioFast struct {
-	s    *Server
-	ctx  context.Context // the session's caller; cancelled by stop
-	stop context.CancelFunc
-	wg   sync.WaitGroup // fast calls running
-
-	mu   sync.Mutex
-	done bool // the session is over: no new fast call (wg.Wait has begun)
-
-	replyMu sync.Mutex
-	silent  bool // the session's read side ended or it closed: replies are dropped (quiet)
-
-	in    io.Reader      // the client's stream
-	pipe  *io.PipeWriter // what the SDK's connection reads: the messages left to it
-	out   *replyWriter   // the client's stdout, shared with the SDK's connection
-	calls chan func()    // to an idle worker (run)
+func (c *stdioConn) quiet() {
+	c.replyMu.Lock()
+	c.silent = true
+	c.replyMu.Unlock()
 }
 
 // The client's stream is cut into messages exactly as the SDK's IOTransport
 // cuts it (newIOConnLimited in go-sdk v1.8.0 mcp/transport.go): a standard
 // library json.Decoder over a reader that bounds a frame to the SDK's
 // DefaultMaxLineLength, each value followed by a newline (\n or \r) or the
-// end of the stream, or the stream ends with that error. A frame that is a
-// JSON object is decoded as the SDK's jsonrpc2.DecodeMessage decodes it
-// (decodeMessage) and, if the fast path takes it, never reaches the SDK;
-// every other frame — and every error — is handed to the SDK's connection
-// unchanged, which reads it again as it always did. Decoding here rather
-// than in the SDK spares the SDK's two unmarshals of every message (readBatch
-// tries a batch first), each of which builds a 32 KiB decoder.
+// end of the stream, or the stream ends with that error. A frame is read
+// by the envelope reader (Read, as the SDK's jsonrpc2.DecodeMessage reads
+// it) and, if the fast path takes it, never reaches the SDK; every other
+// frame — and every error — is handed to the SDK's connection unchanged,
+// which reads it again as it always did. Decoding here rather than in the
+// SDK spares the SDK's two unmarshals of every message (readBatch tries a
+// batch first), each of which builds a 32 KiB decoder.
 
 // errTrailingData is what the SDK reports for bytes after a value on its
 // line.
@@ -127,9 +283,8 @@ var errTrailingData = errors.New("invalid trailing data at the end of stream")
 
 // frames reads the client's stream until it ends or fails, answering what
 // the fast path may and forwarding the rest to the SDK's connection.
-func (c *drainingConn) frames() {
-	f := c.fast
-	limiter := &frameLimiter{r: f.in, limit: mcp.DefaultMaxLineLength}
+func (c *stdioConn) frames() {
+	limiter := &frameLimiter{r: c.t.in, limit: mcp.DefaultMaxLineLength}
 	dec := json.NewDecoder(limiter)
 	for {
 		var raw json.RawMessage
@@ -151,15 +306,15 @@ func (c *drainingConn) frames() {
 			// reader would have met it: fast calls not answered by now are
 			// not answered (quiet), as the SDK's handlers are not once its
 			// read side has failed; at the end of input the drain answers
-			// everything first (drainingConn.Read).
+			// everything first (Read).
 			if !errors.Is(err, io.EOF) {
-				f.quiet()
+				c.quiet()
 			}
-			f.pipe.CloseWithError(err)
+			c.pipe.CloseWithError(err)
 			return
 		}
 		limiter.count = 0
-		if req := decodeMessage(raw); req != nil {
+		if req := Read(raw, false, false); req != nil {
 			if c.serveFast(req) {
 				continue
 			}
@@ -171,7 +326,7 @@ func (c *drainingConn) frames() {
 				c.mu.Unlock()
 			}
 		}
-		if _, err := f.pipe.Write(append(raw, '\n')); err != nil {
+		if _, err := c.pipe.Write(append(raw, '\n')); err != nil {
 			return // the connection is closed
 		}
 	}
@@ -198,47 +353,11 @@ func (r *frameLimiter) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// wireMessage is the SDK's decode form of a JSON-RPC message
-// (jsonrpc2.wireDecode), field for field.
-type wireMessage struct {
-	VersionTag string          `json:"jsonrpc"`
-	ID         any             `json:"id,omitempty"`
-	Method     json.RawMessage `json:"method"`
-	Params     json.RawMessage `json:"params,omitempty"`
-	Result     json.RawMessage `json:"result,omitempty"`
-	Error      *jsonrpc.Error  `json:"error,omitempty"`
-}
-
-// decodeMessage reads one frame as the SDK's transport reads it — a frame
-// that is not an array (readBatch), decoded by jsonrpc2.DecodeMessage with
-// the SDK's internal/json.Unmarshal (its depth check, then its decoder's
-// Parse with DontMatchCaseInsensitiveStructFields: sdkUnmarshal) — and
-// returns the request it is, or nil for anything else (a batch, a response,
-// a message the SDK refuses): the SDK then reads it itself.
-func decodeMessage(raw []byte) *jsonrpc.Request {
-	if b := bytes.TrimLeft(raw, " \t\r\n"); len(b) == 0 || b[0] != '{' || depthExceeds(raw, maxDepth) {
-		return nil
-	}
-	var msg wireMessage
-	if sdkUnmarshal(raw, &msg) != nil || msg.VersionTag != "2.0" || len(msg.Method) == 0 {
-		return nil
-	}
-	id, err := jsonrpc.MakeID(msg.ID)
-	if err != nil {
-		return nil
-	}
-	var method string
-	if depthExceeds(msg.Method, maxDepth) || sdkUnmarshal(msg.Method, &method) != nil {
-		return nil
-	}
-	return &jsonrpc.Request{ID: id, Method: method, Params: msg.Params}
-}
-
 // serveFast answers req if the fast path may, and reports whether it took
 // it (then the SDK must not see it). It also follows what the session's
 // state depends on, and cancels a fast call a notification names.
-func (c *drainingConn) serveFast(req *jsonrpc.Request) bool {
-	if !req.IsCall() {
+func (c *stdioConn) serveFast(req *Request) bool {
+	if !req.ID.IsValid() {
 		if req.Method == "notifications/cancelled" {
 			c.cancelFast(req)
 		}
@@ -260,8 +379,8 @@ func (c *drainingConn) serveFast(req *jsonrpc.Request) bool {
 		}
 		return false
 	}
-	s := c.fast.s
-	params, rawMeta, ok := s.decodeCall(req.Params, nil, nil)
+	p := c.t.p
+	params, ok := p.decodeCall(req)
 	if !ok {
 		if !ready {
 			c.watchRequest(req)
@@ -269,26 +388,27 @@ func (c *drainingConn) serveFast(req *jsonrpc.Request) bool {
 		return false
 	}
 	v, _ := params.Meta[mcp.MetaKeyProtocolVersion].(string)
-	modern := v >= statelessRevision // as the SDK's validateRequestMeta tells
+	modern := v >= StatelessRevision // as the SDK's validateRequestMeta tells
 	if !ready {
 		if modern {
 			c.watchRequest(req)
 		}
 		return false
 	}
-	if !modern && (!fastVersions[handshake] || handshake == modernVersion || !s.modernFast[params.Name]) {
+	if !modern && (!fastVersions[handshake] || handshake == modernVersion || !p.modernFast[params.Name]) {
 		return false
 	}
-	meta, ok := s.metaEligible(rawMeta, params, modern)
+	meta, ok := p.metaEligible(req.meta, params, modern)
 	if !ok {
 		return false
 	}
-	c.fast.mu.Lock()
-	defer c.fast.mu.Unlock()
-	if c.fast.done {
+	t := c.t
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.done {
 		return false
 	}
-	ctx, cancel := context.WithCancel(c.fast.ctx)
+	ctx, cancel := context.WithCancel(t.ctx)
 	c.mu.Lock()
 	if c.pending[req.ID] {
 		// The SDK has this id in flight: it answers the duplicate.
@@ -302,21 +422,21 @@ func (c *drainingConn) serveFast(req *jsonrpc.Request) bool {
 	c.inFlight[req.ID] = cancel
 	c.running++
 	c.mu.Unlock()
-	c.fast.run(func() {
+	t.run(func() {
 		defer cancel()
 		// The SDK marks a tool result final (resultType "complete") when
 		// the session's recorded version is 2026-07-28 or later
 		// (handleMultiRoundTripResult), whatever the request's era; it adds
 		// serverInfo to the result of a 2026-07-28 request (handle).
-		line, resp := c.fastReply(ctx, req.ID, params, meta, modern, sessionVersion >= statelessRevision)
+		line, resp := c.fastReply(ctx, req.ID, params, meta, modern, sessionVersion >= StatelessRevision)
 		// As jsonrpc2 does: the id is free again before the reply is
 		// written.
 		c.mu.Lock()
 		delete(c.inFlight, req.ID)
 		c.mu.Unlock()
-		c.fast.reply(func() {
+		c.reply(func() {
 			if line != nil {
-				c.fast.out.writeLine(line)
+				t.out.writeLine(line)
 			} else {
 				c.write(resp)
 			}
@@ -327,31 +447,6 @@ func (c *drainingConn) serveFast(req *jsonrpc.Request) bool {
 		c.signal()
 	})
 	return true
-}
-
-// run runs a fast call on an idle worker of the session, or a new one. A
-// worker waits for the next call until the session ends, so its stack —
-// grown to the depth of a catalog call by the first — serves the next
-// calls as it is (a goroutine per call grew one every time: a sixth of the
-// CPU of a stdio call in the profile). Called with f.mu held.
-func (f *stdioFast) run(call func()) {
-	select {
-	case f.calls <- call:
-		return
-	default:
-	}
-	f.wg.Add(1)
-	go func() {
-		defer f.wg.Done()
-		for {
-			call()
-			select {
-			case call = <-f.calls:
-			case <-f.ctx.Done():
-				return
-			}
-		}
-	}()
 }
 
 // replyWriter is the client's stdout shared by the SDK's connection and
@@ -381,34 +476,34 @@ func (r *replyWriter) writeLine(line []byte) {
 // encodeReply reproduces around the result's bytes; a fast call is never
 // part of a batch, which the fast path leaves to the SDK), or, for an
 // error, the response for the SDK's connection to write.
-func (c *drainingConn) fastReply(ctx context.Context, id jsonrpc.ID, params *mcp.CallToolParamsRaw, meta map[string]any, modern, complete bool) ([]byte, *jsonrpc.Response) {
-	s := c.fast.s
-	tr, caller, err := s.fastResult(ctx, params, meta, modern)
-	if err != nil {
+func (c *stdioConn) fastReply(ctx context.Context, id jsonrpc.ID, params *mcp.CallToolParamsRaw, meta map[string]any, modern, complete bool) ([]byte, *jsonrpc.Response) {
+	p := c.t.p
+	tr, traceID, jerr := p.result(ctx, params, meta, modern)
+	if jerr != nil {
 		// A protocol error of the call (a client capability it needs):
 		// the SDK path's answer, never run twice.
-		return nil, &jsonrpc.Response{ID: id, Error: s.callError(err)}
+		return nil, &jsonrpc.Response{ID: id, Error: jerr}
 	}
 	line, err := encodeReply(id.Raw(), tr, complete)
 	if err != nil {
-		s.log.ErrorContext(ctx, "encoding a tool result", "traceId", caller.TraceID, "err", err)
-		return nil, &jsonrpc.Response{ID: id, Error: s.rpcError(duet.Errorf(duet.CodeInternal, "internal error")).(*jsonrpc.Error)}
+		p.o.Logger.ErrorContext(ctx, "encoding a tool result", "traceId", traceID, "err", err)
+		return nil, &jsonrpc.Response{ID: id, Error: p.internalError()}
 	}
 	return line, nil
 }
 
 // write writes a reply of the fast path through the SDK's connection.
-func (c *drainingConn) write(resp *jsonrpc.Response) {
-	if err := c.Connection.Write(context.WithoutCancel(c.fast.ctx), resp); err != nil {
-		c.fast.s.log.Debug("writing a stdio reply", "err", err)
+func (c *stdioConn) write(resp *jsonrpc.Response) {
+	if err := c.Connection.Write(context.WithoutCancel(c.t.ctx), resp); err != nil {
+		c.t.p.o.Logger.Debug("writing a stdio reply", "err", err)
 	}
 }
 
 // cancelFast cancels the fast call a notifications/cancelled names, read as
 // the SDK reads it (mcp's canceller).
-func (c *drainingConn) cancelFast(req *jsonrpc.Request) {
+func (c *stdioConn) cancelFast(req *Request) {
 	var p mcp.CancelledParams
-	if sdkUnmarshal(req.Params, &p) != nil {
+	if sdkjson.Parse(req.Params, &p, 0) != nil {
 		return
 	}
 	id, err := jsonrpc.MakeID(p.RequestID)
@@ -434,7 +529,7 @@ type watched struct {
 
 // watchRequest remembers a call whose successful answer initializes the
 // SDK's session: initialize, or any request of the 2026-07-28 revision.
-func (c *drainingConn) watchRequest(req *jsonrpc.Request) {
+func (c *stdioConn) watchRequest(req *Request) {
 	w := watched{initialize: req.Method == "initialize"}
 	if len(req.Params) == 0 {
 		return
@@ -443,7 +538,7 @@ func (c *drainingConn) watchRequest(req *jsonrpc.Request) {
 		var p struct {
 			ProtocolVersion string `json:"protocolVersion"`
 		}
-		if sdkUnmarshal(req.Params, &p) != nil {
+		if sdkjson.Parse(req.Params, &p, 0) != nil {
 			return
 		}
 		w.version = p.ProtocolVersion
@@ -451,10 +546,10 @@ func (c *drainingConn) watchRequest(req *jsonrpc.Request) {
 		var p struct {
 			Meta mcp.Meta `json:"_meta"`
 		}
-		if sdkUnmarshal(req.Params, &p) != nil {
+		if sdkjson.Parse(req.Params, &p, 0) != nil {
 			return
 		}
-		if w.version, _ = p.Meta[mcp.MetaKeyProtocolVersion].(string); w.version < statelessRevision {
+		if w.version, _ = p.Meta[mcp.MetaKeyProtocolVersion].(string); w.version < StatelessRevision {
 			return
 		}
 	}
@@ -467,7 +562,7 @@ func (c *drainingConn) watchRequest(req *jsonrpc.Request) {
 }
 
 // observe follows the SDK's answers to the requests watchRequest noted.
-func (c *drainingConn) observe(resp *jsonrpc.Response) {
+func (c *stdioConn) observe(resp *jsonrpc.Response) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	w, ok := c.watch[resp.ID]
@@ -482,7 +577,7 @@ func (c *drainingConn) observe(resp *jsonrpc.Response) {
 		var r struct {
 			ProtocolVersion string `json:"protocolVersion"`
 		}
-		if sdkUnmarshal(resp.Result, &r) != nil {
+		if sdkjson.Parse(resp.Result, &r, 0) != nil {
 			return
 		}
 		c.handshake = r.ProtocolVersion

@@ -1,4 +1,4 @@
-package mcpserver_test
+package fast_test
 
 import (
 	"bytes"
@@ -66,7 +66,9 @@ func newTwoPathsLimits(t testing.TB, limits catalog.Limits, extra ...*catalog.To
 			extra = append(extra, tool)
 		}
 	}
-	srv := mcpserver.New(catalog.New(db, catalog.Options{Extra: extra, Limits: limits}), mcpserver.Options{Codes: httpapi.Codes})
+	// FastPathOn: the fast paths are compared with the SDK even in a run
+	// with DUET_MCP_FAST_PATH=off.
+	srv := mcpserver.New(catalog.New(db, catalog.Options{Extra: extra, Limits: limits}), mcpserver.Options{Codes: httpapi.Codes, FastPath: mcpserver.FastPathOn})
 	fixed := func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			ctx := duet.NewContextWithCaller(r.Context(), duet.Caller{UserID: r.Header.Get("X-Test-User"), Source: duet.SourceMCP, TraceID: "0123456789abcdef0123456789abcdef"})
@@ -167,6 +169,12 @@ func TestFastPathIsByteEquivalent(t *testing.T) {
 		{`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"list_test_tasks","arguments":{}}}`, false},
 		{`{"jsonrpc":"2.0","ID":5,"method":"tools/call","params":{"name":"list_test_tasks","arguments":{}}}`, false},
 		{`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, false},
+		// The SDK decodes a message into its whole decode form
+		// (jsonrpc2.wireDecode): an error member that does not decode
+		// makes it refuse the request; a result member is ignored.
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_test_tasks","arguments":{}},"error":"x"}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_test_tasks","arguments":{}},"error":{"code":"x"}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_test_tasks","arguments":{}},"error":null,"result":5}`, true},
 		{`{"jsonrpc":"1.0","id":2,"method":"tools/call","params":{"name":"list_test_tasks"}}`, false},
 		{`[{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"list_test_tasks"}}]`, false},
 		{`  ` + call(`{"name":"get_test_task","arguments":{"taskId":"`+id+`"}}`) + "\n", true},
@@ -351,6 +359,7 @@ func FuzzFastPathMatchesSDK(f *testing.F) {
 		`{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"list_test_tasks"}}`,
 		`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"get_test_task","arguments":{"taskId":"a","taskId":"b"}}}`,
 		`{"jsonrpc":"2.0","id":9,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"list_test_tasks"},"error":{"code":"x"}}`,
 		`[{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"list_test_tasks"}}]`,
 		`{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"get_test_task","arguments":{"taskId":"` + id + `"},` + triple + `}}`,
 		`{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"get_test_task","arguments":{"taskId":7},` + triple + `}}`,

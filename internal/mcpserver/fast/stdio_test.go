@@ -1,4 +1,4 @@
-package mcpserver_test
+package fast_test
 
 import (
 	"bufio"
@@ -915,5 +915,64 @@ func TestStdioFastPathDropsRepliesAtAFailedStream(t *testing.T) {
 	}
 	if outs[0] != outs[1] || errs[0] != errs[1] {
 		t.Errorf("fast path %s %s\nSDK       %s %s", outs[0], errs[0], outs[1], errs[1])
+	}
+}
+
+// collected is the stdout of ServeStdio.
+type collected struct {
+	mu sync.Mutex
+	strings.Builder
+}
+
+func (c *collected) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Builder.Write(p)
+}
+
+func (c *collected) text() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Builder.String()
+}
+
+func (*collected) Close() error { return nil }
+
+// TestStdioRequestBeforeInitialize: a request other than ping sent before
+// initialize is refused with a JSON-RPC error that has a code — -32600,
+// the SDK's own code for a request that is not valid (the SDK words the
+// refusal as a plain error, which its JSON-RPC layer would send with code
+// 0) — and the SDK's message; the same bytes with the fast path and
+// without; the ping is answered and the session goes on.
+func TestStdioRequestBeforeInitialize(t *testing.T) {
+	t.Parallel()
+	p := newTwoPathsLimits(t, pipelined)
+	lines := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_test_tasks","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":"r","method":"resources/list"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"ping"}`,
+	}
+	var outs [2]string
+	for i, o := range []mcpserver.StdioOptions{{}, {NoFastPath: true}} {
+		in := io.NopCloser(strings.NewReader(strings.Join(lines, "\n") + "\n"))
+		out := &collected{}
+		if err := p.srv.ServeStdioWith(t.Context(), duet.Caller{UserID: "alice"}, in, out, o); err != nil {
+			t.Fatalf("ServeStdio: %v", err)
+		}
+		outs[i] = out.text()
+	}
+	if outs[0] != outs[1] {
+		t.Errorf("fast path:\n%s\nSDK:\n%s", outs[0], outs[1])
+	}
+	for _, want := range []string{
+		`{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"method \"tools/list\" is invalid during session initialization"}}`,
+		`{"jsonrpc":"2.0","id":2,"error":{"code":-32600,"message":"method \"tools/call\" is invalid during session initialization"}}`,
+		`{"jsonrpc":"2.0","id":"r","error":{"code":-32600,"message":"method \"resources/list\" is invalid during session initialization"}}`,
+		`{"jsonrpc":"2.0","id":3,"result":{}}`,
+	} {
+		if !strings.Contains(outs[0], want+"\n") {
+			t.Errorf("no %s in\n%s", want, outs[0])
+		}
 	}
 }
