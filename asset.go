@@ -49,7 +49,7 @@ const (
 	MaxAssetDescription = 500
 )
 
-var assetNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`) })
+var assetNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:` + NamePattern + `)$`) })
 
 // ValidAssetName reports whether name may name an asset: lower-case letters,
 // digits, '.', '_' and '-', starting with a letter or digit, at most 64.

@@ -55,6 +55,10 @@ const (
 	// JSON-RPC -32021): the Tasks extension for a tool that runs only as a
 	// task, for instance.
 	CodeCapabilityRequired Code = "CAPABILITY_REQUIRED"
+	// CodeMethodNotAllowed: the REST API serves the path, but not with
+	// the request's method (HTTP 405, with the methods it serves in
+	// Allow).
+	CodeMethodNotAllowed Code = "METHOD_NOT_ALLOWED"
 
 	// Test execution codes (step and case results).
 	CodeAssertionFailed    Code = "ASSERTION_FAILED"
@@ -65,7 +69,10 @@ const (
 	CodeBrowserUnavailable Code = "BROWSER_UNAVAILABLE"
 	CodeBrowserError       Code = "BROWSER_ERROR"
 	CodeElementNotFound    Code = "ELEMENT_NOT_FOUND"
-	CodeInterrupted        Code = "INTERRUPTED"
+	// CodeLocatorAmbiguous: a locator matched several elements where a
+	// step acts on (or reads) one; the message lists what it matched.
+	CodeLocatorAmbiguous Code = "LOCATOR_AMBIGUOUS"
+	CodeInterrupted      Code = "INTERRUPTED"
 	// CodeApprovalRequired: a step of a case someone else wrote (or a
 	// post-run action) would call an MCP tool with the executor's
 	// credentials, and the executor has not approved that version of the
@@ -115,7 +122,7 @@ func Codes() []Code {
 		CodeParseError, CodeInvalidRequest, CodeIdentityMismatch, CodeCapabilityRequired,
 		CodeAssertionFailed, CodeStepTimeout, CodeCaseTimeout, CodeHTTPRequestFailed,
 		CodeBindingFailed, CodeBrowserUnavailable, CodeBrowserError, CodeElementNotFound,
-		CodeInterrupted, CodeApprovalRequired,
+		CodeLocatorAmbiguous, CodeInterrupted, CodeApprovalRequired,
 		CodeApprovalPending, CodeApprovalExpired, CodeApprovalDenied,
 		CodeBrowserProtocolMismatch, CodeBrowserVersionUnsupported, CodeDeviceLost,
 		CodeMCPServerNotConfigured, CodeMCPToolNotFound, CodeMCPCallTimeout,
@@ -123,6 +130,7 @@ func Codes() []Code {
 		CodeURLRefused, CodeMCPAuthIssuerMismatch,
 		CodeLLMNotConfigured, CodeLLMError, CodeGenerationFailed,
 		CodeInsufficientScope, CodeCallDepthExceeded, CodeSchemaTooNew, CodeLeaseLost,
+		CodeMethodNotAllowed,
 	}
 }
 

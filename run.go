@@ -112,6 +112,7 @@ type StepResult struct {
 	ErrorMessage string          `json:"errorMessage,omitempty"`
 	Artifacts    []string        `json:"artifacts,omitempty"` // artifact ids (screenshots)
 	Optional     bool            `json:"optional,omitempty"`  // failed under FailOptional; the case went on
+	Soft         bool            `json:"soft,omitempty"`      // a soft assertion that failed; the case went on, and fails at its end
 }
 
 // Lease is a worker's hold on a run, as its claim gave it: the run, the
@@ -149,6 +150,10 @@ type RunFilter struct {
 	Viewer string // required: runs of tasks the viewer may see
 	TaskID string
 	Status RunStatus
+	// UpTo, when set, keeps the runs whose id sorts at or before it (ids
+	// sort by creation): with TaskID, how many there are is the run's
+	// number in its task.
+	UpTo   string
 	Cursor string
 	Limit  int // 0 means 20; at most 100
 }
@@ -210,6 +215,10 @@ type RunStore interface {
 
 	// FindRuns returns a page of runs, newest first.
 	FindRuns(ctx context.Context, filter RunFilter) (runs []*Run, next string, err error)
+
+	// CountRuns returns how many runs filter selects, on every page (its
+	// Cursor and Limit are ignored): the total of a listing.
+	CountRuns(ctx context.Context, filter RunFilter) (int, error)
 
 	// FindExecutions returns the executions of a run in order, with results.
 	FindExecutions(ctx context.Context, runID string) ([]*Execution, error)

@@ -44,6 +44,9 @@ type Step struct {
 	Name      string   `json:"name"`
 	Line      int      `json:"line,omitempty"` // line in the suite file
 	TimeoutMs int64    `json:"timeoutMs,omitempty"`
+	// Soft makes a failed assertion a soft failure: it is recorded and the
+	// case goes on, and the case fails at its end.
+	Soft bool `json:"soft,omitempty"`
 
 	HTTP    *HTTPStep    `json:"http,omitempty"`
 	Assert  *AssertStep  `json:"assert,omitempty"`
@@ -141,4 +144,87 @@ type BrowserStep struct {
 	SaveAs  string `json:"saveAs,omitempty"`
 
 	FullPage bool `json:"fullPage,omitempty"` // screenshot
+
+	// Locator finds the element of an element step written with more than
+	// a CSS selector (role, text, label, ...); Selector is then empty. A
+	// step written with a CSS selector alone keeps it in Selector, and acts
+	// on the first element it matches, as before locators existed.
+	Locator *Locator `json:"locator,omitempty"`
+	// Not inverts an assertion: it holds when the condition does not.
+	Not bool `json:"not,omitempty"`
+
+	Button    string            `json:"button,omitempty"`    // click: left (default), right or middle
+	Modifiers []string          `json:"modifiers,omitempty"` // click, dblclick: keys held (Shift, Control, Alt, Meta)
+	DelayMs   int64             `json:"delayMs,omitempty"`   // type: the pause between keys
+	Files     []UploadFile      `json:"files,omitempty"`     // upload: the files, read from the suite's folder when it compiled
+	To        *Locator          `json:"to,omitempty"`        // dragTo: the drop target
+	Count     *int              `json:"count,omitempty"`     // assertCount
+	Property  string            `json:"property,omitempty"`  // assertCSS: the CSS property
+	Expr      string            `json:"expr,omitempty"`      // evaluate: a JavaScript expression (not a template)
+	Args      map[string]string `json:"args,omitempty"`      // evaluate: values (templates) the expression reads as args.NAME
+	Dialog    string            `json:"dialog,omitempty"`    // onDialog: accept or dismiss; assertDialog: alert, confirm, prompt or beforeunload (any when "")
+	Tab       int               `json:"tab,omitempty"`       // switchTo: the tab's number, 1 the first
+	Frame     []*Locator        `json:"frame,omitempty"`     // frame: the iframes, outermost first; none: the top page
+	Emulate   *Emulation        `json:"emulate,omitempty"`   // emulate
+	Direction string            `json:"direction,omitempty"` // history: back, forward or reload
+}
+
+// Locator finds elements of a page by what a person sees — a role and an
+// accessible name, a text, a label — or by a CSS selector or an XPath.
+// Exactly one of CSS, XPath, Role, Text, Label, Placeholder, Alt, Title and
+// TestID is set; Name goes with Role. Text values (Name, Text, Label,
+// Placeholder, Alt, Title, TestID, HasText) are templates; one written
+// /PATTERN/ (flags i, s, m may follow) is a regular expression. Otherwise a
+// text matches as a substring, ignoring case and runs of spaces, or, with
+// Exact, as the whole text (TestID always matches whole). See
+// docs/suite-format.md, "Locators".
+type Locator struct {
+	CSS         string `json:"css,omitempty"`
+	XPath       string `json:"xpath,omitempty"`
+	Role        string `json:"role,omitempty"` // an ARIA role: button, link, heading, textbox, checkbox, ...
+	Name        string `json:"name,omitempty"` // the accessible name (with Role)
+	Text        string `json:"text,omitempty"`
+	Label       string `json:"label,omitempty"`
+	Placeholder string `json:"placeholder,omitempty"`
+	Alt         string `json:"alt,omitempty"`
+	Title       string `json:"title,omitempty"`
+	TestID      string `json:"testId,omitempty"`
+	// TestIDAttr is the attribute TestID names (the task's
+	// testIdAttribute); "" means data-testid.
+	TestIDAttr string `json:"testIdAttr,omitempty"`
+	Exact      bool   `json:"exact,omitempty"`
+
+	// Within finds the elements inside the elements it matches.
+	Within *Locator `json:"within,omitempty"`
+	// Has keeps the elements that contain an element it matches.
+	Has *Locator `json:"has,omitempty"`
+	// HasText keeps the elements whose text matches.
+	HasText string `json:"hasText,omitempty"`
+	// Nth picks one of the matches: 0 the first, -1 the last.
+	Nth *int `json:"nth,omitempty"`
+}
+
+// UploadFile is a file an upload step sets on a file input.
+type UploadFile struct {
+	Name string `json:"name"`           // the file's base name
+	Type string `json:"type,omitempty"` // its MIME type
+	Data []byte `json:"data"`           // its content
+}
+
+// Emulation is what an emulate step changes of the case's page. Zero
+// fields are left as they are.
+type Emulation struct {
+	Width       int       `json:"width,omitempty"` // the viewport, CSS pixels
+	Height      int       `json:"height,omitempty"`
+	Geolocation *GeoPoint `json:"geolocation,omitempty"`
+	Locale      string    `json:"locale,omitempty"`      // a BCP 47 tag: de-DE, ja-JP
+	Timezone    string    `json:"timezone,omitempty"`    // an IANA name: Europe/Berlin
+	ColorScheme string    `json:"colorScheme,omitempty"` // light or dark
+}
+
+// GeoPoint is a position on Earth.
+type GeoPoint struct {
+	Latitude  float64 `json:"latitude"`
+	Longitude float64 `json:"longitude"`
+	Accuracy  float64 `json:"accuracy,omitempty"` // metres; 0 means 10
 }

@@ -15,7 +15,13 @@ import (
 // read — membership changes take effect at once.
 const TeamPrefix = "team:"
 
-var teamNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`) })
+// NamePattern is the syntax of a team's and an asset's name, whole. It is
+// written so that it means the same to Go's regexp and to a browser, which
+// compiles a form's pattern attribute with the v flag (a "-" in a class
+// escaped), so the console's forms check names with it as the server does.
+const NamePattern = `[a-z0-9][a-z0-9._\-]{0,63}`
+
+var teamNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:` + NamePattern + `)$`) })
 
 // ValidTeamName reports whether name may name a team: lower-case letters,
 // digits, '.', '_' and '-', starting with a letter or digit, at most 64.

@@ -8,11 +8,13 @@
 #     conformance suite and a Node 22 binary for them), when not installed yet
 #   - the PostgreSQL server programs (initdb, pg_ctl) from the distribution's
 #     packages, when missing: the tests start throwaway clusters with them
+#   - systemd-analyze (package systemd), when missing: deploy/ verifies the
+#     systemd units with it
 # Go modules are fetched by the go command itself. Safe to re-run.
-#   scripts/deps.sh [browser] [adb] [node] [postgres]     (default: all)
+#   scripts/deps.sh [browser] [adb] [node] [postgres] [systemd]   (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-want="${*:-browser adb node postgres}"
+want="${*:-browser adb node postgres systemd}"
 
 sudo_() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -56,5 +58,13 @@ if [[ " $want " == *" postgres "* ]]; then
     echo "deps: installing PostgreSQL from the distribution's packages..." >&2
     sudo_ apt-get update -qq
     sudo_ env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+  fi
+fi
+
+if [[ " $want " == *" systemd "* ]]; then
+  if ! command -v systemd-analyze >/dev/null; then
+    echo "deps: installing systemd-analyze (package systemd) from the distribution's packages..." >&2
+    sudo_ apt-get update -qq
+    sudo_ env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq systemd >/dev/null
   fi
 fi

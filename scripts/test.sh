@@ -2,14 +2,14 @@
 # The test command: installs what the tests need, checks formatting and
 # static analysis, then runs every test with the race detector. Browser and
 # interoperability tests do not skip here: DUET_REQUIRE_BROWSER=1,
-# DUET_REQUIRE_ADB=1 and DUET_REQUIRE_NODE=1 make a missing dependency a
-# failure.
+# DUET_REQUIRE_ADB=1, DUET_REQUIRE_NODE=1 and DUET_REQUIRE_SYSTEMD=1 make a
+# missing dependency a failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 say() { echo "test [${SECONDS}s]: $*" >&2; }
-say "checking what the tests need (Chromium, adb, the Node test packages, PostgreSQL)..."
+say "checking what the tests need (Chromium, adb, the Node test packages, PostgreSQL, systemd-analyze)..."
 scripts/deps.sh
-export DUET_REQUIRE_BROWSER=1 DUET_REQUIRE_ADB=1 DUET_REQUIRE_NODE=1
+export DUET_REQUIRE_BROWSER=1 DUET_REQUIRE_ADB=1 DUET_REQUIRE_NODE=1 DUET_REQUIRE_SYSTEMD=1
 
 # PostgreSQL: the store suite runs against both engines and the multi-process
 # tests need a server. Unless DUET_TEST_POSTGRES_URL names one, start a
@@ -48,8 +48,9 @@ if [ -n "$unformatted" ]; then
   echo "gofmt would change:" $unformatted >&2
   exit 1
 fi
-# go.mod and go.sum list exactly what the code imports (both modules).
-for mod in . bench; do
+# go.mod and go.sum list exactly what the code imports (every module: the
+# product, the benchmarks, the deployment checks).
+for mod in . bench deploy; do
   if ! (cd "$mod" && go mod tidy -diff); then
     echo "go.mod/go.sum of $mod are not tidy: run (cd $mod && go mod tidy)" >&2
     exit 1
@@ -60,10 +61,14 @@ scripts/gobuild.sh ./...
 say "go vet..."
 go vet ./...
 (cd bench && go vet ./...) # the benchmarks are their own module: keep them compiling
+say "go vet of the deployment checks' module (deploy/; cold, it compiles Helm and the Kubernetes API types: a minute or more)..."
+(cd deploy && go vet ./...) # a module of its own, so that Helm stays out of Duet's go.mod
 say "staticcheck (its first run builds it: a minute or more)..."
 staticcheck=honnef.co/go/tools/cmd/staticcheck@v0.8.2
 go run "$staticcheck" ./...
 (cd bench && go run "$staticcheck" ./...)
+say "staticcheck of the deployment checks' module (deploy/)..."
+(cd deploy && go run "$staticcheck" ./...)
 say "compiling every package for the race detector (cold: several minutes; progress below)..."
 GOBUILD_LABEL="test build -race" scripts/gobuild.sh -race ./...
 say "running every test with the race detector (each package prints ok or FAIL when it is done)..."
@@ -75,4 +80,6 @@ if [ "${DUET_MCP_FAST_PATH:-}" != off ]; then
   say "the MCP transports again with DUET_MCP_FAST_PATH=off (the go-sdk answers every request)..."
   DUET_MCP_FAST_PATH=off go test -race -count=1 -timeout 20m "$@" ./internal/mcpserver/ ./internal/httpapi/... ./internal/lite/... ./internal/conformance/...
 fi
+say "the deployment checks: helm lint and template, the manifests against the Kubernetes API, the systemd units..."
+(cd deploy && go test -count=1 -timeout 10m ./...)
 say "all tests passed"

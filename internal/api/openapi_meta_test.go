@@ -2,7 +2,9 @@ package api_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -93,4 +95,65 @@ func firstOperation(d map[string]any) map[string]any {
 		}
 	}
 	return nil
+}
+
+// TestOpenAPIForTypedClients: what a client generator reads is one shape
+// per answer. No schema of the document admits null beside another type
+// (the API sends [] and {}, never null: TestAnswersHoldNoNull); no 2xx
+// answer is an anyOf of a success and an error (an error is a 4XX or 5XX
+// answer, the Error); every integer parameter has its minimum and every
+// limit its maximum.
+func TestOpenAPIForTypedClients(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t, nil)
+	_, body, _ := e.Call("", "GET", "/api/v1/openapi.json", nil)
+	var d map[string]any
+	if err := json.Unmarshal(body, &d); err != nil {
+		t.Fatal(err)
+	}
+	var walk func(v any, at string)
+	walk = func(v any, at string) {
+		switch x := v.(type) {
+		case map[string]any:
+			if ts, ok := x["type"].([]any); ok && len(ts) > 1 && slices.Contains(ts, any("null")) {
+				t.Errorf("%s: type %v", at, ts)
+			}
+			for k, e := range x {
+				walk(e, at+"/"+k)
+			}
+		case []any:
+			for i, e := range x {
+				walk(e, fmt.Sprintf("%s/%d", at, i))
+			}
+		}
+	}
+	walk(d, "")
+	for path, methods := range d["paths"].(map[string]any) {
+		for method, o := range methods.(map[string]any) {
+			op := o.(map[string]any)
+			where := strings.ToUpper(method) + " " + path
+			for code, r := range op["responses"].(map[string]any) {
+				if code[0] != '2' {
+					continue
+				}
+				content, _ := r.(map[string]any)["content"].(map[string]any)
+				media, _ := content["application/json"].(map[string]any)
+				s, _ := media["schema"].(map[string]any)
+				if s == nil {
+					continue
+				}
+				if s["anyOf"] != nil || s["oneOf"] != nil || s["type"] != "object" && s["type"] != "string" {
+					t.Errorf("%s: the %s answer is not one shape: %v", where, code, s)
+				}
+			}
+			params, _ := op["parameters"].([]any)
+			for _, p := range params {
+				p := p.(map[string]any)
+				s := p["schema"].(map[string]any)
+				if s["type"] == "integer" && (s["minimum"] == nil || p["name"] == "limit" && s["maximum"] == nil) {
+					t.Errorf("%s: parameter %s without its bounds: %v", where, p["name"], s)
+				}
+			}
+		}
+	}
 }

@@ -25,6 +25,7 @@ type doc struct {
 	Paths      map[string]map[string]json.RawMessage `json:"paths"`
 	Components struct {
 		Schemas         map[string]*jsonschema.Schema `json:"schemas"`
+		Responses       map[string]response           `json:"responses"`
 		SecuritySchemes map[string]map[string]any     `json:"securitySchemes"`
 	} `json:"components"`
 	Security []map[string][]string `json:"security"`
@@ -34,10 +35,10 @@ type operation struct {
 	OperationID string `json:"operationId"`
 	Summary     string `json:"summary"`
 	Parameters  []struct {
-		Name     string            `json:"name"`
-		In       string            `json:"in"`
-		Required bool              `json:"required"`
-		Schema   map[string]string `json:"schema"`
+		Name     string         `json:"name"`
+		In       string         `json:"in"`
+		Required bool           `json:"required"`
+		Schema   map[string]any `json:"schema"`
 	} `json:"parameters"`
 	RequestBody *struct {
 		Required bool `json:"required"`
@@ -45,12 +46,18 @@ type operation struct {
 			Schema *jsonschema.Schema `json:"schema"`
 		} `json:"content"`
 	} `json:"requestBody"`
-	Responses map[string]struct {
-		Description string `json:"description"`
-		Content     map[string]struct {
-			Schema *jsonschema.Schema `json:"schema"`
-		} `json:"content"`
-	} `json:"responses"`
+	Responses map[string]response `json:"responses"`
+}
+
+type response struct {
+	Ref         string `json:"$ref"`
+	Description string `json:"description"`
+	Headers     map[string]struct {
+		Schema map[string]any `json:"schema"`
+	} `json:"headers"`
+	Content map[string]struct {
+		Schema *jsonschema.Schema `json:"schema"`
+	} `json:"content"`
 }
 
 type documented struct {
@@ -60,6 +67,7 @@ type documented struct {
 	ctype        string
 	ctypes       []string
 	schema       *jsonschema.Resolved
+	location     bool // a 201 names what it created in Location
 }
 
 var templateParam = regexp.MustCompile(`\{([^}]+)\}`)
@@ -67,9 +75,11 @@ var templateParam = regexp.MustCompile(`\{([^}]+)\}`)
 // loadDoc fetches /api/v1/openapi.json without credentials and checks it
 // is a valid OpenAPI 3.1 document: the fields the specification requires,
 // unique operation ids, path templates whose parameters are all declared
-// (and no others), a success response and a default error response per
-// operation, security schemes that exist, and every schema a valid JSON
-// Schema 2020-12 (the document's dialect) that resolves.
+// (and no others), parameters with bounds (every integer its minimum,
+// every limit its maximum), one success response and the Error response
+// for every 4xx and 5xx per operation, security schemes that exist, and
+// every schema a valid JSON Schema 2020-12 (the document's dialect) that
+// resolves.
 func loadDoc(t *testing.T, e *apitest.Env) (doc, map[string]*documented) {
 	t.Helper()
 	status, body, resp := e.Call("", "GET", "/api/v1/openapi.json", nil)
@@ -93,6 +103,10 @@ func loadDoc(t *testing.T, e *apitest.Env) (doc, map[string]*documented) {
 	errSchema := d.Components.Schemas["Error"]
 	if errSchema == nil {
 		t.Fatal("components.schemas.Error is missing")
+	}
+	if er := d.Components.Responses["Error"]; er.Description == "" || er.Content["application/json"].Schema == nil ||
+		er.Content["application/json"].Schema.Ref != "#/components/schemas/Error" {
+		t.Fatalf("components.responses.Error is not the Error schema: %+v", er)
 	}
 	for name, s := range d.Components.Schemas {
 		if _, err := s.Resolve(nil); err != nil {
@@ -122,8 +136,11 @@ func loadDoc(t *testing.T, e *apitest.Env) (doc, map[string]*documented) {
 			ids[op.OperationID] = true
 			var declared []string
 			for _, p := range op.Parameters {
-				if !slices.Contains([]string{"path", "query", "header", "cookie"}, p.In) || p.Name == "" || p.Schema["type"] == "" {
+				if !slices.Contains([]string{"path", "query", "header", "cookie"}, p.In) || p.Name == "" || p.Schema["type"] == nil {
 					t.Errorf("%s: bad parameter %+v", where, p)
+				}
+				if p.Schema["type"] == "integer" && (p.Schema["minimum"] == nil || p.Name == "limit" && p.Schema["maximum"] == nil) {
+					t.Errorf("%s: integer parameter %s without its bounds: %v", where, p.Name, p.Schema)
 				}
 				if p.In == "path" {
 					if !p.Required {
@@ -151,21 +168,25 @@ func loadDoc(t *testing.T, e *apitest.Env) (doc, map[string]*documented) {
 			}
 			dd := &documented{method: strings.ToUpper(method), path: path, op: op}
 			for code, r := range op.Responses {
-				if r.Description == "" {
-					t.Errorf("%s: response %s has no description (required)", where, code)
-				}
-				if code == "default" {
-					if ref := r.Content["application/json"].Schema; ref == nil || ref.Ref != "#/components/schemas/Error" {
-						t.Errorf("%s: the default response is not the Error schema", where)
+				if code == "4XX" || code == "5XX" {
+					if r.Ref != "#/components/responses/Error" {
+						t.Errorf("%s: the %s response is not the Error response", where, code)
 					}
 					continue
 				}
+				if r.Description == "" {
+					t.Errorf("%s: response %s has no description (required)", where, code)
+				}
 				n, err := strconv.Atoi(code)
-				if err != nil || n < 200 || n > 299 {
-					t.Errorf("%s: response %q is not a success status", where, code)
+				if err != nil || n < 200 || n > 299 || dd.status != 0 {
+					t.Errorf("%s: response %q is not the one success status", where, code)
 					continue
 				}
 				dd.status = n
+				_, dd.location = r.Headers["Location"]
+				if n == http.StatusNoContent && len(r.Content) > 0 {
+					t.Errorf("%s: a 204 response with content", where)
+				}
 				for ct, c := range r.Content {
 					dd.ctypes = append(dd.ctypes, ct)
 					if dd.ctype == "" || ct == "application/json" {
@@ -180,8 +201,8 @@ func loadDoc(t *testing.T, e *apitest.Env) (doc, map[string]*documented) {
 					}
 				}
 			}
-			if dd.status == 0 || op.Responses["default"].Description == "" {
-				t.Errorf("%s: needs one success response and a default error response", where)
+			if dd.status == 0 || op.Responses["4XX"].Ref == "" || op.Responses["5XX"].Ref == "" {
+				t.Errorf("%s: needs one success response and the 4XX and 5XX error responses", where)
 			}
 			ops[op.OperationID] = dd
 		}
@@ -220,6 +241,22 @@ func check(t *testing.T, e *apitest.Env, ops map[string]*documented, seen map[st
 	}
 	if status != d.status {
 		t.Fatalf("%s: status %d, documented %d: %s", where, status, d.status, b)
+	}
+	if status == http.StatusNoContent {
+		if len(b) != 0 || resp.Header.Get("Content-Type") != "" {
+			t.Fatalf("%s: 204 with a body: %q (%s)", where, b, resp.Header.Get("Content-Type"))
+		}
+		return b
+	}
+	if d.location {
+		// What was created is where Location says.
+		loc := resp.Header.Get("Location")
+		if !strings.HasPrefix(loc, "/api/v1/") {
+			t.Fatalf("%s: Location %q", where, loc)
+		}
+		if st, got, _ := e.Call(user, "GET", loc, nil); st != http.StatusOK {
+			t.Fatalf("%s: GET %s (its Location): %d %s", where, loc, st, got)
+		}
 	}
 	ct := resp.Header.Get("Content-Type")
 	if !slices.ContainsFunc(d.ctypes, func(c string) bool { return strings.HasPrefix(ct, c) }) {
@@ -269,5 +306,3 @@ func sse(b []byte) (events []string, data []string) {
 	}
 	return events, data
 }
-
-var _ = http.StatusOK

@@ -13,9 +13,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/catalog"
@@ -47,19 +49,60 @@ type Handler struct {
 	doc    []byte // the OpenAPI document
 }
 
-// param is a path or query parameter.
+// param is a path, query or header parameter.
 type param struct {
 	name, in, desc string
 	typ            string // string, integer, boolean
 	required       bool
+	// min and max bound an integer (max 0: no upper bound); maxLen bounds
+	// a string (0: none). A route backed by a catalog tool takes them from
+	// the tool's input schema (NewHandler), so REST and MCP share them.
+	min, max, maxLen int
 }
 
 func path(name, desc string) param {
 	return param{name: name, in: "path", desc: desc, typ: "string", required: true}
 }
 func query(name, desc string) param { return param{name: name, in: "query", desc: desc, typ: "string"} }
-func queryInt(name, desc string) param {
-	return param{name: name, in: "query", desc: desc, typ: "integer"}
+
+// queryInt is an integer query parameter from min to max (max 0: no upper
+// bound, or the catalog tool's own).
+func queryInt(name, desc string, min, max int) param {
+	return param{name: name, in: "query", desc: desc, typ: "integer", min: min, max: max}
+}
+
+// bounds says what a parameter accepts, as its refusals say it.
+func (p param) bounds() string {
+	switch {
+	case p.typ == "integer" && p.max > 0:
+		return fmt.Sprintf("%s must be %d–%d", p.name, p.min, p.max)
+	case p.typ == "integer":
+		return fmt.Sprintf("%s must be a whole number from %d", p.name, p.min)
+	case p.maxLen > 0:
+		return fmt.Sprintf("%s must be at most %d characters", p.name, p.maxLen)
+	}
+	return ""
+}
+
+// check refuses a value the parameter does not accept. Returns
+// INVALID_ARGUMENT.
+func (p param) check(v string) error {
+	switch p.typ {
+	case "integer":
+		n, err := strconv.Atoi(v)
+		if err != nil || n < p.min || (p.max > 0 && n > p.max) {
+			return bad(duet.Errorf(duet.CodeInvalidArgument, "%s (got %.40q)", p.bounds(), v))
+		}
+	case "boolean":
+		if v != "true" && v != "false" {
+			return bad(duet.Errorf(duet.CodeInvalidArgument, "%s must be true or false (got %.40q)", p.name, v))
+		}
+	default:
+		if p.maxLen > 0 && utf8.RuneCountInString(v) > p.maxLen {
+			return bad(duet.Errorf(duet.CodeInvalidArgument, "%s (got %d)", p.bounds(), utf8.RuneCountInString(v)))
+		}
+	}
+	return nil
 }
 
 // route is one operation: how it is called, documented and served.
@@ -73,19 +116,27 @@ type route struct {
 	status                         int
 	ctype                          string // a response that is not JSON (text/html, text/event-stream, ...)
 	serve                          func(h *Handler, w http.ResponseWriter, r *http.Request, c duet.Caller) (any, error)
+	// location, when set, is the address of what a 201 created (the
+	// Location header).
+	location func(out any) string
 }
 
 func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
 
 // op builds a JSON operation with request body In (Empty: none) and
-// response Out.
+// response Out. Its success status follows the method: 201 Created for a
+// POST that creates (an id starting with "create"), 204 No Content for a
+// DELETE (no body), else 200.
 func op[In, Out any](method, p, id, tag, summary string, fn func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in In) (Out, error), params ...param) *route {
 	rt := &route{method: method, path: p, id: id, tag: tag, summary: summary, params: params, out: typeOf[Out](), status: http.StatusOK}
 	if typeOf[In]() != typeOf[Empty]() {
 		rt.body = typeOf[In]()
 	}
-	if method == http.MethodPost && rt.body != nil && strings.HasPrefix(id, "create") {
+	switch {
+	case method == http.MethodPost && rt.body != nil && strings.HasPrefix(id, "create"):
 		rt.status = http.StatusCreated
+	case method == http.MethodDelete:
+		rt.status, rt.out = http.StatusNoContent, nil
 	}
 	rt.serve = func(h *Handler, w http.ResponseWriter, r *http.Request, c duet.Caller) (any, error) {
 		var in In
@@ -117,11 +168,12 @@ func routes() []*route {
 				q := r.URL.Query()
 				return s.ListTasks(ctx, c, catalog.ListTasksIn{Query: q.Get("query"), Owner: q.Get("owner"), Cursor: q.Get("cursor"), Limit: limit})
 			}, query("query", "text to find in a task's name or description"), query("owner", "only tasks of this owner"),
-			query("cursor", "nextCursor of the previous page"), queryInt("limit", "page size (default 20, at most 100)")), catalog.ToolListTasks),
-		op("POST", Prefix+"/tasks", "createOrUpdateTasks", "tasks", "Apply a suite (YAML): create or update a task and its cases, owned by you",
+			query("cursor", "nextCursor of the previous page"), queryInt("limit", "page size (default 20)", 1, 0)), catalog.ToolListTasks),
+		located(op("POST", Prefix+"/tasks", "createOrUpdateTasks", "tasks", "Apply a suite (YAML): create or update a task and its cases, owned by you",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in ApplyIn) (*duet.ApplyResult, error) {
 				return s.ApplySuite(ctx, c, in)
 			}),
+			func(out *duet.ApplyResult) string { return Prefix + "/tasks/" + url.PathEscape(out.Task.ID) }),
 		withSchema(op("GET", Prefix+"/tasks/{taskId}", "getTask", "tasks", "Get a task (get_test_task)",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (catalog.GetTaskOut, error) {
 				return s.GetTask(ctx, c, r.PathValue("taskId"))
@@ -151,7 +203,7 @@ func routes() []*route {
 				return s.ListCases(ctx, c, catalog.ListCasesIn{TaskID: r.PathValue("taskId"), IncludeDrafts: r.URL.Query().Get("includeDrafts") == "true",
 					Cursor: r.URL.Query().Get("cursor"), Limit: limit})
 			}, path("taskId", "the task's id"), param{name: "includeDrafts", in: "query", typ: "boolean", desc: "also list drafts"},
-			query("cursor", "nextCursor of the previous page"), queryInt("limit", "page size (default 50, at most 200)")), catalog.ToolListCases),
+			query("cursor", "nextCursor of the previous page"), queryInt("limit", "page size (default 50)", 1, 0)), catalog.ToolListCases),
 		op("GET", Prefix+"/tasks/{taskId}/trends", "getTrends", "tasks", "A task's run history: pass rate and duration per run and per case, flaky cases flagged",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Trends, error) {
 				n, err := intParam(r, "runs")
@@ -159,7 +211,7 @@ func routes() []*route {
 					return Trends{}, err
 				}
 				return s.Trends(ctx, c, r.PathValue("taskId"), TrendsIn{Runs: n})
-			}, path("taskId", "the task's id"), queryInt("runs", "how many of the latest finished runs (default 30, at most 100)")),
+			}, path("taskId", "the task's id"), queryInt("runs", "how many of the latest finished runs (default 30)", 1, maxTrendRuns)),
 		withSchema(op("GET", Prefix+"/cases/{caseId}", "getCase", "tasks", "Get a case with its YAML and compiled steps (get_test_case)",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (catalog.GetCaseOut, error) {
 				return s.GetCase(ctx, c, r.PathValue("caseId"))
@@ -168,10 +220,11 @@ func routes() []*route {
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Approval, error) {
 				return s.GetApproval(ctx, c, r.PathValue("caseId"))
 			}, path("caseId", "the case's id")),
-		op("POST", Prefix+"/cases/{caseId}/approval", "createCaseApproval", "tasks", "Approve the version of a case you reviewed: its calls to tools that are not read-only may then use your credentials",
+		located(op("POST", Prefix+"/cases/{caseId}/approval", "createCaseApproval", "tasks", "Approve the version of a case you reviewed: its calls to tools that are not read-only may then use your credentials",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in ApprovalIn) (Approval, error) {
 				return s.ApproveCase(ctx, c, r.PathValue("caseId"), in)
 			}, path("caseId", "the case's id")),
+			func(out Approval) string { return Prefix + "/cases/" + url.PathEscape(out.CaseID) + "/approval" }),
 
 		// Runs.
 		op("GET", Prefix+"/runs", "listRuns", "runs", "List runs of the tasks you can access, newest first",
@@ -183,12 +236,13 @@ func routes() []*route {
 				q := r.URL.Query()
 				return s.ListRuns(ctx, c, RunListIn{TaskID: q.Get("taskId"), Status: duet.RunStatus(q.Get("status")), Cursor: q.Get("cursor"), Limit: limit})
 			}, query("taskId", "only runs of this task"), query("status", "queued, running, passed, failed, error or cancelled"),
-			query("cursor", "nextCursor of the previous page"), queryInt("limit", "page size (default 20, at most 100)")),
-		withHeader(withSchema(op("POST", Prefix+"/runs", "createRun", "runs", "Start a run (start_test_run); the Idempotency-Key header makes retries safe",
+			query("cursor", "nextCursor of the previous page"), queryInt("limit", "page size (default 20)", 1, maxRunsPage)),
+		located(withHeader(withSchema(op("POST", Prefix+"/runs", "createRun", "runs", "Start a run (start_test_run); the Idempotency-Key header makes retries safe",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in RunIn) (catalog.StartRunOut, error) {
 				return s.StartRun(ctx, c, catalog.StartRunIn{TaskID: in.TaskID, CaseIDs: in.CaseIDs, Device: in.Device, Trace: in.Trace, IdempotencyKey: r.Header.Get("Idempotency-Key")})
 			}), catalog.ToolStartRun), param{name: "Idempotency-Key", in: "header", typ: "string", required: true,
-			desc: "a key you choose; a retry with the same key and body returns the first run (replayed: true), other arguments IDEMPOTENCY_CONFLICT"}),
+			desc: "a key you choose (a UUID, say); a retry with the same key and body returns the first run (replayed: true), other arguments IDEMPOTENCY_CONFLICT"}),
+			func(out catalog.StartRunOut) string { return Prefix + "/runs/" + url.PathEscape(out.RunID) }),
 		withSchema(op("GET", Prefix+"/runs/{runId}", "getRun", "runs", "Get a run with a page of its executions (get_test_run)",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (catalog.GetRunOut, error) {
 				limit, err := intParam(r, "limit")
@@ -196,7 +250,7 @@ func routes() []*route {
 					return catalog.GetRunOut{}, err
 				}
 				return s.GetRun(ctx, c, catalog.GetRunIn{RunID: r.PathValue("runId"), Cursor: r.URL.Query().Get("cursor"), Limit: limit})
-			}, path("runId", "the run's id"), query("cursor", "nextCursor of the previous page of executions"), queryInt("limit", "executions per page (default 200)")), catalog.ToolGetRun),
+			}, path("runId", "the run's id"), query("cursor", "nextCursor of the previous page of executions"), queryInt("limit", "executions per page (default 200)", 1, 0)), catalog.ToolGetRun),
 		op("POST", Prefix+"/runs/{runId}/cancel", "cancelRun", "runs", "Cancel a run",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (RunSummary, error) {
 				return s.CancelRun(ctx, c, r.PathValue("runId"))
@@ -219,10 +273,11 @@ func routes() []*route {
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (ServerList, error) {
 				return s.ListServers(ctx, c)
 			}),
-		op("POST", Prefix+"/servers", "createServer", "mcp", "Register an MCP server (credentials sent once, never returned) and archive its tools",
+		located(op("POST", Prefix+"/servers", "createServer", "mcp", "Register an MCP server (credentials sent once, never returned) and archive its tools",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in RegisterIn) (ServerDetail, error) {
 				return s.RegisterServer(ctx, c, in)
 			}),
+			func(out ServerDetail) string { return Prefix + "/servers/" + url.PathEscape(out.Server.Name) }),
 		op("GET", Prefix+"/servers/{server}", "getServer", "mcp", "One of your servers with its archived tools and their schemas",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (ServerDetail, error) {
 				return s.GetServer(ctx, c, r.PathValue("server"))
@@ -253,9 +308,12 @@ func routes() []*route {
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (AssetList, error) {
 				return s.ListAssets(ctx, c, AssetListIn{Kind: duet.AssetKind(r.URL.Query().Get("kind"))})
 			}, query("kind", "skill, rule or prompt")),
-		op("POST", Prefix+"/assets", "createAsset", "assets", "Create an asset, or a new version of yours",
+		located(op("POST", Prefix+"/assets", "createAsset", "assets", "Create an asset, or a new version of yours",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in AssetIn) (AssetSaved, error) {
 				return s.SaveAsset(ctx, c, in)
+			}),
+			func(out AssetSaved) string {
+				return Prefix + "/assets/" + url.PathEscape(string(out.Asset.Kind)) + "/" + url.PathEscape(out.Asset.Owner) + "/" + url.PathEscape(out.Asset.Name)
 			}),
 		op("GET", Prefix+"/assets/{kind}/{owner}/{name}", "getAsset", "assets", "An asset you can read, at its latest or a given version",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (*duet.Asset, error) {
@@ -264,7 +322,7 @@ func routes() []*route {
 					return nil, err
 				}
 				return s.GetAsset(ctx, c, duet.AssetKind(r.PathValue("kind")), r.PathValue("owner")+"/"+r.PathValue("name"), v)
-			}, path("kind", "skill, rule or prompt"), path("owner", "its owner"), path("name", "its name"), queryInt("version", "a version (default the latest)")),
+			}, path("kind", "skill, rule or prompt"), path("owner", "its owner"), path("name", "its name"), queryInt("version", "a version (default the latest)", 1, 0)),
 		op("PUT", Prefix+"/assets/{kind}/{owner}/{name}/sharing", "shareAsset", "assets", "Replace whom your asset is shared with",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in AssetShareIn) (AssetSaved, error) {
 				if r.PathValue("owner") != c.UserID {
@@ -285,10 +343,11 @@ func routes() []*route {
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (TeamList, error) {
 				return s.ListTeams(ctx, c)
 			}),
-		op("POST", Prefix+"/teams", "createTeam", "teams", "Create a team",
+		located(op("POST", Prefix+"/teams", "createTeam", "teams", "Create a team",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in TeamIn) (*duet.Team, error) {
 				return s.CreateTeam(ctx, c, in)
 			}),
+			func(out *duet.Team) string { return Prefix + "/teams/" + url.PathEscape(out.Name) }),
 		op("GET", Prefix+"/teams/{team}", "getTeam", "teams", "A team with its members and MCP dependency list",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (TeamDetail, error) {
 				return s.GetTeam(ctx, c, r.PathValue("team"))
@@ -365,11 +424,18 @@ func withHeader(rt *route, p param) *route {
 	return rt
 }
 
+// located gives a route that creates something the Location of what it
+// created.
+func located[Out any](rt *route, f func(Out) string) *route {
+	rt.location = func(out any) string { return f(out.(Out)) }
+	return rt
+}
+
 func recordParams(invocations bool) []param {
 	ps := []param{query("user", "only this caller or executor (administrators only)"), query("tool", "only this tool"),
 		query("source", "only this call source"), query("outcome", "OK or an error code"), query("traceId", "only this trace"),
 		query("before", "only records older than this RFC 3339 time (the time of the last record of the previous page)"),
-		queryInt("limit", "default 100, at most 1000")}
+		queryInt("limit", "page size (default 100)", 1, maxRecordsPage)}
 	if invocations {
 		return append(ps, query("server", "only calls to this serverKey"))
 	}
@@ -417,9 +483,19 @@ func bad(err error) error { return &badInput{err} }
 
 // checkQuery reads the query string once, strictly, as the route
 // documents it: well-formed, only the parameters the route declares, each
-// at most once, integers whole numbers and booleans true or false.
-// Returns INVALID_ARGUMENT.
+// at most once, each within its documented bounds (integers whole numbers
+// in their range, booleans true or false, strings no longer than their
+// maxLength); and a required header is there. Returns INVALID_ARGUMENT.
 func (rt *route) checkQuery(r *http.Request) error {
+	if p := rt.header; p != nil {
+		v := r.Header.Get(p.name)
+		if v == "" && p.required {
+			return bad(duet.Errorf(duet.CodeInvalidArgument, "the %s header is missing: %s", p.name, p.desc))
+		}
+		if err := p.check(v); err != nil {
+			return err
+		}
+	}
 	if r.URL.RawQuery == "" {
 		return nil
 	}
@@ -435,15 +511,11 @@ func (rt *route) checkQuery(r *http.Request) error {
 		if len(vs) > 1 {
 			return bad(duet.Errorf(duet.CodeInvalidArgument, "query parameter %s is given %d times", name, len(vs)))
 		}
-		switch v := vs[0]; rt.params[i].typ {
-		case "integer":
-			if n, err := strconv.Atoi(v); v != "" && (err != nil || n < 0) {
-				return bad(duet.Errorf(duet.CodeInvalidArgument, "%s: want a whole number, got %.40q", name, v))
-			}
-		case "boolean":
-			if v != "" && v != "true" && v != "false" {
-				return bad(duet.Errorf(duet.CodeInvalidArgument, "%s: want true or false, got %.40q", name, v))
-			}
+		if vs[0] == "" && rt.params[i].typ != "string" {
+			continue // an empty value is the default
+		}
+		if err := rt.params[i].check(vs[0]); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -455,6 +527,9 @@ func NewHandler(svc *Service, opts Options) *Handler {
 		opts.MaxBodyBytes = 4 << 20
 	}
 	h := &Handler{svc: svc, opts: opts, routes: routes()}
+	for _, rt := range h.routes {
+		h.toolBounds(rt)
+	}
 	doc, err := json.MarshalIndent(h.openAPI(), "", " ")
 	if err != nil {
 		panic("api: encoding the OpenAPI document: " + err.Error())
@@ -463,15 +538,77 @@ func NewHandler(svc *Service, opts Options) *Handler {
 	return h
 }
 
+// toolBounds gives the parameters of a route backed by a catalog tool the
+// bounds of the tool's argument of the same name (a header's name in
+// lowerCamelCase: Idempotency-Key is idempotencyKey): REST refuses what
+// MCP refuses, in its own words.
+func (h *Handler) toolBounds(rt *route) {
+	name, ok := rt.outSchema.(string)
+	if !ok {
+		return
+	}
+	t, ok := h.svc.d.Catalog.Tool(name)
+	if !ok {
+		panic("api: " + rt.id + " names no tool " + name)
+	}
+	bound := func(p *param, arg string) {
+		s := t.InputSchema.Properties[arg]
+		if s == nil {
+			return
+		}
+		if s.Minimum != nil {
+			p.min = int(*s.Minimum)
+		}
+		if s.Maximum != nil {
+			p.max = int(*s.Maximum)
+		}
+		if s.MaxLength != nil {
+			p.maxLen = *s.MaxLength
+		}
+	}
+	for i := range rt.params {
+		if rt.params[i].in == "query" {
+			bound(&rt.params[i], rt.params[i].name)
+		}
+	}
+	if p := rt.header; p != nil {
+		arg := strings.ReplaceAll(p.name, "-", "")
+		bound(p, strings.ToLower(arg[:1])+arg[1:])
+	}
+}
+
 // Register adds every route of the API to mux, each wrapped by authed
 // (authentication, CSRF), and the OpenAPI document, which needs no
-// credentials.
+// credentials. A request for a path the API serves with a method it does
+// not is answered 405 METHOD_NOT_ALLOWED with the methods it does in
+// Allow; one for a path it does not serve, 404 NOT_FOUND.
 func (h *Handler) Register(mux *http.ServeMux, authed func(http.Handler) http.Handler) {
 	mux.HandleFunc("GET "+Prefix+"/openapi.json", h.OpenAPI)
+	methods := map[string][]string{Prefix + "/openapi.json": {http.MethodGet}}
 	for _, rt := range h.routes {
 		mux.Handle(rt.method+" "+rt.path, authed(h.serve(rt)))
+		methods[rt.path] = append(methods[rt.path], rt.method)
+	}
+	// The paths alone, each answering 405 with the methods it has: the
+	// catch-all consults them, so that a path matches exactly as the
+	// routes' patterns match it.
+	known := http.NewServeMux()
+	for p, ms := range methods {
+		if slices.Contains(ms, http.MethodGet) {
+			ms = append(ms, http.MethodHead)
+		}
+		slices.Sort(ms)
+		allow := strings.Join(ms, ", ")
+		known.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			h.WriteError(w, duet.Errorf(duet.CodeMethodNotAllowed, "%s is not allowed on %.200s: use %s (see %s/openapi.json)", r.Method, r.URL.Path, allow, Prefix))
+		})
 	}
 	mux.HandleFunc(Prefix+"/", func(w http.ResponseWriter, r *http.Request) {
+		if kh, pattern := known.Handler(r); pattern != "" {
+			kh.ServeHTTP(w, r)
+			return
+		}
 		h.WriteError(w, duet.Errorf(duet.CodeNotFound, "no such route: %s %.200s (see %s/openapi.json)", r.Method, r.URL.Path, Prefix))
 	})
 }
@@ -507,13 +644,34 @@ func (h *Handler) serve(rt *route) http.Handler {
 		if rt.ctype != "" {
 			return // written by the route
 		}
+		if rt.status == http.StatusNoContent {
+			w.WriteHeader(rt.status)
+			return
+		}
+		b, err := MarshalJSON(out)
+		if err != nil {
+			h.WriteError(w, fmt.Errorf("api: encoding the answer of %s: %w", rt.id, err))
+			return
+		}
+		if rt.location != nil && rt.status == http.StatusCreated {
+			w.Header().Set("Location", rt.location(out))
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(rt.status)
-		enc := json.NewEncoder(w)
-		enc.SetEscapeHTML(true)
-		enc.Encode(out)
+		w.Write(append(b, '\n'))
 	})
 }
+
+// wire are the options of every JSON answer: encoding/json's encoding
+// (field names and omitempty as tagged, HTML escaped, map keys sorted),
+// except that a nil slice is [] and a nil map {} — an answer never holds
+// null where the document promises an array or an object.
+var wire = jsonv2.JoinOptions(jsonv1.DefaultOptionsV1(), jsonv2.FormatNilSliceAsNull(false), jsonv2.FormatNilMapAsNull(false))
+
+// MarshalJSON encodes v as the REST API answers: a nil slice is [], a nil
+// map {}, never null (the OpenAPI document types them as arrays and
+// objects).
+func MarshalJSON(v any) ([]byte, error) { return jsonv2.Marshal(v, wire) }
 
 // WriteError writes err as {"error":{"code","message"}} with its status.
 func (h *Handler) WriteError(w http.ResponseWriter, err error) {
@@ -611,7 +769,7 @@ func ServeProgress(w http.ResponseWriter, r *http.Request, svc *Service, c duet.
 			w.WriteHeader(http.StatusOK)
 			started = true
 		}
-		b, err := json.Marshal(p)
+		b, err := MarshalJSON(p)
 		if err != nil {
 			return err
 		}

@@ -124,14 +124,14 @@ func testREST(t *testing.T, vars map[string]string) {
 	// A passing case keeps no trace under the default, on-failure.
 	refused("alice", "getTrace", p("runId", start.RunID, "case", run.Executions[0].ID), nil, duet.CodeNotFound)
 	list := decode[api.RunList](t, do("alice", "listRuns", p("?", "taskId="+taskID), nil))
-	if len(list.Runs) != 1 || list.Runs[0].TaskName != "plain" {
+	if len(list.Runs) != 1 || list.Total != 1 || list.Runs[0].TaskName != "plain" {
 		t.Fatalf("listRuns: %+v", list)
 	}
 	events, data := sse(do("alice", "followRun", p("runId", start.RunID), nil))
 	if len(events) < 2 || events[0] != "progress" || events[len(events)-1] != "end" {
 		t.Fatalf("followRun events: %v", events)
 	}
-	if pr := decode[api.Progress](t, []byte(data[0])); !pr.Run.Done || pr.Run.Status != duet.StatusPassed {
+	if pr := decode[api.Progress](t, []byte(data[0])); !pr.Run.Done || pr.Run.Status != duet.StatusPassed || pr.Run.TaskName != "plain" {
 		t.Fatalf("followRun progress: %+v", pr)
 	}
 	html := do("alice", "getReport", p("runId", start.RunID), nil)
@@ -147,7 +147,7 @@ func testREST(t *testing.T, vars map[string]string) {
 	do("alice", "getExecution", p("executionId", run.Executions[0].ID), nil)
 	second := decode[catalog.StartRunOut](t, do("alice", "createRun", nil, api.RunIn{TaskID: taskID}, key, "k2"))
 	cancelled := decode[api.RunSummary](t, do("alice", "cancelRun", p("runId", second.RunID), nil))
-	if cancelled.Status != duet.StatusCancelled {
+	if cancelled.Status != duet.StatusCancelled || cancelled.TaskName != "plain" {
 		t.Fatalf("cancelRun: %+v", cancelled)
 	}
 	tr := decode[api.Trends](t, do("alice", "getTrends", p("taskId", taskID), nil))

@@ -10,6 +10,14 @@ import (
 	"github.com/duet-test/duet/internal/report"
 )
 
+// The most a page or window holds: the REST API refuses more (its
+// documented maximum), the Service clamps to it.
+const (
+	maxRunsPage    = 100  // listRuns
+	maxTrendRuns   = 100  // getTrends
+	maxRecordsPage = 1000 // listAudit, listInvocations
+)
+
 // RunListIn selects runs.
 type RunListIn struct {
 	TaskID string         `json:"taskId,omitempty" jsonschema:"only runs of this task"`
@@ -37,6 +45,7 @@ type RunSummary struct {
 // RunList is a page of runs, newest first.
 type RunList struct {
 	Runs       []RunSummary `json:"runs"`
+	Total      int          `json:"total" jsonschema:"how many runs the filter selects, on every page"`
 	NextCursor string       `json:"nextCursor,omitempty"`
 }
 
@@ -48,12 +57,17 @@ func (s *Service) ListRuns(ctx context.Context, c duet.Caller, in RunListIn) (Ru
 		if in.Status != "" && !validStatus(in.Status) {
 			return RunList{}, duet.Errorf(duet.CodeInvalidArgument, "unknown run status %q", in.Status)
 		}
-		runs, next, err := s.d.Store.FindRuns(ctx, duet.RunFilter{Viewer: c.UserID, TaskID: in.TaskID, Status: in.Status, Cursor: in.Cursor, Limit: in.Limit})
+		f := duet.RunFilter{Viewer: c.UserID, TaskID: in.TaskID, Status: in.Status, Cursor: in.Cursor, Limit: in.Limit}
+		runs, next, err := s.d.Store.FindRuns(ctx, f)
+		if err != nil {
+			return RunList{}, err
+		}
+		total, err := s.d.Store.CountRuns(ctx, f)
 		if err != nil {
 			return RunList{}, err
 		}
 		names := map[string]string{}
-		out := RunList{Runs: make([]RunSummary, 0, len(runs)), NextCursor: next}
+		out := RunList{Runs: make([]RunSummary, 0, len(runs)), Total: total, NextCursor: next}
 		for _, r := range runs {
 			duet.DiscloseRun(c.UserID, r)
 			name, ok := names[r.TaskID]
@@ -102,6 +116,19 @@ func (s *Service) GetRun(ctx context.Context, c duet.Caller, in catalog.GetRunIn
 	return tool[catalog.GetRunOut](ctx, s, c, catalog.ToolGetRun, in)
 }
 
+// RunNumber returns a run's number in its task: 1 for the task's first
+// run, counted over the runs of the task c may see (every run of a task
+// visible to c). A run c cannot see is NOT_FOUND, as for GetRun.
+func (s *Service) RunNumber(ctx context.Context, c duet.Caller, runID string) (int, error) {
+	return govern(ctx, s, c, "getRun", map[string]string{"runId": runID}, func(ctx context.Context) (int, error) {
+		run, err := s.d.Store.FindRunByID(ctx, c.UserID, runID)
+		if err != nil {
+			return 0, err
+		}
+		return s.d.Store.CountRuns(ctx, duet.RunFilter{Viewer: c.UserID, TaskID: run.TaskID, UpTo: run.ID})
+	})
+}
+
 // GetExecution returns one case execution with its steps
 // (get_execution_result).
 func (s *Service) GetExecution(ctx context.Context, c duet.Caller, executionID string) (catalog.GetExecutionOut, error) {
@@ -119,8 +146,17 @@ func (s *Service) CancelRun(ctx context.Context, c duet.Caller, runID string) (R
 			return RunSummary{}, err
 		}
 		duet.DiscloseRun(c.UserID, r)
-		return runSummary(r, ""), nil
+		return runSummary(r, s.taskName(ctx, c, r.TaskID)), nil
 	})
+}
+
+// taskName returns the name of a task the caller may see ("" when it is
+// gone).
+func (s *Service) taskName(ctx context.Context, c duet.Caller, taskID string) string {
+	if t, err := s.d.Store.FindTaskByID(ctx, c.UserID, taskID); err == nil {
+		return t.Name
+	}
+	return ""
 }
 
 // Report is a rendered run report.
@@ -189,9 +225,9 @@ func (s *Service) FollowRun(ctx context.Context, c duet.Caller, runID string, se
 		t := time.NewTicker(progressPoll)
 		defer t.Stop()
 		var last []byte
-		sent := 0
+		sent, name := 0, ""
 		for {
-			p, err := s.progress(ctx, c, runID)
+			p, err := s.progress(ctx, c, runID, &name)
 			if err != nil {
 				if ctx.Err() != nil {
 					return sent, nil
@@ -221,17 +257,22 @@ func (s *Service) FollowRun(ctx context.Context, c duet.Caller, runID string, se
 // ones, in order): a run's page shows as many; get_test_run pages the rest.
 const progressExecutions = 200
 
-func (s *Service) progress(ctx context.Context, c duet.Caller, runID string) (Progress, error) {
+// progress reads the state of a run; *taskName is its task's name, read
+// at the first call.
+func (s *Service) progress(ctx context.Context, c duet.Caller, runID string, taskName *string) (Progress, error) {
 	r, err := s.d.Store.FindRunByID(ctx, c.UserID, runID)
 	if err != nil {
 		return Progress{}, err
+	}
+	if *taskName == "" {
+		*taskName = s.taskName(ctx, c, r.TaskID)
 	}
 	execs, _, err := s.d.Store.FindExecutionPage(ctx, duet.ExecutionFilter{RunID: r.ID, Limit: progressExecutions})
 	if err != nil {
 		return Progress{}, err
 	}
 	duet.DiscloseRun(c.UserID, r, execs...)
-	p := Progress{Run: runSummary(r, ""), Executions: make([]catalog.ExecutionSummary, 0, len(execs))}
+	p := Progress{Run: runSummary(r, *taskName), Executions: make([]catalog.ExecutionSummary, 0, len(execs))}
 	running := ""
 	for _, x := range execs {
 		es := catalog.ExecutionSummary{ID: x.ID, CaseID: x.CaseID, CaseKey: x.CaseKey, CaseTitle: x.CaseTitle, Status: x.Status,

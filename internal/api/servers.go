@@ -279,7 +279,7 @@ func limitOf(n int) int {
 	if n <= 0 {
 		return 100
 	}
-	return min(n, 1000)
+	return min(n, maxRecordsPage)
 }
 
 // ListAudit returns the caller's audit records (everyone's for an

@@ -305,7 +305,7 @@ func (s *Service) Trends(ctx context.Context, c duet.Caller, taskID string, in T
 		if n <= 0 {
 			n = 30
 		}
-		n = min(n, 100)
+		n = min(n, maxTrendRuns)
 		task, err := s.d.Store.FindTaskByID(ctx, c.UserID, taskID)
 		if err != nil {
 			return Trends{}, err

@@ -371,6 +371,9 @@ func (a *App) RunWorkers(ctx context.Context) error {
 		return err
 	}
 	g, gctx := errgroup.WithContext(ctx)
+	if err := a.serveMetrics(gctx, g); err != nil {
+		return err
+	}
 	g.Go(func() error { return a.Worker.Run(gctx) })
 	g.Go(func() error { a.maintain(gctx); return nil })
 	return g.Wait()

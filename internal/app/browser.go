@@ -13,6 +13,7 @@ import (
 	"github.com/duet-test/duet/internal/config"
 	"github.com/duet-test/duet/internal/engine"
 	"github.com/duet-test/duet/internal/netguard"
+	"github.com/duet-test/duet/internal/step"
 )
 
 // NetPolicy returns the network guard of the configuration, the one policy
@@ -34,6 +35,9 @@ func NewBrowserPool(cfg *config.Config, guard *netguard.Policy, log *slog.Logger
 
 func browserOptions(cfg *config.Config, guard *netguard.Policy, max int, log *slog.Logger) browser.Options {
 	o := browser.Options{ExecPath: cfg.ChromePath, MaxBrowsers: max, Logger: log, Guard: guard}
+	if cfg.BrowserNoSandbox {
+		o.Flags = map[string]any{"no-sandbox": true} // DUET_BROWSER_SANDBOX=off
+	}
 	if cfg.BrowserURL != "" {
 		o.Remote = &browser.Remote{URL: cfg.BrowserURL}
 	}
@@ -239,7 +243,35 @@ func (s engineSession) Screenshot(ctx context.Context, fullPage bool) ([]byte, e
 	return s.Session.Screenshot(ctx)
 }
 
+// Act implements step.Elements.
+func (s engineSession) Act(ctx context.Context, t step.Target, a step.Action) error {
+	return s.Session.Act(ctx, browser.Target(t), browser.Action(a))
+}
+
+// Query implements step.Elements.
+func (s engineSession) Query(ctx context.Context, t step.Target, q step.Query) (step.Answer, error) {
+	a, err := s.Session.Query(ctx, browser.Target(t), browser.Query(q))
+	return step.Answer(a), err
+}
+
+// Dialogs implements step.Dialogs.
+func (s engineSession) Dialogs() ([]step.Dialog, <-chan struct{}) {
+	list, seen := s.Session.Dialogs()
+	out := make([]step.Dialog, len(list))
+	for i, d := range list {
+		out[i] = step.Dialog(d)
+	}
+	return out, seen
+}
+
 var (
 	_ engine.BrowserSession = engineSession{}
+	_ step.Elements         = engineSession{}
+	_ step.Dialogs          = engineSession{}
+	_ step.Framer           = engineSession{}
+	_ step.Tabs             = engineSession{}
+	_ step.Historian        = engineSession{}
+	_ step.Emulator         = engineSession{}
+	_ step.Evaluator        = engineSession{}
 	_ engine.Artifacts      = (*artifact.Store)(nil)
 )

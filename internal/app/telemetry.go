@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/config"
 	"github.com/duet-test/duet/internal/telemetry"
 )
@@ -59,7 +60,10 @@ func (a *App) metricsOnMainPort() http.Handler {
 }
 
 // serveMetrics serves /metrics on a listener of its own when DUET_METRICS
-// is a host:port.
+// is a host:port, for duet serve and duet worker alike, with /healthz and
+// /readyz beside it: a worker serves no other HTTP, and an orchestrator's
+// probes of it need these. Like the listener's /metrics, they answer any
+// Host (the listener is an operator's, not the clients').
 func (a *App) serveMetrics(ctx context.Context, g *errgroup.Group) error {
 	addr := a.Config.Metrics
 	if addr == "" || addr == "off" || addr == "on" {
@@ -69,8 +73,23 @@ func (a *App) serveMetrics(ctx context.Context, g *errgroup.Group) error {
 	if err != nil {
 		return &UsageError{"DUET_METRICS: cannot listen on " + addr + ": " + err.Error()}
 	}
+	a.Logger.Info("metrics listening", "addr", ln.Addr().String())
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", a.metricsHandler())
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		rctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := a.Store.Ping(rctx); err != nil {
+			http.Error(w, "not ready: "+duet.ErrorMessage(err), http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write([]byte("ready\n"))
+	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	g.Go(func() error {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {

@@ -28,9 +28,15 @@ func ctxCancelled(ctx context.Context, op string, err error) error {
 }
 
 // timedOut reports whether the call ran out of time: the caller's ctx or the
-// call's own deadline.
+// call's own deadline. A deadline that has passed counts even before cctx's
+// timer fires: a context derived with the same deadline (a frame's target,
+// bound to the call) may end first, and its error is the call's timeout.
 func timedOut(ctx, cctx context.Context) bool {
-	return errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(cctx.Err(), context.DeadlineExceeded)
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		return true
+	}
+	d, ok := cctx.Deadline()
+	return ok && !time.Now().Before(d)
 }
 
 // poll calls check until it reports done or returns a *duet.Error, which ends

@@ -30,7 +30,7 @@ func (s *Session) startGuard(tctx context.Context) error {
 	if s.pool.opts.Guard == nil && !s.shared {
 		return nil
 	}
-	events := chromedp.Events(s.ctx, fetch.RequestPaused)
+	events := chromedp.Events(tctx, fetch.RequestPaused)
 	err := chromedp.Do(tctx, command(fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{
 		URLPattern:   "*",
 		ResourceType: network.ResourceTypeDocument,

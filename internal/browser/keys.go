@@ -1,6 +1,7 @@
 package browser
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -75,6 +76,11 @@ func parseKey(key string) (string, []chromedp.Modifier, error) {
 		name = name[i+1:]
 	}
 	if utf8.RuneCountInString(name) == 1 {
+		if len(name) == 1 && name[0] >= 'A' && name[0] <= 'Z' && slices.ContainsFunc(mods, func(m chromedp.Modifier) bool { return m != chromedp.ModifierShift }) {
+			// A shortcut names its key: Control+A is Control with the A
+			// key, not with a capital A (Shift+A).
+			name = strings.ToLower(name)
+		}
 		return name, mods, nil
 	}
 	lower := strings.ToLower(name)

@@ -15,6 +15,9 @@
 //   - CodeBrowserUnavailable: no Chromium executable, it failed to start, or
 //     a remote browser cannot be reached.
 //   - CodeElementNotFound: no element matched a selector in time.
+//   - CodeLocatorAmbiguous: a strict locator matched several elements.
+//   - CodeTooLarge: an upload or an evaluated value over its bound.
+//   - CodeNotFound: SwitchTab to a tab that is not there.
 //   - CodeStepTimeout: a wait or an action ran out of time.
 //   - CodeCancelled: the caller cancelled the context.
 //   - CodeTimeout: NewSession ran out of time waiting for a browser.
@@ -493,7 +496,8 @@ func (p *Pool) open(ctx context.Context, b *process, device Device) (*Session, e
 	base, baseCancel := context.WithCancel(b.ctx)
 	// The first Run binds the life of the tab to tctx, so it must be a
 	// context of the session and not the caller's ctx.
-	var copts []chromedp.ContextOption
+	ctxs := newContexts()
+	copts := []chromedp.ContextOption{chromedp.WithListener(ctxs.listen)}
 	if contextID != "" {
 		copts = append(copts, chromedp.WithExistingBrowserContext(contextID))
 	}
@@ -509,7 +513,12 @@ func (p *Pool) open(ctx context.Context, b *process, device Device) (*Session, e
 		shared:     shared,
 		allowed:    netguard.AllowedURLs(ctx),
 		turn:       make(chan struct{}, 1),
+
+		tabsChanged: make(chan struct{}),
+		dialogSeen:  make(chan struct{}),
 	}
+	s.cur = &tab{ctx: tctx, cancel: tcancel, ctxs: ctxs}
+	s.tabs = []*tab{s.cur}
 	if err != nil {
 		s.teardown()
 		return nil, fmt.Errorf("deny downloads: %w", err)
@@ -536,7 +545,11 @@ func (p *Pool) open(ctx context.Context, b *process, device Device) (*Session, e
 		s.teardown()
 		return nil, fmt.Errorf("open tab: %w", err)
 	}
-	s.handleDialogs()
+	if t := chromedp.FromContext(tctx).Target; t != nil {
+		s.cur.id = t.TargetID
+	}
+	s.handleDialogs(tctx)
+	s.watchTabs()
 
 	p.mu.Lock()
 	if p.closed {

@@ -44,13 +44,15 @@ const $describe = (el) => {
 
 // jsResult is the result of an element script.
 type jsResult struct {
-	State string   `json:"state"`
-	Msg   string   `json:"msg,omitempty"`
-	X     float64  `json:"x,omitempty"`
-	Y     float64  `json:"y,omitempty"`
-	Str   string   `json:"str,omitempty"`
-	Has   bool     `json:"has,omitempty"`
-	List  []string `json:"list,omitempty"`
+	State   string   `json:"state"`
+	Msg     string   `json:"msg,omitempty"`
+	X       float64  `json:"x,omitempty"`
+	Y       float64  `json:"y,omitempty"`
+	Str     string   `json:"str,omitempty"`
+	Has     bool     `json:"has,omitempty"`
+	List    []string `json:"list,omitempty"`
+	N       int      `json:"n,omitempty"`
+	Matches []match  `json:"matches,omitempty"`
 }
 
 // evalJS calls the function expression fn in the page with args and decodes
@@ -77,126 +79,6 @@ func evalJS[T any](ctx context.Context, fn string, args ...any) (T, error) {
 	return chromedp.Run(ctx, chromedp.Evaluate[T](b.String()))
 }
 
-// jsClick scrolls the element into the middle of the viewport and returns the
-// point to click, in the coordinates of Input.dispatchMouseEvent. It waits
-// while the element is disabled (unless hover: a disabled element can be
-// hovered) or another element covers that point.
-const jsClick = `function (sel, hover) {
-	const f = $find(sel, true);
-	if (f.state !== 'ok') return f;
-	const el = f.el;
-	if (!hover && el.matches(':disabled')) return {state: 'disabled'};
-	el.scrollIntoView({block: 'center', inline: 'center', behavior: 'instant'});
-	let r = null;
-	for (const c of el.getClientRects()) { if (c.width > 0 && c.height > 0) { r = c; break; } }
-	if (!r) return {state: 'hidden'};
-	const x = r.left + r.width / 2, y = r.top + r.height / 2;
-	const hit = document.elementFromPoint(x, y);
-	if (hit && hit !== el && !el.contains(hit) && hit.control !== el) {
-		return {state: 'covered', msg: $describe(hit)};
-	}
-	const vv = window.visualViewport;
-	const scale = vv ? vv.scale : 1, ox = vv ? vv.offsetLeft : 0, oy = vv ? vv.offsetTop : 0;
-	return {state: 'ok', x: (x - ox) * scale, y: (y - oy) * scale};
-}`
-
-// jsFocus focuses the element before keys are pressed.
-const jsFocus = `function (sel) {
-	const f = $find(sel, true);
-	if (f.state !== 'ok') return f;
-	f.el.focus();
-	return {state: 'ok', has: document.activeElement === f.el};
-}`
-
-// jsFill focuses an input, textarea or contenteditable element and clears it.
-// Inputs whose value cannot be typed, such as a date, get the value set
-// directly (has: true).
-const jsFill = `function (sel, value) {
-	const f = $find(sel, true);
-	if (f.state !== 'ok') return f;
-	const el = f.el;
-	if (el.isContentEditable) {
-		el.focus();
-		const range = document.createRange();
-		range.selectNodeContents(el);
-		const s = window.getSelection();
-		s.removeAllRanges();
-		s.addRange(range);
-		if (el.textContent !== '') document.execCommand('delete');
-		return {state: 'ok'};
-	}
-	const tag = el.tagName;
-	const type = (el.getAttribute('type') || '').toLowerCase();
-	const untyped = ['checkbox', 'radio', 'submit', 'button', 'reset', 'file', 'image', 'hidden'];
-	if ((tag !== 'INPUT' && tag !== 'TEXTAREA') || (tag === 'INPUT' && untyped.includes(type))) {
-		return {state: 'unfit', msg: $describe(el)};
-	}
-	if (el.disabled) return {state: 'disabled'};
-	if (el.readOnly) return {state: 'readonly'};
-	el.focus();
-	const setter = Object.getOwnPropertyDescriptor(tag === 'INPUT' ? HTMLInputElement.prototype : HTMLTextAreaElement.prototype, 'value').set;
-	const direct = ['date', 'datetime-local', 'month', 'week', 'time', 'range', 'color'];
-	if (tag === 'INPUT' && direct.includes(type)) {
-		setter.call(el, value);
-		el.dispatchEvent(new Event('input', {bubbles: true}));
-		el.dispatchEvent(new Event('change', {bubbles: true}));
-		return {state: 'ok', has: true};
-	}
-	if (el.value !== '') {
-		setter.call(el, '');
-		el.dispatchEvent(new Event('input', {bubbles: true}));
-	}
-	return {state: 'ok'};
-}`
-
-// jsSelect chooses the option of a <select> by value, or else by its visible
-// label, and fires input and change events as a user's choice does.
-const jsSelect = `function (sel, want) {
-	const f = $find(sel, true);
-	if (f.state !== 'ok') return f;
-	const el = f.el;
-	if (el.tagName !== 'SELECT') return {state: 'unfit', msg: $describe(el)};
-	if (el.disabled) return {state: 'disabled'};
-	const opts = Array.from(el.options);
-	const o = opts.find(o => o.value === want) || opts.find(o => o.label.trim() === want) || opts.find(o => o.text.trim() === want);
-	if (!o) return {state: 'nooption', list: opts.slice(0, 20).map(o => o.value === o.text.trim() ? o.value : o.value + ' (' + o.text.trim() + ')')};
-	if (o.disabled) return {state: 'disabled'};
-	if (el.multiple) { o.selected = true; } else { el.selectedIndex = o.index; }
-	el.dispatchEvent(new Event('input', {bubbles: true}));
-	el.dispatchEvent(new Event('change', {bubbles: true}));
-	return {state: 'ok', str: o.value};
-}`
-
-// jsText returns the rendered text of the element, or "" when it is hidden.
-const jsText = `function (sel) {
-	const f = $find(sel, false);
-	if (f.state !== 'ok') return f;
-	return {state: 'ok', str: $visible(f.el) ? (f.el.innerText || '') : ''};
-}`
-
-// jsVisible tells whether the element exists and is visible.
-const jsVisible = `function (sel) {
-	const f = $find(sel, false);
-	if (f.state === 'invalid') return f;
-	return {state: 'ok', has: f.state === 'ok' && $visible(f.el)};
-}`
-
-// jsAttr returns an attribute of the element.
-const jsAttr = `function (sel, name) {
-	const f = $find(sel, false);
-	if (f.state !== 'ok') return f;
-	const v = f.el.getAttribute(name);
-	return {state: 'ok', has: v !== null, str: v === null ? '' : v};
-}`
-
-// jsValue returns the value property of the element.
-const jsValue = `function (sel) {
-	const f = $find(sel, false);
-	if (f.state !== 'ok') return f;
-	if (!('value' in f.el)) return {state: 'unfit', msg: $describe(f.el)};
-	return {state: 'ok', str: String(f.el.value)};
-}`
-
 // jsWait checks the element and text parts of a WaitCondition and returns
 // the URL for the Go side to check.
 const jsWait = `function (sel, text, visible) {
@@ -219,3 +101,185 @@ const jsWait = `function (sel, text, visible) {
 const jsPage = `function () {
 	return {state: 'ok', str: location.href, msg: document.title};
 }`
+
+// jsElement finds the element of a target and, for an action, waits in the
+// page until it can take the action (Playwright's actionability checks):
+// attached, visible, enabled, editable, stable (the same box in two
+// animation frames), scrolled into view and not covered at the point the
+// mouse will use. For a read, it reads the element once it is attached.
+// Between tries it waits for the page to change (a DOM mutation, or an
+// animation frame for what moves without one), until o.slice ms have
+// passed; with o.loop false (the role candidates were resolved outside the
+// page, so only the Go side can look again) it returns after that wait.
+//
+// o: read (a read of kind o.kind, o.name), or an action: visible, enabled,
+// editable, stable, scroll, hit (the point is returned, in the viewport's
+// coordinates when o.top), fit (what the element must be: text, select,
+// check, file), op (what the page does once the element is ready: focus,
+// blur, fill, select, checked, upload, with o.value, o.files).
+const jsElement = `async function (q, o, ...els) {
+	const until = Date.now() + (o.slice || 0);
+	if (o.wait > 0) await $change(false, Math.min(until, Date.now() + o.wait));
+	for (;;) {
+		let r;
+		try { r = o.read ? $read(q, o, els) : await $actionable(q, o, els); } catch (e) { return {state: 'error', msg: String((e && e.message) || e)}; }
+		if (!$transient.has(r.state) || Date.now() >= until) return r;
+		await $change(r.state === 'hidden' || r.state === 'moving' || r.state === 'covered' || r.state === 'outside', until);
+		if (!o.loop) return r;
+	}
+}`
+
+// jsActions are the helpers of jsElement.
+const jsActions = `
+const $transient = new Set(['missing', 'hidden', 'disabled', 'readonly', 'moving', 'covered', 'outside', 'nooption']);
+const $disabled = (el) => el.matches(':disabled') || !!el.closest('[aria-disabled="true"]');
+const $readonly = (el) => el.readOnly === true || el.getAttribute('aria-readonly') === 'true';
+const $box = (el) => { const r = el.getBoundingClientRect(); return r.x + ',' + r.y + ',' + r.width + ',' + r.height; };
+const $checked = (el) => {
+	if (el.nodeName === 'INPUT' && ['checkbox', 'radio'].includes((el.type || '').toLowerCase())) return el.checked;
+	const a = el.getAttribute('aria-checked');
+	if (a === 'true' || a === 'mixed') return true;
+	if (a === 'false') return false;
+	return null;
+};
+const $untyped = ['checkbox', 'radio', 'submit', 'button', 'reset', 'file', 'image', 'hidden'];
+const $unfit = (el, fit) => {
+	const type = (el.getAttribute('type') || '').toLowerCase();
+	switch (fit) {
+	case 'text':
+		if (el.isContentEditable || el.nodeName === 'TEXTAREA' || (el.nodeName === 'INPUT' && !$untyped.includes(type))) return '';
+		return 'an input, textarea or contenteditable element';
+	case 'select':
+		return el.nodeName === 'SELECT' ? '' : 'a <select> element';
+	case 'check':
+		return $checked(el) === null ? 'a checkbox, a radio button or an element with aria-checked' : '';
+	case 'file':
+		return el.nodeName === 'INPUT' && type === 'file' ? '' : 'a file input (<input type=file>)';
+	}
+	return '';
+};
+const $ops = {
+	focus: (el) => { el.focus(); return {has: el.ownerDocument.activeElement === el}; },
+	blur: (el) => { el.blur(); return {}; },
+	checked: (el) => ({has: $checked(el)}),
+	fill: (el, o) => {
+		if (el.isContentEditable) {
+			el.focus();
+			const range = el.ownerDocument.createRange();
+			range.selectNodeContents(el);
+			const s = el.ownerDocument.getSelection();
+			s.removeAllRanges();
+			s.addRange(range);
+			if (el.textContent !== '') el.ownerDocument.execCommand('delete');
+			return {};
+		}
+		el.focus();
+		const type = (el.getAttribute('type') || '').toLowerCase();
+		const win = el.ownerDocument.defaultView;
+		const setter = Object.getOwnPropertyDescriptor(el.nodeName === 'INPUT' ? win.HTMLInputElement.prototype : win.HTMLTextAreaElement.prototype, 'value').set;
+		if (el.nodeName === 'INPUT' && ['date', 'datetime-local', 'month', 'week', 'time', 'range', 'color'].includes(type)) {
+			setter.call(el, o.value);
+			el.dispatchEvent(new Event('input', {bubbles: true}));
+			el.dispatchEvent(new Event('change', {bubbles: true}));
+			return {has: true};
+		}
+		if (el.value !== '') {
+			setter.call(el, '');
+			el.dispatchEvent(new Event('input', {bubbles: true}));
+		}
+		return {};
+	},
+	select: (el, o) => {
+		const opts = Array.from(el.options);
+		const want = o.value;
+		const op = opts.find((x) => x.value === want) || opts.find((x) => x.label.trim() === want) || opts.find((x) => x.text.trim() === want);
+		if (!op) return {state: 'nooption', list: opts.slice(0, 20).map((x) => x.value === x.text.trim() ? x.value : x.value + ' (' + x.text.trim() + ')')};
+		if (op.disabled) return {state: 'disabled'};
+		if (el.multiple) { op.selected = true; } else { el.selectedIndex = op.index; }
+		el.dispatchEvent(new Event('input', {bubbles: true}));
+		el.dispatchEvent(new Event('change', {bubbles: true}));
+		return {str: op.value};
+	},
+	upload: (el, o) => {
+		if (o.files.length > 1 && !el.multiple) return {state: 'unfit', msg: 'a file input that takes several files (multiple)'};
+		const dt = new DataTransfer();
+		for (const f of o.files) {
+			const bin = atob(f.data);
+			const a = new Uint8Array(bin.length);
+			for (let i = 0; i < bin.length; i++) a[i] = bin.charCodeAt(i);
+			dt.items.add(new File([a], f.name, {type: f.type || ''}));
+		}
+		el.files = dt.files;
+		el.dispatchEvent(new Event('input', {bubbles: true}));
+		el.dispatchEvent(new Event('change', {bubbles: true}));
+		return {str: Array.from(el.files).map((f) => f.name).join(', ')};
+	},
+};
+const $actionable = async (q, o, els) => {
+	const f = $one(q, els);
+	if (f.state !== 'ok') return f;
+	const el = f.el;
+	if (o.fit) { const u = $unfit(el, o.fit); if (u) return {state: 'unfit', msg: $describe(el), str: u}; }
+	if (o.visible && !$visible(el)) return {state: 'hidden'};
+	if (o.enabled && $disabled(el)) return {state: 'disabled'};
+	if (o.editable && $readonly(el)) return {state: 'readonly'};
+	if (o.scroll) el.scrollIntoView({block: 'center', inline: 'center', behavior: 'instant'});
+	if (o.stable) {
+		// The same box in two animation frames in a row, a frame apart.
+		await $frame();
+		if (!el.isConnected) return {state: 'missing'};
+		const a = $box(el);
+		await $frame();
+		if (!el.isConnected) return {state: 'missing'};
+		if ($box(el) !== a) return {state: 'moving'};
+	}
+	const res = {state: 'ok'};
+	if (o.hit || o.point) {
+		let r = null;
+		for (const c of el.getClientRects()) { if (c.width > 0 && c.height > 0) { r = c; break; } }
+		if (!r) return {state: 'hidden'};
+		const x = r.left + r.width / 2, y = r.top + r.height / 2;
+		if (o.hit) {
+			const hit = el.ownerDocument.elementFromPoint(x, y);
+			if (!hit) return {state: 'outside'};
+			if (hit !== el && !el.contains(hit) && hit.control !== el) return {state: 'covered', msg: $describe(hit)};
+		}
+		res.x = x; res.y = y;
+		if (o.top) {
+			const vv = window.visualViewport;
+			if (vv) { res.x = (x - vv.offsetLeft) * vv.scale; res.y = (y - vv.offsetTop) * vv.scale; }
+		}
+	}
+	if (o.op) {
+		const v = $ops[o.op](el, o);
+		if (v.state) return v;
+		Object.assign(res, v);
+	}
+	return res;
+};
+const $read = (q, o, els) => {
+	if (o.kind === 'count') return {state: 'ok', n: $all(q, els).length};
+	const f = $one(q, els);
+	if (f.state === 'missing' && o.kind === 'visible') return {state: 'ok', has: false};
+	if (f.state !== 'ok') return f;
+	const el = f.el;
+	switch (o.kind) {
+	case 'text': return {state: 'ok', str: $visible(el) ? (el.innerText || '') : ''};
+	case 'value':
+		if (!('value' in el)) return {state: 'unfit', msg: $describe(el), str: 'an element with a value (input, textarea, select...)'};
+		return {state: 'ok', str: String(el.value)};
+	case 'attr': { const v = el.getAttribute(o.name); return {state: 'ok', has: v !== null, str: v === null ? '' : v}; }
+	case 'visible': return {state: 'ok', has: $visible(el)};
+	case 'enabled': return {state: 'ok', has: !$disabled(el)};
+	case 'editable': return {state: 'ok', has: !$disabled(el) && !$readonly(el)};
+	case 'checked': {
+		const c = $checked(el);
+		if (c === null) return {state: 'unfit', msg: $describe(el), str: 'a checkbox, a radio button or an element with aria-checked'};
+		return {state: 'ok', has: c};
+	}
+	case 'focused': return {state: 'ok', has: el.ownerDocument.activeElement === el};
+	case 'css': return {state: 'ok', str: getComputedStyle(el).getPropertyValue(o.name)};
+	}
+	return {state: 'error', msg: 'unknown read ' + o.kind};
+};
+`

@@ -27,7 +27,9 @@ import (
 // Every method takes a ctx; cancelling it stops the browser work of the call
 // at once and the method returns CodeCancelled. A method that waits for an
 // element waits until ctx's deadline, or Options.DefaultTimeout when ctx has
-// none. Selectors are CSS selectors. The methods of one Session run one at a
+// none. The older element methods (Click, Fill, Text, ...) take a CSS
+// selector and act on its first match; Act and Query take any locator
+// (locator.go). The methods of one Session run one at a
 // time (a call waits for the previous one, within its ctx); Close may be
 // called at any time from any goroutine.
 type Session struct {
@@ -53,6 +55,18 @@ type Session struct {
 
 	mu      sync.Mutex
 	origins map[string]bool // origins visited (shared sessions clear their storage)
+
+	// The tabs: the first one (ctx) and the pages the session's pages
+	// opened, in that order; cur is the one calls act on.
+	tabs        []*tab
+	cur         *tab
+	tabsChanged chan struct{} // closed and replaced when a tab opens or closes
+	attached    map[target.ID]*attachedTarget
+
+	emulated     duet.Emulation // what Emulate set, for the tabs that open later
+	dialogPolicy dialogPolicy
+	dialogLog    []Dialog
+	dialogSeen   chan struct{} // closed and replaced when a dialog opens
 }
 
 // WaitCondition is what WaitFor waits for. Every field that is set must hold
@@ -110,7 +124,7 @@ func (s *Session) begin(ctx context.Context, op string, timeout time.Duration) (
 		<-s.turn
 		return nil, opError(duet.CodeBrowserError, op, errSessionClosed, "%s: the session is closed", op)
 	}
-	c, cancel := context.WithCancel(s.ctx)
+	c, cancel := context.WithCancel(s.current().ctx)
 	stop := context.AfterFunc(ctx, cancel)
 	deadline, ok := ctx.Deadline()
 	if timeout > 0 || !ok {
@@ -158,7 +172,7 @@ func (s *Session) fail(c *call, err error, timeout func() *duet.Error) error {
 		return opError(duet.CodeDeviceLost, c.op, err, "%s: the connection to %s was lost", c.op, s.pool.remoteName())
 	case s.proc.ctx.Err() != nil:
 		return opError(duet.CodeBrowserError, c.op, err, "%s: the browser process exited", c.op)
-	case s.ctx.Err() != nil:
+	case s.ctx.Err() != nil || s.current().ctx.Err() != nil:
 		return opError(duet.CodeBrowserError, c.op, err, "%s: the browser tab is gone", c.op)
 	case timedOut(c.ctx, c.c):
 		if timeout != nil {
@@ -169,54 +183,6 @@ func (s *Session) fail(c *call, err error, timeout func() *duet.Error) error {
 		return opError(duet.CodeStepTimeout, c.op, err, "%s: timed out after %s", c.op, c.elapsed())
 	}
 	return opError(duet.CodeBrowserError, c.op, err, "%s: %v", c.op, err)
-}
-
-// await runs the element script fn until it returns the state "ok". The
-// first argument of fn is the selector. The state "invalid" ends the wait
-// with CodeInvalidArgument, and so does "unfit", when the element is not of
-// the kind that want describes. It returns the last result, which says why
-// the wait did not end.
-func (s *Session) await(c *call, want, fn string, args ...any) (jsResult, error) {
-	var last jsResult
-	err := poll(c.c, func(ctx context.Context) (bool, error) {
-		r, err := evalJS[jsResult](ctx, fn, args...)
-		if err != nil {
-			return false, err
-		}
-		last = r
-		switch r.State {
-		case "ok":
-			return true, nil
-		case "invalid":
-			return false, opError(duet.CodeInvalidArgument, c.op, nil, "%s: invalid CSS selector %q: %s", c.op, args[0], r.Msg)
-		case "unfit":
-			return false, opError(duet.CodeInvalidArgument, c.op, nil, "%s: element %q is %s, not %s", c.op, args[0], r.Msg, want)
-		}
-		return false, nil
-	})
-	return last, err
-}
-
-// elementFail turns the error of a wait for the element sel into a
-// *duet.Error, from the last state of the element: CodeElementNotFound when it
-// is missing or hidden, CodeStepTimeout when it is covered or disabled or the
-// page never answered.
-func (s *Session) elementFail(c *call, sel string, last jsResult, err error) error {
-	return s.fail(c, err, func() *duet.Error {
-		switch last.State {
-		case "hidden":
-			return opError(duet.CodeElementNotFound, c.op, nil, "%s: element %q is not visible after %s", c.op, sel, c.elapsed())
-		case "covered":
-			return opError(duet.CodeStepTimeout, c.op, nil, "%s: element %q is covered by %s after %s", c.op, sel, last.Msg, c.elapsed())
-		case "disabled":
-			return opError(duet.CodeStepTimeout, c.op, nil, "%s: element %q is still disabled after %s", c.op, sel, c.elapsed())
-		case "readonly":
-			return opError(duet.CodeStepTimeout, c.op, nil, "%s: element %q is still read-only after %s", c.op, sel, c.elapsed())
-		case "":
-			return opError(duet.CodeStepTimeout, c.op, nil, "%s: the page did not answer within %s", c.op, c.elapsed())
-		}
-		return opError(duet.CodeElementNotFound, c.op, nil, "%s: no element matches %q after %s", c.op, sel, c.elapsed())
-	})
 }
 
 func emptySelector(op string) error {
@@ -241,6 +207,9 @@ func (s *Session) Open(ctx context.Context, rawURL string) error {
 	}
 	defer s.end(c)
 	s.refused.Store(nil)
+	s.mu.Lock()
+	s.cur.frames = nil
+	s.mu.Unlock()
 	if err := s.checkNavigation(c.c, rawURL); err != nil {
 		return opError(duet.CodeURLRefused, op, err, "open %s: %s", rawURL, duet.ErrorMessage(err))
 	}
@@ -251,9 +220,9 @@ func (s *Session) Open(ctx context.Context, rawURL string) error {
 	if err == nil {
 		return nil
 	}
-	if c.c.Err() != nil && s.ctx.Err() == nil {
+	if tctx := s.current().ctx; c.c.Err() != nil && tctx.Err() == nil {
 		// Stop the load that the caller gave up on.
-		sctx, cancel := context.WithTimeout(s.ctx, time.Second)
+		sctx, cancel := context.WithTimeout(tctx, time.Second)
 		_, _ = chromedp.Call(sctx, page.StopLoading, cdp.Empty{})
 		cancel()
 	}
@@ -285,56 +254,33 @@ func checkURL(rawURL string) error {
 	return nil
 }
 
-// Click waits until the element of selector is visible, enabled and not
-// covered by another element, scrolls it into view and clicks its centre
-// with the mouse.
+// Click waits until the first element of selector is visible, enabled,
+// stable and not covered by another element, scrolls it into view and
+// clicks its centre with the mouse: Act with a CSS target.
 //
 // Errors: CodeElementNotFound when no visible element matches in time,
 // CodeStepTimeout when it stays covered or disabled, CodeInvalidArgument for a
 // bad selector, CodeCancelled and CodeBrowserError.
 func (s *Session) Click(ctx context.Context, selector string) error {
-	const op = "click"
 	if selector == "" {
-		return emptySelector(op)
+		return emptySelector(ActClick)
 	}
-	c, err := s.begin(ctx, op, 0)
-	if err != nil {
-		return err
-	}
-	defer s.end(c)
-	r, err := s.await(c, "", jsClick, selector)
-	if err != nil {
-		return s.elementFail(c, selector, r, err)
-	}
-	err = chromedp.Do(c.c,
-		chromedp.MouseEvent(chromedp.MouseMoved, r.X, r.Y),
-		chromedp.MouseClickXY(r.X, r.Y))
-	return s.fail(c, err, nil)
+	return s.Act(ctx, CSS(selector), Action{Kind: ActClick})
 }
 
-// Hover waits until the element of selector is visible and not covered by
-// another element, scrolls it into view and moves the mouse over its
-// centre: what opens a menu or a tooltip that opens on hover. A disabled
-// element can be hovered.
+// Hover waits until the first element of selector is visible, stable and
+// not covered by another element, scrolls it into view and moves the mouse
+// over its centre: what opens a menu or a tooltip that opens on hover. A
+// disabled element can be hovered.
 //
 // Errors: CodeElementNotFound when no visible element matches in time,
 // CodeStepTimeout when it stays covered, CodeInvalidArgument for a bad
 // selector, CodeCancelled and CodeBrowserError.
 func (s *Session) Hover(ctx context.Context, selector string) error {
-	const op = "hover"
 	if selector == "" {
-		return emptySelector(op)
+		return emptySelector(ActHover)
 	}
-	c, err := s.begin(ctx, op, 0)
-	if err != nil {
-		return err
-	}
-	defer s.end(c)
-	r, err := s.await(c, "", jsClick, selector, true)
-	if err != nil {
-		return s.elementFail(c, selector, r, err)
-	}
-	return s.fail(c, chromedp.Do(c.c, chromedp.MouseEvent(chromedp.MouseMoved, r.X, r.Y)), nil)
+	return s.Act(ctx, CSS(selector), Action{Kind: ActHover})
 }
 
 // Fill replaces the content of an input, textarea or contenteditable element:
@@ -347,23 +293,10 @@ func (s *Session) Hover(ctx context.Context, selector string) error {
 // CodeStepTimeout when it stays disabled or read-only, CodeCancelled and
 // CodeBrowserError.
 func (s *Session) Fill(ctx context.Context, selector, value string) error {
-	const op = "fill"
 	if selector == "" {
-		return emptySelector(op)
+		return emptySelector(ActFill)
 	}
-	c, err := s.begin(ctx, op, 0)
-	if err != nil {
-		return err
-	}
-	defer s.end(c)
-	r, err := s.await(c, "an input, textarea or contenteditable element", jsFill, selector, value)
-	if err != nil {
-		return s.elementFail(c, selector, r, err)
-	}
-	if r.Has || value == "" {
-		return nil
-	}
-	return s.fail(c, chromedp.Do(c.c, chromedp.KeyEvent(value)), nil)
+	return s.Act(ctx, CSS(selector), Action{Kind: ActFill, Value: value})
 }
 
 // Press presses a key: a name such as "Enter", "Tab", "Escape", "Backspace",
@@ -375,6 +308,17 @@ func (s *Session) Fill(ctx context.Context, selector, value string) error {
 // Errors: CodeInvalidArgument for an unknown key or a bad selector,
 // CodeElementNotFound, CodeCancelled, CodeStepTimeout and CodeBrowserError.
 func (s *Session) Press(ctx context.Context, key, selector string) error {
+	if selector != "" {
+		return s.Act(ctx, CSS(selector), Action{Kind: ActPress, Value: key})
+	}
+	return s.PressKey(ctx, key)
+}
+
+// PressKey presses a key (as Press names them) on the focused element.
+//
+// Errors: CodeInvalidArgument for an unknown key, CodeCancelled,
+// CodeStepTimeout and CodeBrowserError.
+func (s *Session) PressKey(ctx context.Context, key string) error {
 	const op = "press"
 	text, mods, err := parseKey(key)
 	if err != nil {
@@ -385,12 +329,6 @@ func (s *Session) Press(ctx context.Context, key, selector string) error {
 		return err
 	}
 	defer s.end(c)
-	if selector != "" {
-		r, err := s.await(c, "", jsFocus, selector)
-		if err != nil {
-			return s.elementFail(c, selector, r, err)
-		}
-	}
 	return s.fail(c, chromedp.Do(c.c, chromedp.KeyEvent(text, chromedp.KeyModifiers(mods...))), nil)
 }
 
@@ -403,24 +341,10 @@ func (s *Session) Press(ctx context.Context, key, selector string) error {
 // <select>, CodeStepTimeout when it stays disabled, CodeCancelled and
 // CodeBrowserError.
 func (s *Session) Select(ctx context.Context, selector, value string) error {
-	const op = "select"
 	if selector == "" {
-		return emptySelector(op)
+		return emptySelector(ActSelect)
 	}
-	c, err := s.begin(ctx, op, 0)
-	if err != nil {
-		return err
-	}
-	defer s.end(c)
-	r, err := s.await(c, "a <select> element", jsSelect, selector, value)
-	if err == nil {
-		return nil
-	}
-	if r.State == "nooption" && timedOut(c.ctx, c.c) && ctxCancelled(c.ctx, op, err) == nil {
-		return opError(duet.CodeElementNotFound, op, err, "select: %q has no option with value or label %q after %s (options: %s)",
-			selector, value, c.elapsed(), strings.Join(r.List, ", "))
-	}
-	return s.elementFail(c, selector, r, err)
+	return s.Act(ctx, CSS(selector), Action{Kind: ActSelect, Value: value})
 }
 
 // WaitFor waits until cond holds.
@@ -514,62 +438,54 @@ func describe(cond WaitCondition) string {
 	return strings.Join(parts, " and ")
 }
 
-// Text returns the visible text of the element of selector, trimmed; it is
-// empty when the element is hidden. Text waits for the element to exist.
+// Text returns the visible text of the first element of selector, trimmed;
+// it is empty when the element is hidden. Text waits for the element to
+// exist.
 //
 // Errors: CodeElementNotFound, CodeInvalidArgument for a bad selector,
 // CodeCancelled and CodeBrowserError.
 func (s *Session) Text(ctx context.Context, selector string) (string, error) {
-	r, err := s.read(ctx, "text", "", jsText, selector)
+	r, err := s.read(ctx, "text", selector, "")
 	return strings.TrimSpace(r.Str), err
 }
 
-// Visible reports whether an element of selector exists and is visible. It
-// does not wait: a missing element is not visible.
+// Visible reports whether an element of selector exists and the first one
+// is visible. It does not wait: a missing element is not visible.
 //
 // Errors: CodeInvalidArgument for a bad selector, CodeCancelled,
 // CodeStepTimeout when the page does not answer, and CodeBrowserError.
 func (s *Session) Visible(ctx context.Context, selector string) (bool, error) {
-	r, err := s.read(ctx, "visible", "", jsVisible, selector)
+	r, err := s.read(ctx, "visible", selector, "")
 	return r.Has, err
 }
 
-// Attr returns the attribute name of the element of selector, and whether the
-// element has it. Attr waits for the element to exist.
+// Attr returns the attribute name of the first element of selector, and
+// whether the element has it. Attr waits for the element to exist.
 //
 // Errors: CodeElementNotFound, CodeInvalidArgument for a bad selector,
 // CodeCancelled and CodeBrowserError.
 func (s *Session) Attr(ctx context.Context, selector, name string) (string, bool, error) {
-	r, err := s.read(ctx, "attr", "", jsAttr, selector, name)
+	r, err := s.read(ctx, "attr", selector, name)
 	return r.Str, r.Has, err
 }
 
-// Value returns the value property of the element of selector, such as the
-// current text of an input or the chosen value of a select. Value waits for
-// the element to exist.
+// Value returns the value property of the first element of selector, such
+// as the current text of an input or the chosen value of a select. Value
+// waits for the element to exist.
 //
 // Errors: CodeElementNotFound, CodeInvalidArgument for a bad selector or an
 // element without a value, CodeCancelled and CodeBrowserError.
 func (s *Session) Value(ctx context.Context, selector string) (string, error) {
-	r, err := s.read(ctx, "value", "an element with a value (input, textarea, select...)", jsValue, selector)
+	r, err := s.read(ctx, "value", selector, "")
 	return r.Str, err
 }
 
-// read runs an element script that only reads the page.
-func (s *Session) read(ctx context.Context, op, want, fn, selector string, args ...any) (jsResult, error) {
+// read is Query of the first element of a CSS selector.
+func (s *Session) read(ctx context.Context, kind, selector, name string) (Answer, error) {
 	if selector == "" {
-		return jsResult{}, emptySelector(op)
+		return Answer{}, emptySelector(kind)
 	}
-	c, err := s.begin(ctx, op, 0)
-	if err != nil {
-		return jsResult{}, err
-	}
-	defer s.end(c)
-	r, err := s.await(c, want, fn, append([]any{selector}, args...)...)
-	if err != nil {
-		return jsResult{}, s.elementFail(c, selector, r, err)
-	}
-	return r, nil
+	return s.Query(ctx, CSS(selector), Query{Kind: kind, Name: name})
 }
 
 // URL returns the URL of the page.
@@ -678,6 +594,20 @@ func (s *Session) teardown() {
 	if s.shared {
 		s.clearOrigins()
 	}
+	s.mu.Lock()
+	tabs, attached := s.tabs, s.attached
+	s.attached = nil
+	s.mu.Unlock()
+	for _, a := range attached {
+		a.cancel()
+	}
+	for _, tb := range tabs[min(1, len(tabs)):] {
+		if tb.cancel != nil {
+			tb.cancel() // closes a popup the session attached to
+		} else if s.shared {
+			s.closeTarget(tb.id)
+		}
+	}
 	s.cancel() // closes the tab, bounded by chromedp
 	s.baseCancel()
 	s.dialogs.Wait()
@@ -691,26 +621,6 @@ func (s *Session) teardown() {
 	if err != nil && s.proc.ctx.Err() == nil {
 		s.pool.log.Warn("browser: cannot dispose of a browser context", "browser", s.proc.id, "err", err)
 	}
-}
-
-// handleDialogs accepts every JavaScript dialog (alert, confirm, prompt,
-// beforeunload), which would otherwise block the page.
-func (s *Session) handleDialogs() {
-	events := chromedp.Events(s.ctx, page.JavascriptDialogOpening)
-	s.dialogs.Go(func() {
-		for ev, err := range events {
-			if err != nil {
-				return
-			}
-			ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
-			_, err := chromedp.Call(ctx, page.HandleJavaScriptDialog,
-				page.HandleJavaScriptDialogParams{Accept: true, PromptText: ev.DefaultPrompt})
-			cancel()
-			if err != nil && s.ctx.Err() == nil {
-				s.pool.log.Warn("browser: cannot answer a dialog", "type", ev.Type, "err", err)
-			}
-		}
-	})
 }
 
 // emulate returns the actions that make the tab look like d.

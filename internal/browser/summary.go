@@ -6,6 +6,10 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/chromedp/cdproto/accessibility"
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/chromedp"
+
 	"github.com/duet-test/duet"
 )
 
@@ -16,10 +20,13 @@ const DefaultSummaryBytes = 8 << 10
 const summaryItems = 100
 
 // Summary returns a compact text description of the page for an LLM agent:
-// the title, the URL, the headings, the form fields (type, label, name,
-// value), the buttons, the links (text -> href) and an excerpt of the visible
-// text. Each element comes with a short CSS selector that finds it (css=...),
-// for use with Click, Fill and the other methods. Only visible elements are
+// the title, the URL, the elements a person acts on by their role and
+// accessible name as the browser's accessibility tree has them (each with
+// the locator a step names it by, {role: button, name: "Pay"}), the
+// headings, the form fields (type, label, name, value), the buttons, the
+// links (text -> href) and an excerpt of the visible text. The elements of
+// the lists also come with a short CSS selector that finds them (css=...),
+// for what has no role and name. Only visible elements are
 // listed, and password values are masked. The result is at most maxBytes
 // long; zero or less means DefaultSummaryBytes. When space runs out, the text
 // excerpt shrinks first, then the lists are cut with a "... N more" line.
@@ -46,11 +53,94 @@ func (s *Session) Summary(ctx context.Context, maxBytes int) (string, error) {
 			return opError(duet.CodeStepTimeout, c.op, nil, "summary: the page did not answer within %s", c.elapsed())
 		})
 	}
+	if roles, err := chromedp.Run(c.c, func(ctx context.Context, t *chromedp.Target) ([]summaryRole, error) {
+		res, err := cdp.Call(ctx, t, accessibility.GetFullAXTree, accessibility.GetFullAXTreeParams{})
+		if err != nil {
+			return nil, err
+		}
+		return axRoles(res.Nodes), nil
+	}); err == nil {
+		d.Roles = roles
+	} else if err := ctxCancelled(c.ctx, c.op, err); err != nil {
+		return "", err
+	}
 	return formatSummary(d, maxBytes), nil
+}
+
+// summaryRole is an element of the accessibility tree that a step acts on
+// or checks, by its role and accessible name.
+type summaryRole struct {
+	Role  string
+	Name  string
+	Count int    // elements with this role and name
+	State string // disabled, checked, level=2, ...
+}
+
+// actionRoles are the roles the summary lists.
+var actionRoles = map[string]bool{
+	"button": true, "link": true, "textbox": true, "searchbox": true, "checkbox": true, "radio": true, "switch": true,
+	"combobox": true, "listbox": true, "option": true, "spinbutton": true, "slider": true, "tab": true, "menuitem": true,
+	"heading": true, "dialog": true, "alert": true, "status": true, "table": true, "list": true, "region": true,
+	"navigation": true, "img": true, "image": true,
+}
+
+// axRoles lists the named elements of a page's accessibility tree in their
+// order, one line per role and name (with how many there are).
+func axRoles(nodes []*accessibility.Node) []summaryRole {
+	var out []summaryRole
+	seen := map[[2]string]int{}
+	for _, n := range nodes {
+		role, name := axString(n.Role), normSpace(axString(n.Name))
+		if n.Ignored || !actionRoles[role] || name == "" {
+			continue
+		}
+		if r, ok := ariaRoles[role]; ok {
+			role = r
+		}
+		k := [2]string{role, name}
+		if i, ok := seen[k]; ok {
+			out[i].Count++
+			continue
+		}
+		var states []string
+		for _, p := range n.Properties {
+			v := ""
+			if p.Value != nil {
+				v = strings.Trim(string(p.Value.Value), `"`)
+			}
+			switch {
+			case p.Name == "disabled" && v == "true", p.Name == "required" && v == "true":
+				states = append(states, string(p.Name))
+			case p.Name == "checked" && (v == "true" || v == "mixed"):
+				states = append(states, "checked")
+			case p.Name == "level" && role == "heading":
+				states = append(states, "level="+v)
+			}
+		}
+		seen[k] = len(out)
+		out = append(out, summaryRole{Role: role, Name: name, Count: 1, State: strings.Join(states, " ")})
+	}
+	return out
+}
+
+func (r summaryRole) line() string {
+	name := r.Name
+	if len(name) > 80 {
+		name = truncate(name, 80)
+	}
+	s := fmt.Sprintf("  {role: %s, name: %q}", r.Role, name)
+	if r.State != "" {
+		s += " " + r.State
+	}
+	if r.Count > 1 {
+		s += fmt.Sprintf("  x%d: add within: or nth:", r.Count)
+	}
+	return s
 }
 
 // summaryData is what jsSummary collects.
 type summaryData struct {
+	Roles    []summaryRole    `json:"-"` // from the accessibility tree
 	Title    string           `json:"title"`
 	URL      string           `json:"url"`
 	Headings []summaryHeading `json:"headings"`
@@ -186,6 +276,7 @@ func formatSummary(d summaryData, maxBytes int) string {
 		return n
 	}
 	sections := []section{
+		{"By role and name (name elements by these first)", len(d.Roles), lines(d.Roles)},
 		{"Headings", total("headings", len(d.Headings)), lines(d.Headings)},
 		{"Fields", total("fields", len(d.Fields)), lines(d.Fields)},
 		{"Buttons", total("buttons", len(d.Buttons)), lines(d.Buttons)},

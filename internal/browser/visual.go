@@ -53,7 +53,7 @@ func (s *Session) ComparableScreenshot(ctx context.Context, selector string, mas
 		_, _ = evalJS[bool](uctx, jsThaw)
 	}()
 	if err != nil {
-		return nil, s.elementFail(c, selector, jsResult{State: r.State, Msg: r.Msg}, err)
+		return nil, s.targetFail(c, CSS(selector), jsResult{State: r.State, Msg: r.Msg}, err)
 	}
 	// Two frames: the page paints without its animations and with the masks.
 	if _, err := chromedp.Run(c.c, chromedp.Evaluate[bool](`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))`, chromedp.EvalAwaitPromise)); err != nil {

@@ -125,8 +125,14 @@ func Define[In any, Out Texter](name, title, description string, ann Annotations
 // json.RawMessage holds any JSON value (reflection would say "array of
 // integers", the shape of []byte).
 func schemaOptions() *jsonschema.ForOptions {
+	// A locator nests locators (within, has): its schema is named, not
+	// inferred (docs/suite.schema.json has it in full).
+	locator := &jsonschema.Schema{Type: "object", Description: "a locator: css, xpath, role and name, text, label, placeholder, alt, title or testId, with within, has, hasText, nth (docs/suite-format.md, Locators)"}
 	return &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
 		reflect.TypeFor[json.RawMessage](): anyJSON("any JSON value"),
+		reflect.TypeFor[duet.Locator]():    locator,
+		reflect.TypeFor[*duet.Locator]():   locator,
+		reflect.TypeFor[[]*duet.Locator](): {Type: "array", Items: locator},
 	}}
 }
 

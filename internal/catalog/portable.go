@@ -79,3 +79,9 @@ func constrains(s *jsonschema.Schema) bool {
 	return s.Type != "" || len(s.Types) > 0 || len(s.Properties) > 0 || s.Items != nil || s.Ref != "" ||
 		s.Not != nil || len(s.AnyOf) > 0 || len(s.OneOf) > 0 || len(s.AllOf) > 0 || len(s.Enum) > 0
 }
+
+// Portable rewrites s, a schema reflected from Go types, in place into
+// the shape the catalog's own schemas have (see portable): no ["null", T]
+// types, and any JSON value spelled as one type per anyOf branch. The
+// REST API's document is written with it, as the catalog's tools are.
+func Portable(s *jsonschema.Schema) { portable(s) }

@@ -115,7 +115,10 @@ func runState(r *duet.Run, execs []*duet.Execution, now time.Time) runProgress {
 		if since != nil && n < len(x.Steps) {
 			ran = max(now.Sub(*since), 0)
 		}
-		steps := float64(len(x.Steps))
+		// A running case's share is its steps and its end (the verdict
+		// written with every result): once each step has a result and the
+		// case is not final yet, it has not reached its whole share.
+		steps := float64(len(x.Steps) + 1)
 		p.progress += (float64(n) + float64(ran)/float64(ran+stepHalf)) / steps
 		if current == "" {
 			current = fmt.Sprintf("case %d/%d %q", x.Ordinal+1, total, x.CaseTitle)

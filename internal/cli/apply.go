@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -39,8 +40,15 @@ and column.`,
 			}
 			defer a.Close()
 			user := asUser(cmd, a.Config)
+			folder, err := suiteFolder(file)
+			if err != nil {
+				return err
+			}
+			defer folder.Close()
 			actx, done := auditing(cmd.Context(), a, user, "apply", "")
-			suite, err := compiler.CompileSuite(actx, src, file, a.CompilerOptions(actx, user))
+			opts := a.CompilerOptions(actx, user)
+			opts.Files = folder.FS() // upload steps read their files there
+			suite, err := compiler.CompileSuite(actx, src, file, opts)
 			if err != nil {
 				done(err)
 				fmt.Fprintln(env.Stderr, duet.ErrorMessage(err))
@@ -77,4 +85,16 @@ and column.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	addAs(cmd)
 	return cmd
+}
+
+// suiteFolder opens the folder of a suite file, where its upload steps
+// read their files, as an os.Root: neither a path nor a symbolic link takes
+// a step's file out of it (a link in a cloned repository to ~/.ssh/id_ed25519
+// is refused, not uploaded to the page under test).
+func suiteFolder(file string) (*os.Root, error) {
+	root, err := os.OpenRoot(filepath.Dir(file))
+	if err != nil {
+		return nil, usage("cannot open the folder of %s: %v", file, errors.Unwrap(err))
+	}
+	return root, nil
 }

@@ -180,7 +180,7 @@ Run "duet config" to see every setting.`,
 	}
 	root.AddCommand(
 		serveCmd(env), workerCmd(env), mcpCmd(env),
-		applyCmd(env), runCmd(env), taskCmd(env), caseCmd(env), tokenCmd(env), auditCmd(env),
+		applyCmd(env), lintCmd(env), runCmd(env), taskCmd(env), caseCmd(env), tokenCmd(env), auditCmd(env),
 		demoCmd(env), sampleCmd(env), configCmd(env),
 		assetCmd(env), generateCmd(env), reportCmd(env), gcCmd(env), baselineCmd(env),
 		serverCmd(env), vaultCmd(env),

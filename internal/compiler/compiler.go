@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"regexp"
 	"slices"
@@ -63,9 +64,16 @@ type Options struct {
 	Servers ServerResolver
 	// ValidDevice checks a device preset name; nil accepts any.
 	ValidDevice func(name string) error
+	// Files is the suite's folder, where upload steps read their files
+	// (duet apply -f sets it to the file's directory); nil when the source
+	// came without one (over the API, from the agent).
+	Files fs.FS
 }
 
-var keyRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,99}$`) })
+var (
+	keyRe      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,99}$`) })
+	attrNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.:-]{0,99}$`) })
+)
 
 // compiler compiles one source: the task, the cases and their post-run
 // actions here, the steps through the step registry.
@@ -75,7 +83,7 @@ type compiler struct {
 }
 
 func newCompiler(ctx context.Context, opts Options) *compiler {
-	return &compiler{Compiler: &step.Compiler{Ctx: ctx, Servers: opts.Servers}, opts: opts}
+	return &compiler{Compiler: &step.Compiler{Ctx: ctx, Servers: opts.Servers, Files: opts.Files}, opts: opts}
 }
 
 // CompileSuite compiles a suite file: a task and its cases. file names the
@@ -204,6 +212,12 @@ func (c *compiler) task(n *step.Node, t *duet.Task) {
 			c.Errf(n.Get("trace"), "%s", duet.ErrorMessage(err))
 		}
 		t.Trace = tm
+	}
+	if a := c.String(n, "testIdAttribute", false); a != "" {
+		if !attrNameRe().MatchString(a) {
+			c.Errf(n.Get("testIdAttribute"), "testIdAttribute %q is not an attribute name (such as data-test)", a)
+		}
+		c.TestIDAttribute = a
 	}
 	if sw := n.Get("sharedWith"); sw != nil {
 		t.SharedWith = []string{}

@@ -200,8 +200,9 @@ func TestExamplesCompile(t *testing.T) {
 	}
 	for _, f := range files {
 		src, _ := os.ReadFile(f)
-		// The examples name MCP servers as their users register them.
-		if _, err := CompileSuite(context.Background(), src, f, Options{Servers: anyServer{}}); err != nil {
+		// The examples name MCP servers as their users register them;
+		// their uploads read their folder, as duet apply -f does.
+		if _, err := CompileSuite(context.Background(), src, f, Options{Servers: anyServer{}, Files: os.DirFS(filepath.Dir(f))}); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
 	}

@@ -28,6 +28,7 @@ var (
 		{Name: "sharedWith", Type: listOf(step.Text), Doc: "users who may see and run the task (omit to leave sharing alone)"},
 		{Name: "postRun", Type: postRunList, Doc: "MCP tool calls made when a run of the task ends"},
 		{Name: "trace", Type: step.Enum("off", "on-failure", "on-first-retry", "on"), Doc: "when a case keeps a trace (screenshots, DOM, console, network, replay): default DUET_TRACE, on-failure"},
+		{Name: "testIdAttribute", Type: step.Text, Doc: "the attribute testId locators name (default data-testid), for the suite's cases"},
 	}
 	caseKeys = []step.Key{
 		{Name: "key", Type: step.Text, Doc: "stable name within the task: lower-case letters, digits, '.', '_' or '-' (default: a slug of the title)"},

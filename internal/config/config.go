@@ -62,6 +62,7 @@ type Config struct {
 	Trace             string // DUET_TRACE: the default trace mode (trace.Mode)
 	TraceMaxBytes     int    // DUET_TRACE_MAX_BYTES: the bound of one case's trace
 	BrowserURL        string // DevTools endpoint to attach to instead of starting Chromium; may hold a token
+	BrowserNoSandbox  bool   // DUET_BROWSER_SANDBOX=off: Chromium without its sandbox
 	ADBPath           string
 
 	NetAllow []netip.Prefix // DUET_NET_ALLOW: destinations the network guard allows anyway
@@ -269,6 +270,15 @@ var options = []Option{
 			}
 			c.BrowserURL = v
 			return nil
+		}},
+	{Env: "DUET_BROWSER_SANDBOX", Default: "on", Doc: "Chromium's own sandbox: on, or off to start Chromium with --no-sandbox where the sandbox cannot start because unprivileged user namespaces are forbidden (the RuntimeDefault seccomp profile of containerd and Docker, AppArmor's user-namespace restriction): the container or the service's own confinement is then the only boundary between the pages tested and Duet. As root Chromium always runs without it. See docs/deployment.md.",
+		set: func(c *Config, v string) error {
+			switch v {
+			case "on", "off":
+				c.BrowserNoSandbox = v == "off"
+				return nil
+			}
+			return fmt.Errorf("want on or off, got %q", v)
 		}},
 	{Env: "DUET_ADB_PATH", Doc: "adb executable for Android phones (--device android:SERIAL). Default: adb on PATH.",
 		set: func(c *Config, v string) error { c.ADBPath = v; return nil }},

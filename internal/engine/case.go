@@ -116,6 +116,12 @@ func (e *Engine) executeCase(ctx context.Context, w *runWrites, run *duet.Run, t
 
 	x.Status = duet.StatusPassed
 	failed := false
+	var softFailed *duet.StepResult // the first soft assertion that failed
+	for _, r := range x.Results {
+		if r.Soft && softFailed == nil {
+			softFailed = r // kept from before a resume
+		}
+	}
 	for i := from; i < len(x.Steps); i++ {
 		st := &x.Steps[i]
 		res := &duet.StepResult{Index: st.Index, Kind: st.Kind, Name: st.Name, Status: duet.StatusSkipped}
@@ -149,11 +155,19 @@ func (e *Engine) executeCase(ctx context.Context, w *runWrites, run *duet.Run, t
 			return 0, false
 		}
 		e.emit(Event{RunID: run.ID, ExecutionID: x.ID, CaseTitle: x.CaseTitle, Step: res, Status: res.Status})
-		if res.Status != duet.StatusPassed && !res.Optional {
+		if res.Status != duet.StatusPassed && !res.Optional && !res.Soft {
 			failed = true
 			x.Status, x.ErrorCode = res.Status, res.ErrorCode
 			x.ErrorMessage = fmt.Sprintf("step %d (%s): %s", st.Index+1, st.Name, res.ErrorMessage)
 		}
+		if res.Soft && softFailed == nil {
+			softFailed = res
+		}
+	}
+	if r := softFailed; r != nil && x.Status == duet.StatusPassed {
+		// A soft assertion failed: the case went on, and fails now.
+		x.Status, x.ErrorCode = duet.StatusFailed, r.ErrorCode
+		x.ErrorMessage = fmt.Sprintf("step %d (%s), a soft assertion: %s", r.Index+1, r.Name, r.ErrorMessage)
 	}
 	if handedBack(ctx) {
 		return 0, false
@@ -446,6 +460,9 @@ func (cr *caseRun) runStep(ctx context.Context, st *duet.Step, res *duet.StepRes
 	}
 	if st.MCP != nil && st.MCP.FailurePolicy == duet.FailOptional && res.Status != duet.StatusCancelled {
 		res.Optional = true
+	}
+	if st.Soft && res.Status == duet.StatusFailed && res.ErrorCode != duet.CodeCaseTimeout {
+		res.Soft = true
 	}
 	// A failed step leaves a screenshot of the page as it was. A big
 	// mobile screenshot on a busy machine takes seconds.

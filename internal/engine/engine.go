@@ -40,7 +40,10 @@ type WaitCondition = step.WaitCondition
 // when the case ends. Element operations wait up to the context's deadline
 // for their element. Errors carry ELEMENT_NOT_FOUND, STEP_TIMEOUT,
 // CANCELLED or BROWSER_ERROR. A driver may implement the extension
-// interfaces some step kinds declare (step.Hoverer).
+// interfaces some step kinds declare (step.Elements, step.Framer,
+// step.Tabs, step.Dialogs, step.Historian, step.Emulator,
+// step.Evaluator); a step whose kind needs one the driver lacks fails with
+// BROWSER_ERROR.
 type BrowserSession interface {
 	step.Page
 	Close()

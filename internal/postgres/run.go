@@ -219,16 +219,11 @@ func (d *DB) FindRunByID(ctx context.Context, viewer, id string) (*duet.Run, err
 	return run, fillTotals(ctx, d.pool, run)
 }
 
-// FindRuns returns a page of runs, newest first.
-func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, string, error) {
-	before, err := decodeCursor(f.Cursor)
-	if err != nil {
-		return nil, "", err
-	}
-	limit := clampLimit(f.Limit, 20, 100)
-	a := args{}
-	cond := `TRUE`
-	from := ` FROM runs r JOIN tasks t ON t.id = r.task_id`
+// runsWhere returns the FROM and WHERE of the runs f selects (its Cursor
+// and Limit aside), their arguments added to a.
+func runsWhere(f duet.RunFilter, a *args) (from, cond string) {
+	cond = `TRUE`
+	from = ` FROM runs r JOIN tasks t ON t.id = r.task_id`
 	switch {
 	case f.Viewer != "" && f.TaskID != "":
 		a.add(f.Viewer) // $1 of visibleTo
@@ -245,6 +240,32 @@ func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 	if f.Status != "" {
 		cond += ` AND r.status = ` + a.add(string(f.Status))
 	}
+	if f.UpTo != "" {
+		cond += ` AND r.id <= ` + a.add(f.UpTo)
+	}
+	return from, cond
+}
+
+// CountRuns returns how many runs f selects.
+func (d *DB) CountRuns(ctx context.Context, f duet.RunFilter) (int, error) {
+	a := args{}
+	from, cond := runsWhere(f, &a)
+	var n int
+	if err := d.pool.QueryRow(ctx, `SELECT count(*)`+from+` WHERE `+cond, a...).Scan(&n); err != nil {
+		return 0, mapErr(err)
+	}
+	return n, nil
+}
+
+// FindRuns returns a page of runs, newest first.
+func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, string, error) {
+	before, err := decodeCursor(f.Cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	limit := clampLimit(f.Limit, 20, 100)
+	a := args{}
+	from, cond := runsWhere(f, &a)
 	if before != "" {
 		cond += ` AND r.id < ` + a.add(before)
 	}

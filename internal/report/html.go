@@ -194,6 +194,7 @@ var codeDocs = map[duet.Code]string{
 	duet.CodeStepTimeout:            "A step did not finish within its time limit (its timeout, else DUET_STEP_TIMEOUT).",
 	duet.CodeCaseTimeout:            "The case ran out of time (its timeout, else DUET_CASE_TIMEOUT).",
 	duet.CodeElementNotFound:        "No element matched the selector, or it stayed hidden, in time.",
+	duet.CodeLocatorAmbiguous:       "The locator matched several elements where the step needs one: the message lists them; name the one you mean (a role and name, within:, nth:).",
 	duet.CodeBrowserUnavailable:     "No browser could be started: install Chromium (apt-get install -y chromium) or set DUET_CHROME_PATH.",
 	duet.CodeBrowserError:           "The browser failed: the page did not load, or the browser crashed.",
 	duet.CodeBindingFailed:          "A value a step needs could not be computed: a template, a variable or a page binding.",

@@ -95,6 +95,7 @@ type shop struct {
 //	GET  /api/orders/{id}                     the order
 //	POST /api/orders/{id}/cancel              the cancelled order; 409 CONFLICT once shipped
 //	GET  /healthz                             "ok"
+//	GET  /lab/...                             the lab's pages (lab.go)
 //
 // Every response has Cache-Control: no-store, so a page always shows the
 // current status.
@@ -124,6 +125,7 @@ func ShopHandler(orders *Orders) http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
 	})
+	registerLab(mux)
 	mux.HandleFunc("GET /", s.notFound)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")

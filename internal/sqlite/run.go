@@ -196,7 +196,7 @@ func (d *DB) FindRunByID(ctx context.Context, viewer, id string) (*duet.Run, err
 
 // FindRuns returns a page of runs, newest first.
 func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, string, error) {
-	if f.TaskID != "" && f.Limit == 1 && f.Cursor == "" && f.Status == "" {
+	if f.TaskID != "" && f.Limit == 1 && f.Cursor == "" && f.Status == "" && f.UpTo == "" {
 		// A task's latest run (get_test_task): cached (cache.go).
 		type page struct {
 			runs []*duet.Run
@@ -211,15 +211,11 @@ func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 	return d.findRuns(ctx, f)
 }
 
-func (d *DB) findRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, string, error) {
-	before, err := decodeCursor(f.Cursor)
-	if err != nil {
-		return nil, "", err
-	}
-	limit := clampLimit(f.Limit, 20, 100)
-	cond := `1 = 1`
-	args := []any{}
-	from := ` FROM runs r JOIN tasks t ON t.id = r.task_id`
+// runsWhere returns the FROM and WHERE of the runs f selects (its Cursor
+// and Limit aside) and their arguments.
+func runsWhere(f duet.RunFilter) (from, cond string, args []any) {
+	cond = `1 = 1`
+	from = ` FROM runs r JOIN tasks t ON t.id = r.task_id`
 	switch {
 	case f.Viewer != "" && f.TaskID != "":
 		cond = visibleTo
@@ -238,6 +234,30 @@ func (d *DB) findRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 		cond += ` AND r.status = ?`
 		args = append(args, f.Status)
 	}
+	if f.UpTo != "" {
+		cond += ` AND r.id <= ?`
+		args = append(args, f.UpTo)
+	}
+	return from, cond, args
+}
+
+// CountRuns returns how many runs f selects.
+func (d *DB) CountRuns(ctx context.Context, f duet.RunFilter) (int, error) {
+	from, cond, args := runsWhere(f)
+	var n int
+	if err := d.q.QueryRowContext(ctx, `SELECT count(*)`+from+` WHERE `+cond, args...).Scan(&n); err != nil {
+		return 0, mapErr(err)
+	}
+	return n, nil
+}
+
+func (d *DB) findRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, string, error) {
+	before, err := decodeCursor(f.Cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	limit := clampLimit(f.Limit, 20, 100)
+	from, cond, args := runsWhere(f)
 	if before != "" {
 		cond += ` AND r.id < ?`
 		args = append(args, before)

@@ -13,10 +13,11 @@ import (
 
 // Assert is the assert step.
 var Assert = register(&Kind{
-	Name:    duet.StepAssert,
-	Section: Data,
-	Order:   20,
-	Summary: "Fail the case with ASSERTION_FAILED unless an expression over the variables is true.",
+	Name:      duet.StepAssert,
+	Section:   Data,
+	Order:     20,
+	Assertion: true,
+	Summary:   "Fail the case with ASSERTION_FAILED unless an expression over the variables is true.",
 	Form: Form{
 		Short: &Short{Type: Expr, Doc: "the expression"},
 		Keys: []Key{

@@ -2,44 +2,33 @@ package step
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/duet-test/duet"
 )
 
+var assertTextForm = Form{
+	Keys:       append(append(compareKeys[:len(compareKeys):len(compareKeys)], locatorKeys...), notKey),
+	ExactlyOne: []string{"equals", "contains", "matches"},
+}
+
 // AssertText is the assertText step.
 var AssertText = register(&Kind{
-	Name:    duet.StepAssertText,
-	Section: Browser,
-	Order:   170,
-	Summary: "Assert an element's text; retries until it holds.",
-	Form: Form{
-		Keys:       append(compareKeys[:len(compareKeys):len(compareKeys)], selectorKey),
-		ExactlyOne: []string{"equals", "contains", "matches"},
-	},
-	Example: "- assertText: {selector: \"#status\", equals: paid}\n- assertText: {selector: \"#user\", contains: alice}\n",
-	Agent:   "`assertText: {selector: \"#status\", equals | contains | matches: \"...\"}` (exactly one of the three)",
+	Name:      duet.StepAssertText,
+	Section:   Browser,
+	Order:     170,
+	Summary:   "Assert an element's text (as shown; empty when it is hidden); retries until it holds.",
+	Form:      assertTextForm,
+	Assertion: true,
+	Example:   "- assertText: {selector: \"#status\", equals: paid}\n- assertText: {selector: \"#user\", contains: alice}\n- assertText: {role: status, matches: \"^Paid\", not: false}\n",
+	Agent:     "`assertText: {role: status, equals | contains | matches: \"...\"}` (exactly one of the three; `not: true` for the opposite)",
 	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		bd, ok := browserBody(c, st, n, false)
+		bd, ok := compileElement(c, st, n, &assertTextForm)
 		if !ok {
 			return
 		}
-		bd.needPage()
-		if !bd.isMap {
-			c.Errf(n, "assertText needs {selector, equals|contains|matches}")
-			return
-		}
-		bd.b.Selector = bd.field("selector", true)
-		c.AllowKeys(n, "equals", "contains", "matches", "selector")
-		bd.compileCompare()
+		bd.compileCompareNot()
 	},
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
-		p, _, sel, err := page(ctx, env, st)
-		if err != nil {
-			return "", nil, err
-		}
-		return assertCompare(ctx, env, st, fmt.Sprintf("text of %s", sel), func(ctx context.Context) (string, error) {
-			return p.Text(ctx, sel)
-		})
+		return expectCompare(ctx, env, st, func(t Target) string { return "text of " + t.String() }, Query{Kind: "text"})
 	},
 })

@@ -14,25 +14,13 @@ var AssertURL = register(&Kind{
 	Summary: "Assert the page URL; retries until it holds.",
 	Form: Form{
 		Short:      &Short{Type: Template, Doc: "a part of the URL (as contains)"},
-		Keys:       compareKeys,
+		Keys:       append(compareKeys[:len(compareKeys):len(compareKeys)], notKey),
 		ExactlyOne: []string{"equals", "contains", "matches"},
 	},
-	Example: "- assertURL: welcome=alice\n- assertURL: {matches: \"[?&]welcome=alice$\"}\n",
-	Agent:   "`assertURL: \"/order\"` (contains) or `assertURL: {equals | contains | matches: \"...\"}`",
-	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		bd, ok := browserBody(c, st, n, false)
-		if !ok {
-			return
-		}
-		bd.needPage()
-		if !bd.isMap {
-			bd.b.Contains = bd.short
-			c.Template(n, "assertURL", bd.short)
-			return
-		}
-		c.AllowKeys(n, "equals", "contains", "matches")
-		bd.compileCompare()
-	},
+	Assertion: true,
+	Example:   "- assertURL: welcome=alice\n- assertURL: {matches: \"[?&]welcome=alice$\"}\n",
+	Agent:     "`assertURL: \"/order\"` (contains) or `assertURL: {equals | contains | matches: \"...\"}`",
+	Compile:   compilePageCompare,
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
 		p, _, _, err := page(ctx, env, st)
 		if err != nil {

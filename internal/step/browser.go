@@ -14,9 +14,6 @@ import (
 // or a mapping, and, when they run, the page with the step's selector
 // rendered.
 
-// selectorKey is the key of the kinds that act on one element.
-var selectorKey = Key{Name: "selector", Type: Template, Required: true, Doc: "CSS selector of the element"}
-
 // body is the body of a browser step as its compile function reads it.
 type body struct {
 	c       *Compiler
@@ -81,24 +78,6 @@ func (bd *body) bool(key string) *bool {
 		bd.c.Errf(v, "%s must be true or false", key)
 	}
 	return &vb
-}
-
-// compileSelector compiles the kinds whose body is an element: the
-// shorthand selector, or {selector} (with the kind's other keys).
-func compileSelector(c *Compiler, st *duet.Step, n *Node, keys []string) (*body, bool) {
-	bd, ok := browserBody(c, st, n, false)
-	if !ok {
-		return nil, false
-	}
-	bd.needPage()
-	if bd.isMap {
-		c.AllowKeys(n, keys...)
-		bd.b.Selector = bd.field("selector", true)
-	} else {
-		bd.b.Selector = bd.short
-		c.Template(n, string(st.Kind), bd.short)
-	}
-	return bd, true
 }
 
 // page returns the case's page, the step's browser parameters and its

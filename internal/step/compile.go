@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"regexp"
 	"slices"
@@ -70,6 +71,13 @@ type Compiler struct {
 	Task *duet.Task
 	// Scope is what the steps compiled so far made available.
 	Scope Scope
+	// TestIDAttribute is the attribute a testId locator names (the task's
+	// testIdAttribute); "" means data-testid.
+	TestIDAttribute string
+	// Files is the suite's folder, where an upload step reads its files;
+	// nil when the source has no folder (it came over the network), and
+	// an upload step cannot compile.
+	Files fs.FS
 
 	diags []*Diagnostic
 }
@@ -228,6 +236,7 @@ func (c *Compiler) Step(n *Node, i int) *duet.Step {
 	var (
 		kind *Kind
 		body *Node
+		soft *Node // the soft key
 	)
 	for j, k := range n.Keys {
 		ks, _ := k.Str()
@@ -239,6 +248,13 @@ func (c *Compiler) Step(n *Node, i int) *duet.Step {
 			}
 		case ks == "timeout":
 			st.TimeoutMs = c.Timeout(n.Vals[j], MaxStepTimeout)
+		case ks == "soft":
+			v, ok := n.Vals[j].Value.(bool)
+			if !ok {
+				c.Errf(n.Vals[j], "soft must be true or false")
+			}
+			st.Soft = v
+			soft = k
 		case kk != nil:
 			if body != nil {
 				c.Errf(k, "a step has exactly one kind; found %s and %s", st.Kind, ks)
@@ -246,13 +262,16 @@ func (c *Compiler) Step(n *Node, i int) *duet.Step {
 			}
 			kind, st.Kind, body = kk, kk.Name, n.Vals[j]
 		default:
-			c.Errf(k, "unknown step key %q (step kinds: %s; also name, timeout)", ks, kindNames())
+			c.Errf(k, "unknown step key %q (step kinds: %s; also name, timeout, soft)", ks, kindNames())
 			return nil
 		}
 	}
 	if body == nil {
 		c.Errf(n, "the step names no kind (one of %s)", kindNames())
 		return nil
+	}
+	if soft != nil && !kind.Assertion {
+		c.Errf(soft, "soft goes with an assertion (%s is not one)", kind.Name)
 	}
 	kind.Compile(c, st, body)
 	if st.Name == "" {

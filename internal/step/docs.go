@@ -14,13 +14,16 @@ var sections = []struct {
 	Doc     string
 }{
 	{Data, "Data steps", "Data steps", ""},
-	{Browser, "Browser steps", "Browser steps (CSS selectors)",
+	{Browser, "Browser steps", "Browser steps",
 		"Browser steps run in headless Chromium (or the task's device: docs/devices.md), one isolated browser " +
-			"context per case execution. Selectors are CSS selectors; a step that acts on an element waits, within " +
-			"its timeout, until the element is there and can take the action. `assertText`, `assertURL` and " +
-			"`assertVisible` retry until they hold, for up to 5 s or the step's own `timeout`, so content that " +
-			"arrives late (after a fetch, an animation) does not fail the case. A failed browser step leaves a " +
-			"screenshot of the page in the run's report (`duet report RUN_ID`)."},
+			"context per case execution. A step names its element with a locator (see Locators above): a role and " +
+			"a name, a text, a label, ... or a CSS selector. A step that acts on an element waits, within its " +
+			"timeout, until the element can take the action: attached, visible, stable, enabled, not covered, " +
+			"editable for a field. Every assertion (`assert...`) retries until it holds, for up to 5 s or the " +
+			"step's own `timeout`, so content that arrives late (after a fetch, an animation) does not fail the " +
+			"case; `not: true` asserts the opposite, and `soft: true` (beside the kind, as `timeout`) records a " +
+			"failure and lets the case go on (it fails at its end). A failed browser step leaves a screenshot of " +
+			"the page in the run's report (`duet report RUN_ID`)."},
 }
 
 // Reference returns the step kinds' reference in Markdown, for
@@ -61,19 +64,35 @@ func (k *Kind) reference() string {
 	if f.Open != nil {
 		forms = append(forms, fmt.Sprintf("`%s: {NAME: %s, ...}`: %s", k.Name, strings.ToUpper(f.Open.Type.Name), f.Open.Doc))
 	}
+	if f.List != nil {
+		forms = append(forms, fmt.Sprintf("`%s: [%s, ...]` (%s)", k.Name, strings.ToUpper(f.List.Type.Name), f.List.Doc))
+	}
 	if f.Null {
 		forms = append(forms, fmt.Sprintf("`%s:` alone", k.Name))
 	}
 	b.WriteString("\nForms: " + strings.Join(forms, "; or ") + ".\n")
 	if len(f.Keys) > 0 {
 		b.WriteString("\n| Key | Type | |\n|---|---|---|\n")
+		var loc []string
+		flush := func() {
+			if len(loc) > 0 {
+				fmt.Fprintf(&b, "| %s | locator | the element: see [Locators](#locators) |\n", codes(loc))
+				loc = nil
+			}
+		}
 		for _, key := range f.Keys {
+			if key.locator {
+				loc = append(loc, key.Name)
+				continue
+			}
+			flush()
 			typ := key.Type.Name
 			if key.Required {
 				typ += ", required"
 			}
 			fmt.Fprintf(&b, "| `%s` | %s | %s |\n", key.Name, typ, key.Doc)
 		}
+		flush()
 	}
 	var rules []string
 	if len(f.ExactlyOne) > 0 {

@@ -8,50 +8,57 @@ import (
 	"github.com/duet-test/duet"
 )
 
+var extractForm = Form{
+	Keys: append(append([]Key{
+		{Name: "from", Type: Enum("text", "value", "attr", "url", "url.query", "url.segment", "title"), Required: true, Doc: "what to read"},
+	}, locatorKeys...), // the element (text, value, attr)
+		Key{Name: "attr", Type: Template, Doc: "the attribute's name (attr)"},
+		Key{Name: "param", Type: Template, Doc: "the query parameter's name (url.query)"},
+		Key{Name: "segment", Type: Int, Doc: "the path segment: 0 the first, -1 the last (url.segment)"},
+		Key{Name: "as", Type: Ident, Doc: "the variable to save to"},
+		Key{Name: "saveAs", Type: Ident, Doc: "the same as as"},
+	),
+	AtLeastOne: []string{"as", "saveAs"},
+	When: []When{
+		{Key: "from", In: []string{"attr"}, Require: []string{"attr"}},
+		{Key: "from", In: []string{"url.query"}, Require: []string{"param"}},
+		{Key: "from", In: []string{"url.segment"}, Require: []string{"segment"}},
+	},
+}
+
 // Extract is the extract step.
 var Extract = register(&Kind{
 	Name:    duet.StepExtract,
 	Section: Browser,
 	Order:   200,
 	Summary: "Save a text, a value, an attribute, the title or a part of the URL of the page to a variable.",
-	Form: Form{
-		Keys: []Key{
-			{Name: "from", Type: Enum("text", "value", "attr", "url", "url.query", "url.segment", "title"), Required: true, Doc: "what to read"},
-			{Name: "selector", Type: Template, Doc: "CSS selector of the element (text, value, attr)"},
-			{Name: "attr", Type: Template, Doc: "the attribute's name (attr)"},
-			{Name: "param", Type: Template, Doc: "the query parameter's name (url.query)"},
-			{Name: "segment", Type: Int, Doc: "the path segment: 0 the first, -1 the last (url.segment)"},
-			{Name: "as", Type: Ident, Doc: "the variable to save to"},
-			{Name: "saveAs", Type: Ident, Doc: "the same as as"},
-		},
-		AtLeastOne: []string{"as", "saveAs"},
-		When: []When{
-			{Key: "from", In: []string{"text", "value"}, Require: []string{"selector"}},
-			{Key: "from", In: []string{"attr"}, Require: []string{"selector", "attr"}},
-			{Key: "from", In: []string{"url.query"}, Require: []string{"param"}},
-			{Key: "from", In: []string{"url.segment"}, Require: []string{"segment"}},
-		},
-	},
-	Example: "- extract: {from: text, selector: \"#status\", as: shown}\n- extract: {from: url.query, param: orderId, as: orderId}\n- extract: {from: url.segment, segment: -1, as: orderNo}\n",
-	Agent: "`extract: {from: text | value | attr | url | url.query | url.segment | title, selector: ..., attr: ..., param: ..., segment: 0, as: varName}`\n" +
-		"  (text/value need selector; attr needs selector and attr; url.query needs param; url.segment needs segment, -1 is the last)",
+	Form:    extractForm,
+	Example: "- extract: {from: text, selector: \"#status\", as: shown}\n- extract: {from: value, label: Quantity, as: qty}\n- extract: {from: url.query, param: orderId, as: orderId}\n- extract: {from: url.segment, segment: -1, as: orderNo}\n",
+	Agent: "`extract: {from: text | value | attr | url | url.query | url.segment | title, <locator>, attr: ..., param: ..., segment: 0, as: varName}`\n" +
+		"  (text/value/attr need a locator — role/label/selector...; attr needs attr; url.query needs param; url.segment needs segment, -1 is the last)",
 	Compile: compileExtract,
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
-		p, b, sel, err := page(ctx, env, st)
+		p, b, _, err := page(ctx, env, st)
 		if err != nil {
 			return "", nil, err
 		}
 		var v string
 		switch b.From {
-		case "text":
-			v, err = p.Text(ctx, sel)
-		case "value":
-			v, err = p.Value(ctx, sel)
-		case "attr":
-			var ok bool
-			v, ok, err = p.Attr(ctx, sel, b.Attr)
-			if err == nil && !ok {
-				err = duet.Errorf(duet.CodeElementNotFound, "%s has no attribute %s", sel, b.Attr)
+		case "text", "value", "attr":
+			el, t, err := elements(ctx, env, st)
+			if err != nil {
+				return "", nil, err
+			}
+			a, err := el.Query(ctx, t, Query{Kind: b.From, Name: b.Attr})
+			if err != nil {
+				return "", nil, err
+			}
+			v = a.Str
+			if b.From == "text" {
+				v = strings.TrimSpace(v)
+			}
+			if b.From == "attr" && !a.Has {
+				return "", nil, duet.Errorf(duet.CodeElementNotFound, "%s has no attribute %s", t, b.Attr)
 			}
 		case "title":
 			v, err = p.Title(ctx)
@@ -81,13 +88,14 @@ func compileExtract(c *Compiler, st *duet.Step, n *Node) {
 		return
 	}
 	b := bd.b
-	c.AllowKeys(n, "from", "selector", "attr", "param", "segment", "as", "saveAs")
+	c.AllowKeys(n, extractForm.KeyNames()...)
 	b.From = c.String(n, "from", true)
 	switch b.From {
 	case "text", "value":
-		b.Selector = bd.field("selector", true)
+		bd.target(true)
 	case "attr":
-		b.Selector, b.Attr = bd.field("selector", true), bd.field("attr", true)
+		bd.target(true)
+		b.Attr = bd.field("attr", true)
 	case "url.query":
 		b.Param = bd.field("param", true)
 	case "url.segment":

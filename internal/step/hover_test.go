@@ -63,8 +63,8 @@ func TestHoverCompile(t *testing.T) {
 	head := "task: {name: t, baseURL: http://h}\ncases:\n  - title: c\n    steps:\n"
 	for src, want := range map[string]string{
 		"      - hover: '#x'\n": "t.yaml:5:16: hover needs a page: add an open step before it",
-		"      - open: /\n      - hover: {selector: '#x', force: 1}\n": `t.yaml:6:33: unknown key "force" (allowed: selector)`,
-		"      - open: /\n      - hover: {}\n":                         "t.yaml:6:16: missing key selector",
+		"      - open: /\n      - hover: {selector: '#x', force: 1}\n": `t.yaml:6:33: unknown key "force" (allowed: selector, role, name, text, label, placeholder, alt, title, testId, xpath, exact, within, has, hasText, nth)`,
+		"      - open: /\n      - hover: {}\n":                         "t.yaml:6:16: hover needs a locator: one of selector, role, text, label",
 		"      - open: /\n      - hover: [a]\n":                        "t.yaml:6:16: hover must be a string or a mapping",
 		"      - open: /\n      - hover: '${nope}'\n":                  "t.yaml:6:16: hover: in ${nope}: unknown name nope",
 	} {

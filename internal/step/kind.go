@@ -70,6 +70,9 @@ type Kind struct {
 	// Title names a step that has no name of its own; nil names it after
 	// the kind and its first parameter ("click #buy").
 	Title func(st *duet.Step) string
+	// Assertion says that a step of the kind checks something: it may be
+	// soft (soft: true records its failure and lets the case go on).
+	Assertion bool
 }
 
 // NeedsBrowser reports whether steps of the kind need a browser session.
@@ -88,6 +91,9 @@ func (k *Kind) title(st *duet.Step) string {
 		return k.Title(st)
 	}
 	if b := st.Browser; b != nil {
+		if b.Locator != nil {
+			return string(st.Kind) + " " + b.Locator.String()
+		}
 		for _, s := range []string{b.URL, b.Selector, b.Key, b.Text, b.URLContains, b.URLMatches, b.Equals, b.Contains, b.Matches, b.From} {
 			if s != "" {
 				return string(st.Kind) + " " + s
@@ -110,7 +116,7 @@ func register(k *Kind) *Kind {
 		panic(fmt.Sprintf("step: kind %q lacks a name, section, summary, example, agent entry, compile or run function", k.Name))
 	case registry[k.Name] != nil:
 		panic(fmt.Sprintf("step: kind %q registered twice", k.Name))
-	case k.Name == "name" || k.Name == "timeout":
+	case k.Name == "name" || k.Name == "timeout" || k.Name == "soft":
 		panic(fmt.Sprintf("step: %q is a key of every step, not a kind", k.Name))
 	}
 	registry[k.Name] = k

@@ -6,40 +6,57 @@ import (
 	"github.com/duet-test/duet"
 )
 
+var pressForm = Form{
+	Short: &Short{Type: Text, Doc: "the key"},
+	Keys: append([]Key{{Name: "key", Type: Template, Required: true,
+		Doc: "a key name (Enter, Tab, Escape, ArrowDown, ...) or a character, with modifiers held as in Shift+Tab or Control+A"}},
+		locatorKeys...),
+}
+
 // Press is the press step.
 var Press = register(&Kind{
 	Name:    duet.StepPress,
 	Section: Browser,
 	Order:   140,
-	Summary: "Press a key, on an element or on the focused one.",
-	Form: Form{
-		Short: &Short{Type: Text, Doc: "the key"},
-		Keys: []Key{
-			{Name: "key", Type: Template, Required: true, Doc: "a key name (Enter, Tab, Escape, ArrowDown, ...) or a character, with modifiers as in Shift+Tab or Control+a"},
-			{Name: "selector", Type: Template, Doc: "CSS selector of the element to focus first"},
-		},
-	},
-	Example: "- press: Enter\n- press: {key: Enter, selector: \"#search\"}\n",
-	Agent:   "`press: Enter` or `press: {key: Enter, selector: \"#q\"}`",
+	Summary: "Press a key or a chord (Control+A), on an element (focused first) or on the focused one.",
+	Form:    pressForm,
+	Example: "- press: Enter\n- press: {key: Enter, selector: \"#search\"}\n- press: {key: Control+A, label: Email address}\n",
+	Agent:   "`press: Enter` or `press: {key: Control+A, label: \"Email\"}`",
 	Compile: func(c *Compiler, st *duet.Step, n *Node) {
 		bd, ok := browserBody(c, st, n, false)
 		if !ok {
 			return
 		}
 		bd.needPage()
-		if bd.isMap {
-			c.AllowKeys(n, "key", "selector")
-			bd.b.Key = bd.field("key", true)
-			bd.b.Selector = bd.field("selector", false)
-		} else {
+		if !bd.isMap {
 			bd.b.Key = bd.short
+			return
+		}
+		c.AllowKeys(n, pressForm.KeyNames()...)
+		bd.b.Key = bd.field("key", true)
+		for _, k := range locatorKeys {
+			if n.Get(k.Name) != nil {
+				bd.target(true)
+				break
+			}
 		}
 	},
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
-		p, b, sel, err := page(ctx, env, st)
+		b := st.Browser
+		if b == nil {
+			return "", nil, noBody(st)
+		}
+		key, err := render(env, b.Key)
 		if err != nil {
 			return "", nil, err
 		}
-		return "", nil, p.Press(ctx, b.Key, sel)
+		if b.Selector == "" && b.Locator == nil {
+			p, _, _, err := page(ctx, env, st)
+			if err != nil {
+				return "", nil, err
+			}
+			return "", nil, p.Press(ctx, key, "")
+		}
+		return act(ctx, env, st, Action{Kind: "press", Value: key})
 	},
 })

@@ -23,6 +23,8 @@ type Form struct {
 	Keys []Key
 	// Null allows the kind with no value at all (screenshot:).
 	Null bool
+	// List allows a list of values of List.Type (frame: [a, b]).
+	List *Short
 	// Open makes the mapping form a mapping of any names (set: {name:
 	// expression}) whose values are of type Open.Type; Keys is then nil.
 	Open *Key
@@ -46,6 +48,8 @@ type Key struct {
 	Type     Type
 	Required bool
 	Doc      string
+
+	locator bool // a locator key: the docs list them in one row
 }
 
 // When says that Key having one of the values In requires the keys
@@ -173,6 +177,9 @@ func (k *Kind) Schema() *jsonschema.Schema {
 	if f.Keys != nil || f.Open != nil {
 		forms = append(forms, f.mapping())
 	}
+	if f.List != nil {
+		forms = append(forms, &jsonschema.Schema{Type: "array", MinItems: ptr(1), Items: f.List.Type.schema(false), Description: f.List.Doc})
+	}
 	if f.Null {
 		forms = append(forms, &jsonschema.Schema{Type: "null"})
 	}
@@ -265,6 +272,7 @@ func Definitions() map[string]*jsonschema.Schema {
 		},
 		"binding": bindingSchema(),
 		"step":    stepSchema(),
+		"locator": locatorSchema(),
 	}
 	for _, k := range sorted() {
 		defs["step."+string(k.Name)] = k.Schema()
@@ -277,7 +285,7 @@ func Definitions() map[string]*jsonschema.Schema {
 func stepSchema() *jsonschema.Schema {
 	s := &jsonschema.Schema{
 		Type:                 "object",
-		Description:          "a step: exactly one step kind, with an optional name and timeout",
+		Description:          "a step: exactly one step kind, with an optional name, timeout and (an assertion) soft",
 		Properties:           map[string]*jsonschema.Schema{},
 		AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}},
 	}
@@ -289,6 +297,7 @@ func stepSchema() *jsonschema.Schema {
 	}
 	s.Properties["name"] = &jsonschema.Schema{Types: append(scalarTypes[:len(scalarTypes):len(scalarTypes)], "null"), Description: "the step's name in results and reports (default: the kind and its first parameter)"}
 	s.Properties["timeout"] = &jsonschema.Schema{Ref: "#/$defs/duration", Description: fmt.Sprintf("the step's time limit, at most %s (default DUET_STEP_TIMEOUT)", MaxStepTimeout)}
-	s.PropertyOrder = append(s.PropertyOrder, "name", "timeout")
+	s.Properties["soft"] = &jsonschema.Schema{Type: "boolean", Description: "an assertion's failure is recorded and the case goes on; the case fails at its end"}
+	s.PropertyOrder = append(s.PropertyOrder, "name", "timeout", "soft")
 	return s
 }

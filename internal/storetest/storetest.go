@@ -32,6 +32,7 @@ func Run(t *testing.T, open Opener) {
 		{"TaskListBranches", testTaskListBranches},
 		{"Drafts", testDrafts},
 		{"RunLifecycle", testRunLifecycle},
+		{"RunCounts", testRunCounts},
 		{"ExecutionPages", testExecutionPages},
 		{"RunIdempotency", testRunIdempotency},
 		{"RunIdempotencyConcurrent", testRunIdempotencyConcurrent},

@@ -65,6 +65,12 @@ func (s *store) CountCases(ctx context.Context, a1 string) (r0 int, err error) {
 	return s.Store.CountCases(ctx, a1)
 }
 
+func (s *store) CountRuns(ctx context.Context, a1 duet.RunFilter) (r0 int, err error) {
+	ctx, end := s.t.storeSpan(ctx, "CountRuns")
+	defer func() { end(err) }()
+	return s.Store.CountRuns(ctx, a1)
+}
+
 func (s *store) CreateBaseline(ctx context.Context, a1 *duet.Baseline) (err error) {
 	ctx, end := s.t.storeSpan(ctx, "CreateBaseline")
 	defer func() { end(err) }()

@@ -16,6 +16,9 @@ import (
 )
 
 var funcs = template.FuncMap{
+	// namePattern is the pattern attribute of a team's or an asset's name:
+	// the server's own syntax (duet.NamePattern).
+	"namePattern": func() string { return duet.NamePattern },
 	"when": func(v any) string {
 		switch t := v.(type) {
 		case time.Time:

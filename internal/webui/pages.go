@@ -1,7 +1,12 @@
 package webui
 
 import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -9,8 +14,10 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/api"
+	"github.com/duet-test/duet/internal/auth"
 	"github.com/duet-test/duet/internal/catalog"
 	"github.com/duet-test/duet/internal/report"
+	"github.com/duet-test/duet/internal/serverkey"
 )
 
 // ---- tasks ----
@@ -137,6 +144,7 @@ func (c *Console) trends(w http.ResponseWriter, r *http.Request, v *view) error 
 
 type caseData struct {
 	Case     catalog.CaseView
+	TaskName string
 	Approval api.Approval
 }
 
@@ -149,7 +157,11 @@ func (c *Console) caseDetail(w http.ResponseWriter, r *http.Request, v *view) er
 	if err != nil {
 		return err
 	}
-	v.Title, v.Nav, v.Data = cs.Case.Title, "tasks", caseData{Case: cs.Case, Approval: ap}
+	t, err := c.svc.GetTask(r.Context(), v.caller, cs.Case.TaskID)
+	if err != nil {
+		return err
+	}
+	v.Title, v.Nav, v.Data = cs.Case.Title, "tasks", caseData{Case: cs.Case, TaskName: t.Task.Name, Approval: ap}
 	return c.render(w, http.StatusOK, "case", v)
 }
 
@@ -205,19 +217,47 @@ func (c *Console) run(w http.ResponseWriter, r *http.Request, v *view) error {
 	if err != nil {
 		return err
 	}
-	d := runData{Run: run, TaskName: run.Run.TaskID, Traces: c.svc.TracesOf(r.Context(), v.caller, run)}
-	if t, err := c.svc.GetTask(r.Context(), v.caller, run.Run.TaskID); err == nil {
-		d.TaskName = t.Task.Name
+	t, err := c.svc.GetTask(r.Context(), v.caller, run.Run.TaskID)
+	if err != nil {
+		return err
 	}
-	v.Title, v.Nav, v.Data = "Run "+run.Run.ID, "runs", d
+	n, err := c.svc.RunNumber(r.Context(), v.caller, run.Run.ID)
+	if err != nil {
+		return err
+	}
+	d := runData{Run: run, TaskName: t.Task.Name, Traces: c.svc.TracesOf(r.Context(), v.caller, run)}
+	v.Title, v.Nav, v.Data = runTitle(t.Task.Name, n, run.Run), "runs", d
 	return c.render(w, http.StatusOK, "run", v)
 }
 
+// runTitle names a run as a person does: its task, its number among the
+// task's runs (1 the first) and when it started (its id is on the page).
+func runTitle(task string, n int, r catalog.RunView) string {
+	at, what := r.CreatedAt, "queued"
+	if r.StartedAt != "" {
+		at, what = r.StartedAt, "started"
+	}
+	if t, err := time.Parse(time.RFC3339Nano, at); err == nil {
+		at = t.UTC().Format("Jan 2, 15:04:05 UTC")
+	}
+	return fmt.Sprintf("%s — run #%d, %s %s", task, n, what, at)
+}
+
+// cancel asks a run to stop, and says what came of it: a run that had
+// already ended had nothing to cancel.
 func (c *Console) cancel(w http.ResponseWriter, r *http.Request, v *view) error {
-	if _, err := c.svc.CancelRun(r.Context(), v.caller, r.PathValue("id")); err != nil {
+	run, err := c.svc.CancelRun(r.Context(), v.caller, r.PathValue("id"))
+	if err != nil {
 		return err
 	}
-	return redirect(w, r, "/runs/"+r.PathValue("id"), "cancelled")
+	done := "cancelled"
+	switch {
+	case run.Done && run.Status != duet.StatusCancelled:
+		done = "ended"
+	case run.Done:
+		done = "cancelled-now"
+	}
+	return redirect(w, r, "/runs/"+r.PathValue("id"), done)
 }
 
 func (c *Console) events(w http.ResponseWriter, r *http.Request, v *view) error {
@@ -330,9 +370,11 @@ func (c *Console) deleteAsset(w http.ResponseWriter, r *http.Request, v *view) e
 // ---- MCP servers ----
 
 type serversData struct {
-	List api.ServerList
-	Name string
-	URL  string
+	List    api.ServerList
+	Name    string
+	URL     string
+	Replace bool
+	Problem *mcpProblem
 }
 
 func (c *Console) servers(w http.ResponseWriter, r *http.Request, v *view) error {
@@ -376,29 +418,88 @@ func credentials(f map[string][]string) (api.Credentials, error) {
 	return api.Credentials{BearerToken: strings.TrimSpace(get("bearerToken")), Headers: h}, nil
 }
 
+// register registers a server (or replaces the caller's registration of
+// that name) and syncs it. When the registration was made but its sync
+// failed — a wrong token, a server down — the answer is the new
+// registration's page with what went wrong and the form to fix it; when
+// nothing was registered, the MCP page with its form filled as the advice
+// says. The credentials are never rendered back.
 func (c *Console) register(w http.ResponseWriter, r *http.Request, v *view) error {
 	creds, err := credentials(r.PostForm)
 	name, u := strings.TrimSpace(r.PostForm.Get("name")), strings.TrimSpace(r.PostForm.Get("url"))
+	replace := r.PostForm.Get("replace") != ""
 	var reg api.ServerDetail
 	if err == nil {
-		reg, err = c.svc.RegisterServer(r.Context(), v.caller, api.RegisterIn{Name: name, URL: u, Credentials: creds})
+		reg, err = c.svc.RegisterServer(r.Context(), v.caller, api.RegisterIn{Name: name, URL: u, Credentials: creds, Replace: replace})
 		clear(creds.Headers)
 	}
-	if err != nil {
-		// The form comes back without the credentials: they are never
-		// rendered.
-		list, lerr := c.svc.ListServers(r.Context(), v.caller)
-		if lerr != nil {
-			return err
-		}
-		v.Title, v.Nav, v.Error, v.Data = "MCP servers", "servers", duet.ErrorMessage(err), serversData{List: list, Name: name, URL: u}
-		return c.render(w, StatusOf(c.o.Codes, err), "servers", v)
+	if err == nil {
+		return redirect(w, r, "/servers/"+escapePath(reg.Server.Name), "registered")
 	}
-	return redirect(w, r, "/servers/"+escapePath(reg.Server.Name), "registered")
+	list, lerr := c.svc.ListServers(r.Context(), v.caller)
+	if lerr != nil {
+		return err
+	}
+	key, _ := serverkey.Key(u)
+	if kept := c.keptRegistration(r, v, err, name, key, list); kept != nil {
+		return c.renderServer(w, v, *kept, err)
+	}
+	p, form := registerProblem(err, name, key, list.Servers)
+	form.List, form.URL, form.Problem = list, u, &p
+	form.Replace = form.Replace || replace
+	v.Title, v.Nav, v.Data = "MCP servers", "servers", form
+	return c.render(w, StatusOf(c.o.Codes, err), "servers", v)
+}
+
+// keptRegistration returns the registration named name with serverKey
+// key when registering it failed after it was stored — its sync failed —
+// and nil when nothing was registered (a refusal of the registration
+// itself: a conflict, a bad name, address or header).
+func (c *Console) keptRegistration(r *http.Request, v *view, err error, name, key string, list api.ServerList) *api.ServerDetail {
+	switch duet.ErrorCode(err) {
+	case duet.CodeConflict, duet.CodeInvalidArgument, duet.CodeUnavailable, duet.CodePermissionDenied, duet.CodeNotFound:
+		return nil
+	}
+	for _, s := range list.Servers {
+		if s.Name == name && s.ServerKey == key {
+			d, gerr := c.svc.GetServer(r.Context(), v.caller, name)
+			if gerr != nil {
+				return nil
+			}
+			return &d
+		}
+	}
+	return nil
 }
 
 type serverData struct {
-	Detail api.ServerDetail
+	Detail  api.ServerDetail
+	Problem *mcpProblem
+}
+
+// renderServer answers with a registration's page, showing err (nil for
+// none) in the console's words with the form that fixes it.
+func (c *Console) renderServer(w http.ResponseWriter, v *view, d api.ServerDetail, err error) error {
+	status, data := http.StatusOK, serverData{Detail: d}
+	if err != nil {
+		p := serverProblem(err, d.Server)
+		status, data.Problem = StatusOf(c.o.Codes, err), &p
+	}
+	v.Title, v.Nav, v.Data = "MCP server "+d.Server.Name, "servers", data
+	return c.render(w, status, "server", v)
+}
+
+// serversProblem answers with the MCP page and err on it (a registration
+// that is gone, say).
+func (c *Console) serversProblem(w http.ResponseWriter, r *http.Request, v *view, err error) error {
+	list, lerr := c.svc.ListServers(r.Context(), v.caller)
+	if lerr != nil {
+		return err
+	}
+	p := serverProblem(err, api.ServerView{Name: r.PathValue("name")})
+	p.Replace = false
+	v.Title, v.Nav, v.Data = "MCP servers", "servers", serversData{List: list, Problem: &p}
+	return c.render(w, StatusOf(c.o.Codes, err), "servers", v)
 }
 
 func (c *Console) server(w http.ResponseWriter, r *http.Request, v *view) error {
@@ -406,31 +507,47 @@ func (c *Console) server(w http.ResponseWriter, r *http.Request, v *view) error 
 	if err != nil {
 		return err
 	}
-	v.Title, v.Nav, v.Data = "MCP server "+d.Server.Name, "servers", serverData{Detail: d}
-	return c.render(w, http.StatusOK, "server", v)
+	return c.renderServer(w, v, d, nil)
 }
 
+// syncServer archives a server's catalog again; a failure is shown on
+// the server's page with what to do (not the bare error page).
 func (c *Console) syncServer(w http.ResponseWriter, r *http.Request, v *view) error {
 	if _, err := c.svc.SyncServer(r.Context(), v.caller, r.PathValue("name")); err != nil {
-		return err
+		d, gerr := c.svc.GetServer(r.Context(), v.caller, r.PathValue("name"))
+		if gerr != nil {
+			return c.serversProblem(w, r, v, gerr)
+		}
+		return c.renderServer(w, v, d, err)
 	}
 	return redirect(w, r, "/servers/"+escapePath(r.PathValue("name")), "synced")
 }
 
 func (c *Console) removeServer(w http.ResponseWriter, r *http.Request, v *view) error {
 	if _, err := c.svc.RemoveServer(r.Context(), v.caller, r.PathValue("name")); err != nil {
-		return err
+		return c.serversProblem(w, r, v, err)
 	}
 	return redirect(w, r, "/servers", "removed")
 }
 
 type toolData struct {
-	Server api.ServerView
-	Tool   *duet.MCPTool
-	Form   form
-	Call   *api.CallOut
-	Pretty string
-	Text   string
+	Server  api.ServerView
+	Tool    *duet.MCPTool
+	Form    form
+	Call    *api.CallOut
+	Problem *mcpProblem // what to do about the call's error
+	Pretty  string
+	Text    string
+}
+
+// toolProblem answers a tool page that cannot be shown — its
+// registration or its tool is gone — with the page that can: the
+// server's, or the MCP page.
+func (c *Console) toolProblem(w http.ResponseWriter, r *http.Request, v *view, d api.ServerDetail, err error) error {
+	if duet.ErrorCode(err) == duet.CodeMCPToolNotFound {
+		return c.renderServer(w, v, d, err)
+	}
+	return c.serversProblem(w, r, v, err)
 }
 
 func (c *Console) findTool(r *http.Request, v *view) (api.ServerDetail, *duet.MCPTool, error) {
@@ -449,7 +566,7 @@ func (c *Console) findTool(r *http.Request, v *view) (api.ServerDetail, *duet.MC
 func (c *Console) toolForm(w http.ResponseWriter, r *http.Request, v *view) error {
 	d, t, err := c.findTool(r, v)
 	if err != nil {
-		return err
+		return c.toolProblem(w, r, v, d, err)
 	}
 	v.Title, v.Nav, v.Data = t.Name+" — "+d.Server.Name, "servers", toolData{Server: d.Server, Tool: t, Form: buildForm(t.InputSchema, nil)}
 	return c.render(w, http.StatusOK, "tool", v)
@@ -458,7 +575,7 @@ func (c *Console) toolForm(w http.ResponseWriter, r *http.Request, v *view) erro
 func (c *Console) callTool(w http.ResponseWriter, r *http.Request, v *view) error {
 	d, t, err := c.findTool(r, v)
 	if err != nil {
-		return err
+		return c.toolProblem(w, r, v, d, err)
 	}
 	f := buildForm(t.InputSchema, r.PostForm)
 	args, err := f.arguments(r.PostForm)
@@ -473,9 +590,16 @@ func (c *Console) callTool(w http.ResponseWriter, r *http.Request, v *view) erro
 	} else {
 		out, err := c.svc.CallTool(r.Context(), v.caller, d.Server.Name, t.Name, api.CallIn{Arguments: args})
 		if err != nil {
-			return err
+			return c.toolProblem(w, r, v, d, err)
 		}
 		data.Call = &out
+		if out.Error != nil {
+			p := serverProblem(&duet.Error{Code: out.Error.Code, Message: out.Error.Message}, d.Server)
+			if p.Replace {
+				p.Link = "/servers/" + escapePath(d.Server.Name) + "#replace"
+			}
+			data.Problem = &p
+		}
 		if out.Result != nil {
 			data.Text = out.Result.Text()
 			if len(out.Result.StructuredContent) > 0 {
@@ -519,8 +643,9 @@ func (c *Console) createTeam(w http.ResponseWriter, r *http.Request, v *view) er
 }
 
 type teamData struct {
-	Detail api.TeamDetail
-	Mine   api.ServerList
+	Detail  api.TeamDetail
+	Mine    api.ServerList
+	Problem *mcpProblem // of registering a listed server
 }
 
 func (c *Console) team(w http.ResponseWriter, r *http.Request, v *view) error {
@@ -589,10 +714,33 @@ func (c *Console) registerTeamServer(w http.ResponseWriter, r *http.Request, v *
 	in := api.TeamRegisterIn{URL: r.PostForm.Get("url"), Credentials: creds}
 	d, err := c.svc.RegisterTeamServer(r.Context(), v.caller, r.PathValue("team"), r.PathValue("name"), in)
 	clear(creds.Headers)
-	if err != nil {
+	if err == nil {
+		return redirect(w, r, "/servers/"+escapePath(d.Server.Name), "registered")
+	}
+	// Registered, but its sync failed: the registration's page says what
+	// to do. Else the team page does.
+	list, lerr := c.svc.ListServers(r.Context(), v.caller)
+	if lerr != nil {
 		return err
 	}
-	return redirect(w, r, "/servers/"+escapePath(d.Server.Name), "registered")
+	key, _ := serverkey.Key(strings.TrimSpace(in.URL))
+	if kept := c.keptRegistration(r, v, err, r.PathValue("name"), key, list); kept != nil {
+		return c.renderServer(w, v, *kept, err)
+	}
+	team, terr := c.svc.GetTeam(r.Context(), v.caller, r.PathValue("team"))
+	if terr != nil {
+		return err
+	}
+	p, _ := registerProblem(err, r.PathValue("name"), key, list.Servers)
+	for _, s := range list.Servers {
+		if s.ServerKey == key {
+			p.What = fmt.Sprintf("You registered this address already, as %q: your cases and calls reach it by that name.", s.Name)
+			p.Advice = fmt.Sprintf("Use %q as it is, or give it new credentials on its page (Replace the registration).", s.Name)
+			p.Link = "/servers/" + escapePath(s.Name) + "#replace"
+		}
+	}
+	v.Title, v.Nav, v.Data = "Team "+team.Team.Name, "teams", teamData{Detail: team, Mine: list, Problem: &p}
+	return c.render(w, StatusOf(c.o.Codes, err), "team", v)
 }
 
 // ---- audit ----
@@ -655,12 +803,40 @@ type tokensData struct {
 	Created *api.TokenCreated
 }
 
+// newTokenCookie carries a new token's value from the POST that created
+// it to the page that shows it, once (redirect after POST: a reload posts
+// nothing and shows nothing). It is sealed (newTokenKey) and lives a
+// minute, on /tokens only.
+const newTokenCookie = "duet_new_token"
+
+// newTokenKey is the key that seals a new token's value for its trip in
+// newTokenCookie: derived from the session's CSRF secret, so that the
+// cookie alone — in a browser's cookie store, say — opens nothing, and
+// only the session that created the token reads it.
+func newTokenKey(csrf string) cipher.AEAD {
+	k := sha256.Sum256([]byte("duet new-token cookie\x00" + csrf))
+	block, _ := aes.NewCipher(k[:])
+	aead, _ := cipher.NewGCMWithRandomNonce(block)
+	return aead
+}
+
 func (c *Console) tokens(w http.ResponseWriter, r *http.Request, v *view) error {
 	list, err := c.svc.ListTokens(r.Context(), v.caller)
 	if err != nil {
 		return err
 	}
-	v.Title, v.Nav, v.Data = "Tokens", "tokens", tokensData{List: list}
+	d := tokensData{List: list}
+	if ck, err := r.Cookie(newTokenCookie); err == nil {
+		// Shown once: the cookie goes with this answer.
+		http.SetCookie(w, &http.Cookie{Name: newTokenCookie, Path: "/tokens", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: auth.OverTLS(r)})
+		var created api.TokenCreated
+		if sealed, err := base64.RawURLEncoding.DecodeString(ck.Value); err == nil {
+			if plain, err := newTokenKey(v.CSRF).Open(nil, nil, sealed, []byte(v.User)); err == nil && json.Unmarshal(plain, &created) == nil {
+				d.Created = &created
+			}
+		}
+	}
+	v.Title, v.Nav, v.Data = "Tokens", "tokens", d
 	return c.render(w, http.StatusOK, "tokens", v)
 }
 
@@ -670,13 +846,14 @@ func (c *Console) createToken(w http.ResponseWriter, r *http.Request, v *view) e
 	if err != nil {
 		return err
 	}
-	list, err := c.svc.ListTokens(r.Context(), v.caller)
+	plain, err := json.Marshal(created)
 	if err != nil {
 		return err
 	}
-	// Shown once: this response is the only place the value appears.
-	v.Title, v.Nav, v.Data = "Tokens", "tokens", tokensData{List: list, Created: &created}
-	return c.render(w, http.StatusCreated, "tokens", v)
+	sealed := newTokenKey(v.CSRF).Seal(nil, nil, plain, []byte(v.User))
+	http.SetCookie(w, &http.Cookie{Name: newTokenCookie, Value: base64.RawURLEncoding.EncodeToString(sealed), Path: "/tokens", MaxAge: 60,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: auth.OverTLS(r)})
+	return redirect(w, r, "/tokens", "")
 }
 
 func (c *Console) revokeToken(w http.ResponseWriter, r *http.Request, v *view) error {

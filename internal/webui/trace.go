@@ -21,6 +21,15 @@ func (c *Console) registerEvidence(mux *http.ServeMux) {
 		return nil
 	}))
 	mux.Handle("GET /runs/{id}/cases/{case}/trace/{file...}", c.page(c.traceFile))
+	// A baseline's pages (baseline.go); the list is among routes().
+	for pattern, rt := range map[string]route{
+		"GET /baselines/{id}":          {fn: c.baseline},
+		"GET /baselines/{id}/image":    {c.baselineImage, qs("which")},
+		"POST /baselines/{id}/approve": {fn: c.decideBaseline(true)},
+		"POST /baselines/{id}/reject":  {fn: c.decideBaseline(false)},
+	} {
+		mux.Handle(pattern, c.page(c.checkQuery(rt)))
+	}
 }
 
 // traceFile serves one file of a case's trace ("" is the viewer).

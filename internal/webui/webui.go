@@ -95,6 +95,15 @@ func (c *Console) Register(mux *http.ServeMux) {
 		w.Header().Set("Cache-Control", "public, max-age=3600")
 		fileServer.ServeHTTP(w, r)
 	})))
+	favicon, err := fs.ReadFile(static, "favicon.ico")
+	if err != nil {
+		panic("webui: " + err.Error())
+	}
+	mux.Handle("GET /favicon.ico", secured(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/x-icon")
+		w.Header().Set("Cache-Control", "public, max-age=86400")
+		w.Write(favicon)
+	})))
 	mux.Handle("GET /signin", secured(http.HandlerFunc(c.signinForm)))
 	mux.Handle("POST /signin", secured(http.HandlerFunc(c.signin)))
 	mux.Handle("POST /signout", c.page(c.signout))
@@ -102,7 +111,15 @@ func (c *Console) Register(mux *http.ServeMux) {
 		http.Redirect(w, r, "/tasks", http.StatusSeeOther)
 		return nil
 	}))
-	for pattern, rt := range map[string]route{
+	for pattern, rt := range c.routes() {
+		mux.Handle(pattern, c.page(c.checkQuery(rt)))
+	}
+	c.registerEvidence(mux) // trace.go, baseline.go
+}
+
+// routes are the console's pages and forms by pattern.
+func (c *Console) routes() map[string]route {
+	return map[string]route{
 		"GET /tasks":                                 {c.tasks, qs("q", "cursor")},
 		"GET /tasks/apply":                           {fn: c.applyForm},
 		"POST /tasks/apply":                          {fn: c.apply},
@@ -146,14 +163,7 @@ func (c *Console) Register(mux *http.ServeMux) {
 		"POST /tokens":                               {fn: c.createToken},
 		"POST /tokens/{id}/revoke":                   {fn: c.revokeToken},
 		"GET /baselines":                             {c.baselines, qs("status")},
-		"GET /baselines/{id}":                        {fn: c.baseline},
-		"GET /baselines/{id}/image":                  {c.baselineImage, qs("which")},
-		"POST /baselines/{id}/approve":               {fn: c.decideBaseline(true)},
-		"POST /baselines/{id}/reject":                {fn: c.decideBaseline(false)},
-	} {
-		mux.Handle(pattern, c.page(c.checkQuery(rt)))
 	}
-	c.registerEvidence(mux) // trace.go
 }
 
 // secured sets the headers every console response carries.
@@ -236,7 +246,9 @@ func (c *Console) page(fn handler) http.Handler {
 // notices are the messages a redirect after a change shows (?done=...):
 // fixed texts, so a link cannot make the console say anything else.
 var notices = map[string]string{
-	"shared": "Shared.", "unshared": "No longer shared.", "transferred": "Task handed over.", "cancelled": "Cancellation requested.",
+	"shared": "Shared.", "unshared": "No longer shared.", "transferred": "Task handed over.",
+	"cancelled": "Cancellation requested: the run stops within a second or two.", "cancelled-now": "Cancelled.",
+	"ended": "The run had already ended: there was nothing to cancel.",
 	"saved": "Saved.", "deleted": "Deleted.", "synced": "Catalog synced.", "removed": "Removed.", "registered": "Registered and synced.",
 	"created": "Created.", "approved": "Approved.", "added": "Added.", "revoked": "Token revoked.", "applied": "Suite applied.", "role": "Role changed.",
 }

@@ -36,10 +36,11 @@ func TestScriptsSayWhatTheyAreDoing(t *testing.T) {
 	later := time.Now().Add(time.Hour)
 	os.Chtimes(stamp, later, later)
 	os.MkdirAll(filepath.Join(repo, "bench"), 0o755)
+	os.MkdirAll(filepath.Join(repo, "deploy"), 0o755) // the deployment checks' module
 
 	bin := filepath.Join(repo, "stand-ins")
 	record := "#!/bin/sh\necho \"RAN $(basename \"$0\") $*\" >&2\n"
-	for _, name := range []string{"gofmt", "chromium", "adb", "npm", "node", "initdb"} {
+	for _, name := range []string{"gofmt", "chromium", "adb", "npm", "node", "initdb", "systemd-analyze"} {
 		write(t, filepath.Join(bin, name), record, 0o755)
 	}
 	write(t, filepath.Join(bin, "git"), "#!/bin/sh\n", 0o755) // git ls-files: no Go files to format
@@ -82,6 +83,7 @@ func TestScriptsSayWhatTheyAreDoing(t *testing.T) {
 		{"test.sh", "RAN go vet", "go vet"},
 		{"test.sh", "RAN go run honnef.co/go/tools/cmd/staticcheck", "staticcheck"},
 		{"test.sh", "RAN go test -race", "race detector"},
+		{"test.sh", "RAN go test -count=1 -timeout 10m", "deployment checks"},
 	} {
 		lines := run(tt.script)
 		if !strings.HasPrefix(lines[0], strings.TrimSuffix(tt.script, ".sh")+" [") {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/engine"
+	"github.com/duet-test/duet/internal/step"
 )
 
 // Options tune Run. The zero value suits a driver that runs on this
@@ -60,6 +61,7 @@ func Run(t *testing.T, b engine.Browser, opts Options) {
 	t.Run("isolation", ck.isolation)
 	t.Run("devices", ck.devices)
 	t.Run("close", ck.close)
+	t.Run("locators", ck.locators)
 }
 
 type checker struct {
@@ -365,4 +367,48 @@ func serve(t *testing.T, addr string) string {
 		host = net.JoinHostPort("127.0.0.1", p)
 	}
 	return "http://" + strings.TrimSuffix(host, "/")
+}
+
+// locators checks the capabilities the step kinds beyond the Page methods
+// need (step.Elements and the others): every Chromium target (local,
+// remote, a phone) has them, as they are all the DevTools protocol.
+func (ck *checker) locators(t *testing.T) {
+	s := ck.session(t, "")
+	ctx := ck.ctx(t)
+	ck.open(t, s, "/form")
+	el, ok := s.(step.Elements)
+	if !ok {
+		t.Fatalf("the session is not a step.Elements: locators do not work on it")
+	}
+	for _, c := range []struct {
+		name string
+		ok   bool
+	}{
+		{"Framer", implements[step.Framer](s)}, {"Tabs", implements[step.Tabs](s)}, {"Dialogs", implements[step.Dialogs](s)},
+		{"Historian", implements[step.Historian](s)}, {"Emulator", implements[step.Emulator](s)}, {"Evaluator", implements[step.Evaluator](s)},
+	} {
+		if !c.ok {
+			t.Errorf("the session is not a step.%s", c.name)
+		}
+	}
+	if err := el.Act(ctx, step.Target{Locator: &duet.Locator{Role: "button", Name: "Go"}}, step.Action{Kind: "click"}); err != nil {
+		t.Fatalf("Act(click role=button[name=Go]): %v", err)
+	}
+	a, err := el.Query(ctx, step.Target{Locator: &duet.Locator{Text: "likes", Exact: false}}, step.Query{Kind: "text"})
+	if err != nil || a.Str != "preset likes r" {
+		t.Errorf("Query(text=likes): %q, %v", a.Str, err)
+	}
+	_, err = el.Query(ctx, step.Target{Locator: &duet.Locator{CSS: "p"}}, step.Query{Kind: "text"})
+	wantCode(t, "Query of a locator that matches several elements", err, duet.CodeLocatorAmbiguous)
+	if a, err := el.Query(ctx, step.Target{Locator: &duet.Locator{CSS: "p"}}, step.Query{Kind: "count"}); err != nil || a.Count < 3 {
+		t.Errorf("Query(count p): %d, %v", a.Count, err)
+	}
+	if v, err := s.(step.Evaluator).Evaluate(ctx, "document.title", nil, 0); err != nil || v != "Form" {
+		t.Errorf("Evaluate(document.title): %v, %v", v, err)
+	}
+}
+
+func implements[T any](v any) bool {
+	_, ok := v.(T)
+	return ok
 }

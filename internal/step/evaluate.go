@@ -1,0 +1,116 @@
+package step
+
+import (
+	"context"
+	"sort"
+
+	"github.com/duet-test/duet"
+)
+
+// Evaluator is a Page that runs a JavaScript expression in its page (the
+// frame of the frame scope) within a time and a size budget.
+// internal/browser's sessions are Evaluators.
+type Evaluator interface {
+	// Evaluate runs expr with args as the object args, awaits it, and
+	// returns its value as JSON values; past ctx's deadline STEP_TIMEOUT,
+	// a value of more than maxBytes as JSON TOO_LARGE.
+	Evaluate(ctx context.Context, expr string, args map[string]any, maxBytes int) (any, error)
+}
+
+// maxEvaluateBytes bounds the value of an evaluate step, as JSON.
+const maxEvaluateBytes = 1 << 20
+
+// Evaluate is the evaluate step.
+var Evaluate = register(&Kind{
+	Name:    "evaluate",
+	Section: Browser,
+	Order:   205,
+	Summary: "Run a JavaScript expression in the page and save its value (awaited when it is a promise): what no other step reads.",
+	Form: Form{
+		Short: &Short{Type: Text, Doc: "the expression"},
+		Keys: []Key{
+			{Name: "expression", Type: Text, Required: true, Doc: "a JavaScript expression (not a template: ${...} is JavaScript's own); it reads args.NAME"},
+			{Name: "args", Type: MapOf(Template), Doc: "values (templates over the variables) the expression reads as args.NAME"},
+			{Name: "as", Type: Ident, Doc: "the variable to save the value to"},
+			{Name: "saveAs", Type: Ident, Doc: "the same as as"},
+		},
+	},
+	Example: "- evaluate: {expression: \"document.querySelectorAll('.card').length\", as: cards}\n- evaluate: {expression: \"localStorage.getItem(args.key)\", args: {key: \"cart-${run.id}\"}, as: stored}\n",
+	Doc: "It runs within the step's timeout (a loop is stopped there: STEP_TIMEOUT) and its value may be 1 MiB as JSON at most (TOO_LARGE, " +
+		"refused in the page before it is sent). An expression that throws fails the step with BROWSER_ERROR and the exception's message.",
+	Agent: "`evaluate: {expression: \"window.appState.cart.length\", as: n}` — only for what no other step reads",
+	Compile: func(c *Compiler, st *duet.Step, n *Node) {
+		bd, ok := browserBody(c, st, n, false)
+		if !ok {
+			return
+		}
+		bd.needPage()
+		b := bd.b
+		if !bd.isMap {
+			b.Expr = bd.short
+		} else {
+			c.AllowKeys(n, "expression", "args", "as", "saveAs")
+			b.Expr = c.String(n, "expression", true)
+			if an := n.Get("args"); an != nil {
+				if an.Type != MapNode {
+					c.Errf(an, "args must be a mapping of names to values")
+				} else {
+					b.Args = map[string]string{}
+					for i, k := range an.Keys {
+						name, _ := k.Str()
+						v, ok := an.Vals[i].Str()
+						if !ok {
+							c.Errf(an.Vals[i], "args.%s must be a text (a template)", name)
+							continue
+						}
+						c.Template(an.Vals[i], "args."+name, v)
+						b.Args[name] = v
+					}
+				}
+			}
+			as := n.Get("as")
+			if as == nil {
+				as = n.Get("saveAs")
+			}
+			b.SaveAs = c.SaveAs(as)
+		}
+		if b.Expr == "" && (!bd.isMap || n.Get("expression") != nil) {
+			c.Errf(n, "evaluate: the expression is empty")
+		}
+	},
+	Title: func(st *duet.Step) string {
+		e := st.Browser.Expr
+		if len(e) > 60 {
+			e = e[:57] + "..."
+		}
+		return "evaluate " + e
+	},
+	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
+		p, b, _, err := page(ctx, env, st)
+		if err != nil {
+			return "", nil, err
+		}
+		ev, ok := p.(Evaluator)
+		if !ok {
+			return "", nil, duet.Errorf(duet.CodeBrowserError, "evaluate: this browser cannot evaluate (its driver lacks Evaluator)")
+		}
+		args := map[string]any{}
+		names := make([]string, 0, len(b.Args))
+		for k := range b.Args {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			v, err := render(env, b.Args[k])
+			if err != nil {
+				return "", nil, err
+			}
+			args[k] = v
+		}
+		v, err := ev.Evaluate(ctx, b.Expr, args, maxEvaluateBytes)
+		if err != nil {
+			return "", nil, err
+		}
+		return b.SaveAs, v, nil
+	},
+})
