@@ -42,6 +42,7 @@ type Run struct {
 	CallSource      CallSource `json:"callSource"`
 	TraceID         string     `json:"traceId,omitempty"`
 	Device          string     `json:"device,omitempty"`
+	Trace           string     `json:"trace,omitempty"` // when its cases keep a trace ("": the task's, else DUET_TRACE)
 	ErrorCode       Code       `json:"errorCode,omitempty"`
 	ErrorMessage    string     `json:"errorMessage,omitempty"`
 	CancelRequested bool       `json:"cancelRequested,omitempty"`

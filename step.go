@@ -81,6 +81,8 @@ type Step struct {
 	If      *IfStep      `json:"if,omitempty"`
 	Loop    *LoopStep    `json:"loop,omitempty"` // repeat and forEach
 	Use     *UseStep     `json:"use,omitempty"`
+
+	Evidence *EvidenceStep `json:"evidence,omitempty"` // assertScreenshot, assertAccessible, assertPerformance (evidence.go)
 }
 
 // Children returns the lists of steps a flow step (if, repeat, forEach,

@@ -28,6 +28,8 @@ type Store interface {
 	ContractStore
 	CatalogHistoryStore
 	SecretStore
+	BaselineStore
+	MetricStore
 
 	// Ping checks that the database answers. Returns UNAVAILABLE.
 	Ping(ctx context.Context) error

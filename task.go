@@ -19,6 +19,7 @@ type Task struct {
 	Description string   `json:"description"`
 	BaseURL     string   `json:"baseUrl"`
 	Device      string   `json:"device,omitempty"` // default device preset for browser steps
+	Trace       string   `json:"trace,omitempty"`  // when its cases keep a trace: off, on-failure, on-first-retry, on ("": DUET_TRACE)
 	Owner       string   `json:"owner"`
 	SharedWith  []string `json:"sharedWith"`
 	// PostRun are the MCP tool calls made when a run of the task ends;

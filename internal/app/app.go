@@ -40,6 +40,7 @@ import (
 	"github.com/duet-test/duet/internal/schedule"
 	"github.com/duet-test/duet/internal/secret"
 	"github.com/duet-test/duet/internal/telemetry"
+	"github.com/duet-test/duet/internal/trace"
 	"github.com/duet-test/duet/internal/vault"
 	"github.com/duet-test/duet/internal/webui"
 )
@@ -169,6 +170,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		StepTimeout: cfg.StepTimeout, CaseTimeout: cfg.CaseTimeout, Parallel: cfg.Parallel, MaxCallDepth: cfg.MaxCallDepth,
 		Browser: a.browsers, Artifacts: a.Artifacts, HTTPClient: stepClient,
 		OnEvent: opts.OnEvent, Logger: log, Invoker: a.Agent.Invoker, Secrets: a.Secrets,
+		Trace: trace.Mode(cfg.Trace), TraceMaxBytes: int64(cfg.TraceMaxBytes),
 	})
 	a.Worker = engine.NewWorker(db, a.Engine, engine.WorkerOptions{Concurrency: cfg.Workers, Lease: cfg.RunLease, Logger: log})
 	a.Catalog = catalog.New(db, catalog.Options{

@@ -16,6 +16,7 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/schedule"
+	"github.com/duet-test/duet/internal/trace"
 )
 
 // Tool names of the product catalog.
@@ -682,6 +683,7 @@ type StartRunIn struct {
 	IdempotencyKey string   `json:"idempotencyKey" jsonschema:"a key you choose (e.g. a UUID); a retry with the same key and arguments returns the first run instead of starting another"`
 	Device         string   `json:"device,omitempty" jsonschema:"device preset for browser steps (e.g. desktop, iphone-15, pixel-7); default: the task's"`
 	Environment    string   `json:"environment,omitempty" jsonschema:"the task's environment to run in (its base URL and env variables); default: the task's default environment"`
+	Trace          string   `json:"trace,omitempty" jsonschema:"when the run's cases keep a trace (screenshots, DOM, console, network, replay): off, on-failure, on-first-retry or on; default: the task's, else on-failure"`
 }
 
 // StartRunOut is the result of start_test_run.
@@ -762,6 +764,9 @@ func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error)
 	if err != nil {
 		return StartRunOut{}, err
 	}
+	if _, err := trace.ParseMode(in.Trace); err != nil {
+		return StartRunOut{}, err
+	}
 	cases, err := selectCases(ctx, env, task, in.CaseIDs)
 	if err != nil {
 		return StartRunOut{}, err
@@ -779,13 +784,16 @@ func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error)
 	if in.Environment != "" {
 		args = append(args, in.Environment) // the hash of a start without one stays what it was
 	}
+	if in.Trace != "" {
+		args = append(args, in.Trace) // (a run without one hashes as before)
+	}
 	json.NewEncoder(h).Encode(args)
 	origin, err := checkOrigin(env.origin)
 	if err != nil {
 		return StartRunOut{}, err
 	}
 	run := &duet.Run{TaskID: task.ID, TriggeredBy: env.Caller.UserID, CallSource: env.Caller.Source, TraceID: env.Caller.TraceID, Device: in.Device,
-		CallDepth: env.Caller.CallDepth, Origin: origin, Environment: envName}
+		CallDepth: env.Caller.CallDepth, Origin: origin, Environment: envName, Trace: in.Trace}
 	var execs []*duet.Execution
 	for _, cs := range cases {
 		execs = append(execs, &duet.Execution{CaseID: cs.ID, CaseKey: cs.Key, CaseTitle: cs.Title, CaseVersion: cs.Version, Steps: cs.Steps, TimeoutMs: cs.TimeoutMs, Row: cs.Row})

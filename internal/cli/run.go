@@ -21,7 +21,7 @@ import (
 func runCmd(env Env) *cobra.Command {
 	var caseIDs []string
 	var detach, wait, failOnFlaky bool
-	var device, remote, environment, jsonOut, junitOut, reportOut string
+	var device, remote, environment, traceMode, jsonOut, junitOut, reportOut string
 	var origin duet.RunOrigin
 	cmd := &cobra.Command{
 		Use:   "run TASK",
@@ -60,7 +60,7 @@ Subcommands show, list and cancel manage existing runs.`,
 				}
 				device += "@" + remote
 			}
-			out, err := startRun(ctx, a, user, catalog.StartRunIn{TaskID: t.ID, CaseIDs: caseIDs, Device: device, Environment: environment}, ciOrigin(origin, env.Getenv))
+			out, err := startRun(ctx, a, user, catalog.StartRunIn{TaskID: t.ID, CaseIDs: caseIDs, Device: device, Environment: environment, Trace: traceMode}, ciOrigin(origin, env.Getenv))
 			if err != nil {
 				return startExit(err)
 			}
@@ -105,6 +105,7 @@ Subcommands show, list and cancel manage existing runs.`,
 	cmd.Flags().BoolVar(&wait, "wait", true, "wait for the run's end and exit with its verdict (the default)")
 	cmd.Flags().StringVar(&device, "device", "", deviceFlagHelp)
 	cmd.Flags().StringVar(&environment, "env", "", "the task's environment to run in (its baseURL and env variables); default: the task's default environment")
+	cmd.Flags().StringVar(&traceMode, "trace", "", "when the cases keep a trace: off, on-failure, on-first-retry or on (default: the task's, else DUET_TRACE)")
 	cmd.Flags().StringVar(&remote, "browser", "", "DevTools endpoint of a remote browser for this run, e.g. ws://10.0.0.5:9222 (with --device PRESET to emulate one)")
 	cmd.Flags().StringVar(&jsonOut, "json", "", "--json: print the final run as JSON instead of progress; --json=FILE: write the JSON report to FILE at the end")
 	cmd.Flags().Lookup("json").NoOptDefVal = "-"

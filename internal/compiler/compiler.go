@@ -26,6 +26,7 @@ import (
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/eval"
 	"github.com/duet-test/duet/internal/step"
+	"github.com/duet-test/duet/internal/trace"
 )
 
 // Diagnostic is one error at a position of the source.
@@ -227,6 +228,12 @@ func (c *compiler) task(n *step.Node, t *duet.Task) {
 	}
 	c.environments(n, t)
 	c.taskHooks(n, t)
+	if tm := c.String(n, "trace", false); tm != "" {
+		if _, err := trace.ParseMode(tm); err != nil {
+			c.Errf(n.Get("trace"), "%s", duet.ErrorMessage(err))
+		}
+		t.Trace = tm
+	}
 	if a := c.String(n, "testIdAttribute", false); a != "" {
 		if !attrNameRe().MatchString(a) {
 			c.Errf(n.Get("testIdAttribute"), "testIdAttribute %q is not an attribute name (such as data-test)", a)

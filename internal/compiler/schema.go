@@ -35,6 +35,7 @@ var (
 		{Name: duet.HookBeforeEach, Type: step.Steps, Doc: "steps run before each case's own"},
 		{Name: duet.HookAfterEach, Type: step.Steps, Doc: "steps run after each case's own, whatever became of them (failed, timed out, cancelled)"},
 		{Name: duet.HookAfterAll, Type: step.Steps, Doc: "steps run once per run, after its last case, whatever became of the cases"},
+		{Name: "trace", Type: step.Enum("off", "on-failure", "on-first-retry", "on"), Doc: "when a case keeps a trace (screenshots, DOM, console, network, replay): default DUET_TRACE, on-failure"},
 		{Name: "testIdAttribute", Type: step.Text, Doc: "the attribute testId locators name (default data-testid), for the suite's cases"},
 		{Name: "schedule", Type: scheduleType, Doc: "when the task runs by itself: one schedule or a list (docs/schedules.md)"},
 	}

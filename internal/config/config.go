@@ -59,6 +59,8 @@ type Config struct {
 	ChromePath        string
 	Browsers          int
 	ArtifactRetention time.Duration
+	Trace             string // DUET_TRACE: the default trace mode (trace.Mode)
+	TraceMaxBytes     int    // DUET_TRACE_MAX_BYTES: the bound of one case's trace
 	BrowserURL        string // DevTools endpoint to attach to instead of starting Chromium; may hold a token
 	BrowserNoSandbox  bool   // DUET_BROWSER_SANDBOX=off: Chromium without its sandbox
 	ADBPath           string
@@ -288,7 +290,18 @@ var options = []Option{
 			c.ArtifactDir = filepath.Clean(v)
 			return nil
 		}},
-	{Env: "DUET_ARTIFACT_RETENTION", Default: "720h", Doc: "How long screenshots are kept (0 keeps them forever).", set: func(c *Config, v string) error {
+	{Env: "DUET_TRACE", Default: "on-failure", Doc: "When a case keeps a trace (screenshots, DOM snapshots, console, network, replay) if its task and run do not say: off, on-failure, on-first-retry (as on-failure until Duet retries cases) or on.",
+		set: func(c *Config, v string) error {
+			switch v {
+			case "off", "on-failure", "on-first-retry", "on":
+				c.Trace = v
+				return nil
+			}
+			return fmt.Errorf("want off, on-failure, on-first-retry or on, got %q", v)
+		}},
+	{Env: "DUET_TRACE_MAX_BYTES", Default: "16777216", Doc: "The most one case's trace keeps, in bytes (16 MiB); what does not fit is left out and the trace says so.",
+		set: intSet(func(c *Config) *int { return &c.TraceMaxBytes }, 1<<20, 1<<30)},
+	{Env: "DUET_ARTIFACT_RETENTION", Default: "720h", Doc: "How long screenshots and traces are kept (0 keeps them forever; duet gc removes the expired ones now).", set: func(c *Config, v string) error {
 		if v == "0" {
 			c.ArtifactRetention = 0
 			return nil

@@ -31,6 +31,10 @@ type caseRun struct {
 
 	authorKnown bool   // authorName was looked up
 	authorName  string // who wrote the case version ("" unknown)
+
+	tracer Tracer         // the session recording the case's trace (trace.go), or nil
+	shots  map[int][]byte // failure screenshots by step, for the trace
+
 	// dests are where the case can send data to (DestinationsOf), once a
 	// call needed the executor's approval.
 	dests *duet.Destinations
@@ -225,6 +229,7 @@ func (e *Engine) executeCase(ctx context.Context, w *runWrites, rs *runScope, x 
 	}
 	end := time.Now()
 	x.FinishedAt = &end
+	cr.finishTrace(ctx)
 	known = secrets.Len()
 	if !cr.rescrub(ctx) {
 		return 0, false
@@ -470,6 +475,7 @@ func (cr *caseRun) runStep(ctx context.Context, st *duet.Step, res *duet.StepRes
 	}
 	defer cancel()
 	if err == nil {
+		cr.traceBegin(st)
 		saveAs, value, err = cr.dispatch(sctx, st)
 	}
 
@@ -497,6 +503,8 @@ func (cr *caseRun) runStep(ctx context.Context, st *duet.Step, res *duet.StepRes
 			res.Output = persist(cr.secrets, value)
 		}
 	}
+	var shot []byte // the failure screenshot, for the trace
+	defer func() { cr.traceEnd(ctx, st, res, shot) }()
 	if err == nil {
 		res.Status = duet.StatusPassed
 		return
@@ -542,6 +550,7 @@ func (cr *caseRun) runStep(ctx context.Context, st *duet.Step, res *duet.StepRes
 		png, err := cr.session.Screenshot(shotCtx, false)
 		var id string
 		if err == nil {
+			shot = png
 			id, err = cr.SaveArtifact(shotCtx, st, "failure", png)
 		}
 		if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/duet-test/duet/internal/calldepth"
 	"github.com/duet-test/duet/internal/redact"
 	"github.com/duet-test/duet/internal/step"
+	"github.com/duet-test/duet/internal/trace"
 )
 
 // Browser starts isolated browser sessions. internal/browser provides one
@@ -108,6 +109,13 @@ type Options struct {
 	// nil means the executor's stored approvals (StoreApprover) when the
 	// store keeps them, else every such call fails with APPROVAL_REQUIRED.
 	Approver Approver
+	// Trace is the trace mode of runs whose run and task choose none ("":
+	// on-failure); TraceMaxBytes bounds one case's trace (0:
+	// trace.DefaultMaxBytes) and TraceRecord a recording in the browser.
+	// A trace is kept where Artifacts is a TraceSaver.
+	Trace         trace.Mode
+	TraceMaxBytes int64
+	TraceRecord   trace.RecordOptions
 	// WriteWait bounds how long a write of a run (a step result, a final
 	// state) waits for a database that is away; 0 means 30s. A write that
 	// still fails stops the run at once and gives it back to the queue.

@@ -143,6 +143,15 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 				res.TaskAction = duet.ApplyUpdated
 			}
 		}
+		if task.Trace != want.Trace { // the task's trace mode (00027)
+			if _, err := tx.Exec(ctx, `UPDATE tasks SET trace = $1, updated_at = $2 WHERE id = $3`, want.Trace, now, task.ID); err != nil {
+				return mapErr(err)
+			}
+			task.Trace, task.UpdatedAt = want.Trace, now
+			if res.TaskAction == duet.ApplyUnchanged {
+				res.TaskAction = duet.ApplyUpdated
+			}
+		}
 		res.Task = task
 
 		rows, err := tx.Query(ctx, `SELECT `+caseColumns+` FROM cases c WHERE c.task_id = $1`, task.ID)

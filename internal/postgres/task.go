@@ -14,7 +14,7 @@ import (
 	"github.com/duet-test/duet"
 )
 
-const taskColumns = `t.id, t.owner, t.name, t.description, t.base_url, t.device, t.created_at, t.updated_at, t.post_run, t.post_run_by, t.run_config, t.hooks_by`
+const taskColumns = `t.id, t.owner, t.name, t.description, t.base_url, t.device, t.created_at, t.updated_at, t.post_run, t.post_run_by, t.run_config, t.hooks_by, t.trace`
 
 // visibleTo is the one SQL condition for "the viewer ($1) owns the task or
 // it was shared with the viewer". Every read of user-facing data goes
@@ -58,7 +58,7 @@ func visibility(viewer string) string {
 func scanTask(r pgx.Row) (*duet.Task, error) {
 	var t duet.Task
 	var postRun, runConfig string
-	if err := r.Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &t.CreatedAt, &t.UpdatedAt, &postRun, &t.PostRunBy, &runConfig, &t.HooksBy); err != nil {
+	if err := r.Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &t.CreatedAt, &t.UpdatedAt, &postRun, &t.PostRunBy, &runConfig, &t.HooksBy, &t.Trace); err != nil {
 		return nil, err
 	}
 	t.CreatedAt, t.UpdatedAt = utc(t.CreatedAt), utc(t.UpdatedAt)
@@ -182,7 +182,7 @@ func (d *DB) FindTaskByID(ctx context.Context, viewer, id string) (*duet.Task, e
 		FROM tasks t WHERE t.id = $2` + visibility(viewer)
 	var t duet.Task
 	var postRun, runConfig string
-	err := d.pool.QueryRow(ctx, q, viewer, id).Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &t.CreatedAt, &t.UpdatedAt, &postRun, &t.PostRunBy, &runConfig, &t.HooksBy, &t.SharedWith)
+	err := d.pool.QueryRow(ctx, q, viewer, id).Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &t.CreatedAt, &t.UpdatedAt, &postRun, &t.PostRunBy, &runConfig, &t.HooksBy, &t.Trace, &t.SharedWith)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, notFound("task", id)
 	} else if err != nil {

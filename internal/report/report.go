@@ -149,6 +149,17 @@ type Case struct {
 	DurationMs   int64          `json:"durationMs"`
 	Steps        []*Step        `json:"steps"`
 	Variables    map[string]any `json:"variables,omitempty"` // redacted
+	// Trace is set when the case kept a trace and the viewer is the
+	// executor (traces are stored beside the report, not in it).
+	Trace *TraceLink `json:"trace,omitempty"`
+}
+
+// TraceLink says where a case's trace is.
+type TraceLink struct {
+	Bytes   int    `json:"bytes"`
+	Href    string `json:"href"`    // the console's trace viewer, on the host that serves the report
+	API     string `json:"api"`     // the zip over REST
+	Command string `json:"command"` // the CLI command that downloads it
 }
 
 // Step is one step of a case: its result, or StatusPending when it did not
@@ -272,6 +283,15 @@ func BuildPage(ctx context.Context, store Store, arts Artifacts, viewer, runID s
 		code, why := ExitCode(run, execs, false)
 		r.Exit = &Exit{Code: code, Reason: why}
 	}
+	if tr, ok := arts.(TraceReader); ok && r.Disclosure == duet.DiscloseFull {
+		for _, c := range r.Cases {
+			if n, ok := tr.HasTrace(ctx, run.ID, c.ExecutionID); ok {
+				c.Trace = &TraceLink{Bytes: int(n), Href: "/runs/" + run.ID + "/cases/" + c.ExecutionID + "/trace/",
+					API:     "/api/v1/runs/" + run.ID + "/cases/" + c.ExecutionID + "/trace",
+					Command: "duet report --trace " + run.ID + " " + c.Key}
+			}
+		}
+	}
 	if r.Disclosure == duet.DiscloseFull {
 		if r.Scan, err = buildScan(ctx, store, run, execs, r.Window != nil); err != nil {
 			return nil, err
@@ -382,7 +402,10 @@ func fillStep(ctx context.Context, arts *shotReader, s *Step, res *duet.StepResu
 	if res.StartedAt != nil && caseStart != nil {
 		s.OffsetMs = max(res.StartedAt.Sub(*caseStart).Milliseconds(), 0)
 	}
-	if id := screenshotOutput(res); id != "" && !slices.Contains(res.Artifacts, id) {
+	for _, id := range outputImages(res) {
+		if slices.Contains(res.Artifacts, id) {
+			continue
+		}
 		shot, err := arts.read(ctx, id)
 		if err != nil {
 			return err
@@ -409,18 +432,31 @@ func fillStep(ctx context.Context, arts *shotReader, s *Step, res *duet.StepResu
 	return nil
 }
 
-// screenshotOutput returns the artifact id that a screenshot step saved.
-func screenshotOutput(res *duet.StepResult) string {
-	if res.Kind != duet.StepScreenshot || len(res.Output) == 0 {
-		return ""
+// outputImages returns the artifact ids of the images a step saved: a
+// screenshot step's, an assertScreenshot step's expected, actual and diff
+// images.
+func outputImages(res *duet.StepResult) []string {
+	if (res.Kind != duet.StepScreenshot && res.Kind != duet.StepAssertScreenshot) || len(res.Output) == 0 {
+		return nil
 	}
 	var out struct {
 		Artifact string `json:"artifact"`
+		Images   struct {
+			Expected string `json:"expected"`
+			Actual   string `json:"actual"`
+			Diff     string `json:"diff"`
+		} `json:"images"`
 	}
 	if json.Unmarshal(res.Output, &out) != nil {
-		return ""
+		return nil
 	}
-	return out.Artifact
+	var ids []string
+	for _, id := range []string{out.Artifact, out.Images.Expected, out.Images.Actual, out.Images.Diff} {
+		if id != "" {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 // shotReader reads a report's screenshots within what the call may send:

@@ -135,6 +135,15 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 				res.TaskAction = duet.ApplyUpdated
 			}
 		}
+		if task.Trace != want.Trace { // the task's trace mode (00027)
+			if _, err := tx.ExecContext(ctx, `UPDATE tasks SET trace = ?, updated_at = ? WHERE id = ?`, want.Trace, nowUs, task.ID); err != nil {
+				return mapErr(err)
+			}
+			task.Trace, task.UpdatedAt = want.Trace, now
+			if res.TaskAction == duet.ApplyUnchanged {
+				res.TaskAction = duet.ApplyUpdated
+			}
+		}
 		res.Task = task
 
 		existing := map[string]*duet.Case{}

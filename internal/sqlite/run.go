@@ -13,7 +13,7 @@ import (
 
 const runColumns = `r.id, r.task_id, r.status, r.triggered_by, r.call_source, r.trace_id, r.device, r.error_code, r.error_message,
 	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt, r.lost, r.post_run, r.call_depth,
-	r.origin_commit, r.origin_branch, r.origin_pr, r.origin_pipeline, r.environment, r.hooks`
+	r.origin_commit, r.origin_branch, r.origin_pr, r.origin_pipeline, r.environment, r.hooks, r.trace`
 
 func scanRun(r rowScanner) (*duet.Run, error) {
 	var run duet.Run
@@ -23,7 +23,7 @@ func scanRun(r rowScanner) (*duet.Run, error) {
 	var postRun, hooks string
 	if err := r.Scan(&run.ID, &run.TaskID, &run.Status, &run.TriggeredBy, &run.CallSource, &run.TraceID, &run.Device,
 		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &created, &started, &finished, &run.Attempt, &run.Lost, &postRun, &run.CallDepth,
-		&o.Commit, &o.Branch, &o.PullRequest, &o.Pipeline, &run.Environment, &hooks); err != nil {
+		&o.Commit, &o.Branch, &o.PullRequest, &o.Pipeline, &run.Environment, &hooks, &run.Trace); err != nil {
 		return nil, err
 	}
 	if err := decodeRunHooks(&run, hooks); err != nil {
@@ -185,9 +185,9 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 		if o == nil {
 			o = &duet.RunOrigin{}
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO runs (id, task_id, status, triggered_by, call_source, trace_id, device, created_at, call_depth, origin_commit, origin_branch, origin_pr, origin_pipeline, environment)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource, run.TraceID, run.Device, micros(now), run.CallDepth, o.Commit, o.Branch, o.PullRequest, o.Pipeline, run.Environment); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO runs (id, task_id, status, triggered_by, call_source, trace_id, device, created_at, call_depth, origin_commit, origin_branch, origin_pr, origin_pipeline, environment, trace)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource, run.TraceID, run.Device, micros(now), run.CallDepth, o.Commit, o.Branch, o.PullRequest, o.Pipeline, run.Environment, run.Trace); err != nil {
 			return mapErr(err)
 		}
 		for i, e := range p.Executions {

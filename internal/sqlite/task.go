@@ -12,7 +12,7 @@ import (
 	"github.com/duet-test/duet"
 )
 
-const taskColumns = `t.id, t.owner, t.name, t.description, t.base_url, t.device, t.created_at, t.updated_at, t.post_run, t.post_run_by, t.run_config, t.hooks_by`
+const taskColumns = `t.id, t.owner, t.name, t.description, t.base_url, t.device, t.created_at, t.updated_at, t.post_run, t.post_run_by, t.run_config, t.hooks_by, t.trace`
 
 // visibleTo is the one SQL condition for "the viewer owns the task or it was
 // shared with the viewer". Every read of user-facing data goes through it, so
@@ -50,7 +50,7 @@ func scanTask(r rowScanner) (*duet.Task, error) {
 	var t duet.Task
 	var created, updated int64
 	var postRun, runConfig string
-	if err := r.Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &created, &updated, &postRun, &t.PostRunBy, &runConfig, &t.HooksBy); err != nil {
+	if err := r.Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &created, &updated, &postRun, &t.PostRunBy, &runConfig, &t.HooksBy, &t.Trace); err != nil {
 		return nil, err
 	}
 	t.CreatedAt, t.UpdatedAt = fromMicros(created), fromMicros(updated)
@@ -216,7 +216,7 @@ func (d *DB) readTaskByID(ctx context.Context, viewer, id string) (cachedTask, e
 	t := &c.task
 	var created, updated int64
 	var shares sql.NullString
-	err := d.q.QueryRowContext(ctx, q, viewer, id).Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &created, &updated, &c.postRun, &t.PostRunBy, &c.runConfig, &t.HooksBy, &shares)
+	err := d.q.QueryRowContext(ctx, q, viewer, id).Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &created, &updated, &c.postRun, &t.PostRunBy, &c.runConfig, &t.HooksBy, &t.Trace, &shares)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, notFound("task", id)
 	} else if err != nil {
