@@ -621,7 +621,7 @@ func Load(getenv func(string) string) (*Config, error) {
 		}
 		if err := o.set(c, v); err != nil {
 			if o.Secret {
-				err = errors.New("invalid value")
+				err = secretError(err, v)
 			}
 			return nil, &Error{o.Env, err}
 		}
@@ -654,6 +654,23 @@ func Load(getenv func(string) string) (*Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// secretError is the error of a secret setting that cannot be used: the
+// setter's reason (a secret's setter says what is wrong without quoting
+// the value: TestSecretErrorsGiveTheReason), with the value removed all the
+// same should a reason ever carry it — redacted by value, not by name.
+func secretError(err error, v string) error {
+	msg := err.Error()
+	for _, s := range []string{v, strings.TrimSpace(v)} {
+		if len(s) >= 4 && strings.Contains(msg, s) {
+			msg = strings.ReplaceAll(msg, s, "[the value]")
+		}
+	}
+	if t := strings.TrimSpace(v); t != "" && len(t) < 4 && strings.Contains(msg, t) {
+		msg = "invalid value" // too short to cut out of the message safely
+	}
+	return errors.New(msg)
 }
 
 // DefaultHome is $XDG_DATA_HOME/duet, else $HOME/.local/share/duet.
