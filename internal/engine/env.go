@@ -66,5 +66,9 @@ func (cr *caseRun) SaveArtifact(ctx context.Context, st *duet.Step, name string,
 	if cr.e.opts.Artifacts == nil {
 		return "", nil
 	}
-	return cr.e.opts.Artifacts.Save(ctx, cr.run.ID, cr.x.ID, st.Index, name, data)
+	idx, name := cr.artifactName(st, name)
+	if cr.hooks != nil {
+		name = cr.hooks.hook + "-" + name
+	}
+	return cr.e.opts.Artifacts.Save(ctx, cr.run.ID, cr.x.ID, idx, name, data)
 }

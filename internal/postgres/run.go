@@ -14,29 +14,36 @@ import (
 )
 
 const runColumns = `r.id, r.task_id, r.status, r.triggered_by, r.call_source, r.trace_id, r.device, r.error_code, r.error_message,
-	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt, r.lost, r.post_run, r.call_depth`
+	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt, r.lost, r.post_run, r.call_depth,
+	r.origin_commit, r.origin_branch, r.origin_pr, r.origin_pipeline, r.environment, r.hooks, r.trace`
 
-func scanRun(r pgx.Row) (*duet.Run, error) {
+func scanRun(r pgx.Row) (*duet.Run, error) { return scanRunTail(r) }
+
+// scanRunTail scans runColumns and then, into tail, the columns after them.
+func scanRunTail(r pgx.Row, tail ...any) (*duet.Run, error) {
 	var run duet.Run
-	var postRun string
-	if err := r.Scan(&run.ID, &run.TaskID, &run.Status, &run.TriggeredBy, &run.CallSource, &run.TraceID, &run.Device,
-		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &run.CreatedAt, &run.StartedAt, &run.FinishedAt, &run.Attempt, &run.Lost, &postRun, &run.CallDepth); err != nil {
+	var o duet.RunOrigin
+	var postRun, hooks string
+	dest := []any{&run.ID, &run.TaskID, &run.Status, &run.TriggeredBy, &run.CallSource, &run.TraceID, &run.Device,
+		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &run.CreatedAt, &run.StartedAt, &run.FinishedAt, &run.Attempt, &run.Lost, &postRun, &run.CallDepth,
+		&o.Commit, &o.Branch, &o.PullRequest, &o.Pipeline, &run.Environment, &hooks, &run.Trace}
+	if err := r.Scan(append(dest, tail...)...); err != nil {
 		return nil, err
 	}
-	return &run, finishRun(&run, postRun)
-}
-
-// finishRun sets what scanning leaves to do: UTC times, the post-run
-// results.
-func finishRun(run *duet.Run, postRun string) error {
+	if err := decodeRunHooks(&run, hooks); err != nil {
+		return nil, err
+	}
+	if !o.Empty() {
+		run.Origin = &o
+	}
 	run.CreatedAt = utc(run.CreatedAt)
 	run.StartedAt, run.FinishedAt = utcPtr(run.StartedAt), utcPtr(run.FinishedAt)
 	if postRun != "" {
 		if err := json.Unmarshal([]byte(postRun), &run.PostRun); err != nil {
-			return fmt.Errorf("run %s: decoding post-run results: %w", run.ID, err)
+			return nil, fmt.Errorf("run %s: decoding post-run results: %w", run.ID, err)
 		}
 	}
-	return nil
+	return &run, nil
 }
 
 // runTotals is a column that counts a run's executions by status (the
@@ -54,21 +61,50 @@ const runWithTotals = runColumns + `, ` + runTotals
 
 // scanRunTotals scans runWithTotals.
 func scanRunTotals(r pgx.Row) (*duet.Run, error) {
-	var run duet.Run
-	var postRun string
 	var n []int64
-	if err := r.Scan(&run.ID, &run.TaskID, &run.Status, &run.TriggeredBy, &run.CallSource, &run.TraceID, &run.Device,
-		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &run.CreatedAt, &run.StartedAt, &run.FinishedAt, &run.Attempt, &run.Lost, &postRun, &run.CallDepth, &n); err != nil {
-		return nil, err
-	}
-	if err := finishRun(&run, postRun); err != nil {
+	run, err := scanRunTail(r, &n)
+	if err != nil {
 		return nil, err
 	}
 	if len(n) != 7 {
 		return nil, fmt.Errorf("run %s: %d totals", run.ID, len(n))
 	}
 	run.Totals = duet.RunTotals{Cases: int(n[0]), Pending: int(n[1]), Running: int(n[2]), Passed: int(n[3]), Failed: int(n[4]), Error: int(n[5]), Cancelled: int(n[6])}
-	return &run, nil
+	return run, nil
+}
+
+// runHooks is how a run's hook results are stored: JSON, or "" for none.
+type runHooks struct {
+	Results []*duet.StepResult `json:"results"`
+	Vars    map[string]any     `json:"vars,omitempty"`
+}
+
+func decodeRunHooks(run *duet.Run, s string) error {
+	if s == "" {
+		return nil
+	}
+	var h runHooks
+	if err := json.Unmarshal([]byte(s), &h); err != nil {
+		return fmt.Errorf("run %s: decoding its hooks' results: %w", run.ID, err)
+	}
+	run.Hooks, run.HookVars = h.Results, h.Vars
+	return nil
+}
+
+// SaveRunHooks stores the results of the task's hooks in l's run (fenced).
+func (d *DB) SaveRunHooks(ctx context.Context, l duet.Lease, results []*duet.StepResult, vars map[string]any) error {
+	b, err := json.Marshal(runHooks{Results: results, Vars: vars})
+	if err != nil {
+		return err
+	}
+	tag, err := d.pool.Exec(ctx, `UPDATE runs SET hooks = $1 WHERE id = $2 AND lease_owner = $3 AND attempt = $4 AND status = 'running'`, string(b), l.RunID, l.Worker, l.Token)
+	if err != nil {
+		return mapErr(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return duet.LeaseLost(l)
+	}
+	return nil
 }
 
 // fillTotals counts the executions of each run by status.
@@ -149,12 +185,16 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 	run.ID = duet.NewID("run")
 	run.Status = duet.StatusQueued
 	run.CreatedAt = now
-	ids, caseIDs, keys, titles := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	ids, caseIDs, keys, titles, rows := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	versions, ordinals, timeouts := make([]int32, n), make([]int32, n), make([]int64, n)
 	for i, e := range p.Executions {
 		e.ID, e.RunID, e.Ordinal, e.Status = duet.NewID("exec"), run.ID, i, duet.StatusPending
 		ids[i], caseIDs[i], keys[i], titles[i] = e.ID, e.CaseID, e.CaseKey, e.CaseTitle
 		versions[i], ordinals[i], timeouts[i] = int32(e.CaseVersion), int32(i), e.TimeoutMs
+		var err error
+		if rows[i], err = encodeRow(e.Row); err != nil {
+			return nil, false, err
+		}
 	}
 	run.Totals = duet.RunTotals{Cases: n, Pending: n}
 	var rec *duet.IdempotencyRecord
@@ -182,7 +222,7 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 	for attempt := 0; attempt < 3; attempt++ {
 		var old *duet.IdempotencyRecord
 		var audit *duet.AuditRecord
-		old, audit, err = d.createRun(ctx, p, now, steps, ids, caseIDs, keys, titles, versions, ordinals, timeouts, in)
+		old, audit, err = d.createRun(ctx, p, now, steps, ids, caseIDs, keys, titles, rows, versions, ordinals, timeouts, in)
 		if audit != nil {
 			if err == nil && old == nil {
 				in.Stored(audit.ID)
@@ -208,7 +248,7 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 // record of a replay (nothing was written), or an error (a refusal: nothing
 // was written); else the run was stored, with the audit record it returns,
 // if it took one from in.
-func (d *DB) createRun(ctx context.Context, p duet.StartRunParams, now time.Time, steps, ids, caseIDs, keys, titles []string,
+func (d *DB) createRun(ctx context.Context, p duet.StartRunParams, now time.Time, steps, ids, caseIDs, keys, titles, rows []string,
 	versions, ordinals []int32, timeouts []int64, in *duet.AuditIntent) (*duet.IdempotencyRecord, *duet.AuditRecord, error) {
 	run := p.Run
 	var b pgx.Batch
@@ -232,20 +272,42 @@ func (d *DB) createRun(ctx context.Context, p duet.StartRunParams, now time.Time
 	if idem != nil {
 		idemCaller, idemKey = idem.Caller, idem.Key
 	}
+	// A schedule's run: the slot's claim (p.Fire) is the schedule's row
+	// locked while it still waits for that slot; the run is inserted only
+	// if it does, and the claim written only with the run.
+	fire := p.Fire
+	var fireID string
+	fireSlot := now
+	if fire != nil {
+		fireID, fireSlot = fire.ScheduleID, ts(fire.Slot)
+		b.Queue(`SELECT 1 FROM schedules WHERE id = $1 AND next_fire_at = $2 AND NOT paused FOR UPDATE`, fireID, fireSlot)
+	}
+	o := run.Origin
+	if o == nil {
+		o = &duet.RunOrigin{}
+	}
 	b.Queue(`WITH started AS (SELECT count(*) AS n, min(created_at) AS oldest FROM runs WHERE triggered_by = $4 AND created_at > $14),
 		queued AS (SELECT count(*) AS n FROM runs WHERE triggered_by = $4 AND status = 'queued' AND $11 > 0),
-		ins AS (INSERT INTO runs (id, task_id, status, triggered_by, call_source, trace_id, device, created_at, call_depth)
-			SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 FROM started, queued
+		ins AS (INSERT INTO runs (id, task_id, status, triggered_by, call_source, trace_id, device, created_at, call_depth,
+				origin_commit, origin_branch, origin_pr, origin_pipeline, environment, trace)
+			SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $15, $16, $17, $18, $19, $20 FROM started, queued
 			WHERE `+guard+` AND ($10 = 0 OR started.n < $10) AND ($11 = 0 OR queued.n < $11)
+				AND ($21 = '' OR EXISTS (SELECT 1 FROM schedules WHERE id = $21 AND next_fire_at = $22 AND NOT paused))
 			RETURNING 1)
 		SELECT started.n, started.oldest, queued.n, (SELECT count(*) FROM ins) FROM started, queued`,
 		run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource, run.TraceID, run.Device, now, run.CallDepth,
-		p.MaxPerMinute, p.MaxQueued, idemCaller, idemKey, now.Add(-time.Minute))
-	b.Queue(`INSERT INTO executions (id, run_id, case_id, case_key, case_title, case_version, ordinal, timeout_ms, status, steps)
-		SELECT x.id, $1, x.case_id, x.case_key, x.case_title, x.case_version, x.ordinal, x.timeout_ms, 'pending', x.steps
-		FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::int[], $8::bigint[], $9::text[])
-			AS x (id, case_id, case_key, case_title, case_version, ordinal, timeout_ms, steps)`+withRun,
-		run.ID, ids, caseIDs, keys, titles, versions, ordinals, timeouts, steps)
+		p.MaxPerMinute, p.MaxQueued, idemCaller, idemKey, now.Add(-time.Minute),
+		o.Commit, o.Branch, o.PullRequest, o.Pipeline, run.Environment, run.Trace, fireID, fireSlot)
+	b.Queue(`INSERT INTO executions (id, run_id, case_id, case_key, case_title, case_version, ordinal, timeout_ms, status, steps, row)
+		SELECT x.id, $1, x.case_id, x.case_key, x.case_title, x.case_version, x.ordinal, x.timeout_ms, 'pending', x.steps, x.row
+		FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::int[], $8::bigint[], $9::text[], $10::text[])
+			AS x (id, case_id, case_key, case_title, case_version, ordinal, timeout_ms, steps, row)`+withRun,
+		run.ID, ids, caseIDs, keys, titles, versions, ordinals, timeouts, steps, rows)
+	if fire != nil {
+		b.Queue(`UPDATE schedules SET next_fire_at = $2, last_fire_at = $3, last_run_id = $1, last_error = '', updated_at = $4
+			WHERE id = $5 AND next_fire_at = $6 AND NOT paused AND EXISTS (SELECT 1 FROM runs WHERE id = $1)`,
+			run.ID, ts(fire.Next), ts(fire.RunSlot), now, fireID, fireSlot)
+	}
 	if idem != nil {
 		b.Queue(`INSERT INTO idempotency (caller, key, tool, args_hash, result, created_at, expires_at) SELECT $2, $3, $4, $5, $6, $7, $8`+withRun+`
 			ON CONFLICT (caller, key) DO UPDATE SET tool = excluded.tool, args_hash = excluded.args_hash, result = excluded.result, created_at = excluded.created_at, expires_at = excluded.expires_at`,
@@ -281,6 +343,16 @@ func (d *DB) createRun(ctx context.Context, p duet.StartRunParams, now time.Time
 			return nil, audit, err
 		}
 	}
+	claimed := true
+	if fire != nil {
+		var one int
+		err := br.QueryRow().Scan(&one)
+		if errors.Is(err, pgx.ErrNoRows) {
+			claimed = false
+		} else if err != nil {
+			return nil, audit, err
+		}
+	}
 	var started, queued, inserted int
 	var oldest *time.Time
 	if err := br.QueryRow().Scan(&started, &oldest, &queued, &inserted); err != nil {
@@ -288,6 +360,11 @@ func (d *DB) createRun(ctx context.Context, p duet.StartRunParams, now time.Time
 	}
 	if _, err := br.Exec(); err != nil { // the executions
 		return nil, audit, err
+	}
+	if fire != nil {
+		if _, err := br.Exec(); err != nil { // the claim
+			return nil, audit, err
+		}
 	}
 	if idem != nil {
 		if _, err := br.Exec(); err != nil {
@@ -304,6 +381,8 @@ func (d *DB) createRun(ctx context.Context, p duet.StartRunParams, now time.Time
 		return nil, audit, err
 	}
 	switch {
+	case !claimed:
+		return nil, audit, duet.Errorf(duet.CodeConflict, "the slot %s of schedule %s was already claimed", fire.Slot.UTC().Format(time.RFC3339), fire.ScheduleID)
 	case old != nil:
 		if old.ArgsHash != idem.ArgsHash || old.Tool != idem.Tool {
 			return nil, audit, duet.Errorf(duet.CodeIdempotencyConflict, "idempotency key %q was already used with different arguments", idem.Key)
@@ -353,6 +432,12 @@ func runsWhere(f duet.RunFilter, a *args) (from, cond string) {
 	}
 	if f.Status != "" {
 		cond += ` AND r.status = ` + a.add(string(f.Status))
+	}
+	if f.Branch != "" {
+		cond += ` AND r.origin_branch = ` + a.add(f.Branch)
+	}
+	if f.Commit != "" {
+		cond += ` AND r.origin_commit = ` + a.add(f.Commit)
 	}
 	if f.UpTo != "" {
 		cond += ` AND r.id <= ` + a.add(f.UpTo)
@@ -408,14 +493,18 @@ func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 }
 
 const execColumns = `e.id, e.run_id, e.case_id, e.case_key, e.case_title, e.case_version, e.ordinal, e.timeout_ms, e.status, e.steps, e.vars,
-	e.error_code, e.error_message, e.started_at, e.finished_at, e.resume_from`
+	e.error_code, e.error_message, e.started_at, e.finished_at, e.resume_from, e.row`
 
 func scanExecution(r pgx.Row) (*duet.Execution, error) {
 	var e duet.Execution
-	var steps, vars string
+	var steps, vars, row string
 	if err := r.Scan(&e.ID, &e.RunID, &e.CaseID, &e.CaseKey, &e.CaseTitle, &e.CaseVersion, &e.Ordinal, &e.TimeoutMs, &e.Status, &steps, &vars,
-		&e.ErrorCode, &e.ErrorMessage, &e.StartedAt, &e.FinishedAt, &e.ResumeFrom); err != nil {
+		&e.ErrorCode, &e.ErrorMessage, &e.StartedAt, &e.FinishedAt, &e.ResumeFrom, &row); err != nil {
 		return nil, err
+	}
+	var err error
+	if e.Row, err = decodeRow(row); err != nil {
+		return nil, fmt.Errorf("execution %s: decoding its data row: %w", e.ID, err)
 	}
 	if err := json.Unmarshal([]byte(steps), &e.Steps); err != nil {
 		return nil, fmt.Errorf("execution %s: decoding steps: %w", e.ID, err)

@@ -3,22 +3,45 @@ package storetest
 import (
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/duet-test/duet"
 )
 
-// testTaskOverview: FindTaskOverview is FindTaskByID, CountCases and the
-// latest run of FindRuns, read together — the same answers, the same
+// testTaskOverview: FindTaskOverview is FindTaskByID, CountCases, the
+// latest run of FindRuns and, for a viewer, FindContractAlerts and
+// FindSchedules, read together — the same answers, the same
 // NOT_FOUND for a task the viewer may not see.
 func testTaskOverview(t *testing.T, s duet.Store) {
 	c := ctx(t)
 	res := mustApply(t, s, "alice", suite("overview-"+duet.NewID("x"), "a", "b", "c"))
 	task := res.Task.ID
+	var wantExtras int // alerts and schedules the task has
 	check := func(viewer string, wantRun string) {
 		t.Helper()
 		o, err := s.FindTaskOverview(c, viewer, task)
 		if err != nil {
 			t.Fatalf("FindTaskOverview(%s): %v", viewer, err)
+		}
+		if viewer == "" {
+			if len(o.Alerts) != 0 || len(o.Schedules) != 0 {
+				t.Errorf("alerts and schedules without a viewer: %+v %+v", o.Alerts, o.Schedules)
+			}
+		} else {
+			alerts, err := s.FindContractAlerts(c, viewer, task)
+			if err != nil {
+				t.Fatal(err)
+			}
+			scheds, err := s.FindSchedules(c, duet.ScheduleFilter{Viewer: viewer, TaskID: task})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(o.Alerts) != wantExtras || !reflect.DeepEqual(o.Alerts, alerts) {
+				t.Errorf("alerts: got %+v, want %d: %+v", o.Alerts, wantExtras, alerts)
+			}
+			if len(o.Schedules) != wantExtras || !reflect.DeepEqual(o.Schedules, scheds) {
+				t.Errorf("schedules: got %+v, want %d: %+v", o.Schedules, wantExtras, scheds)
+			}
 		}
 		want, err := s.FindTaskByID(c, viewer, task)
 		if err != nil {
@@ -69,6 +92,16 @@ func testTaskOverview(t *testing.T, s duet.Store) {
 		}
 		last = run.ID
 	}
+	check("alice", last)
+	if err := s.CreateSchedule(c, newSchedule(task, "alice", "nightly", time.Date(2030, 1, 2, 1, 0, 0, 0, time.UTC))); err != nil {
+		t.Fatal(err)
+	}
+	alert := &duet.ContractAlert{TaskID: task, CaseID: cases[0].ID, CaseKey: cases[0].Key, CaseTitle: cases[0].Title, CaseVersion: cases[0].Version,
+		ServerKey: "mcp_orders_0badcafe", Tool: "query_order", Broken: true, Problems: []string{"p"}, DetectedAt: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	if err := s.SaveContractAlerts(c, []*duet.ContractAlert{alert}); err != nil {
+		t.Fatal(err)
+	}
+	wantExtras = 1
 	check("alice", last)
 	check("", last)
 	if err := s.ShareTask(c, "alice", task, "bob"); err != nil {

@@ -55,6 +55,14 @@ func Run(t *testing.T, open Opener) {
 		{"PostRun", testPostRun},
 		{"Sessions", testSessions},
 		{"OAuth", testOAuth},
+		{"Schedules", testSchedules},
+		{"ScheduleClaimConcurrent", testScheduleClaimConcurrent},
+		{"RunOrigin", testRunOrigin},
+		{"ContractStore", testContractStore},
+		{"Language", testLanguage},
+		{"TraceModes", testTraceModes},
+		{"Baselines", testBaselines},
+		{"Metrics", testMetrics},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
