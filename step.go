@@ -1,5 +1,7 @@
 package duet
 
+import "encoding/json"
+
 // StepKind names what a compiled step does.
 type StepKind string
 
@@ -53,6 +55,26 @@ type Step struct {
 	MCP     *MCPCallStep `json:"mcp,omitempty"`
 	Set     *SetStep     `json:"set,omitempty"`
 	Browser *BrowserStep `json:"browser,omitempty"`
+	AI      *AIStep      `json:"ai,omitempty"`
+}
+
+// AIStep holds the parameters of a step a model answers at run time
+// (aiAssert, aiQuery, aiWaitFor) from the page's accessibility tree.
+type AIStep struct {
+	// Prompt says, in words, what must hold (aiAssert, aiWaitFor) or what to
+	// read (aiQuery). A template.
+	Prompt string `json:"prompt"`
+	// Schema is the JSON Schema the answer of an aiQuery must validate
+	// against.
+	Schema json.RawMessage `json:"schema,omitempty"`
+	// SaveAs is the variable an aiQuery saves its answer to.
+	SaveAs string `json:"saveAs,omitempty"`
+	// MaxTokens is the step's token budget (prompt and answers of all its
+	// model calls); 0 means the configured default.
+	MaxTokens int `json:"maxTokens,omitempty"`
+	// IntervalMs is how long an aiWaitFor waits between looks at a page
+	// that has not changed; 0 means 1s.
+	IntervalMs int64 `json:"intervalMs,omitempty"`
 }
 
 // HTTPStep is an HTTP request. The response is saved to the variable SaveAs

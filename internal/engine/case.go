@@ -42,6 +42,10 @@ type caseRun struct {
 	// stored are the variables as last stored, with the last step result
 	// (persistVars): what a resumed case would go on with.
 	stored map[string]any
+
+	// ai is what the running AI step's model calls cost (NoteAI), for its
+	// result.
+	ai *duet.AIUsage
 }
 
 // keep accounts for the variable name taking the value v: the case's
@@ -393,7 +397,14 @@ func (cr *caseRun) runStep(ctx context.Context, st *duet.Step, res *duet.StepRes
 	sctx, cancel := context.WithTimeoutCause(ctx, timeout, errStepTimeout)
 	defer cancel()
 	if err == nil {
+		cr.ai = nil
 		saveAs, value, err = cr.dispatch(sctx, st)
+		if u := cr.ai; u != nil {
+			res.AI = u
+			if u.Transcript != "" {
+				res.Artifacts = append(res.Artifacts, u.Transcript)
+			}
+		}
 	}
 
 	end := time.Now()

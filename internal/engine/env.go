@@ -68,3 +68,12 @@ func (cr *caseRun) SaveArtifact(ctx context.Context, st *duet.Step, name string,
 	}
 	return cr.e.opts.Artifacts.Save(ctx, cr.run.ID, cr.x.ID, st.Index, name, data)
 }
+
+// A caseRun gives AI steps the engine's model (Options.AI).
+var _ step.AIEnv = (*caseRun)(nil)
+
+// AI implements step.AIEnv.
+func (cr *caseRun) AI() *step.AIConfig { return cr.e.opts.AI }
+
+// NoteAI implements step.AIEnv: the running step's result carries u.
+func (cr *caseRun) NoteAI(u duet.AIUsage) { cr.ai = &u }
