@@ -24,7 +24,7 @@ var AIAssert = register(&Kind{
 	Order:   400,
 	Summary: "Ask the configured model whether a statement holds on the page, from its accessibility tree; the step fails when it does not.",
 	Form:    aiAssertForm,
-	Example: "- aiAssert: the order shows two items and a total of 61.50 EUR\n- aiAssert: {prompt: \"the status is ${want}\", maxTokens: 6000}\n",
+	Example: "- aiAssert: the order shows two items and a total of 61.50 EUR\n- aiAssert: {prompt: \"order ${orderId} is paid\", maxTokens: 6000}\n",
 	Doc: "The model is shown the page as the agent's `inspect_page` shows it (the elements by role and name, " +
 		"headings, fields, buttons, links, an excerpt of the text) and answers `{\"pass\", \"reason\"}`; the " +
 		"reason is the failure's message. It looks once: to wait until something holds, use `aiWaitFor`. See " +
