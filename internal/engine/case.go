@@ -399,12 +399,7 @@ func (cr *caseRun) runStep(ctx context.Context, st *duet.Step, res *duet.StepRes
 	if err == nil {
 		cr.ai = nil
 		saveAs, value, err = cr.dispatch(sctx, st)
-		if u := cr.ai; u != nil {
-			res.AI = u
-			if u.Transcript != "" {
-				res.Artifacts = append(res.Artifacts, u.Transcript)
-			}
-		}
+		res.AI = cr.ai
 	}
 
 	end := time.Now()

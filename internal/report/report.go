@@ -165,6 +165,7 @@ type Step struct {
 	ErrorMessage string          `json:"errorMessage,omitempty"`
 	Optional     bool            `json:"optional,omitempty"`
 	Screenshots  []*Screenshot   `json:"screenshots,omitempty"`
+	AI           *duet.AIUsage   `json:"ai,omitempty"` // an AI step's model calls and tokens
 }
 
 // Screenshot is an artifact of a step. The HTML report embeds its content;
@@ -348,6 +349,7 @@ func buildCase(ctx context.Context, arts *shotReader, x *duet.Execution, now tim
 			s.Kind, s.Name, s.Status = res.Kind, res.Name, res.Status
 			s.StartedAt, s.DurationMs, s.SavedAs = res.StartedAt, res.DurationMs, res.SavedAs
 			s.ErrorCode, s.ErrorMessage, s.Optional = res.ErrorCode, res.ErrorMessage, res.Optional
+			s.AI = res.AI
 			s.Output = redactOutput(res.SavedAs, res.Output)
 			if res.StartedAt != nil && x.StartedAt != nil {
 				s.OffsetMs = max(res.StartedAt.Sub(*x.StartedAt).Milliseconds(), 0)
