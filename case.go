@@ -50,6 +50,10 @@ type CaseFilter struct {
 type Suite struct {
 	Task  Task
 	Cases []*Case
+	// Schedules are the task's schedule: entries, owned by whoever applies
+	// the suite (Source ScheduleFromSuite, matched by Name; NextFireAt is
+	// used for a new or changed one). Those no longer listed are removed.
+	Schedules []*Schedule `json:"Schedules,omitempty"`
 }
 
 // ApplyAction says what applying a suite did to one object.

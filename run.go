@@ -58,6 +58,23 @@ type Run struct {
 	// run was (Caller.CallDepth): its MCP calls and http steps carry
 	// CallDepth+1.
 	CallDepth int `json:"callDepth,omitempty"`
+	// Origin is where the run was started from (a CI pipeline), when the
+	// caller said.
+	Origin *RunOrigin `json:"origin,omitempty"`
+}
+
+// RunOrigin is where a run came from: the commit, branch, pull request and
+// pipeline of the CI job that started it.
+type RunOrigin struct {
+	Commit      string `json:"commit,omitempty" jsonschema:"the commit the pipeline tests"`
+	Branch      string `json:"branch,omitempty" jsonschema:"its branch"`
+	PullRequest string `json:"pullRequest,omitempty" jsonschema:"the pull or merge request's URL"`
+	Pipeline    string `json:"pipeline,omitempty" jsonschema:"the pipeline run's URL"`
+}
+
+// Empty reports whether o says nothing.
+func (o *RunOrigin) Empty() bool {
+	return o == nil || (o.Commit == "" && o.Branch == "" && o.PullRequest == "" && o.Pipeline == "")
 }
 
 // RunTotals counts the executions of a run by status.
@@ -164,6 +181,8 @@ type RunFilter struct {
 	Viewer string // required: runs of tasks the viewer may see
 	TaskID string
 	Status RunStatus
+	Branch string // only runs whose origin has this branch
+	Commit string // only runs whose origin has this commit
 	// UpTo, when set, keeps the runs whose id sorts at or before it (ids
 	// sort by creation): with TaskID, how many there are is the run's
 	// number in its task.
@@ -211,6 +230,11 @@ type StartRunParams struct {
 	// the store, so across every instance on one database). A replayed
 	// idempotent call is never refused.
 	MaxPerMinute int
+	// Fire, when set, makes the run a schedule's: the store claims the
+	// slot (a compare-and-set of the schedule's NextFireAt) in the
+	// transaction that creates the run, and refuses with CONFLICT, creating
+	// nothing, when another scheduler claimed it first.
+	Fire *ScheduleFire
 }
 
 // RunStore keeps runs and executions and is the durable queue the workers

@@ -24,6 +24,9 @@ type Store interface {
 	StopRequestStore
 	SessionStore
 	OAuthStore
+	ScheduleStore
+	ContractStore
+	CatalogHistoryStore
 
 	// Ping checks that the database answers. Returns UNAVAILABLE.
 	Ping(ctx context.Context) error

@@ -86,6 +86,32 @@ func testREST(t *testing.T, vars map[string]string) {
 	}
 	do("alice", "unshareTask", p("taskId", taskID, "principal", "carol"), nil)
 
+	// Schedules: made as alice (her runs, her credentials), listed with
+	// their next fire times, paused, resumed, removed; bob sees none.
+	sc := decode[api.ScheduleView](t, do("alice", "createSchedule", nil, api.ScheduleIn{TaskID: taskID, Name: "nightly", Cron: "0 2 * * *", TimeZone: "Europe/Paris", Overlap: "queue"}))
+	if sc.Owner != "alice" || sc.Source != "user" || sc.NextFireAt == nil || len(sc.NextFires) != 3 || sc.Overlap != "queue" || sc.Missed != "skip" {
+		t.Fatalf("createSchedule: %+v", sc)
+	}
+	refused("alice", "createSchedule", nil, api.ScheduleIn{TaskID: taskID, Every: "10s"}, duet.CodeInvalidArgument)
+	refused("bob", "createSchedule", nil, api.ScheduleIn{TaskID: taskID, Every: "1h"}, duet.CodeNotFound)
+	if l := decode[api.ScheduleList](t, do("alice", "listSchedules", p("?", "taskId="+taskID), nil)); len(l.Schedules) != 1 || l.Schedules[0].ID != sc.ID {
+		t.Fatalf("listSchedules: %+v", l)
+	}
+	if l := decode[api.ScheduleList](t, do("bob", "listSchedules", nil, nil)); len(l.Schedules) != 0 {
+		t.Fatalf("bob's listSchedules: %+v", l)
+	}
+	do("alice", "getSchedule", p("scheduleId", sc.ID), nil)
+	if v := decode[api.ScheduleView](t, do("alice", "pauseSchedule", p("scheduleId", sc.ID), nil)); !v.Paused || v.NextFireAt != nil {
+		t.Fatalf("pauseSchedule: %+v", v)
+	}
+	if v := decode[api.ScheduleView](t, do("alice", "resumeSchedule", p("scheduleId", sc.ID), nil)); v.Paused || v.NextFireAt == nil {
+		t.Fatalf("resumeSchedule: %+v", v)
+	}
+	do("alice", "deleteSchedule", p("scheduleId", sc.ID), nil)
+	if al := decode[api.AlertList](t, do("alice", "listContractAlerts", p("taskId", taskID), nil)); len(al.Alerts) != 0 || al.Broken != 0 {
+		t.Fatalf("listContractAlerts: %+v", al)
+	}
+
 	// MCP: register the order server (credentials once), sync, call by hand.
 	reg := decode[api.ServerDetail](t, do("alice", "createServer", nil, api.RegisterIn{Name: "orders", URL: e.OrderURL, Credentials: api.Credentials{BearerToken: e.OrderToken}}))
 	if reg.Server.Status != "synced" || len(reg.Tools) == 0 || !slices.Contains(reg.Server.HeaderNames, "Authorization") {
@@ -97,6 +123,9 @@ func testREST(t *testing.T, vars map[string]string) {
 		t.Fatalf("getServer returned the credential: %s", detail)
 	}
 	do("alice", "syncServer", p("server", reg.Server.ServerKey), nil)
+	if d := decode[api.CatalogDiff](t, do("alice", "diffServer", p("server", "orders"), nil)); d.From != nil || len(d.Changes) != 0 || d.Server != "orders" {
+		t.Fatalf("diffServer of an unchanged catalog: %+v", d)
+	}
 	called := decode[api.CallOut](t, do("alice", "callTool", p("server", "orders", "tool", "query_order"), api.CallIn{Arguments: map[string]any{"orderId": "A1001"}}))
 	if called.Error != nil || called.Result == nil || called.Invocation == nil || called.Invocation.Source != duet.SourceAPI || called.Invocation.Outcome != duet.OutcomeOK {
 		t.Fatalf("callTool: %+v", called)

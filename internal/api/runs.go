@@ -22,24 +22,27 @@ const (
 type RunListIn struct {
 	TaskID string         `json:"taskId,omitempty" jsonschema:"only runs of this task"`
 	Status duet.RunStatus `json:"status,omitempty" jsonschema:"only runs in this status"`
+	Branch string         `json:"branch,omitempty" jsonschema:"only runs whose origin has this branch"`
+	Commit string         `json:"commit,omitempty" jsonschema:"only runs whose origin has this commit"`
 	Cursor string         `json:"cursor,omitempty" jsonschema:"nextCursor of the previous page"`
 	Limit  int            `json:"limit,omitempty" jsonschema:"page size: default 20, at most 100"`
 }
 
 // RunSummary is a run in a list.
 type RunSummary struct {
-	ID           string         `json:"id"`
-	TaskID       string         `json:"taskId"`
-	TaskName     string         `json:"taskName"`
-	Status       duet.RunStatus `json:"status"`
-	Done         bool           `json:"done"`
-	TriggeredBy  string         `json:"triggeredBy"`
-	CallSource   string         `json:"callSource"`
-	CreatedAt    time.Time      `json:"createdAt"`
-	DurationMs   int64          `json:"durationMs"`
-	ErrorCode    string         `json:"errorCode,omitempty"`
-	ErrorMessage string         `json:"errorMessage,omitempty"`
-	Totals       duet.RunTotals `json:"totals"`
+	ID           string          `json:"id"`
+	TaskID       string          `json:"taskId"`
+	TaskName     string          `json:"taskName"`
+	Status       duet.RunStatus  `json:"status"`
+	Done         bool            `json:"done"`
+	TriggeredBy  string          `json:"triggeredBy"`
+	CallSource   string          `json:"callSource"`
+	CreatedAt    time.Time       `json:"createdAt"`
+	DurationMs   int64           `json:"durationMs"`
+	ErrorCode    string          `json:"errorCode,omitempty"`
+	ErrorMessage string          `json:"errorMessage,omitempty"`
+	Totals       duet.RunTotals  `json:"totals"`
+	Origin       *duet.RunOrigin `json:"origin,omitempty"`
 }
 
 // RunList is a page of runs, newest first.
@@ -57,7 +60,7 @@ func (s *Service) ListRuns(ctx context.Context, c duet.Caller, in RunListIn) (Ru
 		if in.Status != "" && !validStatus(in.Status) {
 			return RunList{}, duet.Errorf(duet.CodeInvalidArgument, "unknown run status %q", in.Status)
 		}
-		f := duet.RunFilter{Viewer: c.UserID, TaskID: in.TaskID, Status: in.Status, Cursor: in.Cursor, Limit: in.Limit}
+		f := duet.RunFilter{Viewer: c.UserID, TaskID: in.TaskID, Status: in.Status, Branch: in.Branch, Commit: in.Commit, Cursor: in.Cursor, Limit: in.Limit}
 		runs, next, err := s.d.Store.FindRuns(ctx, f)
 		if err != nil {
 			return RunList{}, err
@@ -85,7 +88,7 @@ func (s *Service) ListRuns(ctx context.Context, c duet.Caller, in RunListIn) (Ru
 
 func runSummary(r *duet.Run, taskName string) RunSummary {
 	v := RunSummary{ID: r.ID, TaskID: r.TaskID, TaskName: taskName, Status: r.Status, Done: r.Status.Final(), TriggeredBy: r.TriggeredBy,
-		CallSource: string(r.CallSource), CreatedAt: r.CreatedAt, ErrorCode: string(r.ErrorCode), ErrorMessage: r.ErrorMessage, Totals: r.Totals}
+		CallSource: string(r.CallSource), CreatedAt: r.CreatedAt, ErrorCode: string(r.ErrorCode), ErrorMessage: r.ErrorMessage, Totals: r.Totals, Origin: r.Origin}
 	if r.StartedAt != nil {
 		end := time.Now()
 		if r.FinishedAt != nil {
@@ -109,6 +112,12 @@ func validStatus(s duet.RunStatus) bool {
 // INVALID_ARGUMENT, IDEMPOTENCY_CONFLICT, RATE_LIMITED.
 func (s *Service) StartRun(ctx context.Context, c duet.Caller, in catalog.StartRunIn) (catalog.StartRunOut, error) {
 	return tool[catalog.StartRunOut](ctx, s, c, catalog.ToolStartRun, in)
+}
+
+// StartRunFrom is StartRun for a run started by a CI job: origin (its
+// commit, branch, pull request and pipeline) is kept on the run.
+func (s *Service) StartRunFrom(ctx context.Context, c duet.Caller, in catalog.StartRunIn, origin *duet.RunOrigin) (catalog.StartRunOut, error) {
+	return toolWith[catalog.StartRunOut](ctx, s, catalog.Request{Caller: c, Tool: catalog.ToolStartRun, Origin: origin}, in)
 }
 
 // GetRun returns a run with a page of its executions (get_test_run).

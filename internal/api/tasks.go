@@ -95,7 +95,14 @@ func (s *Service) ApplySuite(ctx context.Context, c duet.Caller, in ApplyIn) (*d
 		if in.BaseURL != "" {
 			suite.Task.BaseURL = strings.TrimRight(in.BaseURL, "/")
 		}
-		return s.d.Store.ApplySuite(ctx, c.UserID, suite)
+		for _, sc := range suite.Schedules {
+			sc.TokenID = c.TokenID // revoking it pauses the schedule
+		}
+		res, err := s.d.Store.ApplySuite(ctx, c.UserID, suite)
+		if err == nil && len(suite.Schedules) > 0 {
+			s.scheduleChanged()
+		}
+		return res, err
 	})
 }
 

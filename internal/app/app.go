@@ -37,6 +37,7 @@ import (
 	"github.com/duet-test/duet/internal/netguard"
 	"github.com/duet-test/duet/internal/oauthserver"
 	"github.com/duet-test/duet/internal/report"
+	"github.com/duet-test/duet/internal/schedule"
 	"github.com/duet-test/duet/internal/telemetry"
 	"github.com/duet-test/duet/internal/vault"
 	"github.com/duet-test/duet/internal/webui"
@@ -95,6 +96,8 @@ type App struct {
 	MCPClient *mcpclient.Client
 	// API is every operation of the REST API and the web console.
 	API *api.Service
+	// Scheduler fires the schedules (serve and worker run it).
+	Scheduler *schedule.Scheduler
 	// Telemetry is the metrics registry and the tracer (telemetry.go).
 	Telemetry *telemetry.Telemetry
 	// OAuthIssuer verifies the company identity provider's tokens, and
@@ -220,8 +223,10 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	a.MCP = mcpserver.New(a.Catalog, mo)
 	a.Auth = auth.New(db, cfg.GatewayAPIKeys, cfg.GatewayFixedUser)
 	a.Auth.EnableConsole(auth.ConsoleOptions{Sessions: db, SessionTTL: cfg.SessionTTL, SSOUserHeader: cfg.SSOUserHeader, SSOSecret: cfg.SSOSecret})
+	a.Scheduler = schedule.New(schedule.Options{Store: db, Start: a.Catalog.StartScheduled, Logger: log})
 	a.API = api.New(api.Deps{
 		Catalog: a.Catalog, Store: db, MCP: a.MCPClient, Artifacts: a.Artifacts, Admins: cfg.Admins, Tokens: auth.NewToken,
+		ScheduleChanged: a.Scheduler.Wake,
 		Compile: func(ctx context.Context, user string, src []byte, name string) (*duet.Suite, error) {
 			return compiler.CompileSuite(ctx, src, name, a.CompilerOptions(ctx, user))
 		},
@@ -362,6 +367,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, o ServeOptions) error 
 		g.Go(func() error { return a.Worker.Run(gctx) })
 	}
 	g.Go(func() error { a.maintain(gctx); return nil })
+	g.Go(func() error { a.Scheduler.Run(gctx); return nil })
 	return g.Wait()
 }
 
@@ -379,6 +385,7 @@ func (a *App) RunWorkers(ctx context.Context) error {
 	}
 	g.Go(func() error { return a.Worker.Run(gctx) })
 	g.Go(func() error { a.maintain(gctx); return nil })
+	g.Go(func() error { a.Scheduler.Run(gctx); return nil })
 	return g.Wait()
 }
 

@@ -74,9 +74,11 @@ type Env struct {
 	// call (their identifiers, such as TasksExtension).
 	Extensions []string
 
-	input *Input // nil: the client cannot be asked (see CanAsk, Ask)
-	state []byte // the checked state of the previous round (see State)
-	run   string // the run that is the call's task (TrackRun)
+	input  *Input // nil: the client cannot be asked (see CanAsk, Ask)
+	state  []byte // the checked state of the previous round (see State)
+	run    string // the run that is the call's task (TrackRun)
+	fire   *duet.ScheduleFire
+	origin *duet.RunOrigin
 }
 
 // Texter is implemented by tool outputs: the text block a person reads.
@@ -406,6 +408,13 @@ type Request struct {
 	Input *Input
 	// Extensions are the protocol extensions the client declared.
 	Extensions []string
+	// Fire, set only by the scheduler in this process (never from a
+	// wire), makes the start_test_run call a schedule's slot: the store
+	// claims it in the transaction that creates the run.
+	Fire *duet.ScheduleFire
+	// Origin, set by in-process callers (the CLI, REST), is the CI job a
+	// start_test_run call comes from, kept on the run.
+	Origin *duet.RunOrigin
 }
 
 // Result is the outcome of a call in transport-neutral form: a text block, the
@@ -482,7 +491,7 @@ func (c *Catalog) Call(ctx context.Context, req Request) (*Result, error) {
 			input = nil // it declared it never asks (WithInput): nothing to tell it
 		}
 		env := &Env{Caller: req.Caller, Store: c.store, Catalog: c, Progress: progress, Streaming: streaming, Confirmer: req.Confirmer,
-			Extensions: req.Extensions, input: input, state: state}
+			Extensions: req.Extensions, input: input, state: state, fire: req.Fire, origin: req.Origin}
 		out, err := t.run(ctx, env, req.Args)
 		var async *asyncWork
 		if errors.As(err, &async) {

@@ -9,10 +9,12 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/schedule"
 )
 
 // Tool names of the product catalog.
@@ -237,6 +239,31 @@ type GetTaskOut struct {
 	Task      TaskView `json:"task"`
 	CaseCount int      `json:"caseCount" jsonschema:"active cases"`
 	LastRun   *RunView `json:"lastRun,omitempty"`
+	// DependencyAlerts are the contract alerts of the task's cases.
+	DependencyAlerts []DependencyAlert `json:"dependencyAlerts,omitempty" jsonschema:"cases whose MCP tools changed since they were written: broken (the call no longer fits the tool) or changed compatibly"`
+	Schedules        []ScheduleBrief   `json:"schedules,omitempty" jsonschema:"the task's schedules and their next fire times"`
+}
+
+// DependencyAlert is a case an MCP tool change concerns.
+type DependencyAlert struct {
+	CaseID   string   `json:"caseId"`
+	Case     string   `json:"case" jsonschema:"the case's title"`
+	Server   string   `json:"serverKey"`
+	Tool     string   `json:"tool"`
+	Broken   bool     `json:"broken" jsonschema:"true: broken by a dependency change, the next run fails; false: the tool changed compatibly"`
+	Problems []string `json:"problems,omitempty"`
+	Changes  []string `json:"changes"`
+}
+
+// ScheduleBrief is a schedule of a task.
+type ScheduleBrief struct {
+	ID           string `json:"id"`
+	Name         string `json:"name"`
+	Owner        string `json:"owner"`
+	Timing       string `json:"timing"`
+	Paused       bool   `json:"paused"`
+	PausedReason string `json:"pausedReason,omitempty"`
+	NextFireAt   string `json:"nextFireAt,omitempty"`
 }
 
 // Text implements Texter.
@@ -252,6 +279,20 @@ func (o GetTaskOut) Text() string {
 		fmt.Fprintf(&b, "; shared with %s", strings.Join(t.SharedWith, ", "))
 	}
 	fmt.Fprintf(&b, "\nCases: %d", o.CaseCount)
+	for _, a := range o.DependencyAlerts {
+		state := "dependency changed"
+		if a.Broken {
+			state = "BROKEN by a dependency change: " + strings.Join(a.Problems, "; ")
+		}
+		fmt.Fprintf(&b, "\nCase %q (%s): tool %s of %s %s (%s)", a.Case, a.CaseID, a.Tool, a.Server, state, strings.Join(a.Changes, "; "))
+	}
+	for _, sc := range o.Schedules {
+		next := "next " + sc.NextFireAt
+		if sc.Paused {
+			next = "paused " + sc.PausedReason
+		}
+		fmt.Fprintf(&b, "\nSchedule %q (%s) by %s: %s, %s", sc.Name, sc.ID, sc.Owner, sc.Timing, next)
+	}
 	if o.LastRun != nil {
 		fmt.Fprintf(&b, "\nLast run: %s %s (%d passed, %d failed of %d)", o.LastRun.ID, o.LastRun.Status, o.LastRun.Totals.Passed, o.LastRun.Totals.Failed, o.LastRun.Totals.Cases)
 	}
@@ -278,6 +319,25 @@ func getTask(ctx context.Context, env *Env, in GetTaskIn) (GetTaskOut, error) {
 		return GetTaskOut{}, err
 	}
 	out := GetTaskOut{Task: taskView(t), CaseCount: n}
+	alerts, err := env.Store.FindContractAlerts(ctx, env.Caller.UserID, t.ID)
+	if err != nil {
+		return GetTaskOut{}, err
+	}
+	for _, a := range alerts {
+		out.DependencyAlerts = append(out.DependencyAlerts, DependencyAlert{CaseID: a.CaseID, Case: a.CaseTitle, Server: a.ServerKey, Tool: a.Tool,
+			Broken: a.Broken, Problems: a.Problems, Changes: a.Changes})
+	}
+	scheds, err := env.Store.FindSchedules(ctx, duet.ScheduleFilter{Viewer: env.Caller.UserID, TaskID: t.ID})
+	if err != nil {
+		return GetTaskOut{}, err
+	}
+	for _, sc := range scheds {
+		v := ScheduleBrief{ID: sc.ID, Name: sc.Name, Owner: sc.Owner, Timing: schedule.Describe(sc), Paused: sc.Paused, PausedReason: sc.PausedReason}
+		if !sc.Paused {
+			v.NextFireAt = sc.NextFireAt.UTC().Format(time.RFC3339)
+		}
+		out.Schedules = append(out.Schedules, v)
+	}
 	runs, _, err := env.Store.FindRuns(ctx, duet.RunFilter{Viewer: env.Caller.UserID, TaskID: t.ID, Limit: 1})
 	if err != nil {
 		return GetTaskOut{}, err
@@ -432,12 +492,13 @@ type RunView struct {
 	Totals       duet.RunTotals `json:"totals"`
 	// PostRun are notes, never part of the verdict.
 	PostRun []*duet.PostRunResult `json:"postRun,omitempty" jsonschema:"outcomes of the task's post-run actions (MCP tool calls made when the run ended): notes that never change the run's status"`
+	Origin  *duet.RunOrigin       `json:"origin,omitempty" jsonschema:"the CI job that started the run: commit, branch, pull request, pipeline"`
 }
 
 func runView(r *duet.Run) RunView {
 	return RunView{ID: r.ID, TaskID: r.TaskID, Status: r.Status, Done: r.Status.Final(), TriggeredBy: r.TriggeredBy,
 		CallSource: string(r.CallSource), CreatedAt: ts(r.CreatedAt), StartedAt: tsp(r.StartedAt), FinishedAt: tsp(r.FinishedAt),
-		ErrorCode: string(r.ErrorCode), ErrorMessage: r.ErrorMessage, Totals: r.Totals, PostRun: r.PostRun}
+		ErrorCode: string(r.ErrorCode), ErrorMessage: r.ErrorMessage, Totals: r.Totals, PostRun: r.PostRun, Origin: r.Origin}
 }
 
 // ExecutionSummary is one case execution of a run.
@@ -647,6 +708,33 @@ func (c *Catalog) StartRun(ctx context.Context, caller duet.Caller, in StartRunI
 	return startRun(ctx, env, in)
 }
 
+// StartScheduled starts the run of a schedule's slot as the schedule's
+// owner (caller, Source schedule): start_test_run through Call — the same
+// governance, checks, approvals, queue caps and audit as any start — with
+// the slot's claim made in the transaction that creates the run
+// (duet.StartRunParams.Fire). replayed is true when the key's run exists
+// already (another scheduler made it).
+func (c *Catalog) StartScheduled(ctx context.Context, caller duet.Caller, taskID, key string, fire *duet.ScheduleFire) (runID string, replayed bool, err error) {
+	args, err := json.Marshal(StartRunIn{TaskID: taskID, IdempotencyKey: key})
+	if err != nil {
+		return "", false, err
+	}
+	res, err := c.Call(ctx, Request{Caller: caller, Tool: ToolStartRun, Args: args, Fire: fire})
+	if err != nil {
+		return "", false, err
+	}
+	if res.IsError {
+		var body struct{ Error ErrorBody }
+		json.Unmarshal(res.Structured, &body)
+		return "", false, duet.Errorf(res.Code, "%s", body.Error.Message)
+	}
+	var out StartRunOut
+	if err := json.Unmarshal(res.Structured, &out); err != nil {
+		return "", false, err
+	}
+	return out.RunID, out.Replayed, nil
+}
+
 func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error) {
 	c := env.Catalog
 	key := strings.TrimSpace(in.IdempotencyKey)
@@ -676,8 +764,12 @@ func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error)
 	slices.Sort(ids)
 	h := sha256.New()
 	json.NewEncoder(h).Encode([]any{task.ID, ids, in.Device})
+	origin, err := checkOrigin(env.origin)
+	if err != nil {
+		return StartRunOut{}, err
+	}
 	run := &duet.Run{TaskID: task.ID, TriggeredBy: env.Caller.UserID, CallSource: env.Caller.Source, TraceID: env.Caller.TraceID, Device: in.Device,
-		CallDepth: env.Caller.CallDepth}
+		CallDepth: env.Caller.CallDepth, Origin: origin}
 	var execs []*duet.Execution
 	for _, cs := range cases {
 		execs = append(execs, &duet.Execution{CaseID: cs.ID, CaseKey: cs.Key, CaseTitle: cs.Title, CaseVersion: cs.Version, Steps: cs.Steps, TimeoutMs: cs.TimeoutMs})
@@ -691,6 +783,7 @@ func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error)
 		},
 		MaxQueued:    c.opts.Limits.MaxQueuedRuns,
 		MaxPerMinute: c.opts.Limits.MaxRunsPerMinute,
+		Fire:         env.fire,
 	})
 	if err != nil {
 		return StartRunOut{}, err
@@ -721,6 +814,31 @@ func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error)
 		}
 	}
 	return out, nil
+}
+
+// checkOrigin checks a run's origin: one-line values of at most 300
+// characters, the pull request and pipeline http(s) URLs. Returns
+// INVALID_ARGUMENT; nil for an empty origin.
+func checkOrigin(o *duet.RunOrigin) (*duet.RunOrigin, error) {
+	if o.Empty() {
+		return nil, nil
+	}
+	c := *o
+	for _, f := range []struct {
+		name string
+		v    *string
+		url  bool
+	}{{"commit", &c.Commit, false}, {"branch", &c.Branch, false}, {"pullRequest", &c.PullRequest, true}, {"pipeline", &c.Pipeline, true}} {
+		*f.v = strings.TrimSpace(*f.v)
+		v := *f.v
+		switch {
+		case len(v) > 300 || strings.ContainsAny(v, "\r\n\t") || !utf8.ValidString(v):
+			return nil, duet.Errorf(duet.CodeInvalidArgument, "origin.%s must be one line of at most 300 characters", f.name)
+		case f.url && v != "" && !strings.HasPrefix(v, "https://") && !strings.HasPrefix(v, "http://"):
+			return nil, duet.Errorf(duet.CodeInvalidArgument, "origin.%s must be an http(s) URL, got %q", f.name, v)
+		}
+	}
+	return &c, nil
 }
 
 func selectCases(ctx context.Context, env *Env, task *duet.Task, ids []string) ([]*duet.Case, error) {

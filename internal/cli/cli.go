@@ -1,7 +1,8 @@
 // Package cli is the duet command line: one cobra command per subcommand,
 // each a thin layer over internal/app. Main returns the exit code: 0 success,
 // 1 a failure (printed as "error: CODE: message"), 2 a usage or setup problem
-// (one line naming what to fix).
+// (one line naming what to fix); duet run also exits 3 on an infrastructure
+// error (report.ExitCode, docs/ci.md).
 package cli
 
 import (
@@ -76,6 +77,10 @@ func Main(ctx context.Context, args []string, env Env) int {
 	var ue *app.UsageError
 	var ce *config.Error
 	switch {
+	case errors.As(err, &ee) && isDuetError(ee.err):
+		// A failure with its own exit code (duet run: 2 or 3).
+		printFailure(env.Stderr, ee.err, who)
+		return ee.code
 	case errors.As(err, &ee):
 		if ee.err != nil && ee.err.Error() != "" {
 			fmt.Fprintln(env.Stderr, "error:", ee.err.Error())
@@ -95,16 +100,26 @@ func Main(ctx context.Context, args []string, env Env) int {
 		printUsage(env.Stderr, cmd)
 		return 2
 	default:
-		code := duet.ErrorCode(err)
-		fmt.Fprintf(env.Stderr, "error: %s: %s\n", code, duet.ErrorMessage(err))
-		var he *hintError
-		switch {
-		case errors.As(err, &he):
-			fmt.Fprintln(env.Stderr, he.hint)
-		case code == duet.CodeNotFound && who.user != "":
-			fmt.Fprintln(env.Stderr, who.notFoundHint())
-		}
+		printFailure(env.Stderr, err, who)
 		return 1
+	}
+}
+
+func isDuetError(err error) bool {
+	var de *duet.Error
+	return errors.As(err, &de)
+}
+
+// printFailure prints "error: CODE: message" and what to do about it.
+func printFailure(w io.Writer, err error, who *acting) {
+	code := duet.ErrorCode(err)
+	fmt.Fprintf(w, "error: %s: %s\n", code, duet.ErrorMessage(err))
+	var he *hintError
+	switch {
+	case errors.As(err, &he):
+		fmt.Fprintln(w, he.hint)
+	case code == duet.CodeNotFound && who.user != "":
+		fmt.Fprintln(w, who.notFoundHint())
 	}
 }
 
@@ -187,6 +202,7 @@ Run "duet config" to see every setting.`,
 		deviceCmd(env),
 		migrateCmd(env),
 		scanCmd(env), teamCmd(env),
+		scheduleCmd(env),
 		schemaCmd(env),
 	)
 	for _, c := range testCommands {
@@ -213,6 +229,7 @@ var readOnlyCommands = []string{
 	"task list", "task show", "run list", "run show", "report", "audit",
 	"server list", "server show", "server invocations", "token list",
 	"case show", "case approvals", "asset list", "asset show", "generate list",
+	"schedule list", "task check", "server diff",
 }
 
 const readOnlyAnnotation = "duet.readOnly"

@@ -201,7 +201,7 @@ func runDemo(cmd *cobra.Command, env Env, home string, keep bool) error {
 
 // demoRun starts a run as user and follows it to the end with progress.
 func demoRun(ctx context.Context, a *app.App, user, taskID string, out io.Writer) (*duet.Run, error) {
-	started, err := startRun(ctx, a, user, taskID, nil, "")
+	started, err := startRun(ctx, a, user, taskID, nil, "", nil)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,27 +15,44 @@ import (
 	"github.com/duet-test/duet/internal/app"
 	"github.com/duet-test/duet/internal/catalog"
 	"github.com/duet-test/duet/internal/escape"
+	"github.com/duet-test/duet/internal/report"
 )
 
 func runCmd(env Env) *cobra.Command {
 	var caseIDs []string
-	var detach, asJSON bool
-	var device, remote string
+	var detach, wait, failOnFlaky bool
+	var device, remote, jsonOut, junitOut, reportOut string
+	var origin duet.RunOrigin
 	cmd := &cobra.Command{
 		Use:   "run TASK",
-		Short: "Run a task's cases now and show progress (exit 1 unless the run passes)",
+		Short: "Run a task's cases now and show progress (exit 0 pass, 1 failures, 2 usage or configuration, 3 infrastructure)",
 		Long: `run starts a run of TASK (an id or a name) as --as, executes it in this process
-with progress output, and exits 0 when it passes, 1 otherwise. If a "duet serve"
-worker takes the run first, run follows its progress instead. With --detach it only
-queues the run and prints its id. Ctrl-C cancels the run.
+with progress output, waits for its end (--wait, the default) and exits:
+
+  0  every case passed
+  1  a case failed (or the run was cancelled; with --fail-on-flaky, a flaky case)
+  2  a usage or configuration error: bad arguments, an unknown task, a missing MCP
+     registration, credentials refused, an approval missing, a file not writable
+  3  an infrastructure error: the browser, a device or an MCP server unavailable
+
+If a "duet serve" worker takes the run first, run follows its progress instead.
+--junit, --json=FILE and --report write the JUnit XML, JSON and HTML reports when
+the run ends (docs/ci.md). With --detach it only queues the run and prints its id.
+Ctrl-C cancels the run.
 
 Subcommands show, list and cancel manage existing runs.`,
 		Args: cobra.ExactArgs(1),
 		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
 			ctx := cmd.Context()
+			if detach && (cmd.Flags().Changed("wait") || junitOut != "" || reportOut != "" || (jsonOut != "" && jsonOut != "-") || failOnFlaky) {
+				return usage("--detach only queues the run: it takes none of --wait, --junit, --json=FILE, --report, --fail-on-flaky")
+			}
+			if !wait && !detach {
+				return usage("--wait=false: use --detach to only queue the run")
+			}
 			t, err := a.ResolveTask(ctx, user, args[0])
 			if err != nil {
-				return err
+				return startExit(err)
 			}
 			if remote != "" {
 				if strings.HasPrefix(device, "android:") || strings.Contains(device, "@") {
@@ -42,49 +60,102 @@ Subcommands show, list and cancel manage existing runs.`,
 				}
 				device += "@" + remote
 			}
-			out, err := startRun(ctx, a, user, t.ID, caseIDs, device)
+			out, err := startRun(ctx, a, user, t.ID, caseIDs, device, ciOrigin(origin, env.Getenv))
 			if err != nil {
-				return err
+				return startExit(err)
 			}
 			if detach {
-				if asJSON {
+				if jsonOut != "" {
 					return printJSON(env.Stdout, out)
 				}
 				fmt.Fprintln(env.Stdout, out.RunID)
 				return nil
 			}
-			run, err := executeAndFollow(ctx, a, user, out.RunID, env.Stdout, !asJSON)
+			toStdout := jsonOut == "-"
+			run, err := executeAndFollow(ctx, a, user, out.RunID, env.Stdout, !toStdout)
 			if err != nil {
-				return err
+				return startExit(err)
 			}
-			if asJSON {
+			if toStdout {
 				printJSON(env.Stdout, run)
 			} else {
 				printPostRunNotes(env.Stdout, run)
+			}
+			if err := writeRunFiles(ctx, a, user, run.ID, env.Stdout, map[report.Format]string{report.JUnit: junitOut, report.JSON: fileOnly(jsonOut), report.HTML: reportOut}); err != nil {
+				return err
+			}
+			if !toStdout && junitOut == "" && reportOut == "" && jsonOut == "" {
 				fmt.Fprintf(env.Stdout, "report: duet report %s %s-o report.html   (also --format json|junit)\n", run.ID, asFlag(a.Config, user))
 			}
-			if run.Status != duet.StatusPassed {
-				return &exitError{1, nil}
+			execs, err := a.Store.FindExecutions(context.WithoutCancel(ctx), run.ID)
+			if err != nil {
+				return &exitError{ExitInfra, fmt.Errorf("reading the run's cases: %s", duet.ErrorMessage(err))}
+			}
+			if code, why := runExit(run, execs, failOnFlaky); code != ExitPassed {
+				if code != ExitFailed {
+					fmt.Fprintf(env.Stderr, "exit %d: %s\n", code, why)
+				}
+				return &exitError{code, nil}
 			}
 			return nil
 		}),
 	}
 	cmd.Flags().StringSliceVar(&caseIDs, "case", nil, "run only these case ids (repeatable)")
 	cmd.Flags().BoolVar(&detach, "detach", false, "only queue the run (a serve or worker executes it) and print its id")
+	cmd.Flags().BoolVar(&wait, "wait", true, "wait for the run's end and exit with its verdict (the default)")
 	cmd.Flags().StringVar(&device, "device", "", deviceFlagHelp)
 	cmd.Flags().StringVar(&remote, "browser", "", "DevTools endpoint of a remote browser for this run, e.g. ws://10.0.0.5:9222 (with --device PRESET to emulate one)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the final run as JSON")
+	cmd.Flags().StringVar(&jsonOut, "json", "", "--json: print the final run as JSON instead of progress; --json=FILE: write the JSON report to FILE at the end")
+	cmd.Flags().Lookup("json").NoOptDefVal = "-"
+	cmd.Flags().StringVar(&junitOut, "junit", "", "write the JUnit XML report to FILE at the end")
+	cmd.Flags().StringVar(&reportOut, "report", "", "write the HTML report to FILE at the end")
+	cmd.Flags().StringVar(&origin.Commit, "commit", "", "the commit this run tests (default: from the CI's environment, e.g. GITHUB_SHA)")
+	cmd.Flags().StringVar(&origin.Branch, "branch", "", "its branch (default: from the CI's environment)")
+	cmd.Flags().StringVar(&origin.PullRequest, "pr", "", "the pull or merge request's URL (default: from the CI's environment)")
+	cmd.Flags().StringVar(&origin.Pipeline, "pipeline", "", "the pipeline run's URL (default: from the CI's environment)")
+	cmd.Flags().BoolVar(&failOnFlaky, "fail-on-flaky", false, "exit 1 when a case passed only on a retry (flaky; retries arrive with issue 27)")
 	addAs(cmd)
 	cmd.AddCommand(runShowCmd(env), runListCmd(env), runCancelCmd(env),
 		runApproveStopCmd(env), runDenyStopCmd(env), runStopRequestsCmd(env)) // stop.go
 	return cmd
 }
 
+func fileOnly(p string) string {
+	if p == "-" {
+		return ""
+	}
+	return p
+}
+
+// writeRunFiles writes the reports of a finished run to the files named
+// (format → path; "" skips one): the run as the user sees it. A file that
+// cannot be written is a usage error (exit 2).
+func writeRunFiles(ctx context.Context, a *app.App, user, runID string, w io.Writer, files map[report.Format]string) error {
+	for _, f := range []report.Format{report.JUnit, report.JSON, report.HTML} {
+		path := files[f]
+		if path == "" {
+			continue
+		}
+		r, err := report.BuildPage(context.WithoutCancel(ctx), a.Store, a.Artifacts, user, runID, report.Page{Limit: 1000})
+		if err != nil {
+			return &exitError{ExitInfra, fmt.Errorf("building the %s report: %s", f, duet.ErrorMessage(err))}
+		}
+		if err := writeFileAtomic(path, func(bw *bufio.Writer) error { return r.Write(bw, f) }); err != nil {
+			return usage("cannot write the %s report to %s: %v", f, path, err)
+		}
+		fmt.Fprintf(w, "wrote the %s report to %s\n", f, path)
+		if win := r.Window; win != nil && win.NotShown > 0 {
+			fmt.Fprintf(w, "  it shows the first %d cases; %d more: duet report %s --format %s --cursor %s\n", len(r.Cases), win.NotShown, runID, f, win.NextCursor)
+		}
+	}
+	return nil
+}
+
 // startRun starts a run through the catalog, so the CLI gets the same
 // checks and audit as every transport.
-func startRun(ctx context.Context, a *app.App, user, taskID string, caseIDs []string, device string) (catalog.StartRunOut, error) {
+func startRun(ctx context.Context, a *app.App, user, taskID string, caseIDs []string, device string, origin *duet.RunOrigin) (catalog.StartRunOut, error) {
 	args, _ := json.Marshal(catalog.StartRunIn{TaskID: taskID, CaseIDs: caseIDs, IdempotencyKey: duet.NewID("cli"), Device: device})
-	res, err := a.Catalog.Call(ctx, catalog.Request{Caller: duet.Caller{UserID: user, Source: duet.SourceCLI}, Tool: catalog.ToolStartRun, Args: args})
+	res, err := a.Catalog.Call(ctx, catalog.Request{Caller: duet.Caller{UserID: user, Source: duet.SourceCLI}, Tool: catalog.ToolStartRun, Args: args, Origin: origin})
 	if err != nil {
 		return catalog.StartRunOut{}, err
 	}
@@ -208,11 +279,11 @@ func runShowCmd(env Env) *cobra.Command {
 }
 
 func runListCmd(env Env) *cobra.Command {
-	var task string
+	var task, branch, commit string
 	cmd := &cobra.Command{
 		Use: "list", Short: "List recent runs you can see", Args: cobra.NoArgs,
 		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, user string) error {
-			f := duet.RunFilter{Viewer: user, Limit: 50}
+			f := duet.RunFilter{Viewer: user, Limit: 50, Branch: branch, Commit: commit}
 			var err error
 			if f.TaskID, err = taskIDOf(cmd.Context(), a, user, task); err != nil {
 				return err
@@ -233,6 +304,8 @@ func runListCmd(env Env) *cobra.Command {
 		}),
 	}
 	cmd.Flags().StringVar(&task, "task", "", "only runs of this task")
+	cmd.Flags().StringVar(&branch, "branch", "", "only runs whose origin (the CI job) has this branch")
+	cmd.Flags().StringVar(&commit, "commit", "", "only runs whose origin has this commit")
 	addAs(cmd)
 	return cmd
 }
@@ -293,4 +366,46 @@ func runID(ctx context.Context, a *app.App, user, ref string) (string, error) {
 		return "", duet.Errorf(duet.CodeNotFound, "no runs visible to %s yet: start one with duet run TASK", user)
 	}
 	return runs[0].ID, nil
+}
+
+// ciOrigin is the run's origin: the flags, and what they leave empty from
+// the standard variables of GitHub Actions, GitLab CI and Jenkins.
+func ciOrigin(flags duet.RunOrigin, getenv func(string) string) *duet.RunOrigin {
+	o := flags
+	first := func(dst *string, vals ...string) {
+		for _, v := range vals {
+			if *dst == "" && v != "" {
+				*dst = v
+			}
+		}
+	}
+	gh := getenv("GITHUB_SERVER_URL") + "/" + getenv("GITHUB_REPOSITORY")
+	if getenv("GITHUB_ACTIONS") == "true" {
+		first(&o.Commit, getenv("GITHUB_SHA"))
+		first(&o.Branch, getenv("GITHUB_HEAD_REF"), getenv("GITHUB_REF_NAME"))
+		if n, ok := strings.CutPrefix(getenv("GITHUB_REF"), "refs/pull/"); ok {
+			first(&o.PullRequest, gh+"/pull/"+strings.TrimSuffix(n, "/merge"))
+		}
+		if id := getenv("GITHUB_RUN_ID"); id != "" {
+			first(&o.Pipeline, gh+"/actions/runs/"+id)
+		}
+	}
+	if getenv("GITLAB_CI") == "true" {
+		first(&o.Commit, getenv("CI_COMMIT_SHA"))
+		first(&o.Branch, getenv("CI_MERGE_REQUEST_SOURCE_BRANCH_NAME"), getenv("CI_COMMIT_REF_NAME"))
+		if iid := getenv("CI_MERGE_REQUEST_IID"); iid != "" {
+			first(&o.PullRequest, getenv("CI_MERGE_REQUEST_PROJECT_URL")+"/-/merge_requests/"+iid)
+		}
+		first(&o.Pipeline, getenv("CI_PIPELINE_URL"))
+	}
+	if getenv("JENKINS_URL") != "" {
+		first(&o.Commit, getenv("GIT_COMMIT"))
+		first(&o.Branch, getenv("CHANGE_BRANCH"), getenv("BRANCH_NAME"), getenv("GIT_BRANCH"))
+		first(&o.PullRequest, getenv("CHANGE_URL"))
+		first(&o.Pipeline, getenv("BUILD_URL"))
+	}
+	if o.Empty() {
+		return nil
+	}
+	return &o
 }

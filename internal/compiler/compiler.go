@@ -104,6 +104,7 @@ func CompileSuite(ctx context.Context, src []byte, file string, opts Options) (*
 		c.Errf(root, "missing key task")
 	} else {
 		c.task(tn, &s.Task)
+		s.Schedules = c.schedules(tn.Get("schedule"))
 	}
 	cn := root.Get("cases")
 	switch {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/step"
 )
 
@@ -28,7 +29,20 @@ var (
 		{Name: "sharedWith", Type: listOf(step.Text), Doc: "users who may see and run the task (omit to leave sharing alone)"},
 		{Name: "postRun", Type: postRunList, Doc: "MCP tool calls made when a run of the task ends"},
 		{Name: "testIdAttribute", Type: step.Text, Doc: "the attribute testId locators name (default data-testid), for the suite's cases"},
+		{Name: "schedule", Type: scheduleType, Doc: "when the task runs by itself: one schedule or a list (docs/schedules.md)"},
 	}
+	scheduleKeys = []step.Key{
+		{Name: "name", Type: step.Text, Doc: "unique within the task (default: made from the timing)"},
+		{Name: "cron", Type: step.Text, Doc: "a cron expression (5 fields, or @daily, @hourly, ...); give cron or every"},
+		{Name: "timeZone", Type: step.Text, Doc: "the IANA time zone of cron (default UTC)"},
+		{Name: "every", Type: step.Text, Doc: "an interval such as 15m or 1h, instead of cron"},
+		{Name: "missed", Type: step.Enum(string(duet.MissedSkip), string(duet.MissedRunOnce)), Doc: "a slot missed while no instance ran: skip (the default) or runOnce"},
+		{Name: "overlap", Type: step.Enum(string(duet.OverlapSkip), string(duet.OverlapQueue)), Doc: "a slot that comes while the previous run is unfinished: skip (the default) or queue"},
+	}
+	scheduleType = step.TypeOf("schedule or list of schedules", func(bool) *jsonschema.Schema {
+		one := &jsonschema.Schema{Ref: "#/$defs/schedule"}
+		return &jsonschema.Schema{AnyOf: []*jsonschema.Schema{one, {Type: "array", MaxItems: ptr(maxSchedules), Items: &jsonschema.Schema{Ref: "#/$defs/schedule"}}, {Type: "null"}}}
+	})
 	caseKeys = []step.Key{
 		{Name: "key", Type: step.Text, Doc: "stable name within the task: lower-case letters, digits, '.', '_' or '-' (default: a slug of the title)"},
 		{Name: "title", Type: step.Text, Required: true, Doc: "what the case proves, in one line"},
@@ -88,6 +102,8 @@ func SuiteSchema() *jsonschema.Schema {
 	defs["postRunAction"] = step.Mapping(postRunKeys)
 	defs["postRunAction"].Description = "an MCP tool call made when a run ends"
 	defs["postRunAction"].AnyOf = []*jsonschema.Schema{{Required: []string{"server"}}, {Required: []string{"serverKey"}}}
+	defs["schedule"] = step.Mapping(scheduleKeys)
+	defs["schedule"].Description = "a schedule: cron in a time zone, or every; the missed and overlap policies"
 	s := step.Mapping(suiteKeys)
 	s.Schema = "https://json-schema.org/draft/2020-12/schema"
 	s.Title = "Duet suite"

@@ -78,6 +78,8 @@ func validSuites(t *testing.T) map[string][]byte {
 		"postRunSuite":   []byte(postRunSuite),
 		"all step kinds": []byte(everyKind()),
 		"segmentSuite":   []byte(segmentSuite),
+		"schedules":      []byte("task:\n  name: t\n  schedule:\n    - {name: nightly, cron: '0 2 * * *', timeZone: Europe/Paris, missed: runOnce, overlap: queue}\n    - every: 90m\ncases:\n  - {title: c, steps: [{assert: 'true'}]}\n"),
+		"one schedule":   []byte("task:\n  name: t\n  schedule: {every: 1h}\ncases:\n  - {title: c, steps: [{assert: 'true'}]}\n"),
 	}
 	files, _ := filepath.Glob("../../examples/*.yaml")
 	if len(files) == 0 {
@@ -164,6 +166,8 @@ func TestSchemaRefusesBrokenSuites(t *testing.T) {
 		"unknown top key":        "task: {name: t}\ncases: []\nextra: 1\n",
 		"missing task":           "cases: []\n",
 		"unknown task key":       "task: {name: t, owner: bob}\ncases: []\n",
+		"unknown schedule key":   "task: {name: t, schedule: {every: 1h, at: noon}}\ncases: []\n",
+		"unknown missed policy":  "task: {name: t, schedule: [{every: 1h, missed: always}]}\ncases: []\n",
 		"case without title":     "task: {name: t}\ncases:\n  - steps: [{assert: 'true'}]\n",
 		"empty steps":            "task: {name: t}\ncases:\n  - title: c\n    steps: []\n",
 		"unknown step kind":      head + "      - clack: '#x'\n",

@@ -13,14 +13,20 @@ import (
 )
 
 const runColumns = `r.id, r.task_id, r.status, r.triggered_by, r.call_source, r.trace_id, r.device, r.error_code, r.error_message,
-	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt, r.lost, r.post_run, r.call_depth`
+	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt, r.lost, r.post_run, r.call_depth,
+	r.origin_commit, r.origin_branch, r.origin_pr, r.origin_pipeline`
 
 func scanRun(r pgx.Row) (*duet.Run, error) {
 	var run duet.Run
+	var o duet.RunOrigin
 	var postRun string
 	if err := r.Scan(&run.ID, &run.TaskID, &run.Status, &run.TriggeredBy, &run.CallSource, &run.TraceID, &run.Device,
-		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &run.CreatedAt, &run.StartedAt, &run.FinishedAt, &run.Attempt, &run.Lost, &postRun, &run.CallDepth); err != nil {
+		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &run.CreatedAt, &run.StartedAt, &run.FinishedAt, &run.Attempt, &run.Lost, &postRun, &run.CallDepth,
+		&o.Commit, &o.Branch, &o.PullRequest, &o.Pipeline); err != nil {
 		return nil, err
+	}
+	if !o.Empty() {
+		run.Origin = &o
 	}
 	run.CreatedAt = utc(run.CreatedAt)
 	run.StartedAt, run.FinishedAt = utcPtr(run.StartedAt), utcPtr(run.FinishedAt)
@@ -102,6 +108,9 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 	err := d.tx(ctx, func(tx pgx.Tx) error {
 		rec, replayed = nil, false
 		now := ts(d.now())
+		if err := claimSlot(ctx, tx, p.Fire, run, now); err != nil {
+			return err
+		}
 		if p.Idempotency != nil {
 			in := p.Idempotency
 			if err := lockKey(ctx, tx, "idem\x1f"+in.Caller+"\x1f"+in.Key); err != nil {
@@ -150,11 +159,18 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 				return duet.Errorf(duet.CodeRateLimited, "%s already has %d runs queued, the most one user may have waiting; start more when some have started, or cancel some", run.TriggeredBy, queued)
 			}
 		}
-		run.ID = duet.NewID("run")
+		if p.Fire == nil { // a schedule's run has its id from the claim
+			run.ID = duet.NewID("run")
+		}
 		run.Status = duet.StatusQueued
 		run.CreatedAt = now
-		if _, err := tx.Exec(ctx, `INSERT INTO runs (id, task_id, status, triggered_by, call_source, trace_id, device, created_at, call_depth) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-			run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource, run.TraceID, run.Device, now, run.CallDepth); err != nil {
+		o := run.Origin
+		if o == nil {
+			o = &duet.RunOrigin{}
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO runs (id, task_id, status, triggered_by, call_source, trace_id, device, created_at, call_depth, origin_commit, origin_branch, origin_pr, origin_pipeline)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+			run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource, run.TraceID, run.Device, now, run.CallDepth, o.Commit, o.Branch, o.PullRequest, o.Pipeline); err != nil {
 			return mapErr(err)
 		}
 		// Every execution in one statement, however many cases the run has.
@@ -239,6 +255,12 @@ func runsWhere(f duet.RunFilter, a *args) (from, cond string) {
 	}
 	if f.Status != "" {
 		cond += ` AND r.status = ` + a.add(string(f.Status))
+	}
+	if f.Branch != "" {
+		cond += ` AND r.origin_branch = ` + a.add(f.Branch)
+	}
+	if f.Commit != "" {
+		cond += ` AND r.origin_commit = ` + a.add(f.Commit)
 	}
 	if f.UpTo != "" {
 		cond += ` AND r.id <= ` + a.add(f.UpTo)

@@ -116,6 +116,9 @@ type Report struct {
 	// Window is set when the report shows only part of the run's cases.
 	Window *Window `json:"window,omitempty"`
 	Cases  []*Case `json:"cases"`
+	// Exit is the run's exit code for a CI pipeline, once it ended
+	// (ExitCode: what `duet run --wait` exits with).
+	Exit *Exit `json:"exit,omitempty"`
 	// Scan is set when the run's cases call MCP tools and the viewer is
 	// the executor: the scan findings of the tools the cases call and the
 	// coverage of the executor's servers by the cases (of the whole run,
@@ -255,6 +258,10 @@ func BuildPage(ctx context.Context, store Store, arts Artifacts, viewer, runID s
 			return nil, err
 		}
 		r.Cases = append(r.Cases, c)
+	}
+	if run.Status.Final() {
+		code, why := ExitCode(run, execs, false)
+		r.Exit = &Exit{Code: code, Reason: why}
 	}
 	if r.Disclosure == duet.DiscloseFull {
 		if r.Scan, err = buildScan(ctx, store, run, execs, r.Window != nil); err != nil {

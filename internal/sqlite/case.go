@@ -180,7 +180,7 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 			}
 			res.Cases = append(res.Cases, duet.ApplyCaseResult{Key: k, ID: old.ID, Version: old.Version, Action: duet.ApplyArchived})
 		}
-		return nil
+		return applySchedules(ctx, tx, owner, task.ID, s.Schedules, now)
 	})
 	if err != nil {
 		return nil, err

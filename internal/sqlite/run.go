@@ -12,16 +12,22 @@ import (
 )
 
 const runColumns = `r.id, r.task_id, r.status, r.triggered_by, r.call_source, r.trace_id, r.device, r.error_code, r.error_message,
-	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt, r.lost, r.post_run, r.call_depth`
+	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt, r.lost, r.post_run, r.call_depth,
+	r.origin_commit, r.origin_branch, r.origin_pr, r.origin_pipeline`
 
 func scanRun(r rowScanner) (*duet.Run, error) {
 	var run duet.Run
+	var o duet.RunOrigin
 	var created int64
 	var started, finished sql.NullInt64
 	var postRun string
 	if err := r.Scan(&run.ID, &run.TaskID, &run.Status, &run.TriggeredBy, &run.CallSource, &run.TraceID, &run.Device,
-		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &created, &started, &finished, &run.Attempt, &run.Lost, &postRun, &run.CallDepth); err != nil {
+		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &created, &started, &finished, &run.Attempt, &run.Lost, &postRun, &run.CallDepth,
+		&o.Commit, &o.Branch, &o.PullRequest, &o.Pipeline); err != nil {
 		return nil, err
+	}
+	if !o.Empty() {
+		run.Origin = &o
 	}
 	run.CreatedAt = fromMicros(created)
 	run.StartedAt, run.FinishedAt = ptrTime(started), ptrTime(finished)
@@ -90,6 +96,9 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 	replayed := false
 	err := d.tx(ctx, func(tx *sql.Tx) error {
 		now := d.now()
+		if err := claimSlot(ctx, tx, p.Fire, run, now); err != nil {
+			return err
+		}
 		if p.Idempotency != nil {
 			in := p.Idempotency
 			var old duet.IdempotencyRecord
@@ -130,11 +139,18 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 				return duet.Errorf(duet.CodeRateLimited, "%s already has %d runs queued, the most one user may have waiting; start more when some have started, or cancel some", run.TriggeredBy, queued)
 			}
 		}
-		run.ID = duet.NewID("run")
+		if p.Fire == nil { // a schedule's run has its id from the claim
+			run.ID = duet.NewID("run")
+		}
 		run.Status = duet.StatusQueued
 		run.CreatedAt = now
-		if _, err := tx.ExecContext(ctx, `INSERT INTO runs (id, task_id, status, triggered_by, call_source, trace_id, device, created_at, call_depth) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource, run.TraceID, run.Device, micros(now), run.CallDepth); err != nil {
+		o := run.Origin
+		if o == nil {
+			o = &duet.RunOrigin{}
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO runs (id, task_id, status, triggered_by, call_source, trace_id, device, created_at, call_depth, origin_commit, origin_branch, origin_pr, origin_pipeline)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource, run.TraceID, run.Device, micros(now), run.CallDepth, o.Commit, o.Branch, o.PullRequest, o.Pipeline); err != nil {
 			return mapErr(err)
 		}
 		for i, e := range p.Executions {
@@ -196,7 +212,7 @@ func (d *DB) FindRunByID(ctx context.Context, viewer, id string) (*duet.Run, err
 
 // FindRuns returns a page of runs, newest first.
 func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, string, error) {
-	if f.TaskID != "" && f.Limit == 1 && f.Cursor == "" && f.Status == "" && f.UpTo == "" {
+	if f.TaskID != "" && f.Limit == 1 && f.Cursor == "" && f.Status == "" && f.UpTo == "" && f.Branch == "" && f.Commit == "" {
 		// A task's latest run (get_test_task): cached (cache.go).
 		type page struct {
 			runs []*duet.Run
@@ -233,6 +249,14 @@ func runsWhere(f duet.RunFilter) (from, cond string, args []any) {
 	if f.Status != "" {
 		cond += ` AND r.status = ?`
 		args = append(args, f.Status)
+	}
+	if f.Branch != "" {
+		cond += ` AND r.origin_branch = ?`
+		args = append(args, f.Branch)
+	}
+	if f.Commit != "" {
+		cond += ` AND r.origin_commit = ?`
+		args = append(args, f.Commit)
 	}
 	if f.UpTo != "" {
 		cond += ` AND r.id <= ?`

@@ -53,6 +53,10 @@ func Run(t *testing.T, open Opener) {
 		{"PostRun", testPostRun},
 		{"Sessions", testSessions},
 		{"OAuth", testOAuth},
+		{"Schedules", testSchedules},
+		{"ScheduleClaimConcurrent", testScheduleClaimConcurrent},
+		{"RunOrigin", testRunOrigin},
+		{"ContractStore", testContractStore},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -23,6 +23,12 @@ func (s *store) AddTeamMember(ctx context.Context, a1 string, a2 string, a3 stri
 	return s.Store.AddTeamMember(ctx, a1, a2, a3)
 }
 
+func (s *store) AdvanceSchedule(ctx context.Context, a1 duet.ScheduleFire, a2 string) (r0 bool, err error) {
+	ctx, end := s.t.storeSpan(ctx, "AdvanceSchedule")
+	defer func() { end(err) }()
+	return s.Store.AdvanceSchedule(ctx, a1, a2)
+}
+
 func (s *store) AppendAudit(ctx context.Context, a1 []*duet.AuditRecord) (err error) {
 	ctx, end := s.t.storeSpan(ctx, "AppendAudit")
 	defer func() { end(err) }()
@@ -89,6 +95,12 @@ func (s *store) CreateOAuthClient(ctx context.Context, a1 *duet.OAuthClient) (er
 	return s.Store.CreateOAuthClient(ctx, a1)
 }
 
+func (s *store) CreateSchedule(ctx context.Context, a1 *duet.Schedule) (err error) {
+	ctx, end := s.t.storeSpan(ctx, "CreateSchedule")
+	defer func() { end(err) }()
+	return s.Store.CreateSchedule(ctx, a1)
+}
+
 func (s *store) CreateSession(ctx context.Context, a1 *duet.Session) (err error) {
 	ctx, end := s.t.storeSpan(ctx, "CreateSession")
 	defer func() { end(err) }()
@@ -149,6 +161,12 @@ func (s *store) DeleteMCPServer(ctx context.Context, a1 string, a2 string) (err 
 	return s.Store.DeleteMCPServer(ctx, a1, a2)
 }
 
+func (s *store) DeleteSchedule(ctx context.Context, a1 string, a2 string) (err error) {
+	ctx, end := s.t.storeSpan(ctx, "DeleteSchedule")
+	defer func() { end(err) }()
+	return s.Store.DeleteSchedule(ctx, a1, a2)
+}
+
 func (s *store) DeleteSession(ctx context.Context, a1 string) (err error) {
 	ctx, end := s.t.storeSpan(ctx, "DeleteSession")
 	defer func() { end(err) }()
@@ -171,6 +189,12 @@ func (s *store) DeleteToken(ctx context.Context, a1 string, a2 string) (err erro
 	ctx, end := s.t.storeSpan(ctx, "DeleteToken")
 	defer func() { end(err) }()
 	return s.Store.DeleteToken(ctx, a1, a2)
+}
+
+func (s *store) DueSchedules(ctx context.Context, a1 time.Time, a2 int) (r0 []*duet.Schedule, r1 time.Time, err error) {
+	ctx, end := s.t.storeSpan(ctx, "DueSchedules")
+	defer func() { end(err) }()
+	return s.Store.DueSchedules(ctx, a1, a2)
 }
 
 func (s *store) FindAsset(ctx context.Context, a1 string, a2 duet.AssetKind, a3 string, a4 int) (r0 *duet.Asset, err error) {
@@ -213,6 +237,24 @@ func (s *store) FindCases(ctx context.Context, a1 duet.CaseFilter) (r0 []*duet.C
 	ctx, end := s.t.storeSpan(ctx, "FindCases")
 	defer func() { end(err) }()
 	return s.Store.FindCases(ctx, a1)
+}
+
+func (s *store) FindCasesCallingServer(ctx context.Context, a1 string) (r0 []*duet.Case, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindCasesCallingServer")
+	defer func() { end(err) }()
+	return s.Store.FindCasesCallingServer(ctx, a1)
+}
+
+func (s *store) FindCatalogHistory(ctx context.Context, a1 string) (r0 []*duet.ArchivedCatalog, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindCatalogHistory")
+	defer func() { end(err) }()
+	return s.Store.FindCatalogHistory(ctx, a1)
+}
+
+func (s *store) FindContractAlerts(ctx context.Context, a1 string, a2 string) (r0 []*duet.ContractAlert, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindContractAlerts")
+	defer func() { end(err) }()
+	return s.Store.FindContractAlerts(ctx, a1, a2)
 }
 
 func (s *store) FindCredential(ctx context.Context, a1 string) (r0 *duet.Credential, err error) {
@@ -317,6 +359,18 @@ func (s *store) FindRuns(ctx context.Context, a1 duet.RunFilter) (r0 []*duet.Run
 	return s.Store.FindRuns(ctx, a1)
 }
 
+func (s *store) FindScheduleByID(ctx context.Context, a1 string, a2 string) (r0 *duet.Schedule, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindScheduleByID")
+	defer func() { end(err) }()
+	return s.Store.FindScheduleByID(ctx, a1, a2)
+}
+
+func (s *store) FindSchedules(ctx context.Context, a1 duet.ScheduleFilter) (r0 []*duet.Schedule, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindSchedules")
+	defer func() { end(err) }()
+	return s.Store.FindSchedules(ctx, a1)
+}
+
 func (s *store) FindSession(ctx context.Context, a1 string) (r0 *duet.Session, err error) {
 	ctx, end := s.t.storeSpan(ctx, "FindSession")
 	defer func() { end(err) }()
@@ -395,6 +449,12 @@ func (s *store) LeaseCredential(ctx context.Context, a1 string, a2 string, a3 ti
 	return s.Store.LeaseCredential(ctx, a1, a2, a3)
 }
 
+func (s *store) PauseScheduleFor(ctx context.Context, a1 string, a2 time.Time, a3 string) (r0 bool, err error) {
+	ctx, end := s.t.storeSpan(ctx, "PauseScheduleFor")
+	defer func() { end(err) }()
+	return s.Store.PauseScheduleFor(ctx, a1, a2, a3)
+}
+
 func (s *store) Ping(ctx context.Context) (err error) {
 	ctx, end := s.t.storeSpan(ctx, "Ping")
 	defer func() { end(err) }()
@@ -467,6 +527,18 @@ func (s *store) SaveAsset(ctx context.Context, a1 *duet.Asset) (r0 duet.ApplyAct
 	return s.Store.SaveAsset(ctx, a1)
 }
 
+func (s *store) SaveCatalogHistory(ctx context.Context, a1 string, a2 *duet.ArchivedCatalog) (err error) {
+	ctx, end := s.t.storeSpan(ctx, "SaveCatalogHistory")
+	defer func() { end(err) }()
+	return s.Store.SaveCatalogHistory(ctx, a1, a2)
+}
+
+func (s *store) SaveContractAlerts(ctx context.Context, a1 []*duet.ContractAlert) (err error) {
+	ctx, end := s.t.storeSpan(ctx, "SaveContractAlerts")
+	defer func() { end(err) }()
+	return s.Store.SaveContractAlerts(ctx, a1)
+}
+
 func (s *store) SaveDraftCase(ctx context.Context, a1 *duet.Case) (err error) {
 	ctx, end := s.t.storeSpan(ctx, "SaveDraftCase")
 	defer func() { end(err) }()
@@ -483,6 +555,12 @@ func (s *store) SaveTeamServer(ctx context.Context, a1 *duet.TeamServer) (err er
 	ctx, end := s.t.storeSpan(ctx, "SaveTeamServer")
 	defer func() { end(err) }()
 	return s.Store.SaveTeamServer(ctx, a1)
+}
+
+func (s *store) SetSchedulePaused(ctx context.Context, a1 string, a2 string, a3 bool, a4 string, a5 time.Time) (r0 *duet.Schedule, err error) {
+	ctx, end := s.t.storeSpan(ctx, "SetSchedulePaused")
+	defer func() { end(err) }()
+	return s.Store.SetSchedulePaused(ctx, a1, a2, a3, a4, a5)
 }
 
 func (s *store) SetTeamRole(ctx context.Context, a1 string, a2 string, a3 string, a4 duet.TeamRole) (err error) {
