@@ -308,6 +308,9 @@ func compileAI(c *Compiler, st *duet.Step, n *Node, promptKey string) (*duet.AIS
 	switch n.Type {
 	case ScalarNode:
 		ai.Prompt, _ = n.Str()
+		if strings.TrimSpace(ai.Prompt) == "" {
+			c.Errf(n, "%s must say something", st.Kind)
+		}
 		c.Template(n, string(st.Kind), ai.Prompt)
 		return ai, false
 	case MapNode:
