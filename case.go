@@ -21,19 +21,22 @@ const (
 // current version, which decides whether a run of it by someone else needs
 // their approval (CaseApproval).
 type Case struct {
-	ID         string     `json:"id"`
-	TaskID     string     `json:"taskId"`
-	Key        string     `json:"key"` // stable name within the task
-	Title      string     `json:"title"`
-	Source     string     `json:"source"` // declarative YAML of this case
-	SourceHash string     `json:"sourceHash"`
-	Steps      []Step     `json:"steps"`
-	TimeoutMs  int64      `json:"timeoutMs,omitempty"` // whole-case limit; 0 = the engine's default
-	Version    int        `json:"version"`
-	Status     CaseStatus `json:"status"`
-	CreatedBy  string     `json:"createdBy"` // who wrote this version (the task's owner, or a draft's generator)
-	CreatedAt  time.Time  `json:"createdAt"`
-	UpdatedAt  time.Time  `json:"updatedAt"`
+	ID         string `json:"id"`
+	TaskID     string `json:"taskId"`
+	Key        string `json:"key"` // stable name within the task
+	Title      string `json:"title"`
+	Source     string `json:"source"` // declarative YAML of this case
+	SourceHash string `json:"sourceHash"`
+	Steps      []Step `json:"steps"`
+	TimeoutMs  int64  `json:"timeoutMs,omitempty"` // whole-case limit; 0 = the engine's default
+	// Row is the data row of a case made from one row of a data-driven
+	// case (each:): its steps read it as the variable row.
+	Row       map[string]any `json:"row,omitempty"`
+	Version   int            `json:"version"`
+	Status    CaseStatus     `json:"status"`
+	CreatedBy string         `json:"createdBy"` // who wrote this version (the task's owner, or a draft's generator)
+	CreatedAt time.Time      `json:"createdAt"`
+	UpdatedAt time.Time      `json:"updatedAt"`
 }
 
 // CaseFilter selects the cases of one task.

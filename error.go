@@ -69,10 +69,19 @@ const (
 	CodeBrowserUnavailable Code = "BROWSER_UNAVAILABLE"
 	CodeBrowserError       Code = "BROWSER_ERROR"
 	CodeElementNotFound    Code = "ELEMENT_NOT_FOUND"
+	CodeInterrupted        Code = "INTERRUPTED"
+	// CodeLoopLimit: a repeat or forEach step would have run more
+	// iterations than its bound (max); it stopped there.
+	CodeLoopLimit Code = "LOOP_LIMIT"
+	// CodeSecretNotFound: a step reads ${secrets.NAME} and the run's
+	// executor has no secret of that name (duet vault set NAME).
+	CodeSecretNotFound Code = "SECRET_NOT_FOUND"
+	// CodeHookFailed: a step of a hook (beforeAll, beforeEach, afterEach,
+	// afterAll) failed; the message names the hook and the step.
+	CodeHookFailed Code = "HOOK_FAILED"
 	// CodeLocatorAmbiguous: a locator matched several elements where a
 	// step acts on (or reads) one; the message lists what it matched.
 	CodeLocatorAmbiguous Code = "LOCATOR_AMBIGUOUS"
-	CodeInterrupted      Code = "INTERRUPTED"
 	// CodeApprovalRequired: a step of a case someone else wrote (or a
 	// post-run action) would call an MCP tool with the executor's
 	// credentials, and the executor has not approved that version of the
@@ -134,6 +143,7 @@ func Codes() []Code {
 		CodeURLRefused, CodeMCPAuthIssuerMismatch,
 		CodeLLMNotConfigured, CodeLLMError, CodeGenerationFailed, CodeLLMBudgetExceeded,
 		CodeInsufficientScope, CodeCallDepthExceeded, CodeSchemaTooNew, CodeLeaseLost,
+		CodeLoopLimit, CodeSecretNotFound, CodeHookFailed,
 		CodeMethodNotAllowed,
 	}
 }

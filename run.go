@@ -42,6 +42,7 @@ type Run struct {
 	CallSource      CallSource `json:"callSource"`
 	TraceID         string     `json:"traceId,omitempty"`
 	Device          string     `json:"device,omitempty"`
+	Trace           string     `json:"trace,omitempty"` // when its cases keep a trace ("": the task's, else DUET_TRACE)
 	ErrorCode       Code       `json:"errorCode,omitempty"`
 	ErrorMessage    string     `json:"errorMessage,omitempty"`
 	CancelRequested bool       `json:"cancelRequested,omitempty"`
@@ -61,6 +62,15 @@ type Run struct {
 	// Origin is where the run was started from (a CI pipeline), when the
 	// caller said.
 	Origin *RunOrigin `json:"origin,omitempty"`
+	// Environment is the task's environment the run runs in (its name;
+	// "" for none): the start's choice, else the task's default.
+	Environment string `json:"environment,omitempty"`
+	// Hooks are the results of the task's beforeAll and afterAll steps in
+	// this run (each with its Hook), in the order they ran.
+	Hooks []*StepResult `json:"hooks,omitempty"`
+	// HookVars are the variables the beforeAll steps saved, as stored
+	// (redacted): every case of the run starts with them.
+	HookVars map[string]any `json:"-"`
 }
 
 // RunOrigin is where a run came from: the commit, branch, pull request and
@@ -103,6 +113,7 @@ type Execution struct {
 	Steps        []Step         `json:"-"` // the compiled steps this execution runs (a snapshot)
 	Results      []*StepResult  `json:"steps"`
 	Vars         map[string]any `json:"variables,omitempty"` // saved variables, redacted
+	Row          map[string]any `json:"row,omitempty"`       // the case's data row (Case.Row)
 	ErrorCode    Code           `json:"errorCode,omitempty"`
 	ErrorMessage string         `json:"errorMessage,omitempty"`
 	StartedAt    *time.Time     `json:"startedAt,omitempty"`
@@ -130,6 +141,43 @@ type StepResult struct {
 	Optional     bool            `json:"optional,omitempty"`  // failed under FailOptional; the case went on
 	Soft         bool            `json:"soft,omitempty"`      // a soft assertion that failed; the case went on, and fails at its end
 	AI           *AIUsage        `json:"ai,omitempty"`        // what an AI step's model calls cost
+	// Hook names the hook the step belongs to (Step.Hook).
+	Hook string `json:"hook,omitempty"`
+	// Iteration is the loop iteration (from 1) of the enclosing repeat or
+	// forEach step the step ran in; 0 outside a loop.
+	Iteration int `json:"iteration,omitempty"`
+	// Branch says which steps an if step ran: "then", "else", or "none"
+	// (the condition was false and there is no else).
+	Branch string `json:"branch,omitempty"`
+	// Iterations is how many iterations a repeat or forEach step began.
+	Iterations int `json:"iterations,omitempty"`
+	// Children are the results of the steps a flow step (if, repeat,
+	// forEach, use) ran, in the order they ran: each one's Index is its
+	// place in its list, Iteration its loop iteration. At most
+	// MaxChildResults are kept; Omitted counts the passed ones left out.
+	Children StepResults `json:"children,omitempty"`
+	Omitted  int         `json:"omitted,omitempty"`
+}
+
+// StepResults are the results of the steps a flow step ran
+// (StepResult.Children). A type of its own so that a JSON Schema reflected
+// from a result can stop at it (a result holds results).
+type StepResults []*StepResult
+
+// MaxChildResults bounds the results a flow step keeps of the steps it ran
+// (a loop of many iterations): past it, only failed results are kept, and
+// the others counted in StepResult.Omitted.
+const MaxChildResults = 1000
+
+// Walk calls fn for r and, depth first, each result among its children.
+func (r *StepResult) Walk(fn func(*StepResult)) {
+	if r == nil {
+		return
+	}
+	fn(r)
+	for _, c := range r.Children {
+		c.Walk(fn)
+	}
 }
 
 // AIUsage is what the model calls of an AI step (aiAssert, aiQuery,
@@ -308,6 +356,11 @@ type RunStore interface {
 	// variables the case held. Its next holder resumes it at next instead
 	// of running those steps again.
 	SuspendExecution(ctx context.Context, l Lease, executionID string, next int) error
+
+	// SaveRunHooks stores the results of the task's beforeAll and afterAll
+	// steps in l's run so far, and the variables the beforeAll steps saved
+	// (Run.Hooks, Run.HookVars), replacing what was stored.
+	SaveRunHooks(ctx context.Context, l Lease, results []*StepResult, vars map[string]any) error
 
 	// SaveStepResult stores (inserts or replaces) one step result of an
 	// execution of l's run and the execution's variables so far.

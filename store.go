@@ -27,6 +27,9 @@ type Store interface {
 	ScheduleStore
 	ContractStore
 	CatalogHistoryStore
+	SecretStore
+	BaselineStore
+	MetricStore
 
 	// Ping checks that the database answers. Returns UNAVAILABLE.
 	Ping(ctx context.Context) error

@@ -152,7 +152,7 @@ func op[In, Out any](method, p, id, tag, summary string, fn func(ctx context.Con
 
 // routes is the REST API, in documentation order.
 func routes() []*route {
-	return []*route{
+	return append([]*route{
 		op("GET", Prefix+"/me", "getMe", "account", "Who you are and your role",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Me, error) {
 				return s.Me(ctx, c)
@@ -244,7 +244,7 @@ func routes() []*route {
 			query("cursor", "nextCursor of the previous page"), queryInt("limit", "page size (default 20)", 1, maxRunsPage)),
 		located(withHeader(withSchema(op("POST", Prefix+"/runs", "createRun", "runs", "Start a run (start_test_run); the Idempotency-Key header makes retries safe",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in RunIn) (catalog.StartRunOut, error) {
-				return s.StartRunFrom(ctx, c, catalog.StartRunIn{TaskID: in.TaskID, CaseIDs: in.CaseIDs, Device: in.Device, IdempotencyKey: r.Header.Get("Idempotency-Key")}, in.Origin)
+				return s.StartRunFrom(ctx, c, catalog.StartRunIn{TaskID: in.TaskID, CaseIDs: in.CaseIDs, Device: in.Device, Trace: in.Trace, IdempotencyKey: r.Header.Get("Idempotency-Key")}, in.Origin)
 			}), catalog.ToolStartRun), param{name: "Idempotency-Key", in: "header", typ: "string", required: true,
 			desc: "a key you choose (a UUID, say); a retry with the same key and body returns the first run (replayed: true), other arguments IDEMPOTENCY_CONFLICT"}),
 			func(out catalog.StartRunOut) string { return Prefix + "/runs/" + url.PathEscape(out.RunID) }),
@@ -441,7 +441,7 @@ func routes() []*route {
 				}
 				return s.ListAudit(ctx, c, in)
 			}, recordParams(false)...),
-	}
+	}, evidenceRoutes()...)
 }
 
 // RunIn starts a run (the idempotency key comes in the Idempotency-Key
@@ -452,6 +452,7 @@ type RunIn struct {
 	Device  string   `json:"device,omitempty" jsonschema:"device preset for browser steps"`
 	// Origin is the CI job starting the run (docs/ci.md).
 	Origin *duet.RunOrigin `json:"origin,omitempty" jsonschema:"the CI job starting the run: commit, branch, pull request URL, pipeline URL"`
+	Trace  string          `json:"trace,omitempty" jsonschema:"when the cases keep a trace: off, on-failure, on-first-retry or on (default: the task's)"`
 }
 
 func withSchema(rt *route, toolName string) *route {

@@ -150,6 +150,8 @@ func testREST(t *testing.T, vars map[string]string) {
 	if run.Run.Status != duet.StatusPassed || len(run.Executions) != 1 {
 		t.Fatalf("getRun: %+v", run)
 	}
+	// A passing case keeps no trace under the default, on-failure.
+	refused("alice", "getTrace", p("runId", start.RunID, "case", run.Executions[0].ID), nil, duet.CodeNotFound)
 	list := decode[api.RunList](t, do("alice", "listRuns", p("?", "taskId="+taskID), nil))
 	if len(list.Runs) != 1 || list.Total != 1 || list.Runs[0].TaskName != "plain" {
 		t.Fatalf("listRuns: %+v", list)
@@ -219,6 +221,20 @@ func testREST(t *testing.T, vars map[string]string) {
 		t.Fatalf("listTokens shows a token's value: %s", toks)
 	}
 
+	// Baselines: alice's, as her runs recorded them.
+	first, cand := baselines(t, e, taskID, caseID)
+	if bl := decode[api.BaselineList](t, do("alice", "listBaselines", p("?", "status=pending&taskId="+taskID), nil)); len(bl.Baselines) != 2 {
+		t.Fatalf("listBaselines: %+v", bl)
+	}
+	if bd := decode[api.BaselineDetail](t, do("alice", "getBaseline", p("baselineId", cand.ID), nil)); bd.Current == nil || bd.Current.ID != first.ID || bd.DiffRatio == nil || *bd.DiffRatio != 1 {
+		t.Fatalf("getBaseline: %+v", bd)
+	}
+	do("alice", "getBaselineImage", p("baselineId", cand.ID, "?", "which=diff"), nil)
+	refused("alice", "getBaselineImage", p("baselineId", first.ID, "?", "which=diff"), nil, duet.CodeNotFound)
+	do("alice", "approveBaseline", p("baselineId", cand.ID), nil)
+	refused("alice", "approveBaseline", p("baselineId", cand.ID), nil, duet.CodeConflict)
+	do("alice", "rejectBaseline", p("baselineId", first.ID), nil)
+
 	// Bob owns nothing: every route that names alice's things answers
 	// NOT_FOUND, exactly as for a thing that does not exist, and his lists
 	// are empty.
@@ -238,6 +254,11 @@ func testREST(t *testing.T, vars map[string]string) {
 	refused("bob", "cancelRun", p("runId", start.RunID), nil, nf)
 	refused("bob", "followRun", p("runId", start.RunID), nil, nf)
 	refused("bob", "getReport", p("runId", start.RunID), nil, nf)
+	refused("bob", "getTrace", p("runId", start.RunID, "case", run.Executions[0].ID), nil, nf)
+	refused("bob", "getBaseline", p("baselineId", cand.ID), nil, nf)
+	refused("bob", "getBaselineImage", p("baselineId", cand.ID), nil, nf)
+	refused("bob", "approveBaseline", p("baselineId", cand.ID), nil, nf)
+	refused("bob", "rejectBaseline", p("baselineId", cand.ID), nil, nf)
 	refused("bob", "getExecution", p("executionId", run.Executions[0].ID), nil, nf)
 	refused("bob", "getServer", p("server", reg.Server.ServerKey), nil, nf)
 	refused("bob", "syncServer", p("server", "orders"), nil, nf)
@@ -301,7 +322,7 @@ func testREST(t *testing.T, vars map[string]string) {
 	for _, r := range audit.Records {
 		methods[r.Method+" "+r.Tool] = true
 	}
-	for _, m := range []string{"tools/call start_test_run", "tools/call list_test_tasks", "registerServer ", "callTool ", "applySuite ", "createToken "} {
+	for _, m := range []string{"tools/call start_test_run", "tools/call list_test_tasks", "registerServer ", "callTool ", "applySuite ", "createToken ", "approveBaseline " + cand.ID, "rejectBaseline " + first.ID} {
 		if !methods[m] {
 			t.Errorf("no audit record of %q among %v", m, methods)
 		}

@@ -38,7 +38,9 @@ import (
 	"github.com/duet-test/duet/internal/oauthserver"
 	"github.com/duet-test/duet/internal/report"
 	"github.com/duet-test/duet/internal/schedule"
+	"github.com/duet-test/duet/internal/secret"
 	"github.com/duet-test/duet/internal/telemetry"
+	"github.com/duet-test/duet/internal/trace"
 	"github.com/duet-test/duet/internal/vault"
 	"github.com/duet-test/duet/internal/webui"
 )
@@ -103,6 +105,10 @@ type App struct {
 	// OAuthIssuer verifies the company identity provider's tokens, and
 	// OAuthServer is Duet's own authorization server (oauth.go); nil when
 	// off.
+	// Secrets are the users' named secrets (${secrets.NAME}), sealed under
+	// the master key.
+	Secrets *secret.Vault
+
 	OAuthIssuer *auth.Verifier
 	OAuthServer *oauthserver.Server
 
@@ -157,6 +163,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	a.browsers = &Browsers{Default: a.Browsers, Android: a.Android, Guard: &guard, Logger: log}
 	a.Artifacts = NewArtifactStore(cfg)
 	a.initMCPClient(opts)
+	a.Secrets = secret.New(db, a.loadKeyring)
 	stepClient := guard.Client()
 	stepClient.Transport = a.Telemetry.Transport(stepClient.Transport, cfg.InTraceDomain) // http steps carry the run's traceparent into the trace domain
 	aiSteps, err := a.aiSteps(opts)
@@ -167,7 +174,8 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	a.Engine = engine.New(db, engine.Options{
 		StepTimeout: cfg.StepTimeout, CaseTimeout: cfg.CaseTimeout, Parallel: cfg.Parallel, MaxCallDepth: cfg.MaxCallDepth,
 		Browser: a.browsers, Artifacts: a.Artifacts, HTTPClient: stepClient, AI: aiSteps,
-		OnEvent: opts.OnEvent, Logger: log, Invoker: a.Agent.Invoker,
+		OnEvent: opts.OnEvent, Logger: log, Invoker: a.Agent.Invoker, Secrets: a.Secrets,
+		Trace: trace.Mode(cfg.Trace), TraceMaxBytes: int64(cfg.TraceMaxBytes),
 	})
 	a.Worker = engine.NewWorker(db, a.Engine, engine.WorkerOptions{Concurrency: cfg.Workers, Lease: cfg.RunLease, Logger: log})
 	a.Catalog = catalog.New(db, catalog.Options{

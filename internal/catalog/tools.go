@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/schedule"
+	"github.com/duet-test/duet/internal/trace"
 )
 
 // Tool names of the product catalog.
@@ -51,7 +53,7 @@ const (
 )
 
 // maxLens are the bounds of string arguments by name.
-var maxLens = map[string]int{"query": 200, "owner": 128, "cursor": 256, "idempotencyKey": 200, "device": 64}
+var maxLens = map[string]int{"query": 200, "owner": 128, "cursor": 256, "idempotencyKey": 200, "device": 64, "environment": 64}
 
 // bounded returns adjust followed by the bounds of every argument.
 func bounded(adjust func(in, out *jsonschema.Schema)) func(in, out *jsonschema.Schema) {
@@ -156,8 +158,13 @@ type TaskView struct {
 	BaseURL     string   `json:"baseUrl"`
 	Owner       string   `json:"owner"`
 	SharedWith  []string `json:"sharedWith"`
-	CreatedAt   string   `json:"createdAt"`
-	UpdatedAt   string   `json:"updatedAt"`
+	// Environments are the names of the task's environments (a run names
+	// one as environment), DefaultEnvironment the one a run that names
+	// none runs in.
+	Environments       []string `json:"environments,omitempty" jsonschema:"the task's environments, by name: start_test_run's environment names one"`
+	DefaultEnvironment string   `json:"defaultEnvironment,omitempty" jsonschema:"the environment a run that names none runs in"`
+	CreatedAt          string   `json:"createdAt"`
+	UpdatedAt          string   `json:"updatedAt"`
 }
 
 func ts(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
@@ -175,6 +182,7 @@ func taskView(t *duet.Task) TaskView {
 		shared = []string{}
 	}
 	return TaskView{ID: t.ID, Name: t.Name, Description: t.Description, BaseURL: t.BaseURL, Owner: t.Owner,
+		Environments: slices.Sorted(maps.Keys(t.Environments)), DefaultEnvironment: t.DefaultEnvironment,
 		SharedWith: shared, CreatedAt: ts(t.CreatedAt), UpdatedAt: ts(t.UpdatedAt)}
 }
 
@@ -674,6 +682,8 @@ type StartRunIn struct {
 	CaseIDs        []string `json:"caseIds,omitempty" jsonschema:"run only these cases (default: all active cases)"`
 	IdempotencyKey string   `json:"idempotencyKey" jsonschema:"a key you choose (e.g. a UUID); a retry with the same key and arguments returns the first run instead of starting another"`
 	Device         string   `json:"device,omitempty" jsonschema:"device preset for browser steps (e.g. desktop, iphone-15, pixel-7); default: the task's"`
+	Environment    string   `json:"environment,omitempty" jsonschema:"the task's environment to run in (its base URL and env variables); default: the task's default environment"`
+	Trace          string   `json:"trace,omitempty" jsonschema:"when the run's cases keep a trace (screenshots, DOM, console, network, replay): off, on-failure, on-first-retry or on; default: the task's, else on-failure"`
 }
 
 // StartRunOut is the result of start_test_run.
@@ -750,6 +760,13 @@ func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error)
 			return StartRunOut{}, err
 		}
 	}
+	envName, _, err := task.Environment(in.Environment)
+	if err != nil {
+		return StartRunOut{}, err
+	}
+	if _, err := trace.ParseMode(in.Trace); err != nil {
+		return StartRunOut{}, err
+	}
 	cases, err := selectCases(ctx, env, task, in.CaseIDs)
 	if err != nil {
 		return StartRunOut{}, err
@@ -763,16 +780,23 @@ func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error)
 	ids := slices.Clone(in.CaseIDs)
 	slices.Sort(ids)
 	h := sha256.New()
-	json.NewEncoder(h).Encode([]any{task.ID, ids, in.Device})
+	args := []any{task.ID, ids, in.Device}
+	if in.Environment != "" {
+		args = append(args, in.Environment) // the hash of a start without one stays what it was
+	}
+	if in.Trace != "" {
+		args = append(args, in.Trace) // (a run without one hashes as before)
+	}
+	json.NewEncoder(h).Encode(args)
 	origin, err := checkOrigin(env.origin)
 	if err != nil {
 		return StartRunOut{}, err
 	}
 	run := &duet.Run{TaskID: task.ID, TriggeredBy: env.Caller.UserID, CallSource: env.Caller.Source, TraceID: env.Caller.TraceID, Device: in.Device,
-		CallDepth: env.Caller.CallDepth, Origin: origin}
+		CallDepth: env.Caller.CallDepth, Origin: origin, Environment: envName, Trace: in.Trace}
 	var execs []*duet.Execution
 	for _, cs := range cases {
-		execs = append(execs, &duet.Execution{CaseID: cs.ID, CaseKey: cs.Key, CaseTitle: cs.Title, CaseVersion: cs.Version, Steps: cs.Steps, TimeoutMs: cs.TimeoutMs})
+		execs = append(execs, &duet.Execution{CaseID: cs.ID, CaseKey: cs.Key, CaseTitle: cs.Title, CaseVersion: cs.Version, Steps: cs.Steps, TimeoutMs: cs.TimeoutMs, Row: cs.Row})
 	}
 	rec, replayed, err := env.Store.CreateRun(ctx, duet.StartRunParams{
 		Run: run, Executions: execs,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/app"
+	"github.com/duet-test/duet/internal/compiler"
 	"github.com/duet-test/duet/internal/escape"
 )
 
@@ -96,6 +97,11 @@ func assetAddCmd(env Env) *cobra.Command {
 				asset.SharedWith = []string{}
 			case len(shareWith) > 0:
 				asset.SharedWith = shareWith
+			}
+			if kind == duet.AssetFlow {
+				if err := compiler.CheckFlow(cmd.Context(), body, a.CompilerOptions(cmd.Context(), user).Flows); err != nil {
+					return err
+				}
 			}
 			actx, done := auditing(cmd.Context(), a, user, "asset.add", "")
 			action, err := a.Store.SaveAsset(actx, asset)

@@ -197,7 +197,7 @@ Run "duet config" to see every setting.`,
 		serveCmd(env), workerCmd(env), mcpCmd(env),
 		applyCmd(env), lintCmd(env), runCmd(env), taskCmd(env), caseCmd(env), tokenCmd(env), auditCmd(env),
 		demoCmd(env), sampleCmd(env), configCmd(env),
-		assetCmd(env), generateCmd(env), reportCmd(env),
+		assetCmd(env), generateCmd(env), reportCmd(env), gcCmd(env), baselineCmd(env),
 		serverCmd(env), vaultCmd(env),
 		deviceCmd(env),
 		migrateCmd(env),
@@ -228,7 +228,7 @@ Run "duet config" to see every setting.`,
 var readOnlyCommands = []string{
 	"task list", "task show", "run list", "run show", "report", "audit",
 	"server list", "server show", "server invocations", "token list",
-	"case show", "case approvals", "asset list", "asset show", "generate list",
+	"case show", "case approvals", "asset list", "asset show", "generate list", "baseline list",
 	"schedule list", "task check", "server diff",
 }
 

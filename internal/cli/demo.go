@@ -13,6 +13,7 @@ import (
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/app"
 	"github.com/duet-test/duet/internal/auth"
+	"github.com/duet-test/duet/internal/catalog"
 	"github.com/duet-test/duet/internal/compiler"
 	"github.com/duet-test/duet/internal/config"
 	"github.com/duet-test/duet/internal/mcpclient"
@@ -201,7 +202,7 @@ func runDemo(cmd *cobra.Command, env Env, home string, keep bool) error {
 
 // demoRun starts a run as user and follows it to the end with progress.
 func demoRun(ctx context.Context, a *app.App, user, taskID string, out io.Writer) (*duet.Run, error) {
-	started, err := startRun(ctx, a, user, taskID, nil, "", nil)
+	started, err := startRun(ctx, a, user, catalog.StartRunIn{TaskID: taskID}, nil)
 	if err != nil {
 		return nil, err
 	}

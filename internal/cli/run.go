@@ -21,7 +21,7 @@ import (
 func runCmd(env Env) *cobra.Command {
 	var caseIDs []string
 	var detach, wait, failOnFlaky bool
-	var device, remote, jsonOut, junitOut, reportOut string
+	var device, remote, environment, traceMode, jsonOut, junitOut, reportOut string
 	var origin duet.RunOrigin
 	cmd := &cobra.Command{
 		Use:   "run TASK",
@@ -60,7 +60,7 @@ Subcommands show, list and cancel manage existing runs.`,
 				}
 				device += "@" + remote
 			}
-			out, err := startRun(ctx, a, user, t.ID, caseIDs, device, ciOrigin(origin, env.Getenv))
+			out, err := startRun(ctx, a, user, catalog.StartRunIn{TaskID: t.ID, CaseIDs: caseIDs, Device: device, Environment: environment, Trace: traceMode}, ciOrigin(origin, env.Getenv))
 			if err != nil {
 				return startExit(err)
 			}
@@ -104,6 +104,8 @@ Subcommands show, list and cancel manage existing runs.`,
 	cmd.Flags().BoolVar(&detach, "detach", false, "only queue the run (a serve or worker executes it) and print its id")
 	cmd.Flags().BoolVar(&wait, "wait", true, "wait for the run's end and exit with its verdict (the default)")
 	cmd.Flags().StringVar(&device, "device", "", deviceFlagHelp)
+	cmd.Flags().StringVar(&environment, "env", "", "the task's environment to run in (its baseURL and env variables); default: the task's default environment")
+	cmd.Flags().StringVar(&traceMode, "trace", "", "when the cases keep a trace: off, on-failure, on-first-retry or on (default: the task's, else DUET_TRACE)")
 	cmd.Flags().StringVar(&remote, "browser", "", "DevTools endpoint of a remote browser for this run, e.g. ws://10.0.0.5:9222 (with --device PRESET to emulate one)")
 	cmd.Flags().StringVar(&jsonOut, "json", "", "--json: print the final run as JSON instead of progress; --json=FILE: write the JSON report to FILE at the end")
 	cmd.Flags().Lookup("json").NoOptDefVal = "-"
@@ -153,8 +155,9 @@ func writeRunFiles(ctx context.Context, a *app.App, user, runID string, w io.Wri
 
 // startRun starts a run through the catalog, so the CLI gets the same
 // checks and audit as every transport.
-func startRun(ctx context.Context, a *app.App, user, taskID string, caseIDs []string, device string, origin *duet.RunOrigin) (catalog.StartRunOut, error) {
-	args, _ := json.Marshal(catalog.StartRunIn{TaskID: taskID, CaseIDs: caseIDs, IdempotencyKey: duet.NewID("cli"), Device: device})
+func startRun(ctx context.Context, a *app.App, user string, in catalog.StartRunIn, origin *duet.RunOrigin) (catalog.StartRunOut, error) {
+	in.IdempotencyKey = duet.NewID("cli")
+	args, _ := json.Marshal(in)
 	res, err := a.Catalog.Call(ctx, catalog.Request{Caller: duet.Caller{UserID: user, Source: duet.SourceCLI}, Tool: catalog.ToolStartRun, Args: args, Origin: origin})
 	if err != nil {
 		return catalog.StartRunOut{}, err
@@ -208,7 +211,7 @@ func executeAndFollow(ctx context.Context, a *app.App, user, runID string, w io.
 			execs, err := a.Store.FindExecutions(rctx, runID)
 			if err == nil {
 				duet.DiscloseRun(user, run, execs...)
-				printProgress(w, execs, printed)
+				printProgress(w, run, execs, printed)
 			}
 		}
 		if run.Status.Final() {
@@ -225,21 +228,78 @@ func executeAndFollow(ctx context.Context, a *app.App, user, runID string, w io.
 	}
 }
 
-func printProgress(w io.Writer, execs []*duet.Execution, printed map[string]int) {
-	for _, x := range execs {
-		for _, r := range x.Results[min(printed[x.ID], len(x.Results)):] {
-			mark := map[duet.RunStatus]string{duet.StatusPassed: "ok  ", duet.StatusFailed: "FAIL", duet.StatusError: "ERR ", duet.StatusSkipped: "skip", duet.StatusCancelled: "stop"}[r.Status]
-			if r.Optional {
-				mark = "warn"
-			}
-			line := fmt.Sprintf("  %s %s > %d. %s (%d ms)", mark, x.CaseTitle, r.Index+1, r.Name, r.DurationMs)
-			if r.ErrorCode != "" {
-				line += fmt.Sprintf("\n         %s: %s", r.ErrorCode, r.ErrorMessage)
-			}
-			fmt.Fprintln(w, line)
-		}
-		printed[x.ID] = len(x.Results)
+func printProgress(w io.Writer, run *duet.Run, execs []*duet.Execution, printed map[string]int) {
+	// The run's beforeAll and afterAll, as a case of their own each.
+	hooks := map[string][]*duet.StepResult{}
+	for _, r := range run.Hooks {
+		hooks[r.Hook] = append(hooks[r.Hook], r)
 	}
+	printResults(w, "run:"+duet.HookBeforeAll, duet.HookBeforeAll, hooks[duet.HookBeforeAll], printed)
+	for _, x := range execs {
+		printResults(w, x.ID, x.CaseTitle, x.Results, printed)
+	}
+	printResults(w, "run:"+duet.HookAfterAll, duet.HookAfterAll, hooks[duet.HookAfterAll], printed)
+}
+
+// printResults prints the results not printed yet of one case (or hook),
+// up to the first still running (a flow step in progress): each with the
+// steps a flow step ran under it, indented, with their loop iteration.
+func printResults(w io.Writer, id, title string, results []*duet.StepResult, printed map[string]int) {
+	for _, r := range results[min(printed[id], len(results)):] {
+		if !r.Status.Final() {
+			return
+		}
+		printed[id]++
+		printResult(w, fmt.Sprintf("  %%s %s > %d. %s%s (%d ms)", title, r.Index+1, stepLabel(r, title), flowNote(r), r.DurationMs), r, "         ")
+		var walk func(rs duet.StepResults, indent string)
+		walk = func(rs duet.StepResults, indent string) {
+			for _, c := range rs {
+				it := ""
+				if c.Iteration > 0 {
+					it = fmt.Sprintf("#%d ", c.Iteration)
+				}
+				printResult(w, fmt.Sprintf("%s%%s %s%d. %s%s (%d ms)", indent, it, c.Index+1, c.Name, flowNote(c), c.DurationMs), c, indent+"       ")
+				walk(c.Children, indent+"  ")
+			}
+		}
+		walk(r.Children, "         ")
+		if r.Omitted > 0 {
+			fmt.Fprintf(w, "         (%d passed steps not kept)\n", r.Omitted)
+		}
+	}
+}
+
+// stepLabel is a step's name, after the hook it belongs to when it is a
+// case's beforeEach or afterEach step.
+func stepLabel(r *duet.StepResult, title string) string {
+	if r.Hook != "" && r.Hook != title {
+		return r.Hook + ": " + r.Name
+	}
+	return r.Name
+}
+
+// flowNote says what a flow step did: the branch an if took, the
+// iterations a loop began.
+func flowNote(r *duet.StepResult) string {
+	switch {
+	case r.Branch != "":
+		return " [" + r.Branch + "]"
+	case r.Iterations > 0:
+		return fmt.Sprintf(" [%d iterations]", r.Iterations)
+	}
+	return ""
+}
+
+func printResult(w io.Writer, format string, r *duet.StepResult, indent string) {
+	mark := map[duet.RunStatus]string{duet.StatusPassed: "ok  ", duet.StatusFailed: "FAIL", duet.StatusError: "ERR ", duet.StatusSkipped: "skip", duet.StatusCancelled: "stop"}[r.Status]
+	if r.Optional {
+		mark = "warn"
+	}
+	line := fmt.Sprintf(format, mark)
+	if r.ErrorCode != "" {
+		line += fmt.Sprintf("\n%s%s: %s", indent, r.ErrorCode, r.ErrorMessage)
+	}
+	fmt.Fprintln(w, line)
 }
 
 func runShowCmd(env Env) *cobra.Command {
@@ -268,7 +328,7 @@ func runShowCmd(env Env) *cobra.Command {
 			if run.ErrorMessage != "" {
 				fmt.Fprintf(env.Stdout, "%s: %s\n", run.ErrorCode, escape.Text(run.ErrorMessage))
 			}
-			printProgress(env.Stdout, execs, map[string]int{})
+			printProgress(env.Stdout, run, execs, map[string]int{})
 			printPostRunNotes(env.Stdout, run)
 			return nil
 		}),

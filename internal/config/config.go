@@ -59,6 +59,8 @@ type Config struct {
 	ChromePath        string
 	Browsers          int
 	ArtifactRetention time.Duration
+	Trace             string // DUET_TRACE: the default trace mode (trace.Mode)
+	TraceMaxBytes     int    // DUET_TRACE_MAX_BYTES: the bound of one case's trace
 	BrowserURL        string // DevTools endpoint to attach to instead of starting Chromium; may hold a token
 	BrowserNoSandbox  bool   // DUET_BROWSER_SANDBOX=off: Chromium without its sandbox
 	ADBPath           string
@@ -288,7 +290,18 @@ var options = []Option{
 			c.ArtifactDir = filepath.Clean(v)
 			return nil
 		}},
-	{Env: "DUET_ARTIFACT_RETENTION", Default: "720h", Doc: "How long screenshots are kept (0 keeps them forever).", set: func(c *Config, v string) error {
+	{Env: "DUET_TRACE", Default: "on-failure", Doc: "When a case keeps a trace (screenshots, DOM snapshots, console, network, replay) if its task and run do not say: off, on-failure, on-first-retry (as on-failure until Duet retries cases) or on.",
+		set: func(c *Config, v string) error {
+			switch v {
+			case "off", "on-failure", "on-first-retry", "on":
+				c.Trace = v
+				return nil
+			}
+			return fmt.Errorf("want off, on-failure, on-first-retry or on, got %q", v)
+		}},
+	{Env: "DUET_TRACE_MAX_BYTES", Default: "16777216", Doc: "The most one case's trace keeps, in bytes (16 MiB); what does not fit is left out and the trace says so.",
+		set: intSet(func(c *Config) *int { return &c.TraceMaxBytes }, 1<<20, 1<<30)},
+	{Env: "DUET_ARTIFACT_RETENTION", Default: "720h", Doc: "How long screenshots and traces are kept (0 keeps them forever; duet gc removes the expired ones now).", set: func(c *Config, v string) error {
 		if v == "0" {
 			c.ArtifactRetention = 0
 			return nil
@@ -609,7 +622,7 @@ func Load(getenv func(string) string) (*Config, error) {
 		}
 		if err := o.set(c, v); err != nil {
 			if o.Secret {
-				err = errors.New("invalid value")
+				err = secretError(err, v)
 			}
 			return nil, &Error{o.Env, err}
 		}
@@ -642,6 +655,23 @@ func Load(getenv func(string) string) (*Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// secretError is the error of a secret setting that cannot be used: the
+// setter's reason (a secret's setter says what is wrong without quoting
+// the value: TestSecretErrorsGiveTheReason), with the value removed all the
+// same should a reason ever carry it — redacted by value, not by name.
+func secretError(err error, v string) error {
+	msg := err.Error()
+	for _, s := range []string{v, strings.TrimSpace(v)} {
+		if len(s) >= 4 && strings.Contains(msg, s) {
+			msg = strings.ReplaceAll(msg, s, "[the value]")
+		}
+	}
+	if t := strings.TrimSpace(v); t != "" && len(t) < 4 && strings.Contains(msg, t) {
+		msg = "invalid value" // too short to cut out of the message safely
+	}
+	return errors.New(msg)
 }
 
 // DefaultHome is $XDG_DATA_HOME/duet, else $HOME/.local/share/duet.

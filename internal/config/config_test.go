@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -334,5 +335,38 @@ func TestMCPFastPath(t *testing.T) {
 	var cerr *Error
 	if _, err := Load(env(map[string]string{"HOME": "/h", "DUET_MCP_FAST_PATH": "false"})); !errors.As(err, &cerr) || cerr.Env != "DUET_MCP_FAST_PATH" {
 		t.Errorf("DUET_MCP_FAST_PATH=false: got %v, want an error naming the variable", err)
+	}
+}
+
+// TestSecretErrorsGiveTheReason: a secret setting that cannot be used says
+// why, as other settings do (DUET_SSO_SECRET needs 16 characters), and
+// never shows the value: not in the reason of any secret's setter, and not
+// even if a reason quoted it.
+func TestSecretErrorsGiveTheReason(t *testing.T) {
+	t.Parallel()
+	const short = "tooShort-9f2"
+	_, err := Load(env(map[string]string{"HOME": "/h", "DUET_SSO_USER_HEADER": "X-User", "DUET_SSO_SECRET": short}))
+	if err == nil || !strings.HasPrefix(err.Error(), "DUET_SSO_SECRET:") || !strings.Contains(err.Error(), "at least 16 characters") || strings.Contains(err.Error(), short) {
+		t.Fatalf("a short DUET_SSO_SECRET: got %v, want the reason (16 characters) without the value", err)
+	}
+	const bad = "not-a-url-7c41e"
+	_, err = Load(env(map[string]string{"HOME": "/h", "DUET_BROWSER_URL": bad}))
+	if err == nil || !strings.Contains(err.Error(), "want a ws://") || strings.Contains(err.Error(), bad) {
+		t.Fatalf("a bad DUET_BROWSER_URL: got %v, want the reason without the value", err)
+	}
+	// Every secret's setter, given values it may refuse, never quotes one.
+	for _, o := range options {
+		if !o.Secret || o.set == nil {
+			continue
+		}
+		for _, v := range []string{"x-canary-51d0", "::x-canary-51d0::", "x-canary-51d0,", "postgres://u:x-canary-51d0@"} {
+			if err := o.set(&Config{}, v); err != nil && strings.Contains(err.Error(), "canary") {
+				t.Errorf("%s: the reason quotes the secret: %v", o.Env, err)
+			}
+		}
+	}
+	// Should a reason ever carry the value, the value is cut out.
+	if got := secretError(fmt.Errorf("got %q", "s3cret-value"), "s3cret-value").Error(); strings.Contains(got, "s3cret") {
+		t.Fatalf("secretError kept the value: %s", got)
 	}
 }

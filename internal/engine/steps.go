@@ -167,5 +167,6 @@ func (cr *caseRun) page(ctx context.Context) (BrowserSession, error) {
 		return nil, err
 	}
 	cr.session = s
+	cr.startTrace(ctx, s)
 	return s, nil
 }

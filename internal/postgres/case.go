@@ -13,23 +13,27 @@ import (
 	"github.com/duet-test/duet"
 )
 
-const caseColumns = `c.id, c.task_id, c.key, c.title, c.source, c.source_hash, c.steps, c.timeout_ms, c.version, c.status, c.created_by, c.created_at, c.updated_at`
+const caseColumns = `c.id, c.task_id, c.key, c.title, c.source, c.source_hash, c.steps, c.timeout_ms, c.version, c.status, c.created_by, c.created_at, c.updated_at, c.row`
 
 func scanCase(r pgx.Row) (*duet.Case, error) {
 	var c duet.Case
-	var steps string
-	if err := r.Scan(&c.ID, &c.TaskID, &c.Key, &c.Title, &c.Source, &c.SourceHash, &steps, &c.TimeoutMs, &c.Version, &c.Status, &c.CreatedBy, &c.CreatedAt, &c.UpdatedAt); err != nil {
+	var steps, row string
+	if err := r.Scan(&c.ID, &c.TaskID, &c.Key, &c.Title, &c.Source, &c.SourceHash, &steps, &c.TimeoutMs, &c.Version, &c.Status, &c.CreatedBy, &c.CreatedAt, &c.UpdatedAt, &row); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(steps), &c.Steps); err != nil {
 		return nil, fmt.Errorf("case %s: decoding steps: %w", c.ID, err)
 	}
+	var err error
+	if c.Row, err = decodeRow(row); err != nil {
+		return nil, fmt.Errorf("case %s: decoding its data row: %w", c.ID, err)
+	}
 	c.CreatedAt, c.UpdatedAt = utc(c.CreatedAt), utc(c.UpdatedAt)
 	return &c, nil
 }
 
-const insertCase = `INSERT INTO cases (id, task_id, key, title, source, source_hash, steps, timeout_ms, version, status, created_by, created_at, updated_at)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
+const insertCase = `INSERT INTO cases (id, task_id, key, title, source, source_hash, steps, timeout_ms, version, status, created_by, created_at, updated_at, row)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
 
 // ApplySuite creates or updates owner's task and its cases in one transaction.
 // Applies of the same task by several instances take turns (an advisory
@@ -61,6 +65,10 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 		if err != nil {
 			return err
 		}
+		runCfg, err := encodeRunConfig(&want)
+		if err != nil {
+			return err
+		}
 		task, err := findTaskByName(ctx, tx, owner, want.Name)
 		switch {
 		case duet.ErrorCode(err) == duet.CodeNotFound:
@@ -68,12 +76,17 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 				ID: duet.NewID("task"), Owner: owner, Name: want.Name, Description: want.Description,
 				BaseURL: want.BaseURL, Device: want.Device, SharedWith: sortedUnique(want.SharedWith, owner),
 				PostRun: want.PostRun, CreatedAt: now, UpdatedAt: now,
+				Environments: want.Environments, DefaultEnvironment: want.DefaultEnvironment, BeforeAll: want.BeforeAll, AfterAll: want.AfterAll,
+				BeforeEach: want.BeforeEach, AfterEach: want.AfterEach, HookSaves: want.HookSaves,
 			}
 			if len(task.PostRun) > 0 {
 				task.PostRunBy = owner
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO tasks (id, owner, name, description, base_url, device, post_run, post_run_by, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-				task.ID, owner, task.Name, task.Description, task.BaseURL, task.Device, postRun, task.PostRunBy, now, now); err != nil {
+			if duet.HooksHash(task) != "" {
+				task.HooksBy = owner
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO tasks (id, owner, name, description, base_url, device, post_run, post_run_by, run_config, hooks_by, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+				task.ID, owner, task.Name, task.Description, task.BaseURL, task.Device, postRun, task.PostRunBy, runCfg, task.HooksBy, now, now); err != nil {
 				return mapErr(err)
 			}
 			if err := setShares(ctx, tx, task.ID, task.SharedWith, now); err != nil {
@@ -89,8 +102,22 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 				shares = sortedUnique(want.SharedWith, owner)
 			}
 			postRunChanged := duet.PostRunHash(task.PostRun) != duet.PostRunHash(want.PostRun)
-			if task.Description != want.Description || task.BaseURL != want.BaseURL || task.Device != want.Device || !slices.Equal(shares, task.SharedWith) || postRunChanged {
+			oldCfg, err := encodeRunConfig(task)
+			if err != nil {
+				return err
+			}
+			hooksChanged := duet.HooksHash(task) != duet.HooksHash(&want)
+			if task.Description != want.Description || task.BaseURL != want.BaseURL || task.Device != want.Device || !slices.Equal(shares, task.SharedWith) || postRunChanged || oldCfg != runCfg {
 				task.Description, task.BaseURL, task.Device, task.UpdatedAt = want.Description, want.BaseURL, want.Device, now
+				task.Environments, task.DefaultEnvironment, task.BeforeAll, task.AfterAll = want.Environments, want.DefaultEnvironment, want.BeforeAll, want.AfterAll
+				task.BeforeEach, task.AfterEach, task.HookSaves = want.BeforeEach, want.AfterEach, want.HookSaves
+				if hooksChanged {
+					// The applier wrote this version of the hooks.
+					task.HooksBy = ""
+					if duet.HooksHash(task) != "" {
+						task.HooksBy = owner
+					}
+				}
 				if postRunChanged {
 					// The applier wrote this version of the actions:
 					// approvals depend on it.
@@ -103,8 +130,8 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 				if err != nil {
 					return err
 				}
-				if _, err := tx.Exec(ctx, `UPDATE tasks SET description = $1, base_url = $2, device = $3, post_run = $4, post_run_by = $5, updated_at = $6 WHERE id = $7`,
-					task.Description, task.BaseURL, task.Device, stored, task.PostRunBy, now, task.ID); err != nil {
+				if _, err := tx.Exec(ctx, `UPDATE tasks SET description = $1, base_url = $2, device = $3, post_run = $4, post_run_by = $5, run_config = $6, hooks_by = $7, updated_at = $8 WHERE id = $9`,
+					task.Description, task.BaseURL, task.Device, stored, task.PostRunBy, runCfg, task.HooksBy, now, task.ID); err != nil {
 					return mapErr(err)
 				}
 				if !slices.Equal(shares, task.SharedWith) {
@@ -113,6 +140,15 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 					}
 					task.SharedWith = shares
 				}
+				res.TaskAction = duet.ApplyUpdated
+			}
+		}
+		if task.Trace != want.Trace { // the task's trace mode (00027)
+			if _, err := tx.Exec(ctx, `UPDATE tasks SET trace = $1, updated_at = $2 WHERE id = $3`, want.Trace, now, task.ID); err != nil {
+				return mapErr(err)
+			}
+			task.Trace, task.UpdatedAt = want.Trace, now
+			if res.TaskAction == duet.ApplyUnchanged {
 				res.TaskAction = duet.ApplyUpdated
 			}
 		}
@@ -144,13 +180,17 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 			if err != nil {
 				return err
 			}
+			row, err := encodeRow(c.Row)
+			if err != nil {
+				return err
+			}
 			old := existing[c.Key]
 			switch {
 			case old == nil:
 				c.ID, c.TaskID, c.Version, c.Status, c.CreatedBy = duet.NewID("case"), task.ID, 1, duet.CaseActive, owner
 				c.CreatedAt, c.UpdatedAt = now, now
 				if _, err := tx.Exec(ctx, insertCase,
-					c.ID, c.TaskID, c.Key, c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.Status, c.CreatedBy, now, now); err != nil {
+					c.ID, c.TaskID, c.Key, c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.Status, c.CreatedBy, now, now, row); err != nil {
 					return mapErr(err)
 				}
 				res.Cases = append(res.Cases, duet.ApplyCaseResult{Key: c.Key, ID: c.ID, Version: c.Version, Action: duet.ApplyCreated})
@@ -160,8 +200,8 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 				// The owner wrote this version (CreatedBy is the writer of
 				// the current version: approvals depend on it).
 				c.ID, c.TaskID, c.Version, c.Status, c.CreatedBy = old.ID, task.ID, old.Version+1, duet.CaseActive, owner
-				if _, err := tx.Exec(ctx, `UPDATE cases SET title = $1, source = $2, source_hash = $3, steps = $4, timeout_ms = $5, version = $6, status = $7, created_by = $8, updated_at = $9 WHERE id = $10`,
-					c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.Status, c.CreatedBy, now, c.ID); err != nil {
+				if _, err := tx.Exec(ctx, `UPDATE cases SET title = $1, source = $2, source_hash = $3, steps = $4, timeout_ms = $5, version = $6, status = $7, created_by = $8, updated_at = $9, row = $10 WHERE id = $11`,
+					c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.Status, c.CreatedBy, now, row, c.ID); err != nil {
 					return mapErr(err)
 				}
 				res.Cases = append(res.Cases, duet.ApplyCaseResult{Key: c.Key, ID: c.ID, Version: c.Version, Action: duet.ApplyUpdated})
@@ -215,7 +255,7 @@ func (d *DB) SaveDraftCase(ctx context.Context, c *duet.Case) error {
 		case errors.Is(err, pgx.ErrNoRows):
 			c.ID, c.Version, c.Status, c.CreatedAt, c.UpdatedAt = duet.NewID("case"), 1, duet.CaseDraft, now, now
 			_, err := tx.Exec(ctx, insertCase,
-				c.ID, c.TaskID, c.Key, c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.Status, c.CreatedBy, now, now)
+				c.ID, c.TaskID, c.Key, c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.Status, c.CreatedBy, now, now, "")
 			return mapErr(err)
 		case err != nil:
 			return mapErr(err)

@@ -14,15 +14,18 @@ import (
 
 const runColumns = `r.id, r.task_id, r.status, r.triggered_by, r.call_source, r.trace_id, r.device, r.error_code, r.error_message,
 	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt, r.lost, r.post_run, r.call_depth,
-	r.origin_commit, r.origin_branch, r.origin_pr, r.origin_pipeline`
+	r.origin_commit, r.origin_branch, r.origin_pr, r.origin_pipeline, r.environment, r.hooks, r.trace`
 
 func scanRun(r pgx.Row) (*duet.Run, error) {
 	var run duet.Run
 	var o duet.RunOrigin
-	var postRun string
+	var postRun, hooks string
 	if err := r.Scan(&run.ID, &run.TaskID, &run.Status, &run.TriggeredBy, &run.CallSource, &run.TraceID, &run.Device,
 		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &run.CreatedAt, &run.StartedAt, &run.FinishedAt, &run.Attempt, &run.Lost, &postRun, &run.CallDepth,
-		&o.Commit, &o.Branch, &o.PullRequest, &o.Pipeline); err != nil {
+		&o.Commit, &o.Branch, &o.PullRequest, &o.Pipeline, &run.Environment, &hooks, &run.Trace); err != nil {
+		return nil, err
+	}
+	if err := decodeRunHooks(&run, hooks); err != nil {
 		return nil, err
 	}
 	if !o.Empty() {
@@ -36,6 +39,40 @@ func scanRun(r pgx.Row) (*duet.Run, error) {
 		}
 	}
 	return &run, nil
+}
+
+// runHooks is how a run's hook results are stored: JSON, or "" for none.
+type runHooks struct {
+	Results []*duet.StepResult `json:"results"`
+	Vars    map[string]any     `json:"vars,omitempty"`
+}
+
+func decodeRunHooks(run *duet.Run, s string) error {
+	if s == "" {
+		return nil
+	}
+	var h runHooks
+	if err := json.Unmarshal([]byte(s), &h); err != nil {
+		return fmt.Errorf("run %s: decoding its hooks' results: %w", run.ID, err)
+	}
+	run.Hooks, run.HookVars = h.Results, h.Vars
+	return nil
+}
+
+// SaveRunHooks stores the results of the task's hooks in l's run (fenced).
+func (d *DB) SaveRunHooks(ctx context.Context, l duet.Lease, results []*duet.StepResult, vars map[string]any) error {
+	b, err := json.Marshal(runHooks{Results: results, Vars: vars})
+	if err != nil {
+		return err
+	}
+	tag, err := d.pool.Exec(ctx, `UPDATE runs SET hooks = $1 WHERE id = $2 AND lease_owner = $3 AND attempt = $4 AND status = 'running'`, string(b), l.RunID, l.Worker, l.Token)
+	if err != nil {
+		return mapErr(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return duet.LeaseLost(l)
+	}
+	return nil
 }
 
 // fillTotals counts the executions of each run by status.
@@ -168,25 +205,29 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 		if o == nil {
 			o = &duet.RunOrigin{}
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO runs (id, task_id, status, triggered_by, call_source, trace_id, device, created_at, call_depth, origin_commit, origin_branch, origin_pr, origin_pipeline)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
-			run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource, run.TraceID, run.Device, now, run.CallDepth, o.Commit, o.Branch, o.PullRequest, o.Pipeline); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO runs (id, task_id, status, triggered_by, call_source, trace_id, device, created_at, call_depth, origin_commit, origin_branch, origin_pr, origin_pipeline, environment, trace)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+			run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource, run.TraceID, run.Device, now, run.CallDepth, o.Commit, o.Branch, o.PullRequest, o.Pipeline, run.Environment, run.Trace); err != nil {
 			return mapErr(err)
 		}
 		// Every execution in one statement, however many cases the run has.
 		n := len(p.Executions)
-		ids, caseIDs, keys, titles := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		ids, caseIDs, keys, titles, rows := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		versions, ordinals, timeouts := make([]int32, n), make([]int32, n), make([]int64, n)
 		for i, e := range p.Executions {
 			e.ID, e.RunID, e.Ordinal, e.Status = duet.NewID("exec"), run.ID, i, duet.StatusPending
 			ids[i], caseIDs[i], keys[i], titles[i] = e.ID, e.CaseID, e.CaseKey, e.CaseTitle
 			versions[i], ordinals[i], timeouts[i] = int32(e.CaseVersion), int32(i), e.TimeoutMs
+			var err error
+			if rows[i], err = encodeRow(e.Row); err != nil {
+				return err
+			}
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO executions (id, run_id, case_id, case_key, case_title, case_version, ordinal, timeout_ms, status, steps)
-			SELECT x.id, $1, x.case_id, x.case_key, x.case_title, x.case_version, x.ordinal, x.timeout_ms, 'pending', x.steps
-			FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::int[], $8::bigint[], $9::text[])
-				AS x (id, case_id, case_key, case_title, case_version, ordinal, timeout_ms, steps)`,
-			run.ID, ids, caseIDs, keys, titles, versions, ordinals, timeouts, steps); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO executions (id, run_id, case_id, case_key, case_title, case_version, ordinal, timeout_ms, status, steps, row)
+			SELECT x.id, $1, x.case_id, x.case_key, x.case_title, x.case_version, x.ordinal, x.timeout_ms, 'pending', x.steps, x.row
+			FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::int[], $8::bigint[], $9::text[], $10::text[])
+				AS x (id, case_id, case_key, case_title, case_version, ordinal, timeout_ms, steps, row)`,
+			run.ID, ids, caseIDs, keys, titles, versions, ordinals, timeouts, steps, rows); err != nil {
 			return mapErr(err)
 		}
 		run.Totals = duet.RunTotals{Cases: len(p.Executions), Pending: len(p.Executions)}
@@ -309,14 +350,18 @@ func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 }
 
 const execColumns = `e.id, e.run_id, e.case_id, e.case_key, e.case_title, e.case_version, e.ordinal, e.timeout_ms, e.status, e.steps, e.vars,
-	e.error_code, e.error_message, e.started_at, e.finished_at, e.resume_from`
+	e.error_code, e.error_message, e.started_at, e.finished_at, e.resume_from, e.row`
 
 func scanExecution(r pgx.Row) (*duet.Execution, error) {
 	var e duet.Execution
-	var steps, vars string
+	var steps, vars, row string
 	if err := r.Scan(&e.ID, &e.RunID, &e.CaseID, &e.CaseKey, &e.CaseTitle, &e.CaseVersion, &e.Ordinal, &e.TimeoutMs, &e.Status, &steps, &vars,
-		&e.ErrorCode, &e.ErrorMessage, &e.StartedAt, &e.FinishedAt, &e.ResumeFrom); err != nil {
+		&e.ErrorCode, &e.ErrorMessage, &e.StartedAt, &e.FinishedAt, &e.ResumeFrom, &row); err != nil {
 		return nil, err
+	}
+	var err error
+	if e.Row, err = decodeRow(row); err != nil {
+		return nil, fmt.Errorf("execution %s: decoding its data row: %w", e.ID, err)
 	}
 	if err := json.Unmarshal([]byte(steps), &e.Steps); err != nil {
 		return nil, fmt.Errorf("execution %s: decoding steps: %w", e.ID, err)

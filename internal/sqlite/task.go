@@ -12,7 +12,7 @@ import (
 	"github.com/duet-test/duet"
 )
 
-const taskColumns = `t.id, t.owner, t.name, t.description, t.base_url, t.device, t.created_at, t.updated_at, t.post_run, t.post_run_by`
+const taskColumns = `t.id, t.owner, t.name, t.description, t.base_url, t.device, t.created_at, t.updated_at, t.post_run, t.post_run_by, t.run_config, t.hooks_by, t.trace`
 
 // visibleTo is the one SQL condition for "the viewer owns the task or it was
 // shared with the viewer". Every read of user-facing data goes through it, so
@@ -49,15 +49,69 @@ type rowScanner interface{ Scan(...any) error }
 func scanTask(r rowScanner) (*duet.Task, error) {
 	var t duet.Task
 	var created, updated int64
-	var postRun string
-	if err := r.Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &created, &updated, &postRun, &t.PostRunBy); err != nil {
+	var postRun, runConfig string
+	if err := r.Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &created, &updated, &postRun, &t.PostRunBy, &runConfig, &t.HooksBy, &t.Trace); err != nil {
 		return nil, err
 	}
 	t.CreatedAt, t.UpdatedAt = fromMicros(created), fromMicros(updated)
 	t.SharedWith = []string{}
 	var err error
-	t.PostRun, err = decodePostRun(t.ID, postRun)
-	return &t, err
+	if t.PostRun, err = decodePostRun(t.ID, postRun); err != nil {
+		return nil, err
+	}
+	return &t, decodeRunConfig(&t, runConfig)
+}
+
+// runConfig is how a task's environments and run hooks are stored: JSON,
+// or "" for none.
+type runConfig struct {
+	Environments       map[string]*duet.Environment `json:"environments,omitempty"`
+	DefaultEnvironment string                       `json:"defaultEnvironment,omitempty"`
+	BeforeAll          []duet.Step                  `json:"beforeAll,omitempty"`
+	AfterAll           []duet.Step                  `json:"afterAll,omitempty"`
+	BeforeEach         []duet.Step                  `json:"beforeEach,omitempty"`
+	AfterEach          []duet.Step                  `json:"afterEach,omitempty"`
+	HookSaves          []string                     `json:"hookSaves,omitempty"`
+}
+
+func encodeRunConfig(t *duet.Task) (string, error) {
+	c := runConfig{Environments: t.Environments, DefaultEnvironment: t.DefaultEnvironment, BeforeAll: t.BeforeAll, AfterAll: t.AfterAll,
+		BeforeEach: t.BeforeEach, AfterEach: t.AfterEach, HookSaves: t.HookSaves}
+	if len(c.Environments) == 0 && c.DefaultEnvironment == "" && len(c.BeforeAll) == 0 && len(c.AfterAll) == 0 && len(c.BeforeEach) == 0 && len(c.AfterEach) == 0 {
+		return "", nil
+	}
+	b, err := json.Marshal(c)
+	return string(b), err
+}
+
+func decodeRunConfig(t *duet.Task, s string) error {
+	if s == "" {
+		return nil
+	}
+	var c runConfig
+	if err := json.Unmarshal([]byte(s), &c); err != nil {
+		return fmt.Errorf("task %s: decoding its environments and hooks: %w", t.ID, err)
+	}
+	t.Environments, t.DefaultEnvironment, t.BeforeAll, t.AfterAll = c.Environments, c.DefaultEnvironment, c.BeforeAll, c.AfterAll
+	t.BeforeEach, t.AfterEach, t.HookSaves = c.BeforeEach, c.AfterEach, c.HookSaves
+	return nil
+}
+
+// encodeRow is how a data row is stored: JSON, or "" for none.
+func encodeRow(row map[string]any) (string, error) {
+	if row == nil {
+		return "", nil
+	}
+	b, err := json.Marshal(row)
+	return string(b), err
+}
+
+func decodeRow(s string) (map[string]any, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var row map[string]any
+	return row, json.Unmarshal([]byte(s), &row)
 }
 
 // encodePostRun is how a task's post-run actions are stored: JSON, or ""
@@ -162,7 +216,7 @@ func (d *DB) readTaskByID(ctx context.Context, viewer, id string) (cachedTask, e
 	t := &c.task
 	var created, updated int64
 	var shares sql.NullString
-	err := d.q.QueryRowContext(ctx, q, viewer, id).Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &created, &updated, &c.postRun, &t.PostRunBy, &shares)
+	err := d.q.QueryRowContext(ctx, q, viewer, id).Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &created, &updated, &c.postRun, &t.PostRunBy, &c.runConfig, &t.HooksBy, &t.Trace, &shares)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, notFound("task", id)
 	} else if err != nil {

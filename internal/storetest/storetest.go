@@ -57,6 +57,10 @@ func Run(t *testing.T, open Opener) {
 		{"ScheduleClaimConcurrent", testScheduleClaimConcurrent},
 		{"RunOrigin", testRunOrigin},
 		{"ContractStore", testContractStore},
+		{"Language", testLanguage},
+		{"TraceModes", testTraceModes},
+		{"Baselines", testBaselines},
+		{"Metrics", testMetrics},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

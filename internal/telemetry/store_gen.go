@@ -77,6 +77,12 @@ func (s *store) CountRuns(ctx context.Context, a1 duet.RunFilter) (r0 int, err e
 	return s.Store.CountRuns(ctx, a1)
 }
 
+func (s *store) CreateBaseline(ctx context.Context, a1 *duet.Baseline) (err error) {
+	ctx, end := s.t.storeSpan(ctx, "CreateBaseline")
+	defer func() { end(err) }()
+	return s.Store.CreateBaseline(ctx, a1)
+}
+
 func (s *store) CreateGeneration(ctx context.Context, a1 *duet.Generation) (err error) {
 	ctx, end := s.t.storeSpan(ctx, "CreateGeneration")
 	defer func() { end(err) }()
@@ -123,6 +129,12 @@ func (s *store) CreateToken(ctx context.Context, a1 *duet.Token) (err error) {
 	ctx, end := s.t.storeSpan(ctx, "CreateToken")
 	defer func() { end(err) }()
 	return s.Store.CreateToken(ctx, a1)
+}
+
+func (s *store) DecideBaseline(ctx context.Context, a1 string, a2 string, a3 duet.BaselineStatus) (r0 *duet.Baseline, err error) {
+	ctx, end := s.t.storeSpan(ctx, "DecideBaseline")
+	defer func() { end(err) }()
+	return s.Store.DecideBaseline(ctx, a1, a2, a3)
 }
 
 func (s *store) DecideStopRequest(ctx context.Context, a1 string, a2 string, a3 string, a4 bool) (r0 *duet.StopRequest, err error) {
@@ -215,6 +227,18 @@ func (s *store) FindAudit(ctx context.Context, a1 duet.AuditFilter) (r0 []*duet.
 	return s.Store.FindAudit(ctx, a1)
 }
 
+func (s *store) FindBaseline(ctx context.Context, a1 string, a2 string) (r0 *duet.Baseline, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindBaseline")
+	defer func() { end(err) }()
+	return s.Store.FindBaseline(ctx, a1, a2)
+}
+
+func (s *store) FindBaselines(ctx context.Context, a1 duet.BaselineFilter) (r0 []*duet.Baseline, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindBaselines")
+	defer func() { end(err) }()
+	return s.Store.FindBaselines(ctx, a1)
+}
+
 func (s *store) FindCaseApproval(ctx context.Context, a1 string, a2 string, a3 int) (r0 *duet.CaseApproval, err error) {
 	ctx, end := s.t.storeSpan(ctx, "FindCaseApproval")
 	defer func() { end(err) }()
@@ -267,6 +291,12 @@ func (s *store) FindCredentials(ctx context.Context) (r0 []*duet.Credential, err
 	ctx, end := s.t.storeSpan(ctx, "FindCredentials")
 	defer func() { end(err) }()
 	return s.Store.FindCredentials(ctx)
+}
+
+func (s *store) FindCurrentBaseline(ctx context.Context, a1 duet.BaselineKey, a2 string) (r0 *duet.Baseline, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindCurrentBaseline")
+	defer func() { end(err) }()
+	return s.Store.FindCurrentBaseline(ctx, a1, a2)
 }
 
 func (s *store) FindDeviceLeases(ctx context.Context) (r0 []*duet.DeviceLease, err error) {
@@ -327,6 +357,12 @@ func (s *store) FindMCPTools(ctx context.Context, a1 string) (r0 []*duet.MCPTool
 	ctx, end := s.t.storeSpan(ctx, "FindMCPTools")
 	defer func() { end(err) }()
 	return s.Store.FindMCPTools(ctx, a1)
+}
+
+func (s *store) FindMetrics(ctx context.Context, a1 []string) (r0 []*duet.Metric, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindMetrics")
+	defer func() { end(err) }()
+	return s.Store.FindMetrics(ctx, a1)
 }
 
 func (s *store) FindOAuthClient(ctx context.Context, a1 string) (r0 *duet.OAuthClient, err error) {
@@ -549,6 +585,12 @@ func (s *store) SaveMCPCatalog(ctx context.Context, a1 string, a2 *duet.MCPCatal
 	ctx, end := s.t.storeSpan(ctx, "SaveMCPCatalog")
 	defer func() { end(err) }()
 	return s.Store.SaveMCPCatalog(ctx, a1, a2)
+}
+
+func (s *store) SaveMetrics(ctx context.Context, a1 duet.Lease, a2 []*duet.Metric) (err error) {
+	ctx, end := s.t.storeSpan(ctx, "SaveMetrics")
+	defer func() { end(err) }()
+	return s.Store.SaveMetrics(ctx, a1, a2)
 }
 
 func (s *store) SaveTeamServer(ctx context.Context, a1 *duet.TeamServer) (err error) {

@@ -98,7 +98,7 @@ func (c *Console) startRun(w http.ResponseWriter, r *http.Request, v *view) erro
 		key = duet.NewID("web")
 	}
 	out, err := c.svc.StartRun(r.Context(), v.caller, catalog.StartRunIn{TaskID: r.PathValue("id"), IdempotencyKey: key,
-		Device: strings.TrimSpace(r.PostForm.Get("device"))})
+		Device: strings.TrimSpace(r.PostForm.Get("device")), Environment: strings.TrimSpace(r.PostForm.Get("environment"))})
 	if err != nil {
 		return err
 	}
@@ -225,6 +225,7 @@ func (c *Console) runs(w http.ResponseWriter, r *http.Request, v *view) error {
 type runData struct {
 	Run      catalog.GetRunOut
 	TaskName string
+	Traces   map[string]int64 // execution id → the size of its trace (trace.go)
 }
 
 func (c *Console) run(w http.ResponseWriter, r *http.Request, v *view) error {
@@ -240,7 +241,7 @@ func (c *Console) run(w http.ResponseWriter, r *http.Request, v *view) error {
 	if err != nil {
 		return err
 	}
-	d := runData{Run: run, TaskName: t.Task.Name}
+	d := runData{Run: run, TaskName: t.Task.Name, Traces: c.svc.TracesOf(r.Context(), v.caller, run)}
 	v.Title, v.Nav, v.Data = runTitle(t.Task.Name, n, run.Run), "runs", d
 	return c.render(w, http.StatusOK, "run", v)
 }

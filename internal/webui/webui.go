@@ -114,6 +114,7 @@ func (c *Console) Register(mux *http.ServeMux) {
 	for pattern, rt := range c.routes() {
 		mux.Handle(pattern, c.page(c.checkQuery(rt)))
 	}
+	c.registerEvidence(mux) // trace.go, baseline.go
 }
 
 // routes are the console's pages and forms by pattern.
@@ -163,6 +164,7 @@ func (c *Console) routes() map[string]route {
 		"GET /tokens":                                {fn: c.tokens},
 		"POST /tokens":                               {fn: c.createToken},
 		"POST /tokens/{id}/revoke":                   {fn: c.revokeToken},
+		"GET /baselines":                             {c.baselines, qs("status")},
 	}
 }
 
