@@ -120,6 +120,10 @@ const (
 	CodeLLMNotConfigured Code = "LLM_NOT_CONFIGURED"
 	CodeLLMError         Code = "LLM_ERROR"
 	CodeGenerationFailed Code = "GENERATION_FAILED"
+	// CodeLLMBudgetExceeded: an AI step spent its token budget (its
+	// maxTokens, or DUET_LLM_STEP_TOKENS) before the model answered what
+	// it asked; no further call was made.
+	CodeLLMBudgetExceeded Code = "LLM_BUDGET_EXCEEDED"
 )
 
 // Codes lists every code, in declaration order.
@@ -137,7 +141,7 @@ func Codes() []Code {
 		CodeMCPServerNotConfigured, CodeMCPToolNotFound, CodeMCPCallTimeout,
 		CodeMCPAuthFailed, CodeMCPToolError, CodeMCPUnreachable, CodeMCPProtocolMismatch,
 		CodeURLRefused, CodeMCPAuthIssuerMismatch,
-		CodeLLMNotConfigured, CodeLLMError, CodeGenerationFailed,
+		CodeLLMNotConfigured, CodeLLMError, CodeGenerationFailed, CodeLLMBudgetExceeded,
 		CodeInsufficientScope, CodeCallDepthExceeded, CodeSchemaTooNew, CodeLeaseLost,
 		CodeLoopLimit, CodeSecretNotFound, CodeHookFailed,
 		CodeMethodNotAllowed,

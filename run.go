@@ -140,6 +140,7 @@ type StepResult struct {
 	Artifacts    []string        `json:"artifacts,omitempty"` // artifact ids (screenshots)
 	Optional     bool            `json:"optional,omitempty"`  // failed under FailOptional; the case went on
 	Soft         bool            `json:"soft,omitempty"`      // a soft assertion that failed; the case went on, and fails at its end
+	AI           *AIUsage        `json:"ai,omitempty"`        // what an AI step's model calls cost
 	// Hook names the hook the step belongs to (Step.Hook).
 	Hook string `json:"hook,omitempty"`
 	// Iteration is the loop iteration (from 1) of the enclosing repeat or
@@ -177,6 +178,20 @@ func (r *StepResult) Walk(fn func(*StepResult)) {
 	for _, c := range r.Children {
 		c.Walk(fn)
 	}
+}
+
+// AIUsage is what the model calls of an AI step (aiAssert, aiQuery,
+// aiWaitFor) cost: failed calls count as calls, tokens as the endpoint
+// reported them.
+type AIUsage struct {
+	Calls            int `json:"calls"`
+	PromptTokens     int `json:"promptTokens"`
+	CompletionTokens int `json:"completionTokens"`
+	TotalTokens      int `json:"totalTokens"`
+	// Transcript is the artifact that keeps what the model was shown and
+	// what it answered, scrubbed of the run's secrets ("" when the engine
+	// keeps no artifacts).
+	Transcript string `json:"transcript,omitempty"`
 }
 
 // Lease is a worker's hold on a run, as its claim gave it: the run, the

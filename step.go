@@ -1,5 +1,7 @@
 package duet
 
+import "encoding/json"
+
 // StepKind names what a compiled step does.
 type StepKind string
 
@@ -78,6 +80,7 @@ type Step struct {
 	MCP     *MCPCallStep `json:"mcp,omitempty"`
 	Set     *SetStep     `json:"set,omitempty"`
 	Browser *BrowserStep `json:"browser,omitempty"`
+	AI      *AIStep      `json:"ai,omitempty"`
 	If      *IfStep      `json:"if,omitempty"`
 	Loop    *LoopStep    `json:"loop,omitempty"` // repeat and forEach
 	Use     *UseStep     `json:"use,omitempty"`
@@ -163,6 +166,25 @@ type UseStep struct {
 	Version int            `json:"version,omitempty"` // the asset's version
 	With    map[string]any `json:"with,omitempty"`    // parameter → value; string leaves are templates over the caller's variables
 	Steps   []Step         `json:"steps"`
+}
+
+// AIStep holds the parameters of a step a model answers at run time
+// (aiAssert, aiQuery, aiWaitFor) from the page's accessibility tree.
+type AIStep struct {
+	// Prompt says, in words, what must hold (aiAssert, aiWaitFor) or what to
+	// read (aiQuery). A template.
+	Prompt string `json:"prompt"`
+	// Schema is the JSON Schema the answer of an aiQuery must validate
+	// against.
+	Schema json.RawMessage `json:"schema,omitempty"`
+	// SaveAs is the variable an aiQuery saves its answer to.
+	SaveAs string `json:"saveAs,omitempty"`
+	// MaxTokens is the step's token budget (prompt and answers of all its
+	// model calls); 0 means the configured default.
+	MaxTokens int `json:"maxTokens,omitempty"`
+	// IntervalMs is how long an aiWaitFor waits between looks at a page
+	// that has not changed; 0 means 1s.
+	IntervalMs int64 `json:"intervalMs,omitempty"`
 }
 
 // HTTPStep is an HTTP request. The response is saved to the variable SaveAs

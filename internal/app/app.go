@@ -170,9 +170,14 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	a.Secrets = secret.New(db, a.loadKeyring)
 	stepClient := guard.Client()
 	stepClient.Transport = a.Telemetry.Transport(stepClient.Transport, cfg.InTraceDomain) // http steps carry the run's traceparent into the trace domain
+	aiSteps, err := a.aiSteps(opts)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
 	a.Engine = engine.New(db, engine.Options{
 		StepTimeout: cfg.StepTimeout, CaseTimeout: cfg.CaseTimeout, Parallel: cfg.Parallel, MaxCallDepth: cfg.MaxCallDepth,
-		Browser: a.browsers, Artifacts: a.Artifacts, HTTPClient: stepClient,
+		Browser: a.browsers, Artifacts: a.Artifacts, HTTPClient: stepClient, AI: aiSteps,
 		OnEvent: opts.OnEvent, Logger: log, Invoker: a.Agent.Invoker, Secrets: a.Secrets,
 		Trace: trace.Mode(cfg.Trace), TraceMaxBytes: int64(cfg.TraceMaxBytes),
 	})

@@ -128,29 +128,30 @@ func Define[In any, Out Texter](name, title, description string, ann Annotations
 // json.RawMessage holds any JSON value (reflection would say "array of
 // integers", the shape of []byte).
 func schemaOptions() *jsonschema.ForOptions {
-	// A locator nests locators (within, has): its schema is named, not
-	// inferred (docs/suite.schema.json has it in full).
-	locator := &jsonschema.Schema{Type: "object", Description: "a locator: css, xpath, role and name, text, label, placeholder, alt, title or testId, with within, has, hasText, nth (docs/suite-format.md, Locators)"}
 	ts := map[reflect.Type]*jsonschema.Schema{
 		reflect.TypeFor[json.RawMessage](): anyJSON("any JSON value"),
-		reflect.TypeFor[duet.Locator]():    locator,
-		reflect.TypeFor[*duet.Locator]():   locator,
-		reflect.TypeFor[[]*duet.Locator](): {Type: "array", Items: locator},
 	}
 	maps.Copy(ts, FlowTypeSchemas())
 	return &jsonschema.ForOptions{TypeSchemas: ts}
 }
 
 // FlowTypeSchemas are the schemas of the types that hold themselves — a
-// flow step holds steps, a flow step's result the results of its steps —
+// flow step holds steps, a flow step's result the results of its steps, a
+// locator locators —
 // where reflection would find a cycle: an object (or a list of objects)
 // of the same shape as the step or result that holds it.
 func FlowTypeSchemas() map[reflect.Type]*jsonschema.Schema {
 	obj := func(doc string) *jsonschema.Schema { return &jsonschema.Schema{Type: "object", Description: doc} }
+	// A locator nests locators (within, has): its schema is named, not
+	// inferred (docs/suite.schema.json has it in full).
+	locator := obj("a locator: css, xpath, role and name, text, label, placeholder, alt, title or testId, with within, has, hasText, nth (docs/suite-format.md, Locators)")
 	return map[reflect.Type]*jsonschema.Schema{
-		reflect.TypeFor[duet.IfStep]():   obj("an if step: its condition (expr, visible or hidden), then and else, lists of steps shaped like this one"),
-		reflect.TypeFor[duet.LoopStep](): obj("a repeat or forEach step: mode, times, cond, in, as, index, max, and steps shaped like this one"),
-		reflect.TypeFor[duet.UseStep]():  obj("a use step: the flow, its asset and version, with (the parameters), and its steps shaped like this one"),
+		reflect.TypeFor[duet.Locator]():    locator,
+		reflect.TypeFor[*duet.Locator]():   locator,
+		reflect.TypeFor[[]*duet.Locator](): {Type: "array", Items: locator},
+		reflect.TypeFor[duet.IfStep]():     obj("an if step: its condition (expr, visible or hidden), then and else, lists of steps shaped like this one"),
+		reflect.TypeFor[duet.LoopStep]():   obj("a repeat or forEach step: mode, times, cond, in, as, index, max, and steps shaped like this one"),
+		reflect.TypeFor[duet.UseStep]():    obj("a use step: the flow, its asset and version, with (the parameters), and its steps shaped like this one"),
 		reflect.TypeFor[duet.StepResults](): {Type: "array", Items: obj("a step result shaped like this one"),
 			Description: "the results of the steps a flow step ran, in order"},
 	}

@@ -480,10 +480,11 @@ var options = []Option{
 		"Default: the key file DUET_MASTER_KEY_FILE names, else master.key in DUET_HOME, generated at first use (back it up). Several instances on one PostgreSQL database need the same key: docs/deployment.md."},
 	{Env: "DUET_MASTER_KEY_FILE", ReadBy: "internal/vault", Doc: "A master key file (the format `duet vault rotate` writes: the primary key, then previous keys), used when DUET_MASTER_KEY is not set. Default: master.key in DUET_HOME."},
 	{Env: "DUET_MASTER_KEY_PREVIOUS", Secret: true, NoFile: true, ReadBy: "internal/vault", Doc: "Comma-separated previous master keys, still accepted for decryption after a rotation of DUET_MASTER_KEY (`duet vault rotate --rewrap-only` re-encrypts under the new key)."},
-	{Env: "DUET_LLM_BASE_URL", ReadBy: "internal/llm", Doc: "The test agent's model: an OpenAI-compatible API root, e.g. https://api.openai.com/v1 or http://127.0.0.1:11434/v1 (Ollama). Default: none; `duet generate` then says no model is configured (docs/agent.md)."},
+	{Env: "DUET_LLM_BASE_URL", ReadBy: "internal/llm", Doc: "The model of the test agent and of the AI steps: an OpenAI-compatible API root, e.g. https://api.openai.com/v1 or http://127.0.0.1:11434/v1 (Ollama). Default: none; `duet generate`, and AI steps, then fail with LLM_NOT_CONFIGURED (docs/agent.md, docs/ai-steps.md)."},
 	{Env: "DUET_LLM_MODEL", ReadBy: "internal/llm", Doc: "The model name the agent asks for, e.g. gpt-4.1-mini or qwen3:8b. Needed with DUET_LLM_BASE_URL."},
 	{Env: "DUET_LLM_API_KEY", Secret: true, ReadBy: "internal/llm", Doc: "API key sent as Authorization: Bearer (optional for local servers). Also DUET_LLM_API_KEY_FILE (the key, white space trimmed)."},
 	{Env: "DUET_LLM_TIMEOUT", Default: "120s", ReadBy: "internal/llm", Doc: "Time limit of one request to the model (a local model on a CPU may need 300s)."},
+	{Env: "DUET_LLM_STEP_TOKENS", Default: "20000", ReadBy: "internal/app", Doc: "The token budget of an AI step (aiAssert, aiQuery, aiWaitFor) without its own maxTokens: prompts and answers of all its model calls (docs/ai-steps.md)."},
 	{Env: "DUET_SAMPLE_TOKEN", Secret: true, NoFile: true, ReadBy: "internal/cli", Doc: "The bearer token `duet sample order-server` requires (the demo's order service). Default: a random one, printed when the server is listening."},
 }
 

@@ -86,6 +86,9 @@ type Options struct {
 	Browser Browser
 	// Artifacts keeps screenshots; nil means screenshots are not kept.
 	Artifacts Artifacts
+	// AI is the model of AI steps (aiAssert, aiQuery, aiWaitFor) and their
+	// budgets; nil makes them fail with LLM_NOT_CONFIGURED.
+	AI *step.AIConfig
 	// StepTimeout bounds a step without its own timeout; 0 means 30s.
 	StepTimeout time.Duration
 	// CaseTimeout bounds a case without its own timeout; 0 means 10m.

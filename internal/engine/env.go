@@ -72,3 +72,17 @@ func (cr *caseRun) SaveArtifact(ctx context.Context, st *duet.Step, name string,
 	}
 	return cr.e.opts.Artifacts.Save(ctx, cr.run.ID, cr.x.ID, idx, name, data)
 }
+
+// A caseRun gives AI steps the engine's model (Options.AI).
+var _ step.AIEnv = (*caseRun)(nil)
+
+// AI implements step.AIEnv.
+func (cr *caseRun) AI() *step.AIConfig { return cr.e.opts.AI }
+
+// NoteAI implements step.AIEnv: the result of the step running (the
+// innermost, inside a flow step) carries u.
+func (cr *caseRun) NoteAI(u duet.AIUsage) {
+	if n := len(cr.running); n > 0 {
+		cr.running[n-1].AI = &u
+	}
+}

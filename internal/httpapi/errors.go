@@ -63,6 +63,7 @@ var codes = map[duet.Code]codeRow{
 	duet.CodeLLMNotConfigured:       {http.StatusServiceUnavailable, -32603},
 	duet.CodeLLMError:               {http.StatusBadGateway, -32000},
 	duet.CodeGenerationFailed:       {http.StatusUnprocessableEntity, -32000},
+	duet.CodeLLMBudgetExceeded:      {http.StatusUnprocessableEntity, -32000},
 
 	// Remote browsers and devices.
 	duet.CodeBrowserProtocolMismatch:   {http.StatusBadGateway, -32000},

@@ -179,6 +179,7 @@ type Step struct {
 	ErrorMessage string          `json:"errorMessage,omitempty"`
 	Optional     bool            `json:"optional,omitempty"`
 	Screenshots  []*Screenshot   `json:"screenshots,omitempty"`
+	AI           *duet.AIUsage   `json:"ai,omitempty"` // an AI step's model calls and tokens
 	// Hook names the hook (beforeEach, afterEach) the step belongs to.
 	Hook string `json:"hook,omitempty"`
 	// A flow step's: the branch an if ran, the iterations a loop began,
@@ -398,6 +399,7 @@ func fillStep(ctx context.Context, arts *shotReader, s *Step, res *duet.StepResu
 	s.StartedAt, s.DurationMs, s.SavedAs = res.StartedAt, res.DurationMs, res.SavedAs
 	s.ErrorCode, s.ErrorMessage, s.Optional = res.ErrorCode, res.ErrorMessage, res.Optional
 	s.Hook, s.Branch, s.Iterations, s.Iteration, s.Omitted = res.Hook, res.Branch, res.Iterations, res.Iteration, res.Omitted
+	s.AI = res.AI
 	s.Output = redactOutput(res.SavedAs, res.Output)
 	if res.StartedAt != nil && caseStart != nil {
 		s.OffsetMs = max(res.StartedAt.Sub(*caseStart).Milliseconds(), 0)
