@@ -125,4 +125,10 @@ type CaseStore interface {
 	// FindCases returns a page of the cases of a task, in key order, with the
 	// next cursor and the total. The caller checks access to the task first.
 	FindCases(ctx context.Context, filter CaseFilter) (cases []*Case, next string, total int, err error)
+
+	// FindTaskCases returns the task filter.TaskID as FindTaskByID(viewer)
+	// does and one page of its cases as FindCases(filter) does, read
+	// together (one round trip on PostgreSQL). Returns NOT_FOUND,
+	// INVALID_ARGUMENT.
+	FindTaskCases(ctx context.Context, viewer string, filter CaseFilter) (task *Task, cases []*Case, next string, total int, err error)
 }

@@ -320,6 +320,17 @@ type RunStore interface {
 	// see its task ("" = any). Returns NOT_FOUND.
 	FindExecutionByID(ctx context.Context, viewer, id string) (*Execution, error)
 
+	// FindRunPage returns the run filter.RunID as FindRunByID(viewer) does
+	// and one page of its executions as FindExecutionPage(filter) does,
+	// read together (one round trip on PostgreSQL without
+	// filter.Results). Returns NOT_FOUND, INVALID_ARGUMENT.
+	FindRunPage(ctx context.Context, viewer string, filter ExecutionFilter) (*Run, []*Execution, string, error)
+
+	// FindExecutionAndRun returns the execution as FindExecutionByID does
+	// and its run as FindRunByID does, read together (one round trip on
+	// PostgreSQL). Returns NOT_FOUND.
+	FindExecutionAndRun(ctx context.Context, viewer, id string) (*Execution, *Run, error)
+
 	// ClaimRun takes a queued run, or a running run whose lease has expired
 	// (a lost worker: Lost is then incremented), marks it running under a
 	// lease held by worker until now+lease, and returns it; nil when there

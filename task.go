@@ -132,6 +132,17 @@ type TaskFilter struct {
 	Limit  int    // 0 means 20; at most 100
 }
 
+// TaskOverview is a task with its active case count, its latest run
+// (nil: it has none), and for a viewer its contract alerts
+// (FindContractAlerts) and schedules (FindSchedules).
+type TaskOverview struct {
+	Task        *Task
+	ActiveCases int
+	LastRun     *Run
+	Alerts      []*ContractAlert
+	Schedules   []*Schedule
+}
+
 // TaskStore keeps tasks and their sharing lists.
 type TaskStore interface {
 	// FindTaskByID returns the task with id if viewer may see it (viewer ""
@@ -140,6 +151,15 @@ type TaskStore interface {
 	// Returns NOT_FOUND when it does not exist or the viewer may not see it:
 	// the two cases are indistinguishable.
 	FindTaskByID(ctx context.Context, viewer, id string) (*Task, error)
+
+	// FindTaskOverview returns what get_test_task shows of the task with
+	// id, read together: the task as FindTaskByID returns it, how many
+	// active cases it has (CountCases) and its latest run with its totals
+	// (FindRuns with Viewer, TaskID and Limit 1), and, when viewer is not
+	// "", its contract alerts (FindContractAlerts) and schedules
+	// (FindSchedules with Viewer and TaskID): one round trip on
+	// PostgreSQL. Returns NOT_FOUND as FindTaskByID does.
+	FindTaskOverview(ctx context.Context, viewer, id string) (*TaskOverview, error)
 
 	// FindTaskByName returns the task that owner owns with that name.
 	// Returns NOT_FOUND.

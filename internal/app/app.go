@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/sync/errgroup"
@@ -74,6 +75,9 @@ type Options struct {
 	// Telemetry replaces the metrics and tracing the configuration asks
 	// for (tests: an in-memory span exporter).
 	Telemetry *telemetry.Telemetry
+	// PostgresTracer, if set, sees every statement sent to PostgreSQL
+	// (postgres.RoundTrips counts them; the benchmark and its test).
+	PostgresTracer pgx.QueryTracer
 }
 
 // App is a running Duet.
@@ -140,7 +144,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		opts.Stderr = os.Stderr
 	}
 	log := NewLogger(cfg, opts.Stderr)
-	db, err := openStore(ctx, cfg, opts.ReadOnly)
+	db, err := openStore(ctx, cfg, opts.ReadOnly, opts.PostgresTracer)
 	if err != nil {
 		return nil, err
 	}

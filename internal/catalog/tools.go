@@ -315,44 +315,27 @@ func orNone(s string) string {
 }
 
 func getTask(ctx context.Context, env *Env, in GetTaskIn) (GetTaskOut, error) {
-	// The three reads make one answer: a caching store checks its
-	// freshness once for them.
-	ctx = duet.WithReadScope(ctx)
-	t, err := env.Store.FindTaskByID(ctx, env.Caller.UserID, in.TaskID)
+	// The three reads make one answer, read together (one round trip on
+	// PostgreSQL; one freshness check of SQLite's cache).
+	o, err := env.Store.FindTaskOverview(ctx, env.Caller.UserID, in.TaskID)
 	if err != nil {
 		return GetTaskOut{}, err
 	}
-	n, err := env.Store.CountCases(ctx, t.ID)
-	if err != nil {
-		return GetTaskOut{}, err
-	}
-	out := GetTaskOut{Task: taskView(t), CaseCount: n}
-	alerts, err := env.Store.FindContractAlerts(ctx, env.Caller.UserID, t.ID)
-	if err != nil {
-		return GetTaskOut{}, err
-	}
-	for _, a := range alerts {
+	out := GetTaskOut{Task: taskView(o.Task), CaseCount: o.ActiveCases}
+	for _, a := range o.Alerts {
 		out.DependencyAlerts = append(out.DependencyAlerts, DependencyAlert{CaseID: a.CaseID, Case: a.CaseTitle, Server: a.ServerKey, Tool: a.Tool,
 			Broken: a.Broken, Problems: a.Problems, Changes: a.Changes})
 	}
-	scheds, err := env.Store.FindSchedules(ctx, duet.ScheduleFilter{Viewer: env.Caller.UserID, TaskID: t.ID})
-	if err != nil {
-		return GetTaskOut{}, err
-	}
-	for _, sc := range scheds {
+	for _, sc := range o.Schedules {
 		v := ScheduleBrief{ID: sc.ID, Name: sc.Name, Owner: sc.Owner, Timing: schedule.Describe(sc), Paused: sc.Paused, PausedReason: sc.PausedReason}
 		if !sc.Paused {
 			v.NextFireAt = sc.NextFireAt.UTC().Format(time.RFC3339)
 		}
 		out.Schedules = append(out.Schedules, v)
 	}
-	runs, _, err := env.Store.FindRuns(ctx, duet.RunFilter{Viewer: env.Caller.UserID, TaskID: t.ID, Limit: 1})
-	if err != nil {
-		return GetTaskOut{}, err
-	}
-	if len(runs) > 0 {
-		duet.DiscloseRun(env.Caller.UserID, runs[0])
-		v := runView(runs[0])
+	if o.LastRun != nil {
+		duet.DiscloseRun(env.Caller.UserID, o.LastRun)
+		v := runView(o.LastRun)
 		out.LastRun = &v
 	}
 	return out, nil
@@ -416,11 +399,7 @@ func caseSummary(c *duet.Case) CaseSummary {
 }
 
 func listCases(ctx context.Context, env *Env, in ListCasesIn) (ListCasesOut, error) {
-	t, err := env.Store.FindTaskByID(ctx, env.Caller.UserID, in.TaskID)
-	if err != nil {
-		return ListCasesOut{}, err
-	}
-	cases, next, total, err := env.Store.FindCases(ctx, duet.CaseFilter{TaskID: t.ID, IncludeDrafts: in.IncludeDrafts, Cursor: in.Cursor, Limit: in.Limit})
+	t, cases, next, total, err := env.Store.FindTaskCases(ctx, env.Caller.UserID, duet.CaseFilter{TaskID: in.TaskID, IncludeDrafts: in.IncludeDrafts, Cursor: in.Cursor, Limit: in.Limit})
 	if err != nil {
 		return ListCasesOut{}, err
 	}
@@ -573,15 +552,11 @@ func durationMs(start, end *time.Time) int64 {
 }
 
 func getRun(ctx context.Context, env *Env, in GetRunIn) (GetRunOut, error) {
-	r, err := env.Store.FindRunByID(ctx, env.Caller.UserID, in.RunID)
-	if err != nil {
-		return GetRunOut{}, err
-	}
 	limit := in.Limit
 	if limit <= 0 {
 		limit = 200
 	}
-	execs, next, err := env.Store.FindExecutionPage(ctx, duet.ExecutionFilter{RunID: r.ID, Cursor: in.Cursor, Limit: limit})
+	r, execs, next, err := env.Store.FindRunPage(ctx, env.Caller.UserID, duet.ExecutionFilter{RunID: in.RunID, Cursor: in.Cursor, Limit: limit})
 	if err != nil {
 		return GetRunOut{}, err
 	}
@@ -652,11 +627,7 @@ func (o GetExecutionOut) Text() string {
 }
 
 func getExecution(ctx context.Context, env *Env, in GetExecutionIn) (GetExecutionOut, error) {
-	x, err := env.Store.FindExecutionByID(ctx, env.Caller.UserID, in.ExecutionID)
-	if err != nil {
-		return GetExecutionOut{}, err
-	}
-	run, err := env.Store.FindRunByID(ctx, env.Caller.UserID, x.RunID)
+	x, run, err := env.Store.FindExecutionAndRun(ctx, env.Caller.UserID, in.ExecutionID)
 	if err != nil {
 		return GetExecutionOut{}, err
 	}

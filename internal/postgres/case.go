@@ -32,6 +32,15 @@ func scanCase(r pgx.Row) (*duet.Case, error) {
 	return &c, nil
 }
 
+// tailRow is a row whose last columns, after those its scanner reads,
+// go to tail.
+type tailRow struct {
+	pgx.Row
+	tail []any
+}
+
+func (r tailRow) Scan(dest ...any) error { return r.Row.Scan(append(dest, r.tail...)...) }
+
 const insertCase = `INSERT INTO cases (id, task_id, key, title, source, source_hash, steps, timeout_ms, version, status, created_by, created_at, updated_at, row)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
 
@@ -293,11 +302,37 @@ func (d *DB) CountCases(ctx context.Context, taskID string) (int, error) {
 
 // FindCases returns a page of a task's cases in key order.
 func (d *DB) FindCases(ctx context.Context, f duet.CaseFilter) ([]*duet.Case, string, int, error) {
-	after, err := decodeCursor(f.Cursor)
+	q, a, limit, err := casePageQuery(f)
 	if err != nil {
 		return nil, "", 0, err
 	}
+	rows, err := d.pool.Query(ctx, q, a...)
+	if err != nil {
+		return nil, "", 0, mapErr(err)
+	}
+	return d.casePage(ctx, rows, f, limit)
+}
+
+// casePageQuery is the statement of FindCases (casePage reads its rows),
+// and its page size: the page and the count of every match in one
+// statement (the count is an uncorrelated subquery: computed once).
+func casePageQuery(f duet.CaseFilter) (string, []any, int, error) {
+	after, err := decodeCursor(f.Cursor)
+	if err != nil {
+		return "", nil, 0, err
+	}
 	limit := clampLimit(f.Limit, 50, 200)
+	a := args{f.TaskID, caseStatuses(f)}
+	cond := `c.task_id = $1 AND c.status = ANY($2)`
+	page := cond
+	if after != "" {
+		page += ` AND c.key > ` + a.add(after)
+	}
+	return `SELECT ` + caseColumns + `, (SELECT count(*) FROM cases c WHERE ` + cond + `) FROM cases c WHERE ` + page + ` ORDER BY c.key LIMIT ` + a.add(limit+1), a, limit, nil
+}
+
+// caseStatuses are the statuses of the cases f selects.
+func caseStatuses(f duet.CaseFilter) []string {
 	statuses := []string{string(duet.CaseActive)}
 	if f.IncludeDrafts {
 		statuses = append(statuses, string(duet.CaseDraft))
@@ -305,22 +340,21 @@ func (d *DB) FindCases(ctx context.Context, f duet.CaseFilter) ([]*duet.Case, st
 	if f.IncludeArchived {
 		statuses = append(statuses, string(duet.CaseArchived))
 	}
-	a := args{f.TaskID, statuses}
-	cond := `c.task_id = $1 AND c.status = ANY($2)`
+	return statuses
+}
+
+// casePage reads the rows of casePageQuery: the page, the next cursor and
+// the count. An empty page, which carries no count, counts apart.
+func (d *DB) casePage(ctx context.Context, rows pgx.Rows, f duet.CaseFilter, limit int) ([]*duet.Case, string, int, error) {
 	var total int
-	if err := d.pool.QueryRow(ctx, `SELECT count(*) FROM cases c WHERE `+cond, a...).Scan(&total); err != nil {
-		return nil, "", 0, mapErr(err)
-	}
-	if after != "" {
-		cond += ` AND c.key > ` + a.add(after)
-	}
-	rows, err := d.pool.Query(ctx, `SELECT `+caseColumns+` FROM cases c WHERE `+cond+` ORDER BY c.key LIMIT `+a.add(limit+1), a...)
-	if err != nil {
-		return nil, "", 0, mapErr(err)
-	}
-	cases, err := collect(rows, scanCase)
+	cases, err := collect(rows, func(r pgx.Row) (*duet.Case, error) { return scanCase(tailRow{r, []any{&total}}) })
 	if err != nil {
 		return nil, "", 0, err
+	}
+	if len(cases) == 0 {
+		if err := d.pool.QueryRow(ctx, `SELECT count(*) FROM cases c WHERE c.task_id = $1 AND c.status = ANY($2)`, f.TaskID, caseStatuses(f)).Scan(&total); err != nil {
+			return nil, "", 0, mapErr(err)
+		}
 	}
 	var next string
 	if len(cases) > limit {
@@ -328,4 +362,33 @@ func (d *DB) FindCases(ctx context.Context, f duet.CaseFilter) ([]*duet.Case, st
 		next = encodeCursor(cases[limit-1].Key)
 	}
 	return cases, next, total, nil
+}
+
+// FindTaskCases reads the task and a page of its cases in one batch. The
+// page of a task the viewer may not see is read and dropped: NOT_FOUND.
+func (d *DB) FindTaskCases(ctx context.Context, viewer string, f duet.CaseFilter) (*duet.Task, []*duet.Case, string, int, error) {
+	pq, pa, limit, perr := casePageQuery(f)
+	var b pgx.Batch
+	b.Queue(taskByIDQuery(viewer), viewer, f.TaskID)
+	if perr == nil {
+		b.Queue(pq, pa...)
+	}
+	br := d.pool.SendBatch(ctx, &b)
+	defer br.Close()
+	t, err := scanTaskShares(br.QueryRow(), f.TaskID)
+	if err != nil {
+		return nil, nil, "", 0, err
+	}
+	if perr != nil {
+		return nil, nil, "", 0, perr
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, nil, "", 0, mapErr(err)
+	}
+	cases, next, total, err := d.casePage(ctx, rows, f, limit)
+	if err != nil {
+		return nil, nil, "", 0, err
+	}
+	return t, cases, next, total, mapErr(br.Close())
 }

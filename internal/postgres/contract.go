@@ -62,6 +62,17 @@ func (d *DB) FindContractAlerts(ctx context.Context, viewer, taskID string) ([]*
 	if viewer == "" {
 		return nil, duet.Errorf(duet.CodeInvalidArgument, "a viewer is required")
 	}
+	q, args := contractAlertsQuery(viewer, taskID)
+	rows, err := d.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	out, err := collect(rows, scanContractAlert)
+	return out, mapErr(err)
+}
+
+// contractAlertsQuery is the statement of FindContractAlerts.
+func contractAlertsQuery(viewer, taskID string) (string, []any) {
 	q := `SELECT a.task_id, a.case_id, a.case_version, a.server_key, a.tool, a.broken, a.detail, a.detected_at
 		FROM contract_alerts a JOIN cases c ON c.id = a.case_id AND c.version = a.case_version AND c.status = 'active'
 		JOIN tasks t ON t.id = a.task_id WHERE ` + visibleTo
@@ -70,25 +81,23 @@ func (d *DB) FindContractAlerts(ctx context.Context, viewer, taskID string) ([]*
 		q += ` AND a.task_id = $2`
 		args = append(args, taskID)
 	}
-	rows, err := d.pool.Query(ctx, q+` ORDER BY a.broken DESC, a.task_id, c.key, a.server_key, a.tool`, args...)
-	if err != nil {
-		return nil, mapErr(err)
+	return q + ` ORDER BY a.broken DESC, a.task_id, c.key, a.server_key, a.tool`, args
+}
+
+// scanContractAlert reads a row of contractAlertsQuery.
+func scanContractAlert(r pgx.Row) (*duet.ContractAlert, error) {
+	var a duet.ContractAlert
+	var detail string
+	var at time.Time
+	if err := r.Scan(&a.TaskID, &a.CaseID, &a.CaseVersion, &a.ServerKey, &a.Tool, &a.Broken, &detail, &at); err != nil {
+		return nil, err
 	}
-	out, err := collect(rows, func(r pgx.Row) (*duet.ContractAlert, error) {
-		var a duet.ContractAlert
-		var detail string
-		var at time.Time
-		if err := r.Scan(&a.TaskID, &a.CaseID, &a.CaseVersion, &a.ServerKey, &a.Tool, &a.Broken, &detail, &at); err != nil {
-			return nil, err
-		}
-		var dt alertDetail
-		if err := json.Unmarshal([]byte(detail), &dt); err != nil {
-			return nil, err
-		}
-		a.Problems, a.Changes, a.CaseKey, a.CaseTitle, a.DetectedAt = dt.Problems, dt.Changes, dt.Key, dt.Title, utc(at)
-		return &a, nil
-	})
-	return out, mapErr(err)
+	var dt alertDetail
+	if err := json.Unmarshal([]byte(detail), &dt); err != nil {
+		return nil, err
+	}
+	a.Problems, a.Changes, a.CaseKey, a.CaseTitle, a.DetectedAt = dt.Problems, dt.Changes, dt.Key, dt.Title, utc(at)
+	return &a, nil
 }
 
 // SaveCatalogHistory keeps a replaced catalog of a registration, the

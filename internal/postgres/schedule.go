@@ -85,6 +85,17 @@ func (d *DB) FindSchedules(ctx context.Context, f duet.ScheduleFilter) ([]*duet.
 	if f.Viewer == "" {
 		return nil, duet.Errorf(duet.CodeInvalidArgument, "a viewer is required")
 	}
+	q, args := schedulesQuery(f)
+	rows, err := d.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	out, err := collect(rows, scanSchedule)
+	return out, mapErr(err)
+}
+
+// schedulesQuery is the statement of FindSchedules.
+func schedulesQuery(f duet.ScheduleFilter) (string, []any) {
 	q := `SELECT ` + scheduleColumns + ` FROM schedules s JOIN tasks t ON t.id = s.task_id WHERE ` + visibleTo
 	args := []any{f.Viewer}
 	if f.TaskID != "" {
@@ -95,12 +106,7 @@ func (d *DB) FindSchedules(ctx context.Context, f duet.ScheduleFilter) ([]*duet.
 		args = append(args, f.Owner)
 		q += ` AND s.owner = $` + strconv.Itoa(len(args))
 	}
-	rows, err := d.pool.Query(ctx, q+` ORDER BY t.name, s.task_id, s.name, s.owner`, args...)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	out, err := collect(rows, scanSchedule)
-	return out, mapErr(err)
+	return q + ` ORDER BY t.name, s.task_id, s.name, s.owner`, args
 }
 
 // DueSchedules lists the unpaused schedules due at now.
@@ -191,28 +197,6 @@ func (d *DB) AdvanceSchedule(ctx context.Context, f duet.ScheduleFire, lastError
 		return false, mapErr(err)
 	}
 	return tag.RowsAffected() == 1, nil
-}
-
-// claimSlot is the claim of a schedule's slot, the first statement of the
-// transaction that creates its run (the run's id is chosen here): CONFLICT,
-// creating nothing, when another scheduler moved the slot first (or the
-// schedule was paused meanwhile). A second scheduler waits on the first
-// one's row lock, then finds the slot moved.
-func claimSlot(ctx context.Context, tx pgx.Tx, f *duet.ScheduleFire, run *duet.Run, now time.Time) error {
-	if f == nil {
-		return nil
-	}
-	run.ID = duet.NewID("run")
-	runID := run.ID
-	tag, err := tx.Exec(ctx, `UPDATE schedules SET next_fire_at = $1, last_fire_at = $2, last_run_id = $3, last_error = '', updated_at = $4 WHERE id = $5 AND next_fire_at = $6 AND NOT paused`,
-		ts(f.Next), ts(f.RunSlot), runID, now, f.ScheduleID, ts(f.Slot))
-	if err != nil {
-		return mapErr(err)
-	}
-	if tag.RowsAffected() != 1 {
-		return duet.Errorf(duet.CodeConflict, "the slot %s of schedule %s was already claimed", f.Slot.UTC().Format(time.RFC3339), f.ScheduleID)
-	}
-	return nil
 }
 
 // DeleteSchedule removes a schedule made by hand.

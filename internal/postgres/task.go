@@ -178,11 +178,21 @@ func loadShares(ctx context.Context, q querier, tasks ...*duet.Task) error {
 // FindTaskByID returns the task if viewer may see it ("" = any: internal
 // use only). Returns NOT_FOUND. One query reads the task and its share list.
 func (d *DB) FindTaskByID(ctx context.Context, viewer, id string) (*duet.Task, error) {
-	q := `SELECT ` + taskColumns + `, ARRAY(SELECT user_id FROM task_shares s WHERE s.task_id = t.id ORDER BY user_id)
+	return scanTaskShares(d.pool.QueryRow(ctx, taskByIDQuery(viewer), viewer, id), id)
+}
+
+// taskByIDQuery is the statement of FindTaskByID ($1 the viewer, $2 the
+// id): the task and its shares.
+func taskByIDQuery(viewer string) string {
+	return `SELECT ` + taskColumns + `, ARRAY(SELECT user_id FROM task_shares s WHERE s.task_id = t.id ORDER BY user_id)
 		FROM tasks t WHERE t.id = $2` + visibility(viewer)
+}
+
+// scanTaskShares reads the row of taskByIDQuery. Returns NOT_FOUND.
+func scanTaskShares(row pgx.Row, id string) (*duet.Task, error) {
 	var t duet.Task
 	var postRun, runConfig string
-	err := d.pool.QueryRow(ctx, q, viewer, id).Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &t.CreatedAt, &t.UpdatedAt, &postRun, &t.PostRunBy, &runConfig, &t.HooksBy, &t.Trace, &t.SharedWith)
+	err := row.Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &t.CreatedAt, &t.UpdatedAt, &postRun, &t.PostRunBy, &runConfig, &t.HooksBy, &t.Trace, &t.SharedWith)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, notFound("task", id)
 	} else if err != nil {
@@ -199,6 +209,58 @@ func (d *DB) FindTaskByID(ctx context.Context, viewer, id string) (*duet.Task, e
 		t.SharedWith = []string{}
 	}
 	return &t, nil
+}
+
+// FindTaskOverview reads the task (with the viewer's visibility), its
+// active case count, its latest run with its totals, and (for a viewer) its
+// contract alerts and schedules in one batch: one round trip.
+func (d *DB) FindTaskOverview(ctx context.Context, viewer, id string) (*duet.TaskOverview, error) {
+	var b pgx.Batch
+	b.Queue(`SELECT `+taskColumns+`, ARRAY(SELECT user_id FROM task_shares s WHERE s.task_id = t.id ORDER BY user_id),
+		(SELECT count(*) FROM cases c WHERE c.task_id = t.id AND c.status = 'active')
+		FROM tasks t WHERE t.id = $2`+visibility(viewer), viewer, id)
+	q, a := runsQuery(duet.RunFilter{Viewer: viewer, TaskID: id, Limit: 1}, "", 1)
+	b.Queue(q, a...)
+	if viewer != "" {
+		q, a = contractAlertsQuery(viewer, id)
+		b.Queue(q, a...)
+		q, a = schedulesQuery(duet.ScheduleFilter{Viewer: viewer, TaskID: id})
+		b.Queue(q, a...)
+	}
+	br := d.pool.SendBatch(ctx, &b)
+	defer br.Close()
+	o := &duet.TaskOverview{}
+	t, err := scanTaskShares(tailRow{Row: br.QueryRow(), tail: []any{&o.ActiveCases}}, id)
+	if err != nil {
+		return nil, err
+	}
+	o.Task = t
+	rows, err := br.Query()
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	runs, err := collect(rows, scanRunTotals)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	if len(runs) > 0 {
+		o.LastRun = runs[0]
+	}
+	if viewer != "" {
+		if rows, err = br.Query(); err != nil {
+			return nil, mapErr(err)
+		}
+		if o.Alerts, err = collect(rows, scanContractAlert); err != nil {
+			return nil, mapErr(err)
+		}
+		if rows, err = br.Query(); err != nil {
+			return nil, mapErr(err)
+		}
+		if o.Schedules, err = collect(rows, scanSchedule); err != nil {
+			return nil, mapErr(err)
+		}
+	}
+	return o, mapErr(br.Close())
 }
 
 // findTaskAny returns a task regardless of viewer (workers, internal use).
@@ -251,24 +313,37 @@ func (d *DB) FindTasks(ctx context.Context, f duet.TaskFilter) ([]*duet.Task, st
 		afterParam = a.add(after)
 	}
 	countQuery, pageQuery := taskListQueries(cond, len(where) > 1, afterParam, a.add(limit+1))
-	// The count takes the arguments of the filter alone.
-	if err := d.pool.QueryRow(ctx, countQuery, a[:filterArgs]...).Scan(&total); err != nil {
-		return nil, "", 0, mapErr(err)
-	}
-	rows, err := d.pool.Query(ctx, pageQuery, a...)
+	// One statement: the page, each task's shares and the count (an
+	// uncorrelated subquery, computed once, on the filter's own
+	// placeholders). An empty page, which carries no count, counts apart.
+	rows, err := d.pool.Query(ctx, `SELECT p.*, ARRAY(SELECT s.user_id FROM task_shares s WHERE s.task_id = p.id ORDER BY s.user_id), (`+countQuery+`)
+		FROM (`+pageQuery+`) AS p ORDER BY p.id`, a...)
 	if err != nil {
 		return nil, "", 0, mapErr(err)
 	}
-	tasks, err := collect(rows, scanTask)
+	tasks, err := collect(rows, func(r pgx.Row) (*duet.Task, error) {
+		var shares []string
+		t, err := scanTask(tailRow{r, []any{&shares, &total}})
+		if err == nil && len(shares) > 0 {
+			t.SharedWith = shares
+		}
+		return t, err
+	})
 	if err != nil {
 		return nil, "", 0, err
+	}
+	if len(tasks) == 0 {
+		// The count takes the arguments of the filter alone.
+		if err := d.pool.QueryRow(ctx, countQuery, a[:filterArgs]...).Scan(&total); err != nil {
+			return nil, "", 0, mapErr(err)
+		}
 	}
 	var next string
 	if len(tasks) > limit {
 		tasks = tasks[:limit]
 		next = encodeCursor(tasks[limit-1].ID)
 	}
-	return tasks, next, total, loadShares(ctx, d.pool, tasks...)
+	return tasks, next, total, nil
 }
 
 // taskListQueries returns list_test_tasks' count and page for viewer $1 and

@@ -177,6 +177,91 @@ func placeholders(n int) string {
 	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
 }
 
+// scoped returns ctx with a read scope: the reads in it check the
+// cache's freshness once.
+func scoped(ctx context.Context) context.Context {
+	if duet.ReadScopeFrom(ctx) == nil {
+		return duet.WithReadScope(ctx)
+	}
+	return ctx
+}
+
+// FindTaskCases reads the task and a page of its cases in one read scope.
+func (d *DB) FindTaskCases(ctx context.Context, viewer string, f duet.CaseFilter) (*duet.Task, []*duet.Case, string, int, error) {
+	ctx = scoped(ctx)
+	t, err := d.FindTaskByID(ctx, viewer, f.TaskID)
+	if err != nil {
+		return nil, nil, "", 0, err
+	}
+	f.TaskID = t.ID
+	cases, next, total, err := d.FindCases(ctx, f)
+	if err != nil {
+		return nil, nil, "", 0, err
+	}
+	return t, cases, next, total, nil
+}
+
+// FindRunPage reads the run and a page of its executions in one read
+// scope.
+func (d *DB) FindRunPage(ctx context.Context, viewer string, f duet.ExecutionFilter) (*duet.Run, []*duet.Execution, string, error) {
+	ctx = scoped(ctx)
+	r, err := d.FindRunByID(ctx, viewer, f.RunID)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	f.RunID = r.ID
+	execs, next, err := d.FindExecutionPage(ctx, f)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return r, execs, next, nil
+}
+
+// FindExecutionAndRun reads the execution and its run in one read scope.
+func (d *DB) FindExecutionAndRun(ctx context.Context, viewer, id string) (*duet.Execution, *duet.Run, error) {
+	ctx = scoped(ctx)
+	x, err := d.FindExecutionByID(ctx, viewer, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := d.FindRunByID(ctx, viewer, x.RunID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return x, r, nil
+}
+
+// FindTaskOverview reads the task, its active case count, its latest run
+// and (for a viewer) its contract alerts and schedules in one read scope: the cache's freshness is checked once.
+func (d *DB) FindTaskOverview(ctx context.Context, viewer, id string) (*duet.TaskOverview, error) {
+	ctx = scoped(ctx)
+	t, err := d.FindTaskByID(ctx, viewer, id)
+	if err != nil {
+		return nil, err
+	}
+	n, err := d.CountCases(ctx, t.ID)
+	if err != nil {
+		return nil, err
+	}
+	o := &duet.TaskOverview{Task: t, ActiveCases: n}
+	runs, _, err := d.FindRuns(ctx, duet.RunFilter{Viewer: viewer, TaskID: t.ID, Limit: 1})
+	if err != nil {
+		return nil, err
+	}
+	if len(runs) > 0 {
+		o.LastRun = runs[0]
+	}
+	if viewer != "" {
+		if o.Alerts, err = d.FindContractAlerts(ctx, viewer, t.ID); err != nil {
+			return nil, err
+		}
+		if o.Schedules, err = d.FindSchedules(ctx, duet.ScheduleFilter{Viewer: viewer, TaskID: t.ID}); err != nil {
+			return nil, err
+		}
+	}
+	return o, nil
+}
+
 // FindTaskByID returns the task if viewer may see it ("" = any: internal
 // use only). Returns NOT_FOUND. One query reads the task and its share list;
 // the answer is cached until any task, share, team or membership changes

@@ -27,6 +27,8 @@ func Run(t *testing.T, open Opener) {
 		fn   func(*testing.T, duet.Store)
 	}{
 		{"ApplySuite", testApplySuite},
+		{"TaskOverview", testTaskOverview},
+		{"ReadTogether", testReadTogether},
 		{"Visibility", testVisibility},
 		{"TaskPagination", testTaskPagination},
 		{"TaskListBranches", testTaskListBranches},

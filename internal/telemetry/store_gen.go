@@ -179,6 +179,12 @@ func (s *store) DeleteSchedule(ctx context.Context, a1 string, a2 string) (err e
 	return s.Store.DeleteSchedule(ctx, a1, a2)
 }
 
+func (s *store) DeleteSecret(ctx context.Context, a1 string, a2 string) (err error) {
+	ctx, end := s.t.storeSpan(ctx, "DeleteSecret")
+	defer func() { end(err) }()
+	return s.Store.DeleteSecret(ctx, a1, a2)
+}
+
 func (s *store) DeleteSession(ctx context.Context, a1 string) (err error) {
 	ctx, end := s.t.storeSpan(ctx, "DeleteSession")
 	defer func() { end(err) }()
@@ -305,6 +311,12 @@ func (s *store) FindDeviceLeases(ctx context.Context) (r0 []*duet.DeviceLease, e
 	return s.Store.FindDeviceLeases(ctx)
 }
 
+func (s *store) FindExecutionAndRun(ctx context.Context, a1 string, a2 string) (r0 *duet.Execution, r1 *duet.Run, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindExecutionAndRun")
+	defer func() { end(err) }()
+	return s.Store.FindExecutionAndRun(ctx, a1, a2)
+}
+
 func (s *store) FindExecutionByID(ctx context.Context, a1 string, a2 string) (r0 *duet.Execution, err error) {
 	ctx, end := s.t.storeSpan(ctx, "FindExecutionByID")
 	defer func() { end(err) }()
@@ -389,6 +401,12 @@ func (s *store) FindRunByID(ctx context.Context, a1 string, a2 string) (r0 *duet
 	return s.Store.FindRunByID(ctx, a1, a2)
 }
 
+func (s *store) FindRunPage(ctx context.Context, a1 string, a2 duet.ExecutionFilter) (r0 *duet.Run, r1 []*duet.Execution, r2 string, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindRunPage")
+	defer func() { end(err) }()
+	return s.Store.FindRunPage(ctx, a1, a2)
+}
+
 func (s *store) FindRuns(ctx context.Context, a1 duet.RunFilter) (r0 []*duet.Run, r1 string, err error) {
 	ctx, end := s.t.storeSpan(ctx, "FindRuns")
 	defer func() { end(err) }()
@@ -405,6 +423,12 @@ func (s *store) FindSchedules(ctx context.Context, a1 duet.ScheduleFilter) (r0 [
 	ctx, end := s.t.storeSpan(ctx, "FindSchedules")
 	defer func() { end(err) }()
 	return s.Store.FindSchedules(ctx, a1)
+}
+
+func (s *store) FindSecrets(ctx context.Context, a1 string, a2 []string) (r0 []*duet.Secret, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindSecrets")
+	defer func() { end(err) }()
+	return s.Store.FindSecrets(ctx, a1, a2)
 }
 
 func (s *store) FindSession(ctx context.Context, a1 string) (r0 *duet.Session, err error) {
@@ -435,6 +459,18 @@ func (s *store) FindTaskByName(ctx context.Context, a1 string, a2 string) (r0 *d
 	ctx, end := s.t.storeSpan(ctx, "FindTaskByName")
 	defer func() { end(err) }()
 	return s.Store.FindTaskByName(ctx, a1, a2)
+}
+
+func (s *store) FindTaskCases(ctx context.Context, a1 string, a2 duet.CaseFilter) (r0 *duet.Task, r1 []*duet.Case, r2 string, r3 int, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindTaskCases")
+	defer func() { end(err) }()
+	return s.Store.FindTaskCases(ctx, a1, a2)
+}
+
+func (s *store) FindTaskOverview(ctx context.Context, a1 string, a2 string) (r0 *duet.TaskOverview, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindTaskOverview")
+	defer func() { end(err) }()
+	return s.Store.FindTaskOverview(ctx, a1, a2)
 }
 
 func (s *store) FindTaskTransfers(ctx context.Context, a1 string, a2 string) (r0 []*duet.TaskTransfer, err error) {
@@ -483,6 +519,12 @@ func (s *store) LeaseCredential(ctx context.Context, a1 string, a2 string, a3 ti
 	ctx, end := s.t.storeSpan(ctx, "LeaseCredential")
 	defer func() { end(err) }()
 	return s.Store.LeaseCredential(ctx, a1, a2, a3)
+}
+
+func (s *store) ListSecrets(ctx context.Context, a1 string) (r0 []*duet.Secret, err error) {
+	ctx, end := s.t.storeSpan(ctx, "ListSecrets")
+	defer func() { end(err) }()
+	return s.Store.ListSecrets(ctx, a1)
 }
 
 func (s *store) PauseScheduleFor(ctx context.Context, a1 string, a2 time.Time, a3 string) (r0 bool, err error) {
@@ -557,6 +599,12 @@ func (s *store) RevokeOAuthGrant(ctx context.Context, a1 string) (err error) {
 	return s.Store.RevokeOAuthGrant(ctx, a1)
 }
 
+func (s *store) RewrapSecrets(ctx context.Context, a1 func(*duet.Secret) ([]uint8, error)) (r0 int, r1 int, err error) {
+	ctx, end := s.t.storeSpan(ctx, "RewrapSecrets")
+	defer func() { end(err) }()
+	return s.Store.RewrapSecrets(ctx, a1)
+}
+
 func (s *store) SaveAsset(ctx context.Context, a1 *duet.Asset) (r0 duet.ApplyAction, err error) {
 	ctx, end := s.t.storeSpan(ctx, "SaveAsset")
 	defer func() { end(err) }()
@@ -591,6 +639,18 @@ func (s *store) SaveMetrics(ctx context.Context, a1 duet.Lease, a2 []*duet.Metri
 	ctx, end := s.t.storeSpan(ctx, "SaveMetrics")
 	defer func() { end(err) }()
 	return s.Store.SaveMetrics(ctx, a1, a2)
+}
+
+func (s *store) SaveRunHooks(ctx context.Context, a1 duet.Lease, a2 []*duet.StepResult, a3 map[string]any) (err error) {
+	ctx, end := s.t.storeSpan(ctx, "SaveRunHooks")
+	defer func() { end(err) }()
+	return s.Store.SaveRunHooks(ctx, a1, a2, a3)
+}
+
+func (s *store) SaveSecret(ctx context.Context, a1 *duet.Secret) (r0 duet.ApplyAction, err error) {
+	ctx, end := s.t.storeSpan(ctx, "SaveSecret")
+	defer func() { end(err) }()
+	return s.Store.SaveSecret(ctx, a1)
 }
 
 func (s *store) SaveTeamServer(ctx context.Context, a1 *duet.TeamServer) (err error) {
