@@ -21,12 +21,13 @@ const (
 	AssetSkill     AssetKind = "skill"      // how to test something: instructions the agent follows when asked
 	AssetRule      AssetKind = "rule"       // a constraint every generated case must respect
 	AssetPrompt    AssetKind = "prompt"     // a reusable instruction that starts a generation
+	AssetFlow      AssetKind = "flow"       // reusable steps with parameters, which cases of any task run with use:
 	AssetMCPServer AssetKind = "mcp-server" // a registered MCP server (never its credentials)
 	AssetMCPTool   AssetKind = "mcp-tool"   // a tool of a registered MCP server: name, description, schemas
 )
 
 // AssetKinds lists the kinds a person writes (skill, rule, prompt).
-func AssetKinds() []AssetKind { return []AssetKind{AssetSkill, AssetRule, AssetPrompt} }
+func AssetKinds() []AssetKind { return []AssetKind{AssetSkill, AssetRule, AssetPrompt, AssetFlow} }
 
 // Valid reports whether k is a kind a person writes.
 func (k AssetKind) Valid() bool { return slices.Contains(AssetKinds(), k) }

@@ -21,19 +21,22 @@ const (
 // current version, which decides whether a run of it by someone else needs
 // their approval (CaseApproval).
 type Case struct {
-	ID         string     `json:"id"`
-	TaskID     string     `json:"taskId"`
-	Key        string     `json:"key"` // stable name within the task
-	Title      string     `json:"title"`
-	Source     string     `json:"source"` // declarative YAML of this case
-	SourceHash string     `json:"sourceHash"`
-	Steps      []Step     `json:"steps"`
-	TimeoutMs  int64      `json:"timeoutMs,omitempty"` // whole-case limit; 0 = the engine's default
-	Version    int        `json:"version"`
-	Status     CaseStatus `json:"status"`
-	CreatedBy  string     `json:"createdBy"` // who wrote this version (the task's owner, or a draft's generator)
-	CreatedAt  time.Time  `json:"createdAt"`
-	UpdatedAt  time.Time  `json:"updatedAt"`
+	ID         string `json:"id"`
+	TaskID     string `json:"taskId"`
+	Key        string `json:"key"` // stable name within the task
+	Title      string `json:"title"`
+	Source     string `json:"source"` // declarative YAML of this case
+	SourceHash string `json:"sourceHash"`
+	Steps      []Step `json:"steps"`
+	TimeoutMs  int64  `json:"timeoutMs,omitempty"` // whole-case limit; 0 = the engine's default
+	// Row is the data row of a case made from one row of a data-driven
+	// case (each:): its steps read it as the variable row.
+	Row       map[string]any `json:"row,omitempty"`
+	Version   int            `json:"version"`
+	Status    CaseStatus     `json:"status"`
+	CreatedBy string         `json:"createdBy"` // who wrote this version (the task's owner, or a draft's generator)
+	CreatedAt time.Time      `json:"createdAt"`
+	UpdatedAt time.Time      `json:"updatedAt"`
 }
 
 // CaseFilter selects the cases of one task.
@@ -50,6 +53,10 @@ type CaseFilter struct {
 type Suite struct {
 	Task  Task
 	Cases []*Case
+	// Schedules are the task's schedule: entries, owned by whoever applies
+	// the suite (Source ScheduleFromSuite, matched by Name; NextFireAt is
+	// used for a new or changed one). Those no longer listed are removed.
+	Schedules []*Schedule `json:"Schedules,omitempty"`
 }
 
 // ApplyAction says what applying a suite did to one object.
@@ -118,4 +125,10 @@ type CaseStore interface {
 	// FindCases returns a page of the cases of a task, in key order, with the
 	// next cursor and the total. The caller checks access to the task first.
 	FindCases(ctx context.Context, filter CaseFilter) (cases []*Case, next string, total int, err error)
+
+	// FindTaskCases returns the task filter.TaskID as FindTaskByID(viewer)
+	// does and one page of its cases as FindCases(filter) does, read
+	// together (one round trip on PostgreSQL). Returns NOT_FOUND,
+	// INVALID_ARGUMENT.
+	FindTaskCases(ctx context.Context, viewer string, filter CaseFilter) (task *Task, cases []*Case, next string, total int, err error)
 }

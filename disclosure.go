@@ -47,6 +47,9 @@ func DiscloseRun(viewer string, run *Run, execs ...*Execution) Disclosure {
 			p.ErrorMessage = note
 		}
 	}
+	for _, r := range run.Hooks {
+		r.restrict(note)
+	}
 	for _, x := range execs {
 		x.restrict(note)
 	}
@@ -83,5 +86,8 @@ func (r *StepResult) restrict(note string) {
 	r.Output, r.Artifacts = nil, nil
 	if r.ErrorMessage != "" {
 		r.ErrorMessage = note
+	}
+	for _, c := range r.Children {
+		c.restrict(note)
 	}
 }

@@ -69,10 +69,19 @@ const (
 	CodeBrowserUnavailable Code = "BROWSER_UNAVAILABLE"
 	CodeBrowserError       Code = "BROWSER_ERROR"
 	CodeElementNotFound    Code = "ELEMENT_NOT_FOUND"
+	CodeInterrupted        Code = "INTERRUPTED"
+	// CodeLoopLimit: a repeat or forEach step would have run more
+	// iterations than its bound (max); it stopped there.
+	CodeLoopLimit Code = "LOOP_LIMIT"
+	// CodeSecretNotFound: a step reads ${secrets.NAME} and the run's
+	// executor has no secret of that name (duet vault set NAME).
+	CodeSecretNotFound Code = "SECRET_NOT_FOUND"
+	// CodeHookFailed: a step of a hook (beforeAll, beforeEach, afterEach,
+	// afterAll) failed; the message names the hook and the step.
+	CodeHookFailed Code = "HOOK_FAILED"
 	// CodeLocatorAmbiguous: a locator matched several elements where a
 	// step acts on (or reads) one; the message lists what it matched.
 	CodeLocatorAmbiguous Code = "LOCATOR_AMBIGUOUS"
-	CodeInterrupted      Code = "INTERRUPTED"
 	// CodeApprovalRequired: a step of a case someone else wrote (or a
 	// post-run action) would call an MCP tool with the executor's
 	// credentials, and the executor has not approved that version of the
@@ -111,6 +120,10 @@ const (
 	CodeLLMNotConfigured Code = "LLM_NOT_CONFIGURED"
 	CodeLLMError         Code = "LLM_ERROR"
 	CodeGenerationFailed Code = "GENERATION_FAILED"
+	// CodeLLMBudgetExceeded: an AI step spent its token budget (its
+	// maxTokens, or DUET_LLM_STEP_TOKENS) before the model answered what
+	// it asked; no further call was made.
+	CodeLLMBudgetExceeded Code = "LLM_BUDGET_EXCEEDED"
 )
 
 // Codes lists every code, in declaration order.
@@ -128,8 +141,9 @@ func Codes() []Code {
 		CodeMCPServerNotConfigured, CodeMCPToolNotFound, CodeMCPCallTimeout,
 		CodeMCPAuthFailed, CodeMCPToolError, CodeMCPUnreachable, CodeMCPProtocolMismatch,
 		CodeURLRefused, CodeMCPAuthIssuerMismatch,
-		CodeLLMNotConfigured, CodeLLMError, CodeGenerationFailed,
+		CodeLLMNotConfigured, CodeLLMError, CodeGenerationFailed, CodeLLMBudgetExceeded,
 		CodeInsufficientScope, CodeCallDepthExceeded, CodeSchemaTooNew, CodeLeaseLost,
+		CodeLoopLimit, CodeSecretNotFound, CodeHookFailed,
 		CodeMethodNotAllowed,
 	}
 }

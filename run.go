@@ -42,6 +42,7 @@ type Run struct {
 	CallSource      CallSource `json:"callSource"`
 	TraceID         string     `json:"traceId,omitempty"`
 	Device          string     `json:"device,omitempty"`
+	Trace           string     `json:"trace,omitempty"` // when its cases keep a trace ("": the task's, else DUET_TRACE)
 	ErrorCode       Code       `json:"errorCode,omitempty"`
 	ErrorMessage    string     `json:"errorMessage,omitempty"`
 	CancelRequested bool       `json:"cancelRequested,omitempty"`
@@ -58,6 +59,32 @@ type Run struct {
 	// run was (Caller.CallDepth): its MCP calls and http steps carry
 	// CallDepth+1.
 	CallDepth int `json:"callDepth,omitempty"`
+	// Origin is where the run was started from (a CI pipeline), when the
+	// caller said.
+	Origin *RunOrigin `json:"origin,omitempty"`
+	// Environment is the task's environment the run runs in (its name;
+	// "" for none): the start's choice, else the task's default.
+	Environment string `json:"environment,omitempty"`
+	// Hooks are the results of the task's beforeAll and afterAll steps in
+	// this run (each with its Hook), in the order they ran.
+	Hooks []*StepResult `json:"hooks,omitempty"`
+	// HookVars are the variables the beforeAll steps saved, as stored
+	// (redacted): every case of the run starts with them.
+	HookVars map[string]any `json:"-"`
+}
+
+// RunOrigin is where a run came from: the commit, branch, pull request and
+// pipeline of the CI job that started it.
+type RunOrigin struct {
+	Commit      string `json:"commit,omitempty" jsonschema:"the commit the pipeline tests"`
+	Branch      string `json:"branch,omitempty" jsonschema:"its branch"`
+	PullRequest string `json:"pullRequest,omitempty" jsonschema:"the pull or merge request's URL"`
+	Pipeline    string `json:"pipeline,omitempty" jsonschema:"the pipeline run's URL"`
+}
+
+// Empty reports whether o says nothing.
+func (o *RunOrigin) Empty() bool {
+	return o == nil || (o.Commit == "" && o.Branch == "" && o.PullRequest == "" && o.Pipeline == "")
 }
 
 // RunTotals counts the executions of a run by status.
@@ -86,6 +113,7 @@ type Execution struct {
 	Steps        []Step         `json:"-"` // the compiled steps this execution runs (a snapshot)
 	Results      []*StepResult  `json:"steps"`
 	Vars         map[string]any `json:"variables,omitempty"` // saved variables, redacted
+	Row          map[string]any `json:"row,omitempty"`       // the case's data row (Case.Row)
 	ErrorCode    Code           `json:"errorCode,omitempty"`
 	ErrorMessage string         `json:"errorMessage,omitempty"`
 	StartedAt    *time.Time     `json:"startedAt,omitempty"`
@@ -112,6 +140,58 @@ type StepResult struct {
 	Artifacts    []string        `json:"artifacts,omitempty"` // artifact ids (screenshots)
 	Optional     bool            `json:"optional,omitempty"`  // failed under FailOptional; the case went on
 	Soft         bool            `json:"soft,omitempty"`      // a soft assertion that failed; the case went on, and fails at its end
+	AI           *AIUsage        `json:"ai,omitempty"`        // what an AI step's model calls cost
+	// Hook names the hook the step belongs to (Step.Hook).
+	Hook string `json:"hook,omitempty"`
+	// Iteration is the loop iteration (from 1) of the enclosing repeat or
+	// forEach step the step ran in; 0 outside a loop.
+	Iteration int `json:"iteration,omitempty"`
+	// Branch says which steps an if step ran: "then", "else", or "none"
+	// (the condition was false and there is no else).
+	Branch string `json:"branch,omitempty"`
+	// Iterations is how many iterations a repeat or forEach step began.
+	Iterations int `json:"iterations,omitempty"`
+	// Children are the results of the steps a flow step (if, repeat,
+	// forEach, use) ran, in the order they ran: each one's Index is its
+	// place in its list, Iteration its loop iteration. At most
+	// MaxChildResults are kept; Omitted counts the passed ones left out.
+	Children StepResults `json:"children,omitempty"`
+	Omitted  int         `json:"omitted,omitempty"`
+}
+
+// StepResults are the results of the steps a flow step ran
+// (StepResult.Children). A type of its own so that a JSON Schema reflected
+// from a result can stop at it (a result holds results).
+type StepResults []*StepResult
+
+// MaxChildResults bounds the results a flow step keeps of the steps it ran
+// (a loop of many iterations): past it, only failed results are kept, and
+// the others counted in StepResult.Omitted.
+const MaxChildResults = 1000
+
+// Walk calls fn for r and, depth first, each result among its children.
+func (r *StepResult) Walk(fn func(*StepResult)) {
+	if r == nil {
+		return
+	}
+	fn(r)
+	for _, c := range r.Children {
+		c.Walk(fn)
+	}
+}
+
+// AIUsage is what the model calls of an AI step (aiAssert, aiQuery,
+// aiWaitFor) cost: failed calls count as calls, tokens as the endpoint
+// reported them.
+type AIUsage struct {
+	Calls            int `json:"calls"`
+	PromptTokens     int `json:"promptTokens"`
+	CompletionTokens int `json:"completionTokens"`
+	TotalTokens      int `json:"totalTokens"`
+	// Transcript is the artifact that keeps what the model was shown and
+	// what it answered, scrubbed of the run's secrets ("" when the engine
+	// keeps no artifacts).
+	Transcript string `json:"transcript,omitempty"`
 }
 
 // Lease is a worker's hold on a run, as its claim gave it: the run, the
@@ -149,6 +229,8 @@ type RunFilter struct {
 	Viewer string // required: runs of tasks the viewer may see
 	TaskID string
 	Status RunStatus
+	Branch string // only runs whose origin has this branch
+	Commit string // only runs whose origin has this commit
 	// UpTo, when set, keeps the runs whose id sorts at or before it (ids
 	// sort by creation): with TaskID, how many there are is the run's
 	// number in its task.
@@ -196,6 +278,11 @@ type StartRunParams struct {
 	// the store, so across every instance on one database). A replayed
 	// idempotent call is never refused.
 	MaxPerMinute int
+	// Fire, when set, makes the run a schedule's: the store claims the
+	// slot (a compare-and-set of the schedule's NextFireAt) in the
+	// transaction that creates the run, and refuses with CONFLICT, creating
+	// nothing, when another scheduler claimed it first.
+	Fire *ScheduleFire
 }
 
 // RunStore keeps runs and executions and is the durable queue the workers
@@ -233,6 +320,17 @@ type RunStore interface {
 	// see its task ("" = any). Returns NOT_FOUND.
 	FindExecutionByID(ctx context.Context, viewer, id string) (*Execution, error)
 
+	// FindRunPage returns the run filter.RunID as FindRunByID(viewer) does
+	// and one page of its executions as FindExecutionPage(filter) does,
+	// read together (one round trip on PostgreSQL without
+	// filter.Results). Returns NOT_FOUND, INVALID_ARGUMENT.
+	FindRunPage(ctx context.Context, viewer string, filter ExecutionFilter) (*Run, []*Execution, string, error)
+
+	// FindExecutionAndRun returns the execution as FindExecutionByID does
+	// and its run as FindRunByID does, read together (one round trip on
+	// PostgreSQL). Returns NOT_FOUND.
+	FindExecutionAndRun(ctx context.Context, viewer, id string) (*Execution, *Run, error)
+
 	// ClaimRun takes a queued run, or a running run whose lease has expired
 	// (a lost worker: Lost is then incremented), marks it running under a
 	// lease held by worker until now+lease, and returns it; nil when there
@@ -269,6 +367,11 @@ type RunStore interface {
 	// variables the case held. Its next holder resumes it at next instead
 	// of running those steps again.
 	SuspendExecution(ctx context.Context, l Lease, executionID string, next int) error
+
+	// SaveRunHooks stores the results of the task's beforeAll and afterAll
+	// steps in l's run so far, and the variables the beforeAll steps saved
+	// (Run.Hooks, Run.HookVars), replacing what was stored.
+	SaveRunHooks(ctx context.Context, l Lease, results []*StepResult, vars map[string]any) error
 
 	// SaveStepResult stores (inserts or replaces) one step result of an
 	// execution of l's run and the execution's variables so far.

@@ -1,5 +1,7 @@
 package duet
 
+import "encoding/json"
+
 // StepKind names what a compiled step does.
 type StepKind string
 
@@ -24,6 +26,20 @@ const (
 	StepAssertURL     StepKind = "assertURL"     // assert the page URL
 	StepExtract       StepKind = "extract"       // save text, an attribute or a URL part to a variable
 	StepScreenshot    StepKind = "screenshot"    // save a screenshot artifact
+	StepIf            StepKind = "if"            // run one list of steps or another, on an expression or an element's state
+	StepRepeat        StepKind = "repeat"        // run steps a number of times, while or until a condition holds (bounded)
+	StepForEach       StepKind = "forEach"       // run steps once per item of a list (bounded)
+	StepUse           StepKind = "use"           // run a reusable flow with parameters
+)
+
+// Hooks: the steps a task (or a case) runs around its cases. A step of a
+// case's hook is stored among the case's steps with its Hook set;
+// beforeAll and afterAll run once per run (Task.BeforeAll, Task.AfterAll).
+const (
+	HookBeforeAll  = "beforeAll"
+	HookBeforeEach = "beforeEach"
+	HookAfterEach  = "afterEach"
+	HookAfterAll   = "afterAll"
 )
 
 // FailurePolicy says what a failed mcpCall step does to its case.
@@ -44,6 +60,17 @@ type Step struct {
 	Name      string   `json:"name"`
 	Line      int      `json:"line,omitempty"` // line in the suite file
 	TimeoutMs int64    `json:"timeoutMs,omitempty"`
+	// Hook names the hook the step belongs to (HookBeforeEach,
+	// HookAfterEach, or, in Task.BeforeAll and Task.AfterAll, those
+	// hooks); "" for a step of the case itself. The steps of an afterEach
+	// hook run whatever became of the case before them: failed, timed out
+	// or cancelled.
+	Hook string `json:"hook,omitempty"`
+	// Secrets are the names of the executor's secrets the step reads
+	// (${secrets.NAME}), found by the compiler: the step fails with
+	// SECRET_NOT_FOUND, naming the first one missing, when the executor
+	// has not set it.
+	Secrets []string `json:"secrets,omitempty"`
 	// Soft makes a failed assertion a soft failure: it is recorded and the
 	// case goes on, and the case fails at its end.
 	Soft bool `json:"soft,omitempty"`
@@ -53,6 +80,111 @@ type Step struct {
 	MCP     *MCPCallStep `json:"mcp,omitempty"`
 	Set     *SetStep     `json:"set,omitempty"`
 	Browser *BrowserStep `json:"browser,omitempty"`
+	AI      *AIStep      `json:"ai,omitempty"`
+	If      *IfStep      `json:"if,omitempty"`
+	Loop    *LoopStep    `json:"loop,omitempty"` // repeat and forEach
+	Use     *UseStep     `json:"use,omitempty"`
+
+	Evidence *EvidenceStep `json:"evidence,omitempty"` // assertScreenshot, assertAccessible, assertPerformance (evidence.go)
+}
+
+// Children returns the lists of steps a flow step (if, repeat, forEach,
+// use) runs in its turn; nil for any other step.
+func (s *Step) Children() [][]Step {
+	switch {
+	case s.If != nil:
+		return [][]Step{s.If.Then, s.If.Else}
+	case s.Loop != nil:
+		return [][]Step{s.Loop.Steps}
+	case s.Use != nil:
+		return [][]Step{s.Use.Steps}
+	}
+	return nil
+}
+
+// WalkSteps calls fn for each step of steps and, depth first, for each
+// step the flow steps among them run, until fn returns false.
+func WalkSteps(steps []Step, fn func(*Step) bool) bool {
+	for i := range steps {
+		if !fn(&steps[i]) {
+			return false
+		}
+		for _, list := range steps[i].Children() {
+			if !WalkSteps(list, fn) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Condition is what an if step tests, or a repeat loop's while or until:
+// an expression over the variables, or the state of an element of the page
+// as it is (without waiting).
+type Condition struct {
+	Expr    string `json:"expr,omitempty"`    // a boolean expression
+	Visible string `json:"visible,omitempty"` // a selector: true when an element it matches is visible (template)
+	Hidden  string `json:"hidden,omitempty"`  // a selector: true when no element it matches is visible (template)
+}
+
+// IfStep runs Then when its condition holds, else Else.
+type IfStep struct {
+	Condition
+	Then []Step `json:"then"`
+	Else []Step `json:"else,omitempty"`
+}
+
+// Loop kinds.
+const (
+	LoopTimes   = "times"
+	LoopWhile   = "while"
+	LoopUntil   = "until"
+	LoopForEach = "forEach"
+)
+
+// LoopStep runs Steps again and again: Times times, while or until a
+// condition holds (repeat), or once per item of a list (forEach). It never
+// runs more than Max iterations: a loop that would go on fails with
+// LOOP_LIMIT.
+type LoopStep struct {
+	Mode  string     `json:"mode"`            // LoopTimes, LoopWhile, LoopUntil or LoopForEach
+	Times int        `json:"times,omitempty"` // LoopTimes
+	Cond  *Condition `json:"cond,omitempty"`  // LoopWhile (checked before each iteration), LoopUntil (after each)
+	In    string     `json:"in,omitempty"`    // LoopForEach: an expression whose value is a list
+	As    string     `json:"as,omitempty"`    // LoopForEach: the variable each item is saved to
+	Index string     `json:"index,omitempty"` // the variable the iteration's number (from 1) is saved to
+	Max   int        `json:"max"`             // the bound on iterations
+	Steps []Step     `json:"steps"`
+}
+
+// UseStep runs a reusable flow: a flow of the suite, or a flow asset, as it
+// was when the case was compiled (its steps are copied in, so a later
+// version of the asset changes no case until it is applied again).
+type UseStep struct {
+	Flow    string         `json:"flow"`              // the name the case used
+	Asset   string         `json:"asset,omitempty"`   // "owner/name" of a flow asset; "" for a flow of the suite
+	Version int            `json:"version,omitempty"` // the asset's version
+	With    map[string]any `json:"with,omitempty"`    // parameter → value; string leaves are templates over the caller's variables
+	Steps   []Step         `json:"steps"`
+}
+
+// AIStep holds the parameters of a step a model answers at run time
+// (aiAssert, aiQuery, aiWaitFor) from the page's accessibility tree.
+type AIStep struct {
+	// Prompt says, in words, what must hold (aiAssert, aiWaitFor) or what to
+	// read (aiQuery). A template.
+	Prompt string `json:"prompt"`
+	// Schema is the JSON Schema the answer of an aiQuery must validate
+	// against.
+	Schema json.RawMessage `json:"schema,omitempty"`
+	// SaveAs is the variable an aiQuery saves its answer to.
+	SaveAs string `json:"saveAs,omitempty"`
+	// MaxTokens is the step's token budget (prompt and answers of all its
+	// model calls); 0 means the configured default.
+	MaxTokens int `json:"maxTokens,omitempty"`
+	// IntervalMs is how long an aiWaitFor waits between looks at a page
+	// that has not changed; 0 means 1s.
+	IntervalMs int64 `json:"intervalMs,omitempty"`
 }
 
 // HTTPStep is an HTTP request. The response is saved to the variable SaveAs

@@ -24,6 +24,12 @@ type Store interface {
 	StopRequestStore
 	SessionStore
 	OAuthStore
+	ScheduleStore
+	ContractStore
+	CatalogHistoryStore
+	SecretStore
+	BaselineStore
+	MetricStore
 
 	// Ping checks that the database answers. Returns UNAVAILABLE.
 	Ping(ctx context.Context) error

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/compiler"
 )
 
 // AssetList is the asset center: the skills, rules and prompts the caller
@@ -70,6 +71,14 @@ func (s *Service) SaveAsset(ctx context.Context, c duet.Caller, in AssetIn) (Ass
 		}
 		if err := a.Validate(); err != nil {
 			return AssetSaved{}, err
+		}
+		if a.Kind == duet.AssetFlow {
+			// A flow is checked when it is saved, not first when a case uses it.
+			if err := compiler.CheckFlow(ctx, a.Body, func(ctx context.Context, ref string, version int) (*duet.Asset, error) {
+				return s.d.Store.FindAsset(ctx, c.UserID, duet.AssetFlow, ref, version)
+			}); err != nil {
+				return AssetSaved{}, err
+			}
 		}
 		act, err := s.d.Store.SaveAsset(ctx, a)
 		if err != nil {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"reflect"
 	"slices"
@@ -16,10 +17,12 @@ import (
 
 // schemaOptions map the Go types whose JSON shape reflection cannot see.
 func schemaOptions() *jsonschema.ForOptions {
-	return &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+	ts := map[reflect.Type]*jsonschema.Schema{
 		reflect.TypeFor[json.RawMessage](): {Description: "any JSON value"},
 		reflect.TypeFor[time.Time]():       {Type: "string", Format: "date-time"},
-	}}
+	}
+	maps.Copy(ts, catalog.FlowTypeSchemas())
+	return &jsonschema.ForOptions{TypeSchemas: ts}
 }
 
 // schema returns the JSON Schema (2020-12) of a route's success response,
@@ -141,6 +144,13 @@ func (h *Handler) openAPI() map[string]any {
 			ok["content"] = map[string]any{"text/event-stream": map[string]any{"schema": map[string]any{"type": "string",
 				"contentMediaType": "text/event-stream", "contentSchema": map[string]string{"$ref": "#/components/schemas/Progress"},
 				"description": "each event's data is a Progress"}}}
+		case rt.ctype == "application/zip": // a trace (trace.go); ?format=summary: JSON
+			ok["content"] = map[string]any{
+				"application/zip":  map[string]any{"schema": map[string]string{"type": "string", "format": "binary"}},
+				"application/json": map[string]any{"schema": map[string]string{"type": "object"}},
+			}
+		case rt.ctype == "image/png": // a baseline's image (baseline.go)
+			ok["content"] = map[string]any{"image/png": map[string]any{"schema": map[string]string{"type": "string", "format": "binary"}}}
 		default:
 			ok["content"] = map[string]any{
 				"text/html": map[string]any{"schema": map[string]string{"type": "string"}},

@@ -152,7 +152,7 @@ func op[In, Out any](method, p, id, tag, summary string, fn func(ctx context.Con
 
 // routes is the REST API, in documentation order.
 func routes() []*route {
-	return append(coreRoutes(), opsRoutes()...) // ops.go
+	return append(append(coreRoutes(), evidenceRoutes()...), opsRoutes()...) // ops.go
 }
 
 func coreRoutes() []*route {
@@ -216,6 +216,10 @@ func coreRoutes() []*route {
 				}
 				return s.Trends(ctx, c, r.PathValue("taskId"), TrendsIn{Runs: n})
 			}, path("taskId", "the task's id"), queryInt("runs", "how many of the latest finished runs (default 30)", 1, maxTrendRuns)),
+		op("GET", Prefix+"/tasks/{taskId}/alerts", "listContractAlerts", "tasks", "Cases an MCP tool they call changed under: broken by a dependency change, or changed compatibly, with the difference",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (AlertList, error) {
+				return s.ContractAlerts(ctx, c, r.PathValue("taskId"))
+			}, path("taskId", "the task's id")),
 		withSchema(op("GET", Prefix+"/cases/{caseId}", "getCase", "tasks", "Get a case with its YAML and compiled steps (get_test_case)",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (catalog.GetCaseOut, error) {
 				return s.GetCase(ctx, c, r.PathValue("caseId"))
@@ -238,12 +242,13 @@ func coreRoutes() []*route {
 					return RunList{}, err
 				}
 				q := r.URL.Query()
-				return s.ListRuns(ctx, c, RunListIn{TaskID: q.Get("taskId"), Status: duet.RunStatus(q.Get("status")), Cursor: q.Get("cursor"), Limit: limit})
+				return s.ListRuns(ctx, c, RunListIn{TaskID: q.Get("taskId"), Status: duet.RunStatus(q.Get("status")), Branch: q.Get("branch"), Commit: q.Get("commit"), Cursor: q.Get("cursor"), Limit: limit})
 			}, query("taskId", "only runs of this task"), query("status", "queued, running, passed, failed, error or cancelled"),
+			query("branch", "only runs whose origin (the CI job) has this branch"), query("commit", "only runs whose origin has this commit"),
 			query("cursor", "nextCursor of the previous page"), queryInt("limit", "page size (default 20)", 1, maxRunsPage)),
 		located(withHeader(withSchema(op("POST", Prefix+"/runs", "createRun", "runs", "Start a run (start_test_run); the Idempotency-Key header makes retries safe",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in RunIn) (catalog.StartRunOut, error) {
-				return s.StartRun(ctx, c, catalog.StartRunIn{TaskID: in.TaskID, CaseIDs: in.CaseIDs, Device: in.Device, IdempotencyKey: r.Header.Get("Idempotency-Key")})
+				return s.StartRunFrom(ctx, c, catalog.StartRunIn{TaskID: in.TaskID, CaseIDs: in.CaseIDs, Device: in.Device, Environment: in.Environment, Trace: in.Trace, IdempotencyKey: r.Header.Get("Idempotency-Key")}, in.Origin)
 			}), catalog.ToolStartRun), param{name: "Idempotency-Key", in: "header", typ: "string", required: true,
 			desc: "a key you choose (a UUID, say); a retry with the same key and body returns the first run (replayed: true), other arguments IDEMPOTENCY_CONFLICT"}),
 			func(out catalog.StartRunOut) string { return Prefix + "/runs/" + url.PathEscape(out.RunID) }),
@@ -255,6 +260,10 @@ func coreRoutes() []*route {
 				}
 				return s.GetRun(ctx, c, catalog.GetRunIn{RunID: r.PathValue("runId"), Cursor: r.URL.Query().Get("cursor"), Limit: limit})
 			}, path("runId", "the run's id"), query("cursor", "nextCursor of the previous page of executions"), queryInt("limit", "executions per page (default 200)", 1, 0)), catalog.ToolGetRun),
+		op("GET", Prefix+"/runs/{runId}/exit", "getRunExit", "runs", "The exit code of a finished run for a CI job: 0 passed, 1 failures, 2 usage or configuration, 3 infrastructure (what duet run --wait exits with)",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (report.Exit, error) {
+				return s.RunExit(ctx, c, r.PathValue("runId"), RunExitIn{FailOnFlaky: r.URL.Query().Get("failOnFlaky") == "true"})
+			}, path("runId", "the run's id"), param{name: "failOnFlaky", in: "query", typ: "boolean", desc: "a flaky case (passed on a retry) counts as a failure"}),
 		op("POST", Prefix+"/runs/{runId}/cancel", "cancelRun", "runs", "Cancel a run",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (RunSummary, error) {
 				return s.CancelRun(ctx, c, r.PathValue("runId"))
@@ -272,6 +281,32 @@ func coreRoutes() []*route {
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (catalog.GetExecutionOut, error) {
 				return s.GetExecution(ctx, c, r.PathValue("executionId"))
 			}, path("executionId", "the execution's id")), catalog.ToolGetExecutionResult),
+
+		// Schedules.
+		op("GET", Prefix+"/schedules", "listSchedules", "schedules", "The schedules of the tasks you can access, with their next fire times",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (ScheduleList, error) {
+				return s.ListSchedules(ctx, c, ScheduleListIn{TaskID: r.URL.Query().Get("taskId")})
+			}, query("taskId", "only the schedules of this task")),
+		op("POST", Prefix+"/schedules", "createSchedule", "schedules", "Schedule runs of a task (cron in a time zone, or every), run as you with your credentials",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in ScheduleIn) (ScheduleView, error) {
+				return s.CreateSchedule(ctx, c, in)
+			}),
+		op("GET", Prefix+"/schedules/{scheduleId}", "getSchedule", "schedules", "One schedule with its next fire times",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (ScheduleView, error) {
+				return s.GetSchedule(ctx, c, r.PathValue("scheduleId"))
+			}, path("scheduleId", "the schedule's id")),
+		op("POST", Prefix+"/schedules/{scheduleId}/pause", "pauseSchedule", "schedules", "Pause a schedule (yours, or one of your task's)",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (ScheduleView, error) {
+				return s.PauseSchedule(ctx, c, r.PathValue("scheduleId"))
+			}, path("scheduleId", "the schedule's id")),
+		op("POST", Prefix+"/schedules/{scheduleId}/resume", "resumeSchedule", "schedules", "Resume a schedule from its next slot to come",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (ScheduleView, error) {
+				return s.ResumeSchedule(ctx, c, r.PathValue("scheduleId"))
+			}, path("scheduleId", "the schedule's id")),
+		op("DELETE", Prefix+"/schedules/{scheduleId}", "deleteSchedule", "schedules", "Remove a schedule made by hand (a suite's goes with the suite)",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Empty, error) {
+				return s.RemoveSchedule(ctx, c, r.PathValue("scheduleId"))
+			}, path("scheduleId", "the schedule's id")),
 
 		// MCP servers.
 		op("GET", Prefix+"/servers", "listServers", "mcp", "Your registered MCP servers",
@@ -291,6 +326,14 @@ func coreRoutes() []*route {
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (ServerDetail, error) {
 				return s.SyncServer(ctx, c, r.PathValue("server"))
 			}, path("server", "the server's name or serverKey")),
+		op("GET", Prefix+"/servers/{server}/diff", "diffServer", "mcp", "What changed between the server's current archived catalog and an earlier one",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (CatalogDiff, error) {
+				back, err := intParam(r, "back")
+				if err != nil {
+					return CatalogDiff{}, err
+				}
+				return s.ServerDiff(ctx, c, r.PathValue("server"), back)
+			}, path("server", "the server's name or serverKey"), queryInt("back", "which earlier catalog: 1 (default) the one the latest changing sync replaced", 1, duet.MaxCatalogHistory)),
 		op("DELETE", Prefix+"/servers/{server}", "deleteServer", "mcp", "Remove your registration, its credential and its catalog",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Empty, error) {
 				return s.RemoveServer(ctx, c, r.PathValue("server"))
@@ -416,6 +459,11 @@ type RunIn struct {
 	TaskID  string   `json:"taskId"`
 	CaseIDs []string `json:"caseIds,omitempty" jsonschema:"run only these cases (default: all active cases)"`
 	Device  string   `json:"device,omitempty" jsonschema:"device for browser steps: a preset (desktop, iphone-15, ...), android:SERIAL, or PRESET@ws://... a remote browser's DevTools address"`
+	// Environment is the task's environment to run in.
+	Environment string `json:"environment,omitempty" jsonschema:"the task's environment to run in (its base URL and env variables); default: the task's default environment"`
+	// Origin is the CI job starting the run (docs/ci.md).
+	Origin *duet.RunOrigin `json:"origin,omitempty" jsonschema:"the CI job starting the run: commit, branch, pull request URL, pipeline URL"`
+	Trace  string          `json:"trace,omitempty" jsonschema:"when the cases keep a trace: off, on-failure, on-first-retry or on (default: the task's)"`
 }
 
 func withSchema(rt *route, toolName string) *route {

@@ -87,6 +87,32 @@ func testREST(t *testing.T, vars map[string]string) {
 	}
 	do("alice", "unshareTask", p("taskId", taskID, "principal", "carol"), nil)
 
+	// Schedules: made as alice (her runs, her credentials), listed with
+	// their next fire times, paused, resumed, removed; bob sees none.
+	sc := decode[api.ScheduleView](t, do("alice", "createSchedule", nil, api.ScheduleIn{TaskID: taskID, Name: "nightly", Cron: "0 2 * * *", TimeZone: "Europe/Paris", Overlap: "queue"}))
+	if sc.Owner != "alice" || sc.Source != "user" || sc.NextFireAt == nil || len(sc.NextFires) != 3 || sc.Overlap != "queue" || sc.Missed != "skip" {
+		t.Fatalf("createSchedule: %+v", sc)
+	}
+	refused("alice", "createSchedule", nil, api.ScheduleIn{TaskID: taskID, Every: "10s"}, duet.CodeInvalidArgument)
+	refused("bob", "createSchedule", nil, api.ScheduleIn{TaskID: taskID, Every: "1h"}, duet.CodeNotFound)
+	if l := decode[api.ScheduleList](t, do("alice", "listSchedules", p("?", "taskId="+taskID), nil)); len(l.Schedules) != 1 || l.Schedules[0].ID != sc.ID {
+		t.Fatalf("listSchedules: %+v", l)
+	}
+	if l := decode[api.ScheduleList](t, do("bob", "listSchedules", nil, nil)); len(l.Schedules) != 0 {
+		t.Fatalf("bob's listSchedules: %+v", l)
+	}
+	do("alice", "getSchedule", p("scheduleId", sc.ID), nil)
+	if v := decode[api.ScheduleView](t, do("alice", "pauseSchedule", p("scheduleId", sc.ID), nil)); !v.Paused || v.NextFireAt != nil {
+		t.Fatalf("pauseSchedule: %+v", v)
+	}
+	if v := decode[api.ScheduleView](t, do("alice", "resumeSchedule", p("scheduleId", sc.ID), nil)); v.Paused || v.NextFireAt == nil {
+		t.Fatalf("resumeSchedule: %+v", v)
+	}
+	do("alice", "deleteSchedule", p("scheduleId", sc.ID), nil)
+	if al := decode[api.AlertList](t, do("alice", "listContractAlerts", p("taskId", taskID), nil)); len(al.Alerts) != 0 || al.Broken != 0 {
+		t.Fatalf("listContractAlerts: %+v", al)
+	}
+
 	// MCP: register the order server (credentials once), sync, call by hand.
 	reg := decode[api.ServerDetail](t, do("alice", "createServer", nil, api.RegisterIn{Name: "orders", URL: e.OrderURL, Credentials: api.Credentials{BearerToken: e.OrderToken}}))
 	if reg.Server.Status != "synced" || len(reg.Tools) == 0 || !slices.Contains(reg.Server.HeaderNames, "Authorization") {
@@ -98,6 +124,9 @@ func testREST(t *testing.T, vars map[string]string) {
 		t.Fatalf("getServer returned the credential: %s", detail)
 	}
 	do("alice", "syncServer", p("server", reg.Server.ServerKey), nil)
+	if d := decode[api.CatalogDiff](t, do("alice", "diffServer", p("server", "orders"), nil)); d.From != nil || len(d.Changes) != 0 || d.Server != "orders" {
+		t.Fatalf("diffServer of an unchanged catalog: %+v", d)
+	}
 	called := decode[api.CallOut](t, do("alice", "callTool", p("server", "orders", "tool", "query_order"), api.CallIn{Arguments: map[string]any{"orderId": "A1001"}}))
 	if called.Error != nil || called.Result == nil || called.Invocation == nil || called.Invocation.Source != duet.SourceAPI || called.Invocation.Outcome != duet.OutcomeOK {
 		t.Fatalf("callTool: %+v", called)
@@ -122,6 +151,8 @@ func testREST(t *testing.T, vars map[string]string) {
 	if run.Run.Status != duet.StatusPassed || len(run.Executions) != 1 {
 		t.Fatalf("getRun: %+v", run)
 	}
+	// A passing case keeps no trace under the default, on-failure.
+	refused("alice", "getTrace", p("runId", start.RunID, "case", run.Executions[0].ID), nil, duet.CodeNotFound)
 	list := decode[api.RunList](t, do("alice", "listRuns", p("?", "taskId="+taskID), nil))
 	if len(list.Runs) != 1 || list.Total != 1 || list.Runs[0].TaskName != "plain" {
 		t.Fatalf("listRuns: %+v", list)
@@ -210,6 +241,20 @@ func testREST(t *testing.T, vars map[string]string) {
 	}
 	do("alice", "listGenerations", nil, nil)
 
+	// Baselines: alice's, as her runs recorded them.
+	first, cand := baselines(t, e, taskID, caseID)
+	if bl := decode[api.BaselineList](t, do("alice", "listBaselines", p("?", "status=pending&taskId="+taskID), nil)); len(bl.Baselines) != 2 {
+		t.Fatalf("listBaselines: %+v", bl)
+	}
+	if bd := decode[api.BaselineDetail](t, do("alice", "getBaseline", p("baselineId", cand.ID), nil)); bd.Current == nil || bd.Current.ID != first.ID || bd.DiffRatio == nil || *bd.DiffRatio != 1 {
+		t.Fatalf("getBaseline: %+v", bd)
+	}
+	do("alice", "getBaselineImage", p("baselineId", cand.ID, "?", "which=diff"), nil)
+	refused("alice", "getBaselineImage", p("baselineId", first.ID, "?", "which=diff"), nil, duet.CodeNotFound)
+	do("alice", "approveBaseline", p("baselineId", cand.ID), nil)
+	refused("alice", "approveBaseline", p("baselineId", cand.ID), nil, duet.CodeConflict)
+	do("alice", "rejectBaseline", p("baselineId", first.ID), nil)
+
 	// Bob owns nothing: every route that names alice's things answers
 	// NOT_FOUND, exactly as for a thing that does not exist, and his lists
 	// are empty.
@@ -229,6 +274,11 @@ func testREST(t *testing.T, vars map[string]string) {
 	refused("bob", "cancelRun", p("runId", start.RunID), nil, nf)
 	refused("bob", "followRun", p("runId", start.RunID), nil, nf)
 	refused("bob", "getReport", p("runId", start.RunID), nil, nf)
+	refused("bob", "getTrace", p("runId", start.RunID, "case", run.Executions[0].ID), nil, nf)
+	refused("bob", "getBaseline", p("baselineId", cand.ID), nil, nf)
+	refused("bob", "getBaselineImage", p("baselineId", cand.ID), nil, nf)
+	refused("bob", "approveBaseline", p("baselineId", cand.ID), nil, nf)
+	refused("bob", "rejectBaseline", p("baselineId", cand.ID), nil, nf)
 	refused("bob", "getExecution", p("executionId", run.Executions[0].ID), nil, nf)
 	refused("bob", "getServer", p("server", reg.Server.ServerKey), nil, nf)
 	refused("bob", "syncServer", p("server", "orders"), nil, nf)
@@ -292,7 +342,7 @@ func testREST(t *testing.T, vars map[string]string) {
 	for _, r := range audit.Records {
 		methods[r.Method+" "+r.Tool] = true
 	}
-	for _, m := range []string{"tools/call start_test_run", "tools/call list_test_tasks", "registerServer ", "callTool ", "applySuite ", "createToken "} {
+	for _, m := range []string{"tools/call start_test_run", "tools/call list_test_tasks", "registerServer ", "callTool ", "applySuite ", "createToken ", "approveBaseline " + cand.ID, "rejectBaseline " + first.ID} {
 		if !methods[m] {
 			t.Errorf("no audit record of %q among %v", m, methods)
 		}

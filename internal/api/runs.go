@@ -22,24 +22,27 @@ const (
 type RunListIn struct {
 	TaskID string         `json:"taskId,omitempty" jsonschema:"only runs of this task"`
 	Status duet.RunStatus `json:"status,omitempty" jsonschema:"only runs in this status"`
+	Branch string         `json:"branch,omitempty" jsonschema:"only runs whose origin has this branch"`
+	Commit string         `json:"commit,omitempty" jsonschema:"only runs whose origin has this commit"`
 	Cursor string         `json:"cursor,omitempty" jsonschema:"nextCursor of the previous page"`
 	Limit  int            `json:"limit,omitempty" jsonschema:"page size: default 20, at most 100"`
 }
 
 // RunSummary is a run in a list.
 type RunSummary struct {
-	ID           string         `json:"id"`
-	TaskID       string         `json:"taskId"`
-	TaskName     string         `json:"taskName"`
-	Status       duet.RunStatus `json:"status"`
-	Done         bool           `json:"done"`
-	TriggeredBy  string         `json:"triggeredBy"`
-	CallSource   string         `json:"callSource"`
-	CreatedAt    time.Time      `json:"createdAt"`
-	DurationMs   int64          `json:"durationMs"`
-	ErrorCode    string         `json:"errorCode,omitempty"`
-	ErrorMessage string         `json:"errorMessage,omitempty"`
-	Totals       duet.RunTotals `json:"totals"`
+	ID           string          `json:"id"`
+	TaskID       string          `json:"taskId"`
+	TaskName     string          `json:"taskName"`
+	Status       duet.RunStatus  `json:"status"`
+	Done         bool            `json:"done"`
+	TriggeredBy  string          `json:"triggeredBy"`
+	CallSource   string          `json:"callSource"`
+	CreatedAt    time.Time       `json:"createdAt"`
+	DurationMs   int64           `json:"durationMs"`
+	ErrorCode    string          `json:"errorCode,omitempty"`
+	ErrorMessage string          `json:"errorMessage,omitempty"`
+	Totals       duet.RunTotals  `json:"totals"`
+	Origin       *duet.RunOrigin `json:"origin,omitempty"`
 }
 
 // RunList is a page of runs, newest first.
@@ -64,7 +67,7 @@ func (s *Service) ListRuns(ctx context.Context, c duet.Caller, in RunListIn) (Ru
 			}
 			in.TaskID = t.ID
 		}
-		f := duet.RunFilter{Viewer: c.UserID, TaskID: in.TaskID, Status: in.Status, Cursor: in.Cursor, Limit: in.Limit}
+		f := duet.RunFilter{Viewer: c.UserID, TaskID: in.TaskID, Status: in.Status, Branch: in.Branch, Commit: in.Commit, Cursor: in.Cursor, Limit: in.Limit}
 		runs, next, err := s.d.Store.FindRuns(ctx, f)
 		if err != nil {
 			return RunList{}, err
@@ -92,7 +95,7 @@ func (s *Service) ListRuns(ctx context.Context, c duet.Caller, in RunListIn) (Ru
 
 func runSummary(r *duet.Run, taskName string) RunSummary {
 	v := RunSummary{ID: r.ID, TaskID: r.TaskID, TaskName: taskName, Status: r.Status, Done: r.Status.Final(), TriggeredBy: r.TriggeredBy,
-		CallSource: string(r.CallSource), CreatedAt: r.CreatedAt, ErrorCode: string(r.ErrorCode), ErrorMessage: r.ErrorMessage, Totals: r.Totals}
+		CallSource: string(r.CallSource), CreatedAt: r.CreatedAt, ErrorCode: string(r.ErrorCode), ErrorMessage: r.ErrorMessage, Totals: r.Totals, Origin: r.Origin}
 	if r.StartedAt != nil {
 		end := time.Now()
 		if r.FinishedAt != nil {
@@ -116,6 +119,12 @@ func validStatus(s duet.RunStatus) bool {
 // INVALID_ARGUMENT, IDEMPOTENCY_CONFLICT, RATE_LIMITED.
 func (s *Service) StartRun(ctx context.Context, c duet.Caller, in catalog.StartRunIn) (catalog.StartRunOut, error) {
 	return tool[catalog.StartRunOut](ctx, s, c, catalog.ToolStartRun, in)
+}
+
+// StartRunFrom is StartRun for a run started by a CI job: origin (its
+// commit, branch, pull request and pipeline) is kept on the run.
+func (s *Service) StartRunFrom(ctx context.Context, c duet.Caller, in catalog.StartRunIn, origin *duet.RunOrigin) (catalog.StartRunOut, error) {
+	return toolWith[catalog.StartRunOut](ctx, s, catalog.Request{Caller: c, Tool: catalog.ToolStartRun, Origin: origin}, in)
 }
 
 // GetRun returns a run with a page of its executions (get_test_run).
@@ -229,15 +238,43 @@ type Progress struct {
 
 // StepProgress is a finished step of a run followed live.
 type StepProgress struct {
-	ExecutionID  string         `json:"executionId"`
-	CaseTitle    string         `json:"caseTitle"`
+	ExecutionID  string         `json:"executionId" jsonschema:"the execution, or run:beforeAll / run:afterAll for the run's own hooks"`
+	CaseTitle    string         `json:"caseTitle" jsonschema:"the case's title, or beforeAll / afterAll"`
 	Index        int            `json:"index" jsonschema:"from 0"`
 	Name         string         `json:"name"`
+	Hook         string         `json:"hook,omitempty" jsonschema:"the hook the step belongs to (beforeEach, afterEach, ...), if any"`
 	Status       duet.RunStatus `json:"status"`
 	Optional     bool           `json:"optional,omitempty" jsonschema:"it failed, and the case went on (a warning)"`
 	DurationMs   int64          `json:"durationMs"`
 	ErrorCode    string         `json:"errorCode,omitempty"`
 	ErrorMessage string         `json:"errorMessage,omitempty" jsonschema:"shown only to the run's executor"`
+	Branch       string         `json:"branch,omitempty" jsonschema:"the branch an if step took"`
+	Iterations   int            `json:"iterations,omitempty" jsonschema:"the iterations a loop step began"`
+	// Children are the steps a flow step ran, as get_execution_result
+	// shows them.
+	Children duet.StepResults `json:"children,omitempty" jsonschema:"the steps a flow step (if, repeat, forEach, flow) ran under it"`
+	Omitted  int              `json:"omitted,omitempty" jsonschema:"passed steps under it not kept"`
+}
+
+// stepProgress is the progress line of a finished step.
+func stepProgress(id, title string, res *duet.StepResult) StepProgress {
+	return StepProgress{ExecutionID: id, CaseTitle: title, Index: res.Index, Name: res.Name, Hook: res.Hook, Status: res.Status,
+		Optional: res.Optional, DurationMs: res.DurationMs, ErrorCode: string(res.ErrorCode), ErrorMessage: res.ErrorMessage,
+		Branch: res.Branch, Iterations: res.Iterations, Children: res.Children, Omitted: res.Omitted}
+}
+
+// finishedSteps appends to p the results of id not sent yet, up to the
+// first still running (a flow step in progress), and returns how many of
+// results are sent now.
+func finishedSteps(p *Progress, id, title string, results []*duet.StepResult, sent int) int {
+	for _, res := range results[min(sent, len(results)):] {
+		if !res.Status.Final() {
+			break
+		}
+		p.Steps = append(p.Steps, stepProgress(id, title, res))
+		sent++
+	}
+	return sent
 }
 
 // stepsSent is what one progress stream has sent of each execution's
@@ -334,6 +371,16 @@ func (s *Service) progress(ctx context.Context, c duet.Caller, runID string, tas
 			running = x.ID
 		}
 	}
+	// The run's beforeAll and afterAll, as a case of their own each.
+	hooks := map[string][]*duet.StepResult{}
+	for _, h := range r.Hooks {
+		hooks[h.Hook] = append(hooks[h.Hook], h)
+	}
+	hook := func(name string) {
+		id := "run:" + name
+		steps.n[id] = finishedSteps(&p, id, name, hooks[name], steps.n[id])
+	}
+	hook(duet.HookBeforeAll)
 	for _, x := range execs {
 		// The results of the executions that ran since the last read:
 		// running ones, and final ones not read since they ended.
@@ -345,12 +392,8 @@ func (s *Service) progress(ctx context.Context, c duet.Caller, runID string, tas
 			return Progress{}, err
 		}
 		duet.DiscloseRun(c.UserID, r, full)
-		for _, res := range full.Results[min(steps.n[x.ID], len(full.Results)):] {
-			p.Steps = append(p.Steps, StepProgress{ExecutionID: x.ID, CaseTitle: full.CaseTitle, Index: res.Index, Name: res.Name, Status: res.Status,
-				Optional: res.Optional, DurationMs: res.DurationMs, ErrorCode: string(res.ErrorCode), ErrorMessage: res.ErrorMessage})
-		}
-		steps.n[x.ID] = len(full.Results)
-		steps.done[x.ID] = full.Status.Final()
+		steps.n[x.ID] = finishedSteps(&p, x.ID, full.CaseTitle, full.Results, steps.n[x.ID])
+		steps.done[x.ID] = full.Status.Final() && steps.n[x.ID] == len(full.Results)
 		if x.ID == running {
 			// The step running now: from that execution's results.
 			p.Current = full.CaseTitle
@@ -359,5 +402,35 @@ func (s *Service) progress(ctx context.Context, c duet.Caller, runID string, tas
 			}
 		}
 	}
+	hook(duet.HookAfterAll)
 	return p, nil
+}
+
+// RunExitIn asks for the exit code of a finished run.
+type RunExitIn struct {
+	FailOnFlaky bool `json:"failOnFlaky,omitempty"`
+}
+
+// RunExit is the exit code of a run for a CI job (report.ExitCode over
+// every execution of the run, not one page): 0 passed, 1 failures (with
+// failOnFlaky, a flaky case too), 2 usage or configuration, 3
+// infrastructure — what `duet run --wait` exits with, locally and against
+// a server alike. Returns NOT_FOUND; CONFLICT while the run has
+// not finished.
+func (s *Service) RunExit(ctx context.Context, c duet.Caller, runID string, in RunExitIn) (report.Exit, error) {
+	return govern(ctx, s, c, "getRunExit", in, func(ctx context.Context) (report.Exit, error) {
+		r, err := s.d.Store.FindRunByID(ctx, c.UserID, runID)
+		if err != nil {
+			return report.Exit{}, err
+		}
+		if !r.Status.Final() {
+			return report.Exit{}, duet.Errorf(duet.CodeConflict, "run %s is %s: its exit code is known once it ends", r.ID, r.Status)
+		}
+		execs, err := s.d.Store.FindExecutions(ctx, r.ID)
+		if err != nil {
+			return report.Exit{}, err
+		}
+		code, why := report.ExitCode(r, execs, in.FailOnFlaky)
+		return report.Exit{Code: code, Reason: why}, nil
+	})
 }

@@ -66,6 +66,12 @@ type Deps struct {
 	Devices func(ctx context.Context) ([]Device, error)
 	// Generate runs the test agent (GenerateCase); nil: no agent.
 	Generate Generator
+	// ScheduleChanged, if set, is told that a schedule was made or
+	// changed (it wakes this process's scheduler).
+	ScheduleChanged func()
+	// Secrets are the users' named secrets (SetSecret, ListSecrets,
+	// DeleteSecret); nil: none kept.
+	Secrets SecretVault
 }
 
 // Service is every operation of the REST API and the console, governed.
@@ -120,12 +126,20 @@ func governSized[T any](ctx context.Context, s *Service, c duet.Caller, op strin
 // tool calls a tool of the catalog as c (catalog.Call: the same pipeline,
 // validation and views as MCP) and decodes its structured result.
 func tool[T any](ctx context.Context, s *Service, c duet.Caller, name string, args any) (T, error) {
+	return toolWith[T](ctx, s, catalog.Request{Caller: c, Tool: name}, args)
+}
+
+// toolWith is tool for a request with more than a caller and a tool (a
+// run's origin).
+func toolWith[T any](ctx context.Context, s *Service, req catalog.Request, args any) (T, error) {
 	var out T
+	name := req.Tool
 	raw, err := json.Marshal(args)
 	if err != nil {
 		return out, duet.WrapError(duet.CodeInvalidArgument, err, "arguments cannot be encoded")
 	}
-	res, err := s.d.Catalog.Call(ctx, catalog.Request{Caller: c, Tool: name, Args: raw})
+	req.Args = raw
+	res, err := s.d.Catalog.Call(ctx, req)
 	if err != nil {
 		return out, err
 	}

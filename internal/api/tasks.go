@@ -120,7 +120,14 @@ func (s *Service) ApplySuite(ctx context.Context, c duet.Caller, in ApplyIn) (*d
 			}
 			return out, nil
 		}
-		return s.d.Store.ApplySuite(ctx, c.UserID, suite)
+		for _, sc := range suite.Schedules {
+			sc.TokenID = c.TokenID // revoking it pauses the schedule
+		}
+		res, err := s.d.Store.ApplySuite(ctx, c.UserID, suite)
+		if err == nil && len(suite.Schedules) > 0 {
+			s.scheduleChanged()
+		}
+		return res, err
 	})
 }
 
@@ -272,6 +279,64 @@ type Trends struct {
 	Runs   []RunTrend  `json:"runs" jsonschema:"the finished runs of the window, oldest first"`
 	Cases  []CaseTrend `json:"cases"`
 	Flaky  int         `json:"flaky" jsonschema:"cases flagged flaky"`
+	// Vitals are the page-speed values assertPerformance steps measured,
+	// per metric, per run of the window that measured it.
+	Vitals []VitalTrend `json:"vitals"`
+}
+
+// VitalTrend is one page-speed metric over the runs.
+type VitalTrend struct {
+	Name   string       `json:"name" jsonschema:"lcp, fcp, cls, inp, ttfb, domContentLoaded or load"`
+	Unit   string       `json:"unit" jsonschema:"ms, or empty for cls"`
+	Points []VitalPoint `json:"points" jsonschema:"oldest first"`
+}
+
+// VitalPoint is a metric's value in one run: the median of the values its
+// steps measured.
+type VitalPoint struct {
+	RunID   string    `json:"runId"`
+	At      time.Time `json:"at"`
+	Value   float64   `json:"value"`
+	Samples int       `json:"samples" jsonschema:"how many steps measured it"`
+}
+
+// vitalOrder is the order of the metrics in Trends.Vitals.
+var vitalOrder = []string{"lcp", "cls", "inp", "fcp", "ttfb", "domContentLoaded", "load"}
+
+// vitals gathers the metrics of runs (oldest first) per metric and run.
+func vitals(runs []*duet.Run, ms []*duet.Metric) []VitalTrend {
+	values := map[string]map[string][]float64{} // name → run → values
+	for _, m := range ms {
+		if values[m.Name] == nil {
+			values[m.Name] = map[string][]float64{}
+		}
+		values[m.Name][m.RunID] = append(values[m.Name][m.RunID], m.Value)
+	}
+	out := []VitalTrend{}
+	for _, name := range vitalOrder {
+		byRun := values[name]
+		if byRun == nil {
+			continue
+		}
+		vt := VitalTrend{Name: name, Unit: "ms", Points: []VitalPoint{}}
+		if name == "cls" {
+			vt.Unit = ""
+		}
+		for _, r := range runs {
+			vs := byRun[r.ID]
+			if len(vs) == 0 {
+				continue
+			}
+			slices.Sort(vs)
+			med := vs[len(vs)/2]
+			if len(vs)%2 == 0 {
+				med = (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2
+			}
+			vt.Points = append(vt.Points, VitalPoint{RunID: r.ID, At: r.CreatedAt, Value: med, Samples: len(vs)})
+		}
+		out = append(out, vt)
+	}
+	return out
 }
 
 // TrendsIn selects the window.
@@ -387,6 +452,15 @@ func (s *Service) Trends(ctx context.Context, c duet.Caller, taskID string, in T
 			}
 			out.Cases = append(out.Cases, *ct)
 		}
+		ids := make([]string, len(runs))
+		for i, r := range runs {
+			ids[i] = r.ID
+		}
+		ms, err := s.d.Store.FindMetrics(ctx, ids)
+		if err != nil {
+			return Trends{}, err
+		}
+		out.Vitals = vitals(runs, ms)
 		return out, nil
 	})
 }

@@ -58,6 +58,19 @@ var typedUses = map[string][]string{
 	"listTokens":          {"d.tokens[0].id: string"},
 	"createToken":         {"d.secret: string"},
 	"listAudit":           {"d.records[0].method: string"},
+	"listBaselines":       {"d.baselines[0].id: string"},
+	"getBaseline":         {"d.baseline.id: string"},
+	"getBaselineImage":    {"png: string"},
+	"approveBaseline":     {"d.id: string"},
+	"rejectBaseline":      {"d.id: string"},
+	"getTrace":            {"zip: string"},
+	"listSchedules":       {"d.schedules[0].id: string"},
+	"createSchedule":      {"d.id: string", "d.timing: string"},
+	"getSchedule":         {"d.timing: string", "d.paused: boolean"},
+	"pauseSchedule":       {"d.paused: boolean"},
+	"resumeSchedule":      {"d.paused: boolean"},
+	"listContractAlerts":  {"d.broken: number"},
+	"diffServer":          {"d.server: string", "d.history[0]: string"},
 }
 
 // TestTypeScriptClient generates a TypeScript client from the OpenAPI
@@ -127,6 +140,10 @@ type Empty<R> = R extends { content?: never } ? "empty" : "content";
 			fmt.Fprintf(&prog, "const stream_%s: string = ({} as Res<%q>[200])[\"content\"][\"text/event-stream\"];\nfunction use_%s(p: components[\"schemas\"][\"Progress\"]) {\n", id, id, id)
 		case id == "getReport":
 			fmt.Fprintf(&prog, "function use_%s(html: Res<%q>[200][\"content\"][\"text/html\"]) {\n", id, id)
+		case id == "getBaselineImage":
+			fmt.Fprintf(&prog, "function use_%s(png: Res<%q>[200][\"content\"][\"image/png\"]) {\n", id, id)
+		case id == "getTrace":
+			fmt.Fprintf(&prog, "function use_%s(zip: Res<%q>[200][\"content\"][\"application/zip\"]) {\n", id, id)
 		default:
 			fmt.Fprintf(&prog, "const typed_%s: Typed<JSONOf<Res<%q>[%s]>> = \"typed\";\nfunction use_%s(d: JSONOf<Res<%q>[%s]>) {\n", id, id, ok, id, id, ok)
 		}

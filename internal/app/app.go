@@ -16,6 +16,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/sync/errgroup"
@@ -37,7 +38,10 @@ import (
 	"github.com/duet-test/duet/internal/netguard"
 	"github.com/duet-test/duet/internal/oauthserver"
 	"github.com/duet-test/duet/internal/report"
+	"github.com/duet-test/duet/internal/schedule"
+	"github.com/duet-test/duet/internal/secret"
 	"github.com/duet-test/duet/internal/telemetry"
+	"github.com/duet-test/duet/internal/trace"
 	"github.com/duet-test/duet/internal/vault"
 	"github.com/duet-test/duet/internal/webui"
 )
@@ -71,6 +75,9 @@ type Options struct {
 	// Telemetry replaces the metrics and tracing the configuration asks
 	// for (tests: an in-memory span exporter).
 	Telemetry *telemetry.Telemetry
+	// PostgresTracer, if set, sees every statement sent to PostgreSQL
+	// (postgres.RoundTrips counts them; the benchmark and its test).
+	PostgresTracer pgx.QueryTracer
 }
 
 // App is a running Duet.
@@ -95,11 +102,17 @@ type App struct {
 	MCPClient *mcpclient.Client
 	// API is every operation of the REST API and the web console.
 	API *api.Service
+	// Scheduler fires the schedules (serve and worker run it).
+	Scheduler *schedule.Scheduler
 	// Telemetry is the metrics registry and the tracer (telemetry.go).
 	Telemetry *telemetry.Telemetry
 	// OAuthIssuer verifies the company identity provider's tokens, and
 	// OAuthServer is Duet's own authorization server (oauth.go); nil when
 	// off.
+	// Secrets are the users' named secrets (${secrets.NAME}), sealed under
+	// the master key.
+	Secrets *secret.Vault
+
 	OAuthIssuer *auth.Verifier
 	OAuthServer *oauthserver.Server
 
@@ -132,7 +145,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		opts.Stderr = os.Stderr
 	}
 	log := NewLogger(cfg, opts.Stderr)
-	db, err := openStore(ctx, cfg, opts.ReadOnly)
+	db, err := openStore(ctx, cfg, opts.ReadOnly, opts.PostgresTracer)
 	if err != nil {
 		return nil, err
 	}
@@ -158,12 +171,19 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	a.browsers = &Browsers{Default: a.Browsers, Android: a.Android, Guard: &guard, Logger: log}
 	a.Artifacts = NewArtifactStore(cfg)
 	a.initMCPClient(opts)
+	a.Secrets = secret.New(db, a.loadKeyring)
 	stepClient := guard.Client()
 	stepClient.Transport = a.Telemetry.Transport(stepClient.Transport, cfg.InTraceDomain) // http steps carry the run's traceparent into the trace domain
+	aiSteps, err := a.aiSteps(opts)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
 	a.Engine = engine.New(db, engine.Options{
 		StepTimeout: cfg.StepTimeout, CaseTimeout: cfg.CaseTimeout, Parallel: cfg.Parallel, MaxCallDepth: cfg.MaxCallDepth,
-		Browser: a.browsers, Artifacts: a.Artifacts, HTTPClient: stepClient,
-		OnEvent: opts.OnEvent, Logger: log, Invoker: a.Agent.Invoker,
+		Browser: a.browsers, Artifacts: a.Artifacts, HTTPClient: stepClient, AI: aiSteps,
+		OnEvent: opts.OnEvent, Logger: log, Invoker: a.Agent.Invoker, Secrets: a.Secrets,
+		Trace: trace.Mode(cfg.Trace), TraceMaxBytes: int64(cfg.TraceMaxBytes),
 	})
 	a.Worker = engine.NewWorker(db, a.Engine, engine.WorkerOptions{Concurrency: cfg.Workers, Lease: cfg.RunLease, Logger: log})
 	a.Catalog = catalog.New(db, catalog.Options{
@@ -219,8 +239,11 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	a.MCP = mcpserver.New(a.Catalog, mo)
 	a.Auth = auth.New(db, cfg.GatewayAPIKeys, cfg.GatewayFixedUser)
 	a.Auth.EnableConsole(auth.ConsoleOptions{Sessions: db, SessionTTL: cfg.SessionTTL, SSOUserHeader: cfg.SSOUserHeader, SSOSecret: cfg.SSOSecret})
+	a.Scheduler = schedule.New(schedule.Options{Store: db, Start: a.Catalog.StartScheduled, Logger: log})
 	a.API = api.New(api.Deps{
 		Catalog: a.Catalog, Store: db, MCP: a.MCPClient, Artifacts: a.Artifacts, Admins: cfg.Admins, Tokens: auth.NewToken,
+		ScheduleChanged: a.Scheduler.Wake,
+		Secrets:         a.Secrets,
 		NeedsApproval: func(ctx context.Context, executor, author string, m *duet.MCPCallStep) (bool, error) {
 			return engine.NeedsApproval(ctx, db, executor, author, m)
 		},
@@ -368,6 +391,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, o ServeOptions) error 
 		g.Go(func() error { return a.Worker.Run(gctx) })
 	}
 	g.Go(func() error { a.maintain(gctx); return nil })
+	g.Go(func() error { a.Scheduler.Run(gctx); return nil })
 	return g.Wait()
 }
 
@@ -385,6 +409,7 @@ func (a *App) RunWorkers(ctx context.Context) error {
 	}
 	g.Go(func() error { return a.Worker.Run(gctx) })
 	g.Go(func() error { a.maintain(gctx); return nil })
+	g.Go(func() error { a.Scheduler.Run(gctx); return nil })
 	return g.Wait()
 }
 

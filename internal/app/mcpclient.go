@@ -11,6 +11,7 @@ import (
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/compiler"
 	"github.com/duet-test/duet/internal/config"
+	"github.com/duet-test/duet/internal/contract"
 	"github.com/duet-test/duet/internal/mcpclient"
 	"github.com/duet-test/duet/internal/vault"
 )
@@ -40,6 +41,17 @@ func (a *App) initMCPClient(opts Options) {
 		// servers inside the trace domain (DUET_TRACE_DOMAIN) only.
 		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return a.Telemetry.Transport(rt, a.Config.InTraceDomain) },
 		TraceDomain:   a.Config.InTraceDomain,
+		// Another team's tool changed: flag the cases it breaks.
+		CatalogChanged: func(ctx context.Context, reg *duet.MCPServer, old, new []*duet.MCPTool) {
+			if reg.SyncedAt != nil {
+				if err := a.Store.SaveCatalogHistory(ctx, reg.ID, &duet.ArchivedCatalog{SyncedAt: *reg.SyncedAt, Hash: reg.CatalogHash, Tools: old}); err != nil {
+					a.Logger.WarnContext(ctx, "keeping the replaced catalog", "server", reg.ServerKey, "err", err)
+				}
+			}
+			if _, err := contract.New(a.Store, a.Logger).CatalogChanged(ctx, reg.ServerKey, old, new); err != nil {
+				a.Logger.WarnContext(ctx, "checking the cases of a changed catalog", "server", reg.ServerKey, "err", err)
+			}
+		},
 	})
 	a.Agent.Invoker, a.Agent.Servers = a.Telemetry.Invoker(a.MCPClient), a.MCPClient
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/pressly/goose/v3"
 
 	"github.com/duet-test/duet"
@@ -19,15 +20,17 @@ import (
 // gets a duet.Store. A database that cannot be opened is a *UsageError
 // naming the setting to fix; no message contains a password.
 func OpenStore(ctx context.Context, cfg *config.Config) (duet.Store, error) {
-	return openStore(ctx, cfg, false)
+	return openStore(ctx, cfg, false, nil)
 }
 
 // openStore is OpenStore; readOnly lets a command that only reads open an
 // existing SQLite database it cannot write (a read-only DUET_HOME)
-// read-only.
-func openStore(ctx context.Context, cfg *config.Config, readOnly bool) (duet.Store, error) {
+// read-only; tracer, if set, sees every statement sent to PostgreSQL.
+func openStore(ctx context.Context, cfg *config.Config, readOnly bool, tracer pgx.QueryTracer) (duet.Store, error) {
 	if cfg.Engine() == config.EnginePostgres {
-		db, err := postgres.Open(ctx, cfg.DatabaseURL, postgresOptions(cfg))
+		o := postgresOptions(cfg)
+		o.Tracer = tracer
+		db, err := postgres.Open(ctx, cfg.DatabaseURL, o)
 		if err != nil {
 			return nil, &UsageError{fmt.Sprintf("%s (check DUET_DATABASE_URL and the PG* variables; docs/deployment.md)", duet.ErrorMessage(err))}
 		}

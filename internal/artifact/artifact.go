@@ -181,18 +181,24 @@ func slug(name string) string {
 // removed is skipped and reported in the error; the others are still
 // removed.
 func (s *Store) Cleanup(ctx context.Context, now time.Time) (int, error) {
+	n, _, err := s.Collect(ctx, now, false)
+	return n, err
+}
+
+// Collect is Cleanup that also says how many bytes the removed runs' files
+// held; with dryRun it removes nothing and says what it would remove.
+func (s *Store) Collect(ctx context.Context, now time.Time, dryRun bool) (runs int, bytes int64, err error) {
 	if s.retention <= 0 {
-		return 0, nil
+		return 0, 0, nil
 	}
 	entries, err := os.ReadDir(s.dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
+		return 0, 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("artifact cleanup: %w", err)
+		return 0, 0, fmt.Errorf("artifact cleanup: %w", err)
 	}
 	cutoff := now.Add(-s.retention)
-	removed := 0
 	var errs []error
 	for _, e := range entries {
 		if ctx.Err() != nil {
@@ -202,7 +208,7 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time) (int, error) {
 			continue
 		}
 		dir := filepath.Join(s.dir, e.Name())
-		newest, err := newestModTime(dir)
+		newest, size, err := newestModTime(dir)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -210,37 +216,43 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time) (int, error) {
 		if newest.After(cutoff) {
 			continue
 		}
-		if err := os.RemoveAll(dir); err != nil {
-			errs = append(errs, err)
-			continue
+		if !dryRun {
+			if err := os.RemoveAll(dir); err != nil {
+				errs = append(errs, err)
+				continue
+			}
 		}
-		removed++
+		runs++
+		bytes += size
 	}
 	if len(errs) > 0 {
-		return removed, fmt.Errorf("artifact cleanup: %w", errors.Join(errs...))
+		return runs, bytes, fmt.Errorf("artifact cleanup: %w", errors.Join(errs...))
 	}
-	return removed, nil
+	return runs, bytes, nil
 }
 
-// newestModTime returns the latest modification time of dir and its files.
-func newestModTime(dir string) (time.Time, error) {
+// newestModTime returns the latest modification time of dir and its files,
+// and the size of its files.
+func newestModTime(dir string) (time.Time, int64, error) {
 	info, err := os.Stat(dir)
 	if err != nil {
-		return time.Time{}, err
+		return time.Time{}, 0, err
 	}
 	newest := info.ModTime()
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return time.Time{}, err
+		return time.Time{}, 0, err
 	}
+	var size int64
 	for _, e := range entries {
 		fi, err := e.Info()
 		if err != nil {
 			continue // removed meanwhile
 		}
+		size += fi.Size()
 		if fi.ModTime().After(newest) {
 			newest = fi.ModTime()
 		}
 	}
-	return newest, nil
+	return newest, size, nil
 }

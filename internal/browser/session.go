@@ -51,6 +51,8 @@ type Session struct {
 
 	refused atomic.Pointer[refusal] // a main-frame navigation the guard refused, not yet reported
 
+	rec atomic.Pointer[recorder] // the trace being recorded (trace.go), or nil
+
 	mu      sync.Mutex
 	origins map[string]bool // origins visited (shared sessions clear their storage)
 

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -74,9 +75,11 @@ type Env struct {
 	// call (their identifiers, such as TasksExtension).
 	Extensions []string
 
-	input *Input // nil: the client cannot be asked (see CanAsk, Ask)
-	state []byte // the checked state of the previous round (see State)
-	run   string // the run that is the call's task (TrackRun)
+	input  *Input // nil: the client cannot be asked (see CanAsk, Ask)
+	state  []byte // the checked state of the previous round (see State)
+	run    string // the run that is the call's task (TrackRun)
+	fire   *duet.ScheduleFire
+	origin *duet.RunOrigin
 }
 
 // Texter is implemented by tool outputs: the text block a person reads.
@@ -125,15 +128,33 @@ func Define[In any, Out Texter](name, title, description string, ann Annotations
 // json.RawMessage holds any JSON value (reflection would say "array of
 // integers", the shape of []byte).
 func schemaOptions() *jsonschema.ForOptions {
+	ts := map[reflect.Type]*jsonschema.Schema{
+		reflect.TypeFor[json.RawMessage](): anyJSON("any JSON value"),
+	}
+	maps.Copy(ts, FlowTypeSchemas())
+	return &jsonschema.ForOptions{TypeSchemas: ts}
+}
+
+// FlowTypeSchemas are the schemas of the types that hold themselves — a
+// flow step holds steps, a flow step's result the results of its steps, a
+// locator locators —
+// where reflection would find a cycle: an object (or a list of objects)
+// of the same shape as the step or result that holds it.
+func FlowTypeSchemas() map[reflect.Type]*jsonschema.Schema {
+	obj := func(doc string) *jsonschema.Schema { return &jsonschema.Schema{Type: "object", Description: doc} }
 	// A locator nests locators (within, has): its schema is named, not
 	// inferred (docs/suite.schema.json has it in full).
-	locator := &jsonschema.Schema{Type: "object", Description: "a locator: css, xpath, role and name, text, label, placeholder, alt, title or testId, with within, has, hasText, nth (docs/suite-format.md, Locators)"}
-	return &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
-		reflect.TypeFor[json.RawMessage](): anyJSON("any JSON value"),
+	locator := obj("a locator: css, xpath, role and name, text, label, placeholder, alt, title or testId, with within, has, hasText, nth (docs/suite-format.md, Locators)")
+	return map[reflect.Type]*jsonschema.Schema{
 		reflect.TypeFor[duet.Locator]():    locator,
 		reflect.TypeFor[*duet.Locator]():   locator,
 		reflect.TypeFor[[]*duet.Locator](): {Type: "array", Items: locator},
-	}}
+		reflect.TypeFor[duet.IfStep]():     obj("an if step: its condition (expr, visible or hidden), then and else, lists of steps shaped like this one"),
+		reflect.TypeFor[duet.LoopStep]():   obj("a repeat or forEach step: mode, times, cond, in, as, index, max, and steps shaped like this one"),
+		reflect.TypeFor[duet.UseStep]():    obj("a use step: the flow, its asset and version, with (the parameters), and its steps shaped like this one"),
+		reflect.TypeFor[duet.StepResults](): {Type: "array", Items: obj("a step result shaped like this one"),
+			Description: "the results of the steps a flow step ran, in order"},
+	}
 }
 
 // errorSchema is the shape of structuredContent.error.
@@ -406,6 +427,13 @@ type Request struct {
 	Input *Input
 	// Extensions are the protocol extensions the client declared.
 	Extensions []string
+	// Fire, set only by the scheduler in this process (never from a
+	// wire), makes the start_test_run call a schedule's slot: the store
+	// claims it in the transaction that creates the run.
+	Fire *duet.ScheduleFire
+	// Origin, set by in-process callers (the CLI, REST), is the CI job a
+	// start_test_run call comes from, kept on the run.
+	Origin *duet.RunOrigin
 }
 
 // Result is the outcome of a call in transport-neutral form: a text block, the
@@ -482,7 +510,7 @@ func (c *Catalog) Call(ctx context.Context, req Request) (*Result, error) {
 			input = nil // it declared it never asks (WithInput): nothing to tell it
 		}
 		env := &Env{Caller: req.Caller, Store: c.store, Catalog: c, Progress: progress, Streaming: streaming, Confirmer: req.Confirmer,
-			Extensions: req.Extensions, input: input, state: state}
+			Extensions: req.Extensions, input: input, state: state, fire: req.Fire, origin: req.Origin}
 		out, err := t.run(ctx, env, req.Args)
 		var async *asyncWork
 		if errors.As(err, &async) {

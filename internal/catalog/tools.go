@@ -6,13 +6,17 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/schedule"
+	"github.com/duet-test/duet/internal/trace"
 )
 
 // Tool names of the product catalog.
@@ -54,7 +58,7 @@ const (
 const maxDeviceLen = 512
 
 // maxLens are the bounds of string arguments by name.
-var maxLens = map[string]int{"query": 200, "owner": 128, "cursor": 256, "idempotencyKey": 200, "device": maxDeviceLen}
+var maxLens = map[string]int{"query": 200, "owner": 128, "cursor": 256, "idempotencyKey": 200, "device": maxDeviceLen, "environment": 64}
 
 // bounded returns adjust followed by the bounds of every argument.
 func bounded(adjust func(in, out *jsonschema.Schema)) func(in, out *jsonschema.Schema) {
@@ -159,8 +163,13 @@ type TaskView struct {
 	BaseURL     string   `json:"baseUrl"`
 	Owner       string   `json:"owner"`
 	SharedWith  []string `json:"sharedWith"`
-	CreatedAt   string   `json:"createdAt"`
-	UpdatedAt   string   `json:"updatedAt"`
+	// Environments are the names of the task's environments (a run names
+	// one as environment), DefaultEnvironment the one a run that names
+	// none runs in.
+	Environments       []string `json:"environments,omitempty" jsonschema:"the task's environments, by name: start_test_run's environment names one"`
+	DefaultEnvironment string   `json:"defaultEnvironment,omitempty" jsonschema:"the environment a run that names none runs in"`
+	CreatedAt          string   `json:"createdAt"`
+	UpdatedAt          string   `json:"updatedAt"`
 }
 
 func ts(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
@@ -178,6 +187,7 @@ func taskView(t *duet.Task) TaskView {
 		shared = []string{}
 	}
 	return TaskView{ID: t.ID, Name: t.Name, Description: t.Description, BaseURL: t.BaseURL, Owner: t.Owner,
+		Environments: slices.Sorted(maps.Keys(t.Environments)), DefaultEnvironment: t.DefaultEnvironment,
 		SharedWith: shared, CreatedAt: ts(t.CreatedAt), UpdatedAt: ts(t.UpdatedAt)}
 }
 
@@ -242,6 +252,31 @@ type GetTaskOut struct {
 	Task      TaskView `json:"task"`
 	CaseCount int      `json:"caseCount" jsonschema:"active cases"`
 	LastRun   *RunView `json:"lastRun,omitempty"`
+	// DependencyAlerts are the contract alerts of the task's cases.
+	DependencyAlerts []DependencyAlert `json:"dependencyAlerts,omitempty" jsonschema:"cases whose MCP tools changed since they were written: broken (the call no longer fits the tool) or changed compatibly"`
+	Schedules        []ScheduleBrief   `json:"schedules,omitempty" jsonschema:"the task's schedules and their next fire times"`
+}
+
+// DependencyAlert is a case an MCP tool change concerns.
+type DependencyAlert struct {
+	CaseID   string   `json:"caseId"`
+	Case     string   `json:"case" jsonschema:"the case's title"`
+	Server   string   `json:"serverKey"`
+	Tool     string   `json:"tool"`
+	Broken   bool     `json:"broken" jsonschema:"true: broken by a dependency change, the next run fails; false: the tool changed compatibly"`
+	Problems []string `json:"problems,omitempty"`
+	Changes  []string `json:"changes"`
+}
+
+// ScheduleBrief is a schedule of a task.
+type ScheduleBrief struct {
+	ID           string `json:"id"`
+	Name         string `json:"name"`
+	Owner        string `json:"owner"`
+	Timing       string `json:"timing"`
+	Paused       bool   `json:"paused"`
+	PausedReason string `json:"pausedReason,omitempty"`
+	NextFireAt   string `json:"nextFireAt,omitempty"`
 }
 
 // Text implements Texter.
@@ -257,6 +292,20 @@ func (o GetTaskOut) Text() string {
 		fmt.Fprintf(&b, "; shared with %s", strings.Join(t.SharedWith, ", "))
 	}
 	fmt.Fprintf(&b, "\nCases: %d", o.CaseCount)
+	for _, a := range o.DependencyAlerts {
+		state := "dependency changed"
+		if a.Broken {
+			state = "BROKEN by a dependency change: " + strings.Join(a.Problems, "; ")
+		}
+		fmt.Fprintf(&b, "\nCase %q (%s): tool %s of %s %s (%s)", a.Case, a.CaseID, a.Tool, a.Server, state, strings.Join(a.Changes, "; "))
+	}
+	for _, sc := range o.Schedules {
+		next := "next " + sc.NextFireAt
+		if sc.Paused {
+			next = "paused " + sc.PausedReason
+		}
+		fmt.Fprintf(&b, "\nSchedule %q (%s) by %s: %s, %s", sc.Name, sc.ID, sc.Owner, sc.Timing, next)
+	}
 	if o.LastRun != nil {
 		fmt.Fprintf(&b, "\nLast run: %s %s (%d passed, %d failed of %d)", o.LastRun.ID, o.LastRun.Status, o.LastRun.Totals.Passed, o.LastRun.Totals.Failed, o.LastRun.Totals.Cases)
 	}
@@ -271,25 +320,34 @@ func orNone(s string) string {
 }
 
 func getTask(ctx context.Context, env *Env, in GetTaskIn) (GetTaskOut, error) {
-	// The three reads make one answer: a caching store checks its
-	// freshness once for them.
-	ctx = duet.WithReadScope(ctx)
-	t, err := FindTask(ctx, env.Store, env.Caller.UserID, in.TaskID)
+	// The three reads make one answer, read together (one round trip on
+	// PostgreSQL; one freshness check of SQLite's cache).
+	o, err := env.Store.FindTaskOverview(ctx, env.Caller.UserID, in.TaskID)
+	if duet.ErrorCode(err) == duet.CodeNotFound {
+		// Not an id: a name the caller can see unambiguously.
+		var t *duet.Task
+		if t, err = FindTask(ctx, env.Store, env.Caller.UserID, in.TaskID); err == nil {
+			o, err = env.Store.FindTaskOverview(ctx, env.Caller.UserID, t.ID)
+		}
+	}
 	if err != nil {
 		return GetTaskOut{}, err
 	}
-	n, err := env.Store.CountCases(ctx, t.ID)
-	if err != nil {
-		return GetTaskOut{}, err
+	out := GetTaskOut{Task: taskView(o.Task), CaseCount: o.ActiveCases}
+	for _, a := range o.Alerts {
+		out.DependencyAlerts = append(out.DependencyAlerts, DependencyAlert{CaseID: a.CaseID, Case: a.CaseTitle, Server: a.ServerKey, Tool: a.Tool,
+			Broken: a.Broken, Problems: a.Problems, Changes: a.Changes})
 	}
-	out := GetTaskOut{Task: taskView(t), CaseCount: n}
-	runs, _, err := env.Store.FindRuns(ctx, duet.RunFilter{Viewer: env.Caller.UserID, TaskID: t.ID, Limit: 1})
-	if err != nil {
-		return GetTaskOut{}, err
+	for _, sc := range o.Schedules {
+		v := ScheduleBrief{ID: sc.ID, Name: sc.Name, Owner: sc.Owner, Timing: schedule.Describe(sc), Paused: sc.Paused, PausedReason: sc.PausedReason}
+		if !sc.Paused {
+			v.NextFireAt = sc.NextFireAt.UTC().Format(time.RFC3339)
+		}
+		out.Schedules = append(out.Schedules, v)
 	}
-	if len(runs) > 0 {
-		duet.DiscloseRun(env.Caller.UserID, runs[0])
-		v := runView(runs[0])
+	if o.LastRun != nil {
+		duet.DiscloseRun(env.Caller.UserID, o.LastRun)
+		v := runView(o.LastRun)
 		out.LastRun = &v
 	}
 	return out, nil
@@ -353,11 +411,15 @@ func caseSummary(c *duet.Case) CaseSummary {
 }
 
 func listCases(ctx context.Context, env *Env, in ListCasesIn) (ListCasesOut, error) {
-	t, err := FindTask(ctx, env.Store, env.Caller.UserID, in.TaskID)
-	if err != nil {
-		return ListCasesOut{}, err
+	f := duet.CaseFilter{TaskID: in.TaskID, IncludeDrafts: in.IncludeDrafts, Cursor: in.Cursor, Limit: in.Limit}
+	t, cases, next, total, err := env.Store.FindTaskCases(ctx, env.Caller.UserID, f)
+	if duet.ErrorCode(err) == duet.CodeNotFound {
+		// Not an id: a name the caller can see unambiguously.
+		if t, err = FindTask(ctx, env.Store, env.Caller.UserID, in.TaskID); err == nil {
+			f.TaskID = t.ID
+			t, cases, next, total, err = env.Store.FindTaskCases(ctx, env.Caller.UserID, f)
+		}
 	}
-	cases, next, total, err := env.Store.FindCases(ctx, duet.CaseFilter{TaskID: t.ID, IncludeDrafts: in.IncludeDrafts, Cursor: in.Cursor, Limit: in.Limit})
 	if err != nil {
 		return ListCasesOut{}, err
 	}
@@ -437,12 +499,14 @@ type RunView struct {
 	Totals       duet.RunTotals `json:"totals"`
 	// PostRun are notes, never part of the verdict.
 	PostRun []*duet.PostRunResult `json:"postRun,omitempty" jsonschema:"outcomes of the task's post-run actions (MCP tool calls made when the run ended): notes that never change the run's status"`
+	Origin  *duet.RunOrigin       `json:"origin,omitempty" jsonschema:"the CI job that started the run: commit, branch, pull request, pipeline"`
+	Hooks   []*duet.StepResult    `json:"hooks,omitempty" jsonschema:"the results of the task's beforeAll and afterAll steps"`
 }
 
 func runView(r *duet.Run) RunView {
 	return RunView{ID: r.ID, TaskID: r.TaskID, Status: r.Status, Done: r.Status.Final(), TriggeredBy: r.TriggeredBy,
 		CallSource: string(r.CallSource), CreatedAt: ts(r.CreatedAt), StartedAt: tsp(r.StartedAt), FinishedAt: tsp(r.FinishedAt),
-		ErrorCode: string(r.ErrorCode), ErrorMessage: r.ErrorMessage, Totals: r.Totals, PostRun: r.PostRun}
+		ErrorCode: string(r.ErrorCode), ErrorMessage: r.ErrorMessage, Totals: r.Totals, PostRun: r.PostRun, Origin: r.Origin, Hooks: r.Hooks}
 }
 
 // ExecutionSummary is one case execution of a run.
@@ -509,15 +573,11 @@ func durationMs(start, end *time.Time) int64 {
 }
 
 func getRun(ctx context.Context, env *Env, in GetRunIn) (GetRunOut, error) {
-	r, err := env.Store.FindRunByID(ctx, env.Caller.UserID, in.RunID)
-	if err != nil {
-		return GetRunOut{}, err
-	}
 	limit := in.Limit
 	if limit <= 0 {
 		limit = 200
 	}
-	execs, next, err := env.Store.FindExecutionPage(ctx, duet.ExecutionFilter{RunID: r.ID, Cursor: in.Cursor, Limit: limit})
+	r, execs, next, err := env.Store.FindRunPage(ctx, env.Caller.UserID, duet.ExecutionFilter{RunID: in.RunID, Cursor: in.Cursor, Limit: limit})
 	if err != nil {
 		return GetRunOut{}, err
 	}
@@ -588,11 +648,7 @@ func (o GetExecutionOut) Text() string {
 }
 
 func getExecution(ctx context.Context, env *Env, in GetExecutionIn) (GetExecutionOut, error) {
-	x, err := env.Store.FindExecutionByID(ctx, env.Caller.UserID, in.ExecutionID)
-	if err != nil {
-		return GetExecutionOut{}, err
-	}
-	run, err := env.Store.FindRunByID(ctx, env.Caller.UserID, x.RunID)
+	x, run, err := env.Store.FindExecutionAndRun(ctx, env.Caller.UserID, in.ExecutionID)
 	if err != nil {
 		return GetExecutionOut{}, err
 	}
@@ -618,6 +674,8 @@ type StartRunIn struct {
 	CaseIDs        []string `json:"caseIds,omitempty" jsonschema:"run only these cases (default: all active cases)"`
 	IdempotencyKey string   `json:"idempotencyKey" jsonschema:"a key you choose (e.g. a UUID); a retry with the same key and arguments returns the first run instead of starting another"`
 	Device         string   `json:"device,omitempty" jsonschema:"device for browser steps: a preset (e.g. desktop, iphone-15, pixel-7), android:SERIAL, or PRESET@ws://… a remote browser's DevTools address; default: the task's"`
+	Environment    string   `json:"environment,omitempty" jsonschema:"the task's environment to run in (its base URL and env variables); default: the task's default environment"`
+	Trace          string   `json:"trace,omitempty" jsonschema:"when the run's cases keep a trace (screenshots, DOM, console, network, replay): off, on-failure, on-first-retry or on; default: the task's, else on-failure"`
 }
 
 // StartRunOut is the result of start_test_run.
@@ -652,6 +710,33 @@ func (c *Catalog) StartRun(ctx context.Context, caller duet.Caller, in StartRunI
 	return startRun(ctx, env, in)
 }
 
+// StartScheduled starts the run of a schedule's slot as the schedule's
+// owner (caller, Source schedule): start_test_run through Call — the same
+// governance, checks, approvals, queue caps and audit as any start — with
+// the slot's claim made in the transaction that creates the run
+// (duet.StartRunParams.Fire). replayed is true when the key's run exists
+// already (another scheduler made it).
+func (c *Catalog) StartScheduled(ctx context.Context, caller duet.Caller, taskID, key string, fire *duet.ScheduleFire) (runID string, replayed bool, err error) {
+	args, err := json.Marshal(StartRunIn{TaskID: taskID, IdempotencyKey: key})
+	if err != nil {
+		return "", false, err
+	}
+	res, err := c.Call(ctx, Request{Caller: caller, Tool: ToolStartRun, Args: args, Fire: fire})
+	if err != nil {
+		return "", false, err
+	}
+	if res.IsError {
+		var body struct{ Error ErrorBody }
+		json.Unmarshal(res.Structured, &body)
+		return "", false, duet.Errorf(res.Code, "%s", body.Error.Message)
+	}
+	var out StartRunOut
+	if err := json.Unmarshal(res.Structured, &out); err != nil {
+		return "", false, err
+	}
+	return out.RunID, out.Replayed, nil
+}
+
 func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error) {
 	c := env.Catalog
 	key := strings.TrimSpace(in.IdempotencyKey)
@@ -667,6 +752,13 @@ func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error)
 			return StartRunOut{}, err
 		}
 	}
+	envName, _, err := task.Environment(in.Environment)
+	if err != nil {
+		return StartRunOut{}, err
+	}
+	if _, err := trace.ParseMode(in.Trace); err != nil {
+		return StartRunOut{}, err
+	}
 	cases, err := selectCases(ctx, env, task, in.CaseIDs)
 	if err != nil {
 		return StartRunOut{}, err
@@ -680,12 +772,23 @@ func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error)
 	ids := slices.Clone(in.CaseIDs)
 	slices.Sort(ids)
 	h := sha256.New()
-	json.NewEncoder(h).Encode([]any{task.ID, ids, in.Device})
+	args := []any{task.ID, ids, in.Device}
+	if in.Environment != "" {
+		args = append(args, in.Environment) // the hash of a start without one stays what it was
+	}
+	if in.Trace != "" {
+		args = append(args, in.Trace) // (a run without one hashes as before)
+	}
+	json.NewEncoder(h).Encode(args)
+	origin, err := checkOrigin(env.origin)
+	if err != nil {
+		return StartRunOut{}, err
+	}
 	run := &duet.Run{TaskID: task.ID, TriggeredBy: env.Caller.UserID, CallSource: env.Caller.Source, TraceID: env.Caller.TraceID, Device: in.Device,
-		CallDepth: env.Caller.CallDepth}
+		CallDepth: env.Caller.CallDepth, Origin: origin, Environment: envName, Trace: in.Trace}
 	var execs []*duet.Execution
 	for _, cs := range cases {
-		execs = append(execs, &duet.Execution{CaseID: cs.ID, CaseKey: cs.Key, CaseTitle: cs.Title, CaseVersion: cs.Version, Steps: cs.Steps, TimeoutMs: cs.TimeoutMs})
+		execs = append(execs, &duet.Execution{CaseID: cs.ID, CaseKey: cs.Key, CaseTitle: cs.Title, CaseVersion: cs.Version, Steps: cs.Steps, TimeoutMs: cs.TimeoutMs, Row: cs.Row})
 	}
 	rec, replayed, err := env.Store.CreateRun(ctx, duet.StartRunParams{
 		Run: run, Executions: execs,
@@ -696,6 +799,7 @@ func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error)
 		},
 		MaxQueued:    c.opts.Limits.MaxQueuedRuns,
 		MaxPerMinute: c.opts.Limits.MaxRunsPerMinute,
+		Fire:         env.fire,
 	})
 	if err != nil {
 		return StartRunOut{}, err
@@ -726,6 +830,31 @@ func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error)
 		}
 	}
 	return out, nil
+}
+
+// checkOrigin checks a run's origin: one-line values of at most 300
+// characters, the pull request and pipeline http(s) URLs. Returns
+// INVALID_ARGUMENT; nil for an empty origin.
+func checkOrigin(o *duet.RunOrigin) (*duet.RunOrigin, error) {
+	if o.Empty() {
+		return nil, nil
+	}
+	c := *o
+	for _, f := range []struct {
+		name string
+		v    *string
+		url  bool
+	}{{"commit", &c.Commit, false}, {"branch", &c.Branch, false}, {"pullRequest", &c.PullRequest, true}, {"pipeline", &c.Pipeline, true}} {
+		*f.v = strings.TrimSpace(*f.v)
+		v := *f.v
+		switch {
+		case len(v) > 300 || strings.ContainsAny(v, "\r\n\t") || !utf8.ValidString(v):
+			return nil, duet.Errorf(duet.CodeInvalidArgument, "origin.%s must be one line of at most 300 characters", f.name)
+		case f.url && v != "" && !strings.HasPrefix(v, "https://") && !strings.HasPrefix(v, "http://"):
+			return nil, duet.Errorf(duet.CodeInvalidArgument, "origin.%s must be an http(s) URL, got %q", f.name, v)
+		}
+	}
+	return &c, nil
 }
 
 func selectCases(ctx context.Context, env *Env, task *duet.Task, ids []string) ([]*duet.Case, error) {

@@ -4,7 +4,8 @@
 // only the commands that run Duet itself open the app. Main returns the
 // exit code: 0 success,
 // 1 a failure (printed as "error: CODE: message"), 2 a usage or setup problem
-// (one line naming what to fix).
+// (one line naming what to fix); duet run also exits 3 on an infrastructure
+// error (report.ExitCode, docs/ci.md).
 package cli
 
 import (
@@ -79,6 +80,10 @@ func Main(ctx context.Context, args []string, env Env) int {
 	var ue *app.UsageError
 	var ce *config.Error
 	switch {
+	case errors.As(err, &ee) && isDuetError(ee.err):
+		// A failure with its own exit code (duet run: 2 or 3).
+		printFailure(env.Stderr, ee.err, who)
+		return ee.code
 	case errors.As(err, &ee):
 		if ee.err != nil && ee.err.Error() != "" {
 			fmt.Fprintln(env.Stderr, "error:", ee.err.Error())
@@ -98,16 +103,26 @@ func Main(ctx context.Context, args []string, env Env) int {
 		printUsage(env.Stderr, cmd)
 		return 2
 	default:
-		code := duet.ErrorCode(err)
-		fmt.Fprintf(env.Stderr, "error: %s: %s\n", code, duet.ErrorMessage(err))
-		var he *hintError
-		switch {
-		case errors.As(err, &he):
-			fmt.Fprintln(env.Stderr, he.hint)
-		case code == duet.CodeNotFound && who.user != "":
-			fmt.Fprintln(env.Stderr, who.notFoundHint())
-		}
+		printFailure(env.Stderr, err, who)
 		return 1
+	}
+}
+
+func isDuetError(err error) bool {
+	var de *duet.Error
+	return errors.As(err, &de)
+}
+
+// printFailure prints "error: CODE: message" and what to do about it.
+func printFailure(w io.Writer, err error, who *acting) {
+	code := duet.ErrorCode(err)
+	fmt.Fprintf(w, "error: %s: %s\n", code, duet.ErrorMessage(err))
+	var he *hintError
+	switch {
+	case errors.As(err, &he):
+		fmt.Fprintln(w, he.hint)
+	case code == duet.CodeNotFound && who.user != "":
+		fmt.Fprintln(w, who.notFoundHint())
 	}
 }
 
@@ -199,11 +214,12 @@ Run "duet config" to see every setting.`,
 		serveCmd(env), workerCmd(env), mcpCmd(env),
 		applyCmd(env), lintCmd(env), runCmd(env), taskCmd(env), caseCmd(env), tokenCmd(env), auditCmd(env),
 		demoCmd(env), sampleCmd(env), configCmd(env),
-		assetCmd(env), generateCmd(env), reportCmd(env),
+		assetCmd(env), generateCmd(env), reportCmd(env), gcCmd(env), baselineCmd(env),
 		serverCmd(env), vaultCmd(env),
 		deviceCmd(env),
 		migrateCmd(env),
 		scanCmd(env), teamCmd(env),
+		scheduleCmd(env),
 		schemaCmd(env),
 		loginCmd(env), logoutCmd(env),
 	)
@@ -231,7 +247,8 @@ Run "duet config" to see every setting.`,
 var readOnlyCommands = []string{
 	"task list", "task show", "run list", "run show", "report", "audit",
 	"server list", "server show", "server invocations", "token list",
-	"case show", "case approvals", "asset list", "asset show", "generate list",
+	"case show", "case approvals", "asset list", "asset show", "generate list", "baseline list",
+	"schedule list", "task check", "server diff",
 }
 
 const readOnlyAnnotation = "duet.readOnly"

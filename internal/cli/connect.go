@@ -59,3 +59,26 @@ func serverURL(cmd *cobra.Command, cfg *config.Config) string {
 	}
 	return cfg.ServerURL
 }
+
+// localOnly refuses remote mode for a command that works on this machine
+// itself (its files, its master key) rather than on what a Duet server
+// keeps: with --server or DUET_SERVER_URL it is a usage error (exit 2)
+// saying why and where to run it instead.
+func localOnly(cmd *cobra.Command, env Env, why string) error {
+	cfg, err := loadConfig(env)
+	if err != nil {
+		return err
+	}
+	if server := serverURL(cmd, cfg); server != "" {
+		return usage("%s works on this machine, not on a Duet server (%s set): %s", cmd.CommandPath(), serverSource(cmd), why)
+	}
+	return nil
+}
+
+// serverSource names where the Duet server's address came from.
+func serverSource(cmd *cobra.Command) string {
+	if f := cmd.Flag("server"); f != nil && f.Value.String() != "" {
+		return "--server"
+	}
+	return "DUET_SERVER_URL"
+}

@@ -205,7 +205,7 @@ func runDemo(cmd *cobra.Command, env Env, home string, keep bool) error {
 // as duet run does (the app's service, in this process).
 func demoRun(ctx context.Context, a *app.App, user, taskID string, out io.Writer) (catalog.RunView, error) {
 	c := client.NewLocal(a, user) // not closed: the demo closes a
-	started, err := c.StartRun(ctx, catalog.StartRunIn{TaskID: taskID, IdempotencyKey: duet.NewID("demo")})
+	started, err := c.StartRun(ctx, catalog.StartRunIn{TaskID: taskID, IdempotencyKey: duet.NewID("demo")}, nil)
 	if err != nil {
 		return catalog.RunView{}, err
 	}

@@ -61,7 +61,7 @@ cases:
     steps:
       - open: /order
 `)
-	out = h.must(1, "run", "shop", "--device", "android:R58M1234ABC")
+	out = h.must(3, "run", "shop", "--device", "android:R58M1234ABC") // an infrastructure error
 	if !strings.Contains(out, "BROWSER_UNAVAILABLE") || !strings.Contains(out, "no Android device is attached") {
 		t.Errorf("a run on a missing phone: got\n%s", out)
 	}

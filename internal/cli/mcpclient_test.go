@@ -206,7 +206,7 @@ func TestMCPClientEndToEnd(t *testing.T) {
 
 	out, _, code := e.run(t, "run", "shop-orders", "--as", "bob", "--json")
 	var bobRun duet.Run
-	if err := json.Unmarshal([]byte(out), &bobRun); err != nil || code != 1 || bobRun.Status != duet.StatusFailed || bobRun.StartedAt == nil {
+	if err := json.Unmarshal([]byte(out), &bobRun); err != nil || code != 2 || bobRun.Status != duet.StatusFailed || bobRun.StartedAt == nil { // 2: a configuration error
 		t.Fatalf("bob's run: exit %d, %v %s", code, err, out)
 	}
 	var shown struct {

@@ -90,7 +90,7 @@ func TestPostRunActionsEndToEnd(t *testing.T) {
 	// Bob runs alice's task with his own registration: the write and the
 	// read-only lookup both need his approval.
 	orders.SetStatus("A1002", sample.StatusPending)
-	if out, _, code := e.run(t, "run", "shop-post-run", "--as", "bob"); code != 1 || !strings.Contains(out, "post-run hold the order (set_order_status): failed: APPROVAL_REQUIRED") ||
+	if out, _, code := e.run(t, "run", "shop-post-run", "--as", "bob"); code != 2 || !strings.Contains(out, "post-run hold the order (set_order_status): failed: APPROVAL_REQUIRED") ||
 		!strings.Contains(out, "post-run look up a missing order (query_order): failed: APPROVAL_REQUIRED") {
 		t.Fatalf("bob's first run: exit %d\n%s", code, out)
 	}

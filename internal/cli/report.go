@@ -16,8 +16,9 @@ import (
 func reportCmd(env Env) *cobra.Command {
 	var format, out, cursor string
 	var limit int
+	var withTrace bool
 	cmd := &cobra.Command{
-		Use:   "report RUN_ID",
+		Use:   "report RUN_ID [CASE]",
 		Short: "Write the report of a run: HTML (default), JSON or JUnit XML",
 		Long: `report writes the report of RUN_ID, a run that --as may see, to stdout or to
 the file -o names. RUN_ID latest is the newest run --as may see.
@@ -36,9 +37,26 @@ run says how many more there are and prints the --cursor of the next part.
 
 A run used the credentials of the person who ran it: its outputs, saved
 variables, messages and screenshots are in the report only when --as is that
-person; anyone else gets statuses, timings and error codes.`,
-		Args: cobra.ExactArgs(1),
+person; anyone else gets statuses, timings and error codes.
+
+With --trace, report writes the trace of one case of the run (CASE: its key,
+case id or execution id) as a zip to -o, default trace-RUN_ID-CASE.zip: unzip
+it and open index.html (the viewer: each step's screenshots, DOM snapshot,
+console and network, and a replay), or open network.har in DevTools. Only the
+person who ran it may download it.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case withTrace && len(args) != 2:
+				return usage("--trace needs RUN_ID and CASE (the case's key, case id or execution id)")
+			case !withTrace && len(args) == 2:
+				return usage("CASE names the case of --trace; without it, report takes RUN_ID only")
+			}
+			return cobra.RangeArgs(1, 2)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if withTrace {
+				return writeTrace(cmd, env, args[0], args[1], out)
+			}
 			f, err := report.ParseFormat(format)
 			if err != nil {
 				return usage("%s", duet.ErrorMessage(err))
@@ -74,6 +92,7 @@ person; anyone else gets statuses, timings and error codes.`,
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write to this file instead of stdout")
 	cmd.Flags().StringVar(&cursor, "cursor", "", "the part of a big run's report after this cursor (the report prints it)")
 	cmd.Flags().IntVar(&limit, "limit", 0, "cases per report (default 500, at most 1000)")
+	cmd.Flags().BoolVar(&withTrace, "trace", false, "write the trace of one case (RUN_ID CASE) as a zip")
 	addAs(cmd)
 	return cmd
 }

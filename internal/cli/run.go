@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -14,67 +15,142 @@ import (
 	"github.com/duet-test/duet/internal/catalog"
 	"github.com/duet-test/duet/internal/client"
 	"github.com/duet-test/duet/internal/escape"
+	"github.com/duet-test/duet/internal/report"
 )
 
 func runCmd(env Env) *cobra.Command {
 	var caseIDs []string
-	var detach, asJSON bool
-	var device, remote string
+	var detach, wait, failOnFlaky bool
+	var device, remote, environment, traceMode, jsonOut, junitOut, reportOut string
+	var origin duet.RunOrigin
 	cmd := &cobra.Command{
 		Use:   "run TASK",
-		Short: "Run a task's cases now and show progress (exit 1 unless the run passes)",
+		Short: "Run a task's cases now and show progress (exit 0 pass, 1 failures, 2 usage or configuration, 3 infrastructure)",
 		Long: `run starts a run of TASK (an id or a name) as --as, executes it in this process
-with progress output, and exits 0 when it passes, 1 otherwise. If a "duet serve"
-worker takes the run first, run follows its progress instead. Against a Duet
-server (--server URL) the server's workers execute it and run follows its progress.
-With --detach it only queues the run and prints its id. Ctrl-C cancels the run.
+with progress output, waits for its end (--wait, the default) and exits:
+
+  0  every case passed
+  1  a case failed (or the run was cancelled; with --fail-on-flaky, a flaky case)
+  2  a usage or configuration error: bad arguments, an unknown task, a missing MCP
+     registration, credentials refused, an approval missing, a file not writable
+  3  an infrastructure error: the browser, a device or an MCP server unavailable
+
+If a "duet serve" worker takes the run first, run follows its progress instead.
+Against a Duet server (--server URL) the server's workers execute it and run
+follows its progress, with the same output, files and exit codes.
+--junit, --json=FILE and --report write the JUnit XML, JSON and HTML reports when
+the run ends (docs/ci.md). With --detach it only queues the run and prints its id.
+Ctrl-C cancels the run.
 
 Subcommands show, list and cancel manage existing runs.`,
 		Args: cobra.ExactArgs(1),
 		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
 			ctx := cmd.Context()
+			if detach && (cmd.Flags().Changed("wait") || junitOut != "" || reportOut != "" || (jsonOut != "" && jsonOut != "-") || failOnFlaky) {
+				return usage("--detach only queues the run: it takes none of --wait, --junit, --json=FILE, --report, --fail-on-flaky")
+			}
+			if !wait && !detach {
+				return usage("--wait=false: use --detach to only queue the run")
+			}
 			if remote != "" {
 				if strings.HasPrefix(device, "android:") || strings.Contains(device, "@") {
 					return usage("--browser names the browser; --device must then be a preset, got %q", device)
 				}
 				device += "@" + remote
 			}
-			out, err := c.StartRun(ctx, catalog.StartRunIn{TaskID: args[0], CaseIDs: caseIDs, IdempotencyKey: duet.NewID("cli"), Device: device})
+			out, err := c.StartRun(ctx, catalog.StartRunIn{TaskID: args[0], CaseIDs: caseIDs, IdempotencyKey: duet.NewID("cli"), Device: device,
+				Environment: environment, Trace: traceMode}, ciOrigin(origin, env.Getenv))
 			if err != nil {
-				return err
+				return startExit(err)
 			}
 			if detach {
-				if asJSON {
+				if jsonOut != "" {
 					return printJSON(env.Stdout, out)
 				}
 				fmt.Fprintln(env.Stdout, out.RunID)
 				return nil
 			}
-			run, err := executeAndFollow(ctx, c, out.RunID, env.Stdout, !asJSON)
+			toStdout := jsonOut == "-"
+			run, err := executeAndFollow(ctx, c, out.RunID, env.Stdout, !toStdout)
 			if err != nil {
-				return err
+				return startExit(err)
 			}
-			if asJSON {
+			if toStdout {
 				printJSON(env.Stdout, run.Run)
 			} else {
 				printPostRunNotes(env.Stdout, run.Run.PostRun)
+			}
+			if err := writeRunFiles(ctx, c, run.Run.ID, env.Stdout, map[report.Format]string{report.JUnit: junitOut, report.JSON: fileOnly(jsonOut), report.HTML: reportOut}); err != nil {
+				return err
+			}
+			if !toStdout && junitOut == "" && reportOut == "" && jsonOut == "" {
 				fmt.Fprintf(env.Stdout, "report: duet report %s %s-o report.html   (also --format json|junit)\n", run.Run.ID, asFlag(cmd))
 			}
-			if run.Run.Status != duet.StatusPassed {
-				return &exitError{1, nil}
+			exit, err := c.RunExit(context.WithoutCancel(ctx), run.Run.ID, api.RunExitIn{FailOnFlaky: failOnFlaky})
+			if err != nil {
+				return &exitError{ExitInfra, fmt.Errorf("reading the run's verdict: %s", duet.ErrorMessage(err))}
+			}
+			if exit.Code != ExitPassed {
+				if exit.Code != ExitFailed {
+					fmt.Fprintf(env.Stderr, "exit %d: %s\n", exit.Code, exit.Reason)
+				}
+				return &exitError{exit.Code, nil}
 			}
 			return nil
 		}),
 	}
 	cmd.Flags().StringSliceVar(&caseIDs, "case", nil, "run only these case ids (repeatable)")
 	cmd.Flags().BoolVar(&detach, "detach", false, "only queue the run (a serve or worker executes it) and print its id")
+	cmd.Flags().BoolVar(&wait, "wait", true, "wait for the run's end and exit with its verdict (the default)")
 	cmd.Flags().StringVar(&device, "device", "", deviceFlagHelp)
+	cmd.Flags().StringVar(&environment, "env", "", "the task's environment to run in (its baseURL and env variables); default: the task's default environment")
+	cmd.Flags().StringVar(&traceMode, "trace", "", "when the cases keep a trace: off, on-failure, on-first-retry or on (default: the task's, else DUET_TRACE)")
 	cmd.Flags().StringVar(&remote, "browser", "", "DevTools endpoint of a remote browser for this run, e.g. ws://10.0.0.5:9222 (with --device PRESET to emulate one)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the final run as JSON")
+	cmd.Flags().StringVar(&jsonOut, "json", "", "--json: print the final run as JSON instead of progress; --json=FILE: write the JSON report to FILE at the end")
+	cmd.Flags().Lookup("json").NoOptDefVal = "-"
+	cmd.Flags().StringVar(&junitOut, "junit", "", "write the JUnit XML report to FILE at the end")
+	cmd.Flags().StringVar(&reportOut, "report", "", "write the HTML report to FILE at the end")
+	cmd.Flags().StringVar(&origin.Commit, "commit", "", "the commit this run tests (default: from the CI's environment, e.g. GITHUB_SHA)")
+	cmd.Flags().StringVar(&origin.Branch, "branch", "", "its branch (default: from the CI's environment)")
+	cmd.Flags().StringVar(&origin.PullRequest, "pr", "", "the pull or merge request's URL (default: from the CI's environment)")
+	cmd.Flags().StringVar(&origin.Pipeline, "pipeline", "", "the pipeline run's URL (default: from the CI's environment)")
+	cmd.Flags().BoolVar(&failOnFlaky, "fail-on-flaky", false, "exit 1 when a case passed only on a retry (flaky; retries arrive with issue 27)")
 	addAs(cmd)
 	cmd.AddCommand(runShowCmd(env), runListCmd(env), runCancelCmd(env),
 		runApproveStopCmd(env), runDenyStopCmd(env), runStopRequestsCmd(env)) // stop.go
 	return cmd
+}
+
+func fileOnly(p string) string {
+	if p == "-" {
+		return ""
+	}
+	return p
+}
+
+// writeRunFiles writes the reports of a finished run to the files named
+// (format → path; "" skips one): the run as the user sees it, from the
+// service (getReport), in either mode. A file that cannot be written is a
+// usage error (exit 2).
+func writeRunFiles(ctx context.Context, c client.Client, runID string, w io.Writer, files map[report.Format]string) error {
+	for _, f := range []report.Format{report.JUnit, report.JSON, report.HTML} {
+		path := files[f]
+		if path == "" {
+			continue
+		}
+		r, err := c.Report(context.WithoutCancel(ctx), runID, f, report.Page{Limit: 1000})
+		if err != nil {
+			return &exitError{ExitInfra, fmt.Errorf("building the %s report: %s", f, duet.ErrorMessage(err))}
+		}
+		if err := writeFileAtomic(path, func(bw *bufio.Writer) error { _, err := bw.Write(r.Body); return err }); err != nil {
+			return usage("cannot write the %s report to %s: %v", f, path, err)
+		}
+		fmt.Fprintf(w, "wrote the %s report to %s\n", f, path)
+		if win := r.Window; win != nil && win.NotShown > 0 {
+			fmt.Fprintf(w, "  %d more cases are not in it: duet report %s --format %s --cursor %s\n", win.NotShown, runID, f, win.NextCursor)
+		}
+	}
+	return nil
 }
 
 // executeAndFollow executes the run here when the client does that
@@ -128,32 +204,88 @@ func executeAndFollow(ctx context.Context, c client.Client, runID string, w io.W
 	return run, nil
 }
 
-// stepKey names a step of an execution, printed once.
+// stepKey names a step of an execution (or of the run's hooks), printed
+// once.
 type stepKey struct {
-	execution string
-	index     int
+	execution, hook string
+	index           int
 }
 
 // printSteps prints the finished steps not printed yet.
 func printSteps(w io.Writer, steps []api.StepProgress, printed map[stepKey]bool) {
 	for _, s := range steps {
-		k := stepKey{s.ExecutionID, s.Index}
+		k := stepKey{s.ExecutionID, s.Hook, s.Index}
 		if printed[k] {
 			continue
 		}
 		printed[k] = true
-		printStep(w, s.CaseTitle, s.Index, s.Name, s.Status, s.Optional, s.DurationMs, s.ErrorCode, s.ErrorMessage)
+		printStepResult(w, s.CaseTitle, &duet.StepResult{Index: s.Index, Name: s.Name, Hook: s.Hook, Status: s.Status, Optional: s.Optional,
+			DurationMs: s.DurationMs, ErrorCode: duet.Code(s.ErrorCode), ErrorMessage: s.ErrorMessage, Branch: s.Branch, Iterations: s.Iterations,
+			Children: s.Children, Omitted: s.Omitted})
 	}
 }
 
-func printStep(w io.Writer, caseTitle string, index int, name string, status duet.RunStatus, optional bool, ms int64, code, msg string) {
-	mark := map[duet.RunStatus]string{duet.StatusPassed: "ok  ", duet.StatusFailed: "FAIL", duet.StatusError: "ERR ", duet.StatusSkipped: "skip", duet.StatusCancelled: "stop"}[status]
-	if optional {
+// printResults prints the finished results of one case (or hook), up to
+// the first still running (a flow step in progress).
+func printResults(w io.Writer, title string, results []*duet.StepResult) {
+	for _, r := range results {
+		if !r.Status.Final() {
+			return
+		}
+		printStepResult(w, title, r)
+	}
+}
+
+// printStepResult prints a finished step of a case (or hook) with the
+// steps a flow step ran under it, indented, with their loop iteration.
+func printStepResult(w io.Writer, title string, r *duet.StepResult) {
+	printResult(w, fmt.Sprintf("  %%s %s > %d. %s%s (%d ms)", title, r.Index+1, stepLabel(r, title), flowNote(r), r.DurationMs), r, "         ")
+	var walk func(rs duet.StepResults, indent string)
+	walk = func(rs duet.StepResults, indent string) {
+		for _, c := range rs {
+			it := ""
+			if c.Iteration > 0 {
+				it = fmt.Sprintf("#%d ", c.Iteration)
+			}
+			printResult(w, fmt.Sprintf("%s%%s %s%d. %s%s (%d ms)", indent, it, c.Index+1, c.Name, flowNote(c), c.DurationMs), c, indent+"       ")
+			walk(c.Children, indent+"  ")
+		}
+	}
+	walk(r.Children, "         ")
+	if r.Omitted > 0 {
+		fmt.Fprintf(w, "         (%d passed steps not kept)\n", r.Omitted)
+	}
+}
+
+// stepLabel is a step's name, after the hook it belongs to when it is a
+// case's beforeEach or afterEach step.
+func stepLabel(r *duet.StepResult, title string) string {
+	if r.Hook != "" && r.Hook != title {
+		return r.Hook + ": " + r.Name
+	}
+	return r.Name
+}
+
+// flowNote says what a flow step did: the branch an if took, the
+// iterations a loop began.
+func flowNote(r *duet.StepResult) string {
+	switch {
+	case r.Branch != "":
+		return " [" + r.Branch + "]"
+	case r.Iterations > 0:
+		return fmt.Sprintf(" [%d iterations]", r.Iterations)
+	}
+	return ""
+}
+
+func printResult(w io.Writer, format string, r *duet.StepResult, indent string) {
+	mark := map[duet.RunStatus]string{duet.StatusPassed: "ok  ", duet.StatusFailed: "FAIL", duet.StatusError: "ERR ", duet.StatusSkipped: "skip", duet.StatusCancelled: "stop"}[r.Status]
+	if r.Optional {
 		mark = "warn"
 	}
-	line := fmt.Sprintf("  %s %s > %d. %s (%d ms)", mark, caseTitle, index+1, name, ms)
-	if code != "" {
-		line += fmt.Sprintf("\n         %s: %s", code, msg)
+	line := fmt.Sprintf(format, mark)
+	if r.ErrorCode != "" {
+		line += fmt.Sprintf("\n%s%s: %s", indent, r.ErrorCode, r.ErrorMessage)
 	}
 	fmt.Fprintln(w, line)
 }
@@ -213,11 +345,15 @@ func runShowCmd(env Env) *cobra.Command {
 			if r.ErrorMessage != "" {
 				fmt.Fprintf(env.Stdout, "%s: %s\n", r.ErrorCode, escape.Text(r.ErrorMessage))
 			}
-			for _, x := range d.Executions {
-				for _, s := range x.Steps {
-					printStep(env.Stdout, x.CaseTitle, s.Index, s.Name, s.Status, s.Optional, s.DurationMs, string(s.ErrorCode), s.ErrorMessage)
-				}
+			hooks := map[string][]*duet.StepResult{}
+			for _, h := range r.Hooks {
+				hooks[h.Hook] = append(hooks[h.Hook], h)
 			}
+			printResults(env.Stdout, duet.HookBeforeAll, hooks[duet.HookBeforeAll])
+			for _, x := range d.Executions {
+				printResults(env.Stdout, x.CaseTitle, x.Steps)
+			}
+			printResults(env.Stdout, duet.HookAfterAll, hooks[duet.HookAfterAll])
 			printPostRunNotes(env.Stdout, r.PostRun)
 			return nil
 		}),
@@ -228,11 +364,11 @@ func runShowCmd(env Env) *cobra.Command {
 }
 
 func runListCmd(env Env) *cobra.Command {
-	var task string
+	var task, branch, commit string
 	cmd := &cobra.Command{
 		Use: "list", Short: "List recent runs you can see", Args: cobra.NoArgs,
 		RunE: withClient(env, func(cmd *cobra.Command, _ []string, c client.Client) error {
-			list, err := c.ListRuns(cmd.Context(), api.RunListIn{TaskID: task, Limit: 50})
+			list, err := c.ListRuns(cmd.Context(), api.RunListIn{TaskID: task, Branch: branch, Commit: commit, Limit: 50})
 			if err != nil {
 				return err
 			}
@@ -248,6 +384,8 @@ func runListCmd(env Env) *cobra.Command {
 		}),
 	}
 	cmd.Flags().StringVar(&task, "task", "", "only runs of this task")
+	cmd.Flags().StringVar(&branch, "branch", "", "only runs whose origin (the CI job) has this branch")
+	cmd.Flags().StringVar(&commit, "commit", "", "only runs whose origin has this commit")
 	addAs(cmd)
 	return cmd
 }
@@ -314,4 +452,46 @@ func runID(ctx context.Context, c client.Client, ref, as string) (string, error)
 		return "", &hintError{err, fmt.Sprintf("%s can see no task to run yet: create one from a suite file with duet apply -f FILE %s(docs/suite-format.md)", c.User(), as)}
 	}
 	return "", err
+}
+
+// ciOrigin is the run's origin: the flags, and what they leave empty from
+// the standard variables of GitHub Actions, GitLab CI and Jenkins.
+func ciOrigin(flags duet.RunOrigin, getenv func(string) string) *duet.RunOrigin {
+	o := flags
+	first := func(dst *string, vals ...string) {
+		for _, v := range vals {
+			if *dst == "" && v != "" {
+				*dst = v
+			}
+		}
+	}
+	gh := getenv("GITHUB_SERVER_URL") + "/" + getenv("GITHUB_REPOSITORY")
+	if getenv("GITHUB_ACTIONS") == "true" {
+		first(&o.Commit, getenv("GITHUB_SHA"))
+		first(&o.Branch, getenv("GITHUB_HEAD_REF"), getenv("GITHUB_REF_NAME"))
+		if n, ok := strings.CutPrefix(getenv("GITHUB_REF"), "refs/pull/"); ok {
+			first(&o.PullRequest, gh+"/pull/"+strings.TrimSuffix(n, "/merge"))
+		}
+		if id := getenv("GITHUB_RUN_ID"); id != "" {
+			first(&o.Pipeline, gh+"/actions/runs/"+id)
+		}
+	}
+	if getenv("GITLAB_CI") == "true" {
+		first(&o.Commit, getenv("CI_COMMIT_SHA"))
+		first(&o.Branch, getenv("CI_MERGE_REQUEST_SOURCE_BRANCH_NAME"), getenv("CI_COMMIT_REF_NAME"))
+		if iid := getenv("CI_MERGE_REQUEST_IID"); iid != "" {
+			first(&o.PullRequest, getenv("CI_MERGE_REQUEST_PROJECT_URL")+"/-/merge_requests/"+iid)
+		}
+		first(&o.Pipeline, getenv("CI_PIPELINE_URL"))
+	}
+	if getenv("JENKINS_URL") != "" {
+		first(&o.Commit, getenv("GIT_COMMIT"))
+		first(&o.Branch, getenv("CHANGE_BRANCH"), getenv("BRANCH_NAME"), getenv("GIT_BRANCH"))
+		first(&o.PullRequest, getenv("CHANGE_URL"))
+		first(&o.Pipeline, getenv("BUILD_URL"))
+	}
+	if o.Empty() {
+		return nil
+	}
+	return &o
 }

@@ -37,7 +37,7 @@ again. Servers protected by OAuth are registered with --auth oauth and authorize
 with "duet server login". See docs/mcp-client.md.`,
 	}
 	cmd.AddCommand(serverAddCmd(env), serverLoginCmd(env), serverListCmd(env), serverShowCmd(env), serverRemoveCmd(env),
-		serverSyncCmd(env), serverCallCmd(env), serverInvocationsCmd(env))
+		serverSyncCmd(env), serverCallCmd(env), serverInvocationsCmd(env), serverDiffCmd(env))
 	return cmd
 }
 

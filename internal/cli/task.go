@@ -95,7 +95,7 @@ func taskCmd(env Env) *cobra.Command {
 	for _, c := range []*cobra.Command{list, show, share, unshare} {
 		addAs(c)
 	}
-	cmd.AddCommand(list, show, share, unshare, taskTransferCmd(env), taskApprovePostRunCmd(env))
+	cmd.AddCommand(list, show, share, unshare, taskTransferCmd(env), taskApprovePostRunCmd(env), taskCheckCmd(env))
 	return cmd
 }
 

@@ -3,18 +3,23 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/api"
 	"github.com/duet-test/duet/internal/app"
 	"github.com/duet-test/duet/internal/catalog"
+	"github.com/duet-test/duet/internal/client"
 	"github.com/duet-test/duet/internal/mcpclient"
 	"github.com/duet-test/duet/internal/vault"
 )
 
 func vaultCmd(env Env) *cobra.Command {
-	cmd := &cobra.Command{Use: "vault", Short: "The master key that encrypts MCP server credentials"}
+	cmd := &cobra.Command{Use: "vault", Short: "Your secrets (${secrets.NAME}) and the master key that encrypts them and MCP server credentials"}
 	var rewrapOnly, prune bool
 	rotate := &cobra.Command{
 		Use:   "rotate",
@@ -26,6 +31,9 @@ key in DUET_MASTER_KEY, move the old one to DUET_MASTER_KEY_PREVIOUS and run
 "duet vault rotate --rewrap-only". --prune then drops the previous keys from the key
 file once nothing needs them. Running servers pick the new key up by themselves.`,
 		Args: cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, _ []string) error {
+			return localOnly(cmd, env, "the master key is this machine's (its key file or DUET_MASTER_KEY): run it where the Duet server runs, on its DUET_HOME or database")
+		},
 		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, user string) error {
 			_, info, err := a.Keyring(env.Getenv)
 			if err != nil {
@@ -47,15 +55,22 @@ file once nothing needs them. Running servers pick the new key up by themselves.
 			}
 			// Audited as every operation is: governed, one record.
 			var res mcpclient.RewrapResult
+			var replaced, total int
 			err = a.Catalog.Govern(cmd.Context(), catalog.Op{Caller: duet.Caller{UserID: user, Source: duet.SourceCLI}, Method: "rotateVault"}, func(ctx context.Context) (int, error) {
 				var err error
-				res, err = a.MCPClient.Rewrap(ctx)
+				if res, err = a.MCPClient.Rewrap(ctx); err != nil {
+					return 0, err
+				}
+				replaced, total, err = a.Secrets.Rewrap(ctx)
 				return 0, err
 			})
+			if res.PrimaryID != "" {
+				fmt.Fprintf(env.Stdout, "re-encrypted %d of %d credential(s) under key %s\n", res.Rewrapped, res.Total, res.PrimaryID)
+			}
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(env.Stdout, "re-encrypted %d of %d credential(s) under key %s\n", res.Rewrapped, res.Total, res.PrimaryID)
+			fmt.Fprintf(env.Stdout, "re-encrypted %d of %d secret(s) under key %s\n", replaced, total, res.PrimaryID)
 			if prune {
 				if info.Source == vault.SourceEnv {
 					fmt.Fprintf(env.Stdout, "remove the old keys from %s yourself\n", vault.EnvMasterKeyPrevious)
@@ -82,6 +97,82 @@ file once nothing needs them. Running servers pick the new key up by themselves.
 	}
 	rotate.Flags().BoolVar(&rewrapOnly, "rewrap-only", false, "do not make a new key; re-encrypt under the current primary key")
 	rotate.Flags().BoolVar(&prune, "prune", false, "after re-encrypting, drop the previous keys from the key file")
-	cmd.AddCommand(rotate)
+	cmd.AddCommand(rotate, vaultSetCmd(env), vaultListCmd(env), vaultDeleteCmd(env))
+	return cmd
+}
+
+func vaultSetCmd(env Env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "set NAME",
+		Short: "Set one of your secrets from standard input (steps of the runs you execute read it as ${secrets.NAME})",
+		Long: `set stores the value read from standard input (one trailing newline dropped) as
+your secret NAME, sealed under the master key. The steps of every run you execute
+read it as ${secrets.NAME}; it is never written in a task, and every run redacts
+it by value from what it keeps. Pipe the value in so it stays out of your shell
+history: printf %s "$PASSWORD" | duet vault set SHOP_PASSWORD`,
+		Args: cobra.ExactArgs(1),
+		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
+			b, err := io.ReadAll(io.LimitReader(env.Stdin, duet.MaxSecretBytes+2))
+			if err != nil {
+				return err
+			}
+			value := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+			clear(b)
+			set, err := c.SetSecret(cmd.Context(), api.SecretIn{Name: args[0], Value: value})
+			value = ""
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(env.Stdout, "secret %s %s for %s\n", args[0], set.Action, c.User())
+			return nil
+		}),
+	}
+	addAs(cmd)
+	return cmd
+}
+
+func vaultListCmd(env Env) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the names of your secrets (never their values)",
+		Args:  cobra.NoArgs,
+		RunE: withClient(env, func(cmd *cobra.Command, _ []string, c client.Client) error {
+			out, err := c.ListSecrets(cmd.Context())
+			if err != nil {
+				return err
+			}
+			list := out.Secrets
+			if asJSON {
+				return printJSON(env.Stdout, list)
+			}
+			if len(list) == 0 {
+				fmt.Fprintf(env.Stdout, "%s has no secrets; set one with `duet vault set %sNAME`\n", c.User(), asFlag(cmd))
+			}
+			for _, s := range list {
+				fmt.Fprintf(env.Stdout, "%s\tupdated %s\n", s.Name, s.UpdatedAt.Format(time.RFC3339))
+			}
+			return nil
+		}),
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	addAs(cmd)
+	return cmd
+}
+
+func vaultDeleteCmd(env Env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Delete one of your secrets",
+		Args:  cobra.ExactArgs(1),
+		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
+			if err := c.DeleteSecret(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(env.Stdout, "secret %s deleted for %s\n", args[0], c.User())
+			return nil
+		}),
+	}
+	addAs(cmd)
 	return cmd
 }

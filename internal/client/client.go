@@ -54,7 +54,10 @@ type Client interface {
 	GenerateCase(ctx context.Context, in api.GenerateIn, progress func(string)) (api.Generated, error)
 
 	// Runs.
-	StartRun(ctx context.Context, in catalog.StartRunIn) (catalog.StartRunOut, error)
+	// StartRun starts a run; origin is the CI job starting it (nil: none).
+	StartRun(ctx context.Context, in catalog.StartRunIn, origin *duet.RunOrigin) (catalog.StartRunOut, error)
+	// RunExit is the exit code of a finished run (api.Service.RunExit).
+	RunExit(ctx context.Context, runID string, in api.RunExitIn) (report.Exit, error)
 	// ExecuteHere executes a run in this process, when the client is one
 	// (a local run is executed by the command that started it, unless a
 	// worker takes it first); the returned channel closes when it is done.
@@ -72,6 +75,26 @@ type Client interface {
 	DecideStop(ctx context.Context, requestID string, in api.StopDecisionIn) (api.StopDecision, error)
 	ListDevices(ctx context.Context) (api.DeviceList, error)
 
+	// Trace is the trace zip of a case of a run (its key, case id or
+	// execution id) and the case's key: the run's executor's only.
+	Trace(ctx context.Context, runID, ref string) (data []byte, caseKey string, err error)
+	ListBaselines(ctx context.Context, in api.BaselinesIn) (api.BaselineList, error)
+	DecideBaseline(ctx context.Context, id string, approve bool) (*duet.Baseline, error)
+
+	// Schedules. A task reference is its id or its name.
+	CreateSchedule(ctx context.Context, in api.ScheduleIn) (api.ScheduleView, error)
+	ListSchedules(ctx context.Context, in api.ScheduleListIn) (api.ScheduleList, error)
+	PauseSchedule(ctx context.Context, id string) (api.ScheduleView, error)
+	ResumeSchedule(ctx context.Context, id string) (api.ScheduleView, error)
+	RemoveSchedule(ctx context.Context, id string) error
+	// ContractAlerts are the cases of a task an MCP tool changed under.
+	ContractAlerts(ctx context.Context, task string) (api.AlertList, error)
+
+	// Secrets (${secrets.NAME}): the user's, never shown again.
+	SetSecret(ctx context.Context, in api.SecretIn) (api.SecretSet, error)
+	ListSecrets(ctx context.Context) (api.SecretList, error)
+	DeleteSecret(ctx context.Context, name string) error
+
 	// MCP servers. A server reference is its name or its serverKey.
 	ListServers(ctx context.Context) (api.ServerList, error)
 	RegisterServer(ctx context.Context, in api.RegisterIn) (api.ServerDetail, error)
@@ -83,6 +106,9 @@ type Client interface {
 	// mcpclient.Authorizer in ctx, which only a local client passes on.
 	LoginServer(ctx context.Context, server string, in api.LoginIn) (api.ServerDetail, error)
 	CallTool(ctx context.Context, server, tool string, in api.CallIn) (api.CallOut, error)
+	// ServerDiff is what changed between the server's current archived
+	// catalog and the one back changing syncs before (0: the last).
+	ServerDiff(ctx context.Context, server string, back int) (api.CatalogDiff, error)
 	ListInvocations(ctx context.Context, in api.RecordsIn) (api.InvocationList, error)
 
 	// AI assets.

@@ -136,8 +136,12 @@ func (l *Local) ListGenerations(ctx context.Context, in api.GenerationsIn) (api.
 	return l.svc.ListGenerations(ctx, l.caller(), in)
 }
 
-func (l *Local) StartRun(ctx context.Context, in catalog.StartRunIn) (catalog.StartRunOut, error) {
-	return l.svc.StartRun(ctx, l.caller(), in)
+func (l *Local) StartRun(ctx context.Context, in catalog.StartRunIn, origin *duet.RunOrigin) (catalog.StartRunOut, error) {
+	return l.svc.StartRunFrom(ctx, l.caller(), in, origin)
+}
+
+func (l *Local) RunExit(ctx context.Context, runID string, in api.RunExitIn) (report.Exit, error) {
+	return l.svc.RunExit(ctx, l.caller(), runID, in)
 }
 
 func (l *Local) GetRun(ctx context.Context, in catalog.GetRunIn) (catalog.GetRunOut, error) {
@@ -284,3 +288,62 @@ func (l *Local) RevokeToken(ctx context.Context, id string) error {
 }
 
 var _ Client = (*Local)(nil)
+
+// Trace implements Client.
+func (l *Local) Trace(ctx context.Context, runID, ref string) ([]byte, string, error) {
+	data, x, err := l.svc.Trace(ctx, l.caller(), runID, ref)
+	if err != nil {
+		return nil, "", err
+	}
+	return data, x.CaseKey, nil
+}
+
+func (l *Local) ListBaselines(ctx context.Context, in api.BaselinesIn) (api.BaselineList, error) {
+	return l.svc.ListBaselines(ctx, l.caller(), in)
+}
+
+func (l *Local) DecideBaseline(ctx context.Context, id string, approve bool) (*duet.Baseline, error) {
+	return l.svc.DecideBaseline(ctx, l.caller(), id, approve)
+}
+
+func (l *Local) CreateSchedule(ctx context.Context, in api.ScheduleIn) (api.ScheduleView, error) {
+	return l.svc.CreateSchedule(ctx, l.caller(), in)
+}
+
+func (l *Local) ListSchedules(ctx context.Context, in api.ScheduleListIn) (api.ScheduleList, error) {
+	return l.svc.ListSchedules(ctx, l.caller(), in)
+}
+
+func (l *Local) PauseSchedule(ctx context.Context, id string) (api.ScheduleView, error) {
+	return l.svc.PauseSchedule(ctx, l.caller(), id)
+}
+
+func (l *Local) ResumeSchedule(ctx context.Context, id string) (api.ScheduleView, error) {
+	return l.svc.ResumeSchedule(ctx, l.caller(), id)
+}
+
+func (l *Local) RemoveSchedule(ctx context.Context, id string) error {
+	_, err := l.svc.RemoveSchedule(ctx, l.caller(), id)
+	return err
+}
+
+func (l *Local) ContractAlerts(ctx context.Context, task string) (api.AlertList, error) {
+	return l.svc.ContractAlerts(ctx, l.caller(), task)
+}
+
+func (l *Local) SetSecret(ctx context.Context, in api.SecretIn) (api.SecretSet, error) {
+	return l.svc.SetSecret(ctx, l.caller(), in)
+}
+
+func (l *Local) ListSecrets(ctx context.Context) (api.SecretList, error) {
+	return l.svc.ListSecrets(ctx, l.caller())
+}
+
+func (l *Local) DeleteSecret(ctx context.Context, name string) error {
+	_, err := l.svc.DeleteSecret(ctx, l.caller(), name)
+	return err
+}
+
+func (l *Local) ServerDiff(ctx context.Context, server string, back int) (api.CatalogDiff, error) {
+	return l.svc.ServerDiff(ctx, l.caller(), server, back)
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -344,9 +345,9 @@ func (r *Remote) GenerateCase(ctx context.Context, in api.GenerateIn, _ func(str
 
 // StartRun implements Client: the idempotency key travels as the
 // Idempotency-Key header.
-func (r *Remote) StartRun(ctx context.Context, in catalog.StartRunIn) (catalog.StartRunOut, error) {
+func (r *Remote) StartRun(ctx context.Context, in catalog.StartRunIn, origin *duet.RunOrigin) (catalog.StartRunOut, error) {
 	return call[catalog.StartRunOut](ctx, r, request{method: http.MethodPost, path: "/runs",
-		body:   api.RunIn{TaskID: in.TaskID, CaseIDs: in.CaseIDs, Device: in.Device},
+		body:   api.RunIn{TaskID: in.TaskID, CaseIDs: in.CaseIDs, Device: in.Device, Environment: in.Environment, Trace: in.Trace, Origin: origin},
 		header: http.Header{"Idempotency-Key": {in.IdempotencyKey}}})
 }
 
@@ -432,7 +433,16 @@ func (r *Remote) GetExecution(ctx context.Context, executionID string) (catalog.
 
 // ListRuns implements Client.
 func (r *Remote) ListRuns(ctx context.Context, in api.RunListIn) (api.RunList, error) {
-	return get[api.RunList](ctx, r, "/runs", values("taskId", in.TaskID, "status", string(in.Status), "cursor", in.Cursor, "limit", num(in.Limit)))
+	return get[api.RunList](ctx, r, "/runs", values("taskId", in.TaskID, "status", string(in.Status), "branch", in.Branch, "commit", in.Commit, "cursor", in.Cursor, "limit", num(in.Limit)))
+}
+
+// RunExit implements Client.
+func (r *Remote) RunExit(ctx context.Context, runID string, in api.RunExitIn) (report.Exit, error) {
+	flaky := ""
+	if in.FailOnFlaky {
+		flaky = "true"
+	}
+	return get[report.Exit](ctx, r, "/runs/"+p(runID)+"/exit", values("failOnFlaky", flaky))
 }
 
 // CancelRun implements Client.
@@ -630,3 +640,88 @@ func (r *Remote) RevokeToken(ctx context.Context, id string) error {
 }
 
 var _ Client = (*Remote)(nil)
+
+// Trace implements Client: the zip, and the case's key from the name the
+// server gives the file.
+func (r *Remote) Trace(ctx context.Context, runID, ref string) ([]byte, string, error) {
+	resp, err := r.send(ctx, request{method: http.MethodGet, path: "/runs/" + p(runID) + "/cases/" + p(ref) + "/trace"})
+	if err != nil {
+		return nil, "", err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	if err != nil {
+		return nil, "", duet.WrapError(duet.CodeUnavailable, err, "reading the trace from %s", r.base)
+	}
+	key := ref
+	if _, params, err := mime.ParseMediaType(resp.Header.Get("Content-Disposition")); err == nil {
+		if k, ok := strings.CutPrefix(strings.TrimSuffix(params["filename"], ".zip"), "trace-"+runID+"-"); ok && k != "" {
+			key = k
+		}
+	}
+	return data, key, nil
+}
+
+// ListBaselines implements Client.
+func (r *Remote) ListBaselines(ctx context.Context, in api.BaselinesIn) (api.BaselineList, error) {
+	return get[api.BaselineList](ctx, r, "/baselines", values("taskId", in.TaskID, "status", string(in.Status)))
+}
+
+// DecideBaseline implements Client.
+func (r *Remote) DecideBaseline(ctx context.Context, id string, approve bool) (*duet.Baseline, error) {
+	verb := "/reject"
+	if approve {
+		verb = "/approve"
+	}
+	return post[*duet.Baseline](ctx, r, "/baselines/"+p(id)+verb, nil)
+}
+
+// CreateSchedule implements Client.
+func (r *Remote) CreateSchedule(ctx context.Context, in api.ScheduleIn) (api.ScheduleView, error) {
+	return post[api.ScheduleView](ctx, r, "/schedules", in)
+}
+
+// ListSchedules implements Client.
+func (r *Remote) ListSchedules(ctx context.Context, in api.ScheduleListIn) (api.ScheduleList, error) {
+	return get[api.ScheduleList](ctx, r, "/schedules", values("taskId", in.TaskID))
+}
+
+// PauseSchedule implements Client.
+func (r *Remote) PauseSchedule(ctx context.Context, id string) (api.ScheduleView, error) {
+	return post[api.ScheduleView](ctx, r, "/schedules/"+p(id)+"/pause", nil)
+}
+
+// ResumeSchedule implements Client.
+func (r *Remote) ResumeSchedule(ctx context.Context, id string) (api.ScheduleView, error) {
+	return post[api.ScheduleView](ctx, r, "/schedules/"+p(id)+"/resume", nil)
+}
+
+// RemoveSchedule implements Client.
+func (r *Remote) RemoveSchedule(ctx context.Context, id string) error {
+	return del(ctx, r, "/schedules/"+p(id))
+}
+
+// ContractAlerts implements Client.
+func (r *Remote) ContractAlerts(ctx context.Context, task string) (api.AlertList, error) {
+	return get[api.AlertList](ctx, r, "/tasks/"+p(task)+"/alerts", nil)
+}
+
+// SetSecret implements Client.
+func (r *Remote) SetSecret(ctx context.Context, in api.SecretIn) (api.SecretSet, error) {
+	return post[api.SecretSet](ctx, r, "/secrets", in)
+}
+
+// ListSecrets implements Client.
+func (r *Remote) ListSecrets(ctx context.Context) (api.SecretList, error) {
+	return get[api.SecretList](ctx, r, "/secrets", nil)
+}
+
+// DeleteSecret implements Client.
+func (r *Remote) DeleteSecret(ctx context.Context, name string) error {
+	return del(ctx, r, "/secrets/"+p(name))
+}
+
+// ServerDiff implements Client.
+func (r *Remote) ServerDiff(ctx context.Context, server string, back int) (api.CatalogDiff, error) {
+	return get[api.CatalogDiff](ctx, r, "/servers/"+p(server)+"/diff", values("back", num(back)))
+}

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net/url"
 	"regexp"
 	"slices"
@@ -23,7 +24,9 @@ import (
 	yaml "github.com/goccy/go-yaml"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/eval"
 	"github.com/duet-test/duet/internal/step"
+	"github.com/duet-test/duet/internal/trace"
 )
 
 // Diagnostic is one error at a position of the source.
@@ -63,9 +66,13 @@ type Options struct {
 	Servers ServerResolver
 	// ValidDevice checks a device preset name; nil accepts any.
 	ValidDevice func(name string) error
-	// Files is the suite's folder, where upload steps read their files
-	// (duet apply -f sets it to the file's directory); nil when the source
-	// came without one (over the API, from the agent).
+	// Flows finds the flow assets use steps name (as the suite's author
+	// may read them); nil: only the suite's own flows.
+	Flows FlowAssets
+	// Files is the suite's folder, where each: reads its data files and
+	// upload steps their files (duet apply -f sets it to the file's
+	// directory); nil when the source came without one (over the API,
+	// from the agent): rows must then be inline.
 	Files fs.FS
 }
 
@@ -82,7 +89,9 @@ type compiler struct {
 }
 
 func newCompiler(ctx context.Context, opts Options) *compiler {
-	return &compiler{Compiler: &step.Compiler{Ctx: ctx, Servers: opts.Servers, Files: opts.Files}, opts: opts}
+	c := &compiler{Compiler: &step.Compiler{Ctx: ctx, Servers: opts.Servers, Files: opts.Files}, opts: opts}
+	c.Flows = &flowResolver{assets: opts.Flows}
+	return c
 }
 
 // CompileSuite compiles a suite file: a task and its cases. file names the
@@ -99,11 +108,24 @@ func CompileSuite(ctx context.Context, src []byte, file string, opts Options) (*
 	}
 	c.AllowKeys(root, keyNames(suiteKeys)...)
 	s := &duet.Suite{}
+	// The suite's flows first: the task's hooks and the cases use them.
+	flows := c.flows(root.Get("flows"))
+	c.Flows = &flowResolver{suite: flows, assets: c.opts.Flows}
 	tn := root.Get("task")
 	if tn == nil {
 		c.Errf(root, "missing key task")
 	} else {
 		c.task(tn, &s.Task)
+		s.Schedules = c.schedules(tn.Get("schedule"))
+	}
+	// Each flow's steps, on their own, so that a flow no case uses is
+	// checked too (a problem is reported once however often it is used).
+	for _, name := range slices.Sorted(maps.Keys(flows)) {
+		c.Task, c.Scope = c.compileTask(&s.Task), step.Scope{PageOpen: true}
+		for _, p := range flows[name].Params {
+			c.Scope.Save(p.Name)
+		}
+		c.Steps(flows[name].Steps)
 	}
 	cn := root.Get("cases")
 	switch {
@@ -114,16 +136,14 @@ func CompileSuite(ctx context.Context, src []byte, file string, opts Options) (*
 	default:
 		seen := map[string]*step.Node{}
 		for _, item := range cn.Items {
-			cs := c.caseNode(item, &s.Task)
-			if cs == nil {
-				continue
+			for _, cs := range c.caseNode(item, &s.Task, true) {
+				if prev, dup := seen[cs.Key]; dup {
+					c.Errf(item, "case key %q is already used by the case at line %d", cs.Key, prev.Line)
+					continue
+				}
+				seen[cs.Key] = item
+				s.Cases = append(s.Cases, cs)
 			}
-			if prev, dup := seen[cs.Key]; dup {
-				c.Errf(item, "case key %q is already used by the case at line %d", cs.Key, prev.Line)
-				continue
-			}
-			seen[cs.Key] = item
-			s.Cases = append(s.Cases, cs)
 		}
 	}
 	if c.NumErrors() > 0 {
@@ -140,15 +160,15 @@ func CompileCase(ctx context.Context, src []byte, task *duet.Task, opts Options)
 	if derr != nil {
 		return nil, c.fail("", derr)
 	}
-	cs := c.caseNode(root, task)
-	if c.NumErrors() > 0 || cs == nil {
+	cases := c.caseNode(root, task, false)
+	if c.NumErrors() > 0 || len(cases) != 1 {
 		return nil, c.fail("")
 	}
-	return cs, nil
+	return cases[0], nil
 }
 
 func (c *compiler) fail(file string, extra ...*Diagnostic) error {
-	list := append(slices.Clone(c.Diagnostics()), extra...)
+	list := dedupe(append(slices.Clone(c.Diagnostics()), extra...))
 	slices.SortStableFunc(list, func(a, b *Diagnostic) int {
 		if a.Line != b.Line {
 			return a.Line - b.Line
@@ -206,6 +226,14 @@ func (c *compiler) task(n *step.Node, t *duet.Task) {
 	if pr := n.Get("postRun"); pr != nil {
 		t.PostRun = c.postRun(pr)
 	}
+	c.environments(n, t)
+	c.taskHooks(n, t)
+	if tm := c.String(n, "trace", false); tm != "" {
+		if _, err := trace.ParseMode(tm); err != nil {
+			c.Errf(n.Get("trace"), "%s", duet.ErrorMessage(err))
+		}
+		t.Trace = tm
+	}
 	if a := c.String(n, "testIdAttribute", false); a != "" {
 		if !attrNameRe().MatchString(a) {
 			c.Errf(n.Get("testIdAttribute"), "testIdAttribute %q is not an attribute name (such as data-test)", a)
@@ -248,7 +276,10 @@ func slug(s string) string {
 	return strings.Trim(b.String(), "-")
 }
 
-func (c *compiler) caseNode(n *step.Node, task *duet.Task) *duet.Case {
+// caseNode compiles one case of a suite (or, suite false, a case compiled
+// on its own for task): the cases it makes — one, or one per row of its
+// data (each:).
+func (c *compiler) caseNode(n *step.Node, task *duet.Task, suite bool) []*duet.Case {
 	if n.Type != step.MapNode {
 		c.Errf(n, "a case must be a mapping with title and steps, got %s", n.Type)
 		return nil
@@ -257,9 +288,20 @@ func (c *compiler) caseNode(n *step.Node, task *duet.Task) *duet.Case {
 	c.AllowKeys(n, keyNames(caseKeys)...)
 	cs := &duet.Case{Title: strings.TrimSpace(c.String(n, "title", true))}
 	cs.Key = c.String(n, "key", false)
-	if cs.Key == "" {
+	keyGiven := cs.Key != ""
+	var rows []map[string]any
+	if en := n.Get("each"); en != nil {
+		if !suite {
+			c.Errf(en, "each: makes a case of each row: write it in a suite file (duet apply), not in one case")
+		} else {
+			rows = c.rows(en)
+		}
+	}
+	switch {
+	case cs.Key == "":
 		cs.Key = slug(cs.Title)
-	} else if !keyRe().MatchString(cs.Key) {
+	case rows != nil && eval.IsTemplate(cs.Key):
+	case !keyRe().MatchString(cs.Key):
 		c.Errf(n.Get("key"), "key %q must be lower-case letters, digits, '.', '_' or '-' (at most 100)", cs.Key)
 	}
 	if cs.Key == "" && cs.Title != "" {
@@ -268,6 +310,11 @@ func (c *compiler) caseNode(n *step.Node, task *duet.Task) *duet.Case {
 	if tn := n.Get("timeout"); tn != nil {
 		cs.TimeoutMs = c.Timeout(tn, maxCaseTimeout)
 	}
+	for _, k := range []string{duet.HookBeforeAll, duet.HookAfterAll} {
+		if v := n.Get(k); v != nil {
+			c.Errf(v, "%s runs once per run: declare it under task:, not in a case (a case has beforeEach and afterEach)", k)
+		}
+	}
 	sn := n.Get("steps")
 	switch {
 	case sn == nil:
@@ -275,8 +322,20 @@ func (c *compiler) caseNode(n *step.Node, task *duet.Task) *duet.Case {
 	case sn.Type != step.SeqNode || len(sn.Items) == 0:
 		c.Errf(sn, "steps must be a non-empty list")
 	default:
-		c.Task, c.Scope = task, step.Scope{}
-		cs.Steps = c.Steps(sn)
+		// A case starts with what the task's beforeAll and beforeEach
+		// saved (and the page its beforeEach opened), and, made from a
+		// row, the row.
+		c.Task = c.compileTask(task)
+		c.Scope = step.Scope{Vars: slices.Clone(task.HookSaves), PageOpen: opensPage(task.BeforeEach)}
+		if n.Get("each") != nil {
+			c.Scope.Save("row")
+		}
+		steps := slices.Clone(task.BeforeEach)
+		steps = append(steps, c.hookSteps(n, duet.HookBeforeEach)...)
+		steps = append(steps, c.Steps(sn)...)
+		steps = append(steps, c.hookSteps(n, duet.HookAfterEach)...)
+		steps = append(steps, task.AfterEach...)
+		cs.Steps = renumber(steps)
 	}
 	if c.NumErrors() > before {
 		return nil
@@ -287,8 +346,22 @@ func (c *compiler) caseNode(n *step.Node, task *duet.Task) *duet.Case {
 		return nil
 	}
 	cs.Source = string(src)
-	// The hash ignores source lines, so moving a case within its file is
-	// not a change.
+	cases := []*duet.Case{cs}
+	if rows != nil {
+		if cases = c.rowCases(n, cs, keyGiven, rows); cases == nil {
+			return nil
+		}
+	}
+	for _, cs := range cases {
+		cs.SourceHash = sourceHash(cs)
+	}
+	return cases
+}
+
+// sourceHash identifies a version of a case: its source, time limit, data
+// row and steps, source lines aside (moving a case within its file is not
+// a change).
+func sourceHash(cs *duet.Case) string {
 	unlined := slices.Clone(cs.Steps)
 	for i := range unlined {
 		unlined[i].Line = 0
@@ -297,6 +370,15 @@ func (c *compiler) caseNode(n *step.Node, task *duet.Task) *duet.Case {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%d\x00", cs.Source, cs.TimeoutMs)
 	h.Write(stepsJSON)
-	cs.SourceHash = hex.EncodeToString(h.Sum(nil))
-	return cs
+	if cs.Row != nil {
+		row, _ := json.Marshal(cs.Row)
+		h.Write([]byte("\x00row\x00"))
+		h.Write(row)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// opensPage reports whether steps open a page.
+func opensPage(steps []duet.Step) bool {
+	return !duet.WalkSteps(steps, func(st *duet.Step) bool { return st.Kind != duet.StepOpen })
 }

@@ -125,7 +125,7 @@ func TestCompileErrors(t *testing.T) {
 		// ("type func(...) has no field status" was all the user got).
 		{"function saveAs", head + "      - http: {url: /x, saveAs: first}\n      - assert: first.status == 200\n", []string{`7:33: "first" is the name of an expression function (first(...))`}},
 		{"function set", head + "      - set: {len: '1'}\n", []string{`7:15: "len" is the name of an expression function`}},
-		{"known names once", head + "      - assert: nope\n", []string{"unknown name nope (known: task, run)"}},
+		{"known names once", head + "      - assert: nope\n", []string{"unknown name nope (known: task, run, env, secrets)"}},
 		{"several errors", head + "      - assert: a\n      - assert: b\n", []string{"7:17:", "8:17:"}},
 	}
 	for _, tt := range tests {
@@ -201,7 +201,8 @@ func TestExamplesCompile(t *testing.T) {
 	for _, f := range files {
 		src, _ := os.ReadFile(f)
 		// The examples name MCP servers as their users register them;
-		// their uploads read their folder, as duet apply -f does.
+		// their data files and uploads read their folder, as duet apply -f
+		// does.
 		if _, err := CompileSuite(context.Background(), src, f, Options{Servers: anyServer{}, Files: os.DirFS(filepath.Dir(f))}); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}

@@ -78,6 +78,8 @@ func validSuites(t *testing.T) map[string][]byte {
 		"postRunSuite":   []byte(postRunSuite),
 		"all step kinds": []byte(everyKind()),
 		"segmentSuite":   []byte(segmentSuite),
+		"schedules":      []byte("task:\n  name: t\n  schedule:\n    - {name: nightly, cron: '0 2 * * *', timeZone: Europe/Paris, missed: runOnce, overlap: queue}\n    - every: 90m\ncases:\n  - {title: c, steps: [{assert: 'true'}]}\n"),
+		"one schedule":   []byte("task:\n  name: t\n  schedule: {every: 1h}\ncases:\n  - {title: c, steps: [{assert: 'true'}]}\n"),
 	}
 	files, _ := filepath.Glob("../../examples/*.yaml")
 	if len(files) == 0 {
@@ -103,7 +105,9 @@ func validSuites(t *testing.T) map[string][]byte {
 // everyKind is a suite whose one case holds the example of every kind.
 func everyKind() string {
 	var b strings.Builder
-	b.WriteString("task: {name: every-kind, baseURL: http://127.0.0.1:8080}\ncases:\n  - title: every kind\n    steps:\n")
+	b.WriteString("task: {name: every-kind, baseURL: http://127.0.0.1:8080}\n")
+	b.WriteString(exampleFlows)
+	b.WriteString("cases:\n  - title: every kind\n    steps:\n")
 	b.WriteString("      - open: /\n      - http: {url: /seed, saveAs: resp}\n      - set: {orderId: \"'A1'\", order: \"resp\"}\n")
 	for _, k := range step.Kinds() {
 		for _, line := range strings.SplitAfter(k.Example, "\n") {
@@ -114,6 +118,18 @@ func everyKind() string {
 	}
 	return b.String()
 }
+
+// exampleFlows are the flows the examples of the use kind use.
+const exampleFlows = `flows:
+  accept-cookies:
+    steps:
+      - if: {visible: "#cookie-banner", then: [{click: "#cookie-banner .accept"}]}
+  login:
+    params: {user: null, password: null}
+    steps:
+      - fill: {selector: "#user", value: "${user}"}
+      - fill: {selector: "#password", value: "${password}"}
+`
 
 // fuzzSeed reads a file of the fuzz corpus (go test fuzz v1, one []byte).
 func fuzzSeed(t *testing.T, path string) []byte {
@@ -142,7 +158,7 @@ func TestSchemaValidatesValidSuites(t *testing.T) {
 	t.Parallel()
 	rs := committedSchema(t)
 	for name, src := range validSuites(t) {
-		// An example's uploads read its folder.
+		// An example's data files and uploads read its folder.
 		if _, err := CompileSuite(context.Background(), src, name, Options{Servers: anyServer{}, Files: os.DirFS(filepath.Dir(name))}); err != nil {
 			t.Errorf("%s does not compile: %v", name, err)
 			continue
@@ -164,6 +180,8 @@ func TestSchemaRefusesBrokenSuites(t *testing.T) {
 		"unknown top key":        "task: {name: t}\ncases: []\nextra: 1\n",
 		"missing task":           "cases: []\n",
 		"unknown task key":       "task: {name: t, owner: bob}\ncases: []\n",
+		"unknown schedule key":   "task: {name: t, schedule: {every: 1h, at: noon}}\ncases: []\n",
+		"unknown missed policy":  "task: {name: t, schedule: [{every: 1h, missed: always}]}\ncases: []\n",
 		"case without title":     "task: {name: t}\ncases:\n  - steps: [{assert: 'true'}]\n",
 		"empty steps":            "task: {name: t}\ncases:\n  - title: c\n    steps: []\n",
 		"unknown step kind":      head + "      - clack: '#x'\n",

@@ -64,6 +64,8 @@ type Config struct {
 	ChromePath        string
 	Browsers          int
 	ArtifactRetention time.Duration
+	Trace             string // DUET_TRACE: the default trace mode (trace.Mode)
+	TraceMaxBytes     int    // DUET_TRACE_MAX_BYTES: the bound of one case's trace
 	BrowserURL        string // DevTools endpoint to attach to instead of starting Chromium; may hold a token
 	BrowserNoSandbox  bool   // DUET_BROWSER_SANDBOX=off: Chromium without its sandbox
 	ADBPath           string
@@ -299,7 +301,18 @@ var options = []Option{
 			c.ArtifactDir = filepath.Clean(v)
 			return nil
 		}},
-	{Env: "DUET_ARTIFACT_RETENTION", Default: "720h", Doc: "How long screenshots are kept (0 keeps them forever).", set: func(c *Config, v string) error {
+	{Env: "DUET_TRACE", Default: "on-failure", Doc: "When a case keeps a trace (screenshots, DOM snapshots, console, network, replay) if its task and run do not say: off, on-failure, on-first-retry (as on-failure until Duet retries cases) or on.",
+		set: func(c *Config, v string) error {
+			switch v {
+			case "off", "on-failure", "on-first-retry", "on":
+				c.Trace = v
+				return nil
+			}
+			return fmt.Errorf("want off, on-failure, on-first-retry or on, got %q", v)
+		}},
+	{Env: "DUET_TRACE_MAX_BYTES", Default: "16777216", Doc: "The most one case's trace keeps, in bytes (16 MiB); what does not fit is left out and the trace says so.",
+		set: intSet(func(c *Config) *int { return &c.TraceMaxBytes }, 1<<20, 1<<30)},
+	{Env: "DUET_ARTIFACT_RETENTION", Default: "720h", Doc: "How long screenshots and traces are kept (0 keeps them forever; duet gc removes the expired ones now).", set: func(c *Config, v string) error {
 		if v == "0" {
 			c.ArtifactRetention = 0
 			return nil
@@ -478,10 +491,11 @@ var options = []Option{
 		"Default: the key file DUET_MASTER_KEY_FILE names, else master.key in DUET_HOME, generated at first use (back it up). Several instances on one PostgreSQL database need the same key: docs/deployment.md."},
 	{Env: "DUET_MASTER_KEY_FILE", ReadBy: "internal/vault", Doc: "A master key file (the format `duet vault rotate` writes: the primary key, then previous keys), used when DUET_MASTER_KEY is not set. Default: master.key in DUET_HOME."},
 	{Env: "DUET_MASTER_KEY_PREVIOUS", Secret: true, NoFile: true, ReadBy: "internal/vault", Doc: "Comma-separated previous master keys, still accepted for decryption after a rotation of DUET_MASTER_KEY (`duet vault rotate --rewrap-only` re-encrypts under the new key)."},
-	{Env: "DUET_LLM_BASE_URL", ReadBy: "internal/llm", Doc: "The test agent's model: an OpenAI-compatible API root, e.g. https://api.openai.com/v1 or http://127.0.0.1:11434/v1 (Ollama). Default: none; `duet generate` then says no model is configured (docs/agent.md)."},
+	{Env: "DUET_LLM_BASE_URL", ReadBy: "internal/llm", Doc: "The model of the test agent and of the AI steps: an OpenAI-compatible API root, e.g. https://api.openai.com/v1 or http://127.0.0.1:11434/v1 (Ollama). Default: none; `duet generate`, and AI steps, then fail with LLM_NOT_CONFIGURED (docs/agent.md, docs/ai-steps.md)."},
 	{Env: "DUET_LLM_MODEL", ReadBy: "internal/llm", Doc: "The model name the agent asks for, e.g. gpt-4.1-mini or qwen3:8b. Needed with DUET_LLM_BASE_URL."},
 	{Env: "DUET_LLM_API_KEY", Secret: true, ReadBy: "internal/llm", Doc: "API key sent as Authorization: Bearer (optional for local servers). Also DUET_LLM_API_KEY_FILE (the key, white space trimmed)."},
 	{Env: "DUET_LLM_TIMEOUT", Default: "120s", ReadBy: "internal/llm", Doc: "Time limit of one request to the model (a local model on a CPU may need 300s)."},
+	{Env: "DUET_LLM_STEP_TOKENS", Default: "20000", ReadBy: "internal/app", Doc: "The token budget of an AI step (aiAssert, aiQuery, aiWaitFor) without its own maxTokens: prompts and answers of all its model calls (docs/ai-steps.md)."},
 	{Env: "DUET_SAMPLE_TOKEN", Secret: true, NoFile: true, ReadBy: "internal/cli", Doc: "The bearer token `duet sample order-server` requires (the demo's order service). Default: a random one, printed when the server is listening."},
 }
 

@@ -322,6 +322,22 @@ func TestTraceDomain(t *testing.T) {
 	}
 }
 
+// TestMCPFastPath: the MCP fast paths are on unless DUET_MCP_FAST_PATH is
+// off; anything but on or off is refused, naming the variable.
+func TestMCPFastPath(t *testing.T) {
+	t.Parallel()
+	for v, want := range map[string]bool{"": true, "on": true, "off": false} {
+		c, err := Load(env(map[string]string{"HOME": "/h", "DUET_MCP_FAST_PATH": v}))
+		if err != nil || c.MCPFastPath != want {
+			t.Errorf("DUET_MCP_FAST_PATH=%q: got %v, %v; want %v", v, c != nil && c.MCPFastPath, err, want)
+		}
+	}
+	var cerr *Error
+	if _, err := Load(env(map[string]string{"HOME": "/h", "DUET_MCP_FAST_PATH": "false"})); !errors.As(err, &cerr) || cerr.Env != "DUET_MCP_FAST_PATH" {
+		t.Errorf("DUET_MCP_FAST_PATH=false: got %v, want an error naming the variable", err)
+	}
+}
+
 // TestSecretErrorsGiveTheReason: a secret setting that cannot be used says
 // why, as other settings do (DUET_SSO_SECRET needs 16 characters), and
 // never shows the value: not in the reason of any secret's setter, and not
@@ -352,21 +368,5 @@ func TestSecretErrorsGiveTheReason(t *testing.T) {
 	// Should a reason ever carry the value, the value is cut out.
 	if got := secretError(fmt.Errorf("got %q", "s3cret-value"), "s3cret-value").Error(); strings.Contains(got, "s3cret") {
 		t.Fatalf("secretError kept the value: %s", got)
-	}
-}
-
-// TestMCPFastPath: the MCP fast paths are on unless DUET_MCP_FAST_PATH is
-// off; anything but on or off is refused, naming the variable.
-func TestMCPFastPath(t *testing.T) {
-	t.Parallel()
-	for v, want := range map[string]bool{"": true, "on": true, "off": false} {
-		c, err := Load(env(map[string]string{"HOME": "/h", "DUET_MCP_FAST_PATH": v}))
-		if err != nil || c.MCPFastPath != want {
-			t.Errorf("DUET_MCP_FAST_PATH=%q: got %v, %v; want %v", v, c != nil && c.MCPFastPath, err, want)
-		}
-	}
-	var cerr *Error
-	if _, err := Load(env(map[string]string{"HOME": "/h", "DUET_MCP_FAST_PATH": "false"})); !errors.As(err, &cerr) || cerr.Env != "DUET_MCP_FAST_PATH" {
-		t.Errorf("DUET_MCP_FAST_PATH=false: got %v, want an error naming the variable", err)
 	}
 }

@@ -159,6 +159,9 @@ func NeedsApproval(ctx context.Context, tools ToolCatalog, executor, author stri
 // the executor did not write, unless the executor approved the case version
 // for the places it can send data to in this run.
 func (cr *caseRun) checkApproval(ctx context.Context, m *duet.MCPCallStep) error {
+	if cr.hooks != nil {
+		return cr.hooks.checkApproval(ctx, cr, m)
+	}
 	executor := cr.run.TriggeredBy
 	author, err := cr.author(ctx)
 	if err != nil {
@@ -232,16 +235,25 @@ func (r *Review) Holds(ap *duet.CaseApproval) bool { return ap.Holds(r.Destinati
 func ReviewCase(ctx context.Context, tools ToolCatalog, executor string, task *duet.Task, c *duet.Case) (*Review, error) {
 	r := &Review{Calls: []PendingCall{}, Destinations: DestinationsOf(task, c.Steps)}
 	r.DestinationsHash = r.Destinations.Hash()
-	for _, st := range c.Steps {
-		if st.MCP == nil {
-			continue
-		}
-		need, err := NeedsApproval(ctx, tools, executor, c.CreatedBy, st.MCP)
+	// The case's own steps and those its flow steps run (if, loops, flows,
+	// its hooks): Step is the case's own step that makes, or runs, the call.
+	for _, top := range c.Steps {
+		var err error
+		duet.WalkSteps([]duet.Step{top}, func(st *duet.Step) bool {
+			if st.MCP == nil {
+				return true
+			}
+			var need bool
+			if need, err = NeedsApproval(ctx, tools, executor, c.CreatedBy, st.MCP); err != nil {
+				return false
+			}
+			if need {
+				r.Calls = append(r.Calls, PendingCall{Step: top.Index + 1, Name: st.Name, ServerKey: st.MCP.ServerKey, ServerName: st.MCP.ServerName, Tool: st.MCP.ToolName})
+			}
+			return true
+		})
 		if err != nil {
 			return nil, err
-		}
-		if need {
-			r.Calls = append(r.Calls, PendingCall{Step: st.Index + 1, Name: st.Name, ServerKey: st.MCP.ServerKey, ServerName: st.MCP.ServerName, Tool: st.MCP.ToolName})
 		}
 	}
 	return r, nil
@@ -261,7 +273,8 @@ func DestinationsOf(task *duet.Task, steps []duet.Step) duet.Destinations {
 			d.Hosts = append(d.Hosts, d.BaseHost)
 		}
 	}
-	for _, st := range steps {
+	// The steps the flow steps run too (if, loops, flows).
+	duet.WalkSteps(steps, func(st *duet.Step) bool {
 		var u string
 		switch {
 		case st.MCP != nil:
@@ -269,20 +282,21 @@ func DestinationsOf(task *duet.Task, steps []duet.Step) duet.Destinations {
 			if !slices.ContainsFunc(d.Tools, func(o duet.ToolDestination) bool { return o.ServerKey == t.ServerKey && o.Tool == t.Tool }) {
 				d.Tools = append(d.Tools, t)
 			}
-			continue
+			return true
 		case st.HTTP != nil:
 			u = st.HTTP.URL
 		case st.Kind == duet.StepOpen && st.Browser != nil:
 			u = st.Browser.URL
 		default:
-			continue
+			return true
 		}
 		host, anyHost := templateHost(u, d.BaseHost)
 		d.AnyHost = d.AnyHost || anyHost
 		if host != "" && !slices.Contains(d.Hosts, host) {
 			d.Hosts = append(d.Hosts, host)
 		}
-	}
+		return true
+	})
 	slices.Sort(d.Hosts)
 	if task != nil {
 		for _, a := range task.PostRun {

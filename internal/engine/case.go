@@ -31,6 +31,10 @@ type caseRun struct {
 
 	authorKnown bool   // authorName was looked up
 	authorName  string // who wrote the case version ("" unknown)
+
+	tracer Tracer         // the session recording the case's trace (trace.go), or nil
+	shots  map[int][]byte // failure screenshots by step, for the trace
+
 	// dests are where the case can send data to (DestinationsOf), once a
 	// call needed the executor's approval.
 	dests *duet.Destinations
@@ -42,6 +46,22 @@ type caseRun struct {
 	// stored are the variables as last stored, with the last step result
 	// (persistVars): what a resumed case would go on with.
 	stored map[string]any
+
+	// running are the results of the steps now running, outermost first:
+	// a flow step's result, then the result of the step it runs, and so
+	// on (RunSteps keeps each result among its parent's children).
+	running []*duet.StepResult
+	// kept counts the children the outermost step running keeps
+	// (duet.MaxChildResults).
+	kept int
+	// secretVals are the executor's secrets the case's steps read, as
+	// loaded when it started (loadSecrets); secretErr the error of that.
+	secretVals map[string]string
+	secretErr  error
+	// hooks, when set, makes this the run's beforeAll or afterAll rather
+	// than a case (hooks.go): its results are the run's, and its calls
+	// are approved as the task's hooks.
+	hooks *runHooks
 }
 
 // keep accounts for the variable name taking the value v: the case's
@@ -72,7 +92,8 @@ func (cr *caseRun) keep(name string, v any) error {
 // (the worker is stopping) a case that can resume exactly at its next step
 // stops there, recording it; one that cannot — a browser page, variables
 // not stored whole — goes on to its end (or until the grace period is over).
-func (e *Engine) executeCase(ctx context.Context, w *runWrites, run *duet.Run, task *duet.Task, x *duet.Execution, secrets *redact.Set, drain <-chan struct{}) (known int, finished bool) {
+func (e *Engine) executeCase(ctx context.Context, w *runWrites, rs *runScope, x *duet.Execution, drain <-chan struct{}) (known int, finished bool) {
+	run, task, secrets := rs.run, rs.task, rs.secrets
 	from := resumeAt(x)
 	x.ResumeFrom = from
 	now := time.Now()
@@ -82,13 +103,11 @@ func (e *Engine) executeCase(ctx context.Context, w *runWrites, run *duet.Run, t
 		return 0, false
 	}
 	e.emit(Event{RunID: run.ID, ExecutionID: x.ID, CaseTitle: x.CaseTitle, Status: duet.StatusRunning})
-	cr := &caseRun{
-		e: e, w: w, run: run, task: task, x: x, saved: map[string]any{}, secrets: secrets,
-		vars: map[string]any{
-			"task": map[string]any{"id": task.ID, "name": task.Name, "baseUrl": task.BaseURL},
-			"run":  map[string]any{"id": run.ID, "executor": run.TriggeredBy},
-		},
+	cr := &caseRun{e: e, w: w, run: run, task: task, x: x, saved: map[string]any{}, secrets: secrets, vars: rs.builtins()}
+	if x.Row != nil {
+		cr.vars["row"] = x.Row
 	}
+	cr.loadSecrets(ctx, x.Steps)
 	if from > 0 {
 		for k, v := range x.Vars {
 			if cr.keep(k, v) == nil {
@@ -112,6 +131,10 @@ func (e *Engine) executeCase(ctx context.Context, w *runWrites, run *duet.Run, t
 
 	x.Status = duet.StatusPassed
 	failed := false
+	// The afterEach steps run whatever became of the case before them —
+	// failed, out of time, cancelled — under a context of their own
+	// (cleanupContext), unless the run is handed back.
+	var after context.Context
 	var softFailed *duet.StepResult // the first soft assertion that failed
 	for _, r := range x.Results {
 		if r.Soft && softFailed == nil {
@@ -120,10 +143,40 @@ func (e *Engine) executeCase(ctx context.Context, w *runWrites, run *duet.Run, t
 	}
 	for i := from; i < len(x.Steps); i++ {
 		st := &x.Steps[i]
-		res := &duet.StepResult{Index: st.Index, Kind: st.Kind, Name: st.Name, Status: duet.StatusSkipped}
+		res := &duet.StepResult{Index: st.Index, Kind: st.Kind, Name: st.Name, Hook: st.Hook, Status: duet.StatusSkipped}
 		if !failed && cctx.Err() == nil && closed(drain) && cr.resumable(i) {
 			cr.suspend(ctx, i) // the worker is stopping: the next holder goes on here
 			return 0, false
+		}
+		if st.Hook == duet.HookAfterEach {
+			if handedBack(ctx) {
+				return 0, false
+			}
+			if cctx.Err() != nil && !failed {
+				failed = true
+				x.Status, x.ErrorCode, x.ErrorMessage = statusOfCtx(ctx, cctx)
+			}
+			if after == nil {
+				var stop context.CancelFunc
+				after, stop = e.cleanupContext(ctx)
+				defer stop()
+			}
+			if after.Err() == nil {
+				cr.runStep(after, st, res)
+			}
+			if handedBack(ctx) {
+				return 0, false
+			}
+			if !cr.saveResult(ctx, res) {
+				return 0, false
+			}
+			e.emit(Event{RunID: run.ID, ExecutionID: x.ID, CaseTitle: x.CaseTitle, Step: res, Status: res.Status})
+			if res.Status != duet.StatusPassed && res.Status != duet.StatusSkipped && !res.Optional && !failed {
+				failed = true
+				x.Status, x.ErrorCode = res.Status, duet.CodeHookFailed
+				x.ErrorMessage = hookFailure(st, res)
+			}
+			continue
 		}
 		if failed || cctx.Err() != nil {
 			if handedBack(ctx) {
@@ -155,6 +208,9 @@ func (e *Engine) executeCase(ctx context.Context, w *runWrites, run *duet.Run, t
 			failed = true
 			x.Status, x.ErrorCode = res.Status, res.ErrorCode
 			x.ErrorMessage = fmt.Sprintf("step %d (%s): %s", st.Index+1, st.Name, res.ErrorMessage)
+			if st.Hook == duet.HookBeforeEach && res.Status == duet.StatusFailed {
+				x.ErrorCode, x.ErrorMessage = duet.CodeHookFailed, hookFailure(st, res)
+			}
 		}
 		if res.Soft && softFailed == nil {
 			softFailed = res
@@ -168,11 +224,12 @@ func (e *Engine) executeCase(ctx context.Context, w *runWrites, run *duet.Run, t
 	if handedBack(ctx) {
 		return 0, false
 	}
-	if x.Status == duet.StatusPassed && cctx.Err() != nil {
+	if x.Status == duet.StatusPassed && cctx.Err() != nil && after == nil {
 		x.Status, x.ErrorCode, x.ErrorMessage = statusOfCtx(ctx, cctx)
 	}
 	end := time.Now()
 	x.FinishedAt = &end
+	cr.finishTrace(ctx)
 	known = secrets.Len()
 	if !cr.rescrub(ctx) {
 		return 0, false
@@ -184,6 +241,11 @@ func (e *Engine) executeCase(ctx context.Context, w *runWrites, run *duet.Run, t
 		return 0, false
 	}
 	return known, true
+}
+
+// hookFailure says that the step st of a hook failed, with its result.
+func hookFailure(st *duet.Step, res *duet.StepResult) string {
+	return fmt.Sprintf("%s hook failed at step %d (%s): %s: %s", st.Hook, st.Index+1, st.Name, res.ErrorCode, res.ErrorMessage)
 }
 
 var errCaseTimeout = errors.New("case timeout")
@@ -223,14 +285,17 @@ func (cr *caseRun) store(ctx context.Context, res *duet.StepResult) bool {
 
 // resumeAt returns the step x resumes at: the one its last holder recorded
 // (SuspendExecution) when the results before it are there, each passed (or
-// an optional failure) and none of a browser step; else 0, from the start.
+// an optional failure) and none of a step that drove a browser (itself, or
+// a step it ran: the steps of an if, a loop, a flow); else 0, from the
+// start. A flow step resumes as a whole: a case is suspended only between
+// its own steps, never inside one.
 func resumeAt(x *duet.Execution) int {
 	n := x.ResumeFrom
 	if n <= 0 || n > len(x.Steps) || len(x.Results) < n {
 		return 0
 	}
 	for j, r := range x.Results[:n] {
-		if r.Index != j || r.Status != duet.StatusPassed && !r.Optional || step.NeedsBrowser(x.Steps[j].Kind) {
+		if r.Index != j || r.Status != duet.StatusPassed && !r.Optional || step.UsesBrowser(&x.Steps[j]) {
 			return 0
 		}
 	}
@@ -246,8 +311,8 @@ func (cr *caseRun) resumable(i int) bool {
 	if i == 0 || cr.x.Status != duet.StatusPassed {
 		return false
 	}
-	for _, st := range cr.x.Steps[:i] {
-		if step.NeedsBrowser(st.Kind) {
+	for j := range cr.x.Steps[:i] {
+		if step.UsesBrowser(&cr.x.Steps[j]) {
 			return false
 		}
 	}
@@ -282,10 +347,15 @@ func (cr *caseRun) rescrub(ctx context.Context) bool {
 	return true
 }
 
-// scrubResult scrubs a kept step result of secrets and reports whether it
-// changed.
+// scrubResult scrubs a kept step result (and the results of the steps it
+// ran) of secrets and reports whether it changed.
 func scrubResult(secrets *redact.Set, res *duet.StepResult) bool {
 	changed := false
+	for _, c := range res.Children {
+		if scrubResult(secrets, c) {
+			changed = true
+		}
+	}
 	if msg := secrets.Scrub(res.ErrorMessage); msg != res.ErrorMessage {
 		res.ErrorMessage, changed = msg, true
 	}
@@ -370,29 +440,42 @@ func (cr *caseRun) learn(saveAs string, value any) {
 	cr.secrets.Learn(value)
 }
 
-// runStep runs one step under its timeout and fills res.
+// runStep runs one step under its timeout and fills res. A flow step has
+// no timeout of its own unless it names one: each step it runs has its
+// own.
 func (cr *caseRun) runStep(ctx context.Context, st *duet.Step, res *duet.StepResult) {
 	timeout := cr.e.opts.StepTimeout
 	if st.TimeoutMs > 0 {
 		timeout = time.Duration(st.TimeoutMs) * time.Millisecond
 	}
+	flow := step.IsFlow(st.Kind)
 	start := time.Now()
 	res.StartedAt = &start
 	res.Status = duet.StatusRunning
+	if len(cr.running) == 0 {
+		cr.kept = 0
+	}
+	cr.running = append(cr.running, res)
+	defer func() { cr.running = cr.running[:len(cr.running)-1] }()
 
 	var (
 		saveAs string
 		value  any
 		err    error
 	)
-	if step.NeedsBrowser(st.Kind) && cr.session == nil {
+	err = cr.checkSecrets(st)
+	if err == nil && step.NeedsBrowser(st.Kind) && cr.session == nil {
 		// Starting a browser, or waiting for a free one, is not the step's
 		// work: it runs on the case's time, not the step's.
 		_, err = cr.page(ctx)
 	}
 	sctx, cancel := context.WithTimeoutCause(ctx, timeout, errStepTimeout)
+	if flow && st.TimeoutMs == 0 {
+		sctx, cancel = context.WithCancel(ctx)
+	}
 	defer cancel()
 	if err == nil {
+		cr.traceBegin(st)
 		saveAs, value, err = cr.dispatch(sctx, st)
 	}
 
@@ -420,6 +503,8 @@ func (cr *caseRun) runStep(ctx context.Context, st *duet.Step, res *duet.StepRes
 			res.Output = persist(cr.secrets, value)
 		}
 	}
+	var shot []byte // the failure screenshot, for the trace
+	defer func() { cr.traceEnd(ctx, st, res, shot) }()
 	if err == nil {
 		res.Status = duet.StatusPassed
 		return
@@ -456,15 +541,17 @@ func (cr *caseRun) runStep(ctx context.Context, st *duet.Step, res *duet.StepRes
 	if st.Soft && res.Status == duet.StatusFailed && res.ErrorCode != duet.CodeCaseTimeout {
 		res.Soft = true
 	}
-	// A failed step leaves a screenshot of the page as it was. A big
-	// mobile screenshot on a busy machine takes seconds.
-	if cr.session != nil && res.Status != duet.StatusCancelled && cr.e.opts.Artifacts != nil {
+	// A failed step leaves a screenshot of the page as it was (a flow
+	// step's failed step has left it). A big mobile screenshot on a busy
+	// machine takes seconds.
+	if cr.session != nil && !flow && res.Status != duet.StatusCancelled && cr.e.opts.Artifacts != nil {
 		shotCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 		defer cancel()
 		png, err := cr.session.Screenshot(shotCtx, false)
 		var id string
 		if err == nil {
-			id, err = cr.e.opts.Artifacts.Save(shotCtx, cr.run.ID, cr.x.ID, st.Index, "failure", png)
+			shot = png
+			id, err = cr.SaveArtifact(shotCtx, st, "failure", png)
 		}
 		if err != nil {
 			cr.e.log.WarnContext(ctx, "no screenshot of a failed step", "run", cr.run.ID, "execution", cr.x.ID, "step", st.Index, "err", err)

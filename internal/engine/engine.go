@@ -18,6 +18,7 @@ import (
 	"github.com/duet-test/duet/internal/calldepth"
 	"github.com/duet-test/duet/internal/redact"
 	"github.com/duet-test/duet/internal/step"
+	"github.com/duet-test/duet/internal/trace"
 )
 
 // Browser starts isolated browser sessions. internal/browser provides one
@@ -85,6 +86,9 @@ type Options struct {
 	Browser Browser
 	// Artifacts keeps screenshots; nil means screenshots are not kept.
 	Artifacts Artifacts
+	// AI is the model of AI steps (aiAssert, aiQuery, aiWaitFor) and their
+	// budgets; nil makes them fail with LLM_NOT_CONFIGURED.
+	AI *step.AIConfig
 	// StepTimeout bounds a step without its own timeout; 0 means 30s.
 	StepTimeout time.Duration
 	// CaseTimeout bounds a case without its own timeout; 0 means 10m.
@@ -108,10 +112,24 @@ type Options struct {
 	// nil means the executor's stored approvals (StoreApprover) when the
 	// store keeps them, else every such call fails with APPROVAL_REQUIRED.
 	Approver Approver
+	// Trace is the trace mode of runs whose run and task choose none ("":
+	// on-failure); TraceMaxBytes bounds one case's trace (0:
+	// trace.DefaultMaxBytes) and TraceRecord a recording in the browser.
+	// A trace is kept where Artifacts is a TraceSaver.
+	Trace         trace.Mode
+	TraceMaxBytes int64
+	TraceRecord   trace.RecordOptions
 	// WriteWait bounds how long a write of a run (a step result, a final
 	// state) waits for a database that is away; 0 means 30s. A write that
 	// still fails stops the run at once and gives it back to the queue.
 	WriteWait time.Duration
+	// Secrets reads the executor's secrets steps read (${secrets.NAME});
+	// nil makes every such step fail with SECRET_NOT_FOUND.
+	Secrets SecretReader
+	// CleanupTimeout bounds the afterEach steps of a case, and the
+	// afterAll steps of a run, when they run after a failure, a timeout or
+	// a cancellation; 0 means 2 minutes.
+	CleanupTimeout time.Duration
 	// OnEvent, if set, receives progress events (it must not block long).
 	OnEvent func(Event)
 	Logger  *slog.Logger
@@ -151,6 +169,9 @@ func New(store duet.Store, opts Options) *Engine {
 	}
 	if opts.WriteWait <= 0 {
 		opts.WriteWait = storeWriteTimeout
+	}
+	if opts.CleanupTimeout <= 0 {
+		opts.CleanupTimeout = 2 * time.Minute
 	}
 	log := opts.Logger
 	if log == nil {
@@ -226,6 +247,33 @@ func (e *Engine) Execute(ctx context.Context, lease duet.Lease, run *duet.Run, d
 	// The secrets this run comes to know (the executor's credentials,
 	// values seen under sensitive keys), scrubbed from everything it keeps.
 	secrets := redact.NewSet()
+	rs, err := newRunScope(run, task, secrets)
+	if err != nil {
+		return e.finishRun(rctx, w, run, duet.StatusError, duet.ErrorCode(err), "the run's environment: "+duet.ErrorMessage(err))
+	}
+	// The task's beforeAll runs once, before the first case (again on a
+	// later attempt, unless an earlier one stored it whole); if it fails,
+	// no case runs: each ends failed, naming the hook.
+	if len(task.BeforeAll) > 0 && len(todo) > 0 && ctx.Err() == nil && !closed(drain) {
+		vars, ok := beforeAllDone(run, task)
+		if !ok {
+			var status duet.RunStatus
+			var msg string
+			vars, status, msg = e.runHook(ctx, w, rs, duet.HookBeforeAll, task.BeforeAll)
+			if handedBack(ctx) {
+				return e.stopped(ctx, w, run)
+			}
+			if status != duet.StatusPassed && ctx.Err() == nil {
+				for _, x := range todo {
+					if !e.skipExecution(ctx, w, x, duet.StatusFailed, duet.CodeHookFailed, msg) {
+						return e.stopped(ctx, w, run)
+					}
+				}
+				todo = nil
+			}
+		}
+		rs.hookVars = vars
+	}
 	known := map[string]int{} // execution → secrets it was scrubbed with
 	var mu sync.Mutex
 	ended := 0 // executions of todo that ended here
@@ -242,7 +290,7 @@ func (e *Engine) Execute(ctx context.Context, lease duet.Lease, run *duet.Run, d
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			k, fin := e.executeCase(ctx, w, run, task, x, secrets, drain)
+			k, fin := e.executeCase(ctx, w, rs, x, drain)
 			if !fin {
 				return // stopped short: resumed by the next holder
 			}
@@ -264,7 +312,11 @@ func (e *Engine) Execute(ctx context.Context, lease duet.Lease, run *duet.Run, d
 		if run.CancelRequested || errors.Is(context.Cause(ctx), ErrCancelRequested) {
 			msg = "cancelled at the user's request"
 		}
-		run.PostRun = e.postRun(ctx, run, task, nil, verdict{duet.StatusCancelled, duet.CodeCancelled, msg}, secrets)
+		// The task's afterAll runs after a cancellation too.
+		if !e.afterAll(ctx, w, rs) {
+			return e.stopped(ctx, w, run)
+		}
+		run.PostRun = e.postRun(ctx, run, rs.task, nil, verdict{duet.StatusCancelled, duet.CodeCancelled, msg}, secrets)
 		return e.finishRun(rctx, w, run, duet.StatusCancelled, duet.CodeCancelled, msg)
 	}
 	if ended < len(todo) {
@@ -279,6 +331,10 @@ func (e *Engine) Execute(ctx context.Context, lease duet.Lease, run *duet.Run, d
 		if !x.Status.Final() || len(x.Results) < len(x.Steps) {
 			return e.finishRun(rctx, w, run, duet.StatusError, duet.CodeInternal, duet.ErrorMessage(duet.Incomplete(run.ID, x.CaseTitle, x.Status, len(x.Results), len(x.Steps))))
 		}
+	}
+	// The task's afterAll, once every case has ended.
+	if !e.afterAll(ctx, w, rs) {
+		return e.stopped(ctx, w, run)
 	}
 	if e.rescrubRun(ctx, w, execs, secrets, known); handedBack(ctx) {
 		return e.stopped(ctx, w, run)
@@ -301,9 +357,35 @@ func (e *Engine) Execute(ctx context.Context, lease duet.Lease, run *duet.Run, d
 			}
 		}
 	}
+	// A failed afterAll fails a run whose cases passed: the hook is named.
+	if status == duet.StatusPassed {
+		for _, r := range run.Hooks {
+			if r.Hook == duet.HookAfterAll && r.Status != duet.StatusPassed && r.Status != duet.StatusSkipped && !r.Optional {
+				status, code = duet.StatusFailed, duet.CodeHookFailed
+				if r.Status == duet.StatusError {
+					status = duet.StatusError
+				}
+				msg = secrets.Scrub(fmt.Sprintf("afterAll hook failed at step %d (%s): %s: %s", r.Index+1, r.Name, r.ErrorCode, r.ErrorMessage))
+				break
+			}
+		}
+	}
 	// The task's post-run actions: notes on the run, never its verdict.
-	run.PostRun = e.postRun(ctx, run, task, execs, verdict{status, code, msg}, secrets)
+	run.PostRun = e.postRun(ctx, run, rs.task, execs, verdict{status, code, msg}, secrets)
 	return e.finishRun(ctx, w, run, status, code, msg)
+}
+
+// afterAll runs the task's afterAll steps under the cleanup context (a
+// cancelled run runs them too). It reports false when the run was handed
+// back meanwhile (a write failed, the worker lost the run).
+func (e *Engine) afterAll(ctx context.Context, w *runWrites, rs *runScope) bool {
+	if len(rs.task.AfterAll) == 0 || handedBack(ctx) {
+		return !handedBack(ctx)
+	}
+	cctx, stop := e.cleanupContext(ctx)
+	defer stop()
+	e.runHook(cctx, w, rs, duet.HookAfterAll, rs.task.AfterAll)
+	return !handedBack(ctx)
 }
 
 // stopped ends a run whose context ended short of a verdict (handedBack):

@@ -66,5 +66,23 @@ func (cr *caseRun) SaveArtifact(ctx context.Context, st *duet.Step, name string,
 	if cr.e.opts.Artifacts == nil {
 		return "", nil
 	}
-	return cr.e.opts.Artifacts.Save(ctx, cr.run.ID, cr.x.ID, st.Index, name, data)
+	idx, name := cr.artifactName(st, name)
+	if cr.hooks != nil {
+		name = cr.hooks.hook + "-" + name
+	}
+	return cr.e.opts.Artifacts.Save(ctx, cr.run.ID, cr.x.ID, idx, name, data)
+}
+
+// A caseRun gives AI steps the engine's model (Options.AI).
+var _ step.AIEnv = (*caseRun)(nil)
+
+// AI implements step.AIEnv.
+func (cr *caseRun) AI() *step.AIConfig { return cr.e.opts.AI }
+
+// NoteAI implements step.AIEnv: the result of the step running (the
+// innermost, inside a flow step) carries u.
+func (cr *caseRun) NoteAI(u duet.AIUsage) {
+	if n := len(cr.running); n > 0 {
+		cr.running[n-1].AI = &u
+	}
 }

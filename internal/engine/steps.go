@@ -195,5 +195,6 @@ func (cr *caseRun) page(ctx context.Context) (BrowserSession, error) {
 		return nil, err
 	}
 	cr.session = s
+	cr.startTrace(ctx, s)
 	return s, nil
 }

@@ -221,15 +221,23 @@ func (w *Worker) execute(ctx context.Context, drain <-chan struct{}, run *duet.R
 		end(duet.StatusCancelled, duet.CodeCancelled, "cancelled at the user's request")
 		return
 	}
-	rctx, cancel := context.WithCancelCause(ctx)
+	// hold ends when the worker no longer holds the run (its lease lost,
+	// the worker stopping); rctx also when the run is cancelled. The
+	// heartbeat keeps the lease while Execute runs, after a cancellation
+	// too: the steps that run after one (afterEach, afterAll) run under
+	// the hold (WithHold).
+	hold, release := context.WithCancelCause(ctx)
+	defer release(nil)
+	rctx, cancel := context.WithCancelCause(hold)
 	defer cancel(nil)
-	hbDone := make(chan struct{})
+	hbDone, executed := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(hbDone)
-		w.heartbeat(rctx, cancel, lease, run, claimed, log)
+		w.heartbeat(hold, release, cancel, executed, lease, run, claimed, log)
 	}()
 	log.InfoContext(ctx, "run started")
-	err := w.engine.Execute(rctx, lease, run, drain)
+	err := w.engine.Execute(WithHold(rctx, hold), lease, run, drain)
+	close(executed)
 	cancel(nil)
 	<-hbDone
 	switch {
@@ -248,37 +256,45 @@ func (w *Worker) execute(ctx context.Context, drain <-chan struct{}, run *duet.R
 	}
 }
 
-// heartbeat keeps the lease of a run alive while it runs: it renews the
-// lease every third of it (and at once again after a failed renewal), and
-// checks for a cancellation request every CancelCheck. It stops the run
-// (cancel with ErrLeaseLost) when a renewal is refused — another worker
-// holds the run — or when the lease is about to run out without a renewal
-// (the database is away): from then on another worker may take the run
-// over, and no step of it may reach the system under test from here.
-func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, lease duet.Lease, run *duet.Run, claimed time.Time, log *slog.Logger) {
+// heartbeat keeps the lease of a run alive while it runs (until executed
+// closes): it renews the lease every third of it (and at once again after
+// a failed renewal), and checks for a cancellation request every
+// CancelCheck, which cancels the run (cancel with ErrCancelRequested) and
+// goes on renewing: what runs after a cancellation holds the run. It stops
+// the run and ends the hold (release with ErrLeaseLost) when a renewal is
+// refused — another worker holds the run — or when the lease is about to
+// run out without a renewal (the database is away): from then on another
+// worker may take the run over, and no step of it may reach the system
+// under test from here.
+func (w *Worker) heartbeat(ctx context.Context, release, cancel context.CancelCauseFunc, executed <-chan struct{}, lease duet.Lease, run *duet.Run, claimed time.Time, log *slog.Logger) {
 	t := time.NewTicker(w.opts.CancelCheck)
 	defer t.Stop()
 	expires := claimed.Add(w.opts.Lease)
 	margin := min(w.opts.Lease/10, 2*time.Second)
 	renewAt := claimed.Add(w.opts.Lease / 3)
+	cancelled := false
 	for {
 		select {
 		case <-ctx.Done():
+			return
+		case <-executed:
 			return
 		case <-t.C:
 		}
 		now := time.Now()
 		if now.After(expires.Add(-margin)) {
 			log.WarnContext(ctx, "the lease on the run runs out without a renewal (database unavailable?); stopping it")
-			cancel(fmt.Errorf("%w: its lease ran out at %s without a renewal", ErrLeaseLost, expires.Format(time.RFC3339Nano)))
+			release(fmt.Errorf("%w: its lease ran out at %s without a renewal", ErrLeaseLost, expires.Format(time.RFC3339Nano)))
 			return
 		}
 		if now.Before(renewAt) {
+			if cancelled {
+				continue
+			}
 			cur, err := w.store.FindRunByID(ctx, "", run.ID)
 			if err == nil && cur.CancelRequested {
-				run.CancelRequested = true
+				run.CancelRequested, cancelled = true, true
 				cancel(ErrCancelRequested)
-				return
 			}
 			continue
 		}
@@ -286,15 +302,14 @@ func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, 
 		switch {
 		case duet.ErrorCode(err) == duet.CodeLeaseLost:
 			log.WarnContext(ctx, "lost the lease on a run; stopping it")
-			cancel(fmt.Errorf("%w: %w", ErrLeaseLost, err))
+			release(fmt.Errorf("%w: %w", ErrLeaseLost, err))
 			return
 		case err != nil:
 			log.WarnContext(ctx, "renewing a lease", "err", err)
 			continue // again at the next tick
-		case cur.CancelRequested:
-			run.CancelRequested = true
+		case cur.CancelRequested && !cancelled:
+			run.CancelRequested, cancelled = true, true
 			cancel(ErrCancelRequested)
-			return
 		}
 		expires, renewAt = now.Add(w.opts.Lease), now.Add(w.opts.Lease/3)
 	}

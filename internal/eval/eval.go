@@ -22,8 +22,10 @@ import (
 )
 
 // Builtins are the variables every step can use besides saved ones:
-// task (id, name, baseUrl) and run (id, executor).
-var Builtins = []string{"task", "run"}
+// task (id, name, baseUrl), run (id, executor, environment), env (the
+// variables of the run's environment) and secrets (the executor's secrets
+// the step reads, secrets.NAME).
+var Builtins = []string{"task", "run", "env", Secrets}
 
 // IsFunction reports whether name is an expression function (first, len,
 // filter, ...): a variable of that name cannot be read, the function

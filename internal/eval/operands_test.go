@@ -40,8 +40,8 @@ func TestOperands(t *testing.T) {
 // built-in ones; the message names each known name once, in order.
 func TestUnknownNameListsEachOnce(t *testing.T) {
 	t.Parallel()
-	_, err := Eval("nope == 1", map[string]any{"task": map[string]any{}, "run": map[string]any{}, "order": 1})
-	if err == nil || err.Error() != "unknown name nope (known: order, run, task)" {
+	_, err := Eval("nope == 1", map[string]any{"task": map[string]any{}, "run": map[string]any{}, "env": map[string]any{}, "secrets": map[string]any{}, "order": 1})
+	if err == nil || err.Error() != "unknown name nope (known: env, order, run, secrets, task)" {
 		t.Fatalf("got %v, want each known name once", err)
 	}
 }

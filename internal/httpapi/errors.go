@@ -44,6 +44,9 @@ var codes = map[duet.Code]codeRow{
 	duet.CodeElementNotFound:        {http.StatusUnprocessableEntity, -32000},
 	duet.CodeLocatorAmbiguous:       {http.StatusUnprocessableEntity, -32000},
 	duet.CodeInterrupted:            {http.StatusServiceUnavailable, -32603},
+	duet.CodeLoopLimit:              {http.StatusUnprocessableEntity, -32000},
+	duet.CodeSecretNotFound:         {http.StatusUnprocessableEntity, -32000},
+	duet.CodeHookFailed:             {http.StatusUnprocessableEntity, -32000},
 	duet.CodeApprovalRequired:       {http.StatusForbidden, -32003},
 	duet.CodeApprovalPending:        {http.StatusForbidden, -32003},
 	duet.CodeApprovalExpired:        {http.StatusGone, -32003},
@@ -60,6 +63,7 @@ var codes = map[duet.Code]codeRow{
 	duet.CodeLLMNotConfigured:       {http.StatusServiceUnavailable, -32603},
 	duet.CodeLLMError:               {http.StatusBadGateway, -32000},
 	duet.CodeGenerationFailed:       {http.StatusUnprocessableEntity, -32000},
+	duet.CodeLLMBudgetExceeded:      {http.StatusUnprocessableEntity, -32000},
 
 	// Remote browsers and devices.
 	duet.CodeBrowserProtocolMismatch:   {http.StatusBadGateway, -32000},

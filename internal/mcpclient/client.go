@@ -90,6 +90,11 @@ type Options struct {
 	RecordInterval time.Duration
 	// Logger receives warnings (never secrets); nil discards them.
 	Logger *slog.Logger
+	// CatalogChanged, if set, is told after a sync replaced an archived
+	// catalog with a different one (the server's tools changed): the
+	// registration, the tools before and after. A contract check
+	// (internal/contract) flags the cases the change breaks.
+	CatalogChanged func(ctx context.Context, reg *duet.MCPServer, old, new []*duet.MCPTool)
 	// Now is the OAuth client's clock: when a token was obtained and
 	// expires, when it is renewed, the limits on repeated authorizations,
 	// and the time in client assertions and DPoP proofs. nil means

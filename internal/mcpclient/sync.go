@@ -47,8 +47,17 @@ func (c *Client) sync(ctx context.Context, reg *duet.MCPServer) (*duet.MCPServer
 	if err != nil {
 		return nil, err
 	}
+	var before []*duet.MCPTool
+	if c.opts.CatalogChanged != nil && reg.SyncedAt != nil && reg.CatalogHash != cat.Hash {
+		if before, err = c.store.FindMCPTools(ctx, reg.ID); err != nil {
+			return nil, err
+		}
+	}
 	if err := c.store.SaveMCPCatalog(ctx, reg.ID, cat); err != nil {
 		return nil, err
+	}
+	if before != nil {
+		c.opts.CatalogChanged(ctx, reg, before, cat.Tools)
 	}
 	out := *reg
 	out.Transport, out.ProtocolVersion, out.ServerName, out.ServerVersion = cat.Transport, cat.ProtocolVersion, cat.ServerName, cat.ServerVersion

@@ -13,23 +13,36 @@ import (
 	"github.com/duet-test/duet"
 )
 
-const caseColumns = `c.id, c.task_id, c.key, c.title, c.source, c.source_hash, c.steps, c.timeout_ms, c.version, c.status, c.created_by, c.created_at, c.updated_at`
+const caseColumns = `c.id, c.task_id, c.key, c.title, c.source, c.source_hash, c.steps, c.timeout_ms, c.version, c.status, c.created_by, c.created_at, c.updated_at, c.row`
 
 func scanCase(r pgx.Row) (*duet.Case, error) {
 	var c duet.Case
-	var steps string
-	if err := r.Scan(&c.ID, &c.TaskID, &c.Key, &c.Title, &c.Source, &c.SourceHash, &steps, &c.TimeoutMs, &c.Version, &c.Status, &c.CreatedBy, &c.CreatedAt, &c.UpdatedAt); err != nil {
+	var steps, row string
+	if err := r.Scan(&c.ID, &c.TaskID, &c.Key, &c.Title, &c.Source, &c.SourceHash, &steps, &c.TimeoutMs, &c.Version, &c.Status, &c.CreatedBy, &c.CreatedAt, &c.UpdatedAt, &row); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(steps), &c.Steps); err != nil {
 		return nil, fmt.Errorf("case %s: decoding steps: %w", c.ID, err)
 	}
+	var err error
+	if c.Row, err = decodeRow(row); err != nil {
+		return nil, fmt.Errorf("case %s: decoding its data row: %w", c.ID, err)
+	}
 	c.CreatedAt, c.UpdatedAt = utc(c.CreatedAt), utc(c.UpdatedAt)
 	return &c, nil
 }
 
-const insertCase = `INSERT INTO cases (id, task_id, key, title, source, source_hash, steps, timeout_ms, version, status, created_by, created_at, updated_at)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
+// tailRow is a row whose last columns, after those its scanner reads,
+// go to tail.
+type tailRow struct {
+	pgx.Row
+	tail []any
+}
+
+func (r tailRow) Scan(dest ...any) error { return r.Row.Scan(append(dest, r.tail...)...) }
+
+const insertCase = `INSERT INTO cases (id, task_id, key, title, source, source_hash, steps, timeout_ms, version, status, created_by, created_at, updated_at, row)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
 
 // ApplySuite creates or updates owner's task and its cases in one transaction.
 // Applies of the same task by several instances take turns (an advisory
@@ -61,6 +74,10 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 		if err != nil {
 			return err
 		}
+		runCfg, err := encodeRunConfig(&want)
+		if err != nil {
+			return err
+		}
 		task, err := findTaskByName(ctx, tx, owner, want.Name)
 		switch {
 		case duet.ErrorCode(err) == duet.CodeNotFound:
@@ -68,12 +85,17 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 				ID: duet.NewID("task"), Owner: owner, Name: want.Name, Description: want.Description,
 				BaseURL: want.BaseURL, Device: want.Device, SharedWith: sortedUnique(want.SharedWith, owner),
 				PostRun: want.PostRun, CreatedAt: now, UpdatedAt: now,
+				Environments: want.Environments, DefaultEnvironment: want.DefaultEnvironment, BeforeAll: want.BeforeAll, AfterAll: want.AfterAll,
+				BeforeEach: want.BeforeEach, AfterEach: want.AfterEach, HookSaves: want.HookSaves,
 			}
 			if len(task.PostRun) > 0 {
 				task.PostRunBy = owner
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO tasks (id, owner, name, description, base_url, device, post_run, post_run_by, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-				task.ID, owner, task.Name, task.Description, task.BaseURL, task.Device, postRun, task.PostRunBy, now, now); err != nil {
+			if duet.HooksHash(task) != "" {
+				task.HooksBy = owner
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO tasks (id, owner, name, description, base_url, device, post_run, post_run_by, run_config, hooks_by, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+				task.ID, owner, task.Name, task.Description, task.BaseURL, task.Device, postRun, task.PostRunBy, runCfg, task.HooksBy, now, now); err != nil {
 				return mapErr(err)
 			}
 			if err := setShares(ctx, tx, task.ID, task.SharedWith, now); err != nil {
@@ -89,8 +111,22 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 				shares = sortedUnique(want.SharedWith, owner)
 			}
 			postRunChanged := duet.PostRunHash(task.PostRun) != duet.PostRunHash(want.PostRun)
-			if task.Description != want.Description || task.BaseURL != want.BaseURL || task.Device != want.Device || !slices.Equal(shares, task.SharedWith) || postRunChanged {
+			oldCfg, err := encodeRunConfig(task)
+			if err != nil {
+				return err
+			}
+			hooksChanged := duet.HooksHash(task) != duet.HooksHash(&want)
+			if task.Description != want.Description || task.BaseURL != want.BaseURL || task.Device != want.Device || !slices.Equal(shares, task.SharedWith) || postRunChanged || oldCfg != runCfg {
 				task.Description, task.BaseURL, task.Device, task.UpdatedAt = want.Description, want.BaseURL, want.Device, now
+				task.Environments, task.DefaultEnvironment, task.BeforeAll, task.AfterAll = want.Environments, want.DefaultEnvironment, want.BeforeAll, want.AfterAll
+				task.BeforeEach, task.AfterEach, task.HookSaves = want.BeforeEach, want.AfterEach, want.HookSaves
+				if hooksChanged {
+					// The applier wrote this version of the hooks.
+					task.HooksBy = ""
+					if duet.HooksHash(task) != "" {
+						task.HooksBy = owner
+					}
+				}
 				if postRunChanged {
 					// The applier wrote this version of the actions:
 					// approvals depend on it.
@@ -103,8 +139,8 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 				if err != nil {
 					return err
 				}
-				if _, err := tx.Exec(ctx, `UPDATE tasks SET description = $1, base_url = $2, device = $3, post_run = $4, post_run_by = $5, updated_at = $6 WHERE id = $7`,
-					task.Description, task.BaseURL, task.Device, stored, task.PostRunBy, now, task.ID); err != nil {
+				if _, err := tx.Exec(ctx, `UPDATE tasks SET description = $1, base_url = $2, device = $3, post_run = $4, post_run_by = $5, run_config = $6, hooks_by = $7, updated_at = $8 WHERE id = $9`,
+					task.Description, task.BaseURL, task.Device, stored, task.PostRunBy, runCfg, task.HooksBy, now, task.ID); err != nil {
 					return mapErr(err)
 				}
 				if !slices.Equal(shares, task.SharedWith) {
@@ -113,6 +149,15 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 					}
 					task.SharedWith = shares
 				}
+				res.TaskAction = duet.ApplyUpdated
+			}
+		}
+		if task.Trace != want.Trace { // the task's trace mode (00027)
+			if _, err := tx.Exec(ctx, `UPDATE tasks SET trace = $1, updated_at = $2 WHERE id = $3`, want.Trace, now, task.ID); err != nil {
+				return mapErr(err)
+			}
+			task.Trace, task.UpdatedAt = want.Trace, now
+			if res.TaskAction == duet.ApplyUnchanged {
 				res.TaskAction = duet.ApplyUpdated
 			}
 		}
@@ -144,13 +189,17 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 			if err != nil {
 				return err
 			}
+			row, err := encodeRow(c.Row)
+			if err != nil {
+				return err
+			}
 			old := existing[c.Key]
 			switch {
 			case old == nil:
 				c.ID, c.TaskID, c.Version, c.Status, c.CreatedBy = duet.NewID("case"), task.ID, 1, duet.CaseActive, owner
 				c.CreatedAt, c.UpdatedAt = now, now
 				if _, err := tx.Exec(ctx, insertCase,
-					c.ID, c.TaskID, c.Key, c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.Status, c.CreatedBy, now, now); err != nil {
+					c.ID, c.TaskID, c.Key, c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.Status, c.CreatedBy, now, now, row); err != nil {
 					return mapErr(err)
 				}
 				res.Cases = append(res.Cases, duet.ApplyCaseResult{Key: c.Key, ID: c.ID, Version: c.Version, Action: duet.ApplyCreated})
@@ -160,8 +209,8 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 				// The owner wrote this version (CreatedBy is the writer of
 				// the current version: approvals depend on it).
 				c.ID, c.TaskID, c.Version, c.Status, c.CreatedBy = old.ID, task.ID, old.Version+1, duet.CaseActive, owner
-				if _, err := tx.Exec(ctx, `UPDATE cases SET title = $1, source = $2, source_hash = $3, steps = $4, timeout_ms = $5, version = $6, status = $7, created_by = $8, updated_at = $9 WHERE id = $10`,
-					c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.Status, c.CreatedBy, now, c.ID); err != nil {
+				if _, err := tx.Exec(ctx, `UPDATE cases SET title = $1, source = $2, source_hash = $3, steps = $4, timeout_ms = $5, version = $6, status = $7, created_by = $8, updated_at = $9, row = $10 WHERE id = $11`,
+					c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.Status, c.CreatedBy, now, row, c.ID); err != nil {
 					return mapErr(err)
 				}
 				res.Cases = append(res.Cases, duet.ApplyCaseResult{Key: c.Key, ID: c.ID, Version: c.Version, Action: duet.ApplyUpdated})
@@ -182,7 +231,7 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 			}
 			res.Cases = append(res.Cases, duet.ApplyCaseResult{Key: k, ID: old.ID, Version: old.Version, Action: duet.ApplyArchived})
 		}
-		return nil
+		return applySchedules(ctx, tx, owner, task.ID, s.Schedules, now)
 	})
 	if err != nil {
 		return nil, err
@@ -215,7 +264,7 @@ func (d *DB) SaveDraftCase(ctx context.Context, c *duet.Case) error {
 		case errors.Is(err, pgx.ErrNoRows):
 			c.ID, c.Version, c.Status, c.CreatedAt, c.UpdatedAt = duet.NewID("case"), 1, duet.CaseDraft, now, now
 			_, err := tx.Exec(ctx, insertCase,
-				c.ID, c.TaskID, c.Key, c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.Status, c.CreatedBy, now, now)
+				c.ID, c.TaskID, c.Key, c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.Status, c.CreatedBy, now, now, "")
 			return mapErr(err)
 		case err != nil:
 			return mapErr(err)
@@ -253,11 +302,37 @@ func (d *DB) CountCases(ctx context.Context, taskID string) (int, error) {
 
 // FindCases returns a page of a task's cases in key order.
 func (d *DB) FindCases(ctx context.Context, f duet.CaseFilter) ([]*duet.Case, string, int, error) {
-	after, err := decodeCursor(f.Cursor)
+	q, a, limit, err := casePageQuery(f)
 	if err != nil {
 		return nil, "", 0, err
 	}
+	rows, err := d.pool.Query(ctx, q, a...)
+	if err != nil {
+		return nil, "", 0, mapErr(err)
+	}
+	return d.casePage(ctx, rows, f, limit)
+}
+
+// casePageQuery is the statement of FindCases (casePage reads its rows),
+// and its page size: the page and the count of every match in one
+// statement (the count is an uncorrelated subquery: computed once).
+func casePageQuery(f duet.CaseFilter) (string, []any, int, error) {
+	after, err := decodeCursor(f.Cursor)
+	if err != nil {
+		return "", nil, 0, err
+	}
 	limit := clampLimit(f.Limit, 50, 200)
+	a := args{f.TaskID, caseStatuses(f)}
+	cond := `c.task_id = $1 AND c.status = ANY($2)`
+	page := cond
+	if after != "" {
+		page += ` AND c.key > ` + a.add(after)
+	}
+	return `SELECT ` + caseColumns + `, (SELECT count(*) FROM cases c WHERE ` + cond + `) FROM cases c WHERE ` + page + ` ORDER BY c.key LIMIT ` + a.add(limit+1), a, limit, nil
+}
+
+// caseStatuses are the statuses of the cases f selects.
+func caseStatuses(f duet.CaseFilter) []string {
 	statuses := []string{string(duet.CaseActive)}
 	if f.IncludeDrafts {
 		statuses = append(statuses, string(duet.CaseDraft))
@@ -265,22 +340,21 @@ func (d *DB) FindCases(ctx context.Context, f duet.CaseFilter) ([]*duet.Case, st
 	if f.IncludeArchived {
 		statuses = append(statuses, string(duet.CaseArchived))
 	}
-	a := args{f.TaskID, statuses}
-	cond := `c.task_id = $1 AND c.status = ANY($2)`
+	return statuses
+}
+
+// casePage reads the rows of casePageQuery: the page, the next cursor and
+// the count. An empty page, which carries no count, counts apart.
+func (d *DB) casePage(ctx context.Context, rows pgx.Rows, f duet.CaseFilter, limit int) ([]*duet.Case, string, int, error) {
 	var total int
-	if err := d.pool.QueryRow(ctx, `SELECT count(*) FROM cases c WHERE `+cond, a...).Scan(&total); err != nil {
-		return nil, "", 0, mapErr(err)
-	}
-	if after != "" {
-		cond += ` AND c.key > ` + a.add(after)
-	}
-	rows, err := d.pool.Query(ctx, `SELECT `+caseColumns+` FROM cases c WHERE `+cond+` ORDER BY c.key LIMIT `+a.add(limit+1), a...)
-	if err != nil {
-		return nil, "", 0, mapErr(err)
-	}
-	cases, err := collect(rows, scanCase)
+	cases, err := collect(rows, func(r pgx.Row) (*duet.Case, error) { return scanCase(tailRow{r, []any{&total}}) })
 	if err != nil {
 		return nil, "", 0, err
+	}
+	if len(cases) == 0 {
+		if err := d.pool.QueryRow(ctx, `SELECT count(*) FROM cases c WHERE c.task_id = $1 AND c.status = ANY($2)`, f.TaskID, caseStatuses(f)).Scan(&total); err != nil {
+			return nil, "", 0, mapErr(err)
+		}
 	}
 	var next string
 	if len(cases) > limit {
@@ -288,4 +362,33 @@ func (d *DB) FindCases(ctx context.Context, f duet.CaseFilter) ([]*duet.Case, st
 		next = encodeCursor(cases[limit-1].Key)
 	}
 	return cases, next, total, nil
+}
+
+// FindTaskCases reads the task and a page of its cases in one batch. The
+// page of a task the viewer may not see is read and dropped: NOT_FOUND.
+func (d *DB) FindTaskCases(ctx context.Context, viewer string, f duet.CaseFilter) (*duet.Task, []*duet.Case, string, int, error) {
+	pq, pa, limit, perr := casePageQuery(f)
+	var b pgx.Batch
+	b.Queue(taskByIDQuery(viewer), viewer, f.TaskID)
+	if perr == nil {
+		b.Queue(pq, pa...)
+	}
+	br := d.pool.SendBatch(ctx, &b)
+	defer br.Close()
+	t, err := scanTaskShares(br.QueryRow(), f.TaskID)
+	if err != nil {
+		return nil, nil, "", 0, err
+	}
+	if perr != nil {
+		return nil, nil, "", 0, perr
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, nil, "", 0, mapErr(err)
+	}
+	cases, next, total, err := d.casePage(ctx, rows, f, limit)
+	if err != nil {
+		return nil, nil, "", 0, err
+	}
+	return t, cases, next, total, mapErr(br.Close())
 }

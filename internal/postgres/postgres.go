@@ -83,6 +83,10 @@ type Options struct {
 	NoMigrate bool
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
+	// Tracer, if set, sees every statement the store sends (pgx's
+	// QueryTracer; also its BatchTracer and CopyFromTracer where it
+	// implements them): RoundTrips counts them.
+	Tracer pgx.QueryTracer
 }
 
 // ParseURL parses a PostgreSQL connection URL exactly as pgx (and libpq)
@@ -112,6 +116,9 @@ func ParseURL(url string, opts *Options) (*pgxpool.Config, error) {
 	}
 	if opts.ConnectTimeout > 0 {
 		cfg.ConnConfig.ConnectTimeout = opts.ConnectTimeout
+	}
+	if opts.Tracer != nil {
+		cfg.ConnConfig.Tracer = opts.Tracer
 	}
 	return cfg, nil
 }

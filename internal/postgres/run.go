@@ -8,19 +8,33 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/duet-test/duet"
 )
 
 const runColumns = `r.id, r.task_id, r.status, r.triggered_by, r.call_source, r.trace_id, r.device, r.error_code, r.error_message,
-	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt, r.lost, r.post_run, r.call_depth`
+	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt, r.lost, r.post_run, r.call_depth,
+	r.origin_commit, r.origin_branch, r.origin_pr, r.origin_pipeline, r.environment, r.hooks, r.trace`
 
-func scanRun(r pgx.Row) (*duet.Run, error) {
+func scanRun(r pgx.Row) (*duet.Run, error) { return scanRunTail(r) }
+
+// scanRunTail scans runColumns and then, into tail, the columns after them.
+func scanRunTail(r pgx.Row, tail ...any) (*duet.Run, error) {
 	var run duet.Run
-	var postRun string
-	if err := r.Scan(&run.ID, &run.TaskID, &run.Status, &run.TriggeredBy, &run.CallSource, &run.TraceID, &run.Device,
-		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &run.CreatedAt, &run.StartedAt, &run.FinishedAt, &run.Attempt, &run.Lost, &postRun, &run.CallDepth); err != nil {
+	var o duet.RunOrigin
+	var postRun, hooks string
+	dest := []any{&run.ID, &run.TaskID, &run.Status, &run.TriggeredBy, &run.CallSource, &run.TraceID, &run.Device,
+		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &run.CreatedAt, &run.StartedAt, &run.FinishedAt, &run.Attempt, &run.Lost, &postRun, &run.CallDepth,
+		&o.Commit, &o.Branch, &o.PullRequest, &o.Pipeline, &run.Environment, &hooks, &run.Trace}
+	if err := r.Scan(append(dest, tail...)...); err != nil {
 		return nil, err
+	}
+	if err := decodeRunHooks(&run, hooks); err != nil {
+		return nil, err
+	}
+	if !o.Empty() {
+		run.Origin = &o
 	}
 	run.CreatedAt = utc(run.CreatedAt)
 	run.StartedAt, run.FinishedAt = utcPtr(run.StartedAt), utcPtr(run.FinishedAt)
@@ -30,6 +44,67 @@ func scanRun(r pgx.Row) (*duet.Run, error) {
 		}
 	}
 	return &run, nil
+}
+
+// runTotals is a column that counts a run's executions by status (the
+// order of setTotals), so that a run is read with its totals in one
+// statement: the subquery in the select list runs only for the rows the
+// statement returns.
+const runTotals = `(SELECT ARRAY[count(*),
+	count(*) FILTER (WHERE e.status = 'pending'), count(*) FILTER (WHERE e.status = 'running'),
+	count(*) FILTER (WHERE e.status = 'passed'), count(*) FILTER (WHERE e.status = 'failed'),
+	count(*) FILTER (WHERE e.status = 'error'), count(*) FILTER (WHERE e.status IN ('cancelled', 'skipped'))]
+	FROM executions e WHERE e.run_id = r.id)`
+
+// runWithTotals is runColumns and runTotals: scanRunTotals reads them.
+const runWithTotals = runColumns + `, ` + runTotals
+
+// scanRunTotals scans runWithTotals.
+func scanRunTotals(r pgx.Row) (*duet.Run, error) {
+	var n []int64
+	run, err := scanRunTail(r, &n)
+	if err != nil {
+		return nil, err
+	}
+	if len(n) != 7 {
+		return nil, fmt.Errorf("run %s: %d totals", run.ID, len(n))
+	}
+	run.Totals = duet.RunTotals{Cases: int(n[0]), Pending: int(n[1]), Running: int(n[2]), Passed: int(n[3]), Failed: int(n[4]), Error: int(n[5]), Cancelled: int(n[6])}
+	return run, nil
+}
+
+// runHooks is how a run's hook results are stored: JSON, or "" for none.
+type runHooks struct {
+	Results []*duet.StepResult `json:"results"`
+	Vars    map[string]any     `json:"vars,omitempty"`
+}
+
+func decodeRunHooks(run *duet.Run, s string) error {
+	if s == "" {
+		return nil
+	}
+	var h runHooks
+	if err := json.Unmarshal([]byte(s), &h); err != nil {
+		return fmt.Errorf("run %s: decoding its hooks' results: %w", run.ID, err)
+	}
+	run.Hooks, run.HookVars = h.Results, h.Vars
+	return nil
+}
+
+// SaveRunHooks stores the results of the task's hooks in l's run (fenced).
+func (d *DB) SaveRunHooks(ctx context.Context, l duet.Lease, results []*duet.StepResult, vars map[string]any) error {
+	b, err := json.Marshal(runHooks{Results: results, Vars: vars})
+	if err != nil {
+		return err
+	}
+	tag, err := d.pool.Exec(ctx, `UPDATE runs SET hooks = $1 WHERE id = $2 AND lease_owner = $3 AND attempt = $4 AND status = 'running'`, string(b), l.RunID, l.Worker, l.Token)
+	if err != nil {
+		return mapErr(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return duet.LeaseLost(l)
+	}
+	return nil
 }
 
 // fillTotals counts the executions of each run by status.
@@ -81,6 +156,14 @@ func fillTotals(ctx context.Context, q querier, runs ...*duet.Run) error {
 // turns on an advisory lock of (caller, key): the first creates the run, the
 // others replay its result. Returns IDEMPOTENCY_CONFLICT, INVALID_ARGUMENT,
 // RATE_LIMITED.
+//
+// It is one round trip: one batch, which PostgreSQL runs as one
+// transaction. Its statements take the locks, read the stored idempotency
+// record and the user's run counts, and insert the run only when no record
+// is stored and the counts are under the caps; the executions, the new
+// idempotency record and the call's pending audit record
+// (duet.AuditIntent) are inserted only with the run. What the batch read
+// then says what happened: a replay, a refusal, or the new run.
 func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.IdempotencyRecord, bool, error) {
 	run := p.Run
 	if run == nil || run.TaskID == "" || run.TriggeredBy == "" {
@@ -89,7 +172,8 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 	if len(p.Executions) == 0 {
 		return nil, false, duet.Errorf(duet.CodeInvalidArgument, "the run has no cases to execute")
 	}
-	steps := make([]string, len(p.Executions))
+	n := len(p.Executions)
+	steps := make([]string, n)
 	for i, e := range p.Executions {
 		b, err := json.Marshal(e.Steps)
 		if err != nil {
@@ -97,126 +181,235 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 		}
 		steps[i] = string(b)
 	}
-	var rec *duet.IdempotencyRecord
-	var replayed bool
-	err := d.tx(ctx, func(tx pgx.Tx) error {
-		rec, replayed = nil, false
-		now := ts(d.now())
-		if p.Idempotency != nil {
-			in := p.Idempotency
-			if err := lockKey(ctx, tx, "idem\x1f"+in.Caller+"\x1f"+in.Key); err != nil {
-				return err
-			}
-			var old duet.IdempotencyRecord
-			var result string
-			err := tx.QueryRow(ctx, `SELECT caller, key, tool, args_hash, result, created_at, expires_at FROM idempotency WHERE caller = $1 AND key = $2 AND expires_at > $3`,
-				in.Caller, in.Key, now).Scan(&old.Caller, &old.Key, &old.Tool, &old.ArgsHash, &result, &old.CreatedAt, &old.ExpiresAt)
-			switch {
-			case err == nil:
-				if old.ArgsHash != in.ArgsHash || old.Tool != in.Tool {
-					return duet.Errorf(duet.CodeIdempotencyConflict, "idempotency key %q was already used with different arguments", in.Key)
-				}
-				old.Result, old.CreatedAt, old.ExpiresAt = json.RawMessage(result), utc(old.CreatedAt), utc(old.ExpiresAt)
-				rec, replayed = &old, true
-				return nil
-			case !errors.Is(err, pgx.ErrNoRows):
-				return mapErr(err)
-			}
+	now := ts(d.now())
+	run.ID = duet.NewID("run")
+	run.Status = duet.StatusQueued
+	run.CreatedAt = now
+	ids, caseIDs, keys, titles, rows := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	versions, ordinals, timeouts := make([]int32, n), make([]int32, n), make([]int64, n)
+	for i, e := range p.Executions {
+		e.ID, e.RunID, e.Ordinal, e.Status = duet.NewID("exec"), run.ID, i, duet.StatusPending
+		ids[i], caseIDs[i], keys[i], titles[i] = e.ID, e.CaseID, e.CaseKey, e.CaseTitle
+		versions[i], ordinals[i], timeouts[i] = int32(e.CaseVersion), int32(i), e.TimeoutMs
+		var err error
+		if rows[i], err = encodeRow(e.Row); err != nil {
+			return nil, false, err
 		}
-		if p.MaxQueued > 0 || p.MaxPerMinute > 0 {
-			// One user's starts take turns here, so that concurrent starts
-			// on several instances cannot all see room under the caps.
-			if err := lockKey(ctx, tx, "queue\x1f"+run.TriggeredBy); err != nil {
-				return err
-			}
-		}
-		if p.MaxPerMinute > 0 {
-			var started int
-			var oldest *time.Time
-			if err := tx.QueryRow(ctx, `SELECT count(*), min(created_at) FROM runs WHERE triggered_by = $1 AND created_at > $2`,
-				run.TriggeredBy, now.Add(-time.Minute)).Scan(&started, &oldest); err != nil {
-				return mapErr(err)
-			}
-			if started >= p.MaxPerMinute {
-				return perMinuteError(run.TriggeredBy, started, *oldest, now)
-			}
-		}
-		if p.MaxQueued > 0 {
-			var queued int
-			if err := tx.QueryRow(ctx, `SELECT count(*) FROM runs WHERE triggered_by = $1 AND status = 'queued'`, run.TriggeredBy).Scan(&queued); err != nil {
-				return mapErr(err)
-			}
-			if queued >= p.MaxQueued {
-				return duet.Errorf(duet.CodeRateLimited, "%s already has %d runs queued, the most one user may have waiting; start more when some have started, or cancel some", run.TriggeredBy, queued)
-			}
-		}
-		run.ID = duet.NewID("run")
-		run.Status = duet.StatusQueued
-		run.CreatedAt = now
-		if _, err := tx.Exec(ctx, `INSERT INTO runs (id, task_id, status, triggered_by, call_source, trace_id, device, created_at, call_depth) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-			run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource, run.TraceID, run.Device, now, run.CallDepth); err != nil {
-			return mapErr(err)
-		}
-		// Every execution in one statement, however many cases the run has.
-		n := len(p.Executions)
-		ids, caseIDs, keys, titles := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		versions, ordinals, timeouts := make([]int32, n), make([]int32, n), make([]int64, n)
-		for i, e := range p.Executions {
-			e.ID, e.RunID, e.Ordinal, e.Status = duet.NewID("exec"), run.ID, i, duet.StatusPending
-			ids[i], caseIDs[i], keys[i], titles[i] = e.ID, e.CaseID, e.CaseKey, e.CaseTitle
-			versions[i], ordinals[i], timeouts[i] = int32(e.CaseVersion), int32(i), e.TimeoutMs
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO executions (id, run_id, case_id, case_key, case_title, case_version, ordinal, timeout_ms, status, steps)
-			SELECT x.id, $1, x.case_id, x.case_key, x.case_title, x.case_version, x.ordinal, x.timeout_ms, 'pending', x.steps
-			FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::int[], $8::bigint[], $9::text[])
-				AS x (id, case_id, case_key, case_title, case_version, ordinal, timeout_ms, steps)`,
-			run.ID, ids, caseIDs, keys, titles, versions, ordinals, timeouts, steps); err != nil {
-			return mapErr(err)
-		}
-		run.Totals = duet.RunTotals{Cases: len(p.Executions), Pending: len(p.Executions)}
-		if p.Idempotency != nil {
-			rec = p.Idempotency
-			rec.CreatedAt = now
-			if rec.ExpiresAt.IsZero() {
-				rec.ExpiresAt = now.Add(24 * time.Hour)
-			}
-			rec.ExpiresAt = ts(rec.ExpiresAt)
-			if p.ResultFunc != nil {
-				b, err := p.ResultFunc(run)
-				if err != nil {
-					return err
-				}
-				rec.Result = b
-			}
-			if rec.Result == nil {
-				rec.Result = json.RawMessage(`{}`)
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO idempotency (caller, key, tool, args_hash, result, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
-				ON CONFLICT (caller, key) DO UPDATE SET tool = excluded.tool, args_hash = excluded.args_hash, result = excluded.result, created_at = excluded.created_at, expires_at = excluded.expires_at`,
-				rec.Caller, rec.Key, rec.Tool, rec.ArgsHash, string(rec.Result), now, rec.ExpiresAt); err != nil {
-				return mapErr(err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, false, err
 	}
-	return rec, replayed, nil
+	run.Totals = duet.RunTotals{Cases: n, Pending: n}
+	var rec *duet.IdempotencyRecord
+	if p.Idempotency != nil {
+		rec = p.Idempotency
+		rec.CreatedAt = now
+		if rec.ExpiresAt.IsZero() {
+			rec.ExpiresAt = now.Add(24 * time.Hour)
+		}
+		rec.ExpiresAt = ts(rec.ExpiresAt)
+		if p.ResultFunc != nil {
+			b, err := p.ResultFunc(run)
+			if err != nil {
+				return nil, false, err
+			}
+			rec.Result = b
+		}
+		if rec.Result == nil {
+			rec.Result = json.RawMessage(`{}`)
+		}
+	}
+
+	in := duet.AuditIntentFrom(ctx)
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		var old *duet.IdempotencyRecord
+		var audit *duet.AuditRecord
+		old, audit, err = d.createRun(ctx, p, now, steps, ids, caseIDs, keys, titles, rows, versions, ordinals, timeouts, in)
+		if audit != nil {
+			if err == nil && old == nil {
+				in.Stored(audit.ID)
+			} else {
+				in.Released()
+			}
+		}
+		if err == nil && old != nil {
+			return old, true, nil
+		}
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || (pe.Code != "40P01" && pe.Code != "40001") {
+			break
+		}
+	}
+	if err != nil {
+		return nil, false, mapErr(err)
+	}
+	return rec, false, nil
+}
+
+// createRun sends CreateRun's batch. It returns the stored idempotency
+// record of a replay (nothing was written), or an error (a refusal: nothing
+// was written); else the run was stored, with the audit record it returns,
+// if it took one from in.
+func (d *DB) createRun(ctx context.Context, p duet.StartRunParams, now time.Time, steps, ids, caseIDs, keys, titles, rows []string,
+	versions, ordinals []int32, timeouts []int64, in *duet.AuditIntent) (*duet.IdempotencyRecord, *duet.AuditRecord, error) {
+	run := p.Run
+	var b pgx.Batch
+	// $1 the run's id: a statement after the run's insert writes only if
+	// the run was inserted.
+	const withRun = ` WHERE EXISTS (SELECT 1 FROM runs WHERE id = $1)`
+	idem := p.Idempotency
+	// $12 and $13 the idempotency record's caller and key ("": none).
+	guard := `($12 = '' OR NOT EXISTS (SELECT 1 FROM idempotency WHERE caller = $12 AND key = $13 AND expires_at > $8))`
+	if idem != nil {
+		b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "idem\x1f"+idem.Caller+"\x1f"+idem.Key)
+		b.Queue(`SELECT caller, key, tool, args_hash, result, created_at, expires_at FROM idempotency WHERE caller = $1 AND key = $2 AND expires_at > $3`,
+			idem.Caller, idem.Key, now)
+	}
+	if p.MaxQueued > 0 || p.MaxPerMinute > 0 {
+		// One user's starts take turns here, so that concurrent starts on
+		// several instances cannot all see room under the caps.
+		b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "queue\x1f"+run.TriggeredBy)
+	}
+	var idemCaller, idemKey string
+	if idem != nil {
+		idemCaller, idemKey = idem.Caller, idem.Key
+	}
+	// A schedule's run: the slot's claim (p.Fire) is the schedule's row
+	// locked while it still waits for that slot; the run is inserted only
+	// if it does, and the claim written only with the run.
+	fire := p.Fire
+	var fireID string
+	fireSlot := now
+	if fire != nil {
+		fireID, fireSlot = fire.ScheduleID, ts(fire.Slot)
+		b.Queue(`SELECT 1 FROM schedules WHERE id = $1 AND next_fire_at = $2 AND NOT paused FOR UPDATE`, fireID, fireSlot)
+	}
+	o := run.Origin
+	if o == nil {
+		o = &duet.RunOrigin{}
+	}
+	b.Queue(`WITH started AS (SELECT count(*) AS n, min(created_at) AS oldest FROM runs WHERE triggered_by = $4 AND created_at > $14),
+		queued AS (SELECT count(*) AS n FROM runs WHERE triggered_by = $4 AND status = 'queued' AND $11 > 0),
+		ins AS (INSERT INTO runs (id, task_id, status, triggered_by, call_source, trace_id, device, created_at, call_depth,
+				origin_commit, origin_branch, origin_pr, origin_pipeline, environment, trace)
+			SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $15, $16, $17, $18, $19, $20 FROM started, queued
+			WHERE `+guard+` AND ($10 = 0 OR started.n < $10) AND ($11 = 0 OR queued.n < $11)
+				AND ($21 = '' OR EXISTS (SELECT 1 FROM schedules WHERE id = $21 AND next_fire_at = $22 AND NOT paused))
+			RETURNING 1)
+		SELECT started.n, started.oldest, queued.n, (SELECT count(*) FROM ins) FROM started, queued`,
+		run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource, run.TraceID, run.Device, now, run.CallDepth,
+		p.MaxPerMinute, p.MaxQueued, idemCaller, idemKey, now.Add(-time.Minute),
+		o.Commit, o.Branch, o.PullRequest, o.Pipeline, run.Environment, run.Trace, fireID, fireSlot)
+	b.Queue(`INSERT INTO executions (id, run_id, case_id, case_key, case_title, case_version, ordinal, timeout_ms, status, steps, row)
+		SELECT x.id, $1, x.case_id, x.case_key, x.case_title, x.case_version, x.ordinal, x.timeout_ms, 'pending', x.steps, x.row
+		FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::int[], $8::bigint[], $9::text[], $10::text[])
+			AS x (id, case_id, case_key, case_title, case_version, ordinal, timeout_ms, steps, row)`+withRun,
+		run.ID, ids, caseIDs, keys, titles, versions, ordinals, timeouts, steps, rows)
+	if fire != nil {
+		b.Queue(`UPDATE schedules SET next_fire_at = $2, last_fire_at = $3, last_run_id = $1, last_error = '', updated_at = $4
+			WHERE id = $5 AND next_fire_at = $6 AND NOT paused AND EXISTS (SELECT 1 FROM runs WHERE id = $1)`,
+			run.ID, ts(fire.Next), ts(fire.RunSlot), now, fireID, fireSlot)
+	}
+	if idem != nil {
+		b.Queue(`INSERT INTO idempotency (caller, key, tool, args_hash, result, created_at, expires_at) SELECT $2, $3, $4, $5, $6, $7, $8`+withRun+`
+			ON CONFLICT (caller, key) DO UPDATE SET tool = excluded.tool, args_hash = excluded.args_hash, result = excluded.result, created_at = excluded.created_at, expires_at = excluded.expires_at`,
+			run.ID, idem.Caller, idem.Key, idem.Tool, idem.ArgsHash, string(idem.Result), now, idem.ExpiresAt)
+	}
+	audit := in.Take()
+	if audit != nil {
+		b.Queue(`INSERT INTO audit (time, trace_id, call_source, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes)
+			SELECT $2, $3, $4, $5, $6, $7, $8, $9, $10, $11`+withRun+` RETURNING id`,
+			run.ID, ts(audit.Time), audit.TraceID, string(audit.CallSource), audit.Caller, audit.Method, audit.Tool, string(audit.Outcome), audit.DurationUs, int32(audit.ArgBytes), int32(audit.ResultBytes))
+	}
+
+	br := d.pool.SendBatch(ctx, &b)
+	defer br.Close()
+	var old *duet.IdempotencyRecord
+	if idem != nil {
+		if _, err := br.Exec(); err != nil {
+			return nil, audit, err
+		}
+		var o duet.IdempotencyRecord
+		var result string
+		err := br.QueryRow().Scan(&o.Caller, &o.Key, &o.Tool, &o.ArgsHash, &result, &o.CreatedAt, &o.ExpiresAt)
+		switch {
+		case err == nil:
+			o.Result, o.CreatedAt, o.ExpiresAt = json.RawMessage(result), utc(o.CreatedAt), utc(o.ExpiresAt)
+			old = &o
+		case !errors.Is(err, pgx.ErrNoRows):
+			return nil, audit, err
+		}
+	}
+	if p.MaxQueued > 0 || p.MaxPerMinute > 0 {
+		if _, err := br.Exec(); err != nil {
+			return nil, audit, err
+		}
+	}
+	claimed := true
+	if fire != nil {
+		var one int
+		err := br.QueryRow().Scan(&one)
+		if errors.Is(err, pgx.ErrNoRows) {
+			claimed = false
+		} else if err != nil {
+			return nil, audit, err
+		}
+	}
+	var started, queued, inserted int
+	var oldest *time.Time
+	if err := br.QueryRow().Scan(&started, &oldest, &queued, &inserted); err != nil {
+		return nil, audit, err
+	}
+	if _, err := br.Exec(); err != nil { // the executions
+		return nil, audit, err
+	}
+	if fire != nil {
+		if _, err := br.Exec(); err != nil { // the claim
+			return nil, audit, err
+		}
+	}
+	if idem != nil {
+		if _, err := br.Exec(); err != nil {
+			return nil, audit, err
+		}
+	}
+	if audit != nil {
+		err := br.QueryRow().Scan(&audit.ID)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return nil, audit, err
+		}
+	}
+	if err := br.Close(); err != nil {
+		return nil, audit, err
+	}
+	switch {
+	case !claimed:
+		return nil, audit, duet.Errorf(duet.CodeConflict, "the slot %s of schedule %s was already claimed", fire.Slot.UTC().Format(time.RFC3339), fire.ScheduleID)
+	case old != nil:
+		if old.ArgsHash != idem.ArgsHash || old.Tool != idem.Tool {
+			return nil, audit, duet.Errorf(duet.CodeIdempotencyConflict, "idempotency key %q was already used with different arguments", idem.Key)
+		}
+		return old, audit, nil
+	case inserted == 1:
+		return nil, audit, nil
+	case p.MaxPerMinute > 0 && started >= p.MaxPerMinute && oldest != nil:
+		return nil, audit, perMinuteError(run.TriggeredBy, started, *oldest, now)
+	case p.MaxQueued > 0 && queued >= p.MaxQueued:
+		return nil, audit, duet.Errorf(duet.CodeRateLimited, "%s already has %d runs queued, the most one user may have waiting; start more when some have started, or cancel some", run.TriggeredBy, queued)
+	}
+	return nil, audit, fmt.Errorf("postgres: the run %s was not stored", run.ID)
 }
 
 // FindRunByID returns the run if viewer may see its task ("" = any).
 // Returns NOT_FOUND.
 func (d *DB) FindRunByID(ctx context.Context, viewer, id string) (*duet.Run, error) {
-	q := `SELECT ` + runColumns + ` FROM runs r JOIN tasks t ON t.id = r.task_id WHERE r.id = $2`
+	q := `SELECT ` + runWithTotals + ` FROM runs r JOIN tasks t ON t.id = r.task_id WHERE r.id = $2`
 	q += visibility(viewer)
-	run, err := scanRun(d.pool.QueryRow(ctx, q, viewer, id))
+	run, err := scanRunTotals(d.pool.QueryRow(ctx, q, viewer, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, notFound("run", id)
 	} else if err != nil {
 		return nil, mapErr(err)
 	}
-	return run, fillTotals(ctx, d.pool, run)
+	return run, nil
 }
 
 // runsWhere returns the FROM and WHERE of the runs f selects (its Cursor
@@ -240,6 +433,12 @@ func runsWhere(f duet.RunFilter, a *args) (from, cond string) {
 	if f.Status != "" {
 		cond += ` AND r.status = ` + a.add(string(f.Status))
 	}
+	if f.Branch != "" {
+		cond += ` AND r.origin_branch = ` + a.add(f.Branch)
+	}
+	if f.Commit != "" {
+		cond += ` AND r.origin_commit = ` + a.add(f.Commit)
+	}
 	if f.UpTo != "" {
 		cond += ` AND r.id <= ` + a.add(f.UpTo)
 	}
@@ -257,6 +456,18 @@ func (d *DB) CountRuns(ctx context.Context, f duet.RunFilter) (int, error) {
 	return n, nil
 }
 
+// runsQuery is the statement of FindRuns: limit+1 runs of f, newest
+// first, with their totals (scanRunTotals), older than the run before if
+// set.
+func runsQuery(f duet.RunFilter, before string, limit int) (string, args) {
+	a := args{}
+	from, cond := runsWhere(f, &a)
+	if before != "" {
+		cond += ` AND r.id < ` + a.add(before)
+	}
+	return `SELECT ` + runWithTotals + from + ` WHERE ` + cond + ` ORDER BY r.id DESC LIMIT ` + a.add(limit+1), a
+}
+
 // FindRuns returns a page of runs, newest first.
 func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, string, error) {
 	before, err := decodeCursor(f.Cursor)
@@ -264,17 +475,12 @@ func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 		return nil, "", err
 	}
 	limit := clampLimit(f.Limit, 20, 100)
-	a := args{}
-	from, cond := runsWhere(f, &a)
-	if before != "" {
-		cond += ` AND r.id < ` + a.add(before)
-	}
-	q := `SELECT ` + runColumns + from + ` WHERE ` + cond + ` ORDER BY r.id DESC LIMIT ` + a.add(limit+1)
+	q, a := runsQuery(f, before, limit)
 	rows, err := d.pool.Query(ctx, q, a...)
 	if err != nil {
 		return nil, "", mapErr(err)
 	}
-	runs, err := collect(rows, scanRun)
+	runs, err := collect(rows, scanRunTotals)
 	if err != nil {
 		return nil, "", err
 	}
@@ -283,18 +489,22 @@ func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 		runs = runs[:limit]
 		next = encodeCursor(runs[limit-1].ID)
 	}
-	return runs, next, fillTotals(ctx, d.pool, runs...)
+	return runs, next, nil
 }
 
 const execColumns = `e.id, e.run_id, e.case_id, e.case_key, e.case_title, e.case_version, e.ordinal, e.timeout_ms, e.status, e.steps, e.vars,
-	e.error_code, e.error_message, e.started_at, e.finished_at, e.resume_from`
+	e.error_code, e.error_message, e.started_at, e.finished_at, e.resume_from, e.row`
 
 func scanExecution(r pgx.Row) (*duet.Execution, error) {
 	var e duet.Execution
-	var steps, vars string
+	var steps, vars, row string
 	if err := r.Scan(&e.ID, &e.RunID, &e.CaseID, &e.CaseKey, &e.CaseTitle, &e.CaseVersion, &e.Ordinal, &e.TimeoutMs, &e.Status, &steps, &vars,
-		&e.ErrorCode, &e.ErrorMessage, &e.StartedAt, &e.FinishedAt, &e.ResumeFrom); err != nil {
+		&e.ErrorCode, &e.ErrorMessage, &e.StartedAt, &e.FinishedAt, &e.ResumeFrom, &row); err != nil {
 		return nil, err
+	}
+	var err error
+	if e.Row, err = decodeRow(row); err != nil {
+		return nil, fmt.Errorf("execution %s: decoding its data row: %w", e.ID, err)
 	}
 	if err := json.Unmarshal([]byte(steps), &e.Steps); err != nil {
 		return nil, fmt.Errorf("execution %s: decoding steps: %w", e.ID, err)
@@ -353,15 +563,52 @@ func (d *DB) FindExecutions(ctx context.Context, runID string) ([]*duet.Executio
 // FindExecutionByID returns an execution if viewer may see its task ("" =
 // any). Returns NOT_FOUND.
 func (d *DB) FindExecutionByID(ctx context.Context, viewer, id string) (*duet.Execution, error) {
-	q := `SELECT ` + execColumns + ` FROM executions e JOIN runs r ON r.id = e.run_id JOIN tasks t ON t.id = r.task_id WHERE e.id = $2`
-	q += visibility(viewer)
-	e, err := scanExecution(d.pool.QueryRow(ctx, q, viewer, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, notFound("execution", id)
-	} else if err != nil {
-		return nil, mapErr(err)
+	e, _, err := d.findExecution(ctx, viewer, id, false)
+	return e, err
+}
+
+// FindExecutionAndRun reads the execution, with its results, and its run,
+// with its totals, in one batch.
+func (d *DB) FindExecutionAndRun(ctx context.Context, viewer, id string) (*duet.Execution, *duet.Run, error) {
+	return d.findExecution(ctx, viewer, id, true)
+}
+
+// findExecution reads the execution and its step results in one
+// statement; withRun, its run too, in the same batch.
+func (d *DB) findExecution(ctx context.Context, viewer, id string, withRun bool) (*duet.Execution, *duet.Run, error) {
+	var b pgx.Batch
+	b.Queue(`SELECT `+execColumns+`, ARRAY(SELECT s.data::text FROM step_results s WHERE s.execution_id = e.id ORDER BY s.idx)
+		FROM executions e JOIN runs r ON r.id = e.run_id JOIN tasks t ON t.id = r.task_id WHERE e.id = $2`+visibility(viewer), viewer, id)
+	if withRun {
+		b.Queue(`SELECT `+runWithTotals+` FROM runs r JOIN tasks t ON t.id = r.task_id
+			WHERE r.id = (SELECT x.run_id FROM executions x WHERE x.id = $2)`+visibility(viewer), viewer, id)
 	}
-	return e, loadResults(ctx, d.pool, e)
+	br := d.pool.SendBatch(ctx, &b)
+	defer br.Close()
+	var results []string
+	e, err := scanExecution(tailRow{br.QueryRow(), []any{&results}})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil, notFound("execution", id)
+	} else if err != nil {
+		return nil, nil, mapErr(err)
+	}
+	for _, data := range results {
+		var r duet.StepResult
+		if err := json.Unmarshal([]byte(data), &r); err != nil {
+			return nil, nil, fmt.Errorf("step result of %s: %w", e.ID, err)
+		}
+		e.Results = append(e.Results, &r)
+	}
+	if !withRun {
+		return e, nil, mapErr(br.Close())
+	}
+	run, err := scanRunTotals(br.QueryRow())
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil, notFound("execution", id)
+	} else if err != nil {
+		return nil, nil, mapErr(err)
+	}
+	return e, run, mapErr(br.Close())
 }
 
 // ClaimRun takes a queued run, or a running run whose lease expired (its

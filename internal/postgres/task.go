@@ -14,7 +14,7 @@ import (
 	"github.com/duet-test/duet"
 )
 
-const taskColumns = `t.id, t.owner, t.name, t.description, t.base_url, t.device, t.created_at, t.updated_at, t.post_run, t.post_run_by`
+const taskColumns = `t.id, t.owner, t.name, t.description, t.base_url, t.device, t.created_at, t.updated_at, t.post_run, t.post_run_by, t.run_config, t.hooks_by, t.trace`
 
 // visibleTo is the one SQL condition for "the viewer ($1) owns the task or
 // it was shared with the viewer". Every read of user-facing data goes
@@ -57,15 +57,69 @@ func visibility(viewer string) string {
 
 func scanTask(r pgx.Row) (*duet.Task, error) {
 	var t duet.Task
-	var postRun string
-	if err := r.Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &t.CreatedAt, &t.UpdatedAt, &postRun, &t.PostRunBy); err != nil {
+	var postRun, runConfig string
+	if err := r.Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &t.CreatedAt, &t.UpdatedAt, &postRun, &t.PostRunBy, &runConfig, &t.HooksBy, &t.Trace); err != nil {
 		return nil, err
 	}
 	t.CreatedAt, t.UpdatedAt = utc(t.CreatedAt), utc(t.UpdatedAt)
 	t.SharedWith = []string{}
 	var err error
-	t.PostRun, err = decodePostRun(t.ID, postRun)
-	return &t, err
+	if t.PostRun, err = decodePostRun(t.ID, postRun); err != nil {
+		return nil, err
+	}
+	return &t, decodeRunConfig(&t, runConfig)
+}
+
+// runConfig is how a task's environments and run hooks are stored: JSON,
+// or "" for none.
+type runConfig struct {
+	Environments       map[string]*duet.Environment `json:"environments,omitempty"`
+	DefaultEnvironment string                       `json:"defaultEnvironment,omitempty"`
+	BeforeAll          []duet.Step                  `json:"beforeAll,omitempty"`
+	AfterAll           []duet.Step                  `json:"afterAll,omitempty"`
+	BeforeEach         []duet.Step                  `json:"beforeEach,omitempty"`
+	AfterEach          []duet.Step                  `json:"afterEach,omitempty"`
+	HookSaves          []string                     `json:"hookSaves,omitempty"`
+}
+
+func encodeRunConfig(t *duet.Task) (string, error) {
+	c := runConfig{Environments: t.Environments, DefaultEnvironment: t.DefaultEnvironment, BeforeAll: t.BeforeAll, AfterAll: t.AfterAll,
+		BeforeEach: t.BeforeEach, AfterEach: t.AfterEach, HookSaves: t.HookSaves}
+	if len(c.Environments) == 0 && c.DefaultEnvironment == "" && len(c.BeforeAll) == 0 && len(c.AfterAll) == 0 && len(c.BeforeEach) == 0 && len(c.AfterEach) == 0 {
+		return "", nil
+	}
+	b, err := json.Marshal(c)
+	return string(b), err
+}
+
+func decodeRunConfig(t *duet.Task, s string) error {
+	if s == "" {
+		return nil
+	}
+	var c runConfig
+	if err := json.Unmarshal([]byte(s), &c); err != nil {
+		return fmt.Errorf("task %s: decoding its environments and hooks: %w", t.ID, err)
+	}
+	t.Environments, t.DefaultEnvironment, t.BeforeAll, t.AfterAll = c.Environments, c.DefaultEnvironment, c.BeforeAll, c.AfterAll
+	t.BeforeEach, t.AfterEach, t.HookSaves = c.BeforeEach, c.AfterEach, c.HookSaves
+	return nil
+}
+
+// encodeRow is how a data row is stored: JSON, or "" for none.
+func encodeRow(row map[string]any) (string, error) {
+	if row == nil {
+		return "", nil
+	}
+	b, err := json.Marshal(row)
+	return string(b), err
+}
+
+func decodeRow(s string) (map[string]any, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var row map[string]any
+	return row, json.Unmarshal([]byte(s), &row)
 }
 
 // encodePostRun is how a task's post-run actions are stored: JSON, or ""
@@ -124,11 +178,21 @@ func loadShares(ctx context.Context, q querier, tasks ...*duet.Task) error {
 // FindTaskByID returns the task if viewer may see it ("" = any: internal
 // use only). Returns NOT_FOUND. One query reads the task and its share list.
 func (d *DB) FindTaskByID(ctx context.Context, viewer, id string) (*duet.Task, error) {
-	q := `SELECT ` + taskColumns + `, ARRAY(SELECT user_id FROM task_shares s WHERE s.task_id = t.id ORDER BY user_id)
+	return scanTaskShares(d.pool.QueryRow(ctx, taskByIDQuery(viewer), viewer, id), id)
+}
+
+// taskByIDQuery is the statement of FindTaskByID ($1 the viewer, $2 the
+// id): the task and its shares.
+func taskByIDQuery(viewer string) string {
+	return `SELECT ` + taskColumns + `, ARRAY(SELECT user_id FROM task_shares s WHERE s.task_id = t.id ORDER BY user_id)
 		FROM tasks t WHERE t.id = $2` + visibility(viewer)
+}
+
+// scanTaskShares reads the row of taskByIDQuery. Returns NOT_FOUND.
+func scanTaskShares(row pgx.Row, id string) (*duet.Task, error) {
 	var t duet.Task
-	var postRun string
-	err := d.pool.QueryRow(ctx, q, viewer, id).Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &t.CreatedAt, &t.UpdatedAt, &postRun, &t.PostRunBy, &t.SharedWith)
+	var postRun, runConfig string
+	err := row.Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &t.CreatedAt, &t.UpdatedAt, &postRun, &t.PostRunBy, &runConfig, &t.HooksBy, &t.Trace, &t.SharedWith)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, notFound("task", id)
 	} else if err != nil {
@@ -137,11 +201,66 @@ func (d *DB) FindTaskByID(ctx context.Context, viewer, id string) (*duet.Task, e
 	if t.PostRun, err = decodePostRun(t.ID, postRun); err != nil {
 		return nil, err
 	}
+	if err := decodeRunConfig(&t, runConfig); err != nil {
+		return nil, err
+	}
 	t.CreatedAt, t.UpdatedAt = utc(t.CreatedAt), utc(t.UpdatedAt)
 	if t.SharedWith == nil {
 		t.SharedWith = []string{}
 	}
 	return &t, nil
+}
+
+// FindTaskOverview reads the task (with the viewer's visibility), its
+// active case count, its latest run with its totals, and (for a viewer) its
+// contract alerts and schedules in one batch: one round trip.
+func (d *DB) FindTaskOverview(ctx context.Context, viewer, id string) (*duet.TaskOverview, error) {
+	var b pgx.Batch
+	b.Queue(`SELECT `+taskColumns+`, ARRAY(SELECT user_id FROM task_shares s WHERE s.task_id = t.id ORDER BY user_id),
+		(SELECT count(*) FROM cases c WHERE c.task_id = t.id AND c.status = 'active')
+		FROM tasks t WHERE t.id = $2`+visibility(viewer), viewer, id)
+	q, a := runsQuery(duet.RunFilter{Viewer: viewer, TaskID: id, Limit: 1}, "", 1)
+	b.Queue(q, a...)
+	if viewer != "" {
+		q, a = contractAlertsQuery(viewer, id)
+		b.Queue(q, a...)
+		q, a = schedulesQuery(duet.ScheduleFilter{Viewer: viewer, TaskID: id})
+		b.Queue(q, a...)
+	}
+	br := d.pool.SendBatch(ctx, &b)
+	defer br.Close()
+	o := &duet.TaskOverview{}
+	t, err := scanTaskShares(tailRow{Row: br.QueryRow(), tail: []any{&o.ActiveCases}}, id)
+	if err != nil {
+		return nil, err
+	}
+	o.Task = t
+	rows, err := br.Query()
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	runs, err := collect(rows, scanRunTotals)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	if len(runs) > 0 {
+		o.LastRun = runs[0]
+	}
+	if viewer != "" {
+		if rows, err = br.Query(); err != nil {
+			return nil, mapErr(err)
+		}
+		if o.Alerts, err = collect(rows, scanContractAlert); err != nil {
+			return nil, mapErr(err)
+		}
+		if rows, err = br.Query(); err != nil {
+			return nil, mapErr(err)
+		}
+		if o.Schedules, err = collect(rows, scanSchedule); err != nil {
+			return nil, mapErr(err)
+		}
+	}
+	return o, mapErr(br.Close())
 }
 
 // findTaskAny returns a task regardless of viewer (workers, internal use).
@@ -194,24 +313,37 @@ func (d *DB) FindTasks(ctx context.Context, f duet.TaskFilter) ([]*duet.Task, st
 		afterParam = a.add(after)
 	}
 	countQuery, pageQuery := taskListQueries(cond, len(where) > 1, afterParam, a.add(limit+1))
-	// The count takes the arguments of the filter alone.
-	if err := d.pool.QueryRow(ctx, countQuery, a[:filterArgs]...).Scan(&total); err != nil {
-		return nil, "", 0, mapErr(err)
-	}
-	rows, err := d.pool.Query(ctx, pageQuery, a...)
+	// One statement: the page, each task's shares and the count (an
+	// uncorrelated subquery, computed once, on the filter's own
+	// placeholders). An empty page, which carries no count, counts apart.
+	rows, err := d.pool.Query(ctx, `SELECT p.*, ARRAY(SELECT s.user_id FROM task_shares s WHERE s.task_id = p.id ORDER BY s.user_id), (`+countQuery+`)
+		FROM (`+pageQuery+`) AS p ORDER BY p.id`, a...)
 	if err != nil {
 		return nil, "", 0, mapErr(err)
 	}
-	tasks, err := collect(rows, scanTask)
+	tasks, err := collect(rows, func(r pgx.Row) (*duet.Task, error) {
+		var shares []string
+		t, err := scanTask(tailRow{r, []any{&shares, &total}})
+		if err == nil && len(shares) > 0 {
+			t.SharedWith = shares
+		}
+		return t, err
+	})
 	if err != nil {
 		return nil, "", 0, err
+	}
+	if len(tasks) == 0 {
+		// The count takes the arguments of the filter alone.
+		if err := d.pool.QueryRow(ctx, countQuery, a[:filterArgs]...).Scan(&total); err != nil {
+			return nil, "", 0, mapErr(err)
+		}
 	}
 	var next string
 	if len(tasks) > limit {
 		tasks = tasks[:limit]
 		next = encodeCursor(tasks[limit-1].ID)
 	}
-	return tasks, next, total, loadShares(ctx, d.pool, tasks...)
+	return tasks, next, total, nil
 }
 
 // taskListQueries returns list_test_tasks' count and page for viewer $1 and

@@ -116,6 +116,9 @@ type Report struct {
 	// Window is set when the report shows only part of the run's cases.
 	Window *Window `json:"window,omitempty"`
 	Cases  []*Case `json:"cases"`
+	// Exit is the run's exit code for a CI pipeline, once it ended
+	// (ExitCode: what `duet run --wait` exits with).
+	Exit *Exit `json:"exit,omitempty"`
 	// Scan is set when the run's cases call MCP tools and the viewer is
 	// the executor: the scan findings of the tools the cases call and the
 	// coverage of the executor's servers by the cases (of the whole run,
@@ -146,6 +149,17 @@ type Case struct {
 	DurationMs   int64          `json:"durationMs"`
 	Steps        []*Step        `json:"steps"`
 	Variables    map[string]any `json:"variables,omitempty"` // redacted
+	// Trace is set when the case kept a trace and the viewer is the
+	// executor (traces are stored beside the report, not in it).
+	Trace *TraceLink `json:"trace,omitempty"`
+}
+
+// TraceLink says where a case's trace is.
+type TraceLink struct {
+	Bytes   int    `json:"bytes"`
+	Href    string `json:"href"`    // the console's trace viewer, on the host that serves the report
+	API     string `json:"api"`     // the zip over REST
+	Command string `json:"command"` // the CLI command that downloads it
 }
 
 // Step is one step of a case: its result, or StatusPending when it did not
@@ -165,6 +179,17 @@ type Step struct {
 	ErrorMessage string          `json:"errorMessage,omitempty"`
 	Optional     bool            `json:"optional,omitempty"`
 	Screenshots  []*Screenshot   `json:"screenshots,omitempty"`
+	AI           *duet.AIUsage   `json:"ai,omitempty"` // an AI step's model calls and tokens
+	// Hook names the hook (beforeEach, afterEach) the step belongs to.
+	Hook string `json:"hook,omitempty"`
+	// A flow step's: the branch an if ran, the iterations a loop began,
+	// the steps it ran (each with its loop iteration), and how many passed
+	// ones were not kept.
+	Branch     string  `json:"branch,omitempty"`
+	Iterations int     `json:"iterations,omitempty"`
+	Iteration  int     `json:"iteration,omitempty"`
+	Children   []*Step `json:"children,omitempty"`
+	Omitted    int     `json:"omitted,omitempty"`
 }
 
 // Screenshot is an artifact of a step. The HTML report embeds its content;
@@ -254,6 +279,19 @@ func BuildPage(ctx context.Context, store Store, arts Artifacts, viewer, runID s
 			return nil, err
 		}
 		r.Cases = append(r.Cases, c)
+	}
+	if run.Status.Final() {
+		code, why := ExitCode(run, execs, false)
+		r.Exit = &Exit{Code: code, Reason: why}
+	}
+	if tr, ok := arts.(TraceReader); ok && r.Disclosure == duet.DiscloseFull {
+		for _, c := range r.Cases {
+			if n, ok := tr.HasTrace(ctx, run.ID, c.ExecutionID); ok {
+				c.Trace = &TraceLink{Bytes: int(n), Href: "/runs/" + run.ID + "/cases/" + c.ExecutionID + "/trace/",
+					API:     "/api/v1/runs/" + run.ID + "/cases/" + c.ExecutionID + "/trace",
+					Command: "duet report --trace " + run.ID + " " + c.Key}
+			}
+		}
 	}
 	if r.Disclosure == duet.DiscloseFull {
 		if r.Scan, err = buildScan(ctx, store, run, execs, r.Window != nil); err != nil {
@@ -345,29 +383,8 @@ func buildCase(ctx context.Context, arts *shotReader, x *duet.Execution, now tim
 			s.Kind, s.Name, s.Line = st.Kind, st.Name, st.Line
 		}
 		if res := results[i]; res != nil {
-			s.Kind, s.Name, s.Status = res.Kind, res.Name, res.Status
-			s.StartedAt, s.DurationMs, s.SavedAs = res.StartedAt, res.DurationMs, res.SavedAs
-			s.ErrorCode, s.ErrorMessage, s.Optional = res.ErrorCode, res.ErrorMessage, res.Optional
-			s.Output = redactOutput(res.SavedAs, res.Output)
-			if res.StartedAt != nil && x.StartedAt != nil {
-				s.OffsetMs = max(res.StartedAt.Sub(*x.StartedAt).Milliseconds(), 0)
-			}
-			if id := screenshotOutput(res); id != "" && !slices.Contains(res.Artifacts, id) {
-				shot, err := arts.read(ctx, id)
-				if err != nil {
-					return nil, err
-				}
-				s.Screenshots = append(s.Screenshots, shot)
-			}
-			// The engine lists in Artifacts what it saved because the step
-			// failed.
-			for _, id := range res.Artifacts {
-				shot, err := arts.read(ctx, id)
-				if err != nil {
-					return nil, err
-				}
-				shot.OnFailure = true
-				s.Screenshots = append(s.Screenshots, shot)
+			if err := fillStep(ctx, arts, s, res, x.StartedAt); err != nil {
+				return nil, err
 			}
 		}
 		c.Steps = append(c.Steps, s)
@@ -375,18 +392,73 @@ func buildCase(ctx context.Context, arts *shotReader, x *duet.Execution, now tim
 	return c, nil
 }
 
-// screenshotOutput returns the artifact id that a screenshot step saved.
-func screenshotOutput(res *duet.StepResult) string {
-	if res.Kind != duet.StepScreenshot || len(res.Output) == 0 {
-		return ""
+// fillStep fills s from res, a result of a step of a case that started at
+// caseStart, and the results of the steps it ran (a flow step's children).
+func fillStep(ctx context.Context, arts *shotReader, s *Step, res *duet.StepResult, caseStart *time.Time) error {
+	s.Kind, s.Name, s.Status = res.Kind, res.Name, res.Status
+	s.StartedAt, s.DurationMs, s.SavedAs = res.StartedAt, res.DurationMs, res.SavedAs
+	s.ErrorCode, s.ErrorMessage, s.Optional = res.ErrorCode, res.ErrorMessage, res.Optional
+	s.Hook, s.Branch, s.Iterations, s.Iteration, s.Omitted = res.Hook, res.Branch, res.Iterations, res.Iteration, res.Omitted
+	s.AI = res.AI
+	s.Output = redactOutput(res.SavedAs, res.Output)
+	if res.StartedAt != nil && caseStart != nil {
+		s.OffsetMs = max(res.StartedAt.Sub(*caseStart).Milliseconds(), 0)
+	}
+	for _, id := range outputImages(res) {
+		if slices.Contains(res.Artifacts, id) {
+			continue
+		}
+		shot, err := arts.read(ctx, id)
+		if err != nil {
+			return err
+		}
+		s.Screenshots = append(s.Screenshots, shot)
+	}
+	// The engine lists in Artifacts what it saved because the step
+	// failed.
+	for _, id := range res.Artifacts {
+		shot, err := arts.read(ctx, id)
+		if err != nil {
+			return err
+		}
+		shot.OnFailure = true
+		s.Screenshots = append(s.Screenshots, shot)
+	}
+	for _, c := range res.Children {
+		cs := &Step{Index: c.Index}
+		if err := fillStep(ctx, arts, cs, c, caseStart); err != nil {
+			return err
+		}
+		s.Children = append(s.Children, cs)
+	}
+	return nil
+}
+
+// outputImages returns the artifact ids of the images a step saved: a
+// screenshot step's, an assertScreenshot step's expected, actual and diff
+// images.
+func outputImages(res *duet.StepResult) []string {
+	if (res.Kind != duet.StepScreenshot && res.Kind != duet.StepAssertScreenshot) || len(res.Output) == 0 {
+		return nil
 	}
 	var out struct {
 		Artifact string `json:"artifact"`
+		Images   struct {
+			Expected string `json:"expected"`
+			Actual   string `json:"actual"`
+			Diff     string `json:"diff"`
+		} `json:"images"`
 	}
 	if json.Unmarshal(res.Output, &out) != nil {
-		return ""
+		return nil
 	}
-	return out.Artifact
+	var ids []string
+	for _, id := range []string{out.Artifact, out.Images.Expected, out.Images.Actual, out.Images.Diff} {
+		if id != "" {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 // shotReader reads a report's screenshots within what the call may send:

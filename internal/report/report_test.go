@@ -10,6 +10,7 @@ import (
 	"image/color"
 	"image/png"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,8 +21,10 @@ import (
 	"github.com/duet-test/duet/internal/artifact"
 	"github.com/duet-test/duet/internal/catalog"
 	"github.com/duet-test/duet/internal/compiler"
+	"github.com/duet-test/duet/internal/redact"
 	"github.com/duet-test/duet/internal/report"
 	"github.com/duet-test/duet/internal/sqlite"
+	"github.com/duet-test/duet/internal/trace"
 )
 
 // fixture is a finished run stored in SQLite with a screenshot in an
@@ -370,7 +373,13 @@ func TestMCPResources(t *testing.T) {
 		t.Cleanup(func() { cs.Close() })
 		if uri == "" {
 			res, err := cs.ListResourceTemplates(t.Context(), nil)
-			if err != nil || len(res.ResourceTemplates) != 1 || res.ResourceTemplates[0].URITemplate != report.ResourceTemplate {
+			var got []string
+			if err == nil {
+				for _, rt := range res.ResourceTemplates {
+					got = append(got, rt.URITemplate)
+				}
+			}
+			if slices.Sort(got); !slices.Equal(got, []string{report.TraceResourceTemplate, report.ResourceTemplate}) {
 				t.Fatalf("resources/templates/list: got %+v, %v", res, err)
 			}
 			return nil, nil
@@ -397,7 +406,48 @@ func TestMCPResources(t *testing.T) {
 			}
 		})
 	}
+	// The failing case's trace, as a model reads it: the steps, the
+	// console error and the 500 of the failing step, not the DOM.
+	execs, err := f.db.FindExecutions(t.Context(), f.run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failing *duet.Execution
+	for _, x := range execs {
+		if x.CaseKey == "b-status" {
+			failing = x
+		}
+	}
+	start := time.Now().Add(-time.Minute)
+	at := func(ms int) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
+	zipped, _, err := trace.Build(trace.Meta{RunID: f.run.ID, ExecutionID: failing.ID, CaseKey: "b-status", CaseTitle: "status", Mode: trace.OnFailure,
+		Status: duet.StatusFailed, ErrorCode: duet.CodeAssertionFailed, Error: "status", Started: start, Finished: at(900),
+		Steps: []trace.StepInfo{
+			{Index: 0, Kind: "open", Name: "open /", Status: duet.StatusPassed, Start: at(0), End: at(300)},
+			{Index: 1, Kind: "assertText", Name: "assertText #status", Status: duet.StatusFailed, ErrorCode: duet.CodeAssertionFailed, Error: "want paid", Start: at(300), End: at(800)},
+		}}, &trace.Capture{Start: start,
+		Marks: []trace.Mark{{Index: 0, StartMs: 0, EndMs: 300, Before: -1, After: -1, DOM: []byte("<html><body>DOM-MARKER</body></html>")},
+			{Index: 1, StartMs: 300, EndMs: 800, Before: -1, After: -1, DOM: []byte("<html><body>DOM-MARKER</body></html>")}},
+		Console: []trace.ConsoleLine{{AtMs: 400, Type: "error", Text: "orders failed: 500"}},
+		Network: []trace.Request{{ID: "1", AtMs: 350, Method: "GET", URL: "http://shop/api/orders", Type: "Fetch", Status: 500, DurationMs: 5}},
+	}, redact.NewSet(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.arts.SaveTrace(t.Context(), f.run.ID, failing.ID, zipped); err != nil {
+		t.Fatal(err)
+	}
+	traceURI := "duet://runs/" + f.run.ID + "/cases/b-status/trace.json"
+	res, err := read(t, "alice", traceURI)
+	if err != nil || len(res.Contents) != 1 || res.Contents[0].MIMEType != "application/json" {
+		t.Fatalf("ReadResource(%s): %+v %v", traceURI, res, err)
+	}
+	if txt := res.Contents[0].Text; !strings.Contains(txt, "orders failed: 500") || !strings.Contains(txt, "http://shop/api/orders") || strings.Contains(txt, "DOM-MARKER") {
+		t.Errorf("the trace summary: %s", txt)
+	}
 	for _, bad := range []struct{ user, uri string }{
+		{"mallory", traceURI},
+		{"alice", "duet://runs/" + f.run.ID + "/cases/a-login/trace.json"}, // kept no trace
 		{"mallory", "duet://runs/" + f.run.ID + "/report.html"},
 		{"alice", "duet://runs/run_nope/report.html"},
 		{"alice", "duet://runs/" + f.run.ID + "/report.pdf"},

@@ -62,7 +62,62 @@ func MCPResources(store Store, arts Artifacts) func(*mcp.Server) {
 			}
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: f.mime, Text: string(b.Bytes())}}}, nil
 		})
+		srv.AddResourceTemplate(&mcp.ResourceTemplate{
+			Name:  "case-trace",
+			Title: "Trace of a test case",
+			Description: "What a case of a run did, cut to what a model can read (at most 32 KB): its steps with their status, " +
+				"timing and error, and the browser console lines and network requests (method, URL, status, timing, size) " +
+				"that bear on the failing step — its own, and the errors and failed requests before it. Screenshots, DOM " +
+				"snapshots and bodies stay in the trace zip (REST /api/v1/runs/RUN/cases/CASE/trace). CASE is the case's key, " +
+				"case id or execution id. Only the person who ran it may read it; a case that kept no trace is not found.",
+			URITemplate: TraceResourceTemplate,
+			MIMEType:    "application/json",
+		}, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			uri := req.Params.URI
+			runID, ref, ok := parseTraceURI(uri)
+			caller, _ := duet.CallerFromContext(ctx)
+			if !ok || caller.UserID == "" {
+				return nil, mcp.ResourceNotFoundError(uri)
+			}
+			budget := TraceSummaryBytes
+			if b := catalog.ResultBudget(ctx); b > 0 {
+				budget = min(budget, b/2)
+			}
+			data, err := TraceSummary(ctx, store, arts, caller.UserID, runID, ref, budget)
+			switch duet.ErrorCode(err) {
+			case duet.CodeNotFound, duet.CodeInvalidArgument, duet.CodePermissionDenied:
+				return nil, mcp.ResourceNotFoundError(uri)
+			}
+			if err != nil {
+				return nil, err
+			}
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(data)}}}, nil
+		})
 	}
+}
+
+// TraceResourceTemplate is the URI template of case traces as MCP
+// resources: a summary of the trace a model can read (TraceSummary).
+const TraceResourceTemplate = "duet://runs/{runId}/cases/{case}/trace.json"
+
+// TraceSummaryBytes bounds the trace summary an MCP resource returns.
+const TraceSummaryBytes = 32 << 10
+
+// parseTraceURI splits duet://runs/RUN_ID/cases/CASE/trace.json.
+func parseTraceURI(uri string) (runID, ref string, ok bool) {
+	rest, ok := strings.CutPrefix(uri, "duet://runs/")
+	if !ok {
+		return "", "", false
+	}
+	runID, rest, ok = strings.Cut(rest, "/cases/")
+	if !ok || runID == "" || strings.Contains(runID, "/") {
+		return "", "", false
+	}
+	ref, ok = strings.CutSuffix(rest, "/trace.json")
+	if !ok || ref == "" || strings.ContainsAny(ref, "/?#") {
+		return "", "", false
+	}
+	return runID, ref, true
 }
 
 // parseResourceURI splits duet://runs/RUN_ID/report.FORMAT[?cursor=C].

@@ -119,6 +119,7 @@ func ShopHandler(orders *Orders) http.Handler {
 	mux.HandleFunc("GET /api/orders", s.apiList)
 	mux.HandleFunc("GET /api/orders/{id}", s.apiGet)
 	mux.HandleFunc("POST /api/orders/{id}/cancel", s.apiCancel)
+	registerEvidence(mux, orders) // evidence.go
 	mux.HandleFunc("GET /api/", s.apiNotFound)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -233,8 +233,9 @@ func cached[T any](ctx context.Context, d *DB, key string, read func() (T, error
 // cachedTask is a task as cached: its post-run actions are kept as stored
 // (JSON), so that every copy handed out gets its own.
 type cachedTask struct {
-	task    duet.Task
-	postRun string
+	task      duet.Task
+	postRun   string
+	runConfig string
 }
 
 func cloneToken(t *duet.Token) *duet.Token {
@@ -283,6 +284,8 @@ func cloneTask(c cachedTask) (*duet.Task, error) {
 		t.SharedWith = []string{}
 	}
 	var err error
-	t.PostRun, err = decodePostRun(t.ID, c.postRun)
-	return &t, err
+	if t.PostRun, err = decodePostRun(t.ID, c.postRun); err != nil {
+		return nil, err
+	}
+	return &t, decodeRunConfig(&t, c.runConfig)
 }

@@ -12,17 +12,21 @@ import (
 	"github.com/duet-test/duet"
 )
 
-const caseColumns = `c.id, c.task_id, c.key, c.title, c.source, c.source_hash, c.steps, c.timeout_ms, c.version, c.status, c.created_by, c.created_at, c.updated_at`
+const caseColumns = `c.id, c.task_id, c.key, c.title, c.source, c.source_hash, c.steps, c.timeout_ms, c.version, c.status, c.created_by, c.created_at, c.updated_at, c.row`
 
 func scanCase(r rowScanner) (*duet.Case, error) {
 	var c duet.Case
-	var steps string
+	var steps, row string
 	var created, updated int64
-	if err := r.Scan(&c.ID, &c.TaskID, &c.Key, &c.Title, &c.Source, &c.SourceHash, &steps, &c.TimeoutMs, &c.Version, &c.Status, &c.CreatedBy, &created, &updated); err != nil {
+	if err := r.Scan(&c.ID, &c.TaskID, &c.Key, &c.Title, &c.Source, &c.SourceHash, &steps, &c.TimeoutMs, &c.Version, &c.Status, &c.CreatedBy, &created, &updated, &row); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(steps), &c.Steps); err != nil {
 		return nil, fmt.Errorf("case %s: decoding steps: %w", c.ID, err)
+	}
+	var err error
+	if c.Row, err = decodeRow(row); err != nil {
+		return nil, fmt.Errorf("case %s: decoding its data row: %w", c.ID, err)
 	}
 	c.CreatedAt, c.UpdatedAt = fromMicros(created), fromMicros(updated)
 	return &c, nil
@@ -53,6 +57,10 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 		if err != nil {
 			return err
 		}
+		runCfg, err := encodeRunConfig(&want)
+		if err != nil {
+			return err
+		}
 		task, err := findTaskByName(ctx, tx, owner, want.Name)
 		switch {
 		case duet.ErrorCode(err) == duet.CodeNotFound:
@@ -60,12 +68,17 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 				ID: duet.NewID("task"), Owner: owner, Name: want.Name, Description: want.Description,
 				BaseURL: want.BaseURL, Device: want.Device, SharedWith: sortedUnique(want.SharedWith, owner),
 				PostRun: want.PostRun, CreatedAt: now, UpdatedAt: now,
+				Environments: want.Environments, DefaultEnvironment: want.DefaultEnvironment, BeforeAll: want.BeforeAll, AfterAll: want.AfterAll,
+				BeforeEach: want.BeforeEach, AfterEach: want.AfterEach, HookSaves: want.HookSaves,
 			}
 			if len(task.PostRun) > 0 {
 				task.PostRunBy = owner
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO tasks (id, owner, name, description, base_url, device, post_run, post_run_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				task.ID, owner, task.Name, task.Description, task.BaseURL, task.Device, postRun, task.PostRunBy, nowUs, nowUs); err != nil {
+			if duet.HooksHash(task) != "" {
+				task.HooksBy = owner
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO tasks (id, owner, name, description, base_url, device, post_run, post_run_by, run_config, hooks_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				task.ID, owner, task.Name, task.Description, task.BaseURL, task.Device, postRun, task.PostRunBy, runCfg, task.HooksBy, nowUs, nowUs); err != nil {
 				return mapErr(err)
 			}
 			if err := setShares(ctx, tx, task.ID, task.SharedWith, nowUs); err != nil {
@@ -81,8 +94,22 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 				shares = sortedUnique(want.SharedWith, owner)
 			}
 			postRunChanged := duet.PostRunHash(task.PostRun) != duet.PostRunHash(want.PostRun)
-			if task.Description != want.Description || task.BaseURL != want.BaseURL || task.Device != want.Device || !slices.Equal(shares, task.SharedWith) || postRunChanged {
+			oldCfg, err := encodeRunConfig(task)
+			if err != nil {
+				return err
+			}
+			hooksChanged := duet.HooksHash(task) != duet.HooksHash(&want)
+			if task.Description != want.Description || task.BaseURL != want.BaseURL || task.Device != want.Device || !slices.Equal(shares, task.SharedWith) || postRunChanged || oldCfg != runCfg {
 				task.Description, task.BaseURL, task.Device, task.UpdatedAt = want.Description, want.BaseURL, want.Device, now
+				task.Environments, task.DefaultEnvironment, task.BeforeAll, task.AfterAll = want.Environments, want.DefaultEnvironment, want.BeforeAll, want.AfterAll
+				task.BeforeEach, task.AfterEach, task.HookSaves = want.BeforeEach, want.AfterEach, want.HookSaves
+				if hooksChanged {
+					// The applier wrote this version of the hooks.
+					task.HooksBy = ""
+					if duet.HooksHash(task) != "" {
+						task.HooksBy = owner
+					}
+				}
 				if postRunChanged {
 					// The applier wrote this version of the actions:
 					// approvals depend on it.
@@ -95,8 +122,8 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 				if err != nil {
 					return err
 				}
-				if _, err := tx.ExecContext(ctx, `UPDATE tasks SET description = ?, base_url = ?, device = ?, post_run = ?, post_run_by = ?, updated_at = ? WHERE id = ?`,
-					task.Description, task.BaseURL, task.Device, stored, task.PostRunBy, nowUs, task.ID); err != nil {
+				if _, err := tx.ExecContext(ctx, `UPDATE tasks SET description = ?, base_url = ?, device = ?, post_run = ?, post_run_by = ?, run_config = ?, hooks_by = ?, updated_at = ? WHERE id = ?`,
+					task.Description, task.BaseURL, task.Device, stored, task.PostRunBy, runCfg, task.HooksBy, nowUs, task.ID); err != nil {
 					return mapErr(err)
 				}
 				if !slices.Equal(shares, task.SharedWith) {
@@ -105,6 +132,15 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 					}
 					task.SharedWith = shares
 				}
+				res.TaskAction = duet.ApplyUpdated
+			}
+		}
+		if task.Trace != want.Trace { // the task's trace mode (00027)
+			if _, err := tx.ExecContext(ctx, `UPDATE tasks SET trace = ?, updated_at = ? WHERE id = ?`, want.Trace, nowUs, task.ID); err != nil {
+				return mapErr(err)
+			}
+			task.Trace, task.UpdatedAt = want.Trace, now
+			if res.TaskAction == duet.ApplyUnchanged {
 				res.TaskAction = duet.ApplyUpdated
 			}
 		}
@@ -142,13 +178,17 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 			if err != nil {
 				return err
 			}
+			row, err := encodeRow(c.Row)
+			if err != nil {
+				return err
+			}
 			old := existing[c.Key]
 			switch {
 			case old == nil:
 				c.ID, c.TaskID, c.Version, c.Status, c.CreatedBy = duet.NewID("case"), task.ID, 1, duet.CaseActive, owner
 				c.CreatedAt, c.UpdatedAt = now, now
-				if _, err := tx.ExecContext(ctx, `INSERT INTO cases (id, task_id, key, title, source, source_hash, steps, timeout_ms, version, status, created_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-					c.ID, c.TaskID, c.Key, c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.Status, c.CreatedBy, nowUs, nowUs); err != nil {
+				if _, err := tx.ExecContext(ctx, `INSERT INTO cases (id, task_id, key, title, source, source_hash, steps, timeout_ms, version, status, created_by, created_at, updated_at, row) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+					c.ID, c.TaskID, c.Key, c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.Status, c.CreatedBy, nowUs, nowUs, row); err != nil {
 					return mapErr(err)
 				}
 				res.Cases = append(res.Cases, duet.ApplyCaseResult{Key: c.Key, ID: c.ID, Version: c.Version, Action: duet.ApplyCreated})
@@ -158,8 +198,8 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 				// The owner wrote this version (CreatedBy is the writer of
 				// the current version: approvals depend on it).
 				c.ID, c.TaskID, c.Version, c.Status, c.CreatedBy = old.ID, task.ID, old.Version+1, duet.CaseActive, owner
-				if _, err := tx.ExecContext(ctx, `UPDATE cases SET title = ?, source = ?, source_hash = ?, steps = ?, timeout_ms = ?, version = ?, status = ?, created_by = ?, updated_at = ? WHERE id = ?`,
-					c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.Status, c.CreatedBy, nowUs, c.ID); err != nil {
+				if _, err := tx.ExecContext(ctx, `UPDATE cases SET title = ?, source = ?, source_hash = ?, steps = ?, timeout_ms = ?, version = ?, status = ?, created_by = ?, updated_at = ?, row = ? WHERE id = ?`,
+					c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.Status, c.CreatedBy, nowUs, row, c.ID); err != nil {
 					return mapErr(err)
 				}
 				res.Cases = append(res.Cases, duet.ApplyCaseResult{Key: c.Key, ID: c.ID, Version: c.Version, Action: duet.ApplyUpdated})
@@ -180,7 +220,7 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 			}
 			res.Cases = append(res.Cases, duet.ApplyCaseResult{Key: k, ID: old.ID, Version: old.Version, Action: duet.ApplyArchived})
 		}
-		return nil
+		return applySchedules(ctx, tx, owner, task.ID, s.Schedules, now)
 	})
 	if err != nil {
 		return nil, err

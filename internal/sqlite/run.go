@@ -12,16 +12,25 @@ import (
 )
 
 const runColumns = `r.id, r.task_id, r.status, r.triggered_by, r.call_source, r.trace_id, r.device, r.error_code, r.error_message,
-	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt, r.lost, r.post_run, r.call_depth`
+	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt, r.lost, r.post_run, r.call_depth,
+	r.origin_commit, r.origin_branch, r.origin_pr, r.origin_pipeline, r.environment, r.hooks, r.trace`
 
 func scanRun(r rowScanner) (*duet.Run, error) {
 	var run duet.Run
+	var o duet.RunOrigin
 	var created int64
 	var started, finished sql.NullInt64
-	var postRun string
+	var postRun, hooks string
 	if err := r.Scan(&run.ID, &run.TaskID, &run.Status, &run.TriggeredBy, &run.CallSource, &run.TraceID, &run.Device,
-		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &created, &started, &finished, &run.Attempt, &run.Lost, &postRun, &run.CallDepth); err != nil {
+		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &created, &started, &finished, &run.Attempt, &run.Lost, &postRun, &run.CallDepth,
+		&o.Commit, &o.Branch, &o.PullRequest, &o.Pipeline, &run.Environment, &hooks, &run.Trace); err != nil {
 		return nil, err
+	}
+	if err := decodeRunHooks(&run, hooks); err != nil {
+		return nil, err
+	}
+	if !o.Empty() {
+		run.Origin = &o
 	}
 	run.CreatedAt = fromMicros(created)
 	run.StartedAt, run.FinishedAt = ptrTime(started), ptrTime(finished)
@@ -31,6 +40,40 @@ func scanRun(r rowScanner) (*duet.Run, error) {
 		}
 	}
 	return &run, nil
+}
+
+// runHooks is how a run's hook results are stored: JSON, or "" for none.
+type runHooks struct {
+	Results []*duet.StepResult `json:"results"`
+	Vars    map[string]any     `json:"vars,omitempty"`
+}
+
+func decodeRunHooks(run *duet.Run, s string) error {
+	if s == "" {
+		return nil
+	}
+	var h runHooks
+	if err := json.Unmarshal([]byte(s), &h); err != nil {
+		return fmt.Errorf("run %s: decoding its hooks' results: %w", run.ID, err)
+	}
+	run.Hooks, run.HookVars = h.Results, h.Vars
+	return nil
+}
+
+// SaveRunHooks stores the results of the task's hooks in l's run (fenced).
+func (d *DB) SaveRunHooks(ctx context.Context, l duet.Lease, results []*duet.StepResult, vars map[string]any) error {
+	b, err := json.Marshal(runHooks{Results: results, Vars: vars})
+	if err != nil {
+		return err
+	}
+	res, err := d.q.ExecContext(ctx, `UPDATE runs SET hooks = ? WHERE id = ? AND lease_owner = ? AND attempt = ? AND status = 'running'`, string(b), l.RunID, l.Worker, l.Token)
+	if err != nil {
+		return mapErr(err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return duet.LeaseLost(l)
+	}
+	return nil
 }
 
 // fillTotals counts the executions of each run by status.
@@ -90,6 +133,9 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 	replayed := false
 	err := d.tx(ctx, func(tx *sql.Tx) error {
 		now := d.now()
+		if err := claimSlot(ctx, tx, p.Fire, run, now); err != nil {
+			return err
+		}
 		if p.Idempotency != nil {
 			in := p.Idempotency
 			var old duet.IdempotencyRecord
@@ -130,11 +176,18 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 				return duet.Errorf(duet.CodeRateLimited, "%s already has %d runs queued, the most one user may have waiting; start more when some have started, or cancel some", run.TriggeredBy, queued)
 			}
 		}
-		run.ID = duet.NewID("run")
+		if p.Fire == nil { // a schedule's run has its id from the claim
+			run.ID = duet.NewID("run")
+		}
 		run.Status = duet.StatusQueued
 		run.CreatedAt = now
-		if _, err := tx.ExecContext(ctx, `INSERT INTO runs (id, task_id, status, triggered_by, call_source, trace_id, device, created_at, call_depth) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource, run.TraceID, run.Device, micros(now), run.CallDepth); err != nil {
+		o := run.Origin
+		if o == nil {
+			o = &duet.RunOrigin{}
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO runs (id, task_id, status, triggered_by, call_source, trace_id, device, created_at, call_depth, origin_commit, origin_branch, origin_pr, origin_pipeline, environment, trace)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource, run.TraceID, run.Device, micros(now), run.CallDepth, o.Commit, o.Branch, o.PullRequest, o.Pipeline, run.Environment, run.Trace); err != nil {
 			return mapErr(err)
 		}
 		for i, e := range p.Executions {
@@ -143,8 +196,12 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 				return err
 			}
 			e.ID, e.RunID, e.Ordinal, e.Status = duet.NewID("exec"), run.ID, i, duet.StatusPending
-			if _, err := tx.ExecContext(ctx, `INSERT INTO executions (id, run_id, case_id, case_key, case_title, case_version, ordinal, timeout_ms, status, steps) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				e.ID, e.RunID, e.CaseID, e.CaseKey, e.CaseTitle, e.CaseVersion, e.Ordinal, e.TimeoutMs, e.Status, string(steps)); err != nil {
+			row, err := encodeRow(e.Row)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO executions (id, run_id, case_id, case_key, case_title, case_version, ordinal, timeout_ms, status, steps, row) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				e.ID, e.RunID, e.CaseID, e.CaseKey, e.CaseTitle, e.CaseVersion, e.Ordinal, e.TimeoutMs, e.Status, string(steps), row); err != nil {
 				return mapErr(err)
 			}
 		}
@@ -196,7 +253,7 @@ func (d *DB) FindRunByID(ctx context.Context, viewer, id string) (*duet.Run, err
 
 // FindRuns returns a page of runs, newest first.
 func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, string, error) {
-	if f.TaskID != "" && f.Limit == 1 && f.Cursor == "" && f.Status == "" && f.UpTo == "" {
+	if f.TaskID != "" && f.Limit == 1 && f.Cursor == "" && f.Status == "" && f.UpTo == "" && f.Branch == "" && f.Commit == "" {
 		// A task's latest run (get_test_task): cached (cache.go).
 		type page struct {
 			runs []*duet.Run
@@ -233,6 +290,14 @@ func runsWhere(f duet.RunFilter) (from, cond string, args []any) {
 	if f.Status != "" {
 		cond += ` AND r.status = ?`
 		args = append(args, f.Status)
+	}
+	if f.Branch != "" {
+		cond += ` AND r.origin_branch = ?`
+		args = append(args, f.Branch)
+	}
+	if f.Commit != "" {
+		cond += ` AND r.origin_commit = ?`
+		args = append(args, f.Commit)
 	}
 	if f.UpTo != "" {
 		cond += ` AND r.id <= ?`
@@ -289,15 +354,19 @@ func (d *DB) findRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 }
 
 const execColumns = `e.id, e.run_id, e.case_id, e.case_key, e.case_title, e.case_version, e.ordinal, e.timeout_ms, e.status, e.steps, e.vars,
-	e.error_code, e.error_message, e.started_at, e.finished_at, e.resume_from`
+	e.error_code, e.error_message, e.started_at, e.finished_at, e.resume_from, e.row`
 
 func scanExecution(r rowScanner) (*duet.Execution, error) {
 	var e duet.Execution
-	var steps, vars string
+	var steps, vars, row string
 	var started, finished sql.NullInt64
 	if err := r.Scan(&e.ID, &e.RunID, &e.CaseID, &e.CaseKey, &e.CaseTitle, &e.CaseVersion, &e.Ordinal, &e.TimeoutMs, &e.Status, &steps, &vars,
-		&e.ErrorCode, &e.ErrorMessage, &started, &finished, &e.ResumeFrom); err != nil {
+		&e.ErrorCode, &e.ErrorMessage, &started, &finished, &e.ResumeFrom, &row); err != nil {
 		return nil, err
+	}
+	var err error
+	if e.Row, err = decodeRow(row); err != nil {
+		return nil, fmt.Errorf("execution %s: decoding its data row: %w", e.ID, err)
 	}
 	if err := json.Unmarshal([]byte(steps), &e.Steps); err != nil {
 		return nil, fmt.Errorf("execution %s: decoding steps: %w", e.ID, err)

@@ -12,7 +12,7 @@ import (
 	"github.com/duet-test/duet"
 )
 
-const taskColumns = `t.id, t.owner, t.name, t.description, t.base_url, t.device, t.created_at, t.updated_at, t.post_run, t.post_run_by`
+const taskColumns = `t.id, t.owner, t.name, t.description, t.base_url, t.device, t.created_at, t.updated_at, t.post_run, t.post_run_by, t.run_config, t.hooks_by, t.trace`
 
 // visibleTo is the one SQL condition for "the viewer owns the task or it was
 // shared with the viewer". Every read of user-facing data goes through it, so
@@ -49,15 +49,69 @@ type rowScanner interface{ Scan(...any) error }
 func scanTask(r rowScanner) (*duet.Task, error) {
 	var t duet.Task
 	var created, updated int64
-	var postRun string
-	if err := r.Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &created, &updated, &postRun, &t.PostRunBy); err != nil {
+	var postRun, runConfig string
+	if err := r.Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &created, &updated, &postRun, &t.PostRunBy, &runConfig, &t.HooksBy, &t.Trace); err != nil {
 		return nil, err
 	}
 	t.CreatedAt, t.UpdatedAt = fromMicros(created), fromMicros(updated)
 	t.SharedWith = []string{}
 	var err error
-	t.PostRun, err = decodePostRun(t.ID, postRun)
-	return &t, err
+	if t.PostRun, err = decodePostRun(t.ID, postRun); err != nil {
+		return nil, err
+	}
+	return &t, decodeRunConfig(&t, runConfig)
+}
+
+// runConfig is how a task's environments and run hooks are stored: JSON,
+// or "" for none.
+type runConfig struct {
+	Environments       map[string]*duet.Environment `json:"environments,omitempty"`
+	DefaultEnvironment string                       `json:"defaultEnvironment,omitempty"`
+	BeforeAll          []duet.Step                  `json:"beforeAll,omitempty"`
+	AfterAll           []duet.Step                  `json:"afterAll,omitempty"`
+	BeforeEach         []duet.Step                  `json:"beforeEach,omitempty"`
+	AfterEach          []duet.Step                  `json:"afterEach,omitempty"`
+	HookSaves          []string                     `json:"hookSaves,omitempty"`
+}
+
+func encodeRunConfig(t *duet.Task) (string, error) {
+	c := runConfig{Environments: t.Environments, DefaultEnvironment: t.DefaultEnvironment, BeforeAll: t.BeforeAll, AfterAll: t.AfterAll,
+		BeforeEach: t.BeforeEach, AfterEach: t.AfterEach, HookSaves: t.HookSaves}
+	if len(c.Environments) == 0 && c.DefaultEnvironment == "" && len(c.BeforeAll) == 0 && len(c.AfterAll) == 0 && len(c.BeforeEach) == 0 && len(c.AfterEach) == 0 {
+		return "", nil
+	}
+	b, err := json.Marshal(c)
+	return string(b), err
+}
+
+func decodeRunConfig(t *duet.Task, s string) error {
+	if s == "" {
+		return nil
+	}
+	var c runConfig
+	if err := json.Unmarshal([]byte(s), &c); err != nil {
+		return fmt.Errorf("task %s: decoding its environments and hooks: %w", t.ID, err)
+	}
+	t.Environments, t.DefaultEnvironment, t.BeforeAll, t.AfterAll = c.Environments, c.DefaultEnvironment, c.BeforeAll, c.AfterAll
+	t.BeforeEach, t.AfterEach, t.HookSaves = c.BeforeEach, c.AfterEach, c.HookSaves
+	return nil
+}
+
+// encodeRow is how a data row is stored: JSON, or "" for none.
+func encodeRow(row map[string]any) (string, error) {
+	if row == nil {
+		return "", nil
+	}
+	b, err := json.Marshal(row)
+	return string(b), err
+}
+
+func decodeRow(s string) (map[string]any, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var row map[string]any
+	return row, json.Unmarshal([]byte(s), &row)
 }
 
 // encodePostRun is how a task's post-run actions are stored: JSON, or ""
@@ -123,6 +177,91 @@ func placeholders(n int) string {
 	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
 }
 
+// scoped returns ctx with a read scope: the reads in it check the
+// cache's freshness once.
+func scoped(ctx context.Context) context.Context {
+	if duet.ReadScopeFrom(ctx) == nil {
+		return duet.WithReadScope(ctx)
+	}
+	return ctx
+}
+
+// FindTaskCases reads the task and a page of its cases in one read scope.
+func (d *DB) FindTaskCases(ctx context.Context, viewer string, f duet.CaseFilter) (*duet.Task, []*duet.Case, string, int, error) {
+	ctx = scoped(ctx)
+	t, err := d.FindTaskByID(ctx, viewer, f.TaskID)
+	if err != nil {
+		return nil, nil, "", 0, err
+	}
+	f.TaskID = t.ID
+	cases, next, total, err := d.FindCases(ctx, f)
+	if err != nil {
+		return nil, nil, "", 0, err
+	}
+	return t, cases, next, total, nil
+}
+
+// FindRunPage reads the run and a page of its executions in one read
+// scope.
+func (d *DB) FindRunPage(ctx context.Context, viewer string, f duet.ExecutionFilter) (*duet.Run, []*duet.Execution, string, error) {
+	ctx = scoped(ctx)
+	r, err := d.FindRunByID(ctx, viewer, f.RunID)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	f.RunID = r.ID
+	execs, next, err := d.FindExecutionPage(ctx, f)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return r, execs, next, nil
+}
+
+// FindExecutionAndRun reads the execution and its run in one read scope.
+func (d *DB) FindExecutionAndRun(ctx context.Context, viewer, id string) (*duet.Execution, *duet.Run, error) {
+	ctx = scoped(ctx)
+	x, err := d.FindExecutionByID(ctx, viewer, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := d.FindRunByID(ctx, viewer, x.RunID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return x, r, nil
+}
+
+// FindTaskOverview reads the task, its active case count, its latest run
+// and (for a viewer) its contract alerts and schedules in one read scope: the cache's freshness is checked once.
+func (d *DB) FindTaskOverview(ctx context.Context, viewer, id string) (*duet.TaskOverview, error) {
+	ctx = scoped(ctx)
+	t, err := d.FindTaskByID(ctx, viewer, id)
+	if err != nil {
+		return nil, err
+	}
+	n, err := d.CountCases(ctx, t.ID)
+	if err != nil {
+		return nil, err
+	}
+	o := &duet.TaskOverview{Task: t, ActiveCases: n}
+	runs, _, err := d.FindRuns(ctx, duet.RunFilter{Viewer: viewer, TaskID: t.ID, Limit: 1})
+	if err != nil {
+		return nil, err
+	}
+	if len(runs) > 0 {
+		o.LastRun = runs[0]
+	}
+	if viewer != "" {
+		if o.Alerts, err = d.FindContractAlerts(ctx, viewer, t.ID); err != nil {
+			return nil, err
+		}
+		if o.Schedules, err = d.FindSchedules(ctx, duet.ScheduleFilter{Viewer: viewer, TaskID: t.ID}); err != nil {
+			return nil, err
+		}
+	}
+	return o, nil
+}
+
 // FindTaskByID returns the task if viewer may see it ("" = any: internal
 // use only). Returns NOT_FOUND. One query reads the task and its share list;
 // the answer is cached until any task, share, team or membership changes
@@ -162,7 +301,7 @@ func (d *DB) readTaskByID(ctx context.Context, viewer, id string) (cachedTask, e
 	t := &c.task
 	var created, updated int64
 	var shares sql.NullString
-	err := d.q.QueryRowContext(ctx, q, viewer, id).Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &created, &updated, &c.postRun, &t.PostRunBy, &shares)
+	err := d.q.QueryRowContext(ctx, q, viewer, id).Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &created, &updated, &c.postRun, &t.PostRunBy, &c.runConfig, &t.HooksBy, &t.Trace, &shares)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, notFound("task", id)
 	} else if err != nil {

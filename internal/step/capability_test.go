@@ -15,6 +15,8 @@ type bareEnv struct{ page Page }
 
 func (bareEnv) Vars() map[string]any                                     { return map[string]any{} }
 func (bareEnv) Save(string, any) error                                   { return nil }
+func (bareEnv) RunSteps(context.Context, []duet.Step, int) error         { return nil }
+func (bareEnv) FlowState(string, int)                                    {}
 func (bareEnv) Task() *duet.Task                                         { return &duet.Task{BaseURL: "http://h"} }
 func (bareEnv) Secrets() *redact.Set                                     { return &redact.Set{} }
 func (e bareEnv) Page(context.Context) (Page, error)                     { return e.page, nil }

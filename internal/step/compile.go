@@ -71,6 +71,11 @@ type Compiler struct {
 	Task *duet.Task
 	// Scope is what the steps compiled so far made available.
 	Scope Scope
+	// Flows finds the flows use steps name; nil when there are none.
+	Flows FlowResolver
+	// Hook marks the steps compiled as those of a hook (duet.Step.Hook);
+	// "" for a case's own steps.
+	Hook string
 	// TestIDAttribute is the attribute a testId locator names (the task's
 	// testIdAttribute); "" means data-testid.
 	TestIDAttribute string
@@ -79,7 +84,8 @@ type Compiler struct {
 	// an upload step cannot compile.
 	Files fs.FS
 
-	diags []*Diagnostic
+	diags     []*Diagnostic
+	flowChain []string // the flows being compiled, outermost first
 }
 
 // MaxStepTimeout bounds the timeout of one step.
@@ -270,6 +276,7 @@ func (c *Compiler) Step(n *Node, i int) *duet.Step {
 		c.Errf(n, "the step names no kind (one of %s)", kindNames())
 		return nil
 	}
+	st.Hook = c.Hook
 	if soft != nil && !kind.Assertion {
 		c.Errf(soft, "soft goes with an assertion (%s is not one)", kind.Name)
 	}
@@ -277,5 +284,10 @@ func (c *Compiler) Step(n *Node, i int) *duet.Step {
 	if st.Name == "" {
 		st.Name = kind.title(st)
 	}
+	names, err := secretNames(st)
+	if err != nil {
+		c.Errf(body, "%s", duet.ErrorMessage(err))
+	}
+	st.Secrets = names
 	return st
 }

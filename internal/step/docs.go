@@ -14,6 +14,13 @@ var sections = []struct {
 	Doc     string
 }{
 	{Data, "Data steps", "Data steps", ""},
+	{Flow, "Flow steps", "Flow steps (conditions, loops, reusable flows)",
+		"Flow steps run other steps: `if` one list or another, `repeat` and `forEach` a list again and again " +
+			"(never more than their `max` iterations: past it the step fails with `LOOP_LIMIT`), `use` a reusable " +
+			"flow. Each step they run has its own timeout and result; the report shows those results under the " +
+			"flow step, with the loop iteration each ran in, and a run in progress shows the iteration it is at. " +
+			"A step inside fails the flow step (and the case) as it would on its own; variables saved inside are " +
+			"seen after it. A flow step's own `timeout`, when it has one, bounds all it runs."},
 	{Browser, "Browser steps", "Browser steps",
 		"Browser steps run in headless Chromium (or the task's device: docs/devices.md), one isolated browser " +
 			"context per case execution. A step names its element with a locator (see Locators above): a role and " +

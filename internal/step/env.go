@@ -45,6 +45,19 @@ type Env interface {
 	// SaveArtifact keeps a file a step made (a screenshot) and returns its
 	// id; "" and no error when the engine keeps no artifacts.
 	SaveArtifact(ctx context.Context, st *duet.Step, name string, data []byte) (string, error)
+	// RunSteps runs steps — what the flow step now running runs in its
+	// turn — in the case, one after the other, each as the case runs its
+	// own steps (under its own timeout, saving its variables, with a
+	// screenshot when it fails), its result kept among the flow step's
+	// children with iteration (the loop iteration, from 1; 0 outside a
+	// loop). It stops at the first step that fails (a failure its policy
+	// makes optional goes on) and returns an error with that step's code,
+	// naming it; ctx's error when ctx ends.
+	RunSteps(ctx context.Context, steps []duet.Step, iteration int) error
+	// FlowState records what the flow step now running has done so far:
+	// the branch an if step took, the iterations a loop began. A run in
+	// progress shows it.
+	FlowState(branch string, iterations int)
 }
 
 // WaitCondition is what a waitFor step waits for.

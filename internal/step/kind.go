@@ -37,6 +37,10 @@ type Section int
 const (
 	Data Section = iota + 1
 	Browser
+	// Flow kinds run other steps (if, repeat, forEach, use): each of those
+	// runs under its own timeout; the flow step's own timeout, when it has
+	// one, bounds them all.
+	Flow
 )
 
 // Kind is one step kind: the key a step names it by, its schema, how it
@@ -83,6 +87,18 @@ func (k *Kind) NeedsBrowser() bool { return k.Section == Browser }
 func NeedsBrowser(name duet.StepKind) bool {
 	k := registry[name]
 	return k != nil && k.NeedsBrowser()
+}
+
+// IsFlow reports whether steps of the kind named name run other steps.
+func IsFlow(name duet.StepKind) bool {
+	k := registry[name]
+	return k != nil && k.Section == Flow
+}
+
+// UsesBrowser reports whether st, or a step it runs in its turn (the steps
+// of an if, a loop, a flow), needs a browser session.
+func UsesBrowser(st *duet.Step) bool {
+	return !duet.WalkSteps([]duet.Step{*st}, func(s *duet.Step) bool { return !NeedsBrowser(s.Kind) })
 }
 
 // title is the default name of a step of kind k.

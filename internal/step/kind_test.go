@@ -38,9 +38,32 @@ func compileSteps(t *testing.T, src string) ([]duet.Step, []*Diagnostic) {
 	if d != nil {
 		t.Fatalf("%s: %v", src, d)
 	}
-	c := &Compiler{Ctx: context.Background(), Servers: anyServer{}, Task: &duet.Task{Name: "t", BaseURL: "http://127.0.0.1:8080"}}
+	c := &Compiler{Ctx: context.Background(), Servers: anyServer{}, Task: &duet.Task{Name: "t", BaseURL: "http://127.0.0.1:8080"}, Flows: exampleFlows{}}
 	c.Scope = Scope{Vars: []string{"resp", "orderId", "order"}, PageOpen: true}
 	return c.Steps(n), c.Diagnostics()
+}
+
+// exampleFlows are the flows the use kind's example uses.
+type exampleFlows struct{}
+
+func (exampleFlows) Flow(_ context.Context, ref string) (*FlowDef, error) {
+	src := map[string]string{
+		"accept-cookies": "steps:\n  - click: \"#cookie-banner .accept\"\n",
+		"login":          "params: [user, password]\nsteps:\n  - fill: {selector: \"#user\", value: \"${user}\"}\n",
+	}[ref]
+	if src == "" {
+		return nil, duet.Errorf(duet.CodeNotFound, "no flow %s", ref)
+	}
+	n, d := Parse([]byte(src))
+	if d != nil {
+		return nil, d
+	}
+	def := &FlowDef{Name: ref}
+	c := &Compiler{}
+	if !c.ReadFlow(n, def) {
+		return nil, c.Diagnostics()[0]
+	}
+	return def, nil
 }
 
 // resolvedStep returns the resolved JSON Schema of one step.
@@ -131,7 +154,7 @@ func TestRegistry(t *testing.T) {
 	want := "unknown step key \"clack\" (step kinds: http, assert, mcpCall, set, wait, open, back, forward, reload, emulate, frame, waitForPopup, switchTo, closeTab, " +
 		"click, dblclick, check, uncheck, hover, fill, type, clear, press, focus, blur, scrollIntoView, select, upload, dragTo, onDialog, waitFor, " +
 		"assertText, assertValue, assertAttribute, assertCount, assertVisible, assertEnabled, assertDisabled, assertChecked, assertFocused, assertCSS, " +
-		"assertURL, assertTitle, assertDialog, extract, evaluate, screenshot; also name, timeout, soft)"
+		"assertURL, assertTitle, assertDialog, extract, evaluate, screenshot, assertScreenshot, assertAccessible, assertPerformance, if, repeat, forEach, use, aiAssert, aiQuery, aiWaitFor; also name, timeout, soft)"
 	if len(diags) != 1 || diags[0].Message != want {
 		t.Errorf("got %v, want %q", diags, want)
 	}

@@ -73,6 +73,13 @@ func site(t *testing.T, pages map[string]string) string {
 // returns its execution.
 func runSteps(t *testing.T, baseURL, steps string) *duet.Execution {
 	t.Helper()
+	return runStepsWith(t, baseURL, steps, engine.Options{})
+}
+
+// runStepsWith is runSteps with the engine's options opts (its browser
+// set here).
+func runStepsWith(t *testing.T, baseURL, steps string, opts engine.Options) *duet.Execution {
+	t.Helper()
 	p := pool(t)
 	src := "task: {name: t, baseURL: " + baseURL + "}\ncases:\n  - title: c\n    steps:\n" + steps
 	suite, err := compiler.CompileSuite(t.Context(), []byte(src), "t.yaml", compiler.Options{})
@@ -98,7 +105,7 @@ func runSteps(t *testing.T, baseURL, steps string) *duet.Execution {
 	if err != nil || claimed == nil {
 		t.Fatalf("claim: %v", err)
 	}
-	if err := engine.New(db, engine.Options{Browser: app.NewBrowser(p)}).Execute(context.WithoutCancel(t.Context()), duet.LeaseOf(claimed, "test-worker"), claimed, nil); err != nil {
+	if err := engine.New(db, withBrowser(opts, app.NewBrowser(p))).Execute(context.WithoutCancel(t.Context()), duet.LeaseOf(claimed, "test-worker"), claimed, nil); err != nil {
 		t.Fatal(err)
 	}
 	execs, err := db.FindExecutions(t.Context(), run.ID)
@@ -116,4 +123,9 @@ func describe(x *duet.Execution) string {
 		fmt.Fprintf(&b, "\n  %d %-13s %-9s %s %s", r.Index, r.Kind, r.Status, r.ErrorCode, r.ErrorMessage)
 	}
 	return b.String()
+}
+
+func withBrowser(opts engine.Options, b engine.Browser) engine.Options {
+	opts.Browser = b
+	return opts
 }

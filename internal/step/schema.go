@@ -270,14 +270,27 @@ func Definitions() map[string]*jsonschema.Schema {
 			Description: "a variable name: letters, digits and _, not starting with a digit",
 			Type:        "string", Pattern: identPattern,
 		},
-		"binding": bindingSchema(),
-		"step":    stepSchema(),
-		"locator": locatorSchema(),
+		"binding":   bindingSchema(),
+		"step":      stepSchema(),
+		"condition": conditionSchema(),
+		"locator":   locatorSchema(),
 	}
 	for _, k := range sorted() {
 		defs["step."+string(k.Name)] = k.Schema()
 	}
 	return defs
+}
+
+// conditionSchema is the JSON Schema of a repeat's while or until: an
+// expression, or an element's state.
+func conditionSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{
+		Description: "an expression, or {visible: SELECTOR} / {hidden: SELECTOR} (the page as it is, not waited for)",
+		AnyOf: []*jsonschema.Schema{
+			{Types: scalarTypes},
+			(&Form{Keys: conditionKeys, ExactlyOne: []string{"expr", "visible", "hidden"}}).mapping(),
+		},
+	}
 }
 
 // stepSchema is the JSON Schema of one step: a mapping with exactly one

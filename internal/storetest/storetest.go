@@ -27,6 +27,8 @@ func Run(t *testing.T, open Opener) {
 		fn   func(*testing.T, duet.Store)
 	}{
 		{"ApplySuite", testApplySuite},
+		{"TaskOverview", testTaskOverview},
+		{"ReadTogether", testReadTogether},
 		{"Visibility", testVisibility},
 		{"TaskPagination", testTaskPagination},
 		{"TaskListBranches", testTaskListBranches},
@@ -53,6 +55,14 @@ func Run(t *testing.T, open Opener) {
 		{"PostRun", testPostRun},
 		{"Sessions", testSessions},
 		{"OAuth", testOAuth},
+		{"Schedules", testSchedules},
+		{"ScheduleClaimConcurrent", testScheduleClaimConcurrent},
+		{"RunOrigin", testRunOrigin},
+		{"ContractStore", testContractStore},
+		{"Language", testLanguage},
+		{"TraceModes", testTraceModes},
+		{"Baselines", testBaselines},
+		{"Metrics", testMetrics},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

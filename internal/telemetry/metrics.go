@@ -123,7 +123,7 @@ func (m *metrics) labelTool(method, tool string) string {
 }
 
 var sources = []duet.CallSource{duet.SourceMCP, duet.SourceMCPLite, duet.SourceStdio, duet.SourceCLI, duet.SourceAPI,
-	duet.SourceWeb, duet.SourceAgent, duet.SourceEngine, duet.SourcePostRun, duet.SourceOAuth}
+	duet.SourceWeb, duet.SourceAgent, duet.SourceEngine, duet.SourcePostRun, duet.SourceOAuth, duet.SourceSchedule}
 
 func labelSource(s duet.CallSource) string {
 	if slices.Contains(sources, s) {

@@ -23,6 +23,12 @@ func (s *store) AddTeamMember(ctx context.Context, a1 string, a2 string, a3 stri
 	return s.Store.AddTeamMember(ctx, a1, a2, a3)
 }
 
+func (s *store) AdvanceSchedule(ctx context.Context, a1 duet.ScheduleFire, a2 string) (r0 bool, err error) {
+	ctx, end := s.t.storeSpan(ctx, "AdvanceSchedule")
+	defer func() { end(err) }()
+	return s.Store.AdvanceSchedule(ctx, a1, a2)
+}
+
 func (s *store) AppendAudit(ctx context.Context, a1 []*duet.AuditRecord) (err error) {
 	ctx, end := s.t.storeSpan(ctx, "AppendAudit")
 	defer func() { end(err) }()
@@ -71,6 +77,12 @@ func (s *store) CountRuns(ctx context.Context, a1 duet.RunFilter) (r0 int, err e
 	return s.Store.CountRuns(ctx, a1)
 }
 
+func (s *store) CreateBaseline(ctx context.Context, a1 *duet.Baseline) (err error) {
+	ctx, end := s.t.storeSpan(ctx, "CreateBaseline")
+	defer func() { end(err) }()
+	return s.Store.CreateBaseline(ctx, a1)
+}
+
 func (s *store) CreateGeneration(ctx context.Context, a1 *duet.Generation) (err error) {
 	ctx, end := s.t.storeSpan(ctx, "CreateGeneration")
 	defer func() { end(err) }()
@@ -87,6 +99,12 @@ func (s *store) CreateOAuthClient(ctx context.Context, a1 *duet.OAuthClient) (er
 	ctx, end := s.t.storeSpan(ctx, "CreateOAuthClient")
 	defer func() { end(err) }()
 	return s.Store.CreateOAuthClient(ctx, a1)
+}
+
+func (s *store) CreateSchedule(ctx context.Context, a1 *duet.Schedule) (err error) {
+	ctx, end := s.t.storeSpan(ctx, "CreateSchedule")
+	defer func() { end(err) }()
+	return s.Store.CreateSchedule(ctx, a1)
 }
 
 func (s *store) CreateSession(ctx context.Context, a1 *duet.Session) (err error) {
@@ -111,6 +129,12 @@ func (s *store) CreateToken(ctx context.Context, a1 *duet.Token) (err error) {
 	ctx, end := s.t.storeSpan(ctx, "CreateToken")
 	defer func() { end(err) }()
 	return s.Store.CreateToken(ctx, a1)
+}
+
+func (s *store) DecideBaseline(ctx context.Context, a1 string, a2 string, a3 duet.BaselineStatus) (r0 *duet.Baseline, err error) {
+	ctx, end := s.t.storeSpan(ctx, "DecideBaseline")
+	defer func() { end(err) }()
+	return s.Store.DecideBaseline(ctx, a1, a2, a3)
 }
 
 func (s *store) DecideStopRequest(ctx context.Context, a1 string, a2 string, a3 string, a4 bool) (r0 *duet.StopRequest, err error) {
@@ -149,6 +173,18 @@ func (s *store) DeleteMCPServer(ctx context.Context, a1 string, a2 string) (err 
 	return s.Store.DeleteMCPServer(ctx, a1, a2)
 }
 
+func (s *store) DeleteSchedule(ctx context.Context, a1 string, a2 string) (err error) {
+	ctx, end := s.t.storeSpan(ctx, "DeleteSchedule")
+	defer func() { end(err) }()
+	return s.Store.DeleteSchedule(ctx, a1, a2)
+}
+
+func (s *store) DeleteSecret(ctx context.Context, a1 string, a2 string) (err error) {
+	ctx, end := s.t.storeSpan(ctx, "DeleteSecret")
+	defer func() { end(err) }()
+	return s.Store.DeleteSecret(ctx, a1, a2)
+}
+
 func (s *store) DeleteSession(ctx context.Context, a1 string) (err error) {
 	ctx, end := s.t.storeSpan(ctx, "DeleteSession")
 	defer func() { end(err) }()
@@ -173,6 +209,12 @@ func (s *store) DeleteToken(ctx context.Context, a1 string, a2 string) (err erro
 	return s.Store.DeleteToken(ctx, a1, a2)
 }
 
+func (s *store) DueSchedules(ctx context.Context, a1 time.Time, a2 int) (r0 []*duet.Schedule, r1 time.Time, err error) {
+	ctx, end := s.t.storeSpan(ctx, "DueSchedules")
+	defer func() { end(err) }()
+	return s.Store.DueSchedules(ctx, a1, a2)
+}
+
 func (s *store) FindAsset(ctx context.Context, a1 string, a2 duet.AssetKind, a3 string, a4 int) (r0 *duet.Asset, err error) {
 	ctx, end := s.t.storeSpan(ctx, "FindAsset")
 	defer func() { end(err) }()
@@ -189,6 +231,18 @@ func (s *store) FindAudit(ctx context.Context, a1 duet.AuditFilter) (r0 []*duet.
 	ctx, end := s.t.storeSpan(ctx, "FindAudit")
 	defer func() { end(err) }()
 	return s.Store.FindAudit(ctx, a1)
+}
+
+func (s *store) FindBaseline(ctx context.Context, a1 string, a2 string) (r0 *duet.Baseline, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindBaseline")
+	defer func() { end(err) }()
+	return s.Store.FindBaseline(ctx, a1, a2)
+}
+
+func (s *store) FindBaselines(ctx context.Context, a1 duet.BaselineFilter) (r0 []*duet.Baseline, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindBaselines")
+	defer func() { end(err) }()
+	return s.Store.FindBaselines(ctx, a1)
 }
 
 func (s *store) FindCaseApproval(ctx context.Context, a1 string, a2 string, a3 int) (r0 *duet.CaseApproval, err error) {
@@ -215,6 +269,24 @@ func (s *store) FindCases(ctx context.Context, a1 duet.CaseFilter) (r0 []*duet.C
 	return s.Store.FindCases(ctx, a1)
 }
 
+func (s *store) FindCasesCallingServer(ctx context.Context, a1 string) (r0 []*duet.Case, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindCasesCallingServer")
+	defer func() { end(err) }()
+	return s.Store.FindCasesCallingServer(ctx, a1)
+}
+
+func (s *store) FindCatalogHistory(ctx context.Context, a1 string) (r0 []*duet.ArchivedCatalog, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindCatalogHistory")
+	defer func() { end(err) }()
+	return s.Store.FindCatalogHistory(ctx, a1)
+}
+
+func (s *store) FindContractAlerts(ctx context.Context, a1 string, a2 string) (r0 []*duet.ContractAlert, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindContractAlerts")
+	defer func() { end(err) }()
+	return s.Store.FindContractAlerts(ctx, a1, a2)
+}
+
 func (s *store) FindCredential(ctx context.Context, a1 string) (r0 *duet.Credential, err error) {
 	ctx, end := s.t.storeSpan(ctx, "FindCredential")
 	defer func() { end(err) }()
@@ -227,10 +299,22 @@ func (s *store) FindCredentials(ctx context.Context) (r0 []*duet.Credential, err
 	return s.Store.FindCredentials(ctx)
 }
 
+func (s *store) FindCurrentBaseline(ctx context.Context, a1 duet.BaselineKey, a2 string) (r0 *duet.Baseline, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindCurrentBaseline")
+	defer func() { end(err) }()
+	return s.Store.FindCurrentBaseline(ctx, a1, a2)
+}
+
 func (s *store) FindDeviceLeases(ctx context.Context) (r0 []*duet.DeviceLease, err error) {
 	ctx, end := s.t.storeSpan(ctx, "FindDeviceLeases")
 	defer func() { end(err) }()
 	return s.Store.FindDeviceLeases(ctx)
+}
+
+func (s *store) FindExecutionAndRun(ctx context.Context, a1 string, a2 string) (r0 *duet.Execution, r1 *duet.Run, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindExecutionAndRun")
+	defer func() { end(err) }()
+	return s.Store.FindExecutionAndRun(ctx, a1, a2)
 }
 
 func (s *store) FindExecutionByID(ctx context.Context, a1 string, a2 string) (r0 *duet.Execution, err error) {
@@ -287,6 +371,12 @@ func (s *store) FindMCPTools(ctx context.Context, a1 string) (r0 []*duet.MCPTool
 	return s.Store.FindMCPTools(ctx, a1)
 }
 
+func (s *store) FindMetrics(ctx context.Context, a1 []string) (r0 []*duet.Metric, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindMetrics")
+	defer func() { end(err) }()
+	return s.Store.FindMetrics(ctx, a1)
+}
+
 func (s *store) FindOAuthClient(ctx context.Context, a1 string) (r0 *duet.OAuthClient, err error) {
 	ctx, end := s.t.storeSpan(ctx, "FindOAuthClient")
 	defer func() { end(err) }()
@@ -311,10 +401,34 @@ func (s *store) FindRunByID(ctx context.Context, a1 string, a2 string) (r0 *duet
 	return s.Store.FindRunByID(ctx, a1, a2)
 }
 
+func (s *store) FindRunPage(ctx context.Context, a1 string, a2 duet.ExecutionFilter) (r0 *duet.Run, r1 []*duet.Execution, r2 string, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindRunPage")
+	defer func() { end(err) }()
+	return s.Store.FindRunPage(ctx, a1, a2)
+}
+
 func (s *store) FindRuns(ctx context.Context, a1 duet.RunFilter) (r0 []*duet.Run, r1 string, err error) {
 	ctx, end := s.t.storeSpan(ctx, "FindRuns")
 	defer func() { end(err) }()
 	return s.Store.FindRuns(ctx, a1)
+}
+
+func (s *store) FindScheduleByID(ctx context.Context, a1 string, a2 string) (r0 *duet.Schedule, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindScheduleByID")
+	defer func() { end(err) }()
+	return s.Store.FindScheduleByID(ctx, a1, a2)
+}
+
+func (s *store) FindSchedules(ctx context.Context, a1 duet.ScheduleFilter) (r0 []*duet.Schedule, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindSchedules")
+	defer func() { end(err) }()
+	return s.Store.FindSchedules(ctx, a1)
+}
+
+func (s *store) FindSecrets(ctx context.Context, a1 string, a2 []string) (r0 []*duet.Secret, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindSecrets")
+	defer func() { end(err) }()
+	return s.Store.FindSecrets(ctx, a1, a2)
 }
 
 func (s *store) FindSession(ctx context.Context, a1 string) (r0 *duet.Session, err error) {
@@ -345,6 +459,18 @@ func (s *store) FindTaskByName(ctx context.Context, a1 string, a2 string) (r0 *d
 	ctx, end := s.t.storeSpan(ctx, "FindTaskByName")
 	defer func() { end(err) }()
 	return s.Store.FindTaskByName(ctx, a1, a2)
+}
+
+func (s *store) FindTaskCases(ctx context.Context, a1 string, a2 duet.CaseFilter) (r0 *duet.Task, r1 []*duet.Case, r2 string, r3 int, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindTaskCases")
+	defer func() { end(err) }()
+	return s.Store.FindTaskCases(ctx, a1, a2)
+}
+
+func (s *store) FindTaskOverview(ctx context.Context, a1 string, a2 string) (r0 *duet.TaskOverview, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindTaskOverview")
+	defer func() { end(err) }()
+	return s.Store.FindTaskOverview(ctx, a1, a2)
 }
 
 func (s *store) FindTaskTransfers(ctx context.Context, a1 string, a2 string) (r0 []*duet.TaskTransfer, err error) {
@@ -393,6 +519,18 @@ func (s *store) LeaseCredential(ctx context.Context, a1 string, a2 string, a3 ti
 	ctx, end := s.t.storeSpan(ctx, "LeaseCredential")
 	defer func() { end(err) }()
 	return s.Store.LeaseCredential(ctx, a1, a2, a3)
+}
+
+func (s *store) ListSecrets(ctx context.Context, a1 string) (r0 []*duet.Secret, err error) {
+	ctx, end := s.t.storeSpan(ctx, "ListSecrets")
+	defer func() { end(err) }()
+	return s.Store.ListSecrets(ctx, a1)
+}
+
+func (s *store) PauseScheduleFor(ctx context.Context, a1 string, a2 time.Time, a3 string) (r0 bool, err error) {
+	ctx, end := s.t.storeSpan(ctx, "PauseScheduleFor")
+	defer func() { end(err) }()
+	return s.Store.PauseScheduleFor(ctx, a1, a2, a3)
 }
 
 func (s *store) Ping(ctx context.Context) (err error) {
@@ -461,10 +599,28 @@ func (s *store) RevokeOAuthGrant(ctx context.Context, a1 string) (err error) {
 	return s.Store.RevokeOAuthGrant(ctx, a1)
 }
 
+func (s *store) RewrapSecrets(ctx context.Context, a1 func(*duet.Secret) ([]uint8, error)) (r0 int, r1 int, err error) {
+	ctx, end := s.t.storeSpan(ctx, "RewrapSecrets")
+	defer func() { end(err) }()
+	return s.Store.RewrapSecrets(ctx, a1)
+}
+
 func (s *store) SaveAsset(ctx context.Context, a1 *duet.Asset) (r0 duet.ApplyAction, err error) {
 	ctx, end := s.t.storeSpan(ctx, "SaveAsset")
 	defer func() { end(err) }()
 	return s.Store.SaveAsset(ctx, a1)
+}
+
+func (s *store) SaveCatalogHistory(ctx context.Context, a1 string, a2 *duet.ArchivedCatalog) (err error) {
+	ctx, end := s.t.storeSpan(ctx, "SaveCatalogHistory")
+	defer func() { end(err) }()
+	return s.Store.SaveCatalogHistory(ctx, a1, a2)
+}
+
+func (s *store) SaveContractAlerts(ctx context.Context, a1 []*duet.ContractAlert) (err error) {
+	ctx, end := s.t.storeSpan(ctx, "SaveContractAlerts")
+	defer func() { end(err) }()
+	return s.Store.SaveContractAlerts(ctx, a1)
 }
 
 func (s *store) SaveDraftCase(ctx context.Context, a1 *duet.Case) (err error) {
@@ -479,10 +635,34 @@ func (s *store) SaveMCPCatalog(ctx context.Context, a1 string, a2 *duet.MCPCatal
 	return s.Store.SaveMCPCatalog(ctx, a1, a2)
 }
 
+func (s *store) SaveMetrics(ctx context.Context, a1 duet.Lease, a2 []*duet.Metric) (err error) {
+	ctx, end := s.t.storeSpan(ctx, "SaveMetrics")
+	defer func() { end(err) }()
+	return s.Store.SaveMetrics(ctx, a1, a2)
+}
+
+func (s *store) SaveRunHooks(ctx context.Context, a1 duet.Lease, a2 []*duet.StepResult, a3 map[string]any) (err error) {
+	ctx, end := s.t.storeSpan(ctx, "SaveRunHooks")
+	defer func() { end(err) }()
+	return s.Store.SaveRunHooks(ctx, a1, a2, a3)
+}
+
+func (s *store) SaveSecret(ctx context.Context, a1 *duet.Secret) (r0 duet.ApplyAction, err error) {
+	ctx, end := s.t.storeSpan(ctx, "SaveSecret")
+	defer func() { end(err) }()
+	return s.Store.SaveSecret(ctx, a1)
+}
+
 func (s *store) SaveTeamServer(ctx context.Context, a1 *duet.TeamServer) (err error) {
 	ctx, end := s.t.storeSpan(ctx, "SaveTeamServer")
 	defer func() { end(err) }()
 	return s.Store.SaveTeamServer(ctx, a1)
+}
+
+func (s *store) SetSchedulePaused(ctx context.Context, a1 string, a2 string, a3 bool, a4 string, a5 time.Time) (r0 *duet.Schedule, err error) {
+	ctx, end := s.t.storeSpan(ctx, "SetSchedulePaused")
+	defer func() { end(err) }()
+	return s.Store.SetSchedulePaused(ctx, a1, a2, a3, a4, a5)
 }
 
 func (s *store) SetTeamRole(ctx context.Context, a1 string, a2 string, a3 string, a4 duet.TeamRole) (err error) {

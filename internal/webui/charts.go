@@ -18,6 +18,64 @@ type charts struct {
 	PassRate template.HTML
 	Duration template.HTML
 	Cases    map[string]caseChart
+	Vitals   []vitalChart
+}
+
+// vitalChart is the line of one page-speed metric over the runs.
+type vitalChart struct {
+	Name, Label string
+	Last        string // the newest value, formatted
+	SVG         template.HTML
+}
+
+// vitalLabels name the metrics of assertPerformance.
+var vitalLabels = map[string]string{
+	"lcp": "Largest Contentful Paint", "cls": "Cumulative Layout Shift", "inp": "Interaction to Next Paint",
+	"fcp": "First Contentful Paint", "ttfb": "Time to First Byte", "domContentLoaded": "DOMContentLoaded", "load": "Load",
+}
+
+// drawVital draws the line of v over the runs, oldest first.
+func drawVital(v api.VitalTrend) vitalChart {
+	format := func(x float64) string {
+		if v.Unit == "" {
+			return fmt.Sprintf("%.3f", x)
+		}
+		return fmt.Sprintf("%.0f %s", x, v.Unit)
+	}
+	label := vitalLabels[v.Name]
+	if label == "" {
+		label = v.Name
+	}
+	vc := vitalChart{Name: v.Name, Label: label}
+	n := len(v.Points)
+	if n == 0 {
+		return vc
+	}
+	vc.Last = format(v.Points[n-1].Value)
+	top := 0.0
+	for _, p := range v.Points {
+		top = max(top, p.Value)
+	}
+	if top <= 0 {
+		top = 1
+	}
+	var b strings.Builder
+	id := "vt-" + v.Name
+	fmt.Fprintf(&b, `<svg class="chart vital" data-metric="%s" viewBox="0 0 %.0f %.0f" role="img" aria-labelledby="%s"><title id="%s">%s of the last %d runs that measured it, oldest first (highest %s)</title>`,
+		esc(v.Name), chartW, chartH+20, esc(id), esc(id), esc(label), n, esc(format(top)))
+	fmt.Fprintf(&b, `<line class="axis" x1="0" y1="%.0f" x2="%.0f" y2="%.0f"/>`, chartH, chartW, chartH)
+	w := min(chartW/float64(n), 40)
+	var pts []string
+	for i, p := range v.Points {
+		x := (float64(i) + 0.5) * w
+		y := chartH - p.Value/top*(chartH-10)
+		pts = append(pts, fmt.Sprintf("%.1f,%.1f", x, y))
+		fmt.Fprintf(&b, `<circle class="dot" cx="%.1f" cy="%.1f" r="4"><title>%s: %s (median of %d)</title></circle>`, x, y, esc(p.RunID), esc(format(p.Value)), p.Samples)
+	}
+	fmt.Fprintf(&b, `<polyline class="line" points="%s"/>`, strings.Join(pts, " "))
+	b.WriteString(`</svg>`)
+	vc.SVG = template.HTML(b.String())
+	return vc
 }
 
 type caseChart struct {
@@ -130,6 +188,9 @@ func inUnit(ms float64, unit string, div float64) string {
 
 func drawCharts(t api.Trends) charts {
 	c := charts{Cases: map[string]caseChart{}}
+	for _, v := range t.Vitals {
+		c.Vitals = append(c.Vitals, drawVital(v))
+	}
 	dur := funcs["dur"].(func(int64) string)
 	if n := len(t.Runs); n > 0 {
 		// Pass rate: a bar per run, 0 to 100 %.

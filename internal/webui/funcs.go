@@ -52,8 +52,15 @@ var funcs = template.FuncMap{
 		}
 		return fmt.Sprintf("%d min %d s", ms/60_000, ms%60_000/1000)
 	},
-	"us":   func(us int64) string { return fmt.Sprintf("%.1f ms", float64(us)/1000) },
-	"pct":  func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) },
+	"us":  func(us int64) string { return fmt.Sprintf("%.1f ms", float64(us)/1000) },
+	"pct": func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) },
+	// ratio is a share of pixels with two decimals ("—" for none).
+	"ratio": func(f *float64) string {
+		if f == nil {
+			return "—"
+		}
+		return fmt.Sprintf("%.2f%%", *f*100)
+	},
 	"join": func(s []string) string { return strings.Join(s, ", ") },
 	"json": func(raw json.RawMessage) string {
 		if len(raw) == 0 {

@@ -64,6 +64,7 @@ type taskData struct {
 	Runs      api.RunList
 	Transfers api.Transfers
 	RunKey    string
+	Schedules api.ScheduleList
 }
 
 func (c *Console) task(w http.ResponseWriter, r *http.Request, v *view) error {
@@ -84,6 +85,9 @@ func (c *Console) task(w http.ResponseWriter, r *http.Request, v *view) error {
 	if d.Transfers, err = c.svc.ListTransfers(ctx, v.caller, id); err != nil {
 		return err
 	}
+	if d.Schedules, err = c.svc.ListSchedules(ctx, v.caller, api.ScheduleListIn{TaskID: id}); err != nil {
+		return err
+	}
 	v.Title, v.Nav, v.Data = t.Task.Name, "tasks", d
 	return c.render(w, http.StatusOK, "task", v)
 }
@@ -94,7 +98,7 @@ func (c *Console) startRun(w http.ResponseWriter, r *http.Request, v *view) erro
 		key = duet.NewID("web")
 	}
 	out, err := c.svc.StartRun(r.Context(), v.caller, catalog.StartRunIn{TaskID: r.PathValue("id"), IdempotencyKey: key,
-		Device: strings.TrimSpace(r.PostForm.Get("device"))})
+		Device: strings.TrimSpace(r.PostForm.Get("device")), Environment: strings.TrimSpace(r.PostForm.Get("environment"))})
 	if err != nil {
 		return err
 	}
@@ -146,6 +150,7 @@ type caseData struct {
 	Case     catalog.CaseView
 	TaskName string
 	Approval api.Approval
+	Alerts   []*duet.ContractAlert
 }
 
 func (c *Console) caseDetail(w http.ResponseWriter, r *http.Request, v *view) error {
@@ -161,7 +166,17 @@ func (c *Console) caseDetail(w http.ResponseWriter, r *http.Request, v *view) er
 	if err != nil {
 		return err
 	}
-	v.Title, v.Nav, v.Data = cs.Case.Title, "tasks", caseData{Case: cs.Case, TaskName: t.Task.Name, Approval: ap}
+	alerts, err := c.svc.ContractAlerts(r.Context(), v.caller, cs.Case.TaskID)
+	if err != nil {
+		return err
+	}
+	d := caseData{Case: cs.Case, TaskName: t.Task.Name, Approval: ap}
+	for _, a := range alerts.Alerts {
+		if a.CaseID == cs.Case.ID {
+			d.Alerts = append(d.Alerts, a)
+		}
+	}
+	v.Title, v.Nav, v.Data = cs.Case.Title, "tasks", d
 	return c.render(w, http.StatusOK, "case", v)
 }
 
@@ -182,6 +197,7 @@ func (c *Console) approve(w http.ResponseWriter, r *http.Request, v *view) error
 
 type runsData struct {
 	TaskID, Status string
+	Branch, Commit string
 	Statuses       []string
 	Tasks          []catalog.TaskView
 	Runs           api.RunList
@@ -192,7 +208,7 @@ const RunsPageSize = 50
 
 func (c *Console) runs(w http.ResponseWriter, r *http.Request, v *view) error {
 	q := r.URL.Query()
-	in := api.RunListIn{TaskID: q.Get("task"), Status: duet.RunStatus(q.Get("status")), Cursor: q.Get("cursor"), Limit: RunsPageSize}
+	in := api.RunListIn{TaskID: q.Get("task"), Status: duet.RunStatus(q.Get("status")), Branch: q.Get("branch"), Commit: q.Get("commit"), Cursor: q.Get("cursor"), Limit: RunsPageSize}
 	list, err := c.svc.ListRuns(r.Context(), v.caller, in)
 	if err != nil {
 		return err
@@ -201,7 +217,7 @@ func (c *Console) runs(w http.ResponseWriter, r *http.Request, v *view) error {
 	if err != nil {
 		return err
 	}
-	v.Title, v.Nav, v.Data = "Runs", "runs", runsData{TaskID: in.TaskID, Status: string(in.Status), Runs: list, Tasks: tasks.Tasks,
+	v.Title, v.Nav, v.Data = "Runs", "runs", runsData{TaskID: in.TaskID, Status: string(in.Status), Branch: in.Branch, Commit: in.Commit, Runs: list, Tasks: tasks.Tasks,
 		Statuses: []string{"queued", "running", "passed", "failed", "error", "cancelled"}}
 	return c.render(w, http.StatusOK, "runs", v)
 }
@@ -209,6 +225,7 @@ func (c *Console) runs(w http.ResponseWriter, r *http.Request, v *view) error {
 type runData struct {
 	Run      catalog.GetRunOut
 	TaskName string
+	Traces   map[string]int64 // execution id → the size of its trace (trace.go)
 }
 
 func (c *Console) run(w http.ResponseWriter, r *http.Request, v *view) error {
@@ -224,7 +241,7 @@ func (c *Console) run(w http.ResponseWriter, r *http.Request, v *view) error {
 	if err != nil {
 		return err
 	}
-	d := runData{Run: run, TaskName: t.Task.Name}
+	d := runData{Run: run, TaskName: t.Task.Name, Traces: c.svc.TracesOf(r.Context(), v.caller, run)}
 	v.Title, v.Nav, v.Data = runTitle(t.Task.Name, n, run.Run), "runs", d
 	return c.render(w, http.StatusOK, "run", v)
 }
@@ -860,4 +877,39 @@ func (c *Console) revokeToken(w http.ResponseWriter, r *http.Request, v *view) e
 		return err
 	}
 	return redirect(w, r, "/tokens", "revoked")
+}
+
+// ---- schedules ----
+
+func (c *Console) addSchedule(w http.ResponseWriter, r *http.Request, v *view) error {
+	f := r.PostForm
+	in := api.ScheduleIn{TaskID: r.PathValue("id"), Name: f.Get("name"), Missed: f.Get("missed"), Overlap: f.Get("overlap")}
+	if f.Get("kind") == "every" {
+		in.Every = f.Get("every")
+	} else {
+		in.Cron, in.TimeZone = f.Get("cron"), f.Get("timeZone")
+	}
+	if _, err := c.svc.CreateSchedule(r.Context(), v.caller, in); err != nil {
+		return err
+	}
+	return redirect(w, r, "/tasks/"+escapePath(in.TaskID), "scheduled")
+}
+
+func (c *Console) changeSchedule(w http.ResponseWriter, r *http.Request, v *view) error {
+	id := r.PathValue("sid")
+	var err error
+	switch r.PathValue("action") {
+	case "pause":
+		_, err = c.svc.PauseSchedule(r.Context(), v.caller, id)
+	case "resume":
+		_, err = c.svc.ResumeSchedule(r.Context(), v.caller, id)
+	case "remove":
+		_, err = c.svc.RemoveSchedule(r.Context(), v.caller, id)
+	default:
+		return duet.Errorf(duet.CodeNotFound, "no such action")
+	}
+	if err != nil {
+		return err
+	}
+	return redirect(w, r, "/tasks/"+escapePath(r.PathValue("id")), "schedule "+r.PathValue("action")+"d")
 }

@@ -291,5 +291,6 @@ func seedConsole(t *testing.T, e *apitest.Env) map[string]string {
 		"GET /teams/{team}":                 teamPath,
 		"GET /audit":                        "/audit?view=invocations",
 		"GET /tokens":                       "/tokens",
+		"GET /baselines":                    "/baselines",
 	}
 }

@@ -114,6 +114,7 @@ func (c *Console) Register(mux *http.ServeMux) {
 	for pattern, rt := range c.routes() {
 		mux.Handle(pattern, c.page(c.checkQuery(rt)))
 	}
+	c.registerEvidence(mux) // trace.go, baseline.go
 }
 
 // routes are the console's pages and forms by pattern.
@@ -127,10 +128,12 @@ func (c *Console) routes() map[string]route {
 		"POST /tasks/{id}/share":                     {fn: c.share},
 		"POST /tasks/{id}/unshare":                   {fn: c.unshare},
 		"POST /tasks/{id}/transfer":                  {fn: c.transfer},
+		"POST /tasks/{id}/schedules":                 {fn: c.addSchedule},
+		"POST /tasks/{id}/schedules/{sid}/{action}":  {fn: c.changeSchedule},
 		"GET /tasks/{id}/trends":                     {c.trends, wholes("runs")},
 		"GET /cases/{id}":                            {fn: c.caseDetail},
 		"POST /cases/{id}/approve":                   {fn: c.approve},
-		"GET /runs":                                  {c.runs, qs("task", "status", "cursor")},
+		"GET /runs":                                  {c.runs, qs("task", "status", "branch", "commit", "cursor")},
 		"GET /runs/{id}":                             {c.run, qs("cursor")},
 		"POST /runs/{id}/cancel":                     {fn: c.cancel},
 		"GET /runs/{id}/events":                      {fn: c.events},
@@ -161,6 +164,7 @@ func (c *Console) routes() map[string]route {
 		"GET /tokens":                                {fn: c.tokens},
 		"POST /tokens":                               {fn: c.createToken},
 		"POST /tokens/{id}/revoke":                   {fn: c.revokeToken},
+		"GET /baselines":                             {c.baselines, qs("status")},
 	}
 }
 

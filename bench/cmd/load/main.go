@@ -58,7 +58,7 @@ var (
 	dur      = flag.Duration("d", 10*time.Second, "duration of each load run")
 	warm     = flag.Duration("warmup", 2*time.Second, "warm-up before each load run")
 	seqN     = flag.Int("n", 2000, "calls per boundary measurement")
-	only     = flag.String("only", "", "comma-separated sections to run: load,boundary,cold,runs,invoke,growth,scale (default all)")
+	only     = flag.String("only", "", "comma-separated sections to run: load,boundary,cold,runs,invoke,growth,trips,scale (default all)")
 	rounds   = flag.Int("rounds", 3, "scale section: rounds of each row, interleaved (medians are reported)")
 	pgURL    = flag.String("postgres", os.Getenv("DUET_TEST_POSTGRES_URL"), "PostgreSQL server for the scale section (default $DUET_TEST_POSTGRES_URL; a schema is created and dropped)")
 	targets  = flag.String("targets", "duet,gosdk,mcpgo,floor", "load targets")
@@ -108,6 +108,9 @@ func main() {
 	}
 	if want("growth") {
 		growth = growthTable(filepath.Join(tmp, "growth"))
+	}
+	if want("trips") {
+		tripsOK, tripsGetTask = tripsTable(filepath.Join(tmp, "trips"))
 	}
 	if want("scale") {
 		scaleTables(home, filepath.Join(tmp, "scale"))

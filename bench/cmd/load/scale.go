@@ -26,6 +26,16 @@ import (
 	"github.com/duet-test/duet/internal/compiler"
 )
 
+// scaleRow is one row of the scale-out load table, for the goals.
+type scaleRow struct {
+	rps        float64
+	cpu, dbCPU time.Duration // per call: the duet processes', the PostgreSQL backends'
+}
+
+// scaled holds the rows of the scale-out load table in order (SQLite,
+// PostgreSQL with one instance, with two) once it ran.
+var scaled []scaleRow
+
 // scaleTables measures Duet scaled out on PostgreSQL beside one instance on
 // SQLite, in one run:
 //
@@ -117,6 +127,9 @@ func scaleTables(sqliteHome, dir string) {
 			return round(d / time.Duration(n))
 		}
 		fmt.Printf("| %s | %.0f | %s | %s | %d | %s | %s | %.2fx |\n", row.name, med, round(median(p50s)), round(median(p99s)), errs, per(cpu), per(dbCPU), med/base)
+		if n > 0 {
+			scaled = append(scaled, scaleRow{rps: med, cpu: cpu / time.Duration(n), dbCPU: dbCPU / time.Duration(n)})
+		}
 	}
 
 	const runs, cases = 120, 5

@@ -59,3 +59,14 @@
     // browser reconnects by itself unless it was closed.
   };
 })();
+
+// A baseline's slider: the range input uncovers the baseline over the one
+// in use.
+(function () {
+  var input = document.querySelector("[data-slider-input]");
+  var top = document.querySelector("[data-slider-top]");
+  if (!input || !top) return;
+  var set = function () { top.style.width = input.value + "%"; };
+  input.addEventListener("input", set);
+  set();
+})();

@@ -1,0 +1,50 @@
+package app
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/llm"
+	"github.com/duet-test/duet/internal/step"
+)
+
+// EnvLLMStepTokens is the token budget of an AI step without maxTokens.
+const EnvLLMStepTokens = "DUET_LLM_STEP_TOKENS"
+
+// aiSteps returns the model of the engine's AI steps, as the DUET_LLM_*
+// variables configure it: nil when no model is configured (the steps then
+// fail with LLM_NOT_CONFIGURED), an error when a variable is malformed.
+func (a *App) aiSteps(opts Options) (*step.AIConfig, error) {
+	getenv := opts.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	cfg, err := llm.ConfigFromEnv(getenv)
+	if duet.ErrorCode(err) == duet.CodeLLMNotConfigured {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	cfg.Logger = a.Logger
+	cfg.HTTPClient = &http.Client{Transport: a.Telemetry.LLMTransport(nil)} // requests and tokens as metrics
+	client, err := llm.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ai := &step.AIConfig{Model: client}
+	if s := strings.TrimSpace(getenv(EnvLLMStepTokens)); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return nil, duet.Errorf(duet.CodeInvalidArgument, "%s=%q is not a positive number of tokens", EnvLLMStepTokens, s)
+		}
+		ai.StepTokens = n
+	}
+	a.Logger.Debug("AI steps use the configured model", slog.Any("llm", client), slog.String("budget", fmt.Sprint(ai.StepTokens)))
+	return ai, nil
+}

@@ -1,0 +1,141 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/duet-test/duet"
+)
+
+// FindCasesCallingServer returns the active cases whose steps call a tool
+// of serverKey.
+func (d *DB) FindCasesCallingServer(ctx context.Context, serverKey string) ([]*duet.Case, error) {
+	rows, err := d.pool.Query(ctx, `SELECT `+caseColumns+` FROM cases c WHERE c.status = 'active' AND strpos(c.steps::text, $1) > 0 ORDER BY c.task_id, c.key`, `"`+serverKey+`"`)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	all, err := collect(rows, scanCase)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	out := []*duet.Case{}
+	for _, c := range all {
+		if duet.CallsServer(c, serverKey) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+type alertDetail struct {
+	Problems []string `json:"problems,omitempty"`
+	Changes  []string `json:"changes"`
+	Key      string   `json:"key"`
+	Title    string   `json:"title"`
+}
+
+// SaveContractAlerts stores alerts, each replacing the earlier one of its
+// case, server and tool.
+func (d *DB) SaveContractAlerts(ctx context.Context, alerts []*duet.ContractAlert) error {
+	return d.tx(ctx, func(tx pgx.Tx) error {
+		for _, a := range alerts {
+			detail, err := json.Marshal(alertDetail{Problems: a.Problems, Changes: a.Changes, Key: a.CaseKey, Title: a.CaseTitle})
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO contract_alerts (case_id, server_key, tool, task_id, case_version, broken, detail, detected_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+				ON CONFLICT (case_id, server_key, tool) DO UPDATE SET task_id = excluded.task_id, case_version = excluded.case_version, broken = excluded.broken, detail = excluded.detail, detected_at = excluded.detected_at`,
+				a.CaseID, a.ServerKey, a.Tool, a.TaskID, a.CaseVersion, a.Broken, string(detail), ts(a.DetectedAt)); err != nil {
+				return mapErr(err)
+			}
+		}
+		return nil
+	})
+}
+
+// FindContractAlerts returns the alerts of the current case versions of the
+// tasks viewer may see.
+func (d *DB) FindContractAlerts(ctx context.Context, viewer, taskID string) ([]*duet.ContractAlert, error) {
+	if viewer == "" {
+		return nil, duet.Errorf(duet.CodeInvalidArgument, "a viewer is required")
+	}
+	q, args := contractAlertsQuery(viewer, taskID)
+	rows, err := d.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	out, err := collect(rows, scanContractAlert)
+	return out, mapErr(err)
+}
+
+// contractAlertsQuery is the statement of FindContractAlerts.
+func contractAlertsQuery(viewer, taskID string) (string, []any) {
+	q := `SELECT a.task_id, a.case_id, a.case_version, a.server_key, a.tool, a.broken, a.detail, a.detected_at
+		FROM contract_alerts a JOIN cases c ON c.id = a.case_id AND c.version = a.case_version AND c.status = 'active'
+		JOIN tasks t ON t.id = a.task_id WHERE ` + visibleTo
+	args := []any{viewer}
+	if taskID != "" {
+		q += ` AND a.task_id = $2`
+		args = append(args, taskID)
+	}
+	return q + ` ORDER BY a.broken DESC, a.task_id, c.key, a.server_key, a.tool`, args
+}
+
+// scanContractAlert reads a row of contractAlertsQuery.
+func scanContractAlert(r pgx.Row) (*duet.ContractAlert, error) {
+	var a duet.ContractAlert
+	var detail string
+	var at time.Time
+	if err := r.Scan(&a.TaskID, &a.CaseID, &a.CaseVersion, &a.ServerKey, &a.Tool, &a.Broken, &detail, &at); err != nil {
+		return nil, err
+	}
+	var dt alertDetail
+	if err := json.Unmarshal([]byte(detail), &dt); err != nil {
+		return nil, err
+	}
+	a.Problems, a.Changes, a.CaseKey, a.CaseTitle, a.DetectedAt = dt.Problems, dt.Changes, dt.Key, dt.Title, utc(at)
+	return &a, nil
+}
+
+// SaveCatalogHistory keeps a replaced catalog of a registration, the
+// newest duet.MaxCatalogHistory of them.
+func (d *DB) SaveCatalogHistory(ctx context.Context, id string, c *duet.ArchivedCatalog) error {
+	tools, err := json.Marshal(c.Tools)
+	if err != nil {
+		return err
+	}
+	return d.tx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO mcp_catalog_history (registration_id, synced_at, hash, tools) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (registration_id, synced_at) DO UPDATE SET hash = excluded.hash, tools = excluded.tools`, id, ts(c.SyncedAt), c.Hash, string(tools)); err != nil {
+			return mapErr(err)
+		}
+		_, err := tx.Exec(ctx, `DELETE FROM mcp_catalog_history WHERE registration_id = $1 AND synced_at NOT IN
+			(SELECT synced_at FROM mcp_catalog_history WHERE registration_id = $1 ORDER BY synced_at DESC LIMIT $2)`, id, duet.MaxCatalogHistory)
+		return mapErr(err)
+	})
+}
+
+// FindCatalogHistory returns the replaced catalogs of a registration,
+// newest first.
+func (d *DB) FindCatalogHistory(ctx context.Context, id string) ([]*duet.ArchivedCatalog, error) {
+	rows, err := d.pool.Query(ctx, `SELECT synced_at, hash, tools FROM mcp_catalog_history WHERE registration_id = $1 ORDER BY synced_at DESC`, id)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	out, err := collect(rows, func(r pgx.Row) (*duet.ArchivedCatalog, error) {
+		var c duet.ArchivedCatalog
+		var tools string
+		if err := r.Scan(&c.SyncedAt, &c.Hash, &tools); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal([]byte(tools), &c.Tools); err != nil {
+			return nil, err
+		}
+		c.SyncedAt = utc(c.SyncedAt)
+		return &c, nil
+	})
+	return out, mapErr(err)
+}

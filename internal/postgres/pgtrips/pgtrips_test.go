@@ -1,0 +1,33 @@
+package pgtrips_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/duet-test/duet/internal/postgres/pgtest"
+	"github.com/duet-test/duet/internal/postgres/pgtrips"
+)
+
+// TestRoundTripsPerTool keeps the round trips each catalog tool makes to
+// PostgreSQL within its budget — a read: one for the identity, one for
+// the data; start_test_run: four — and the reads' audit records batched,
+// so that a change that adds one cannot land unnoticed.
+func TestRoundTripsPerTool(t *testing.T) {
+	res, err := pgtrips.Measure(t.Context(), pgtest.URL(t), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", res.Table())
+	for _, r := range res.Rows {
+		if r.Total > r.Budget {
+			t.Errorf("%s: %d round trips (identity %d, call %d), the budget is %d:\n  %s", r.Tool, r.Total, r.Identity, r.Call, r.Budget, strings.Join(r.Statements, "\n  "))
+		}
+	}
+	if len(res.Rows) < 7 {
+		t.Errorf("measured %d tools, want the 7 of the catalog", len(res.Rows))
+	}
+	// 50 reads' records: a few batches, never one round trip a record.
+	if res.AuditRoundTrips > res.AuditRecords/10 {
+		t.Errorf("the audit records of %d reads took %d round trips: they are not batched", res.AuditRecords, res.AuditRoundTrips)
+	}
+}

@@ -1,0 +1,124 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/duet-test/duet"
+)
+
+// SaveSecret creates or replaces a user's secret. Returns INVALID_ARGUMENT.
+func (d *DB) SaveSecret(ctx context.Context, s *duet.Secret) (duet.ApplyAction, error) {
+	if err := duet.ValidUserID(s.User); err != nil {
+		return "", err
+	}
+	if err := duet.ValidSecretName(s.Name); err != nil {
+		return "", err
+	}
+	if len(s.Ciphertext) == 0 {
+		return "", duet.Errorf(duet.CodeInvalidArgument, "secret %s has no ciphertext", s.Name)
+	}
+	now := ts(d.now())
+	var inserted bool
+	err := d.pool.QueryRow(ctx, `INSERT INTO user_secrets AS s (user_id, name, ciphertext, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)
+		ON CONFLICT (user_id, name) DO UPDATE SET ciphertext = excluded.ciphertext, updated_at = excluded.updated_at
+		RETURNING s.created_at, (xmax = 0)`, s.User, s.Name, s.Ciphertext, now).Scan(&s.CreatedAt, &inserted)
+	if err != nil {
+		return "", mapErr(err)
+	}
+	s.CreatedAt, s.UpdatedAt = utc(s.CreatedAt), now
+	if inserted {
+		return duet.ApplyCreated, nil
+	}
+	return duet.ApplyUpdated, nil
+}
+
+// FindSecrets returns user's secrets of the names given, with their
+// ciphertext, in name order.
+func (d *DB) FindSecrets(ctx context.Context, user string, names []string) ([]*duet.Secret, error) {
+	if len(names) == 0 {
+		return []*duet.Secret{}, nil
+	}
+	return d.querySecrets(ctx, `SELECT user_id, name, ciphertext, created_at, updated_at FROM user_secrets WHERE user_id = $1 AND name = ANY($2) ORDER BY name`, user, names)
+}
+
+// ListSecrets returns user's secrets without their ciphertext.
+func (d *DB) ListSecrets(ctx context.Context, user string) ([]*duet.Secret, error) {
+	return d.querySecrets(ctx, `SELECT user_id, name, ''::bytea, created_at, updated_at FROM user_secrets WHERE user_id = $1 ORDER BY name`, user)
+}
+
+func (d *DB) querySecrets(ctx context.Context, q string, args ...any) ([]*duet.Secret, error) {
+	rows, err := d.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	out := []*duet.Secret{}
+	for rows.Next() {
+		var s duet.Secret
+		if err := rows.Scan(&s.User, &s.Name, &s.Ciphertext, &s.CreatedAt, &s.UpdatedAt); err != nil {
+			return nil, mapErr(err)
+		}
+		if len(s.Ciphertext) == 0 {
+			s.Ciphertext = nil
+		}
+		s.CreatedAt, s.UpdatedAt = utc(s.CreatedAt), utc(s.UpdatedAt)
+		out = append(out, &s)
+	}
+	return out, mapErr(rows.Err())
+}
+
+// DeleteSecret removes a user's secret. Returns NOT_FOUND.
+func (d *DB) DeleteSecret(ctx context.Context, user, name string) error {
+	tag, err := d.pool.Exec(ctx, `DELETE FROM user_secrets WHERE user_id = $1 AND name = $2`, user, name)
+	if err != nil {
+		return mapErr(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return duet.Errorf(duet.CodeNotFound, "you have no secret named %s", name)
+	}
+	return nil
+}
+
+// RewrapSecrets replaces, in one transaction, the ciphertexts rewrap
+// returns anew.
+func (d *DB) RewrapSecrets(ctx context.Context, rewrap func(s *duet.Secret) ([]byte, error)) (replaced, total int, err error) {
+	err = d.tx(ctx, func(tx pgx.Tx) error {
+		replaced, total = 0, 0
+		rows, err := tx.Query(ctx, `SELECT user_id, name, ciphertext FROM user_secrets ORDER BY user_id, name FOR UPDATE`)
+		if err != nil {
+			return mapErr(err)
+		}
+		var all []*duet.Secret
+		for rows.Next() {
+			var s duet.Secret
+			if err := rows.Scan(&s.User, &s.Name, &s.Ciphertext); err != nil {
+				rows.Close()
+				return mapErr(err)
+			}
+			all = append(all, &s)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return mapErr(err)
+		}
+		total = len(all)
+		for _, s := range all {
+			ct, err := rewrap(s)
+			if err != nil {
+				return err
+			}
+			if ct == nil {
+				continue
+			}
+			if _, err := tx.Exec(ctx, `UPDATE user_secrets SET ciphertext = $1 WHERE user_id = $2 AND name = $3`, ct, s.User, s.Name); err != nil {
+				return mapErr(err)
+			}
+			replaced++
+		}
+		return nil
+	})
+	return replaced, total, err
+}

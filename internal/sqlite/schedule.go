@@ -1,0 +1,311 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/duet-test/duet"
+)
+
+const scheduleColumns = `s.id, s.task_id, s.owner, s.token_id, s.name, s.source, s.cron, s.time_zone, s.every_ms, s.missed, s.overlap,
+	s.paused, s.paused_reason, s.next_fire_at, s.last_fire_at, s.last_run_id, s.last_error, s.created_at, s.updated_at`
+
+func scanSchedule(row interface{ Scan(...any) error }) (*duet.Schedule, error) {
+	var s duet.Schedule
+	var every, next, created, updated int64
+	var last sql.NullInt64
+	if err := row.Scan(&s.ID, &s.TaskID, &s.Owner, &s.TokenID, &s.Name, &s.Source, &s.Cron, &s.TimeZone, &every, &s.Missed, &s.Overlap,
+		&s.Paused, &s.PausedReason, &next, &last, &s.LastRunID, &s.LastError, &created, &updated); err != nil {
+		return nil, err
+	}
+	s.Every = time.Duration(every) * time.Millisecond
+	s.NextFireAt, s.LastFireAt, s.CreatedAt, s.UpdatedAt = fromMicros(next), ptrTime(last), fromMicros(created), fromMicros(updated)
+	return &s, nil
+}
+
+func validSchedule(s *duet.Schedule) error {
+	switch {
+	case s.TaskID == "" || s.Owner == "":
+		return duet.Errorf(duet.CodeInvalidArgument, "a schedule needs a task and an owner")
+	case strings.TrimSpace(s.Name) == "":
+		return duet.Errorf(duet.CodeInvalidArgument, "a schedule needs a name")
+	case (s.Cron == "") == (s.Every <= 0):
+		return duet.Errorf(duet.CodeInvalidArgument, "a schedule has a cron expression or an interval (every), exactly one")
+	case s.NextFireAt.IsZero():
+		return duet.Errorf(duet.CodeInvalidArgument, "a schedule needs its next fire time")
+	}
+	return duet.ValidUserID(s.Owner)
+}
+
+func insertSchedule(ctx context.Context, q querier, s *duet.Schedule, now time.Time) error {
+	s.ID, s.CreatedAt, s.UpdatedAt = duet.NewID("sched"), now, now
+	_, err := q.ExecContext(ctx, `INSERT INTO schedules (id, task_id, owner, token_id, name, source, cron, time_zone, every_ms, missed, overlap, paused, paused_reason, next_fire_at, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		s.ID, s.TaskID, s.Owner, s.TokenID, s.Name, s.Source, s.Cron, s.TimeZone, s.Every.Milliseconds(), s.Missed, s.Overlap, s.Paused, s.PausedReason,
+		micros(s.NextFireAt), micros(now), micros(now))
+	if duet.ErrorCode(mapErr(err)) == duet.CodeConflict {
+		return duet.Errorf(duet.CodeConflict, "%s already has a schedule named %q on this task", s.Owner, s.Name)
+	}
+	return mapErr(err)
+}
+
+// CreateSchedule stores a schedule of a task its owner can see.
+func (d *DB) CreateSchedule(ctx context.Context, s *duet.Schedule) error {
+	if err := validSchedule(s); err != nil {
+		return err
+	}
+	return d.tx(ctx, func(tx *sql.Tx) error {
+		var one int
+		err := tx.QueryRowContext(ctx, `SELECT 1 FROM tasks t WHERE t.id = ?2 AND `+visibleTo, s.Owner, s.TaskID).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound("task", s.TaskID)
+		} else if err != nil {
+			return mapErr(err)
+		}
+		return insertSchedule(ctx, tx, s, d.now())
+	})
+}
+
+// FindScheduleByID returns a schedule of a task viewer may see.
+func (d *DB) FindScheduleByID(ctx context.Context, viewer, id string) (*duet.Schedule, error) {
+	q := `SELECT ` + scheduleColumns + ` FROM schedules s JOIN tasks t ON t.id = s.task_id WHERE s.id = ?2`
+	if viewer != "" {
+		q += ` AND ` + visibleTo
+	}
+	s, err := scanSchedule(d.q.QueryRowContext(ctx, q, viewer, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("schedule", id)
+	}
+	return s, mapErr(err)
+}
+
+// FindSchedules lists the schedules of the tasks the viewer may see.
+func (d *DB) FindSchedules(ctx context.Context, f duet.ScheduleFilter) ([]*duet.Schedule, error) {
+	if f.Viewer == "" {
+		return nil, duet.Errorf(duet.CodeInvalidArgument, "a viewer is required")
+	}
+	q := `SELECT ` + scheduleColumns + ` FROM schedules s JOIN tasks t ON t.id = s.task_id WHERE ` + visibleTo
+	args := []any{f.Viewer}
+	if f.TaskID != "" {
+		args = append(args, f.TaskID)
+		q += ` AND s.task_id = ?2`
+	}
+	if f.Owner != "" {
+		args = append(args, f.Owner)
+		q += ` AND s.owner = ?` + strconv.Itoa(len(args))
+	}
+	rows, err := d.q.QueryContext(ctx, q+` ORDER BY t.name, s.task_id, s.name, s.owner`, args...)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return collectSchedules(rows)
+}
+
+func collectSchedules(rows *sql.Rows) ([]*duet.Schedule, error) {
+	defer rows.Close()
+	out := []*duet.Schedule{}
+	for rows.Next() {
+		s, err := scanSchedule(rows)
+		if err != nil {
+			return nil, mapErr(err)
+		}
+		out = append(out, s)
+	}
+	return out, mapErr(rows.Err())
+}
+
+// DueSchedules lists the unpaused schedules due at now.
+func (d *DB) DueSchedules(ctx context.Context, now time.Time, limit int) ([]*duet.Schedule, time.Time, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := d.q.QueryContext(ctx, `SELECT `+scheduleColumns+` FROM schedules s WHERE s.paused = 0 AND s.next_fire_at <= ? ORDER BY s.next_fire_at, s.id LIMIT ?`, micros(now), limit)
+	if err != nil {
+		return nil, time.Time{}, mapErr(err)
+	}
+	due, err := collectSchedules(rows)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	var earliest sql.NullInt64
+	if err := d.q.QueryRowContext(ctx, `SELECT min(next_fire_at) FROM schedules WHERE paused = 0`).Scan(&earliest); err != nil {
+		return nil, time.Time{}, mapErr(err)
+	}
+	if !earliest.Valid {
+		return due, time.Time{}, nil
+	}
+	return due, fromMicros(earliest.Int64), nil
+}
+
+// mayManage is the condition that ?1 owns the schedule s or its task t.
+const mayManage = `(s.owner = ?1 OR t.owner = ?1 OR t.owner IN ` + teamsOf + `)`
+
+func (d *DB) manage(ctx context.Context, tx *sql.Tx, by, id string) (*duet.Schedule, error) {
+	var may bool
+	s, err := scanSchedule(tx.QueryRowContext(ctx, `SELECT `+scheduleColumns+` FROM schedules s JOIN tasks t ON t.id = s.task_id WHERE s.id = ?2 AND `+visibleTo, by, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("schedule", id)
+	} else if err != nil {
+		return nil, mapErr(err)
+	}
+	if err := tx.QueryRowContext(ctx, `SELECT `+mayManage+` FROM schedules s JOIN tasks t ON t.id = s.task_id WHERE s.id = ?2`, by, id).Scan(&may); err != nil {
+		return nil, mapErr(err)
+	}
+	if !may {
+		return nil, duet.Errorf(duet.CodePermissionDenied, "only %s (its owner) or the task's owner may change schedule %s", s.Owner, id)
+	}
+	return s, nil
+}
+
+// SetSchedulePaused pauses or resumes a schedule.
+func (d *DB) SetSchedulePaused(ctx context.Context, by, id string, paused bool, reason string, next time.Time) (*duet.Schedule, error) {
+	var out *duet.Schedule
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		s, err := d.manage(ctx, tx, by, id)
+		if err != nil {
+			return err
+		}
+		now := d.now()
+		s.Paused, s.PausedReason, s.UpdatedAt = paused, reason, now
+		if !paused {
+			s.PausedReason, s.NextFireAt, s.LastError = "", next, ""
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE schedules SET paused = ?, paused_reason = ?, next_fire_at = ?, last_error = ?, updated_at = ? WHERE id = ?`,
+			s.Paused, s.PausedReason, micros(s.NextFireAt), s.LastError, micros(now), id); err != nil {
+			return mapErr(err)
+		}
+		out = s
+		return nil
+	})
+	return out, err
+}
+
+// PauseScheduleFor pauses a schedule on Duet's account if its slot is
+// still slot.
+func (d *DB) PauseScheduleFor(ctx context.Context, id string, slot time.Time, reason string) (bool, error) {
+	if reason == "" {
+		return false, duet.Errorf(duet.CodeInvalidArgument, "a reason is required")
+	}
+	var ok bool
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE schedules SET paused = 1, paused_reason = ?, updated_at = ? WHERE id = ? AND next_fire_at = ? AND paused = 0`,
+			reason, micros(d.now()), id, micros(slot))
+		if err != nil {
+			return mapErr(err)
+		}
+		n, err := res.RowsAffected()
+		ok = n == 1
+		return mapErr(err)
+	})
+	return ok, err
+}
+
+// AdvanceSchedule moves a schedule past a slot that starts no run.
+func (d *DB) AdvanceSchedule(ctx context.Context, f duet.ScheduleFire, lastError string) (bool, error) {
+	var ok bool
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE schedules SET next_fire_at = ?, last_error = ?, updated_at = ? WHERE id = ? AND next_fire_at = ? AND paused = 0`,
+			micros(f.Next), lastError, micros(d.now()), f.ScheduleID, micros(f.Slot))
+		if err != nil {
+			return mapErr(err)
+		}
+		n, err := res.RowsAffected()
+		ok = n == 1
+		return mapErr(err)
+	})
+	return ok, err
+}
+
+// claimSlot is the claim of a schedule's slot, the first statement of the
+// transaction that creates its run (the run's id is chosen here): CONFLICT,
+// creating nothing, when another scheduler moved the slot first (or the
+// schedule was paused meanwhile).
+func claimSlot(ctx context.Context, tx *sql.Tx, f *duet.ScheduleFire, run *duet.Run, now time.Time) error {
+	if f == nil {
+		return nil
+	}
+	run.ID = duet.NewID("run")
+	runID := run.ID
+	res, err := tx.ExecContext(ctx, `UPDATE schedules SET next_fire_at = ?, last_fire_at = ?, last_run_id = ?, last_error = '', updated_at = ? WHERE id = ? AND next_fire_at = ? AND paused = 0`,
+		micros(f.Next), micros(f.RunSlot), runID, micros(now), f.ScheduleID, micros(f.Slot))
+	if err != nil {
+		return mapErr(err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return mapErr(err)
+	} else if n != 1 {
+		return duet.Errorf(duet.CodeConflict, "the slot %s of schedule %s was already claimed", f.Slot.UTC().Format(time.RFC3339), f.ScheduleID)
+	}
+	return nil
+}
+
+// DeleteSchedule removes a schedule made by hand.
+func (d *DB) DeleteSchedule(ctx context.Context, by, id string) error {
+	return d.tx(ctx, func(tx *sql.Tx) error {
+		s, err := d.manage(ctx, tx, by, id)
+		if err != nil {
+			return err
+		}
+		if s.Source == duet.ScheduleFromSuite {
+			return duet.Errorf(duet.CodeInvalidArgument, "schedule %q is declared in the task's suite: remove it from the suite and apply it, or pause it", s.Name)
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM schedules WHERE id = ?`, id)
+		return mapErr(err)
+	})
+}
+
+// applySchedules makes the suite schedules owner has on task the suite's:
+// an unchanged one (same name and timing) keeps its state, a changed one
+// takes the new timing and next fire time, the others are removed.
+func applySchedules(ctx context.Context, tx *sql.Tx, owner, taskID string, want []*duet.Schedule, now time.Time) error {
+	rows, err := tx.QueryContext(ctx, `SELECT `+scheduleColumns+` FROM schedules s WHERE s.task_id = ? AND s.owner = ? AND s.source = ?`, taskID, owner, duet.ScheduleFromSuite)
+	if err != nil {
+		return mapErr(err)
+	}
+	have, err := collectSchedules(rows)
+	if err != nil {
+		return err
+	}
+	old := map[string]*duet.Schedule{}
+	for _, s := range have {
+		old[s.Name] = s
+	}
+	seen := map[string]bool{}
+	for _, s := range want {
+		s.TaskID, s.Owner, s.Source = taskID, owner, duet.ScheduleFromSuite
+		if err := validSchedule(s); err != nil {
+			return err
+		}
+		if seen[s.Name] {
+			return duet.Errorf(duet.CodeInvalidArgument, "two schedules are named %q", s.Name)
+		}
+		seen[s.Name] = true
+		o := old[s.Name]
+		switch {
+		case o == nil:
+			if err := insertSchedule(ctx, tx, s, now); err != nil {
+				return err
+			}
+		case o.SpecHash() == s.SpecHash():
+			s.ID = o.ID // unchanged: its state stays as stored
+		default:
+			if _, err := tx.ExecContext(ctx, `UPDATE schedules SET cron = ?, time_zone = ?, every_ms = ?, missed = ?, overlap = ?, next_fire_at = ?, updated_at = ? WHERE id = ?`,
+				s.Cron, s.TimeZone, s.Every.Milliseconds(), s.Missed, s.Overlap, micros(s.NextFireAt), micros(now), o.ID); err != nil {
+				return mapErr(err)
+			}
+			s.ID, s.CreatedAt, s.UpdatedAt, s.Paused, s.PausedReason, s.LastFireAt, s.LastRunID = o.ID, o.CreatedAt, now, o.Paused, o.PausedReason, o.LastFireAt, o.LastRunID
+		}
+	}
+	for _, o := range have {
+		if !seen[o.Name] {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM schedules WHERE id = ?`, o.ID); err != nil {
+				return mapErr(err)
+			}
+		}
+	}
+	return nil
+}

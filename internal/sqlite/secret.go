@@ -1,0 +1,137 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/duet-test/duet"
+)
+
+// SaveSecret creates or replaces a user's secret. Returns INVALID_ARGUMENT.
+func (d *DB) SaveSecret(ctx context.Context, s *duet.Secret) (duet.ApplyAction, error) {
+	if err := duet.ValidUserID(s.User); err != nil {
+		return "", err
+	}
+	if err := duet.ValidSecretName(s.Name); err != nil {
+		return "", err
+	}
+	if len(s.Ciphertext) == 0 {
+		return "", duet.Errorf(duet.CodeInvalidArgument, "secret %s has no ciphertext", s.Name)
+	}
+	action := duet.ApplyCreated
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		now := d.now()
+		var created int64
+		err := tx.QueryRowContext(ctx, `SELECT created_at FROM user_secrets WHERE user_id = ? AND name = ?`, s.User, s.Name).Scan(&created)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			s.CreatedAt = now
+			_, err = tx.ExecContext(ctx, `INSERT INTO user_secrets (user_id, name, ciphertext, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
+				s.User, s.Name, s.Ciphertext, micros(now), micros(now))
+		case err != nil:
+		default:
+			action, s.CreatedAt = duet.ApplyUpdated, fromMicros(created)
+			_, err = tx.ExecContext(ctx, `UPDATE user_secrets SET ciphertext = ?, updated_at = ? WHERE user_id = ? AND name = ?`, s.Ciphertext, micros(now), s.User, s.Name)
+		}
+		s.UpdatedAt = now
+		return mapErr(err)
+	})
+	if err != nil {
+		return "", err
+	}
+	return action, nil
+}
+
+// FindSecrets returns user's secrets of the names given, with their
+// ciphertext, in name order.
+func (d *DB) FindSecrets(ctx context.Context, user string, names []string) ([]*duet.Secret, error) {
+	if len(names) == 0 {
+		return []*duet.Secret{}, nil
+	}
+	args := []any{user}
+	for _, n := range names {
+		args = append(args, n)
+	}
+	return d.querySecrets(ctx, `SELECT user_id, name, ciphertext, created_at, updated_at FROM user_secrets WHERE user_id = ? AND name IN (`+placeholders(len(names))+`) ORDER BY name`, args...)
+}
+
+// ListSecrets returns user's secrets without their ciphertext.
+func (d *DB) ListSecrets(ctx context.Context, user string) ([]*duet.Secret, error) {
+	return d.querySecrets(ctx, `SELECT user_id, name, x'', created_at, updated_at FROM user_secrets WHERE user_id = ? ORDER BY name`, user)
+}
+
+func (d *DB) querySecrets(ctx context.Context, q string, args ...any) ([]*duet.Secret, error) {
+	rows, err := d.q.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	out := []*duet.Secret{}
+	for rows.Next() {
+		var s duet.Secret
+		var created, updated int64
+		if err := rows.Scan(&s.User, &s.Name, &s.Ciphertext, &created, &updated); err != nil {
+			return nil, mapErr(err)
+		}
+		if len(s.Ciphertext) == 0 {
+			s.Ciphertext = nil
+		}
+		s.CreatedAt, s.UpdatedAt = fromMicros(created), fromMicros(updated)
+		out = append(out, &s)
+	}
+	return out, mapErr(rows.Err())
+}
+
+// DeleteSecret removes a user's secret. Returns NOT_FOUND.
+func (d *DB) DeleteSecret(ctx context.Context, user, name string) error {
+	res, err := d.q.ExecContext(ctx, `DELETE FROM user_secrets WHERE user_id = ? AND name = ?`, user, name)
+	if err != nil {
+		return mapErr(err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return duet.Errorf(duet.CodeNotFound, "you have no secret named %s", name)
+	}
+	return nil
+}
+
+// RewrapSecrets replaces, in one transaction, the ciphertexts rewrap
+// returns anew.
+func (d *DB) RewrapSecrets(ctx context.Context, rewrap func(s *duet.Secret) ([]byte, error)) (replaced, total int, err error) {
+	err = d.tx(ctx, func(tx *sql.Tx) error {
+		replaced, total = 0, 0
+		rows, err := tx.QueryContext(ctx, `SELECT user_id, name, ciphertext FROM user_secrets ORDER BY user_id, name`)
+		if err != nil {
+			return mapErr(err)
+		}
+		var all []*duet.Secret
+		for rows.Next() {
+			var s duet.Secret
+			if err := rows.Scan(&s.User, &s.Name, &s.Ciphertext); err != nil {
+				rows.Close()
+				return mapErr(err)
+			}
+			all = append(all, &s)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return mapErr(err)
+		}
+		total = len(all)
+		for _, s := range all {
+			ct, err := rewrap(s)
+			if err != nil {
+				return err
+			}
+			if ct == nil {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE user_secrets SET ciphertext = ? WHERE user_id = ? AND name = ?`, ct, s.User, s.Name); err != nil {
+				return mapErr(err)
+			}
+			replaced++
+		}
+		return nil
+	})
+	return replaced, total, err
+}

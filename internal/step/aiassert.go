@@ -1,0 +1,63 @@
+package step
+
+import (
+	"context"
+
+	"github.com/duet-test/duet"
+)
+
+// StepAIAssert is the name of the aiAssert kind.
+const StepAIAssert duet.StepKind = "aiAssert"
+
+var aiAssertForm = Form{
+	Short: &Short{Type: Template, Doc: "what must hold on the page, in words"},
+	Keys: []Key{
+		{Name: "prompt", Type: Template, Required: true, Doc: "what must hold on the page, in words"},
+		aiBudgetKey,
+	},
+}
+
+// AIAssert is the aiAssert step.
+var AIAssert = register(&Kind{
+	Name:    StepAIAssert,
+	Section: Browser,
+	Order:   400,
+	Summary: "Ask the configured model whether a statement holds on the page, from its accessibility tree; the step fails when it does not.",
+	Form:    aiAssertForm,
+	Example: "- aiAssert: the order shows two items and a total of 61.50 EUR\n- aiAssert: {prompt: \"order ${orderId} is paid\", maxTokens: 6000}\n",
+	Doc: "The model is shown the page as the agent's `inspect_page` shows it (the elements by role and name, " +
+		"headings, fields, buttons, links, an excerpt of the text) and answers `{\"pass\", \"reason\"}`; the " +
+		"reason is the failure's message. It looks once: to wait until something holds, use `aiWaitFor`. See " +
+		"docs/ai-steps.md for the model, the budgets and what is kept.",
+	Agent:     "`aiAssert: the cart shows one item that costs 199` (a model judges the page at run time; prefer written assertions)",
+	Assertion: true,
+	Title:     aiTitle,
+	Compile: func(c *Compiler, st *duet.Step, n *Node) {
+		if _, isMap := compileAI(c, st, n, "prompt"); isMap {
+			c.AllowKeys(n, aiAssertForm.KeyNames()...)
+		}
+	},
+	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
+		a, err := startAI(env, st)
+		if err != nil {
+			return "", nil, err
+		}
+		defer a.finish(ctx)
+		claim, err := a.prompt()
+		if err != nil {
+			return "", nil, err
+		}
+		page, err := a.look(ctx)
+		if err != nil {
+			return "", nil, err
+		}
+		v, err := a.judge(ctx, page, env.Secrets().Scrub(claim))
+		if err != nil {
+			return "", nil, err
+		}
+		if !*v.Pass {
+			return "", nil, duet.Errorf(duet.CodeAssertionFailed, "aiAssert: %q does not hold: %s", claim, v.Reason)
+		}
+		return "", map[string]any{"pass": true, "reason": v.Reason}, nil
+	},
+})

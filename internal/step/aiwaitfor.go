@@ -1,0 +1,103 @@
+package step
+
+import (
+	"context"
+	"time"
+
+	"github.com/duet-test/duet"
+)
+
+// StepAIWaitFor is the name of the aiWaitFor kind.
+const StepAIWaitFor duet.StepKind = "aiWaitFor"
+
+// aiWaitInterval is how long aiWaitFor waits between looks by default.
+const aiWaitInterval = time.Second
+
+var aiWaitForForm = Form{
+	Short: &Short{Type: Template, Doc: "what the page must come to show, in words"},
+	Keys: []Key{
+		{Name: "prompt", Type: Template, Required: true, Doc: "what the page must come to show, in words"},
+		{Name: "interval", Type: Duration, Doc: "the pause between looks (default 1s)"},
+		aiBudgetKey,
+	},
+}
+
+// AIWaitFor is the aiWaitFor step.
+var AIWaitFor = register(&Kind{
+	Name:    StepAIWaitFor,
+	Section: Browser,
+	Order:   410,
+	Summary: "Look at the page until the configured model says a statement holds, within the step's timeout and token budget.",
+	Form:    aiWaitForForm,
+	Example: "- aiWaitFor: the report is ready to open\n- aiWaitFor: {prompt: the order is confirmed, interval: 2s, maxTokens: 12000}\n  timeout: 20s\n",
+	Doc: "Each look reads the page's accessibility tree; the model is asked again only when the page changed " +
+		"since it last answered, so a page that stays the same costs one call. The step fails with " +
+		"STEP_TIMEOUT (and the model's last reason) when its timeout passes, and with LLM_BUDGET_EXCEEDED when " +
+		"the next call would pass its token budget.",
+	Agent: "`aiWaitFor: the order is confirmed` (a model looks at the page until it holds; prefer waitFor)",
+	Title: aiTitle,
+	Compile: func(c *Compiler, st *duet.Step, n *Node) {
+		ai, isMap := compileAI(c, st, n, "prompt")
+		if !isMap {
+			return
+		}
+		c.AllowKeys(n, aiWaitForForm.KeyNames()...)
+		if v := n.Get("interval"); v != nil {
+			ai.IntervalMs = c.Timeout(v, MaxStepTimeout)
+		}
+	},
+	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
+		a, err := startAI(env, st)
+		if err != nil {
+			return "", nil, err
+		}
+		defer a.finish(ctx)
+		claim, err := a.prompt()
+		if err != nil {
+			return "", nil, err
+		}
+		claim = env.Secrets().Scrub(claim)
+		interval := aiWaitInterval
+		if st.AI.IntervalMs > 0 {
+			interval = time.Duration(st.AI.IntervalMs) * time.Millisecond
+		}
+		var last, reason string
+		looks := 0
+		for {
+			page, err := a.look(ctx)
+			if err != nil {
+				return "", nil, waitEnded(ctx, err, claim, looks, a, reason)
+			}
+			looks++
+			if page != last { // an unchanged page gets the same answer
+				v, err := a.judge(ctx, page, claim)
+				if err != nil {
+					return "", nil, waitEnded(ctx, err, claim, looks, a, reason)
+				}
+				if *v.Pass {
+					return "", map[string]any{"pass": true, "reason": v.Reason, "looks": float64(looks)}, nil
+				}
+				last, reason = page, v.Reason
+			}
+			t := time.NewTimer(interval)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return "", nil, waitEnded(ctx, ctx.Err(), claim, looks, a, reason)
+			case <-t.C:
+			}
+		}
+	},
+})
+
+// waitEnded is the error of an aiWaitFor that stopped on err: when the
+// step's time ran out, STEP_TIMEOUT with the model's last reason.
+func waitEnded(ctx context.Context, err error, claim string, looks int, a *aiRun, reason string) error {
+	if ctx.Err() == nil && !pastDeadline(ctx) {
+		return err
+	}
+	if reason == "" {
+		reason = "the model had not answered yet"
+	}
+	return duet.Errorf(duet.CodeStepTimeout, "aiWaitFor: %q did not come to hold after %d looks and %d model calls: %s", claim, looks, a.usage.Calls, reason)
+}
