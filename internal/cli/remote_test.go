@@ -86,6 +86,7 @@ func TestRemoteMode(t *testing.T) {
 		t.Fatalf("the token file: %v %v, want mode 0600", fi, err)
 	}
 
+	junit, jsonFile, html := filepath.Join(dir, "junit.xml"), filepath.Join(dir, "run.json"), filepath.Join(dir, "run.html")
 	type step struct {
 		args []string
 		code int
@@ -100,8 +101,21 @@ func TestRemoteMode(t *testing.T) {
 		{[]string{"report", "latest", "--format", "junit"}, 0, "<testsuite"},
 		{[]string{"run", "remote-bad"}, 1, "FAIL arithmetic is wrong > 1."},
 		{[]string{"run", "show", "latest"}, 0, "failed"},
-		{[]string{"run", "no-such-task"}, 1, "NOT_FOUND"},
+		// An unknown task is a configuration error (exit 2), in both modes.
+		{[]string{"run", "no-such-task"}, 2, "NOT_FOUND"},
 		{[]string{"run"}, 2, "usage:"},
+		// The files of a CI job, its exit codes and its origin.
+		{[]string{"run", "remote-ok", "--junit", junit, "--json=" + jsonFile, "--report", html, "--branch", "feature-x", "--commit", "abc123"}, 0, "wrote the html report to " + html},
+		{[]string{"run", "remote-bad", "--junit", junit}, 1, "wrote the junit report to " + junit},
+		{[]string{"run", "list", "--branch", "feature-x"}, 0, "passed"},
+		{[]string{"run", "list", "--branch", "no-such-branch"}, 0, "no runs visible"},
+		// Schedules, baselines, contract alerts and secrets.
+		{[]string{"schedule", "add", "remote-ok", "--every", "1h", "--name", "hourly"}, 0, "of task remote-ok as alice"},
+		{[]string{"schedule", "list", "--task", "remote-ok"}, 0, "hourly"},
+		{[]string{"baseline", "list", "--task", "remote-ok"}, 0, "no baselines"},
+		{[]string{"task", "check", "remote-ok"}, 0, "no dependency changes"},
+		{[]string{"vault", "list"}, 0, "alice has no secrets"},
+		{[]string{"vault", "delete", "NOPE"}, 1, "NOT_FOUND"},
 	}
 	for i, mode := range []struct {
 		name string
@@ -112,14 +126,26 @@ func TestRemoteMode(t *testing.T) {
 			remote.env["DUET_SERVER_URL"] = url
 		}
 		for _, s := range script {
-			if i == 2 && s.args[0] == "apply" {
-				continue // applied already
+			if i == 2 && (s.args[0] == "apply" || s.args[0] == "schedule" && s.args[1] == "add") {
+				continue // applied and scheduled already on that server
 			}
 			args := append(append([]string{}, mode.pre...), s.args...)
 			code, stdout, stderr := mode.h.duet(t.Context(), args...)
 			if code != s.code || !strings.Contains(stdout+stderr, s.want) {
 				t.Errorf("%s: duet %s: exit %d, want %d with %q\nstdout:\n%s\nstderr:\n%s", mode.name, strings.Join(args, " "), code, s.code, s.want, stdout, stderr)
 			}
+		}
+	}
+	if b, err := os.ReadFile(junit); err != nil || !strings.Contains(string(b), "<testsuite") || !strings.Contains(string(b), "arithmetic is wrong") {
+		t.Errorf("the JUnit file of the remote run: %v %.300s", err, b)
+	}
+	if b, err := os.ReadFile(jsonFile); err != nil || !strings.Contains(string(b), `"exit"`) {
+		t.Errorf("the JSON file of the remote run: %v %.300s", err, b)
+	}
+	// What works on this machine itself refuses a server, saying why.
+	for _, args := range [][]string{{"gc"}, {"vault", "rotate"}} {
+		if code, _, errOut := remote.duet(t.Context(), args...); code != 2 || !strings.Contains(errOut, "works on this machine, not on a Duet server (DUET_SERVER_URL set)") {
+			t.Errorf("duet %s against a server: exit %d %s", strings.Join(args, " "), code, errOut)
 		}
 	}
 	// The token's user is whom every command acts as there.
