@@ -382,6 +382,14 @@ func (s *Service) ListGenerations(ctx context.Context, c duet.Caller, in Generat
 // operations the command line needs beside the console's.
 func opsRoutes() []*route {
 	return []*route{
+		op("GET", Prefix+"/tasks/{taskId}/sources", "listCaseSources", "tasks", "A page of a task's cases, drafts too, with their YAML and compiled steps",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (TaskCases, error) {
+				limit, err := intParam(r, "limit")
+				if err != nil {
+					return TaskCases{}, err
+				}
+				return s.CaseSources(ctx, c, r.PathValue("taskId"), r.URL.Query().Get("cursor"), limit)
+			}, path("taskId", "the task's id or name"), query("cursor", "nextCursor of the previous page"), queryInt("limit", "page size (default 50)", 1, 200)),
 		op("GET", Prefix+"/tasks/{taskId}/servers", "listTaskServers", "tasks", "The MCP servers a task calls, with their addresses and whether you registered each",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (TaskServers, error) {
 				return s.ListTaskServers(ctx, c, r.PathValue("taskId"))
@@ -417,6 +425,10 @@ func opsRoutes() []*route {
 		op("GET", Prefix+"/devices", "listDevices", "runs", "The phones the server's machine sees over adb, and the run using each",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (DeviceList, error) {
 				return s.ListDevices(ctx, c)
+			}),
+		op("POST", Prefix+"/generations", "generateCase", "tasks", "Have the test agent write a case of a task, saved as a draft (the server's model, DUET_LLM_*); answers when the generation ends",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in GenerateIn) (Generated, error) {
+				return s.GenerateCase(ctx, c, in, nil)
 			}),
 		op("GET", Prefix+"/generations", "listGenerations", "tasks", "Your past generations of cases by the test agent: outcome, turns, tokens, the case written",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (GenerationList, error) {

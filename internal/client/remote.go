@@ -266,10 +266,8 @@ func (r *Remote) ListCases(ctx context.Context, in catalog.ListCasesIn) (catalog
 }
 
 // CaseSources implements Client.
-// The REST API does not serve cases' compiled steps (their schema is
-// recursive since locators nest): a command that needs them says so.
 func (r *Remote) CaseSources(ctx context.Context, task, cursor string, limit int) (api.TaskCases, error) {
-	return api.TaskCases{}, duet.Errorf(duet.CodeInvalidArgument, "the compiled steps of a task's cases are not served by the REST API of %s: run this command on the server's machine", r.base)
+	return get[api.TaskCases](ctx, r, "/tasks/"+p(task)+"/sources", values("cursor", cursor, "limit", num(limit)))
 }
 
 // ApplySuite implements Client.
@@ -340,7 +338,7 @@ func (r *Remote) ListGenerations(ctx context.Context, in api.GenerationsIn) (api
 // GenerateCase implements Client: the server's agent writes the case; its
 // progress is not streamed (the answer comes when the generation ends).
 func (r *Remote) GenerateCase(ctx context.Context, in api.GenerateIn, _ func(string)) (api.Generated, error) {
-	return api.Generated{}, duet.Errorf(duet.CodeInvalidArgument, "the REST API of %s does not generate cases (a case's steps have a recursive schema since locators nest): run duet generate on the server's machine", r.base)
+	return post[api.Generated](ctx, r, "/generations", in)
 }
 
 // StartRun implements Client: the idempotency key travels as the
