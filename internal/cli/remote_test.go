@@ -116,6 +116,9 @@ func TestRemoteMode(t *testing.T) {
 		{[]string{"task", "check", "remote-ok"}, 0, "no dependency changes"},
 		{[]string{"vault", "list"}, 0, "alice has no secrets"},
 		{[]string{"vault", "delete", "NOPE"}, 1, "NOT_FOUND"},
+		// The cases' compiled steps and the test agent, over REST too.
+		{[]string{"scan", "--task", "remote-ok"}, 0, "0 errors"},
+		{[]string{"generate", "--task", "remote-ok", "--goal", "add two numbers"}, 2, "LLM_NOT_CONFIGURED"},
 	}
 	for i, mode := range []struct {
 		name string
