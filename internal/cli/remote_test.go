@@ -67,6 +67,8 @@ func TestRemoteMode(t *testing.T) {
 	failing := filepath.Join(dir, "failing.yaml")
 	os.WriteFile(suite, []byte(remoteSuite), 0o600)
 	os.WriteFile(failing, []byte(remoteFailing), 0o600)
+	flows := filepath.Join(dir, "flows.yaml")
+	os.WriteFile(flows, []byte(remoteFlows), 0o600)
 
 	server := newHome(t)
 	url := serveFor(t, server)
@@ -116,6 +118,11 @@ func TestRemoteMode(t *testing.T) {
 		{[]string{"task", "check", "remote-ok"}, 0, "no dependency changes"},
 		{[]string{"vault", "list"}, 0, "alice has no secrets"},
 		{[]string{"vault", "delete", "NOPE"}, 1, "NOT_FOUND"},
+		// Progress and run show print the run's hooks and what a flow
+		// step ran under it, in both modes.
+		{[]string{"apply", "-f", flows}, 0, "remote-flow"},
+		{[]string{"run", "remote-flow"}, 0, "ok   loops > 1. repeat 2 times [2 iterations] (0 ms)\n         ok   #1 1. assert 1 + 1 == 2"},
+		{[]string{"run", "show", "latest"}, 0, "ok   beforeAll > 1. assert 2 > 1"},
 		// The cases' compiled steps and the test agent, over REST too.
 		{[]string{"scan", "--task", "remote-ok"}, 0, "0 errors"},
 		{[]string{"generate", "--task", "remote-ok", "--goal", "add two numbers"}, 2, "LLM_NOT_CONFIGURED"},
@@ -163,3 +170,18 @@ func TestRemoteMode(t *testing.T) {
 		t.Fatalf("remote mode touched its DUET_HOME %s (%v): it must open no store", clientHome, err)
 	}
 }
+
+// remoteFlows has a run hook and a loop: progress shows both.
+const remoteFlows = `task:
+  name: remote-flow
+  beforeAll:
+    - assert: "2 > 1"
+cases:
+  - key: loop
+    title: loops
+    steps:
+      - repeat:
+          times: 2
+          steps:
+            - assert: "1 + 1 == 2"
+`
