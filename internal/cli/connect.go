@@ -15,9 +15,10 @@ import (
 // its REST API (client.Remote, `duet --server URL` or DUET_SERVER_URL). So
 // identity, validation, governance and audit are the Service's, and a
 // command behaves the same in both modes. Only the commands that run Duet
-// itself here (serve, worker, migrate, mcp, demo, sample, vault, config,
-// conformance) open the app (openApp); TestCLIDoesNotTouchTheStore keeps
-// the rest away from it.
+// itself here (serve, worker, migrate, mcp, demo, sample, lint, config,
+// conformance) or work on this machine's files (gc, vault rotate: they
+// refuse a server, localOnly) open the app (openApp);
+// TestCLIDoesNotTouchTheStore keeps the rest away from the store.
 
 // withClient is the RunE of a command done through the client: it connects
 // (connect) and closes the client afterwards.
