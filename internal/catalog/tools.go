@@ -501,12 +501,14 @@ type RunView struct {
 	PostRun []*duet.PostRunResult `json:"postRun,omitempty" jsonschema:"outcomes of the task's post-run actions (MCP tool calls made when the run ended): notes that never change the run's status"`
 	Origin  *duet.RunOrigin       `json:"origin,omitempty" jsonschema:"the CI job that started the run: commit, branch, pull request, pipeline"`
 	Hooks   []*duet.StepResult    `json:"hooks,omitempty" jsonschema:"the results of the task's beforeAll and afterAll steps"`
+	// Environment is the task's environment the run ran in.
+	Environment string `json:"environment,omitempty" jsonschema:"the task's environment the run ran in"`
 }
 
 func runView(r *duet.Run) RunView {
 	return RunView{ID: r.ID, TaskID: r.TaskID, Status: r.Status, Done: r.Status.Final(), TriggeredBy: r.TriggeredBy,
 		CallSource: string(r.CallSource), CreatedAt: ts(r.CreatedAt), StartedAt: tsp(r.StartedAt), FinishedAt: tsp(r.FinishedAt),
-		ErrorCode: string(r.ErrorCode), ErrorMessage: r.ErrorMessage, Totals: r.Totals, PostRun: r.PostRun, Origin: r.Origin, Hooks: r.Hooks}
+		ErrorCode: string(r.ErrorCode), ErrorMessage: r.ErrorMessage, Totals: r.Totals, PostRun: r.PostRun, Origin: r.Origin, Hooks: r.Hooks, Environment: r.Environment}
 }
 
 // ExecutionSummary is one case execution of a run.

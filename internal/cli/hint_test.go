@@ -36,7 +36,7 @@ func TestNotRegisteredHintPastes(t *testing.T) {
 
 	out, _, code := e.run(t, "run", "order-ops", "--as", "bob")
 	hint := regexp.MustCompile("MCP_SERVER_NOT_CONFIGURED: .*`(duet task show [^`]+)`").FindStringSubmatch(out)
-	if code != 1 || hint == nil || hint[1] != "duet task show order-ops --as bob" {
+	if code != 2 || hint == nil || hint[1] != "duet task show order-ops --as bob" { // a configuration error (exit 2)
 		t.Fatalf("bob's run: exit %d, want MCP_SERVER_NOT_CONFIGURED naming duet task show order-ops --as bob:\n%s", code, out)
 	}
 	shown := e.must(t, strings.Fields(hint[1])[1:]...)
