@@ -20,6 +20,8 @@ type elementInfo struct {
 	Text        string `json:"text"`
 	CSS         string `json:"css"`
 	Value       string `json:"value"`
+	Lead        string `json:"lead"`
+	Up          []int  `json:"up"`
 }
 
 // maxLocatorText bounds the texts a recorded locator names (a longer
@@ -35,6 +37,7 @@ func candidates(ax browser.AXNode, in elementInfo, testIDAttr string) []*duet.Lo
 	if ax.Role != "" && short(ax.Name) {
 		out = append(out, &duet.Locator{Role: ax.Role, Name: ax.Name}, &duet.Locator{Role: ax.Role, Name: ax.Name, Exact: true})
 	}
+
 	if short(in.Label) {
 		out = append(out, &duet.Locator{Label: in.Label}, &duet.Locator{Label: in.Label, Exact: true})
 	}
@@ -43,6 +46,10 @@ func candidates(ax browser.AXNode, in elementInfo, testIDAttr string) []*duet.Lo
 	}
 	if short(in.Text) {
 		out = append(out, &duet.Locator{Text: in.Text}, &duet.Locator{Text: in.Text, Exact: true})
+	}
+	if ax.Role != "" && ax.Name == "" && in.Lead != "" {
+		// A row without a name, told by its first text.
+		out = append(out, &duet.Locator{Role: ax.Role, HasText: in.Lead})
 	}
 	if in.TestID != "" {
 		out = append(out, &duet.Locator{TestID: in.TestID, TestIDAttr: testIDAttr})
@@ -60,9 +67,54 @@ func candidates(ax browser.AXNode, in elementInfo, testIDAttr string) []*duet.Lo
 // the world contextID alone on the page as it is now: each candidate is
 // counted by the browser package's own locator engine (the one a run
 // uses), and the first that matches one element wins. When none does,
-// a role and name narrowed with nth, else the CSS path the page's script
-// built (unique by construction).
+// the element's first candidate narrowed within the nearest ancestor
+// that a candidate names alone (a button "Details" within its table
+// row); else the CSS path the page's script built (from the nearest
+// ancestor with a unique id, unique by construction), which duet lint
+// flags for a person to improve.
 func (l *Live) locate(ctx context.Context, contextID int64, id int) (*duet.Locator, elementInfo, error) {
+	own, in, err := l.candidatesOf(ctx, contextID, id)
+	if err != nil {
+		return nil, in, err
+	}
+	for _, c := range own {
+		n, err := l.count(ctx, c)
+		if err != nil {
+			return nil, in, err
+		}
+		if n == 1 {
+			return c, in, nil
+		}
+	}
+	if len(own) > 0 {
+		for _, up := range in.Up {
+			outer, _, err := l.candidatesOf(ctx, contextID, up)
+			if err != nil {
+				break
+			}
+			for _, o := range outer {
+				if n, err := l.count(ctx, o); err != nil || n != 1 {
+					continue
+				}
+				for _, c := range own {
+					w := *c
+					w.Within = o
+					if n, err := l.count(ctx, &w); err == nil && n == 1 {
+						return &w, in, nil
+					}
+				}
+			}
+		}
+	}
+	if in.CSS == "" {
+		return nil, in, duet.Errorf(duet.CodeElementNotFound, "no locator names the element")
+	}
+	return &duet.Locator{CSS: in.CSS}, in, nil
+}
+
+// candidatesOf returns the candidate locators of the element id, and what
+// the page's script says of it.
+func (l *Live) candidatesOf(ctx context.Context, contextID int64, id int) ([]*duet.Locator, elementInfo, error) {
 	var in *elementInfo
 	if err := l.s.EvaluateIn(ctx, contextID, fmt.Sprintf("__duetRec.info(%d, %s)", id, lit(l.testIDAttr)), &in); err != nil {
 		return nil, elementInfo{}, err
@@ -74,19 +126,7 @@ func (l *Live) locate(ctx context.Context, contextID int64, id int) (*duet.Locat
 	if err != nil {
 		return nil, *in, err
 	}
-	for _, c := range candidates(ax, *in, l.testIDAttr) {
-		n, err := l.count(ctx, c)
-		if err != nil {
-			return nil, *in, err
-		}
-		if n == 1 {
-			return c, *in, nil
-		}
-	}
-	if in.CSS == "" {
-		return nil, *in, duet.Errorf(duet.CodeElementNotFound, "no locator names the element")
-	}
-	return &duet.Locator{CSS: in.CSS}, *in, nil
+	return candidates(ax, *in, l.testIDAttr), *in, nil
 }
 
 // count is how many elements c matches on the page now.

@@ -133,10 +133,6 @@ func (m *Manager) Start(ctx context.Context, st Start) (*Live, error) {
 	}
 	l.s, l.closeFn = s, closeFn
 	l.ctx, l.cancel = context.WithCancel(context.Background())
-	l.idle = time.AfterFunc(m.o.IdleTimeout, func() {
-		m.o.Logger.Info("recorder: closing an idle session", "session", l.ID, "owner", l.Owner)
-		l.Close()
-	})
 	go l.loop()
 	fail := func(err error) (*Live, error) {
 		l.Close()
@@ -158,6 +154,12 @@ func (m *Manager) Start(ctx context.Context, st Start) (*Live, error) {
 		return fail(err)
 	}
 	ok = true
+	l.mu.Lock()
+	l.idle = time.AfterFunc(m.o.IdleTimeout, func() {
+		m.o.Logger.Info("recorder: closing an idle session", "session", l.ID, "owner", l.Owner)
+		l.Close()
+	})
+	l.mu.Unlock()
 	m.mu.Lock()
 	l.ready = true
 	m.mu.Unlock()

@@ -66,6 +66,7 @@ type Live struct {
 	steps     []Step
 	world     int64 // the context of the recorder's world in the current document
 	pending   *Step // a click whose release has not come yet
+	swallow   bool  // the release of a press the page did not get
 	lastFill  int   // the element of the last fill step (0: none)
 	frame     *browser.LiveFrame
 	sent      time.Time     // when viewers were last woken for a frame
@@ -123,8 +124,15 @@ func (l *Live) Steps() []Step {
 	return slices.Clone(l.steps)
 }
 
-// touch records activity: the idle timeout starts again.
-func (l *Live) touch() { l.idle.Reset(l.m.o.IdleTimeout) }
+// touch records activity: the idle timeout starts again (it starts once
+// the session has started).
+func (l *Live) touch() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.idle != nil {
+		l.idle.Reset(l.m.o.IdleTimeout)
+	}
+}
 
 // add appends a step.
 func (l *Live) add(s Step) {
@@ -238,9 +246,10 @@ func (l *Live) Mouse(ctx context.Context, m browser.MouseInput) error {
 		// In the queue of the page's events, so that the click comes
 		// after the fill typed before it.
 		done := make(chan struct{})
+		var focused bool
 		find := func() {
 			defer close(done)
-			l.clickAt(ctx, m.X, m.Y)
+			focused = l.clickAt(ctx, m.X, m.Y)
 		}
 		select {
 		case l.events <- find:
@@ -253,6 +262,21 @@ func (l *Live) Mouse(ctx context.Context, m browser.MouseInput) error {
 		case <-done:
 		case <-ctx.Done():
 			return duet.Errorf(duet.CodeCancelled, "cancelled")
+		}
+		if focused {
+			l.mu.Lock()
+			l.swallow = true
+			l.mu.Unlock()
+			return nil
+		}
+	}
+	if m.Type == "released" {
+		l.mu.Lock()
+		sw := l.swallow
+		l.swallow = false
+		l.mu.Unlock()
+		if sw {
+			return nil
 		}
 	}
 	if err := l.s.DispatchMouse(ctx, m); err != nil {
@@ -269,21 +293,32 @@ func (l *Live) Mouse(ctx context.Context, m browser.MouseInput) error {
 	return nil
 }
 
-// clickAt makes the click on the element at x, y the pending one.
-func (l *Live) clickAt(ctx context.Context, x, y float64) {
+// clickAt makes the click on the element at x, y the pending one. A
+// <select> is focused instead, and focused reports it: its list of
+// options would open in a window of its own, which the page's screencast
+// does not show; focused, its option is chosen with the arrow keys.
+func (l *Live) clickAt(ctx context.Context, x, y float64) (focused bool) {
 	l.mu.Lock()
 	w := l.world
 	l.pending = nil
 	l.mu.Unlock()
 	if w == 0 {
-		return
+		return false
 	}
 	var at struct {
-		ID    int  `json:"id"`
-		Field bool `json:"field"`
+		ID     int  `json:"id"`
+		Field  bool `json:"field"`
+		Select bool `json:"select"`
 	}
-	if err := l.s.EvaluateIn(ctx, w, fmt.Sprintf("__duetRec.at(%g, %g)", x, y), &at); err != nil || at.ID == 0 || at.Field {
-		return
+	if err := l.s.EvaluateIn(ctx, w, fmt.Sprintf("__duetRec.at(%g, %g)", x, y), &at); err != nil || at.ID == 0 {
+		return false
+	}
+	if at.Select {
+		var ok bool
+		return l.s.EvaluateIn(ctx, w, fmt.Sprintf("(__duetRec.el(%d).focus(), true)", at.ID), &ok) == nil
+	}
+	if at.Field {
+		return false
 	}
 	loc, _, err := l.locate(ctx, w, at.ID)
 	l.mu.Lock()
@@ -293,6 +328,7 @@ func (l *Live) clickAt(ctx context.Context, x, y float64) {
 		return
 	}
 	l.pending = &Step{Kind: KindClick, Locator: loc}
+	return false
 }
 
 // Key passes a key event of the tester's to the focused element.
@@ -453,14 +489,16 @@ func (l *Live) Close() {
 	}
 	l.closed = true
 	l.notifyLocked()
+	if l.idle != nil {
+		l.idle.Stop()
+	}
 	l.mu.Unlock()
-	l.idle.Stop()
+	l.m.forget(l)
 	if l.stopCast != nil {
 		l.stopCast()
 	}
-	l.cancel()
 	l.closeFn()
-	l.m.forget(l)
+	l.cancel()
 }
 
 // loop handles the page's events in order until the session closes.

@@ -63,7 +63,7 @@
       if (!el || el === document.documentElement || el === document.body) return { id: 0 };
       const lab = el.localName === 'label' ? el.control : null;
       return {
-        id: keep(el), tag: el.localName,
+        id: keep(el), tag: el.localName, select: el instanceof HTMLSelectElement,
         // What a click on it does that a field's events record instead.
         field: textual(el) || checkable(el) || el instanceof HTMLSelectElement || (lab !== null && (checkable(lab) || textual(lab) || lab instanceof HTMLSelectElement)),
       };
@@ -80,8 +80,23 @@
         title: el.getAttribute('title') || '',
         testId: el.getAttribute(testIdAttr || 'data-testid') || '',
         text: text.length <= 80 ? text : '',
+        // The first text inside it: what tells a row from its siblings.
+        lead: (() => {
+          const w = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+          for (let n = w.nextNode(); n; n = w.nextNode()) {
+            const t = norm(n.data);
+            if (t) return t.length <= 40 ? t : '';
+          }
+          return '';
+        })(),
         css: cssPath(el),
         value: ('value' in el && typeof el.value === 'string') ? el.value : '',
+        // The ancestors a locator may be narrowed within, nearest first.
+        up: (() => {
+          const out = [];
+          for (let e = el.parentElement; e && e !== document.body && out.length < 6; e = e.parentElement) out.push(keep(e));
+          return out;
+        })(),
       };
     },
   };
@@ -98,7 +113,9 @@
   document.addEventListener('keydown', (e) => {
     if (e.key !== 'Enter' && e.key !== 'Escape') return;
     const el = e.composedPath()[0];
-    if (el instanceof HTMLTextAreaElement && e.key === 'Enter') return; // a new line, typed by fill
+    // A key that submits or dismisses from a field (a button's Enter is
+    // its click; a textarea's a new line, typed by fill).
+    if (!textual(el) || el instanceof HTMLTextAreaElement) return;
     send({ t: 'press', id: keep(el), key: e.key, field: textual(el) });
   }, true);
 })();

@@ -87,7 +87,7 @@ func (p tester) centre(sel string) (float64, float64) {
 	var pt []any
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		v, err := p.l.TestSession().Evaluate(p.t.Context(), fmt.Sprintf(`(() => { const e = document.querySelector(%s); if (!e) return null; const r = e.getBoundingClientRect(); return [r.x + r.width/2, r.y + r.height/2]; })()`, Lit(sel)), nil, 0)
+		v, err := p.l.TestSession().Evaluate(p.t.Context(), fmt.Sprintf(`(() => { const e = document.querySelector(%s); if (!e) return null; e.scrollIntoView({block: "center"}); const r = e.getBoundingClientRect(); return [r.x + r.width/2, r.y + r.height/2]; })()`, Lit(sel)), nil, 0)
 		if err == nil && v != nil {
 			pt = v.([]any)
 			break
@@ -296,4 +296,104 @@ func describe(x *duet.Execution) string {
 		fmt.Fprintf(&b, "\n  %d %-13s %-9s %s %s", r.Index, r.Kind, r.Status, r.ErrorCode, r.ErrorMessage)
 	}
 	return b.String()
+}
+
+// TestRecordFormAndTable records a checkout form (a select chosen with the
+// keyboard, a checkbox by its label, a button that only the checkbox
+// enables) and a table of three "Details" buttons, where the button's
+// role and name are not unique: the recorder narrows it within its row.
+// The recording replays green.
+func TestRecordFormAndTable(t *testing.T) {
+	t.Parallel()
+	p := pool(t)
+	base := shop(t)
+	m := New(Options{Open: opener(p)})
+	t.Cleanup(m.Close)
+	l, err := m.Start(t.Context(), Start{Owner: "alice", TaskID: "task_1", BaseURL: base, OpenURL: "/lab/form"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := tester{t, l}
+	u.awaitPage("/lab/form")
+	u.click("#ship")
+	u.press("ArrowDown")
+	u.awaitSteps(2)
+	u.click("label:has(#terms)")
+	u.awaitSteps(3)
+	// The email field last: leaving it shows a hint above the button,
+	// which moves under a replayed click (the engine's concern, not the
+	// recorder's).
+	u.click("#email")
+	u.typeText("bob@example.com")
+	u.awaitSteps(4)
+	x, y := u.centre("#pay")
+	if _, err := l.Pick(t.Context(), x, y, AssertVisible); err != nil {
+		t.Fatalf("pick: %v", err)
+	}
+	if err := l.Open(t.Context(), "/lab/table"); err != nil {
+		t.Fatal(err)
+	}
+	u.awaitPage("/lab/table")
+	u.click("tr[data-qa=row-A1002] button")
+	steps := u.awaitSteps(7)
+	src := CaseYAML("checkout", "Checkout", steps)
+	want := `key: "checkout"
+title: "Checkout"
+steps:
+  - open: "/lab/form"
+  - select: {role: "combobox", name: "Shipping", value: "exp"}
+  - check: {role: "checkbox", name: "I agree to the terms"}
+  - fill: {role: "textbox", name: "Email address", value: "bob@example.com"}
+  - assertVisible: {role: "button", name: "Pay"}
+  - open: "/lab/table"
+  - click: {role: "button", name: "Details", within: {role: "row", hasText: "A1002"}}
+`
+	if src != want {
+		t.Errorf("recorded:\n%s\nwant:\n%s", src, want)
+	}
+	if x := replay(t, p, base, src); x.Status != duet.StatusPassed {
+		t.Fatalf("the recorded case does not pass:\n%s\n%s", src, describe(x))
+	}
+}
+
+// TestSessionsAreTheOwners: another user's request for a session is
+// NOT_FOUND; a user has one session at a time by default (RATE_LIMITED),
+// and another once the first is closed; an idle session closes itself.
+func TestSessionsAreTheOwners(t *testing.T) {
+	t.Parallel()
+	p := pool(t)
+	base := shop(t)
+	m := New(Options{Open: opener(p), IdleTimeout: time.Hour})
+	t.Cleanup(m.Close)
+	l, err := m.Start(t.Context(), Start{Owner: "alice", BaseURL: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Get("bob", l.ID); duet.ErrorCode(err) != duet.CodeNotFound {
+		t.Errorf("bob gets alice's session: got %v, want NOT_FOUND", err)
+	}
+	if got, err := m.Get("alice", l.ID); err != nil || got != l {
+		t.Errorf("alice gets her session: %v", err)
+	}
+	if _, err := m.Start(t.Context(), Start{Owner: "alice", BaseURL: base}); duet.ErrorCode(err) != duet.CodeRateLimited {
+		t.Errorf("a second session: got %v, want RATE_LIMITED", err)
+	}
+	l.Close()
+	if _, err := m.Get("alice", l.ID); duet.ErrorCode(err) != duet.CodeNotFound {
+		t.Errorf("a closed session: got %v, want NOT_FOUND", err)
+	}
+	m2 := New(Options{Open: opener(p), IdleTimeout: 300 * time.Millisecond})
+	t.Cleanup(m2.Close)
+	l2, err := m2.Start(t.Context(), Start{Owner: "alice", BaseURL: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-l2.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("an idle session did not close")
+	}
+	if _, err := m2.Get("alice", l2.ID); duet.ErrorCode(err) != duet.CodeNotFound {
+		t.Errorf("an idle session is gone: got %v, want NOT_FOUND", err)
+	}
 }

@@ -42,8 +42,11 @@ var valueKey = map[string]string{
 // reads as the same text), with "${" escaped as "$${" so that a recorded
 // text is never read as a template.
 func lit(s string) string {
-	b, _ := json.Marshal(strings.ReplaceAll(s, "${", "$${"))
-	return string(b)
+	var b strings.Builder
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	_ = e.Encode(strings.ReplaceAll(s, "${", "$${"))
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // locatorFields writes a locator's keys, in the suite format's words.
@@ -63,11 +66,15 @@ func locatorFields(l *duet.Locator) []string {
 	add("alt", l.Alt)
 	add("title", l.Title)
 	add("testId", l.TestID)
+	add("hasText", l.HasText)
 	if l.Exact {
 		f = append(f, "exact: true")
 	}
 	if l.Nth != nil {
 		f = append(f, fmt.Sprintf("nth: %d", *l.Nth))
+	}
+	if l.Within != nil {
+		f = append(f, "within: {"+strings.Join(locatorFields(l.Within), ", ")+"}")
 	}
 	return f
 }
