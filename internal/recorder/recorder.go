@@ -542,5 +542,3 @@ func (l *Live) onFrame(f browser.LiveFrame) {
 	l.notifyLocked()
 }
 
-// logger returns the manager's logger.
-func (l *Live) logger() *slog.Logger { return l.m.o.Logger }
