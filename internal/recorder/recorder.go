@@ -18,7 +18,6 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/url"
 	"slices"
 	"strings"
