@@ -4,8 +4,8 @@ import (
 	"context"
 
 	"github.com/duet-test/duet"
-	"github.com/duet-test/duet/internal/browser/android"
 	"github.com/duet-test/duet/internal/browser"
+	"github.com/duet-test/duet/internal/browser/android"
 	"github.com/duet-test/duet/internal/recorder"
 )
 

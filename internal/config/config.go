@@ -67,7 +67,7 @@ type Config struct {
 	// and how long one with no input stays open.
 	RecorderSessionsPerUser int
 	RecorderIdleTimeout     time.Duration
-	ADBPath           string
+	ADBPath                 string
 
 	NetAllow []netip.Prefix // DUET_NET_ALLOW: destinations the network guard allows anyway
 

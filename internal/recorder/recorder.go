@@ -540,4 +540,3 @@ func (l *Live) onFrame(f browser.LiveFrame) {
 	l.sent = time.Now()
 	l.notifyLocked()
 }
-

@@ -110,7 +110,10 @@ func TestRecordingIsTheOwners(t *testing.T) {
 			return s
 		}},
 		{"assert", func() int { s, _ := act(t, bob, rid, `{"op":"assertURL"}`, true); return s }},
-		{"save", func() int { s, _, _ := bob.post("/record/"+rid+"/save", url.Values{"key": {"stolen"}, "title": {"t"}}); return s }},
+		{"save", func() int {
+			s, _, _ := bob.post("/record/"+rid+"/save", url.Values{"key": {"stolen"}, "title": {"t"}})
+			return s
+		}},
 		{"close", func() int { s, _, _ := bob.post("/record/"+rid+"/close", nil); return s }},
 	} {
 		if got := try.do(); got != http.StatusNotFound {
