@@ -2,9 +2,11 @@ package api
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/compiler"
 )
 
 // CaseCompiler compiles the source of one case (an item of a suite's
@@ -159,4 +161,49 @@ func (s *Service) Record(ctx context.Context, c duet.Caller, in RecordIn, open f
 func (s *Service) Govern(ctx context.Context, c duet.Caller, op string, args any, fn func(ctx context.Context) error) error {
 	_, err := govern(ctx, s, c, op, args, func(ctx context.Context) (struct{}, error) { return struct{}{}, fn(ctx) })
 	return err
+}
+
+// Problem is one error of a source at its line and column (1 the first).
+type Problem struct {
+	Line    int    `json:"line"`
+	Col     int    `json:"col"`
+	Message string `json:"message"`
+}
+
+// Validation is what ValidateSuite found: nothing (Valid), or the
+// compiler's problems, each at its line.
+type Validation struct {
+	Valid    bool      `json:"valid"`
+	Problems []Problem `json:"problems"`
+}
+
+// ValidateSuite compiles a suite as ApplySuite does (the caller's MCP
+// registrations, every check of `duet apply`) and stores nothing: the
+// suite editor's inline errors. Returns TOO_LARGE; a suite that does not
+// compile is a Validation with its problems, not an error.
+func (s *Service) ValidateSuite(ctx context.Context, c duet.Caller, in ApplyIn) (Validation, error) {
+	return govern(ctx, s, c, "validateSuite", in, func(ctx context.Context) (Validation, error) {
+		if len(in.Source) > MaxSuiteBytes {
+			return Validation{}, duet.Errorf(duet.CodeTooLarge, "the suite is %d bytes; the limit is %d", len(in.Source), MaxSuiteBytes)
+		}
+		if strings.TrimSpace(in.Source) == "" {
+			return Validation{Problems: []Problem{{Line: 1, Col: 1, Message: "the suite is empty"}}}, nil
+		}
+		_, err := s.d.Compile(ctx, c.UserID, []byte(in.Source), "suite.yaml")
+		if err == nil {
+			return Validation{Valid: true, Problems: []Problem{}}, nil
+		}
+		var errs *compiler.Errors
+		if !errors.As(err, &errs) {
+			if duet.ErrorCode(err) == duet.CodeInternal {
+				return Validation{}, err
+			}
+			return Validation{Problems: []Problem{{Line: 1, Col: 1, Message: duet.ErrorMessage(err)}}}, nil
+		}
+		v := Validation{Problems: make([]Problem, 0, len(errs.List))}
+		for _, d := range errs.List {
+			v.Problems = append(v.Problems, Problem{Line: max(d.Line, 1), Col: max(d.Col, 1), Message: d.Message})
+		}
+		return v, nil
+	})
 }

@@ -33,6 +33,30 @@ func (c *Console) recorderRoutes(m map[string]route) {
 	m["POST /record/{rid}/act"] = route{fn: c.recordingAct}
 	m["POST /record/{rid}/save"] = route{fn: c.saveRecording}
 	m["POST /record/{rid}/close"] = route{fn: c.closeRecording}
+	m["POST /tasks/validate"] = route{fn: c.validateSuite}
+}
+
+// validateSuite compiles a suite for the editor of the apply page
+// (api.ValidateSuite; JSON {source} in, the problems at their lines out).
+func (c *Console) validateSuite(w http.ResponseWriter, r *http.Request, v *view) error {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return formError(err)
+	}
+	var in struct {
+		Source string `json:"source"`
+	}
+	if err := api.DecodeJSON(body, &in, "the suite"); err != nil {
+		api.WriteError(w, StatusOf(c.o.Codes, err), duet.ErrorCode(err), duet.ErrorMessage(err))
+		return nil
+	}
+	out, err := c.svc.ValidateSuite(r.Context(), v.caller, api.ApplyIn{Source: in.Source})
+	if err != nil {
+		api.WriteError(w, StatusOf(c.o.Codes, err), duet.ErrorCode(err), duet.ErrorMessage(err))
+		return nil
+	}
+	w.Header().Set("Content-Type", "application/json")
+	return json.NewEncoder(w).Encode(out)
 }
 
 func (c *Console) recorderOf() (*recorder.Manager, error) {

@@ -300,3 +300,69 @@ func TestRecordInTheConsole(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// TestSuiteEditorShowsErrorsAtTheirLines: on the apply page, the compiler
+// checks the suite as it is typed (POST /tasks/validate, governed) and
+// shows each problem at its line: the line number in the gutter is
+// marked, and the problem's button puts the caret on that line.
+func TestSuiteEditorShowsErrorsAtTheirLines(t *testing.T) {
+	t.Parallel()
+	chromiumtest.Require(t)
+	e := apitest.New(t, nil)
+	alice := signIn(t, e, "alice")
+	// The endpoint: the problems at line and column, nothing stored.
+	req, _ := http.NewRequestWithContext(t.Context(), "POST", e.URL+"/tasks/validate",
+		strings.NewReader(`{"source":"task: {name: t, baseURL: http://127.0.0.1:9}\ncases:\n  - title: c\n    steps:\n      - clack: x\n"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-CSRF-Token", alice.csrf)
+	resp, err := alice.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Valid    bool `json:"valid"`
+		Problems []struct {
+			Line, Col int
+			Message   string
+		} `json:"problems"`
+	}
+	json.NewDecoder(resp.Body).Decode(&v)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || v.Valid || len(v.Problems) == 0 || v.Problems[0].Line != 5 || !strings.Contains(v.Problems[0].Message, "clack") {
+		t.Fatalf("validate: %d %+v, want a problem at line 5", resp.StatusCode, v)
+	}
+	if tasks, _, _, _ := e.App.Store.FindTasks(t.Context(), duet.TaskFilter{Viewer: "alice"}); len(tasks) != 0 {
+		t.Errorf("validating stored a task: %v", tasks)
+	}
+
+	chrome := startChromium(t)
+	p := tab(t, chrome, e.URL, t.TempDir(), "alice")
+	p.open("/signin")
+	p.do("sign in", chromedp.WaitVisible(chromedp.CSS("#token")), chromedp.SendKeys(chromedp.CSS("#token"), e.Tokens["alice"]+"\r"), chromedp.WaitVisible(chromedp.CSS("#whoami")))
+	p.open("/tasks/apply")
+	p.do("type a suite", chromedp.Click(chromedp.CSS("#source")),
+		chromedp.KeyEvent("task: {name: t, baseURL: http://127.0.0.1:9}\ncases:\n- title: c\n  steps:\n  - open: /\n  - clack: {role: button}\n"))
+	deadline := time.Now().Add(30 * time.Second)
+	for !p.eval(`!!document.querySelector('#source-problems li[data-line="6"]') && !!document.querySelector('#source-lines .bad')`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no problem shown at line 6: %q", p.liveText("#source-check"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got := p.liveText("#source-lines .bad"); got != "6" {
+		t.Errorf("the gutter marks line %q, want 6", got)
+	}
+	p.do("go to the problem", chromedp.Click(chromedp.CSS(`#source-problems li[data-line="6"] button`)))
+	if line := run(p, "caret line", chromedp.Evaluate[int](`document.getElementById('source').value.slice(0, document.getElementById('source').selectionStart).split('\n').length`)); line != 6 {
+		t.Errorf("the caret is on line %d, want 6", line)
+	}
+	// Fixed, the problems go away.
+	p.do("fix it", chromedp.Evaluate[chromedp.Void](`(() => { const s = document.getElementById('source'); s.value = "task: {name: t, baseURL: http://127.0.0.1:9}\ncases:\n  - title: c\n    steps:\n      - open: /\n      - click: {role: button}\n"; s.dispatchEvent(new Event('input')); })()`))
+	deadline = time.Now().Add(30 * time.Second)
+	for !p.eval(`document.getElementById('source').getAttribute('aria-invalid') === 'false' && document.querySelectorAll('#source-problems li').length === 0`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the fixed suite still has problems: %q", p.liveText("#source-check"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
