@@ -173,7 +173,7 @@ func (m *Manager) Get(owner, id string) (*Live, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	l := m.byID[id]
-	if l == nil || !l.ready {
+	if l == nil || l.Owner != owner || !l.ready {
 		return nil, duet.Errorf(duet.CodeNotFound, "recording session %q not found (it may have closed after being idle)", id)
 	}
 	return l, nil
