@@ -104,7 +104,17 @@ func TestRecordingIsTheOwners(t *testing.T) {
 		do   func() int
 	}{
 		{"view", func() int { s, _, _ := bob.get("/record/" + rid); return s }},
-		{"watch", func() int { s, _, _ := bob.get("/record/" + rid + "/stream"); return s }},
+		{"watch", func() int {
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, "GET", e.URL+"/record/"+rid+"/stream", nil)
+			resp, err := bob.c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close() // a stream that was let through would not end
+			return resp.StatusCode
+		}},
 		{"drive", func() int {
 			s, _ := act(t, bob, rid, `{"op":"input","events":[{"kind":"mouse","type":"pressed","x":10,"y":10,"button":"left","clickCount":1}]}`, true)
 			return s
