@@ -52,6 +52,8 @@ type Deps struct {
 	MCP       MCPClient
 	Artifacts report.Artifacts
 	Compile   Compiler
+	// CompileCase compiles one case for a task (SaveCase).
+	CompileCase CaseCompiler
 	// Admins see everyone's audit and invocation records.
 	Admins []string
 	// Tokens mints personal access tokens: the plaintext (shown once) and

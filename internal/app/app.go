@@ -37,6 +37,7 @@ import (
 	"github.com/duet-test/duet/internal/mcpserver"
 	"github.com/duet-test/duet/internal/netguard"
 	"github.com/duet-test/duet/internal/oauthserver"
+	"github.com/duet-test/duet/internal/recorder"
 	"github.com/duet-test/duet/internal/report"
 	"github.com/duet-test/duet/internal/schedule"
 	"github.com/duet-test/duet/internal/secret"
@@ -102,6 +103,8 @@ type App struct {
 	MCPClient *mcpclient.Client
 	// API is every operation of the REST API and the web console.
 	API *api.Service
+	// Recorder holds the console's live recording sessions (recorder.go).
+	Recorder *recorder.Manager
 	// Scheduler fires the schedules (serve and worker run it).
 	Scheduler *schedule.Scheduler
 	// Telemetry is the metrics registry and the tracer (telemetry.go).
@@ -169,6 +172,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	a.Browsers = NewBrowserPool(cfg, &guard, log)
 	a.Android = NewAndroid(cfg, db, &guard, log)
 	a.browsers = &Browsers{Default: a.Browsers, Android: a.Android, Guard: &guard, Logger: log}
+	a.Recorder = a.newRecorder()
 	a.Artifacts = NewArtifactStore(cfg)
 	a.initMCPClient(opts)
 	a.Secrets = secret.New(db, a.loadKeyring)
@@ -254,6 +258,9 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 			opts.Files = files // upload steps read their files there
 			return compiler.CompileSuite(ctx, src, name, opts)
 		},
+		CompileCase: func(ctx context.Context, user string, src []byte, task *duet.Task) (*duet.Case, error) {
+			return compiler.CompileCase(ctx, src, task, a.CompilerOptions(ctx, user))
+		},
 	})
 	a.initOAuth(&guard)
 	a.watch()
@@ -307,6 +314,9 @@ func (a *App) Close() {
 	cancel()
 	a.MCPClient.Close()
 	a.Audit.Close()
+	if a.Recorder != nil {
+		a.Recorder.Close()
+	}
 	a.browsers.Close()
 	a.Browsers.Close()
 	a.Store.Close()
@@ -345,7 +355,7 @@ func (a *App) Handler(o ServeOptions) http.Handler {
 		MaxBodyBytes: a.Config.MaxBodyBytes, Sessions: o.Sessions, Streams: o.Streams,
 		Ready: a.Store.Ping, Logger: a.Logger,
 		API:              api.NewHandler(a.API, api.Options{MaxBodyBytes: a.Config.MaxBodyBytes, Codes: httpapi.Codes, Version: Version}),
-		Console:          webui.New(webui.Options{Service: a.API, Auth: a.Auth, Codes: httpapi.Codes, MaxBodyBytes: a.Config.MaxBodyBytes, Logger: a.Logger, Version: Version}),
+		Console:          webui.New(webui.Options{Service: a.API, Auth: a.Auth, Recorder: a.Recorder, Codes: httpapi.Codes, MaxBodyBytes: a.Config.MaxBodyBytes, Logger: a.Logger, Version: Version}),
 		ResourceMetadata: a.resourceMetadata, AuthServer: a.authServerHandler(),
 		Metrics: a.metricsOnMainPort(), MetricsToken: a.Config.MetricsToken,
 		Middleware:   []func(http.Handler) http.Handler{a.Telemetry.Middleware},

@@ -68,7 +68,11 @@ type Config struct {
 	TraceMaxBytes     int    // DUET_TRACE_MAX_BYTES: the bound of one case's trace
 	BrowserURL        string // DevTools endpoint to attach to instead of starting Chromium; may hold a token
 	BrowserNoSandbox  bool   // DUET_BROWSER_SANDBOX=off: Chromium without its sandbox
-	ADBPath           string
+	// The console's recorder (internal/recorder): live sessions per user,
+	// and how long one with no input stays open.
+	RecorderSessionsPerUser int
+	RecorderIdleTimeout     time.Duration
+	ADBPath                 string
 
 	NetAllow []netip.Prefix // DUET_NET_ALLOW: destinations the network guard allows anyway
 
@@ -291,6 +295,10 @@ var options = []Option{
 			}
 			return fmt.Errorf("want on or off, got %q", v)
 		}},
+	{Env: "DUET_RECORDER_SESSIONS_PER_USER", Default: "1", Doc: "Live browser sessions of the console's recorder one user may have open at a time (docs/console.md).",
+		set: intSet(func(c *Config) *int { return &c.RecorderSessionsPerUser }, 1, 16)},
+	{Env: "DUET_RECORDER_IDLE_TIMEOUT", Default: "10m", Doc: "A recorder session that no input reached for this long closes (docs/console.md).",
+		set: durSet(func(c *Config) *time.Duration { return &c.RecorderIdleTimeout })},
 	{Env: "DUET_ADB_PATH", Doc: "adb executable for Android phones (--device android:SERIAL). Default: adb on PATH.",
 		set: func(c *Config, v string) error { c.ADBPath = v; return nil }},
 	{Env: "DUET_ARTIFACT_DIR", Doc: "Directory of run artifacts (screenshots). Several instances on one PostgreSQL database must all see the same directory (a shared volume): see docs/deployment.md. Default: artifacts inside DUET_HOME.",

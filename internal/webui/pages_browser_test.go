@@ -22,14 +22,16 @@ import (
 	"github.com/duet-test/duet/internal/api/apitest"
 	"github.com/duet-test/duet/internal/browser/chromiumtest"
 	"github.com/duet-test/duet/internal/mcpclient/mcptest"
+	"github.com/duet-test/duet/internal/sample"
 	"github.com/duet-test/duet/internal/webui"
 )
 
 // notPages are the console's GET routes that are not pages a person
 // reads: they have no place in TestEveryPageInChromium.
 var notPages = map[string]string{
-	"GET /runs/{id}/events": "the run's server-sent events (read by the run page's script)",
-	"GET /runs/{id}/report": "the run's report, a document of internal/report framed by the run page",
+	"GET /runs/{id}/events":    "the run's server-sent events (read by the run page's script)",
+	"GET /runs/{id}/report":    "the run's report, a document of internal/report framed by the run page",
+	"GET /record/{rid}/stream": "a recording's live view as server-sent events (read by the recorder page's script)",
 }
 
 // consoleEntry is a message Chromium wrote to the console of a page.
@@ -272,7 +274,18 @@ func seedConsole(t *testing.T, e *apitest.Env) map[string]string {
 	if err != nil || len(cases) == 0 {
 		t.Fatalf("the task's cases: %v", err)
 	}
+	// A recording session on the sample shop (the recorder's page).
+	shop, stopShop, err := sample.StartShop(context.Background(), "127.0.0.1:0", sample.NewOrders())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stopShop)
+	status, body, resp = alice.post("/tasks/apply", url.Values{"source": {"task: {name: recorded, baseURL: " + shop + "}\ncases:\n  - key: a\n    title: A\n    steps:\n      - open: /\n"}})
+	recTask := mustSee("apply the shop's task", status, body, resp)
+	status, body, resp = alice.post(recTask+"/record", nil)
+	recPath := mustSee("record a case", status, body, resp)
 	return map[string]string{
+		"GET /record/{rid}":                 recPath,
 		"GET /signin":                       "/signin",
 		"GET /{$}":                          "/",
 		"GET /tasks":                        "/tasks",

@@ -31,6 +31,7 @@ import (
 	"github.com/duet-test/duet/internal/api"
 	"github.com/duet-test/duet/internal/auth"
 	"github.com/duet-test/duet/internal/catalog"
+	"github.com/duet-test/duet/internal/recorder"
 )
 
 //go:embed templates/*.html
@@ -48,6 +49,9 @@ type Options struct {
 	MaxBodyBytes int64 // 0 means 4 MiB
 	Logger       *slog.Logger
 	Version      string
+	// Recorder holds the live recording sessions (recorder.go); nil: the
+	// recorder's pages answer BROWSER_UNAVAILABLE.
+	Recorder *recorder.Manager
 }
 
 // Console serves the web console.
@@ -119,7 +123,7 @@ func (c *Console) Register(mux *http.ServeMux) {
 
 // routes are the console's pages and forms by pattern.
 func (c *Console) routes() map[string]route {
-	return map[string]route{
+	m := map[string]route{
 		"GET /tasks":                                 {c.tasks, qs("q", "cursor")},
 		"GET /tasks/apply":                           {fn: c.applyForm},
 		"POST /tasks/apply":                          {fn: c.apply},
@@ -166,6 +170,8 @@ func (c *Console) routes() map[string]route {
 		"POST /tokens/{id}/revoke":                   {fn: c.revokeToken},
 		"GET /baselines":                             {c.baselines, qs("status")},
 	}
+	c.recorderRoutes(m)
+	return m
 }
 
 // secured sets the headers every console response carries.

@@ -1,0 +1,209 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/compiler"
+)
+
+// CaseCompiler compiles the source of one case (an item of a suite's
+// cases) for task as user writes it (compiler.CompileCase with the user's
+// MCP registrations), for SaveCase.
+type CaseCompiler func(ctx context.Context, user string, src []byte, task *duet.Task) (*duet.Case, error)
+
+// SaveCaseIn is one case to add to a task (or a new version of one of its
+// cases, by key): what the console's recorder saves.
+type SaveCaseIn struct {
+	TaskID string `json:"taskId"`
+	Source string `json:"source" jsonschema:"the case, as an item of a suite's cases list (key, title, steps)"`
+}
+
+// SavedCase is what SaveCase did.
+type SavedCase struct {
+	CaseID  string           `json:"caseId"`
+	Key     string           `json:"key"`
+	Version int              `json:"version"`
+	Action  duet.ApplyAction `json:"action"`
+	Draft   bool             `json:"draft,omitempty"` // saved as a draft: the task is shared with the caller, not theirs
+}
+
+// SaveCase compiles one case for a task with the compiler's checks of
+// `duet apply` and stores it. For the task's owner it goes through the
+// apply path (Store.ApplySuite) with the task, its other active cases and
+// its suite schedules as they are, so that only this case changes: a new
+// case, or a new version of the case with its key; a normal case in
+// every way. For a user the task is shared with, it is a draft of theirs
+// (as the agent's drafts), which the owner's approval makes a case.
+// Returns NOT_FOUND, INVALID_ARGUMENT (with the compiler's messages),
+// TOO_LARGE, CONFLICT (a draft's key taken by another's case).
+func (s *Service) SaveCase(ctx context.Context, c duet.Caller, in SaveCaseIn) (SavedCase, error) {
+	return govern(ctx, s, c, "saveCase", in, func(ctx context.Context) (SavedCase, error) {
+		if strings.TrimSpace(in.Source) == "" {
+			return SavedCase{}, duet.Errorf(duet.CodeInvalidArgument, "the case is empty")
+		}
+		if len(in.Source) > MaxSuiteBytes {
+			return SavedCase{}, duet.Errorf(duet.CodeTooLarge, "the case is %d bytes; the limit is %d", len(in.Source), MaxSuiteBytes)
+		}
+		if s.d.CompileCase == nil {
+			return SavedCase{}, duet.Errorf(duet.CodeInternal, "no case compiler")
+		}
+		t, err := s.d.Store.FindTaskByID(ctx, c.UserID, in.TaskID)
+		if err != nil {
+			return SavedCase{}, err
+		}
+		cs, err := s.d.CompileCase(ctx, c.UserID, []byte(in.Source), t)
+		if err != nil {
+			if duet.ErrorCode(err) == duet.CodeInternal {
+				return SavedCase{}, err
+			}
+			return SavedCase{}, duet.WrapError(duet.CodeInvalidArgument, err, "%s", duet.ErrorMessage(err))
+		}
+		if t.Owner != c.UserID {
+			cs.TaskID, cs.CreatedBy = t.ID, c.UserID
+			if err := s.d.Store.SaveDraftCase(ctx, cs); err != nil {
+				return SavedCase{}, err
+			}
+			return SavedCase{CaseID: cs.ID, Key: cs.Key, Version: cs.Version, Action: duet.ApplyUpdated, Draft: true}, nil
+		}
+		suite := &duet.Suite{Task: *t}
+		for cursor := ""; ; {
+			page, next, _, err := s.d.Store.FindCases(ctx, duet.CaseFilter{TaskID: t.ID, Cursor: cursor, Limit: 200})
+			if err != nil {
+				return SavedCase{}, err
+			}
+			for _, old := range page {
+				if old.Key != cs.Key {
+					suite.Cases = append(suite.Cases, old)
+				}
+			}
+			if next == "" {
+				break
+			}
+			cursor = next
+		}
+		suite.Cases = append(suite.Cases, cs)
+		scheds, err := s.d.Store.FindSchedules(ctx, duet.ScheduleFilter{Viewer: c.UserID, TaskID: t.ID, Owner: c.UserID})
+		if err != nil {
+			return SavedCase{}, err
+		}
+		for _, sc := range scheds {
+			if sc.Source == duet.ScheduleFromSuite {
+				suite.Schedules = append(suite.Schedules, sc)
+			}
+		}
+		res, err := s.d.Store.ApplySuite(ctx, c.UserID, suite)
+		if err != nil {
+			return SavedCase{}, err
+		}
+		for _, r := range res.Cases {
+			if r.Key == cs.Key {
+				return SavedCase{CaseID: r.ID, Key: r.Key, Version: r.Version, Action: r.Action}, nil
+			}
+		}
+		return SavedCase{}, duet.Errorf(duet.CodeInternal, "the case %q was not applied", cs.Key)
+	})
+}
+
+// RecordIn asks for a live recording session on a task.
+type RecordIn struct {
+	TaskID      string `json:"taskId"`
+	Environment string `json:"environment,omitempty"`
+	Device      string `json:"device,omitempty"`
+}
+
+// RecordTarget is where a recording session opens: the task, the base URL
+// of its environment (which the network guard allows, as in a run), and
+// the device.
+type RecordTarget struct {
+	TaskID  string
+	BaseURL string
+	Device  string
+}
+
+// Record checks that the caller may run the task (its owner, or a user it
+// is shared with) and calls open with where its session opens, as one
+// governed operation (startRecording). Returns NOT_FOUND,
+// INVALID_ARGUMENT (an unknown environment, a task without a base URL)
+// and open's errors.
+func (s *Service) Record(ctx context.Context, c duet.Caller, in RecordIn, open func(ctx context.Context, t RecordTarget) error) error {
+	_, err := govern(ctx, s, c, "startRecording", in, func(ctx context.Context) (struct{}, error) {
+		t, err := s.d.Store.FindTaskByID(ctx, c.UserID, in.TaskID)
+		if err != nil {
+			return struct{}{}, err
+		}
+		_, env, err := t.Environment(in.Environment)
+		if err != nil {
+			return struct{}{}, err
+		}
+		base := t.BaseURL
+		if env != nil && env.BaseURL != "" {
+			base = env.BaseURL
+		}
+		if base == "" {
+			return struct{}{}, duet.Errorf(duet.CodeInvalidArgument, "task %s has no baseURL to record against", t.Name)
+		}
+		device := strings.TrimSpace(in.Device)
+		if device == "" {
+			device = t.Device
+		}
+		return struct{}{}, open(ctx, RecordTarget{TaskID: t.ID, BaseURL: base, Device: device})
+	})
+	return err
+}
+
+// Govern runs fn as the operation op of c through the governance pipeline
+// (identity, caps, a timeout, the size of args, one audit record): for
+// the console's operations on what lives in the process only (a recording
+// session's input).
+func (s *Service) Govern(ctx context.Context, c duet.Caller, op string, args any, fn func(ctx context.Context) error) error {
+	_, err := govern(ctx, s, c, op, args, func(ctx context.Context) (struct{}, error) { return struct{}{}, fn(ctx) })
+	return err
+}
+
+// Problem is one error of a source at its line and column (1 the first).
+type Problem struct {
+	Line    int    `json:"line"`
+	Col     int    `json:"col"`
+	Message string `json:"message"`
+}
+
+// Validation is what ValidateSuite found: nothing (Valid), or the
+// compiler's problems, each at its line.
+type Validation struct {
+	Valid    bool      `json:"valid"`
+	Problems []Problem `json:"problems"`
+}
+
+// ValidateSuite compiles a suite as ApplySuite does (the caller's MCP
+// registrations, every check of `duet apply`) and stores nothing: the
+// suite editor's inline errors. Returns TOO_LARGE; a suite that does not
+// compile is a Validation with its problems, not an error.
+func (s *Service) ValidateSuite(ctx context.Context, c duet.Caller, in ApplyIn) (Validation, error) {
+	return govern(ctx, s, c, "validateSuite", in, func(ctx context.Context) (Validation, error) {
+		if len(in.Source) > MaxSuiteBytes {
+			return Validation{}, duet.Errorf(duet.CodeTooLarge, "the suite is %d bytes; the limit is %d", len(in.Source), MaxSuiteBytes)
+		}
+		if strings.TrimSpace(in.Source) == "" {
+			return Validation{Problems: []Problem{{Line: 1, Col: 1, Message: "the suite is empty"}}}, nil
+		}
+		_, err := s.d.Compile(ctx, c.UserID, []byte(in.Source), "suite.yaml")
+		if err == nil {
+			return Validation{Valid: true, Problems: []Problem{}}, nil
+		}
+		var errs *compiler.Errors
+		if !errors.As(err, &errs) {
+			if duet.ErrorCode(err) == duet.CodeInternal {
+				return Validation{}, err
+			}
+			return Validation{Problems: []Problem{{Line: 1, Col: 1, Message: duet.ErrorMessage(err)}}}, nil
+		}
+		v := Validation{Problems: make([]Problem, 0, len(errs.List))}
+		for _, d := range errs.List {
+			v.Problems = append(v.Problems, Problem{Line: max(d.Line, 1), Col: max(d.Col, 1), Message: d.Message})
+		}
+		return v, nil
+	})
+}
