@@ -189,7 +189,7 @@ func (s *Service) ValidateSuite(ctx context.Context, c duet.Caller, in ApplyIn) 
 		if strings.TrimSpace(in.Source) == "" {
 			return Validation{Problems: []Problem{{Line: 1, Col: 1, Message: "the suite is empty"}}}, nil
 		}
-		_, err := s.d.Compile(ctx, c.UserID, []byte(in.Source), "suite.yaml")
+		_, err := s.d.Compile(ctx, c.UserID, []byte(in.Source), "suite.yaml", nil)
 		if err == nil {
 			return Validation{Valid: true, Problems: []Problem{}}, nil
 		}
