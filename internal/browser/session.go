@@ -284,9 +284,13 @@ func (s *Session) Hover(ctx context.Context, selector string) error {
 }
 
 // Fill replaces the content of an input, textarea or contenteditable element:
-// it focuses the element, clears it and types value key by key, so that the
-// page sees the same events as from a user. Inputs of type date, time, month,
-// week, datetime-local, range and color get value set directly.
+// it focuses the element, clears it and inserts value as one edit, as a
+// paste does: the page gets one trusted beforeinput and input event
+// (inputType insertText), which frameworks such as React and Vue take as
+// the user's, and change when the field loses the focus. No key events:
+// Type types key by key. Inputs of type date, time, month, week,
+// datetime-local, range and color get value set directly, with input and
+// change.
 //
 // Errors: CodeElementNotFound when no visible element matches in time,
 // CodeInvalidArgument for a bad selector or an element that takes no text,
