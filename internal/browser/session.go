@@ -381,9 +381,11 @@ func (s *Session) WaitFor(ctx context.Context, cond WaitCondition) error {
 	}
 	defer s.end(c)
 
+	seen := "" // a URL that does not match URLMatches
 	var last jsResult
-	err = poll(c.c, func(ctx context.Context) (bool, error) {
-		r, err := evalJS[jsResult](ctx, jsWait, cond.Selector, cond.Text, cond.Visible)
+	err = s.awaitPage(c, func(ctx context.Context, slice time.Duration) (bool, error) {
+		r, err := evalJS[jsResult](ctx, jsWait, jsWaitArgs{Sel: cond.Selector, Text: cond.Text, Visible: cond.Visible,
+			URLContains: cond.URLContains, Seen: seen, Slice: slice.Milliseconds()})
 		if err != nil {
 			return false, err
 		}
@@ -391,16 +393,12 @@ func (s *Session) WaitFor(ctx context.Context, cond WaitCondition) error {
 			return false, opError(duet.CodeInvalidArgument, op, nil, "wait: invalid CSS selector %q: %s", cond.Selector, r.Msg)
 		}
 		last = r
-		switch {
-		case !r.Has:
-		case cond.URLContains != "" && !strings.Contains(r.Str, cond.URLContains):
-			last.State = "url"
-		case re != nil && !re.MatchString(r.Str):
-			last.State = "url"
-		default:
-			return true, nil
+		if r.Has && re != nil && !re.MatchString(r.Str) {
+			// The page waits for another URL than this one next.
+			last.State, seen = "url", r.Str
+			return false, nil
 		}
-		return false, nil
+		return r.Has, nil
 	})
 	return s.fail(c, err, func() *duet.Error {
 		var why string

@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"image"
+	"fmt"
 	"image/png"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -726,5 +729,76 @@ func TestFillIsOneEdit(t *testing.T) {
 	}
 	if keys != 2 {
 		t.Errorf("type of 2 letters: %d keydown events, want 2 (%+v)", keys, got)
+	}
+}
+
+// TestWaitForReactsToThePage: a wait looks again when the page changes (a
+// DOM mutation, a navigation within the document), not on a clock. The
+// page counts the wait's looks (its querySelector calls): an element held
+// back for a second is seen in at most three (the first look, the one
+// that waits in the page, the one after the mutation), where polling
+// looks every 10 to 100 ms. A URL that changes by history.pushState wakes
+// a wait for it too.
+func TestWaitForReactsToThePage(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /release", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		fmt.Fprint(w, "ok")
+	})
+	mux.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, htmlPage("Late", "", `<button id="go">Go</button> <button id="push">Push</button>
+<script>
+window.__looks = 0;
+const qs = Document.prototype.querySelector;
+Document.prototype.querySelector = function (sel) { if (sel === '#late') window.__looks++; return qs.call(this, sel); };
+document.getElementById('go').onclick = () => fetch('/release').then(() => {
+  const d = document.createElement('p'); d.id = 'late'; d.textContent = 'here'; document.body.appendChild(d);
+});
+document.getElementById('push').onclick = () => fetch('/release').then(() => history.pushState({}, '', '/pushed?done=1'));
+</script>`))
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+
+	p := sharedPool(t)
+	s := newSession(t, p, "desktop")
+	open(t, s, srv, "/")
+	ctx := testCtx(t, 30*time.Second)
+	if err := s.Click(ctx, "#go"); err != nil {
+		t.Fatal(err)
+	}
+	hold := time.AfterFunc(time.Second, func() { close(release) })
+	defer hold.Stop()
+	if err := s.WaitFor(ctx, WaitCondition{Selector: "#late", Timeout: 20 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	looks, err := s.Evaluate(ctx, "window.__looks", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := looks.(float64); n < 1 || n > 3 {
+		t.Errorf("the wait looked %v times for an element held back a second; want 1 to 3 (one per change of the page)", looks)
+	}
+
+	// The URL by history.pushState: the navigation within the document
+	// wakes the wait (the release is open now: the push follows the click).
+	if err := s.Click(ctx, "#push"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WaitFor(ctx, WaitCondition{URLMatches: `/pushed\?done=1$`, Timeout: 20 * time.Second}); err != nil {
+		t.Fatal(err)
 	}
 }
