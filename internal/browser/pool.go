@@ -80,9 +80,9 @@ type Pool struct {
 	// protocol domains, the emulation, the guard) is done while the
 	// previous case runs, not at the start of the next one.
 	spare       *Session
-	preparing   bool   // a spare is being opened,
-	spareDev    Device // for this device,
-	claimed     bool   // and a NewSession waits for it
+	preparing   bool            // a spare is being opened,
+	spareDev    Device          // for this device,
+	claimed     bool            // and a NewSession waits for it
 	spareCtx    context.Context // ends when the pool closes, before the processes stop
 	spareCancel context.CancelFunc
 	spareWG     sync.WaitGroup // preparations and discarded spares' teardowns
