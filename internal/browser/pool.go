@@ -83,6 +83,7 @@ type Pool struct {
 	preparing   bool            // a spare is being opened,
 	spareDev    Device          // for this device,
 	claimed     bool            // and a NewSession waits for it
+	lastDev     *Device         // the device of the last NewSession
 	spareCtx    context.Context // ends when the pool closes, before the processes stop
 	spareCancel context.CancelFunc
 	spareWG     sync.WaitGroup // preparations and discarded spares' teardowns
@@ -310,6 +311,7 @@ func (p *Pool) prepare(device Device) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.lastDev = &device
 	if p.closed || p.spare != nil || p.preparing {
 		return
 	}
@@ -691,12 +693,17 @@ func bind(base, ctx context.Context) (context.Context, context.CancelFunc) {
 	return c, func() { stop(); cancel() }
 }
 
-// forget drops a closed session from the pool and frees its slot.
+// forget drops a closed session from the pool and frees its slot, which
+// may make room for a spare.
 func (p *Pool) forget(s *Session) {
 	p.mu.Lock()
 	delete(p.sessions, s)
+	last := p.lastDev
 	p.mu.Unlock()
 	p.release(s.proc)
+	if last != nil {
+		p.prepare(*last)
+	}
 }
 
 // Close closes the open sessions, kills every browser process and removes
