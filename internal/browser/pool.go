@@ -174,7 +174,9 @@ func (p *Pool) NewSession(ctx context.Context, device Device) (*Session, error) 
 			return nil, err
 		}
 		if spare != nil {
+			spare.mu.Lock()
 			spare.allowed = netguard.AllowedURLs(ctx)
+			spare.mu.Unlock()
 			if err := p.register(ctx, spare); err != nil {
 				return nil, err
 			}

@@ -42,7 +42,7 @@ type Session struct {
 	contextID  cdp.BrowserContextID
 
 	shared  bool     // a tab in the browser's default context (Remote.SharedContext)
-	allowed []string // destinations the guard allows by name (netguard.AllowedURLs)
+	allowed []string // destinations the guard allows by name (netguard.AllowedURLs); under mu
 
 	turn      chan struct{} // holds a token while a call runs: one at a time
 	closed    atomic.Bool
