@@ -84,6 +84,7 @@ type Pool struct {
 	spareDev    Device          // for this device,
 	claimed     bool            // and a NewSession waits for it
 	lastDev     *Device         // the device of the last NewSession
+	opened      int             // sessions NewSession returned
 	spareCtx    context.Context // ends when the pool closes, before the processes stop
 	spareCancel context.CancelFunc
 	spareWG     sync.WaitGroup // preparations and discarded spares' teardowns
@@ -304,8 +305,8 @@ func (p *Pool) acquire(ctx context.Context, device Device) (*process, *Session, 
 }
 
 // prepare opens a spare session for device in the background, unless the
-// pool has one or is opening one, or no running process has room for it
-// (it never starts a process). Remote browsers get none: a spare would
+// pool has one or is opening one, has not opened two sessions yet, or no
+// running process has room for it (it never starts a process). Remote browsers get none: a spare would
 // hold a tab of someone else's browser, or of a phone, for nothing.
 func (p *Pool) prepare(device Device) {
 	if p.opts.Remote != nil {
@@ -314,7 +315,9 @@ func (p *Pool) prepare(device Device) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.lastDev = &device
-	if p.closed || p.spare != nil || p.preparing {
+	if p.closed || p.spare != nil || p.preparing || p.opened < 2 {
+		// (A pool used once, as by a command that runs one case,
+		// would open a spare for nothing.)
 		return
 	}
 	b := p.pickLocked()
@@ -677,6 +680,7 @@ func (p *Pool) register(ctx context.Context, s *Session) error {
 		return errPoolClosed()
 	}
 	p.sessions[s] = struct{}{}
+	p.opened++
 	p.mu.Unlock()
 	p.log.DebugContext(ctx, "browser: session opened", "browser", s.proc.id, "device", s.device.Name)
 	return nil

@@ -248,8 +248,8 @@ func awaitSpare(t *testing.T, p *Pool) *Session {
 	}
 }
 
-// TestPoolOpensASessionAhead: after a NewSession, the pool opens the next
-// session in the background (its context, tab, emulation and guard), and
+// TestPoolOpensASessionAhead: after a second NewSession, the pool opens
+// the next session in the background (its context, tab, emulation and guard), and
 // the next NewSession for that device takes it, with the allowance of its
 // own ctx; one for another device discards it and opens its own. The
 // spare holds a slot but is no session of the pool's counters, and Close
@@ -264,6 +264,18 @@ func TestPoolOpensASessionAhead(t *testing.T) {
 	ctx := testCtx(t, 45*time.Second)
 	allowed := netguard.AllowURL(ctx, site.URL)
 
+	// A pool used once opens no spare; from the second session on, it does.
+	s0, err := p.NewSession(allowed, Device{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s0.Close()
+	p.mu.Lock()
+	early := p.spare != nil || p.preparing
+	p.mu.Unlock()
+	if early {
+		t.Error("a pool used once opened a spare session")
+	}
 	s1, err := p.NewSession(allowed, Device{})
 	if err != nil {
 		t.Fatal(err)
