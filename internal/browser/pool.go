@@ -225,8 +225,8 @@ func newSessionCtxError(ctx context.Context, err error) error {
 // acquire reserves a session slot in a running browser process, starting one
 // when all are full and the cap allows, or waiting for a slot. When the
 // pool has a spare session for device, it returns that instead (its slot
-// is reserved already); a spare for another device is discarded, which
-// frees its slot.
+// is reserved already); a spare for another device stays, unless its slot
+// is needed.
 func (p *Pool) acquire(ctx context.Context, device Device) (*process, *Session, error) {
 	claim := false // this call waits for the spare being opened
 	defer func() {
@@ -246,12 +246,15 @@ func (p *Pool) acquire(ctx context.Context, device Device) (*process, *Session, 
 			return nil, nil, errPoolClosed()
 		}
 		if sp := p.spare; sp != nil {
-			p.spare = nil
-			if sp.device == device && sp.proc.ctx.Err() == nil && sp.ctx.Err() == nil && !sp.proc.dead {
+			switch {
+			case sp.proc.ctx.Err() != nil || sp.ctx.Err() != nil || sp.proc.dead:
+				p.spare = nil
+				p.discardLocked(sp)
+			case sp.device == device:
+				p.spare = nil
 				p.mu.Unlock()
 				return nil, sp, nil
 			}
-			p.discardLocked(sp)
 		}
 		var b *process
 		switch {
@@ -264,6 +267,12 @@ func (p *Pool) acquire(ctx context.Context, device Device) (*process, *Session, 
 			if claim {
 				p.claimed, claim = false, false
 			}
+			b = p.pickLocked()
+		}
+		if sp := p.spare; b == nil && !claim && sp != nil {
+			// A spare for another device: its slot is worth more now.
+			p.spare = nil
+			p.discardLocked(sp)
 			b = p.pickLocked()
 		}
 		if b == nil && !claim && len(p.browsers) < p.opts.MaxBrowsers {
