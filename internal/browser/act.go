@@ -22,7 +22,7 @@ const (
 	ActHover    = "hover"    // the mouse over the element
 	ActCheck    = "check"    // click a checkbox or radio button unless it is checked
 	ActUncheck  = "uncheck"  // click a checkbox unless it is not checked
-	ActFill     = "fill"     // clear a field and type Action.Value into it
+	ActFill     = "fill"     // clear a field and insert Action.Value as one edit
 	ActClear    = "clear"    // clear a field
 	ActType     = "type"     // type Action.Value key by key into the element, Action.Delay apart
 	ActPress    = "press"    // press the key Action.Value on the element
@@ -223,7 +223,12 @@ func (s *Session) Act(ctx context.Context, t Target, a Action) error {
 		}
 	case ActFill:
 		if !r.Has && a.Value != "" {
-			err = chromedp.Do(c.c, chromedp.KeyEvent(a.Value))
+			// One edit, as a paste or an input method commits text: the
+			// page gets beforeinput and input (inputType insertText) once,
+			// trusted, which is what frameworks (React, Vue) listen to;
+			// change follows when the field loses the focus, as for a
+			// person. Key by key is type's.
+			err = chromedp.Do(c.c, command(input.InsertText, input.InsertTextParams{Text: a.Value}))
 		}
 	case ActType:
 		err = s.typeKeys(c, a.Value, a.Delay)

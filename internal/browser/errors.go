@@ -79,3 +79,50 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 	return ctx.Err()
 }
+
+// awaitPage calls check until it reports done or fails with a *duet.Error,
+// within the call's deadline. check gets a slice: how long it may wait in
+// the page for a change before it answers (0 the first time, so that even
+// a loaded machine says early how things stand; then up to maxSlice, ending
+// sliceMargin before the deadline). So a wait reacts to the page, not to a
+// clock. An error that is not a *duet.Error — the page navigating to
+// another document, whose scripts ended — makes it look again after a short
+// pause that grows from 10 to 100 ms.
+func (s *Session) awaitPage(c *call, check func(ctx context.Context, slice time.Duration) (bool, error)) error {
+	var last error
+	delay := 10 * time.Millisecond
+	for first := true; ; first = false {
+		if err := c.c.Err(); err != nil {
+			return joinErr(err, last)
+		}
+		slice := maxSlice
+		if dl, ok := c.c.Deadline(); ok {
+			slice = max(0, min(slice, time.Until(dl)-sliceMargin))
+		}
+		if first {
+			slice = 0
+		}
+		done, err := check(c.c, slice)
+		var de *duet.Error
+		switch {
+		case errors.As(err, &de):
+			return err
+		case err != nil:
+			last = err
+			if err := sleep(c.c, delay); err != nil {
+				return joinErr(err, last)
+			}
+			delay = min(2*delay, 100*time.Millisecond)
+			continue
+		case done:
+			return nil
+		}
+		delay = 10 * time.Millisecond
+		if slice == 0 && !first {
+			// Too close to the deadline for the page to wait.
+			if err := sleep(c.c, 10*time.Millisecond); err != nil {
+				return joinErr(err, last)
+			}
+		}
+	}
+}

@@ -103,7 +103,10 @@ func (s *Session) checkNavigation(ctx context.Context, raw string) error {
 	case "about", "data", "blob":
 		return nil
 	}
-	return g.CheckURL(netguard.WithAllowed(ctx, s.allowed), raw)
+	s.mu.Lock()
+	allowed := s.allowed
+	s.mu.Unlock()
+	return g.CheckURL(netguard.WithAllowed(ctx, allowed), raw)
 }
 
 // clearOrigins deletes the cookies, storage and cache of the origins the

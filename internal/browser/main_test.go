@@ -247,6 +247,39 @@ document.getElementById('k').addEventListener('keydown', (e) => {
 });
 </script>`),
 
+	// A field as a framework sees it: React's value tracker (a value set
+	// through the element's own setter is not news; an input event whose
+	// value differs from it is) keeps the state, and every event is logged.
+	"/events": htmlPage("Events", "", `<input id="ev"> <div id="ce" contenteditable="true">old text</div>
+<button id="elsewhere">Elsewhere</button> <pre id="evlog"></pre>
+<script>
+const log = [];
+let state = '';
+const el = document.getElementById('ev');
+const proto = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value');
+let tracked = el.value;
+Object.defineProperty(el, 'value', {configurable: true,
+  get() { return proto.get.call(this); },
+  set(v) { tracked = String(v); proto.set.call(this, v); }});
+const note = (e) => {
+  log.push({type: e.type, target: e.target.id, inputType: e.inputType || '', data: e.data == null ? null : e.data, trusted: e.isTrusted});
+  document.getElementById('evlog').textContent = JSON.stringify({state, log});
+};
+for (const t of ['keydown', 'keyup', 'beforeinput', 'change']) {
+  el.addEventListener(t, note);
+  document.getElementById('ce').addEventListener(t, note);
+}
+const onInput = (e) => {
+  if (e.target === el) {
+    const v = el.value;
+    if (v !== tracked) { tracked = v; state = v; }
+  }
+  note(e);
+};
+el.addEventListener('input', onInput);
+document.getElementById('ce').addEventListener('input', onInput);
+</script>`),
+
 	"/device": htmlPage("Device", viewportMeta, `<pre id="info"></pre>
 <script>
 document.getElementById('info').textContent = JSON.stringify({

@@ -74,6 +74,20 @@ type Pool struct {
 	waiting  int
 	started  int
 	nextID   int
+
+	// A session opened ahead (local browsers only): the next NewSession
+	// for its device takes it, so that opening a context (its tab, the
+	// protocol domains, the emulation, the guard) is done while the
+	// previous case runs, not at the start of the next one.
+	spare       *Session
+	preparing   bool            // a spare is being opened,
+	spareDev    Device          // for this device,
+	claimed     bool            // and a NewSession waits for it
+	lastDev     *Device         // the device of the last NewSession
+	opened      int             // sessions NewSession returned
+	spareCtx    context.Context // ends when the pool closes, before the processes stop
+	spareCancel context.CancelFunc
+	spareWG     sync.WaitGroup // preparations and discarded spares' teardowns
 }
 
 // process is one browser process of a Pool. Fields below ready are set
@@ -103,13 +117,16 @@ type Stats struct {
 func NewPool(opts Options) *Pool {
 	opts = opts.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
+	spareCtx, spareCancel := context.WithCancel(ctx)
 	return &Pool{
-		opts:     opts,
-		log:      opts.Logger,
-		ctx:      ctx,
-		cancel:   cancel,
-		sessions: make(map[*Session]struct{}),
-		changed:  make(chan struct{}),
+		opts:        opts,
+		log:         opts.Logger,
+		ctx:         ctx,
+		cancel:      cancel,
+		sessions:    make(map[*Session]struct{}),
+		changed:     make(chan struct{}),
+		spareCtx:    spareCtx,
+		spareCancel: spareCancel,
 	}
 }
 
@@ -153,12 +170,26 @@ func (p *Pool) NewSession(ctx context.Context, device Device) (*Session, error) 
 		}
 	}
 	for attempt := 1; ; attempt++ {
-		b, err := p.acquire(ctx)
+		b, spare, err := p.acquire(ctx, device)
 		if err != nil {
 			return nil, err
 		}
+		if spare != nil {
+			spare.mu.Lock()
+			spare.allowed = netguard.AllowedURLs(ctx)
+			spare.mu.Unlock()
+			if err := p.register(ctx, spare); err != nil {
+				return nil, err
+			}
+			p.prepare(device)
+			return spare, nil
+		}
 		s, err := p.open(ctx, b, device)
 		if err == nil {
+			if err := p.register(ctx, s); err != nil {
+				return nil, err
+			}
+			p.prepare(device)
 			return s, nil
 		}
 		p.release(b)
@@ -192,25 +223,65 @@ func newSessionCtxError(ctx context.Context, err error) error {
 }
 
 // acquire reserves a session slot in a running browser process, starting one
-// when all are full and the cap allows, or waiting for a slot.
-func (p *Pool) acquire(ctx context.Context) (*process, error) {
+// when all are full and the cap allows, or waiting for a slot. When the
+// pool has a spare session for device, it returns that instead (its slot
+// is reserved already); a spare for another device stays, unless its slot
+// is needed.
+func (p *Pool) acquire(ctx context.Context, device Device) (*process, *Session, error) {
+	claim := false // this call waits for the spare being opened
+	defer func() {
+		if claim {
+			p.mu.Lock()
+			p.claimed = false
+			p.mu.Unlock()
+		}
+	}()
 	for {
 		if err := newSessionCtxError(ctx, ctx.Err()); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
-			return nil, errPoolClosed()
+			return nil, nil, errPoolClosed()
 		}
-		b := p.pickLocked()
-		if b == nil && len(p.browsers) < p.opts.MaxBrowsers {
+		if sp := p.spare; sp != nil {
+			switch {
+			case sp.proc.ctx.Err() != nil || sp.ctx.Err() != nil || sp.proc.dead:
+				p.spare = nil
+				p.discardLocked(sp)
+			case sp.device == device:
+				p.spare = nil
+				p.mu.Unlock()
+				return nil, sp, nil
+			}
+		}
+		var b *process
+		switch {
+		case p.preparing && p.spareDev == device && (claim || !p.claimed):
+			// The spare being opened for this device is ready sooner
+			// than a new session would be: wait for it (one call
+			// does; the others open their own).
+			p.claimed, claim = true, true
+		default:
+			if claim {
+				p.claimed, claim = false, false
+			}
+			b = p.pickLocked()
+		}
+		if sp := p.spare; b == nil && !claim && sp != nil {
+			// A spare for another device: its slot is worth more now.
+			p.spare = nil
+			p.discardLocked(sp)
+			b = p.pickLocked()
+		}
+		if b == nil && !claim && len(p.browsers) < p.opts.MaxBrowsers {
 			var path string
 			if p.opts.Remote == nil {
 				var err error
 				if path, err = findExec(p.opts.ExecPath); err != nil {
 					p.mu.Unlock()
-					return nil, err
+					return nil, nil, err
 				}
 			}
 			b = p.startLocked(path)
@@ -220,13 +291,13 @@ func (p *Pool) acquire(ctx context.Context) (*process, error) {
 			p.mu.Unlock()
 			if err := p.awaitReady(ctx, b); err != nil {
 				p.release(b)
-				return nil, err
+				return nil, nil, err
 			}
 			if b.ctx.Err() != nil { // died since it started
 				p.release(b)
 				continue
 			}
-			return b, nil
+			return b, nil, nil
 		}
 		changed := p.changed
 		p.waiting++
@@ -240,6 +311,59 @@ func (p *Pool) acquire(ctx context.Context) (*process, error) {
 		p.waiting--
 		p.mu.Unlock()
 	}
+}
+
+// prepare opens a spare session for device in the background, unless the
+// pool has one or is opening one, has not opened two sessions yet, or no
+// running process has room for it (it never starts a process). Remote browsers get none: a spare would
+// hold a tab of someone else's browser, or of a phone, for nothing.
+func (p *Pool) prepare(device Device) {
+	if p.opts.Remote != nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lastDev = &device
+	if p.closed || p.spare != nil || p.preparing || p.opened < 2 {
+		// (A pool used once, as by a command that runs one case,
+		// would open a spare for nothing.)
+		return
+	}
+	b := p.pickLocked()
+	if b == nil || !isReady(b) || b.err != nil || b.ctx.Err() != nil {
+		return
+	}
+	b.sessions++
+	p.preparing, p.spareDev, p.claimed = true, device, false
+	p.spareWG.Go(func() {
+		ctx, cancel := context.WithTimeout(p.spareCtx, p.opts.DefaultTimeout)
+		defer cancel()
+		s, err := p.open(ctx, b, device)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.preparing = false
+		switch {
+		case err != nil:
+			if p.ctx.Err() == nil {
+				p.log.Debug("browser: cannot open a spare session", "browser", b.id, "err", err)
+			}
+			b.sessions--
+		case p.closed:
+			p.discardLocked(s)
+		default:
+			p.spare = s
+		}
+		p.broadcastLocked()
+	})
+}
+
+// discardLocked closes a spare session that nobody will take: its slot is
+// free at once, its context goes in the background.
+func (p *Pool) discardLocked(s *Session) {
+	s.closed.Store(true)
+	s.proc.sessions--
+	p.broadcastLocked()
+	p.spareWG.Go(s.teardown)
 }
 
 // pickLocked returns the live process with the fewest sessions among those
@@ -550,17 +674,25 @@ func (p *Pool) open(ctx context.Context, b *process, device Device) (*Session, e
 	}
 	s.handleDialogs(tctx)
 	s.watchTabs()
+	return s, nil
+}
 
+// register adds a session that open returned to those of the pool; when
+// the pool has closed meanwhile, it closes the session and returns
+// CodeBrowserUnavailable.
+func (p *Pool) register(ctx context.Context, s *Session) error {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
 		s.teardown()
-		return nil, errPoolClosed()
+		p.release(s.proc)
+		return errPoolClosed()
 	}
 	p.sessions[s] = struct{}{}
+	p.opened++
 	p.mu.Unlock()
-	p.log.DebugContext(ctx, "browser: session opened", "browser", b.id, "device", s.device.Name)
-	return s, nil
+	p.log.DebugContext(ctx, "browser: session opened", "browser", s.proc.id, "device", s.device.Name)
+	return nil
 }
 
 // bind returns a context that carries the chromedp values of base, ends when
@@ -576,12 +708,17 @@ func bind(base, ctx context.Context) (context.Context, context.CancelFunc) {
 	return c, func() { stop(); cancel() }
 }
 
-// forget drops a closed session from the pool and frees its slot.
+// forget drops a closed session from the pool and frees its slot, which
+// may make room for a spare.
 func (p *Pool) forget(s *Session) {
 	p.mu.Lock()
 	delete(p.sessions, s)
+	last := p.lastDev
 	p.mu.Unlock()
 	p.release(s.proc)
+	if last != nil {
+		p.prepare(*last)
+	}
 }
 
 // Close closes the open sessions, kills every browser process and removes
@@ -600,14 +737,20 @@ func (p *Pool) Close() {
 	for s := range p.sessions {
 		sessions = append(sessions, s)
 	}
+	if p.spare != nil {
+		p.discardLocked(p.spare)
+		p.spare = nil
+	}
 	p.broadcastLocked()
 	p.mu.Unlock()
 
+	p.spareCancel() // a spare being opened gives up
 	var wg sync.WaitGroup
 	for _, s := range sessions {
 		wg.Go(s.Close)
 	}
 	wg.Wait()
+	p.spareWG.Wait()
 	p.cancel()
 	p.wg.Wait()
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/netguard"
 )
 
 func TestPoolUnavailable(t *testing.T) {
@@ -224,5 +225,117 @@ func TestPoolReplacesDeadBrowser(t *testing.T) {
 		if _, err := os.Stat(b.dir); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("user data directory %s: got %v after Close, want it removed", b.dir, err)
 		}
+	}
+}
+
+// awaitSpare waits until the pool holds a session opened ahead, and
+// returns it.
+func awaitSpare(t *testing.T, p *Pool) *Session {
+	t.Helper()
+	ctx := testCtx(t, 45*time.Second)
+	for {
+		p.mu.Lock()
+		sp, changed := p.spare, p.changed
+		p.mu.Unlock()
+		if sp != nil {
+			return sp
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			t.Fatal("no spare session was opened")
+		}
+	}
+}
+
+// TestPoolOpensASessionAhead: after a second NewSession, the pool opens
+// the next session in the background (its context, tab, emulation and guard), and
+// the next NewSession for that device takes it, with the allowance of its
+// own ctx; one for another device discards it and opens its own. The
+// spare holds a slot but is no session of the pool's counters, and Close
+// disposes of it.
+func TestPoolOpensASessionAhead(t *testing.T) {
+	t.Parallel()
+	requireChromium(t)
+	site := newSite(t)
+	// The guard refuses loopback but for what a session's ctx allows.
+	p := NewPool(Options{MaxBrowsers: 1, MaxContextsPerBrowser: 3, Logger: testLogger(), Guard: &netguard.Policy{}})
+	defer p.Close()
+	ctx := testCtx(t, 45*time.Second)
+	allowed := netguard.AllowURL(ctx, site.URL)
+
+	// A pool used once opens no spare; from the second session on, it does.
+	s0, err := p.NewSession(allowed, Device{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s0.Close()
+	p.mu.Lock()
+	early := p.spare != nil || p.preparing
+	p.mu.Unlock()
+	if early {
+		t.Error("a pool used once opened a spare session")
+	}
+	s1, err := p.NewSession(allowed, Device{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s1.Close()
+	spare := awaitSpare(t, p)
+	if got := p.Stats().Sessions; got != 1 {
+		t.Errorf("Stats().Sessions = %d with a spare, want 1", got)
+	}
+	s2, err := p.NewSession(allowed, Device{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if s2 != spare {
+		t.Fatal("NewSession opened a session of its own while one for its device was ready")
+	}
+	if err := s2.Open(ctx, site.URL+"/page2?step=4"); err != nil {
+		t.Fatalf("the spare session does not have its ctx's allowance: %v", err)
+	}
+	if got, err := s2.Text(ctx, "#step"); err != nil || got != "step 4" {
+		t.Errorf("Text(#step) = %q, %v; want %q", got, err, "step 4")
+	}
+
+	// Without the allowance, the guard refuses the site, spare or not.
+	spare = awaitSpare(t, p)
+	s3, err := p.NewSession(ctx, Device{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s3 != spare {
+		t.Fatal("NewSession opened a session of its own while one for its device was ready")
+	}
+	wantCode(t, s3.Open(ctx, site.URL+"/"), duet.CodeURLRefused)
+	s3.Close()
+
+	// Another device: the spare goes, its slot with it (the pool is full
+	// with s1, s2 and the spare otherwise).
+	spare = awaitSpare(t, p)
+	phone, err := DeviceByName("iphone-15")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s4, err := p.NewSession(allowed, phone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s4.Close()
+	if s4 == spare || s4.Device().Name != phone.Name {
+		t.Fatalf("NewSession(%s) got the spare of another device (%s)", phone.Name, s4.Device().Name)
+	}
+	if got := p.Stats(); got.Sessions != 3 || got.Started != 1 {
+		t.Errorf("Stats() = %+v, want 3 sessions in the 1 process started", got)
+	}
+
+	p.Close()
+	if got := p.Stats().Sessions; got != 0 {
+		t.Errorf("Stats().Sessions = %d after Close, want 0", got)
+	}
+	if spare.ctx.Err() == nil {
+		t.Error("the discarded spare's tab is still open after Close")
 	}
 }

@@ -76,26 +76,74 @@ func evalJS[T any](ctx context.Context, fn string, args ...any) (T, error) {
 		b.Write(j)
 	}
 	b.WriteString(");\n})()")
-	return chromedp.Run(ctx, chromedp.Evaluate[T](b.String()))
+	return chromedp.Run(ctx, chromedp.Evaluate[T](b.String(), chromedp.EvalAwaitPromise))
 }
 
-// jsWait checks the element and text parts of a WaitCondition and returns
-// the URL for the Go side to check.
-const jsWait = `function (sel, text, visible) {
-	const res = {state: 'ok', str: location.href, has: true};
-	let scope = document.body;
-	if (sel) {
-		const f = $find(sel, visible);
-		if (f.state === 'invalid') return f;
-		if (f.state !== 'ok') return {state: f.state, str: location.href, has: false};
-		scope = f.el;
+// jsWait waits in the page, at most o.slice ms, until the element and text
+// parts of a WaitCondition hold and the URL contains o.urlContains and is
+// not o.seen (one the Go side found not to match URLMatches). It looks
+// again when the page changes — a DOM mutation, a navigation within the
+// document (history, hash), the next animation frame for an element or a
+// text that is there but hidden (a style may show it without a mutation)
+// — and returns the URL for the Go side to check. A navigation
+// to another document ends the evaluation with an error: the Go side looks
+// again in the new document.
+const jsWait = `async function (o) {
+	const check = () => {
+		const href = location.href;
+		let scope = document.body;
+		if (o.sel) {
+			const f = $find(o.sel, o.visible);
+			if (f.state === 'invalid') return f;
+			if (f.state !== 'ok') return {state: f.state, str: href, has: false};
+			scope = f.el;
+		}
+		if (o.text) {
+			const t = scope ? (scope.innerText || scope.textContent || '') : '';
+			// Text that is there but not shown may show without a
+			// mutation (a style's animation): looked at every frame.
+			if (!t.includes(o.text)) return {state: 'notext', str: href, has: false, hid: !!scope && (scope.textContent || '').includes(o.text)};
+		}
+		if ((o.urlContains && !href.includes(o.urlContains)) || (o.seen && href === o.seen)) return {state: 'url', str: href, has: false};
+		return {state: 'ok', str: href, has: true};
+	};
+	const until = Date.now() + (o.slice || 0);
+	for (;;) {
+		const r = check();
+		if (r.state === 'ok' || r.state === 'invalid' || Date.now() >= until) return r;
+		await new Promise((resolve) => {
+			let done = false;
+			const nav = window.navigation;
+			const fin = () => {
+				if (done) return;
+				done = true;
+				mo.disconnect();
+				clearTimeout(t);
+				if (nav) nav.removeEventListener('currententrychange', fin);
+				removeEventListener('hashchange', fin);
+				removeEventListener('popstate', fin);
+				resolve();
+			};
+			const mo = new MutationObserver(fin);
+			mo.observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
+			const t = setTimeout(fin, Math.max(0, until - Date.now()));
+			if (nav) nav.addEventListener('currententrychange', fin);
+			addEventListener('hashchange', fin);
+			addEventListener('popstate', fin);
+			if (r.state === 'hidden' || r.hid) requestAnimationFrame(() => setTimeout(fin, 0));
+		});
 	}
-	if (text) {
-		const t = scope ? (scope.innerText || scope.textContent || '') : '';
-		if (!t.includes(text)) return {state: 'notext', str: location.href, has: false};
-	}
-	return res;
 }`
+
+// jsWaitArgs is jsWait's o.
+type jsWaitArgs struct {
+	Sel         string `json:"sel,omitempty"`
+	Text        string `json:"text,omitempty"`
+	Visible     bool   `json:"visible,omitempty"`
+	URLContains string `json:"urlContains,omitempty"`
+	Seen        string `json:"seen,omitempty"`
+	Slice       int64  `json:"slice"`
+}
 
 // jsPage returns the URL and the title of the document.
 const jsPage = `function () {

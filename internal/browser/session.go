@@ -42,7 +42,7 @@ type Session struct {
 	contextID  cdp.BrowserContextID
 
 	shared  bool     // a tab in the browser's default context (Remote.SharedContext)
-	allowed []string // destinations the guard allows by name (netguard.AllowedURLs)
+	allowed []string // destinations the guard allows by name (netguard.AllowedURLs); under mu
 
 	turn      chan struct{} // holds a token while a call runs: one at a time
 	closed    atomic.Bool
@@ -284,9 +284,13 @@ func (s *Session) Hover(ctx context.Context, selector string) error {
 }
 
 // Fill replaces the content of an input, textarea or contenteditable element:
-// it focuses the element, clears it and types value key by key, so that the
-// page sees the same events as from a user. Inputs of type date, time, month,
-// week, datetime-local, range and color get value set directly.
+// it focuses the element, clears it and inserts value as one edit, as a
+// paste does: the page gets one trusted beforeinput and input event
+// (inputType insertText), which frameworks such as React and Vue take as
+// the user's, and change when the field loses the focus. No key events:
+// Type types key by key. Inputs of type date, time, month, week,
+// datetime-local, range and color get value set directly, with input and
+// change.
 //
 // Errors: CodeElementNotFound when no visible element matches in time,
 // CodeInvalidArgument for a bad selector or an element that takes no text,
@@ -377,9 +381,11 @@ func (s *Session) WaitFor(ctx context.Context, cond WaitCondition) error {
 	}
 	defer s.end(c)
 
+	seen := "" // a URL that does not match URLMatches
 	var last jsResult
-	err = poll(c.c, func(ctx context.Context) (bool, error) {
-		r, err := evalJS[jsResult](ctx, jsWait, cond.Selector, cond.Text, cond.Visible)
+	err = s.awaitPage(c, func(ctx context.Context, slice time.Duration) (bool, error) {
+		r, err := evalJS[jsResult](ctx, jsWait, jsWaitArgs{Sel: cond.Selector, Text: cond.Text, Visible: cond.Visible,
+			URLContains: cond.URLContains, Seen: seen, Slice: slice.Milliseconds()})
 		if err != nil {
 			return false, err
 		}
@@ -387,16 +393,12 @@ func (s *Session) WaitFor(ctx context.Context, cond WaitCondition) error {
 			return false, opError(duet.CodeInvalidArgument, op, nil, "wait: invalid CSS selector %q: %s", cond.Selector, r.Msg)
 		}
 		last = r
-		switch {
-		case !r.Has:
-		case cond.URLContains != "" && !strings.Contains(r.Str, cond.URLContains):
-			last.State = "url"
-		case re != nil && !re.MatchString(r.Str):
-			last.State = "url"
-		default:
-			return true, nil
+		if r.Has && re != nil && !re.MatchString(r.Str) {
+			// The page waits for another URL than this one next.
+			last.State, seen = "url", r.Str
+			return false, nil
 		}
-		return false, nil
+		return r.Has, nil
 	})
 	return s.fail(c, err, func() *duet.Error {
 		var why string

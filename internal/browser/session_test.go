@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"image"
 	"image/png"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -611,4 +614,191 @@ func TestSessionClose(t *testing.T) {
 	}
 	_, err := s.Text(testCtx(t, time.Second), "h1")
 	wantCode(t, err, duet.CodeBrowserError, "closed")
+}
+
+// TestFillIsOneEdit: fill puts the value in as one edit — one trusted
+// beforeinput and input (insertText) with the whole text, no key events —
+// which a framework's value tracker (React's) takes as the user's; change
+// follows when the field loses the focus. type stays key by key.
+func TestFillIsOneEdit(t *testing.T) {
+	t.Parallel()
+	p := sharedPool(t)
+	site := newSite(t)
+	s := newSession(t, p, "desktop")
+	open(t, s, site, "/events")
+	ctx := testCtx(t, 30*time.Second)
+
+	type event struct {
+		Type      string  `json:"type"`
+		Target    string  `json:"target"`
+		InputType string  `json:"inputType"`
+		Data      *string `json:"data"`
+		Trusted   bool    `json:"trusted"`
+	}
+	var seen int
+	events := func() (string, []event) {
+		t.Helper()
+		out, err := s.Text(ctx, "#evlog")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			State string  `json:"state"`
+			Log   []event `json:"log"`
+		}
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatalf("event log %q: %v", out, err)
+		}
+		news := got.Log[seen:]
+		seen = len(got.Log)
+		return got.State, news
+	}
+	text := func(s string) *string { return &s }
+
+	const value = "héllo wörld ✓"
+	if err := s.Fill(ctx, "#ev", value); err != nil {
+		t.Fatal(err)
+	}
+	state, got := events()
+	want := []event{
+		{Type: "beforeinput", Target: "ev", InputType: "insertText", Data: text(value), Trusted: true},
+		{Type: "input", Target: "ev", InputType: "insertText", Data: text(value), Trusted: true},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events of fill (-want +got):\n%s", diff)
+	}
+	if state != value {
+		t.Errorf("the framework's state is %q, want %q", state, value)
+	}
+
+	// A field that holds text: cleared (an input event the tracker takes),
+	// then the new value in one edit.
+	if err := s.Fill(ctx, "#ev", "second"); err != nil {
+		t.Fatal(err)
+	}
+	state, got = events()
+	if n := len(got); n != 3 || got[0].Type != "input" || got[1].Type != "beforeinput" || got[2].Type != "input" || *got[2].Data != "second" {
+		t.Errorf("events of a second fill: %+v; want input (cleared), beforeinput, input of %q", got, "second")
+	}
+	if state != "second" {
+		t.Errorf("the framework's state is %q, want %q", state, "second")
+	}
+	if v, err := s.Value(ctx, "#ev"); err != nil || v != "second" {
+		t.Errorf("value %q, %v; want %q", v, err, "second")
+	}
+
+	// change when the field loses the focus, as for a person.
+	if err := s.Click(ctx, "#elsewhere"); err != nil {
+		t.Fatal(err)
+	}
+	if _, got = events(); len(got) != 1 || got[0].Type != "change" || got[0].Target != "ev" {
+		t.Errorf("events when the focus leaves: %+v; want one change of #ev", got)
+	}
+
+	// A contenteditable element: its text replaced in one edit.
+	if err := s.Fill(ctx, "#ce", "new text"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Text(ctx, "#ce"); err != nil || got != "new text" {
+		t.Errorf("contenteditable text %q, %v; want %q", got, err, "new text")
+	}
+	_, got = events()
+	var inserts int
+	for _, e := range got {
+		if e.Type == "keydown" {
+			t.Errorf("fill of a contenteditable element pressed a key: %+v", e)
+		}
+		if e.Type == "input" && e.InputType == "insertText" {
+			inserts++
+		}
+	}
+	if inserts != 1 {
+		t.Errorf("fill of a contenteditable element: %d insertText inputs, want 1 (%+v)", inserts, got)
+	}
+
+	// type: key by key, each key an event.
+	if err := s.Act(ctx, CSS("#ev"), Action{Kind: ActType, Value: "ab"}); err != nil {
+		t.Fatal(err)
+	}
+	_, got = events()
+	var keys int
+	for _, e := range got {
+		if e.Type == "keydown" {
+			keys++
+		}
+	}
+	if keys != 2 {
+		t.Errorf("type of 2 letters: %d keydown events, want 2 (%+v)", keys, got)
+	}
+}
+
+// TestWaitForReactsToThePage: a wait looks again when the page changes (a
+// DOM mutation, a navigation within the document), not on a clock. The
+// page counts the wait's looks (its querySelector calls): an element held
+// back for a second is seen in at most three (the first look, the one
+// that waits in the page, the one after the mutation), where polling
+// looks every 10 to 100 ms. A URL that changes by history.pushState wakes
+// a wait for it too.
+func TestWaitForReactsToThePage(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /release", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		fmt.Fprint(w, "ok")
+	})
+	mux.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, htmlPage("Late", "", `<button id="go">Go</button> <button id="push">Push</button>
+<script>
+window.__looks = 0;
+const qs = Document.prototype.querySelector;
+Document.prototype.querySelector = function (sel) { if (sel === '#late') window.__looks++; return qs.call(this, sel); };
+document.getElementById('go').onclick = () => fetch('/release').then(() => {
+  const d = document.createElement('p'); d.id = 'late'; d.textContent = 'here'; document.body.appendChild(d);
+});
+document.getElementById('push').onclick = () => fetch('/release').then(() => history.pushState({}, '', '/pushed?done=1'));
+</script>`))
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+
+	p := sharedPool(t)
+	s := newSession(t, p, "desktop")
+	open(t, s, srv, "/")
+	ctx := testCtx(t, 30*time.Second)
+	if err := s.Click(ctx, "#go"); err != nil {
+		t.Fatal(err)
+	}
+	hold := time.AfterFunc(time.Second, func() { close(release) })
+	defer hold.Stop()
+	if err := s.WaitFor(ctx, WaitCondition{Selector: "#late", Timeout: 20 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	looks, err := s.Evaluate(ctx, "window.__looks", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := looks.(float64); n < 1 || n > 3 {
+		t.Errorf("the wait looked %v times for an element held back a second; want 1 to 3 (one per change of the page)", looks)
+	}
+
+	// The URL by history.pushState: the navigation within the document
+	// wakes the wait (the release is open now: the push follows the click).
+	if err := s.Click(ctx, "#push"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WaitFor(ctx, WaitCondition{URLMatches: `/pushed\?done=1$`, Timeout: 20 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
 }

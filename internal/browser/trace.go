@@ -34,6 +34,7 @@ type recorder struct {
 	start  time.Time
 	cancel context.CancelFunc
 	done   sync.WaitGroup
+	kick   chan struct{} // a step ended: acknowledge the frame held now
 
 	mu         sync.Mutex
 	frames     []trace.CapturedFrame
@@ -70,7 +71,7 @@ func (s *Session) StartTrace(ctx context.Context, opts trace.RecordOptions) erro
 	}
 	opts = opts.WithDefaults()
 	lctx, cancel := context.WithCancel(s.ctx)
-	r := &recorder{s: s, opts: opts, start: time.Now(), cancel: cancel,
+	r := &recorder{s: s, opts: opts, start: time.Now(), cancel: cancel, kick: make(chan struct{}, 1),
 		reqs: map[network.RequestID]*trace.Request{}, sentAt: map[network.RequestID]float64{}}
 	if err := chromedp.Listen(lctx, r.onEvent); err != nil {
 		cancel()
@@ -100,12 +101,27 @@ func (s *Session) StartTrace(ctx context.Context, opts trace.RecordOptions) erro
 }
 
 // onFrame keeps a screencast frame within the rate and byte bounds and
-// acknowledges it (the browser sends the next one only then).
+// acknowledges it. The browser sends the next frame only then: the
+// acknowledgement waits until the replay's rate (FPS) wants the next one,
+// or a step ends and wants its screenshot after, so that the browser
+// captures and encodes no frame that would be dropped — most frames of a
+// page that loads or animates, each a cost to the page.
 func (r *recorder) onFrame(ctx context.Context, ev page.EventScreencastFrame) {
+	r.keep(trace.CapturedFrame{AtMs: r.now(), Data: ev.Data})
+	t := time.NewTimer(time.Second / time.Duration(r.opts.FPS))
+	select {
+	case <-t.C:
+	case <-r.kick:
+	case <-ctx.Done():
+	}
+	t.Stop()
 	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	_, _ = chromedp.Call(actx, page.ScreencastFrameAck, page.ScreencastFrameAckParams{SessionID: ev.SessionID})
 	cancel()
-	f := trace.CapturedFrame{AtMs: r.now(), Data: ev.Data}
+}
+
+// keep keeps a screencast frame within the rate and byte bounds.
+func (r *recorder) keep(f trace.CapturedFrame) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stopped {
@@ -238,6 +254,10 @@ func (s *Session) TraceStepEnd(ctx context.Context, index int, dom, shot bool) {
 			m.After = len(r.frames) - 1
 		} else {
 			r.afterDue = append(r.afterDue, i)
+			select {
+			case r.kick <- struct{}{}:
+			default:
+			}
 		}
 		break
 	}

@@ -181,3 +181,45 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestTraceFrameRate: the screencast sends no more frames than the replay
+// keeps — FPS a second, as the acknowledgements pace it — however often an
+// animated page repaints (each frame the browser captures and encodes is a
+// cost to the page); a step that ends still gets its screenshot after it
+// at once, from the next frame.
+func TestTraceFrameRate(t *testing.T) {
+	t.Parallel()
+	p := sharedPool(t)
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, htmlPage("Spin", `<style>@keyframes spin { to { transform: rotate(360deg) } }
+#spin { width: 80px; height: 80px; background: #36c; animation: spin .5s linear infinite }</style>`, `<div id="spin"></div>`))
+	}))
+	t.Cleanup(site.Close)
+	s := newSession(t, p, "")
+	ctx := testCtx(t, 60*time.Second)
+	open(t, s, site, "/")
+	const fps = 1
+	start := time.Now()
+	if err := s.StartTrace(ctx, trace.RecordOptions{FPS: fps}); err != nil {
+		t.Fatal(err)
+	}
+	s.TraceStepBegin(0)
+	s.TraceStepEnd(ctx, 0, false, false)
+	waitFor(t, func() bool {
+		r := s.rec.Load()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.marks[0].After >= 0
+	})
+	time.Sleep(2 * time.Second) // the page animates meanwhile
+	c := s.StopTrace(ctx, true)
+	elapsed := time.Since(start)
+	sent := len(c.Frames) + c.DroppedFrames
+	t.Logf("the browser sent %d frames in %s", sent, elapsed.Round(time.Millisecond))
+	// One frame when the screencast starts, one per FPS interval, and
+	// one for the step that ended.
+	if most := 2 + int(elapsed.Seconds()*fps+0.999); sent > most || sent < 2 {
+		t.Errorf("the browser sent %d frames in %s at %d a second; want 2 to %d", sent, elapsed.Round(time.Millisecond), fps, most)
+	}
+}

@@ -6,14 +6,14 @@ import (
 	"github.com/duet-test/duet"
 )
 
-var fillForm = elementForm("", Key{Name: "value", Type: Template, Required: true, Doc: "the text to type"})
+var fillForm = elementForm("", Key{Name: "value", Type: Template, Required: true, Doc: "the text the field holds afterwards"})
 
 // Fill is the fill step.
 var Fill = register(&Kind{
 	Name:    duet.StepFill,
 	Section: Browser,
 	Order:   130,
-	Summary: "Type into a field: wait until it is visible, enabled and editable, clear it and type the value key by key.",
+	Summary: "Fill a field: wait until it is visible, enabled and editable, clear it and put the value in as one edit (one input event, as a paste; `type` goes key by key).",
 	Form:    fillForm,
 	Example: "- fill: {selector: \"#username\", value: alice}\n- fill: {label: Email address, value: alice@example.com}\n",
 	Agent:   "`fill: {label: \"Email\", value: \"a@example.com\"}` (or `placeholder:`, `selector:`)",

@@ -21,6 +21,9 @@
 //     req/s at -c with one and two `duet serve` instances on PostgreSQL
 //     beside one on SQLite, and run throughput of http-step cases with one
 //     and two `duet worker` processes (scale.go).
+//  8. Browser cases (browser.go): the 20-case browser suite one and two
+//     cases at a time, a warm pool's new context, and the cost of tracing
+//     on-failure (the Go benchmarks of internal/engine and internal/browser).
 //
 // It ends with the goals of issue 15 against what the run measured.
 package main
@@ -58,7 +61,8 @@ var (
 	dur      = flag.Duration("d", 10*time.Second, "duration of each load run")
 	warm     = flag.Duration("warmup", 2*time.Second, "warm-up before each load run")
 	seqN     = flag.Int("n", 2000, "calls per boundary measurement")
-	only     = flag.String("only", "", "comma-separated sections to run: load,boundary,cold,runs,invoke,growth,trips,scale (default all)")
+	only     = flag.String("only", "", "comma-separated sections to run: load,boundary,cold,runs,invoke,growth,trips,scale,browser (default all)")
+	browserN = flag.String("browser-benchtime", "3x", "browser section: -benchtime of BenchmarkBrowserSuite and BenchmarkTraceCost")
 	rounds   = flag.Int("rounds", 3, "scale section: rounds of each row, interleaved (medians are reported)")
 	pgURL    = flag.String("postgres", os.Getenv("DUET_TEST_POSTGRES_URL"), "PostgreSQL server for the scale section (default $DUET_TEST_POSTGRES_URL; a schema is created and dropped)")
 	targets  = flag.String("targets", "duet,gosdk,mcpgo,floor", "load targets")
@@ -114,6 +118,9 @@ func main() {
 	}
 	if want("scale") {
 		scaleTables(home, filepath.Join(tmp, "scale"))
+	}
+	if want("browser") {
+		browserTable()
 	}
 	goals(m, cold, invoke, growth)
 }
