@@ -26,14 +26,15 @@ type Route struct {
 
 	// Fulfil: the status (200 when a body is given without one), the
 	// response headers (values are templates) and the body: Body (a
-	// template, or the bytes of a file of the suite's folder read when the
-	// suite compiled, see BodyFile) or JSON (string leaves are templates).
+	// template), JSON (string leaves are templates) or the bytes of a file
+	// of the suite's folder, read when the suite compiled (File, FileData).
 	Status      int               `json:"status,omitempty"`
 	Headers     map[string]string `json:"headers,omitempty"`
 	Body        string            `json:"body,omitempty"`
-	BodyFile    string            `json:"bodyFile,omitempty"` // the file's path in the suite's folder, when Body came from one (Body is then not a template)
 	JSON        any               `json:"json,omitempty"`
-	ContentType string            `json:"contentType,omitempty"`
+	File        string            `json:"file,omitempty"` // the file's path in the suite's folder
+	FileData    []byte            `json:"fileData,omitempty"`
+	ContentType string            `json:"contentType,omitempty"` // the body's type, when no header names one
 
 	// Abort fails the request with a network error: failed, aborted,
 	// timedout, accessdenied, connectionclosed, connectionreset,
@@ -53,7 +54,7 @@ type Route struct {
 
 // Fulfils reports whether the route answers requests itself.
 func (r *Route) Fulfils() bool {
-	return r.Status != 0 || r.Body != "" || r.JSON != nil || r.BodyFile != ""
+	return r.Status != 0 || r.Body != "" || r.JSON != nil || r.File != ""
 }
 
 // RequestMatch picks the requests of the case's page a waitForResponse or
