@@ -330,7 +330,15 @@ func (c *compiler) caseNode(n *step.Node, task *duet.Task, suite bool) []*duet.C
 		if n.Get("each") != nil {
 			c.Scope.Save("row")
 		}
-		steps := slices.Clone(task.BeforeEach)
+		var steps []duet.Step
+		if sn := n.Get("session"); sn != nil {
+			// The case starts from a saved session: before its hooks
+			// open a page.
+			if st := c.Step(&step.Node{Type: step.MapNode, Line: sn.Line, Col: sn.Col, Keys: []*step.Node{{Type: step.ScalarNode, Value: "session", Line: sn.Line, Col: sn.Col}}, Vals: []*step.Node{sn}}, 0); st != nil {
+				steps = append(steps, *st)
+			}
+		}
+		steps = append(steps, task.BeforeEach...)
 		steps = append(steps, c.hookSteps(n, duet.HookBeforeEach)...)
 		steps = append(steps, c.Steps(sn)...)
 		steps = append(steps, c.hookSteps(n, duet.HookAfterEach)...)
