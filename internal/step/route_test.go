@@ -6,7 +6,11 @@ import (
 	"testing/fstest"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/app"
+	"github.com/duet-test/duet/internal/browser"
 	"github.com/duet-test/duet/internal/compiler"
+	"github.com/duet-test/duet/internal/engine"
+	"github.com/duet-test/duet/internal/netguard"
 	"github.com/duet-test/duet/internal/step"
 )
 
@@ -152,5 +156,41 @@ func TestGlobRegexp(t *testing.T) {
 		if got := re.MatchString(tt.url); got != tt.want {
 			t.Errorf("%s ~ %s: got %v (%s)", tt.glob, tt.url, got, re)
 		}
+	}
+}
+
+// TestRouteUnderTheGuard: with the network guard on, routes still mock
+// the requests of an allowed page (its API, and a page of its own host),
+// but a route never answers a navigation the guard refuses: the guard
+// judges documents first, so a mocked page at a refused host stays
+// refused.
+func TestRouteUnderTheGuard(t *testing.T) {
+	t.Parallel()
+	pool(t)
+	guarded := browser.NewPool(browser.Options{MaxBrowsers: 1, Guard: &netguard.Policy{}})
+	t.Cleanup(guarded.Close)
+	opts := engine.Options{Browser: app.NewBrowser(guarded)}
+	base := labShop(t)
+	x := runStepsWith(t, base, `      - route: {url: "/api/orders*", json: {orders: []}}
+      - route: {url: /lab/mocked, body: "<title>Mocked</title><p id=m>mocked page</p>", contentType: text/html}
+      - open: /lab/live
+      - assertText: {role: status, name: Orders state, equals: No orders yet.}
+      - open: /lab/mocked
+      - assertText: {selector: "#m", equals: mocked page}
+`, opts)
+	if x.Status != duet.StatusPassed {
+		t.Fatalf("routes of an allowed page: got %s", describe(x))
+	}
+	// open checks its URL itself; a link the page follows is judged in
+	// the Fetch handler, where routes are too.
+	x = runStepsWith(t, base, `      - route: {url: "http://127.0.0.2:9/**", body: "<title>Mocked</title><p id=m>mocked</p>", contentType: text/html}
+      - route: {url: /lab/go, body: "<title>Go</title><a id=go href='http://127.0.0.2:9/'>go</a>", contentType: text/html}
+      - open: /lab/go
+      - click: "#go"
+      - assertText: {selector: "#m", equals: mocked}
+        timeout: 3s
+`, opts)
+	if r := x.Results[len(x.Results)-1]; r.ErrorCode != duet.CodeURLRefused || !strings.Contains(r.ErrorMessage, "127.0.0.2") {
+		t.Fatalf("a mocked page at a refused host: got %s, want URL_REFUSED", describe(x))
 	}
 }
