@@ -145,7 +145,7 @@ const sessionPoll = 250 * time.Millisecond
 var UseSession = register(&Kind{
 	Name:    "session",
 	Section: Browser,
-	Order:   103,
+	Order:   99,
 	Summary: "Start from a browser session an earlier case of the run saved (`saveSession: NAME`): its cookies, and its localStorage for the pages of its origin. Usually written as the case's `session: NAME` key.",
 	Form:    Form{Short: &Short{Type: Text, Doc: "the session's name"}},
 	Example: "- session: admin\n",
@@ -163,22 +163,26 @@ var UseSession = register(&Kind{
 			return "", nil, err
 		}
 		name := st.Browser.Session
+		notFound := duet.Errorf(duet.CodeSessionNotFound, "no case of this run saved the session %s (a case signs in and saves it with saveSession: %s, before the cases that use it); it is the run's own, and expires after 12 hours", name, name)
 		var state []byte
 		for {
 			state, err = keep.LoadSession(ctx, name)
-			if duet.ErrorCode(err) != duet.CodeNotFound {
+			if err == nil {
 				break
+			}
+			if ctx.Err() != nil {
+				return "", nil, notFound // the time ran out while looking
+			}
+			if duet.ErrorCode(err) != duet.CodeNotFound {
+				return "", nil, err
 			}
 			t := time.NewTimer(sessionPoll)
 			select {
 			case <-ctx.Done():
 				t.Stop()
-				return "", nil, duet.Errorf(duet.CodeSessionNotFound, "no case of this run saved the session %s (a case signs in and saves it with saveSession: %s, before the cases that use it); it is the run's own, and expires after 12 hours", name, name)
+				return "", nil, notFound
 			case <-t.C:
 			}
-		}
-		if err != nil {
-			return "", nil, err
 		}
 		cookies, origins, err := learnState(env, state)
 		if err != nil {
