@@ -7,7 +7,11 @@ import (
 	"testing"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/app"
+	"github.com/duet-test/duet/internal/browser"
+	"github.com/duet-test/duet/internal/browser/chromiumtest"
 	"github.com/duet-test/duet/internal/compiler"
+	"github.com/duet-test/duet/internal/engine"
 	"github.com/duet-test/duet/internal/secret"
 	"github.com/duet-test/duet/internal/sqlite"
 	"github.com/duet-test/duet/internal/vault"
@@ -18,7 +22,23 @@ import (
 // saves the session, the ones that start from it, and each mocked API.
 func TestNetworkExample(t *testing.T) {
 	t.Parallel()
+	runNetworkExample(t, app.NewBrowser(pool(t)))
+}
+
+// TestNetworkExampleRemoteBrowser runs the suite in a Chromium started
+// separately, attached over the DevTools protocol: the routes, the
+// request log and the sessions on the remote-browser path.
+func TestNetworkExampleRemoteBrowser(t *testing.T) {
+	t.Parallel()
 	pool(t)
+	chrome := chromiumtest.Start(t, func(dir string) []string { return browser.CommandLine(dir, 0) })
+	remote := browser.NewPool(browser.Options{Remote: &browser.Remote{URL: chrome.WS}, MaxBrowsers: 1})
+	t.Cleanup(remote.Close)
+	runNetworkExample(t, app.NewBrowser(remote))
+}
+
+func runNetworkExample(t *testing.T, b engine.Browser) {
+	t.Helper()
 	base := labShop(t)
 	src, err := os.ReadFile(filepath.Join("..", "..", "examples", "network.yaml"))
 	if err != nil {
@@ -50,7 +70,7 @@ func TestNetworkExample(t *testing.T) {
 	for _, c := range suite.Cases {
 		keys = append(keys, c.Key)
 	}
-	for _, x := range runCases(t, db, res, suite, "alice", keeper, keys...) {
+	for _, x := range runCasesOn(t, b, 0, db, res, suite, "alice", keeper, keys...) {
 		if x.Status != duet.StatusPassed {
 			t.Errorf("%s: got %s", x.CaseKey, describe(x))
 		}

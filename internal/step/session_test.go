@@ -48,6 +48,13 @@ cases:
 // user, with the engine's saved sessions in keeper, and returns them.
 func runCases(t *testing.T, db *sqlite.DB, res *duet.ApplyResult, suite *duet.Suite, user string, keeper engine.SessionKeeper, keys ...string) []*duet.Execution {
 	t.Helper()
+	return runCasesOn(t, app.NewBrowser(pool(t)), 0, db, res, suite, user, keeper, keys...)
+}
+
+// runCasesOn is runCases on the browser b, with the engine's step timeout
+// (0: its default).
+func runCasesOn(t *testing.T, b engine.Browser, stepTimeout time.Duration, db *sqlite.DB, res *duet.ApplyResult, suite *duet.Suite, user string, keeper engine.SessionKeeper, keys ...string) []*duet.Execution {
+	t.Helper()
 	run := &duet.Run{TaskID: res.Task.ID, TriggeredBy: user, CallSource: duet.SourceCLI}
 	var xs []*duet.Execution
 	for _, k := range keys {
@@ -64,7 +71,7 @@ func runCases(t *testing.T, db *sqlite.DB, res *duet.ApplyResult, suite *duet.Su
 	if err != nil || claimed == nil {
 		t.Fatalf("claim: %v", err)
 	}
-	e := engine.New(db, engine.Options{Browser: app.NewBrowser(pool(t)), Sessions: keeper, StepTimeout: 5 * time.Second})
+	e := engine.New(db, engine.Options{Browser: b, Sessions: keeper, StepTimeout: stepTimeout})
 	if err := e.Execute(context.WithoutCancel(t.Context()), duet.LeaseOf(claimed, "test-worker"), claimed, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +153,7 @@ func TestSessions(t *testing.T) {
 	// Without the saved session the case is not signed in: the key is
 	// what signs it in.
 	for _, user := range []string{"bob", "alice"} {
-		execs := runCases(t, db, res, suite, user, keeper, "signed-in")
+		execs := runCasesOn(t, app.NewBrowser(pool(t)), 3*time.Second, db, res, suite, user, keeper, "signed-in")
 		if r := execs[0].Results[0]; execs[0].Status == duet.StatusPassed || r.ErrorCode != duet.CodeSessionNotFound || !strings.Contains(r.ErrorMessage, "saveSession: admin") {
 			t.Errorf("%s's next run uses the session: got %s", user, describe(execs[0]))
 		}
