@@ -158,22 +158,28 @@ var UseSession = register(&Kind{
 	},
 	Title: func(st *duet.Step) string { return "session " + st.Browser.Session },
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
-		sk, keep, err := sessionParts(ctx, env, st)
-		if err != nil {
-			return "", nil, err
+		if st.Browser == nil || st.Browser.Session == "" {
+			return "", nil, noBody(st)
+		}
+		keep, ok := env.(SessionKeeper)
+		if !ok {
+			return "", nil, duet.Errorf(duet.CodeSessionNotFound, "session: this engine keeps no browser sessions")
 		}
 		name := st.Browser.Session
 		notFound := duet.Errorf(duet.CodeSessionNotFound, "no case of this run saved the session %s (a case signs in and saves it with saveSession: %s, before the cases that use it); it is the run's own, and expires after 12 hours", name, name)
+		// The session first, the page after: the time the step waits is
+		// spent waiting for the session, not for a browser.
 		var state []byte
+		var err error
 		for {
 			state, err = keep.LoadSession(ctx, name)
 			if err == nil {
 				break
 			}
-			if ctx.Err() != nil {
-				return "", nil, notFound // the time ran out while looking
-			}
 			if duet.ErrorCode(err) != duet.CodeNotFound {
+				if ctx.Err() != nil {
+					return "", nil, notFound // the time ran out while looking again
+				}
 				return "", nil, err
 			}
 			t := time.NewTimer(sessionPoll)
@@ -183,6 +189,10 @@ var UseSession = register(&Kind{
 				return "", nil, notFound
 			case <-t.C:
 			}
+		}
+		sk, _, err := sessionParts(ctx, env, st)
+		if err != nil {
+			return "", nil, err
 		}
 		cookies, origins, err := learnState(env, state)
 		if err != nil {

@@ -166,12 +166,12 @@ func TestSessionCompile(t *testing.T) {
 	t.Parallel()
 	head := "task: {name: t, baseURL: http://h}\ncases:\n  - title: c\n"
 	for src, want := range map[string]string{
-		"    steps:\n      - saveSession: admin\n":                        "t.yaml:5:22: saveSession needs a page",
-		"    steps:\n      - open: /\n      - saveSession: {name: a}\n":   "t.yaml:6:22: saveSession needs the session's name",
-		"    steps:\n      - open: /\n      - saveSession: 1admin\n":      `t.yaml:6:22: session name "1admin"`,
-		"    session: a b\n    steps:\n      - open: /\n":                 `t.yaml:4:14: session name "a b"`,
-		"    session: [a]\n    steps:\n      - open: /\n":                 "t.yaml:4:14: session must be a string or a mapping",
-		"    steps:\n      - session: \"\"\n":                             `session name ""`,
+		"    steps:\n      - saveSession: admin\n":                      "t.yaml:5:22: saveSession needs a page",
+		"    steps:\n      - open: /\n      - saveSession: {name: a}\n": "t.yaml:6:22: saveSession needs the session's name",
+		"    steps:\n      - open: /\n      - saveSession: 1admin\n":    `t.yaml:6:22: session name "1admin"`,
+		"    session: a b\n    steps:\n      - open: /\n":               `t.yaml:4:14: session name "a b"`,
+		"    session: [a]\n    steps:\n      - open: /\n":               "t.yaml:4:14: session must be a string or a mapping",
+		"    steps:\n      - session: \"\"\n":                           `session name ""`,
 	} {
 		_, err := compiler.CompileSuite(t.Context(), []byte(head+src), "t.yaml", compiler.Options{})
 		if err == nil || !strings.Contains(err.Error(), want) {
