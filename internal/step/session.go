@@ -108,7 +108,7 @@ var SaveSession = register(&Kind{
 	Doc: "A saved session is the executor's, as secret as their password: it is stored sealed (AES-256-GCM under the master key, " +
 		"bound to the run, the executor and the name), only the run that saved it can use it, it expires after 12 hours, and its values " +
 		"(cookies, tokens) are scrubbed from the run's results, reports and traces. A later save of the same name replaces it. " +
-		"Put the case that saves it before the cases that use it; with parallel cases, a case that starts from it waits (up to its step's timeout) until it is saved.",
+		"The case that saves it comes before the cases that use it (the compiler checks); with parallel cases, a case that starts from it waits (up to its step's timeout) until it is saved.",
 	Agent: "`saveSession: admin` — after signing in: later cases of the run start signed in with `session: admin` (a case key)",
 	Compile: func(c *Compiler, st *duet.Step, n *Node) {
 		compileSessionName(c, st, n)

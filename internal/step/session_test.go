@@ -178,12 +178,29 @@ func TestSessionCompile(t *testing.T) {
 			t.Errorf("%s: got %v, want %q", src, err, want)
 		}
 	}
-	s, err := compiler.CompileSuite(t.Context(), []byte(head+"    session: admin\n    beforeEach:\n      - open: /\n    steps:\n      - saveSession: again\n"), "t.yaml", compiler.Options{})
+	src := `task: {name: t, baseURL: http://h}
+flows:
+  login:
+    steps:
+      - saveSession: admin
+cases:
+  - title: c
+    steps:
+      - open: /
+      - use: login
+  - title: d
+    session: admin
+    beforeEach:
+      - open: /
+    steps:
+      - saveSession: again
+`
+	s, err := compiler.CompileSuite(t.Context(), []byte(src), "t.yaml", compiler.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	steps := s.Cases[0].Steps
-	if len(steps) != 3 || steps[0].Kind != "session" || steps[0].Name != "session admin" || steps[0].Line != 4 || steps[1].Kind != duet.StepOpen || steps[2].Browser.Session != "again" {
+	steps := s.Cases[1].Steps
+	if len(steps) != 3 || steps[0].Kind != "session" || steps[0].Name != "session admin" || steps[0].Line != 12 || steps[1].Kind != duet.StepOpen || steps[2].Browser.Session != "again" {
 		t.Errorf("got %+v", steps)
 	}
 }
