@@ -76,6 +76,10 @@ const (
 	// CodeSecretNotFound: a step reads ${secrets.NAME} and the run's
 	// executor has no secret of that name (duet vault set NAME).
 	CodeSecretNotFound Code = "SECRET_NOT_FOUND"
+	// CodeSessionNotFound: a case starts from a browser session (session:
+	// NAME) that no case of its run saved (saveSession: NAME) in time, or
+	// that expired.
+	CodeSessionNotFound Code = "SESSION_NOT_FOUND"
 	// CodeHookFailed: a step of a hook (beforeAll, beforeEach, afterEach,
 	// afterAll) failed; the message names the hook and the step.
 	CodeHookFailed Code = "HOOK_FAILED"
@@ -143,7 +147,7 @@ func Codes() []Code {
 		CodeURLRefused, CodeMCPAuthIssuerMismatch,
 		CodeLLMNotConfigured, CodeLLMError, CodeGenerationFailed, CodeLLMBudgetExceeded,
 		CodeInsufficientScope, CodeCallDepthExceeded, CodeSchemaTooNew, CodeLeaseLost,
-		CodeLoopLimit, CodeSecretNotFound, CodeHookFailed,
+		CodeLoopLimit, CodeSecretNotFound, CodeHookFailed, CodeSessionNotFound,
 		CodeMethodNotAllowed,
 	}
 }

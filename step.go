@@ -297,6 +297,9 @@ type BrowserStep struct {
 	Frame     []*Locator        `json:"frame,omitempty"`     // frame: the iframes, outermost first; none: the top page
 	Emulate   *Emulation        `json:"emulate,omitempty"`   // emulate
 	Direction string            `json:"direction,omitempty"` // history: back, forward or reload
+	Route     *Route            `json:"route,omitempty"`     // route (route.go)
+	Request   *RequestMatch     `json:"request,omitempty"`   // waitForResponse, expectRequest
+	Session   string            `json:"session,omitempty"`   // saveSession, session: the saved session's name
 }
 
 // Locator finds elements of a page by what a person sees — a role and an

@@ -28,6 +28,7 @@ type Store interface {
 	ContractStore
 	CatalogHistoryStore
 	SecretStore
+	SavedSessionStore
 	BaselineStore
 	MetricStore
 

@@ -186,7 +186,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	a.Engine = engine.New(db, engine.Options{
 		StepTimeout: cfg.StepTimeout, CaseTimeout: cfg.CaseTimeout, Parallel: cfg.Parallel, MaxCallDepth: cfg.MaxCallDepth,
 		Browser: a.browsers, Artifacts: a.Artifacts, HTTPClient: stepClient, AI: aiSteps,
-		OnEvent: opts.OnEvent, Logger: log, Invoker: a.Agent.Invoker, Secrets: a.Secrets,
+		OnEvent: opts.OnEvent, Logger: log, Invoker: a.Agent.Invoker, Secrets: a.Secrets, Sessions: secret.NewSessions(db, a.Secrets),
 		Trace: trace.Mode(cfg.Trace), TraceMaxBytes: int64(cfg.TraceMaxBytes),
 	})
 	a.Worker = engine.NewWorker(db, a.Engine, engine.WorkerOptions{Concurrency: cfg.Workers, Lease: cfg.RunLease, Logger: log})

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"strings"
 	"sync"
@@ -291,3 +292,41 @@ func (a *App) devicesOfThisMachine(ctx context.Context) ([]api.Device, error) {
 	}
 	return out, nil
 }
+// AddRoute implements step.Router.
+func (s engineSession) AddRoute(ctx context.Context, r step.PageRoute) error {
+	return s.Session.AddRoute(ctx, browser.Route(r))
+}
+
+// WaitForResponse implements step.Router.
+func (s engineSession) WaitForResponse(ctx context.Context, f step.RequestFilter) (step.Response, error) {
+	r, err := s.Session.WaitForResponse(ctx, browser.RequestFilter(f))
+	return step.Response(r), err
+}
+
+// Requests implements step.Router.
+func (s engineSession) Requests(f step.RequestFilter) ([]string, int) {
+	return s.Session.Requests(browser.RequestFilter(f))
+}
+
+// StorageState implements step.StorageKeeper: the state as JSON.
+func (s engineSession) StorageState(ctx context.Context) ([]byte, error) {
+	st, err := s.Session.StorageState(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(st)
+}
+
+// SetStorageState implements step.StorageKeeper.
+func (s engineSession) SetStorageState(ctx context.Context, state []byte) error {
+	var st browser.StorageState
+	if err := json.Unmarshal(state, &st); err != nil {
+		return duet.WrapError(duet.CodeInternal, err, "a saved session is not a storage state: %v", err)
+	}
+	return s.Session.SetStorageState(ctx, st)
+}
+
+var (
+	_ step.Router        = engineSession{}
+	_ step.StorageKeeper = engineSession{}
+)

@@ -25,43 +25,32 @@ type refusal struct {
 // startGuard intercepts the document requests of the tab — the page, its
 // frames, and each hop of their redirects — and lets through only those
 // that the pool's guard allows. A shared session also notes the origins it
-// visits, to clear their storage at the end.
+// visits, to clear their storage at the end. The same handler applies the
+// session's routes (route.go), after the guard.
 func (s *Session) startGuard(tctx context.Context) error {
-	if s.pool.opts.Guard == nil && !s.shared {
-		return nil
-	}
-	events := chromedp.Events(tctx, fetch.RequestPaused)
-	err := chromedp.Do(tctx, command(fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{
-		URLPattern:   "*",
-		ResourceType: network.ResourceTypeDocument,
-		RequestStage: fetch.RequestStageRequest,
-	}}}))
-	if err != nil {
+	if err := s.watchNetwork(tctx); err != nil {
 		return err
 	}
-	mainFrame := ""
-	if c := chromedp.FromContext(tctx); c != nil && c.Target != nil {
-		mainFrame = string(c.Target.TargetID)
+	if s.pool.opts.Guard == nil && !s.shared && !s.net.routing() {
+		return nil
 	}
-	s.dialogs.Go(func() {
-		for ev, err := range events {
-			if err != nil {
-				return
-			}
-			// A name lookup may take a moment: judge each request on its
-			// own, so that one slow lookup does not hold the others.
-			s.dialogs.Go(func() { s.judge(ev, string(ev.FrameID) == mainFrame) })
-		}
-	})
-	return nil
+	return s.intercept(tctx, tctx)
 }
 
 // judge lets a paused request go on, or fails it when the guard refuses its
-// URL.
+// URL (a document: the guard judges navigations), or handles it as a route
+// of the session says. The guard comes first: a route never answers a
+// navigation the guard refused.
 func (s *Session) judge(ev fetch.EventRequestPaused, main bool) {
 	raw := ev.Request.URL + ev.Request.URLFragment
 	ctx, cancel := context.WithTimeout(s.ctx, 15*time.Second)
 	defer cancel()
+	if ev.ResourceType != network.ResourceTypeDocument {
+		if !s.routeRequest(ctx, ev) {
+			s.continueRequest(ctx, ev)
+		}
+		return
+	}
 	if err := s.checkNavigation(ctx, raw); err != nil {
 		if main {
 			s.refused.Store(&refusal{url: raw, err: err})
@@ -83,6 +72,13 @@ func (s *Session) judge(ev fetch.EventRequestPaused, main bool) {
 			s.mu.Unlock()
 		}
 	}
+	if !s.routeRequest(ctx, ev) {
+		s.continueRequest(ctx, ev)
+	}
+}
+
+// continueRequest lets a paused request go on as it is.
+func (s *Session) continueRequest(ctx context.Context, ev fetch.EventRequestPaused) {
 	_, err := chromedp.Call(ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
 	if err != nil && s.ctx.Err() == nil {
 		s.pool.log.Debug("browser: cannot continue a request", "err", err)

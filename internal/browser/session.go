@@ -53,6 +53,8 @@ type Session struct {
 
 	rec atomic.Pointer[recorder] // the trace being recorded (trace.go), or nil
 
+	net netState // routes and the request log (route.go)
+
 	mu      sync.Mutex
 	origins map[string]bool // origins visited (shared sessions clear their storage)
 

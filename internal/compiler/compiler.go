@@ -86,6 +86,9 @@ var (
 type compiler struct {
 	*step.Compiler
 	opts Options
+	// saved are the sessions the suite's cases compiled so far save
+	// (saveSession): a case's session: must name one of them.
+	saved map[string]bool
 }
 
 func newCompiler(ctx context.Context, opts Options) *compiler {
@@ -330,12 +333,32 @@ func (c *compiler) caseNode(n *step.Node, task *duet.Task, suite bool) []*duet.C
 		if n.Get("each") != nil {
 			c.Scope.Save("row")
 		}
-		steps := slices.Clone(task.BeforeEach)
+		var steps []duet.Step
+		if sn := n.Get("session"); sn != nil {
+			// The case starts from a saved session: before its hooks
+			// open a page.
+			if name, _ := sn.Str(); suite && name != "" && !c.saved[name] {
+				c.Errf(sn, "session %s: no case before this one saves it (the cases run in order: add saveSession: %s to a case above)", name, name)
+			}
+			if st := c.Step(&step.Node{Type: step.MapNode, Line: sn.Line, Col: sn.Col, Keys: []*step.Node{{Type: step.ScalarNode, Value: "session", Line: sn.Line, Col: sn.Col}}, Vals: []*step.Node{sn}}, 0); st != nil {
+				steps = append(steps, *st)
+			}
+		}
+		steps = append(steps, task.BeforeEach...)
 		steps = append(steps, c.hookSteps(n, duet.HookBeforeEach)...)
 		steps = append(steps, c.Steps(sn)...)
 		steps = append(steps, c.hookSteps(n, duet.HookAfterEach)...)
 		steps = append(steps, task.AfterEach...)
 		cs.Steps = renumber(steps)
+		duet.WalkSteps(cs.Steps, func(st *duet.Step) bool {
+			if st.Kind == "saveSession" && st.Browser != nil {
+				if c.saved == nil {
+					c.saved = map[string]bool{}
+				}
+				c.saved[st.Browser.Session] = true
+			}
+			return true
+		})
 	}
 	if c.NumErrors() > before {
 		return nil

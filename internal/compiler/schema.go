@@ -76,6 +76,7 @@ var (
 		{Name: "each", Type: eachType, Doc: fmt.Sprintf("data: a case of each row (at most %d), named from it (${row.NAME} in the title); rows inline, or {file: PATH} of a .csv or .json file beside the suite", MaxEachRows)},
 		{Name: duet.HookBeforeEach, Type: step.Steps, Doc: "steps run before this case's own (after the task's beforeEach)"},
 		{Name: duet.HookAfterEach, Type: step.Steps, Doc: "steps run after this case's own, whatever became of them (before the task's afterEach)"},
+		{Name: "session", Type: step.Text, Doc: "start from the browser session an earlier case of the run saved (saveSession: NAME): signed in (a session step runs first)"},
 	}
 	eachType = step.TypeOf("rows or {file}", func(bool) *jsonschema.Schema {
 		return &jsonschema.Schema{AnyOf: []*jsonschema.Schema{

@@ -126,6 +126,9 @@ type Options struct {
 	// Secrets reads the executor's secrets steps read (${secrets.NAME});
 	// nil makes every such step fail with SECRET_NOT_FOUND.
 	Secrets SecretReader
+	// Sessions keeps the browser sessions runs save (saveSession, session:);
+	// nil makes those steps fail with SESSION_NOT_FOUND.
+	Sessions SessionKeeper
 	// CleanupTimeout bounds the afterEach steps of a case, and the
 	// afterAll steps of a run, when they run after a failure, a timeout or
 	// a cancellation; 0 means 2 minutes.

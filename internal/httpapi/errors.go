@@ -46,6 +46,7 @@ var codes = map[duet.Code]codeRow{
 	duet.CodeInterrupted:            {http.StatusServiceUnavailable, -32603},
 	duet.CodeLoopLimit:              {http.StatusUnprocessableEntity, -32000},
 	duet.CodeSecretNotFound:         {http.StatusUnprocessableEntity, -32000},
+	duet.CodeSessionNotFound:        {http.StatusUnprocessableEntity, -32000},
 	duet.CodeHookFailed:             {http.StatusUnprocessableEntity, -32000},
 	duet.CodeApprovalRequired:       {http.StatusForbidden, -32003},
 	duet.CodeApprovalPending:        {http.StatusForbidden, -32003},

@@ -21,6 +21,7 @@ import (
 //	GET /lab/popup       a link that opens a tab, a button that opens a window
 //	GET /lab/dnd         drag and drop into a wish list
 //	GET /lab/device      the viewport, time zone, language, theme and position the page sees
+//	GET /lab/live        orders fetched from /api/orders and rendered: the list, an empty state, an error with its status, a failed network (a test mocks the API)
 //	GET /lab/reviews     a product page whose reviews hold an instruction to an AI (a prompt injection, for the AI steps)
 //
 //go:embed lab/*.html lab/*.css

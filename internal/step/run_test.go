@@ -77,7 +77,7 @@ func runSteps(t *testing.T, baseURL, steps string) *duet.Execution {
 }
 
 // runStepsWith is runSteps with the engine's options opts (its browser
-// set here).
+// set here, unless opts has one).
 func runStepsWith(t *testing.T, baseURL, steps string, opts engine.Options) *duet.Execution {
 	t.Helper()
 	p := pool(t)
@@ -126,6 +126,8 @@ func describe(x *duet.Execution) string {
 }
 
 func withBrowser(opts engine.Options, b engine.Browser) engine.Options {
-	opts.Browser = b
+	if opts.Browser == nil {
+		opts.Browser = b
+	}
 	return opts
 }

@@ -1,0 +1,204 @@
+package step
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/eval"
+)
+
+var waitForResponseForm = Form{
+	Short: &Short{Type: Template, Doc: "a URL glob"},
+	Keys: append(append([]Key{}, urlKeys...),
+		Key{Name: "status", Type: Int, Doc: "the status the response must have (default: any)"},
+		Key{Name: "saveAs", Type: Ident, Doc: "the variable the response is saved to: {url, method, status, headers, body}"},
+	),
+	AtLeastOne: []string{"url", "urlMatches"},
+}
+
+// WaitForResponse is the waitForResponse step.
+var WaitForResponse = register(&Kind{
+	Name:    "waitForResponse",
+	Section: Browser,
+	Order:   162,
+	Summary: "Wait for a response of the page to a request that matches a URL pattern (and a method, a status), and save it: {url, method, status, headers, body}.",
+	Form:    waitForResponseForm,
+	Example: "- waitForResponse: \"**/api/products\"\n" +
+		"- waitForResponse: {url: /api/orders, method: POST, status: 201, saveAs: created}\n",
+	Doc: "A response that came before the step counts, so the step goes after the click that makes the request; " +
+		"each response is returned once (two steps wait for two responses). " +
+		"`body` of the saved response is parsed JSON for JSON responses, else text (1 MiB at most); header names are lower-cased. " +
+		"Mocked responses (route) count like the network's.",
+	Agent: "`waitForResponse: {url: \"**/api/orders\", method: POST, status: 201, saveAs: created}` — after the step that makes the request; saves {url, method, status, headers, body}",
+	Compile: func(c *Compiler, st *duet.Step, n *Node) {
+		bd, ok := browserBody(c, st, n, false)
+		if !ok {
+			return
+		}
+		bd.needPage()
+		m := &duet.RequestMatch{}
+		bd.b.Request = m
+		if bd.isShort {
+			m.URL = bd.short
+			c.Template(n, "url", m.URL)
+			checkGlob(c, n, m.URL)
+			return
+		}
+		c.AllowKeys(n, waitForResponseForm.KeyNames()...)
+		m.URL, m.URLMatches, m.Method = compileURLMatch(c, st, n)
+		if n.Get("status") != nil {
+			m.Status = c.intIn(n, "status", 100, 999)
+		}
+		bd.b.SaveAs = c.SaveAs(n.Get("saveAs"))
+	},
+	Title: func(st *duet.Step) string {
+		if m := st.Browser.Request; m != nil {
+			return urlTitle("waitForResponse", m.Method, m.URL, m.URLMatches)
+		}
+		return "waitForResponse"
+	},
+	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
+		if st.Browser == nil || st.Browser.Request == nil {
+			return "", nil, noBody(st)
+		}
+		m := st.Browser.Request
+		re, err := urlPattern(env, m.URL, m.URLMatches)
+		if err != nil {
+			return "", nil, err
+		}
+		rt, err := router(ctx, env, st)
+		if err != nil {
+			return "", nil, err
+		}
+		resp, err := rt.WaitForResponse(ctx, RequestFilter{URL: re, Method: m.Method, Status: m.Status})
+		if err != nil {
+			return "", nil, err
+		}
+		headers := map[string]any{}
+		for k, v := range resp.Headers {
+			headers[strings.ToLower(k)] = v
+		}
+		ct := resp.Headers["content-type"]
+		if ct == "" {
+			ct = resp.MIMEType
+		}
+		out := map[string]any{"url": resp.URL, "method": resp.Method, "status": resp.Status, "headers": headers,
+			"body": responseBody(ct, resp.Body, resp.Truncated)}
+		if resp.Truncated {
+			out["truncated"] = true
+		}
+		return st.Browser.SaveAs, out, nil
+	},
+})
+
+// checkGlob records an error when glob (not a template) does not parse.
+func checkGlob(c *Compiler, n *Node, glob string) {
+	if glob == "" {
+		c.Errf(n, "the URL pattern is empty")
+		return
+	}
+	if _, err := GlobRegexp(glob); err != nil && !eval.IsTemplate(glob) {
+		c.Errf(n, "url: %s", duet.ErrorMessage(err))
+	}
+}
+
+var expectRequestForm = Form{
+	Short: &Short{Type: Template, Doc: "a URL glob (at least one request)"},
+	Keys: append(append([]Key{}, urlKeys...),
+		Key{Name: "count", Type: Int, Doc: "how many requests (default: at least one)"},
+		notKey,
+	),
+	AtLeastOne: []string{"url", "urlMatches"},
+}
+
+// ExpectRequest is the expectRequest step.
+var ExpectRequest = register(&Kind{
+	Name:      "expectRequest",
+	Section:   Browser,
+	Order:     196,
+	Assertion: true,
+	Summary:   "Assert what the page sent: the requests that match a URL pattern (and a method) since the case's page opened — at least one, exactly count, or (not) none; retries until it holds.",
+	Form:      expectRequestForm,
+	Example: "- expectRequest: \"**/api/analytics\"\n" +
+		"- expectRequest: {url: /api/orders, method: POST, count: 1}\n" +
+		"- expectRequest: {url: \"**/tracking/**\", not: true}\n",
+	Doc: "Every request counts, the ones a route fulfilled or aborted too (a redirect hop counts as a request). " +
+		"A case's page remembers its first 5000 requests.",
+	Agent: "`expectRequest: {url: /api/orders, method: POST, count: 1}` — assert the page sent (count) requests that match (`not: true`: none)",
+	Compile: func(c *Compiler, st *duet.Step, n *Node) {
+		bd, ok := browserBody(c, st, n, false)
+		if !ok {
+			return
+		}
+		bd.needPage()
+		m := &duet.RequestMatch{}
+		bd.b.Request = m
+		if bd.isShort {
+			m.URL = bd.short
+			c.Template(n, "url", m.URL)
+			checkGlob(c, n, m.URL)
+			return
+		}
+		c.AllowKeys(n, expectRequestForm.KeyNames()...)
+		m.URL, m.URLMatches, m.Method = compileURLMatch(c, st, n)
+		if n.Get("count") != nil {
+			v := c.intIn(n, "count", 0, 100000)
+			m.Count = &v
+		}
+		bd.compileNot()
+		if bd.b.Not && m.Count != nil {
+			c.Errf(n.Get("not"), "expectRequest: not goes without count (not: true means no request)")
+		}
+	},
+	Title: func(st *duet.Step) string {
+		if m := st.Browser.Request; m != nil {
+			return urlTitle("expectRequest", m.Method, m.URL, m.URLMatches)
+		}
+		return "expectRequest"
+	},
+	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
+		if st.Browser == nil || st.Browser.Request == nil {
+			return "", nil, noBody(st)
+		}
+		m := st.Browser.Request
+		re, err := urlPattern(env, m.URL, m.URLMatches)
+		if err != nil {
+			return "", nil, err
+		}
+		rt, err := router(ctx, env, st)
+		if err != nil {
+			return "", nil, err
+		}
+		f := RequestFilter{URL: re, Method: m.Method}
+		var got []string
+		err = retry(ctx, st, func(context.Context) error {
+			var unlogged int
+			got, unlogged = rt.Requests(f)
+			ok := len(got) > 0
+			want := "at least one"
+			switch {
+			case st.Browser.Not:
+				ok, want = len(got) == 0, "none"
+			case m.Count != nil:
+				ok, want = len(got) == *m.Count, fmt.Sprint(*m.Count)
+			}
+			if ok {
+				return nil
+			}
+			msg := fmt.Sprintf("%d requests matched %s, want %s", len(got), urlTitle("", m.Method, m.URL, m.URLMatches)[1:], want)
+			if len(got) > 0 {
+				msg += ": " + strings.Join(got[:min(len(got), 5)], ", ")
+				if len(got) > 5 {
+					msg += ", ..."
+				}
+			}
+			if unlogged > 0 {
+				msg += fmt.Sprintf(" (%d later requests went past the log's bound)", unlogged)
+			}
+			return duet.Errorf(duet.CodeAssertionFailed, "%s", msg)
+		})
+		return "", len(got), err
+	},
+})
