@@ -22,6 +22,7 @@ import (
 //	GET /lab/dnd         drag and drop into a wish list
 //	GET /lab/device      the viewport, time zone, language, theme and position the page sees
 //	GET /lab/reviews     a product page whose reviews hold an instruction to an AI (a prompt injection, for the AI steps)
+//	GET /lab/store       headphones to add to a cart, a cart that opens, a newsletter field, a link off the site (for the acting AI steps)
 //
 //go:embed lab/*.html lab/*.css
 var labFS embed.FS
