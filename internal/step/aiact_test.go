@@ -231,6 +231,21 @@ func TestAIActingStepsAndTheirCache(t *testing.T) {
 	if r := x.Results[4]; r.AI == nil || !r.AI.Cached {
 		t.Errorf("aiTap, whose element did not change, did not replay: %+v", r.AI)
 	}
+	// The healed plan is proposed as a draft version of the case, written
+	// by the executor: the written steps it resolved to.
+	draftID := x.Results[2].AI.HealedDraft
+	draft, err := c.db.FindCaseByID(t.Context(), "alice", draftID)
+	if err != nil {
+		t.Fatalf("no draft for the healed step (%q): %v", draftID, err)
+	}
+	if draft.Status != duet.CaseDraft || draft.Key != "c-healed" || draft.CreatedBy != "alice" || strings.Contains(draft.Source, "ai: add the wireless") ||
+		!strings.Contains(draft.Source, "name: Add to basket") || !strings.Contains(draft.Source, "aiTap: the Subscribe button") {
+		t.Errorf("the healed draft: %s %s %s\n%s", draft.Status, draft.Key, draft.CreatedBy, draft.Source)
+	}
+	t.Logf("the healed draft:\n%s", draft.Source)
+	if draft.Steps[2].Kind != duet.StepClick || draft.Steps[2].Browser.Locator == nil || draft.Steps[2].Browser.Locator.Name != "Add to basket" {
+		t.Errorf("the draft's third step: %+v", draft.Steps[2])
+	}
 	// The healed plan is cached too: the next run calls nothing.
 	before = calls.Load()
 	if x = c.run("alice"); x.Status != duet.StatusPassed || calls.Load() != before {
