@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -231,9 +232,14 @@ const aiSnapshotJS = `(async () => {
 		out.byText = byText;
 		return out;
 	};
+	const same = (pat, s) => {
+		const m = /^\/(.*)\/([a-z]*)$/s.exec(pat);
+		if (!m) return s === pat;
+		try { return new RegExp(m[1], m[2]).test(s); } catch (e) { return false; }
+	};
 	const matches = (it, f) => {
-		if (f.role) return it.role === f.role && it.name === f.name;
-		if (f.text) return it.text === f.text;
+		if (f.role) return it.role === f.role && same(f.name, it.name);
+		if (f.text) return same(f.text, it.text);
 		if (f.testId) return it.el.getAttribute(args.testIdAttr) === f.testId;
 		if (f.css) { try { return it.el.matches(f.css); } catch (e) { return false; } }
 		return false;
@@ -368,15 +374,17 @@ func (s *aiSnapshot) candidates(e *aiElement, testIDAttr string) []*duet.Locator
 	var out []*duet.Locator
 	reg := s.region(e)
 	if e.Role != "" && e.Name != "" && duet.IsRole(e.Role) {
+		name, exact := digitless(e.Name)
 		if e.RoleNameOnce {
-			out = append(out, &duet.Locator{Role: e.Role, Name: e.Name, Exact: true})
+			out = append(out, &duet.Locator{Role: e.Role, Name: name, Exact: exact})
 		}
 		if reg.CSS != "body" && reg.CSS != "" {
-			out = append(out, &duet.Locator{Role: e.Role, Name: e.Name, Exact: true, Within: &duet.Locator{CSS: reg.CSS}})
+			out = append(out, &duet.Locator{Role: e.Role, Name: name, Exact: exact, Within: &duet.Locator{CSS: reg.CSS}})
 		}
 	}
 	if e.Text != "" && e.TextOnce {
-		out = append(out, &duet.Locator{Text: e.Text, Exact: true})
+		text, exact := digitless(e.Text)
+		out = append(out, &duet.Locator{Text: text, Exact: exact})
 	}
 	if e.TestID != "" {
 		out = append(out, &duet.Locator{TestID: e.TestID, TestIDAttr: testIDAttr})
@@ -385,6 +393,19 @@ func (s *aiSnapshot) candidates(e *aiElement, testIDAttr string) []*duet.Locator
 		out = append(out, &duet.Locator{CSS: e.CSS})
 	}
 	return out
+}
+
+// digitRun is a run of digits in a name.
+var digitRun = regexp.MustCompile(`[0-9]+`)
+
+// digitless is how a locator names s: exactly, or, when s holds digits (a
+// count, a price: "Cart (1)"), as the whole text with any number in their
+// place (/^Cart \(\d+\)$/), as the page's fingerprints ignore digits.
+func digitless(s string) (string, bool) {
+	if !digitRun.MatchString(s) {
+		return s, true
+	}
+	return "/^" + digitRun.ReplaceAllString(regexp.QuoteMeta(s), `\d+`) + "$/", false
 }
 
 // resolve finds the most robust locator that names exactly the element
