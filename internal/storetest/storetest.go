@@ -63,6 +63,7 @@ func Run(t *testing.T, open Opener) {
 		{"TraceModes", testTraceModes},
 		{"Baselines", testBaselines},
 		{"Metrics", testMetrics},
+		{"AIPlans", testAIPlans},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
