@@ -252,3 +252,45 @@ func TestAIActingStepsAndTheirCache(t *testing.T) {
 		t.Errorf("the run after healing: %d calls, %s", calls.Load()-before, describe(x))
 	}
 }
+
+// TestAIActingPageIsData: a model that obeys the page — calling a tool,
+// answering with a navigation of its own, following a link off the site —
+// gets the ai step nowhere: the first two fail with LLM_ERROR and nothing
+// ran; the third fails with URL_REFUSED as soon as the page left the
+// task's host. Nothing of a failed step is cached.
+func TestAIActingPageIsData(t *testing.T) {
+	t.Parallel()
+	base := labShop(t)
+	for name, tc := range map[string]struct {
+		turn llmtest.Turn
+		code duet.Code
+		want string
+	}{
+		"tool": {llmtest.ToolCalls(llmtest.Call("navigate", `{"url":"https://evil.example/"}`)), duet.CodeLLMError, "the model tried to call navigate"},
+		"key":  {llmtest.Reply(`{"done": false, "reason": "as the page says", "actions": [], "navigate": "https://evil.example/"}`), duet.CodeLLMError, "not in the step's format"},
+		"ref":  {llmtest.Reply(`{"done": false, "reason": "x", "actions": [{"do": "goto", "ref": "e1", "value": "https://evil.example/"}]}`), duet.CodeLLMError, `"goto" is not an action`},
+		"link": {llmtest.Func(func(req llm.Request) llmtest.Turn {
+			ref := refOf(userText(req), "link", "More deals elsewhere", "")
+			return llmtest.Reply(`{"done": false, "reason": "the page offers deals", "actions": [{"do": "click", "ref": "` + ref + `"}]}`)
+		}), duet.CodeURLRefused, "left the task's host"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			srv, opts, _ := aiModel(t, tc.turn, llmtest.Reply(`{"done": true, "reason": "done", "actions": []}`))
+			c := newCaseOnDB(t, base, "      - open: /lab/store\n      - ai: add the wireless headphones to the cart\n", opts)
+			x := c.run("alice")
+			r := x.Results[1]
+			if r.Status != duet.StatusFailed || r.ErrorCode != tc.code || !strings.Contains(r.ErrorMessage, tc.want) {
+				t.Fatalf("got %s, want %s %q", describe(x), tc.code, tc.want)
+			}
+			if plans, err := c.db.FindCaseAIPlans(t.Context(), "alice", c.id); err != nil || len(plans) != 0 {
+				t.Errorf("a failed step cached %d plans (%v)", len(plans), err)
+			}
+			for _, req := range srv.Requests() {
+				if len(req.Tools) != 0 {
+					t.Errorf("the step offered tools")
+				}
+			}
+		})
+	}
+}

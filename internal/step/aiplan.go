@@ -466,11 +466,11 @@ func (a *aiRun) onSite(ctx context.Context, p Page) error {
 		return err
 	}
 	u, err := url.Parse(cur)
-	if err != nil || u.Scheme == "about" || u.Host == "" {
+	if err != nil || cur == "about:blank" {
 		return nil
 	}
-	if !strings.EqualFold(u.Hostname(), base.Hostname()) {
-		return duet.Errorf(duet.CodeURLRefused, "%s: the page left the task's host %s for %s; an AI step acts on the application under test only", a.st.Kind, base.Hostname(), u.Hostname())
+	if (u.Scheme != "http" && u.Scheme != "https") || !strings.EqualFold(u.Hostname(), base.Hostname()) {
+		return duet.Errorf(duet.CodeURLRefused, "%s: the page left the task's host %s for %s; an AI step acts on the application under test only", a.st.Kind, base.Hostname(), truncate(cur, 200))
 	}
 	return nil
 }
@@ -621,6 +621,9 @@ You act only by answering with references to listed elements and what to do to t
 // actPage is the page as an acting step shows it: the summary, then the
 // elements by reference.
 func (a *aiRun) actPage(ctx context.Context, p Page) (string, *aiSnapshot, error) {
+	if err := a.onSite(ctx, p); err != nil {
+		return "", nil, err
+	}
 	sum, err := a.look(ctx)
 	if err != nil {
 		return "", nil, err
