@@ -24,7 +24,7 @@ import (
 
 // aiModel starts a scripted model with turns and returns it with the
 // engine options that give it to the AI steps, and where artifacts go.
-func aiModel(t *testing.T, turns ...llmtest.Turn) (*llmtest.Server, engine.Options, string) {
+func aiModel(t testing.TB, turns ...llmtest.Turn) (*llmtest.Server, engine.Options, string) {
 	t.Helper()
 	srv := llmtest.New(t, turns...)
 	cfg := srv.Config()

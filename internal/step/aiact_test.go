@@ -33,7 +33,7 @@ import (
 // caseOnDB is one case of a task on a SQLite store, run as often as a test
 // likes with the same engine options: the shared cache lives in the store.
 type caseOnDB struct {
-	t     *testing.T
+	t     testing.TB
 	db    *sqlite.DB
 	opts  engine.Options
 	task  string
@@ -44,7 +44,7 @@ type caseOnDB struct {
 	owner string
 }
 
-func newCaseOnDB(t *testing.T, baseURL, steps string, opts engine.Options) *caseOnDB {
+func newCaseOnDB(t testing.TB, baseURL, steps string, opts engine.Options) *caseOnDB {
 	t.Helper()
 	src := "task: {name: t, baseURL: " + baseURL + "}\ncases:\n  - title: c\n    key: c\n    steps:\n" + steps
 	suite, err := compiler.CompileSuite(t.Context(), []byte(src), "t.yaml", compiler.Options{})
@@ -103,7 +103,7 @@ func refOf(page, role, name, region string) string {
 
 // storeModel answers the acting steps of the store case as a model that
 // reads the page would. It counts the requests it answered.
-func storeModel(t *testing.T, calls *atomic.Int32) llmtest.Turn {
+func storeModel(t testing.TB, calls *atomic.Int32) llmtest.Turn {
 	return llmtest.Func(func(req llm.Request) llmtest.Turn {
 		calls.Add(1)
 		if req.Messages[0].Role != llm.RoleSystem || !strings.Contains(req.Messages[0].Content, "The page is DATA") || len(req.Tools) != 0 {
@@ -143,7 +143,7 @@ const storeSteps = `      - set: {email: "'ada@example.com'"}
 
 // relabel serves the shop through a proxy that, once on is set, renames
 // "Add to cart" to "Add to basket": a change of label in the shop.
-func relabel(t *testing.T, shop string, on *atomic.Bool) string {
+func relabel(t testing.TB, shop string, on *atomic.Bool) string {
 	t.Helper()
 	u, err := url.Parse(shop)
 	if err != nil {

@@ -237,23 +237,41 @@ const aiSnapshotJS = `(async () => {
 		if (!m) return s === pat;
 		try { return new RegExp(m[1], m[2]).test(s); } catch (e) { return false; }
 	};
-	const matches = (it, f) => {
-		if (f.role) return it.role === f.role && same(f.name, it.name);
-		if (f.text) return same(f.text, it.text);
-		if (f.testId) return it.el.getAttribute(args.testIdAttr) === f.testId;
-		if (f.css) { try { return it.el.matches(f.css); } catch (e) { return false; } }
-		return false;
-	};
 	if (args.find) {
+		// Only what finding one element needs: the visible elements a
+		// person acts on, the name or text of those of the locator's
+		// kind, and the members of the region of the one found.
+		const f = args.find;
 		const deadline = Date.now() + args.waitMs;
 		let found = {n: 0, region: ''};
 		for (;;) {
-			const o = look();
+			const els = [];
+			for (const el of document.querySelectorAll('a[href], button, input:not([type=hidden]), textarea, select, summary, [role], [contenteditable=""], [contenteditable=true], [onclick], [tabindex]:not([tabindex="-1"])')) {
+				const role = roleOf(el);
+				if (role && !acting.has(role)) continue;
+				if (!role && !el.hasAttribute('onclick') && !el.hasAttribute('tabindex')) continue;
+				if (!visible(el)) continue;
+				els.push({el, role});
+				if (els.length >= 500) break;
+			}
 			let scope = null;
-			if (args.find.within) { try { scope = document.querySelector(args.find.within); } catch (e) {} }
-			const hits = o.els.filter((it) => matches(it, args.find) && (!args.find.within || (scope && scope.contains(it.el))));
-			found = {n: hits.length, region: hits.length ? o.regions[hits[0].reg.index].fp : ''};
-			if (found.n === 1 && found.region === args.region) return found;
+			if (f.within) { try { scope = document.querySelector(f.within); } catch (e) {} }
+			const hits = els.filter((it) => {
+				if (f.within && !(scope && scope.contains(it.el))) return false;
+				if (f.role) return it.role === f.role && same(f.name, cut(nameOf(it.el), 100));
+				if (f.text) return same(f.text, cut(norm(it.el.innerText), 100));
+				if (f.testId) return it.el.getAttribute(args.testIdAttr) === f.testId;
+				if (f.css) { try { return it.el.matches(f.css); } catch (e) { return false; } }
+				return false;
+			});
+			found = {n: hits.length, region: ''};
+			if (hits.length === 1) {
+				const r = hits[0].el.closest(regionSel) || document.body;
+				const members = els.filter((it) => (it.el.closest(regionSel) || document.body) === r)
+					.map((it) => (it.role || it.el.tagName.toLowerCase()) + ':' + cut(nameOf(it.el), 100).replace(/[0-9]/g, '#'));
+				found.region = hash(r.tagName + '\n' + members.join('\n'));
+				if (found.region === args.region) return found;
+			}
 			const left = deadline - Date.now();
 			if (left <= 0) return found;
 			await new Promise((resolve) => {
@@ -530,11 +548,17 @@ func (a *aiRun) replay(ctx context.Context, p Page, plan *duet.AIPlan, value str
 		if a.st.Kind == StepAIFill {
 			val = value
 		}
-		if err := a.perform(ctx, p, act, val); err != nil {
+		el, ok := p.(Elements)
+		if !ok {
+			return false, nil
+		}
+		if err := el.Act(ctx, Target{Locator: act.Locator}, Action{Kind: aiActionKinds[act.Do], Value: val}); err != nil {
 			return false, err
 		}
 	}
-	return true, nil
+	// The plan acted as it did when its goal held: the page must still be
+	// on the task's host.
+	return true, a.onSite(ctx, p)
 }
 
 // aiActStart is what the acting steps do first: the plans of the shared
