@@ -50,7 +50,7 @@ var AIAct = register(&Kind{
 	Order:   425,
 	Summary: "Reach a goal said in words: the configured model looks at the page and chooses actions on its elements, round after round, until the goal holds; the actions run as written steps on robust locators, and the next run replays them from the shared cache without a model.",
 	Form:    aiActForm,
-	Example: "- ai: add the first headphones to the cart and open the cart\n- ai: {prompt: \"sign in as ${user}\", maxRounds: 4, maxTokens: 30000}\n",
+	Example: "- ai: add the first headphones to the cart and open the cart\n- ai: {prompt: \"open order ${orderId} and cancel it\", maxRounds: 4, maxTokens: 30000}\n",
 	Doc: "Each round the model is shown the page's accessibility tree and the elements it may act on by reference, " +
 		"and answers with actions (click, fill, select, check, uncheck, press, hover) or with done once the page shows " +
 		"the goal holds. Each action is resolved to a locator (role and name first, then text, test id, CSS last) and " +

@@ -24,7 +24,7 @@ var AIFill = register(&Kind{
 	Order:   420,
 	Summary: "Fill the field a description names with a value: the configured model finds the field, the fill is a written fill on its most robust locator, and the next run replays it from the shared cache without a model.",
 	Form:    aiFillForm,
-	Example: "- aiFill: {prompt: the e-mail address of the delivery, value: \"${email}\"}\n",
+	Example: "- aiFill: {prompt: the e-mail address of the delivery, value: \"buyer-${orderId}@example.com\"}\n",
 	Doc: "The model is shown the page and the description, never the value: it answers with the reference of " +
 		"one listed field, which the step resolves to a locator and fills as `fill` does. The value is the step's, " +
 		"rendered at each run (a secret stays out of the model's prompt and out of the cache).",
