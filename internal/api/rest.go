@@ -441,7 +441,7 @@ func routes() []*route {
 				}
 				return s.ListAudit(ctx, c, in)
 			}, recordParams(false)...),
-	}, evidenceRoutes()...)
+	}, append(evidenceRoutes(), aiCacheRoutes()...)...)
 }
 
 // RunIn starts a run (the idempotency key comes in the Idempotency-Key
