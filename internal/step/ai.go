@@ -44,6 +44,9 @@ type AIConfig struct {
 	// StepTokens is the token budget of a step without its own maxTokens;
 	// 0 means DefaultAIStepTokens.
 	StepTokens int
+	// RunTokens is the token budget of all the AI steps of a run
+	// (DUET_LLM_RUN_TOKENS); 0 means none.
+	RunTokens int
 }
 
 // AIEnv is what an AI step needs of its Env beyond Env itself; the engine
@@ -54,6 +57,9 @@ type AIEnv interface {
 	// NoteAI records what the step's model calls cost so far in the
 	// step's result (the last call wins: u is the running total).
 	NoteAI(u duet.AIUsage)
+	// AIRunTokens adds spent to the tokens the run's AI steps spent, and
+	// returns the total (0 adds nothing: what was spent so far).
+	AIRunTokens(spent int) int
 }
 
 // Summarizer is a page that describes itself for a model: the elements of
@@ -76,7 +82,9 @@ type aiRun struct {
 	model  *llm.Client
 	budget int
 	used   int // tokens counted against the budget
-	usage  duet.AIUsage
+	// runBudget is the run's token budget (0: none).
+	runBudget int
+	usage     duet.AIUsage
 	// exchanges are what the model was shown and answered, for the
 	// transcript.
 	exchanges []aiExchange
@@ -121,7 +129,7 @@ func (a *aiRun) needModel() error {
 	if budget <= 0 {
 		budget = DefaultAIStepTokens
 	}
-	a.model, a.budget = cfg.Model, budget
+	a.model, a.budget, a.runBudget = cfg.Model, budget, cfg.RunTokens
 	return nil
 }
 
@@ -206,6 +214,14 @@ func (a *aiRun) ask(ctx context.Context, msgs []llm.Message, maxAnswer int) (str
 			"%s: the token budget of %d is spent: %d used by %d model calls, and the next call needs about %d (raise maxTokens, or DUET_LLM_STEP_TOKENS)",
 			a.st.Kind, a.budget, a.used, a.usage.Calls, est+maxAnswer)
 	}
+	ae, _ := a.env.(AIEnv)
+	if a.runBudget > 0 && ae != nil {
+		if spent := ae.AIRunTokens(0); spent+est+maxAnswer > a.runBudget {
+			return "", duet.Errorf(duet.CodeLLMBudgetExceeded,
+				"%s: the run's token budget of %d is spent: its AI steps used %d, and the next call needs about %d (raise DUET_LLM_RUN_TOKENS)",
+				a.st.Kind, a.runBudget, spent, est+maxAnswer)
+		}
+	}
 	ex := aiExchange{Shown: msgs}
 	resp, err := a.model.Chat(ctx, llm.Request{
 		Messages: msgs, MaxTokens: maxAnswer, Temperature: new(0.0),
@@ -214,6 +230,9 @@ func (a *aiRun) ask(ctx context.Context, msgs []llm.Message, maxAnswer int) (str
 	a.usage.Calls++
 	if err != nil {
 		a.used += est // the endpoint may have spent it
+		if ae != nil {
+			ae.AIRunTokens(est)
+		}
 		ex.Error = duet.ErrorMessage(err)
 		a.exchanges = append(a.exchanges, ex)
 		a.note(a.usage)
@@ -228,6 +247,9 @@ func (a *aiRun) ask(ctx context.Context, msgs []llm.Message, maxAnswer int) (str
 		spent = est + len(resp.Choices[0].Message.Content)/3
 	}
 	a.used += spent
+	if ae != nil {
+		ae.AIRunTokens(spent)
+	}
 	ex.Tokens = spent
 	msg := resp.Choices[0].Message
 	ex.Answered = msg.Content
