@@ -505,7 +505,11 @@ func stepHash(st *duet.Step, prompt string) string {
 // region of its fingerprint, and runs. It returns false, and no error,
 // when the plan no longer fits the page before an action ran (stale);
 // after an action ran, a miss is an error (the page moved on).
-func (a *aiRun) replay(ctx context.Context, p Page, plan *duet.AIPlan, value string) (bool, error) {
+//
+// patient says the first action may wait for its element: the first plan
+// tried waits for a page that renders late, the others find the page as
+// it is by then.
+func (a *aiRun) replay(ctx context.Context, p Page, plan *duet.AIPlan, value string, patient bool) (bool, error) {
 	ev, ok := p.(Evaluator)
 	if !ok {
 		return false, nil
@@ -529,6 +533,9 @@ func (a *aiRun) replay(ctx context.Context, p Page, plan *duet.AIPlan, value str
 		wait := aiReplayWait
 		if dl, ok := ctx.Deadline(); ok {
 			wait = min(wait, time.Until(dl)/2)
+		}
+		if i == 0 && !patient {
+			wait = 0
 		}
 		v, err := ev.Evaluate(ctx, aiSnapshotJS, map[string]any{"testIdAttr": a.testIDAttr(), "max": 0, "find": find, "region": act.Region, "waitMs": wait.Milliseconds()}, 4096)
 		if err != nil {
@@ -596,8 +603,8 @@ func startActing(ctx context.Context, env Env, st *duet.Step, value string) (*ai
 	if err != nil {
 		return nil, false, err
 	}
-	for _, plan := range plans {
-		ok, err := a.replay(ctx, a.page, plan, value)
+	for i, plan := range plans {
+		ok, err := a.replay(ctx, a.page, plan, value, i == 0)
 		if err != nil {
 			return nil, false, err
 		}
