@@ -192,6 +192,18 @@ type AIUsage struct {
 	// what it answered, scrubbed of the run's secrets ("" when the engine
 	// keeps no artifacts).
 	Transcript string `json:"transcript,omitempty"`
+	// Cached says an acting AI step (ai, aiTap, aiFill) replayed a plan
+	// from the shared cache, without a model call.
+	Cached bool `json:"cached,omitempty"`
+	// Healed says the step's cached plan no longer fitted the page (a
+	// locator that no longer resolves, a changed page region) and the
+	// model found the way again; HealedDraft is the draft version of the
+	// case it proposes for the case owner's approval.
+	Healed      bool   `json:"healed,omitempty"`
+	HealedDraft string `json:"healedDraft,omitempty"`
+	// Actions are the actions the step performed, each by the locator
+	// that found its element.
+	Actions []AIAction `json:"actions,omitempty"`
 }
 
 // Lease is a worker's hold on a run, as its claim gave it: the run, the

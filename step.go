@@ -185,6 +185,15 @@ type AIStep struct {
 	// IntervalMs is how long an aiWaitFor waits between looks at a page
 	// that has not changed; 0 means 1s.
 	IntervalMs int64 `json:"intervalMs,omitempty"`
+	// Value is what an aiFill types into the field the model finds (a
+	// template, rendered at run time: the model never sees it).
+	Value string `json:"value,omitempty"`
+	// TestIDAttr is the task's test id attribute (testIdAttribute), for
+	// the locators an acting step resolves to; "" means data-testid.
+	TestIDAttr string `json:"testIdAttr,omitempty"`
+	// MaxRounds bounds the look-and-act rounds of an ai step; 0 means the
+	// default (8).
+	MaxRounds int `json:"maxRounds,omitempty"`
 }
 
 // HTTPStep is an HTTP request. The response is saved to the variable SaveAs

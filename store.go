@@ -31,6 +31,7 @@ type Store interface {
 	SavedSessionStore
 	BaselineStore
 	MetricStore
+	AICacheStore
 
 	// Ping checks that the database answers. Returns UNAVAILABLE.
 	Ping(ctx context.Context) error

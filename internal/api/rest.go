@@ -152,7 +152,7 @@ func op[In, Out any](method, p, id, tag, summary string, fn func(ctx context.Con
 
 // routes is the REST API, in documentation order.
 func routes() []*route {
-	return append(append(coreRoutes(), evidenceRoutes()...), opsRoutes()...) // ops.go
+	return append(append(append(coreRoutes(), evidenceRoutes()...), opsRoutes()...), aiCacheRoutes()...) // ops.go
 }
 
 func coreRoutes() []*route {

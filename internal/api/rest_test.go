@@ -307,6 +307,18 @@ func testREST(t *testing.T, vars map[string]string) {
 	refused("bob", "getBaselineImage", p("baselineId", cand.ID), nil, nf)
 	refused("bob", "approveBaseline", p("baselineId", cand.ID), nil, nf)
 	refused("bob", "rejectBaseline", p("baselineId", cand.ID), nil, nf)
+	// The AI steps' cache: alice's case has no acting step, so no plan to
+	// list or freeze; bob neither reads nor clears alice's.
+	if pl := decode[api.AIPlanList](t, do("alice", "listCaseAIPlans", p("caseId", caseID), nil)); len(pl.Plans) != 0 {
+		t.Fatalf("listCaseAIPlans: %+v", pl)
+	}
+	refused("alice", "freezeCase", p("caseId", caseID), nil, duet.CodeInvalidArgument)
+	if cl := decode[api.ClearAIPlansOut](t, do("alice", "clearAIPlans", nil, api.ClearAIPlansIn{TaskID: taskID})); cl.Cleared != 0 {
+		t.Fatalf("clearAIPlans: %+v", cl)
+	}
+	refused("bob", "listCaseAIPlans", p("caseId", caseID), nil, nf)
+	refused("bob", "freezeCase", p("caseId", caseID), nil, nf)
+	refused("bob", "clearAIPlans", nil, api.ClearAIPlansIn{TaskID: taskID}, nf)
 	refused("bob", "getExecution", p("executionId", run.Executions[0].ID), nil, nf)
 	refused("bob", "getServer", p("server", reg.Server.ServerKey), nil, nf)
 	refused("bob", "syncServer", p("server", "orders"), nil, nf)

@@ -16,6 +16,9 @@ import (
 // EnvLLMStepTokens is the token budget of an AI step without maxTokens.
 const EnvLLMStepTokens = "DUET_LLM_STEP_TOKENS"
 
+// EnvLLMRunTokens is the token budget of all the AI steps of a run.
+const EnvLLMRunTokens = "DUET_LLM_RUN_TOKENS"
+
 // aiSteps returns the model of the engine's AI steps, as the DUET_LLM_*
 // variables configure it: nil when no model is configured (the steps then
 // fail with LLM_NOT_CONFIGURED), an error when a variable is malformed.
@@ -44,6 +47,13 @@ func (a *App) aiSteps(opts Options) (*step.AIConfig, error) {
 			return nil, duet.Errorf(duet.CodeInvalidArgument, "%s=%q is not a positive number of tokens", EnvLLMStepTokens, s)
 		}
 		ai.StepTokens = n
+	}
+	if s := strings.TrimSpace(getenv(EnvLLMRunTokens)); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return nil, duet.Errorf(duet.CodeInvalidArgument, "%s=%q is not a number of tokens (0: no budget)", EnvLLMRunTokens, s)
+		}
+		ai.RunTokens = n
 	}
 	a.Logger.Debug("AI steps use the configured model", slog.Any("llm", client), slog.String("budget", fmt.Sprint(ai.StepTokens)))
 	return ai, nil

@@ -292,6 +292,7 @@ func (a *App) devicesOfThisMachine(ctx context.Context) ([]api.Device, error) {
 	}
 	return out, nil
 }
+
 // AddRoute implements step.Router.
 func (s engineSession) AddRoute(ctx context.Context, r step.PageRoute) error {
 	return s.Session.AddRoute(ctx, browser.Route(r))

@@ -503,7 +503,8 @@ var options = []Option{
 	{Env: "DUET_LLM_MODEL", ReadBy: "internal/llm", Doc: "The model name the agent asks for, e.g. gpt-4.1-mini or qwen3:8b. Needed with DUET_LLM_BASE_URL."},
 	{Env: "DUET_LLM_API_KEY", Secret: true, ReadBy: "internal/llm", Doc: "API key sent as Authorization: Bearer (optional for local servers). Also DUET_LLM_API_KEY_FILE (the key, white space trimmed)."},
 	{Env: "DUET_LLM_TIMEOUT", Default: "120s", ReadBy: "internal/llm", Doc: "Time limit of one request to the model (a local model on a CPU may need 300s)."},
-	{Env: "DUET_LLM_STEP_TOKENS", Default: "20000", ReadBy: "internal/app", Doc: "The token budget of an AI step (aiAssert, aiQuery, aiWaitFor) without its own maxTokens: prompts and answers of all its model calls (docs/ai-steps.md)."},
+	{Env: "DUET_LLM_STEP_TOKENS", Default: "20000", ReadBy: "internal/app", Doc: "The token budget of an AI step (aiAssert, aiQuery, aiWaitFor, ai, aiTap, aiFill) without its own maxTokens: prompts and answers of all its model calls (docs/ai-steps.md)."},
+	{Env: "DUET_LLM_RUN_TOKENS", Default: "0", ReadBy: "internal/app", Doc: "The token budget of all the AI steps of a run together, on top of each step's (0: none); a step whose next call would pass it fails with LLM_BUDGET_EXCEEDED (docs/ai-steps.md)."},
 	{Env: "DUET_SAMPLE_TOKEN", Secret: true, NoFile: true, ReadBy: "internal/cli", Doc: "The bearer token `duet sample order-server` requires (the demo's order service). Default: a random one, printed when the server is listening."},
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"sync/atomic"
 	"time"
 
 	"github.com/duet-test/duet"
@@ -62,6 +63,9 @@ type caseRun struct {
 	// than a case (hooks.go): its results are the run's, and its calls
 	// are approved as the task's hooks.
 	hooks *runHooks
+	// aiTokens counts the tokens the run's AI steps spent (the run's
+	// scope holds it: every case of the run adds to it).
+	aiTokens *atomic.Int64
 }
 
 // keep accounts for the variable name taking the value v: the case's
@@ -103,7 +107,7 @@ func (e *Engine) executeCase(ctx context.Context, w *runWrites, rs *runScope, x 
 		return 0, false
 	}
 	e.emit(Event{RunID: run.ID, ExecutionID: x.ID, CaseTitle: x.CaseTitle, Status: duet.StatusRunning})
-	cr := &caseRun{e: e, w: w, run: run, task: task, x: x, saved: map[string]any{}, secrets: secrets, vars: rs.builtins()}
+	cr := &caseRun{e: e, w: w, run: run, task: task, x: x, saved: map[string]any{}, secrets: secrets, vars: rs.builtins(), aiTokens: &rs.aiTokens}
 	if x.Row != nil {
 		cr.vars["row"] = x.Row
 	}

@@ -79,6 +79,14 @@ var _ step.AIEnv = (*caseRun)(nil)
 // AI implements step.AIEnv.
 func (cr *caseRun) AI() *step.AIConfig { return cr.e.opts.AI }
 
+// AIRunTokens implements step.AIEnv: what the run's AI steps spent so far.
+func (cr *caseRun) AIRunTokens(spent int) int {
+	if cr.aiTokens == nil {
+		return spent
+	}
+	return int(cr.aiTokens.Add(int64(spent)))
+}
+
 // NoteAI implements step.AIEnv: the result of the step running (the
 // innermost, inside a flow step) carries u.
 func (cr *caseRun) NoteAI(u duet.AIUsage) {

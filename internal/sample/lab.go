@@ -23,6 +23,7 @@ import (
 //	GET /lab/device      the viewport, time zone, language, theme and position the page sees
 //	GET /lab/live        orders fetched from /api/orders and rendered: the list, an empty state, an error with its status, a failed network (a test mocks the API)
 //	GET /lab/reviews     a product page whose reviews hold an instruction to an AI (a prompt injection, for the AI steps)
+//	GET /lab/store       headphones to add to a cart, a cart that opens, a newsletter field, a link off the site (for the acting AI steps)
 //
 //go:embed lab/*.html lab/*.css
 var labFS embed.FS

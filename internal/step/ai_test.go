@@ -24,7 +24,7 @@ import (
 
 // aiModel starts a scripted model with turns and returns it with the
 // engine options that give it to the AI steps, and where artifacts go.
-func aiModel(t *testing.T, turns ...llmtest.Turn) (*llmtest.Server, engine.Options, string) {
+func aiModel(t testing.TB, turns ...llmtest.Turn) (*llmtest.Server, engine.Options, string) {
 	t.Helper()
 	srv := llmtest.New(t, turns...)
 	cfg := srv.Config()
@@ -300,5 +300,28 @@ func TestAIStepPageIsData(t *testing.T) {
 	b, _ := json.Marshal(x)
 	if strings.Contains(string(b), secret) {
 		t.Errorf("the execution keeps the secret")
+	}
+}
+
+// TestAIRunBudget: the AI steps of a run share its token budget
+// (DUET_LLM_RUN_TOKENS): once what they spent leaves too little for the
+// next call, the step fails with LLM_BUDGET_EXCEEDED without calling,
+// whatever its own budget.
+func TestAIRunBudget(t *testing.T) {
+	t.Parallel()
+	base := labShop(t)
+	srv, opts, _ := aiModel(t,
+		llmtest.Reply(`{"pass": true, "reason": "paid"}`).WithUsage(llm.Usage{PromptTokens: 800, CompletionTokens: 100, TotalTokens: 900}),
+		llmtest.Reply(`{"pass": true, "reason": "paid"}`))
+	opts.AI.RunTokens = 1500
+	x := runStepsWith(t, base, "      - open: /order?orderId=A1001\n      - aiAssert: the order is paid\n      - aiAssert: the order is paid\n", opts)
+	if r := x.Results[1]; r.Status != duet.StatusPassed {
+		t.Fatalf("the first step: %s", describe(x))
+	}
+	if r := x.Results[2]; r.ErrorCode != duet.CodeLLMBudgetExceeded || !strings.Contains(r.ErrorMessage, "the run's token budget of 1500") || !strings.Contains(r.ErrorMessage, "used 900") {
+		t.Errorf("the second step: %s", describe(x))
+	}
+	if n := len(srv.Requests()); n != 1 {
+		t.Errorf("%d model calls, want 1", n)
 	}
 }

@@ -154,7 +154,7 @@ func TestRegistry(t *testing.T) {
 	want := "unknown step key \"clack\" (step kinds: http, assert, mcpCall, set, wait, session, open, back, forward, reload, emulate, route, frame, waitForPopup, switchTo, closeTab, " +
 		"click, dblclick, check, uncheck, hover, fill, type, clear, press, focus, blur, scrollIntoView, select, upload, dragTo, onDialog, waitFor, waitForResponse, " +
 		"assertText, assertValue, assertAttribute, assertCount, assertVisible, assertEnabled, assertDisabled, assertChecked, assertFocused, assertCSS, " +
-		"assertURL, assertTitle, assertDialog, expectRequest, extract, evaluate, screenshot, saveSession, assertScreenshot, assertAccessible, assertPerformance, if, repeat, forEach, use, aiAssert, aiQuery, aiWaitFor; also name, timeout, soft)"
+		"assertURL, assertTitle, assertDialog, expectRequest, extract, evaluate, screenshot, saveSession, assertScreenshot, assertAccessible, assertPerformance, if, repeat, forEach, use, aiAssert, aiQuery, aiWaitFor, aiTap, aiFill, ai; also name, timeout, soft)"
 	if len(diags) != 1 || diags[0].Message != want {
 		t.Errorf("got %v, want %q", diags, want)
 	}

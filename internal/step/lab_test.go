@@ -10,7 +10,7 @@ import (
 )
 
 // labShop serves the sample shop, whose lab pages these tests use.
-func labShop(t *testing.T) string {
+func labShop(t testing.TB) string {
 	t.Helper()
 	u, stop, err := sample.StartShop(context.Background(), "127.0.0.1:0", sample.NewOrders())
 	if err != nil {

@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 
 // pool returns the package's browser pool; it skips the test when there
 // is no Chromium, unless DUET_REQUIRE_BROWSER=1 asks for a failure.
-func pool(t *testing.T) *browser.Pool {
+func pool(t testing.TB) *browser.Pool {
 	t.Helper()
 	if err := browser.NewPool(browser.Options{}).Available(); err != nil {
 		if os.Getenv("DUET_REQUIRE_BROWSER") == "1" {

@@ -64,6 +64,7 @@ func Run(t *testing.T, open Opener) {
 		{"Baselines", testBaselines},
 		{"Metrics", testMetrics},
 		{"SavedSessions", testSavedSessions},
+		{"AIPlans", testAIPlans},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -59,6 +59,12 @@ func (s *store) ApprovePostRun(ctx context.Context, a1 string, a2 string, a3 str
 	return s.Store.ApprovePostRun(ctx, a1, a2, a3)
 }
 
+func (s *store) ClearAIPlans(ctx context.Context, a1 string, a2 string, a3 string) (r0 int, err error) {
+	ctx, end := s.t.storeSpan(ctx, "ClearAIPlans")
+	defer func() { end(err) }()
+	return s.Store.ClearAIPlans(ctx, a1, a2, a3)
+}
+
 func (s *store) CompleteAudit(ctx context.Context, a1 []*duet.AuditRecord) (err error) {
 	ctx, end := s.t.storeSpan(ctx, "CompleteAudit")
 	defer func() { end(err) }()
@@ -215,6 +221,12 @@ func (s *store) DueSchedules(ctx context.Context, a1 time.Time, a2 int) (r0 []*d
 	return s.Store.DueSchedules(ctx, a1, a2)
 }
 
+func (s *store) FindAIPlans(ctx context.Context, a1 duet.AIPlanKey, a2 string) (r0 []*duet.AIPlan, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindAIPlans")
+	defer func() { end(err) }()
+	return s.Store.FindAIPlans(ctx, a1, a2)
+}
+
 func (s *store) FindAsset(ctx context.Context, a1 string, a2 duet.AssetKind, a3 string, a4 int) (r0 *duet.Asset, err error) {
 	ctx, end := s.t.storeSpan(ctx, "FindAsset")
 	defer func() { end(err) }()
@@ -243,6 +255,12 @@ func (s *store) FindBaselines(ctx context.Context, a1 duet.BaselineFilter) (r0 [
 	ctx, end := s.t.storeSpan(ctx, "FindBaselines")
 	defer func() { end(err) }()
 	return s.Store.FindBaselines(ctx, a1)
+}
+
+func (s *store) FindCaseAIPlans(ctx context.Context, a1 string, a2 string) (r0 []*duet.AIPlan, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindCaseAIPlans")
+	defer func() { end(err) }()
+	return s.Store.FindCaseAIPlans(ctx, a1, a2)
 }
 
 func (s *store) FindCaseApproval(ctx context.Context, a1 string, a2 string, a3 int) (r0 *duet.CaseApproval, err error) {
@@ -605,6 +623,12 @@ func (s *store) RewrapSecrets(ctx context.Context, a1 func(*duet.Secret) ([]uint
 	return s.Store.RewrapSecrets(ctx, a1)
 }
 
+func (s *store) SaveAIPlan(ctx context.Context, a1 duet.Lease, a2 *duet.AIPlan) (err error) {
+	ctx, end := s.t.storeSpan(ctx, "SaveAIPlan")
+	defer func() { end(err) }()
+	return s.Store.SaveAIPlan(ctx, a1, a2)
+}
+
 func (s *store) SaveAsset(ctx context.Context, a1 *duet.Asset) (r0 duet.ApplyAction, err error) {
 	ctx, end := s.t.storeSpan(ctx, "SaveAsset")
 	defer func() { end(err) }()
@@ -705,6 +729,12 @@ func (s *store) UpdateCredentials(ctx context.Context, a1 []*duet.Credential) (e
 	ctx, end := s.t.storeSpan(ctx, "UpdateCredentials")
 	defer func() { end(err) }()
 	return s.Store.UpdateCredentials(ctx, a1)
+}
+
+func (s *store) UseAIPlan(ctx context.Context, a1 duet.Lease, a2 string) (err error) {
+	ctx, end := s.t.storeSpan(ctx, "UseAIPlan")
+	defer func() { end(err) }()
+	return s.Store.UseAIPlan(ctx, a1, a2)
 }
 
 func (s *store) UseOAuthToken(ctx context.Context, a1 duet.OAuthTokenKind, a2 string) (r0 *duet.OAuthToken, err error) {

@@ -1,0 +1,156 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+
+	"github.com/duet-test/duet"
+)
+
+var _ duet.AICacheStore = (*DB)(nil)
+
+const aiPlanColumns = `p.id, p.task_id, p.case_id, p.case_version, p.step_index, p.step_hash, p.fingerprint, p.actions, p.run_id, p.execution_id, p.created_by, p.hits, p.created_at, p.used_at`
+
+func scanAIPlan(r rowScanner) (*duet.AIPlan, error) {
+	var p duet.AIPlan
+	var actions string
+	var created, used int64
+	if err := r.Scan(&p.ID, &p.TaskID, &p.CaseID, &p.CaseVersion, &p.StepIndex, &p.StepHash, &p.Fingerprint, &actions, &p.RunID, &p.ExecutionID, &p.CreatedBy, &p.Hits, &created, &used); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(actions), &p.Actions); err != nil {
+		return nil, err
+	}
+	p.CreatedAt, p.UsedAt = fromMicros(created), fromMicros(used)
+	return &p, nil
+}
+
+// checkAIPlan is what a plan must hold to be stored.
+func checkAIPlan(l duet.Lease, p *duet.AIPlan) error {
+	switch {
+	case p == nil || p.TaskID == "" || p.CaseID == "" || p.StepHash == "" || p.ExecutionID == "" || len(p.Actions) == 0:
+		return duet.Errorf(duet.CodeInvalidArgument, "an AI plan needs a task, a case, a step, an execution and actions")
+	case len(p.Actions) > duet.MaxAIPlanActions:
+		return duet.Errorf(duet.CodeInvalidArgument, "an AI plan holds at most %d actions, this one %d", duet.MaxAIPlanActions, len(p.Actions))
+	case p.RunID != l.RunID:
+		return duet.LeaseLost(l)
+	}
+	for _, a := range p.Actions {
+		if a.Locator == nil || a.Do == "" {
+			return duet.Errorf(duet.CodeInvalidArgument, "an AI plan's action needs what it does and a locator")
+		}
+	}
+	return nil
+}
+
+// SaveAIPlan stores p under the lease l, one plan per key, step hash and
+// fingerprint, at most MaxAIPlansPerStep per step.
+func (d *DB) SaveAIPlan(ctx context.Context, l duet.Lease, p *duet.AIPlan) error {
+	if err := checkAIPlan(l, p); err != nil {
+		return err
+	}
+	actions, err := json.Marshal(p.Actions)
+	if err != nil {
+		return duet.WrapError(duet.CodeInvalidArgument, err, "an AI plan's actions: %v", err)
+	}
+	return d.tx(ctx, func(tx *sql.Tx) error {
+		if err := held(ctx, tx, l, p.ExecutionID); err != nil {
+			return err
+		}
+		now := d.now()
+		p.ID, p.CreatedAt, p.UsedAt, p.Hits = duet.NewID("aip"), now, now, 0
+		if _, err := tx.ExecContext(ctx, `INSERT INTO ai_plans (id, task_id, case_id, case_version, step_index, step_hash, fingerprint, actions, run_id, execution_id, created_by, hits, created_at, used_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)
+			ON CONFLICT (case_id, case_version, step_index, step_hash, fingerprint) DO UPDATE SET
+				id = excluded.id, actions = excluded.actions, run_id = excluded.run_id, execution_id = excluded.execution_id,
+				created_by = excluded.created_by, hits = 0, created_at = excluded.created_at, used_at = excluded.used_at`,
+			p.ID, p.TaskID, p.CaseID, p.CaseVersion, p.StepIndex, p.StepHash, p.Fingerprint, string(actions), p.RunID, p.ExecutionID, p.CreatedBy,
+			micros(now), micros(now)); err != nil {
+			return mapErr(err)
+		}
+		_, err := tx.ExecContext(ctx, `DELETE FROM ai_plans WHERE case_id = ? AND case_version = ? AND step_index = ? AND id NOT IN (
+			SELECT id FROM ai_plans WHERE case_id = ? AND case_version = ? AND step_index = ? ORDER BY used_at DESC, id DESC LIMIT ?)`,
+			p.CaseID, p.CaseVersion, p.StepIndex, p.CaseID, p.CaseVersion, p.StepIndex, duet.MaxAIPlansPerStep)
+		return mapErr(err)
+	})
+}
+
+// FindAIPlans returns the plans of a step, most recently used first.
+func (d *DB) FindAIPlans(ctx context.Context, key duet.AIPlanKey, stepHash string) ([]*duet.AIPlan, error) {
+	rows, err := d.q.QueryContext(ctx, `SELECT `+aiPlanColumns+` FROM ai_plans p
+		WHERE p.task_id = ? AND p.case_id = ? AND p.case_version = ? AND p.step_index = ? AND p.step_hash = ?
+		ORDER BY p.used_at DESC, p.id DESC LIMIT ?`, key.TaskID, key.CaseID, key.CaseVersion, key.StepIndex, stepHash, duet.MaxAIPlansPerStep)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return scanAIPlans(rows)
+}
+
+func scanAIPlans(rows *sql.Rows) ([]*duet.AIPlan, error) {
+	defer rows.Close()
+	out := []*duet.AIPlan{}
+	for rows.Next() {
+		p, err := scanAIPlan(rows)
+		if err != nil {
+			return nil, mapErr(err)
+		}
+		out = append(out, p)
+	}
+	return out, mapErr(rows.Err())
+}
+
+// UseAIPlan counts a replay of plan id under the lease l.
+func (d *DB) UseAIPlan(ctx context.Context, l duet.Lease, id string) error {
+	return d.tx(ctx, func(tx *sql.Tx) error {
+		var ok bool
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM runs r WHERE r.id = ? AND r.lease_owner = ? AND r.attempt = ? AND r.status = 'running')`,
+			l.RunID, l.Worker, l.Token).Scan(&ok); err != nil {
+			return mapErr(err)
+		}
+		if !ok {
+			return duet.LeaseLost(l)
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE ai_plans SET hits = hits + 1, used_at = ? WHERE id = ?`, micros(d.now()), id)
+		return mapErr(err)
+	})
+}
+
+// FindCaseAIPlans returns the plans of a case viewer may see.
+func (d *DB) FindCaseAIPlans(ctx context.Context, viewer, caseID string) ([]*duet.AIPlan, error) {
+	if _, err := d.FindCaseByID(ctx, viewer, caseID); err != nil {
+		return nil, err
+	}
+	rows, err := d.q.QueryContext(ctx, `SELECT `+aiPlanColumns+` FROM ai_plans p WHERE p.case_id = ?
+		ORDER BY p.case_version, p.step_index, p.used_at DESC, p.id`, caseID)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return scanAIPlans(rows)
+}
+
+// ClearAIPlans removes the plans of owner's task (of one case of it).
+func (d *DB) ClearAIPlans(ctx context.Context, owner, taskID, caseID string) (int, error) {
+	var n int
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		var ok bool
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM tasks t WHERE t.id = ?2 AND (t.owner = ?1 OR t.owner IN `+teamsOf+`))`, owner, taskID).Scan(&ok); err != nil {
+			return mapErr(err)
+		}
+		if !ok {
+			return notFound("task", taskID)
+		}
+		q, args := `DELETE FROM ai_plans WHERE task_id = ?`, []any{taskID}
+		if caseID != "" {
+			q, args = q+` AND case_id = ?`, append(args, caseID)
+		}
+		res, err := tx.ExecContext(ctx, q, args...)
+		if err != nil {
+			return mapErr(err)
+		}
+		c, _ := res.RowsAffected()
+		n = int(c)
+		return nil
+	})
+	return n, err
+}
