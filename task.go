@@ -50,6 +50,14 @@ type Task struct {
 	BeforeEach []Step    `json:"beforeEach,omitempty"`
 	AfterEach  []Step    `json:"afterEach,omitempty"`
 	HookSaves  []string  `json:"hookSaves,omitempty"`
+	// Retries, CaseTimeoutMs and Tags are what the task's cases take when
+	// they do not say (retries:, timeout:, and tags added to their own);
+	// Parallel is how many of its cases a run executes at once (0: the
+	// deployment's DUET_PARALLEL), within DUET_MAX_PARALLEL.
+	Retries       int      `json:"retries,omitempty"`
+	CaseTimeoutMs int64    `json:"caseTimeoutMs,omitempty"`
+	Tags          []string `json:"tags,omitempty"`
+	Parallel      int      `json:"parallel,omitempty"`
 	CreatedAt  time.Time `json:"createdAt"`
 	UpdatedAt  time.Time `json:"updatedAt"`
 }
