@@ -74,6 +74,11 @@ type Options struct {
 	// directory); nil when the source came without one (over the API,
 	// from the agent): rows must then be inline.
 	Files fs.FS
+	// MaxRetries and MaxParallel are the deployment's bounds on retries:
+	// and parallel: (DUET_MAX_RETRIES, DUET_MAX_PARALLEL); 0 means the
+	// format's own (MaxRetries, MaxParallel).
+	MaxRetries  int
+	MaxParallel int
 }
 
 var (
@@ -228,6 +233,7 @@ func (c *compiler) task(n *step.Node, t *duet.Task) {
 	}
 	c.environments(n, t)
 	c.taskHooks(n, t)
+	c.taskRunSettings(n, t)
 	if tm := c.String(n, "trace", false); tm != "" {
 		if _, err := trace.ParseMode(tm); err != nil {
 			c.Errf(n.Get("trace"), "%s", duet.ErrorMessage(err))
@@ -310,6 +316,7 @@ func (c *compiler) caseNode(n *step.Node, task *duet.Task, suite bool) []*duet.C
 	if tn := n.Get("timeout"); tn != nil {
 		cs.TimeoutMs = c.Timeout(tn, maxCaseTimeout)
 	}
+	c.caseRunSettings(n, task, cs)
 	for _, k := range []string{duet.HookBeforeAll, duet.HookAfterAll} {
 		if v := n.Get(k); v != nil {
 			c.Errf(v, "%s runs once per run: declare it under task:, not in a case (a case has beforeEach and afterEach)", k)
@@ -359,7 +366,7 @@ func (c *compiler) caseNode(n *step.Node, task *duet.Task, suite bool) []*duet.C
 }
 
 // sourceHash identifies a version of a case: its source, time limit, data
-// row and steps, source lines aside (moving a case within its file is not
+// row, retries, tags and steps, source lines aside (moving a case within its file is not
 // a change).
 func sourceHash(cs *duet.Case) string {
 	unlined := slices.Clone(cs.Steps)
@@ -374,6 +381,10 @@ func sourceHash(cs *duet.Case) string {
 		row, _ := json.Marshal(cs.Row)
 		h.Write([]byte("\x00row\x00"))
 		h.Write(row)
+	}
+	if cs.Retries != 0 || len(cs.Tags) > 0 {
+		// (a case without either hashes as before)
+		fmt.Fprintf(h, "\x00retries\x00%d\x00tags\x00%q", cs.Retries, cs.Tags)
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

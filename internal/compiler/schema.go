@@ -38,6 +38,10 @@ var (
 		{Name: "trace", Type: step.Enum("off", "on-failure", "on-first-retry", "on"), Doc: "when a case keeps a trace (screenshots, DOM, console, network, replay): default DUET_TRACE, on-failure"},
 		{Name: "testIdAttribute", Type: step.Text, Doc: "the attribute testId locators name (default data-testid), for the suite's cases"},
 		{Name: "schedule", Type: scheduleType, Doc: "when the task runs by itself: one schedule or a list (docs/schedules.md)"},
+		{Name: "retries", Type: step.Int, Doc: fmt.Sprintf("how many times a failed case runs again from its start, 0 to %d (within DUET_MAX_RETRIES); a case that fails and then passes is flaky. A case's own retries: wins", MaxRetries)},
+		{Name: "timeout", Type: step.Duration, Doc: fmt.Sprintf("the time limit of each case that sets none, at most %s (default DUET_CASE_TIMEOUT)", maxCaseTimeout)},
+		{Name: "tags", Type: tagList, Doc: "tags every case of the task has, besides its own"},
+		{Name: "parallel", Type: step.Int, Doc: fmt.Sprintf("how many of the task's cases a run executes at once, 1 to %d within DUET_MAX_PARALLEL (default DUET_PARALLEL)", MaxParallel)},
 	}
 	scheduleKeys = []step.Key{
 		{Name: "name", Type: step.Text, Doc: "unique within the task (default: made from the timing)"},
@@ -76,7 +80,13 @@ var (
 		{Name: "each", Type: eachType, Doc: fmt.Sprintf("data: a case of each row (at most %d), named from it (${row.NAME} in the title); rows inline, or {file: PATH} of a .csv or .json file beside the suite", MaxEachRows)},
 		{Name: duet.HookBeforeEach, Type: step.Steps, Doc: "steps run before this case's own (after the task's beforeEach)"},
 		{Name: duet.HookAfterEach, Type: step.Steps, Doc: "steps run after this case's own, whatever became of them (before the task's afterEach)"},
+		{Name: "retries", Type: step.Int, Doc: fmt.Sprintf("how many times the case runs again from its start when it fails, 0 to %d (default: the task's)", MaxRetries)},
+		{Name: "tags", Type: tagList, Doc: "the case's tags (besides its task's): a run may select cases by tag"},
 	}
+	tagList = step.TypeOf("tag or list of tags", func(bool) *jsonschema.Schema {
+		tag := &jsonschema.Schema{Type: "string", Pattern: tagRe().String()}
+		return &jsonschema.Schema{AnyOf: []*jsonschema.Schema{tag, {Type: "array", MaxItems: ptr(maxTags), Items: tag}}}
+	})
 	eachType = step.TypeOf("rows or {file}", func(bool) *jsonschema.Schema {
 		return &jsonschema.Schema{AnyOf: []*jsonschema.Schema{
 			{Type: "array", MinItems: ptr(1), MaxItems: ptr(MaxEachRows), Items: &jsonschema.Schema{Type: "object", MinProperties: ptr(1)}},
