@@ -20,7 +20,7 @@ import (
 func TestModes(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
-		m             trace.Mode
+		m                 trace.Mode
 		records, records1 bool // on the first attempt, on the first retry
 		pass, fail        bool
 		retry1Pass        bool
