@@ -294,7 +294,7 @@ var options = []Option{
 			c.ArtifactDir = filepath.Clean(v)
 			return nil
 		}},
-	{Env: "DUET_TRACE", Default: "on-failure", Doc: "When a case keeps a trace (screenshots, DOM snapshots, console, network, replay) if its task and run do not say: off, on-failure, on-first-retry (as on-failure until Duet retries cases) or on.",
+	{Env: "DUET_TRACE", Default: "on-failure", Doc: "When a case keeps a trace (screenshots, DOM snapshots, console, network, replay) if its task and run do not say: off, on-failure, on-first-retry (the first retry of a failed case only) or on.",
 		set: func(c *Config, v string) error {
 			switch v {
 			case "off", "on-failure", "on-first-retry", "on":
