@@ -567,6 +567,7 @@ func redactOutput(savedAs string, out json.RawMessage) json.RawMessage {
 // Totals counts the cases by how they ended.
 type Totals struct {
 	Cases, Passed, Failed, Error, Cancelled, NotRun int
+	Flaky                                           int // passed on a retry
 }
 
 // Totals returns the counts of the run's cases: of the cases shown when it
@@ -574,13 +575,15 @@ type Totals struct {
 func (r *Report) Totals() Totals {
 	if r.Window != nil {
 		rt := r.Run.Totals
-		return Totals{Cases: rt.Cases, Passed: rt.Passed, Failed: rt.Failed, Error: rt.Error, Cancelled: rt.Cancelled, NotRun: rt.Pending + rt.Running}
+		return Totals{Cases: rt.Cases, Passed: rt.Passed, Failed: rt.Failed, Error: rt.Error, Cancelled: rt.Cancelled, NotRun: rt.Pending + rt.Running, Flaky: rt.Flaky}
 	}
 	t := Totals{Cases: len(r.Cases)}
 	for _, c := range r.Cases {
 		switch c.Status {
 		case duet.StatusPassed:
 			t.Passed++
+		case duet.StatusFlaky:
+			t.Flaky++
 		case duet.StatusFailed:
 			t.Failed++
 		case duet.StatusError:
