@@ -722,7 +722,11 @@ func (c *Catalog) StartRun(ctx context.Context, caller duet.Caller, in StartRunI
 // (duet.StartRunParams.Fire). replayed is true when the key's run exists
 // already (another scheduler made it).
 func (c *Catalog) StartScheduled(ctx context.Context, caller duet.Caller, taskID, key string, fire *duet.ScheduleFire) (runID string, replayed bool, err error) {
-	args, err := json.Marshal(StartRunIn{TaskID: taskID, IdempotencyKey: key})
+	in := StartRunIn{TaskID: taskID, IdempotencyKey: key}
+	if fire != nil {
+		in.Tags = fire.Tags // the schedule's selection
+	}
+	args, err := json.Marshal(in)
 	if err != nil {
 		return "", false, err
 	}

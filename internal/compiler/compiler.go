@@ -91,6 +91,9 @@ var (
 type compiler struct {
 	*step.Compiler
 	opts Options
+	// scheduleTags are the tags the task's schedules select by, checked
+	// against the cases' once they are compiled.
+	scheduleTags []scheduleTag
 }
 
 func newCompiler(ctx context.Context, opts Options) *compiler {
@@ -151,6 +154,7 @@ func CompileSuite(ctx context.Context, src []byte, file string, opts Options) (*
 			}
 		}
 	}
+	c.checkScheduleTags(s.Cases)
 	if c.NumErrors() > 0 {
 		return nil, c.fail(file)
 	}

@@ -117,3 +117,27 @@ func (c *compiler) caseRunSettings(n *step.Node, task *duet.Task, cs *duet.Case)
 		cs.TimeoutMs = task.CaseTimeoutMs
 	}
 }
+
+// scheduleTag is a schedule's tags: and where they are.
+type scheduleTag struct {
+	node *step.Node
+	tags []string
+}
+
+// checkScheduleTags refuses a schedule tag no case has: its runs would
+// select nothing.
+func (c *compiler) checkScheduleTags(cases []*duet.Case) {
+	have := map[string]bool{}
+	for _, cs := range cases {
+		for _, t := range cs.Tags {
+			have[t] = true
+		}
+	}
+	for _, st := range c.scheduleTags {
+		for _, t := range st.tags {
+			if !have[t] {
+				c.Errf(st.node, "schedule tags: no case has the tag %q; the schedule's runs would run nothing", t)
+			}
+		}
+	}
+}

@@ -50,6 +50,7 @@ var (
 		{Name: "every", Type: step.Text, Doc: "an interval such as 15m or 1h, instead of cron"},
 		{Name: "missed", Type: step.Enum(string(duet.MissedSkip), string(duet.MissedRunOnce)), Doc: "a slot missed while no instance ran: skip (the default) or runOnce"},
 		{Name: "overlap", Type: step.Enum(string(duet.OverlapSkip), string(duet.OverlapQueue)), Doc: "a slot that comes while the previous run is unfinished: skip (the default) or queue"},
+		{Name: "tags", Type: tagList, Doc: "run only the cases with any of these tags (default: all)"},
 	}
 	scheduleType = step.TypeOf("schedule or list of schedules", func(bool) *jsonschema.Schema {
 		one := &jsonschema.Schema{Ref: "#/$defs/schedule"}

@@ -18,7 +18,20 @@ func testRetries(t *testing.T, s duet.Store) {
 	su.Task.Retries, su.Task.Parallel, su.Task.CaseTimeoutMs, su.Task.Tags = 1, 3, 60000, []string{"shop"}
 	su.Cases[0].Retries, su.Cases[0].Tags = 2, []string{"shop", "smoke"}
 	su.Cases[0].Steps = []duet.Step{step(0, "true"), step(1, "true")}
+	next := time.Now().Add(time.Hour).UTC().Truncate(time.Millisecond)
+	su.Schedules = []*duet.Schedule{{Name: "smoke hourly", Every: time.Hour, Missed: duet.MissedSkip, Overlap: duet.OverlapSkip, NextFireAt: next, Tags: []string{"smoke"}}}
 	res := mustApply(t, s, "alice", su)
+	scheds, err := s.FindSchedules(ctx(t), duet.ScheduleFilter{Viewer: "alice", TaskID: res.Task.ID})
+	if err != nil || len(scheds) != 1 || !slices.Equal(scheds[0].Tags, []string{"smoke"}) {
+		t.Fatalf("a schedule's tags: %v %+v", err, scheds)
+	}
+	// Its tags change, its timing does not: the tags are kept, the slot too.
+	su.Schedules[0].Tags = []string{"shop", "smoke"}
+	mustApply(t, s, "alice", su)
+	scheds, err = s.FindSchedules(ctx(t), duet.ScheduleFilter{Viewer: "alice", TaskID: res.Task.ID})
+	if err != nil || len(scheds) != 1 || !slices.Equal(scheds[0].Tags, []string{"shop", "smoke"}) || !scheds[0].NextFireAt.Equal(next) {
+		t.Fatalf("a schedule's changed tags: %v %+v", err, scheds)
+	}
 	task, err := s.FindTaskByID(ctx(t), "alice", res.Task.ID)
 	if err != nil {
 		t.Fatal(err)

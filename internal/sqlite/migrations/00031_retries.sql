@@ -14,8 +14,12 @@ CREATE TABLE execution_attempts (
     data         TEXT NOT NULL,
     PRIMARY KEY (execution_id, attempt)
 );
+-- A schedule's tags (JSON, '' for none): its runs run the cases with any
+-- of them.
+ALTER TABLE schedules ADD COLUMN tags TEXT NOT NULL DEFAULT '';
 
 -- +goose Down
+ALTER TABLE schedules DROP COLUMN tags;
 DROP TABLE execution_attempts;
 ALTER TABLE executions DROP COLUMN attempt;
 ALTER TABLE executions DROP COLUMN retries;
