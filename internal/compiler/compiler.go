@@ -155,6 +155,9 @@ func CompileSuite(ctx context.Context, src []byte, file string, opts Options) (*
 		}
 	}
 	c.checkScheduleTags(s.Cases)
+	if c.NumErrors() == 0 {
+		c.checkEnvRefs(root, &s.Task)
+	}
 	if c.NumErrors() > 0 {
 		return nil, c.fail(file)
 	}

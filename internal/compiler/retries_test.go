@@ -85,3 +85,60 @@ cases:
 		})
 	}
 }
+
+// TestEnvReferences: a step that reads env.NAME that no environment of the
+// task declares is refused at its line and column (in a template, an
+// expression, a set, a hook, a flow); declared names compile.
+func TestEnvReferences(t *testing.T) {
+	t.Parallel()
+	ok := `
+task:
+  name: t
+  baseURL: "http://a.test"
+  environments: {staging: {vars: {currency: EUR}}, prod: {vars: {region: eu}}}
+  beforeEach: [{assert: 'env.region != ""'}]
+flows:
+  check: {steps: [{assert: 'env["currency"] == "EUR"'}]}
+cases:
+  - {title: c, steps: [{set: {c: env.currency}}, {http: "GET /x?c=${env.currency}"}, {use: check}]}
+`
+	if _, err := CompileSuite(context.Background(), []byte(ok), "t.yaml", Options{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ name, src, want string }{
+		{"template", `
+task: {name: t, baseURL: "http://a.test", environments: {staging: {vars: {currency: EUR}}}}
+cases:
+  - {title: c, steps: [{http: "GET /x?c=${env.curency}"}]}
+`, `t.yaml:4:31: env.curency: none of the task's environments declares it (their vars: currency)`},
+		{"expression", `
+task: {name: t, baseURL: "http://a.test", environments: {staging: {vars: {currency: EUR}}}}
+cases:
+  - title: c
+    steps:
+      - assert: env.region == "eu"
+`, `t.yaml:6:17: env.region`},
+		{"set in a hook", `
+task:
+  name: t
+  environments: {staging: {}}
+  beforeAll: [{set: {r: 'env["region"]'}}]
+cases:
+  - {title: c, steps: [{assert: "true"}]}
+`, `t.yaml:5:25: env.region: none of the task's environments (staging) declares it in its vars`},
+		{"no environments", `
+task: {name: t}
+flows:
+  f: {steps: [{assert: "env.x == 1"}]}
+cases:
+  - {title: c, steps: [{use: f}]}
+`, `t.yaml:4:24: env.x: the task declares no environments`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := CompileSuite(context.Background(), []byte(tt.src), "t.yaml", Options{})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
