@@ -19,7 +19,9 @@ import (
 // suite's flows and the cases.
 
 var (
-	envRefRe      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?:^|[^A-Za-z0-9_.$])env(?:\.([A-Za-z_][A-Za-z0-9_]*)|\[\s*["']([^"']*)["']\s*\])`) })
+	envRefRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?:^|[^A-Za-z0-9_.$])env(?:\.([A-Za-z_][A-Za-z0-9_]*)|\[\s*["']([^"']*)["']\s*\])`)
+	})
 	envTemplateRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{([^}]*)\}`) })
 )
 
