@@ -29,6 +29,11 @@ type Case struct {
 	SourceHash string `json:"sourceHash"`
 	Steps      []Step `json:"steps"`
 	TimeoutMs  int64  `json:"timeoutMs,omitempty"` // whole-case limit; 0 = the engine's default
+	// Retries is how many times a failed run of the case is retried from
+	// its start (its own retries:, else its task's); Tags are its tags
+	// (its own and its task's), which select cases for a run.
+	Retries int      `json:"retries,omitempty"`
+	Tags    []string `json:"tags,omitempty"`
 	// Row is the data row of a case made from one row of a data-driven
 	// case (each:): its steps read it as the variable row.
 	Row       map[string]any `json:"row,omitempty"`

@@ -77,6 +77,17 @@ func (x *Execution) restrict(note string) {
 	for _, r := range x.Results {
 		r.restrict(note)
 	}
+	for _, a := range x.Attempts {
+		if a == nil {
+			continue
+		}
+		if a.ErrorMessage != "" {
+			a.ErrorMessage = note
+		}
+		for _, r := range a.Results {
+			r.restrict(note)
+		}
+	}
 }
 
 func (r *StepResult) restrict(note string) {

@@ -20,12 +20,16 @@ const (
 	StatusError     RunStatus = "error"
 	StatusCancelled RunStatus = "cancelled"
 	StatusSkipped   RunStatus = "skipped"
+	// StatusFlaky is an execution that failed and then passed on a retry
+	// (Execution.Attempts keeps the failed attempts): a pass for the run's
+	// verdict, unless the caller fails on flaky cases (--fail-on-flaky).
+	StatusFlaky RunStatus = "flaky"
 )
 
 // Final reports whether s is a final state.
 func (s RunStatus) Final() bool {
 	switch s {
-	case StatusPassed, StatusFailed, StatusError, StatusCancelled, StatusSkipped:
+	case StatusPassed, StatusFailed, StatusError, StatusCancelled, StatusSkipped, StatusFlaky:
 		return true
 	}
 	return false
@@ -96,6 +100,7 @@ type RunTotals struct {
 	Failed    int `json:"failed"`
 	Error     int `json:"error"`
 	Cancelled int `json:"cancelled"`
+	Flaky     int `json:"flaky"` // passed on a retry, after failing
 }
 
 // Execution is the execution of one case (at one version) within a run, with
@@ -122,6 +127,28 @@ type Execution struct {
 	// is resumed: 0, it restarts from its first step; n > 0, its steps
 	// before n are stored whole (RunStore.SuspendExecution).
 	ResumeFrom int `json:"-"`
+	// Retries is how many times the case runs again from its start after
+	// a failed attempt (the run's retries, else the case's, else its
+	// task's); Attempt is the attempt running or last run (1 the first, 2
+	// the first retry, ...), and Attempts are the earlier, failed
+	// attempts, each with its step results and evidence, in order. A case
+	// that passes on a retry is flaky.
+	Retries  int                 `json:"retries,omitempty"`
+	Attempt  int                 `json:"attempt,omitempty"`
+	Attempts []*ExecutionAttempt `json:"attempts,omitempty"`
+}
+
+// ExecutionAttempt is one finished, failed attempt at an execution that
+// was retried (Execution.Attempts): what it ran and how it ended, kept as
+// it was stored when the retry began.
+type ExecutionAttempt struct {
+	Attempt      int           `json:"attempt"`
+	Status       RunStatus     `json:"status"`
+	ErrorCode    Code          `json:"errorCode,omitempty"`
+	ErrorMessage string        `json:"errorMessage,omitempty"`
+	StartedAt    *time.Time    `json:"startedAt,omitempty"`
+	FinishedAt   *time.Time    `json:"finishedAt,omitempty"`
+	Results      []*StepResult `json:"steps"`
 }
 
 // StepResult is what happened to one step of an execution.
@@ -392,6 +419,16 @@ type RunStore interface {
 	// FinishExecution stores the final state of an execution of l's run.
 	FinishExecution(ctx context.Context, l Lease, e *Execution) error
 
+	// RetryExecution begins attempt e.Attempt+1 of an execution of l's
+	// run whose attempt e.Attempt ended failed (FinishExecution) with
+	// every step result stored: in one transaction it keeps that attempt
+	// (its status, error, times and the step results as stored) among the
+	// execution's Attempts, clears its step results and variables, and
+	// marks it running at the next attempt. e is updated to match. It is
+	// refused with CONFLICT when the attempt is not finished, has passed,
+	// lacks a step result, or is not e.Attempt (a retry made already).
+	RetryExecution(ctx context.Context, l Lease, e *Execution) error
+
 	// ReleaseRun puts l's run back in the queue (a graceful shutdown, a
 	// worker that cannot write): it becomes queued again and another
 	// worker resumes it.
@@ -411,4 +448,39 @@ type RunStore interface {
 	// DeleteExpiredIdempotency removes idempotency records that expired
 	// before now and returns how many.
 	DeleteExpiredIdempotency(ctx context.Context, now time.Time) (int, error)
+}
+
+// RetryAttempt is the attempt a store keeps when an execution, x as
+// stored (with its results and attempts), is retried after its attempt
+// number attempt (RunStore.RetryExecution). It refuses with CONFLICT a
+// retry of an attempt that is not x's current one, is not finished and
+// failed, or lacks a step result: an attempt is kept only whole.
+func RetryAttempt(x *Execution, attempt int) (*ExecutionAttempt, error) {
+	cur := max(x.Attempt, 1)
+	if attempt != cur {
+		return nil, Errorf(CodeConflict, "execution %s is at attempt %d, not %d: that retry was made already", x.ID, cur, attempt)
+	}
+	switch x.Status {
+	case StatusFailed, StatusError:
+	default:
+		return nil, Errorf(CodeConflict, "execution %s cannot be retried: its attempt %d is %s, not failed", x.ID, cur, x.Status)
+	}
+	if len(x.Results) < len(x.Steps) {
+		return nil, Errorf(CodeConflict, "execution %s cannot be retried: its attempt %d has %d of its %d step results recorded; an attempt is kept only whole", x.ID, cur, len(x.Results), len(x.Steps))
+	}
+	return &ExecutionAttempt{Attempt: cur, Status: x.Status, ErrorCode: x.ErrorCode, ErrorMessage: x.ErrorMessage,
+		StartedAt: x.StartedAt, FinishedAt: x.FinishedAt, Results: x.Results}, nil
+}
+
+// RetriedExecution brings e, just retried (RunStore.RetryExecution), in
+// line with what the store keeps: its attempts, the next attempt running
+// from the start.
+func RetriedExecution(e *Execution, attempts []*ExecutionAttempt) {
+	e.Attempts = attempts
+	e.Attempt = len(attempts) + 1
+	if n := len(attempts); n > 0 {
+		e.Attempt = attempts[n-1].Attempt + 1
+	}
+	e.Status, e.ErrorCode, e.ErrorMessage, e.FinishedAt, e.ResumeFrom = StatusRunning, "", "", nil, 0
+	e.Results, e.Vars = []*StepResult{}, map[string]any{}
 }

@@ -69,8 +69,11 @@ type Schedule struct {
 	LastFireAt *time.Time `json:"lastFireAt,omitempty"`
 	LastRunID  string     `json:"lastRunId,omitempty"`
 	LastError  string     `json:"lastError,omitempty"`
-	CreatedAt  time.Time  `json:"createdAt"`
-	UpdatedAt  time.Time  `json:"updatedAt"`
+	// Tags, when set, select the cases its runs run: those with any of
+	// them (a suite's schedule: tags:).
+	Tags      []string  `json:"tags,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
 }
 
 // SpecHash is what identifies the timing and policies of s: two schedules
@@ -90,6 +93,7 @@ type ScheduleFire struct {
 	Slot       time.Time // the stored NextFireAt this claim expects
 	Next       time.Time // the NextFireAt after it
 	RunSlot    time.Time // the slot the run stands for (LastFireAt): Slot, or the last missed one
+	Tags       []string  // the schedule's tags: the run runs the cases with any of them (none: all)
 }
 
 // ScheduleFilter selects schedules.

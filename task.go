@@ -47,11 +47,19 @@ type Task struct {
 	// kept here for a case compiled on its own (a generated draft).
 	// HookSaves are the variables the beforeAll and beforeEach steps save,
 	// which a case's steps may read.
-	BeforeEach []Step    `json:"beforeEach,omitempty"`
-	AfterEach  []Step    `json:"afterEach,omitempty"`
-	HookSaves  []string  `json:"hookSaves,omitempty"`
-	CreatedAt  time.Time `json:"createdAt"`
-	UpdatedAt  time.Time `json:"updatedAt"`
+	BeforeEach []Step   `json:"beforeEach,omitempty"`
+	AfterEach  []Step   `json:"afterEach,omitempty"`
+	HookSaves  []string `json:"hookSaves,omitempty"`
+	// Retries, CaseTimeoutMs and Tags are what the task's cases take when
+	// they do not say (retries:, timeout:, and tags added to their own);
+	// Parallel is how many of its cases a run executes at once (0: the
+	// deployment's DUET_PARALLEL), within DUET_MAX_PARALLEL.
+	Retries       int       `json:"retries,omitempty"`
+	CaseTimeoutMs int64     `json:"caseTimeoutMs,omitempty"`
+	Tags          []string  `json:"tags,omitempty"`
+	Parallel      int       `json:"parallel,omitempty"`
+	CreatedAt     time.Time `json:"createdAt"`
+	UpdatedAt     time.Time `json:"updatedAt"`
 }
 
 // Environment is one place a task runs against (its staging, its

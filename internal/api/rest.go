@@ -248,7 +248,8 @@ func coreRoutes() []*route {
 			query("cursor", "nextCursor of the previous page"), queryInt("limit", "page size (default 20)", 1, maxRunsPage)),
 		located(withHeader(withSchema(op("POST", Prefix+"/runs", "createRun", "runs", "Start a run (start_test_run); the Idempotency-Key header makes retries safe",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in RunIn) (catalog.StartRunOut, error) {
-				return s.StartRunFrom(ctx, c, catalog.StartRunIn{TaskID: in.TaskID, CaseIDs: in.CaseIDs, Device: in.Device, Environment: in.Environment, Trace: in.Trace, IdempotencyKey: r.Header.Get("Idempotency-Key")}, in.Origin)
+				return s.StartRunFrom(ctx, c, catalog.StartRunIn{TaskID: in.TaskID, CaseIDs: in.CaseIDs, Device: in.Device, Environment: in.Environment, Trace: in.Trace, IdempotencyKey: r.Header.Get("Idempotency-Key"),
+					Retries: in.Retries, Tags: in.Tags, ExcludeTags: in.ExcludeTags, Grep: in.Grep}, in.Origin)
 			}), catalog.ToolStartRun), param{name: "Idempotency-Key", in: "header", typ: "string", required: true,
 			desc: "a key you choose (a UUID, say); a retry with the same key and body returns the first run (replayed: true), other arguments IDEMPOTENCY_CONFLICT"}),
 			func(out catalog.StartRunOut) string { return Prefix + "/runs/" + url.PathEscape(out.RunID) }),
@@ -464,6 +465,12 @@ type RunIn struct {
 	// Origin is the CI job starting the run (docs/ci.md).
 	Origin *duet.RunOrigin `json:"origin,omitempty" jsonschema:"the CI job starting the run: commit, branch, pull request URL, pipeline URL"`
 	Trace  string          `json:"trace,omitempty" jsonschema:"when the cases keep a trace: off, on-failure, on-first-retry or on (default: the task's)"`
+	// The run's retries and the selection of its cases by tag and text
+	// (start_test_run's).
+	Retries     *int     `json:"retries,omitempty" jsonschema:"how many times each failed case runs again from its start, in place of the cases' own (0 for none)"`
+	Tags        []string `json:"tags,omitempty" jsonschema:"run only the cases with at least one of these tags"`
+	ExcludeTags []string `json:"excludeTags,omitempty" jsonschema:"leave out the cases with any of these tags"`
+	Grep        string   `json:"grep,omitempty" jsonschema:"run only the cases whose title or key contains this text (case-insensitive)"`
 }
 
 func withSchema(rt *route, toolName string) *route {

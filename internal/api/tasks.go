@@ -419,6 +419,12 @@ func (s *Service) Trends(ctx context.Context, c duet.Caller, taskID string, in T
 						v := seen[vk{x.CaseID, x.CaseVersion}]
 						v[0] = true
 						seen[vk{x.CaseID, x.CaseVersion}] = v
+					case duet.StatusFlaky:
+						// A pass (the run's verdict counts it so) that
+						// failed first: the version is flaky.
+						ct.Runs++
+						ct.Passed++
+						seen[vk{x.CaseID, x.CaseVersion}] = [2]bool{true, true}
 					case duet.StatusFailed, duet.StatusError:
 						ct.Runs++
 						v := seen[vk{x.CaseID, x.CaseVersion}]

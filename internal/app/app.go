@@ -184,7 +184,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		return nil, err
 	}
 	a.Engine = engine.New(db, engine.Options{
-		StepTimeout: cfg.StepTimeout, CaseTimeout: cfg.CaseTimeout, Parallel: cfg.Parallel, MaxCallDepth: cfg.MaxCallDepth,
+		StepTimeout: cfg.StepTimeout, CaseTimeout: cfg.CaseTimeout, Parallel: cfg.Parallel, MaxParallel: cfg.MaxParallel, MaxCallDepth: cfg.MaxCallDepth,
 		Browser: a.browsers, Artifacts: a.Artifacts, HTTPClient: stepClient, AI: aiSteps,
 		OnEvent: opts.OnEvent, Logger: log, Invoker: a.Agent.Invoker, Secrets: a.Secrets, Sessions: secret.NewSessions(db, a.Secrets),
 		Trace: trace.Mode(cfg.Trace), TraceMaxBytes: int64(cfg.TraceMaxBytes),
@@ -194,7 +194,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		Limits: catalog.Limits{
 			MaxConcurrent: cfg.MaxConcurrent, MaxPerCaller: cfg.MaxPerCaller, Timeout: cfg.CallTimeout,
 			MaxArgBytes: cfg.MaxArgBytes, MaxResultBytes: cfg.MaxResultBytes, IdempotencyTTL: cfg.IdempotencyTTL,
-			MaxQueuedRuns: cfg.MaxQueuedRuns, MaxRunsPerMinute: cfg.MaxRunsPerMinute,
+			MaxQueuedRuns: cfg.MaxQueuedRuns, MaxRunsPerMinute: cfg.MaxRunsPerMinute, MaxRetries: cfg.MaxRetries,
 		},
 		Auditor:    a.Telemetry.Auditor(a.Audit),
 		Observe:    a.Telemetry.Observe,

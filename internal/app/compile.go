@@ -13,6 +13,7 @@ import (
 // with them).
 func (a *App) CompilerOptions(ctx context.Context, user string) compiler.Options {
 	return compiler.Options{ValidDevice: a.validDevice, Servers: serverResolver{store: a.Store, user: user},
+		MaxRetries: a.Config.MaxRetries, MaxParallel: a.Config.MaxParallel,
 		Flows: func(ctx context.Context, ref string, version int) (*duet.Asset, error) {
 			return a.Store.FindAsset(ctx, user, duet.AssetFlow, ref, version)
 		}}

@@ -228,6 +228,7 @@ type Limits struct {
 	MaxResultBytes int           // size of a result; 0 means 4 MiB
 	IdempotencyTTL time.Duration // how long start_test_run keys are remembered; 0 means 24h
 	MaxQueuedRuns  int           // runs one executor may have queued; 0 means 20
+	MaxRetries     int           // a start's retries; 0 means the suite format's bound (10)
 	// MaxRunsPerMinute is how many runs one executor may start in a
 	// minute, on every instance of the database together; 0 means 60.
 	MaxRunsPerMinute int

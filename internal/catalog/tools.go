@@ -487,7 +487,7 @@ type GetRunIn struct {
 type RunView struct {
 	ID           string         `json:"id"`
 	TaskID       string         `json:"taskId"`
-	Status       duet.RunStatus `json:"status" jsonschema:"queued, running, passed, failed, error or cancelled"`
+	Status       duet.RunStatus `json:"status" jsonschema:"queued, running, passed, failed, error or cancelled (a run whose cases passed, some flaky, passed)"`
 	Done         bool           `json:"done" jsonschema:"true once the run has reached a final status"`
 	TriggeredBy  string         `json:"triggeredBy"`
 	CallSource   string         `json:"callSource"`
@@ -521,6 +521,8 @@ type ExecutionSummary struct {
 	ErrorCode    string         `json:"errorCode,omitempty"`
 	ErrorMessage string         `json:"errorMessage,omitempty"`
 	DurationMs   int64          `json:"durationMs"`
+	Attempt      int            `json:"attempt,omitempty" jsonschema:"the attempt running or last run: 1 the first, 2 the first retry, ...; a flaky case passed on a retry"`
+	Retries      int            `json:"retries,omitempty" jsonschema:"how many retries the case has in this run"`
 }
 
 // GetRunOut is the result of get_test_run.
@@ -537,8 +539,12 @@ type GetRunOut struct {
 func (o GetRunOut) Text() string {
 	r := o.Run
 	var b strings.Builder
-	fmt.Fprintf(&b, "Run %s of task %s: %s (%d passed, %d failed, %d error, %d cancelled, %d pending of %d)",
-		r.ID, r.TaskID, r.Status, r.Totals.Passed, r.Totals.Failed, r.Totals.Error, r.Totals.Cancelled, r.Totals.Pending+r.Totals.Running, r.Totals.Cases)
+	flaky := ""
+	if r.Totals.Flaky > 0 {
+		flaky = fmt.Sprintf(", %d flaky", r.Totals.Flaky)
+	}
+	fmt.Fprintf(&b, "Run %s of task %s: %s (%d passed%s, %d failed, %d error, %d cancelled, %d pending of %d)",
+		r.ID, r.TaskID, r.Status, r.Totals.Passed, flaky, r.Totals.Failed, r.Totals.Error, r.Totals.Cancelled, r.Totals.Pending+r.Totals.Running, r.Totals.Cases)
 	if r.ErrorMessage != "" {
 		fmt.Fprintf(&b, "\n%s: %s", r.ErrorCode, r.ErrorMessage)
 	}
@@ -554,6 +560,9 @@ func (o GetRunOut) Text() string {
 	}
 	for _, x := range o.Executions {
 		fmt.Fprintf(&b, "\n- %s  %s: %s", x.ID, x.CaseTitle, x.Status)
+		if x.Attempt > 1 {
+			fmt.Fprintf(&b, " on attempt %d", x.Attempt)
+		}
 		if x.ErrorCode != "" {
 			fmt.Fprintf(&b, " (%s: %s)", x.ErrorCode, x.ErrorMessage)
 		}
@@ -596,7 +605,8 @@ func getRun(ctx context.Context, env *Env, in GetRunIn) (GetRunOut, error) {
 
 func executionSummary(x *duet.Execution) ExecutionSummary {
 	return ExecutionSummary{ID: x.ID, CaseID: x.CaseID, CaseKey: x.CaseKey, CaseTitle: x.CaseTitle,
-		Status: x.Status, ErrorCode: string(x.ErrorCode), ErrorMessage: x.ErrorMessage, DurationMs: durationMs(x.StartedAt, x.FinishedAt)}
+		Status: x.Status, ErrorCode: string(x.ErrorCode), ErrorMessage: x.ErrorMessage, DurationMs: durationMs(x.StartedAt, x.FinishedAt),
+		Attempt: x.Attempt, Retries: x.Retries}
 }
 
 // ---- get_execution_result ----
@@ -621,6 +631,9 @@ type ExecutionView struct {
 	DurationMs   int64              `json:"durationMs"`
 	Steps        []*duet.StepResult `json:"steps"`
 	Variables    map[string]any     `json:"variables" jsonschema:"variables saved by the steps, secrets redacted"`
+	Attempt      int                `json:"attempt,omitempty" jsonschema:"the attempt these steps are of: 1 the first, 2 the first retry, ..."`
+	// Attempts are the earlier, failed attempts of a retried case.
+	Attempts []*duet.ExecutionAttempt `json:"attempts,omitempty" jsonschema:"the case's earlier, failed attempts (it was retried), each with its step results and screenshots"`
 }
 
 // GetExecutionOut is the result of get_execution_result.
@@ -634,6 +647,15 @@ func (o GetExecutionOut) Text() string {
 	x := o.Execution
 	var b strings.Builder
 	fmt.Fprintf(&b, "Execution %s of case %q (run %s): %s in %d ms", x.ID, x.CaseTitle, x.RunID, x.Status, x.DurationMs)
+	if x.Attempt > 1 {
+		fmt.Fprintf(&b, ", attempt %d", x.Attempt)
+	}
+	for _, a := range x.Attempts {
+		fmt.Fprintf(&b, "\nAttempt %d: %s", a.Attempt, a.Status)
+		if a.ErrorCode != "" {
+			fmt.Fprintf(&b, " %s: %s", a.ErrorCode, a.ErrorMessage)
+		}
+	}
 	if x.ErrorCode != "" {
 		fmt.Fprintf(&b, "\n%s: %s", x.ErrorCode, x.ErrorMessage)
 	}
@@ -665,7 +687,7 @@ func getExecution(ctx context.Context, env *Env, in GetExecutionIn) (GetExecutio
 	}
 	return GetExecutionOut{Execution: ExecutionView{ID: x.ID, RunID: x.RunID, CaseID: x.CaseID, CaseTitle: x.CaseTitle, CaseVersion: x.CaseVersion,
 		Status: x.Status, ErrorCode: string(x.ErrorCode), ErrorMessage: x.ErrorMessage, StartedAt: tsp(x.StartedAt), FinishedAt: tsp(x.FinishedAt),
-		DurationMs: durationMs(x.StartedAt, x.FinishedAt), Steps: results, Variables: vars}, Disclosure: d}, nil
+		DurationMs: durationMs(x.StartedAt, x.FinishedAt), Steps: results, Variables: vars, Attempt: x.Attempt, Attempts: x.Attempts}, Disclosure: d}, nil
 }
 
 // ---- start_test_run ----
@@ -678,6 +700,10 @@ type StartRunIn struct {
 	Device         string   `json:"device,omitempty" jsonschema:"device for browser steps: a preset (e.g. desktop, iphone-15, pixel-7), android:SERIAL, or PRESET@ws://… a remote browser's DevTools address; default: the task's"`
 	Environment    string   `json:"environment,omitempty" jsonschema:"the task's environment to run in (its base URL and env variables); default: the task's default environment"`
 	Trace          string   `json:"trace,omitempty" jsonschema:"when the run's cases keep a trace (screenshots, DOM, console, network, replay): off, on-failure, on-first-retry or on; default: the task's, else on-failure"`
+	Retries        *int     `json:"retries,omitempty" jsonschema:"how many times each failed case runs again from its start, in place of the cases' own retries (0 for none); a case that fails and then passes is flaky"`
+	Tags           []string `json:"tags,omitempty" jsonschema:"run only the cases with at least one of these tags"`
+	ExcludeTags    []string `json:"excludeTags,omitempty" jsonschema:"leave out the cases with any of these tags"`
+	Grep           string   `json:"grep,omitempty" jsonschema:"run only the cases whose title or key contains this text (case-insensitive)"`
 }
 
 // StartRunOut is the result of start_test_run.
@@ -719,7 +745,11 @@ func (c *Catalog) StartRun(ctx context.Context, caller duet.Caller, in StartRunI
 // (duet.StartRunParams.Fire). replayed is true when the key's run exists
 // already (another scheduler made it).
 func (c *Catalog) StartScheduled(ctx context.Context, caller duet.Caller, taskID, key string, fire *duet.ScheduleFire) (runID string, replayed bool, err error) {
-	args, err := json.Marshal(StartRunIn{TaskID: taskID, IdempotencyKey: key})
+	in := StartRunIn{TaskID: taskID, IdempotencyKey: key}
+	if fire != nil {
+		in.Tags = fire.Tags // the schedule's selection
+	}
+	args, err := json.Marshal(in)
 	if err != nil {
 		return "", false, err
 	}
@@ -761,8 +791,14 @@ func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error)
 	if _, err := trace.ParseMode(in.Trace); err != nil {
 		return StartRunOut{}, err
 	}
+	if err := checkRunSelection(in, c.opts.Limits.MaxRetries); err != nil {
+		return StartRunOut{}, err
+	}
 	cases, err := selectCases(ctx, env, task, in.CaseIDs)
 	if err != nil {
+		return StartRunOut{}, err
+	}
+	if cases, err = filterCases(task, cases, in); err != nil {
 		return StartRunOut{}, err
 	}
 	// Cases someone else wrote that would call tools with the caller's
@@ -781,6 +817,10 @@ func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error)
 	if in.Trace != "" {
 		args = append(args, in.Trace) // (a run without one hashes as before)
 	}
+	if in.Retries != nil || len(in.Tags) > 0 || len(in.ExcludeTags) > 0 || in.Grep != "" {
+		// (a run without them hashes as before)
+		args = append(args, map[string]any{"retries": in.Retries, "tags": sortedSet(in.Tags), "excludeTags": sortedSet(in.ExcludeTags), "grep": in.Grep})
+	}
 	json.NewEncoder(h).Encode(args)
 	origin, err := checkOrigin(env.origin)
 	if err != nil {
@@ -790,7 +830,12 @@ func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error)
 		CallDepth: env.Caller.CallDepth, Origin: origin, Environment: envName, Trace: in.Trace}
 	var execs []*duet.Execution
 	for _, cs := range cases {
-		execs = append(execs, &duet.Execution{CaseID: cs.ID, CaseKey: cs.Key, CaseTitle: cs.Title, CaseVersion: cs.Version, Steps: cs.Steps, TimeoutMs: cs.TimeoutMs, Row: cs.Row})
+		retries := cs.Retries
+		if in.Retries != nil {
+			retries = *in.Retries // the run's retries win
+		}
+		execs = append(execs, &duet.Execution{CaseID: cs.ID, CaseKey: cs.Key, CaseTitle: cs.Title, CaseVersion: cs.Version, Steps: cs.Steps, TimeoutMs: cs.TimeoutMs, Row: cs.Row,
+			Retries: retries})
 	}
 	rec, replayed, err := env.Store.CreateRun(ctx, duet.StartRunParams{
 		Run: run, Executions: execs,

@@ -74,6 +74,11 @@ type Options struct {
 	// directory); nil when the source came without one (over the API,
 	// from the agent): rows must then be inline.
 	Files fs.FS
+	// MaxRetries and MaxParallel are the deployment's bounds on retries:
+	// and parallel: (DUET_MAX_RETRIES, DUET_MAX_PARALLEL); 0 means the
+	// format's own (MaxRetries, MaxParallel).
+	MaxRetries  int
+	MaxParallel int
 }
 
 var (
@@ -89,6 +94,9 @@ type compiler struct {
 	// saved are the sessions the suite's cases compiled so far save
 	// (saveSession): a case's session: must name one of them.
 	saved map[string]bool
+	// scheduleTags are the tags the task's schedules select by, checked
+	// against the cases' once they are compiled.
+	scheduleTags []scheduleTag
 }
 
 func newCompiler(ctx context.Context, opts Options) *compiler {
@@ -148,6 +156,10 @@ func CompileSuite(ctx context.Context, src []byte, file string, opts Options) (*
 				s.Cases = append(s.Cases, cs)
 			}
 		}
+	}
+	c.checkScheduleTags(s.Cases)
+	if c.NumErrors() == 0 {
+		c.checkEnvRefs(root, &s.Task)
 	}
 	if c.NumErrors() > 0 {
 		return nil, c.fail(file)
@@ -231,6 +243,7 @@ func (c *compiler) task(n *step.Node, t *duet.Task) {
 	}
 	c.environments(n, t)
 	c.taskHooks(n, t)
+	c.taskRunSettings(n, t)
 	if tm := c.String(n, "trace", false); tm != "" {
 		if _, err := trace.ParseMode(tm); err != nil {
 			c.Errf(n.Get("trace"), "%s", duet.ErrorMessage(err))
@@ -313,6 +326,7 @@ func (c *compiler) caseNode(n *step.Node, task *duet.Task, suite bool) []*duet.C
 	if tn := n.Get("timeout"); tn != nil {
 		cs.TimeoutMs = c.Timeout(tn, maxCaseTimeout)
 	}
+	c.caseRunSettings(n, task, cs)
 	for _, k := range []string{duet.HookBeforeAll, duet.HookAfterAll} {
 		if v := n.Get(k); v != nil {
 			c.Errf(v, "%s runs once per run: declare it under task:, not in a case (a case has beforeEach and afterEach)", k)
@@ -382,7 +396,7 @@ func (c *compiler) caseNode(n *step.Node, task *duet.Task, suite bool) []*duet.C
 }
 
 // sourceHash identifies a version of a case: its source, time limit, data
-// row and steps, source lines aside (moving a case within its file is not
+// row, retries, tags and steps, source lines aside (moving a case within its file is not
 // a change).
 func sourceHash(cs *duet.Case) string {
 	unlined := slices.Clone(cs.Steps)
@@ -397,6 +411,10 @@ func sourceHash(cs *duet.Case) string {
 		row, _ := json.Marshal(cs.Row)
 		h.Write([]byte("\x00row\x00"))
 		h.Write(row)
+	}
+	if cs.Retries != 0 || len(cs.Tags) > 0 {
+		// (a case without either hashes as before)
+		fmt.Fprintf(h, "\x00retries\x00%d\x00tags\x00%q", cs.Retries, cs.Tags)
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

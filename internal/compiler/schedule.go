@@ -99,6 +99,12 @@ func (c *compiler) scheduleNode(n *step.Node, now time.Time) *duet.Schedule {
 	if s.Name == "" {
 		s.Name = schedule.DefaultName(s)
 	}
+	if tn := n.Get("tags"); tn != nil {
+		if s.Tags = c.tags(n, nil); len(s.Tags) == 0 {
+			s.Tags = nil
+		}
+		c.scheduleTags = append(c.scheduleTags, scheduleTag{node: tn, tags: s.Tags})
+	}
 	if len(s.Name) > 100 || strings.ContainsAny(s.Name, "\n\r\t") {
 		c.Errf(n.Get("name"), "a schedule's name is one line of at most 100 characters")
 		return nil

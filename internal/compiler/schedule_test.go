@@ -46,6 +46,10 @@ cases:
 	if err != nil || len(one.Schedules) != 1 || one.Schedules[0].Name != "every 1h" {
 		t.Fatalf("a single schedule: %+v %v", one, err)
 	}
+	tagged, err := CompileSuite(context.Background(), []byte("task:\n  name: t\n  schedule: {every: 1h, tags: [smoke]}\ncases:\n  - {title: c, tags: smoke, steps: [{assert: 'true'}]}\n  - {title: d, steps: [{assert: 'true'}]}\n"), "s.yaml", Options{})
+	if err != nil || len(tagged.Schedules[0].Tags) != 1 || tagged.Schedules[0].Tags[0] != "smoke" {
+		t.Fatalf("a schedule's tags: %+v %v", tagged, err)
+	}
 }
 
 func TestCompileScheduleErrors(t *testing.T) {
@@ -63,7 +67,8 @@ func TestCompileScheduleErrors(t *testing.T) {
 		{"bad every", head + "    - {every: soon}\n", "4:15: every must be a duration"},
 		{"bad missed", head + "    - {every: 1h, missed: always}\n", "missed must be skip or runOnce"},
 		{"bad overlap", head + "    - {every: 1h, overlap: wait}\n", "overlap must be skip or queue"},
-		{"unknown key", head + "    - {every: 1h, tags: [a]}\n", "unknown key \"tags\""},
+		{"unknown key", head + "    - {every: 1h, labels: [a]}\n", "unknown key \"labels\""},
+		{"tag no case has", head + "    - {every: 1h, tags: [nightly]}\n", "4:25: schedule tags: no case has the tag \"nightly\""},
 		{"same name", head + "    - {every: 1h}\n    - {every: 1h}\n", "5:7: schedule name \"every 1h\" is already used"},
 		{"not a mapping", "task:\n  name: t\n  schedule: nightly\n", "3:13: a schedule is a mapping"},
 	} {

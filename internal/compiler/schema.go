@@ -38,6 +38,10 @@ var (
 		{Name: "trace", Type: step.Enum("off", "on-failure", "on-first-retry", "on"), Doc: "when a case keeps a trace (screenshots, DOM, console, network, replay): default DUET_TRACE, on-failure"},
 		{Name: "testIdAttribute", Type: step.Text, Doc: "the attribute testId locators name (default data-testid), for the suite's cases"},
 		{Name: "schedule", Type: scheduleType, Doc: "when the task runs by itself: one schedule or a list (docs/schedules.md)"},
+		{Name: "retries", Type: step.Int, Doc: fmt.Sprintf("how many times a failed case runs again from its start, 0 to %d (within DUET_MAX_RETRIES); a case that fails and then passes is flaky. A case's own retries: wins", MaxRetries)},
+		{Name: "timeout", Type: step.Duration, Doc: fmt.Sprintf("the time limit of each case that sets none, at most %s (default DUET_CASE_TIMEOUT)", maxCaseTimeout)},
+		{Name: "tags", Type: tagList, Doc: "tags every case of the task has, besides its own"},
+		{Name: "parallel", Type: step.Int, Doc: fmt.Sprintf("how many of the task's cases a run executes at once, 1 to %d within DUET_MAX_PARALLEL (default DUET_PARALLEL)", MaxParallel)},
 	}
 	scheduleKeys = []step.Key{
 		{Name: "name", Type: step.Text, Doc: "unique within the task (default: made from the timing)"},
@@ -46,6 +50,7 @@ var (
 		{Name: "every", Type: step.Text, Doc: "an interval such as 15m or 1h, instead of cron"},
 		{Name: "missed", Type: step.Enum(string(duet.MissedSkip), string(duet.MissedRunOnce)), Doc: "a slot missed while no instance ran: skip (the default) or runOnce"},
 		{Name: "overlap", Type: step.Enum(string(duet.OverlapSkip), string(duet.OverlapQueue)), Doc: "a slot that comes while the previous run is unfinished: skip (the default) or queue"},
+		{Name: "tags", Type: tagList, Doc: "run only the cases with any of these tags (default: all)"},
 	}
 	scheduleType = step.TypeOf("schedule or list of schedules", func(bool) *jsonschema.Schema {
 		one := &jsonschema.Schema{Ref: "#/$defs/schedule"}
@@ -77,7 +82,13 @@ var (
 		{Name: duet.HookBeforeEach, Type: step.Steps, Doc: "steps run before this case's own (after the task's beforeEach)"},
 		{Name: duet.HookAfterEach, Type: step.Steps, Doc: "steps run after this case's own, whatever became of them (before the task's afterEach)"},
 		{Name: "session", Type: step.Text, Doc: "start from the browser session an earlier case of the run saved (saveSession: NAME): signed in (a session step runs first)"},
+		{Name: "retries", Type: step.Int, Doc: fmt.Sprintf("how many times the case runs again from its start when it fails, 0 to %d (default: the task's)", MaxRetries)},
+		{Name: "tags", Type: tagList, Doc: "the case's tags (besides its task's): a run may select cases by tag"},
 	}
+	tagList = step.TypeOf("tag or list of tags", func(bool) *jsonschema.Schema {
+		tag := &jsonschema.Schema{Type: "string", Pattern: tagRe().String()}
+		return &jsonschema.Schema{AnyOf: []*jsonschema.Schema{tag, {Type: "array", MaxItems: ptr(maxTags), Items: tag}}}
+	})
 	eachType = step.TypeOf("rows or {file}", func(bool) *jsonschema.Schema {
 		return &jsonschema.Schema{AnyOf: []*jsonschema.Schema{
 			{Type: "array", MinItems: ptr(1), MaxItems: ptr(MaxEachRows), Items: &jsonschema.Schema{Type: "object", MinProperties: ptr(1)}},

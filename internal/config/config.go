@@ -39,6 +39,8 @@ type Config struct {
 
 	Workers     int           // runs executed at once by `duet serve`
 	Parallel    int           // cases executed at once within a run
+	MaxParallel int           // the most a task's parallel: may ask
+	MaxRetries  int           // the most retries a case or a run may have
 	StepTimeout time.Duration // default per-step limit
 	CaseTimeout time.Duration // default per-case limit
 
@@ -206,6 +208,8 @@ var options = []Option{
 	}},
 	{Env: "DUET_WORKERS", Default: "2", Doc: "Runs `duet serve` (and `duet worker`) executes at once. 0 makes `duet serve` an API-only instance: `duet worker` processes on the same PostgreSQL database execute the runs.", set: intSet(func(c *Config) *int { return &c.Workers }, 0, 256)},
 	{Env: "DUET_PARALLEL", Default: "2", Doc: "Cases executed at once within one run.", set: intSet(func(c *Config) *int { return &c.Parallel }, 1, 64)},
+	{Env: "DUET_MAX_PARALLEL", Default: "8", Doc: "The most cases of one run a task's parallel: may execute at once; a suite asking more is refused when applied.", set: intSet(func(c *Config) *int { return &c.MaxParallel }, 1, 64)},
+	{Env: "DUET_MAX_RETRIES", Default: "3", Doc: "The most retries a case (retries:) or a run (start_test_run's retries) may have, 1 to 10; more is refused.", set: intSet(func(c *Config) *int { return &c.MaxRetries }, 1, 10)},
 	{Env: "DUET_STEP_TIMEOUT", Default: "30s", Doc: "Default time limit of a step (a step's own timeout wins).", set: durSet(func(c *Config) *time.Duration { return &c.StepTimeout })},
 	{Env: "DUET_CASE_TIMEOUT", Default: "10m", Doc: "Default time limit of a case.", set: durSet(func(c *Config) *time.Duration { return &c.CaseTimeout })},
 	{Env: "DUET_GATEWAY_API_KEYS", Secret: true, Doc: "Comma-separated secrets a company MCP gateway sends as X-Api-Key (several, for rotation). Also DUET_GATEWAY_API_KEYS_FILE (one per line).",
@@ -309,7 +313,7 @@ var options = []Option{
 			c.ArtifactDir = filepath.Clean(v)
 			return nil
 		}},
-	{Env: "DUET_TRACE", Default: "on-failure", Doc: "When a case keeps a trace (screenshots, DOM snapshots, console, network, replay) if its task and run do not say: off, on-failure, on-first-retry (as on-failure until Duet retries cases) or on.",
+	{Env: "DUET_TRACE", Default: "on-failure", Doc: "When a case keeps a trace (screenshots, DOM snapshots, console, network, replay) if its task and run do not say: off, on-failure, on-first-retry (the first retry of a failed case only) or on.",
 		set: func(c *Config, v string) error {
 			switch v {
 			case "off", "on-failure", "on-first-retry", "on":

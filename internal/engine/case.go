@@ -96,7 +96,42 @@ func (cr *caseRun) keep(name string, v any) error {
 // (the worker is stopping) a case that can resume exactly at its next step
 // stops there, recording it; one that cannot — a browser page, variables
 // not stored whole — goes on to its end (or until the grace period is over).
+//
+// A case that fails with retries left runs again from its start, in a new
+// browser context with its beforeEach and afterEach steps
+// (executeAttempt): each attempt ends (its final state written) before the
+// store keeps it among the execution's attempts and the next one begins
+// (RetryExecution), so every attempt's results and evidence are kept
+// whole. A case that fails and then passes is flaky.
 func (e *Engine) executeCase(ctx context.Context, w *runWrites, rs *runScope, x *duet.Execution, drain <-chan struct{}) (known int, finished bool) {
+	for {
+		if retryable(x) {
+			// A failed attempt with retries left (its holder may have
+			// stopped before the retry began): the next attempt.
+			if ctx.Err() != nil {
+				return known, true // cancelled: the failed attempt stands
+			}
+			if err := w.do(ctx, func(ctx context.Context, l duet.Lease) error { return e.store.RetryExecution(ctx, l, x) }); err != nil {
+				e.log.ErrorContext(ctx, "retrying a case", "execution", x.ID, "err", err)
+				return 0, false
+			}
+			e.log.InfoContext(ctx, "case retried", "run", rs.run.ID, "execution", x.ID, "attempt", x.Attempt, "of", x.Retries+1)
+		}
+		known, finished = e.executeAttempt(ctx, w, rs, x, drain)
+		if !finished || !retryable(x) || handedBack(ctx) {
+			return known, finished
+		}
+	}
+}
+
+// retryable reports whether x ended its attempt failed (an assertion, a
+// step, a timeout — not a cancellation) with retries left.
+func retryable(x *duet.Execution) bool {
+	return (x.Status == duet.StatusFailed || x.Status == duet.StatusError) && max(x.Attempt, 1) <= x.Retries
+}
+
+// executeAttempt runs one attempt at x (executeCase).
+func (e *Engine) executeAttempt(ctx context.Context, w *runWrites, rs *runScope, x *duet.Execution, drain <-chan struct{}) (known int, finished bool) {
 	run, task, secrets := rs.run, rs.task, rs.secrets
 	from := resumeAt(x)
 	x.ResumeFrom = from
@@ -230,6 +265,9 @@ func (e *Engine) executeCase(ctx context.Context, w *runWrites, rs *runScope, x 
 	}
 	if x.Status == duet.StatusPassed && cctx.Err() != nil && after == nil {
 		x.Status, x.ErrorCode, x.ErrorMessage = statusOfCtx(ctx, cctx)
+	}
+	if x.Status == duet.StatusPassed && x.Attempt > 1 {
+		x.Status = duet.StatusFlaky // failed, then passed on a retry
 	}
 	end := time.Now()
 	x.FinishedAt = &end

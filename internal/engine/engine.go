@@ -94,7 +94,10 @@ type Options struct {
 	// CaseTimeout bounds a case without its own timeout; 0 means 10m.
 	CaseTimeout time.Duration
 	// Parallel is how many cases of one run execute at once; 0 means 1.
-	Parallel int
+	// A task's own parallel: (Task.Parallel) wins, within MaxParallel (0:
+	// no bound beyond the task's).
+	Parallel    int
+	MaxParallel int
 	// MaxBodyBytes limits how much of an HTTP response is read; 0 means 10 MiB.
 	MaxBodyBytes int64
 	// MaxVarBytes bounds the variables of one case together, measured as
@@ -241,9 +244,11 @@ func (e *Engine) Execute(ctx context.Context, lease duet.Lease, run *duet.Run, d
 	var todo []*duet.Execution
 	done := 0
 	for _, x := range execs {
-		if x.Status.Final() {
+		if x.Status.Final() && !retryable(x) {
 			done++
 		} else {
+			// Unfinished, or failed with a retry its last holder did
+			// not begin.
 			todo = append(todo, x)
 		}
 	}
@@ -280,7 +285,7 @@ func (e *Engine) Execute(ctx context.Context, lease duet.Lease, run *duet.Run, d
 	known := map[string]int{} // execution → secrets it was scrubbed with
 	var mu sync.Mutex
 	ended := 0 // executions of todo that ended here
-	sem := make(chan struct{}, e.opts.Parallel)
+	sem := make(chan struct{}, e.parallel(task))
 	var wg sync.WaitGroup
 	for _, x := range todo {
 		select {
@@ -376,6 +381,18 @@ func (e *Engine) Execute(ctx context.Context, lease duet.Lease, run *duet.Run, d
 	// The task's post-run actions: notes on the run, never its verdict.
 	run.PostRun = e.postRun(ctx, run, rs.task, execs, verdict{status, code, msg}, secrets)
 	return e.finishRun(ctx, w, run, status, code, msg)
+}
+
+// parallel is how many cases of a run of task execute at once: the task's
+// parallel:, within Options.MaxParallel, else Options.Parallel.
+func (e *Engine) parallel(task *duet.Task) int {
+	if task.Parallel <= 0 {
+		return e.opts.Parallel
+	}
+	if e.opts.MaxParallel > 0 {
+		return min(task.Parallel, e.opts.MaxParallel)
+	}
+	return task.Parallel
 }
 
 // afterAll runs the task's afterAll steps under the cleanup context (a

@@ -81,7 +81,7 @@ func startRun(t *testing.T, db *sqlite.DB, task *duet.Task, user string) *duet.R
 	run := &duet.Run{TaskID: task.ID, TriggeredBy: user, CallSource: duet.SourceCLI}
 	var execs []*duet.Execution
 	for _, c := range cases {
-		execs = append(execs, &duet.Execution{CaseID: c.ID, CaseKey: c.Key, CaseTitle: c.Title, CaseVersion: c.Version, Steps: c.Steps, TimeoutMs: c.TimeoutMs})
+		execs = append(execs, &duet.Execution{CaseID: c.ID, CaseKey: c.Key, CaseTitle: c.Title, CaseVersion: c.Version, Steps: c.Steps, TimeoutMs: c.TimeoutMs, Retries: c.Retries})
 	}
 	if _, _, err := db.CreateRun(t.Context(), duet.StartRunParams{Run: run, Executions: execs}); err != nil {
 		t.Fatal(err)

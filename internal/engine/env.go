@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 
 	"github.com/duet-test/duet"
@@ -69,6 +70,11 @@ func (cr *caseRun) SaveArtifact(ctx context.Context, st *duet.Step, name string,
 	idx, name := cr.artifactName(st, name)
 	if cr.hooks != nil {
 		name = cr.hooks.hook + "-" + name
+	}
+	if r := cr.retry(); r > 0 {
+		// Each attempt keeps its own evidence: a retry's never replaces
+		// an earlier attempt's.
+		name = fmt.Sprintf("retry%d-%s", r, name)
 	}
 	return cr.e.opts.Artifacts.Save(ctx, cr.run.ID, cr.x.ID, idx, name, data)
 }

@@ -44,7 +44,7 @@ func (cr *caseRun) traceMode() trace.Mode {
 // startTrace starts recording on the case's new browser session, when the
 // case records a trace and the session can.
 func (cr *caseRun) startTrace(ctx context.Context, s BrowserSession) {
-	if !cr.traceMode().Records() {
+	if !cr.traceMode().Records(cr.retry()) {
 		return
 	}
 	t, ok := s.(Tracer)
@@ -88,13 +88,18 @@ func (cr *caseRun) traceEnd(ctx context.Context, st *duet.Step, res *duet.StepRe
 	cr.tracer.TraceStepEnd(tctx, st.Index, every || bad, every && len(shot) == 0)
 }
 
-// finishTrace ends the case's trace: kept as the mode says for how the
-// case ended (while Duet has no retries, every attempt is the first),
-// built from the case's results and the browser's recording, scrubbed of
-// the run's secrets and saved beside the run's other artifacts.
+// retry is the retry number of the attempt running (0 the first attempt).
+func (cr *caseRun) retry() int { return max(cr.x.Attempt, 1) - 1 }
+
+// finishTrace ends the attempt's trace: kept as the mode says for how the
+// attempt ended and which retry it is, built from its results and the
+// browser's recording, scrubbed of the run's secrets and saved beside the
+// run's other artifacts. A case keeps one trace: that of its last attempt
+// the mode keeps (under on-failure, a flaky case keeps its failed one's).
 func (cr *caseRun) finishTrace(ctx context.Context) {
 	mode := cr.traceMode()
-	keep := mode.Keep(cr.x.Status == duet.StatusPassed, 0)
+	passed := cr.x.Status == duet.StatusPassed || cr.x.Status == duet.StatusFlaky
+	keep := mode.Keep(passed, cr.retry())
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	var c *trace.Capture
@@ -102,7 +107,7 @@ func (cr *caseRun) finishTrace(ctx context.Context) {
 		c = cr.tracer.StopTrace(ctx, keep)
 		cr.tracer = nil
 	}
-	if !keep || !mode.Records() {
+	if !keep || !mode.Records(cr.retry()) {
 		return
 	}
 	saver, ok := cr.e.opts.Artifacts.(TraceSaver)

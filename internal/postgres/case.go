@@ -13,13 +13,18 @@ import (
 	"github.com/duet-test/duet"
 )
 
-const caseColumns = `c.id, c.task_id, c.key, c.title, c.source, c.source_hash, c.steps, c.timeout_ms, c.version, c.status, c.created_by, c.created_at, c.updated_at, c.row`
+const caseColumns = `c.id, c.task_id, c.key, c.title, c.source, c.source_hash, c.steps, c.timeout_ms, c.version, c.status, c.created_by, c.created_at, c.updated_at, c.row, c.retries, c.tags`
 
 func scanCase(r pgx.Row) (*duet.Case, error) {
 	var c duet.Case
-	var steps, row string
-	if err := r.Scan(&c.ID, &c.TaskID, &c.Key, &c.Title, &c.Source, &c.SourceHash, &steps, &c.TimeoutMs, &c.Version, &c.Status, &c.CreatedBy, &c.CreatedAt, &c.UpdatedAt, &row); err != nil {
+	var steps, row, tags string
+	if err := r.Scan(&c.ID, &c.TaskID, &c.Key, &c.Title, &c.Source, &c.SourceHash, &steps, &c.TimeoutMs, &c.Version, &c.Status, &c.CreatedBy, &c.CreatedAt, &c.UpdatedAt, &row, &c.Retries, &tags); err != nil {
 		return nil, err
+	}
+	if tags != "" {
+		if err := json.Unmarshal([]byte(tags), &c.Tags); err != nil {
+			return nil, fmt.Errorf("case %s: decoding its tags: %w", c.ID, err)
+		}
 	}
 	if err := json.Unmarshal([]byte(steps), &c.Steps); err != nil {
 		return nil, fmt.Errorf("case %s: decoding steps: %w", c.ID, err)
@@ -41,8 +46,8 @@ type tailRow struct {
 
 func (r tailRow) Scan(dest ...any) error { return r.Row.Scan(append(dest, r.tail...)...) }
 
-const insertCase = `INSERT INTO cases (id, task_id, key, title, source, source_hash, steps, timeout_ms, version, status, created_by, created_at, updated_at, row)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
+const insertCase = `INSERT INTO cases (id, task_id, key, title, source, source_hash, steps, timeout_ms, version, status, created_by, created_at, updated_at, row, retries, tags)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`
 
 // ApplySuite creates or updates owner's task and its cases in one transaction.
 // Applies of the same task by several instances take turns (an advisory
@@ -120,6 +125,7 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 				task.Description, task.BaseURL, task.Device, task.UpdatedAt = want.Description, want.BaseURL, want.Device, now
 				task.Environments, task.DefaultEnvironment, task.BeforeAll, task.AfterAll = want.Environments, want.DefaultEnvironment, want.BeforeAll, want.AfterAll
 				task.BeforeEach, task.AfterEach, task.HookSaves = want.BeforeEach, want.AfterEach, want.HookSaves
+				task.Retries, task.CaseTimeoutMs, task.Tags, task.Parallel = want.Retries, want.CaseTimeoutMs, want.Tags, want.Parallel
 				if hooksChanged {
 					// The applier wrote this version of the hooks.
 					task.HooksBy = ""
@@ -199,7 +205,7 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 				c.ID, c.TaskID, c.Version, c.Status, c.CreatedBy = duet.NewID("case"), task.ID, 1, duet.CaseActive, owner
 				c.CreatedAt, c.UpdatedAt = now, now
 				if _, err := tx.Exec(ctx, insertCase,
-					c.ID, c.TaskID, c.Key, c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.Status, c.CreatedBy, now, now, row); err != nil {
+					c.ID, c.TaskID, c.Key, c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.Status, c.CreatedBy, now, now, row, c.Retries, encodeTags(c.Tags)); err != nil {
 					return mapErr(err)
 				}
 				res.Cases = append(res.Cases, duet.ApplyCaseResult{Key: c.Key, ID: c.ID, Version: c.Version, Action: duet.ApplyCreated})
@@ -209,8 +215,8 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 				// The owner wrote this version (CreatedBy is the writer of
 				// the current version: approvals depend on it).
 				c.ID, c.TaskID, c.Version, c.Status, c.CreatedBy = old.ID, task.ID, old.Version+1, duet.CaseActive, owner
-				if _, err := tx.Exec(ctx, `UPDATE cases SET title = $1, source = $2, source_hash = $3, steps = $4, timeout_ms = $5, version = $6, status = $7, created_by = $8, updated_at = $9, row = $10 WHERE id = $11`,
-					c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.Status, c.CreatedBy, now, row, c.ID); err != nil {
+				if _, err := tx.Exec(ctx, `UPDATE cases SET title = $1, source = $2, source_hash = $3, steps = $4, timeout_ms = $5, version = $6, status = $7, created_by = $8, updated_at = $9, row = $10, retries = $12, tags = $13 WHERE id = $11`,
+					c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.Status, c.CreatedBy, now, row, c.ID, c.Retries, encodeTags(c.Tags)); err != nil {
 					return mapErr(err)
 				}
 				res.Cases = append(res.Cases, duet.ApplyCaseResult{Key: c.Key, ID: c.ID, Version: c.Version, Action: duet.ApplyUpdated})
@@ -264,7 +270,7 @@ func (d *DB) SaveDraftCase(ctx context.Context, c *duet.Case) error {
 		case errors.Is(err, pgx.ErrNoRows):
 			c.ID, c.Version, c.Status, c.CreatedAt, c.UpdatedAt = duet.NewID("case"), 1, duet.CaseDraft, now, now
 			_, err := tx.Exec(ctx, insertCase,
-				c.ID, c.TaskID, c.Key, c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.Status, c.CreatedBy, now, now, "")
+				c.ID, c.TaskID, c.Key, c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.Status, c.CreatedBy, now, now, "", c.Retries, encodeTags(c.Tags))
 			return mapErr(err)
 		case err != nil:
 			return mapErr(err)
@@ -276,8 +282,8 @@ func (d *DB) SaveDraftCase(ctx context.Context, c *duet.Case) error {
 			return duet.Errorf(duet.CodeConflict, "case key %q is already used by a draft of %s; choose another key", c.Key, old.CreatedBy)
 		default:
 			c.ID, c.Version, c.Status, c.CreatedAt, c.UpdatedAt = old.ID, old.Version+1, duet.CaseDraft, old.CreatedAt, now
-			_, err := tx.Exec(ctx, `UPDATE cases SET title = $1, source = $2, source_hash = $3, steps = $4, timeout_ms = $5, version = $6, created_by = $7, updated_at = $8 WHERE id = $9`,
-				c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.CreatedBy, now, c.ID)
+			_, err := tx.Exec(ctx, `UPDATE cases SET title = $1, source = $2, source_hash = $3, steps = $4, timeout_ms = $5, version = $6, created_by = $7, updated_at = $8, retries = $10, tags = $11 WHERE id = $9`,
+				c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.CreatedBy, now, c.ID, c.Retries, encodeTags(c.Tags))
 			return mapErr(err)
 		}
 	})
@@ -391,4 +397,13 @@ func (d *DB) FindTaskCases(ctx context.Context, viewer string, f duet.CaseFilter
 		return nil, nil, "", 0, err
 	}
 	return t, cases, next, total, mapErr(br.Close())
+}
+
+// encodeTags is how a case's tags are stored: JSON, or "" for none.
+func encodeTags(tags []string) string {
+	if len(tags) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(tags)
+	return string(b)
 }

@@ -53,7 +53,8 @@ func scanRunTail(r pgx.Row, tail ...any) (*duet.Run, error) {
 const runTotals = `(SELECT ARRAY[count(*),
 	count(*) FILTER (WHERE e.status = 'pending'), count(*) FILTER (WHERE e.status = 'running'),
 	count(*) FILTER (WHERE e.status = 'passed'), count(*) FILTER (WHERE e.status = 'failed'),
-	count(*) FILTER (WHERE e.status = 'error'), count(*) FILTER (WHERE e.status IN ('cancelled', 'skipped'))]
+	count(*) FILTER (WHERE e.status = 'error'), count(*) FILTER (WHERE e.status IN ('cancelled', 'skipped')),
+	count(*) FILTER (WHERE e.status = 'flaky')]
 	FROM executions e WHERE e.run_id = r.id)`
 
 // runWithTotals is runColumns and runTotals: scanRunTotals reads them.
@@ -66,10 +67,10 @@ func scanRunTotals(r pgx.Row) (*duet.Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(n) != 7 {
+	if len(n) != 8 {
 		return nil, fmt.Errorf("run %s: %d totals", run.ID, len(n))
 	}
-	run.Totals = duet.RunTotals{Cases: int(n[0]), Pending: int(n[1]), Running: int(n[2]), Passed: int(n[3]), Failed: int(n[4]), Error: int(n[5]), Cancelled: int(n[6])}
+	run.Totals = duet.RunTotals{Cases: int(n[0]), Pending: int(n[1]), Running: int(n[2]), Passed: int(n[3]), Failed: int(n[4]), Error: int(n[5]), Cancelled: int(n[6]), Flaky: int(n[7])}
 	return run, nil
 }
 
@@ -140,6 +141,8 @@ func fillTotals(ctx context.Context, q querier, runs ...*duet.Run) error {
 			t.Running += n
 		case duet.StatusPassed:
 			t.Passed += n
+		case duet.StatusFlaky:
+			t.Flaky += n
 		case duet.StatusFailed:
 			t.Failed += n
 		case duet.StatusError:
@@ -186,11 +189,11 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 	run.Status = duet.StatusQueued
 	run.CreatedAt = now
 	ids, caseIDs, keys, titles, rows := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	versions, ordinals, timeouts := make([]int32, n), make([]int32, n), make([]int64, n)
+	versions, ordinals, timeouts, retries := make([]int32, n), make([]int32, n), make([]int64, n), make([]int32, n)
 	for i, e := range p.Executions {
-		e.ID, e.RunID, e.Ordinal, e.Status = duet.NewID("exec"), run.ID, i, duet.StatusPending
+		e.ID, e.RunID, e.Ordinal, e.Status, e.Attempt = duet.NewID("exec"), run.ID, i, duet.StatusPending, 1
 		ids[i], caseIDs[i], keys[i], titles[i] = e.ID, e.CaseID, e.CaseKey, e.CaseTitle
-		versions[i], ordinals[i], timeouts[i] = int32(e.CaseVersion), int32(i), e.TimeoutMs
+		versions[i], ordinals[i], timeouts[i], retries[i] = int32(e.CaseVersion), int32(i), e.TimeoutMs, int32(max(e.Retries, 0))
 		var err error
 		if rows[i], err = encodeRow(e.Row); err != nil {
 			return nil, false, err
@@ -222,7 +225,7 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 	for attempt := 0; attempt < 3; attempt++ {
 		var old *duet.IdempotencyRecord
 		var audit *duet.AuditRecord
-		old, audit, err = d.createRun(ctx, p, now, steps, ids, caseIDs, keys, titles, rows, versions, ordinals, timeouts, in)
+		old, audit, err = d.createRun(ctx, p, now, steps, ids, caseIDs, keys, titles, rows, versions, ordinals, timeouts, retries, in)
 		if audit != nil {
 			if err == nil && old == nil {
 				in.Stored(audit.ID)
@@ -249,7 +252,7 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 // was written); else the run was stored, with the audit record it returns,
 // if it took one from in.
 func (d *DB) createRun(ctx context.Context, p duet.StartRunParams, now time.Time, steps, ids, caseIDs, keys, titles, rows []string,
-	versions, ordinals []int32, timeouts []int64, in *duet.AuditIntent) (*duet.IdempotencyRecord, *duet.AuditRecord, error) {
+	versions, ordinals []int32, timeouts []int64, retries []int32, in *duet.AuditIntent) (*duet.IdempotencyRecord, *duet.AuditRecord, error) {
 	run := p.Run
 	var b pgx.Batch
 	// $1 the run's id: a statement after the run's insert writes only if
@@ -298,11 +301,11 @@ func (d *DB) createRun(ctx context.Context, p duet.StartRunParams, now time.Time
 		run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource, run.TraceID, run.Device, now, run.CallDepth,
 		p.MaxPerMinute, p.MaxQueued, idemCaller, idemKey, now.Add(-time.Minute),
 		o.Commit, o.Branch, o.PullRequest, o.Pipeline, run.Environment, run.Trace, fireID, fireSlot)
-	b.Queue(`INSERT INTO executions (id, run_id, case_id, case_key, case_title, case_version, ordinal, timeout_ms, status, steps, row)
-		SELECT x.id, $1, x.case_id, x.case_key, x.case_title, x.case_version, x.ordinal, x.timeout_ms, 'pending', x.steps, x.row
-		FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::int[], $8::bigint[], $9::text[], $10::text[])
-			AS x (id, case_id, case_key, case_title, case_version, ordinal, timeout_ms, steps, row)`+withRun,
-		run.ID, ids, caseIDs, keys, titles, versions, ordinals, timeouts, steps, rows)
+	b.Queue(`INSERT INTO executions (id, run_id, case_id, case_key, case_title, case_version, ordinal, timeout_ms, status, steps, row, retries, attempt)
+		SELECT x.id, $1, x.case_id, x.case_key, x.case_title, x.case_version, x.ordinal, x.timeout_ms, 'pending', x.steps, x.row, x.retries, 1
+		FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::int[], $8::bigint[], $9::text[], $10::text[], $11::int[])
+			AS x (id, case_id, case_key, case_title, case_version, ordinal, timeout_ms, steps, row, retries)`+withRun,
+		run.ID, ids, caseIDs, keys, titles, versions, ordinals, timeouts, steps, rows, retries)
 	if fire != nil {
 		b.Queue(`UPDATE schedules SET next_fire_at = $2, last_fire_at = $3, last_run_id = $1, last_error = '', updated_at = $4
 			WHERE id = $5 AND next_fire_at = $6 AND NOT paused AND EXISTS (SELECT 1 FROM runs WHERE id = $1)`,
@@ -493,13 +496,13 @@ func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 }
 
 const execColumns = `e.id, e.run_id, e.case_id, e.case_key, e.case_title, e.case_version, e.ordinal, e.timeout_ms, e.status, e.steps, e.vars,
-	e.error_code, e.error_message, e.started_at, e.finished_at, e.resume_from, e.row`
+	e.error_code, e.error_message, e.started_at, e.finished_at, e.resume_from, e.row, e.retries, e.attempt`
 
 func scanExecution(r pgx.Row) (*duet.Execution, error) {
 	var e duet.Execution
 	var steps, vars, row string
 	if err := r.Scan(&e.ID, &e.RunID, &e.CaseID, &e.CaseKey, &e.CaseTitle, &e.CaseVersion, &e.Ordinal, &e.TimeoutMs, &e.Status, &steps, &vars,
-		&e.ErrorCode, &e.ErrorMessage, &e.StartedAt, &e.FinishedAt, &e.ResumeFrom, &row); err != nil {
+		&e.ErrorCode, &e.ErrorMessage, &e.StartedAt, &e.FinishedAt, &e.ResumeFrom, &row, &e.Retries, &e.Attempt); err != nil {
 		return nil, err
 	}
 	var err error
@@ -544,6 +547,27 @@ func loadResults(ctx context.Context, q querier, execs ...*duet.Execution) error
 		}
 		byID[id].Results = append(byID[id].Results, &r)
 	}
+	if err := rows.Err(); err != nil {
+		return mapErr(err)
+	}
+	rows.Close()
+	// The earlier attempts of executions that were retried.
+	rows, err = q.Query(ctx, `SELECT execution_id, data FROM execution_attempts WHERE execution_id = ANY($1) ORDER BY execution_id, attempt`, ids)
+	if err != nil {
+		return mapErr(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, data string
+		if err := rows.Scan(&id, &data); err != nil {
+			return mapErr(err)
+		}
+		var a duet.ExecutionAttempt
+		if err := json.Unmarshal([]byte(data), &a); err != nil {
+			return fmt.Errorf("attempt of %s: %w", id, err)
+		}
+		byID[id].Attempts = append(byID[id].Attempts, &a)
+	}
 	return mapErr(rows.Err())
 }
 
@@ -577,7 +601,8 @@ func (d *DB) FindExecutionAndRun(ctx context.Context, viewer, id string) (*duet.
 // statement; withRun, its run too, in the same batch.
 func (d *DB) findExecution(ctx context.Context, viewer, id string, withRun bool) (*duet.Execution, *duet.Run, error) {
 	var b pgx.Batch
-	b.Queue(`SELECT `+execColumns+`, ARRAY(SELECT s.data::text FROM step_results s WHERE s.execution_id = e.id ORDER BY s.idx)
+	b.Queue(`SELECT `+execColumns+`, ARRAY(SELECT s.data::text FROM step_results s WHERE s.execution_id = e.id ORDER BY s.idx),
+			ARRAY(SELECT a.data FROM execution_attempts a WHERE a.execution_id = e.id ORDER BY a.attempt)
 		FROM executions e JOIN runs r ON r.id = e.run_id JOIN tasks t ON t.id = r.task_id WHERE e.id = $2`+visibility(viewer), viewer, id)
 	if withRun {
 		b.Queue(`SELECT `+runWithTotals+` FROM runs r JOIN tasks t ON t.id = r.task_id
@@ -585,8 +610,8 @@ func (d *DB) findExecution(ctx context.Context, viewer, id string, withRun bool)
 	}
 	br := d.pool.SendBatch(ctx, &b)
 	defer br.Close()
-	var results []string
-	e, err := scanExecution(tailRow{br.QueryRow(), []any{&results}})
+	var results, attempts []string
+	e, err := scanExecution(tailRow{br.QueryRow(), []any{&results, &attempts}})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil, notFound("execution", id)
 	} else if err != nil {
@@ -598,6 +623,13 @@ func (d *DB) findExecution(ctx context.Context, viewer, id string, withRun bool)
 			return nil, nil, fmt.Errorf("step result of %s: %w", e.ID, err)
 		}
 		e.Results = append(e.Results, &r)
+	}
+	for _, data := range attempts {
+		var a duet.ExecutionAttempt
+		if err := json.Unmarshal([]byte(data), &a); err != nil {
+			return nil, nil, fmt.Errorf("attempt of %s: %w", e.ID, err)
+		}
+		e.Attempts = append(e.Attempts, &a)
 	}
 	if !withRun {
 		return e, nil, mapErr(br.Close())
@@ -788,6 +820,52 @@ func (d *DB) FinishExecution(ctx context.Context, l duet.Lease, e *duet.Executio
 	if tag.RowsAffected() == 0 {
 		return duet.LeaseLost(l)
 	}
+	return nil
+}
+
+// RetryExecution keeps the failed attempt e.Attempt of an execution among
+// its attempts and begins the next one (fenced, in one transaction).
+func (d *DB) RetryExecution(ctx context.Context, l duet.Lease, e *duet.Execution) error {
+	var attempts []*duet.ExecutionAttempt
+	err := d.tx(ctx, func(tx pgx.Tx) error {
+		// The run row first (FOR SHARE), then the execution's: the order
+		// FinishRun and RequestCancel take them in.
+		x, err := scanExecution(tx.QueryRow(ctx, `WITH `+heldSQL+` SELECT `+execColumns+` FROM executions e WHERE e.id IN (SELECT id FROM held) FOR UPDATE OF e`,
+			l.RunID, l.Worker, l.Token, e.ID))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return duet.LeaseLost(l)
+		} else if err != nil {
+			return mapErr(err)
+		}
+		x.StartedAt, x.FinishedAt = utcPtr(x.StartedAt), utcPtr(x.FinishedAt)
+		if err := loadResults(ctx, tx, x); err != nil {
+			return err
+		}
+		a, err := duet.RetryAttempt(x, e.Attempt)
+		if err != nil {
+			return err
+		}
+		data, err := json.Marshal(a)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO execution_attempts (execution_id, attempt, data) VALUES ($1, $2, $3)`, x.ID, a.Attempt, string(data)); err != nil {
+			return mapErr(err)
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM step_results WHERE execution_id = $1`, x.ID); err != nil {
+			return mapErr(err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE executions SET status = $1, attempt = $2, error_code = '', error_message = '', vars = '{}', finished_at = NULL, resume_from = 0 WHERE id = $3`,
+			duet.StatusRunning, a.Attempt+1, x.ID); err != nil {
+			return mapErr(err)
+		}
+		attempts = append(x.Attempts, a)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	duet.RetriedExecution(e, attempts)
 	return nil
 }
 

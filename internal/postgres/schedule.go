@@ -2,7 +2,9 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -13,14 +15,20 @@ import (
 )
 
 const scheduleColumns = `s.id, s.task_id, s.owner, s.token_id, s.name, s.source, s.cron, s.time_zone, s.every_ms, s.missed, s.overlap,
-	s.paused, s.paused_reason, s.next_fire_at, s.last_fire_at, s.last_run_id, s.last_error, s.created_at, s.updated_at`
+	s.paused, s.paused_reason, s.next_fire_at, s.last_fire_at, s.last_run_id, s.last_error, s.created_at, s.updated_at, s.tags`
 
 func scanSchedule(row pgx.Row) (*duet.Schedule, error) {
 	var s duet.Schedule
 	var every int64
+	var tags string
 	if err := row.Scan(&s.ID, &s.TaskID, &s.Owner, &s.TokenID, &s.Name, &s.Source, &s.Cron, &s.TimeZone, &every, &s.Missed, &s.Overlap,
-		&s.Paused, &s.PausedReason, &s.NextFireAt, &s.LastFireAt, &s.LastRunID, &s.LastError, &s.CreatedAt, &s.UpdatedAt); err != nil {
+		&s.Paused, &s.PausedReason, &s.NextFireAt, &s.LastFireAt, &s.LastRunID, &s.LastError, &s.CreatedAt, &s.UpdatedAt, &tags); err != nil {
 		return nil, err
+	}
+	if tags != "" {
+		if err := json.Unmarshal([]byte(tags), &s.Tags); err != nil {
+			return nil, fmt.Errorf("schedule %s: decoding its tags: %w", s.ID, err)
+		}
 	}
 	s.Every = time.Duration(every) * time.Millisecond
 	s.NextFireAt, s.LastFireAt, s.CreatedAt, s.UpdatedAt = utc(s.NextFireAt), utcPtr(s.LastFireAt), utc(s.CreatedAt), utc(s.UpdatedAt)
@@ -43,10 +51,10 @@ func validSchedule(s *duet.Schedule) error {
 
 func insertSchedule(ctx context.Context, q querier, s *duet.Schedule, now time.Time) error {
 	s.ID, s.CreatedAt, s.UpdatedAt, s.NextFireAt = duet.NewID("sched"), now, now, ts(s.NextFireAt)
-	_, err := q.Exec(ctx, `INSERT INTO schedules (id, task_id, owner, token_id, name, source, cron, time_zone, every_ms, missed, overlap, paused, paused_reason, next_fire_at, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15)`,
+	_, err := q.Exec(ctx, `INSERT INTO schedules (id, task_id, owner, token_id, name, source, cron, time_zone, every_ms, missed, overlap, paused, paused_reason, next_fire_at, created_at, updated_at, tags)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15, $16)`,
 		s.ID, s.TaskID, s.Owner, s.TokenID, s.Name, s.Source, s.Cron, s.TimeZone, s.Every.Milliseconds(), s.Missed, s.Overlap, s.Paused, s.PausedReason,
-		s.NextFireAt, now)
+		s.NextFireAt, now, encodeTags(s.Tags))
 	if duet.ErrorCode(mapErr(err)) == duet.CodeConflict {
 		return duet.Errorf(duet.CodeConflict, "%s already has a schedule named %q on this task", s.Owner, s.Name)
 	}
@@ -247,11 +255,16 @@ func applySchedules(ctx context.Context, tx pgx.Tx, owner, taskID string, want [
 				return err
 			}
 		case o.SpecHash() == s.SpecHash():
-			s.ID = o.ID // unchanged: its state stays as stored
+			s.ID = o.ID // unchanged timing: its state stays as stored
+			if encodeTags(o.Tags) != encodeTags(s.Tags) {
+				if _, err := tx.Exec(ctx, `UPDATE schedules SET tags = $1, updated_at = $2 WHERE id = $3`, encodeTags(s.Tags), now, o.ID); err != nil {
+					return mapErr(err)
+				}
+			}
 		default:
 			s.NextFireAt = ts(s.NextFireAt)
-			if _, err := tx.Exec(ctx, `UPDATE schedules SET cron = $1, time_zone = $2, every_ms = $3, missed = $4, overlap = $5, next_fire_at = $6, updated_at = $7 WHERE id = $8`,
-				s.Cron, s.TimeZone, s.Every.Milliseconds(), s.Missed, s.Overlap, s.NextFireAt, now, o.ID); err != nil {
+			if _, err := tx.Exec(ctx, `UPDATE schedules SET cron = $1, time_zone = $2, every_ms = $3, missed = $4, overlap = $5, next_fire_at = $6, updated_at = $7, tags = $9 WHERE id = $8`,
+				s.Cron, s.TimeZone, s.Every.Milliseconds(), s.Missed, s.Overlap, s.NextFireAt, now, o.ID, encodeTags(s.Tags)); err != nil {
 				return mapErr(err)
 			}
 			s.ID, s.CreatedAt, s.UpdatedAt, s.Paused, s.PausedReason, s.LastFireAt, s.LastRunID = o.ID, o.CreatedAt, now, o.Paused, o.PausedReason, o.LastFireAt, o.LastRunID

@@ -80,12 +80,18 @@ type runConfig struct {
 	BeforeEach         []duet.Step                  `json:"beforeEach,omitempty"`
 	AfterEach          []duet.Step                  `json:"afterEach,omitempty"`
 	HookSaves          []string                     `json:"hookSaves,omitempty"`
+	Retries            int                          `json:"retries,omitempty"`
+	CaseTimeoutMs      int64                        `json:"caseTimeoutMs,omitempty"`
+	Tags               []string                     `json:"tags,omitempty"`
+	Parallel           int                          `json:"parallel,omitempty"`
 }
 
 func encodeRunConfig(t *duet.Task) (string, error) {
 	c := runConfig{Environments: t.Environments, DefaultEnvironment: t.DefaultEnvironment, BeforeAll: t.BeforeAll, AfterAll: t.AfterAll,
-		BeforeEach: t.BeforeEach, AfterEach: t.AfterEach, HookSaves: t.HookSaves}
-	if len(c.Environments) == 0 && c.DefaultEnvironment == "" && len(c.BeforeAll) == 0 && len(c.AfterAll) == 0 && len(c.BeforeEach) == 0 && len(c.AfterEach) == 0 {
+		BeforeEach: t.BeforeEach, AfterEach: t.AfterEach, HookSaves: t.HookSaves,
+		Retries: t.Retries, CaseTimeoutMs: t.CaseTimeoutMs, Tags: t.Tags, Parallel: t.Parallel}
+	if len(c.Environments) == 0 && c.DefaultEnvironment == "" && len(c.BeforeAll) == 0 && len(c.AfterAll) == 0 && len(c.BeforeEach) == 0 && len(c.AfterEach) == 0 &&
+		c.Retries == 0 && c.CaseTimeoutMs == 0 && len(c.Tags) == 0 && c.Parallel == 0 {
 		return "", nil
 	}
 	b, err := json.Marshal(c)
@@ -102,6 +108,7 @@ func decodeRunConfig(t *duet.Task, s string) error {
 	}
 	t.Environments, t.DefaultEnvironment, t.BeforeAll, t.AfterAll = c.Environments, c.DefaultEnvironment, c.BeforeAll, c.AfterAll
 	t.BeforeEach, t.AfterEach, t.HookSaves = c.BeforeEach, c.AfterEach, c.HookSaves
+	t.Retries, t.CaseTimeoutMs, t.Tags, t.Parallel = c.Retries, c.CaseTimeoutMs, c.Tags, c.Parallel
 	return nil
 }
 

@@ -17,9 +17,8 @@ const (
 )
 
 // StatusFlaky is the status of a case that failed and then passed on a
-// retry. Retries arrive with issue 27, which adds the status to duet; until
-// then no execution has it, and --fail-on-flaky never changes an exit code.
-const StatusFlaky duet.RunStatus = "flaky"
+// retry (duet.StatusFlaky): a pass, unless --fail-on-flaky.
+const StatusFlaky = duet.StatusFlaky
 
 // infraCodes are failures of what the tests run on, not of the product
 // under test.

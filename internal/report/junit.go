@@ -55,7 +55,13 @@ type JUnitCase struct {
 	Failure   *JUnitProblem `xml:"failure"`
 	Error     *JUnitProblem `xml:"error"`
 	Skipped   *JUnitProblem `xml:"skipped"`
-	SystemOut string        `xml:"system-out,omitempty"`
+	// FlakyFailures and FlakyErrors are the failed attempts of a case that
+	// passed on a retry (flaky): Maven Surefire's elements, which Jenkins
+	// and other CI parsers read as a pass with flaky runs; parsers that do
+	// not know them see a pass.
+	FlakyFailures []*JUnitProblem `xml:"flakyFailure"`
+	FlakyErrors   []*JUnitProblem `xml:"flakyError"`
+	SystemOut     string          `xml:"system-out,omitempty"`
 }
 
 // JUnitProblem is a failure, an error or a reason to skip.
@@ -94,11 +100,23 @@ func (r *Report) JUnitXML() JUnitSuites {
 			suite.Properties = append(suite.Properties, JUnitProperty{"duet.cases.next_cursor", w.NextCursor}, JUnitProperty{"duet.cases.more", h})
 		}
 	}
+	flaky := 0
 	for _, c := range r.Cases {
 		jc := JUnitCase{Name: c.Title, Classname: r.Task.Name + "." + c.Key, Time: seconds(c.DurationMs), SystemOut: timeline(c)}
 		problem := &JUnitProblem{Message: problemMessage(c), Type: string(c.ErrorCode), Text: failureDetail(c)}
 		switch c.Status {
 		case duet.StatusPassed:
+		case duet.StatusFlaky:
+			flaky++
+			for _, a := range c.Attempts {
+				p := &JUnitProblem{Message: fmt.Sprintf("attempt %d: %s", a.Attempt, problemMessage(&Case{ErrorCode: a.ErrorCode, ErrorMessage: a.ErrorMessage})),
+					Type: string(a.ErrorCode), Text: failureDetail(&Case{ErrorCode: a.ErrorCode, ErrorMessage: a.ErrorMessage, Steps: a.Steps})}
+				if a.Status == duet.StatusError {
+					jc.FlakyErrors = append(jc.FlakyErrors, p)
+				} else {
+					jc.FlakyFailures = append(jc.FlakyFailures, p)
+				}
+			}
 		case duet.StatusFailed:
 			jc.Failure = problem
 			suite.Failures++
@@ -113,6 +131,9 @@ func (r *Report) JUnitXML() JUnitSuites {
 			suite.Skipped++
 		}
 		suite.Cases = append(suite.Cases, jc)
+	}
+	if flaky > 0 {
+		suite.Properties = append(suite.Properties, JUnitProperty{"duet.cases.flaky", fmt.Sprint(flaky)})
 	}
 	return JUnitSuites{
 		Name: "duet run " + r.Run.ID, Tests: suite.Tests, Failures: suite.Failures, Errors: suite.Errors,

@@ -152,6 +152,21 @@ type Case struct {
 	// Trace is set when the case kept a trace and the viewer is the
 	// executor (traces are stored beside the report, not in it).
 	Trace *TraceLink `json:"trace,omitempty"`
+	// Attempt is the attempt Steps are of (1 the first; a flaky case
+	// passed on a later one), and Attempts the case's earlier, failed
+	// attempts, each with its steps and screenshots.
+	Attempt  int        `json:"attempt,omitempty"`
+	Attempts []*Attempt `json:"attempts,omitempty"`
+}
+
+// Attempt is an earlier, failed attempt at a case that was retried.
+type Attempt struct {
+	Attempt      int            `json:"attempt"`
+	Status       duet.RunStatus `json:"status"`
+	ErrorCode    duet.Code      `json:"errorCode,omitempty"`
+	ErrorMessage string         `json:"errorMessage,omitempty"`
+	DurationMs   int64          `json:"durationMs"`
+	Steps        []*Step        `json:"steps"`
 }
 
 // TraceLink says where a case's trace is.
@@ -351,7 +366,24 @@ func buildCase(ctx context.Context, arts *shotReader, x *duet.Execution, now tim
 	c := &Case{
 		ExecutionID: x.ID, CaseID: x.CaseID, Key: x.CaseKey, Title: x.CaseTitle, Version: x.CaseVersion,
 		Status: x.Status, ErrorCode: x.ErrorCode, ErrorMessage: x.ErrorMessage,
-		StartedAt: x.StartedAt, FinishedAt: x.FinishedAt, Variables: redactVars(x.Vars),
+		StartedAt: x.StartedAt, FinishedAt: x.FinishedAt, Variables: redactVars(x.Vars), Attempt: x.Attempt,
+	}
+	for _, a := range x.Attempts {
+		ca := &Attempt{Attempt: a.Attempt, Status: a.Status, ErrorCode: a.ErrorCode, ErrorMessage: a.ErrorMessage}
+		if a.StartedAt != nil && a.FinishedAt != nil {
+			ca.DurationMs = a.FinishedAt.Sub(*a.StartedAt).Milliseconds()
+		}
+		for _, res := range a.Results {
+			st := &Step{Index: res.Index, Status: duet.StatusPending}
+			if res.Index >= 0 && res.Index < len(x.Steps) {
+				st.Line = x.Steps[res.Index].Line
+			}
+			if err := fillStep(ctx, arts, st, res, a.StartedAt); err != nil {
+				return nil, err
+			}
+			ca.Steps = append(ca.Steps, st)
+		}
+		c.Attempts = append(c.Attempts, ca)
 	}
 	if x.StartedAt != nil {
 		end := now
@@ -535,6 +567,7 @@ func redactOutput(savedAs string, out json.RawMessage) json.RawMessage {
 // Totals counts the cases by how they ended.
 type Totals struct {
 	Cases, Passed, Failed, Error, Cancelled, NotRun int
+	Flaky                                           int // passed on a retry
 }
 
 // Totals returns the counts of the run's cases: of the cases shown when it
@@ -542,13 +575,15 @@ type Totals struct {
 func (r *Report) Totals() Totals {
 	if r.Window != nil {
 		rt := r.Run.Totals
-		return Totals{Cases: rt.Cases, Passed: rt.Passed, Failed: rt.Failed, Error: rt.Error, Cancelled: rt.Cancelled, NotRun: rt.Pending + rt.Running}
+		return Totals{Cases: rt.Cases, Passed: rt.Passed, Failed: rt.Failed, Error: rt.Error, Cancelled: rt.Cancelled, NotRun: rt.Pending + rt.Running, Flaky: rt.Flaky}
 	}
 	t := Totals{Cases: len(r.Cases)}
 	for _, c := range r.Cases {
 		switch c.Status {
 		case duet.StatusPassed:
 			t.Passed++
+		case duet.StatusFlaky:
+			t.Flaky++
 		case duet.StatusFailed:
 			t.Failed++
 		case duet.StatusError:

@@ -96,6 +96,7 @@ type shop struct {
 //	POST /api/orders/{id}/cancel              the cancelled order; 409 CONFLICT once shipped
 //	GET  /healthz                             "ok"
 //	GET  /lab/...                             the lab's pages (lab.go)
+//	GET  /flaky?key=K                         an element that fails the first time per key (flaky.go)
 //
 // Every response has Cache-Control: no-store, so a page always shows the
 // current status.
@@ -120,6 +121,7 @@ func ShopHandler(orders *Orders) http.Handler {
 	mux.HandleFunc("GET /api/orders/{id}", s.apiGet)
 	mux.HandleFunc("POST /api/orders/{id}/cancel", s.apiCancel)
 	registerEvidence(mux, orders) // evidence.go
+	registerFlaky(mux)            // flaky.go
 	mux.HandleFunc("GET /api/", s.apiNotFound)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

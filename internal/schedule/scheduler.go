@@ -171,6 +171,7 @@ func (s *Scheduler) handle(ctx context.Context, sc *duet.Schedule, now time.Time
 	}
 	caller := duet.Caller{UserID: sc.Owner, Source: duet.SourceSchedule, TokenID: sc.TokenID, TraceID: duet.NewTraceID()}
 	key := fmt.Sprintf("schedule:%s:%d", sc.ID, fire.RunSlot.Unix())
+	fire.Tags = sc.Tags
 	runID, replayed, err := s.o.Start(ctx, caller, sc.TaskID, key, &fire)
 	switch code := duet.ErrorCode(err); {
 	case err == nil && !replayed:

@@ -421,3 +421,34 @@ func TestTiming(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestScheduleTags: a schedule with tags starts runs of the cases with
+// any of them only.
+func TestScheduleTags(t *testing.T) {
+	for name, eng := range engines(t) {
+		t.Run(name, func(t *testing.T) {
+			st := eng(t)()
+			clk := &clock{now: t0}
+			in := start(st, clk)
+			assert := []duet.Step{{Kind: duet.StepAssert, Name: "true", Assert: &duet.AssertStep{Expr: "true"}}}
+			res, err := st.ApplySuite(t.Context(), "alice", &duet.Suite{Task: duet.Task{Name: "tagged", BaseURL: "http://127.0.0.1:1"},
+				Cases: []*duet.Case{
+					{Key: "a", Title: "a", Source: "a", SourceHash: "a", Steps: assert, Tags: []string{"smoke"}},
+					{Key: "b", Title: "b", Source: "b", SourceHash: "b", Steps: assert},
+				},
+				Schedules: []*duet.Schedule{{Name: "smoke", Every: time.Hour, Missed: duet.MissedSkip, Overlap: duet.OverlapQueue, NextFireAt: t0, Tags: []string{"smoke"}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tickAll(t, in)
+			runs := runsOf(t, st, res.Task.ID)
+			if len(runs) != 1 {
+				t.Fatalf("%d runs", len(runs))
+			}
+			execs, err := st.FindExecutions(t.Context(), runs[0].ID)
+			if err != nil || len(execs) != 1 || execs[0].CaseKey != "a" {
+				t.Fatalf("the scheduled run's cases: %v %+v", err, execs)
+			}
+		})
+	}
+}

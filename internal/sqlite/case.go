@@ -12,14 +12,19 @@ import (
 	"github.com/duet-test/duet"
 )
 
-const caseColumns = `c.id, c.task_id, c.key, c.title, c.source, c.source_hash, c.steps, c.timeout_ms, c.version, c.status, c.created_by, c.created_at, c.updated_at, c.row`
+const caseColumns = `c.id, c.task_id, c.key, c.title, c.source, c.source_hash, c.steps, c.timeout_ms, c.version, c.status, c.created_by, c.created_at, c.updated_at, c.row, c.retries, c.tags`
 
 func scanCase(r rowScanner) (*duet.Case, error) {
 	var c duet.Case
-	var steps, row string
+	var steps, row, tags string
 	var created, updated int64
-	if err := r.Scan(&c.ID, &c.TaskID, &c.Key, &c.Title, &c.Source, &c.SourceHash, &steps, &c.TimeoutMs, &c.Version, &c.Status, &c.CreatedBy, &created, &updated, &row); err != nil {
+	if err := r.Scan(&c.ID, &c.TaskID, &c.Key, &c.Title, &c.Source, &c.SourceHash, &steps, &c.TimeoutMs, &c.Version, &c.Status, &c.CreatedBy, &created, &updated, &row, &c.Retries, &tags); err != nil {
 		return nil, err
+	}
+	if tags != "" {
+		if err := json.Unmarshal([]byte(tags), &c.Tags); err != nil {
+			return nil, fmt.Errorf("case %s: decoding its tags: %w", c.ID, err)
+		}
 	}
 	if err := json.Unmarshal([]byte(steps), &c.Steps); err != nil {
 		return nil, fmt.Errorf("case %s: decoding steps: %w", c.ID, err)
@@ -103,6 +108,7 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 				task.Description, task.BaseURL, task.Device, task.UpdatedAt = want.Description, want.BaseURL, want.Device, now
 				task.Environments, task.DefaultEnvironment, task.BeforeAll, task.AfterAll = want.Environments, want.DefaultEnvironment, want.BeforeAll, want.AfterAll
 				task.BeforeEach, task.AfterEach, task.HookSaves = want.BeforeEach, want.AfterEach, want.HookSaves
+				task.Retries, task.CaseTimeoutMs, task.Tags, task.Parallel = want.Retries, want.CaseTimeoutMs, want.Tags, want.Parallel
 				if hooksChanged {
 					// The applier wrote this version of the hooks.
 					task.HooksBy = ""
@@ -182,13 +188,14 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 			if err != nil {
 				return err
 			}
+			tags := encodeTags(c.Tags)
 			old := existing[c.Key]
 			switch {
 			case old == nil:
 				c.ID, c.TaskID, c.Version, c.Status, c.CreatedBy = duet.NewID("case"), task.ID, 1, duet.CaseActive, owner
 				c.CreatedAt, c.UpdatedAt = now, now
-				if _, err := tx.ExecContext(ctx, `INSERT INTO cases (id, task_id, key, title, source, source_hash, steps, timeout_ms, version, status, created_by, created_at, updated_at, row) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-					c.ID, c.TaskID, c.Key, c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.Status, c.CreatedBy, nowUs, nowUs, row); err != nil {
+				if _, err := tx.ExecContext(ctx, `INSERT INTO cases (id, task_id, key, title, source, source_hash, steps, timeout_ms, version, status, created_by, created_at, updated_at, row, retries, tags) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+					c.ID, c.TaskID, c.Key, c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.Status, c.CreatedBy, nowUs, nowUs, row, c.Retries, tags); err != nil {
 					return mapErr(err)
 				}
 				res.Cases = append(res.Cases, duet.ApplyCaseResult{Key: c.Key, ID: c.ID, Version: c.Version, Action: duet.ApplyCreated})
@@ -198,8 +205,8 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 				// The owner wrote this version (CreatedBy is the writer of
 				// the current version: approvals depend on it).
 				c.ID, c.TaskID, c.Version, c.Status, c.CreatedBy = old.ID, task.ID, old.Version+1, duet.CaseActive, owner
-				if _, err := tx.ExecContext(ctx, `UPDATE cases SET title = ?, source = ?, source_hash = ?, steps = ?, timeout_ms = ?, version = ?, status = ?, created_by = ?, updated_at = ?, row = ? WHERE id = ?`,
-					c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.Status, c.CreatedBy, nowUs, row, c.ID); err != nil {
+				if _, err := tx.ExecContext(ctx, `UPDATE cases SET title = ?, source = ?, source_hash = ?, steps = ?, timeout_ms = ?, version = ?, status = ?, created_by = ?, updated_at = ?, row = ?, retries = ?, tags = ? WHERE id = ?`,
+					c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.Status, c.CreatedBy, nowUs, row, c.Retries, tags, c.ID); err != nil {
 					return mapErr(err)
 				}
 				res.Cases = append(res.Cases, duet.ApplyCaseResult{Key: c.Key, ID: c.ID, Version: c.Version, Action: duet.ApplyUpdated})
@@ -249,8 +256,8 @@ func (d *DB) SaveDraftCase(ctx context.Context, c *duet.Case) error {
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			c.ID, c.Version, c.Status, c.CreatedAt, c.UpdatedAt = duet.NewID("case"), 1, duet.CaseDraft, now, now
-			_, err := tx.ExecContext(ctx, `INSERT INTO cases (id, task_id, key, title, source, source_hash, steps, timeout_ms, version, status, created_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				c.ID, c.TaskID, c.Key, c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.Status, c.CreatedBy, micros(now), micros(now))
+			_, err := tx.ExecContext(ctx, `INSERT INTO cases (id, task_id, key, title, source, source_hash, steps, timeout_ms, version, status, created_by, created_at, updated_at, retries, tags) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				c.ID, c.TaskID, c.Key, c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.Status, c.CreatedBy, micros(now), micros(now), c.Retries, encodeTags(c.Tags))
 			return mapErr(err)
 		case err != nil:
 			return mapErr(err)
@@ -262,8 +269,8 @@ func (d *DB) SaveDraftCase(ctx context.Context, c *duet.Case) error {
 			return duet.Errorf(duet.CodeConflict, "case key %q is already used by a draft of %s; choose another key", c.Key, old.CreatedBy)
 		default:
 			c.ID, c.Version, c.Status, c.CreatedAt, c.UpdatedAt = old.ID, old.Version+1, duet.CaseDraft, old.CreatedAt, now
-			_, err := tx.ExecContext(ctx, `UPDATE cases SET title = ?, source = ?, source_hash = ?, steps = ?, timeout_ms = ?, version = ?, created_by = ?, updated_at = ? WHERE id = ?`,
-				c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.CreatedBy, micros(now), c.ID)
+			_, err := tx.ExecContext(ctx, `UPDATE cases SET title = ?, source = ?, source_hash = ?, steps = ?, timeout_ms = ?, version = ?, created_by = ?, updated_at = ?, retries = ?, tags = ? WHERE id = ?`,
+				c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.CreatedBy, micros(now), c.Retries, encodeTags(c.Tags), c.ID)
 			return mapErr(err)
 		}
 	})
@@ -343,4 +350,13 @@ func (d *DB) FindCases(ctx context.Context, f duet.CaseFilter) ([]*duet.Case, st
 		next = encodeCursor(cases[limit-1].Key)
 	}
 	return cases, next, total, nil
+}
+
+// encodeTags is how a case's tags are stored: JSON, or "" for none.
+func encodeTags(tags []string) string {
+	if len(tags) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(tags)
+	return string(b)
 }

@@ -11,7 +11,7 @@ import (
 // variables, which a summary page does not need (scanExecution reads them as
 // empty).
 const execSummaryColumns = `e.id, e.run_id, e.case_id, e.case_key, e.case_title, e.case_version, e.ordinal, e.timeout_ms, e.status, '[]', '{}',
-	e.error_code, e.error_message, e.started_at, e.finished_at, e.resume_from, e.row`
+	e.error_code, e.error_message, e.started_at, e.finished_at, e.resume_from, e.row, e.retries, e.attempt`
 
 // FindExecutionPage returns one page of a run's executions in ordinal order.
 // Returns INVALID_ARGUMENT for a bad cursor.

@@ -109,6 +109,8 @@ func fillTotals(ctx context.Context, q querier, runs ...*duet.Run) error {
 			t.Running += n
 		case duet.StatusPassed:
 			t.Passed += n
+		case duet.StatusFlaky:
+			t.Flaky += n
 		case duet.StatusFailed:
 			t.Failed += n
 		case duet.StatusError:
@@ -195,13 +197,13 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 			if err != nil {
 				return err
 			}
-			e.ID, e.RunID, e.Ordinal, e.Status = duet.NewID("exec"), run.ID, i, duet.StatusPending
+			e.ID, e.RunID, e.Ordinal, e.Status, e.Attempt = duet.NewID("exec"), run.ID, i, duet.StatusPending, 1
 			row, err := encodeRow(e.Row)
 			if err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO executions (id, run_id, case_id, case_key, case_title, case_version, ordinal, timeout_ms, status, steps, row) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				e.ID, e.RunID, e.CaseID, e.CaseKey, e.CaseTitle, e.CaseVersion, e.Ordinal, e.TimeoutMs, e.Status, string(steps), row); err != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO executions (id, run_id, case_id, case_key, case_title, case_version, ordinal, timeout_ms, status, steps, row, retries, attempt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
+				e.ID, e.RunID, e.CaseID, e.CaseKey, e.CaseTitle, e.CaseVersion, e.Ordinal, e.TimeoutMs, e.Status, string(steps), row, max(e.Retries, 0)); err != nil {
 				return mapErr(err)
 			}
 		}
@@ -354,14 +356,14 @@ func (d *DB) findRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 }
 
 const execColumns = `e.id, e.run_id, e.case_id, e.case_key, e.case_title, e.case_version, e.ordinal, e.timeout_ms, e.status, e.steps, e.vars,
-	e.error_code, e.error_message, e.started_at, e.finished_at, e.resume_from, e.row`
+	e.error_code, e.error_message, e.started_at, e.finished_at, e.resume_from, e.row, e.retries, e.attempt`
 
 func scanExecution(r rowScanner) (*duet.Execution, error) {
 	var e duet.Execution
 	var steps, vars, row string
 	var started, finished sql.NullInt64
 	if err := r.Scan(&e.ID, &e.RunID, &e.CaseID, &e.CaseKey, &e.CaseTitle, &e.CaseVersion, &e.Ordinal, &e.TimeoutMs, &e.Status, &steps, &vars,
-		&e.ErrorCode, &e.ErrorMessage, &started, &finished, &e.ResumeFrom, &row); err != nil {
+		&e.ErrorCode, &e.ErrorMessage, &started, &finished, &e.ResumeFrom, &row, &e.Retries, &e.Attempt); err != nil {
 		return nil, err
 	}
 	var err error
@@ -405,6 +407,27 @@ func loadResults(ctx context.Context, q querier, execs ...*duet.Execution) error
 			return fmt.Errorf("step result of %s: %w", id, err)
 		}
 		byID[id].Results = append(byID[id].Results, &r)
+	}
+	if err := rows.Err(); err != nil {
+		return mapErr(err)
+	}
+	rows.Close()
+	// The earlier attempts of executions that were retried.
+	rows, err = q.QueryContext(ctx, `SELECT execution_id, data FROM execution_attempts WHERE execution_id IN (`+placeholders(len(args))+`) ORDER BY execution_id, attempt`, args...)
+	if err != nil {
+		return mapErr(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, data string
+		if err := rows.Scan(&id, &data); err != nil {
+			return mapErr(err)
+		}
+		var a duet.ExecutionAttempt
+		if err := json.Unmarshal([]byte(data), &a); err != nil {
+			return fmt.Errorf("attempt of %s: %w", id, err)
+		}
+		byID[id].Attempts = append(byID[id].Attempts, &a)
 	}
 	return mapErr(rows.Err())
 }
@@ -636,6 +659,50 @@ func (d *DB) FinishExecution(ctx context.Context, l duet.Lease, e *duet.Executio
 	if n, _ := res.RowsAffected(); n == 0 {
 		return duet.LeaseLost(l)
 	}
+	return nil
+}
+
+// RetryExecution keeps the failed attempt e.Attempt of an execution among
+// its attempts and begins the next one (fenced, in one transaction).
+func (d *DB) RetryExecution(ctx context.Context, l duet.Lease, e *duet.Execution) error {
+	var next *duet.Execution
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		if err := held(ctx, tx, l, e.ID); err != nil {
+			return err
+		}
+		x, err := scanExecution(tx.QueryRowContext(ctx, `SELECT `+execColumns+` FROM executions e WHERE e.id = ?`, e.ID))
+		if err != nil {
+			return mapErr(err)
+		}
+		if err := loadResults(ctx, tx, x); err != nil {
+			return err
+		}
+		a, err := duet.RetryAttempt(x, e.Attempt)
+		if err != nil {
+			return err
+		}
+		data, err := json.Marshal(a)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO execution_attempts (execution_id, attempt, data) VALUES (?, ?, ?)`, x.ID, a.Attempt, string(data)); err != nil {
+			return mapErr(err)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM step_results WHERE execution_id = ?`, x.ID); err != nil {
+			return mapErr(err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE executions SET status = ?, attempt = ?, error_code = '', error_message = '', vars = '{}', finished_at = NULL, resume_from = 0 WHERE id = ?`,
+			duet.StatusRunning, a.Attempt+1, x.ID); err != nil {
+			return mapErr(err)
+		}
+		x.Attempts = append(x.Attempts, a)
+		next = x
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	duet.RetriedExecution(e, next.Attempts)
 	return nil
 }
 

@@ -3,7 +3,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -12,15 +14,21 @@ import (
 )
 
 const scheduleColumns = `s.id, s.task_id, s.owner, s.token_id, s.name, s.source, s.cron, s.time_zone, s.every_ms, s.missed, s.overlap,
-	s.paused, s.paused_reason, s.next_fire_at, s.last_fire_at, s.last_run_id, s.last_error, s.created_at, s.updated_at`
+	s.paused, s.paused_reason, s.next_fire_at, s.last_fire_at, s.last_run_id, s.last_error, s.created_at, s.updated_at, s.tags`
 
 func scanSchedule(row interface{ Scan(...any) error }) (*duet.Schedule, error) {
 	var s duet.Schedule
 	var every, next, created, updated int64
 	var last sql.NullInt64
+	var tags string
 	if err := row.Scan(&s.ID, &s.TaskID, &s.Owner, &s.TokenID, &s.Name, &s.Source, &s.Cron, &s.TimeZone, &every, &s.Missed, &s.Overlap,
-		&s.Paused, &s.PausedReason, &next, &last, &s.LastRunID, &s.LastError, &created, &updated); err != nil {
+		&s.Paused, &s.PausedReason, &next, &last, &s.LastRunID, &s.LastError, &created, &updated, &tags); err != nil {
 		return nil, err
+	}
+	if tags != "" {
+		if err := json.Unmarshal([]byte(tags), &s.Tags); err != nil {
+			return nil, fmt.Errorf("schedule %s: decoding its tags: %w", s.ID, err)
+		}
 	}
 	s.Every = time.Duration(every) * time.Millisecond
 	s.NextFireAt, s.LastFireAt, s.CreatedAt, s.UpdatedAt = fromMicros(next), ptrTime(last), fromMicros(created), fromMicros(updated)
@@ -43,10 +51,10 @@ func validSchedule(s *duet.Schedule) error {
 
 func insertSchedule(ctx context.Context, q querier, s *duet.Schedule, now time.Time) error {
 	s.ID, s.CreatedAt, s.UpdatedAt = duet.NewID("sched"), now, now
-	_, err := q.ExecContext(ctx, `INSERT INTO schedules (id, task_id, owner, token_id, name, source, cron, time_zone, every_ms, missed, overlap, paused, paused_reason, next_fire_at, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := q.ExecContext(ctx, `INSERT INTO schedules (id, task_id, owner, token_id, name, source, cron, time_zone, every_ms, missed, overlap, paused, paused_reason, next_fire_at, created_at, updated_at, tags)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		s.ID, s.TaskID, s.Owner, s.TokenID, s.Name, s.Source, s.Cron, s.TimeZone, s.Every.Milliseconds(), s.Missed, s.Overlap, s.Paused, s.PausedReason,
-		micros(s.NextFireAt), micros(now), micros(now))
+		micros(s.NextFireAt), micros(now), micros(now), encodeTags(s.Tags))
 	if duet.ErrorCode(mapErr(err)) == duet.CodeConflict {
 		return duet.Errorf(duet.CodeConflict, "%s already has a schedule named %q on this task", s.Owner, s.Name)
 	}
@@ -291,10 +299,15 @@ func applySchedules(ctx context.Context, tx *sql.Tx, owner, taskID string, want 
 				return err
 			}
 		case o.SpecHash() == s.SpecHash():
-			s.ID = o.ID // unchanged: its state stays as stored
+			s.ID = o.ID // unchanged timing: its state stays as stored
+			if encodeTags(o.Tags) != encodeTags(s.Tags) {
+				if _, err := tx.ExecContext(ctx, `UPDATE schedules SET tags = ?, updated_at = ? WHERE id = ?`, encodeTags(s.Tags), micros(now), o.ID); err != nil {
+					return mapErr(err)
+				}
+			}
 		default:
-			if _, err := tx.ExecContext(ctx, `UPDATE schedules SET cron = ?, time_zone = ?, every_ms = ?, missed = ?, overlap = ?, next_fire_at = ?, updated_at = ? WHERE id = ?`,
-				s.Cron, s.TimeZone, s.Every.Milliseconds(), s.Missed, s.Overlap, micros(s.NextFireAt), micros(now), o.ID); err != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE schedules SET cron = ?, time_zone = ?, every_ms = ?, missed = ?, overlap = ?, next_fire_at = ?, updated_at = ?, tags = ? WHERE id = ?`,
+				s.Cron, s.TimeZone, s.Every.Milliseconds(), s.Missed, s.Overlap, micros(s.NextFireAt), micros(now), encodeTags(s.Tags), o.ID); err != nil {
 				return mapErr(err)
 			}
 			s.ID, s.CreatedAt, s.UpdatedAt, s.Paused, s.PausedReason, s.LastFireAt, s.LastRunID = o.ID, o.CreatedAt, now, o.Paused, o.PausedReason, o.LastFireAt, o.LastRunID

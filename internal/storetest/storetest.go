@@ -60,6 +60,7 @@ func Run(t *testing.T, open Opener) {
 		{"RunOrigin", testRunOrigin},
 		{"ContractStore", testContractStore},
 		{"Language", testLanguage},
+		{"Retries", testRetries},
 		{"TraceModes", testTraceModes},
 		{"Baselines", testBaselines},
 		{"Metrics", testMetrics},

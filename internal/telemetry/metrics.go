@@ -141,7 +141,7 @@ func labelCode(c duet.Code) string {
 
 func labelStatus(s duet.RunStatus) string {
 	switch s {
-	case duet.StatusQueued, duet.StatusRunning, duet.StatusPassed, duet.StatusFailed, duet.StatusError, duet.StatusCancelled, duet.StatusSkipped, duet.StatusPending:
+	case duet.StatusQueued, duet.StatusRunning, duet.StatusPassed, duet.StatusFailed, duet.StatusError, duet.StatusCancelled, duet.StatusSkipped, duet.StatusPending, duet.StatusFlaky:
 		return string(s)
 	}
 	return "other"

@@ -605,6 +605,12 @@ func (s *store) RequestCancel(ctx context.Context, a1 string, a2 string) (r0 *du
 	return s.Store.RequestCancel(ctx, a1, a2)
 }
 
+func (s *store) RetryExecution(ctx context.Context, a1 duet.Lease, a2 *duet.Execution) (err error) {
+	ctx, end := s.t.storeSpan(ctx, "RetryExecution")
+	defer func() { end(err) }()
+	return s.Store.RetryExecution(ctx, a1, a2)
+}
+
 func (s *store) RevokeCaseApproval(ctx context.Context, a1 string, a2 string) (err error) {
 	ctx, end := s.t.storeSpan(ctx, "RevokeCaseApproval")
 	defer func() { end(err) }()

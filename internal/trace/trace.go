@@ -38,9 +38,10 @@ const (
 	// OnFailure records every case and keeps the trace of a case that did
 	// not pass (the default).
 	OnFailure Mode = "on-failure"
-	// OnFirstRetry keeps the trace of the first retry of a failed case.
-	// Duet does not retry cases yet, so no attempt is ever a retry: until
-	// it does, the mode records and keeps like OnFailure (Keep).
+	// OnFirstRetry records and keeps the trace of the first retry of a
+	// failed case (its second attempt), whether it passes or fails, as
+	// Playwright does: a first attempt records nothing, and a case without
+	// retries keeps no trace.
 	OnFirstRetry Mode = "on-first-retry"
 	// On keeps every case's trace.
 	On Mode = "on"
@@ -70,14 +71,21 @@ func Resolve(run, task, def Mode) Mode {
 	return OnFailure
 }
 
-// Records reports whether a case records a trace in mode m.
-func (m Mode) Records() bool { return m != Off }
+// Records reports whether an attempt of a case records a trace in mode m:
+// retry is its retry number (0: the first attempt; 1: the first retry).
+func (m Mode) Records(retry int) bool {
+	switch m {
+	case Off:
+		return false
+	case OnFirstRetry:
+		return retry == 1
+	}
+	return true
+}
 
-// Keep reports whether the trace of a case that ended is kept: passed
-// says whether it passed, retry is its retry number (0: the first attempt;
-// 1: the first retry). While Duet has no retries every attempt is 0, and
-// OnFirstRetry keeps what OnFailure keeps; with retries it keeps the first
-// retry's trace, and the first attempt's when the case is not retried.
+// Keep reports whether the trace of an attempt of a case that ended is
+// kept: passed says whether it passed, retry is its retry number (0: the
+// first attempt; 1: the first retry).
 func (m Mode) Keep(passed bool, retry int) bool {
 	switch m {
 	case On:
@@ -85,7 +93,7 @@ func (m Mode) Keep(passed bool, retry int) bool {
 	case OnFailure:
 		return !passed
 	case OnFirstRetry:
-		return !passed && retry <= 1
+		return retry == 1
 	}
 	return false
 }

@@ -15,23 +15,26 @@ import (
 	"github.com/duet-test/duet/internal/trace"
 )
 
-// TestModes: which modes record and keep; on-first-retry keeps what
-// on-failure keeps while there are no retries, and a bad name is refused.
+// TestModes: which modes record and keep; on-first-retry records and keeps
+// the first retry only (passed or not), and a bad name is refused.
 func TestModes(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
-		m             trace.Mode
-		records       bool
-		pass, fail    bool
-		retry2Failure bool
+		m                 trace.Mode
+		records, records1 bool // on the first attempt, on the first retry
+		pass, fail        bool
+		retry1Pass        bool
+		retry2Failure     bool
 	}{
-		{trace.Off, false, false, false, false},
-		{trace.OnFailure, true, false, true, true},
-		{trace.OnFirstRetry, true, false, true, false},
-		{trace.On, true, true, true, true},
+		{trace.Off, false, false, false, false, false, false},
+		{trace.OnFailure, true, true, false, true, false, true},
+		{trace.OnFirstRetry, false, true, false, false, true, false},
+		{trace.On, true, true, true, true, true, true},
 	} {
-		if c.m.Records() != c.records || c.m.Keep(true, 0) != c.pass || c.m.Keep(false, 0) != c.fail || c.m.Keep(false, 2) != c.retry2Failure {
-			t.Errorf("%s: records %v, keep(pass) %v, keep(fail) %v, keep(fail, retry 2) %v", c.m, c.m.Records(), c.m.Keep(true, 0), c.m.Keep(false, 0), c.m.Keep(false, 2))
+		if c.m.Records(0) != c.records || c.m.Records(1) != c.records1 || c.m.Keep(true, 0) != c.pass || c.m.Keep(false, 0) != c.fail ||
+			c.m.Keep(true, 1) != c.retry1Pass || c.m.Keep(false, 2) != c.retry2Failure {
+			t.Errorf("%s: records %v/%v, keep(pass) %v, keep(fail) %v, keep(pass, retry 1) %v, keep(fail, retry 2) %v", c.m, c.m.Records(0), c.m.Records(1),
+				c.m.Keep(true, 0), c.m.Keep(false, 0), c.m.Keep(true, 1), c.m.Keep(false, 2))
 		}
 	}
 	if _, err := trace.ParseMode("sometimes"); duet.ErrorCode(err) != duet.CodeInvalidArgument {

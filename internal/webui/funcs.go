@@ -75,7 +75,7 @@ var funcs = template.FuncMap{
 		}
 		return n
 	},
-	"finished": func(t duet.RunTotals) int { return t.Passed + t.Failed + t.Error + t.Cancelled },
+	"finished": func(t duet.RunTotals) int { return t.Passed + t.Flaky + t.Failed + t.Error + t.Cancelled },
 	"final":    func(s duet.RunStatus) bool { return s.Final() },
 	"eq2":      func(a, b any) bool { return fmt.Sprint(a) == fmt.Sprint(b) },
 }

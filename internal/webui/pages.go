@@ -98,11 +98,23 @@ func (c *Console) startRun(w http.ResponseWriter, r *http.Request, v *view) erro
 		key = duet.NewID("web")
 	}
 	out, err := c.svc.StartRun(r.Context(), v.caller, catalog.StartRunIn{TaskID: r.PathValue("id"), IdempotencyKey: key,
-		Device: strings.TrimSpace(r.PostForm.Get("device")), Environment: strings.TrimSpace(r.PostForm.Get("environment"))})
+		Device: strings.TrimSpace(r.PostForm.Get("device")), Environment: strings.TrimSpace(r.PostForm.Get("environment")),
+		Tags: tagList(r.PostForm.Get("tags")), Grep: strings.TrimSpace(r.PostForm.Get("grep"))})
 	if err != nil {
 		return err
 	}
 	return redirect(w, r, "/runs/"+out.RunID, "")
+}
+
+// tagList reads a comma-separated list of tags (none: nil).
+func tagList(s string) []string {
+	var out []string
+	for t := range strings.SplitSeq(s, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 func (c *Console) share(w http.ResponseWriter, r *http.Request, v *view) error {

@@ -30,7 +30,7 @@
   es.addEventListener("progress", function (ev) {
     var p = JSON.parse(ev.data);
     var t = p.run.totals;
-    var done = t.passed + t.failed + t.error + t.cancelled;
+    var done = t.passed + (t.flaky || 0) + t.failed + t.error + t.cancelled;
     setStatus(document.getElementById("run-status"), p.run.status);
     var bar = document.getElementById("run-progress");
     if (bar) { bar.max = t.cases; bar.value = done; }
