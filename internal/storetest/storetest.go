@@ -62,6 +62,7 @@ func Run(t *testing.T, open Opener) {
 		{"Language", testLanguage},
 		{"TraceModes", testTraceModes},
 		{"Baselines", testBaselines},
+		{"BaselineFence", testBaselineFence},
 		{"Metrics", testMetrics},
 	}
 	for _, tt := range tests {
