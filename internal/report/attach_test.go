@@ -47,6 +47,9 @@ func TestJUnitFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = f.build(t) // now with its trace
+	if tl := r.Cases[1].Trace; tl == nil || tl.Video != "/api/v1/runs/"+f.run.ID+"/cases/"+status.ExecutionID+"/trace/video" {
+		t.Fatalf("the case's trace link: %+v", tl)
+	}
 	dir := filepath.Join(t.TempDir(), "ci", "out")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
