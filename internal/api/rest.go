@@ -152,7 +152,11 @@ func op[In, Out any](method, p, id, tag, summary string, fn func(ctx context.Con
 
 // routes is the REST API, in documentation order.
 func routes() []*route {
-	return append([]*route{
+	return append(append(coreRoutes(), evidenceRoutes()...), opsRoutes()...) // ops.go
+}
+
+func coreRoutes() []*route {
+	return []*route{
 		op("GET", Prefix+"/me", "getMe", "account", "Who you are and your role",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Me, error) {
 				return s.Me(ctx, c)
@@ -244,7 +248,7 @@ func routes() []*route {
 			query("cursor", "nextCursor of the previous page"), queryInt("limit", "page size (default 20)", 1, maxRunsPage)),
 		located(withHeader(withSchema(op("POST", Prefix+"/runs", "createRun", "runs", "Start a run (start_test_run); the Idempotency-Key header makes retries safe",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in RunIn) (catalog.StartRunOut, error) {
-				return s.StartRunFrom(ctx, c, catalog.StartRunIn{TaskID: in.TaskID, CaseIDs: in.CaseIDs, Device: in.Device, Trace: in.Trace, IdempotencyKey: r.Header.Get("Idempotency-Key")}, in.Origin)
+				return s.StartRunFrom(ctx, c, catalog.StartRunIn{TaskID: in.TaskID, CaseIDs: in.CaseIDs, Device: in.Device, Environment: in.Environment, Trace: in.Trace, IdempotencyKey: r.Header.Get("Idempotency-Key")}, in.Origin)
 			}), catalog.ToolStartRun), param{name: "Idempotency-Key", in: "header", typ: "string", required: true,
 			desc: "a key you choose (a UUID, say); a retry with the same key and body returns the first run (replayed: true), other arguments IDEMPOTENCY_CONFLICT"}),
 			func(out catalog.StartRunOut) string { return Prefix + "/runs/" + url.PathEscape(out.RunID) }),
@@ -256,6 +260,10 @@ func routes() []*route {
 				}
 				return s.GetRun(ctx, c, catalog.GetRunIn{RunID: r.PathValue("runId"), Cursor: r.URL.Query().Get("cursor"), Limit: limit})
 			}, path("runId", "the run's id"), query("cursor", "nextCursor of the previous page of executions"), queryInt("limit", "executions per page (default 200)", 1, 0)), catalog.ToolGetRun),
+		op("GET", Prefix+"/runs/{runId}/exit", "getRunExit", "runs", "The exit code of a finished run for a CI job: 0 passed, 1 failures, 2 usage or configuration, 3 infrastructure (what duet run --wait exits with)",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (report.Exit, error) {
+				return s.RunExit(ctx, c, r.PathValue("runId"), RunExitIn{FailOnFlaky: r.URL.Query().Get("failOnFlaky") == "true"})
+			}, path("runId", "the run's id"), param{name: "failOnFlaky", in: "query", typ: "boolean", desc: "a flaky case (passed on a retry) counts as a failure"}),
 		op("POST", Prefix+"/runs/{runId}/cancel", "cancelRun", "runs", "Cancel a run",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (RunSummary, error) {
 				return s.CancelRun(ctx, c, r.PathValue("runId"))
@@ -266,7 +274,8 @@ func routes() []*route {
 		{method: "GET", path: Prefix + "/runs/{runId}/report", id: "getReport", tag: "runs", status: http.StatusOK, ctype: "text/html",
 			summary: "The run's report: HTML (screenshots inline), JSON or JUnit XML",
 			params: []param{path("runId", "the run's id"), query("format", "html (default), json or junit"),
-				query("cursor", "the next part of a run of more than 500 cases"),
+				query("cursor", "the next part of a run of more than 500 cases (the Duet-Report-Next-Cursor header of the previous part)"),
+				queryInt("limit", "cases per part (default 500)", 1, 1000),
 				query("attachments", "zip, with format=junit: the JUnit XML and its failed cases' screenshots and traces (yours only) in one zip, named in system-out as [[ATTACHMENT|path]]"),
 				{name: "download", in: "query", typ: "string", desc: "present (any value): served as a file to save"}}, serve: (*Handler).report},
 		withSchema(op("GET", Prefix+"/executions/{executionId}", "getExecution", "runs", "Get one case execution with its steps (get_execution_result)",
@@ -442,7 +451,7 @@ func routes() []*route {
 				}
 				return s.ListAudit(ctx, c, in)
 			}, recordParams(false)...),
-	}, evidenceRoutes()...)
+	}
 }
 
 // RunIn starts a run (the idempotency key comes in the Idempotency-Key
@@ -450,7 +459,9 @@ func routes() []*route {
 type RunIn struct {
 	TaskID  string   `json:"taskId"`
 	CaseIDs []string `json:"caseIds,omitempty" jsonschema:"run only these cases (default: all active cases)"`
-	Device  string   `json:"device,omitempty" jsonschema:"device preset for browser steps"`
+	Device  string   `json:"device,omitempty" jsonschema:"device for browser steps: a preset (desktop, iphone-15, ...), android:SERIAL, or PRESET@ws://... a remote browser's DevTools address"`
+	// Environment is the task's environment to run in.
+	Environment string `json:"environment,omitempty" jsonschema:"the task's environment to run in (its base URL and env variables); default: the task's default environment"`
 	// Origin is the CI job starting the run (docs/ci.md).
 	Origin *duet.RunOrigin `json:"origin,omitempty" jsonschema:"the CI job starting the run: commit, branch, pull request URL, pipeline URL"`
 	Trace  string          `json:"trace,omitempty" jsonschema:"when the cases keep a trace: off, on-failure, on-first-retry or on (default: the task's)"`
@@ -477,6 +488,7 @@ func recordParams(invocations bool) []param {
 	ps := []param{query("user", "only this caller or executor (administrators only)"), query("tool", "only this tool"),
 		query("source", "only this call source"), query("outcome", "OK or an error code"), query("traceId", "only this trace"),
 		query("before", "only records older than this RFC 3339 time (the time of the last record of the previous page)"),
+		query("since", "only records newer than this RFC 3339 time"),
 		queryInt("limit", "page size (default 100)", 1, maxRecordsPage)}
 	if invocations {
 		return append(ps, query("server", "only calls to this serverKey"))
@@ -495,6 +507,11 @@ func recordsIn(r *http.Request) (RecordsIn, error) {
 	if b := q.Get("before"); b != "" {
 		if in.Before, err = time.Parse(time.RFC3339Nano, b); err != nil {
 			return in, bad(duet.Errorf(duet.CodeInvalidArgument, "before: want an RFC 3339 time, got %.40q", b))
+		}
+	}
+	if b := q.Get("since"); b != "" {
+		if in.Since, err = time.Parse(time.RFC3339Nano, b); err != nil {
+			return in, bad(duet.Errorf(duet.CodeInvalidArgument, "since: want an RFC 3339 time, got %.40q", b))
 		}
 	}
 	return in, nil
@@ -856,10 +873,22 @@ func (h *Handler) report(w http.ResponseWriter, r *http.Request, c duet.Caller) 
 		w.Write(rep.Body)
 		return nil, nil
 	}
-	rep, err := h.svc.RunReport(r.Context(), c, r.PathValue("runId"), f, r.URL.Query().Get("cursor"))
+	limit, err := intParam(r, "limit")
 	if err != nil {
 		return nil, err
 	}
+	rep, err := h.svc.RunReportPage(r.Context(), c, r.PathValue("runId"), f, report.Page{Cursor: r.URL.Query().Get("cursor"), Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	if win := rep.Window; win != nil && win.NotShown > 0 {
+		// The part shown, for a program that fetches the others too
+		// (duet report --server).
+		w.Header().Set("Duet-Report-Not-Shown", strconv.Itoa(win.NotShown))
+		w.Header().Set("Duet-Report-Next-Cursor", win.NextCursor)
+	}
+	w.Header().Set("Duet-Run-Status", string(rep.Status))
+	w.Header().Set("Duet-Report-Cases", fmt.Sprintf("%d %d", rep.Totals.Passed, rep.Totals.Cases))
 	WriteReport(w, rep, r.PathValue("runId"), f, r.URL.Query().Has("download"))
 	return nil, nil
 }

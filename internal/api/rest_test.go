@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"net/url"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/duet-test/duet/internal/api/apitest"
 	"github.com/duet-test/duet/internal/catalog"
 	"github.com/duet-test/duet/internal/postgres/pgtest"
+	"github.com/duet-test/duet/internal/report"
 	"github.com/duet-test/duet/internal/vault"
 )
 
@@ -175,10 +177,17 @@ func testREST(t *testing.T, vars map[string]string) {
 		}
 	}
 	do("alice", "getExecution", p("executionId", run.Executions[0].ID), nil)
+	if ex := decode[report.Exit](t, do("alice", "getRunExit", p("runId", start.RunID, "?", "failOnFlaky=true"), nil)); ex.Code != report.ExitPassed {
+		t.Fatalf("getRunExit: %+v", ex)
+	}
 	second := decode[catalog.StartRunOut](t, do("alice", "createRun", nil, api.RunIn{TaskID: taskID}, key, "k2"))
+	refused("alice", "getRunExit", p("runId", second.RunID), nil, duet.CodeConflict) // queued: no verdict yet
 	cancelled := decode[api.RunSummary](t, do("alice", "cancelRun", p("runId", second.RunID), nil))
 	if cancelled.Status != duet.StatusCancelled || cancelled.TaskName != "plain" {
 		t.Fatalf("cancelRun: %+v", cancelled)
+	}
+	if ex := decode[report.Exit](t, do("alice", "getRunExit", p("runId", second.RunID), nil)); ex.Code != report.ExitFailed {
+		t.Fatalf("getRunExit of a cancelled run: %+v", ex)
 	}
 	tr := decode[api.Trends](t, do("alice", "getTrends", p("taskId", taskID), nil))
 	if len(tr.Runs) != 1 || len(tr.Cases) != 1 || tr.Cases[0].PassRate != 1 {
@@ -222,6 +231,29 @@ func testREST(t *testing.T, vars map[string]string) {
 		t.Fatalf("listTokens shows a token's value: %s", toks)
 	}
 
+	// The operations the command line needed beside the console's (a task
+	// by its name, too).
+	if src := decode[api.TaskCases](t, do("alice", "listCaseSources", p("taskId", "plain"), nil)); src.TaskID != taskID {
+		t.Fatalf("listCaseSources by name: %+v", src)
+	}
+	if ts := decode[api.TaskServers](t, do("alice", "listTaskServers", p("taskId", taskID), nil)); ts.TaskID != taskID {
+		t.Fatalf("listTaskServers: %+v", ts)
+	}
+	do("alice", "getPostRun", p("taskId", taskID), nil)
+	refused("alice", "approvePostRun", p("taskId", taskID), api.PostRunApprovalIn{}, duet.CodeInvalidArgument) // it has none
+	do("alice", "listApprovals", nil, nil)
+	do("alice", "revokeCaseApproval", p("caseId", caseID), nil) // she approved nothing: nothing to withdraw, no error
+	do("alice", "listStopRequests", nil, nil)
+	refused("alice", "decideStop", p("requestId", "stop_none"), api.StopDecisionIn{Approve: true}, duet.CodeNotFound)
+	refused("alice", "loginServer", p("server", "orders"), api.LoginIn{}, duet.CodeInvalidArgument) // static headers: nothing to log in to
+	if _, err := exec.LookPath("adb"); err == nil {
+		do("alice", "listDevices", nil, nil)
+	} else {
+		refused("alice", "listDevices", nil, nil, duet.CodeBrowserUnavailable)
+	}
+	refused("alice", "generateCase", nil, api.GenerateIn{TaskID: taskID}, duet.CodeLLMNotConfigured)
+	do("alice", "listGenerations", nil, nil)
+
 	// Baselines: alice's, as her runs recorded them.
 	first, cand := baselines(t, e, taskID, caseID)
 	if bl := decode[api.BaselineList](t, do("alice", "listBaselines", p("?", "status=pending&taskId="+taskID), nil)); len(bl.Baselines) != 2 {
@@ -235,6 +267,22 @@ func testREST(t *testing.T, vars map[string]string) {
 	do("alice", "approveBaseline", p("baselineId", cand.ID), nil)
 	refused("alice", "approveBaseline", p("baselineId", cand.ID), nil, duet.CodeConflict)
 	do("alice", "rejectBaseline", p("baselineId", first.ID), nil)
+
+	// Secrets: alice's, by name; the value is never answered back.
+	const secretValue = "s3cret-canary-4f1e"
+	if set := decode[api.SecretSet](t, do("alice", "setSecret", nil, api.SecretIn{Name: "SHOP_PASSWORD", Value: secretValue})); set.Name != "SHOP_PASSWORD" || set.Action != duet.ApplyCreated {
+		t.Fatalf("setSecret: %+v", set)
+	}
+	refused("alice", "setSecret", nil, api.SecretIn{Name: "bad name", Value: "x"}, duet.CodeInvalidArgument)
+	if b := do("alice", "listSecrets", nil, nil); !strings.Contains(string(b), "SHOP_PASSWORD") || strings.Contains(string(b), secretValue) {
+		t.Fatalf("listSecrets: %s", b)
+	}
+	if b := do("bob", "listSecrets", nil, nil); strings.Contains(string(b), "SHOP_PASSWORD") {
+		t.Fatalf("bob's listSecrets shows alice's: %s", b)
+	}
+	refused("bob", "deleteSecret", p("name", "SHOP_PASSWORD"), nil, duet.CodeNotFound)
+	do("alice", "deleteSecret", p("name", "SHOP_PASSWORD"), nil)
+	refused("alice", "deleteSecret", p("name", "SHOP_PASSWORD"), nil, duet.CodeNotFound)
 
 	// Bob owns nothing: every route that names alice's things answers
 	// NOT_FOUND, exactly as for a thing that does not exist, and his lists

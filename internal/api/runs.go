@@ -60,6 +60,13 @@ func (s *Service) ListRuns(ctx context.Context, c duet.Caller, in RunListIn) (Ru
 		if in.Status != "" && !validStatus(in.Status) {
 			return RunList{}, duet.Errorf(duet.CodeInvalidArgument, "unknown run status %q", in.Status)
 		}
+		if in.TaskID != "" {
+			t, err := s.task(ctx, c, in.TaskID)
+			if err != nil {
+				return RunList{}, err
+			}
+			in.TaskID = t.ID
+		}
 		f := duet.RunFilter{Viewer: c.UserID, TaskID: in.TaskID, Status: in.Status, Branch: in.Branch, Commit: in.Commit, Cursor: in.Cursor, Limit: in.Limit}
 		runs, next, err := s.d.Store.FindRuns(ctx, f)
 		if err != nil {
@@ -172,6 +179,12 @@ func (s *Service) taskName(ctx context.Context, c duet.Caller, taskID string) st
 type Report struct {
 	ContentType string
 	Body        []byte
+	// The run it reports on, and the part of it shown when that is not
+	// all of it (REST: the Duet-Report-* headers).
+	RunID  string
+	Status duet.RunStatus
+	Totals report.Totals
+	Window *report.Window
 }
 
 // RunReport renders the report of a run as the caller sees it (the same
@@ -179,12 +192,22 @@ type Report struct {
 // XML), a page of at most report.MaxCases cases. Returns NOT_FOUND,
 // INVALID_ARGUMENT.
 func (s *Service) RunReport(ctx context.Context, c duet.Caller, runID string, format report.Format, cursor string) (Report, error) {
+	return s.RunReportPage(ctx, c, runID, format, report.Page{Cursor: cursor})
+}
+
+// RunReportPage is RunReport of the part of the run page selects (at most
+// 1000 cases). Returns NOT_FOUND, INVALID_ARGUMENT.
+func (s *Service) RunReportPage(ctx context.Context, c duet.Caller, runID string, format report.Format, page report.Page) (Report, error) {
 	var out Report
 	err := s.d.Catalog.Govern(ctx, catalog.Op{Caller: c, Method: "getReport", Name: string(format)}, func(ctx context.Context) (int, error) {
-		r, err := report.BuildPage(ctx, s.d.Store, s.d.Artifacts, c.UserID, runID, report.Page{Cursor: cursor})
+		if page.Limit < 0 || page.Limit > 1000 {
+			return 0, duet.Errorf(duet.CodeInvalidArgument, "limit: want 1 to 1000 cases")
+		}
+		r, err := report.BuildPage(ctx, s.d.Store, s.d.Artifacts, c.UserID, runID, page)
 		if err != nil {
 			return 0, err
 		}
+		out.RunID, out.Status, out.Totals, out.Window = r.Run.ID, r.Run.Status, r.Totals(), r.Window
 		buf := catalog.NewBudgetBuffer(ctx) // stops at the call's result budget
 		if err := r.Write(buf, format); err != nil {
 			return 0, err
@@ -235,6 +258,58 @@ type Progress struct {
 	Run        RunSummary                 `json:"run"`
 	Executions []catalog.ExecutionSummary `json:"executions" jsonschema:"the run's first 200 executions, in order (get_test_run pages them all)"`
 	Current    string                     `json:"current,omitempty" jsonschema:"the case and step running now"`
+	// Steps are the steps that finished since the stream's previous event
+	// (all those finished so far in its first): a client prints each once.
+	Steps []StepProgress `json:"steps,omitempty" jsonschema:"the steps of the first 200 executions that finished since the previous event of this stream (in the first event: all finished so far)"`
+}
+
+// StepProgress is a finished step of a run followed live.
+type StepProgress struct {
+	ExecutionID  string         `json:"executionId" jsonschema:"the execution, or run:beforeAll / run:afterAll for the run's own hooks"`
+	CaseTitle    string         `json:"caseTitle" jsonschema:"the case's title, or beforeAll / afterAll"`
+	Index        int            `json:"index" jsonschema:"from 0"`
+	Name         string         `json:"name"`
+	Hook         string         `json:"hook,omitempty" jsonschema:"the hook the step belongs to (beforeEach, afterEach, ...), if any"`
+	Status       duet.RunStatus `json:"status"`
+	Optional     bool           `json:"optional,omitempty" jsonschema:"it failed, and the case went on (a warning)"`
+	DurationMs   int64          `json:"durationMs"`
+	ErrorCode    string         `json:"errorCode,omitempty"`
+	ErrorMessage string         `json:"errorMessage,omitempty" jsonschema:"shown only to the run's executor"`
+	Branch       string         `json:"branch,omitempty" jsonschema:"the branch an if step took"`
+	Iterations   int            `json:"iterations,omitempty" jsonschema:"the iterations a loop step began"`
+	// Children are the steps a flow step ran, as get_execution_result
+	// shows them.
+	Children duet.StepResults `json:"children,omitempty" jsonschema:"the steps a flow step (if, repeat, forEach, flow) ran under it"`
+	Omitted  int              `json:"omitted,omitempty" jsonschema:"passed steps under it not kept"`
+}
+
+// stepProgress is the progress line of a finished step.
+func stepProgress(id, title string, res *duet.StepResult) StepProgress {
+	return StepProgress{ExecutionID: id, CaseTitle: title, Index: res.Index, Name: res.Name, Hook: res.Hook, Status: res.Status,
+		Optional: res.Optional, DurationMs: res.DurationMs, ErrorCode: string(res.ErrorCode), ErrorMessage: res.ErrorMessage,
+		Branch: res.Branch, Iterations: res.Iterations, Children: res.Children, Omitted: res.Omitted}
+}
+
+// finishedSteps appends to p the results of id not sent yet, up to the
+// first still running (a flow step in progress), and returns how many of
+// results are sent now.
+func finishedSteps(p *Progress, id, title string, results []*duet.StepResult, sent int) int {
+	for _, res := range results[min(sent, len(results)):] {
+		if !res.Status.Final() {
+			break
+		}
+		p.Steps = append(p.Steps, stepProgress(id, title, res))
+		sent++
+	}
+	return sent
+}
+
+// stepsSent is what one progress stream has sent of each execution's
+// steps: how many, and whether the execution was final then (nothing more
+// to read).
+type stepsSent struct {
+	n    map[string]int
+	done map[string]bool
 }
 
 // progressPoll is how often FollowRun reads the run.
@@ -262,8 +337,9 @@ func (s *Service) FollowRun(ctx context.Context, c duet.Caller, runID string, se
 		defer t.Stop()
 		var last []byte
 		sent, name := 0, ""
+		steps := &stepsSent{n: map[string]int{}, done: map[string]bool{}}
 		for {
-			p, err := s.progress(ctx, c, runID, &name)
+			p, err := s.progress(ctx, c, runID, &name, steps)
 			if err != nil {
 				if ctx.Err() != nil {
 					return sent, nil
@@ -294,8 +370,9 @@ func (s *Service) FollowRun(ctx context.Context, c duet.Caller, runID string, se
 const progressExecutions = 200
 
 // progress reads the state of a run; *taskName is its task's name, read
-// at the first call.
-func (s *Service) progress(ctx context.Context, c duet.Caller, runID string, taskName *string) (Progress, error) {
+// at the first call; steps is what the stream has sent of each
+// execution's steps.
+func (s *Service) progress(ctx context.Context, c duet.Caller, runID string, taskName *string, steps *stepsSent) (Progress, error) {
 	r, err := s.d.Store.FindRunByID(ctx, c.UserID, runID)
 	if err != nil {
 		return Progress{}, err
@@ -321,14 +398,66 @@ func (s *Service) progress(ctx context.Context, c duet.Caller, runID string, tas
 			running = x.ID
 		}
 	}
-	if running != "" {
-		// The step running now: from that one execution's results.
-		if x, err := s.d.Store.FindExecutionByID(ctx, c.UserID, running); err == nil {
-			p.Current = x.CaseTitle
-			if n := len(x.Results); n > 0 {
-				p.Current += " — step " + itoa(x.Results[n-1].Index+1) + " of " + itoa(len(x.Steps)) + ": " + x.Results[n-1].Name
+	// The run's beforeAll and afterAll, as a case of their own each.
+	hooks := map[string][]*duet.StepResult{}
+	for _, h := range r.Hooks {
+		hooks[h.Hook] = append(hooks[h.Hook], h)
+	}
+	hook := func(name string) {
+		id := "run:" + name
+		steps.n[id] = finishedSteps(&p, id, name, hooks[name], steps.n[id])
+	}
+	hook(duet.HookBeforeAll)
+	for _, x := range execs {
+		// The results of the executions that ran since the last read:
+		// running ones, and final ones not read since they ended.
+		if steps.done[x.ID] || x.Status == duet.StatusPending || x.Status == duet.StatusQueued {
+			continue
+		}
+		full, err := s.d.Store.FindExecutionByID(ctx, c.UserID, x.ID)
+		if err != nil {
+			return Progress{}, err
+		}
+		duet.DiscloseRun(c.UserID, r, full)
+		steps.n[x.ID] = finishedSteps(&p, x.ID, full.CaseTitle, full.Results, steps.n[x.ID])
+		steps.done[x.ID] = full.Status.Final() && steps.n[x.ID] == len(full.Results)
+		if x.ID == running {
+			// The step running now: from that execution's results.
+			p.Current = full.CaseTitle
+			if n := len(full.Results); n > 0 {
+				p.Current += " — step " + itoa(full.Results[n-1].Index+1) + " of " + itoa(len(full.Steps)) + ": " + full.Results[n-1].Name
 			}
 		}
 	}
+	hook(duet.HookAfterAll)
 	return p, nil
+}
+
+// RunExitIn asks for the exit code of a finished run.
+type RunExitIn struct {
+	FailOnFlaky bool `json:"failOnFlaky,omitempty"`
+}
+
+// RunExit is the exit code of a run for a CI job (report.ExitCode over
+// every execution of the run, not one page): 0 passed, 1 failures (with
+// failOnFlaky, a flaky case too), 2 usage or configuration, 3
+// infrastructure — what `duet run --wait` exits with, locally and against
+// a server alike. Returns NOT_FOUND; CONFLICT while the run has
+// not finished.
+func (s *Service) RunExit(ctx context.Context, c duet.Caller, runID string, in RunExitIn) (report.Exit, error) {
+	return govern(ctx, s, c, "getRunExit", in, func(ctx context.Context) (report.Exit, error) {
+		r, err := s.d.Store.FindRunByID(ctx, c.UserID, runID)
+		if err != nil {
+			return report.Exit{}, err
+		}
+		if !r.Status.Final() {
+			return report.Exit{}, duet.Errorf(duet.CodeConflict, "run %s is %s: its exit code is known once it ends", r.ID, r.Status)
+		}
+		execs, err := s.d.Store.FindExecutions(ctx, r.ID)
+		if err != nil {
+			return report.Exit{}, err
+		}
+		code, why := report.ExitCode(r, execs, in.FailOnFlaky)
+		return report.Exit{Code: code, Reason: why}, nil
+	})
 }

@@ -141,9 +141,11 @@ func (s *Service) CreateSchedule(ctx context.Context, c duet.Caller, in Schedule
 		if err != nil {
 			return ScheduleView{}, err
 		}
-		if _, err := s.d.Store.FindTaskByID(ctx, c.UserID, in.TaskID); err != nil {
+		t, err := s.task(ctx, c, in.TaskID) // its id, or a name the caller sees once
+		if err != nil {
 			return ScheduleView{}, err
 		}
+		sc.TaskID = t.ID
 		sc.Owner, sc.TokenID, sc.Source = c.UserID, c.TokenID, duet.ScheduleFromUser
 		if err := s.d.Store.CreateSchedule(ctx, sc); err != nil {
 			return ScheduleView{}, err
@@ -162,6 +164,13 @@ type ScheduleListIn struct {
 // one task with TaskID), with their next slots.
 func (s *Service) ListSchedules(ctx context.Context, c duet.Caller, in ScheduleListIn) (ScheduleList, error) {
 	return govern(ctx, s, c, "listSchedules", in, func(ctx context.Context) (ScheduleList, error) {
+		if in.TaskID != "" {
+			t, err := s.task(ctx, c, in.TaskID)
+			if err != nil {
+				return ScheduleList{}, err
+			}
+			in.TaskID = t.ID
+		}
 		list, err := s.d.Store.FindSchedules(ctx, duet.ScheduleFilter{Viewer: c.UserID, TaskID: in.TaskID})
 		if err != nil {
 			return ScheduleList{}, err
@@ -253,10 +262,11 @@ type AlertList struct {
 // NOT_FOUND.
 func (s *Service) ContractAlerts(ctx context.Context, c duet.Caller, taskID string) (AlertList, error) {
 	return govern(ctx, s, c, "listContractAlerts", nil, func(ctx context.Context) (AlertList, error) {
-		if _, err := s.d.Store.FindTaskByID(ctx, c.UserID, taskID); err != nil {
+		t, err := s.task(ctx, c, taskID) // its id, or a name the caller sees once
+		if err != nil {
 			return AlertList{}, err
 		}
-		alerts, err := s.d.Store.FindContractAlerts(ctx, c.UserID, taskID)
+		alerts, err := s.d.Store.FindContractAlerts(ctx, c.UserID, t.ID)
 		if err != nil {
 			return AlertList{}, err
 		}

@@ -15,6 +15,7 @@ import (
 // value, only the names of the headers sent.
 type ServerView struct {
 	Name            string     `json:"name"`
+	Owner           string     `json:"owner"`
 	ServerKey       string     `json:"serverKey" jsonschema:"fingerprint of the normalized URL; the same for everyone who registers that address"`
 	URL             string     `json:"url"`
 	HeaderNames     []string   `json:"headerNames" jsonschema:"headers sent with every request (their values are sealed in the vault and never shown)"`
@@ -25,6 +26,7 @@ type ServerView struct {
 	ServerName      string     `json:"serverName,omitempty"`
 	ServerVersion   string     `json:"serverVersion,omitempty"`
 	ToolCount       int        `json:"toolCount"`
+	CatalogHash     string     `json:"catalogHash,omitempty" jsonschema:"sha256 of the archived catalog"`
 	SyncedAt        *time.Time `json:"syncedAt,omitempty"`
 	CreatedAt       time.Time  `json:"createdAt"`
 }
@@ -33,10 +35,13 @@ type ServerView struct {
 type ServerDetail struct {
 	Server ServerView      `json:"server"`
 	Tools  []*duet.MCPTool `json:"tools"`
+	// AuthStatus says what an OAuth registration's authorization holds
+	// (never a secret); absent for static headers.
+	AuthStatus *mcpclient.AuthStatus `json:"authStatus,omitempty" jsonschema:"an OAuth registration's authorization: scopes, expiry, client, issuer (never a secret)"`
 }
 
 func serverView(s *duet.MCPServer) ServerView {
-	v := ServerView{Name: s.Name, ServerKey: s.ServerKey, URL: s.URL, HeaderNames: s.HeaderNames, Auth: s.Auth, Status: "not-synced",
+	v := ServerView{Name: s.Name, Owner: s.Owner, ServerKey: s.ServerKey, CatalogHash: s.CatalogHash, URL: s.URL, HeaderNames: s.HeaderNames, Auth: s.Auth, Status: "not-synced",
 		Transport: s.Transport, ProtocolVersion: s.ProtocolVersion, ServerName: s.ServerName, ServerVersion: s.ServerVersion,
 		ToolCount: s.ToolCount, SyncedAt: s.SyncedAt, CreatedAt: s.CreatedAt}
 	if v.HeaderNames == nil {
@@ -96,16 +101,52 @@ type RegisterIn struct {
 	Name string `json:"name" jsonschema:"your name for the server (unique among yours)"`
 	URL  string `json:"url" jsonschema:"the server's Streamable HTTP (or legacy SSE) endpoint; URLs carrying credentials are refused"`
 	Credentials
-	Replace bool `json:"replace,omitempty" jsonschema:"replace your registration of the same name"`
+	// OAuth makes Duet obtain the access tokens from the server's
+	// authorization server instead of sending fixed headers.
+	OAuth   *OAuthIn `json:"oauth,omitempty" jsonschema:"for a server protected by OAuth 2.1: the grant and the client Duet is at its authorization server (secrets sent once, never returned)"`
+	Replace bool     `json:"replace,omitempty" jsonschema:"replace your registration of the same name"`
+	NoSync  bool     `json:"noSync,omitempty" jsonschema:"register only: do not contact the server (sync it later with syncServer); an oauth registration is synced by its login"`
+}
+
+// OAuthIn is the OAuth configuration of a registration (mcpclient.OAuth).
+type OAuthIn struct {
+	Grant             string   `json:"grant" jsonschema:"oauth (a person authorizes Duet once: loginServer) or client-credentials (a machine identity)"`
+	ClientID          string   `json:"clientId,omitempty" jsonschema:"a client pre-registered at the authorization server"`
+	ClientSecret      string   `json:"clientSecret,omitempty" jsonschema:"its secret (confidential clients); needs issuer"`
+	PrivateKey        string   `json:"privateKey,omitempty" jsonschema:"a PEM private key (client-credentials with private_key_jwt); needs issuer"`
+	ClientMetadataURL string   `json:"clientMetadataUrl,omitempty" jsonschema:"https URL of a client ID metadata document describing Duet (oauth)"`
+	Scopes            []string `json:"scopes,omitempty" jsonschema:"scopes to request besides the ones the server asks for"`
+	Issuer            string   `json:"issuer,omitempty" jsonschema:"the authorization server the pre-registered client belongs to: its credentials go to no other"`
+}
+
+func (o *OAuthIn) config() *mcpclient.OAuth {
+	if o == nil {
+		return nil
+	}
+	return &mcpclient.OAuth{Grant: strings.TrimSpace(o.Grant), ClientID: strings.TrimSpace(o.ClientID), ClientSecret: o.ClientSecret, PrivateKey: o.PrivateKey,
+		ClientMetadataURL: strings.TrimSpace(o.ClientMetadataURL), Scopes: o.Scopes, Issuer: strings.TrimSpace(o.Issuer)}
+}
+
+func (o *OAuthIn) size() int {
+	if o == nil {
+		return 0
+	}
+	n := len(o.Grant) + len(o.ClientID) + len(o.ClientSecret) + len(o.PrivateKey) + len(o.ClientMetadataURL) + len(o.Issuer)
+	for _, sc := range o.Scopes {
+		n += len(sc)
+	}
+	return n
 }
 
 // RegisterServer registers an MCP server for the caller, sealing the
-// credentials in the vault, and archives its tool catalog. When the
-// catalog cannot be synced the registration is kept and the sync's error
-// returned (fix the cause and sync again). Returns INVALID_ARGUMENT,
-// URL_REFUSED, CONFLICT, and the MCP_* codes of the sync.
+// credentials in the vault, and archives its tool catalog (unless
+// in.NoSync, or an OAuth registration a person authorizes first:
+// LoginServer syncs it). When the catalog cannot be synced the
+// registration is kept and the sync's error returned (fix the cause and
+// sync again). Returns INVALID_ARGUMENT, URL_REFUSED, CONFLICT, and the
+// MCP_* codes of the sync.
 func (s *Service) RegisterServer(ctx context.Context, c duet.Caller, in RegisterIn) (ServerDetail, error) {
-	size := len(in.Name) + len(in.URL) + len(in.BearerToken)
+	size := len(in.Name) + len(in.URL) + len(in.BearerToken) + in.OAuth.size()
 	for k, v := range in.Headers {
 		size += len(k) + len(v)
 	}
@@ -115,12 +156,22 @@ func (s *Service) RegisterServer(ctx context.Context, c duet.Caller, in Register
 			return ServerDetail{}, err
 		}
 		defer clear(h)
-		reg, err := s.d.MCP.Register(ctx, mcpclient.Registration{Owner: c.UserID, Name: in.Name, URL: in.URL, Headers: h, Replace: in.Replace})
+		oauth := in.OAuth.config()
+		if oauth != nil && h["Authorization"] != "" {
+			return ServerDetail{}, duet.Errorf(duet.CodeInvalidArgument, "oauth obtains the bearer token itself: give no bearerToken or Authorization header with it")
+		}
+		reg, err := s.d.MCP.Register(ctx, mcpclient.Registration{Owner: c.UserID, Name: strings.TrimSpace(in.Name), URL: strings.TrimSpace(in.URL), Headers: h,
+			OAuth: oauth, Replace: in.Replace})
+		if oauth != nil {
+			oauth.ClientSecret, oauth.PrivateKey = "", ""
+		}
 		if err != nil {
 			return ServerDetail{}, err
 		}
-		if _, err := s.d.MCP.Sync(ctx, c.UserID, reg.Name); err != nil {
-			return ServerDetail{}, err
+		if !in.NoSync && reg.Auth != duet.AuthOAuth {
+			if _, err := s.d.MCP.Sync(ctx, c.UserID, reg.Name); err != nil {
+				return ServerDetail{}, err
+			}
 		}
 		return s.serverDetail(ctx, c, reg.Name)
 	})
@@ -134,7 +185,38 @@ func (s *Service) serverDetail(ctx context.Context, c duet.Caller, ref string) (
 	if tools == nil {
 		tools = []*duet.MCPTool{}
 	}
-	return ServerDetail{Server: serverView(reg), Tools: tools}, nil
+	st, err := s.d.MCP.AuthStatus(ctx, c.UserID, reg.Name)
+	if err != nil {
+		return ServerDetail{}, err
+	}
+	return ServerDetail{Server: serverView(reg), Tools: tools, AuthStatus: st}, nil
+}
+
+// LoginIn says whether to sync after authorizing.
+type LoginIn struct {
+	NoSync bool `json:"noSync,omitempty" jsonschema:"authorize only; do not sync the catalog"`
+}
+
+// LoginServer authorizes Duet to call the caller's OAuth registration ref
+// as the caller (mcpclient.Client.Login), then syncs its catalog unless
+// in.NoSync. The authorization code grant needs the person at a browser:
+// the authorizer in ctx (mcpclient.WithAuthorizer) shows them the
+// authorization server's page and receives its redirect; the client
+// credentials grant needs no one. Returns NOT_FOUND, INVALID_ARGUMENT (not
+// an OAuth registration; no one to ask), MCP_AUTH_FAILED and the MCP_*
+// codes of the sync.
+func (s *Service) LoginServer(ctx context.Context, c duet.Caller, ref string, in LoginIn) (ServerDetail, error) {
+	return govern(ctx, s, c, "loginServer", in, func(ctx context.Context) (ServerDetail, error) {
+		if _, err := s.d.MCP.Login(ctx, c.UserID, ref); err != nil {
+			return ServerDetail{}, err
+		}
+		if !in.NoSync {
+			if _, err := s.d.MCP.Sync(ctx, c.UserID, ref); err != nil {
+				return ServerDetail{}, err
+			}
+		}
+		return s.serverDetail(ctx, c, ref)
+	})
 }
 
 // GetServer returns one of the caller's registrations (by name or
@@ -246,6 +328,7 @@ type RecordsIn struct {
 	Source  string    `json:"source,omitempty" jsonschema:"only this call source (mcp, mcp-lite, stdio, cli, api, web, agent, engine)"`
 	Outcome string    `json:"outcome,omitempty" jsonschema:"OK or an error code"`
 	TraceID string    `json:"traceId,omitempty"`
+	Since   time.Time `json:"since,omitzero" jsonschema:"only records newer than this"`
 	Before  time.Time `json:"before,omitzero" jsonschema:"only records older than this (paging: the time of the last record of the previous page)"`
 	Limit   int       `json:"limit,omitempty" jsonschema:"default 100, at most 1000"`
 }
@@ -291,7 +374,7 @@ func (s *Service) ListAudit(ctx context.Context, c duet.Caller, in RecordsIn) (A
 			return AuditList{}, err
 		}
 		recs, err := s.d.Store.FindAudit(ctx, duet.AuditFilter{Caller: user, Tool: in.Tool, Method: in.Method, CallSource: duet.CallSource(in.Source),
-			Outcome: duet.Code(in.Outcome), TraceID: in.TraceID, Until: in.Before, Limit: limitOf(in.Limit)})
+			Outcome: duet.Code(in.Outcome), TraceID: in.TraceID, Since: in.Since, Until: in.Before, Limit: limitOf(in.Limit)})
 		if recs == nil {
 			recs = []*duet.AuditRecord{}
 		}
@@ -308,8 +391,16 @@ func (s *Service) ListInvocations(ctx context.Context, c duet.Caller, in Records
 		if err != nil {
 			return InvocationList{}, err
 		}
-		recs, err := s.d.Store.FindInvocations(ctx, duet.InvocationFilter{Executor: user, ServerKey: in.Server, Tool: in.Tool, Source: duet.CallSource(in.Source),
-			Outcome: duet.Code(in.Outcome), TraceID: in.TraceID, Until: in.Before, Limit: limitOf(in.Limit)})
+		key := in.Server
+		if key != "" && !strings.HasPrefix(key, "mcp_") {
+			reg, _, err := s.d.MCP.Server(ctx, c.UserID, key) // the name of one of the caller's servers
+			if err != nil {
+				return InvocationList{}, err
+			}
+			key = reg.ServerKey
+		}
+		recs, err := s.d.Store.FindInvocations(ctx, duet.InvocationFilter{Executor: user, ServerKey: key, Tool: in.Tool, Source: duet.CallSource(in.Source),
+			Outcome: duet.Code(in.Outcome), TraceID: in.TraceID, Since: in.Since, Until: in.Before, Limit: limitOf(in.Limit)})
 		if recs == nil {
 			recs = []*duet.Invocation{}
 		}

@@ -14,6 +14,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"slices"
 
 	"github.com/duet-test/duet"
@@ -30,6 +31,8 @@ type MCPClient interface {
 	Servers(ctx context.Context, owner string) ([]*duet.MCPServer, error)
 	Server(ctx context.Context, owner, ref string) (*duet.MCPServer, []*duet.MCPTool, error)
 	Remove(ctx context.Context, owner, ref string) error
+	AuthStatus(ctx context.Context, owner, ref string) (*mcpclient.AuthStatus, error)
+	Login(ctx context.Context, owner, ref string) (*mcpclient.AuthStatus, error)
 	Invoke(ctx context.Context, req duet.InvokeRequest) (*duet.ToolResult, error)
 	Secrets(ctx context.Context, executor, serverKey string) ([]string, error)
 	// Flush writes the invocation records made so far.
@@ -38,7 +41,9 @@ type MCPClient interface {
 
 // Compiler compiles a suite (YAML) as its author user writes it: mcpCall
 // server names resolve through user's own registrations.
-type Compiler func(ctx context.Context, user string, src []byte, name string) (*duet.Suite, error)
+// files is the suite's folder, where its upload steps read their files
+// (nil: the suite has none — a suite sent over REST).
+type Compiler func(ctx context.Context, user string, src []byte, name string, files fs.FS) (*duet.Suite, error)
 
 // Deps are what the Service works with.
 type Deps struct {
@@ -52,9 +57,21 @@ type Deps struct {
 	// Tokens mints personal access tokens: the plaintext (shown once) and
 	// the hash to store (auth.NewToken).
 	Tokens func() (plaintext, hash string)
+	// NeedsApproval is the engine's rule (engine.NeedsApproval): whether a
+	// call of m that author wrote needs executor's approval before it runs
+	// with executor's credentials. Nil: every such call does.
+	NeedsApproval func(ctx context.Context, executor, author string, m *duet.MCPCallStep) (bool, error)
+	// Devices lists the phones of this machine (adb), for ListDevices; nil
+	// lists none.
+	Devices func(ctx context.Context) ([]Device, error)
+	// Generate runs the test agent (GenerateCase); nil: no agent.
+	Generate Generator
 	// ScheduleChanged, if set, is told that a schedule was made or
 	// changed (it wakes this process's scheduler).
 	ScheduleChanged func()
+	// Secrets are the users' named secrets (SetSecret, ListSecrets,
+	// DeleteSecret); nil: none kept.
+	Secrets SecretVault
 }
 
 // Service is every operation of the REST API and the console, governed.

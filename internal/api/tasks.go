@@ -2,10 +2,12 @@ package api
 
 import (
 	"context"
+	"io/fs"
 	"maps"
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/catalog"
@@ -44,7 +46,7 @@ type TaskCases struct {
 // page). Returns NOT_FOUND, INVALID_ARGUMENT (a bad cursor).
 func (s *Service) CaseSources(ctx context.Context, c duet.Caller, taskID, cursor string, limit int) (TaskCases, error) {
 	return govern(ctx, s, c, "listCaseSources", nil, func(ctx context.Context) (TaskCases, error) {
-		t, err := s.d.Store.FindTaskByID(ctx, c.UserID, taskID)
+		t, err := s.task(ctx, c, taskID)
 		if err != nil {
 			return TaskCases{}, err
 		}
@@ -72,6 +74,14 @@ const MaxSuiteBytes = 1 << 20
 type ApplyIn struct {
 	Source  string `json:"source" jsonschema:"the suite, in the declarative YAML format (docs/suite-format.md)"`
 	BaseURL string `json:"baseUrl,omitempty" jsonschema:"overrides the task's baseURL"`
+	// Name is the suite's file name, for the compiler's messages
+	// (FILE:LINE:COL); default suite.yaml.
+	Name   string `json:"name,omitempty" jsonschema:"the suite's file name, which the compiler's messages name (FILE:LINE:COL); default suite.yaml"`
+	DryRun bool   `json:"dryRun,omitempty" jsonschema:"compile only: nothing is applied; the result names the task and its cases, with no actions"`
+	// Files is the suite's folder, where its upload steps read their
+	// files: only in this process (duet apply); a suite sent over REST
+	// has none, and its upload steps give their files inline.
+	Files fs.FS `json:"-"`
 }
 
 // ApplySuite compiles a suite as the caller writes it and creates or
@@ -85,7 +95,14 @@ func (s *Service) ApplySuite(ctx context.Context, c duet.Caller, in ApplyIn) (*d
 		if len(in.Source) > MaxSuiteBytes {
 			return nil, duet.Errorf(duet.CodeTooLarge, "the suite is %d bytes; the limit is %d", len(in.Source), MaxSuiteBytes)
 		}
-		suite, err := s.d.Compile(ctx, c.UserID, []byte(in.Source), "suite.yaml")
+		name := strings.TrimSpace(in.Name)
+		if name == "" {
+			name = "suite.yaml"
+		}
+		if len(name) > 256 || strings.ContainsFunc(name, unicode.IsControl) {
+			return nil, duet.Errorf(duet.CodeInvalidArgument, "name: a file name of at most 256 characters, on one line")
+		}
+		suite, err := s.d.Compile(ctx, c.UserID, []byte(in.Source), name, in.Files)
 		if err != nil {
 			if duet.ErrorCode(err) == duet.CodeInternal {
 				return nil, err
@@ -94,6 +111,14 @@ func (s *Service) ApplySuite(ctx context.Context, c duet.Caller, in ApplyIn) (*d
 		}
 		if in.BaseURL != "" {
 			suite.Task.BaseURL = strings.TrimRight(in.BaseURL, "/")
+		}
+		if in.DryRun {
+			out := &duet.ApplyResult{Task: &duet.Task{Name: suite.Task.Name, Description: suite.Task.Description, BaseURL: suite.Task.BaseURL, Owner: c.UserID},
+				Cases: []duet.ApplyCaseResult{}}
+			for _, cs := range suite.Cases {
+				out.Cases = append(out.Cases, duet.ApplyCaseResult{Key: cs.Key})
+			}
+			return out, nil
 		}
 		for _, sc := range suite.Schedules {
 			sc.TokenID = c.TokenID // revoking it pauses the schedule
@@ -137,10 +162,14 @@ func (s *Service) ShareTask(ctx context.Context, c duet.Caller, taskID string, i
 		if err := validPrincipal(with); err != nil {
 			return Sharing{}, err
 		}
-		if err := s.d.Store.ShareTask(ctx, c.UserID, taskID, with); err != nil {
+		t, err := s.task(ctx, c, taskID)
+		if err != nil {
 			return Sharing{}, err
 		}
-		return s.sharing(ctx, c, taskID)
+		if err := s.d.Store.ShareTask(ctx, c.UserID, t.ID, with); err != nil {
+			return Sharing{}, err
+		}
+		return s.sharing(ctx, c, t.ID)
 	})
 }
 
@@ -148,10 +177,14 @@ func (s *Service) ShareTask(ctx context.Context, c duet.Caller, taskID string, i
 // Returns NOT_FOUND.
 func (s *Service) UnshareTask(ctx context.Context, c duet.Caller, taskID, with string) (Sharing, error) {
 	return govern(ctx, s, c, "unshareTask", ShareIn{With: with}, func(ctx context.Context) (Sharing, error) {
-		if err := s.d.Store.UnshareTask(ctx, c.UserID, taskID, with); err != nil {
+		t, err := s.task(ctx, c, taskID)
+		if err != nil {
 			return Sharing{}, err
 		}
-		return s.sharing(ctx, c, taskID)
+		if err := s.d.Store.UnshareTask(ctx, c.UserID, t.ID, with); err != nil {
+			return Sharing{}, err
+		}
+		return s.sharing(ctx, c, t.ID)
 	})
 }
 
@@ -177,7 +210,11 @@ func (s *Service) TransferTask(ctx context.Context, c duet.Caller, taskID string
 		if err := validPrincipal(to); err != nil {
 			return nil, err
 		}
-		return s.d.Store.TransferTask(ctx, c.UserID, taskID, to)
+		t, err := s.task(ctx, c, taskID)
+		if err != nil {
+			return nil, err
+		}
+		return s.d.Store.TransferTask(ctx, c.UserID, t.ID, to)
 	})
 }
 
@@ -189,7 +226,11 @@ type Transfers struct {
 // ListTransfers returns the transfers of a task the caller may see.
 func (s *Service) ListTransfers(ctx context.Context, c duet.Caller, taskID string) (Transfers, error) {
 	return govern(ctx, s, c, "listTransfers", nil, func(ctx context.Context) (Transfers, error) {
-		tr, err := s.d.Store.FindTaskTransfers(ctx, c.UserID, taskID)
+		t, err := s.task(ctx, c, taskID)
+		if err != nil {
+			return Transfers{}, err
+		}
+		tr, err := s.d.Store.FindTaskTransfers(ctx, c.UserID, t.ID)
 		if tr == nil {
 			tr = []*duet.TaskTransfer{}
 		}
@@ -313,7 +354,7 @@ func (s *Service) Trends(ctx context.Context, c duet.Caller, taskID string, in T
 			n = 30
 		}
 		n = min(n, maxTrendRuns)
-		task, err := s.d.Store.FindTaskByID(ctx, c.UserID, taskID)
+		task, err := s.task(ctx, c, taskID)
 		if err != nil {
 			return Trends{}, err
 		}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/agent"
+	"github.com/duet-test/duet/internal/api"
 	"github.com/duet-test/duet/internal/browser"
 	"github.com/duet-test/duet/internal/llm"
 	"github.com/duet-test/duet/internal/mcpserver"
@@ -134,4 +136,29 @@ func (p *browserPages) InspectPage(ctx context.Context, rawURL, device string) (
 		return "", err
 	}
 	return s.Summary(ctx, 0)
+}
+
+// generate is the Service's test agent (api.Generator): the agent of this
+// process's DUET_LLM_* settings, released when the generation ends.
+func (a *App) generate(ctx context.Context, user string, task *duet.Task, in api.GenerateIn, progress func(string)) (api.Generated, error) {
+	ag, release, err := a.NewAgent(a.getenv, agent.Options{MaxTurns: in.MaxTurns, MaxTokens: in.MaxTokens, MaxRepairs: in.MaxRepairs,
+		Timeout: time.Duration(in.TimeoutMs) * time.Millisecond, Progress: progress})
+	if err != nil {
+		return api.Generated{}, err
+	}
+	defer release()
+	res, err := ag.Generate(ctx, agent.Request{User: user, Task: task, Goal: in.Goal, Skills: in.Skills, Prompt: in.Prompt,
+		AllowTools: in.AllowTools, AllowFlows: in.AllowFlows})
+	if res == nil {
+		return api.Generated{}, err // nothing ran
+	}
+	out := api.Generated{Case: res.Case, Generation: res.Generation, Flagged: res.Flagged}
+	for _, r := range res.Refused {
+		out.Refused = append(out.Refused, api.Refusal(r))
+	}
+	if err != nil {
+		out.Case = nil
+		out.Error = &api.ErrorBody{Code: duet.ErrorCode(err), Message: duet.ErrorMessage(err)}
+	}
+	return out, nil
 }

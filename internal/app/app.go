@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"net"
@@ -13,7 +14,6 @@ import (
 	"net/url"
 	"os"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -118,9 +118,10 @@ type App struct {
 
 	resourceMetadata *oauthex.ProtectedResourceMetadata
 
-	devices     func(string) error // device preset check; nil accepts any
-	self        *netguard.Self     // the addresses this process listens on
-	browsers    *Browsers          // the engine's browser driver
+	devices     func(string) error  // device preset check; nil accepts any
+	getenv      func(string) string // Options.Getenv: the DUET_LLM_* of the agent
+	self        *netguard.Self      // the addresses this process listens on
+	browsers    *Browsers           // the engine's browser driver
 	loadKeyring func() (*vault.Keyring, error)
 	preflighted bool
 	stopRelease stopRelease // what DUET_STOP_TOOL_USERS' teams were bound to at Open
@@ -148,7 +149,10 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{Config: cfg, Logger: log, devices: ValidDevice, self: &netguard.Self{}}
+	a := &App{Config: cfg, Logger: log, devices: ValidDevice, self: &netguard.Self{}, getenv: opts.Getenv}
+	if a.getenv == nil {
+		a.getenv = os.Getenv
+	}
 	a.Telemetry = opts.Telemetry
 	if a.Telemetry == nil {
 		if a.Telemetry, err = NewTelemetry(cfg); err != nil {
@@ -239,8 +243,16 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	a.API = api.New(api.Deps{
 		Catalog: a.Catalog, Store: db, MCP: a.MCPClient, Artifacts: a.Artifacts, Admins: cfg.Admins, Tokens: auth.NewToken,
 		ScheduleChanged: a.Scheduler.Wake,
-		Compile: func(ctx context.Context, user string, src []byte, name string) (*duet.Suite, error) {
-			return compiler.CompileSuite(ctx, src, name, a.CompilerOptions(ctx, user))
+		Secrets:         a.Secrets,
+		NeedsApproval: func(ctx context.Context, executor, author string, m *duet.MCPCallStep) (bool, error) {
+			return engine.NeedsApproval(ctx, db, executor, author, m)
+		},
+		Devices:  a.devicesOfThisMachine,
+		Generate: a.generate,
+		Compile: func(ctx context.Context, user string, src []byte, name string, files fs.FS) (*duet.Suite, error) {
+			opts := a.CompilerOptions(ctx, user)
+			opts.Files = files // upload steps read their files there
+			return compiler.CompileSuite(ctx, src, name, opts)
 		},
 	})
 	a.initOAuth(&guard)
@@ -452,32 +464,8 @@ func (a *App) maintain(ctx context.Context) {
 }
 
 // ResolveTask finds a task the user can see by id or by name (their own
-// first, then shared ones). Returns NOT_FOUND.
+// first, then the one shared with them): catalog.FindTask. Returns
+// NOT_FOUND, INVALID_ARGUMENT (several shared tasks have the name).
 func (a *App) ResolveTask(ctx context.Context, user, ref string) (*duet.Task, error) {
-	if strings.HasPrefix(ref, "task_") {
-		if t, err := a.Store.FindTaskByID(ctx, user, ref); err == nil {
-			return t, nil
-		}
-	}
-	if t, err := a.Store.FindTaskByName(ctx, user, ref); err == nil {
-		return t, nil
-	}
-	tasks, _, _, err := a.Store.FindTasks(ctx, duet.TaskFilter{Viewer: user, Query: ref, Limit: 100})
-	if err != nil {
-		return nil, err
-	}
-	var match []*duet.Task
-	for _, t := range tasks {
-		if t.Name == ref {
-			match = append(match, t)
-		}
-	}
-	switch len(match) {
-	case 1:
-		return match[0], nil
-	case 0:
-		return nil, duet.Errorf(duet.CodeNotFound, "task %q not found", ref)
-	default:
-		return nil, duet.Errorf(duet.CodeInvalidArgument, "%d tasks named %q are shared with you; use the task id", len(match), ref)
-	}
+	return catalog.FindTask(ctx, a.Store, user, ref)
 }

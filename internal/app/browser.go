@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/api"
 	"github.com/duet-test/duet/internal/artifact"
 	"github.com/duet-test/duet/internal/browser"
 	"github.com/duet-test/duet/internal/browser/android"
@@ -275,3 +276,18 @@ var (
 	_ step.Evaluator        = engineSession{}
 	_ engine.Artifacts      = (*artifact.Store)(nil)
 )
+
+// devicesOfThisMachine lists the phones this machine's adb sees, as the
+// API describes them (api.Service.ListDevices adds who uses each).
+func (a *App) devicesOfThisMachine(ctx context.Context) ([]api.Device, error) {
+	devs, err := a.Android.ADB().Devices(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]api.Device, 0, len(devs))
+	for _, d := range devs {
+		out = append(out, api.Device{Name: android.Prefix + d.Serial, Serial: d.Serial, State: d.State, Model: d.Model, Android: d.Android, SDK: d.SDK,
+			Ready: d.Ready(), Problem: d.Problem()})
+	}
+	return out, nil
+}

@@ -261,7 +261,9 @@ func TestLimitsAndTimeout(t *testing.T) {
 		<-slow.entered // the three calls hold their slots
 	}
 	probe := func(c *catalog.Catalog, user string) *catalog.Result {
-		r, _ := c.Call(context.Background(), catalog.Request{Caller: duet.Caller{UserID: user}, Tool: catalog.ToolGetTask, Args: json.RawMessage(`{"taskId":"x"}`)})
+		// A case: a task reference that no id names is looked up by name
+		// too (catalog.FindTask), which is the slow store's FindTasks.
+		r, _ := c.Call(context.Background(), catalog.Request{Caller: duet.Caller{UserID: user}, Tool: catalog.ToolGetCase, Args: json.RawMessage(`{"caseId":"x"}`)})
 		return r
 	}
 	if r := probe(c, "u3"); r.Code != duet.CodeRateLimited || !strings.Contains(r.Text, "concurrent calls") {

@@ -52,8 +52,13 @@ const (
 	maxListItems = 1000 // any array
 )
 
+// maxDeviceLen bounds a device name: a preset, android:SERIAL, or
+// PRESET@ a remote browser's DevTools address — Chrome's own
+// ws://HOST:PORT/devtools/browser/UUID is longer than 64 characters.
+const maxDeviceLen = 512
+
 // maxLens are the bounds of string arguments by name.
-var maxLens = map[string]int{"query": 200, "owner": 128, "cursor": 256, "idempotencyKey": 200, "device": 64, "environment": 64}
+var maxLens = map[string]int{"query": 200, "owner": 128, "cursor": 256, "idempotencyKey": 200, "device": maxDeviceLen, "environment": 64}
 
 // bounded returns adjust followed by the bounds of every argument.
 func bounded(adjust func(in, out *jsonschema.Schema)) func(in, out *jsonschema.Schema) {
@@ -239,7 +244,7 @@ func listTasks(ctx context.Context, env *Env, in ListTasksIn) (ListTasksOut, err
 
 // GetTaskIn are the arguments of get_test_task.
 type GetTaskIn struct {
-	TaskID string `json:"taskId" jsonschema:"the task's id (from list_test_tasks)"`
+	TaskID string `json:"taskId" jsonschema:"the task's id (from list_test_tasks), or its name when one task you can see has it"`
 }
 
 // GetTaskOut is the result of get_test_task.
@@ -318,6 +323,13 @@ func getTask(ctx context.Context, env *Env, in GetTaskIn) (GetTaskOut, error) {
 	// The three reads make one answer, read together (one round trip on
 	// PostgreSQL; one freshness check of SQLite's cache).
 	o, err := env.Store.FindTaskOverview(ctx, env.Caller.UserID, in.TaskID)
+	if duet.ErrorCode(err) == duet.CodeNotFound {
+		// Not an id: a name the caller can see unambiguously.
+		var t *duet.Task
+		if t, err = FindTask(ctx, env.Store, env.Caller.UserID, in.TaskID); err == nil {
+			o, err = env.Store.FindTaskOverview(ctx, env.Caller.UserID, t.ID)
+		}
+	}
 	if err != nil {
 		return GetTaskOut{}, err
 	}
@@ -345,7 +357,7 @@ func getTask(ctx context.Context, env *Env, in GetTaskIn) (GetTaskOut, error) {
 
 // ListCasesIn are the arguments of list_test_cases.
 type ListCasesIn struct {
-	TaskID        string `json:"taskId" jsonschema:"the task's id"`
+	TaskID        string `json:"taskId" jsonschema:"the task's id, or its name when one task you can see has it"`
 	IncludeDrafts bool   `json:"includeDrafts,omitempty" jsonschema:"also list generated draft cases"`
 	Cursor        string `json:"cursor,omitempty" jsonschema:"nextCursor from the previous page"`
 	Limit         int    `json:"limit,omitempty" jsonschema:"page size"`
@@ -399,7 +411,15 @@ func caseSummary(c *duet.Case) CaseSummary {
 }
 
 func listCases(ctx context.Context, env *Env, in ListCasesIn) (ListCasesOut, error) {
-	t, cases, next, total, err := env.Store.FindTaskCases(ctx, env.Caller.UserID, duet.CaseFilter{TaskID: in.TaskID, IncludeDrafts: in.IncludeDrafts, Cursor: in.Cursor, Limit: in.Limit})
+	f := duet.CaseFilter{TaskID: in.TaskID, IncludeDrafts: in.IncludeDrafts, Cursor: in.Cursor, Limit: in.Limit}
+	t, cases, next, total, err := env.Store.FindTaskCases(ctx, env.Caller.UserID, f)
+	if duet.ErrorCode(err) == duet.CodeNotFound {
+		// Not an id: a name the caller can see unambiguously.
+		if t, err = FindTask(ctx, env.Store, env.Caller.UserID, in.TaskID); err == nil {
+			f.TaskID = t.ID
+			t, cases, next, total, err = env.Store.FindTaskCases(ctx, env.Caller.UserID, f)
+		}
+	}
 	if err != nil {
 		return ListCasesOut{}, err
 	}
@@ -480,12 +500,15 @@ type RunView struct {
 	// PostRun are notes, never part of the verdict.
 	PostRun []*duet.PostRunResult `json:"postRun,omitempty" jsonschema:"outcomes of the task's post-run actions (MCP tool calls made when the run ended): notes that never change the run's status"`
 	Origin  *duet.RunOrigin       `json:"origin,omitempty" jsonschema:"the CI job that started the run: commit, branch, pull request, pipeline"`
+	Hooks   []*duet.StepResult    `json:"hooks,omitempty" jsonschema:"the results of the task's beforeAll and afterAll steps"`
+	// Environment is the task's environment the run ran in.
+	Environment string `json:"environment,omitempty" jsonschema:"the task's environment the run ran in"`
 }
 
 func runView(r *duet.Run) RunView {
 	return RunView{ID: r.ID, TaskID: r.TaskID, Status: r.Status, Done: r.Status.Final(), TriggeredBy: r.TriggeredBy,
 		CallSource: string(r.CallSource), CreatedAt: ts(r.CreatedAt), StartedAt: tsp(r.StartedAt), FinishedAt: tsp(r.FinishedAt),
-		ErrorCode: string(r.ErrorCode), ErrorMessage: r.ErrorMessage, Totals: r.Totals, PostRun: r.PostRun, Origin: r.Origin}
+		ErrorCode: string(r.ErrorCode), ErrorMessage: r.ErrorMessage, Totals: r.Totals, PostRun: r.PostRun, Origin: r.Origin, Hooks: r.Hooks, Environment: r.Environment}
 }
 
 // ExecutionSummary is one case execution of a run.
@@ -649,10 +672,10 @@ func getExecution(ctx context.Context, env *Env, in GetExecutionIn) (GetExecutio
 
 // StartRunIn are the arguments of start_test_run.
 type StartRunIn struct {
-	TaskID         string   `json:"taskId" jsonschema:"the task to run"`
+	TaskID         string   `json:"taskId" jsonschema:"the task to run: its id, or its name when one task you can see has it"`
 	CaseIDs        []string `json:"caseIds,omitempty" jsonschema:"run only these cases (default: all active cases)"`
 	IdempotencyKey string   `json:"idempotencyKey" jsonschema:"a key you choose (e.g. a UUID); a retry with the same key and arguments returns the first run instead of starting another"`
-	Device         string   `json:"device,omitempty" jsonschema:"device preset for browser steps (e.g. desktop, iphone-15, pixel-7); default: the task's"`
+	Device         string   `json:"device,omitempty" jsonschema:"device for browser steps: a preset (e.g. desktop, iphone-15, pixel-7), android:SERIAL, or PRESET@ws://… a remote browser's DevTools address; default: the task's"`
 	Environment    string   `json:"environment,omitempty" jsonschema:"the task's environment to run in (its base URL and env variables); default: the task's default environment"`
 	Trace          string   `json:"trace,omitempty" jsonschema:"when the run's cases keep a trace (screenshots, DOM, console, network, replay): off, on-failure, on-first-retry or on; default: the task's, else on-failure"`
 }
@@ -722,7 +745,7 @@ func startRun(ctx context.Context, env *Env, in StartRunIn) (StartRunOut, error)
 	if key == "" {
 		return StartRunOut{}, duet.Errorf(duet.CodeInvalidArgument, "idempotencyKey is required")
 	}
-	task, err := env.Store.FindTaskByID(ctx, env.Caller.UserID, in.TaskID)
+	task, err := FindTask(ctx, env.Store, env.Caller.UserID, in.TaskID)
 	if err != nil {
 		return StartRunOut{}, err
 	}

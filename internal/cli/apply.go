@@ -5,13 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/duet-test/duet"
-	"github.com/duet-test/duet/internal/app"
-	"github.com/duet-test/duet/internal/compiler"
+	"github.com/duet-test/duet/internal/api"
+	"github.com/duet-test/duet/internal/client"
 )
 
 func applyCmd(env Env) *cobra.Command {
@@ -25,7 +24,7 @@ the task it declares, owned by --as, and its cases. Re-applying an unchanged fil
 changes nothing. Cases no longer in the file are archived. Errors name the line
 and column.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			if file == "" {
 				return usage("apply needs -f FILE")
 			}
@@ -34,49 +33,36 @@ and column.`,
 				wd, _ := os.Getwd()
 				return usage("cannot read %s: %v (a relative path is relative to the current directory, %s)", file, errors.Unwrap(err), wd)
 			}
-			a, err := openApp(cmd, env, app.Options{})
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			user := asUser(cmd, a.Config)
 			folder, err := suiteFolder(file)
 			if err != nil {
 				return err
 			}
 			defer folder.Close()
-			actx, done := auditing(cmd.Context(), a, user, "apply", "")
-			opts := a.CompilerOptions(actx, user)
-			opts.Files = folder.FS() // upload steps read their files there
-			suite, err := compiler.CompileSuite(actx, src, file, opts)
-			if err != nil {
-				done(err)
-				fmt.Fprintln(env.Stderr, duet.ErrorMessage(err))
-				return &exitError{1, fmt.Errorf("%s has errors; nothing was applied", file)}
-			}
-			if baseURL != "" {
-				suite.Task.BaseURL = strings.TrimRight(baseURL, "/")
-			}
-			if dryRun {
-				fmt.Fprintf(env.Stdout, "%s compiles: task %q with %d case(s); nothing applied (--dry-run)\n", file, suite.Task.Name, len(suite.Cases))
+			return withClient(env, func(cmd *cobra.Command, _ []string, c client.Client) error {
+				res, err := c.ApplySuite(cmd.Context(), api.ApplyIn{Source: string(src), BaseURL: baseURL, Name: file, DryRun: dryRun, Files: folder.FS()})
+				if duet.ErrorCode(err) == duet.CodeInvalidArgument {
+					fmt.Fprintln(env.Stderr, duet.ErrorMessage(err))
+					return &exitError{1, fmt.Errorf("%s has errors; nothing was applied", file)}
+				}
+				if err != nil {
+					return err
+				}
+				if dryRun {
+					fmt.Fprintf(env.Stdout, "%s compiles: task %q with %d case(s); nothing applied (--dry-run)\n", file, res.Task.Name, len(res.Cases))
+					return nil
+				}
+				if asJSON {
+					return printJSON(env.Stdout, res)
+				}
+				fmt.Fprintf(env.Stdout, "task %s %q: %s\n", res.Task.ID, res.Task.Name, res.TaskAction)
+				for _, c := range res.Cases {
+					fmt.Fprintf(env.Stdout, "  case %s %q v%d: %s\n", c.ID, c.Key, c.Version, c.Action)
+				}
+				if !res.Changed() {
+					fmt.Fprintln(env.Stdout, "nothing changed")
+				}
 				return nil
-			}
-			res, err := a.Store.ApplySuite(actx, user, suite)
-			done(err)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(env.Stdout, res)
-			}
-			fmt.Fprintf(env.Stdout, "task %s %q: %s\n", res.Task.ID, res.Task.Name, res.TaskAction)
-			for _, c := range res.Cases {
-				fmt.Fprintf(env.Stdout, "  case %s %q v%d: %s\n", c.ID, c.Key, c.Version, c.Action)
-			}
-			if !res.Changed() {
-				fmt.Fprintln(env.Stdout, "nothing changed")
-			}
-			return nil
+			})(cmd, args)
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "suite file (YAML)")

@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/duet-test/duet"
-	"github.com/duet-test/duet/internal/app"
-	"github.com/duet-test/duet/internal/compiler"
+	"github.com/duet-test/duet/internal/api"
+	"github.com/duet-test/duet/internal/client"
 	"github.com/duet-test/duet/internal/escape"
 )
 
@@ -85,32 +85,22 @@ func assetAddCmd(env Env) *cobra.Command {
 			if private && len(shareWith) > 0 {
 				return usage("use either --private or --share-with, not both")
 			}
-			a, err := openApp(cmd, env, app.Options{})
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			user := asUser(cmd, a.Config)
-			asset := &duet.Asset{Kind: kind, Name: args[1], Owner: user, Description: strings.TrimSpace(description), Body: body}
+			in := api.AssetIn{Kind: kind, Name: args[1], Description: description, Body: body}
 			switch {
 			case private:
-				asset.SharedWith = []string{}
+				in.SharedWith = &[]string{}
 			case len(shareWith) > 0:
-				asset.SharedWith = shareWith
+				in.SharedWith = &shareWith
 			}
-			if kind == duet.AssetFlow {
-				if err := compiler.CheckFlow(cmd.Context(), body, a.CompilerOptions(cmd.Context(), user).Flows); err != nil {
+			return withClient(env, func(cmd *cobra.Command, _ []string, c client.Client) error {
+				saved, err := c.SaveAsset(cmd.Context(), in)
+				if err != nil {
 					return err
 				}
-			}
-			actx, done := auditing(cmd.Context(), a, user, "asset.add", "")
-			action, err := a.Store.SaveAsset(actx, asset)
-			done(err)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(env.Stdout, "%s %s v%d: %s (%s)\n", asset.Kind, asset.Ref(), asset.Version, action, visibility(asset))
-			return nil
+				as := saved.Asset
+				fmt.Fprintf(env.Stdout, "%s %s v%d: %s (%s)\n", as.Kind, as.Ref(), as.Version, saved.Action, visibility(as))
+				return nil
+			})(cmd, args)
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "read the text from FILE (- for standard input)")
@@ -136,55 +126,56 @@ func assetListCmd(env Env) *cobra.Command {
 		Use:   "list",
 		Short: "List the assets you can use: yours, those shared with you, and your MCP servers and tools",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			k := duet.AssetKind(kind)
 			mcpOnly := k == duet.AssetMCPServer || k == duet.AssetMCPTool
 			if kind != "" && !k.Valid() && !mcpOnly {
 				return usage("unknown asset kind %q: want skill, rule, prompt, mcp-server or mcp-tool", kind)
 			}
-			a, err := openApp(cmd, env, app.Options{})
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			user := asUser(cmd, a.Config)
-			var assets []*duet.Asset
-			if !mcpOnly {
-				if assets, err = a.Store.FindAssets(cmd.Context(), duet.AssetFilter{Viewer: user, Kind: k, Limit: 1000}); err != nil {
+			return withClient(env, func(cmd *cobra.Command, _ []string, c client.Client) error {
+				in := api.AssetListIn{Kind: k}
+				if mcpOnly {
+					in.Kind = "" // the MCP servers come with every kind
+				}
+				list, err := c.ListAssets(cmd.Context(), in)
+				if err != nil {
 					return err
 				}
-			}
-			var servers []*duet.MCPServerAsset
-			if kind == "" || mcpOnly {
-				if servers, err = a.MCPAssets(cmd.Context(), user); err != nil {
-					return err
+				assets, servers := list.Assets, list.MCPServers
+				if mcpOnly {
+					assets = nil
 				}
-			}
-			if asJSON {
-				return printJSON(env.Stdout, map[string]any{"assets": nonNilAssets(assets), "mcpServers": nonNilServers(servers)})
-			}
-			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "KIND\tNAME\tVERSION\tVISIBILITY\tDESCRIPTION")
-			for _, as := range assets {
-				fmt.Fprintf(tw, "%s\t%s\tv%d\t%s\t%s\n", as.Kind, as.Ref(), as.Version, visibility(as), oneLine(as.Description, 60))
-			}
-			for _, s := range servers {
-				if k != duet.AssetMCPTool {
-					fmt.Fprintf(tw, "%s\t%s\t-\t%s\t%s\n", duet.AssetMCPServer, s.Name, "yours", oneLine(s.Description, 60))
-				}
-				if k != duet.AssetMCPServer {
-					for _, t := range s.Tools {
-						fmt.Fprintf(tw, "%s\t%s/%s\t-\t%s\t%s\n", duet.AssetMCPTool, s.Name, escape.Text(t.Name), "yours", oneLine(t.Description, 60))
-					}
-				}
-			}
-			return tw.Flush()
+				return printAssets(env, k, assets, servers, asJSON)
+			})(cmd, args)
 		},
 	}
 	cmd.Flags().StringVar(&kind, "kind", "", "only this kind: skill, rule, prompt, mcp-server or mcp-tool")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	addAs(cmd)
 	return cmd
+}
+
+// printAssets prints the assets of asset list: a table, or JSON.
+func printAssets(env Env, k duet.AssetKind, assets []*duet.Asset, servers []*duet.MCPServerAsset, asJSON bool) error {
+	if asJSON {
+		return printJSON(env.Stdout, map[string]any{"assets": nonNilAssets(assets), "mcpServers": nonNilServers(servers)})
+	}
+	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KIND\tNAME\tVERSION\tVISIBILITY\tDESCRIPTION")
+	for _, as := range assets {
+		fmt.Fprintf(tw, "%s\t%s\tv%d\t%s\t%s\n", as.Kind, as.Ref(), as.Version, visibility(as), oneLine(as.Description, 60))
+	}
+	for _, s := range servers {
+		if k != duet.AssetMCPTool {
+			fmt.Fprintf(tw, "%s\t%s\t-\t%s\t%s\n", duet.AssetMCPServer, s.Name, "yours", oneLine(s.Description, 60))
+		}
+		if k != duet.AssetMCPServer {
+			for _, t := range s.Tools {
+				fmt.Fprintf(tw, "%s\t%s/%s\t-\t%s\t%s\n", duet.AssetMCPTool, s.Name, escape.Text(t.Name), "yours", oneLine(t.Description, 60))
+			}
+		}
+	}
+	return tw.Flush()
 }
 
 func nonNilAssets(a []*duet.Asset) []*duet.Asset {
@@ -239,25 +230,22 @@ func assetShowCmd(env Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			a, err := openApp(cmd, env, app.Options{})
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			as, err := a.Store.FindAsset(cmd.Context(), asUser(cmd, a.Config), kind, args[1], version)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(env.Stdout, as)
-			}
-			fmt.Fprintf(env.Stdout, "%s %s v%d (%s)\n", as.Kind, as.Ref(), as.Version, visibility(as))
-			if as.Description != "" {
-				fmt.Fprintln(env.Stdout, escape.Text(as.Description))
-			}
-			fmt.Fprintf(env.Stdout, "updated %s\n\n", as.UpdatedAt.Local().Format(time.RFC3339))
-			block(env.Stdout, as.Body)
-			return nil
+			return withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
+				as, err := c.GetAsset(cmd.Context(), kind, args[1], version)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(env.Stdout, as)
+				}
+				fmt.Fprintf(env.Stdout, "%s %s v%d (%s)\n", as.Kind, as.Ref(), as.Version, visibility(as))
+				if as.Description != "" {
+					fmt.Fprintln(env.Stdout, escape.Text(as.Description))
+				}
+				fmt.Fprintf(env.Stdout, "updated %s\n\n", as.UpdatedAt.Local().Format(time.RFC3339))
+				block(env.Stdout, as.Body)
+				return nil
+			})(cmd, args)
 		},
 	}
 	cmd.Flags().IntVar(&version, "version", 0, "show this version (default: the latest)")
@@ -267,15 +255,16 @@ func assetShowCmd(env Env) *cobra.Command {
 }
 
 func showMCPAsset(cmd *cobra.Command, env Env, kind duet.AssetKind, ref string, asJSON bool) error {
-	a, err := openApp(cmd, env, app.Options{})
+	c, err := connect(cmd, env)
 	if err != nil {
 		return err
 	}
-	defer a.Close()
-	servers, err := a.MCPAssets(cmd.Context(), asUser(cmd, a.Config))
+	defer c.Close()
+	list, err := c.ListAssets(cmd.Context(), api.AssetListIn{})
 	if err != nil {
 		return err
 	}
+	servers := list.MCPServers
 	serverName, toolName, _ := strings.Cut(ref, "/")
 	for _, s := range servers {
 		if s.Name != serverName && s.ServerKey != serverName {
@@ -322,20 +311,13 @@ func assetRmCmd(env Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			a, err := openApp(cmd, env, app.Options{})
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			user := asUser(cmd, a.Config)
-			actx, done := auditing(cmd.Context(), a, user, "asset.rm", "")
-			err = a.Store.DeleteAsset(actx, user, kind, args[1])
-			done(err)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(env.Stdout, "%s %s/%s removed\n", kind, user, args[1])
-			return nil
+			return withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
+				if err := c.DeleteAsset(cmd.Context(), kind, args[1]); err != nil {
+					return err
+				}
+				fmt.Fprintf(env.Stdout, "%s %s/%s removed\n", kind, c.User(), args[1])
+				return nil
+			})(cmd, args)
 		},
 	}
 	addAs(cmd)

@@ -7,7 +7,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/duet-test/duet"
-	"github.com/duet-test/duet/internal/app"
+	"github.com/duet-test/duet/internal/api"
+	"github.com/duet-test/duet/internal/client"
 	"github.com/duet-test/duet/internal/escape"
 )
 
@@ -33,20 +34,17 @@ func baselineListCmd(env Env) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use: "list", Short: "List your baselines, newest first", Args: cobra.NoArgs,
-		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, user string) error {
+		RunE: withClient(env, func(cmd *cobra.Command, _ []string, c client.Client) error {
 			switch duet.BaselineStatus(status) {
 			case "", duet.BaselinePending, duet.BaselineApproved, duet.BaselineRejected:
 			default:
 				return usage("--status: want pending, approved or rejected, got %q", status)
 			}
-			taskID, err := taskIDOf(cmd.Context(), a, user, taskRef)
+			out, err := c.ListBaselines(cmd.Context(), api.BaselinesIn{TaskID: taskRef, Status: duet.BaselineStatus(status)})
 			if err != nil {
 				return err
 			}
-			list, err := a.Store.FindBaselines(cmd.Context(), duet.BaselineFilter{Owner: user, TaskID: taskID, Status: duet.BaselineStatus(status), Limit: 1000})
-			if err != nil {
-				return err
-			}
+			list := out.Baselines
 			if asJSON {
 				return printJSON(env.Stdout, list)
 			}
@@ -75,16 +73,14 @@ func baselineListCmd(env Env) *cobra.Command {
 }
 
 func baselineDecideCmd(env Env, approve bool) *cobra.Command {
-	use, short, method, status := "approve ID", "Approve your pending baseline: later runs compare against it", "approveBaseline", duet.BaselineApproved
+	use, short := "approve ID", "Approve your pending baseline: later runs compare against it"
 	if !approve {
-		use, short, method, status = "reject ID", "Reject your pending baseline: it is never compared against", "rejectBaseline", duet.BaselineRejected
+		use, short = "reject ID", "Reject your pending baseline: it is never compared against"
 	}
 	cmd := &cobra.Command{
 		Use: use, Short: short, Args: cobra.ExactArgs(1),
-		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			actx, done := auditing(cmd.Context(), a, user, method, args[0])
-			b, err := a.Store.DecideBaseline(actx, user, args[0], status)
-			done(err)
+		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
+			b, err := c.DecideBaseline(cmd.Context(), args[0], approve)
 			if err != nil {
 				return err
 			}

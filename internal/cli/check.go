@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/duet-test/duet/internal/app"
+	"github.com/duet-test/duet/internal/client"
 )
 
 // taskCheckCmd shows the contract alerts of a task's cases: a thin client
@@ -23,12 +23,8 @@ tool (removed, a required argument added, an argument gone, a value that no long
 validates), or changed compatibly, with the difference. It exits 1 when a case is
 broken: run it in CI before the tests.`,
 		Args: cobra.ExactArgs(1),
-		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			t, err := a.ResolveTask(cmd.Context(), user, args[0])
-			if err != nil {
-				return err
-			}
-			list, err := a.API.ContractAlerts(cmd.Context(), cliCaller(user), t.ID)
+		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
+			list, err := c.ContractAlerts(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -47,11 +43,11 @@ broken: run it in CI before the tests.`,
 					fmt.Fprintf(env.Stdout, "  changed: %s\n", strings.Join(al.Changes, "; "))
 				}
 				if len(list.Alerts) == 0 {
-					fmt.Fprintf(env.Stdout, "no dependency changes affect the cases of %s\n", t.Name)
+					fmt.Fprintf(env.Stdout, "no dependency changes affect the cases of %s\n", args[0])
 				}
 			}
 			if list.Broken > 0 {
-				return &exitError{ExitFailed, fmt.Errorf("%d case(s) of %s broken by a dependency change", list.Broken, t.Name)}
+				return &exitError{ExitFailed, fmt.Errorf("%d case(s) of %s broken by a dependency change", list.Broken, args[0])}
 			}
 			return nil
 		}),
@@ -75,8 +71,8 @@ changing sync replaced (--back 2: the one before that; the last 10 are kept): to
 added and removed, arguments added, removed, made required, retyped, enum options,
 output fields, annotations, descriptions.`,
 		Args: cobra.ExactArgs(1),
-		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			d, err := a.API.ServerDiff(cmd.Context(), cliCaller(user), args[0], back)
+		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
+			d, err := c.ServerDiff(cmd.Context(), args[0], back)
 			if err != nil {
 				return err
 			}

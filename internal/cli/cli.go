@@ -1,5 +1,8 @@
-// Package cli is the duet command line: one cobra command per subcommand,
-// each a thin layer over internal/app. Main returns the exit code: 0 success,
+// Package cli is the duet command line: one cobra command per subcommand.
+// What a person does to Duet's data goes through client.Client — the app's
+// api.Service in this process, or a Duet server's REST API (connect.go);
+// only the commands that run Duet itself open the app. Main returns the
+// exit code: 0 success,
 // 1 a failure (printed as "error: CODE: message"), 2 a usage or setup problem
 // (one line naming what to fix); duet run also exits 3 on an infrastructure
 // error (report.ExitCode, docs/ci.md).
@@ -157,12 +160,24 @@ func printUsage(w io.Writer, cmd *cobra.Command) {
 type actingKey struct{}
 
 // acting is the user a command acts as, and where that came from: "--as",
-// "DUET_USER" or "the operating-system user". asUser records it, so that a
-// NOT_FOUND can say whom the command looked as.
-type acting struct{ user, from string }
+// "DUET_USER" or "the operating-system user" — or, against a Duet server
+// (remote), the token. asUser and dialServer record it, so that a
+// NOT_FOUND can say whom the command looked as, and a printed command
+// needs --as only when pasting it would act as someone else.
+type acting struct {
+	user, from string
+	remote     bool
+	// byDefault: user is whom a command without --as acts as here anyway
+	// (the operating-system user; DUET_USER may not be set where the
+	// command is pasted).
+	byDefault bool
+}
 
 func (a *acting) notFoundHint() string {
-	if a.from == "--as" {
+	switch {
+	case a.remote:
+		return fmt.Sprintf("note: looked as %s (%s): only what %s owns or was shared with is visible", a.user, a.from, a.user)
+	case a.from == "--as":
 		return fmt.Sprintf("note: looked as %s (--as): only what %s owns or was shared with is visible", a.user, a.user)
 	}
 	return fmt.Sprintf("note: looked as %s (%s); to act as another user, add --as USER or set DUET_USER", a.user, a.from)
@@ -188,6 +203,8 @@ func newRoot(env Env) *cobra.Command {
 and exposes its tasks, cases and runs as a governed MCP tool catalog.
 
 Data lives in DUET_HOME (default $XDG_DATA_HOME/duet or ~/.local/share/duet).
+With --server URL (or DUET_SERVER_URL) the same commands act on a Duet server
+instead, over its REST API, as the user of a personal token (duet login URL).
 Run "duet config" to see every setting.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -204,7 +221,9 @@ Run "duet config" to see every setting.`,
 		scanCmd(env), teamCmd(env),
 		scheduleCmd(env),
 		schemaCmd(env),
+		loginCmd(env), logoutCmd(env),
 	)
+	root.PersistentFlags().String("server", "", "act on the Duet server at this URL (its REST API, with DUET_TOKEN or the token of duet login URL) instead of this machine's DUET_HOME; default DUET_SERVER_URL")
 	for _, c := range testCommands {
 		root.AddCommand(c(env))
 	}
@@ -305,6 +324,9 @@ func loadConfig(env Env) (*config.Config, error) {
 // openApp loads the configuration and opens the app. One-shot commands log
 // only warnings unless DUET_LOG_LEVEL says otherwise.
 func openApp(cmd *cobra.Command, env Env, opts app.Options) (*app.App, error) {
+	if f := cmd.Flag("server"); f != nil && f.Changed {
+		return nil, usage("%s runs Duet on this machine: --server is for the commands that act on a Duet server", cmd.CommandPath())
+	}
 	cfg, err := loadConfig(env)
 	if err != nil {
 		return nil, err
@@ -324,27 +346,30 @@ func openApp(cmd *cobra.Command, env Env, opts app.Options) (*app.App, error) {
 	return app.Open(cmd.Context(), cfg, opts)
 }
 
-// asUser returns --as, or DUET_USER / the operating-system user, and
-// records it as the command's acting user.
+// asUser returns the user a command acts as on this machine — the one
+// rule of every command: --as, else DUET_USER, else the operating-system
+// user — and records it as the command's acting user.
 func asUser(cmd *cobra.Command, cfg *config.Config) string {
 	user, from := cfg.User, cfg.UserFrom
 	if f := cmd.Flag("as"); f != nil && f.Value.String() != "" {
 		user, from = f.Value.String(), "--as"
 	}
 	if a, ok := cmd.Context().Value(actingKey{}).(*acting); ok {
-		a.user, a.from = user, from
+		a.user, a.from, a.remote = user, from, false
+		a.byDefault = user == cfg.User && cfg.UserFrom != "DUET_USER"
 	}
 	return user
 }
 
-// asFlag is what a printed command needs to act as user: "--as USER ",
-// unless user is the default one (DUET_USER, else the operating-system
-// user) that the pasted command would act as anyway.
-func asFlag(cfg *config.Config, user string) string {
-	if user == cfg.User && cfg.UserFrom != "DUET_USER" {
+// asFlag is what a command printed for pasting needs to act as the same
+// user: "--as USER ", unless a command without it acts as that user anyway
+// (the operating-system user here; the token's user against a server).
+func asFlag(cmd *cobra.Command) string {
+	a, ok := cmd.Context().Value(actingKey{}).(*acting)
+	if !ok || a.user == "" || a.remote || a.byDefault {
 		return ""
 	}
-	return "--as " + user + " "
+	return "--as " + a.user + " "
 }
 
 func printJSON(w io.Writer, v any) error {
@@ -357,7 +382,12 @@ func printJSON(w io.Writer, v any) error {
 // that is not what the user asked for explicitly: the commonest reason for
 // an empty list is acting as the operating-system user by mistake.
 func noneVisible(cmd *cobra.Command, env Env) {
-	if a, ok := cmd.Context().Value(actingKey{}).(*acting); ok && a.from != "--as" {
+	a, ok := cmd.Context().Value(actingKey{}).(*acting)
+	switch {
+	case !ok || a.from == "--as":
+	case a.remote:
+		fmt.Fprintf(env.Stderr, "note: listed as %s (%s)\n", a.user, a.from)
+	default:
 		fmt.Fprintf(env.Stderr, "note: listed as %s (%s); to act as another user, add --as USER or set DUET_USER\n", a.user, a.from)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/duet-test/duet/internal/app"
 	"github.com/duet-test/duet/internal/auth"
 	"github.com/duet-test/duet/internal/catalog"
+	"github.com/duet-test/duet/internal/client"
 	"github.com/duet-test/duet/internal/compiler"
 	"github.com/duet-test/duet/internal/config"
 	"github.com/duet-test/duet/internal/mcpclient"
@@ -200,13 +201,16 @@ func runDemo(cmd *cobra.Command, env Env, home string, keep bool) error {
 	return nil
 }
 
-// demoRun starts a run as user and follows it to the end with progress.
-func demoRun(ctx context.Context, a *app.App, user, taskID string, out io.Writer) (*duet.Run, error) {
-	started, err := startRun(ctx, a, user, catalog.StartRunIn{TaskID: taskID}, nil)
+// demoRun starts a run as user and follows it to the end with progress,
+// as duet run does (the app's service, in this process).
+func demoRun(ctx context.Context, a *app.App, user, taskID string, out io.Writer) (catalog.RunView, error) {
+	c := client.NewLocal(a, user) // not closed: the demo closes a
+	started, err := c.StartRun(ctx, catalog.StartRunIn{TaskID: taskID, IdempotencyKey: duet.NewID("demo")}, nil)
 	if err != nil {
-		return nil, err
+		return catalog.RunView{}, err
 	}
-	return executeAndFollow(ctx, a, user, started.RunID, out, true)
+	run, err := executeAndFollow(ctx, c, started.RunID, out, true)
+	return run.Run, err
 }
 
 // demoReport writes the HTML report of a run under home/reports.

@@ -4,14 +4,11 @@ import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/duet-test/duet"
-	"github.com/duet-test/duet/internal/app"
 	"github.com/duet-test/duet/internal/browser"
-	"github.com/duet-test/duet/internal/browser/android"
+	"github.com/duet-test/duet/internal/client"
 )
 
 func deviceCmd(env Env) *cobra.Command {
@@ -31,37 +28,12 @@ See docs/devices.md.`,
 ready phone's model and Android version with "adb shell getprop", and shows which are
 in use by a run (a lease in the database). A phone that is not ready says why.`,
 		Args: cobra.NoArgs,
-		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, user string) error {
-			ctx, done := auditing(cmd.Context(), a, user, "device list", "")
-			devs, err := a.Android.ADB().Devices(ctx)
-			done(err)
+		RunE: withClient(env, func(cmd *cobra.Command, _ []string, c client.Client) error {
+			list, err := c.ListDevices(cmd.Context())
 			if err != nil {
 				return err
 			}
-			leases, err := a.Store.FindDeviceLeases(ctx)
-			if err != nil {
-				return err
-			}
-			held := map[string]*duet.DeviceLease{}
-			for _, l := range leases {
-				held[l.Device] = l
-			}
-			type row struct {
-				Name string `json:"device"` // the name for --device
-				android.Device
-				Ready     bool       `json:"ready"`
-				Problem   string     `json:"problem,omitempty"`
-				InUseBy   string     `json:"inUseBy,omitempty"`
-				InUseTill *time.Time `json:"inUseUntil,omitempty"`
-			}
-			rows := []row{}
-			for _, d := range devs {
-				r := row{Name: android.Prefix + d.Serial, Device: d, Ready: d.Ready(), Problem: d.Problem()}
-				if l := held[r.Name]; l != nil {
-					r.InUseBy, r.InUseTill = l.Owner, &l.ExpiresAt
-				}
-				rows = append(rows, r)
-			}
+			rows := list.Devices
 			if asJSON {
 				return printJSON(env.Stdout, rows)
 			}

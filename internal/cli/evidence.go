@@ -8,33 +8,31 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/duet-test/duet/internal/app"
-	"github.com/duet-test/duet/internal/report"
 )
 
 // writeTrace writes the trace of case ref of run runID to out (default
 // trace-RUN-CASE.zip), as --as sees it: only the run's executor may.
 func writeTrace(cmd *cobra.Command, env Env, runRef, ref, out string) error {
-	a, err := openApp(cmd, env, app.Options{})
+	c, err := connect(cmd, env)
 	if err != nil {
 		return err
 	}
-	defer a.Close()
-	user := asUser(cmd, a.Config)
-	id, err := runID(cmd.Context(), a, user, runRef)
+	defer c.Close()
+	id, err := runID(cmd.Context(), c, runRef, asFlag(cmd))
 	if err != nil {
 		return err
 	}
-	data, x, err := report.Trace(cmd.Context(), a.Store, a.Artifacts, user, id, ref)
+	data, key, err := c.Trace(cmd.Context(), id, ref)
 	if err != nil {
 		return err
 	}
 	if out == "" || out == "-" {
-		out = "trace-" + id + "-" + x.CaseKey + ".zip"
+		out = "trace-" + id + "-" + key + ".zip"
 	}
 	if err := writeFileAtomic(out, func(w *bufio.Writer) error { _, err := w.Write(data); return err }); err != nil {
 		return usage("cannot write %s: %v", out, err)
 	}
-	fmt.Fprintf(env.Stdout, "wrote the trace of case %s of run %s (%d KB) to %s: unzip it and open index.html\n", x.CaseKey, id, (len(data)+1023)/1024, out)
+	fmt.Fprintf(env.Stdout, "wrote the trace of case %s of run %s (%d KB) to %s: unzip it and open index.html\n", key, id, (len(data)+1023)/1024, out)
 	return nil
 }
 
@@ -50,6 +48,9 @@ freed. Every serve and worker does the same every few minutes; gc does it now,
 for example after lowering the retention. A retention of 0 keeps everything.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := localOnly(cmd, env, "it removes files from this machine's artifact directory (DUET_ARTIFACT_DIR); a Duet server collects its own every few minutes"); err != nil {
+				return err
+			}
 			a, err := openApp(cmd, env, app.Options{})
 			if err != nil {
 				return err

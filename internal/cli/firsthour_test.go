@@ -48,7 +48,6 @@ func TestUsageErrorsExit2WithUsage(t *testing.T) {
 		{[]string{"vault", "bogus"}, []string{`unknown command "bogus" for "duet vault"`}},
 		{[]string{"bogus"}, []string{`unknown command "bogus" for "duet"`, "duet --help"}},
 		{[]string{"config", "--bogus"}, []string{"unknown flag: --bogus", "usage: duet config"}},
-		{[]string{"token", "create"}, []string{"duet token create needs --as USER", "usage: duet token create --as USER"}},
 	} {
 		code, out, errOut := h.duet(t.Context(), tt.args...)
 		if code != 2 {
@@ -166,6 +165,11 @@ func TestTokenCreateTakesAs(t *testing.T) {
 	}
 	if code, _, errOut := h.duet(t.Context(), "token", "create", "--as", "bad user"); code != 2 || !strings.Contains(errOut, "--as") {
 		t.Errorf("token create with a bad user id: exit %d: %s", code, errOut)
+	}
+	// Without --as, DUET_USER, as every command (it used to demand --as).
+	h.env["DUET_USER"] = "carol"
+	if code, out, errOut := h.duet(t.Context(), "token", "create", "--name", "from DUET_USER"); code != 0 || !strings.HasPrefix(out, "duet_pat_") || !strings.Contains(errOut, "for carol created") {
+		t.Errorf("DUET_USER=carol token create: exit %d\n%s%s", code, out, errOut)
 	}
 }
 

@@ -8,7 +8,8 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/agent"
-	"github.com/duet-test/duet/internal/app"
+	"github.com/duet-test/duet/internal/api"
+	"github.com/duet-test/duet/internal/client"
 	"github.com/duet-test/duet/internal/escape"
 )
 
@@ -35,57 +36,47 @@ The model is any OpenAI-compatible chat-completions endpoint with tool calling:
   DUET_LLM_TIMEOUT    per request (default 120s)
 See docs/agent.md. "duet generate list" shows past generations and their cost.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			if task == "" {
 				return usage("generate needs --task TASK")
 			}
-			a, err := openApp(cmd, env, app.Options{})
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			user := asUser(cmd, a.Config)
-			ctx := cmd.Context()
-			t, err := a.ResolveTask(ctx, user, task)
-			if err != nil {
-				return err
-			}
-			if !asJSON {
-				// Progress names servers and tools, and quotes what they wrote.
-				opts.Progress = func(line string) { fmt.Fprintln(env.Stderr, "  "+escape.Text(line)) }
-			}
-			ag, release, err := a.NewAgent(env.Getenv, opts)
-			if duet.ErrorCode(err) == duet.CodeLLMNotConfigured {
-				return &exitError{2, fmt.Errorf("%s: %s", duet.CodeLLMNotConfigured, duet.ErrorMessage(err))}
-			}
-			if err != nil {
-				return err
-			}
-			defer release()
-			actx, done := auditing(ctx, a, user, "generate", "")
-			fmt.Fprintf(env.Stderr, "generating a case for task %s %q as %s...\n", t.ID, t.Name, user)
-			res, err := ag.Generate(actx, agent.Request{User: user, Task: t, Goal: goal, Skills: skills, Prompt: prompt, AllowTools: allowTools, AllowFlows: allowFlows})
-			done(err)
-			if res != nil && !asJSON {
-				fmt.Fprintf(env.Stderr, "generation %s: %s\n", res.Generation.ID, agent.Summary(res.Generation))
-				for _, r := range res.Refused {
-					fmt.Fprintf(env.Stderr, "refused: the model's call of %s: %s\n", escape.Text(r.Tool), escape.Text(r.Reason))
+			return withClient(env, func(cmd *cobra.Command, _ []string, c client.Client) error {
+				ctx := cmd.Context()
+				var progress func(string)
+				if !asJSON {
+					// Progress names servers and tools, and quotes what they wrote.
+					progress = func(line string) { fmt.Fprintln(env.Stderr, "  "+escape.Text(line)) }
+					fmt.Fprintf(env.Stderr, "generating a case for task %s as %s...\n", task, c.User())
 				}
-			}
-			if err != nil {
-				if asJSON && res != nil {
-					printJSON(env.Stdout, map[string]any{"generation": res.Generation, "flagged": res.Flagged, "refused": res.Refused})
+				res, err := c.GenerateCase(ctx, api.GenerateIn{TaskID: task, Goal: goal, Skills: skills, Prompt: prompt, AllowTools: allowTools, AllowFlows: allowFlows,
+					MaxTurns: opts.MaxTurns, MaxTokens: opts.MaxTokens, TimeoutMs: opts.Timeout.Milliseconds(), MaxRepairs: opts.MaxRepairs}, progress)
+				if duet.ErrorCode(err) == duet.CodeLLMNotConfigured {
+					return &exitError{2, fmt.Errorf("%s: %s", duet.CodeLLMNotConfigured, duet.ErrorMessage(err))}
 				}
-				return err
-			}
-			c := res.Case
-			if asJSON {
-				return printJSON(env.Stdout, map[string]any{"case": c, "yaml": c.Source, "generation": res.Generation, "flagged": res.Flagged, "refused": res.Refused})
-			}
-			fmt.Fprint(env.Stdout, c.Source)
-			fmt.Fprintf(env.Stderr, "draft case %s (key %s, v%d) saved in task %q; run it with: duet run %s --case %s\n",
-				c.ID, c.Key, c.Version, t.Name, t.ID, c.ID)
-			return nil
+				if err != nil {
+					return err
+				}
+				if res.Generation != nil && !asJSON {
+					fmt.Fprintf(env.Stderr, "generation %s: %s\n", res.Generation.ID, agent.Summary(res.Generation))
+					for _, r := range res.Refused {
+						fmt.Fprintf(env.Stderr, "refused: the model's call of %s: %s\n", escape.Text(r.Tool), escape.Text(r.Reason))
+					}
+				}
+				if res.Error != nil {
+					if asJSON {
+						printJSON(env.Stdout, map[string]any{"generation": res.Generation, "flagged": res.Flagged, "refused": res.Refused})
+					}
+					return &duet.Error{Code: res.Error.Code, Message: res.Error.Message}
+				}
+				cs := res.Case
+				if asJSON {
+					return printJSON(env.Stdout, map[string]any{"case": cs, "yaml": cs.Source, "generation": res.Generation, "flagged": res.Flagged, "refused": res.Refused})
+				}
+				fmt.Fprint(env.Stdout, cs.Source)
+				fmt.Fprintf(env.Stderr, "draft case %s (key %s, v%d) saved in task %s; run it with: duet run %s %s--case %s\n",
+					cs.ID, cs.Key, cs.Version, cs.TaskID, cs.TaskID, asFlag(cmd), cs.ID)
+				return nil
+			})(cmd, args)
 		},
 	}
 	cmd.Flags().StringVar(&task, "task", "", "the task (id or name)")
@@ -112,16 +103,12 @@ func generateListCmd(env Env) *cobra.Command {
 		Use:   "list [--task TASK]",
 		Short: "List your past generations: outcome, turns, tokens, attempts, case",
 		Args:  cobra.NoArgs,
-		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, user string) error {
-			f := duet.GenerationFilter{User: user, Limit: limit}
-			var err error
-			if f.TaskID, err = taskIDOf(cmd.Context(), a, user, task); err != nil {
-				return err
-			}
-			gens, err := a.Store.FindGenerations(cmd.Context(), f)
+		RunE: withClient(env, func(cmd *cobra.Command, _ []string, c client.Client) error {
+			list, err := c.ListGenerations(cmd.Context(), api.GenerationsIn{TaskID: task, Limit: limit})
 			if err != nil {
 				return err
 			}
+			gens := list.Generations
 			if asJSON {
 				return printJSON(env.Stdout, gens)
 			}

@@ -148,7 +148,7 @@ steps:
 	if list := d.ok("asset", "list", "--as", "alice"); !strings.Contains(list, "skill  alice/api-first  v1") || !strings.Contains(list, "rule   alice/ids-only") {
 		t.Errorf("asset list:\n%s", list)
 	}
-	if audit := d.ok("audit", "--caller", "alice", "--method", "generate"); !strings.Contains(audit, "generate") || !strings.Contains(audit, "OK") {
+	if audit := d.ok("audit", "--as", "alice", "--method", "generateCase"); !strings.Contains(audit, "generateCase") || !strings.Contains(audit, "OK") {
 		t.Errorf("audit:\n%s", audit)
 	}
 }

@@ -16,8 +16,8 @@ func mcpCmd(env Env) *cobra.Command {
 		Use:   "mcp",
 		Short: "Serve MCP over stdio (for desktop and CLI MCP clients)",
 		Long: `mcp serves the tool catalog over stdin/stdout (newline-delimited JSON-RPC).
-stdout carries only JSON-RPC; logs go to stderr. The caller is DUET_USER (default:
-the operating-system user). It needs nothing else: data lives in DUET_HOME.
+stdout carries only JSON-RPC; logs go to stderr. The caller is --as, else DUET_USER,
+else the operating-system user. It needs nothing else: data lives in DUET_HOME.
 
 Client configuration (Claude Code, VS Code, Cursor, MCP Inspector):
   {"command": "duet", "args": ["mcp"], "env": {"DUET_USER": "alice"}}
@@ -33,7 +33,7 @@ exits are executed by "duet serve" or "duet worker", or by the next "duet mcp".`
 			return serveStdio(cmd, args)
 		},
 	}
-	serveStdio = withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, _ string) error {
+	serveStdio = withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, user string) error {
 		ctx := cmd.Context()
 		a.ReportStopRelease()
 		done := make(chan error, 1)
@@ -51,7 +51,7 @@ exits are executed by "duet serve" or "duet worker", or by the next "duet mcp".`
 		if stdout == nil {
 			stdout = env.Stdout
 		}
-		err := a.MCP.ServeStdio(ctx, duet.Caller{UserID: a.Config.User}, env.Stdin, nopWriteCloser{stdout})
+		err := a.MCP.ServeStdio(ctx, duet.Caller{UserID: user}, env.Stdin, nopWriteCloser{stdout})
 		stopWorkers()
 		<-done
 		if err != nil {
@@ -59,5 +59,6 @@ exits are executed by "duet serve" or "duet worker", or by the next "duet mcp".`
 		}
 		return nil
 	})
+	addAs(cmd)
 	return cmd
 }

@@ -156,7 +156,7 @@ func TestMCPClientEndToEnd(t *testing.T) {
 	home := t.TempDir()
 	e := &duetEnv{tr: &transcript{}, vars: map[string]string{
 		"DUET_HOME": home, "DUET_MCP_ALLOW_LOOPBACK": "true", "DUET_LOG_LEVEL": "debug",
-		"ORDERS_TOKEN": canary, "WRONG_TOKEN": canaryWrong, "HOME": home,
+		"ORDERS_TOKEN": canary, "WRONG_TOKEN": canaryWrong, "HOME": home, "DUET_ADMINS": "auditor",
 	}}
 	orders := sample.NewOrders()
 	url, stop, err := sample.StartOrderServer(t.Context(), "127.0.0.1:0", orders, canary)
@@ -257,7 +257,7 @@ func TestMCPClientEndToEnd(t *testing.T) {
 		e.must(t, "run", "show", webRun.ID, "--as", as)
 	}
 
-	inv := e.must(t, "server", "invocations", "--json")
+	inv := e.must(t, "server", "invocations", "--json", "--as", "auditor") // everyone's: an administrator
 	var recs []*duet.Invocation
 	json.Unmarshal([]byte(inv), &recs)
 	sources := map[duet.CallSource]int{}

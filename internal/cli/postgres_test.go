@@ -37,7 +37,7 @@ func TestEveryCommandOnPostgres(t *testing.T) {
 	home := t.TempDir()
 	e := &duetEnv{tr: &transcript{}, vars: map[string]string{
 		"DUET_DATABASE_URL": dbURL, "DUET_MASTER_KEY": newMasterKey(), "DUET_HOME": home,
-		"DUET_MCP_ALLOW_LOOPBACK": "true", "DUET_LOG_LEVEL": "debug", "ORDERS_TOKEN": canary, "HOME": home,
+		"DUET_MCP_ALLOW_LOOPBACK": "true", "DUET_LOG_LEVEL": "debug", "ORDERS_TOKEN": canary, "HOME": home, "DUET_ADMINS": "auditor",
 	}}
 	latest, count := postgresMigrations(t)
 	out, _, code := e.run(t, "migrate", "status")
@@ -95,7 +95,7 @@ func TestEveryCommandOnPostgres(t *testing.T) {
 	if err := json.Unmarshal([]byte(e.must(t, "report", run.ID, "--as", "alice", "--format", "json")), &rep); err != nil || len(rep.Cases) != 2 {
 		t.Fatalf("report: %v %+v", err, rep)
 	}
-	if out := e.must(t, "server", "invocations", "--json"); !strings.Contains(out, `"source": "engine"`) {
+	if out := e.must(t, "server", "invocations", "--json", "--as", "auditor"); !strings.Contains(out, `"source": "engine"`) {
 		t.Fatalf("invocations: %s", out)
 	}
 
@@ -110,7 +110,7 @@ func TestEveryCommandOnPostgres(t *testing.T) {
 	e.must(t, "asset", "show", "rule", "alice/no-sleeps", "--as", "bob")
 	e.must(t, "asset", "rm", "rule", "no-sleeps", "--as", "alice")
 	e.must(t, "generate", "list", "--as", "alice")
-	if out := e.must(t, "audit", "--json"); !strings.Contains(out, "apply") {
+	if out := e.must(t, "audit", "--json", "--as", "auditor"); !strings.Contains(out, "applySuite") {
 		t.Fatalf("audit: %s", out)
 	}
 	e.must(t, "vault", "rotate", "--rewrap-only")

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/duet-test/duet"
-	"github.com/duet-test/duet/internal/app"
+	"github.com/duet-test/duet/internal/client"
 	"github.com/duet-test/duet/internal/report"
 )
 
@@ -61,39 +61,31 @@ person who ran it may download it.`,
 			if err != nil {
 				return usage("%s", duet.ErrorMessage(err))
 			}
-			a, err := openApp(cmd, env, app.Options{})
-			if err != nil {
-				return err
-			}
-			defer a.Close()
 			if limit < 0 || limit > 1000 {
 				return usage("--limit: want 1 to 1000 cases")
 			}
-			user := asUser(cmd, a.Config)
-			id, err := runID(cmd.Context(), a, user, args[0])
-			if err != nil {
-				return err
-			}
-			r, err := report.BuildPage(cmd.Context(), a.Store, a.Artifacts, user, id, report.Page{Cursor: cursor, Limit: limit})
-			if err != nil {
-				return err
-			}
-			if w := r.Window; w != nil && w.NotShown > 0 && w.NextCursor != "" {
-				defer fmt.Fprintf(env.Stderr, "%d more case(s) not shown: get them with `duet report %s %s--cursor %s`\n", w.NotShown, r.Run.ID, asFlag(a.Config, user), w.NextCursor)
-			}
-			if out == "" || out == "-" {
-				w := bufio.NewWriter(env.Stdout)
-				if err := r.Write(w, f); err != nil {
+			return withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
+				id, err := runID(cmd.Context(), c, args[0], asFlag(cmd))
+				if err != nil {
 					return err
 				}
-				return w.Flush()
-			}
-			if err := writeFileAtomic(out, func(w *bufio.Writer) error { return r.Write(w, f) }); err != nil {
-				return usage("cannot write %s: %v", out, err)
-			}
-			t := r.Totals()
-			fmt.Fprintf(env.Stdout, "wrote the %s report of run %s (%s: %d of %d cases passed) to %s\n", f, r.Run.ID, r.Run.Status, t.Passed, t.Cases, out)
-			return nil
+				r, err := c.Report(cmd.Context(), id, f, report.Page{Cursor: cursor, Limit: limit})
+				if err != nil {
+					return err
+				}
+				if w := r.Window; w != nil && w.NotShown > 0 && w.NextCursor != "" {
+					defer fmt.Fprintf(env.Stderr, "%d more case(s) not shown: get them with `duet report %s %s--cursor %s`\n", w.NotShown, r.RunID, asFlag(cmd), w.NextCursor)
+				}
+				if out == "" || out == "-" {
+					_, err := env.Stdout.Write(r.Body)
+					return err
+				}
+				if err := writeFileAtomic(out, func(w *bufio.Writer) error { _, err := w.Write(r.Body); return err }); err != nil {
+					return usage("cannot write %s: %v", out, err)
+				}
+				fmt.Fprintf(env.Stdout, "wrote the %s report of run %s (%s: %d of %d cases passed) to %s\n", f, r.RunID, r.Status, r.Totals.Passed, r.Totals.Cases, out)
+				return nil
+			})(cmd, args)
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "html", "html, json or junit")

@@ -3,7 +3,6 @@ package cli
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -12,8 +11,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/duet-test/duet"
-	"github.com/duet-test/duet/internal/app"
+	"github.com/duet-test/duet/internal/api"
 	"github.com/duet-test/duet/internal/catalog"
+	"github.com/duet-test/duet/internal/client"
 	"github.com/duet-test/duet/internal/escape"
 	"github.com/duet-test/duet/internal/report"
 )
@@ -36,13 +36,15 @@ with progress output, waits for its end (--wait, the default) and exits:
   3  an infrastructure error: the browser, a device or an MCP server unavailable
 
 If a "duet serve" worker takes the run first, run follows its progress instead.
+Against a Duet server (--server URL) the server's workers execute it and run
+follows its progress, with the same output, files and exit codes.
 --junit, --json=FILE and --report write the JUnit XML, JSON and HTML reports when
 the run ends (docs/ci.md). With --detach it only queues the run and prints its id.
 Ctrl-C cancels the run.
 
 Subcommands show, list and cancel manage existing runs.`,
 		Args: cobra.ExactArgs(1),
-		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
+		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
 			ctx := cmd.Context()
 			if detach && (cmd.Flags().Changed("wait") || junitOut != "" || reportOut != "" || (jsonOut != "" && jsonOut != "-") || failOnFlaky) {
 				return usage("--detach only queues the run: it takes none of --wait, --junit, --json=FILE, --report, --fail-on-flaky")
@@ -50,17 +52,14 @@ Subcommands show, list and cancel manage existing runs.`,
 			if !wait && !detach {
 				return usage("--wait=false: use --detach to only queue the run")
 			}
-			t, err := a.ResolveTask(ctx, user, args[0])
-			if err != nil {
-				return startExit(err)
-			}
 			if remote != "" {
 				if strings.HasPrefix(device, "android:") || strings.Contains(device, "@") {
 					return usage("--browser names the browser; --device must then be a preset, got %q", device)
 				}
 				device += "@" + remote
 			}
-			out, err := startRun(ctx, a, user, catalog.StartRunIn{TaskID: t.ID, CaseIDs: caseIDs, Device: device, Environment: environment, Trace: traceMode}, ciOrigin(origin, env.Getenv))
+			out, err := c.StartRun(ctx, catalog.StartRunIn{TaskID: args[0], CaseIDs: caseIDs, IdempotencyKey: duet.NewID("cli"), Device: device,
+				Environment: environment, Trace: traceMode}, ciOrigin(origin, env.Getenv))
 			if err != nil {
 				return startExit(err)
 			}
@@ -72,30 +71,30 @@ Subcommands show, list and cancel manage existing runs.`,
 				return nil
 			}
 			toStdout := jsonOut == "-"
-			run, err := executeAndFollow(ctx, a, user, out.RunID, env.Stdout, !toStdout)
+			run, err := executeAndFollow(ctx, c, out.RunID, env.Stdout, !toStdout)
 			if err != nil {
 				return startExit(err)
 			}
 			if toStdout {
-				printJSON(env.Stdout, run)
+				printJSON(env.Stdout, run.Run)
 			} else {
-				printPostRunNotes(env.Stdout, run)
+				printPostRunNotes(env.Stdout, run.Run.PostRun)
 			}
-			if err := writeRunFiles(ctx, a, user, run.ID, env.Stdout, map[report.Format]string{report.JUnit: junitOut, report.JSON: fileOnly(jsonOut), report.HTML: reportOut}); err != nil {
+			if err := writeRunFiles(ctx, c, run.Run.ID, env.Stdout, map[report.Format]string{report.JUnit: junitOut, report.JSON: fileOnly(jsonOut), report.HTML: reportOut}); err != nil {
 				return err
 			}
 			if !toStdout && junitOut == "" && reportOut == "" && jsonOut == "" {
-				fmt.Fprintf(env.Stdout, "report: duet report %s %s-o report.html   (also --format json|junit)\n", run.ID, asFlag(a.Config, user))
+				fmt.Fprintf(env.Stdout, "report: duet report %s %s-o report.html   (also --format json|junit)\n", run.Run.ID, asFlag(cmd))
 			}
-			execs, err := a.Store.FindExecutions(context.WithoutCancel(ctx), run.ID)
+			exit, err := c.RunExit(context.WithoutCancel(ctx), run.Run.ID, api.RunExitIn{FailOnFlaky: failOnFlaky})
 			if err != nil {
-				return &exitError{ExitInfra, fmt.Errorf("reading the run's cases: %s", duet.ErrorMessage(err))}
+				return &exitError{ExitInfra, fmt.Errorf("reading the run's verdict: %s", duet.ErrorMessage(err))}
 			}
-			if code, why := runExit(run, execs, failOnFlaky); code != ExitPassed {
-				if code != ExitFailed {
-					fmt.Fprintf(env.Stderr, "exit %d: %s\n", code, why)
+			if exit.Code != ExitPassed {
+				if exit.Code != ExitFailed {
+					fmt.Fprintf(env.Stderr, "exit %d: %s\n", exit.Code, exit.Reason)
 				}
-				return &exitError{code, nil}
+				return &exitError{exit.Code, nil}
 			}
 			return nil
 		}),
@@ -130,142 +129,131 @@ func fileOnly(p string) string {
 }
 
 // writeRunFiles writes the reports of a finished run to the files named
-// (format → path; "" skips one): the run as the user sees it. A file that
-// cannot be written is a usage error (exit 2).
-func writeRunFiles(ctx context.Context, a *app.App, user, runID string, w io.Writer, files map[report.Format]string) error {
+// (format → path; "" skips one): the run as the user sees it, from the
+// service (getReport), in either mode. A file that cannot be written is a
+// usage error (exit 2).
+func writeRunFiles(ctx context.Context, c client.Client, runID string, w io.Writer, files map[report.Format]string) error {
 	for _, f := range []report.Format{report.JUnit, report.JSON, report.HTML} {
 		path := files[f]
 		if path == "" {
 			continue
 		}
-		r, err := report.BuildPage(context.WithoutCancel(ctx), a.Store, a.Artifacts, user, runID, report.Page{Limit: 1000})
+		r, err := c.Report(context.WithoutCancel(ctx), runID, f, report.Page{Limit: 1000})
 		if err != nil {
 			return &exitError{ExitInfra, fmt.Errorf("building the %s report: %s", f, duet.ErrorMessage(err))}
 		}
-		if err := writeFileAtomic(path, func(bw *bufio.Writer) error { return r.Write(bw, f) }); err != nil {
+		if err := writeFileAtomic(path, func(bw *bufio.Writer) error { _, err := bw.Write(r.Body); return err }); err != nil {
 			return usage("cannot write the %s report to %s: %v", f, path, err)
 		}
 		fmt.Fprintf(w, "wrote the %s report to %s\n", f, path)
 		if win := r.Window; win != nil && win.NotShown > 0 {
-			fmt.Fprintf(w, "  it shows the first %d cases; %d more: duet report %s --format %s --cursor %s\n", len(r.Cases), win.NotShown, runID, f, win.NextCursor)
+			fmt.Fprintf(w, "  %d more cases are not in it: duet report %s --format %s --cursor %s\n", win.NotShown, runID, f, win.NextCursor)
 		}
 	}
 	return nil
 }
 
-// startRun starts a run through the catalog, so the CLI gets the same
-// checks and audit as every transport.
-func startRun(ctx context.Context, a *app.App, user string, in catalog.StartRunIn, origin *duet.RunOrigin) (catalog.StartRunOut, error) {
-	in.IdempotencyKey = duet.NewID("cli")
-	args, _ := json.Marshal(in)
-	res, err := a.Catalog.Call(ctx, catalog.Request{Caller: duet.Caller{UserID: user, Source: duet.SourceCLI}, Tool: catalog.ToolStartRun, Args: args, Origin: origin})
-	if err != nil {
-		return catalog.StartRunOut{}, err
-	}
-	if res.IsError {
-		var body struct{ Error catalog.ErrorBody }
-		json.Unmarshal(res.Structured, &body)
-		return catalog.StartRunOut{}, duet.Errorf(body.Error.Code, "%s", body.Error.Message)
-	}
-	var out catalog.StartRunOut
-	return out, json.Unmarshal(res.Structured, &out)
-}
-
-// executeAndFollow executes the run in this process (unless another worker
-// holds it) and prints each step as it finishes. Cancelling ctx (Ctrl-C)
-// cancels the run.
-func executeAndFollow(ctx context.Context, a *app.App, user, runID string, w io.Writer, progress bool) (*duet.Run, error) {
-	execDone := make(chan struct{})
-	go func() {
-		defer close(execDone)
-		// The run's own context outlives ctx so that Ctrl-C becomes a
-		// cancellation request rather than an abandoned run.
-		if _, err := a.Worker.ExecuteRun(context.WithoutCancel(ctx), runID); err != nil {
-			a.Logger.Error("executing the run", "run", runID, "err", err)
-		}
-	}()
-	printed := map[string]int{}
+// executeAndFollow executes the run here when the client does that
+// (client.Client.ExecuteHere: a local run), follows its progress — the
+// same events in both modes — printing each step as it finishes, and
+// returns the final run. Ending ctx (Ctrl-C) asks the run to stop and
+// goes on following it until it has.
+func executeAndFollow(ctx context.Context, c client.Client, runID string, w io.Writer, progress bool) (catalog.GetRunOut, error) {
+	execDone := c.ExecuteHere(ctx, runID)
 	started := time.Now()
 	if progress {
 		fmt.Fprintf(w, "run %s started\n", runID)
 	}
-	cancelled := false
+	stop := context.AfterFunc(ctx, func() {
+		if _, err := c.CancelRun(context.WithoutCancel(ctx), runID); err == nil && progress {
+			fmt.Fprintln(w, "cancelling...")
+		}
+	})
+	defer stop()
+	printed := map[stepKey]bool{}
+	fctx := context.WithoutCancel(ctx) // a cancelled run is followed to its end
 	for {
-		select {
-		case <-ctx.Done():
-			if !cancelled {
-				cancelled = true
-				if _, err := a.Store.RequestCancel(context.WithoutCancel(ctx), user, runID); err == nil && progress {
-					fmt.Fprintln(w, "cancelling...")
-				}
-			}
-		case <-time.After(150 * time.Millisecond):
-		case <-execDone:
-		}
-		rctx := context.WithoutCancel(ctx)
-		run, err := a.Store.FindRunByID(rctx, user, runID)
-		if err != nil {
-			return nil, err
-		}
-		if progress {
-			execs, err := a.Store.FindExecutions(rctx, runID)
-			if err == nil {
-				duet.DiscloseRun(user, run, execs...)
-				printProgress(w, run, execs, printed)
-			}
-		}
-		if run.Status.Final() {
-			<-execDone
+		done := false
+		err := c.FollowRun(fctx, runID, func(p api.Progress) error {
 			if progress {
-				fmt.Fprintf(w, "run %s %s: %d passed, %d failed, %d error, %d cancelled of %d case(s) in %s\n", run.ID, strings.ToUpper(string(run.Status)),
-					run.Totals.Passed, run.Totals.Failed, run.Totals.Error, run.Totals.Cancelled, run.Totals.Cases, time.Since(started).Round(time.Millisecond))
-				if run.ErrorMessage != "" && run.Status != duet.StatusPassed {
-					fmt.Fprintf(w, "  %s: %s\n", run.ErrorCode, escape.Text(run.ErrorMessage))
-				}
+				printSteps(w, p.Steps, printed)
 			}
-			return run, nil
+			done = p.Run.Done
+			return nil
+		})
+		if err != nil {
+			return catalog.GetRunOut{}, err
+		}
+		if done {
+			break
 		}
 	}
+	<-execDone
+	run, err := c.GetRun(fctx, catalog.GetRunIn{RunID: runID})
+	if err != nil {
+		return catalog.GetRunOut{}, err
+	}
+	if progress {
+		r := run.Run
+		fmt.Fprintf(w, "run %s %s: %d passed, %d failed, %d error, %d cancelled of %d case(s) in %s\n", r.ID, strings.ToUpper(string(r.Status)),
+			r.Totals.Passed, r.Totals.Failed, r.Totals.Error, r.Totals.Cancelled, r.Totals.Cases, time.Since(started).Round(time.Millisecond))
+		if r.ErrorMessage != "" && r.Status != duet.StatusPassed {
+			fmt.Fprintf(w, "  %s: %s\n", r.ErrorCode, escape.Text(r.ErrorMessage))
+		}
+	}
+	return run, nil
 }
 
-func printProgress(w io.Writer, run *duet.Run, execs []*duet.Execution, printed map[string]int) {
-	// The run's beforeAll and afterAll, as a case of their own each.
-	hooks := map[string][]*duet.StepResult{}
-	for _, r := range run.Hooks {
-		hooks[r.Hook] = append(hooks[r.Hook], r)
-	}
-	printResults(w, "run:"+duet.HookBeforeAll, duet.HookBeforeAll, hooks[duet.HookBeforeAll], printed)
-	for _, x := range execs {
-		printResults(w, x.ID, x.CaseTitle, x.Results, printed)
-	}
-	printResults(w, "run:"+duet.HookAfterAll, duet.HookAfterAll, hooks[duet.HookAfterAll], printed)
+// stepKey names a step of an execution (or of the run's hooks), printed
+// once.
+type stepKey struct {
+	execution, hook string
+	index           int
 }
 
-// printResults prints the results not printed yet of one case (or hook),
-// up to the first still running (a flow step in progress): each with the
-// steps a flow step ran under it, indented, with their loop iteration.
-func printResults(w io.Writer, id, title string, results []*duet.StepResult, printed map[string]int) {
-	for _, r := range results[min(printed[id], len(results)):] {
+// printSteps prints the finished steps not printed yet.
+func printSteps(w io.Writer, steps []api.StepProgress, printed map[stepKey]bool) {
+	for _, s := range steps {
+		k := stepKey{s.ExecutionID, s.Hook, s.Index}
+		if printed[k] {
+			continue
+		}
+		printed[k] = true
+		printStepResult(w, s.CaseTitle, &duet.StepResult{Index: s.Index, Name: s.Name, Hook: s.Hook, Status: s.Status, Optional: s.Optional,
+			DurationMs: s.DurationMs, ErrorCode: duet.Code(s.ErrorCode), ErrorMessage: s.ErrorMessage, Branch: s.Branch, Iterations: s.Iterations,
+			Children: s.Children, Omitted: s.Omitted})
+	}
+}
+
+// printResults prints the finished results of one case (or hook), up to
+// the first still running (a flow step in progress).
+func printResults(w io.Writer, title string, results []*duet.StepResult) {
+	for _, r := range results {
 		if !r.Status.Final() {
 			return
 		}
-		printed[id]++
-		printResult(w, fmt.Sprintf("  %%s %s > %d. %s%s (%d ms)", title, r.Index+1, stepLabel(r, title), flowNote(r), r.DurationMs), r, "         ")
-		var walk func(rs duet.StepResults, indent string)
-		walk = func(rs duet.StepResults, indent string) {
-			for _, c := range rs {
-				it := ""
-				if c.Iteration > 0 {
-					it = fmt.Sprintf("#%d ", c.Iteration)
-				}
-				printResult(w, fmt.Sprintf("%s%%s %s%d. %s%s (%d ms)", indent, it, c.Index+1, c.Name, flowNote(c), c.DurationMs), c, indent+"       ")
-				walk(c.Children, indent+"  ")
+		printStepResult(w, title, r)
+	}
+}
+
+// printStepResult prints a finished step of a case (or hook) with the
+// steps a flow step ran under it, indented, with their loop iteration.
+func printStepResult(w io.Writer, title string, r *duet.StepResult) {
+	printResult(w, fmt.Sprintf("  %%s %s > %d. %s%s (%d ms)", title, r.Index+1, stepLabel(r, title), flowNote(r), r.DurationMs), r, "         ")
+	var walk func(rs duet.StepResults, indent string)
+	walk = func(rs duet.StepResults, indent string) {
+		for _, c := range rs {
+			it := ""
+			if c.Iteration > 0 {
+				it = fmt.Sprintf("#%d ", c.Iteration)
 			}
+			printResult(w, fmt.Sprintf("%s%%s %s%d. %s%s (%d ms)", indent, it, c.Index+1, c.Name, flowNote(c), c.DurationMs), c, indent+"       ")
+			walk(c.Children, indent+"  ")
 		}
-		walk(r.Children, "         ")
-		if r.Omitted > 0 {
-			fmt.Fprintf(w, "         (%d passed steps not kept)\n", r.Omitted)
-		}
+	}
+	walk(r.Children, "         ")
+	if r.Omitted > 0 {
+		fmt.Fprintf(w, "         (%d passed steps not kept)\n", r.Omitted)
 	}
 }
 
@@ -302,34 +290,71 @@ func printResult(w io.Writer, format string, r *duet.StepResult, indent string) 
 	fmt.Fprintln(w, line)
 }
 
+// RunDetail is a run with its executions and their steps, as `duet run
+// show --json` prints it.
+type RunDetail struct {
+	Run        catalog.RunView   `json:"run"`
+	Executions []ExecutionDetail `json:"executions"`
+	Disclosure duet.Disclosure   `json:"disclosure"`
+}
+
+// ExecutionDetail is an execution with its steps (get_execution_result)
+// and the key of its case (get_test_run).
+// ID repeats executionId under the name run show --json gave it before.
+type ExecutionDetail struct {
+	ID string `json:"id"`
+	catalog.ExecutionView
+	CaseKey string `json:"caseKey"`
+}
+
 func runShowCmd(env Env) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use: "show RUN_ID", Short: "Show a run and its case executions (RUN_ID latest: the newest you can see)", Args: cobra.ExactArgs(1),
-		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			id, err := runID(cmd.Context(), a, user, args[0])
+		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
+			ctx := cmd.Context()
+			id, err := runID(ctx, c, args[0], asFlag(cmd))
 			if err != nil {
 				return err
 			}
-			run, err := a.Store.FindRunByID(cmd.Context(), user, id)
-			if err != nil {
-				return err
+			// Outputs, variables and messages only for the run's executor
+			// (the service's views).
+			d := RunDetail{Executions: []ExecutionDetail{}}
+			for cursor := ""; ; {
+				page, err := c.GetRun(ctx, catalog.GetRunIn{RunID: id, Cursor: cursor})
+				if err != nil {
+					return err
+				}
+				d.Run, d.Disclosure = page.Run, page.Disclosure
+				for _, x := range page.Executions {
+					ex, err := c.GetExecution(ctx, x.ID)
+					if err != nil {
+						return err
+					}
+					d.Executions = append(d.Executions, ExecutionDetail{ID: ex.Execution.ID, ExecutionView: ex.Execution, CaseKey: x.CaseKey})
+				}
+				if cursor = page.NextCursor; cursor == "" {
+					break
+				}
 			}
-			execs, err := a.Store.FindExecutions(cmd.Context(), run.ID)
-			if err != nil {
-				return err
-			}
-			// Outputs, variables and messages only for the run's executor.
-			duet.DiscloseRun(user, run, execs...)
 			if asJSON {
-				return printJSON(env.Stdout, map[string]any{"run": run, "executions": execs})
+				return printJSON(env.Stdout, d)
 			}
-			fmt.Fprintf(env.Stdout, "run %s of task %s: %s (triggered by %s via %s)\n", run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource)
-			if run.ErrorMessage != "" {
-				fmt.Fprintf(env.Stdout, "%s: %s\n", run.ErrorCode, escape.Text(run.ErrorMessage))
+			r := d.Run
+			fmt.Fprintf(env.Stdout, "run %s of task %s: %s (triggered by %s via %s)\n", r.ID, r.TaskID, r.Status, r.TriggeredBy, r.CallSource)
+			if r.ErrorMessage != "" {
+				fmt.Fprintf(env.Stdout, "%s: %s\n", r.ErrorCode, escape.Text(r.ErrorMessage))
 			}
-			printProgress(env.Stdout, run, execs, map[string]int{})
-			printPostRunNotes(env.Stdout, run)
+			hooks := map[string][]*duet.StepResult{}
+			for _, h := range r.Hooks {
+				hooks[h.Hook] = append(hooks[h.Hook], h)
+			}
+			printResults(env.Stdout, duet.HookBeforeAll, hooks[duet.HookBeforeAll])
+			for _, x := range d.Executions {
+				printResults(env.Stdout, x.CaseTitle, x.Steps)
+			}
+			printResults(env.Stdout, duet.HookAfterAll, hooks[duet.HookAfterAll])
+			printPostRunNotes(env.Stdout, r.PostRun)
 			return nil
 		}),
 	}
@@ -342,22 +367,17 @@ func runListCmd(env Env) *cobra.Command {
 	var task, branch, commit string
 	cmd := &cobra.Command{
 		Use: "list", Short: "List recent runs you can see", Args: cobra.NoArgs,
-		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, user string) error {
-			f := duet.RunFilter{Viewer: user, Limit: 50, Branch: branch, Commit: commit}
-			var err error
-			if f.TaskID, err = taskIDOf(cmd.Context(), a, user, task); err != nil {
-				return err
-			}
-			runs, _, err := a.Store.FindRuns(cmd.Context(), f)
+		RunE: withClient(env, func(cmd *cobra.Command, _ []string, c client.Client) error {
+			list, err := c.ListRuns(cmd.Context(), api.RunListIn{TaskID: task, Branch: branch, Commit: commit, Limit: 50})
 			if err != nil {
 				return err
 			}
-			for _, r := range runs {
+			for _, r := range list.Runs {
 				fmt.Fprintf(env.Stdout, "%s  %-9s %s  %d/%d passed  by %s via %s\n", r.ID, r.Status, r.CreatedAt.Local().Format("2006-01-02 15:04:05"), r.Totals.Passed, r.Totals.Cases, r.TriggeredBy, r.CallSource)
 			}
-			if len(runs) == 0 {
-				fmt.Fprintf(env.Stdout, "no runs visible to %s\n", user)
-				fmt.Fprintf(env.Stderr, "start one: duet run TASK %s(duet task list %sshows the tasks)\n", asFlag(a.Config, user), asFlag(a.Config, user))
+			if len(list.Runs) == 0 {
+				fmt.Fprintf(env.Stdout, "no runs visible to %s\n", c.User())
+				fmt.Fprintf(env.Stderr, "start one: duet run TASK %s(duet task list %sshows the tasks)\n", asFlag(cmd), asFlag(cmd))
 				noneVisible(cmd, env)
 			}
 			return nil
@@ -373,10 +393,8 @@ func runListCmd(env Env) *cobra.Command {
 func runCancelCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "cancel RUN_ID", Short: "Cancel a queued or running run", Args: cobra.ExactArgs(1),
-		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			actx, done := auditing(cmd.Context(), a, user, "run.cancel", "")
-			run, err := a.Catalog.CancelRun(actx, duet.Caller{UserID: user, Source: duet.SourceCLI}, args[0])
-			done(err)
+		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
+			run, err := c.CancelRun(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -384,22 +402,20 @@ func runCancelCmd(env Env) *cobra.Command {
 				fmt.Fprintf(env.Stdout, "run %s is %s\n", run.ID, run.Status)
 				return nil
 			}
-			// Wait for its worker to stop it (it checks a few times a second).
-			deadline := time.Now().Add(30 * time.Second)
-			for time.Now().Before(deadline) {
-				r, err := a.Store.FindRunByID(cmd.Context(), user, run.ID)
-				if err != nil {
-					return err
-				}
-				if r.Status.Final() {
-					fmt.Fprintf(env.Stdout, "run %s is %s\n", r.ID, r.Status)
-					return nil
-				}
-				select {
-				case <-cmd.Context().Done():
-					return nil
-				case <-time.After(100 * time.Millisecond):
-				}
+			// Wait for its worker to stop it (it checks a few times a
+			// second), following the run's progress.
+			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+			defer cancel()
+			var last api.RunSummary
+			if err := c.FollowRun(ctx, run.ID, func(p api.Progress) error { last = p.Run; return nil }); err != nil && ctx.Err() == nil {
+				return err
+			}
+			if last.Status.Final() {
+				fmt.Fprintf(env.Stdout, "run %s is %s\n", last.ID, last.Status)
+				return nil
+			}
+			if cmd.Context().Err() != nil {
+				return nil
 			}
 			fmt.Fprintf(env.Stdout, "run %s: cancellation requested; no worker has stopped it yet: a `duet serve` or `duet worker` on this database stops it when it next checks\n", run.ID)
 			return nil
@@ -413,19 +429,29 @@ func runCancelCmd(env Env) *cobra.Command {
 // run the user can see.
 const latestRun = "latest"
 
-// runID resolves a RUN_ID argument: an id, or "latest". Returns NOT_FOUND.
-func runID(ctx context.Context, a *app.App, user, ref string) (string, error) {
+// runID resolves a RUN_ID argument: an id, or "latest" (as is the --as
+// a printed command needs). Returns NOT_FOUND, with a command to paste
+// when there is no run yet.
+func runID(ctx context.Context, c client.Client, ref, as string) (string, error) {
 	if ref != latestRun {
 		return ref, nil
 	}
-	runs, _, err := a.Store.FindRuns(ctx, duet.RunFilter{Viewer: user, Limit: 1})
+	list, err := c.ListRuns(ctx, api.RunListIn{Limit: 1})
 	if err != nil {
 		return "", err
 	}
-	if len(runs) == 0 {
-		return "", duet.Errorf(duet.CodeNotFound, "no runs visible to %s yet: start one with duet run TASK", user)
+	if len(list.Runs) > 0 {
+		return list.Runs[0].ID, nil
 	}
-	return runs[0].ID, nil
+	err = duet.Errorf(duet.CodeNotFound, "no runs visible to %s yet", c.User())
+	tasks, terr := c.ListTasks(ctx, catalog.ListTasksIn{Limit: 1})
+	switch {
+	case terr == nil && len(tasks.Tasks) > 0:
+		return "", &hintError{err, fmt.Sprintf("start one: duet run %s %s(duet task list %sshows every task you can run)", shellQuote(tasks.Tasks[0].Name), as, as)}
+	case terr == nil:
+		return "", &hintError{err, fmt.Sprintf("%s can see no task to run yet: create one from a suite file with duet apply -f FILE %s(docs/suite-format.md)", c.User(), as)}
+	}
+	return "", err
 }
 
 // ciOrigin is the run's origin: the flags, and what they leave empty from

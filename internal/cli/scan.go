@@ -9,8 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/duet-test/duet"
-	"github.com/duet-test/duet/internal/app"
+	"github.com/duet-test/duet/internal/api"
 	"github.com/duet-test/duet/internal/catalog"
+	"github.com/duet-test/duet/internal/client"
 	"github.com/duet-test/duet/internal/escape"
 	"github.com/duet-test/duet/internal/mcpserver"
 	"github.com/duet-test/duet/internal/scan"
@@ -21,7 +22,7 @@ func scanCmd(env Env) *cobra.Command {
 	var task string
 	var duetOnly, asJSON, strict bool
 	cmd := &cobra.Command{
-		Use:   "scan [--server NAME ...] [--duet] [--task TASK] [--json] [--strict]",
+		Use:   "scan [--mcp-server NAME ...] [--duet] [--task TASK] [--json] [--strict]",
 		Short: "Check the quality of tool descriptions (Duet's own and your servers') and a task's tool coverage",
 		Long: `scan checks tool descriptions as tools/list gives them: Duet's own catalog and the
 archived tools of the MCP servers you (--as) registered.
@@ -37,34 +38,36 @@ archived tools of the MCP servers you (--as) registered.
                call ..."), invisible characters, names of another server's tools;
                the test agent withholds such text from the model
 
---server NAME scans only those servers (repeatable); --duet only Duet's catalog.
+--mcp-server NAME scans only those servers (repeatable); --duet only Duet's catalog
+(as this duet defines it).
 --task TASK adds coverage: which tools, parameters and enum options of each server
 the task's mcpCall steps exercise. --strict exits 1 when anything is found.
 See docs/scan.md.`,
 		Args: cobra.NoArgs,
-		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, user string) error {
+		RunE: withClient(env, func(cmd *cobra.Command, _ []string, c client.Client) error {
 			ctx := cmd.Context()
 			var sources []scan.Source
 			if duetOnly || len(servers) == 0 {
-				sources = append(sources, DuetSource(a.Catalog))
+				sources = append(sources, DuetSource(catalog.New(nil, catalog.Options{})))
 			}
-			regs, err := a.MCPClient.Servers(ctx, user)
+			regs, err := c.ListServers(ctx)
 			if err != nil {
 				return err
 			}
 			var registered []scan.Source
-			for _, s := range regs {
-				src, err := serverSource(ctx, a, user, s)
+			for _, s := range regs.Servers {
+				d, err := c.GetServer(ctx, s.ServerKey)
 				if err != nil {
 					return err
 				}
+				src := scan.ServerSource(&duet.MCPServer{Name: d.Server.Name, ServerKey: d.Server.ServerKey, CatalogHash: d.Server.CatalogHash, SyncedAt: d.Server.SyncedAt}, d.Tools)
 				registered = append(registered, src)
 				if !duetOnly && (len(servers) == 0 || slices.Contains(servers, s.Name) || slices.Contains(servers, s.ServerKey)) {
 					sources = append(sources, src)
 				}
 			}
 			for _, name := range servers {
-				if !slices.ContainsFunc(regs, func(s *duet.MCPServer) bool { return s.Name == name || s.ServerKey == name }) {
+				if !slices.ContainsFunc(regs.Servers, func(s api.ServerView) bool { return s.Name == name || s.ServerKey == name }) {
 					return duet.Errorf(duet.CodeNotFound, "you have not registered an MCP server named %q", name)
 				}
 			}
@@ -72,7 +75,7 @@ See docs/scan.md.`,
 
 			var coverage []*scan.Coverage
 			if task != "" {
-				if coverage, err = taskCoverage(ctx, a, user, task, registered, servers); err != nil {
+				if coverage, err = taskCoverage(ctx, c, task, registered, servers); err != nil {
 					return err
 				}
 			}
@@ -100,7 +103,7 @@ See docs/scan.md.`,
 			return nil
 		}),
 	}
-	cmd.Flags().StringSliceVar(&servers, "server", nil, "scan only this registered server (name or serverKey; repeatable)")
+	cmd.Flags().StringSliceVar(&servers, "mcp-server", nil, "scan only this registered MCP server (name or serverKey; repeatable)")
 	cmd.Flags().BoolVar(&duetOnly, "duet", false, "scan only Duet's own tool catalog")
 	cmd.Flags().StringVar(&task, "task", "", "also measure the coverage of the servers' tools by this task's cases (id or name)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -126,33 +129,24 @@ func DuetSource(cat *catalog.Catalog) scan.Source {
 	return src
 }
 
-// serverSource is a registered server's archived catalog.
-func serverSource(ctx context.Context, a *app.App, user string, s *duet.MCPServer) (scan.Source, error) {
-	reg, tools, err := a.MCPClient.Server(ctx, user, s.ServerKey)
-	if err != nil {
-		return scan.Source{}, err
-	}
-	return scan.ServerSource(reg, tools), nil
-}
-
 // taskCoverage measures, for each registered server the task's cases call
 // (and each one named), how much of it the cases exercise.
-func taskCoverage(ctx context.Context, a *app.App, user, ref string, registered []scan.Source, named []string) ([]*scan.Coverage, error) {
-	t, err := a.ResolveTask(ctx, user, ref)
-	if err != nil {
-		return nil, err
-	}
+func taskCoverage(ctx context.Context, c client.Client, ref string, registered []scan.Source, named []string) ([]*scan.Coverage, error) {
 	var cases []*duet.Case
 	for cursor := ""; ; {
-		page, next, _, err := a.Store.FindCases(ctx, duet.CaseFilter{TaskID: t.ID, Cursor: cursor, Limit: 200})
+		page, err := c.CaseSources(ctx, ref, cursor, 200)
 		if err != nil {
 			return nil, err
 		}
-		cases = append(cases, page...)
-		if next == "" {
+		for _, cs := range page.Cases {
+			if cs.Status != string(duet.CaseActive) {
+				continue
+			}
+			cases = append(cases, &duet.Case{ID: cs.ID, TaskID: cs.TaskID, Key: cs.Key, Title: cs.Title, Version: cs.Version, Steps: cs.Steps})
+		}
+		if cursor = page.NextCursor; cursor == "" {
 			break
 		}
-		cursor = next
 	}
 	var also []string
 	for _, src := range registered {
@@ -160,5 +154,5 @@ func taskCoverage(ctx context.Context, a *app.App, user, ref string, registered 
 			also = append(also, src.ServerKey)
 		}
 	}
-	return scan.TaskCoverage(user, registered, cases, also), nil
+	return scan.TaskCoverage(c.User(), registered, cases, also), nil
 }

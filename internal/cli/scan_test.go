@@ -31,7 +31,7 @@ func TestScanServersAndCoverage(t *testing.T) {
 	t.Parallel()
 	e := ordersSuiteEnv(t)
 
-	out := e.must(t, "scan", "--server", "orders", "--task", "shop-orders", "--json", "--as", "alice")
+	out := e.must(t, "scan", "--mcp-server", "orders", "--task", "shop-orders", "--json", "--as", "alice")
 	var got struct {
 		scan.Report
 		Coverage []*scan.Coverage `json:"coverage"`
@@ -62,7 +62,7 @@ func TestScanServersAndCoverage(t *testing.T) {
 			t.Errorf("text output lacks %q:\n%s", want, text)
 		}
 	}
-	if _, errs, code := e.run(t, "scan", "--server", "nope", "--as", "alice"); code != 1 || !strings.Contains(errs, "NOT_FOUND") {
+	if _, errs, code := e.run(t, "scan", "--mcp-server", "nope", "--as", "alice"); code != 1 || !strings.Contains(errs, "NOT_FOUND") {
 		t.Errorf("unknown server: exit %d %s", code, errs)
 	}
 }

@@ -7,9 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/api"
-	"github.com/duet-test/duet/internal/app"
+	"github.com/duet-test/duet/internal/client"
 )
 
 // The schedule commands are thin clients of the Service's schedule
@@ -32,8 +31,6 @@ its task, docs/suite-format.md).`,
 	return cmd
 }
 
-func cliCaller(user string) duet.Caller { return duet.Caller{UserID: user, Source: duet.SourceCLI} }
-
 func scheduleAddCmd(env Env) *cobra.Command {
 	var in api.ScheduleIn
 	var asJSON bool
@@ -43,23 +40,19 @@ func scheduleAddCmd(env Env) *cobra.Command {
 		Example: `  duet schedule add shop --cron "0 2 * * *" --tz Europe/Paris --name nightly
   duet schedule add shop --every 1h --overlap queue`,
 		Args: cobra.ExactArgs(1),
-		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
+		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
 			if (in.Cron == "") == (in.Every == "") {
 				return usage("give --cron EXPR or --every DURATION, one of the two")
 			}
-			t, err := a.ResolveTask(cmd.Context(), user, args[0])
-			if err != nil {
-				return err
-			}
-			in.TaskID = t.ID
-			v, err := a.API.CreateSchedule(cmd.Context(), cliCaller(user), in)
+			in.TaskID = args[0] // its id or its name: the service resolves it
+			v, err := c.CreateSchedule(cmd.Context(), in)
 			if err != nil {
 				return err
 			}
 			if asJSON {
 				return printJSON(env.Stdout, v)
 			}
-			fmt.Fprintf(env.Stdout, "schedule %s: %s of task %s as %s\n", v.ID, v.Timing, t.Name, v.Owner)
+			fmt.Fprintf(env.Stdout, "schedule %s: %s of task %s as %s\n", v.ID, v.Timing, args[0], v.Owner)
 			printNextFires(env.Stdout, v)
 			return nil
 		}),
@@ -89,12 +82,8 @@ func scheduleListCmd(env Env) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use: "list", Short: "List the schedules of the tasks you can see, with their next fire times", Args: cobra.NoArgs,
-		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, user string) error {
-			id, err := taskIDOf(cmd.Context(), a, user, task)
-			if err != nil {
-				return err
-			}
-			list, err := a.API.ListSchedules(cmd.Context(), cliCaller(user), api.ScheduleListIn{TaskID: id})
+		RunE: withClient(env, func(cmd *cobra.Command, _ []string, c client.Client) error {
+			list, err := c.ListSchedules(cmd.Context(), api.ScheduleListIn{TaskID: task})
 			if err != nil {
 				return err
 			}
@@ -118,7 +107,7 @@ func scheduleListCmd(env Env) *cobra.Command {
 				}
 			}
 			if len(list.Schedules) == 0 {
-				fmt.Fprintf(env.Stdout, "no schedules visible to %s\n", user)
+				fmt.Fprintf(env.Stdout, "no schedules visible to %s\n", c.User())
 				noneVisible(cmd, env)
 			}
 			return nil
@@ -133,12 +122,12 @@ func scheduleListCmd(env Env) *cobra.Command {
 func schedulePauseCmd(env Env, verb, short string, pause bool) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: verb + " SCHEDULE_ID", Short: short, Args: cobra.ExactArgs(1),
-		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			op := a.API.ResumeSchedule
+		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
+			op := c.ResumeSchedule
 			if pause {
-				op = a.API.PauseSchedule
+				op = c.PauseSchedule
 			}
-			v, err := op(cmd.Context(), cliCaller(user), args[0])
+			v, err := op(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -158,8 +147,8 @@ func schedulePauseCmd(env Env, verb, short string, pause bool) *cobra.Command {
 func scheduleRemoveCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "remove SCHEDULE_ID", Short: "Remove a schedule made by hand (a suite's goes with the suite)", Args: cobra.ExactArgs(1),
-		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			if _, err := a.API.RemoveSchedule(cmd.Context(), cliCaller(user), args[0]); err != nil {
+		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
+			if err := c.RemoveSchedule(cmd.Context(), args[0]); err != nil {
 				return err
 			}
 			fmt.Fprintf(env.Stdout, "schedule %s removed\n", args[0])

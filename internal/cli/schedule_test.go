@@ -94,7 +94,7 @@ func TestScheduleCommands(t *testing.T) {
 	}
 
 	var recs []struct{ Method, CallSource, Outcome string }
-	json.Unmarshal([]byte(e.must(t, "audit", "--caller", "alice", "--source", "cli", "--json")), &recs)
+	json.Unmarshal([]byte(e.must(t, "audit", "--caller", "alice", "--source", "cli", "--json", "--as", "alice")), &recs)
 	seen := map[string]bool{}
 	for _, r := range recs {
 		seen[r.Method+" "+r.Outcome] = true

@@ -59,7 +59,10 @@ resumes them), flushes the audit trail and closes the database pool.`,
 			if addr != "" {
 				cfg.Addr = addr
 			}
-			if workers > 0 {
+			if cmd.Flags().Changed("workers") { // --workers 0 too: an API-only instance
+				if workers < 0 || workers > 256 {
+					return usage("--workers: want 0 to 256 runs at once (0: none, an API-only instance beside duet worker processes), got %d", workers)
+				}
 				cfg.Workers = workers
 			}
 			opts, so := app.Options{Stderr: env.Stderr, Getenv: env.Getenv}, app.ServeOptions{Sessions: sessions}
@@ -94,7 +97,7 @@ resumes them), flushes the audit trail and closes the database pool.`,
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "", "listen address (overrides DUET_ADDR)")
-	cmd.Flags().IntVar(&workers, "workers", 0, "runs executed at once (overrides DUET_WORKERS)")
+	cmd.Flags().IntVar(&workers, "workers", 0, "runs executed at once, 0 for none (overrides DUET_WORKERS)")
 	cmd.Flags().BoolVar(&sessions, "sessions", false, "stateful MCP sessions (single instance only; enables server-to-client requests)")
 	for _, e := range exts {
 		e.Flags(cmd.Flags())

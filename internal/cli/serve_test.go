@@ -140,3 +140,40 @@ func TestServeLogsAtInfo(t *testing.T) {
 		}
 	}
 }
+
+// TestServeWorkersFlag: `duet serve --workers 0` is an API-only instance —
+// no worker, whatever DUET_WORKERS says (0 used to mean "not given", and
+// two workers started) — and a count out of range is a usage error.
+func TestServeWorkersFlag(t *testing.T) {
+	t.Parallel()
+	h := newHome(t)
+	h.env["DUET_LOG_LEVEL"] = "info"
+	h.env["DUET_WORKERS"] = "3"
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var errOut syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Main(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--workers", "0"}, cli.Env{
+			Getenv: func(k string) string { return h.env[k] },
+			Stdin:  io.NopCloser(strings.NewReader("")), Stdout: io.Discard, Stderr: &errOut,
+		})
+	}()
+	serving := regexp.MustCompile(`msg="duet serving" .* workers=(\d+)`)
+	for m := serving.FindStringSubmatch(errOut.String()); m == nil; m = serving.FindStringSubmatch(errOut.String()) {
+		select {
+		case code := <-done:
+			t.Fatalf("serve exited %d: %s", code, errOut.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if m := serving.FindStringSubmatch(errOut.String()); m[1] != "0" {
+		t.Errorf("serve --workers 0 runs %s workers:\n%s", m[1], errOut.String())
+	}
+	cancel()
+	<-done
+	code, _, errText := h.duet(t.Context(), "serve", "--addr", "127.0.0.1:0", "--workers", "-1")
+	if code != 2 || !strings.Contains(errText, "--workers") {
+		t.Errorf("--workers -1: exit %d, %q; want a usage error", code, errText)
+	}
+}

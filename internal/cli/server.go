@@ -15,7 +15,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/duet-test/duet"
-	"github.com/duet-test/duet/internal/app"
+	"github.com/duet-test/duet/internal/api"
+	"github.com/duet-test/duet/internal/client"
 	"github.com/duet-test/duet/internal/escape"
 	"github.com/duet-test/duet/internal/mcpclient"
 	"github.com/duet-test/duet/internal/serverkey"
@@ -77,7 +78,7 @@ The authorization server is found from the server's metadata; every address Duet
 contacts passes the same network guard as the server itself. OAuth needs an https
 URL (http only for loopback addresses).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			if name == "" || url == "" {
 				return usage("server add needs --name and --url")
 			}
@@ -117,63 +118,56 @@ URL (http only for loopback addresses).`,
 			} else if oauth != nil {
 				oauth.Issuer = issuer
 			}
-			if oauth.HoldsSecret() && issuer == "" {
+			if oauth != nil && (oauth.ClientSecret != "" || oauth.PrivateKey != "") && issuer == "" {
 				return usage("%s", issuerHint(url))
 			}
-			a, err := openApp(cmd, env, app.Options{})
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			user := asUser(cmd, a.Config)
-			ctx := cmd.Context()
-			actx, done := auditing(ctx, a, user, "server.add", "")
-			s, err := a.MCPClient.Register(actx, mcpclient.Registration{Owner: user, Name: name, URL: url, Headers: headers, OAuth: oauth, Replace: replace})
-			if oauth != nil {
-				oauth.ClientSecret, oauth.PrivateKey = "", ""
-			}
-			done(err)
-			if duet.ErrorCode(err) == duet.CodeConflict {
-				return conflictHint(cmd, a, user, err)
-			} else if err != nil {
-				return err
-			}
-			var syncErr error
-			// A person's authorization comes first: server login syncs.
-			if !noSync && s.Auth != duet.AuthOAuth {
-				sctx, done := auditing(ctx, a, user, "server.sync", "")
-				var synced *duet.MCPServer
-				synced, syncErr = a.MCPClient.Sync(sctx, user, s.Name)
-				done(syncErr)
-				if syncErr == nil {
-					s = synced
+			return withClient(env, func(cmd *cobra.Command, _ []string, c client.Client) error {
+				ctx := cmd.Context()
+				in := api.RegisterIn{Name: name, URL: url, Credentials: api.Credentials{Headers: headers}, OAuth: oauth, Replace: replace, NoSync: true}
+				d, err := c.RegisterServer(ctx, in)
+				if oauth != nil {
+					oauth.ClientSecret, oauth.PrivateKey = "", ""
 				}
-			}
-			if asJSON {
-				if err := printJSON(env.Stdout, s); err != nil {
+				if duet.ErrorCode(err) == duet.CodeConflict {
+					return conflictHint(cmd, c, err)
+				} else if err != nil {
 					return err
 				}
-			} else {
-				fmt.Fprintf(env.Stdout, "registered MCP server %q for %s\n  url        %s\n  serverKey  %s\n", s.Name, user, s.URL, s.ServerKey)
-				if len(s.HeaderNames) > 0 {
-					fmt.Fprintf(env.Stdout, "  headers    %s (encrypted; credentialRef %s)\n", strings.Join(s.HeaderNames, ", "), s.CredentialRef)
+				var syncErr error
+				// A person's authorization comes first: server login syncs.
+				if !noSync && d.Server.Auth != duet.AuthOAuth {
+					var synced api.ServerDetail
+					if synced, syncErr = c.SyncServer(ctx, d.Server.Name); syncErr == nil {
+						d = synced
+					}
 				}
-				if s.Auth != "" {
-					fmt.Fprintf(env.Stdout, "  auth       %s (client configuration encrypted; credentialRef %s)\n", s.Auth, s.CredentialRef)
+				s := d.Server
+				if asJSON {
+					if err := printJSON(env.Stdout, d); err != nil {
+						return err
+					}
+				} else {
+					fmt.Fprintf(env.Stdout, "registered MCP server %q for %s\n  url        %s\n  serverKey  %s\n", s.Name, c.User(), s.URL, s.ServerKey)
+					if len(s.HeaderNames) > 0 {
+						fmt.Fprintf(env.Stdout, "  headers    %s (encrypted)\n", strings.Join(s.HeaderNames, ", "))
+					}
+					if s.Auth != "" {
+						fmt.Fprintf(env.Stdout, "  auth       %s (client configuration encrypted)\n", s.Auth)
+					}
+					if s.SyncedAt != nil {
+						fmt.Fprintf(env.Stdout, "  catalog    %d tools (%s, protocol %s, %s %s)\n", s.ToolCount, s.Transport, escape.Text(s.ProtocolVersion),
+							escape.Text(orDash(s.ServerName)), escape.Text(s.ServerVersion))
+					}
 				}
-				if s.SyncedAt != nil {
-					fmt.Fprintf(env.Stdout, "  catalog    %d tools (%s, protocol %s, %s %s)\n", s.ToolCount, s.Transport, escape.Text(s.ProtocolVersion),
-						escape.Text(orDash(s.ServerName)), escape.Text(s.ServerVersion))
+				if s.Auth == duet.AuthOAuth {
+					fmt.Fprintf(env.Stderr, "next: authorize Duet to call %s as %s: `duet server login %s%s` (it also syncs the catalog)\n", s.Name, c.User(), asFlag(cmd), s.Name)
 				}
-			}
-			if s.Auth == duet.AuthOAuth {
-				fmt.Fprintf(env.Stderr, "next: authorize Duet to call %s as %s: `duet server login --as %s %s` (it also syncs the catalog)\n", s.Name, user, user, s.Name)
-			}
-			if syncErr != nil {
-				fmt.Fprintf(env.Stderr, "the registration is kept, but its catalog could not be synced; fix the cause and run `duet server sync %s%s`\n", asFlag(a.Config, user), s.Name)
-				return syncErr
-			}
-			return nil
+				if syncErr != nil {
+					fmt.Fprintf(env.Stderr, "the registration is kept, but its catalog could not be synced; fix the cause and run `duet server sync %s%s`\n", asFlag(cmd), s.Name)
+					return syncErr
+				}
+				return nil
+			})(cmd, args)
 		},
 	}
 	cmd.Flags().StringVar(&name, "name", "", "your name for the server (unique among your servers)")
@@ -211,7 +205,7 @@ func issuerHint(serverURL string) string {
 
 // oauthFlags builds the OAuth configuration of server add from its flags,
 // reading the secrets from the named environment variables.
-func oauthFlags(env Env, mode, idEnv, secretEnv, keyEnv, metadataURL string, scopes []string) (*mcpclient.OAuth, error) {
+func oauthFlags(env Env, mode, idEnv, secretEnv, keyEnv, metadataURL string, scopes []string) (*api.OAuthIn, error) {
 	switch mode {
 	case "", "headers":
 		if idEnv != "" || secretEnv != "" || keyEnv != "" || metadataURL != "" || len(scopes) > 0 {
@@ -232,7 +226,7 @@ func oauthFlags(env Env, mode, idEnv, secretEnv, keyEnv, metadataURL string, sco
 		}
 		return v, nil
 	}
-	o := &mcpclient.OAuth{Grant: mode, ClientMetadataURL: metadataURL}
+	o := &api.OAuthIn{Grant: mode, ClientMetadataURL: metadataURL}
 	var err error
 	if o.ClientID, err = read("--client-id-env", idEnv); err != nil {
 		return nil, err
@@ -266,7 +260,10 @@ catalog is synced (unless --no-sync).
 
 Run it again when a call fails with MCP_AUTH_FAILED asking for it: the refresh token
 expired, or a tool needs more scopes (they are requested this time).
-For --auth client-credentials, login fetches a token at once (no browser).`,
+For --auth client-credentials, login fetches a token at once (no browser), here or
+against a Duet server (--server). A person's authorization (--auth oauth) is made by
+the process that keeps the tokens: run it on the server's machine, against its
+DUET_HOME or database.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if timeout <= 0 {
@@ -275,47 +272,40 @@ For --auth client-credentials, login fetches a token at once (no browser).`,
 			if port < 0 || port > 65535 {
 				return usage("--port must be 0 (any free port) or a port number")
 			}
-			a, err := openApp(cmd, env, app.Options{})
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			user := asUser(cmd, a.Config)
-			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
-			defer cancel()
-			reg, err := a.Store.FindMCPServer(ctx, user, args[0])
-			if err != nil {
-				return err
-			}
-			if reg.Auth == duet.AuthOAuth {
-				ln, err := mcpclient.ListenLoopback(port, func(authURL string) {
-					fmt.Fprintf(env.Stdout, "Open this URL in a browser to authorize Duet to call %s as %s:\n\n  %s\n\nwaiting up to %s for the authorization server to send the browser back...\n",
-						reg.Name, user, authURL, timeout)
-				})
+			return withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
+				ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+				defer cancel()
+				reg, err := c.GetServer(ctx, args[0])
 				if err != nil {
 					return err
 				}
-				defer ln.Close()
-				ctx = mcpclient.WithAuthorizer(ctx, ln.Authorizer())
-			}
-			actx, done := auditing(ctx, a, user, "server.login", "")
-			st, err := a.MCPClient.Login(actx, user, reg.Name)
-			done(err)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(env.Stdout, "authorized: %s\n", describeAuth(st, "duet server login "+asFlag(a.Config, user)+reg.Name))
-			if noSync {
+				name := reg.Server.Name
+				if reg.Server.Auth == duet.AuthOAuth {
+					if c.Server() != "" {
+						return &exitError{2, fmt.Errorf("%s is authorized by a person at a browser, through the process that keeps its tokens: "+
+							"run `duet server login %s` on the machine of %s (its DUET_HOME or database), as %s", name, name, c.Server(), c.User())}
+					}
+					ln, err := mcpclient.ListenLoopback(port, func(authURL string) {
+						fmt.Fprintf(env.Stdout, "Open this URL in a browser to authorize Duet to call %s as %s:\n\n  %s\n\nwaiting up to %s for the authorization server to send the browser back...\n",
+							name, c.User(), authURL, timeout)
+					})
+					if err != nil {
+						return err
+					}
+					defer ln.Close()
+					ctx = mcpclient.WithAuthorizer(ctx, ln.Authorizer())
+				}
+				d, err := c.LoginServer(ctx, name, api.LoginIn{NoSync: noSync})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(env.Stdout, "authorized: %s\n", describeAuth(d.AuthStatus, "duet server login "+asFlag(cmd)+name))
+				if !noSync {
+					s := d.Server
+					fmt.Fprintf(env.Stdout, "synced %s: %d tools (%s, protocol %s)\n", s.Name, s.ToolCount, s.Transport, escape.Text(s.ProtocolVersion))
+				}
 				return nil
-			}
-			sctx, done := auditing(ctx, a, user, "server.sync", "")
-			s, err := a.MCPClient.Sync(sctx, user, reg.Name)
-			done(err)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(env.Stdout, "synced %s: %d tools (%s, protocol %s)\n", s.Name, s.ToolCount, s.Transport, escape.Text(s.ProtocolVersion))
-			return nil
+			})(cmd, args)
 		},
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the authorization")
@@ -370,23 +360,23 @@ func serverListCmd(env Env) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use: "list", Short: "List your registered MCP servers", Args: cobra.NoArgs,
-		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, user string) error {
-			list, err := a.MCPClient.Servers(cmd.Context(), user)
+		RunE: withClient(env, func(cmd *cobra.Command, _ []string, c client.Client) error {
+			list, err := c.ListServers(cmd.Context())
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				return printJSON(env.Stdout, list)
+				return printJSON(env.Stdout, list.Servers)
 			}
 			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tSERVER KEY\tAUTH\tTOOLS\tSYNCED\tURL")
-			for _, s := range list {
+			for _, s := range list.Servers {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", s.Name, s.ServerKey, authKind(s), s.ToolCount, syncedAt(s.SyncedAt), s.URL)
 			}
 			tw.Flush()
-			fmt.Fprintf(env.Stdout, "%d server(s) registered by %s\n", len(list), user)
-			if len(list) == 0 {
-				fmt.Fprintf(env.Stderr, "register one: duet server add %s--name NAME --url URL --bearer-token-env VAR\n", asFlag(a.Config, user))
+			fmt.Fprintf(env.Stdout, "%d server(s) registered by %s\n", len(list.Servers), c.User())
+			if len(list.Servers) == 0 {
+				fmt.Fprintf(env.Stderr, "register one: duet server add %s--name NAME --url URL --bearer-token-env VAR\n", asFlag(cmd))
 				noneVisible(cmd, env)
 			}
 			return nil
@@ -398,7 +388,7 @@ func serverListCmd(env Env) *cobra.Command {
 }
 
 // authKind names how a registration authenticates.
-func authKind(s *duet.MCPServer) string {
+func authKind(s api.ServerView) string {
 	switch {
 	case s.Auth != "":
 		return s.Auth
@@ -419,39 +409,31 @@ func serverShowCmd(env Env) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use: "show NAME", Short: "Show a registered server and its archived tools (no credential values)", Args: cobra.ExactArgs(1),
-		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			s, tools, err := a.MCPClient.Server(cmd.Context(), user, args[0])
-			if err != nil {
-				return err
-			}
-			authStatus, err := a.MCPClient.AuthStatus(cmd.Context(), user, s.Name)
+		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
+			d, err := c.GetServer(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				return printJSON(env.Stdout, struct {
-					*duet.MCPServer
-					AuthStatus *mcpclient.AuthStatus `json:"authStatus,omitempty"`
-					Tools      []*duet.MCPTool       `json:"tools"`
-				}{s, authStatus, tools})
+				return printJSON(env.Stdout, d)
 			}
-			w := env.Stdout
-			fmt.Fprintf(w, "%s (%s)\n  owner      %s\n  url        %s\n  serverKey  %s\n", s.Name, s.ID, s.Owner, s.URL, s.ServerKey)
+			s, w := d.Server, env.Stdout
+			fmt.Fprintf(w, "%s\n  owner      %s\n  url        %s\n  serverKey  %s\n", s.Name, s.Owner, s.URL, s.ServerKey)
 			if len(s.HeaderNames) > 0 {
-				fmt.Fprintf(w, "  headers    %s (values encrypted; credentialRef %s)\n", strings.Join(s.HeaderNames, ", "), s.CredentialRef)
+				fmt.Fprintf(w, "  headers    %s (values encrypted)\n", strings.Join(s.HeaderNames, ", "))
 			} else {
 				fmt.Fprintf(w, "  headers    none\n")
 			}
-			if authStatus != nil {
-				fmt.Fprintf(w, "  auth       %s\n", describeAuth(authStatus, "duet server login "+asFlag(a.Config, user)+s.Name))
+			if d.AuthStatus != nil {
+				fmt.Fprintf(w, "  auth       %s\n", describeAuth(d.AuthStatus, "duet server login "+asFlag(cmd)+s.Name))
 			}
 			if s.SyncedAt == nil {
-				fmt.Fprintf(w, "  catalog    never synced: run `duet server sync %s%s`\n", asFlag(a.Config, user), s.Name)
+				fmt.Fprintf(w, "  catalog    never synced: run `duet server sync %s%s`\n", asFlag(cmd), s.Name)
 				return nil
 			}
 			fmt.Fprintf(w, "  server     %s %s over %s, protocol %s\n  catalog    %d tools, synced %s, sha256 %s\n",
 				escape.Text(orDash(s.ServerName)), escape.Text(s.ServerVersion), s.Transport, escape.Text(s.ProtocolVersion), s.ToolCount, syncedAt(s.SyncedAt), s.CatalogHash)
-			for _, t := range tools {
+			for _, t := range d.Tools {
 				hints := toolHints(t)
 				desc := t.Description
 				if len(desc) > 100 {
@@ -494,14 +476,11 @@ func toolHints(t *duet.MCPTool) string {
 func serverRemoveCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "remove NAME", Short: "Remove a registration, its credentials and its catalog", Args: cobra.ExactArgs(1),
-		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			actx, done := auditing(cmd.Context(), a, user, "server.remove", "")
-			err := a.MCPClient.Remove(actx, user, args[0])
-			done(err)
-			if err != nil {
+		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
+			if err := c.RemoveServer(cmd.Context(), args[0]); err != nil {
 				return err
 			}
-			fmt.Fprintf(env.Stdout, "removed MCP server %q of %s (credentials deleted)\n", args[0], user)
+			fmt.Fprintf(env.Stdout, "removed MCP server %q of %s (credentials deleted)\n", args[0], c.User())
 			return nil
 		}),
 	}
@@ -512,13 +491,12 @@ func serverRemoveCmd(env Env) *cobra.Command {
 func serverSyncCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "sync NAME", Short: "Fetch and archive a server's tool catalog again", Args: cobra.ExactArgs(1),
-		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			actx, done := auditing(cmd.Context(), a, user, "server.sync", "")
-			s, err := a.MCPClient.Sync(actx, user, args[0])
-			done(err)
+		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
+			d, err := c.SyncServer(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
+			s := d.Server
 			fmt.Fprintf(env.Stdout, "synced %s: %d tools (%s, protocol %s), sha256 %s\n", s.Name, s.ToolCount, s.Transport, escape.Text(s.ProtocolVersion), s.CatalogHash)
 			return nil
 		}),
@@ -547,42 +525,35 @@ sent it. Exit 1 when the call fails or the tool reports an error.`,
 					return usage("--args must be a JSON object, like '{\"orderId\":\"A1001\"}'")
 				}
 			}
-			a, err := openApp(cmd, env, app.Options{})
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			user := asUser(cmd, a.Config)
-			ctx := cmd.Context()
-			key := args[0]
-			if s, err := a.Store.FindMCPServer(ctx, user, args[0]); err == nil {
-				key = s.ServerKey
-			} else if !strings.HasPrefix(args[0], "mcp_") {
-				return err
-			}
-			trace := duet.NewTraceID()
-			res, err := a.MCPClient.Invoke(ctx, duet.InvokeRequest{Executor: user, ServerKey: key, Tool: args[1],
-				Arguments: arguments, Source: duet.SourceCLI, TraceID: trace})
-			if res != nil {
-				if asJSON {
-					printJSON(env.Stdout, res)
-				} else {
-					if text := res.Text(); text != "" {
-						printLines(env.Stdout, text)
-					}
-					if len(res.StructuredContent) > 0 {
-						var v any
-						if json.Unmarshal(res.StructuredContent, &v) == nil {
-							b, _ := json.MarshalIndent(v, "", "  ")
-							printLines(env.Stdout, "structuredContent: "+string(b))
+			return withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
+				out, err := c.CallTool(cmd.Context(), args[0], args[1], api.CallIn{Arguments: arguments})
+				if err != nil {
+					return err
+				}
+				if res := out.Result; res != nil {
+					if asJSON {
+						printJSON(env.Stdout, res)
+					} else {
+						if text := res.Text(); text != "" {
+							printLines(env.Stdout, text)
+						}
+						if len(res.StructuredContent) > 0 {
+							var v any
+							if json.Unmarshal(res.StructuredContent, &v) == nil {
+								b, _ := json.MarshalIndent(v, "", "  ")
+								printLines(env.Stdout, "structuredContent: "+string(b))
+							}
 						}
 					}
 				}
-			}
-			if err != nil {
-				fmt.Fprintf(env.Stderr, "trace %s\n", trace)
-			}
-			return err
+				if out.Error != nil {
+					if out.Invocation != nil {
+						fmt.Fprintf(env.Stderr, "trace %s\n", out.Invocation.TraceID)
+					}
+					return &duet.Error{Code: out.Error.Code, Message: out.Error.Message}
+				}
+				return nil
+			})(cmd, args)
 		},
 	}
 	cmd.Flags().StringVar(&argsJSON, "args", "", "arguments as a JSON object")
@@ -592,58 +563,46 @@ sent it. Exit 1 when the call fails or the tool reports an error.`,
 }
 
 func serverInvocationsCmd(env Env) *cobra.Command {
-	var f duet.InvocationFilter
-	var since, source, outcome, server string
+	var in api.RecordsIn
+	var since string
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "invocations",
 		Short: "Query invocation records: every call to a registered server (sizes, never values)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Long: `invocations lists the records of the calls made to MCP servers as --as (everyone's
+for an administrator, DUET_ADMINS; --executor names one), newest first.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
-			if f.Since, err = parseSince(since); err != nil {
+			if in.Since, err = parseSince(since); err != nil {
 				return err
 			}
-			f.Source, f.Outcome = duet.CallSource(source), duet.Code(outcome)
-			a, err := openApp(cmd, env, app.Options{})
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			if server != "" {
-				f.ServerKey = server
-				if !strings.HasPrefix(server, "mcp_") {
-					s, err := a.Store.FindMCPServer(cmd.Context(), asUser(cmd, a.Config), server)
-					if err != nil {
-						return err
-					}
-					f.ServerKey = s.ServerKey
+			return withClient(env, func(cmd *cobra.Command, _ []string, c client.Client) error {
+				list, err := c.ListInvocations(cmd.Context(), in)
+				if err != nil {
+					return err
 				}
-			}
-			recs, err := a.Store.FindInvocations(cmd.Context(), f)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(env.Stdout, recs)
-			}
-			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "TIME\tSOURCE\tEXECUTOR\tSERVER KEY\tTOOL\tOUTCOME\tMS\tARGS\tRESULT\tTRACE")
-			for _, r := range recs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%d\t%d\t%s\n", r.Time.Local().Format("2006-01-02 15:04:05.000"), r.Source,
-					r.Executor, r.ServerKey, r.Tool, r.Outcome, float64(r.DurationUs)/1000, r.ArgBytes, r.ResultBytes, r.TraceID)
-			}
-			return tw.Flush()
+				if asJSON {
+					return printJSON(env.Stdout, list.Records)
+				}
+				tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "TIME\tSOURCE\tEXECUTOR\tSERVER KEY\tTOOL\tOUTCOME\tMS\tARGS\tRESULT\tTRACE")
+				for _, r := range list.Records {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%d\t%d\t%s\n", r.Time.Local().Format("2006-01-02 15:04:05.000"), r.Source,
+						r.Executor, r.ServerKey, r.Tool, r.Outcome, float64(r.DurationUs)/1000, r.ArgBytes, r.ResultBytes, r.TraceID)
+				}
+				return tw.Flush()
+			})(cmd, args)
 		},
 	}
-	cmd.Flags().StringVar(&f.Executor, "executor", "", "only calls made as this user")
-	cmd.Flags().StringVar(&server, "server", "", "only calls to this server (a serverKey, or the name of one of --as's servers)")
-	cmd.Flags().StringVar(&f.Tool, "tool", "", "only calls of this tool")
-	cmd.Flags().StringVar(&source, "source", "", "only this call source (cli, engine, post-run, agent, web, api)")
-	cmd.Flags().StringVar(&outcome, "outcome", "", "only this outcome (OK or an error code)")
-	cmd.Flags().StringVar(&f.TraceID, "trace", "", "only this trace id")
+	cmd.Flags().StringVar(&in.User, "executor", "", "only calls made as this user (administrators; others see their own)")
+	cmd.Flags().StringVar(&in.Server, "mcp-server", "", "only calls to this MCP server (a serverKey, or the name of one of your servers)")
+	cmd.Flags().StringVar(&in.Tool, "tool", "", "only calls of this tool")
+	cmd.Flags().StringVar(&in.Source, "source", "", "only this call source (cli, engine, post-run, agent, web, api)")
+	cmd.Flags().StringVar(&in.Outcome, "outcome", "", "only this outcome (OK or an error code)")
+	cmd.Flags().StringVar(&in.TraceID, "trace", "", "only this trace id")
 	cmd.Flags().StringVar(&since, "since", "", "only records newer than a duration (1h) or a time")
-	cmd.Flags().IntVar(&f.Limit, "limit", 100, "at most this many records")
+	cmd.Flags().IntVar(&in.Limit, "limit", 100, "at most this many records")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	addAs(cmd)
 	return cmd
@@ -652,26 +611,26 @@ func serverInvocationsCmd(env Env) *cobra.Command {
 // conflictHint follows the CONFLICT of server add with the ways out, as
 // commands: the registration with that name, or of that address, already
 // exists.
-func conflictHint(cmd *cobra.Command, a *app.App, user string, err error) error {
+func conflictHint(cmd *cobra.Command, c client.Client, err error) error {
 	ctx := cmd.Context()
 	name, _ := cmd.Flags().GetString("name")
 	url, _ := cmd.Flags().GetString("url")
-	as := asFlag(a.Config, user)
-	if old, ferr := a.Store.FindMCPServer(ctx, user, name); ferr == nil && old.Name == name {
+	as := asFlag(cmd)
+	if old, ferr := c.GetServer(ctx, name); ferr == nil && old.Server.Name == name {
 		return &hintError{err, fmt.Sprintf("next: replace %s's URL and credentials: `%s --replace`\n  or pick another --name", name, commandLine(cmd, nil))}
 	}
 	key, kerr := serverkey.Key(url)
 	if kerr != nil {
 		return err
 	}
-	old, ferr := a.Store.FindMCPServer(ctx, user, key)
+	old, ferr := c.GetServer(ctx, key)
 	if ferr != nil {
 		return err
 	}
 	return &hintError{err, fmt.Sprintf("next: use %[1]q as it is: `duet server show %[2]s%[1]s`\n"+
 		"  or give it these credentials: `%[3]s --replace`\n"+
 		"  or remove it, then run this command again: `duet server remove %[2]s%[1]s`",
-		old.Name, as, commandLine(cmd, map[string]string{"name": old.Name}))}
+		old.Server.Name, as, commandLine(cmd, map[string]string{"name": old.Server.Name}))}
 }
 
 // commandLine is the command line of cmd as the user typed it (flags in

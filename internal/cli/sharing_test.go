@@ -158,7 +158,7 @@ func TestSharedTaskProtectsTheExecutor(t *testing.T) {
 	}
 	json.Unmarshal([]byte(e.must(t, "run", "show", bobRun.ID, "--as", "alice", "--json")), &aliceView)
 	ax := aliceView.Executions[0]
-	if ax.ErrorCode != duet.CodeApprovalRequired || ax.Results[0].Output != nil || ax.Vars != nil || !strings.Contains(ax.ErrorMessage, "shown only to bob") {
+	if ax.ErrorCode != duet.CodeApprovalRequired || ax.Results[0].Output != nil || len(ax.Vars) != 0 || !strings.Contains(ax.ErrorMessage, "shown only to bob") {
 		t.Fatalf("alice's view of bob's run: %+v", ax)
 	}
 	aliceReport := e.must(t, "report", okRun.ID, "--as", "alice", "--format", "json")

@@ -8,7 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/duet-test/duet"
-	"github.com/duet-test/duet/internal/app"
+	"github.com/duet-test/duet/internal/api"
+	"github.com/duet-test/duet/internal/client"
 )
 
 // The approvals of stop_test_run requests (docs/governance.md): a request
@@ -39,11 +40,12 @@ Only the person who started the run decides, before the request expires
 (DUET_STOP_APPROVAL_TTL). Approving stops the run as duet run cancel does.
 The decision is recorded with the request and in the audit trail
 (duet audit --method run.stop.approve).`,
-		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			req, run, err := a.Catalog.DecideStop(cmd.Context(), duet.Caller{UserID: user, Source: duet.SourceCLI, TraceID: duet.NewTraceID()}, args[0], approve)
+		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
+			d, err := c.DecideStop(cmd.Context(), args[0], api.StopDecisionIn{Approve: approve})
 			if err != nil {
 				return err
 			}
+			req, run := d.Request, d.Run
 			if !approve {
 				fmt.Fprintf(env.Stdout, "stop request %s of %s declined: run %s goes on (%s)\n", req.ID, req.RequestedBy, req.RunID, run.Status)
 				return nil
@@ -72,11 +74,12 @@ why, and — once decided — who approved or declined, when and how
 (elicitation: confirmed in the MCP client of the run's executor or its
 task's owner, who asked it themselves; cli: by the run's executor).
 Without --all, only the requests still waiting.`,
-		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, user string) error {
-			reqs, err := a.Store.FindStopRequests(cmd.Context(), duet.StopRequestFilter{User: user, RunID: runID, Pending: !all, Limit: 200})
+		RunE: withClient(env, func(cmd *cobra.Command, _ []string, c client.Client) error {
+			list, err := c.ListStopRequests(cmd.Context(), api.StopRequestsIn{RunID: runID, All: all})
 			if err != nil {
 				return err
 			}
+			reqs, user := list.Requests, c.User()
 			if asJSON {
 				return printJSON(env.Stdout, reqs)
 			}
@@ -103,7 +106,7 @@ Without --all, only the requests still waiting.`,
 			tw.Flush()
 			for _, r := range reqs {
 				if r.Status == duet.StopPending && r.Executor == user {
-					fmt.Fprintf(env.Stdout, "%s asks to stop your run %s%s: duet run approve-stop %s   (or deny-stop)\n", r.RequestedBy, r.RunID, reasonNote(r.Reason), r.ID)
+					fmt.Fprintf(env.Stdout, "%s asks to stop your run %s%s: duet run approve-stop %s%s   (or deny-stop)\n", r.RequestedBy, r.RunID, reasonNote(r.Reason), asFlag(cmd), r.ID)
 				}
 			}
 			return nil

@@ -49,7 +49,7 @@ func TestStopTestRunEndToEnd(t *testing.T) {
 	home := t.TempDir()
 	e := &duetEnv{tr: &transcript{}, vars: map[string]string{
 		"DUET_HOME": home, "HOME": home, "DUET_WORKERS": "0", "DUET_LOG_LEVEL": "error",
-		"DUET_STOP_TOOL_USERS": "bob",
+		"DUET_STOP_TOOL_USERS": "bob", "DUET_ADMINS": "auditor",
 	}}
 	suite := filepath.Join(home, "suite.yaml")
 	if err := os.WriteFile(suite, []byte("task: {name: shop, sharedWith: [bob, carol]}\ncases:\n  - {key: a, title: a, steps: [{assert: 'true'}]}\n"), 0o600); err != nil {
@@ -265,14 +265,14 @@ func TestStopTestRunEndToEnd(t *testing.T) {
 	}
 	a.Audit.Flush()
 	var audit []*duet.AuditRecord
-	json.Unmarshal([]byte(e.must(t, "audit", "--json", "--method", "run.stop.approve")), &audit)
+	json.Unmarshal([]byte(e.must(t, "audit", "--json", "--method", "run.stop.approve", "--as", "auditor")), &audit)
 	if len(audit) != 2 || audit[0].Caller != "alice" || audit[0].Tool != id || audit[0].Outcome != duet.OutcomeOK || audit[0].CallSource != duet.SourceCLI ||
 		audit[1].Caller != "bob" || audit[1].Outcome != duet.CodePermissionDenied {
 		b, _ := json.Marshal(audit)
 		t.Fatalf("audit of the approvals: got %s, want alice's and bob's refused one", b)
 	}
 	audit = nil
-	json.Unmarshal([]byte(e.must(t, "audit", "--json", "--tool", "stop_test_run")), &audit)
+	json.Unmarshal([]byte(e.must(t, "audit", "--json", "--tool", "stop_test_run", "--as", "auditor")), &audit)
 	outcomes := map[string][]duet.Code{}
 	for _, rec := range audit {
 		outcomes[rec.Caller] = append(outcomes[rec.Caller], rec.Outcome)

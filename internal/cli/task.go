@@ -2,13 +2,16 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/duet-test/duet"
-	"github.com/duet-test/duet/internal/app"
+	"github.com/duet-test/duet/internal/api"
+	"github.com/duet-test/duet/internal/catalog"
+	"github.com/duet-test/duet/internal/client"
 	"github.com/duet-test/duet/internal/escape"
 )
 
@@ -16,23 +19,23 @@ func taskCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{Use: "task", Short: "List, show and share tasks"}
 	list := &cobra.Command{
 		Use: "list", Short: "List the tasks you can access", Args: cobra.NoArgs,
-		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, user string) error {
-			tasks, _, total, err := a.Store.FindTasks(cmd.Context(), duet.TaskFilter{Viewer: user, Limit: 100})
+		RunE: withClient(env, func(cmd *cobra.Command, _ []string, c client.Client) error {
+			out, err := c.ListTasks(cmd.Context(), catalog.ListTasksIn{Limit: 100})
 			if err != nil {
 				return err
 			}
 			if j, _ := cmd.Flags().GetBool("json"); j {
-				return printJSON(env.Stdout, tasks)
+				return printJSON(env.Stdout, out.Tasks)
 			}
 			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tNAME\tOWNER\tBASE URL")
-			for _, t := range tasks {
+			for _, t := range out.Tasks {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, escape.Text(t.Name), t.Owner, escape.Text(t.BaseURL))
 			}
 			tw.Flush()
-			fmt.Fprintf(env.Stdout, "%d task(s) visible to %s\n", total, user)
-			if total == 0 {
-				fmt.Fprintf(env.Stderr, "create one from a suite file: duet apply -f FILE %s(docs/suite-format.md; examples/ has two)\n", asFlag(a.Config, user))
+			fmt.Fprintf(env.Stdout, "%d task(s) visible to %s\n", out.Total, c.User())
+			if out.Total == 0 {
+				fmt.Fprintf(env.Stderr, "create one from a suite file: duet apply -f FILE %s(docs/suite-format.md; examples/ has two)\n", asFlag(cmd))
 				noneVisible(cmd, env)
 			}
 			return nil
@@ -41,33 +44,49 @@ func taskCmd(env Env) *cobra.Command {
 	list.Flags().Bool("json", false, "print JSON")
 	show := &cobra.Command{
 		Use: "show TASK", Short: "Show a task and its cases", Args: cobra.ExactArgs(1),
-		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			t, err := a.ResolveTask(cmd.Context(), user, args[0])
+		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
+			ctx := cmd.Context()
+			got, err := c.GetTask(ctx, args[0])
 			if err != nil {
 				return err
 			}
-			cases, _, _, err := a.Store.FindCases(cmd.Context(), duet.CaseFilter{TaskID: t.ID, IncludeDrafts: true, Limit: 200})
+			t := got.Task
+			cases, err := c.ListCases(ctx, catalog.ListCasesIn{TaskID: t.ID, IncludeDrafts: true, Limit: 200})
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(env.Stdout, "%s %s\nowner %s; shared with %s\nbase URL %s\n%s\ncases:\n", t.ID, t.Name, t.Owner, orNone(strings.Join(t.SharedWith, ", ")), orNone(t.BaseURL), t.Description)
-			for _, c := range cases {
-				status := string(c.Status)
-				if c.Status == duet.CaseDraft {
-					status += " by " + escape.Text(c.CreatedBy) // a sharee's draft is a proposal only the owner applies
+			for _, cs := range cases.Cases {
+				status := cs.Status
+				if cs.Status == string(duet.CaseDraft) {
+					status += " by " + escape.Text(cs.CreatedBy) // a sharee's draft is a proposal only the owner applies
 				}
-				fmt.Fprintf(env.Stdout, "  %s  %s (key %s, v%d, %d steps, %s)\n", c.ID, escape.Text(c.Title), c.Key, c.Version, len(c.Steps), status)
+				fmt.Fprintf(env.Stdout, "  %s  %s (key %s, v%d, %d steps, %s)\n", cs.ID, escape.Text(cs.Title), cs.Key, cs.Version, cs.StepCount, status)
 			}
-			return printPostRun(cmd.Context(), env.Stdout, a, user, t) // postrun.go
+			servers, err := c.ListTaskServers(ctx, t.ID)
+			if err != nil {
+				return err
+			}
+			printTaskServers(env.Stdout, servers, asFlag(cmd))
+			pr, err := c.GetPostRun(ctx, t.ID)
+			if err != nil {
+				return err
+			}
+			printPostRun(env, pr, asFlag(cmd)) // postrun.go
+			return nil
 		}),
 	}
 	share := &cobra.Command{
 		Use: "share TASK --with USER", Short: "Share a task you own with a user", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return shareTask(cmd, env, args[0], true) },
+		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
+			return shareTask(cmd, env, c, args[0], true)
+		}),
 	}
 	unshare := &cobra.Command{
 		Use: "unshare TASK --with USER", Short: "Stop sharing a task with a user", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return shareTask(cmd, env, args[0], false) },
+		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
+			return shareTask(cmd, env, c, args[0], false)
+		}),
 	}
 	for _, c := range []*cobra.Command{share, unshare} {
 		c.Flags().String("with", "", "user id, or team:NAME for every member of a team")
@@ -80,6 +99,32 @@ func taskCmd(env Env) *cobra.Command {
 	return cmd
 }
 
+// printTaskServers lists the MCP servers a task calls, and for each one the
+// user has not registered the command that does it (the address from its
+// author's registration): a run's calls go with the runner's credentials.
+func printTaskServers(w io.Writer, ts api.TaskServers, as string) {
+	if len(ts.Servers) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "MCP servers it calls (with the credentials of whoever runs it):")
+	for _, s := range ts.Servers {
+		addr := s.URL
+		if addr == "" {
+			addr = "(address unknown: " + escape.Text(s.Author) + " no longer has it registered)"
+		}
+		fmt.Fprintf(w, "  %s  %s  %s\n", escape.Text(s.Name), escape.Text(addr), s.ServerKey)
+		switch {
+		case s.RegisteredAs != "":
+			fmt.Fprintf(w, "      registered by you as %s\n", escape.Text(s.RegisteredAs))
+		case s.URL != "":
+			fmt.Fprintf(w, "      NOT registered by you: duet server add %s--name %s --url %s --bearer-token-env VAR   (or --auth oauth: duet server add --help)\n",
+				as, shellQuote(s.Name), shellQuote(s.URL))
+		default:
+			fmt.Fprintf(w, "      NOT registered by you; ask %s for its address\n", escape.Text(s.Author))
+		}
+	}
+}
+
 func orNone(s string) string {
 	if s == "" {
 		return "(none)"
@@ -87,31 +132,17 @@ func orNone(s string) string {
 	return s
 }
 
-func shareTask(cmd *cobra.Command, env Env, ref string, share bool) error {
-	a, err := openApp(cmd, env, app.Options{})
-	if err != nil {
-		return err
-	}
-	defer a.Close()
-	user := asUser(cmd, a.Config)
+// shareTask shares (or stops sharing) a task through the service: the one
+// check of whom a task may be shared with (api.Service.ShareTask).
+func shareTask(cmd *cobra.Command, env Env, c client.Client, ref string, share bool) error {
 	with, _ := cmd.Flags().GetString("with")
-	method := "task.share"
-	if !share {
-		method = "task.unshare"
+	var s api.Sharing
+	var err error
+	if share {
+		s, err = c.ShareTask(cmd.Context(), ref, api.ShareIn{With: with})
+	} else {
+		s, err = c.UnshareTask(cmd.Context(), ref, with)
 	}
-	ctx, done := auditing(cmd.Context(), a, user, method, "")
-	t, err := a.Store.FindTaskByName(ctx, user, ref)
-	if err != nil {
-		t, err = a.Store.FindTaskByID(ctx, user, ref)
-	}
-	if err == nil {
-		if share {
-			err = a.Store.ShareTask(ctx, user, t.ID, with)
-		} else {
-			err = a.Store.UnshareTask(ctx, user, t.ID, with)
-		}
-	}
-	done(err)
 	if err != nil {
 		return err
 	}
@@ -119,6 +150,6 @@ func shareTask(cmd *cobra.Command, env Env, ref string, share bool) error {
 	if !share {
 		verb = "no longer shared with"
 	}
-	fmt.Fprintf(env.Stdout, "task %s %s %s\n", t.ID, verb, with)
+	fmt.Fprintf(env.Stdout, "task %s %s %s\n", s.TaskID, verb, strings.TrimSpace(with))
 	return nil
 }

@@ -8,10 +8,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/duet-test/duet"
-	"github.com/duet-test/duet/internal/app"
+	"github.com/duet-test/duet/internal/api"
+	"github.com/duet-test/duet/internal/client"
 	"github.com/duet-test/duet/internal/escape"
-	"github.com/duet-test/duet/internal/mcpclient"
-	"github.com/duet-test/duet/internal/serverkey"
 )
 
 func teamCmd(env Env) *cobra.Command {
@@ -43,14 +42,12 @@ serverKey, description, tools; never a credential). A new member sees it with
 func teamCreateCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "create NAME", Short: "Create a team (you are its first member and owner)", Args: cobra.ExactArgs(1),
-		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			actx, done := auditing(cmd.Context(), a, user, "team.create", "")
-			t, err := a.Store.CreateTeam(actx, user, args[0])
-			done(err)
+		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
+			t, err := c.CreateTeam(cmd.Context(), api.TeamIn{Name: args[0]})
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(env.Stdout, "created team %s, owned by %s (share with it as %s)\n", t.Name, user, duet.TeamPrincipal(t.Name))
+			fmt.Fprintf(env.Stdout, "created team %s, owned by %s (share with it as %s)\n", t.Name, c.User(), duet.TeamPrincipal(t.Name))
 			return nil
 		}),
 	}
@@ -61,12 +58,9 @@ func teamCreateCmd(env Env) *cobra.Command {
 func teamAddCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "add TEAM USER...", Short: "Add members to a team you are in (as members)", Args: cobra.MinimumNArgs(2),
-		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
+		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
 			for _, u := range args[1:] {
-				actx, done := auditing(cmd.Context(), a, user, "team.add", "")
-				err := a.Store.AddTeamMember(actx, user, args[0], u)
-				done(err)
-				if err != nil {
+				if _, err := c.AddMember(cmd.Context(), args[0], api.MemberIn{User: u}); err != nil {
 					return err
 				}
 				fmt.Fprintf(env.Stdout, "added %s to team %s\n", u, args[0])
@@ -81,11 +75,8 @@ func teamAddCmd(env Env) *cobra.Command {
 func teamRemoveCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "remove TEAM USER", Short: "Remove a member (maintainers remove members, owners anyone), or yourself to leave; at once they stop seeing what is shared with it", Args: cobra.ExactArgs(2),
-		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			actx, done := auditing(cmd.Context(), a, user, "team.remove", "")
-			err := a.Store.RemoveTeamMember(actx, user, args[0], args[1])
-			done(err)
-			if err != nil {
+		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
+			if err := c.RemoveMember(cmd.Context(), args[0], args[1]); err != nil {
 				return err
 			}
 			fmt.Fprintf(env.Stdout, "removed %s from team %s\n", args[1], args[0])
@@ -99,11 +90,8 @@ func teamRemoveCmd(env Env) *cobra.Command {
 func teamRoleCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "role TEAM USER owner|maintainer|member", Short: "Give a member a role (you must be an owner; a team keeps an owner)", Args: cobra.ExactArgs(3),
-		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			actx, done := auditing(cmd.Context(), a, user, "setTeamRole", "")
-			err := a.Store.SetTeamRole(actx, user, args[0], args[1], duet.TeamRole(args[2]))
-			done(err)
-			if err != nil {
+		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
+			if _, err := c.SetRole(cmd.Context(), args[0], args[1], api.RoleIn{Role: duet.TeamRole(args[2])}); err != nil {
 				return err
 			}
 			fmt.Fprintf(env.Stdout, "%s is now %s of team %s\n", args[1], args[2], args[0])
@@ -117,11 +105,8 @@ func teamRoleCmd(env Env) *cobra.Command {
 func teamDeleteCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "delete TEAM", Short: "Delete a team you own, with its dependency list and every share with it (it must own no task)", Args: cobra.ExactArgs(1),
-		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			actx, done := auditing(cmd.Context(), a, user, "deleteTeam", "")
-			err := a.Store.DeleteTeam(actx, user, args[0])
-			done(err)
-			if err != nil {
+		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
+			if err := c.DeleteTeam(cmd.Context(), args[0]); err != nil {
 				return err
 			}
 			fmt.Fprintf(env.Stdout, "deleted team %s: what was shared with it is no longer shared through it\n", args[0])
@@ -145,21 +130,18 @@ func teamListCmd(env Env) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use: "list", Short: "List your teams and their members", Args: cobra.NoArgs,
-		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, user string) error {
-			teams, err := a.Store.FindTeams(cmd.Context(), user)
+		RunE: withClient(env, func(cmd *cobra.Command, _ []string, c client.Client) error {
+			list, err := c.ListTeams(cmd.Context())
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				if teams == nil {
-					teams = []*duet.Team{}
-				}
-				return printJSON(env.Stdout, teams)
+				return printJSON(env.Stdout, list.Teams)
 			}
-			for _, t := range teams {
+			for _, t := range list.Teams {
 				fmt.Fprintf(env.Stdout, "%s  members: %s\n", t.Name, memberList(t))
 			}
-			fmt.Fprintf(env.Stdout, "%d team(s)\n", len(teams))
+			fmt.Fprintf(env.Stdout, "%d team(s)\n", len(list.Teams))
 			return nil
 		}),
 	}
@@ -179,25 +161,22 @@ func teamShowCmd(env Env) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use: "show TEAM", Short: "Show a team: members and the MCP servers to register (which you have)", Args: cobra.ExactArgs(1),
-		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
+		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
 			ctx := cmd.Context()
-			t, err := a.Store.FindTeam(ctx, user, args[0])
+			d, err := c.GetTeam(ctx, args[0])
 			if err != nil {
 				return err
 			}
-			deps, err := a.Store.FindTeamServers(ctx, user, t.Name)
+			mine, err := c.ListServers(ctx)
 			if err != nil {
 				return err
 			}
-			mine, err := a.MCPClient.Servers(ctx, user)
-			if err != nil {
-				return err
-			}
+			t, user := d.Team, c.User()
 			out := []teamDependency{}
-			for _, d := range deps {
-				td := teamDependency{TeamServer: d}
-				if i := slices.IndexFunc(mine, func(s *duet.MCPServer) bool { return s.ServerKey == d.ServerKey }); i >= 0 {
-					td.RegisteredAs = mine[i].Name
+			for _, dep := range d.Servers {
+				td := teamDependency{TeamServer: dep}
+				if i := slices.IndexFunc(mine.Servers, func(s api.ServerView) bool { return s.ServerKey == dep.ServerKey }); i >= 0 {
+					td.RegisteredAs = mine.Servers[i].Name
 				}
 				out = append(out, td)
 			}
@@ -209,11 +188,11 @@ func teamShowCmd(env Env) *cobra.Command {
 			}
 			w := env.Stdout
 			fmt.Fprintf(w, "team %s (created by %s; you are %s)\n  members  %s\n  servers to register:\n", t.Name, t.CreatedBy, t.Role(user), memberList(t))
-			missing := 0
+			var missing []teamDependency
 			for _, d := range out {
 				state := "registered by you as " + d.RegisteredAs
 				if d.RegisteredAs == "" {
-					state, missing = "NOT registered by you", missing+1
+					state, missing = "NOT registered by you", append(missing, d)
 				}
 				fmt.Fprintf(w, "  - %s  %s  %s (%d tools, listed by %s): %s\n", d.Name, d.URL, d.ServerKey, len(d.Tools), d.AddedBy, state)
 				if d.Description != "" {
@@ -223,8 +202,11 @@ func teamShowCmd(env Env) *cobra.Command {
 			if len(out) == 0 {
 				fmt.Fprintln(w, "    (none)")
 			}
-			if missing > 0 {
-				fmt.Fprintf(w, "register them with your own credentials: duet team register %s SERVER --url ADDRESS --bearer-token-env VAR (or --header-env H=VAR)\n", t.Name)
+			if len(missing) > 0 {
+				fmt.Fprintln(w, "register them with your own credentials (the token in an environment variable, or --header-env H=VAR):")
+				for _, d := range missing {
+					fmt.Fprintf(w, "  duet team register %s %s %s--url %s --bearer-token-env VAR\n", t.Name, shellQuote(d.Name), asFlag(cmd), shellQuote(d.URL))
+				}
 			}
 			return nil
 		}),
@@ -240,39 +222,26 @@ func teamServerCmd(env Env) *cobra.Command {
 	add := &cobra.Command{
 		Use: "add TEAM --from YOUR_SERVER [--description TEXT]", Short: "Add one of your registered servers to the team's list (address and tools; never your credentials)",
 		Args: cobra.ExactArgs(1),
-		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			if from == "" {
 				return usage("team server add needs --from YOUR_SERVER")
 			}
-			ctx := cmd.Context()
-			s, tools, err := a.MCPClient.Server(ctx, user, from)
-			if err != nil {
-				return err
-			}
-			ts := &duet.TeamServer{Team: args[0], Name: s.Name, URL: s.URL, Description: description, AddedBy: user, Tools: []*duet.MCPToolAsset{}}
-			for _, t := range tools {
-				ts.Tools = append(ts.Tools, &duet.MCPToolAsset{Name: t.Name, Title: t.Title, Description: t.Description,
-					InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations})
-			}
-			actx, done := auditing(ctx, a, user, "team.server.add", "")
-			err = a.Store.SaveTeamServer(actx, ts)
-			done(err)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(env.Stdout, "team %s now lists %s (%s, %d tools)\n", ts.Team, ts.Name, ts.ServerKey, len(ts.Tools))
-			return nil
-		}),
+			return withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
+				ts, err := c.AddTeamServer(cmd.Context(), args[0], api.TeamServerIn{From: from, Description: description})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(env.Stdout, "team %s now lists %s (%s, %d tools)\n", ts.Team, ts.Name, ts.ServerKey, len(ts.Tools))
+				return nil
+			})(cmd, args)
+		},
 	}
 	add.Flags().StringVar(&from, "from", "", "your registered server (name or serverKey) to list")
 	add.Flags().StringVar(&description, "description", "", "what the team uses it for")
 	remove := &cobra.Command{
 		Use: "remove TEAM NAME", Short: "Remove a server from the team's list", Args: cobra.ExactArgs(2),
-		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			actx, done := auditing(cmd.Context(), a, user, "team.server.remove", "")
-			err := a.Store.DeleteTeamServer(actx, user, args[0], args[1])
-			done(err)
-			if err != nil {
+		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
+			if err := c.RemoveTeamServer(cmd.Context(), args[0], args[1]); err != nil {
 				return err
 			}
 			fmt.Fprintf(env.Stdout, "removed %s from team %s's servers\n", args[1], args[0])
@@ -301,28 +270,7 @@ it (any spelling of the same server): the registration is pinned to it, and refu
 (CONFLICT, nothing sent) when the list names another server by now. Without --url,
 register prints the entry's address and stops.`,
 		Args: cobra.ExactArgs(2),
-		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			ctx := cmd.Context()
-			deps, err := a.Store.FindTeamServers(ctx, user, args[0])
-			if err != nil {
-				return err
-			}
-			i := slices.IndexFunc(deps, func(d *duet.TeamServer) bool { return d.Name == args[1] || d.ServerKey == args[1] })
-			if i < 0 {
-				return duet.Errorf(duet.CodeNotFound, "team %s lists no server %q", args[0], args[1])
-			}
-			d := deps[i]
-			if strings.TrimSpace(address) == "" {
-				return usage("team %s lists %s at %s (serverKey %s, listed by %s): if that is where your credentials should go, repeat with --url %s",
-					d.Team, d.Name, d.URL, d.ServerKey, d.AddedBy, d.URL)
-			}
-			key, err := serverkey.Key(strings.TrimSpace(address))
-			if err != nil {
-				return err
-			}
-			if err := d.CheckPin(key); err != nil {
-				return err
-			}
+		RunE: func(cmd *cobra.Command, args []string) error {
 			headers := map[string]string{}
 			defer clear(headers)
 			if bearerEnv != "" {
@@ -339,23 +287,33 @@ register prints the entry's address and stops.`,
 				}
 				headers[strings.TrimSpace(h)] = env.Getenv(strings.TrimSpace(v))
 			}
-			fmt.Fprintf(env.Stderr, "registering %s from team %s: your credentials go to %s (serverKey %s, listed by %s)\n", d.Name, d.Team, d.URL, d.ServerKey, d.AddedBy)
-			actx, done := auditing(ctx, a, user, "server.add", "")
-			s, err := a.MCPClient.Register(actx, mcpclient.Registration{Owner: user, Name: d.Name, URL: d.URL, Headers: headers, ServerKey: d.ServerKey})
-			done(err)
-			if err != nil {
-				return err
-			}
-			sctx, sdone := auditing(ctx, a, user, "server.sync", "")
-			synced, err := a.MCPClient.Sync(sctx, user, s.Name)
-			sdone(err)
-			if err != nil {
-				fmt.Fprintf(env.Stderr, "registered %s, but its catalog could not be synced; fix the cause and run `duet server sync %s`\n", s.Name, s.Name)
-				return err
-			}
-			fmt.Fprintf(env.Stdout, "registered %s for %s from team %s: %s, %d tools\n", synced.Name, user, args[0], synced.ServerKey, synced.ToolCount)
-			return nil
-		}),
+			return withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
+				ctx := cmd.Context()
+				td, err := c.GetTeam(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				i := slices.IndexFunc(td.Servers, func(d *duet.TeamServer) bool { return d.Name == args[1] || d.ServerKey == args[1] })
+				if i < 0 {
+					return duet.Errorf(duet.CodeNotFound, "team %s lists no server %q", args[0], args[1])
+				}
+				d := td.Servers[i]
+				if strings.TrimSpace(address) == "" {
+					return usage("team %s lists %s at %s (serverKey %s, listed by %s): if that is where your credentials should go, repeat with --url %s",
+						d.Team, d.Name, d.URL, d.ServerKey, d.AddedBy, shellQuote(d.URL))
+				}
+				fmt.Fprintf(env.Stderr, "registering %s from team %s: your credentials go to %s (serverKey %s, listed by %s)\n", d.Name, d.Team, d.URL, d.ServerKey, d.AddedBy)
+				s, err := c.RegisterTeamServer(ctx, args[0], d.Name, api.TeamRegisterIn{URL: address, Credentials: api.Credentials{Headers: headers}})
+				if err != nil {
+					if _, gerr := c.GetServer(ctx, d.Name); gerr == nil {
+						fmt.Fprintf(env.Stderr, "registered %s, but its catalog could not be synced; fix the cause and run `duet server sync %s%s`\n", d.Name, asFlag(cmd), d.Name)
+					}
+					return err
+				}
+				fmt.Fprintf(env.Stdout, "registered %s for %s from team %s: %s, %d tools\n", s.Server.Name, c.User(), args[0], s.Server.ServerKey, s.Server.ToolCount)
+				return nil
+			})(cmd, args)
+		},
 	}
 	cmd.Flags().StringVar(&address, "url", "", "the address your credentials may go to, as duet team show prints it (required: the registration is pinned to it)")
 	cmd.Flags().StringVar(&bearerEnv, "bearer-token-env", "", "environment variable holding your bearer token")
@@ -374,24 +332,24 @@ they give you (nothing, unless the task is shared with you or a team of yours). 
 always execute as the person who starts them, so the new owner's runs use their own
 MCP registrations and credentials.`,
 		Args: cobra.ExactArgs(1),
-		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			if to == "" {
 				return usage("task transfer needs --to USER or --to team:NAME")
 			}
-			ctx := cmd.Context()
-			t, err := a.ResolveTask(ctx, user, args[0])
-			if err != nil {
-				return err
-			}
-			actx, done := auditing(ctx, a, user, "task.transfer", t.ID)
-			tr, err := a.Store.TransferTask(actx, user, t.ID, to)
-			done(err)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(env.Stdout, "task %s %q now belongs to %s (was %s)\n", t.ID, t.Name, tr.To, tr.From)
-			return nil
-		}),
+			return withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
+				ctx := cmd.Context()
+				got, err := c.GetTask(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				tr, err := c.TransferTask(ctx, got.Task.ID, api.TransferIn{To: to})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(env.Stdout, "task %s %q now belongs to %s (was %s)\n", got.Task.ID, got.Task.Name, tr.To, tr.From)
+				return nil
+			})(cmd, args)
+		},
 	}
 	cmd.Flags().StringVar(&to, "to", "", "the new owner: a user id or team:NAME")
 	addAs(cmd)

@@ -21,7 +21,7 @@ func TestTeamsEndToEnd(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
 	e := &duetEnv{tr: &transcript{}, vars: map[string]string{
-		"DUET_HOME": home, "DUET_MCP_ALLOW_LOOPBACK": "true", "ORDERS_TOKEN": canary, "BOB_TOKEN": canary, "HOME": home,
+		"DUET_HOME": home, "DUET_MCP_ALLOW_LOOPBACK": "true", "ORDERS_TOKEN": canary, "BOB_TOKEN": canary, "HOME": home, "DUET_ADMINS": "auditor",
 	}}
 	url, stop, err := sample.StartOrderServer(t.Context(), "127.0.0.1:0", sample.NewOrders(), canary)
 	if err != nil {
@@ -46,7 +46,9 @@ func TestTeamsEndToEnd(t *testing.T) {
 		t.Fatalf("bob's tasks after joining: %s", out)
 	}
 	out := e.must(t, "team", "show", "qa", "--as", "bob")
-	if !strings.Contains(out, "members  alice (owner), bob (member)") || !strings.Contains(out, "orders  "+url) || !strings.Contains(out, "NOT registered by you") {
+	if !strings.Contains(out, "members  alice (owner), bob (member)") || !strings.Contains(out, "orders  "+url) || !strings.Contains(out, "NOT registered by you") ||
+		!strings.Contains(out, "duet team register qa orders --as bob --url "+url) { // a hint that acts as bob when pasted
+
 		t.Fatalf("team show for bob: %s", out)
 	}
 	// Without --url, register shows the address and stops; with it, the
@@ -105,7 +107,7 @@ func TestTeamsEndToEnd(t *testing.T) {
 		t.Fatalf("alice still sees the task with no share: %s", out)
 	}
 	var audit []*duet.AuditRecord
-	json.Unmarshal([]byte(e.must(t, "audit", "--json", "--method", "task.transfer")), &audit)
+	json.Unmarshal([]byte(e.must(t, "audit", "--json", "--method", "transferTask", "--as", "auditor")), &audit)
 	if len(audit) != 1 || audit[0].Caller != "alice" || audit[0].Outcome != duet.OutcomeOK || audit[0].CallSource != duet.SourceCLI {
 		t.Fatalf("audit of transfers: got %d records, want alice's", len(audit))
 	}
@@ -122,7 +124,7 @@ func TestTeamRolesCLI(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
 	e := &duetEnv{tr: &transcript{}, vars: map[string]string{
-		"DUET_HOME": home, "DUET_MCP_ALLOW_LOOPBACK": "true", "ORDERS_TOKEN": canary, "HOME": home,
+		"DUET_HOME": home, "DUET_MCP_ALLOW_LOOPBACK": "true", "ORDERS_TOKEN": canary, "HOME": home, "DUET_ADMINS": "auditor",
 	}}
 	url, stop, err := sample.StartOrderServer(t.Context(), "127.0.0.1:0", sample.NewOrders(), canary)
 	if err != nil {
@@ -192,7 +194,7 @@ func TestTeamRolesCLI(t *testing.T) {
 		t.Fatalf("adding the user team:ops: exit %d %s", code, errs)
 	}
 	var audit []*duet.AuditRecord
-	json.Unmarshal([]byte(e.must(t, "audit", "--json", "--method", "setTeamRole")), &audit)
+	json.Unmarshal([]byte(e.must(t, "audit", "--json", "--method", "setTeamRole", "--as", "auditor")), &audit)
 	if len(audit) != 3 { // bob maintainer, mallory's refusal, bob owner
 		t.Fatalf("audit of setTeamRole: %d records", len(audit))
 	}

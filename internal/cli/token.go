@@ -2,103 +2,100 @@ package cli
 
 import (
 	"fmt"
+	"os"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/duet-test/duet"
-	"github.com/duet-test/duet/internal/app"
-	"github.com/duet-test/duet/internal/auth"
+	"github.com/duet-test/duet/internal/api"
+	"github.com/duet-test/duet/internal/client"
 )
 
 func tokenCmd(env Env) *cobra.Command {
-	cmd := &cobra.Command{Use: "token", Short: "Personal access tokens for HTTP clients (Authorization: Bearer)"}
+	cmd := &cobra.Command{Use: "token", Short: "Personal access tokens for HTTP clients (Authorization: Bearer) and duet --server"}
 	var name string
 	var expires time.Duration
 	create := &cobra.Command{
-		Use: "create --as USER", Short: "Create a token that acts as USER (printed once; only its hash is stored)", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			user, err := tokenUser(cmd)
-			if err != nil {
-				return err
-			}
-			a, err := openApp(cmd, env, app.Options{})
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			plain, hash := auth.NewToken()
-			t := &duet.Token{UserID: user, Name: name, Hash: hash}
-			if expires > 0 {
-				e := time.Now().Add(expires)
-				t.ExpiresAt = &e
-			}
-			actx, done := auditing(cmd.Context(), a, user, "token.create", "")
-			err = a.Store.CreateToken(actx, t)
-			done(err)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(env.Stdout, plain)
-			fmt.Fprintf(env.Stderr, "token %s for %s created; it is shown only this once: send it as \"Authorization: Bearer <token>\" to http://%s/mcp/http\n", t.ID, user, a.Config.Addr)
-			return nil
-		},
-	}
-	create.Flags().StringVar(&name, "name", "", "a label (e.g. laptop)")
-	create.Flags().DurationVar(&expires, "expires", 0, "lifetime (e.g. 720h); default: no expiry")
-	list := &cobra.Command{
-		Use: "list --as USER", Short: "List a user's tokens", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			user, err := tokenUser(cmd)
-			if err != nil {
-				return err
-			}
-			return withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, _ string) error {
-				toks, err := a.Store.FindTokens(cmd.Context(), user)
-				if err != nil {
-					return err
-				}
-				tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "ID\tNAME\tCREATED\tEXPIRES\tCREATED WITH")
-				for _, t := range toks {
-					exp := "never"
-					if t.ExpiresAt != nil {
-						exp = t.ExpiresAt.Format(time.RFC3339)
-					}
-					parent := "-"
-					if t.ParentID != "" {
-						parent = t.ParentID
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, t.CreatedAt.Format(time.RFC3339), exp, parent)
-				}
-				return tw.Flush()
-			})(cmd, nil)
-		},
-	}
-	revoke := &cobra.Command{
-		Use: "revoke ID --as USER", Short: "Revoke a token and every token created with it", Args: cobra.ExactArgs(1),
+		Use: "create [--name LABEL] [--expires 720h]", Short: "Create a token that acts as you (printed once; only its hash is stored)", Args: cobra.NoArgs,
+		Long: `create makes a personal access token that acts as the command's user (--as, else
+DUET_USER, else the operating-system user; against a Duet server, the user of the
+token the command sends, whose child the new token is). It is printed once, on
+standard output; only its hash is stored.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			user, err := tokenUser(cmd)
-			if err != nil {
-				return err
+			if expires < 0 {
+				return usage("--expires: want a positive duration, like 720h")
 			}
-			return withApp(env, func(cmd *cobra.Command, args []string, a *app.App, _ string) error {
-				actx, done := auditing(cmd.Context(), a, user, "token.revoke", "")
-				err := a.Store.DeleteToken(actx, user, args[0])
-				done(err)
+			in := api.TokenIn{Name: name}
+			if in.Name == "" {
+				host, _ := os.Hostname()
+				in.Name = "duet token create"
+				if host != "" {
+					in.Name += " on " + host
+				}
+			}
+			if expires > 0 {
+				in.ExpiresAt = time.Now().Add(expires).UTC()
+			}
+			return withClient(env, func(cmd *cobra.Command, _ []string, c client.Client) error {
+				out, err := c.CreateToken(cmd.Context(), in)
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(env.Stdout, "token %s revoked\n", args[0])
+				fmt.Fprintln(env.Stdout, out.Secret)
+				where := c.Server()
+				if where == "" {
+					cfg, err := loadConfig(env)
+					if err != nil {
+						return err
+					}
+					where = "http://" + cfg.Addr
+				}
+				fmt.Fprintf(env.Stderr, "token %s for %s created; it is shown only this once: send it as \"Authorization: Bearer <token>\" to %s/mcp/http, or keep it for duet --server %s: duet login %s\n",
+					out.Token.ID, c.User(), where, where, where)
 				return nil
 			})(cmd, args)
 		},
 	}
+	create.Flags().StringVar(&name, "name", "", "a label (e.g. laptop, ci); default: duet token create on HOSTNAME")
+	create.Flags().DurationVar(&expires, "expires", 0, "lifetime (e.g. 720h); default: no expiry")
+	list := &cobra.Command{
+		Use: "list", Short: "List your tokens (never their values)", Args: cobra.NoArgs,
+		RunE: withClient(env, func(cmd *cobra.Command, _ []string, c client.Client) error {
+			list, err := c.ListTokens(cmd.Context())
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tNAME\tCREATED\tEXPIRES\tCREATED WITH")
+			for _, t := range list.Tokens {
+				exp := "never"
+				if t.ExpiresAt != nil {
+					exp = t.ExpiresAt.Format(time.RFC3339)
+				}
+				parent := "-"
+				if t.ParentID != "" {
+					parent = t.ParentID
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, t.CreatedAt.Format(time.RFC3339), exp, parent)
+			}
+			return tw.Flush()
+		}),
+	}
+	revoke := &cobra.Command{
+		Use: "revoke ID", Short: "Revoke a token and every token created with it", Args: cobra.ExactArgs(1),
+		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
+			if err := c.RevokeToken(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(env.Stdout, "token %s revoked\n", args[0])
+			return nil
+		}),
+	}
 	for _, c := range []*cobra.Command{create, list, revoke} {
-		c.Flags().Var(new(userIDFlag), "as", "the user the token acts as (required; --user is the same flag)")
-		// --user was the flag's first name; every other command says --as.
+		addAs(c)
+		// --user was the flag's first name; every command says --as.
 		c.Flags().SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 			if name == "user" {
 				name = "as"
@@ -108,15 +105,4 @@ func tokenCmd(env Env) *cobra.Command {
 	}
 	cmd.AddCommand(create, list, revoke)
 	return cmd
-}
-
-// tokenUser is the --as (or --user) of a token command: tokens are
-// credentials, so the user is named explicitly, never taken from
-// DUET_USER or the operating-system user.
-func tokenUser(cmd *cobra.Command) (string, error) {
-	user := cmd.Flag("as").Value.String()
-	if user == "" {
-		return "", usage("%s needs --as USER: the user the token acts as", cmd.CommandPath())
-	}
-	return user, nil
 }

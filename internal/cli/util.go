@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"io"
 	"time"
@@ -31,9 +30,10 @@ func parseSince(s string) (time.Time, error) {
 	return time.Time{}, usage("--since: want a duration (1h) or an RFC 3339 time")
 }
 
-// withApp is the RunE of a command that works on the app as a user: it opens
-// the app (configuration, store), passes it with the user of --as (or
-// DUET_USER), and closes it afterwards.
+// withApp is the RunE of a command that runs Duet itself on this machine
+// (mcp, vault, worker): it opens the app, passes it with the user of --as
+// (else DUET_USER, else the operating-system user), and closes it
+// afterwards. A command a person does to Duet's data uses withClient.
 func withApp(env Env, fn func(cmd *cobra.Command, args []string, a *app.App, user string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		a, err := openApp(cmd, env, app.Options{})
@@ -43,19 +43,6 @@ func withApp(env Env, fn func(cmd *cobra.Command, args []string, a *app.App, use
 		defer a.Close()
 		return fn(cmd, args, a, asUser(cmd, a.Config))
 	}
-}
-
-// taskIDOf resolves an optional --task flag (an id or a name) to a task id;
-// "" stays "".
-func taskIDOf(ctx context.Context, a *app.App, user, ref string) (string, error) {
-	if ref == "" {
-		return "", nil
-	}
-	t, err := a.ResolveTask(ctx, user, ref)
-	if err != nil {
-		return "", err
-	}
-	return t.ID, nil
 }
 
 func addAs(cmd *cobra.Command) {
@@ -76,23 +63,4 @@ func (f *userIDFlag) Set(v string) error {
 	}
 	*f = userIDFlag(v)
 	return nil
-}
-
-// auditing starts the audit record of a CLI action (method, on tool if
-// any) and returns the context the action runs in and the function that
-// ends the record with the action's error. The first change the action
-// stores in that context writes the record in the change's own transaction
-// (duet.AuditIntent): a change is never kept without its record; done
-// completes it (or records it, for an action that changed nothing).
-func auditing(ctx context.Context, a *app.App, user, method, tool string) (context.Context, func(error)) {
-	rec := duet.AuditRecord{Time: time.Now(), TraceID: duet.NewTraceID(), CallSource: duet.SourceCLI, Caller: user, Method: method, Tool: tool}
-	intent := duet.NewAuditIntent(rec)
-	return duet.WithAuditIntent(ctx, intent), func(err error) {
-		rec.Outcome = duet.OutcomeOK
-		if err != nil {
-			rec.Outcome = duet.ErrorCode(err)
-		}
-		rec.ID, rec.DurationUs = intent.Close(), time.Since(rec.Time).Microseconds()
-		a.Audit.Record(&rec)
-	}
 }

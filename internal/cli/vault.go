@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -9,7 +10,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/api"
 	"github.com/duet-test/duet/internal/app"
+	"github.com/duet-test/duet/internal/catalog"
+	"github.com/duet-test/duet/internal/client"
+	"github.com/duet-test/duet/internal/mcpclient"
 	"github.com/duet-test/duet/internal/vault"
 )
 
@@ -26,7 +31,10 @@ key in DUET_MASTER_KEY, move the old one to DUET_MASTER_KEY_PREVIOUS and run
 "duet vault rotate --rewrap-only". --prune then drops the previous keys from the key
 file once nothing needs them. Running servers pick the new key up by themselves.`,
 		Args: cobra.NoArgs,
-		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, _ string) error {
+		PreRunE: func(cmd *cobra.Command, _ []string) error {
+			return localOnly(cmd, env, "the master key is this machine's (its key file or DUET_MASTER_KEY): run it where the Duet server runs, on its DUET_HOME or database")
+		},
+		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, user string) error {
 			_, info, err := a.Keyring(env.Getenv)
 			if err != nil {
 				return err
@@ -34,7 +42,6 @@ file once nothing needs them. Running servers pick the new key up by themselves.
 			if info.Generated {
 				fmt.Fprintf(env.Stderr, "generated a new master key at %s; back it up: without it stored credentials cannot be decrypted\n", info.Path)
 			}
-			actx, done := auditing(cmd.Context(), a, asUser(cmd, a.Config), "vault.rotate", "")
 			if !rewrapOnly {
 				if info.Source == vault.SourceEnv {
 					return usage("the master key comes from %s: set the new key there, move the old one to %s, then run `duet vault rotate --rewrap-only`",
@@ -46,13 +53,20 @@ file once nothing needs them. Running servers pick the new key up by themselves.
 				}
 				fmt.Fprintf(env.Stdout, "new primary key %s written to %s (previous keys kept)\n", id, info.Path)
 			}
-			res, err := a.MCPClient.Rewrap(actx)
-			done(err)
-			if err != nil {
-				return err
+			// Audited as every operation is: governed, one record.
+			var res mcpclient.RewrapResult
+			var replaced, total int
+			err = a.Catalog.Govern(cmd.Context(), catalog.Op{Caller: duet.Caller{UserID: user, Source: duet.SourceCLI}, Method: "rotateVault"}, func(ctx context.Context) (int, error) {
+				var err error
+				if res, err = a.MCPClient.Rewrap(ctx); err != nil {
+					return 0, err
+				}
+				replaced, total, err = a.Secrets.Rewrap(ctx)
+				return 0, err
+			})
+			if res.PrimaryID != "" {
+				fmt.Fprintf(env.Stdout, "re-encrypted %d of %d credential(s) under key %s\n", res.Rewrapped, res.Total, res.PrimaryID)
 			}
-			fmt.Fprintf(env.Stdout, "re-encrypted %d of %d credential(s) under key %s\n", res.Rewrapped, res.Total, res.PrimaryID)
-			replaced, total, err := a.Secrets.Rewrap(actx)
 			if err != nil {
 				return err
 			}
@@ -97,20 +111,19 @@ read it as ${secrets.NAME}; it is never written in a task, and every run redacts
 it by value from what it keeps. Pipe the value in so it stays out of your shell
 history: printf %s "$PASSWORD" | duet vault set SHOP_PASSWORD`,
 		Args: cobra.ExactArgs(1),
-		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
+		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
 			b, err := io.ReadAll(io.LimitReader(env.Stdin, duet.MaxSecretBytes+2))
 			if err != nil {
 				return err
 			}
 			value := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
 			clear(b)
-			actx, done := auditing(cmd.Context(), a, user, "vault.secret.set", args[0])
-			action, err := a.Secrets.Set(actx, user, args[0], value)
-			done(err)
+			set, err := c.SetSecret(cmd.Context(), api.SecretIn{Name: args[0], Value: value})
+			value = ""
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(env.Stdout, "secret %s %s for %s\n", args[0], action, user)
+			fmt.Fprintf(env.Stdout, "secret %s %s for %s\n", args[0], set.Action, c.User())
 			return nil
 		}),
 	}
@@ -124,16 +137,17 @@ func vaultListCmd(env Env) *cobra.Command {
 		Use:   "list",
 		Short: "List the names of your secrets (never their values)",
 		Args:  cobra.NoArgs,
-		RunE: withApp(env, func(cmd *cobra.Command, _ []string, a *app.App, user string) error {
-			list, err := a.Secrets.List(cmd.Context(), user)
+		RunE: withClient(env, func(cmd *cobra.Command, _ []string, c client.Client) error {
+			out, err := c.ListSecrets(cmd.Context())
 			if err != nil {
 				return err
 			}
+			list := out.Secrets
 			if asJSON {
 				return printJSON(env.Stdout, list)
 			}
 			if len(list) == 0 {
-				fmt.Fprintf(env.Stdout, "%s has no secrets; set one with `duet vault set NAME`\n", user)
+				fmt.Fprintf(env.Stdout, "%s has no secrets; set one with `duet vault set %sNAME`\n", c.User(), asFlag(cmd))
 			}
 			for _, s := range list {
 				fmt.Fprintf(env.Stdout, "%s\tupdated %s\n", s.Name, s.UpdatedAt.Format(time.RFC3339))
@@ -151,14 +165,11 @@ func vaultDeleteCmd(env Env) *cobra.Command {
 		Use:   "delete NAME",
 		Short: "Delete one of your secrets",
 		Args:  cobra.ExactArgs(1),
-		RunE: withApp(env, func(cmd *cobra.Command, args []string, a *app.App, user string) error {
-			actx, done := auditing(cmd.Context(), a, user, "vault.secret.delete", args[0])
-			err := a.Secrets.Delete(actx, user, args[0])
-			done(err)
-			if err != nil {
+		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
+			if err := c.DeleteSecret(cmd.Context(), args[0]); err != nil {
 				return err
 			}
-			fmt.Fprintf(env.Stdout, "secret %s deleted for %s\n", args[0], user)
+			fmt.Fprintf(env.Stdout, "secret %s deleted for %s\n", args[0], c.User())
 			return nil
 		}),
 	}

@@ -29,8 +29,13 @@ type Config struct {
 	Addr        string // DUET_ADDR
 	User        string // DUET_USER: the identity of stdio callers and of CLI commands without --as
 	UserFrom    string // where User came from: "DUET_USER" or "the operating-system user"
-	LogLevel    string
-	LogFormat   string
+
+	// The Duet server CLI commands act on (remote mode), and the personal
+	// access token they authenticate with there.
+	ServerURL string // DUET_SERVER_URL; "" is this machine's DUET_HOME
+	Token     string // DUET_TOKEN (secret; also DUET_TOKEN_FILE)
+	LogLevel  string
+	LogFormat string
 
 	Workers     int           // runs executed at once by `duet serve`
 	Parallel    int           // cases executed at once within a run
@@ -166,7 +171,7 @@ var options = []Option{
 			c.Addr = v
 			return nil
 		}},
-	{Env: "DUET_USER", Doc: "User id for `duet mcp` (stdio) callers and CLI commands without --as. Default: the operating-system user.",
+	{Env: "DUET_USER", Doc: "User id of CLI commands without --as, `duet mcp` (stdio) callers included. Default: the operating-system user. (Against a Duet server, DUET_SERVER_URL, commands act as the token's user.)",
 		set: func(c *Config, v string) error {
 			if err := duet.ValidUserID(v); err != nil {
 				return errors.New(duet.ErrorMessage(err))
@@ -174,6 +179,12 @@ var options = []Option{
 			c.User = v
 			return nil
 		}},
+	{Env: "DUET_SERVER_URL", Doc: "A Duet server (https://duet.example.com) for CLI commands to act on over its REST API, with a personal access token, instead of this machine's DUET_HOME (remote mode; the same as `duet --server URL`). " +
+		"Commands that run Duet itself (serve, worker, migrate, mcp, demo, sample, vault, config) always act here. Default: none.",
+		set: func(c *Config, v string) error { c.ServerURL = strings.TrimSpace(v); return nil }},
+	{Env: "DUET_TOKEN", Secret: true, Doc: "The personal access token CLI commands send to the Duet server of DUET_SERVER_URL or --server (`duet token create` makes one; the server's user is whom they act as). " +
+		"Also DUET_TOKEN_FILE. Default: the token `duet login URL` stored for that server.",
+		set: func(c *Config, v string) error { c.Token = strings.TrimSpace(v); return nil }},
 	{Env: "DUET_LOG_LEVEL", Default: "info", Doc: "debug, info, warn or error.", set: func(c *Config, v string) error {
 		switch v {
 		case "debug", "info", "warn", "error":

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sort"
+	"strings"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/eval"
@@ -48,7 +49,34 @@ func (cr *caseRun) CallTool(ctx context.Context, m *duet.MCPCallStep) (any, erro
 	if res != nil {
 		saved = toolResultValue(res)
 	}
+	if duet.ErrorCode(err) == duet.CodeMCPServerNotConfigured {
+		err = notRegistered(cr.run.TriggeredBy, cr.task, m)
+	}
 	return saved, err
+}
+
+// notRegistered is MCP_SERVER_NOT_CONFIGURED with what to do: the runner
+// registers the server the step calls, whose address `duet task show`
+// prints with the command (the runner of a shared task cannot see its
+// author's registration, and a hint without the address does not paste).
+func notRegistered(executor string, task *duet.Task, m *duet.MCPCallStep) error {
+	name := m.ServerName
+	if name == "" {
+		name = m.ServerKey
+	}
+	return duet.Errorf(duet.CodeMCPServerNotConfigured,
+		"%s has not registered MCP server %s (%s), which this step calls with the credentials of whoever runs it: `duet task show %s --as %s` prints its address and the `duet server add` command that registers it",
+		executor, name, m.ServerKey, shellWord(task.Name), executor)
+}
+
+// shellWord quotes s for a POSIX shell unless it needs none.
+func shellWord(s string) string {
+	if s != "" && !strings.ContainsFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@", r))
+	}) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // learnCredentials adds the executor's credential values for serverKey to

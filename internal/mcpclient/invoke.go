@@ -72,8 +72,8 @@ func (c *Client) Invoke(ctx context.Context, req duet.InvokeRequest) (res *duet.
 	reg, tool, err := c.store.FindMCPServerTool(ctx, req.Executor, req.ServerKey, req.Tool)
 	if duet.ErrorCode(err) == duet.CodeNotFound {
 		return nil, duet.Errorf(duet.CodeMCPServerNotConfigured,
-			"%s has not configured MCP server %s: register it with `duet server add --as %s --name NAME --url URL` (a shared task carries the serverKey, never its author's credentials)",
-			req.Executor, req.ServerKey, req.Executor)
+			"%s has not registered MCP server %s: register its address with `duet server add --as %s` (`duet task show TASK --as %s` prints the addresses of the servers a task calls; a shared task carries the serverKey, never its author's credentials)",
+			req.Executor, req.ServerKey, req.Executor, req.Executor)
 	}
 	if err != nil {
 		return nil, err
