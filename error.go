@@ -128,6 +128,11 @@ const (
 	// maxTokens, or DUET_LLM_STEP_TOKENS) before the model answered what
 	// it asked; no further call was made.
 	CodeLLMBudgetExceeded Code = "LLM_BUDGET_EXCEEDED"
+
+	// CodeFFmpegNotFound: exporting a trace's replay as a video needs
+	// ffmpeg, and the instance has none (the replay in the viewer needs
+	// nothing).
+	CodeFFmpegNotFound Code = "FFMPEG_NOT_FOUND"
 )
 
 // Codes lists every code, in declaration order.
@@ -148,7 +153,7 @@ func Codes() []Code {
 		CodeLLMNotConfigured, CodeLLMError, CodeGenerationFailed, CodeLLMBudgetExceeded,
 		CodeInsufficientScope, CodeCallDepthExceeded, CodeSchemaTooNew, CodeLeaseLost,
 		CodeLoopLimit, CodeSecretNotFound, CodeHookFailed, CodeSessionNotFound,
-		CodeMethodNotAllowed,
+		CodeMethodNotAllowed, CodeFFmpegNotFound,
 	}
 }
 

@@ -102,8 +102,11 @@ type BaselineFilter struct {
 // BaselineStore keeps the baselines of visual comparisons.
 type BaselineStore interface {
 	// CreateBaseline stores b (with its Image) as the next version of its
-	// key, setting ID, Version and CreatedAt. Returns INVALID_ARGUMENT.
-	CreateBaseline(ctx context.Context, b *Baseline) error
+	// key, setting ID, Version and CreatedAt: a write of the run that
+	// recorded it (b.RunID, b.ExecutionID), fenced by the lease l like its
+	// other writes. Returns INVALID_ARGUMENT, LEASE_LOST once the worker no
+	// longer holds the run (nothing is stored).
+	CreateBaseline(ctx context.Context, l Lease, b *Baseline) error
 	// FindCurrentBaseline returns, with its image, the baseline a
 	// comparison of key at fingerprint uses: the newest approved one, else
 	// the newest first recording still pending — never a candidate

@@ -10,11 +10,13 @@
 #     packages, when missing: the tests start throwaway clusters with them
 #   - systemd-analyze (package systemd), when missing: deploy/ verifies the
 #     systemd units with it
+#   - ffmpeg from the distribution's packages, when missing: exporting a
+#     trace's replay as a video (optional in production; tested here)
 # Go modules are fetched by the go command itself. Safe to re-run.
-#   scripts/deps.sh [browser] [adb] [node] [postgres] [systemd]   (default: all)
+#   scripts/deps.sh [browser] [adb] [node] [postgres] [systemd] [ffmpeg]   (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-want="${*:-browser adb node postgres systemd}"
+want="${*:-browser adb node postgres systemd ffmpeg}"
 
 sudo_() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -35,6 +37,16 @@ if [[ " $want " == *" adb "* ]]; then
     echo "deps: installing adb from the distribution's packages..." >&2
     sudo_ apt-get update -qq
     sudo_ env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq adb >/dev/null
+  fi
+fi
+
+if [[ " $want " == *" ffmpeg "* ]]; then
+  if command -v ffmpeg >/dev/null && command -v ffprobe >/dev/null; then
+    :
+  else
+    echo "deps: installing ffmpeg from the distribution's packages..." >&2
+    sudo_ apt-get update -qq
+    sudo_ env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ffmpeg >/dev/null
   fi
 fi
 

@@ -2,14 +2,14 @@
 # The test command: installs what the tests need, checks formatting and
 # static analysis, then runs every test with the race detector. Browser and
 # interoperability tests do not skip here: DUET_REQUIRE_BROWSER=1,
-# DUET_REQUIRE_ADB=1, DUET_REQUIRE_NODE=1 and DUET_REQUIRE_SYSTEMD=1 make a
-# missing dependency a failure.
+# DUET_REQUIRE_ADB=1, DUET_REQUIRE_NODE=1, DUET_REQUIRE_SYSTEMD=1 and
+# DUET_REQUIRE_FFMPEG=1 make a missing dependency a failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 say() { echo "test [${SECONDS}s]: $*" >&2; }
-say "checking what the tests need (Chromium, adb, the Node test packages, PostgreSQL, systemd-analyze)..."
+say "checking what the tests need (Chromium, adb, the Node test packages, PostgreSQL, systemd-analyze, ffmpeg)..."
 scripts/deps.sh
-export DUET_REQUIRE_BROWSER=1 DUET_REQUIRE_ADB=1 DUET_REQUIRE_NODE=1 DUET_REQUIRE_SYSTEMD=1
+export DUET_REQUIRE_BROWSER=1 DUET_REQUIRE_ADB=1 DUET_REQUIRE_NODE=1 DUET_REQUIRE_SYSTEMD=1 DUET_REQUIRE_FFMPEG=1
 
 # PostgreSQL: the store suite runs against both engines and the multi-process
 # tests need a server. Unless DUET_TEST_POSTGRES_URL names one, start a

@@ -33,10 +33,11 @@ func baselines(t *testing.T, e *apitest.Env, taskID, caseID string) (first, cand
 	t.Helper()
 	key := duet.BaselineKey{TaskID: taskID, CaseID: caseID, Name: "home", Device: "desktop", Environment: "http://shop", Owner: "alice"}
 	ratio := 1.0
-	first = &duet.Baseline{BaselineKey: key, CaseKey: "a", Fingerprint: "f", SHA256: "1", Width: 4, Height: 3, Image: pngOf(t, 4, 3, color.RGBA{255, 255, 255, 255})}
-	candidate = &duet.Baseline{BaselineKey: key, CaseKey: "a", Fingerprint: "f", SHA256: "2", Width: 4, Height: 3, DiffRatio: &ratio, Image: pngOf(t, 4, 3, color.RGBA{255, 0, 0, 255})}
+	l, x := e.HeldExecution("alice", taskID, caseID)
+	first = &duet.Baseline{BaselineKey: key, CaseKey: "a", Fingerprint: "f", SHA256: "1", Width: 4, Height: 3, RunID: l.RunID, ExecutionID: x, Image: pngOf(t, 4, 3, color.RGBA{255, 255, 255, 255})}
+	candidate = &duet.Baseline{BaselineKey: key, CaseKey: "a", Fingerprint: "f", SHA256: "2", Width: 4, Height: 3, RunID: l.RunID, ExecutionID: x, DiffRatio: &ratio, Image: pngOf(t, 4, 3, color.RGBA{255, 0, 0, 255})}
 	for _, b := range []*duet.Baseline{first, candidate} {
-		if err := e.App.Store.CreateBaseline(t.Context(), b); err != nil {
+		if err := e.App.Store.CreateBaseline(t.Context(), l, b); err != nil {
 			t.Fatal(err)
 		}
 	}

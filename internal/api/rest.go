@@ -277,6 +277,7 @@ func coreRoutes() []*route {
 			params: []param{path("runId", "the run's id"), query("format", "html (default), json or junit"),
 				query("cursor", "the next part of a run of more than 500 cases (the Duet-Report-Next-Cursor header of the previous part)"),
 				queryInt("limit", "cases per part (default 500)", 1, 1000),
+				query("attachments", "zip, with format=junit: the JUnit XML and its failed cases' screenshots and traces (yours only) in one zip, named in system-out as [[ATTACHMENT|path]]"),
 				{name: "download", in: "query", typ: "string", desc: "present (any value): served as a file to save"}}, serve: (*Handler).report},
 		withSchema(op("GET", Prefix+"/executions/{executionId}", "getExecution", "runs", "Get one case execution with its steps (get_execution_result)",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (catalog.GetExecutionOut, error) {
@@ -864,6 +865,20 @@ func (h *Handler) report(w http.ResponseWriter, r *http.Request, c duet.Caller) 
 	f, err := report.ParseFormat(r.URL.Query().Get("format"))
 	if err != nil {
 		return nil, bad(err)
+	}
+	if a := r.URL.Query().Get("attachments"); a != "" {
+		if f != report.JUnit || a != "zip" {
+			return nil, bad(duet.Errorf(duet.CodeInvalidArgument, "attachments=zip goes with format=junit (the JUnit report and its failed cases' screenshots and traces in one zip), not %s and %q", f, a))
+		}
+		rep, err := h.svc.RunJUnitZip(r.Context(), c, r.PathValue("runId"), r.URL.Query().Get("cursor"))
+		if err != nil {
+			return nil, err
+		}
+		w.Header().Set("Content-Type", rep.ContentType)
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s-junit.zip"`, r.PathValue("runId")))
+		w.Write(rep.Body)
+		return nil, nil
 	}
 	limit, err := intParam(r, "limit")
 	if err != nil {

@@ -154,6 +154,7 @@ func testREST(t *testing.T, vars map[string]string) {
 	}
 	// A passing case keeps no trace under the default, on-failure.
 	refused("alice", "getTrace", p("runId", start.RunID, "case", run.Executions[0].ID), nil, duet.CodeNotFound)
+	refused("alice", "getTraceVideo", p("runId", start.RunID, "case", run.Executions[0].ID), nil, duet.CodeNotFound)
 	list := decode[api.RunList](t, do("alice", "listRuns", p("?", "taskId="+taskID), nil))
 	if len(list.Runs) != 1 || list.Total != 1 || list.Runs[0].TaskName != "plain" {
 		t.Fatalf("listRuns: %+v", list)
@@ -303,6 +304,7 @@ func testREST(t *testing.T, vars map[string]string) {
 	refused("bob", "followRun", p("runId", start.RunID), nil, nf)
 	refused("bob", "getReport", p("runId", start.RunID), nil, nf)
 	refused("bob", "getTrace", p("runId", start.RunID, "case", run.Executions[0].ID), nil, nf)
+	refused("bob", "getTraceVideo", p("runId", start.RunID, "case", run.Executions[0].ID), nil, nf)
 	refused("bob", "getBaseline", p("baselineId", cand.ID), nil, nf)
 	refused("bob", "getBaselineImage", p("baselineId", cand.ID), nil, nf)
 	refused("bob", "approveBaseline", p("baselineId", cand.ID), nil, nf)

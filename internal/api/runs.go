@@ -226,6 +226,33 @@ func (s *Service) RunReportPage(ctx context.Context, c duet.Caller, runID string
 	return out, err
 }
 
+// RunJUnitZip renders the JUnit report of a run as the caller sees it
+// with the attachments of its failed cases — screenshots and traces, the
+// executor's only — as one zip (report.WriteJUnitZip): junit.xml and
+// junit-attachments/, the paths its system-out names. The attachments
+// stop at three quarters of the call's result budget; those left out are
+// named with the reason. Returns NOT_FOUND, INVALID_ARGUMENT.
+func (s *Service) RunJUnitZip(ctx context.Context, c duet.Caller, runID, cursor string) (Report, error) {
+	var out Report
+	err := s.d.Catalog.Govern(ctx, catalog.Op{Caller: c, Method: "getReport", Name: "junit.zip"}, func(ctx context.Context) (int, error) {
+		r, err := report.BuildPage(ctx, s.d.Store, s.d.Artifacts, c.UserID, runID, report.Page{Cursor: cursor})
+		if err != nil {
+			return 0, err
+		}
+		limit := 0
+		if b := catalog.ResultBudget(ctx); b > 0 {
+			limit = b / 4 * 3
+		}
+		buf := catalog.NewBudgetBuffer(ctx)
+		if err := report.WriteJUnitZip(ctx, r, report.ArtifactSource(s.d.Artifacts, r.Run.ID), buf, limit); err != nil {
+			return 0, err
+		}
+		out.Body, out.ContentType = buf.Bytes(), "application/zip"
+		return len(out.Body), nil
+	})
+	return out, err
+}
+
 // Progress is one state of a run followed live.
 type Progress struct {
 	Run        RunSummary                 `json:"run"`

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -24,7 +25,62 @@ func traceRoutes() []*route {
 			params: []param{path("runId", "the run's id"), path("case", "the case's key, case id or execution id"),
 				query("format", "zip (default) or summary")},
 			serve: (*Handler).trace},
+		{method: "GET", path: Prefix + "/runs/{runId}/cases/{case}/trace/video", id: "getTraceVideo", tag: "runs", status: http.StatusOK, ctype: "video/webm",
+			summary: "The replay of a case's trace (its screencast frames) as a video, encoded with ffmpeg where the instance has it (FFMPEG_NOT_FOUND where not). Only the run's executor gets it",
+			params: []param{path("runId", "the run's id"), path("case", "the case's key, case id or execution id"),
+				query("format", "webm (default) or mp4")},
+			serve: (*Handler).traceVideo},
 	}
+}
+
+func (h *Handler) traceVideo(w http.ResponseWriter, r *http.Request, c duet.Caller) (any, error) {
+	runID, ref := r.PathValue("runId"), r.PathValue("case")
+	format := cmp.Or(r.URL.Query().Get("format"), trace.VideoWebM)
+	if format != trace.VideoWebM && format != trace.VideoMP4 {
+		return nil, bad(duet.Errorf(duet.CodeInvalidArgument, "format: want webm or mp4, got %.40q", format))
+	}
+	data, x, err := h.svc.TraceVideo(r.Context(), c, runID, ref, format)
+	if err != nil {
+		return nil, err
+	}
+	WriteVideo(w, data, format, fmt.Sprintf("replay-%s-%s", runID, x.CaseKey))
+	return nil, nil
+}
+
+// WriteVideo writes an exported replay as a file named name.FORMAT.
+func WriteVideo(w http.ResponseWriter, data []byte, format, name string) {
+	w.Header().Set("Content-Type", "video/"+format)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.%s"`, name, format))
+	w.Write(data)
+}
+
+// TraceVideo returns the replay of a case's trace as a webm or mp4 video
+// (trace.Video), governed and disclosed like Trace: to the run's executor
+// only. The video is bounded by the call's result budget and by
+// trace.DefaultVideoTimeout. Returns NOT_FOUND, PERMISSION_DENIED,
+// INVALID_ARGUMENT, FFMPEG_NOT_FOUND, TIMEOUT, TOO_LARGE.
+func (s *Service) TraceVideo(ctx context.Context, c duet.Caller, runID, ref, format string) ([]byte, *duet.Execution, error) {
+	var data []byte
+	var x *duet.Execution
+	err := s.d.Catalog.Govern(ctx, catalog.Op{Caller: c, Method: "getTraceVideo", Name: ref}, func(ctx context.Context) (int, error) {
+		zipped, ex, err := report.Trace(ctx, s.d.Store, s.d.Artifacts, c.UserID, runID, ref)
+		if err != nil {
+			return 0, err
+		}
+		a, err := trace.Open(zipped)
+		if err != nil {
+			return 0, err
+		}
+		var o trace.VideoOptions
+		if b := catalog.ResultBudget(ctx); b > 0 {
+			o.MaxBytes = int64(b)
+		}
+		data, err = trace.Video(ctx, a, format, o)
+		x = ex
+		return len(data), err
+	})
+	return data, x, err
 }
 
 func (h *Handler) trace(w http.ResponseWriter, r *http.Request, c duet.Caller) (any, error) {

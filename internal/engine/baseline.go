@@ -40,7 +40,9 @@ func (cr *caseRun) CheckBaseline(ctx context.Context, st *duet.Step, shot []byte
 	record := func(ratio *float64) (*duet.Baseline, error) {
 		b := &duet.Baseline{BaselineKey: key, CaseKey: cr.x.CaseKey, CaseVersion: cr.x.CaseVersion, Fingerprint: fp, SHA256: hex.EncodeToString(sum[:]),
 			Width: size.Width, Height: size.Height, RunID: cr.run.ID, ExecutionID: cr.x.ID, StepIndex: st.Index, DiffRatio: ratio, Image: shot}
-		return b, store.CreateBaseline(ctx, b)
+		// A write of the run like its results: refused (LEASE_LOST, the run
+		// stopped) once the worker no longer holds it.
+		return b, cr.w.do(ctx, func(ctx context.Context, l duet.Lease) error { return store.CreateBaseline(ctx, l, b) })
 	}
 	out := map[string]any{"name": ev.Name}
 	images := map[string]any{}

@@ -62,6 +62,7 @@ var codes = map[duet.Code]codeRow{
 	duet.CodeURLRefused:             {http.StatusBadRequest, -32602},
 	duet.CodeMCPAuthIssuerMismatch:  {http.StatusBadGateway, -32000},
 	duet.CodeLLMNotConfigured:       {http.StatusServiceUnavailable, -32603},
+	duet.CodeFFmpegNotFound:         {http.StatusNotImplemented, -32603},
 	duet.CodeLLMError:               {http.StatusBadGateway, -32000},
 	duet.CodeGenerationFailed:       {http.StatusUnprocessableEntity, -32000},
 	duet.CodeLLMBudgetExceeded:      {http.StatusUnprocessableEntity, -32000},

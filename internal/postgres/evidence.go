@@ -34,16 +34,28 @@ func scanBaselineWith(image bool) func(pgx.Row) (*duet.Baseline, error) {
 	}
 }
 
-// CreateBaseline stores b as the next version of its key. Returns
-// INVALID_ARGUMENT.
-func (d *DB) CreateBaseline(ctx context.Context, b *duet.Baseline) error {
+// CreateBaseline stores b as the next version of its key, fenced by the
+// lease l on the run that recorded it (heldSQL: the run row is locked FOR
+// SHARE until the insert commits, so a claim that takes the run over waits
+// for it or leaves the fence empty). Returns INVALID_ARGUMENT, LEASE_LOST.
+func (d *DB) CreateBaseline(ctx context.Context, l duet.Lease, b *duet.Baseline) error {
 	if b == nil || b.TaskID == "" || b.CaseID == "" || b.Name == "" || b.Owner == "" || len(b.Image) == 0 {
 		return duet.Errorf(duet.CodeInvalidArgument, "a baseline needs a task, a case, a name, an owner and an image")
 	}
 	if b.Status == "" {
 		b.Status = duet.BaselinePending
 	}
+	if b.RunID != l.RunID {
+		return duet.LeaseLost(l)
+	}
 	return d.tx(ctx, func(tx pgx.Tx) error {
+		var n int
+		if err := tx.QueryRow(ctx, `WITH `+heldSQL+` SELECT count(*) FROM held`, l.RunID, l.Worker, l.Token, b.ExecutionID).Scan(&n); err != nil {
+			return mapErr(err)
+		}
+		if n == 0 {
+			return duet.LeaseLost(l)
+		}
 		// Versions of one key are numbered one at a time.
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 28))`,
 			b.TaskID+"\x1f"+b.CaseID+"\x1f"+b.Name+"\x1f"+b.Device+"\x1f"+b.Environment+"\x1f"+b.Owner); err != nil {

@@ -141,14 +141,19 @@ func (r *Report) JUnitXML() JUnitSuites {
 	}
 }
 
-// WriteJUnit writes the report as JUnit XML.
+// WriteJUnit writes the report as JUnit XML (its attachments not named:
+// WriteJUnitFiles and WriteJUnitZip name and write them).
 func (r *Report) WriteJUnit(w io.Writer) error {
+	return encodeJUnit(w, r.JUnitXML())
+}
+
+func encodeJUnit(w io.Writer, x JUnitSuites) error {
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err
 	}
 	enc := xml.NewEncoder(w)
 	enc.Indent("", "  ")
-	if err := enc.Encode(r.JUnitXML()); err != nil {
+	if err := enc.Encode(x); err != nil {
 		return err
 	}
 	_, err := io.WriteString(w, "\n")

@@ -175,6 +175,9 @@ type TraceLink struct {
 	Href    string `json:"href"`    // the console's trace viewer, on the host that serves the report
 	API     string `json:"api"`     // the zip over REST
 	Command string `json:"command"` // the CLI command that downloads it
+	// Video is the replay as a webm video over REST (?format=mp4), where
+	// the instance has ffmpeg.
+	Video string `json:"video"`
 }
 
 // Step is one step of a case: its result, or StatusPending when it did not
@@ -304,6 +307,7 @@ func BuildPage(ctx context.Context, store Store, arts Artifacts, viewer, runID s
 			if n, ok := tr.HasTrace(ctx, run.ID, c.ExecutionID); ok {
 				c.Trace = &TraceLink{Bytes: int(n), Href: "/runs/" + run.ID + "/cases/" + c.ExecutionID + "/trace/",
 					API:     "/api/v1/runs/" + run.ID + "/cases/" + c.ExecutionID + "/trace",
+					Video:   "/api/v1/runs/" + run.ID + "/cases/" + c.ExecutionID + "/trace/video",
 					Command: "duet report --trace " + run.ID + " " + c.Key}
 			}
 		}

@@ -37,16 +37,23 @@ func scanBaseline(r rowScanner, image bool) (*duet.Baseline, error) {
 	return &b, nil
 }
 
-// CreateBaseline stores b as the next version of its key. Returns
-// INVALID_ARGUMENT.
-func (d *DB) CreateBaseline(ctx context.Context, b *duet.Baseline) error {
+// CreateBaseline stores b as the next version of its key, fenced by the
+// lease l on the run that recorded it. Returns INVALID_ARGUMENT,
+// LEASE_LOST.
+func (d *DB) CreateBaseline(ctx context.Context, l duet.Lease, b *duet.Baseline) error {
 	if b == nil || b.TaskID == "" || b.CaseID == "" || b.Name == "" || b.Owner == "" || len(b.Image) == 0 {
 		return duet.Errorf(duet.CodeInvalidArgument, "a baseline needs a task, a case, a name, an owner and an image")
 	}
 	if b.Status == "" {
 		b.Status = duet.BaselinePending
 	}
+	if b.RunID != l.RunID {
+		return duet.LeaseLost(l)
+	}
 	return d.tx(ctx, func(tx *sql.Tx) error {
+		if err := held(ctx, tx, l, b.ExecutionID); err != nil {
+			return err
+		}
 		var last sql.NullInt64
 		if err := tx.QueryRowContext(ctx, `SELECT MAX(version) FROM baselines WHERE task_id = ? AND case_id = ? AND name = ? AND device = ? AND environment = ? AND owner = ?`,
 			b.TaskID, b.CaseID, b.Name, b.Device, b.Environment, b.Owner).Scan(&last); err != nil {

@@ -45,11 +45,12 @@ func testTraceModes(t *testing.T, s duet.Store) {
 // their owner finds, lists and decides them, once.
 func testBaselines(t *testing.T, s duet.Store) {
 	res := mustApply(t, s, "alice", suite("visual", "a"))
+	l, x := heldExecution(t, s, res, "w1")
 	key := duet.BaselineKey{TaskID: res.Task.ID, CaseID: res.Cases[0].ID, Name: "home", Device: "desktop", Environment: "http://127.0.0.1:1", Owner: "alice"}
 	mk := func(img string) *duet.Baseline {
 		b := &duet.Baseline{BaselineKey: key, CaseKey: "a", CaseVersion: 1, Fingerprint: "f1", SHA256: img, Width: 2, Height: 1,
-			RunID: "run_1", ExecutionID: "exec_1", StepIndex: 3, Image: []byte(img)}
-		if err := s.CreateBaseline(ctx(t), b); err != nil {
+			RunID: l.RunID, ExecutionID: x.ID, StepIndex: 3, Image: []byte(img)}
+		if err := s.CreateBaseline(ctx(t), l, b); err != nil {
 			t.Fatal(err)
 		}
 		return b
@@ -91,8 +92,8 @@ func testBaselines(t *testing.T, s duet.Store) {
 	}
 	ratio := 0.25
 	b2 := mk("two")
-	b2b := &duet.Baseline{BaselineKey: key, CaseKey: "a", Fingerprint: "f1", SHA256: "three", Image: []byte("three"), DiffRatio: &ratio}
-	if err := s.CreateBaseline(ctx(t), b2b); err != nil {
+	b2b := &duet.Baseline{BaselineKey: key, CaseKey: "a", Fingerprint: "f1", SHA256: "three", Image: []byte("three"), DiffRatio: &ratio, RunID: l.RunID, ExecutionID: x.ID}
+	if err := s.CreateBaseline(ctx(t), l, b2b); err != nil {
 		t.Fatal(err)
 	}
 	if b2.Version != 2 || b2b.Version != 3 {
@@ -102,10 +103,10 @@ func testBaselines(t *testing.T, s duet.Store) {
 	// against before it is approved, even with nothing approved.
 	other2 := key
 	other2.Name = "cart"
-	c1 := &duet.Baseline{BaselineKey: other2, CaseKey: "a", Fingerprint: "f1", SHA256: "c1", Image: []byte("c1")}
-	c2 := &duet.Baseline{BaselineKey: other2, CaseKey: "a", Fingerprint: "f1", SHA256: "c2", Image: []byte("c2"), DiffRatio: &ratio}
+	c1 := &duet.Baseline{BaselineKey: other2, CaseKey: "a", Fingerprint: "f1", SHA256: "c1", Image: []byte("c1"), RunID: l.RunID, ExecutionID: x.ID}
+	c2 := &duet.Baseline{BaselineKey: other2, CaseKey: "a", Fingerprint: "f1", SHA256: "c2", Image: []byte("c2"), DiffRatio: &ratio, RunID: l.RunID, ExecutionID: x.ID}
 	for _, b := range []*duet.Baseline{c1, c2} {
-		if err := s.CreateBaseline(ctx(t), b); err != nil {
+		if err := s.CreateBaseline(ctx(t), l, b); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -135,8 +136,92 @@ func testBaselines(t *testing.T, s duet.Store) {
 	if l, _ := s.FindBaselines(ctx(t), duet.BaselineFilter{Owner: "bob"}); len(l) != 0 {
 		t.Fatalf("bob's list: %+v", l)
 	}
-	if err := s.CreateBaseline(ctx(t), &duet.Baseline{BaselineKey: key}); duet.ErrorCode(err) != duet.CodeInvalidArgument {
+	if err := s.CreateBaseline(ctx(t), l, &duet.Baseline{BaselineKey: key, RunID: l.RunID, ExecutionID: x.ID}); duet.ErrorCode(err) != duet.CodeInvalidArgument {
 		t.Fatalf("no image: %v", err)
+	}
+}
+
+// heldExecution queues a run of the applied task's first case and claims
+// it as worker, returning the worker's lease and the started execution.
+func heldExecution(t *testing.T, s duet.Store, res *duet.ApplyResult, worker string) (duet.Lease, *duet.Execution) {
+	t.Helper()
+	run := &duet.Run{TaskID: res.Task.ID, TriggeredBy: res.Task.Owner, CallSource: duet.SourceCLI}
+	x := &duet.Execution{CaseID: res.Cases[0].ID, CaseKey: res.Cases[0].Key, CaseTitle: res.Cases[0].Key, CaseVersion: res.Cases[0].Version, Steps: []duet.Step{step(0, "true")}}
+	if _, _, err := s.CreateRun(ctx(t), duet.StartRunParams{Run: run, Executions: []*duet.Execution{x}}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.ClaimRunByID(ctx(t), run.ID, worker, time.Minute)
+	if err != nil || c == nil {
+		t.Fatalf("claim: %v %v", c, err)
+	}
+	l := duet.LeaseOf(c, worker)
+	if err := s.StartExecution(ctx(t), l, x); err != nil {
+		t.Fatal(err)
+	}
+	return l, x
+}
+
+// testBaselineFence: a baseline is a write of the run that recorded it,
+// fenced like its results: once the worker no longer holds the run (it
+// handed it back, another worker claimed it, the run ended), or for
+// another run's execution, the write is refused with LEASE_LOST and
+// nothing is stored — no pending baseline from a worker that lost its run.
+func testBaselineFence(t *testing.T, s duet.Store) {
+	res := mustApply(t, s, "alice", suite("fenced", "a"))
+	l1, x := heldExecution(t, s, res, "w1")
+	key := duet.BaselineKey{TaskID: res.Task.ID, CaseID: res.Cases[0].ID, Name: "home", Device: "desktop", Environment: "http://127.0.0.1:1", Owner: "alice"}
+	mk := func(runID, execID string) *duet.Baseline {
+		return &duet.Baseline{BaselineKey: key, CaseKey: "a", CaseVersion: 1, Fingerprint: "f1", SHA256: "s", Width: 1, Height: 1,
+			RunID: runID, ExecutionID: execID, Image: []byte("png")}
+	}
+	count := func() int {
+		t.Helper()
+		list, err := s.FindBaselines(ctx(t), duet.BaselineFilter{Owner: "alice", TaskID: res.Task.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(list)
+	}
+	if err := s.CreateBaseline(ctx(t), l1, mk(l1.RunID, x.ID)); err != nil {
+		t.Fatalf("under the lease: %v", err)
+	}
+	refused := func(what string, l duet.Lease, b *duet.Baseline) {
+		t.Helper()
+		if err := s.CreateBaseline(ctx(t), l, b); duet.ErrorCode(err) != duet.CodeLeaseLost {
+			t.Errorf("%s: got %v, want LEASE_LOST", what, err)
+		}
+	}
+	// Another run's execution, or a baseline naming another run, under l1.
+	l9, x9 := heldExecution(t, s, mustApply(t, s, "alice", suite("other", "a")), "w1")
+	refused("another run's execution", l1, mk(l1.RunID, x9.ID))
+	refused("a baseline of another run", l1, mk(l9.RunID, x9.ID))
+	stale := l1
+	stale.Token++
+	refused("another claim's token", stale, mk(l1.RunID, x.ID))
+	// Handed back, then taken over by w2: w1's lease is lost for good.
+	if err := s.ReleaseRun(ctx(t), l1); err != nil {
+		t.Fatal(err)
+	}
+	refused("a run handed back", l1, mk(l1.RunID, x.ID))
+	c, err := s.ClaimRunByID(ctx(t), l1.RunID, "w2", time.Minute)
+	if err != nil || c == nil {
+		t.Fatalf("w2's claim: %v %v", c, err)
+	}
+	l2 := duet.LeaseOf(c, "w2")
+	refused("a run another worker took over", l1, mk(l1.RunID, x.ID))
+	if count() != 1 {
+		t.Fatalf("refused writes stored baselines: %d, want 1", count())
+	}
+	if err := s.CreateBaseline(ctx(t), l2, mk(l2.RunID, x.ID)); err != nil {
+		t.Fatalf("under w2's lease: %v", err)
+	}
+	// Ended: no baseline after the run's verdict.
+	if err := s.FinishRun(ctx(t), l2, &duet.Run{ID: l2.RunID, Status: duet.StatusCancelled}); err != nil {
+		t.Fatal(err)
+	}
+	refused("an ended run", l2, mk(l2.RunID, x.ID))
+	if count() != 2 {
+		t.Fatalf("baselines: %d, want 2", count())
 	}
 }
 

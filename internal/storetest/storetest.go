@@ -63,6 +63,7 @@ func Run(t *testing.T, open Opener) {
 		{"Retries", testRetries},
 		{"TraceModes", testTraceModes},
 		{"Baselines", testBaselines},
+		{"BaselineFence", testBaselineFence},
 		{"Metrics", testMetrics},
 		{"SavedSessions", testSavedSessions},
 		{"AIPlans", testAIPlans},

@@ -83,10 +83,10 @@ func (s *store) CountRuns(ctx context.Context, a1 duet.RunFilter) (r0 int, err e
 	return s.Store.CountRuns(ctx, a1)
 }
 
-func (s *store) CreateBaseline(ctx context.Context, a1 *duet.Baseline) (err error) {
+func (s *store) CreateBaseline(ctx context.Context, a1 duet.Lease, a2 *duet.Baseline) (err error) {
 	ctx, end := s.t.storeSpan(ctx, "CreateBaseline")
 	defer func() { end(err) }()
-	return s.Store.CreateBaseline(ctx, a1)
+	return s.Store.CreateBaseline(ctx, a1, a2)
 }
 
 func (s *store) CreateGeneration(ctx context.Context, a1 *duet.Generation) (err error) {

@@ -49,10 +49,11 @@ func TestBaselinePages(t *testing.T) {
 	}
 	key := duet.BaselineKey{TaskID: taskID, CaseID: cases[0].ID, Name: xss, Device: "desktop", Environment: "http://127.0.0.1:9", Owner: "alice"}
 	ratio := 0.25
-	first := &duet.Baseline{BaselineKey: key, CaseKey: "home", Fingerprint: "f", SHA256: "1", Width: 4, Height: 3, Image: pngOf(t, 4, 3, color.RGBA{255, 255, 255, 255})}
-	cand := &duet.Baseline{BaselineKey: key, CaseKey: "home", Fingerprint: "f", SHA256: "2", Width: 4, Height: 3, DiffRatio: &ratio, Image: pngOf(t, 4, 3, color.RGBA{255, 0, 0, 255})}
+	l, x := e.HeldExecution("alice", taskID, cases[0].ID)
+	first := &duet.Baseline{BaselineKey: key, CaseKey: "home", Fingerprint: "f", SHA256: "1", Width: 4, Height: 3, RunID: l.RunID, ExecutionID: x, Image: pngOf(t, 4, 3, color.RGBA{255, 255, 255, 255})}
+	cand := &duet.Baseline{BaselineKey: key, CaseKey: "home", Fingerprint: "f", SHA256: "2", Width: 4, Height: 3, RunID: l.RunID, ExecutionID: x, DiffRatio: &ratio, Image: pngOf(t, 4, 3, color.RGBA{255, 0, 0, 255})}
 	for _, b := range []*duet.Baseline{first, cand} {
-		if err := e.App.Store.CreateBaseline(t.Context(), b); err != nil {
+		if err := e.App.Store.CreateBaseline(t.Context(), l, b); err != nil {
 			t.Fatal(err)
 		}
 	}

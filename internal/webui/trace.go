@@ -1,8 +1,11 @@
 package webui
 
 import (
+	"cmp"
 	"net/http"
 
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/api"
 	"github.com/duet-test/duet/internal/trace"
 )
 
@@ -27,6 +30,8 @@ func (c *Console) registerEvidence(mux *http.ServeMux) {
 		"GET /baselines/{id}/image":    {c.baselineImage, qs("which")},
 		"POST /baselines/{id}/approve": {fn: c.decideBaseline(true)},
 		"POST /baselines/{id}/reject":  {fn: c.decideBaseline(false)},
+		// The replay as a video, where the instance has ffmpeg.
+		"GET /runs/{id}/cases/{case}/video": {c.traceVideo, qs("format")},
 	} {
 		mux.Handle(pattern, c.page(c.checkQuery(rt)))
 	}
@@ -48,4 +53,19 @@ func (c *Console) traceFile(w http.ResponseWriter, r *http.Request, v *view) err
 	}
 	_, err = w.Write(f.Data)
 	return err
+}
+
+// traceVideo serves the replay of a case's trace as a webm (or ?format=mp4)
+// video (api.TraceVideo).
+func (c *Console) traceVideo(w http.ResponseWriter, r *http.Request, v *view) error {
+	format := cmp.Or(r.URL.Query().Get("format"), trace.VideoWebM)
+	if format != trace.VideoWebM && format != trace.VideoMP4 {
+		return duet.Errorf(duet.CodeInvalidArgument, "format: want webm or mp4, got %.40q", format)
+	}
+	data, x, err := c.svc.TraceVideo(r.Context(), v.caller, r.PathValue("id"), r.PathValue("case"), format)
+	if err != nil {
+		return err
+	}
+	api.WriteVideo(w, data, format, "replay-"+r.PathValue("id")+"-"+x.CaseKey)
+	return nil
 }

@@ -3,7 +3,11 @@ package webui_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -153,13 +157,38 @@ func TestTraceViewerInABrowser(t *testing.T) {
 	}
 	alice.screenshot("trace")
 
+	// The replay as a video, where this machine has ffmpeg: the run page
+	// links it, and it holds the case's frames.
+	if _, err := osexec.LookPath("ffmpeg"); err == nil || os.Getenv("DUET_REQUIRE_FFMPEG") == "1" {
+		alice.open("/runs/" + start.RunID)
+		href := run(alice, "video link", chromedp.Evaluate[string](`(document.querySelector('a.video-link') || {}).getAttribute?.('href') || ''`))
+		if href != "/runs/"+start.RunID+"/cases/"+exec+"/video" {
+			t.Fatalf("the run page's video link: %q", href)
+		}
+		resp, err := client.Get(e.URL + href + "?format=mp4")
+		if err != nil {
+			t.Fatal(err)
+		}
+		video, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "video/mp4" {
+			t.Fatalf("the video: %d %s %.300s", resp.StatusCode, resp.Header.Get("Content-Type"), video)
+		}
+		file := filepath.Join(t.TempDir(), "replay.mp4")
+		os.WriteFile(file, video, 0o644)
+		out, err := osexec.Command("ffprobe", "-v", "error", "-count_frames", "-show_entries", "stream=codec_name,nb_read_frames", "-of", "csv=p=0", file).Output()
+		if err != nil || !strings.HasPrefix(string(out), "h264,") || strings.TrimSpace(strings.TrimPrefix(string(out), "h264,")) == "0" {
+			t.Fatalf("ffprobe of the video: %q %v", out, err)
+		}
+	}
+
 	// Bob, with whom the task is shared, sees the run but not the trace.
 	bob := tab(t, browser, e.URL, t.TempDir(), "bob")
 	bob.open("/tasks")
 	bob.do("sign in", chromedp.WaitVisible(chromedp.CSS("#token")), chromedp.KeyEvent(e.Tokens["bob"]), chromedp.KeyEvent("\r"),
 		chromedp.WaitVisible(chromedp.CSS("#whoami")))
 	bob.open("/runs/" + start.RunID)
-	if bob.eval(`!!document.querySelector('a.trace-link')`) {
+	if bob.eval(`!!document.querySelector('a.trace-link, a.video-link')`) {
 		t.Fatal("bob's run page links the trace")
 	}
 	bob.open(tracePath)

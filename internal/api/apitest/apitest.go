@@ -19,6 +19,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/app"
@@ -240,4 +241,31 @@ func (e *Env) CallRaw(user, method, path, body string) (int, []byte, *http.Respo
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, b, resp
+}
+
+// HeldExecution queues a run of the task's case caseID as owner and claims
+// it as a worker would, returning the worker's lease and the started
+// execution's id: what a write of a run's evidence (a baseline) is fenced
+// by.
+func (e *Env) HeldExecution(owner, taskID, caseID string) (duet.Lease, string) {
+	e.T.Helper()
+	ctx := context.Background()
+	c, err := e.App.Store.FindCaseByID(ctx, owner, caseID)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	run := &duet.Run{TaskID: taskID, TriggeredBy: owner, CallSource: duet.SourceCLI}
+	x := &duet.Execution{CaseID: c.ID, CaseKey: c.Key, CaseTitle: c.Title, CaseVersion: c.Version, Steps: c.Steps}
+	if _, _, err := e.App.Store.CreateRun(ctx, duet.StartRunParams{Run: run, Executions: []*duet.Execution{x}}); err != nil {
+		e.T.Fatal(err)
+	}
+	claimed, err := e.App.Store.ClaimRunByID(ctx, run.ID, "apitest", time.Hour)
+	if err != nil || claimed == nil {
+		e.T.Fatalf("claiming run %s: %v %v", run.ID, claimed, err)
+	}
+	l := duet.LeaseOf(claimed, "apitest")
+	if err := e.App.Store.StartExecution(ctx, l, x); err != nil {
+		e.T.Fatal(err)
+	}
+	return l, x.ID
 }

@@ -31,12 +31,16 @@
     links.forEach(function (a) { a.classList.toggle('selected', Number(a.dataset.step) === i); a.setAttribute('aria-current', Number(a.dataset.step) === i ? 'step' : 'false'); });
     details.forEach(function (d) { d.hidden = Number(d.dataset.step) !== i; });
     applyRows();
-    if (!fromReplay) { seekTo(stepStart(i)); }
+    if (!fromReplay) { seekStep(i); }
   }
 
   function stepStart(i) {
     var a = $('#step-link-' + i);
     return a ? Number(a.dataset.start) : 0;
+  }
+  function stepEnd(i) {
+    var a = $('#step-link-' + i);
+    return a ? Number(a.dataset.end) : 0;
   }
 
   links.forEach(function (a) {
@@ -66,26 +70,35 @@
   var frames = $$('#frames li').map(function (li) { return { at: Number(li.dataset.at), src: li.dataset.src }; });
   var img = $('#replay-frame'), scrub = $('#scrub'), play = $('#play'), out = $('#replay-time'), stepOut = $('#replay-step');
   var cur = 0, timer = null;
-  function show(k) {
+  // show shows frame k, as the frame of step (by default, the step that
+  // was running when the page showed it), and returns the step.
+  function show(k, step) {
     if (!frames.length) { return; }
     cur = Math.max(0, Math.min(frames.length - 1, k));
     img.src = frames[cur].src;
     scrub.value = String(cur);
     out.textContent = frames[cur].at + ' ms';
-    var at = frames[cur].at, step = -1;
-    links.forEach(function (a) {
-      var on = Number(a.dataset.start) <= at;
-      if (on) { step = Number(a.dataset.step); }
-    });
+    var at = frames[cur].at;
+    if (step === undefined) {
+      step = -1;
+      links.forEach(function (a) {
+        var on = Number(a.dataset.start) <= at;
+        if (on) { step = Number(a.dataset.step); }
+      });
+    }
     links.forEach(function (a) { a.classList.toggle('playing', Number(a.dataset.step) === step); });
     stepOut.textContent = step >= 0 ? 'step ' + (step + 1) : 'before the first step';
     return step;
   }
-  function seekTo(ms) {
+  // seekStep shows the replay where step i begins: its first frame, else
+  // (the page did not change during it) the last frame before it — as
+  // the frame of step i, so the replay and the list say the same step.
+  function seekStep(i) {
     if (!frames.length) { return; }
-    var k = 0;
-    for (var i = 0; i < frames.length; i++) { if (frames[i].at <= ms) { k = i; } }
-    show(k);
+    var start = stepStart(i), end = Math.max(stepEnd(i), start), k = -1, j;
+    for (j = 0; j < frames.length && k < 0; j++) { if (frames[j].at >= start && frames[j].at < end) { k = j; } }
+    if (k < 0) { k = 0; for (j = 0; j < frames.length; j++) { if (frames[j].at <= start) { k = j; } } }
+    show(k, i);
   }
   function stop() { if (timer) { clearTimeout(timer); timer = null; } if (play) { play.textContent = 'Play'; } }
   function tick() {
