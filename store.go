@@ -30,6 +30,7 @@ type Store interface {
 	SecretStore
 	BaselineStore
 	MetricStore
+	WebhookStore
 
 	// Ping checks that the database answers. Returns UNAVAILABLE.
 	Ping(ctx context.Context) error

@@ -63,6 +63,7 @@ func Run(t *testing.T, open Opener) {
 		{"TraceModes", testTraceModes},
 		{"Baselines", testBaselines},
 		{"Metrics", testMetrics},
+		{"Webhooks", testWebhooks},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
