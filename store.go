@@ -31,6 +31,7 @@ type Store interface {
 	BaselineStore
 	MetricStore
 	WebhookStore
+	CatalogSyncStore
 
 	// Ping checks that the database answers. Returns UNAVAILABLE.
 	Ping(ctx context.Context) error

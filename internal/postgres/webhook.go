@@ -303,3 +303,34 @@ func (d *DB) Redeliver(ctx context.Context, by, deliveryID string) (*duet.Webhoo
 	})
 	return out, err
 }
+
+// ClaimCatalogSync hands out a registration due for an automatic sync; a
+// registration another instance is claiming at that instant is skipped.
+func (d *DB) ClaimCatalogSync(ctx context.Context, now time.Time, every time.Duration) (*duet.MCPServer, error) {
+	var out *duet.MCPServer
+	err := d.tx(ctx, func(tx pgx.Tx) error {
+		out = nil
+		s, err := scanMCPServer(tx.QueryRow(ctx, `SELECT `+prefixColumns("s.", mcpServerColumns)+` FROM mcp_servers s LEFT JOIN mcp_auto_sync a ON a.registration_id = s.id
+			WHERE GREATEST(coalesce(a.claimed_at, '-infinity'), coalesce(s.synced_at, '-infinity')) <= $1
+			ORDER BY GREATEST(coalesce(a.claimed_at, '-infinity'), coalesce(s.synced_at, '-infinity')), s.id LIMIT 1 FOR UPDATE OF s SKIP LOCKED`,
+			ts(now.Add(-every))))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		} else if err != nil {
+			return mapErr(err)
+		}
+		// The row lock on s serialises claimers of s; the condition is
+		// checked again on the claim row so that a claim committed since
+		// the read wins.
+		tag, err := tx.Exec(ctx, `INSERT INTO mcp_auto_sync (registration_id, claimed_at) VALUES ($1, $2)
+			ON CONFLICT (registration_id) DO UPDATE SET claimed_at = excluded.claimed_at WHERE mcp_auto_sync.claimed_at <= $3`, s.ID, ts(now), ts(now.Add(-every)))
+		if err != nil {
+			return mapErr(err)
+		}
+		if tag.RowsAffected() == 1 {
+			out = s
+		}
+		return nil
+	})
+	return out, err
+}

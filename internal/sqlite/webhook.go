@@ -327,3 +327,26 @@ func (d *DB) Redeliver(ctx context.Context, by, deliveryID string) (*duet.Webhoo
 	})
 	return out, err
 }
+
+// ClaimCatalogSync hands out a registration due for an automatic sync.
+func (d *DB) ClaimCatalogSync(ctx context.Context, now time.Time, every time.Duration) (*duet.MCPServer, error) {
+	var out *duet.MCPServer
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		out = nil
+		s, err := scanMCPServer(tx.QueryRowContext(ctx, `SELECT `+prefixColumns("s.", mcpServerColumns)+` FROM mcp_servers s LEFT JOIN mcp_auto_sync a ON a.registration_id = s.id
+			WHERE max(coalesce(a.claimed_at, 0), coalesce(s.synced_at, 0)) <= ? ORDER BY max(coalesce(a.claimed_at, 0), coalesce(s.synced_at, 0)), s.id LIMIT 1`,
+			micros(now.Add(-every))))
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		} else if err != nil {
+			return mapErr(err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO mcp_auto_sync (registration_id, claimed_at) VALUES (?, ?)
+			ON CONFLICT (registration_id) DO UPDATE SET claimed_at = excluded.claimed_at`, s.ID, micros(now)); err != nil {
+			return mapErr(err)
+		}
+		out = s
+		return nil
+	})
+	return out, err
+}

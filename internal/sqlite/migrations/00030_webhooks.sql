@@ -42,6 +42,15 @@ CREATE TABLE webhook_deliveries (
 CREATE INDEX webhook_deliveries_due ON webhook_deliveries (due_at) WHERE status IN ('pending', 'delivering');
 CREATE INDEX webhook_deliveries_webhook ON webhook_deliveries (webhook_id, created_at);
 
+-- When each registration's catalog was last claimed for an automatic
+-- sync (DUET_MCP_SYNC_INTERVAL): apart from mcp_servers, whose every
+-- update moves the read cache's counter.
+CREATE TABLE mcp_auto_sync (
+    registration_id TEXT PRIMARY KEY REFERENCES mcp_servers (id) ON DELETE CASCADE,
+    claimed_at      INTEGER NOT NULL
+);
+
 -- +goose Down
+DROP TABLE mcp_auto_sync;
 DROP TABLE webhook_deliveries;
 DROP TABLE webhooks;
