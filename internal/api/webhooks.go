@@ -286,3 +286,41 @@ func mayWrite(c duet.Caller) error {
 	}
 	return nil
 }
+
+// AllContractAlerts lists the contract alerts of every task the caller can
+// see, broken first.
+func (s *Service) AllContractAlerts(ctx context.Context, c duet.Caller) (AlertList, error) {
+	return govern(ctx, s, c, "listAllContractAlerts", nil, func(ctx context.Context) (AlertList, error) {
+		alerts, err := s.d.Store.FindContractAlerts(ctx, c.UserID, "")
+		if err != nil {
+			return AlertList{}, err
+		}
+		out := AlertList{Alerts: alerts}
+		for _, a := range alerts {
+			if a.Broken {
+				out.Broken++
+			}
+		}
+		return out, nil
+	})
+}
+
+// BrokenCases counts the cases of the tasks the caller can see that a
+// change of an MCP tool broke (the console's badge); 0 when it cannot
+// tell. A read of the caller's own view: not audited.
+func (s *Service) BrokenCases(ctx context.Context, c duet.Caller) int {
+	if c.UserID == "" {
+		return 0
+	}
+	alerts, err := s.d.Store.FindContractAlerts(ctx, c.UserID, "")
+	if err != nil {
+		return 0
+	}
+	cases := map[string]bool{}
+	for _, a := range alerts {
+		if a.Broken {
+			cases[a.CaseID] = true
+		}
+	}
+	return len(cases)
+}
