@@ -299,6 +299,20 @@ func routes() []*route {
 				return s.RemoveSchedule(ctx, c, r.PathValue("scheduleId"))
 			}, path("scheduleId", "the schedule's id")),
 
+		// Vault secrets (write-only values).
+		op("GET", Prefix+"/secrets", "listSecrets", "secrets", "Your vault secrets (${secrets.NAME}): names and times, never values; an administrator may name another user",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (SecretList, error) {
+				return s.ListSecrets(ctx, c, r.URL.Query().Get("user"))
+			}, query("user", "another user's (administrators only)")),
+		op("POST", Prefix+"/secrets", "setSecret", "secrets", "Create or replace one of your secrets; the value is sealed and never returned",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in SecretIn) (SecretSet, error) {
+				return s.SetSecret(ctx, c, in)
+			}),
+		op("DELETE", Prefix+"/secrets/{name}", "deleteSecret", "secrets", "Remove one of your secrets (an administrator: anyone's, with user)",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Empty, error) {
+				return s.DeleteSecret(ctx, c, r.URL.Query().Get("user"), r.PathValue("name"))
+			}, path("name", "the secret's name"), query("user", "another user's (administrators only)")),
+
 		// Webhooks (the task's owner only).
 		op("GET", Prefix+"/tasks/{taskId}/webhooks", "listWebhooks", "webhooks", "The webhooks of a task you own (never their secrets)",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (WebhookList, error) {

@@ -20,6 +20,7 @@ import (
 	"github.com/duet-test/duet/internal/catalog"
 	"github.com/duet-test/duet/internal/mcpclient"
 	"github.com/duet-test/duet/internal/report"
+	"github.com/duet-test/duet/internal/secret"
 	"github.com/duet-test/duet/internal/vault"
 )
 
@@ -63,6 +64,8 @@ type Deps struct {
 	Keyring      func() (*vault.Keyring, error)
 	CheckURL     func(ctx context.Context, rawURL string) error
 	DeliveryMade func()
+	// Secrets are the users' vault secrets (${secrets.NAME}); nil: none.
+	Secrets *secret.Vault
 }
 
 // Service is every operation of the REST API and the console, governed.

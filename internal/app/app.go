@@ -248,7 +248,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	a.API = api.New(api.Deps{
 		Catalog: a.Catalog, Store: db, MCP: a.MCPClient, Artifacts: a.Artifacts, Admins: cfg.Admins, Tokens: auth.NewToken,
 		ScheduleChanged: a.Scheduler.Wake,
-		Keyring:         a.loadKeyring, CheckURL: guard.CheckURL, DeliveryMade: a.Webhooks.Wake,
+		Keyring:         a.loadKeyring, CheckURL: guard.CheckURL, DeliveryMade: a.Webhooks.Wake, Secrets: a.Secrets,
 		Compile: func(ctx context.Context, user string, src []byte, name string) (*duet.Suite, error) {
 			return compiler.CompileSuite(ctx, src, name, a.CompilerOptions(ctx, user))
 		},
