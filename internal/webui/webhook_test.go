@@ -225,3 +225,45 @@ func TestTimedSyncNotifiesBrokenCase(t *testing.T) {
 		t.Fatal("bob, who cannot see the task, has the badge")
 	}
 }
+
+// TestConsoleSecrets: a user sets a vault secret on the console; the page
+// lists its name and never its value (nor does a refused form's answer);
+// someone else sees none of it, an administrator sees the names and may
+// remove it.
+func TestConsoleSecrets(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t, nil)
+	const value = "c0nsole-v4lue-77"
+	alice := signIn(t, e, "alice")
+	if status, body, _ := alice.post("/secrets", url.Values{"name": {"SHOP_PW"}, "value": {value}}); status != http.StatusSeeOther {
+		t.Fatalf("set: %d %.1000s", status, body)
+	}
+	_, body, _ := alice.get("/secrets")
+	if !strings.Contains(body, "<code>SHOP_PW</code>") || strings.Contains(body, value) || !strings.Contains(body, `type="password"`) {
+		t.Fatalf("the secrets page: %.3000s", body)
+	}
+	if status, body, _ := alice.post("/secrets", url.Values{"name": {"1bad"}, "value": {value}}); status == http.StatusSeeOther || strings.Contains(body, value) {
+		t.Fatalf("a refused form: %d, value echoed: %v", status, strings.Contains(body, value))
+	}
+	got, err := e.App.Secrets.ReadSecrets(t.Context(), "alice", []string{"SHOP_PW"})
+	if err != nil || got["SHOP_PW"] != value {
+		t.Fatalf("stored: %v %v", got, err)
+	}
+	bob := signIn(t, e, "bob")
+	if status, body, _ := bob.get("/secrets?user=alice"); status != http.StatusForbidden || strings.Contains(body, "SHOP_PW") {
+		t.Fatalf("bob's look at alice's secrets: %d %.1000s", status, body)
+	}
+	if _, body, _ := bob.get("/secrets"); strings.Contains(body, "SHOP_PW") {
+		t.Fatal("bob sees alice's secret")
+	}
+	root := signIn(t, e, "root")
+	if _, body, _ := root.get("/secrets?user=alice"); !strings.Contains(body, "<code>SHOP_PW</code>") || strings.Contains(body, value) || strings.Contains(body, `id="set-secret"`) {
+		t.Fatalf("root's view: %.2000s", body)
+	}
+	if status, _, _ := root.post("/secrets/SHOP_PW/delete", url.Values{"user": {"alice"}}); status != http.StatusSeeOther {
+		t.Fatalf("root removes: %d", status)
+	}
+	if got, _ := e.App.Secrets.ReadSecrets(t.Context(), "alice", []string{"SHOP_PW"}); len(got) != 0 {
+		t.Fatalf("after removal: %v", got)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/duet-test/duet"
@@ -140,3 +141,45 @@ func (c *Console) alerts(w http.ResponseWriter, r *http.Request, v *view) error 
 
 // joinLines is for the template.
 func joinLines(s []string) string { return strings.Join(s, "; ") }
+
+// ---- vault secrets ----
+
+type secretsData struct {
+	List api.SecretList
+	// Other is set when an administrator looks at another user's.
+	Other bool
+}
+
+// secrets lists the user's vault secrets (an administrator: another's
+// with ?user=): names and times, never values.
+func (c *Console) secrets(w http.ResponseWriter, r *http.Request, v *view) error {
+	user := r.URL.Query().Get("user")
+	list, err := c.svc.ListSecrets(r.Context(), v.caller, user)
+	if err != nil {
+		return err
+	}
+	v.Title, v.Nav, v.Data = "Secrets", "secrets", secretsData{List: list, Other: list.User != v.User}
+	return c.render(w, http.StatusOK, "secrets", v)
+}
+
+// setSecret stores a secret; the value is never rendered, not even in an
+// error (the form comes back empty).
+func (c *Console) setSecret(w http.ResponseWriter, r *http.Request, v *view) error {
+	value := r.PostForm.Get("value")
+	r.PostForm.Del("value")
+	if _, err := c.svc.SetSecret(r.Context(), v.caller, api.SecretIn{Name: strings.TrimSpace(r.PostForm.Get("name")), Value: value}); err != nil {
+		return err
+	}
+	return redirect(w, r, "/secrets", "saved")
+}
+
+func (c *Console) deleteSecret(w http.ResponseWriter, r *http.Request, v *view) error {
+	user := r.PostForm.Get("user")
+	if _, err := c.svc.DeleteSecret(r.Context(), v.caller, user, r.PathValue("name")); err != nil {
+		return err
+	}
+	if user != "" && user != v.User {
+		return redirect(w, r, "/secrets?user="+url.QueryEscape(user), "deleted")
+	}
+	return redirect(w, r, "/secrets", "deleted")
+}
