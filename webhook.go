@@ -168,7 +168,8 @@ type DeliveryOutcome struct {
 
 // WebhookStore keeps webhooks and their deliveries.
 type WebhookStore interface {
-	// CreateWebhook stores w (ID and times set) on a task by owns (its
+	// CreateWebhook stores w (its ID set when empty: a caller that seals
+	// the secret under the ID chooses it; times set) on a task by owns (its
 	// owner, or a member of the team that owns it). Returns NOT_FOUND,
 	// INVALID_ARGUMENT, CONFLICT (a webhook of that name on the task).
 	CreateWebhook(ctx context.Context, by string, w *Webhook) error

@@ -112,26 +112,20 @@ func (s *Service) CreateWebhook(ctx context.Context, c duet.Caller, in WebhookIn
 		if err := mayWrite(c); err != nil {
 			return WebhookView{}, err
 		}
-		w := &duet.Webhook{TaskID: in.TaskID, Name: strings.TrimSpace(in.Name), URL: strings.TrimSpace(in.URL), Events: webhookEvents(in.Events),
-			On: duet.PostRunWhen(cmp(in.On, string(duet.PostRunOnFailure))), Format: duet.WebhookFormat(cmp(in.Format, string(duet.WebhookJSON))),
-			SecretSealed: []byte{0}}
+		w := &duet.Webhook{ID: duet.NewID("whk"), TaskID: in.TaskID, Name: strings.TrimSpace(in.Name), URL: strings.TrimSpace(in.URL), Events: webhookEvents(in.Events),
+			On: duet.PostRunWhen(cmp(in.On, string(duet.PostRunOnFailure))), Format: duet.WebhookFormat(cmp(in.Format, string(duet.WebhookJSON)))}
 		if err := duet.ValidWebhook(w); err != nil {
 			return WebhookView{}, err
 		}
 		if err := s.checkWebhookURL(ctx, w.URL); err != nil {
 			return WebhookView{}, err
 		}
-		// The secret is bound to the webhook's id, known once it is
-		// stored: store it with a placeholder, then seal under the id.
-		if err := s.d.Store.CreateWebhook(ctx, c.UserID, w); err != nil {
+		// The secret is sealed bound to the webhook's id, chosen here.
+		secret, err := s.sealWebhook(w)
+		if err != nil {
 			return WebhookView{}, err
 		}
-		secret, err := s.sealWebhook(w)
-		if err == nil {
-			err = s.d.Store.UpdateWebhook(ctx, c.UserID, w)
-		}
-		if err != nil {
-			s.d.Store.DeleteWebhook(context.WithoutCancel(ctx), c.UserID, w.ID)
+		if err := s.d.Store.CreateWebhook(ctx, c.UserID, w); err != nil {
 			return WebhookView{}, err
 		}
 		v := newWebhookView(w)

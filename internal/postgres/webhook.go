@@ -72,7 +72,10 @@ func (d *DB) CreateWebhook(ctx context.Context, by string, w *duet.Webhook) erro
 			return err
 		}
 		now := ts(d.now())
-		w.ID, w.CreatedBy, w.CreatedAt, w.UpdatedAt, w.SecretRotatedAt = duet.NewID("whk"), by, now, now, now
+		if w.ID == "" {
+			w.ID = duet.NewID("whk")
+		}
+		w.CreatedBy, w.CreatedAt, w.UpdatedAt, w.SecretRotatedAt = by, now, now, now
 		_, err := tx.Exec(ctx, `INSERT INTO webhooks (id, task_id, name, url, events, on_when, format, disabled, secret, created_by, created_at, updated_at, secret_rotated_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $11)`,
 			w.ID, w.TaskID, w.Name, w.URL, joinEvents(w.Events), w.On, w.Format, w.Disabled, w.SecretSealed, by, now)

@@ -73,7 +73,10 @@ func (d *DB) CreateWebhook(ctx context.Context, by string, w *duet.Webhook) erro
 			return err
 		}
 		now := d.now()
-		w.ID, w.CreatedBy, w.CreatedAt, w.UpdatedAt, w.SecretRotatedAt = duet.NewID("whk"), by, now, now, now
+		if w.ID == "" {
+			w.ID = duet.NewID("whk")
+		}
+		w.CreatedBy, w.CreatedAt, w.UpdatedAt, w.SecretRotatedAt = by, now, now, now
 		_, err := tx.ExecContext(ctx, `INSERT INTO webhooks (id, task_id, name, url, events, on_when, format, disabled, secret, created_by, created_at, updated_at, secret_rotated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			w.ID, w.TaskID, w.Name, w.URL, joinEvents(w.Events), w.On, w.Format, w.Disabled, w.SecretSealed, by, micros(now), micros(now), micros(now))

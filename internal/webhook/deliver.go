@@ -186,6 +186,9 @@ func (d *Deliverer) attempt(ctx context.Context, x *duet.WebhookDelivery) duet.D
 		o.Error = duet.ErrorMessage(err)
 		return o
 	}
+	if w.Disabled {
+		return duet.DeliveryOutcome{Status: duet.DeliveryFailed, Error: "the webhook is disabled (redeliver once it is enabled)", Payload: x.Payload}
+	}
 	if len(x.Payload) == 0 {
 		if x.Payload, err = d.runPayload(ctx, x); err != nil {
 			o.Error = "building the body: " + duet.ErrorMessage(err)
