@@ -73,3 +73,13 @@ type CatalogHistoryStore interface {
 
 // MaxCatalogHistory is how many replaced catalogs a registration keeps.
 const MaxCatalogHistory = 10
+
+// CatalogSyncStore hands out the registrations whose catalog is due for an
+// automatic sync, each to one instance.
+type CatalogSyncStore interface {
+	// ClaimCatalogSync returns a registration neither synced nor claimed
+	// for an automatic sync since every before now (the longest waiting
+	// first), and marks it claimed at now; nil when none is due. Of
+	// several instances claiming at once, one gets each registration.
+	ClaimCatalogSync(ctx context.Context, now time.Time, every time.Duration) (*MCPServer, error)
+}

@@ -32,6 +32,8 @@ type Store interface {
 	BaselineStore
 	MetricStore
 	AICacheStore
+	WebhookStore
+	CatalogSyncStore
 
 	// Ping checks that the database answers. Returns UNAVAILABLE.
 	Ping(ctx context.Context) error

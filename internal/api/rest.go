@@ -310,6 +310,59 @@ func coreRoutes() []*route {
 				return s.RemoveSchedule(ctx, c, r.PathValue("scheduleId"))
 			}, path("scheduleId", "the schedule's id")),
 
+		// Vault secrets (write-only values).
+		op("GET", Prefix+"/secrets", "listSecrets", "secrets", "Your vault secrets (${secrets.NAME}): names and times, never values; an administrator may name another user",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (SecretList, error) {
+				return s.ListSecrets(ctx, c, r.URL.Query().Get("user"))
+			}, query("user", "another user's (administrators only)")),
+		op("POST", Prefix+"/secrets", "setSecret", "secrets", "Create or replace one of your secrets; the value is sealed and never returned",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in SecretIn) (SecretSet, error) {
+				return s.SetSecret(ctx, c, in)
+			}),
+		op("DELETE", Prefix+"/secrets/{name}", "deleteSecret", "secrets", "Remove one of your secrets (an administrator: anyone's, with user)",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Empty, error) {
+				return s.DeleteSecret(ctx, c, r.URL.Query().Get("user"), r.PathValue("name"))
+			}, path("name", "the secret's name"), query("user", "another user's (administrators only)")),
+
+		// Webhooks (the task's owner only).
+		op("GET", Prefix+"/tasks/{taskId}/webhooks", "listWebhooks", "webhooks", "The webhooks of a task you own (never their secrets)",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (WebhookList, error) {
+				return s.ListWebhooks(ctx, c, r.PathValue("taskId"))
+			}, path("taskId", "the task's id")),
+		located(op("POST", Prefix+"/webhooks", "createWebhook", "webhooks", "Send a task's events (a run's end, a case broken by a tool change) to a URL, signed; the answer shows the signing secret once",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in WebhookIn) (WebhookView, error) {
+				return s.CreateWebhook(ctx, c, in)
+			}),
+			func(out WebhookView) string { return Prefix + "/webhooks/" + url.PathEscape(out.ID) }),
+		op("GET", Prefix+"/webhooks/{webhookId}", "getWebhook", "webhooks", "One webhook of a task you own",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (WebhookView, error) {
+				return s.GetWebhook(ctx, c, r.PathValue("webhookId"))
+			}, path("webhookId", "the webhook's id")),
+		op("PATCH", Prefix+"/webhooks/{webhookId}", "updateWebhook", "webhooks", "Change a webhook's URL, events, on, format, or disable it",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in WebhookChange) (WebhookView, error) {
+				return s.UpdateWebhook(ctx, c, r.PathValue("webhookId"), in)
+			}, path("webhookId", "the webhook's id")),
+		op("POST", Prefix+"/webhooks/{webhookId}/secret", "rotateWebhookSecret", "webhooks", "Give a webhook a new signing secret, shown once",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (WebhookView, error) {
+				return s.RotateWebhookSecret(ctx, c, r.PathValue("webhookId"))
+			}, path("webhookId", "the webhook's id")),
+		op("DELETE", Prefix+"/webhooks/{webhookId}", "deleteWebhook", "webhooks", "Remove a webhook and its deliveries",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Empty, error) {
+				return s.DeleteWebhook(ctx, c, r.PathValue("webhookId"))
+			}, path("webhookId", "the webhook's id")),
+		op("GET", Prefix+"/webhooks/{webhookId}/deliveries", "listWebhookDeliveries", "webhooks", "A webhook's deliveries, newest first: status, attempts, response code, next retry",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (DeliveryList, error) {
+				limit, err := intParam(r, "limit")
+				if err != nil {
+					return DeliveryList{}, err
+				}
+				return s.ListDeliveries(ctx, c, r.PathValue("webhookId"), limit)
+			}, path("webhookId", "the webhook's id"), queryInt("limit", "at most this many (default 100)", 1, 500)),
+		op("POST", Prefix+"/webhooks/deliveries/{deliveryId}/redeliver", "redeliverWebhook", "webhooks", "Send a delivered or failed delivery again (a new delivery, the same body)",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (*duet.WebhookDelivery, error) {
+				return s.Redeliver(ctx, c, r.PathValue("deliveryId"))
+			}, path("deliveryId", "the delivery's id")),
+
 		// MCP servers.
 		op("GET", Prefix+"/servers", "listServers", "mcp", "Your registered MCP servers",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (ServerList, error) {

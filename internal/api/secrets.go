@@ -2,105 +2,118 @@ package api
 
 import (
 	"context"
-	"net/http"
+	"time"
 
 	"github.com/duet-test/duet"
-	"github.com/duet-test/duet/internal/catalog"
+	"github.com/duet-test/duet/internal/secret"
 )
 
-// SecretVault keeps the users' named secrets (${secrets.NAME}) sealed under
-// the master key; *secret.Vault is one.
-type SecretVault interface {
-	Set(ctx context.Context, user, name, value string) (duet.ApplyAction, error)
-	List(ctx context.Context, user string) ([]*duet.Secret, error)
-	Delete(ctx context.Context, user, name string) error
-}
-
-// SecretIn sets one of the caller's secrets.
+// SecretIn is a vault secret to set: its value is written, never read
+// back.
 type SecretIn struct {
-	Name  string `json:"name" jsonschema:"the secret's name: steps read it as ${secrets.NAME}"`
-	Value string `json:"value" jsonschema:"its value: sealed under the master key, never shown again"`
+	Name  string `json:"name" jsonschema:"letters, digits and _ (not starting with a digit), at most 64: what ${secrets.NAME} names"`
+	Value string `json:"value" jsonschema:"the value (write-only: no answer, page or record ever contains it)"`
 }
 
-// SecretSet is the outcome of setting a secret.
+// SecretView is a secret without its value.
+type SecretView struct {
+	User      string    `json:"user"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// SecretSet is what setting a secret did.
 type SecretSet struct {
-	Name   string           `json:"name"`
-	Action duet.ApplyAction `json:"action" jsonschema:"created or updated"`
+	Name   string `json:"name"`
+	Action duet.ApplyAction `json:"action" jsonschema:"created, updated or unchanged"`
 }
 
-// SecretList are the caller's secrets: names and times, never values.
+// SecretList is a user's secrets (names and times).
 type SecretList struct {
-	Secrets []*duet.Secret `json:"secrets"`
+	User    string       `json:"user"`
+	Secrets []SecretView `json:"secrets"`
 }
 
-func (s *Service) secrets() (SecretVault, error) {
+// secretsOwner is whose secrets c may list or remove: c's own, or, for an
+// administrator, the user named. Returns PERMISSION_DENIED.
+func (s *Service) secretsOwner(c duet.Caller, user string) (string, error) {
+	if user == "" || user == c.UserID {
+		return c.UserID, nil
+	}
+	if !s.Admin(c.UserID) {
+		return "", duet.Errorf(duet.CodePermissionDenied, "only administrators (DUET_ADMINS) see or remove other people's secrets")
+	}
+	return user, duet.ValidUserID(user)
+}
+
+func (s *Service) vault() (*secret.Vault, error) {
 	if s.d.Secrets == nil {
-		return nil, duet.Errorf(duet.CodeUnavailable, "this Duet keeps no secrets (no vault)")
+		return nil, duet.Errorf(duet.CodeUnavailable, "secrets are not available on this instance")
 	}
 	return s.d.Secrets, nil
 }
 
-// SetSecret creates or replaces the caller's secret in.Name. Governed and
-// audited with the name, never the value (it is measured, not encoded).
-// Returns INVALID_ARGUMENT, UNAVAILABLE.
+// SetSecret creates or replaces one of the caller's own secrets (no one
+// sets another's: its value would reach that person's runs). The value is
+// sealed under the master key and never returned; the audit record keeps
+// its size only. Returns INVALID_ARGUMENT, UNAVAILABLE, INSUFFICIENT_SCOPE.
 func (s *Service) SetSecret(ctx context.Context, c duet.Caller, in SecretIn) (SecretSet, error) {
-	var out SecretSet
-	err := s.d.Catalog.Govern(ctx, catalog.Op{Caller: c, Method: "setSecret", Name: in.Name, ArgBytes: len(in.Name) + len(in.Value)}, func(ctx context.Context) (int, error) {
-		v, err := s.secrets()
+	return governSized(ctx, s, c, "setSecret", len(in.Name)+len(in.Value), func(ctx context.Context) (SecretSet, error) {
+		if err := mayWrite(c); err != nil {
+			return SecretSet{}, err
+		}
+		v, err := s.vault()
 		if err != nil {
-			return 0, err
+			return SecretSet{}, err
 		}
 		action, err := v.Set(ctx, c.UserID, in.Name, in.Value)
 		if err != nil {
-			return 0, err
+			return SecretSet{}, err
 		}
-		out = SecretSet{Name: in.Name, Action: action}
-		return len(in.Name) + len(action), nil
+		return SecretSet{Name: in.Name, Action: action}, nil
 	})
-	return out, err
 }
 
-// ListSecrets lists the caller's secrets (never their values).
-func (s *Service) ListSecrets(ctx context.Context, c duet.Caller) (SecretList, error) {
+// ListSecrets lists a user's secrets, names and times only: the caller's
+// own, or anyone's for an administrator. Returns PERMISSION_DENIED.
+func (s *Service) ListSecrets(ctx context.Context, c duet.Caller, user string) (SecretList, error) {
 	return govern(ctx, s, c, "listSecrets", nil, func(ctx context.Context) (SecretList, error) {
-		v, err := s.secrets()
+		owner, err := s.secretsOwner(c, user)
 		if err != nil {
 			return SecretList{}, err
 		}
-		list, err := v.List(ctx, c.UserID)
-		if list == nil {
-			list = []*duet.Secret{}
-		}
-		return SecretList{Secrets: list}, err
-	})
-}
-
-// DeleteSecret removes the caller's secret name. Returns NOT_FOUND.
-func (s *Service) DeleteSecret(ctx context.Context, c duet.Caller, name string) (Empty, error) {
-	err := s.d.Catalog.Govern(ctx, catalogOp(c, "deleteSecret", name), func(ctx context.Context) (int, error) {
-		v, err := s.secrets()
+		v, err := s.vault()
 		if err != nil {
-			return 0, err
+			return SecretList{}, err
 		}
-		return 0, v.Delete(ctx, c.UserID, name)
+		list, err := v.List(ctx, owner)
+		if err != nil {
+			return SecretList{}, err
+		}
+		out := SecretList{User: owner, Secrets: make([]SecretView, 0, len(list))}
+		for _, x := range list {
+			out.Secrets = append(out.Secrets, SecretView{User: x.User, Name: x.Name, CreatedAt: x.CreatedAt, UpdatedAt: x.UpdatedAt})
+		}
+		return out, nil
 	})
-	return Empty{}, err
 }
 
-// secretRoutes are the REST routes of the caller's secrets.
-func secretRoutes() []*route {
-	return []*route{
-		op("GET", Prefix+"/secrets", "listSecrets", "secrets", "Your secrets (${secrets.NAME}): names and times, never values",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (SecretList, error) {
-				return s.ListSecrets(ctx, c)
-			}),
-		op("POST", Prefix+"/secrets", "setSecret", "secrets", "Create or replace one of your secrets: the steps of the runs you execute read it as ${secrets.NAME} (audited by name)",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in SecretIn) (SecretSet, error) {
-				return s.SetSecret(ctx, c, in)
-			}),
-		op("DELETE", Prefix+"/secrets/{name}", "deleteSecret", "secrets", "Delete one of your secrets",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Empty, error) {
-				return s.DeleteSecret(ctx, c, r.PathValue("name"))
-			}, path("name", "the secret's name")),
-	}
+// DeleteSecret removes a secret: the caller's own, or anyone's for an
+// administrator. Returns NOT_FOUND, PERMISSION_DENIED.
+func (s *Service) DeleteSecret(ctx context.Context, c duet.Caller, user, name string) (Empty, error) {
+	return govern(ctx, s, c, "deleteSecret", nil, func(ctx context.Context) (Empty, error) {
+		if err := mayWrite(c); err != nil {
+			return Empty{}, err
+		}
+		owner, err := s.secretsOwner(c, user)
+		if err != nil {
+			return Empty{}, err
+		}
+		v, err := s.vault()
+		if err != nil {
+			return Empty{}, err
+		}
+		return Empty{}, v.Delete(ctx, owner, name)
+	})
 }

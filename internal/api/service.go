@@ -21,6 +21,8 @@ import (
 	"github.com/duet-test/duet/internal/catalog"
 	"github.com/duet-test/duet/internal/mcpclient"
 	"github.com/duet-test/duet/internal/report"
+	"github.com/duet-test/duet/internal/secret"
+	"github.com/duet-test/duet/internal/vault"
 )
 
 // MCPClient is the MCP client side the API uses: the registry and the one
@@ -71,9 +73,15 @@ type Deps struct {
 	// ScheduleChanged, if set, is told that a schedule was made or
 	// changed (it wakes this process's scheduler).
 	ScheduleChanged func()
-	// Secrets are the users' named secrets (SetSecret, ListSecrets,
-	// DeleteSecret); nil: none kept.
-	Secrets SecretVault
+	// Keyring loads the master keyring that seals webhook secrets;
+	// CheckURL is the network guard's check of a webhook's URL (nil
+	// checks nothing); DeliveryMade, if set, is told that a webhook
+	// delivery was made (it wakes this process's deliverer).
+	Keyring      func() (*vault.Keyring, error)
+	CheckURL     func(ctx context.Context, rawURL string) error
+	DeliveryMade func()
+	// Secrets are the users' vault secrets (${secrets.NAME}); nil: none.
+	Secrets *secret.Vault
 }
 
 // Service is every operation of the REST API and the console, governed.

@@ -209,7 +209,7 @@ func (c *archiveCache) put(key string, a *trace.Archive) {
 // evidenceRoutes are the REST routes of issue 28's evidence: traces (and,
 // in baseline.go, visual baselines).
 func evidenceRoutes() []*route {
-	return append(append(traceRoutes(), baselineRoutes()...), secretRoutes()...)
+	return append(traceRoutes(), baselineRoutes()...)
 }
 
 // TracesOf returns, for a run's page, the size of the trace of each of

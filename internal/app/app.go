@@ -44,6 +44,7 @@ import (
 	"github.com/duet-test/duet/internal/telemetry"
 	"github.com/duet-test/duet/internal/trace"
 	"github.com/duet-test/duet/internal/vault"
+	"github.com/duet-test/duet/internal/webhook"
 	"github.com/duet-test/duet/internal/webui"
 )
 
@@ -107,6 +108,11 @@ type App struct {
 	Recorder *recorder.Manager
 	// Scheduler fires the schedules (serve and worker run it).
 	Scheduler *schedule.Scheduler
+	// Webhooks sends the tasks' webhook deliveries (serve and worker run
+	// it); CatalogSync syncs the registered MCP servers' catalogs on a
+	// timer (DUET_MCP_SYNC_INTERVAL).
+	Webhooks    *webhook.Deliverer
+	CatalogSync *CatalogSyncer
 	// Telemetry is the metrics registry and the tracer (telemetry.go).
 	Telemetry *telemetry.Telemetry
 	// OAuthIssuer verifies the company identity provider's tokens, and
@@ -244,10 +250,14 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	a.Auth = auth.New(db, cfg.GatewayAPIKeys, cfg.GatewayFixedUser)
 	a.Auth.EnableConsole(auth.ConsoleOptions{Sessions: db, SessionTTL: cfg.SessionTTL, SSOUserHeader: cfg.SSOUserHeader, SSOSecret: cfg.SSOSecret})
 	a.Scheduler = schedule.New(schedule.Options{Store: db, Start: a.Catalog.StartScheduled, Logger: log})
+	a.Webhooks = webhook.New(webhook.Options{Store: db, Keyring: a.loadKeyring, Client: guard.Client(), PublicURL: cfg.PublicURL, Logger: log,
+		Attempts: cfg.WebhookAttempts, Backoff: cfg.WebhookBackoff, BackoffMax: cfg.WebhookBackoffMax})
+	a.CatalogSync = newCatalogSyncer(a, cfg.MCPSyncInterval)
 	a.API = api.New(api.Deps{
 		Catalog: a.Catalog, Store: db, MCP: a.MCPClient, Artifacts: a.Artifacts, Admins: cfg.Admins, Tokens: auth.NewToken,
 		ScheduleChanged: a.Scheduler.Wake,
 		Secrets:         a.Secrets,
+		Keyring:         a.loadKeyring, CheckURL: guard.CheckURL, DeliveryMade: a.Webhooks.Wake,
 		NeedsApproval: func(ctx context.Context, executor, author string, m *duet.MCPCallStep) (bool, error) {
 			return engine.NeedsApproval(ctx, db, executor, author, m)
 		},
@@ -402,6 +412,8 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, o ServeOptions) error 
 	}
 	g.Go(func() error { a.maintain(gctx); return nil })
 	g.Go(func() error { a.Scheduler.Run(gctx); return nil })
+	g.Go(func() error { a.Webhooks.Run(gctx); return nil })
+	g.Go(func() error { a.CatalogSync.Run(gctx); return nil })
 	return g.Wait()
 }
 
@@ -420,6 +432,8 @@ func (a *App) RunWorkers(ctx context.Context) error {
 	g.Go(func() error { return a.Worker.Run(gctx) })
 	g.Go(func() error { a.maintain(gctx); return nil })
 	g.Go(func() error { a.Scheduler.Run(gctx); return nil })
+	g.Go(func() error { a.Webhooks.Run(gctx); return nil })
+	g.Go(func() error { a.CatalogSync.Run(gctx); return nil })
 	return g.Wait()
 }
 

@@ -48,9 +48,11 @@ func (a *App) initMCPClient(opts Options) {
 					a.Logger.WarnContext(ctx, "keeping the replaced catalog", "server", reg.ServerKey, "err", err)
 				}
 			}
-			if _, err := contract.New(a.Store, a.Logger).CatalogChanged(ctx, reg.ServerKey, old, new); err != nil {
+			alerts, err := contract.New(a.Store, a.Logger).CatalogChanged(ctx, reg.ServerKey, old, new)
+			if err != nil {
 				a.Logger.WarnContext(ctx, "checking the cases of a changed catalog", "server", reg.ServerKey, "err", err)
 			}
+			a.notifyAlerts(ctx, alerts)
 		},
 	})
 	a.Agent.Invoker, a.Agent.Servers = a.Telemetry.Invoker(a.MCPClient), a.MCPClient

@@ -336,11 +336,11 @@ func (l *Local) SetSecret(ctx context.Context, in api.SecretIn) (api.SecretSet, 
 }
 
 func (l *Local) ListSecrets(ctx context.Context) (api.SecretList, error) {
-	return l.svc.ListSecrets(ctx, l.caller())
+	return l.svc.ListSecrets(ctx, l.caller(), "")
 }
 
 func (l *Local) DeleteSecret(ctx context.Context, name string) error {
-	_, err := l.svc.DeleteSecret(ctx, l.caller(), name)
+	_, err := l.svc.DeleteSecret(ctx, l.caller(), "", name)
 	return err
 }
 

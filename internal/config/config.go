@@ -88,6 +88,14 @@ type Config struct {
 	TraceDomain []string
 
 	RunLease time.Duration // how long a worker holds a run without renewing it
+	// Webhooks (docs/webhooks.md): attempts of a delivery, the first
+	// retry's delay (doubled at each attempt) and its cap.
+	WebhookAttempts   int
+	WebhookBackoff    time.Duration
+	WebhookBackoffMax time.Duration
+	// MCPSyncInterval is how often each registered MCP server's catalog
+	// is synced again (0: never on a timer).
+	MCPSyncInterval time.Duration
 
 	// Loops and slow clients (docs/governance.md, "Loop budgets" and
 	// "Connections").
@@ -497,6 +505,42 @@ var options = []Option{
 				return fmt.Errorf("want a duration of at least 1s, got %q", v)
 			}
 			c.RunLease = d
+			return nil
+		}},
+	{Env: "DUET_WEBHOOK_ATTEMPTS", Default: "8", Doc: "How many times a webhook delivery is tried before it is marked failed (docs/webhooks.md).",
+		set: func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 50 {
+				return fmt.Errorf("want a number from 1 to 50, got %q", v)
+			}
+			c.WebhookAttempts = n
+			return nil
+		}},
+	{Env: "DUET_WEBHOOK_BACKOFF", Default: "10s", Doc: "The delay before a failed webhook delivery's first retry; each later retry waits twice the one before, up to DUET_WEBHOOK_BACKOFF_MAX.",
+		set: func(c *Config, v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 10*time.Millisecond {
+				return fmt.Errorf("want a duration of at least 10ms, got %q", v)
+			}
+			c.WebhookBackoff = d
+			return nil
+		}},
+	{Env: "DUET_WEBHOOK_BACKOFF_MAX", Default: "1h", Doc: "The longest wait between two attempts of a webhook delivery.",
+		set: func(c *Config, v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 10*time.Millisecond {
+				return fmt.Errorf("want a duration of at least 10ms, got %q", v)
+			}
+			c.WebhookBackoffMax = d
+			return nil
+		}},
+	{Env: "DUET_MCP_SYNC_INTERVAL", Default: "1h", Doc: "How often every registered MCP server's catalog is synced again (as its owner), so that a changed tool flags the cases it breaks (contract alerts) without anyone pressing sync; 0 turns the timer off (docs/schedules.md).",
+		set: func(c *Config, v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil || (d != 0 && d < time.Second) {
+				return fmt.Errorf("want 0 or a duration of at least 1s, got %q", v)
+			}
+			c.MCPSyncInterval = d
 			return nil
 		}},
 	{Env: "DUET_MASTER_KEY", Secret: true, NoFile: true, ReadBy: "internal/vault", Doc: "The master key (32 bytes, standard base64 or hex) that encrypts registered MCP servers' credentials (AES-256-GCM). " +

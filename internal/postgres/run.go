@@ -938,6 +938,11 @@ func (d *DB) FinishRun(ctx context.Context, l duet.Lease, r *duet.Run) error {
 		if err != nil {
 			return mapErr(err)
 		}
+		// The task's webhooks learn of the end in the transaction that
+		// stores it: a delivery is never lost to a crash.
+		if err := enqueueRunFinished(ctx, tx, l.RunID, r.Status, ts(d.now())); err != nil {
+			return err
+		}
 		return fillTotals(ctx, tx, r)
 	})
 }
@@ -972,6 +977,11 @@ func (d *DB) RequestCancel(ctx context.Context, viewer, runID string) (*duet.Run
 		if _, err := tx.Exec(ctx, `UPDATE runs SET cancel_requested = TRUE, status = $1, finished_at = $2, error_code = $3, error_message = $4 WHERE id = $5`,
 			run.Status, nullTime(run.FinishedAt), run.ErrorCode, run.ErrorMessage, runID); err != nil {
 			return mapErr(err)
+		}
+		if run.Status == duet.StatusCancelled {
+			if err := enqueueRunFinished(ctx, tx, runID, run.Status, now); err != nil {
+				return err
+			}
 		}
 		return fillTotals(ctx, tx, run)
 	})

@@ -773,6 +773,11 @@ func (d *DB) FinishRun(ctx context.Context, l duet.Lease, r *duet.Run) error {
 		if err != nil {
 			return mapErr(err)
 		}
+		// The task's webhooks learn of the end in the transaction that
+		// stores it: a delivery is never lost to a crash.
+		if err := enqueueRunFinished(ctx, tx, l.RunID, r.Status, d.now()); err != nil {
+			return err
+		}
 		return fillTotals(ctx, tx, r)
 	})
 }
@@ -807,6 +812,11 @@ func (d *DB) RequestCancel(ctx context.Context, viewer, runID string) (*duet.Run
 		if _, err := tx.ExecContext(ctx, `UPDATE runs SET cancel_requested = 1, status = ?, finished_at = ?, error_code = ?, error_message = ? WHERE id = ?`,
 			run.Status, nullMicros(run.FinishedAt), run.ErrorCode, run.ErrorMessage, runID); err != nil {
 			return mapErr(err)
+		}
+		if run.Status == duet.StatusCancelled {
+			if err := enqueueRunFinished(ctx, tx, runID, run.Status, now); err != nil {
+				return err
+			}
 		}
 		return fillTotals(ctx, tx, run)
 	})

@@ -47,6 +47,7 @@ func RunShared(t *testing.T, open SharedOpener) {
 		{"FreshAcrossHandles", testFreshAcrossHandles},
 		{"RegistryFreshAcrossHandles", testRegistryFreshAcrossHandles},
 		{"RunsPerMinuteAcrossHandles", testRunsPerMinuteAcrossHandles},
+		{"DeliveryClaimExactlyOnce", testDeliveryClaimExactlyOnce},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

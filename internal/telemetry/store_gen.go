@@ -59,6 +59,18 @@ func (s *store) ApprovePostRun(ctx context.Context, a1 string, a2 string, a3 str
 	return s.Store.ApprovePostRun(ctx, a1, a2, a3)
 }
 
+func (s *store) ClaimCatalogSync(ctx context.Context, a1 time.Time, a2 time.Duration) (r0 *duet.MCPServer, err error) {
+	ctx, end := s.t.storeSpan(ctx, "ClaimCatalogSync")
+	defer func() { end(err) }()
+	return s.Store.ClaimCatalogSync(ctx, a1, a2)
+}
+
+func (s *store) ClaimDelivery(ctx context.Context, a1 time.Time, a2 time.Duration) (r0 *duet.WebhookDelivery, r1 time.Time, err error) {
+	ctx, end := s.t.storeSpan(ctx, "ClaimDelivery")
+	defer func() { end(err) }()
+	return s.Store.ClaimDelivery(ctx, a1, a2)
+}
+
 func (s *store) ClearAIPlans(ctx context.Context, a1 string, a2 string, a3 string) (r0 int, err error) {
 	ctx, end := s.t.storeSpan(ctx, "ClearAIPlans")
 	defer func() { end(err) }()
@@ -135,6 +147,12 @@ func (s *store) CreateToken(ctx context.Context, a1 *duet.Token) (err error) {
 	ctx, end := s.t.storeSpan(ctx, "CreateToken")
 	defer func() { end(err) }()
 	return s.Store.CreateToken(ctx, a1)
+}
+
+func (s *store) CreateWebhook(ctx context.Context, a1 string, a2 *duet.Webhook) (err error) {
+	ctx, end := s.t.storeSpan(ctx, "CreateWebhook")
+	defer func() { end(err) }()
+	return s.Store.CreateWebhook(ctx, a1, a2)
 }
 
 func (s *store) DecideBaseline(ctx context.Context, a1 string, a2 string, a3 duet.BaselineStatus) (r0 *duet.Baseline, err error) {
@@ -215,10 +233,22 @@ func (s *store) DeleteToken(ctx context.Context, a1 string, a2 string) (err erro
 	return s.Store.DeleteToken(ctx, a1, a2)
 }
 
+func (s *store) DeleteWebhook(ctx context.Context, a1 string, a2 string) (err error) {
+	ctx, end := s.t.storeSpan(ctx, "DeleteWebhook")
+	defer func() { end(err) }()
+	return s.Store.DeleteWebhook(ctx, a1, a2)
+}
+
 func (s *store) DueSchedules(ctx context.Context, a1 time.Time, a2 int) (r0 []*duet.Schedule, r1 time.Time, err error) {
 	ctx, end := s.t.storeSpan(ctx, "DueSchedules")
 	defer func() { end(err) }()
 	return s.Store.DueSchedules(ctx, a1, a2)
+}
+
+func (s *store) EnqueueDeliveries(ctx context.Context, a1 string, a2 duet.WebhookEvent, a3 string, a4 []uint8) (r0 []*duet.WebhookDelivery, err error) {
+	ctx, end := s.t.storeSpan(ctx, "EnqueueDeliveries")
+	defer func() { end(err) }()
+	return s.Store.EnqueueDeliveries(ctx, a1, a2, a3, a4)
 }
 
 func (s *store) FindAIPlans(ctx context.Context, a1 duet.AIPlanKey, a2 string) (r0 []*duet.AIPlan, err error) {
@@ -321,6 +351,12 @@ func (s *store) FindCurrentBaseline(ctx context.Context, a1 duet.BaselineKey, a2
 	ctx, end := s.t.storeSpan(ctx, "FindCurrentBaseline")
 	defer func() { end(err) }()
 	return s.Store.FindCurrentBaseline(ctx, a1, a2)
+}
+
+func (s *store) FindDeliveries(ctx context.Context, a1 string, a2 string, a3 int) (r0 []*duet.WebhookDelivery, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindDeliveries")
+	defer func() { end(err) }()
+	return s.Store.FindDeliveries(ctx, a1, a2, a3)
 }
 
 func (s *store) FindDeviceLeases(ctx context.Context) (r0 []*duet.DeviceLease, err error) {
@@ -431,6 +467,12 @@ func (s *store) FindRuns(ctx context.Context, a1 duet.RunFilter) (r0 []*duet.Run
 	return s.Store.FindRuns(ctx, a1)
 }
 
+func (s *store) FindSavedSession(ctx context.Context, a1 string, a2 string) (r0 *duet.SavedSession, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindSavedSession")
+	defer func() { end(err) }()
+	return s.Store.FindSavedSession(ctx, a1, a2)
+}
+
 func (s *store) FindScheduleByID(ctx context.Context, a1 string, a2 string) (r0 *duet.Schedule, err error) {
 	ctx, end := s.t.storeSpan(ctx, "FindScheduleByID")
 	defer func() { end(err) }()
@@ -533,6 +575,24 @@ func (s *store) FindTokens(ctx context.Context, a1 string) (r0 []*duet.Token, er
 	return s.Store.FindTokens(ctx, a1)
 }
 
+func (s *store) FindWebhook(ctx context.Context, a1 string, a2 string) (r0 *duet.Webhook, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindWebhook")
+	defer func() { end(err) }()
+	return s.Store.FindWebhook(ctx, a1, a2)
+}
+
+func (s *store) FindWebhooks(ctx context.Context, a1 string, a2 string) (r0 []*duet.Webhook, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindWebhooks")
+	defer func() { end(err) }()
+	return s.Store.FindWebhooks(ctx, a1, a2)
+}
+
+func (s *store) FinishDelivery(ctx context.Context, a1 string, a2 string, a3 duet.DeliveryOutcome) (err error) {
+	ctx, end := s.t.storeSpan(ctx, "FinishDelivery")
+	defer func() { end(err) }()
+	return s.Store.FinishDelivery(ctx, a1, a2, a3)
+}
+
 func (s *store) LeaseCredential(ctx context.Context, a1 string, a2 string, a3 time.Duration) (r0 *duet.Credential, err error) {
 	ctx, end := s.t.storeSpan(ctx, "LeaseCredential")
 	defer func() { end(err) }()
@@ -561,6 +621,12 @@ func (s *store) PutOAuthToken(ctx context.Context, a1 *duet.OAuthToken) (err err
 	ctx, end := s.t.storeSpan(ctx, "PutOAuthToken")
 	defer func() { end(err) }()
 	return s.Store.PutOAuthToken(ctx, a1)
+}
+
+func (s *store) Redeliver(ctx context.Context, a1 string, a2 string) (r0 *duet.WebhookDelivery, err error) {
+	ctx, end := s.t.storeSpan(ctx, "Redeliver")
+	defer func() { end(err) }()
+	return s.Store.Redeliver(ctx, a1, a2)
 }
 
 func (s *store) ReleaseCredential(ctx context.Context, a1 string, a2 string) (err error) {
@@ -677,6 +743,12 @@ func (s *store) SaveRunHooks(ctx context.Context, a1 duet.Lease, a2 []*duet.Step
 	return s.Store.SaveRunHooks(ctx, a1, a2, a3)
 }
 
+func (s *store) SaveSavedSession(ctx context.Context, a1 *duet.SavedSession) (err error) {
+	ctx, end := s.t.storeSpan(ctx, "SaveSavedSession")
+	defer func() { end(err) }()
+	return s.Store.SaveSavedSession(ctx, a1)
+}
+
 func (s *store) SaveSecret(ctx context.Context, a1 *duet.Secret) (r0 duet.ApplyAction, err error) {
 	ctx, end := s.t.storeSpan(ctx, "SaveSecret")
 	defer func() { end(err) }()
@@ -735,6 +807,12 @@ func (s *store) UpdateCredentials(ctx context.Context, a1 []*duet.Credential) (e
 	ctx, end := s.t.storeSpan(ctx, "UpdateCredentials")
 	defer func() { end(err) }()
 	return s.Store.UpdateCredentials(ctx, a1)
+}
+
+func (s *store) UpdateWebhook(ctx context.Context, a1 string, a2 *duet.Webhook) (err error) {
+	ctx, end := s.t.storeSpan(ctx, "UpdateWebhook")
+	defer func() { end(err) }()
+	return s.Store.UpdateWebhook(ctx, a1, a2)
 }
 
 func (s *store) UseAIPlan(ctx context.Context, a1 duet.Lease, a2 string) (err error) {

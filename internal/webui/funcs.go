@@ -42,7 +42,8 @@ var funcs = template.FuncMap{
 		}
 		return fmt.Sprint(v)
 	},
-	"rfc3339": func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
+	"rfc3339":   func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
+	"joinLines": joinLines,
 	"dur": func(ms int64) string {
 		switch {
 		case ms < 1000:

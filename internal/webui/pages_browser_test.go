@@ -252,6 +252,12 @@ func seedConsole(t *testing.T, e *apitest.Env) map[string]string {
 	}
 	status, body, resp := alice.post("/tasks/apply", url.Values{"source": {apitest.Suite("plain")}})
 	taskPath := mustSee("apply", status, body, resp)
+	// A webhook that every run tells (its deliveries stay pending: no
+	// deliverer runs here), and a vault secret.
+	status, body, resp = alice.post(taskPath+"/webhooks", url.Values{"name": {"chat"}, "url": {"http://127.0.0.1:9/hook"}, "events": {"run.finished", "case.broken"}, "on": {"always"}, "format": {"slack"}})
+	mustSee("add a webhook", status, body, resp)
+	status, body, resp = alice.post("/secrets", url.Values{"name": {"SHOP_PW"}, "value": {"hunter2"}})
+	mustSee("set a secret", status, body, resp)
 	var runPath string
 	for i := range 3 {
 		status, body, resp = alice.post(taskPath+"/runs", url.Values{"idempotencyKey": {fmt.Sprint("k", i)}})
@@ -292,6 +298,9 @@ func seedConsole(t *testing.T, e *apitest.Env) map[string]string {
 		"GET /tasks/apply":                  "/tasks/apply",
 		"GET /tasks/{id}":                   taskPath,
 		"GET /tasks/{id}/trends":            taskPath + "/trends",
+		"GET /tasks/{id}/webhooks":          taskPath + "/webhooks",
+		"GET /alerts":                       "/alerts",
+		"GET /secrets":                      "/secrets",
 		"GET /cases/{id}":                   "/cases/" + cases[0].ID,
 		"GET /runs":                         "/runs",
 		"GET /runs/{id}":                    runPath,

@@ -124,51 +124,59 @@ func (c *Console) Register(mux *http.ServeMux) {
 // routes are the console's pages and forms by pattern.
 func (c *Console) routes() map[string]route {
 	m := map[string]route{
-		"GET /tasks":                                 {c.tasks, qs("q", "cursor")},
-		"GET /tasks/apply":                           {fn: c.applyForm},
-		"POST /tasks/apply":                          {fn: c.apply},
-		"GET /tasks/{id}":                            {fn: c.task},
-		"POST /tasks/{id}/runs":                      {fn: c.startRun},
-		"POST /tasks/{id}/share":                     {fn: c.share},
-		"POST /tasks/{id}/unshare":                   {fn: c.unshare},
-		"POST /tasks/{id}/transfer":                  {fn: c.transfer},
-		"POST /tasks/{id}/schedules":                 {fn: c.addSchedule},
-		"POST /tasks/{id}/schedules/{sid}/{action}":  {fn: c.changeSchedule},
-		"GET /tasks/{id}/trends":                     {c.trends, wholes("runs")},
-		"GET /cases/{id}":                            {fn: c.caseDetail},
-		"POST /cases/{id}/approve":                   {fn: c.approve},
-		"GET /runs":                                  {c.runs, qs("task", "status", "branch", "commit", "cursor")},
-		"GET /runs/{id}":                             {c.run, qs("cursor")},
-		"POST /runs/{id}/cancel":                     {fn: c.cancel},
-		"GET /runs/{id}/events":                      {fn: c.events},
-		"GET /runs/{id}/report":                      {c.report, qs("format", "cursor", "download")},
-		"GET /assets":                                {c.assets, qs("kind")},
-		"POST /assets":                               {fn: c.saveAsset},
-		"GET /assets/{kind}/{owner}/{name}":          {c.asset, wholes("version")},
-		"POST /assets/{kind}/{name}/share":           {fn: c.shareAsset},
-		"POST /assets/{kind}/{name}/delete":          {fn: c.deleteAsset},
-		"GET /servers":                               {fn: c.servers},
-		"POST /servers":                              {fn: c.register},
-		"GET /servers/{name}":                        {fn: c.server},
-		"POST /servers/{name}/sync":                  {fn: c.syncServer},
-		"POST /servers/{name}/remove":                {fn: c.removeServer},
-		"GET /servers/{name}/tools/{tool}":           {fn: c.toolForm},
-		"POST /servers/{name}/tools/{tool}":          {fn: c.callTool},
-		"GET /teams":                                 {fn: c.teams},
-		"POST /teams":                                {fn: c.createTeam},
-		"GET /teams/{team}":                          {fn: c.team},
-		"POST /teams/{team}/members":                 {fn: c.addMember},
-		"POST /teams/{team}/members/remove":          {fn: c.removeMember},
-		"POST /teams/{team}/members/role":            {fn: c.setTeamRole},
-		"POST /teams/{team}/delete":                  {fn: c.deleteTeam},
-		"POST /teams/{team}/servers":                 {fn: c.addTeamServer},
-		"POST /teams/{team}/servers/{name}/remove":   {fn: c.removeTeamServer},
-		"POST /teams/{team}/servers/{name}/register": {fn: c.registerTeamServer},
-		"GET /audit":                                 {c.audit, qs("view", "user", "tool", "method", "server", "source", "outcome", "traceId", "before")},
-		"GET /tokens":                                {fn: c.tokens},
-		"POST /tokens":                               {fn: c.createToken},
-		"POST /tokens/{id}/revoke":                   {fn: c.revokeToken},
-		"GET /baselines":                             {c.baselines, qs("status")},
+		"GET /tasks":                                  {c.tasks, qs("q", "cursor")},
+		"GET /tasks/apply":                            {fn: c.applyForm},
+		"POST /tasks/apply":                           {fn: c.apply},
+		"GET /tasks/{id}":                             {fn: c.task},
+		"POST /tasks/{id}/runs":                       {fn: c.startRun},
+		"POST /tasks/{id}/share":                      {fn: c.share},
+		"POST /tasks/{id}/unshare":                    {fn: c.unshare},
+		"POST /tasks/{id}/transfer":                   {fn: c.transfer},
+		"POST /tasks/{id}/schedules":                  {fn: c.addSchedule},
+		"POST /tasks/{id}/schedules/{sid}/{action}":   {fn: c.changeSchedule},
+		"GET /tasks/{id}/trends":                      {c.trends, wholes("runs")},
+		"GET /tasks/{id}/webhooks":                    {fn: c.webhooks},
+		"POST /tasks/{id}/webhooks":                   {fn: c.addWebhook},
+		"POST /tasks/{id}/webhooks/{wid}/{action}":    {fn: c.changeWebhook},
+		"POST /tasks/{id}/deliveries/{did}/redeliver": {fn: c.redeliver},
+		"GET /alerts":                                 {fn: c.alerts},
+		"GET /secrets":                                {c.secrets, qs("user")},
+		"POST /secrets":                               {fn: c.setSecret},
+		"POST /secrets/{name}/delete":                 {fn: c.deleteSecret},
+		"GET /cases/{id}":                             {fn: c.caseDetail},
+		"POST /cases/{id}/approve":                    {fn: c.approve},
+		"GET /runs":                                   {c.runs, qs("task", "status", "branch", "commit", "cursor")},
+		"GET /runs/{id}":                              {c.run, qs("cursor")},
+		"POST /runs/{id}/cancel":                      {fn: c.cancel},
+		"GET /runs/{id}/events":                       {fn: c.events},
+		"GET /runs/{id}/report":                       {c.report, qs("format", "cursor", "download")},
+		"GET /assets":                                 {c.assets, qs("kind")},
+		"POST /assets":                                {fn: c.saveAsset},
+		"GET /assets/{kind}/{owner}/{name}":           {c.asset, wholes("version")},
+		"POST /assets/{kind}/{name}/share":            {fn: c.shareAsset},
+		"POST /assets/{kind}/{name}/delete":           {fn: c.deleteAsset},
+		"GET /servers":                                {fn: c.servers},
+		"POST /servers":                               {fn: c.register},
+		"GET /servers/{name}":                         {fn: c.server},
+		"POST /servers/{name}/sync":                   {fn: c.syncServer},
+		"POST /servers/{name}/remove":                 {fn: c.removeServer},
+		"GET /servers/{name}/tools/{tool}":            {fn: c.toolForm},
+		"POST /servers/{name}/tools/{tool}":           {fn: c.callTool},
+		"GET /teams":                                  {fn: c.teams},
+		"POST /teams":                                 {fn: c.createTeam},
+		"GET /teams/{team}":                           {fn: c.team},
+		"POST /teams/{team}/members":                  {fn: c.addMember},
+		"POST /teams/{team}/members/remove":           {fn: c.removeMember},
+		"POST /teams/{team}/members/role":             {fn: c.setTeamRole},
+		"POST /teams/{team}/delete":                   {fn: c.deleteTeam},
+		"POST /teams/{team}/servers":                  {fn: c.addTeamServer},
+		"POST /teams/{team}/servers/{name}/remove":    {fn: c.removeTeamServer},
+		"POST /teams/{team}/servers/{name}/register":  {fn: c.registerTeamServer},
+		"GET /audit":                                  {c.audit, qs("view", "user", "tool", "method", "server", "source", "outcome", "traceId", "before")},
+		"GET /tokens":                                 {fn: c.tokens},
+		"POST /tokens":                                {fn: c.createToken},
+		"POST /tokens/{id}/revoke":                    {fn: c.revokeToken},
+		"GET /baselines":                              {c.baselines, qs("status")},
 	}
 	c.recorderRoutes(m)
 	return m
@@ -191,13 +199,17 @@ func secured(next http.Handler) http.Handler {
 
 // view is what every page template sees.
 type view struct {
-	User    string
-	Admin   bool
-	CSRF    string
-	Title   string
-	Nav     string
-	Notice  string
-	Error   string
+	User   string
+	Admin  bool
+	CSRF   string
+	Title  string
+	Nav    string
+	Notice string
+	Error  string
+	// Broken is how many cases of the tasks the user can see a change
+	// of an MCP tool broke (the nav's badge: the cases' owners see it on
+	// every page).
+	Broken  int
 	Version string
 	Data    any
 
@@ -245,6 +257,9 @@ func (c *Console) page(fn handler) http.Handler {
 		caller.UserID, caller.TokenID = id.UserID, id.TokenID
 		v := &view{User: id.UserID, Admin: c.svc.Admin(id.UserID), CSRF: id.Session.CSRF, Version: c.o.Version, caller: caller,
 			Notice: notices[r.URL.Query().Get("done")]}
+		if auth.SafeMethod(r.Method) {
+			v.Broken = c.svc.BrokenCases(r.Context(), caller)
+		}
 		if err := fn(w, r, v); err != nil {
 			c.renderError(w, r, v, err)
 		}
@@ -258,7 +273,8 @@ var notices = map[string]string{
 	"cancelled": "Cancellation requested: the run stops within a second or two.", "cancelled-now": "Cancelled.",
 	"ended": "The run had already ended: there was nothing to cancel.",
 	"saved": "Saved.", "deleted": "Deleted.", "synced": "Catalog synced.", "removed": "Removed.", "registered": "Registered and synced.",
-	"created": "Created.", "approved": "Approved.", "added": "Added.", "revoked": "Token revoked.", "applied": "Suite applied.", "role": "Role changed.",
+	"redelivered": "Delivery queued again.",
+	"created":     "Created.", "approved": "Approved.", "added": "Added.", "revoked": "Token revoked.", "applied": "Suite applied.", "role": "Role changed.",
 }
 
 func (c *Console) render(w http.ResponseWriter, status int, name string, v *view) error {

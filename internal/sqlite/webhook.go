@@ -1,0 +1,355 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/duet-test/duet"
+)
+
+const webhookColumns = `w.id, w.task_id, w.name, w.url, w.events, w.on_when, w.format, w.disabled, w.secret, w.created_by, w.created_at, w.updated_at, w.secret_rotated_at`
+
+func scanWebhook(row interface{ Scan(...any) error }) (*duet.Webhook, error) {
+	var w duet.Webhook
+	var events string
+	var created, updated, rotated int64
+	if err := row.Scan(&w.ID, &w.TaskID, &w.Name, &w.URL, &events, &w.On, &w.Format, &w.Disabled, &w.SecretSealed, &w.CreatedBy, &created, &updated, &rotated); err != nil {
+		return nil, err
+	}
+	w.Events = splitEvents(events)
+	w.CreatedAt, w.UpdatedAt, w.SecretRotatedAt = fromMicros(created), fromMicros(updated), fromMicros(rotated)
+	return &w, nil
+}
+
+func joinEvents(es []duet.WebhookEvent) string {
+	s := make([]string, len(es))
+	for i, e := range es {
+		s[i] = string(e)
+	}
+	return strings.Join(s, ",")
+}
+
+func splitEvents(s string) []duet.WebhookEvent {
+	out := []duet.WebhookEvent{}
+	for e := range strings.SplitSeq(s, ",") {
+		if e != "" {
+			out = append(out, duet.WebhookEvent(e))
+		}
+	}
+	return out
+}
+
+const deliveryColumns = `d.id, d.webhook_id, d.task_id, d.event, d.run_id, d.case_id, d.status, d.attempts, d.payload, d.due_at, d.last_attempt_at, d.response_code, d.last_error, d.redelivery_of, d.lease, d.created_at`
+
+func scanDelivery(row interface{ Scan(...any) error }) (*duet.WebhookDelivery, error) {
+	var d duet.WebhookDelivery
+	var due, created int64
+	var last sql.NullInt64
+	if err := row.Scan(&d.ID, &d.WebhookID, &d.TaskID, &d.Event, &d.RunID, &d.CaseID, &d.Status, &d.Attempts, &d.Payload, &due, &last,
+		&d.ResponseCode, &d.LastError, &d.RedeliveryOf, &d.Lease, &created); err != nil {
+		return nil, err
+	}
+	if d.Status == duet.DeliveryPending || d.Status == duet.DeliveryDelivering {
+		t := fromMicros(due)
+		d.NextAttemptAt = &t
+	}
+	d.LastAttemptAt, d.CreatedAt = ptrTime(last), fromMicros(created)
+	return &d, nil
+}
+
+// CreateWebhook stores a webhook of a task by owns.
+func (d *DB) CreateWebhook(ctx context.Context, by string, w *duet.Webhook) error {
+	if err := duet.ValidWebhook(w); err != nil {
+		return err
+	}
+	if len(w.SecretSealed) == 0 {
+		return duet.Errorf(duet.CodeInvalidArgument, "a webhook needs its sealed secret")
+	}
+	return d.tx(ctx, func(tx *sql.Tx) error {
+		if err := ownsTask(ctx, tx, by, w.TaskID); err != nil {
+			return err
+		}
+		now := d.now()
+		if w.ID == "" {
+			w.ID = duet.NewID("whk")
+		}
+		w.CreatedBy, w.CreatedAt, w.UpdatedAt, w.SecretRotatedAt = by, now, now, now
+		_, err := tx.ExecContext(ctx, `INSERT INTO webhooks (id, task_id, name, url, events, on_when, format, disabled, secret, created_by, created_at, updated_at, secret_rotated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			w.ID, w.TaskID, w.Name, w.URL, joinEvents(w.Events), w.On, w.Format, w.Disabled, w.SecretSealed, by, micros(now), micros(now), micros(now))
+		if duet.ErrorCode(mapErr(err)) == duet.CodeConflict {
+			return duet.Errorf(duet.CodeConflict, "the task already has a webhook named %q", w.Name)
+		}
+		return mapErr(err)
+	})
+}
+
+// FindWebhooks lists the webhooks of a task by owns.
+func (d *DB) FindWebhooks(ctx context.Context, by, taskID string) ([]*duet.Webhook, error) {
+	if err := ownsTask(ctx, d.q, by, taskID); err != nil {
+		return nil, err
+	}
+	rows, err := d.q.QueryContext(ctx, `SELECT `+webhookColumns+` FROM webhooks w WHERE w.task_id = ? ORDER BY w.name`, taskID)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	out := []*duet.Webhook{}
+	for rows.Next() {
+		w, err := scanWebhook(rows)
+		if err != nil {
+			return nil, mapErr(err)
+		}
+		out = append(out, w)
+	}
+	return out, mapErr(rows.Err())
+}
+
+// ownedWebhook is the condition that ?1 owns the task of webhook w.
+const ownedWebhook = `(t.owner = ?1 OR t.owner IN ` + teamsOf + `)`
+
+// FindWebhook returns a webhook of a task by owns ("" by: any).
+func (d *DB) FindWebhook(ctx context.Context, by, id string) (*duet.Webhook, error) {
+	return findWebhook(ctx, d.q, by, id)
+}
+
+func findWebhook(ctx context.Context, q querier, by, id string) (*duet.Webhook, error) {
+	query := `SELECT ` + webhookColumns + ` FROM webhooks w JOIN tasks t ON t.id = w.task_id WHERE w.id = ?2`
+	if by != "" {
+		query += ` AND ` + ownedWebhook
+	}
+	w, err := scanWebhook(q.QueryRowContext(ctx, query, by, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("webhook", id)
+	}
+	return w, mapErr(err)
+}
+
+// UpdateWebhook stores a webhook's settings (and its new sealed secret).
+func (d *DB) UpdateWebhook(ctx context.Context, by string, w *duet.Webhook) error {
+	if err := duet.ValidWebhook(w); err != nil {
+		return err
+	}
+	return d.tx(ctx, func(tx *sql.Tx) error {
+		cur, err := findWebhook(ctx, tx, by, w.ID)
+		if err != nil {
+			return err
+		}
+		now := d.now()
+		rotated := cur.SecretRotatedAt
+		secret := cur.SecretSealed
+		if len(w.SecretSealed) > 0 {
+			secret, rotated = w.SecretSealed, now
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE webhooks SET url = ?, events = ?, on_when = ?, format = ?, disabled = ?, secret = ?, updated_at = ?, secret_rotated_at = ? WHERE id = ?`,
+			w.URL, joinEvents(w.Events), w.On, w.Format, w.Disabled, secret, micros(now), micros(rotated), w.ID); err != nil {
+			return mapErr(err)
+		}
+		w.TaskID, w.Name, w.CreatedBy, w.CreatedAt, w.UpdatedAt, w.SecretRotatedAt, w.SecretSealed = cur.TaskID, cur.Name, cur.CreatedBy, cur.CreatedAt, now, rotated, secret
+		return nil
+	})
+}
+
+// DeleteWebhook removes a webhook and its deliveries.
+func (d *DB) DeleteWebhook(ctx context.Context, by, id string) error {
+	return d.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := findWebhook(ctx, tx, by, id); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `DELETE FROM webhooks WHERE id = ?`, id)
+		return mapErr(err)
+	})
+}
+
+func insertDelivery(ctx context.Context, q querier, x *duet.WebhookDelivery, now time.Time) error {
+	x.ID, x.Status, x.CreatedAt, x.NextAttemptAt = duet.NewID("dlv"), duet.DeliveryPending, now, &now
+	_, err := q.ExecContext(ctx, `INSERT INTO webhook_deliveries (id, webhook_id, task_id, event, run_id, case_id, status, payload, due_at, redelivery_of, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)`,
+		x.ID, x.WebhookID, x.TaskID, x.Event, x.RunID, x.CaseID, x.Payload, micros(now), x.RedeliveryOf, micros(now))
+	return mapErr(err)
+}
+
+// enqueueRunFinished makes the run.finished deliveries of a run that ended
+// with status, in the transaction that stores its end.
+func enqueueRunFinished(ctx context.Context, q querier, runID string, status duet.RunStatus, now time.Time) error {
+	rows, err := q.QueryContext(ctx, `SELECT `+webhookColumns+` FROM webhooks w JOIN runs r ON r.task_id = w.task_id WHERE r.id = ? AND w.disabled = 0`, runID)
+	if err != nil {
+		return mapErr(err)
+	}
+	var hooks []*duet.Webhook
+	for rows.Next() {
+		w, err := scanWebhook(rows)
+		if err != nil {
+			rows.Close()
+			return mapErr(err)
+		}
+		if w.Wants(duet.EventRunFinished, status) {
+			hooks = append(hooks, w)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return mapErr(err)
+	}
+	for _, w := range hooks {
+		if err := insertDelivery(ctx, q, &duet.WebhookDelivery{WebhookID: w.ID, TaskID: w.TaskID, Event: duet.EventRunFinished, RunID: runID}, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// EnqueueDeliveries makes a delivery of event for each webhook of taskID
+// subscribed to it.
+func (d *DB) EnqueueDeliveries(ctx context.Context, taskID string, event duet.WebhookEvent, caseID string, payload []byte) ([]*duet.WebhookDelivery, error) {
+	var out []*duet.WebhookDelivery
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		out = nil
+		rows, err := tx.QueryContext(ctx, `SELECT `+webhookColumns+` FROM webhooks w WHERE w.task_id = ? AND w.disabled = 0 ORDER BY w.name`, taskID)
+		if err != nil {
+			return mapErr(err)
+		}
+		var hooks []*duet.Webhook
+		for rows.Next() {
+			w, err := scanWebhook(rows)
+			if err != nil {
+				rows.Close()
+				return mapErr(err)
+			}
+			if w.Wants(event, "") {
+				hooks = append(hooks, w)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return mapErr(err)
+		}
+		now := d.now()
+		for _, w := range hooks {
+			x := &duet.WebhookDelivery{WebhookID: w.ID, TaskID: taskID, Event: event, CaseID: caseID, Payload: payload}
+			if err := insertDelivery(ctx, tx, x, now); err != nil {
+				return err
+			}
+			out = append(out, x)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ClaimDelivery takes the oldest due delivery under a new lease.
+func (d *DB) ClaimDelivery(ctx context.Context, now time.Time, lease time.Duration) (*duet.WebhookDelivery, time.Time, error) {
+	var out *duet.WebhookDelivery
+	var earliest time.Time
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		out, earliest = nil, time.Time{}
+		token := duet.NewID("lease")
+		x, err := scanDelivery(tx.QueryRowContext(ctx, `UPDATE webhook_deliveries SET status = 'delivering', lease = ?1, due_at = ?2
+			WHERE id = (SELECT id FROM webhook_deliveries WHERE status IN ('pending', 'delivering') AND due_at <= ?3 ORDER BY due_at, id LIMIT 1)
+			RETURNING `+strings.ReplaceAll(deliveryColumns, "d.", ""), token, micros(now.Add(lease)), micros(now)))
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return mapErr(err)
+		default:
+			out = x
+		}
+		var next sql.NullInt64
+		if err := tx.QueryRowContext(ctx, `SELECT min(due_at) FROM webhook_deliveries WHERE status = 'pending'`).Scan(&next); err != nil {
+			return mapErr(err)
+		}
+		if next.Valid {
+			earliest = fromMicros(next.Int64)
+		}
+		return nil
+	})
+	return out, earliest, err
+}
+
+// FinishDelivery records an attempt of a delivery claimed under lease.
+func (d *DB) FinishDelivery(ctx context.Context, id, lease string, o duet.DeliveryOutcome) error {
+	due := o.At
+	if o.Status == duet.DeliveryPending {
+		due = o.NextAttempt
+	}
+	res, err := d.q.ExecContext(ctx, `UPDATE webhook_deliveries SET status = ?, attempts = attempts + 1, payload = ?, due_at = ?, last_attempt_at = ?, response_code = ?, last_error = ?, lease = ''
+		WHERE id = ? AND lease = ? AND status = 'delivering'`,
+		o.Status, o.Payload, micros(due), micros(o.At), o.ResponseCode, o.Error, id, lease)
+	if err != nil {
+		return mapErr(err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return duet.Errorf(duet.CodeLeaseLost, "webhook delivery %s was claimed by another instance", id)
+	}
+	return nil
+}
+
+// FindDeliveries lists a webhook's deliveries, newest first.
+func (d *DB) FindDeliveries(ctx context.Context, by, webhookID string, limit int) ([]*duet.WebhookDelivery, error) {
+	if _, err := findWebhook(ctx, d.q, by, webhookID); err != nil {
+		return nil, err
+	}
+	if limit <= 0 || limit > 500 {
+		limit = 100
+	}
+	rows, err := d.q.QueryContext(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries d WHERE d.webhook_id = ? ORDER BY d.created_at DESC, d.id DESC LIMIT ?`, webhookID, limit)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	out := []*duet.WebhookDelivery{}
+	for rows.Next() {
+		x, err := scanDelivery(rows)
+		if err != nil {
+			return nil, mapErr(err)
+		}
+		out = append(out, x)
+	}
+	return out, mapErr(rows.Err())
+}
+
+// Redeliver makes a new delivery of a finished one.
+func (d *DB) Redeliver(ctx context.Context, by, deliveryID string) (*duet.WebhookDelivery, error) {
+	var out *duet.WebhookDelivery
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		x, err := scanDelivery(tx.QueryRowContext(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id JOIN tasks t ON t.id = w.task_id
+			WHERE d.id = ?2 AND `+ownedWebhook, by, deliveryID))
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound("webhook delivery", deliveryID)
+		} else if err != nil {
+			return mapErr(err)
+		}
+		if x.Status != duet.DeliveryDelivered && x.Status != duet.DeliveryFailed {
+			return duet.Errorf(duet.CodeInvalidArgument, "webhook delivery %s is still %s: only a delivered or failed delivery is sent again", deliveryID, x.Status)
+		}
+		out = &duet.WebhookDelivery{WebhookID: x.WebhookID, TaskID: x.TaskID, Event: x.Event, RunID: x.RunID, CaseID: x.CaseID, Payload: x.Payload, RedeliveryOf: x.ID}
+		return insertDelivery(ctx, tx, out, d.now())
+	})
+	return out, err
+}
+
+// ClaimCatalogSync hands out a registration due for an automatic sync.
+func (d *DB) ClaimCatalogSync(ctx context.Context, now time.Time, every time.Duration) (*duet.MCPServer, error) {
+	var out *duet.MCPServer
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		out = nil
+		s, err := scanMCPServer(tx.QueryRowContext(ctx, `SELECT `+prefixColumns("s.", mcpServerColumns)+` FROM mcp_servers s LEFT JOIN mcp_auto_sync a ON a.registration_id = s.id
+			WHERE max(coalesce(a.claimed_at, 0), coalesce(s.synced_at, 0)) <= ? ORDER BY max(coalesce(a.claimed_at, 0), coalesce(s.synced_at, 0)), s.id LIMIT 1`,
+			micros(now.Add(-every))))
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		} else if err != nil {
+			return mapErr(err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO mcp_auto_sync (registration_id, claimed_at) VALUES (?, ?)
+			ON CONFLICT (registration_id) DO UPDATE SET claimed_at = excluded.claimed_at`, s.ID, micros(now)); err != nil {
+			return mapErr(err)
+		}
+		out = s
+		return nil
+	})
+	return out, err
+}
