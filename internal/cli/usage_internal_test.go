@@ -50,7 +50,7 @@ func TestReadOnlyCommandsExist(t *testing.T) {
 // itself on this machine (serve, worker, migrate, vault, demo, sample),
 // print what needs no one (config, schema), or keep a token (login,
 // logout: the token says whose it is).
-var notAUser = []string{"duet config", "duet demo", "duet login", "duet logout", "duet migrate status", "duet migrate up",
+var notAUser = []string{"duet config", "duet demo", "duet gc", "duet login", "duet logout", "duet migrate status", "duet migrate up",
 	"duet sample order-server", "duet sample shop", "duet schema suite", "duet serve", "duet vault rotate", "duet worker"}
 
 // TestEveryCommandActsAsAUser: one rule for every command that acts as a

@@ -209,6 +209,7 @@ cases:
 		out, _, _ := duet(t, home, "run", "show", runID, "--as", "alice", "--json")
 		return strings.Contains(out, `"status": "running"`) && strings.Contains(out, `"caseKey": "b"`) && strings.Count(out, `"status": "passed"`) >= 1
 	})
+	firstStart := execStartedAt(t, home, runID, "b")
 	s.Stop(t)
 	if !strings.Contains(s.Stderr(), "resume on the next start") {
 		t.Fatalf("no graceful release in the log:\n%s", s.Stderr())
@@ -220,8 +221,12 @@ cases:
 	serve(t, home, nil)
 	waitFor(t, func() bool {
 		out, _, _ := duet(t, home, "run", "show", runID, "--as", "alice", "--json")
-		return strings.Contains(out, `"attempt": 2`) && !strings.Contains(out, `"status": "running"`) && !strings.Contains(out, `"status": "queued"`)
+		return !strings.Contains(out, `"status": "running"`) && !strings.Contains(out, `"status": "queued"`)
 	})
+	// The second instance claimed the run and ran the slow case again.
+	if again := execStartedAt(t, home, runID, "b"); again == firstStart || again == "" {
+		t.Errorf("the slow case did not start again after the restart (started %q, then %q)", firstStart, again)
+	}
 	out, _, _ = duet(t, home, "run", "show", runID, "--as", "alice", "--json")
 	if !strings.Contains(out, `"status": "passed"`) || strings.Contains(out, `"status": "failed"`) {
 		t.Fatalf("resumed run did not pass:\n%s", out)
@@ -237,4 +242,25 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// execStartedAt is when the case key's execution of the run last started.
+func execStartedAt(t *testing.T, home, runID, key string) string {
+	t.Helper()
+	out, _, _ := duet(t, home, "run", "show", runID, "--as", "alice", "--json")
+	var v struct {
+		Executions []struct {
+			CaseKey   string `json:"caseKey"`
+			StartedAt string `json:"startedAt"`
+		} `json:"executions"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("run show --json: %v\n%s", err, out)
+	}
+	for _, e := range v.Executions {
+		if e.CaseKey == key {
+			return e.StartedAt
+		}
+	}
+	return ""
 }

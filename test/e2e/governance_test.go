@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -178,7 +179,7 @@ func TestGatewayMatrix(t *testing.T) {
 	// The canary: the gateway key and a personal token appear in no log
 	// line, audit row or response.
 	s.Stop(t)
-	audit, _, _ := duet(t, home, "audit", "--json", "--limit", "1000")
+	audit := everyonesAudit(t, home)
 	dbFile, _ := os.ReadFile(filepath.Join(home, "duet.db"))
 	wal, _ := os.ReadFile(filepath.Join(home, "duet.db-wal"))
 	seen.Lock()
@@ -250,7 +251,7 @@ func TestLimitsOverHTTP(t *testing.T) {
 		t.Errorf("after the limits: %d", code)
 	}
 	s.Stop(t)
-	audit, _, _ := duet(t, home, "audit", "--json", "--limit", "1000")
+	audit := everyonesAudit(t, home)
 	for _, want := range []string{`"outcome": "TOO_LARGE"`, `"outcome": "RATE_LIMITED"`} {
 		if !strings.Contains(audit, want) {
 			t.Errorf("no audit row with %s", want)
@@ -302,10 +303,24 @@ func TestTimeoutAndIdempotencyOverHTTP(t *testing.T) {
 		t.Fatalf("timeout: %v", resp)
 	}
 	s.Stop(t)
-	audit, _, _ := duet(t, home, "audit", "--json", "--limit", "1000")
+	audit := everyonesAudit(t, home)
 	for _, want := range []string{`"outcome": "TIMEOUT"`, `"outcome": "IDEMPOTENCY_CONFLICT"`} {
 		if !strings.Contains(audit, want) {
 			t.Errorf("no audit row with %s", want)
 		}
 	}
+}
+
+// everyonesAudit is the whole audit log: read by an administrator (a user
+// sees only their own records, on every entry point).
+func everyonesAudit(t *testing.T, home string) string {
+	t.Helper()
+	cmd := exec.Command(duetBin, "audit", "--json", "--limit", "1000", "--as", "tester")
+	cmd.Dir = "/"
+	cmd.Env = minimalEnv("DUET_HOME="+home, "DUET_ADMINS=tester")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("duet audit as an administrator: %v", err)
+	}
+	return string(out)
 }
