@@ -3,6 +3,8 @@ module github.com/duet-test/duet
 go 1.26.0
 
 require (
+	github.com/andybalholm/cascadia v1.3.3
+	github.com/antchfx/xpath v1.3.5
 	github.com/chromedp/cdproto v0.160.1
 	github.com/chromedp/chromedp v0.23.1
 	github.com/expr-lang/expr v1.17.8
@@ -69,6 +71,7 @@ require (
 	go.opentelemetry.io/otel/metric v1.47.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
 	go.yaml.in/yaml/v4 v4.0.0-rc.3 // indirect
+	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/text v0.44.0 // indirect
 	golang.org/x/time v0.16.0 // indirect

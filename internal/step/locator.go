@@ -101,6 +101,7 @@ func (bd *body) target(required bool) {
 	if !bd.isMap {
 		b.Selector = bd.short
 		c.Template(n, string(bd.st.Kind), bd.short)
+		c.checkSyntax(n, "selector", bd.short)
 		return
 	}
 	only := n.Get("selector") != nil
@@ -114,6 +115,7 @@ func (bd *body) target(required bool) {
 		if b.Selector == "" {
 			c.Errf(n.Get("selector"), "selector is empty")
 		}
+		c.checkSyntax(n.Get("selector"), "selector", b.Selector)
 		return
 	}
 	b.Locator = c.locatorMap(n, 0, required, string(bd.st.Kind))
@@ -128,6 +130,7 @@ func (c *Compiler) compileLocator(n *Node, depth int, what string) *duet.Locator
 			return nil
 		}
 		c.Template(n, what, s)
+		c.checkSyntax(n, "selector", s)
 		return &duet.Locator{CSS: s}
 	}
 	if n.Type != MapNode {
@@ -159,6 +162,7 @@ func (c *Compiler) locatorMap(n *Node, depth int, required bool, what string, ig
 			if err := duet.CheckPattern(s); err != nil && !eval.IsTemplate(s) {
 				c.Errf(v, "%s: %s", key, duet.ErrorMessage(err))
 			}
+			c.checkSyntax(v, key, s)
 		} else if vs, ok := v.Str(); ok && vs == "" {
 			c.Errf(v, "%s is empty", key)
 		}

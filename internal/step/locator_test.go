@@ -54,6 +54,11 @@ func TestLocatorCompile(t *testing.T) {
 		"      - wait: 2m\n":                                              "t.yaml:6:15: timeout must be between 1ms and 1m0s",
 		"      - waitFor: {role: dialog, selector: '#x'}\n":               "t.yaml:6:25: a locator has one of",
 		"      - extract: {from: text, as: x}\n":                          "t.yaml:6:18: extract needs a locator",
+		"      - click: \"div[\"\n":                                       `t.yaml:6:16: the CSS selector "div[" does not parse`,
+		"      - click: {selector: \"a,,b\"}\n":                           `t.yaml:6:27: the CSS selector "a,,b" does not parse`,
+		"      - waitFor: \"#a >> b\"\n":                                  `t.yaml:6:18: the CSS selector "#a >> b" does not parse`,
+		"      - click: {xpath: \"//div[\"}\n":                            `t.yaml:6:24: the XPath "//div[" does not parse`,
+		"      - click: {role: row, within: \"tr[\"}\n":                   `t.yaml:6:36: the CSS selector "tr[" does not parse`,
 	} {
 		_, err := compiler.CompileSuite(t.Context(), []byte(head+src), "t.yaml", compiler.Options{Files: files})
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -71,6 +76,10 @@ func TestLocatorCompile(t *testing.T) {
       - assertText: {selector: "#s", equals: ok, not: true}
         soft: true
       - frame: ["#outer", {title: Card}]
+      - click: "li:has(> a):focus-visible"
+      - click: {selector: "div:is(.a, .b) > p:nth-child(2n+1)"}
+      - click: {xpath: "//li[normalize-space()='Sign in'][last()]"}
+      - click: "#row-${run.id} [data-x"
 `), "t.yaml", compiler.Options{Files: files})
 	if err != nil {
 		t.Fatal(err)

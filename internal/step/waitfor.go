@@ -39,6 +39,7 @@ var WaitFor = register(&Kind{
 		b := bd.b
 		if !bd.isMap {
 			b.Selector = bd.short
+			c.checkSyntax(n, "selector", b.Selector)
 			return
 		}
 		c.AllowKeys(n, waitForForm.KeyNames()...)
@@ -56,6 +57,7 @@ var WaitFor = register(&Kind{
 			b.Locator = c.locatorMap(n, 0, false, "waitFor", "text")
 		} else {
 			b.Selector = bd.field("selector", false)
+			c.checkSyntax(n.Get("selector"), "selector", b.Selector)
 		}
 		if b.Selector == "" && b.Locator == nil && b.Text == "" && b.URLContains == "" && b.URLMatches == "" {
 			c.Errf(n, "waitFor needs selector (or another locator), text, urlContains or urlMatches")
