@@ -25,7 +25,7 @@ type SecretView struct {
 
 // SecretSet is what setting a secret did.
 type SecretSet struct {
-	Name   string `json:"name"`
+	Name   string           `json:"name"`
 	Action duet.ApplyAction `json:"action" jsonschema:"created, updated or unchanged"`
 }
 
