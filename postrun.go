@@ -15,6 +15,10 @@ const (
 	PostRunOnSuccess PostRunWhen = "success" // the run passed
 	PostRunOnFailure PostRunWhen = "failure" // the run failed or ended in error
 	PostRunAlways    PostRunWhen = "always"  // any end: passed, failed, error or cancelled
+	// PostRunOnFlaky: the run passed and some of its cases only on a
+	// retry. Webhooks only (Webhook.Wants): a post-run action does not
+	// take it (Matches is false).
+	PostRunOnFlaky PostRunWhen = "flaky"
 )
 
 // Matches reports whether an action declared for w is made after a run

@@ -60,12 +60,18 @@ type Webhook struct {
 }
 
 // Wants reports whether w is sent event (for run.finished: after a run
-// that ended with status).
-func (w *Webhook) Wants(event WebhookEvent, status RunStatus) bool {
+// that ended with status, flaky of its cases having passed on a retry).
+func (w *Webhook) Wants(event WebhookEvent, status RunStatus, flaky int) bool {
 	if w.Disabled || !slices.Contains(w.Events, event) {
 		return false
 	}
-	return event != EventRunFinished || w.On.Matches(status)
+	if event != EventRunFinished {
+		return true
+	}
+	if w.On == PostRunOnFlaky {
+		return status == StatusPassed && flaky > 0
+	}
+	return w.On.Matches(status)
 }
 
 // ValidWebhook checks a webhook's name, URL, events, On and format (the URL
@@ -94,9 +100,9 @@ func ValidWebhook(w *Webhook) error {
 		}
 	}
 	switch w.On {
-	case PostRunOnSuccess, PostRunOnFailure, PostRunAlways:
+	case PostRunOnSuccess, PostRunOnFailure, PostRunAlways, PostRunOnFlaky:
 	default:
-		return Errorf(CodeInvalidArgument, "webhook %q: on must be success, failure or always, got %q", w.Name, w.On)
+		return Errorf(CodeInvalidArgument, "webhook %q: on must be success, failure, flaky or always, got %q", w.Name, w.On)
 	}
 	switch w.Format {
 	case WebhookJSON, WebhookSlack:

@@ -15,7 +15,7 @@ type WebhookIn struct {
 	Name   string   `json:"name" jsonschema:"a name, unique among the task's webhooks"`
 	URL    string   `json:"url" jsonschema:"the receiver: an http or https URL (checked by the network guard at every delivery)"`
 	Events []string `json:"events,omitempty" jsonschema:"run.finished, case.broken, case.changed (default: run.finished and case.broken)"`
-	On     string   `json:"on,omitempty" jsonschema:"after which runs run.finished is sent: failure (default), success or always"`
+	On     string   `json:"on,omitempty" jsonschema:"after which runs run.finished is sent: failure (default), success, flaky (passed, some cases only on a retry) or always"`
 	Format string   `json:"format,omitempty" jsonschema:"json (default: Duet's body) or slack (a Slack-compatible text message)"`
 }
 

@@ -940,10 +940,10 @@ func (d *DB) FinishRun(ctx context.Context, l duet.Lease, r *duet.Run) error {
 		}
 		// The task's webhooks learn of the end in the transaction that
 		// stores it: a delivery is never lost to a crash.
-		if err := enqueueRunFinished(ctx, tx, l.RunID, r.Status, ts(d.now())); err != nil {
+		if err := fillTotals(ctx, tx, r); err != nil {
 			return err
 		}
-		return fillTotals(ctx, tx, r)
+		return enqueueRunFinished(ctx, tx, l.RunID, r.Status, r.Totals.Flaky, ts(d.now()))
 	})
 }
 
@@ -979,7 +979,7 @@ func (d *DB) RequestCancel(ctx context.Context, viewer, runID string) (*duet.Run
 			return mapErr(err)
 		}
 		if run.Status == duet.StatusCancelled {
-			if err := enqueueRunFinished(ctx, tx, runID, run.Status, now); err != nil {
+			if err := enqueueRunFinished(ctx, tx, runID, run.Status, 0, now); err != nil {
 				return err
 			}
 		}

@@ -173,8 +173,9 @@ func insertDelivery(ctx context.Context, q querier, x *duet.WebhookDelivery, now
 }
 
 // enqueueRunFinished makes the run.finished deliveries of a run that ended
-// with status, in the transaction that stores its end.
-func enqueueRunFinished(ctx context.Context, q querier, runID string, status duet.RunStatus, now time.Time) error {
+// with status (flaky of its cases passed on a retry), in the transaction
+// that stores its end.
+func enqueueRunFinished(ctx context.Context, q querier, runID string, status duet.RunStatus, flaky int, now time.Time) error {
 	rows, err := q.Query(ctx, `SELECT `+webhookColumns+` FROM webhooks w JOIN runs r ON r.task_id = w.task_id WHERE r.id = $1 AND NOT w.disabled`, runID)
 	if err != nil {
 		return mapErr(err)
@@ -184,7 +185,7 @@ func enqueueRunFinished(ctx context.Context, q querier, runID string, status due
 		return mapErr(err)
 	}
 	for _, w := range hooks {
-		if !w.Wants(duet.EventRunFinished, status) {
+		if !w.Wants(duet.EventRunFinished, status, flaky) {
 			continue
 		}
 		if err := insertDelivery(ctx, q, &duet.WebhookDelivery{WebhookID: w.ID, TaskID: w.TaskID, Event: duet.EventRunFinished, RunID: runID}, now); err != nil {
@@ -210,7 +211,7 @@ func (d *DB) EnqueueDeliveries(ctx context.Context, taskID string, event duet.We
 		}
 		now := ts(d.now())
 		for _, w := range hooks {
-			if !w.Wants(event, "") {
+			if !w.Wants(event, "", 0) {
 				continue
 			}
 			x := &duet.WebhookDelivery{WebhookID: w.ID, TaskID: taskID, Event: event, CaseID: caseID, Payload: payload}

@@ -775,10 +775,10 @@ func (d *DB) FinishRun(ctx context.Context, l duet.Lease, r *duet.Run) error {
 		}
 		// The task's webhooks learn of the end in the transaction that
 		// stores it: a delivery is never lost to a crash.
-		if err := enqueueRunFinished(ctx, tx, l.RunID, r.Status, d.now()); err != nil {
+		if err := fillTotals(ctx, tx, r); err != nil {
 			return err
 		}
-		return fillTotals(ctx, tx, r)
+		return enqueueRunFinished(ctx, tx, l.RunID, r.Status, r.Totals.Flaky, d.now())
 	})
 }
 
@@ -814,7 +814,7 @@ func (d *DB) RequestCancel(ctx context.Context, viewer, runID string) (*duet.Run
 			return mapErr(err)
 		}
 		if run.Status == duet.StatusCancelled {
-			if err := enqueueRunFinished(ctx, tx, runID, run.Status, now); err != nil {
+			if err := enqueueRunFinished(ctx, tx, runID, run.Status, 0, now); err != nil {
 				return err
 			}
 		}

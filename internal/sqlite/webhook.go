@@ -173,8 +173,9 @@ func insertDelivery(ctx context.Context, q querier, x *duet.WebhookDelivery, now
 }
 
 // enqueueRunFinished makes the run.finished deliveries of a run that ended
-// with status, in the transaction that stores its end.
-func enqueueRunFinished(ctx context.Context, q querier, runID string, status duet.RunStatus, now time.Time) error {
+// with status (flaky of its cases passed on a retry), in the transaction
+// that stores its end.
+func enqueueRunFinished(ctx context.Context, q querier, runID string, status duet.RunStatus, flaky int, now time.Time) error {
 	rows, err := q.QueryContext(ctx, `SELECT `+webhookColumns+` FROM webhooks w JOIN runs r ON r.task_id = w.task_id WHERE r.id = ? AND w.disabled = 0`, runID)
 	if err != nil {
 		return mapErr(err)
@@ -186,7 +187,7 @@ func enqueueRunFinished(ctx context.Context, q querier, runID string, status due
 			rows.Close()
 			return mapErr(err)
 		}
-		if w.Wants(duet.EventRunFinished, status) {
+		if w.Wants(duet.EventRunFinished, status, flaky) {
 			hooks = append(hooks, w)
 		}
 	}
@@ -219,7 +220,7 @@ func (d *DB) EnqueueDeliveries(ctx context.Context, taskID string, event duet.We
 				rows.Close()
 				return mapErr(err)
 			}
-			if w.Wants(event, "") {
+			if w.Wants(event, "", 0) {
 				hooks = append(hooks, w)
 			}
 		}

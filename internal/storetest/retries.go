@@ -145,9 +145,27 @@ func testRetries(t *testing.T, s duet.Store) {
 	if err := s.FinishExecution(ctx(t), l, y); err != nil {
 		t.Fatal(err)
 	}
+	// Webhooks on flaky runs hear of this one; those on success too, those
+	// on failure not.
+	var flakyHook, failureHook *duet.Webhook
+	for _, w := range []**duet.Webhook{&flakyHook, &failureHook} {
+		on := duet.PostRunOnFlaky
+		if w == &failureHook {
+			on = duet.PostRunOnFailure
+		}
+		*w = newWebhook(run.TaskID, "on-"+string(on), on)
+		if err := s.CreateWebhook(ctx(t), "alice", *w); err != nil {
+			t.Fatal(err)
+		}
+	}
 	claimed.Status, claimed.FinishedAt = duet.StatusPassed, &now
 	if err := s.FinishRun(ctx(t), l, claimed); err != nil {
 		t.Fatal(err)
+	}
+	for w, want := range map[*duet.Webhook]int{flakyHook: 1, failureHook: 0} {
+		if ds, err := s.FindDeliveries(ctx(t), "alice", w.ID, 0); err != nil || len(ds) != want || want == 1 && ds[0].RunID != run.ID {
+			t.Errorf("deliveries of the webhook on %s after a flaky run: %+v %v, want %d", w.On, ds, err, want)
+		}
 	}
 	if claimed.Totals.Flaky != 1 || claimed.Totals.Passed != 1 || claimed.Totals.Cases != 2 {
 		t.Fatalf("totals at the verdict: %+v", claimed.Totals)
