@@ -19,8 +19,10 @@ import (
 )
 
 func runCmd(env Env) *cobra.Command {
-	var caseIDs []string
+	var caseIDs, tags, excludeTags []string
+	var retries int
 	var detach, wait, failOnFlaky bool
+	var grep string
 	var device, remote, environment, traceMode, jsonOut, junitOut, reportOut string
 	var origin duet.RunOrigin
 	cmd := &cobra.Command{
@@ -38,6 +40,10 @@ with progress output, waits for its end (--wait, the default) and exits:
 If a "duet serve" worker takes the run first, run follows its progress instead.
 Against a Duet server (--server URL) the server's workers execute it and run
 follows its progress, with the same output, files and exit codes.
+--tag, --exclude-tag and --grep select the cases by tag and by text (with
+--case: those of the named cases that match); --retries N runs each failed case
+again from its start up to N times, in place of the cases' own retries
+(docs/suite-format.md, "Retries, flaky cases, tags and parallel cases").
 --junit, --json=FILE and --report write the JUnit XML, JSON and HTML reports when
 the run ends (docs/ci.md). With --detach it only queues the run and prints its id.
 Ctrl-C cancels the run.
@@ -58,8 +64,12 @@ Subcommands show, list and cancel manage existing runs.`,
 				}
 				device += "@" + remote
 			}
-			out, err := c.StartRun(ctx, catalog.StartRunIn{TaskID: args[0], CaseIDs: caseIDs, IdempotencyKey: duet.NewID("cli"), Device: device,
-				Environment: environment, Trace: traceMode}, ciOrigin(origin, env.Getenv))
+			in := catalog.StartRunIn{TaskID: args[0], CaseIDs: caseIDs, IdempotencyKey: duet.NewID("cli"), Device: device,
+				Environment: environment, Trace: traceMode, Tags: tags, ExcludeTags: excludeTags, Grep: grep}
+			if cmd.Flags().Changed("retries") {
+				in.Retries = &retries // the service checks its bounds (DUET_MAX_RETRIES)
+			}
+			out, err := c.StartRun(ctx, in, ciOrigin(origin, env.Getenv))
 			if err != nil {
 				return startExit(err)
 			}
@@ -100,6 +110,10 @@ Subcommands show, list and cancel manage existing runs.`,
 		}),
 	}
 	cmd.Flags().StringSliceVar(&caseIDs, "case", nil, "run only these case ids (repeatable)")
+	cmd.Flags().StringArrayVar(&tags, "tag", nil, "run only the cases with this tag (repeatable: any of them)")
+	cmd.Flags().StringArrayVar(&excludeTags, "exclude-tag", nil, "leave out the cases with this tag (repeatable)")
+	cmd.Flags().StringVar(&grep, "grep", "", "run only the cases whose title or key contains this text (case-insensitive)")
+	cmd.Flags().IntVar(&retries, "retries", 0, "run each failed case again from its start up to N times, in place of the cases' own retries (0: none)")
 	cmd.Flags().BoolVar(&detach, "detach", false, "only queue the run (a serve or worker executes it) and print its id")
 	cmd.Flags().BoolVar(&wait, "wait", true, "wait for the run's end and exit with its verdict (the default)")
 	cmd.Flags().StringVar(&device, "device", "", deviceFlagHelp)
@@ -114,7 +128,7 @@ Subcommands show, list and cancel manage existing runs.`,
 	cmd.Flags().StringVar(&origin.Branch, "branch", "", "its branch (default: from the CI's environment)")
 	cmd.Flags().StringVar(&origin.PullRequest, "pr", "", "the pull or merge request's URL (default: from the CI's environment)")
 	cmd.Flags().StringVar(&origin.Pipeline, "pipeline", "", "the pipeline run's URL (default: from the CI's environment)")
-	cmd.Flags().BoolVar(&failOnFlaky, "fail-on-flaky", false, "exit 1 when a case passed only on a retry (flaky; retries arrive with issue 27)")
+	cmd.Flags().BoolVar(&failOnFlaky, "fail-on-flaky", false, "exit 1 when a case passed only on a retry (flaky)")
 	addAs(cmd)
 	cmd.AddCommand(runShowCmd(env), runListCmd(env), runCancelCmd(env),
 		runApproveStopCmd(env), runDenyStopCmd(env), runStopRequestsCmd(env)) // stop.go

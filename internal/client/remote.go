@@ -345,7 +345,8 @@ func (r *Remote) GenerateCase(ctx context.Context, in api.GenerateIn, _ func(str
 // Idempotency-Key header.
 func (r *Remote) StartRun(ctx context.Context, in catalog.StartRunIn, origin *duet.RunOrigin) (catalog.StartRunOut, error) {
 	return call[catalog.StartRunOut](ctx, r, request{method: http.MethodPost, path: "/runs",
-		body:   api.RunIn{TaskID: in.TaskID, CaseIDs: in.CaseIDs, Device: in.Device, Environment: in.Environment, Trace: in.Trace, Origin: origin},
+		body: api.RunIn{TaskID: in.TaskID, CaseIDs: in.CaseIDs, Device: in.Device, Environment: in.Environment, Trace: in.Trace, Origin: origin,
+			Retries: in.Retries, Tags: in.Tags, ExcludeTags: in.ExcludeTags, Grep: in.Grep},
 		header: http.Header{"Idempotency-Key": {in.IdempotencyKey}}})
 }
 
