@@ -3,8 +3,10 @@ package cli
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -45,7 +47,8 @@ follows its progress, with the same output, files and exit codes.
 again from its start up to N times, in place of the cases' own retries
 (docs/suite-format.md, "Retries, flaky cases, tags and parallel cases").
 --junit, --json=FILE and --report write the JUnit XML, JSON and HTML reports when
-the run ends (docs/ci.md). With --detach it only queues the run and prints its id.
+the run ends (docs/ci.md); beside the JUnit file, junit-attachments/ gets the
+screenshots and traces of the failed cases, named in their system-out. With --detach it only queues the run and prints its id.
 Ctrl-C cancels the run.
 
 Subcommands show, list and cancel manage existing runs.`,
@@ -122,7 +125,7 @@ Subcommands show, list and cancel manage existing runs.`,
 	cmd.Flags().StringVar(&remote, "browser", "", "DevTools endpoint of a remote browser for this run, e.g. ws://10.0.0.5:9222 (with --device PRESET to emulate one)")
 	cmd.Flags().StringVar(&jsonOut, "json", "", "--json: print the final run as JSON instead of progress; --json=FILE: write the JSON report to FILE at the end")
 	cmd.Flags().Lookup("json").NoOptDefVal = "-"
-	cmd.Flags().StringVar(&junitOut, "junit", "", "write the JUnit XML report to FILE at the end")
+	cmd.Flags().StringVar(&junitOut, "junit", "", "write the JUnit XML report to FILE at the end, with the failed cases' screenshots and traces in junit-attachments/ beside it")
 	cmd.Flags().StringVar(&reportOut, "report", "", "write the HTML report to FILE at the end")
 	cmd.Flags().StringVar(&origin.Commit, "commit", "", "the commit this run tests (default: from the CI's environment, e.g. GITHUB_SHA)")
 	cmd.Flags().StringVar(&origin.Branch, "branch", "", "its branch (default: from the CI's environment)")
@@ -152,6 +155,12 @@ func writeRunFiles(ctx context.Context, c client.Client, runID string, w io.Writ
 		if path == "" {
 			continue
 		}
+		if f == report.JUnit {
+			if err := writeJUnitFiles(ctx, c, runID, path, w); err != nil {
+				return err
+			}
+			continue
+		}
 		r, err := c.Report(context.WithoutCancel(ctx), runID, f, report.Page{Limit: 1000})
 		if err != nil {
 			return &exitError{ExitInfra, fmt.Errorf("building the %s report: %s", f, duet.ErrorMessage(err))}
@@ -163,6 +172,30 @@ func writeRunFiles(ctx context.Context, c client.Client, runID string, w io.Writ
 		if win := r.Window; win != nil && win.NotShown > 0 {
 			fmt.Fprintf(w, "  %d more cases are not in it: duet report %s --format %s --cursor %s\n", win.NotShown, runID, f, win.NextCursor)
 		}
+	}
+	return nil
+}
+
+// writeJUnitFiles writes the JUnit report to path and the screenshots
+// and traces of its failed cases into junit-attachments/ beside it
+// (client.Client.JUnitFiles): an error of the service is exit 3, one
+// writing the files exit 2.
+func writeJUnitFiles(ctx context.Context, c client.Client, runID, path string, w io.Writer) error {
+	out, err := c.JUnitFiles(context.WithoutCancel(ctx), runID, path)
+	var de *duet.Error
+	switch {
+	case errors.As(err, &de):
+		return &exitError{ExitInfra, fmt.Errorf("building the junit report: %s", duet.ErrorMessage(err))}
+	case err != nil:
+		return usage("cannot write the junit report to %s: %v", path, err)
+	}
+	fmt.Fprintf(w, "wrote the junit report to %s", path)
+	if out.Attached > 0 {
+		fmt.Fprintf(w, " (%d attachments of its failed cases in %s)", out.Attached, filepath.Join(filepath.Dir(path), client.JUnitAttachmentsDir))
+	}
+	fmt.Fprintln(w)
+	if win := out.Window; win != nil && win.NotShown > 0 {
+		fmt.Fprintf(w, "  %d more cases are not in it: duet report %s --format junit --cursor %s\n", win.NotShown, runID, win.NextCursor)
 	}
 	return nil
 }

@@ -17,6 +17,11 @@ import (
 	"github.com/duet-test/duet/internal/report"
 )
 
+// JUnitAttachmentsDir is the directory, beside the JUnit file, that
+// JUnitFiles writes the attachments into: the name the paths in a
+// server's JUnit zip start with, so both clients write the same files.
+const JUnitAttachmentsDir = "junit-attachments"
+
 // Client is every operation a person does through the command line, as
 // the user it acts as.
 type Client interface {
@@ -71,6 +76,12 @@ type Client interface {
 	ListRuns(ctx context.Context, in api.RunListIn) (api.RunList, error)
 	CancelRun(ctx context.Context, runID string) (api.RunSummary, error)
 	Report(ctx context.Context, runID string, f report.Format, p report.Page) (api.Report, error)
+	// JUnitFiles writes the JUnit report of a run as the user sees it to
+	// path on this machine, and the screenshots and traces of its failed
+	// cases (the run's executor's only) into JUnitAttachmentsDir beside it,
+	// named in each case's system-out (docs/ci.md). An error writing the
+	// files carries no duet.Code (it is the file system's).
+	JUnitFiles(ctx context.Context, runID, path string) (api.JUnitWritten, error)
 	ListStopRequests(ctx context.Context, in api.StopRequestsIn) (api.StopRequestList, error)
 	DecideStop(ctx context.Context, requestID string, in api.StopDecisionIn) (api.StopDecision, error)
 	ListDevices(ctx context.Context) (api.DeviceList, error)

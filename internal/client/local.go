@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"log/slog"
+	"path/filepath"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/api"
@@ -74,6 +75,14 @@ func (l *Local) CaseSources(ctx context.Context, task, cursor string, limit int)
 // Report implements Client.
 func (l *Local) Report(ctx context.Context, runID string, f report.Format, p report.Page) (api.Report, error) {
 	return l.svc.RunReportPage(ctx, l.caller(), runID, f, p)
+}
+
+// JUnitFiles implements Client: the service writes the files
+// (report.WriteJUnitFiles), reading the attachments from this instance's
+// artifacts.
+func (l *Local) JUnitFiles(ctx context.Context, runID, path string) (api.JUnitWritten, error) {
+	return l.svc.WriteJUnitFiles(ctx, l.caller(), runID, report.Page{Limit: 1000},
+		report.JUnitFiles{Path: path, Dir: filepath.Join(filepath.Dir(path), JUnitAttachmentsDir)})
 }
 
 func (l *Local) Me(ctx context.Context) (api.Me, error) {
