@@ -48,6 +48,10 @@ type Client interface {
 	GetPostRun(ctx context.Context, task string) (api.PostRun, error)
 	ApprovePostRun(ctx context.Context, task string, in api.PostRunApprovalIn) (api.PostRun, error)
 	GetCase(ctx context.Context, caseID string) (catalog.GetCaseOut, error)
+	// CaseAIPlans are the cached plans of a case's acting AI steps;
+	// FreezeCase proposes the case with them written out, as a draft.
+	CaseAIPlans(ctx context.Context, caseID string) (api.AIPlanList, error)
+	FreezeCase(ctx context.Context, caseID string) (api.FreezeOut, error)
 	GetApproval(ctx context.Context, caseID string) (api.Approval, error)
 	ApproveCase(ctx context.Context, caseID string, in api.ApprovalIn) (api.Approval, error)
 	RevokeApproval(ctx context.Context, caseID string) error

@@ -129,6 +129,14 @@ func (l *Local) GetCase(ctx context.Context, caseID string) (catalog.GetCaseOut,
 	return l.svc.GetCase(ctx, l.caller(), caseID)
 }
 
+func (l *Local) CaseAIPlans(ctx context.Context, caseID string) (api.AIPlanList, error) {
+	return l.svc.ListCaseAIPlans(ctx, l.caller(), caseID)
+}
+
+func (l *Local) FreezeCase(ctx context.Context, caseID string) (api.FreezeOut, error) {
+	return l.svc.FreezeCase(ctx, l.caller(), caseID)
+}
+
 func (l *Local) GetApproval(ctx context.Context, caseID string) (api.Approval, error) {
 	return l.svc.GetApproval(ctx, l.caller(), caseID)
 }

@@ -310,6 +310,16 @@ func (r *Remote) GetCase(ctx context.Context, caseID string) (catalog.GetCaseOut
 	return get[catalog.GetCaseOut](ctx, r, "/cases/"+p(caseID), nil)
 }
 
+// CaseAIPlans implements Client.
+func (r *Remote) CaseAIPlans(ctx context.Context, caseID string) (api.AIPlanList, error) {
+	return get[api.AIPlanList](ctx, r, "/cases/"+p(caseID)+"/ai-plans", nil)
+}
+
+// FreezeCase implements Client.
+func (r *Remote) FreezeCase(ctx context.Context, caseID string) (api.FreezeOut, error) {
+	return post[api.FreezeOut](ctx, r, "/cases/"+p(caseID)+"/freeze", nil)
+}
+
 // GetApproval implements Client.
 func (r *Remote) GetApproval(ctx context.Context, caseID string) (api.Approval, error) {
 	return get[api.Approval](ctx, r, "/cases/"+p(caseID)+"/approval", nil)
