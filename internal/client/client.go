@@ -105,6 +105,13 @@ type Client interface {
 	// ContractAlerts are the cases of a task an MCP tool changed under.
 	ContractAlerts(ctx context.Context, task string) (api.AlertList, error)
 
+	// Webhooks of a task the user owns (by its id).
+	CreateWebhook(ctx context.Context, in api.WebhookIn) (api.WebhookView, error)
+	ListWebhooks(ctx context.Context, taskID string) (api.WebhookList, error)
+	DeleteWebhook(ctx context.Context, id string) error
+	ListDeliveries(ctx context.Context, webhookID string, limit int) (api.DeliveryList, error)
+	Redeliver(ctx context.Context, deliveryID string) (*duet.WebhookDelivery, error)
+
 	// Secrets (${secrets.NAME}): the user's, never shown again.
 	SetSecret(ctx context.Context, in api.SecretIn) (api.SecretSet, error)
 	ListSecrets(ctx context.Context) (api.SecretList, error)

@@ -364,3 +364,24 @@ func (l *Local) DeleteSecret(ctx context.Context, name string) error {
 func (l *Local) ServerDiff(ctx context.Context, server string, back int) (api.CatalogDiff, error) {
 	return l.svc.ServerDiff(ctx, l.caller(), server, back)
 }
+
+func (l *Local) CreateWebhook(ctx context.Context, in api.WebhookIn) (api.WebhookView, error) {
+	return l.svc.CreateWebhook(ctx, l.caller(), in)
+}
+
+func (l *Local) ListWebhooks(ctx context.Context, taskID string) (api.WebhookList, error) {
+	return l.svc.ListWebhooks(ctx, l.caller(), taskID)
+}
+
+func (l *Local) DeleteWebhook(ctx context.Context, id string) error {
+	_, err := l.svc.DeleteWebhook(ctx, l.caller(), id)
+	return err
+}
+
+func (l *Local) ListDeliveries(ctx context.Context, webhookID string, limit int) (api.DeliveryList, error) {
+	return l.svc.ListDeliveries(ctx, l.caller(), webhookID, limit)
+}
+
+func (l *Local) Redeliver(ctx context.Context, deliveryID string) (*duet.WebhookDelivery, error) {
+	return l.svc.Redeliver(ctx, l.caller(), deliveryID)
+}

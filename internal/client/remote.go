@@ -734,3 +734,28 @@ func (r *Remote) DeleteSecret(ctx context.Context, name string) error {
 func (r *Remote) ServerDiff(ctx context.Context, server string, back int) (api.CatalogDiff, error) {
 	return get[api.CatalogDiff](ctx, r, "/servers/"+p(server)+"/diff", values("back", num(back)))
 }
+
+// CreateWebhook implements Client.
+func (r *Remote) CreateWebhook(ctx context.Context, in api.WebhookIn) (api.WebhookView, error) {
+	return post[api.WebhookView](ctx, r, "/webhooks", in)
+}
+
+// ListWebhooks implements Client.
+func (r *Remote) ListWebhooks(ctx context.Context, taskID string) (api.WebhookList, error) {
+	return get[api.WebhookList](ctx, r, "/tasks/"+p(taskID)+"/webhooks", nil)
+}
+
+// DeleteWebhook implements Client.
+func (r *Remote) DeleteWebhook(ctx context.Context, id string) error {
+	return del(ctx, r, "/webhooks/"+p(id))
+}
+
+// ListDeliveries implements Client.
+func (r *Remote) ListDeliveries(ctx context.Context, webhookID string, limit int) (api.DeliveryList, error) {
+	return get[api.DeliveryList](ctx, r, "/webhooks/"+p(webhookID)+"/deliveries", values("limit", num(limit)))
+}
+
+// Redeliver implements Client.
+func (r *Remote) Redeliver(ctx context.Context, deliveryID string) (*duet.WebhookDelivery, error) {
+	return post[*duet.WebhookDelivery](ctx, r, "/webhooks/deliveries/"+p(deliveryID)+"/redeliver", nil)
+}
