@@ -38,7 +38,7 @@ approval.
 The acting AI steps (ai, aiTap, aiFill) of a case replay their cached plans
 (docs/ai-steps.md):
 
-  duet case plans CASE_ID             the cached plans of its AI steps
+  duet case plans CASE_ID             the cached plans of its AI steps (--clear: remove them)
   duet case freeze CASE_ID            propose the case with those plans written out
                                       as ordinary steps: a draft KEY-frozen that the
                                       task's owner makes the case by applying it`,
@@ -241,12 +241,24 @@ func caseRevokeCmd(env Env) *cobra.Command {
 }
 
 func casePlansCmd(env Env) *cobra.Command {
-	var asJSON bool
+	var asJSON, clear bool
 	cmd := &cobra.Command{
 		Use:   "plans CASE_ID",
 		Short: "Show the cached plans of a case's acting AI steps (ai, aiTap, aiFill)",
 		Args:  cobra.ExactArgs(1),
 		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
+			if clear {
+				got, err := c.GetCase(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				out, err := c.ClearAIPlans(cmd.Context(), api.ClearAIPlansIn{TaskID: got.Case.TaskID, CaseID: got.Case.ID})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(env.Stdout, "cleared %d cached plan(s) of case %s: its AI steps ask the model on their next run\n", out.Cleared, args[0])
+				return nil
+			}
 			list, err := c.CaseAIPlans(cmd.Context(), args[0])
 			if err != nil {
 				return err
@@ -270,6 +282,7 @@ func casePlansCmd(env Env) *cobra.Command {
 		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&clear, "clear", false, "remove them instead (the task's owner only; audited)")
 	addAs(cmd)
 	return cmd
 }

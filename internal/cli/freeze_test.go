@@ -14,8 +14,9 @@ import (
 // TestCaseFreezeAndPlans: after a run of a case with an aiTap step, `duet
 // case plans CASE` shows the step's cached plan and `duet case freeze
 // CASE` proposes the draft KEY-frozen with the step written out as a
-// click — on this machine and against a server, through the service's
-// listCaseAIPlans and freezeCase.
+// click, and `duet case plans CASE --clear` removes the plan — on this
+// machine and against a server, through the service's listCaseAIPlans,
+// freezeCase and clearAIPlans.
 func TestCaseFreezeAndPlans(t *testing.T) {
 	t.Parallel()
 	requireBrowser(t)
@@ -86,6 +87,12 @@ cases:
 		out := mode.h.must(0, "case", "freeze", id)
 		if !strings.Contains(out, "(key sub-frozen) of task") || !strings.Contains(out, "1 AI step(s) written out") || strings.Contains(out, "aiTap") || !strings.Contains(out, "click") {
 			t.Errorf("%s: freeze: %s", mode.name, out)
+		}
+		if out := mode.h.must(0, "case", "plans", id, "--clear"); !strings.Contains(out, "cleared 1 cached plan(s)") {
+			t.Errorf("%s: plans --clear: %s", mode.name, out)
+		}
+		if out := mode.h.must(0, "case", "plans", id); !strings.Contains(out, "has no cached AI plans") {
+			t.Errorf("%s: plans after --clear: %s", mode.name, out)
 		}
 	}
 }

@@ -52,6 +52,9 @@ type Client interface {
 	// FreezeCase proposes the case with them written out, as a draft.
 	CaseAIPlans(ctx context.Context, caseID string) (api.AIPlanList, error)
 	FreezeCase(ctx context.Context, caseID string) (api.FreezeOut, error)
+	// ClearAIPlans removes the cached plans of the user's task (of one
+	// case of it).
+	ClearAIPlans(ctx context.Context, in api.ClearAIPlansIn) (api.ClearAIPlansOut, error)
 	GetApproval(ctx context.Context, caseID string) (api.Approval, error)
 	ApproveCase(ctx context.Context, caseID string, in api.ApprovalIn) (api.Approval, error)
 	RevokeApproval(ctx context.Context, caseID string) error

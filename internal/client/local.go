@@ -137,6 +137,10 @@ func (l *Local) FreezeCase(ctx context.Context, caseID string) (api.FreezeOut, e
 	return l.svc.FreezeCase(ctx, l.caller(), caseID)
 }
 
+func (l *Local) ClearAIPlans(ctx context.Context, in api.ClearAIPlansIn) (api.ClearAIPlansOut, error) {
+	return l.svc.ClearAIPlans(ctx, l.caller(), in)
+}
+
 func (l *Local) GetApproval(ctx context.Context, caseID string) (api.Approval, error) {
 	return l.svc.GetApproval(ctx, l.caller(), caseID)
 }

@@ -320,6 +320,11 @@ func (r *Remote) FreezeCase(ctx context.Context, caseID string) (api.FreezeOut, 
 	return post[api.FreezeOut](ctx, r, "/cases/"+p(caseID)+"/freeze", nil)
 }
 
+// ClearAIPlans implements Client.
+func (r *Remote) ClearAIPlans(ctx context.Context, in api.ClearAIPlansIn) (api.ClearAIPlansOut, error) {
+	return post[api.ClearAIPlansOut](ctx, r, "/ai-plans/clear", in)
+}
+
 // GetApproval implements Client.
 func (r *Remote) GetApproval(ctx context.Context, caseID string) (api.Approval, error) {
 	return get[api.Approval](ctx, r, "/cases/"+p(caseID)+"/approval", nil)
