@@ -927,6 +927,11 @@ func (h *Handler) report(w http.ResponseWriter, r *http.Request, c duet.Caller) 
 		if err != nil {
 			return nil, err
 		}
+		if win := rep.Window; win != nil && win.NotShown > 0 {
+			w.Header().Set("Duet-Report-Not-Shown", strconv.Itoa(win.NotShown))
+			w.Header().Set("Duet-Report-Next-Cursor", win.NextCursor)
+		}
+		w.Header().Set("Duet-Run-Status", string(rep.Status))
 		w.Header().Set("Content-Type", rep.ContentType)
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s-junit.zip"`, r.PathValue("runId")))

@@ -248,9 +248,42 @@ func (s *Service) RunJUnitZip(ctx context.Context, c duet.Caller, runID, cursor 
 			return 0, err
 		}
 		out.Body, out.ContentType = buf.Bytes(), "application/zip"
+		out.RunID, out.Status, out.Totals, out.Window = r.Run.ID, r.Run.Status, r.Totals(), r.Window
 		return len(out.Body), nil
 	})
 	return out, err
+}
+
+// JUnitWritten is what WriteJUnitFiles wrote: how many attachments, and
+// the part of the run the JUnit file shows when that is not all of it.
+type JUnitWritten struct {
+	Attached int
+	Window   *report.Window
+}
+
+// WriteJUnitFiles writes the JUnit report of a run as the caller sees it
+// to f.Path on this machine, with the attachments of its failed cases —
+// screenshots and traces, the executor's only — into f.AttachmentsDir()
+// (report.WriteJUnitFiles): what `duet run --junit` writes in this
+// process (a remote client unpacks RunJUnitZip instead). Governed and
+// audited as getReport. Returns NOT_FOUND, INVALID_ARGUMENT; an error
+// writing the files is the file system's (no duet.Code).
+func (s *Service) WriteJUnitFiles(ctx context.Context, c duet.Caller, runID string, page report.Page, f report.JUnitFiles) (JUnitWritten, error) {
+	var out JUnitWritten
+	var fsErr error
+	err := s.d.Catalog.Govern(ctx, catalog.Op{Caller: c, Method: "getReport", Name: "junit.files"}, func(ctx context.Context) (int, error) {
+		r, err := report.BuildPage(ctx, s.d.Store, s.d.Artifacts, c.UserID, runID, page)
+		if err != nil {
+			return 0, err
+		}
+		out.Window = r.Window
+		out.Attached, fsErr = report.WriteJUnitFiles(ctx, r, report.ArtifactSource(s.d.Artifacts, r.Run.ID), f)
+		return 0, nil
+	})
+	if err != nil {
+		return out, err
+	}
+	return out, fsErr
 }
 
 // Progress is one state of a run followed live.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -32,9 +33,17 @@ approval.
   duet case approvals [--task TASK]   what needs your approval, and what you approved
   duet case show CASE_ID              review a case: its source, the calls and where data can go
   duet case approve CASE_ID           approve its current version and its destinations
-  duet case revoke CASE_ID            withdraw your approvals of a case`,
+  duet case revoke CASE_ID            withdraw your approvals of a case
+
+The acting AI steps (ai, aiTap, aiFill) of a case replay their cached plans
+(docs/ai-steps.md):
+
+  duet case plans CASE_ID             the cached plans of its AI steps (--clear: remove them)
+  duet case freeze CASE_ID            propose the case with those plans written out
+                                      as ordinary steps: a draft KEY-frozen that the
+                                      task's owner makes the case by applying it`,
 	}
-	cmd.AddCommand(caseShowCmd(env), caseApprovalsCmd(env), caseApproveCmd(env), caseRevokeCmd(env))
+	cmd.AddCommand(caseShowCmd(env), caseApprovalsCmd(env), caseApproveCmd(env), caseRevokeCmd(env), casePlansCmd(env), caseFreezeCmd(env))
 	return cmd
 }
 
@@ -224,6 +233,87 @@ func caseRevokeCmd(env Env) *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(env.Stdout, "%s no longer approves case %s\n", c.User(), args[0])
+			return nil
+		}),
+	}
+	addAs(cmd)
+	return cmd
+}
+
+func casePlansCmd(env Env) *cobra.Command {
+	var asJSON, clear bool
+	cmd := &cobra.Command{
+		Use:   "plans CASE_ID",
+		Short: "Show the cached plans of a case's acting AI steps (ai, aiTap, aiFill)",
+		Args:  cobra.ExactArgs(1),
+		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
+			if clear {
+				got, err := c.GetCase(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				out, err := c.ClearAIPlans(cmd.Context(), api.ClearAIPlansIn{TaskID: got.Case.TaskID, CaseID: got.Case.ID})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(env.Stdout, "cleared %d cached plan(s) of case %s: its AI steps ask the model on their next run\n", out.Cleared, args[0])
+				return nil
+			}
+			list, err := c.CaseAIPlans(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(env.Stdout, list)
+			}
+			if len(list.Plans) == 0 {
+				fmt.Fprintf(env.Stdout, "case %s has no cached AI plans: its AI steps ask the model on their next run\n", args[0])
+				return nil
+			}
+			for _, p := range list.Plans {
+				fmt.Fprintf(env.Stdout, "step %d (version %d): %d action(s), used %d time(s), last %s, verified in run %s by %s\n", p.StepIndex+1, p.CaseVersion,
+					len(p.Actions), p.Hits, p.UsedAt.Local().Format("2006-01-02 15:04:05"), p.RunID, p.CreatedBy)
+				for _, a := range p.Actions {
+					fmt.Fprintf(env.Stdout, "  %s %s\n", a.Do, escape.Text(locatorText(a)))
+				}
+			}
+			fmt.Fprintf(env.Stdout, "write them out as ordinary steps: duet case freeze %s %s\n", args[0], asFlag(cmd))
+			return nil
+		}),
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&clear, "clear", false, "remove them instead (the task's owner only; audited)")
+	addAs(cmd)
+	return cmd
+}
+
+// locatorText is an action's target as JSON (the locator of the written
+// step it becomes).
+func locatorText(a duet.AIAction) string {
+	b, err := json.Marshal(a.Locator)
+	if err != nil || a.Locator == nil {
+		return ""
+	}
+	return string(b)
+}
+
+func caseFreezeCmd(env Env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "freeze CASE_ID",
+		Short: "Propose the case with its cached AI steps written out as ordinary steps (a draft for the task's owner)",
+		Long: `freeze turns the cached plan of each acting AI step (ai, aiTap, aiFill) of the
+case's current version into the written steps it resolved to, and saves the result
+as your draft KEY-frozen of the task. A draft runs only when named; the task's
+owner makes it the case by applying it to the suite (docs/ai-steps.md).`,
+		Args: cobra.ExactArgs(1),
+		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
+			out, err := c.FreezeCase(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			d := out.Draft
+			fmt.Fprintf(env.Stdout, "draft %s (key %s) of task %s: %d AI step(s) written out\n", d.ID, d.Key, d.TaskID, out.Replaced)
+			fmt.Fprintf(env.Stdout, "source:\n%s\n", strings.TrimRight(d.Source, "\n"))
 			return nil
 		}),
 	}

@@ -219,7 +219,7 @@ Run "duet config" to see every setting.`,
 		deviceCmd(env),
 		migrateCmd(env),
 		scanCmd(env), teamCmd(env),
-		scheduleCmd(env),
+		scheduleCmd(env), webhookCmd(env),
 		schemaCmd(env),
 		loginCmd(env), logoutCmd(env),
 	)

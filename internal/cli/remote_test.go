@@ -70,6 +70,8 @@ func TestRemoteMode(t *testing.T) {
 	os.WriteFile(failing, []byte(remoteFailing), 0o600)
 	flows := filepath.Join(dir, "flows.yaml")
 	os.WriteFile(flows, []byte(remoteFlows), 0o600)
+	tagged := filepath.Join(dir, "tagged.yaml")
+	os.WriteFile(tagged, []byte(remoteTagged), 0o600)
 
 	server := newHome(t)
 	url := serveFor(t, server)
@@ -124,6 +126,16 @@ func TestRemoteMode(t *testing.T) {
 		{[]string{"apply", "-f", flows}, 0, "remote-flow"},
 		{[]string{"run", "remote-flow"}, 0, "ok   loops > 1. repeat 2 times [2 iterations] (0 ms)\n         ok   #1 1. assert 1 + 1 == 2"},
 		{[]string{"run", "show", "latest"}, 0, "ok   beforeAll > 1. assert 2 > 1"},
+		// The run's selection by tag and text, and its retries.
+		{[]string{"apply", "-f", tagged}, 0, "remote-tags"},
+		{[]string{"run", "remote-tags"}, 1, "1 passed, 1 failed, 0 error, 0 cancelled of 2 case(s)"},
+		{[]string{"run", "remote-tags", "--tag", "smoke"}, 0, "1 passed, 0 failed, 0 error, 0 cancelled of 1 case(s)"},
+		{[]string{"run", "remote-tags", "--exclude-tag", "broken", "--exclude-tag", "other"}, 0, "1 passed, 0 failed, 0 error, 0 cancelled of 1 case(s)"},
+		{[]string{"run", "remote-tags", "--grep", "GOOD SUM"}, 0, "1 passed, 0 failed, 0 error, 0 cancelled of 1 case(s)"},
+		{[]string{"run", "remote-tags", "--tag", "nope"}, 2, "smoke"},
+		{[]string{"run", "remote-tags", "--grep", "bad", "--retries", "1"}, 1, "0 passed, 1 failed, 0 error, 0 cancelled of 1 case(s)"},
+		{[]string{"run", "show", "latest", "--json"}, 0, `"attempt": 2`},
+		{[]string{"run", "remote-tags", "--retries", "99"}, 2, "retries must be from 0 to"},
 		// The cases' compiled steps and the test agent, over REST too.
 		{[]string{"scan", "--task", "remote-ok"}, 0, "0 errors"},
 		{[]string{"generate", "--task", "remote-ok", "--goal", "add two numbers"}, 2, "LLM_NOT_CONFIGURED"},
@@ -186,6 +198,14 @@ cases:
           times: 2
           steps:
             - assert: "1 + 1 == 2"
+`
+
+// remoteTagged has a passing and a failing case, told apart by tag and
+// title.
+const remoteTagged = `task: {name: remote-tags}
+cases:
+  - {key: good, title: good sum, tags: [smoke], steps: [{assert: "1 + 1 == 2"}]}
+  - {key: bad, title: bad sum, tags: [broken], steps: [{assert: "1 + 1 == 3"}]}
 `
 
 // msRe matches a duration as the run's progress prints it.

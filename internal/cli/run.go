@@ -3,8 +3,10 @@ package cli
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -19,8 +21,10 @@ import (
 )
 
 func runCmd(env Env) *cobra.Command {
-	var caseIDs []string
+	var caseIDs, tags, excludeTags []string
+	var retries int
 	var detach, wait, failOnFlaky bool
+	var grep string
 	var device, remote, environment, traceMode, jsonOut, junitOut, reportOut string
 	var origin duet.RunOrigin
 	cmd := &cobra.Command{
@@ -38,8 +42,13 @@ with progress output, waits for its end (--wait, the default) and exits:
 If a "duet serve" worker takes the run first, run follows its progress instead.
 Against a Duet server (--server URL) the server's workers execute it and run
 follows its progress, with the same output, files and exit codes.
+--tag, --exclude-tag and --grep select the cases by tag and by text (with
+--case: those of the named cases that match); --retries N runs each failed case
+again from its start up to N times, in place of the cases' own retries
+(docs/suite-format.md, "Retries, flaky cases, tags and parallel cases").
 --junit, --json=FILE and --report write the JUnit XML, JSON and HTML reports when
-the run ends (docs/ci.md). With --detach it only queues the run and prints its id.
+the run ends (docs/ci.md); beside the JUnit file, junit-attachments/ gets the
+screenshots and traces of the failed cases, named in their system-out. With --detach it only queues the run and prints its id.
 Ctrl-C cancels the run.
 
 Subcommands show, list and cancel manage existing runs.`,
@@ -58,8 +67,12 @@ Subcommands show, list and cancel manage existing runs.`,
 				}
 				device += "@" + remote
 			}
-			out, err := c.StartRun(ctx, catalog.StartRunIn{TaskID: args[0], CaseIDs: caseIDs, IdempotencyKey: duet.NewID("cli"), Device: device,
-				Environment: environment, Trace: traceMode}, ciOrigin(origin, env.Getenv))
+			in := catalog.StartRunIn{TaskID: args[0], CaseIDs: caseIDs, IdempotencyKey: duet.NewID("cli"), Device: device,
+				Environment: environment, Trace: traceMode, Tags: tags, ExcludeTags: excludeTags, Grep: grep}
+			if cmd.Flags().Changed("retries") {
+				in.Retries = &retries // the service checks its bounds (DUET_MAX_RETRIES)
+			}
+			out, err := c.StartRun(ctx, in, ciOrigin(origin, env.Getenv))
 			if err != nil {
 				return startExit(err)
 			}
@@ -100,6 +113,10 @@ Subcommands show, list and cancel manage existing runs.`,
 		}),
 	}
 	cmd.Flags().StringSliceVar(&caseIDs, "case", nil, "run only these case ids (repeatable)")
+	cmd.Flags().StringArrayVar(&tags, "tag", nil, "run only the cases with this tag (repeatable: any of them)")
+	cmd.Flags().StringArrayVar(&excludeTags, "exclude-tag", nil, "leave out the cases with this tag (repeatable)")
+	cmd.Flags().StringVar(&grep, "grep", "", "run only the cases whose title or key contains this text (case-insensitive)")
+	cmd.Flags().IntVar(&retries, "retries", 0, "run each failed case again from its start up to N times, in place of the cases' own retries (0: none)")
 	cmd.Flags().BoolVar(&detach, "detach", false, "only queue the run (a serve or worker executes it) and print its id")
 	cmd.Flags().BoolVar(&wait, "wait", true, "wait for the run's end and exit with its verdict (the default)")
 	cmd.Flags().StringVar(&device, "device", "", deviceFlagHelp)
@@ -108,13 +125,13 @@ Subcommands show, list and cancel manage existing runs.`,
 	cmd.Flags().StringVar(&remote, "browser", "", "DevTools endpoint of a remote browser for this run, e.g. ws://10.0.0.5:9222 (with --device PRESET to emulate one)")
 	cmd.Flags().StringVar(&jsonOut, "json", "", "--json: print the final run as JSON instead of progress; --json=FILE: write the JSON report to FILE at the end")
 	cmd.Flags().Lookup("json").NoOptDefVal = "-"
-	cmd.Flags().StringVar(&junitOut, "junit", "", "write the JUnit XML report to FILE at the end")
+	cmd.Flags().StringVar(&junitOut, "junit", "", "write the JUnit XML report to FILE at the end, with the failed cases' screenshots and traces in junit-attachments/ beside it")
 	cmd.Flags().StringVar(&reportOut, "report", "", "write the HTML report to FILE at the end")
 	cmd.Flags().StringVar(&origin.Commit, "commit", "", "the commit this run tests (default: from the CI's environment, e.g. GITHUB_SHA)")
 	cmd.Flags().StringVar(&origin.Branch, "branch", "", "its branch (default: from the CI's environment)")
 	cmd.Flags().StringVar(&origin.PullRequest, "pr", "", "the pull or merge request's URL (default: from the CI's environment)")
 	cmd.Flags().StringVar(&origin.Pipeline, "pipeline", "", "the pipeline run's URL (default: from the CI's environment)")
-	cmd.Flags().BoolVar(&failOnFlaky, "fail-on-flaky", false, "exit 1 when a case passed only on a retry (flaky; retries arrive with issue 27)")
+	cmd.Flags().BoolVar(&failOnFlaky, "fail-on-flaky", false, "exit 1 when a case passed only on a retry (flaky)")
 	addAs(cmd)
 	cmd.AddCommand(runShowCmd(env), runListCmd(env), runCancelCmd(env),
 		runApproveStopCmd(env), runDenyStopCmd(env), runStopRequestsCmd(env)) // stop.go
@@ -138,6 +155,12 @@ func writeRunFiles(ctx context.Context, c client.Client, runID string, w io.Writ
 		if path == "" {
 			continue
 		}
+		if f == report.JUnit {
+			if err := writeJUnitFiles(ctx, c, runID, path, w); err != nil {
+				return err
+			}
+			continue
+		}
 		r, err := c.Report(context.WithoutCancel(ctx), runID, f, report.Page{Limit: 1000})
 		if err != nil {
 			return &exitError{ExitInfra, fmt.Errorf("building the %s report: %s", f, duet.ErrorMessage(err))}
@@ -149,6 +172,30 @@ func writeRunFiles(ctx context.Context, c client.Client, runID string, w io.Writ
 		if win := r.Window; win != nil && win.NotShown > 0 {
 			fmt.Fprintf(w, "  %d more cases are not in it: duet report %s --format %s --cursor %s\n", win.NotShown, runID, f, win.NextCursor)
 		}
+	}
+	return nil
+}
+
+// writeJUnitFiles writes the JUnit report to path and the screenshots
+// and traces of its failed cases into junit-attachments/ beside it
+// (client.Client.JUnitFiles): an error of the service is exit 3, one
+// writing the files exit 2.
+func writeJUnitFiles(ctx context.Context, c client.Client, runID, path string, w io.Writer) error {
+	out, err := c.JUnitFiles(context.WithoutCancel(ctx), runID, path)
+	var de *duet.Error
+	switch {
+	case errors.As(err, &de):
+		return &exitError{ExitInfra, fmt.Errorf("building the junit report: %s", duet.ErrorMessage(err))}
+	case err != nil:
+		return usage("cannot write the junit report to %s: %v", path, err)
+	}
+	fmt.Fprintf(w, "wrote the junit report to %s", path)
+	if out.Attached > 0 {
+		fmt.Fprintf(w, " (%d attachments of its failed cases in %s)", out.Attached, filepath.Join(filepath.Dir(path), client.JUnitAttachmentsDir))
+	}
+	fmt.Fprintln(w)
+	if win := out.Window; win != nil && win.NotShown > 0 {
+		fmt.Fprintf(w, "  %d more cases are not in it: duet report %s --format junit --cursor %s\n", win.NotShown, runID, win.NextCursor)
 	}
 	return nil
 }

@@ -17,6 +17,11 @@ import (
 	"github.com/duet-test/duet/internal/report"
 )
 
+// JUnitAttachmentsDir is the directory, beside the JUnit file, that
+// JUnitFiles writes the attachments into: the name the paths in a
+// server's JUnit zip start with, so both clients write the same files.
+const JUnitAttachmentsDir = "junit-attachments"
+
 // Client is every operation a person does through the command line, as
 // the user it acts as.
 type Client interface {
@@ -43,6 +48,13 @@ type Client interface {
 	GetPostRun(ctx context.Context, task string) (api.PostRun, error)
 	ApprovePostRun(ctx context.Context, task string, in api.PostRunApprovalIn) (api.PostRun, error)
 	GetCase(ctx context.Context, caseID string) (catalog.GetCaseOut, error)
+	// CaseAIPlans are the cached plans of a case's acting AI steps;
+	// FreezeCase proposes the case with them written out, as a draft.
+	CaseAIPlans(ctx context.Context, caseID string) (api.AIPlanList, error)
+	FreezeCase(ctx context.Context, caseID string) (api.FreezeOut, error)
+	// ClearAIPlans removes the cached plans of the user's task (of one
+	// case of it).
+	ClearAIPlans(ctx context.Context, in api.ClearAIPlansIn) (api.ClearAIPlansOut, error)
 	GetApproval(ctx context.Context, caseID string) (api.Approval, error)
 	ApproveCase(ctx context.Context, caseID string, in api.ApprovalIn) (api.Approval, error)
 	RevokeApproval(ctx context.Context, caseID string) error
@@ -71,6 +83,12 @@ type Client interface {
 	ListRuns(ctx context.Context, in api.RunListIn) (api.RunList, error)
 	CancelRun(ctx context.Context, runID string) (api.RunSummary, error)
 	Report(ctx context.Context, runID string, f report.Format, p report.Page) (api.Report, error)
+	// JUnitFiles writes the JUnit report of a run as the user sees it to
+	// path on this machine, and the screenshots and traces of its failed
+	// cases (the run's executor's only) into JUnitAttachmentsDir beside it,
+	// named in each case's system-out (docs/ci.md). An error writing the
+	// files carries no duet.Code (it is the file system's).
+	JUnitFiles(ctx context.Context, runID, path string) (api.JUnitWritten, error)
 	ListStopRequests(ctx context.Context, in api.StopRequestsIn) (api.StopRequestList, error)
 	DecideStop(ctx context.Context, requestID string, in api.StopDecisionIn) (api.StopDecision, error)
 	ListDevices(ctx context.Context) (api.DeviceList, error)
@@ -89,6 +107,13 @@ type Client interface {
 	RemoveSchedule(ctx context.Context, id string) error
 	// ContractAlerts are the cases of a task an MCP tool changed under.
 	ContractAlerts(ctx context.Context, task string) (api.AlertList, error)
+
+	// Webhooks of a task the user owns (by its id).
+	CreateWebhook(ctx context.Context, in api.WebhookIn) (api.WebhookView, error)
+	ListWebhooks(ctx context.Context, taskID string) (api.WebhookList, error)
+	DeleteWebhook(ctx context.Context, id string) error
+	ListDeliveries(ctx context.Context, webhookID string, limit int) (api.DeliveryList, error)
+	Redeliver(ctx context.Context, deliveryID string) (*duet.WebhookDelivery, error)
 
 	// Secrets (${secrets.NAME}): the user's, never shown again.
 	SetSecret(ctx context.Context, in api.SecretIn) (api.SecretSet, error)

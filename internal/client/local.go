@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"log/slog"
+	"path/filepath"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/api"
@@ -76,6 +77,14 @@ func (l *Local) Report(ctx context.Context, runID string, f report.Format, p rep
 	return l.svc.RunReportPage(ctx, l.caller(), runID, f, p)
 }
 
+// JUnitFiles implements Client: the service writes the files
+// (report.WriteJUnitFiles), reading the attachments from this instance's
+// artifacts.
+func (l *Local) JUnitFiles(ctx context.Context, runID, path string) (api.JUnitWritten, error) {
+	return l.svc.WriteJUnitFiles(ctx, l.caller(), runID, report.Page{Limit: 1000},
+		report.JUnitFiles{Path: path, Dir: filepath.Join(filepath.Dir(path), JUnitAttachmentsDir)})
+}
+
 func (l *Local) Me(ctx context.Context) (api.Me, error) {
 	return l.svc.Me(ctx, l.caller())
 }
@@ -118,6 +127,18 @@ func (l *Local) ApprovePostRun(ctx context.Context, task string, in api.PostRunA
 
 func (l *Local) GetCase(ctx context.Context, caseID string) (catalog.GetCaseOut, error) {
 	return l.svc.GetCase(ctx, l.caller(), caseID)
+}
+
+func (l *Local) CaseAIPlans(ctx context.Context, caseID string) (api.AIPlanList, error) {
+	return l.svc.ListCaseAIPlans(ctx, l.caller(), caseID)
+}
+
+func (l *Local) FreezeCase(ctx context.Context, caseID string) (api.FreezeOut, error) {
+	return l.svc.FreezeCase(ctx, l.caller(), caseID)
+}
+
+func (l *Local) ClearAIPlans(ctx context.Context, in api.ClearAIPlansIn) (api.ClearAIPlansOut, error) {
+	return l.svc.ClearAIPlans(ctx, l.caller(), in)
 }
 
 func (l *Local) GetApproval(ctx context.Context, caseID string) (api.Approval, error) {
@@ -346,4 +367,25 @@ func (l *Local) DeleteSecret(ctx context.Context, name string) error {
 
 func (l *Local) ServerDiff(ctx context.Context, server string, back int) (api.CatalogDiff, error) {
 	return l.svc.ServerDiff(ctx, l.caller(), server, back)
+}
+
+func (l *Local) CreateWebhook(ctx context.Context, in api.WebhookIn) (api.WebhookView, error) {
+	return l.svc.CreateWebhook(ctx, l.caller(), in)
+}
+
+func (l *Local) ListWebhooks(ctx context.Context, taskID string) (api.WebhookList, error) {
+	return l.svc.ListWebhooks(ctx, l.caller(), taskID)
+}
+
+func (l *Local) DeleteWebhook(ctx context.Context, id string) error {
+	_, err := l.svc.DeleteWebhook(ctx, l.caller(), id)
+	return err
+}
+
+func (l *Local) ListDeliveries(ctx context.Context, webhookID string, limit int) (api.DeliveryList, error) {
+	return l.svc.ListDeliveries(ctx, l.caller(), webhookID, limit)
+}
+
+func (l *Local) Redeliver(ctx context.Context, deliveryID string) (*duet.WebhookDelivery, error) {
+	return l.svc.Redeliver(ctx, l.caller(), deliveryID)
 }

@@ -310,6 +310,21 @@ func (r *Remote) GetCase(ctx context.Context, caseID string) (catalog.GetCaseOut
 	return get[catalog.GetCaseOut](ctx, r, "/cases/"+p(caseID), nil)
 }
 
+// CaseAIPlans implements Client.
+func (r *Remote) CaseAIPlans(ctx context.Context, caseID string) (api.AIPlanList, error) {
+	return get[api.AIPlanList](ctx, r, "/cases/"+p(caseID)+"/ai-plans", nil)
+}
+
+// FreezeCase implements Client.
+func (r *Remote) FreezeCase(ctx context.Context, caseID string) (api.FreezeOut, error) {
+	return post[api.FreezeOut](ctx, r, "/cases/"+p(caseID)+"/freeze", nil)
+}
+
+// ClearAIPlans implements Client.
+func (r *Remote) ClearAIPlans(ctx context.Context, in api.ClearAIPlansIn) (api.ClearAIPlansOut, error) {
+	return post[api.ClearAIPlansOut](ctx, r, "/ai-plans/clear", in)
+}
+
 // GetApproval implements Client.
 func (r *Remote) GetApproval(ctx context.Context, caseID string) (api.Approval, error) {
 	return get[api.Approval](ctx, r, "/cases/"+p(caseID)+"/approval", nil)
@@ -345,7 +360,8 @@ func (r *Remote) GenerateCase(ctx context.Context, in api.GenerateIn, _ func(str
 // Idempotency-Key header.
 func (r *Remote) StartRun(ctx context.Context, in catalog.StartRunIn, origin *duet.RunOrigin) (catalog.StartRunOut, error) {
 	return call[catalog.StartRunOut](ctx, r, request{method: http.MethodPost, path: "/runs",
-		body:   api.RunIn{TaskID: in.TaskID, CaseIDs: in.CaseIDs, Device: in.Device, Environment: in.Environment, Trace: in.Trace, Origin: origin},
+		body: api.RunIn{TaskID: in.TaskID, CaseIDs: in.CaseIDs, Device: in.Device, Environment: in.Environment, Trace: in.Trace, Origin: origin,
+			Retries: in.Retries, Tags: in.Tags, ExcludeTags: in.ExcludeTags, Grep: in.Grep},
 		header: http.Header{"Idempotency-Key": {in.IdempotencyKey}}})
 }
 
@@ -722,4 +738,29 @@ func (r *Remote) DeleteSecret(ctx context.Context, name string) error {
 // ServerDiff implements Client.
 func (r *Remote) ServerDiff(ctx context.Context, server string, back int) (api.CatalogDiff, error) {
 	return get[api.CatalogDiff](ctx, r, "/servers/"+p(server)+"/diff", values("back", num(back)))
+}
+
+// CreateWebhook implements Client.
+func (r *Remote) CreateWebhook(ctx context.Context, in api.WebhookIn) (api.WebhookView, error) {
+	return post[api.WebhookView](ctx, r, "/webhooks", in)
+}
+
+// ListWebhooks implements Client.
+func (r *Remote) ListWebhooks(ctx context.Context, taskID string) (api.WebhookList, error) {
+	return get[api.WebhookList](ctx, r, "/tasks/"+p(taskID)+"/webhooks", nil)
+}
+
+// DeleteWebhook implements Client.
+func (r *Remote) DeleteWebhook(ctx context.Context, id string) error {
+	return del(ctx, r, "/webhooks/"+p(id))
+}
+
+// ListDeliveries implements Client.
+func (r *Remote) ListDeliveries(ctx context.Context, webhookID string, limit int) (api.DeliveryList, error) {
+	return get[api.DeliveryList](ctx, r, "/webhooks/"+p(webhookID)+"/deliveries", values("limit", num(limit)))
+}
+
+// Redeliver implements Client.
+func (r *Remote) Redeliver(ctx context.Context, deliveryID string) (*duet.WebhookDelivery, error) {
+	return post[*duet.WebhookDelivery](ctx, r, "/webhooks/deliveries/"+p(deliveryID)+"/redeliver", nil)
 }
