@@ -151,13 +151,22 @@ func (h *Handler) openAPI() map[string]any {
 			}
 		case rt.ctype == "image/png": // a baseline's image (baseline.go)
 			ok["content"] = map[string]any{"image/png": map[string]any{"schema": map[string]string{"type": "string", "format": "binary"}}}
-		default:
+		case rt.ctype == "video/webm": // a trace's replay as a video (trace.go); ?format=mp4
+			ok["content"] = map[string]any{
+				"video/webm": map[string]any{"schema": map[string]string{"type": "string", "format": "binary"}},
+				"video/mp4":  map[string]any{"schema": map[string]string{"type": "string", "format": "binary"}},
+			}
+		case rt.ctype == "text/html": // a run's report (runs.go): html, json, junit, or junit with its attachments as a zip
 			ok["content"] = map[string]any{
 				"text/html": map[string]any{"schema": map[string]string{"type": "string"}},
 				"application/json": map[string]any{"schema": map[string]any{"type": "object", "additionalProperties": true,
 					"description": "the JSON report, as `duet report --format json` writes it"}},
 				"application/xml": map[string]any{"schema": map[string]string{"type": "string"}},
+				"application/zip": map[string]any{"schema": map[string]string{"type": "string", "format": "binary",
+					"description": "format=junit&attachments=zip: junit.xml and junit-attachments/"}},
 			}
+		default:
+			panic("openapi: no content for the route's type " + rt.ctype + " (" + rt.id + ")")
 		}
 		if rt.location != nil {
 			ok["headers"] = map[string]any{"Location": map[string]any{"description": "the address of what was created", "schema": map[string]string{"type": "string"}}}

@@ -157,6 +157,7 @@ func testREST(t *testing.T, vars map[string]string) {
 	refused("bob", "deleteSecret", p("name", "SHOP_PW", "?", "user=alice"), nil, duet.CodePermissionDenied)
 	do("alice", "deleteSecret", p("name", "SHOP_PW"), nil)
 	refused("alice", "deleteSecret", p("name", "SHOP_PW"), nil, duet.CodeNotFound)
+	e.App.Audit.Flush() // read audit is written in batches
 	recs, err := e.App.Store.FindAudit(t.Context(), duet.AuditFilter{Caller: "alice", Method: "setSecret"})
 	if err != nil || len(recs) == 0 { // the refused one is written in a later batch
 		t.Fatalf("setSecret's audit: %+v %v", recs, err)

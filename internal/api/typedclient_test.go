@@ -78,6 +78,10 @@ var typedUses = map[string][]string{
 	"approveBaseline":       {"d.id: string"},
 	"rejectBaseline":        {"d.id: string"},
 	"getTrace":              {"zip: string"},
+	"getTraceVideo":         {"video: string"},
+	"listCaseAIPlans":       {"d.plans[0].id: string", "d.plans[0].fingerprint: string"},
+	"freezeCase":            {"d.replaced: number"},
+	"clearAIPlans":          {"d.cleared: number"},
 	"listSchedules":         {"d.schedules[0].id: string"},
 	"createSchedule":        {"d.id: string", "d.timing: string"},
 	"getSchedule":           {"d.timing: string", "d.paused: boolean"},
@@ -165,6 +169,8 @@ type Empty<R> = R extends { content?: never } ? "empty" : "content";
 			fmt.Fprintf(&prog, "function use_%s(png: Res<%q>[200][\"content\"][\"image/png\"]) {\n", id, id)
 		case id == "getTrace":
 			fmt.Fprintf(&prog, "function use_%s(zip: Res<%q>[200][\"content\"][\"application/zip\"]) {\n", id, id)
+		case id == "getTraceVideo":
+			fmt.Fprintf(&prog, "function use_%s(video: Res<%q>[200][\"content\"][\"video/webm\"]) {\n", id, id)
 		default:
 			fmt.Fprintf(&prog, "const typed_%s: Typed<JSONOf<Res<%q>[%s]>> = \"typed\";\nfunction use_%s(d: JSONOf<Res<%q>[%s]>) {\n", id, id, ok, id, id, ok)
 		}

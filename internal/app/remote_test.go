@@ -159,9 +159,16 @@ func TestNetworkGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	sctx, stop := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- a.Serve(sctx, ln, app.ServeOptions{}) }()
+	served, ready := make(chan error, 1), make(chan string, 1)
+	go func() { served <- a.Serve(sctx, ln, app.ServeOptions{Ready: ready}) }()
 	t.Cleanup(func() { stop(); <-served })
+	// Duet knows its own address once it serves: wait for that, not for
+	// luck (a loaded machine starts the suite before Serve gets there).
+	select {
+	case <-ready:
+	case err := <-served:
+		t.Fatalf("serve: %v", err)
+	}
 	duetURL := "http://" + ln.Addr().String()
 
 	mux := http.NewServeMux()
