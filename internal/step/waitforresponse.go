@@ -33,21 +33,10 @@ var WaitForResponse = register(&Kind{
 		"Mocked responses (route) count like the network's.",
 	Agent: "`waitForResponse: {url: \"**/api/orders\", method: POST, status: 201, saveAs: created}` — after the step that makes the request; saves {url, method, status, headers, body}",
 	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		bd, ok := browserBody(c, st, n, false)
+		bd, m, ok := compileRequestStep(c, st, n, waitForResponseForm.KeyNames())
 		if !ok {
 			return
 		}
-		bd.needPage()
-		m := &duet.RequestMatch{}
-		bd.b.Request = m
-		if bd.isShort {
-			m.URL = bd.short
-			c.Template(n, "url", m.URL)
-			checkGlob(c, n, m.URL)
-			return
-		}
-		c.AllowKeys(n, waitForResponseForm.KeyNames()...)
-		m.URL, m.URLMatches, m.Method = compileURLMatch(c, st, n)
 		if n.Get("status") != nil {
 			m.Status = c.intIn(n, "status", 100, 999)
 		}
@@ -128,21 +117,10 @@ var ExpectRequest = register(&Kind{
 		"A case's page remembers its first 5000 requests.",
 	Agent: "`expectRequest: {url: /api/orders, method: POST, count: 1}` — assert the page sent (count) requests that match (`not: true`: none)",
 	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		bd, ok := browserBody(c, st, n, false)
+		bd, m, ok := compileRequestStep(c, st, n, expectRequestForm.KeyNames())
 		if !ok {
 			return
 		}
-		bd.needPage()
-		m := &duet.RequestMatch{}
-		bd.b.Request = m
-		if bd.isShort {
-			m.URL = bd.short
-			c.Template(n, "url", m.URL)
-			checkGlob(c, n, m.URL)
-			return
-		}
-		c.AllowKeys(n, expectRequestForm.KeyNames()...)
-		m.URL, m.URLMatches, m.Method = compileURLMatch(c, st, n)
 		if n.Get("count") != nil {
 			v := c.intIn(n, "count", 0, 100000)
 			m.Count = &v
@@ -202,3 +180,26 @@ var ExpectRequest = register(&Kind{
 		return "", len(got), err
 	},
 })
+
+// compileRequestStep reads what waitForResponse and expectRequest share:
+// the page they need and the request they match — a URL glob alone, or a
+// mapping of keys with url/urlMatches and method. ok is false when there
+// is nothing more to read (the short form, or an error reported).
+func compileRequestStep(c *Compiler, st *duet.Step, n *Node, keys []string) (*body, *duet.RequestMatch, bool) {
+	bd, ok := browserBody(c, st, n, false)
+	if !ok {
+		return nil, nil, false
+	}
+	bd.needPage()
+	m := &duet.RequestMatch{}
+	bd.b.Request = m
+	if bd.isShort {
+		m.URL = bd.short
+		c.Template(n, "url", m.URL)
+		checkGlob(c, n, m.URL)
+		return bd, m, false
+	}
+	c.AllowKeys(n, keys...)
+	m.URL, m.URLMatches, m.Method = compileURLMatch(c, st, n)
+	return bd, m, true
+}
