@@ -37,13 +37,14 @@ func (s *Session) startGuard(tctx context.Context) error {
 	return s.intercept(tctx, tctx)
 }
 
-// judge lets a paused request go on, or fails it when the guard refuses its
-// URL (a document: the guard judges navigations), or handles it as a route
-// of the session says. The guard comes first: a route never answers a
-// navigation the guard refused.
-func (s *Session) judge(ev fetch.EventRequestPaused, main bool) {
+// judge lets a paused request of the tab of tctx go on, or fails it when
+// the guard refuses its URL (a document: the guard judges navigations), or
+// handles it as a route of the session says. The guard comes first: a
+// route never answers a navigation the guard refused. The answer goes to
+// the tab that paused the request (a popup's, not the first tab's).
+func (s *Session) judge(tctx context.Context, ev fetch.EventRequestPaused, main bool) {
 	raw := ev.Request.URL + ev.Request.URLFragment
-	ctx, cancel := context.WithTimeout(s.ctx, 15*time.Second)
+	ctx, cancel := context.WithTimeout(tctx, 15*time.Second)
 	defer cancel()
 	if ev.ResourceType != network.ResourceTypeDocument {
 		if !s.routeRequest(ctx, ev) {

@@ -226,7 +226,7 @@ func (s *Session) intercept(tctx context.Context, cctx context.Context) error {
 				// A name lookup or a route's delay may take a moment:
 				// each request on its own, so that one does not hold
 				// the others.
-				s.dialogs.Go(func() { s.judge(ev, string(ev.FrameID) == mainFrame) })
+				s.dialogs.Go(func() { s.judge(tctx, ev, string(ev.FrameID) == mainFrame) })
 			}
 		})
 	}
@@ -319,7 +319,7 @@ func (s *Session) routeRequest(ctx context.Context, ev fetch.EventRequestPaused)
 		t := time.NewTimer(r.Delay)
 		select {
 		case <-t.C:
-		case <-s.ctx.Done():
+		case <-ctx.Done():
 			t.Stop()
 			return true
 		}

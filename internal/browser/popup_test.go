@@ -1,0 +1,126 @@
+package browser
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/netguard"
+)
+
+// hits counts the requests a test server received, by path.
+type hits struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (h *hits) add(path string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.n == nil {
+		h.n = map[string]int{}
+	}
+	h.n[path]++
+}
+
+func (h *hits) of(path string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.n[path]
+}
+
+// TestPopupRequestsAnsweredInThePopup: once a popup is a tab of the
+// session, its requests go through the routes and the network guard and
+// are answered on the popup's own connection — an API call the route
+// mocks, a navigation the guard allows, one it refuses. (The answers went
+// to the first tab, which does not know the popup's requests: they stayed
+// paused and the popup hung.)
+func TestPopupRequestsAnsweredInThePopup(t *testing.T) {
+	t.Parallel()
+	requireChromium(t)
+	var siteHits, farHits hits
+	far := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		farHits.add(r.URL.Path)
+		fmt.Fprint(w, `<title>Secret</title>`)
+	}))
+	t.Cleanup(far.Close)
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siteHits.add(r.URL.Path)
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		switch r.URL.Path {
+		case "/":
+			fmt.Fprint(w, `<!doctype html><title>Opener</title><button id="open" onclick="window.open('/popup')">Open</button>`)
+		case "/popup":
+			fmt.Fprintf(w, `<!doctype html><title>Popup</title><p id="late">waiting</p>
+<button id="call" onclick="fetch('/api/late').then(r => r.json()).then(j => { document.getElementById('late').textContent = j.from })">Call</button>
+<a id="next" href="/next">Next</a> <a id="far" href="%s/secret">Far</a>`, far.URL)
+		case "/next":
+			fmt.Fprint(w, `<!doctype html><title>Next</title>`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(site.Close)
+
+	// The guard refuses loopback but for the site.
+	p := NewPool(Options{MaxBrowsers: 1, Logger: testLogger(), Guard: &netguard.Policy{}})
+	t.Cleanup(p.Close)
+	ctx := testCtx(t, 60*time.Second)
+	s, err := p.NewSession(netguard.AllowURL(ctx, site.URL), Device{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	if err := s.Open(ctx, site.URL+"/"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Click(ctx, "#open"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.WaitForPopup(ctx); err != nil || n != 2 {
+		t.Fatalf("WaitForPopup: %d, %v", n, err)
+	}
+	err = s.AddRoute(ctx, Route{URL: regexp.MustCompile(`^.*/api/late$`), Fulfil: true,
+		Headers: map[string]string{"Content-Type": "application/json"}, Body: []byte(`{"from": "the route"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Click(ctx, "#call"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WaitFor(ctx, WaitCondition{Selector: "#late", Text: "the route"}); err != nil {
+		t.Errorf("the popup's API call is not answered by the route: %v", err)
+	}
+	if n := siteHits.of("/api/late"); n != 0 {
+		t.Errorf("the site saw the mocked API call %d times", n)
+	}
+	if got, _ := s.Requests(RequestFilter{URL: regexp.MustCompile(`/api/late$`)}); !slices.Equal(got, []string{"GET " + site.URL + "/api/late"}) {
+		t.Errorf("the request log: %q", got)
+	}
+
+	// A navigation the guard allows loads; one it refuses never leaves.
+	if err := s.Click(ctx, "#next"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WaitFor(ctx, WaitCondition{URLContains: "/next"}); err != nil {
+		t.Fatalf("the popup's navigation: %v", err)
+	}
+	if err := s.History(ctx, "back"); err != nil {
+		t.Fatal(err)
+	}
+	err = s.Click(ctx, "#far")
+	if err == nil {
+		// Bounded: the wait fails, with the guard's refusal as its news.
+		err = s.WaitFor(ctx, WaitCondition{URLContains: "/secret", Timeout: 3 * time.Second})
+	}
+	wantCode(t, err, duet.CodeURLRefused)
+	if n := farHits.of("/secret"); n != 0 {
+		t.Errorf("the refused server saw the popup's navigation %d times", n)
+	}
+}
