@@ -49,12 +49,15 @@ type JUnitProperty struct {
 
 // JUnitCase is one case execution.
 type JUnitCase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
-	Time      string        `xml:"time,attr"`
-	Failure   *JUnitProblem `xml:"failure"`
-	Error     *JUnitProblem `xml:"error"`
-	Skipped   *JUnitProblem `xml:"skipped"`
+	Name      string `xml:"name,attr"`
+	Classname string `xml:"classname,attr"`
+	Time      string `xml:"time,attr"`
+	// Properties are the case's tags, one duet.tag property each (as
+	// pytest's record_property writes them; Jenkins shows them).
+	Properties []JUnitProperty `xml:"properties>property"`
+	Failure    *JUnitProblem   `xml:"failure"`
+	Error      *JUnitProblem   `xml:"error"`
+	Skipped    *JUnitProblem   `xml:"skipped"`
 	// FlakyFailures and FlakyErrors are the failed attempts of a case that
 	// passed on a retry (flaky): Maven Surefire's elements, which Jenkins
 	// and other CI parsers read as a pass with flaky runs; parsers that do
@@ -103,6 +106,9 @@ func (r *Report) JUnitXML() JUnitSuites {
 	flaky := 0
 	for _, c := range r.Cases {
 		jc := JUnitCase{Name: c.Title, Classname: r.Task.Name + "." + c.Key, Time: seconds(c.DurationMs), SystemOut: timeline(c)}
+		for _, tag := range c.Tags {
+			jc.Properties = append(jc.Properties, JUnitProperty{"duet.tag", tag})
+		}
 		problem := &JUnitProblem{Message: problemMessage(c), Type: string(c.ErrorCode), Text: failureDetail(c)}
 		switch c.Status {
 		case duet.StatusPassed:

@@ -40,6 +40,8 @@ type Store interface {
 	// for the report's scan of the tools the cases call.
 	FindMCPServers(ctx context.Context, owner string) ([]*duet.MCPServer, error)
 	FindMCPTools(ctx context.Context, id string) ([]*duet.MCPTool, error)
+	// The task's cases, for each case's tags.
+	FindCases(ctx context.Context, f duet.CaseFilter) ([]*duet.Case, string, int, error)
 }
 
 // MaxCases is how many cases a report shows when its Page does not say:
@@ -136,11 +138,14 @@ type Task struct {
 
 // Case is one execution of a case.
 type Case struct {
-	ExecutionID  string         `json:"executionId"`
-	CaseID       string         `json:"caseId"`
-	Key          string         `json:"key"`
-	Title        string         `json:"title"`
-	Version      int            `json:"version"`
+	ExecutionID string `json:"executionId"`
+	CaseID      string `json:"caseId"`
+	Key         string `json:"key"`
+	Title       string `json:"title"`
+	Version     int    `json:"version"`
+	// Tags are the case's tags, its own and its task's (as the case is
+	// now: tags select cases, they do not change what a version does).
+	Tags         []string       `json:"tags,omitempty"`
 	Status       duet.RunStatus `json:"status"`
 	ErrorCode    duet.Code      `json:"errorCode,omitempty"`
 	ErrorMessage string         `json:"errorMessage,omitempty"`
@@ -251,8 +256,10 @@ func BuildPage(ctx context.Context, store Store, arts Artifacts, viewer, runID s
 		return nil, err
 	}
 	r := &Report{GeneratedAt: time.Now().UTC(), Run: run, Task: Task{ID: run.TaskID, Name: run.TaskID}}
+	taskSeen := false
 	if t, err := store.FindTaskByID(ctx, viewer, run.TaskID); err == nil {
 		r.Task = Task{ID: t.ID, Name: t.Name, BaseURL: t.BaseURL, Device: t.Device}
+		taskSeen = true
 	} else if duet.ErrorCode(err) != duet.CodeNotFound {
 		return nil, err
 	}
@@ -291,11 +298,16 @@ func BuildPage(ctx context.Context, store Store, arts Artifacts, viewer, runID s
 		// sent anyway, so no more are read into memory.
 		shots.left, shots.limit = b/4*3, b
 	}
+	tags, err := caseTags(ctx, store, taskSeen, run.TaskID)
+	if err != nil {
+		return nil, err
+	}
 	for _, x := range execs {
 		c, err := buildCase(ctx, shots, x, r.GeneratedAt)
 		if err != nil {
 			return nil, err
 		}
+		c.Tags = tags[x.CaseID]
 		r.Cases = append(r.Cases, c)
 	}
 	if run.Status.Final() {
@@ -318,6 +330,30 @@ func BuildPage(ctx context.Context, store Store, arts Artifacts, viewer, runID s
 		}
 	}
 	return r, nil
+}
+
+// caseTags returns the tags of the task's cases (archived ones too) by
+// case id; none when the viewer cannot see the task (visible false).
+func caseTags(ctx context.Context, store Store, visible bool, taskID string) (map[string][]string, error) {
+	out := map[string][]string{}
+	if !visible {
+		return out, nil
+	}
+	for cursor := ""; ; {
+		cases, next, _, err := store.FindCases(ctx, duet.CaseFilter{TaskID: taskID, IncludeArchived: true, Cursor: cursor, Limit: 200})
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cases {
+			if len(c.Tags) > 0 {
+				out[c.ID] = c.Tags
+			}
+		}
+		if next == "" || len(cases) == 0 {
+			return out, nil
+		}
+		cursor = next
+	}
 }
 
 // buildScan scans the MCP tools the run's cases call, as the run ran them
