@@ -375,6 +375,8 @@ type CaseSummary struct {
 	// CreatedBy marks whose proposal a draft is: a draft in a shared task
 	// may be a sharee's, which only the owner makes a case of the suite.
 	CreatedBy string `json:"createdBy" jsonschema:"who wrote this version: the task's owner, or a draft's author"`
+	// Tags are the case's own and its task's.
+	Tags []string `json:"tags,omitempty" jsonschema:"the case's tags, its own and its task's; a run selects cases by them"`
 }
 
 // ListCasesOut is the result of list_test_cases.
@@ -406,7 +408,7 @@ func (o ListCasesOut) Text() string {
 }
 
 func caseSummary(c *duet.Case) CaseSummary {
-	return CaseSummary{ID: c.ID, Key: c.Key, Title: c.Title, Version: c.Version, Status: string(c.Status), StepCount: len(c.Steps), UpdatedAt: ts(c.UpdatedAt),
+	return CaseSummary{ID: c.ID, Key: c.Key, Title: c.Title, Version: c.Version, Status: string(c.Status), StepCount: len(c.Steps), UpdatedAt: ts(c.UpdatedAt), Tags: c.Tags,
 		CreatedBy: c.CreatedBy}
 }
 

@@ -237,7 +237,8 @@ func (c *Console) runs(w http.ResponseWriter, r *http.Request, v *view) error {
 type runData struct {
 	Run      catalog.GetRunOut
 	TaskName string
-	Traces   map[string]int64 // execution id → the size of its trace (trace.go)
+	Traces   map[string]int64    // execution id → the size of its trace (trace.go)
+	Tags     map[string][]string // case id → the case's tags
 }
 
 func (c *Console) run(w http.ResponseWriter, r *http.Request, v *view) error {
@@ -253,9 +254,33 @@ func (c *Console) run(w http.ResponseWriter, r *http.Request, v *view) error {
 	if err != nil {
 		return err
 	}
-	d := runData{Run: run, TaskName: t.Task.Name, Traces: c.svc.TracesOf(r.Context(), v.caller, run)}
+	tags, err := c.caseTags(r, v, run.Run.TaskID)
+	if err != nil {
+		return err
+	}
+	d := runData{Run: run, TaskName: t.Task.Name, Traces: c.svc.TracesOf(r.Context(), v.caller, run), Tags: tags}
 	v.Title, v.Nav, v.Data = runTitle(t.Task.Name, n, run.Run), "runs", d
 	return c.render(w, http.StatusOK, "run", v)
+}
+
+// caseTags returns the tags of the task's cases by case id.
+func (c *Console) caseTags(r *http.Request, v *view, taskID string) (map[string][]string, error) {
+	out := map[string][]string{}
+	for cursor := ""; ; {
+		page, err := c.svc.ListCases(r.Context(), v.caller, catalog.ListCasesIn{TaskID: taskID, Cursor: cursor, Limit: 200})
+		if err != nil {
+			return nil, err
+		}
+		for _, cs := range page.Cases {
+			if len(cs.Tags) > 0 {
+				out[cs.ID] = cs.Tags
+			}
+		}
+		if page.NextCursor == "" || len(page.Cases) == 0 {
+			return out, nil
+		}
+		cursor = page.NextCursor
+	}
 }
 
 // runTitle names a run as a person does: its task, its number among the

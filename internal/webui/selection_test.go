@@ -33,4 +33,13 @@ func TestStartRunByTags(t *testing.T) {
 	if err != nil || len(execs) != 1 || execs[0].CaseTitle != "Add to cart" {
 		t.Fatalf("the run's cases: %v %+v", err, execs)
 	}
+	// The run page shows each case's tags on its row.
+	_, page, _ := alice.get("/runs/" + runID)
+	row := page[strings.Index(page, `data-exec="`+execs[0].ID+`"`):]
+	row = row[:strings.Index(row, "</tr>")]
+	for _, tag := range []string{"smoke", "cart"} {
+		if !strings.Contains(row, `<span class="tag">`+tag+`</span>`) {
+			t.Errorf("the run page's case row lacks the tag %s: %s", tag, row)
+		}
+	}
 }
