@@ -203,7 +203,7 @@ func TestExamplesCompile(t *testing.T) {
 		// The examples name MCP servers as their users register them;
 		// their data files and uploads read their folder, as duet apply -f
 		// does.
-		if _, err := CompileSuite(context.Background(), src, f, Options{Servers: anyServer{}, Files: os.DirFS(filepath.Dir(f))}); err != nil {
+		if _, err := CompileSuite(context.Background(), src, f, Options{Servers: anyServer{}, Files: os.DirFS(filepath.Dir(f)), Flows: exampleFlowAssets}); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
 	}

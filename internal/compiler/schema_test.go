@@ -159,7 +159,7 @@ func TestSchemaValidatesValidSuites(t *testing.T) {
 	rs := committedSchema(t)
 	for name, src := range validSuites(t) {
 		// An example's data files and uploads read its folder.
-		if _, err := CompileSuite(context.Background(), src, name, Options{Servers: anyServer{}, Files: os.DirFS(filepath.Dir(name))}); err != nil {
+		if _, err := CompileSuite(context.Background(), src, name, Options{Servers: anyServer{}, Files: os.DirFS(filepath.Dir(name)), Flows: exampleFlowAssets}); err != nil {
 			t.Errorf("%s does not compile: %v", name, err)
 			continue
 		}
