@@ -41,25 +41,9 @@ type SavedCase struct {
 // TOO_LARGE, CONFLICT (a draft's key taken by another's case).
 func (s *Service) SaveCase(ctx context.Context, c duet.Caller, in SaveCaseIn) (SavedCase, error) {
 	return govern(ctx, s, c, "saveCase", in, func(ctx context.Context) (SavedCase, error) {
-		if strings.TrimSpace(in.Source) == "" {
-			return SavedCase{}, duet.Errorf(duet.CodeInvalidArgument, "the case is empty")
-		}
-		if len(in.Source) > MaxSuiteBytes {
-			return SavedCase{}, duet.Errorf(duet.CodeTooLarge, "the case is %d bytes; the limit is %d", len(in.Source), MaxSuiteBytes)
-		}
-		if s.d.CompileCase == nil {
-			return SavedCase{}, duet.Errorf(duet.CodeInternal, "no case compiler")
-		}
-		t, err := s.d.Store.FindTaskByID(ctx, c.UserID, in.TaskID)
+		t, cs, err := s.compileCaseFor(ctx, c, in.TaskID, in.Source)
 		if err != nil {
 			return SavedCase{}, err
-		}
-		cs, err := s.d.CompileCase(ctx, c.UserID, []byte(in.Source), t)
-		if err != nil {
-			if duet.ErrorCode(err) == duet.CodeInternal {
-				return SavedCase{}, err
-			}
-			return SavedCase{}, duet.WrapError(duet.CodeInvalidArgument, err, "%s", duet.ErrorMessage(err))
 		}
 		if t.Owner != c.UserID {
 			cs.TaskID, cs.CreatedBy = t.ID, c.UserID
@@ -107,6 +91,62 @@ func (s *Service) SaveCase(ctx context.Context, c duet.Caller, in SaveCaseIn) (S
 	})
 }
 
+// TryStepsIn is steps of a case a tester tries in their live session
+// ("Try this step"): the case as they are writing it (an item of a
+// suite's cases) and the steps to run, 1 the first of its own (To 0: From
+// alone).
+type TryStepsIn struct {
+	TaskID string `json:"taskId"`
+	Source string `json:"source"`
+	From   int    `json:"from"`
+	To     int    `json:"to,omitempty"`
+}
+
+// TrySteps checks that the caller may run the task (its owner, or a user
+// it is shared with, as for a run), compiles the case with the checks of
+// `duet apply` as they write it (their MCP registrations), and calls try
+// with the task and the case, as one governed operation (trySteps,
+// audited with the caller's callSource). Nothing is stored. Returns
+// NOT_FOUND, INVALID_ARGUMENT (the compiler's messages), TOO_LARGE and
+// try's errors.
+func (s *Service) TrySteps(ctx context.Context, c duet.Caller, in TryStepsIn, try func(ctx context.Context, t *duet.Task, cs *duet.Case) error) error {
+	_, err := govern(ctx, s, c, "trySteps", in, func(ctx context.Context) (struct{}, error) {
+		t, cs, err := s.compileCaseFor(ctx, c, in.TaskID, in.Source)
+		if err != nil {
+			return struct{}{}, err
+		}
+		return struct{}{}, try(ctx, t, cs)
+	})
+	return err
+}
+
+// compileCaseFor compiles src, one case, for the task taskID as c writes
+// it: NOT_FOUND for a task c cannot see, INVALID_ARGUMENT with the
+// compiler's messages, TOO_LARGE.
+func (s *Service) compileCaseFor(ctx context.Context, c duet.Caller, taskID, src string) (*duet.Task, *duet.Case, error) {
+	if strings.TrimSpace(src) == "" {
+		return nil, nil, duet.Errorf(duet.CodeInvalidArgument, "the case is empty")
+	}
+	if len(src) > MaxSuiteBytes {
+		return nil, nil, duet.Errorf(duet.CodeTooLarge, "the case is %d bytes; the limit is %d", len(src), MaxSuiteBytes)
+	}
+	if s.d.CompileCase == nil {
+		return nil, nil, duet.Errorf(duet.CodeInternal, "no case compiler")
+	}
+	t, err := s.d.Store.FindTaskByID(ctx, c.UserID, taskID)
+	if err != nil {
+		return nil, nil, err
+	}
+	cs, err := s.d.CompileCase(ctx, c.UserID, []byte(src), t)
+	if err != nil {
+		if duet.ErrorCode(err) == duet.CodeInternal {
+			return nil, nil, err
+		}
+		return nil, nil, duet.WrapError(duet.CodeInvalidArgument, err, "%s", duet.ErrorMessage(err))
+	}
+	return t, cs, nil
+}
+
 // RecordIn asks for a live recording session on a task.
 type RecordIn struct {
 	TaskID      string `json:"taskId"`
@@ -118,9 +158,10 @@ type RecordIn struct {
 // of its environment (which the network guard allows, as in a run), and
 // the device.
 type RecordTarget struct {
-	TaskID  string
-	BaseURL string
-	Device  string
+	TaskID      string
+	Environment string // the environment's name ("" the task's default)
+	BaseURL     string
+	Device      string
 }
 
 // Record checks that the caller may run the task (its owner, or a user it
@@ -134,7 +175,7 @@ func (s *Service) Record(ctx context.Context, c duet.Caller, in RecordIn, open f
 		if err != nil {
 			return struct{}{}, err
 		}
-		_, env, err := t.Environment(in.Environment)
+		envName, env, err := t.Environment(in.Environment)
 		if err != nil {
 			return struct{}{}, err
 		}
@@ -149,7 +190,7 @@ func (s *Service) Record(ctx context.Context, c duet.Caller, in RecordIn, open f
 		if device == "" {
 			device = t.Device
 		}
-		return struct{}{}, open(ctx, RecordTarget{TaskID: t.ID, BaseURL: base, Device: device})
+		return struct{}{}, open(ctx, RecordTarget{TaskID: t.ID, Environment: envName, BaseURL: base, Device: device})
 	})
 	return err
 }
