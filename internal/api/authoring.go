@@ -204,6 +204,11 @@ func (s *Service) Govern(ctx context.Context, c duet.Caller, op string, args any
 	return err
 }
 
+// ValidateIn is a suite to check.
+type ValidateIn struct {
+	Source string `json:"source" jsonschema:"the suite, in the declarative YAML format (docs/suite-format.md)"`
+}
+
 // Problem is one error of a source at its line and column (1 the first).
 type Problem struct {
 	Line    int    `json:"line"`

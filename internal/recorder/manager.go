@@ -92,9 +92,9 @@ type Start struct {
 	TaskID      string
 	Environment string // the task's environment ("" its default): tried steps run in it
 	BaseURL     string // the environment's base URL: the guard allows it, relative opens resolve against it
-	Device     string
-	TestIDAttr string // the task's testIdAttribute ("" data-testid)
-	OpenURL    string // what to open first ("" the base URL)
+	Device      string
+	TestIDAttr  string // the task's testIdAttribute ("" data-testid)
+	OpenURL     string // what to open first ("" the base URL)
 }
 
 // Start opens a recording session for st.Owner and loads the first page
