@@ -2,8 +2,8 @@ package storetest
 
 import (
 	"strings"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/duet-test/duet"
 )
