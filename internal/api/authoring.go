@@ -147,6 +147,58 @@ func (s *Service) compileCaseFor(ctx context.Context, c duet.Caller, taskID, src
 	return t, cs, nil
 }
 
+// SuiteSourceOut is the YAML a task was last applied from, for its
+// editor.
+type SuiteSourceOut struct {
+	duet.SuiteSource
+	// ChangedSince are the keys of the task's cases changed since the
+	// source was applied (a case the recorder saved): applying the source
+	// again makes each of them what the source says, or archives it when
+	// the source does not have it.
+	ChangedSince []string `json:"changedSince"`
+}
+
+// GetSuiteSource returns the YAML task taskID was last applied from, to
+// edit it and apply it again. Only the task's owner applies its suite,
+// and so only they read its source: PERMISSION_DENIED for anyone else who
+// can see the task, NOT_FOUND for those who cannot (and for a task never
+// applied from YAML since sources are kept).
+func (s *Service) GetSuiteSource(ctx context.Context, c duet.Caller, taskID string) (SuiteSourceOut, error) {
+	return govern(ctx, s, c, "getSuiteSource", map[string]string{"taskId": taskID}, func(ctx context.Context) (SuiteSourceOut, error) {
+		t, err := s.d.Store.FindTaskByID(ctx, c.UserID, taskID)
+		if err != nil {
+			return SuiteSourceOut{}, err
+		}
+		if t.Owner != c.UserID {
+			return SuiteSourceOut{}, duet.Errorf(duet.CodePermissionDenied, "only the owner of task %s (%s) applies its suite and reads its source", t.Name, t.Owner)
+		}
+		src, err := s.d.Store.FindSuiteSource(ctx, t.ID)
+		if err != nil {
+			if duet.ErrorCode(err) == duet.CodeNotFound {
+				err = duet.Errorf(duet.CodeNotFound, "task %s has no suite source: it was applied before Duet kept sources; apply its YAML once more", t.Name)
+			}
+			return SuiteSourceOut{}, err
+		}
+		out := SuiteSourceOut{SuiteSource: *src, ChangedSince: []string{}}
+		for cursor := ""; ; {
+			page, next, _, err := s.d.Store.FindCases(ctx, duet.CaseFilter{TaskID: t.ID, Cursor: cursor, Limit: 200})
+			if err != nil {
+				return SuiteSourceOut{}, err
+			}
+			for _, cs := range page {
+				if cs.Status == duet.CaseActive && cs.UpdatedAt.After(src.UpdatedAt) {
+					out.ChangedSince = append(out.ChangedSince, cs.Key)
+				}
+			}
+			if next == "" {
+				break
+			}
+			cursor = next
+		}
+		return out, nil
+	})
+}
+
 // RecordIn asks for a live recording session on a task.
 type RecordIn struct {
 	TaskID      string `json:"taskId"`

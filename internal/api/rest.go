@@ -186,6 +186,10 @@ func coreRoutes() []*route {
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (catalog.GetTaskOut, error) {
 				return s.GetTask(ctx, c, r.PathValue("taskId"))
 			}, path("taskId", "the task's id")), catalog.ToolGetTask),
+		op("GET", Prefix+"/tasks/{taskId}/source", "getSuiteSource", "tasks", "The YAML your task was last applied from, to edit and apply again",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (SuiteSourceOut, error) {
+				return s.GetSuiteSource(ctx, c, r.PathValue("taskId"))
+			}, path("taskId", "the task's id")),
 		op("POST", Prefix+"/tasks/{taskId}/shares", "shareTask", "tasks", "Share your task with a user or team:NAME",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in ShareIn) (Sharing, error) {
 				return s.ShareTask(ctx, c, r.PathValue("taskId"), in)
