@@ -7,12 +7,14 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/compiler"
+	"github.com/duet-test/duet/internal/step"
 )
 
 // CaseCompiler compiles the source of one case (an item of a suite's
 // cases) for task as user writes it (compiler.CompileCase with the user's
-// MCP registrations), for SaveCase.
-type CaseCompiler func(ctx context.Context, user string, src []byte, task *duet.Task) (*duet.Case, error)
+// MCP registrations and testIDAttr, the task's testIdAttribute), for
+// SaveCase and TrySteps.
+type CaseCompiler func(ctx context.Context, user string, src []byte, task *duet.Task, testIDAttr string) (*duet.Case, error)
 
 // SaveCaseIn is one case to add to a task (or a new version of one of its
 // cases, by key): what the console's recorder saves.
@@ -137,7 +139,7 @@ func (s *Service) compileCaseFor(ctx context.Context, c duet.Caller, taskID, src
 	if err != nil {
 		return nil, nil, err
 	}
-	cs, err := s.d.CompileCase(ctx, c.UserID, []byte(src), t)
+	cs, err := s.d.CompileCase(ctx, c.UserID, []byte(src), t, s.testIDAttribute(ctx, t))
 	if err != nil {
 		if duet.ErrorCode(err) == duet.CodeInternal {
 			return nil, nil, err
@@ -199,6 +201,23 @@ func (s *Service) GetSuiteSource(ctx context.Context, c duet.Caller, taskID stri
 	})
 }
 
+// testIDAttribute returns the testIdAttribute of task t as its suite was
+// last applied ("" data-testid; also when no source is kept): what its
+// cases' testId locators name, and so what the recorder records and a
+// case saved or tried later compiles with.
+func (s *Service) testIDAttribute(ctx context.Context, t *duet.Task) string {
+	src, err := s.d.Store.FindSuiteSource(ctx, t.ID)
+	if err != nil {
+		return ""
+	}
+	root, derr := step.Parse([]byte(src.Source))
+	if derr != nil {
+		return ""
+	}
+	a, _ := root.Get("task").Get("testIdAttribute").Str()
+	return a
+}
+
 // RecordIn asks for a live recording session on a task.
 type RecordIn struct {
 	TaskID      string `json:"taskId"`
@@ -214,6 +233,7 @@ type RecordTarget struct {
 	Environment string // the environment's name ("" the task's default)
 	BaseURL     string
 	Device      string
+	TestIDAttr  string // the task's testIdAttribute ("" data-testid)
 }
 
 // Record checks that the caller may run the task (its owner, or a user it
@@ -242,7 +262,7 @@ func (s *Service) Record(ctx context.Context, c duet.Caller, in RecordIn, open f
 		if device == "" {
 			device = t.Device
 		}
-		return struct{}{}, open(ctx, RecordTarget{TaskID: t.ID, Environment: envName, BaseURL: base, Device: device})
+		return struct{}{}, open(ctx, RecordTarget{TaskID: t.ID, Environment: envName, BaseURL: base, Device: device, TestIDAttr: s.testIDAttribute(ctx, t)})
 	})
 	return err
 }

@@ -84,6 +84,10 @@ type Live struct {
 	hello  chan struct{}    // closed and replaced when a document's script says hello
 }
 
+// TestIDAttr is the attribute the session's testId locators name (the
+// task's testIdAttribute; "" data-testid).
+func (l *Live) TestIDAttr() string { return l.testIDAttr }
+
 // Frame returns the newest frame of the page, nil before the first.
 func (l *Live) Frame() *browser.LiveFrame {
 	l.mu.Lock()

@@ -92,7 +92,7 @@ func (c *Console) startRecording(w http.ResponseWriter, r *http.Request, v *view
 	var rid string
 	in := api.RecordIn{TaskID: r.PathValue("id"), Environment: strings.TrimSpace(r.PostForm.Get("environment")), Device: strings.TrimSpace(r.PostForm.Get("device"))}
 	err = c.svc.Record(r.Context(), v.caller, in, func(ctx context.Context, t api.RecordTarget) error {
-		l, err := m.Start(ctx, recorder.Start{Owner: v.User, TaskID: t.TaskID, Environment: t.Environment, BaseURL: t.BaseURL, Device: t.Device})
+		l, err := m.Start(ctx, recorder.Start{Owner: v.User, TaskID: t.TaskID, Environment: t.Environment, BaseURL: t.BaseURL, Device: t.Device, TestIDAttr: t.TestIDAttr})
 		if err != nil {
 			return err
 		}

@@ -225,3 +225,30 @@ func itoa(n int) string {
 	b, _ := json.Marshal(n)
 	return string(b)
 }
+
+// TestRecordingNamesTheTasksTestIDAttribute: on a task whose suite says
+// testIdAttribute: data-qa, the recording session's testId locators name
+// data-qa, and a tried step's testId finds the element by data-qa (the
+// lab's Pay button has data-qa="pay" and no data-testid): the case is
+// compiled with the task's attribute, as its save is.
+func TestRecordingNamesTheTasksTestIDAttribute(t *testing.T) {
+	t.Parallel()
+	chromiumtest.Require(t)
+	e := apitest.New(t, map[string]string{"DUET_BROWSERS": "1"})
+	shop := startShop(t)
+	alice := signIn(t, e, "alice")
+	src := "task: {name: qa, baseURL: " + shop + ", testIdAttribute: data-qa}\ncases:\n  - key: home\n    title: Home\n    steps:\n      - open: /lab/form\n"
+	status, body, resp := alice.post("/tasks/apply", url.Values{"source": {src}})
+	if status != http.StatusSeeOther {
+		t.Fatalf("apply: %d %s", status, body)
+	}
+	rid := startRecordingAs(t, alice, strings.Split(resp.Header.Get("Location"), "?")[0])
+	live := e.App.Recorder.Sessions("alice")
+	if len(live) != 1 || live[0].TestIDAttr() != "data-qa" {
+		t.Fatalf("the session's test id attribute: %d sessions, %q", len(live), live[0].TestIDAttr())
+	}
+	b, _ := json.Marshal(map[string]any{"source": "key: k\ntitle: K\nsteps:\n  - open: /lab/form\n  - assertVisible: {testId: pay}\n", "from": 1, "to": 2})
+	if s, body := tryAs(t, alice, rid, string(b), true); s != http.StatusOK || !strings.Contains(body, `"status":"passed"`) {
+		t.Errorf("a tried testId step on data-qa: %d %.600s", s, body)
+	}
+}
