@@ -8,11 +8,13 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/api"
 	"github.com/duet-test/duet/internal/browser"
+	"github.com/duet-test/duet/internal/compiler"
 	"github.com/duet-test/duet/internal/engine"
 	"github.com/duet-test/duet/internal/recorder"
 )
@@ -36,7 +38,19 @@ func (c *Console) recorderRoutes(m map[string]route) {
 	m["POST /record/{rid}/try"] = route{fn: c.tryRecording}
 	m["POST /record/{rid}/close"] = route{fn: c.closeRecording}
 	m["POST /tasks/validate"] = route{fn: c.validateSuite}
+	m["GET /schema/suite.json"] = route{fn: c.suiteSchema}
 }
+
+// suiteSchema serves the suite format's JSON Schema (compiler.SuiteSchema,
+// built into the binary): the editor completes keys and enum values from it.
+func (c *Console) suiteSchema(w http.ResponseWriter, r *http.Request, v *view) error {
+	w.Header().Set("Content-Type", "application/schema+json")
+	w.Header().Set("Cache-Control", "private, max-age=3600")
+	_, err := w.Write(suiteSchemaJSON())
+	return err
+}
+
+var suiteSchemaJSON = sync.OnceValue(compiler.SuiteSchemaJSON)
 
 // validateSuite compiles a suite for the editor of the apply page
 // (api.ValidateSuite; JSON {source} in, the problems at their lines out).
