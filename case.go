@@ -62,6 +62,11 @@ type Suite struct {
 	// the suite (Source ScheduleFromSuite, matched by Name; NextFireAt is
 	// used for a new or changed one). Those no longer listed are removed.
 	Schedules []*Schedule `json:"Schedules,omitempty"`
+	// Source, when set, is the YAML the suite was compiled from: ApplySuite
+	// keeps it as the task's SuiteSource (Source.TaskID, AppliedBy and
+	// UpdatedAt are the apply's) in the same transaction. Nil keeps the
+	// task's source as it was.
+	Source *SuiteSource `json:"-"`
 }
 
 // ApplyAction says what applying a suite did to one object.

@@ -34,6 +34,7 @@ type Store interface {
 	AICacheStore
 	WebhookStore
 	CatalogSyncStore
+	SuiteSourceStore
 
 	// Ping checks that the database answers. Returns UNAVAILABLE.
 	Ping(ctx context.Context) error

@@ -7,12 +7,14 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/compiler"
+	"github.com/duet-test/duet/internal/step"
 )
 
 // CaseCompiler compiles the source of one case (an item of a suite's
 // cases) for task as user writes it (compiler.CompileCase with the user's
-// MCP registrations), for SaveCase.
-type CaseCompiler func(ctx context.Context, user string, src []byte, task *duet.Task) (*duet.Case, error)
+// MCP registrations and testIDAttr, the task's testIdAttribute), for
+// SaveCase and TrySteps.
+type CaseCompiler func(ctx context.Context, user string, src []byte, task *duet.Task, testIDAttr string) (*duet.Case, error)
 
 // SaveCaseIn is one case to add to a task (or a new version of one of its
 // cases, by key): what the console's recorder saves.
@@ -41,25 +43,9 @@ type SavedCase struct {
 // TOO_LARGE, CONFLICT (a draft's key taken by another's case).
 func (s *Service) SaveCase(ctx context.Context, c duet.Caller, in SaveCaseIn) (SavedCase, error) {
 	return govern(ctx, s, c, "saveCase", in, func(ctx context.Context) (SavedCase, error) {
-		if strings.TrimSpace(in.Source) == "" {
-			return SavedCase{}, duet.Errorf(duet.CodeInvalidArgument, "the case is empty")
-		}
-		if len(in.Source) > MaxSuiteBytes {
-			return SavedCase{}, duet.Errorf(duet.CodeTooLarge, "the case is %d bytes; the limit is %d", len(in.Source), MaxSuiteBytes)
-		}
-		if s.d.CompileCase == nil {
-			return SavedCase{}, duet.Errorf(duet.CodeInternal, "no case compiler")
-		}
-		t, err := s.d.Store.FindTaskByID(ctx, c.UserID, in.TaskID)
+		t, cs, err := s.compileCaseFor(ctx, c, in.TaskID, in.Source)
 		if err != nil {
 			return SavedCase{}, err
-		}
-		cs, err := s.d.CompileCase(ctx, c.UserID, []byte(in.Source), t)
-		if err != nil {
-			if duet.ErrorCode(err) == duet.CodeInternal {
-				return SavedCase{}, err
-			}
-			return SavedCase{}, duet.WrapError(duet.CodeInvalidArgument, err, "%s", duet.ErrorMessage(err))
 		}
 		if t.Owner != c.UserID {
 			cs.TaskID, cs.CreatedBy = t.ID, c.UserID
@@ -107,6 +93,131 @@ func (s *Service) SaveCase(ctx context.Context, c duet.Caller, in SaveCaseIn) (S
 	})
 }
 
+// TryStepsIn is steps of a case a tester tries in their live session
+// ("Try this step"): the case as they are writing it (an item of a
+// suite's cases) and the steps to run, 1 the first of its own (To 0: From
+// alone).
+type TryStepsIn struct {
+	TaskID string `json:"taskId"`
+	Source string `json:"source"`
+	From   int    `json:"from"`
+	To     int    `json:"to,omitempty"`
+}
+
+// TrySteps checks that the caller may run the task (its owner, or a user
+// it is shared with, as for a run), compiles the case with the checks of
+// `duet apply` as they write it (their MCP registrations), and calls try
+// with the task and the case, as one governed operation (trySteps,
+// audited with the caller's callSource). Nothing is stored. Returns
+// NOT_FOUND, INVALID_ARGUMENT (the compiler's messages), TOO_LARGE and
+// try's errors.
+func (s *Service) TrySteps(ctx context.Context, c duet.Caller, in TryStepsIn, try func(ctx context.Context, t *duet.Task, cs *duet.Case) error) error {
+	_, err := govern(ctx, s, c, "trySteps", in, func(ctx context.Context) (struct{}, error) {
+		t, cs, err := s.compileCaseFor(ctx, c, in.TaskID, in.Source)
+		if err != nil {
+			return struct{}{}, err
+		}
+		return struct{}{}, try(ctx, t, cs)
+	})
+	return err
+}
+
+// compileCaseFor compiles src, one case, for the task taskID as c writes
+// it: NOT_FOUND for a task c cannot see, INVALID_ARGUMENT with the
+// compiler's messages, TOO_LARGE.
+func (s *Service) compileCaseFor(ctx context.Context, c duet.Caller, taskID, src string) (*duet.Task, *duet.Case, error) {
+	if strings.TrimSpace(src) == "" {
+		return nil, nil, duet.Errorf(duet.CodeInvalidArgument, "the case is empty")
+	}
+	if len(src) > MaxSuiteBytes {
+		return nil, nil, duet.Errorf(duet.CodeTooLarge, "the case is %d bytes; the limit is %d", len(src), MaxSuiteBytes)
+	}
+	if s.d.CompileCase == nil {
+		return nil, nil, duet.Errorf(duet.CodeInternal, "no case compiler")
+	}
+	t, err := s.d.Store.FindTaskByID(ctx, c.UserID, taskID)
+	if err != nil {
+		return nil, nil, err
+	}
+	cs, err := s.d.CompileCase(ctx, c.UserID, []byte(src), t, s.testIDAttribute(ctx, t))
+	if err != nil {
+		if duet.ErrorCode(err) == duet.CodeInternal {
+			return nil, nil, err
+		}
+		return nil, nil, duet.WrapError(duet.CodeInvalidArgument, err, "%s", duet.ErrorMessage(err))
+	}
+	return t, cs, nil
+}
+
+// SuiteSourceOut is the YAML a task was last applied from, for its
+// editor.
+type SuiteSourceOut struct {
+	duet.SuiteSource
+	// ChangedSince are the keys of the task's cases changed since the
+	// source was applied (a case the recorder saved): applying the source
+	// again makes each of them what the source says, or archives it when
+	// the source does not have it.
+	ChangedSince []string `json:"changedSince"`
+}
+
+// GetSuiteSource returns the YAML task taskID was last applied from, to
+// edit it and apply it again. Only the task's owner applies its suite,
+// and so only they read its source: PERMISSION_DENIED for anyone else who
+// can see the task, NOT_FOUND for those who cannot (and for a task never
+// applied from YAML since sources are kept).
+func (s *Service) GetSuiteSource(ctx context.Context, c duet.Caller, taskID string) (SuiteSourceOut, error) {
+	return govern(ctx, s, c, "getSuiteSource", map[string]string{"taskId": taskID}, func(ctx context.Context) (SuiteSourceOut, error) {
+		t, err := s.d.Store.FindTaskByID(ctx, c.UserID, taskID)
+		if err != nil {
+			return SuiteSourceOut{}, err
+		}
+		if t.Owner != c.UserID {
+			return SuiteSourceOut{}, duet.Errorf(duet.CodePermissionDenied, "only the owner of task %s (%s) applies its suite and reads its source", t.Name, t.Owner)
+		}
+		src, err := s.d.Store.FindSuiteSource(ctx, t.ID)
+		if err != nil {
+			if duet.ErrorCode(err) == duet.CodeNotFound {
+				err = duet.Errorf(duet.CodeNotFound, "task %s has no suite source: it was applied before Duet kept sources; apply its YAML once more", t.Name)
+			}
+			return SuiteSourceOut{}, err
+		}
+		out := SuiteSourceOut{SuiteSource: *src, ChangedSince: []string{}}
+		for cursor := ""; ; {
+			page, next, _, err := s.d.Store.FindCases(ctx, duet.CaseFilter{TaskID: t.ID, Cursor: cursor, Limit: 200})
+			if err != nil {
+				return SuiteSourceOut{}, err
+			}
+			for _, cs := range page {
+				if cs.Status == duet.CaseActive && cs.UpdatedAt.After(src.UpdatedAt) {
+					out.ChangedSince = append(out.ChangedSince, cs.Key)
+				}
+			}
+			if next == "" {
+				break
+			}
+			cursor = next
+		}
+		return out, nil
+	})
+}
+
+// testIDAttribute returns the testIdAttribute of task t as its suite was
+// last applied ("" data-testid; also when no source is kept): what its
+// cases' testId locators name, and so what the recorder records and a
+// case saved or tried later compiles with.
+func (s *Service) testIDAttribute(ctx context.Context, t *duet.Task) string {
+	src, err := s.d.Store.FindSuiteSource(ctx, t.ID)
+	if err != nil {
+		return ""
+	}
+	root, derr := step.Parse([]byte(src.Source))
+	if derr != nil {
+		return ""
+	}
+	a, _ := root.Get("task").Get("testIdAttribute").Str()
+	return a
+}
+
 // RecordIn asks for a live recording session on a task.
 type RecordIn struct {
 	TaskID      string `json:"taskId"`
@@ -118,9 +229,11 @@ type RecordIn struct {
 // of its environment (which the network guard allows, as in a run), and
 // the device.
 type RecordTarget struct {
-	TaskID  string
-	BaseURL string
-	Device  string
+	TaskID      string
+	Environment string // the environment's name ("" the task's default)
+	BaseURL     string
+	Device      string
+	TestIDAttr  string // the task's testIdAttribute ("" data-testid)
 }
 
 // Record checks that the caller may run the task (its owner, or a user it
@@ -134,7 +247,7 @@ func (s *Service) Record(ctx context.Context, c duet.Caller, in RecordIn, open f
 		if err != nil {
 			return struct{}{}, err
 		}
-		_, env, err := t.Environment(in.Environment)
+		envName, env, err := t.Environment(in.Environment)
 		if err != nil {
 			return struct{}{}, err
 		}
@@ -149,7 +262,7 @@ func (s *Service) Record(ctx context.Context, c duet.Caller, in RecordIn, open f
 		if device == "" {
 			device = t.Device
 		}
-		return struct{}{}, open(ctx, RecordTarget{TaskID: t.ID, BaseURL: base, Device: device})
+		return struct{}{}, open(ctx, RecordTarget{TaskID: t.ID, Environment: envName, BaseURL: base, Device: device, TestIDAttr: s.testIDAttribute(ctx, t)})
 	})
 	return err
 }
@@ -161,6 +274,11 @@ func (s *Service) Record(ctx context.Context, c duet.Caller, in RecordIn, open f
 func (s *Service) Govern(ctx context.Context, c duet.Caller, op string, args any, fn func(ctx context.Context) error) error {
 	_, err := govern(ctx, s, c, op, args, func(ctx context.Context) (struct{}, error) { return struct{}{}, fn(ctx) })
 	return err
+}
+
+// ValidateIn is a suite to check.
+type ValidateIn struct {
+	Source string `json:"source" jsonschema:"the suite, in the declarative YAML format (docs/suite-format.md)"`
 }
 
 // Problem is one error of a source at its line and column (1 the first).

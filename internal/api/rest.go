@@ -178,10 +178,18 @@ func coreRoutes() []*route {
 				return s.ApplySuite(ctx, c, in)
 			}),
 			func(out *duet.ApplyResult) string { return Prefix + "/tasks/" + url.PathEscape(out.Task.ID) }),
+		op("POST", Prefix+"/tasks/validate", "validateSuite", "tasks", "Check a suite (YAML) as createOrUpdateTasks would, storing nothing: its problems, each at its line and column",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in ValidateIn) (Validation, error) {
+				return s.ValidateSuite(ctx, c, ApplyIn{Source: in.Source})
+			}),
 		withSchema(op("GET", Prefix+"/tasks/{taskId}", "getTask", "tasks", "Get a task (get_test_task)",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (catalog.GetTaskOut, error) {
 				return s.GetTask(ctx, c, r.PathValue("taskId"))
 			}, path("taskId", "the task's id")), catalog.ToolGetTask),
+		op("GET", Prefix+"/tasks/{taskId}/source", "getSuiteSource", "tasks", "The YAML your task was last applied from, to edit and apply again",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (SuiteSourceOut, error) {
+				return s.GetSuiteSource(ctx, c, r.PathValue("taskId"))
+			}, path("taskId", "the task's id")),
 		op("POST", Prefix+"/tasks/{taskId}/shares", "shareTask", "tasks", "Share your task with a user or team:NAME",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in ShareIn) (Sharing, error) {
 				return s.ShareTask(ctx, c, r.PathValue("taskId"), in)

@@ -123,6 +123,7 @@ func (s *Service) ApplySuite(ctx context.Context, c duet.Caller, in ApplyIn) (*d
 		for _, sc := range suite.Schedules {
 			sc.TokenID = c.TokenID // revoking it pauses the schedule
 		}
+		suite.Source = &duet.SuiteSource{Name: name, Source: in.Source} // the suite editor opens it (GetSuiteSource)
 		res, err := s.d.Store.ApplySuite(ctx, c.UserID, suite)
 		if err == nil && len(suite.Schedules) > 0 {
 			s.scheduleChanged()

@@ -36,6 +36,8 @@ var typedUses = map[string][]string{
 	"setSecret":             {"d.name: string", "d.action: string"},
 	"listTasks":             {"d.tasks[0].id: string", "d.tasks[0].name: string", "d.total: number"},
 	"createOrUpdateTasks":   {"d.task.id: string", "d.cases[0].key: string"},
+	"validateSuite":         {"d.valid: boolean", "d.problems[0].line: number", "d.problems[0].message: string"},
+	"getSuiteSource":        {"d.source: string", "d.changedSince.length: number"},
 	"getTask":               {"d.task.name: string", "d.caseCount: number"},
 	"shareTask":             {"d.sharedWith[0]: string"},
 	"transferTask":          {"d.to: string"},

@@ -268,8 +268,10 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 			opts.Files = files // upload steps read their files there
 			return compiler.CompileSuite(ctx, src, name, opts)
 		},
-		CompileCase: func(ctx context.Context, user string, src []byte, task *duet.Task) (*duet.Case, error) {
-			return compiler.CompileCase(ctx, src, task, a.CompilerOptions(ctx, user))
+		CompileCase: func(ctx context.Context, user string, src []byte, task *duet.Task, testIDAttr string) (*duet.Case, error) {
+			opts := a.CompilerOptions(ctx, user)
+			opts.TestIDAttribute = testIDAttr
+			return compiler.CompileCase(ctx, src, task, opts)
 		},
 	})
 	a.initOAuth(&guard)

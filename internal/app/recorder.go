@@ -6,6 +6,7 @@ import (
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/browser"
 	"github.com/duet-test/duet/internal/browser/android"
+	"github.com/duet-test/duet/internal/engine"
 	"github.com/duet-test/duet/internal/recorder"
 )
 
@@ -44,10 +45,20 @@ func (b *Browsers) LiveSession(ctx context.Context, device string) (*browser.Ses
 	return s, s.Close, nil
 }
 
-// newRecorder returns the console's recorder over the engine's browsers.
+// LivePage is a live session's page as the engine's page, which the
+// engine does not close (the session is the recorder's): for the steps a
+// tester tries on it.
+func LivePage(s *browser.Session) engine.BrowserSession { return engineSession{s, func() {}} }
+
+// newRecorder returns the console's recorder over the engine's browsers;
+// the steps a tester tries run on the engine (Engine.Try).
 func (a *App) newRecorder() *recorder.Manager {
 	return recorder.New(recorder.Options{
 		Open: a.browsers.LiveSession, MaxPerUser: a.Config.RecorderSessionsPerUser,
+		Try: func(ctx context.Context, s *browser.Session, t engine.Tryout) (*engine.TryResult, error) {
+			t.Page = LivePage(s)
+			return a.Engine.Try(ctx, t)
+		},
 		IdleTimeout: a.Config.RecorderIdleTimeout, Logger: a.Logger,
 	})
 }

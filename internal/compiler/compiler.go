@@ -79,6 +79,9 @@ type Options struct {
 	// format's own (MaxRetries, MaxParallel).
 	MaxRetries  int
 	MaxParallel int
+	// TestIDAttribute is the task's testIdAttribute for CompileCase (a
+	// suite's own task: key sets it for CompileSuite); "" data-testid.
+	TestIDAttribute string
 }
 
 var (
@@ -100,7 +103,7 @@ type compiler struct {
 }
 
 func newCompiler(ctx context.Context, opts Options) *compiler {
-	c := &compiler{Compiler: &step.Compiler{Ctx: ctx, Servers: opts.Servers, Files: opts.Files}, opts: opts}
+	c := &compiler{Compiler: &step.Compiler{Ctx: ctx, Servers: opts.Servers, Files: opts.Files, TestIDAttribute: opts.TestIDAttribute}, opts: opts}
 	c.Flows = &flowResolver{assets: opts.Flows}
 	return c
 }

@@ -66,6 +66,8 @@ type caseRun struct {
 	// aiTokens counts the tokens the run's AI steps spent (the run's
 	// scope holds it: every case of the run adds to it).
 	aiTokens *atomic.Int64
+	// tryout makes this a tryout of steps on a live page (try.go).
+	tryout bool
 }
 
 // keep accounts for the variable name taking the value v: the case's

@@ -42,7 +42,7 @@ func (cr *caseRun) CallTool(ctx context.Context, m *duet.MCPCallStep) (any, erro
 	cr.learnCredentials(ctx, m.ServerKey)
 	res, err := cr.e.opts.Invoker.Invoke(ctx, duet.InvokeRequest{
 		Executor: cr.run.TriggeredBy, ServerKey: m.ServerKey, Tool: m.ToolName,
-		Arguments: args, Source: duet.SourceEngine, TraceID: cr.run.TraceID,
+		Arguments: args, Source: cr.invokeSource(), TraceID: cr.run.TraceID,
 	})
 	cr.learnCredentials(ctx, m.ServerKey)
 	var saved any

@@ -9,6 +9,7 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/browser"
+	"github.com/duet-test/duet/internal/engine"
 	"github.com/duet-test/duet/internal/netguard"
 )
 
@@ -19,9 +20,17 @@ import (
 // session.
 type Opener func(ctx context.Context, device string) (s *browser.Session, close func(), err error)
 
+// Runner runs steps of a case on the page of a live session as a run
+// does, keeping nothing (the app: engine.Engine.Try with the session as
+// the engine's page).
+type Runner func(ctx context.Context, page *browser.Session, t engine.Tryout) (*engine.TryResult, error)
+
 // Options configure a Manager.
 type Options struct {
 	Open Opener
+	// Try runs the steps a tester tries (Live.Try); nil: trying steps
+	// answers BROWSER_UNAVAILABLE.
+	Try Runner
 	// MaxPerUser bounds the sessions one user has open at a time
 	// (DUET_RECORDER_SESSIONS_PER_USER; default 1).
 	MaxPerUser int
@@ -79,12 +88,13 @@ func New(o Options) *Manager {
 
 // Start is what a recording starts with.
 type Start struct {
-	Owner      string
-	TaskID     string
-	BaseURL    string // the environment's base URL: the guard allows it, relative opens resolve against it
-	Device     string
-	TestIDAttr string // the task's testIdAttribute ("" data-testid)
-	OpenURL    string // what to open first ("" the base URL)
+	Owner       string
+	TaskID      string
+	Environment string // the task's environment ("" its default): tried steps run in it
+	BaseURL     string // the environment's base URL: the guard allows it, relative opens resolve against it
+	Device      string
+	TestIDAttr  string // the task's testIdAttribute ("" data-testid)
+	OpenURL     string // what to open first ("" the base URL)
 }
 
 // Start opens a recording session for st.Owner and loads the first page
@@ -95,8 +105,8 @@ func (m *Manager) Start(ctx context.Context, st Start) (*Live, error) {
 	if m.o.Open == nil {
 		return nil, duet.Errorf(duet.CodeBrowserUnavailable, "the recorder has no browser in this process")
 	}
-	l := &Live{ID: duet.NewID("rec"), Owner: st.Owner, TaskID: st.TaskID, BaseURL: st.BaseURL, Device: st.Device, Started: time.Now(),
-		m: m, testIDAttr: st.TestIDAttr, events: make(chan func(), 256), frameSeen: make(chan struct{})}
+	l := &Live{ID: duet.NewID("rec"), Owner: st.Owner, TaskID: st.TaskID, Environment: st.Environment, BaseURL: st.BaseURL, Device: st.Device, Started: time.Now(),
+		m: m, testIDAttr: st.TestIDAttr, tries: engine.NewTryState(), events: make(chan func(), 256), frameSeen: make(chan struct{})}
 	m.mu.Lock()
 	mine := 0
 	for _, o := range m.byID {

@@ -26,6 +26,7 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/browser"
+	"github.com/duet-test/duet/internal/engine"
 )
 
 //go:embed recorder.js
@@ -43,12 +44,13 @@ const MaxSteps = 500
 
 // Live is one recording session.
 type Live struct {
-	ID      string
-	Owner   string
-	TaskID  string
-	BaseURL string
-	Device  string
-	Started time.Time
+	ID          string
+	Owner       string
+	TaskID      string
+	Environment string
+	BaseURL     string
+	Device      string
+	Started     time.Time
 
 	m          *Manager
 	s          *browser.Session
@@ -74,7 +76,17 @@ type Live struct {
 	version   int           // counts changes of the steps
 	lastErr   string
 	closed    bool
+
+	tries  *engine.TryState // what the tried steps saved
+	trying bool             // steps are being tried: the page's events are not recorded
+	syncN  int              // the last barrier asked of the page (settle)
+	synced chan struct{}    // closed when barrier syncN comes back
+	hello  chan struct{}    // closed and replaced when a document's script says hello
 }
+
+// TestIDAttr is the attribute the session's testId locators name (the
+// task's testIdAttribute; "" data-testid).
+func (l *Live) TestIDAttr() string { return l.testIDAttr }
 
 // Frame returns the newest frame of the page, nil before the first.
 func (l *Live) Frame() *browser.LiveFrame {
@@ -241,6 +253,9 @@ func (l *Live) Open(ctx context.Context, u string) error {
 // field records nothing: its own events (fill, select, check) do.
 func (l *Live) Mouse(ctx context.Context, m browser.MouseInput) error {
 	l.touch()
+	if err := l.notTrying(); err != nil {
+		return err
+	}
 	if m.Type == "pressed" && m.Button == "left" && m.ClickCount <= 1 {
 		// In the queue of the page's events, so that the click comes
 		// after the fill typed before it.
@@ -333,6 +348,9 @@ func (l *Live) clickAt(ctx context.Context, x, y float64) (focused bool) {
 // Key passes a key event of the tester's to the focused element.
 func (l *Live) Key(ctx context.Context, k browser.KeyInput) error {
 	l.touch()
+	if err := l.notTrying(); err != nil {
+		return err
+	}
 	return l.s.DispatchKey(ctx, k)
 }
 
@@ -415,12 +433,29 @@ func (l *Live) onBinding(contextID int64, payload string) {
 	if len(payload) > 1<<20 || json.Unmarshal([]byte(payload), &ev) != nil {
 		return
 	}
-	if ev.T == "hello" {
-		l.mu.Lock()
+	l.mu.Lock()
+	switch {
+	case ev.T == "hello":
 		l.world = contextID
+		if l.hello != nil {
+			close(l.hello)
+			l.hello = nil
+		}
+		l.mu.Unlock()
+		return
+	case ev.T == "sync":
+		if ev.ID == l.syncN && l.synced != nil {
+			close(l.synced)
+			l.synced = nil
+		}
+		l.mu.Unlock()
+		return
+	case l.trying:
+		// What tried steps did to the page is not the tester's doing.
 		l.mu.Unlock()
 		return
 	}
+	l.mu.Unlock()
 	select {
 	case l.events <- func() { l.record(contextID, ev) }:
 	case <-l.ctx.Done():

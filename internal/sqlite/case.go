@@ -227,7 +227,10 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 			}
 			res.Cases = append(res.Cases, duet.ApplyCaseResult{Key: k, ID: old.ID, Version: old.Version, Action: duet.ApplyArchived})
 		}
-		return applySchedules(ctx, tx, owner, task.ID, s.Schedules, now)
+		if err := applySchedules(ctx, tx, owner, task.ID, s.Schedules, now); err != nil {
+			return err
+		}
+		return saveSuiteSource(ctx, tx, task.ID, owner, s.Source, now) // suitesource.go
 	})
 	if err != nil {
 		return nil, err

@@ -27,6 +27,7 @@ func Run(t *testing.T, open Opener) {
 		fn   func(*testing.T, duet.Store)
 	}{
 		{"ApplySuite", testApplySuite},
+		{"SuiteSources", testSuiteSources}, // suitesource.go
 		{"TaskOverview", testTaskOverview},
 		{"ReadTogether", testReadTogether},
 		{"Visibility", testVisibility},

@@ -509,6 +509,12 @@ func (s *store) FindStopRequests(ctx context.Context, a1 duet.StopRequestFilter)
 	return s.Store.FindStopRequests(ctx, a1)
 }
 
+func (s *store) FindSuiteSource(ctx context.Context, a1 string) (r0 *duet.SuiteSource, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindSuiteSource")
+	defer func() { end(err) }()
+	return s.Store.FindSuiteSource(ctx, a1)
+}
+
 func (s *store) FindTaskByID(ctx context.Context, a1 string, a2 string) (r0 *duet.Task, err error) {
 	ctx, end := s.t.storeSpan(ctx, "FindTaskByID")
 	defer func() { end(err) }()

@@ -39,10 +39,30 @@ func (c *Console) tasks(w http.ResponseWriter, r *http.Request, v *view) error {
 
 type applyData struct {
 	Source, BaseURL string
+	// Editing is the task whose suite source is being edited (editSuite).
+	Editing, TaskName, AppliedAt string
+	ChangedSince                 []string
 }
 
 func (c *Console) applyForm(w http.ResponseWriter, r *http.Request, v *view) error {
 	v.Title, v.Nav, v.Data = "Apply a suite", "tasks", applyData{}
+	return c.render(w, http.StatusOK, "apply", v)
+}
+
+// editSuite opens the YAML the task was last applied from in the
+// apply page's editor (api.GetSuiteSource: the owner's alone); saving it
+// is an apply like any other.
+func (c *Console) editSuite(w http.ResponseWriter, r *http.Request, v *view) error {
+	src, err := c.svc.GetSuiteSource(r.Context(), v.caller, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	t, err := c.svc.GetTask(r.Context(), v.caller, src.TaskID)
+	if err != nil {
+		return err
+	}
+	v.Title, v.Nav, v.Data = "Edit the suite of "+t.Task.Name, "tasks", applyData{Source: src.Source, Editing: src.TaskID, TaskName: t.Task.Name,
+		AppliedAt: src.UpdatedAt.UTC().Format("2006-01-02 15:04 UTC") + " by " + src.AppliedBy, ChangedSince: src.ChangedSince}
 	return c.render(w, http.StatusOK, "apply", v)
 }
 

@@ -297,6 +297,7 @@ func seedConsole(t *testing.T, e *apitest.Env) map[string]string {
 		"GET /tasks":                        "/tasks",
 		"GET /tasks/apply":                  "/tasks/apply",
 		"GET /tasks/{id}":                   taskPath,
+		"GET /tasks/{id}/edit":              taskPath + "/edit",
 		"GET /tasks/{id}/trends":            taskPath + "/trends",
 		"GET /tasks/{id}/webhooks":          taskPath + "/webhooks",
 		"GET /alerts":                       "/alerts",

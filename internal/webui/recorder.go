@@ -8,11 +8,14 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/api"
 	"github.com/duet-test/duet/internal/browser"
+	"github.com/duet-test/duet/internal/compiler"
+	"github.com/duet-test/duet/internal/engine"
 	"github.com/duet-test/duet/internal/recorder"
 )
 
@@ -32,9 +35,22 @@ func (c *Console) recorderRoutes(m map[string]route) {
 	m["GET /record/{rid}/stream"] = route{fn: c.recordingStream}
 	m["POST /record/{rid}/act"] = route{fn: c.recordingAct}
 	m["POST /record/{rid}/save"] = route{fn: c.saveRecording}
+	m["POST /record/{rid}/try"] = route{fn: c.tryRecording}
 	m["POST /record/{rid}/close"] = route{fn: c.closeRecording}
 	m["POST /tasks/validate"] = route{fn: c.validateSuite}
+	m["GET /schema/suite.json"] = route{fn: c.suiteSchema}
 }
+
+// suiteSchema serves the suite format's JSON Schema (compiler.SuiteSchema,
+// built into the binary): the editor completes keys and enum values from it.
+func (c *Console) suiteSchema(w http.ResponseWriter, r *http.Request, v *view) error {
+	w.Header().Set("Content-Type", "application/schema+json")
+	w.Header().Set("Cache-Control", "private, max-age=3600")
+	_, err := w.Write(suiteSchemaJSON())
+	return err
+}
+
+var suiteSchemaJSON = sync.OnceValue(compiler.SuiteSchemaJSON)
 
 // validateSuite compiles a suite for the editor of the apply page
 // (api.ValidateSuite; JSON {source} in, the problems at their lines out).
@@ -90,7 +106,7 @@ func (c *Console) startRecording(w http.ResponseWriter, r *http.Request, v *view
 	var rid string
 	in := api.RecordIn{TaskID: r.PathValue("id"), Environment: strings.TrimSpace(r.PostForm.Get("environment")), Device: strings.TrimSpace(r.PostForm.Get("device"))}
 	err = c.svc.Record(r.Context(), v.caller, in, func(ctx context.Context, t api.RecordTarget) error {
-		l, err := m.Start(ctx, recorder.Start{Owner: v.User, TaskID: t.TaskID, BaseURL: t.BaseURL, Device: t.Device})
+		l, err := m.Start(ctx, recorder.Start{Owner: v.User, TaskID: t.TaskID, Environment: t.Environment, BaseURL: t.BaseURL, Device: t.Device, TestIDAttr: t.TestIDAttr})
 		if err != nil {
 			return err
 		}
@@ -328,6 +344,54 @@ func (c *Console) saveRecording(w http.ResponseWriter, r *http.Request, v *view)
 		return err
 	}
 	return redirect(w, r, "/cases/"+saved.CaseID, "saved")
+}
+
+// tryIn is a tryout of the live view (POST /record/{rid}/try, JSON): the
+// case as the tester is writing it, and the steps to run.
+type tryIn struct {
+	Source string `json:"source"`
+	From   int    `json:"from"`
+	To     int    `json:"to,omitempty"`
+}
+
+// tryRecording runs steps of the case being written on the session's
+// page ("Try this step"; api.TrySteps, Live.Try): JSON out, how each step
+// went, the variables the session's tryouts saved (redacted) and a
+// screenshot of the page after them. Nothing is saved; no run starts.
+func (c *Console) tryRecording(w http.ResponseWriter, r *http.Request, v *view) error {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return formError(err)
+	}
+	var in tryIn
+	if err := api.DecodeJSON(body, &in, "the tryout"); err != nil {
+		api.WriteError(w, StatusOf(c.o.Codes, err), duet.ErrorCode(err), duet.ErrorMessage(err))
+		return nil
+	}
+	var l *recorder.Live
+	err = c.live(r.Context(), v, r.PathValue("rid"), "viewRecording", nil, func(ctx context.Context, got *recorder.Live) error {
+		l = got
+		return nil
+	})
+	var res *engine.TryResult
+	if err == nil {
+		err = c.svc.TrySteps(r.Context(), v.caller, api.TryStepsIn{TaskID: l.TaskID, Source: in.Source, From: in.From, To: in.To}, func(ctx context.Context, t *duet.Task, cs *duet.Case) error {
+			var err error
+			res, err = l.Try(ctx, recorder.TryIn{Executor: v.User, Task: t, Steps: cs.Steps, From: in.From, To: in.To})
+			return err
+		})
+	}
+	if err != nil {
+		api.WriteError(w, StatusOf(c.o.Codes, err), duet.ErrorCode(err), duet.ErrorMessage(err))
+		return nil
+	}
+	out := map[string]any{"status": res.Status, "results": res.Results, "vars": res.Vars}
+	if len(res.Screenshot) > 0 {
+		out["screenshot"] = "data:image/png;base64," + base64.StdEncoding.EncodeToString(res.Screenshot)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	return json.NewEncoder(w).Encode(out)
 }
 
 func (c *Console) closeRecording(w http.ResponseWriter, r *http.Request, v *view) error {

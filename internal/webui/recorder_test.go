@@ -52,7 +52,13 @@ func startRecordingAs(t *testing.T, b *browser, taskPath string) string {
 // header.
 func act(t *testing.T, b *browser, rid, body string, csrf bool) (int, string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), "POST", b.e.URL+"/record/"+rid+"/act", strings.NewReader(body))
+	return postJSON(t, b, "/record/"+rid+"/act", body, csrf)
+}
+
+// postJSON posts body to path as b, with or without the CSRF header.
+func postJSON(t *testing.T, b *browser, path, body string, csrf bool) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), "POST", b.e.URL+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}

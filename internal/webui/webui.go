@@ -128,6 +128,7 @@ func (c *Console) routes() map[string]route {
 		"GET /tasks/apply":                            {fn: c.applyForm},
 		"POST /tasks/apply":                           {fn: c.apply},
 		"GET /tasks/{id}":                             {fn: c.task},
+		"GET /tasks/{id}/edit":                        {fn: c.editSuite},
 		"POST /tasks/{id}/runs":                       {fn: c.startRun},
 		"POST /tasks/{id}/share":                      {fn: c.share},
 		"POST /tasks/{id}/unshare":                    {fn: c.unshare},

@@ -164,6 +164,14 @@
         li.appendChild(document.createTextNode(" "));
         li.appendChild(v);
       }
+      var tryB = document.createElement("button");
+      tryB.type = "button";
+      tryB.className = "link";
+      tryB.textContent = "Try";
+      tryB.setAttribute("aria-label", "Try step " + (i + 1));
+      tryB.addEventListener("click", function () { tryout(i + 1, i + 1); });
+      li.appendChild(document.createTextNode(" "));
+      li.appendChild(tryB);
       var del = document.createElement("button");
       del.type = "button";
       del.className = "link";
@@ -176,6 +184,64 @@
     });
   }
   keyIn.addEventListener("input", render);
+
+  // ---- trying steps ----
+  var tryURL = root.getAttribute("data-try");
+  var tryBox = document.getElementById("rec-try-result");
+  var tryStatus = document.getElementById("rec-try-status");
+  var tryList = document.getElementById("rec-try-steps");
+  var tryVars = document.getElementById("rec-try-vars");
+  var tryShot = document.getElementById("rec-try-shot");
+  var tryButton = document.getElementById("rec-try-button");
+  var tries = 0;
+  function tryout(from, to) {
+    flush();
+    tryButton.disabled = true;
+    tryBox.hidden = false;
+    tryStatus.textContent = "Trying step " + from + (to > from ? " to " + to : "") + "…";
+    tryList.textContent = "";
+    // The source the tester sees: the recorded steps, or their edit.
+    var src = yaml.value.replace(/^key: .*$/m, "key: " + JSON.stringify(keyIn.value || "tried")).replace(/^title: .*$/m, "title: " + JSON.stringify(titleIn.value || "Tried"));
+    fetch(tryURL, {
+      method: "POST", credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
+      body: JSON.stringify({ source: src, from: from, to: to })
+    }).then(function (r) {
+      return r.json().then(function (j) { return { ok: r.ok, j: j }; }, function () { return { ok: r.ok, j: {} }; });
+    }).then(function (res) {
+      var j = res.j;
+      if (!res.ok) {
+        tryStatus.textContent = "Not tried: " + ((j.error && (j.error.code + ": " + j.error.message)) || "the server refused");
+        tryShot.hidden = true;
+        return;
+      }
+      tryStatus.textContent = j.status === "passed" ? "Passed." : "Failed: " + j.status + ".";
+      (j.results || []).forEach(function (r, i) {
+        var li = document.createElement("li");
+        li.value = from + i;
+        li.setAttribute("data-status", r.status);
+        var text = r.kind + ": " + r.status;
+        if (r.errorCode) text += " — " + r.errorCode + ": " + (r.errorMessage || "");
+        if (r.savedAs) text += " (saved " + r.savedAs + ")";
+        li.textContent = text;
+        tryList.appendChild(li);
+      });
+      tryVars.textContent = JSON.stringify(j.vars || {}, null, 2);
+      if (j.screenshot) { tryShot.src = j.screenshot; tryShot.hidden = false; } else { tryShot.hidden = true; }
+    }, function (e) {
+      tryStatus.textContent = "The server cannot be reached: " + e;
+    }).then(function () {
+      tryButton.disabled = false;
+      tries++;
+      root.setAttribute("data-tried", String(tries));
+    });
+  }
+  document.getElementById("rec-try-form").addEventListener("submit", function (e) {
+    e.preventDefault();
+    var from = +document.getElementById("rec-try-from").value || 1;
+    var to = +document.getElementById("rec-try-to").value || from;
+    tryout(from, to);
+  });
   titleIn.addEventListener("input", render);
 
   // ---- the stream ----
