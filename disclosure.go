@@ -98,6 +98,17 @@ func (r *StepResult) restrict(note string) {
 	if r.ErrorMessage != "" {
 		r.ErrorMessage = note
 	}
+	if r.AI != nil {
+		// What the model was shown and answered (the transcript), and the
+		// values its actions typed, are the executor's.
+		ai := *r.AI
+		ai.Transcript, ai.Actions = "", nil
+		for _, a := range r.AI.Actions {
+			a.Value = ""
+			ai.Actions = append(ai.Actions, a)
+		}
+		r.AI = &ai
+	}
 	for _, c := range r.Children {
 		c.restrict(note)
 	}

@@ -32,6 +32,7 @@ type Store interface {
 	BaselineStore
 	MetricStore
 	AICacheStore
+	LLMUsageStore
 	WebhookStore
 	CatalogSyncStore
 	SuiteSourceStore

@@ -184,7 +184,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	a.Secrets = secret.New(db, a.loadKeyring)
 	stepClient := guard.Client()
 	stepClient.Transport = a.Telemetry.Transport(stepClient.Transport, cfg.InTraceDomain) // http steps carry the run's traceparent into the trace domain
-	aiSteps, err := a.aiSteps(opts)
+	aiSteps, err := a.aiSteps(opts, db)
 	if err != nil {
 		db.Close()
 		return nil, err

@@ -553,6 +553,9 @@ var options = []Option{
 	{Env: "DUET_LLM_TIMEOUT", Default: "120s", ReadBy: "internal/llm", Doc: "Time limit of one request to the model (a local model on a CPU may need 300s)."},
 	{Env: "DUET_LLM_STEP_TOKENS", Default: "20000", ReadBy: "internal/app", Doc: "The token budget of an AI step (aiAssert, aiQuery, aiWaitFor, ai, aiTap, aiFill) without its own maxTokens: prompts and answers of all its model calls (docs/ai-steps.md)."},
 	{Env: "DUET_LLM_RUN_TOKENS", Default: "0", ReadBy: "internal/app", Doc: "The token budget of all the AI steps of a run together, on top of each step's (0: none); a step whose next call would pass it fails with LLM_BUDGET_EXCEEDED (docs/ai-steps.md)."},
+	{Env: "DUET_LLM_RUN_TIME", Default: "0", ReadBy: "internal/app", Doc: "How long all the AI steps of a run may wait for the model together, a Go duration such as 5m (0: no bound but each step's timeout); a call it cuts short, or one made after, fails with LLM_BUDGET_EXCEEDED (docs/ai-steps.md)."},
+	{Env: "DUET_LLM_USER_DAY_TOKENS", Default: "0", ReadBy: "internal/app", Doc: "The token budget of each user's AI steps per UTC day, over all their runs, workers and instances (counted in the database; 0: none); a call that would pass it is refused with LLM_BUDGET_EXCEEDED before it is made (docs/ai-steps.md)."},
+	{Env: "DUET_LLM_VISION", Default: "false", ReadBy: "internal/app", Doc: "true: AI steps also show the model a screenshot of the page (a JPEG of at most 1280 pixels and 256 KiB), for a model that takes images. Pixels cannot be scrubbed of secrets by value; off by default (docs/ai-steps.md)."},
 	{Env: "DUET_SAMPLE_TOKEN", Secret: true, NoFile: true, ReadBy: "internal/cli", Doc: "The bearer token `duet sample order-server` requires (the demo's order service). Default: a random one, printed when the server is listening."},
 }
 

@@ -63,9 +63,10 @@ type caseRun struct {
 	// than a case (hooks.go): its results are the run's, and its calls
 	// are approved as the task's hooks.
 	hooks *runHooks
-	// aiTokens counts the tokens the run's AI steps spent (the run's
-	// scope holds it: every case of the run adds to it).
-	aiTokens *atomic.Int64
+	// aiTokens and aiTime count the tokens the run's AI steps spent and
+	// how long they waited for the model (the run's scope holds them:
+	// every case of the run adds to them).
+	aiTokens, aiTime *atomic.Int64
 	// tryout makes this a tryout of steps on a live page (try.go).
 	tryout bool
 }
@@ -144,7 +145,7 @@ func (e *Engine) executeAttempt(ctx context.Context, w *runWrites, rs *runScope,
 		return 0, false
 	}
 	e.emit(Event{RunID: run.ID, ExecutionID: x.ID, CaseTitle: x.CaseTitle, Status: duet.StatusRunning})
-	cr := &caseRun{e: e, w: w, run: run, task: task, x: x, saved: map[string]any{}, secrets: secrets, vars: rs.builtins(), aiTokens: &rs.aiTokens}
+	cr := &caseRun{e: e, w: w, run: run, task: task, x: x, saved: map[string]any{}, secrets: secrets, vars: rs.builtins(), aiTokens: &rs.aiTokens, aiTime: &rs.aiTime}
 	if x.Row != nil {
 		cr.vars["row"] = x.Row
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/calldepth"
@@ -91,6 +92,15 @@ func (cr *caseRun) AIRunTokens(spent int) int {
 		return spent
 	}
 	return int(cr.aiTokens.Add(int64(spent)))
+}
+
+// AIRunTime implements step.AIEnv: how long the run's AI steps waited
+// for the model so far.
+func (cr *caseRun) AIRunTime(spent time.Duration) time.Duration {
+	if cr.aiTime == nil {
+		return spent
+	}
+	return time.Duration(cr.aiTime.Add(int64(spent)))
 }
 
 // NoteAI implements step.AIEnv: the result of the step running (the

@@ -25,8 +25,9 @@ type runScope struct {
 	env      map[string]any // the environment's variables (env)
 	hookVars map[string]any // what beforeAll saved
 	// aiTokens counts the tokens the run's AI steps spent, against
-	// step.AIConfig.RunTokens.
-	aiTokens atomic.Int64
+	// step.AIConfig.RunTokens; aiTime how long they waited for the model
+	// (nanoseconds), against step.AIConfig.RunTime.
+	aiTokens, aiTime atomic.Int64
 }
 
 // newRunScope resolves the run's environment in task. Returns
@@ -126,7 +127,7 @@ func (e *Engine) runHook(ctx context.Context, w *runWrites, rs *runScope, hook s
 	run.Hooks = slices.DeleteFunc(run.Hooks, func(r *duet.StepResult) bool { return r.Hook == hook })
 	x := &duet.Execution{ID: run.ID, RunID: run.ID, CaseTitle: hook, Steps: steps}
 	cr := &caseRun{e: e, w: w, run: run, task: rs.task, x: x, saved: map[string]any{}, secrets: rs.secrets, vars: rs.builtins(),
-		hooks: &runHooks{hook: hook, run: run, w: w, e: e}, aiTokens: &rs.aiTokens}
+		hooks: &runHooks{hook: hook, run: run, w: w, e: e}, aiTokens: &rs.aiTokens, aiTime: &rs.aiTime}
 	cr.loadSecrets(ctx, steps)
 	defer func() {
 		if cr.session != nil {

@@ -101,7 +101,7 @@ func (e *Engine) Try(ctx context.Context, t Tryout) (*TryResult, error) {
 		return nil, err
 	}
 	x := &duet.Execution{RunID: run.ID, Steps: t.Steps, Attempt: 1, Status: duet.StatusPassed}
-	cr := &caseRun{e: te, run: run, task: rs.task, x: x, saved: map[string]any{}, secrets: st.secrets, vars: rs.builtins(), aiTokens: &rs.aiTokens,
+	cr := &caseRun{e: te, run: run, task: rs.task, x: x, saved: map[string]any{}, secrets: st.secrets, vars: rs.builtins(), aiTokens: &rs.aiTokens, aiTime: &rs.aiTime,
 		session: t.Page, tryout: true,
 		// The steps are the tester's own writing, run with their own
 		// credentials: nobody else's approval is asked.

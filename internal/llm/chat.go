@@ -23,12 +23,18 @@ const ToolTypeFunction = "function"
 // Message is one chat message.
 //
 // Decoding tolerates what real servers send: a null content, or content as
-// an array of parts (the text parts are concatenated and others, such as
-// images, skipped). Encoding sends content as a string, or as null for an
-// assistant message that has tool calls and no text.
+// an array of parts (the text parts are concatenated, the URLs of image
+// parts kept in Images, others skipped). Encoding sends content as a
+// string, as null for an assistant message that has tool calls and no
+// text, or — when the message has Images — as an array of parts: the text,
+// then one image_url part per image.
 type Message struct {
-	Role       string     `json:"role"`                   // RoleSystem, RoleUser, RoleAssistant or RoleTool
-	Content    string     `json:"content"`                // the text
+	Role    string `json:"role"`    // RoleSystem, RoleUser, RoleAssistant or RoleTool
+	Content string `json:"content"` // the text
+	// Images are the URLs of images shown with the text, such as
+	// data:image/jpeg;base64,... (for a model that takes images; a user
+	// message's).
+	Images     []string   `json:"-"`
 	Refusal    string     `json:"refusal,omitempty"`      // set instead of Content when the model refuses
 	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`   // tools the assistant wants called
 	ToolCallID string     `json:"tool_call_id,omitempty"` // for RoleTool: the ToolCall.ID answered
@@ -37,18 +43,40 @@ type Message struct {
 
 // MarshalJSON encodes m in the chat-completions wire format.
 func (m Message) MarshalJSON() ([]byte, error) {
-	var content *string
-	if m.Content != "" || len(m.ToolCalls) == 0 {
-		content = &m.Content
+	var content any
+	switch {
+	case len(m.Images) > 0:
+		parts := []any{textPart{Type: "text", Text: m.Content}}
+		for _, u := range m.Images {
+			parts = append(parts, imagePart{Type: "image_url", ImageURL: imageURL{URL: u}})
+		}
+		content = parts
+	case m.Content != "" || len(m.ToolCalls) == 0:
+		content = m.Content
 	}
 	return json.Marshal(struct {
 		Role       string     `json:"role"`
-		Content    *string    `json:"content"`
+		Content    any        `json:"content"`
 		Refusal    string     `json:"refusal,omitempty"`
 		ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
 		ToolCallID string     `json:"tool_call_id,omitempty"`
 		Name       string     `json:"name,omitempty"`
 	}{m.Role, content, m.Refusal, m.ToolCalls, m.ToolCallID, m.Name})
+}
+
+// The content parts of a message with images.
+type textPart struct {
+	Type string `json:"type"` // "text"
+	Text string `json:"text"`
+}
+
+type imagePart struct {
+	Type     string   `json:"type"` // "image_url"
+	ImageURL imageURL `json:"image_url"`
+}
+
+type imageURL struct {
+	URL string `json:"url"`
 }
 
 // UnmarshalJSON decodes m, accepting content as a string, null, an array of
@@ -65,47 +93,64 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &w); err != nil {
 		return err
 	}
-	content, err := decodeContent(w.Content)
+	content, images, err := decodeContent(w.Content)
 	if err != nil {
 		return err
 	}
 	if len(w.ToolCalls) == 0 {
 		w.ToolCalls = nil // "tool_calls": [] means none
 	}
-	*m = Message{Role: w.Role, Content: content, Refusal: w.Refusal, ToolCalls: w.ToolCalls,
+	*m = Message{Role: w.Role, Content: content, Images: images, Refusal: w.Refusal, ToolCalls: w.ToolCalls,
 		ToolCallID: w.ToolCallID, Name: w.Name}
 	return nil
 }
 
-// decodeContent returns the text of a message's content: a string, null, an
-// array of parts, or one part.
-func decodeContent(raw json.RawMessage) (string, error) {
+// decodeContent returns the text of a message's content (a string, null,
+// an array of parts, or one part) and the URLs of its image parts.
+func decodeContent(raw json.RawMessage) (string, []string, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
+		return "", nil, nil
 	}
 	switch raw[0] {
 	case '"':
 		var s string
 		err := json.Unmarshal(raw, &s)
-		return s, err
+		return s, nil, err
 	case '[':
 		var parts []json.RawMessage
 		if err := json.Unmarshal(raw, &parts); err != nil {
-			return "", err
+			return "", nil, err
 		}
 		var b strings.Builder
+		var images []string
 		for _, p := range parts {
 			b.WriteString(partText(p))
+			if u := partImage(p); u != "" {
+				images = append(images, u)
+			}
 		}
-		return b.String(), nil
+		return b.String(), images, nil
 	case '{':
 		if !json.Valid(raw) {
-			return "", errors.New("content: invalid JSON object")
+			return "", nil, errors.New("content: invalid JSON object")
 		}
-		return partText(raw), nil
+		var images []string
+		if u := partImage(raw); u != "" {
+			images = []string{u}
+		}
+		return partText(raw), images, nil
 	}
-	return "", fmt.Errorf("content: want a string, null or an array of parts, got %s", truncate(string(raw), 40))
+	return "", nil, fmt.Errorf("content: want a string, null or an array of parts, got %s", truncate(string(raw), 40))
+}
+
+// partImage returns the URL of an image_url part, "" for other parts.
+func partImage(raw json.RawMessage) string {
+	var p imagePart
+	if json.Unmarshal(raw, &p) != nil || p.Type != "image_url" {
+		return ""
+	}
+	return p.ImageURL.URL
 }
 
 // partText returns the text of a content part: the part itself when it is a

@@ -35,7 +35,7 @@ func TestDecodeResponse(t *testing.T) {
 		{
 			file: "content_parts.json",
 			want: &Response{ID: "r1", Model: "m",
-				Choices: []Choice{{Message: Message{Role: RoleAssistant, Content: "Hello, world."}, FinishReason: "stop"}},
+				Choices: []Choice{{Message: Message{Role: RoleAssistant, Content: "Hello, world.", Images: []string{"data:,"}}, FinishReason: "stop"}},
 				Usage:   Usage{PromptTokens: 3, CompletionTokens: 2, TotalTokens: 5}},
 		},
 		{
@@ -247,4 +247,31 @@ func FuzzDecodeResponse(f *testing.F) {
 			t.Errorf("round trip mismatch (-first +second):\n%s", diff)
 		}
 	})
+}
+
+// TestMessageWithImages: a message with images is sent as the
+// OpenAI-compatible content parts (the text, then one image_url part per
+// image) and decodes back; without images the content stays a string.
+func TestMessageWithImages(t *testing.T) {
+	t.Parallel()
+	m := Message{Role: RoleUser, Content: "the page", Images: []string{"data:image/jpeg;base64,AAAA"}}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `{"role":"user","content":[{"type":"text","text":"the page"},{"type":"image_url","image_url":{"url":"data:image/jpeg;base64,AAAA"}}]}`
+	if string(b) != want {
+		t.Fatalf("encoded:\n%s\nwant\n%s", b, want)
+	}
+	var back Message
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(m, back); diff != "" {
+		t.Fatalf("decoded (-want +got):\n%s", diff)
+	}
+	b, _ = json.Marshal(Message{Role: RoleUser, Content: "text only"})
+	if string(b) != `{"role":"user","content":"text only"}` {
+		t.Fatalf("without images: %s", b)
+	}
 }

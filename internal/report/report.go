@@ -203,6 +203,9 @@ type Step struct {
 	Optional     bool            `json:"optional,omitempty"`
 	Screenshots  []*Screenshot   `json:"screenshots,omitempty"`
 	AI           *duet.AIUsage   `json:"ai,omitempty"` // an AI step's model calls and tokens
+	// AITranscript is what an AI step's model was shown and answered
+	// (redacted by value when kept): in the executor's report only.
+	AITranscript string `json:"aiTranscript,omitempty"`
 	// Hook names the hook (beforeEach, afterEach) the step belongs to.
 	Hook string `json:"hook,omitempty"`
 	// A flow step's: the branch an if ran, the iterations a loop began,
@@ -472,6 +475,9 @@ func fillStep(ctx context.Context, arts *shotReader, s *Step, res *duet.StepResu
 	s.ErrorCode, s.ErrorMessage, s.Optional = res.ErrorCode, res.ErrorMessage, res.Optional
 	s.Hook, s.Branch, s.Iterations, s.Iteration, s.Omitted = res.Hook, res.Branch, res.Iterations, res.Iteration, res.Omitted
 	s.AI = res.AI
+	if res.AI != nil && res.AI.Transcript != "" {
+		s.AITranscript = arts.text(ctx, res.AI.Transcript)
+	}
 	s.Output = redactOutput(res.SavedAs, res.Output)
 	if res.StartedAt != nil && caseStart != nil {
 		s.OffsetMs = max(res.StartedAt.Sub(*caseStart).Milliseconds(), 0)

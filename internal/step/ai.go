@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
 
@@ -47,6 +48,22 @@ type AIConfig struct {
 	// RunTokens is the token budget of all the AI steps of a run
 	// (DUET_LLM_RUN_TOKENS); 0 means none.
 	RunTokens int
+	// RunTime is how long all the AI steps of a run may wait for the
+	// model together (DUET_LLM_RUN_TIME); 0 means no bound but each
+	// step's timeout.
+	RunTime time.Duration
+	// UserDayTokens is the token budget of each user's AI steps per UTC
+	// day, over every run, worker and instance (DUET_LLM_USER_DAY_TOKENS);
+	// 0 means none. It needs Usage.
+	UserDayTokens int
+	// Usage counts each user's tokens per day in the database; nil counts
+	// nothing (and UserDayTokens cannot hold).
+	Usage duet.LLMUsageStore
+	// Vision shows the model a screenshot of the page beside its
+	// accessibility tree (DUET_LLM_VISION), for a model that takes images.
+	Vision bool
+	// Now is the clock of the day's count; nil means time.Now.
+	Now func() time.Time
 }
 
 // AIEnv is what an AI step needs of its Env beyond Env itself; the engine
@@ -60,6 +77,9 @@ type AIEnv interface {
 	// AIRunTokens adds spent to the tokens the run's AI steps spent, and
 	// returns the total (0 adds nothing: what was spent so far).
 	AIRunTokens(spent int) int
+	// AIRunTime adds spent to the time the run's AI steps waited for the
+	// model, and returns the total (0 adds nothing).
+	AIRunTime(spent time.Duration) time.Duration
 }
 
 // Summarizer is a page that describes itself for a model: the elements of
@@ -84,17 +104,19 @@ type aiRun struct {
 	used   int // tokens counted against the budget
 	// runBudget is the run's token budget (0: none).
 	runBudget int
-	usage     duet.AIUsage
+	// cfg is the engine's model and budgets (nil until needModel).
+	cfg   *AIConfig
+	usage duet.AIUsage
 	// exchanges are what the model was shown and answered, for the
 	// transcript.
 	exchanges []aiExchange
 }
 
 type aiExchange struct {
-	Shown    []llm.Message `json:"shown"`
-	Answered string        `json:"answered,omitempty"`
-	Error    string        `json:"error,omitempty"`
-	Tokens   int           `json:"tokens"`
+	Shown    []shownMessage `json:"shown"`
+	Answered string         `json:"answered,omitempty"`
+	Error    string         `json:"error,omitempty"`
+	Tokens   int            `json:"tokens"`
 }
 
 // newAIRun begins an AI step, with no model yet (an acting step may run
@@ -129,7 +151,7 @@ func (a *aiRun) needModel() error {
 	if budget <= 0 {
 		budget = DefaultAIStepTokens
 	}
-	a.model, a.budget, a.runBudget = cfg.Model, budget, cfg.RunTokens
+	a.model, a.budget, a.runBudget, a.cfg = cfg.Model, budget, cfg.RunTokens, cfg
 	return nil
 }
 
@@ -198,41 +220,47 @@ func framed(system, page, question, format string) []llm.Message {
 func estimate(msgs []llm.Message) int {
 	n := 0
 	for _, m := range msgs {
-		n += len(m.Content)/3 + 8
+		n += len(m.Content)/3 + 8 + len(m.Images)*aiImageTokens
 	}
 	return n
 }
 
-// ask sends msgs, within the step's token budget: LLM_BUDGET_EXCEEDED,
-// without a call, when the prompt and the longest answer allowed
-// (maxAnswer tokens) would pass it. It returns the answer's text; a model
-// that calls a tool (none is offered) or answers nothing is an LLM_ERROR.
+// ask sends msgs within every budget (budgetsAllow: the step's and the
+// run's tokens, the run's model time, the executor's day), with a
+// screenshot of the page when the model takes images (DUET_LLM_VISION):
+// LLM_BUDGET_EXCEEDED, without a call, when the prompt and the longest
+// answer allowed (maxAnswer tokens) would pass one. It returns the
+// answer's text; a model that calls a tool (none is offered) or answers
+// nothing is an LLM_ERROR.
 func (a *aiRun) ask(ctx context.Context, msgs []llm.Message, maxAnswer int) (string, error) {
+	if err := a.see(ctx, msgs); err != nil {
+		return "", err
+	}
 	est := estimate(msgs)
-	if a.used+est+maxAnswer > a.budget {
-		return "", duet.Errorf(duet.CodeLLMBudgetExceeded,
-			"%s: the token budget of %d is spent: %d used by %d model calls, and the next call needs about %d (raise maxTokens, or DUET_LLM_STEP_TOKENS)",
-			a.st.Kind, a.budget, a.used, a.usage.Calls, est+maxAnswer)
-	}
 	ae, _ := a.env.(AIEnv)
-	if a.runBudget > 0 && ae != nil {
-		if spent := ae.AIRunTokens(0); spent+est+maxAnswer > a.runBudget {
-			return "", duet.Errorf(duet.CodeLLMBudgetExceeded,
-				"%s: the run's token budget of %d is spent: its AI steps used %d, and the next call needs about %d (raise DUET_LLM_RUN_TOKENS)",
-				a.st.Kind, a.runBudget, spent, est+maxAnswer)
-		}
+	if err := a.budgetsAllow(ae, est+maxAnswer); err != nil {
+		return "", err
 	}
-	ex := aiExchange{Shown: msgs}
-	resp, err := a.model.Chat(ctx, llm.Request{
+	day, err := a.reserveDay(ctx, est+maxAnswer)
+	if err != nil {
+		return "", err
+	}
+	ex := aiExchange{Shown: shown(msgs)}
+	callCtx, cancel := a.runTimeLeft(ctx, ae)
+	start := time.Now()
+	resp, err := a.model.Chat(callCtx, llm.Request{
 		Messages: msgs, MaxTokens: maxAnswer, Temperature: new(0.0),
 		ResponseFormat: map[string]string{"type": "json_object"},
 	})
+	err = a.spendTime(ctx, callCtx, ae, time.Since(start), err)
+	cancel()
 	a.usage.Calls++
 	if err != nil {
 		a.used += est // the endpoint may have spent it
 		if ae != nil {
 			ae.AIRunTokens(est)
 		}
+		day.settle(ctx, est)
 		ex.Error = duet.ErrorMessage(err)
 		a.exchanges = append(a.exchanges, ex)
 		a.note(a.usage)
@@ -250,6 +278,7 @@ func (a *aiRun) ask(ctx context.Context, msgs []llm.Message, maxAnswer int) (str
 	if ae != nil {
 		ae.AIRunTokens(spent)
 	}
+	day.settle(ctx, spent)
 	ex.Tokens = spent
 	msg := resp.Choices[0].Message
 	ex.Answered = msg.Content

@@ -48,6 +48,7 @@ func RunShared(t *testing.T, open SharedOpener) {
 		{"RegistryFreshAcrossHandles", testRegistryFreshAcrossHandles},
 		{"RunsPerMinuteAcrossHandles", testRunsPerMinuteAcrossHandles},
 		{"DeliveryClaimExactlyOnce", testDeliveryClaimExactlyOnce},
+		{"LLMUsageAcrossHandles", testLLMUsageAcrossHandles},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -68,6 +68,7 @@ func Run(t *testing.T, open Opener) {
 		{"Metrics", testMetrics},
 		{"SavedSessions", testSavedSessions},
 		{"AIPlans", testAIPlans},
+		{"LLMUsage", testLLMUsage},
 		{"Webhooks", testWebhooks},
 	}
 	for _, tt := range tests {

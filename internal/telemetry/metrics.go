@@ -31,6 +31,10 @@ type metrics struct {
 	llmRequests *prometheus.CounterVec
 	llmTokens   *prometheus.CounterVec
 
+	aiSteps  *prometheus.CounterVec
+	aiCalls  *prometheus.CounterVec
+	aiTokens *prometheus.CounterVec
+
 	mu    sync.Mutex
 	tools []string // tool names that may be labels
 }
@@ -68,6 +72,14 @@ func newMetrics(r *prometheus.Registry) *metrics {
 			Help: "Requests to the LLM provider, by HTTP status class (2xx, 4xx, 5xx, error)."}, []string{"status"}),
 		llmTokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "duet_llm_tokens_total",
 			Help: "LLM tokens reported by the provider, by kind (prompt, completion)."}, []string{"kind"}),
+		aiSteps: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "duet_ai_steps_total",
+			Help: "AI steps (ai, aiTap, aiFill, aiAssert, aiQuery, aiWaitFor) finished, by step kind and how they found their way: model (asked the model), cache (replayed a cached plan, no model call) or healed (a stale plan, the model asked again)."},
+			[]string{"kind", "source"}),
+		aiCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "duet_ai_step_model_calls_total",
+			Help: "Model calls made by AI steps, by step kind (failed calls included)."}, []string{"kind"}),
+		aiTokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "duet_ai_step_tokens_total",
+			Help: "Tokens the model calls of AI steps spent as the endpoint reported them, by step kind and type (prompt, completion)."},
+			[]string{"kind", "type"}),
 	}
 	r.MustRegister(m.collectors()...)
 	return m
@@ -75,7 +87,8 @@ func newMetrics(r *prometheus.Registry) *metrics {
 
 func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.calls, m.callDuration, m.runsCreated, m.runsFinished, m.runDuration, m.queueDepth, m.queueWait,
-		m.executions, m.steps, m.stepDuration, m.invocations, m.invocationDuration, m.llmRequests, m.llmTokens}
+		m.executions, m.steps, m.stepDuration, m.invocations, m.invocationDuration, m.llmRequests, m.llmTokens,
+		m.aiSteps, m.aiCalls, m.aiTokens}
 }
 
 // SetTools names the tools that may appear as a label (the catalog's);

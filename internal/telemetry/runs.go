@@ -130,6 +130,7 @@ func (t *Telemetry) stepDone(executionID string, r *duet.StepResult) {
 	if t.m != nil {
 		t.m.steps.WithLabelValues(string(r.Kind), labelStatus(r.Status)).Inc()
 		t.m.stepDuration.WithLabelValues(string(r.Kind)).Observe(seconds(time.Duration(r.DurationMs) * time.Millisecond))
+		r.Walk(t.m.aiStepDone)
 	}
 	if !t.Tracing() {
 		return
@@ -177,4 +178,26 @@ func (t *Telemetry) caseDone(x *duet.Execution) {
 		span.SetStatus(codes.Error, string(x.Status))
 	}
 	span.End()
+}
+
+// aiStepDone counts what an AI step (or one a flow step ran) cost: its
+// model calls and tokens, and whether it asked the model, replayed the
+// cache or healed.
+func (m *metrics) aiStepDone(r *duet.StepResult) {
+	u := r.AI
+	if u == nil {
+		return
+	}
+	kind := string(r.Kind)
+	source := "model"
+	switch {
+	case u.Healed:
+		source = "healed"
+	case u.Cached:
+		source = "cache"
+	}
+	m.aiSteps.WithLabelValues(kind, source).Inc()
+	m.aiCalls.WithLabelValues(kind).Add(float64(u.Calls))
+	m.aiTokens.WithLabelValues(kind, "prompt").Add(float64(u.PromptTokens))
+	m.aiTokens.WithLabelValues(kind, "completion").Add(float64(u.CompletionTokens))
 }

@@ -59,6 +59,12 @@ func (s *store) ApprovePostRun(ctx context.Context, a1 string, a2 string, a3 str
 	return s.Store.ApprovePostRun(ctx, a1, a2, a3)
 }
 
+func (s *store) ChargeLLMUsage(ctx context.Context, a1 duet.LLMCharge) (r0 duet.LLMUsage, r1 bool, err error) {
+	ctx, end := s.t.storeSpan(ctx, "ChargeLLMUsage")
+	defer func() { end(err) }()
+	return s.Store.ChargeLLMUsage(ctx, a1)
+}
+
 func (s *store) ClaimCatalogSync(ctx context.Context, a1 time.Time, a2 time.Duration) (r0 *duet.MCPServer, err error) {
 	ctx, end := s.t.storeSpan(ctx, "ClaimCatalogSync")
 	defer func() { end(err) }()
@@ -399,6 +405,12 @@ func (s *store) FindInvocations(ctx context.Context, a1 duet.InvocationFilter) (
 	ctx, end := s.t.storeSpan(ctx, "FindInvocations")
 	defer func() { end(err) }()
 	return s.Store.FindInvocations(ctx, a1)
+}
+
+func (s *store) FindLLMUsage(ctx context.Context, a1 string, a2 string) (r0 duet.LLMUsage, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindLLMUsage")
+	defer func() { end(err) }()
+	return s.Store.FindLLMUsage(ctx, a1, a2)
 }
 
 func (s *store) FindMCPServer(ctx context.Context, a1 string, a2 string) (r0 *duet.MCPServer, err error) {
