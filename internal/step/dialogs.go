@@ -29,15 +29,7 @@ type Dialogs interface {
 }
 
 func dialogs(ctx context.Context, env Env, st *duet.Step) (Dialogs, error) {
-	p, _, _, err := page(ctx, env, st)
-	if err != nil {
-		return nil, err
-	}
-	d, ok := p.(Dialogs)
-	if !ok {
-		return nil, duet.Errorf(duet.CodeBrowserError, "%s: this browser cannot answer dialogs as told (its driver lacks Dialogs)", st.Kind)
-	}
-	return d, nil
+	return pageAs[Dialogs](ctx, env, st, "cannot answer dialogs as told (its driver lacks Dialogs)")
 }
 
 // OnDialog is the onDialog step.

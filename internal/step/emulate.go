@@ -92,15 +92,11 @@ var Emulate = register(&Kind{
 		}
 	},
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
-		p, b, _, err := page(ctx, env, st)
+		em, err := pageAs[Emulator](ctx, env, st, "cannot emulate (its driver lacks Emulator)")
 		if err != nil {
 			return "", nil, err
 		}
-		em, ok := p.(Emulator)
-		if !ok {
-			return "", nil, duet.Errorf(duet.CodeBrowserError, "emulate: this browser cannot emulate (its driver lacks Emulator)")
-		}
-		return "", nil, em.Emulate(ctx, *b.Emulate)
+		return "", nil, em.Emulate(ctx, *st.Browser.Emulate)
 	},
 })
 
