@@ -153,15 +153,8 @@ func (c *Compiler) ratio(n *Node, key string) float64 {
 	if v == nil || v.Type == NullNode {
 		return 0
 	}
-	var f float64
-	switch x := v.Value.(type) {
-	case int64:
-		f = float64(x)
-	case uint64:
-		f = float64(x)
-	case float64:
-		f = x
-	default:
+	f, ok := v.Float()
+	if !ok {
 		c.Errf(v, "%s must be a number from 0 to 1", key)
 		return 0
 	}

@@ -124,15 +124,8 @@ func (c *Compiler) numIn(n *Node, key string, lo, hi float64, required bool) flo
 		}
 		return 0
 	}
-	var f float64
-	switch x := v.Value.(type) {
-	case int64:
-		f = float64(x)
-	case uint64:
-		f = float64(x)
-	case float64:
-		f = x
-	default:
+	f, ok := v.Float()
+	if !ok {
 		c.Errf(v, "%s must be a number", key)
 		return 0
 	}
