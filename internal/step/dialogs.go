@@ -83,12 +83,8 @@ var OnDialog = register(&Kind{
 	},
 })
 
-var assertDialogForm = Form{
-	Short: &Short{Type: Template, Doc: "a part of the dialog's message (as contains)"},
-	Keys: append(append(compareKeys[:len(compareKeys):len(compareKeys)],
-		Key{Name: "type", Type: Enum("alert", "confirm", "prompt", "beforeunload"), Doc: "the dialog's type (default any)"}), notKey),
-	ExactlyOne: []string{"equals", "contains", "matches"},
-}
+var assertDialogForm = pageCompareForm("a part of the dialog's message (as contains)",
+	Key{Name: "type", Type: Enum("alert", "confirm", "prompt", "beforeunload"), Doc: "the dialog's type (default any)"})
 
 // AssertDialog is the assertDialog step.
 var AssertDialog = register(&Kind{
