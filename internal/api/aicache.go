@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"net/http"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/compiler"
@@ -133,17 +132,9 @@ func newestFirst(plans []*duet.AIPlan) []*duet.AIPlan {
 // aiCacheRoutes are the REST routes of the AI steps' cache.
 func aiCacheRoutes() []*route {
 	return []*route{
-		op("GET", Prefix+"/cases/{caseId}/ai-plans", "listCaseAIPlans", "cases", "The cached plans of a case's acting AI steps (ai, aiTap, aiFill)",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (AIPlanList, error) {
-				return s.ListCaseAIPlans(ctx, c, r.PathValue("caseId"))
-			}, path("caseId", "the case's id")),
-		op("POST", Prefix+"/cases/{caseId}/freeze", "freezeCase", "cases", "Propose the case with its cached AI steps written out as ordinary steps, as a draft for the task's owner (audited)",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (FreezeOut, error) {
-				return s.FreezeCase(ctx, c, r.PathValue("caseId"))
-			}, path("caseId", "the case's id")),
+		byID("GET", Prefix+"/cases/{caseId}/ai-plans", "listCaseAIPlans", "cases", "The cached plans of a case's acting AI steps (ai, aiTap, aiFill)", "the case's id", (*Service).ListCaseAIPlans),
+		byID("POST", Prefix+"/cases/{caseId}/freeze", "freezeCase", "cases", "Propose the case with its cached AI steps written out as ordinary steps, as a draft for the task's owner (audited)", "the case's id", (*Service).FreezeCase),
 		op("POST", Prefix+"/ai-plans/clear", "clearAIPlans", "cases", "Clear the cached AI plans of your task, or of one case of it (audited)",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in ClearAIPlansIn) (ClearAIPlansOut, error) {
-				return s.ClearAIPlans(ctx, c, in)
-			}),
+			withBody((*Service).ClearAIPlans)),
 	}
 }

@@ -180,10 +180,7 @@ func baselineRoutes() []*route {
 				q := r.URL.Query()
 				return s.ListBaselines(ctx, c, BaselinesIn{TaskID: q.Get("taskId"), Status: duet.BaselineStatus(q.Get("status"))})
 			}, query("taskId", "only this task's"), query("status", "pending, approved or rejected")),
-		op("GET", Prefix+"/baselines/{baselineId}", "getBaseline", "baselines", "One of your baselines, with the one comparisons use now",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (BaselineDetail, error) {
-				return s.GetBaseline(ctx, c, r.PathValue("baselineId"))
-			}, path("baselineId", "the baseline's id")),
+		byID("GET", Prefix+"/baselines/{baselineId}", "getBaseline", "baselines", "One of your baselines, with the one comparisons use now", "the baseline's id", (*Service).GetBaseline),
 		{method: "GET", path: Prefix + "/baselines/{baselineId}/image", id: "getBaselineImage", tag: "baselines", status: http.StatusOK, ctype: "image/png",
 			summary: "A baseline's image (PNG): the baseline, the one in use for its key, or the two compared",
 			params:  []param{path("baselineId", "the baseline's id"), query("which", "candidate (default), current or diff")},

@@ -390,14 +390,8 @@ func opsRoutes() []*route {
 				}
 				return s.CaseSources(ctx, c, r.PathValue("taskId"), r.URL.Query().Get("cursor"), limit)
 			}, path("taskId", "the task's id or name"), query("cursor", "nextCursor of the previous page"), queryInt("limit", "page size (default 50)", 1, 200)),
-		op("GET", Prefix+"/tasks/{taskId}/servers", "listTaskServers", "tasks", "The MCP servers a task calls, with their addresses and whether you registered each",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (TaskServers, error) {
-				return s.ListTaskServers(ctx, c, r.PathValue("taskId"))
-			}, path("taskId", "the task's id or name")),
-		op("GET", Prefix+"/tasks/{taskId}/post-run", "getPostRun", "tasks", "A task's post-run actions, and whether your runs may call each (your approval)",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (PostRun, error) {
-				return s.GetPostRun(ctx, c, r.PathValue("taskId"))
-			}, path("taskId", "the task's id or name")),
+		byID("GET", Prefix+"/tasks/{taskId}/servers", "listTaskServers", "tasks", "The MCP servers a task calls, with their addresses and whether you registered each", "the task's id or name", (*Service).ListTaskServers),
+		byID("GET", Prefix+"/tasks/{taskId}/post-run", "getPostRun", "tasks", "A task's post-run actions, and whether your runs may call each (your approval)", "the task's id or name", (*Service).GetPostRun),
 		op("POST", Prefix+"/tasks/{taskId}/post-run/approval", "approvePostRun", "tasks", "Approve the post-run actions of a task someone else wrote, for your runs",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in PostRunApprovalIn) (PostRun, error) {
 				return s.ApprovePostRun(ctx, c, r.PathValue("taskId"), in)
@@ -406,10 +400,7 @@ func opsRoutes() []*route {
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (ApprovalList, error) {
 				return s.ListApprovals(ctx, c, ApprovalsIn{TaskID: r.URL.Query().Get("taskId")})
 			}, query("taskId", "only the cases of this task (id or name)")),
-		op("DELETE", Prefix+"/cases/{caseId}/approval", "revokeCaseApproval", "tasks", "Withdraw your approvals of every version of a case",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Empty, error) {
-				return s.RevokeApproval(ctx, c, r.PathValue("caseId"))
-			}, path("caseId", "the case's id")),
+		byID("DELETE", Prefix+"/cases/{caseId}/approval", "revokeCaseApproval", "tasks", "Withdraw your approvals of every version of a case", "the case's id", (*Service).RevokeApproval),
 		op("GET", Prefix+"/stop-requests", "listStopRequests", "runs", "Requests to stop your runs (yours to decide) and the ones you made, newest first",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (StopRequestList, error) {
 				return s.ListStopRequests(ctx, c, StopRequestsIn{RunID: r.URL.Query().Get("runId"), All: r.URL.Query().Get("all") == "true"})
@@ -423,9 +414,7 @@ func opsRoutes() []*route {
 				return s.LoginServer(ctx, c, r.PathValue("server"), in)
 			}, path("server", "the server's name or serverKey")),
 		op("GET", Prefix+"/devices", "listDevices", "runs", "The phones the server's machine sees over adb, and the run using each",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (DeviceList, error) {
-				return s.ListDevices(ctx, c)
-			}),
+			noInput((*Service).ListDevices)),
 		op("POST", Prefix+"/generations", "generateCase", "tasks", "Have the test agent write a case of a task, saved as a draft (the server's model, DUET_LLM_*); answers when the generation ends",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in GenerateIn) (Generated, error) {
 				return s.GenerateCase(ctx, c, in, nil)

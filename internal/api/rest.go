@@ -150,6 +150,33 @@ func op[In, Out any](method, p, id, tag, summary string, fn func(ctx context.Con
 	return rt
 }
 
+// byID is an op without a body on what the last parameter of its path p
+// names (get, pause, delete it, ...): fn is the Service method that takes
+// that parameter; desc documents it.
+func byID[Out any](method, p, id, tag, summary, desc string, fn func(*Service, context.Context, duet.Caller, string) (Out, error)) *route {
+	name := p[strings.LastIndex(p, "{")+1:]
+	name = name[:strings.Index(name, "}")]
+	return op(method, p, id, tag, summary, func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Out, error) {
+		return fn(s, ctx, c, r.PathValue(name))
+	}, path(name, desc))
+}
+
+// withBody is the handler of an op whose input is the request's body
+// alone: the Service method fn, which takes it.
+func withBody[In, Out any](fn func(*Service, context.Context, duet.Caller, In) (Out, error)) func(context.Context, *Service, duet.Caller, *http.Request, In) (Out, error) {
+	return func(ctx context.Context, s *Service, c duet.Caller, _ *http.Request, in In) (Out, error) {
+		return fn(s, ctx, c, in)
+	}
+}
+
+// noInput is the handler of an op that takes nothing but the caller: the
+// Service method fn.
+func noInput[Out any](fn func(*Service, context.Context, duet.Caller) (Out, error)) func(context.Context, *Service, duet.Caller, *http.Request, Empty) (Out, error) {
+	return func(ctx context.Context, s *Service, c duet.Caller, _ *http.Request, _ Empty) (Out, error) {
+		return fn(s, ctx, c)
+	}
+}
+
 // routes is the REST API, in documentation order.
 func routes() []*route {
 	return append(append(append(coreRoutes(), evidenceRoutes()...), opsRoutes()...), aiCacheRoutes()...) // ops.go
@@ -158,9 +185,7 @@ func routes() []*route {
 func coreRoutes() []*route {
 	return []*route{
 		op("GET", Prefix+"/me", "getMe", "account", "Who you are and your role",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Me, error) {
-				return s.Me(ctx, c)
-			}),
+			noInput((*Service).Me)),
 
 		// Tasks and cases.
 		withSchema(op("GET", Prefix+"/tasks", "listTasks", "tasks", "List the tasks you can access (list_test_tasks)",
@@ -174,18 +199,13 @@ func coreRoutes() []*route {
 			}, query("query", "text to find in a task's name or description"), query("owner", "only tasks of this owner"),
 			query("cursor", "nextCursor of the previous page"), queryInt("limit", "page size (default 20)", 1, 0)), catalog.ToolListTasks),
 		located(op("POST", Prefix+"/tasks", "createOrUpdateTasks", "tasks", "Apply a suite (YAML): create or update a task and its cases, owned by you",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in ApplyIn) (*duet.ApplyResult, error) {
-				return s.ApplySuite(ctx, c, in)
-			}),
+			withBody((*Service).ApplySuite)),
 			func(out *duet.ApplyResult) string { return Prefix + "/tasks/" + url.PathEscape(out.Task.ID) }),
 		op("POST", Prefix+"/tasks/validate", "validateSuite", "tasks", "Check a suite (YAML) as createOrUpdateTasks would, storing nothing: its problems, each at its line and column",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in ValidateIn) (Validation, error) {
 				return s.ValidateSuite(ctx, c, ApplyIn{Source: in.Source})
 			}),
-		withSchema(op("GET", Prefix+"/tasks/{taskId}", "getTask", "tasks", "Get a task (get_test_task)",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (catalog.GetTaskOut, error) {
-				return s.GetTask(ctx, c, r.PathValue("taskId"))
-			}, path("taskId", "the task's id")), catalog.ToolGetTask),
+		withSchema(byID("GET", Prefix+"/tasks/{taskId}", "getTask", "tasks", "Get a task (get_test_task)", "the task's id", (*Service).GetTask), catalog.ToolGetTask),
 		op("GET", Prefix+"/tasks/{taskId}/source", "getSuiteSource", "tasks", "The YAML your task was last applied from, to edit and apply again",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (SuiteSourceOut, error) {
 				return s.GetSuiteSource(ctx, c, r.PathValue("taskId"))
@@ -202,10 +222,7 @@ func coreRoutes() []*route {
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in TransferIn) (*duet.TaskTransfer, error) {
 				return s.TransferTask(ctx, c, r.PathValue("taskId"), in)
 			}, path("taskId", "the task's id")),
-		op("GET", Prefix+"/tasks/{taskId}/transfers", "listTransfers", "tasks", "A task's transfer history",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Transfers, error) {
-				return s.ListTransfers(ctx, c, r.PathValue("taskId"))
-			}, path("taskId", "the task's id")),
+		byID("GET", Prefix+"/tasks/{taskId}/transfers", "listTransfers", "tasks", "A task's transfer history", "the task's id", (*Service).ListTransfers),
 		withSchema(op("GET", Prefix+"/tasks/{taskId}/cases", "listCases", "tasks", "List a task's cases (list_test_cases)",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (catalog.ListCasesOut, error) {
 				limit, err := intParam(r, "limit")
@@ -224,18 +241,9 @@ func coreRoutes() []*route {
 				}
 				return s.Trends(ctx, c, r.PathValue("taskId"), TrendsIn{Runs: n})
 			}, path("taskId", "the task's id"), queryInt("runs", "how many of the latest finished runs (default 30)", 1, maxTrendRuns)),
-		op("GET", Prefix+"/tasks/{taskId}/alerts", "listContractAlerts", "tasks", "Cases an MCP tool they call changed under: broken by a dependency change, or changed compatibly, with the difference",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (AlertList, error) {
-				return s.ContractAlerts(ctx, c, r.PathValue("taskId"))
-			}, path("taskId", "the task's id")),
-		withSchema(op("GET", Prefix+"/cases/{caseId}", "getCase", "tasks", "Get a case with its YAML and compiled steps (get_test_case)",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (catalog.GetCaseOut, error) {
-				return s.GetCase(ctx, c, r.PathValue("caseId"))
-			}, path("caseId", "the case's id")), catalog.ToolGetCase),
-		op("GET", Prefix+"/cases/{caseId}/approval", "getCaseApproval", "tasks", "Whether you approved the current version of a case someone else wrote",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Approval, error) {
-				return s.GetApproval(ctx, c, r.PathValue("caseId"))
-			}, path("caseId", "the case's id")),
+		byID("GET", Prefix+"/tasks/{taskId}/alerts", "listContractAlerts", "tasks", "Cases an MCP tool they call changed under: broken by a dependency change, or changed compatibly, with the difference", "the task's id", (*Service).ContractAlerts),
+		withSchema(byID("GET", Prefix+"/cases/{caseId}", "getCase", "tasks", "Get a case with its YAML and compiled steps (get_test_case)", "the case's id", (*Service).GetCase), catalog.ToolGetCase),
+		byID("GET", Prefix+"/cases/{caseId}/approval", "getCaseApproval", "tasks", "Whether you approved the current version of a case someone else wrote", "the case's id", (*Service).GetApproval),
 		located(op("POST", Prefix+"/cases/{caseId}/approval", "createCaseApproval", "tasks", "Approve the version of a case you reviewed: its calls to tools that are not read-only may then use your credentials",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in ApprovalIn) (Approval, error) {
 				return s.ApproveCase(ctx, c, r.PathValue("caseId"), in)
@@ -273,10 +281,7 @@ func coreRoutes() []*route {
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (report.Exit, error) {
 				return s.RunExit(ctx, c, r.PathValue("runId"), RunExitIn{FailOnFlaky: r.URL.Query().Get("failOnFlaky") == "true"})
 			}, path("runId", "the run's id"), param{name: "failOnFlaky", in: "query", typ: "boolean", desc: "a flaky case (passed on a retry) counts as a failure"}),
-		op("POST", Prefix+"/runs/{runId}/cancel", "cancelRun", "runs", "Cancel a run",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (RunSummary, error) {
-				return s.CancelRun(ctx, c, r.PathValue("runId"))
-			}, path("runId", "the run's id")),
+		byID("POST", Prefix+"/runs/{runId}/cancel", "cancelRun", "runs", "Cancel a run", "the run's id", (*Service).CancelRun),
 		{method: "GET", path: Prefix + "/runs/{runId}/events", id: "followRun", tag: "runs", status: http.StatusOK, ctype: "text/event-stream",
 			summary: "Follow a run live: server-sent events named progress, each a JSON Progress, until the run ends",
 			params:  []param{path("runId", "the run's id")}, out: typeOf[Progress](), serve: (*Handler).followRun},
@@ -287,10 +292,7 @@ func coreRoutes() []*route {
 				queryInt("limit", "cases per part (default 500)", 1, 1000),
 				query("attachments", "zip, with format=junit: the JUnit XML and its failed cases' screenshots and traces (yours only) in one zip, named in system-out as [[ATTACHMENT|path]]"),
 				{name: "download", in: "query", typ: "string", desc: "present (any value): served as a file to save"}}, serve: (*Handler).report},
-		withSchema(op("GET", Prefix+"/executions/{executionId}", "getExecution", "runs", "Get one case execution with its steps (get_execution_result)",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (catalog.GetExecutionOut, error) {
-				return s.GetExecution(ctx, c, r.PathValue("executionId"))
-			}, path("executionId", "the execution's id")), catalog.ToolGetExecutionResult),
+		withSchema(byID("GET", Prefix+"/executions/{executionId}", "getExecution", "runs", "Get one case execution with its steps (get_execution_result)", "the execution's id", (*Service).GetExecution), catalog.ToolGetExecutionResult),
 
 		// Schedules.
 		op("GET", Prefix+"/schedules", "listSchedules", "schedules", "The schedules of the tasks you can access, with their next fire times",
@@ -298,25 +300,11 @@ func coreRoutes() []*route {
 				return s.ListSchedules(ctx, c, ScheduleListIn{TaskID: r.URL.Query().Get("taskId")})
 			}, query("taskId", "only the schedules of this task")),
 		op("POST", Prefix+"/schedules", "createSchedule", "schedules", "Schedule runs of a task (cron in a time zone, or every), run as you with your credentials",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in ScheduleIn) (ScheduleView, error) {
-				return s.CreateSchedule(ctx, c, in)
-			}),
-		op("GET", Prefix+"/schedules/{scheduleId}", "getSchedule", "schedules", "One schedule with its next fire times",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (ScheduleView, error) {
-				return s.GetSchedule(ctx, c, r.PathValue("scheduleId"))
-			}, path("scheduleId", "the schedule's id")),
-		op("POST", Prefix+"/schedules/{scheduleId}/pause", "pauseSchedule", "schedules", "Pause a schedule (yours, or one of your task's)",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (ScheduleView, error) {
-				return s.PauseSchedule(ctx, c, r.PathValue("scheduleId"))
-			}, path("scheduleId", "the schedule's id")),
-		op("POST", Prefix+"/schedules/{scheduleId}/resume", "resumeSchedule", "schedules", "Resume a schedule from its next slot to come",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (ScheduleView, error) {
-				return s.ResumeSchedule(ctx, c, r.PathValue("scheduleId"))
-			}, path("scheduleId", "the schedule's id")),
-		op("DELETE", Prefix+"/schedules/{scheduleId}", "deleteSchedule", "schedules", "Remove a schedule made by hand (a suite's goes with the suite)",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Empty, error) {
-				return s.RemoveSchedule(ctx, c, r.PathValue("scheduleId"))
-			}, path("scheduleId", "the schedule's id")),
+			withBody((*Service).CreateSchedule)),
+		byID("GET", Prefix+"/schedules/{scheduleId}", "getSchedule", "schedules", "One schedule with its next fire times", "the schedule's id", (*Service).GetSchedule),
+		byID("POST", Prefix+"/schedules/{scheduleId}/pause", "pauseSchedule", "schedules", "Pause a schedule (yours, or one of your task's)", "the schedule's id", (*Service).PauseSchedule),
+		byID("POST", Prefix+"/schedules/{scheduleId}/resume", "resumeSchedule", "schedules", "Resume a schedule from its next slot to come", "the schedule's id", (*Service).ResumeSchedule),
+		byID("DELETE", Prefix+"/schedules/{scheduleId}", "deleteSchedule", "schedules", "Remove a schedule made by hand (a suite's goes with the suite)", "the schedule's id", (*Service).RemoveSchedule),
 
 		// Vault secrets (write-only values).
 		op("GET", Prefix+"/secrets", "listSecrets", "secrets", "Your vault secrets (${secrets.NAME}): names and times, never values; an administrator may name another user",
@@ -324,40 +312,24 @@ func coreRoutes() []*route {
 				return s.ListSecrets(ctx, c, r.URL.Query().Get("user"))
 			}, query("user", "another user's (administrators only)")),
 		op("POST", Prefix+"/secrets", "setSecret", "secrets", "Create or replace one of your secrets; the value is sealed and never returned",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in SecretIn) (SecretSet, error) {
-				return s.SetSecret(ctx, c, in)
-			}),
+			withBody((*Service).SetSecret)),
 		op("DELETE", Prefix+"/secrets/{name}", "deleteSecret", "secrets", "Remove one of your secrets (an administrator: anyone's, with user)",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Empty, error) {
 				return s.DeleteSecret(ctx, c, r.URL.Query().Get("user"), r.PathValue("name"))
 			}, path("name", "the secret's name"), query("user", "another user's (administrators only)")),
 
 		// Webhooks (the task's owner only).
-		op("GET", Prefix+"/tasks/{taskId}/webhooks", "listWebhooks", "webhooks", "The webhooks of a task you own (never their secrets)",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (WebhookList, error) {
-				return s.ListWebhooks(ctx, c, r.PathValue("taskId"))
-			}, path("taskId", "the task's id")),
+		byID("GET", Prefix+"/tasks/{taskId}/webhooks", "listWebhooks", "webhooks", "The webhooks of a task you own (never their secrets)", "the task's id", (*Service).ListWebhooks),
 		located(op("POST", Prefix+"/webhooks", "createWebhook", "webhooks", "Send a task's events (a run's end, a case broken by a tool change) to a URL, signed; the answer shows the signing secret once",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in WebhookIn) (WebhookView, error) {
-				return s.CreateWebhook(ctx, c, in)
-			}),
+			withBody((*Service).CreateWebhook)),
 			func(out WebhookView) string { return Prefix + "/webhooks/" + url.PathEscape(out.ID) }),
-		op("GET", Prefix+"/webhooks/{webhookId}", "getWebhook", "webhooks", "One webhook of a task you own",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (WebhookView, error) {
-				return s.GetWebhook(ctx, c, r.PathValue("webhookId"))
-			}, path("webhookId", "the webhook's id")),
+		byID("GET", Prefix+"/webhooks/{webhookId}", "getWebhook", "webhooks", "One webhook of a task you own", "the webhook's id", (*Service).GetWebhook),
 		op("PATCH", Prefix+"/webhooks/{webhookId}", "updateWebhook", "webhooks", "Change a webhook's URL, events, on, format, or disable it",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in WebhookChange) (WebhookView, error) {
 				return s.UpdateWebhook(ctx, c, r.PathValue("webhookId"), in)
 			}, path("webhookId", "the webhook's id")),
-		op("POST", Prefix+"/webhooks/{webhookId}/secret", "rotateWebhookSecret", "webhooks", "Give a webhook a new signing secret, shown once",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (WebhookView, error) {
-				return s.RotateWebhookSecret(ctx, c, r.PathValue("webhookId"))
-			}, path("webhookId", "the webhook's id")),
-		op("DELETE", Prefix+"/webhooks/{webhookId}", "deleteWebhook", "webhooks", "Remove a webhook and its deliveries",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Empty, error) {
-				return s.DeleteWebhook(ctx, c, r.PathValue("webhookId"))
-			}, path("webhookId", "the webhook's id")),
+		byID("POST", Prefix+"/webhooks/{webhookId}/secret", "rotateWebhookSecret", "webhooks", "Give a webhook a new signing secret, shown once", "the webhook's id", (*Service).RotateWebhookSecret),
+		byID("DELETE", Prefix+"/webhooks/{webhookId}", "deleteWebhook", "webhooks", "Remove a webhook and its deliveries", "the webhook's id", (*Service).DeleteWebhook),
 		op("GET", Prefix+"/webhooks/{webhookId}/deliveries", "listWebhookDeliveries", "webhooks", "A webhook's deliveries, newest first: status, attempts, response code, next retry",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (DeliveryList, error) {
 				limit, err := intParam(r, "limit")
@@ -366,29 +338,16 @@ func coreRoutes() []*route {
 				}
 				return s.ListDeliveries(ctx, c, r.PathValue("webhookId"), limit)
 			}, path("webhookId", "the webhook's id"), queryInt("limit", "at most this many (default 100)", 1, 500)),
-		op("POST", Prefix+"/webhooks/deliveries/{deliveryId}/redeliver", "redeliverWebhook", "webhooks", "Send a delivered or failed delivery again (a new delivery, the same body)",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (*duet.WebhookDelivery, error) {
-				return s.Redeliver(ctx, c, r.PathValue("deliveryId"))
-			}, path("deliveryId", "the delivery's id")),
+		byID("POST", Prefix+"/webhooks/deliveries/{deliveryId}/redeliver", "redeliverWebhook", "webhooks", "Send a delivered or failed delivery again (a new delivery, the same body)", "the delivery's id", (*Service).Redeliver),
 
 		// MCP servers.
 		op("GET", Prefix+"/servers", "listServers", "mcp", "Your registered MCP servers",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (ServerList, error) {
-				return s.ListServers(ctx, c)
-			}),
+			noInput((*Service).ListServers)),
 		located(op("POST", Prefix+"/servers", "createServer", "mcp", "Register an MCP server (credentials sent once, never returned) and archive its tools",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in RegisterIn) (ServerDetail, error) {
-				return s.RegisterServer(ctx, c, in)
-			}),
+			withBody((*Service).RegisterServer)),
 			func(out ServerDetail) string { return Prefix + "/servers/" + url.PathEscape(out.Server.Name) }),
-		op("GET", Prefix+"/servers/{server}", "getServer", "mcp", "One of your servers with its archived tools and their schemas",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (ServerDetail, error) {
-				return s.GetServer(ctx, c, r.PathValue("server"))
-			}, path("server", "the server's name or serverKey")),
-		op("POST", Prefix+"/servers/{server}/sync", "syncServer", "mcp", "Archive the server's tool catalog again",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (ServerDetail, error) {
-				return s.SyncServer(ctx, c, r.PathValue("server"))
-			}, path("server", "the server's name or serverKey")),
+		byID("GET", Prefix+"/servers/{server}", "getServer", "mcp", "One of your servers with its archived tools and their schemas", "the server's name or serverKey", (*Service).GetServer),
+		byID("POST", Prefix+"/servers/{server}/sync", "syncServer", "mcp", "Archive the server's tool catalog again", "the server's name or serverKey", (*Service).SyncServer),
 		op("GET", Prefix+"/servers/{server}/diff", "diffServer", "mcp", "What changed between the server's current archived catalog and an earlier one",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (CatalogDiff, error) {
 				back, err := intParam(r, "back")
@@ -397,10 +356,7 @@ func coreRoutes() []*route {
 				}
 				return s.ServerDiff(ctx, c, r.PathValue("server"), back)
 			}, path("server", "the server's name or serverKey"), queryInt("back", "which earlier catalog: 1 (default) the one the latest changing sync replaced", 1, duet.MaxCatalogHistory)),
-		op("DELETE", Prefix+"/servers/{server}", "deleteServer", "mcp", "Remove your registration, its credential and its catalog",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Empty, error) {
-				return s.RemoveServer(ctx, c, r.PathValue("server"))
-			}, path("server", "the server's name or serverKey")),
+		byID("DELETE", Prefix+"/servers/{server}", "deleteServer", "mcp", "Remove your registration, its credential and its catalog", "the server's name or serverKey", (*Service).RemoveServer),
 		op("POST", Prefix+"/servers/{server}/tools/{tool}/call", "callTool", "mcp", "Call a tool by hand through the one invoke(), as you",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in CallIn) (CallOut, error) {
 				return s.CallTool(ctx, c, r.PathValue("server"), r.PathValue("tool"), in)
@@ -420,9 +376,7 @@ func coreRoutes() []*route {
 				return s.ListAssets(ctx, c, AssetListIn{Kind: duet.AssetKind(r.URL.Query().Get("kind"))})
 			}, query("kind", "skill, rule or prompt")),
 		located(op("POST", Prefix+"/assets", "createAsset", "assets", "Create an asset, or a new version of yours",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in AssetIn) (AssetSaved, error) {
-				return s.SaveAsset(ctx, c, in)
-			}),
+			withBody((*Service).SaveAsset)),
 			func(out AssetSaved) string {
 				return Prefix + "/assets/" + url.PathEscape(string(out.Asset.Kind)) + "/" + url.PathEscape(out.Asset.Owner) + "/" + url.PathEscape(out.Asset.Name)
 			}),
@@ -451,18 +405,11 @@ func coreRoutes() []*route {
 
 		// Teams.
 		op("GET", Prefix+"/teams", "listTeams", "teams", "The teams you are a member of",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (TeamList, error) {
-				return s.ListTeams(ctx, c)
-			}),
+			noInput((*Service).ListTeams)),
 		located(op("POST", Prefix+"/teams", "createTeam", "teams", "Create a team",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in TeamIn) (*duet.Team, error) {
-				return s.CreateTeam(ctx, c, in)
-			}),
+			withBody((*Service).CreateTeam)),
 			func(out *duet.Team) string { return Prefix + "/teams/" + url.PathEscape(out.Name) }),
-		op("GET", Prefix+"/teams/{team}", "getTeam", "teams", "A team with its members and MCP dependency list",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (TeamDetail, error) {
-				return s.GetTeam(ctx, c, r.PathValue("team"))
-			}, path("team", "the team's name")),
+		byID("GET", Prefix+"/teams/{team}", "getTeam", "teams", "A team with its members and MCP dependency list", "the team's name", (*Service).GetTeam),
 		op("POST", Prefix+"/teams/{team}/members", "addTeamMember", "teams", "Add a member",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in MemberIn) (TeamDetail, error) {
 				return s.AddMember(ctx, c, r.PathValue("team"), in)
@@ -475,10 +422,7 @@ func coreRoutes() []*route {
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in RoleIn) (TeamDetail, error) {
 				return s.SetRole(ctx, c, r.PathValue("team"), r.PathValue("user"), in)
 			}, path("team", "the team's name"), path("user", "the member")),
-		op("DELETE", Prefix+"/teams/{team}", "deleteTeam", "teams", "Delete a team with its dependency list and every share with it (you must be an owner; the team must own no task)",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Empty, error) {
-				return s.DeleteTeam(ctx, c, r.PathValue("team"))
-			}, path("team", "the team's name")),
+		byID("DELETE", Prefix+"/teams/{team}", "deleteTeam", "teams", "Delete a team with its dependency list and every share with it (you must be an owner; the team must own no task)", "the team's name", (*Service).DeleteTeam),
 		op("POST", Prefix+"/teams/{team}/servers", "addTeamServer", "teams", "List one of your servers on the team's dependency list (address and tools, never credentials)",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in TeamServerIn) (*duet.TeamServer, error) {
 				return s.AddTeamServer(ctx, c, r.PathValue("team"), in)
@@ -494,17 +438,10 @@ func coreRoutes() []*route {
 
 		// Tokens and audit.
 		op("GET", Prefix+"/tokens", "listTokens", "account", "Your personal access tokens (never their values)",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (TokenList, error) {
-				return s.ListTokens(ctx, c)
-			}),
+			noInput((*Service).ListTokens)),
 		op("POST", Prefix+"/tokens", "createToken", "account", "Create a personal access token: its value is in this response only",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in TokenIn) (TokenCreated, error) {
-				return s.CreateToken(ctx, c, in)
-			}),
-		op("DELETE", Prefix+"/tokens/{tokenId}", "revokeToken", "account", "Revoke one of your tokens and every token it created",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Empty, error) {
-				return s.RevokeToken(ctx, c, r.PathValue("tokenId"))
-			}, path("tokenId", "the token's id")),
+			withBody((*Service).CreateToken)),
+		byID("DELETE", Prefix+"/tokens/{tokenId}", "revokeToken", "account", "Revoke one of your tokens and every token it created", "the token's id", (*Service).RevokeToken),
 		op("GET", Prefix+"/audit", "listAudit", "audit", "Audit records of your calls through every door (everyone's for an administrator)",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (AuditList, error) {
 				in, err := recordsIn(r)

@@ -224,20 +224,8 @@ func shortHash(h string) string {
 }
 
 func caseRevokeCmd(env Env) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "revoke CASE_ID",
-		Short: "Withdraw your approvals of every version of a case",
-		Args:  cobra.ExactArgs(1),
-		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
-			if err := c.RevokeApproval(cmd.Context(), args[0]); err != nil {
-				return err
-			}
-			fmt.Fprintf(env.Stdout, "%s no longer approves case %s\n", c.User(), args[0])
-			return nil
-		}),
-	}
-	addAs(cmd)
-	return cmd
+	return argCmd(env, "revoke CASE_ID", "Withdraw your approvals of every version of a case", client.Client.RevokeApproval,
+		func(user, id string) string { return user + " no longer approves case " + id })
 }
 
 func casePlansCmd(env Env) *cobra.Command {

@@ -145,16 +145,6 @@ func schedulePauseCmd(env Env, verb, short string, pause bool) *cobra.Command {
 }
 
 func scheduleRemoveCmd(env Env) *cobra.Command {
-	cmd := &cobra.Command{
-		Use: "remove SCHEDULE_ID", Short: "Remove a schedule made by hand (a suite's goes with the suite)", Args: cobra.ExactArgs(1),
-		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
-			if err := c.RemoveSchedule(cmd.Context(), args[0]); err != nil {
-				return err
-			}
-			fmt.Fprintf(env.Stdout, "schedule %s removed\n", args[0])
-			return nil
-		}),
-	}
-	addAs(cmd)
-	return cmd
+	return argCmd(env, "remove SCHEDULE_ID", "Remove a schedule made by hand (a suite's goes with the suite)", client.Client.RemoveSchedule,
+		func(_, id string) string { return "schedule " + id + " removed" })
 }

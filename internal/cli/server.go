@@ -474,18 +474,10 @@ func toolHints(t *duet.MCPTool) string {
 }
 
 func serverRemoveCmd(env Env) *cobra.Command {
-	cmd := &cobra.Command{
-		Use: "remove NAME", Short: "Remove a registration, its credentials and its catalog", Args: cobra.ExactArgs(1),
-		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
-			if err := c.RemoveServer(cmd.Context(), args[0]); err != nil {
-				return err
-			}
-			fmt.Fprintf(env.Stdout, "removed MCP server %q of %s (credentials deleted)\n", args[0], c.User())
-			return nil
-		}),
-	}
-	addAs(cmd)
-	return cmd
+	return argCmd(env, "remove NAME", "Remove a registration, its credentials and its catalog", client.Client.RemoveServer,
+		func(user, name string) string {
+			return fmt.Sprintf("removed MCP server %q of %s (credentials deleted)", name, user)
+		})
 }
 
 func serverSyncCmd(env Env) *cobra.Command {
@@ -564,48 +556,27 @@ sent it. Exit 1 when the call fails or the tool reports an error.`,
 
 func serverInvocationsCmd(env Env) *cobra.Command {
 	var in api.RecordsIn
-	var since string
-	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "invocations",
 		Short: "Query invocation records: every call to a registered server (sizes, never values)",
 		Long: `invocations lists the records of the calls made to MCP servers as --as (everyone's
 for an administrator, DUET_ADMINS; --executor names one), newest first.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			var err error
-			if in.Since, err = parseSince(since); err != nil {
-				return err
-			}
-			return withClient(env, func(cmd *cobra.Command, _ []string, c client.Client) error {
-				list, err := c.ListInvocations(cmd.Context(), in)
-				if err != nil {
-					return err
-				}
-				if asJSON {
-					return printJSON(env.Stdout, list.Records)
-				}
-				tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "TIME\tSOURCE\tEXECUTOR\tSERVER KEY\tTOOL\tOUTCOME\tMS\tARGS\tRESULT\tTRACE")
-				for _, r := range list.Records {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%d\t%d\t%s\n", r.Time.Local().Format("2006-01-02 15:04:05.000"), r.Source,
-						r.Executor, r.ServerKey, r.Tool, r.Outcome, float64(r.DurationUs)/1000, r.ArgBytes, r.ResultBytes, r.TraceID)
-				}
-				return tw.Flush()
-			})(cmd, args)
-		},
 	}
 	cmd.Flags().StringVar(&in.User, "executor", "", "only calls made as this user (administrators; others see their own)")
 	cmd.Flags().StringVar(&in.Server, "mcp-server", "", "only calls to this MCP server (a serverKey, or the name of one of your servers)")
 	cmd.Flags().StringVar(&in.Tool, "tool", "", "only calls of this tool")
 	cmd.Flags().StringVar(&in.Source, "source", "", "only this call source (cli, engine, post-run, agent, web, api)")
 	cmd.Flags().StringVar(&in.Outcome, "outcome", "", "only this outcome (OK or an error code)")
-	cmd.Flags().StringVar(&in.TraceID, "trace", "", "only this trace id")
-	cmd.Flags().StringVar(&since, "since", "", "only records newer than a duration (1h) or a time")
-	cmd.Flags().IntVar(&in.Limit, "limit", 100, "at most this many records")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	addAs(cmd)
-	return cmd
+	return recordsCmd(env, cmd, &in, "at most this many records",
+		func(ctx context.Context, c client.Client, in api.RecordsIn) ([]*duet.Invocation, error) {
+			list, err := c.ListInvocations(ctx, in)
+			return list.Records, err
+		},
+		"TIME\tSOURCE\tEXECUTOR\tSERVER KEY\tTOOL\tOUTCOME\tMS\tARGS\tRESULT\tTRACE",
+		func(r *duet.Invocation) string {
+			return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%d\t%d\t%s", r.Time.Local().Format(recordTime), r.Source,
+				r.Executor, r.ServerKey, r.Tool, r.Outcome, float64(r.DurationUs)/1000, r.ArgBytes, r.ResultBytes, r.TraceID)
+		})
 }
 
 // conflictHint follows the CONFLICT of server add with the ways out, as

@@ -103,18 +103,10 @@ func teamRoleCmd(env Env) *cobra.Command {
 }
 
 func teamDeleteCmd(env Env) *cobra.Command {
-	cmd := &cobra.Command{
-		Use: "delete TEAM", Short: "Delete a team you own, with its dependency list and every share with it (it must own no task)", Args: cobra.ExactArgs(1),
-		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
-			if err := c.DeleteTeam(cmd.Context(), args[0]); err != nil {
-				return err
-			}
-			fmt.Fprintf(env.Stdout, "deleted team %s: what was shared with it is no longer shared through it\n", args[0])
-			return nil
-		}),
-	}
-	addAs(cmd)
-	return cmd
+	return argCmd(env, "delete TEAM", "Delete a team you own, with its dependency list and every share with it (it must own no task)", client.Client.DeleteTeam,
+		func(_, team string) string {
+			return "deleted team " + team + ": what was shared with it is no longer shared through it"
+		})
 }
 
 // memberList is "alice (owner), bob (member)".

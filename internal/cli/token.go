@@ -83,18 +83,11 @@ standard output; only its hash is stored.`,
 			return tw.Flush()
 		}),
 	}
-	revoke := &cobra.Command{
-		Use: "revoke ID", Short: "Revoke a token and every token created with it", Args: cobra.ExactArgs(1),
-		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
-			if err := c.RevokeToken(cmd.Context(), args[0]); err != nil {
-				return err
-			}
-			fmt.Fprintf(env.Stdout, "token %s revoked\n", args[0])
-			return nil
-		}),
-	}
+	revoke := argCmd(env, "revoke ID", "Revoke a token and every token created with it", client.Client.RevokeToken,
+		func(_, id string) string { return "token " + id + " revoked" })
+	addAs(create)
+	addAs(list)
 	for _, c := range []*cobra.Command{create, list, revoke} {
-		addAs(c)
 		// --user was the flag's first name; every command says --as.
 		c.Flags().SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 			if name == "user" {

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"io"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/app"
+	"github.com/duet-test/duet/internal/client"
 )
 
 type nopWriteCloser struct{ io.Writer }
@@ -43,6 +46,24 @@ func withApp(env Env, fn func(cmd *cobra.Command, args []string, a *app.App, use
 		defer a.Close()
 		return fn(cmd, args, a, asUser(cmd, a.Config))
 	}
+}
+
+// argCmd is a command that does one thing, as --as, to what its one
+// argument names (remove, delete, revoke): do does it through the client,
+// and done says it is done, from the user and the argument.
+func argCmd(env Env, use, short string, do func(client.Client, context.Context, string) error, done func(user, arg string) string) *cobra.Command {
+	cmd := &cobra.Command{
+		Use: use, Short: short, Args: cobra.ExactArgs(1),
+		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
+			if err := do(c, cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintln(env.Stdout, done(c.User(), args[0]))
+			return nil
+		}),
+	}
+	addAs(cmd)
+	return cmd
 }
 
 func addAs(cmd *cobra.Command) {

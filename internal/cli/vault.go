@@ -161,18 +161,6 @@ func vaultListCmd(env Env) *cobra.Command {
 }
 
 func vaultDeleteCmd(env Env) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "delete NAME",
-		Short: "Delete one of your secrets",
-		Args:  cobra.ExactArgs(1),
-		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
-			if err := c.DeleteSecret(cmd.Context(), args[0]); err != nil {
-				return err
-			}
-			fmt.Fprintf(env.Stdout, "secret %s deleted for %s\n", args[0], c.User())
-			return nil
-		}),
-	}
-	addAs(cmd)
-	return cmd
+	return argCmd(env, "delete NAME", "Delete one of your secrets", client.Client.DeleteSecret,
+		func(user, name string) string { return "secret " + name + " deleted for " + user })
 }

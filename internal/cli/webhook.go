@@ -101,18 +101,8 @@ func webhookListCmd(env Env) *cobra.Command {
 }
 
 func webhookRemoveCmd(env Env) *cobra.Command {
-	cmd := &cobra.Command{
-		Use: "remove WEBHOOK_ID", Short: "Remove a webhook and its deliveries", Args: cobra.ExactArgs(1),
-		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
-			if err := c.DeleteWebhook(cmd.Context(), args[0]); err != nil {
-				return err
-			}
-			fmt.Fprintf(env.Stdout, "removed webhook %s\n", args[0])
-			return nil
-		}),
-	}
-	addAs(cmd)
-	return cmd
+	return argCmd(env, "remove WEBHOOK_ID", "Remove a webhook and its deliveries", client.Client.DeleteWebhook,
+		func(_, id string) string { return "removed webhook " + id })
 }
 
 func webhookDeliveriesCmd(env Env) *cobra.Command {

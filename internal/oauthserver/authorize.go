@@ -213,14 +213,41 @@ func browserOwns(r *http.Request, req request) bool {
 // back sends the person back to the client with an error.
 func (s *Server) back(w http.ResponseWriter, r *http.Request, req request, code, desc string) {
 	noteError(w, code) // the audit's outcome is the refusal, not the redirect
+	s.redirect(w, r, req, "error", code, "error_description", desc)
+}
+
+// redirect sends the person back to the client's redirect URI with the
+// query parameters kv (name, value, ...), the client's state and Duet's
+// issuer (RFC 9207).
+func (s *Server) redirect(w http.ResponseWriter, r *http.Request, req request, kv ...string) {
 	u, _ := url.Parse(req.RedirectURI)
 	v := u.Query()
-	v.Set("error", code)
-	v.Set("error_description", desc)
+	for i := 0; i+1 < len(kv); i += 2 {
+		v.Set(kv[i], kv[i+1])
+	}
 	if req.State != "" {
 		v.Set("state", req.State)
 	}
 	v.Set("iss", s.o.Issuer)
 	u.RawQuery = v.Encode()
 	http.Redirect(w, r, u.String(), http.StatusFound)
+}
+
+// useSignIn redeems the single-use token of a sign-in in progress (kind:
+// the login that comes back from the identity provider, the consent form)
+// whose secret the browser sent, and returns it with the authorization
+// request it carries. An expired token, or one started in another browser,
+// gets a page that says so, and false.
+func (s *Server) useSignIn(w http.ResponseWriter, r *http.Request, kind duet.OAuthTokenKind, secret string) (*duet.OAuthToken, request, bool) {
+	var req request
+	tok, err := s.o.Store.UseOAuthToken(r.Context(), kind, hash(secret))
+	if err != nil {
+		s.page(w, http.StatusBadRequest, "This sign-in has expired", "Start again from your application.")
+		return nil, req, false
+	}
+	if err := json.Unmarshal([]byte(tok.Data), &req); err != nil || !browserOwns(r, req) {
+		s.page(w, http.StatusBadRequest, "This sign-in was started in another browser", "Start again from your application, in this browser.")
+		return nil, req, false
+	}
+	return tok, req, true
 }

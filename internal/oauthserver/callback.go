@@ -2,7 +2,6 @@ package oauthserver
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"time"
@@ -17,14 +16,8 @@ import (
 // redeems the code, verifies the ID token, and shows the consent screen.
 func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	tok, err := s.o.Store.UseOAuthToken(r.Context(), duet.OAuthLogin, hash(q.Get("state")))
-	if err != nil {
-		s.page(w, http.StatusBadRequest, "This sign-in has expired", "Start again from your application.")
-		return
-	}
-	var req request
-	if err := json.Unmarshal([]byte(tok.Data), &req); err != nil || !browserOwns(r, req) {
-		s.page(w, http.StatusBadRequest, "This sign-in was started in another browser", "Start again from your application, in this browser.")
+	_, req, ok := s.useSignIn(w, r, duet.OAuthLogin, q.Get("state"))
+	if !ok {
 		return
 	}
 	if e := q.Get("error"); e != "" {

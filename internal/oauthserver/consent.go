@@ -1,9 +1,7 @@
 package oauthserver
 
 import (
-	"encoding/json"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/duet-test/duet"
@@ -17,14 +15,8 @@ func (s *Server) consent(w http.ResponseWriter, r *http.Request) {
 		s.page(w, http.StatusBadRequest, "Bad request", "")
 		return
 	}
-	tok, err := s.o.Store.UseOAuthToken(r.Context(), duet.OAuthConsent, hash(r.PostForm.Get("consent")))
-	if err != nil {
-		s.page(w, http.StatusBadRequest, "This sign-in has expired", "Start again from your application.")
-		return
-	}
-	var req request
-	if err := json.Unmarshal([]byte(tok.Data), &req); err != nil || !browserOwns(r, req) {
-		s.page(w, http.StatusBadRequest, "This sign-in was started in another browser", "Start again from your application, in this browser.")
+	tok, req, ok := s.useSignIn(w, r, duet.OAuthConsent, r.PostForm.Get("consent"))
+	if !ok {
 		return
 	}
 	ev := eventOf(r.Context())
@@ -39,13 +31,5 @@ func (s *Server) consent(w http.ResponseWriter, r *http.Request) {
 		s.page(w, http.StatusServiceUnavailable, "Duet cannot finish the sign-in", duet.ErrorMessage(err))
 		return
 	}
-	u, _ := url.Parse(req.RedirectURI)
-	v := u.Query()
-	v.Set("code", code)
-	if req.State != "" {
-		v.Set("state", req.State)
-	}
-	v.Set("iss", s.o.Issuer)
-	u.RawQuery = v.Encode()
-	http.Redirect(w, r, u.String(), http.StatusFound)
+	s.redirect(w, r, req, "code", code)
 }

@@ -60,14 +60,11 @@ var AssertAccessible = register(&Kind{
 		"counted as `incomplete`.",
 	Agent: "`assertAccessible: {impact: serious}` — run axe-core on the page; violations at or above the impact fail (also `tags`, `include`, `exclude`).",
 	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		bd, ok := browserBody(c, st, n, true)
+		bd, ev, ok := evidenceBody(c, st, n, true)
 		if !ok {
 			return
 		}
-		bd.needPage()
-		st.Browser = nil
-		ev := &duet.EvidenceStep{Impact: "serious"}
-		st.Evidence = ev
+		ev.Impact = "serious"
 		if bd.isShort {
 			c.Errf(n, "assertAccessible takes a mapping (tags, include, exclude, impact) or nothing")
 			return
@@ -93,18 +90,11 @@ var AssertAccessible = register(&Kind{
 		}
 	},
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
-		ev := st.Evidence
-		if ev == nil {
-			return "", nil, noBody(st)
-		}
-		p, err := env.Page(ctx)
+		ac, err := pageAs[AccessibilityChecker](ctx, env, st, "cannot run axe-core")
 		if err != nil {
 			return "", nil, err
 		}
-		ac, ok := p.(AccessibilityChecker)
-		if !ok {
-			return "", nil, duet.Errorf(duet.CodeBrowserError, "assertAccessible: this browser cannot run axe-core")
-		}
+		ev := st.Evidence
 		r, err := ac.CheckAccessibility(ctx, ev.Tags, ev.Include, ev.Exclude)
 		if err != nil {
 			return "", nil, err

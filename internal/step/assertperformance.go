@@ -128,14 +128,10 @@ var AssertPerformance = register(&Kind{
 		"over time beside the pass rate. With no budgets the step only measures.",
 	Agent: "`assertPerformance: {lcp: \"< 2500ms\", cls: \"< 0.1\"}` — check Core Web Vitals of the loaded page (also fcp, inp, ttfb, domContentLoaded, load); the values are kept for trends.",
 	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		bd, ok := browserBody(c, st, n, true)
+		bd, ev, ok := evidenceBody(c, st, n, true)
 		if !ok {
 			return
 		}
-		bd.needPage()
-		st.Browser = nil
-		ev := &duet.EvidenceStep{}
-		st.Evidence = ev
 		if bd.isShort {
 			c.Errf(n, "assertPerformance takes a mapping of budgets (lcp: \"< 2500ms\", cls: \"< 0.1\", ...) or nothing")
 			return
@@ -164,18 +160,11 @@ var AssertPerformance = register(&Kind{
 		}
 	},
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
-		ev := st.Evidence
-		if ev == nil {
-			return "", nil, noBody(st)
-		}
-		p, err := env.Page(ctx)
+		mr, err := pageAs[MetricsReader](ctx, env, st, "reports no page-speed values")
 		if err != nil {
 			return "", nil, err
 		}
-		mr, ok := p.(MetricsReader)
-		if !ok {
-			return "", nil, duet.Errorf(duet.CodeBrowserError, "assertPerformance: this browser reports no page-speed values")
-		}
+		ev := st.Evidence
 		values, err := mr.PageMetrics(ctx)
 		if err != nil {
 			return "", nil, err

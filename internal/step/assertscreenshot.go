@@ -64,14 +64,10 @@ var AssertScreenshot = register(&Kind{
 		"the case across versions until a step before it changes.",
 	Agent: "`assertScreenshot: {name: banner, locator: \"#banner\", mask: [\"#clock\"], maxDiffPixelRatio: 0.01}` — compare with the approved baseline screenshot (the first run records it).",
 	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		bd, ok := browserBody(c, st, n, false)
+		bd, ev, ok := evidenceBody(c, st, n, false)
 		if !ok {
 			return
 		}
-		bd.needPage()
-		st.Browser = nil
-		ev := &duet.EvidenceStep{}
-		st.Evidence = ev
 		if bd.isShort {
 			ev.Name = strings.TrimSpace(bd.short)
 		} else {
@@ -89,18 +85,11 @@ var AssertScreenshot = register(&Kind{
 		}
 	},
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
-		ev := st.Evidence
-		if ev == nil {
-			return "", nil, noBody(st)
-		}
-		p, err := env.Page(ctx)
+		sc, err := pageAs[ScreenshotComparer](ctx, env, st, "cannot take comparable screenshots")
 		if err != nil {
 			return "", nil, err
 		}
-		sc, ok := p.(ScreenshotComparer)
-		if !ok {
-			return "", nil, duet.Errorf(duet.CodeBrowserError, "assertScreenshot: this browser cannot take comparable screenshots")
-		}
+		ev := st.Evidence
 		b, ok := env.(Baseliner)
 		if !ok {
 			return "", nil, duet.Errorf(duet.CodeUnavailable, "assertScreenshot: this instance keeps no baselines")
@@ -119,6 +108,22 @@ var AssertScreenshot = register(&Kind{
 		return "assertScreenshot"
 	},
 })
+
+// evidenceBody starts compiling the body n of a kind that checks the page
+// as a whole (assertScreenshot, assertAccessible, assertPerformance): it
+// needs a page, and its parameters are kept in st.Evidence (null: the body
+// may be empty).
+func evidenceBody(c *Compiler, st *duet.Step, n *Node, null bool) (*body, *duet.EvidenceStep, bool) {
+	bd, ok := browserBody(c, st, n, null)
+	if !ok {
+		return nil, nil, false
+	}
+	bd.needPage()
+	st.Browser = nil
+	ev := &duet.EvidenceStep{}
+	st.Evidence = ev
+	return bd, ev, true
+}
 
 // selectors reads an optional list of CSS selectors.
 func (c *Compiler) selectors(n *Node, key string) []string {
@@ -148,15 +153,8 @@ func (c *Compiler) ratio(n *Node, key string) float64 {
 	if v == nil || v.Type == NullNode {
 		return 0
 	}
-	var f float64
-	switch x := v.Value.(type) {
-	case int64:
-		f = float64(x)
-	case uint64:
-		f = float64(x)
-	case float64:
-		f = x
-	default:
+	f, ok := v.Float()
+	if !ok {
 		c.Errf(v, "%s must be a number from 0 to 1", key)
 		return 0
 	}

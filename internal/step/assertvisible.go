@@ -29,12 +29,9 @@ var AssertVisible = register(&Kind{
 		}
 	},
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
-		b := *st.Browser
-		if b.Visible != nil && !*b.Visible {
-			b.Not = !b.Not
+		if v := st.Browser.Visible; v != nil && !*v {
+			st = inverted(st)
 		}
-		cp := *st
-		cp.Browser = &b
-		return expectState(ctx, env, &cp, "visible", "visible", "hidden")
+		return expectState(ctx, env, st, "visible", "visible", "hidden")
 	},
 })

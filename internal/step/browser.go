@@ -98,6 +98,26 @@ func page(ctx context.Context, env Env, st *duet.Step) (Page, *duet.BrowserStep,
 	return p, b, sel, nil
 }
 
+// pageAs returns the case's page as a T, the interface of the browser
+// driver a kind needs beyond Page (Dialogs, Tabs, Emulator, ...). A driver
+// without it fails the step: "KIND: this browser cannot ..." as cannot
+// says.
+func pageAs[T any](ctx context.Context, env Env, st *duet.Step, cannot string) (T, error) {
+	var zero T
+	if st.Browser == nil && st.Evidence == nil {
+		return zero, noBody(st)
+	}
+	p, err := env.Page(ctx)
+	if err != nil {
+		return zero, err
+	}
+	t, ok := p.(T)
+	if !ok {
+		return zero, duet.Errorf(duet.CodeBrowserError, "%s: this browser %s", st.Kind, cannot)
+	}
+	return t, nil
+}
+
 // assertWait is how long an assertion step (assertText, assertURL,
 // assertVisible) retries until it holds, when the step has no timeout of its
 // own: pages render late, so assertions wait for them as a person would.

@@ -29,15 +29,7 @@ type Dialogs interface {
 }
 
 func dialogs(ctx context.Context, env Env, st *duet.Step) (Dialogs, error) {
-	p, _, _, err := page(ctx, env, st)
-	if err != nil {
-		return nil, err
-	}
-	d, ok := p.(Dialogs)
-	if !ok {
-		return nil, duet.Errorf(duet.CodeBrowserError, "%s: this browser cannot answer dialogs as told (its driver lacks Dialogs)", st.Kind)
-	}
-	return d, nil
+	return pageAs[Dialogs](ctx, env, st, "cannot answer dialogs as told (its driver lacks Dialogs)")
 }
 
 // OnDialog is the onDialog step.
@@ -91,12 +83,8 @@ var OnDialog = register(&Kind{
 	},
 })
 
-var assertDialogForm = Form{
-	Short: &Short{Type: Template, Doc: "a part of the dialog's message (as contains)"},
-	Keys: append(append(compareKeys[:len(compareKeys):len(compareKeys)],
-		Key{Name: "type", Type: Enum("alert", "confirm", "prompt", "beforeunload"), Doc: "the dialog's type (default any)"}), notKey),
-	ExactlyOne: []string{"equals", "contains", "matches"},
-}
+var assertDialogForm = pageCompareForm("a part of the dialog's message (as contains)",
+	Key{Name: "type", Type: Enum("alert", "confirm", "prompt", "beforeunload"), Doc: "the dialog's type (default any)"})
 
 // AssertDialog is the assertDialog step.
 var AssertDialog = register(&Kind{

@@ -92,15 +92,11 @@ var Emulate = register(&Kind{
 		}
 	},
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
-		p, b, _, err := page(ctx, env, st)
+		em, err := pageAs[Emulator](ctx, env, st, "cannot emulate (its driver lacks Emulator)")
 		if err != nil {
 			return "", nil, err
 		}
-		em, ok := p.(Emulator)
-		if !ok {
-			return "", nil, duet.Errorf(duet.CodeBrowserError, "emulate: this browser cannot emulate (its driver lacks Emulator)")
-		}
-		return "", nil, em.Emulate(ctx, *b.Emulate)
+		return "", nil, em.Emulate(ctx, *st.Browser.Emulate)
 	},
 })
 
@@ -128,15 +124,8 @@ func (c *Compiler) numIn(n *Node, key string, lo, hi float64, required bool) flo
 		}
 		return 0
 	}
-	var f float64
-	switch x := v.Value.(type) {
-	case int64:
-		f = float64(x)
-	case uint64:
-		f = float64(x)
-	case float64:
-		f = x
-	default:
+	f, ok := v.Float()
+	if !ok {
 		c.Errf(v, "%s must be a number", key)
 		return 0
 	}

@@ -86,14 +86,11 @@ var Evaluate = register(&Kind{
 		return "evaluate " + e
 	},
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
-		p, b, _, err := page(ctx, env, st)
+		ev, err := pageAs[Evaluator](ctx, env, st, "cannot evaluate (its driver lacks Evaluator)")
 		if err != nil {
 			return "", nil, err
 		}
-		ev, ok := p.(Evaluator)
-		if !ok {
-			return "", nil, duet.Errorf(duet.CodeBrowserError, "evaluate: this browser cannot evaluate (its driver lacks Evaluator)")
-		}
+		b := st.Browser
 		args := map[string]any{}
 		names := make([]string, 0, len(b.Args))
 		for k := range b.Args {

@@ -196,3 +196,108 @@ func (bd *body) compileCompareNot() {
 	bd.compileCompare()
 	bd.compileNot()
 }
+
+// elementOnlyForm is the form of a kind whose body is an element and
+// nothing else.
+var elementOnlyForm = elementForm("the CSS selector")
+
+// elementAction completes k, a kind that does one thing to an element and
+// has no keys of its own (check, clear, focus, hover, ...): its body is
+// the element, and running it is the element action named action.
+func elementAction(action string, k *Kind) *Kind {
+	k.Section, k.Form = Browser, elementOnlyForm
+	k.Compile = func(c *Compiler, st *duet.Step, n *Node) { compileElement(c, st, n, &elementOnlyForm) }
+	k.Run = func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
+		return act(ctx, env, st, Action{Kind: action})
+	}
+	return k
+}
+
+// valueAction completes k, a kind whose body is an element and a value
+// (fill, select), of form f: running it is the element action named
+// action with the value rendered.
+func valueAction(action string, f *Form, k *Kind) *Kind {
+	k.Section, k.Form = Browser, *f
+	k.Compile = compileValue(f)
+	k.Run = func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
+		v, err := renderOpt(env, st.Browser.Value)
+		if err != nil {
+			return "", nil, err
+		}
+		return act(ctx, env, st, Action{Kind: action, Value: v})
+	}
+	return k
+}
+
+// stateForm is the form of the assertions of an element's state.
+var stateForm = elementForm("the CSS selector", notKey)
+
+// stateAssertion completes k, an assertion of a state of an element
+// (checked, enabled, focused): its body is the element and not, and it
+// holds when the element is in state (yes; no names the opposite), or,
+// when inverse, when it is not (assertDisabled is assertEnabled with not).
+func stateAssertion(state, yes, no string, inverse bool, k *Kind) *Kind {
+	k.Section, k.Form, k.Assertion = Browser, stateForm, true
+	k.Compile = func(c *Compiler, st *duet.Step, n *Node) {
+		if bd, ok := compileElement(c, st, n, &stateForm); ok && bd.isMap {
+			bd.compileNot()
+		}
+	}
+	k.Run = func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
+		if inverse {
+			st = inverted(st)
+		}
+		return expectState(ctx, env, st, state, yes, no)
+	}
+	return k
+}
+
+// inverted returns st with not flipped.
+func inverted(st *duet.Step) *duet.Step {
+	b := *st.Browser
+	b.Not = !b.Not
+	cp := *st
+	cp.Browser = &b
+	return &cp
+}
+
+// compareForm is the form of an assertion that compares a text an element
+// shows: keys of its own, then equals, contains or matches (exactly one),
+// the locator keys and not.
+func compareForm(keys ...Key) Form {
+	return Form{
+		Keys:       append(append(append(keys, compareKeys...), locatorKeys...), notKey),
+		ExactlyOne: []string{"equals", "contains", "matches"},
+	}
+}
+
+// compareAssertion completes k, an assertion that compares a text read
+// off an element (query: text, value, attr, css) with equals, contains or
+// matches, or not. For attr and css, param is the step's key that names
+// the attribute or the property, kept in the field that field points at;
+// label names what is read, in messages, from that name ("" without one).
+func compareAssertion(query string, f *Form, param string, field func(*duet.BrowserStep) *string, label func(name string) string, k *Kind) *Kind {
+	k.Section, k.Form, k.Assertion = Browser, *f, true
+	k.Compile = func(c *Compiler, st *duet.Step, n *Node) {
+		bd, ok := compileElement(c, st, n, f)
+		if !ok {
+			return
+		}
+		if param != "" {
+			*field(bd.b) = bd.field(param, true)
+		}
+		bd.compileCompareNot()
+	}
+	k.Run = func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
+		var name string
+		if param != "" {
+			var err error
+			if name, err = render(env, *field(st.Browser)); err != nil {
+				return "", nil, err
+			}
+		}
+		what := label(name)
+		return expectCompare(ctx, env, st, func(t Target) string { return what + " of " + t.String() }, Query{Kind: query, Name: name})
+	}
+	return k
+}

@@ -1,31 +1,17 @@
 package step
 
-import (
-	"context"
-
-	"github.com/duet-test/duet"
-)
+import "github.com/duet-test/duet"
 
 var fillForm = elementForm("", Key{Name: "value", Type: Template, Required: true, Doc: "the text the field holds afterwards"})
 
 // Fill is the fill step.
-var Fill = register(&Kind{
+var Fill = register(valueAction("fill", &fillForm, &Kind{
 	Name:    duet.StepFill,
-	Section: Browser,
 	Order:   130,
 	Summary: "Fill a field: wait until it is visible, enabled and editable, clear it and put the value in as one edit (one input event, as a paste; `type` goes key by key).",
-	Form:    fillForm,
 	Example: "- fill: {selector: \"#username\", value: alice}\n- fill: {label: Email address, value: alice@example.com}\n",
 	Agent:   "`fill: {label: \"Email\", value: \"a@example.com\"}` (or `placeholder:`, `selector:`)",
-	Compile: compileValue(&fillForm),
-	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
-		v, err := renderOpt(env, st.Browser.Value)
-		if err != nil {
-			return "", nil, err
-		}
-		return act(ctx, env, st, Action{Kind: "fill", Value: v})
-	},
-})
+}))
 
 // compileValue returns the compile function of the kinds whose body is an
 // element and a value (fill, select, type).

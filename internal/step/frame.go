@@ -72,16 +72,12 @@ var Frame = register(&Kind{
 		return s
 	},
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
-		p, b, _, err := page(ctx, env, st)
+		f, err := pageAs[Framer](ctx, env, st, "cannot act in frames (its driver lacks Framer)")
 		if err != nil {
 			return "", nil, err
 		}
-		f, ok := p.(Framer)
-		if !ok {
-			return "", nil, duet.Errorf(duet.CodeBrowserError, "frame: this browser cannot act in frames (its driver lacks Framer)")
-		}
 		var chain []*duet.Locator
-		for _, l := range b.Frame {
+		for _, l := range st.Browser.Frame {
 			r, err := renderLocator(env, l)
 			if err != nil {
 				return "", nil, err

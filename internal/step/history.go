@@ -34,13 +34,9 @@ func historyKind(name string, order int, summary, agent string) *Kind {
 			}
 		},
 		Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
-			p, _, _, err := page(ctx, env, st)
+			h, err := pageAs[Historian](ctx, env, st, "cannot go through its history (its driver lacks Historian)")
 			if err != nil {
 				return "", nil, err
-			}
-			h, ok := p.(Historian)
-			if !ok {
-				return "", nil, duet.Errorf(duet.CodeBrowserError, "%s: this browser cannot go through its history (its driver lacks Historian)", name)
 			}
 			return "", nil, h.History(ctx, name)
 		},

@@ -64,15 +64,7 @@ type Response struct {
 
 // router returns the case's page as a Router.
 func router(ctx context.Context, env Env, st *duet.Step) (Router, error) {
-	p, err := env.Page(ctx)
-	if err != nil {
-		return nil, err
-	}
-	r, ok := p.(Router)
-	if !ok {
-		return nil, duet.Errorf(duet.CodeBrowserError, "%s: this browser cannot route requests (its driver lacks Router)", st.Kind)
-	}
-	return r, nil
+	return pageAs[Router](ctx, env, st, "cannot route requests (its driver lacks Router)")
 }
 
 // GlobRegexp returns the regular expression of a URL glob: ** matches any

@@ -90,6 +90,22 @@ func (n *Node) Int() (int64, bool) {
 	return 0, false
 }
 
+// Float returns a number, whole or not; false for anything else.
+func (n *Node) Float() (float64, bool) {
+	if n == nil || n.Type != ScalarNode {
+		return 0, false
+	}
+	switch v := n.Value.(type) {
+	case int64:
+		return float64(v), true
+	case uint64:
+		return float64(v), true
+	case float64:
+		return v, true
+	}
+	return 0, false
+}
+
 // Plain converts the node to plain JSON-like Go values.
 func (n *Node) Plain() any {
 	if n == nil {

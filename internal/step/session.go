@@ -70,15 +70,8 @@ func sessionParts(ctx context.Context, env Env, st *duet.Step) (StorageKeeper, S
 	if !ok {
 		return nil, nil, duet.Errorf(duet.CodeSessionNotFound, "%s: this engine keeps no browser sessions", st.Kind)
 	}
-	p, err := env.Page(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	sk, ok := p.(StorageKeeper)
-	if !ok {
-		return nil, nil, duet.Errorf(duet.CodeBrowserError, "%s: this browser cannot read or set its storage (its driver lacks StorageKeeper)", st.Kind)
-	}
-	return sk, keep, nil
+	sk, err := pageAs[StorageKeeper](ctx, env, st, "cannot read or set its storage (its driver lacks StorageKeeper)")
+	return sk, keep, err
 }
 
 func compileSessionName(c *Compiler, st *duet.Step, n *Node) {

@@ -22,15 +22,8 @@ type Tabs interface {
 }
 
 func tabs(ctx context.Context, env Env, st *duet.Step) (Tabs, *duet.BrowserStep, error) {
-	p, b, _, err := page(ctx, env, st)
-	if err != nil {
-		return nil, nil, err
-	}
-	t, ok := p.(Tabs)
-	if !ok {
-		return nil, nil, duet.Errorf(duet.CodeBrowserError, "%s: this browser cannot follow tabs (its driver lacks Tabs)", st.Kind)
-	}
-	return t, b, nil
+	t, err := pageAs[Tabs](ctx, env, st, "cannot follow tabs (its driver lacks Tabs)")
+	return t, st.Browser, err
 }
 
 // WaitForPopup is the waitForPopup step.

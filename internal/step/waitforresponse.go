@@ -49,19 +49,11 @@ var WaitForResponse = register(&Kind{
 		return "waitForResponse"
 	},
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
-		if st.Browser == nil || st.Browser.Request == nil {
-			return "", nil, noBody(st)
-		}
-		m := st.Browser.Request
-		re, err := urlPattern(env, m.URL, m.URLMatches)
+		rt, f, err := requestFilter(ctx, env, st)
 		if err != nil {
 			return "", nil, err
 		}
-		rt, err := router(ctx, env, st)
-		if err != nil {
-			return "", nil, err
-		}
-		resp, err := rt.WaitForResponse(ctx, RequestFilter{URL: re, Method: m.Method, Status: m.Status})
+		resp, err := rt.WaitForResponse(ctx, f)
 		if err != nil {
 			return "", nil, err
 		}
@@ -137,19 +129,11 @@ var ExpectRequest = register(&Kind{
 		return "expectRequest"
 	},
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
-		if st.Browser == nil || st.Browser.Request == nil {
-			return "", nil, noBody(st)
+		rt, f, err := requestFilter(ctx, env, st)
+		if err != nil {
+			return "", nil, err
 		}
 		m := st.Browser.Request
-		re, err := urlPattern(env, m.URL, m.URLMatches)
-		if err != nil {
-			return "", nil, err
-		}
-		rt, err := router(ctx, env, st)
-		if err != nil {
-			return "", nil, err
-		}
-		f := RequestFilter{URL: re, Method: m.Method}
 		var got []string
 		err = retry(ctx, st, func(context.Context) error {
 			var unlogged int
@@ -202,4 +186,22 @@ func compileRequestStep(c *Compiler, st *duet.Step, n *Node, keys []string) (*bo
 	c.AllowKeys(n, keys...)
 	m.URL, m.URLMatches, m.Method = compileURLMatch(c, st, n)
 	return bd, m, true
+}
+
+// requestFilter returns the case's page as a Router and the filter of the
+// requests the step st (waitForResponse, expectRequest) waits for.
+func requestFilter(ctx context.Context, env Env, st *duet.Step) (Router, RequestFilter, error) {
+	if st.Browser == nil || st.Browser.Request == nil {
+		return nil, RequestFilter{}, noBody(st)
+	}
+	m := st.Browser.Request
+	re, err := urlPattern(env, m.URL, m.URLMatches)
+	if err != nil {
+		return nil, RequestFilter{}, err
+	}
+	rt, err := router(ctx, env, st)
+	if err != nil {
+		return nil, RequestFilter{}, err
+	}
+	return rt, RequestFilter{URL: re, Method: m.Method, Status: m.Status}, nil
 }
