@@ -134,7 +134,7 @@ func retryable(x *duet.Execution) bool {
 // attempt, runs its steps within the case's timeout and stores how it
 // ended.
 func (e *Engine) executeAttempt(ctx context.Context, w *runWrites, rs *runScope, x *duet.Execution, drain <-chan struct{}) (known int, finished bool) {
-	cr, ok := e.startAttempt(ctx, w, rs, x)
+	cr, from, ok := e.startAttempt(ctx, w, rs, x)
 	if !ok {
 		return 0, false
 	}
@@ -149,28 +149,28 @@ func (e *Engine) executeAttempt(ctx context.Context, w *runWrites, rs *runScope,
 	}
 	cctx, cancel := context.WithTimeoutCause(ctx, timeout, errCaseTimeout)
 	defer cancel()
-	afterRan, ok := cr.runSteps(ctx, cctx, drain)
+	afterRan, ok := cr.runSteps(ctx, cctx, from, drain)
 	if !ok {
 		return 0, false
 	}
 	return cr.finishAttempt(ctx, cctx, afterRan)
 }
 
-// startAttempt stores that an attempt at x starts (from the step it
-// resumes at, with the variables stored before it) and returns the
+// startAttempt stores that an attempt at x starts — from the step it
+// resumes at (from), with the variables stored before it — and returns the
 // attempt's caseRun; false when the start could not be stored.
-func (e *Engine) startAttempt(ctx context.Context, w *runWrites, rs *runScope, x *duet.Execution) (*caseRun, bool) {
+func (e *Engine) startAttempt(ctx context.Context, w *runWrites, rs *runScope, x *duet.Execution) (cr *caseRun, from int, ok bool) {
 	run := rs.run
-	from := resumeAt(x)
-	x.ResumeFrom = from
+	from = resumeAt(x)
+	x.ResumeFrom = from // the store starts the execution there (and clears it)
 	now := time.Now()
 	x.StartedAt = &now
 	if err := w.do(ctx, func(ctx context.Context, l duet.Lease) error { return e.store.StartExecution(ctx, l, x) }); err != nil {
 		e.log.ErrorContext(ctx, "starting execution", "execution", x.ID, "err", err)
-		return nil, false
+		return nil, 0, false
 	}
 	e.emit(Event{RunID: run.ID, ExecutionID: x.ID, CaseTitle: x.CaseTitle, Status: duet.StatusRunning})
-	cr := &caseRun{e: e, w: w, run: run, task: rs.task, x: x, saved: map[string]any{}, secrets: rs.secrets, vars: rs.builtins(), aiTokens: &rs.aiTokens}
+	cr = &caseRun{e: e, w: w, run: run, task: rs.task, x: x, saved: map[string]any{}, secrets: rs.secrets, vars: rs.builtins(), aiTokens: &rs.aiTokens}
 	if x.Row != nil {
 		cr.vars["row"] = x.Row
 	}
@@ -184,7 +184,7 @@ func (e *Engine) startAttempt(ctx context.Context, w *runWrites, rs *runScope, x
 		cr.stored = x.Vars
 		e.log.InfoContext(ctx, "case resumed", "run", run.ID, "execution", x.ID, "step", from)
 	}
-	return cr, true
+	return cr, from, true
 }
 
 // attemptState is how an attempt's steps have gone so far.
@@ -193,14 +193,14 @@ type attemptState struct {
 	soft   *duet.StepResult // the first soft assertion that failed
 }
 
-// runSteps runs the attempt's steps from x.ResumeFrom: the case's steps
+// runSteps runs the attempt's steps from step from: the case's steps
 // under cctx until one fails or cctx ends, the rest recorded skipped. The
 // afterEach steps run whatever became of the case before them — failed,
 // out of time, cancelled — under a context of their own (cleanupContext),
 // unless the run is handed back; afterRan says whether that context was
 // opened. ok false: the attempt stopped short (handed back, suspended for
 // the next holder, a write failed) and is left as it is.
-func (cr *caseRun) runSteps(ctx, cctx context.Context, drain <-chan struct{}) (afterRan, ok bool) {
+func (cr *caseRun) runSteps(ctx, cctx context.Context, from int, drain <-chan struct{}) (afterRan, ok bool) {
 	x := cr.x
 	x.Status = duet.StatusPassed
 	var as attemptState
@@ -210,7 +210,7 @@ func (cr *caseRun) runSteps(ctx, cctx context.Context, drain <-chan struct{}) (a
 		}
 	}
 	var after context.Context
-	for i := x.ResumeFrom; i < len(x.Steps); i++ {
+	for i := from; i < len(x.Steps); i++ {
 		st := &x.Steps[i]
 		res := &duet.StepResult{Index: st.Index, Kind: st.Kind, Name: st.Name, Hook: st.Hook, Status: duet.StatusSkipped}
 		if !as.failed && cctx.Err() == nil && closed(drain) && cr.resumable(i) {
