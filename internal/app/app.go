@@ -224,11 +224,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 			if err != nil {
 				return nil, err
 			}
-			out := &catalog.CaseReview{Destinations: r.Destinations, DestinationsHash: r.DestinationsHash}
-			for _, pc := range r.Calls {
-				out.Calls = append(out.Calls, catalog.PendingCall{Step: pc.Step, Name: pc.Name, ServerKey: pc.ServerKey, ServerName: pc.ServerName, Tool: pc.Tool})
-			}
-			return out, nil
+			return &catalog.CaseReview{Calls: r.Calls, Destinations: r.Destinations, DestinationsHash: r.DestinationsHash}, nil
 		},
 	})
 	mo := mcpserver.Options{}
