@@ -1,53 +1,13 @@
 package app
 
 import (
-	"context"
-
-	"github.com/duet-test/duet"
-	"github.com/duet-test/duet/internal/browser"
-	"github.com/duet-test/duet/internal/browser/android"
 	"github.com/duet-test/duet/internal/recorder"
 )
-
-// LiveSession opens a browser session of device for the console's
-// recorder, through the same driver and network guard as a run's case
-// (NewSession): the default pool, a remote browser, or a phone.
-func (b *Browsers) LiveSession(ctx context.Context, device string) (*browser.Session, func(), error) {
-	d, err := ParseDevice(device)
-	if err != nil {
-		return nil, nil, err
-	}
-	if d.Android != "" {
-		if b.Android == nil {
-			return nil, nil, duet.Errorf(duet.CodeBrowserUnavailable, "Android phones are not available in this process")
-		}
-		s, err := b.Android.NewSession(ctx, android.Prefix+d.Android)
-		if err != nil {
-			return nil, nil, err
-		}
-		return s.Session, s.Close, nil
-	}
-	preset, err := browser.DeviceByName(d.Preset)
-	if err != nil {
-		return nil, nil, err
-	}
-	pool := b.Default
-	if d.Browser != "" {
-		if pool, err = b.remote(d.Browser); err != nil {
-			return nil, nil, err
-		}
-	}
-	s, err := pool.NewSession(ctx, preset)
-	if err != nil {
-		return nil, nil, err
-	}
-	return s, s.Close, nil
-}
 
 // newRecorder returns the console's recorder over the engine's browsers.
 func (a *App) newRecorder() *recorder.Manager {
 	return recorder.New(recorder.Options{
-		Open: a.browsers.LiveSession, MaxPerUser: a.Config.RecorderSessionsPerUser,
+		Open: a.browsers.Session, MaxPerUser: a.Config.RecorderSessionsPerUser,
 		IdleTimeout: a.Config.RecorderIdleTimeout, Logger: a.Logger,
 	})
 }
