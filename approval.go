@@ -176,3 +176,15 @@ func (t *MCPTool) ReadOnly() bool {
 	}
 	return json.Unmarshal(t.Annotations, &a) == nil && a.ReadOnly
 }
+
+// PendingCall is a step of a case version that needs its executor's
+// approval before it calls a tool with the executor's credentials (what
+// the engine's review of a version finds, and what the catalog asks the
+// executor about).
+type PendingCall struct {
+	Step       int    `json:"step"` // from 1
+	Name       string `json:"name"`
+	ServerKey  string `json:"serverKey"`
+	ServerName string `json:"serverName,omitempty"` // as the author wrote it
+	Tool       string `json:"tool"`
+}

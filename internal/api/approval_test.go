@@ -7,7 +7,7 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/api"
-	"github.com/duet-test/duet/internal/api/apitest"
+	"github.com/duet-test/duet/internal/app/apptest"
 )
 
 // TestCaseApprovalShowsDestinations: over REST, bob's view of a case alice
@@ -18,12 +18,12 @@ import (
 // approval no longer holds.
 func TestCaseApprovalShowsDestinations(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t, nil)
+	e := apptest.New(t, nil)
 	e.RegisterOrders("alice")
 	e.RegisterOrders("bob")
 	apply := func(base string) *duet.ApplyResult {
 		t.Helper()
-		status, b, _ := e.Call("alice", "POST", "/api/v1/tasks", api.ApplyIn{Source: apitest.OrdersSuite("digest", base, "bob", "https://collector.example/in")})
+		status, b, _ := e.Call("alice", "POST", "/api/v1/tasks", api.ApplyIn{Source: apptest.OrdersSuite("digest", base, "bob", "https://collector.example/in")})
 		if status != http.StatusOK && status != http.StatusCreated {
 			t.Fatalf("apply: %d %s", status, b)
 		}
@@ -48,7 +48,7 @@ func TestCaseApprovalShowsDestinations(t *testing.T) {
 	if own := get("alice"); own.Needed {
 		t.Fatalf("alice's own case: %+v", own)
 	}
-	if status, b, _ := e.Call("bob", "POST", path, api.ApprovalIn{Version: 1, DestinationsHash: "0123"}); status != http.StatusConflict || apitest.ErrCode(b) != duet.CodeConflict {
+	if status, b, _ := e.Call("bob", "POST", path, api.ApprovalIn{Version: 1, DestinationsHash: "0123"}); status != http.StatusConflict || apptest.ErrCode(b) != duet.CodeConflict {
 		t.Fatalf("approving other destinations: %d %s", status, b)
 	}
 	status, b, _ := e.Call("bob", "POST", path, api.ApprovalIn{Version: 1, DestinationsHash: ap.DestinationsHash})

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/duet-test/duet"
-	"github.com/duet-test/duet/internal/api/apitest"
+	"github.com/duet-test/duet/internal/app/apptest"
 )
 
 // TestRESTDoors: the REST API takes a personal token, a gateway key with
@@ -16,9 +16,9 @@ import (
 // REST error shape, and each refusal is audited.
 func TestRESTDoors(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t, map[string]string{"DUET_GATEWAY_API_KEYS": "gateway-key-0123456789", "DUET_ALLOWED_HOSTS": "duet.example"})
+	e := apptest.New(t, map[string]string{"DUET_GATEWAY_API_KEYS": "gateway-key-0123456789", "DUET_ALLOWED_HOSTS": "duet.example"})
 	status, b, _ := e.Call("", "GET", "/api/v1/tasks", nil)
-	if status != 401 || apitest.ErrCode(b) != duet.CodeUnauthenticated {
+	if status != 401 || apptest.ErrCode(b) != duet.CodeUnauthenticated {
 		t.Fatalf("no credentials: %d %s", status, b)
 	}
 	status, b, _ = e.Call("", "GET", "/api/v1/me", nil, "X-Api-Key", "gateway-key-0123456789", "SSO-Emp-Id", "dave")
@@ -26,7 +26,7 @@ func TestRESTDoors(t *testing.T) {
 		t.Fatalf("gateway: %d %s", status, b)
 	}
 	status, b, _ = e.Call("alice", "GET", "/api/v1/tasks", nil, "Origin", "https://evil.example")
-	if status != 403 || apitest.ErrCode(b) != duet.CodePermissionDenied {
+	if status != 403 || apptest.ErrCode(b) != duet.CodePermissionDenied {
 		t.Fatalf("foreign origin: %d %s", status, b)
 	}
 	// Served under an allowed name (behind a proxy that ends TLS), the
@@ -46,7 +46,7 @@ func TestRESTDoors(t *testing.T) {
 		}
 	}
 	status, b, _ = e.Call("alice", "GET", "/api/v1/nope", nil)
-	if status != 404 || apitest.ErrCode(b) != duet.CodeNotFound {
+	if status != 404 || apptest.ErrCode(b) != duet.CodeNotFound {
 		t.Fatalf("unknown route: %d %s", status, b)
 	}
 
@@ -100,7 +100,7 @@ func TestRESTDoors(t *testing.T) {
 // refused with INVALID_ARGUMENT or TOO_LARGE before anything runs.
 func TestRESTBodiesAreStrict(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t, map[string]string{"DUET_MAX_BODY_BYTES": "2048"})
+	e := apptest.New(t, map[string]string{"DUET_MAX_BODY_BYTES": "2048"})
 	for name, body := range map[string]string{
 		"unknown member":  `{"name":"x","admin":true}`,
 		"miscased member": `{"Name":"x"}`,
@@ -111,12 +111,12 @@ func TestRESTBodiesAreStrict(t *testing.T) {
 		"empty":           ``,
 	} {
 		status, b, _ := e.CallRaw("alice", "POST", "/api/v1/tokens", body)
-		if status != 400 || apitest.ErrCode(b) != duet.CodeInvalidArgument {
+		if status != 400 || apptest.ErrCode(b) != duet.CodeInvalidArgument {
 			t.Errorf("%s: %d %s, want 400 INVALID_ARGUMENT", name, status, b)
 		}
 	}
 	status, b, _ := e.CallRaw("alice", "POST", "/api/v1/tokens", `{"name":"`+strings.Repeat("x", 4096)+`"}`)
-	if status != 413 || apitest.ErrCode(b) != duet.CodeTooLarge {
+	if status != 413 || apptest.ErrCode(b) != duet.CodeTooLarge {
 		t.Errorf("oversized body: %d %s", status, b)
 	}
 	if toks, _ := e.App.Store.FindTokens(t.Context(), "alice"); len(toks) != 1 {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/api"
-	"github.com/duet-test/duet/internal/api/apitest"
+	"github.com/duet-test/duet/internal/app/apptest"
 )
 
 // TestSaveCaseChangesOnlyThatCase: the recorder's save, for the task's
@@ -19,7 +19,7 @@ import (
 // a draft of theirs; for anyone else the task is NOT_FOUND.
 func TestSaveCaseChangesOnlyThatCase(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t, nil)
+	e := apptest.New(t, nil)
 	svc := e.App.API
 	alice := duet.Caller{UserID: "alice", Source: duet.SourceWeb}
 	src := "task:\n  name: shop\n  baseURL: http://127.0.0.1:9\n  sharedWith: [bob]\n  schedule:\n    - {name: nightly, cron: \"0 2 * * *\"}\n" +

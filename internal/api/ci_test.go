@@ -17,7 +17,7 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/api"
-	"github.com/duet-test/duet/internal/api/apitest"
+	"github.com/duet-test/duet/internal/app/apptest"
 )
 
 // docBlock returns the fenced block that follows <!-- name --> in
@@ -48,7 +48,7 @@ func TestCIScriptAgainstServer(t *testing.T) {
 			t.Fatalf("the pipeline scripts need %s: %v", tool, err)
 		}
 	}
-	e := apitest.Serve(t, nil)
+	e := apptest.Serve(t, nil)
 	apply := func(name, assert string) string {
 		src := "task:\n  name: " + name + "\n  baseURL: http://127.0.0.1:9\ncases:\n  - key: sums\n    title: sums add up\n    steps:\n      - set: {x: '1 + 1'}\n      - assert: " + assert + "\n"
 		status, body, _ := e.Call("alice", "POST", "/api/v1/tasks", api.ApplyIn{Source: src})
@@ -153,8 +153,8 @@ func decodeInto(t *testing.T, b []byte, v any) {
 // and its run, alice's, passes. It waits for the event, up to two slots.
 func TestScheduleFiresEndToEnd(t *testing.T) {
 	t.Parallel()
-	e := apitest.Serve(t, nil)
-	status, body, _ := e.Call("alice", "POST", "/api/v1/tasks", api.ApplyIn{Source: apitest.Suite("every-minute")})
+	e := apptest.Serve(t, nil)
+	status, body, _ := e.Call("alice", "POST", "/api/v1/tasks", api.ApplyIn{Source: apptest.Suite("every-minute")})
 	if status >= 300 {
 		t.Fatalf("apply: %d %s", status, body)
 	}

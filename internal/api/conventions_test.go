@@ -7,7 +7,7 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/api"
-	"github.com/duet-test/duet/internal/api/apitest"
+	"github.com/duet-test/duet/internal/app/apptest"
 	"github.com/duet-test/duet/internal/catalog"
 )
 
@@ -25,7 +25,7 @@ type runList struct {
 // missing Idempotency-Key are refused in plain words.
 func TestRESTConventions(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t, nil)
+	e := apptest.New(t, nil)
 
 	for _, c := range []struct{ method, path, allow string }{
 		{"PUT", "/api/v1/tasks", "GET, HEAD, POST"},
@@ -38,20 +38,20 @@ func TestRESTConventions(t *testing.T) {
 	} {
 		for _, user := range []string{"alice", ""} {
 			status, b, resp := e.Call(user, c.method, c.path, nil)
-			if status != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != c.allow || apitest.ErrCode(b) != "METHOD_NOT_ALLOWED" ||
+			if status != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != c.allow || apptest.ErrCode(b) != "METHOD_NOT_ALLOWED" ||
 				!strings.Contains(string(b), c.allow) {
 				t.Errorf("%s %s as %q: %d Allow %q %s, want 405 METHOD_NOT_ALLOWED, Allow %q", c.method, c.path, user, status, resp.Header.Get("Allow"), b, c.allow)
 			}
 		}
 	}
 	for _, p := range []string{"/api/v1/nothing", "/api/v1/tasks/t/nothing", "/api/v1/runs/a/b/c"} {
-		if status, b, _ := e.Call("alice", "PUT", p, nil); status != http.StatusNotFound || apitest.ErrCode(b) != duet.CodeNotFound {
+		if status, b, _ := e.Call("alice", "PUT", p, nil); status != http.StatusNotFound || apptest.ErrCode(b) != duet.CodeNotFound {
 			t.Errorf("PUT %s: %d %s, want 404 NOT_FOUND", p, status, b)
 		}
 	}
 
 	// A run: 201 with its Location, which serves it.
-	status, b, _ := e.Call("alice", "POST", api.Prefix+"/tasks", api.ApplyIn{Source: apitest.Suite("plain")})
+	status, b, _ := e.Call("alice", "POST", api.Prefix+"/tasks", api.ApplyIn{Source: apptest.Suite("plain")})
 	if status != http.StatusCreated {
 		t.Fatalf("apply: %d %s", status, b)
 	}
@@ -114,7 +114,7 @@ func TestRESTConventions(t *testing.T) {
 		"/assets/skill/alice/x?version=0":       "version must be a whole number from 1",
 	} {
 		status, b, _ := e.Call("alice", "GET", api.Prefix+path, nil)
-		if status != http.StatusBadRequest || apitest.ErrCode(b) != duet.CodeInvalidArgument || !strings.Contains(string(b), want) || strings.Contains(string(b), "/properties") {
+		if status != http.StatusBadRequest || apptest.ErrCode(b) != duet.CodeInvalidArgument || !strings.Contains(string(b), want) || strings.Contains(string(b), "/properties") {
 			t.Errorf("GET %s: %d %s, want 400 %q", path, status, b, want)
 		}
 	}

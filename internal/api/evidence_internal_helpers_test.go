@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/duet-test/duet"
-	"github.com/duet-test/duet/internal/api/apitest"
+	"github.com/duet-test/duet/internal/app/apptest"
 )
 
 // pngOf is a w×h PNG of one colour.
@@ -29,7 +29,7 @@ func pngOf(t *testing.T, w, h int, c color.RGBA) []byte {
 
 // baselines records, as alice's runs would, a first baseline of the
 // task's case and a candidate that differs from it.
-func baselines(t *testing.T, e *apitest.Env, taskID, caseID string) (first, candidate *duet.Baseline) {
+func baselines(t *testing.T, e *apptest.Env, taskID, caseID string) (first, candidate *duet.Baseline) {
 	t.Helper()
 	key := duet.BaselineKey{TaskID: taskID, CaseID: caseID, Name: "home", Device: "desktop", Environment: "http://shop", Owner: "alice"}
 	ratio := 1.0

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/duet-test/duet"
-	"github.com/duet-test/duet/internal/api/apitest"
+	"github.com/duet-test/duet/internal/app/apptest"
 )
 
 // TestRESTInputStrict: the query string is read once, strictly, as the
@@ -15,7 +15,7 @@ import (
 // record.
 func TestRESTInputStrict(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t, nil)
+	e := apptest.New(t, nil)
 	for _, path := range []string{
 		"/api/v1/tasks?limt=5",                     // a typo is not ignored
 		"/api/v1/tasks?limit=1&limit=1000",         // which one?
@@ -24,7 +24,7 @@ func TestRESTInputStrict(t *testing.T) {
 		"/api/v1/runs?status=queued&status=failed", // repeated
 		"/api/v1/audit?user=alice;limit=5",         // a semicolon is no separator
 	} {
-		if status, b, _ := e.Call("alice", "GET", path, nil); status != 400 || apitest.ErrCode(b) != duet.CodeInvalidArgument {
+		if status, b, _ := e.Call("alice", "GET", path, nil); status != 400 || apptest.ErrCode(b) != duet.CodeInvalidArgument {
 			t.Errorf("GET %s: %d %s, want 400 INVALID_ARGUMENT", path, status, b)
 		}
 	}
@@ -52,7 +52,7 @@ func TestRESTInputStrict(t *testing.T) {
 // among them — is never kept by a cache, and never read as another type.
 func TestRESTAnswersNotCached(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t, nil)
+	e := apptest.New(t, nil)
 	for _, c := range []struct {
 		method, path string
 		body         any

@@ -13,7 +13,7 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/api"
-	"github.com/duet-test/duet/internal/api/apitest"
+	"github.com/duet-test/duet/internal/app/apptest"
 	"github.com/duet-test/duet/internal/report"
 )
 
@@ -24,8 +24,8 @@ import (
 // attachments= without format=junit is refused.
 func TestJUnitZipOverREST(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t, nil)
-	src := strings.Replace(apitest.Suite("evidence"), "  baseURL: http://127.0.0.1:9\n", "  baseURL: http://127.0.0.1:9\n  sharedWith: [bob]\n", 1)
+	e := apptest.New(t, nil)
+	src := strings.Replace(apptest.Suite("evidence"), "  baseURL: http://127.0.0.1:9\n", "  baseURL: http://127.0.0.1:9\n  sharedWith: [bob]\n", 1)
 	status, body, _ := e.Call("alice", "POST", api.Prefix+"/tasks", api.ApplyIn{Source: src})
 	if status != 200 && status != 201 {
 		t.Fatalf("apply: %d %s", status, body)
@@ -89,7 +89,7 @@ func TestJUnitZipOverREST(t *testing.T) {
 	if files := unzipAll(t, body); len(files) != 1 || len(attached(t, files["junit.xml"])) != 0 {
 		t.Errorf("bob's zip holds alice's evidence: %d files", len(files))
 	}
-	if status, body, _ = e.Call("alice", "GET", api.Prefix+"/runs/"+l.RunID+"/report?format=html&attachments=zip", nil); status != 400 || apitest.ErrCode(body) != duet.CodeInvalidArgument {
+	if status, body, _ = e.Call("alice", "GET", api.Prefix+"/runs/"+l.RunID+"/report?format=html&attachments=zip", nil); status != 400 || apptest.ErrCode(body) != duet.CodeInvalidArgument {
 		t.Errorf("attachments with html: %d %s", status, body)
 	}
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/duet-test/duet/internal/api/apitest"
+	"github.com/duet-test/duet/internal/app/apptest"
 )
 
 // metaSchema is the official OpenAPI 3.1 schema (testdata/README.md).
@@ -38,7 +38,7 @@ func metaSchema(t *testing.T) *jsonschema.Resolved {
 func TestOpenAPIDocumentIsValid(t *testing.T) {
 	t.Parallel()
 	meta := metaSchema(t)
-	e := apitest.New(t, nil)
+	e := apptest.New(t, nil)
 	status, body, _ := e.Call("", "GET", "/api/v1/openapi.json", nil)
 	if status != 200 {
 		t.Fatalf("openapi.json: %d %s", status, body)
@@ -105,7 +105,7 @@ func firstOperation(d map[string]any) map[string]any {
 // limit its maximum.
 func TestOpenAPIForTypedClients(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t, nil)
+	e := apptest.New(t, nil)
 	_, body, _ := e.Call("", "GET", "/api/v1/openapi.json", nil)
 	var d map[string]any
 	if err := json.Unmarshal(body, &d); err != nil {

@@ -15,7 +15,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/duet-test/duet"
-	"github.com/duet-test/duet/internal/api/apitest"
+	"github.com/duet-test/duet/internal/app/apptest"
 )
 
 // doc is the parts of the OpenAPI document the tests read.
@@ -80,7 +80,7 @@ var templateParam = regexp.MustCompile(`\{([^}]+)\}`)
 // for every 4xx and 5xx per operation, security schemes that exist, and
 // every schema a valid JSON Schema 2020-12 (the document's dialect) that
 // resolves.
-func loadDoc(t *testing.T, e *apitest.Env) (doc, map[string]*documented) {
+func loadDoc(t *testing.T, e *apptest.Env) (doc, map[string]*documented) {
 	t.Helper()
 	status, body, resp := e.Call("", "GET", "/api/v1/openapi.json", nil)
 	if status != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
@@ -214,7 +214,7 @@ func loadDoc(t *testing.T, e *apitest.Env) (doc, map[string]*documented) {
 // answers as documented: the success status, the content type and a body
 // the response schema accepts; or, when wantErr is set, that error with
 // the Error schema.
-func check(t *testing.T, e *apitest.Env, ops map[string]*documented, seen map[string]bool, user, id string, params map[string]string, body any, wantErr duet.Code, hdr ...string) []byte {
+func check(t *testing.T, e *apptest.Env, ops map[string]*documented, seen map[string]bool, user, id string, params map[string]string, body any, wantErr duet.Code, hdr ...string) []byte {
 	t.Helper()
 	d := ops[id]
 	if d == nil {
@@ -234,7 +234,7 @@ func check(t *testing.T, e *apitest.Env, ops map[string]*documented, seen map[st
 	status, b, resp := e.Call(user, d.method, path, body, hdr...)
 	where := fmt.Sprintf("%s (%s %s) as %s", id, d.method, path, user)
 	if wantErr != "" {
-		if got := apitest.ErrCode(b); got != wantErr {
+		if got := apptest.ErrCode(b); got != wantErr {
 			t.Fatalf("%s: got %d %s, want the error %s", where, status, b, wantErr)
 		}
 		return b

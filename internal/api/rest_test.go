@@ -11,7 +11,7 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/api"
-	"github.com/duet-test/duet/internal/api/apitest"
+	"github.com/duet-test/duet/internal/app/apptest"
 	"github.com/duet-test/duet/internal/catalog"
 	"github.com/duet-test/duet/internal/postgres/pgtest"
 	"github.com/duet-test/duet/internal/report"
@@ -39,7 +39,7 @@ func TestRESTOnPostgres(t *testing.T) {
 }
 
 func testREST(t *testing.T, vars map[string]string) {
-	e := apitest.New(t, vars)
+	e := apptest.New(t, vars)
 	_, ops := loadDoc(t, e)
 	seen := map[string]bool{}
 	do := func(user, id string, params map[string]string, body any, hdr ...string) []byte {
@@ -62,7 +62,7 @@ func testREST(t *testing.T, vars map[string]string) {
 	if me.User != "alice" || me.Admin {
 		t.Fatalf("getMe: %+v", me)
 	}
-	applied := decode[duet.ApplyResult](t, do("alice", "createOrUpdateTasks", nil, api.ApplyIn{Source: apitest.Suite("plain")}))
+	applied := decode[duet.ApplyResult](t, do("alice", "createOrUpdateTasks", nil, api.ApplyIn{Source: apptest.Suite("plain")}))
 	taskID := applied.Task.ID
 	tasks := decode[catalog.ListTasksOut](t, do("alice", "listTasks", p("?", "query=plain"), nil))
 	if tasks.Total != 1 || tasks.Tasks[0].ID != taskID {
@@ -465,8 +465,8 @@ var _ = url.QueryEscape
 // refused with TOO_LARGE (413) as it is written, not rendered whole first.
 func TestReportStopsAtTheResultLimit(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t, map[string]string{"DUET_MAX_RESULT_BYTES": "8192"})
-	status, body, _ := e.Call("alice", "POST", api.Prefix+"/tasks", api.ApplyIn{Source: apitest.Suite("plain")})
+	e := apptest.New(t, map[string]string{"DUET_MAX_RESULT_BYTES": "8192"})
+	status, body, _ := e.Call("alice", "POST", api.Prefix+"/tasks", api.ApplyIn{Source: apptest.Suite("plain")})
 	if status != 200 && status != 201 {
 		t.Fatalf("apply: %d %s", status, body)
 	}

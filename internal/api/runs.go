@@ -358,11 +358,12 @@ const progressPoll = 300 * time.Millisecond
 // progressPoll). Returns NOT_FOUND, RATE_LIMITED.
 func (s *Service) FollowRun(ctx context.Context, c duet.Caller, runID string, send func(Progress) error) error {
 	op := catalog.Op{Caller: c, Method: "followRun", Stream: true}
-	ctx, release, err := s.d.Catalog.Admit(ctx, op)
+	slot, err := s.d.Catalog.Admit(op)
 	if err != nil {
 		return err // audited
 	}
-	defer release()
+	defer slot.Release()
+	op.Slot = slot
 	ctx, cancel := context.WithTimeout(ctx, s.d.Catalog.Limits().StreamTimeout)
 	defer cancel()
 	return s.d.Catalog.Govern(ctx, op, func(ctx context.Context) (int, error) {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/api"
-	"github.com/duet-test/duet/internal/api/apitest"
+	"github.com/duet-test/duet/internal/app/apptest"
 	"github.com/duet-test/duet/internal/catalog"
 	"github.com/duet-test/duet/internal/httpapi"
 )
@@ -24,8 +24,8 @@ import (
 // and a closed stream gives its place back.
 func TestProgressStreamsBudgeted(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t, map[string]string{"DUET_MAX_PER_CALLER": "2"})
-	status, b, _ := e.Call("alice", "POST", "/api/v1/tasks", api.ApplyIn{Source: apitest.Suite("streamed")})
+	e := apptest.New(t, map[string]string{"DUET_MAX_PER_CALLER": "2"})
+	status, b, _ := e.Call("alice", "POST", "/api/v1/tasks", api.ApplyIn{Source: apptest.Suite("streamed")})
 	if status != 201 && status != 200 {
 		t.Fatalf("apply: %d %s", status, b)
 	}
@@ -63,7 +63,7 @@ func TestProgressStreamsBudgeted(t *testing.T) {
 	}
 	open("alice")
 	status, body, _ := open("alice")
-	if status != http.StatusTooManyRequests || apitest.ErrCode([]byte(body)) != duet.CodeRateLimited {
+	if status != http.StatusTooManyRequests || apptest.ErrCode([]byte(body)) != duet.CodeRateLimited {
 		t.Fatalf("alice's third stream: %d %s, want 429 RATE_LIMITED", status, body)
 	}
 	if status, body, _ := open("bob"); status != 200 {
@@ -96,7 +96,7 @@ func TestProgressStreamsBudgeted(t *testing.T) {
 // budget.
 func TestMCPListenStreamsBudgeted(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t, map[string]string{"DUET_MAX_PER_CALLER": "2"})
+	e := apptest.New(t, map[string]string{"DUET_MAX_PER_CALLER": "2"})
 	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},` +
 		`"io.modelcontextprotocol/clientInfo":{"name":"listen","version":"1"}}`
 	listen := func(user string, id int) (int, string, func()) {
@@ -156,7 +156,7 @@ func TestMCPListenStreamsBudgeted(t *testing.T) {
 		t.Fatalf("bob's stream: %d %s", status, body)
 	}
 	// One budget: alice's REST progress stream is refused as well.
-	if status, b, _ := e.Call("alice", "GET", "/api/v1/runs/run_none/events", nil); status != http.StatusTooManyRequests || apitest.ErrCode(b) != duet.CodeRateLimited {
+	if status, b, _ := e.Call("alice", "GET", "/api/v1/runs/run_none/events", nil); status != http.StatusTooManyRequests || apptest.ErrCode(b) != duet.CodeRateLimited {
 		t.Fatalf("alice's progress stream beside two listen streams: %d %s, want 429 RATE_LIMITED", status, b)
 	}
 	close1()

@@ -10,12 +10,12 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/api"
-	"github.com/duet-test/duet/internal/api/apitest"
+	"github.com/duet-test/duet/internal/app/apptest"
 )
 
 // call sends a REST request as user and decodes a 2xx answer into out (nil:
 // ignored); it returns the status and the error code of a refusal.
-func call(t *testing.T, e *apitest.Env, user, method, path string, body, out any) (int, duet.Code, string) {
+func call(t *testing.T, e *apptest.Env, user, method, path string, body, out any) (int, duet.Code, string) {
 	t.Helper()
 	status, b, _ := e.Call(user, method, api.Prefix+path, body)
 	if status/100 == 2 && out != nil {
@@ -23,7 +23,7 @@ func call(t *testing.T, e *apitest.Env, user, method, path string, body, out any
 			t.Fatalf("%s %s: %v: %s", method, path, err, b)
 		}
 	}
-	return status, apitest.ErrCode(b), string(b)
+	return status, apptest.ErrCode(b), string(b)
 }
 
 // TestTeamReferencesOverREST: over the REST API, a task cannot be shared
@@ -33,9 +33,9 @@ func call(t *testing.T, e *apitest.Env, user, method, path string, body, out any
 // else inherits no share.
 func TestTeamReferencesOverREST(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t, nil)
+	e := apptest.New(t, nil)
 	var applied duet.ApplyResult
-	if st, code, b := call(t, e, "alice", "POST", "/tasks", api.ApplyIn{Source: apitest.Suite("plain")}, &applied); st/100 != 2 {
+	if st, code, b := call(t, e, "alice", "POST", "/tasks", api.ApplyIn{Source: apptest.Suite("plain")}, &applied); st/100 != 2 {
 		t.Fatalf("apply: %d %s %s", st, code, b)
 	}
 	task := "/tasks/" + applied.Task.ID
@@ -86,7 +86,7 @@ func TestTeamReferencesOverREST(t *testing.T) {
 // list is pinned to the address the person gives.
 func TestTeamRolesOverREST(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t, nil)
+	e := apptest.New(t, nil)
 	must := func(user, method, path string, body, out any) {
 		t.Helper()
 		if st, code, b := call(t, e, user, method, path, body, out); st/100 != 2 {
@@ -153,7 +153,7 @@ func TestTeamRolesOverREST(t *testing.T) {
 // creates children of that token too.
 func TestTokenLineageOverREST(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t, nil)
+	e := apptest.New(t, nil)
 	var parent api.TokenCreated
 	hour := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
 	if st, code, b := call(t, e, "alice", "POST", "/tokens", api.TokenIn{Name: "1h", ExpiresAt: hour}, &parent); st != http.StatusCreated {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/api"
-	"github.com/duet-test/duet/internal/api/apitest"
+	"github.com/duet-test/duet/internal/app/apptest"
 	"github.com/duet-test/duet/internal/redact"
 	"github.com/duet-test/duet/internal/trace"
 	"github.com/duet-test/duet/internal/trace/ffmpegtest"
@@ -24,9 +24,9 @@ import (
 // tracedRun stores, as alice's worker would, a failed case of a task
 // shared with bob whose trace kept three screencast frames; it returns the
 // run's id.
-func tracedRun(t *testing.T, e *apitest.Env) string {
+func tracedRun(t *testing.T, e *apptest.Env) string {
 	t.Helper()
-	src := strings.Replace(apitest.Suite("replayed"), "  baseURL: http://127.0.0.1:9\n", "  baseURL: http://127.0.0.1:9\n  sharedWith: [bob]\n", 1)
+	src := strings.Replace(apptest.Suite("replayed"), "  baseURL: http://127.0.0.1:9\n", "  baseURL: http://127.0.0.1:9\n  sharedWith: [bob]\n", 1)
 	status, body, _ := e.Call("alice", "POST", api.Prefix+"/tasks", api.ApplyIn{Source: src})
 	if status != 200 && status != 201 {
 		t.Fatalf("apply: %d %s", status, body)
@@ -65,7 +65,7 @@ func tracedRun(t *testing.T, e *apitest.Env) string {
 func TestTraceVideoOverREST(t *testing.T) {
 	ffmpegtest.Require(t)
 	t.Parallel()
-	e := apitest.New(t, nil)
+	e := apptest.New(t, nil)
 	runID := tracedRun(t, e)
 	path := api.Prefix + "/runs/" + runID + "/cases/sums/trace/video"
 	for format, codec := range map[string]string{"": "vp8", "?format=webm": "vp8", "?format=mp4": "h264"} {
@@ -84,10 +84,10 @@ func TestTraceVideoOverREST(t *testing.T) {
 			t.Errorf("%s: ffprobe says %q %v, want %s,64,48", format, out, err, codec)
 		}
 	}
-	if status, body, _ := e.Call("bob", "GET", path, nil); status != http.StatusForbidden || apitest.ErrCode(body) != duet.CodePermissionDenied {
+	if status, body, _ := e.Call("bob", "GET", path, nil); status != http.StatusForbidden || apptest.ErrCode(body) != duet.CodePermissionDenied {
 		t.Errorf("bob's video: %d %s", status, body)
 	}
-	if status, body, _ := e.Call("alice", "GET", path+"?format=gif", nil); status != http.StatusBadRequest || apitest.ErrCode(body) != duet.CodeInvalidArgument {
+	if status, body, _ := e.Call("alice", "GET", path+"?format=gif", nil); status != http.StatusBadRequest || apptest.ErrCode(body) != duet.CodeInvalidArgument {
 		t.Errorf("a gif: %d %s", status, body)
 	}
 }
@@ -97,10 +97,10 @@ func TestTraceVideoOverREST(t *testing.T) {
 // itself is still served.
 func TestTraceVideoWithoutFFmpeg(t *testing.T) {
 	t.Setenv("PATH", t.TempDir()) // no ffmpeg there
-	e := apitest.New(t, nil)
+	e := apptest.New(t, nil)
 	runID := tracedRun(t, e)
 	status, body, _ := e.Call("alice", "GET", api.Prefix+"/runs/"+runID+"/cases/sums/trace/video", nil)
-	if status != http.StatusNotImplemented || apitest.ErrCode(body) != duet.CodeFFmpegNotFound || !strings.Contains(string(body), "install it") {
+	if status != http.StatusNotImplemented || apptest.ErrCode(body) != duet.CodeFFmpegNotFound || !strings.Contains(string(body), "install it") {
 		t.Errorf("no ffmpeg: %d %s", status, body)
 	}
 	if status, _, _ := e.Call("alice", "GET", api.Prefix+"/runs/"+runID+"/cases/sums/trace", nil); status != http.StatusOK {

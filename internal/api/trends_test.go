@@ -6,7 +6,7 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/api"
-	"github.com/duet-test/duet/internal/api/apitest"
+	"github.com/duet-test/duet/internal/app/apptest"
 )
 
 // finishedRun stores a finished run of the task's cases with the given
@@ -61,7 +61,7 @@ func finishedRun(t *testing.T, s duet.Store, taskID string, cases []*duet.Case, 
 // not; pass rates and durations follow the runs, oldest first.
 func TestTrendsFlagFlakyCases(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t, nil)
+	e := apptest.New(t, nil)
 	svc, s := e.App.API, e.App.Store
 	alice := duet.Caller{UserID: "alice", Source: duet.SourceAPI}
 	src := "task: {name: t}\ncases:\n  - key: steady\n    title: steady\n    steps: [{set: {x: '1'}}]\n  - key: fixed\n    title: fixed\n    steps: [{set: {x: '1'}}]\n"

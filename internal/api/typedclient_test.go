@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/duet-test/duet/internal/api/apitest"
+	"github.com/duet-test/duet/internal/app/apptest"
 	"github.com/duet-test/duet/internal/mcpclient/mcptest"
 )
 
@@ -109,7 +109,7 @@ var typedUses = map[string][]string{
 func TestTypeScriptClient(t *testing.T) {
 	t.Parallel()
 	node, dir := nodeTools(t, "openapi-typescript", "typescript")
-	e := apitest.New(t, nil)
+	e := apptest.New(t, nil)
 	status, body, _ := e.Call("", "GET", "/api/v1/openapi.json", nil)
 	if status != 200 {
 		t.Fatalf("openapi.json: %d", status)
@@ -246,7 +246,7 @@ func runNode(t *testing.T, node, dir string, args ...string) string {
 func TestRedoclyLint(t *testing.T) {
 	t.Parallel()
 	node, dir := nodeTools(t, "@redocly/cli")
-	e := apitest.New(t, nil)
+	e := apptest.New(t, nil)
 	status, body, _ := e.Call("", "GET", "/api/v1/openapi.json", nil)
 	if status != 200 {
 		t.Fatalf("openapi.json: %d", status)

@@ -10,6 +10,7 @@ import (
 	"github.com/duet-test/duet/internal/agent"
 	"github.com/duet-test/duet/internal/api"
 	"github.com/duet-test/duet/internal/browser"
+	"github.com/duet-test/duet/internal/browser/devices"
 	"github.com/duet-test/duet/internal/llm"
 	"github.com/duet-test/duet/internal/mcpserver"
 	"github.com/duet-test/duet/internal/netguard"
@@ -118,7 +119,7 @@ type browserPages struct{ pool *browser.Pool }
 func (p *browserPages) InspectPage(ctx context.Context, rawURL, device string) (string, error) {
 	// The agent looks at the task's pages (rawURL is on its base URL, which
 	// the guard allows) with the task's preset, on this machine's browser.
-	d, err := ParseDevice(device)
+	d, err := devices.Parse(device)
 	if err != nil {
 		return "", err
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/duet-test/duet/internal/auth"
 	"github.com/duet-test/duet/internal/browser"
 	"github.com/duet-test/duet/internal/browser/android"
+	"github.com/duet-test/duet/internal/browser/devices"
 	"github.com/duet-test/duet/internal/catalog"
 	"github.com/duet-test/duet/internal/compiler"
 	"github.com/duet-test/duet/internal/config"
@@ -158,7 +159,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{Config: cfg, Logger: log, devices: ValidDevice, self: &netguard.Self{}, getenv: opts.Getenv}
+	a := &App{Config: cfg, Logger: log, devices: devices.Valid, self: &netguard.Self{}, getenv: opts.Getenv}
 	if a.getenv == nil {
 		a.getenv = os.Getenv
 	}
@@ -177,7 +178,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	a.Audit = audit.NewWriter(db, 0, log)
 	a.Browsers = NewBrowserPool(cfg, &guard, log)
 	a.Android = NewAndroid(cfg, db, &guard, log)
-	a.browsers = &Browsers{Default: a.Browsers, Android: a.Android, Guard: &guard, Logger: log}
+	a.browsers = &Browsers{&devices.Router{Default: a.Browsers, Android: a.Android, Guard: &guard, Logger: log}}
 	a.Recorder = a.newRecorder()
 	a.Artifacts = NewArtifactStore(cfg)
 	a.initMCPClient(opts)
@@ -224,11 +225,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 			if err != nil {
 				return nil, err
 			}
-			out := &catalog.CaseReview{Destinations: r.Destinations, DestinationsHash: r.DestinationsHash}
-			for _, pc := range r.Calls {
-				out.Calls = append(out.Calls, catalog.PendingCall{Step: pc.Step, Name: pc.Name, ServerKey: pc.ServerKey, ServerName: pc.ServerName, Tool: pc.Tool})
-			}
-			return out, nil
+			return &catalog.CaseReview{Calls: r.Calls, Destinations: r.Destinations, DestinationsHash: r.DestinationsHash}, nil
 		},
 	})
 	mo := mcpserver.Options{}

@@ -4,14 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"strings"
-	"sync"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/api"
 	"github.com/duet-test/duet/internal/artifact"
 	"github.com/duet-test/duet/internal/browser"
 	"github.com/duet-test/duet/internal/browser/android"
+	"github.com/duet-test/duet/internal/browser/devices"
 	"github.com/duet-test/duet/internal/config"
 	"github.com/duet-test/duet/internal/engine"
 	"github.com/duet-test/duet/internal/netguard"
@@ -65,164 +64,24 @@ func NewArtifactStore(cfg *config.Config) *artifact.Store {
 // NewBrowser returns the engine's browser driver over a pool: each
 // execution gets its own session (an isolated browser context) emulating the
 // device preset it names.
-func NewBrowser(p *browser.Pool) engine.Browser { return &Browsers{Default: p} }
-
-// Device is a parsed device name of a task or a run (docs/devices.md):
-//
-//	""                       the default browser, desktop preset
-//	pixel-7                  a preset on the default browser (local Chromium, or DUET_BROWSER_URL)
-//	pixel-7@ws://HOST:PORT   a preset on the remote browser at that address ("@URL" alone: desktop)
-//	ws://HOST:PORT           the same as "@ws://HOST:PORT"
-//	android:SERIAL           Chrome on that phone (android:any: any free phone)
-type Device struct {
-	Preset  string // "" means desktop
-	Browser string // a DevTools endpoint; "" means the default browser
-	Android string // a serial or "any"; "" means not a phone
+func NewBrowser(p *browser.Pool) engine.Browser {
+	return &Browsers{Router: &devices.Router{Default: p}}
 }
 
-// ParseDevice parses a device name. It returns INVALID_ARGUMENT naming what
-// is wrong: an unknown preset (listing the valid ones), a malformed phone
-// name or browser address, or a browser address with credentials or a query
-// (a token belongs in DUET_BROWSER_URL, not in a task).
-func ParseDevice(name string) (Device, error) {
-	name = strings.TrimSpace(name)
-	if strings.HasPrefix(name, android.Prefix) {
-		serial, err := android.ParseTarget(name)
-		return Device{Android: serial}, err
-	}
-	var d Device
-	preset, endpoint, hasAt := strings.Cut(name, "@")
-	switch {
-	case hasAt:
-		d.Preset, d.Browser = preset, endpoint
-	case strings.Contains(name, "://"):
-		d.Browser = name
-	default:
-		d.Preset = name
-	}
-	if d.Browser != "" || hasAt {
-		u, err := browser.ParseRemoteURL(d.Browser, true)
-		if err != nil {
-			return Device{}, err
-		}
-		d.Browser = u.String()
-	}
-	if _, err := browser.DeviceByName(d.Preset); err != nil {
-		return Device{}, err
-	}
-	return d, nil
-}
-
-// ValidDevice checks a device name ("" is the default): a preset, a preset
-// on a remote browser, or a phone. It returns INVALID_ARGUMENT naming the
-// valid presets or what is wrong.
-func ValidDevice(name string) error {
-	_, err := ParseDevice(name)
-	return err
-}
-
-// maxRemotes caps the remote browsers that tasks and runs name, each with a
-// connection of its own.
-const maxRemotes = 8
-
-// Browsers is the engine's browser driver: it sends each execution to the
-// browser its device name asks for — the default pool, a remote browser a
-// task or run names, or a phone. It is safe for concurrent use.
-type Browsers struct {
-	Default *browser.Pool   // presets; local Chromium or DUET_BROWSER_URL
-	Android *android.Driver // android:SERIAL; nil: phones are unavailable
-	// Guard checks the addresses of the remote browsers that tasks and runs
-	// name, and their sessions' navigations; nil checks nothing.
-	Guard  *netguard.Policy
-	Logger *slog.Logger
-
-	mu      sync.Mutex
-	remotes map[string]*browser.Pool
-	closed  bool
-}
+// Browsers is the engine's browser driver: the sessions of the browser
+// each execution's device asks for (devices.Router), as the engine's
+// BrowserSession.
+type Browsers struct{ *devices.Router }
 
 var _ engine.Browser = (*Browsers)(nil)
 
 // NewSession opens a session on the browser of device.
 func (b *Browsers) NewSession(ctx context.Context, device string) (engine.BrowserSession, error) {
-	d, err := ParseDevice(device)
+	s, end, err := b.Session(ctx, device)
 	if err != nil {
 		return nil, err
 	}
-	if d.Android != "" {
-		if b.Android == nil {
-			return nil, duet.Errorf(duet.CodeBrowserUnavailable, "Android phones are not available in this process")
-		}
-		s, err := b.Android.NewSession(ctx, android.Prefix+d.Android)
-		if err != nil {
-			return nil, err
-		}
-		return engineSession{s.Session, s.Close}, nil
-	}
-	preset, err := browser.DeviceByName(d.Preset)
-	if err != nil {
-		return nil, err
-	}
-	pool := b.Default
-	if d.Browser != "" {
-		if pool, err = b.remote(d.Browser); err != nil {
-			return nil, err
-		}
-	}
-	s, err := pool.NewSession(ctx, preset)
-	if err != nil {
-		return nil, err
-	}
-	return engineSession{s, s.Close}, nil
-}
-
-// remote returns the pool of the remote browser at endpoint, connecting on
-// first use. When maxRemotes are in use, an idle one makes room.
-func (b *Browsers) remote(endpoint string) (*browser.Pool, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		return nil, duet.Errorf(duet.CodeBrowserUnavailable, "the browsers are closed")
-	}
-	if p, ok := b.remotes[endpoint]; ok {
-		return p, nil
-	}
-	if b.remotes == nil {
-		b.remotes = map[string]*browser.Pool{}
-	}
-	if len(b.remotes) >= maxRemotes {
-		for k, p := range b.remotes {
-			if st := p.Stats(); st.Sessions == 0 && st.Waiting == 0 {
-				delete(b.remotes, k)
-				go p.Close()
-				break
-			}
-		}
-	}
-	if len(b.remotes) >= maxRemotes {
-		return nil, duet.Errorf(duet.CodeBrowserUnavailable, "%d remote browsers are in use; the browser of this run has to wait for a free one", maxRemotes)
-	}
-	p := browser.NewPool(browser.Options{
-		Remote: &browser.Remote{URL: endpoint, Guard: b.Guard},
-		Guard:  b.Guard, MaxBrowsers: 1, Logger: b.Logger,
-	})
-	b.remotes[endpoint] = p
-	return p, nil
-}
-
-// Close closes the connections to the remote browsers that tasks and runs
-// named (not the default pool, which its owner closes).
-func (b *Browsers) Close() {
-	b.mu.Lock()
-	b.closed = true
-	pools := b.remotes
-	b.remotes = nil
-	b.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, p := range pools {
-		wg.Go(p.Close)
-	}
-	wg.Wait()
+	return engineSession{s, end}, nil
 }
 
 // engineSession adapts a browser session to the engine's interface; close

@@ -11,6 +11,7 @@ import (
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/app"
 	"github.com/duet-test/duet/internal/browser"
+	"github.com/duet-test/duet/internal/browser/devices"
 	"github.com/duet-test/duet/internal/compiler"
 	"github.com/duet-test/duet/internal/config"
 	"github.com/duet-test/duet/internal/engine/browsertest"
@@ -123,11 +124,11 @@ func TestDevicesAndArtifacts(t *testing.T) {
 	t.Parallel()
 	a := openAppEnv(t, map[string]string{"DUET_ARTIFACT_RETENTION": "48h"})
 	for _, name := range []string{"", "desktop", "iphone-15", "pixel-7", "ipad"} {
-		if err := app.ValidDevice(name); err != nil {
+		if err := devices.Valid(name); err != nil {
 			t.Errorf("ValidDevice(%q): %v", name, err)
 		}
 	}
-	err := app.ValidDevice("nokia-3310")
+	err := devices.Valid("nokia-3310")
 	if duet.ErrorCode(err) != duet.CodeInvalidArgument || !strings.Contains(duet.ErrorMessage(err), "iphone-15") {
 		t.Errorf("ValidDevice(nokia-3310): got %v, want INVALID_ARGUMENT listing the presets", err)
 	}

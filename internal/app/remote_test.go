@@ -18,6 +18,7 @@ import (
 	"github.com/duet-test/duet/internal/browser"
 	"github.com/duet-test/duet/internal/browser/android"
 	"github.com/duet-test/duet/internal/browser/chromiumtest"
+	"github.com/duet-test/duet/internal/browser/devices"
 	"github.com/duet-test/duet/internal/compiler"
 	"github.com/duet-test/duet/internal/config"
 	"github.com/duet-test/duet/internal/engine"
@@ -56,7 +57,7 @@ func TestRemoteChromiumDriver(t *testing.T) {
 // TestDeviceNames: the device names of tasks and runs.
 func TestDeviceNames(t *testing.T) {
 	t.Parallel()
-	for name, want := range map[string]app.Device{
+	for name, want := range map[string]devices.Device{
 		"":                                  {},
 		"pixel-7":                           {Preset: "pixel-7"},
 		"pixel-7@ws://10.0.0.5:9222":        {Preset: "pixel-7", Browser: "ws://10.0.0.5:9222"},
@@ -65,7 +66,7 @@ func TestDeviceNames(t *testing.T) {
 		"android:R58M1234ABC":               {Android: "R58M1234ABC"},
 		"android:any":                       {Android: "any"},
 	} {
-		got, err := app.ParseDevice(name)
+		got, err := devices.Parse(name)
 		if err != nil || got != want {
 			t.Errorf("ParseDevice(%q): got %+v, %v; want %+v", name, got, err, want)
 		}
@@ -80,7 +81,7 @@ func TestDeviceNames(t *testing.T) {
 		"android:":                  "android:SERIAL",
 		"android:R58; reboot":       "a serial has",
 	} {
-		err := app.ValidDevice(name)
+		err := devices.Valid(name)
 		if duet.ErrorCode(err) != duet.CodeInvalidArgument || !strings.Contains(duet.ErrorMessage(err), msg) {
 			t.Errorf("ValidDevice(%q): got %v, want INVALID_ARGUMENT containing %q", name, err, msg)
 		}
@@ -364,7 +365,7 @@ func TestDeviceLost(t *testing.T) {
 		io.WriteString(w, `<!doctype html><title>Order</title><p id="status">paid</p>`)
 	}))
 	t.Cleanup(shop.Close)
-	e := engine.New(a.Store, engine.Options{Browser: &app.Browsers{Android: drv}, StepTimeout: 20 * time.Second})
+	e := engine.New(a.Store, engine.Options{Browser: &app.Browsers{Router: &devices.Router{Android: drv}}, StepTimeout: 20 * time.Second})
 	ctx := t.Context()
 	suite, err := compiler.CompileSuite(ctx, []byte(`
 task: {name: phone, baseURL: `+shop.URL+`, device: "android:R58M1234ABC"}
@@ -437,7 +438,7 @@ func TestTaskBrowserSetting(t *testing.T) {
 	if err != nil || s.Task.Device != "pixel-7@ws://10.0.0.5:9222" {
 		t.Fatalf("browser: beside device: got %v, %v", s, err)
 	}
-	if d, err := app.ParseDevice(s.Task.Device); err != nil || d.Browser != "ws://10.0.0.5:9222" || d.Preset != "pixel-7" {
+	if d, err := devices.Parse(s.Task.Device); err != nil || d.Browser != "ws://10.0.0.5:9222" || d.Preset != "pixel-7" {
 		t.Errorf("the stored device: got %+v, %v", d, err)
 	}
 	for task, msg := range map[string]string{

@@ -22,22 +22,12 @@ import (
 // asked gets the run as before: such steps fail with APPROVAL_REQUIRED until
 // the executor approves with the CLI.
 
-// PendingCall is a step of a case that needs its executor's approval before
-// it calls a tool with the executor's credentials.
-type PendingCall struct {
-	Step       int // from 1
-	Name       string
-	ServerKey  string
-	ServerName string
-	Tool       string
-}
-
 // CaseReview is what running a version of a case asks of its executor (the
 // engine's rule, Options.Review): the steps that would use their
 // credentials — none means nothing to approve — and every place the
 // version can send data to, which an approval shows and is bound to.
 type CaseReview struct {
-	Calls            []PendingCall
+	Calls            []duet.PendingCall
 	Destinations     duet.Destinations
 	DestinationsHash string // Destinations.Hash
 }

@@ -435,6 +435,10 @@ type Request struct {
 	// Origin, set by in-process callers (the CLI, REST), is the CI job a
 	// start_test_run call comes from, kept on the run.
 	Origin *duet.RunOrigin
+	// Slot is the concurrency slot the transport took for this call with
+	// Admit (HTTP doors admit before they read the request, to answer a
+	// refusal their own way); nil: Call takes one (Op.Slot).
+	Slot *Slot
 }
 
 // Result is the outcome of a call in transport-neutral form: a text block, the
@@ -469,7 +473,7 @@ func (c *Catalog) Call(ctx context.Context, req Request) (*Result, error) {
 	if req.Caller.TraceID == "" {
 		req.Caller.TraceID = duet.NewTraceID()
 	}
-	op := Op{Caller: req.Caller, Method: "tools/call", Name: req.Tool, ArgBytes: len(req.Args)}
+	op := Op{Caller: req.Caller, Method: "tools/call", Name: req.Tool, ArgBytes: len(req.Args), Slot: req.Slot}
 	t, ok := c.byName[req.Tool]
 	if !ok {
 		c.Refuse(op, duet.Errorf(duet.CodeNotFound, "unknown tool %q", req.Tool))
@@ -615,30 +619,51 @@ type Op struct {
 	// Timeout replaces Limits.Timeout for this operation (0 keeps it): a
 	// call that streams progress to the end of its work.
 	Timeout time.Duration
+	// Slot is the concurrency slot taken for this operation with Admit, by
+	// a transport that admits before it reads the request (nil: Govern
+	// takes one). Its holder releases it.
+	Slot *Slot
 }
+
+// Slot is a concurrency slot taken with Admit. Given to Govern (Op.Slot)
+// or Call (Request.Slot) for the operation it was taken for, it spares
+// them taking another; Release gives it back (once; more calls do
+// nothing).
+type Slot struct{ release func() }
+
+// Release gives the slot back. A nil Slot releases nothing.
+func (s *Slot) Release() {
+	if s != nil && s.release != nil {
+		s.release()
+	}
+}
+
+// held reports whether s is a slot Admit took (a Slot made elsewhere holds
+// nothing).
+func (s *Slot) held() bool { return s != nil && s.release != nil }
 
 // The pipeline, as the audit trail and the errors name its steps:
 //
 //	Admit:  identity → concurrency caps (global, per caller)
-//	Govern: identity → argument size → Admit (unless ctx holds a slot) →
+//	Govern: identity → argument size → Admit (unless Op.Slot holds one) →
 //	        per-call timeout → fn → result size → one audit record
 //
 // A refusal at any step is audited once, with the code the error carries.
 
 // Admit checks op's caller and takes a concurrency slot (a global one and
 // one of the caller's) without waiting — a stream slot for a stream
-// (Op.Stream), a call slot otherwise. It returns a context that holds the
-// slot — Govern and Call in that context do not take another — and the
-// function that gives it back. A refusal (UNAUTHENTICATED,
+// (Op.Stream), a call slot otherwise — and returns it: given to Govern
+// (Op.Slot) or Call (Request.Slot) for the same operation, they do not
+// take another; its holder releases it. A refusal (UNAUTHENTICATED,
 // INSUFFICIENT_SCOPE, RATE_LIMITED) is audited and returned. Transports
 // that answer a refusal in their own way (HTTP 429 with Retry-After) admit
 // before translating the request.
-func (c *Catalog) Admit(ctx context.Context, op Op) (context.Context, func(), error) {
+func (c *Catalog) Admit(op Op) (*Slot, error) {
 	if err := checkCaller(op.Caller); err != nil {
-		return ctx, func() {}, c.Refuse(op, err)
+		return nil, c.Refuse(op, err)
 	}
 	if err := c.checkAccess(op); err != nil {
-		return ctx, func() {}, c.Refuse(op, err)
+		return nil, c.Refuse(op, err)
 	}
 	acquire := c.Acquire
 	if op.Stream {
@@ -646,13 +671,13 @@ func (c *Catalog) Admit(ctx context.Context, op Op) (context.Context, func(), er
 	}
 	release, err := acquire(op.Caller.UserID)
 	if err != nil {
-		return ctx, func() {}, c.Refuse(op, err)
+		return nil, c.Refuse(op, err)
 	}
-	return WithSlot(ctx), release, nil
+	return &Slot{release: release}, nil
 }
 
 // Govern runs fn as op through the governance pipeline: identity, argument
-// size, concurrency caps (unless ctx already holds a slot taken with Admit),
+// size, concurrency caps (unless op.Slot holds a slot taken with Admit),
 // a per-call timeout, fn itself, the result-size cap and an audit record
 // (outcome, duration, sizes; never values). The first change fn stores
 // writes that record in its own transaction (duet.AuditIntent in fn's
@@ -673,13 +698,12 @@ func (c *Catalog) Govern(ctx context.Context, op Op, fn func(ctx context.Context
 	if op.ArgBytes > c.opts.Limits.MaxArgBytes {
 		return c.Refuse(op, duet.Errorf(duet.CodeTooLarge, "arguments are %d bytes; the limit is %d", op.ArgBytes, c.opts.Limits.MaxArgBytes))
 	}
-	if ctx.Value(slotKey{}) == nil {
-		var release func()
-		var err error
-		if ctx, release, err = c.Admit(ctx, op); err != nil {
+	if !op.Slot.held() {
+		slot, err := c.Admit(op)
+		if err != nil {
 			return err
 		}
-		defer release()
+		defer slot.Release()
 	}
 	timeout := c.opts.Limits.Timeout
 	if op.Timeout > 0 {
@@ -808,14 +832,6 @@ func ResultBudget(ctx context.Context) int {
 	n, _ := ctx.Value(budgetKey{}).(int)
 	return n
 }
-
-type slotKey struct{}
-
-// WithSlot marks ctx as holding a concurrency slot (taken with Admit or
-// Acquire), so that Govern and Call do not take another. Admit returns such
-// a context; transports whose handlers do not see the request's context
-// (MCP sessions) mark theirs with it.
-func WithSlot(ctx context.Context) context.Context { return context.WithValue(ctx, slotKey{}, true) }
 
 // Acquire takes a global and a per-caller slot without waiting, and returns
 // the function that gives them back. Returns RATE_LIMITED. Prefer Admit,

@@ -65,23 +65,31 @@ func TestGovern(t *testing.T) {
 		}
 	}
 
-	// A slot taken with Admit is the call's: Govern does not take another,
-	// and a second call of the same caller is refused until it is given back.
-	ctx, release, err := c.Admit(t.Context(), op(alice, "held"))
+	// A slot taken with Admit is the call's (Op.Slot): Govern does not
+	// take another, and a second call of the same caller is refused until
+	// it is given back — also one that names a Slot Admit did not take.
+	slot, err := c.Admit(op(alice, "held"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Govern(ctx, op(alice, "inside"), ok(1)); err != nil {
-		t.Errorf("Govern in the admitted context: %v", err)
+	inside := op(alice, "inside")
+	inside.Slot = slot
+	if err := c.Govern(t.Context(), inside, ok(1)); err != nil {
+		t.Errorf("Govern with the admitted slot: %v", err)
 	}
-	if _, _, err := c.Admit(t.Context(), op(alice, "second")); duet.ErrorCode(err) != duet.CodeRateLimited {
+	if _, err := c.Admit(op(alice, "second")); duet.ErrorCode(err) != duet.CodeRateLimited {
 		t.Errorf("a second admission: got %v, want RATE_LIMITED", err)
 	}
 	if err := c.Govern(t.Context(), op(alice, "third"), ok(1)); duet.ErrorCode(err) != duet.CodeRateLimited {
 		t.Errorf("a second call: got %v, want RATE_LIMITED", err)
 	}
-	release()
-	release() // idempotent
+	forged := op(alice, "forged")
+	forged.Slot = &catalog.Slot{}
+	if err := c.Govern(t.Context(), forged, ok(1)); duet.ErrorCode(err) != duet.CodeRateLimited {
+		t.Errorf("a call naming a slot Admit did not take: got %v, want RATE_LIMITED", err)
+	}
+	slot.Release()
+	slot.Release() // idempotent
 	if err := c.Govern(t.Context(), op(alice, "after"), ok(1)); err != nil {
 		t.Errorf("after the release: %v", err)
 	}
@@ -125,7 +133,7 @@ func TestStreamBudget(t *testing.T) {
 		}
 		return n
 	}
-	_, release1, err := c.Admit(t.Context(), listen("alice", "a1"))
+	release1, err := c.Admit(listen("alice", "a1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +148,7 @@ func TestStreamBudget(t *testing.T) {
 		})
 	}()
 	<-open2
-	if _, _, err := c.Admit(t.Context(), listen("alice", "a3")); duet.ErrorCode(err) != duet.CodeRateLimited {
+	if _, err := c.Admit(listen("alice", "a3")); duet.ErrorCode(err) != duet.CodeRateLimited {
 		t.Fatalf("alice's third stream: %v, want RATE_LIMITED", err)
 	}
 	if err := c.Govern(t.Context(), listen("alice", "a4"), func(context.Context) (int, error) { return 0, nil }); duet.ErrorCode(err) != duet.CodeRateLimited {
@@ -150,7 +158,7 @@ func TestStreamBudget(t *testing.T) {
 		t.Errorf("the refusals are audited once each: %d %d", refusals("a3"), refusals("a4"))
 	}
 	// The streams are not calls: alice's calls still run, both of them.
-	_, releaseCall, err := c.Admit(t.Context(), catalog.Op{Caller: duet.Caller{UserID: "alice"}, Method: "tools/call", Name: "c1"})
+	releaseCall, err := c.Admit(catalog.Op{Caller: duet.Caller{UserID: "alice"}, Method: "tools/call", Name: "c1"})
 	if err != nil {
 		t.Fatalf("a call beside two streams: %v", err)
 	}
@@ -158,23 +166,23 @@ func TestStreamBudget(t *testing.T) {
 		t.Fatalf("a second call beside two streams: %v", err)
 	}
 	// Bob gets his: the third stream of the server, its limit.
-	_, releaseBob, err := c.Admit(t.Context(), listen("bob", "b1"))
+	releaseBob, err := c.Admit(listen("bob", "b1"))
 	if err != nil {
 		t.Fatalf("bob's stream: %v", err)
 	}
-	if _, _, err := c.Admit(t.Context(), listen("carol", "c3")); duet.ErrorCode(err) != duet.CodeRateLimited || !strings.Contains(err.Error(), "DUET_MAX_CONCURRENT") {
+	if _, err := c.Admit(listen("carol", "c3")); duet.ErrorCode(err) != duet.CodeRateLimited || !strings.Contains(err.Error(), "DUET_MAX_CONCURRENT") {
 		t.Fatalf("a fourth stream on the server: %v, want RATE_LIMITED (DUET_MAX_CONCURRENT)", err)
 	}
 	// The calls are not streams: with alice's call slots full (one held,
 	// the per-caller limit is 2), a stream is still refused for the stream
 	// budget only, and after closing one, admitted.
-	_, releaseCall2, err := c.Admit(t.Context(), catalog.Op{Caller: duet.Caller{UserID: "alice"}, Method: "tools/call", Name: "c4"})
+	releaseCall2, err := c.Admit(catalog.Op{Caller: duet.Caller{UserID: "alice"}, Method: "tools/call", Name: "c4"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	release1()
-	release1() // idempotent
-	_, release5, err := c.Admit(t.Context(), listen("alice", "a5"))
+	release1.Release()
+	release1.Release() // idempotent
+	release5, err := c.Admit(listen("alice", "a5"))
 	if err != nil {
 		t.Fatalf("alice after closing a stream, her calls full: %v", err)
 	}
@@ -182,11 +190,11 @@ func TestStreamBudget(t *testing.T) {
 	if err := <-done2; err != nil {
 		t.Fatalf("the governed stream: %v", err)
 	}
-	_, release6, err := c.Admit(t.Context(), listen("alice", "a6"))
+	release6, err := c.Admit(listen("alice", "a6"))
 	if err != nil {
 		t.Fatalf("alice after her governed stream ended: %v", err)
 	}
-	for _, r := range []func(){releaseCall, releaseCall2, releaseBob, release5, release6} {
-		r()
+	for _, r := range []*catalog.Slot{releaseCall, releaseCall2, releaseBob, release5, release6} {
+		r.Release()
 	}
 }

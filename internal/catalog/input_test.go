@@ -123,7 +123,7 @@ func TestStartRunAsksForApproval(t *testing.T) {
 		mu.Lock()
 		d := duet.Destinations{BaseHost: base, Hosts: []string{base, "collector.example"}, Tools: []duet.ToolDestination{{ServerKey: "sk_orders", Tool: "set_order_status"}}}
 		mu.Unlock()
-		return &catalog.CaseReview{Calls: []catalog.PendingCall{{Step: 1, Name: "cancel the order", ServerKey: "sk_orders", Tool: "set_order_status"}},
+		return &catalog.CaseReview{Calls: []duet.PendingCall{{Step: 1, Name: "cancel the order", ServerKey: "sk_orders", Tool: "set_order_status"}},
 			Destinations: d, DestinationsHash: d.Hash()}, nil
 	}
 	c, db, task, log := setup(t, catalog.Options{Review: review})

@@ -316,16 +316,7 @@ func (c *compiler) caseNode(n *step.Node, task *duet.Task, suite bool) []*duet.C
 			rows = c.rows(en)
 		}
 	}
-	switch {
-	case cs.Key == "":
-		cs.Key = slug(cs.Title)
-	case rows != nil && eval.IsTemplate(cs.Key):
-	case !keyRe().MatchString(cs.Key):
-		c.Errf(n.Get("key"), "key %q must be lower-case letters, digits, '.', '_' or '-' (at most 100)", cs.Key)
-	}
-	if cs.Key == "" && cs.Title != "" {
-		c.Errf(n.Get("title"), "cannot derive a key from this title; add key:")
-	}
+	c.caseKey(n, cs, rows != nil)
 	if tn := n.Get("timeout"); tn != nil {
 		cs.TimeoutMs = c.Timeout(tn, maxCaseTimeout)
 	}
@@ -342,40 +333,7 @@ func (c *compiler) caseNode(n *step.Node, task *duet.Task, suite bool) []*duet.C
 	case sn.Type != step.SeqNode || len(sn.Items) == 0:
 		c.Errf(sn, "steps must be a non-empty list")
 	default:
-		// A case starts with what the task's beforeAll and beforeEach
-		// saved (and the page its beforeEach opened), and, made from a
-		// row, the row.
-		c.Task = c.compileTask(task)
-		c.Scope = step.Scope{Vars: slices.Clone(task.HookSaves), PageOpen: opensPage(task.BeforeEach)}
-		if n.Get("each") != nil {
-			c.Scope.Save("row")
-		}
-		var steps []duet.Step
-		if sn := n.Get("session"); sn != nil {
-			// The case starts from a saved session: before its hooks
-			// open a page.
-			if name, _ := sn.Str(); suite && name != "" && !c.saved[name] {
-				c.Errf(sn, "session %s: no case before this one saves it (the cases run in order: add saveSession: %s to a case above)", name, name)
-			}
-			if st := c.Step(&step.Node{Type: step.MapNode, Line: sn.Line, Col: sn.Col, Keys: []*step.Node{{Type: step.ScalarNode, Value: "session", Line: sn.Line, Col: sn.Col}}, Vals: []*step.Node{sn}}, 0); st != nil {
-				steps = append(steps, *st)
-			}
-		}
-		steps = append(steps, task.BeforeEach...)
-		steps = append(steps, c.hookSteps(n, duet.HookBeforeEach)...)
-		steps = append(steps, c.Steps(sn)...)
-		steps = append(steps, c.hookSteps(n, duet.HookAfterEach)...)
-		steps = append(steps, task.AfterEach...)
-		cs.Steps = renumber(steps)
-		duet.WalkSteps(cs.Steps, func(st *duet.Step) bool {
-			if st.Kind == "saveSession" && st.Browser != nil {
-				if c.saved == nil {
-					c.saved = map[string]bool{}
-				}
-				c.saved[st.Browser.Session] = true
-			}
-			return true
-		})
+		cs.Steps = c.caseSteps(n, sn, task, suite)
 	}
 	if c.NumErrors() > before {
 		return nil
@@ -396,6 +354,63 @@ func (c *compiler) caseNode(n *step.Node, task *duet.Task, suite bool) []*duet.C
 		cs.SourceHash = sourceHash(cs)
 	}
 	return cases
+}
+
+// caseKey checks the key of case n (cs), or derives it from its title:
+// a template, in a case made of rows (each:), is checked per row.
+func (c *compiler) caseKey(n *step.Node, cs *duet.Case, each bool) {
+	switch {
+	case cs.Key == "":
+		cs.Key = slug(cs.Title)
+	case each && eval.IsTemplate(cs.Key):
+	case !keyRe().MatchString(cs.Key):
+		c.Errf(n.Get("key"), "key %q must be lower-case letters, digits, '.', '_' or '-' (at most 100)", cs.Key)
+	}
+	if cs.Key == "" && cs.Title != "" {
+		c.Errf(n.Get("title"), "cannot derive a key from this title; add key:")
+	}
+}
+
+// caseSteps compiles the steps of case n (sn, its steps:) with the hooks
+// around them: the task's and the case's beforeEach first, after the
+// session the case starts from, the afterEach steps last. It notes the
+// sessions the case saves, for the cases after it.
+func (c *compiler) caseSteps(n, sn *step.Node, task *duet.Task, suite bool) []duet.Step {
+	// A case starts with what the task's beforeAll and beforeEach
+	// saved (and the page its beforeEach opened), and, made from a
+	// row, the row.
+	c.Task = c.compileTask(task)
+	c.Scope = step.Scope{Vars: slices.Clone(task.HookSaves), PageOpen: opensPage(task.BeforeEach)}
+	if n.Get("each") != nil {
+		c.Scope.Save("row")
+	}
+	var steps []duet.Step
+	if ses := n.Get("session"); ses != nil {
+		// The case starts from a saved session: before its hooks
+		// open a page.
+		if name, _ := ses.Str(); suite && name != "" && !c.saved[name] {
+			c.Errf(ses, "session %s: no case before this one saves it (the cases run in order: add saveSession: %s to a case above)", name, name)
+		}
+		if st := c.Step(&step.Node{Type: step.MapNode, Line: ses.Line, Col: ses.Col, Keys: []*step.Node{{Type: step.ScalarNode, Value: "session", Line: ses.Line, Col: ses.Col}}, Vals: []*step.Node{ses}}, 0); st != nil {
+			steps = append(steps, *st)
+		}
+	}
+	steps = append(steps, task.BeforeEach...)
+	steps = append(steps, c.hookSteps(n, duet.HookBeforeEach)...)
+	steps = append(steps, c.Steps(sn)...)
+	steps = append(steps, c.hookSteps(n, duet.HookAfterEach)...)
+	steps = append(steps, task.AfterEach...)
+	steps = renumber(steps)
+	duet.WalkSteps(steps, func(st *duet.Step) bool {
+		if st.Kind == "saveSession" && st.Browser != nil {
+			if c.saved == nil {
+				c.saved = map[string]bool{}
+			}
+			c.saved[st.Browser.Session] = true
+		}
+		return true
+	})
+	return steps
 }
 
 // sourceHash identifies a version of a case: its source, time limit, data

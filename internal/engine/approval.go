@@ -200,22 +200,13 @@ func (cr *caseRun) author(ctx context.Context) (string, error) {
 	return cr.authorName, nil
 }
 
-// PendingCall is a step of a case that needs its executor's approval.
-type PendingCall struct {
-	Step       int    `json:"step"` // from 1
-	Name       string `json:"name"`
-	ServerKey  string `json:"serverKey"`
-	ServerName string `json:"serverName,omitempty"` // as the author wrote it
-	Tool       string `json:"tool"`
-}
-
 // Review is what running a version of a case asks of its executor: the
 // steps that would use their credentials (none: nothing to approve) and
 // every place the version can send data to, which an approval shows and is
 // bound to.
 type Review struct {
-	Calls        []PendingCall     `json:"calls"`
-	Destinations duet.Destinations `json:"destinations"`
+	Calls        []duet.PendingCall `json:"calls"`
+	Destinations duet.Destinations  `json:"destinations"`
 	// DestinationsHash is Destinations.Hash: an approval holds while it
 	// equals the approval's.
 	DestinationsHash string `json:"destinationsHash"`
@@ -233,7 +224,7 @@ func (r *Review) Holds(ap *duet.CaseApproval) bool { return ap.Holds(r.Destinati
 // executor: the same rule the engine applies when it runs (NeedsApproval,
 // DestinationsOf).
 func ReviewCase(ctx context.Context, tools ToolCatalog, executor string, task *duet.Task, c *duet.Case) (*Review, error) {
-	r := &Review{Calls: []PendingCall{}, Destinations: DestinationsOf(task, c.Steps)}
+	r := &Review{Calls: []duet.PendingCall{}, Destinations: DestinationsOf(task, c.Steps)}
 	r.DestinationsHash = r.Destinations.Hash()
 	// The case's own steps and those its flow steps run (if, loops, flows,
 	// its hooks): Step is the case's own step that makes, or runs, the call.
@@ -248,7 +239,7 @@ func ReviewCase(ctx context.Context, tools ToolCatalog, executor string, task *d
 				return false
 			}
 			if need {
-				r.Calls = append(r.Calls, PendingCall{Step: top.Index + 1, Name: st.Name, ServerKey: st.MCP.ServerKey, ServerName: st.MCP.ServerName, Tool: st.MCP.ToolName})
+				r.Calls = append(r.Calls, duet.PendingCall{Step: top.Index + 1, Name: st.Name, ServerKey: st.MCP.ServerKey, ServerName: st.MCP.ServerName, Tool: st.MCP.ToolName})
 			}
 			return true
 		})

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"image"
 	"image/png"
 	"net/url"
 
@@ -45,19 +46,7 @@ func (cr *caseRun) CheckBaseline(ctx context.Context, st *duet.Step, shot []byte
 		return b, cr.w.do(ctx, func(ctx context.Context, l duet.Lease) error { return store.CreateBaseline(ctx, l, b) })
 	}
 	out := map[string]any{"name": ev.Name}
-	images := map[string]any{}
-	keep := func(what string, data []byte) {
-		if cr.e.opts.Artifacts == nil || len(data) == 0 {
-			return
-		}
-		id, err := cr.e.opts.Artifacts.Save(ctx, cr.run.ID, cr.x.ID, st.Index, "baseline-"+ev.Name+"-"+what, data)
-		if err != nil {
-			cr.e.log.WarnContext(ctx, "cannot keep a visual comparison's image", "run", cr.run.ID, "step", st.Index, "err", err)
-			return
-		}
-		images[what] = id
-		out["images"] = images
-	}
+	keep := func(what string, data []byte) { cr.keepImage(ctx, st, what, data, out) }
 
 	cur, err := store.FindCurrentBaseline(ctx, key, fp)
 	if duet.ErrorCode(err) == duet.CodeNotFound {
@@ -78,27 +67,9 @@ func (cr *caseRun) CheckBaseline(ctx context.Context, st *duet.Step, shot []byte
 		out["diffPixels"], out["diffRatio"] = 0.0, 0.0
 		return out, nil
 	}
-	actual, err := png.Decode(bytes.NewReader(shot))
+	n, ratio, why, diffImg, err := compareShot(shot, cur, ev)
 	if err != nil {
-		return nil, duet.WrapError(duet.CodeBrowserError, err, "assertScreenshot: the screenshot is not a PNG: %v", err)
-	}
-	expected, err := png.Decode(bytes.NewReader(cur.Image))
-	if err != nil {
-		return nil, fmt.Errorf("decoding baseline %s: %w", cur.ID, err)
-	}
-	pixels := actual.Bounds().Dx() * actual.Bounds().Dy()
-	n, diffImg, err := pixelmatch.Compare(expected, actual, pixelmatch.Options{Threshold: ev.Threshold})
-	ratio := 1.0
-	var why string
-	switch {
-	case errors.Is(err, pixelmatch.ErrSize):
-		why = fmt.Sprintf("the screenshot is %dx%d, its baseline %dx%d", actual.Bounds().Dx(), actual.Bounds().Dy(), expected.Bounds().Dx(), expected.Bounds().Dy())
-		n = pixels
-	case err != nil:
 		return nil, err
-	case pixels > 0:
-		ratio = float64(n) / float64(pixels)
-		why = fmt.Sprintf("%d pixels (%.2f%%) differ, more than the %.2f%% allowed", n, ratio*100, ev.MaxDiffPixelRatio*100)
 	}
 	out["diffPixels"], out["diffRatio"] = float64(n), ratio
 	if ratio <= ev.MaxDiffPixelRatio {
@@ -124,6 +95,54 @@ func (cr *caseRun) CheckBaseline(ctx context.Context, st *duet.Step, shot []byte
 	}
 	return out, duet.Errorf(duet.CodeAssertionFailed, "screenshot %q differs from its %s baseline v%d: %s; the new screenshot is candidate v%d (%s): approve it in the console or with `duet baseline approve %s` if the change is intended",
 		ev.Name, cur.Status, cur.Version, why, cand.Version, cand.ID, cand.ID)
+}
+
+// keepImage keeps data, an image of st's visual comparison (what:
+// expected, actual, diff), as an artifact named in out["images"]; one that
+// cannot be kept is logged.
+func (cr *caseRun) keepImage(ctx context.Context, st *duet.Step, what string, data []byte, out map[string]any) {
+	if cr.e.opts.Artifacts == nil || len(data) == 0 {
+		return
+	}
+	id, err := cr.e.opts.Artifacts.Save(ctx, cr.run.ID, cr.x.ID, st.Index, "baseline-"+st.Evidence.Name+"-"+what, data)
+	if err != nil {
+		cr.e.log.WarnContext(ctx, "cannot keep a visual comparison's image", "run", cr.run.ID, "step", st.Index, "err", err)
+		return
+	}
+	images, _ := out["images"].(map[string]any)
+	if images == nil {
+		images = map[string]any{}
+		out["images"] = images
+	}
+	images[what] = id
+}
+
+// compareShot compares shot with the baseline cur, pixel by pixel within
+// ev's threshold: the pixels that differ, their share (1 when the sizes
+// differ), why they are too many when they are, and the diff image.
+func compareShot(shot []byte, cur *duet.Baseline, ev *duet.EvidenceStep) (n int, ratio float64, why string, diffImg image.Image, err error) {
+	actual, err := png.Decode(bytes.NewReader(shot))
+	if err != nil {
+		return 0, 0, "", nil, duet.WrapError(duet.CodeBrowserError, err, "assertScreenshot: the screenshot is not a PNG: %v", err)
+	}
+	expected, err := png.Decode(bytes.NewReader(cur.Image))
+	if err != nil {
+		return 0, 0, "", nil, fmt.Errorf("decoding baseline %s: %w", cur.ID, err)
+	}
+	pixels := actual.Bounds().Dx() * actual.Bounds().Dy()
+	n, diffImg, err = pixelmatch.Compare(expected, actual, pixelmatch.Options{Threshold: ev.Threshold})
+	ratio = 1.0
+	switch {
+	case errors.Is(err, pixelmatch.ErrSize):
+		why = fmt.Sprintf("the screenshot is %dx%d, its baseline %dx%d", actual.Bounds().Dx(), actual.Bounds().Dy(), expected.Bounds().Dx(), expected.Bounds().Dy())
+		n = pixels
+	case err != nil:
+		return 0, 0, "", nil, err
+	case pixels > 0:
+		ratio = float64(n) / float64(pixels)
+		why = fmt.Sprintf("%d pixels (%.2f%%) differ, more than the %.2f%% allowed", n, ratio*100, ev.MaxDiffPixelRatio*100)
+	}
+	return n, ratio, why, diffImg, nil
 }
 
 // candidate returns the pending baseline of key with the image sum, if one

@@ -133,19 +133,47 @@ func retryable(x *duet.Execution) bool {
 	return (x.Status == duet.StatusFailed || x.Status == duet.StatusError) && max(x.Attempt, 1) <= x.Retries
 }
 
-// executeAttempt runs one attempt at x (executeCase).
+// executeAttempt runs one attempt at x (executeCase): it starts the
+// attempt, runs its steps within the case's timeout and stores how it
+// ended.
 func (e *Engine) executeAttempt(ctx context.Context, w *runWrites, rs *runScope, x *duet.Execution, drain <-chan struct{}) (known int, finished bool) {
-	run, task, secrets := rs.run, rs.task, rs.secrets
-	from := resumeAt(x)
-	x.ResumeFrom = from
+	cr, from, ok := e.startAttempt(ctx, w, rs, x)
+	if !ok {
+		return 0, false
+	}
+	defer func() {
+		if cr.session != nil {
+			cr.session.Close()
+		}
+	}()
+	timeout := e.opts.CaseTimeout
+	if x.TimeoutMs > 0 {
+		timeout = time.Duration(x.TimeoutMs) * time.Millisecond
+	}
+	cctx, cancel := context.WithTimeoutCause(ctx, timeout, errCaseTimeout)
+	defer cancel()
+	afterRan, ok := cr.runSteps(ctx, cctx, from, drain)
+	if !ok {
+		return 0, false
+	}
+	return cr.finishAttempt(ctx, cctx, afterRan)
+}
+
+// startAttempt stores that an attempt at x starts — from the step it
+// resumes at (from), with the variables stored before it — and returns the
+// attempt's caseRun; false when the start could not be stored.
+func (e *Engine) startAttempt(ctx context.Context, w *runWrites, rs *runScope, x *duet.Execution) (cr *caseRun, from int, ok bool) {
+	run := rs.run
+	from = resumeAt(x)
+	x.ResumeFrom = from // the store starts the execution there (and clears it)
 	now := time.Now()
 	x.StartedAt = &now
 	if err := w.do(ctx, func(ctx context.Context, l duet.Lease) error { return e.store.StartExecution(ctx, l, x) }); err != nil {
 		e.log.ErrorContext(ctx, "starting execution", "execution", x.ID, "err", err)
-		return 0, false
+		return nil, 0, false
 	}
 	e.emit(Event{RunID: run.ID, ExecutionID: x.ID, CaseTitle: x.CaseTitle, Status: duet.StatusRunning})
-	cr := &caseRun{e: e, w: w, run: run, task: task, x: x, saved: map[string]any{}, secrets: secrets, vars: rs.builtins(), aiTokens: &rs.aiTokens, aiTime: &rs.aiTime}
+	cr = &caseRun{e: e, w: w, run: run, task: rs.task, x: x, saved: map[string]any{}, secrets: rs.secrets, vars: rs.builtins(), aiTokens: &rs.aiTokens, aiTime: &rs.aiTime}
 	if x.Row != nil {
 		cr.vars["row"] = x.Row
 	}
@@ -159,114 +187,145 @@ func (e *Engine) executeAttempt(ctx context.Context, w *runWrites, rs *runScope,
 		cr.stored = x.Vars
 		e.log.InfoContext(ctx, "case resumed", "run", run.ID, "execution", x.ID, "step", from)
 	}
-	defer func() {
-		if cr.session != nil {
-			cr.session.Close()
-		}
-	}()
-	timeout := e.opts.CaseTimeout
-	if x.TimeoutMs > 0 {
-		timeout = time.Duration(x.TimeoutMs) * time.Millisecond
-	}
-	cctx, cancel := context.WithTimeoutCause(ctx, timeout, errCaseTimeout)
-	defer cancel()
+	return cr, from, true
+}
 
+// attemptState is how an attempt's steps have gone so far.
+type attemptState struct {
+	failed bool             // the case failed (a step, a hook, its time)
+	soft   *duet.StepResult // the first soft assertion that failed
+}
+
+// runSteps runs the attempt's steps from step from: the case's steps
+// under cctx until one fails or cctx ends, the rest recorded skipped. The
+// afterEach steps run whatever became of the case before them — failed,
+// out of time, cancelled — under a context of their own (cleanupContext),
+// unless the run is handed back; afterRan says whether that context was
+// opened. ok false: the attempt stopped short (handed back, suspended for
+// the next holder, a write failed) and is left as it is.
+func (cr *caseRun) runSteps(ctx, cctx context.Context, from int, drain <-chan struct{}) (afterRan, ok bool) {
+	x := cr.x
 	x.Status = duet.StatusPassed
-	failed := false
-	// The afterEach steps run whatever became of the case before them —
-	// failed, out of time, cancelled — under a context of their own
-	// (cleanupContext), unless the run is handed back.
-	var after context.Context
-	var softFailed *duet.StepResult // the first soft assertion that failed
+	var as attemptState
 	for _, r := range x.Results {
-		if r.Soft && softFailed == nil {
-			softFailed = r // kept from before a resume
+		if r.Soft && as.soft == nil {
+			as.soft = r // kept from before a resume
 		}
 	}
+	var after context.Context
 	for i := from; i < len(x.Steps); i++ {
 		st := &x.Steps[i]
 		res := &duet.StepResult{Index: st.Index, Kind: st.Kind, Name: st.Name, Hook: st.Hook, Status: duet.StatusSkipped}
-		if !failed && cctx.Err() == nil && closed(drain) && cr.resumable(i) {
+		if !as.failed && cctx.Err() == nil && closed(drain) && cr.resumable(i) {
 			cr.suspend(ctx, i) // the worker is stopping: the next holder goes on here
-			return 0, false
+			return false, false
 		}
-		if st.Hook == duet.HookAfterEach {
-			if handedBack(ctx) {
-				return 0, false
-			}
-			if cctx.Err() != nil && !failed {
-				failed = true
-				x.Status, x.ErrorCode, x.ErrorMessage = statusOfCtx(ctx, cctx)
-			}
+		switch {
+		case st.Hook == duet.HookAfterEach:
 			if after == nil {
 				var stop context.CancelFunc
-				after, stop = e.cleanupContext(ctx)
+				after, stop = cr.e.cleanupContext(ctx)
 				defer stop()
 			}
-			if after.Err() == nil {
-				cr.runStep(after, st, res)
-			}
-			if handedBack(ctx) {
-				return 0, false
-			}
-			if !cr.saveResult(ctx, res) {
-				return 0, false
-			}
-			e.emit(Event{RunID: run.ID, ExecutionID: x.ID, CaseTitle: x.CaseTitle, Step: res, Status: res.Status})
-			if res.Status != duet.StatusPassed && res.Status != duet.StatusSkipped && !res.Optional && !failed {
-				failed = true
-				x.Status, x.ErrorCode = res.Status, duet.CodeHookFailed
-				x.ErrorMessage = hookFailure(st, res)
-			}
-			continue
+			ok = cr.afterEachStep(ctx, cctx, after, st, res, &as)
+		case as.failed || cctx.Err() != nil:
+			ok = cr.skipStep(ctx, cctx, res, &as)
+		default:
+			ok = cr.caseStep(ctx, cctx, i, st, res, &as)
 		}
-		if failed || cctx.Err() != nil {
-			if handedBack(ctx) {
-				return 0, false // resumable: leave the execution as it is
-			}
-			if cctx.Err() != nil && !failed {
-				failed = true
-				x.Status, x.ErrorCode, x.ErrorMessage = statusOfCtx(ctx, cctx)
-			}
-			if !cr.saveResult(ctx, res) {
-				return 0, false
-			}
-			continue
-		}
-		cr.runStep(cctx, st, res)
-		if handedBack(ctx) {
-			// The step's result is not kept: it runs again, and so do the
-			// steps before it unless the case can resume here.
-			if errors.Is(context.Cause(ctx), ErrShutdown) && cr.resumable(i) {
-				cr.suspend(ctx, i)
-			}
-			return 0, false
-		}
-		if !cr.saveResult(ctx, res) {
-			return 0, false
-		}
-		e.emit(Event{RunID: run.ID, ExecutionID: x.ID, CaseTitle: x.CaseTitle, Step: res, Status: res.Status})
-		if res.Status != duet.StatusPassed && !res.Optional && !res.Soft {
-			failed = true
-			x.Status, x.ErrorCode = res.Status, res.ErrorCode
-			x.ErrorMessage = fmt.Sprintf("step %d (%s): %s", st.Index+1, st.Name, res.ErrorMessage)
-			if st.Hook == duet.HookBeforeEach && res.Status == duet.StatusFailed {
-				x.ErrorCode, x.ErrorMessage = duet.CodeHookFailed, hookFailure(st, res)
-			}
-		}
-		if res.Soft && softFailed == nil {
-			softFailed = res
+		if !ok {
+			return false, false
 		}
 	}
-	if r := softFailed; r != nil && x.Status == duet.StatusPassed {
+	if r := as.soft; r != nil && x.Status == duet.StatusPassed {
 		// A soft assertion failed: the case went on, and fails now.
 		x.Status, x.ErrorCode = duet.StatusFailed, r.ErrorCode
 		x.ErrorMessage = fmt.Sprintf("step %d (%s), a soft assertion: %s", r.Index+1, r.Name, r.ErrorMessage)
 	}
+	return after != nil, true
+}
+
+// afterEachStep runs st, an afterEach step, under after, and stores its
+// result; a failed afterEach (not optional) fails a case that had not
+// failed yet, naming the hook.
+func (cr *caseRun) afterEachStep(ctx, cctx, after context.Context, st *duet.Step, res *duet.StepResult, as *attemptState) bool {
+	x := cr.x
+	if handedBack(ctx) {
+		return false
+	}
+	if cctx.Err() != nil && !as.failed {
+		as.failed = true
+		x.Status, x.ErrorCode, x.ErrorMessage = statusOfCtx(ctx, cctx)
+	}
+	if after.Err() == nil {
+		cr.runStep(after, st, res)
+	}
+	if handedBack(ctx) || !cr.saveResult(ctx, res) {
+		return false
+	}
+	cr.e.emit(Event{RunID: cr.run.ID, ExecutionID: x.ID, CaseTitle: x.CaseTitle, Step: res, Status: res.Status})
+	if res.Status != duet.StatusPassed && res.Status != duet.StatusSkipped && !res.Optional && !as.failed {
+		as.failed = true
+		x.Status, x.ErrorCode = res.Status, duet.CodeHookFailed
+		x.ErrorMessage = hookFailure(st, res)
+	}
+	return true
+}
+
+// skipStep stores res, a step's result skipped because the case failed or
+// its context ended (which fails the case, if nothing did before).
+func (cr *caseRun) skipStep(ctx, cctx context.Context, res *duet.StepResult, as *attemptState) bool {
+	if handedBack(ctx) {
+		return false // resumable: leave the execution as it is
+	}
+	if cctx.Err() != nil && !as.failed {
+		as.failed = true
+		cr.x.Status, cr.x.ErrorCode, cr.x.ErrorMessage = statusOfCtx(ctx, cctx)
+	}
+	return cr.saveResult(ctx, res)
+}
+
+// caseStep runs st, the case's step i, and stores its result; a step that
+// fails (not optional, not soft) fails the case.
+func (cr *caseRun) caseStep(ctx, cctx context.Context, i int, st *duet.Step, res *duet.StepResult, as *attemptState) bool {
+	x := cr.x
+	cr.runStep(cctx, st, res)
+	if handedBack(ctx) {
+		// The step's result is not kept: it runs again, and so do the
+		// steps before it unless the case can resume here.
+		if errors.Is(context.Cause(ctx), ErrShutdown) && cr.resumable(i) {
+			cr.suspend(ctx, i)
+		}
+		return false
+	}
+	if !cr.saveResult(ctx, res) {
+		return false
+	}
+	cr.e.emit(Event{RunID: cr.run.ID, ExecutionID: x.ID, CaseTitle: x.CaseTitle, Step: res, Status: res.Status})
+	if res.Status != duet.StatusPassed && !res.Optional && !res.Soft {
+		as.failed = true
+		x.Status, x.ErrorCode = res.Status, res.ErrorCode
+		x.ErrorMessage = fmt.Sprintf("step %d (%s): %s", st.Index+1, st.Name, res.ErrorMessage)
+		if st.Hook == duet.HookBeforeEach && res.Status == duet.StatusFailed {
+			x.ErrorCode, x.ErrorMessage = duet.CodeHookFailed, hookFailure(st, res)
+		}
+	}
+	if res.Soft && as.soft == nil {
+		as.soft = res
+	}
+	return true
+}
+
+// finishAttempt stores how the attempt ended — out of time when cctx
+// ended with no afterEach run, flaky when it passed on a retry — with its
+// trace, its results scrubbed of every secret known by now and its
+// variables. known is how many secrets it was scrubbed with.
+func (cr *caseRun) finishAttempt(ctx, cctx context.Context, afterRan bool) (known int, finished bool) {
+	x := cr.x
 	if handedBack(ctx) {
 		return 0, false
 	}
-	if x.Status == duet.StatusPassed && cctx.Err() != nil && after == nil {
+	if x.Status == duet.StatusPassed && cctx.Err() != nil && !afterRan {
 		x.Status, x.ErrorCode, x.ErrorMessage = statusOfCtx(ctx, cctx)
 	}
 	if x.Status == duet.StatusPassed && x.Attempt > 1 {
@@ -275,14 +334,14 @@ func (e *Engine) executeAttempt(ctx context.Context, w *runWrites, rs *runScope,
 	end := time.Now()
 	x.FinishedAt = &end
 	cr.finishTrace(ctx)
-	known = secrets.Len()
+	known = cr.secrets.Len()
 	if !cr.rescrub(ctx) {
 		return 0, false
 	}
 	x.ErrorMessage = cr.secrets.Scrub(x.ErrorMessage)
 	x.Vars = cr.persistVars()
-	if err := w.do(ctx, func(ctx context.Context, l duet.Lease) error { return e.store.FinishExecution(ctx, l, x) }); err != nil {
-		e.log.ErrorContext(ctx, "finishing execution", "execution", x.ID, "err", err)
+	if err := cr.w.do(ctx, func(ctx context.Context, l duet.Lease) error { return cr.e.store.FinishExecution(ctx, l, x) }); err != nil {
+		cr.e.log.ErrorContext(ctx, "finishing execution", "execution", x.ID, "err", err)
 		return 0, false
 	}
 	return known, true
@@ -527,12 +586,30 @@ func (cr *caseRun) runStep(ctx context.Context, st *duet.Step, res *duet.StepRes
 	end := time.Now()
 	res.FinishedAt = &end
 	res.DurationMs = end.Sub(start).Milliseconds()
+	if kerr := cr.keepOutput(res, saveAs, value); err == nil {
+		err = kerr
+	}
+	var shot []byte // the failure screenshot, for the trace
+	defer func() { cr.traceEnd(ctx, st, res, shot) }()
+	if err == nil {
+		res.Status = duet.StatusPassed
+		return
+	}
+	cr.failStep(ctx, sctx, st, res, err, timeout)
+	// A failed step leaves a screenshot of the page as it was (a flow
+	// step's failed step has left it).
+	if cr.session != nil && !flow && res.Status != duet.StatusCancelled && cr.e.opts.Artifacts != nil {
+		shot = cr.failureShot(ctx, st, res)
+	}
+}
+
+// keepOutput saves value under saveAs (within the variables' bounds; an
+// error when it is refused) and stores it as the step's output: redacted,
+// masked whole under a sensitive name. The run learns the secrets in it.
+func (cr *caseRun) keepOutput(res *duet.StepResult, saveAs string, value any) (err error) {
 	if saveAs != "" && value != nil {
-		if kerr := cr.keep(saveAs, value); kerr != nil {
+		if err = cr.keep(saveAs, value); err != nil {
 			value = nil
-			if err == nil {
-				err = kerr
-			}
 		}
 	}
 	cr.learn(saveAs, value)
@@ -548,12 +625,15 @@ func (cr *caseRun) runStep(ctx context.Context, st *duet.Step, res *duet.StepRes
 			res.Output = persist(cr.secrets, value)
 		}
 	}
-	var shot []byte // the failure screenshot, for the trace
-	defer func() { cr.traceEnd(ctx, st, res, shot) }()
-	if err == nil {
-		res.Status = duet.StatusPassed
-		return
-	}
+	return err
+}
+
+// failStep fills res for a step that failed with err under sctx (its own
+// timeout) within ctx (the case's): the case ending meanwhile, the step's
+// timeout, or the step's own error; an error of Duet or of what it
+// drives is an error, not a failure. It marks an optional MCP call and a
+// soft assertion.
+func (cr *caseRun) failStep(ctx, sctx context.Context, st *duet.Step, res *duet.StepResult, err error, timeout time.Duration) {
 	res.Status = duet.StatusFailed
 	switch {
 	case ctx.Err() != nil || pastDeadline(ctx):
@@ -586,24 +666,25 @@ func (cr *caseRun) runStep(ctx context.Context, st *duet.Step, res *duet.StepRes
 	if st.Soft && res.Status == duet.StatusFailed && res.ErrorCode != duet.CodeCaseTimeout {
 		res.Soft = true
 	}
-	// A failed step leaves a screenshot of the page as it was (a flow
-	// step's failed step has left it). A big mobile screenshot on a busy
-	// machine takes seconds.
-	if cr.session != nil && !flow && res.Status != duet.StatusCancelled && cr.e.opts.Artifacts != nil {
-		shotCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
-		defer cancel()
-		png, err := cr.session.Screenshot(shotCtx, false)
-		var id string
-		if err == nil {
-			shot = png
-			id, err = cr.SaveArtifact(shotCtx, st, "failure", png)
-		}
-		if err != nil {
-			cr.e.log.WarnContext(ctx, "no screenshot of a failed step", "run", cr.run.ID, "execution", cr.x.ID, "step", st.Index, "err", err)
-		} else {
-			res.Artifacts = append(res.Artifacts, id)
-		}
+}
+
+// failureShot keeps a screenshot of the page after st failed among res's
+// artifacts and returns it (nil when none could be taken). A big mobile
+// screenshot on a busy machine takes seconds.
+func (cr *caseRun) failureShot(ctx context.Context, st *duet.Step, res *duet.StepResult) []byte {
+	shotCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	png, err := cr.session.Screenshot(shotCtx, false)
+	var id string
+	if err == nil {
+		id, err = cr.SaveArtifact(shotCtx, st, "failure", png)
 	}
+	if err != nil {
+		cr.e.log.WarnContext(ctx, "no screenshot of a failed step", "run", cr.run.ID, "execution", cr.x.ID, "step", st.Index, "err", err)
+		return png // nil unless only its saving failed
+	}
+	res.Artifacts = append(res.Artifacts, id)
+	return png
 }
 
 var errStepTimeout = errors.New("step timeout")

@@ -240,18 +240,7 @@ func (e *Engine) Execute(ctx context.Context, lease duet.Lease, run *duet.Run, d
 	if err := w.read(rctx, func(ctx context.Context) (err error) { execs, err = e.store.FindExecutions(ctx, run.ID); return err }); err != nil {
 		return err
 	}
-	total := len(execs)
-	var todo []*duet.Execution
-	done := 0
-	for _, x := range execs {
-		if x.Status.Final() && !retryable(x) {
-			done++
-		} else {
-			// Unfinished, or failed with a retry its last holder did
-			// not begin.
-			todo = append(todo, x)
-		}
-	}
+	todo, done := unfinished(execs)
 	// The secrets this run comes to know (the executor's credentials,
 	// values seen under sensitive keys), scrubbed from everything it keeps.
 	secrets := redact.NewSet()
@@ -259,33 +248,80 @@ func (e *Engine) Execute(ctx context.Context, lease duet.Lease, run *duet.Run, d
 	if err != nil {
 		return e.finishRun(rctx, w, run, duet.StatusError, duet.ErrorCode(err), "the run's environment: "+duet.ErrorMessage(err))
 	}
-	// The task's beforeAll runs once, before the first case (again on a
-	// later attempt, unless an earlier one stored it whole); if it fails,
-	// no case runs: each ends failed, naming the hook.
-	if len(task.BeforeAll) > 0 && len(todo) > 0 && ctx.Err() == nil && !closed(drain) {
-		vars, ok := beforeAllDone(run, task)
-		if !ok {
-			var status duet.RunStatus
-			var msg string
-			vars, status, msg = e.runHook(ctx, w, rs, duet.HookBeforeAll, task.BeforeAll)
-			if handedBack(ctx) {
-				return e.stopped(ctx, w, run)
-			}
-			if status != duet.StatusPassed && ctx.Err() == nil {
-				for _, x := range todo {
-					if !e.skipExecution(ctx, w, x, duet.StatusFailed, duet.CodeHookFailed, msg) {
-						return e.stopped(ctx, w, run)
-					}
-				}
-				todo = nil
-			}
-		}
-		rs.hookVars = vars
+	if todo, err = e.beforeAll(ctx, w, rs, todo, drain); err != nil {
+		return err
 	}
-	known := map[string]int{} // execution → secrets it was scrubbed with
-	var mu sync.Mutex
-	ended := 0 // executions of todo that ended here
-	sem := make(chan struct{}, e.parallel(task))
+	cs := caseSet{run: run, total: len(execs), done: done, known: map[string]int{}}
+	e.runCases(ctx, w, rs, &cs, todo, drain)
+	if ctx.Err() != nil {
+		return e.endCancelled(ctx, w, rs)
+	}
+	if cs.ended < len(todo) {
+		return ErrShutdown // drained: cases left for the next holder
+	}
+	return e.judge(ctx, w, rs, cs.known)
+}
+
+// unfinished splits a run's executions into those still to run — the
+// unfinished, and those failed with a retry their last holder did not
+// begin — and the number already done.
+func unfinished(execs []*duet.Execution) (todo []*duet.Execution, done int) {
+	for _, x := range execs {
+		if x.Status.Final() && !retryable(x) {
+			done++
+		} else {
+			todo = append(todo, x)
+		}
+	}
+	return todo, done
+}
+
+// beforeAll runs the task's beforeAll once, before the first case (again
+// on a later attempt, unless an earlier one stored it whole); if it fails,
+// no case runs: each ends failed, naming the hook, and the cases left to
+// run are none. A non-nil error is what Execute returns: the run was
+// handed back meanwhile (stopped).
+func (e *Engine) beforeAll(ctx context.Context, w *runWrites, rs *runScope, todo []*duet.Execution, drain <-chan struct{}) ([]*duet.Execution, error) {
+	run, task := rs.run, rs.task
+	if len(task.BeforeAll) == 0 || len(todo) == 0 || ctx.Err() != nil || closed(drain) {
+		return todo, nil
+	}
+	vars, ok := beforeAllDone(run, task)
+	if !ok {
+		var status duet.RunStatus
+		var msg string
+		vars, status, msg = e.runHook(ctx, w, rs, duet.HookBeforeAll, task.BeforeAll)
+		if handedBack(ctx) {
+			return nil, e.stopped(ctx, w, run)
+		}
+		if status != duet.StatusPassed && ctx.Err() == nil {
+			for _, x := range todo {
+				if !e.skipExecution(ctx, w, x, duet.StatusFailed, duet.CodeHookFailed, msg) {
+					return nil, e.stopped(ctx, w, run)
+				}
+			}
+			todo = nil
+		}
+	}
+	rs.hookVars = vars
+	return todo, nil
+}
+
+// caseSet is the progress of a run's cases while they execute.
+type caseSet struct {
+	run   *duet.Run
+	total int // executions of the run
+	mu    sync.Mutex
+	done  int            // executions ended, here or before
+	ended int            // executions ended here
+	known map[string]int // execution → secrets it was scrubbed with
+}
+
+// runCases executes todo's cases, up to the task's parallel at once, each
+// reported as it ends (Event). No case starts once ctx ends or drain is
+// closed; a case stopped short (resumed by the next holder) is not counted.
+func (e *Engine) runCases(ctx context.Context, w *runWrites, rs *runScope, cs *caseSet, todo []*duet.Execution, drain <-chan struct{}) {
+	sem := make(chan struct{}, e.parallel(rs.task))
 	var wg sync.WaitGroup
 	for _, x := range todo {
 		select {
@@ -302,34 +338,44 @@ func (e *Engine) Execute(ctx context.Context, lease duet.Lease, run *duet.Run, d
 			if !fin {
 				return // stopped short: resumed by the next holder
 			}
-			mu.Lock()
-			known[x.ID] = k
-			done++
-			ended++
-			d := done
-			mu.Unlock()
-			e.emit(Event{RunID: run.ID, ExecutionID: x.ID, CaseTitle: x.CaseTitle, Status: x.Status, Done: d, Total: total})
+			cs.mu.Lock()
+			cs.known[x.ID] = k
+			cs.done++
+			cs.ended++
+			d := cs.done
+			cs.mu.Unlock()
+			e.emit(Event{RunID: cs.run.ID, ExecutionID: x.ID, CaseTitle: x.CaseTitle, Status: x.Status, Done: d, Total: cs.total})
 		})
 	}
 	wg.Wait()
-	if ctx.Err() != nil {
-		if handedBack(ctx) {
-			return e.stopped(ctx, w, run)
-		}
-		msg := "cancelled"
-		if run.CancelRequested || errors.Is(context.Cause(ctx), ErrCancelRequested) {
-			msg = "cancelled at the user's request"
-		}
-		// The task's afterAll runs after a cancellation too.
-		if !e.afterAll(ctx, w, rs) {
-			return e.stopped(ctx, w, run)
-		}
-		run.PostRun = e.postRun(ctx, run, rs.task, nil, verdict{duet.StatusCancelled, duet.CodeCancelled, msg}, secrets)
-		return e.finishRun(rctx, w, run, duet.StatusCancelled, duet.CodeCancelled, msg)
+}
+
+// endCancelled ends a run whose context ended while its cases ran: handed
+// back (stopped), or cancelled — then after its afterAll and post-run
+// actions.
+func (e *Engine) endCancelled(ctx context.Context, w *runWrites, rs *runScope) error {
+	run := rs.run
+	if handedBack(ctx) {
+		return e.stopped(ctx, w, run)
 	}
-	if ended < len(todo) {
-		return ErrShutdown // drained: cases left for the next holder
+	msg := "cancelled"
+	if run.CancelRequested || errors.Is(context.Cause(ctx), ErrCancelRequested) {
+		msg = "cancelled at the user's request"
 	}
+	// The task's afterAll runs after a cancellation too.
+	if !e.afterAll(ctx, w, rs) {
+		return e.stopped(ctx, w, run)
+	}
+	run.PostRun = e.postRun(ctx, run, rs.task, nil, verdict{duet.StatusCancelled, duet.CodeCancelled, msg}, rs.secrets)
+	return e.finishRun(context.WithoutCancel(ctx), w, run, duet.StatusCancelled, duet.CodeCancelled, msg)
+}
+
+// judge ends a run whose every case ended: it reads the results back, runs
+// the task's afterAll, scrubs what the cases stored with every secret the
+// run came to know, and writes the verdict after the post-run actions.
+func (e *Engine) judge(ctx context.Context, w *runWrites, rs *runScope, known map[string]int) error {
+	run := rs.run
+	var execs []*duet.Execution
 	if err := w.read(ctx, func(ctx context.Context) (err error) { execs, err = e.store.FindExecutions(ctx, run.ID); return err }); err != nil {
 		return err
 	}
@@ -337,50 +383,56 @@ func (e *Engine) Execute(ctx context.Context, lease duet.Lease, run *duet.Run, d
 	// execution not finished, or short of a step result, is not judged.
 	for _, x := range execs {
 		if !x.Status.Final() || len(x.Results) < len(x.Steps) {
-			return e.finishRun(rctx, w, run, duet.StatusError, duet.CodeInternal, duet.ErrorMessage(duet.Incomplete(run.ID, x.CaseTitle, x.Status, len(x.Results), len(x.Steps))))
+			return e.finishRun(context.WithoutCancel(ctx), w, run, duet.StatusError, duet.CodeInternal, duet.ErrorMessage(duet.Incomplete(run.ID, x.CaseTitle, x.Status, len(x.Results), len(x.Steps))))
 		}
 	}
 	// The task's afterAll, once every case has ended.
 	if !e.afterAll(ctx, w, rs) {
 		return e.stopped(ctx, w, run)
 	}
-	if e.rescrubRun(ctx, w, execs, secrets, known); handedBack(ctx) {
+	if e.rescrubRun(ctx, w, execs, rs.secrets, known); handedBack(ctx) {
 		return e.stopped(ctx, w, run)
 	}
-	status := duet.StatusPassed
-	var code duet.Code
-	var msg string
+	v := runVerdict(run, execs, rs.secrets)
+	// The task's post-run actions: notes on the run, never its verdict.
+	run.PostRun = e.postRun(ctx, run, rs.task, execs, v, rs.secrets)
+	return e.finishRun(ctx, w, run, v.status, v.code, v.msg)
+}
+
+// runVerdict is the verdict of a run from its executions: an error in any
+// case, else a failure, else cancelled when a case was; a failed afterAll
+// (not optional) fails a run whose cases passed, naming the hook.
+func runVerdict(run *duet.Run, execs []*duet.Execution, secrets *redact.Set) verdict {
+	v := verdict{status: duet.StatusPassed}
 	for _, x := range execs {
 		x.ErrorMessage = secrets.Scrub(x.ErrorMessage)
 		switch x.Status {
 		case duet.StatusError:
-			status, code, msg = duet.StatusError, x.ErrorCode, fmt.Sprintf("case %q: %s", x.CaseTitle, x.ErrorMessage)
+			v = verdict{duet.StatusError, x.ErrorCode, fmt.Sprintf("case %q: %s", x.CaseTitle, x.ErrorMessage)}
 		case duet.StatusFailed:
-			if status == duet.StatusPassed {
-				status, code, msg = duet.StatusFailed, x.ErrorCode, fmt.Sprintf("case %q: %s", x.CaseTitle, x.ErrorMessage)
+			if v.status == duet.StatusPassed {
+				v = verdict{duet.StatusFailed, x.ErrorCode, fmt.Sprintf("case %q: %s", x.CaseTitle, x.ErrorMessage)}
 			}
 		case duet.StatusCancelled, duet.StatusSkipped:
-			if status == duet.StatusPassed {
-				status, code, msg = duet.StatusCancelled, duet.CodeCancelled, "cancelled"
+			if v.status == duet.StatusPassed {
+				v = verdict{duet.StatusCancelled, duet.CodeCancelled, "cancelled"}
 			}
 		}
 	}
-	// A failed afterAll fails a run whose cases passed: the hook is named.
-	if status == duet.StatusPassed {
-		for _, r := range run.Hooks {
-			if r.Hook == duet.HookAfterAll && r.Status != duet.StatusPassed && r.Status != duet.StatusSkipped && !r.Optional {
-				status, code = duet.StatusFailed, duet.CodeHookFailed
-				if r.Status == duet.StatusError {
-					status = duet.StatusError
-				}
-				msg = secrets.Scrub(fmt.Sprintf("afterAll hook failed at step %d (%s): %s: %s", r.Index+1, r.Name, r.ErrorCode, r.ErrorMessage))
-				break
+	if v.status != duet.StatusPassed {
+		return v
+	}
+	for _, r := range run.Hooks {
+		if r.Hook == duet.HookAfterAll && r.Status != duet.StatusPassed && r.Status != duet.StatusSkipped && !r.Optional {
+			v.status, v.code = duet.StatusFailed, duet.CodeHookFailed
+			if r.Status == duet.StatusError {
+				v.status = duet.StatusError
 			}
+			v.msg = secrets.Scrub(fmt.Sprintf("afterAll hook failed at step %d (%s): %s: %s", r.Index+1, r.Name, r.ErrorCode, r.ErrorMessage))
+			break
 		}
 	}
-	// The task's post-run actions: notes on the run, never its verdict.
-	run.PostRun = e.postRun(ctx, run, rs.task, execs, verdict{status, code, msg}, secrets)
-	return e.finishRun(ctx, w, run, status, code, msg)
+	return v
 }
 
 // parallel is how many cases of a run of task execute at once: the task's

@@ -211,13 +211,13 @@ func (h *Handler) Call(identity func(*http.Request) auth.Identity) http.HandlerF
 			h.refuse(w, op, duet.Errorf(duet.CodeNotFound, "unknown tool %q", req.Name))
 			return
 		}
-		ctx, release, err := h.cat.Admit(r.Context(), op)
+		slot, err := h.cat.Admit(op)
 		if err != nil {
 			h.answer(w, err)
 			return
 		}
-		defer release()
-		res, err := h.cat.Call(ctx, catalog.Request{Caller: op.Caller, Tool: req.Name, Args: req.Arguments})
+		defer slot.Release()
+		res, err := h.cat.Call(r.Context(), catalog.Request{Caller: op.Caller, Tool: req.Name, Args: req.Arguments, Slot: slot})
 		if err != nil {
 			WriteError(w, http.StatusNotFound, duet.CodeNotFound, "unknown tool "+req.Name)
 			return

@@ -43,7 +43,7 @@ func TestApprovalBothEras(t *testing.T) {
 			return &catalog.CaseReview{}, nil
 		}
 		d := duet.Destinations{Tools: []duet.ToolDestination{{ServerKey: "sk_orders", Tool: "set_order_status"}}}
-		return &catalog.CaseReview{Calls: []catalog.PendingCall{{Step: 1, Name: "cancel", ServerKey: "sk_orders", Tool: "set_order_status"}},
+		return &catalog.CaseReview{Calls: []duet.PendingCall{{Step: 1, Name: "cancel", ServerKey: "sk_orders", Tool: "set_order_status"}},
 			Destinations: d, DestinationsHash: d.Hash()}, nil
 	}
 	cat := catalog.New(db, catalog.Options{Review: review})

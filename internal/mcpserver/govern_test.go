@@ -117,6 +117,14 @@ func TestEveryMethodIsGoverned(t *testing.T) {
 	if status, body := read("test://stuck"); !strings.Contains(body, "TIMEOUT: the call did not finish within 1s") || time.Since(start) > 10*time.Second {
 		t.Errorf("stuck read: %d %s after %s", status, body, time.Since(start))
 	}
+	// A tools/call over HTTP runs in the slot its door took
+	// (catalog.Request.Slot; the fast path's and the SDK handler's): with
+	// one call per caller, a second slot would be refused.
+	for i := range 2 {
+		if status, body := post(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"list_test_tasks","arguments":{}}}`); status != 200 || strings.Contains(body, "RATE_LIMITED") {
+			t.Errorf("tools/call %d with one slot per caller: %d %s", i+1, status, body)
+		}
+	}
 	// One call in flight per caller: a second read waits for nothing, it
 	// gets 429 with Retry-After.
 	done := make(chan string, 1)

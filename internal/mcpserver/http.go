@@ -67,7 +67,9 @@ func principalOf(ctx context.Context, c duet.Caller) string {
 // and the concurrency slot it holds, travel with the request instead.
 type requestState struct {
 	caller duet.Caller
-	slot   bool
+	// slot is the call slot the door took for this request (Admit), which
+	// its handler hands the catalog (catalog.Request.Slot, Op.Slot).
+	slot *catalog.Slot
 	// oneShot: the request goes to a stateless handler, whose session
 	// lives for this request only (it cannot ask the client anything).
 	oneShot bool
@@ -147,7 +149,7 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 		state := &requestState{caller: caller}
 		if req.IsCall() {
 			op := catalog.Op{Caller: caller, Method: req.Method, Name: req.Name, ArgBytes: len(body), Stream: req.Method == "subscriptions/listen"}
-			ctx, release, err := s.cat.Admit(r.Context(), op)
+			slot, err := s.cat.Admit(op)
 			if err != nil {
 				if duet.ErrorCode(err) == duet.CodeRateLimited {
 					w.Header().Set("Retry-After", "1")
@@ -155,14 +157,15 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 				s.writeError(w, rawID(req.ID), err)
 				return
 			}
-			defer release()
-			r = r.WithContext(ctx)
-			state.slot = !op.Stream
+			defer slot.Release()
+			if !op.Stream {
+				state.slot = slot
+			}
 		}
 		isToolCall := req.IsCall() && req.Method == "tools/call"
 		streaming := isToolCall && (req.Progress || o.Streams != nil && o.Streams(req.Name)) &&
 			strings.Contains(r.Header.Get("Accept"), "text/event-stream")
-		if !o.Sessions && isToolCall && !streaming && !o.NoFastPath && s.fast != nil && s.fast.ServeHTTP(w, r, req) {
+		if !o.Sessions && isToolCall && !streaming && !o.NoFastPath && s.fast != nil && s.fast.ServeHTTP(w, r, req, state.slot) {
 			return
 		}
 		ew := &errorRewriter{ResponseWriter: w, s: s, door: door, req: req, state: state, session: o.Sessions && r.Header.Get("Mcp-Session-Id") != ""}

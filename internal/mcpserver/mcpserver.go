@@ -209,7 +209,8 @@ func callerOf(ctx context.Context, meta map[string]any) duet.Caller {
 
 func (s *Server) handler() mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		// The caller and the slot of this request were put in ctx by govern.
+		// The caller of this request was put in ctx by govern; the slot it
+		// holds is the request's (slotOf).
 		if h, ok := ctx.Value(taskHolderKey{}).(*taskHolder); ok {
 			h.ran = true // catalog.Call audits the call
 		}
@@ -223,7 +224,7 @@ func (s *Server) handler() mcp.ToolHandler {
 		call := &callState{session: req.Session}
 		ctx = context.WithValue(ctx, callKey{}, call)
 		res, err := s.cat.Call(ctx, catalog.Request{Caller: caller, Tool: req.Params.Name, Args: req.Params.Arguments, Progress: progress,
-			Confirmer: elicitConfirmer(req.Session), Input: callInput(ctx, req), Extensions: extensionsOf(req.ClientCapabilities())})
+			Confirmer: elicitConfirmer(req.Session), Input: callInput(ctx, req), Extensions: extensionsOf(req.ClientCapabilities()), Slot: slotOf(req)})
 		if err != nil {
 			// Unknown tool: the SDK answers that itself before calling us;
 			// this is a defence in depth. A bad request state or a missing
@@ -303,12 +304,13 @@ func ToolResult(res *catalog.Result, traceID string) *mcp.CallToolResult {
 // replace their content blocks (SetContent) as on the SDK path; tools that
 // talk back to the client through the session are declared streaming and
 // never come here. An error of the call is the JSON-RPC error the handler's
-// protocolError gives the SDK to send.
-func (s *Server) fastCall(ctx context.Context, params *mcp.CallToolParamsRaw, meta map[string]any) (*mcp.CallToolResult, string, *jsonrpc.Error) {
+// protocolError gives the SDK to send. slot is the one the HTTP door took
+// (nil over stdio).
+func (s *Server) fastCall(ctx context.Context, params *mcp.CallToolParamsRaw, meta map[string]any, slot *catalog.Slot) (*mcp.CallToolResult, string, *jsonrpc.Error) {
 	caller := callerOf(ctx, meta)
 	call := &callState{}
 	ctx = context.WithValue(ctx, callKey{}, call)
-	res, err := s.cat.Call(ctx, catalog.Request{Caller: caller, Tool: params.Name, Args: params.Arguments})
+	res, err := s.cat.Call(ctx, catalog.Request{Caller: caller, Tool: params.Name, Args: params.Arguments, Slot: slot})
 	if err != nil {
 		return nil, caller.TraceID, s.callError(err)
 	}
@@ -332,8 +334,7 @@ func (s *Server) callError(err error) *jsonrpc.Error {
 
 // requestContext returns ctx with the caller of req — the one its HTTP
 // request carried (RequestExtra.TokenInfo, see HTTPHandler), or the one the
-// transport put in ctx (stdio) — and, if that request holds a concurrency
-// slot, the mark of it.
+// transport put in ctx (stdio).
 func requestContext(ctx context.Context, req mcp.Request) context.Context {
 	ex := req.GetExtra()
 	if ex == nil || ex.TokenInfo == nil {
@@ -347,10 +348,18 @@ func requestContext(ctx context.Context, req mcp.Request) context.Context {
 	if st.oneShot {
 		ctx = context.WithValue(ctx, oneShotKey{}, true)
 	}
-	if st.slot {
-		ctx = catalog.WithSlot(ctx)
-	}
 	return ctx
+}
+
+// slotOf returns the concurrency slot the HTTP request of req holds (taken
+// at the door, see HTTPHandler), or nil: the catalog takes one.
+func slotOf(req mcp.Request) *catalog.Slot {
+	if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil {
+		if st, ok := ex.TokenInfo.Extra[extraKey].(*requestState); ok {
+			return st.slot
+		}
+	}
+	return nil
 }
 
 // markGoverned notes on the HTTP request of req (requestState) that a
@@ -402,7 +411,7 @@ func (s *Server) govern(next mcp.MethodHandler) mcp.MethodHandler {
 			return next(ctx, method, req)
 		}
 		var meta map[string]any
-		op := catalog.Op{Method: method, Stream: method == "subscriptions/listen"}
+		op := catalog.Op{Method: method, Stream: method == "subscriptions/listen", Slot: slotOf(req)}
 		if p := req.GetParams(); p != nil && !reflect.ValueOf(p).IsNil() {
 			meta = p.GetMeta()
 			if b, err := json.Marshal(p); err == nil {

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/duet-test/duet"
-	"github.com/duet-test/duet/internal/api/apitest"
+	"github.com/duet-test/duet/internal/app/apptest"
 )
 
 // pngOf is a w×h PNG of one colour.
@@ -36,7 +36,7 @@ func pngOf(t *testing.T, w, h int, c color.RGBA) []byte {
 // shared, can neither see nor decide it.
 func TestBaselinePages(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t, nil)
+	e := apptest.New(t, nil)
 	alice := signIn(t, e, "alice")
 	status, body, resp := alice.post("/tasks/apply", url.Values{"source": {"task: {name: looks, baseURL: http://127.0.0.1:9, sharedWith: [bob]}\ncases:\n  - key: home\n    title: Home\n    steps:\n      - set: {x: '1'}\n"}})
 	if status != http.StatusSeeOther {

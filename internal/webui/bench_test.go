@@ -11,15 +11,15 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/api"
-	"github.com/duet-test/duet/internal/api/apitest"
 	"github.com/duet-test/duet/internal/app"
+	"github.com/duet-test/duet/internal/app/apptest"
 )
 
 // seedRuns applies a one-case task as alice and stores n runs of it.
-func seedRuns(tb testing.TB, e *apitest.Env, n int) {
+func seedRuns(tb testing.TB, e *apptest.Env, n int) {
 	tb.Helper()
 	ctx := tb.Context()
-	res, err := e.App.API.ApplySuite(ctx, duet.Caller{UserID: "alice", Source: duet.SourceAPI}, api.ApplyIn{Source: apitest.Suite("busy")})
+	res, err := e.App.API.ApplySuite(ctx, duet.Caller{UserID: "alice", Source: duet.SourceAPI}, api.ApplyIn{Source: apptest.Suite("busy")})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func seedRuns(tb testing.TB, e *apitest.Env, n int) {
 // pageGetter serves console pages in-process as alice, so that what is
 // timed is the server's work for a page (authentication, the governed
 // list, rendering), not the network.
-func pageGetter(tb testing.TB, e *apitest.Env) func(path string) (int, string, time.Duration) {
+func pageGetter(tb testing.TB, e *apptest.Env) func(path string) (int, string, time.Duration) {
 	c, _ := e.SignIn("alice")
 	req, _ := http.NewRequest("GET", e.URL+"/runs", nil)
 	cookies := c.Jar.Cookies(req.URL)
@@ -63,7 +63,7 @@ var runRe = regexp.MustCompile(`href="/runs/(run_[0-9a-z]+)"`)
 // (performance is measured by BenchmarkRunsPage, not by timed tests).
 func TestThousandRunsArePaged(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t, nil)
+	e := apptest.New(t, nil)
 	seedRuns(t, e, 1000)
 	get := pageGetter(t, e)
 	seen := map[string]bool{}
@@ -106,7 +106,7 @@ func TestThousandRunsArePaged(t *testing.T) {
 //
 //	go test -run x -bench RunsPage ./internal/webui/
 func BenchmarkRunsPage(b *testing.B) {
-	e := apitest.New(b, nil)
+	e := apptest.New(b, nil)
 	seedRuns(b, e, 1000)
 	get := pageGetter(b, e)
 	_, first, _ := get("/runs")

@@ -13,7 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/duet-test/duet"
-	"github.com/duet-test/duet/internal/api/apitest"
+	"github.com/duet-test/duet/internal/app/apptest"
 	"github.com/duet-test/duet/internal/catalog"
 	"github.com/duet-test/duet/internal/mcpclient"
 	"github.com/duet-test/duet/internal/sample"
@@ -31,7 +31,7 @@ func TestSampleServerChangeFlagsCase(t *testing.T) {
 	srv := sample.NewOrderServer(sample.NewOrders())
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	t.Cleanup(hs.Close) // after Duet closed its session (cleanups run last first)
-	e := apitest.New(t, nil)
+	e := apptest.New(t, nil)
 	reg, err := e.App.MCPClient.Register(t.Context(), mcpclient.Registration{Owner: "alice", Name: "orders", URL: hs.URL})
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/duet-test/duet/internal/api/apitest"
+	"github.com/duet-test/duet/internal/app/apptest"
 )
 
 // TestConsoleEdges: the rough edges a tester met, smoothed. A new token is
@@ -19,7 +19,7 @@ import (
 // task; /favicon.ico is an icon.
 func TestConsoleEdges(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t, nil)
+	e := apptest.New(t, nil)
 	alice := signIn(t, e, "alice")
 
 	// A token: POST, redirect, shown once.
@@ -56,7 +56,7 @@ func TestConsoleEdges(t *testing.T) {
 	}
 
 	// A task, a case, a run.
-	status, body, resp = alice.post("/tasks/apply", url.Values{"source": {apitest.Suite("plain")}})
+	status, body, resp = alice.post("/tasks/apply", url.Values{"source": {apptest.Suite("plain")}})
 	if status != http.StatusSeeOther {
 		t.Fatalf("apply: %d %s", status, body)
 	}

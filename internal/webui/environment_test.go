@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/duet-test/duet/internal/api/apitest"
+	"github.com/duet-test/duet/internal/app/apptest"
 )
 
 // TestStartRunInEnvironment: the task page offers the task's environments,
@@ -14,7 +14,7 @@ import (
 // task does not have is refused.
 func TestStartRunInEnvironment(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t, nil)
+	e := apptest.New(t, nil)
 	alice := signIn(t, e, "alice")
 	src := "task:\n  name: envs\n  baseURL: http://127.0.0.1:9\n  defaultEnvironment: local\n  environments:\n    local: {vars: {tier: l}}\n    staging: {baseURL: 'http://127.0.0.1:9/s', vars: {tier: s}}\ncases:\n  - title: tier\n    steps:\n      - assert: env.tier == \"s\"\n"
 	status, body, resp := alice.post("/tasks/apply", url.Values{"source": {src}})

@@ -17,13 +17,13 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/api"
-	"github.com/duet-test/duet/internal/api/apitest"
+	"github.com/duet-test/duet/internal/app/apptest"
 	"github.com/duet-test/duet/internal/browser/chromiumtest"
 )
 
 // evidenceTask applies, as alice, a one-case task and returns its id and
 // its case's id.
-func evidenceTask(t *testing.T, e *apitest.Env, name string) (taskID, caseID string) {
+func evidenceTask(t *testing.T, e *apptest.Env, name string) (taskID, caseID string) {
 	t.Helper()
 	src := "task: {name: " + name + ", baseURL: 'http://127.0.0.1:9'}\ncases:\n  - key: home\n    title: Home\n    steps:\n      - set: {x: '1'}\n"
 	st, body, _ := e.Call("alice", "POST", api.Prefix+"/tasks", api.ApplyIn{Source: src})
@@ -38,7 +38,7 @@ func evidenceTask(t *testing.T, e *apitest.Env, name string) (taskID, caseID str
 }
 
 // signedInTab opens a Chromium tab signed in to the console as user.
-func signedInTab(t *testing.T, e *apitest.Env, user string) *page {
+func signedInTab(t *testing.T, e *apptest.Env, user string) *page {
 	t.Helper()
 	browser := startChromium(t)
 	p := tab(t, browser, e.URL, t.TempDir(), user)
@@ -69,7 +69,7 @@ func near(c, want color.RGBA) bool {
 // pixels at a point change from one image to the other.
 func TestBaselineSliderInChromium(t *testing.T) {
 	chromiumtest.Require(t)
-	e := apitest.New(t, nil)
+	e := apptest.New(t, nil)
 	taskID, caseID := evidenceTask(t, e, "slider")
 	key := duet.BaselineKey{TaskID: taskID, CaseID: caseID, Name: "home", Device: "desktop", Environment: "http://127.0.0.1:9", Owner: "alice"}
 	white, blue := color.RGBA{255, 255, 255, 255}, color.RGBA{0, 0, 255, 255}
@@ -146,7 +146,7 @@ func TestBaselineSliderInChromium(t *testing.T) {
 // drawn through them, and each dot's tooltip the run and its value.
 func TestVitalChartsInChromium(t *testing.T) {
 	chromiumtest.Require(t)
-	e := apitest.New(t, nil)
+	e := apptest.New(t, nil)
 	taskID, caseID := evidenceTask(t, e, "vitals")
 	lcps := []float64{1200, 2600, 1800}
 	var runs []string

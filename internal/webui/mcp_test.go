@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/duet-test/duet/internal/api/apitest"
+	"github.com/duet-test/duet/internal/app/apptest"
 	"github.com/duet-test/duet/internal/auth"
 	"github.com/duet-test/duet/internal/sample"
 )
@@ -51,7 +51,7 @@ func consoleAnswer(t *testing.T, what string, status int, body string, wantStatu
 // is gone says so on the MCP page.
 func TestMCPPagesSayWhatToDo(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t, nil)
+	e := apptest.New(t, nil)
 	alice := signIn(t, e, "alice")
 	replaceForm := regexp.MustCompile(`<form method="post" action="/servers" class="stack" autocomplete="off">\s*<input type="hidden" name="csrf" value="[^"]+">\s*<input type="hidden" name="name" value="orders">\s*<input type="hidden" name="replace" value="true">`)
 

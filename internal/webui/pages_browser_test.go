@@ -19,7 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/duet-test/duet"
-	"github.com/duet-test/duet/internal/api/apitest"
+	"github.com/duet-test/duet/internal/app/apptest"
 	"github.com/duet-test/duet/internal/browser/chromiumtest"
 	"github.com/duet-test/duet/internal/mcpclient/mcptest"
 	"github.com/duet-test/duet/internal/sample"
@@ -131,7 +131,7 @@ func TestEveryPageInChromium(t *testing.T) {
 		}
 		t.Skipf("axe-core is not installed in test/node: %v", err)
 	}
-	e := apitest.New(t, nil)
+	e := apptest.New(t, nil)
 	pages := seedConsole(t, e)
 
 	var missing []string
@@ -240,7 +240,7 @@ func TestEveryPageInChromium(t *testing.T) {
 // seedConsole gives alice a bit of everything the console shows — a task
 // with runs, a registered server, an asset, a team with a listed server, a
 // token — and returns a path for each page pattern.
-func seedConsole(t *testing.T, e *apitest.Env) map[string]string {
+func seedConsole(t *testing.T, e *apptest.Env) map[string]string {
 	t.Helper()
 	alice := signIn(t, e, "alice")
 	mustSee := func(what string, status int, body string, resp *http.Response) string {
@@ -250,7 +250,7 @@ func seedConsole(t *testing.T, e *apitest.Env) map[string]string {
 		}
 		return strings.Split(resp.Header.Get("Location"), "?")[0]
 	}
-	status, body, resp := alice.post("/tasks/apply", url.Values{"source": {apitest.Suite("plain")}})
+	status, body, resp := alice.post("/tasks/apply", url.Values{"source": {apptest.Suite("plain")}})
 	taskPath := mustSee("apply", status, body, resp)
 	// A webhook that every run tells (its deliveries stay pending: no
 	// deliverer runs here), and a vault secret.

@@ -14,7 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/duet-test/duet"
-	"github.com/duet-test/duet/internal/api/apitest"
+	"github.com/duet-test/duet/internal/app/apptest"
 	"github.com/duet-test/duet/internal/browser/chromiumtest"
 	"github.com/duet-test/duet/internal/sample"
 )
@@ -92,7 +92,7 @@ func postJSON(t *testing.T, b *browser, path, body string, csrf bool) (int, stri
 func TestRecordingIsTheOwners(t *testing.T) {
 	t.Parallel()
 	chromiumtest.Require(t)
-	e := apitest.New(t, map[string]string{"DUET_BROWSERS": "1"})
+	e := apptest.New(t, map[string]string{"DUET_BROWSERS": "1"})
 	shop := startShop(t)
 	alice, bob := signIn(t, e, "alice"), signIn(t, e, "bob")
 	status, body, resp := alice.post("/tasks/apply", url.Values{"source": {recordSuite(shop)}})
@@ -195,7 +195,7 @@ func TestRecordingIsTheOwners(t *testing.T) {
 func TestRecordInTheConsole(t *testing.T) {
 	t.Parallel()
 	chromiumtest.Require(t)
-	e := apitest.Serve(t, map[string]string{"DUET_WORKERS": "1", "DUET_BROWSERS": "1"})
+	e := apptest.Serve(t, map[string]string{"DUET_WORKERS": "1", "DUET_BROWSERS": "1"})
 	shop := startShop(t)
 	alice := signIn(t, e, "alice")
 	status, body, resp := alice.post("/tasks/apply", url.Values{"source": {recordSuite(shop)}})
@@ -324,7 +324,7 @@ func TestRecordInTheConsole(t *testing.T) {
 func TestSuiteEditorShowsErrorsAtTheirLines(t *testing.T) {
 	t.Parallel()
 	chromiumtest.Require(t)
-	e := apitest.New(t, nil)
+	e := apptest.New(t, nil)
 	alice := signIn(t, e, "alice")
 	// The endpoint: the problems at line and column, nothing stored.
 	req, _ := http.NewRequestWithContext(t.Context(), "POST", e.URL+"/tasks/validate",

@@ -11,7 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/duet-test/duet"
-	"github.com/duet-test/duet/internal/api/apitest"
+	"github.com/duet-test/duet/internal/app/apptest"
 	"github.com/duet-test/duet/internal/browser/chromiumtest"
 	"github.com/duet-test/duet/internal/redact"
 	"github.com/duet-test/duet/internal/trace"
@@ -20,7 +20,7 @@ import (
 // storeTrace keeps, as alice's worker would, the trace of a case of three
 // steps (0–300, 300–600, 600–900 ms) with two replay frames in each, and
 // returns the viewer's path in the console.
-func storeTrace(t *testing.T, e *apitest.Env) string {
+func storeTrace(t *testing.T, e *apptest.Env) string {
 	t.Helper()
 	taskID, caseID := evidenceTask(t, e, "replay")
 	l, xid := e.HeldExecution("alice", taskID, caseID)
@@ -65,7 +65,7 @@ func storeTrace(t *testing.T, e *apitest.Env) string {
 // step, selecting each as the replay reaches it.
 func TestReplayFollowsTheStepsInChromium(t *testing.T) {
 	chromiumtest.Require(t)
-	e := apitest.New(t, nil)
+	e := apptest.New(t, nil)
 	viewer := storeTrace(t, e)
 	alice := signedInTab(t, e, "alice")
 	alice.open(viewer)

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/duet-test/duet"
-	"github.com/duet-test/duet/internal/api/apitest"
+	"github.com/duet-test/duet/internal/app/apptest"
 	"github.com/duet-test/duet/internal/catalog"
 )
 
@@ -18,7 +18,7 @@ import (
 // shows the cases a dependency change broke (also on the case page).
 func TestConsoleSchedulesAndAlerts(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t, nil)
+	e := apptest.New(t, nil)
 	alice := signIn(t, e, "alice")
 	suite := "task:\n  name: nightly-shop\n  baseURL: http://127.0.0.1:9\n  schedule: {every: 1h}\ncases:\n  - {key: c, title: a case, steps: [{assert: 'true'}]}\n"
 	_, _, resp := alice.post("/tasks/apply", url.Values{"source": {suite}})

@@ -6,14 +6,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/duet-test/duet/internal/api/apitest"
+	"github.com/duet-test/duet/internal/app/apptest"
 )
 
 // TestStartRunByTags: the task page's start form selects the cases by tags
 // and title text.
 func TestStartRunByTags(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t, nil)
+	e := apptest.New(t, nil)
 	alice := signIn(t, e, "alice")
 	src := "task:\n  name: tagged\n  baseURL: http://127.0.0.1:9\ncases:\n  - {title: Sign in, tags: [smoke], steps: [{assert: 'true'}]}\n  - {title: Add to cart, tags: [smoke, cart], steps: [{assert: 'true'}]}\n  - {title: Refund, steps: [{assert: 'true'}]}\n"
 	status, body, resp := alice.post("/tasks/apply", url.Values{"source": {src}})

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/duet-test/duet/internal/api"
-	"github.com/duet-test/duet/internal/api/apitest"
+	"github.com/duet-test/duet/internal/app/apptest"
 )
 
 // TestConsoleTeamRoles: on a team's page an owner sets roles and deletes
@@ -18,7 +18,7 @@ import (
 // registered (409).
 func TestConsoleTeamRoles(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t, nil)
+	e := apptest.New(t, nil)
 	for _, u := range []string{"alice", "bob"} {
 		if st, b, _ := e.Call(u, "POST", api.Prefix+"/servers", api.RegisterIn{Name: "orders", URL: e.OrderURL, Credentials: api.Credentials{BearerToken: e.OrderToken}}); st != http.StatusCreated {
 			t.Fatalf("register for %s: %d %s", u, st, b)

@@ -16,7 +16,7 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/api"
-	"github.com/duet-test/duet/internal/api/apitest"
+	"github.com/duet-test/duet/internal/app/apptest"
 	"github.com/duet-test/duet/internal/browser/chromiumtest"
 	"github.com/duet-test/duet/internal/catalog"
 	"github.com/duet-test/duet/internal/sample"
@@ -43,7 +43,7 @@ cases:
 // the same; bob, with whom the task is shared, gets neither.
 func TestTraceViewerInABrowser(t *testing.T) {
 	chromiumtest.Require(t)
-	e := apitest.Serve(t, map[string]string{"DUET_WORKERS": "1", "DUET_BROWSERS": "1"})
+	e := apptest.Serve(t, map[string]string{"DUET_WORKERS": "1", "DUET_BROWSERS": "1"})
 	shopURL, stopShop, err := sample.StartShop(context.Background(), "127.0.0.1:0", sample.NewOrders())
 	if err != nil {
 		t.Fatal(err)

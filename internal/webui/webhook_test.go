@@ -17,7 +17,7 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/api"
-	"github.com/duet-test/duet/internal/api/apitest"
+	"github.com/duet-test/duet/internal/app/apptest"
 	"github.com/duet-test/duet/internal/catalog"
 	"github.com/duet-test/duet/internal/mcpclient"
 	"github.com/duet-test/duet/internal/sample"
@@ -65,7 +65,7 @@ var secretRe = regexp.MustCompile(`<code id="new-secret">([^<]+)</code>`)
 // sees none of it.
 func TestConsoleWebhooks(t *testing.T) {
 	t.Parallel()
-	e := apitest.Serve(t, nil)
+	e := apptest.Serve(t, nil)
 	srv, got := hookReceiver(t)
 	alice := signIn(t, e, "alice")
 	suite := "task:\n  name: hooked-shop\n  baseURL: http://127.0.0.1:9\ncases:\n  - {key: c, title: a failing case, steps: [{assert: 'false'}]}\n"
@@ -159,7 +159,7 @@ func TestTimedSyncNotifiesBrokenCase(t *testing.T) {
 	orders := sample.NewOrderServer(sample.NewOrders())
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return orders }, nil))
 	t.Cleanup(hs.Close)
-	e := apitest.Serve(t, map[string]string{"DUET_MCP_SYNC_INTERVAL": "1h"})
+	e := apptest.Serve(t, map[string]string{"DUET_MCP_SYNC_INTERVAL": "1h"})
 	srv, got := hookReceiver(t)
 	if _, err := e.App.MCPClient.Register(t.Context(), mcpclient.Registration{Owner: "alice", Name: "orders", URL: hs.URL}); err != nil {
 		t.Fatal(err)
@@ -232,7 +232,7 @@ func TestTimedSyncNotifiesBrokenCase(t *testing.T) {
 // remove it.
 func TestConsoleSecrets(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t, nil)
+	e := apptest.New(t, nil)
 	const value = "c0nsole-v4lue-77"
 	alice := signIn(t, e, "alice")
 	if status, body, _ := alice.post("/secrets", url.Values{"name": {"SHOP_PW"}, "value": {value}}); status != http.StatusSeeOther {

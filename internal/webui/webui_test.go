@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"github.com/duet-test/duet"
-	"github.com/duet-test/duet/internal/api/apitest"
+	"github.com/duet-test/duet/internal/app/apptest"
 )
 
 type browser struct {
 	t    *testing.T
-	e    *apitest.Env
+	e    *apptest.Env
 	c    *http.Client
 	csrf string
 }
@@ -49,7 +49,7 @@ func (b *browser) post(path string, form url.Values) (int, string, *http.Respons
 	return resp.StatusCode, string(body), resp
 }
 
-func signIn(t *testing.T, e *apitest.Env, user string) *browser {
+func signIn(t *testing.T, e *apptest.Env, user string) *browser {
 	c, csrf := e.SignIn(user)
 	return &browser{t: t, e: e, c: c, csrf: csrf}
 }
@@ -61,7 +61,7 @@ const xss = `<img src=x onerror=alert(1)>`
 // user's.
 func TestPagesRender(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t, nil)
+	e := apptest.New(t, nil)
 	alice := signIn(t, e, "alice")
 	src := "task:\n  name: '" + xss + " shop'\n  description: '<script>alert(2)</script>'\n  baseURL: http://127.0.0.1:9\ncases:\n  - key: sums\n    title: '" + xss + "'\n    steps:\n      - set: {x: '1 + 1'}\n      - assert: x == 2\n"
 	status, body, resp := alice.post("/tasks/apply", url.Values{"source": {src}})
@@ -203,11 +203,11 @@ func TestPagesRender(t *testing.T) {
 // token is shown once.
 func TestConsoleActions(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t, nil)
+	e := apptest.New(t, nil)
 	e.RegisterOrders("alice")
 	e.RegisterOrders("bob")
 	alice := signIn(t, e, "alice")
-	_, _, resp := alice.post("/tasks/apply", url.Values{"source": {apitest.OrdersSuite("plain", "http://127.0.0.1:9", "", "https://collector.example/in")}})
+	_, _, resp := alice.post("/tasks/apply", url.Values{"source": {apptest.OrdersSuite("plain", "http://127.0.0.1:9", "", "https://collector.example/in")}})
 	taskPath := strings.Split(resp.Header.Get("Location"), "?")[0]
 	alice.post("/teams", url.Values{"name": {"qa"}})
 	if status, body, _ := alice.post(taskPath+"/share", url.Values{"with": {"team:qa"}}); status != http.StatusSeeOther {
@@ -246,7 +246,7 @@ func TestConsoleActions(t *testing.T) {
 	}
 	// alice moves the task: the page asks bob again, and a form showing
 	// the old places approves nothing.
-	alice.post("/tasks/apply", url.Values{"source": {apitest.OrdersSuite("plain", "http://127.0.0.1:10", "team:qa", "https://collector.example/in")}})
+	alice.post("/tasks/apply", url.Values{"source": {apptest.OrdersSuite("plain", "http://127.0.0.1:10", "team:qa", "https://collector.example/in")}})
 	if _, body, _ := bob.get(casePath[1]); !strings.Contains(body, "needs your approval again") || !strings.Contains(body, "host 127.0.0.1:10") {
 		t.Errorf("bob's case page after the base URL changed: %.1500s", body)
 	}
@@ -289,7 +289,7 @@ func TestConsoleActions(t *testing.T) {
 // without the secret the header means nothing.
 func TestConsoleBehindSSOProxy(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t, map[string]string{"DUET_SSO_USER_HEADER": "X-Forwarded-User", "DUET_SSO_SECRET": "proxy-secret-0123456789"})
+	e := apptest.New(t, map[string]string{"DUET_SSO_USER_HEADER": "X-Forwarded-User", "DUET_SSO_SECRET": "proxy-secret-0123456789"})
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	do := func(method, path, secret string, form url.Values) (int, string) {
@@ -332,7 +332,7 @@ func TestConsoleBehindSSOProxy(t *testing.T) {
 // "//evil.example", another site (an open redirect).
 func TestSignInNextStaysLocal(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t, nil)
+	e := apptest.New(t, nil)
 	c, _ := e.SignIn("alice")
 	u, _ := url.Parse(e.URL)
 	for _, next := range []string{"/%09/evil.example", "/%0A/evil.example", "/%0D/evil.example", "/%5C/evil.example", "/%5Cevil.example",
@@ -364,7 +364,7 @@ func TestSignInNextStaysLocal(t *testing.T) {
 // the refusal is audited once, as the user, from the web.
 func TestConsoleToolArgumentsRefused(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t, nil)
+	e := apptest.New(t, nil)
 	alice := signIn(t, e, "alice")
 	if status, body, _ := alice.post("/servers", url.Values{"name": {"orders"}, "url": {e.OrderURL}, "bearerToken": {e.OrderToken}}); status != http.StatusSeeOther {
 		t.Fatalf("register: %d %s", status, body)
@@ -388,7 +388,7 @@ func TestConsoleToolArgumentsRefused(t *testing.T) {
 // page runs, and each refusal is audited once, as the user, from the web.
 func TestConsoleQueryStrict(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t, nil)
+	e := apptest.New(t, nil)
 	alice := signIn(t, e, "alice")
 	alice.post("/assets", url.Values{"kind": {"rule"}, "name": {"no-prod"}, "body": {"x"}})
 	status, body, resp := alice.post("/tasks/apply", url.Values{"source": {"task: {name: shop, baseURL: 'http://127.0.0.1:9'}\ncases:\n  - title: t\n    steps:\n      - assert: 1 == 1\n"}})

@@ -66,8 +66,10 @@ type Options struct {
 	// SDK path's tool handler does: the same catalog.Call, with the caller
 	// of ctx and a trace id from meta's traceparent or a new one — and
 	// returns its result and trace id, or the JSON-RPC error the SDK path
-	// answers for it (a protocol error of the call).
-	Call func(ctx context.Context, params *mcp.CallToolParamsRaw, meta map[string]any) (*mcp.CallToolResult, string, *jsonrpc.Error)
+	// answers for it (a protocol error of the call). slot is the
+	// concurrency slot the HTTP door took for the request (nil over
+	// stdio: the call takes one).
+	Call func(ctx context.Context, params *mcp.CallToolParamsRaw, meta map[string]any, slot *catalog.Slot) (*mcp.CallToolResult, string, *jsonrpc.Error)
 	// RPCError is the JSON-RPC error a client gets for err (a result that
 	// cannot be encoded: INTERNAL).
 	RPCError func(err error) *jsonrpc.Error
@@ -301,9 +303,9 @@ func (v *metaVerdicts) put(raw []byte, eligible bool) {
 // the server's self-description, encoded once (preEncoded: the same bytes
 // as the SDK's encoding of it). It errs only with the SDK path's answer to
 // a protocol error of the call.
-func (p *Paths) result(ctx context.Context, params *mcp.CallToolParamsRaw, meta map[string]any, modern bool) (*mcp.CallToolResult, string, *jsonrpc.Error) {
+func (p *Paths) result(ctx context.Context, params *mcp.CallToolParamsRaw, meta map[string]any, modern bool, slot *catalog.Slot) (*mcp.CallToolResult, string, *jsonrpc.Error) {
 	p.served.Add(1)
-	tr, traceID, jerr := p.o.Call(ctx, params, meta)
+	tr, traceID, jerr := p.o.Call(ctx, params, meta, slot)
 	if jerr != nil {
 		return nil, traceID, jerr
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/catalog"
 )
 
 // The HTTP fast path answers the commonest request of a stateless
@@ -34,8 +35,9 @@ import (
 // ServeHTTP answers r, a request whose body the door read into req (Read),
 // if it is a tools/call the fast path may answer, and reports whether it
 // did; when it returns false it has written nothing and run nothing. The
-// door calls it only for a stateless tools/call that does not stream.
-func (p *Paths) ServeHTTP(w http.ResponseWriter, r *http.Request, req *Request) bool {
+// door calls it only for a stateless tools/call that does not stream, with
+// the concurrency slot it took for the request (catalog.Admit).
+func (p *Paths) ServeHTTP(w http.ResponseWriter, r *http.Request, req *Request, slot *catalog.Slot) bool {
 	version := r.Header.Get("Mcp-Protocol-Version")
 	if !fastVersions[version] || !acceptsBoth(r.Header.Values("Accept")) {
 		return false
@@ -53,7 +55,7 @@ func (p *Paths) ServeHTTP(w http.ResponseWriter, r *http.Request, req *Request) 
 	if !ok || modern && !modernEligible(r, params) {
 		return false
 	}
-	tr, traceID, jerr := p.result(r.Context(), params, meta, modern)
+	tr, traceID, jerr := p.result(r.Context(), params, meta, modern, slot)
 	if jerr != nil {
 		// A protocol error of the call (a client capability it needs,
 		// CAPABILITY_REQUIRED): answered as the SDK answers the handler's

@@ -478,7 +478,7 @@ func (r *replyWriter) writeLine(line []byte) {
 // error, the response for the SDK's connection to write.
 func (c *stdioConn) fastReply(ctx context.Context, id jsonrpc.ID, params *mcp.CallToolParamsRaw, meta map[string]any, modern, complete bool) ([]byte, *jsonrpc.Response) {
 	p := c.t.p
-	tr, traceID, jerr := p.result(ctx, params, meta, modern)
+	tr, traceID, jerr := p.result(ctx, params, meta, modern, nil)
 	if jerr != nil {
 		// A protocol error of the call (a client capability it needs):
 		// the SDK path's answer, never run twice.

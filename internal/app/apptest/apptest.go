@@ -1,9 +1,9 @@
-// Package apitest starts a real Duet for the tests of the REST API and
+// Package apptest starts a real Duet for the tests of the REST API and
 // the console: the SQLite store, the catalog, the MCP client, the REST API
 // and the console behind an httptest server, beside the sample order MCP
 // server, with a personal token for alice, bob and root (an
 // administrator).
-package apitest
+package apptest
 
 import (
 	"bytes"
@@ -259,11 +259,11 @@ func (e *Env) HeldExecution(owner, taskID, caseID string) (duet.Lease, string) {
 	if _, _, err := e.App.Store.CreateRun(ctx, duet.StartRunParams{Run: run, Executions: []*duet.Execution{x}}); err != nil {
 		e.T.Fatal(err)
 	}
-	claimed, err := e.App.Store.ClaimRunByID(ctx, run.ID, "apitest", time.Hour)
+	claimed, err := e.App.Store.ClaimRunByID(ctx, run.ID, "apptest", time.Hour)
 	if err != nil || claimed == nil {
 		e.T.Fatalf("claiming run %s: %v %v", run.ID, claimed, err)
 	}
-	l := duet.LeaseOf(claimed, "apitest")
+	l := duet.LeaseOf(claimed, "apptest")
 	if err := e.App.Store.StartExecution(ctx, l, x); err != nil {
 		e.T.Fatal(err)
 	}
