@@ -269,6 +269,9 @@ func (p *Pool) acquire(ctx context.Context, device Device) (*process, *Session, 
 			}
 			b = p.pickLocked()
 		}
+		if b != nil && !claim && p.spreadLocked() {
+			b = nil // a process of its own is worth its start
+		}
 		if sp := p.spare; b == nil && !claim && sp != nil {
 			// A spare for another device: its slot is worth more now.
 			p.spare = nil
@@ -383,6 +386,21 @@ func (p *Pool) pickLocked() *process {
 		}
 	}
 	return best
+}
+
+// spreadLocked reports whether a new session should start another browser
+// process rather than share one (Options.Processes): fewer processes than
+// that run, and each of them holds a session.
+func (p *Pool) spreadLocked() bool {
+	if len(p.browsers) >= p.opts.Processes || len(p.browsers) >= p.opts.MaxBrowsers {
+		return false
+	}
+	for _, b := range p.browsers {
+		if !b.dead && b.sessions == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func isReady(b *process) bool {
