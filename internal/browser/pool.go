@@ -333,7 +333,8 @@ func (p *Pool) prepare(device Device) {
 		return
 	}
 	b := p.pickLocked()
-	if b == nil || !isReady(b) || b.err != nil || b.ctx.Err() != nil {
+	if b == nil || !isReady(b) || b.err != nil || b.ctx.Err() != nil || p.spreadLocked() {
+		// (With room for another process, the next session starts it.)
 		return
 	}
 	b.sessions++
@@ -392,15 +393,20 @@ func (p *Pool) pickLocked() *process {
 // process rather than share one (Options.Processes): fewer processes than
 // that run, and each of them holds a session.
 func (p *Pool) spreadLocked() bool {
-	if len(p.browsers) >= p.opts.Processes || len(p.browsers) >= p.opts.MaxBrowsers {
+	if p.opts.Processes <= 1 || len(p.browsers) >= p.opts.MaxBrowsers {
 		return false
 	}
+	live := 0
 	for _, b := range p.browsers {
-		if !b.dead && b.sessions == 0 {
+		if b.dead || (isReady(b) && b.err == nil && b.ctx.Err() != nil) {
+			continue // gone, or going
+		}
+		if b.sessions == 0 {
 			return false
 		}
+		live++
 	}
-	return true
+	return live < p.opts.Processes
 }
 
 func isReady(b *process) bool {
