@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -36,7 +37,7 @@ func NewBrowserPool(cfg *config.Config, guard *netguard.Policy, log *slog.Logger
 }
 
 func browserOptions(cfg *config.Config, guard *netguard.Policy, max int, log *slog.Logger) browser.Options {
-	o := browser.Options{ExecPath: cfg.ChromePath, MaxBrowsers: max, Logger: log, Guard: guard}
+	o := browser.Options{ExecPath: cfg.ChromePath, MaxBrowsers: max, Processes: browserProcesses(cfg, max), Logger: log, Guard: guard}
 	if cfg.BrowserNoSandbox {
 		o.Flags = map[string]any{"no-sandbox": true} // DUET_BROWSER_SANDBOX=off
 	}
@@ -331,3 +332,14 @@ var (
 	_ step.Router        = engineSession{}
 	_ step.StorageKeeper = engineSession{}
 )
+
+// browserProcesses is DUET_BROWSER_PROCESSES, or when it is 0 the smallest
+// of the pool's processes, the cases a run executes at once and the CPUs:
+// two cases at a time ran in 0.62× the time of one at a time on two
+// processes, against 0.81× in one, on two cores (issue 32).
+func browserProcesses(cfg *config.Config, maxBrowsers int) int {
+	if cfg.BrowserProcesses > 0 {
+		return cfg.BrowserProcesses
+	}
+	return max(1, min(maxBrowsers, cfg.Parallel, runtime.NumCPU()))
+}
