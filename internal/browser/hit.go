@@ -57,13 +57,16 @@ func (s *Session) click(c *call, w *world, t Target, want string, o actOpts, a A
 			}
 			err = chromedp.Do(c.c, chromedp.MouseEvent(chromedp.MouseMoved, x, y), chromedp.MouseClickXY(x, y))
 		}
+		v := s.hitVerdict(c, w) // also takes the guard away after a failed click
 		if err != nil {
+			if v != "" {
+				missed = v
+			}
 			if missed != "" && ctxCancelled(c.ctx, c.op, err) == nil && timedOut(c.ctx, c.c) {
 				return missedErr(err)
 			}
 			return s.fail(c, err, nil)
 		}
-		v := s.hitVerdict(c, w)
 		if v == "" {
 			if a.Kind == ActCheck || a.Kind == ActUncheck {
 				return s.awaitChecked(c, w, t, checked)

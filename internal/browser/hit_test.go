@@ -101,7 +101,7 @@ func TestClickThatWouldMiss(t *testing.T) {
 	s := newSession(t, sharedPool(t), "desktop")
 	ctx := testCtx(t, 30*time.Second)
 	open(t, s, site, "/cover")
-	sctx, cancel := context.WithTimeout(ctx, time.Second)
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	err := s.Act(sctx, Target{Locator: &Locator{CSS: "#go"}}, Action{Kind: ActClick})
 	wantCode(t, err, duet.CodeStepTimeout, "another element would receive the click", `<div id="cover">`)

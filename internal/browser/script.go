@@ -282,11 +282,13 @@ const $actionable = async (q, o, els) => {
 		if ($box(el) !== a) return {state: 'moving'};
 	}
 	const res = {state: 'ok'};
+	let px = 0, py = 0;
 	if (o.hit || o.point) {
 		let r = null;
 		for (const c of el.getClientRects()) { if (c.width > 0 && c.height > 0) { r = c; break; } }
 		if (!r) return {state: 'hidden'};
 		const x = r.left + r.width / 2, y = r.top + r.height / 2;
+		px = x; py = y;
 		if (o.hit) {
 			const hit = $hitAt(el.ownerDocument, x, y);
 			if (!hit) return {state: 'outside'};
@@ -303,7 +305,7 @@ const $actionable = async (q, o, els) => {
 		if (v.state) return v;
 		Object.assign(res, v);
 	}
-	if (o.guard) $guardHits(el);
+	if (o.guard) $guardHits(el, px, py);
 	return res;
 };
 // The element at a point, looking into open shadow roots.
@@ -326,7 +328,9 @@ const $receives = (el, hit) => {
 };
 // $guardHits checks, at each event of the click that comes next (trusted
 // pointer and mouse events, seen first in the capture phase of the
-// element's window), that the element at the event's point is still el:
+// element's window), that the element at the click's point (x, y, in the
+// document's client coordinates: an event's own clientX is in the visual
+// viewport's on a zoomed-out mobile page) is still el:
 // a page that moves el between the check above and the click (a hint
 // shown when a field loses the focus on the press) must not get the click
 // on another element. The first event that would reach another element,
@@ -335,7 +339,7 @@ const $receives = (el, hit) => {
 // Once el has left the document (a menu item that acts on the press and
 // goes), the rest of the click goes through.
 const $hitGuardKey = Symbol.for('duet.hitGuard');
-const $guardHits = (el) => {
+const $guardHits = (el, x, y) => {
 	const win = el.ownerDocument.defaultView;
 	if (win[$hitGuardKey]) win[$hitGuardKey].stop();
 	const types = ['pointerdown', 'mousedown', 'pointerup', 'mouseup', 'click', 'dblclick', 'auxclick', 'contextmenu'];
@@ -343,7 +347,7 @@ const $guardHits = (el) => {
 	const on = (e) => {
 		if (!e.isTrusted) return;
 		if (!st.blocked && el.isConnected) {
-			const hit = $hitAt(el.ownerDocument, e.clientX, e.clientY);
+			const hit = $hitAt(el.ownerDocument, x, y);
 			if (hit && !$receives(el, hit)) { st.blocked = true; st.verdict = $describe(hit); }
 		}
 		if (st.blocked) { e.preventDefault(); e.stopImmediatePropagation(); }
