@@ -142,12 +142,15 @@ func actionOpts(a Action) (actOpts, string, error) {
 // point the mouse will use, editable for a field (each as the action
 // needs) — and performs it, within ctx's deadline. The wait is driven by
 // the page: it looks again when the DOM changes, or at the next animation
-// frame for what moves.
+// frame for what moves. A click, double click, check or uncheck is then
+// watched in the page event by event: one that would reach another element
+// (the page moved the target in between) is stopped before the page sees
+// it, and the action starts again (hit.go).
 //
 // Errors: CodeElementNotFound when nothing matches (or stays hidden) in
 // time; CodeLocatorAmbiguous at once when a strict target matches several
 // elements; CodeStepTimeout when the element stays covered, disabled,
-// read-only or moving; CodeInvalidArgument for a bad locator, a bad key or
+// read-only or moving, or another element would keep receiving the click; CodeInvalidArgument for a bad locator, a bad key or
 // an element the action does not fit (fill of a <div>); CodeTooLarge for an
 // upload over its bounds; CodeCancelled and CodeBrowserError.
 func (s *Session) Act(ctx context.Context, t Target, a Action) error {
