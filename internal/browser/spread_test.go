@@ -17,7 +17,7 @@ func TestPoolSpreadsOverProcesses(t *testing.T) {
 	t.Parallel()
 	requireChromium(t)
 	site := newSite(t)
-	ctx := testCtx(t, 60*time.Second)
+	ctx := testCtx(t, 3*time.Minute) // a bound for a loaded machine, not a figure
 
 	serial := NewPool(Options{MaxBrowsers: 3, Processes: 2, Logger: testLogger()})
 	defer serial.Close()
