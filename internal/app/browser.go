@@ -334,12 +334,14 @@ var (
 )
 
 // browserProcesses is DUET_BROWSER_PROCESSES, or when it is 0 the smallest
-// of the pool's processes, the cases a run executes at once and the CPUs:
-// two cases at a time ran in 0.62× the time of one at a time on two
-// processes, against 0.81× in one, on two cores (issue 32).
+// of the pool's processes, the cases a run executes at once and half the
+// CPUs: a second Chromium process pays when it has a core to run on. On 2
+// shared cores (issue 32) two cases at a time over two processes took
+// 0.62x the time of one at a time at load 32-60 (0.81x in one process) but
+// 1.34x at load 62-101 (0.93x in one): so one process there.
 func browserProcesses(cfg *config.Config, maxBrowsers int) int {
 	if cfg.BrowserProcesses > 0 {
 		return cfg.BrowserProcesses
 	}
-	return max(1, min(maxBrowsers, cfg.Parallel, runtime.NumCPU()))
+	return max(1, min(maxBrowsers, cfg.Parallel, runtime.NumCPU()/2))
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // TestBrowserProcesses: DUET_BROWSER_PROCESSES is taken as it is; 0 means
-// the smallest of DUET_BROWSERS, DUET_PARALLEL and the CPUs.
+// the smallest of DUET_BROWSERS, DUET_PARALLEL and half the CPUs (at least 1).
 func TestBrowserProcesses(t *testing.T) {
 	cpus := runtime.NumCPU()
 	tests := []struct {
@@ -17,8 +17,8 @@ func TestBrowserProcesses(t *testing.T) {
 		{3, 4, 1, 3},
 		{0, 4, 1, 1},
 		{0, 1, 8, 1},
-		{0, 64, 64, cpus},
-		{0, 2, 2, min(2, cpus)},
+		{0, 64, 64, max(1, cpus/2)},
+		{0, 2, 2, max(1, min(2, cpus/2))},
 	}
 	for _, tt := range tests {
 		cfg := &config.Config{BrowserProcesses: tt.set, Browsers: tt.browsers, Parallel: tt.parallel}
