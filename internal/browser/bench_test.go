@@ -104,3 +104,40 @@ func BenchmarkOpen(b *testing.B) {
 		run(b, p)
 	})
 }
+
+// BenchmarkSessionOpen measures the opening of one session on a warm
+// browser process with nothing opened ahead — the browser context, its
+// tab, the domains, the emulation of a phone and the guard — and its
+// close: what NewSession costs when no spare is ready, and what the pool
+// does ahead of time when one is. open-ms is the opening alone.
+//
+//	go test -run '^$' -bench BenchmarkSessionOpen -benchtime 20x ./internal/browser/
+func BenchmarkSessionOpen(b *testing.B) {
+	requireChromium(b)
+	p := NewPool(Options{MaxBrowsers: 1, Guard: &netguard.Policy{}})
+	defer p.Close()
+	newSession(b, p, "desktop").Close() // warm up: start the process
+	dev, err := DeviceByName("pixel-7")
+	if err == nil {
+		dev, err = dev.normalize()
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	var opening time.Duration
+	for b.Loop() {
+		proc, _, err := p.acquire(b.Context(), dev)
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		s, err := p.open(b.Context(), proc, dev)
+		opening += time.Since(start)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.teardown()
+		p.release(proc)
+	}
+	b.ReportMetric(float64(opening.Microseconds())/1e3/float64(b.N), "open-ms")
+}

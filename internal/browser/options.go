@@ -31,6 +31,15 @@ type Options struct {
 	// open at once in one browser process. Zero or less means 8.
 	MaxContextsPerBrowser int
 
+	// Processes is how many browser processes the sessions that run at
+	// the same time are spread over: a new session starts another process
+	// (up to MaxBrowsers) while each running one holds a session, and
+	// otherwise goes to the process with the fewest. The processes start
+	// when first needed and are reused. Zero or less means 1: sessions
+	// share one process until it holds MaxContextsPerBrowser. Local
+	// Chromium only; a remote browser is one connection.
+	Processes int
+
 	// Flags are extra Chromium switches, without the leading "--", applied
 	// after the pool's defaults. A value is a bool (true adds the switch,
 	// false removes a default one), a string or a number (--name=value). Nil
@@ -73,6 +82,10 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxContextsPerBrowser <= 0 {
 		o.MaxContextsPerBrowser = DefaultMaxContextsPerBrowser
+	}
+	o.Processes = max(1, min(o.Processes, o.MaxBrowsers))
+	if o.Remote != nil {
+		o.Processes = 1
 	}
 	if o.DefaultTimeout <= 0 {
 		o.DefaultTimeout = DefaultTimeout

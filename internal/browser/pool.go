@@ -42,10 +42,6 @@ import (
 	"sync"
 	"time"
 
-	cdpbrowser "github.com/chromedp/cdproto/browser"
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/network"
-	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
 	"github.com/duet-test/duet"
@@ -269,6 +265,9 @@ func (p *Pool) acquire(ctx context.Context, device Device) (*process, *Session, 
 			}
 			b = p.pickLocked()
 		}
+		if b != nil && !claim && p.spreadLocked() {
+			b = nil // a process of its own is worth its start
+		}
 		if sp := p.spare; b == nil && !claim && sp != nil {
 			// A spare for another device: its slot is worth more now.
 			p.spare = nil
@@ -330,7 +329,8 @@ func (p *Pool) prepare(device Device) {
 		return
 	}
 	b := p.pickLocked()
-	if b == nil || !isReady(b) || b.err != nil || b.ctx.Err() != nil {
+	if b == nil || !isReady(b) || b.err != nil || b.ctx.Err() != nil || p.spreadLocked() {
+		// (With room for another process, the next session starts it.)
 		return
 	}
 	b.sessions++
@@ -383,6 +383,26 @@ func (p *Pool) pickLocked() *process {
 		}
 	}
 	return best
+}
+
+// spreadLocked reports whether a new session should start another browser
+// process rather than share one (Options.Processes): fewer processes than
+// that run, and each of them holds a session.
+func (p *Pool) spreadLocked() bool {
+	if p.opts.Processes <= 1 || len(p.browsers) >= p.opts.MaxBrowsers {
+		return false
+	}
+	live := 0
+	for _, b := range p.browsers {
+		if b.dead || (isReady(b) && b.err == nil && b.ctx.Err() != nil) {
+			continue // gone, or going
+		}
+		if b.sessions == 0 {
+			return false
+		}
+		live++
+	}
+	return live < p.opts.Processes
 }
 
 func isReady(b *process) bool {
@@ -592,89 +612,6 @@ func (p *Pool) chromeLog(level slog.Level, id int) func(string, ...any) {
 	return func(format string, args ...any) {
 		p.log.Log(context.Background(), level, "browser: chromedp: "+fmt.Sprintf(format, args...), "browser", id)
 	}
-}
-
-// open creates the browser context and the tab of a new session on b.
-func (p *Pool) open(ctx context.Context, b *process, device Device) (*Session, error) {
-	cctx, cancel := bind(b.ctx, ctx)
-	defer cancel()
-	shared := p.opts.Remote != nil && p.opts.Remote.SharedContext
-	var contextID cdp.BrowserContextID
-	if !shared {
-		res, err := chromedp.CallBrowser(cctx, target.CreateBrowserContext,
-			target.CreateBrowserContextParams{DisposeOnDetach: new(true)})
-		if err != nil {
-			return nil, fmt.Errorf("create browser context: %w", err)
-		}
-		contextID = res.BrowserContextID
-	}
-	// Pages under test must not write files to this machine.
-	_, err := chromedp.CallBrowser(cctx, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
-		Behavior:         cdpbrowser.SetDownloadBehaviorBehaviorDeny,
-		BrowserContextID: contextID,
-	})
-	if shared {
-		err = nil // a phone's browser may not know the command; it saves no file here anyway
-	}
-
-	base, baseCancel := context.WithCancel(b.ctx)
-	// The first Run binds the life of the tab to tctx, so it must be a
-	// context of the session and not the caller's ctx.
-	ctxs := newContexts()
-	copts := []chromedp.ContextOption{chromedp.WithListener(ctxs.listen)}
-	if contextID != "" {
-		copts = append(copts, chromedp.WithExistingBrowserContext(contextID))
-	}
-	tctx, tcancel := chromedp.NewContext(base, copts...)
-	s := &Session{
-		pool:       p,
-		proc:       b,
-		device:     device,
-		ctx:        tctx,
-		cancel:     tcancel,
-		baseCancel: baseCancel,
-		contextID:  contextID,
-		shared:     shared,
-		allowed:    netguard.AllowedURLs(ctx),
-		turn:       make(chan struct{}, 1),
-
-		tabsChanged: make(chan struct{}),
-		dialogSeen:  make(chan struct{}),
-	}
-	s.cur = &tab{ctx: tctx, cancel: tcancel, ctxs: ctxs}
-	s.tabs = []*tab{s.cur}
-	if err != nil {
-		s.teardown()
-		return nil, fmt.Errorf("deny downloads: %w", err)
-	}
-	stop := context.AfterFunc(ctx, baseCancel)
-	var acts []chromedp.Action[chromedp.Void]
-	if p.opts.Remote == nil || !p.opts.Remote.Real {
-		acts = emulate(device)
-	}
-	if shared {
-		acts = append(acts, command(network.ClearBrowserCookies, cdp.Empty{}), command(network.ClearBrowserCache, cdp.Empty{}))
-	}
-	err = chromedp.Do(tctx, acts...)
-	if err == nil {
-		err = s.startGuard(tctx)
-	}
-	if err == nil && p.opts.Remote != nil && p.opts.Remote.Real {
-		err = s.readDevice(tctx)
-	}
-	if !stop() && err == nil {
-		err = ctx.Err()
-	}
-	if err != nil {
-		s.teardown()
-		return nil, fmt.Errorf("open tab: %w", err)
-	}
-	if t := chromedp.FromContext(tctx).Target; t != nil {
-		s.cur.id = t.TargetID
-	}
-	s.handleDialogs(tctx)
-	s.watchTabs()
-	return s, nil
 }
 
 // register adds a session that open returned to those of the pool; when

@@ -282,15 +282,17 @@ const $actionable = async (q, o, els) => {
 		if ($box(el) !== a) return {state: 'moving'};
 	}
 	const res = {state: 'ok'};
+	let px = 0, py = 0;
 	if (o.hit || o.point) {
 		let r = null;
 		for (const c of el.getClientRects()) { if (c.width > 0 && c.height > 0) { r = c; break; } }
 		if (!r) return {state: 'hidden'};
 		const x = r.left + r.width / 2, y = r.top + r.height / 2;
+		px = x; py = y;
 		if (o.hit) {
-			const hit = el.ownerDocument.elementFromPoint(x, y);
+			const hit = $hitAt(el.ownerDocument, x, y);
 			if (!hit) return {state: 'outside'};
-			if (hit !== el && !el.contains(hit) && hit.control !== el) return {state: 'covered', msg: $describe(hit)};
+			if (!$receives(el, hit)) return {state: 'covered', msg: $describe(hit)};
 		}
 		res.x = x; res.y = y;
 		if (o.top) {
@@ -303,7 +305,61 @@ const $actionable = async (q, o, els) => {
 		if (v.state) return v;
 		Object.assign(res, v);
 	}
+	if (o.guard) $guardHits(el, px, py);
 	return res;
+};
+// The element at a point, looking into open shadow roots.
+const $hitAt = (doc, x, y) => {
+	let hit = doc.elementFromPoint(x, y);
+	while (hit && hit.shadowRoot) {
+		const inner = hit.shadowRoot.elementFromPoint(x, y);
+		if (!inner || inner === hit) break;
+		hit = inner;
+	}
+	return hit;
+};
+// Whether a pointer event at hit reaches el: hit is el, inside it, or a
+// label of it.
+const $receives = (el, hit) => {
+	for (let n = hit; n; n = n.parentNode || (n instanceof ShadowRoot ? n.host : null)) {
+		if (n === el || n.control === el) return true;
+	}
+	return false;
+};
+// $guardHits checks, at each event of the click that comes next (trusted
+// pointer and mouse events, seen first in the capture phase of the
+// element's window), that the element at the click's point (x, y, in the
+// document's client coordinates: an event's own clientX is in the visual
+// viewport's on a zoomed-out mobile page) is still el:
+// a page that moves el between the check above and the click (a hint
+// shown when a field loses the focus on the press) must not get the click
+// on another element. The first event that would reach another element,
+// and every event after it, is stopped and its default action prevented;
+// the verdict (jsHitVerdict) names that element, and Act clicks again.
+// Once el has left the document (a menu item that acts on the press and
+// goes), the rest of the click goes through.
+const $hitGuardKey = Symbol.for('duet.hitGuard');
+const $guardHits = (el, x, y) => {
+	const win = el.ownerDocument.defaultView;
+	if (win[$hitGuardKey]) win[$hitGuardKey].stop();
+	const types = ['pointerdown', 'mousedown', 'pointerup', 'mouseup', 'click', 'dblclick', 'auxclick', 'contextmenu'];
+	const st = {verdict: '', blocked: false, stop: null};
+	const on = (e) => {
+		if (!e.isTrusted) return;
+		if (!st.blocked && el.isConnected) {
+			const hit = $hitAt(el.ownerDocument, x, y);
+			if (hit && !$receives(el, hit)) { st.blocked = true; st.verdict = $describe(hit); }
+		}
+		if (st.blocked) { e.preventDefault(); e.stopImmediatePropagation(); }
+	};
+	for (const t of types) win.addEventListener(t, on, true);
+	const timer = setTimeout(() => st.stop(), 60000);
+	st.stop = () => {
+		clearTimeout(timer);
+		for (const t of types) win.removeEventListener(t, on, true);
+		if (win[$hitGuardKey] === st) delete win[$hitGuardKey];
+	};
+	Object.defineProperty(win, $hitGuardKey, {value: st, configurable: true});
 };
 const $read = (q, o, els) => {
 	if (o.kind === 'count') return {state: 'ok', n: $all(q, els).length};

@@ -65,6 +65,7 @@ type Config struct {
 
 	ChromePath        string
 	Browsers          int
+	BrowserProcesses  int // 0: min(Browsers, Parallel, CPUs)
 	ArtifactRetention time.Duration
 	Trace             string // DUET_TRACE: the default trace mode (trace.Mode)
 	TraceMaxBytes     int    // DUET_TRACE_MAX_BYTES: the bound of one case's trace
@@ -289,6 +290,7 @@ var options = []Option{
 	{Env: "DUET_CHROME_PATH", Doc: "Chromium executable for browser steps. Default: chromium, chromium-browser or google-chrome on PATH.",
 		set: func(c *Config, v string) error { c.ChromePath = v; return nil }},
 	{Env: "DUET_BROWSERS", Default: "2", Doc: "Browser processes in the shared pool.", set: intSet(func(c *Config) *int { return &c.Browsers }, 1, 64)},
+	{Env: "DUET_BROWSER_PROCESSES", Default: "0", Doc: "How many Chromium processes the browser sessions that run at the same time are spread over: a session opened while each running process holds one starts another (up to DUET_BROWSERS); they start when first needed and are reused. 0 means the smallest of DUET_BROWSERS, DUET_PARALLEL and half the CPUs (at least 1); 1 puts every session in one process until it holds 8 (docs/performance.md).", set: intSet(func(c *Config) *int { return &c.BrowserProcesses }, 0, 64)},
 	{Env: "DUET_BROWSER_URL", Secret: true, Doc: "DevTools endpoint of a browser that runs already — ws://HOST:PORT/devtools/browser/ID, or http://HOST:PORT of a Chromium started with --remote-debugging-port, or a browser pool's CDP address (its token may go in the query). Duet attaches to it instead of starting Chromium, with one isolated browser context per execution (docs/devices.md). Default: start Chromium.",
 		set: func(c *Config, v string) error {
 			u, err := url.Parse(v)

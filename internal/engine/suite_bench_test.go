@@ -33,7 +33,10 @@ import (
 // p1-ms/run and p2-ms/run are the wall times of one run with one and two
 // cases at a time, p2/p1 their ratio; p1-cpu-ms/case and p2-cpu-ms/case the
 // CPU of the process tree (Go and Chromium) per case, cpu-p2/p1 their
-// ratio. open-%, fill-%, waitFor-% and assert-% share out the time of the
+// ratio. The p2procs metrics are those of two at a time again, on a pool
+// that spreads the sessions over two Chromium processes
+// (browser.Options.Processes), against the same serial runs.
+// open-%, fill-%, waitFor-% and assert-% share out the time of the
 // steps of the serial runs by kind (what a case spends where).
 //
 //	go test -run '^$' -bench BenchmarkBrowserSuite -benchtime 3x ./internal/engine/
@@ -81,6 +84,11 @@ func BenchmarkBrowserSuite(b *testing.B) {
 		e := engine.New(db, engine.Options{Browser: app.NewBrowser(pool), Parallel: n})
 		workers[n] = engine.NewWorker(db, e, engine.WorkerOptions{})
 	}
+	// Two at a time again, spread over two Chromium processes
+	// (browser.Options.Processes), on a pool of its own: p2procs.
+	pool2 := browser.NewPool(browser.Options{Guard: &netguard.Policy{}, Processes: 2})
+	defer pool2.Close()
+	workers[3] = engine.NewWorker(db, engine.New(db, engine.Options{Browser: app.NewBrowser(pool2), Parallel: 2}), engine.WorkerOptions{})
 	stepMs := map[string]int64{}
 	runOnce := func(n int, tally bool) (wall, cpu time.Duration) {
 		run := createRun(b, db, task)
@@ -106,23 +114,22 @@ func BenchmarkBrowserSuite(b *testing.B) {
 		}
 		return wall, cpu
 	}
-	runOnce(2, false) // warm: the browser is started
-	var walls, cpus [3]time.Duration
-	var ratios []float64
+	runOnce(2, false) // warm: the browsers are started
+	runOnce(3, false)
+	var walls, cpus [4]time.Duration
+	var ratios, ratios3 []float64
 	for i := 0; b.Loop(); i++ {
-		var w1, c1, w2, c2 time.Duration
-		if i%2 == 0 { // each first in turn
-			w1, c1 = runOnce(1, true)
-			w2, c2 = runOnce(2, false)
-		} else {
-			w2, c2 = runOnce(2, false)
-			w1, c1 = runOnce(1, true)
+		var w, c [4]time.Duration
+		order := [][]int{{1, 2, 3}, {2, 3, 1}, {3, 1, 2}}[i%3] // each first in turn
+		for _, k := range order {
+			w[k], c[k] = runOnce(k, k == 1)
 		}
-		walls[1] += w1
-		walls[2] += w2
-		cpus[1] += c1
-		cpus[2] += c2
-		ratios = append(ratios, float64(w2)/float64(w1))
+		for k := 1; k <= 3; k++ {
+			walls[k] += w[k]
+			cpus[k] += c[k]
+		}
+		ratios = append(ratios, float64(w[2])/float64(w[1]))
+		ratios3 = append(ratios3, float64(w[3])/float64(w[1]))
 	}
 	n := float64(b.N)
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 }
@@ -135,6 +142,13 @@ func BenchmarkBrowserSuite(b *testing.B) {
 	b.ReportMetric(ms(cpus[1])/n/cases, "p1-cpu-ms/case")
 	b.ReportMetric(ms(cpus[2])/n/cases, "p2-cpu-ms/case")
 	b.ReportMetric(float64(cpus[2])/float64(cpus[1]), "cpu-p2/p1")
+	slices.Sort(ratios3)
+	b.ReportMetric(ms(walls[3])/n, "p2procs-ms/run")
+	b.ReportMetric(float64(walls[3])/float64(walls[1]), "p2procs/p1")
+	b.ReportMetric(ratios3[0], "p2procs/p1-min")
+	b.ReportMetric(ratios3[len(ratios3)-1], "p2procs/p1-max")
+	b.ReportMetric(ms(cpus[3])/n/cases, "p2procs-cpu-ms/case")
+	b.ReportMetric(float64(cpus[3])/float64(cpus[1]), "cpu-p2procs/p1")
 	var total int64
 	for _, v := range stepMs {
 		total += v
