@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 var (
@@ -84,7 +85,7 @@ func (d *DB) SaveAsset(ctx context.Context, a *duet.Asset) (duet.ApplyAction, er
 	}
 	var shares []string
 	if a.SharedWith != nil {
-		shares = sortedUnique(a.SharedWith, a.Owner)
+		shares = storerules.SortedUnique(a.SharedWith, a.Owner)
 	}
 	in := *a
 	var action duet.ApplyAction
@@ -235,7 +236,7 @@ func (d *DB) FindAssets(ctx context.Context, f duet.AssetFilter) ([]*duet.Asset,
 	if f.Owner != "" {
 		cond += ` AND a.owner = ` + a.add(f.Owner)
 	}
-	q := assetListQuery(cond, a.add(clampLimit(f.Limit, 200, 1000)))
+	q := assetListQuery(cond, a.add(storerules.ClampLimit(f.Limit, 200, 1000)))
 	rows, err := d.pool.Query(ctx, q, a...)
 	if err != nil {
 		return nil, mapErr(err)
@@ -288,7 +289,7 @@ func (d *DB) CreateGeneration(ctx context.Context, g *duet.Generation) error {
 		g.CreatedAt = d.now()
 	}
 	g.CreatedAt = ts(g.CreatedAt)
-	assets, err := json.Marshal(nonNil(g.Assets))
+	assets, err := json.Marshal(storerules.NonNil(g.Assets))
 	if err != nil {
 		return err
 	}
@@ -312,7 +313,7 @@ func (d *DB) FindGenerations(ctx context.Context, f duet.GenerationFilter) ([]*d
 	if f.TaskID != "" {
 		q += ` AND task_id = ` + a.add(f.TaskID)
 	}
-	q += ` ORDER BY id DESC LIMIT ` + a.add(clampLimit(f.Limit, 20, 200))
+	q += ` ORDER BY id DESC LIMIT ` + a.add(storerules.ClampLimit(f.Limit, 20, 200))
 	rows, err := d.pool.Query(ctx, q, a...)
 	if err != nil {
 		return nil, mapErr(err)
@@ -334,11 +335,4 @@ func (d *DB) FindGenerations(ctx context.Context, f duet.GenerationFilter) ([]*d
 		g.CreatedAt = utc(g.CreatedAt)
 		return &g, nil
 	})
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }

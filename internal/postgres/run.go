@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 const runColumns = `r.id, r.task_id, r.status, r.triggered_by, r.call_source, r.trace_id, r.device, r.error_code, r.error_message,
@@ -30,7 +31,7 @@ func scanRunTail(r pgx.Row, tail ...any) (*duet.Run, error) {
 	if err := r.Scan(append(dest, tail...)...); err != nil {
 		return nil, err
 	}
-	if err := decodeRunHooks(&run, hooks); err != nil {
+	if err := storerules.DecodeRunHooks(&run, hooks); err != nil {
 		return nil, err
 	}
 	if !o.Empty() {
@@ -74,31 +75,13 @@ func scanRunTotals(r pgx.Row) (*duet.Run, error) {
 	return run, nil
 }
 
-// runHooks is how a run's hook results are stored: JSON, or "" for none.
-type runHooks struct {
-	Results []*duet.StepResult `json:"results"`
-	Vars    map[string]any     `json:"vars,omitempty"`
-}
-
-func decodeRunHooks(run *duet.Run, s string) error {
-	if s == "" {
-		return nil
-	}
-	var h runHooks
-	if err := json.Unmarshal([]byte(s), &h); err != nil {
-		return fmt.Errorf("run %s: decoding its hooks' results: %w", run.ID, err)
-	}
-	run.Hooks, run.HookVars = h.Results, h.Vars
-	return nil
-}
-
 // SaveRunHooks stores the results of the task's hooks in l's run (fenced).
 func (d *DB) SaveRunHooks(ctx context.Context, l duet.Lease, results []*duet.StepResult, vars map[string]any) error {
-	b, err := json.Marshal(runHooks{Results: results, Vars: vars})
+	hooks, err := storerules.EncodeRunHooks(results, vars)
 	if err != nil {
 		return err
 	}
-	tag, err := d.pool.Exec(ctx, `UPDATE runs SET hooks = $1 WHERE id = $2 AND lease_owner = $3 AND attempt = $4 AND status = 'running'`, string(b), l.RunID, l.Worker, l.Token)
+	tag, err := d.pool.Exec(ctx, `UPDATE runs SET hooks = $1 WHERE id = $2 AND lease_owner = $3 AND attempt = $4 AND status = 'running'`, hooks, l.RunID, l.Worker, l.Token)
 	if err != nil {
 		return mapErr(err)
 	}
@@ -195,7 +178,7 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 		ids[i], caseIDs[i], keys[i], titles[i] = e.ID, e.CaseID, e.CaseKey, e.CaseTitle
 		versions[i], ordinals[i], timeouts[i], retries[i] = int32(e.CaseVersion), int32(i), e.TimeoutMs, int32(max(e.Retries, 0))
 		var err error
-		if rows[i], err = encodeRow(e.Row); err != nil {
+		if rows[i], err = storerules.EncodeRow(e.Row); err != nil {
 			return nil, false, err
 		}
 	}
@@ -408,7 +391,7 @@ func (d *DB) FindRunByID(ctx context.Context, viewer, id string) (*duet.Run, err
 	q += visibility(viewer)
 	run, err := scanRunTotals(d.pool.QueryRow(ctx, q, viewer, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, notFound("run", id)
+		return nil, storerules.NotFound("run", id)
 	} else if err != nil {
 		return nil, mapErr(err)
 	}
@@ -473,11 +456,11 @@ func runsQuery(f duet.RunFilter, before string, limit int) (string, args) {
 
 // FindRuns returns a page of runs, newest first.
 func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, string, error) {
-	before, err := decodeCursor(f.Cursor)
+	before, err := storerules.DecodeCursor(f.Cursor)
 	if err != nil {
 		return nil, "", err
 	}
-	limit := clampLimit(f.Limit, 20, 100)
+	limit := storerules.ClampLimit(f.Limit, 20, 100)
 	q, a := runsQuery(f, before, limit)
 	rows, err := d.pool.Query(ctx, q, a...)
 	if err != nil {
@@ -490,7 +473,7 @@ func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 	var next string
 	if len(runs) > limit {
 		runs = runs[:limit]
-		next = encodeCursor(runs[limit-1].ID)
+		next = storerules.EncodeCursor(runs[limit-1].ID)
 	}
 	return runs, next, nil
 }
@@ -506,7 +489,7 @@ func scanExecution(r pgx.Row) (*duet.Execution, error) {
 		return nil, err
 	}
 	var err error
-	if e.Row, err = decodeRow(row); err != nil {
+	if e.Row, err = storerules.DecodeRow(row); err != nil {
 		return nil, fmt.Errorf("execution %s: decoding its data row: %w", e.ID, err)
 	}
 	if err := json.Unmarshal([]byte(steps), &e.Steps); err != nil {
@@ -613,7 +596,7 @@ func (d *DB) findExecution(ctx context.Context, viewer, id string, withRun bool)
 	var results, attempts []string
 	e, err := scanExecution(tailRow{br.QueryRow(), []any{&results, &attempts}})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil, notFound("execution", id)
+		return nil, nil, storerules.NotFound("execution", id)
 	} else if err != nil {
 		return nil, nil, mapErr(err)
 	}
@@ -636,7 +619,7 @@ func (d *DB) findExecution(ctx context.Context, viewer, id string, withRun bool)
 	}
 	run, err := scanRunTotals(br.QueryRow())
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil, notFound("execution", id)
+		return nil, nil, storerules.NotFound("execution", id)
 	} else if err != nil {
 		return nil, nil, mapErr(err)
 	}
@@ -735,7 +718,7 @@ func (d *DB) StartExecution(ctx context.Context, l duet.Lease, e *duet.Execution
 	if tag.RowsAffected() == 0 {
 		return duet.LeaseLost(l)
 	}
-	startedExecution(e, from)
+	storerules.StartedExecution(e, from)
 	return nil
 }
 
@@ -753,24 +736,6 @@ func (d *DB) SuspendExecution(ctx context.Context, l duet.Lease, executionID str
 	return nil
 }
 
-// startedExecution brings e, just started (resuming at from), in line with
-// what StartExecution stored.
-func startedExecution(e *duet.Execution, from int) {
-	e.Status, e.ErrorCode, e.ErrorMessage, e.FinishedAt, e.ResumeFrom = duet.StatusRunning, "", "", nil, 0
-	if from == 0 {
-		e.Vars = map[string]any{}
-		e.Results = []*duet.StepResult{}
-		return
-	}
-	kept := []*duet.StepResult{}
-	for _, r := range e.Results {
-		if r.Index < from {
-			kept = append(kept, r)
-		}
-	}
-	e.Results = kept
-}
-
 // SaveStepResult stores one step result and the execution's variables, in
 // one fenced round trip.
 func (d *DB) SaveStepResult(ctx context.Context, l duet.Lease, executionID string, r *duet.StepResult, vars map[string]any) error {
@@ -778,7 +743,7 @@ func (d *DB) SaveStepResult(ctx context.Context, l duet.Lease, executionID strin
 	if err != nil {
 		return err
 	}
-	varsJSON, err := marshalVars(vars)
+	varsJSON, err := storerules.MarshalVars(vars)
 	if err != nil {
 		return err
 	}
@@ -797,17 +762,9 @@ func (d *DB) SaveStepResult(ctx context.Context, l duet.Lease, executionID strin
 	return nil
 }
 
-func marshalVars(vars map[string]any) (string, error) {
-	if vars == nil {
-		return "{}", nil
-	}
-	b, err := json.Marshal(vars)
-	return string(b), err
-}
-
 // FinishExecution stores the final state of an execution (fenced).
 func (d *DB) FinishExecution(ctx context.Context, l duet.Lease, e *duet.Execution) error {
-	varsJSON, err := marshalVars(e.Vars)
+	varsJSON, err := storerules.MarshalVars(e.Vars)
 	if err != nil {
 		return err
 	}
@@ -958,7 +915,7 @@ func (d *DB) RequestCancel(ctx context.Context, viewer, runID string) (*duet.Run
 		var err error
 		run, err = scanRun(tx.QueryRow(ctx, q, viewer, runID))
 		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("run", runID)
+			return storerules.NotFound("run", runID)
 		} else if err != nil {
 			return mapErr(err)
 		}

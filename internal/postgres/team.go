@@ -11,6 +11,7 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/serverkey"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 var _ duet.TeamStore = (*DB)(nil)
@@ -21,7 +22,7 @@ func teamRole(ctx context.Context, q querier, team, user string) (duet.TeamRole,
 	var role duet.TeamRole
 	err := q.QueryRow(ctx, `SELECT role FROM team_members WHERE team = $1 AND user_id = $2`, team, user).Scan(&role)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", notFound("team", team)
+		return "", storerules.NotFound("team", team)
 	}
 	return role, mapErr(err)
 }
@@ -40,7 +41,7 @@ func lockTeam(ctx context.Context, tx pgx.Tx, team string) error {
 	var one int
 	err := tx.QueryRow(ctx, `SELECT 1 FROM teams WHERE name = $1 FOR UPDATE`, team).Scan(&one)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return notFound("team", team)
+		return storerules.NotFound("team", team)
 	}
 	return mapErr(err)
 }
@@ -130,7 +131,7 @@ func (d *DB) FindTeam(ctx context.Context, viewer, name string) (*duet.Team, err
 		return nil, err
 	}
 	if len(teams) == 0 {
-		return nil, notFound("team", name)
+		return nil, storerules.NotFound("team", name)
 	}
 	return teams[0], nil
 }
@@ -365,7 +366,7 @@ func (d *DB) DeleteTeamServer(ctx context.Context, by, team, name string) error 
 			return mapErr(err)
 		}
 		if tag.RowsAffected() == 0 {
-			return notFound("team server", name)
+			return storerules.NotFound("team server", name)
 		}
 		return nil
 	})

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 var (
@@ -84,7 +85,7 @@ func (d *DB) SaveAsset(ctx context.Context, a *duet.Asset) (duet.ApplyAction, er
 	}
 	var shares []string
 	if a.SharedWith != nil {
-		shares = sortedUnique(a.SharedWith, a.Owner)
+		shares = storerules.SortedUnique(a.SharedWith, a.Owner)
 	}
 	var action duet.ApplyAction
 	err := d.tx(ctx, func(tx *sql.Tx) error {
@@ -240,7 +241,7 @@ func (d *DB) FindAssets(ctx context.Context, f duet.AssetFilter) ([]*duet.Asset,
 		args = append(args, f.Owner)
 		cond += ` AND a.owner = ?` + strconv.Itoa(len(args))
 	}
-	args = append(args, clampLimit(f.Limit, 200, 1000))
+	args = append(args, storerules.ClampLimit(f.Limit, 200, 1000))
 	q := assetListQuery(cond, `?`+strconv.Itoa(len(args)))
 	rows, err := d.q.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -300,7 +301,7 @@ func (d *DB) CreateGeneration(ctx context.Context, g *duet.Generation) error {
 	if g.CreatedAt.IsZero() {
 		g.CreatedAt = d.now()
 	}
-	assets, err := json.Marshal(nonNil(g.Assets))
+	assets, err := json.Marshal(storerules.NonNil(g.Assets))
 	if err != nil {
 		return err
 	}
@@ -326,7 +327,7 @@ func (d *DB) FindGenerations(ctx context.Context, f duet.GenerationFilter) ([]*d
 		args = append(args, f.TaskID)
 	}
 	q += ` ORDER BY id DESC LIMIT ?`
-	args = append(args, clampLimit(f.Limit, 20, 200))
+	args = append(args, storerules.ClampLimit(f.Limit, 20, 200))
 	rows, err := d.q.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, mapErr(err)
@@ -352,11 +353,4 @@ func (d *DB) FindGenerations(ctx context.Context, f duet.GenerationFilter) ([]*d
 		out = append(out, &g)
 	}
 	return out, mapErr(rows.Err())
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }

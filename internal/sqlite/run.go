@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 const runColumns = `r.id, r.task_id, r.status, r.triggered_by, r.call_source, r.trace_id, r.device, r.error_code, r.error_message,
@@ -26,7 +27,7 @@ func scanRun(r rowScanner) (*duet.Run, error) {
 		&o.Commit, &o.Branch, &o.PullRequest, &o.Pipeline, &run.Environment, &hooks, &run.Trace); err != nil {
 		return nil, err
 	}
-	if err := decodeRunHooks(&run, hooks); err != nil {
+	if err := storerules.DecodeRunHooks(&run, hooks); err != nil {
 		return nil, err
 	}
 	if !o.Empty() {
@@ -42,31 +43,13 @@ func scanRun(r rowScanner) (*duet.Run, error) {
 	return &run, nil
 }
 
-// runHooks is how a run's hook results are stored: JSON, or "" for none.
-type runHooks struct {
-	Results []*duet.StepResult `json:"results"`
-	Vars    map[string]any     `json:"vars,omitempty"`
-}
-
-func decodeRunHooks(run *duet.Run, s string) error {
-	if s == "" {
-		return nil
-	}
-	var h runHooks
-	if err := json.Unmarshal([]byte(s), &h); err != nil {
-		return fmt.Errorf("run %s: decoding its hooks' results: %w", run.ID, err)
-	}
-	run.Hooks, run.HookVars = h.Results, h.Vars
-	return nil
-}
-
 // SaveRunHooks stores the results of the task's hooks in l's run (fenced).
 func (d *DB) SaveRunHooks(ctx context.Context, l duet.Lease, results []*duet.StepResult, vars map[string]any) error {
-	b, err := json.Marshal(runHooks{Results: results, Vars: vars})
+	hooks, err := storerules.EncodeRunHooks(results, vars)
 	if err != nil {
 		return err
 	}
-	res, err := d.q.ExecContext(ctx, `UPDATE runs SET hooks = ? WHERE id = ? AND lease_owner = ? AND attempt = ? AND status = 'running'`, string(b), l.RunID, l.Worker, l.Token)
+	res, err := d.q.ExecContext(ctx, `UPDATE runs SET hooks = ? WHERE id = ? AND lease_owner = ? AND attempt = ? AND status = 'running'`, hooks, l.RunID, l.Worker, l.Token)
 	if err != nil {
 		return mapErr(err)
 	}
@@ -198,7 +181,7 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 				return err
 			}
 			e.ID, e.RunID, e.Ordinal, e.Status, e.Attempt = duet.NewID("exec"), run.ID, i, duet.StatusPending, 1
-			row, err := encodeRow(e.Row)
+			row, err := storerules.EncodeRow(e.Row)
 			if err != nil {
 				return err
 			}
@@ -246,7 +229,7 @@ func (d *DB) FindRunByID(ctx context.Context, viewer, id string) (*duet.Run, err
 	}
 	run, err := scanRun(d.q.QueryRowContext(ctx, q, viewer, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, notFound("run", id)
+		return nil, storerules.NotFound("run", id)
 	} else if err != nil {
 		return nil, mapErr(err)
 	}
@@ -319,11 +302,11 @@ func (d *DB) CountRuns(ctx context.Context, f duet.RunFilter) (int, error) {
 }
 
 func (d *DB) findRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, string, error) {
-	before, err := decodeCursor(f.Cursor)
+	before, err := storerules.DecodeCursor(f.Cursor)
 	if err != nil {
 		return nil, "", err
 	}
-	limit := clampLimit(f.Limit, 20, 100)
+	limit := storerules.ClampLimit(f.Limit, 20, 100)
 	from, cond, args := runsWhere(f)
 	if before != "" {
 		cond += ` AND r.id < ?`
@@ -350,7 +333,7 @@ func (d *DB) findRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 	var next string
 	if len(runs) > limit {
 		runs = runs[:limit]
-		next = encodeCursor(runs[limit-1].ID)
+		next = storerules.EncodeCursor(runs[limit-1].ID)
 	}
 	return runs, next, fillTotals(ctx, d.q, runs...)
 }
@@ -367,7 +350,7 @@ func scanExecution(r rowScanner) (*duet.Execution, error) {
 		return nil, err
 	}
 	var err error
-	if e.Row, err = decodeRow(row); err != nil {
+	if e.Row, err = storerules.DecodeRow(row); err != nil {
 		return nil, fmt.Errorf("execution %s: decoding its data row: %w", e.ID, err)
 	}
 	if err := json.Unmarshal([]byte(steps), &e.Steps); err != nil {
@@ -462,7 +445,7 @@ func (d *DB) FindExecutionByID(ctx context.Context, viewer, id string) (*duet.Ex
 	}
 	e, err := scanExecution(d.q.QueryRowContext(ctx, q, viewer, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, notFound("execution", id)
+		return nil, storerules.NotFound("execution", id)
 	} else if err != nil {
 		return nil, mapErr(err)
 	}
@@ -577,7 +560,7 @@ func (d *DB) StartExecution(ctx context.Context, l duet.Lease, e *duet.Execution
 	if err != nil {
 		return err
 	}
-	startedExecution(e, from)
+	storerules.StartedExecution(e, from)
 	return nil
 }
 
@@ -594,24 +577,6 @@ func (d *DB) SuspendExecution(ctx context.Context, l duet.Lease, executionID str
 	return nil
 }
 
-// startedExecution brings e, just started (resuming at from), in line with
-// what StartExecution stored.
-func startedExecution(e *duet.Execution, from int) {
-	e.Status, e.ErrorCode, e.ErrorMessage, e.FinishedAt, e.ResumeFrom = duet.StatusRunning, "", "", nil, 0
-	if from == 0 {
-		e.Vars = map[string]any{}
-		e.Results = []*duet.StepResult{}
-		return
-	}
-	kept := []*duet.StepResult{}
-	for _, r := range e.Results {
-		if r.Index < from {
-			kept = append(kept, r)
-		}
-	}
-	e.Results = kept
-}
-
 // SaveStepResult stores one step result and the execution's variables
 // (fenced).
 func (d *DB) SaveStepResult(ctx context.Context, l duet.Lease, executionID string, r *duet.StepResult, vars map[string]any) error {
@@ -619,7 +584,7 @@ func (d *DB) SaveStepResult(ctx context.Context, l duet.Lease, executionID strin
 	if err != nil {
 		return err
 	}
-	varsJSON, err := marshalVars(vars)
+	varsJSON, err := storerules.MarshalVars(vars)
 	if err != nil {
 		return err
 	}
@@ -636,18 +601,10 @@ func (d *DB) SaveStepResult(ctx context.Context, l duet.Lease, executionID strin
 	})
 }
 
-func marshalVars(vars map[string]any) (string, error) {
-	if vars == nil {
-		return "{}", nil
-	}
-	b, err := json.Marshal(vars)
-	return string(b), err
-}
-
 // FinishExecution stores the final state of an execution (fenced, in one
 // statement).
 func (d *DB) FinishExecution(ctx context.Context, l duet.Lease, e *duet.Execution) error {
-	varsJSON, err := marshalVars(e.Vars)
+	varsJSON, err := storerules.MarshalVars(e.Vars)
 	if err != nil {
 		return err
 	}
@@ -793,7 +750,7 @@ func (d *DB) RequestCancel(ctx context.Context, viewer, runID string) (*duet.Run
 		var err error
 		run, err = scanRun(tx.QueryRowContext(ctx, q, viewer, runID))
 		if errors.Is(err, sql.ErrNoRows) {
-			return notFound("run", runID)
+			return storerules.NotFound("run", runID)
 		} else if err != nil {
 			return mapErr(err)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/serverkey"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 var _ duet.TeamStore = (*DB)(nil)
@@ -19,7 +20,7 @@ func teamRole(ctx context.Context, q querier, team, user string) (duet.TeamRole,
 	var role duet.TeamRole
 	err := q.QueryRowContext(ctx, `SELECT role FROM team_members WHERE team = ? AND user_id = ?`, team, user).Scan(&role)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", notFound("team", team)
+		return "", storerules.NotFound("team", team)
 	}
 	return role, mapErr(err)
 }
@@ -94,7 +95,7 @@ func (d *DB) FindTeam(ctx context.Context, viewer, name string) (*duet.Team, err
 		return nil, err
 	}
 	if len(teams) == 0 {
-		return nil, notFound("team", name)
+		return nil, storerules.NotFound("team", name)
 	}
 	return teams[0], nil
 }
@@ -322,7 +323,7 @@ func (d *DB) DeleteTeamServer(ctx context.Context, by, team, name string) error 
 			return mapErr(err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return notFound("team server", name)
+			return storerules.NotFound("team server", name)
 		}
 		return nil
 	})
