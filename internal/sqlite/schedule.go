@@ -215,15 +215,13 @@ func (d *DB) AdvanceSchedule(ctx context.Context, f duet.ScheduleFire, lastError
 }
 
 // claimSlot is the claim of a schedule's slot, the first statement of the
-// transaction that creates its run (the run's id is chosen here): CONFLICT,
+// transaction that creates its run (runID, chosen by storerules.PlanRun): CONFLICT,
 // creating nothing, when another scheduler moved the slot first (or the
 // schedule was paused meanwhile).
-func claimSlot(ctx context.Context, tx *sql.Tx, f *duet.ScheduleFire, run *duet.Run, now time.Time) error {
+func claimSlot(ctx context.Context, tx *sql.Tx, f *duet.ScheduleFire, runID string, now time.Time) error {
 	if f == nil {
 		return nil
 	}
-	run.ID = duet.NewID("run")
-	runID := run.ID
 	res, err := tx.ExecContext(ctx, `UPDATE schedules SET next_fire_at = ?, last_fire_at = ?, last_run_id = ?, last_error = '', updated_at = ? WHERE id = ? AND next_fire_at = ? AND paused = 0`,
 		micros(f.Next), micros(f.RunSlot), runID, micros(now), f.ScheduleID, micros(f.Slot))
 	if err != nil {
@@ -232,7 +230,7 @@ func claimSlot(ctx context.Context, tx *sql.Tx, f *duet.ScheduleFire, run *duet.
 	if n, err := res.RowsAffected(); err != nil {
 		return mapErr(err)
 	} else if n != 1 {
-		return duet.Errorf(duet.CodeConflict, "the slot %s of schedule %s was already claimed", f.Slot.UTC().Format(time.RFC3339), f.ScheduleID)
+		return storerules.SlotTaken(f)
 	}
 	return nil
 }
