@@ -202,24 +202,14 @@ func (d *DB) FindAsset(ctx context.Context, viewer string, kind duet.AssetKind, 
 	if err := rows.Err(); err != nil {
 		return nil, mapErr(err)
 	}
-	what := string(kind) + " " + ref
-	if version > 0 {
-		what += "@" + strconv.Itoa(version)
-	}
-	switch {
-	case len(found) == 0:
-		return nil, duet.Errorf(duet.CodeNotFound, "%s not found", what)
-	case len(found) > 1 && found[0].Owner != viewer:
-		var refs []string
-		for _, a := range found {
-			refs = append(refs, a.Ref())
-		}
-		return nil, duet.Errorf(duet.CodeInvalidArgument, "several %ss named %q are shared with you (%s); write owner/name", kind, name, strings.Join(refs, ", "))
-	}
-	if err := loadAssetShares(ctx, d.q, found[0]); err != nil {
+	a, err := storerules.PickAsset(found, viewer, kind, ref, name, version)
+	if err != nil {
 		return nil, err
 	}
-	return found[0], nil
+	if err := loadAssetShares(ctx, d.q, a); err != nil {
+		return nil, err
+	}
+	return a, nil
 }
 
 // FindAssets returns the latest versions of the assets matching f.

@@ -3,6 +3,8 @@ package storerules
 import (
 	"context"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/duet-test/duet"
@@ -85,4 +87,26 @@ func SaveAsset(ctx context.Context, tx AssetTx, a *duet.Asset, now time.Time) (d
 	}
 	*a = *saved
 	return action, nil
+}
+
+// PickAsset is the asset of kind that ref (name, or owner/name) names for
+// viewer among found, the current versions it may see, viewer's own first:
+// NOT_FOUND when none, INVALID_ARGUMENT when a bare name is shared with
+// viewer by several owners and viewer has none of that name.
+func PickAsset(found []*duet.Asset, viewer string, kind duet.AssetKind, ref, name string, version int) (*duet.Asset, error) {
+	what := string(kind) + " " + ref
+	if version > 0 {
+		what += "@" + strconv.Itoa(version)
+	}
+	switch {
+	case len(found) == 0:
+		return nil, duet.Errorf(duet.CodeNotFound, "%s not found", what)
+	case len(found) > 1 && found[0].Owner != viewer:
+		var refs []string
+		for _, a := range found {
+			refs = append(refs, a.Ref())
+		}
+		return nil, duet.Errorf(duet.CodeInvalidArgument, "several %ss named %q are shared with you (%s); write owner/name", kind, name, strings.Join(refs, ", "))
+	}
+	return found[0], nil
 }
