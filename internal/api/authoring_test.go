@@ -82,7 +82,7 @@ func TestSaveCaseChangesOnlyThatCase(t *testing.T) {
 // callSource api; a source past the limit is TOO_LARGE.
 func TestValidateOverREST(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t, nil)
+	e := apptest.New(t, nil)
 	bad := "task: {name: t, baseURL: http://127.0.0.1:9}\ncases:\n  - title: c\n    steps:\n      - open: /\n      - clack: x\n"
 	status, body, _ := e.Call("alice", "POST", "/api/v1/tasks/validate", map[string]any{"source": bad})
 	var v api.Validation
@@ -129,7 +129,7 @@ func TestValidateOverREST(t *testing.T) {
 // next apply's source replaces it.
 func TestSuiteSourceIsTheOwners(t *testing.T) {
 	t.Parallel()
-	e := apitest.New(t, nil)
+	e := apptest.New(t, nil)
 	src := "# the shop's suite\ntask: {name: shop, baseURL: 'http://127.0.0.1:9', sharedWith: [bob]}\ncases:\n  - key: a\n    title: A\n    steps:\n      - set: {x: '1'}\n"
 	status, body, _ := e.Call("alice", "POST", "/api/v1/tasks", map[string]any{"source": src})
 	if status != http.StatusOK && status != http.StatusCreated {

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 var _ duet.ApprovalStore = (*DB)(nil)
@@ -33,7 +34,7 @@ func (d *DB) ApproveCase(ctx context.Context, a *duet.CaseApproval) error {
 	return d.tx(ctx, func(tx pgx.Tx) error {
 		c, err := scanCase(tx.QueryRow(ctx, `SELECT `+caseColumns+` FROM cases c JOIN tasks t ON t.id = c.task_id WHERE c.id = $2 AND `+visibleTo, a.User, a.CaseID))
 		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("case", a.CaseID)
+			return storerules.NotFound("case", a.CaseID)
 		} else if err != nil {
 			return mapErr(err)
 		}
@@ -108,11 +109,11 @@ func (d *DB) ApprovePostRun(ctx context.Context, user, taskID, hash string) (*du
 	err := d.tx(ctx, func(tx pgx.Tx) error {
 		t, err := scanTask(tx.QueryRow(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.id = $2 AND `+visibleTo, user, taskID))
 		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("task", taskID)
+			return storerules.NotFound("task", taskID)
 		} else if err != nil {
 			return mapErr(err)
 		}
-		if err := postRunApprovable(t, hash); err != nil {
+		if err := storerules.PostRunApprovable(t, hash); err != nil {
 			return err
 		}
 		a := &duet.PostRunApproval{User: user, TaskID: taskID, Hash: hash}
@@ -128,19 +129,6 @@ func (d *DB) ApprovePostRun(ctx context.Context, user, taskID, hash string) (*du
 		return nil
 	})
 	return out, err
-}
-
-// postRunApprovable checks that hash is the current version of t's
-// post-run actions.
-func postRunApprovable(t *duet.Task, hash string) error {
-	cur := duet.PostRunHash(t.PostRun)
-	switch {
-	case cur == "":
-		return duet.Errorf(duet.CodeInvalidArgument, "task %s has no post-run actions", t.ID)
-	case hash != cur:
-		return duet.Errorf(duet.CodeConflict, "the post-run actions of task %s changed: review them again before approving", t.ID)
-	}
-	return nil
 }
 
 // FindPostRunApproval returns user's approval of that version of the

@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"slices"
-	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 var (
@@ -73,102 +73,97 @@ func loadAssetShares(ctx context.Context, q querier, assets ...*duet.Asset) erro
 	return mapErr(rows.Err())
 }
 
-// SaveAsset creates the asset or a new version of it. Saves of the same
-// asset by several instances take turns. Returns INVALID_ARGUMENT, TOO_LARGE.
+// SaveAsset creates the asset or a new version of it
+// (storerules.SaveAsset). Saves of the same asset by several instances take
+// turns (an advisory lock on owner, kind and name). Returns
+// INVALID_ARGUMENT, TOO_LARGE.
 func (d *DB) SaveAsset(ctx context.Context, a *duet.Asset) (duet.ApplyAction, error) {
-	if a.Owner == "" {
-		return "", duet.Errorf(duet.CodeInvalidArgument, "an asset needs an owner")
-	}
-	if err := a.Validate(); err != nil {
+	if err := storerules.CheckAsset(a); err != nil {
 		return "", err
-	}
-	var shares []string
-	if a.SharedWith != nil {
-		shares = sortedUnique(a.SharedWith, a.Owner)
 	}
 	in := *a
 	var action duet.ApplyAction
 	err := d.tx(ctx, func(tx pgx.Tx) error {
-		*a = in
-		shares := shares
+		*a = in // a retried transaction starts again
 		if err := lockKey(ctx, tx, "asset\x1f"+a.Owner+"\x1f"+string(a.Kind)+"\x1f"+a.Name); err != nil {
 			return err
 		}
-		now := ts(d.now())
-		old, err := scanAsset(tx.QueryRow(ctx, `SELECT `+assetColumns+` FROM assets a JOIN asset_versions v ON v.asset_id = a.id AND v.version = a.version
-			WHERE a.owner = $1 AND a.kind = $2 AND a.name = $3`, a.Owner, a.Kind, a.Name))
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			old = nil
-			action = duet.ApplyCreated
-			a.ID, a.Version = duet.NewID("asset"), 1
-			if _, err := tx.Exec(ctx, `INSERT INTO assets (id, owner, kind, name, version, created_at, updated_at) VALUES ($1, $2, $3, $4, 1, $5, $5)`,
-				a.ID, a.Owner, a.Kind, a.Name, now); err != nil {
-				return mapErr(err)
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO asset_versions (asset_id, version, description, body, created_at) VALUES ($1, 1, $2, $3, $4)`,
-				a.ID, a.Description, a.Body, now); err != nil {
-				return mapErr(err)
-			}
-			if shares == nil {
-				shares = []string{}
-			}
-		case err != nil:
-			return mapErr(err)
-		default:
-			a.ID, a.Version = old.ID, old.Version
-			action = duet.ApplyUnchanged
-			if old.Description != a.Description || old.Body != a.Body {
-				action = duet.ApplyUpdated
-				a.Version++
-				if _, err := tx.Exec(ctx, `INSERT INTO asset_versions (asset_id, version, description, body, created_at) VALUES ($1, $2, $3, $4, $5)`,
-					a.ID, a.Version, a.Description, a.Body, now); err != nil {
-					return mapErr(err)
-				}
-				if _, err := tx.Exec(ctx, `UPDATE assets SET version = $1, updated_at = $2 WHERE id = $3`, a.Version, now, a.ID); err != nil {
-					return mapErr(err)
-				}
-			}
-		}
-		if shares != nil {
-			if old != nil {
-				if err := loadAssetShares(ctx, tx, old); err != nil {
-					return err
-				}
-			}
-			if old == nil || !slices.Equal(old.SharedWith, shares) {
-				if action == duet.ApplyUnchanged {
-					action = duet.ApplyUpdated
-				}
-				if _, err := tx.Exec(ctx, `DELETE FROM asset_shares WHERE asset_id = $1`, a.ID); err != nil {
-					return mapErr(err)
-				}
-				if len(shares) > 0 {
-					teams, err := shareTeamIDs(ctx, tx, shares)
-					if err != nil {
-						return err
-					}
-					if _, err := tx.Exec(ctx, `INSERT INTO asset_shares (asset_id, user_id, team_id, created_at) SELECT $1, u, tid, $4 FROM unnest($2::text[], $3::text[]) AS x (u, tid)`,
-						a.ID, shares, teams, now); err != nil {
-						return mapErr(err)
-					}
-				}
-			}
-		}
-		saved, err := scanAsset(tx.QueryRow(ctx, `SELECT `+assetColumns+` FROM assets a JOIN asset_versions v ON v.asset_id = a.id AND v.version = a.version WHERE a.id = $1`, a.ID))
-		if err != nil {
-			return mapErr(err)
-		}
-		if err := loadAssetShares(ctx, tx, saved); err != nil {
-			return err
-		}
-		*a = *saved
-		return nil
+		var err error
+		action, err = storerules.SaveAsset(ctx, assetTx{tx}, a, ts(d.now()))
+		return err
 	})
 	if err != nil {
 		return "", err
 	}
 	return action, nil
+}
+
+// assetTx is storerules.AssetTx on a PostgreSQL transaction.
+type assetTx struct{ tx pgx.Tx }
+
+func (t assetTx) AssetShares(ctx context.Context, a *duet.Asset) error {
+	return loadAssetShares(ctx, t.tx, a)
+}
+
+// read reads the current version of the asset cond selects, with its
+// shares if withShares.
+func (t assetTx) read(ctx context.Context, withShares bool, cond string, args ...any) (*duet.Asset, error) {
+	a, err := scanAsset(t.tx.QueryRow(ctx, `SELECT `+assetColumns+` FROM assets a JOIN asset_versions v ON v.asset_id = a.id AND v.version = a.version WHERE `+cond, args...))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	} else if err != nil {
+		return nil, mapErr(err)
+	}
+	if !withShares {
+		return a, nil
+	}
+	return a, loadAssetShares(ctx, t.tx, a)
+}
+
+func (t assetTx) AssetByName(ctx context.Context, owner string, kind duet.AssetKind, name string) (*duet.Asset, error) {
+	return t.read(ctx, false, `a.owner = $1 AND a.kind = $2 AND a.name = $3`, owner, kind, name)
+}
+
+func (t assetTx) AssetByID(ctx context.Context, id string) (*duet.Asset, error) {
+	a, err := t.read(ctx, true, `a.id = $1`, id)
+	if a == nil && err == nil {
+		err = storerules.NotFound("asset", id)
+	}
+	return a, err
+}
+
+func (t assetTx) InsertAsset(ctx context.Context, a *duet.Asset, now time.Time) error {
+	if _, err := t.tx.Exec(ctx, `INSERT INTO assets (id, owner, kind, name, version, created_at, updated_at) VALUES ($1, $2, $3, $4, 1, $5, $5)`,
+		a.ID, a.Owner, a.Kind, a.Name, now); err != nil {
+		return mapErr(err)
+	}
+	_, err := t.tx.Exec(ctx, `INSERT INTO asset_versions (asset_id, version, description, body, created_at) VALUES ($1, 1, $2, $3, $4)`, a.ID, a.Description, a.Body, now)
+	return mapErr(err)
+}
+
+func (t assetTx) InsertVersion(ctx context.Context, a *duet.Asset, now time.Time) error {
+	if _, err := t.tx.Exec(ctx, `INSERT INTO asset_versions (asset_id, version, description, body, created_at) VALUES ($1, $2, $3, $4, $5)`,
+		a.ID, a.Version, a.Description, a.Body, now); err != nil {
+		return mapErr(err)
+	}
+	_, err := t.tx.Exec(ctx, `UPDATE assets SET version = $1, updated_at = $2 WHERE id = $3`, a.Version, now, a.ID)
+	return mapErr(err)
+}
+
+func (t assetTx) SetAssetShares(ctx context.Context, id string, users []string, now time.Time) error {
+	if _, err := t.tx.Exec(ctx, `DELETE FROM asset_shares WHERE asset_id = $1`, id); err != nil {
+		return mapErr(err)
+	}
+	if len(users) == 0 {
+		return nil
+	}
+	teams, err := shareTeamIDs(ctx, t.tx, users)
+	if err != nil {
+		return err
+	}
+	_, err = t.tx.Exec(ctx, `INSERT INTO asset_shares (asset_id, user_id, team_id, created_at) SELECT $1, u, tid, $4 FROM unnest($2::text[], $3::text[]) AS x (u, tid)`,
+		id, users, teams, now)
+	return mapErr(err)
 }
 
 // FindAsset returns the asset of kind that ref names as viewer sees it.
@@ -202,24 +197,14 @@ func (d *DB) FindAsset(ctx context.Context, viewer string, kind duet.AssetKind, 
 	if err != nil {
 		return nil, err
 	}
-	what := string(kind) + " " + ref
-	if version > 0 {
-		what += "@" + strconv.Itoa(version)
-	}
-	switch {
-	case len(found) == 0:
-		return nil, duet.Errorf(duet.CodeNotFound, "%s not found", what)
-	case len(found) > 1 && found[0].Owner != viewer:
-		var refs []string
-		for _, a := range found {
-			refs = append(refs, a.Ref())
-		}
-		return nil, duet.Errorf(duet.CodeInvalidArgument, "several %ss named %q are shared with you (%s); write owner/name", kind, name, strings.Join(refs, ", "))
-	}
-	if err := loadAssetShares(ctx, d.pool, found[0]); err != nil {
+	picked, err := storerules.PickAsset(found, viewer, kind, ref, name, version)
+	if err != nil {
 		return nil, err
 	}
-	return found[0], nil
+	if err := loadAssetShares(ctx, d.pool, picked); err != nil {
+		return nil, err
+	}
+	return picked, nil
 }
 
 // FindAssets returns the latest versions of the assets matching f.
@@ -235,7 +220,7 @@ func (d *DB) FindAssets(ctx context.Context, f duet.AssetFilter) ([]*duet.Asset,
 	if f.Owner != "" {
 		cond += ` AND a.owner = ` + a.add(f.Owner)
 	}
-	q := assetListQuery(cond, a.add(clampLimit(f.Limit, 200, 1000)))
+	q := assetListQuery(cond, a.add(storerules.ClampLimit(f.Limit, 200, 1000)))
 	rows, err := d.pool.Query(ctx, q, a...)
 	if err != nil {
 		return nil, mapErr(err)
@@ -288,7 +273,7 @@ func (d *DB) CreateGeneration(ctx context.Context, g *duet.Generation) error {
 		g.CreatedAt = d.now()
 	}
 	g.CreatedAt = ts(g.CreatedAt)
-	assets, err := json.Marshal(nonNil(g.Assets))
+	assets, err := json.Marshal(storerules.NonNil(g.Assets))
 	if err != nil {
 		return err
 	}
@@ -312,7 +297,7 @@ func (d *DB) FindGenerations(ctx context.Context, f duet.GenerationFilter) ([]*d
 	if f.TaskID != "" {
 		q += ` AND task_id = ` + a.add(f.TaskID)
 	}
-	q += ` ORDER BY id DESC LIMIT ` + a.add(clampLimit(f.Limit, 20, 200))
+	q += ` ORDER BY id DESC LIMIT ` + a.add(storerules.ClampLimit(f.Limit, 20, 200))
 	rows, err := d.pool.Query(ctx, q, a...)
 	if err != nil {
 		return nil, mapErr(err)
@@ -334,11 +319,4 @@ func (d *DB) FindGenerations(ctx context.Context, f duet.GenerationFilter) ([]*d
 		g.CreatedAt = utc(g.CreatedAt)
 		return &g, nil
 	})
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }

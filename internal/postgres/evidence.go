@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 var (
@@ -100,7 +101,7 @@ func (d *DB) FindCurrentBaseline(ctx context.Context, key duet.BaselineKey, fing
 func (d *DB) FindBaseline(ctx context.Context, owner, id string) (*duet.Baseline, error) {
 	b, err := scanBaselineWith(true)(d.pool.QueryRow(ctx, `SELECT `+baselineColumns+`, b.image FROM baselines b WHERE b.id = $1 AND b.owner = $2`, id, owner))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, notFound("baseline", id)
+		return nil, storerules.NotFound("baseline", id)
 	}
 	return b, mapErr(err)
 }
@@ -138,7 +139,7 @@ func (d *DB) DecideBaseline(ctx context.Context, owner, id string, status duet.B
 	err := d.tx(ctx, func(tx pgx.Tx) error {
 		b, err := scanBaselineWith(false)(tx.QueryRow(ctx, `SELECT `+baselineColumns+` FROM baselines b WHERE b.id = $1 AND b.owner = $2 FOR UPDATE`, id, owner))
 		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("baseline", id)
+			return storerules.NotFound("baseline", id)
 		} else if err != nil {
 			return mapErr(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 // execSummaryColumns are execColumns without the compiled steps and the
@@ -34,7 +35,7 @@ func (d *DB) FindExecutionPage(ctx context.Context, f duet.ExecutionFilter) ([]*
 func execPageQuery(f duet.ExecutionFilter) (string, []any, int, error) {
 	after := -1
 	if f.Cursor != "" {
-		k, err := decodeCursor(f.Cursor)
+		k, err := storerules.DecodeCursor(f.Cursor)
 		if err != nil {
 			return "", nil, 0, err
 		}
@@ -42,7 +43,7 @@ func execPageQuery(f duet.ExecutionFilter) (string, []any, int, error) {
 			return "", nil, 0, duet.Errorf(duet.CodeInvalidArgument, "invalid cursor")
 		}
 	}
-	limit := clampLimit(f.Limit, 100, 1000)
+	limit := storerules.ClampLimit(f.Limit, 100, 1000)
 	cols := execSummaryColumns
 	if f.Results {
 		cols = execColumns
@@ -59,7 +60,7 @@ func (d *DB) execPage(ctx context.Context, rows pgx.Rows, f duet.ExecutionFilter
 	var next string
 	if len(execs) > limit {
 		execs = execs[:limit]
-		next = encodeCursor(strconv.Itoa(execs[limit-1].Ordinal))
+		next = storerules.EncodeCursor(strconv.Itoa(execs[limit-1].Ordinal))
 	}
 	if !f.Results {
 		for _, e := range execs {
@@ -83,7 +84,7 @@ func (d *DB) FindRunPage(ctx context.Context, viewer string, f duet.ExecutionFil
 	defer br.Close()
 	run, err := scanRunTotals(br.QueryRow())
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil, "", notFound("run", f.RunID)
+		return nil, nil, "", storerules.NotFound("run", f.RunID)
 	} else if err != nil {
 		return nil, nil, "", mapErr(err)
 	}

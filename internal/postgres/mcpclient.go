@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 var _ duet.MCPClientStore = (*DB)(nil)
@@ -38,26 +38,6 @@ func scanMCPServer(r pgx.Row, extra ...any) (*duet.MCPServer, error) {
 	}
 	s.SyncedAt, s.CreatedAt, s.UpdatedAt = utcPtr(s.SyncedAt), utc(s.CreatedAt), utc(s.UpdatedAt)
 	return &s, nil
-}
-
-func checkMCPServer(s *duet.MCPServer, cred *duet.Credential) error {
-	switch {
-	case s.Owner == "" || s.Name == "" || s.URL == "" || s.ServerKey == "":
-		return duet.Errorf(duet.CodeInvalidArgument, "an MCP server registration needs an owner, a name, a URL and a serverKey")
-	case cred == nil && s.CredentialRef != "":
-		return duet.Errorf(duet.CodeInvalidArgument, "credentialRef %q without a credential", s.CredentialRef)
-	case cred != nil && (cred.Ref == "" || cred.Ref != s.CredentialRef || cred.Owner != s.Owner || cred.ServerKey != s.ServerKey || len(cred.Ciphertext) == 0):
-		return duet.Errorf(duet.CodeInvalidArgument, "the credential does not match the registration")
-	}
-	return nil
-}
-
-func headerNamesJSON(names []string) string {
-	if names == nil {
-		names = []string{}
-	}
-	b, _ := json.Marshal(names)
-	return string(b)
 }
 
 // nullString stores "" as NULL (a registration without a credential).
@@ -99,7 +79,7 @@ func mcpConflict(err error, s *duet.MCPServer) error {
 // CreateMCPServer stores a registration and its credential in one
 // transaction. Returns CONFLICT, INVALID_ARGUMENT.
 func (d *DB) CreateMCPServer(ctx context.Context, s *duet.MCPServer, cred *duet.Credential) error {
-	if err := checkMCPServer(s, cred); err != nil {
+	if err := storerules.CheckMCPServer(s, cred); err != nil {
 		return err
 	}
 	if s.ID == "" {
@@ -118,7 +98,7 @@ func (d *DB) CreateMCPServer(ctx context.Context, s *duet.MCPServer, cred *duet.
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO mcp_servers (id, owner, name, url, server_key, credential_ref, header_names, auth, created_at, updated_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-			s.ID, s.Owner, s.Name, s.URL, s.ServerKey, nullString(s.CredentialRef), headerNamesJSON(s.HeaderNames), s.Auth, now, now)
+			s.ID, s.Owner, s.Name, s.URL, s.ServerKey, nullString(s.CredentialRef), storerules.HeaderNamesJSON(s.HeaderNames), s.Auth, now, now)
 		return mapErr(err)
 	})
 	return mcpConflict(err, s)
@@ -127,7 +107,7 @@ func (d *DB) CreateMCPServer(ctx context.Context, s *duet.MCPServer, cred *duet.
 // ReplaceMCPServer replaces a registration's address and credential and drops
 // its archived catalog. Returns NOT_FOUND, CONFLICT, INVALID_ARGUMENT.
 func (d *DB) ReplaceMCPServer(ctx context.Context, s *duet.MCPServer, cred *duet.Credential) error {
-	if err := checkMCPServer(s, cred); err != nil {
+	if err := storerules.CheckMCPServer(s, cred); err != nil {
 		return err
 	}
 	now := ts(d.now())
@@ -139,7 +119,7 @@ func (d *DB) ReplaceMCPServer(ctx context.Context, s *duet.MCPServer, cred *duet
 		var created time.Time
 		err := tx.QueryRow(ctx, `SELECT credential_ref, created_at FROM mcp_servers WHERE id = $1 AND owner = $2 FOR UPDATE`, s.ID, s.Owner).Scan(&oldRef, &created)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("MCP server", s.Name)
+			return storerules.NotFound("MCP server", s.Name)
 		}
 		if err != nil {
 			return mapErr(err)
@@ -152,7 +132,7 @@ func (d *DB) ReplaceMCPServer(ctx context.Context, s *duet.MCPServer, cred *duet
 		if _, err := tx.Exec(ctx, `UPDATE mcp_servers SET name = $1, url = $2, server_key = $3, credential_ref = $4, header_names = $5, auth = $6,
 			transport = '', protocol_version = '', server_name = '', server_version = '', catalog_hash = '', tool_count = 0,
 			synced_at = NULL, updated_at = $7 WHERE id = $8`,
-			s.Name, s.URL, s.ServerKey, nullString(s.CredentialRef), headerNamesJSON(s.HeaderNames), s.Auth, now, s.ID); err != nil {
+			s.Name, s.URL, s.ServerKey, nullString(s.CredentialRef), storerules.HeaderNamesJSON(s.HeaderNames), s.Auth, now, s.ID); err != nil {
 			return mapErr(err)
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM mcp_tools WHERE server_id = $1`, s.ID); err != nil {
@@ -194,7 +174,7 @@ func (d *DB) FindMCPServers(ctx context.Context, owner string) ([]*duet.MCPServe
 // archived tool, if any, in one query. Returns NOT_FOUND.
 func (d *DB) FindMCPServerTool(ctx context.Context, owner, serverKey, tool string) (*duet.MCPServer, *duet.MCPTool, error) {
 	var name, title, desc, in, out, ann *string
-	s, err := scanMCPServer(d.pool.QueryRow(ctx, `SELECT `+prefixColumns("s.", mcpServerColumns)+`, t.name, t.title, t.description, t.input_schema, t.output_schema, t.annotations
+	s, err := scanMCPServer(d.pool.QueryRow(ctx, `SELECT `+storerules.PrefixColumns("s.", mcpServerColumns)+`, t.name, t.title, t.description, t.input_schema, t.output_schema, t.annotations
 		FROM mcp_servers s LEFT JOIN mcp_tools t ON t.server_id = s.id AND t.name = $1
 		WHERE s.owner = $2 AND s.server_key = $3`, tool, owner, serverKey), &name, &title, &desc, &in, &out, &ann)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -207,7 +187,7 @@ func (d *DB) FindMCPServerTool(ctx context.Context, owner, serverKey, tool strin
 		return s, nil, nil
 	}
 	return s, &duet.MCPTool{Name: *name, Title: deref(title), Description: deref(desc),
-		InputSchema: rawJSON(deref(in)), OutputSchema: rawJSON(deref(out)), Annotations: rawJSON(deref(ann))}, nil
+		InputSchema: storerules.RawJSON(deref(in)), OutputSchema: storerules.RawJSON(deref(out)), Annotations: storerules.RawJSON(deref(ann))}, nil
 }
 
 func deref(s *string) string {
@@ -215,21 +195,6 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
-}
-
-func prefixColumns(prefix, cols string) string {
-	parts := strings.Split(cols, ",")
-	for i, p := range parts {
-		parts[i] = prefix + strings.TrimSpace(p)
-	}
-	return strings.Join(parts, ", ")
-}
-
-func rawJSON(s string) json.RawMessage {
-	if s == "" {
-		return nil
-	}
-	return json.RawMessage(s)
 }
 
 // DeleteMCPServer deletes the owner's registration, its credential and its
@@ -283,7 +248,7 @@ func (d *DB) SaveMCPCatalog(ctx context.Context, id string, cat *duet.MCPCatalog
 			return mapErr(err)
 		}
 		if tag.RowsAffected() == 0 {
-			return notFound("MCP server", id)
+			return storerules.NotFound("MCP server", id)
 		}
 		if dup != "" {
 			return duet.Errorf(duet.CodeInvalidArgument, "the catalog lists tool %q twice", dup)
@@ -316,7 +281,7 @@ func (d *DB) FindMCPTools(ctx context.Context, id string) ([]*duet.MCPTool, erro
 		if err := r.Scan(&t.Name, &t.Title, &t.Description, &in, &out, &ann); err != nil {
 			return nil, err
 		}
-		t.InputSchema, t.OutputSchema, t.Annotations = rawJSON(in), rawJSON(out), rawJSON(ann)
+		t.InputSchema, t.OutputSchema, t.Annotations = storerules.RawJSON(in), storerules.RawJSON(out), storerules.RawJSON(ann)
 		return &t, nil
 	})
 }
@@ -336,7 +301,7 @@ func scanCredential(r pgx.Row) (*duet.Credential, error) {
 func (d *DB) FindCredential(ctx context.Context, ref string) (*duet.Credential, error) {
 	c, err := scanCredential(d.pool.QueryRow(ctx, `SELECT `+credentialColumns+` FROM mcp_credentials WHERE ref = $1`, ref))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, notFound("credential", ref)
+		return nil, storerules.NotFound("credential", ref)
 	}
 	return c, mapErr(err)
 }
@@ -387,7 +352,7 @@ func credentialMissed(ctx context.Context, q querier, ref string) error {
 		return mapErr(err)
 	}
 	if n == 0 {
-		return notFound("credential", ref)
+		return storerules.NotFound("credential", ref)
 	}
 	return duet.Errorf(duet.CodeConflict, "credential %s was changed by another writer", ref)
 }
@@ -457,7 +422,7 @@ func (d *DB) FindInvocations(ctx context.Context, f duet.InvocationFilter) ([]*d
 	w.eq("trace_id", f.TraceID)
 	w.between("time", f.Since, f.Until)
 	q := `SELECT id, time, trace_id, executor, source, server_key, tool, outcome, duration_us, arg_bytes, result_bytes
-		FROM mcp_invocations WHERE ` + w.where() + ` ORDER BY id DESC LIMIT ` + w.args.add(clampLimit(f.Limit, 100, 10000))
+		FROM mcp_invocations WHERE ` + w.where() + ` ORDER BY id DESC LIMIT ` + w.args.add(storerules.ClampLimit(f.Limit, 100, 10000))
 	rows, err := d.pool.Query(ctx, q, w.args...)
 	if err != nil {
 		return nil, mapErr(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/pressly/goose/v3/database"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 // versionTable is goose's version table (its default name).
@@ -99,11 +100,11 @@ func withProvider(ctx context.Context, url string, opts *Options, fn func(*sql.D
 	cfg.MaxConns, cfg.MinConns = 2, 0
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return duet.WrapError(duet.CodeUnavailable, err, "cannot connect to PostgreSQL at %s: %v", where(cfg), rootCause(err))
+		return duet.WrapError(duet.CodeUnavailable, err, "cannot connect to PostgreSQL at %s: %v", where(cfg), storerules.RootCause(err))
 	}
 	defer pool.Close()
 	if err := pool.Ping(ctx); err != nil {
-		return duet.WrapError(duet.CodeUnavailable, err, "cannot connect to PostgreSQL at %s: %v", where(cfg), rootCause(err))
+		return duet.WrapError(duet.CodeUnavailable, err, "cannot connect to PostgreSQL at %s: %v", where(cfg), storerules.RootCause(err))
 	}
 	db := stdlib.OpenDBFromPool(pool)
 	defer db.Close()
@@ -115,7 +116,7 @@ func withProvider(ctx context.Context, url string, opts *Options, fn func(*sql.D
 		if duet.ErrorCode(err) != duet.CodeInternal {
 			return err
 		}
-		return duet.WrapError(duet.CodeUnavailable, err, "migrating the PostgreSQL database: %v", rootCause(err))
+		return duet.WrapError(duet.CodeUnavailable, err, "migrating the PostgreSQL database: %v", storerules.RootCause(err))
 	}
 	return nil
 }

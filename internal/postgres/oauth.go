@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 // CreateOAuthClient stores a registered client. Returns INVALID_ARGUMENT.
@@ -36,7 +37,7 @@ func (d *DB) FindOAuthClient(ctx context.Context, id string) (*duet.OAuthClient,
 	err := d.pool.QueryRow(ctx, `SELECT id, name, redirect_uris, secret_hash, created_at FROM oauth_clients WHERE id = $1`, id).
 		Scan(&c.ID, &c.Name, &uris, &c.SecretHash, &c.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, notFound("OAuth client", id)
+		return nil, storerules.NotFound("OAuth client", id)
 	}
 	if err != nil {
 		return nil, mapErr(err)
@@ -80,17 +81,13 @@ func scanOAuthToken(r pgx.Row) (*duet.OAuthToken, error) {
 	return &t, nil
 }
 
-func invalidOAuthToken() error {
-	return duet.Errorf(duet.CodeUnauthenticated, "invalid or expired token")
-}
-
 // FindOAuthToken returns the unexpired, unused token of that kind and hash.
 // Returns UNAUTHENTICATED.
 func (d *DB) FindOAuthToken(ctx context.Context, kind duet.OAuthTokenKind, hash string) (*duet.OAuthToken, error) {
 	t, err := scanOAuthToken(d.pool.QueryRow(ctx, `SELECT `+oauthTokenColumns+` FROM oauth_tokens WHERE hash = $1 AND kind = $2 AND expires_at > $3 AND used_at IS NULL`,
 		hash, string(kind), ts(d.now())))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, invalidOAuthToken()
+		return nil, storerules.InvalidOAuthToken()
 	}
 	return t, mapErr(err)
 }
@@ -112,7 +109,7 @@ func (d *DB) UseOAuthToken(ctx context.Context, kind duet.OAuthTokenKind, hash s
 	t, err = scanOAuthToken(d.pool.QueryRow(ctx, `SELECT `+oauthTokenColumns+` FROM oauth_tokens WHERE hash = $1 AND kind = $2 AND expires_at > $3 AND used_at IS NOT NULL`,
 		hash, string(kind), now))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, invalidOAuthToken()
+		return nil, storerules.InvalidOAuthToken()
 	}
 	if err != nil {
 		return nil, mapErr(err)

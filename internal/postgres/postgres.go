@@ -14,7 +14,6 @@ import (
 	"context"
 	"database/sql"
 	"embed"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -31,6 +30,7 @@ import (
 	"github.com/pressly/goose/v3/lock"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 //go:embed migrations/*.sql
@@ -163,11 +163,11 @@ func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, duet.WrapError(duet.CodeUnavailable, err, "cannot connect to PostgreSQL at %s: %v", where(cfg), rootCause(err))
+		return nil, duet.WrapError(duet.CodeUnavailable, err, "cannot connect to PostgreSQL at %s: %v", where(cfg), storerules.RootCause(err))
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, duet.WrapError(duet.CodeUnavailable, err, "cannot connect to PostgreSQL at %s: %v", where(cfg), rootCause(err))
+		return nil, duet.WrapError(duet.CodeUnavailable, err, "cannot connect to PostgreSQL at %s: %v", where(cfg), storerules.RootCause(err))
 	}
 	if err := prepare(ctx, pool, !opts.NoMigrate); err != nil {
 		pool.Close()
@@ -201,13 +201,13 @@ func prepare(ctx context.Context, pool *pgxpool.Pool, migrate bool) error {
 	}
 	if migrate {
 		if _, err := p.Up(ctx); err != nil {
-			return duet.WrapError(duet.CodeUnavailable, err, "cannot migrate the PostgreSQL database: %v", rootCause(err))
+			return duet.WrapError(duet.CodeUnavailable, err, "cannot migrate the PostgreSQL database: %v", storerules.RootCause(err))
 		}
 		return nil
 	}
 	pending, err := p.HasPending(ctx)
 	if err != nil {
-		return duet.WrapError(duet.CodeUnavailable, err, "cannot read the schema version: %v", rootCause(err))
+		return duet.WrapError(duet.CodeUnavailable, err, "cannot read the schema version: %v", storerules.RootCause(err))
 	}
 	if pending {
 		return duet.Errorf(duet.CodeUnavailable, "the PostgreSQL schema is behind this duet: run `duet migrate up`")
@@ -252,23 +252,12 @@ func checkNotNewer(ctx context.Context, p *goose.Provider) error {
 	known := srcs[len(srcs)-1].Version
 	current, err := p.GetDBVersion(ctx) // creates goose's version table in an empty database
 	if err != nil {
-		return duet.WrapError(duet.CodeUnavailable, err, "cannot read the schema version: %v", rootCause(err))
+		return duet.WrapError(duet.CodeUnavailable, err, "cannot read the schema version: %v", storerules.RootCause(err))
 	}
 	if current > known {
 		return duet.Errorf(duet.CodeSchemaTooNew, "the PostgreSQL schema is at version %d, newer than this duet knows (%d): upgrade duet to the version the other instances run", current, known)
 	}
 	return nil
-}
-
-// rootCause strips wrapping so messages stay one short line.
-func rootCause(err error) error {
-	for {
-		u := errors.Unwrap(err)
-		if u == nil {
-			return err
-		}
-		err = u
-	}
 }
 
 // Pool returns the underlying connection pool (tests and maintenance).
@@ -422,42 +411,6 @@ func utcPtr(t *time.Time) *time.Time {
 	}
 	v := t.UTC()
 	return &v
-}
-
-// Cursors are opaque to callers: base64 of the last key seen (the same
-// encoding as the SQLite store's).
-func encodeCursor(key string) string {
-	if key == "" {
-		return ""
-	}
-	return base64.RawURLEncoding.EncodeToString([]byte("k:" + key))
-}
-
-func decodeCursor(c string) (string, error) {
-	if c == "" {
-		return "", nil
-	}
-	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil || !strings.HasPrefix(string(b), "k:") {
-		return "", duet.Errorf(duet.CodeInvalidArgument, "invalid cursor")
-	}
-	return string(b[2:]), nil
-}
-
-func clampLimit(n, def, max int) int {
-	if n <= 0 {
-		return def
-	}
-	if n > max {
-		return max
-	}
-	return n
-}
-
-// likeEscape escapes s for use in a LIKE pattern with ESCAPE '\'.
-func likeEscape(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
-	return r.Replace(s)
 }
 
 // args numbers positional parameters as a query is built.

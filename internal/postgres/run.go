@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 const runColumns = `r.id, r.task_id, r.status, r.triggered_by, r.call_source, r.trace_id, r.device, r.error_code, r.error_message,
@@ -30,20 +31,9 @@ func scanRunTail(r pgx.Row, tail ...any) (*duet.Run, error) {
 	if err := r.Scan(append(dest, tail...)...); err != nil {
 		return nil, err
 	}
-	if err := decodeRunHooks(&run, hooks); err != nil {
-		return nil, err
-	}
-	if !o.Empty() {
-		run.Origin = &o
-	}
 	run.CreatedAt = utc(run.CreatedAt)
 	run.StartedAt, run.FinishedAt = utcPtr(run.StartedAt), utcPtr(run.FinishedAt)
-	if postRun != "" {
-		if err := json.Unmarshal([]byte(postRun), &run.PostRun); err != nil {
-			return nil, fmt.Errorf("run %s: decoding post-run results: %w", run.ID, err)
-		}
-	}
-	return &run, nil
+	return &run, storerules.DecodeRun(&run, o, postRun, hooks)
 }
 
 // runTotals is a column that counts a run's executions by status (the
@@ -74,31 +64,13 @@ func scanRunTotals(r pgx.Row) (*duet.Run, error) {
 	return run, nil
 }
 
-// runHooks is how a run's hook results are stored: JSON, or "" for none.
-type runHooks struct {
-	Results []*duet.StepResult `json:"results"`
-	Vars    map[string]any     `json:"vars,omitempty"`
-}
-
-func decodeRunHooks(run *duet.Run, s string) error {
-	if s == "" {
-		return nil
-	}
-	var h runHooks
-	if err := json.Unmarshal([]byte(s), &h); err != nil {
-		return fmt.Errorf("run %s: decoding its hooks' results: %w", run.ID, err)
-	}
-	run.Hooks, run.HookVars = h.Results, h.Vars
-	return nil
-}
-
 // SaveRunHooks stores the results of the task's hooks in l's run (fenced).
 func (d *DB) SaveRunHooks(ctx context.Context, l duet.Lease, results []*duet.StepResult, vars map[string]any) error {
-	b, err := json.Marshal(runHooks{Results: results, Vars: vars})
+	hooks, err := storerules.EncodeRunHooks(results, vars)
 	if err != nil {
 		return err
 	}
-	tag, err := d.pool.Exec(ctx, `UPDATE runs SET hooks = $1 WHERE id = $2 AND lease_owner = $3 AND attempt = $4 AND status = 'running'`, string(b), l.RunID, l.Worker, l.Token)
+	tag, err := d.pool.Exec(ctx, `UPDATE runs SET hooks = $1 WHERE id = $2 AND lease_owner = $3 AND attempt = $4 AND status = 'running'`, hooks, l.RunID, l.Worker, l.Token)
 	if err != nil {
 		return mapErr(err)
 	}
@@ -113,45 +85,13 @@ func fillTotals(ctx context.Context, q querier, runs ...*duet.Run) error {
 	if len(runs) == 0 {
 		return nil
 	}
-	byID := map[string]*duet.Run{}
-	ids := make([]string, 0, len(runs))
-	for _, r := range runs {
-		byID[r.ID] = r
-		r.Totals = duet.RunTotals{}
-		ids = append(ids, r.ID)
-	}
+	byID, ids := storerules.RunsByID(runs)
 	rows, err := q.Query(ctx, `SELECT run_id, status, count(*) FROM executions WHERE run_id = ANY($1) GROUP BY run_id, status`, ids)
 	if err != nil {
 		return mapErr(err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var id string
-		var st duet.RunStatus
-		var n int
-		if err := rows.Scan(&id, &st, &n); err != nil {
-			return mapErr(err)
-		}
-		t := &byID[id].Totals
-		t.Cases += n
-		switch st {
-		case duet.StatusPending:
-			t.Pending += n
-		case duet.StatusRunning:
-			t.Running += n
-		case duet.StatusPassed:
-			t.Passed += n
-		case duet.StatusFlaky:
-			t.Flaky += n
-		case duet.StatusFailed:
-			t.Failed += n
-		case duet.StatusError:
-			t.Error += n
-		case duet.StatusCancelled, duet.StatusSkipped:
-			t.Cancelled += n
-		}
-	}
-	return mapErr(rows.Err())
+	return mapErr(storerules.ReadTotals(rows, byID))
 }
 
 // CreateRun stores a queued run and its executions, honouring idempotency.
@@ -168,60 +108,28 @@ func fillTotals(ctx context.Context, q querier, runs ...*duet.Run) error {
 // (duet.AuditIntent) are inserted only with the run. What the batch read
 // then says what happened: a replay, a refusal, or the new run.
 func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.IdempotencyRecord, bool, error) {
-	run := p.Run
-	if run == nil || run.TaskID == "" || run.TriggeredBy == "" {
-		return nil, false, duet.Errorf(duet.CodeInvalidArgument, "a run needs a task and a user")
-	}
-	if len(p.Executions) == 0 {
-		return nil, false, duet.Errorf(duet.CodeInvalidArgument, "the run has no cases to execute")
-	}
-	n := len(p.Executions)
-	steps := make([]string, n)
-	for i, e := range p.Executions {
-		b, err := json.Marshal(e.Steps)
-		if err != nil {
-			return nil, false, err
-		}
-		steps[i] = string(b)
+	if err := storerules.CheckRun(p); err != nil {
+		return nil, false, err
 	}
 	now := ts(d.now())
-	run.ID = duet.NewID("run")
-	run.Status = duet.StatusQueued
-	run.CreatedAt = now
-	ids, caseIDs, keys, titles, rows := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	if p.Idempotency != nil {
+		p.Idempotency.ExpiresAt = ts(p.Idempotency.ExpiresAt)
+	}
+	plan, err := storerules.PlanRun(p, now)
+	if err != nil {
+		return nil, false, err
+	}
+	n := len(p.Executions)
+	ids, caseIDs, keys, titles := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	versions, ordinals, timeouts, retries := make([]int32, n), make([]int32, n), make([]int64, n), make([]int32, n)
 	for i, e := range p.Executions {
-		e.ID, e.RunID, e.Ordinal, e.Status, e.Attempt = duet.NewID("exec"), run.ID, i, duet.StatusPending, 1
 		ids[i], caseIDs[i], keys[i], titles[i] = e.ID, e.CaseID, e.CaseKey, e.CaseTitle
-		versions[i], ordinals[i], timeouts[i], retries[i] = int32(e.CaseVersion), int32(i), e.TimeoutMs, int32(max(e.Retries, 0))
-		var err error
-		if rows[i], err = encodeRow(e.Row); err != nil {
-			return nil, false, err
-		}
+		versions[i], ordinals[i], timeouts[i], retries[i] = int32(e.CaseVersion), int32(i), e.TimeoutMs, int32(e.Retries)
 	}
-	run.Totals = duet.RunTotals{Cases: n, Pending: n}
-	var rec *duet.IdempotencyRecord
-	if p.Idempotency != nil {
-		rec = p.Idempotency
-		rec.CreatedAt = now
-		if rec.ExpiresAt.IsZero() {
-			rec.ExpiresAt = now.Add(24 * time.Hour)
-		}
-		rec.ExpiresAt = ts(rec.ExpiresAt)
-		if p.ResultFunc != nil {
-			b, err := p.ResultFunc(run)
-			if err != nil {
-				return nil, false, err
-			}
-			rec.Result = b
-		}
-		if rec.Result == nil {
-			rec.Result = json.RawMessage(`{}`)
-		}
-	}
+	rec := plan.Idempotency
+	steps, rows := plan.Steps, plan.Rows
 
 	in := duet.AuditIntentFrom(ctx)
-	var err error
 	for attempt := 0; attempt < 3; attempt++ {
 		var old *duet.IdempotencyRecord
 		var audit *duet.AuditRecord
@@ -385,18 +293,15 @@ func (d *DB) createRun(ctx context.Context, p duet.StartRunParams, now time.Time
 	}
 	switch {
 	case !claimed:
-		return nil, audit, duet.Errorf(duet.CodeConflict, "the slot %s of schedule %s was already claimed", fire.Slot.UTC().Format(time.RFC3339), fire.ScheduleID)
+		return nil, audit, storerules.SlotTaken(fire)
 	case old != nil:
-		if old.ArgsHash != idem.ArgsHash || old.Tool != idem.Tool {
-			return nil, audit, duet.Errorf(duet.CodeIdempotencyConflict, "idempotency key %q was already used with different arguments", idem.Key)
-		}
-		return old, audit, nil
+		return old, audit, storerules.Replay(old, idem)
 	case inserted == 1:
 		return nil, audit, nil
 	case p.MaxPerMinute > 0 && started >= p.MaxPerMinute && oldest != nil:
-		return nil, audit, perMinuteError(run.TriggeredBy, started, *oldest, now)
+		return nil, audit, storerules.PerMinuteError(run.TriggeredBy, started, *oldest, now)
 	case p.MaxQueued > 0 && queued >= p.MaxQueued:
-		return nil, audit, duet.Errorf(duet.CodeRateLimited, "%s already has %d runs queued, the most one user may have waiting; start more when some have started, or cancel some", run.TriggeredBy, queued)
+		return nil, audit, storerules.QueuedError(run.TriggeredBy, queued)
 	}
 	return nil, audit, fmt.Errorf("postgres: the run %s was not stored", run.ID)
 }
@@ -408,7 +313,7 @@ func (d *DB) FindRunByID(ctx context.Context, viewer, id string) (*duet.Run, err
 	q += visibility(viewer)
 	run, err := scanRunTotals(d.pool.QueryRow(ctx, q, viewer, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, notFound("run", id)
+		return nil, storerules.NotFound("run", id)
 	} else if err != nil {
 		return nil, mapErr(err)
 	}
@@ -473,11 +378,11 @@ func runsQuery(f duet.RunFilter, before string, limit int) (string, args) {
 
 // FindRuns returns a page of runs, newest first.
 func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, string, error) {
-	before, err := decodeCursor(f.Cursor)
+	before, err := storerules.DecodeCursor(f.Cursor)
 	if err != nil {
 		return nil, "", err
 	}
-	limit := clampLimit(f.Limit, 20, 100)
+	limit := storerules.ClampLimit(f.Limit, 20, 100)
 	q, a := runsQuery(f, before, limit)
 	rows, err := d.pool.Query(ctx, q, a...)
 	if err != nil {
@@ -490,7 +395,7 @@ func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 	var next string
 	if len(runs) > limit {
 		runs = runs[:limit]
-		next = encodeCursor(runs[limit-1].ID)
+		next = storerules.EncodeCursor(runs[limit-1].ID)
 	}
 	return runs, next, nil
 }
@@ -505,70 +410,35 @@ func scanExecution(r pgx.Row) (*duet.Execution, error) {
 		&e.ErrorCode, &e.ErrorMessage, &e.StartedAt, &e.FinishedAt, &e.ResumeFrom, &row, &e.Retries, &e.Attempt); err != nil {
 		return nil, err
 	}
-	var err error
-	if e.Row, err = decodeRow(row); err != nil {
-		return nil, fmt.Errorf("execution %s: decoding its data row: %w", e.ID, err)
-	}
-	if err := json.Unmarshal([]byte(steps), &e.Steps); err != nil {
-		return nil, fmt.Errorf("execution %s: decoding steps: %w", e.ID, err)
-	}
-	if err := json.Unmarshal([]byte(vars), &e.Vars); err != nil {
-		return nil, fmt.Errorf("execution %s: decoding variables: %w", e.ID, err)
-	}
 	e.StartedAt, e.FinishedAt = utcPtr(e.StartedAt), utcPtr(e.FinishedAt)
-	e.Results = []*duet.StepResult{}
-	return &e, nil
+	return &e, storerules.DecodeExecution(&e, steps, vars, row)
 }
 
-// loadResults fills Results of the executions.
+// loadResults fills Results and Attempts of the executions.
 func loadResults(ctx context.Context, q querier, execs ...*duet.Execution) error {
 	if len(execs) == 0 {
 		return nil
 	}
-	byID := map[string]*duet.Execution{}
-	ids := make([]string, 0, len(execs))
-	for _, e := range execs {
-		byID[e.ID] = e
-		ids = append(ids, e.ID)
-	}
-	rows, err := q.Query(ctx, `SELECT execution_id, data FROM step_results WHERE execution_id = ANY($1) ORDER BY execution_id, idx`, ids)
-	if err != nil {
-		return mapErr(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id, data string
-		if err := rows.Scan(&id, &data); err != nil {
+	byID, ids := storerules.ExecutionsByID(execs)
+	for _, r := range []struct {
+		sql string
+		add func(*duet.Execution, string) error
+	}{
+		{`SELECT execution_id, data FROM step_results WHERE execution_id = ANY($1) ORDER BY execution_id, idx`, storerules.AddResult},
+		// The earlier attempts of executions that were retried.
+		{`SELECT execution_id, data FROM execution_attempts WHERE execution_id = ANY($1) ORDER BY execution_id, attempt`, storerules.AddAttempt},
+	} {
+		rows, err := q.Query(ctx, r.sql, ids)
+		if err != nil {
 			return mapErr(err)
 		}
-		var r duet.StepResult
-		if err := json.Unmarshal([]byte(data), &r); err != nil {
-			return fmt.Errorf("step result of %s: %w", id, err)
-		}
-		byID[id].Results = append(byID[id].Results, &r)
-	}
-	if err := rows.Err(); err != nil {
-		return mapErr(err)
-	}
-	rows.Close()
-	// The earlier attempts of executions that were retried.
-	rows, err = q.Query(ctx, `SELECT execution_id, data FROM execution_attempts WHERE execution_id = ANY($1) ORDER BY execution_id, attempt`, ids)
-	if err != nil {
-		return mapErr(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id, data string
-		if err := rows.Scan(&id, &data); err != nil {
+		err = storerules.ReadInto(rows, byID, r.add)
+		rows.Close()
+		if err != nil {
 			return mapErr(err)
 		}
-		var a duet.ExecutionAttempt
-		if err := json.Unmarshal([]byte(data), &a); err != nil {
-			return fmt.Errorf("attempt of %s: %w", id, err)
-		}
-		byID[id].Attempts = append(byID[id].Attempts, &a)
 	}
-	return mapErr(rows.Err())
+	return nil
 }
 
 // FindExecutions returns the executions of a run in order, with results.
@@ -613,30 +483,26 @@ func (d *DB) findExecution(ctx context.Context, viewer, id string, withRun bool)
 	var results, attempts []string
 	e, err := scanExecution(tailRow{br.QueryRow(), []any{&results, &attempts}})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil, notFound("execution", id)
+		return nil, nil, storerules.NotFound("execution", id)
 	} else if err != nil {
 		return nil, nil, mapErr(err)
 	}
 	for _, data := range results {
-		var r duet.StepResult
-		if err := json.Unmarshal([]byte(data), &r); err != nil {
-			return nil, nil, fmt.Errorf("step result of %s: %w", e.ID, err)
+		if err := storerules.AddResult(e, data); err != nil {
+			return nil, nil, err
 		}
-		e.Results = append(e.Results, &r)
 	}
 	for _, data := range attempts {
-		var a duet.ExecutionAttempt
-		if err := json.Unmarshal([]byte(data), &a); err != nil {
-			return nil, nil, fmt.Errorf("attempt of %s: %w", e.ID, err)
+		if err := storerules.AddAttempt(e, data); err != nil {
+			return nil, nil, err
 		}
-		e.Attempts = append(e.Attempts, &a)
 	}
 	if !withRun {
 		return e, nil, mapErr(br.Close())
 	}
 	run, err := scanRunTotals(br.QueryRow())
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil, notFound("execution", id)
+		return nil, nil, storerules.NotFound("execution", id)
 	} else if err != nil {
 		return nil, nil, mapErr(err)
 	}
@@ -735,7 +601,7 @@ func (d *DB) StartExecution(ctx context.Context, l duet.Lease, e *duet.Execution
 	if tag.RowsAffected() == 0 {
 		return duet.LeaseLost(l)
 	}
-	startedExecution(e, from)
+	storerules.StartedExecution(e, from)
 	return nil
 }
 
@@ -753,24 +619,6 @@ func (d *DB) SuspendExecution(ctx context.Context, l duet.Lease, executionID str
 	return nil
 }
 
-// startedExecution brings e, just started (resuming at from), in line with
-// what StartExecution stored.
-func startedExecution(e *duet.Execution, from int) {
-	e.Status, e.ErrorCode, e.ErrorMessage, e.FinishedAt, e.ResumeFrom = duet.StatusRunning, "", "", nil, 0
-	if from == 0 {
-		e.Vars = map[string]any{}
-		e.Results = []*duet.StepResult{}
-		return
-	}
-	kept := []*duet.StepResult{}
-	for _, r := range e.Results {
-		if r.Index < from {
-			kept = append(kept, r)
-		}
-	}
-	e.Results = kept
-}
-
 // SaveStepResult stores one step result and the execution's variables, in
 // one fenced round trip.
 func (d *DB) SaveStepResult(ctx context.Context, l duet.Lease, executionID string, r *duet.StepResult, vars map[string]any) error {
@@ -778,7 +626,7 @@ func (d *DB) SaveStepResult(ctx context.Context, l duet.Lease, executionID strin
 	if err != nil {
 		return err
 	}
-	varsJSON, err := marshalVars(vars)
+	varsJSON, err := storerules.MarshalVars(vars)
 	if err != nil {
 		return err
 	}
@@ -797,17 +645,9 @@ func (d *DB) SaveStepResult(ctx context.Context, l duet.Lease, executionID strin
 	return nil
 }
 
-func marshalVars(vars map[string]any) (string, error) {
-	if vars == nil {
-		return "{}", nil
-	}
-	b, err := json.Marshal(vars)
-	return string(b), err
-}
-
 // FinishExecution stores the final state of an execution (fenced).
 func (d *DB) FinishExecution(ctx context.Context, l duet.Lease, e *duet.Execution) error {
-	varsJSON, err := marshalVars(e.Vars)
+	varsJSON, err := storerules.MarshalVars(e.Vars)
 	if err != nil {
 		return err
 	}
@@ -893,99 +733,78 @@ const incompleteSQL = `SELECT e.case_title, e.status, e.res, e.n FROM (
 	LIMIT 1`
 
 // FinishRun stores the final state of a run and releases its lease
-// (fenced; a verdict only over every result).
+// (fenced; a verdict only over every result; storerules.FinishRun).
 func (d *DB) FinishRun(ctx context.Context, l duet.Lease, r *duet.Run) error {
 	return d.tx(ctx, func(tx pgx.Tx) error {
-		// The run row first, then its executions: the order RequestCancel
-		// takes them in too, so the two never deadlock.
-		var one int
-		err := tx.QueryRow(ctx, `SELECT 1 FROM runs WHERE id = $1 AND lease_owner = $2 AND attempt = $3 AND status = 'running' FOR UPDATE`, l.RunID, l.Worker, l.Token).Scan(&one)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return duet.LeaseLost(l)
-		} else if err != nil {
-			return mapErr(err)
-		}
-		if r.Status == duet.StatusPassed || r.Status == duet.StatusFailed {
-			var title string
-			var status duet.RunStatus
-			var res, n int
-			err := tx.QueryRow(ctx, incompleteSQL, l.RunID).Scan(&title, &status, &res, &n)
-			if err == nil {
-				return duet.Incomplete(l.RunID, title, status, res, n)
-			} else if !errors.Is(err, pgx.ErrNoRows) {
-				return mapErr(err)
-			}
-		}
-		// Executions that never finished end with the run: cancelled when the
-		// run was cancelled, skipped otherwise.
-		rest := duet.StatusSkipped
-		if r.Status == duet.StatusCancelled {
-			rest = duet.StatusCancelled
-		}
-		if _, err := tx.Exec(ctx, `UPDATE executions SET status = $1 WHERE run_id = $2 AND status IN ('pending', 'running')`, rest, l.RunID); err != nil {
-			return mapErr(err)
-		}
-		postRun := ""
-		if len(r.PostRun) > 0 {
-			b, err := json.Marshal(r.PostRun)
-			if err != nil {
-				return err
-			}
-			postRun = string(b)
-		}
-		_, err = tx.Exec(ctx, `UPDATE runs SET status = $1, error_code = $2, error_message = $3, finished_at = $4, post_run = $5, lease_owner = '', lease_expires_at = NULL WHERE id = $6`,
-			r.Status, r.ErrorCode, r.ErrorMessage, nullTime(r.FinishedAt), postRun, l.RunID)
-		if err != nil {
-			return mapErr(err)
-		}
-		// The task's webhooks learn of the end in the transaction that
-		// stores it: a delivery is never lost to a crash.
-		if err := fillTotals(ctx, tx, r); err != nil {
-			return err
-		}
-		return enqueueRunFinished(ctx, tx, l.RunID, r.Status, r.Totals.Flaky, ts(d.now()))
+		return storerules.FinishRun(ctx, runTx{tx}, l, r, ts(d.now()))
 	})
 }
 
-// RequestCancel asks a run to stop; a queued run is cancelled at once.
-// Returns NOT_FOUND.
+// RequestCancel asks a run to stop; a queued run is cancelled at once
+// (storerules.RequestCancel). Returns NOT_FOUND.
 func (d *DB) RequestCancel(ctx context.Context, viewer, runID string) (*duet.Run, error) {
 	var run *duet.Run
 	err := d.tx(ctx, func(tx pgx.Tx) error {
-		q := `SELECT ` + runColumns + ` FROM runs r JOIN tasks t ON t.id = r.task_id WHERE r.id = $2`
-		q += visibility(viewer)
-		q += ` FOR UPDATE OF r`
 		var err error
-		run, err = scanRun(tx.QueryRow(ctx, q, viewer, runID))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("run", runID)
-		} else if err != nil {
-			return mapErr(err)
-		}
-		if run.Status.Final() {
-			return fillTotals(ctx, tx, run)
-		}
-		now := ts(d.now())
-		run.CancelRequested = true
-		if run.Status == duet.StatusQueued {
-			run.Status, run.FinishedAt = duet.StatusCancelled, &now
-			run.ErrorCode, run.ErrorMessage = duet.CodeCancelled, "cancelled by "+viewer+" before it started"
-			if _, err := tx.Exec(ctx, `UPDATE executions SET status = 'cancelled' WHERE run_id = $1 AND status IN ('pending', 'running')`, runID); err != nil {
-				return mapErr(err)
-			}
-		}
-		if _, err := tx.Exec(ctx, `UPDATE runs SET cancel_requested = TRUE, status = $1, finished_at = $2, error_code = $3, error_message = $4 WHERE id = $5`,
-			run.Status, nullTime(run.FinishedAt), run.ErrorCode, run.ErrorMessage, runID); err != nil {
-			return mapErr(err)
-		}
-		if run.Status == duet.StatusCancelled {
-			if err := enqueueRunFinished(ctx, tx, runID, run.Status, 0, now); err != nil {
-				return err
-			}
-		}
-		return fillTotals(ctx, tx, run)
+		run, err = storerules.RequestCancel(ctx, runTx{tx}, viewer, runID, ts(d.now()))
+		return err
 	})
 	return run, err
+}
+
+// runTx is storerules.FinishTx and CancelTx on a PostgreSQL transaction.
+// The run row is locked first, then its executions: the order FinishRun,
+// RequestCancel and RetryExecution all take them in, so they never
+// deadlock.
+type runTx struct{ tx pgx.Tx }
+
+func (t runTx) HeldRun(ctx context.Context, l duet.Lease) error {
+	var one int
+	err := t.tx.QueryRow(ctx, `SELECT 1 FROM runs WHERE id = $1 AND lease_owner = $2 AND attempt = $3 AND status = 'running' FOR UPDATE`, l.RunID, l.Worker, l.Token).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return duet.LeaseLost(l)
+	}
+	return mapErr(err)
+}
+
+func (t runTx) Incomplete(ctx context.Context, runID string) (title string, status duet.RunStatus, res, n int, ok bool, err error) {
+	err = t.tx.QueryRow(ctx, incompleteSQL, runID).Scan(&title, &status, &res, &n)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", "", 0, 0, false, nil
+	}
+	return title, status, res, n, err == nil, mapErr(err)
+}
+
+func (t runTx) EndExecutions(ctx context.Context, runID string, status duet.RunStatus) error {
+	_, err := t.tx.Exec(ctx, `UPDATE executions SET status = $1 WHERE run_id = $2 AND status IN ('pending', 'running')`, status, runID)
+	return mapErr(err)
+}
+
+func (t runTx) EndRun(ctx context.Context, runID string, r *duet.Run, postRun string) error {
+	_, err := t.tx.Exec(ctx, `UPDATE runs SET status = $1, error_code = $2, error_message = $3, finished_at = $4, post_run = $5, lease_owner = '', lease_expires_at = NULL WHERE id = $6`,
+		r.Status, r.ErrorCode, r.ErrorMessage, nullTime(r.FinishedAt), postRun, runID)
+	return mapErr(err)
+}
+
+func (t runTx) Totals(ctx context.Context, r *duet.Run) error { return fillTotals(ctx, t.tx, r) }
+
+func (t runTx) RunFinished(ctx context.Context, runID string, status duet.RunStatus, flaky int, now time.Time) error {
+	return enqueueRunFinished(ctx, t.tx, runID, status, flaky, now)
+}
+
+func (t runTx) VisibleRun(ctx context.Context, viewer, runID string) (*duet.Run, error) {
+	q := `SELECT ` + runColumns + ` FROM runs r JOIN tasks t ON t.id = r.task_id WHERE r.id = $2` + visibility(viewer) + ` FOR UPDATE OF r`
+	run, err := scanRun(t.tx.QueryRow(ctx, q, viewer, runID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, storerules.NotFound("run", runID)
+	}
+	return run, mapErr(err)
+}
+
+func (t runTx) CancelRun(ctx context.Context, run *duet.Run) error {
+	_, err := t.tx.Exec(ctx, `UPDATE runs SET cancel_requested = TRUE, status = $1, finished_at = $2, error_code = $3, error_message = $4 WHERE id = $5`,
+		run.Status, nullTime(run.FinishedAt), run.ErrorCode, run.ErrorMessage, run.ID)
+	return mapErr(err)
 }
 
 // DeleteExpiredIdempotency removes expired idempotency records.
@@ -995,11 +814,4 @@ func (d *DB) DeleteExpiredIdempotency(ctx context.Context, now time.Time) (int, 
 		return 0, mapErr(err)
 	}
 	return int(tag.RowsAffected()), nil
-}
-
-// perMinuteError is the refusal of a run beyond StartRunParams.MaxPerMinute:
-// user started n runs since a minute before now, the first at oldest.
-func perMinuteError(user string, n int, oldest, now time.Time) error {
-	wait := max(oldest.Add(time.Minute).Sub(now), time.Second).Round(time.Second)
-	return duet.Errorf(duet.CodeRateLimited, "%s started %d runs in the last minute, the most one user may start (DUET_MAX_RUNS_PER_MINUTE); the next may start in %s", user, n, wait)
 }

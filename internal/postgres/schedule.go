@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 const scheduleColumns = `s.id, s.task_id, s.owner, s.token_id, s.name, s.source, s.cron, s.time_zone, s.every_ms, s.missed, s.overlap,
@@ -35,26 +35,12 @@ func scanSchedule(row pgx.Row) (*duet.Schedule, error) {
 	return &s, nil
 }
 
-func validSchedule(s *duet.Schedule) error {
-	switch {
-	case s.TaskID == "" || s.Owner == "":
-		return duet.Errorf(duet.CodeInvalidArgument, "a schedule needs a task and an owner")
-	case strings.TrimSpace(s.Name) == "":
-		return duet.Errorf(duet.CodeInvalidArgument, "a schedule needs a name")
-	case (s.Cron == "") == (s.Every <= 0):
-		return duet.Errorf(duet.CodeInvalidArgument, "a schedule has a cron expression or an interval (every), exactly one")
-	case s.NextFireAt.IsZero():
-		return duet.Errorf(duet.CodeInvalidArgument, "a schedule needs its next fire time")
-	}
-	return duet.ValidUserID(s.Owner)
-}
-
 func insertSchedule(ctx context.Context, q querier, s *duet.Schedule, now time.Time) error {
 	s.ID, s.CreatedAt, s.UpdatedAt, s.NextFireAt = duet.NewID("sched"), now, now, ts(s.NextFireAt)
 	_, err := q.Exec(ctx, `INSERT INTO schedules (id, task_id, owner, token_id, name, source, cron, time_zone, every_ms, missed, overlap, paused, paused_reason, next_fire_at, created_at, updated_at, tags)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15, $16)`,
 		s.ID, s.TaskID, s.Owner, s.TokenID, s.Name, s.Source, s.Cron, s.TimeZone, s.Every.Milliseconds(), s.Missed, s.Overlap, s.Paused, s.PausedReason,
-		s.NextFireAt, now, encodeTags(s.Tags))
+		s.NextFireAt, now, storerules.EncodeTags(s.Tags))
 	if duet.ErrorCode(mapErr(err)) == duet.CodeConflict {
 		return duet.Errorf(duet.CodeConflict, "%s already has a schedule named %q on this task", s.Owner, s.Name)
 	}
@@ -63,14 +49,14 @@ func insertSchedule(ctx context.Context, q querier, s *duet.Schedule, now time.T
 
 // CreateSchedule stores a schedule of a task its owner can see.
 func (d *DB) CreateSchedule(ctx context.Context, s *duet.Schedule) error {
-	if err := validSchedule(s); err != nil {
+	if err := storerules.ValidSchedule(s); err != nil {
 		return err
 	}
 	return d.tx(ctx, func(tx pgx.Tx) error {
 		var one int
 		err := tx.QueryRow(ctx, `SELECT 1 FROM tasks t WHERE t.id = $2 AND `+visibleTo, s.Owner, s.TaskID).Scan(&one)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("task", s.TaskID)
+			return storerules.NotFound("task", s.TaskID)
 		} else if err != nil {
 			return mapErr(err)
 		}
@@ -83,7 +69,7 @@ func (d *DB) FindScheduleByID(ctx context.Context, viewer, id string) (*duet.Sch
 	q := `SELECT ` + scheduleColumns + ` FROM schedules s JOIN tasks t ON t.id = s.task_id WHERE s.id = $2` + visibility(viewer)
 	s, err := scanSchedule(d.pool.QueryRow(ctx, q, viewer, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, notFound("schedule", id)
+		return nil, storerules.NotFound("schedule", id)
 	}
 	return s, mapErr(err)
 }
@@ -146,7 +132,7 @@ const mayManage = `(s.owner = $1 OR t.owner = $1 OR t.owner IN ` + teamsOf + `)`
 func manage(ctx context.Context, tx pgx.Tx, by, id string) (*duet.Schedule, error) {
 	s, err := scanSchedule(tx.QueryRow(ctx, `SELECT `+scheduleColumns+` FROM schedules s JOIN tasks t ON t.id = s.task_id WHERE s.id = $2 AND `+visibleTo+` FOR UPDATE OF s`, by, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, notFound("schedule", id)
+		return nil, storerules.NotFound("schedule", id)
 	} else if err != nil {
 		return nil, mapErr(err)
 	}
@@ -220,62 +206,4 @@ func (d *DB) DeleteSchedule(ctx context.Context, by, id string) error {
 		_, err = tx.Exec(ctx, `DELETE FROM schedules WHERE id = $1`, id)
 		return mapErr(err)
 	})
-}
-
-// applySchedules makes the suite schedules owner has on task the suite's:
-// an unchanged one (same name and timing) keeps its state, a changed one
-// takes the new timing and next fire time, the others are removed.
-func applySchedules(ctx context.Context, tx pgx.Tx, owner, taskID string, want []*duet.Schedule, now time.Time) error {
-	rows, err := tx.Query(ctx, `SELECT `+scheduleColumns+` FROM schedules s WHERE s.task_id = $1 AND s.owner = $2 AND s.source = $3`, taskID, owner, duet.ScheduleFromSuite)
-	if err != nil {
-		return mapErr(err)
-	}
-	have, err := collect(rows, scanSchedule)
-	if err != nil {
-		return mapErr(err)
-	}
-	old := map[string]*duet.Schedule{}
-	for _, s := range have {
-		old[s.Name] = s
-	}
-	seen := map[string]bool{}
-	for _, s := range want {
-		s.TaskID, s.Owner, s.Source = taskID, owner, duet.ScheduleFromSuite
-		if err := validSchedule(s); err != nil {
-			return err
-		}
-		if seen[s.Name] {
-			return duet.Errorf(duet.CodeInvalidArgument, "two schedules are named %q", s.Name)
-		}
-		seen[s.Name] = true
-		o := old[s.Name]
-		switch {
-		case o == nil:
-			if err := insertSchedule(ctx, tx, s, now); err != nil {
-				return err
-			}
-		case o.SpecHash() == s.SpecHash():
-			s.ID = o.ID // unchanged timing: its state stays as stored
-			if encodeTags(o.Tags) != encodeTags(s.Tags) {
-				if _, err := tx.Exec(ctx, `UPDATE schedules SET tags = $1, updated_at = $2 WHERE id = $3`, encodeTags(s.Tags), now, o.ID); err != nil {
-					return mapErr(err)
-				}
-			}
-		default:
-			s.NextFireAt = ts(s.NextFireAt)
-			if _, err := tx.Exec(ctx, `UPDATE schedules SET cron = $1, time_zone = $2, every_ms = $3, missed = $4, overlap = $5, next_fire_at = $6, updated_at = $7, tags = $9 WHERE id = $8`,
-				s.Cron, s.TimeZone, s.Every.Milliseconds(), s.Missed, s.Overlap, s.NextFireAt, now, o.ID, encodeTags(s.Tags)); err != nil {
-				return mapErr(err)
-			}
-			s.ID, s.CreatedAt, s.UpdatedAt, s.Paused, s.PausedReason, s.LastFireAt, s.LastRunID = o.ID, o.CreatedAt, now, o.Paused, o.PausedReason, o.LastFireAt, o.LastRunID
-		}
-	}
-	for _, o := range have {
-		if !seen[o.Name] {
-			if _, err := tx.Exec(ctx, `DELETE FROM schedules WHERE id = $1`, o.ID); err != nil {
-				return mapErr(err)
-			}
-		}
-	}
-	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 var _ duet.StopRequestStore = (*DB)(nil)
@@ -49,7 +50,7 @@ func (d *DB) FindStopRequest(ctx context.Context, viewer, id string) (*duet.Stop
 	s, err := scanStop(d.pool.QueryRow(ctx, `SELECT `+stopColumns+` FROM stop_requests s
 		WHERE s.id = $1 AND ($2 = '' OR s.requested_by = $2 OR s.executor = $2)`, id, viewer))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, notFound("stop request", id)
+		return nil, storerules.NotFound("stop request", id)
 	} else if err != nil {
 		return nil, mapErr(err)
 	}
@@ -71,7 +72,7 @@ func (d *DB) FindStopRequests(ctx context.Context, f duet.StopRequestFilter) ([]
 	if f.Pending {
 		q += ` AND s.status = 'pending' AND s.expires_at > ` + a.add(now)
 	}
-	q += ` ORDER BY s.id DESC LIMIT ` + a.add(clampLimit(f.Limit, 50, 500))
+	q += ` ORDER BY s.id DESC LIMIT ` + a.add(storerules.ClampLimit(f.Limit, 50, 500))
 	rows, err := d.pool.Query(ctx, q, a...)
 	if err != nil {
 		return nil, mapErr(err)
@@ -94,13 +95,13 @@ func (d *DB) DecideStopRequest(ctx context.Context, id, by, via string, approve 
 		s, err := scanStop(tx.QueryRow(ctx, `SELECT `+stopColumns+` FROM stop_requests s
 			WHERE s.id = $1 AND (s.requested_by = $2 OR s.executor = $2) FOR UPDATE`, id, by))
 		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("stop request", id)
+			return storerules.NotFound("stop request", id)
 		} else if err != nil {
 			return mapErr(err)
 		}
 		now := ts(d.now()).UTC()
 		s.Settle(now)
-		if err := decidable(s, by); err != nil {
+		if err := storerules.Decidable(s, by); err != nil {
 			return err
 		}
 		s.Status, s.Via, s.DecidedBy, s.DecidedAt = duet.StopDenied, via, by, &now
@@ -115,17 +116,4 @@ func (d *DB) DecideStopRequest(ctx context.Context, id, by, via string, approve 
 		return nil
 	})
 	return out, err
-}
-
-// decidable checks that by may decide s now.
-func decidable(s *duet.StopRequest, by string) error {
-	switch {
-	case s.Executor != by:
-		return duet.Errorf(duet.CodePermissionDenied, "only %s, who started run %s, may approve or decline stopping it", s.Executor, s.RunID)
-	case s.Status == duet.StopExpired:
-		return duet.StopRequestExpired(s)
-	case s.Status != duet.StopPending:
-		return duet.StopRequestDecided(s)
-	}
-	return nil
 }

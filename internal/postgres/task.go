@@ -2,16 +2,14 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 const taskColumns = `t.id, t.owner, t.name, t.description, t.base_url, t.device, t.created_at, t.updated_at, t.post_run, t.post_run_by, t.run_config, t.hooks_by, t.trace`
@@ -64,94 +62,10 @@ func scanTask(r pgx.Row) (*duet.Task, error) {
 	t.CreatedAt, t.UpdatedAt = utc(t.CreatedAt), utc(t.UpdatedAt)
 	t.SharedWith = []string{}
 	var err error
-	if t.PostRun, err = decodePostRun(t.ID, postRun); err != nil {
+	if t.PostRun, err = storerules.DecodePostRun(t.ID, postRun); err != nil {
 		return nil, err
 	}
-	return &t, decodeRunConfig(&t, runConfig)
-}
-
-// runConfig is how a task's environments and run hooks are stored: JSON,
-// or "" for none.
-type runConfig struct {
-	Environments       map[string]*duet.Environment `json:"environments,omitempty"`
-	DefaultEnvironment string                       `json:"defaultEnvironment,omitempty"`
-	BeforeAll          []duet.Step                  `json:"beforeAll,omitempty"`
-	AfterAll           []duet.Step                  `json:"afterAll,omitempty"`
-	BeforeEach         []duet.Step                  `json:"beforeEach,omitempty"`
-	AfterEach          []duet.Step                  `json:"afterEach,omitempty"`
-	HookSaves          []string                     `json:"hookSaves,omitempty"`
-	Retries            int                          `json:"retries,omitempty"`
-	CaseTimeoutMs      int64                        `json:"caseTimeoutMs,omitempty"`
-	Tags               []string                     `json:"tags,omitempty"`
-	Parallel           int                          `json:"parallel,omitempty"`
-}
-
-func encodeRunConfig(t *duet.Task) (string, error) {
-	c := runConfig{Environments: t.Environments, DefaultEnvironment: t.DefaultEnvironment, BeforeAll: t.BeforeAll, AfterAll: t.AfterAll,
-		BeforeEach: t.BeforeEach, AfterEach: t.AfterEach, HookSaves: t.HookSaves,
-		Retries: t.Retries, CaseTimeoutMs: t.CaseTimeoutMs, Tags: t.Tags, Parallel: t.Parallel}
-	if len(c.Environments) == 0 && c.DefaultEnvironment == "" && len(c.BeforeAll) == 0 && len(c.AfterAll) == 0 && len(c.BeforeEach) == 0 && len(c.AfterEach) == 0 &&
-		c.Retries == 0 && c.CaseTimeoutMs == 0 && len(c.Tags) == 0 && c.Parallel == 0 {
-		return "", nil
-	}
-	b, err := json.Marshal(c)
-	return string(b), err
-}
-
-func decodeRunConfig(t *duet.Task, s string) error {
-	if s == "" {
-		return nil
-	}
-	var c runConfig
-	if err := json.Unmarshal([]byte(s), &c); err != nil {
-		return fmt.Errorf("task %s: decoding its environments and hooks: %w", t.ID, err)
-	}
-	t.Environments, t.DefaultEnvironment, t.BeforeAll, t.AfterAll = c.Environments, c.DefaultEnvironment, c.BeforeAll, c.AfterAll
-	t.BeforeEach, t.AfterEach, t.HookSaves = c.BeforeEach, c.AfterEach, c.HookSaves
-	t.Retries, t.CaseTimeoutMs, t.Tags, t.Parallel = c.Retries, c.CaseTimeoutMs, c.Tags, c.Parallel
-	return nil
-}
-
-// encodeRow is how a data row is stored: JSON, or "" for none.
-func encodeRow(row map[string]any) (string, error) {
-	if row == nil {
-		return "", nil
-	}
-	b, err := json.Marshal(row)
-	return string(b), err
-}
-
-func decodeRow(s string) (map[string]any, error) {
-	if s == "" {
-		return nil, nil
-	}
-	var row map[string]any
-	return row, json.Unmarshal([]byte(s), &row)
-}
-
-// encodePostRun is how a task's post-run actions are stored: JSON, or ""
-// for none.
-func encodePostRun(actions []*duet.PostRunAction) (string, error) {
-	if len(actions) == 0 {
-		return "", nil
-	}
-	b, err := json.Marshal(actions)
-	return string(b), err
-}
-
-func decodePostRun(taskID, s string) ([]*duet.PostRunAction, error) {
-	if s == "" {
-		return nil, nil
-	}
-	var out []*duet.PostRunAction
-	if err := json.Unmarshal([]byte(s), &out); err != nil {
-		return nil, fmt.Errorf("task %s: decoding post-run actions: %w", taskID, err)
-	}
-	return out, nil
-}
-
-func notFound(kind, id string) error {
-	return duet.Errorf(duet.CodeNotFound, "%s %q not found", kind, id)
+	return &t, storerules.DecodeRunConfig(&t, runConfig)
 }
 
 // loadShares fills SharedWith of tasks in one query.
@@ -201,14 +115,14 @@ func scanTaskShares(row pgx.Row, id string) (*duet.Task, error) {
 	var postRun, runConfig string
 	err := row.Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &t.CreatedAt, &t.UpdatedAt, &postRun, &t.PostRunBy, &runConfig, &t.HooksBy, &t.Trace, &t.SharedWith)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, notFound("task", id)
+		return nil, storerules.NotFound("task", id)
 	} else if err != nil {
 		return nil, mapErr(err)
 	}
-	if t.PostRun, err = decodePostRun(t.ID, postRun); err != nil {
+	if t.PostRun, err = storerules.DecodePostRun(t.ID, postRun); err != nil {
 		return nil, err
 	}
-	if err := decodeRunConfig(&t, runConfig); err != nil {
+	if err := storerules.DecodeRunConfig(&t, runConfig); err != nil {
 		return nil, err
 	}
 	t.CreatedAt, t.UpdatedAt = utc(t.CreatedAt), utc(t.UpdatedAt)
@@ -274,7 +188,7 @@ func (d *DB) FindTaskOverview(ctx context.Context, viewer, id string) (*duet.Tas
 func findTaskAny(ctx context.Context, q querier, id string) (*duet.Task, error) {
 	t, err := scanTask(q.QueryRow(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, notFound("task", id)
+		return nil, storerules.NotFound("task", id)
 	} else if err != nil {
 		return nil, mapErr(err)
 	}
@@ -289,7 +203,7 @@ func (d *DB) FindTaskByName(ctx context.Context, owner, name string) (*duet.Task
 func findTaskByName(ctx context.Context, q querier, owner, name string) (*duet.Task, error) {
 	t, err := scanTask(q.QueryRow(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.owner = $1 AND t.name = $2`, owner, name))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, notFound("task", name)
+		return nil, storerules.NotFound("task", name)
 	} else if err != nil {
 		return nil, mapErr(err)
 	}
@@ -298,15 +212,15 @@ func findTaskByName(ctx context.Context, q querier, owner, name string) (*duet.T
 
 // FindTasks returns a page of visible tasks in creation order.
 func (d *DB) FindTasks(ctx context.Context, f duet.TaskFilter) ([]*duet.Task, string, int, error) {
-	after, err := decodeCursor(f.Cursor)
+	after, err := storerules.DecodeCursor(f.Cursor)
 	if err != nil {
 		return nil, "", 0, err
 	}
-	limit := clampLimit(f.Limit, 20, 100)
+	limit := storerules.ClampLimit(f.Limit, 20, 100)
 	a := args{f.Viewer}
 	where := []string{`TRUE`}
 	if f.Query != "" {
-		p := a.add("%" + likeEscape(f.Query) + "%")
+		p := a.add("%" + storerules.LikeEscape(f.Query) + "%")
 		where = append(where, `(t.name ILIKE `+p+` ESCAPE '\' OR t.description ILIKE `+p+` ESCAPE '\')`)
 	}
 	if f.Owner != "" {
@@ -348,7 +262,7 @@ func (d *DB) FindTasks(ctx context.Context, f duet.TaskFilter) ([]*duet.Task, st
 	var next string
 	if len(tasks) > limit {
 		tasks = tasks[:limit]
-		next = encodeCursor(tasks[limit-1].ID)
+		next = storerules.EncodeCursor(tasks[limit-1].ID)
 	}
 	return tasks, next, total, nil
 }
@@ -441,7 +355,7 @@ func ownsTask(ctx context.Context, q querier, owner, taskID string) error {
 	// A member of the team that owns the task acts as its owner.
 	err := q.QueryRow(ctx, `SELECT 1 FROM tasks t WHERE t.id = $2 AND (t.owner = $1 OR t.owner IN `+teamsOf+`) FOR UPDATE OF t`, owner, taskID).Scan(&one)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return notFound("task", taskID)
+		return storerules.NotFound("task", taskID)
 	}
 	return mapErr(err)
 }
@@ -462,19 +376,4 @@ func setShares(ctx context.Context, tx pgx.Tx, taskID string, users []string, no
 	_, err = tx.Exec(ctx, `INSERT INTO task_shares (task_id, user_id, team_id, created_at) SELECT $1, u, tid, $4 FROM unnest($2::text[], $3::text[]) AS x (u, tid) ON CONFLICT DO NOTHING`,
 		taskID, users, teams, now)
 	return mapErr(err)
-}
-
-func sortedUnique(in []string, drop string) []string {
-	out := []string{}
-	seen := map[string]bool{}
-	for _, s := range in {
-		s = strings.TrimSpace(s)
-		if s == "" || s == drop || seen[s] {
-			continue
-		}
-		seen[s] = true
-		out = append(out, s)
-	}
-	sort.Strings(out)
-	return out
 }

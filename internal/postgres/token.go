@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 // CreateToken stores a personal access token (its hash only). Returns
@@ -97,7 +98,7 @@ func (d *DB) DeleteToken(ctx context.Context, userID, id string) error {
 			return mapErr(err)
 		}
 		if tag.RowsAffected() == 0 {
-			return notFound("token", id)
+			return storerules.NotFound("token", id)
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM console_sessions WHERE token_id IN (`+tokenTree+`)`, id, userID); err != nil {
 			return mapErr(err)
@@ -201,7 +202,7 @@ func (d *DB) FindAudit(ctx context.Context, f duet.AuditFilter) ([]*duet.AuditRe
 	w.eq("trace_id", f.TraceID)
 	w.between("time", f.Since, f.Until)
 	q := `SELECT id, time, trace_id, call_source, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes
-		FROM audit WHERE ` + w.where() + ` ORDER BY id DESC LIMIT ` + w.args.add(clampLimit(f.Limit, 100, 10000))
+		FROM audit WHERE ` + w.where() + ` ORDER BY id DESC LIMIT ` + w.args.add(storerules.ClampLimit(f.Limit, 100, 10000))
 	rows, err := d.pool.Query(ctx, q, w.args...)
 	if err != nil {
 		return nil, mapErr(err)

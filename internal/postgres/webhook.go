@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 const webhookColumns = `w.id, w.task_id, w.name, w.url, w.events, w.on_when, w.format, w.disabled, w.secret, w.created_by, w.created_at, w.updated_at, w.secret_rotated_at`
@@ -19,27 +20,9 @@ func scanWebhook(row pgx.Row) (*duet.Webhook, error) {
 	if err := row.Scan(&w.ID, &w.TaskID, &w.Name, &w.URL, &events, &w.On, &w.Format, &w.Disabled, &w.SecretSealed, &w.CreatedBy, &w.CreatedAt, &w.UpdatedAt, &w.SecretRotatedAt); err != nil {
 		return nil, err
 	}
-	w.Events = splitEvents(events)
+	w.Events = storerules.SplitEvents(events)
 	w.CreatedAt, w.UpdatedAt, w.SecretRotatedAt = utc(w.CreatedAt), utc(w.UpdatedAt), utc(w.SecretRotatedAt)
 	return &w, nil
-}
-
-func joinEvents(es []duet.WebhookEvent) string {
-	s := make([]string, len(es))
-	for i, e := range es {
-		s[i] = string(e)
-	}
-	return strings.Join(s, ",")
-}
-
-func splitEvents(s string) []duet.WebhookEvent {
-	out := []duet.WebhookEvent{}
-	for e := range strings.SplitSeq(s, ",") {
-		if e != "" {
-			out = append(out, duet.WebhookEvent(e))
-		}
-	}
-	return out
 }
 
 const deliveryColumns = `d.id, d.webhook_id, d.task_id, d.event, d.run_id, d.case_id, d.status, d.attempts, d.payload, d.due_at, d.last_attempt_at, d.response_code, d.last_error, d.redelivery_of, d.lease, d.created_at`
@@ -78,7 +61,7 @@ func (d *DB) CreateWebhook(ctx context.Context, by string, w *duet.Webhook) erro
 		w.CreatedBy, w.CreatedAt, w.UpdatedAt, w.SecretRotatedAt = by, now, now, now
 		_, err := tx.Exec(ctx, `INSERT INTO webhooks (id, task_id, name, url, events, on_when, format, disabled, secret, created_by, created_at, updated_at, secret_rotated_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $11)`,
-			w.ID, w.TaskID, w.Name, w.URL, joinEvents(w.Events), w.On, w.Format, w.Disabled, w.SecretSealed, by, now)
+			w.ID, w.TaskID, w.Name, w.URL, storerules.JoinEvents(w.Events), w.On, w.Format, w.Disabled, w.SecretSealed, by, now)
 		if duet.ErrorCode(mapErr(err)) == duet.CodeConflict {
 			return duet.Errorf(duet.CodeConflict, "the task already has a webhook named %q", w.Name)
 		}
@@ -93,7 +76,7 @@ func (d *DB) FindWebhooks(ctx context.Context, by, taskID string) ([]*duet.Webho
 		var one int
 		err := tx.QueryRow(ctx, `SELECT 1 FROM tasks t WHERE t.id = $2 AND `+ownedWebhook, by, taskID).Scan(&one)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("task", taskID)
+			return storerules.NotFound("task", taskID)
 		} else if err != nil {
 			return mapErr(err)
 		}
@@ -124,7 +107,7 @@ func findWebhook(ctx context.Context, q querier, by, id, lock string) (*duet.Web
 	}
 	w, err := scanWebhook(q.QueryRow(ctx, query+lock, by, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, notFound("webhook", id)
+		return nil, storerules.NotFound("webhook", id)
 	}
 	return w, mapErr(err)
 }
@@ -145,7 +128,7 @@ func (d *DB) UpdateWebhook(ctx context.Context, by string, w *duet.Webhook) erro
 			secret, rotated = w.SecretSealed, now
 		}
 		if _, err := tx.Exec(ctx, `UPDATE webhooks SET url = $1, events = $2, on_when = $3, format = $4, disabled = $5, secret = $6, updated_at = $7, secret_rotated_at = $8 WHERE id = $9`,
-			w.URL, joinEvents(w.Events), w.On, w.Format, w.Disabled, secret, now, rotated, w.ID); err != nil {
+			w.URL, storerules.JoinEvents(w.Events), w.On, w.Format, w.Disabled, secret, now, rotated, w.ID); err != nil {
 			return mapErr(err)
 		}
 		w.TaskID, w.Name, w.CreatedBy, w.CreatedAt, w.UpdatedAt, w.SecretRotatedAt, w.SecretSealed = cur.TaskID, cur.Name, cur.CreatedBy, cur.CreatedAt, now, rotated, secret
@@ -295,7 +278,7 @@ func (d *DB) Redeliver(ctx context.Context, by, deliveryID string) (*duet.Webhoo
 		x, err := scanDelivery(tx.QueryRow(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id JOIN tasks t ON t.id = w.task_id
 			WHERE d.id = $2 AND `+ownedWebhook, by, deliveryID))
 		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("webhook delivery", deliveryID)
+			return storerules.NotFound("webhook delivery", deliveryID)
 		} else if err != nil {
 			return mapErr(err)
 		}
@@ -314,7 +297,7 @@ func (d *DB) ClaimCatalogSync(ctx context.Context, now time.Time, every time.Dur
 	var out *duet.MCPServer
 	err := d.tx(ctx, func(tx pgx.Tx) error {
 		out = nil
-		s, err := scanMCPServer(tx.QueryRow(ctx, `SELECT `+prefixColumns("s.", mcpServerColumns)+` FROM mcp_servers s LEFT JOIN mcp_auto_sync a ON a.registration_id = s.id
+		s, err := scanMCPServer(tx.QueryRow(ctx, `SELECT `+storerules.PrefixColumns("s.", mcpServerColumns)+` FROM mcp_servers s LEFT JOIN mcp_auto_sync a ON a.registration_id = s.id
 			WHERE GREATEST(coalesce(a.claimed_at, '-infinity'), coalesce(s.synced_at, '-infinity')) <= $1
 			ORDER BY GREATEST(coalesce(a.claimed_at, '-infinity'), coalesce(s.synced_at, '-infinity')), s.id LIMIT 1 FOR UPDATE OF s SKIP LOCKED`,
 			ts(now.Add(-every))))

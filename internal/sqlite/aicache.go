@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 var _ duet.AICacheStore = (*DB)(nil)
@@ -26,28 +27,10 @@ func scanAIPlan(r rowScanner) (*duet.AIPlan, error) {
 	return &p, nil
 }
 
-// checkAIPlan is what a plan must hold to be stored.
-func checkAIPlan(l duet.Lease, p *duet.AIPlan) error {
-	switch {
-	case p == nil || p.TaskID == "" || p.CaseID == "" || p.StepHash == "" || p.ExecutionID == "" || len(p.Actions) == 0:
-		return duet.Errorf(duet.CodeInvalidArgument, "an AI plan needs a task, a case, a step, an execution and actions")
-	case len(p.Actions) > duet.MaxAIPlanActions:
-		return duet.Errorf(duet.CodeInvalidArgument, "an AI plan holds at most %d actions, this one %d", duet.MaxAIPlanActions, len(p.Actions))
-	case p.RunID != l.RunID:
-		return duet.LeaseLost(l)
-	}
-	for _, a := range p.Actions {
-		if a.Locator == nil || a.Do == "" {
-			return duet.Errorf(duet.CodeInvalidArgument, "an AI plan's action needs what it does and a locator")
-		}
-	}
-	return nil
-}
-
 // SaveAIPlan stores p under the lease l, one plan per key, step hash and
 // fingerprint, at most MaxAIPlansPerStep per step.
 func (d *DB) SaveAIPlan(ctx context.Context, l duet.Lease, p *duet.AIPlan) error {
-	if err := checkAIPlan(l, p); err != nil {
+	if err := storerules.CheckAIPlan(l, p); err != nil {
 		return err
 	}
 	actions, err := json.Marshal(p.Actions)
@@ -138,7 +121,7 @@ func (d *DB) ClearAIPlans(ctx context.Context, owner, taskID, caseID string) (in
 			return mapErr(err)
 		}
 		if !ok {
-			return notFound("task", taskID)
+			return storerules.NotFound("task", taskID)
 		}
 		q, args := `DELETE FROM ai_plans WHERE task_id = ?`, []any{taskID}
 		if caseID != "" {

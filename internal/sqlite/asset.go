@@ -5,11 +5,12 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 var (
@@ -73,94 +74,90 @@ func loadAssetShares(ctx context.Context, q querier, assets ...*duet.Asset) erro
 	return mapErr(rows.Err())
 }
 
-// SaveAsset creates the asset or a new version of it. Returns
-// INVALID_ARGUMENT, TOO_LARGE.
+// SaveAsset creates the asset or a new version of it
+// (storerules.SaveAsset). Returns INVALID_ARGUMENT, TOO_LARGE.
 func (d *DB) SaveAsset(ctx context.Context, a *duet.Asset) (duet.ApplyAction, error) {
-	if a.Owner == "" {
-		return "", duet.Errorf(duet.CodeInvalidArgument, "an asset needs an owner")
-	}
-	if err := a.Validate(); err != nil {
+	if err := storerules.CheckAsset(a); err != nil {
 		return "", err
-	}
-	var shares []string
-	if a.SharedWith != nil {
-		shares = sortedUnique(a.SharedWith, a.Owner)
 	}
 	var action duet.ApplyAction
 	err := d.tx(ctx, func(tx *sql.Tx) error {
-		now := micros(d.now())
-		old, err := scanAsset(tx.QueryRowContext(ctx, `SELECT `+assetColumns+` FROM assets a JOIN asset_versions v ON v.asset_id = a.id AND v.version = a.version
-			WHERE a.owner = ? AND a.kind = ? AND a.name = ?`, a.Owner, a.Kind, a.Name))
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			action = duet.ApplyCreated
-			a.ID, a.Version = duet.NewID("asset"), 1
-			if _, err := tx.ExecContext(ctx, `INSERT INTO assets (id, owner, kind, name, version, created_at, updated_at) VALUES (?, ?, ?, ?, 1, ?, ?)`,
-				a.ID, a.Owner, a.Kind, a.Name, now, now); err != nil {
-				return mapErr(err)
-			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO asset_versions (asset_id, version, description, body, created_at) VALUES (?, 1, ?, ?, ?)`,
-				a.ID, a.Description, a.Body, now); err != nil {
-				return mapErr(err)
-			}
-			if shares == nil {
-				shares = []string{}
-			}
-		case err != nil:
-			return mapErr(err)
-		default:
-			a.ID, a.Version = old.ID, old.Version
-			action = duet.ApplyUnchanged
-			if old.Description != a.Description || old.Body != a.Body {
-				action = duet.ApplyUpdated
-				a.Version++
-				if _, err := tx.ExecContext(ctx, `INSERT INTO asset_versions (asset_id, version, description, body, created_at) VALUES (?, ?, ?, ?, ?)`,
-					a.ID, a.Version, a.Description, a.Body, now); err != nil {
-					return mapErr(err)
-				}
-				if _, err := tx.ExecContext(ctx, `UPDATE assets SET version = ?, updated_at = ? WHERE id = ?`, a.Version, now, a.ID); err != nil {
-					return mapErr(err)
-				}
-			}
-		}
-		if shares != nil {
-			if old != nil {
-				if err := loadAssetShares(ctx, tx, old); err != nil {
-					return err
-				}
-			}
-			if old == nil || !slices.Equal(old.SharedWith, shares) {
-				if action == duet.ApplyUnchanged {
-					action = duet.ApplyUpdated
-				}
-				if _, err := tx.ExecContext(ctx, `DELETE FROM asset_shares WHERE asset_id = ?`, a.ID); err != nil {
-					return mapErr(err)
-				}
-				for _, u := range shares {
-					team, err := shareTeamID(ctx, tx, u)
-					if err != nil {
-						return err
-					}
-					if _, err := tx.ExecContext(ctx, `INSERT INTO asset_shares (asset_id, user_id, team_id, created_at) VALUES (?, ?, ?, ?)`, a.ID, u, team, now); err != nil {
-						return mapErr(err)
-					}
-				}
-			}
-		}
-		saved, err := scanAsset(tx.QueryRowContext(ctx, `SELECT `+assetColumns+` FROM assets a JOIN asset_versions v ON v.asset_id = a.id AND v.version = a.version WHERE a.id = ?`, a.ID))
-		if err != nil {
-			return mapErr(err)
-		}
-		if err := loadAssetShares(ctx, tx, saved); err != nil {
-			return err
-		}
-		*a = *saved
-		return nil
+		var err error
+		action, err = storerules.SaveAsset(ctx, assetTx{tx}, a, d.now())
+		return err
 	})
 	if err != nil {
 		return "", err
 	}
 	return action, nil
+}
+
+// assetTx is storerules.AssetTx on a SQLite transaction.
+type assetTx struct{ tx *sql.Tx }
+
+func (t assetTx) AssetShares(ctx context.Context, a *duet.Asset) error {
+	return loadAssetShares(ctx, t.tx, a)
+}
+
+// read reads the current version of the asset cond selects, with its
+// shares if withShares.
+func (t assetTx) read(ctx context.Context, withShares bool, cond string, args ...any) (*duet.Asset, error) {
+	a, err := scanAsset(t.tx.QueryRowContext(ctx, `SELECT `+assetColumns+` FROM assets a JOIN asset_versions v ON v.asset_id = a.id AND v.version = a.version WHERE `+cond, args...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	} else if err != nil {
+		return nil, mapErr(err)
+	}
+	if !withShares {
+		return a, nil
+	}
+	return a, loadAssetShares(ctx, t.tx, a)
+}
+
+func (t assetTx) AssetByName(ctx context.Context, owner string, kind duet.AssetKind, name string) (*duet.Asset, error) {
+	return t.read(ctx, false, `a.owner = ? AND a.kind = ? AND a.name = ?`, owner, kind, name)
+}
+
+func (t assetTx) AssetByID(ctx context.Context, id string) (*duet.Asset, error) {
+	a, err := t.read(ctx, true, `a.id = ?`, id)
+	if a == nil && err == nil {
+		err = storerules.NotFound("asset", id)
+	}
+	return a, err
+}
+
+func (t assetTx) InsertAsset(ctx context.Context, a *duet.Asset, now time.Time) error {
+	if _, err := t.tx.ExecContext(ctx, `INSERT INTO assets (id, owner, kind, name, version, created_at, updated_at) VALUES (?, ?, ?, ?, 1, ?, ?)`,
+		a.ID, a.Owner, a.Kind, a.Name, micros(now), micros(now)); err != nil {
+		return mapErr(err)
+	}
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO asset_versions (asset_id, version, description, body, created_at) VALUES (?, 1, ?, ?, ?)`, a.ID, a.Description, a.Body, micros(now))
+	return mapErr(err)
+}
+
+func (t assetTx) InsertVersion(ctx context.Context, a *duet.Asset, now time.Time) error {
+	if _, err := t.tx.ExecContext(ctx, `INSERT INTO asset_versions (asset_id, version, description, body, created_at) VALUES (?, ?, ?, ?, ?)`,
+		a.ID, a.Version, a.Description, a.Body, micros(now)); err != nil {
+		return mapErr(err)
+	}
+	_, err := t.tx.ExecContext(ctx, `UPDATE assets SET version = ?, updated_at = ? WHERE id = ?`, a.Version, micros(now), a.ID)
+	return mapErr(err)
+}
+
+func (t assetTx) SetAssetShares(ctx context.Context, id string, users []string, now time.Time) error {
+	if _, err := t.tx.ExecContext(ctx, `DELETE FROM asset_shares WHERE asset_id = ?`, id); err != nil {
+		return mapErr(err)
+	}
+	for _, u := range users {
+		team, err := shareTeamID(ctx, t.tx, u)
+		if err != nil {
+			return err
+		}
+		if _, err := t.tx.ExecContext(ctx, `INSERT INTO asset_shares (asset_id, user_id, team_id, created_at) VALUES (?, ?, ?, ?)`, id, u, team, micros(now)); err != nil {
+			return mapErr(err)
+		}
+	}
+	return nil
 }
 
 // FindAsset returns the asset of kind that ref names as viewer sees it.
@@ -205,24 +202,14 @@ func (d *DB) FindAsset(ctx context.Context, viewer string, kind duet.AssetKind, 
 	if err := rows.Err(); err != nil {
 		return nil, mapErr(err)
 	}
-	what := string(kind) + " " + ref
-	if version > 0 {
-		what += "@" + strconv.Itoa(version)
-	}
-	switch {
-	case len(found) == 0:
-		return nil, duet.Errorf(duet.CodeNotFound, "%s not found", what)
-	case len(found) > 1 && found[0].Owner != viewer:
-		var refs []string
-		for _, a := range found {
-			refs = append(refs, a.Ref())
-		}
-		return nil, duet.Errorf(duet.CodeInvalidArgument, "several %ss named %q are shared with you (%s); write owner/name", kind, name, strings.Join(refs, ", "))
-	}
-	if err := loadAssetShares(ctx, d.q, found[0]); err != nil {
+	a, err := storerules.PickAsset(found, viewer, kind, ref, name, version)
+	if err != nil {
 		return nil, err
 	}
-	return found[0], nil
+	if err := loadAssetShares(ctx, d.q, a); err != nil {
+		return nil, err
+	}
+	return a, nil
 }
 
 // FindAssets returns the latest versions of the assets matching f.
@@ -240,7 +227,7 @@ func (d *DB) FindAssets(ctx context.Context, f duet.AssetFilter) ([]*duet.Asset,
 		args = append(args, f.Owner)
 		cond += ` AND a.owner = ?` + strconv.Itoa(len(args))
 	}
-	args = append(args, clampLimit(f.Limit, 200, 1000))
+	args = append(args, storerules.ClampLimit(f.Limit, 200, 1000))
 	q := assetListQuery(cond, `?`+strconv.Itoa(len(args)))
 	rows, err := d.q.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -300,7 +287,7 @@ func (d *DB) CreateGeneration(ctx context.Context, g *duet.Generation) error {
 	if g.CreatedAt.IsZero() {
 		g.CreatedAt = d.now()
 	}
-	assets, err := json.Marshal(nonNil(g.Assets))
+	assets, err := json.Marshal(storerules.NonNil(g.Assets))
 	if err != nil {
 		return err
 	}
@@ -326,7 +313,7 @@ func (d *DB) FindGenerations(ctx context.Context, f duet.GenerationFilter) ([]*d
 		args = append(args, f.TaskID)
 	}
 	q += ` ORDER BY id DESC LIMIT ?`
-	args = append(args, clampLimit(f.Limit, 20, 200))
+	args = append(args, storerules.ClampLimit(f.Limit, 20, 200))
 	rows, err := d.q.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, mapErr(err)
@@ -352,11 +339,4 @@ func (d *DB) FindGenerations(ctx context.Context, f duet.GenerationFilter) ([]*d
 		out = append(out, &g)
 	}
 	return out, mapErr(rows.Err())
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 // readCache keeps the results of the reads every governed call repeats —
@@ -284,8 +285,8 @@ func cloneTask(c cachedTask) (*duet.Task, error) {
 		t.SharedWith = []string{}
 	}
 	var err error
-	if t.PostRun, err = decodePostRun(t.ID, c.postRun); err != nil {
+	if t.PostRun, err = storerules.DecodePostRun(t.ID, c.postRun); err != nil {
 		return nil, err
 	}
-	return &t, decodeRunConfig(&t, c.runConfig)
+	return &t, storerules.DecodeRunConfig(&t, c.runConfig)
 }

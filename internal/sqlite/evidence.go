@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 var (
@@ -94,7 +95,7 @@ func (d *DB) FindCurrentBaseline(ctx context.Context, key duet.BaselineKey, fing
 func (d *DB) FindBaseline(ctx context.Context, owner, id string) (*duet.Baseline, error) {
 	b, err := scanBaseline(d.q.QueryRowContext(ctx, `SELECT `+baselineColumns+`, b.image FROM baselines b WHERE b.id = ? AND b.owner = ?`, id, owner), true)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, notFound("baseline", id)
+		return nil, storerules.NotFound("baseline", id)
 	}
 	return b, mapErr(err)
 }
@@ -147,7 +148,7 @@ func (d *DB) DecideBaseline(ctx context.Context, owner, id string, status duet.B
 	err := d.tx(ctx, func(tx *sql.Tx) error {
 		b, err := scanBaseline(tx.QueryRowContext(ctx, `SELECT `+baselineColumns+` FROM baselines b WHERE b.id = ? AND b.owner = ?`, id, owner), false)
 		if errors.Is(err, sql.ErrNoRows) {
-			return notFound("baseline", id)
+			return storerules.NotFound("baseline", id)
 		} else if err != nil {
 			return mapErr(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 // execSummaryColumns are execColumns without the compiled steps and the
@@ -18,7 +19,7 @@ const execSummaryColumns = `e.id, e.run_id, e.case_id, e.case_key, e.case_title,
 func (d *DB) FindExecutionPage(ctx context.Context, f duet.ExecutionFilter) ([]*duet.Execution, string, error) {
 	after := -1
 	if f.Cursor != "" {
-		k, err := decodeCursor(f.Cursor)
+		k, err := storerules.DecodeCursor(f.Cursor)
 		if err != nil {
 			return nil, "", err
 		}
@@ -26,7 +27,7 @@ func (d *DB) FindExecutionPage(ctx context.Context, f duet.ExecutionFilter) ([]*
 			return nil, "", duet.Errorf(duet.CodeInvalidArgument, "invalid cursor")
 		}
 	}
-	limit := clampLimit(f.Limit, 100, 1000)
+	limit := storerules.ClampLimit(f.Limit, 100, 1000)
 	cols := execSummaryColumns
 	if f.Results {
 		cols = execColumns
@@ -51,7 +52,7 @@ func (d *DB) FindExecutionPage(ctx context.Context, f duet.ExecutionFilter) ([]*
 	var next string
 	if len(execs) > limit {
 		execs = execs[:limit]
-		next = encodeCursor(strconv.Itoa(execs[limit-1].Ordinal))
+		next = storerules.EncodeCursor(strconv.Itoa(execs[limit-1].Ordinal))
 	}
 	if !f.Results {
 		for _, e := range execs {

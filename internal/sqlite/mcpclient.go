@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 var _ duet.MCPClientStore = (*DB)(nil)
@@ -31,7 +32,7 @@ const findServerToolSQL = `SELECT %s, t.name, t.title, t.description, t.input_sc
 
 func (d *DB) serverToolStmt(ctx context.Context) (*sql.Stmt, error) {
 	d.mcp.once.Do(func() {
-		d.mcp.toolStmt, d.mcp.err = d.db.PrepareContext(context.WithoutCancel(ctx), fmt.Sprintf(findServerToolSQL, prefixColumns("s.", mcpServerColumns)))
+		d.mcp.toolStmt, d.mcp.err = d.db.PrepareContext(context.WithoutCancel(ctx), fmt.Sprintf(findServerToolSQL, storerules.PrefixColumns("s.", mcpServerColumns)))
 	})
 	return d.mcp.toolStmt, d.mcp.err
 }
@@ -59,26 +60,6 @@ func scanMCPServer(r rowScanner, extra ...any) (*duet.MCPServer, error) {
 	}
 	s.SyncedAt, s.CreatedAt, s.UpdatedAt = ptrTime(synced), fromMicros(created), fromMicros(updated)
 	return &s, nil
-}
-
-func checkMCPServer(s *duet.MCPServer, cred *duet.Credential) error {
-	switch {
-	case s.Owner == "" || s.Name == "" || s.URL == "" || s.ServerKey == "":
-		return duet.Errorf(duet.CodeInvalidArgument, "an MCP server registration needs an owner, a name, a URL and a serverKey")
-	case cred == nil && s.CredentialRef != "":
-		return duet.Errorf(duet.CodeInvalidArgument, "credentialRef %q without a credential", s.CredentialRef)
-	case cred != nil && (cred.Ref == "" || cred.Ref != s.CredentialRef || cred.Owner != s.Owner || cred.ServerKey != s.ServerKey || len(cred.Ciphertext) == 0):
-		return duet.Errorf(duet.CodeInvalidArgument, "the credential does not match the registration")
-	}
-	return nil
-}
-
-func headerNamesJSON(names []string) string {
-	if names == nil {
-		names = []string{}
-	}
-	b, _ := json.Marshal(names)
-	return string(b)
 }
 
 func insertCredential(ctx context.Context, tx *sql.Tx, c *duet.Credential) error {
@@ -109,7 +90,7 @@ func mcpConflict(err error, s *duet.MCPServer) error {
 // CreateMCPServer stores a registration and its credential in one
 // transaction. Returns CONFLICT, INVALID_ARGUMENT.
 func (d *DB) CreateMCPServer(ctx context.Context, s *duet.MCPServer, cred *duet.Credential) error {
-	if err := checkMCPServer(s, cred); err != nil {
+	if err := storerules.CheckMCPServer(s, cred); err != nil {
 		return err
 	}
 	if s.ID == "" {
@@ -129,7 +110,7 @@ func (d *DB) CreateMCPServer(ctx context.Context, s *duet.MCPServer, cred *duet.
 		_, err := tx.ExecContext(ctx, `INSERT INTO mcp_servers (id, owner, name, url, server_key, credential_ref, header_names, auth, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			s.ID, s.Owner, s.Name, s.URL, s.ServerKey, sql.NullString{String: s.CredentialRef, Valid: s.CredentialRef != ""},
-			headerNamesJSON(s.HeaderNames), s.Auth, micros(now), micros(now))
+			storerules.HeaderNamesJSON(s.HeaderNames), s.Auth, micros(now), micros(now))
 		return mapErr(err)
 	})
 	return mcpConflict(err, s)
@@ -138,7 +119,7 @@ func (d *DB) CreateMCPServer(ctx context.Context, s *duet.MCPServer, cred *duet.
 // ReplaceMCPServer replaces a registration's address and credential and drops
 // its archived catalog. Returns NOT_FOUND, CONFLICT, INVALID_ARGUMENT.
 func (d *DB) ReplaceMCPServer(ctx context.Context, s *duet.MCPServer, cred *duet.Credential) error {
-	if err := checkMCPServer(s, cred); err != nil {
+	if err := storerules.CheckMCPServer(s, cred); err != nil {
 		return err
 	}
 	now := d.now().Truncate(time.Microsecond)
@@ -150,7 +131,7 @@ func (d *DB) ReplaceMCPServer(ctx context.Context, s *duet.MCPServer, cred *duet
 		var created int64
 		err := tx.QueryRowContext(ctx, `SELECT credential_ref, created_at FROM mcp_servers WHERE id = ? AND owner = ?`, s.ID, s.Owner).Scan(&oldRef, &created)
 		if errors.Is(err, sql.ErrNoRows) {
-			return notFound("MCP server", s.Name)
+			return storerules.NotFound("MCP server", s.Name)
 		}
 		if err != nil {
 			return mapErr(err)
@@ -164,7 +145,7 @@ func (d *DB) ReplaceMCPServer(ctx context.Context, s *duet.MCPServer, cred *duet
 			transport = '', protocol_version = '', server_name = '', server_version = '', catalog_hash = '', tool_count = 0,
 			synced_at = NULL, updated_at = ? WHERE id = ?`,
 			s.Name, s.URL, s.ServerKey, sql.NullString{String: s.CredentialRef, Valid: s.CredentialRef != ""},
-			headerNamesJSON(s.HeaderNames), s.Auth, micros(now), s.ID); err != nil {
+			storerules.HeaderNamesJSON(s.HeaderNames), s.Auth, micros(now), s.ID); err != nil {
 			return mapErr(err)
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM mcp_tools WHERE server_id = ?`, s.ID); err != nil {
@@ -285,22 +266,7 @@ func (d *DB) readMCPServerTool(ctx context.Context, owner, serverKey, tool strin
 		return s, nil, nil
 	}
 	return s, &duet.MCPTool{Name: name.String, Title: title.String, Description: desc.String,
-		InputSchema: rawJSON(in.String), OutputSchema: rawJSON(out.String), Annotations: rawJSON(ann.String)}, nil
-}
-
-func prefixColumns(prefix, cols string) string {
-	parts := strings.Split(cols, ",")
-	for i, p := range parts {
-		parts[i] = prefix + strings.TrimSpace(p)
-	}
-	return strings.Join(parts, ", ")
-}
-
-func rawJSON(s string) json.RawMessage {
-	if s == "" {
-		return nil
-	}
-	return json.RawMessage(s)
+		InputSchema: storerules.RawJSON(in.String), OutputSchema: storerules.RawJSON(out.String), Annotations: storerules.RawJSON(ann.String)}, nil
 }
 
 // DeleteMCPServer deletes the owner's registration, its credential and its
@@ -340,7 +306,7 @@ func (d *DB) SaveMCPCatalog(ctx context.Context, id string, cat *duet.MCPCatalog
 			return mapErr(err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return notFound("MCP server", id)
+			return storerules.NotFound("MCP server", id)
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM mcp_tools WHERE server_id = ?`, id); err != nil {
 			return mapErr(err)
@@ -379,7 +345,7 @@ func (d *DB) FindMCPTools(ctx context.Context, id string) ([]*duet.MCPTool, erro
 		if err := rows.Scan(&t.Name, &t.Title, &t.Description, &in, &outSchema, &ann); err != nil {
 			return nil, mapErr(err)
 		}
-		t.InputSchema, t.OutputSchema, t.Annotations = rawJSON(in), rawJSON(outSchema), rawJSON(ann)
+		t.InputSchema, t.OutputSchema, t.Annotations = storerules.RawJSON(in), storerules.RawJSON(outSchema), storerules.RawJSON(ann)
 		out = append(out, &t)
 	}
 	return out, mapErr(rows.Err())
@@ -401,7 +367,7 @@ func scanCredential(r rowScanner) (*duet.Credential, error) {
 func (d *DB) FindCredential(ctx context.Context, ref string) (*duet.Credential, error) {
 	c, err := scanCredential(d.db.QueryRowContext(ctx, `SELECT `+credentialColumns+` FROM mcp_credentials WHERE ref = ?`, ref))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, notFound("credential", ref)
+		return nil, storerules.NotFound("credential", ref)
 	}
 	return c, mapErr(err)
 }
@@ -461,7 +427,7 @@ func credentialMissed(ctx context.Context, tx *sql.Tx, ref string) error {
 		return mapErr(err)
 	}
 	if n == 0 {
-		return notFound("credential", ref)
+		return storerules.NotFound("credential", ref)
 	}
 	return duet.Errorf(duet.CodeConflict, "credential %s was changed by another writer", ref)
 }
@@ -573,7 +539,7 @@ func invocationsQuery(f duet.InvocationFilter) (string, []any) {
 	w.eq("trace_id", f.TraceID)
 	w.between("time", f.Since, f.Until)
 	return `SELECT id, time, trace_id, executor, source, server_key, tool, outcome, duration_us, arg_bytes, result_bytes
-		FROM mcp_invocations WHERE ` + w.where() + ` ORDER BY id DESC LIMIT ?`, append(w.args, clampLimit(f.Limit, 100, 10000))
+		FROM mcp_invocations WHERE ` + w.where() + ` ORDER BY id DESC LIMIT ?`, append(w.args, storerules.ClampLimit(f.Limit, 100, 10000))
 }
 
 // FindInvocations returns invocation records matching f, newest first.

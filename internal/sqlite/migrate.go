@@ -13,6 +13,7 @@ import (
 	"github.com/pressly/goose/v3/database"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 func provider(db *sql.DB) (*goose.Provider, error) {
@@ -98,7 +99,7 @@ func checkCurrent(ctx context.Context, db *sql.DB, path string) error {
 	}
 	current, known, err := p.GetVersions(ctx)
 	if err != nil {
-		return duet.WrapError(duet.CodeUnavailable, err, "cannot read the schema of %s: %v", path, rootCause(err))
+		return duet.WrapError(duet.CodeUnavailable, err, "cannot read the schema of %s: %v", path, storerules.RootCause(err))
 	}
 	switch {
 	case current < known:
@@ -134,11 +135,11 @@ func Migrations(ctx context.Context, path string) ([]*goose.MigrationStatus, int
 	}
 	var n int
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, versionTable).Scan(&n); err != nil {
-		return nil, 0, duet.WrapError(duet.CodeUnavailable, err, "cannot read the schema of %s: %v", path, rootCause(err))
+		return nil, 0, duet.WrapError(duet.CodeUnavailable, err, "cannot read the schema of %s: %v", path, storerules.RootCause(err))
 	}
 	st, v, err := readStatus(ctx, db, srcs, n > 0)
 	if err != nil {
-		return nil, 0, duet.WrapError(duet.CodeUnavailable, err, "cannot read the schema of %s: %v", path, rootCause(err))
+		return nil, 0, duet.WrapError(duet.CodeUnavailable, err, "cannot read the schema of %s: %v", path, storerules.RootCause(err))
 	}
 	return st, v, nil
 }

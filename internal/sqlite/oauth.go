@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 // CreateOAuthClient stores a registered client. Returns INVALID_ARGUMENT.
@@ -35,7 +36,7 @@ func (d *DB) FindOAuthClient(ctx context.Context, id string) (*duet.OAuthClient,
 	err := d.q.QueryRowContext(ctx, `SELECT id, name, redirect_uris, secret_hash, created_at FROM oauth_clients WHERE id = ?`, id).
 		Scan(&c.ID, &c.Name, &uris, &c.SecretHash, &created)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, notFound("OAuth client", id)
+		return nil, storerules.NotFound("OAuth client", id)
 	}
 	if err != nil {
 		return nil, mapErr(err)
@@ -80,17 +81,13 @@ func scanOAuthToken(r rowScanner) (*duet.OAuthToken, error) {
 	return &t, nil
 }
 
-func invalidOAuthToken() error {
-	return duet.Errorf(duet.CodeUnauthenticated, "invalid or expired token")
-}
-
 // FindOAuthToken returns the unexpired, unused token of that kind and hash.
 // Returns UNAUTHENTICATED.
 func (d *DB) FindOAuthToken(ctx context.Context, kind duet.OAuthTokenKind, hash string) (*duet.OAuthToken, error) {
 	t, err := scanOAuthToken(d.q.QueryRowContext(ctx, `SELECT `+oauthTokenColumns+` FROM oauth_tokens WHERE hash = ? AND kind = ? AND expires_at > ? AND used_at IS NULL`,
 		hash, string(kind), micros(d.now())))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, invalidOAuthToken()
+		return nil, storerules.InvalidOAuthToken()
 	}
 	return t, mapErr(err)
 }
@@ -106,7 +103,7 @@ func (d *DB) UseOAuthToken(ctx context.Context, kind duet.OAuthTokenKind, hash s
 		t, err := scanOAuthToken(tx.QueryRowContext(ctx, `SELECT `+oauthTokenColumns+` FROM oauth_tokens WHERE hash = ? AND kind = ? AND expires_at > ?`,
 			hash, string(kind), micros(now)))
 		if errors.Is(err, sql.ErrNoRows) {
-			return invalidOAuthToken()
+			return storerules.InvalidOAuthToken()
 		}
 		if err != nil {
 			return mapErr(err)

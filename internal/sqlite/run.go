@@ -5,10 +5,10 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 const runColumns = `r.id, r.task_id, r.status, r.triggered_by, r.call_source, r.trace_id, r.device, r.error_code, r.error_message,
@@ -26,47 +26,18 @@ func scanRun(r rowScanner) (*duet.Run, error) {
 		&o.Commit, &o.Branch, &o.PullRequest, &o.Pipeline, &run.Environment, &hooks, &run.Trace); err != nil {
 		return nil, err
 	}
-	if err := decodeRunHooks(&run, hooks); err != nil {
-		return nil, err
-	}
-	if !o.Empty() {
-		run.Origin = &o
-	}
 	run.CreatedAt = fromMicros(created)
 	run.StartedAt, run.FinishedAt = ptrTime(started), ptrTime(finished)
-	if postRun != "" {
-		if err := json.Unmarshal([]byte(postRun), &run.PostRun); err != nil {
-			return nil, fmt.Errorf("run %s: decoding post-run results: %w", run.ID, err)
-		}
-	}
-	return &run, nil
-}
-
-// runHooks is how a run's hook results are stored: JSON, or "" for none.
-type runHooks struct {
-	Results []*duet.StepResult `json:"results"`
-	Vars    map[string]any     `json:"vars,omitempty"`
-}
-
-func decodeRunHooks(run *duet.Run, s string) error {
-	if s == "" {
-		return nil
-	}
-	var h runHooks
-	if err := json.Unmarshal([]byte(s), &h); err != nil {
-		return fmt.Errorf("run %s: decoding its hooks' results: %w", run.ID, err)
-	}
-	run.Hooks, run.HookVars = h.Results, h.Vars
-	return nil
+	return &run, storerules.DecodeRun(&run, o, postRun, hooks)
 }
 
 // SaveRunHooks stores the results of the task's hooks in l's run (fenced).
 func (d *DB) SaveRunHooks(ctx context.Context, l duet.Lease, results []*duet.StepResult, vars map[string]any) error {
-	b, err := json.Marshal(runHooks{Results: results, Vars: vars})
+	hooks, err := storerules.EncodeRunHooks(results, vars)
 	if err != nil {
 		return err
 	}
-	res, err := d.q.ExecContext(ctx, `UPDATE runs SET hooks = ? WHERE id = ? AND lease_owner = ? AND attempt = ? AND status = 'running'`, string(b), l.RunID, l.Worker, l.Token)
+	res, err := d.q.ExecContext(ctx, `UPDATE runs SET hooks = ? WHERE id = ? AND lease_owner = ? AND attempt = ? AND status = 'running'`, hooks, l.RunID, l.Worker, l.Token)
 	if err != nil {
 		return mapErr(err)
 	}
@@ -81,65 +52,42 @@ func fillTotals(ctx context.Context, q querier, runs ...*duet.Run) error {
 	if len(runs) == 0 {
 		return nil
 	}
-	byID := map[string]*duet.Run{}
-	args := []any{}
-	for _, r := range runs {
-		byID[r.ID] = r
-		r.Totals = duet.RunTotals{}
-		args = append(args, r.ID)
-	}
-	rows, err := q.QueryContext(ctx, `SELECT run_id, status, count(*) FROM executions WHERE run_id IN (`+placeholders(len(args))+`) GROUP BY run_id, status`, args...)
+	byID, ids := storerules.RunsByID(runs)
+	rows, err := q.QueryContext(ctx, `SELECT run_id, status, count(*) FROM executions WHERE run_id IN (`+placeholders(len(ids))+`) GROUP BY run_id, status`, anys(ids)...)
 	if err != nil {
 		return mapErr(err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var id string
-		var st duet.RunStatus
-		var n int
-		if err := rows.Scan(&id, &st, &n); err != nil {
-			return mapErr(err)
-		}
-		t := &byID[id].Totals
-		t.Cases += n
-		switch st {
-		case duet.StatusPending:
-			t.Pending += n
-		case duet.StatusRunning:
-			t.Running += n
-		case duet.StatusPassed:
-			t.Passed += n
-		case duet.StatusFlaky:
-			t.Flaky += n
-		case duet.StatusFailed:
-			t.Failed += n
-		case duet.StatusError:
-			t.Error += n
-		case duet.StatusCancelled, duet.StatusSkipped:
-			t.Cancelled += n
-		}
-	}
-	return mapErr(rows.Err())
+	return mapErr(storerules.ReadTotals(rows, byID))
 }
 
-// CreateRun stores a queued run and its executions, honouring idempotency.
+// anys returns ss as arguments of a statement.
+func anys(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+// CreateRun stores a queued run and its executions, honouring idempotency
+// (storerules.PlanRun decides what is written).
 func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.IdempotencyRecord, bool, error) {
-	run := p.Run
-	if run == nil || run.TaskID == "" || run.TriggeredBy == "" {
-		return nil, false, duet.Errorf(duet.CodeInvalidArgument, "a run needs a task and a user")
+	if err := storerules.CheckRun(p); err != nil {
+		return nil, false, err
 	}
-	if len(p.Executions) == 0 {
-		return nil, false, duet.Errorf(duet.CodeInvalidArgument, "the run has no cases to execute")
+	now := d.now()
+	plan, err := storerules.PlanRun(p, now)
+	if err != nil {
+		return nil, false, err
 	}
-	var rec *duet.IdempotencyRecord
-	replayed := false
-	err := d.tx(ctx, func(tx *sql.Tx) error {
-		now := d.now()
-		if err := claimSlot(ctx, tx, p.Fire, run, now); err != nil {
+	run := plan.Run
+	var replay *duet.IdempotencyRecord
+	err = d.tx(ctx, func(tx *sql.Tx) error {
+		if err := claimSlot(ctx, tx, p.Fire, run.ID, now); err != nil {
 			return err
 		}
-		if p.Idempotency != nil {
-			in := p.Idempotency
+		if in := p.Idempotency; in != nil {
 			var old duet.IdempotencyRecord
 			var result string
 			var created, expires int64
@@ -147,12 +95,9 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 				in.Caller, in.Key, micros(now)).Scan(&old.Caller, &old.Key, &old.Tool, &old.ArgsHash, &result, &created, &expires)
 			switch {
 			case err == nil:
-				if old.ArgsHash != in.ArgsHash || old.Tool != in.Tool {
-					return duet.Errorf(duet.CodeIdempotencyConflict, "idempotency key %q was already used with different arguments", in.Key)
-				}
 				old.Result, old.CreatedAt, old.ExpiresAt = json.RawMessage(result), fromMicros(created), fromMicros(expires)
-				rec, replayed = &old, true
-				return nil
+				replay = &old
+				return storerules.Replay(&old, in)
 			case !errors.Is(err, sql.ErrNoRows):
 				return mapErr(err)
 			}
@@ -165,8 +110,7 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 				return mapErr(err)
 			}
 			if started >= p.MaxPerMinute {
-				wait := max(fromMicros(oldest.Int64).Add(time.Minute).Sub(now), time.Second).Round(time.Second)
-				return duet.Errorf(duet.CodeRateLimited, "%s started %d runs in the last minute, the most one user may start (DUET_MAX_RUNS_PER_MINUTE); the next may start in %s", run.TriggeredBy, started, wait)
+				return storerules.PerMinuteError(run.TriggeredBy, started, fromMicros(oldest.Int64), now)
 			}
 		}
 		if p.MaxQueued > 0 {
@@ -175,67 +119,46 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 				return mapErr(err)
 			}
 			if queued >= p.MaxQueued {
-				return duet.Errorf(duet.CodeRateLimited, "%s already has %d runs queued, the most one user may have waiting; start more when some have started, or cancel some", run.TriggeredBy, queued)
+				return storerules.QueuedError(run.TriggeredBy, queued)
 			}
 		}
-		if p.Fire == nil { // a schedule's run has its id from the claim
-			run.ID = duet.NewID("run")
-		}
-		run.Status = duet.StatusQueued
-		run.CreatedAt = now
-		o := run.Origin
-		if o == nil {
-			o = &duet.RunOrigin{}
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO runs (id, task_id, status, triggered_by, call_source, trace_id, device, created_at, call_depth, origin_commit, origin_branch, origin_pr, origin_pipeline, environment, trace)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource, run.TraceID, run.Device, micros(now), run.CallDepth, o.Commit, o.Branch, o.PullRequest, o.Pipeline, run.Environment, run.Trace); err != nil {
+		return insertRun(ctx, tx, plan, p.Executions)
+	})
+	switch {
+	case err != nil:
+		return nil, false, err
+	case replay != nil:
+		return replay, true, nil
+	}
+	return plan.Idempotency, false, nil
+}
+
+// insertRun writes plan's run, executions and idempotency record.
+func insertRun(ctx context.Context, tx *sql.Tx, plan *storerules.RunPlan, execs []*duet.Execution) error {
+	run := plan.Run
+	o := run.Origin
+	if o == nil {
+		o = &duet.RunOrigin{}
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO runs (id, task_id, status, triggered_by, call_source, trace_id, device, created_at, call_depth, origin_commit, origin_branch, origin_pr, origin_pipeline, environment, trace)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		run.ID, run.TaskID, run.Status, run.TriggeredBy, run.CallSource, run.TraceID, run.Device, micros(run.CreatedAt), run.CallDepth, o.Commit, o.Branch, o.PullRequest, o.Pipeline, run.Environment, run.Trace); err != nil {
+		return mapErr(err)
+	}
+	for i, e := range execs {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO executions (id, run_id, case_id, case_key, case_title, case_version, ordinal, timeout_ms, status, steps, row, retries, attempt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
+			e.ID, e.RunID, e.CaseID, e.CaseKey, e.CaseTitle, e.CaseVersion, e.Ordinal, e.TimeoutMs, e.Status, plan.Steps[i], plan.Rows[i], e.Retries); err != nil {
 			return mapErr(err)
 		}
-		for i, e := range p.Executions {
-			steps, err := json.Marshal(e.Steps)
-			if err != nil {
-				return err
-			}
-			e.ID, e.RunID, e.Ordinal, e.Status, e.Attempt = duet.NewID("exec"), run.ID, i, duet.StatusPending, 1
-			row, err := encodeRow(e.Row)
-			if err != nil {
-				return err
-			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO executions (id, run_id, case_id, case_key, case_title, case_version, ordinal, timeout_ms, status, steps, row, retries, attempt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
-				e.ID, e.RunID, e.CaseID, e.CaseKey, e.CaseTitle, e.CaseVersion, e.Ordinal, e.TimeoutMs, e.Status, string(steps), row, max(e.Retries, 0)); err != nil {
-				return mapErr(err)
-			}
-		}
-		run.Totals = duet.RunTotals{Cases: len(p.Executions), Pending: len(p.Executions)}
-		if p.Idempotency != nil {
-			rec = p.Idempotency
-			rec.CreatedAt = now
-			if rec.ExpiresAt.IsZero() {
-				rec.ExpiresAt = now.Add(24 * time.Hour)
-			}
-			if p.ResultFunc != nil {
-				b, err := p.ResultFunc(run)
-				if err != nil {
-					return err
-				}
-				rec.Result = b
-			}
-			if rec.Result == nil {
-				rec.Result = json.RawMessage(`{}`)
-			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO idempotency (caller, key, tool, args_hash, result, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)
-				ON CONFLICT (caller, key) DO UPDATE SET tool = excluded.tool, args_hash = excluded.args_hash, result = excluded.result, created_at = excluded.created_at, expires_at = excluded.expires_at`,
-				rec.Caller, rec.Key, rec.Tool, rec.ArgsHash, string(rec.Result), micros(now), micros(rec.ExpiresAt)); err != nil {
-				return mapErr(err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, false, err
 	}
-	return rec, replayed, nil
+	if rec := plan.Idempotency; rec != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO idempotency (caller, key, tool, args_hash, result, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (caller, key) DO UPDATE SET tool = excluded.tool, args_hash = excluded.args_hash, result = excluded.result, created_at = excluded.created_at, expires_at = excluded.expires_at`,
+			rec.Caller, rec.Key, rec.Tool, rec.ArgsHash, string(rec.Result), micros(rec.CreatedAt), micros(rec.ExpiresAt)); err != nil {
+			return mapErr(err)
+		}
+	}
+	return nil
 }
 
 // FindRunByID returns the run if viewer may see its task ("" = any).
@@ -246,7 +169,7 @@ func (d *DB) FindRunByID(ctx context.Context, viewer, id string) (*duet.Run, err
 	}
 	run, err := scanRun(d.q.QueryRowContext(ctx, q, viewer, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, notFound("run", id)
+		return nil, storerules.NotFound("run", id)
 	} else if err != nil {
 		return nil, mapErr(err)
 	}
@@ -319,11 +242,11 @@ func (d *DB) CountRuns(ctx context.Context, f duet.RunFilter) (int, error) {
 }
 
 func (d *DB) findRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, string, error) {
-	before, err := decodeCursor(f.Cursor)
+	before, err := storerules.DecodeCursor(f.Cursor)
 	if err != nil {
 		return nil, "", err
 	}
-	limit := clampLimit(f.Limit, 20, 100)
+	limit := storerules.ClampLimit(f.Limit, 20, 100)
 	from, cond, args := runsWhere(f)
 	if before != "" {
 		cond += ` AND r.id < ?`
@@ -350,7 +273,7 @@ func (d *DB) findRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 	var next string
 	if len(runs) > limit {
 		runs = runs[:limit]
-		next = encodeCursor(runs[limit-1].ID)
+		next = storerules.EncodeCursor(runs[limit-1].ID)
 	}
 	return runs, next, fillTotals(ctx, d.q, runs...)
 }
@@ -366,70 +289,35 @@ func scanExecution(r rowScanner) (*duet.Execution, error) {
 		&e.ErrorCode, &e.ErrorMessage, &started, &finished, &e.ResumeFrom, &row, &e.Retries, &e.Attempt); err != nil {
 		return nil, err
 	}
-	var err error
-	if e.Row, err = decodeRow(row); err != nil {
-		return nil, fmt.Errorf("execution %s: decoding its data row: %w", e.ID, err)
-	}
-	if err := json.Unmarshal([]byte(steps), &e.Steps); err != nil {
-		return nil, fmt.Errorf("execution %s: decoding steps: %w", e.ID, err)
-	}
-	if err := json.Unmarshal([]byte(vars), &e.Vars); err != nil {
-		return nil, fmt.Errorf("execution %s: decoding variables: %w", e.ID, err)
-	}
 	e.StartedAt, e.FinishedAt = ptrTime(started), ptrTime(finished)
-	e.Results = []*duet.StepResult{}
-	return &e, nil
+	return &e, storerules.DecodeExecution(&e, steps, vars, row)
 }
 
-// loadResults fills Results of the executions.
+// loadResults fills Results and Attempts of the executions.
 func loadResults(ctx context.Context, q querier, execs ...*duet.Execution) error {
 	if len(execs) == 0 {
 		return nil
 	}
-	byID := map[string]*duet.Execution{}
-	args := []any{}
-	for _, e := range execs {
-		byID[e.ID] = e
-		args = append(args, e.ID)
-	}
-	rows, err := q.QueryContext(ctx, `SELECT execution_id, data FROM step_results WHERE execution_id IN (`+placeholders(len(args))+`) ORDER BY execution_id, idx`, args...)
-	if err != nil {
-		return mapErr(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id, data string
-		if err := rows.Scan(&id, &data); err != nil {
+	byID, ids := storerules.ExecutionsByID(execs)
+	for _, r := range []struct {
+		sql string
+		add func(*duet.Execution, string) error
+	}{
+		{`SELECT execution_id, data FROM step_results WHERE execution_id IN (` + placeholders(len(ids)) + `) ORDER BY execution_id, idx`, storerules.AddResult},
+		// The earlier attempts of executions that were retried.
+		{`SELECT execution_id, data FROM execution_attempts WHERE execution_id IN (` + placeholders(len(ids)) + `) ORDER BY execution_id, attempt`, storerules.AddAttempt},
+	} {
+		rows, err := q.QueryContext(ctx, r.sql, anys(ids)...)
+		if err != nil {
 			return mapErr(err)
 		}
-		var r duet.StepResult
-		if err := json.Unmarshal([]byte(data), &r); err != nil {
-			return fmt.Errorf("step result of %s: %w", id, err)
-		}
-		byID[id].Results = append(byID[id].Results, &r)
-	}
-	if err := rows.Err(); err != nil {
-		return mapErr(err)
-	}
-	rows.Close()
-	// The earlier attempts of executions that were retried.
-	rows, err = q.QueryContext(ctx, `SELECT execution_id, data FROM execution_attempts WHERE execution_id IN (`+placeholders(len(args))+`) ORDER BY execution_id, attempt`, args...)
-	if err != nil {
-		return mapErr(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id, data string
-		if err := rows.Scan(&id, &data); err != nil {
+		err = storerules.ReadInto(rows, byID, r.add)
+		rows.Close()
+		if err != nil {
 			return mapErr(err)
 		}
-		var a duet.ExecutionAttempt
-		if err := json.Unmarshal([]byte(data), &a); err != nil {
-			return fmt.Errorf("attempt of %s: %w", id, err)
-		}
-		byID[id].Attempts = append(byID[id].Attempts, &a)
 	}
-	return mapErr(rows.Err())
+	return nil
 }
 
 // FindExecutions returns the executions of a run in order, with results.
@@ -462,7 +350,7 @@ func (d *DB) FindExecutionByID(ctx context.Context, viewer, id string) (*duet.Ex
 	}
 	e, err := scanExecution(d.q.QueryRowContext(ctx, q, viewer, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, notFound("execution", id)
+		return nil, storerules.NotFound("execution", id)
 	} else if err != nil {
 		return nil, mapErr(err)
 	}
@@ -577,7 +465,7 @@ func (d *DB) StartExecution(ctx context.Context, l duet.Lease, e *duet.Execution
 	if err != nil {
 		return err
 	}
-	startedExecution(e, from)
+	storerules.StartedExecution(e, from)
 	return nil
 }
 
@@ -594,24 +482,6 @@ func (d *DB) SuspendExecution(ctx context.Context, l duet.Lease, executionID str
 	return nil
 }
 
-// startedExecution brings e, just started (resuming at from), in line with
-// what StartExecution stored.
-func startedExecution(e *duet.Execution, from int) {
-	e.Status, e.ErrorCode, e.ErrorMessage, e.FinishedAt, e.ResumeFrom = duet.StatusRunning, "", "", nil, 0
-	if from == 0 {
-		e.Vars = map[string]any{}
-		e.Results = []*duet.StepResult{}
-		return
-	}
-	kept := []*duet.StepResult{}
-	for _, r := range e.Results {
-		if r.Index < from {
-			kept = append(kept, r)
-		}
-	}
-	e.Results = kept
-}
-
 // SaveStepResult stores one step result and the execution's variables
 // (fenced).
 func (d *DB) SaveStepResult(ctx context.Context, l duet.Lease, executionID string, r *duet.StepResult, vars map[string]any) error {
@@ -619,7 +489,7 @@ func (d *DB) SaveStepResult(ctx context.Context, l duet.Lease, executionID strin
 	if err != nil {
 		return err
 	}
-	varsJSON, err := marshalVars(vars)
+	varsJSON, err := storerules.MarshalVars(vars)
 	if err != nil {
 		return err
 	}
@@ -636,18 +506,10 @@ func (d *DB) SaveStepResult(ctx context.Context, l duet.Lease, executionID strin
 	})
 }
 
-func marshalVars(vars map[string]any) (string, error) {
-	if vars == nil {
-		return "{}", nil
-	}
-	b, err := json.Marshal(vars)
-	return string(b), err
-}
-
 // FinishExecution stores the final state of an execution (fenced, in one
 // statement).
 func (d *DB) FinishExecution(ctx context.Context, l duet.Lease, e *duet.Execution) error {
-	varsJSON, err := marshalVars(e.Vars)
+	varsJSON, err := storerules.MarshalVars(e.Vars)
 	if err != nil {
 		return err
 	}
@@ -730,97 +592,78 @@ const incompleteSQL = `SELECT e.case_title, e.status, e.res, e.n FROM (
 	LIMIT 1`
 
 // FinishRun stores the final state of a run and releases its lease
-// (fenced; a verdict only over every result).
+// (fenced; a verdict only over every result; storerules.FinishRun).
 func (d *DB) FinishRun(ctx context.Context, l duet.Lease, r *duet.Run) error {
 	return d.tx(ctx, func(tx *sql.Tx) error {
-		var one int
-		err := tx.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE id = ? AND lease_owner = ? AND attempt = ? AND status = 'running'`, l.RunID, l.Worker, l.Token).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			return duet.LeaseLost(l)
-		} else if err != nil {
-			return mapErr(err)
-		}
-		if r.Status == duet.StatusPassed || r.Status == duet.StatusFailed {
-			var title string
-			var status duet.RunStatus
-			var res, n int
-			err := tx.QueryRowContext(ctx, incompleteSQL, l.RunID).Scan(&title, &status, &res, &n)
-			if err == nil {
-				return duet.Incomplete(l.RunID, title, status, res, n)
-			} else if !errors.Is(err, sql.ErrNoRows) {
-				return mapErr(err)
-			}
-		}
-		// Executions that never finished end with the run: cancelled when the
-		// run was cancelled, skipped otherwise.
-		rest := duet.StatusSkipped
-		if r.Status == duet.StatusCancelled {
-			rest = duet.StatusCancelled
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE executions SET status = ? WHERE run_id = ? AND status IN ('pending', 'running')`, rest, l.RunID); err != nil {
-			return mapErr(err)
-		}
-		postRun := ""
-		if len(r.PostRun) > 0 {
-			b, err := json.Marshal(r.PostRun)
-			if err != nil {
-				return err
-			}
-			postRun = string(b)
-		}
-		_, err = tx.ExecContext(ctx, `UPDATE runs SET status = ?, error_code = ?, error_message = ?, finished_at = ?, post_run = ?, lease_owner = '', lease_expires_at = 0 WHERE id = ?`,
-			r.Status, r.ErrorCode, r.ErrorMessage, nullMicros(r.FinishedAt), postRun, l.RunID)
-		if err != nil {
-			return mapErr(err)
-		}
-		// The task's webhooks learn of the end in the transaction that
-		// stores it: a delivery is never lost to a crash.
-		if err := fillTotals(ctx, tx, r); err != nil {
-			return err
-		}
-		return enqueueRunFinished(ctx, tx, l.RunID, r.Status, r.Totals.Flaky, d.now())
+		return storerules.FinishRun(ctx, runTx{tx}, l, r, d.now())
 	})
 }
 
-// RequestCancel asks a run to stop; a queued run is cancelled at once.
+// RequestCancel asks a run to stop; a queued run is cancelled at once
+// (storerules.RequestCancel).
 func (d *DB) RequestCancel(ctx context.Context, viewer, runID string) (*duet.Run, error) {
 	var run *duet.Run
 	err := d.tx(ctx, func(tx *sql.Tx) error {
-		q := `SELECT ` + runColumns + ` FROM runs r JOIN tasks t ON t.id = r.task_id WHERE r.id = ?2`
-		if viewer != "" {
-			q += ` AND ` + visibleTo
-		}
 		var err error
-		run, err = scanRun(tx.QueryRowContext(ctx, q, viewer, runID))
-		if errors.Is(err, sql.ErrNoRows) {
-			return notFound("run", runID)
-		} else if err != nil {
-			return mapErr(err)
-		}
-		if run.Status.Final() {
-			return fillTotals(ctx, tx, run)
-		}
-		now := d.now()
-		run.CancelRequested = true
-		if run.Status == duet.StatusQueued {
-			run.Status, run.FinishedAt = duet.StatusCancelled, &now
-			run.ErrorCode, run.ErrorMessage = duet.CodeCancelled, "cancelled by "+viewer+" before it started"
-			if _, err := tx.ExecContext(ctx, `UPDATE executions SET status = 'cancelled' WHERE run_id = ? AND status IN ('pending', 'running')`, runID); err != nil {
-				return mapErr(err)
-			}
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE runs SET cancel_requested = 1, status = ?, finished_at = ?, error_code = ?, error_message = ? WHERE id = ?`,
-			run.Status, nullMicros(run.FinishedAt), run.ErrorCode, run.ErrorMessage, runID); err != nil {
-			return mapErr(err)
-		}
-		if run.Status == duet.StatusCancelled {
-			if err := enqueueRunFinished(ctx, tx, runID, run.Status, 0, now); err != nil {
-				return err
-			}
-		}
-		return fillTotals(ctx, tx, run)
+		run, err = storerules.RequestCancel(ctx, runTx{tx}, viewer, runID, d.now())
+		return err
 	})
 	return run, err
+}
+
+// runTx is storerules.FinishTx and CancelTx on a SQLite transaction.
+type runTx struct{ tx *sql.Tx }
+
+func (t runTx) HeldRun(ctx context.Context, l duet.Lease) error {
+	var one int
+	err := t.tx.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE id = ? AND lease_owner = ? AND attempt = ? AND status = 'running'`, l.RunID, l.Worker, l.Token).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return duet.LeaseLost(l)
+	}
+	return mapErr(err)
+}
+
+func (t runTx) Incomplete(ctx context.Context, runID string) (title string, status duet.RunStatus, res, n int, ok bool, err error) {
+	err = t.tx.QueryRowContext(ctx, incompleteSQL, runID).Scan(&title, &status, &res, &n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", 0, 0, false, nil
+	}
+	return title, status, res, n, err == nil, mapErr(err)
+}
+
+func (t runTx) EndExecutions(ctx context.Context, runID string, status duet.RunStatus) error {
+	_, err := t.tx.ExecContext(ctx, `UPDATE executions SET status = ? WHERE run_id = ? AND status IN ('pending', 'running')`, status, runID)
+	return mapErr(err)
+}
+
+func (t runTx) EndRun(ctx context.Context, runID string, r *duet.Run, postRun string) error {
+	_, err := t.tx.ExecContext(ctx, `UPDATE runs SET status = ?, error_code = ?, error_message = ?, finished_at = ?, post_run = ?, lease_owner = '', lease_expires_at = 0 WHERE id = ?`,
+		r.Status, r.ErrorCode, r.ErrorMessage, nullMicros(r.FinishedAt), postRun, runID)
+	return mapErr(err)
+}
+
+func (t runTx) Totals(ctx context.Context, r *duet.Run) error { return fillTotals(ctx, t.tx, r) }
+
+func (t runTx) RunFinished(ctx context.Context, runID string, status duet.RunStatus, flaky int, now time.Time) error {
+	return enqueueRunFinished(ctx, t.tx, runID, status, flaky, now)
+}
+
+func (t runTx) VisibleRun(ctx context.Context, viewer, runID string) (*duet.Run, error) {
+	q := `SELECT ` + runColumns + ` FROM runs r JOIN tasks t ON t.id = r.task_id WHERE r.id = ?2`
+	if viewer != "" {
+		q += ` AND ` + visibleTo
+	}
+	run, err := scanRun(t.tx.QueryRowContext(ctx, q, viewer, runID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, storerules.NotFound("run", runID)
+	}
+	return run, mapErr(err)
+}
+
+func (t runTx) CancelRun(ctx context.Context, run *duet.Run) error {
+	_, err := t.tx.ExecContext(ctx, `UPDATE runs SET cancel_requested = 1, status = ?, finished_at = ?, error_code = ?, error_message = ? WHERE id = ?`,
+		run.Status, nullMicros(run.FinishedAt), run.ErrorCode, run.ErrorMessage, run.ID)
+	return mapErr(err)
 }
 
 // DeleteExpiredIdempotency removes expired idempotency records.

@@ -7,10 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 const scheduleColumns = `s.id, s.task_id, s.owner, s.token_id, s.name, s.source, s.cron, s.time_zone, s.every_ms, s.missed, s.overlap,
@@ -35,26 +35,12 @@ func scanSchedule(row interface{ Scan(...any) error }) (*duet.Schedule, error) {
 	return &s, nil
 }
 
-func validSchedule(s *duet.Schedule) error {
-	switch {
-	case s.TaskID == "" || s.Owner == "":
-		return duet.Errorf(duet.CodeInvalidArgument, "a schedule needs a task and an owner")
-	case strings.TrimSpace(s.Name) == "":
-		return duet.Errorf(duet.CodeInvalidArgument, "a schedule needs a name")
-	case (s.Cron == "") == (s.Every <= 0):
-		return duet.Errorf(duet.CodeInvalidArgument, "a schedule has a cron expression or an interval (every), exactly one")
-	case s.NextFireAt.IsZero():
-		return duet.Errorf(duet.CodeInvalidArgument, "a schedule needs its next fire time")
-	}
-	return duet.ValidUserID(s.Owner)
-}
-
 func insertSchedule(ctx context.Context, q querier, s *duet.Schedule, now time.Time) error {
 	s.ID, s.CreatedAt, s.UpdatedAt = duet.NewID("sched"), now, now
 	_, err := q.ExecContext(ctx, `INSERT INTO schedules (id, task_id, owner, token_id, name, source, cron, time_zone, every_ms, missed, overlap, paused, paused_reason, next_fire_at, created_at, updated_at, tags)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		s.ID, s.TaskID, s.Owner, s.TokenID, s.Name, s.Source, s.Cron, s.TimeZone, s.Every.Milliseconds(), s.Missed, s.Overlap, s.Paused, s.PausedReason,
-		micros(s.NextFireAt), micros(now), micros(now), encodeTags(s.Tags))
+		micros(s.NextFireAt), micros(now), micros(now), storerules.EncodeTags(s.Tags))
 	if duet.ErrorCode(mapErr(err)) == duet.CodeConflict {
 		return duet.Errorf(duet.CodeConflict, "%s already has a schedule named %q on this task", s.Owner, s.Name)
 	}
@@ -63,14 +49,14 @@ func insertSchedule(ctx context.Context, q querier, s *duet.Schedule, now time.T
 
 // CreateSchedule stores a schedule of a task its owner can see.
 func (d *DB) CreateSchedule(ctx context.Context, s *duet.Schedule) error {
-	if err := validSchedule(s); err != nil {
+	if err := storerules.ValidSchedule(s); err != nil {
 		return err
 	}
 	return d.tx(ctx, func(tx *sql.Tx) error {
 		var one int
 		err := tx.QueryRowContext(ctx, `SELECT 1 FROM tasks t WHERE t.id = ?2 AND `+visibleTo, s.Owner, s.TaskID).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
-			return notFound("task", s.TaskID)
+			return storerules.NotFound("task", s.TaskID)
 		} else if err != nil {
 			return mapErr(err)
 		}
@@ -86,7 +72,7 @@ func (d *DB) FindScheduleByID(ctx context.Context, viewer, id string) (*duet.Sch
 	}
 	s, err := scanSchedule(d.q.QueryRowContext(ctx, q, viewer, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, notFound("schedule", id)
+		return nil, storerules.NotFound("schedule", id)
 	}
 	return s, mapErr(err)
 }
@@ -156,7 +142,7 @@ func (d *DB) manage(ctx context.Context, tx *sql.Tx, by, id string) (*duet.Sched
 	var may bool
 	s, err := scanSchedule(tx.QueryRowContext(ctx, `SELECT `+scheduleColumns+` FROM schedules s JOIN tasks t ON t.id = s.task_id WHERE s.id = ?2 AND `+visibleTo, by, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, notFound("schedule", id)
+		return nil, storerules.NotFound("schedule", id)
 	} else if err != nil {
 		return nil, mapErr(err)
 	}
@@ -229,15 +215,13 @@ func (d *DB) AdvanceSchedule(ctx context.Context, f duet.ScheduleFire, lastError
 }
 
 // claimSlot is the claim of a schedule's slot, the first statement of the
-// transaction that creates its run (the run's id is chosen here): CONFLICT,
+// transaction that creates its run (runID, chosen by storerules.PlanRun): CONFLICT,
 // creating nothing, when another scheduler moved the slot first (or the
 // schedule was paused meanwhile).
-func claimSlot(ctx context.Context, tx *sql.Tx, f *duet.ScheduleFire, run *duet.Run, now time.Time) error {
+func claimSlot(ctx context.Context, tx *sql.Tx, f *duet.ScheduleFire, runID string, now time.Time) error {
 	if f == nil {
 		return nil
 	}
-	run.ID = duet.NewID("run")
-	runID := run.ID
 	res, err := tx.ExecContext(ctx, `UPDATE schedules SET next_fire_at = ?, last_fire_at = ?, last_run_id = ?, last_error = '', updated_at = ? WHERE id = ? AND next_fire_at = ? AND paused = 0`,
 		micros(f.Next), micros(f.RunSlot), runID, micros(now), f.ScheduleID, micros(f.Slot))
 	if err != nil {
@@ -246,7 +230,7 @@ func claimSlot(ctx context.Context, tx *sql.Tx, f *duet.ScheduleFire, run *duet.
 	if n, err := res.RowsAffected(); err != nil {
 		return mapErr(err)
 	} else if n != 1 {
-		return duet.Errorf(duet.CodeConflict, "the slot %s of schedule %s was already claimed", f.Slot.UTC().Format(time.RFC3339), f.ScheduleID)
+		return storerules.SlotTaken(f)
 	}
 	return nil
 }
@@ -264,61 +248,4 @@ func (d *DB) DeleteSchedule(ctx context.Context, by, id string) error {
 		_, err = tx.ExecContext(ctx, `DELETE FROM schedules WHERE id = ?`, id)
 		return mapErr(err)
 	})
-}
-
-// applySchedules makes the suite schedules owner has on task the suite's:
-// an unchanged one (same name and timing) keeps its state, a changed one
-// takes the new timing and next fire time, the others are removed.
-func applySchedules(ctx context.Context, tx *sql.Tx, owner, taskID string, want []*duet.Schedule, now time.Time) error {
-	rows, err := tx.QueryContext(ctx, `SELECT `+scheduleColumns+` FROM schedules s WHERE s.task_id = ? AND s.owner = ? AND s.source = ?`, taskID, owner, duet.ScheduleFromSuite)
-	if err != nil {
-		return mapErr(err)
-	}
-	have, err := collectSchedules(rows)
-	if err != nil {
-		return err
-	}
-	old := map[string]*duet.Schedule{}
-	for _, s := range have {
-		old[s.Name] = s
-	}
-	seen := map[string]bool{}
-	for _, s := range want {
-		s.TaskID, s.Owner, s.Source = taskID, owner, duet.ScheduleFromSuite
-		if err := validSchedule(s); err != nil {
-			return err
-		}
-		if seen[s.Name] {
-			return duet.Errorf(duet.CodeInvalidArgument, "two schedules are named %q", s.Name)
-		}
-		seen[s.Name] = true
-		o := old[s.Name]
-		switch {
-		case o == nil:
-			if err := insertSchedule(ctx, tx, s, now); err != nil {
-				return err
-			}
-		case o.SpecHash() == s.SpecHash():
-			s.ID = o.ID // unchanged timing: its state stays as stored
-			if encodeTags(o.Tags) != encodeTags(s.Tags) {
-				if _, err := tx.ExecContext(ctx, `UPDATE schedules SET tags = ?, updated_at = ? WHERE id = ?`, encodeTags(s.Tags), micros(now), o.ID); err != nil {
-					return mapErr(err)
-				}
-			}
-		default:
-			if _, err := tx.ExecContext(ctx, `UPDATE schedules SET cron = ?, time_zone = ?, every_ms = ?, missed = ?, overlap = ?, next_fire_at = ?, updated_at = ?, tags = ? WHERE id = ?`,
-				s.Cron, s.TimeZone, s.Every.Milliseconds(), s.Missed, s.Overlap, micros(s.NextFireAt), micros(now), encodeTags(s.Tags), o.ID); err != nil {
-				return mapErr(err)
-			}
-			s.ID, s.CreatedAt, s.UpdatedAt, s.Paused, s.PausedReason, s.LastFireAt, s.LastRunID = o.ID, o.CreatedAt, now, o.Paused, o.PausedReason, o.LastFireAt, o.LastRunID
-		}
-	}
-	for _, o := range have {
-		if !seen[o.Name] {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM schedules WHERE id = ?`, o.ID); err != nil {
-				return mapErr(err)
-			}
-		}
-	}
-	return nil
 }

@@ -7,14 +7,12 @@ import (
 	"context"
 	"database/sql"
 	"embed"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -22,6 +20,7 @@ import (
 	sqlite3lib "modernc.org/sqlite/lib"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 //go:embed migrations/*.sql
@@ -140,7 +139,7 @@ func openReadOnly(ctx context.Context, abs string, opts *Options) (*DB, error) {
 			return nil, err
 		}
 	}
-	return nil, duet.WrapError(duet.CodeUnavailable, err, "cannot open database %s read-only: %v", abs, rootCause(err))
+	return nil, duet.WrapError(duet.CodeUnavailable, err, "cannot open database %s read-only: %v", abs, storerules.RootCause(err))
 }
 
 // writableDir reports whether a file can be created in dir.
@@ -168,12 +167,12 @@ func openWritable(ctx context.Context, path string, opts *Options) (*DB, error) 
 	}
 	dir := filepath.Dir(abs)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, duet.WrapError(duet.CodeUnavailable, err, "cannot create database directory %s: %v", dir, rootCause(err))
+		return nil, duet.WrapError(duet.CodeUnavailable, err, "cannot create database directory %s: %v", dir, storerules.RootCause(err))
 	}
 	// Probe writability up front: SQLite would otherwise fail later, on the
 	// first write, with a less helpful message.
 	if f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600); err != nil {
-		return nil, duet.WrapError(duet.CodeUnavailable, err, "cannot open database %s for writing: %v", abs, rootCause(err))
+		return nil, duet.WrapError(duet.CodeUnavailable, err, "cannot open database %s for writing: %v", abs, storerules.RootCause(err))
 	} else {
 		f.Close()
 	}
@@ -208,7 +207,7 @@ func openWritable(ctx context.Context, path string, opts *Options) (*DB, error) 
 			}
 			return nil, duet.WrapError(code, err, "database %s: %s", abs, de.Message)
 		}
-		return nil, duet.WrapError(duet.CodeUnavailable, err, "cannot prepare database %s: %v", abs, rootCause(err))
+		return nil, duet.WrapError(duet.CodeUnavailable, err, "cannot prepare database %s: %v", abs, storerules.RootCause(err))
 	}
 	d := &DB{db: sdb, q: &stmtCache{db: sdb, stmts: map[string]*sql.Stmt{}}, cache: newReadCache(sdb, dsn), path: abs, now: opts.Now}
 	d.q.tx = d.tx
@@ -231,17 +230,6 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	}
 	_, err = p.Up(ctx)
 	return err
-}
-
-// rootCause strips wrapping so messages stay one short line.
-func rootCause(err error) error {
-	for {
-		u := errors.Unwrap(err)
-		if u == nil {
-			return err
-		}
-		err = u
-	}
 }
 
 // Path returns the database file's absolute path.
@@ -360,39 +348,4 @@ func ptrTime(v sql.NullInt64) *time.Time {
 	}
 	t := fromMicros(v.Int64)
 	return &t
-}
-
-// Cursors are opaque to callers: base64 of the last key seen.
-func encodeCursor(key string) string {
-	if key == "" {
-		return ""
-	}
-	return base64.RawURLEncoding.EncodeToString([]byte("k:" + key))
-}
-
-func decodeCursor(c string) (string, error) {
-	if c == "" {
-		return "", nil
-	}
-	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil || !strings.HasPrefix(string(b), "k:") {
-		return "", duet.Errorf(duet.CodeInvalidArgument, "invalid cursor")
-	}
-	return string(b[2:]), nil
-}
-
-func clampLimit(n, def, max int) int {
-	if n <= 0 {
-		return def
-	}
-	if n > max {
-		return max
-	}
-	return n
-}
-
-// likeEscape escapes s for use in a LIKE pattern with ESCAPE '\'.
-func likeEscape(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
-	return r.Replace(s)
 }

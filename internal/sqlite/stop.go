@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 var _ duet.StopRequestStore = (*DB)(nil)
@@ -51,7 +52,7 @@ func (d *DB) FindStopRequest(ctx context.Context, viewer, id string) (*duet.Stop
 	s, err := scanStop(d.q.QueryRowContext(ctx, `SELECT `+stopColumns+` FROM stop_requests s
 		WHERE s.id = ?1 AND (?2 = '' OR s.requested_by = ?2 OR s.executor = ?2)`, id, viewer))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, notFound("stop request", id)
+		return nil, storerules.NotFound("stop request", id)
 	} else if err != nil {
 		return nil, mapErr(err)
 	}
@@ -75,7 +76,7 @@ func (d *DB) FindStopRequests(ctx context.Context, f duet.StopRequestFilter) ([]
 		q += ` AND s.status = 'pending' AND s.expires_at > ?`
 		args = append(args, micros(now))
 	}
-	args = append(args, clampLimit(f.Limit, 50, 500))
+	args = append(args, storerules.ClampLimit(f.Limit, 50, 500))
 	rows, err := d.q.QueryContext(ctx, q+` ORDER BY s.id DESC LIMIT ?`, args...)
 	if err != nil {
 		return nil, mapErr(err)
@@ -101,13 +102,13 @@ func (d *DB) DecideStopRequest(ctx context.Context, id, by, via string, approve 
 		s, err := scanStop(tx.QueryRowContext(ctx, `SELECT `+stopColumns+` FROM stop_requests s
 			WHERE s.id = ?1 AND (s.requested_by = ?2 OR s.executor = ?2)`, id, by))
 		if errors.Is(err, sql.ErrNoRows) {
-			return notFound("stop request", id)
+			return storerules.NotFound("stop request", id)
 		} else if err != nil {
 			return mapErr(err)
 		}
 		now := d.now()
 		s.Settle(now)
-		if err := decidable(s, by); err != nil {
+		if err := storerules.Decidable(s, by); err != nil {
 			return err
 		}
 		at := fromMicros(micros(now))
@@ -127,17 +128,4 @@ func (d *DB) DecideStopRequest(ctx context.Context, id, by, via string, approve 
 		return nil
 	})
 	return out, err
-}
-
-// decidable checks that by may decide s now.
-func decidable(s *duet.StopRequest, by string) error {
-	switch {
-	case s.Executor != by:
-		return duet.Errorf(duet.CodePermissionDenied, "only %s, who started run %s, may approve or decline stopping it", s.Executor, s.RunID)
-	case s.Status == duet.StopExpired:
-		return duet.StopRequestExpired(s)
-	case s.Status != duet.StopPending:
-		return duet.StopRequestDecided(s)
-	}
-	return nil
 }

@@ -8,7 +8,7 @@ import (
 	"fmt"
 
 	"github.com/duet-test/duet"
-	"github.com/duet-test/duet/internal/serverkey"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 var _ duet.TeamStore = (*DB)(nil)
@@ -19,7 +19,7 @@ func teamRole(ctx context.Context, q querier, team, user string) (duet.TeamRole,
 	var role duet.TeamRole
 	err := q.QueryRowContext(ctx, `SELECT role FROM team_members WHERE team = ? AND user_id = ?`, team, user).Scan(&role)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", notFound("team", team)
+		return "", storerules.NotFound("team", team)
 	}
 	return role, mapErr(err)
 }
@@ -59,10 +59,7 @@ func shareTeamID(ctx context.Context, q querier, principal string) (any, error) 
 
 // CreateTeam creates team name with creator as its first member and owner.
 func (d *DB) CreateTeam(ctx context.Context, creator, name string) (*duet.Team, error) {
-	if !duet.ValidTeamName(name) {
-		return nil, duet.Errorf(duet.CodeInvalidArgument, "team name %q: use lower-case letters, digits, '.', '_' or '-' (at most 64, starting with a letter or digit)", name)
-	}
-	if err := duet.ValidUserID(creator); err != nil {
+	if err := storerules.CheckNewTeam(creator, name); err != nil {
 		return nil, err
 	}
 	now := d.now()
@@ -94,7 +91,7 @@ func (d *DB) FindTeam(ctx context.Context, viewer, name string) (*duet.Team, err
 		return nil, err
 	}
 	if len(teams) == 0 {
-		return nil, notFound("team", name)
+		return nil, storerules.NotFound("team", name)
 	}
 	return teams[0], nil
 }
@@ -161,68 +158,46 @@ func (d *DB) AddTeamMember(ctx context.Context, by, team, user string) error {
 	})
 }
 
-// RemoveTeamMember removes user from team: a member leaving, or removed by
-// a maintainer (a member) or an owner (anyone). The last owner stays.
+// RemoveTeamMember removes user from team (storerules.RemoveTeamMember).
 func (d *DB) RemoveTeamMember(ctx context.Context, by, team, user string) error {
 	return d.tx(ctx, func(tx *sql.Tx) error {
-		byRole, err := teamRole(ctx, tx, team, by)
-		if err != nil {
-			return err
-		}
-		role, err := teamRole(ctx, tx, team, user)
-		if duet.ErrorCode(err) == duet.CodeNotFound {
-			return duet.Errorf(duet.CodeNotFound, "%s is not a member of team %s", user, team)
-		} else if err != nil {
-			return err
-		}
-		if err := duet.CheckTeamRemoval(team, by, byRole, user, role); err != nil {
-			return err
-		}
-		if role == duet.RoleOwner {
-			if err := keepAnOwner(ctx, tx, team, user, "leave or be removed"); err != nil {
-				return err
-			}
-		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM team_members WHERE team = ? AND user_id = ?`, team, user)
-		return mapErr(err)
+		return storerules.RemoveTeamMember(ctx, teamTx{tx}, by, team, user)
 	})
 }
 
-// keepAnOwner fails with CONFLICT when user is team's only owner.
-func keepAnOwner(ctx context.Context, tx *sql.Tx, team, user, what string) error {
-	var others int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM team_members WHERE team = ? AND role = ? AND user_id <> ?`, team, duet.RoleOwner, user).Scan(&others); err != nil {
-		return mapErr(err)
-	}
-	if others == 0 {
-		return duet.LastOwner(team, user, what)
-	}
-	return nil
-}
-
-// SetTeamRole gives a member of team a role; by must be an owner.
+// SetTeamRole gives a member of team a role (storerules.SetTeamRole).
 func (d *DB) SetTeamRole(ctx context.Context, by, team, user string, role duet.TeamRole) error {
-	if !duet.ValidTeamRole(role) {
-		return duet.Errorf(duet.CodeInvalidArgument, "role %q: want owner, maintainer or member", role)
+	if err := storerules.CheckTeamRole(role); err != nil {
+		return err
 	}
 	return d.tx(ctx, func(tx *sql.Tx) error {
-		if err := needRole(ctx, tx, team, by, duet.RoleOwner, "changing roles"); err != nil {
-			return err
-		}
-		old, err := teamRole(ctx, tx, team, user)
-		if duet.ErrorCode(err) == duet.CodeNotFound {
-			return duet.Errorf(duet.CodeNotFound, "%s is not a member of team %s", user, team)
-		} else if err != nil {
-			return err
-		}
-		if old == duet.RoleOwner && role != duet.RoleOwner {
-			if err := keepAnOwner(ctx, tx, team, user, "be demoted"); err != nil {
-				return err
-			}
-		}
-		_, err = tx.ExecContext(ctx, `UPDATE team_members SET role = ? WHERE team = ? AND user_id = ?`, role, team, user)
-		return mapErr(err)
+		return storerules.SetTeamRole(ctx, teamTx{tx}, by, team, user, role)
 	})
+}
+
+// teamTx is storerules.TeamTx on a SQLite transaction.
+type teamTx struct{ tx *sql.Tx }
+
+func (t teamTx) LockTeam(ctx context.Context, team string) error { return nil }
+
+func (t teamTx) Role(ctx context.Context, team, user string) (duet.TeamRole, error) {
+	return teamRole(ctx, t.tx, team, user)
+}
+
+func (t teamTx) OtherOwners(ctx context.Context, team, user string) (int, error) {
+	var n int
+	err := t.tx.QueryRowContext(ctx, `SELECT count(*) FROM team_members WHERE team = ? AND role = ? AND user_id <> ?`, team, duet.RoleOwner, user).Scan(&n)
+	return n, mapErr(err)
+}
+
+func (t teamTx) DeleteMember(ctx context.Context, team, user string) error {
+	_, err := t.tx.ExecContext(ctx, `DELETE FROM team_members WHERE team = ? AND user_id = ?`, team, user)
+	return mapErr(err)
+}
+
+func (t teamTx) SetRole(ctx context.Context, team, user string, role duet.TeamRole) error {
+	_, err := t.tx.ExecContext(ctx, `UPDATE team_members SET role = ? WHERE team = ? AND user_id = ?`, role, team, user)
+	return mapErr(err)
 }
 
 // DeleteTeam deletes team, its members, dependency list and shares; by
@@ -248,23 +223,9 @@ func (d *DB) DeleteTeam(ctx context.Context, by, team string) error {
 
 // SaveTeamServer adds or replaces an entry of the team's dependency list.
 func (d *DB) SaveTeamServer(ctx context.Context, s *duet.TeamServer) error {
-	if !duet.ValidAssetName(s.Name) {
-		return duet.Errorf(duet.CodeInvalidArgument, "server name %q: use lower-case letters, digits, '.', '_' or '-'", s.Name)
-	}
-	// The address must be one a member can register: normalized, with no
-	// credential in it.
-	key, err := serverkey.Key(s.URL)
+	tools, err := storerules.CheckTeamServer(s)
 	if err != nil {
 		return err
-	}
-	norm, err := serverkey.Normalize(s.URL)
-	if err != nil {
-		return err
-	}
-	s.URL, s.ServerKey = norm, key
-	tools, err := s.MarshalTools()
-	if err != nil {
-		return fmt.Errorf("encoding tools: %w", err)
 	}
 	s.AddedAt = fromMicros(micros(d.now()))
 	return d.tx(ctx, func(tx *sql.Tx) error {
@@ -277,7 +238,7 @@ func (d *DB) SaveTeamServer(ctx context.Context, s *duet.TeamServer) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO team_servers (team, name, url, server_key, description, tools, added_by, added_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (team, name) DO UPDATE SET url = excluded.url, server_key = excluded.server_key,
 			description = excluded.description, tools = excluded.tools, added_by = excluded.added_by, added_at = excluded.added_at`,
-			s.Team, s.Name, s.URL, s.ServerKey, s.Description, string(tools), s.AddedBy, micros(s.AddedAt))
+			s.Team, s.Name, s.URL, s.ServerKey, s.Description, tools, s.AddedBy, micros(s.AddedAt))
 		return mapErr(err)
 	})
 }
@@ -322,7 +283,7 @@ func (d *DB) DeleteTeamServer(ctx context.Context, by, team, name string) error 
 			return mapErr(err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return notFound("team server", name)
+			return storerules.NotFound("team server", name)
 		}
 		return nil
 	})

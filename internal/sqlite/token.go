@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 // CreateToken stores a personal access token (its hash only).
@@ -114,7 +115,7 @@ func (d *DB) DeleteToken(ctx context.Context, userID, id string) error {
 			return mapErr(err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return notFound("token", id)
+			return storerules.NotFound("token", id)
 		}
 		return nil
 	})
@@ -225,7 +226,7 @@ func (d *DB) FindAudit(ctx context.Context, f duet.AuditFilter) ([]*duet.AuditRe
 	w.eq("outcome", string(f.Outcome))
 	w.eq("trace_id", f.TraceID)
 	w.between("time", f.Since, f.Until)
-	args := append(w.args, clampLimit(f.Limit, 100, 10000))
+	args := append(w.args, storerules.ClampLimit(f.Limit, 100, 10000))
 	rows, err := d.q.QueryContext(ctx, `SELECT id, time, trace_id, call_source, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes
 		FROM audit WHERE `+w.where()+` ORDER BY id DESC LIMIT ?`, args...)
 	if err != nil {

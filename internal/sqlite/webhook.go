@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 const webhookColumns = `w.id, w.task_id, w.name, w.url, w.events, w.on_when, w.format, w.disabled, w.secret, w.created_by, w.created_at, w.updated_at, w.secret_rotated_at`
@@ -19,27 +20,9 @@ func scanWebhook(row interface{ Scan(...any) error }) (*duet.Webhook, error) {
 	if err := row.Scan(&w.ID, &w.TaskID, &w.Name, &w.URL, &events, &w.On, &w.Format, &w.Disabled, &w.SecretSealed, &w.CreatedBy, &created, &updated, &rotated); err != nil {
 		return nil, err
 	}
-	w.Events = splitEvents(events)
+	w.Events = storerules.SplitEvents(events)
 	w.CreatedAt, w.UpdatedAt, w.SecretRotatedAt = fromMicros(created), fromMicros(updated), fromMicros(rotated)
 	return &w, nil
-}
-
-func joinEvents(es []duet.WebhookEvent) string {
-	s := make([]string, len(es))
-	for i, e := range es {
-		s[i] = string(e)
-	}
-	return strings.Join(s, ",")
-}
-
-func splitEvents(s string) []duet.WebhookEvent {
-	out := []duet.WebhookEvent{}
-	for e := range strings.SplitSeq(s, ",") {
-		if e != "" {
-			out = append(out, duet.WebhookEvent(e))
-		}
-	}
-	return out
 }
 
 const deliveryColumns = `d.id, d.webhook_id, d.task_id, d.event, d.run_id, d.case_id, d.status, d.attempts, d.payload, d.due_at, d.last_attempt_at, d.response_code, d.last_error, d.redelivery_of, d.lease, d.created_at`
@@ -79,7 +62,7 @@ func (d *DB) CreateWebhook(ctx context.Context, by string, w *duet.Webhook) erro
 		w.CreatedBy, w.CreatedAt, w.UpdatedAt, w.SecretRotatedAt = by, now, now, now
 		_, err := tx.ExecContext(ctx, `INSERT INTO webhooks (id, task_id, name, url, events, on_when, format, disabled, secret, created_by, created_at, updated_at, secret_rotated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			w.ID, w.TaskID, w.Name, w.URL, joinEvents(w.Events), w.On, w.Format, w.Disabled, w.SecretSealed, by, micros(now), micros(now), micros(now))
+			w.ID, w.TaskID, w.Name, w.URL, storerules.JoinEvents(w.Events), w.On, w.Format, w.Disabled, w.SecretSealed, by, micros(now), micros(now), micros(now))
 		if duet.ErrorCode(mapErr(err)) == duet.CodeConflict {
 			return duet.Errorf(duet.CodeConflict, "the task already has a webhook named %q", w.Name)
 		}
@@ -123,7 +106,7 @@ func findWebhook(ctx context.Context, q querier, by, id string) (*duet.Webhook, 
 	}
 	w, err := scanWebhook(q.QueryRowContext(ctx, query, by, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, notFound("webhook", id)
+		return nil, storerules.NotFound("webhook", id)
 	}
 	return w, mapErr(err)
 }
@@ -145,7 +128,7 @@ func (d *DB) UpdateWebhook(ctx context.Context, by string, w *duet.Webhook) erro
 			secret, rotated = w.SecretSealed, now
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE webhooks SET url = ?, events = ?, on_when = ?, format = ?, disabled = ?, secret = ?, updated_at = ?, secret_rotated_at = ? WHERE id = ?`,
-			w.URL, joinEvents(w.Events), w.On, w.Format, w.Disabled, secret, micros(now), micros(rotated), w.ID); err != nil {
+			w.URL, storerules.JoinEvents(w.Events), w.On, w.Format, w.Disabled, secret, micros(now), micros(rotated), w.ID); err != nil {
 			return mapErr(err)
 		}
 		w.TaskID, w.Name, w.CreatedBy, w.CreatedAt, w.UpdatedAt, w.SecretRotatedAt, w.SecretSealed = cur.TaskID, cur.Name, cur.CreatedBy, cur.CreatedAt, now, rotated, secret
@@ -319,7 +302,7 @@ func (d *DB) Redeliver(ctx context.Context, by, deliveryID string) (*duet.Webhoo
 		x, err := scanDelivery(tx.QueryRowContext(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id JOIN tasks t ON t.id = w.task_id
 			WHERE d.id = ?2 AND `+ownedWebhook, by, deliveryID))
 		if errors.Is(err, sql.ErrNoRows) {
-			return notFound("webhook delivery", deliveryID)
+			return storerules.NotFound("webhook delivery", deliveryID)
 		} else if err != nil {
 			return mapErr(err)
 		}
@@ -337,7 +320,7 @@ func (d *DB) ClaimCatalogSync(ctx context.Context, now time.Time, every time.Dur
 	var out *duet.MCPServer
 	err := d.tx(ctx, func(tx *sql.Tx) error {
 		out = nil
-		s, err := scanMCPServer(tx.QueryRowContext(ctx, `SELECT `+prefixColumns("s.", mcpServerColumns)+` FROM mcp_servers s LEFT JOIN mcp_auto_sync a ON a.registration_id = s.id
+		s, err := scanMCPServer(tx.QueryRowContext(ctx, `SELECT `+storerules.PrefixColumns("s.", mcpServerColumns)+` FROM mcp_servers s LEFT JOIN mcp_auto_sync a ON a.registration_id = s.id
 			WHERE max(coalesce(a.claimed_at, 0), coalesce(s.synced_at, 0)) <= ? ORDER BY max(coalesce(a.claimed_at, 0), coalesce(s.synced_at, 0)), s.id LIMIT 1`,
 			micros(now.Add(-every))))
 		if errors.Is(err, sql.ErrNoRows) {

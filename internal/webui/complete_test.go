@@ -9,7 +9,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/duet-test/duet/internal/api/apitest"
+	"github.com/duet-test/duet/internal/app/apptest"
 	"github.com/duet-test/duet/internal/browser/chromiumtest"
 )
 
@@ -21,7 +21,7 @@ import (
 func TestEditorCompletesFromTheSchema(t *testing.T) {
 	t.Parallel()
 	chromiumtest.Require(t)
-	e := apitest.New(t, nil)
+	e := apptest.New(t, nil)
 	alice := signIn(t, e, "alice")
 	if status, body, resp := alice.get("/schema/suite.json"); status != http.StatusOK || !strings.Contains(resp.Header.Get("Content-Type"), "json") || !strings.Contains(body, `"$defs"`) {
 		t.Fatalf("the schema: %d %s %.200s", status, resp.Header.Get("Content-Type"), body)

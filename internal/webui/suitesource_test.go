@@ -10,7 +10,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/duet-test/duet/internal/api/apitest"
+	"github.com/duet-test/duet/internal/app/apptest"
 	"github.com/duet-test/duet/internal/browser/chromiumtest"
 )
 
@@ -22,7 +22,7 @@ import (
 func TestEditTheSuiteOfATask(t *testing.T) {
 	t.Parallel()
 	chromiumtest.Require(t)
-	e := apitest.New(t, nil)
+	e := apptest.New(t, nil)
 	alice, bob := signIn(t, e, "alice"), signIn(t, e, "bob")
 	src := "# the shop, as written\ntask: {name: shop, baseURL: 'http://127.0.0.1:9', sharedWith: [bob]}\ncases:\n  - key: a\n    title: A\n    steps:\n      - set: {x: '1'}\n"
 	status, body, resp := alice.post("/tasks/apply", url.Values{"source": {src}})

@@ -11,7 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/duet-test/duet"
-	"github.com/duet-test/duet/internal/api/apitest"
+	"github.com/duet-test/duet/internal/app/apptest"
 	"github.com/duet-test/duet/internal/browser/chromiumtest"
 )
 
@@ -41,7 +41,7 @@ steps:
 func TestTryStepsInTheConsole(t *testing.T) {
 	t.Parallel()
 	chromiumtest.Require(t)
-	e := apitest.Serve(t, map[string]string{"DUET_WORKERS": "1", "DUET_BROWSERS": "1"})
+	e := apptest.Serve(t, map[string]string{"DUET_WORKERS": "1", "DUET_BROWSERS": "1"})
 	shop := startShop(t)
 	alice := signIn(t, e, "alice")
 	status, body, resp := alice.post("/tasks/apply", url.Values{"source": {recordSuite(shop)}})
@@ -161,7 +161,7 @@ func TestTryStepsInTheConsole(t *testing.T) {
 func TestTryingStepsIsGoverned(t *testing.T) {
 	t.Parallel()
 	chromiumtest.Require(t)
-	e := apitest.New(t, map[string]string{"DUET_BROWSERS": "1", "DUET_RECORDER_SESSIONS_PER_USER": "2"})
+	e := apptest.New(t, map[string]string{"DUET_BROWSERS": "1", "DUET_RECORDER_SESSIONS_PER_USER": "2"})
 	shop := startShop(t)
 	alice, bob := signIn(t, e, "alice"), signIn(t, e, "bob")
 	status, body, resp := alice.post("/tasks/apply", url.Values{"source": {recordSuite(shop)}})
@@ -234,7 +234,7 @@ func itoa(n int) string {
 func TestRecordingNamesTheTasksTestIDAttribute(t *testing.T) {
 	t.Parallel()
 	chromiumtest.Require(t)
-	e := apitest.New(t, map[string]string{"DUET_BROWSERS": "1"})
+	e := apptest.New(t, map[string]string{"DUET_BROWSERS": "1"})
 	shop := startShop(t)
 	alice := signIn(t, e, "alice")
 	src := "task: {name: qa, baseURL: " + shop + ", testIdAttribute: data-qa}\ncases:\n  - key: home\n    title: Home\n    steps:\n      - open: /lab/form\n"

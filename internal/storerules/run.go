@@ -1,0 +1,352 @@
+package storerules
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/duet-test/duet"
+)
+
+// Rows is the cursor both engines' queries return (database/sql's *Rows,
+// pgx's Rows): the readers below fill objects from it; the driver closes
+// it and maps its errors.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// AddTotal counts n executions of status st in t.
+func AddTotal(t *duet.RunTotals, st duet.RunStatus, n int) {
+	t.Cases += n
+	switch st {
+	case duet.StatusPending:
+		t.Pending += n
+	case duet.StatusRunning:
+		t.Running += n
+	case duet.StatusPassed:
+		t.Passed += n
+	case duet.StatusFlaky:
+		t.Flaky += n
+	case duet.StatusFailed:
+		t.Failed += n
+	case duet.StatusError:
+		t.Error += n
+	case duet.StatusCancelled, duet.StatusSkipped:
+		t.Cancelled += n
+	}
+}
+
+// ReadTotals reads rows of (run id, execution status, count) into the
+// totals of the runs of byID, which it zeroes first.
+func ReadTotals(rows Rows, byID map[string]*duet.Run) error {
+	for _, r := range byID {
+		r.Totals = duet.RunTotals{}
+	}
+	for rows.Next() {
+		var id string
+		var st duet.RunStatus
+		var n int
+		if err := rows.Scan(&id, &st, &n); err != nil {
+			return err
+		}
+		AddTotal(&byID[id].Totals, st, n)
+	}
+	return rows.Err()
+}
+
+// RunsByID indexes runs by id; ids lists them in order.
+func RunsByID(runs []*duet.Run) (byID map[string]*duet.Run, ids []string) {
+	byID = make(map[string]*duet.Run, len(runs))
+	for _, r := range runs {
+		byID[r.ID] = r
+		ids = append(ids, r.ID)
+	}
+	return byID, ids
+}
+
+// DecodeRun completes a run scanned from the runs table with its stored
+// origin, post-run results and hooks' results.
+func DecodeRun(run *duet.Run, o duet.RunOrigin, postRun, hooks string) error {
+	if err := DecodeRunHooks(run, hooks); err != nil {
+		return err
+	}
+	if !o.Empty() {
+		run.Origin = &o
+	}
+	if postRun != "" {
+		if err := json.Unmarshal([]byte(postRun), &run.PostRun); err != nil {
+			return fmt.Errorf("run %s: decoding post-run results: %w", run.ID, err)
+		}
+	}
+	return nil
+}
+
+// DecodeExecution completes an execution scanned from the executions table
+// with its stored steps, variables and data row.
+func DecodeExecution(e *duet.Execution, steps, vars, row string) error {
+	var err error
+	if e.Row, err = DecodeRow(row); err != nil {
+		return fmt.Errorf("execution %s: decoding its data row: %w", e.ID, err)
+	}
+	if err := json.Unmarshal([]byte(steps), &e.Steps); err != nil {
+		return fmt.Errorf("execution %s: decoding steps: %w", e.ID, err)
+	}
+	if err := json.Unmarshal([]byte(vars), &e.Vars); err != nil {
+		return fmt.Errorf("execution %s: decoding variables: %w", e.ID, err)
+	}
+	e.Results = []*duet.StepResult{}
+	return nil
+}
+
+// ExecutionsByID indexes executions by id; ids lists them in order.
+func ExecutionsByID(execs []*duet.Execution) (byID map[string]*duet.Execution, ids []string) {
+	byID = make(map[string]*duet.Execution, len(execs))
+	for _, e := range execs {
+		byID[e.ID] = e
+		ids = append(ids, e.ID)
+	}
+	return byID, ids
+}
+
+// AddResult appends the stored step result data to e's results.
+func AddResult(e *duet.Execution, data string) error {
+	var r duet.StepResult
+	if err := json.Unmarshal([]byte(data), &r); err != nil {
+		return fmt.Errorf("step result of %s: %w", e.ID, err)
+	}
+	e.Results = append(e.Results, &r)
+	return nil
+}
+
+// AddAttempt appends the stored earlier attempt data to e's attempts.
+func AddAttempt(e *duet.Execution, data string) error {
+	var a duet.ExecutionAttempt
+	if err := json.Unmarshal([]byte(data), &a); err != nil {
+		return fmt.Errorf("attempt of %s: %w", e.ID, err)
+	}
+	e.Attempts = append(e.Attempts, &a)
+	return nil
+}
+
+// ReadInto reads rows of (execution id, data) into the executions of byID
+// with add (AddResult, AddAttempt).
+func ReadInto(rows Rows, byID map[string]*duet.Execution, add func(*duet.Execution, string) error) error {
+	for rows.Next() {
+		var id, data string
+		if err := rows.Scan(&id, &data); err != nil {
+			return err
+		}
+		if err := add(byID[id], data); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// CheckRun refuses a run no engine may store: no task, user or case.
+func CheckRun(p duet.StartRunParams) error {
+	run := p.Run
+	if run == nil || run.TaskID == "" || run.TriggeredBy == "" {
+		return duet.Errorf(duet.CodeInvalidArgument, "a run needs a task and a user")
+	}
+	if len(p.Executions) == 0 {
+		return duet.Errorf(duet.CodeInvalidArgument, "the run has no cases to execute")
+	}
+	return nil
+}
+
+// RunPlan is what CreateRun writes, decided once: the queued run with its
+// id and totals, its pending executions with their ids and ordinals, their
+// encoded steps and data rows, and the idempotency record to keep, if any,
+// with the result a replay returns.
+type RunPlan struct {
+	Run         *duet.Run
+	Steps, Rows []string // of p.Executions, in order
+	Idempotency *duet.IdempotencyRecord
+}
+
+// PlanRun makes the plan of p, checked by CheckRun, created at now (at the
+// engine's precision).
+func PlanRun(p duet.StartRunParams, now time.Time) (*RunPlan, error) {
+	run := p.Run
+	run.ID, run.Status, run.CreatedAt = duet.NewID("run"), duet.StatusQueued, now
+	n := len(p.Executions)
+	plan := &RunPlan{Run: run, Steps: make([]string, n), Rows: make([]string, n)}
+	for i, e := range p.Executions {
+		b, err := json.Marshal(e.Steps)
+		if err != nil {
+			return nil, err
+		}
+		plan.Steps[i] = string(b)
+		e.ID, e.RunID, e.Ordinal, e.Status, e.Attempt = duet.NewID("exec"), run.ID, i, duet.StatusPending, 1
+		e.Retries = max(e.Retries, 0)
+		if plan.Rows[i], err = EncodeRow(e.Row); err != nil {
+			return nil, err
+		}
+	}
+	run.Totals = duet.RunTotals{Cases: n, Pending: n}
+	if p.Idempotency == nil {
+		return plan, nil
+	}
+	rec := p.Idempotency
+	rec.CreatedAt = now
+	if rec.ExpiresAt.IsZero() {
+		rec.ExpiresAt = now.Add(24 * time.Hour)
+	}
+	if p.ResultFunc != nil {
+		b, err := p.ResultFunc(run)
+		if err != nil {
+			return nil, err
+		}
+		rec.Result = b
+	}
+	if rec.Result == nil {
+		rec.Result = json.RawMessage(`{}`)
+	}
+	plan.Idempotency = rec
+	return plan, nil
+}
+
+// Replay decides a start that found the stored idempotency record old for
+// its key: the same tool and arguments replay it, others are refused.
+func Replay(old, in *duet.IdempotencyRecord) error {
+	if old.ArgsHash != in.ArgsHash || old.Tool != in.Tool {
+		return duet.Errorf(duet.CodeIdempotencyConflict, "idempotency key %q was already used with different arguments", in.Key)
+	}
+	return nil
+}
+
+// PerMinuteError is the refusal of a run beyond StartRunParams.MaxPerMinute:
+// user started n runs since a minute before now, the first at oldest.
+func PerMinuteError(user string, n int, oldest, now time.Time) error {
+	wait := max(oldest.Add(time.Minute).Sub(now), time.Second).Round(time.Second)
+	return duet.Errorf(duet.CodeRateLimited, "%s started %d runs in the last minute, the most one user may start (DUET_MAX_RUNS_PER_MINUTE); the next may start in %s", user, n, wait)
+}
+
+// QueuedError is the refusal of a run beyond StartRunParams.MaxQueued: user
+// has n runs queued.
+func QueuedError(user string, n int) error {
+	return duet.Errorf(duet.CodeRateLimited, "%s already has %d runs queued, the most one user may have waiting; start more when some have started, or cancel some", user, n)
+}
+
+// SlotTaken is the refusal of a schedule's run whose slot another start
+// claimed first.
+func SlotTaken(f *duet.ScheduleFire) error {
+	return duet.Errorf(duet.CodeConflict, "the slot %s of schedule %s was already claimed", f.Slot.UTC().Format(time.RFC3339), f.ScheduleID)
+}
+
+// EncodePostRunResults is how a run's post-run results are stored: JSON,
+// or "" for none.
+func EncodePostRunResults(r *duet.Run) (string, error) {
+	if len(r.PostRun) == 0 {
+		return "", nil
+	}
+	b, err := json.Marshal(r.PostRun)
+	return string(b), err
+}
+
+// FinishTx is what FinishRun asks of one engine's transaction.
+type FinishTx interface {
+	// HeldRun checks (and on engines with row locks, locks) the run l
+	// holds: LEASE_LOST when it does not.
+	HeldRun(ctx context.Context, l duet.Lease) error
+	// Incomplete finds an execution of the run a verdict cannot summarise
+	// (unfinished, or with fewer step results than steps); ok false if
+	// none.
+	Incomplete(ctx context.Context, runID string) (title string, status duet.RunStatus, res, n int, ok bool, err error)
+	// EndExecutions gives the run's pending and running executions status.
+	EndExecutions(ctx context.Context, runID string, status duet.RunStatus) error
+	// EndRun writes r's final state and post-run results, and releases its
+	// lease.
+	EndRun(ctx context.Context, runID string, r *duet.Run, postRun string) error
+	// Totals counts r's executions into r.Totals.
+	Totals(ctx context.Context, r *duet.Run) error
+	// RunFinished enqueues the deliveries of the task's webhooks of the
+	// run's end.
+	RunFinished(ctx context.Context, runID string, status duet.RunStatus, flaky int, now time.Time) error
+}
+
+// FinishRun stores the final state of l's run r through tx (fenced; a
+// verdict only over every result): executions that never finished end
+// with the run — cancelled when it was cancelled, skipped otherwise — and
+// the task's webhooks learn of the end in the same transaction, so a
+// delivery is never lost to a crash.
+func FinishRun(ctx context.Context, tx FinishTx, l duet.Lease, r *duet.Run, now time.Time) error {
+	if err := tx.HeldRun(ctx, l); err != nil {
+		return err
+	}
+	if r.Status == duet.StatusPassed || r.Status == duet.StatusFailed {
+		title, status, res, n, ok, err := tx.Incomplete(ctx, l.RunID)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return duet.Incomplete(l.RunID, title, status, res, n)
+		}
+	}
+	rest := duet.StatusSkipped
+	if r.Status == duet.StatusCancelled {
+		rest = duet.StatusCancelled
+	}
+	if err := tx.EndExecutions(ctx, l.RunID, rest); err != nil {
+		return err
+	}
+	postRun, err := EncodePostRunResults(r)
+	if err != nil {
+		return err
+	}
+	if err := tx.EndRun(ctx, l.RunID, r, postRun); err != nil {
+		return err
+	}
+	if err := tx.Totals(ctx, r); err != nil {
+		return err
+	}
+	return tx.RunFinished(ctx, l.RunID, r.Status, r.Totals.Flaky, now)
+}
+
+// CancelTx is what RequestCancel asks of one engine's transaction.
+type CancelTx interface {
+	// VisibleRun reads (and on engines with row locks, locks) the run if
+	// viewer may see it ("" = any), or NOT_FOUND.
+	VisibleRun(ctx context.Context, viewer, runID string) (*duet.Run, error)
+	// EndExecutions gives the run's pending and running executions status.
+	EndExecutions(ctx context.Context, runID string, status duet.RunStatus) error
+	// CancelRun writes the run's cancellation request, status, end and
+	// error.
+	CancelRun(ctx context.Context, run *duet.Run) error
+	Totals(ctx context.Context, r *duet.Run) error
+	RunFinished(ctx context.Context, runID string, status duet.RunStatus, flaky int, now time.Time) error
+}
+
+// RequestCancel asks viewer's run to stop through tx: a queued run is
+// cancelled at once (its executions too, and its end announced to the
+// task's webhooks); a finished one is returned as it is.
+func RequestCancel(ctx context.Context, tx CancelTx, viewer, runID string, now time.Time) (*duet.Run, error) {
+	run, err := tx.VisibleRun(ctx, viewer, runID)
+	if err != nil {
+		return nil, err
+	}
+	if run.Status.Final() {
+		return run, tx.Totals(ctx, run)
+	}
+	run.CancelRequested = true
+	if run.Status == duet.StatusQueued {
+		run.Status, run.FinishedAt = duet.StatusCancelled, &now
+		run.ErrorCode, run.ErrorMessage = duet.CodeCancelled, "cancelled by "+viewer+" before it started"
+		if err := tx.EndExecutions(ctx, runID, duet.StatusCancelled); err != nil {
+			return nil, err
+		}
+	}
+	if err := tx.CancelRun(ctx, run); err != nil {
+		return nil, err
+	}
+	if run.Status == duet.StatusCancelled {
+		if err := tx.RunFinished(ctx, runID, run.Status, 0, now); err != nil {
+			return nil, err
+		}
+	}
+	return run, tx.Totals(ctx, run)
+}
