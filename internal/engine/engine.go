@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -323,7 +324,13 @@ type caseSet struct {
 func (e *Engine) runCases(ctx context.Context, w *runWrites, rs *runScope, cs *caseSet, todo []*duet.Execution, drain <-chan struct{}) {
 	sem := make(chan struct{}, e.parallel(rs.task))
 	var wg sync.WaitGroup
-	for _, x := range todo {
+	ended := make([]chan struct{}, len(todo))
+	for i := range ended {
+		ended[i] = make(chan struct{})
+	}
+	todo = sessionOrder(todo)
+	waits := sessionWaits(todo)
+	for i, x := range todo {
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
@@ -334,6 +341,10 @@ func (e *Engine) runCases(ctx context.Context, w *runWrites, rs *runScope, cs *c
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
+			defer close(ended[i])
+			for _, j := range waits[i] {
+				<-ended[j] // started before this one: it ends
+			}
 			k, fin := e.executeCase(ctx, w, rs, x, drain)
 			if !fin {
 				return // stopped short: resumed by the next holder
@@ -348,6 +359,90 @@ func (e *Engine) runCases(ctx context.Context, w *runWrites, rs *runScope, cs *c
 		})
 	}
 	wg.Wait()
+}
+
+// sessionsOf lists the browser sessions x starts from (session: NAME) and
+// the ones it saves (saveSession: NAME).
+func sessionsOf(x *duet.Execution) (uses, saves []string) {
+	duet.WalkSteps(x.Steps, func(st *duet.Step) bool {
+		if st.Browser != nil && st.Browser.Session != "" {
+			switch st.Kind {
+			case "session":
+				uses = append(uses, st.Browser.Session)
+			case "saveSession":
+				saves = append(saves, st.Browser.Session)
+			}
+		}
+		return true
+	})
+	return uses, saves
+}
+
+// sessionOrder returns todo with every case that saves a browser session
+// before the cases that start from it, the order otherwise kept (the
+// cases run in their stored order, which need not be the file's; the
+// compiler checked that a saver exists above each user in the file).
+func sessionOrder(todo []*duet.Execution) []*duet.Execution {
+	unsaved := map[string]int{} // session → savers not placed yet
+	uses := make([][]string, len(todo))
+	saves := make([][]string, len(todo))
+	for i, x := range todo {
+		uses[i], saves[i] = sessionsOf(x)
+		for _, n := range saves[i] {
+			unsaved[n]++
+		}
+	}
+	out := make([]*duet.Execution, 0, len(todo))
+	placed := make([]bool, len(todo))
+	for len(out) < len(todo) {
+		next := -1
+		for i := range todo {
+			if placed[i] {
+				continue
+			}
+			ready := true
+			for _, n := range uses[i] {
+				if unsaved[n] > 0 && !slices.Contains(saves[i], n) {
+					ready = false
+				}
+			}
+			if ready {
+				next = i
+				break
+			}
+			if next == -1 {
+				next = -2 - i // the first unplaced case, for a cycle
+			}
+		}
+		if next < 0 {
+			next = -2 - next
+		}
+		placed[next] = true
+		out = append(out, todo[next])
+		for _, n := range saves[next] {
+			unsaved[n]--
+		}
+	}
+	return out
+}
+
+// sessionWaits gives, for each case of todo (in sessionOrder), the earlier
+// cases that save a browser session it starts from: with cases in
+// parallel it starts once those have ended. Each of them started before it
+// (todo's order), so waiting holds no slot another needs.
+func sessionWaits(todo []*duet.Execution) [][]int {
+	waits := make([][]int, len(todo))
+	savers := map[string][]int{}
+	for i, x := range todo {
+		uses, saves := sessionsOf(x)
+		for _, n := range uses {
+			waits[i] = append(waits[i], savers[n]...)
+		}
+		for _, n := range saves {
+			savers[n] = append(savers[n], i)
+		}
+	}
+	return waits
 }
 
 // endCancelled ends a run whose context ended while its cases ran: handed
