@@ -69,6 +69,12 @@ func testREST(t *testing.T, vars map[string]string) {
 		t.Fatalf("listTasks: %+v", tasks)
 	}
 	do("alice", "getTask", p("taskId", taskID), nil)
+	if src := decode[api.SuiteSourceOut](t, do("alice", "getSuiteSource", p("taskId", taskID), nil)); src.Source != apptest.Suite("plain") {
+		t.Fatalf("getSuiteSource: %+v", src)
+	}
+	if v := decode[api.Validation](t, do("alice", "validateSuite", nil, api.ValidateIn{Source: apptest.Suite("plain")})); !v.Valid {
+		t.Fatalf("validateSuite of a valid suite: %+v", v)
+	}
 	cases := decode[catalog.ListCasesOut](t, do("alice", "listCases", p("taskId", taskID), nil))
 	caseID := cases.Cases[0].ID
 	got := decode[catalog.GetCaseOut](t, do("alice", "getCase", p("caseId", caseID), nil))

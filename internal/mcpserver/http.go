@@ -158,9 +158,7 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 				return
 			}
 			defer slot.Release()
-			if !op.Stream {
-				state.slot = slot
-			}
+			state.slot = slot // a stream's too: Govern takes no second one
 		}
 		isToolCall := req.IsCall() && req.Method == "tools/call"
 		streaming := isToolCall && (req.Progress || o.Streams != nil && o.Streams(req.Name)) &&
