@@ -32,6 +32,7 @@ var notPages = map[string]string{
 	"GET /runs/{id}/events":    "the run's server-sent events (read by the run page's script)",
 	"GET /runs/{id}/report":    "the run's report, a document of internal/report framed by the run page",
 	"GET /record/{rid}/stream": "a recording's live view as server-sent events (read by the recorder page's script)",
+	"GET /schema/suite.json":   "the suite format's JSON Schema, read by the suite editor's completion (TestEditorCompletesFromTheSchema)",
 }
 
 // consoleEntry is a message Chromium wrote to the console of a page.
