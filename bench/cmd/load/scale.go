@@ -297,6 +297,10 @@ func newSchema(base string) (string, func()) {
 	}
 	q := u.Query()
 	q.Set("search_path", name)
+	// The schema's connections carry its name, so that backendCPU counts
+	// theirs alone: other clients of the server (tests run beside the
+	// benchmark) use the same database.
+	q.Set("application_name", name)
 	u.RawQuery = q.Encode()
 	return u.String(), func() {
 		if conn, err := pgx.Connect(ctx(), base); err == nil {
@@ -307,9 +311,11 @@ func newSchema(base string) (string, func()) {
 }
 
 // backendCPU returns a function for hammerAll's extra CPU: the first call
-// notes the CPU time of every PostgreSQL backend connected to the database
-// at u (the server processes serving Duet's pooled connections, read from
-// /proc) and returns 0; the second returns how much they used since.
+// notes the CPU time of every PostgreSQL backend connected with the
+// application name of the URL u (newSchema's: the server processes serving
+// the pooled connections of the Duets on that schema, read from /proc) and
+// returns 0; the second returns how much they used since. A backend that
+// connected in between counts from its start.
 func backendCPU(u string) func() time.Duration {
 	var first map[int]time.Duration
 	return func() time.Duration {
@@ -319,7 +325,7 @@ func backendCPU(u string) func() time.Duration {
 			return 0
 		}
 		defer conn.Close(ctx())
-		rows, err := conn.Query(ctx(), `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`)
+		rows, err := conn.Query(ctx(), `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = current_setting('application_name') AND pid <> pg_backend_pid()`)
 		if err != nil {
 			return 0
 		}
