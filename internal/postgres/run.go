@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/duet-test/duet"
@@ -462,29 +463,40 @@ func (d *DB) FindExecutionByID(ctx context.Context, viewer, id string) (*duet.Ex
 }
 
 // FindExecutionAndRun reads the execution, with its results, and its run,
-// with its totals, in one batch.
+// with its totals, in one statement.
 func (d *DB) FindExecutionAndRun(ctx context.Context, viewer, id string) (*duet.Execution, *duet.Run, error) {
 	return d.findExecution(ctx, viewer, id, true)
 }
 
 // findExecution reads the execution and its step results in one
-// statement; withRun, its run too, in the same batch.
+// statement; withRun, its run with its totals too, as a row value of the
+// same statement (the run it joins to check the visibility).
 func (d *DB) findExecution(ctx context.Context, viewer, id string, withRun bool) (*duet.Execution, *duet.Run, error) {
-	var b pgx.Batch
-	b.Queue(`SELECT `+execColumns+`, ARRAY(SELECT s.data::text FROM step_results s WHERE s.execution_id = e.id ORDER BY s.idx),
-			ARRAY(SELECT a.data FROM execution_attempts a WHERE a.execution_id = e.id ORDER BY a.attempt)
-		FROM executions e JOIN runs r ON r.id = e.run_id JOIN tasks t ON t.id = r.task_id WHERE e.id = $2`+visibility(viewer), viewer, id)
+	runCol := ``
 	if withRun {
-		b.Queue(`SELECT `+runWithTotals+` FROM runs r JOIN tasks t ON t.id = r.task_id
-			WHERE r.id = (SELECT x.run_id FROM executions x WHERE x.id = $2)`+visibility(viewer), viewer, id)
+		runCol = `, ROW(` + runWithTotals + `)`
 	}
-	br := d.pool.SendBatch(ctx, &b)
-	defer br.Close()
-	var results, attempts []string
-	e, err := scanExecution(tailRow{br.QueryRow(), []any{&results, &attempts}})
-	if errors.Is(err, pgx.ErrNoRows) {
+	rows, err := d.pool.Query(ctx, `SELECT `+execColumns+`, ARRAY(SELECT s.data::text FROM step_results s WHERE s.execution_id = e.id ORDER BY s.idx),
+			ARRAY(SELECT a.data FROM execution_attempts a WHERE a.execution_id = e.id ORDER BY a.attempt)`+runCol+`
+		FROM executions e JOIN runs r ON r.id = e.run_id JOIN tasks t ON t.id = r.task_id WHERE e.id = $2`+visibility(viewer), viewer, id)
+	if err != nil {
+		return nil, nil, mapErr(err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return nil, nil, mapErr(err)
+		}
 		return nil, nil, storerules.NotFound("execution", id)
-	} else if err != nil {
+	}
+	var results, attempts []string
+	var runRec pgtype.UndecodedBytes
+	tail := []any{&results, &attempts}
+	if withRun {
+		tail = append(tail, &runRec)
+	}
+	e, err := scanExecution(tailRow{rows, tail})
+	if err != nil {
 		return nil, nil, mapErr(err)
 	}
 	for _, data := range results {
@@ -497,16 +509,15 @@ func (d *DB) findExecution(ctx context.Context, viewer, id string, withRun bool)
 			return nil, nil, err
 		}
 	}
-	if !withRun {
-		return e, nil, mapErr(br.Close())
+	var run *duet.Run
+	if withRun {
+		// Decoded before the rows close (recordRow).
+		if run, err = scanRunTotals(recordRow{rows.Conn().TypeMap(), runRec}); err != nil {
+			return nil, nil, mapErr(err)
+		}
 	}
-	run, err := scanRunTotals(br.QueryRow())
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil, storerules.NotFound("execution", id)
-	} else if err != nil {
-		return nil, nil, mapErr(err)
-	}
-	return e, run, mapErr(br.Close())
+	rows.Close()
+	return e, run, mapErr(rows.Err())
 }
 
 // ClaimRun takes a queued run, or a running run whose lease expired (its
