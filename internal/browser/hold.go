@@ -50,8 +50,6 @@ type holder struct {
 	// holding is true once the browser holds new pages; set before the
 	// process takes sessions, read-only after.
 	holding bool
-
-	owned sync.Map // target.SessionID → struct{}: the sessions of the pages the browser held
 }
 
 // heldIDs start far above chromedp's ids (which count up from 1): a reply
@@ -166,15 +164,12 @@ func (h *holder) attachedTo(ev target.EventAttachedToTarget) {
 }
 
 // quiet returns errf without chromedp's complaint about the end of a
-// session the browser auto-attached (it knows only its own sessions).
+// session it did not attach: every page has one more, the one the browser
+// attached it under to hold it.
 func (h *holder) quiet(errf func(string, ...any)) func(string, ...any) {
 	return func(format string, args ...any) {
-		if format == "executor for %q doesn't exist" && len(args) == 1 {
-			if sid, ok := args[0].(target.SessionID); ok {
-				if _, mine := h.owned.LoadAndDelete(sid); mine {
-					return
-				}
-			}
+		if h.holding && format == "executor for %q doesn't exist" {
+			return
 		}
 		errf(format, args...)
 	}
@@ -211,7 +206,6 @@ func (p *Pool) holdPopups(b *process, bctx context.Context, h *holder) {
 			}
 			h.attachedTo(ev)
 			if ev.WaitingForDebugger {
-				h.owned.Store(ev.SessionID, struct{}{})
 				p.attached(b, h, ev)
 			}
 		}
