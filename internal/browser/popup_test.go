@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -258,5 +259,56 @@ func TestPopupFirstCallRouted(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestPopupFromAFrameGuarded: a popup that a frame of another site opens
+// (a frame in a process of its own) is held and guarded like the others:
+// its refused first request never reaches the server.
+func TestPopupFromAFrameGuarded(t *testing.T) {
+	t.Parallel()
+	requireChromium(t)
+	var farHits hits
+	far := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		farHits.add(r.URL.Path)
+		fmt.Fprint(w, `<title>Secret</title>`)
+	}))
+	t.Cleanup(far.Close)
+	frame := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!doctype html><title>Frame</title><a id="far" href="%s/secret" target="_blank" rel="noopener">Far</a>`, far.URL)
+	}))
+	t.Cleanup(frame.Close)
+	// The frame is of another site than the page (localhost, 127.0.0.1).
+	frameURL := strings.Replace(frame.URL, "127.0.0.1", "localhost", 1)
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!doctype html><title>Page</title><iframe id="f" src="%s/"></iframe>`, frameURL)
+	}))
+	t.Cleanup(site.Close)
+	p := NewPool(Options{MaxBrowsers: 1, Logger: testLogger(), Guard: &netguard.Policy{}})
+	t.Cleanup(p.Close)
+	ctx := testCtx(t, 60*time.Second)
+	s, err := p.NewSession(netguard.AllowURL(netguard.AllowURL(ctx, site.URL), frameURL), Device{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	if err := s.Open(ctx, site.URL+"/"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetFrame(ctx, []*Locator{{CSS: "#f"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Click(ctx, "#far"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.WaitForPopup(ctx)
+	if err == nil {
+		err = s.WaitFor(ctx, WaitCondition{URLContains: "/secret", Timeout: 10 * time.Second})
+	}
+	wantCode(t, err, duet.CodeURLRefused)
+	if n := farHits.of("/secret"); n != 0 {
+		t.Errorf("the refused server saw the first request of the frame's popup %d times", n)
 	}
 }
