@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chromedp/cdproto"
@@ -23,19 +24,21 @@ import (
 // and the case's routes on it. So the pool asks each browser to hold every
 // new page at its start (Target.setAutoAttach with waitForDebuggerOnStart,
 // at the browser's level) and lets it run only when it is ready: a page
-// that a session's tab opened becomes a tab of that session first (its own
-// protocol session, emulation, guard and routes), and only then runs; any
-// other page runs at once.
+// that a session's tab opened becomes a tab of that session first (its
+// own protocol session with the Fetch handler of the guard and the routes
+// on), and only then runs; any other page runs at once.
 //
 // A held page waits on the session the browser auto-attached for it, and
-// only a command on that session lets it run. chromedp routes the messages
-// of the sessions it attached itself, and sends on no other; so the pool
-// keeps its own handle on the connection to the browser: a relay of the
-// command pipe of a local browser (holdPipe), a wrapper of the WebSocket of
-// a remote one (holdConn). Through it goes one kind of message, the
-// Runtime.runIfWaitingForDebugger of a held page, in between chromedp's.
-// The replies and events of those sessions reach chromedp, which drops
-// them as it does for any session it does not know.
+// only a command on that session lets it run; and a page that has not run
+// (a link's target=_blank page, which has no document yet) answers none of
+// chromedp's attach, which waits for it. chromedp sends only its own
+// commands, on the sessions it attached itself, so the pool keeps its own
+// handle on the connection to the browser: a relay of the pipes of a local
+// browser (hold_unix.go), a wrapper of the WebSocket of a remote one
+// (remote.go). Through it go a few commands of the pool, in between
+// chromedp's — the Fetch.enable of the tab's session while chromedp's
+// attach waits, then the Runtime.runIfWaitingForDebugger of the held one —
+// and the replies to them come back to the pool, not to chromedp.
 
 // holder is the pool's handle on the connection to one browser.
 type holder struct {
@@ -48,8 +51,8 @@ type holder struct {
 	attach  map[target.ID]chan target.SessionID // under rmu: adoptions waiting for their session
 
 	// holding is true once the browser holds new pages; set before the
-	// process takes sessions, read-only after.
-	holding bool
+	// process takes sessions.
+	holding atomic.Bool
 }
 
 // heldIDs start far above chromedp's ids (which count up from 1): a reply
@@ -168,7 +171,7 @@ func (h *holder) attachedTo(ev target.EventAttachedToTarget) {
 // attached it under to hold it.
 func (h *holder) quiet(errf func(string, ...any)) func(string, ...any) {
 	return func(format string, args ...any) {
-		if h.holding && format == "executor for %q doesn't exist" {
+		if h.holding.Load() && format == "executor for %q doesn't exist" {
 			return
 		}
 		errf(format, args...)
@@ -181,7 +184,13 @@ func (h *holder) quiet(errf func(string, ...any)) func(string, ...any) {
 // not know the command, pages run at once as before: a popup is guarded
 // from when a session makes it its tab.
 func (p *Pool) holdPopups(b *process, bctx context.Context, h *holder) {
-	if h == nil || h.write == nil {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	handle := h.write != nil
+	h.mu.Unlock()
+	if !handle {
 		return
 	}
 	ctx, cancel := context.WithCancel(bctx)
@@ -197,7 +206,7 @@ func (p *Pool) holdPopups(b *process, bctx context.Context, h *holder) {
 		p.log.Warn("browser: the browser cannot hold new pages; a popup's first requests are guarded and routed only once the session attaches to it", "browser", b.id, "err", err)
 		return
 	}
-	h.holding = true
+	h.holding.Store(true)
 	go func() {
 		defer cancel()
 		for ev, err := range events {

@@ -44,7 +44,7 @@ func (s *Session) current() *tab {
 func (s *Session) watchTabs() {
 	created := chromedp.Events(s.ctx, target.TargetCreated)
 	destroyed := chromedp.Events(s.ctx, target.TargetDestroyed)
-	if s.proc.hold != nil && s.proc.hold.holding {
+	if s.proc.hold != nil && s.proc.hold.holding.Load() {
 		// The browser holds the new pages: the pool adds them as they
 		// attach (hold.go), before they run.
 		created = nil
