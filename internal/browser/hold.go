@@ -350,15 +350,7 @@ func (s *Session) adoptHeld(ctx context.Context, tb *tab, h *holder, held target
 	if err := h.resume(held); err != nil {
 		return fail(err)
 	}
-	err := <-done
-	if !stop() && err == nil {
-		err = ctx.Err()
-	}
-	if err != nil {
-		tcancel()
-		return fmt.Errorf("attach to the new tab: %w", err)
-	}
-	return s.setUpTab(ctx, tctx, tcancel, tb, ctxs)
+	return s.attachEnded(ctx, stop, <-done, tctx, tcancel, tb, ctxs)
 }
 
 // attachTab attaches to the page of tb, emulates the session's device and
@@ -369,7 +361,12 @@ func (s *Session) attachTab(ctx context.Context, tb *tab) error {
 	tctx, tcancel := chromedp.NewContext(s.ctx, chromedp.WithTargetID(tb.id), chromedp.WithListener(ctxs.listen))
 	// The first Do binds the life of the tab to tctx; ctx bounds the wait.
 	stop := context.AfterFunc(ctx, tcancel)
-	err := chromedp.Do(tctx)
+	return s.attachEnded(ctx, stop, chromedp.Do(tctx), tctx, tcancel, tb, ctxs)
+}
+
+// attachEnded ends the attach of tctx, bounded by ctx (stop ends the
+// bound), that returned err: the tab is set up, or closed with the error.
+func (s *Session) attachEnded(ctx context.Context, stop func() bool, err error, tctx context.Context, tcancel context.CancelFunc, tb *tab, ctxs *contexts) error {
 	if !stop() && err == nil {
 		err = ctx.Err()
 	}
