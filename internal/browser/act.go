@@ -67,7 +67,7 @@ type actOpts struct {
 	Stable   bool         `json:"stable,omitempty"`
 	Scroll   bool         `json:"scroll,omitempty"`
 	Hit      bool         `json:"hit,omitempty"`
-	Guard    bool         `json:"guard,omitempty"`
+	Guard    string       `json:"guard,omitempty"` // click, hover or drag: watch the action's events (hit.go)
 	Point    bool         `json:"point,omitempty"`
 	Top      bool         `json:"top,omitempty"`
 	Fit      string       `json:"fit,omitempty"`
@@ -91,13 +91,13 @@ func actionOpts(a Action) (actOpts, string, error) {
 	pointer := actOpts{Visible: true, Enabled: true, Stable: true, Scroll: true, Hit: true}
 	switch a.Kind {
 	case ActClick, ActDblClick:
-		pointer.Guard = true
+		pointer.Guard = "click"
 		return pointer, "", nil
 	case ActHover:
-		pointer.Enabled = false
+		pointer.Enabled, pointer.Guard = false, "hover"
 		return pointer, "", nil
 	case ActCheck, ActUncheck:
-		pointer.Fit, pointer.Op, pointer.Guard = "check", "checked", true
+		pointer.Fit, pointer.Op, pointer.Guard = "check", "checked", "click"
 		return pointer, "a checkbox, a radio button or an element with aria-checked", nil
 	case ActFill, ActClear:
 		return actOpts{Visible: true, Enabled: true, Editable: true, Fit: "text", Op: "fill", Value: a.Value}, "an input, textarea or contenteditable element", nil
@@ -131,7 +131,7 @@ func actionOpts(a Action) (actOpts, string, error) {
 		if a.To == nil {
 			return actOpts{}, "", duet.Errorf(duet.CodeInvalidArgument, "drag: no drop target")
 		}
-		pointer.Enabled = false
+		pointer.Enabled, pointer.Guard = false, "drag"
 		return pointer, "", nil
 	}
 	return actOpts{}, "", duet.Errorf(duet.CodeInvalidArgument, "unknown action %q", a.Kind)
@@ -142,15 +142,16 @@ func actionOpts(a Action) (actOpts, string, error) {
 // point the mouse will use, editable for a field (each as the action
 // needs) — and performs it, within ctx's deadline. The wait is driven by
 // the page: it looks again when the DOM changes, or at the next animation
-// frame for what moves. A click, double click, check or uncheck is then
-// watched in the page event by event: one that would reach another element
-// (the page moved the target in between) is stopped before the page sees
-// it, and the action starts again (hit.go).
+// frame for what moves. A click, double click, check, uncheck, hover or
+// drag is then watched in the page event by event: one that would reach
+// another element (the page moved the target in between) is stopped before
+// the page sees it, and the action starts again (hit.go).
 //
 // Errors: CodeElementNotFound when nothing matches (or stays hidden) in
 // time; CodeLocatorAmbiguous at once when a strict target matches several
 // elements; CodeStepTimeout when the element stays covered, disabled,
-// read-only or moving, or another element would keep receiving the click; CodeInvalidArgument for a bad locator, a bad key or
+// read-only or moving, or another element would keep receiving the click
+// (the hover, the drag); CodeInvalidArgument for a bad locator, a bad key or
 // an element the action does not fit (fill of a <div>); CodeTooLarge for an
 // upload over its bounds; CodeCancelled and CodeBrowserError.
 func (s *Session) Act(ctx context.Context, t Target, a Action) error {
@@ -198,20 +199,14 @@ func (s *Session) Act(ctx context.Context, t Target, a Action) error {
 	}
 	defer s.releaseWorld(c, w)
 	o.Top = !w.frame
-	if o.Guard {
+	if o.Guard != "" {
 		return s.click(c, w, t, want, o, a, button, mods)
 	}
 	r, err := s.resolve(c, w, t, want, o)
 	if err != nil {
 		return err
 	}
-	x, y, err := s.toViewport(c, w, r.X, r.Y)
-	if err != nil {
-		return s.fail(c, err, nil)
-	}
 	switch a.Kind {
-	case ActHover:
-		err = chromedp.Do(c.c, chromedp.MouseEvent(chromedp.MouseMoved, x, y, chromedp.ButtonModifiers(mods...)))
 	case ActFill:
 		if !r.Has && a.Value != "" {
 			// One edit, as a paste or an input method commits text: the
@@ -225,8 +220,6 @@ func (s *Session) Act(ctx context.Context, t Target, a Action) error {
 		err = s.typeKeys(c, a.Value, a.Delay)
 	case ActPress:
 		err = chromedp.Do(c.c, chromedp.KeyEvent(keyText, chromedp.KeyModifiers(keyMods...)))
-	case ActDrag:
-		err = s.drop(c, w, x, y, *a.To)
 	}
 	return s.fail(c, err, nil)
 }

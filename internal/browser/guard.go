@@ -26,15 +26,15 @@ type refusal struct {
 // frames, and each hop of their redirects — and lets through only those
 // that the pool's guard allows. A shared session also notes the origins it
 // visits, to clear their storage at the end. The same handler applies the
-// session's routes (route.go), after the guard.
-func (s *Session) startGuard(tctx context.Context) error {
+// session's routes (route.go), after the guard. cctx bounds the commands.
+func (s *Session) startGuard(tctx, cctx context.Context) error {
 	if err := s.watchNetwork(tctx); err != nil {
 		return err
 	}
 	if s.pool.opts.Guard == nil && !s.shared && !s.net.routing() {
 		return nil
 	}
-	return s.intercept(tctx, tctx)
+	return s.intercept(tctx, cctx)
 }
 
 // judge lets a paused request of the tab of tctx go on, or fails it when

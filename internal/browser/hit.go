@@ -10,8 +10,9 @@ import (
 	"github.com/duet-test/duet"
 )
 
-// click clicks, double-clicks, checks or unchecks the element of t, and
-// makes sure that the click lands on it. The actionability checks pass a
+// click clicks, double-clicks, checks, unchecks, hovers or drags the
+// element of t, and makes sure that the click (the hover, the drag's press)
+// lands on it. The actionability checks pass a
 // moment before the mouse goes down, and a page can move the element in
 // between — the press itself can: a field that loses the focus shows a
 // hint above a checkbox. So the check script leaves a guard in the page
@@ -23,8 +24,12 @@ import (
 // the click", as Playwright says.
 func (s *Session) click(c *call, w *world, t Target, want string, o actOpts, a Action, button input.MouseButton, mods []chromedp.Modifier) error {
 	var missed string // what the last click would have reached instead
+	what := map[string]string{"hover": "the hover", "drag": "the drag"}[o.Guard]
+	if what == "" {
+		what = "the click"
+	}
 	missedErr := func(err error) error {
-		return opError(duet.CodeStepTimeout, c.op, err, "%s: element %s did not receive the click: another element would receive the click: %s (after %s)", c.op, t, missed, c.elapsed())
+		return opError(duet.CodeStepTimeout, c.op, err, "%s: element %s did not receive %s: another element would receive %s: %s (after %s)", c.op, t, what, what, missed, c.elapsed())
 	}
 	for delay := time.Duration(0); ; delay = min(max(2*delay, 20*time.Millisecond), 500*time.Millisecond) {
 		r, err := s.resolve(c, w, t, want, o)
@@ -56,6 +61,10 @@ func (s *Session) click(c *call, w *world, t Target, want string, o actOpts, a A
 				return nil
 			}
 			err = chromedp.Do(c.c, chromedp.MouseEvent(chromedp.MouseMoved, x, y), chromedp.MouseClickXY(x, y))
+		case ActHover:
+			err = chromedp.Do(c.c, chromedp.MouseEvent(chromedp.MouseMoved, x, y, chromedp.ButtonModifiers(mods...)))
+		case ActDrag:
+			err = s.drop(c, w, x, y, *a.To)
 		}
 		v := s.hitVerdict(c, w) // also takes the guard away after a failed click
 		if err != nil {
@@ -74,7 +83,7 @@ func (s *Session) click(c *call, w *world, t Target, want string, o actOpts, a A
 			return nil
 		}
 		missed = v
-		s.pool.log.Debug("browser: a click would have reached another element; clicking again", "op", c.op, "target", t.String(), "instead", v)
+		s.pool.log.Debug("browser: an action would have reached another element; acting again", "op", c.op, "target", t.String(), "instead", v)
 		if err := sleep(c.c, delay); err != nil {
 			if e := ctxCancelled(c.ctx, c.op, err); e != nil {
 				return e

@@ -82,6 +82,82 @@ document.getElementById('item').addEventListener('mousedown', () => {
 </script>`),
 }
 
+// TestHoverAndDragThatWouldMiss: a hover or a drag whose events would
+// reach another element — a cover the page shows over the target as the
+// pointer arrives, or as the drag's press begins — fails within the step's
+// time, naming that element, and the page sees no hover of the target (no
+// mouseover) and no drag (no dragstart, no drop); with nothing in the
+// way, both still work.
+func TestHoverAndDragThatWouldMiss(t *testing.T) {
+	t.Parallel()
+	const cover = `<style>#cover { position: absolute; left: 0; top: 0; width: 400px; height: 200px; background: #eee; display: none }</style>`
+	pages := map[string]string{
+		"/hover": htmlPage("Hover", cover, `<button id="menu" style="width: 200px; height: 40px">Menu</button><div id="cover"></div><p id="log"></p>
+<script>
+const menu = document.getElementById('menu');
+menu.addEventListener('pointerover', () => { if (location.hash === '#cover') document.getElementById('cover').style.display = 'block'; });
+menu.addEventListener('mouseover', () => { document.getElementById('log').textContent += 'hover;'; });
+</script>`),
+		"/drag": htmlPage("Drag", cover, `<div id="card" draggable="true" style="width: 200px; height: 40px; background: #ccf">Card</div>
+<div id="done" style="margin-top: 220px; width: 200px; height: 60px; background: #cfc">Done</div><div id="cover"></div><p id="log"></p>
+<script>
+const log = (s) => { document.getElementById('log').textContent += s + ';'; };
+const card = document.getElementById('card'), done = document.getElementById('done');
+card.addEventListener('pointerdown', () => { if (location.hash === '#cover') document.getElementById('cover').style.display = 'block'; });
+card.addEventListener('dragstart', (e) => { e.dataTransfer.setData('text/plain', 'card'); log('dragstart'); });
+done.addEventListener('dragover', (e) => e.preventDefault());
+done.addEventListener('drop', (e) => { e.preventDefault(); log('drop:' + e.dataTransfer.getData('text/plain')); });
+</script>`),
+	}
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		page, ok := pages[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write([]byte(page))
+	}))
+	t.Cleanup(site.Close)
+	s := newSession(t, sharedPool(t), "desktop")
+	ctx := testCtx(t, 60*time.Second)
+	css := func(sel string) Target { return Target{Locator: &Locator{CSS: sel}} }
+	drag := Action{Kind: ActDrag, To: &Locator{CSS: "#done"}}
+	for _, tc := range []struct {
+		path string
+		a    Action
+		what string
+		want string // the log with nothing in the way
+	}{
+		{"/hover", Action{Kind: ActHover}, "the hover", "hover;"},
+		{"/drag", drag, "the drag", "dragstart;drop:card;"},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			open(t, s, site, tc.path+"#cover")
+			sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			target := "#menu"
+			if tc.a.Kind == ActDrag {
+				target = "#card"
+			}
+			err := s.Act(sctx, css(target), tc.a)
+			wantCode(t, err, duet.CodeStepTimeout, "another element would receive "+tc.what, `<div id="cover">`)
+			if got, err := s.Text(ctx, "#log"); err != nil || got != "" {
+				t.Errorf("the page saw %q, %v; want nothing", got, err)
+			}
+
+			open(t, s, site, tc.path)
+			if err := s.Act(ctx, css(target), tc.a); err != nil {
+				t.Fatalf("with nothing in the way: %v", err)
+			}
+			if err := s.WaitFor(ctx, WaitCondition{Selector: "#log", Text: tc.want, Timeout: 10 * time.Second}); err != nil {
+				got, _ := s.Text(ctx, "#log")
+				t.Errorf("with nothing in the way the page saw %q, want %q: %v", got, tc.want, err)
+			}
+		})
+	}
+}
+
 // TestClickThatWouldMiss: a click whose release would reach another
 // element fails, within the step's time, naming that element, and no
 // handler of the page sees a click at all; a target that acts on the press

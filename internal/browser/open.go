@@ -120,7 +120,7 @@ func (p *Pool) setUp(s *Session, tctx context.Context, device Device) error {
 	for i, a := range acts {
 		wg.Go(func() { errs[i] = chromedp.Do(tctx, a) })
 	}
-	wg.Go(func() { errs[len(acts)] = s.startGuard(tctx) })
+	wg.Go(func() { errs[len(acts)] = s.startGuard(tctx, tctx) })
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return err

@@ -98,6 +98,8 @@ type process struct {
 
 	sessions int
 	dead     bool // exited or shutting down: take no new session
+
+	hold *holder // the pool's handle on the connection (hold.go)
 }
 
 // Stats is a snapshot of the counters of a Pool.
@@ -478,9 +480,11 @@ func (p *Pool) startLocked(execPath string) *process {
 func (p *Pool) runRemote(b *process) {
 	defer p.wg.Done()
 	begin := time.Now()
-	bctx, stop, err := p.opts.Remote.connect(p.ctx, p.chromeLog(slog.LevelDebug, b.id), p.chromeLog(slog.LevelWarn, b.id))
+	b.hold = &holder{}
+	bctx, stop, err := p.opts.Remote.connect(p.ctx, p.chromeLog(slog.LevelDebug, b.id), p.chromeErrors(b.id, b.hold), b.hold)
 	if err == nil {
 		p.log.Info("browser: attached to a remote browser", "browser", b.id, "name", p.remoteName(), "took", time.Since(begin).Round(time.Millisecond))
+		p.holdPopups(b, bctx, b.hold)
 	} else if p.ctx.Err() == nil {
 		p.log.Warn("browser: cannot attach to a remote browser", "browser", b.id, "name", p.remoteName(), "err", err)
 	}
@@ -532,11 +536,13 @@ func (p *Pool) run(b *process, execPath string) {
 		return
 	}
 
+	b.hold = &holder{}
+	opts = append(opts, b.hold.relay())
 	base, stop := context.WithCancel(p.ctx)
 	actx, acancel := chromedp.NewExecAllocator(base, opts...)
 	bctx, bcancel := chromedp.NewContext(actx,
 		chromedp.WithLogf(p.chromeLog(slog.LevelDebug, b.id)),
-		chromedp.WithErrorf(p.chromeLog(slog.LevelWarn, b.id)))
+		chromedp.WithErrorf(p.chromeErrors(b.id, b.hold)))
 	timer := time.AfterFunc(startTimeout, stop)
 	err = chromedp.Do(bctx) // starts the process; bctx bounds its life
 	timer.Stop()
@@ -546,6 +552,7 @@ func (p *Pool) run(b *process, execPath string) {
 			pid = proc.Pid
 		}
 		p.log.Info("browser: process started", "browser", b.id, "pid", pid, "took", time.Since(begin).Round(time.Millisecond))
+		p.holdPopups(b, bctx, b.hold)
 	} else if p.ctx.Err() == nil {
 		p.log.Error("browser: process failed to start", "browser", b.id, "exec", execPath, "err", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -122,5 +123,192 @@ func TestPopupRequestsAnsweredInThePopup(t *testing.T) {
 	wantCode(t, err, duet.CodeURLRefused)
 	if n := farHits.of("/secret"); n != 0 {
 		t.Errorf("the refused server saw the popup's navigation %d times", n)
+	}
+}
+
+// popupPools returns the pools the first-request tests run on: local
+// Chromium, and a Chromium started separately and reached as a remote
+// browser (DUET_BROWSER_URL's path).
+func popupPools(t *testing.T) map[string]func(*testing.T) *Pool {
+	return map[string]func(*testing.T) *Pool{
+		"local": func(t *testing.T) *Pool {
+			p := NewPool(Options{MaxBrowsers: 1, Logger: testLogger(), Guard: &netguard.Policy{}})
+			t.Cleanup(p.Close)
+			return p
+		},
+		"remote": func(t *testing.T) *Pool {
+			b := startChromium(t)
+			return remotePool(t, Remote{URL: b.WS}, Options{Guard: &netguard.Policy{}})
+		},
+	}
+}
+
+// TestPopupFirstRequestsGuarded: a page that a link with target=_blank
+// rel=noopener opens at a host the network guard refuses is refused from
+// its very first request: its server never sees it. (The popup loaded
+// before Duet attached to it, unguarded.)
+func TestPopupFirstRequestsGuarded(t *testing.T) {
+	t.Parallel()
+	requireChromium(t)
+	for name, pool := range popupPools(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var farHits hits
+			far := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				farHits.add(r.URL.Path)
+				fmt.Fprint(w, `<title>Secret</title>`)
+			}))
+			t.Cleanup(far.Close)
+			site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/html; charset=utf-8")
+				fmt.Fprintf(w, `<!doctype html><title>Opener</title><a id="far" href="%s/secret" target="_blank" rel="noopener">Far</a>`, far.URL)
+			}))
+			t.Cleanup(site.Close)
+			p := pool(t)
+			ctx := testCtx(t, 60*time.Second)
+			s, err := p.NewSession(netguard.AllowURL(ctx, site.URL), Device{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(s.Close)
+			if err := s.Open(ctx, site.URL+"/"); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Click(ctx, "#far"); err != nil {
+				t.Fatal(err)
+			}
+			_, err = s.WaitForPopup(ctx)
+			if err == nil {
+				// The popup is the current tab: its navigation ends refused.
+				err = s.WaitFor(ctx, WaitCondition{URLContains: "/secret", Timeout: 10 * time.Second})
+			}
+			wantCode(t, err, duet.CodeURLRefused)
+			if n := farHits.of("/secret"); n != 0 {
+				t.Errorf("the refused server saw the popup's first request %d times", n)
+			}
+		})
+	}
+}
+
+// TestPopupFirstCallRouted: a popup whose page calls an API as it loads
+// gets the answer of the case's route, both when a link with
+// target=_blank rel=noopener opens it and when window.open does; the real
+// server never sees the call. (The popup's first requests left before Duet
+// attached to it, unrouted.)
+func TestPopupFirstCallRouted(t *testing.T) {
+	t.Parallel()
+	requireChromium(t)
+	openers := map[string]string{
+		"noopener":    `<a id="open" href="/popup" target="_blank" rel="noopener">Open</a>`,
+		"window.open": `<button id="open" onclick="window.open('/popup')">Open</button>`,
+	}
+	for name, pool := range popupPools(t) {
+		for how, opener := range openers {
+			t.Run(name+"/"+how, func(t *testing.T) {
+				t.Parallel()
+				var siteHits hits
+				site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					siteHits.add(r.URL.Path)
+					switch r.URL.Path {
+					case "/":
+						w.Header().Set("Content-Type", "text/html; charset=utf-8")
+						fmt.Fprint(w, `<!doctype html><title>Opener</title>`+opener)
+					case "/popup":
+						w.Header().Set("Content-Type", "text/html; charset=utf-8")
+						fmt.Fprint(w, `<!doctype html><title>Popup</title><p id="first">waiting</p>
+<script>fetch('/api/first').then(r => r.json()).then(j => { document.getElementById('first').textContent = j.from })</script>`)
+					case "/api/first":
+						w.Header().Set("Content-Type", "application/json")
+						fmt.Fprint(w, `{"from": "the server"}`)
+					default:
+						http.NotFound(w, r)
+					}
+				}))
+				t.Cleanup(site.Close)
+				p := pool(t)
+				ctx := testCtx(t, 60*time.Second)
+				s, err := p.NewSession(netguard.AllowURL(ctx, site.URL), Device{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(s.Close)
+				if err := s.Open(ctx, site.URL+"/"); err != nil {
+					t.Fatal(err)
+				}
+				err = s.AddRoute(ctx, Route{URL: regexp.MustCompile(`^.*/api/first$`), Fulfil: true,
+					Headers: map[string]string{"Content-Type": "application/json"}, Body: []byte(`{"from": "the route"}`)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Click(ctx, "#open"); err != nil {
+					t.Fatal(err)
+				}
+				if n, err := s.WaitForPopup(ctx); err != nil || n != 2 {
+					t.Fatalf("WaitForPopup: %d, %v", n, err)
+				}
+				// Either answer ends the wait: the test fails on the server's.
+				err = s.WaitFor(ctx, WaitCondition{Selector: "#first", Text: "the ", Timeout: 20 * time.Second})
+				if err != nil {
+					t.Fatalf("the popup's first call got no answer: %v", err)
+				}
+				if got, _ := s.Text(ctx, "#first"); got != "the route" {
+					t.Errorf("the popup's first call was answered by %q, not the route", got)
+				}
+				if n := siteHits.of("/api/first"); n != 0 {
+					t.Errorf("the server saw the popup's mocked first call %d times", n)
+				}
+			})
+		}
+	}
+}
+
+// TestPopupFromAFrameGuarded: a popup that a frame of another site opens
+// (a frame in a process of its own) is held and guarded like the others:
+// its refused first request never reaches the server.
+func TestPopupFromAFrameGuarded(t *testing.T) {
+	t.Parallel()
+	requireChromium(t)
+	var farHits hits
+	far := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		farHits.add(r.URL.Path)
+		fmt.Fprint(w, `<title>Secret</title>`)
+	}))
+	t.Cleanup(far.Close)
+	frame := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!doctype html><title>Frame</title><a id="far" href="%s/secret" target="_blank" rel="noopener">Far</a>`, far.URL)
+	}))
+	t.Cleanup(frame.Close)
+	// The frame is of another site than the page (localhost, 127.0.0.1).
+	frameURL := strings.Replace(frame.URL, "127.0.0.1", "localhost", 1)
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!doctype html><title>Page</title><iframe id="f" src="%s/"></iframe>`, frameURL)
+	}))
+	t.Cleanup(site.Close)
+	p := NewPool(Options{MaxBrowsers: 1, Logger: testLogger(), Guard: &netguard.Policy{}})
+	t.Cleanup(p.Close)
+	ctx := testCtx(t, 60*time.Second)
+	s, err := p.NewSession(netguard.AllowURL(netguard.AllowURL(ctx, site.URL), frameURL), Device{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	if err := s.Open(ctx, site.URL+"/"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetFrame(ctx, []*Locator{{CSS: "#f"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Click(ctx, "#far"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.WaitForPopup(ctx)
+	if err == nil {
+		err = s.WaitFor(ctx, WaitCondition{URLContains: "/secret", Timeout: 10 * time.Second})
+	}
+	wantCode(t, err, duet.CodeURLRefused)
+	if n := farHits.of("/secret"); n != 0 {
+		t.Errorf("the refused server saw the first request of the frame's popup %d times", n)
 	}
 }

@@ -13,9 +13,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
+	"github.com/chromedp/cdproto"
 	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/chromedp"
@@ -263,7 +265,7 @@ func checkProduct(product, name string) error {
 // connect attaches to the remote browser of r under base: it finds the
 // WebSocket address, connects, and checks the browser's version. The
 // returned context is the browser's: it ends when the connection drops.
-func (r *Remote) connect(base context.Context, logf, errf func(string, ...any)) (context.Context, context.CancelFunc, error) {
+func (r *Remote) connect(base context.Context, logf, errf func(string, ...any), h *holder) (context.Context, context.CancelFunc, error) {
 	ep, err := r.endpoint()
 	if err != nil {
 		return nil, nil, err
@@ -298,7 +300,7 @@ func (r *Remote) connect(base context.Context, logf, errf func(string, ...any)) 
 			wu.Host = net.JoinHostPort(ip, wu.Port())
 		}
 	}
-	actx, acancel := remote.NewAllocator(base, wu.String(), remote.NoModifyURL, remote.WithDialTimeout(connectTimeout))
+	actx, acancel := chromedp.NewAllocatorContext(base, &dialer{url: wu.String(), hold: h})
 	bctx, bcancel := chromedp.NewContext(actx, chromedp.WithLogf(logf), chromedp.WithErrorf(errf))
 	stop := func() { bcancel(); acancel() }
 	connected := make(chan error, 1)
@@ -368,3 +370,66 @@ func resolveHost(ctx context.Context, host string) (string, error) {
 	}
 	return addrs[0], nil
 }
+
+// dialer is the allocator of a remote browser: chromedp's remote allocator
+// (the WebSocket at url, with no change to the address), which also gives
+// hold the pool's handle on the connection (hold.go).
+type dialer struct {
+	url  string
+	hold *holder
+	wg   sync.WaitGroup
+}
+
+// Allocate connects to the browser.
+func (a *dialer) Allocate(ctx context.Context, opts ...chromedp.BrowserOption) (*chromedp.Browser, error) {
+	if chromedp.FromContext(ctx) == nil {
+		return nil, chromedp.ErrInvalidContext
+	}
+	// The connection outlives ctx until the pages of the browser's
+	// context are closed.
+	wctx, cancel := context.WithCancel(context.Background())
+	a.wg.Go(func() {
+		<-ctx.Done()
+		chromedp.Cancel(ctx)
+		cancel()
+	})
+	dctx, dcancel := context.WithTimeout(wctx, connectTimeout)
+	defer dcancel()
+	conn, err := remote.DialContext(dctx, a.url)
+	if err != nil {
+		return nil, fmt.Errorf("could not dial %q: %w", a.url, err)
+	}
+	if a.hold == nil {
+		return chromedp.NewBrowserTransport(wctx, conn, opts...)
+	}
+	a.hold.mu.Lock()
+	a.hold.write = func(m *cdproto.Message) error { return conn.Write(wctx, m) } // Conn.Write is safe beside chromedp's
+	a.hold.mu.Unlock()
+	return chromedp.NewBrowserTransport(wctx, heldConn{conn, a.hold}, opts...)
+}
+
+// heldConn is the connection to a remote browser, which hands the replies
+// to the holder's commands to the holder and the rest to chromedp.
+type heldConn struct {
+	*remote.Conn
+	hold *holder
+}
+
+// Read reads the next message for chromedp.
+func (c heldConn) Read(ctx context.Context, msg *cdproto.Message) error {
+	for {
+		if err := c.Conn.Read(ctx, msg); err != nil {
+			return err
+		}
+		if !c.hold.deliver(msg) {
+			return nil
+		}
+		*msg = cdproto.Message{}
+	}
+}
+
+// Wait waits until the connection is closed.
+func (a *dialer) Wait() { a.wg.Wait() }
+
+// Attaches tells chromedp that the browser runs already.
+func (a *dialer) Attaches() bool { return true }

@@ -145,18 +145,30 @@ func (n *netState) notifyLocked() {
 
 // watchNetwork logs the requests of the tab of tctx (once per tab).
 func (s *Session) watchNetwork(tctx context.Context) error {
-	n := &s.net
-	n.mu.Lock()
-	if n.watching[tctx] {
-		n.mu.Unlock()
+	if !s.net.watch(tctx) {
 		return nil
+	}
+	return chromedp.Listen(tctx, s.net.logger(tctx))
+}
+
+// watch notes that the requests of the tab of tctx are logged from now on;
+// false when they were already.
+func (n *netState) watch(tctx context.Context) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.watching[tctx] {
+		return false
 	}
 	if n.watching == nil {
 		n.watching, n.byID = map[context.Context]bool{}, map[network.RequestID]*netRequest{}
 	}
 	n.watching[tctx] = true
-	n.mu.Unlock()
-	return chromedp.Listen(tctx, func(ev any) {
+	return true
+}
+
+// logger returns the listener that logs the requests of the tab of tctx.
+func (n *netState) logger(tctx context.Context) func(ev any) {
+	return func(ev any) {
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		switch e := ev.(type) {
@@ -192,47 +204,65 @@ func (s *Session) watchNetwork(tctx context.Context) error {
 			return
 		}
 		n.notifyLocked()
-	})
+	}
 }
 
 // intercept starts the Fetch handler of the tab of tctx (once per tab) and
 // sets what it pauses: the document requests for the guard, and every
 // request when the session has routes.
 func (s *Session) intercept(tctx context.Context, cctx context.Context) error {
-	n := &s.net
-	n.mu.Lock()
-	first := !n.intercepting[tctx]
-	if n.intercepting == nil {
-		n.intercepting = map[context.Context]bool{}
-	}
-	n.intercepting[tctx] = true
-	all := len(n.routes) > 0
-	n.mu.Unlock()
-	pattern := &fetch.RequestPattern{URLPattern: "*", RequestStage: fetch.RequestStageRequest}
-	if !all {
-		pattern.ResourceType = network.ResourceTypeDocument
-	}
+	first := s.net.startIntercepting(tctx)
 	if first {
 		events := chromedp.Events(tctx, fetch.RequestPaused)
 		mainFrame := ""
 		if c := chromedp.FromContext(tctx); c != nil && c.Target != nil {
 			mainFrame = string(c.Target.TargetID)
 		}
+		judge := s.judgeIn(tctx, mainFrame)
 		s.dialogs.Go(func() {
 			for ev, err := range events {
 				if err != nil {
 					return
 				}
-				// A name lookup or a route's delay may take a moment:
-				// each request on its own, so that one does not hold
-				// the others.
-				s.dialogs.Go(func() { s.judge(tctx, ev, string(ev.FrameID) == mainFrame) })
+				judge(&ev)
 			}
 		})
 	}
 	ctx, cancel := bind(tctx, cctx)
 	defer cancel()
-	return chromedp.Do(ctx, command(fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{pattern}}))
+	return chromedp.Do(ctx, command(fetch.Enable, s.net.fetchParams()))
+}
+
+// startIntercepting notes that the Fetch handler of the tab of tctx runs
+// from now on; false when it already did.
+func (n *netState) startIntercepting(tctx context.Context) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	first := !n.intercepting[tctx]
+	if n.intercepting == nil {
+		n.intercepting = map[context.Context]bool{}
+	}
+	n.intercepting[tctx] = true
+	return first
+}
+
+// fetchParams is the Fetch.enable of a tab of the session: the document
+// requests for the guard, and every request when the session has routes.
+func (n *netState) fetchParams() fetch.EnableParams {
+	pattern := &fetch.RequestPattern{URLPattern: "*", RequestStage: fetch.RequestStageRequest}
+	if !n.routing() {
+		pattern.ResourceType = network.ResourceTypeDocument
+	}
+	return fetch.EnableParams{Patterns: []*fetch.RequestPattern{pattern}}
+}
+
+// judgeIn returns the Fetch handler of the tab of tctx, whose top frame is
+// mainFrame: each paused request judged on its own, so that a name lookup
+// or a route's delay does not hold the others.
+func (s *Session) judgeIn(tctx context.Context, mainFrame string) func(ev *fetch.EventRequestPaused) {
+	return func(ev *fetch.EventRequestPaused) {
+		s.dialogs.Go(func() { s.judge(tctx, *ev, string(ev.FrameID) == mainFrame) })
+	}
 }
 
 // AddRoute adds a route to the session: from now on, in every tab of the

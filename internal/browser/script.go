@@ -305,7 +305,7 @@ const $actionable = async (q, o, els) => {
 		if (v.state) return v;
 		Object.assign(res, v);
 	}
-	if (o.guard) $guardHits(el, px, py);
+	if (o.guard) $guardHits(el, px, py, o.guard);
 	return res;
 };
 // The element at a point, looking into open shadow roots.
@@ -326,37 +326,46 @@ const $receives = (el, hit) => {
 	}
 	return false;
 };
-// $guardHits checks, at each event of the click that comes next (trusted
-// pointer and mouse events, seen first in the capture phase of the
-// element's window), that the element at the click's point (x, y, in the
+// $guardHits checks, at each event of the action that comes next (trusted
+// pointer, mouse and drag events, seen first in the capture phase of the
+// element's window), that the element at the action's point (x, y, in the
 // document's client coordinates: an event's own clientX is in the visual
 // viewport's on a zoomed-out mobile page) is still el:
-// a page that moves el between the check above and the click (a hint
-// shown when a field loses the focus on the press) must not get the click
-// on another element. The first event that would reach another element,
-// and every event after it, is stopped and its default action prevented;
-// the verdict (jsHitVerdict) names that element, and Act clicks again.
-// Once el has left the document (a menu item that acts on the press and
-// goes), the rest of the click goes through.
+// a page that moves el between the check above and the action (a hint
+// shown when a field loses the focus on the press) must not get the click,
+// the hover or the drag on another element. The first event that would
+// reach another element, and every event after it, is stopped and its
+// default action prevented (a drag does not start); the verdict
+// (jsHitVerdict) names that element, and Act acts again. A click is
+// checked at each of its events, a hover at each event of the move, a drag
+// at its press only (a sortable list moves the dragged element as it
+// goes). Once el has left the document (a menu item that acts on the press
+// and goes), the rest goes through.
 const $hitGuardKey = Symbol.for('duet.hitGuard');
-const $guardHits = (el, x, y) => {
+const $guardKinds = {
+	click: {types: ['pointerdown', 'mousedown', 'pointerup', 'mouseup', 'click', 'dblclick', 'auxclick', 'contextmenu']},
+	hover: {types: ['pointerover', 'pointerenter', 'mouseover', 'mouseenter', 'pointermove', 'mousemove']},
+	drag: {types: ['pointerdown', 'mousedown', 'pointermove', 'mousemove', 'pointerup', 'mouseup', 'click',
+		'dragstart', 'drag', 'dragenter', 'dragover', 'dragleave', 'drop', 'dragend'], check: ['pointerdown', 'mousedown']},
+};
+const $guardHits = (el, x, y, kind) => {
 	const win = el.ownerDocument.defaultView;
 	if (win[$hitGuardKey]) win[$hitGuardKey].stop();
-	const types = ['pointerdown', 'mousedown', 'pointerup', 'mouseup', 'click', 'dblclick', 'auxclick', 'contextmenu'];
+	const g = $guardKinds[kind] || $guardKinds.click;
 	const st = {verdict: '', blocked: false, stop: null};
 	const on = (e) => {
 		if (!e.isTrusted) return;
-		if (!st.blocked && el.isConnected) {
+		if (!st.blocked && el.isConnected && (!g.check || g.check.includes(e.type))) {
 			const hit = $hitAt(el.ownerDocument, x, y);
 			if (hit && !$receives(el, hit)) { st.blocked = true; st.verdict = $describe(hit); }
 		}
 		if (st.blocked) { e.preventDefault(); e.stopImmediatePropagation(); }
 	};
-	for (const t of types) win.addEventListener(t, on, true);
+	for (const t of g.types) win.addEventListener(t, on, true);
 	const timer = setTimeout(() => st.stop(), 60000);
 	st.stop = () => {
 		clearTimeout(timer);
-		for (const t of types) win.removeEventListener(t, on, true);
+		for (const t of g.types) win.removeEventListener(t, on, true);
 		if (win[$hitGuardKey] === st) delete win[$hitGuardKey];
 	};
 	Object.defineProperty(win, $hitGuardKey, {value: st, configurable: true});

@@ -26,6 +26,11 @@ type tab struct {
 	opener target.ID
 	frames []*Locator // the frame scope of the element operations (SetFrame)
 	taken  bool       // a WaitForPopup returned it, or a switch chose it
+
+	// ready is closed when a popup the browser held is a tab of the
+	// session, or could not be made one (err); nil for the other tabs.
+	ready chan struct{}
+	err   error
 }
 
 // current returns the tab the session's calls act on.
@@ -39,7 +44,15 @@ func (s *Session) current() *tab {
 func (s *Session) watchTabs() {
 	created := chromedp.Events(s.ctx, target.TargetCreated)
 	destroyed := chromedp.Events(s.ctx, target.TargetDestroyed)
+	if s.proc.hold != nil && s.proc.hold.holding.Load() {
+		// The browser holds the new pages: the pool adds them as they
+		// attach (hold.go), before they run.
+		created = nil
+	}
 	s.dialogs.Go(func() {
+		if created == nil {
+			return
+		}
 		for ev, err := range created {
 			if err != nil {
 				return
@@ -242,36 +255,33 @@ func (s *Session) tabInfos(c *call, tabs []*tab) ([]TabInfo, error) {
 	return out, nil
 }
 
-// switchTab attaches to tb when it is new, checks its address against the
+// switchTab attaches to tb when it is new (or waits until the pool has
+// made a popup the browser held ready), checks its address against the
 // network guard, and makes it current.
 func (s *Session) switchTab(c *call, tb *tab) (int, error) {
-	if tb.ctx == nil {
-		ctxs := newContexts()
-		tctx, cancel := chromedp.NewContext(s.ctx, chromedp.WithTargetID(tb.id), chromedp.WithListener(ctxs.listen))
-		if err := chromedp.Do(tctx); err != nil {
-			cancel()
-			return 0, s.fail(c, err, nil)
-		}
-		acts := []chromedp.Action[chromedp.Void]{}
-		if s.pool.opts.Remote == nil || !s.pool.opts.Remote.Real {
-			acts = emulate(s.device)
+	if tb.ready != nil {
+		select {
+		case <-tb.ready:
+		case <-c.c.Done():
+			return 0, s.fail(c, c.c.Err(), func() *duet.Error {
+				return opError(duet.CodeStepTimeout, c.op, nil, "%s: the new tab was not ready within %s", c.op, c.elapsed())
+			})
 		}
 		s.mu.Lock()
-		acts = append(acts, s.emulationActs(s.emulated, &duet.Emulation{Geolocation: s.emulated.Geolocation, Locale: s.emulated.Locale, Timezone: s.emulated.Timezone, ColorScheme: s.emulated.ColorScheme})...)
+		err := tb.err
 		s.mu.Unlock()
-		err := chromedp.Do(tctx, acts...)
-		if err == nil {
-			err = s.startGuard(tctx)
-		}
 		if err != nil {
-			cancel()
+			return 0, opError(duet.CodeBrowserError, c.op, err, "%s: the new tab could not be attached: %v", c.op, err)
+		}
+	} else if tb.ctx == nil {
+		if err := s.attachTab(c.c, tb); err != nil {
 			return 0, s.fail(c, err, nil)
 		}
-		s.handleDialogs(tctx)
-		tb.ctx, tb.cancel, tb.ctxs = tctx, cancel, ctxs
 	}
 	// The page loaded before the guard watched it: check where it is.
-	u, err := chromedp.Run(tb.ctx, chromedp.Evaluate[string](`location.href`))
+	ectx, ecancel := bind(tb.ctx, c.c)
+	u, err := chromedp.Run(ectx, chromedp.Evaluate[string](`location.href`))
+	ecancel()
 	if err != nil {
 		return 0, s.fail(c, err, nil)
 	}

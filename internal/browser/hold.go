@@ -1,0 +1,411 @@
+package browser
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/chromedp/cdproto"
+	"github.com/chromedp/cdproto/cdp/jsonv2"
+	"github.com/chromedp/cdproto/fetch"
+	cdpruntime "github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/cdproto/target"
+	"github.com/chromedp/chromedp"
+
+	"github.com/duet-test/duet"
+)
+
+// A popup's first requests — its document, the calls its page makes as it
+// loads — leave before anyone could attach to it and set the network guard
+// and the case's routes on it. So the pool asks each browser to hold every
+// new page at its start (Target.setAutoAttach with waitForDebuggerOnStart,
+// at the browser's level) and lets it run only when it is ready: a page
+// that a session's tab opened becomes a tab of that session first (its
+// own protocol session with the Fetch handler of the guard and the routes
+// on), and only then runs; any other page runs at once.
+//
+// A held page waits on the session the browser auto-attached for it, and
+// only a command on that session lets it run; and a page that has not run
+// (a link's target=_blank page, which has no document yet) answers none of
+// chromedp's attach, which waits for it. chromedp sends only its own
+// commands, on the sessions it attached itself, so the pool keeps its own
+// handle on the connection to the browser: a relay of the pipes of a local
+// browser (hold_unix.go), a wrapper of the WebSocket of a remote one
+// (remote.go). Through it go a few commands of the pool, in between
+// chromedp's — the Fetch.enable of the tab's session while chromedp's
+// attach waits, then the Runtime.runIfWaitingForDebugger of the held one —
+// and the replies to them come back to the pool, not to chromedp.
+
+// holder is the pool's handle on the connection to one browser.
+type holder struct {
+	mu    sync.Mutex                     // one message at a time on the connection
+	write func(m *cdproto.Message) error // under mu; nil when there is no handle
+	next  int64                          // under mu: ids of the messages sent here
+
+	rmu     sync.Mutex
+	replies map[int64]chan *cdproto.Message     // under rmu: the calls waiting for their reply
+	attach  map[target.ID]chan target.SessionID // under rmu: adoptions waiting for their session
+
+	// holding is true once the browser holds new pages; set before the
+	// process takes sessions.
+	holding atomic.Bool
+}
+
+// heldIDs start far above chromedp's ids (which count up from 1): a reply
+// with a larger id answers a message of the holder, and chromedp never
+// sees it.
+const heldIDs = 1 << 30
+
+// send writes a command on the session sid; reply, when not nil, gets its
+// reply.
+func (h *holder) send(sid target.SessionID, method string, params any, reply chan *cdproto.Message) (int64, error) {
+	var buf []byte
+	if params != nil {
+		var err error
+		if buf, err = jsonv2.Marshal(params, chromedp.DefaultMarshalOptions); err != nil {
+			return 0, err
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.write == nil {
+		return 0, errors.New("no handle on the connection to the browser")
+	}
+	h.next++
+	id := heldIDs + h.next
+	if reply != nil {
+		h.rmu.Lock()
+		if h.replies == nil {
+			h.replies = map[int64]chan *cdproto.Message{}
+		}
+		h.replies[id] = reply
+		h.rmu.Unlock()
+	}
+	return id, h.write(&cdproto.Message{ID: id, SessionID: sid, Method: cdproto.MethodType(method), Params: buf})
+}
+
+// call sends a command on the session sid and waits for its reply within
+// ctx's deadline.
+func (h *holder) call(ctx context.Context, sid target.SessionID, method string, params any) error {
+	reply := make(chan *cdproto.Message, 1)
+	id, err := h.send(sid, method, params, reply)
+	if err == nil {
+		select {
+		case m := <-reply:
+			if m.Error != nil {
+				return fmt.Errorf("%s: %w", method, m.Error)
+			}
+			return nil
+		case <-ctx.Done():
+			err = fmt.Errorf("no reply: %w", ctx.Err())
+		}
+	}
+	h.rmu.Lock()
+	delete(h.replies, id)
+	h.rmu.Unlock()
+	return fmt.Errorf("%s: %w", method, err)
+}
+
+// deliver hands a reply to the call that waits for it; it reports whether
+// m answers a message of the holder (which chromedp must not see).
+func (h *holder) deliver(m *cdproto.Message) bool {
+	if m.ID < heldIDs || m.Method != "" {
+		return false
+	}
+	h.rmu.Lock()
+	ch := h.replies[m.ID]
+	delete(h.replies, m.ID)
+	h.rmu.Unlock()
+	if ch != nil {
+		c := *m // the reader reuses m
+		ch <- &c
+	}
+	return true
+}
+
+// resume lets the held page of the auto-attached session sid run.
+func (h *holder) resume(sid target.SessionID) error {
+	_, err := h.send(sid, cdpruntime.CommandRunIfWaitingForDebugger, nil, nil)
+	return err
+}
+
+// expectAttach returns the channel that gets the next session attached to
+// the page id other than held (the one an adoption asks for).
+func (h *holder) expectAttach(id target.ID) chan target.SessionID {
+	ch := make(chan target.SessionID, 1)
+	h.rmu.Lock()
+	defer h.rmu.Unlock()
+	if h.attach == nil {
+		h.attach = map[target.ID]chan target.SessionID{}
+	}
+	h.attach[id] = ch
+	return ch
+}
+
+// forgetAttach drops the wait of expectAttach for the page id.
+func (h *holder) forgetAttach(id target.ID) {
+	h.rmu.Lock()
+	defer h.rmu.Unlock()
+	delete(h.attach, id)
+}
+
+// attachedTo hands the session of ev to the adoption that waits for it.
+func (h *holder) attachedTo(ev target.EventAttachedToTarget) {
+	if ev.TargetInfo == nil || ev.WaitingForDebugger {
+		return
+	}
+	h.rmu.Lock()
+	defer h.rmu.Unlock()
+	if ch := h.attach[ev.TargetInfo.TargetID]; ch != nil {
+		ch <- ev.SessionID
+		delete(h.attach, ev.TargetInfo.TargetID)
+	}
+}
+
+// quiet returns errf without chromedp's complaint about the end of a
+// session it did not attach: every page has one more, the one the browser
+// attached it under to hold it.
+func (h *holder) quiet(errf func(string, ...any)) func(string, ...any) {
+	return func(format string, args ...any) {
+		if h.holding.Load() && format == "executor for %q doesn't exist" {
+			return
+		}
+		errf(format, args...)
+	}
+}
+
+// holdPopups makes the browser of bctx hold the new pages and starts to let
+// them run as they come (attached). It is called before the process takes
+// sessions. Without a handle on the connection, or when the browser does
+// not know the command, pages run at once as before: a popup is guarded
+// from when a session makes it its tab.
+func (p *Pool) holdPopups(b *process, bctx context.Context, h *holder) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	handle := h.write != nil
+	h.mu.Unlock()
+	if !handle {
+		return
+	}
+	ctx, cancel := context.WithCancel(bctx)
+	events := chromedp.BrowserEvents(ctx, target.AttachedToTarget) // subscribed now: no event is missed
+	cctx, ccancel := context.WithTimeout(ctx, 10*time.Second)
+	_, err := chromedp.CallBrowser(cctx, target.SetAutoAttach, target.SetAutoAttachParams{
+		AutoAttach: true, WaitForDebuggerOnStart: true, Flatten: new(true),
+		Filter: target.Filter{{Type: "page"}},
+	})
+	ccancel()
+	if err != nil {
+		cancel()
+		p.log.Warn("browser: the browser cannot hold new pages; a popup's first requests are guarded and routed only once the session attaches to it", "browser", b.id, "err", err)
+		return
+	}
+	h.holding.Store(true)
+	go func() {
+		defer cancel()
+		for ev, err := range events {
+			if err != nil {
+				return
+			}
+			h.attachedTo(ev)
+			if ev.WaitingForDebugger {
+				p.attached(b, h, ev)
+			}
+		}
+	}()
+}
+
+// attached lets the held page of ev run: at once, unless a tab of a
+// session of b opened it; then once the session has made it its tab.
+func (p *Pool) attached(b *process, h *holder, ev target.EventAttachedToTarget) {
+	info := ev.TargetInfo
+	if info != nil && info.Type == "page" && info.OpenerID != "" {
+		p.mu.Lock()
+		var sessions []*Session
+		for s := range p.sessions {
+			if s.proc == b {
+				sessions = append(sessions, s)
+			}
+		}
+		p.mu.Unlock()
+		for _, s := range sessions {
+			if tb := s.addPopup(info.TargetID, info.OpenerID); tb != nil {
+				go s.adopt(tb, h, ev.SessionID)
+				return
+			}
+		}
+	}
+	if err := h.resume(ev.SessionID); err != nil {
+		p.log.Warn("browser: cannot let a new page run", "browser", b.id, "err", err)
+	}
+}
+
+// addPopup adds the page id that the tab opener of s opened to the tabs of
+// s, as a tab being made ready, and returns it; nil when opener is not a
+// tab of s.
+func (s *Session) addPopup(id, opener target.ID) *tab {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tabByID(opener) == nil || s.tabByID(id) != nil {
+		return nil
+	}
+	tb := &tab{id: id, opener: opener, ready: make(chan struct{})}
+	s.tabs = append(s.tabs, tb)
+	close(s.tabsChanged)
+	s.tabsChanged = make(chan struct{})
+	return tb
+}
+
+// adoptTimeout bounds making a held popup a tab of its session.
+const adoptTimeout = 30 * time.Second
+
+// adopt makes the held popup tb a tab of s — attached, under the network
+// guard and the session's routes, its requests logged — and then lets it
+// run (the held session): its first requests are judged like any other.
+// A popup that cannot be made ready never runs: it is closed, and a switch
+// to it fails with the reason.
+func (s *Session) adopt(tb *tab, h *holder, held target.SessionID) {
+	defer close(tb.ready)
+	ctx, cancel := context.WithTimeout(s.ctx, adoptTimeout)
+	defer cancel()
+	err := s.adoptHeld(ctx, tb, h, held)
+	if err == nil {
+		return
+	}
+	s.mu.Lock()
+	tb.err = err
+	s.mu.Unlock()
+	if s.ctx.Err() != nil {
+		return // the session closes, and its pages with it
+	}
+	s.pool.log.Warn("browser: a popup could not be made a tab of its session; it is closed before it ran", "err", err)
+	cctx, ccancel := context.WithTimeout(s.ctx, 5*time.Second)
+	defer ccancel()
+	if _, err := chromedp.CallBrowser(cctx, target.CloseTarget, target.CloseTargetParams{TargetID: tb.id}); err != nil && s.ctx.Err() == nil {
+		s.pool.log.Warn("browser: cannot close a popup that did not run", "err", err)
+	}
+}
+
+// adoptHeld attaches to the held popup tb. A page that has not run cannot
+// answer chromedp's attach (it evaluates a script in the page), so the
+// attach goes on while the holder enables the network log and the Fetch
+// handler on chromedp's new session of the page; the handlers are the
+// session's listeners from its first message. Then the page runs, the
+// attach ends, and the tab gets the session's emulation.
+func (s *Session) adoptHeld(ctx context.Context, tb *tab, h *holder, held target.SessionID) error {
+	ctxs := newContexts()
+	var (
+		tctx  context.Context
+		log   func(ev any)
+		judge func(ev *fetch.EventRequestPaused)
+	)
+	listen := func(ev any) { // set before the attach starts
+		log(ev)
+		if e, ok := ev.(*fetch.EventRequestPaused); ok && judge != nil {
+			judge(e)
+		}
+	}
+	attached := h.expectAttach(tb.id)
+	defer h.forgetAttach(tb.id)
+	tctx, tcancel := chromedp.NewContext(s.ctx, chromedp.WithTargetID(tb.id), chromedp.WithListener(ctxs.listen), chromedp.WithListener(listen))
+	s.net.watch(tctx)
+	log = s.net.logger(tctx)
+	guarded := s.pool.opts.Guard != nil || s.shared || s.net.routing()
+	if guarded {
+		s.net.startIntercepting(tctx)
+		judge = s.judgeIn(tctx, string(tb.id))
+	}
+	// The first Do binds the life of the tab to tctx; ctx bounds the wait.
+	stop := context.AfterFunc(ctx, tcancel)
+	done := make(chan error, 1)
+	go func() { done <- chromedp.Do(tctx) }()
+	fail := func(err error) error {
+		tcancel()
+		<-done
+		return err
+	}
+	var sid target.SessionID
+	select {
+	case sid = <-attached:
+	case err := <-done:
+		if err == nil {
+			err = errors.New("attached, but the browser did not report the session")
+		}
+		tcancel()
+		return fmt.Errorf("attach to the new tab: %w", err)
+	case <-ctx.Done():
+		return fail(fmt.Errorf("attach to the new tab: %w", ctx.Err()))
+	}
+	if guarded {
+		if err := h.call(ctx, sid, fetch.CommandEnable, s.net.fetchParams()); err != nil {
+			return fail(err)
+		}
+	}
+	if err := h.resume(held); err != nil {
+		return fail(err)
+	}
+	return s.attachEnded(ctx, stop, <-done, tctx, tcancel, tb, ctxs)
+}
+
+// attachTab attaches to the page of tb, emulates the session's device and
+// settings in it, and starts the network guard and the session's routes on
+// it, within ctx's deadline.
+func (s *Session) attachTab(ctx context.Context, tb *tab) error {
+	ctxs := newContexts()
+	tctx, tcancel := chromedp.NewContext(s.ctx, chromedp.WithTargetID(tb.id), chromedp.WithListener(ctxs.listen))
+	// The first Do binds the life of the tab to tctx; ctx bounds the wait.
+	stop := context.AfterFunc(ctx, tcancel)
+	return s.attachEnded(ctx, stop, chromedp.Do(tctx), tctx, tcancel, tb, ctxs)
+}
+
+// attachEnded ends the attach of tctx, bounded by ctx (stop ends the
+// bound), that returned err: the tab is set up, or closed with the error.
+func (s *Session) attachEnded(ctx context.Context, stop func() bool, err error, tctx context.Context, tcancel context.CancelFunc, tb *tab, ctxs *contexts) error {
+	if !stop() && err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		tcancel()
+		return fmt.Errorf("attach to the new tab: %w", err)
+	}
+	return s.setUpTab(ctx, tctx, tcancel, tb, ctxs)
+}
+
+// setUpTab emulates the session's device and settings in the attached tab
+// tctx, starts the network guard and the session's routes on it (with the
+// routes of now), and makes it the tab tb.
+func (s *Session) setUpTab(ctx, tctx context.Context, tcancel context.CancelFunc, tb *tab, ctxs *contexts) error {
+	acts := []chromedp.Action[chromedp.Void]{}
+	if s.pool.opts.Remote == nil || !s.pool.opts.Remote.Real {
+		acts = emulate(s.device)
+	}
+	s.mu.Lock()
+	acts = append(acts, s.emulationActs(s.emulated, &duet.Emulation{Geolocation: s.emulated.Geolocation, Locale: s.emulated.Locale, Timezone: s.emulated.Timezone, ColorScheme: s.emulated.ColorScheme})...)
+	s.mu.Unlock()
+	bctx, bcancel := bind(tctx, ctx)
+	defer bcancel()
+	err := chromedp.Do(bctx, acts...)
+	if err == nil {
+		err = s.startGuard(tctx, bctx)
+	}
+	if err != nil {
+		tcancel()
+		return err
+	}
+	s.handleDialogs(tctx)
+	s.mu.Lock()
+	tb.ctx, tb.cancel, tb.ctxs = tctx, tcancel, ctxs
+	s.mu.Unlock()
+	return nil
+}
+
+// chromeErrors is the chromedp error logger of a browser of the pool.
+func (p *Pool) chromeErrors(id int, h *holder) func(string, ...any) {
+	return h.quiet(p.chromeLog(slog.LevelWarn, id))
+}
