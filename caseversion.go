@@ -31,7 +31,7 @@ type CaseVersion struct {
 	CaseID     string      `json:"caseId"`
 	Version    int         `json:"version"`
 	Title      string      `json:"title"`
-	Source     string      `json:"source"` // the case's YAML at this version
+	Source     string      `json:"source,omitempty"` // the case's YAML at this version (not in a list of versions)
 	SourceHash string      `json:"sourceHash"`
 	SavedBy    string      `json:"savedBy"` // who wrote this version (the case's CreatedBy then)
 	SavedAt    time.Time   `json:"savedAt"`

@@ -54,7 +54,7 @@ func (s *Service) SaveCase(ctx context.Context, c duet.Caller, in SaveCaseIn) (S
 			}
 			return SavedCase{CaseID: cs.ID, Key: cs.Key, Version: cs.Version, Action: duet.ApplyUpdated, Draft: true}, nil
 		}
-		suite := &duet.Suite{Task: *t}
+		suite := &duet.Suite{Task: *t, Via: duet.SavedByRecorder}
 		for cursor := ""; ; {
 			page, next, _, err := s.d.Store.FindCases(ctx, duet.CaseFilter{TaskID: t.ID, Cursor: cursor, Limit: 200})
 			if err != nil {
