@@ -47,7 +47,7 @@ var typedUses = map[string][]string{
 	"getCase":               {"d.case.source: string", "d.case.steps[0].kind: string"},
 	"getCaseApproval":       {"d.needed: boolean", "d.calls[0].tool: string"},
 	"listCaseVersions":      {"d.versions[0].version: number", "d.versions[0].via: string", "d.diff!.lines[0].op: string", "d.diff!.added: number"},
-	"getCaseVersion":        {"d.source: string", "d.savedBy: string"},
+	"getCaseVersion":        {"d.source!: string", "d.savedBy: string", "d.version: number"},
 	"createCaseApproval":    {"d.version: number"},
 	"listRuns":              {"d.runs[0].taskName: string", "d.total: number"},
 	"createRun":             {"d.runId: string", "d.replayed: boolean"},
