@@ -67,6 +67,9 @@ type Suite struct {
 	// UpdatedAt are the apply's) in the same transaction. Nil keeps the
 	// task's source as it was.
 	Source *SuiteSource `json:"-"`
+	// Via is how the versions of cases this apply writes were saved
+	// (CaseVersion.Via): "" is SavedByApply.
+	Via CaseSaveVia `json:"-"`
 }
 
 // ApplyAction says what applying a suite did to one object.

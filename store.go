@@ -36,6 +36,7 @@ type Store interface {
 	WebhookStore
 	CatalogSyncStore
 	SuiteSourceStore
+	CaseVersionStore
 
 	// Ping checks that the database answers. Returns UNAVAILABLE.
 	Ping(ctx context.Context) error

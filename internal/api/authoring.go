@@ -3,7 +3,9 @@ package api
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/compiler"
@@ -37,7 +39,8 @@ type SavedCase struct {
 // apply path (Store.ApplySuite) with the task, its other active cases and
 // its suite schedules as they are, so that only this case changes: a new
 // case, or a new version of the case with its key; a normal case in
-// every way. For a user the task is shared with, it is a draft of theirs
+// every way; the task's kept suite source gets the case too (mergedSource),
+// in the same transaction. For a user the task is shared with, it is a draft of theirs
 // (as the agent's drafts), which the owner's approval makes a case.
 // Returns NOT_FOUND, INVALID_ARGUMENT (with the compiler's messages),
 // TOO_LARGE, CONFLICT (a draft's key taken by another's case).
@@ -54,7 +57,7 @@ func (s *Service) SaveCase(ctx context.Context, c duet.Caller, in SaveCaseIn) (S
 			}
 			return SavedCase{CaseID: cs.ID, Key: cs.Key, Version: cs.Version, Action: duet.ApplyUpdated, Draft: true}, nil
 		}
-		suite := &duet.Suite{Task: *t}
+		suite := &duet.Suite{Task: *t, Via: duet.SavedByRecorder}
 		for cursor := ""; ; {
 			page, next, _, err := s.d.Store.FindCases(ctx, duet.CaseFilter{TaskID: t.ID, Cursor: cursor, Limit: 200})
 			if err != nil {
@@ -71,6 +74,7 @@ func (s *Service) SaveCase(ctx context.Context, c duet.Caller, in SaveCaseIn) (S
 			cursor = next
 		}
 		suite.Cases = append(suite.Cases, cs)
+		suite.Source = s.mergedSource(ctx, c, t.ID, cs.Key, in.Source) // kept in the save's transaction
 		scheds, err := s.d.Store.FindSchedules(ctx, duet.ScheduleFilter{Viewer: c.UserID, TaskID: t.ID, Owner: c.UserID})
 		if err != nil {
 			return SavedCase{}, err
@@ -181,24 +185,58 @@ func (s *Service) GetSuiteSource(ctx context.Context, c duet.Caller, taskID stri
 			}
 			return SuiteSourceOut{}, err
 		}
-		out := SuiteSourceOut{SuiteSource: *src, ChangedSince: []string{}}
-		for cursor := ""; ; {
-			page, next, _, err := s.d.Store.FindCases(ctx, duet.CaseFilter{TaskID: t.ID, Cursor: cursor, Limit: 200})
-			if err != nil {
-				return SuiteSourceOut{}, err
-			}
-			for _, cs := range page {
-				if cs.Status == duet.CaseActive && cs.UpdatedAt.After(src.UpdatedAt) {
-					out.ChangedSince = append(out.ChangedSince, cs.Key)
-				}
-			}
-			if next == "" {
-				break
-			}
-			cursor = next
+		changed, err := s.changedSince(ctx, t.ID, src.UpdatedAt)
+		if err != nil {
+			return SuiteSourceOut{}, err
 		}
-		return out, nil
+		return SuiteSourceOut{SuiteSource: *src, ChangedSince: changed}, nil
 	})
+}
+
+// changedSince returns the keys of the active cases of task taskID
+// changed after since.
+func (s *Service) changedSince(ctx context.Context, taskID string, since time.Time) ([]string, error) {
+	out := []string{}
+	for cursor := ""; ; {
+		page, next, _, err := s.d.Store.FindCases(ctx, duet.CaseFilter{TaskID: taskID, Cursor: cursor, Limit: 200})
+		if err != nil {
+			return nil, err
+		}
+		for _, cs := range page {
+			if cs.Status == duet.CaseActive && cs.UpdatedAt.After(since) {
+				out = append(out, cs.Key)
+			}
+		}
+		if next == "" {
+			return out, nil
+		}
+		cursor = next
+	}
+}
+
+// mergedSource is task taskID's kept suite source with item, the case the
+// recorder saves for its owner, merged in (mergeCase): the source the
+// save's apply keeps, so that the suite editor opens the suite with it.
+// Nil leaves the source as it is: when the task has none, when other
+// cases changed since it (the editor must still name them), or when the
+// merge cannot be made or does not compile.
+func (s *Service) mergedSource(ctx context.Context, c duet.Caller, taskID, key, item string) *duet.SuiteSource {
+	src, err := s.d.Store.FindSuiteSource(ctx, taskID)
+	if err != nil {
+		return nil
+	}
+	changed, err := s.changedSince(ctx, taskID, src.UpdatedAt)
+	if err != nil || slices.ContainsFunc(changed, func(k string) bool { return k != key }) {
+		return nil
+	}
+	merged, ok := mergeCase(src.Source, key, item)
+	if !ok || len(merged) > duet.MaxSuiteSourceBytes {
+		return nil
+	}
+	if _, err := s.d.Compile(ctx, c.UserID, []byte(merged), src.Name, nil); err != nil {
+		return nil
+	}
+	return &duet.SuiteSource{Name: src.Name, Source: merged}
 }
 
 // testIDAttribute returns the testIdAttribute of task t as its suite was

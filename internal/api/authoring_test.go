@@ -123,8 +123,8 @@ func TestValidateOverREST(t *testing.T) {
 }
 
 // TestSuiteSourceIsTheOwners: an apply keeps its YAML; the owner reads it
-// back as written (comments too) over REST, with the cases the recorder
-// saved since listed as changed; a user the task is shared with is
+// back as written (comments too) over REST, with the case the recorder
+// saved since merged in (not listed as changed); a user the task is shared with is
 // PERMISSION_DENIED, anyone else (root) NOT_FOUND; a dry run keeps nothing; the
 // next apply's source replaces it.
 func TestSuiteSourceIsTheOwners(t *testing.T) {
@@ -149,13 +149,25 @@ func TestSuiteSourceIsTheOwners(t *testing.T) {
 	if status, body, _ := e.Call("root", "GET", path, nil); status != http.StatusNotFound {
 		t.Errorf("root, the task not shared with him: %d %s, want 404", status, body)
 	}
-	// The recorder saves a case: the source does not have it.
+	// The recorder saves a case: it is merged into the source, whose
+	// other lines (its comment) stay as written, in the save's
+	// transaction; it is not listed as changed since.
 	if _, err := e.App.API.SaveCase(t.Context(), duet.Caller{UserID: "alice", Source: duet.SourceWeb}, api.SaveCaseIn{TaskID: applied.Task.ID, Source: "key: rec\ntitle: Rec\nsteps:\n  - open: /\n"}); err != nil {
 		t.Fatal(err)
 	}
 	status, body, _ = e.Call("alice", "GET", path, nil)
-	if err := json.Unmarshal(body, &got); err != nil || got.Source != src || strings.Join(got.ChangedSince, ",") != "rec" {
-		t.Errorf("after the recorder's save: %d %s, want rec changed since", status, body)
+	withRec := src + "  - key: rec\n    title: Rec\n    steps:\n      - open: /\n"
+	if err := json.Unmarshal(body, &got); err != nil || got.Source != withRec || len(got.ChangedSince) != 0 {
+		t.Errorf("after the recorder's save: %d %s, want rec in the source, nothing changed since", status, body)
+	}
+	// Saved again, its item is replaced.
+	if _, err := e.App.API.SaveCase(t.Context(), duet.Caller{UserID: "alice", Source: duet.SourceWeb}, api.SaveCaseIn{TaskID: applied.Task.ID, Source: "key: rec\ntitle: Rec again\nsteps:\n  - open: /again\n"}); err != nil {
+		t.Fatal(err)
+	}
+	status, body, _ = e.Call("alice", "GET", path, nil)
+	withRec = src + "  - key: rec\n    title: Rec again\n    steps:\n      - open: /again\n"
+	if err := json.Unmarshal(body, &got); err != nil || got.Source != withRec || len(got.ChangedSince) != 0 {
+		t.Errorf("after the recorder's second save: %d %s", status, body)
 	}
 	dry := strings.Replace(src, "# the shop's suite", "# a dry run", 1)
 	if status, body, _ := e.Call("alice", "POST", "/api/v1/tasks", map[string]any{"source": dry, "dryRun": true}); status != http.StatusOK && status != http.StatusCreated {

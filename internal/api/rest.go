@@ -243,6 +243,27 @@ func coreRoutes() []*route {
 			}, path("taskId", "the task's id"), queryInt("runs", "how many of the latest finished runs (default 30)", 1, maxTrendRuns)),
 		byID("GET", Prefix+"/tasks/{taskId}/alerts", "listContractAlerts", "tasks", "Cases an MCP tool they call changed under: broken by a dependency change, or changed compatibly, with the difference", "the task's id", (*Service).ContractAlerts),
 		withSchema(byID("GET", Prefix+"/cases/{caseId}", "getCase", "tasks", "Get a case with its YAML and compiled steps (get_test_case)", "the case's id", (*Service).GetCase), catalog.ToolGetCase),
+		op("GET", Prefix+"/cases/{caseId}/versions", "listCaseVersions", "tasks", "A case's saved versions, newest first, and the line diff between two of them (from and to)",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (CaseVersions, error) {
+				in := CaseVersionsIn{Cursor: r.URL.Query().Get("cursor")}
+				for name, dst := range map[string]*int{"from": &in.From, "to": &in.To, "limit": &in.Limit} {
+					n, err := intParam(r, name)
+					if err != nil {
+						return CaseVersions{}, err
+					}
+					*dst = n
+				}
+				return s.ListCaseVersions(ctx, c, r.PathValue("caseId"), in)
+			}, path("caseId", "the case's id"), queryInt("from", "the older version of the diff", 1, 0), queryInt("to", "the newer version of the diff", 1, 0),
+			query("cursor", "nextCursor of the previous page"), queryInt("limit", "page size (default 50)", 1, MaxCaseVersionsPage)),
+		op("GET", Prefix+"/cases/{caseId}/versions/{version}", "getCaseVersion", "tasks", "One saved version of a case, with its YAML",
+			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (*duet.CaseVersion, error) {
+				v, err := strconv.Atoi(r.PathValue("version"))
+				if err != nil || v < 1 {
+					return nil, bad(duet.Errorf(duet.CodeInvalidArgument, "version: want a whole number from 1, got %.40q", r.PathValue("version")))
+				}
+				return s.GetCaseVersion(ctx, c, r.PathValue("caseId"), v)
+			}, path("caseId", "the case's id"), param{name: "version", in: "path", desc: "the version's number", typ: "integer", required: true, min: 1}),
 		byID("GET", Prefix+"/cases/{caseId}/approval", "getCaseApproval", "tasks", "Whether you approved the current version of a case someone else wrote", "the case's id", (*Service).GetApproval),
 		located(op("POST", Prefix+"/cases/{caseId}/approval", "createCaseApproval", "tasks", "Approve the version of a case you reviewed: its calls to tools that are not read-only may then use your credentials",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in ApprovalIn) (Approval, error) {

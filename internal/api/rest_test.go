@@ -81,6 +81,12 @@ func testREST(t *testing.T, vars map[string]string) {
 	if !strings.Contains(got.Case.Source, "1 + 1") {
 		t.Fatalf("getCase: %+v", got)
 	}
+	if vs := decode[api.CaseVersions](t, do("alice", "listCaseVersions", p("caseId", caseID, "?", "from=1&to=1"), nil)); len(vs.Versions) != 1 || vs.Diff == nil || vs.Diff.Added+vs.Diff.Removed != 0 {
+		t.Fatalf("listCaseVersions: %+v", vs)
+	}
+	if v := decode[duet.CaseVersion](t, do("alice", "getCaseVersion", p("caseId", caseID, "version", "1"), nil)); v.Source != got.Case.Source || v.Via != duet.SavedByApply {
+		t.Fatalf("getCaseVersion: %+v", v)
+	}
 	if ap := decode[api.Approval](t, do("alice", "getCaseApproval", p("caseId", caseID), nil)); ap.Needed || ap.Author != "alice" {
 		t.Fatalf("alice's own case needs no approval: %+v", ap)
 	}
@@ -355,6 +361,8 @@ func testREST(t *testing.T, vars map[string]string) {
 	refused("bob", "listCases", p("taskId", taskID), nil, nf)
 	refused("bob", "getCase", p("caseId", caseID), nil, nf)
 	refused("bob", "getCaseApproval", p("caseId", caseID), nil, nf)
+	refused("bob", "listCaseVersions", p("caseId", caseID), nil, nf)
+	refused("bob", "getCaseVersion", p("caseId", caseID, "version", "1"), nil, nf)
 	refused("bob", "createCaseApproval", p("caseId", caseID), api.ApprovalIn{Version: 1}, nf)
 	refused("bob", "getTrends", p("taskId", taskID), nil, nf)
 	refused("bob", "listTransfers", p("taskId", taskID), nil, nf)

@@ -46,6 +46,8 @@ var typedUses = map[string][]string{
 	"getTrends":             {"d.runs[0].passRate: number", "d.cases[0].points[0].status: string"},
 	"getCase":               {"d.case.source: string", "d.case.steps[0].kind: string"},
 	"getCaseApproval":       {"d.needed: boolean", "d.calls[0].tool: string"},
+	"listCaseVersions":      {"d.versions[0].version: number", "d.versions[0].via: string", "d.diff!.lines[0].op: string", "d.diff!.added: number"},
+	"getCaseVersion":        {"d.source!: string", "d.savedBy: string", "d.version: number"},
 	"createCaseApproval":    {"d.version: number"},
 	"listRuns":              {"d.runs[0].taskName: string", "d.total: number"},
 	"createRun":             {"d.runId: string", "d.replayed: boolean"},

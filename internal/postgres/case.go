@@ -60,7 +60,7 @@ func (d *DB) SaveDraftCase(ctx context.Context, c *duet.Case) error {
 	if err != nil {
 		return err
 	}
-	return d.tx(ctx, func(tx pgx.Tx) error {
+	return d.tx(ctx, withCaseVersion(ctx, c, duet.SavedAsDraft, func(tx pgx.Tx) error { // caseversion.go
 		if _, err := findTaskAny(ctx, tx, c.TaskID); err != nil {
 			return err
 		}
@@ -89,7 +89,7 @@ func (d *DB) SaveDraftCase(ctx context.Context, c *duet.Case) error {
 				c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.CreatedBy, now, c.ID, c.Retries, storerules.EncodeTags(c.Tags))
 			return mapErr(err)
 		}
-	})
+	}))
 }
 
 // FindCaseByID returns the case if viewer may see its task. Returns NOT_FOUND.

@@ -48,7 +48,7 @@ func (d *DB) SaveDraftCase(ctx context.Context, c *duet.Case) error {
 	if err != nil {
 		return err
 	}
-	return d.tx(ctx, func(tx *sql.Tx) error {
+	return d.tx(ctx, withCaseVersion(ctx, c, duet.SavedAsDraft, func(tx *sql.Tx) error { // caseversion.go
 		if _, err := d.findTaskAny(ctx, tx, c.TaskID); err != nil {
 			return err
 		}
@@ -74,7 +74,7 @@ func (d *DB) SaveDraftCase(ctx context.Context, c *duet.Case) error {
 				c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.CreatedBy, micros(now), c.Retries, storerules.EncodeTags(c.Tags), c.ID)
 			return mapErr(err)
 		}
-	})
+	}))
 }
 
 // FindCaseByID returns the case if viewer may see its task. Returns NOT_FOUND.

@@ -22,6 +22,9 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 		if res, err = storerules.ApplySuite(ctx, suiteTx{tx}, owner, s, now); err != nil {
 			return err
 		}
+		if err := saveCaseVersions(ctx, tx, s, res); err != nil { // caseversion.go
+			return err
+		}
 		return saveSuiteSource(ctx, tx, res.Task.ID, owner, s.Source, now) // suitesource.go
 	})
 	if err != nil {

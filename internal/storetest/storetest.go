@@ -28,6 +28,7 @@ func Run(t *testing.T, open Opener) {
 	}{
 		{"ApplySuite", testApplySuite},
 		{"SuiteSources", testSuiteSources}, // suitesource.go
+		{"CaseVersions", testCaseVersions}, // caseversion.go
 		{"TaskOverview", testTaskOverview},
 		{"ReadTogether", testReadTogether},
 		{"Visibility", testVisibility},

@@ -317,6 +317,18 @@ func (s *store) FindCaseByID(ctx context.Context, a1 string, a2 string) (r0 *due
 	return s.Store.FindCaseByID(ctx, a1, a2)
 }
 
+func (s *store) FindCaseVersion(ctx context.Context, a1 string, a2 int) (r0 *duet.CaseVersion, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindCaseVersion")
+	defer func() { end(err) }()
+	return s.Store.FindCaseVersion(ctx, a1, a2)
+}
+
+func (s *store) FindCaseVersions(ctx context.Context, a1 string, a2 int, a3 int) (r0 []*duet.CaseVersion, r1 bool, err error) {
+	ctx, end := s.t.storeSpan(ctx, "FindCaseVersions")
+	defer func() { end(err) }()
+	return s.Store.FindCaseVersions(ctx, a1, a2, a3)
+}
+
 func (s *store) FindCases(ctx context.Context, a1 duet.CaseFilter) (r0 []*duet.Case, r1 string, r2 int, err error) {
 	ctx, end := s.t.storeSpan(ctx, "FindCases")
 	defer func() { end(err) }()

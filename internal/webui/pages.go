@@ -16,6 +16,7 @@ import (
 	"github.com/duet-test/duet/internal/api"
 	"github.com/duet-test/duet/internal/auth"
 	"github.com/duet-test/duet/internal/catalog"
+	"github.com/duet-test/duet/internal/linediff"
 	"github.com/duet-test/duet/internal/report"
 	"github.com/duet-test/duet/internal/serverkey"
 )
@@ -183,6 +184,44 @@ type caseData struct {
 	TaskName string
 	Approval api.Approval
 	Alerts   []*duet.ContractAlert
+	Versions api.CaseVersions // the newest, and the diff asked for
+	From, To int              // the versions the comparison form names
+	Diff     []diffLine
+}
+
+// diffLine is one line of a diff of two case versions as the case page
+// shows it: a class (kept, added, removed) and its sign.
+type diffLine struct {
+	Class, Sign, Text string
+}
+
+// caseVersions reads the newest versions of case caseID and, when the
+// query names them, the diff of two (from, to): what the case page shows.
+func (c *Console) caseVersions(r *http.Request, v *view, d *caseData) error {
+	in := api.CaseVersionsIn{}
+	in.From, _ = strconv.Atoi(r.URL.Query().Get("from"))
+	in.To, _ = strconv.Atoi(r.URL.Query().Get("to"))
+	vs, err := c.svc.ListCaseVersions(r.Context(), v.caller, d.Case.ID, in)
+	if err != nil {
+		return err
+	}
+	d.Versions, d.From, d.To = vs, in.From, in.To
+	if in.From == 0 && len(vs.Versions) > 1 {
+		d.From, d.To = vs.Versions[1].Version, vs.Versions[0].Version
+	}
+	if vs.Diff != nil {
+		for _, l := range vs.Diff.Lines {
+			dl := diffLine{Class: "kept", Sign: " ", Text: l.Text}
+			switch l.Op {
+			case linediff.Added:
+				dl.Class, dl.Sign = "added", "+"
+			case linediff.Removed:
+				dl.Class, dl.Sign = "removed", "-"
+			}
+			d.Diff = append(d.Diff, dl)
+		}
+	}
+	return nil
 }
 
 func (c *Console) caseDetail(w http.ResponseWriter, r *http.Request, v *view) error {
@@ -203,6 +242,9 @@ func (c *Console) caseDetail(w http.ResponseWriter, r *http.Request, v *view) er
 		return err
 	}
 	d := caseData{Case: cs.Case, TaskName: t.Task.Name, Approval: ap}
+	if err := c.caseVersions(r, v, &d); err != nil {
+		return err
+	}
 	for _, a := range alerts.Alerts {
 		if a.CaseID == cs.Case.ID {
 			d.Alerts = append(d.Alerts, a)

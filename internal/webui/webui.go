@@ -144,7 +144,7 @@ func (c *Console) routes() map[string]route {
 		"GET /secrets":                                {c.secrets, qs("user")},
 		"POST /secrets":                               {fn: c.setSecret},
 		"POST /secrets/{name}/delete":                 {fn: c.deleteSecret},
-		"GET /cases/{id}":                             {fn: c.caseDetail},
+		"GET /cases/{id}":                             {c.caseDetail, wholes("from", "to")},
 		"POST /cases/{id}/approve":                    {fn: c.approve},
 		"GET /runs":                                   {c.runs, qs("task", "status", "branch", "commit", "cursor")},
 		"GET /runs/{id}":                              {c.run, qs("cursor")},
