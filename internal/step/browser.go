@@ -39,6 +39,26 @@ func browserBody(c *Compiler, st *duet.Step, n *Node, null bool) (*body, bool) {
 	return bd, true
 }
 
+// browserStep is the Compile of a browser step whose body is a text or a
+// mapping (or nothing, with null): f goes on with the body bd once it is
+// one of those.
+func browserStep(null bool, f func(c *Compiler, st *duet.Step, n *Node, bd *body)) func(*Compiler, *duet.Step, *Node) {
+	return func(c *Compiler, st *duet.Step, n *Node) {
+		if bd, ok := browserBody(c, st, n, null); ok {
+			f(c, st, n, bd)
+		}
+	}
+}
+
+// pageStep is browserStep for a step that acts on the page: an open step
+// must come before it.
+func pageStep(null bool, f func(c *Compiler, st *duet.Step, n *Node, bd *body)) func(*Compiler, *duet.Step, *Node) {
+	return browserStep(null, func(c *Compiler, st *duet.Step, n *Node, bd *body) {
+		bd.needPage()
+		f(c, st, n, bd)
+	})
+}
+
 // field reads a template key of the mapping form ("" in the shorthand).
 func (bd *body) field(key string, required bool) string {
 	if !bd.isMap {
