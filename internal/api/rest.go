@@ -162,11 +162,25 @@ func byID[Out any](method, p, id, tag, summary, desc string, fn func(*Service, c
 // byIDWith is byID with a request body In: fn takes the last parameter
 // of p, then the body.
 func byIDWith[In, Out any](method, p, id, tag, summary, desc string, fn func(*Service, context.Context, duet.Caller, string, In) (Out, error)) *route {
-	names := pathParams(p)
-	name := names[len(names)-1]
+	name := lastParam(p)
 	return op(method, p, id, tag, summary, func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in In) (Out, error) {
 		return fn(s, ctx, c, r.PathValue(name), in)
 	}, path(name, desc))
+}
+
+// byIDInt is byID with a whole-number query parameter q: fn takes the
+// last parameter of p, then q's value (0 when absent; one out of q's
+// bounds is refused).
+func byIDInt[Out any](method, p, id, tag, summary, desc string, q param, fn func(*Service, context.Context, duet.Caller, string, int) (Out, error)) *route {
+	name := lastParam(p)
+	return op(method, p, id, tag, summary, func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Out, error) {
+		n, err := intParam(r, q.name)
+		if err != nil {
+			var zero Out
+			return zero, err
+		}
+		return fn(s, ctx, c, r.PathValue(name), n)
+	}, path(name, desc), q)
 }
 
 // byIDs is an op without a body on what the two parameters of its path p
@@ -186,6 +200,12 @@ func byIDsWith[In, Out any](method, p, id, tag, summary, desc1, desc2 string, fn
 	return op(method, p, id, tag, summary, func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in In) (Out, error) {
 		return fn(s, ctx, c, r.PathValue(n1), r.PathValue(n2), in)
 	}, path(n1, desc1), path(n2, desc2))
+}
+
+// lastParam is the name of the last parameter of path p.
+func lastParam(p string) string {
+	names := pathParams(p)
+	return names[len(names)-1]
 }
 
 // pathParams are the names of the parameters of path p, in order.
@@ -356,14 +376,8 @@ func coreRoutes() []*route {
 		byIDWith("PATCH", Prefix+"/webhooks/{webhookId}", "updateWebhook", "webhooks", "Change a webhook's URL, events, on, format, or disable it", "the webhook's id", (*Service).UpdateWebhook),
 		byID("POST", Prefix+"/webhooks/{webhookId}/secret", "rotateWebhookSecret", "webhooks", "Give a webhook a new signing secret, shown once", "the webhook's id", (*Service).RotateWebhookSecret),
 		byID("DELETE", Prefix+"/webhooks/{webhookId}", "deleteWebhook", "webhooks", "Remove a webhook and its deliveries", "the webhook's id", (*Service).DeleteWebhook),
-		op("GET", Prefix+"/webhooks/{webhookId}/deliveries", "listWebhookDeliveries", "webhooks", "A webhook's deliveries, newest first: status, attempts, response code, next retry",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (DeliveryList, error) {
-				limit, err := intParam(r, "limit")
-				if err != nil {
-					return DeliveryList{}, err
-				}
-				return s.ListDeliveries(ctx, c, r.PathValue("webhookId"), limit)
-			}, path("webhookId", "the webhook's id"), queryInt("limit", "at most this many (default 100)", 1, 500)),
+		byIDInt("GET", Prefix+"/webhooks/{webhookId}/deliveries", "listWebhookDeliveries", "webhooks", "A webhook's deliveries, newest first: status, attempts, response code, next retry",
+			"the webhook's id", queryInt("limit", "at most this many (default 100)", 1, 500), (*Service).ListDeliveries),
 		byID("POST", Prefix+"/webhooks/deliveries/{deliveryId}/redeliver", "redeliverWebhook", "webhooks", "Send a delivered or failed delivery again (a new delivery, the same body)", "the delivery's id", (*Service).Redeliver),
 
 		// MCP servers.
@@ -374,14 +388,8 @@ func coreRoutes() []*route {
 			func(out ServerDetail) string { return Prefix + "/servers/" + url.PathEscape(out.Server.Name) }),
 		byID("GET", Prefix+"/servers/{server}", "getServer", "mcp", "One of your servers with its archived tools and their schemas", "the server's name or serverKey", (*Service).GetServer),
 		byID("POST", Prefix+"/servers/{server}/sync", "syncServer", "mcp", "Archive the server's tool catalog again", "the server's name or serverKey", (*Service).SyncServer),
-		op("GET", Prefix+"/servers/{server}/diff", "diffServer", "mcp", "What changed between the server's current archived catalog and an earlier one",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (CatalogDiff, error) {
-				back, err := intParam(r, "back")
-				if err != nil {
-					return CatalogDiff{}, err
-				}
-				return s.ServerDiff(ctx, c, r.PathValue("server"), back)
-			}, path("server", "the server's name or serverKey"), queryInt("back", "which earlier catalog: 1 (default) the one the latest changing sync replaced", 1, duet.MaxCatalogHistory)),
+		byIDInt("GET", Prefix+"/servers/{server}/diff", "diffServer", "mcp", "What changed between the server's current archived catalog and an earlier one",
+			"the server's name or serverKey", queryInt("back", "which earlier catalog: 1 (default) the one the latest changing sync replaced", 1, duet.MaxCatalogHistory), (*Service).ServerDiff),
 		byID("DELETE", Prefix+"/servers/{server}", "deleteServer", "mcp", "Remove your registration, its credential and its catalog", "the server's name or serverKey", (*Service).RemoveServer),
 		byIDsWith("POST", Prefix+"/servers/{server}/tools/{tool}/call", "callTool", "mcp", "Call a tool by hand through the one invoke(), as you", "the server's name or serverKey", "the tool's name", (*Service).CallTool),
 		op("GET", Prefix+"/invocations", "listInvocations", "audit", "Invocation records of calls to MCP servers (yours; everyone's for an administrator)",
