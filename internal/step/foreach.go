@@ -79,16 +79,7 @@ var ForEach = register(&Kind{
 			if err := ctx.Err(); err != nil {
 				return "", nil, err
 			}
-			env.FlowState("", i+1)
-			if err := env.Save(l.As, item); err != nil {
-				return "", nil, err
-			}
-			if l.Index != "" {
-				if err := env.Save(l.Index, i+1); err != nil {
-					return "", nil, err
-				}
-			}
-			if err := env.RunSteps(ctx, l.Steps, i+1); err != nil {
+			if err := iterate(ctx, env, l, i+1, item); err != nil {
 				return "", nil, err
 			}
 		}

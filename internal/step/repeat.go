@@ -111,13 +111,7 @@ var Repeat = register(&Kind{
 			default:
 				return "", nil, duet.Errorf(duet.CodeInternal, "repeat: unknown mode %q", l.Mode)
 			}
-			env.FlowState("", i)
-			if l.Index != "" {
-				if err := env.Save(l.Index, i); err != nil {
-					return "", nil, err
-				}
-			}
-			if err := env.RunSteps(ctx, l.Steps, i); err != nil {
+			if err := iterate(ctx, env, l, i, nil); err != nil {
 				return "", nil, err
 			}
 			if l.Mode == duet.LoopUntil {
@@ -142,3 +136,20 @@ var Repeat = register(&Kind{
 		return "repeat " + l.Mode + " " + describeCondition(l.Cond)
 	},
 })
+
+// iterate runs the steps of loop l as its i-th iteration (1 the first),
+// with its variables set: as to item (forEach's) and index to i.
+func iterate(ctx context.Context, env Env, l *duet.LoopStep, i int, item any) error {
+	env.FlowState("", i)
+	if l.As != "" {
+		if err := env.Save(l.As, item); err != nil {
+			return err
+		}
+	}
+	if l.Index != "" {
+		if err := env.Save(l.Index, i); err != nil {
+			return err
+		}
+	}
+	return env.RunSteps(ctx, l.Steps, i)
+}
