@@ -35,11 +35,9 @@ var ForEach = register(&Kind{
 		"the rows of a table on the page, `extract` them first (or use an `http` step's JSON).",
 	Agent: "`forEach: {in: resp.body.items, as: item, steps: [...]}` — once per item of a list (max 100 items unless max: N).",
 	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		if n.Type != MapNode {
-			c.Errf(n, "forEach must be a mapping: in, as and steps")
+		if !c.mapping(n, "forEach must be a mapping: in, as and steps", forEachForm.KeyNames()...) {
 			return
 		}
-		c.AllowKeys(n, forEachForm.KeyNames()...)
 		l := &duet.LoopStep{Mode: duet.LoopForEach}
 		st.Loop = l
 		l.In = c.String(n, "in", true)

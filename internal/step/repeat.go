@@ -47,11 +47,9 @@ var Repeat = register(&Kind{
 	Agent: "`repeat: {times: 3 | while: COND | until: COND, max: 20, index: n, steps: [...]}` — COND is an expression " +
 		"or {visible: SELECTOR} / {hidden: SELECTOR}; past max iterations the step fails with LOOP_LIMIT.",
 	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		if n.Type != MapNode {
-			c.Errf(n, "repeat must be a mapping: times, while or until, then steps")
+		if !c.mapping(n, "repeat must be a mapping: times, while or until, then steps", repeatForm.KeyNames()...) {
 			return
 		}
-		c.AllowKeys(n, repeatForm.KeyNames()...)
 		l := &duet.LoopStep{}
 		st.Loop = l
 		var modes []string
