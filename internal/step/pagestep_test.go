@@ -33,3 +33,22 @@ func TestPageStepsNeedAPage(t *testing.T) {
 		}
 	}
 }
+
+// TestBodiesMustBeMappings: the steps written as a mapping refuse any
+// other body, and keys they do not take, at the body's line and column.
+func TestBodiesMustBeMappings(t *testing.T) {
+	t.Parallel()
+	head := "task: {name: t, baseURL: http://h}\ncases:\n  - title: c\n    steps:\n"
+	for src, want := range map[string]string{
+		"      - if: x\n":                   "t.yaml:5:13: if must be a mapping",
+		"      - repeat: 3\n":               "t.yaml:5:17: repeat must be a mapping",
+		"      - forEach: x\n":              "t.yaml:5:18: forEach must be a mapping",
+		"      - mcpCall: x\n":              "t.yaml:5:18: mcpCall must be a mapping",
+		"      - repeat: {times: 2, x: 1}\n": `unknown key "x"`,
+	} {
+		_, err := compiler.CompileSuite(t.Context(), []byte(head+src), "t.yaml", compiler.Options{})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want %q", src, err, want)
+		}
+	}
+}
