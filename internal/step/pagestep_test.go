@@ -40,10 +40,10 @@ func TestBodiesMustBeMappings(t *testing.T) {
 	t.Parallel()
 	head := "task: {name: t, baseURL: http://h}\ncases:\n  - title: c\n    steps:\n"
 	for src, want := range map[string]string{
-		"      - if: x\n":                   "t.yaml:5:13: if must be a mapping",
-		"      - repeat: 3\n":               "t.yaml:5:17: repeat must be a mapping",
-		"      - forEach: x\n":              "t.yaml:5:18: forEach must be a mapping",
-		"      - mcpCall: x\n":              "t.yaml:5:18: mcpCall must be a mapping",
+		"      - if: x\n":                    "t.yaml:5:13: if must be a mapping",
+		"      - repeat: 3\n":                "t.yaml:5:17: repeat must be a mapping",
+		"      - forEach: x\n":               "t.yaml:5:18: forEach must be a mapping",
+		"      - mcpCall: x\n":               "t.yaml:5:18: mcpCall must be a mapping",
 		"      - repeat: {times: 2, x: 1}\n": `unknown key "x"`,
 	} {
 		_, err := compiler.CompileSuite(t.Context(), []byte(head+src), "t.yaml", compiler.Options{})
