@@ -392,10 +392,7 @@ func opsRoutes() []*route {
 			}, path("taskId", "the task's id or name"), query("cursor", "nextCursor of the previous page"), queryInt("limit", "page size (default 50)", 1, 200)),
 		byID("GET", Prefix+"/tasks/{taskId}/servers", "listTaskServers", "tasks", "The MCP servers a task calls, with their addresses and whether you registered each", "the task's id or name", (*Service).ListTaskServers),
 		byID("GET", Prefix+"/tasks/{taskId}/post-run", "getPostRun", "tasks", "A task's post-run actions, and whether your runs may call each (your approval)", "the task's id or name", (*Service).GetPostRun),
-		op("POST", Prefix+"/tasks/{taskId}/post-run/approval", "approvePostRun", "tasks", "Approve the post-run actions of a task someone else wrote, for your runs",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in PostRunApprovalIn) (PostRun, error) {
-				return s.ApprovePostRun(ctx, c, r.PathValue("taskId"), in)
-			}, path("taskId", "the task's id or name")),
+		byIDWith("POST", Prefix+"/tasks/{taskId}/post-run/approval", "approvePostRun", "tasks", "Approve the post-run actions of a task someone else wrote, for your runs", "the task's id or name", (*Service).ApprovePostRun),
 		op("GET", Prefix+"/approvals", "listApprovals", "tasks", "The cases someone else wrote whose steps would call MCP tools with your credentials, approved or not",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (ApprovalList, error) {
 				return s.ListApprovals(ctx, c, ApprovalsIn{TaskID: r.URL.Query().Get("taskId")})
@@ -405,14 +402,8 @@ func opsRoutes() []*route {
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (StopRequestList, error) {
 				return s.ListStopRequests(ctx, c, StopRequestsIn{RunID: r.URL.Query().Get("runId"), All: r.URL.Query().Get("all") == "true"})
 			}, query("runId", "only requests to stop this run"), param{name: "all", in: "query", typ: "boolean", desc: "also decided and expired requests"}),
-		op("POST", Prefix+"/stop-requests/{requestId}/decision", "decideStop", "runs", "Approve (the run stops) or decline a request to stop a run you started",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in StopDecisionIn) (StopDecision, error) {
-				return s.DecideStop(ctx, c, r.PathValue("requestId"), in)
-			}, path("requestId", "the stop request's id")),
-		op("POST", Prefix+"/servers/{server}/login", "loginServer", "mcp", "Obtain a token for a client-credentials registration (a machine identity) and sync its catalog; a person's OAuth authorization needs `duet server login` on the server's machine",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in LoginIn) (ServerDetail, error) {
-				return s.LoginServer(ctx, c, r.PathValue("server"), in)
-			}, path("server", "the server's name or serverKey")),
+		byIDWith("POST", Prefix+"/stop-requests/{requestId}/decision", "decideStop", "runs", "Approve (the run stops) or decline a request to stop a run you started", "the stop request's id", (*Service).DecideStop),
+		byIDWith("POST", Prefix+"/servers/{server}/login", "loginServer", "mcp", "Obtain a token for a client-credentials registration (a machine identity) and sync its catalog; a person's OAuth authorization needs `duet server login` on the server's machine", "the server's name or serverKey", (*Service).LoginServer),
 		op("GET", Prefix+"/devices", "listDevices", "runs", "The phones the server's machine sees over adb, and the run using each",
 			noInput((*Service).ListDevices)),
 		op("POST", Prefix+"/generations", "generateCase", "tasks", "Have the test agent write a case of a task, saved as a draft (the server's model, DUET_LLM_*); answers when the generation ends",

@@ -154,11 +154,72 @@ func op[In, Out any](method, p, id, tag, summary string, fn func(ctx context.Con
 // names (get, pause, delete it, ...): fn is the Service method that takes
 // that parameter; desc documents it.
 func byID[Out any](method, p, id, tag, summary, desc string, fn func(*Service, context.Context, duet.Caller, string) (Out, error)) *route {
-	name := p[strings.LastIndex(p, "{")+1:]
-	name = name[:strings.Index(name, "}")]
-	return op(method, p, id, tag, summary, func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Out, error) {
-		return fn(s, ctx, c, r.PathValue(name))
+	return byIDWith(method, p, id, tag, summary, desc, func(s *Service, ctx context.Context, c duet.Caller, v string, _ Empty) (Out, error) {
+		return fn(s, ctx, c, v)
+	})
+}
+
+// byIDWith is byID with a request body In: fn takes the last parameter
+// of p, then the body.
+func byIDWith[In, Out any](method, p, id, tag, summary, desc string, fn func(*Service, context.Context, duet.Caller, string, In) (Out, error)) *route {
+	name := lastParam(p)
+	return op(method, p, id, tag, summary, func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in In) (Out, error) {
+		return fn(s, ctx, c, r.PathValue(name), in)
 	}, path(name, desc))
+}
+
+// byIDInt is byID with a whole-number query parameter q: fn takes the
+// last parameter of p, then q's value (0 when absent; one out of q's
+// bounds is refused).
+func byIDInt[Out any](method, p, id, tag, summary, desc string, q param, fn func(*Service, context.Context, duet.Caller, string, int) (Out, error)) *route {
+	name := lastParam(p)
+	return op(method, p, id, tag, summary, func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Out, error) {
+		n, err := intParam(r, q.name)
+		if err != nil {
+			var zero Out
+			return zero, err
+		}
+		return fn(s, ctx, c, r.PathValue(name), n)
+	}, path(name, desc), q)
+}
+
+// byIDs is an op without a body on what the two parameters of its path p
+// name (a team and a member, ...): fn takes them; desc1 and desc2
+// document them.
+func byIDs[Out any](method, p, id, tag, summary, desc1, desc2 string, fn func(*Service, context.Context, duet.Caller, string, string) (Out, error)) *route {
+	return byIDsWith(method, p, id, tag, summary, desc1, desc2, func(s *Service, ctx context.Context, c duet.Caller, v1, v2 string, _ Empty) (Out, error) {
+		return fn(s, ctx, c, v1, v2)
+	})
+}
+
+// byIDsWith is byIDs with a request body In: fn takes the two parameters,
+// then the body.
+func byIDsWith[In, Out any](method, p, id, tag, summary, desc1, desc2 string, fn func(*Service, context.Context, duet.Caller, string, string, In) (Out, error)) *route {
+	names := pathParams(p)
+	n1, n2 := names[len(names)-2], names[len(names)-1]
+	return op(method, p, id, tag, summary, func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in In) (Out, error) {
+		return fn(s, ctx, c, r.PathValue(n1), r.PathValue(n2), in)
+	}, path(n1, desc1), path(n2, desc2))
+}
+
+// lastParam is the name of the last parameter of path p.
+func lastParam(p string) string {
+	names := pathParams(p)
+	return names[len(names)-1]
+}
+
+// pathParams are the names of the parameters of path p, in order.
+func pathParams(p string) []string {
+	var names []string
+	for {
+		i := strings.Index(p, "{")
+		if i < 0 {
+			return names
+		}
+		j := i + strings.Index(p[i:], "}")
+		names = append(names, p[i+1:j])
+		p = p[j+1:]
+	}
 }
 
 // withBody is the handler of an op whose input is the request's body
@@ -210,18 +271,9 @@ func coreRoutes() []*route {
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (SuiteSourceOut, error) {
 				return s.GetSuiteSource(ctx, c, r.PathValue("taskId"))
 			}, path("taskId", "the task's id")),
-		op("POST", Prefix+"/tasks/{taskId}/shares", "shareTask", "tasks", "Share your task with a user or team:NAME",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in ShareIn) (Sharing, error) {
-				return s.ShareTask(ctx, c, r.PathValue("taskId"), in)
-			}, path("taskId", "the task's id")),
-		op("DELETE", Prefix+"/tasks/{taskId}/shares/{principal}", "unshareTask", "tasks", "Stop sharing your task with a user or team:NAME",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Sharing, error) {
-				return s.UnshareTask(ctx, c, r.PathValue("taskId"), r.PathValue("principal"))
-			}, path("taskId", "the task's id"), path("principal", "a user id or team:NAME")),
-		op("POST", Prefix+"/tasks/{taskId}/transfer", "transferTask", "tasks", "Hand your task to another user or a team",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in TransferIn) (*duet.TaskTransfer, error) {
-				return s.TransferTask(ctx, c, r.PathValue("taskId"), in)
-			}, path("taskId", "the task's id")),
+		byIDWith("POST", Prefix+"/tasks/{taskId}/shares", "shareTask", "tasks", "Share your task with a user or team:NAME", "the task's id", (*Service).ShareTask),
+		byIDs("DELETE", Prefix+"/tasks/{taskId}/shares/{principal}", "unshareTask", "tasks", "Stop sharing your task with a user or team:NAME", "the task's id", "a user id or team:NAME", (*Service).UnshareTask),
+		byIDWith("POST", Prefix+"/tasks/{taskId}/transfer", "transferTask", "tasks", "Hand your task to another user or a team", "the task's id", (*Service).TransferTask),
 		byID("GET", Prefix+"/tasks/{taskId}/transfers", "listTransfers", "tasks", "A task's transfer history", "the task's id", (*Service).ListTransfers),
 		withSchema(op("GET", Prefix+"/tasks/{taskId}/cases", "listCases", "tasks", "List a task's cases (list_test_cases)",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (catalog.ListCasesOut, error) {
@@ -265,10 +317,7 @@ func coreRoutes() []*route {
 				return s.GetCaseVersion(ctx, c, r.PathValue("caseId"), v)
 			}, path("caseId", "the case's id"), param{name: "version", in: "path", desc: "the version's number", typ: "integer", required: true, min: 1}),
 		byID("GET", Prefix+"/cases/{caseId}/approval", "getCaseApproval", "tasks", "Whether you approved the current version of a case someone else wrote", "the case's id", (*Service).GetApproval),
-		located(op("POST", Prefix+"/cases/{caseId}/approval", "createCaseApproval", "tasks", "Approve the version of a case you reviewed: its calls to tools that are not read-only may then use your credentials",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in ApprovalIn) (Approval, error) {
-				return s.ApproveCase(ctx, c, r.PathValue("caseId"), in)
-			}, path("caseId", "the case's id")),
+		located(byIDWith("POST", Prefix+"/cases/{caseId}/approval", "createCaseApproval", "tasks", "Approve the version of a case you reviewed: its calls to tools that are not read-only may then use your credentials", "the case's id", (*Service).ApproveCase),
 			func(out Approval) string { return Prefix + "/cases/" + url.PathEscape(out.CaseID) + "/approval" }),
 
 		// Runs.
@@ -345,20 +394,11 @@ func coreRoutes() []*route {
 			withBody((*Service).CreateWebhook)),
 			func(out WebhookView) string { return Prefix + "/webhooks/" + url.PathEscape(out.ID) }),
 		byID("GET", Prefix+"/webhooks/{webhookId}", "getWebhook", "webhooks", "One webhook of a task you own", "the webhook's id", (*Service).GetWebhook),
-		op("PATCH", Prefix+"/webhooks/{webhookId}", "updateWebhook", "webhooks", "Change a webhook's URL, events, on, format, or disable it",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in WebhookChange) (WebhookView, error) {
-				return s.UpdateWebhook(ctx, c, r.PathValue("webhookId"), in)
-			}, path("webhookId", "the webhook's id")),
+		byIDWith("PATCH", Prefix+"/webhooks/{webhookId}", "updateWebhook", "webhooks", "Change a webhook's URL, events, on, format, or disable it", "the webhook's id", (*Service).UpdateWebhook),
 		byID("POST", Prefix+"/webhooks/{webhookId}/secret", "rotateWebhookSecret", "webhooks", "Give a webhook a new signing secret, shown once", "the webhook's id", (*Service).RotateWebhookSecret),
 		byID("DELETE", Prefix+"/webhooks/{webhookId}", "deleteWebhook", "webhooks", "Remove a webhook and its deliveries", "the webhook's id", (*Service).DeleteWebhook),
-		op("GET", Prefix+"/webhooks/{webhookId}/deliveries", "listWebhookDeliveries", "webhooks", "A webhook's deliveries, newest first: status, attempts, response code, next retry",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (DeliveryList, error) {
-				limit, err := intParam(r, "limit")
-				if err != nil {
-					return DeliveryList{}, err
-				}
-				return s.ListDeliveries(ctx, c, r.PathValue("webhookId"), limit)
-			}, path("webhookId", "the webhook's id"), queryInt("limit", "at most this many (default 100)", 1, 500)),
+		byIDInt("GET", Prefix+"/webhooks/{webhookId}/deliveries", "listWebhookDeliveries", "webhooks", "A webhook's deliveries, newest first: status, attempts, response code, next retry",
+			"the webhook's id", queryInt("limit", "at most this many (default 100)", 1, 500), (*Service).ListDeliveries),
 		byID("POST", Prefix+"/webhooks/deliveries/{deliveryId}/redeliver", "redeliverWebhook", "webhooks", "Send a delivered or failed delivery again (a new delivery, the same body)", "the delivery's id", (*Service).Redeliver),
 
 		// MCP servers.
@@ -369,19 +409,10 @@ func coreRoutes() []*route {
 			func(out ServerDetail) string { return Prefix + "/servers/" + url.PathEscape(out.Server.Name) }),
 		byID("GET", Prefix+"/servers/{server}", "getServer", "mcp", "One of your servers with its archived tools and their schemas", "the server's name or serverKey", (*Service).GetServer),
 		byID("POST", Prefix+"/servers/{server}/sync", "syncServer", "mcp", "Archive the server's tool catalog again", "the server's name or serverKey", (*Service).SyncServer),
-		op("GET", Prefix+"/servers/{server}/diff", "diffServer", "mcp", "What changed between the server's current archived catalog and an earlier one",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (CatalogDiff, error) {
-				back, err := intParam(r, "back")
-				if err != nil {
-					return CatalogDiff{}, err
-				}
-				return s.ServerDiff(ctx, c, r.PathValue("server"), back)
-			}, path("server", "the server's name or serverKey"), queryInt("back", "which earlier catalog: 1 (default) the one the latest changing sync replaced", 1, duet.MaxCatalogHistory)),
+		byIDInt("GET", Prefix+"/servers/{server}/diff", "diffServer", "mcp", "What changed between the server's current archived catalog and an earlier one",
+			"the server's name or serverKey", queryInt("back", "which earlier catalog: 1 (default) the one the latest changing sync replaced", 1, duet.MaxCatalogHistory), (*Service).ServerDiff),
 		byID("DELETE", Prefix+"/servers/{server}", "deleteServer", "mcp", "Remove your registration, its credential and its catalog", "the server's name or serverKey", (*Service).RemoveServer),
-		op("POST", Prefix+"/servers/{server}/tools/{tool}/call", "callTool", "mcp", "Call a tool by hand through the one invoke(), as you",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in CallIn) (CallOut, error) {
-				return s.CallTool(ctx, c, r.PathValue("server"), r.PathValue("tool"), in)
-			}, path("server", "the server's name or serverKey"), path("tool", "the tool's name")),
+		byIDsWith("POST", Prefix+"/servers/{server}/tools/{tool}/call", "callTool", "mcp", "Call a tool by hand through the one invoke(), as you", "the server's name or serverKey", "the tool's name", (*Service).CallTool),
 		op("GET", Prefix+"/invocations", "listInvocations", "audit", "Invocation records of calls to MCP servers (yours; everyone's for an administrator)",
 			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (InvocationList, error) {
 				in, err := recordsIn(r)
@@ -431,31 +462,13 @@ func coreRoutes() []*route {
 			withBody((*Service).CreateTeam)),
 			func(out *duet.Team) string { return Prefix + "/teams/" + url.PathEscape(out.Name) }),
 		byID("GET", Prefix+"/teams/{team}", "getTeam", "teams", "A team with its members and MCP dependency list", "the team's name", (*Service).GetTeam),
-		op("POST", Prefix+"/teams/{team}/members", "addTeamMember", "teams", "Add a member",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in MemberIn) (TeamDetail, error) {
-				return s.AddMember(ctx, c, r.PathValue("team"), in)
-			}, path("team", "the team's name")),
-		op("DELETE", Prefix+"/teams/{team}/members/{user}", "removeTeamMember", "teams", "Remove a member (or leave): a maintainer removes members, an owner anyone; a team keeps an owner",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Empty, error) {
-				return s.RemoveMember(ctx, c, r.PathValue("team"), r.PathValue("user"))
-			}, path("team", "the team's name"), path("user", "the member")),
-		op("POST", Prefix+"/teams/{team}/members/{user}/role", "setTeamRole", "teams", "Give a member a role: owner, maintainer or member (you must be an owner; a team keeps an owner)",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in RoleIn) (TeamDetail, error) {
-				return s.SetRole(ctx, c, r.PathValue("team"), r.PathValue("user"), in)
-			}, path("team", "the team's name"), path("user", "the member")),
+		byIDWith("POST", Prefix+"/teams/{team}/members", "addTeamMember", "teams", "Add a member", "the team's name", (*Service).AddMember),
+		byIDs("DELETE", Prefix+"/teams/{team}/members/{user}", "removeTeamMember", "teams", "Remove a member (or leave): a maintainer removes members, an owner anyone; a team keeps an owner", "the team's name", "the member", (*Service).RemoveMember),
+		byIDsWith("POST", Prefix+"/teams/{team}/members/{user}/role", "setTeamRole", "teams", "Give a member a role: owner, maintainer or member (you must be an owner; a team keeps an owner)", "the team's name", "the member", (*Service).SetRole),
 		byID("DELETE", Prefix+"/teams/{team}", "deleteTeam", "teams", "Delete a team with its dependency list and every share with it (you must be an owner; the team must own no task)", "the team's name", (*Service).DeleteTeam),
-		op("POST", Prefix+"/teams/{team}/servers", "addTeamServer", "teams", "List one of your servers on the team's dependency list (address and tools, never credentials)",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in TeamServerIn) (*duet.TeamServer, error) {
-				return s.AddTeamServer(ctx, c, r.PathValue("team"), in)
-			}, path("team", "the team's name")),
-		op("DELETE", Prefix+"/teams/{team}/servers/{name}", "removeTeamServer", "teams", "Remove a server from the dependency list",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Empty, error) {
-				return s.RemoveTeamServer(ctx, c, r.PathValue("team"), r.PathValue("name"))
-			}, path("team", "the team's name"), path("name", "the listed server")),
-		op("POST", Prefix+"/teams/{team}/servers/{name}/register", "registerTeamServer", "teams", "Register a listed server for yourself with your own credentials, pinned to the address you give (url)",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, in TeamRegisterIn) (ServerDetail, error) {
-				return s.RegisterTeamServer(ctx, c, r.PathValue("team"), r.PathValue("name"), in)
-			}, path("team", "the team's name"), path("name", "the listed server")),
+		byIDWith("POST", Prefix+"/teams/{team}/servers", "addTeamServer", "teams", "List one of your servers on the team's dependency list (address and tools, never credentials)", "the team's name", (*Service).AddTeamServer),
+		byIDs("DELETE", Prefix+"/teams/{team}/servers/{name}", "removeTeamServer", "teams", "Remove a server from the dependency list", "the team's name", "the listed server", (*Service).RemoveTeamServer),
+		byIDsWith("POST", Prefix+"/teams/{team}/servers/{name}/register", "registerTeamServer", "teams", "Register a listed server for yourself with your own credentials, pinned to the address you give (url)", "the team's name", "the listed server", (*Service).RegisterTeamServer),
 
 		// Tokens and audit.
 		op("GET", Prefix+"/tokens", "listTokens", "account", "Your personal access tokens (never their values)",

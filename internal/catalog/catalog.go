@@ -255,44 +255,25 @@ type Limits struct {
 }
 
 func (l *Limits) defaults() {
-	if l.MaxConcurrent <= 0 {
-		l.MaxConcurrent = 64
-	}
-	if l.MaxPerCaller <= 0 {
-		l.MaxPerCaller = 8
-	}
-	if l.Timeout <= 0 {
-		l.Timeout = 15 * time.Second
-	}
-	if l.MaxArgBytes <= 0 {
-		l.MaxArgBytes = 256 << 10
-	}
-	if l.MaxResultBytes <= 0 {
-		l.MaxResultBytes = 4 << 20
-	}
-	if l.IdempotencyTTL <= 0 {
-		l.IdempotencyTTL = 24 * time.Hour
-	}
-	if l.MaxQueuedRuns <= 0 {
-		l.MaxQueuedRuns = 20
-	}
-	if l.MaxRunsPerMinute <= 0 {
-		l.MaxRunsPerMinute = 60
-	}
-	if l.StreamTimeout <= 0 {
-		l.StreamTimeout = 30 * time.Minute
-	}
-	if l.ConfirmTimeout <= 0 {
-		l.ConfirmTimeout = 5 * time.Minute
-	}
-	if l.InputStateTTL <= 0 {
-		l.InputStateTTL = 10 * time.Minute
-	}
-	if l.TaskTTL <= 0 {
-		l.TaskTTL = time.Hour
-	}
-	if l.ProgressInterval <= 0 {
-		l.ProgressInterval = 5 * time.Second
+	positive(&l.MaxConcurrent, 64)
+	positive(&l.MaxPerCaller, 8)
+	positive(&l.Timeout, 15*time.Second)
+	positive(&l.MaxArgBytes, 256<<10)
+	positive(&l.MaxResultBytes, 4<<20)
+	positive(&l.IdempotencyTTL, 24*time.Hour)
+	positive(&l.MaxQueuedRuns, 20)
+	positive(&l.MaxRunsPerMinute, 60)
+	positive(&l.StreamTimeout, 30*time.Minute)
+	positive(&l.ConfirmTimeout, 5*time.Minute)
+	positive(&l.InputStateTTL, 10*time.Minute)
+	positive(&l.TaskTTL, time.Hour)
+	positive(&l.ProgressInterval, 5*time.Second)
+}
+
+// positive sets *v to d unless it is above zero.
+func positive[T int | int64 | time.Duration](v *T, d T) {
+	if *v <= 0 {
+		*v = d
 	}
 }
 

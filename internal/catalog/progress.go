@@ -68,11 +68,7 @@ func followRun(ctx context.Context, env *Env, runID string) (*GetRunOut, error) 
 			lastKey, lastSent = st.key, now
 		}
 		if r.Status.Final() {
-			out := GetRunOut{Run: runView(r), Executions: []ExecutionSummary{}}
-			for _, x := range execs {
-				out.Executions = append(out.Executions, executionSummary(x))
-			}
-			return &out, nil
+			return &GetRunOut{Run: runView(r), Executions: views(execs, executionSummary)}, nil
 		}
 		select {
 		case <-ctx.Done():

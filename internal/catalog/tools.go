@@ -233,11 +233,7 @@ func listTasks(ctx context.Context, env *Env, in ListTasksIn) (ListTasksOut, err
 	if err != nil {
 		return ListTasksOut{}, err
 	}
-	out := ListTasksOut{Tasks: []TaskView{}, Total: total, NextCursor: next}
-	for _, t := range tasks {
-		out.Tasks = append(out.Tasks, taskView(t))
-	}
-	return out, nil
+	return ListTasksOut{Tasks: views(tasks, taskView), Total: total, NextCursor: next}, nil
 }
 
 // ---- get_test_task ----
@@ -425,11 +421,7 @@ func listCases(ctx context.Context, env *Env, in ListCasesIn) (ListCasesOut, err
 	if err != nil {
 		return ListCasesOut{}, err
 	}
-	out := ListCasesOut{TaskID: t.ID, Cases: []CaseSummary{}, Total: total, NextCursor: next}
-	for _, c := range cases {
-		out.Cases = append(out.Cases, caseSummary(c))
-	}
-	return out, nil
+	return ListCasesOut{TaskID: t.ID, Cases: views(cases, caseSummary), Total: total, NextCursor: next}, nil
 }
 
 // ---- get_test_case ----
@@ -595,12 +587,9 @@ func getRun(ctx context.Context, env *Env, in GetRunIn) (GetRunOut, error) {
 		return GetRunOut{}, err
 	}
 	d := duet.DiscloseRun(env.Caller.UserID, r, execs...)
-	out := GetRunOut{Run: runView(r), Executions: []ExecutionSummary{}, NextCursor: next, Disclosure: d}
+	out := GetRunOut{Run: runView(r), Executions: views(execs, executionSummary), NextCursor: next, Disclosure: d}
 	if len(execs) > 0 {
 		out.first, out.last = execs[0].Ordinal, execs[len(execs)-1].Ordinal
-	}
-	for _, x := range execs {
-		out.Executions = append(out.Executions, executionSummary(x))
 	}
 	return out, nil
 }
@@ -940,4 +929,14 @@ func selectCases(ctx context.Context, env *Env, task *duet.Task, ids []string) (
 		out = append(out, cs)
 	}
 	return out, nil
+}
+
+// views shows each item of list with view: an empty list, not nil, when
+// there are none (JSON [], not null).
+func views[T, V any](list []T, view func(T) V) []V {
+	out := make([]V, 0, len(list))
+	for _, x := range list {
+		out = append(out, view(x))
+	}
+	return out
 }

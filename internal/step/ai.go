@@ -91,6 +91,15 @@ type Summarizer interface {
 }
 
 // aiKeys are the keys every AI step takes besides its own.
+// promptForm is the form of an AI step written as its prompt (doc says
+// what it is), or as a mapping of the prompt, keys and maxTokens.
+func promptForm(doc string, keys ...Key) Form {
+	return Form{
+		Short: &Short{Type: Template, Doc: doc},
+		Keys:  append(append([]Key{{Name: "prompt", Type: Template, Required: true, Doc: doc}}, keys...), aiBudgetKey),
+	}
+}
+
 var aiBudgetKey = Key{Name: "maxTokens", Type: Int, Doc: "the step's token budget, prompts and answers of all its model calls (default DUET_LLM_STEP_TOKENS, 20000)"}
 
 // aiRun is one run of an AI step: its model, its budget, what it spent and

@@ -9,13 +9,7 @@ import (
 // StepAIAssert is the name of the aiAssert kind.
 const StepAIAssert duet.StepKind = "aiAssert"
 
-var aiAssertForm = Form{
-	Short: &Short{Type: Template, Doc: "what must hold on the page, in words"},
-	Keys: []Key{
-		{Name: "prompt", Type: Template, Required: true, Doc: "what must hold on the page, in words"},
-		aiBudgetKey,
-	},
-}
+var aiAssertForm = promptForm("what must hold on the page, in words")
 
 // AIAssert is the aiAssert step.
 var AIAssert = register(&Kind{

@@ -53,21 +53,6 @@ var AIFill = register(&Kind{
 		if err != nil {
 			return "", nil, err
 		}
-		a, done, err := startActing(ctx, env, st, value)
-		if err != nil {
-			return "", nil, err
-		}
-		if done {
-			return "", actOutput(a), nil
-		}
-		defer a.finish(ctx)
-		act, err := a.pickOne(ctx, "The field to fill (its value is typed by the test, not by you):", "fill", value)
-		if err != nil {
-			return "", nil, err
-		}
-		if err := a.keep(ctx, []duet.AIAction{act}); err != nil {
-			return "", nil, err
-		}
-		return "", actOutput(a), nil
+		return actOnOne(ctx, env, st, value, "The field to fill (its value is typed by the test, not by you):", "fill")
 	},
 })

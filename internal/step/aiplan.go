@@ -580,6 +580,28 @@ type aiActing struct {
 	stale  bool // a cached plan did not fit the page
 }
 
+// actOnOne runs an acting step on one element (aiTap, aiFill): a cached
+// plan replayed, else the element the model picks for question, acted on
+// with do (and value) and kept in the cache.
+func actOnOne(ctx context.Context, env Env, st *duet.Step, value, question, do string) (string, any, error) {
+	a, done, err := startActing(ctx, env, st, value)
+	if err != nil {
+		return "", nil, err
+	}
+	if done {
+		return "", actOutput(a), nil
+	}
+	defer a.finish(ctx)
+	act, err := a.pickOne(ctx, question, do, value)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := a.keep(ctx, []duet.AIAction{act}); err != nil {
+		return "", nil, err
+	}
+	return "", actOutput(a), nil
+}
+
 // startActing begins an acting step: it renders the prompt and replays a
 // cached plan that fits the page. done reports the step is over.
 func startActing(ctx context.Context, env Env, st *duet.Step, value string) (*aiActing, bool, error) {

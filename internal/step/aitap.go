@@ -9,13 +9,7 @@ import (
 // StepAITap is the name of the aiTap kind.
 const StepAITap duet.StepKind = "aiTap"
 
-var aiTapForm = Form{
-	Short: &Short{Type: Template, Doc: "the element to click, in words"},
-	Keys: []Key{
-		{Name: "prompt", Type: Template, Required: true, Doc: "the element to click, in words"},
-		aiBudgetKey,
-	},
-}
+var aiTapForm = promptForm("the element to click, in words")
 
 // AITap is the aiTap step.
 var AITap = register(&Kind{
@@ -35,21 +29,6 @@ var AITap = register(&Kind{
 		compileActing(c, st, n, &aiTapForm)
 	},
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
-		a, done, err := startActing(ctx, env, st, "")
-		if err != nil {
-			return "", nil, err
-		}
-		if done {
-			return "", actOutput(a), nil
-		}
-		defer a.finish(ctx)
-		act, err := a.pickOne(ctx, "The element to click:", "click", "")
-		if err != nil {
-			return "", nil, err
-		}
-		if err := a.keep(ctx, []duet.AIAction{act}); err != nil {
-			return "", nil, err
-		}
-		return "", actOutput(a), nil
+		return actOnOne(ctx, env, st, "", "The element to click:", "click")
 	},
 })

@@ -13,14 +13,8 @@ const StepAIWaitFor duet.StepKind = "aiWaitFor"
 // aiWaitInterval is how long aiWaitFor waits between looks by default.
 const aiWaitInterval = time.Second
 
-var aiWaitForForm = Form{
-	Short: &Short{Type: Template, Doc: "what the page must come to show, in words"},
-	Keys: []Key{
-		{Name: "prompt", Type: Template, Required: true, Doc: "what the page must come to show, in words"},
-		{Name: "interval", Type: Duration, Doc: "the pause between looks (default 1s)"},
-		aiBudgetKey,
-	},
-}
+var aiWaitForForm = promptForm("what the page must come to show, in words",
+	Key{Name: "interval", Type: Duration, Doc: "the pause between looks (default 1s)"})
 
 // AIWaitFor is the aiWaitFor step.
 var AIWaitFor = register(&Kind{

@@ -18,7 +18,7 @@ var AssertTitle = register(&Kind{
 	Assertion: true,
 	Example:   "- assertTitle: Checkout\n- assertTitle: {equals: Checkout — Duet shop, not: true}\n",
 	Agent:     "`assertTitle: \"Checkout\"` (contains) or `assertTitle: {equals | contains | matches: \"...\"}`",
-	Compile:   compilePageCompare,
+	Compile:   pageStep(false, compilePageCompare),
 	Run:       pageCompare("page title", Page.Title),
 })
 
@@ -48,12 +48,7 @@ func pageCompare(what string, read func(Page, context.Context) (string, error)) 
 // compilePageCompare compiles the assertions of a text of the page (its
 // URL, its title): the shorthand (contains), or equals, contains or
 // matches, and not.
-func compilePageCompare(c *Compiler, st *duet.Step, n *Node) {
-	bd, ok := browserBody(c, st, n, false)
-	if !ok {
-		return
-	}
-	bd.needPage()
+func compilePageCompare(c *Compiler, st *duet.Step, n *Node, bd *body) {
 	if !bd.isMap {
 		bd.b.Contains = bd.short
 		c.Template(n, string(st.Kind), bd.short)

@@ -12,6 +12,6 @@ var AssertURL = register(&Kind{
 	Assertion: true,
 	Example:   "- assertURL: welcome=alice\n- assertURL: {matches: \"[?&]welcome=alice$\"}\n",
 	Agent:     "`assertURL: \"/order\"` (contains) or `assertURL: {equals | contains | matches: \"...\"}`",
-	Compile:   compilePageCompare,
+	Compile:   pageStep(false, compilePageCompare),
 	Run:       pageCompare("page URL", Page.URL),
 })

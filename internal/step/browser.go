@@ -39,6 +39,26 @@ func browserBody(c *Compiler, st *duet.Step, n *Node, null bool) (*body, bool) {
 	return bd, true
 }
 
+// browserStep is the Compile of a browser step whose body is a text or a
+// mapping (or nothing, with null): f goes on with the body bd once it is
+// one of those.
+func browserStep(null bool, f func(c *Compiler, st *duet.Step, n *Node, bd *body)) func(*Compiler, *duet.Step, *Node) {
+	return func(c *Compiler, st *duet.Step, n *Node) {
+		if bd, ok := browserBody(c, st, n, null); ok {
+			f(c, st, n, bd)
+		}
+	}
+}
+
+// pageStep is browserStep for a step that acts on the page: an open step
+// must come before it.
+func pageStep(null bool, f func(c *Compiler, st *duet.Step, n *Node, bd *body)) func(*Compiler, *duet.Step, *Node) {
+	return browserStep(null, func(c *Compiler, st *duet.Step, n *Node, bd *body) {
+		bd.needPage()
+		f(c, st, n, bd)
+	})
+}
+
 // field reads a template key of the mapping form ("" in the shorthand).
 func (bd *body) field(key string, required bool) string {
 	if !bd.isMap {
@@ -134,34 +154,23 @@ func assertContext(ctx context.Context, st *duet.Step) (context.Context, context
 
 // retry calls check until it returns nil or an error other than
 // ASSERTION_FAILED, or until the assertion's time is up; it then returns the
-// last assertion failure.
+// last assertion failure. It pauses between the calls (50 ms, doubling up to
+// 250 ms): for what a page cannot be asked to wait on (retryPage).
 func retry(ctx context.Context, st *duet.Step, check func(context.Context) error) error {
-	actx, cancel := assertContext(ctx, st)
-	defer cancel()
-	var failure error
-	for delay := 50 * time.Millisecond; ; delay = min(2*delay, 250*time.Millisecond) {
-		err := check(actx)
-		switch {
-		case err == nil:
-			return nil
-		case duet.ErrorCode(err) == duet.CodeAssertionFailed:
-			failure = err
-		case failure != nil && (actx.Err() != nil || pastDeadline(actx)):
-			// The time ran out while reading the page again: the
-			// assertion failure is the news. (When the case ended or the
-			// run was cancelled, the engine says so whatever this returns.)
-			return failure
-		default:
-			return err
+	delay := 25 * time.Millisecond
+	return retryPage(ctx, st, func(ctx context.Context, wait time.Duration) error {
+		if wait > 0 {
+			delay = min(2*delay, 250*time.Millisecond)
+			t := time.NewTimer(delay)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err() // retryPage returns the last failure
+			case <-t.C:
+			}
 		}
-		t := time.NewTimer(delay)
-		select {
-		case <-actx.Done():
-			t.Stop()
-			return failure
-		case <-t.C:
-		}
-	}
+		return check(ctx)
+	})
 }
 
 // pastDeadline reports whether ctx has a deadline that has passed.

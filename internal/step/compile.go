@@ -114,6 +114,17 @@ func (c *Compiler) Diagnostics() []*Diagnostic { return c.diags }
 // NumErrors returns how many errors have been recorded so far.
 func (c *Compiler) NumErrors() int { return len(c.diags) }
 
+// mapping reports whether n is a mapping; when it is not, it records the
+// error msg, and when it is, an error for every key not in allowed.
+func (c *Compiler) mapping(n *Node, msg string, allowed ...string) bool {
+	if n.Type != MapNode {
+		c.Errf(n, "%s", msg)
+		return false
+	}
+	c.AllowKeys(n, allowed...)
+	return true
+}
+
 // AllowKeys records an error for every key of the mapping n not in allowed.
 func (c *Compiler) AllowKeys(n *Node, allowed ...string) {
 	for _, k := range n.Keys {

@@ -48,11 +48,7 @@ var OnDialog = register(&Kind{
 	Example: "- onDialog: dismiss\n- onDialog: {action: accept, promptText: Ada}\n",
 	Doc:     "It holds until the next onDialog. A page's `beforeunload` question is always accepted, so that a case can leave the page.",
 	Agent:   "`onDialog: dismiss` or `onDialog: {action: accept, promptText: \"Ada\"}` — before the click that opens the dialog; then `assertDialog: {contains: \"...\"}`",
-	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		bd, ok := browserBody(c, st, n, false)
-		if !ok {
-			return
-		}
+	Compile: browserStep(false, func(c *Compiler, st *duet.Step, n *Node, bd *body) {
 		b := bd.b
 		if bd.isMap {
 			c.AllowKeys(n, "action", "promptText")
@@ -64,7 +60,7 @@ var OnDialog = register(&Kind{
 		if b.Dialog != "" && b.Dialog != "accept" && b.Dialog != "dismiss" {
 			c.Errf(n, "onDialog: accept or dismiss, got %q", b.Dialog)
 		}
-	},
+	}),
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
 		d, err := dialogs(ctx, env, st)
 		if err != nil {
@@ -96,12 +92,7 @@ var AssertDialog = register(&Kind{
 	Assertion: true,
 	Example:   "- assertDialog: Delete the mug?\n- assertDialog: {type: confirm, matches: \"^Delete\"}\n",
 	Agent:     "`assertDialog: \"Delete the mug?\"` (contains) or `assertDialog: {type: confirm, equals: \"...\"}`",
-	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		bd, ok := browserBody(c, st, n, false)
-		if !ok {
-			return
-		}
-		bd.needPage()
+	Compile: pageStep(false, func(c *Compiler, st *duet.Step, n *Node, bd *body) {
 		if !bd.isMap {
 			bd.b.Contains = bd.short
 			c.Template(n, "assertDialog", bd.short)
@@ -115,7 +106,7 @@ var AssertDialog = register(&Kind{
 			c.Errf(n.Get("type"), "type must be alert, confirm, prompt or beforeunload, got %q", bd.b.Dialog)
 		}
 		bd.compileCompareNot()
-	},
+	}),
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
 		d, err := dialogs(ctx, env, st)
 		if err != nil {

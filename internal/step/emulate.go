@@ -56,11 +56,7 @@ var Emulate = register(&Kind{
 	Example: "- emulate: {viewport: {width: 390, height: 844}, locale: de-DE, timezone: Europe/Berlin}\n- emulate: {geolocation: {latitude: 52.52, longitude: 13.40}, colorScheme: dark}\n",
 	Doc:     "Put it first in a case (before `open`) so that the page loads with it; it holds for the case's page and the tabs it opens, and every case starts with none of it.",
 	Agent:   "`emulate: {viewport: {width: 390, height: 844}, locale: de-DE, timezone: Europe/Berlin, geolocation: {latitude: 52.52, longitude: 13.4}, colorScheme: dark}` — first in a case",
-	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		bd, ok := browserBody(c, st, n, false)
-		if !ok {
-			return
-		}
+	Compile: browserStep(false, func(c *Compiler, st *duet.Step, n *Node, bd *body) {
 		if !bd.isMap {
 			c.Errf(n, "emulate needs a mapping: {viewport, geolocation, locale, timezone, colorScheme}")
 			return
@@ -90,7 +86,7 @@ var Emulate = register(&Kind{
 		if *e == (duet.Emulation{}) && e.Geolocation == nil {
 			c.Errf(n, "emulate needs viewport, geolocation, locale, timezone or colorScheme")
 		}
-	},
+	}),
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
 		em, err := pageAs[Emulator](ctx, env, st, "cannot emulate (its driver lacks Emulator)")
 		if err != nil {

@@ -39,12 +39,7 @@ var Evaluate = register(&Kind{
 	Doc: "It runs within the step's timeout (a loop is stopped there: STEP_TIMEOUT) and its value may be 1 MiB as JSON at most (TOO_LARGE, " +
 		"refused in the page before it is sent). An expression that throws fails the step with BROWSER_ERROR and the exception's message.",
 	Agent: "`evaluate: {expression: \"window.appState.cart.length\", as: n}` — only for what no other step reads",
-	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		bd, ok := browserBody(c, st, n, false)
-		if !ok {
-			return
-		}
-		bd.needPage()
+	Compile: pageStep(false, func(c *Compiler, st *duet.Step, n *Node, bd *body) {
 		b := bd.b
 		if !bd.isMap {
 			b.Expr = bd.short
@@ -77,7 +72,7 @@ var Evaluate = register(&Kind{
 		if b.Expr == "" && (!bd.isMap || n.Get("expression") != nil) {
 			c.Errf(n, "evaluate: the expression is empty")
 		}
-	},
+	}),
 	Title: func(st *duet.Step) string {
 		e := st.Browser.Expr
 		if len(e) > 60 {

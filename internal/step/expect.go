@@ -82,6 +82,9 @@ func retryPage(ctx context.Context, st *duet.Step, check func(ctx context.Contex
 		case duet.ErrorCode(err) == duet.CodeAssertionFailed:
 			failure = err
 		case failure != nil && (actx.Err() != nil || pastDeadline(actx)):
+			// The time ran out while reading the page again: the
+			// assertion failure is the news. (When the case ended or the
+			// run was cancelled, the engine says so whatever this returns.)
 			return failure
 		default:
 			return err

@@ -36,7 +36,7 @@ var Extract = register(&Kind{
 	Example: "- extract: {from: text, selector: \"#status\", as: shown}\n- extract: {from: value, label: Quantity, as: qty}\n- extract: {from: url.query, param: orderId, as: orderId}\n- extract: {from: url.segment, segment: -1, as: orderNo}\n",
 	Agent: "`extract: {from: text | value | attr | url | url.query | url.segment | title, <locator>, attr: ..., param: ..., segment: 0, as: varName}`\n" +
 		"  (text/value/attr need a locator — role/label/selector...; attr needs attr; url.query needs param; url.segment needs segment, -1 is the last)",
-	Compile: compileExtract,
+	Compile: pageStep(false, compileExtract),
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
 		p, b, _, err := page(ctx, env, st)
 		if err != nil {
@@ -77,12 +77,7 @@ var Extract = register(&Kind{
 	},
 })
 
-func compileExtract(c *Compiler, st *duet.Step, n *Node) {
-	bd, ok := browserBody(c, st, n, false)
-	if !ok {
-		return
-	}
-	bd.needPage()
+func compileExtract(c *Compiler, st *duet.Step, n *Node, bd *body) {
 	if !bd.isMap {
 		c.Errf(n, "extract needs {from, as, ...}")
 		return

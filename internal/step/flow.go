@@ -83,11 +83,9 @@ func (c *Compiler) loopCondition(n *Node, what string) *duet.Condition {
 		}
 		return &duet.Condition{Expr: s}
 	}
-	if n.Type != MapNode {
-		c.Errf(n, "%s must be an expression, or {visible: SELECTOR} or {hidden: SELECTOR}", what)
+	if !c.mapping(n, fmt.Sprintf("%s must be an expression, or {visible: SELECTOR} or {hidden: SELECTOR}", what), "expr", "visible", "hidden") {
 		return nil
 	}
-	c.AllowKeys(n, "expr", "visible", "hidden")
 	cond := c.condition(n, what)
 	return &cond
 }

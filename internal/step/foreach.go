@@ -35,11 +35,9 @@ var ForEach = register(&Kind{
 		"the rows of a table on the page, `extract` them first (or use an `http` step's JSON).",
 	Agent: "`forEach: {in: resp.body.items, as: item, steps: [...]}` — once per item of a list (max 100 items unless max: N).",
 	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		if n.Type != MapNode {
-			c.Errf(n, "forEach must be a mapping: in, as and steps")
+		if !c.mapping(n, "forEach must be a mapping: in, as and steps", forEachForm.KeyNames()...) {
 			return
 		}
-		c.AllowKeys(n, forEachForm.KeyNames()...)
 		l := &duet.LoopStep{Mode: duet.LoopForEach}
 		st.Loop = l
 		l.In = c.String(n, "in", true)
@@ -79,16 +77,7 @@ var ForEach = register(&Kind{
 			if err := ctx.Err(); err != nil {
 				return "", nil, err
 			}
-			env.FlowState("", i+1)
-			if err := env.Save(l.As, item); err != nil {
-				return "", nil, err
-			}
-			if l.Index != "" {
-				if err := env.Save(l.Index, i+1); err != nil {
-					return "", nil, err
-				}
-			}
-			if err := env.RunSteps(ctx, l.Steps, i+1); err != nil {
+			if err := iterate(ctx, env, l, i+1, item); err != nil {
 				return "", nil, err
 			}
 		}

@@ -37,11 +37,9 @@ var If = register(&Kind{
 	Agent: "`if: {visible: \"#cookie-banner\", then: [...], else: [...]}` — or `expr: EXPRESSION` / `hidden: SELECTOR` " +
 		"instead of visible; runs then or else (the page is looked at as it is, not waited for).",
 	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		if n.Type != MapNode {
-			c.Errf(n, "if must be a mapping: a condition (expr, visible or hidden), then and else")
+		if !c.mapping(n, "if must be a mapping: a condition (expr, visible or hidden), then and else", ifForm.KeyNames()...) {
 			return
 		}
-		c.AllowKeys(n, ifForm.KeyNames()...)
 		s := &duet.IfStep{Condition: c.condition(n, "if")}
 		st.If = s
 		s.Then = c.body(n, "then", "if", true)

@@ -133,11 +133,9 @@ func (c *Compiler) compileLocator(n *Node, depth int, what string) *duet.Locator
 		c.checkSyntax(n, "selector", s)
 		return &duet.Locator{CSS: s}
 	}
-	if n.Type != MapNode {
-		c.Errf(n, "%s must be a CSS selector or a mapping of locator keys (role, text, label, ...)", what)
+	if !c.mapping(n, fmt.Sprintf("%s must be a CSS selector or a mapping of locator keys (role, text, label, ...)", what), (&Form{Keys: locatorKeys}).KeyNames()...) {
 		return nil
 	}
-	c.AllowKeys(n, (&Form{Keys: locatorKeys}).KeyNames()...)
 	return c.locatorMap(n, depth, true, what)
 }
 

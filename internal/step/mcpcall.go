@@ -101,11 +101,9 @@ const mcpCallAgent = "`" + `mcpCall:` + "`" + ` — call a tool of a registered 
   tool's result through its structuredContent, e.g. ` + "`" + `order.structuredContent.order.status` + "`" + `.`
 
 func compileMCPCall(c *Compiler, st *duet.Step, n *Node) {
-	if n.Type != MapNode {
-		c.Errf(n, "mcpCall must be a mapping (server or serverKey, tool, input, saveAs, failurePolicy)")
+	if !c.mapping(n, "mcpCall must be a mapping (server or serverKey, tool, input, saveAs, failurePolicy)", "server", "serverKey", "tool", "toolName", "input", "inputBindings", "saveAs", "failurePolicy") {
 		return
 	}
-	c.AllowKeys(n, "server", "serverKey", "tool", "toolName", "input", "inputBindings", "saveAs", "failurePolicy")
 	m := &duet.MCPCallStep{InputBindings: map[string]duet.Binding{}, FailurePolicy: duet.FailRequired}
 	st.MCP = m
 	ref, refNode := c.CallTarget(n, m, "mcpCall")

@@ -128,13 +128,18 @@ func (n *Node) Plain() any {
 		}
 		return m
 	case SeqNode:
-		l := make([]any, len(n.Items))
-		for i, it := range n.Items {
-			l[i] = it.Plain()
-		}
-		return l
+		return n.items((*Node).Plain)
 	}
 	return nil
+}
+
+// items converts the items of a sequence node with f.
+func (n *Node) items(f func(*Node) any) []any {
+	l := make([]any, len(n.Items))
+	for i, it := range n.Items {
+		l[i] = f(it)
+	}
+	return l
 }
 
 // Ordered converts the node to values that marshal back to YAML in source
@@ -153,11 +158,7 @@ func (n *Node) Ordered() any {
 		}
 		return ms
 	case SeqNode:
-		l := make([]any, len(n.Items))
-		for i, it := range n.Items {
-			l[i] = it.Ordered()
-		}
-		return l
+		return n.items((*Node).Ordered)
 	}
 	return nil
 }

@@ -19,11 +19,7 @@ var Open = register(&Kind{
 	Example: "- open: /order?orderId=A1001\n- open: {url: \"https://shop.example/\"}\n",
 	Doc:     "Every other browser step needs an `open` before it. The first browser step of a case starts its browser session: one isolated browser context per case execution.",
 	Agent:   "`open: /order?orderId=A1001` — navigate.",
-	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		bd, ok := browserBody(c, st, n, false)
-		if !ok {
-			return
-		}
+	Compile: browserStep(false, func(c *Compiler, st *duet.Step, n *Node, bd *body) {
 		b := bd.b
 		if bd.isMap {
 			c.AllowKeys(n, "url")
@@ -36,7 +32,7 @@ var Open = register(&Kind{
 			c.RelativeURL(n, "open", b.URL)
 		}
 		c.Scope.PageOpen = true
-	},
+	}),
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
 		p, b, _, err := page(ctx, env, st)
 		if err != nil {

@@ -22,12 +22,7 @@ var Press = register(&Kind{
 	Form:    pressForm,
 	Example: "- press: Enter\n- press: {key: Enter, selector: \"#search\"}\n- press: {key: Control+A, label: Email address}\n",
 	Agent:   "`press: Enter` or `press: {key: Control+A, label: \"Email\"}`",
-	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		bd, ok := browserBody(c, st, n, false)
-		if !ok {
-			return
-		}
-		bd.needPage()
+	Compile: pageStep(false, func(c *Compiler, st *duet.Step, n *Node, bd *body) {
 		if !bd.isMap {
 			bd.b.Key = bd.short
 			return
@@ -40,7 +35,7 @@ var Press = register(&Kind{
 				break
 			}
 		}
-	},
+	}),
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
 		b := st.Browser
 		if b == nil {

@@ -47,11 +47,9 @@ var Repeat = register(&Kind{
 	Agent: "`repeat: {times: 3 | while: COND | until: COND, max: 20, index: n, steps: [...]}` — COND is an expression " +
 		"or {visible: SELECTOR} / {hidden: SELECTOR}; past max iterations the step fails with LOOP_LIMIT.",
 	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		if n.Type != MapNode {
-			c.Errf(n, "repeat must be a mapping: times, while or until, then steps")
+		if !c.mapping(n, "repeat must be a mapping: times, while or until, then steps", repeatForm.KeyNames()...) {
 			return
 		}
-		c.AllowKeys(n, repeatForm.KeyNames()...)
 		l := &duet.LoopStep{}
 		st.Loop = l
 		var modes []string
@@ -111,13 +109,7 @@ var Repeat = register(&Kind{
 			default:
 				return "", nil, duet.Errorf(duet.CodeInternal, "repeat: unknown mode %q", l.Mode)
 			}
-			env.FlowState("", i)
-			if l.Index != "" {
-				if err := env.Save(l.Index, i); err != nil {
-					return "", nil, err
-				}
-			}
-			if err := env.RunSteps(ctx, l.Steps, i); err != nil {
+			if err := iterate(ctx, env, l, i, nil); err != nil {
 				return "", nil, err
 			}
 			if l.Mode == duet.LoopUntil {
@@ -142,3 +134,20 @@ var Repeat = register(&Kind{
 		return "repeat " + l.Mode + " " + describeCondition(l.Cond)
 	},
 })
+
+// iterate runs the steps of loop l as its i-th iteration (1 the first),
+// with its variables set: as to item (forEach's) and index to i.
+func iterate(ctx context.Context, env Env, l *duet.LoopStep, i int, item any) error {
+	env.FlowState("", i)
+	if l.As != "" {
+		if err := env.Save(l.As, item); err != nil {
+			return err
+		}
+	}
+	if l.Index != "" {
+		if err := env.Save(l.Index, i); err != nil {
+			return err
+		}
+	}
+	return env.RunSteps(ctx, l.Steps, i)
+}

@@ -65,11 +65,7 @@ var RouteKind = register(&Kind{
 		"a destination the guard refuses stays refused, mocked or not (docs/governance.md). " +
 		"Routes work through the browser's own protocol (the DevTools `Fetch` domain), on local Chromium, remote browsers and Chrome on phones.",
 	Agent: "`route: {url: \"**/api/products\", json: [], status: 200}` — mock the requests that match (also `file: data/x.json`, `body:`, `headers:`, `abort: failed`, `delay: 500ms`, `setHeaders:`, `method:`, `times:`); before `open`",
-	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		bd, ok := browserBody(c, st, n, false)
-		if !ok {
-			return
-		}
+	Compile: browserStep(false, func(c *Compiler, st *duet.Step, n *Node, bd *body) {
 		if !bd.isMap {
 			c.Errf(n, "route needs a mapping: {url, json|body|file|status|abort|setHeaders|delay, ...}")
 			return
@@ -157,7 +153,7 @@ var RouteKind = register(&Kind{
 		if (n.Get("headers") != nil || n.Get("contentType") != nil) && !r.Fulfils() && r.Abort == "" && r.SetHeaders == nil {
 			c.Errf(n, "route: headers and contentType are of a response: add status, json, body or file (setHeaders changes the request)")
 		}
-	},
+	}),
 	Title: func(st *duet.Step) string {
 		if r := st.Browser.Route; r != nil {
 			return urlTitle("route", r.Method, r.URL, r.URLMatches)

@@ -22,12 +22,7 @@ var Screenshot = register(&Kind{
 	},
 	Example: "- screenshot: after login\n- screenshot: {name: order page, fullPage: true}\n",
 	Agent:   "`screenshot: after-checkout` or `screenshot: {fullPage: true}`",
-	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		bd, ok := browserBody(c, st, n, true)
-		if !ok {
-			return
-		}
-		bd.needPage()
+	Compile: pageStep(true, func(c *Compiler, st *duet.Step, n *Node, bd *body) {
 		if bd.isMap {
 			c.AllowKeys(n, "fullPage", "name")
 			if fp := bd.bool("fullPage"); fp != nil {
@@ -39,7 +34,7 @@ var Screenshot = register(&Kind{
 		} else if bd.isShort && st.Name == "" {
 			st.Name = bd.short
 		}
-	},
+	}),
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
 		p, b, _, err := page(ctx, env, st)
 		if err != nil {

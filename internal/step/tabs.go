@@ -39,12 +39,7 @@ var WaitForPopup = register(&Kind{
 	Example: "- waitForPopup:\n- waitForPopup: {as: helpTab}\n",
 	Doc:     "It takes the first tab opened that no earlier `waitForPopup` took, even one that opened before it; none within the step's timeout fails the step (STEP_TIMEOUT). A tab at an address the network guard refuses fails it with URL_REFUSED.",
 	Agent:   "`waitForPopup:` after the click that opens a tab; then `closeTab:` or `switchTo: 1`",
-	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		bd, ok := browserBody(c, st, n, true)
-		if !ok {
-			return
-		}
-		bd.needPage()
+	Compile: pageStep(true, func(c *Compiler, st *duet.Step, n *Node, bd *body) {
 		if bd.isShort {
 			c.Errf(n, "waitForPopup takes nothing, or {as: VAR}")
 		}
@@ -52,7 +47,7 @@ var WaitForPopup = register(&Kind{
 			c.AllowKeys(n, "as")
 			bd.b.SaveAs = c.SaveAs(n.Get("as"))
 		}
-	},
+	}),
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
 		t, b, err := tabs(ctx, env, st)
 		if err != nil {
@@ -79,12 +74,7 @@ var SwitchTo = register(&Kind{
 	},
 	Example: "- switchTo: 1\n- switchTo: {urlContains: /help}\n",
 	Agent:   "`switchTo: 1` (the first tab) or `switchTo: {urlContains: \"/help\"}`",
-	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		bd, ok := browserBody(c, st, n, false)
-		if !ok {
-			return
-		}
-		bd.needPage()
+	Compile: pageStep(false, func(c *Compiler, st *duet.Step, n *Node, bd *body) {
 		tab := n
 		if bd.isMap {
 			c.AllowKeys(n, "tab", "urlContains")
@@ -103,7 +93,7 @@ var SwitchTo = register(&Kind{
 			}
 			bd.b.Tab = int(i)
 		}
-	},
+	}),
 	Title: func(st *duet.Step) string {
 		if st.Browser.Tab > 0 {
 			return fmt.Sprintf("switchTo tab %d", st.Browser.Tab)

@@ -109,11 +109,9 @@ func (c *Compiler) uploadFile(n *Node) (duet.UploadFile, bool) {
 		}
 		return duet.UploadFile{Name: path.Base(p), Type: mime.TypeByExtension(path.Ext(p)), Data: data}, true
 	}
-	if n.Type != MapNode {
-		c.Errf(n, "files: a path of the suite's folder, or {name, content}")
+	if !c.mapping(n, "files: a path of the suite's folder, or {name, content}", "name", "content", "type") {
 		return duet.UploadFile{}, false
 	}
-	c.AllowKeys(n, "name", "content", "type")
 	f := duet.UploadFile{Name: c.String(n, "name", true), Type: c.String(n, "type", false)}
 	content := c.String(n, "content", true)
 	if len(content) > maxUploadBytes {

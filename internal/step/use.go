@@ -60,11 +60,9 @@ type FlowResolver interface {
 // the flow can be used.
 func (c *Compiler) ReadFlow(n *Node, def *FlowDef) bool {
 	before := c.NumErrors()
-	if n.Type != MapNode {
-		c.Errf(n, "flow %s must be a mapping with steps (and params)", def.Name)
+	if !c.mapping(n, fmt.Sprintf("flow %s must be a mapping with steps (and params)", def.Name), "description", "params", "steps") {
 		return false
 	}
-	c.AllowKeys(n, "description", "params", "steps")
 	if d := n.Get("description"); d != nil {
 		if _, ok := d.Str(); !ok && d.Type != NullNode {
 			c.Errf(d, "description must be text")

@@ -30,12 +30,7 @@ var WaitFor = register(&Kind{
 	Doc: "With a locator other than selector alone (role, label, ...), text is a text of the page; " +
 		"an element step waits for its own element anyway: waitFor is for what no step acts on.",
 	Agent: "`waitFor: {role: dialog, visible: true}` or `waitFor: {selector | text | urlContains | urlMatches: ..., visible: true}`",
-	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		bd, ok := browserBody(c, st, n, false)
-		if !ok {
-			return
-		}
-		bd.needPage()
+	Compile: pageStep(false, func(c *Compiler, st *duet.Step, n *Node, bd *body) {
 		b := bd.b
 		if !bd.isMap {
 			b.Selector = bd.short
@@ -62,7 +57,7 @@ var WaitFor = register(&Kind{
 		if b.Selector == "" && b.Locator == nil && b.Text == "" && b.URLContains == "" && b.URLMatches == "" {
 			c.Errf(n, "waitFor needs selector (or another locator), text, urlContains or urlMatches")
 		}
-	},
+	}),
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
 		p, b, sel, err := page(ctx, env, st)
 		if err != nil {
