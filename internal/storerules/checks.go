@@ -1,7 +1,9 @@
 package storerules
 
 import (
+	"encoding/json"
 	"strings"
+	"time"
 
 	"github.com/duet-test/duet"
 )
@@ -82,4 +84,59 @@ func Decidable(s *duet.StopRequest, by string) error {
 
 func NotFound(kind, id string) error {
 	return duet.Errorf(duet.CodeNotFound, "%s %q not found", kind, id)
+}
+
+// CheckSecret refuses a secret no engine may store: no valid user or
+// name, or no ciphertext.
+func CheckSecret(s *duet.Secret) error {
+	if err := duet.ValidUserID(s.User); err != nil {
+		return err
+	}
+	if err := duet.ValidSecretName(s.Name); err != nil {
+		return err
+	}
+	if len(s.Ciphertext) == 0 {
+		return duet.Errorf(duet.CodeInvalidArgument, "secret %s has no ciphertext", s.Name)
+	}
+	return nil
+}
+
+// CheckBaseline refuses a baseline no engine may store or one not of the
+// run of lease l; a baseline without a status is pending.
+func CheckBaseline(l duet.Lease, b *duet.Baseline) error {
+	if b == nil || b.TaskID == "" || b.CaseID == "" || b.Name == "" || b.Owner == "" || len(b.Image) == 0 {
+		return duet.Errorf(duet.CodeInvalidArgument, "a baseline needs a task, a case, a name, an owner and an image")
+	}
+	if b.Status == "" {
+		b.Status = duet.BaselinePending
+	}
+	if b.RunID != l.RunID {
+		return duet.LeaseLost(l)
+	}
+	return nil
+}
+
+// CheckSession refuses a console session no engine may store; one without
+// a creation time is created now.
+func CheckSession(s *duet.Session, now time.Time) error {
+	if s.Hash == "" || s.CSRF == "" || duet.ValidUserID(s.UserID) != nil || s.ExpiresAt.IsZero() {
+		return duet.Errorf(duet.CodeInvalidArgument, "a session needs a hash, a CSRF token, a user and an expiry")
+	}
+	if s.CreatedAt.IsZero() {
+		s.CreatedAt = now
+	}
+	return nil
+}
+
+// CheckOAuthClient refuses a client no engine may store and returns its
+// redirect URIs as stored; one without a creation time is created now.
+func CheckOAuthClient(c *duet.OAuthClient, now time.Time) (uris string, err error) {
+	if c.ID == "" || len(c.RedirectURIs) == 0 {
+		return "", duet.Errorf(duet.CodeInvalidArgument, "a client needs an id and a redirect URI")
+	}
+	if c.CreatedAt.IsZero() {
+		c.CreatedAt = now
+	}
+	b, err := json.Marshal(c.RedirectURIs)
+	return string(b), err
 }
