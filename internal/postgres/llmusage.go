@@ -14,17 +14,14 @@ var _ duet.LLMUsageStore = (*DB)(nil)
 
 // ChargeLLMUsage adds c to the user's day (storerules.ChargeLLMUsage).
 func (d *DB) ChargeLLMUsage(ctx context.Context, c duet.LLMCharge) (duet.LLMUsage, bool, error) {
-	return storerules.ChargeLLMUsage(ctx, llmUsage{d}, c)
+	return storerules.ChargeLLMUsage(ctx, c, d.addLLMUsage, d.FindLLMUsage)
 }
 
-// llmUsage is storerules.LLMUsageTx on the database.
-type llmUsage struct{ *DB }
-
-// AddLLMUsage is one conditional upsert: the conflicting row is locked and
+// addLLMUsage is one conditional upsert: the conflicting row is locked and
 // its condition judged on its latest version, so concurrent charges are
 // counted one after the other, and one that would pass c.Limit changes
 // nothing.
-func (d llmUsage) AddLLMUsage(ctx context.Context, c duet.LLMCharge) (duet.LLMUsage, bool, error) {
+func (d *DB) addLLMUsage(ctx context.Context, c duet.LLMCharge) (duet.LLMUsage, bool, error) {
 	u := duet.LLMUsage{UserID: c.UserID, Day: c.Day}
 	err := d.pool.QueryRow(ctx, `INSERT INTO llm_usage (user_id, day, tokens, calls, updated_at) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (user_id, day) DO UPDATE SET
