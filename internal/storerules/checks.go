@@ -8,8 +8,21 @@ import (
 	"github.com/duet-test/duet"
 )
 
-// CheckAIPlan is what a plan must hold to be stored.
-func CheckAIPlan(l duet.Lease, p *duet.AIPlan) error {
+// EncodeAIPlan checks that the plan p of the run of lease l may be stored
+// (checkAIPlan) and returns its actions as stored.
+func EncodeAIPlan(l duet.Lease, p *duet.AIPlan) (actions string, err error) {
+	if err := checkAIPlan(l, p); err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(p.Actions)
+	if err != nil {
+		return "", duet.WrapError(duet.CodeInvalidArgument, err, "an AI plan's actions: %v", err)
+	}
+	return string(b), nil
+}
+
+// checkAIPlan is what a plan must hold to be stored.
+func checkAIPlan(l duet.Lease, p *duet.AIPlan) error {
 	switch {
 	case p == nil || p.TaskID == "" || p.CaseID == "" || p.StepHash == "" || p.ExecutionID == "" || len(p.Actions) == 0:
 		return duet.Errorf(duet.CodeInvalidArgument, "an AI plan needs a task, a case, a step, an execution and actions")
@@ -139,4 +152,12 @@ func CheckOAuthClient(c *duet.OAuthClient, now time.Time) (uris string, err erro
 	}
 	b, err := json.Marshal(c.RedirectURIs)
 	return string(b), err
+}
+
+// CheckDeviceLease refuses a device lease no engine may grant.
+func CheckDeviceLease(l *duet.DeviceLease, ttl time.Duration) error {
+	if l.Device == "" || l.Holder == "" || ttl <= 0 {
+		return duet.Errorf(duet.CodeInvalidArgument, "a device lease needs a device, a holder and a positive duration")
+	}
+	return nil
 }
