@@ -5,15 +5,10 @@ import "github.com/duet-test/duet"
 // AssetsByID starts the assets private, with no shares, and indexes them
 // by id; ids lists each id once, in order.
 func AssetsByID(assets []*duet.Asset) (byID map[string]*duet.Asset, ids []string) {
-	byID = make(map[string]*duet.Asset, len(assets))
 	for _, a := range assets {
 		a.SharedWith, a.Visibility = []string{}, duet.VisibilityPrivate
-		if _, dup := byID[a.ID]; !dup {
-			ids = append(ids, a.ID)
-		}
-		byID[a.ID] = a
 	}
-	return byID, ids
+	return index(assets, func(a *duet.Asset) string { return a.ID })
 }
 
 // ReadAssetShares reads rows of (asset id, user) into the share lists of
@@ -28,14 +23,7 @@ func ReadAssetShares(rows Rows, byID map[string]*duet.Asset) error {
 
 // TasksByID indexes tasks by id; ids lists each id once, in order.
 func TasksByID(tasks []*duet.Task) (byID map[string]*duet.Task, ids []string) {
-	byID = make(map[string]*duet.Task, len(tasks))
-	for _, t := range tasks {
-		if _, dup := byID[t.ID]; !dup {
-			ids = append(ids, t.ID)
-		}
-		byID[t.ID] = t
-	}
-	return byID, ids
+	return index(tasks, func(t *duet.Task) string { return t.ID })
 }
 
 // ReadTaskShares reads rows of (task id, user) into the share lists of the
@@ -46,6 +34,20 @@ func ReadTaskShares(rows Rows, byID map[string]*duet.Task) error {
 			t.SharedWith = append(t.SharedWith, user)
 		}
 	})
+}
+
+// index indexes items by id; ids lists each id once, in order (the last
+// of several items with one id is the one indexed).
+func index[T any](items []T, id func(T) string) (byID map[string]T, ids []string) {
+	byID = make(map[string]T, len(items))
+	for _, it := range items {
+		k := id(it)
+		if _, dup := byID[k]; !dup {
+			ids = append(ids, k)
+		}
+		byID[k] = it
+	}
+	return byID, ids
 }
 
 // readShares hands each row of (id, user) to add.
