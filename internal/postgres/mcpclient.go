@@ -71,25 +71,18 @@ func mcpConflict(err error, s *duet.MCPServer) error {
 // transaction (storerules.CreateMCPServer). Returns CONFLICT,
 // INVALID_ARGUMENT.
 func (d *DB) CreateMCPServer(ctx context.Context, s *duet.MCPServer, cred *duet.Credential) error {
-	return d.saveMCPServer(ctx, s, cred, storerules.CreateMCPServer)
+	err := d.tx(ctx, func(tx pgx.Tx) error {
+		return storerules.CreateMCPServer(ctx, mcpServerTx{tx}, s, cred, ts(d.now()))
+	})
+	return mcpConflict(err, s)
 }
 
 // ReplaceMCPServer replaces a registration's address and credential and drops
 // its archived catalog (storerules.ReplaceMCPServer). Returns NOT_FOUND,
 // CONFLICT, INVALID_ARGUMENT.
 func (d *DB) ReplaceMCPServer(ctx context.Context, s *duet.MCPServer, cred *duet.Credential) error {
-	return d.saveMCPServer(ctx, s, cred, storerules.ReplaceMCPServer)
-}
-
-// saveMCPServer checks the registration s and saves it with save in one
-// transaction.
-func (d *DB) saveMCPServer(ctx context.Context, s *duet.MCPServer, cred *duet.Credential,
-	save func(context.Context, storerules.MCPServerTx, *duet.MCPServer, *duet.Credential, time.Time) error) error {
-	if err := storerules.CheckMCPServer(s, cred); err != nil {
-		return err
-	}
 	err := d.tx(ctx, func(tx pgx.Tx) error {
-		return save(ctx, mcpServerTx{tx}, s, cred, ts(d.now()))
+		return storerules.ReplaceMCPServer(ctx, mcpServerTx{tx}, s, cred, ts(d.now()))
 	})
 	return mcpConflict(err, s)
 }

@@ -27,9 +27,12 @@ type MCPServerTx interface {
 	DeleteCredential(ctx context.Context, ref string) error
 }
 
-// CreateMCPServer stores the registration s, checked by CheckMCPServer,
+// CreateMCPServer checks the registration s (CheckMCPServer) and stores it
 // and its credential through tx, as of now (the engine's precision).
 func CreateMCPServer(ctx context.Context, tx MCPServerTx, s *duet.MCPServer, cred *duet.Credential, now time.Time) error {
+	if err := CheckMCPServer(s, cred); err != nil {
+		return err
+	}
 	if s.ID == "" {
 		s.ID = duet.NewID("srv")
 	}
@@ -43,11 +46,14 @@ func CreateMCPServer(ctx context.Context, tx MCPServerTx, s *duet.MCPServer, cre
 	return tx.InsertMCPServer(ctx, s)
 }
 
-// ReplaceMCPServer replaces the address and credential of the owner's
-// registration s, checked by CheckMCPServer, through tx as of now: its
-// archived catalog and tools are dropped, and its old credential deleted.
-// Returns NOT_FOUND.
+// ReplaceMCPServer checks the registration s (CheckMCPServer) and replaces
+// the address and credential of the owner's registration through tx as of
+// now: its archived catalog and tools are dropped, and its old credential
+// deleted. Returns NOT_FOUND.
 func ReplaceMCPServer(ctx context.Context, tx MCPServerTx, s *duet.MCPServer, cred *duet.Credential, now time.Time) error {
+	if err := CheckMCPServer(s, cred); err != nil {
+		return err
+	}
 	oldRef, created, found, err := tx.LockMCPServer(ctx, s.Owner, s.ID)
 	if err != nil {
 		return err
