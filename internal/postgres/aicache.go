@@ -30,12 +30,9 @@ func scanAIPlan(r pgx.Row) (*duet.AIPlan, error) {
 // SaveAIPlan stores p under the lease l, one plan per key, step hash and
 // fingerprint, at most MaxAIPlansPerStep per step.
 func (d *DB) SaveAIPlan(ctx context.Context, l duet.Lease, p *duet.AIPlan) error {
-	if err := storerules.CheckAIPlan(l, p); err != nil {
-		return err
-	}
-	actions, err := json.Marshal(p.Actions)
+	actions, err := storerules.EncodeAIPlan(l, p)
 	if err != nil {
-		return duet.WrapError(duet.CodeInvalidArgument, err, "an AI plan's actions: %v", err)
+		return err
 	}
 	return d.tx(ctx, func(tx pgx.Tx) error {
 		var n int
@@ -52,7 +49,7 @@ func (d *DB) SaveAIPlan(ctx context.Context, l duet.Lease, p *duet.AIPlan) error
 			ON CONFLICT (case_id, case_version, step_index, step_hash, fingerprint) DO UPDATE SET
 				id = excluded.id, actions = excluded.actions, run_id = excluded.run_id, execution_id = excluded.execution_id,
 				created_by = excluded.created_by, hits = 0, created_at = excluded.created_at, used_at = excluded.used_at`,
-			p.ID, p.TaskID, p.CaseID, p.CaseVersion, p.StepIndex, p.StepHash, p.Fingerprint, string(actions), p.RunID, p.ExecutionID, p.CreatedBy, now); err != nil {
+			p.ID, p.TaskID, p.CaseID, p.CaseVersion, p.StepIndex, p.StepHash, p.Fingerprint, actions, p.RunID, p.ExecutionID, p.CreatedBy, now); err != nil {
 			return mapErr(err)
 		}
 		_, err := tx.Exec(ctx, `DELETE FROM ai_plans WHERE case_id = $1 AND case_version = $2 AND step_index = $3 AND id NOT IN (

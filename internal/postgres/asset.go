@@ -47,30 +47,13 @@ func loadAssetShares(ctx context.Context, q querier, assets ...*duet.Asset) erro
 	if len(assets) == 0 {
 		return nil
 	}
-	byID := make(map[string]*duet.Asset, len(assets))
-	ids := make([]string, 0, len(assets))
-	for _, a := range assets {
-		a.SharedWith, a.Visibility = []string{}, duet.VisibilityPrivate
-		if _, dup := byID[a.ID]; !dup {
-			ids = append(ids, a.ID)
-		}
-		byID[a.ID] = a
-	}
+	byID, ids := storerules.AssetsByID(assets)
 	rows, err := q.Query(ctx, `SELECT asset_id, user_id FROM asset_shares WHERE asset_id = ANY($1) ORDER BY asset_id, user_id`, ids)
 	if err != nil {
 		return mapErr(err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var id, user string
-		if err := rows.Scan(&id, &user); err != nil {
-			return mapErr(err)
-		}
-		a := byID[id]
-		a.SharedWith = append(a.SharedWith, user)
-		a.Visibility = duet.VisibilityShared
-	}
-	return mapErr(rows.Err())
+	return mapErr(storerules.ReadAssetShares(rows, byID))
 }
 
 // SaveAsset creates the asset or a new version of it
@@ -105,31 +88,22 @@ func (t assetTx) AssetShares(ctx context.Context, a *duet.Asset) error {
 	return loadAssetShares(ctx, t.tx, a)
 }
 
-// read reads the current version of the asset cond selects, with its
-// shares if withShares.
-func (t assetTx) read(ctx context.Context, withShares bool, cond string, args ...any) (*duet.Asset, error) {
+// read reads the current version of the asset cond selects, without its
+// shares; nil if there is none.
+func (t assetTx) read(ctx context.Context, cond string, args ...any) (*duet.Asset, error) {
 	a, err := scanAsset(t.tx.QueryRow(ctx, `SELECT `+assetColumns+` FROM assets a JOIN asset_versions v ON v.asset_id = a.id AND v.version = a.version WHERE `+cond, args...))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
-	} else if err != nil {
-		return nil, mapErr(err)
 	}
-	if !withShares {
-		return a, nil
-	}
-	return a, loadAssetShares(ctx, t.tx, a)
+	return a, mapErr(err)
 }
 
 func (t assetTx) AssetByName(ctx context.Context, owner string, kind duet.AssetKind, name string) (*duet.Asset, error) {
-	return t.read(ctx, false, `a.owner = $1 AND a.kind = $2 AND a.name = $3`, owner, kind, name)
+	return t.read(ctx, `a.owner = $1 AND a.kind = $2 AND a.name = $3`, owner, kind, name)
 }
 
 func (t assetTx) AssetByID(ctx context.Context, id string) (*duet.Asset, error) {
-	a, err := t.read(ctx, true, `a.id = $1`, id)
-	if a == nil && err == nil {
-		err = storerules.NotFound("asset", id)
-	}
-	return a, err
+	return t.read(ctx, `a.id = $1`, id)
 }
 
 func (t assetTx) InsertAsset(ctx context.Context, a *duet.Asset, now time.Time) error {

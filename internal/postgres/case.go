@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
@@ -20,17 +19,8 @@ func scanCase(r pgx.Row) (*duet.Case, error) {
 	if err := r.Scan(&c.ID, &c.TaskID, &c.Key, &c.Title, &c.Source, &c.SourceHash, &steps, &c.TimeoutMs, &c.Version, &c.Status, &c.CreatedBy, &c.CreatedAt, &c.UpdatedAt, &row, &c.Retries, &tags); err != nil {
 		return nil, err
 	}
-	if tags != "" {
-		if err := json.Unmarshal([]byte(tags), &c.Tags); err != nil {
-			return nil, fmt.Errorf("case %s: decoding its tags: %w", c.ID, err)
-		}
-	}
-	if err := json.Unmarshal([]byte(steps), &c.Steps); err != nil {
-		return nil, fmt.Errorf("case %s: decoding steps: %w", c.ID, err)
-	}
-	var err error
-	if c.Row, err = storerules.DecodeRow(row); err != nil {
-		return nil, fmt.Errorf("case %s: decoding its data row: %w", c.ID, err)
+	if err := storerules.DecodeCase(&c, steps, row, tags); err != nil {
+		return nil, err
 	}
 	c.CreatedAt, c.UpdatedAt = utc(c.CreatedAt), utc(c.UpdatedAt)
 	return &c, nil

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 var _ duet.DeviceLeaseStore = (*DB)(nil)
@@ -16,8 +17,8 @@ var _ duet.DeviceLeaseStore = (*DB)(nil)
 // expired or already theirs. Returns CONFLICT naming the current owner, or
 // INVALID_ARGUMENT.
 func (d *DB) AcquireDevice(ctx context.Context, l *duet.DeviceLease, ttl time.Duration) error {
-	if l.Device == "" || l.Holder == "" || ttl <= 0 {
-		return duet.Errorf(duet.CodeInvalidArgument, "a device lease needs a device, a holder and a positive duration")
+	if err := storerules.CheckDeviceLease(l, ttl); err != nil {
+		return err
 	}
 	now := ts(d.now())
 	// One statement decides: insert, or take over an expired lease or our

@@ -40,14 +40,8 @@ func scanBaselineWith(image bool) func(pgx.Row) (*duet.Baseline, error) {
 // SHARE until the insert commits, so a claim that takes the run over waits
 // for it or leaves the fence empty). Returns INVALID_ARGUMENT, LEASE_LOST.
 func (d *DB) CreateBaseline(ctx context.Context, l duet.Lease, b *duet.Baseline) error {
-	if b == nil || b.TaskID == "" || b.CaseID == "" || b.Name == "" || b.Owner == "" || len(b.Image) == 0 {
-		return duet.Errorf(duet.CodeInvalidArgument, "a baseline needs a task, a case, a name, an owner and an image")
-	}
-	if b.Status == "" {
-		b.Status = duet.BaselinePending
-	}
-	if b.RunID != l.RunID {
-		return duet.LeaseLost(l)
+	if err := storerules.CheckBaseline(l, b); err != nil {
+		return err
 	}
 	return d.tx(ctx, func(tx pgx.Tx) error {
 		var n int

@@ -7,23 +7,22 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 var _ duet.LLMUsageStore = (*DB)(nil)
 
-// ChargeLLMUsage adds c to the user's day in one conditional upsert: the
-// conflicting row is locked and its condition judged on its latest
-// version, so concurrent charges are counted one after the other, and one
-// that would pass c.Limit changes nothing.
+// ChargeLLMUsage adds c to the user's day (storerules.ChargeLLMUsage).
 func (d *DB) ChargeLLMUsage(ctx context.Context, c duet.LLMCharge) (duet.LLMUsage, bool, error) {
-	if err := duet.CheckLLMCharge(c); err != nil {
-		return duet.LLMUsage{}, false, err
-	}
+	return storerules.ChargeLLMUsage(ctx, c, d.addLLMUsage, d.FindLLMUsage)
+}
+
+// addLLMUsage is one conditional upsert: the conflicting row is locked and
+// its condition judged on its latest version, so concurrent charges are
+// counted one after the other, and one that would pass c.Limit changes
+// nothing.
+func (d *DB) addLLMUsage(ctx context.Context, c duet.LLMCharge) (duet.LLMUsage, bool, error) {
 	u := duet.LLMUsage{UserID: c.UserID, Day: c.Day}
-	if c.Limit > 0 && c.Tokens > c.Limit {
-		got, err := d.FindLLMUsage(ctx, c.UserID, c.Day)
-		return got, false, err
-	}
 	err := d.pool.QueryRow(ctx, `INSERT INTO llm_usage (user_id, day, tokens, calls, updated_at) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (user_id, day) DO UPDATE SET
 			tokens = GREATEST(0, llm_usage.tokens + $6::bigint), calls = llm_usage.calls + excluded.calls, updated_at = excluded.updated_at
@@ -31,13 +30,9 @@ func (d *DB) ChargeLLMUsage(ctx context.Context, c duet.LLMCharge) (duet.LLMUsag
 		RETURNING tokens, calls`,
 		c.UserID, c.Day, max(c.Tokens, 0), c.Calls, ts(d.now()).UTC(), c.Tokens, c.Limit).Scan(&u.Tokens, &u.Calls)
 	if errors.Is(err, pgx.ErrNoRows) {
-		got, err := d.FindLLMUsage(ctx, c.UserID, c.Day)
-		return got, false, err
+		return u, false, nil
 	}
-	if err != nil {
-		return duet.LLMUsage{}, false, mapErr(err)
-	}
-	return u, true, nil
+	return u, err == nil, mapErr(err)
 }
 
 // FindLLMUsage returns the usage of user on day.

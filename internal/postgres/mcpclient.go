@@ -48,15 +48,6 @@ func nullString(s string) *string {
 	return &s
 }
 
-func insertCredential(ctx context.Context, tx pgx.Tx, c *duet.Credential) error {
-	_, err := tx.Exec(ctx, `INSERT INTO mcp_credentials (ref, owner, server_key, ciphertext, updated_at, version) VALUES ($1, $2, $3, $4, $5, 1)`,
-		c.Ref, c.Owner, c.ServerKey, c.Ciphertext, ts(c.UpdatedAt))
-	if err == nil {
-		c.Version = 1
-	}
-	return mapErr(err)
-}
-
 // mcpConflict names what is already taken when an insert or update hits one
 // of the unique constraints.
 func mcpConflict(err error, s *duet.MCPServer) error {
@@ -77,77 +68,70 @@ func mcpConflict(err error, s *duet.MCPServer) error {
 }
 
 // CreateMCPServer stores a registration and its credential in one
-// transaction. Returns CONFLICT, INVALID_ARGUMENT.
+// transaction (storerules.CreateMCPServer). Returns CONFLICT,
+// INVALID_ARGUMENT.
 func (d *DB) CreateMCPServer(ctx context.Context, s *duet.MCPServer, cred *duet.Credential) error {
-	if err := storerules.CheckMCPServer(s, cred); err != nil {
-		return err
-	}
-	if s.ID == "" {
-		s.ID = duet.NewID("srv")
-	}
-	now := ts(d.now())
-	s.CreatedAt, s.UpdatedAt = now, now
-	if cred != nil {
-		cred.UpdatedAt = now
-	}
 	err := d.tx(ctx, func(tx pgx.Tx) error {
-		if cred != nil {
-			if err := insertCredential(ctx, tx, cred); err != nil {
-				return err
-			}
-		}
-		_, err := tx.Exec(ctx, `INSERT INTO mcp_servers (id, owner, name, url, server_key, credential_ref, header_names, auth, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-			s.ID, s.Owner, s.Name, s.URL, s.ServerKey, nullString(s.CredentialRef), storerules.HeaderNamesJSON(s.HeaderNames), s.Auth, now, now)
-		return mapErr(err)
+		return storerules.CreateMCPServer(ctx, mcpServerTx{tx}, s, cred, ts(d.now()))
 	})
 	return mcpConflict(err, s)
 }
 
 // ReplaceMCPServer replaces a registration's address and credential and drops
-// its archived catalog. Returns NOT_FOUND, CONFLICT, INVALID_ARGUMENT.
+// its archived catalog (storerules.ReplaceMCPServer). Returns NOT_FOUND,
+// CONFLICT, INVALID_ARGUMENT.
 func (d *DB) ReplaceMCPServer(ctx context.Context, s *duet.MCPServer, cred *duet.Credential) error {
-	if err := storerules.CheckMCPServer(s, cred); err != nil {
-		return err
-	}
-	now := ts(d.now())
-	if cred != nil {
-		cred.UpdatedAt = now
-	}
 	err := d.tx(ctx, func(tx pgx.Tx) error {
-		var oldRef *string
-		var created time.Time
-		err := tx.QueryRow(ctx, `SELECT credential_ref, created_at FROM mcp_servers WHERE id = $1 AND owner = $2 FOR UPDATE`, s.ID, s.Owner).Scan(&oldRef, &created)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return storerules.NotFound("MCP server", s.Name)
-		}
-		if err != nil {
-			return mapErr(err)
-		}
-		if cred != nil {
-			if err := insertCredential(ctx, tx, cred); err != nil {
-				return err
-			}
-		}
-		if _, err := tx.Exec(ctx, `UPDATE mcp_servers SET name = $1, url = $2, server_key = $3, credential_ref = $4, header_names = $5, auth = $6,
-			transport = '', protocol_version = '', server_name = '', server_version = '', catalog_hash = '', tool_count = 0,
-			synced_at = NULL, updated_at = $7 WHERE id = $8`,
-			s.Name, s.URL, s.ServerKey, nullString(s.CredentialRef), storerules.HeaderNamesJSON(s.HeaderNames), s.Auth, now, s.ID); err != nil {
-			return mapErr(err)
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM mcp_tools WHERE server_id = $1`, s.ID); err != nil {
-			return mapErr(err)
-		}
-		if oldRef != nil {
-			if _, err := tx.Exec(ctx, `DELETE FROM mcp_credentials WHERE ref = $1`, *oldRef); err != nil {
-				return mapErr(err)
-			}
-		}
-		s.CreatedAt, s.UpdatedAt = utc(created), now
-		s.Transport, s.ProtocolVersion, s.ServerName, s.ServerVersion, s.CatalogHash, s.ToolCount, s.SyncedAt = "", "", "", "", "", 0, nil
-		return nil
+		return storerules.ReplaceMCPServer(ctx, mcpServerTx{tx}, s, cred, ts(d.now()))
 	})
 	return mcpConflict(err, s)
+}
+
+// mcpServerTx is storerules.MCPServerTx on a PostgreSQL transaction.
+type mcpServerTx struct{ tx pgx.Tx }
+
+func (t mcpServerTx) InsertCredential(ctx context.Context, c *duet.Credential) error {
+	_, err := t.tx.Exec(ctx, `INSERT INTO mcp_credentials (ref, owner, server_key, ciphertext, updated_at, version) VALUES ($1, $2, $3, $4, $5, 1)`,
+		c.Ref, c.Owner, c.ServerKey, c.Ciphertext, ts(c.UpdatedAt))
+	if err == nil {
+		c.Version = 1
+	}
+	return mapErr(err)
+}
+
+func (t mcpServerTx) InsertMCPServer(ctx context.Context, s *duet.MCPServer) error {
+	_, err := t.tx.Exec(ctx, `INSERT INTO mcp_servers (id, owner, name, url, server_key, credential_ref, header_names, auth, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		s.ID, s.Owner, s.Name, s.URL, s.ServerKey, nullString(s.CredentialRef), storerules.HeaderNamesJSON(s.HeaderNames), s.Auth, s.CreatedAt, s.UpdatedAt)
+	return mapErr(err)
+}
+
+func (t mcpServerTx) LockMCPServer(ctx context.Context, owner, id string) (string, time.Time, bool, error) {
+	var oldRef *string
+	var created time.Time
+	err := t.tx.QueryRow(ctx, `SELECT credential_ref, created_at FROM mcp_servers WHERE id = $1 AND owner = $2 FOR UPDATE`, id, owner).Scan(&oldRef, &created)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", time.Time{}, false, nil
+	}
+	return deref(oldRef), utc(created), err == nil, mapErr(err)
+}
+
+func (t mcpServerTx) ResetMCPServer(ctx context.Context, s *duet.MCPServer) error {
+	_, err := t.tx.Exec(ctx, `UPDATE mcp_servers SET name = $1, url = $2, server_key = $3, credential_ref = $4, header_names = $5, auth = $6,
+		transport = '', protocol_version = '', server_name = '', server_version = '', catalog_hash = '', tool_count = 0,
+		synced_at = NULL, updated_at = $7 WHERE id = $8`,
+		s.Name, s.URL, s.ServerKey, nullString(s.CredentialRef), storerules.HeaderNamesJSON(s.HeaderNames), s.Auth, s.UpdatedAt, s.ID)
+	return mapErr(err)
+}
+
+func (t mcpServerTx) DeleteMCPTools(ctx context.Context, serverID string) error {
+	_, err := t.tx.Exec(ctx, `DELETE FROM mcp_tools WHERE server_id = $1`, serverID)
+	return mapErr(err)
+}
+
+func (t mcpServerTx) DeleteCredential(ctx context.Context, ref string) error {
+	_, err := t.tx.Exec(ctx, `DELETE FROM mcp_credentials WHERE ref = $1`, ref)
+	return mapErr(err)
 }
 
 // FindMCPServer returns the owner's registration named ref, or with serverKey

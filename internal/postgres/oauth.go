@@ -14,19 +14,13 @@ import (
 
 // CreateOAuthClient stores a registered client. Returns INVALID_ARGUMENT.
 func (d *DB) CreateOAuthClient(ctx context.Context, c *duet.OAuthClient) error {
-	if c.ID == "" || len(c.RedirectURIs) == 0 {
-		return duet.Errorf(duet.CodeInvalidArgument, "a client needs an id and a redirect URI")
-	}
-	if c.CreatedAt.IsZero() {
-		c.CreatedAt = d.now()
-	}
-	c.CreatedAt = ts(c.CreatedAt)
-	uris, err := json.Marshal(c.RedirectURIs)
+	uris, err := storerules.CheckOAuthClient(c, d.now())
 	if err != nil {
 		return err
 	}
+	c.CreatedAt = ts(c.CreatedAt)
 	_, err = d.pool.Exec(ctx, `INSERT INTO oauth_clients (id, name, redirect_uris, secret_hash, created_at) VALUES ($1, $2, $3, $4, $5)`,
-		c.ID, c.Name, string(uris), c.SecretHash, c.CreatedAt)
+		c.ID, c.Name, uris, c.SecretHash, c.CreatedAt)
 	return mapErr(err)
 }
 

@@ -7,18 +7,13 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 // SaveSecret creates or replaces a user's secret. Returns INVALID_ARGUMENT.
 func (d *DB) SaveSecret(ctx context.Context, s *duet.Secret) (duet.ApplyAction, error) {
-	if err := duet.ValidUserID(s.User); err != nil {
+	if err := storerules.CheckSecret(s); err != nil {
 		return "", err
-	}
-	if err := duet.ValidSecretName(s.Name); err != nil {
-		return "", err
-	}
-	if len(s.Ciphertext) == 0 {
-		return "", duet.Errorf(duet.CodeInvalidArgument, "secret %s has no ciphertext", s.Name)
 	}
 	now := ts(d.now())
 	var inserted bool

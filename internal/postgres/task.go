@@ -74,27 +74,13 @@ func loadShares(ctx context.Context, q querier, tasks ...*duet.Task) error {
 	if len(tasks) == 0 {
 		return nil
 	}
-	byID := make(map[string]*duet.Task, len(tasks))
-	ids := make([]string, 0, len(tasks))
-	for _, t := range tasks {
-		byID[t.ID] = t
-		ids = append(ids, t.ID)
-	}
+	byID, ids := storerules.TasksByID(tasks)
 	rows, err := q.Query(ctx, `SELECT task_id, user_id FROM task_shares WHERE task_id = ANY($1) ORDER BY user_id`, ids)
 	if err != nil {
 		return mapErr(err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var id, user string
-		if err := rows.Scan(&id, &user); err != nil {
-			return mapErr(err)
-		}
-		if t := byID[id]; t != nil {
-			t.SharedWith = append(t.SharedWith, user)
-		}
-	}
-	return mapErr(rows.Err())
+	return mapErr(storerules.ReadTaskShares(rows, byID))
 }
 
 // FindTaskByID returns the task if viewer may see it ("" = any: internal

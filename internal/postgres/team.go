@@ -45,20 +45,6 @@ func lockTeam(ctx context.Context, tx pgx.Tx, team string) error {
 	return mapErr(err)
 }
 
-// needRole locks team and fails unless user has at least role in it:
-// NOT_FOUND for a non-member, PERMISSION_DENIED (naming the role needed)
-// for a member without it.
-func needRole(ctx context.Context, tx pgx.Tx, team, user string, role duet.TeamRole, what string) error {
-	if err := lockTeam(ctx, tx, team); err != nil {
-		return err
-	}
-	has, err := teamRole(ctx, tx, team, user)
-	if err != nil {
-		return err
-	}
-	return duet.CheckTeamRole(team, user, has, role, what)
-}
-
 // shareTeamID returns the id of the team a share principal names (nil for
 // a user or everyone), holding the team (FOR KEY SHARE) until the share
 // commits: a share is bound to the team that exists when it is made.
@@ -189,7 +175,7 @@ func (d *DB) AddTeamMember(ctx context.Context, by, team, user string) error {
 		return err
 	}
 	return d.tx(ctx, func(tx pgx.Tx) error {
-		if err := needRole(ctx, tx, team, by, duet.RoleMember, "adding a member"); err != nil {
+		if err := storerules.NeedRole(ctx, teamTx{tx}, team, by, duet.RoleMember, "adding a member"); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO team_members (team, user_id, role, added_by, added_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`,
@@ -246,7 +232,7 @@ func (d *DB) DeleteTeam(ctx context.Context, by, team string) error {
 	return d.tx(ctx, func(tx pgx.Tx) error {
 		// The lock waits for shares and transfers to the team in flight
 		// (they hold it FOR KEY SHARE); the count below then sees them.
-		if err := needRole(ctx, tx, team, by, duet.RoleOwner, "deleting the team"); err != nil {
+		if err := storerules.NeedRole(ctx, teamTx{tx}, team, by, duet.RoleOwner, "deleting the team"); err != nil {
 			return err
 		}
 		var owned int
@@ -271,7 +257,7 @@ func (d *DB) SaveTeamServer(ctx context.Context, s *duet.TeamServer) error {
 	}
 	s.AddedAt = ts(d.now()).UTC()
 	return d.tx(ctx, func(tx pgx.Tx) error {
-		if err := needRole(ctx, tx, s.Team, s.AddedBy, duet.RoleMaintainer, "changing the MCP dependency list"); err != nil {
+		if err := storerules.NeedRole(ctx, teamTx{tx}, s.Team, s.AddedBy, duet.RoleMaintainer, "changing the MCP dependency list"); err != nil {
 			return err
 		}
 		// Only maintainers and owners change the list: a member cannot
@@ -313,7 +299,7 @@ func (d *DB) FindTeamServers(ctx context.Context, viewer, team string) ([]*duet.
 // maintainer or owner.
 func (d *DB) DeleteTeamServer(ctx context.Context, by, team, name string) error {
 	return d.tx(ctx, func(tx pgx.Tx) error {
-		if err := needRole(ctx, tx, team, by, duet.RoleMaintainer, "changing the MCP dependency list"); err != nil {
+		if err := storerules.NeedRole(ctx, teamTx{tx}, team, by, duet.RoleMaintainer, "changing the MCP dependency list"); err != nil {
 			return err
 		}
 		tag, err := tx.Exec(ctx, `DELETE FROM team_servers WHERE team = $1 AND name = $2`, team, name)

@@ -30,12 +30,9 @@ func scanAIPlan(r rowScanner) (*duet.AIPlan, error) {
 // SaveAIPlan stores p under the lease l, one plan per key, step hash and
 // fingerprint, at most MaxAIPlansPerStep per step.
 func (d *DB) SaveAIPlan(ctx context.Context, l duet.Lease, p *duet.AIPlan) error {
-	if err := storerules.CheckAIPlan(l, p); err != nil {
-		return err
-	}
-	actions, err := json.Marshal(p.Actions)
+	actions, err := storerules.EncodeAIPlan(l, p)
 	if err != nil {
-		return duet.WrapError(duet.CodeInvalidArgument, err, "an AI plan's actions: %v", err)
+		return err
 	}
 	return d.tx(ctx, func(tx *sql.Tx) error {
 		if err := held(ctx, tx, l, p.ExecutionID); err != nil {
@@ -48,7 +45,7 @@ func (d *DB) SaveAIPlan(ctx context.Context, l duet.Lease, p *duet.AIPlan) error
 			ON CONFLICT (case_id, case_version, step_index, step_hash, fingerprint) DO UPDATE SET
 				id = excluded.id, actions = excluded.actions, run_id = excluded.run_id, execution_id = excluded.execution_id,
 				created_by = excluded.created_by, hits = 0, created_at = excluded.created_at, used_at = excluded.used_at`,
-			p.ID, p.TaskID, p.CaseID, p.CaseVersion, p.StepIndex, p.StepHash, p.Fingerprint, string(actions), p.RunID, p.ExecutionID, p.CreatedBy,
+			p.ID, p.TaskID, p.CaseID, p.CaseVersion, p.StepIndex, p.StepHash, p.Fingerprint, actions, p.RunID, p.ExecutionID, p.CreatedBy,
 			micros(now), micros(now)); err != nil {
 			return mapErr(err)
 		}

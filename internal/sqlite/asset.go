@@ -43,35 +43,18 @@ func scanAsset(r rowScanner) (*duet.Asset, error) {
 	return &a, nil
 }
 
-// loadShares fills SharedWith and Visibility of the assets.
+// loadAssetShares fills SharedWith and Visibility of the assets.
 func loadAssetShares(ctx context.Context, q querier, assets ...*duet.Asset) error {
 	if len(assets) == 0 {
 		return nil
 	}
-	byID := make(map[string]*duet.Asset, len(assets))
-	args := make([]any, 0, len(assets))
-	for _, a := range assets {
-		a.SharedWith, a.Visibility = []string{}, duet.VisibilityPrivate
-		if _, dup := byID[a.ID]; !dup {
-			args = append(args, a.ID)
-		}
-		byID[a.ID] = a
-	}
-	rows, err := q.QueryContext(ctx, `SELECT asset_id, user_id FROM asset_shares WHERE asset_id IN (`+placeholders(len(args))+`) ORDER BY asset_id, user_id`, args...)
+	byID, ids := storerules.AssetsByID(assets)
+	rows, err := q.QueryContext(ctx, `SELECT asset_id, user_id FROM asset_shares WHERE asset_id IN (`+placeholders(len(ids))+`) ORDER BY asset_id, user_id`, anys(ids)...)
 	if err != nil {
 		return mapErr(err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var id, user string
-		if err := rows.Scan(&id, &user); err != nil {
-			return mapErr(err)
-		}
-		a := byID[id]
-		a.SharedWith = append(a.SharedWith, user)
-		a.Visibility = duet.VisibilityShared
-	}
-	return mapErr(rows.Err())
+	return mapErr(storerules.ReadAssetShares(rows, byID))
 }
 
 // SaveAsset creates the asset or a new version of it
@@ -99,31 +82,22 @@ func (t assetTx) AssetShares(ctx context.Context, a *duet.Asset) error {
 	return loadAssetShares(ctx, t.tx, a)
 }
 
-// read reads the current version of the asset cond selects, with its
-// shares if withShares.
-func (t assetTx) read(ctx context.Context, withShares bool, cond string, args ...any) (*duet.Asset, error) {
+// read reads the current version of the asset cond selects, without its
+// shares; nil if there is none.
+func (t assetTx) read(ctx context.Context, cond string, args ...any) (*duet.Asset, error) {
 	a, err := scanAsset(t.tx.QueryRowContext(ctx, `SELECT `+assetColumns+` FROM assets a JOIN asset_versions v ON v.asset_id = a.id AND v.version = a.version WHERE `+cond, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
-	} else if err != nil {
-		return nil, mapErr(err)
 	}
-	if !withShares {
-		return a, nil
-	}
-	return a, loadAssetShares(ctx, t.tx, a)
+	return a, mapErr(err)
 }
 
 func (t assetTx) AssetByName(ctx context.Context, owner string, kind duet.AssetKind, name string) (*duet.Asset, error) {
-	return t.read(ctx, false, `a.owner = ? AND a.kind = ? AND a.name = ?`, owner, kind, name)
+	return t.read(ctx, `a.owner = ? AND a.kind = ? AND a.name = ?`, owner, kind, name)
 }
 
 func (t assetTx) AssetByID(ctx context.Context, id string) (*duet.Asset, error) {
-	a, err := t.read(ctx, true, `a.id = ?`, id)
-	if a == nil && err == nil {
-		err = storerules.NotFound("asset", id)
-	}
-	return a, err
+	return t.read(ctx, `a.id = ?`, id)
 }
 
 func (t assetTx) InsertAsset(ctx context.Context, a *duet.Asset, now time.Time) error {

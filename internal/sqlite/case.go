@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/storerules"
@@ -20,17 +19,8 @@ func scanCase(r rowScanner) (*duet.Case, error) {
 	if err := r.Scan(&c.ID, &c.TaskID, &c.Key, &c.Title, &c.Source, &c.SourceHash, &steps, &c.TimeoutMs, &c.Version, &c.Status, &c.CreatedBy, &created, &updated, &row, &c.Retries, &tags); err != nil {
 		return nil, err
 	}
-	if tags != "" {
-		if err := json.Unmarshal([]byte(tags), &c.Tags); err != nil {
-			return nil, fmt.Errorf("case %s: decoding its tags: %w", c.ID, err)
-		}
-	}
-	if err := json.Unmarshal([]byte(steps), &c.Steps); err != nil {
-		return nil, fmt.Errorf("case %s: decoding steps: %w", c.ID, err)
-	}
-	var err error
-	if c.Row, err = storerules.DecodeRow(row); err != nil {
-		return nil, fmt.Errorf("case %s: decoding its data row: %w", c.ID, err)
+	if err := storerules.DecodeCase(&c, steps, row, tags); err != nil {
+		return nil, err
 	}
 	c.CreatedAt, c.UpdatedAt = fromMicros(created), fromMicros(updated)
 	return &c, nil

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 var _ duet.DeviceLeaseStore = (*DB)(nil)
@@ -15,8 +16,8 @@ var _ duet.DeviceLeaseStore = (*DB)(nil)
 // expired or already theirs. Returns CONFLICT naming the current owner, or
 // INVALID_ARGUMENT.
 func (d *DB) AcquireDevice(ctx context.Context, l *duet.DeviceLease, ttl time.Duration) error {
-	if l.Device == "" || l.Holder == "" || ttl <= 0 {
-		return duet.Errorf(duet.CodeInvalidArgument, "a device lease needs a device, a holder and a positive duration")
+	if err := storerules.CheckDeviceLease(l, ttl); err != nil {
+		return err
 	}
 	now := d.now()
 	return d.tx(ctx, func(tx *sql.Tx) error {

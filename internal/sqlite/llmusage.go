@@ -6,22 +6,21 @@ import (
 	"errors"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 var _ duet.LLMUsageStore = (*DB)(nil)
 
-// ChargeLLMUsage adds c to the user's day in one conditional upsert: the
-// row is locked by the write, so concurrent charges are counted one after
-// the other, and one that would pass c.Limit changes nothing.
+// ChargeLLMUsage adds c to the user's day (storerules.ChargeLLMUsage).
 func (d *DB) ChargeLLMUsage(ctx context.Context, c duet.LLMCharge) (duet.LLMUsage, bool, error) {
-	if err := duet.CheckLLMCharge(c); err != nil {
-		return duet.LLMUsage{}, false, err
-	}
+	return storerules.ChargeLLMUsage(ctx, c, d.addLLMUsage, d.FindLLMUsage)
+}
+
+// addLLMUsage is one conditional upsert: the row is locked by the write,
+// so concurrent charges are counted one after the other, and one that
+// would pass c.Limit changes nothing.
+func (d *DB) addLLMUsage(ctx context.Context, c duet.LLMCharge) (duet.LLMUsage, bool, error) {
 	u := duet.LLMUsage{UserID: c.UserID, Day: c.Day}
-	if c.Limit > 0 && c.Tokens > c.Limit {
-		got, err := d.FindLLMUsage(ctx, c.UserID, c.Day)
-		return got, false, err
-	}
 	err := d.tx(ctx, func(tx *sql.Tx) error {
 		return tx.QueryRowContext(ctx, `INSERT INTO llm_usage (user_id, day, tokens, calls, updated_at) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (user_id, day) DO UPDATE SET
@@ -31,13 +30,9 @@ func (d *DB) ChargeLLMUsage(ctx context.Context, c duet.LLMCharge) (duet.LLMUsag
 			c.UserID, c.Day, max(c.Tokens, 0), c.Calls, micros(d.now()), c.Tokens, c.Limit, c.Tokens, c.Limit).Scan(&u.Tokens, &u.Calls)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
-		got, err := d.FindLLMUsage(ctx, c.UserID, c.Day)
-		return got, false, err
+		return u, false, nil
 	}
-	if err != nil {
-		return duet.LLMUsage{}, false, mapErr(err)
-	}
-	return u, true, nil
+	return u, err == nil, mapErr(err)
 }
 
 // FindLLMUsage returns the usage of user on day.

@@ -62,15 +62,6 @@ func scanMCPServer(r rowScanner, extra ...any) (*duet.MCPServer, error) {
 	return &s, nil
 }
 
-func insertCredential(ctx context.Context, tx *sql.Tx, c *duet.Credential) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO mcp_credentials (ref, owner, server_key, ciphertext, updated_at, version) VALUES (?, ?, ?, ?, ?, 1)`,
-		c.Ref, c.Owner, c.ServerKey, c.Ciphertext, micros(c.UpdatedAt))
-	if err == nil {
-		c.Version = 1
-	}
-	return mapErr(err)
-}
-
 // mcpConflict names what is already taken when an insert or update hits one
 // of the unique constraints.
 func mcpConflict(err error, s *duet.MCPServer) error {
@@ -88,79 +79,73 @@ func mcpConflict(err error, s *duet.MCPServer) error {
 }
 
 // CreateMCPServer stores a registration and its credential in one
-// transaction. Returns CONFLICT, INVALID_ARGUMENT.
+// transaction (storerules.CreateMCPServer). Returns CONFLICT,
+// INVALID_ARGUMENT.
 func (d *DB) CreateMCPServer(ctx context.Context, s *duet.MCPServer, cred *duet.Credential) error {
-	if err := storerules.CheckMCPServer(s, cred); err != nil {
-		return err
-	}
-	if s.ID == "" {
-		s.ID = duet.NewID("srv")
-	}
-	now := d.now().Truncate(time.Microsecond)
-	s.CreatedAt, s.UpdatedAt = now, now
-	if cred != nil {
-		cred.UpdatedAt = now
-	}
 	err := d.tx(ctx, func(tx *sql.Tx) error {
-		if cred != nil {
-			if err := insertCredential(ctx, tx, cred); err != nil {
-				return err
-			}
-		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO mcp_servers (id, owner, name, url, server_key, credential_ref, header_names, auth, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			s.ID, s.Owner, s.Name, s.URL, s.ServerKey, sql.NullString{String: s.CredentialRef, Valid: s.CredentialRef != ""},
-			storerules.HeaderNamesJSON(s.HeaderNames), s.Auth, micros(now), micros(now))
-		return mapErr(err)
+		return storerules.CreateMCPServer(ctx, mcpServerTx{tx}, s, cred, d.now().Truncate(time.Microsecond))
 	})
 	return mcpConflict(err, s)
 }
 
 // ReplaceMCPServer replaces a registration's address and credential and drops
-// its archived catalog. Returns NOT_FOUND, CONFLICT, INVALID_ARGUMENT.
+// its archived catalog (storerules.ReplaceMCPServer). Returns NOT_FOUND,
+// CONFLICT, INVALID_ARGUMENT.
 func (d *DB) ReplaceMCPServer(ctx context.Context, s *duet.MCPServer, cred *duet.Credential) error {
-	if err := storerules.CheckMCPServer(s, cred); err != nil {
-		return err
-	}
-	now := d.now().Truncate(time.Microsecond)
-	if cred != nil {
-		cred.UpdatedAt = now
-	}
 	err := d.tx(ctx, func(tx *sql.Tx) error {
-		var oldRef sql.NullString
-		var created int64
-		err := tx.QueryRowContext(ctx, `SELECT credential_ref, created_at FROM mcp_servers WHERE id = ? AND owner = ?`, s.ID, s.Owner).Scan(&oldRef, &created)
-		if errors.Is(err, sql.ErrNoRows) {
-			return storerules.NotFound("MCP server", s.Name)
-		}
-		if err != nil {
-			return mapErr(err)
-		}
-		if cred != nil {
-			if err := insertCredential(ctx, tx, cred); err != nil {
-				return err
-			}
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE mcp_servers SET name = ?, url = ?, server_key = ?, credential_ref = ?, header_names = ?, auth = ?,
-			transport = '', protocol_version = '', server_name = '', server_version = '', catalog_hash = '', tool_count = 0,
-			synced_at = NULL, updated_at = ? WHERE id = ?`,
-			s.Name, s.URL, s.ServerKey, sql.NullString{String: s.CredentialRef, Valid: s.CredentialRef != ""},
-			storerules.HeaderNamesJSON(s.HeaderNames), s.Auth, micros(now), s.ID); err != nil {
-			return mapErr(err)
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM mcp_tools WHERE server_id = ?`, s.ID); err != nil {
-			return mapErr(err)
-		}
-		if oldRef.Valid {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM mcp_credentials WHERE ref = ?`, oldRef.String); err != nil {
-				return mapErr(err)
-			}
-		}
-		s.CreatedAt, s.UpdatedAt = fromMicros(created), now
-		s.Transport, s.ProtocolVersion, s.ServerName, s.ServerVersion, s.CatalogHash, s.ToolCount, s.SyncedAt = "", "", "", "", "", 0, nil
-		return nil
+		return storerules.ReplaceMCPServer(ctx, mcpServerTx{tx}, s, cred, d.now().Truncate(time.Microsecond))
 	})
 	return mcpConflict(err, s)
+}
+
+// mcpServerTx is storerules.MCPServerTx on a SQLite transaction.
+type mcpServerTx struct{ tx *sql.Tx }
+
+func (t mcpServerTx) InsertCredential(ctx context.Context, c *duet.Credential) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO mcp_credentials (ref, owner, server_key, ciphertext, updated_at, version) VALUES (?, ?, ?, ?, ?, 1)`,
+		c.Ref, c.Owner, c.ServerKey, c.Ciphertext, micros(c.UpdatedAt))
+	if err == nil {
+		c.Version = 1
+	}
+	return mapErr(err)
+}
+
+func (t mcpServerTx) InsertMCPServer(ctx context.Context, s *duet.MCPServer) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO mcp_servers (id, owner, name, url, server_key, credential_ref, header_names, auth, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		s.ID, s.Owner, s.Name, s.URL, s.ServerKey, sql.NullString{String: s.CredentialRef, Valid: s.CredentialRef != ""},
+		storerules.HeaderNamesJSON(s.HeaderNames), s.Auth, micros(s.CreatedAt), micros(s.UpdatedAt))
+	return mapErr(err)
+}
+
+// LockMCPServer needs no lock: SQLite has one writer.
+func (t mcpServerTx) LockMCPServer(ctx context.Context, owner, id string) (string, time.Time, bool, error) {
+	var oldRef sql.NullString
+	var created int64
+	err := t.tx.QueryRowContext(ctx, `SELECT credential_ref, created_at FROM mcp_servers WHERE id = ? AND owner = ?`, id, owner).Scan(&oldRef, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", time.Time{}, false, nil
+	}
+	return oldRef.String, fromMicros(created), err == nil, mapErr(err)
+}
+
+func (t mcpServerTx) ResetMCPServer(ctx context.Context, s *duet.MCPServer) error {
+	_, err := t.tx.ExecContext(ctx, `UPDATE mcp_servers SET name = ?, url = ?, server_key = ?, credential_ref = ?, header_names = ?, auth = ?,
+		transport = '', protocol_version = '', server_name = '', server_version = '', catalog_hash = '', tool_count = 0,
+		synced_at = NULL, updated_at = ? WHERE id = ?`,
+		s.Name, s.URL, s.ServerKey, sql.NullString{String: s.CredentialRef, Valid: s.CredentialRef != ""},
+		storerules.HeaderNamesJSON(s.HeaderNames), s.Auth, micros(s.UpdatedAt), s.ID)
+	return mapErr(err)
+}
+
+func (t mcpServerTx) DeleteMCPTools(ctx context.Context, serverID string) error {
+	_, err := t.tx.ExecContext(ctx, `DELETE FROM mcp_tools WHERE server_id = ?`, serverID)
+	return mapErr(err)
+}
+
+func (t mcpServerTx) DeleteCredential(ctx context.Context, ref string) error {
+	_, err := t.tx.ExecContext(ctx, `DELETE FROM mcp_credentials WHERE ref = ?`, ref)
+	return mapErr(err)
 }
 
 // FindMCPServer returns the owner's registration named ref, or with serverKey

@@ -13,18 +13,12 @@ import (
 
 // CreateOAuthClient stores a registered client. Returns INVALID_ARGUMENT.
 func (d *DB) CreateOAuthClient(ctx context.Context, c *duet.OAuthClient) error {
-	if c.ID == "" || len(c.RedirectURIs) == 0 {
-		return duet.Errorf(duet.CodeInvalidArgument, "a client needs an id and a redirect URI")
-	}
-	if c.CreatedAt.IsZero() {
-		c.CreatedAt = d.now()
-	}
-	uris, err := json.Marshal(c.RedirectURIs)
+	uris, err := storerules.CheckOAuthClient(c, d.now())
 	if err != nil {
 		return err
 	}
 	_, err = d.q.ExecContext(ctx, `INSERT INTO oauth_clients (id, name, redirect_uris, secret_hash, created_at) VALUES (?, ?, ?, ?, ?)`,
-		c.ID, c.Name, string(uris), c.SecretHash, micros(c.CreatedAt))
+		c.ID, c.Name, uris, c.SecretHash, micros(c.CreatedAt))
 	return mapErr(err)
 }
 

@@ -6,18 +6,13 @@ import (
 	"errors"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 // SaveSecret creates or replaces a user's secret. Returns INVALID_ARGUMENT.
 func (d *DB) SaveSecret(ctx context.Context, s *duet.Secret) (duet.ApplyAction, error) {
-	if err := duet.ValidUserID(s.User); err != nil {
+	if err := storerules.CheckSecret(s); err != nil {
 		return "", err
-	}
-	if err := duet.ValidSecretName(s.Name); err != nil {
-		return "", err
-	}
-	if len(s.Ciphertext) == 0 {
-		return "", duet.Errorf(duet.CodeInvalidArgument, "secret %s has no ciphertext", s.Name)
 	}
 	action := duet.ApplyCreated
 	err := d.tx(ctx, func(tx *sql.Tx) error {
@@ -49,11 +44,7 @@ func (d *DB) FindSecrets(ctx context.Context, user string, names []string) ([]*d
 	if len(names) == 0 {
 		return []*duet.Secret{}, nil
 	}
-	args := []any{user}
-	for _, n := range names {
-		args = append(args, n)
-	}
-	return d.querySecrets(ctx, `SELECT user_id, name, ciphertext, created_at, updated_at FROM user_secrets WHERE user_id = ? AND name IN (`+placeholders(len(names))+`) ORDER BY name`, args...)
+	return d.querySecrets(ctx, `SELECT user_id, name, ciphertext, created_at, updated_at FROM user_secrets WHERE user_id = ? AND name IN (`+placeholders(len(names))+`) ORDER BY name`, append([]any{user}, anys(names)...)...)
 }
 
 // ListSecrets returns user's secrets without their ciphertext.

@@ -7,17 +7,15 @@ import (
 	"time"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 var _ duet.SessionStore = (*DB)(nil)
 
 // CreateSession stores a console session. Returns INVALID_ARGUMENT.
 func (d *DB) CreateSession(ctx context.Context, s *duet.Session) error {
-	if s.Hash == "" || s.CSRF == "" || duet.ValidUserID(s.UserID) != nil || s.ExpiresAt.IsZero() {
-		return duet.Errorf(duet.CodeInvalidArgument, "a session needs a hash, a CSRF token, a user and an expiry")
-	}
-	if s.CreatedAt.IsZero() {
-		s.CreatedAt = d.now()
+	if err := storerules.CheckSession(s, d.now()); err != nil {
+		return err
 	}
 	_, err := d.q.ExecContext(ctx, `INSERT INTO console_sessions (hash, user_id, csrf, method, token_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		s.Hash, s.UserID, s.CSRF, s.Method, s.TokenID, micros(s.CreatedAt), micros(s.ExpiresAt))

@@ -65,27 +65,13 @@ func loadShares(ctx context.Context, q querier, tasks ...*duet.Task) error {
 	if len(tasks) == 0 {
 		return nil
 	}
-	byID := make(map[string]*duet.Task, len(tasks))
-	args := make([]any, 0, len(tasks))
-	for _, t := range tasks {
-		byID[t.ID] = t
-		args = append(args, t.ID)
-	}
-	rows, err := q.QueryContext(ctx, `SELECT task_id, user_id FROM task_shares WHERE task_id IN (`+placeholders(len(args))+`) ORDER BY user_id`, args...)
+	byID, ids := storerules.TasksByID(tasks)
+	rows, err := q.QueryContext(ctx, `SELECT task_id, user_id FROM task_shares WHERE task_id IN (`+placeholders(len(ids))+`) ORDER BY user_id`, anys(ids)...)
 	if err != nil {
 		return mapErr(err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var id, user string
-		if err := rows.Scan(&id, &user); err != nil {
-			return mapErr(err)
-		}
-		if t := byID[id]; t != nil {
-			t.SharedWith = append(t.SharedWith, user)
-		}
-	}
-	return mapErr(rows.Err())
+	return mapErr(storerules.ReadTaskShares(rows, byID))
 }
 
 type querier interface {

@@ -30,17 +30,6 @@ func memberOf(ctx context.Context, q querier, team, user string) error {
 	return err
 }
 
-// needRole fails unless user has at least role in team: NOT_FOUND for a
-// non-member, PERMISSION_DENIED (naming the role needed) for a member
-// without it.
-func needRole(ctx context.Context, q querier, team, user string, role duet.TeamRole, what string) error {
-	has, err := teamRole(ctx, q, team, user)
-	if err != nil {
-		return err
-	}
-	return duet.CheckTeamRole(team, user, has, role, what)
-}
-
 // shareTeamID returns the id of the team a share principal names (nil for
 // a user or everyone): a share is bound to the team that exists when it is
 // made. INVALID_ARGUMENT for a team that does not exist.
@@ -204,7 +193,7 @@ func (t teamTx) SetRole(ctx context.Context, team, user string, role duet.TeamRo
 // must be an owner and the team must own no task.
 func (d *DB) DeleteTeam(ctx context.Context, by, team string) error {
 	return d.tx(ctx, func(tx *sql.Tx) error {
-		if err := needRole(ctx, tx, team, by, duet.RoleOwner, "deleting the team"); err != nil {
+		if err := storerules.NeedRole(ctx, teamTx{tx}, team, by, duet.RoleOwner, "deleting the team"); err != nil {
 			return err
 		}
 		var owned int
@@ -229,7 +218,7 @@ func (d *DB) SaveTeamServer(ctx context.Context, s *duet.TeamServer) error {
 	}
 	s.AddedAt = fromMicros(micros(d.now()))
 	return d.tx(ctx, func(tx *sql.Tx) error {
-		if err := needRole(ctx, tx, s.Team, s.AddedBy, duet.RoleMaintainer, "changing the MCP dependency list"); err != nil {
+		if err := storerules.NeedRole(ctx, teamTx{tx}, s.Team, s.AddedBy, duet.RoleMaintainer, "changing the MCP dependency list"); err != nil {
 			return err
 		}
 		// Only maintainers and owners change the list: a member cannot
@@ -275,7 +264,7 @@ func (d *DB) FindTeamServers(ctx context.Context, viewer, team string) ([]*duet.
 // maintainer or owner.
 func (d *DB) DeleteTeamServer(ctx context.Context, by, team, name string) error {
 	return d.tx(ctx, func(tx *sql.Tx) error {
-		if err := needRole(ctx, tx, team, by, duet.RoleMaintainer, "changing the MCP dependency list"); err != nil {
+		if err := storerules.NeedRole(ctx, teamTx{tx}, team, by, duet.RoleMaintainer, "changing the MCP dependency list"); err != nil {
 			return err
 		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM team_servers WHERE team = ? AND name = ?`, team, name)

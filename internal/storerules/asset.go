@@ -23,7 +23,8 @@ type AssetTx interface {
 	InsertVersion(ctx context.Context, a *duet.Asset, now time.Time) error
 	// SetAssetShares replaces the asset's share list with users.
 	SetAssetShares(ctx context.Context, id string, users []string, now time.Time) error
-	// AssetByID reads the asset's current version with its shares.
+	// AssetByID reads the asset's current version, without its shares;
+	// nil if there is none.
 	AssetByID(ctx context.Context, id string) (*duet.Asset, error)
 }
 
@@ -82,6 +83,12 @@ func SaveAsset(ctx context.Context, tx AssetTx, a *duet.Asset, now time.Time) (d
 		}
 	}
 	saved, err := tx.AssetByID(ctx, a.ID)
+	if err == nil && saved == nil {
+		err = NotFound("asset", a.ID)
+	}
+	if err == nil {
+		err = tx.AssetShares(ctx, saved)
+	}
 	if err != nil {
 		return "", err
 	}

@@ -1,13 +1,28 @@
 package storerules
 
 import (
+	"encoding/json"
 	"strings"
+	"time"
 
 	"github.com/duet-test/duet"
 )
 
-// CheckAIPlan is what a plan must hold to be stored.
-func CheckAIPlan(l duet.Lease, p *duet.AIPlan) error {
+// EncodeAIPlan checks that the plan p of the run of lease l may be stored
+// (checkAIPlan) and returns its actions as stored.
+func EncodeAIPlan(l duet.Lease, p *duet.AIPlan) (actions string, err error) {
+	if err := checkAIPlan(l, p); err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(p.Actions)
+	if err != nil {
+		return "", duet.WrapError(duet.CodeInvalidArgument, err, "an AI plan's actions: %v", err)
+	}
+	return string(b), nil
+}
+
+// checkAIPlan is what a plan must hold to be stored.
+func checkAIPlan(l duet.Lease, p *duet.AIPlan) error {
 	switch {
 	case p == nil || p.TaskID == "" || p.CaseID == "" || p.StepHash == "" || p.ExecutionID == "" || len(p.Actions) == 0:
 		return duet.Errorf(duet.CodeInvalidArgument, "an AI plan needs a task, a case, a step, an execution and actions")
@@ -82,4 +97,67 @@ func Decidable(s *duet.StopRequest, by string) error {
 
 func NotFound(kind, id string) error {
 	return duet.Errorf(duet.CodeNotFound, "%s %q not found", kind, id)
+}
+
+// CheckSecret refuses a secret no engine may store: no valid user or
+// name, or no ciphertext.
+func CheckSecret(s *duet.Secret) error {
+	if err := duet.ValidUserID(s.User); err != nil {
+		return err
+	}
+	if err := duet.ValidSecretName(s.Name); err != nil {
+		return err
+	}
+	if len(s.Ciphertext) == 0 {
+		return duet.Errorf(duet.CodeInvalidArgument, "secret %s has no ciphertext", s.Name)
+	}
+	return nil
+}
+
+// CheckBaseline refuses a baseline no engine may store or one not of the
+// run of lease l; a baseline without a status is pending.
+func CheckBaseline(l duet.Lease, b *duet.Baseline) error {
+	if b == nil || b.TaskID == "" || b.CaseID == "" || b.Name == "" || b.Owner == "" || len(b.Image) == 0 {
+		return duet.Errorf(duet.CodeInvalidArgument, "a baseline needs a task, a case, a name, an owner and an image")
+	}
+	if b.Status == "" {
+		b.Status = duet.BaselinePending
+	}
+	if b.RunID != l.RunID {
+		return duet.LeaseLost(l)
+	}
+	return nil
+}
+
+// CheckSession refuses a console session no engine may store; one without
+// a creation time is created now.
+func CheckSession(s *duet.Session, now time.Time) error {
+	if s.Hash == "" || s.CSRF == "" || duet.ValidUserID(s.UserID) != nil || s.ExpiresAt.IsZero() {
+		return duet.Errorf(duet.CodeInvalidArgument, "a session needs a hash, a CSRF token, a user and an expiry")
+	}
+	if s.CreatedAt.IsZero() {
+		s.CreatedAt = now
+	}
+	return nil
+}
+
+// CheckOAuthClient refuses a client no engine may store and returns its
+// redirect URIs as stored; one without a creation time is created now.
+func CheckOAuthClient(c *duet.OAuthClient, now time.Time) (uris string, err error) {
+	if c.ID == "" || len(c.RedirectURIs) == 0 {
+		return "", duet.Errorf(duet.CodeInvalidArgument, "a client needs an id and a redirect URI")
+	}
+	if c.CreatedAt.IsZero() {
+		c.CreatedAt = now
+	}
+	b, err := json.Marshal(c.RedirectURIs)
+	return string(b), err
+}
+
+// CheckDeviceLease refuses a device lease no engine may grant.
+func CheckDeviceLease(l *duet.DeviceLease, ttl time.Duration) error {
+	if l.Device == "" || l.Holder == "" || ttl <= 0 {
+		return duet.Errorf(duet.CodeInvalidArgument, "a device lease needs a device, a holder and a positive duration")
+	}
+	return nil
 }

@@ -57,14 +57,9 @@ func ReadTotals(rows Rows, byID map[string]*duet.Run) error {
 	return rows.Err()
 }
 
-// RunsByID indexes runs by id; ids lists them in order.
+// RunsByID indexes runs by id; ids lists each once, in order.
 func RunsByID(runs []*duet.Run) (byID map[string]*duet.Run, ids []string) {
-	byID = make(map[string]*duet.Run, len(runs))
-	for _, r := range runs {
-		byID[r.ID] = r
-		ids = append(ids, r.ID)
-	}
-	return byID, ids
+	return index(runs, func(r *duet.Run) string { return r.ID })
 }
 
 // DecodeRun completes a run scanned from the runs table with its stored
@@ -101,14 +96,9 @@ func DecodeExecution(e *duet.Execution, steps, vars, row string) error {
 	return nil
 }
 
-// ExecutionsByID indexes executions by id; ids lists them in order.
+// ExecutionsByID indexes executions by id; ids lists each once, in order.
 func ExecutionsByID(execs []*duet.Execution) (byID map[string]*duet.Execution, ids []string) {
-	byID = make(map[string]*duet.Execution, len(execs))
-	for _, e := range execs {
-		byID[e.ID] = e
-		ids = append(ids, e.ID)
-	}
-	return byID, ids
+	return index(execs, func(e *duet.Execution) string { return e.ID })
 }
 
 // AddResult appends the stored step result data to e's results.

@@ -3,6 +3,7 @@ package storerules
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -50,6 +51,24 @@ func EncodeCase(c *duet.Case) (CaseColumns, error) {
 	}
 	row, err := EncodeRow(c.Row)
 	return CaseColumns{Steps: string(steps), Row: row, Tags: EncodeTags(c.Tags)}, err
+}
+
+// DecodeCase completes a case scanned from the cases table with its stored
+// steps, data row and tags (EncodeCase's columns).
+func DecodeCase(c *duet.Case, steps, row, tags string) error {
+	if tags != "" {
+		if err := json.Unmarshal([]byte(tags), &c.Tags); err != nil {
+			return fmt.Errorf("case %s: decoding its tags: %w", c.ID, err)
+		}
+	}
+	if err := json.Unmarshal([]byte(steps), &c.Steps); err != nil {
+		return fmt.Errorf("case %s: decoding steps: %w", c.ID, err)
+	}
+	var err error
+	if c.Row, err = DecodeRow(row); err != nil {
+		return fmt.Errorf("case %s: decoding its data row: %w", c.ID, err)
+	}
+	return nil
 }
 
 // CheckSuite refuses what no engine may store of owner's suite s, before

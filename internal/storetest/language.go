@@ -99,6 +99,8 @@ func testLanguage(t *testing.T, s duet.Store) {
 	}
 	_, err = s.SaveSecret(ctx(t), &duet.Secret{User: "alice", Name: "not a name", Ciphertext: []byte("x")})
 	wantCode(t, err, duet.CodeInvalidArgument)
+	_, err = s.SaveSecret(ctx(t), &duet.Secret{User: "alice", Name: "EMPTY"})
+	wantCode(t, err, duet.CodeInvalidArgument)
 	found, err := s.FindSecrets(ctx(t), "alice", []string{"PW", "NOPE"})
 	if err != nil || len(found) != 1 || !bytes.Equal(found[0].Ciphertext, []byte("ct-2")) {
 		t.Fatalf("find: %+v %v", found, err)
