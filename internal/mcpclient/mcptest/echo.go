@@ -35,6 +35,7 @@ func EchoServer() *mcp.Server {
 	s.AddTool(&mcp.Tool{Name: "echo", InputSchema: obj, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			e := Echoed(r)
+			//lint:ignore SA1019 servers still log during the deprecation window; what they log must not leak either
 			_ = r.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "echo", Data: "you called with " + e})
 			_ = r.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: "echo", Progress: 1, Message: "called with " + e})
 			return &mcp.CallToolResult{
