@@ -52,15 +52,11 @@ type Invoker interface {
 	// MCP_TOOL_ERROR. Returns MCP_SERVER_NOT_CONFIGURED, MCP_TOOL_NOT_FOUND,
 	// MCP_CALL_TIMEOUT, MCP_AUTH_FAILED, MCP_TOOL_ERROR, MCP_UNREACHABLE,
 	// MCP_PROTOCOL_MISMATCH.
+	//
+	// The result and the error come back scrubbed, by value, of every
+	// credential value the call sent or obtained (header values, OAuth
+	// tokens and client secrets, DPoP proofs), wherever the server echoed
+	// them: the invoker owns the credentials, so its callers never read
+	// them to scrub them.
 	Invoke(ctx context.Context, req InvokeRequest) (*ToolResult, error)
-}
-
-// SecretSource is implemented by an Invoker that can name the secret values
-// a call as an executor sends to a server (header values, OAuth tokens and
-// client secrets), so that a caller that keeps results scrubs them wherever
-// they come back (an echoing tool, an error page).
-type SecretSource interface {
-	// Secrets returns the credential values of executor's registration of
-	// serverKey; none when executor has not registered it.
-	Secrets(ctx context.Context, executor, serverKey string) ([]string, error)
 }

@@ -2,13 +2,11 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"time"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/mcpclient"
-	"github.com/duet-test/duet/internal/redact"
 )
 
 // ServerView is a registration as the API shows it: never a credential
@@ -283,15 +281,10 @@ func (s *Service) CallTool(ctx context.Context, c duet.Caller, ref, toolName str
 		}
 		res, err := s.d.MCP.Invoke(ctx, duet.InvokeRequest{Executor: c.UserID, ServerKey: reg.ServerKey, Tool: toolName,
 			Arguments: in.Arguments, Source: c.Source, TraceID: trace})
-		out := CallOut{}
-		secrets, _ := s.d.MCP.Secrets(ctx, c.UserID, reg.ServerKey)
-		set := redact.NewSet()
-		set.Add(secrets...)
-		if res != nil {
-			out.Result = &duet.ToolResult{IsError: res.IsError, Content: scrubJSON(set, res.Content), StructuredContent: scrubJSON(set, res.StructuredContent)}
-		}
+		// invoke() returns them scrubbed of the caller's credentials.
+		out := CallOut{Result: res}
 		if err != nil {
-			out.Error = &ErrorBody{Code: duet.ErrorCode(err), Message: set.Scrub(duet.ErrorMessage(err))}
+			out.Error = &ErrorBody{Code: duet.ErrorCode(err), Message: duet.ErrorMessage(err)}
 		}
 		s.d.MCP.Flush()
 		if recs, ferr := s.d.Store.FindInvocations(ctx, duet.InvocationFilter{Executor: c.UserID, TraceID: trace, Tool: toolName, Limit: 1}); ferr == nil && len(recs) > 0 {
@@ -299,22 +292,6 @@ func (s *Service) CallTool(ctx context.Context, c duet.Caller, ref, toolName str
 		}
 		return out, nil
 	})
-}
-
-// scrubJSON replaces the secret values of set wherever they appear in raw.
-func scrubJSON(set *redact.Set, raw json.RawMessage) json.RawMessage {
-	if len(raw) == 0 || set.Len() == 0 {
-		return raw
-	}
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
-		return raw
-	}
-	b, err := json.Marshal(set.Value(v))
-	if err != nil {
-		return raw
-	}
-	return b
 }
 
 // ---- invocation and audit records ----

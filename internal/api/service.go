@@ -35,8 +35,9 @@ type MCPClient interface {
 	Remove(ctx context.Context, owner, ref string) error
 	AuthStatus(ctx context.Context, owner, ref string) (*mcpclient.AuthStatus, error)
 	Login(ctx context.Context, owner, ref string) (*mcpclient.AuthStatus, error)
+	// Invoke returns the result and the error scrubbed of the caller's
+	// credentials.
 	Invoke(ctx context.Context, req duet.InvokeRequest) (*duet.ToolResult, error)
-	Secrets(ctx context.Context, executor, serverKey string) ([]string, error)
 	// Flush writes the invocation records made so far.
 	Flush()
 }

@@ -40,10 +40,6 @@ type caseRun struct {
 	// call needed the executor's approval.
 	dests *duet.Destinations
 
-	// credsAt holds, per serverKey whose credential values are in secrets,
-	// the Invoker's CredentialGeneration before they were read.
-	credsAt map[string]uint64
-
 	// stored are the variables as last stored, with the last step result
 	// (persistVars): what a resumed case would go on with.
 	stored map[string]any

@@ -49,18 +49,19 @@ func whoamiServer(t testing.TB, onCall func(n int64), seen *sync.Map) string {
 	return srv.URL + "/mcp"
 }
 
-// countingClient is the real MCP client, counting the Secrets reads.
-type countingClient struct {
-	*mcpclient.Client
-	secrets atomic.Int64
+// countingStore is the store of an MCP client, counting the credential
+// reads.
+type countingStore struct {
+	duet.MCPClientStore
+	reads atomic.Int64
 }
 
-func (c *countingClient) Secrets(ctx context.Context, executor, serverKey string) ([]string, error) {
-	c.secrets.Add(1)
-	return c.Client.Secrets(ctx, executor, serverKey)
+func (s *countingStore) FindCredential(ctx context.Context, ref string) (*duet.Credential, error) {
+	s.reads.Add(1)
+	return s.MCPClientStore.FindCredential(ctx, ref)
 }
 
-func newMCPClient(t testing.TB, db *sqlite.DB, kr *vault.Keyring) *mcpclient.Client {
+func newMCPClient(t testing.TB, db duet.MCPClientStore, kr *vault.Keyring) *mcpclient.Client {
 	c := mcpclient.New(mcpclient.Options{Store: db, Keyring: func() (*vault.Keyring, error) { return kr, nil },
 		Policy: netguard.Policy{AllowLoopback: true}, CallTimeout: 10 * time.Second})
 	t.Cleanup(func() { c.Close() })
@@ -87,10 +88,10 @@ func whoamiSuite(key string, steps int) string {
 
 // TestCaseReadsCredentialsOnce: a case of several mcpCall steps reads the
 // executor's credentials for the server once per session the client
-// opens, not twice per step — and a credential replaced mid-run by
-// another process (another store handle and client) is still scrubbed
-// from the step that sent it (docs/governance.md: the run's secrets hold
-// the executor's credentials for every server the run calls).
+// opens (the engine reads none: the client scrubs them from what it
+// returns) — and a credential replaced mid-run by another process
+// (another store handle and client) is still scrubbed from the step that
+// sent it (docs/governance.md).
 func TestCaseReadsCredentialsOnce(t *testing.T) {
 	t.Parallel()
 	const first, second = "cred-FIRST-7a1c9e02", "cred-SECOND-5d3b8f14"
@@ -124,7 +125,8 @@ func TestCaseReadsCredentialsOnce(t *testing.T) {
 			}
 		}
 	}, &seen)
-	c := &countingClient{Client: newMCPClient(t, db, kr)}
+	counted := &countingStore{MCPClientStore: db}
+	c := newMCPClient(t, counted, kr)
 	if _, err := c.Register(t.Context(), mcpclient.Registration{Owner: "alice", Name: "who", URL: url,
 		Headers: map[string]string{"Authorization": "Bearer " + first}}); err != nil {
 		t.Fatal(err)
@@ -155,24 +157,24 @@ func TestCaseReadsCredentialsOnce(t *testing.T) {
 		return string(stored)
 	}
 
-	// One session, one credential: the first step reads it before the
-	// call and once more after it (the call opened the session); the
-	// other steps read nothing (they read it twice each before).
+	// One session, one credential: the session opened by the first step
+	// reads it; the other steps read nothing.
+	counted.reads.Store(0)
 	check(runAs(t, db, w, task, "alice"))
-	if n := c.secrets.Load(); n > 2 {
-		t.Errorf("a case of %d mcpCall steps read the credentials %d times, want at most 2", steps, n)
+	if n := counted.reads.Load(); n > 1 {
+		t.Errorf("a case of %d mcpCall steps read the credentials %d times, want at most 1", steps, n)
 	}
 
 	// The credential replaced through another handle during the third
-	// call: the fourth call opens a session with the new one, which is read
-	// after that call, before its result is kept.
-	c.secrets.Store(0)
+	// call: the fourth call opens a session with the new one, whose values
+	// it scrubs from its result.
+	counted.reads.Store(0)
 	replaceAt.Store(steps + 3)
 	check(runAs(t, db, w, task, "alice"))
 	if _, ok := seen.Load("Bearer " + second); !ok {
 		t.Fatal("the replaced credential was never sent: the test proves nothing")
 	}
-	if n := c.secrets.Load(); n > 4 {
-		t.Errorf("a case of %d mcpCall steps read the credentials %d times, want at most 4", steps, n)
+	if n := counted.reads.Load(); n > 2 {
+		t.Errorf("a case of %d mcpCall steps read the credentials %d times, want at most 2 (one per session)", steps, n)
 	}
 }

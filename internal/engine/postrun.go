@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"sort"
 	"time"
 
@@ -55,10 +54,10 @@ func (e *Engine) postRun(ctx context.Context, run *duet.Run, task *duet.Task, ex
 		a := task.PostRun[i]
 		start := time.Now()
 		res := &duet.PostRunResult{Index: i, Name: a.Name, ServerKey: a.ServerKey, Tool: a.ToolName, Status: duet.StatusPassed}
-		if err := e.postRunAction(ctx, run, task, a, vars, secrets); err != nil {
+		if err := e.postRunAction(ctx, run, task, a, vars); err != nil {
 			res.Status, res.ErrorCode, res.ErrorMessage = duet.StatusFailed, duet.ErrorCode(err), secrets.Scrub(duet.ErrorMessage(err))
 			if res.ErrorCode == duet.CodeInternal {
-				e.log.ErrorContext(ctx, "post-run action", "run", run.ID, "action", a.Name, "err", err)
+				e.log.ErrorContext(ctx, "post-run action", "run", run.ID, "action", a.Name, "err", secrets.Scrub(err.Error()))
 			}
 		}
 		res.DurationMs = time.Since(start).Milliseconds()
@@ -67,7 +66,7 @@ func (e *Engine) postRun(ctx context.Context, run *duet.Run, task *duet.Task, ex
 	return out
 }
 
-func (e *Engine) postRunAction(ctx context.Context, run *duet.Run, task *duet.Task, a *duet.PostRunAction, vars map[string]any, secrets *redact.Set) error {
+func (e *Engine) postRunAction(ctx context.Context, run *duet.Run, task *duet.Task, a *duet.PostRunAction, vars map[string]any) error {
 	executor := run.TriggeredBy
 	m := &duet.MCPCallStep{ServerKey: a.ServerKey, ToolName: a.ToolName}
 	need, err := NeedsApproval(ctx, e.tools, executor, task.PostRunBy, m)
@@ -98,12 +97,10 @@ func (e *Engine) postRunAction(ctx context.Context, run *duet.Run, task *duet.Ta
 	if e.opts.Invoker == nil {
 		return duet.Errorf(duet.CodeMCPServerNotConfigured, "%s has not configured MCP server %s", executor, a.ServerKey)
 	}
-	e.learnCredentials(ctx, executor, a.ServerKey, secrets)
 	_, err = e.opts.Invoker.Invoke(ctx, duet.InvokeRequest{
 		Executor: executor, ServerKey: a.ServerKey, Tool: a.ToolName,
 		Arguments: args, Source: duet.SourcePostRun, TraceID: run.TraceID,
 	})
-	e.learnCredentials(ctx, executor, a.ServerKey, secrets)
 	return err
 }
 
@@ -167,19 +164,4 @@ func summaryVars(run *duet.Run, task *duet.Task, execs []*duet.Execution, v verd
 		"task": map[string]any{"id": task.ID, "name": task.Name, "baseUrl": task.BaseURL},
 		"run":  r,
 	}
-}
-
-// learnCredentials adds executor's credential values for serverKey to the
-// run's secrets, when the Invoker can name them.
-func (e *Engine) learnCredentials(ctx context.Context, executor, serverKey string, secrets *redact.Set) {
-	src, ok := e.opts.Invoker.(duet.SecretSource)
-	if !ok {
-		return
-	}
-	vals, err := src.Secrets(context.WithoutCancel(ctx), executor, serverKey)
-	if err != nil && !errors.Is(err, context.Canceled) {
-		e.log.WarnContext(ctx, "cannot read the executor's credentials to scrub them", "serverKey", serverKey, "err", duet.ErrorMessage(err))
-		return
-	}
-	secrets.Add(vals...)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/closedport"
 	"github.com/duet-test/duet/internal/engine"
+	"github.com/duet-test/duet/internal/redact"
 	"github.com/duet-test/duet/internal/sqlite"
 )
 
@@ -21,7 +22,9 @@ import (
 // a call as a user who has not registered the server fails with
 // MCP_SERVER_NOT_CONFIGURED, like the real client. Its tools answer with
 // what they were sent, and "whoami" with the executor's credential under an
-// innocent key. It names each user's credential (duet.SecretSource).
+// innocent key — scrubbed by value, as an invoker returns what it answers
+// (duet.Invoker: the real client's canaries are mcpclient's
+// TestInvokeScrubsEchoedCredentials and app's TestCredentialCanary).
 type registry struct {
 	db    *sqlite.DB
 	creds map[string]string // user → credential value
@@ -45,16 +48,13 @@ func (r *registry) Invoke(ctx context.Context, req duet.InvokeRequest) (*duet.To
 	if req.Tool == "whoami" {
 		out = map[string]any{"user": req.Executor, "memo": "you called with " + r.creds[req.Executor]}
 	}
-	sc, _ := json.Marshal(out)
+	creds := redact.NewSet()
+	if c := r.creds[req.Executor]; c != "" {
+		creds.Add("Bearer " + c)
+	}
+	sc, _ := json.Marshal(creds.Value(out))
 	content, _ := json.Marshal([]map[string]any{{"type": "text", "text": string(sc)}})
 	return &duet.ToolResult{Content: content, StructuredContent: sc}, nil
-}
-
-func (r *registry) Secrets(_ context.Context, executor, _ string) ([]string, error) {
-	if c := r.creds[executor]; c != "" {
-		return []string{"Bearer " + c}, nil
-	}
-	return nil, nil
 }
 
 func (r *registry) called(executor, tool string) int {

@@ -13,8 +13,9 @@ import (
 )
 
 // CallTool calls the tool of an mcpCall step as the run's executor (step.Env):
-// after the approval check, with the step's bindings, the executor's
-// credentials learnt as the run's secrets.
+// after the approval check, with the step's bindings. The Invoker returns
+// the result and the error scrubbed of the executor's credentials (it owns
+// them); the engine scrubs the run's secrets once, when it keeps them.
 func (cr *caseRun) CallTool(ctx context.Context, m *duet.MCPCallStep) (any, error) {
 	if err := cr.checkApproval(ctx, m); err != nil {
 		return nil, err
@@ -36,15 +37,10 @@ func (cr *caseRun) CallTool(ctx context.Context, m *duet.MCPCallStep) (any, erro
 		return nil, duet.Errorf(duet.CodeMCPServerNotConfigured, "%s has not configured MCP server %s", cr.run.TriggeredBy, m.ServerKey)
 	}
 	cr.secrets.Learn(args)
-	// The executor's credentials for the server are secrets of the run,
-	// before the call (an error may quote them) and after it (a token may
-	// have been renewed during it).
-	cr.learnCredentials(ctx, m.ServerKey)
 	res, err := cr.e.opts.Invoker.Invoke(ctx, duet.InvokeRequest{
 		Executor: cr.run.TriggeredBy, ServerKey: m.ServerKey, Tool: m.ToolName,
 		Arguments: args, Source: cr.invokeSource(), TraceID: cr.run.TraceID,
 	})
-	cr.learnCredentials(ctx, m.ServerKey)
 	var saved any
 	if res != nil {
 		saved = toolResultValue(res)
@@ -77,45 +73,6 @@ func shellWord(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// learnCredentials adds the executor's credential values for serverKey to
-// the run's secrets, when the Invoker can name them. An Invoker that also
-// reports a CredentialGeneration is asked again only when that moved since
-// the values were read (a session opened, a token renewed): so a case reads
-// them once per server, and again only when the values its calls send may
-// have changed. Any other Invoker is asked every time.
-func (cr *caseRun) learnCredentials(ctx context.Context, serverKey string) {
-	src, ok := cr.e.opts.Invoker.(duet.SecretSource)
-	if !ok {
-		return
-	}
-	gen, watch := cr.e.opts.Invoker.(credentialGeneration)
-	var at uint64
-	if watch {
-		at = gen.CredentialGeneration()
-		if seen, ok := cr.credsAt[serverKey]; ok && seen == at {
-			return
-		}
-	}
-	vals, err := src.Secrets(context.WithoutCancel(ctx), cr.run.TriggeredBy, serverKey)
-	if err != nil {
-		cr.e.log.WarnContext(ctx, "cannot read the executor's credentials to scrub them", "run", cr.run.ID, "serverKey", serverKey, "err", duet.ErrorMessage(err))
-		return
-	}
-	cr.secrets.Add(vals...)
-	if watch {
-		if cr.credsAt == nil {
-			cr.credsAt = map[string]uint64{}
-		}
-		cr.credsAt[serverKey] = at
-	}
-}
-
-// credentialGeneration is a duet.SecretSource whose values can have changed
-// only when the counter moved (mcpclient.Client.CredentialGeneration).
-type credentialGeneration interface {
-	CredentialGeneration() uint64
 }
 
 // toolResultValue is what an mcpCall saves: the result as the server sent

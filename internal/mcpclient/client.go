@@ -124,7 +124,8 @@ type Client struct {
 	// SSRF guard, never following redirects.
 	oauthHTTP *http.Client
 	// credGen moves whenever a credential value this client sends may
-	// have changed (CredentialGeneration).
+	// have changed (new values sealed, an OAuth token renewed or adopted):
+	// a session then takes its OAuth handler's values again (scrub.go).
 	credGen atomic.Uint64
 }
 

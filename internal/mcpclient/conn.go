@@ -17,6 +17,7 @@ import (
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/calldepth"
 	"github.com/duet-test/duet/internal/oauthclient"
+	"github.com/duet-test/duet/internal/redact"
 	"github.com/duet-test/duet/internal/serverkey"
 )
 
@@ -33,6 +34,13 @@ type session struct {
 	transport string
 	version   time.Time // registration UpdatedAt when connected
 	done      chan struct{}
+	// creds are the credential values the session was opened with and
+	// those its OAuth handler (oauth, nil for none) obtained by the time
+	// the client's credGen was credsAt: scrubbed from all it returns
+	// (scrub.go).
+	creds   *redact.Set
+	oauth   *oauthclient.Handler
+	credsAt atomic.Uint64
 }
 
 func (s *session) alive() bool {
@@ -163,8 +171,8 @@ func (c *Client) connect(ctx context.Context, reg *duet.MCPServer) (*session, er
 	if err != nil {
 		return nil, err
 	}
-	c.credGen.Add(1) // a session with the values just read
-	var oh auth.OAuthHandler
+	creds, at := sessionCreds(sec), c.credGen.Load()
+	var oh *oauthclient.Handler
 	if reg.Auth != "" {
 		if sec.OAuth == nil {
 			return nil, duet.Errorf(duet.CodeInternal, "the OAuth configuration of MCP server %s is missing from its credential; register it again", reg.Name)
@@ -172,8 +180,17 @@ func (c *Client) connect(ctx context.Context, reg *duet.MCPServer) (*session, er
 		oh = c.oauthFor(reg, sec, ver)
 	}
 	hc := c.httpClient(reg, sec.Headers)
-	if st, ok := oh.(*oauthclient.Handler); ok {
-		hc.Transport.(*roundTripper).dpop = st.BoundKey
+	if oh != nil {
+		hc.Transport.(*roundTripper).dpop = oh.BoundKey
+	}
+	opened := func(s *session) *session {
+		s.creds, s.oauth = creds, oh
+		s.credsAt.Store(at)
+		if oh != nil {
+			// What the handler obtained while connecting.
+			c.scrubber(s, &observer{})
+		}
+		return s
 	}
 	// The SDK keeps the values of this context for the session's own
 	// streams: they must not carry the first call's trace id.
@@ -182,19 +199,24 @@ func (c *Client) connect(ctx context.Context, reg *duet.MCPServer) (*session, er
 	if reg.Transport == duet.TransportSSE {
 		order = []string{duet.TransportSSE, duet.TransportStreamableHTTP}
 	}
+	// The observer of the connect lives on in the session's own streams:
+	// it stops noting what they send once the connect is over.
 	obs := &observer{}
-	s, err := c.dial(withObserver(ctx, obs), reg, hc, oh, order[0])
+	defer obs.settled.Store(true)
+	s, err := c.dial(withObserver(ctx, obs), reg, hc, oauthHandler(oh), order[0])
 	if err == nil {
-		return s, nil
+		return opened(s), nil
 	}
 	if ctx.Err() == nil && obs.notMCPStatus() {
 		// A plain 4xx (not 401/403/429): the endpoint may speak the other
 		// transport.
-		if s, err2 := c.dial(withObserver(ctx, &observer{}), reg, hc, oh, order[1]); err2 == nil {
-			return s, nil
+		obs2 := &observer{}
+		defer obs2.settled.Store(true)
+		if s, err2 := c.dial(withObserver(ctx, obs2), reg, hc, oauthHandler(oh), order[1]); err2 == nil {
+			return opened(s), nil
 		}
 	}
-	return nil, c.diagnose(ctx, reg, hc, err, obs)
+	return nil, c.diagnose(ctx, reg, hc, err, obs, creds)
 }
 
 // dial connects over one transport. The OAuth handler oh, if any, supplies
@@ -229,6 +251,14 @@ func (c *Client) dial(ctx context.Context, reg *duet.MCPServer, hc *http.Client,
 		close(s.done)
 	}()
 	return s, nil
+}
+
+// oauthHandler is h as the SDK takes it: nil (no OAuth) when h is nil.
+func oauthHandler(h *oauthclient.Handler) auth.OAuthHandler {
+	if h == nil {
+		return nil
+	}
+	return h
 }
 
 // lifetimeTransport connects t with a context that keeps the values of the
@@ -283,6 +313,11 @@ func (c *Client) httpClient(reg *duet.MCPServer, headers map[string]string) *htt
 	if c.opts.WrapTransport != nil {
 		base = c.opts.WrapTransport(base)
 	}
+	static := make(map[string]bool, len(headers))
+	for k := range headers {
+		static[http.CanonicalHeaderKey(k)] = true
+	}
+	base = sentRecorder{next: base, static: static}
 	return &http.Client{
 		Transport: &roundTripper{base: base, headers: headers, origin: origin, traceDomain: c.opts.TraceDomain, maxDepth: c.opts.MaxCallDepth},
 		CheckRedirect: func(*http.Request, []*http.Request) error {
@@ -355,6 +390,10 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 // the server sent it.
 type observer struct {
 	capture bool
+	// sent are the secret values the operation's requests carried beyond
+	// the session's (sentRecorder), until settled.
+	sent    redact.Set
+	settled atomic.Bool
 	mu      sync.Mutex
 	seen    []response
 	body    bytes.Buffer

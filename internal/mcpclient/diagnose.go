@@ -141,61 +141,18 @@ func netReason(err error) string {
 // diagnose classifies a failed connect; when the common causes do not apply,
 // it probes the endpoint with a raw MCP initialize request (and, if needed,
 // the MCP-Lite tools/list route) to say precisely what answers there. What
-// the endpoint said is quoted only after every credential value of the
-// registration is scrubbed from it: an endpoint may echo the header it was
-// sent (in a page title, a redirect path, an error text).
-func (c *Client) diagnose(ctx context.Context, reg *duet.MCPServer, hc *http.Client, err error, obs *observer) error {
+// the endpoint said is quoted only after every credential value the
+// connect held or sent (creds, obs) is scrubbed from it: an endpoint may
+// echo the header it was sent (in a page title, a redirect path, an error
+// text).
+func (c *Client) diagnose(ctx context.Context, reg *duet.MCPServer, hc *http.Client, err error, obs *observer, creds *redact.Set) error {
+	sc := scrubber{creds, &obs.sent}
 	if e := c.classify(ctx, reg, err, obs); e != nil {
-		return c.scrubError(ctx, reg, e)
+		return sc.err(e)
 	}
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	return c.scrubError(ctx, reg, c.probe(pctx, reg, hc, err))
-}
-
-// credentialValues returns every secret value a sealed credential holds:
-// the values of its headers and, for OAuth, the client secret, the private
-// key and the tokens.
-func credentialValues(sec *secret) []string {
-	if sec == nil {
-		return nil
-	}
-	var out []string
-	for _, v := range sec.Headers {
-		out = append(out, v)
-	}
-	if o := sec.OAuth; o != nil {
-		out = append(out, o.Values()...)
-	}
-	return out
-}
-
-// scrubError returns err with every credential value of reg (as stored in
-// the vault now) replaced by a mask, in its message and in the text of what
-// it wraps; the chain stays inspectable (errors.Is, errors.As).
-func (c *Client) scrubError(ctx context.Context, reg *duet.MCPServer, err error) error {
-	if err == nil || reg == nil || reg.CredentialRef == "" {
-		return err
-	}
-	sec, serr := c.secret(context.WithoutCancel(ctx), reg)
-	if serr != nil {
-		return err
-	}
-	set := redact.NewSet()
-	set.Add(credentialValues(sec)...)
-	if set.Len() == 0 {
-		return err
-	}
-	var de *duet.Error
-	if errors.As(err, &de) && de == err {
-		out := *de
-		out.Message = set.Scrub(de.Message)
-		if de.Err != nil {
-			out.Err = &scrubbedError{msg: set.Scrub(de.Err.Error()), err: de.Err}
-		}
-		return &out
-	}
-	return &scrubbedError{msg: set.Scrub(err.Error()), err: err}
+	return sc.err(c.probe(pctx, reg, hc, err))
 }
 
 // scrubbedError is an error whose text had secrets removed; it unwraps to

@@ -96,40 +96,11 @@ func (c *Client) Invoke(ctx context.Context, req duet.InvokeRequest) (res *duet.
 				reg.Name, reg.ServerKey, req.Tool, reg.ToolCount, syncedAgo(reg.SyncedAt))
 		}
 	}
+	// Scrubbed by call of every credential value the session held or
+	// the call sent (scrub.go).
 	res, resultBytes, err = c.call(withTrace(ctx, req.TraceID), reg, tool, argJSON)
-	return res, c.scrubError(ctx, reg, err)
+	return res, err
 }
-
-// Secrets implements duet.SecretSource: the credential values of executor's
-// registration of serverKey (header values, OAuth client secret and tokens),
-// so that a caller keeping what came back scrubs them. None when executor
-// has not registered serverKey. Returns UNAVAILABLE, INTERNAL.
-func (c *Client) Secrets(ctx context.Context, executor, serverKey string) ([]string, error) {
-	reg, err := c.store.FindMCPServer(ctx, executor, serverKey)
-	if duet.ErrorCode(err) == duet.CodeNotFound {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	sec, err := c.secret(ctx, reg)
-	if err != nil {
-		return nil, err
-	}
-	return credentialValues(sec), nil
-}
-
-var _ duet.SecretSource = (*Client)(nil)
-
-// CredentialGeneration is a counter that moves whenever a credential value
-// this client sends may have changed: a session opened with the values it
-// read, an OAuth token renewed or adopted from the store, new values
-// sealed. Values Secrets returned stay the values this client uses for as
-// long as the counter has not moved since before that Secrets call (values
-// changed in the store by someone else reach this client's requests only
-// through a new session or a renewal, which move it), so a caller may keep
-// them until then instead of reading them again for every call.
-func (c *Client) CredentialGeneration() uint64 { return c.credGen.Load() }
 
 func syncedAgo(t *time.Time) string {
 	if t == nil {
@@ -142,7 +113,9 @@ func syncedAgo(t *time.Time) string {
 // argJSON (a JSON object, sent as it is). It retries once, on a new session,
 // only when that cannot run the tool twice: the server no longer knew the
 // session, or the tool is annotated read-only or idempotent and the
-// failure was transient.
+// failure was transient. The result and the error come back scrubbed of
+// every credential value the session held or the call sent (scrub.go);
+// an error from opening the session was scrubbed by connect.
 func (c *Client) call(ctx context.Context, reg *duet.MCPServer, tool *duet.MCPTool, argJSON json.RawMessage) (*duet.ToolResult, int, error) {
 	cctx, cancel := context.WithTimeoutCause(ctx, c.opts.CallTimeout, errCallTimeout)
 	defer cancel()
@@ -159,8 +132,10 @@ func (c *Client) call(ctx context.Context, reg *duet.MCPServer, tool *duet.MCPTo
 		obs := &observer{capture: true}
 		res, err := e.s.cs.CallTool(withObserver(cctx, obs), &mcp.CallToolParams{Name: tool.Name, Arguments: argJSON})
 		c.release(e)
+		sc := c.scrubber(e.s, obs)
 		if err == nil {
 			tr, size := toolResult(res, obs)
+			sc.result(tr)
 			if tr.IsError {
 				return tr, size, duet.Errorf(duet.CodeMCPToolError, "tool %s of MCP server %s reported an error: %s",
 					tool.Name, reg.Name, orNoText(sanitize(tr.Text(), 300)))
@@ -181,7 +156,7 @@ func (c *Client) call(ctx context.Context, reg *duet.MCPServer, tool *duet.MCPTo
 				continue
 			}
 		}
-		return nil, 0, c.callError(cctx, reg, tool.Name, err, obs)
+		return nil, 0, sc.err(c.callError(cctx, reg, tool.Name, err, obs, sc))
 	}
 }
 
@@ -214,8 +189,9 @@ func safeToRepeat(t *duet.MCPTool) bool {
 	return a.ReadOnly || a.Idempotent
 }
 
-// callError maps a failed request on an open session to a code.
-func (c *Client) callError(ctx context.Context, reg *duet.MCPServer, tool string, err error, obs *observer) error {
+// callError maps a failed request on an open session to a code. What the
+// server said is scrubbed (sc) before it is cut to length.
+func (c *Client) callError(ctx context.Context, reg *duet.MCPServer, tool string, err error, obs *observer, sc scrubber) error {
 	if e := c.classify(ctx, reg, err, obs); e != nil {
 		return e
 	}
@@ -225,7 +201,7 @@ func (c *Client) callError(ctx context.Context, reg *duet.MCPServer, tool string
 	}
 	var je *jsonrpc.Error
 	if errors.As(err, &je) {
-		msg := sanitize(je.Message, 300)
+		msg := sanitize(sc.text(je.Message), 300)
 		if je.Code == jsonrpc.CodeMethodNotFound || strings.Contains(strings.ToLower(je.Message), "unknown tool") ||
 			strings.Contains(strings.ToLower(je.Message), "tool not found") {
 			c.scheduleResync(sessionKey{reg.Owner, reg.ServerKey})
@@ -240,7 +216,7 @@ func (c *Client) callError(ctx context.Context, reg *duet.MCPServer, tool string
 	if r, ok := obs.find(func(r response) bool { return r.status >= 300 && r.status < 500 }); ok {
 		return duet.WrapError(duet.CodeMCPProtocolMismatch, err, "MCP server %s answered %d %s to %s", reg.Name, r.status, orUnknown(r.ctype), tool)
 	}
-	return duet.WrapError(duet.CodeMCPProtocolMismatch, err, "the answer of MCP server %s to %s could not be read as MCP: %s", reg.Name, tool, sanitize(err.Error(), 200))
+	return duet.WrapError(duet.CodeMCPProtocolMismatch, err, "the answer of MCP server %s to %s could not be read as MCP: %s", reg.Name, tool, sanitize(sc.text(err.Error()), 200))
 }
 
 // toolResult builds the result from the bytes the server sent when they

@@ -1,17 +1,20 @@
 package mcpclient_test
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"html"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/mcpclient"
 	"github.com/duet-test/duet/internal/mcpclient/mcptest"
+	"github.com/duet-test/duet/internal/redact"
 )
 
 // TestDiagnosisScrubsEchoedCredentials: endpoints that are not MCP servers
@@ -78,19 +81,77 @@ func TestDiagnosisScrubsEchoedCredentials(t *testing.T) {
 	}
 }
 
-// TestSecrets: the client names the credential values of a registration
-// (duet.SecretSource), for the engine to scrub; none for a server the user
-// has not registered.
-func TestSecrets(t *testing.T) {
+// TestInvokeScrubsEchoedCredentials: a real go-sdk server echoes the
+// credentials each request carried (static headers; an OAuth access token
+// obtained by login, then one obtained by a renewal) in text content, in
+// text with JSON escapes, nested in structuredContent (values, arrays, a
+// key), in an isError result and in a JSON-RPC error. What Invoke returns
+// holds none of them, nor any other value of the credential (the refresh
+// token, the client secret), while the rest of the answer is kept.
+func TestInvokeScrubsEchoedCredentials(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	u := mcptest.Start(t, mcptest.RequireBearer("tok-123456", mcptest.Streamable(mcptest.NewServer("s", nil), false, false)))
-	s := e.register(t, "alice", "orders", u, map[string]string{"Authorization": "Bearer tok-123456"})
-	got, err := e.c.Secrets(t.Context(), "alice", s.ServerKey)
-	if err != nil || !slices.Equal(got, []string{"Bearer tok-123456"}) {
-		t.Fatalf("alice's secrets: got %q %v", got, err)
+	check := func(t *testing.T, e *env, key string, secrets func() []string) {
+		t.Helper()
+		for _, tool := range []string{"echo", "fails", "rejects"} {
+			res, err := e.invoke(t, "alice", key, tool, nil)
+			if tool == "echo" && err != nil {
+				t.Fatalf("echo: %v", err)
+			}
+			if tool != "echo" && duet.ErrorCode(err) != duet.CodeMCPToolError {
+				t.Fatalf("%s: got %v, want MCP_TOOL_ERROR", tool, err)
+			}
+			got, _ := json.Marshal(res)
+			all := string(got)
+			if err != nil {
+				all += "\n" + err.Error() + "\n" + duet.ErrorMessage(err)
+				var de *duet.Error
+				if errors.As(err, &de) && de.Err != nil {
+					all += "\n" + de.Err.Error()
+				}
+			}
+			for _, s := range secrets() {
+				if strings.Contains(all, s) {
+					t.Errorf("%s returns the credential %s:\n%s", tool, s, all)
+				}
+			}
+			if !strings.Contains(all, redact.Mask) {
+				t.Errorf("%s: no mask where the echo was, the test proves little:\n%s", tool, all)
+			}
+			if tool == "echo" && (!strings.Contains(all, "nothing secret here") || !strings.Contains(all, `\"quoted\" \u0026 kept`)) {
+				t.Errorf("echo lost what was not secret:\n%s", all)
+			}
+		}
 	}
-	if got, err := e.c.Secrets(t.Context(), "bob", s.ServerKey); err != nil || len(got) != 0 {
-		t.Fatalf("bob's secrets: got %q %v, want none", got, err)
-	}
+
+	t.Run("headers", func(t *testing.T) {
+		t.Parallel()
+		const bearer, apiKey = "hb-CANARY-3e8a0c51d7", "hk-CANARY-9b47f2e610"
+		e := newEnv(t)
+		u := mcptest.Start(t, mcptest.Streamable(mcptest.EchoServer(), false, false))
+		s := e.register(t, "alice", "echo", u, map[string]string{"Authorization": "Bearer " + bearer, "X-Api-Key": apiKey})
+		check(t, e, s.ServerKey, func() []string { return []string{bearer, apiKey} })
+	})
+
+	t.Run("OAuth", func(t *testing.T) {
+		t.Parallel()
+		as := mcptest.NewAuthServer(t, mcptest.AuthOptions{Prefix: "oa-CANARY", TokenTTL: time.Hour})
+		u := mcptest.Protected(t, mcptest.EchoServer(), as, mcptest.Protection{})
+		e := newEnv(t)
+		reg := e.registerOAuth(t, "alice", "s", u, &mcpclient.OAuth{Grant: duet.AuthOAuth})
+		if _, err := e.c.Login(mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover()), "alice", "s"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.c.Sync(t.Context(), "alice", "s"); err != nil {
+			t.Fatal(err)
+		}
+		check(t, e, reg.ServerKey, as.Issued)
+		// A renewal during the session: the new access token is sent,
+		// and a new refresh token obtained.
+		e.clock.Advance(time.Hour - 20*time.Second)
+		before := len(as.Issued())
+		check(t, e, reg.ServerKey, as.Issued)
+		if as.Refreshes.Load() == 0 || len(as.Issued()) == before {
+			t.Fatal("no token was renewed: the test proves nothing about renewed tokens")
+		}
+	})
 }

@@ -102,7 +102,8 @@ func (c *Client) fetchCatalog(ctx context.Context, reg *duet.MCPServer) (*duet.M
 		obs := &observer{capture: true}
 		res, err := s.cs.ListTools(withObserver(pctx, obs), &mcp.ListToolsParams{Cursor: cursor})
 		if err != nil {
-			err = c.callError(pctx, reg, "tools/list", err, obs)
+			sc := c.scrubber(s, obs)
+			err = sc.err(c.callError(pctx, reg, "tools/list", err, obs, sc))
 			cancel()
 			return nil, err
 		}

@@ -89,6 +89,17 @@ func (st *Handler) Adopt(sec *Secret, ver int64) {
 	st.adoptLocked(sec, ver)
 }
 
+// Values returns every secret value h holds now (Secret.Values): the
+// MCP client scrubs them from what a server answers.
+func (st *Handler) Values() []string {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.sec == nil {
+		return nil
+	}
+	return st.sec.Values()
+}
+
 // Login authorizes anew, whatever is stored, answering the server's
 // challenge resp to req (its 401 or 403): the authorization code flow with
 // the [Authorizer] in ctx, or the grant of a machine identity. It returns

@@ -1,7 +1,9 @@
 package redact
 
 import (
+	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"net/url"
 	"regexp"
 	"slices"
@@ -289,4 +291,68 @@ func (s *Set) Value(v any) any {
 	default:
 		return v
 	}
+}
+
+// ScrubJSON returns raw (a JSON document) with every secret of the set
+// replaced by Mask in its strings and object keys, whatever escapes the
+// document wrote them with. Only values are scrubbed (ScrubJSON does not
+// mask sensitive keys, as Value does); a document that holds none of the
+// secrets comes back as it is, byte for byte.
+func (s *Set) ScrubJSON(raw json.RawMessage) json.RawMessage {
+	if s == nil || len(raw) == 0 || s.Len() == 0 {
+		return raw
+	}
+	// Without an escape a secret appears in the document as it is: a
+	// document where Scrub changes nothing holds none.
+	if !bytes.ContainsRune(raw, '\\') && s.Scrub(string(raw)) == string(raw) {
+		return raw
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		// Not JSON: scrubbed as text.
+		return json.RawMessage(s.Scrub(string(raw)))
+	}
+	out, changed := s.scrubStrings(v)
+	if !changed {
+		return raw
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(out) != nil {
+		return json.RawMessage(s.Scrub(string(raw)))
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+// scrubStrings scrubs the strings and keys of a decoded JSON value and
+// reports whether anything changed.
+func (s *Set) scrubStrings(v any) (any, bool) {
+	switch x := v.(type) {
+	case map[string]any:
+		changed := false
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			sk := s.Scrub(k)
+			se, c := s.scrubStrings(e)
+			out[sk] = se
+			changed = changed || c || sk != k
+		}
+		return out, changed
+	case []any:
+		changed := false
+		out := make([]any, len(x))
+		for i, e := range x {
+			var c bool
+			out[i], c = s.scrubStrings(e)
+			changed = changed || c
+		}
+		return out, changed
+	case string:
+		t := s.Scrub(x)
+		return t, t != x
+	}
+	return v, false
 }

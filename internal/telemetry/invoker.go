@@ -18,39 +18,8 @@ func (t *Telemetry) Invoker(next duet.Invoker) duet.Invoker {
 	if !t.Tracing() && !t.Metrics() {
 		return next
 	}
-	inv := invoker{t: t, next: next}
-	// What a running case needs besides Invoke to scrub the executor's
-	// credentials by value goes through the decorator.
-	src, ok := next.(duet.SecretSource)
-	if !ok {
-		return inv
-	}
-	if gen, ok := next.(credentialGeneration); ok {
-		return generationInvoker{sourceInvoker{inv, src}, gen}
-	}
-	return sourceInvoker{inv, src}
+	return invoker{t: t, next: next}
 }
-
-// credentialGeneration is the MCP client's CredentialGeneration.
-type credentialGeneration interface {
-	CredentialGeneration() uint64
-}
-
-type sourceInvoker struct {
-	invoker
-	src duet.SecretSource
-}
-
-func (i sourceInvoker) Secrets(ctx context.Context, executor, serverKey string) ([]string, error) {
-	return i.src.Secrets(ctx, executor, serverKey)
-}
-
-type generationInvoker struct {
-	sourceInvoker
-	gen credentialGeneration
-}
-
-func (i generationInvoker) CredentialGeneration() uint64 { return i.gen.CredentialGeneration() }
 
 type invoker struct {
 	t    *Telemetry

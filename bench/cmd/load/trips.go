@@ -5,7 +5,7 @@ import (
 	"log"
 	"path/filepath"
 
-	"github.com/duet-test/duet/internal/postgres/pgtrips"
+	"github.com/duet-test/duet/internal/app/pgtrips"
 )
 
 // What tripsTable measured, for the goals (tripsGetTask 0: not measured).
@@ -16,7 +16,7 @@ var (
 
 // tripsTable prints the round trips to PostgreSQL of each catalog tool,
 // counted by a pgx tracer on the store of an in-process Duet
-// (internal/postgres/pgtrips; its test keeps them within the budgets).
+// (internal/app/pgtrips; its test keeps them within the budgets).
 // It returns whether every tool is within its budget and get_test_task's
 // count (0: not measured).
 func tripsTable(dir string) (ok bool, getTask int) {

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/duet-test/duet/internal/app/pgtrips"
 	"github.com/duet-test/duet/internal/postgres/pgtest"
-	"github.com/duet-test/duet/internal/postgres/pgtrips"
 )
 
 // TestRoundTripsPerTool keeps the round trips each catalog tool makes to
