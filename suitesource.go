@@ -15,6 +15,11 @@ type SuiteSource struct {
 	Source    string    `json:"source"` // the YAML, as applied
 	AppliedBy string    `json:"appliedBy"`
 	UpdatedAt time.Time `json:"updatedAt"`
+	// Replaces, when set, keeps this source only if the task's kept source
+	// is still the one updated at that time: a source made from one read
+	// before the save (a recorded case merged into it) never overwrites an
+	// apply that landed in between; the kept source then stays as it is.
+	Replaces *time.Time `json:"-"`
 }
 
 // MaxSuiteSourceBytes bounds a kept suite source.

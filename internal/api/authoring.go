@@ -236,7 +236,7 @@ func (s *Service) mergedSource(ctx context.Context, c duet.Caller, taskID, key, 
 	if _, err := s.d.Compile(ctx, c.UserID, []byte(merged), src.Name, nil); err != nil {
 		return nil
 	}
-	return &duet.SuiteSource{Name: src.Name, Source: merged}
+	return &duet.SuiteSource{Name: src.Name, Source: merged, Replaces: &src.UpdatedAt}
 }
 
 // testIDAttribute returns the testIdAttribute of task t as its suite was

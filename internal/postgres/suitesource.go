@@ -22,8 +22,9 @@ func saveSuiteSource(ctx context.Context, tx pgx.Tx, taskID, owner string, src *
 	}
 	src.TaskID, src.AppliedBy, src.UpdatedAt = taskID, owner, ts(now)
 	_, err := tx.Exec(ctx, `INSERT INTO suite_sources (task_id, name, source, applied_by, updated_at) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (task_id) DO UPDATE SET name = excluded.name, source = excluded.source, applied_by = excluded.applied_by, updated_at = excluded.updated_at`,
-		taskID, src.Name, src.Source, owner, ts(now))
+		ON CONFLICT (task_id) DO UPDATE SET name = excluded.name, source = excluded.source, applied_by = excluded.applied_by, updated_at = excluded.updated_at
+		WHERE $6::timestamptz IS NULL OR suite_sources.updated_at = $6`,
+		taskID, src.Name, src.Source, owner, ts(now), src.Replaces)
 	return mapErr(err)
 }
 

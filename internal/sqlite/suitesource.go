@@ -21,9 +21,18 @@ func saveSuiteSource(ctx context.Context, tx *sql.Tx, taskID, owner string, src 
 	}
 	src.TaskID, src.AppliedBy, src.UpdatedAt = taskID, owner, now
 	_, err := tx.ExecContext(ctx, `INSERT INTO suite_sources (task_id, name, source, applied_by, updated_at) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (task_id) DO UPDATE SET name = excluded.name, source = excluded.source, applied_by = excluded.applied_by, updated_at = excluded.updated_at`,
-		taskID, src.Name, src.Source, owner, micros(now))
+		ON CONFLICT (task_id) DO UPDATE SET name = excluded.name, source = excluded.source, applied_by = excluded.applied_by, updated_at = excluded.updated_at
+		WHERE ? IS NULL OR suite_sources.updated_at = ?`,
+		taskID, src.Name, src.Source, owner, micros(now), replaces(src), replaces(src))
 	return mapErr(err)
+}
+
+// replaces is src.Replaces as stored (nil: replace whatever is kept).
+func replaces(src *duet.SuiteSource) any {
+	if src.Replaces == nil {
+		return nil
+	}
+	return micros(*src.Replaces)
 }
 
 // FindSuiteSource implements duet.SuiteSourceStore.

@@ -35,6 +35,26 @@ func testSuiteSources(t *testing.T, s duet.Store) {
 		t.Fatalf("the next apply's source: %+v %v", got, err)
 	}
 
+	// A source made from a read before the save (Replaces) is kept only
+	// while the source it was made from is: never over an apply between.
+	kept, err := s.FindSuiteSource(ctx(t), res.Task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := kept.UpdatedAt.Add(-time.Second)
+	lost := suite("sourced", "a")
+	lost.Source = &duet.SuiteSource{Name: "suite.yaml", Source: "task: {name: sourced}\n# merged into an older read\ncases: []\n", Replaces: &stale}
+	mustApply(t, s, "alice", lost)
+	if got, err := s.FindSuiteSource(ctx(t), res.Task.ID); err != nil || got.Source != kept.Source {
+		t.Fatalf("a source made from an older read replaced the kept one: %+v %v", got, err)
+	}
+	merged := suite("sourced", "a")
+	merged.Source = &duet.SuiteSource{Name: "suite.yaml", Source: "task: {name: sourced}\n# merged into the kept one\ncases: []\n", Replaces: &kept.UpdatedAt}
+	mustApply(t, s, "alice", merged)
+	if got, err := s.FindSuiteSource(ctx(t), res.Task.ID); err != nil || !strings.Contains(got.Source, "merged into the kept one") {
+		t.Fatalf("a source made from the kept one was not kept: %+v %v", got, err)
+	}
+
 	other := mustApply(t, s, "bob", suite("sourced", "x"))
 	_, err = s.FindSuiteSource(ctx(t), other.Task.ID)
 	wantCode(t, err, duet.CodeNotFound)
