@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -34,17 +35,39 @@ type Tryout struct {
 }
 
 // TryState is what the tryouts on one live page saved: the variables a
-// later tryout's steps read, and the secrets learnt (scrubbed from what a
-// later tryout shows).
+// later tryout's steps read, the secrets learnt (scrubbed from what a
+// later tryout shows), and the browser sessions its saveSession steps
+// saved, for its session steps — held in memory with the live page and
+// dropped with it, never stored.
 type TryState struct {
-	mu      sync.Mutex
-	saved   map[string]any
-	secrets *redact.Set
+	mu       sync.Mutex
+	saved    map[string]any
+	secrets  *redact.Set
+	sessions map[string][]byte
 }
 
 // NewTryState returns an empty TryState.
 func NewTryState() *TryState {
-	return &TryState{saved: map[string]any{}, secrets: redact.NewSet()}
+	return &TryState{saved: map[string]any{}, secrets: redact.NewSet(), sessions: map[string][]byte{}}
+}
+
+// trySessions keeps a tryout's browser sessions in its TryState (Try holds
+// its lock): a session saved by one tryout of the live page is there for
+// the next, as a run's is for its later cases.
+type trySessions struct{ st *TryState }
+
+func (k trySessions) SaveSession(_ context.Context, _, _, name string, state []byte) error {
+	k.st.sessions[name] = slices.Clone(state)
+	return nil
+}
+
+func (k trySessions) LoadSession(_ context.Context, _, _, name string) ([]byte, error) {
+	state, ok := k.st.sessions[name]
+	if !ok {
+		// Not NOT_FOUND: a tryout does not wait for another case to save it.
+		return nil, duet.Errorf(duet.CodeSessionNotFound, "no tryout on this live page saved the session %s: try its saveSession step first", name)
+	}
+	return slices.Clone(state), nil
 }
 
 // TryResult is what a tryout did.
@@ -93,7 +116,7 @@ func (e *Engine) Try(ctx context.Context, t Tryout) (*TryResult, error) {
 	defer st.mu.Unlock()
 
 	opts := e.opts
-	opts.Artifacts, opts.Sessions, opts.OnEvent = nil, nil, nil
+	opts.Artifacts, opts.Sessions, opts.OnEvent = nil, trySessions{st}, nil
 	te := &Engine{store: tryStore{e.store}, opts: opts, log: e.log, tools: e.tools, approver: e.approver}
 	run := &duet.Run{TaskID: t.Task.ID, TriggeredBy: t.Executor, CallSource: duet.SourceWeb, Environment: t.Environment}
 	rs, err := newRunScope(run, t.Task, st.secrets)

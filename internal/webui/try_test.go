@@ -28,6 +28,8 @@ steps:
   - extract: {from: url.query, param: welcome, as: who}
   - assertText: {selector: "#welcome", equals: "Welcome, ${who}!"}
   - assertText: {selector: "#welcome", equals: "Welcome, bob!"}
+  - saveSession: tried
+  - session: tried
 `
 
 // TestTryStepsInTheConsole: in Chromium against a real ` + "`duet serve`" + `,
@@ -125,6 +127,21 @@ func TestTryStepsInTheConsole(t *testing.T) {
 	try(7, 7)
 	if got := statuses(); p.liveText("#rec-try-status") == "Passed." || strings.Join(got, ",") != "failed" || !strings.Contains(p.liveText("#rec-try-steps"), "Welcome, bob!") {
 		t.Fatalf("step 7 must fail with its assertion: %v %s", got, p.liveText("#rec-try-result"))
+	}
+
+	// A session used before any tryout saved it fails at once; saved by
+	// one tryout, the next starts from it (held with the live page only).
+	try(9, 9)
+	if got := statuses(); strings.Join(got, ",") != "failed" || !strings.Contains(p.liveText("#rec-try-steps"), "SESSION_NOT_FOUND") {
+		t.Fatalf("step 9 before any saveSession: %v %s", got, p.liveText("#rec-try-result"))
+	}
+	try(8, 8)
+	if got := statuses(); strings.Join(got, ",") != "passed" {
+		t.Fatalf("step 8 (saveSession): %v %s", got, p.liveText("#rec-try-result"))
+	}
+	try(9, 9)
+	if got := statuses(); strings.Join(got, ",") != "passed" {
+		t.Fatalf("step 9 (session), after step 8 saved it: %v %s", got, p.liveText("#rec-try-result"))
 	}
 
 	// Nothing recorded, nothing stored.
