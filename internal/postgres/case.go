@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/storerules"
@@ -116,18 +117,29 @@ func (d *DB) FindCases(ctx context.Context, f duet.CaseFilter) ([]*duet.Case, st
 // and its page size: the page and the count of every match in one
 // statement (the count is an uncorrelated subquery: computed once).
 func casePageQuery(f duet.CaseFilter) (string, []any, int, error) {
-	after, err := storerules.DecodeCursor(f.Cursor)
+	var a args
+	cond, page, limit, err := caseWhere(f, &a, a.add(f.TaskID))
 	if err != nil {
 		return "", nil, 0, err
 	}
-	limit := storerules.ClampLimit(f.Limit, 50, 200)
-	a := args{f.TaskID, caseStatuses(f)}
-	cond := `c.task_id = $1 AND c.status = ANY($2)`
-	page := cond
+	return `SELECT ` + caseColumns + `, (SELECT count(*) FROM cases c WHERE ` + cond + `) FROM cases c WHERE ` + page + ` ORDER BY c.key LIMIT ` + a.add(limit+1), a, limit, nil
+}
+
+// caseWhere returns the condition on c of the cases f selects of the task
+// task (a placeholder or a column), the condition of the page after f's
+// cursor, and the page size; their arguments are added to a. Returns
+// INVALID_ARGUMENT for a bad cursor.
+func caseWhere(f duet.CaseFilter, a *args, task string) (cond, page string, limit int, err error) {
+	after, err := storerules.DecodeCursor(f.Cursor)
+	if err != nil {
+		return "", "", 0, err
+	}
+	cond = `c.task_id = ` + task + ` AND c.status = ANY(` + a.add(caseStatuses(f)) + `)`
+	page = cond
 	if after != "" {
 		page += ` AND c.key > ` + a.add(after)
 	}
-	return `SELECT ` + caseColumns + `, (SELECT count(*) FROM cases c WHERE ` + cond + `) FROM cases c WHERE ` + page + ` ORDER BY c.key LIMIT ` + a.add(limit+1), a, limit, nil
+	return cond, page, storerules.ClampLimit(f.Limit, 50, 200), nil
 }
 
 // caseStatuses are the statuses of the cases f selects.
@@ -155,39 +167,76 @@ func (d *DB) casePage(ctx context.Context, rows pgx.Rows, f duet.CaseFilter, lim
 			return nil, "", 0, mapErr(err)
 		}
 	}
-	var next string
-	if len(cases) > limit {
-		cases = cases[:limit]
-		next = storerules.EncodeCursor(cases[limit-1].Key)
-	}
+	cases, next := casePageEnd(cases, limit)
 	return cases, next, total, nil
 }
 
-// FindTaskCases reads the task and a page of its cases in one batch. The
-// page of a task the viewer may not see is read and dropped: NOT_FOUND.
-func (d *DB) FindTaskCases(ctx context.Context, viewer string, f duet.CaseFilter) (*duet.Task, []*duet.Case, string, int, error) {
-	pq, pa, limit, perr := casePageQuery(f)
-	var b pgx.Batch
-	b.Queue(taskByIDQuery(viewer), viewer, f.TaskID)
-	if perr == nil {
-		b.Queue(pq, pa...)
+// casePageEnd cuts a page read with one case more than limit to limit,
+// and returns the cursor of the next page ("" if none).
+func casePageEnd(cases []*duet.Case, limit int) ([]*duet.Case, string) {
+	if len(cases) <= limit {
+		return cases, ""
 	}
-	br := d.pool.SendBatch(ctx, &b)
-	defer br.Close()
-	t, err := scanTaskShares(br.QueryRow(), f.TaskID)
+	cases = cases[:limit]
+	return cases, storerules.EncodeCursor(cases[limit-1].Key)
+}
+
+// FindTaskCases reads the task, the count of the cases f selects and
+// their page in one statement (taskCasesQuery): one round trip, the
+// visibility checked once. Nothing of a task the viewer may not see is
+// read: NOT_FOUND, the same for a bad cursor; INVALID_ARGUMENT for a bad
+// cursor of a task they may see.
+func (d *DB) FindTaskCases(ctx context.Context, viewer string, f duet.CaseFilter) (*duet.Task, []*duet.Case, string, int, error) {
+	q, a, limit, err := taskCasesQuery(viewer, f)
 	if err != nil {
+		if _, terr := d.FindTaskByID(ctx, viewer, f.TaskID); terr != nil {
+			return nil, nil, "", 0, terr
+		}
 		return nil, nil, "", 0, err
 	}
-	if perr != nil {
-		return nil, nil, "", 0, perr
-	}
-	rows, err := br.Query()
+	rows, err := d.pool.Query(ctx, q, a...)
 	if err != nil {
 		return nil, nil, "", 0, mapErr(err)
 	}
-	cases, next, total, err := d.casePage(ctx, rows, f, limit)
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return nil, nil, "", 0, mapErr(err)
+		}
+		return nil, nil, "", 0, storerules.NotFound("task", f.TaskID)
+	}
+	var total int
+	var page []pgtype.UndecodedBytes
+	t, err := scanTaskShares(tailRow{Row: rows, tail: []any{&total, &page}}, f.TaskID)
 	if err != nil {
 		return nil, nil, "", 0, err
 	}
-	return t, cases, next, total, mapErr(br.Close())
+	// Decoded before the rows close (recordRow).
+	cases, err := scanRecords(rows.Conn().TypeMap(), page, scanCase)
+	if err != nil {
+		return nil, nil, "", 0, mapErr(err)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, nil, "", 0, mapErr(err)
+	}
+	cases, next := casePageEnd(cases, limit)
+	return t, cases, next, total, nil
+}
+
+// taskCasesQuery is the statement of FindTaskCases ($1 the viewer, $2 the
+// task's id), its arguments and its page size: the task and its shares
+// (as taskByIDQuery), the count of the cases f selects, and their page
+// (casePageQuery's, one case more than the page) as a list of row values
+// of caseColumns. The cases are read only for a task the viewer may see.
+func taskCasesQuery(viewer string, f duet.CaseFilter) (string, []any, int, error) {
+	a := args{viewer, f.TaskID}
+	cond, page, limit, err := caseWhere(f, &a, `t.id`)
+	if err != nil {
+		return "", nil, 0, err
+	}
+	return `SELECT ` + taskColumns + `, ARRAY(SELECT user_id FROM task_shares s WHERE s.task_id = t.id ORDER BY user_id),
+		(SELECT count(*) FROM cases c WHERE ` + cond + `),
+		ARRAY(SELECT ROW(` + caseColumns + `) FROM cases c WHERE ` + page + ` ORDER BY c.key LIMIT ` + a.add(limit+1) + `)
+		FROM tasks t WHERE t.id = $2` + visibility(viewer), a, limit, nil
 }

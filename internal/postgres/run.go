@@ -476,8 +476,7 @@ func (d *DB) findExecution(ctx context.Context, viewer, id string, withRun bool)
 	if withRun {
 		runCol = `, ROW(` + runWithTotals + `)`
 	}
-	rows, err := d.pool.Query(ctx, `SELECT `+execColumns+`, ARRAY(SELECT s.data::text FROM step_results s WHERE s.execution_id = e.id ORDER BY s.idx),
-			ARRAY(SELECT a.data FROM execution_attempts a WHERE a.execution_id = e.id ORDER BY a.attempt)`+runCol+`
+	rows, err := d.pool.Query(ctx, `SELECT `+execColumns+`, `+execResultLists+runCol+`
 		FROM executions e JOIN runs r ON r.id = e.run_id JOIN tasks t ON t.id = r.task_id WHERE e.id = $2`+visibility(viewer), viewer, id)
 	if err != nil {
 		return nil, nil, mapErr(err)
@@ -499,15 +498,8 @@ func (d *DB) findExecution(ctx context.Context, viewer, id string, withRun bool)
 	if err != nil {
 		return nil, nil, mapErr(err)
 	}
-	for _, data := range results {
-		if err := storerules.AddResult(e, data); err != nil {
-			return nil, nil, err
-		}
-	}
-	for _, data := range attempts {
-		if err := storerules.AddAttempt(e, data); err != nil {
-			return nil, nil, err
-		}
+	if err := addResultLists(e, results, attempts); err != nil {
+		return nil, nil, err
 	}
 	var run *duet.Run
 	if withRun {

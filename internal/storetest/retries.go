@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -188,6 +189,11 @@ func testRetries(t *testing.T, s duet.Store) {
 	page, _, err := s.FindExecutionPage(ctx(t), duet.ExecutionFilter{RunID: run.ID, Results: true})
 	if err != nil || len(page) != 2 || page[0].Status != duet.StatusFlaky || page[0].Attempt != 2 || len(page[0].Attempts) != 1 || len(page[0].Results) != 2 {
 		t.Fatalf("page: %v %+v", err, page)
+	}
+	// FindRunPage with results reads them as FindExecutionPage, attempts
+	// included (readparts.go).
+	if _, rpage, _, err := s.FindRunPage(ctx(t), "alice", duet.ExecutionFilter{RunID: run.ID, Results: true}); err != nil || !reflect.DeepEqual(rpage, page) {
+		t.Fatalf("FindRunPage with results: %v\n got %+v\nwant %+v", err, rpage, page)
 	}
 	summary, _, err := s.FindExecutionPage(ctx(t), duet.ExecutionFilter{RunID: run.ID})
 	if err != nil || summary[0].Attempt != 2 || summary[0].Retries != 2 {

@@ -31,6 +31,7 @@ func Run(t *testing.T, open Opener) {
 		{"CaseVersions", testCaseVersions}, // caseversion.go
 		{"TaskOverview", testTaskOverview},
 		{"ReadTogether", testReadTogether},
+		{"ReadTogetherParts", testReadTogetherParts}, // readparts.go
 		{"Visibility", testVisibility},
 		{"TaskPagination", testTaskPagination},
 		{"TaskListBranches", testTaskListBranches},
