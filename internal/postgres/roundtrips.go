@@ -29,7 +29,8 @@ var (
 type Tally struct {
 	parent *Tally // the Tally of the context Track was given, counted too
 	mu     sync.Mutex
-	n      int
+	n      int // round trips
+	m      int // statements (a batch's each counted)
 	stmts  []string
 }
 
@@ -53,6 +54,16 @@ func (t *Tally) N() int {
 	return t.n
 }
 
+// StatementCount returns the statements counted in t: a batch counts as
+// many as it holds. Each statement is a plan the server starts and a
+// transaction it keeps: a batch of two costs the server more than one
+// statement that reads both parts.
+func (t *Tally) StatementCount() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.m
+}
+
 // Statements returns the statements of t's round trips, in order (a batch
 // is its statements joined by "; ").
 func (t *Tally) Statements() []string {
@@ -61,12 +72,14 @@ func (t *Tally) Statements() []string {
 	return append([]string(nil), t.stmts...)
 }
 
-func (r *RoundTrips) count(ctx context.Context, sql string) {
+// count counts a round trip of n statements.
+func (r *RoundTrips) count(ctx context.Context, sql string, n int) {
 	r.total.Add(1)
 	t, _ := ctx.Value(tallyKey{}).(*Tally)
 	for ; t != nil; t = t.parent {
 		t.mu.Lock()
 		t.n++
+		t.m += n
 		t.stmts = append(t.stmts, sql)
 		t.mu.Unlock()
 	}
@@ -74,7 +87,7 @@ func (r *RoundTrips) count(ctx context.Context, sql string) {
 
 // TraceQueryStart counts a query or statement.
 func (r *RoundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
-	r.count(ctx, data.SQL)
+	r.count(ctx, data.SQL, 1)
 	return ctx
 }
 
@@ -83,8 +96,9 @@ func (r *RoundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEnd
 
 // TraceBatchStart counts a batch: its queries go in one round trip.
 func (r *RoundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceBatchStartData) context.Context {
-	sql := "batch:"
+	sql, n := "batch:", 0
 	if data.Batch != nil {
+		n = len(data.Batch.QueuedQueries)
 		for i, q := range data.Batch.QueuedQueries {
 			if i > 0 {
 				sql += ";"
@@ -92,7 +106,7 @@ func (r *RoundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, data pgx.
 			sql += " " + q.SQL
 		}
 	}
-	r.count(ctx, sql)
+	r.count(ctx, sql, n)
 	return ctx
 }
 
@@ -104,7 +118,7 @@ func (r *RoundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEnd
 
 // TraceCopyFromStart counts a COPY.
 func (r *RoundTrips) TraceCopyFromStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceCopyFromStartData) context.Context {
-	r.count(ctx, "COPY "+data.TableName.Sanitize())
+	r.count(ctx, "COPY "+data.TableName.Sanitize(), 1)
 	return ctx
 }
 

@@ -114,7 +114,7 @@ func main() {
 		growth = growthTable(filepath.Join(tmp, "growth"))
 	}
 	if want("trips") {
-		tripsOK, tripsGetTask = tripsTable(filepath.Join(tmp, "trips"))
+		tripsOK, tripsGetTask, tripsStart = tripsTable(filepath.Join(tmp, "trips"))
 	}
 	if want("scale") {
 		scaleTables(home, filepath.Join(tmp, "scale"))

@@ -10,8 +10,10 @@ import (
 
 // TestRoundTripsPerTool keeps the round trips each catalog tool makes to
 // PostgreSQL within its budget — a read: one for the identity, one for
-// the data; start_test_run: four — and the reads' audit records batched,
-// so that a change that adds one cannot land unnoticed.
+// the data; start_test_run: four — the statements of each call within
+// theirs (a read's data: one statement, not a batch), and the reads'
+// audit records batched, so that a change that adds one cannot land
+// unnoticed.
 func TestRoundTripsPerTool(t *testing.T) {
 	res, err := pgtrips.Measure(t.Context(), pgtest.URL(t), t.TempDir())
 	if err != nil {
@@ -21,6 +23,9 @@ func TestRoundTripsPerTool(t *testing.T) {
 	for _, r := range res.Rows {
 		if r.Total > r.Budget {
 			t.Errorf("%s: %d round trips (identity %d, call %d), the budget is %d:\n  %s", r.Tool, r.Total, r.Identity, r.Call, r.Budget, strings.Join(r.Statements, "\n  "))
+		}
+		if r.CallStatements > r.StatementBudget {
+			t.Errorf("%s: the call made %d statements, the budget is %d:\n  %s", r.Tool, r.CallStatements, r.StatementBudget, strings.Join(r.Statements, "\n  "))
 		}
 	}
 	if len(res.Rows) < 7 {
