@@ -141,7 +141,7 @@ type CaseStore interface {
 
 	// FindTaskCases returns the task filter.TaskID as FindTaskByID(viewer)
 	// does and one page of its cases as FindCases(filter) does, read
-	// together (one round trip on PostgreSQL). Returns NOT_FOUND,
+	// together (one statement on PostgreSQL). Returns NOT_FOUND,
 	// INVALID_ARGUMENT.
 	FindTaskCases(ctx context.Context, viewer string, filter CaseFilter) (task *Task, cases []*Case, next string, total int, err error)
 }

@@ -361,8 +361,8 @@ type RunStore interface {
 
 	// FindRunPage returns the run filter.RunID as FindRunByID(viewer) does
 	// and one page of its executions as FindExecutionPage(filter) does,
-	// read together (one round trip on PostgreSQL without
-	// filter.Results). Returns NOT_FOUND, INVALID_ARGUMENT.
+	// read together (one statement on PostgreSQL, filter.Results or not).
+	// Returns NOT_FOUND, INVALID_ARGUMENT.
 	FindRunPage(ctx context.Context, viewer string, filter ExecutionFilter) (*Run, []*Execution, string, error)
 
 	// FindExecutionAndRun returns the execution as FindExecutionByID does
