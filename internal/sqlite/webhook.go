@@ -159,31 +159,35 @@ func insertDelivery(ctx context.Context, q querier, x *duet.WebhookDelivery, now
 // with status (flaky of its cases passed on a retry), in the transaction
 // that stores its end.
 func enqueueRunFinished(ctx context.Context, q querier, runID string, status duet.RunStatus, flaky int, now time.Time) error {
-	rows, err := q.QueryContext(ctx, `SELECT `+webhookColumns+` FROM webhooks w JOIN runs r ON r.task_id = w.task_id WHERE r.id = ? AND w.disabled = 0`, runID)
+	hooks, err := enabledWebhooks(ctx, q, `JOIN runs r ON r.task_id = w.task_id WHERE r.id = ?`, runID)
 	if err != nil {
-		return mapErr(err)
+		return err
 	}
-	var hooks []*duet.Webhook
+	_, err = storerules.Deliver(ctx, hooks, duet.WebhookDelivery{Event: duet.EventRunFinished, RunID: runID}, status, flaky, deliveryInserter(q, now))
+	return err
+}
+
+// enabledWebhooks lists the webhooks not disabled that where (a join and
+// a condition on w with ? = arg) selects, by name.
+func enabledWebhooks(ctx context.Context, q querier, where, arg string) ([]*duet.Webhook, error) {
+	rows, err := q.QueryContext(ctx, `SELECT `+webhookColumns+` FROM webhooks w `+where+` AND w.disabled = 0 ORDER BY w.name`, arg)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	var out []*duet.Webhook
 	for rows.Next() {
 		w, err := scanWebhook(rows)
 		if err != nil {
-			rows.Close()
-			return mapErr(err)
+			return nil, mapErr(err)
 		}
-		if w.Wants(duet.EventRunFinished, status, flaky) {
-			hooks = append(hooks, w)
-		}
+		out = append(out, w)
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return mapErr(err)
-	}
-	for _, w := range hooks {
-		if err := insertDelivery(ctx, q, &duet.WebhookDelivery{WebhookID: w.ID, TaskID: w.TaskID, Event: duet.EventRunFinished, RunID: runID}, now); err != nil {
-			return err
-		}
-	}
-	return nil
+	return out, mapErr(rows.Err())
+}
+
+func deliveryInserter(q querier, now time.Time) func(context.Context, *duet.WebhookDelivery) error {
+	return func(ctx context.Context, x *duet.WebhookDelivery) error { return insertDelivery(ctx, q, x, now) }
 }
 
 // EnqueueDeliveries makes a delivery of event for each webhook of taskID
@@ -191,35 +195,12 @@ func enqueueRunFinished(ctx context.Context, q querier, runID string, status due
 func (d *DB) EnqueueDeliveries(ctx context.Context, taskID string, event duet.WebhookEvent, caseID string, payload []byte) ([]*duet.WebhookDelivery, error) {
 	var out []*duet.WebhookDelivery
 	err := d.tx(ctx, func(tx *sql.Tx) error {
-		out = nil
-		rows, err := tx.QueryContext(ctx, `SELECT `+webhookColumns+` FROM webhooks w WHERE w.task_id = ? AND w.disabled = 0 ORDER BY w.name`, taskID)
+		hooks, err := enabledWebhooks(ctx, tx, `WHERE w.task_id = ?`, taskID)
 		if err != nil {
-			return mapErr(err)
+			return err
 		}
-		var hooks []*duet.Webhook
-		for rows.Next() {
-			w, err := scanWebhook(rows)
-			if err != nil {
-				rows.Close()
-				return mapErr(err)
-			}
-			if w.Wants(event, "", 0) {
-				hooks = append(hooks, w)
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return mapErr(err)
-		}
-		now := d.now()
-		for _, w := range hooks {
-			x := &duet.WebhookDelivery{WebhookID: w.ID, TaskID: taskID, Event: event, CaseID: caseID, Payload: payload}
-			if err := insertDelivery(ctx, tx, x, now); err != nil {
-				return err
-			}
-			out = append(out, x)
-		}
-		return nil
+		out, err = storerules.Deliver(ctx, hooks, duet.WebhookDelivery{Event: event, CaseID: caseID, Payload: payload}, "", 0, deliveryInserter(tx, d.now()))
+		return err
 	})
 	return out, err
 }
