@@ -13,7 +13,7 @@ import (
 
 const webhookColumns = `w.id, w.task_id, w.name, w.url, w.events, w.on_when, w.format, w.disabled, w.secret, w.created_by, w.created_at, w.updated_at, w.secret_rotated_at`
 
-func scanWebhook(row interface{ Scan(...any) error }) (*duet.Webhook, error) {
+func scanWebhook(row rowScanner) (*duet.Webhook, error) {
 	var w duet.Webhook
 	var events string
 	var created, updated, rotated int64
@@ -27,7 +27,7 @@ func scanWebhook(row interface{ Scan(...any) error }) (*duet.Webhook, error) {
 
 const deliveryColumns = `d.id, d.webhook_id, d.task_id, d.event, d.run_id, d.case_id, d.status, d.attempts, d.payload, d.due_at, d.last_attempt_at, d.response_code, d.last_error, d.redelivery_of, d.lease, d.created_at`
 
-func scanDelivery(row interface{ Scan(...any) error }) (*duet.WebhookDelivery, error) {
+func scanDelivery(row rowScanner) (*duet.WebhookDelivery, error) {
 	var d duet.WebhookDelivery
 	var due, created int64
 	var last sql.NullInt64
@@ -79,16 +79,7 @@ func (d *DB) FindWebhooks(ctx context.Context, by, taskID string) ([]*duet.Webho
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	defer rows.Close()
-	out := []*duet.Webhook{}
-	for rows.Next() {
-		w, err := scanWebhook(rows)
-		if err != nil {
-			return nil, mapErr(err)
-		}
-		out = append(out, w)
-	}
-	return out, mapErr(rows.Err())
+	return collect(rows, scanWebhook)
 }
 
 // ownedWebhook is the condition that ?1 owns the task of webhook w.
@@ -174,16 +165,7 @@ func enabledWebhooks(ctx context.Context, q querier, where, arg string) ([]*duet
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	defer rows.Close()
-	var out []*duet.Webhook
-	for rows.Next() {
-		w, err := scanWebhook(rows)
-		if err != nil {
-			return nil, mapErr(err)
-		}
-		out = append(out, w)
-	}
-	return out, mapErr(rows.Err())
+	return collect(rows, scanWebhook)
 }
 
 func deliveryInserter(q querier, now time.Time) func(context.Context, *duet.WebhookDelivery) error {
@@ -264,16 +246,7 @@ func (d *DB) FindDeliveries(ctx context.Context, by, webhookID string, limit int
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	defer rows.Close()
-	out := []*duet.WebhookDelivery{}
-	for rows.Next() {
-		x, err := scanDelivery(rows)
-		if err != nil {
-			return nil, mapErr(err)
-		}
-		out = append(out, x)
-	}
-	return out, mapErr(rows.Err())
+	return collect(rows, scanDelivery)
 }
 
 // Redeliver makes a new delivery of a finished one.
