@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -143,13 +142,16 @@ func (t assetTx) SetAssetShares(ctx context.Context, id string, users []string, 
 // FindAsset returns the asset of kind that ref names as viewer sees it.
 // Returns NOT_FOUND, INVALID_ARGUMENT.
 func (d *DB) FindAsset(ctx context.Context, viewer string, kind duet.AssetKind, ref string, version int) (*duet.Asset, error) {
-	if viewer == "" {
-		return nil, duet.Errorf(duet.CodeInvalidArgument, "no viewer")
-	}
-	owner, name, qualified := strings.Cut(ref, "/")
-	if !qualified {
-		owner, name = "", ref
-	}
+	return storerules.FindAsset(ctx, viewer, kind, ref, version, d.assetCandidates, d.assetShares)
+}
+
+// assetShares reads the shares of assets.
+func (d *DB) assetShares(ctx context.Context, assets ...*duet.Asset) error {
+	return loadAssetShares(ctx, d.pool, assets...)
+}
+
+// assetCandidates is FindAsset's storerules.AssetCandidates.
+func (d *DB) assetCandidates(ctx context.Context, viewer string, kind duet.AssetKind, owner, name string, version int) ([]*duet.Asset, error) {
 	a := args{viewer, string(kind), name}
 	q := `SELECT ` + assetColumns + ` FROM assets a JOIN asset_versions v ON v.asset_id = a.id AND v.version = `
 	if version > 0 {
@@ -158,7 +160,7 @@ func (d *DB) FindAsset(ctx context.Context, viewer string, kind duet.AssetKind, 
 		q += `a.version`
 	}
 	q += ` WHERE a.kind = $2 AND a.name = $3 AND ` + assetVisible
-	if qualified {
+	if owner != "" {
 		q += ` AND a.owner = ` + a.add(owner)
 	}
 	// The viewer's own asset first, then the others by owner.
@@ -167,25 +169,16 @@ func (d *DB) FindAsset(ctx context.Context, viewer string, kind duet.AssetKind, 
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	found, err := collect(rows, scanAsset)
-	if err != nil {
-		return nil, err
-	}
-	picked, err := storerules.PickAsset(found, viewer, kind, ref, name, version)
-	if err != nil {
-		return nil, err
-	}
-	if err := loadAssetShares(ctx, d.pool, picked); err != nil {
-		return nil, err
-	}
-	return picked, nil
+	return collect(rows, scanAsset)
 }
 
 // FindAssets returns the latest versions of the assets matching f.
 func (d *DB) FindAssets(ctx context.Context, f duet.AssetFilter) ([]*duet.Asset, error) {
-	if f.Viewer == "" {
-		return nil, duet.Errorf(duet.CodeInvalidArgument, "no viewer")
-	}
+	return storerules.FindAssets(ctx, f, d.assetList, d.assetShares)
+}
+
+// assetList is FindAssets' storerules.AssetList.
+func (d *DB) assetList(ctx context.Context, f duet.AssetFilter) ([]*duet.Asset, error) {
 	a := args{f.Viewer}
 	cond := `TRUE`
 	if f.Kind != "" {
@@ -199,14 +192,7 @@ func (d *DB) FindAssets(ctx context.Context, f duet.AssetFilter) ([]*duet.Asset,
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	out, err := collect(rows, scanAsset)
-	if err != nil {
-		return nil, err
-	}
-	if err := loadAssetShares(ctx, d.pool, out...); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return collect(rows, scanAsset)
 }
 
 // assetListQuery returns the Asset Center's query for viewer $1, the

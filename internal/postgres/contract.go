@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -17,17 +18,8 @@ func (d *DB) FindCasesCallingServer(ctx context.Context, serverKey string) ([]*d
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	all, err := collect(rows, scanCase)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	out := []*duet.Case{}
-	for _, c := range all {
-		if duet.CallsServer(c, serverKey) {
-			out = append(out, c)
-		}
-	}
-	return out, nil
+	cases, err := collect(rows, scanCase)
+	return slices.DeleteFunc(cases, func(c *duet.Case) bool { return !duet.CallsServer(c, serverKey) }), err
 }
 
 type alertDetail struct {

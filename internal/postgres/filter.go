@@ -3,6 +3,8 @@ package postgres
 import (
 	"strings"
 	"time"
+
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 // filter builds the WHERE clause of a query from optional conditions: a
@@ -27,6 +29,13 @@ func (f *filter) between(col string, since, until time.Time) {
 	if !until.IsZero() {
 		f.conds = append(f.conds, col+" < "+f.args.add(ts(until)))
 	}
+}
+
+// newestFirst is the query of columns of the records of the log table
+// (audit, mcp_invocations) that f selects, newest first, at most limit
+// of them (100 unless given, 10,000 at most); its arguments are f.args.
+func (f *filter) newestFirst(columns, table string, limit int) string {
+	return `SELECT ` + columns + ` FROM ` + table + ` WHERE ` + f.where() + ` ORDER BY id DESC LIMIT ` + f.args.add(storerules.ClampLimit(limit, 100, 10000))
 }
 
 // where returns the clause ("TRUE" when there is no condition).

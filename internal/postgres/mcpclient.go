@@ -405,8 +405,7 @@ func (d *DB) FindInvocations(ctx context.Context, f duet.InvocationFilter) ([]*d
 	w.eq("outcome", string(f.Outcome))
 	w.eq("trace_id", f.TraceID)
 	w.between("time", f.Since, f.Until)
-	q := `SELECT id, time, trace_id, executor, source, server_key, tool, outcome, duration_us, arg_bytes, result_bytes
-		FROM mcp_invocations WHERE ` + w.where() + ` ORDER BY id DESC LIMIT ` + w.args.add(storerules.ClampLimit(f.Limit, 100, 10000))
+	q := w.newestFirst(`id, time, trace_id, executor, source, server_key, tool, outcome, duration_us, arg_bytes, result_bytes`, `mcp_invocations`, f.Limit)
 	rows, err := d.pool.Query(ctx, q, w.args...)
 	if err != nil {
 		return nil, mapErr(err)

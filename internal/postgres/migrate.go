@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"database/sql"
-	"errors"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -13,9 +12,6 @@ import (
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/storerules"
 )
-
-// versionTable is goose's version table (its default name).
-const versionTable = "goose_db_version"
 
 // Migrations reports, for `duet migrate status`, every migration this build
 // knows and whether the database at url has it, and the database's current
@@ -33,45 +29,13 @@ func Migrations(ctx context.Context, url string, opts *Options) ([]*goose.Migrat
 		}
 		defer tx.Rollback()
 		var exists bool
-		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = current_schema() AND tablename = $1)`, versionTable).Scan(&exists); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = current_schema() AND tablename = $1)`, storerules.VersionTable).Scan(&exists); err != nil {
 			return err
 		}
-		out, version, err = readStatus(ctx, tx, database.DialectPostgres, p.ListSources(), exists)
+		out, version, err = storerules.MigrationStatus(ctx, tx, database.DialectPostgres, p.ListSources(), exists)
 		return err
 	})
 	return out, version, err
-}
-
-// readStatus reads, through goose's own queries and without writing, which
-// of srcs the database has applied and its highest version. A database
-// without the version table has none (version 0).
-func readStatus(ctx context.Context, q database.DBTxConn, dialect database.Dialect, srcs []*goose.Source, exists bool) ([]*goose.MigrationStatus, int64, error) {
-	out := make([]*goose.MigrationStatus, 0, len(srcs))
-	for _, s := range srcs {
-		out = append(out, &goose.MigrationStatus{Source: s, State: goose.StatePending})
-	}
-	if !exists {
-		return out, 0, nil
-	}
-	st, err := database.NewStore(dialect, versionTable)
-	if err != nil {
-		return nil, 0, err
-	}
-	for _, m := range out {
-		r, err := st.GetMigration(ctx, q, m.Source.Version)
-		switch {
-		case errors.Is(err, database.ErrVersionNotFound):
-		case err != nil:
-			return nil, 0, err
-		case r.IsApplied:
-			m.State, m.AppliedAt = goose.StateApplied, r.Timestamp
-		}
-	}
-	v, err := st.GetLatestVersion(ctx, q)
-	if errors.Is(err, database.ErrVersionNotFound) {
-		return out, 0, nil
-	}
-	return out, v, err
 }
 
 // Migrate applies every pending migration to the database at url (`duet

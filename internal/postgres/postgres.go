@@ -340,15 +340,8 @@ func mapErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	var de *duet.Error
-	if errors.As(err, &de) {
-		return err
-	}
-	if errors.Is(err, context.Canceled) {
-		return duet.WrapError(duet.CodeCancelled, err, "cancelled")
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return duet.WrapError(duet.CodeTimeout, err, "timed out")
+	if coded := storerules.CodedError(err); coded != nil {
+		return coded
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {

@@ -671,39 +671,9 @@ func (d *DB) FinishExecution(ctx context.Context, l duet.Lease, e *duet.Executio
 func (d *DB) RetryExecution(ctx context.Context, l duet.Lease, e *duet.Execution) error {
 	var attempts []*duet.ExecutionAttempt
 	err := d.tx(ctx, func(tx pgx.Tx) error {
-		// The run row first (FOR SHARE), then the execution's: the order
-		// FinishRun and RequestCancel take them in.
-		x, err := scanExecution(tx.QueryRow(ctx, `WITH `+heldSQL+` SELECT `+execColumns+` FROM executions e WHERE e.id IN (SELECT id FROM held) FOR UPDATE OF e`,
-			l.RunID, l.Worker, l.Token, e.ID))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return duet.LeaseLost(l)
-		} else if err != nil {
-			return mapErr(err)
-		}
-		x.StartedAt, x.FinishedAt = utcPtr(x.StartedAt), utcPtr(x.FinishedAt)
-		if err := loadResults(ctx, tx, x); err != nil {
-			return err
-		}
-		a, err := duet.RetryAttempt(x, e.Attempt)
-		if err != nil {
-			return err
-		}
-		data, err := json.Marshal(a)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO execution_attempts (execution_id, attempt, data) VALUES ($1, $2, $3)`, x.ID, a.Attempt, string(data)); err != nil {
-			return mapErr(err)
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM step_results WHERE execution_id = $1`, x.ID); err != nil {
-			return mapErr(err)
-		}
-		if _, err := tx.Exec(ctx, `UPDATE executions SET status = $1, attempt = $2, error_code = '', error_message = '', vars = '{}', finished_at = NULL, resume_from = 0 WHERE id = $3`,
-			duet.StatusRunning, a.Attempt+1, x.ID); err != nil {
-			return mapErr(err)
-		}
-		attempts = append(x.Attempts, a)
-		return nil
+		var err error
+		attempts, err = storerules.RetryExecution(ctx, runTx{tx}, l, e)
+		return err
 	})
 	if err != nil {
 		return err
@@ -760,6 +730,32 @@ func (d *DB) RequestCancel(ctx context.Context, viewer, runID string) (*duet.Run
 // RequestCancel and RetryExecution all take them in, so they never
 // deadlock.
 type runTx struct{ tx pgx.Tx }
+
+func (t runTx) HeldExecution(ctx context.Context, l duet.Lease, id string) (*duet.Execution, error) {
+	x, err := scanExecution(t.tx.QueryRow(ctx, `WITH `+heldSQL+` SELECT `+execColumns+` FROM executions e WHERE e.id IN (SELECT id FROM held) FOR UPDATE OF e`,
+		l.RunID, l.Worker, l.Token, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, duet.LeaseLost(l)
+	} else if err != nil {
+		return nil, mapErr(err)
+	}
+	x.StartedAt, x.FinishedAt = utcPtr(x.StartedAt), utcPtr(x.FinishedAt)
+	return x, loadResults(ctx, t.tx, x)
+}
+
+func (t runTx) AddAttempt(ctx context.Context, executionID string, attempt int, data string) error {
+	_, err := t.tx.Exec(ctx, `INSERT INTO execution_attempts (execution_id, attempt, data) VALUES ($1, $2, $3)`, executionID, attempt, data)
+	return mapErr(err)
+}
+
+func (t runTx) Restart(ctx context.Context, executionID string, attempt int) error {
+	if _, err := t.tx.Exec(ctx, `DELETE FROM step_results WHERE execution_id = $1`, executionID); err != nil {
+		return mapErr(err)
+	}
+	_, err := t.tx.Exec(ctx, `UPDATE executions SET status = $1, attempt = $2, error_code = '', error_message = '', vars = '{}', finished_at = NULL, resume_from = 0 WHERE id = $3`,
+		duet.StatusRunning, attempt, executionID)
+	return mapErr(err)
+}
 
 func (t runTx) HeldRun(ctx context.Context, l duet.Lease) error {
 	var one int

@@ -26,16 +26,8 @@ func scanStop(r pgx.Row) (*duet.StopRequest, error) {
 // CreateStopRequest stores r. Returns INVALID_ARGUMENT, NOT_FOUND (no such
 // run).
 func (d *DB) CreateStopRequest(ctx context.Context, r *duet.StopRequest) error {
-	if err := duet.ValidateStopRequest(r); err != nil {
+	if err := storerules.NewStopRequest(r, d.now()); err != nil {
 		return err
-	}
-	if r.ID == "" {
-		r.ID = duet.NewID("stop")
-	}
-	r.CreatedAt, r.ExpiresAt = ts(d.now()).UTC(), ts(r.ExpiresAt).UTC()
-	if r.DecidedAt != nil {
-		t := ts(*r.DecidedAt).UTC()
-		r.DecidedAt = &t
 	}
 	_, err := d.pool.Exec(ctx, `INSERT INTO stop_requests (id, run_id, task_id, executor, requested_by, reason, trace_id, status, via, decided_by, created_at, expires_at, decided_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,

@@ -171,16 +171,8 @@ func (d *DB) findTeams(ctx context.Context, cond string, arg any) ([]*duet.Team,
 
 // AddTeamMember adds user to team as a member; by must be a member.
 func (d *DB) AddTeamMember(ctx context.Context, by, team, user string) error {
-	if err := duet.ValidUserID(user); err != nil {
-		return err
-	}
 	return d.tx(ctx, func(tx pgx.Tx) error {
-		if err := storerules.NeedRole(ctx, teamTx{tx}, team, by, duet.RoleMember, "adding a member"); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `INSERT INTO team_members (team, user_id, role, added_by, added_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`,
-			team, user, duet.RoleMember, by, ts(d.now()))
-		return mapErr(err)
+		return storerules.AddTeamMember(ctx, teamTx{tx}, by, team, user, ts(d.now()))
 	})
 }
 
@@ -214,6 +206,12 @@ func (t teamTx) OtherOwners(ctx context.Context, team, user string) (int, error)
 	var n int
 	err := t.tx.QueryRow(ctx, `SELECT count(*) FROM team_members WHERE team = $1 AND role = $2 AND user_id <> $3`, team, duet.RoleOwner, user).Scan(&n)
 	return n, mapErr(err)
+}
+
+func (t teamTx) AddMember(ctx context.Context, team, user string, role duet.TeamRole, by string, now time.Time) error {
+	_, err := t.tx.Exec(ctx, `INSERT INTO team_members (team, user_id, role, added_by, added_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`,
+		team, user, role, by, now)
+	return mapErr(err)
 }
 
 func (t teamTx) DeleteMember(ctx context.Context, team, user string) error {

@@ -201,8 +201,7 @@ func (d *DB) FindAudit(ctx context.Context, f duet.AuditFilter) ([]*duet.AuditRe
 	w.eq("outcome", string(f.Outcome))
 	w.eq("trace_id", f.TraceID)
 	w.between("time", f.Since, f.Until)
-	q := `SELECT id, time, trace_id, call_source, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes
-		FROM audit WHERE ` + w.where() + ` ORDER BY id DESC LIMIT ` + w.args.add(storerules.ClampLimit(f.Limit, 100, 10000))
+	q := w.newestFirst(`id, time, trace_id, call_source, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes`, `audit`, f.Limit)
 	rows, err := d.pool.Query(ctx, q, w.args...)
 	if err != nil {
 		return nil, mapErr(err)

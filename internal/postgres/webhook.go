@@ -159,23 +159,26 @@ func insertDelivery(ctx context.Context, q querier, x *duet.WebhookDelivery, now
 // with status (flaky of its cases passed on a retry), in the transaction
 // that stores its end.
 func enqueueRunFinished(ctx context.Context, q querier, runID string, status duet.RunStatus, flaky int, now time.Time) error {
-	rows, err := q.Query(ctx, `SELECT `+webhookColumns+` FROM webhooks w JOIN runs r ON r.task_id = w.task_id WHERE r.id = $1 AND NOT w.disabled`, runID)
+	hooks, err := enabledWebhooks(ctx, q, `JOIN runs r ON r.task_id = w.task_id WHERE r.id = $1`, runID)
 	if err != nil {
-		return mapErr(err)
+		return err
 	}
-	hooks, err := collect(rows, scanWebhook)
+	_, err = storerules.Deliver(ctx, hooks, duet.WebhookDelivery{Event: duet.EventRunFinished, RunID: runID}, status, flaky, deliveryInserter(q, now))
+	return err
+}
+
+// enabledWebhooks lists the webhooks not disabled that where (a join and
+// a condition on w with $1 = arg) selects, by name.
+func enabledWebhooks(ctx context.Context, q querier, where, arg string) ([]*duet.Webhook, error) {
+	rows, err := q.Query(ctx, `SELECT `+webhookColumns+` FROM webhooks w `+where+` AND NOT w.disabled ORDER BY w.name`, arg)
 	if err != nil {
-		return mapErr(err)
+		return nil, mapErr(err)
 	}
-	for _, w := range hooks {
-		if !w.Wants(duet.EventRunFinished, status, flaky) {
-			continue
-		}
-		if err := insertDelivery(ctx, q, &duet.WebhookDelivery{WebhookID: w.ID, TaskID: w.TaskID, Event: duet.EventRunFinished, RunID: runID}, now); err != nil {
-			return err
-		}
-	}
-	return nil
+	return collect(rows, scanWebhook)
+}
+
+func deliveryInserter(q querier, now time.Time) func(context.Context, *duet.WebhookDelivery) error {
+	return func(ctx context.Context, x *duet.WebhookDelivery) error { return insertDelivery(ctx, q, x, now) }
 }
 
 // EnqueueDeliveries makes a delivery of event for each webhook of taskID
@@ -183,27 +186,12 @@ func enqueueRunFinished(ctx context.Context, q querier, runID string, status due
 func (d *DB) EnqueueDeliveries(ctx context.Context, taskID string, event duet.WebhookEvent, caseID string, payload []byte) ([]*duet.WebhookDelivery, error) {
 	var out []*duet.WebhookDelivery
 	err := d.tx(ctx, func(tx pgx.Tx) error {
-		out = nil
-		rows, err := tx.Query(ctx, `SELECT `+webhookColumns+` FROM webhooks w WHERE w.task_id = $1 AND NOT w.disabled ORDER BY w.name`, taskID)
+		hooks, err := enabledWebhooks(ctx, tx, `WHERE w.task_id = $1`, taskID)
 		if err != nil {
-			return mapErr(err)
+			return err
 		}
-		hooks, err := collect(rows, scanWebhook)
-		if err != nil {
-			return mapErr(err)
-		}
-		now := ts(d.now())
-		for _, w := range hooks {
-			if !w.Wants(event, "", 0) {
-				continue
-			}
-			x := &duet.WebhookDelivery{WebhookID: w.ID, TaskID: taskID, Event: event, CaseID: caseID, Payload: payload}
-			if err := insertDelivery(ctx, tx, x, now); err != nil {
-				return err
-			}
-			out = append(out, x)
-		}
-		return nil
+		out, err = storerules.Deliver(ctx, hooks, duet.WebhookDelivery{Event: event, CaseID: caseID, Payload: payload}, "", 0, deliveryInserter(tx, ts(d.now())))
+		return err
 	})
 	return out, err
 }

@@ -64,20 +64,7 @@ func (d *DB) FindAIPlans(ctx context.Context, key duet.AIPlanKey, stepHash strin
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	return scanAIPlans(rows)
-}
-
-func scanAIPlans(rows *sql.Rows) ([]*duet.AIPlan, error) {
-	defer rows.Close()
-	out := []*duet.AIPlan{}
-	for rows.Next() {
-		p, err := scanAIPlan(rows)
-		if err != nil {
-			return nil, mapErr(err)
-		}
-		out = append(out, p)
-	}
-	return out, mapErr(rows.Err())
+	return collect(rows, scanAIPlan)
 }
 
 // UseAIPlan counts a replay of plan id under the lease l.
@@ -106,7 +93,7 @@ func (d *DB) FindCaseAIPlans(ctx context.Context, viewer, caseID string) ([]*due
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	return scanAIPlans(rows)
+	return collect(rows, scanAIPlan)
 }
 
 // ClearAIPlans removes the plans of owner's task (of one case of it).

@@ -82,16 +82,7 @@ func (d *DB) FindCaseApprovals(ctx context.Context, user, taskID string) ([]*due
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	defer rows.Close()
-	out := []*duet.CaseApproval{}
-	for rows.Next() {
-		a, err := scanApproval(rows)
-		if err != nil {
-			return nil, mapErr(err)
-		}
-		out = append(out, a)
-	}
-	return out, mapErr(rows.Err())
+	return collect(rows, scanApproval)
 }
 
 // RevokeCaseApproval deletes user's approvals of every version of the case.

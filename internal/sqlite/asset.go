@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/duet-test/duet"
@@ -137,13 +136,16 @@ func (t assetTx) SetAssetShares(ctx context.Context, id string, users []string, 
 // FindAsset returns the asset of kind that ref names as viewer sees it.
 // Returns NOT_FOUND, INVALID_ARGUMENT.
 func (d *DB) FindAsset(ctx context.Context, viewer string, kind duet.AssetKind, ref string, version int) (*duet.Asset, error) {
-	if viewer == "" {
-		return nil, duet.Errorf(duet.CodeInvalidArgument, "no viewer")
-	}
-	owner, name, qualified := strings.Cut(ref, "/")
-	if !qualified {
-		owner, name = "", ref
-	}
+	return storerules.FindAsset(ctx, viewer, kind, ref, version, d.assetCandidates, d.assetShares)
+}
+
+// assetShares reads the shares of assets.
+func (d *DB) assetShares(ctx context.Context, assets ...*duet.Asset) error {
+	return loadAssetShares(ctx, d.q, assets...)
+}
+
+// assetCandidates is FindAsset's storerules.AssetCandidates.
+func (d *DB) assetCandidates(ctx context.Context, viewer string, kind duet.AssetKind, owner, name string, version int) ([]*duet.Asset, error) {
 	q := `SELECT ` + assetColumns + ` FROM assets a JOIN asset_versions v ON v.asset_id = a.id AND v.version = `
 	args := []any{viewer, kind, name}
 	if version > 0 {
@@ -153,7 +155,7 @@ func (d *DB) FindAsset(ctx context.Context, viewer string, kind duet.AssetKind, 
 		q += `a.version`
 	}
 	q += ` WHERE a.kind = ?2 AND a.name = ?3 AND ` + assetVisible
-	if qualified {
+	if owner != "" {
 		q += ` AND a.owner = ?` + strconv.Itoa(len(args)+1)
 		args = append(args, owner)
 	}
@@ -163,34 +165,16 @@ func (d *DB) FindAsset(ctx context.Context, viewer string, kind duet.AssetKind, 
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	var found []*duet.Asset
-	for rows.Next() {
-		a, err := scanAsset(rows)
-		if err != nil {
-			rows.Close()
-			return nil, mapErr(err)
-		}
-		found = append(found, a)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, mapErr(err)
-	}
-	a, err := storerules.PickAsset(found, viewer, kind, ref, name, version)
-	if err != nil {
-		return nil, err
-	}
-	if err := loadAssetShares(ctx, d.q, a); err != nil {
-		return nil, err
-	}
-	return a, nil
+	return collect(rows, scanAsset)
 }
 
 // FindAssets returns the latest versions of the assets matching f.
 func (d *DB) FindAssets(ctx context.Context, f duet.AssetFilter) ([]*duet.Asset, error) {
-	if f.Viewer == "" {
-		return nil, duet.Errorf(duet.CodeInvalidArgument, "no viewer")
-	}
+	return storerules.FindAssets(ctx, f, d.assetList, d.assetShares)
+}
+
+// assetList is FindAssets' storerules.AssetList.
+func (d *DB) assetList(ctx context.Context, f duet.AssetFilter) ([]*duet.Asset, error) {
 	cond := `1 = 1`
 	args := []any{f.Viewer}
 	if f.Kind != "" {
@@ -207,23 +191,7 @@ func (d *DB) FindAssets(ctx context.Context, f duet.AssetFilter) ([]*duet.Asset,
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	out := []*duet.Asset{}
-	for rows.Next() {
-		a, err := scanAsset(rows)
-		if err != nil {
-			rows.Close()
-			return nil, mapErr(err)
-		}
-		out = append(out, a)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, mapErr(err)
-	}
-	if err := loadAssetShares(ctx, d.q, out...); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return collect(rows, scanAsset)
 }
 
 // assetListQuery returns the Asset Center's query for viewer ?1, the
@@ -292,25 +260,22 @@ func (d *DB) FindGenerations(ctx context.Context, f duet.GenerationFilter) ([]*d
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	defer rows.Close()
-	out := []*duet.Generation{}
-	for rows.Next() {
+	return collect(rows, func(r rowScanner) (*duet.Generation, error) {
 		var g duet.Generation
 		var assets string
 		var created int64
-		if err := rows.Scan(&g.ID, &g.TaskID, &g.User, &g.Model, &g.Goal, &assets, &g.Turns, &g.ToolCalls, &g.Repairs,
+		if err := r.Scan(&g.ID, &g.TaskID, &g.User, &g.Model, &g.Goal, &assets, &g.Turns, &g.ToolCalls, &g.Repairs,
 			&g.PromptTokens, &g.CompletionTokens, &g.TotalTokens, &g.Attempts, &g.Outcome, &g.ErrorMessage, &g.DurationMs,
 			&g.CaseID, &g.CaseVersion, &g.TraceID, &created); err != nil {
-			return nil, mapErr(err)
+			return nil, err
 		}
 		if err := json.Unmarshal([]byte(assets), &g.Assets); err != nil {
-			return nil, mapErr(err)
+			return nil, err
 		}
 		if len(g.Assets) == 0 {
 			g.Assets = nil
 		}
 		g.CreatedAt = fromMicros(created)
-		out = append(out, &g)
-	}
-	return out, mapErr(rows.Err())
+		return &g, nil
+	})
 }

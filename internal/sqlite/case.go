@@ -69,11 +69,8 @@ func (d *DB) SaveDraftCase(ctx context.Context, c *duet.Case) error {
 
 // FindCaseByID returns the case if viewer may see its task. Returns NOT_FOUND.
 func (d *DB) FindCaseByID(ctx context.Context, viewer, id string) (*duet.Case, error) {
-	q := `SELECT ` + caseColumns + ` FROM cases c JOIN tasks t ON t.id = c.task_id WHERE c.id = ?2`
+	q := `SELECT ` + caseColumns + ` FROM cases c JOIN tasks t ON t.id = c.task_id WHERE c.id = ?2` + visibility(viewer)
 	args := []any{viewer, id}
-	if viewer != "" {
-		q += ` AND ` + visibleTo
-	}
 	c, err := scanCase(d.q.QueryRowContext(ctx, q, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, storerules.NotFound("case", id)

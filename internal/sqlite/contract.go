@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"slices"
 
 	"github.com/duet-test/duet"
 )
@@ -15,18 +16,8 @@ func (d *DB) FindCasesCallingServer(ctx context.Context, serverKey string) ([]*d
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	defer rows.Close()
-	out := []*duet.Case{}
-	for rows.Next() {
-		c, err := scanCase(rows)
-		if err != nil {
-			return nil, mapErr(err)
-		}
-		if duet.CallsServer(c, serverKey) {
-			out = append(out, c)
-		}
-	}
-	return out, mapErr(rows.Err())
+	cases, err := collect(rows, scanCase)
+	return slices.DeleteFunc(cases, func(c *duet.Case) bool { return !duet.CallsServer(c, serverKey) }), err
 }
 
 type alertDetail struct {
@@ -73,23 +64,20 @@ func (d *DB) FindContractAlerts(ctx context.Context, viewer, taskID string) ([]*
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	defer rows.Close()
-	out := []*duet.ContractAlert{}
-	for rows.Next() {
+	return collect(rows, func(r rowScanner) (*duet.ContractAlert, error) {
 		var a duet.ContractAlert
 		var detail string
 		var at int64
-		if err := rows.Scan(&a.TaskID, &a.CaseID, &a.CaseVersion, &a.ServerKey, &a.Tool, &a.Broken, &detail, &at); err != nil {
-			return nil, mapErr(err)
+		if err := r.Scan(&a.TaskID, &a.CaseID, &a.CaseVersion, &a.ServerKey, &a.Tool, &a.Broken, &detail, &at); err != nil {
+			return nil, err
 		}
 		var dt alertDetail
 		if err := json.Unmarshal([]byte(detail), &dt); err != nil {
-			return nil, mapErr(err)
+			return nil, err
 		}
 		a.Problems, a.Changes, a.CaseKey, a.CaseTitle, a.DetectedAt = dt.Problems, dt.Changes, dt.Key, dt.Title, fromMicros(at)
-		out = append(out, &a)
-	}
-	return out, mapErr(rows.Err())
+		return &a, nil
+	})
 }
 
 // SaveCatalogHistory keeps a replaced catalog of a registration, the
@@ -117,20 +105,17 @@ func (d *DB) FindCatalogHistory(ctx context.Context, id string) ([]*duet.Archive
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	defer rows.Close()
-	out := []*duet.ArchivedCatalog{}
-	for rows.Next() {
+	return collect(rows, func(r rowScanner) (*duet.ArchivedCatalog, error) {
 		var c duet.ArchivedCatalog
 		var at int64
 		var tools string
-		if err := rows.Scan(&at, &c.Hash, &tools); err != nil {
-			return nil, mapErr(err)
+		if err := r.Scan(&at, &c.Hash, &tools); err != nil {
+			return nil, err
 		}
 		if err := json.Unmarshal([]byte(tools), &c.Tools); err != nil {
-			return nil, mapErr(err)
+			return nil, err
 		}
 		c.SyncedAt = fromMicros(at)
-		out = append(out, &c)
-	}
-	return out, mapErr(rows.Err())
+		return &c, nil
+	})
 }

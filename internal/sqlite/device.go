@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"time"
 
 	"github.com/duet-test/duet"
@@ -80,19 +79,13 @@ func (d *DB) FindDeviceLeases(ctx context.Context) ([]*duet.DeviceLease, error) 
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	defer rows.Close()
-	out := []*duet.DeviceLease{}
-	for rows.Next() {
+	return collect(rows, func(r rowScanner) (*duet.DeviceLease, error) {
 		var l duet.DeviceLease
 		var acquired, expires int64
-		if err := rows.Scan(&l.Device, &l.Holder, &l.Owner, &acquired, &expires); err != nil {
-			return nil, mapErr(err)
+		if err := r.Scan(&l.Device, &l.Holder, &l.Owner, &acquired, &expires); err != nil {
+			return nil, err
 		}
 		l.AcquiredAt, l.ExpiresAt = fromMicros(acquired), fromMicros(expires)
-		out = append(out, &l)
-	}
-	if err := rows.Err(); err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, mapErr(err)
-	}
-	return out, nil
+		return &l, nil
+	})
 }

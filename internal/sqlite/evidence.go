@@ -120,16 +120,7 @@ func (d *DB) FindBaselines(ctx context.Context, f duet.BaselineFilter) ([]*duet.
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	defer rows.Close()
-	out := []*duet.Baseline{}
-	for rows.Next() {
-		b, err := scanBaseline(rows, false)
-		if err != nil {
-			return nil, mapErr(err)
-		}
-		out = append(out, b)
-	}
-	return out, mapErr(rows.Err())
+	return collect(rows, func(r rowScanner) (*duet.Baseline, error) { return scanBaseline(r, false) })
 }
 
 // DecideBaseline approves or rejects owner's pending baseline id. Returns
@@ -207,15 +198,13 @@ func (d *DB) FindMetrics(ctx context.Context, runIDs []string) ([]*duet.Metric, 
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	defer rows.Close()
-	for rows.Next() {
+	return collect(rows, func(r rowScanner) (*duet.Metric, error) {
 		var m duet.Metric
 		var at int64
-		if err := rows.Scan(&m.RunID, &m.ExecutionID, &m.TaskID, &m.CaseKey, &m.StepIndex, &m.Name, &m.Value, &at); err != nil {
-			return nil, mapErr(err)
+		if err := r.Scan(&m.RunID, &m.ExecutionID, &m.TaskID, &m.CaseKey, &m.StepIndex, &m.Name, &m.Value, &at); err != nil {
+			return nil, err
 		}
 		m.CreatedAt = fromMicros(at)
-		out = append(out, &m)
-	}
-	return out, mapErr(rows.Err())
+		return &m, nil
+	})
 }

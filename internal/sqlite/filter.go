@@ -3,6 +3,8 @@ package sqlite
 import (
 	"strings"
 	"time"
+
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 // filter builds the WHERE clause of a query from optional conditions: a
@@ -30,6 +32,13 @@ func (f *filter) between(col string, since, until time.Time) {
 		f.conds = append(f.conds, col+" < ?")
 		f.args = append(f.args, micros(until))
 	}
+}
+
+// newestFirst is the query of columns of the records of the log table
+// (audit, mcp_invocations) that f selects, newest first, at most limit
+// of them (100 unless given, 10,000 at most), and its arguments.
+func (f *filter) newestFirst(columns, table string, limit int) (string, []any) {
+	return `SELECT ` + columns + ` FROM ` + table + ` WHERE ` + f.where() + ` ORDER BY id DESC LIMIT ?`, append(f.args, storerules.ClampLimit(limit, 100, 10000))
 }
 
 // where returns the clause ("1 = 1" when there is no condition).

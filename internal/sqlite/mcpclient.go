@@ -165,16 +165,7 @@ func (d *DB) FindMCPServers(ctx context.Context, owner string) ([]*duet.MCPServe
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	defer rows.Close()
-	out := []*duet.MCPServer{}
-	for rows.Next() {
-		s, err := scanMCPServer(rows)
-		if err != nil {
-			return nil, mapErr(err)
-		}
-		out = append(out, s)
-	}
-	return out, mapErr(rows.Err())
+	return collect(rows, func(r rowScanner) (*duet.MCPServer, error) { return scanMCPServer(r) })
 }
 
 // FindMCPServerTool returns the owner's registration of serverKey and the
@@ -322,18 +313,15 @@ func (d *DB) FindMCPTools(ctx context.Context, id string) ([]*duet.MCPTool, erro
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	defer rows.Close()
-	out := []*duet.MCPTool{}
-	for rows.Next() {
+	return collect(rows, func(r rowScanner) (*duet.MCPTool, error) {
 		var t duet.MCPTool
 		var in, outSchema, ann string
-		if err := rows.Scan(&t.Name, &t.Title, &t.Description, &in, &outSchema, &ann); err != nil {
-			return nil, mapErr(err)
+		if err := r.Scan(&t.Name, &t.Title, &t.Description, &in, &outSchema, &ann); err != nil {
+			return nil, err
 		}
 		t.InputSchema, t.OutputSchema, t.Annotations = storerules.RawJSON(in), storerules.RawJSON(outSchema), storerules.RawJSON(ann)
-		out = append(out, &t)
-	}
-	return out, mapErr(rows.Err())
+		return &t, nil
+	})
 }
 
 const credentialColumns = `ref, owner, server_key, ciphertext, updated_at, version`
@@ -363,16 +351,7 @@ func (d *DB) FindCredentials(ctx context.Context) ([]*duet.Credential, error) {
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	defer rows.Close()
-	out := []*duet.Credential{}
-	for rows.Next() {
-		c, err := scanCredential(rows)
-		if err != nil {
-			return nil, mapErr(err)
-		}
-		out = append(out, c)
-	}
-	return out, mapErr(rows.Err())
+	return collect(rows, scanCredential)
 }
 
 // UpdateCredentials stores new ciphertexts in one transaction, each only if
@@ -523,8 +502,7 @@ func invocationsQuery(f duet.InvocationFilter) (string, []any) {
 	w.eq("outcome", string(f.Outcome))
 	w.eq("trace_id", f.TraceID)
 	w.between("time", f.Since, f.Until)
-	return `SELECT id, time, trace_id, executor, source, server_key, tool, outcome, duration_us, arg_bytes, result_bytes
-		FROM mcp_invocations WHERE ` + w.where() + ` ORDER BY id DESC LIMIT ?`, append(w.args, storerules.ClampLimit(f.Limit, 100, 10000))
+	return w.newestFirst(`id, time, trace_id, executor, source, server_key, tool, outcome, duration_us, arg_bytes, result_bytes`, `mcp_invocations`, f.Limit)
 }
 
 // FindInvocations returns invocation records matching f, newest first.
@@ -534,16 +512,13 @@ func (d *DB) FindInvocations(ctx context.Context, f duet.InvocationFilter) ([]*d
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	defer rows.Close()
-	out := []*duet.Invocation{}
-	for rows.Next() {
-		var r duet.Invocation
+	return collect(rows, func(r rowScanner) (*duet.Invocation, error) {
+		var v duet.Invocation
 		var t int64
-		if err := rows.Scan(&r.ID, &t, &r.TraceID, &r.Executor, &r.Source, &r.ServerKey, &r.Tool, &r.Outcome, &r.DurationUs, &r.ArgBytes, &r.ResultBytes); err != nil {
-			return nil, mapErr(err)
+		if err := r.Scan(&v.ID, &t, &v.TraceID, &v.Executor, &v.Source, &v.ServerKey, &v.Tool, &v.Outcome, &v.DurationUs, &v.ArgBytes, &v.ResultBytes); err != nil {
+			return nil, err
 		}
-		r.Time = fromMicros(t)
-		out = append(out, &r)
-	}
-	return out, mapErr(rows.Err())
+		v.Time = fromMicros(t)
+		return &v, nil
+	})
 }

@@ -110,9 +110,6 @@ func checkCurrent(ctx context.Context, db *sql.DB, path string) error {
 	return nil
 }
 
-// versionTable is goose's version table (its default name).
-const versionTable = "goose_db_version"
-
 // Migrations reports, for `duet migrate status`, every migration this build
 // knows and whether the database file at path has it, and the file's
 // current version (0: nothing applied). It only reads: a missing file is
@@ -131,47 +128,15 @@ func Migrations(ctx context.Context, path string) ([]*goose.MigrationStatus, int
 	}
 	srcs := p.ListSources()
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return readStatus(ctx, db, srcs, false)
+		return storerules.MigrationStatus(ctx, db, database.DialectSQLite3, srcs, false)
 	}
 	var n int
-	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, versionTable).Scan(&n); err != nil {
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, storerules.VersionTable).Scan(&n); err != nil {
 		return nil, 0, duet.WrapError(duet.CodeUnavailable, err, "cannot read the schema of %s: %v", path, storerules.RootCause(err))
 	}
-	st, v, err := readStatus(ctx, db, srcs, n > 0)
+	st, v, err := storerules.MigrationStatus(ctx, db, database.DialectSQLite3, srcs, n > 0)
 	if err != nil {
 		return nil, 0, duet.WrapError(duet.CodeUnavailable, err, "cannot read the schema of %s: %v", path, storerules.RootCause(err))
 	}
 	return st, v, nil
-}
-
-// readStatus reads, through goose's own queries and without writing, which
-// of srcs the database has applied and its highest version. A database
-// without the version table has none (version 0).
-func readStatus(ctx context.Context, q database.DBTxConn, srcs []*goose.Source, exists bool) ([]*goose.MigrationStatus, int64, error) {
-	out := make([]*goose.MigrationStatus, 0, len(srcs))
-	for _, s := range srcs {
-		out = append(out, &goose.MigrationStatus{Source: s, State: goose.StatePending})
-	}
-	if !exists {
-		return out, 0, nil
-	}
-	st, err := database.NewStore(database.DialectSQLite3, versionTable)
-	if err != nil {
-		return nil, 0, err
-	}
-	for _, m := range out {
-		r, err := st.GetMigration(ctx, q, m.Source.Version)
-		switch {
-		case errors.Is(err, database.ErrVersionNotFound):
-		case err != nil:
-			return nil, 0, err
-		case r.IsApplied:
-			m.State, m.AppliedAt = goose.StateApplied, r.Timestamp
-		}
-	}
-	v, err := st.GetLatestVersion(ctx, q)
-	if errors.Is(err, database.ErrVersionNotFound) {
-		return out, 0, nil
-	}
-	return out, v, err
 }

@@ -163,10 +163,7 @@ func insertRun(ctx context.Context, tx *sql.Tx, plan *storerules.RunPlan, execs 
 
 // FindRunByID returns the run if viewer may see its task ("" = any).
 func (d *DB) FindRunByID(ctx context.Context, viewer, id string) (*duet.Run, error) {
-	q := `SELECT ` + runColumns + ` FROM runs r JOIN tasks t ON t.id = r.task_id WHERE r.id = ?2`
-	if viewer != "" {
-		q += ` AND ` + visibleTo
-	}
+	q := `SELECT ` + runColumns + ` FROM runs r JOIN tasks t ON t.id = r.task_id WHERE r.id = ?2` + visibility(viewer)
 	run, err := scanRun(d.q.QueryRowContext(ctx, q, viewer, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, storerules.NotFound("run", id)
@@ -196,39 +193,25 @@ func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 // runsWhere returns the FROM and WHERE of the runs f selects (its Cursor
 // and Limit aside) and their arguments.
 func runsWhere(f duet.RunFilter) (from, cond string, args []any) {
-	cond = `1 = 1`
+	var w filter
 	from = ` FROM runs r JOIN tasks t ON t.id = r.task_id`
 	switch {
 	case f.Viewer != "" && f.TaskID != "":
-		cond = visibleTo
-		args = append(args, f.Viewer)
+		w.conds, w.args = []string{visibleTo}, []any{f.Viewer}
 	case f.Viewer != "":
 		// Every visible task's runs (runs_task), not every run tested
 		// against visibleTo.
 		from = ` FROM ` + visibleTaskIDs + ` AS v CROSS JOIN runs r ON r.task_id = v.id`
-		args = append(args, f.Viewer)
+		w.args = []any{f.Viewer}
 	}
-	if f.TaskID != "" {
-		cond += ` AND r.task_id = ?`
-		args = append(args, f.TaskID)
-	}
-	if f.Status != "" {
-		cond += ` AND r.status = ?`
-		args = append(args, f.Status)
-	}
-	if f.Branch != "" {
-		cond += ` AND r.origin_branch = ?`
-		args = append(args, f.Branch)
-	}
-	if f.Commit != "" {
-		cond += ` AND r.origin_commit = ?`
-		args = append(args, f.Commit)
-	}
+	w.eq("r.task_id", f.TaskID)
+	w.eq("r.status", string(f.Status))
+	w.eq("r.origin_branch", f.Branch)
+	w.eq("r.origin_commit", f.Commit)
 	if f.UpTo != "" {
-		cond += ` AND r.id <= ?`
-		args = append(args, f.UpTo)
+		w.conds, w.args = append(w.conds, "r.id <= ?"), append(w.args, f.UpTo)
 	}
-	return from, cond, args
+	return from, w.where(), w.args
 }
 
 // CountRuns returns how many runs f selects.
@@ -344,10 +327,7 @@ func (d *DB) FindExecutions(ctx context.Context, runID string) ([]*duet.Executio
 
 // FindExecutionByID returns an execution if viewer may see its task ("" = any).
 func (d *DB) FindExecutionByID(ctx context.Context, viewer, id string) (*duet.Execution, error) {
-	q := `SELECT ` + execColumns + ` FROM executions e JOIN runs r ON r.id = e.run_id JOIN tasks t ON t.id = r.task_id WHERE e.id = ?2`
-	if viewer != "" {
-		q += ` AND ` + visibleTo
-	}
+	q := `SELECT ` + execColumns + ` FROM executions e JOIN runs r ON r.id = e.run_id JOIN tasks t ON t.id = r.task_id WHERE e.id = ?2` + visibility(viewer)
 	e, err := scanExecution(d.q.QueryRowContext(ctx, q, viewer, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, storerules.NotFound("execution", id)
@@ -527,44 +507,16 @@ func (d *DB) FinishExecution(ctx context.Context, l duet.Lease, e *duet.Executio
 // RetryExecution keeps the failed attempt e.Attempt of an execution among
 // its attempts and begins the next one (fenced, in one transaction).
 func (d *DB) RetryExecution(ctx context.Context, l duet.Lease, e *duet.Execution) error {
-	var next *duet.Execution
+	var attempts []*duet.ExecutionAttempt
 	err := d.tx(ctx, func(tx *sql.Tx) error {
-		if err := held(ctx, tx, l, e.ID); err != nil {
-			return err
-		}
-		x, err := scanExecution(tx.QueryRowContext(ctx, `SELECT `+execColumns+` FROM executions e WHERE e.id = ?`, e.ID))
-		if err != nil {
-			return mapErr(err)
-		}
-		if err := loadResults(ctx, tx, x); err != nil {
-			return err
-		}
-		a, err := duet.RetryAttempt(x, e.Attempt)
-		if err != nil {
-			return err
-		}
-		data, err := json.Marshal(a)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO execution_attempts (execution_id, attempt, data) VALUES (?, ?, ?)`, x.ID, a.Attempt, string(data)); err != nil {
-			return mapErr(err)
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM step_results WHERE execution_id = ?`, x.ID); err != nil {
-			return mapErr(err)
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE executions SET status = ?, attempt = ?, error_code = '', error_message = '', vars = '{}', finished_at = NULL, resume_from = 0 WHERE id = ?`,
-			duet.StatusRunning, a.Attempt+1, x.ID); err != nil {
-			return mapErr(err)
-		}
-		x.Attempts = append(x.Attempts, a)
-		next = x
-		return nil
+		var err error
+		attempts, err = storerules.RetryExecution(ctx, runTx{tx}, l, e)
+		return err
 	})
 	if err != nil {
 		return err
 	}
-	duet.RetriedExecution(e, next.Attempts)
+	duet.RetriedExecution(e, attempts)
 	return nil
 }
 
@@ -614,6 +566,31 @@ func (d *DB) RequestCancel(ctx context.Context, viewer, runID string) (*duet.Run
 // runTx is storerules.FinishTx and CancelTx on a SQLite transaction.
 type runTx struct{ tx *sql.Tx }
 
+func (t runTx) HeldExecution(ctx context.Context, l duet.Lease, id string) (*duet.Execution, error) {
+	if err := held(ctx, t.tx, l, id); err != nil {
+		return nil, err
+	}
+	x, err := scanExecution(t.tx.QueryRowContext(ctx, `SELECT `+execColumns+` FROM executions e WHERE e.id = ?`, id))
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return x, loadResults(ctx, t.tx, x)
+}
+
+func (t runTx) AddAttempt(ctx context.Context, executionID string, attempt int, data string) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO execution_attempts (execution_id, attempt, data) VALUES (?, ?, ?)`, executionID, attempt, data)
+	return mapErr(err)
+}
+
+func (t runTx) Restart(ctx context.Context, executionID string, attempt int) error {
+	if _, err := t.tx.ExecContext(ctx, `DELETE FROM step_results WHERE execution_id = ?`, executionID); err != nil {
+		return mapErr(err)
+	}
+	_, err := t.tx.ExecContext(ctx, `UPDATE executions SET status = ?, attempt = ?, error_code = '', error_message = '', vars = '{}', finished_at = NULL, resume_from = 0 WHERE id = ?`,
+		duet.StatusRunning, attempt, executionID)
+	return mapErr(err)
+}
+
 func (t runTx) HeldRun(ctx context.Context, l duet.Lease) error {
 	var one int
 	err := t.tx.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE id = ? AND lease_owner = ? AND attempt = ? AND status = 'running'`, l.RunID, l.Worker, l.Token).Scan(&one)
@@ -649,10 +626,7 @@ func (t runTx) RunFinished(ctx context.Context, runID string, status duet.RunSta
 }
 
 func (t runTx) VisibleRun(ctx context.Context, viewer, runID string) (*duet.Run, error) {
-	q := `SELECT ` + runColumns + ` FROM runs r JOIN tasks t ON t.id = r.task_id WHERE r.id = ?2`
-	if viewer != "" {
-		q += ` AND ` + visibleTo
-	}
+	q := `SELECT ` + runColumns + ` FROM runs r JOIN tasks t ON t.id = r.task_id WHERE r.id = ?2` + visibility(viewer)
 	run, err := scanRun(t.tx.QueryRowContext(ctx, q, viewer, runID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, storerules.NotFound("run", runID)

@@ -16,7 +16,7 @@ import (
 const scheduleColumns = `s.id, s.task_id, s.owner, s.token_id, s.name, s.source, s.cron, s.time_zone, s.every_ms, s.missed, s.overlap,
 	s.paused, s.paused_reason, s.next_fire_at, s.last_fire_at, s.last_run_id, s.last_error, s.created_at, s.updated_at, s.tags`
 
-func scanSchedule(row interface{ Scan(...any) error }) (*duet.Schedule, error) {
+func scanSchedule(row rowScanner) (*duet.Schedule, error) {
 	var s duet.Schedule
 	var every, next, created, updated int64
 	var last sql.NullInt64
@@ -66,10 +66,7 @@ func (d *DB) CreateSchedule(ctx context.Context, s *duet.Schedule) error {
 
 // FindScheduleByID returns a schedule of a task viewer may see.
 func (d *DB) FindScheduleByID(ctx context.Context, viewer, id string) (*duet.Schedule, error) {
-	q := `SELECT ` + scheduleColumns + ` FROM schedules s JOIN tasks t ON t.id = s.task_id WHERE s.id = ?2`
-	if viewer != "" {
-		q += ` AND ` + visibleTo
-	}
+	q := `SELECT ` + scheduleColumns + ` FROM schedules s JOIN tasks t ON t.id = s.task_id WHERE s.id = ?2` + visibility(viewer)
 	s, err := scanSchedule(d.q.QueryRowContext(ctx, q, viewer, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, storerules.NotFound("schedule", id)
@@ -96,20 +93,7 @@ func (d *DB) FindSchedules(ctx context.Context, f duet.ScheduleFilter) ([]*duet.
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	return collectSchedules(rows)
-}
-
-func collectSchedules(rows *sql.Rows) ([]*duet.Schedule, error) {
-	defer rows.Close()
-	out := []*duet.Schedule{}
-	for rows.Next() {
-		s, err := scanSchedule(rows)
-		if err != nil {
-			return nil, mapErr(err)
-		}
-		out = append(out, s)
-	}
-	return out, mapErr(rows.Err())
+	return collect(rows, scanSchedule)
 }
 
 // DueSchedules lists the unpaused schedules due at now.
@@ -121,7 +105,7 @@ func (d *DB) DueSchedules(ctx context.Context, now time.Time, limit int) ([]*due
 	if err != nil {
 		return nil, time.Time{}, mapErr(err)
 	}
-	due, err := collectSchedules(rows)
+	due, err := collect(rows, scanSchedule)
 	if err != nil {
 		return nil, time.Time{}, err
 	}

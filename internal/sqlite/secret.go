@@ -57,21 +57,18 @@ func (d *DB) querySecrets(ctx context.Context, q string, args ...any) ([]*duet.S
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	defer rows.Close()
-	out := []*duet.Secret{}
-	for rows.Next() {
+	return collect(rows, func(r rowScanner) (*duet.Secret, error) {
 		var s duet.Secret
 		var created, updated int64
-		if err := rows.Scan(&s.User, &s.Name, &s.Ciphertext, &created, &updated); err != nil {
-			return nil, mapErr(err)
+		if err := r.Scan(&s.User, &s.Name, &s.Ciphertext, &created, &updated); err != nil {
+			return nil, err
 		}
 		if len(s.Ciphertext) == 0 {
 			s.Ciphertext = nil
 		}
 		s.CreatedAt, s.UpdatedAt = fromMicros(created), fromMicros(updated)
-		out = append(out, &s)
-	}
-	return out, mapErr(rows.Err())
+		return &s, nil
+	})
 }
 
 // DeleteSecret removes a user's secret. Returns NOT_FOUND.

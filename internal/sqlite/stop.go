@@ -27,17 +27,8 @@ func scanStop(r rowScanner) (*duet.StopRequest, error) {
 // CreateStopRequest stores r. Returns INVALID_ARGUMENT, NOT_FOUND (no such
 // run).
 func (d *DB) CreateStopRequest(ctx context.Context, r *duet.StopRequest) error {
-	if err := duet.ValidateStopRequest(r); err != nil {
+	if err := storerules.NewStopRequest(r, d.now()); err != nil {
 		return err
-	}
-	if r.ID == "" {
-		r.ID = duet.NewID("stop")
-	}
-	r.CreatedAt = fromMicros(micros(d.now()))
-	r.ExpiresAt = fromMicros(micros(r.ExpiresAt))
-	if r.DecidedAt != nil {
-		t := fromMicros(micros(*r.DecidedAt))
-		r.DecidedAt = &t
 	}
 	_, err := d.q.ExecContext(ctx, `INSERT INTO stop_requests (id, run_id, task_id, executor, requested_by, reason, trace_id, status, via, decided_by, created_at, expires_at, decided_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -81,17 +72,11 @@ func (d *DB) FindStopRequests(ctx context.Context, f duet.StopRequestFilter) ([]
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	defer rows.Close()
-	out := []*duet.StopRequest{}
-	for rows.Next() {
-		s, err := scanStop(rows)
-		if err != nil {
-			return nil, mapErr(err)
-		}
+	out, err := collect(rows, scanStop)
+	for _, s := range out {
 		s.Settle(now)
-		out = append(out, s)
 	}
-	return out, mapErr(rows.Err())
+	return out, err
 }
 
 // DecideStopRequest records the run executor's decision on a pending

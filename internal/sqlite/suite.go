@@ -66,16 +66,7 @@ func (t suiteTx) Cases(ctx context.Context, taskID string) ([]*duet.Case, error)
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	defer rows.Close()
-	var out []*duet.Case
-	for rows.Next() {
-		c, err := scanCase(rows)
-		if err != nil {
-			return nil, mapErr(err)
-		}
-		out = append(out, c)
-	}
-	return out, mapErr(rows.Err())
+	return collect(rows, scanCase)
 }
 
 func (t suiteTx) InsertCase(ctx context.Context, c *duet.Case, w storerules.CaseColumns) error {
@@ -100,7 +91,7 @@ func (t suiteTx) SuiteSchedules(ctx context.Context, owner, taskID string) ([]*d
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	return collectSchedules(rows)
+	return collect(rows, scanSchedule)
 }
 
 func (t suiteTx) InsertSchedule(ctx context.Context, s *duet.Schedule, now time.Time) error {

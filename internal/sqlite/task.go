@@ -21,6 +21,15 @@ const taskColumns = `t.id, t.owner, t.name, t.description, t.base_url, t.device,
 // removing a member takes effect at once.
 const visibleTo = `(t.owner = ?1 OR t.owner IN ` + teamsOf + ` OR EXISTS (SELECT 1 FROM task_shares s WHERE s.task_id = t.id AND (s.user_id = ?1 OR s.user_id IN ` + teamsOf + `)))`
 
+// visibility is the condition that viewer ?1 may see task t ("" viewer:
+// anyone).
+func visibility(viewer string) string {
+	if viewer == "" {
+		return ""
+	}
+	return ` AND ` + visibleTo
+}
+
 // teamsOf is the set of "team:NAME" principals of the teams user ?1 is a
 // member of.
 const teamsOf = `(SELECT 'team:' || m.team FROM team_members m WHERE m.user_id = ?1)`
@@ -43,6 +52,20 @@ const otherVisibleTaskIDs = `SELECT id FROM tasks WHERE owner IN ` + teamsOf + `
 	UNION SELECT task_id FROM task_shares WHERE user_id IN ` + teamsOf
 
 type rowScanner interface{ Scan(...any) error }
+
+// collect reads every row with scan and closes rows.
+func collect[T any](rows *sql.Rows, scan func(rowScanner) (T, error)) ([]T, error) {
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, mapErr(err)
+		}
+		out = append(out, v)
+	}
+	return out, mapErr(rows.Err())
+}
 
 func scanTask(r rowScanner) (*duet.Task, error) {
 	var t duet.Task
@@ -200,10 +223,7 @@ func (d *DB) FindTaskByID(ctx context.Context, viewer, id string) (*duet.Task, e
 
 func (d *DB) readTaskByID(ctx context.Context, viewer, id string) (cachedTask, error) {
 	q := `SELECT ` + taskColumns + `, (SELECT group_concat(user_id, char(10)) FROM (SELECT user_id FROM task_shares s WHERE s.task_id = t.id ORDER BY user_id))
-		FROM tasks t WHERE t.id = ?2`
-	if viewer != "" {
-		q += ` AND ` + visibleTo
-	}
+		FROM tasks t WHERE t.id = ?2` + visibility(viewer)
 	var c cachedTask
 	t := &c.task
 	var created, updated int64

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/storerules"
@@ -134,16 +135,8 @@ func (d *DB) findTeams(ctx context.Context, cond string, arg any) ([]*duet.Team,
 
 // AddTeamMember adds user to team as a member; by must be a member.
 func (d *DB) AddTeamMember(ctx context.Context, by, team, user string) error {
-	if err := duet.ValidUserID(user); err != nil {
-		return err
-	}
 	return d.tx(ctx, func(tx *sql.Tx) error {
-		if err := memberOf(ctx, tx, team, by); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO team_members (team, user_id, role, added_by, added_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-			team, user, duet.RoleMember, by, micros(d.now()))
-		return mapErr(err)
+		return storerules.AddTeamMember(ctx, teamTx{tx}, by, team, user, d.now())
 	})
 }
 
@@ -177,6 +170,12 @@ func (t teamTx) OtherOwners(ctx context.Context, team, user string) (int, error)
 	var n int
 	err := t.tx.QueryRowContext(ctx, `SELECT count(*) FROM team_members WHERE team = ? AND role = ? AND user_id <> ?`, team, duet.RoleOwner, user).Scan(&n)
 	return n, mapErr(err)
+}
+
+func (t teamTx) AddMember(ctx context.Context, team, user string, role duet.TeamRole, by string, now time.Time) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO team_members (team, user_id, role, added_by, added_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+		team, user, role, by, micros(now))
+	return mapErr(err)
 }
 
 func (t teamTx) DeleteMember(ctx context.Context, team, user string) error {

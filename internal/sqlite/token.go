@@ -85,16 +85,7 @@ func (d *DB) FindTokens(ctx context.Context, userID string) ([]*duet.Token, erro
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	defer rows.Close()
-	out := []*duet.Token{}
-	for rows.Next() {
-		t, err := scanToken(rows)
-		if err != nil {
-			return nil, mapErr(err)
-		}
-		out = append(out, t)
-	}
-	return out, mapErr(rows.Err())
+	return collect(rows, scanToken)
 }
 
 // tokenTree selects the ids of token ?1 of user ?2 and of every token it
@@ -226,22 +217,18 @@ func (d *DB) FindAudit(ctx context.Context, f duet.AuditFilter) ([]*duet.AuditRe
 	w.eq("outcome", string(f.Outcome))
 	w.eq("trace_id", f.TraceID)
 	w.between("time", f.Since, f.Until)
-	args := append(w.args, storerules.ClampLimit(f.Limit, 100, 10000))
-	rows, err := d.q.QueryContext(ctx, `SELECT id, time, trace_id, call_source, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes
-		FROM audit WHERE `+w.where()+` ORDER BY id DESC LIMIT ?`, args...)
+	q, args := w.newestFirst(`id, time, trace_id, call_source, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes`, `audit`, f.Limit)
+	rows, err := d.q.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	defer rows.Close()
-	out := []*duet.AuditRecord{}
-	for rows.Next() {
-		var r duet.AuditRecord
+	return collect(rows, func(r rowScanner) (*duet.AuditRecord, error) {
+		var a duet.AuditRecord
 		var t int64
-		if err := rows.Scan(&r.ID, &t, &r.TraceID, &r.CallSource, &r.Caller, &r.Method, &r.Tool, &r.Outcome, &r.DurationUs, &r.ArgBytes, &r.ResultBytes); err != nil {
-			return nil, mapErr(err)
+		if err := r.Scan(&a.ID, &t, &a.TraceID, &a.CallSource, &a.Caller, &a.Method, &a.Tool, &a.Outcome, &a.DurationUs, &a.ArgBytes, &a.ResultBytes); err != nil {
+			return nil, err
 		}
-		r.Time = fromMicros(t)
-		out = append(out, &r)
-	}
-	return out, mapErr(rows.Err())
+		a.Time = fromMicros(t)
+		return &a, nil
+	})
 }

@@ -13,7 +13,7 @@ import (
 
 const webhookColumns = `w.id, w.task_id, w.name, w.url, w.events, w.on_when, w.format, w.disabled, w.secret, w.created_by, w.created_at, w.updated_at, w.secret_rotated_at`
 
-func scanWebhook(row interface{ Scan(...any) error }) (*duet.Webhook, error) {
+func scanWebhook(row rowScanner) (*duet.Webhook, error) {
 	var w duet.Webhook
 	var events string
 	var created, updated, rotated int64
@@ -27,7 +27,7 @@ func scanWebhook(row interface{ Scan(...any) error }) (*duet.Webhook, error) {
 
 const deliveryColumns = `d.id, d.webhook_id, d.task_id, d.event, d.run_id, d.case_id, d.status, d.attempts, d.payload, d.due_at, d.last_attempt_at, d.response_code, d.last_error, d.redelivery_of, d.lease, d.created_at`
 
-func scanDelivery(row interface{ Scan(...any) error }) (*duet.WebhookDelivery, error) {
+func scanDelivery(row rowScanner) (*duet.WebhookDelivery, error) {
 	var d duet.WebhookDelivery
 	var due, created int64
 	var last sql.NullInt64
@@ -79,16 +79,7 @@ func (d *DB) FindWebhooks(ctx context.Context, by, taskID string) ([]*duet.Webho
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	defer rows.Close()
-	out := []*duet.Webhook{}
-	for rows.Next() {
-		w, err := scanWebhook(rows)
-		if err != nil {
-			return nil, mapErr(err)
-		}
-		out = append(out, w)
-	}
-	return out, mapErr(rows.Err())
+	return collect(rows, scanWebhook)
 }
 
 // ownedWebhook is the condition that ?1 owns the task of webhook w.
@@ -159,31 +150,26 @@ func insertDelivery(ctx context.Context, q querier, x *duet.WebhookDelivery, now
 // with status (flaky of its cases passed on a retry), in the transaction
 // that stores its end.
 func enqueueRunFinished(ctx context.Context, q querier, runID string, status duet.RunStatus, flaky int, now time.Time) error {
-	rows, err := q.QueryContext(ctx, `SELECT `+webhookColumns+` FROM webhooks w JOIN runs r ON r.task_id = w.task_id WHERE r.id = ? AND w.disabled = 0`, runID)
+	hooks, err := enabledWebhooks(ctx, q, `JOIN runs r ON r.task_id = w.task_id WHERE r.id = ?`, runID)
 	if err != nil {
-		return mapErr(err)
+		return err
 	}
-	var hooks []*duet.Webhook
-	for rows.Next() {
-		w, err := scanWebhook(rows)
-		if err != nil {
-			rows.Close()
-			return mapErr(err)
-		}
-		if w.Wants(duet.EventRunFinished, status, flaky) {
-			hooks = append(hooks, w)
-		}
+	_, err = storerules.Deliver(ctx, hooks, duet.WebhookDelivery{Event: duet.EventRunFinished, RunID: runID}, status, flaky, deliveryInserter(q, now))
+	return err
+}
+
+// enabledWebhooks lists the webhooks not disabled that where (a join and
+// a condition on w with ? = arg) selects, by name.
+func enabledWebhooks(ctx context.Context, q querier, where, arg string) ([]*duet.Webhook, error) {
+	rows, err := q.QueryContext(ctx, `SELECT `+webhookColumns+` FROM webhooks w `+where+` AND w.disabled = 0 ORDER BY w.name`, arg)
+	if err != nil {
+		return nil, mapErr(err)
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return mapErr(err)
-	}
-	for _, w := range hooks {
-		if err := insertDelivery(ctx, q, &duet.WebhookDelivery{WebhookID: w.ID, TaskID: w.TaskID, Event: duet.EventRunFinished, RunID: runID}, now); err != nil {
-			return err
-		}
-	}
-	return nil
+	return collect(rows, scanWebhook)
+}
+
+func deliveryInserter(q querier, now time.Time) func(context.Context, *duet.WebhookDelivery) error {
+	return func(ctx context.Context, x *duet.WebhookDelivery) error { return insertDelivery(ctx, q, x, now) }
 }
 
 // EnqueueDeliveries makes a delivery of event for each webhook of taskID
@@ -191,35 +177,12 @@ func enqueueRunFinished(ctx context.Context, q querier, runID string, status due
 func (d *DB) EnqueueDeliveries(ctx context.Context, taskID string, event duet.WebhookEvent, caseID string, payload []byte) ([]*duet.WebhookDelivery, error) {
 	var out []*duet.WebhookDelivery
 	err := d.tx(ctx, func(tx *sql.Tx) error {
-		out = nil
-		rows, err := tx.QueryContext(ctx, `SELECT `+webhookColumns+` FROM webhooks w WHERE w.task_id = ? AND w.disabled = 0 ORDER BY w.name`, taskID)
+		hooks, err := enabledWebhooks(ctx, tx, `WHERE w.task_id = ?`, taskID)
 		if err != nil {
-			return mapErr(err)
+			return err
 		}
-		var hooks []*duet.Webhook
-		for rows.Next() {
-			w, err := scanWebhook(rows)
-			if err != nil {
-				rows.Close()
-				return mapErr(err)
-			}
-			if w.Wants(event, "", 0) {
-				hooks = append(hooks, w)
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return mapErr(err)
-		}
-		now := d.now()
-		for _, w := range hooks {
-			x := &duet.WebhookDelivery{WebhookID: w.ID, TaskID: taskID, Event: event, CaseID: caseID, Payload: payload}
-			if err := insertDelivery(ctx, tx, x, now); err != nil {
-				return err
-			}
-			out = append(out, x)
-		}
-		return nil
+		out, err = storerules.Deliver(ctx, hooks, duet.WebhookDelivery{Event: event, CaseID: caseID, Payload: payload}, "", 0, deliveryInserter(tx, d.now()))
+		return err
 	})
 	return out, err
 }
@@ -283,16 +246,7 @@ func (d *DB) FindDeliveries(ctx context.Context, by, webhookID string, limit int
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	defer rows.Close()
-	out := []*duet.WebhookDelivery{}
-	for rows.Next() {
-		x, err := scanDelivery(rows)
-		if err != nil {
-			return nil, mapErr(err)
-		}
-		out = append(out, x)
-	}
-	return out, mapErr(rows.Err())
+	return collect(rows, scanDelivery)
 }
 
 // Redeliver makes a new delivery of a finished one.

@@ -117,3 +117,59 @@ func PickAsset(found []*duet.Asset, viewer string, kind duet.AssetKind, ref, nam
 	}
 	return found[0], nil
 }
+
+// AssetCandidates lists, on one engine, the current versions (at version
+// when it is over 0) of the assets of kind named name that viewer may see
+// — owner's only, when owner is not "" — viewer's own first, then by
+// owner, at most 3.
+type AssetCandidates func(ctx context.Context, viewer string, kind duet.AssetKind, owner, name string, version int) ([]*duet.Asset, error)
+
+// FindAsset is the asset of kind that ref (name, or owner/name) names for
+// viewer, at version (0: the latest), among what candidates lists
+// (PickAsset), with its shares read by shares. Returns NOT_FOUND,
+// INVALID_ARGUMENT.
+func FindAsset(ctx context.Context, viewer string, kind duet.AssetKind, ref string, version int,
+	candidates AssetCandidates, shares func(context.Context, ...*duet.Asset) error) (*duet.Asset, error) {
+	if viewer == "" {
+		return nil, duet.Errorf(duet.CodeInvalidArgument, "no viewer")
+	}
+	owner, name, qualified := strings.Cut(ref, "/")
+	if !qualified {
+		owner, name = "", ref
+	}
+	var found []*duet.Asset
+	if !qualified || owner != "" { // "/name" names no owner: none found
+		var err error
+		if found, err = candidates(ctx, viewer, kind, owner, name, version); err != nil {
+			return nil, err
+		}
+	}
+	a, err := PickAsset(found, viewer, kind, ref, name, version)
+	if err != nil {
+		return nil, err
+	}
+	if err := shares(ctx, a); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// AssetList lists, on one engine, the latest versions of the assets f
+// selects (f.Viewer is set).
+type AssetList func(ctx context.Context, f duet.AssetFilter) ([]*duet.Asset, error)
+
+// FindAssets lists the latest versions of the assets f selects, with
+// their shares read by shares. Returns INVALID_ARGUMENT without a viewer.
+func FindAssets(ctx context.Context, f duet.AssetFilter, list AssetList, shares func(context.Context, ...*duet.Asset) error) ([]*duet.Asset, error) {
+	if f.Viewer == "" {
+		return nil, duet.Errorf(duet.CodeInvalidArgument, "no viewer")
+	}
+	out, err := list(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	if err := shares(ctx, out...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -340,3 +340,43 @@ func RequestCancel(ctx context.Context, tx CancelTx, viewer, runID string, now t
 	}
 	return run, tx.Totals(ctx, run)
 }
+
+// RetryTx is what RetryExecution asks of one engine's transaction.
+type RetryTx interface {
+	// HeldExecution reads (and on engines with row locks, locks: the run
+	// row first, then the execution's, the order FinishRun and
+	// RequestCancel take them in) execution id of l's run with its step
+	// results and attempts: LEASE_LOST when l does not hold the run.
+	HeldExecution(ctx context.Context, l duet.Lease, id string) (*duet.Execution, error)
+	// AddAttempt stores attempt (its JSON data) among the execution's
+	// attempts.
+	AddAttempt(ctx context.Context, executionID string, attempt int, data string) error
+	// Restart drops the execution's step results and begins its attempt:
+	// running, without error, variables or end, from its first step.
+	Restart(ctx context.Context, executionID string, attempt int) error
+}
+
+// RetryExecution keeps the failed attempt e.Attempt of l's execution e
+// among its attempts and begins the next one through tx; it returns the
+// execution's attempts (for duet.RetriedExecution).
+func RetryExecution(ctx context.Context, tx RetryTx, l duet.Lease, e *duet.Execution) ([]*duet.ExecutionAttempt, error) {
+	x, err := tx.HeldExecution(ctx, l, e.ID)
+	if err != nil {
+		return nil, err
+	}
+	a, err := duet.RetryAttempt(x, e.Attempt)
+	if err != nil {
+		return nil, err
+	}
+	data, err := json.Marshal(a)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.AddAttempt(ctx, x.ID, a.Attempt, string(data)); err != nil {
+		return nil, err
+	}
+	if err := tx.Restart(ctx, x.ID, a.Attempt+1); err != nil {
+		return nil, err
+	}
+	return append(x.Attempts, a), nil
+}

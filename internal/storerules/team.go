@@ -3,6 +3,7 @@ package storerules
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/serverkey"
@@ -19,6 +20,9 @@ type TeamTx interface {
 	Role(ctx context.Context, team, user string) (duet.TeamRole, error)
 	// OtherOwners counts the owners of team other than user.
 	OtherOwners(ctx context.Context, team, user string) (int, error)
+	// AddMember adds user to team with role, added by by at now, unless
+	// user is a member already.
+	AddMember(ctx context.Context, team, user string, role duet.TeamRole, by string, now time.Time) error
 	DeleteMember(ctx context.Context, team, user string) error
 	SetRole(ctx context.Context, team, user string, role duet.TeamRole) error
 }
@@ -56,6 +60,18 @@ func keepAnOwner(ctx context.Context, tx TeamTx, team, user, what string) error 
 		return duet.LastOwner(team, user, what)
 	}
 	return nil
+}
+
+// AddTeamMember adds user to team as a member through tx; by must be a
+// member (of any role). A member already keeps their role.
+func AddTeamMember(ctx context.Context, tx TeamTx, by, team, user string, now time.Time) error {
+	if err := duet.ValidUserID(user); err != nil {
+		return err
+	}
+	if err := NeedRole(ctx, tx, team, by, duet.RoleMember, "adding a member"); err != nil {
+		return err
+	}
+	return tx.AddMember(ctx, team, user, duet.RoleMember, by, now)
 }
 
 // RemoveTeamMember removes user from team through tx: a member leaving, or
