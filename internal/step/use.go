@@ -3,6 +3,7 @@ package step
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -155,7 +156,7 @@ var Use = register(&Kind{
 		if u == nil {
 			return "", nil, noBody(st)
 		}
-		for _, name := range sortedKeys(u.With) {
+		for _, name := range slices.Sorted(maps.Keys(u.With)) {
 			v, err := eval.RenderValue(u.With[name], env.Vars())
 			if err != nil {
 				return "", nil, duet.WrapError(duet.CodeBindingFailed, err, "use %s: parameter %s: %v", u.Flow, name, err)
