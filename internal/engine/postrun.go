@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"sort"
 	"time"
 
 	"github.com/duet-test/duet"
@@ -81,18 +80,9 @@ func (e *Engine) postRunAction(ctx context.Context, run *duet.Run, task *duet.Ta
 			return err
 		}
 	}
-	args := map[string]any{}
-	names := make([]string, 0, len(a.InputBindings))
-	for k := range a.InputBindings {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		v, err := bindSummary(a.InputBindings[name], vars)
-		if err != nil {
-			return duet.WrapError(duet.CodeBindingFailed, err, "input %s: %s", name, duet.ErrorMessage(err))
-		}
-		args[name] = v
+	args, err := bindArgs(a.InputBindings, func(b duet.Binding) (any, error) { return bindSummary(b, vars) })
+	if err != nil {
+		return err
 	}
 	if e.opts.Invoker == nil {
 		return duet.Errorf(duet.CodeMCPServerNotConfigured, "%s has not configured MCP server %s", executor, a.ServerKey)

@@ -3,7 +3,8 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/duet-test/duet"
@@ -20,18 +21,9 @@ func (cr *caseRun) CallTool(ctx context.Context, m *duet.MCPCallStep) (any, erro
 	if err := cr.checkApproval(ctx, m); err != nil {
 		return nil, err
 	}
-	args := map[string]any{}
-	names := make([]string, 0, len(m.InputBindings))
-	for k := range m.InputBindings {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		v, err := cr.bind(ctx, m.InputBindings[name])
-		if err != nil {
-			return nil, duet.WrapError(duet.CodeBindingFailed, err, "input %s: %s", name, duet.ErrorMessage(err))
-		}
-		args[name] = v
+	args, err := bindArgs(m.InputBindings, func(b duet.Binding) (any, error) { return cr.bind(ctx, b) })
+	if err != nil {
+		return nil, err
 	}
 	if cr.e.opts.Invoker == nil {
 		return nil, duet.Errorf(duet.CodeMCPServerNotConfigured, "%s has not configured MCP server %s", cr.run.TriggeredBy, m.ServerKey)
@@ -87,6 +79,21 @@ func toolResultValue(r *duet.ToolResult) any {
 		out["structuredContent"] = structured
 	}
 	return out
+}
+
+// bindArgs binds a tool call's inputs with bind, in the order of their
+// names: the call's arguments, or BINDING_FAILED naming the first input
+// that did not bind.
+func bindArgs(in map[string]duet.Binding, bind func(duet.Binding) (any, error)) (map[string]any, error) {
+	args := make(map[string]any, len(in))
+	for _, name := range slices.Sorted(maps.Keys(in)) {
+		v, err := bind(in[name])
+		if err != nil {
+			return nil, duet.WrapError(duet.CodeBindingFailed, err, "input %s: %s", name, duet.ErrorMessage(err))
+		}
+		args[name] = v
+	}
+	return args, nil
 }
 
 func (cr *caseRun) bind(ctx context.Context, b duet.Binding) (any, error) {

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/goccy/go-yaml"
+
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/step"
 )
 
 // Step is one recorded step: a kind of the suite format, the element's
@@ -38,43 +41,41 @@ var valueKey = map[string]string{
 	KindFill: "value", KindSelect: "value", KindPress: "key", KindAssertText: "equals", KindAssertURL: "contains",
 }
 
-// lit writes s as a YAML scalar: JSON's double-quoted string (which YAML
-// reads as the same text), with "${" escaped as "$${" so that a recorded
-// text is never read as a template.
-func lit(s string) string {
+// lit writes s as a YAML scalar that reads as s: a literal template
+// (step.Literal), quoted.
+func lit(s string) string { return quote(step.Literal(s)) }
+
+// quote writes s as a YAML scalar: JSON's double-quoted string, which YAML
+// reads as the same text.
+func quote(s string) string {
 	var b strings.Builder
 	e := json.NewEncoder(&b)
 	e.SetEscapeHTML(false)
-	_ = e.Encode(strings.ReplaceAll(s, "${", "$${"))
+	_ = e.Encode(s)
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-// locatorFields writes a locator's keys, in the suite format's words.
+// locatorFields writes a locator's keys, in the suite format's words
+// (step.LocatorYAML: its texts literals), as the items of a flow mapping.
 func locatorFields(l *duet.Locator) []string {
-	var f []string
-	add := func(k, v string) {
-		if v != "" {
-			f = append(f, k+": "+lit(v))
+	return flowItems(step.LocatorYAML(l))
+}
+
+// flowItems writes the items of m as a flow mapping's "key: value"; its
+// strings are already templates (step.LocatorYAML wrote them).
+func flowItems(m yaml.MapSlice) []string {
+	f := make([]string, 0, len(m))
+	for _, it := range m {
+		var v string
+		switch x := it.Value.(type) {
+		case string:
+			v = quote(x)
+		case yaml.MapSlice:
+			v = "{" + strings.Join(flowItems(x), ", ") + "}"
+		default:
+			v = fmt.Sprint(x)
 		}
-	}
-	add("selector", l.CSS)
-	add("role", l.Role)
-	add("name", l.Name)
-	add("text", l.Text)
-	add("label", l.Label)
-	add("placeholder", l.Placeholder)
-	add("alt", l.Alt)
-	add("title", l.Title)
-	add("testId", l.TestID)
-	add("hasText", l.HasText)
-	if l.Exact {
-		f = append(f, "exact: true")
-	}
-	if l.Nth != nil {
-		f = append(f, fmt.Sprintf("nth: %d", *l.Nth))
-	}
-	if l.Within != nil {
-		f = append(f, "within: {"+strings.Join(locatorFields(l.Within), ", ")+"}")
+		f = append(f, fmt.Sprint(it.Key)+": "+v)
 	}
 	return f
 }

@@ -164,17 +164,22 @@ func (a *aiRun) needModel() error {
 	return nil
 }
 
-// startAI begins an AI step that needs a model: LLM_NOT_CONFIGURED when
-// the engine has none.
-func startAI(env Env, st *duet.Step) (*aiRun, error) {
+// startAI begins an AI step that needs a model (LLM_NOT_CONFIGURED when
+// the engine has none) and renders its prompt over the variables. The
+// caller defers the run's finish.
+func startAI(env Env, st *duet.Step) (*aiRun, string, error) {
 	if st.AI == nil {
-		return nil, noBody(st)
+		return nil, "", noBody(st)
 	}
 	a := newAIRun(env, st)
 	if err := a.needModel(); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return a, nil
+	prompt, err := a.prompt()
+	if err != nil {
+		return nil, "", err
+	}
+	return a, prompt, nil
 }
 
 // prompt renders the step's prompt over the variables.

@@ -32,15 +32,11 @@ var AIAssert = register(&Kind{
 		}
 	},
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
-		a, err := startAI(env, st)
+		a, claim, err := startAI(env, st)
 		if err != nil {
 			return "", nil, err
 		}
 		defer a.finish(ctx)
-		claim, err := a.prompt()
-		if err != nil {
-			return "", nil, err
-		}
 		page, err := a.look(ctx)
 		if err != nil {
 			return "", nil, err

@@ -98,58 +98,22 @@ func frozenFor(sn *Node, steps []FrozenStep) (FrozenStep, bool) {
 func writtenSteps(fs FrozenStep) []any {
 	var out []any
 	for _, a := range fs.Actions {
-		body := locatorYAML(a.Locator)
+		// The plan's locator and value are replayed as they are: they are
+		// written as literals. An aiFill's value is its step's template.
+		body := LocatorYAML(a.Locator)
 		switch a.Do {
 		case "fill":
-			v := a.Value
+			v := Literal(a.Value)
 			if fs.Kind == StepAIFill {
 				v = fs.Value
 			}
 			body = append(body, yaml.MapItem{Key: "value", Value: v})
 		case "select":
-			body = append(body, yaml.MapItem{Key: "value", Value: a.Value})
+			body = append(body, yaml.MapItem{Key: "value", Value: Literal(a.Value)})
 		case "press":
-			body = append(body, yaml.MapItem{Key: "key", Value: a.Value})
+			body = append(body, yaml.MapItem{Key: "key", Value: Literal(a.Value)})
 		}
 		out = append(out, yaml.MapSlice{{Key: a.Do, Value: body}})
 	}
 	return out
-}
-
-// locatorYAML writes a locator as the suite format's keys.
-func locatorYAML(l *duet.Locator) yaml.MapSlice {
-	var m yaml.MapSlice
-	add := func(k, v string) {
-		if v != "" {
-			m = append(m, yaml.MapItem{Key: k, Value: v})
-		}
-	}
-	add("selector", l.CSS)
-	add("xpath", l.XPath)
-	add("role", l.Role)
-	add("name", l.Name)
-	add("text", l.Text)
-	add("label", l.Label)
-	add("placeholder", l.Placeholder)
-	add("alt", l.Alt)
-	add("title", l.Title)
-	add("testId", l.TestID)
-	add("hasText", l.HasText)
-	if l.Exact {
-		m = append(m, yaml.MapItem{Key: "exact", Value: true})
-	}
-	if l.Nth != nil {
-		m = append(m, yaml.MapItem{Key: "nth", Value: *l.Nth})
-	}
-	if l.Within != nil {
-		if l.Within.CSS != "" && l.Within.Role == "" {
-			m = append(m, yaml.MapItem{Key: "within", Value: l.Within.CSS})
-		} else {
-			m = append(m, yaml.MapItem{Key: "within", Value: locatorYAML(l.Within)})
-		}
-	}
-	if l.Has != nil {
-		m = append(m, yaml.MapItem{Key: "has", Value: locatorYAML(l.Has)})
-	}
-	return m
 }

@@ -65,25 +65,14 @@ var AIQuery = register(&Kind{
 			}
 			ai.Schema = compactJSON(raw)
 		}
-		as := n.Get("as")
-		if as == nil {
-			as = n.Get("saveAs")
-		}
-		if as == nil {
-			c.Errf(n, "aiQuery needs as: (the variable to save the answer to)")
-		}
-		ai.SaveAs = c.SaveAs(as)
+		ai.SaveAs = c.saveAsKey(n, "aiQuery needs as: (the variable to save the answer to)")
 	},
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
-		a, err := startAI(env, st)
+		a, want, err := startAI(env, st)
 		if err != nil {
 			return "", nil, err
 		}
 		defer a.finish(ctx)
-		want, err := a.prompt()
-		if err != nil {
-			return "", nil, err
-		}
 		raw := st.AI.Schema
 		if len(raw) == 0 {
 			raw = json.RawMessage(`{"type":"string"}`)

@@ -41,15 +41,11 @@ var AIWaitFor = register(&Kind{
 		}
 	},
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
-		a, err := startAI(env, st)
+		a, claim, err := startAI(env, st)
 		if err != nil {
 			return "", nil, err
 		}
 		defer a.finish(ctx)
-		claim, err := a.prompt()
-		if err != nil {
-			return "", nil, err
-		}
 		claim = env.Secrets().Scrub(claim)
 		interval := aiWaitInterval
 		if st.AI.IntervalMs > 0 {

@@ -210,6 +210,20 @@ func (c *Compiler) SaveAs(n *Node) string {
 	return s
 }
 
+// saveAsKey reads the variable a step saves its value to: the key as, or
+// its older name saveAs (as wins when both are there). missing, when not
+// "", is the problem recorded when neither is.
+func (c *Compiler) saveAsKey(n *Node, missing string) string {
+	as := n.Get("as")
+	if as == nil {
+		as = n.Get("saveAs")
+	}
+	if as == nil && missing != "" {
+		c.Errf(n, "%s", missing)
+	}
+	return c.SaveAs(as)
+}
+
 // RelativeURL checks a URL a step opens or requests: relative to the
 // task's baseURL, absolute http(s), or decided at run time.
 func (c *Compiler) RelativeURL(n *Node, what, u string) {

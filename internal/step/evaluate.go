@@ -2,7 +2,8 @@ package step
 
 import (
 	"context"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/duet-test/duet"
 )
@@ -63,11 +64,7 @@ var Evaluate = register(&Kind{
 					}
 				}
 			}
-			as := n.Get("as")
-			if as == nil {
-				as = n.Get("saveAs")
-			}
-			b.SaveAs = c.SaveAs(as)
+			b.SaveAs = c.saveAsKey(n, "")
 		}
 		if b.Expr == "" && (!bd.isMap || n.Get("expression") != nil) {
 			c.Errf(n, "evaluate: the expression is empty")
@@ -87,12 +84,7 @@ var Evaluate = register(&Kind{
 		}
 		b := st.Browser
 		args := map[string]any{}
-		names := make([]string, 0, len(b.Args))
-		for k := range b.Args {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		for _, k := range names {
+		for _, k := range slices.Sorted(maps.Keys(b.Args)) {
 			v, err := render(env, b.Args[k])
 			if err != nil {
 				return "", nil, err

@@ -105,14 +105,7 @@ func compileExtract(c *Compiler, st *duet.Step, n *Node, bd *body) {
 	default:
 		c.Errf(n.Get("from"), "extract from must be text, value, attr, url, url.query, url.segment or title; got %q", b.From)
 	}
-	as := n.Get("as")
-	if as == nil {
-		as = n.Get("saveAs")
-	}
-	if as == nil {
-		c.Errf(n, "extract needs as: (the variable to save to)")
-	}
-	b.SaveAs = c.SaveAs(as)
+	b.SaveAs = c.saveAsKey(n, "extract needs as: (the variable to save to)")
 }
 
 // URLPart returns a query parameter (param != "") or a path segment of raw

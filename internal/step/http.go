@@ -6,10 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
 	"net/url"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -193,12 +194,7 @@ func doHTTP(ctx context.Context, env Env, h *duet.HTTPStep) (any, error) {
 		data = data[:limit]
 	}
 	headers := map[string]any{}
-	keys := make([]string, 0, len(resp.Header))
-	for k := range resp.Header {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(resp.Header)) {
 		headers[strings.ToLower(k)] = resp.Header.Get(k)
 	}
 	return map[string]any{

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/goccy/go-yaml"
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/duet-test/duet"
@@ -326,6 +328,51 @@ func renderLocator(env Env, l *duet.Locator) (*duet.Locator, error) {
 	}
 	return &out, nil
 }
+
+// LocatorYAML writes a locator as the suite format's keys, in the order
+// the format lists them: what a recorded step or a frozen plan is written
+// with. The texts are what the page showed: they are written as literals
+// (Literal), never read as templates; role is not a template. within and
+// has are written as mappings.
+func LocatorYAML(l *duet.Locator) yaml.MapSlice {
+	var m yaml.MapSlice
+	add := func(k string, v any) { m = append(m, yaml.MapItem{Key: k, Value: v}) }
+	text := func(k, v string) {
+		if v != "" {
+			add(k, Literal(v))
+		}
+	}
+	text("selector", l.CSS)
+	text("xpath", l.XPath)
+	if l.Role != "" {
+		add("role", l.Role)
+	}
+	text("name", l.Name)
+	text("text", l.Text)
+	text("label", l.Label)
+	text("placeholder", l.Placeholder)
+	text("alt", l.Alt)
+	text("title", l.Title)
+	text("testId", l.TestID)
+	text("hasText", l.HasText)
+	if l.Exact {
+		add("exact", true)
+	}
+	if l.Nth != nil {
+		add("nth", *l.Nth)
+	}
+	if l.Within != nil {
+		add("within", LocatorYAML(l.Within))
+	}
+	if l.Has != nil {
+		add("has", LocatorYAML(l.Has))
+	}
+	return m
+}
+
+// Literal returns the template that renders to s as it is: s with each
+// "${" written "$${".
+func Literal(s string) string { return strings.ReplaceAll(s, "${", "$${") }
 
 // keyList is the type of modifiers: a list of key names.
 var keyList = TypeOf("list of keys", func(optional bool) *jsonschema.Schema {

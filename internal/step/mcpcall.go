@@ -3,6 +3,7 @@ package step
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 
@@ -208,9 +209,9 @@ func (c *Compiler) ResolveServer(n *Node, ref string, m *duet.MCPCallStep) {
 		}
 	}
 	if schema.Properties != nil && schema.AdditionalProperties != nil && !*schema.AdditionalProperties {
-		for _, name := range sortedKeys(m.InputBindings) {
+		for _, name := range slices.Sorted(maps.Keys(m.InputBindings)) {
 			if _, ok := schema.Properties[name]; !ok {
-				c.Errf(n, "tool %s has no argument %q (it takes: %s)", m.ToolName, name, strings.Join(sortedKeys(schema.Properties), ", "))
+				c.Errf(n, "tool %s has no argument %q (it takes: %s)", m.ToolName, name, strings.Join(slices.Sorted(maps.Keys(schema.Properties)), ", "))
 			}
 		}
 	}
@@ -313,15 +314,6 @@ func failedCall(v any, err error) any {
 	m["isError"] = true
 	m["error"] = map[string]any{"code": string(duet.ErrorCode(err)), "message": duet.ErrorMessage(err)}
 	return m
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // bindingSchema is the JSON Schema of one input binding: any value is a

@@ -2,6 +2,7 @@ package step
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 
 	"github.com/duet-test/duet"
@@ -86,12 +87,12 @@ func stepExprs(st *duet.Step) []string {
 		out = append(out, a.Expr)
 	}
 	if s := st.Set; s != nil {
-		for _, k := range sortedKeys(s.Vars) {
+		for _, k := range slices.Sorted(maps.Keys(s.Vars)) {
 			out = append(out, s.Vars[k])
 		}
 	}
 	if m := st.MCP; m != nil {
-		for _, k := range sortedKeys(m.InputBindings) {
+		for _, k := range slices.Sorted(maps.Keys(m.InputBindings)) {
 			if b := m.InputBindings[k]; b.Source == duet.BindVar {
 				out = append(out, b.Path)
 			}

@@ -2,8 +2,8 @@ package step
 
 import (
 	"context"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/duet-test/duet"
@@ -51,12 +51,7 @@ var Set = register(&Kind{
 		if s == nil {
 			return "", nil, noBody(st)
 		}
-		names := make([]string, 0, len(s.Vars))
-		for k := range s.Vars {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		for _, name := range names {
+		for _, name := range slices.Sorted(maps.Keys(s.Vars)) {
 			v, err := eval.Eval(s.Vars[name], env.Vars())
 			if err != nil {
 				return "", nil, duet.WrapError(duet.CodeBindingFailed, err, "set %s: %v", name, err)
@@ -71,11 +66,6 @@ var Set = register(&Kind{
 		if st.Set == nil {
 			return string(st.Kind)
 		}
-		names := make([]string, 0, len(st.Set.Vars))
-		for k := range st.Set.Vars {
-			names = append(names, k)
-		}
-		slices.Sort(names)
-		return "set " + strings.Join(names, ", ")
+		return "set " + strings.Join(slices.Sorted(maps.Keys(st.Set.Vars)), ", ")
 	},
 })

@@ -3,6 +3,7 @@ package step
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -155,7 +156,7 @@ var Use = register(&Kind{
 		if u == nil {
 			return "", nil, noBody(st)
 		}
-		for _, name := range sortedKeys(u.With) {
+		for _, name := range slices.Sorted(maps.Keys(u.With)) {
 			v, err := eval.RenderValue(u.With[name], env.Vars())
 			if err != nil {
 				return "", nil, duet.WrapError(duet.CodeBindingFailed, err, "use %s: parameter %s: %v", u.Flow, name, err)
@@ -177,8 +178,26 @@ var Use = register(&Kind{
 func compileUse(c *Compiler, st *duet.Step, n *Node) {
 	u := &duet.UseStep{}
 	st.Use = u
-	var with *Node
-	if s, ok := n.Str(); ok {
+	with, ok := readUse(c, u, n)
+	if !ok {
+		return
+	}
+	def := c.resolveFlow(n, u.Flow)
+	if def == nil {
+		return
+	}
+	u.Asset, u.Version = def.Asset, def.Version
+	u.With = c.flowArgs(n, with, def)
+	if def.Steps != nil {
+		u.Steps = c.flowSteps(n, def)
+	}
+}
+
+// readUse reads the use step's body — a flow's name, or {flow, with} —
+// into u.Flow, and returns the with node (nil when there is none). It
+// reports whether the step names a flow.
+func readUse(c *Compiler, u *duet.UseStep, n *Node) (with *Node, ok bool) {
+	if s, isStr := n.Str(); isStr {
 		u.Flow = strings.TrimSpace(s)
 	} else if n.Type == MapNode {
 		c.AllowKeys(n, useForm.KeyNames()...)
@@ -186,34 +205,47 @@ func compileUse(c *Compiler, st *duet.Step, n *Node) {
 		with = n.Get("with")
 	} else {
 		c.Errf(n, "use must be a flow's name or {flow, with}")
-		return
+		return nil, false
 	}
 	if u.Flow == "" {
 		if n.Type != MapNode {
 			c.Errf(n, "use needs a flow's name")
 		}
-		return
+		return nil, false
 	}
+	return with, true
+}
+
+// resolveFlow finds the flow a use step at n names, and refuses it when
+// using it here would close a cycle or nest flows deeper than
+// MaxFlowDepth. It returns nil when the flow cannot be used (the problem
+// recorded at n).
+func (c *Compiler) resolveFlow(n *Node, ref string) *FlowDef {
 	if c.Flows == nil {
-		c.Errf(n, "unknown flow %q: declare it under flows: in the suite, or save it as a flow asset", u.Flow)
-		return
+		c.Errf(n, "unknown flow %q: declare it under flows: in the suite, or save it as a flow asset", ref)
+		return nil
 	}
-	def, err := c.Flows.Flow(c.Ctx, u.Flow)
+	def, err := c.Flows.Flow(c.Ctx, ref)
 	if err != nil {
 		c.Errf(n, "%s", duet.ErrorMessage(err))
-		return
+		return nil
 	}
-	u.Asset, u.Version = def.Asset, def.Version
 	if i := slices.Index(c.flowChain, def.Label()); i >= 0 {
 		c.Errf(n, "flow cycle: %s → %s; a flow cannot use itself, directly or through other flows", strings.Join(c.flowChain[i:], " → "), def.Label())
-		return
+		return nil
 	}
 	if len(c.flowChain) >= MaxFlowDepth {
 		c.Errf(n, "flows use flows more than %d deep here (%s → %s)", MaxFlowDepth, strings.Join(c.flowChain, " → "), def.Label())
-		return
+		return nil
 	}
-	// The parameters: what with gives, else the defaults.
-	u.With = map[string]any{}
+	return def
+}
+
+// flowArgs returns the flow's parameters for a use step at n: what with
+// gives, else the defaults. A parameter the flow does not take, and a
+// required one with gives no value, are problems.
+func (c *Compiler) flowArgs(n, with *Node, def *FlowDef) map[string]any {
+	args := map[string]any{}
 	given := map[string]bool{}
 	if with != nil && with.Type != NullNode {
 		if with.Type != MapNode {
@@ -229,7 +261,7 @@ func compileUse(c *Compiler, st *duet.Step, n *Node) {
 				if err := eval.CheckValue(v, c.Scope.Vars); err != nil {
 					c.Errf(with.Vals[j], "use %s: %s: %v", def.Label(), name, err)
 				}
-				u.With[name], given[name] = v, true
+				args[name], given[name] = v, true
 			}
 		}
 	}
@@ -239,14 +271,17 @@ func compileUse(c *Compiler, st *duet.Step, n *Node) {
 		case p.Required:
 			c.Errf(n, "flow %s needs parameter %q: add it to with", def.Label(), p.Name)
 		default:
-			u.With[p.Name] = p.Default
+			args[p.Name] = p.Default
 		}
 	}
-	if def.Steps == nil {
-		return
-	}
-	// The flow's steps, in the flow's own scope: its parameters (the
-	// built-ins aside), and the page as the caller has it.
+	return args
+}
+
+// flowSteps compiles the flow's steps for a use step at n, in the flow's
+// own scope: its parameters (the built-ins aside), and the page as the
+// caller has it. After it, the caller's scope holds what the flow saves,
+// and the page is open when either had it open.
+func (c *Compiler) flowSteps(n *Node, def *FlowDef) []duet.Step {
 	caller := c.Scope
 	c.Scope = Scope{PageOpen: caller.PageOpen}
 	for _, p := range def.Params {
@@ -254,7 +289,7 @@ func compileUse(c *Compiler, st *duet.Step, n *Node) {
 	}
 	c.flowChain = append(c.flowChain, def.Label())
 	before := len(c.diags)
-	u.Steps = c.Steps(def.Steps)
+	steps := c.Steps(def.Steps)
 	c.flowChain = c.flowChain[:len(c.flowChain)-1]
 	if def.Asset != "" {
 		// An asset's lines are not the suite's: its errors are reported
@@ -270,6 +305,7 @@ func compileUse(c *Compiler, st *duet.Step, n *Node) {
 		c.Scope.Save(v)
 	}
 	c.Scope.PageOpen = caller.PageOpen || inner.PageOpen
+	return steps
 }
 
 func paramNames(ps []FlowParam) []string {
