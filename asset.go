@@ -2,7 +2,6 @@ package duet
 
 import (
 	"context"
-	"encoding/json"
 	"regexp"
 	"slices"
 	"strings"
@@ -156,17 +155,9 @@ type MCPServerAsset struct {
 	Tools       []*MCPToolAsset `json:"tools"`
 }
 
-// MCPToolAsset is one archived tool of a registered MCP server.
-type MCPToolAsset struct {
-	Name         string          `json:"name"`
-	Title        string          `json:"title,omitempty"`
-	Description  string          `json:"description,omitempty"`
-	InputSchema  json.RawMessage `json:"inputSchema,omitempty"`
-	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
-	// Annotations are the tool's MCP annotations as the server sent them
-	// (readOnlyHint, destructiveHint, ...): hints, never guarantees.
-	Annotations json.RawMessage `json:"annotations,omitempty"`
-}
+// MCPToolAsset is one archived tool of a registered MCP server, as assets
+// show it: the archived tool itself (it holds no credentials).
+type MCPToolAsset = MCPTool
 
 // MCPAssetLister lists the MCP servers a user registered, with their
 // archived tools, as assets. The MCP client side (the registry) implements

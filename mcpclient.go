@@ -66,7 +66,9 @@ type MCPTool struct {
 	Description  string          `json:"description,omitempty"`
 	InputSchema  json.RawMessage `json:"inputSchema,omitempty"`
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
-	Annotations  json.RawMessage `json:"annotations,omitempty"`
+	// Annotations are the tool's MCP annotations as the server sent them
+	// (readOnlyHint, destructiveHint, ...): hints, never guarantees.
+	Annotations json.RawMessage `json:"annotations,omitempty"`
 }
 
 // MCPCatalog is the result of one catalog sync, stored on the registration.

@@ -414,13 +414,7 @@ func coreRoutes() []*route {
 		byID("DELETE", Prefix+"/servers/{server}", "deleteServer", "mcp", "Remove your registration, its credential and its catalog", "the server's name or serverKey", (*Service).RemoveServer),
 		byIDsWith("POST", Prefix+"/servers/{server}/tools/{tool}/call", "callTool", "mcp", "Call a tool by hand through the one invoke(), as you", "the server's name or serverKey", "the tool's name", (*Service).CallTool),
 		op("GET", Prefix+"/invocations", "listInvocations", "audit", "Invocation records of calls to MCP servers (yours; everyone's for an administrator)",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (InvocationList, error) {
-				in, err := recordsIn(r)
-				if err != nil {
-					return InvocationList{}, err
-				}
-				return s.ListInvocations(ctx, c, in)
-			}, recordParams(true)...),
+			withRecords((*Service).ListInvocations), recordParams(true)...),
 
 		// AI assets.
 		op("GET", Prefix+"/assets", "listAssets", "assets", "The asset center: skills, rules and prompts you can read, and your MCP servers' tools",
@@ -477,13 +471,7 @@ func coreRoutes() []*route {
 			withBody((*Service).CreateToken)),
 		byID("DELETE", Prefix+"/tokens/{tokenId}", "revokeToken", "account", "Revoke one of your tokens and every token it created", "the token's id", (*Service).RevokeToken),
 		op("GET", Prefix+"/audit", "listAudit", "audit", "Audit records of your calls through every door (everyone's for an administrator)",
-			func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (AuditList, error) {
-				in, err := recordsIn(r)
-				if err != nil {
-					return AuditList{}, err
-				}
-				return s.ListAudit(ctx, c, in)
-			}, recordParams(false)...),
+			withRecords((*Service).ListAudit), recordParams(false)...),
 	}
 }
 
@@ -533,6 +521,19 @@ func recordParams(invocations bool) []param {
 		return append(ps, query("server", "only calls to this serverKey"))
 	}
 	return append(ps, query("method", "only this MCP method or API operation"))
+}
+
+// withRecords is the handler of an op that lists records: the Service
+// method fn with the query's RecordsIn (recordParams).
+func withRecords[Out any](fn func(*Service, context.Context, duet.Caller, RecordsIn) (Out, error)) func(context.Context, *Service, duet.Caller, *http.Request, Empty) (Out, error) {
+	return func(ctx context.Context, s *Service, c duet.Caller, r *http.Request, _ Empty) (Out, error) {
+		in, err := recordsIn(r)
+		if err != nil {
+			var zero Out
+			return zero, err
+		}
+		return fn(s, ctx, c, in)
+	}
 }
 
 func recordsIn(r *http.Request) (RecordsIn, error) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/catalog"
 	"github.com/duet-test/duet/internal/contract"
 	"github.com/duet-test/duet/internal/schedule"
 )
@@ -176,11 +177,9 @@ func (s *Service) ListSchedules(ctx context.Context, c duet.Caller, in ScheduleL
 			return ScheduleList{}, err
 		}
 		now := time.Now()
-		out := ScheduleList{Schedules: make([]ScheduleView, 0, len(list))}
-		for _, sc := range list {
-			out.Schedules = append(out.Schedules, NewScheduleView(sc, now, nextFires))
-		}
-		return out, nil
+		return ScheduleList{Schedules: catalog.Views(list, func(sc *duet.Schedule) ScheduleView {
+			return NewScheduleView(sc, now, nextFires)
+		})}, nil
 	})
 }
 

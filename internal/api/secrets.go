@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/catalog"
 	"github.com/duet-test/duet/internal/secret"
 )
 
@@ -21,6 +22,10 @@ type SecretView struct {
 	Name      string    `json:"name"`
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+func secretView(x *duet.Secret) SecretView {
+	return SecretView{User: x.User, Name: x.Name, CreatedAt: x.CreatedAt, UpdatedAt: x.UpdatedAt}
 }
 
 // SecretSet is what setting a secret did.
@@ -91,11 +96,7 @@ func (s *Service) ListSecrets(ctx context.Context, c duet.Caller, user string) (
 		if err != nil {
 			return SecretList{}, err
 		}
-		out := SecretList{User: owner, Secrets: make([]SecretView, 0, len(list))}
-		for _, x := range list {
-			out.Secrets = append(out.Secrets, SecretView{User: x.User, Name: x.Name, CreatedAt: x.CreatedAt, UpdatedAt: x.UpdatedAt})
-		}
-		return out, nil
+		return SecretList{User: owner, Secrets: catalog.Views(list, secretView)}, nil
 	})
 }
 

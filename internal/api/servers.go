@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/catalog"
 	"github.com/duet-test/duet/internal/mcpclient"
 )
 
@@ -63,11 +64,7 @@ func (s *Service) ListServers(ctx context.Context, c duet.Caller) (ServerList, e
 		if err != nil {
 			return ServerList{}, err
 		}
-		out := ServerList{Servers: make([]ServerView, 0, len(list))}
-		for _, r := range list {
-			out.Servers = append(out.Servers, serverView(r))
-		}
-		return out, nil
+		return ServerList{Servers: catalog.Views(list, serverView)}, nil
 	})
 }
 

@@ -135,11 +135,8 @@ func (s *Service) AddTeamServer(ctx context.Context, c duet.Caller, team string,
 		if err != nil {
 			return nil, err
 		}
-		ts := &duet.TeamServer{Team: team, Name: reg.Name, URL: reg.URL, Description: strings.TrimSpace(in.Description), AddedBy: c.UserID, Tools: []*duet.MCPToolAsset{}}
-		for _, t := range tools {
-			ts.Tools = append(ts.Tools, &duet.MCPToolAsset{Name: t.Name, Title: t.Title, Description: t.Description,
-				InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations})
-		}
+		ts := &duet.TeamServer{Team: team, Name: reg.Name, URL: reg.URL, Description: strings.TrimSpace(in.Description), AddedBy: c.UserID,
+			Tools: append([]*duet.MCPToolAsset{}, tools...)}
 		if err := s.d.Store.SaveTeamServer(ctx, ts); err != nil {
 			return nil, err
 		}

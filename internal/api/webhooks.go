@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/catalog"
 	"github.com/duet-test/duet/internal/webhook"
 )
 
@@ -149,11 +150,7 @@ func (s *Service) ListWebhooks(ctx context.Context, c duet.Caller, taskID string
 		if err != nil {
 			return WebhookList{}, err
 		}
-		out := WebhookList{Webhooks: make([]WebhookView, 0, len(list))}
-		for _, w := range list {
-			out.Webhooks = append(out.Webhooks, newWebhookView(w))
-		}
-		return out, nil
+		return WebhookList{Webhooks: catalog.Views(list, newWebhookView)}, nil
 	})
 }
 

@@ -10,8 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/config"
+	"github.com/duet-test/duet/internal/httpapi"
 	"github.com/duet-test/duet/internal/telemetry"
 )
 
@@ -76,20 +76,7 @@ func (a *App) serveMetrics(ctx context.Context, g *errgroup.Group) error {
 	a.Logger.Info("metrics listening", "addr", ln.Addr().String())
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", a.metricsHandler())
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain")
-		w.Write([]byte("ok\n"))
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		rctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		if err := a.Store.Ping(rctx); err != nil {
-			http.Error(w, "not ready: "+duet.ErrorMessage(err), http.StatusServiceUnavailable)
-			return
-		}
-		w.Header().Set("Content-Type", "text/plain")
-		w.Write([]byte("ready\n"))
-	})
+	httpapi.Probes(mux, a.Store.Ping)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	g.Go(func() error {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {

@@ -68,7 +68,7 @@ func followRun(ctx context.Context, env *Env, runID string) (*GetRunOut, error) 
 			lastKey, lastSent = st.key, now
 		}
 		if r.Status.Final() {
-			return &GetRunOut{Run: runView(r), Executions: views(execs, executionSummary)}, nil
+			return &GetRunOut{Run: runView(r), Executions: Views(execs, executionSummary)}, nil
 		}
 		select {
 		case <-ctx.Done():

@@ -233,7 +233,7 @@ func listTasks(ctx context.Context, env *Env, in ListTasksIn) (ListTasksOut, err
 	if err != nil {
 		return ListTasksOut{}, err
 	}
-	return ListTasksOut{Tasks: views(tasks, taskView), Total: total, NextCursor: next}, nil
+	return ListTasksOut{Tasks: Views(tasks, taskView), Total: total, NextCursor: next}, nil
 }
 
 // ---- get_test_task ----
@@ -421,7 +421,7 @@ func listCases(ctx context.Context, env *Env, in ListCasesIn) (ListCasesOut, err
 	if err != nil {
 		return ListCasesOut{}, err
 	}
-	return ListCasesOut{TaskID: t.ID, Cases: views(cases, caseSummary), Total: total, NextCursor: next}, nil
+	return ListCasesOut{TaskID: t.ID, Cases: Views(cases, caseSummary), Total: total, NextCursor: next}, nil
 }
 
 // ---- get_test_case ----
@@ -587,7 +587,7 @@ func getRun(ctx context.Context, env *Env, in GetRunIn) (GetRunOut, error) {
 		return GetRunOut{}, err
 	}
 	d := duet.DiscloseRun(env.Caller.UserID, r, execs...)
-	out := GetRunOut{Run: runView(r), Executions: views(execs, executionSummary), NextCursor: next, Disclosure: d}
+	out := GetRunOut{Run: runView(r), Executions: Views(execs, executionSummary), NextCursor: next, Disclosure: d}
 	if len(execs) > 0 {
 		out.first, out.last = execs[0].Ordinal, execs[len(execs)-1].Ordinal
 	}
@@ -931,9 +931,9 @@ func selectCases(ctx context.Context, env *Env, task *duet.Task, ids []string) (
 	return out, nil
 }
 
-// views shows each item of list with view: an empty list, not nil, when
+// Views shows each item of list with view: an empty list, not nil, when
 // there are none (JSON [], not null).
-func views[T, V any](list []T, view func(T) V) []V {
+func Views[T, V any](list []T, view func(T) V) []V {
 	out := make([]V, 0, len(list))
 	for _, x := range list {
 		out = append(out, view(x))

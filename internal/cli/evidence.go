@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/duet-test/duet/internal/app"
+	"github.com/duet-test/duet/internal/client"
 )
 
 // writeTrace writes the trace of case ref of run runID to out (default
@@ -29,7 +30,7 @@ func writeTrace(cmd *cobra.Command, env Env, runRef, ref, out string) error {
 	if out == "" || out == "-" {
 		out = "trace-" + id + "-" + key + ".zip"
 	}
-	if err := writeFileAtomic(out, func(w *bufio.Writer) error { _, err := w.Write(data); return err }); err != nil {
+	if err := client.WriteFileAtomic(out, func(w *bufio.Writer) error { _, err := w.Write(data); return err }); err != nil {
 		return usage("cannot write %s: %v", out, err)
 	}
 	fmt.Fprintf(env.Stdout, "wrote the trace of case %s of run %s (%d KB) to %s: unzip it and open index.html\n", key, id, (len(data)+1023)/1024, out)

@@ -3,8 +3,6 @@ package cli
 import (
 	"bufio"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -80,7 +78,7 @@ person who ran it may download it.`,
 					_, err := env.Stdout.Write(r.Body)
 					return err
 				}
-				if err := writeFileAtomic(out, func(w *bufio.Writer) error { _, err := w.Write(r.Body); return err }); err != nil {
+				if err := client.WriteFileAtomic(out, func(w *bufio.Writer) error { _, err := w.Write(r.Body); return err }); err != nil {
 					return usage("cannot write %s: %v", out, err)
 				}
 				fmt.Fprintf(env.Stdout, "wrote the %s report of run %s (%s: %d of %d cases passed) to %s\n", f, r.RunID, r.Status, r.Totals.Passed, r.Totals.Cases, out)
@@ -95,29 +93,4 @@ person who ran it may download it.`,
 	cmd.Flags().BoolVar(&withTrace, "trace", false, "write the trace of one case (RUN_ID CASE) as a zip")
 	addAs(cmd)
 	return cmd
-}
-
-// writeFileAtomic writes path through a temporary file in its directory, so
-// that a reader never sees half a report.
-func writeFileAtomic(path string, write func(*bufio.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	w := bufio.NewWriter(tmp)
-	err = write(w)
-	if err == nil {
-		err = w.Flush()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	return err
 }

@@ -165,7 +165,7 @@ func writeRunFiles(ctx context.Context, c client.Client, runID string, w io.Writ
 		if err != nil {
 			return &exitError{ExitInfra, fmt.Errorf("building the %s report: %s", f, duet.ErrorMessage(err))}
 		}
-		if err := writeFileAtomic(path, func(bw *bufio.Writer) error { _, err := bw.Write(r.Body); return err }); err != nil {
+		if err := client.WriteFileAtomic(path, func(bw *bufio.Writer) error { _, err := bw.Write(r.Body); return err }); err != nil {
 			return usage("cannot write the %s report to %s: %v", f, path, err)
 		}
 		fmt.Fprintf(w, "wrote the %s report to %s\n", f, path)

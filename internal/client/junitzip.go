@@ -2,6 +2,7 @@ package client
 
 import (
 	"archive/zip"
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -140,12 +141,27 @@ func unpackJUnitZip(data []byte, path string) (int, error) {
 // writeAtomic writes data to path through a temporary file beside it: a
 // reader never sees half of it.
 func writeAtomic(path string, data []byte) error {
+	if err := WriteFileAtomic(path, func(w *bufio.Writer) error { _, err := w.Write(data); return err }); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// WriteFileAtomic writes path (mode 0644) through a temporary file in its
+// directory, renamed over path once write has returned and the file is
+// flushed and closed: a reader never sees half of it, and a failed write
+// leaves path as it was.
+func WriteFileAtomic(path string, write func(*bufio.Writer) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(data)
+	w := bufio.NewWriter(tmp)
+	err = write(w)
+	if err == nil {
+		err = w.Flush()
+	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -155,8 +171,5 @@ func writeAtomic(path string, data []byte) error {
 	if err == nil {
 		err = os.Rename(tmp.Name(), path)
 	}
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
+	return err
 }

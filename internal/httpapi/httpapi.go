@@ -113,15 +113,28 @@ func New(o Options) http.Handler {
 	if o.Console != nil {
 		o.Console.Register(mux)
 	}
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+	Probes(mux, o.Ready)
+	h := traced(hostCheck(o, callDepth(o, mux)))
+	for i := len(o.Middleware) - 1; i >= 0; i-- {
+		h = o.Middleware[i](h)
+	}
+	return h
+}
+
+// Probes serves an orchestrator's probes on mux: GET /healthz answers "ok"
+// while the process serves; GET /readyz answers "ready" once ready (nil:
+// always) returns nil within 2 s, else 503 with its message. The API's
+// listener and the metrics listener serve the same two.
+func Probes(mux *http.ServeMux, ready func(context.Context) error) {
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
-		if o.Ready != nil {
-			if err := o.Ready(ctx); err != nil {
+		if ready != nil {
+			if err := ready(ctx); err != nil {
 				http.Error(w, "not ready: "+duet.ErrorMessage(err), http.StatusServiceUnavailable)
 				return
 			}
@@ -129,11 +142,6 @@ func New(o Options) http.Handler {
 		w.Header().Set("Content-Type", "text/plain")
 		w.Write([]byte("ready\n"))
 	})
-	h := traced(hostCheck(o, callDepth(o, mux)))
-	for i := len(o.Middleware) - 1; i >= 0; i-- {
-		h = o.Middleware[i](h)
-	}
-	return h
 }
 
 // traced gives every request a trace id: from an incoming W3C traceparent

@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/duet-test/duet"
@@ -154,7 +153,7 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 				if duet.ErrorCode(err) == duet.CodeRateLimited {
 					w.Header().Set("Retry-After", "1")
 				}
-				s.writeError(w, rawID(req.ID), err)
+				s.writeError(w, fast.RawID(req.ID), err)
 				return
 			}
 			defer slot.Release()
@@ -244,19 +243,6 @@ func modernRequest(r *fast.Request, h http.Header) bool {
 		return true
 	}
 	return r != nil && (r.MetaVersion >= statelessRevision || r.Method == "server/discover")
-}
-
-// rawID is the JSON of an id for an error reply (null when there is none):
-// the id as the SDK writes it back (jsonrpc.MakeID: an integer, a string).
-func rawID(id jsonrpc.ID) json.RawMessage {
-	if !id.IsValid() {
-		return nil
-	}
-	b, err := json.Marshal(id.Raw())
-	if err != nil {
-		return nil
-	}
-	return b
 }
 
 // refuse audits a request stopped at the door and answers it.
@@ -357,7 +343,7 @@ func (e *errorRewriter) finish() {
 	status := e.status
 	var id json.RawMessage
 	if e.req != nil {
-		id = rawID(e.req.ID)
+		id = fast.RawID(e.req.ID)
 	}
 	var err error
 	switch {

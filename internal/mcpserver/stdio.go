@@ -71,16 +71,14 @@ func (t drainingTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &drainingConn{Connection: c, pending: map[jsonrpc.ID]bool{}, answered: make(chan struct{}, 1), closed: make(chan struct{})}, nil
+	return &drainingConn{Connection: c, pending: map[jsonrpc.ID]bool{}, owed: fast.NewOwed()}, nil
 }
 
 type drainingConn struct {
 	mcp.Connection
-	mu        sync.Mutex
-	pending   map[jsonrpc.ID]bool // ids of requests the SDK read and has not yet answered
-	answered  chan struct{}       // a response was written
-	closed    chan struct{}
-	closeOnce sync.Once
+	mu      sync.Mutex
+	pending map[jsonrpc.ID]bool // ids of requests the SDK read and has not yet answered
+	owed    *fast.Owed          // waits for pending to empty
 }
 
 func (c *drainingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -102,29 +100,11 @@ func (c *drainingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // drain waits until every request read has been answered, the connection
 // is closed or ctx ends.
 func (c *drainingConn) drain(ctx context.Context) {
-	for {
+	c.owed.Wait(ctx, func() bool {
 		c.mu.Lock()
-		n := len(c.pending)
-		c.mu.Unlock()
-		if n == 0 {
-			return
-		}
-		select {
-		case <-c.answered:
-		case <-c.closed:
-			return
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
-// signal wakes drain.
-func (c *drainingConn) signal() {
-	select {
-	case c.answered <- struct{}{}:
-	default:
-	}
+		defer c.mu.Unlock()
+		return len(c.pending) > 0
+	})
 }
 
 func (c *drainingConn) Write(ctx context.Context, msg jsonrpc.Message) error {
@@ -139,13 +119,13 @@ func (c *drainingConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		c.mu.Lock()
 		delete(c.pending, resp.ID)
 		c.mu.Unlock()
-		c.signal()
+		c.owed.Answered()
 	}
 	return err
 }
 
 func (c *drainingConn) Close() error {
-	c.closeOnce.Do(func() { close(c.closed) })
+	c.owed.Close()
 	return c.Connection.Close()
 }
 

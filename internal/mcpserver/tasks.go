@@ -200,6 +200,6 @@ func checkTaskHeaders(w http.ResponseWriter, r *http.Request, req *fast.Request)
 	if r.Header.Get("Mcp-Name") == req.TaskID {
 		return true
 	}
-	WriteJSONRPCError(w, http.StatusBadRequest, mcp.CodeHeaderMismatch, "header mismatch: Mcp-Name must be the taskId of the request", rawID(req.ID))
+	WriteJSONRPCError(w, http.StatusBadRequest, mcp.CodeHeaderMismatch, "header mismatch: Mcp-Name must be the taskId of the request", fast.RawID(req.ID))
 	return false
 }

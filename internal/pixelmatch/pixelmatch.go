@@ -94,13 +94,8 @@ func toRGBA(m image.Image) *image.RGBA {
 // brightest of them lies in a region of flat colour ("has many siblings")
 // in both images.
 func antialiased(img *image.RGBA, x1, y1, w, h int, img2 *image.RGBA) bool {
-	x0, y0 := max(x1-1, 0), max(y1-1, 0)
-	x2, y2 := min(x1+1, w-1), min(y1+1, h-1)
+	x0, y0, x2, y2, zeroes := neighbours(x1, y1, w, h)
 	pos := y1*img.Stride + x1*4
-	zeroes := 0
-	if x1 == x0 || x1 == x2 || y1 == y0 || y1 == y2 {
-		zeroes = 1
-	}
 	var mn, mx float64
 	var minX, minY, maxX, maxY int
 	for x := x0; x <= x2; x++ {
@@ -130,16 +125,23 @@ func antialiased(img *image.RGBA, x1, y1, w, h int, img2 *image.RGBA) bool {
 		(hasManySiblings(img, maxX, maxY, w, h) && hasManySiblings(img2, maxX, maxY, w, h))
 }
 
-// hasManySiblings reports whether the pixel at (x1, y1) has more than two
-// neighbours of exactly its colour.
-func hasManySiblings(img *image.RGBA, x1, y1, w, h int) bool {
-	x0, y0 := max(x1-1, 0), max(y1-1, 0)
-	x2, y2 := min(x1+1, w-1), min(y1+1, h-1)
-	pos := y1*img.Stride + x1*4
-	zeroes := 0
+// neighbours is the 3×3 window around (x1, y1) clipped to a w×h image,
+// from (x0, y0) to (x2, y2), and the siblings a pixel starts with: one
+// when it lies on the image's edge (as pixelmatch counts it), else none.
+func neighbours(x1, y1, w, h int) (x0, y0, x2, y2, zeroes int) {
+	x0, y0 = max(x1-1, 0), max(y1-1, 0)
+	x2, y2 = min(x1+1, w-1), min(y1+1, h-1)
 	if x1 == x0 || x1 == x2 || y1 == y0 || y1 == y2 {
 		zeroes = 1
 	}
+	return x0, y0, x2, y2, zeroes
+}
+
+// hasManySiblings reports whether the pixel at (x1, y1) has more than two
+// neighbours of exactly its colour.
+func hasManySiblings(img *image.RGBA, x1, y1, w, h int) bool {
+	x0, y0, x2, y2, zeroes := neighbours(x1, y1, w, h)
+	pos := y1*img.Stride + x1*4
 	for x := x0; x <= x2; x++ {
 		for y := y0; y <= y2; y++ {
 			if x == x1 && y == y1 {

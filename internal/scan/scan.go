@@ -33,6 +33,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/duet-test/duet"
 )
 
 // Severity says how bad a finding is. Values are wire values.
@@ -95,15 +97,9 @@ var Rules = []struct {
 	{RuleCrossServerReference, Security, Error, "a description names a tool of another server: a tool should describe itself only"},
 }
 
-// Tool is one tool as tools/list describes it.
-type Tool struct {
-	Name         string          `json:"name"`
-	Title        string          `json:"title,omitempty"`
-	Description  string          `json:"description,omitempty"`
-	InputSchema  json.RawMessage `json:"inputSchema,omitempty"`
-	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
-	Annotations  json.RawMessage `json:"annotations,omitempty"`
-}
+// Tool is one tool as tools/list describes it: the fields of an archived
+// tool (duet.MCPTool), with the scanner's methods.
+type Tool duet.MCPTool
 
 // ReadOnly reports whether the tool's annotations say readOnlyHint: true.
 func (t *Tool) ReadOnly() bool { return ReadOnlyHint(t.Annotations) }

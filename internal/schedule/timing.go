@@ -144,20 +144,25 @@ func DefaultName(s *duet.Schedule) string {
 // Policies checks and defaults a schedule's policies. Returns
 // INVALID_ARGUMENT.
 func Policies(missed, overlap string) (duet.MissedPolicy, duet.OverlapPolicy, error) {
-	m, o := duet.MissedPolicy(missed), duet.OverlapPolicy(overlap)
-	switch m {
-	case "":
-		m = duet.MissedSkip
-	case duet.MissedSkip, duet.MissedRunOnce:
-	default:
-		return "", "", duet.Errorf(duet.CodeInvalidArgument, "missed must be skip or runOnce, got %q", missed)
+	m, err := policy("missed", missed, duet.MissedSkip, duet.MissedRunOnce)
+	if err != nil {
+		return "", "", err
 	}
-	switch o {
-	case "":
-		o = duet.OverlapSkip
-	case duet.OverlapSkip, duet.OverlapQueue:
-	default:
-		return "", "", duet.Errorf(duet.CodeInvalidArgument, "overlap must be skip or queue, got %q", overlap)
+	o, err := policy("overlap", overlap, duet.OverlapSkip, duet.OverlapQueue)
+	if err != nil {
+		return "", "", err
 	}
 	return m, o, nil
+}
+
+// policy reads the policy named name: empty is def, else it must be def or
+// other. Returns INVALID_ARGUMENT.
+func policy[P ~string](name, v string, def, other P) (P, error) {
+	switch P(v) {
+	case "":
+		return def, nil
+	case def, other:
+		return P(v), nil
+	}
+	return "", duet.Errorf(duet.CodeInvalidArgument, "%s must be %s or %s, got %q", name, def, other, v)
 }

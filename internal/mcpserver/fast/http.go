@@ -66,7 +66,7 @@ func (p *Paths) ServeHTTP(w http.ResponseWriter, r *http.Request, req *Request, 
 	out, err := encodeReply(req.ID.Raw(), tr, modern)
 	if err != nil {
 		p.o.Logger.ErrorContext(r.Context(), "encoding a tool result", "traceId", traceID, "err", err)
-		p.o.WriteError(w, rawID(req.ID), duet.Errorf(duet.CodeInternal, "internal error"))
+		p.o.WriteError(w, RawID(req.ID), duet.Errorf(duet.CodeInternal, "internal error"))
 		return true
 	}
 	h := w.Header()
@@ -78,8 +78,10 @@ func (p *Paths) ServeHTTP(w http.ResponseWriter, r *http.Request, req *Request, 
 	return true
 }
 
-// rawID is the JSON of an id for an error reply (nil when there is none).
-func rawID(id jsonrpc.ID) json.RawMessage {
+// RawID is the JSON of an id for an error reply (nil, written null, when
+// there is none): the id as the SDK writes it back (jsonrpc.MakeID: an
+// integer, a string).
+func RawID(id jsonrpc.ID) json.RawMessage {
 	if !id.IsValid() {
 		return nil
 	}
@@ -157,7 +159,7 @@ func (p *Paths) writeCallError(w http.ResponseWriter, r *http.Request, id jsonrp
 	out, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: jerr})
 	if err != nil {
 		p.o.Logger.ErrorContext(r.Context(), "encoding a call's error", "err", err)
-		p.o.WriteError(w, rawID(id), duet.Errorf(duet.CodeInternal, "internal error"))
+		p.o.WriteError(w, RawID(id), duet.Errorf(duet.CodeInternal, "internal error"))
 		return
 	}
 	status := http.StatusOK

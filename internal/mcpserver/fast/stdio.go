@@ -95,7 +95,7 @@ func (t *Stdio) Connect(ctx context.Context) (mcp.Connection, error) {
 		return nil, err
 	}
 	c := &stdioConn{Connection: inner, t: t, pipe: pw, pending: map[jsonrpc.ID]bool{},
-		answered: make(chan struct{}, 1), closed: make(chan struct{})}
+		owed: NewOwed()}
 	go c.frames()
 	return c, nil
 }
@@ -159,8 +159,7 @@ type stdioConn struct {
 	sessionVersion string                            // the version the SDK recorded for the session (watched)
 	ready          bool                              // the SDK's session is initialized (it answered one of watch)
 
-	answered  chan struct{} // a fast call's reply was written
-	closed    chan struct{}
+	owed      *Owed // the fast calls whose reply is not yet written (running)
 	closeOnce sync.Once
 
 	replyMu sync.Mutex
@@ -188,16 +187,36 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // drain waits until every fast call has been answered, the connection is
 // closed or ctx ends.
 func (c *stdioConn) drain(ctx context.Context) {
-	for {
+	c.owed.Wait(ctx, func() bool {
 		c.mu.Lock()
-		n := c.running
-		c.mu.Unlock()
-		if n == 0 {
-			return
-		}
+		defer c.mu.Unlock()
+		return c.running > 0
+	})
+}
+
+// Owed lets a stdio connection's end of input wait for the answers it
+// still owes: Wait returns once owing reports none, the connection is
+// closed (Close) or ctx ends; Answered wakes it after each answer. The
+// SDK's connection (mcpserver's drainingConn) and the fast path's use it
+// alike. The zero value is not usable: make one with NewOwed.
+type Owed struct {
+	answered  chan struct{} // an answer was written
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+// NewOwed returns an Owed with nothing closed.
+func NewOwed() *Owed {
+	return &Owed{answered: make(chan struct{}, 1), closed: make(chan struct{})}
+}
+
+// Wait waits until owing returns false, Close is called or ctx ends.
+// owing is called again after each Answered.
+func (o *Owed) Wait(ctx context.Context, owing func() bool) {
+	for owing() {
 		select {
-		case <-c.answered:
-		case <-c.closed:
+		case <-o.answered:
+		case <-o.closed:
 			return
 		case <-ctx.Done():
 			return
@@ -205,12 +224,17 @@ func (c *stdioConn) drain(ctx context.Context) {
 	}
 }
 
-// signal wakes drain.
-func (c *stdioConn) signal() {
+// Answered wakes Wait to look again; it never blocks.
+func (o *Owed) Answered() {
 	select {
-	case c.answered <- struct{}{}:
+	case o.answered <- struct{}{}:
 	default:
 	}
+}
+
+// Close ends Wait, now and for good. It may be called more than once.
+func (o *Owed) Close() {
+	o.closeOnce.Do(func() { close(o.closed) })
 }
 
 // Write writes a message of the SDK, following the session's state in its
@@ -235,7 +259,7 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 // replies are dropped: the SDK writes nothing once it is closing.
 func (c *stdioConn) Close() error {
 	c.closeOnce.Do(func() {
-		close(c.closed)
+		c.owed.Close()
 		c.quiet()
 		c.t.stop()
 	})
@@ -444,7 +468,7 @@ func (c *stdioConn) serveFast(req *Request) bool {
 		c.mu.Lock()
 		c.running--
 		c.mu.Unlock()
-		c.signal()
+		c.owed.Answered()
 	})
 	return true
 }
