@@ -187,26 +187,32 @@ func (s *Service) serverDetail(ctx context.Context, c duet.Caller, ref string) (
 	return ServerDetail{Server: serverView(reg), Tools: tools, AuthStatus: st}, nil
 }
 
-// LoginIn says whether to sync after authorizing.
+// LoginIn says whether to sync after authorizing, and who may be asked.
 type LoginIn struct {
 	NoSync bool `json:"noSync,omitempty" jsonschema:"authorize only; do not sync the catalog"`
+	// Authorizer shows the person the authorization server's page and
+	// brings back its answer (the authorization code grant): set only by
+	// an in-process caller at the person's terminal (`duet server login`),
+	// never read from a wire. Nil: nobody can be asked.
+	Authorizer *mcpclient.Authorizer `json:"-"`
 }
 
 // LoginServer authorizes Duet to call the caller's OAuth registration ref
 // as the caller (mcpclient.Client.Login), then syncs its catalog unless
 // in.NoSync. The authorization code grant needs the person at a browser:
-// the authorizer in ctx (mcpclient.WithAuthorizer) shows them the
-// authorization server's page and receives its redirect; the client
-// credentials grant needs no one. Returns NOT_FOUND, INVALID_ARGUMENT (not
-// an OAuth registration; no one to ask), MCP_AUTH_FAILED and the MCP_*
-// codes of the sync.
+// in.Authorizer shows them the authorization server's page and receives its
+// redirect, for the login and for the sync after it; the client credentials
+// grant needs no one. Returns NOT_FOUND, INVALID_ARGUMENT (not an OAuth
+// registration; no one to ask), MCP_AUTH_FAILED and the MCP_* codes of the
+// sync.
 func (s *Service) LoginServer(ctx context.Context, c duet.Caller, ref string, in LoginIn) (ServerDetail, error) {
 	return govern(ctx, s, c, "loginServer", in, func(ctx context.Context) (ServerDetail, error) {
-		if _, err := s.d.MCP.Login(ctx, c.UserID, ref); err != nil {
+		m := s.d.MCP.Authorizing(in.Authorizer)
+		if _, err := m.Login(ctx, c.UserID, ref); err != nil {
 			return ServerDetail{}, err
 		}
 		if !in.NoSync {
-			if _, err := s.d.MCP.Sync(ctx, c.UserID, ref); err != nil {
+			if _, err := m.Sync(ctx, c.UserID, ref); err != nil {
 				return ServerDetail{}, err
 			}
 		}

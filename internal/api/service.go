@@ -34,7 +34,9 @@ type MCPClient interface {
 	Server(ctx context.Context, owner, ref string) (*duet.MCPServer, []*duet.MCPTool, error)
 	Remove(ctx context.Context, owner, ref string) error
 	AuthStatus(ctx context.Context, owner, ref string) (*mcpclient.AuthStatus, error)
-	Login(ctx context.Context, owner, ref string) (*mcpclient.AuthStatus, error)
+	// Authorizing returns the operations that may ask a person through a
+	// (nil: nobody) to authorize Duet: a login, and the sync after it.
+	Authorizing(a *mcpclient.Authorizer) mcpclient.Authorizing
 	// Invoke returns the result and the error scrubbed of the caller's
 	// credentials.
 	Invoke(ctx context.Context, req duet.InvokeRequest) (*duet.ToolResult, error)

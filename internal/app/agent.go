@@ -127,8 +127,7 @@ func (p *browserPages) InspectPage(ctx context.Context, rawURL, device string) (
 	if err != nil {
 		return "", err
 	}
-	ctx = netguard.AllowURL(ctx, rawURL)
-	s, err := p.pool.NewSession(ctx, dev)
+	s, err := p.pool.NewSession(ctx, dev, netguard.AllowURL(rawURL))
 	if err != nil {
 		return "", err
 	}

@@ -183,8 +183,11 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	a.Artifacts = NewArtifactStore(cfg)
 	a.initMCPClient(opts)
 	a.Secrets = secret.New(db, a.loadKeyring)
-	stepClient := guard.Client()
-	stepClient.Transport = a.Telemetry.Transport(stepClient.Transport, cfg.InTraceDomain) // http steps carry the run's traceparent into the trace domain
+	stepClient := func(allow netguard.Allowance) *http.Client { // one per case, its guard allowing the task's base URL
+		c := guard.Allowing(allow).Client()
+		c.Transport = a.Telemetry.Transport(c.Transport, cfg.InTraceDomain) // http steps carry the run's traceparent into the trace domain
+		return c
+	}
 	aiSteps, err := a.aiSteps(opts, db)
 	if err != nil {
 		db.Close()

@@ -76,9 +76,10 @@ type Browsers struct{ *devices.Router }
 
 var _ engine.Browser = (*Browsers)(nil)
 
-// NewSession opens a session on the browser of device.
-func (b *Browsers) NewSession(ctx context.Context, device string) (engine.BrowserSession, error) {
-	s, end, err := b.Session(ctx, device)
+// NewSession opens a session on the browser of device, whose guard lets
+// allow's destinations be loopback or private.
+func (b *Browsers) NewSession(ctx context.Context, device string, allow netguard.Allowance) (engine.BrowserSession, error) {
+	s, end, err := b.Session(ctx, device, allow)
 	if err != nil {
 		return nil, err
 	}

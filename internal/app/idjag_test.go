@@ -65,17 +65,17 @@ func TestOAuthServerIdentityAssertion(t *testing.T) {
 	postForm(t, idp+"/admin/clients", url.Values{"client_id": {"enterprise-app"}, "resource_client_id": {reg.ClientID}})
 	idToken := postForm(t, idp+"/login", url.Values{"user": {"alice"}, "password": {"verysecure"}, "client_id": {"enterprise-app"}})["id_token"].(string)
 
-	cctx := mcpclient.WithAuthorizer(ctx, client.MCPClient.AutoApprover())
-	if _, err := client.MCPClient.Register(cctx, mcpclient.Registration{Owner: "bob", Name: "duet", URL: base + "/mcp/http", OAuth: &mcpclient.OAuth{
+	auto := client.MCPClient.Authorizing(client.MCPClient.AutoApprover())
+	if _, err := client.MCPClient.Register(ctx, mcpclient.Registration{Owner: "bob", Name: "duet", URL: base + "/mcp/http", OAuth: &mcpclient.OAuth{
 		Grant: duet.AuthEnterprise, ClientID: reg.ClientID, ClientSecret: reg.ClientSecret, Issuer: base,
 		IdPIssuer: idp, IdPClientID: "enterprise-app", IDToken: idToken}}); err != nil {
 		t.Fatal(err)
 	}
-	s, err := client.MCPClient.Sync(cctx, "bob", "duet")
+	s, err := auto.Sync(ctx, "bob", "duet")
 	if err != nil {
 		t.Fatalf("sync through SEP-990: %v", err)
 	}
-	res, err := client.MCPClient.Invoke(cctx, duet.InvokeRequest{Executor: "bob", ServerKey: s.ServerKey, Tool: "list_test_tasks", Arguments: map[string]any{}, Source: duet.SourceCLI})
+	res, err := auto.Invoke(ctx, duet.InvokeRequest{Executor: "bob", ServerKey: s.ServerKey, Tool: "list_test_tasks", Arguments: map[string]any{}, Source: duet.SourceCLI})
 	if err != nil || res.IsError {
 		t.Fatalf("list_test_tasks through SEP-990: %v %+v", err, res)
 	}

@@ -17,7 +17,7 @@ func BenchmarkBrowserStart(b *testing.B) {
 	for b.Loop() {
 		p := NewPool(Options{MaxBrowsers: 1})
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		s, err := p.NewSession(ctx, Device{})
+		s, err := p.NewSession(ctx, Device{}, netguard.Allowance{})
 		if err == nil {
 			err = s.Open(ctx, site.URL+"/page2?step=1")
 			s.Close()
@@ -42,12 +42,12 @@ func BenchmarkSession(b *testing.B) {
 	site := newSite(b)
 	p := NewPool(Options{MaxBrowsers: 1, Guard: &netguard.Policy{}})
 	defer p.Close()
-	ctx := netguard.AllowURL(b.Context(), site.URL)
+	ctx := b.Context()
 	newSession(b, p, "desktop").Close() // warm up: start the process
 	var opening time.Duration
 	for b.Loop() {
 		start := time.Now()
-		s, err := p.NewSession(ctx, Device{})
+		s, err := p.NewSession(ctx, Device{}, netguard.AllowURL(site.URL))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -75,8 +75,8 @@ func BenchmarkOpen(b *testing.B) {
 	requireChromium(b)
 	site := newSite(b)
 	run := func(b *testing.B, p *Pool) {
-		ctx := netguard.AllowURL(b.Context(), site.URL)
-		s, err := p.NewSession(ctx, Device{})
+		ctx := b.Context()
+		s, err := p.NewSession(ctx, Device{}, netguard.AllowURL(site.URL))
 		if err != nil {
 			b.Fatal(err)
 		}

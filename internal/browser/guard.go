@@ -103,7 +103,15 @@ func (s *Session) checkNavigation(ctx context.Context, raw string) error {
 	s.mu.Lock()
 	allowed := s.allowed
 	s.mu.Unlock()
-	return g.CheckURL(netguard.WithAllowed(ctx, allowed), raw)
+	return g.Allowing(allowed).CheckURL(ctx, raw)
+}
+
+// allow makes a the destinations the guard lets the session's navigations
+// find on loopback or private addresses.
+func (s *Session) allow(a netguard.Allowance) {
+	s.mu.Lock()
+	s.allowed = a
+	s.mu.Unlock()
 }
 
 // clearOrigins deletes the cookies, storage and cache of the origins the

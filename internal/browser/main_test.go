@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/duet-test/duet"
+
+	"github.com/duet-test/duet/internal/netguard"
 )
 
 // TestMain points the user data directories at a directory of the test run,
@@ -154,7 +156,7 @@ func newSession(tb testing.TB, p *Pool, deviceName string) *Session {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	s, err := p.NewSession(ctx, d)
+	s, err := p.NewSession(ctx, d, netguard.Allowance{})
 	if err != nil {
 		tb.Fatalf("NewSession(%s): %v", deviceName, err)
 	}

@@ -11,8 +11,6 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
-
-	"github.com/duet-test/duet/internal/netguard"
 )
 
 // open creates the browser context and the tab of a new session on b.
@@ -71,7 +69,6 @@ func (p *Pool) open(ctx context.Context, b *process, device Device) (*Session, e
 		baseCancel: baseCancel,
 		contextID:  contextID,
 		shared:     shared,
-		allowed:    netguard.AllowedURLs(ctx),
 		turn:       make(chan struct{}, 1),
 
 		tabsChanged: make(chan struct{}),

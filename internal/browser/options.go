@@ -63,8 +63,8 @@ type Options struct {
 	// Guard, when set, checks every document request of a session — the
 	// page, its frames, each redirect — with the network guard and fails
 	// those it refuses; Open and the next failing call of the session
-	// return CodeURLRefused. The ctx of NewSession carries the allowance of
-	// the task's base URL (netguard.AllowURL). Nil checks nothing.
+	// return CodeURLRefused. NewSession's allow names what it lets be
+	// loopback or private (the task's base URL). Nil checks nothing.
 	Guard *netguard.Policy
 }
 

@@ -148,7 +148,10 @@ func (p *Pool) Stats() Stats {
 }
 
 // NewSession opens an isolated browser context with one tab that emulates
-// device; the zero Device means desktop. It starts a browser process when
+// device; the zero Device means desktop. With Options.Guard, allow names the
+// destinations its navigations may find on loopback or private addresses
+// (the task's base URL, netguard.AllowURL); the session keeps it for its
+// life. It starts a browser process when
 // none has room, or waits for a free slot when the pool is full. The caller
 // must Close the session; Pool.Close closes those still open.
 //
@@ -156,7 +159,7 @@ func (p *Pool) Stats() Stats {
 // the pool is closed; CodeCancelled or CodeTimeout when ctx ends first;
 // CodeInvalidArgument for a bad device or Options.Flags; CodeBrowserError when
 // the browser fails to open the tab.
-func (p *Pool) NewSession(ctx context.Context, device Device) (*Session, error) {
+func (p *Pool) NewSession(ctx context.Context, device Device, allow netguard.Allowance) (*Session, error) {
 	if r := p.opts.Remote; r != nil && r.Real {
 		if device != (Device{}) {
 			return nil, duet.Errorf(duet.CodeInvalidArgument, "%s is a real device: it emulates no device preset (got %q)", p.remoteName(), device.Name)
@@ -173,9 +176,9 @@ func (p *Pool) NewSession(ctx context.Context, device Device) (*Session, error) 
 			return nil, err
 		}
 		if spare != nil {
-			spare.mu.Lock()
-			spare.allowed = netguard.AllowedURLs(ctx)
-			spare.mu.Unlock()
+			// Opened ahead for nobody: the session becomes the
+			// caller's, with its allowance.
+			spare.allow(allow)
 			if err := p.register(ctx, spare); err != nil {
 				return nil, err
 			}
@@ -184,6 +187,7 @@ func (p *Pool) NewSession(ctx context.Context, device Device) (*Session, error) 
 		}
 		s, err := p.open(ctx, b, device)
 		if err == nil {
+			s.allow(allow)
 			if err := p.register(ctx, s); err != nil {
 				return nil, err
 			}

@@ -35,7 +35,7 @@ func TestPoolUnavailable(t *testing.T) {
 			p := NewPool(Options{ExecPath: tt.execPath})
 			defer p.Close()
 			wantCode(t, p.Available(), duet.CodeBrowserUnavailable, "apt-get install -y chromium", "DUET_CHROME_PATH")
-			_, err := p.NewSession(testCtx(t, 5*time.Second), Device{})
+			_, err := p.NewSession(testCtx(t, 5*time.Second), Device{}, netguard.Allowance{})
 			wantCode(t, err, duet.CodeBrowserUnavailable, "apt-get install -y chromium")
 		})
 	}
@@ -47,7 +47,7 @@ func TestPoolUnavailableOnPath(t *testing.T) {
 	p := NewPool(Options{})
 	defer p.Close()
 	wantCode(t, p.Available(), duet.CodeBrowserUnavailable, "chromium, chromium-browser, google-chrome", "apt-get install -y chromium")
-	_, err := p.NewSession(testCtx(t, 5*time.Second), Device{})
+	_, err := p.NewSession(testCtx(t, 5*time.Second), Device{}, netguard.Allowance{})
 	wantCode(t, err, duet.CodeBrowserUnavailable, "DUET_CHROME_PATH")
 }
 
@@ -72,7 +72,7 @@ func TestPoolStartFailure(t *testing.T) {
 			}
 			p := NewPool(Options{ExecPath: tt.execPath, Flags: tt.flags})
 			defer p.Close()
-			_, err := p.NewSession(testCtx(t, 20*time.Second), Device{})
+			_, err := p.NewSession(testCtx(t, 20*time.Second), Device{}, netguard.Allowance{})
 			wantCode(t, err, tt.wantCode, tt.wantMsg)
 			// The failed process leaves the pool once it is cleaned up.
 			deadline := time.Now().Add(5 * time.Second)
@@ -102,7 +102,7 @@ func TestPoolCap(t *testing.T) {
 	for range runs {
 		wg.Go(func() {
 			ctx := testCtx(t, 45*time.Second)
-			s, err := p.NewSession(ctx, Device{})
+			s, err := p.NewSession(ctx, Device{}, netguard.Allowance{})
 			if err != nil {
 				errs <- err
 				return
@@ -169,7 +169,7 @@ func TestPoolWaitRespectsContext(t *testing.T) {
 	for _, tt := range tests {
 		ctx, cancel := tt.ctx()
 		start := time.Now()
-		_, err := p.NewSession(ctx, Device{})
+		_, err := p.NewSession(ctx, Device{}, netguard.Allowance{})
 		cancel()
 		if took := time.Since(start); took > 2*time.Second {
 			t.Errorf("%s: NewSession returned after %s, want about 200ms", tt.name, took)
@@ -219,7 +219,7 @@ func TestPoolReplacesDeadBrowser(t *testing.T) {
 	_, err = s2.Text(ctx, "#step")
 	wantCode(t, err, duet.CodeBrowserError, "closed")
 	s2.Close()
-	_, err = p.NewSession(ctx, Device{})
+	_, err = p.NewSession(ctx, Device{}, netguard.Allowance{})
 	wantCode(t, err, duet.CodeBrowserUnavailable, "closed")
 	for _, b := range []*process{s1.proc, s2.proc} {
 		if _, err := os.Stat(b.dir); !errors.Is(err, os.ErrNotExist) {
@@ -258,14 +258,14 @@ func TestPoolOpensASessionAhead(t *testing.T) {
 	t.Parallel()
 	requireChromium(t)
 	site := newSite(t)
-	// The guard refuses loopback but for what a session's ctx allows.
+	// The guard refuses loopback but for what NewSession allows.
 	p := NewPool(Options{MaxBrowsers: 1, MaxContextsPerBrowser: 3, Logger: testLogger(), Guard: &netguard.Policy{}})
 	defer p.Close()
 	ctx := testCtx(t, 45*time.Second)
-	allowed := netguard.AllowURL(ctx, site.URL)
+	allowed := netguard.AllowURL(site.URL)
 
 	// A pool used once opens no spare; from the second session on, it does.
-	s0, err := p.NewSession(allowed, Device{})
+	s0, err := p.NewSession(ctx, Device{}, allowed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +276,7 @@ func TestPoolOpensASessionAhead(t *testing.T) {
 	if early {
 		t.Error("a pool used once opened a spare session")
 	}
-	s1, err := p.NewSession(allowed, Device{})
+	s1, err := p.NewSession(ctx, Device{}, allowed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +285,7 @@ func TestPoolOpensASessionAhead(t *testing.T) {
 	if got := p.Stats().Sessions; got != 1 {
 		t.Errorf("Stats().Sessions = %d with a spare, want 1", got)
 	}
-	s2, err := p.NewSession(allowed, Device{})
+	s2, err := p.NewSession(ctx, Device{}, allowed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +294,7 @@ func TestPoolOpensASessionAhead(t *testing.T) {
 		t.Fatal("NewSession opened a session of its own while one for its device was ready")
 	}
 	if err := s2.Open(ctx, site.URL+"/page2?step=4"); err != nil {
-		t.Fatalf("the spare session does not have its ctx's allowance: %v", err)
+		t.Fatalf("the spare session does not have the allowance NewSession gave it: %v", err)
 	}
 	if got, err := s2.Text(ctx, "#step"); err != nil || got != "step 4" {
 		t.Errorf("Text(#step) = %q, %v; want %q", got, err, "step 4")
@@ -302,7 +302,7 @@ func TestPoolOpensASessionAhead(t *testing.T) {
 
 	// Without the allowance, the guard refuses the site, spare or not.
 	spare = awaitSpare(t, p)
-	s3, err := p.NewSession(ctx, Device{})
+	s3, err := p.NewSession(ctx, Device{}, netguard.Allowance{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +319,7 @@ func TestPoolOpensASessionAhead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s4, err := p.NewSession(allowed, phone)
+	s4, err := p.NewSession(ctx, phone, allowed)
 	if err != nil {
 		t.Fatal(err)
 	}

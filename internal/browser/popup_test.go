@@ -73,7 +73,7 @@ func TestPopupRequestsAnsweredInThePopup(t *testing.T) {
 	p := NewPool(Options{MaxBrowsers: 1, Logger: testLogger(), Guard: &netguard.Policy{}})
 	t.Cleanup(p.Close)
 	ctx := testCtx(t, 60*time.Second)
-	s, err := p.NewSession(netguard.AllowURL(ctx, site.URL), Device{})
+	s, err := p.NewSession(ctx, Device{}, netguard.AllowURL(site.URL))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestPopupFirstRequestsGuarded(t *testing.T) {
 			t.Cleanup(site.Close)
 			p := pool(t)
 			ctx := testCtx(t, 60*time.Second)
-			s, err := p.NewSession(netguard.AllowURL(ctx, site.URL), Device{})
+			s, err := p.NewSession(ctx, Device{}, netguard.AllowURL(site.URL))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -227,7 +227,7 @@ func TestPopupFirstCallRouted(t *testing.T) {
 				t.Cleanup(site.Close)
 				p := pool(t)
 				ctx := testCtx(t, 60*time.Second)
-				s, err := p.NewSession(netguard.AllowURL(ctx, site.URL), Device{})
+				s, err := p.NewSession(ctx, Device{}, netguard.AllowURL(site.URL))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -289,7 +289,7 @@ func TestPopupFromAFrameGuarded(t *testing.T) {
 	p := NewPool(Options{MaxBrowsers: 1, Logger: testLogger(), Guard: &netguard.Policy{}})
 	t.Cleanup(p.Close)
 	ctx := testCtx(t, 60*time.Second)
-	s, err := p.NewSession(netguard.AllowURL(netguard.AllowURL(ctx, site.URL), frameURL), Device{})
+	s, err := p.NewSession(ctx, Device{}, netguard.AllowURL(site.URL, frameURL))
 	if err != nil {
 		t.Fatal(err)
 	}

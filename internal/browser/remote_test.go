@@ -107,13 +107,13 @@ func TestRemoteErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			p := remotePool(t, Remote{URL: tt.url}, Options{})
-			_, err := p.NewSession(testCtx(t, 30*time.Second), Device{})
+			_, err := p.NewSession(testCtx(t, 30*time.Second), Device{}, netguard.Allowance{})
 			wantCode(t, err, tt.want, tt.msg)
 		})
 	}
 	// A pool's token in DUET_BROWSER_URL stays out of messages and logs.
 	tp := remotePool(t, Remote{URL: "ws://" + host + "/pool?token=s3cret"}, Options{})
-	_, err := tp.NewSession(testCtx(t, 30*time.Second), Device{})
+	_, err := tp.NewSession(testCtx(t, 30*time.Second), Device{}, netguard.Allowance{})
 	wantCode(t, err, duet.CodeBrowserProtocolMismatch)
 	if strings.Contains(err.Error(), "s3cret") {
 		t.Errorf("the error quotes the token: %v", err)
@@ -159,7 +159,7 @@ func TestRemoteLost(t *testing.T) {
 	wantCode(t, err, duet.CodeDeviceLost, "the connection to the test phone was lost")
 	s.Close()
 	// The next session connects again, and finds nothing listening.
-	_, err = p.NewSession(testCtx(t, 20*time.Second), Device{})
+	_, err = p.NewSession(testCtx(t, 20*time.Second), Device{}, netguard.Allowance{})
 	wantCode(t, err, duet.CodeBrowserUnavailable, "the test phone")
 	if st := p.Stats(); st.Sessions != 0 {
 		t.Errorf("Stats after the loss: got %+v, want no session", st)
@@ -176,7 +176,7 @@ func TestSharedContext(t *testing.T) {
 	p := remotePool(t, Remote{URL: b.WS, Real: true, SharedContext: true}, Options{MaxContextsPerBrowser: 1})
 	store := site.URL + "/cookie/set"
 	real := func() *Session {
-		s, err := p.NewSession(testCtx(t, time.Minute), Device{})
+		s, err := p.NewSession(testCtx(t, time.Minute), Device{}, netguard.Allowance{})
 		if err != nil {
 			t.Fatalf("NewSession: %v", err)
 		}
@@ -205,7 +205,7 @@ func TestSharedContext(t *testing.T) {
 	if err != nil || r.Str != "" {
 		t.Errorf("the next session's local storage: got %q, %v; want empty", r.Str, err)
 	}
-	_, err = p.NewSession(testCtx(t, 5*time.Second), Devices()["pixel-7"])
+	_, err = p.NewSession(testCtx(t, 5*time.Second), Devices()["pixel-7"], netguard.Allowance{})
 	wantCode(t, err, duet.CodeInvalidArgument, "real device")
 }
 
@@ -263,8 +263,8 @@ func TestGuardNavigation(t *testing.T) {
 	g := newGuardSites(t)
 	p := NewPool(Options{MaxBrowsers: 1, Logger: testLogger(), Guard: &netguard.Policy{}})
 	t.Cleanup(p.Close)
-	ctx := netguard.AllowURL(testCtx(t, time.Minute), g.base.URL)
-	s, err := p.NewSession(ctx, Device{})
+	ctx := testCtx(t, time.Minute)
+	s, err := p.NewSession(ctx, Device{}, netguard.AllowURL(g.base.URL))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/netguard"
 )
 
 // Session is one isolated browser context with one tab, used by one test
@@ -41,8 +42,8 @@ type Session struct {
 	baseCancel context.CancelFunc
 	contextID  cdp.BrowserContextID
 
-	shared  bool     // a tab in the browser's default context (Remote.SharedContext)
-	allowed []string // destinations the guard allows by name (netguard.AllowedURLs); under mu
+	shared  bool               // a tab in the browser's default context (Remote.SharedContext)
+	allowed netguard.Allowance // what the guard lets be loopback or private (NewSession's allow); under mu
 
 	turn      chan struct{} // holds a token while a call runs: one at a time
 	closed    atomic.Bool

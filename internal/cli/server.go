@@ -280,6 +280,7 @@ DUET_HOME or database.`,
 					return err
 				}
 				name := reg.Server.Name
+				in := api.LoginIn{NoSync: noSync}
 				if reg.Server.Auth == duet.AuthOAuth {
 					if c.Server() != "" {
 						return &exitError{2, fmt.Errorf("%s is authorized by a person at a browser, through the process that keeps its tokens: "+
@@ -293,9 +294,9 @@ DUET_HOME or database.`,
 						return err
 					}
 					defer ln.Close()
-					ctx = mcpclient.WithAuthorizer(ctx, ln.Authorizer())
+					in.Authorizer = ln.Authorizer()
 				}
-				d, err := c.LoginServer(ctx, name, api.LoginIn{NoSync: noSync})
+				d, err := c.LoginServer(ctx, name, in)
 				if err != nil {
 					return err
 				}

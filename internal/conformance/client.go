@@ -99,11 +99,12 @@ func RunClient(ctx context.Context, getenv func(string) string, stdout, stderr i
 		}
 		oauth.Issuer = issuer
 	}
-	ctx = mcpclient.WithAuthorizer(ctx, a.MCPClient.AutoApprover())
 	if _, err := a.MCPClient.Register(ctx, mcpclient.Registration{Owner: user, Name: "scenario", URL: url, OAuth: oauth}); err != nil {
 		return err
 	}
-	s, err := a.MCPClient.Sync(ctx, user, "scenario")
+	// The driver authorizes as the scenario's person would, without one.
+	auto := a.MCPClient.Authorizing(a.MCPClient.AutoApprover())
+	s, err := auto.Sync(ctx, user, "scenario")
 	if err != nil {
 		return err
 	}
@@ -140,7 +141,7 @@ func RunClient(ctx context.Context, getenv func(string) string, stdout, stderr i
 	}
 	var failed []string
 	for _, cl := range calls {
-		res, err := a.MCPClient.Invoke(ctx, duet.InvokeRequest{Executor: user, ServerKey: s.ServerKey, Tool: cl.name,
+		res, err := auto.Invoke(ctx, duet.InvokeRequest{Executor: user, ServerKey: s.ServerKey, Tool: cl.name,
 			Arguments: cl.args, Source: duet.SourceCLI})
 		if err != nil {
 			failed = append(failed, fmt.Sprintf("%s: %s: %s", cl.name, duet.ErrorCode(err), duet.ErrorMessage(err)))

@@ -20,6 +20,7 @@ import (
 	"github.com/duet-test/duet/internal/browser"
 	"github.com/duet-test/duet/internal/compiler"
 	"github.com/duet-test/duet/internal/engine"
+	"github.com/duet-test/duet/internal/netguard"
 	"github.com/duet-test/duet/internal/sqlite"
 )
 
@@ -63,7 +64,7 @@ func BenchmarkDemoCase(b *testing.B) {
 		for b.Loop() {
 			start := time.Now()
 			p := browser.NewPool(browser.Options{})
-			s, err := app.NewBrowser(p).NewSession(b.Context(), "")
+			s, err := app.NewBrowser(p).NewSession(b.Context(), "", netguard.Allowance{})
 			if err != nil {
 				b.Fatal(err)
 			}

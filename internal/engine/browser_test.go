@@ -22,6 +22,7 @@ import (
 	"github.com/duet-test/duet/internal/artifact"
 	"github.com/duet-test/duet/internal/browser"
 	"github.com/duet-test/duet/internal/engine"
+	"github.com/duet-test/duet/internal/netguard"
 	"github.com/duet-test/duet/internal/sample"
 	"github.com/duet-test/duet/internal/sqlite"
 )
@@ -57,7 +58,7 @@ func sharedPool(tb testing.TB) *browser.Pool {
 		shared.pool = browser.NewPool(browser.Options{MaxBrowsers: 1, MaxContextsPerBrowser: 12})
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if s, err := shared.pool.NewSession(ctx, browser.Device{}); err == nil {
+		if s, err := shared.pool.NewSession(ctx, browser.Device{}, netguard.Allowance{}); err == nil {
 			s.Close()
 		}
 	})

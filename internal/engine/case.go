@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -28,7 +29,8 @@ type caseRun struct {
 	sizes   map[string]int // the size of each saved variable as JSON (keep)
 	size    int            // their sum, within Options.MaxVarBytes
 	session BrowserSession
-	secrets *redact.Set // the run's secrets: scrubbed from all it keeps
+	secrets *redact.Set  // the run's secrets: scrubbed from all it keeps
+	http    *http.Client // the client of its http steps, made for it on first use (env.go)
 
 	authorKnown bool   // authorName was looked up
 	authorName  string // who wrote the case version ("" unknown)
@@ -137,11 +139,7 @@ func (e *Engine) executeAttempt(ctx context.Context, w *runWrites, rs *runScope,
 	if !ok {
 		return 0, false
 	}
-	defer func() {
-		if cr.session != nil {
-			cr.session.Close()
-		}
-	}()
+	defer cr.end()
 	timeout := e.opts.CaseTimeout
 	if x.TimeoutMs > 0 {
 		timeout = time.Duration(x.TimeoutMs) * time.Millisecond

@@ -17,6 +17,7 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/calldepth"
+	"github.com/duet-test/duet/internal/netguard"
 	"github.com/duet-test/duet/internal/redact"
 	"github.com/duet-test/duet/internal/step"
 	"github.com/duet-test/duet/internal/trace"
@@ -28,9 +29,10 @@ import (
 // device names to them.
 type Browser interface {
 	// NewSession opens an isolated browser context emulating device ("" =
-	// the desktop default). Returns BROWSER_UNAVAILABLE when no browser can
-	// be started.
-	NewSession(ctx context.Context, device string) (BrowserSession, error)
+	// the desktop default). allow is what the network guard lets its
+	// navigations find on loopback or private addresses: the task's base
+	// URL. Returns BROWSER_UNAVAILABLE when no browser can be started.
+	NewSession(ctx context.Context, device string, allow netguard.Allowance) (BrowserSession, error)
 }
 
 // WaitCondition is what a waitFor step waits for.
@@ -68,12 +70,14 @@ type Event struct {
 
 // Options configure an Engine. Zero values mean the documented defaults.
 type Options struct {
-	// HTTPClient runs http steps; nil means a client without redirects
-	// limits beyond the standard library's defaults and without a network
-	// guard. The app injects netguard.Policy.Client: each request's
-	// context allows the task's base URL host (netguard.AllowURL), and so
-	// does the context of Browser.NewSession.
-	HTTPClient *http.Client
+	// HTTPClient makes the client of one case's http steps (a case, a
+	// run's hook, a tryout), the first time one of them sends a request;
+	// allow is the task's base URL, which the network guard lets be
+	// loopback or private (the app: netguard.Policy.Allowing(allow).Client()).
+	// Browser.NewSession gets the same allowance. The engine closes the
+	// client's idle connections when the case ends. nil means clients
+	// without a network guard, each with a transport of its own.
+	HTTPClient func(allow netguard.Allowance) *http.Client
 	// MaxCallDepth bounds the Duet-Call-Depth of http steps: a step of a
 	// run whose calls would be deeper fails with CALL_DEPTH_EXCEEDED
 	// without a request (internal/calldepth); 0 means
@@ -157,7 +161,9 @@ func New(store duet.Store, opts Options) *Engine {
 		opts.MaxCallDepth = calldepth.DefaultMax
 	}
 	if opts.HTTPClient == nil {
-		opts.HTTPClient = &http.Client{}
+		opts.HTTPClient = func(netguard.Allowance) *http.Client {
+			return &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		}
 	}
 	if opts.StepTimeout <= 0 {
 		opts.StepTimeout = 30 * time.Second

@@ -47,17 +47,37 @@ func (cr *caseRun) Page(ctx context.Context) (step.Page, error) {
 	return s, nil
 }
 
-// Do implements step.Env: the network guard of an injected client
-// (Options.HTTPClient) lets the task's own base URL host be loopback or
-// private.
+// Do implements step.Env with the case's client (Options.HTTPClient), made
+// for it: its network guard lets the task's own base URL host be loopback
+// or private.
 func (cr *caseRun) Do(req *http.Request) (*http.Response, error) {
 	// How deep in a chain of Duet calls the request is, whatever the case
 	// wrote: a Duet it reaches refuses beyond its bound (calldepth).
 	if err := calldepth.Set(req.Context(), req.Header, cr.e.opts.MaxCallDepth); err != nil {
 		return nil, duet.WrapError(duet.CodeCallDepthExceeded, err, "%s", duet.ErrorMessage(err))
 	}
-	req = req.WithContext(netguard.AllowURL(req.Context(), cr.task.BaseURL))
-	return cr.e.opts.HTTPClient.Do(req)
+	if cr.http == nil {
+		cr.http = cr.e.opts.HTTPClient(netguard.AllowURL(cr.task.BaseURL))
+	}
+	return cr.http.Do(req)
+}
+
+// end closes what the case opened for its steps: its browser session and
+// the idle connections of its http steps' client.
+func (cr *caseRun) end() {
+	if cr.session != nil {
+		cr.session.Close()
+	}
+	cr.endHTTP()
+}
+
+// endHTTP closes the idle connections of the case's http client; the next
+// request makes another.
+func (cr *caseRun) endHTTP() {
+	if cr.http != nil {
+		cr.http.CloseIdleConnections()
+		cr.http = nil
+	}
 }
 
 // MaxBodyBytes implements step.Env.

@@ -129,11 +129,7 @@ func (e *Engine) runHook(ctx context.Context, w *runWrites, rs *runScope, hook s
 	cr := &caseRun{e: e, w: w, run: run, task: rs.task, x: x, saved: map[string]any{}, secrets: rs.secrets, vars: rs.builtins(),
 		hooks: &runHooks{hook: hook, run: run, w: w, e: e}, aiTokens: &rs.aiTokens, aiTime: &rs.aiTime}
 	cr.loadSecrets(ctx, steps)
-	defer func() {
-		if cr.session != nil {
-			cr.session.Close()
-		}
-	}()
+	defer cr.end()
 	status = duet.StatusPassed
 	for i := range steps {
 		st := &steps[i]

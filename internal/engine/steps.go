@@ -154,7 +154,7 @@ func (cr *caseRun) page(ctx context.Context) (BrowserSession, error) {
 	if device == "" {
 		device = cr.task.Device
 	}
-	s, err := cr.e.opts.Browser.NewSession(netguard.AllowURL(ctx, cr.task.BaseURL), device)
+	s, err := cr.e.opts.Browser.NewSession(ctx, device, netguard.AllowURL(cr.task.BaseURL))
 	if err != nil {
 		return nil, err
 	}

@@ -140,6 +140,7 @@ func (e *Engine) Try(ctx context.Context, t Tryout) (*TryResult, error) {
 		picked = append(picked, t.Steps[i])
 	}
 	cr.loadSecrets(ctx, picked)
+	defer cr.endHTTP() // the page stays open for the next tryout
 	cctx, cancel := context.WithTimeoutCause(ctx, opts.CaseTimeout, errCaseTimeout)
 	defer cancel()
 	out := &TryResult{Status: duet.StatusPassed, Results: []*duet.StepResult{}}

@@ -86,8 +86,21 @@ func (e *entry) close() {
 // acquire returns the cache entry of a live session of (reg.Owner,
 // reg.ServerKey), connecting when there is none, the cached one died, or the
 // registration changed since it connected. Call release when the call is
-// done.
-func (c *Client) acquire(ctx context.Context, reg *duet.MCPServer) (*entry, error) {
+// done. An operation that may ask a person through a (not nil) gets a
+// session of its own instead, whose OAuth handler asks through a, outside
+// the cache: release closes it.
+func (c *Client) acquire(ctx context.Context, reg *duet.MCPServer, a *Authorizer) (*entry, error) {
+	if a != nil {
+		s, err := c.connect(ctx, reg, a)
+		if err != nil {
+			return nil, err
+		}
+		e := &entry{ready: make(chan struct{}), s: s}
+		close(e.ready)
+		e.inUse.Add(1)
+		e.retired.Store(true)
+		return e, nil
+	}
 	k := sessionKey{reg.Owner, reg.ServerKey}
 	for attempt := 0; ; attempt++ {
 		c.mu.Lock()
@@ -102,7 +115,7 @@ func (c *Client) acquire(ctx context.Context, reg *duet.MCPServer) (*entry, erro
 			e.inUse.Add(1)
 			c.sessions[k] = e
 			c.mu.Unlock()
-			s, err := c.connect(ctx, reg)
+			s, err := c.connect(ctx, reg, nil)
 			e.s, e.err = s, err
 			close(e.ready)
 			if err != nil {
@@ -165,8 +178,10 @@ func (c *Client) drop(k sessionKey, e *entry) {
 // then legacy HTTP+SSE when the endpoint answers a 4xx that says it is not a
 // Streamable HTTP endpoint. A failure is classified, probing the endpoint when
 // needed. Returns MCP_CALL_TIMEOUT, MCP_AUTH_FAILED, MCP_UNREACHABLE,
-// MCP_PROTOCOL_MISMATCH, URL_REFUSED, UNAVAILABLE, INTERNAL.
-func (c *Client) connect(ctx context.Context, reg *duet.MCPServer) (*session, error) {
+// MCP_PROTOCOL_MISMATCH, URL_REFUSED, UNAVAILABLE, INTERNAL. The session's
+// OAuth handler asks a person through a when the server wants a new
+// authorization; a nil a asks nobody.
+func (c *Client) connect(ctx context.Context, reg *duet.MCPServer, a *Authorizer) (*session, error) {
 	sec, ver, err := c.loadSecret(ctx, reg)
 	if err != nil {
 		return nil, err
@@ -203,7 +218,7 @@ func (c *Client) connect(ctx context.Context, reg *duet.MCPServer) (*session, er
 	// it stops noting what they send once the connect is over.
 	obs := &observer{}
 	defer obs.settled.Store(true)
-	s, err := c.dial(withObserver(ctx, obs), reg, hc, oauthHandler(oh), order[0])
+	s, err := c.dial(withObserver(ctx, obs), reg, hc, oauthHandler(oh, a), order[0])
 	if err == nil {
 		return opened(s), nil
 	}
@@ -212,7 +227,7 @@ func (c *Client) connect(ctx context.Context, reg *duet.MCPServer) (*session, er
 		// transport.
 		obs2 := &observer{}
 		defer obs2.settled.Store(true)
-		if s, err2 := c.dial(withObserver(ctx, obs2), reg, hc, oauthHandler(oh), order[1]); err2 == nil {
+		if s, err2 := c.dial(withObserver(ctx, obs2), reg, hc, oauthHandler(oh, a), order[1]); err2 == nil {
 			return opened(s), nil
 		}
 	}
@@ -253,12 +268,13 @@ func (c *Client) dial(ctx context.Context, reg *duet.MCPServer, hc *http.Client,
 	return s, nil
 }
 
-// oauthHandler is h as the SDK takes it: nil (no OAuth) when h is nil.
-func oauthHandler(h *oauthclient.Handler) auth.OAuthHandler {
+// oauthHandler is h as the SDK takes it, asking the person through a (nil:
+// nobody): nil (no OAuth) when h is nil.
+func oauthHandler(h *oauthclient.Handler, a *Authorizer) auth.OAuthHandler {
 	if h == nil {
 		return nil
 	}
-	return h
+	return h.Authorizing(a)
 }
 
 // lifetimeTransport connects t with a context that keeps the values of the

@@ -36,7 +36,13 @@ const resyncAfter = time.Minute
 // MCP_PROTOCOL_MISMATCH, URL_REFUSED, CANCELLED, UNAVAILABLE,
 // CALL_DEPTH_EXCEEDED (the call would be deeper in a chain of Duet calls
 // than Options.MaxCallDepth: nothing is sent).
-func (c *Client) Invoke(ctx context.Context, req duet.InvokeRequest) (res *duet.ToolResult, err error) {
+func (c *Client) Invoke(ctx context.Context, req duet.InvokeRequest) (*duet.ToolResult, error) {
+	return c.invoke(ctx, nil, req)
+}
+
+// invoke is Invoke; its sync and its session may ask a person through a
+// (nil: nobody) when the server wants a new authorization.
+func (c *Client) invoke(ctx context.Context, a *Authorizer, req duet.InvokeRequest) (res *duet.ToolResult, err error) {
 	start := time.Now()
 	if req.TraceID == "" {
 		req.TraceID = duet.NewTraceID()
@@ -80,7 +86,7 @@ func (c *Client) Invoke(ctx context.Context, req duet.InvokeRequest) (res *duet.
 	}
 	if tool == nil {
 		if reg.SyncedAt == nil || time.Since(*reg.SyncedAt) > resyncAfter {
-			synced, serr := c.sync(ctx, reg)
+			synced, serr := c.sync(ctx, a, reg)
 			if serr != nil && reg.SyncedAt == nil {
 				return nil, serr
 			}
@@ -98,7 +104,7 @@ func (c *Client) Invoke(ctx context.Context, req duet.InvokeRequest) (res *duet.
 	}
 	// Scrubbed by call of every credential value the session held or
 	// the call sent (scrub.go).
-	res, resultBytes, err = c.call(withTrace(ctx, req.TraceID), reg, tool, argJSON)
+	res, resultBytes, err = c.call(withTrace(ctx, req.TraceID), a, reg, tool, argJSON)
 	return res, err
 }
 
@@ -115,14 +121,15 @@ func syncedAgo(t *time.Time) string {
 // session, or the tool is annotated read-only or idempotent and the
 // failure was transient. The result and the error come back scrubbed of
 // every credential value the session held or the call sent (scrub.go);
-// an error from opening the session was scrubbed by connect.
-func (c *Client) call(ctx context.Context, reg *duet.MCPServer, tool *duet.MCPTool, argJSON json.RawMessage) (*duet.ToolResult, int, error) {
+// an error from opening the session was scrubbed by connect. The session
+// may ask a person through a (nil: nobody; see acquire).
+func (c *Client) call(ctx context.Context, a *Authorizer, reg *duet.MCPServer, tool *duet.MCPTool, argJSON json.RawMessage) (*duet.ToolResult, int, error) {
 	cctx, cancel := context.WithTimeoutCause(ctx, c.opts.CallTimeout, errCallTimeout)
 	defer cancel()
 	cctx = withParamHeaders(cctx, c.plans.headers(tool.InputSchema, argJSON))
 	k := sessionKey{reg.Owner, reg.ServerKey}
 	for attempt := 0; ; attempt++ {
-		e, err := c.acquire(cctx, reg)
+		e, err := c.acquire(cctx, reg, a)
 		if err != nil {
 			if cctx.Err() != nil && duet.ErrorCode(err) == duet.CodeInternal {
 				err = c.classify(cctx, reg, err, nil)

@@ -35,16 +35,21 @@ func (c *Client) AuthStatus(ctx context.Context, owner, ref string) (*AuthStatus
 
 // Login authorizes Duet to call the owner's OAuth registration ref (name or
 // serverKey) and stores the tokens, sealed, in its credential; calls then use
-// and renew them. For duet.AuthOAuth it runs the authorization code flow with
-// PKCE, asking the person through the [Authorizer] in ctx (see
-// [WithAuthorizer]) and requesting the scopes the server asks for, any it
-// asked for since, and the registered ones; for duet.AuthClientCredentials
-// it runs the client credentials grant. It always authorizes anew, whatever
-// is stored.
+// and renew them. For duet.AuthClientCredentials it runs the client
+// credentials grant. It asks nobody: a registration that needs a person
+// (duet.AuthOAuth) is logged in through [Client.Authorizing]. It always
+// authorizes anew, whatever is stored.
 // Returns NOT_FOUND, INVALID_ARGUMENT (not an OAuth registration, or no
 // Authorizer for the authorization code flow), MCP_AUTH_FAILED, URL_REFUSED,
 // MCP_UNREACHABLE, MCP_CALL_TIMEOUT, CANCELLED, UNAVAILABLE, INTERNAL.
 func (c *Client) Login(ctx context.Context, owner, ref string) (*AuthStatus, error) {
+	return c.login(ctx, nil, owner, ref)
+}
+
+// login is Login; for duet.AuthOAuth it runs the authorization code flow
+// with PKCE, asking the person through a and requesting the scopes the
+// server asks for, any it asked for since, and the registered ones.
+func (c *Client) login(ctx context.Context, a *Authorizer, owner, ref string) (*AuthStatus, error) {
 	reg, err := c.store.FindMCPServer(ctx, owner, ref)
 	if err != nil {
 		return nil, err
@@ -54,7 +59,7 @@ func (c *Client) Login(ctx context.Context, owner, ref string) (*AuthStatus, err
 			"MCP server %s is registered without OAuth; to use OAuth, register it again: `duet server add --as %s --name %s --url %s --auth oauth --replace`",
 			reg.Name, owner, reg.Name, reg.URL)
 	}
-	if reg.Auth == duet.AuthOAuth && oauthclient.AuthorizerFrom(ctx) == nil {
+	if reg.Auth == duet.AuthOAuth && a == nil {
 		return nil, duet.Errorf(duet.CodeInvalidArgument, "authorizing as a person needs someone at a browser: run `duet server login --as %s %s`", owner, reg.Name)
 	}
 	sec, ver, err := c.loadSecret(ctx, reg)
@@ -76,7 +81,7 @@ func (c *Client) Login(ctx context.Context, owner, ref string) (*AuthStatus, err
 		}
 		return nil, duet.WrapError(duet.CodeMCPUnreachable, err, "cannot reach MCP server %s at %s: %s", reg.Name, reg.URL, netReason(err))
 	}
-	status, err := st.Login(ctx, req, resp)
+	status, err := st.Login(ctx, a, req, resp)
 	if err != nil {
 		if e := c.oauthFailure(ctx, reg, err); e != nil {
 			return nil, e

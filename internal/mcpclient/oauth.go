@@ -25,10 +25,38 @@ type AuthStatus = oauthclient.Status
 // 127.0.0.1 (oauthclient.LoopbackListener).
 type LoopbackListener = oauthclient.LoopbackListener
 
-// WithAuthorizer returns ctx carrying a: calls made with it may ask the
-// person (through a) to authorize Duet, or to grant more scopes.
-func WithAuthorizer(ctx context.Context, a *Authorizer) context.Context {
-	return oauthclient.WithAuthorizer(ctx, a)
+// Authorizing returns the operations of c that may ask a person, through
+// a, to authorize Duet or to grant more scopes. The operations of c itself
+// ask nobody: where a server wants the person's authorization they fail
+// with MCP_AUTH_FAILED asking for `duet server login`. A nil a asks nobody
+// either.
+func (c *Client) Authorizing(a *Authorizer) Authorizing { return Authorizing{c, a} }
+
+// Authorizing is a [Client] whose operations may ask a person, through its
+// Authorizer, to authorize Duet or to grant more scopes: Login runs the
+// authorization code flow with it, and the sessions Sync and Invoke open
+// are their own (never the cached ones other calls share), with an OAuth
+// handler that asks through it; they end with the operation.
+type Authorizing struct {
+	c *Client
+	a *Authorizer
+}
+
+// Login is [Client.Login], running the authorization code flow with the
+// person for a duet.AuthOAuth registration.
+func (x Authorizing) Login(ctx context.Context, owner, ref string) (*AuthStatus, error) {
+	return x.c.login(ctx, x.a, owner, ref)
+}
+
+// Sync is [Client.Sync] on a session that may ask the person.
+func (x Authorizing) Sync(ctx context.Context, owner, ref string) (*duet.MCPServer, error) {
+	return x.c.syncRef(ctx, x.a, owner, ref)
+}
+
+// Invoke is [Client.Invoke] on a session of its own that may ask the
+// person.
+func (x Authorizing) Invoke(ctx context.Context, req duet.InvokeRequest) (*duet.ToolResult, error) {
+	return x.c.invoke(ctx, x.a, req)
 }
 
 // ListenLoopback listens on 127.0.0.1:port (0: a free port) for the

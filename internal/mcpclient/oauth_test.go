@@ -78,7 +78,7 @@ func TestOAuthLogin(t *testing.T) {
 		t.Fatalf("Login without an authorizer: got %v, want INVALID_ARGUMENT", err)
 	}
 
-	st, err := e.c.Login(mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover()), "alice", "orders")
+	st, err := e.c.Authorizing(e.c.AutoApprover()).Login(t.Context(), "alice", "orders")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestOAuthRenewal(t *testing.T) {
 	as, url, _ := oauthServer(t, mcptest.AuthOptions{TokenTTL: time.Hour}, mcptest.Protection{})
 	e := newEnv(t)
 	reg := e.registerOAuth(t, "alice", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth})
-	if _, err := e.c.Login(mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover()), "alice", "s"); err != nil {
+	if _, err := e.c.Authorizing(e.c.AutoApprover()).Login(t.Context(), "alice", "s"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.c.Sync(t.Context(), "alice", "s"); err != nil {
@@ -173,8 +173,8 @@ func TestOAuthStepUp(t *testing.T) {
 		mcptest.Protection{Scopes: []string{"mcp:read"}, CallScopes: []string{"mcp:write"}})
 	e := newEnv(t)
 	reg := e.registerOAuth(t, "alice", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth})
-	auto := mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover())
-	if _, err := e.c.Login(auto, "alice", "s"); err != nil {
+	auto := e.c.Authorizing(e.c.AutoApprover())
+	if _, err := auto.Login(t.Context(), "alice", "s"); err != nil {
 		t.Fatal(err)
 	}
 	if got := as.LastAuthorization().Get("scope"); strings.Contains(got, "mcp:write") {
@@ -186,7 +186,7 @@ func TestOAuthStepUp(t *testing.T) {
 	if err != nil || !slices.Contains(st.Wanted, "mcp:write") {
 		t.Fatalf("status: %+v %v", st, err)
 	}
-	if _, err := e.c.Login(auto, "alice", "s"); err != nil {
+	if _, err := auto.Login(t.Context(), "alice", "s"); err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Fields(as.LastAuthorization().Get("scope")); !slices.Contains(got, "mcp:write") || !slices.Contains(got, "mcp:read") {
@@ -199,7 +199,7 @@ func TestOAuthStepUp(t *testing.T) {
 	// In-call step-up, with an Authorizer.
 	e.registerOAuth(t, "bob", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth})
 	before := as.Authorizations.Load()
-	if _, err := e.c.Invoke(auto, duet.InvokeRequest{Executor: "bob", ServerKey: reg.ServerKey, Tool: "add",
+	if _, err := auto.Invoke(t.Context(), duet.InvokeRequest{Executor: "bob", ServerKey: reg.ServerKey, Tool: "add",
 		Arguments: map[string]any{"a": 1, "b": 1}, Source: duet.SourceCLI}); err != nil {
 		t.Fatal(err)
 	}
@@ -215,13 +215,13 @@ func TestOAuthStepUpLimit(t *testing.T) {
 	as, url, _ := oauthServer(t, mcptest.AuthOptions{Withhold: []string{"mcp:admin"}}, mcptest.Protection{CallScopes: []string{"mcp:admin"}})
 	e := newEnv(t)
 	reg := e.registerOAuth(t, "alice", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth})
-	auto := mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover())
-	if _, err := e.c.Sync(auto, "alice", "s"); err != nil {
+	auto := e.c.Authorizing(e.c.AutoApprover())
+	if _, err := auto.Sync(t.Context(), "alice", "s"); err != nil {
 		t.Fatal(err)
 	}
 	var err error
 	for range 5 {
-		_, err = e.c.Invoke(auto, duet.InvokeRequest{Executor: "alice", ServerKey: reg.ServerKey, Tool: "add",
+		_, err = auto.Invoke(t.Context(), duet.InvokeRequest{Executor: "alice", ServerKey: reg.ServerKey, Tool: "add",
 			Arguments: map[string]any{"a": 1, "b": 1}, Source: duet.SourceCLI})
 		if err == nil {
 			t.Fatal("a call succeeded without the scope")
@@ -242,7 +242,7 @@ func TestOAuthPreregistered(t *testing.T) {
 		AuthMethods: []string{"client_secret_basic"}}, mcptest.Protection{})
 	e := newEnv(t)
 	reg := e.registerOAuth(t, "alice", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth, ClientID: "duet-app", ClientSecret: "secret-pre-1", Issuer: as.URL})
-	if _, err := e.c.Sync(mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover()), "alice", "s"); err != nil {
+	if _, err := e.c.Authorizing(e.c.AutoApprover()).Sync(t.Context(), "alice", "s"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.invoke(t, "alice", reg.ServerKey, "add", map[string]any{"a": 1, "b": 1}); err != nil {
@@ -317,11 +317,11 @@ func TestOAuthFailures(t *testing.T) {
 		as, url, _ := oauthServer(t, mcptest.AuthOptions{Deny: true}, mcptest.Protection{})
 		e := newEnv(t)
 		e.registerOAuth(t, "alice", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth})
-		auto := mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover())
-		_, err := e.c.Login(auto, "alice", "s")
+		auto := e.c.Authorizing(e.c.AutoApprover())
+		_, err := auto.Login(t.Context(), "alice", "s")
 		wantCode(t, err, duet.CodeMCPAuthFailed, "access_denied")
 		// A sync (whose handshake the go-sdk tries twice) asks once.
-		_, err = e.c.Sync(auto, "alice", "s")
+		_, err = auto.Sync(t.Context(), "alice", "s")
 		wantCode(t, err, duet.CodeMCPAuthFailed, "access_denied")
 		if got := as.Authorizations.Load(); got != 2 {
 			t.Errorf("authorizations: got %d, want 2 (the login's and the sync's)", got)
@@ -347,7 +347,7 @@ func TestOAuthFailures(t *testing.T) {
 		}
 		_, err := e.c.Sync(t.Context(), "alice", "s")
 		wantCode(t, err, duet.CodeMCPAuthFailed, "--auth oauth")
-		_, err = e.c.Login(mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover()), "alice", "s")
+		_, err = e.c.Authorizing(e.c.AutoApprover()).Login(t.Context(), "alice", "s")
 		wantCode(t, err, duet.CodeInvalidArgument, "--auth oauth")
 	})
 	t.Run("registration", func(t *testing.T) {
@@ -412,7 +412,7 @@ func TestLoopbackLogin(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	st, err := e.c.Login(mcpclient.WithAuthorizer(ctx, ln.Authorizer()), "alice", "s")
+	st, err := e.c.Authorizing(ln.Authorizer()).Login(ctx, "alice", "s")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,7 +430,7 @@ func TestLoopbackLogin(t *testing.T) {
 	defer ln2.Close()
 	short, cancel2 := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel2()
-	_, err = e.c.Login(mcpclient.WithAuthorizer(short, ln2.Authorizer()), "alice", "s")
+	_, err = e.c.Authorizing(ln2.Authorizer()).Login(short, "alice", "s")
 	wantCode(t, err, duet.CodeMCPCallTimeout)
 }
 
@@ -449,7 +449,7 @@ func TestOAuthTokensAfterRotation(t *testing.T) {
 	kr1, _ := vault.NewKeyring(oldKey)
 	e.keys.Store(kr1)
 	reg := e.registerOAuth(t, "alice", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth})
-	if _, err := e.c.Sync(mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover()), "alice", "s"); err != nil {
+	if _, err := e.c.Authorizing(e.c.AutoApprover()).Sync(t.Context(), "alice", "s"); err != nil {
 		t.Fatal(err)
 	}
 	// The session this process keeps open predates the rotation.
@@ -533,12 +533,12 @@ func TestOAuthIssuerBinding(t *testing.T) {
 		url := mcptest.Protected(t, mcptest.NewServer("s", nil), real, mcptest.Protection{Moved: &moved})
 		e := newEnv(t)
 		e.registerOAuth(t, "alice", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth, ClientID: "duet-app"})
-		auto := mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover())
-		if st, err := e.c.Login(auto, "alice", "s"); err != nil || st.Issuer != real.URL {
+		auto := e.c.Authorizing(e.c.AutoApprover())
+		if st, err := auto.Login(t.Context(), "alice", "s"); err != nil || st.Issuer != real.URL {
 			t.Fatalf("login: %+v %v; want the issuer %s pinned", st, err, real.URL)
 		}
 		moved.Store(evil)
-		_, err := e.c.Login(auto, "alice", "s")
+		_, err := auto.Login(t.Context(), "alice", "s")
 		wantCode(t, err, duet.CodeMCPAuthIssuerMismatch, evil.URL, real.URL)
 		if evil.Authorizations.Load() != 0 || evil.LastTokenRequest() != nil {
 			t.Errorf("the other authorization server was asked: %d authorizations, token request %v", evil.Authorizations.Load(), evil.LastTokenRequest())
@@ -551,7 +551,7 @@ func TestOAuthIssuerBinding(t *testing.T) {
 		url := mcptest.Protected(t, mcptest.NewServer("s", nil), named, mcptest.Protection{})
 		e := newEnv(t)
 		e.registerOAuth(t, "alice", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth, ClientID: "duet-app", ClientSecret: "secret-bound-3", Issuer: real.URL + "/"})
-		_, err := e.c.Login(mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover()), "alice", "s")
+		_, err := e.c.Authorizing(e.c.AutoApprover()).Login(t.Context(), "alice", "s")
 		wantCode(t, err, duet.CodeMCPAuthIssuerMismatch, named.URL)
 		if named.Authorizations.Load() != 0 || named.LastTokenRequest() != nil {
 			t.Errorf("the server's authorization server was asked")
@@ -579,7 +579,7 @@ func TestOAuthSecretBoundAtEntry(t *testing.T) {
 	evil := mcptest.NewAuthServer(t, mcptest.AuthOptions{})
 	url := mcptest.Protected(t, mcptest.NewServer("s", nil), evil, mcptest.Protection{})
 	e := newEnv(t)
-	auto := mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover())
+	auto := e.c.Authorizing(e.c.AutoApprover())
 	for i, o := range []*mcpclient.OAuth{
 		{Grant: duet.AuthOAuth, ClientID: "duet-app", ClientSecret: "secret-entry-1"},
 		{Grant: duet.AuthClientCredentials, ClientID: "svc", ClientSecret: "secret-entry-2"},
@@ -592,7 +592,7 @@ func TestOAuthSecretBoundAtEntry(t *testing.T) {
 			!strings.Contains(duet.ErrorMessage(err), "/.well-known/oauth-authorization-server") {
 			t.Errorf("%s without an issuer: got %v, want INVALID_ARGUMENT saying how to find the issuer", o.Grant, err)
 			if err == nil {
-				e.c.Login(auto, owner, "s") // the first authorization goes where the server points
+				auto.Login(t.Context(), owner, "s") // the first authorization goes where the server points
 			}
 		}
 	}
@@ -616,7 +616,7 @@ func TestOAuthRenewalAcrossProcesses(t *testing.T) {
 	as, url, _ := oauthServer(t, mcptest.AuthOptions{TokenTTL: time.Hour}, mcptest.Protection{})
 	e := newEnv(t)
 	reg := e.registerOAuth(t, "alice", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth})
-	if _, err := e.c.Login(mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover()), "alice", "s"); err != nil {
+	if _, err := e.c.Authorizing(e.c.AutoApprover()).Login(t.Context(), "alice", "s"); err != nil {
 		t.Fatal(err)
 	}
 	procs := []*mcpclient.Client{e.c, e.otherProcess(t), e.otherProcess(t)}
@@ -658,7 +658,7 @@ func TestOAuthStepUpLoginWhileServing(t *testing.T) {
 	e := newEnv(t)
 	reg := e.registerOAuth(t, "alice", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth})
 	serve := e.otherProcess(t)
-	if _, err := e.c.Login(mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover()), "alice", "s"); err != nil {
+	if _, err := e.c.Authorizing(e.c.AutoApprover()).Login(t.Context(), "alice", "s"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := serve.Sync(t.Context(), "alice", "s"); err != nil {
@@ -667,7 +667,7 @@ func TestOAuthStepUpLoginWhileServing(t *testing.T) {
 	err := invokeAdd(t.Context(), serve, "alice", reg.ServerKey)
 	wantCode(t, err, duet.CodeMCPAuthFailed, "mcp:write")
 	// alice logs in again from her terminal: the grant now has mcp:write.
-	st, err := e.c.Login(mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover()), "alice", "s")
+	st, err := e.c.Authorizing(e.c.AutoApprover()).Login(t.Context(), "alice", "s")
 	if err != nil || !slices.Contains(st.Scopes, "mcp:write") {
 		t.Fatalf("step-up login: %+v %v", st, err)
 	}
@@ -696,10 +696,10 @@ func TestOAuthRefusedRefreshKeepsNewerGrant(t *testing.T) {
 	loginErr := make(chan error, 1)
 	login = func() {
 		as.RevokeAll() // the old grant ends (revoked by an administrator, say)
-		_, err := terminal.Login(mcpclient.WithAuthorizer(t.Context(), terminal.AutoApprover()), "alice", "s")
+		_, err := terminal.Authorizing(terminal.AutoApprover()).Login(t.Context(), "alice", "s")
 		loginErr <- err
 	}
-	if _, err := e.c.Login(mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover()), "alice", "s"); err != nil {
+	if _, err := e.c.Authorizing(e.c.AutoApprover()).Login(t.Context(), "alice", "s"); err != nil {
 		t.Fatal(err)
 	}
 	if err := invokeAdd(t.Context(), e.c, "alice", reg.ServerKey); err != nil {
@@ -744,7 +744,7 @@ func TestOAuthScopeBounds(t *testing.T) {
 			t.Errorf("the credential changed: %d bytes at version %d, then %d bytes at version %d",
 				len(before.Ciphertext), before.Version, len(after.Ciphertext), after.Version)
 		}
-		_, err := e.c.Login(mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover()), "alice", "s")
+		_, err := e.c.Authorizing(e.c.AutoApprover()).Login(t.Context(), "alice", "s")
 		wantCode(t, err, duet.CodeMCPAuthFailed, "2000 scopes")
 	})
 	t.Run("new scopes every time", func(t *testing.T) {
@@ -815,7 +815,7 @@ func TestOAuthUnadvertisedIss(t *testing.T) {
 	_, url, _ := oauthServer(t, mcptest.AuthOptions{UnadvertisedIss: true}, mcptest.Protection{})
 	e := newEnv(t)
 	e.registerOAuth(t, "alice", "s", url, &mcpclient.OAuth{Grant: duet.AuthOAuth})
-	if _, err := e.c.Login(mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover()), "alice", "s"); err != nil {
+	if _, err := e.c.Authorizing(e.c.AutoApprover()).Login(t.Context(), "alice", "s"); err != nil {
 		t.Fatal(err)
 	}
 }

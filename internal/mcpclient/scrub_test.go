@@ -138,7 +138,7 @@ func TestInvokeScrubsEchoedCredentials(t *testing.T) {
 		u := mcptest.Protected(t, mcptest.EchoServer(), as, mcptest.Protection{})
 		e := newEnv(t)
 		reg := e.registerOAuth(t, "alice", "s", u, &mcpclient.OAuth{Grant: duet.AuthOAuth})
-		if _, err := e.c.Login(mcpclient.WithAuthorizer(t.Context(), e.c.AutoApprover()), "alice", "s"); err != nil {
+		if _, err := e.c.Authorizing(e.c.AutoApprover()).Login(t.Context(), "alice", "s"); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := e.c.Sync(t.Context(), "alice", "s"); err != nil {

@@ -25,6 +25,12 @@ const maxPages = 10000
 // connection: MCP_CALL_TIMEOUT, MCP_AUTH_FAILED, MCP_UNREACHABLE,
 // MCP_PROTOCOL_MISMATCH, URL_REFUSED, CALL_DEPTH_EXCEEDED.
 func (c *Client) Sync(ctx context.Context, owner, ref string) (*duet.MCPServer, error) {
+	return c.syncRef(ctx, nil, owner, ref)
+}
+
+// syncRef is Sync; its session may ask a person through a (nil: nobody)
+// when the server wants a new authorization.
+func (c *Client) syncRef(ctx context.Context, a *Authorizer, owner, ref string) (*duet.MCPServer, error) {
 	reg, err := c.store.FindMCPServer(ctx, owner, ref)
 	if err != nil {
 		return nil, err
@@ -32,17 +38,17 @@ func (c *Client) Sync(ctx context.Context, owner, ref string) (*duet.MCPServer, 
 	if _, err := calldepth.Next(ctx, c.opts.MaxCallDepth); err != nil {
 		return nil, err
 	}
-	return c.sync(ctx, reg)
+	return c.sync(ctx, a, reg)
 }
 
 // sync archives reg's catalog, retrying once on a new connection when the
 // first attempt failed in a way a retry may cure (tools/list is safe to
-// repeat).
-func (c *Client) sync(ctx context.Context, reg *duet.MCPServer) (*duet.MCPServer, error) {
-	cat, err := c.fetchCatalog(ctx, reg)
+// repeat). Its sessions may ask a person through a (nil: nobody).
+func (c *Client) sync(ctx context.Context, a *Authorizer, reg *duet.MCPServer) (*duet.MCPServer, error) {
+	cat, err := c.fetchCatalog(ctx, a, reg)
 	if err != nil && retryable(err) && ctx.Err() == nil {
 		c.log.DebugContext(ctx, "retrying catalog sync", "server", reg.ServerKey, "owner", reg.Owner, "code", duet.ErrorCode(err))
-		cat, err = c.fetchCatalog(ctx, reg)
+		cat, err = c.fetchCatalog(ctx, a, reg)
 	}
 	if err != nil {
 		return nil, err
@@ -75,10 +81,11 @@ func retryable(err error) bool {
 }
 
 // fetchCatalog opens a fresh session (not the cached one, so that no list
-// cache answers) and walks tools/list.
-func (c *Client) fetchCatalog(ctx context.Context, reg *duet.MCPServer) (*duet.MCPCatalog, error) {
+// cache answers) and walks tools/list; the session may ask a person
+// through a (nil: nobody).
+func (c *Client) fetchCatalog(ctx context.Context, a *Authorizer, reg *duet.MCPServer) (*duet.MCPCatalog, error) {
 	cctx, cancel := context.WithTimeoutCause(ctx, c.opts.CallTimeout, errCallTimeout)
-	s, err := c.connect(cctx, reg)
+	s, err := c.connect(cctx, reg, a)
 	cancel()
 	if err != nil {
 		return nil, err
@@ -226,7 +233,7 @@ func (c *Client) scheduleResync(k sessionKey) {
 		if err != nil {
 			return
 		}
-		if _, err := c.sync(ctx, reg); err != nil {
+		if _, err := c.sync(ctx, nil, reg); err != nil {
 			c.log.WarnContext(ctx, "re-syncing an MCP catalog after tools/list_changed", "server", k.serverKey, "owner", k.owner,
 				"code", duet.ErrorCode(err), "err", duet.ErrorMessage(err))
 		}

@@ -23,9 +23,9 @@
 // allowed anyway (setting DUET_NET_ALLOW; never the metadata or unspecified
 // addresses); [Policy.Self] names the addresses Duet itself listens on, which
 // are always refused, as is the public address clients reach it by
-// ([Self.AddURL], refused by name); and [AllowURL] marks a context under
-// which the host and port of one URL — the base URL of the task under test —
-// may be loopback or private. [Policy.Client] is the HTTP client of http steps: every request and
+// ([Self.AddURL], refused by name); and [Policy.Allowing] makes a policy for
+// one task under which the host and port of its base URL ([AllowURL]) may be
+// loopback or private. [Policy.Client] is the HTTP client of http steps: every request and
 // every redirect hop is checked before it is sent, and every connection when
 // it is dialled. [Policy.CheckURL] checks a URL the same way for callers that
 // do not dial themselves, such as a browser.
@@ -72,6 +72,9 @@ type Policy struct {
 	// test cannot call Duet's own API with the privileges of the machine,
 	// nor Duet be an MCP server of itself. Nil means none.
 	Self *Self
+
+	// scope lets its destinations be loopback or private (Allowing).
+	scope Allowance
 }
 
 // class is a kind of refused destination.
@@ -128,8 +131,8 @@ func (p Policy) CheckIP(ip netip.Addr) error {
 }
 
 // check is CheckIP; scoped says that the destination was named by a URL that
-// the context allows (AllowURL), which lets loopback and private addresses
-// through.
+// the policy's allowance names (Allowing), which lets loopback and private
+// addresses through.
 func (p Policy) check(ip netip.Addr, scoped bool) error {
 	if !ip.IsValid() {
 		return refusal("destination is not a valid IP address", ip)
@@ -274,8 +277,16 @@ func (p Policy) control(network, address string, scoped bool) error {
 // Dialer returns a copy of base whose connections are checked by
 // [Policy.Control]; a Control or ControlContext hook already in base runs
 // after the check. A nil base means a dialer with a 30-second timeout and
-// 30-second keep-alive, like http.DefaultTransport's.
+// 30-second keep-alive, like http.DefaultTransport's. The dialer judges the
+// address it reaches only: p's allowance, which names destinations as URLs
+// do, applies to [Policy.DialContext] and [Policy.Transport].
 func (p Policy) Dialer(base *net.Dialer) *net.Dialer {
+	return p.dialer(base, false)
+}
+
+// dialer is Dialer; scoped lets loopback and private addresses through for
+// a destination p's allowance names.
+func (p Policy) dialer(base *net.Dialer, scoped bool) *net.Dialer {
 	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	if base != nil {
 		c := *base
@@ -284,7 +295,7 @@ func (p Policy) Dialer(base *net.Dialer) *net.Dialer {
 	next, nextCtx := d.Control, d.ControlContext
 	d.Control = nil
 	d.ControlContext = func(ctx context.Context, network, address string, c syscall.RawConn) error {
-		if err := p.control(network, address, ctx.Value(scopedKey{}) != nil); err != nil {
+		if err := p.control(network, address, scoped); err != nil {
 			return err
 		}
 		switch {
@@ -299,27 +310,29 @@ func (p Policy) Dialer(base *net.Dialer) *net.Dialer {
 }
 
 // DialContext connects like net.Dialer.DialContext with [Policy.Dialer](nil).
-// When ctx allows address (its host:port, as named, see [AllowURL]), loopback
-// and private addresses are allowed for this connection. A refused
-// destination fails with an error that wraps a CodeURLRefused *duet.Error
-// (use duet.ErrorCode or errors.As).
+// When p's allowance names address (its host:port, as named, see
+// [Policy.Allowing]), loopback and private addresses are allowed for this
+// connection. A refused destination fails with an error that wraps a
+// CodeURLRefused *duet.Error (use duet.ErrorCode or errors.As).
 func (p Policy) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
-	return p.dial(p.Dialer(nil))(ctx, network, address)
+	return p.dial(nil)(ctx, network, address)
 }
 
-// dial returns a DialContext over d that marks the dial scoped when ctx
-// allows the address as it is named (before name resolution).
-func (p Policy) dial(d *net.Dialer) func(ctx context.Context, network, address string) (net.Conn, error) {
+// dial returns a DialContext over copies of base that lets loopback and
+// private addresses through when p's allowance names the address as it is
+// named (before name resolution).
+func (p Policy) dial(base *net.Dialer) func(ctx context.Context, network, address string) (net.Conn, error) {
+	plain, scoped := p.dialer(base, false), p.dialer(base, true)
 	return func(ctx context.Context, network, address string) (net.Conn, error) {
 		// Duet's own public name is refused as named, at every connection:
 		// the addresses it resolves to may front other services too.
 		if err := p.Self.checkName(address); err != nil {
 			return nil, err
 		}
-		if scopeOf(ctx).has(address) {
-			ctx = context.WithValue(ctx, scopedKey{}, true)
+		if p.scope.has(address) {
+			return scoped.DialContext(ctx, network, address)
 		}
-		return d.DialContext(ctx, network, address)
+		return plain.DialContext(ctx, network, address)
 	}
 }
 
@@ -350,6 +363,6 @@ func (p Policy) Transport(base *http.Transport) *http.Transport {
 	t.Dial = nil    //lint:ignore SA1019 cleared on purpose, see above
 	t.DialTLS = nil //lint:ignore SA1019 cleared on purpose, see above
 	t.DialTLSContext = nil
-	t.DialContext = p.dial(p.Dialer(nil))
+	t.DialContext = p.dial(nil)
 	return t
 }

@@ -217,65 +217,77 @@ func (s *Self) isLocal(ip netip.Addr) bool {
 	return false
 }
 
-// scope is the set of destinations ("host:port", lower case) that a context
-// allows to be loopback or private.
-type scope []string
+// Allowance is the set of destinations — host and port as a URL names
+// them, before name resolution — that a [Policy] lets be loopback or
+// private addresses: the base URL of the task under test. It is given to
+// the guard explicitly ([Policy.Allowing]) by whoever opens the client, the
+// transport or the browser session of the task; nothing reads it from a
+// context. The zero value allows nothing more.
+type Allowance struct {
+	hosts []string // "host:port", lower case
+}
 
-type scopeKey struct{}
+// AllowURL returns the allowance of the host and port of each rawURL (the
+// scheme's default port when it has none). The metadata, link-local and
+// unspecified addresses and Duet's own address stay refused whatever it
+// allows. Empty and malformed URLs allow nothing.
+func AllowURL(rawURLs ...string) Allowance {
+	var a Allowance
+	for _, raw := range rawURLs {
+		a = a.with(raw)
+	}
+	return a
+}
 
-// scopedKey marks a dial whose destination the context allowed by name.
-type scopedKey struct{}
-
-// AllowURL returns a context under which the host and port of rawURL (the
-// scheme's default port when it has none) may be loopback or private
-// addresses — the base URL of the task under test. The metadata, link-local
-// and unspecified addresses and Duet's own address stay refused. An empty or
-// malformed rawURL returns ctx unchanged.
-func AllowURL(ctx context.Context, rawURL string) context.Context {
+// with returns a allowing the host and port of rawURL too.
+func (a Allowance) with(rawURL string) Allowance {
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Host == "" {
-		return ctx
+		return a
 	}
 	hp := hostPort(u)
-	if hp == "" {
-		return ctx
+	if hp == "" || a.has(hp) {
+		return a
 	}
-	old := scopeOf(ctx)
-	if old.has(hp) {
-		return ctx
+	return Allowance{hosts: append(a.hosts[:len(a.hosts):len(a.hosts)], hp)}
+}
+
+// Join returns the allowance of a's destinations and b's.
+func (a Allowance) Join(b Allowance) Allowance {
+	for _, hp := range b.hosts {
+		if !a.has(hp) {
+			a.hosts = append(a.hosts[:len(a.hosts):len(a.hosts)], hp)
+		}
 	}
-	return context.WithValue(ctx, scopeKey{}, append(old[:len(old):len(old)], hp))
+	return a
 }
 
-// AllowedURLs returns the host:port destinations that ctx allows (see
-// AllowURL), for a caller that carries them to another goroutine.
-func AllowedURLs(ctx context.Context) []string {
-	return append([]string(nil), scopeOf(ctx)...)
-}
+// IsZero reports whether a allows nothing.
+func (a Allowance) IsZero() bool { return len(a.hosts) == 0 }
 
-// WithAllowed returns ctx allowing the host:port destinations of hosts, as
-// returned by AllowedURLs.
-func WithAllowed(ctx context.Context, hosts []string) context.Context {
-	if len(hosts) == 0 {
-		return ctx
-	}
-	old := scopeOf(ctx)
-	return context.WithValue(ctx, scopeKey{}, append(old[:len(old):len(old)], hosts...))
-}
+// String lists the destinations a allows ("host:port", comma-separated),
+// for logs.
+func (a Allowance) String() string { return strings.Join(a.hosts, ",") }
 
-func scopeOf(ctx context.Context) scope {
-	s, _ := ctx.Value(scopeKey{}).(scope)
-	return s
-}
-
-func (s scope) has(hostport string) bool {
+func (a Allowance) has(hostport string) bool {
 	hostport = strings.ToLower(hostport)
-	for _, h := range s {
+	for _, h := range a.hosts {
 		if h == hostport {
 			return true
 		}
 	}
 	return false
+}
+
+// Allowing returns a copy of p that also lets the destinations of a (see
+// [Allowance]) be loopback or private addresses: its checks, its dialers,
+// transports and clients. A client, transport or dialer made from it keeps
+// the allowance for every request and connection, whatever their context;
+// make one for each task (case, browser session) that has one, and none
+// that outlives it.
+func (p Policy) Allowing(a Allowance) Policy {
+	p.scope = p.scope.Join(a)
+	return p
 }
 
 // hostPort returns "host:port" of u in lower case, with the scheme's default
@@ -298,9 +310,10 @@ func hostPort(u *url.URL) string {
 // CheckURL checks the destination of rawURL before a request that the caller
 // does not dial itself (a browser navigation) or before reusing a
 // connection: the scheme must be http or https, and every address its host
-// resolves to must be allowed (loopback and private ones too when ctx allows
-// the URL, see AllowURL). A host name that does not resolve is not refused
-// here: the request itself fails. Returns a CodeURLRefused *duet.Error.
+// resolves to must be allowed (loopback and private ones too when
+// p's allowance names the URL, see [Policy.Allowing]). A host name that does
+// not resolve is not refused here: the request itself fails. ctx bounds the
+// name resolution. Returns a CodeURLRefused *duet.Error.
 func (p Policy) CheckURL(ctx context.Context, rawURL string) error {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -324,7 +337,7 @@ func (p Policy) checkURL(ctx context.Context, u *url.URL) error {
 	if err := p.Self.checkName(hp); err != nil {
 		return err
 	}
-	scoped := scopeOf(ctx).has(hp)
+	scoped := p.scope.has(hp)
 	var addrs []netip.Addr
 	if a, err := netip.ParseAddr(host); err == nil {
 		addrs = []netip.Addr{a}
@@ -425,10 +438,11 @@ func legacyIPv4(host string) (netip.Addr, bool) {
 // Client returns an HTTP client for requests whose URLs come from users (the
 // http steps of a test): its transport is [Policy.Transport](nil), and before
 // each request — the first and every redirect hop — the URL is checked with
-// [Policy.CheckURL], so that neither a redirect nor a kept-alive connection
-// opened under another context's allowance reaches a refused address. It
-// follows at most 10 redirects, like http.DefaultClient. Refusals fail the
-// request with an error that wraps a CodeURLRefused *duet.Error.
+// [Policy.CheckURL], so that no redirect reaches a refused address. Its
+// transport is its own: a client made from [Policy.Allowing] for one task
+// shares no connection with another task's. It follows at most 10
+// redirects, like http.DefaultClient. Refusals fail the request with an
+// error that wraps a CodeURLRefused *duet.Error.
 func (p Policy) Client() *http.Client {
 	return &http.Client{Transport: &guarded{p: p, next: p.Transport(nil)}}
 }

@@ -116,8 +116,10 @@ func TestClient(t *testing.T) {
 	t.Parallel()
 	base := newSite(t, nil)
 	other := newSite(t, nil)
-	c := netguard.Policy{}.Client()
-	ctx := netguard.AllowURL(t.Context(), base.URL)
+	// The allowance is the client's, made for the task: the requests'
+	// contexts carry nothing.
+	c := netguard.Policy{}.Allowing(netguard.AllowURL(base.URL)).Client()
+	ctx := t.Context()
 	port := portOf(t, base)
 
 	if err := get(ctx, c, base.URL+"/api"); err != nil {
@@ -143,9 +145,8 @@ func TestClient(t *testing.T) {
 	if n := other.hits.Load(); n != 0 {
 		t.Errorf("the other loopback site got %d requests, want none", n)
 	}
-	// Without the allowance, the base URL host is loopback like any other;
-	// a connection kept alive from the allowed request must not carry it.
-	if err := get(t.Context(), c, base.URL+"/again"); duet.ErrorCode(err) != duet.CodeURLRefused {
+	// Without the allowance, the base URL host is loopback like any other.
+	if err := get(t.Context(), netguard.Policy{}.Client(), base.URL+"/again"); duet.ErrorCode(err) != duet.CodeURLRefused {
 		t.Errorf("the base URL host without the task's allowance: got %v, want URL_REFUSED", err)
 	}
 	if n := base.hits.Load(); n != 1 {
@@ -170,8 +171,8 @@ func TestClientRedirects(t *testing.T) {
 		}
 		io.WriteString(w, "landed")
 	})
-	c := netguard.Policy{}.Client()
-	ctx := netguard.AllowURL(t.Context(), base.URL)
+	c := netguard.Policy{}.Allowing(netguard.AllowURL(base.URL)).Client()
+	ctx := t.Context()
 	for path := range hops {
 		err := get(ctx, c, base.URL+path)
 		if path == "/to-self" {
@@ -206,10 +207,9 @@ func TestSelf(t *testing.T) {
 	for _, tt := range tests {
 		self := &netguard.Self{}
 		self.Add(tt.listen)
-		c := netguard.Policy{AllowLoopback: true, AllowPrivate: true, Self: self}.Client()
+		p := netguard.Policy{AllowLoopback: true, AllowPrivate: true, Self: self}
 		for _, u := range tt.urls {
-			ctx := netguard.AllowURL(t.Context(), u)
-			err := get(ctx, c, u+"/mcp/http")
+			err := get(t.Context(), p.Allowing(netguard.AllowURL(u)).Client(), u+"/mcp/http")
 			if duet.ErrorCode(err) != duet.CodeURLRefused || !strings.Contains(duet.ErrorMessage(err), "Duet's own address") {
 				t.Errorf("listening on %s, GET %s: got %v, want URL_REFUSED naming Duet's own address", tt.listen, u, err)
 			}
@@ -271,8 +271,8 @@ func TestSelfPublicURL(t *testing.T) {
 
 func TestCheckURL(t *testing.T) {
 	t.Parallel()
-	p := netguard.Policy{}
-	ctx := netguard.AllowURL(t.Context(), "http://127.0.0.1:8431/shop")
+	strict := netguard.Policy{}
+	p := strict.Allowing(netguard.AllowURL("http://127.0.0.1:8431/shop"))
 	for u, ok := range map[string]bool{
 		"http://127.0.0.1:8431/order?x=1": true,
 		"http://127.0.0.1:8432/":          false,
@@ -284,16 +284,21 @@ func TestCheckURL(t *testing.T) {
 		"file:///etc/passwd":              false,
 		"http://169.254.169.254./":        false,
 	} {
-		err := p.CheckURL(ctx, u)
+		err := p.CheckURL(t.Context(), u)
 		if (err == nil) != ok || (err != nil && duet.ErrorCode(err) != duet.CodeURLRefused) {
 			t.Errorf("CheckURL(%s): got %v, want allowed=%v", u, err, ok)
 		}
 	}
-	if got := netguard.AllowedURLs(ctx); len(got) != 1 || got[0] != "127.0.0.1:8431" {
-		t.Errorf("AllowedURLs: got %v", got)
+	// The allowance is p's: the policy it was made from allows nothing
+	// more, and allowances join.
+	if err := strict.CheckURL(t.Context(), "http://127.0.0.1:8431/"); duet.ErrorCode(err) != duet.CodeURLRefused {
+		t.Errorf("the policy without the allowance: got %v, want URL_REFUSED", err)
 	}
-	moved := netguard.WithAllowed(context.Background(), netguard.AllowedURLs(ctx))
-	if err := p.CheckURL(moved, "http://127.0.0.1:8431/"); err != nil {
-		t.Errorf("the allowance carried to another context: %v", err)
+	both := strict.Allowing(netguard.AllowURL("http://127.0.0.1:8431/")).Allowing(netguard.AllowURL("http://localhost:8432/"))
+	if got := netguard.AllowURL("http://127.0.0.1:8431/", "http://LOCALHOST:8432/x", "not a url", "").String(); got != "127.0.0.1:8431,localhost:8432" {
+		t.Errorf("AllowURL: got %q", got)
+	}
+	if err := both.CheckURL(t.Context(), "http://127.0.0.1:8431/"); err != nil {
+		t.Errorf("the first of two allowances: %v", err)
 	}
 }

@@ -9,7 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"golang.org/x/oauth2"
 
 	"github.com/duet-test/duet"
 )
@@ -17,12 +19,46 @@ import (
 // Authorize is called by the transport when the server answered 401 or 403.
 // In order: a challenge naming absurd scopes is refused; a token newer than
 // the one the request carried (another session or process got it) is simply
-// used; a 401 with a refresh token renews; otherwise Duet authorizes again:
-// the client credentials grant, or the authorization code flow when the
-// context carries an [Authorizer] — within limits. Without an Authorizer it
-// fails asking for `duet server login`, remembering the scopes the server
-// asked for.
+// used; a 401 with a refresh token renews; otherwise Duet authorizes again,
+// within limits: the client credentials grant, or the enterprise grant. h
+// asks nobody: where the authorization code flow is needed it fails asking
+// for `duet server login`, remembering the scopes the server asked for (the
+// handler of [Handler.Authorizing] asks the person instead).
 func (st *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
+	return st.answer(ctx, nil, req, resp)
+}
+
+// Authorizing returns h as the auth.OAuthHandler of a session opened for
+// one operation that may ask a person, through a, to authorize Duet or to
+// grant more scopes: where h's Authorize fails asking for `duet server
+// login`, its Authorize runs the authorization code flow with a. It holds
+// a for the session's life: give it only to a session that ends with the
+// operation. A nil a returns h.
+func (st *Handler) Authorizing(a *Authorizer) auth.OAuthHandler {
+	if a == nil {
+		return st
+	}
+	return authorizing{st, a}
+}
+
+// authorizing is a Handler whose authorizations may ask a person through a.
+type authorizing struct {
+	h *Handler
+	a *Authorizer
+}
+
+var _ auth.OAuthHandler = authorizing{}
+
+func (x authorizing) TokenSource(ctx context.Context) (oauth2.TokenSource, error) {
+	return x.h.TokenSource(ctx)
+}
+
+func (x authorizing) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
+	return x.h.answer(ctx, x.a, req, resp)
+}
+
+// answer is Authorize, asking the person through a (nil: nobody).
+func (st *Handler) answer(ctx context.Context, a *Authorizer, req *http.Request, resp *http.Response) error {
 	defer resp.Body.Close()
 	challenges, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("Www-Authenticate"))
 	scopes := challengeScopes(challenges)
@@ -38,7 +74,7 @@ func (st *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.
 	if err := st.withinLimits(now); err != nil {
 		return err
 	}
-	err := st.authorize(ctx, req, resp, challenges, scopes)
+	err := st.authorize(ctx, a, req, resp, challenges, scopes)
 	var fe *flowError
 	if errors.As(err, &fe) && ctx.Err() == nil {
 		st.failed, st.failedAt = err, now
@@ -107,8 +143,9 @@ func (st *Handler) withinLimits(now time.Time) error {
 // (Login always tries).
 const retryFailedAfter = 10 * time.Second
 
-// authorize obtains a new token. The caller holds authMu.
-func (st *Handler) authorize(ctx context.Context, req *http.Request, resp *http.Response, challenges []oauthex.Challenge, scopes []string) error {
+// authorize obtains a new token, asking the person through a (nil: nobody)
+// for the authorization code flow. The caller holds authMu.
+func (st *Handler) authorize(ctx context.Context, a *Authorizer, req *http.Request, resp *http.Response, challenges []oauthex.Challenge, scopes []string) error {
 	st.mu.Lock()
 	grant, granted, want := st.sec.Grant, st.grantedLocked(), st.sec.Want
 	unbound := st.sec.checkBound()
@@ -116,7 +153,6 @@ func (st *Handler) authorize(ctx context.Context, req *http.Request, resp *http.
 	if unbound != nil {
 		return unbound
 	}
-	a := AuthorizerFrom(ctx)
 	if grant == duet.AuthOAuth && a == nil {
 		return st.loginRequired(ctx, want, scopes)
 	}

@@ -20,29 +20,17 @@ import (
 )
 
 // An Authorizer shows a person the authorization server's page and brings
-// back its answer: the authorization code flow needs one. Put it in the
-// context of a call with [WithAuthorizer]; without one, a call that needs the
-// person's authorization fails with MCP_AUTH_FAILED asking them to run
-// `duet server login`.
+// back its answer: the authorization code flow needs one. It is given to
+// the operation that may ask the person, explicitly: [Handler.Login], or
+// [Handler.Authorizing] for the session an operation opens. Without one, an
+// operation that needs the person's authorization fails with
+// MCP_AUTH_FAILED asking them to run `duet server login`.
 type Authorizer struct {
 	// RedirectURL is where the authorization server sends the browser back.
 	RedirectURL string
 	// Fetch directs the person to the authorization URL and returns the code
 	// and state the authorization server redirected back with.
 	Fetch auth.AuthorizationCodeFetcher
-}
-
-type authorizerKey struct{}
-
-// WithAuthorizer returns ctx carrying a: calls made with it may ask the
-// person (through a) to authorize Duet, or to grant more scopes.
-func WithAuthorizer(ctx context.Context, a *Authorizer) context.Context {
-	return context.WithValue(ctx, authorizerKey{}, a)
-}
-
-func AuthorizerFrom(ctx context.Context) *Authorizer {
-	a, _ := ctx.Value(authorizerKey{}).(*Authorizer)
-	return a
 }
 
 // AutoApprover returns an Authorizer for authorization servers that approve

@@ -101,17 +101,18 @@ func (st *Handler) Values() []string {
 }
 
 // Login authorizes anew, whatever is stored, answering the server's
-// challenge resp to req (its 401 or 403): the authorization code flow with
-// the [Authorizer] in ctx, or the grant of a machine identity. It returns
-// the status afterwards.
-func (st *Handler) Login(ctx context.Context, req *http.Request, resp *http.Response) (*Status, error) {
+// challenge resp to req (its 401 or 403): the authorization code flow,
+// asking the person through a (nil: nobody can be asked, and the flow
+// fails asking for `duet server login`), or the grant of a machine
+// identity. It returns the status afterwards.
+func (st *Handler) Login(ctx context.Context, a *Authorizer, req *http.Request, resp *http.Response) (*Status, error) {
 	challenges, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("Www-Authenticate"))
 	scopes := challengeScopes(challenges)
 	if err := checkChallenge(scopes); err != nil {
 		return nil, err
 	}
 	st.authMu.Lock()
-	err := st.authorize(ctx, req, resp, challenges, scopes)
+	err := st.authorize(ctx, a, req, resp, challenges, scopes)
 	if err == nil {
 		st.failed = nil
 	}

@@ -30,7 +30,7 @@ func TestOAuthGuard(t *testing.T) {
 		Options{HTTP: guarded(netguard.Policy{})})
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, reg.URL, nil)
 	resp := &http.Response{StatusCode: http.StatusUnauthorized, Header: http.Header{}, Body: http.NoBody}
-	err := st.authorize(t.Context(), req, resp, nil, nil)
+	err := st.authorize(t.Context(), nil, req, resp, nil, nil)
 	if err == nil {
 		t.Fatal("the grant reached a loopback authorization server the policy refuses")
 	}

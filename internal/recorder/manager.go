@@ -15,10 +15,9 @@ import (
 
 // Opener opens a browser session for device ("" the desktop default), as a
 // run's case opens one: through the same driver (local Chromium, a remote
-// browser, a phone) and network guard. ctx carries the destinations the
-// guard allows (netguard.AllowURL of the task's base URL); close ends the
-// session.
-type Opener func(ctx context.Context, device string) (s *browser.Session, close func(), err error)
+// browser, a phone) and network guard, which lets allow's destinations
+// (the task's base URL) be loopback or private; close ends the session.
+type Opener func(ctx context.Context, device string, allow netguard.Allowance) (s *browser.Session, close func(), err error)
 
 // Runner runs steps of a case on the page of a live session as a run
 // does, keeping nothing (the app: engine.Engine.Try with the session as
@@ -137,7 +136,7 @@ func (m *Manager) Start(ctx context.Context, st Start) (*Live, error) {
 	}()
 	// The session outlives the request that starts it; the guard's
 	// allowance is the task's base URL, as in a run.
-	s, closeFn, err := m.o.Open(netguard.AllowURL(context.WithoutCancel(ctx), st.BaseURL), st.Device)
+	s, closeFn, err := m.o.Open(context.WithoutCancel(ctx), st.Device, netguard.AllowURL(st.BaseURL))
 	if err != nil {
 		return nil, err
 	}

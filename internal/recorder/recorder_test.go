@@ -15,6 +15,7 @@ import (
 	"github.com/duet-test/duet/internal/browser"
 	"github.com/duet-test/duet/internal/compiler"
 	"github.com/duet-test/duet/internal/engine"
+	"github.com/duet-test/duet/internal/netguard"
 	. "github.com/duet-test/duet/internal/recorder"
 	"github.com/duet-test/duet/internal/sample"
 	"github.com/duet-test/duet/internal/sqlite"
@@ -49,12 +50,12 @@ func pool(t *testing.T) *browser.Pool {
 
 // opener opens sessions of p, as the app's driver does.
 func opener(p *browser.Pool) Opener {
-	return func(ctx context.Context, device string) (*browser.Session, func(), error) {
+	return func(ctx context.Context, device string, allow netguard.Allowance) (*browser.Session, func(), error) {
 		d, err := browser.DeviceByName(device)
 		if err != nil {
 			return nil, nil, err
 		}
-		s, err := p.NewSession(ctx, d)
+		s, err := p.NewSession(ctx, d, allow)
 		if err != nil {
 			return nil, nil, err
 		}

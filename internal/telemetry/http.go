@@ -133,6 +133,14 @@ func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
+// CloseIdleConnections closes the idle connections of the transport it
+// decorates (http.Client.CloseIdleConnections reaches it through this).
+func (rt roundTripper) CloseIdleConnections() {
+	if c, ok := rt.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
 // LLMTransport decorates the LLM client's transport: requests by status
 // class, and the tokens the provider reports in the response's usage.
 func (t *Telemetry) LLMTransport(base http.RoundTripper) http.RoundTripper {

@@ -15,6 +15,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/duet-test/duet"
+
+	"github.com/duet-test/duet/internal/netguard"
 )
 
 func readFile(t *testing.T, name string) []byte {
@@ -224,7 +226,7 @@ func TestRealADB(t *testing.T) {
 		t.Errorf("Forward to a phone that is not attached: got %v, want adb's \"device not found\"", err)
 	}
 	d := New(Options{ADB: a})
-	_, err = d.NewSession(ctx, "android:any")
+	_, err = d.NewSession(ctx, "android:any", netguard.Allowance{})
 	if duet.ErrorCode(err) != duet.CodeBrowserUnavailable || !strings.Contains(duet.ErrorMessage(err), "no Android device is attached") ||
 		!strings.Contains(duet.ErrorMessage(err), "duet device list") {
 		t.Errorf("android:any without a phone: got %v, want BROWSER_UNAVAILABLE saying what to do", err)
@@ -239,7 +241,7 @@ func TestMissingADB(t *testing.T) {
 		!strings.Contains(duet.ErrorMessage(err), "DUET_ADB_PATH") {
 		t.Errorf("a missing adb: got %v, want BROWSER_UNAVAILABLE with the install hint", err)
 	}
-	_, err = New(Options{ADB: a}).NewSession(t.Context(), "android:R58M1234ABC")
+	_, err = New(Options{ADB: a}).NewSession(t.Context(), "android:R58M1234ABC", netguard.Allowance{})
 	if duet.ErrorCode(err) != duet.CodeBrowserUnavailable {
 		t.Errorf("NewSession with a missing adb: got %v", err)
 	}

@@ -116,15 +116,16 @@ func (s *Session) Close() { s.once.Do(s.close) }
 // NewSession holds a phone — the one of name ("android:SERIAL"), or the
 // first free ready one ("android:any") — forwards its Chrome DevTools socket,
 // and opens a fresh tab. When the phones it may use are all held, it waits
-// for one until ctx ends. ctx may carry the base URL allowance of the
-// network guard (netguard.AllowURL).
+// for one until ctx ends. allow is what the network guard lets the
+// session's navigations find on loopback or private addresses (the task's
+// base URL, see browser.Pool.NewSession).
 //
 // Errors: CodeInvalidArgument for a bad name; CodeBrowserUnavailable when adb
 // is missing, no phone is attached, the phone is not ready (unauthorized,
 // offline...) or Chrome does not open its DevTools socket, each with what to
 // do; CodeTimeout or CodeCancelled when ctx ends while every phone is in
 // use; the codes of browser.Pool.NewSession otherwise.
-func (d *Driver) NewSession(ctx context.Context, name string) (*Session, error) {
+func (d *Driver) NewSession(ctx context.Context, name string, allow netguard.Allowance) (*Session, error) {
 	serial, err := ParseTarget(name)
 	if err != nil {
 		return nil, err
@@ -135,7 +136,7 @@ func (d *Driver) NewSession(ctx context.Context, name string) (*Session, error) 
 		return nil, err
 	}
 	hb := d.heartbeat(Prefix+dev.Serial, holder)
-	s, err := d.open(ctx, dev)
+	s, err := d.open(ctx, dev, allow)
 	if err != nil {
 		hb.stop()
 		return nil, err
@@ -315,7 +316,7 @@ func candidates(devs []Device, serial string) ([]Device, error) {
 
 // open forwards the phone's DevTools socket, attaches and opens a tab. The
 // session's close function closes the tab and removes the forward.
-func (d *Driver) open(ctx context.Context, dev Device) (*Session, error) {
+func (d *Driver) open(ctx context.Context, dev Device, allow netguard.Allowance) (*Session, error) {
 	port, err := d.adb.Forward(ctx, dev.Serial)
 	if err != nil {
 		if notFound(err) {
@@ -340,7 +341,7 @@ func (d *Driver) open(ctx context.Context, dev Device) (*Session, error) {
 		MaxBrowsers: 1, MaxContextsPerBrowser: 1,
 		Guard: d.opts.Guard, DefaultTimeout: d.opts.DefaultTimeout, Logger: d.log,
 	})
-	bs, err := d.attach(ctx, pool, dev)
+	bs, err := d.attach(ctx, pool, dev, allow)
 	if err != nil {
 		pool.Close()
 		unforward()
@@ -357,8 +358,8 @@ func (d *Driver) open(ctx context.Context, dev Device) (*Session, error) {
 
 // attach opens a tab; when Chrome is not running (nothing answers on the
 // forwarded socket), it starts Chrome and tries again for a while.
-func (d *Driver) attach(ctx context.Context, pool *browser.Pool, dev Device) (*browser.Session, error) {
-	s, err := pool.NewSession(ctx, browser.Device{})
+func (d *Driver) attach(ctx context.Context, pool *browser.Pool, dev Device, allow netguard.Allowance) (*browser.Session, error) {
+	s, err := pool.NewSession(ctx, browser.Device{}, allow)
 	if err == nil || duet.ErrorCode(err) != duet.CodeBrowserUnavailable {
 		return s, err
 	}
@@ -368,7 +369,7 @@ func (d *Driver) attach(ctx context.Context, pool *browser.Pool, dev Device) (*b
 	}
 	deadline := time.Now().Add(d.opts.ChromeStart)
 	for {
-		s, err = pool.NewSession(ctx, browser.Device{})
+		s, err = pool.NewSession(ctx, browser.Device{}, allow)
 		if err == nil || duet.ErrorCode(err) != duet.CodeBrowserUnavailable || time.Now().After(deadline) || ctx.Err() != nil {
 			break
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/browser"
 	"github.com/duet-test/duet/internal/browser/chromiumtest"
+	"github.com/duet-test/duet/internal/netguard"
 	"github.com/duet-test/duet/internal/sqlite"
 )
 
@@ -139,7 +140,7 @@ func TestDriver(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 
-	s, err := a.NewSession(ctx, "android:R58M1234ABC")
+	s, err := a.NewSession(ctx, "android:R58M1234ABC", netguard.Allowance{})
 	if err != nil {
 		t.Fatalf("NewSession: %v", err)
 	}
@@ -165,7 +166,7 @@ func TestDriver(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	for _, name := range []string{"android:R58M1234ABC", "android:any"} {
 		wctx, wcancel := context.WithTimeout(ctx, 4*time.Second) // a loaded machine may take a second for adb
-		stray, err := b.NewSession(wctx, name)
+		stray, err := b.NewSession(wctx, name, netguard.Allowance{})
 		wcancel()
 		if err == nil {
 			stray.Close()
@@ -189,7 +190,7 @@ func TestDriver(t *testing.T) {
 	}
 
 	// The phone is back: the other process gets it at once.
-	s2, err := b.NewSession(ctx, "android:any")
+	s2, err := b.NewSession(ctx, "android:any", netguard.Allowance{})
 	if err != nil {
 		t.Fatalf("NewSession after the release: %v", err)
 	}
@@ -222,7 +223,7 @@ func TestDriverCrashedHolder(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	start := time.Now()
-	s, err := d.NewSession(ctx, "android:any")
+	s, err := d.NewSession(ctx, "android:any", netguard.Allowance{})
 	if err != nil {
 		t.Fatalf("NewSession after the crashed holder's lease expired: %v", err)
 	}
@@ -250,13 +251,13 @@ func TestDriverErrors(t *testing.T) {
 		"android:ABCDEF1234":   "udev rule",
 		"android:R58M":         "not attached",
 	} {
-		_, err := d.NewSession(t.Context(), name)
+		_, err := d.NewSession(t.Context(), name, netguard.Allowance{})
 		if duet.ErrorCode(err) != duet.CodeBrowserUnavailable || !strings.Contains(duet.ErrorMessage(err), want) {
 			t.Errorf("%s: got %v, want BROWSER_UNAVAILABLE containing %q", name, err, want)
 		}
 	}
 	// The phone vanishes between the list and the forward.
-	_, err := d.NewSession(t.Context(), "android:R58M1234ABC")
+	_, err := d.NewSession(t.Context(), "android:R58M1234ABC", netguard.Allowance{})
 	if duet.ErrorCode(err) != duet.CodeDeviceLost {
 		t.Errorf("a phone gone before the forward: got %v, want DEVICE_LOST", err)
 	}

@@ -92,10 +92,12 @@ type Router struct {
 }
 
 // Session opens a session on the browser of device and returns it with
-// the function that ends it (and frees its phone, for a phone). Returns
+// the function that ends it (and frees its phone, for a phone); allow is
+// what the network guard lets its navigations find on loopback or private
+// addresses (the task's base URL). Returns
 // INVALID_ARGUMENT for a device name Parse refuses, BROWSER_UNAVAILABLE
 // when its driver is not available, and the driver's errors.
-func (r *Router) Session(ctx context.Context, device string) (*browser.Session, func(), error) {
+func (r *Router) Session(ctx context.Context, device string, allow netguard.Allowance) (*browser.Session, func(), error) {
 	d, err := Parse(device)
 	if err != nil {
 		return nil, nil, err
@@ -104,7 +106,7 @@ func (r *Router) Session(ctx context.Context, device string) (*browser.Session, 
 		if r.Android == nil {
 			return nil, nil, duet.Errorf(duet.CodeBrowserUnavailable, "Android phones are not available in this process")
 		}
-		s, err := r.Android.NewSession(ctx, android.Prefix+d.Android)
+		s, err := r.Android.NewSession(ctx, android.Prefix+d.Android, allow)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -120,7 +122,7 @@ func (r *Router) Session(ctx context.Context, device string) (*browser.Session, 
 			return nil, nil, err
 		}
 	}
-	s, err := pool.NewSession(ctx, preset)
+	s, err := pool.NewSession(ctx, preset, allow)
 	if err != nil {
 		return nil, nil, err
 	}

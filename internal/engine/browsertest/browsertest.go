@@ -24,6 +24,7 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/engine"
+	"github.com/duet-test/duet/internal/netguard"
 	"github.com/duet-test/duet/internal/step"
 )
 
@@ -79,7 +80,7 @@ func (ck *checker) ctx(t *testing.T) context.Context {
 // session opens a session on device that closes when the test ends.
 func (ck *checker) session(t *testing.T, device string) engine.BrowserSession {
 	t.Helper()
-	s, err := ck.b.NewSession(ck.ctx(t), device)
+	s, err := ck.b.NewSession(ck.ctx(t), device, netguard.Allowance{})
 	if err != nil {
 		t.Fatalf("NewSession(%q): %v", device, err)
 	}
@@ -274,7 +275,7 @@ func (ck *checker) isolation(t *testing.T) {
 }
 
 func (ck *checker) devices(t *testing.T) {
-	_, err := ck.b.NewSession(ck.ctx(t), "no-such-device")
+	_, err := ck.b.NewSession(ck.ctx(t), "no-such-device", netguard.Allowance{})
 	wantCode(t, "NewSession of an unknown device", err, duet.CodeInvalidArgument)
 	for name, width := range ck.opts.Devices {
 		t.Run(name, func(t *testing.T) {
@@ -289,7 +290,7 @@ func (ck *checker) devices(t *testing.T) {
 }
 
 func (ck *checker) close(t *testing.T) {
-	s, err := ck.b.NewSession(ck.ctx(t), "")
+	s, err := ck.b.NewSession(ck.ctx(t), "", netguard.Allowance{})
 	if err != nil {
 		t.Fatal(err)
 	}
