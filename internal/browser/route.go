@@ -128,6 +128,7 @@ type netState struct {
 	reqs         []*netRequest
 	byID         map[network.RequestID]*netRequest
 	unlogged     int
+	unpaired     int           // early requests the Network domain may still report (pairLocked)
 	changed      chan struct{} // closed and replaced when the log changes
 }
 
@@ -247,6 +248,7 @@ func (n *netState) logEarly(tctx context.Context, ev *fetch.EventRequestPaused) 
 		return
 	}
 	n.reqs = append(n.reqs, &netRequest{tab: tctx, url: ev.Request.URL, method: ev.Request.Method, early: true, interception: ev.RequestID})
+	n.unpaired++
 	n.notifyLocked()
 }
 
@@ -257,9 +259,15 @@ func (n *netState) logEarly(tctx context.Context, ev *fetch.EventRequestPaused) 
 // A request the page's renderer prepared before it took Network.enable
 // and sent after pauses without a network id, and is reported too.
 func (n *netState) pairLocked(tctx context.Context, url, method string, early bool) *netRequest {
+	if early && n.unpaired == 0 {
+		return nil
+	}
 	for _, r := range n.reqs {
 		if r.tab == tctx && !r.paired && r.early == early && (!early || r.id == "") && r.url == url && r.method == method {
 			r.paired = true
+			if early {
+				n.unpaired--
+			}
 			return r
 		}
 	}
