@@ -80,7 +80,11 @@ func (s *Session) judge(tctx context.Context, ev fetch.EventRequestPaused, main 
 
 // continueRequest lets a paused request go on as it is.
 func (s *Session) continueRequest(ctx context.Context, ev fetch.EventRequestPaused) {
-	_, err := chromedp.Call(ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
+	p := fetch.ContinueRequestParams{RequestID: ev.RequestID}
+	if s.net.wantsResponse(ev.RequestID) {
+		p.InterceptResponse = new(true) // an early request of a popup (hold.go): its body is kept
+	}
+	_, err := chromedp.Call(ctx, fetch.ContinueRequest, p)
 	if err != nil && s.ctx.Err() == nil {
 		s.pool.log.Debug("browser: cannot continue a request", "err", err)
 	}

@@ -10,8 +10,11 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto"
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/cdp/jsonv2"
+	"github.com/chromedp/cdproto/css"
 	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/network"
 	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
@@ -25,8 +28,9 @@ import (
 // new page at its start (Target.setAutoAttach with waitForDebuggerOnStart,
 // at the browser's level) and lets it run only when it is ready: a page
 // that a session's tab opened becomes a tab of that session first (its
-// own protocol session with the Fetch handler of the guard and the routes
-// on), and only then runs; any other page runs at once.
+// own protocol session with the request log, and the Fetch handler of the
+// guard and the routes, on), and only then runs; any other page runs at
+// once.
 //
 // A held page waits on the session the browser auto-attached for it, and
 // only a command on that session lets it run; and a page that has not run
@@ -36,8 +40,9 @@ import (
 // handle on the connection to the browser: a relay of the pipes of a local
 // browser (hold_unix.go), a wrapper of the WebSocket of a remote one
 // (remote.go). Through it go a few commands of the pool, in between
-// chromedp's — the Fetch.enable of the tab's session while chromedp's
-// attach waits, then the Runtime.runIfWaitingForDebugger of the held one —
+// chromedp's — the Network.enable and Fetch.enable of the tab's session
+// while chromedp's attach waits, then the Runtime.runIfWaitingForDebugger
+// of the held one —
 // and the replies to them come back to the pool, not to chromedp.
 
 // holder is the pool's handle on the connection to one browser.
@@ -47,8 +52,10 @@ type holder struct {
 	next  int64                          // under mu: ids of the messages sent here
 
 	rmu     sync.Mutex
-	replies map[int64]chan *cdproto.Message     // under rmu: the calls waiting for their reply
-	attach  map[target.ID]chan target.SessionID // under rmu: adoptions waiting for their session
+	replies map[int64]chan *cdproto.Message                         // under rmu: the calls waiting for their reply
+	attach  map[target.ID]chan target.SessionID                     // under rmu: adoptions waiting for their session
+	early   map[target.SessionID]func(ev *fetch.EventRequestPaused) // under rmu: the sessions whose early requests are watched (watchEarly)
+	nearly  atomic.Int32                                            // len(early): the reader looks for paused requests only when > 0
 
 	// holding is true once the browser holds new pages; set before the
 	// process takes sessions.
@@ -111,8 +118,13 @@ func (h *holder) call(ctx context.Context, sid target.SessionID, method string, 
 }
 
 // deliver hands a reply to the call that waits for it; it reports whether
-// m answers a message of the holder (which chromedp must not see).
+// m answers a message of the holder (which chromedp must not see). The
+// reader calls it with every message of the connection, in their order.
 func (h *holder) deliver(m *cdproto.Message) bool {
+	if m.Method == cdproto.MethodType(fetch.RequestPaused.Method) {
+		h.paused(m)
+		return false
+	}
 	if m.ID < heldIDs || m.Method != "" {
 		return false
 	}
@@ -125,6 +137,64 @@ func (h *holder) deliver(m *cdproto.Message) bool {
 		ch <- &c
 	}
 	return true
+}
+
+// watchEarly hands fn each request paused on the session sid (a held
+// popup's, adoptHeld), as the connection brings them, until chromedp sends
+// CSS.enable on sid or endEarly ends the watch.
+//
+// The page's renderer reports the requests it sends only once it has taken
+// Network.enable, and the Fetch handler pauses them all; a request paused
+// without a network id is one the Network domain does not report. Until
+// CSS.enable, that is a request of the page; from then on, it may also be
+// a load of the CSS domain's own (the page's document again, from the
+// cache), which cannot leave before the command does.
+func (h *holder) watchEarly(sid target.SessionID, fn func(ev *fetch.EventRequestPaused)) {
+	h.rmu.Lock()
+	defer h.rmu.Unlock()
+	if h.early == nil {
+		h.early = map[target.SessionID]func(ev *fetch.EventRequestPaused){}
+	}
+	h.early[sid] = fn
+	h.nearly.Store(int32(len(h.early)))
+}
+
+// sending notes a command of chromedp's before it leaves: CSS.enable ends
+// the watch of the early requests of its session.
+func (h *holder) sending(method cdproto.MethodType, sid target.SessionID) {
+	if h.nearly.Load() > 0 && method == css.CommandEnable {
+		h.endEarly(sid)
+	}
+}
+
+// endEarly ends the watch of the early requests of sid.
+func (h *holder) endEarly(sid target.SessionID) {
+	h.rmu.Lock()
+	defer h.rmu.Unlock()
+	h.endEarlyLocked(sid)
+}
+
+func (h *holder) endEarlyLocked(sid target.SessionID) {
+	delete(h.early, sid)
+	h.nearly.Store(int32(len(h.early)))
+}
+
+// paused hands the request paused of the event m to the watch of its
+// session, if any.
+func (h *holder) paused(m *cdproto.Message) {
+	if h.nearly.Load() == 0 {
+		return
+	}
+	h.rmu.Lock()
+	fn := h.early[m.SessionID]
+	h.rmu.Unlock()
+	if fn == nil {
+		return
+	}
+	var ev fetch.EventRequestPaused
+	if err := jsonv2.Unmarshal(m.Params, &ev, chromedp.DefaultUnmarshalOptions); err == nil && ev.Request != nil {
+		fn(&ev)
+	}
 }
 
 // resume lets the held page of the auto-attached session sid run.
@@ -294,10 +364,23 @@ func (s *Session) adopt(tb *tab, h *holder, held target.SessionID) {
 
 // adoptHeld attaches to the held popup tb. A page that has not run cannot
 // answer chromedp's attach (it evaluates a script in the page), so the
-// attach goes on while the holder enables the network log and the Fetch
-// handler on chromedp's new session of the page; the handlers are the
-// session's listeners from its first message. Then the page runs, the
-// attach ends, and the tab gets the session's emulation.
+// attach goes on while the holder enables the Network domain (the request
+// log) and the Fetch handler on chromedp's new session of the page; the
+// handlers are the session's listeners from its first message. Then the
+// page runs, the attach ends, and the tab gets the session's emulation.
+//
+// The request log is the Network domain's, enabled before the page runs:
+// it reports the page's document, and each request the page's renderer
+// sends once it has taken the command. A page with no renderer yet (a
+// link's target=_blank page) takes it only once its document is in, and
+// its script may call before: the Fetch handler pauses every request of
+// the page until the attach is done, and one paused without a network id
+// is logged from there (watchEarly, logEarly) with its response's body
+// (keepEarlyResponse). Not after chromedp's CSS.enable: the CSS domain
+// then loads the page's document again from the cache (type Other, no
+// network id, nothing reaches the server), which is no request of the
+// page — a second pause of the popup's document, with another
+// interception id, after its script has run.
 func (s *Session) adoptHeld(ctx context.Context, tb *tab, h *holder, held target.SessionID) error {
 	ctxs := newContexts()
 	var (
@@ -307,7 +390,7 @@ func (s *Session) adoptHeld(ctx context.Context, tb *tab, h *holder, held target
 	)
 	listen := func(ev any) { // set before the attach starts
 		log(ev)
-		if e, ok := ev.(*fetch.EventRequestPaused); ok && judge != nil {
+		if e, ok := ev.(*fetch.EventRequestPaused); ok {
 			judge(e)
 		}
 	}
@@ -316,11 +399,8 @@ func (s *Session) adoptHeld(ctx context.Context, tb *tab, h *holder, held target
 	tctx, tcancel := chromedp.NewContext(s.ctx, chromedp.WithTargetID(tb.id), chromedp.WithListener(ctxs.listen), chromedp.WithListener(listen))
 	s.net.watch(tctx)
 	log = s.net.logger(tctx)
-	guarded := s.pool.opts.Guard != nil || s.shared || s.net.routing()
-	if guarded {
-		s.net.startIntercepting(tctx)
-		judge = s.judgeIn(tctx, string(tb.id))
-	}
+	s.net.startIntercepting(tctx)
+	judge = s.judgeIn(tctx, string(tb.id))
 	// The first Do binds the life of the tab to tctx; ctx bounds the wait.
 	stop := context.AfterFunc(ctx, tcancel)
 	done := make(chan error, 1)
@@ -342,10 +422,27 @@ func (s *Session) adoptHeld(ctx context.Context, tb *tab, h *holder, held target
 	case <-ctx.Done():
 		return fail(fmt.Errorf("attach to the new tab: %w", ctx.Err()))
 	}
-	if guarded {
-		if err := h.call(ctx, sid, fetch.CommandEnable, s.net.fetchParams()); err != nil {
-			return fail(err)
+	// The page's renderer answers Network.enable and reports the requests
+	// it sends from then on. A page that has not run may have none yet (a
+	// link's target=_blank page): its renderer starts with its document
+	// and takes the command only once the document is in (the browser
+	// keeps a frame's commands while it navigates), when the page's
+	// script may have sent its first calls. So the command is not waited
+	// for, and until the attach is done every request of the page pauses
+	// in the Fetch handler: one that the Network domain does not report
+	// (no network id) is logged from there (watchEarly).
+	h.watchEarly(sid, func(ev *fetch.EventRequestPaused) {
+		if ev.NetworkID == "" {
+			s.net.logEarly(tctx, ev)
 		}
+	})
+	defer h.endEarly(sid)
+	if _, err := h.send(sid, network.CommandEnable, network.EnableParams{}, nil); err != nil {
+		return fail(err)
+	}
+	all := fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*", RequestStage: fetch.RequestStageRequest}}}
+	if err := h.call(ctx, sid, fetch.CommandEnable, all); err != nil {
+		return fail(err)
 	}
 	if err := h.resume(held); err != nil {
 		return fail(err)
@@ -384,6 +481,11 @@ func (s *Session) setUpTab(ctx, tctx context.Context, tcancel context.CancelFunc
 	acts := []chromedp.Action[chromedp.Void]{}
 	if s.pool.opts.Remote == nil || !s.pool.opts.Remote.Real {
 		acts = emulate(s.device)
+	}
+	if tb.ready != nil && s.pool.opts.Guard == nil && !s.shared && !s.net.routing() {
+		// A held popup paused every request until its page's renderer
+		// reported them (adoptHeld); nothing pauses them now.
+		acts = append(acts, command(fetch.Disable, cdp.Empty{}))
 	}
 	s.mu.Lock()
 	acts = append(acts, s.emulationActs(s.emulated, &duet.Emulation{Geolocation: s.emulated.Geolocation, Locale: s.emulated.Locale, Timezone: s.emulated.Timezone, ColorScheme: s.emulated.ColorScheme})...)

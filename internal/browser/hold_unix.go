@@ -104,6 +104,7 @@ func (h *holder) pumpCommands(from, to *os.File, children ...*os.File) {
 			closeAll(children...)
 		}
 		if len(msg) > 0 {
+			h.sendingRaw(msg)
 			h.mu.Lock()
 			_, werr := to.Write(msg)
 			h.mu.Unlock()
@@ -136,10 +137,25 @@ func (h *holder) pumpEvents(from, to *os.File) {
 	}
 }
 
+// sendingRaw tells h of chromedp's command msg before it leaves
+// (sending); only a CSS.enable is decoded, and only while h watches early
+// requests.
+func (h *holder) sendingRaw(msg []byte) {
+	if h.nearly.Load() == 0 || !bytes.Contains(msg, []byte(`"CSS.enable"`)) {
+		return
+	}
+	var m cdproto.Message
+	if jsonv2.Unmarshal(bytes.TrimSuffix(msg, []byte{0}), &m, chromedp.DefaultUnmarshalOptions) == nil {
+		h.sending(m.Method, m.SessionID)
+	}
+}
+
 // deliverRaw delivers msg when it is a reply to a command of h. A reply is
-// a short message without a method; only those are decoded.
+// a short message without a method; only those are decoded, and the
+// paused requests while h watches early ones (watchEarly).
 func (h *holder) deliverRaw(msg []byte) bool {
-	if len(msg) > 4096 || bytes.Contains(msg, []byte(`"method"`)) {
+	early := h.nearly.Load() > 0 && bytes.Contains(msg, []byte(`"Fetch.requestPaused"`))
+	if !early && (len(msg) > 4096 || bytes.Contains(msg, []byte(`"method"`))) {
 		return false
 	}
 	var m cdproto.Message

@@ -312,3 +312,98 @@ func TestPopupFromAFrameGuarded(t *testing.T) {
 		t.Errorf("the refused server saw the first request of the frame's popup %d times", n)
 	}
 }
+
+// TestPopupFirstRequestsLogged: the requests a popup's page sends as it
+// loads — its document, the API call of its script — are each in the
+// session's request log once, as the page sent them, and WaitForResponse
+// returns the call's response with its body: when a link with
+// target=_blank rel=noopener opens the popup (a page with no renderer
+// until its document is in, whose first call may leave before the renderer
+// reports requests) and the server answers, and when window.open does
+// under a route that mocks the call (the Fetch handler then pauses every
+// request: the page's, and the document's second load from the cache that
+// the CSS domain makes once chromedp attaches, which is not the page's).
+// (The popup's first requests left before the Network domain of its tab
+// was enabled: the log had neither, and the call's body was lost.)
+func TestPopupFirstRequestsLogged(t *testing.T) {
+	t.Parallel()
+	requireChromium(t)
+	ways := []struct {
+		name, opener, from string
+		route              bool
+	}{
+		{name: "noopener", opener: `<a id="open" href="/popup" target="_blank" rel="noopener">Open</a>`, from: "the server"},
+		{name: "window.open routed", opener: `<button id="open" onclick="window.open('/popup')">Open</button>`, from: "the route", route: true},
+	}
+	for name, pool := range popupPools(t) {
+		for _, way := range ways {
+			t.Run(name+"/"+way.name, func(t *testing.T) {
+				t.Parallel()
+				var siteHits hits
+				site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					siteHits.add(r.URL.Path)
+					switch r.URL.Path {
+					case "/":
+						w.Header().Set("Content-Type", "text/html; charset=utf-8")
+						fmt.Fprint(w, `<!doctype html><title>Opener</title>`+way.opener)
+					case "/popup":
+						w.Header().Set("Content-Type", "text/html; charset=utf-8")
+						fmt.Fprint(w, `<!doctype html><title>Popup</title><p id="first">waiting</p>
+<script>fetch('/api/first').then(r => r.json()).then(j => { document.getElementById('first').textContent = j.from })</script>`)
+					case "/api/first":
+						w.Header().Set("Content-Type", "application/json")
+						fmt.Fprint(w, `{"from": "the server"}`)
+					default:
+						http.NotFound(w, r)
+					}
+				}))
+				t.Cleanup(site.Close)
+				p := pool(t)
+				ctx := testCtx(t, 60*time.Second)
+				s, err := p.NewSession(netguard.AllowURL(ctx, site.URL), Device{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(s.Close)
+				if err := s.Open(ctx, site.URL+"/"); err != nil {
+					t.Fatal(err)
+				}
+				if way.route {
+					err = s.AddRoute(ctx, Route{URL: regexp.MustCompile(`^.*/api/first$`), Fulfil: true,
+						Headers: map[string]string{"Content-Type": "application/json"}, Body: []byte(`{"from": "the route"}`)})
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := s.Click(ctx, "#open"); err != nil {
+					t.Fatal(err)
+				}
+				if n, err := s.WaitForPopup(ctx); err != nil || n != 2 {
+					t.Fatalf("WaitForPopup: %d, %v", n, err)
+				}
+				if err := s.WaitFor(ctx, WaitCondition{Selector: "#first", Text: way.from}); err != nil {
+					t.Fatalf("the popup's first call: %v", err)
+				}
+
+				wctx := testCtx(t, 10*time.Second)
+				res, err := s.WaitForResponse(wctx, RequestFilter{URL: regexp.MustCompile(`/api/first$`)})
+				if want := `{"from": "` + way.from + `"}`; err != nil {
+					t.Errorf("WaitForResponse of the popup's first call: %v", err)
+				} else if res.Status != http.StatusOK || string(res.Body) != want {
+					t.Errorf("WaitForResponse: got %d %q, want 200 %q", res.Status, res.Body, want)
+				}
+				for path, want := range map[string][]string{
+					"/popup":     {"GET " + site.URL + "/popup"},
+					"/api/first": {"GET " + site.URL + "/api/first"},
+				} {
+					if got, _ := s.Requests(RequestFilter{URL: regexp.MustCompile(regexp.QuoteMeta(path) + "$")}); !slices.Equal(got, want) {
+						t.Errorf("the request log of %s: got %q, want %q (the server saw it %d times)", path, got, want, siteHits.of(path))
+					}
+				}
+				if n, want := siteHits.of("/api/first"), map[bool]int{true: 0, false: 1}[way.route]; n != want {
+					t.Errorf("the server saw the popup's first call %d times, want %d", n, want)
+				}
+			})
+		}
+	}
+}

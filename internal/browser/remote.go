@@ -428,6 +428,12 @@ func (c heldConn) Read(ctx context.Context, msg *cdproto.Message) error {
 	}
 }
 
+// Write sends chromedp's message msg, which the holder sees first.
+func (c heldConn) Write(ctx context.Context, msg *cdproto.Message) error {
+	c.hold.sending(msg.Method, msg.SessionID)
+	return c.Conn.Write(ctx, msg)
+}
+
 // Wait waits until the connection is closed.
 func (a *dialer) Wait() { a.wg.Wait() }
 

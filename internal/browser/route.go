@@ -101,6 +101,15 @@ type netRequest struct {
 	done     bool // the body has arrived, or loading failed
 	failed   bool
 	consumed bool // a WaitForResponse returned it
+	early    bool // logged from the Fetch handler (logEarly); id "" until its response
+	paired   bool // a popup's early request seen both by the Fetch handler and the Network domain
+
+	// An early request: its interception id, and its response's body,
+	// which the Network domain does not keep for it, taken in the Fetch
+	// handler (keepResponse).
+	interception fetch.RequestID
+	body         []byte
+	hasBody      bool
 }
 
 // route is a Route of the session, with what is left of its Times.
@@ -119,6 +128,7 @@ type netState struct {
 	reqs         []*netRequest
 	byID         map[network.RequestID]*netRequest
 	unlogged     int
+	unpaired     int           // early requests the Network domain may still report (pairLocked)
 	changed      chan struct{} // closed and replaced when the log changes
 }
 
@@ -181,6 +191,11 @@ func (n *netState) logger(tctx context.Context) func(ev any) {
 				old.status, old.headers, old.mime, old.done = int(e.RedirectResponse.Status), e.RedirectResponse.Headers, e.RedirectResponse.MimeType, true
 				old.id = ""
 			}
+			if r := n.pairLocked(tctx, e.Request.URL, e.Request.Method, true); r != nil {
+				r.id = e.RequestID
+				n.byID[e.RequestID] = r
+				return
+			}
 			if len(n.reqs) >= MaxLoggedRequests {
 				n.unlogged++
 				return
@@ -189,7 +204,11 @@ func (n *netState) logger(tctx context.Context) func(ev any) {
 			n.reqs = append(n.reqs, r)
 			n.byID[e.RequestID] = r
 		case *network.EventResponseReceived:
-			if r := n.byID[e.RequestID]; r != nil && r.id != "" && e.Response != nil {
+			r := n.byID[e.RequestID]
+			if r == nil && e.Response != nil {
+				r = n.claimLocked(tctx, e.RequestID, e.Response.URL)
+			}
+			if r != nil && r.id != "" && e.Response != nil {
 				r.status, r.headers, r.mime = int(e.Response.Status), e.Response.Headers, e.Response.MimeType
 			}
 		case *network.EventLoadingFinished:
@@ -205,6 +224,124 @@ func (n *netState) logger(tctx context.Context) func(ev any) {
 		}
 		n.notifyLocked()
 	}
+}
+
+// logEarly logs a request of the tab of tctx that the Fetch handler paused
+// and the Network domain does not report: its page sent it before its
+// renderer took Network.enable (hold.go). The domain reports its response,
+// under an id the log learns then (claimLocked).
+func (n *netState) logEarly(tctx context.Context, ev *fetch.EventRequestPaused) {
+	if ev.ResponseStatusCode != 0 || ev.ResponseErrorReason != "" {
+		return // its response, paused to keep its body (keepEarlyResponse)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.earlyLocked(ev.RequestID) != nil {
+		return
+	}
+	if r := n.pairLocked(tctx, ev.Request.URL, ev.Request.Method, false); r != nil {
+		r.early, r.interception = true, ev.RequestID
+		return
+	}
+	if len(n.reqs) >= MaxLoggedRequests {
+		n.unlogged++
+		return
+	}
+	n.reqs = append(n.reqs, &netRequest{tab: tctx, url: ev.Request.URL, method: ev.Request.Method, early: true, interception: ev.RequestID})
+	n.unpaired++
+	n.notifyLocked()
+}
+
+// pairLocked finds the request of the tab of tctx to url with method that
+// the other side logged and did not pair yet, and pairs it: one the Fetch
+// handler logged early (early true, from the Network domain's report), or
+// one the Network domain reported (from the Fetch handler's early pause).
+// A request the page's renderer prepared before it took Network.enable
+// and sent after pauses without a network id, and is reported too.
+func (n *netState) pairLocked(tctx context.Context, url, method string, early bool) *netRequest {
+	if early && n.unpaired == 0 {
+		return nil
+	}
+	for _, r := range n.reqs {
+		if r.tab == tctx && !r.paired && r.early == early && (!early || r.id == "") && r.url == url && r.method == method {
+			r.paired = true
+			if early {
+				n.unpaired--
+			}
+			return r
+		}
+	}
+	return nil
+}
+
+// earlyLocked returns the early request of the interception id, or nil.
+func (n *netState) earlyLocked(id fetch.RequestID) *netRequest {
+	for i := len(n.reqs) - 1; i >= 0; i-- {
+		if r := n.reqs[i]; r.early && r.interception == id {
+			return r
+		}
+	}
+	return nil
+}
+
+// wantsResponse reports whether the paused request id is an early one
+// whose response the Fetch handler must pause too, to keep its body.
+func (n *netState) wantsResponse(id fetch.RequestID) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	r := n.earlyLocked(id)
+	return r != nil && !r.hasBody
+}
+
+// keepResponse keeps the response of the early request of the
+// interception id: what WaitForResponse returns for it.
+func (n *netState) keepResponse(id fetch.RequestID, status int, headers []*fetch.HeaderEntry, body []byte) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	r := n.earlyLocked(id)
+	if r == nil {
+		return
+	}
+	r.status, r.headers, r.body, r.hasBody, r.done = status, network.Headers{}, body, true, true
+	for _, h := range headers {
+		r.headers[h.Name] = h.Value
+		if strings.EqualFold(h.Name, "Content-Type") {
+			r.mime, _, _ = strings.Cut(h.Value, ";")
+			r.mime = strings.TrimSpace(r.mime)
+		}
+	}
+	n.notifyLocked()
+}
+
+// keepEarlyResponse keeps the body of the response of an early request
+// paused at its response (continueRequest asked for the pause), and lets
+// the response go on.
+func (s *Session) keepEarlyResponse(tctx context.Context, ev fetch.EventRequestPaused) {
+	ctx, cancel := context.WithTimeout(tctx, 15*time.Second)
+	defer cancel()
+	if ev.ResponseErrorReason == "" && (ev.ResponseStatusCode < 300 || ev.ResponseStatusCode >= 400) {
+		if res, err := chromedp.Call(ctx, fetch.GetResponseBody, fetch.GetResponseBodyParams{RequestID: ev.RequestID}); err == nil {
+			s.net.keepResponse(ev.RequestID, int(ev.ResponseStatusCode), ev.ResponseHeaders, res.Body)
+		}
+	}
+	_, err := chromedp.Call(ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
+	if err != nil && s.ctx.Err() == nil {
+		s.pool.log.Debug("browser: cannot continue a response", "err", err)
+	}
+}
+
+// claimLocked gives the id of a response the log has no request for to
+// the first request of the tab of tctx to url that logEarly logged and
+// that has no response yet; nil when there is none.
+func (n *netState) claimLocked(tctx context.Context, id network.RequestID, url string) *netRequest {
+	for _, r := range n.reqs {
+		if r.early && r.id == "" && !r.done && r.tab == tctx && r.url == url {
+			r.id = id
+			n.byID[id] = r
+			return r
+		}
+	}
+	return nil
 }
 
 // intercept starts the Fetch handler of the tab of tctx (once per tab) and
@@ -261,6 +398,10 @@ func (n *netState) fetchParams() fetch.EnableParams {
 // or a route's delay does not hold the others.
 func (s *Session) judgeIn(tctx context.Context, mainFrame string) func(ev *fetch.EventRequestPaused) {
 	return func(ev *fetch.EventRequestPaused) {
+		if ev.ResponseStatusCode != 0 || ev.ResponseErrorReason != "" {
+			s.dialogs.Go(func() { s.keepEarlyResponse(tctx, *ev) })
+			return
+		}
 		s.dialogs.Go(func() { s.judge(tctx, *ev, string(ev.FrameID) == mainFrame) })
 	}
 }
@@ -376,6 +517,9 @@ func (s *Session) routeRequest(ctx context.Context, ev fetch.EventRequestPaused)
 		}
 		slices.SortFunc(hs, func(a, b *fetch.HeaderEntry) int { return strings.Compare(a.Name, b.Name) })
 		_, err = chromedp.Call(ctx, fetch.FulfillRequest, fetch.FulfillRequestParams{RequestID: ev.RequestID, ResponseCode: int64(status), ResponseHeaders: hs, Body: r.Body})
+		if err == nil {
+			s.net.keepResponse(ev.RequestID, status, hs, r.Body)
+		}
 	default:
 		var hs []*fetch.HeaderEntry
 		for k, v := range ev.Request.Headers {
@@ -389,6 +533,9 @@ func (s *Session) routeRequest(ctx context.Context, ev fetch.EventRequestPaused)
 			hs = append(hs, &fetch.HeaderEntry{Name: k, Value: v})
 		}
 		p := fetch.ContinueRequestParams{RequestID: ev.RequestID}
+		if s.net.wantsResponse(ev.RequestID) {
+			p.InterceptResponse = new(true)
+		}
 		if len(r.SetHeaders) > 0 {
 			p.Headers = hs
 		}
@@ -534,6 +681,13 @@ func (s *Session) response(c *call, r *netRequest) (Response, error) {
 		if sv, ok := v.(string); ok {
 			out.Headers[strings.ToLower(k)] = sv
 		}
+	}
+	if r.hasBody {
+		out.Body = r.body
+		if len(out.Body) > MaxResponseBody {
+			out.Body, out.Truncated = out.Body[:MaxResponseBody], true
+		}
+		return out, nil
 	}
 	if r.failed || r.id == "" || r.method == http.MethodHead {
 		return out, nil
