@@ -360,7 +360,7 @@ func TestPopupFirstRequestsLogged(t *testing.T) {
 				t.Cleanup(site.Close)
 				p := pool(t)
 				ctx := testCtx(t, 60*time.Second)
-				s, err := p.NewSession(netguard.AllowURL(ctx, site.URL), Device{})
+				s, err := p.NewSession(ctx, Device{}, netguard.AllowURL(site.URL))
 				if err != nil {
 					t.Fatal(err)
 				}
