@@ -61,8 +61,14 @@ func (s *Session) Summary(ctx context.Context, maxBytes int) (string, error) {
 		return axRoles(res.Nodes), nil
 	}); err == nil {
 		d.Roles = roles
-	} else if err := ctxCancelled(c.ctx, c.op, err); err != nil {
-		return "", err
+	} else if e := ctxCancelled(c.ctx, c.op, err); e != nil {
+		return "", e
+	} else if timedOut(c.ctx, c.c) {
+		// A summary without its roles is another page to whoever compares
+		// them: the time ran out, and that is the answer.
+		return "", s.fail(c, err, func() *duet.Error {
+			return opError(duet.CodeStepTimeout, c.op, nil, "summary: the accessibility tree did not come within %s", c.elapsed())
+		})
 	}
 	return formatSummary(d, maxBytes), nil
 }

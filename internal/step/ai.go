@@ -260,8 +260,11 @@ func (a *aiRun) ask(ctx context.Context, msgs []llm.Message, maxAnswer int) (str
 		return "", err
 	}
 	ex := aiExchange{Shown: shown(msgs)}
-	callCtx, cancel := a.runTimeLeft(ctx, ae)
+	// The clock starts before the budget's deadline is set: a call cut
+	// short by it has then waited all that was left, never a hair less
+	// (which would let the next step make a call with nothing left).
 	start := time.Now()
+	callCtx, cancel := a.runTimeLeft(ctx, ae)
 	resp, err := a.model.Chat(callCtx, llm.Request{
 		Messages: msgs, MaxTokens: maxAnswer, Temperature: new(0.0),
 		ResponseFormat: map[string]string{"type": "json_object"},

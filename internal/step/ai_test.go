@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -184,9 +185,14 @@ func TestAIWaitFor(t *testing.T) {
 	t.Parallel()
 	base := labShop(t)
 	var calls atomic.Int32
+	var mu sync.Mutex
+	var asked []string // the pages the second aiWaitFor showed the model
 	_, opts, _ := aiModel(t, times(40, llmtest.Func(func(req llm.Request) llmtest.Turn {
 		calls.Add(1)
 		if strings.Contains(userText(req), "deleted") {
+			mu.Lock()
+			asked = append(asked, markers.FindStringSubmatch(userText(req))[3])
+			mu.Unlock()
 			return llmtest.Reply(`{"pass": false, "reason": "nothing on the page says so"}`)
 		}
 		if strings.Contains(userText(req), `{role: button, name: "Open report"}`) {
@@ -215,7 +221,9 @@ func TestAIWaitFor(t *testing.T) {
 	// The policy page does not change while the second waits: one call,
 	// however many looks.
 	if r.AI == nil || r.AI.Calls != 1 {
-		t.Errorf("an unchanged page was asked about again: %+v (of %d calls in all)", r.AI, calls.Load())
+		mu.Lock()
+		defer mu.Unlock()
+		t.Errorf("an unchanged page was asked about again: %+v (of %d calls in all); the pages:\n%s", r.AI, calls.Load(), strings.Join(asked, "\n-----\n"))
 	}
 }
 
