@@ -120,7 +120,9 @@ cases:
       - http: GET /after
 `)
 	logs := &syncLog{}
-	worker(t, db, engine.Options{}, engine.WorkerOptions{ID: "A", Lease: time.Minute, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	// One run at a time: with a free slot, A's own poll could claim the run
+	// back between the expiry below and B's claim (CI saw B find nothing).
+	worker(t, db, engine.Options{}, engine.WorkerOptions{ID: "A", Concurrency: 1, Lease: time.Minute, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	run := startRun(t, db, res.Task, "alice")
 	<-sys.reached
 	// The lease runs out while the step is in flight (the worker stalled
