@@ -161,7 +161,12 @@ var baseFlags = []struct {
 	// BenchmarkBrowserCaseCPU instead of 3.2-4.2, and the zygote's CPU
 	// (forking them) halves; the CPU per case moved by -10 %, +10 % and
 	// -7 % in three runs at load 30-65, within the noise (docs/performance.md).
-	{"disable-features", "Translate,MediaRouter,OptimizationHints,SpareRendererForSitePerProcess"},
+	// WebUIOmniboxPopup, WebUIOmniboxAimPopup: each browser context opens
+	// a window whose omnibox popup is a WebUI page with a renderer process
+	// of its own (--top-chrome-webui) that headless Chromium never shows;
+	// without them a context starts only the page's renderer
+	// (TestSessionLoadsNoWindowWebUI).
+	{"disable-features", "Translate,MediaRouter,OptimizationHints,SpareRendererForSitePerProcess,WebUIOmniboxPopup,WebUIOmniboxAimPopup"},
 	{"hide-scrollbars", true},
 	{"mute-audio", true},
 	{"metrics-recording-only", true},
