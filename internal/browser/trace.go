@@ -89,7 +89,8 @@ func (s *Session) StartTrace(ctx context.Context, opts trace.RecordOptions) erro
 	q := int64(opts.Quality)
 	_, err = chromedp.Call(c.c, page.StartScreencast, page.StartScreencastParams{
 		Format: page.StartScreencastFormatJpeg, Quality: &q,
-		MaxWidth: int64(s.device.Width), MaxHeight: int64(s.device.Height), EveryNthFrame: 1,
+		MaxWidth:  max(1, int64(s.device.Width*opts.FramePercent/100)),
+		MaxHeight: max(1, int64(s.device.Height*opts.FramePercent/100)), EveryNthFrame: 1,
 	})
 	if err != nil {
 		cancel()

@@ -108,6 +108,12 @@ func TestSessionTrace(t *testing.T) {
 	if cfg, err := jpeg.DecodeConfig(bytes.NewReader(c.Frames[c.Marks[1].After].Data)); err != nil || cfg.Width != s.device.Width {
 		t.Errorf("the screenshot after step 1: %v %+v, want a JPEG %d pixels wide", err, cfg, s.device.Width)
 	}
+	// The screencast's frames are at trace.DefaultFramePercent of the
+	// viewport; the step's own screenshot above is at full size.
+	want := s.device.Width * trace.DefaultFramePercent / 100
+	if cfg, err := jpeg.DecodeConfig(bytes.NewReader(c.Frames[c.Marks[0].After].Data)); err != nil || cfg.Width < want-1 || cfg.Width > want+1 {
+		t.Errorf("the frame after step 0: %v %+v, want a JPEG %d pixels wide", err, cfg, want)
+	}
 	if c.Marks[1].Before < 0 {
 		t.Errorf("step 1 has no screenshot before it")
 	}

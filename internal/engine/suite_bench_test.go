@@ -196,7 +196,8 @@ func shopSuite(shop, name string, n int) string {
 // DUET_BENCH_CHROME_FLAGS lists the variants besides the baseline (v0,
 // the pool's defaults), separated by "|"; a variant is switches separated
 // by ";": name (added), !name (a default removed) or name=value; and
-// trace=<mode>, trace-fps=N and trace-quality=N, which are no switches
+// trace=<mode>, trace-fps=N, trace-quality=N and trace-size=N (the
+// frames' percent of the viewport), which are no switches
 // but the trace its engine records (the default: on-failure, with the
 // screencast, at trace.DefaultFPS). vN-cpu-ms/case
 // is the CPU per case of variant N, vN/v0 its ratio to the baseline's,
@@ -230,6 +231,8 @@ func BenchmarkBrowserCaseCPU(b *testing.B) {
 						c.opts.FPS = n
 					case "trace-quality":
 						c.opts.Quality = n
+					case "trace-size":
+						c.opts.FramePercent = n
 					default:
 						b.Fatalf("DUET_BENCH_CHROME_FLAGS: unknown %q", f)
 					}

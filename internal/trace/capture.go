@@ -63,14 +63,23 @@ type RecordOptions struct {
 	MaxEvents int
 	// Quality is the JPEG quality of the frames, 1 to 100; 0 means 60.
 	Quality int
+	// FramePercent is the size of the replay's frames against the page's
+	// viewport, 1 to 100 %; 0 means DefaultFramePercent. Chromium scales
+	// and encodes every frame the page paints: a frame at half size costs
+	// it a quarter of the pixels. A step's own screenshot (a failure's
+	// evidence) stays at full size.
+	FramePercent int
 }
 
 // Defaults of a recording and of a trace.
 const (
-	DefaultFPS         = 5
-	DefaultMaxBytes    = 16 << 20
-	DefaultMaxDOMBytes = 1 << 20
-	DefaultMaxEvents   = 2000
+	DefaultFPS = 5
+	// DefaultFramePercent: Playwright's trace screencast is at most 800
+	// pixels on a side; half of a 1280×720 page is 640×360.
+	DefaultFramePercent = 50
+	DefaultMaxBytes     = 16 << 20
+	DefaultMaxDOMBytes  = 1 << 20
+	DefaultMaxEvents    = 2000
 	// MaxBodyBytes bounds one response body kept in a trace.
 	MaxBodyBytes = 64 << 10
 )
@@ -91,6 +100,9 @@ func (o RecordOptions) WithDefaults() RecordOptions {
 	}
 	if o.Quality <= 0 || o.Quality > 100 {
 		o.Quality = 60
+	}
+	if o.FramePercent <= 0 || o.FramePercent > 100 {
+		o.FramePercent = DefaultFramePercent
 	}
 	return o
 }
