@@ -212,6 +212,11 @@ func TestSessionWaitFor(t *testing.T) {
 	site := newSite(t)
 	s := newSession(t, p, "desktop")
 
+	// The conditions that never hold get seconds, not milliseconds: a
+	// loaded machine must see the page answer at least once within the
+	// budget, so that the error says which part of the condition failed
+	// ("the page did not answer" otherwise).
+	const waitBudget = 5 * time.Second
 	tests := []struct {
 		name     string
 		cond     WaitCondition
@@ -222,10 +227,10 @@ func TestSessionWaitFor(t *testing.T) {
 		{"delayed text", WaitCondition{Text: "Loaded late"}, "", ""},
 		{"delayed text in element", WaitCondition{Selector: "#late", Text: "late"}, "", ""},
 		{"URL", WaitCondition{URLContains: "127.0.0.1", URLMatches: `^http://`}, "", ""},
-		{"missing element", WaitCondition{Selector: "#never", Timeout: 500 * time.Millisecond}, duet.CodeStepTimeout, `no element matches "#never"`},
-		{"hidden element", WaitCondition{Selector: "#hidden", Visible: true, Timeout: 500 * time.Millisecond}, duet.CodeStepTimeout, "not visible"},
-		{"missing text", WaitCondition{Text: "no such text", Timeout: 500 * time.Millisecond}, duet.CodeStepTimeout, `text "no such text" not found`},
-		{"other URL", WaitCondition{URLContains: "/elsewhere", Timeout: 500 * time.Millisecond}, duet.CodeStepTimeout, "the URL is"},
+		{"missing element", WaitCondition{Selector: "#never", Timeout: waitBudget}, duet.CodeStepTimeout, `no element matches "#never"`},
+		{"hidden element", WaitCondition{Selector: "#hidden", Visible: true, Timeout: waitBudget}, duet.CodeStepTimeout, "not visible"},
+		{"missing text", WaitCondition{Text: "no such text", Timeout: waitBudget}, duet.CodeStepTimeout, `text "no such text" not found`},
+		{"other URL", WaitCondition{URLContains: "/elsewhere", Timeout: waitBudget}, duet.CodeStepTimeout, "the URL is"},
 		{"empty", WaitCondition{}, duet.CodeInvalidArgument, "empty"},
 		{"visible without selector", WaitCondition{Text: "x", Visible: true}, duet.CodeInvalidArgument, "selector"},
 		{"bad pattern", WaitCondition{URLMatches: "("}, duet.CodeInvalidArgument, "pattern"},
@@ -234,7 +239,7 @@ func TestSessionWaitFor(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			open(t, s, site, "/")
-			err := s.WaitFor(testCtx(t, 10*time.Second), tt.cond)
+			err := s.WaitFor(testCtx(t, 30*time.Second), tt.cond)
 			if tt.wantCode == "" {
 				if err != nil {
 					t.Fatalf("WaitFor(%+v) = %v, want nil", tt.cond, err)
@@ -283,9 +288,11 @@ func TestSessionErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			// Long enough for a loaded machine to answer at least once, so
-			// that the error can say why the call failed.
-			ctx := testCtx(t, time.Second)
+			// Long enough for a loaded machine (under -race, the CPUs
+			// shared) to answer at least once, so that the error can say
+			// why the call failed: with 1 s, CI got "the page did not
+			// answer" for a missing element.
+			ctx := testCtx(t, 5*time.Second)
 			wantCode(t, tt.call(ctx), tt.wantCode, tt.wantMsg...)
 		})
 	}
