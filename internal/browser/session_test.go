@@ -317,7 +317,10 @@ func TestSessionCancel(t *testing.T) {
 		ctx      func(t *testing.T) context.Context
 		call     func(ctx context.Context) error
 		wantCode duet.Code
-		within   time.Duration
+		// within is far below what the call would take unless it ended
+		// at once (the wait's minute, /slow's never), and far above what
+		// a loaded machine takes to end it.
+		within time.Duration
 	}{
 		{
 			"long wait cancelled",
@@ -325,19 +328,19 @@ func TestSessionCancel(t *testing.T) {
 			func(ctx context.Context) error {
 				return s.WaitFor(ctx, WaitCondition{Selector: "#never", Timeout: time.Minute})
 			},
-			duet.CodeCancelled, 2 * time.Second,
+			duet.CodeCancelled, 30 * time.Second,
 		},
 		{
 			"slow page cancelled",
 			func(t *testing.T) context.Context { return cancelAfter(t, 200*time.Millisecond) },
 			func(ctx context.Context) error { return s.Open(ctx, site.URL+"/slow") },
-			duet.CodeCancelled, 2 * time.Second,
+			duet.CodeCancelled, 30 * time.Second,
 		},
 		{
 			"slow page timed out",
 			func(t *testing.T) context.Context { return testCtx(t, 300*time.Millisecond) },
 			func(ctx context.Context) error { return s.Open(ctx, site.URL+"/slow") },
-			duet.CodeStepTimeout, 2 * time.Second,
+			duet.CodeStepTimeout, 30 * time.Second,
 		},
 		{
 			"already cancelled",
@@ -347,7 +350,7 @@ func TestSessionCancel(t *testing.T) {
 				return ctx
 			},
 			func(ctx context.Context) error { return s.Click(ctx, "#submit") },
-			duet.CodeCancelled, 100 * time.Millisecond,
+			duet.CodeCancelled, 5 * time.Second,
 		},
 	}
 	for _, tt := range tests {
@@ -377,7 +380,13 @@ func TestSessionBusy(t *testing.T) {
 	busyCtx, stopBusy := context.WithCancel(t.Context())
 	busy := make(chan error, 1)
 	go func() { busy <- s.WaitFor(busyCtx, WaitCondition{Selector: "#never", Timeout: time.Minute}) }()
-	time.Sleep(100 * time.Millisecond)
+	// The long wait holds the session's turn (not a sleep: a loaded
+	// machine may start it late).
+	for deadline := time.Now().Add(time.Minute); len(s.turn) == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the long wait never took the session's turn")
+		}
+	}
 
 	tests := []struct {
 		name     string
@@ -398,7 +407,9 @@ func TestSessionBusy(t *testing.T) {
 		start := time.Now()
 		_, err := s.Text(ctx, "h1")
 		cancel()
-		if took := time.Since(start); took > 2*time.Second {
+		// Far below the busy call's minute, far above a loaded machine's
+		// delays.
+		if took := time.Since(start); took > 30*time.Second {
 			t.Errorf("%s: returned after %s, want about 200ms", tt.name, took)
 		}
 		wantCode(t, err, tt.wantCode)
