@@ -663,7 +663,9 @@ cases:
 	if final.Status != duet.StatusCancelled || final.ErrorCode != duet.CodeCancelled {
 		t.Fatalf("run: got %s %s, want cancelled", final.Status, final.ErrorCode)
 	}
-	if took > 5*time.Second {
+	// At once: far below the step's 5 minutes, far above a loaded
+	// machine's delays.
+	if took > time.Minute {
 		t.Errorf("the run ended %s after the cancellation, want at once", took)
 	}
 	if r := x.Results[1]; r.Status != duet.StatusCancelled || r.ErrorCode != duet.CodeCancelled || len(r.Artifacts) != 0 {
