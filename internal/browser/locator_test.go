@@ -339,7 +339,8 @@ func TestActions(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	// Actions that do not fit their element, or over their bounds.
-	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	// Seconds: the page must answer within it to say why (read-only).
+	short, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	wantCode(t, s.Act(short, css("#ro"), Action{Kind: ActFill, Value: "x"}), duet.CodeStepTimeout, "read-only")
 	wantCode(t, s.Act(ctx, css("#dbl"), Action{Kind: ActCheck}), duet.CodeInvalidArgument, "checkbox")
@@ -385,7 +386,7 @@ func TestFrames(t *testing.T) {
 	if got, err := s.Text(ctx, "h1"); err != nil || got != "Outer" {
 		t.Errorf("back at the top: %q, %v", got, err)
 	}
-	sctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second) // seconds: the page answers once in it
 	defer cancel()
 	wantCode(t, s.SetFrame(sctx, []*Locator{{CSS: "#nope"}}), duet.CodeElementNotFound)
 	wantCode(t, s.SetFrame(ctx, []*Locator{{CSS: "h1"}}), duet.CodeInvalidArgument, "<h1>")
@@ -438,7 +439,9 @@ func TestTabsAndDialogs(t *testing.T) {
 		t.Fatalf("tabs after the close: %+v, %v", tabs, err)
 	}
 	wantCode(t, s.CloseTab(ctx), duet.CodeInvalidArgument, "first tab")
-	sctx2, cancel2 := context.WithTimeout(ctx, 300*time.Millisecond)
+	// Seconds: the browser lists the tabs within it, which the error
+	// names (else "not listed in time").
+	sctx2, cancel2 := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel2()
 	_, err = s.SwitchTab(sctx2, 7, "")
 	wantCode(t, err, duet.CodeNotFound, "no tab 7", "1. ")

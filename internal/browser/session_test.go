@@ -212,6 +212,11 @@ func TestSessionWaitFor(t *testing.T) {
 	site := newSite(t)
 	s := newSession(t, p, "desktop")
 
+	// The conditions that never hold get seconds, not milliseconds: a
+	// loaded machine must see the page answer at least once within the
+	// budget, so that the error says which part of the condition failed
+	// ("the page did not answer" otherwise).
+	const waitBudget = 5 * time.Second
 	tests := []struct {
 		name     string
 		cond     WaitCondition
@@ -222,10 +227,10 @@ func TestSessionWaitFor(t *testing.T) {
 		{"delayed text", WaitCondition{Text: "Loaded late"}, "", ""},
 		{"delayed text in element", WaitCondition{Selector: "#late", Text: "late"}, "", ""},
 		{"URL", WaitCondition{URLContains: "127.0.0.1", URLMatches: `^http://`}, "", ""},
-		{"missing element", WaitCondition{Selector: "#never", Timeout: 500 * time.Millisecond}, duet.CodeStepTimeout, `no element matches "#never"`},
-		{"hidden element", WaitCondition{Selector: "#hidden", Visible: true, Timeout: 500 * time.Millisecond}, duet.CodeStepTimeout, "not visible"},
-		{"missing text", WaitCondition{Text: "no such text", Timeout: 500 * time.Millisecond}, duet.CodeStepTimeout, `text "no such text" not found`},
-		{"other URL", WaitCondition{URLContains: "/elsewhere", Timeout: 500 * time.Millisecond}, duet.CodeStepTimeout, "the URL is"},
+		{"missing element", WaitCondition{Selector: "#never", Timeout: waitBudget}, duet.CodeStepTimeout, `no element matches "#never"`},
+		{"hidden element", WaitCondition{Selector: "#hidden", Visible: true, Timeout: waitBudget}, duet.CodeStepTimeout, "not visible"},
+		{"missing text", WaitCondition{Text: "no such text", Timeout: waitBudget}, duet.CodeStepTimeout, `text "no such text" not found`},
+		{"other URL", WaitCondition{URLContains: "/elsewhere", Timeout: waitBudget}, duet.CodeStepTimeout, "the URL is"},
 		{"empty", WaitCondition{}, duet.CodeInvalidArgument, "empty"},
 		{"visible without selector", WaitCondition{Text: "x", Visible: true}, duet.CodeInvalidArgument, "selector"},
 		{"bad pattern", WaitCondition{URLMatches: "("}, duet.CodeInvalidArgument, "pattern"},
@@ -234,7 +239,7 @@ func TestSessionWaitFor(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			open(t, s, site, "/")
-			err := s.WaitFor(testCtx(t, 10*time.Second), tt.cond)
+			err := s.WaitFor(testCtx(t, 30*time.Second), tt.cond)
 			if tt.wantCode == "" {
 				if err != nil {
 					t.Fatalf("WaitFor(%+v) = %v, want nil", tt.cond, err)
@@ -283,9 +288,11 @@ func TestSessionErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			// Long enough for a loaded machine to answer at least once, so
-			// that the error can say why the call failed.
-			ctx := testCtx(t, time.Second)
+			// Long enough for a loaded machine (under -race, the CPUs
+			// shared) to answer at least once, so that the error can say
+			// why the call failed: with 1 s, CI got "the page did not
+			// answer" for a missing element.
+			ctx := testCtx(t, 5*time.Second)
 			wantCode(t, tt.call(ctx), tt.wantCode, tt.wantMsg...)
 		})
 	}
@@ -310,7 +317,10 @@ func TestSessionCancel(t *testing.T) {
 		ctx      func(t *testing.T) context.Context
 		call     func(ctx context.Context) error
 		wantCode duet.Code
-		within   time.Duration
+		// within is far below what the call would take unless it ended
+		// at once (the wait's minute, /slow's never), and far above what
+		// a loaded machine takes to end it.
+		within time.Duration
 	}{
 		{
 			"long wait cancelled",
@@ -318,19 +328,19 @@ func TestSessionCancel(t *testing.T) {
 			func(ctx context.Context) error {
 				return s.WaitFor(ctx, WaitCondition{Selector: "#never", Timeout: time.Minute})
 			},
-			duet.CodeCancelled, 2 * time.Second,
+			duet.CodeCancelled, 30 * time.Second,
 		},
 		{
 			"slow page cancelled",
 			func(t *testing.T) context.Context { return cancelAfter(t, 200*time.Millisecond) },
 			func(ctx context.Context) error { return s.Open(ctx, site.URL+"/slow") },
-			duet.CodeCancelled, 2 * time.Second,
+			duet.CodeCancelled, 30 * time.Second,
 		},
 		{
 			"slow page timed out",
 			func(t *testing.T) context.Context { return testCtx(t, 300*time.Millisecond) },
 			func(ctx context.Context) error { return s.Open(ctx, site.URL+"/slow") },
-			duet.CodeStepTimeout, 2 * time.Second,
+			duet.CodeStepTimeout, 30 * time.Second,
 		},
 		{
 			"already cancelled",
@@ -340,7 +350,7 @@ func TestSessionCancel(t *testing.T) {
 				return ctx
 			},
 			func(ctx context.Context) error { return s.Click(ctx, "#submit") },
-			duet.CodeCancelled, 100 * time.Millisecond,
+			duet.CodeCancelled, 5 * time.Second,
 		},
 	}
 	for _, tt := range tests {
@@ -370,7 +380,13 @@ func TestSessionBusy(t *testing.T) {
 	busyCtx, stopBusy := context.WithCancel(t.Context())
 	busy := make(chan error, 1)
 	go func() { busy <- s.WaitFor(busyCtx, WaitCondition{Selector: "#never", Timeout: time.Minute}) }()
-	time.Sleep(100 * time.Millisecond)
+	// The long wait holds the session's turn (not a sleep: a loaded
+	// machine may start it late).
+	for deadline := time.Now().Add(time.Minute); len(s.turn) == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the long wait never took the session's turn")
+		}
+	}
 
 	tests := []struct {
 		name     string
@@ -391,7 +407,9 @@ func TestSessionBusy(t *testing.T) {
 		start := time.Now()
 		_, err := s.Text(ctx, "h1")
 		cancel()
-		if took := time.Since(start); took > 2*time.Second {
+		// Far below the busy call's minute, far above a loaded machine's
+		// delays.
+		if took := time.Since(start); took > 30*time.Second {
 			t.Errorf("%s: returned after %s, want about 200ms", tt.name, took)
 		}
 		wantCode(t, err, tt.wantCode)

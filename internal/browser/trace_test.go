@@ -60,14 +60,27 @@ func TestSessionTrace(t *testing.T) {
 	open(t, s, site, "/")
 	s.TraceStepEnd(ctx, 0, true, false)
 	// The screencast runs a moment behind the page: the step's screenshot
-	// after it is the first frame that comes.
+	// after it is the next frame that comes, else the frame the page shows
+	// when the next step begins (its screenshot before). A page that does
+	// not change sends no next frame: the test waits for the screencast's
+	// first frame, which the page's load paints, not for a further one
+	// that a still page may never send (under load the loaded page's frame
+	// came before step 0 ended, and none after).
 	waitFor(t, func() bool {
 		r := s.rec.Load()
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		return r.marks[0].After >= 0
+		return len(r.frames) > 0 || r.pending != nil
 	})
 	s.TraceStepBegin(1)
+	if r := s.rec.Load(); r != nil {
+		r.mu.Lock()
+		after, before := r.marks[0].After, r.marks[1].Before
+		r.mu.Unlock()
+		if after < 0 || before < 0 {
+			t.Fatalf("when step 1 began: step 0's screenshot after %d, step 1's before %d; want both", after, before)
+		}
+	}
 	if err := s.Fill(ctx, "#q", "A1001"); err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +192,8 @@ func TestSessionTraceUnkept(t *testing.T) {
 // waitFor waits up to 20 s for cond, checking it every 20 ms.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	// A bound for an event that comes, generous for a loaded machine.
+	deadline := time.Now().Add(time.Minute)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatal("timed out waiting for the recording")

@@ -15,6 +15,10 @@ import (
 // attempt keeps its own failure screenshot (not replaced by the retry's
 // evidence), and trace: on-first-retry keeps the first retry's trace. A
 // case without retries fails on the same element.
+//
+// The steps' timeouts are seconds: the retry's click must find the button
+// in time on a loaded machine (with 2 s, a retry slowed past it fails too,
+// and the case ends failed instead of flaky).
 func TestFlakyInBrowser(t *testing.T) {
 	t.Parallel()
 	shopURL, stop, err := sample.StartShop(context.Background(), "127.0.0.1:0", sample.NewOrders())
@@ -36,14 +40,14 @@ cases:
     steps:
       - open: "/flaky?key=a-${run.id}"
       - click: "#add-to-cart"
-        timeout: 2s
+        timeout: 5s
       - assertVisible: "#added"
   - key: no-retries
     title: Quick add without retries
     steps:
       - open: "/flaky?key=b-${run.id}"
       - assertText: {selector: "#cart-state", equals: ready}
-        timeout: 2s
+        timeout: 5s
 `)
 	opts, arts := browserEngine(t, nil)
 	r := startRun(t, db, res.Task, "alice")

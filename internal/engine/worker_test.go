@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -21,10 +22,18 @@ import (
 // works on; the child is a worker that the test kills mid-run.
 const crashWorkerEnv = "DUET_TEST_CRASH_WORKER_DB"
 
+// crashWorkerIDEnv names the child worker, so that the test can end the
+// lease it held once it is killed.
+const crashWorkerIDEnv = "DUET_TEST_CRASH_WORKER_ID"
+
 // TestLostWorkerEndsInError runs a worker in a child process and kills it
 // (SIGKILL, like the out-of-memory killer) while it runs a step, twice: each
 // time the lease expires and the run is claimed again. After the second loss
 // the run ends in error with the reason, and no third worker runs its steps.
+//
+// The children hold a long lease, which a loaded machine renews in time, and
+// the test expires the dead child's lease itself (a renewal by -1s under its
+// claim) rather than waiting for it: the loss does not depend on timing.
 func TestLostWorkerEndsInError(t *testing.T) {
 	if path := os.Getenv(crashWorkerEnv); path != "" {
 		runCrashWorker(path)
@@ -55,8 +64,9 @@ cases:
 `)
 	run := startRun(t, db, res.Task, "alice")
 	for i := range 2 {
+		id := fmt.Sprintf("crash-%d", i+1)
 		cmd := exec.Command(os.Args[0], "-test.run=^TestLostWorkerEndsInError$")
-		cmd.Env = append(os.Environ(), crashWorkerEnv+"="+path)
+		cmd.Env = append(os.Environ(), crashWorkerEnv+"="+path, crashWorkerIDEnv+"="+id)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -69,8 +79,17 @@ cases:
 		}
 		cmd.Process.Kill()
 		cmd.Wait()
+		// The dead worker's lease ends now; renewing it under the child's
+		// claim also shows that the child held the run.
+		cur, err := db.FindRunByID(t.Context(), "", run.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.RenewLease(t.Context(), duet.LeaseOf(cur, id), -time.Second); err != nil {
+			t.Fatalf("expiring worker %d's lease: %v", i+1, err)
+		}
 	}
-	// This worker claims the run once the second lease expires.
+	// This worker claims the run, whose second lease has expired.
 	worker(t, db, engine.Options{}, engine.WorkerOptions{})
 	final := waitFinal(t, db, run.ID)
 	if final.Status != duet.StatusError || final.ErrorCode != duet.CodeInterrupted || final.Lost != 2 ||
@@ -82,17 +101,18 @@ cases:
 	}
 }
 
-// runCrashWorker is the child process: a worker with a short lease that runs
-// until it is killed. The lease is long enough that a loaded machine still
-// renews it in time: a lease lost to a late heartbeat would count as a loss
-// of its own and end the run before the second worker runs the step.
+// runCrashWorker is the child process: a worker that runs until it is
+// killed. Its lease is long, so that a loaded machine still renews it in
+// time: a lease lost to a late heartbeat would count as a loss of its own
+// and end the run before the second worker runs the step. The test expires
+// the lease once it has killed the child.
 func runCrashWorker(path string) {
 	ctx := context.Background()
 	db, err := sqlite.Open(ctx, path, nil)
 	if err != nil {
 		os.Exit(3)
 	}
-	w := engine.NewWorker(db, engine.New(db, engine.Options{}), engine.WorkerOptions{Lease: 2 * time.Second, PollInterval: 20 * time.Millisecond})
+	w := engine.NewWorker(db, engine.New(db, engine.Options{}), engine.WorkerOptions{ID: os.Getenv(crashWorkerIDEnv), Lease: time.Minute, PollInterval: 20 * time.Millisecond})
 	w.Run(ctx)
 }
 

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -42,14 +43,26 @@ func TestConnectionCap(t *testing.T) {
 	}
 	ln := &countingListener{Listener: inner}
 	go srv.Serve(ln)
-	defer srv.Shutdown(t.Context())
+	defer func() {
+		sctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}()
 	addr := ln.Addr().String()
+	// The guard: no wait of the test lasts longer, so that a server that
+	// never answers, or never hangs up, fails the test instead of hanging
+	// it. The waits end at the event they wait for (a response, the
+	// server's hang-up); the guard is only their bound, generous for a
+	// loaded machine, where the test's forty requests in a row alone
+	// took a minute.
+	const guard = time.Minute
 	dial := func() net.Conn {
 		t.Helper()
-		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		c, err := net.DialTimeout("tcp", addr, guard)
 		if err != nil {
 			t.Fatal(err)
 		}
+		c.SetDeadline(time.Now().Add(guard))
 		return c
 	}
 	request := func(creds bool) string {
@@ -61,9 +74,9 @@ func TestConnectionCap(t *testing.T) {
 		}
 		return r + fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(body), body)
 	}
-	// closed waits for the server to close c.
-	closed := func(c net.Conn, within time.Duration) bool {
-		c.SetReadDeadline(time.Now().Add(within))
+	// closed waits for the server to close c (within the guard).
+	closed := func(c net.Conn) bool {
+		c.SetReadDeadline(time.Now().Add(guard))
 		_, err := io.Copy(io.Discard, c)
 		return err == nil // EOF: the server closed it
 	}
@@ -94,7 +107,7 @@ func TestConnectionCap(t *testing.T) {
 				mu.Lock()
 				problems[fmt.Sprintf("%d close=%v", resp.StatusCode, resp.Close)]++
 				mu.Unlock()
-			case !closed(c, 5*time.Second):
+			case !closed(c):
 				mu.Lock()
 				problems["still open"]++
 				mu.Unlock()
@@ -115,7 +128,7 @@ func TestConnectionCap(t *testing.T) {
 	}
 	// 3. A client with credentials still gets through, on a new connection,
 	// again and again.
-	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: guard}
 	for i := range 3 {
 		req, _ := http.NewRequest("POST", "http://"+addr+"/mcp/http", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 		req.Header.Set("Content-Type", "application/json")
@@ -135,7 +148,7 @@ func TestConnectionCap(t *testing.T) {
 		t.Logf("request %d with credentials answered in %s", i, time.Since(start).Round(time.Millisecond))
 	}
 	// The slowloris is cut off by the read-header timeout (or evicted).
-	if !closed(slow, 5*time.Second) {
+	if !closed(slow) {
 		t.Error("a connection sending its headers slowly is still open")
 	}
 	// 4. Forty authenticated keep-alive clients going idle: the cap holds,

@@ -361,17 +361,52 @@ func testMCPCredentialLease(t *testing.T, st duet.MCPClientStore) {
 	if err := st.ReleaseCredential(ctx(t), cred.Ref, "p1"); err != nil {
 		t.Fatal(err)
 	}
-	got, err = st.LeaseCredential(ctx(t), cred.Ref, "p2", 50*time.Millisecond)
-	if err != nil || string(got.Ciphertext) != "renewed" || got.Version != 2 {
-		t.Fatalf("after the release: got %+v, %v", got, err)
+	// p2 takes a short lease and stops answering: while it runs p3 is
+	// refused, and once it has run out p3 takes over. Whether p3 asked
+	// while it ran is known only afterwards (a loaded machine once took
+	// longer than a 50 ms lease between the two calls): when it did not,
+	// p2 takes it again, for twice as long.
+	var taken time.Time // when p2 asked for its lease
+	var ttl time.Duration
+	for ttl = 200 * time.Millisecond; ; ttl *= 2 {
+		taken = time.Now()
+		got, err = st.LeaseCredential(ctx(t), cred.Ref, "p2", ttl)
+		if err != nil || string(got.Ciphertext) != "renewed" || got.Version != 2 {
+			t.Fatalf("after the release: got %+v, %v", got, err)
+		}
+		_, err = st.LeaseCredential(ctx(t), cred.Ref, "p3", time.Minute)
+		if time.Since(taken) < ttl {
+			if duet.ErrorCode(err) != duet.CodeConflict {
+				t.Fatalf("while p2's lease runs: got %v, want CONFLICT", err)
+			}
+			break
+		}
+		// Too late to tell: p2's lease may have run out before p3 asked.
+		switch {
+		case err == nil:
+			if err := st.ReleaseCredential(ctx(t), cred.Ref, "p3"); err != nil {
+				t.Fatal(err)
+			}
+		case duet.ErrorCode(err) != duet.CodeConflict:
+			t.Fatalf("p3 after p2's lease: %v", err)
+		}
+		if ttl > time.Minute {
+			t.Fatalf("a lease of %s ran out before the next call", ttl)
+		}
 	}
-	// p2 stops answering: its lease runs out and p3 takes over.
-	if _, err := st.LeaseCredential(ctx(t), cred.Ref, "p3", time.Minute); duet.ErrorCode(err) != duet.CodeConflict {
-		t.Fatalf("while p2's lease runs: got %v, want CONFLICT", err)
-	}
-	time.Sleep(100 * time.Millisecond)
-	if _, err := st.LeaseCredential(ctx(t), cred.Ref, "p3", time.Minute); err != nil {
-		t.Fatalf("after p2's lease expired: %v", err)
+	// p3 takes over once p2's lease has run out, not before: the store's
+	// clock read p2's lease at or after taken.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		_, err := st.LeaseCredential(ctx(t), cred.Ref, "p3", time.Minute)
+		if err == nil {
+			if d := time.Since(taken); d < ttl {
+				t.Fatalf("p3 took over %s after p2 took a lease of %s", d, ttl)
+			}
+			break
+		}
+		if duet.ErrorCode(err) != duet.CodeConflict || time.Now().After(deadline) {
+			t.Fatalf("after p2's lease expired: %v", err)
+		}
 	}
 	if _, err := st.LeaseCredential(ctx(t), "cred_missing", "p1", time.Minute); duet.ErrorCode(err) != duet.CodeNotFound {
 		t.Errorf("missing credential: got %v, want NOT_FOUND", err)
