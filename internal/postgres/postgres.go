@@ -414,3 +414,20 @@ func (a *args) add(v any) string {
 	*a = append(*a, v)
 	return fmt.Sprintf("$%d", len(*a))
 }
+
+// row is a storerules.RowFunc.
+func (d *DB) row(ctx context.Context, dest []any, q string, args ...any) error {
+	return mapErr(d.pool.QueryRow(ctx, q, args...).Scan(dest...))
+}
+
+var _ duet.LLMUsageStore = (*DB)(nil)
+
+// ChargeLLMUsage adds c to the user's day (storerules.ChargeLLMUsage).
+func (d *DB) ChargeLLMUsage(ctx context.Context, c duet.LLMCharge) (duet.LLMUsage, bool, error) {
+	return storerules.ChargeLLMUsage(ctx, c, ts(d.now()).UTC(), d.row, d.row)
+}
+
+// FindLLMUsage returns the usage of user on day.
+func (d *DB) FindLLMUsage(ctx context.Context, userID, day string) (duet.LLMUsage, error) {
+	return storerules.FindLLMUsage(ctx, userID, day, d.row)
+}

@@ -342,3 +342,27 @@ func ptrTime(v sql.NullInt64) *time.Time {
 	t := fromMicros(v.Int64)
 	return &t
 }
+
+// readRow is a storerules.RowFunc that reads.
+func (d *DB) readRow(ctx context.Context, dest []any, q string, args ...any) error {
+	return mapErr(d.q.QueryRowContext(ctx, q, args...).Scan(dest...))
+}
+
+// writeRow is a storerules.RowFunc that writes, in a transaction (tx).
+func (d *DB) writeRow(ctx context.Context, dest []any, q string, args ...any) error {
+	return d.tx(ctx, func(tx *sql.Tx) error {
+		return mapErr(tx.QueryRowContext(ctx, q, args...).Scan(dest...))
+	})
+}
+
+var _ duet.LLMUsageStore = (*DB)(nil)
+
+// ChargeLLMUsage adds c to the user's day (storerules.ChargeLLMUsage).
+func (d *DB) ChargeLLMUsage(ctx context.Context, c duet.LLMCharge) (duet.LLMUsage, bool, error) {
+	return storerules.ChargeLLMUsage(ctx, c, micros(d.now()), d.writeRow, d.readRow)
+}
+
+// FindLLMUsage returns the usage of user on day.
+func (d *DB) FindLLMUsage(ctx context.Context, userID, day string) (duet.LLMUsage, error) {
+	return storerules.FindLLMUsage(ctx, userID, day, d.readRow)
+}
