@@ -397,25 +397,6 @@ func (d *DB) AppendInvocations(ctx context.Context, recs []*duet.Invocation) err
 
 // FindInvocations returns invocation records matching f, newest first.
 func (d *DB) FindInvocations(ctx context.Context, f duet.InvocationFilter) ([]*duet.Invocation, error) {
-	var w filter
-	w.eq("executor", f.Executor)
-	w.eq("server_key", f.ServerKey)
-	w.eq("tool", f.Tool)
-	w.eq("source", string(f.Source))
-	w.eq("outcome", string(f.Outcome))
-	w.eq("trace_id", f.TraceID)
-	w.between("time", f.Since, f.Until)
-	q := w.newestFirst(`id, time, trace_id, executor, source, server_key, tool, outcome, duration_us, arg_bytes, result_bytes`, `mcp_invocations`, f.Limit)
-	rows, err := d.pool.Query(ctx, q, w.args...)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, func(r pgx.Row) (*duet.Invocation, error) {
-		var v duet.Invocation
-		if err := r.Scan(&v.ID, &v.Time, &v.TraceID, &v.Executor, &v.Source, &v.ServerKey, &v.Tool, &v.Outcome, &v.DurationUs, &v.ArgBytes, &v.ResultBytes); err != nil {
-			return nil, err
-		}
-		v.Time = utc(v.Time)
-		return &v, nil
-	})
+	q, args := storerules.InvocationSearch(f, stored)
+	return all(ctx, d.pool, q, args, storerules.ScanInvocation)
 }

@@ -385,6 +385,9 @@ func unreachable(err error) bool {
 // ts converts a time for storage: PostgreSQL keeps microseconds.
 func ts(t time.Time) time.Time { return t.Truncate(time.Microsecond) }
 
+// stored is ts as a storerules.StoredTime.
+func stored(t time.Time) any { return ts(t) }
+
 // nullTime is a nullable timestamp for storage.
 func nullTime(t *time.Time) *time.Time {
 	if t == nil {

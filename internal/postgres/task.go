@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/duet-test/duet"
@@ -309,6 +310,27 @@ func collect[T any](rows pgx.Rows, scan func(pgx.Row) (T, error)) ([]T, error) {
 		out = append(out, v)
 	}
 	return out, mapErr(rows.Err())
+}
+
+// all runs query on q and reads every row with scan.
+func all[T any](ctx context.Context, q querier, query string, args []any, scan func(storerules.Row) (T, error)) ([]T, error) {
+	rows, err := q.Query(ctx, query, args...)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return collect(rows, func(r pgx.Row) (T, error) { return scan(r) })
+}
+
+// changed is the outcome of a statement that must change a row: err
+// mapped, else none if it changed none.
+func changed(tag pgconn.CommandTag, err error, none error) error {
+	if err != nil {
+		return mapErr(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return none
+	}
+	return nil
 }
 
 // ShareTask shares owner's task with user. Returns NOT_FOUND, INVALID_ARGUMENT.

@@ -193,25 +193,6 @@ func assignIDs(rows pgx.Rows, n int, set func(int, int64)) error {
 
 // FindAudit returns audit records matching f, newest first.
 func (d *DB) FindAudit(ctx context.Context, f duet.AuditFilter) ([]*duet.AuditRecord, error) {
-	var w filter
-	w.eq("caller", f.Caller)
-	w.eq("tool", f.Tool)
-	w.eq("method", f.Method)
-	w.eq("call_source", string(f.CallSource))
-	w.eq("outcome", string(f.Outcome))
-	w.eq("trace_id", f.TraceID)
-	w.between("time", f.Since, f.Until)
-	q := w.newestFirst(`id, time, trace_id, call_source, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes`, `audit`, f.Limit)
-	rows, err := d.pool.Query(ctx, q, w.args...)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, func(r pgx.Row) (*duet.AuditRecord, error) {
-		var a duet.AuditRecord
-		if err := r.Scan(&a.ID, &a.Time, &a.TraceID, &a.CallSource, &a.Caller, &a.Method, &a.Tool, &a.Outcome, &a.DurationUs, &a.ArgBytes, &a.ResultBytes); err != nil {
-			return nil, err
-		}
-		a.Time = utc(a.Time)
-		return &a, nil
-	})
+	q, args := storerules.AuditSearch(f, stored)
+	return all(ctx, d.pool, q, args, storerules.ScanAudit)
 }

@@ -490,35 +490,8 @@ func invocationInsert(n int) string {
 		strings.TrimSuffix(strings.Repeat(row+`, `, n), `, `)
 }
 
-// invocationsQuery is the statement FindInvocations runs for f: newest
-// first, so that an executor's list comes from (executor, id) in its order
-// and stops at the limit (migration 00017).
-func invocationsQuery(f duet.InvocationFilter) (string, []any) {
-	var w filter
-	w.eq("executor", f.Executor)
-	w.eq("server_key", f.ServerKey)
-	w.eq("tool", f.Tool)
-	w.eq("source", string(f.Source))
-	w.eq("outcome", string(f.Outcome))
-	w.eq("trace_id", f.TraceID)
-	w.between("time", f.Since, f.Until)
-	return w.newestFirst(`id, time, trace_id, executor, source, server_key, tool, outcome, duration_us, arg_bytes, result_bytes`, `mcp_invocations`, f.Limit)
-}
-
 // FindInvocations returns invocation records matching f, newest first.
 func (d *DB) FindInvocations(ctx context.Context, f duet.InvocationFilter) ([]*duet.Invocation, error) {
-	q, args := invocationsQuery(f)
-	rows, err := d.q.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, func(r rowScanner) (*duet.Invocation, error) {
-		var v duet.Invocation
-		var t int64
-		if err := r.Scan(&v.ID, &t, &v.TraceID, &v.Executor, &v.Source, &v.ServerKey, &v.Tool, &v.Outcome, &v.DurationUs, &v.ArgBytes, &v.ResultBytes); err != nil {
-			return nil, err
-		}
-		v.Time = fromMicros(t)
-		return &v, nil
-	})
+	q, args := storerules.InvocationSearch(f, stored)
+	return all(ctx, d.q, q, args, storerules.ScanInvocation)
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/duet-test/duet"
@@ -193,25 +194,25 @@ func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 // runsWhere returns the FROM and WHERE of the runs f selects (its Cursor
 // and Limit aside) and their arguments.
 func runsWhere(f duet.RunFilter) (from, cond string, args []any) {
-	var w filter
+	var w storerules.Filter
 	from = ` FROM runs r JOIN tasks t ON t.id = r.task_id`
 	switch {
 	case f.Viewer != "" && f.TaskID != "":
-		w.conds, w.args = []string{visibleTo}, []any{f.Viewer}
+		w.Conds, w.Args = []string{visibleTo}, []any{f.Viewer}
 	case f.Viewer != "":
 		// Every visible task's runs (runs_task), not every run tested
 		// against visibleTo.
 		from = ` FROM ` + visibleTaskIDs + ` AS v CROSS JOIN runs r ON r.task_id = v.id`
-		w.args = []any{f.Viewer}
+		w.Args = []any{f.Viewer}
 	}
-	w.eq("r.task_id", f.TaskID)
-	w.eq("r.status", string(f.Status))
-	w.eq("r.origin_branch", f.Branch)
-	w.eq("r.origin_commit", f.Commit)
+	w.Eq("r.task_id", f.TaskID)
+	w.Eq("r.status", string(f.Status))
+	w.Eq("r.origin_branch", f.Branch)
+	w.Eq("r.origin_commit", f.Commit)
 	if f.UpTo != "" {
-		w.conds, w.args = append(w.conds, "r.id <= ?"), append(w.args, f.UpTo)
+		w.Conds = append(w.Conds, "r.id <= "+w.Add(f.UpTo))
 	}
-	return from, w.where(), w.args
+	return from, w.Where(), w.Args
 }
 
 // CountRuns returns how many runs f selects.
@@ -232,11 +233,11 @@ func (d *DB) findRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 	limit := storerules.ClampLimit(f.Limit, 20, 100)
 	from, cond, args := runsWhere(f)
 	if before != "" {
-		cond += ` AND r.id < ?`
 		args = append(args, before)
+		cond += ` AND r.id < $` + strconv.Itoa(len(args))
 	}
 	args = append(args, limit+1)
-	rows, err := d.q.QueryContext(ctx, `SELECT `+runColumns+from+` WHERE `+cond+` ORDER BY r.id DESC LIMIT ?`, args...)
+	rows, err := d.q.QueryContext(ctx, `SELECT `+runColumns+from+` WHERE `+cond+` ORDER BY r.id DESC LIMIT $`+strconv.Itoa(len(args)), args...)
 	if err != nil {
 		return nil, "", mapErr(err)
 	}

@@ -326,6 +326,9 @@ func mapErr(err error) error {
 
 func micros(t time.Time) int64 { return t.UnixMicro() }
 
+// stored is micros as a storerules.StoredTime.
+func stored(t time.Time) any { return micros(t) }
+
 func fromMicros(v int64) time.Time { return time.UnixMicro(v).UTC() }
 
 func nullMicros(t *time.Time) sql.NullInt64 {

@@ -51,7 +51,7 @@ const otherVisibleTaskIDs = `SELECT id FROM tasks WHERE owner IN ` + teamsOf + `
 	UNION SELECT task_id FROM task_shares WHERE user_id = ?1
 	UNION SELECT task_id FROM task_shares WHERE user_id IN ` + teamsOf
 
-type rowScanner interface{ Scan(...any) error }
+type rowScanner = storerules.Row
 
 // collect reads every row with scan and closes rows.
 func collect[T any](rows *sql.Rows, scan func(rowScanner) (T, error)) ([]T, error) {
@@ -65,6 +65,27 @@ func collect[T any](rows *sql.Rows, scan func(rowScanner) (T, error)) ([]T, erro
 		out = append(out, v)
 	}
 	return out, mapErr(rows.Err())
+}
+
+// all runs query on q and reads every row with scan.
+func all[T any](ctx context.Context, q querier, query string, args []any, scan func(rowScanner) (T, error)) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return collect(rows, scan)
+}
+
+// changed is the outcome of a statement that must change a row: err
+// mapped, else none if it changed none.
+func changed(res sql.Result, err error, none error) error {
+	if err != nil {
+		return mapErr(err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return none
+	}
+	return nil
 }
 
 func scanTask(r rowScanner) (*duet.Task, error) {

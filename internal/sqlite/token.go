@@ -209,26 +209,6 @@ func auditInsert(n int) string {
 
 // FindAudit returns audit records matching f, newest first.
 func (d *DB) FindAudit(ctx context.Context, f duet.AuditFilter) ([]*duet.AuditRecord, error) {
-	var w filter
-	w.eq("caller", f.Caller)
-	w.eq("tool", f.Tool)
-	w.eq("method", f.Method)
-	w.eq("call_source", string(f.CallSource))
-	w.eq("outcome", string(f.Outcome))
-	w.eq("trace_id", f.TraceID)
-	w.between("time", f.Since, f.Until)
-	q, args := w.newestFirst(`id, time, trace_id, call_source, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes`, `audit`, f.Limit)
-	rows, err := d.q.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, func(r rowScanner) (*duet.AuditRecord, error) {
-		var a duet.AuditRecord
-		var t int64
-		if err := r.Scan(&a.ID, &t, &a.TraceID, &a.CallSource, &a.Caller, &a.Method, &a.Tool, &a.Outcome, &a.DurationUs, &a.ArgBytes, &a.ResultBytes); err != nil {
-			return nil, err
-		}
-		a.Time = fromMicros(t)
-		return &a, nil
-	})
+	q, args := storerules.AuditSearch(f, stored)
+	return all(ctx, d.q, q, args, storerules.ScanAudit)
 }
