@@ -14,7 +14,7 @@ var _ duet.ApprovalStore = (*DB)(nil)
 
 const approvalColumns = `a.user_id, a.case_id, a.version, a.source_hash, a.destinations_hash, a.task_id, a.approved_at`
 
-func scanApproval(r pgx.Row) (*duet.CaseApproval, error) {
+func scanApproval(r rowScanner) (*duet.CaseApproval, error) {
 	var a duet.CaseApproval
 	if err := r.Scan(&a.User, &a.CaseID, &a.Version, &a.SourceHash, &a.DestinationsHash, &a.TaskID, &a.ApprovedAt); err != nil {
 		return nil, err
@@ -78,24 +78,14 @@ func (d *DB) FindCaseApprovals(ctx context.Context, user, taskID string) ([]*due
 		q += ` AND a.task_id = $2`
 		args = append(args, taskID)
 	}
-	rows, err := d.pool.Query(ctx, q+` ORDER BY a.approved_at DESC, a.case_id, a.version DESC`, args...)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, scanApproval)
+	return all(ctx, d.pool, scanApproval, q+` ORDER BY a.approved_at DESC, a.case_id, a.version DESC`, args...)
 }
 
 // RevokeCaseApproval deletes user's approvals of every version of the case.
 // Returns NOT_FOUND when there was none.
 func (d *DB) RevokeCaseApproval(ctx context.Context, user, caseID string) error {
 	tag, err := d.pool.Exec(ctx, `DELETE FROM case_approvals WHERE user_id = $1 AND case_id = $2`, user, caseID)
-	if err != nil {
-		return mapErr(err)
-	}
-	if tag.RowsAffected() == 0 {
-		return duet.Errorf(duet.CodeNotFound, "%s has not approved case %s", user, caseID)
-	}
-	return nil
+	return changed(tag, err, duet.Errorf(duet.CodeNotFound, "%s has not approved case %s", user, caseID))
 }
 
 // ApprovePostRun records user's approval of the current version of the

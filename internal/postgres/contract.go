@@ -77,7 +77,7 @@ func contractAlertsQuery(viewer, taskID string) (string, []any) {
 }
 
 // scanContractAlert reads a row of contractAlertsQuery.
-func scanContractAlert(r pgx.Row) (*duet.ContractAlert, error) {
+func scanContractAlert(r rowScanner) (*duet.ContractAlert, error) {
 	var a duet.ContractAlert
 	var detail string
 	var at time.Time
@@ -117,7 +117,7 @@ func (d *DB) FindCatalogHistory(ctx context.Context, id string) ([]*duet.Archive
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	out, err := collect(rows, func(r pgx.Row) (*duet.ArchivedCatalog, error) {
+	out, err := collect(rows, func(r rowScanner) (*duet.ArchivedCatalog, error) {
 		var c duet.ArchivedCatalog
 		var tools string
 		if err := r.Scan(&c.SyncedAt, &c.Hash, &tools); err != nil {

@@ -78,7 +78,7 @@ func (d *DB) FindDeviceLeases(ctx context.Context) ([]*duet.DeviceLease, error) 
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	return collect(rows, func(r pgx.Row) (*duet.DeviceLease, error) {
+	return collect(rows, func(r rowScanner) (*duet.DeviceLease, error) {
 		var l duet.DeviceLease
 		if err := r.Scan(&l.Device, &l.Holder, &l.Owner, &l.AcquiredAt, &l.ExpiresAt); err != nil {
 			return nil, err

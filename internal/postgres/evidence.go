@@ -19,8 +19,8 @@ var (
 const baselineColumns = `b.id, b.task_id, b.case_id, b.case_key, b.case_version, b.name, b.device, b.environment, b.owner, b.fingerprint,
 	b.version, b.status, b.sha256, b.width, b.height, b.run_id, b.execution_id, b.step_index, b.diff_ratio, b.created_at, b.decided_by, b.decided_at`
 
-func scanBaselineWith(image bool) func(pgx.Row) (*duet.Baseline, error) {
-	return func(r pgx.Row) (*duet.Baseline, error) {
+func scanBaselineWith(image bool) func(rowScanner) (*duet.Baseline, error) {
+	return func(r rowScanner) (*duet.Baseline, error) {
 		var b duet.Baseline
 		dest := []any{&b.ID, &b.TaskID, &b.CaseID, &b.CaseKey, &b.CaseVersion, &b.Name, &b.Device, &b.Environment, &b.Owner, &b.Fingerprint,
 			&b.Version, &b.Status, &b.SHA256, &b.Width, &b.Height, &b.RunID, &b.ExecutionID, &b.StepIndex, &b.DiffRatio, &b.CreatedAt, &b.DecidedBy, &b.DecidedAt}

@@ -171,7 +171,7 @@ const execResultLists = `ARRAY(SELECT s.data::text FROM step_results s WHERE s.e
 	ARRAY(SELECT a.data FROM execution_attempts a WHERE a.execution_id = e.id ORDER BY a.attempt)`
 
 // scanExecutionResults scans execColumns and execResultLists.
-func scanExecutionResults(r pgx.Row) (*duet.Execution, error) {
+func scanExecutionResults(r rowScanner) (*duet.Execution, error) {
 	var results, attempts []string
 	e, err := scanExecution(tailRow{r, []any{&results, &attempts}})
 	if err != nil {

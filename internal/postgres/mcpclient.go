@@ -18,7 +18,7 @@ var _ duet.MCPClientStore = (*DB)(nil)
 const mcpServerColumns = `id, owner, name, url, server_key, credential_ref, header_names, auth, transport, protocol_version,
 	server_name, server_version, catalog_hash, tool_count, synced_at, created_at, updated_at`
 
-func scanMCPServer(r pgx.Row, extra ...any) (*duet.MCPServer, error) {
+func scanMCPServer(r rowScanner, extra ...any) (*duet.MCPServer, error) {
 	var s duet.MCPServer
 	var cred *string
 	var headers string
@@ -147,11 +147,7 @@ func (d *DB) FindMCPServer(ctx context.Context, owner, ref string) (*duet.MCPSer
 
 // FindMCPServers lists the owner's registrations by name.
 func (d *DB) FindMCPServers(ctx context.Context, owner string) ([]*duet.MCPServer, error) {
-	rows, err := d.pool.Query(ctx, `SELECT `+mcpServerColumns+` FROM mcp_servers WHERE owner = $1 ORDER BY name`, owner)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, func(r pgx.Row) (*duet.MCPServer, error) { return scanMCPServer(r) })
+	return all(ctx, d.pool, func(r rowScanner) (*duet.MCPServer, error) { return scanMCPServer(r) }, `SELECT `+mcpServerColumns+` FROM mcp_servers WHERE owner = $1 ORDER BY name`, owner)
 }
 
 // FindMCPServerTool returns the owner's registration of serverKey and the
@@ -259,7 +255,7 @@ func (d *DB) FindMCPTools(ctx context.Context, id string) ([]*duet.MCPTool, erro
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	return collect(rows, func(r pgx.Row) (*duet.MCPTool, error) {
+	return collect(rows, func(r rowScanner) (*duet.MCPTool, error) {
 		var t duet.MCPTool
 		var in, out, ann string
 		if err := r.Scan(&t.Name, &t.Title, &t.Description, &in, &out, &ann); err != nil {
@@ -272,7 +268,7 @@ func (d *DB) FindMCPTools(ctx context.Context, id string) ([]*duet.MCPTool, erro
 
 const credentialColumns = `ref, owner, server_key, ciphertext, updated_at, version`
 
-func scanCredential(r pgx.Row) (*duet.Credential, error) {
+func scanCredential(r rowScanner) (*duet.Credential, error) {
 	var c duet.Credential
 	if err := r.Scan(&c.Ref, &c.Owner, &c.ServerKey, &c.Ciphertext, &c.UpdatedAt, &c.Version); err != nil {
 		return nil, err
@@ -292,11 +288,7 @@ func (d *DB) FindCredential(ctx context.Context, ref string) (*duet.Credential, 
 
 // FindCredentials returns every credential, by ref.
 func (d *DB) FindCredentials(ctx context.Context) ([]*duet.Credential, error) {
-	rows, err := d.pool.Query(ctx, `SELECT `+credentialColumns+` FROM mcp_credentials ORDER BY ref`)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, scanCredential)
+	return all(ctx, d.pool, scanCredential, `SELECT `+credentialColumns+` FROM mcp_credentials ORDER BY ref`)
 }
 
 // UpdateCredentials stores new ciphertexts in one transaction, each only if
@@ -398,5 +390,5 @@ func (d *DB) AppendInvocations(ctx context.Context, recs []*duet.Invocation) err
 // FindInvocations returns invocation records matching f, newest first.
 func (d *DB) FindInvocations(ctx context.Context, f duet.InvocationFilter) ([]*duet.Invocation, error) {
 	q, args := storerules.InvocationSearch(f, stored)
-	return all(ctx, d.pool, q, args, storerules.ScanInvocation)
+	return all(ctx, d.pool, storerules.ScanInvocation, q, args...)
 }

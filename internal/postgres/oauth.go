@@ -65,7 +65,7 @@ func (d *DB) PutOAuthToken(ctx context.Context, t *duet.OAuthToken) error {
 
 const oauthTokenColumns = `hash, kind, grant_id, client_id, user_id, scope, data, created_at, expires_at, used_at`
 
-func scanOAuthToken(r pgx.Row) (*duet.OAuthToken, error) {
+func scanOAuthToken(r rowScanner) (*duet.OAuthToken, error) {
 	var t duet.OAuthToken
 	var kind string
 	if err := r.Scan(&t.Hash, &kind, &t.GrantID, &t.ClientID, &t.UserID, &t.Scope, &t.Data, &t.CreatedAt, &t.ExpiresAt, &t.UsedAt); err != nil {

@@ -434,3 +434,6 @@ func (d *DB) ChargeLLMUsage(ctx context.Context, c duet.LLMCharge) (duet.LLMUsag
 func (d *DB) FindLLMUsage(ctx context.Context, userID, day string) (duet.LLMUsage, error) {
 	return storerules.FindLLMUsage(ctx, userID, day, d.row)
 }
+
+// rowScanner is one row, of a result or of a record (record.go).
+type rowScanner = storerules.Row

@@ -17,7 +17,7 @@ import (
 const scheduleColumns = `s.id, s.task_id, s.owner, s.token_id, s.name, s.source, s.cron, s.time_zone, s.every_ms, s.missed, s.overlap,
 	s.paused, s.paused_reason, s.next_fire_at, s.last_fire_at, s.last_run_id, s.last_error, s.created_at, s.updated_at, s.tags`
 
-func scanSchedule(row pgx.Row) (*duet.Schedule, error) {
+func scanSchedule(row rowScanner) (*duet.Schedule, error) {
 	var s duet.Schedule
 	var every int64
 	var tags string

@@ -68,13 +68,7 @@ func (d *DB) querySecrets(ctx context.Context, q string, args ...any) ([]*duet.S
 // DeleteSecret removes a user's secret. Returns NOT_FOUND.
 func (d *DB) DeleteSecret(ctx context.Context, user, name string) error {
 	tag, err := d.pool.Exec(ctx, `DELETE FROM user_secrets WHERE user_id = $1 AND name = $2`, user, name)
-	if err != nil {
-		return mapErr(err)
-	}
-	if tag.RowsAffected() == 0 {
-		return duet.Errorf(duet.CodeNotFound, "you have no secret named %s", name)
-	}
-	return nil
+	return changed(tag, err, duet.Errorf(duet.CodeNotFound, "you have no secret named %s", name))
 }
 
 // RewrapSecrets replaces, in one transaction, the ciphertexts rewrap

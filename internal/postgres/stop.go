@@ -14,7 +14,7 @@ var _ duet.StopRequestStore = (*DB)(nil)
 
 const stopColumns = `s.id, s.run_id, s.task_id, s.executor, s.requested_by, s.reason, s.trace_id, s.status, s.via, s.decided_by, s.created_at, s.expires_at, s.decided_at`
 
-func scanStop(r pgx.Row) (*duet.StopRequest, error) {
+func scanStop(r rowScanner) (*duet.StopRequest, error) {
 	var s duet.StopRequest
 	if err := r.Scan(&s.ID, &s.RunID, &s.TaskID, &s.Executor, &s.RequestedBy, &s.Reason, &s.TraceID, &s.Status, &s.Via, &s.DecidedBy, &s.CreatedAt, &s.ExpiresAt, &s.DecidedAt); err != nil {
 		return nil, err

@@ -55,7 +55,7 @@ func visibility(viewer string) string {
 	return ` AND ` + visibleTo
 }
 
-func scanTask(r pgx.Row) (*duet.Task, error) {
+func scanTask(r rowScanner) (*duet.Task, error) {
 	var t duet.Task
 	var postRun, runConfig string
 	if err := r.Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &t.CreatedAt, &t.UpdatedAt, &postRun, &t.PostRunBy, &runConfig, &t.HooksBy, &t.Trace); err != nil {
@@ -98,7 +98,7 @@ func taskByIDQuery(viewer string) string {
 }
 
 // scanTaskShares reads the row of taskByIDQuery. Returns NOT_FOUND.
-func scanTaskShares(row pgx.Row, id string) (*duet.Task, error) {
+func scanTaskShares(row rowScanner, id string) (*duet.Task, error) {
 	var t duet.Task
 	var postRun, runConfig string
 	err := row.Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &t.CreatedAt, &t.UpdatedAt, &postRun, &t.PostRunBy, &runConfig, &t.HooksBy, &t.Trace, &t.SharedWith)
@@ -248,7 +248,7 @@ func (d *DB) FindTasks(ctx context.Context, f duet.TaskFilter) ([]*duet.Task, st
 	if err != nil {
 		return nil, "", 0, mapErr(err)
 	}
-	tasks, err := collect(rows, func(r pgx.Row) (*duet.Task, error) {
+	tasks, err := collect(rows, func(r rowScanner) (*duet.Task, error) {
 		var shares []string
 		t, err := scanTask(tailRow{r, []any{&shares, &total}})
 		if err == nil && len(shares) > 0 {
@@ -299,7 +299,7 @@ func taskListQueries(cond string, filtered bool, afterParam, limitParam string) 
 }
 
 // collect reads every row with scan and closes rows.
-func collect[T any](rows pgx.Rows, scan func(pgx.Row) (T, error)) ([]T, error) {
+func collect[T any](rows pgx.Rows, scan func(rowScanner) (T, error)) ([]T, error) {
 	defer rows.Close()
 	out := []T{}
 	for rows.Next() {
@@ -313,12 +313,12 @@ func collect[T any](rows pgx.Rows, scan func(pgx.Row) (T, error)) ([]T, error) {
 }
 
 // all runs query on q and reads every row with scan.
-func all[T any](ctx context.Context, q querier, query string, args []any, scan func(storerules.Row) (T, error)) ([]T, error) {
+func all[T any](ctx context.Context, q querier, scan func(rowScanner) (T, error), query string, args ...any) ([]T, error) {
 	rows, err := q.Query(ctx, query, args...)
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	return collect(rows, func(r pgx.Row) (T, error) { return scan(r) })
+	return collect(rows, scan)
 }
 
 // changed is the outcome of a statement that must change a row: err
@@ -365,13 +365,7 @@ func (d *DB) UnshareTask(ctx context.Context, owner, taskID, user string) error 
 			return err
 		}
 		tag, err := tx.Exec(ctx, `DELETE FROM task_shares WHERE task_id = $1 AND user_id = $2`, taskID, user)
-		if err != nil {
-			return mapErr(err)
-		}
-		if tag.RowsAffected() == 0 {
-			return duet.Errorf(duet.CodeNotFound, "task %q is not shared with %q", taskID, user)
-		}
-		return nil
+		return changed(tag, err, duet.Errorf(duet.CodeNotFound, "task %q is not shared with %q", taskID, user))
 	})
 }
 

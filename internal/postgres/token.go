@@ -53,7 +53,7 @@ func (d *DB) CreateToken(ctx context.Context, t *duet.Token) error {
 
 const tokenColumns = `id, user_id, name, coalesce(parent_id, ''), hash, created_at, expires_at, last_used_at`
 
-func scanToken(r pgx.Row) (*duet.Token, error) {
+func scanToken(r rowScanner) (*duet.Token, error) {
 	var t duet.Token
 	if err := r.Scan(&t.ID, &t.UserID, &t.Name, &t.ParentID, &t.Hash, &t.CreatedAt, &t.ExpiresAt, &t.LastUsedAt); err != nil {
 		return nil, err
@@ -74,11 +74,7 @@ func (d *DB) FindTokenByHash(ctx context.Context, hash string) (*duet.Token, err
 
 // FindTokens lists a user's tokens, newest first.
 func (d *DB) FindTokens(ctx context.Context, userID string) ([]*duet.Token, error) {
-	rows, err := d.pool.Query(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE user_id = $1 ORDER BY id DESC`, userID)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, scanToken)
+	return all(ctx, d.pool, scanToken, `SELECT `+tokenColumns+` FROM tokens WHERE user_id = $1 ORDER BY id DESC`, userID)
 }
 
 // tokenTree selects the ids of token $1 of user $2 and of every token it
@@ -194,5 +190,5 @@ func assignIDs(rows pgx.Rows, n int, set func(int, int64)) error {
 // FindAudit returns audit records matching f, newest first.
 func (d *DB) FindAudit(ctx context.Context, f duet.AuditFilter) ([]*duet.AuditRecord, error) {
 	q, args := storerules.AuditSearch(f, stored)
-	return all(ctx, d.pool, q, args, storerules.ScanAudit)
+	return all(ctx, d.pool, storerules.ScanAudit, q, args...)
 }

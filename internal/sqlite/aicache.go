@@ -58,13 +58,9 @@ func (d *DB) SaveAIPlan(ctx context.Context, l duet.Lease, p *duet.AIPlan) error
 
 // FindAIPlans returns the plans of a step, most recently used first.
 func (d *DB) FindAIPlans(ctx context.Context, key duet.AIPlanKey, stepHash string) ([]*duet.AIPlan, error) {
-	rows, err := d.q.QueryContext(ctx, `SELECT `+aiPlanColumns+` FROM ai_plans p
+	return all(ctx, d.q, scanAIPlan, `SELECT `+aiPlanColumns+` FROM ai_plans p
 		WHERE p.task_id = ? AND p.case_id = ? AND p.case_version = ? AND p.step_index = ? AND p.step_hash = ?
 		ORDER BY p.used_at DESC, p.id DESC LIMIT ?`, key.TaskID, key.CaseID, key.CaseVersion, key.StepIndex, stepHash, duet.MaxAIPlansPerStep)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, scanAIPlan)
 }
 
 // UseAIPlan counts a replay of plan id under the lease l.
@@ -88,12 +84,8 @@ func (d *DB) FindCaseAIPlans(ctx context.Context, viewer, caseID string) ([]*due
 	if _, err := d.FindCaseByID(ctx, viewer, caseID); err != nil {
 		return nil, err
 	}
-	rows, err := d.q.QueryContext(ctx, `SELECT `+aiPlanColumns+` FROM ai_plans p WHERE p.case_id = ?
+	return all(ctx, d.q, scanAIPlan, `SELECT `+aiPlanColumns+` FROM ai_plans p WHERE p.case_id = ?
 		ORDER BY p.case_version, p.step_index, p.used_at DESC, p.id`, caseID)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, scanAIPlan)
 }
 
 // ClearAIPlans removes the plans of owner's task (of one case of it).

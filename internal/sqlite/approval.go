@@ -78,24 +78,14 @@ func (d *DB) FindCaseApprovals(ctx context.Context, user, taskID string) ([]*due
 		q += ` AND a.task_id = ?`
 		args = append(args, taskID)
 	}
-	rows, err := d.q.QueryContext(ctx, q+` ORDER BY a.approved_at DESC, a.case_id, a.version DESC`, args...)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, scanApproval)
+	return all(ctx, d.q, scanApproval, q+` ORDER BY a.approved_at DESC, a.case_id, a.version DESC`, args...)
 }
 
 // RevokeCaseApproval deletes user's approvals of every version of the case.
 // Returns NOT_FOUND when there was none.
 func (d *DB) RevokeCaseApproval(ctx context.Context, user, caseID string) error {
 	res, err := d.q.ExecContext(ctx, `DELETE FROM case_approvals WHERE user_id = ? AND case_id = ?`, user, caseID)
-	if err != nil {
-		return mapErr(err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return duet.Errorf(duet.CodeNotFound, "%s has not approved case %s", user, caseID)
-	}
-	return nil
+	return changed(res, err, duet.Errorf(duet.CodeNotFound, "%s has not approved case %s", user, caseID))
 }
 
 // ApprovePostRun records user's approval of the current version of the

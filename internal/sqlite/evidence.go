@@ -116,11 +116,7 @@ func (d *DB) FindBaselines(ctx context.Context, f duet.BaselineFilter) ([]*duet.
 	}
 	q += ` ORDER BY b.created_at DESC, b.id DESC LIMIT ?`
 	args = append(args, min(limit, 1000))
-	rows, err := d.q.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, func(r rowScanner) (*duet.Baseline, error) { return scanBaseline(r, false) })
+	return all(ctx, d.q, func(r rowScanner) (*duet.Baseline, error) { return scanBaseline(r, false) }, q, args...)
 }
 
 // DecideBaseline approves or rejects owner's pending baseline id. Returns

@@ -161,11 +161,7 @@ func (d *DB) FindMCPServer(ctx context.Context, owner, ref string) (*duet.MCPSer
 
 // FindMCPServers lists the owner's registrations by name.
 func (d *DB) FindMCPServers(ctx context.Context, owner string) ([]*duet.MCPServer, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT `+mcpServerColumns+` FROM mcp_servers WHERE owner = ? ORDER BY name`, owner)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, func(r rowScanner) (*duet.MCPServer, error) { return scanMCPServer(r) })
+	return all(ctx, d.db, func(r rowScanner) (*duet.MCPServer, error) { return scanMCPServer(r) }, `SELECT `+mcpServerColumns+` FROM mcp_servers WHERE owner = ? ORDER BY name`, owner)
 }
 
 // FindMCPServerTool returns the owner's registration of serverKey and the
@@ -347,11 +343,7 @@ func (d *DB) FindCredential(ctx context.Context, ref string) (*duet.Credential, 
 
 // FindCredentials returns every credential, by ref.
 func (d *DB) FindCredentials(ctx context.Context) ([]*duet.Credential, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT `+credentialColumns+` FROM mcp_credentials ORDER BY ref`)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, scanCredential)
+	return all(ctx, d.db, scanCredential, `SELECT `+credentialColumns+` FROM mcp_credentials ORDER BY ref`)
 }
 
 // UpdateCredentials stores new ciphertexts in one transaction, each only if
@@ -493,5 +485,5 @@ func invocationInsert(n int) string {
 // FindInvocations returns invocation records matching f, newest first.
 func (d *DB) FindInvocations(ctx context.Context, f duet.InvocationFilter) ([]*duet.Invocation, error) {
 	q, args := storerules.InvocationSearch(f, stored)
-	return all(ctx, d.q, q, args, storerules.ScanInvocation)
+	return all(ctx, d.q, storerules.ScanInvocation, q, args...)
 }

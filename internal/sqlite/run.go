@@ -39,13 +39,7 @@ func (d *DB) SaveRunHooks(ctx context.Context, l duet.Lease, results []*duet.Ste
 		return err
 	}
 	res, err := d.q.ExecContext(ctx, `UPDATE runs SET hooks = ? WHERE id = ? AND lease_owner = ? AND attempt = ? AND status = 'running'`, hooks, l.RunID, l.Worker, l.Token)
-	if err != nil {
-		return mapErr(err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return duet.LeaseLost(l)
-	}
-	return nil
+	return changed(res, err, duet.LeaseLost(l))
 }
 
 // fillTotals counts the executions of each run by status.
@@ -454,13 +448,7 @@ func (d *DB) StartExecution(ctx context.Context, l duet.Lease, e *duet.Execution
 // (fenced, in one statement).
 func (d *DB) SuspendExecution(ctx context.Context, l duet.Lease, executionID string, next int) error {
 	res, err := d.q.ExecContext(ctx, `UPDATE executions SET resume_from = ?5 WHERE id = ?4 AND `+heldCond, l.RunID, l.Worker, l.Token, executionID, max(next, 0))
-	if err != nil {
-		return mapErr(err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return duet.LeaseLost(l)
-	}
-	return nil
+	return changed(res, err, duet.LeaseLost(l))
 }
 
 // SaveStepResult stores one step result and the execution's variables
@@ -496,13 +484,7 @@ func (d *DB) FinishExecution(ctx context.Context, l duet.Lease, e *duet.Executio
 	}
 	res, err := d.q.ExecContext(ctx, `UPDATE executions SET status = ?5, error_code = ?6, error_message = ?7, vars = ?8, started_at = ?9, finished_at = ?10 WHERE id = ?4 AND `+heldCond,
 		l.RunID, l.Worker, l.Token, e.ID, e.Status, e.ErrorCode, e.ErrorMessage, varsJSON, nullMicros(e.StartedAt), nullMicros(e.FinishedAt))
-	if err != nil {
-		return mapErr(err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return duet.LeaseLost(l)
-	}
-	return nil
+	return changed(res, err, duet.LeaseLost(l))
 }
 
 // RetryExecution keeps the failed attempt e.Attempt of an execution among
@@ -525,13 +507,7 @@ func (d *DB) RetryExecution(ctx context.Context, l duet.Lease, e *duet.Execution
 func (d *DB) ReleaseRun(ctx context.Context, l duet.Lease) error {
 	res, err := d.q.ExecContext(ctx, `UPDATE runs SET status = 'queued', lease_owner = '', lease_expires_at = 0 WHERE id = ? AND lease_owner = ? AND attempt = ? AND status = 'running'`,
 		l.RunID, l.Worker, l.Token)
-	if err != nil {
-		return mapErr(err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return duet.LeaseLost(l)
-	}
-	return nil
+	return changed(res, err, duet.LeaseLost(l))
 }
 
 // incompleteSQL finds an execution of run ?1 that a verdict cannot

@@ -89,11 +89,7 @@ func (d *DB) FindSchedules(ctx context.Context, f duet.ScheduleFilter) ([]*duet.
 		args = append(args, f.Owner)
 		q += ` AND s.owner = ?` + strconv.Itoa(len(args))
 	}
-	rows, err := d.q.QueryContext(ctx, q+` ORDER BY t.name, s.task_id, s.name, s.owner`, args...)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, scanSchedule)
+	return all(ctx, d.q, scanSchedule, q+` ORDER BY t.name, s.task_id, s.name, s.owner`, args...)
 }
 
 // DueSchedules lists the unpaused schedules due at now.

@@ -74,13 +74,7 @@ func (d *DB) querySecrets(ctx context.Context, q string, args ...any) ([]*duet.S
 // DeleteSecret removes a user's secret. Returns NOT_FOUND.
 func (d *DB) DeleteSecret(ctx context.Context, user, name string) error {
 	res, err := d.q.ExecContext(ctx, `DELETE FROM user_secrets WHERE user_id = ? AND name = ?`, user, name)
-	if err != nil {
-		return mapErr(err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return duet.Errorf(duet.CodeNotFound, "you have no secret named %s", name)
-	}
-	return nil
+	return changed(res, err, duet.Errorf(duet.CodeNotFound, "you have no secret named %s", name))
 }
 
 // RewrapSecrets replaces, in one transaction, the ciphertexts rewrap

@@ -68,7 +68,7 @@ func collect[T any](rows *sql.Rows, scan func(rowScanner) (T, error)) ([]T, erro
 }
 
 // all runs query on q and reads every row with scan.
-func all[T any](ctx context.Context, q querier, query string, args []any, scan func(rowScanner) (T, error)) ([]T, error) {
+func all[T any](ctx context.Context, q querier, scan func(rowScanner) (T, error), query string, args ...any) ([]T, error) {
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, mapErr(err)
@@ -401,13 +401,7 @@ func (d *DB) UnshareTask(ctx context.Context, owner, taskID, user string) error 
 			return err
 		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM task_shares WHERE task_id = ? AND user_id = ?`, taskID, user)
-		if err != nil {
-			return mapErr(err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return duet.Errorf(duet.CodeNotFound, "task %q is not shared with %q", taskID, user)
-		}
-		return nil
+		return changed(res, err, duet.Errorf(duet.CodeNotFound, "task %q is not shared with %q", taskID, user))
 	})
 }
 

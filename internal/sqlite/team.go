@@ -267,13 +267,7 @@ func (d *DB) DeleteTeamServer(ctx context.Context, by, team, name string) error 
 			return err
 		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM team_servers WHERE team = ? AND name = ?`, team, name)
-		if err != nil {
-			return mapErr(err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return storerules.NotFound("team server", name)
-		}
-		return nil
+		return changed(res, err, storerules.NotFound("team server", name))
 	})
 }
 

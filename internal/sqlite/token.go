@@ -81,11 +81,7 @@ func (d *DB) readTokenByHash(ctx context.Context, hash string) (*duet.Token, err
 
 // FindTokens lists a user's tokens, newest first.
 func (d *DB) FindTokens(ctx context.Context, userID string) ([]*duet.Token, error) {
-	rows, err := d.q.QueryContext(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE user_id = ? ORDER BY id DESC`, userID)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, scanToken)
+	return all(ctx, d.q, scanToken, `SELECT `+tokenColumns+` FROM tokens WHERE user_id = ? ORDER BY id DESC`, userID)
 }
 
 // tokenTree selects the ids of token ?1 of user ?2 and of every token it
@@ -102,13 +98,7 @@ func (d *DB) DeleteToken(ctx context.Context, userID, id string) error {
 			return mapErr(err)
 		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM tokens WHERE id IN (`+tokenTree+`)`, id, userID)
-		if err != nil {
-			return mapErr(err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return storerules.NotFound("token", id)
-		}
-		return nil
+		return changed(res, err, storerules.NotFound("token", id))
 	})
 }
 
@@ -210,5 +200,5 @@ func auditInsert(n int) string {
 // FindAudit returns audit records matching f, newest first.
 func (d *DB) FindAudit(ctx context.Context, f duet.AuditFilter) ([]*duet.AuditRecord, error) {
 	q, args := storerules.AuditSearch(f, stored)
-	return all(ctx, d.q, q, args, storerules.ScanAudit)
+	return all(ctx, d.q, storerules.ScanAudit, q, args...)
 }
