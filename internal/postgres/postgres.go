@@ -40,6 +40,10 @@ var migrations embed.FS
 type DB struct {
 	pool *auditedPool
 	now  func() time.Time
+
+	// The stores written once, in storerules, on this engine (rules).
+	storerules.Devices
+	storerules.Sessions
 }
 
 // auditedPool is the connection pool, its Exec made to keep the audit
@@ -68,6 +72,11 @@ func (p *auditedPool) Exec(ctx context.Context, sql string, args ...any) (pgconn
 }
 
 var _ duet.Store = (*DB)(nil)
+
+var _ interface {
+	duet.DeviceLeaseStore
+	duet.SessionStore
+} = (*DB)(nil)
 
 // Options tune Open. The zero value is fine: nil and zero fields mean the
 // URL's own settings (pool_max_conns, connect_timeout, ...), else pgx's
@@ -175,6 +184,7 @@ func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
 	}
 	d := &DB{now: opts.Now}
 	d.pool = &auditedPool{Pool: pool, d: d}
+	d.rules()
 	if d.now == nil {
 		d.now = time.Now
 	}
@@ -437,3 +447,18 @@ func (d *DB) FindLLMUsage(ctx context.Context, userID, day string) (duet.LLMUsag
 
 // rowScanner is one row, of a result or of a record (record.go).
 type rowScanner = storerules.Row
+
+// rules sets up the stores written in storerules on this engine, every
+// statement through the pool.
+func (d *DB) rules() {
+	e := storerules.Engine{Read: d.row, Write: d.row, Stored: stored, Now: func() time.Time { return d.now() }}
+	e.Exec = func(ctx context.Context, q string, args ...any) (int64, error) {
+		tag, err := d.pool.Exec(ctx, q, args...)
+		return tag.RowsAffected(), mapErr(err)
+	}
+	e.Query = func(ctx context.Context, each func(storerules.Row) error, q string, args ...any) error {
+		_, err := all(ctx, d.pool, func(r rowScanner) (struct{}, error) { return struct{}{}, each(r) }, q, args...)
+		return err
+	}
+	d.Devices, d.Sessions = storerules.Devices{E: e}, storerules.Sessions{E: e}
+}

@@ -36,9 +36,18 @@ type DB struct {
 	mcp   mcpStmts // prepared statements of mcpclient.go
 
 	readOnly bool // opened by Options.ReadOnlyFallback
+
+	// The stores written once, in storerules, on this engine (rules).
+	storerules.Devices
+	storerules.Sessions
 }
 
 var _ duet.Store = (*DB)(nil)
+
+var _ interface {
+	duet.DeviceLeaseStore
+	duet.SessionStore
+} = (*DB)(nil)
 
 // Options tune Open. The zero value is fine.
 type Options struct {
@@ -129,6 +138,7 @@ func openReadOnly(ctx context.Context, abs string, opts *Options) (*DB, error) {
 			sdb.SetMaxIdleConns(n)
 			d := &DB{db: sdb, q: &stmtCache{db: sdb, stmts: map[string]*sql.Stmt{}}, cache: newReadCache(sdb, "file:"+abs+"?"+q.Encode()), path: abs, now: opts.Now, readOnly: true}
 			d.q.tx = d.tx
+			d.rules()
 			if d.now == nil {
 				d.now = time.Now
 			}
@@ -211,6 +221,7 @@ func openWritable(ctx context.Context, path string, opts *Options) (*DB, error) 
 	}
 	d := &DB{db: sdb, q: &stmtCache{db: sdb, stmts: map[string]*sql.Stmt{}}, cache: newReadCache(sdb, dsn), path: abs, now: opts.Now}
 	d.q.tx = d.tx
+	d.rules()
 	if d.now == nil {
 		d.now = time.Now
 	}
@@ -368,4 +379,24 @@ func (d *DB) ChargeLLMUsage(ctx context.Context, c duet.LLMCharge) (duet.LLMUsag
 // FindLLMUsage returns the usage of user on day.
 func (d *DB) FindLLMUsage(ctx context.Context, userID, day string) (duet.LLMUsage, error) {
 	return storerules.FindLLMUsage(ctx, userID, day, d.readRow)
+}
+
+// rules sets up the stores written in storerules on this engine: reads and
+// single statements through the statement cache, row-returning writes in a
+// transaction (tx).
+func (d *DB) rules() {
+	e := storerules.Engine{Read: d.readRow, Write: d.writeRow, Stored: stored, Now: func() time.Time { return d.now() }}
+	e.Exec = func(ctx context.Context, q string, args ...any) (int64, error) {
+		res, err := d.q.ExecContext(ctx, q, args...)
+		if err != nil {
+			return 0, mapErr(err)
+		}
+		n, _ := res.RowsAffected()
+		return n, nil
+	}
+	e.Query = func(ctx context.Context, each func(storerules.Row) error, q string, args ...any) error {
+		_, err := all(ctx, d.q, func(r rowScanner) (struct{}, error) { return struct{}{}, each(r) }, q, args...)
+		return err
+	}
+	d.Devices, d.Sessions = storerules.Devices{E: e}, storerules.Sessions{E: e}
 }

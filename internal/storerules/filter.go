@@ -81,36 +81,32 @@ func (f *Filter) Where() string {
 }
 
 // newestFirst is the query of columns of the records of the log table
-// (audit, mcp_invocations) that f selects, newest first, at most limit of
-// them (100 unless given, 10,000 at most), and its arguments.
-func (f *Filter) newestFirst(columns, table string, limit int) (string, []any) {
-	q := `SELECT ` + columns + ` FROM ` + table + ` WHERE ` + f.Where() + ` ORDER BY id DESC LIMIT `
-	q += f.Add(ClampLimit(limit, 100, 10000))
-	return q, f.Args
+// (audit, mcp_invocations) that match eq (column, value pairs; an empty
+// value is no condition) and were made from since until until, newest
+// first, at most limit of them (100 unless given, 10,000 at most), and its
+// arguments.
+func newestFirst(stored StoredTime, columns, table string, since, until time.Time, limit int, eq ...string) (string, []any) {
+	w := Filter{Stored: stored}
+	for i := 0; i+1 < len(eq); i += 2 {
+		w.Eq(eq[i], eq[i+1])
+	}
+	w.Between("time", since, until)
+	q := `SELECT ` + columns + ` FROM ` + table + ` WHERE ` + w.Where() + ` ORDER BY id DESC LIMIT `
+	q += w.Add(ClampLimit(limit, 100, 10000))
+	return q, w.Args
 }
 
 // AuditSearch is the statement FindAudit runs for f, and its arguments:
 // newest first, at most f.Limit records (ScanAudit reads them).
 func AuditSearch(f duet.AuditFilter, stored StoredTime) (string, []any) {
-	w := Filter{Stored: stored}
-	w.Eq("caller", f.Caller)
-	w.Eq("tool", f.Tool)
-	w.Eq("method", f.Method)
-	w.Eq("call_source", string(f.CallSource))
-	w.Eq("outcome", string(f.Outcome))
-	w.Eq("trace_id", f.TraceID)
-	w.Between("time", f.Since, f.Until)
-	return w.newestFirst(`id, time, trace_id, call_source, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes`, `audit`, f.Limit)
+	return newestFirst(stored, `id, time, trace_id, call_source, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes`, `audit`, f.Since, f.Until, f.Limit,
+		"caller", f.Caller, "tool", f.Tool, "method", f.Method, "call_source", string(f.CallSource), "outcome", string(f.Outcome), "trace_id", f.TraceID)
 }
 
 // ScanAudit reads an audit record of AuditSearch.
 func ScanAudit(r Row) (*duet.AuditRecord, error) {
 	var a duet.AuditRecord
-	err := r.Scan(&a.ID, TimeOf(&a.Time), &a.TraceID, &a.CallSource, &a.Caller, &a.Method, &a.Tool, &a.Outcome, &a.DurationUs, &a.ArgBytes, &a.ResultBytes)
-	if err != nil {
-		return nil, err
-	}
-	return &a, nil
+	return &a, r.Scan(&a.ID, TimeOf(&a.Time), &a.TraceID, &a.CallSource, &a.Caller, &a.Method, &a.Tool, &a.Outcome, &a.DurationUs, &a.ArgBytes, &a.ResultBytes)
 }
 
 // InvocationSearch is the statement FindInvocations runs for f, and its
@@ -118,23 +114,12 @@ func ScanAudit(r Row) (*duet.AuditRecord, error) {
 // (executor, id) in its order and stops at the limit (migration 00017);
 // ScanInvocation reads them.
 func InvocationSearch(f duet.InvocationFilter, stored StoredTime) (string, []any) {
-	w := Filter{Stored: stored}
-	w.Eq("executor", f.Executor)
-	w.Eq("server_key", f.ServerKey)
-	w.Eq("tool", f.Tool)
-	w.Eq("source", string(f.Source))
-	w.Eq("outcome", string(f.Outcome))
-	w.Eq("trace_id", f.TraceID)
-	w.Between("time", f.Since, f.Until)
-	return w.newestFirst(`id, time, trace_id, executor, source, server_key, tool, outcome, duration_us, arg_bytes, result_bytes`, `mcp_invocations`, f.Limit)
+	return newestFirst(stored, `id, time, trace_id, executor, source, server_key, tool, outcome, duration_us, arg_bytes, result_bytes`, `mcp_invocations`, f.Since, f.Until, f.Limit,
+		"executor", f.Executor, "server_key", f.ServerKey, "tool", f.Tool, "source", string(f.Source), "outcome", string(f.Outcome), "trace_id", f.TraceID)
 }
 
 // ScanInvocation reads an invocation record of InvocationSearch.
 func ScanInvocation(r Row) (*duet.Invocation, error) {
 	var v duet.Invocation
-	err := r.Scan(&v.ID, TimeOf(&v.Time), &v.TraceID, &v.Executor, &v.Source, &v.ServerKey, &v.Tool, &v.Outcome, &v.DurationUs, &v.ArgBytes, &v.ResultBytes)
-	if err != nil {
-		return nil, err
-	}
-	return &v, nil
+	return &v, r.Scan(&v.ID, TimeOf(&v.Time), &v.TraceID, &v.Executor, &v.Source, &v.ServerKey, &v.Tool, &v.Outcome, &v.DurationUs, &v.ArgBytes, &v.ResultBytes)
 }

@@ -1,0 +1,38 @@
+package storerules
+
+import (
+	"context"
+	"time"
+)
+
+// Engine is one driver's way to run the SQL texts of this package, which
+// use $n parameters (PostgreSQL's, which modernc's SQLite driver binds to
+// the n-th argument too), times written with Stored and read with TimeOf.
+// Every error it returns is mapped by the engine.
+type Engine struct {
+	// Read reads one row; Write writes and reads the one row it returns
+	// (in a transaction where the engine wants one).
+	Read, Write RowFunc
+	// Exec runs a statement and returns how many rows it changed.
+	Exec func(ctx context.Context, sql string, args ...any) (int64, error)
+	// Query runs a statement and hands each row to each.
+	Query func(ctx context.Context, each func(Row) error, sql string, args ...any) error
+	// Stored is how the engine writes a time.
+	Stored StoredTime
+	// Now is the current time.
+	Now func() time.Time
+}
+
+// All runs a statement on e and reads every row with scan.
+func All[T any](ctx context.Context, e Engine, scan func(Row) (T, error), sql string, args ...any) ([]T, error) {
+	out := []T{}
+	err := e.Query(ctx, func(r Row) error {
+		v, err := scan(r)
+		out = append(out, v)
+		return err
+	}, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
