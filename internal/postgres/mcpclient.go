@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -14,31 +13,6 @@ import (
 )
 
 var _ duet.MCPClientStore = (*DB)(nil)
-
-const mcpServerColumns = `id, owner, name, url, server_key, credential_ref, header_names, auth, transport, protocol_version,
-	server_name, server_version, catalog_hash, tool_count, synced_at, created_at, updated_at`
-
-func scanMCPServer(r rowScanner, extra ...any) (*duet.MCPServer, error) {
-	var s duet.MCPServer
-	var cred *string
-	var headers string
-	dest := []any{&s.ID, &s.Owner, &s.Name, &s.URL, &s.ServerKey, &cred, &headers, &s.Auth, &s.Transport, &s.ProtocolVersion,
-		&s.ServerName, &s.ServerVersion, &s.CatalogHash, &s.ToolCount, &s.SyncedAt, &s.CreatedAt, &s.UpdatedAt}
-	if err := r.Scan(append(dest, extra...)...); err != nil {
-		return nil, err
-	}
-	if cred != nil {
-		s.CredentialRef = *cred
-	}
-	if err := json.Unmarshal([]byte(headers), &s.HeaderNames); err != nil {
-		return nil, err
-	}
-	if len(s.HeaderNames) == 0 {
-		s.HeaderNames = nil
-	}
-	s.SyncedAt, s.CreatedAt, s.UpdatedAt = utcPtr(s.SyncedAt), utc(s.CreatedAt), utc(s.UpdatedAt)
-	return &s, nil
-}
 
 // nullString stores "" as NULL (a registration without a credential).
 func nullString(s string) *string {
@@ -137,7 +111,7 @@ func (t mcpServerTx) DeleteCredential(ctx context.Context, ref string) error {
 // FindMCPServer returns the owner's registration named ref, or with serverKey
 // ref. Returns NOT_FOUND.
 func (d *DB) FindMCPServer(ctx context.Context, owner, ref string) (*duet.MCPServer, error) {
-	s, err := scanMCPServer(d.pool.QueryRow(ctx, `SELECT `+mcpServerColumns+` FROM mcp_servers
+	s, err := storerules.ScanMCPServer(d.pool.QueryRow(ctx, `SELECT `+storerules.MCPServerColumns+` FROM mcp_servers
 		WHERE owner = $1 AND (name = $2 OR server_key = $2) ORDER BY name = $2 DESC LIMIT 1`, owner, ref))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, duet.Errorf(duet.CodeNotFound, "you have not registered an MCP server named %q", ref)
@@ -147,14 +121,14 @@ func (d *DB) FindMCPServer(ctx context.Context, owner, ref string) (*duet.MCPSer
 
 // FindMCPServers lists the owner's registrations by name.
 func (d *DB) FindMCPServers(ctx context.Context, owner string) ([]*duet.MCPServer, error) {
-	return all(ctx, d.pool, func(r rowScanner) (*duet.MCPServer, error) { return scanMCPServer(r) }, `SELECT `+mcpServerColumns+` FROM mcp_servers WHERE owner = $1 ORDER BY name`, owner)
+	return all(ctx, d.pool, func(r rowScanner) (*duet.MCPServer, error) { return storerules.ScanMCPServer(r) }, `SELECT `+storerules.MCPServerColumns+` FROM mcp_servers WHERE owner = $1 ORDER BY name`, owner)
 }
 
 // FindMCPServerTool returns the owner's registration of serverKey and the
 // archived tool, if any, in one query. Returns NOT_FOUND.
 func (d *DB) FindMCPServerTool(ctx context.Context, owner, serverKey, tool string) (*duet.MCPServer, *duet.MCPTool, error) {
 	var name, title, desc, in, out, ann *string
-	s, err := scanMCPServer(d.pool.QueryRow(ctx, `SELECT `+storerules.PrefixColumns("s.", mcpServerColumns)+`, t.name, t.title, t.description, t.input_schema, t.output_schema, t.annotations
+	s, err := storerules.ScanMCPServer(d.pool.QueryRow(ctx, `SELECT `+storerules.PrefixColumns("s.", storerules.MCPServerColumns)+`, t.name, t.title, t.description, t.input_schema, t.output_schema, t.annotations
 		FROM mcp_servers s LEFT JOIN mcp_tools t ON t.server_id = s.id AND t.name = $1
 		WHERE s.owner = $2 AND s.server_key = $3`, tool, owner, serverKey), &name, &title, &desc, &in, &out, &ann)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -266,20 +240,9 @@ func (d *DB) FindMCPTools(ctx context.Context, id string) ([]*duet.MCPTool, erro
 	})
 }
 
-const credentialColumns = `ref, owner, server_key, ciphertext, updated_at, version`
-
-func scanCredential(r rowScanner) (*duet.Credential, error) {
-	var c duet.Credential
-	if err := r.Scan(&c.Ref, &c.Owner, &c.ServerKey, &c.Ciphertext, &c.UpdatedAt, &c.Version); err != nil {
-		return nil, err
-	}
-	c.UpdatedAt = utc(c.UpdatedAt)
-	return &c, nil
-}
-
 // FindCredential returns a credential. Returns NOT_FOUND.
 func (d *DB) FindCredential(ctx context.Context, ref string) (*duet.Credential, error) {
-	c, err := scanCredential(d.pool.QueryRow(ctx, `SELECT `+credentialColumns+` FROM mcp_credentials WHERE ref = $1`, ref))
+	c, err := storerules.ScanCredential(d.pool.QueryRow(ctx, `SELECT `+storerules.CredentialColumns+` FROM mcp_credentials WHERE ref = $1`, ref))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, storerules.NotFound("credential", ref)
 	}
@@ -288,7 +251,7 @@ func (d *DB) FindCredential(ctx context.Context, ref string) (*duet.Credential, 
 
 // FindCredentials returns every credential, by ref.
 func (d *DB) FindCredentials(ctx context.Context) ([]*duet.Credential, error) {
-	return all(ctx, d.pool, scanCredential, `SELECT `+credentialColumns+` FROM mcp_credentials ORDER BY ref`)
+	return all(ctx, d.pool, storerules.ScanCredential, `SELECT `+storerules.CredentialColumns+` FROM mcp_credentials ORDER BY ref`)
 }
 
 // UpdateCredentials stores new ciphertexts in one transaction, each only if
@@ -340,9 +303,9 @@ func (d *DB) LeaseCredential(ctx context.Context, ref, holder string, ttl time.D
 		return nil, duet.Errorf(duet.CodeInvalidArgument, "a credential lease needs a holder and a duration")
 	}
 	now := ts(d.now())
-	c, err := scanCredential(d.pool.QueryRow(ctx, `UPDATE mcp_credentials SET lease_holder = $1, lease_until = $2
+	c, err := storerules.ScanCredential(d.pool.QueryRow(ctx, `UPDATE mcp_credentials SET lease_holder = $1, lease_until = $2
 		WHERE ref = $3 AND (lease_holder = '' OR lease_holder = $1 OR lease_until IS NULL OR lease_until <= $4)
-		RETURNING `+credentialColumns, holder, now.Add(ttl), ref, now))
+		RETURNING `+storerules.CredentialColumns, holder, now.Add(ttl), ref, now))
 	if errors.Is(err, pgx.ErrNoRows) {
 		if err := credentialMissed(ctx, d.pool, ref); duet.ErrorCode(err) != duet.CodeConflict {
 			return nil, err

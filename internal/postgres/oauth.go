@@ -63,22 +63,10 @@ func (d *DB) PutOAuthToken(ctx context.Context, t *duet.OAuthToken) error {
 	return mapErr(err)
 }
 
-const oauthTokenColumns = `hash, kind, grant_id, client_id, user_id, scope, data, created_at, expires_at, used_at`
-
-func scanOAuthToken(r rowScanner) (*duet.OAuthToken, error) {
-	var t duet.OAuthToken
-	var kind string
-	if err := r.Scan(&t.Hash, &kind, &t.GrantID, &t.ClientID, &t.UserID, &t.Scope, &t.Data, &t.CreatedAt, &t.ExpiresAt, &t.UsedAt); err != nil {
-		return nil, err
-	}
-	t.Kind, t.CreatedAt, t.ExpiresAt, t.UsedAt = duet.OAuthTokenKind(kind), utc(t.CreatedAt), utc(t.ExpiresAt), utcPtr(t.UsedAt)
-	return &t, nil
-}
-
 // FindOAuthToken returns the unexpired, unused token of that kind and hash.
 // Returns UNAUTHENTICATED.
 func (d *DB) FindOAuthToken(ctx context.Context, kind duet.OAuthTokenKind, hash string) (*duet.OAuthToken, error) {
-	t, err := scanOAuthToken(d.pool.QueryRow(ctx, `SELECT `+oauthTokenColumns+` FROM oauth_tokens WHERE hash = $1 AND kind = $2 AND expires_at > $3 AND used_at IS NULL`,
+	t, err := storerules.ScanOAuthToken(d.pool.QueryRow(ctx, `SELECT `+storerules.OAuthTokenColumns+` FROM oauth_tokens WHERE hash = $1 AND kind = $2 AND expires_at > $3 AND used_at IS NULL`,
 		hash, string(kind), ts(d.now())))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, storerules.InvalidOAuthToken()
@@ -92,7 +80,7 @@ func (d *DB) FindOAuthToken(ctx context.Context, kind duet.OAuthTokenKind, hash 
 // UNAUTHENTICATED when there is none.
 func (d *DB) UseOAuthToken(ctx context.Context, kind duet.OAuthTokenKind, hash string) (*duet.OAuthToken, error) {
 	now := ts(d.now())
-	t, err := scanOAuthToken(d.pool.QueryRow(ctx, `UPDATE oauth_tokens SET used_at = $4 WHERE hash = $1 AND kind = $2 AND expires_at > $3 AND used_at IS NULL RETURNING `+oauthTokenColumns,
+	t, err := storerules.ScanOAuthToken(d.pool.QueryRow(ctx, `UPDATE oauth_tokens SET used_at = $4 WHERE hash = $1 AND kind = $2 AND expires_at > $3 AND used_at IS NULL RETURNING `+storerules.OAuthTokenColumns,
 		hash, string(kind), now, now))
 	if err == nil {
 		return t, nil
@@ -100,7 +88,7 @@ func (d *DB) UseOAuthToken(ctx context.Context, kind duet.OAuthTokenKind, hash s
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return nil, mapErr(err)
 	}
-	t, err = scanOAuthToken(d.pool.QueryRow(ctx, `SELECT `+oauthTokenColumns+` FROM oauth_tokens WHERE hash = $1 AND kind = $2 AND expires_at > $3 AND used_at IS NOT NULL`,
+	t, err = storerules.ScanOAuthToken(d.pool.QueryRow(ctx, `SELECT `+storerules.OAuthTokenColumns+` FROM oauth_tokens WHERE hash = $1 AND kind = $2 AND expires_at > $3 AND used_at IS NOT NULL`,
 		hash, string(kind), now))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, storerules.InvalidOAuthToken()

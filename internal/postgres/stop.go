@@ -12,17 +12,6 @@ import (
 
 var _ duet.StopRequestStore = (*DB)(nil)
 
-const stopColumns = `s.id, s.run_id, s.task_id, s.executor, s.requested_by, s.reason, s.trace_id, s.status, s.via, s.decided_by, s.created_at, s.expires_at, s.decided_at`
-
-func scanStop(r rowScanner) (*duet.StopRequest, error) {
-	var s duet.StopRequest
-	if err := r.Scan(&s.ID, &s.RunID, &s.TaskID, &s.Executor, &s.RequestedBy, &s.Reason, &s.TraceID, &s.Status, &s.Via, &s.DecidedBy, &s.CreatedAt, &s.ExpiresAt, &s.DecidedAt); err != nil {
-		return nil, err
-	}
-	s.CreatedAt, s.ExpiresAt, s.DecidedAt = utc(s.CreatedAt), utc(s.ExpiresAt), utcPtr(s.DecidedAt)
-	return &s, nil
-}
-
 // CreateStopRequest stores r. Returns INVALID_ARGUMENT, NOT_FOUND (no such
 // run).
 func (d *DB) CreateStopRequest(ctx context.Context, r *duet.StopRequest) error {
@@ -39,7 +28,7 @@ func (d *DB) CreateStopRequest(ctx context.Context, r *duet.StopRequest) error {
 // FindStopRequest returns a request viewer made or may decide. Returns
 // NOT_FOUND.
 func (d *DB) FindStopRequest(ctx context.Context, viewer, id string) (*duet.StopRequest, error) {
-	s, err := scanStop(d.pool.QueryRow(ctx, `SELECT `+stopColumns+` FROM stop_requests s
+	s, err := storerules.ScanStop(d.pool.QueryRow(ctx, `SELECT `+storerules.StopColumns+` FROM stop_requests s
 		WHERE s.id = $1 AND ($2 = '' OR s.requested_by = $2 OR s.executor = $2)`, id, viewer))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, storerules.NotFound("stop request", id)
@@ -57,7 +46,7 @@ func (d *DB) FindStopRequests(ctx context.Context, f duet.StopRequestFilter) ([]
 	}
 	now := d.now()
 	a := args{f.User}
-	q := `SELECT ` + stopColumns + ` FROM stop_requests s WHERE (s.executor = $1 OR s.requested_by = $1)`
+	q := `SELECT ` + storerules.StopColumns + ` FROM stop_requests s WHERE (s.executor = $1 OR s.requested_by = $1)`
 	if f.RunID != "" {
 		q += ` AND s.run_id = ` + a.add(f.RunID)
 	}
@@ -69,7 +58,7 @@ func (d *DB) FindStopRequests(ctx context.Context, f duet.StopRequestFilter) ([]
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	out, err := collect(rows, scanStop)
+	out, err := collect(rows, storerules.ScanStop)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +73,7 @@ func (d *DB) FindStopRequests(ctx context.Context, f duet.StopRequestFilter) ([]
 func (d *DB) DecideStopRequest(ctx context.Context, id, by, via string, approve bool) (*duet.StopRequest, error) {
 	var out *duet.StopRequest
 	err := d.tx(ctx, func(tx pgx.Tx) error {
-		s, err := scanStop(tx.QueryRow(ctx, `SELECT `+stopColumns+` FROM stop_requests s
+		s, err := storerules.ScanStop(tx.QueryRow(ctx, `SELECT `+storerules.StopColumns+` FROM stop_requests s
 			WHERE s.id = $1 AND (s.requested_by = $2 OR s.executor = $2) FOR UPDATE`, id, by))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return storerules.NotFound("stop request", id)

@@ -51,21 +51,10 @@ func (d *DB) CreateToken(ctx context.Context, t *duet.Token) error {
 	})
 }
 
-const tokenColumns = `id, user_id, name, coalesce(parent_id, ''), hash, created_at, expires_at, last_used_at`
-
-func scanToken(r rowScanner) (*duet.Token, error) {
-	var t duet.Token
-	if err := r.Scan(&t.ID, &t.UserID, &t.Name, &t.ParentID, &t.Hash, &t.CreatedAt, &t.ExpiresAt, &t.LastUsedAt); err != nil {
-		return nil, err
-	}
-	t.CreatedAt, t.ExpiresAt, t.LastUsedAt = utc(t.CreatedAt), utcPtr(t.ExpiresAt), utcPtr(t.LastUsedAt)
-	return &t, nil
-}
-
 // FindTokenByHash returns the unexpired token with that hash. Returns
 // UNAUTHENTICATED.
 func (d *DB) FindTokenByHash(ctx context.Context, hash string) (*duet.Token, error) {
-	t, err := scanToken(d.pool.QueryRow(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE hash = $1 AND (expires_at IS NULL OR expires_at > $2)`, hash, ts(d.now())))
+	t, err := storerules.ScanToken(d.pool.QueryRow(ctx, `SELECT `+storerules.TokenColumns+` FROM tokens WHERE hash = $1 AND (expires_at IS NULL OR expires_at > $2)`, hash, ts(d.now())))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, duet.Errorf(duet.CodeUnauthenticated, "invalid or expired token")
 	}
@@ -74,7 +63,7 @@ func (d *DB) FindTokenByHash(ctx context.Context, hash string) (*duet.Token, err
 
 // FindTokens lists a user's tokens, newest first.
 func (d *DB) FindTokens(ctx context.Context, userID string) ([]*duet.Token, error) {
-	return all(ctx, d.pool, scanToken, `SELECT `+tokenColumns+` FROM tokens WHERE user_id = $1 ORDER BY id DESC`, userID)
+	return all(ctx, d.pool, storerules.ScanToken, `SELECT `+storerules.TokenColumns+` FROM tokens WHERE user_id = $1 ORDER BY id DESC`, userID)
 }
 
 // tokenTree selects the ids of token $1 of user $2 and of every token it

@@ -275,7 +275,7 @@ func (d *DB) ClaimCatalogSync(ctx context.Context, now time.Time, every time.Dur
 	var out *duet.MCPServer
 	err := d.tx(ctx, func(tx pgx.Tx) error {
 		out = nil
-		s, err := scanMCPServer(tx.QueryRow(ctx, `SELECT `+storerules.PrefixColumns("s.", mcpServerColumns)+` FROM mcp_servers s LEFT JOIN mcp_auto_sync a ON a.registration_id = s.id
+		s, err := storerules.ScanMCPServer(tx.QueryRow(ctx, `SELECT `+storerules.PrefixColumns("s.", storerules.MCPServerColumns)+` FROM mcp_servers s LEFT JOIN mcp_auto_sync a ON a.registration_id = s.id
 			WHERE GREATEST(coalesce(a.claimed_at, '-infinity'), coalesce(s.synced_at, '-infinity')) <= $1
 			ORDER BY GREATEST(coalesce(a.claimed_at, '-infinity'), coalesce(s.synced_at, '-infinity')), s.id LIMIT 1 FOR UPDATE OF s SKIP LOCKED`,
 			ts(now.Add(-every))))

@@ -11,18 +11,6 @@ import (
 
 var _ duet.ApprovalStore = (*DB)(nil)
 
-const approvalColumns = `a.user_id, a.case_id, a.version, a.source_hash, a.destinations_hash, a.task_id, a.approved_at`
-
-func scanApproval(r rowScanner) (*duet.CaseApproval, error) {
-	var a duet.CaseApproval
-	var at int64
-	if err := r.Scan(&a.User, &a.CaseID, &a.Version, &a.SourceHash, &a.DestinationsHash, &a.TaskID, &at); err != nil {
-		return nil, err
-	}
-	a.ApprovedAt = fromMicros(at)
-	return &a, nil
-}
-
 // ApproveCase records a.User's approval of the current version of a case
 // they may see, for a.DestinationsHash: approving the same version for the
 // same destinations again keeps the first approval, for others replaces
@@ -41,7 +29,7 @@ func (d *DB) ApproveCase(ctx context.Context, a *duet.CaseApproval) error {
 		if c.Version != a.Version {
 			return duet.Errorf(duet.CodeConflict, "case %s is at version %d now, not %d: review it again before approving", c.ID, c.Version, a.Version)
 		}
-		old, err := scanApproval(tx.QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM case_approvals a WHERE a.user_id = ? AND a.case_id = ? AND a.version = ?`,
+		old, err := storerules.ScanApproval(tx.QueryRowContext(ctx, `SELECT `+storerules.ApprovalColumns+` FROM case_approvals a WHERE a.user_id = ? AND a.case_id = ? AND a.version = ?`,
 			a.User, a.CaseID, a.Version))
 		switch {
 		case err == nil && old.DestinationsHash == a.DestinationsHash:
@@ -61,7 +49,7 @@ func (d *DB) ApproveCase(ctx context.Context, a *duet.CaseApproval) error {
 // FindCaseApproval returns user's approval of that version of the case.
 // Returns NOT_FOUND.
 func (d *DB) FindCaseApproval(ctx context.Context, user, caseID string, version int) (*duet.CaseApproval, error) {
-	a, err := scanApproval(d.q.QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM case_approvals a WHERE a.user_id = ? AND a.case_id = ? AND a.version = ?`,
+	a, err := storerules.ScanApproval(d.q.QueryRowContext(ctx, `SELECT `+storerules.ApprovalColumns+` FROM case_approvals a WHERE a.user_id = ? AND a.case_id = ? AND a.version = ?`,
 		user, caseID, version))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, duet.Errorf(duet.CodeNotFound, "%s has not approved version %d of case %s", user, version, caseID)
@@ -72,13 +60,13 @@ func (d *DB) FindCaseApproval(ctx context.Context, user, caseID string, version 
 // FindCaseApprovals lists user's approvals (of one task's cases when taskID
 // is not ""), newest first.
 func (d *DB) FindCaseApprovals(ctx context.Context, user, taskID string) ([]*duet.CaseApproval, error) {
-	q := `SELECT ` + approvalColumns + ` FROM case_approvals a WHERE a.user_id = ?`
+	q := `SELECT ` + storerules.ApprovalColumns + ` FROM case_approvals a WHERE a.user_id = ?`
 	args := []any{user}
 	if taskID != "" {
 		q += ` AND a.task_id = ?`
 		args = append(args, taskID)
 	}
-	return all(ctx, d.q, scanApproval, q+` ORDER BY a.approved_at DESC, a.case_id, a.version DESC`, args...)
+	return all(ctx, d.q, storerules.ScanApproval, q+` ORDER BY a.approved_at DESC, a.case_id, a.version DESC`, args...)
 }
 
 // RevokeCaseApproval deletes user's approvals of every version of the case.

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -32,34 +31,9 @@ const findServerToolSQL = `SELECT %s, t.name, t.title, t.description, t.input_sc
 
 func (d *DB) serverToolStmt(ctx context.Context) (*sql.Stmt, error) {
 	d.mcp.once.Do(func() {
-		d.mcp.toolStmt, d.mcp.err = d.db.PrepareContext(context.WithoutCancel(ctx), fmt.Sprintf(findServerToolSQL, storerules.PrefixColumns("s.", mcpServerColumns)))
+		d.mcp.toolStmt, d.mcp.err = d.db.PrepareContext(context.WithoutCancel(ctx), fmt.Sprintf(findServerToolSQL, storerules.PrefixColumns("s.", storerules.MCPServerColumns)))
 	})
 	return d.mcp.toolStmt, d.mcp.err
-}
-
-const mcpServerColumns = `id, owner, name, url, server_key, credential_ref, header_names, auth, transport, protocol_version,
-	server_name, server_version, catalog_hash, tool_count, synced_at, created_at, updated_at`
-
-func scanMCPServer(r rowScanner, extra ...any) (*duet.MCPServer, error) {
-	var s duet.MCPServer
-	var cred sql.NullString
-	var headers string
-	var synced sql.NullInt64
-	var created, updated int64
-	dest := []any{&s.ID, &s.Owner, &s.Name, &s.URL, &s.ServerKey, &cred, &headers, &s.Auth, &s.Transport, &s.ProtocolVersion,
-		&s.ServerName, &s.ServerVersion, &s.CatalogHash, &s.ToolCount, &synced, &created, &updated}
-	if err := r.Scan(append(dest, extra...)...); err != nil {
-		return nil, err
-	}
-	s.CredentialRef = cred.String
-	if err := json.Unmarshal([]byte(headers), &s.HeaderNames); err != nil {
-		return nil, err
-	}
-	if len(s.HeaderNames) == 0 {
-		s.HeaderNames = nil
-	}
-	s.SyncedAt, s.CreatedAt, s.UpdatedAt = ptrTime(synced), fromMicros(created), fromMicros(updated)
-	return &s, nil
 }
 
 // mcpConflict names what is already taken when an insert or update hits one
@@ -151,7 +125,7 @@ func (t mcpServerTx) DeleteCredential(ctx context.Context, ref string) error {
 // FindMCPServer returns the owner's registration named ref, or with serverKey
 // ref. Returns NOT_FOUND.
 func (d *DB) FindMCPServer(ctx context.Context, owner, ref string) (*duet.MCPServer, error) {
-	s, err := scanMCPServer(d.db.QueryRowContext(ctx, `SELECT `+mcpServerColumns+` FROM mcp_servers
+	s, err := storerules.ScanMCPServer(d.db.QueryRowContext(ctx, `SELECT `+storerules.MCPServerColumns+` FROM mcp_servers
 		WHERE owner = ? AND (name = ? OR server_key = ?) ORDER BY name = ? DESC LIMIT 1`, owner, ref, ref, ref))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, duet.Errorf(duet.CodeNotFound, "you have not registered an MCP server named %q", ref)
@@ -161,7 +135,7 @@ func (d *DB) FindMCPServer(ctx context.Context, owner, ref string) (*duet.MCPSer
 
 // FindMCPServers lists the owner's registrations by name.
 func (d *DB) FindMCPServers(ctx context.Context, owner string) ([]*duet.MCPServer, error) {
-	return all(ctx, d.db, func(r rowScanner) (*duet.MCPServer, error) { return scanMCPServer(r) }, `SELECT `+mcpServerColumns+` FROM mcp_servers WHERE owner = ? ORDER BY name`, owner)
+	return all(ctx, d.db, func(r rowScanner) (*duet.MCPServer, error) { return storerules.ScanMCPServer(r) }, `SELECT `+storerules.MCPServerColumns+` FROM mcp_servers WHERE owner = ? ORDER BY name`, owner)
 }
 
 // FindMCPServerTool returns the owner's registration of serverKey and the
@@ -227,7 +201,7 @@ func (d *DB) readMCPServerTool(ctx context.Context, owner, serverKey, tool strin
 	// A lookup by key, on every invoke(): without the caller's cancellation,
 	// which the driver watches with a goroutine per statement (more than
 	// the lookup costs; see docs/performance.md).
-	s, err := scanMCPServer(stmt.QueryRowContext(context.WithoutCancel(ctx), tool, owner, serverKey), &name, &title, &desc, &in, &out, &ann)
+	s, err := storerules.ScanMCPServer(stmt.QueryRowContext(context.WithoutCancel(ctx), tool, owner, serverKey), &name, &title, &desc, &in, &out, &ann)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil, duet.Errorf(duet.CodeNotFound, "%s has not registered MCP server %s", owner, serverKey)
 	}
@@ -320,21 +294,9 @@ func (d *DB) FindMCPTools(ctx context.Context, id string) ([]*duet.MCPTool, erro
 	})
 }
 
-const credentialColumns = `ref, owner, server_key, ciphertext, updated_at, version`
-
-func scanCredential(r rowScanner) (*duet.Credential, error) {
-	var c duet.Credential
-	var updated int64
-	if err := r.Scan(&c.Ref, &c.Owner, &c.ServerKey, &c.Ciphertext, &updated, &c.Version); err != nil {
-		return nil, err
-	}
-	c.UpdatedAt = fromMicros(updated)
-	return &c, nil
-}
-
 // FindCredential returns a credential. Returns NOT_FOUND.
 func (d *DB) FindCredential(ctx context.Context, ref string) (*duet.Credential, error) {
-	c, err := scanCredential(d.db.QueryRowContext(ctx, `SELECT `+credentialColumns+` FROM mcp_credentials WHERE ref = ?`, ref))
+	c, err := storerules.ScanCredential(d.db.QueryRowContext(ctx, `SELECT `+storerules.CredentialColumns+` FROM mcp_credentials WHERE ref = ?`, ref))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, storerules.NotFound("credential", ref)
 	}
@@ -343,7 +305,7 @@ func (d *DB) FindCredential(ctx context.Context, ref string) (*duet.Credential, 
 
 // FindCredentials returns every credential, by ref.
 func (d *DB) FindCredentials(ctx context.Context) ([]*duet.Credential, error) {
-	return all(ctx, d.db, scanCredential, `SELECT `+credentialColumns+` FROM mcp_credentials ORDER BY ref`)
+	return all(ctx, d.db, storerules.ScanCredential, `SELECT `+storerules.CredentialColumns+` FROM mcp_credentials ORDER BY ref`)
 }
 
 // UpdateCredentials stores new ciphertexts in one transaction, each only if
@@ -409,7 +371,7 @@ func (d *DB) LeaseCredential(ctx context.Context, ref, holder string, ttl time.D
 			}
 			return duet.Errorf(duet.CodeConflict, "another process is renewing the token of credential %s", ref)
 		}
-		c, err = scanCredential(tx.QueryRowContext(ctx, `SELECT `+credentialColumns+` FROM mcp_credentials WHERE ref = ?`, ref))
+		c, err = storerules.ScanCredential(tx.QueryRowContext(ctx, `SELECT `+storerules.CredentialColumns+` FROM mcp_credentials WHERE ref = ?`, ref))
 		return mapErr(err)
 	})
 	if err != nil {

@@ -61,24 +61,10 @@ func (d *DB) PutOAuthToken(ctx context.Context, t *duet.OAuthToken) error {
 	return mapErr(err)
 }
 
-const oauthTokenColumns = `hash, kind, grant_id, client_id, user_id, scope, data, created_at, expires_at, used_at`
-
-func scanOAuthToken(r rowScanner) (*duet.OAuthToken, error) {
-	var t duet.OAuthToken
-	var kind string
-	var created, expires int64
-	var used sql.NullInt64
-	if err := r.Scan(&t.Hash, &kind, &t.GrantID, &t.ClientID, &t.UserID, &t.Scope, &t.Data, &created, &expires, &used); err != nil {
-		return nil, err
-	}
-	t.Kind, t.CreatedAt, t.ExpiresAt, t.UsedAt = duet.OAuthTokenKind(kind), fromMicros(created), fromMicros(expires), ptrTime(used)
-	return &t, nil
-}
-
 // FindOAuthToken returns the unexpired, unused token of that kind and hash.
 // Returns UNAUTHENTICATED.
 func (d *DB) FindOAuthToken(ctx context.Context, kind duet.OAuthTokenKind, hash string) (*duet.OAuthToken, error) {
-	t, err := scanOAuthToken(d.q.QueryRowContext(ctx, `SELECT `+oauthTokenColumns+` FROM oauth_tokens WHERE hash = ? AND kind = ? AND expires_at > ? AND used_at IS NULL`,
+	t, err := storerules.ScanOAuthToken(d.q.QueryRowContext(ctx, `SELECT `+storerules.OAuthTokenColumns+` FROM oauth_tokens WHERE hash = ? AND kind = ? AND expires_at > ? AND used_at IS NULL`,
 		hash, string(kind), micros(d.now())))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, storerules.InvalidOAuthToken()
@@ -94,7 +80,7 @@ func (d *DB) UseOAuthToken(ctx context.Context, kind duet.OAuthTokenKind, hash s
 	var reused bool
 	now := d.now()
 	err := d.tx(ctx, func(tx *sql.Tx) error {
-		t, err := scanOAuthToken(tx.QueryRowContext(ctx, `SELECT `+oauthTokenColumns+` FROM oauth_tokens WHERE hash = ? AND kind = ? AND expires_at > ?`,
+		t, err := storerules.ScanOAuthToken(tx.QueryRowContext(ctx, `SELECT `+storerules.OAuthTokenColumns+` FROM oauth_tokens WHERE hash = ? AND kind = ? AND expires_at > ?`,
 			hash, string(kind), micros(now)))
 		if errors.Is(err, sql.ErrNoRows) {
 			return storerules.InvalidOAuthToken()

@@ -11,19 +11,6 @@ import (
 
 var _ duet.StopRequestStore = (*DB)(nil)
 
-const stopColumns = `s.id, s.run_id, s.task_id, s.executor, s.requested_by, s.reason, s.trace_id, s.status, s.via, s.decided_by, s.created_at, s.expires_at, s.decided_at`
-
-func scanStop(r rowScanner) (*duet.StopRequest, error) {
-	var s duet.StopRequest
-	var created, expires int64
-	var decided sql.NullInt64
-	if err := r.Scan(&s.ID, &s.RunID, &s.TaskID, &s.Executor, &s.RequestedBy, &s.Reason, &s.TraceID, &s.Status, &s.Via, &s.DecidedBy, &created, &expires, &decided); err != nil {
-		return nil, err
-	}
-	s.CreatedAt, s.ExpiresAt, s.DecidedAt = fromMicros(created), fromMicros(expires), ptrTime(decided)
-	return &s, nil
-}
-
 // CreateStopRequest stores r. Returns INVALID_ARGUMENT, NOT_FOUND (no such
 // run).
 func (d *DB) CreateStopRequest(ctx context.Context, r *duet.StopRequest) error {
@@ -40,7 +27,7 @@ func (d *DB) CreateStopRequest(ctx context.Context, r *duet.StopRequest) error {
 // FindStopRequest returns a request viewer made or may decide. Returns
 // NOT_FOUND.
 func (d *DB) FindStopRequest(ctx context.Context, viewer, id string) (*duet.StopRequest, error) {
-	s, err := scanStop(d.q.QueryRowContext(ctx, `SELECT `+stopColumns+` FROM stop_requests s
+	s, err := storerules.ScanStop(d.q.QueryRowContext(ctx, `SELECT `+storerules.StopColumns+` FROM stop_requests s
 		WHERE s.id = ?1 AND (?2 = '' OR s.requested_by = ?2 OR s.executor = ?2)`, id, viewer))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, storerules.NotFound("stop request", id)
@@ -57,7 +44,7 @@ func (d *DB) FindStopRequests(ctx context.Context, f duet.StopRequestFilter) ([]
 		return nil, duet.Errorf(duet.CodeInvalidArgument, "whose stop requests?")
 	}
 	now := d.now()
-	q := `SELECT ` + stopColumns + ` FROM stop_requests s WHERE (s.executor = ? OR s.requested_by = ?)`
+	q := `SELECT ` + storerules.StopColumns + ` FROM stop_requests s WHERE (s.executor = ? OR s.requested_by = ?)`
 	args := []any{f.User, f.User}
 	if f.RunID != "" {
 		q += ` AND s.run_id = ?`
@@ -72,7 +59,7 @@ func (d *DB) FindStopRequests(ctx context.Context, f duet.StopRequestFilter) ([]
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	out, err := collect(rows, scanStop)
+	out, err := collect(rows, storerules.ScanStop)
 	for _, s := range out {
 		s.Settle(now)
 	}
@@ -84,7 +71,7 @@ func (d *DB) FindStopRequests(ctx context.Context, f duet.StopRequestFilter) ([]
 func (d *DB) DecideStopRequest(ctx context.Context, id, by, via string, approve bool) (*duet.StopRequest, error) {
 	var out *duet.StopRequest
 	err := d.tx(ctx, func(tx *sql.Tx) error {
-		s, err := scanStop(tx.QueryRowContext(ctx, `SELECT `+stopColumns+` FROM stop_requests s
+		s, err := storerules.ScanStop(tx.QueryRowContext(ctx, `SELECT `+storerules.StopColumns+` FROM stop_requests s
 			WHERE s.id = ?1 AND (s.requested_by = ?2 OR s.executor = ?2)`, id, by))
 		if errors.Is(err, sql.ErrNoRows) {
 			return storerules.NotFound("stop request", id)

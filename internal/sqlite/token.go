@@ -47,19 +47,6 @@ func (d *DB) CreateToken(ctx context.Context, t *duet.Token) error {
 	})
 }
 
-const tokenColumns = `id, user_id, name, coalesce(parent_id, ''), hash, created_at, expires_at, last_used_at`
-
-func scanToken(r rowScanner) (*duet.Token, error) {
-	var t duet.Token
-	var created int64
-	var expires, used sql.NullInt64
-	if err := r.Scan(&t.ID, &t.UserID, &t.Name, &t.ParentID, &t.Hash, &created, &expires, &used); err != nil {
-		return nil, err
-	}
-	t.CreatedAt, t.ExpiresAt, t.LastUsedAt = fromMicros(created), ptrTime(expires), ptrTime(used)
-	return &t, nil
-}
-
 // FindTokenByHash returns the unexpired token with that hash. Returns UNAUTHENTICATED.
 // The token is cached until any token changes (cache.go); its expiry is
 // checked on every call.
@@ -72,7 +59,7 @@ func (d *DB) FindTokenByHash(ctx context.Context, hash string) (*duet.Token, err
 }
 
 func (d *DB) readTokenByHash(ctx context.Context, hash string) (*duet.Token, error) {
-	t, err := scanToken(d.q.QueryRowContext(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE hash = ? AND (expires_at IS NULL OR expires_at > ?)`, hash, micros(d.now())))
+	t, err := storerules.ScanToken(d.q.QueryRowContext(ctx, `SELECT `+storerules.TokenColumns+` FROM tokens WHERE hash = ? AND (expires_at IS NULL OR expires_at > ?)`, hash, micros(d.now())))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, duet.Errorf(duet.CodeUnauthenticated, "invalid or expired token")
 	}
@@ -81,7 +68,7 @@ func (d *DB) readTokenByHash(ctx context.Context, hash string) (*duet.Token, err
 
 // FindTokens lists a user's tokens, newest first.
 func (d *DB) FindTokens(ctx context.Context, userID string) ([]*duet.Token, error) {
-	return all(ctx, d.q, scanToken, `SELECT `+tokenColumns+` FROM tokens WHERE user_id = ? ORDER BY id DESC`, userID)
+	return all(ctx, d.q, storerules.ScanToken, `SELECT `+storerules.TokenColumns+` FROM tokens WHERE user_id = ? ORDER BY id DESC`, userID)
 }
 
 // tokenTree selects the ids of token ?1 of user ?2 and of every token it

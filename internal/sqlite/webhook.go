@@ -256,7 +256,7 @@ func (d *DB) ClaimCatalogSync(ctx context.Context, now time.Time, every time.Dur
 	var out *duet.MCPServer
 	err := d.tx(ctx, func(tx *sql.Tx) error {
 		out = nil
-		s, err := scanMCPServer(tx.QueryRowContext(ctx, `SELECT `+storerules.PrefixColumns("s.", mcpServerColumns)+` FROM mcp_servers s LEFT JOIN mcp_auto_sync a ON a.registration_id = s.id
+		s, err := storerules.ScanMCPServer(tx.QueryRowContext(ctx, `SELECT `+storerules.PrefixColumns("s.", storerules.MCPServerColumns)+` FROM mcp_servers s LEFT JOIN mcp_auto_sync a ON a.registration_id = s.id
 			WHERE max(coalesce(a.claimed_at, 0), coalesce(s.synced_at, 0)) <= ? ORDER BY max(coalesce(a.claimed_at, 0), coalesce(s.synced_at, 0)), s.id LIMIT 1`,
 			micros(now.Add(-every))))
 		if errors.Is(err, sql.ErrNoRows) {

@@ -227,5 +227,5 @@ func ScanAIPlan(r Row) (*duet.AIPlan, error) {
 	if err := r.Scan(&p.ID, &p.TaskID, &p.CaseID, &p.CaseVersion, &p.StepIndex, &p.StepHash, &p.Fingerprint, &actions, &p.RunID, &p.ExecutionID, &p.CreatedBy, &p.Hits, TimeOf(&p.CreatedAt), TimeOf(&p.UsedAt)); err != nil {
 		return nil, err
 	}
-	return &p, json.Unmarshal([]byte(actions), &p.Actions)
+	return scanned(&p, json.Unmarshal([]byte(actions), &p.Actions))
 }

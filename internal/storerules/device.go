@@ -70,6 +70,6 @@ func (s Devices) ReleaseDevice(ctx context.Context, device, holder string) error
 func (s Devices) FindDeviceLeases(ctx context.Context) ([]*duet.DeviceLease, error) {
 	return All(ctx, s.E, func(r Row) (*duet.DeviceLease, error) {
 		var l duet.DeviceLease
-		return &l, r.Scan(&l.Device, &l.Holder, &l.Owner, TimeOf(&l.AcquiredAt), TimeOf(&l.ExpiresAt))
+		return scanned(&l, r.Scan(&l.Device, &l.Holder, &l.Owner, TimeOf(&l.AcquiredAt), TimeOf(&l.ExpiresAt)))
 	}, `SELECT device, holder, owner, acquired_at, expires_at FROM device_leases WHERE expires_at > $1 ORDER BY device`, s.E.Stored(s.E.Now()))
 }

@@ -106,7 +106,7 @@ func AuditSearch(f duet.AuditFilter, stored StoredTime) (string, []any) {
 // ScanAudit reads an audit record of AuditSearch.
 func ScanAudit(r Row) (*duet.AuditRecord, error) {
 	var a duet.AuditRecord
-	return &a, r.Scan(&a.ID, TimeOf(&a.Time), &a.TraceID, &a.CallSource, &a.Caller, &a.Method, &a.Tool, &a.Outcome, &a.DurationUs, &a.ArgBytes, &a.ResultBytes)
+	return scanned(&a, r.Scan(&a.ID, TimeOf(&a.Time), &a.TraceID, &a.CallSource, &a.Caller, &a.Method, &a.Tool, &a.Outcome, &a.DurationUs, &a.ArgBytes, &a.ResultBytes))
 }
 
 // InvocationSearch is the statement FindInvocations runs for f, and its
@@ -121,5 +121,5 @@ func InvocationSearch(f duet.InvocationFilter, stored StoredTime) (string, []any
 // ScanInvocation reads an invocation record of InvocationSearch.
 func ScanInvocation(r Row) (*duet.Invocation, error) {
 	var v duet.Invocation
-	return &v, r.Scan(&v.ID, TimeOf(&v.Time), &v.TraceID, &v.Executor, &v.Source, &v.ServerKey, &v.Tool, &v.Outcome, &v.DurationUs, &v.ArgBytes, &v.ResultBytes)
+	return scanned(&v, r.Scan(&v.ID, TimeOf(&v.Time), &v.TraceID, &v.Executor, &v.Source, &v.ServerKey, &v.Tool, &v.Outcome, &v.DurationUs, &v.ArgBytes, &v.ResultBytes))
 }
