@@ -10,8 +10,6 @@ import (
 	"github.com/duet-test/duet/internal/storerules"
 )
 
-var _ duet.ApprovalStore = (*DB)(nil)
-
 // ApproveCase records a.User's approval of the current version of a case
 // they may see, for a.DestinationsHash: approving the same version for the
 // same destinations again keeps the first approval, for others replaces

@@ -12,8 +12,6 @@ import (
 	"github.com/duet-test/duet/internal/storerules"
 )
 
-var _ duet.MCPClientStore = (*DB)(nil)
-
 // nullString stores "" as NULL (a registration without a credential).
 func nullString(s string) *string {
 	if s == "" {

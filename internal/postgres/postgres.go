@@ -73,11 +73,6 @@ func (p *auditedPool) Exec(ctx context.Context, sql string, args ...any) (pgconn
 
 var _ duet.Store = (*DB)(nil)
 
-var _ interface {
-	duet.DeviceLeaseStore
-	duet.SessionStore
-} = (*DB)(nil)
-
 // Options tune Open. The zero value is fine: nil and zero fields mean the
 // URL's own settings (pool_max_conns, connect_timeout, ...), else pgx's
 // defaults.
@@ -432,8 +427,6 @@ func (a *args) add(v any) string {
 func (d *DB) row(ctx context.Context, dest []any, q string, args ...any) error {
 	return mapErr(d.pool.QueryRow(ctx, q, args...).Scan(dest...))
 }
-
-var _ duet.LLMUsageStore = (*DB)(nil)
 
 // ChargeLLMUsage adds c to the user's day (storerules.ChargeLLMUsage).
 func (d *DB) ChargeLLMUsage(ctx context.Context, c duet.LLMCharge) (duet.LLMUsage, bool, error) {

@@ -13,8 +13,6 @@ import (
 	"github.com/duet-test/duet/internal/storerules"
 )
 
-var _ duet.TeamStore = (*DB)(nil)
-
 // teamRole returns user's role in team, failing with NOT_FOUND unless user
 // is a member: a team one is not in looks like one that does not exist.
 func teamRole(ctx context.Context, q querier, team, user string) (duet.TeamRole, error) {

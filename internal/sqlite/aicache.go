@@ -8,8 +8,6 @@ import (
 	"github.com/duet-test/duet/internal/storerules"
 )
 
-var _ duet.AICacheStore = (*DB)(nil)
-
 // SaveAIPlan stores p under the lease l, one plan per key, step hash and
 // fingerprint, at most MaxAIPlansPerStep per step.
 func (d *DB) SaveAIPlan(ctx context.Context, l duet.Lease, p *duet.AIPlan) error {

@@ -15,8 +15,6 @@ import (
 	"github.com/duet-test/duet/internal/storerules"
 )
 
-var _ duet.MCPClientStore = (*DB)(nil)
-
 // mcpStmts holds statements on the path of every MCP call, prepared once:
 // parsing the SQL would otherwise cost more than running it.
 type mcpStmts struct {

@@ -44,11 +44,6 @@ type DB struct {
 
 var _ duet.Store = (*DB)(nil)
 
-var _ interface {
-	duet.DeviceLeaseStore
-	duet.SessionStore
-} = (*DB)(nil)
-
 // Options tune Open. The zero value is fine.
 type Options struct {
 	// MaxOpenConns limits connections; 0 means 8. SQLite has one writer at a
@@ -368,8 +363,6 @@ func (d *DB) writeRow(ctx context.Context, dest []any, q string, args ...any) er
 		return mapErr(tx.QueryRowContext(ctx, q, args...).Scan(dest...))
 	})
 }
-
-var _ duet.LLMUsageStore = (*DB)(nil)
 
 // ChargeLLMUsage adds c to the user's day (storerules.ChargeLLMUsage).
 func (d *DB) ChargeLLMUsage(ctx context.Context, c duet.LLMCharge) (duet.LLMUsage, bool, error) {

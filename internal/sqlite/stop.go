@@ -9,8 +9,6 @@ import (
 	"github.com/duet-test/duet/internal/storerules"
 )
 
-var _ duet.StopRequestStore = (*DB)(nil)
-
 // CreateStopRequest stores r. Returns INVALID_ARGUMENT, NOT_FOUND (no such
 // run).
 func (d *DB) CreateStopRequest(ctx context.Context, r *duet.StopRequest) error {

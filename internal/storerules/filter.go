@@ -96,17 +96,17 @@ func newestFirst(stored StoredTime, columns, table string, since, until time.Tim
 	return q, w.Args
 }
 
+// ScanAudit reads an audit record of AuditSearch.
+func ScanAudit(r Row) (*duet.AuditRecord, error) {
+	var a duet.AuditRecord
+	return scanned(&a, r.Scan(&a.ID, TimeOf(&a.Time), &a.TraceID, &a.CallSource, &a.Caller, &a.Method, &a.Tool, &a.Outcome, &a.DurationUs, &a.ArgBytes, &a.ResultBytes))
+}
+
 // AuditSearch is the statement FindAudit runs for f, and its arguments:
 // newest first, at most f.Limit records (ScanAudit reads them).
 func AuditSearch(f duet.AuditFilter, stored StoredTime) (string, []any) {
 	return newestFirst(stored, `id, time, trace_id, call_source, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes`, `audit`, f.Since, f.Until, f.Limit,
 		"caller", f.Caller, "tool", f.Tool, "method", f.Method, "call_source", string(f.CallSource), "outcome", string(f.Outcome), "trace_id", f.TraceID)
-}
-
-// ScanAudit reads an audit record of AuditSearch.
-func ScanAudit(r Row) (*duet.AuditRecord, error) {
-	var a duet.AuditRecord
-	return scanned(&a, r.Scan(&a.ID, TimeOf(&a.Time), &a.TraceID, &a.CallSource, &a.Caller, &a.Method, &a.Tool, &a.Outcome, &a.DurationUs, &a.ArgBytes, &a.ResultBytes))
 }
 
 // InvocationSearch is the statement FindInvocations runs for f, and its
