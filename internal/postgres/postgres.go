@@ -44,6 +44,7 @@ type DB struct {
 	// The stores written once, in storerules, on this engine (rules).
 	storerules.Devices
 	storerules.Sessions
+	storerules.Stops
 }
 
 // auditedPool is the connection pool, its Exec made to keep the audit
@@ -453,5 +454,5 @@ func (d *DB) rules() {
 		_, err := all(ctx, d.pool, func(r rowScanner) (struct{}, error) { return struct{}{}, each(r) }, q, args...)
 		return err
 	}
-	d.Devices, d.Sessions = storerules.Devices{E: e}, storerules.Sessions{E: e}
+	d.Devices, d.Sessions, d.Stops = storerules.Devices{E: e}, storerules.Sessions{E: e}, storerules.Stops{E: e}
 }

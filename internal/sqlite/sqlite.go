@@ -40,6 +40,7 @@ type DB struct {
 	// The stores written once, in storerules, on this engine (rules).
 	storerules.Devices
 	storerules.Sessions
+	storerules.Stops
 }
 
 var _ duet.Store = (*DB)(nil)
@@ -391,5 +392,5 @@ func (d *DB) rules() {
 		_, err := all(ctx, d.q, func(r rowScanner) (struct{}, error) { return struct{}{}, each(r) }, q, args...)
 		return err
 	}
-	d.Devices, d.Sessions = storerules.Devices{E: e}, storerules.Sessions{E: e}
+	d.Devices, d.Sessions, d.Stops = storerules.Devices{E: e}, storerules.Sessions{E: e}, storerules.Stops{E: e}
 }

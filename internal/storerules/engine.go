@@ -2,6 +2,7 @@ package storerules
 
 import (
 	"context"
+	"database/sql"
 	"time"
 )
 
@@ -35,4 +36,29 @@ func All[T any](ctx context.Context, e Engine, scan func(Row) (T, error), sql st
 		return nil, err
 	}
 	return out, nil
+}
+
+// One runs a statement on e and reads its row with scan; no row is an
+// error that errors.Is sql.ErrNoRows.
+func One[T any](ctx context.Context, e Engine, scan func(Row) (T, error), query string, args ...any) (T, error) {
+	var v T
+	found := false
+	err := e.Query(ctx, func(r Row) error {
+		var err error
+		found = true
+		v, err = scan(r)
+		return err
+	}, query, args...)
+	if err == nil && !found {
+		err = sql.ErrNoRows
+	}
+	return v, err
+}
+
+// StoredPtr is Stored for a nullable time: nil is NULL.
+func (e Engine) StoredPtr(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return e.Stored(*t)
 }
