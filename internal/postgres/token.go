@@ -15,16 +15,9 @@ import (
 // CreateToken stores a personal access token (its hash only). Returns
 // INVALID_ARGUMENT.
 func (d *DB) CreateToken(ctx context.Context, t *duet.Token) error {
-	if t.UserID == "" || t.Hash == "" {
-		return duet.Errorf(duet.CodeInvalidArgument, "a token needs a user and a hash")
+	if err := storerules.NewToken(t, d.now()); err != nil {
+		return err
 	}
-	if t.ID == "" {
-		t.ID = duet.NewID("tok")
-	}
-	if t.CreatedAt.IsZero() {
-		t.CreatedAt = d.now()
-	}
-	t.CreatedAt = ts(t.CreatedAt)
 	if t.ParentID == "" {
 		_, err := d.pool.Exec(ctx, `INSERT INTO tokens (id, user_id, name, hash, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
 			t.ID, t.UserID, t.Name, t.Hash, t.CreatedAt, nullTime(t.ExpiresAt))

@@ -12,14 +12,8 @@ import (
 
 // CreateToken stores a personal access token (its hash only).
 func (d *DB) CreateToken(ctx context.Context, t *duet.Token) error {
-	if t.UserID == "" || t.Hash == "" {
-		return duet.Errorf(duet.CodeInvalidArgument, "a token needs a user and a hash")
-	}
-	if t.ID == "" {
-		t.ID = duet.NewID("tok")
-	}
-	if t.CreatedAt.IsZero() {
-		t.CreatedAt = d.now()
+	if err := storerules.NewToken(t, d.now()); err != nil {
+		return err
 	}
 	if t.ParentID == "" {
 		_, err := d.q.ExecContext(ctx, `INSERT INTO tokens (id, user_id, name, hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,

@@ -161,3 +161,20 @@ func CheckDeviceLease(l *duet.DeviceLease, ttl time.Duration) error {
 	}
 	return nil
 }
+
+// NewToken checks a personal access token and readies it to be written at
+// now: an id unless it has one, created now unless it says when, its
+// creation time as the store keeps it. Returns INVALID_ARGUMENT.
+func NewToken(t *duet.Token, now time.Time) error {
+	if t.UserID == "" || t.Hash == "" {
+		return duet.Errorf(duet.CodeInvalidArgument, "a token needs a user and a hash")
+	}
+	if t.ID == "" {
+		t.ID = duet.NewID("tok")
+	}
+	if t.CreatedAt.IsZero() {
+		t.CreatedAt = now
+	}
+	t.CreatedAt = Stored(t.CreatedAt)
+	return nil
+}

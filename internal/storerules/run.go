@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/duet-test/duet"
@@ -379,4 +380,21 @@ func RetryExecution(ctx context.Context, tx RetryTx, l duet.Lease, e *duet.Execu
 		return nil, err
 	}
 	return append(x.Attempts, a), nil
+}
+
+// ExecutionPageEnd cuts a page read with one execution more than limit to
+// limit, returns the cursor of the next page ("" if none), and drops the
+// steps and variables of a summary page.
+func ExecutionPageEnd(execs []*duet.Execution, f duet.ExecutionFilter, limit int) ([]*duet.Execution, string) {
+	var next string
+	if len(execs) > limit {
+		execs = execs[:limit]
+		next = EncodeCursor(strconv.Itoa(execs[limit-1].Ordinal))
+	}
+	if !f.Results {
+		for _, e := range execs {
+			e.Steps, e.Vars = nil, nil
+		}
+	}
+	return execs, next
 }

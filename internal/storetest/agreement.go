@@ -12,6 +12,7 @@ import (
 // open.
 func RunAgreement(t *testing.T, open Opener) {
 	t.Run("SessionTimesAsStored", func(t *testing.T) { testSessionTimesAsStored(t, open(t)) })
+	t.Run("TokenTimeAsStored", func(t *testing.T) { testTokenTimeAsStored(t, open(t)) })
 }
 
 // testSessionTimesAsStored: CreateSession leaves the session's times as
@@ -34,5 +35,23 @@ func testSessionTimesAsStored(t *testing.T, s duet.Store) {
 	}
 	if sess.CreatedAt.Nanosecond()%1000 != 0 || sess.CreatedAt.Location() != time.UTC {
 		t.Errorf("CreatedAt %v: want it to the microsecond, in UTC", sess.CreatedAt)
+	}
+}
+
+// testTokenTimeAsStored: CreateToken leaves the token's creation time as
+// the store keeps it (PostgreSQL truncated it, SQLite left the
+// nanoseconds).
+func testTokenTimeAsStored(t *testing.T, s duet.Store) {
+	created := time.Now().In(time.FixedZone("UTC-5", -5*60*60)).Truncate(time.Microsecond).Add(321 * time.Nanosecond)
+	tok := &duet.Token{UserID: "alice", Name: "ci", Hash: "hash-ns", CreatedAt: created}
+	if err := s.CreateToken(ctx(t), tok); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.FindTokenByHash(ctx(t), "hash-ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.CreatedAt.Equal(tok.CreatedAt) || tok.CreatedAt.Location() != time.UTC {
+		t.Errorf("written %v, read %v: want the same time, in UTC", tok.CreatedAt, got.CreatedAt)
 	}
 }
