@@ -390,45 +390,9 @@ func (d *DB) ReleaseCredential(ctx context.Context, ref, holder string) error {
 // statement get consecutive ids in order (AUTOINCREMENT, one writer), so
 // each record's id follows from the statement's last one.
 func (d *DB) AppendInvocations(ctx context.Context, recs []*duet.Invocation) error {
-	if len(recs) == 0 {
-		return nil
-	}
-	// Prepared before the transaction (see AppendAudit): preparing takes a
-	// connection from the pool, which must not wait while this one holds
-	// the write lock.
-	stmts := map[int]*sql.Stmt{}
-	for rest := len(recs); rest > 0; rest -= min(rest, invocationChunk) {
-		n := min(rest, invocationChunk)
-		if stmts[n] == nil {
-			s, err := d.q.stmt(ctx, invocationInsert(n))
-			if err != nil {
-				return mapErr(err)
-			}
-			stmts[n] = s
-		}
-	}
-	return d.tx(ctx, func(tx *sql.Tx) error {
-		for len(recs) > 0 {
-			chunk := recs[:min(len(recs), invocationChunk)]
-			recs = recs[len(chunk):]
-			args := make([]any, 0, 10*len(chunk))
-			for _, r := range chunk {
-				args = append(args, micros(r.Time), r.TraceID, r.Executor, r.Source, r.ServerKey, r.Tool, r.Outcome, r.DurationUs, r.ArgBytes, r.ResultBytes)
-			}
-			res, err := tx.StmtContext(ctx, stmts[len(chunk)]).ExecContext(ctx, args...)
-			if err != nil {
-				return mapErr(err)
-			}
-			last, err := res.LastInsertId()
-			if err != nil {
-				return mapErr(err)
-			}
-			for i, r := range chunk {
-				r.ID = last - int64(len(chunk)-1-i)
-			}
-		}
-		return nil
-	})
+	return appendLog(ctx, d, recs, invocationChunk, invocationInsert, func(r *duet.Invocation) []any {
+		return []any{micros(r.Time), r.TraceID, r.Executor, r.Source, r.ServerKey, r.Tool, r.Outcome, r.DurationUs, r.ArgBytes, r.ResultBytes}
+	}, func(r *duet.Invocation, id int64) { r.ID = id })
 }
 
 // invocationChunk is the most rows one INSERT of AppendInvocations
@@ -437,9 +401,7 @@ const invocationChunk = 64
 
 // invocationInsert is the INSERT of n invocation rows.
 func invocationInsert(n int) string {
-	const row = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	return `INSERT INTO mcp_invocations (time, trace_id, executor, source, server_key, tool, outcome, duration_us, arg_bytes, result_bytes) VALUES ` +
-		strings.TrimSuffix(strings.Repeat(row+`, `, n), `, `)
+	return `INSERT INTO mcp_invocations (time, trace_id, executor, source, server_key, tool, outcome, duration_us, arg_bytes, result_bytes) VALUES ` + rows10(n)
 }
 
 // FindInvocations returns invocation records matching f, newest first.

@@ -92,18 +92,27 @@ func (d *DB) DeleteToken(ctx context.Context, userID, id string) error {
 // statement get consecutive ids in order (AUTOINCREMENT, one writer), so
 // each record's id follows from the statement's last one.
 func (d *DB) AppendAudit(ctx context.Context, recs []*duet.AuditRecord) error {
+	return appendLog(ctx, d, recs, auditChunk, auditInsert, func(r *duet.AuditRecord) []any {
+		return []any{micros(r.Time), r.TraceID, r.CallSource, r.Caller, r.Method, r.Tool, r.Outcome, r.DurationUs, r.ArgBytes, r.ResultBytes}
+	}, func(r *duet.AuditRecord, id int64) { r.ID = id })
+}
+
+// appendLog stores recs in one transaction, up to chunk rows (their
+// columns as row lists them) per INSERT (insert(n) is the one of n rows);
+// setID gives each record its id, which follows from the last one of its
+// statement. The statements are prepared before the transaction:
+// preparing one takes a connection from the pool, and taking one while
+// holding the write lock can wait on connections that wait for that lock
+// (until busy_timeout: runs stalled 10 s when it did).
+func appendLog[T any](ctx context.Context, d *DB, recs []T, chunk int, insert func(n int) string, row func(T) []any, setID func(T, int64)) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	// The statements are prepared before the transaction: preparing one
-	// takes a connection from the pool, and taking one while holding the
-	// write lock can wait on connections that wait for that lock (until
-	// busy_timeout: runs stalled 10 s when it did).
 	stmts := map[int]*sql.Stmt{}
-	for rest := len(recs); rest > 0; rest -= min(rest, auditChunk) {
-		n := min(rest, auditChunk)
+	for rest := len(recs); rest > 0; rest -= min(rest, chunk) {
+		n := min(rest, chunk)
 		if stmts[n] == nil {
-			s, err := d.q.stmt(ctx, auditInsert(n))
+			s, err := d.q.stmt(ctx, insert(n))
 			if err != nil {
 				return mapErr(err)
 			}
@@ -112,14 +121,13 @@ func (d *DB) AppendAudit(ctx context.Context, recs []*duet.AuditRecord) error {
 	}
 	return d.tx(ctx, func(tx *sql.Tx) error {
 		for len(recs) > 0 {
-			chunk := recs[:min(len(recs), auditChunk)]
-			recs = recs[len(chunk):]
-			s := stmts[len(chunk)]
-			args := make([]any, 0, 10*len(chunk))
-			for _, r := range chunk {
-				args = append(args, micros(r.Time), r.TraceID, r.CallSource, r.Caller, r.Method, r.Tool, r.Outcome, r.DurationUs, r.ArgBytes, r.ResultBytes)
+			part := recs[:min(len(recs), chunk)]
+			recs = recs[len(part):]
+			args := make([]any, 0, 10*len(part))
+			for _, r := range part {
+				args = append(args, row(r)...)
 			}
-			res, err := tx.StmtContext(ctx, s).ExecContext(ctx, args...)
+			res, err := tx.StmtContext(ctx, stmts[len(part)]).ExecContext(ctx, args...)
 			if err != nil {
 				return mapErr(err)
 			}
@@ -127,8 +135,8 @@ func (d *DB) AppendAudit(ctx context.Context, recs []*duet.AuditRecord) error {
 			if err != nil {
 				return mapErr(err)
 			}
-			for i, r := range chunk {
-				r.ID = last - int64(len(chunk)-1-i)
+			for i, r := range part {
+				setID(r, last-int64(len(part)-1-i))
 			}
 		}
 		return nil
@@ -173,9 +181,13 @@ const auditChunk = 64
 
 // auditInsert is the INSERT of n audit rows.
 func auditInsert(n int) string {
+	return `INSERT OR FAIL INTO audit (time, trace_id, call_source, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes) VALUES ` + rows10(n)
+}
+
+// rows10 is the VALUES of n rows of 10 parameters.
+func rows10(n int) string {
 	const row = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	return `INSERT OR FAIL INTO audit (time, trace_id, call_source, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes) VALUES ` +
-		strings.TrimSuffix(strings.Repeat(row+`, `, n), `, `)
+	return strings.TrimSuffix(strings.Repeat(row+`, `, n), `, `)
 }
 
 // FindAudit returns audit records matching f, newest first.
