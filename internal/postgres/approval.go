@@ -15,18 +15,16 @@ import (
 // same destinations again keeps the first approval, for others replaces
 // it. Returns NOT_FOUND, CONFLICT, INVALID_ARGUMENT.
 func (d *DB) ApproveCase(ctx context.Context, a *duet.CaseApproval) error {
-	if a == nil || a.User == "" || a.CaseID == "" || a.Version <= 0 {
-		return duet.Errorf(duet.CodeInvalidArgument, "an approval needs a user, a case and its version")
+	if err := storerules.CheckApproval(a); err != nil {
+		return err
 	}
 	return d.tx(ctx, func(tx pgx.Tx) error {
 		c, err := scanCase(tx.QueryRow(ctx, `SELECT `+caseColumns+` FROM cases c JOIN tasks t ON t.id = c.task_id WHERE c.id = $2 AND `+visibleTo, a.User, a.CaseID))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return storerules.NotFound("case", a.CaseID)
-		} else if err != nil {
-			return mapErr(err)
+		if err != nil {
+			return found(err, "case", a.CaseID)
 		}
-		if c.Version != a.Version {
-			return duet.Errorf(duet.CodeConflict, "case %s is at version %d now, not %d: review it again before approving", c.ID, c.Version, a.Version)
+		if err := storerules.ApprovedVersion(c, a); err != nil {
+			return err
 		}
 		a.SourceHash, a.TaskID, a.ApprovedAt = c.SourceHash, c.TaskID, ts(d.now()).UTC()
 		// A second approval of the same version for the same destinations
@@ -85,10 +83,8 @@ func (d *DB) ApprovePostRun(ctx context.Context, user, taskID, hash string) (*du
 	var out *duet.PostRunApproval
 	err := d.tx(ctx, func(tx pgx.Tx) error {
 		t, err := scanTask(tx.QueryRow(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.id = $2 AND `+visibleTo, user, taskID))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return storerules.NotFound("task", taskID)
-		} else if err != nil {
-			return mapErr(err)
+		if err != nil {
+			return found(err, "task", taskID)
 		}
 		if err := storerules.PostRunApprovable(t, hash); err != nil {
 			return err

@@ -132,10 +132,8 @@ func (d *DB) DecideBaseline(ctx context.Context, owner, id string, status duet.B
 	var out *duet.Baseline
 	err := d.tx(ctx, func(tx pgx.Tx) error {
 		b, err := scanBaselineWith(false)(tx.QueryRow(ctx, `SELECT `+baselineColumns+` FROM baselines b WHERE b.id = $1 AND b.owner = $2 FOR UPDATE`, id, owner))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return storerules.NotFound("baseline", id)
-		} else if err != nil {
-			return mapErr(err)
+		if err != nil {
+			return found(err, "baseline", id)
 		}
 		if b.Status != duet.BaselinePending {
 			return duet.Errorf(duet.CodeConflict, "baseline %s was already %s by %s", id, b.Status, b.DecidedBy)

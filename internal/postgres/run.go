@@ -307,10 +307,8 @@ func (d *DB) FindRunByID(ctx context.Context, viewer, id string) (*duet.Run, err
 	q := `SELECT ` + runWithTotals + ` FROM runs r JOIN tasks t ON t.id = r.task_id WHERE r.id = $2`
 	q += visibility(viewer)
 	run, err := scanRunTotals(d.pool.QueryRow(ctx, q, viewer, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, storerules.NotFound("run", id)
-	} else if err != nil {
-		return nil, mapErr(err)
+	if err != nil {
+		return nil, found(err, "run", id)
 	}
 	return run, nil
 }

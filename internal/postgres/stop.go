@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 
 	"github.com/jackc/pgx/v5"
 
@@ -17,10 +16,8 @@ func (d *DB) DecideStopRequest(ctx context.Context, id, by, via string, approve 
 	err := d.tx(ctx, func(tx pgx.Tx) error {
 		s, err := storerules.ScanStop(tx.QueryRow(ctx, `SELECT `+storerules.StopColumns+` FROM stop_requests s
 			WHERE s.id = $1 AND (s.requested_by = $2 OR s.executor = $2) FOR UPDATE`, id, by))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return storerules.NotFound("stop request", id)
-		} else if err != nil {
-			return mapErr(err)
+		if err != nil {
+			return found(err, "stop request", id)
 		}
 		now := ts(d.now()).UTC()
 		s.Settle(now)

@@ -102,10 +102,8 @@ func scanTaskShares(row rowScanner, id string) (*duet.Task, error) {
 	var t duet.Task
 	var postRun, runConfig string
 	err := row.Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &t.CreatedAt, &t.UpdatedAt, &postRun, &t.PostRunBy, &runConfig, &t.HooksBy, &t.Trace, &t.SharedWith)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, storerules.NotFound("task", id)
-	} else if err != nil {
-		return nil, mapErr(err)
+	if err != nil {
+		return nil, found(err, "task", id)
 	}
 	if t.PostRun, err = storerules.DecodePostRun(t.ID, postRun); err != nil {
 		return nil, err
@@ -193,10 +191,8 @@ func overviewQuery(viewer string) string {
 // findTaskAny returns a task regardless of viewer (workers, internal use).
 func findTaskAny(ctx context.Context, q querier, id string) (*duet.Task, error) {
 	t, err := scanTask(q.QueryRow(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.id = $1`, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, storerules.NotFound("task", id)
-	} else if err != nil {
-		return nil, mapErr(err)
+	if err != nil {
+		return nil, found(err, "task", id)
 	}
 	return t, loadShares(ctx, q, t)
 }
@@ -208,10 +204,8 @@ func (d *DB) FindTaskByName(ctx context.Context, owner, name string) (*duet.Task
 
 func findTaskByName(ctx context.Context, q querier, owner, name string) (*duet.Task, error) {
 	t, err := scanTask(q.QueryRow(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.owner = $1 AND t.name = $2`, owner, name))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, storerules.NotFound("task", name)
-	} else if err != nil {
-		return nil, mapErr(err)
+	if err != nil {
+		return nil, found(err, "task", name)
 	}
 	return t, loadShares(ctx, q, t)
 }

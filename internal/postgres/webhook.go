@@ -75,10 +75,8 @@ func (d *DB) FindWebhooks(ctx context.Context, by, taskID string) ([]*duet.Webho
 	err := d.tx(ctx, func(tx pgx.Tx) error {
 		var one int
 		err := tx.QueryRow(ctx, `SELECT 1 FROM tasks t WHERE t.id = $2 AND `+ownedWebhook, by, taskID).Scan(&one)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return storerules.NotFound("task", taskID)
-		} else if err != nil {
-			return mapErr(err)
+		if err != nil {
+			return found(err, "task", taskID)
 		}
 		rows, err := tx.Query(ctx, `SELECT `+webhookColumns+` FROM webhooks w WHERE w.task_id = $1 ORDER BY w.name`, taskID)
 		if err != nil {
@@ -255,10 +253,8 @@ func (d *DB) Redeliver(ctx context.Context, by, deliveryID string) (*duet.Webhoo
 	err := d.tx(ctx, func(tx pgx.Tx) error {
 		x, err := scanDelivery(tx.QueryRow(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id JOIN tasks t ON t.id = w.task_id
 			WHERE d.id = $2 AND `+ownedWebhook, by, deliveryID))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return storerules.NotFound("webhook delivery", deliveryID)
-		} else if err != nil {
-			return mapErr(err)
+		if err != nil {
+			return found(err, "webhook delivery", deliveryID)
 		}
 		if x.Status != duet.DeliveryDelivered && x.Status != duet.DeliveryFailed {
 			return duet.Errorf(duet.CodeInvalidArgument, "webhook delivery %s is still %s: only a delivered or failed delivery is sent again", deliveryID, x.Status)

@@ -128,10 +128,8 @@ func (d *DB) DecideBaseline(ctx context.Context, owner, id string, status duet.B
 	var out *duet.Baseline
 	err := d.tx(ctx, func(tx *sql.Tx) error {
 		b, err := scanBaseline(tx.QueryRowContext(ctx, `SELECT `+baselineColumns+` FROM baselines b WHERE b.id = ? AND b.owner = ?`, id, owner), false)
-		if errors.Is(err, sql.ErrNoRows) {
-			return storerules.NotFound("baseline", id)
-		} else if err != nil {
-			return mapErr(err)
+		if err != nil {
+			return found(err, "baseline", id)
 		}
 		if b.Status != duet.BaselinePending {
 			return duet.Errorf(duet.CodeConflict, "baseline %s was already %s by %s", id, b.Status, b.DecidedBy)

@@ -160,10 +160,8 @@ func insertRun(ctx context.Context, tx *sql.Tx, plan *storerules.RunPlan, execs 
 func (d *DB) FindRunByID(ctx context.Context, viewer, id string) (*duet.Run, error) {
 	q := `SELECT ` + runColumns + ` FROM runs r JOIN tasks t ON t.id = r.task_id WHERE r.id = ?2` + visibility(viewer)
 	run, err := scanRun(d.q.QueryRowContext(ctx, q, viewer, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, storerules.NotFound("run", id)
-	} else if err != nil {
-		return nil, mapErr(err)
+	if err != nil {
+		return nil, found(err, "run", id)
 	}
 	return run, fillTotals(ctx, d.q, run)
 }
@@ -324,10 +322,8 @@ func (d *DB) FindExecutions(ctx context.Context, runID string) ([]*duet.Executio
 func (d *DB) FindExecutionByID(ctx context.Context, viewer, id string) (*duet.Execution, error) {
 	q := `SELECT ` + execColumns + ` FROM executions e JOIN runs r ON r.id = e.run_id JOIN tasks t ON t.id = r.task_id WHERE e.id = ?2` + visibility(viewer)
 	e, err := scanExecution(d.q.QueryRowContext(ctx, q, viewer, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, storerules.NotFound("execution", id)
-	} else if err != nil {
-		return nil, mapErr(err)
+	if err != nil {
+		return nil, found(err, "execution", id)
 	}
 	return e, loadResults(ctx, d.q, e)
 }

@@ -55,10 +55,8 @@ func (d *DB) CreateSchedule(ctx context.Context, s *duet.Schedule) error {
 	return d.tx(ctx, func(tx *sql.Tx) error {
 		var one int
 		err := tx.QueryRowContext(ctx, `SELECT 1 FROM tasks t WHERE t.id = ?2 AND `+visibleTo, s.Owner, s.TaskID).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			return storerules.NotFound("task", s.TaskID)
-		} else if err != nil {
-			return mapErr(err)
+		if err != nil {
+			return found(err, "task", s.TaskID)
 		}
 		return insertSchedule(ctx, tx, s, d.now())
 	})
@@ -121,10 +119,8 @@ const mayManage = `(s.owner = ?1 OR t.owner = ?1 OR t.owner IN ` + teamsOf + `)`
 func (d *DB) manage(ctx context.Context, tx *sql.Tx, by, id string) (*duet.Schedule, error) {
 	var may bool
 	s, err := scanSchedule(tx.QueryRowContext(ctx, `SELECT `+scheduleColumns+` FROM schedules s JOIN tasks t ON t.id = s.task_id WHERE s.id = ?2 AND `+visibleTo, by, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, storerules.NotFound("schedule", id)
-	} else if err != nil {
-		return nil, mapErr(err)
+	if err != nil {
+		return nil, found(err, "schedule", id)
 	}
 	if err := tx.QueryRowContext(ctx, `SELECT `+mayManage+` FROM schedules s JOIN tasks t ON t.id = s.task_id WHERE s.id = ?2`, by, id).Scan(&may); err != nil {
 		return nil, mapErr(err)

@@ -394,3 +394,12 @@ func (d *DB) rules() {
 	}
 	d.Devices, d.Sessions, d.Stops = storerules.Devices{E: e}, storerules.Sessions{E: e}, storerules.Stops{E: e}
 }
+
+// found maps the error of a read of the one object kind id: no row is
+// NOT_FOUND.
+func found(err error, kind, id string) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return storerules.NotFound(kind, id)
+	}
+	return mapErr(err)
+}

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/storerules"
@@ -16,10 +15,8 @@ func (d *DB) DecideStopRequest(ctx context.Context, id, by, via string, approve 
 	err := d.tx(ctx, func(tx *sql.Tx) error {
 		s, err := storerules.ScanStop(tx.QueryRowContext(ctx, `SELECT `+storerules.StopColumns+` FROM stop_requests s
 			WHERE s.id = ?1 AND (s.requested_by = ?2 OR s.executor = ?2)`, id, by))
-		if errors.Is(err, sql.ErrNoRows) {
-			return storerules.NotFound("stop request", id)
-		} else if err != nil {
-			return mapErr(err)
+		if err != nil {
+			return found(err, "stop request", id)
 		}
 		now := d.now()
 		s.Settle(now)

@@ -266,10 +266,8 @@ func (d *DB) readTaskByID(ctx context.Context, viewer, id string) (cachedTask, e
 // findTaskAny returns a task regardless of viewer (workers, internal use).
 func (d *DB) findTaskAny(ctx context.Context, q querier, id string) (*duet.Task, error) {
 	t, err := scanTask(q.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, storerules.NotFound("task", id)
-	} else if err != nil {
-		return nil, mapErr(err)
+	if err != nil {
+		return nil, found(err, "task", id)
 	}
 	return t, loadShares(ctx, q, t)
 }
@@ -282,10 +280,8 @@ func (d *DB) FindTaskByName(ctx context.Context, owner, name string) (*duet.Task
 func findTaskByName(ctx context.Context, q querier, owner, name string) (*duet.Task, error) {
 	t, err := scanTask(q.QueryRowContext(ctx,
 		`SELECT `+taskColumns+` FROM tasks t WHERE t.owner = ? AND t.name = ?`, owner, name))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, storerules.NotFound("task", name)
-	} else if err != nil {
-		return nil, mapErr(err)
+	if err != nil {
+		return nil, found(err, "task", name)
 	}
 	return t, loadShares(ctx, q, t)
 }

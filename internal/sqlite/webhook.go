@@ -237,10 +237,8 @@ func (d *DB) Redeliver(ctx context.Context, by, deliveryID string) (*duet.Webhoo
 	err := d.tx(ctx, func(tx *sql.Tx) error {
 		x, err := scanDelivery(tx.QueryRowContext(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id JOIN tasks t ON t.id = w.task_id
 			WHERE d.id = ?2 AND `+ownedWebhook, by, deliveryID))
-		if errors.Is(err, sql.ErrNoRows) {
-			return storerules.NotFound("webhook delivery", deliveryID)
-		} else if err != nil {
-			return mapErr(err)
+		if err != nil {
+			return found(err, "webhook delivery", deliveryID)
 		}
 		if x.Status != duet.DeliveryDelivered && x.Status != duet.DeliveryFailed {
 			return duet.Errorf(duet.CodeInvalidArgument, "webhook delivery %s is still %s: only a delivered or failed delivery is sent again", deliveryID, x.Status)

@@ -178,3 +178,21 @@ func NewToken(t *duet.Token, now time.Time) error {
 	t.CreatedAt = Stored(t.CreatedAt)
 	return nil
 }
+
+// CheckApproval refuses an approval no engine may store: no user, case or
+// version.
+func CheckApproval(a *duet.CaseApproval) error {
+	if a == nil || a.User == "" || a.CaseID == "" || a.Version <= 0 {
+		return duet.Errorf(duet.CodeInvalidArgument, "an approval needs a user, a case and its version")
+	}
+	return nil
+}
+
+// ApprovedVersion refuses a's approval of case c unless a approves c's
+// current version. Returns CONFLICT.
+func ApprovedVersion(c *duet.Case, a *duet.CaseApproval) error {
+	if c.Version != a.Version {
+		return duet.Errorf(duet.CodeConflict, "case %s is at version %d now, not %d: review it again before approving", c.ID, c.Version, a.Version)
+	}
+	return nil
+}
