@@ -42,9 +42,7 @@ type DB struct {
 	now  func() time.Time
 
 	// The stores written once, in storerules, on this engine (rules).
-	storerules.Devices
-	storerules.Sessions
-	storerules.Stops
+	storerules.Stores
 }
 
 // auditedPool is the connection pool, its Exec made to keep the audit
@@ -450,18 +448,25 @@ func (d *DB) rules() {
 		tag, err := d.pool.Exec(ctx, q, args...)
 		return tag.RowsAffected(), mapErr(err)
 	}
-	e.Query = func(ctx context.Context, each func(storerules.Row) error, q string, args ...any) error {
-		_, err := all(ctx, d.pool, func(r rowScanner) (struct{}, error) { return struct{}{}, each(r) }, q, args...)
-		return err
-	}
-	d.Devices, d.Sessions, d.Stops = storerules.Devices{E: e}, storerules.Sessions{E: e}, storerules.Stops{E: e}
+	e.Query = d.each
+	d.Stores = storerules.NewStores(e)
 }
 
 // found maps the error of a read of the one object kind id: no row is
 // NOT_FOUND.
-func found(err error, kind, id string) error {
-	if errors.Is(err, sql.ErrNoRows) {
-		return storerules.NotFound(kind, id)
+func found(err error, kind, id string) error { return storerules.Found(err, kind, id, mapErr) }
+
+// each is a storerules.Engine's Query: every row to each.
+func (d *DB) each(ctx context.Context, each func(storerules.Row) error, q string, args ...any) error {
+	rows, err := d.pool.Query(ctx, q, args...)
+	if err != nil {
+		return mapErr(err)
 	}
-	return mapErr(err)
+	defer rows.Close()
+	for rows.Next() {
+		if err := each(rows); err != nil {
+			return mapErr(err)
+		}
+	}
+	return mapErr(rows.Err())
 }

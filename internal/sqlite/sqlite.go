@@ -38,9 +38,7 @@ type DB struct {
 	readOnly bool // opened by Options.ReadOnlyFallback
 
 	// The stores written once, in storerules, on this engine (rules).
-	storerules.Devices
-	storerules.Sessions
-	storerules.Stops
+	storerules.Stores
 }
 
 var _ duet.Store = (*DB)(nil)
@@ -388,18 +386,16 @@ func (d *DB) rules() {
 		n, _ := res.RowsAffected()
 		return n, nil
 	}
-	e.Query = func(ctx context.Context, each func(storerules.Row) error, q string, args ...any) error {
-		_, err := all(ctx, d.q, func(r rowScanner) (struct{}, error) { return struct{}{}, each(r) }, q, args...)
-		return err
-	}
-	d.Devices, d.Sessions, d.Stops = storerules.Devices{E: e}, storerules.Sessions{E: e}, storerules.Stops{E: e}
+	e.Query = d.each
+	d.Stores = storerules.NewStores(e)
 }
 
 // found maps the error of a read of the one object kind id: no row is
 // NOT_FOUND.
-func found(err error, kind, id string) error {
-	if errors.Is(err, sql.ErrNoRows) {
-		return storerules.NotFound(kind, id)
-	}
-	return mapErr(err)
+func found(err error, kind, id string) error { return storerules.Found(err, kind, id, mapErr) }
+
+// each is a storerules.Engine's Query.
+func (d *DB) each(ctx context.Context, each func(storerules.Row) error, q string, args ...any) error {
+	_, err := all(ctx, d.q, func(r rowScanner) (struct{}, error) { return struct{}{}, each(r) }, q, args...)
+	return err
 }

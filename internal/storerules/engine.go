@@ -3,6 +3,7 @@ package storerules
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"time"
 )
 
@@ -61,4 +62,26 @@ func (e Engine) StoredPtr(t *time.Time) any {
 		return nil
 	}
 	return e.Stored(*t)
+}
+
+// Stores are the stores written once here, on an engine; a driver embeds
+// them (NewStores).
+type Stores struct {
+	Devices
+	Sessions
+	Stops
+}
+
+// NewStores returns the stores of this package on e.
+func NewStores(e Engine) Stores {
+	return Stores{Devices{e}, Sessions{e}, Stops{e}}
+}
+
+// Found maps the error of a read of the one object kind id: no row is
+// NOT_FOUND, any other error the engine's mapErr's.
+func Found(err error, kind, id string, mapErr func(error) error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return NotFound(kind, id)
+	}
+	return mapErr(err)
 }
