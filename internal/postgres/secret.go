@@ -45,24 +45,7 @@ func (d *DB) ListSecrets(ctx context.Context, user string) ([]*duet.Secret, erro
 }
 
 func (d *DB) querySecrets(ctx context.Context, q string, args ...any) ([]*duet.Secret, error) {
-	rows, err := d.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	defer rows.Close()
-	out := []*duet.Secret{}
-	for rows.Next() {
-		var s duet.Secret
-		if err := rows.Scan(&s.User, &s.Name, &s.Ciphertext, &s.CreatedAt, &s.UpdatedAt); err != nil {
-			return nil, mapErr(err)
-		}
-		if len(s.Ciphertext) == 0 {
-			s.Ciphertext = nil
-		}
-		s.CreatedAt, s.UpdatedAt = utc(s.CreatedAt), utc(s.UpdatedAt)
-		out = append(out, &s)
-	}
-	return out, mapErr(rows.Err())
+	return all(ctx, d.pool, storerules.ScanSecret, q, args...)
 }
 
 // DeleteSecret removes a user's secret. Returns NOT_FOUND.

@@ -53,22 +53,7 @@ func (d *DB) ListSecrets(ctx context.Context, user string) ([]*duet.Secret, erro
 }
 
 func (d *DB) querySecrets(ctx context.Context, q string, args ...any) ([]*duet.Secret, error) {
-	rows, err := d.q.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, func(r rowScanner) (*duet.Secret, error) {
-		var s duet.Secret
-		var created, updated int64
-		if err := r.Scan(&s.User, &s.Name, &s.Ciphertext, &created, &updated); err != nil {
-			return nil, err
-		}
-		if len(s.Ciphertext) == 0 {
-			s.Ciphertext = nil
-		}
-		s.CreatedAt, s.UpdatedAt = fromMicros(created), fromMicros(updated)
-		return &s, nil
-	})
+	return all(ctx, d.q, storerules.ScanSecret, q, args...)
 }
 
 // DeleteSecret removes a user's secret. Returns NOT_FOUND.

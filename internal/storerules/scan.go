@@ -94,3 +94,16 @@ func ScanCredential(r Row) (*duet.Credential, error) {
 	var c duet.Credential
 	return scanned(&c, r.Scan(&c.Ref, &c.Owner, &c.ServerKey, &c.Ciphertext, TimeOf(&c.UpdatedAt), &c.Version))
 }
+
+// ScanSecret reads a secret of (user_id, name, ciphertext, created_at,
+// updated_at); an empty ciphertext (a list's) is none.
+func ScanSecret(r Row) (*duet.Secret, error) {
+	var s duet.Secret
+	if err := r.Scan(&s.User, &s.Name, &s.Ciphertext, TimeOf(&s.CreatedAt), TimeOf(&s.UpdatedAt)); err != nil {
+		return nil, err
+	}
+	if len(s.Ciphertext) == 0 {
+		s.Ciphertext = nil
+	}
+	return &s, nil
+}
