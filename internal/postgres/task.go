@@ -153,7 +153,7 @@ func (d *DB) FindTaskOverview(ctx context.Context, viewer, id string) (*duet.Tas
 		}
 	}
 	if viewer != "" {
-		if o.Alerts, err = scanRecords(m, alerts, scanContractAlert); err != nil {
+		if o.Alerts, err = scanRecords(m, alerts, storerules.ScanContractAlert); err != nil {
 			return nil, mapErr(err)
 		}
 		if o.Schedules, err = scanRecords(m, schedules, scanSchedule); err != nil {
