@@ -70,11 +70,12 @@ type Stores struct {
 	Devices
 	Sessions
 	Stops
+	CaseVersions
 }
 
 // NewStores returns the stores of this package on e.
 func NewStores(e Engine) Stores {
-	return Stores{Devices{e}, Sessions{e}, Stops{e}}
+	return Stores{Devices{e}, Sessions{e}, Stops{e}, CaseVersions{e}}
 }
 
 // Found maps the error of a read of the one object kind id: no row is
