@@ -71,11 +71,12 @@ type Stores struct {
 	Sessions
 	Stops
 	CaseVersions
+	OAuth
 }
 
 // NewStores returns the stores of this package on e.
 func NewStores(e Engine) Stores {
-	return Stores{Devices{e}, Sessions{e}, Stops{e}, CaseVersions{e}}
+	return Stores{Devices{e}, Sessions{e}, Stops{e}, CaseVersions{e}, OAuth{e}}
 }
 
 // Found maps the error of a read of the one object kind id: no row is

@@ -13,6 +13,7 @@ import (
 func RunAgreement(t *testing.T, open Opener) {
 	t.Run("SessionTimesAsStored", func(t *testing.T) { testSessionTimesAsStored(t, open(t)) })
 	t.Run("TokenTimeAsStored", func(t *testing.T) { testTokenTimeAsStored(t, open(t)) })
+	t.Run("OAuthTimesAsStored", func(t *testing.T) { testOAuthTimesAsStored(t, open(t)) })
 }
 
 // testSessionTimesAsStored: CreateSession leaves the session's times as
@@ -53,5 +54,31 @@ func testTokenTimeAsStored(t *testing.T, s duet.Store) {
 	}
 	if !got.CreatedAt.Equal(tok.CreatedAt) || tok.CreatedAt.Location() != time.UTC {
 		t.Errorf("written %v, read %v: want the same time, in UTC", tok.CreatedAt, got.CreatedAt)
+	}
+}
+
+// testOAuthTimesAsStored: PutOAuthToken and CreateOAuthClient leave their
+// times as the store keeps them (PostgreSQL truncated them, SQLite left
+// the nanoseconds).
+func testOAuthTimesAsStored(t *testing.T, s duet.Store) {
+	now := time.Now().Truncate(time.Microsecond).Add(654 * time.Nanosecond)
+	c := &duet.OAuthClient{ID: "client-ns", Name: "ci", RedirectURIs: []string{"https://ci.example/cb"}, CreatedAt: now}
+	if err := s.CreateOAuthClient(ctx(t), c); err != nil {
+		t.Fatal(err)
+	}
+	gc, err := s.FindOAuthClient(ctx(t), "client-ns")
+	if err != nil || !gc.CreatedAt.Equal(c.CreatedAt) {
+		t.Errorf("client written at %v, read %+v %v: want the same time", c.CreatedAt, gc, err)
+	}
+	tok := &duet.OAuthToken{Hash: "oauth-ns", Kind: duet.OAuthAccess, ClientID: "client-ns", UserID: "alice", CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	if err := s.PutOAuthToken(ctx(t), tok); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.FindOAuthToken(ctx(t), duet.OAuthAccess, "oauth-ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.CreatedAt.Equal(tok.CreatedAt) || !got.ExpiresAt.Equal(tok.ExpiresAt) {
+		t.Errorf("token written %v, %v; read %v, %v: want the same times", tok.CreatedAt, tok.ExpiresAt, got.CreatedAt, got.ExpiresAt)
 	}
 }
