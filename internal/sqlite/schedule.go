@@ -160,26 +160,22 @@ func (d *DB) PauseScheduleFor(ctx context.Context, id string, slot time.Time, re
 	if reason == "" {
 		return false, duet.Errorf(duet.CodeInvalidArgument, "a reason is required")
 	}
-	var ok bool
-	err := d.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE schedules SET paused = 1, paused_reason = ?, updated_at = ? WHERE id = ? AND next_fire_at = ? AND paused = 0`,
-			reason, micros(d.now()), id, micros(slot))
-		if err != nil {
-			return mapErr(err)
-		}
-		n, err := res.RowsAffected()
-		ok = n == 1
-		return mapErr(err)
-	})
-	return ok, err
+	return d.writeOne(ctx, `UPDATE schedules SET paused = 1, paused_reason = ?, updated_at = ? WHERE id = ? AND next_fire_at = ? AND paused = 0`,
+		reason, micros(d.now()), id, micros(slot))
 }
 
 // AdvanceSchedule moves a schedule past a slot that starts no run.
 func (d *DB) AdvanceSchedule(ctx context.Context, f duet.ScheduleFire, lastError string) (bool, error) {
+	return d.writeOne(ctx, `UPDATE schedules SET next_fire_at = ?, last_error = ?, updated_at = ? WHERE id = ? AND next_fire_at = ? AND paused = 0`,
+		micros(f.Next), lastError, micros(d.now()), f.ScheduleID, micros(f.Slot))
+}
+
+// writeOne runs a write in a transaction (tx) and reports whether it
+// changed exactly one row.
+func (d *DB) writeOne(ctx context.Context, q string, args ...any) (bool, error) {
 	var ok bool
 	err := d.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE schedules SET next_fire_at = ?, last_error = ?, updated_at = ? WHERE id = ? AND next_fire_at = ? AND paused = 0`,
-			micros(f.Next), lastError, micros(d.now()), f.ScheduleID, micros(f.Slot))
+		res, err := tx.ExecContext(ctx, q, args...)
 		if err != nil {
 			return mapErr(err)
 		}
