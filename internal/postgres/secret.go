@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 
 	"github.com/jackc/pgx/v5"
 
@@ -58,39 +57,14 @@ func (d *DB) DeleteSecret(ctx context.Context, user, name string) error {
 // returns anew.
 func (d *DB) RewrapSecrets(ctx context.Context, rewrap func(s *duet.Secret) ([]byte, error)) (replaced, total int, err error) {
 	err = d.tx(ctx, func(tx pgx.Tx) error {
-		replaced, total = 0, 0
-		rows, err := tx.Query(ctx, `SELECT user_id, name, ciphertext FROM user_secrets ORDER BY user_id, name FOR UPDATE`)
-		if err != nil {
+		var err error
+		replaced, total, err = storerules.RewrapSecrets(rewrap, func() ([]*duet.Secret, error) {
+			return all(ctx, tx, storerules.ScanSealedSecret, `SELECT user_id, name, ciphertext FROM user_secrets ORDER BY user_id, name FOR UPDATE`)
+		}, func(s *duet.Secret, ct []byte) error {
+			_, err := tx.Exec(ctx, `UPDATE user_secrets SET ciphertext = $1 WHERE user_id = $2 AND name = $3`, ct, s.User, s.Name)
 			return mapErr(err)
-		}
-		var all []*duet.Secret
-		for rows.Next() {
-			var s duet.Secret
-			if err := rows.Scan(&s.User, &s.Name, &s.Ciphertext); err != nil {
-				rows.Close()
-				return mapErr(err)
-			}
-			all = append(all, &s)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return mapErr(err)
-		}
-		total = len(all)
-		for _, s := range all {
-			ct, err := rewrap(s)
-			if err != nil {
-				return err
-			}
-			if ct == nil {
-				continue
-			}
-			if _, err := tx.Exec(ctx, `UPDATE user_secrets SET ciphertext = $1 WHERE user_id = $2 AND name = $3`, ct, s.User, s.Name); err != nil {
-				return mapErr(err)
-			}
-			replaced++
-		}
-		return nil
+		})
+		return err
 	})
 	return replaced, total, err
 }

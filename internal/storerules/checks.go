@@ -196,3 +196,28 @@ func ApprovedVersion(c *duet.Case, a *duet.CaseApproval) error {
 	}
 	return nil
 }
+
+// RewrapSecrets is duet.SecretStore's RewrapSecrets in the engine's
+// transaction: read reads every secret with its ciphertext (locked against
+// other writers), update stores a secret's new ciphertext; rewrap returns
+// it, or nil to keep the old one.
+func RewrapSecrets(rewrap func(s *duet.Secret) ([]byte, error), read func() ([]*duet.Secret, error), update func(s *duet.Secret, ct []byte) error) (replaced, total int, err error) {
+	secrets, err := read()
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, s := range secrets {
+		ct, err := rewrap(s)
+		if err != nil {
+			return replaced, len(secrets), err
+		}
+		if ct == nil {
+			continue
+		}
+		if err := update(s, ct); err != nil {
+			return replaced, len(secrets), err
+		}
+		replaced++
+	}
+	return replaced, len(secrets), nil
+}

@@ -107,3 +107,9 @@ func ScanSecret(r Row) (*duet.Secret, error) {
 	}
 	return &s, nil
 }
+
+// ScanSealedSecret reads a secret of (user_id, name, ciphertext).
+func ScanSealedSecret(r Row) (*duet.Secret, error) {
+	var s duet.Secret
+	return scanned(&s, r.Scan(&s.User, &s.Name, &s.Ciphertext))
+}
