@@ -470,3 +470,15 @@ func (d *DB) each(ctx context.Context, each func(storerules.Row) error, q string
 	}
 	return mapErr(rows.Err())
 }
+
+// changed is the outcome of a statement that must change a row: err
+// mapped, else none if it changed none.
+func changed(tag pgconn.CommandTag, err error, none error) error {
+	if err != nil {
+		return mapErr(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return none
+	}
+	return nil
+}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/duet-test/duet"
@@ -295,36 +294,17 @@ func taskListQueries(cond string, filtered bool, afterParam, limitParam string) 
 // collect reads every row with scan and closes rows.
 func collect[T any](rows pgx.Rows, scan func(rowScanner) (T, error)) ([]T, error) {
 	defer rows.Close()
-	out := []T{}
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, mapErr(err)
-		}
-		out = append(out, v)
-	}
-	return out, mapErr(rows.Err())
+	out, err := storerules.Collect(rows, scan)
+	return out, mapErr(err)
 }
 
 // all runs query on q and reads every row with scan.
 func all[T any](ctx context.Context, q querier, scan func(rowScanner) (T, error), query string, args ...any) ([]T, error) {
 	rows, err := q.Query(ctx, query, args...)
-	if err != nil {
-		return nil, mapErr(err)
+	if err == nil {
+		return collect(rows, scan)
 	}
-	return collect(rows, scan)
-}
-
-// changed is the outcome of a statement that must change a row: err
-// mapped, else none if it changed none.
-func changed(tag pgconn.CommandTag, err error, none error) error {
-	if err != nil {
-		return mapErr(err)
-	}
-	if tag.RowsAffected() == 0 {
-		return none
-	}
-	return nil
+	return nil, mapErr(err)
 }
 
 // ShareTask shares owner's task with user. Returns NOT_FOUND, INVALID_ARGUMENT.

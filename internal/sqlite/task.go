@@ -56,15 +56,8 @@ type rowScanner = storerules.Row
 // collect reads every row with scan and closes rows.
 func collect[T any](rows *sql.Rows, scan func(rowScanner) (T, error)) ([]T, error) {
 	defer rows.Close()
-	out := []T{}
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, mapErr(err)
-		}
-		out = append(out, v)
-	}
-	return out, mapErr(rows.Err())
+	out, err := storerules.Collect(rows, scan)
+	return out, mapErr(err)
 }
 
 // all runs query on q and reads every row with scan.

@@ -87,3 +87,17 @@ func Found(err error, kind, id string, mapErr func(error) error) error {
 	}
 	return mapErr(err)
 }
+
+// Collect reads every row of rows with scan (the driver closes rows and
+// maps the error).
+func Collect[T any](rows Rows, scan func(Row) (T, error)) ([]T, error) {
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
