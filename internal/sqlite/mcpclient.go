@@ -281,15 +281,7 @@ func (d *DB) FindMCPTools(ctx context.Context, id string) ([]*duet.MCPTool, erro
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	return collect(rows, func(r rowScanner) (*duet.MCPTool, error) {
-		var t duet.MCPTool
-		var in, outSchema, ann string
-		if err := r.Scan(&t.Name, &t.Title, &t.Description, &in, &outSchema, &ann); err != nil {
-			return nil, err
-		}
-		t.InputSchema, t.OutputSchema, t.Annotations = storerules.RawJSON(in), storerules.RawJSON(outSchema), storerules.RawJSON(ann)
-		return &t, nil
-	})
+	return collect(rows, storerules.ScanMCPTool)
 }
 
 // FindCredential returns a credential. Returns NOT_FOUND.

@@ -113,3 +113,15 @@ func ScanSealedSecret(r Row) (*duet.Secret, error) {
 	var s duet.Secret
 	return scanned(&s, r.Scan(&s.User, &s.Name, &s.Ciphertext))
 }
+
+// ScanMCPTool reads a tool of (name, title, description, input_schema,
+// output_schema, annotations).
+func ScanMCPTool(r Row) (*duet.MCPTool, error) {
+	var t duet.MCPTool
+	var in, out, ann string
+	if err := r.Scan(&t.Name, &t.Title, &t.Description, &in, &out, &ann); err != nil {
+		return nil, err
+	}
+	t.InputSchema, t.OutputSchema, t.Annotations = RawJSON(in), RawJSON(out), RawJSON(ann)
+	return &t, nil
+}
