@@ -2,30 +2,12 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/storerules"
 )
-
-var _ duet.AICacheStore = (*DB)(nil)
-
-const aiPlanColumns = `p.id, p.task_id, p.case_id, p.case_version, p.step_index, p.step_hash, p.fingerprint, p.actions, p.run_id, p.execution_id, p.created_by, p.hits, p.created_at, p.used_at`
-
-func scanAIPlan(r pgx.Row) (*duet.AIPlan, error) {
-	var p duet.AIPlan
-	var actions string
-	if err := r.Scan(&p.ID, &p.TaskID, &p.CaseID, &p.CaseVersion, &p.StepIndex, &p.StepHash, &p.Fingerprint, &actions, &p.RunID, &p.ExecutionID, &p.CreatedBy, &p.Hits, &p.CreatedAt, &p.UsedAt); err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal([]byte(actions), &p.Actions); err != nil {
-		return nil, err
-	}
-	p.CreatedAt, p.UsedAt = p.CreatedAt.UTC(), p.UsedAt.UTC()
-	return &p, nil
-}
 
 // SaveAIPlan stores p under the lease l, one plan per key, step hash and
 // fingerprint, at most MaxAIPlansPerStep per step.
@@ -61,13 +43,9 @@ func (d *DB) SaveAIPlan(ctx context.Context, l duet.Lease, p *duet.AIPlan) error
 
 // FindAIPlans returns the plans of a step, most recently used first.
 func (d *DB) FindAIPlans(ctx context.Context, key duet.AIPlanKey, stepHash string) ([]*duet.AIPlan, error) {
-	rows, err := d.pool.Query(ctx, `SELECT `+aiPlanColumns+` FROM ai_plans p
+	return all(ctx, d.pool, storerules.ScanAIPlan, `SELECT `+storerules.AIPlanColumns+` FROM ai_plans p
 		WHERE p.task_id = $1 AND p.case_id = $2 AND p.case_version = $3 AND p.step_index = $4 AND p.step_hash = $5
 		ORDER BY p.used_at DESC, p.id DESC LIMIT $6`, key.TaskID, key.CaseID, key.CaseVersion, key.StepIndex, stepHash, duet.MaxAIPlansPerStep)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, scanAIPlan)
 }
 
 // UseAIPlan counts a replay of plan id under the lease l.
@@ -96,12 +74,8 @@ func (d *DB) FindCaseAIPlans(ctx context.Context, viewer, caseID string) ([]*due
 	if _, err := d.FindCaseByID(ctx, viewer, caseID); err != nil {
 		return nil, err
 	}
-	rows, err := d.pool.Query(ctx, `SELECT `+aiPlanColumns+` FROM ai_plans p WHERE p.case_id = $1
+	return all(ctx, d.pool, storerules.ScanAIPlan, `SELECT `+storerules.AIPlanColumns+` FROM ai_plans p WHERE p.case_id = $1
 		ORDER BY p.case_version, p.step_index, p.used_at DESC, p.id`, caseID)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, scanAIPlan)
 }
 
 // ClearAIPlans removes the plans of owner's task (of one case of it).

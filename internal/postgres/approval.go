@@ -10,46 +10,31 @@ import (
 	"github.com/duet-test/duet/internal/storerules"
 )
 
-var _ duet.ApprovalStore = (*DB)(nil)
-
-const approvalColumns = `a.user_id, a.case_id, a.version, a.source_hash, a.destinations_hash, a.task_id, a.approved_at`
-
-func scanApproval(r pgx.Row) (*duet.CaseApproval, error) {
-	var a duet.CaseApproval
-	if err := r.Scan(&a.User, &a.CaseID, &a.Version, &a.SourceHash, &a.DestinationsHash, &a.TaskID, &a.ApprovedAt); err != nil {
-		return nil, err
-	}
-	a.ApprovedAt = utc(a.ApprovedAt)
-	return &a, nil
-}
-
 // ApproveCase records a.User's approval of the current version of a case
 // they may see, for a.DestinationsHash: approving the same version for the
 // same destinations again keeps the first approval, for others replaces
 // it. Returns NOT_FOUND, CONFLICT, INVALID_ARGUMENT.
 func (d *DB) ApproveCase(ctx context.Context, a *duet.CaseApproval) error {
-	if a == nil || a.User == "" || a.CaseID == "" || a.Version <= 0 {
-		return duet.Errorf(duet.CodeInvalidArgument, "an approval needs a user, a case and its version")
+	if err := storerules.CheckApproval(a); err != nil {
+		return err
 	}
 	return d.tx(ctx, func(tx pgx.Tx) error {
 		c, err := scanCase(tx.QueryRow(ctx, `SELECT `+caseColumns+` FROM cases c JOIN tasks t ON t.id = c.task_id WHERE c.id = $2 AND `+visibleTo, a.User, a.CaseID))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return storerules.NotFound("case", a.CaseID)
-		} else if err != nil {
-			return mapErr(err)
+		if err != nil {
+			return found(err, "case", a.CaseID)
 		}
-		if c.Version != a.Version {
-			return duet.Errorf(duet.CodeConflict, "case %s is at version %d now, not %d: review it again before approving", c.ID, c.Version, a.Version)
+		if err := storerules.ApprovedVersion(c, a); err != nil {
+			return err
 		}
 		a.SourceHash, a.TaskID, a.ApprovedAt = c.SourceHash, c.TaskID, ts(d.now()).UTC()
 		// A second approval of the same version for the same destinations
 		// keeps the first; for other destinations it replaces it.
-		old, err := scanApproval(tx.QueryRow(ctx, `INSERT INTO case_approvals AS a (user_id, case_id, version, source_hash, destinations_hash, task_id, approved_at)
+		old, err := storerules.ScanApproval(tx.QueryRow(ctx, `INSERT INTO case_approvals AS a (user_id, case_id, version, source_hash, destinations_hash, task_id, approved_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7)
 			ON CONFLICT (user_id, case_id, version) DO UPDATE SET
 				destinations_hash = excluded.destinations_hash,
 				approved_at = CASE WHEN a.destinations_hash = excluded.destinations_hash THEN a.approved_at ELSE excluded.approved_at END
-			RETURNING `+approvalColumns, a.User, a.CaseID, a.Version, a.SourceHash, a.DestinationsHash, a.TaskID, a.ApprovedAt))
+			RETURNING `+storerules.ApprovalColumns, a.User, a.CaseID, a.Version, a.SourceHash, a.DestinationsHash, a.TaskID, a.ApprovedAt))
 		if err != nil {
 			return mapErr(err)
 		}
@@ -61,7 +46,7 @@ func (d *DB) ApproveCase(ctx context.Context, a *duet.CaseApproval) error {
 // FindCaseApproval returns user's approval of that version of the case.
 // Returns NOT_FOUND.
 func (d *DB) FindCaseApproval(ctx context.Context, user, caseID string, version int) (*duet.CaseApproval, error) {
-	a, err := scanApproval(d.pool.QueryRow(ctx, `SELECT `+approvalColumns+` FROM case_approvals a WHERE a.user_id = $1 AND a.case_id = $2 AND a.version = $3`,
+	a, err := storerules.ScanApproval(d.pool.QueryRow(ctx, `SELECT `+storerules.ApprovalColumns+` FROM case_approvals a WHERE a.user_id = $1 AND a.case_id = $2 AND a.version = $3`,
 		user, caseID, version))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, duet.Errorf(duet.CodeNotFound, "%s has not approved version %d of case %s", user, version, caseID)
@@ -72,30 +57,20 @@ func (d *DB) FindCaseApproval(ctx context.Context, user, caseID string, version 
 // FindCaseApprovals lists user's approvals (of one task's cases when taskID
 // is not ""), newest first.
 func (d *DB) FindCaseApprovals(ctx context.Context, user, taskID string) ([]*duet.CaseApproval, error) {
-	q := `SELECT ` + approvalColumns + ` FROM case_approvals a WHERE a.user_id = $1`
+	q := `SELECT ` + storerules.ApprovalColumns + ` FROM case_approvals a WHERE a.user_id = $1`
 	args := []any{user}
 	if taskID != "" {
 		q += ` AND a.task_id = $2`
 		args = append(args, taskID)
 	}
-	rows, err := d.pool.Query(ctx, q+` ORDER BY a.approved_at DESC, a.case_id, a.version DESC`, args...)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, scanApproval)
+	return all(ctx, d.pool, storerules.ScanApproval, q+` ORDER BY a.approved_at DESC, a.case_id, a.version DESC`, args...)
 }
 
 // RevokeCaseApproval deletes user's approvals of every version of the case.
 // Returns NOT_FOUND when there was none.
 func (d *DB) RevokeCaseApproval(ctx context.Context, user, caseID string) error {
 	tag, err := d.pool.Exec(ctx, `DELETE FROM case_approvals WHERE user_id = $1 AND case_id = $2`, user, caseID)
-	if err != nil {
-		return mapErr(err)
-	}
-	if tag.RowsAffected() == 0 {
-		return duet.Errorf(duet.CodeNotFound, "%s has not approved case %s", user, caseID)
-	}
-	return nil
+	return changed(tag, err, duet.Errorf(duet.CodeNotFound, "%s has not approved case %s", user, caseID))
 }
 
 // ApprovePostRun records user's approval of the current version of the
@@ -108,10 +83,8 @@ func (d *DB) ApprovePostRun(ctx context.Context, user, taskID, hash string) (*du
 	var out *duet.PostRunApproval
 	err := d.tx(ctx, func(tx pgx.Tx) error {
 		t, err := scanTask(tx.QueryRow(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.id = $2 AND `+visibleTo, user, taskID))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return storerules.NotFound("task", taskID)
-		} else if err != nil {
-			return mapErr(err)
+		if err != nil {
+			return found(err, "task", taskID)
 		}
 		if err := storerules.PostRunApprovable(t, hash); err != nil {
 			return err

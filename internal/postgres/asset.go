@@ -32,7 +32,7 @@ const otherVisibleAssetIDs = `SELECT asset_id AS id FROM asset_shares WHERE user
 
 const assetColumns = `a.id, a.kind, a.name, a.owner, v.version, v.description, v.body, a.created_at, v.created_at`
 
-func scanAsset(r pgx.Row) (*duet.Asset, error) {
+func scanAsset(r rowScanner) (*duet.Asset, error) {
 	var a duet.Asset
 	if err := r.Scan(&a.ID, &a.Kind, &a.Name, &a.Owner, &a.Version, &a.Description, &a.Body, &a.CreatedAt, &a.UpdatedAt); err != nil {
 		return nil, err
@@ -165,11 +165,7 @@ func (d *DB) assetCandidates(ctx context.Context, viewer string, kind duet.Asset
 	}
 	// The viewer's own asset first, then the others by owner.
 	q += ` ORDER BY a.owner <> $1, a.owner LIMIT 3`
-	rows, err := d.pool.Query(ctx, q, a...)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, scanAsset)
+	return all(ctx, d.pool, scanAsset, q, a...)
 }
 
 // FindAssets returns the latest versions of the assets matching f.
@@ -188,11 +184,7 @@ func (d *DB) assetList(ctx context.Context, f duet.AssetFilter) ([]*duet.Asset, 
 		cond += ` AND a.owner = ` + a.add(f.Owner)
 	}
 	q := assetListQuery(cond, a.add(storerules.ClampLimit(f.Limit, 200, 1000)))
-	rows, err := d.pool.Query(ctx, q, a...)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, scanAsset)
+	return all(ctx, d.pool, scanAsset, q, a...)
 }
 
 // assetListQuery returns the Asset Center's query for viewer $1, the
@@ -212,13 +204,7 @@ func assetListQuery(cond, limitParam string) string {
 // DeleteAsset removes owner's asset and its versions. Returns NOT_FOUND.
 func (d *DB) DeleteAsset(ctx context.Context, owner string, kind duet.AssetKind, name string) error {
 	tag, err := d.pool.Exec(ctx, `DELETE FROM assets WHERE owner = $1 AND kind = $2 AND name = $3`, owner, kind, name)
-	if err != nil {
-		return mapErr(err)
-	}
-	if tag.RowsAffected() == 0 {
-		return duet.Errorf(duet.CodeNotFound, "%s %q not found", kind, name)
-	}
-	return nil
+	return changed(tag, err, duet.Errorf(duet.CodeNotFound, "%s %q not found", kind, name))
 }
 
 // CreateGeneration stores a generation record. Returns INVALID_ARGUMENT.
@@ -262,7 +248,7 @@ func (d *DB) FindGenerations(ctx context.Context, f duet.GenerationFilter) ([]*d
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	return collect(rows, func(r pgx.Row) (*duet.Generation, error) {
+	return collect(rows, func(r rowScanner) (*duet.Generation, error) {
 		var g duet.Generation
 		var assets string
 		if err := r.Scan(&g.ID, &g.TaskID, &g.User, &g.Model, &g.Goal, &assets, &g.Turns, &g.ToolCalls, &g.Repairs,

@@ -14,7 +14,7 @@ import (
 
 const caseColumns = `c.id, c.task_id, c.key, c.title, c.source, c.source_hash, c.steps, c.timeout_ms, c.version, c.status, c.created_by, c.created_at, c.updated_at, c.row, c.retries, c.tags`
 
-func scanCase(r pgx.Row) (*duet.Case, error) {
+func scanCase(r rowScanner) (*duet.Case, error) {
 	var c duet.Case
 	var steps, row, tags string
 	if err := r.Scan(&c.ID, &c.TaskID, &c.Key, &c.Title, &c.Source, &c.SourceHash, &steps, &c.TimeoutMs, &c.Version, &c.Status, &c.CreatedBy, &c.CreatedAt, &c.UpdatedAt, &row, &c.Retries, &tags); err != nil {
@@ -158,7 +158,7 @@ func caseStatuses(f duet.CaseFilter) []string {
 // the count. An empty page, which carries no count, counts apart.
 func (d *DB) casePage(ctx context.Context, rows pgx.Rows, f duet.CaseFilter, limit int) ([]*duet.Case, string, int, error) {
 	var total int
-	cases, err := collect(rows, func(r pgx.Row) (*duet.Case, error) { return scanCase(tailRow{r, []any{&total}}) })
+	cases, err := collect(rows, func(r rowScanner) (*duet.Case, error) { return scanCase(tailRow{r, []any{&total}}) })
 	if err != nil {
 		return nil, "", 0, err
 	}

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 
 	"github.com/jackc/pgx/v5"
 
@@ -36,47 +35,4 @@ func saveCaseVersion(ctx context.Context, tx pgx.Tx, c *duet.Case, via duet.Case
 	_, err := tx.Exec(ctx, `INSERT INTO case_versions (case_id, version, title, source, source_hash, saved_by, saved_at, via) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 		c.ID, c.Version, c.Title, c.Source, c.SourceHash, c.CreatedBy, c.UpdatedAt, string(via))
 	return mapErr(err)
-}
-
-// FindCaseVersions implements duet.CaseVersionStore.
-func (d *DB) FindCaseVersions(ctx context.Context, caseID string, before, limit int) ([]*duet.CaseVersion, bool, error) {
-	limit = storerules.ClampLimit(limit, 50, 200)
-	if before <= 0 {
-		before = int(^uint32(0) >> 1)
-	}
-	rows, err := d.pool.Query(ctx, `SELECT version, title, source_hash, saved_by, saved_at, via FROM case_versions
-		WHERE case_id = $1 AND version < $2 ORDER BY version DESC LIMIT $3`, caseID, before, limit+1)
-	if err != nil {
-		return nil, false, mapErr(err)
-	}
-	defer rows.Close()
-	out := []*duet.CaseVersion{}
-	for rows.Next() {
-		v := &duet.CaseVersion{CaseID: caseID}
-		if err := rows.Scan(&v.Version, &v.Title, &v.SourceHash, &v.SavedBy, &v.SavedAt, &v.Via); err != nil {
-			return nil, false, mapErr(err)
-		}
-		v.SavedAt = v.SavedAt.UTC()
-		out = append(out, v)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, false, mapErr(err)
-	}
-	more := len(out) > limit
-	return out[:min(len(out), limit)], more, nil
-}
-
-// FindCaseVersion implements duet.CaseVersionStore.
-func (d *DB) FindCaseVersion(ctx context.Context, caseID string, version int) (*duet.CaseVersion, error) {
-	v := &duet.CaseVersion{CaseID: caseID, Version: version}
-	err := d.pool.QueryRow(ctx, `SELECT title, source, source_hash, saved_by, saved_at, via FROM case_versions WHERE case_id = $1 AND version = $2`, caseID, version).
-		Scan(&v.Title, &v.Source, &v.SourceHash, &v.SavedBy, &v.SavedAt, &v.Via)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, duet.Errorf(duet.CodeNotFound, "case %s has no version %d kept", caseID, version)
-	}
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	v.SavedAt = v.SavedAt.UTC()
-	return v, nil
 }

@@ -3,12 +3,11 @@ package postgres
 import (
 	"context"
 	"encoding/json"
-	"slices"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 // FindCasesCallingServer returns the active cases whose steps call a tool
@@ -19,14 +18,7 @@ func (d *DB) FindCasesCallingServer(ctx context.Context, serverKey string) ([]*d
 		return nil, mapErr(err)
 	}
 	cases, err := collect(rows, scanCase)
-	return slices.DeleteFunc(cases, func(c *duet.Case) bool { return !duet.CallsServer(c, serverKey) }), err
-}
-
-type alertDetail struct {
-	Problems []string `json:"problems,omitempty"`
-	Changes  []string `json:"changes"`
-	Key      string   `json:"key"`
-	Title    string   `json:"title"`
+	return storerules.CallingServer(cases, err, serverKey)
 }
 
 // SaveContractAlerts stores alerts, each replacing the earlier one of its
@@ -34,13 +26,13 @@ type alertDetail struct {
 func (d *DB) SaveContractAlerts(ctx context.Context, alerts []*duet.ContractAlert) error {
 	return d.tx(ctx, func(tx pgx.Tx) error {
 		for _, a := range alerts {
-			detail, err := json.Marshal(alertDetail{Problems: a.Problems, Changes: a.Changes, Key: a.CaseKey, Title: a.CaseTitle})
+			detail, err := storerules.ContractAlertDetail(a)
 			if err != nil {
 				return err
 			}
 			if _, err := tx.Exec(ctx, `INSERT INTO contract_alerts (case_id, server_key, tool, task_id, case_version, broken, detail, detected_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 				ON CONFLICT (case_id, server_key, tool) DO UPDATE SET task_id = excluded.task_id, case_version = excluded.case_version, broken = excluded.broken, detail = excluded.detail, detected_at = excluded.detected_at`,
-				a.CaseID, a.ServerKey, a.Tool, a.TaskID, a.CaseVersion, a.Broken, string(detail), ts(a.DetectedAt)); err != nil {
+				a.CaseID, a.ServerKey, a.Tool, a.TaskID, a.CaseVersion, a.Broken, detail, ts(a.DetectedAt)); err != nil {
 				return mapErr(err)
 			}
 		}
@@ -59,13 +51,13 @@ func (d *DB) FindContractAlerts(ctx context.Context, viewer, taskID string) ([]*
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	out, err := collect(rows, scanContractAlert)
+	out, err := collect(rows, storerules.ScanContractAlert)
 	return out, mapErr(err)
 }
 
 // contractAlertsQuery is the statement of FindContractAlerts.
 func contractAlertsQuery(viewer, taskID string) (string, []any) {
-	q := `SELECT a.task_id, a.case_id, a.case_version, a.server_key, a.tool, a.broken, a.detail, a.detected_at
+	q := `SELECT ` + storerules.ContractAlertColumns + `
 		FROM contract_alerts a JOIN cases c ON c.id = a.case_id AND c.version = a.case_version AND c.status = 'active'
 		JOIN tasks t ON t.id = a.task_id WHERE ` + visibleTo
 	args := []any{viewer}
@@ -74,22 +66,6 @@ func contractAlertsQuery(viewer, taskID string) (string, []any) {
 		args = append(args, taskID)
 	}
 	return q + ` ORDER BY a.broken DESC, a.task_id, c.key, a.server_key, a.tool`, args
-}
-
-// scanContractAlert reads a row of contractAlertsQuery.
-func scanContractAlert(r pgx.Row) (*duet.ContractAlert, error) {
-	var a duet.ContractAlert
-	var detail string
-	var at time.Time
-	if err := r.Scan(&a.TaskID, &a.CaseID, &a.CaseVersion, &a.ServerKey, &a.Tool, &a.Broken, &detail, &at); err != nil {
-		return nil, err
-	}
-	var dt alertDetail
-	if err := json.Unmarshal([]byte(detail), &dt); err != nil {
-		return nil, err
-	}
-	a.Problems, a.Changes, a.CaseKey, a.CaseTitle, a.DetectedAt = dt.Problems, dt.Changes, dt.Key, dt.Title, utc(at)
-	return &a, nil
 }
 
 // SaveCatalogHistory keeps a replaced catalog of a registration, the
@@ -113,21 +89,5 @@ func (d *DB) SaveCatalogHistory(ctx context.Context, id string, c *duet.Archived
 // FindCatalogHistory returns the replaced catalogs of a registration,
 // newest first.
 func (d *DB) FindCatalogHistory(ctx context.Context, id string) ([]*duet.ArchivedCatalog, error) {
-	rows, err := d.pool.Query(ctx, `SELECT synced_at, hash, tools FROM mcp_catalog_history WHERE registration_id = $1 ORDER BY synced_at DESC`, id)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	out, err := collect(rows, func(r pgx.Row) (*duet.ArchivedCatalog, error) {
-		var c duet.ArchivedCatalog
-		var tools string
-		if err := r.Scan(&c.SyncedAt, &c.Hash, &tools); err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal([]byte(tools), &c.Tools); err != nil {
-			return nil, err
-		}
-		c.SyncedAt = utc(c.SyncedAt)
-		return &c, nil
-	})
-	return out, mapErr(err)
+	return all(ctx, d.pool, storerules.ScanArchivedCatalog, `SELECT synced_at, hash, tools FROM mcp_catalog_history WHERE registration_id = $1 ORDER BY synced_at DESC`, id)
 }

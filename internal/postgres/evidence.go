@@ -19,8 +19,8 @@ var (
 const baselineColumns = `b.id, b.task_id, b.case_id, b.case_key, b.case_version, b.name, b.device, b.environment, b.owner, b.fingerprint,
 	b.version, b.status, b.sha256, b.width, b.height, b.run_id, b.execution_id, b.step_index, b.diff_ratio, b.created_at, b.decided_by, b.decided_at`
 
-func scanBaselineWith(image bool) func(pgx.Row) (*duet.Baseline, error) {
-	return func(r pgx.Row) (*duet.Baseline, error) {
+func scanBaselineWith(image bool) func(rowScanner) (*duet.Baseline, error) {
+	return func(r rowScanner) (*duet.Baseline, error) {
 		var b duet.Baseline
 		dest := []any{&b.ID, &b.TaskID, &b.CaseID, &b.CaseKey, &b.CaseVersion, &b.Name, &b.Device, &b.Environment, &b.Owner, &b.Fingerprint,
 			&b.Version, &b.Status, &b.SHA256, &b.Width, &b.Height, &b.RunID, &b.ExecutionID, &b.StepIndex, &b.DiffRatio, &b.CreatedAt, &b.DecidedBy, &b.DecidedAt}
@@ -132,10 +132,8 @@ func (d *DB) DecideBaseline(ctx context.Context, owner, id string, status duet.B
 	var out *duet.Baseline
 	err := d.tx(ctx, func(tx pgx.Tx) error {
 		b, err := scanBaselineWith(false)(tx.QueryRow(ctx, `SELECT `+baselineColumns+` FROM baselines b WHERE b.id = $1 AND b.owner = $2 FOR UPDATE`, id, owner))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return storerules.NotFound("baseline", id)
-		} else if err != nil {
-			return mapErr(err)
+		if err != nil {
+			return found(err, "baseline", id)
 		}
 		if b.Status != duet.BaselinePending {
 			return duet.Errorf(duet.CodeConflict, "baseline %s was already %s by %s", id, b.Status, b.DecidedBy)

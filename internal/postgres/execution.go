@@ -74,28 +74,11 @@ func (d *DB) execPage(ctx context.Context, rows pgx.Rows, f duet.ExecutionFilter
 	if err != nil {
 		return nil, "", err
 	}
-	execs, next := execPageEnd(execs, f, limit)
+	execs, next := storerules.ExecutionPageEnd(execs, f, limit)
 	if !f.Results {
 		return execs, next, nil
 	}
 	return execs, next, loadResults(ctx, d.pool, execs...)
-}
-
-// execPageEnd cuts a page read with one execution more than limit to
-// limit, returns the cursor of the next page ("" if none), and drops the
-// steps and variables of a summary page.
-func execPageEnd(execs []*duet.Execution, f duet.ExecutionFilter, limit int) ([]*duet.Execution, string) {
-	var next string
-	if len(execs) > limit {
-		execs = execs[:limit]
-		next = storerules.EncodeCursor(strconv.Itoa(execs[limit-1].Ordinal))
-	}
-	if !f.Results {
-		for _, e := range execs {
-			e.Steps, e.Vars = nil, nil
-		}
-	}
-	return execs, next
 }
 
 // FindRunPage reads the run with its totals and a page of its executions
@@ -140,7 +123,7 @@ func (d *DB) FindRunPage(ctx context.Context, viewer string, f duet.ExecutionFil
 	if err := rows.Err(); err != nil {
 		return nil, nil, "", mapErr(err)
 	}
-	execs, next := execPageEnd(execs, f, limit)
+	execs, next := storerules.ExecutionPageEnd(execs, f, limit)
 	return run, execs, next, nil
 }
 
@@ -171,7 +154,7 @@ const execResultLists = `ARRAY(SELECT s.data::text FROM step_results s WHERE s.e
 	ARRAY(SELECT a.data FROM execution_attempts a WHERE a.execution_id = e.id ORDER BY a.attempt)`
 
 // scanExecutionResults scans execColumns and execResultLists.
-func scanExecutionResults(r pgx.Row) (*duet.Execution, error) {
+func scanExecutionResults(r rowScanner) (*duet.Execution, error) {
 	var results, attempts []string
 	e, err := scanExecution(tailRow{r, []any{&results, &attempts}})
 	if err != nil {

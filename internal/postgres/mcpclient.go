@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -12,33 +11,6 @@ import (
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/storerules"
 )
-
-var _ duet.MCPClientStore = (*DB)(nil)
-
-const mcpServerColumns = `id, owner, name, url, server_key, credential_ref, header_names, auth, transport, protocol_version,
-	server_name, server_version, catalog_hash, tool_count, synced_at, created_at, updated_at`
-
-func scanMCPServer(r pgx.Row, extra ...any) (*duet.MCPServer, error) {
-	var s duet.MCPServer
-	var cred *string
-	var headers string
-	dest := []any{&s.ID, &s.Owner, &s.Name, &s.URL, &s.ServerKey, &cred, &headers, &s.Auth, &s.Transport, &s.ProtocolVersion,
-		&s.ServerName, &s.ServerVersion, &s.CatalogHash, &s.ToolCount, &s.SyncedAt, &s.CreatedAt, &s.UpdatedAt}
-	if err := r.Scan(append(dest, extra...)...); err != nil {
-		return nil, err
-	}
-	if cred != nil {
-		s.CredentialRef = *cred
-	}
-	if err := json.Unmarshal([]byte(headers), &s.HeaderNames); err != nil {
-		return nil, err
-	}
-	if len(s.HeaderNames) == 0 {
-		s.HeaderNames = nil
-	}
-	s.SyncedAt, s.CreatedAt, s.UpdatedAt = utcPtr(s.SyncedAt), utc(s.CreatedAt), utc(s.UpdatedAt)
-	return &s, nil
-}
 
 // nullString stores "" as NULL (a registration without a credential).
 func nullString(s string) *string {
@@ -137,7 +109,7 @@ func (t mcpServerTx) DeleteCredential(ctx context.Context, ref string) error {
 // FindMCPServer returns the owner's registration named ref, or with serverKey
 // ref. Returns NOT_FOUND.
 func (d *DB) FindMCPServer(ctx context.Context, owner, ref string) (*duet.MCPServer, error) {
-	s, err := scanMCPServer(d.pool.QueryRow(ctx, `SELECT `+mcpServerColumns+` FROM mcp_servers
+	s, err := storerules.ScanMCPServer(d.pool.QueryRow(ctx, `SELECT `+storerules.MCPServerColumns+` FROM mcp_servers
 		WHERE owner = $1 AND (name = $2 OR server_key = $2) ORDER BY name = $2 DESC LIMIT 1`, owner, ref))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, duet.Errorf(duet.CodeNotFound, "you have not registered an MCP server named %q", ref)
@@ -147,18 +119,14 @@ func (d *DB) FindMCPServer(ctx context.Context, owner, ref string) (*duet.MCPSer
 
 // FindMCPServers lists the owner's registrations by name.
 func (d *DB) FindMCPServers(ctx context.Context, owner string) ([]*duet.MCPServer, error) {
-	rows, err := d.pool.Query(ctx, `SELECT `+mcpServerColumns+` FROM mcp_servers WHERE owner = $1 ORDER BY name`, owner)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, func(r pgx.Row) (*duet.MCPServer, error) { return scanMCPServer(r) })
+	return all(ctx, d.pool, func(r rowScanner) (*duet.MCPServer, error) { return storerules.ScanMCPServer(r) }, `SELECT `+storerules.MCPServerColumns+` FROM mcp_servers WHERE owner = $1 ORDER BY name`, owner)
 }
 
 // FindMCPServerTool returns the owner's registration of serverKey and the
 // archived tool, if any, in one query. Returns NOT_FOUND.
 func (d *DB) FindMCPServerTool(ctx context.Context, owner, serverKey, tool string) (*duet.MCPServer, *duet.MCPTool, error) {
 	var name, title, desc, in, out, ann *string
-	s, err := scanMCPServer(d.pool.QueryRow(ctx, `SELECT `+storerules.PrefixColumns("s.", mcpServerColumns)+`, t.name, t.title, t.description, t.input_schema, t.output_schema, t.annotations
+	s, err := storerules.ScanMCPServer(d.pool.QueryRow(ctx, `SELECT `+storerules.PrefixColumns("s.", storerules.MCPServerColumns)+`, t.name, t.title, t.description, t.input_schema, t.output_schema, t.annotations
 		FROM mcp_servers s LEFT JOIN mcp_tools t ON t.server_id = s.id AND t.name = $1
 		WHERE s.owner = $2 AND s.server_key = $3`, tool, owner, serverKey), &name, &title, &desc, &in, &out, &ann)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -259,31 +227,12 @@ func (d *DB) FindMCPTools(ctx context.Context, id string) ([]*duet.MCPTool, erro
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	return collect(rows, func(r pgx.Row) (*duet.MCPTool, error) {
-		var t duet.MCPTool
-		var in, out, ann string
-		if err := r.Scan(&t.Name, &t.Title, &t.Description, &in, &out, &ann); err != nil {
-			return nil, err
-		}
-		t.InputSchema, t.OutputSchema, t.Annotations = storerules.RawJSON(in), storerules.RawJSON(out), storerules.RawJSON(ann)
-		return &t, nil
-	})
-}
-
-const credentialColumns = `ref, owner, server_key, ciphertext, updated_at, version`
-
-func scanCredential(r pgx.Row) (*duet.Credential, error) {
-	var c duet.Credential
-	if err := r.Scan(&c.Ref, &c.Owner, &c.ServerKey, &c.Ciphertext, &c.UpdatedAt, &c.Version); err != nil {
-		return nil, err
-	}
-	c.UpdatedAt = utc(c.UpdatedAt)
-	return &c, nil
+	return collect(rows, storerules.ScanMCPTool)
 }
 
 // FindCredential returns a credential. Returns NOT_FOUND.
 func (d *DB) FindCredential(ctx context.Context, ref string) (*duet.Credential, error) {
-	c, err := scanCredential(d.pool.QueryRow(ctx, `SELECT `+credentialColumns+` FROM mcp_credentials WHERE ref = $1`, ref))
+	c, err := storerules.ScanCredential(d.pool.QueryRow(ctx, `SELECT `+storerules.CredentialColumns+` FROM mcp_credentials WHERE ref = $1`, ref))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, storerules.NotFound("credential", ref)
 	}
@@ -292,11 +241,7 @@ func (d *DB) FindCredential(ctx context.Context, ref string) (*duet.Credential, 
 
 // FindCredentials returns every credential, by ref.
 func (d *DB) FindCredentials(ctx context.Context) ([]*duet.Credential, error) {
-	rows, err := d.pool.Query(ctx, `SELECT `+credentialColumns+` FROM mcp_credentials ORDER BY ref`)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, scanCredential)
+	return all(ctx, d.pool, storerules.ScanCredential, `SELECT `+storerules.CredentialColumns+` FROM mcp_credentials ORDER BY ref`)
 }
 
 // UpdateCredentials stores new ciphertexts in one transaction, each only if
@@ -348,9 +293,9 @@ func (d *DB) LeaseCredential(ctx context.Context, ref, holder string, ttl time.D
 		return nil, duet.Errorf(duet.CodeInvalidArgument, "a credential lease needs a holder and a duration")
 	}
 	now := ts(d.now())
-	c, err := scanCredential(d.pool.QueryRow(ctx, `UPDATE mcp_credentials SET lease_holder = $1, lease_until = $2
+	c, err := storerules.ScanCredential(d.pool.QueryRow(ctx, `UPDATE mcp_credentials SET lease_holder = $1, lease_until = $2
 		WHERE ref = $3 AND (lease_holder = '' OR lease_holder = $1 OR lease_until IS NULL OR lease_until <= $4)
-		RETURNING `+credentialColumns, holder, now.Add(ttl), ref, now))
+		RETURNING `+storerules.CredentialColumns, holder, now.Add(ttl), ref, now))
 	if errors.Is(err, pgx.ErrNoRows) {
 		if err := credentialMissed(ctx, d.pool, ref); duet.ErrorCode(err) != duet.CodeConflict {
 			return nil, err
@@ -397,25 +342,6 @@ func (d *DB) AppendInvocations(ctx context.Context, recs []*duet.Invocation) err
 
 // FindInvocations returns invocation records matching f, newest first.
 func (d *DB) FindInvocations(ctx context.Context, f duet.InvocationFilter) ([]*duet.Invocation, error) {
-	var w filter
-	w.eq("executor", f.Executor)
-	w.eq("server_key", f.ServerKey)
-	w.eq("tool", f.Tool)
-	w.eq("source", string(f.Source))
-	w.eq("outcome", string(f.Outcome))
-	w.eq("trace_id", f.TraceID)
-	w.between("time", f.Since, f.Until)
-	q := w.newestFirst(`id, time, trace_id, executor, source, server_key, tool, outcome, duration_us, arg_bytes, result_bytes`, `mcp_invocations`, f.Limit)
-	rows, err := d.pool.Query(ctx, q, w.args...)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, func(r pgx.Row) (*duet.Invocation, error) {
-		var v duet.Invocation
-		if err := r.Scan(&v.ID, &v.Time, &v.TraceID, &v.Executor, &v.Source, &v.ServerKey, &v.Tool, &v.Outcome, &v.DurationUs, &v.ArgBytes, &v.ResultBytes); err != nil {
-			return nil, err
-		}
-		v.Time = utc(v.Time)
-		return &v, nil
-	})
+	q, args := storerules.InvocationSearch(f, stored)
+	return all(ctx, d.pool, storerules.ScanInvocation, q, args...)
 }

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -12,87 +11,13 @@ import (
 	"github.com/duet-test/duet/internal/storerules"
 )
 
-// CreateOAuthClient stores a registered client. Returns INVALID_ARGUMENT.
-func (d *DB) CreateOAuthClient(ctx context.Context, c *duet.OAuthClient) error {
-	uris, err := storerules.CheckOAuthClient(c, d.now())
-	if err != nil {
-		return err
-	}
-	c.CreatedAt = ts(c.CreatedAt)
-	_, err = d.pool.Exec(ctx, `INSERT INTO oauth_clients (id, name, redirect_uris, secret_hash, created_at) VALUES ($1, $2, $3, $4, $5)`,
-		c.ID, c.Name, uris, c.SecretHash, c.CreatedAt)
-	return mapErr(err)
-}
-
-// FindOAuthClient returns a registered client. Returns NOT_FOUND.
-func (d *DB) FindOAuthClient(ctx context.Context, id string) (*duet.OAuthClient, error) {
-	var c duet.OAuthClient
-	var uris []byte
-	err := d.pool.QueryRow(ctx, `SELECT id, name, redirect_uris, secret_hash, created_at FROM oauth_clients WHERE id = $1`, id).
-		Scan(&c.ID, &c.Name, &uris, &c.SecretHash, &c.CreatedAt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, storerules.NotFound("OAuth client", id)
-	}
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	if err := json.Unmarshal(uris, &c.RedirectURIs); err != nil {
-		return nil, err
-	}
-	c.CreatedAt = utc(c.CreatedAt)
-	return &c, nil
-}
-
-// PutOAuthToken stores a token. Returns INVALID_ARGUMENT.
-func (d *DB) PutOAuthToken(ctx context.Context, t *duet.OAuthToken) error {
-	if t.Hash == "" || t.Kind == "" || t.ExpiresAt.IsZero() {
-		return duet.Errorf(duet.CodeInvalidArgument, "a token needs a hash, a kind and an expiry")
-	}
-	if t.CreatedAt.IsZero() {
-		t.CreatedAt = d.now()
-	}
-	if t.Data == "" {
-		t.Data = "{}"
-	}
-	t.CreatedAt, t.ExpiresAt = ts(t.CreatedAt), ts(t.ExpiresAt)
-	_, err := d.pool.Exec(ctx, `INSERT INTO oauth_tokens (hash, kind, grant_id, client_id, user_id, scope, data, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		t.Hash, string(t.Kind), t.GrantID, t.ClientID, t.UserID, t.Scope, t.Data, t.CreatedAt, t.ExpiresAt)
-	if err == nil && t.Kind == duet.OAuthAccess && t.ClientID != "" {
-		_, err = d.pool.Exec(ctx, `UPDATE oauth_clients SET last_used_at = $1 WHERE id = $2`, t.CreatedAt, t.ClientID)
-	}
-	return mapErr(err)
-}
-
-const oauthTokenColumns = `hash, kind, grant_id, client_id, user_id, scope, data, created_at, expires_at, used_at`
-
-func scanOAuthToken(r pgx.Row) (*duet.OAuthToken, error) {
-	var t duet.OAuthToken
-	var kind string
-	if err := r.Scan(&t.Hash, &kind, &t.GrantID, &t.ClientID, &t.UserID, &t.Scope, &t.Data, &t.CreatedAt, &t.ExpiresAt, &t.UsedAt); err != nil {
-		return nil, err
-	}
-	t.Kind, t.CreatedAt, t.ExpiresAt, t.UsedAt = duet.OAuthTokenKind(kind), utc(t.CreatedAt), utc(t.ExpiresAt), utcPtr(t.UsedAt)
-	return &t, nil
-}
-
-// FindOAuthToken returns the unexpired, unused token of that kind and hash.
-// Returns UNAUTHENTICATED.
-func (d *DB) FindOAuthToken(ctx context.Context, kind duet.OAuthTokenKind, hash string) (*duet.OAuthToken, error) {
-	t, err := scanOAuthToken(d.pool.QueryRow(ctx, `SELECT `+oauthTokenColumns+` FROM oauth_tokens WHERE hash = $1 AND kind = $2 AND expires_at > $3 AND used_at IS NULL`,
-		hash, string(kind), ts(d.now())))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, storerules.InvalidOAuthToken()
-	}
-	return t, mapErr(err)
-}
-
 // UseOAuthToken marks a single-use token used and returns it, in one
 // statement (so concurrent uses on any number of instances see one
 // winner). Returns CONFLICT (with the token) when it was used before,
 // UNAUTHENTICATED when there is none.
 func (d *DB) UseOAuthToken(ctx context.Context, kind duet.OAuthTokenKind, hash string) (*duet.OAuthToken, error) {
 	now := ts(d.now())
-	t, err := scanOAuthToken(d.pool.QueryRow(ctx, `UPDATE oauth_tokens SET used_at = $4 WHERE hash = $1 AND kind = $2 AND expires_at > $3 AND used_at IS NULL RETURNING `+oauthTokenColumns,
+	t, err := storerules.ScanOAuthToken(d.pool.QueryRow(ctx, `UPDATE oauth_tokens SET used_at = $4 WHERE hash = $1 AND kind = $2 AND expires_at > $3 AND used_at IS NULL RETURNING `+storerules.OAuthTokenColumns,
 		hash, string(kind), now, now))
 	if err == nil {
 		return t, nil
@@ -100,7 +25,7 @@ func (d *DB) UseOAuthToken(ctx context.Context, kind duet.OAuthTokenKind, hash s
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return nil, mapErr(err)
 	}
-	t, err = scanOAuthToken(d.pool.QueryRow(ctx, `SELECT `+oauthTokenColumns+` FROM oauth_tokens WHERE hash = $1 AND kind = $2 AND expires_at > $3 AND used_at IS NOT NULL`,
+	t, err = storerules.ScanOAuthToken(d.pool.QueryRow(ctx, `SELECT `+storerules.OAuthTokenColumns+` FROM oauth_tokens WHERE hash = $1 AND kind = $2 AND expires_at > $3 AND used_at IS NOT NULL`,
 		hash, string(kind), now))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, storerules.InvalidOAuthToken()

@@ -40,6 +40,9 @@ var migrations embed.FS
 type DB struct {
 	pool *auditedPool
 	now  func() time.Time
+
+	// The stores written once, in storerules, on this engine (rules).
+	storerules.Stores
 }
 
 // auditedPool is the connection pool, its Exec made to keep the audit
@@ -175,6 +178,7 @@ func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
 	}
 	d := &DB{now: opts.Now}
 	d.pool = &auditedPool{Pool: pool, d: d}
+	d.rules()
 	if d.now == nil {
 		d.now = time.Now
 	}
@@ -385,6 +389,9 @@ func unreachable(err error) bool {
 // ts converts a time for storage: PostgreSQL keeps microseconds.
 func ts(t time.Time) time.Time { return t.Truncate(time.Microsecond) }
 
+// stored is ts as a storerules.StoredTime.
+func stored(t time.Time) any { return ts(t) }
+
 // nullTime is a nullable timestamp for storage.
 func nullTime(t *time.Time) *time.Time {
 	if t == nil {
@@ -413,4 +420,65 @@ type args []any
 func (a *args) add(v any) string {
 	*a = append(*a, v)
 	return fmt.Sprintf("$%d", len(*a))
+}
+
+// row is a storerules.RowFunc.
+func (d *DB) row(ctx context.Context, dest []any, q string, args ...any) error {
+	return mapErr(d.pool.QueryRow(ctx, q, args...).Scan(dest...))
+}
+
+// ChargeLLMUsage adds c to the user's day (storerules.ChargeLLMUsage).
+func (d *DB) ChargeLLMUsage(ctx context.Context, c duet.LLMCharge) (duet.LLMUsage, bool, error) {
+	return storerules.ChargeLLMUsage(ctx, c, ts(d.now()).UTC(), d.row, d.row)
+}
+
+// FindLLMUsage returns the usage of user on day.
+func (d *DB) FindLLMUsage(ctx context.Context, userID, day string) (duet.LLMUsage, error) {
+	return storerules.FindLLMUsage(ctx, userID, day, d.row)
+}
+
+// rowScanner is one row, of a result or of a record (record.go).
+type rowScanner = storerules.Row
+
+// rules sets up the stores written in storerules on this engine, every
+// statement through the pool.
+func (d *DB) rules() {
+	e := storerules.Engine{Read: d.row, Write: d.row, Stored: stored, Now: func() time.Time { return d.now() }}
+	e.Exec = func(ctx context.Context, q string, args ...any) (int64, error) {
+		tag, err := d.pool.Exec(ctx, q, args...)
+		return tag.RowsAffected(), mapErr(err)
+	}
+	e.Query = d.each
+	d.Stores = storerules.NewStores(e)
+}
+
+// found maps the error of a read of the one object kind id: no row is
+// NOT_FOUND.
+func found(err error, kind, id string) error { return storerules.Found(err, kind, id, mapErr) }
+
+// each is a storerules.Engine's Query: every row to each.
+func (d *DB) each(ctx context.Context, each func(storerules.Row) error, q string, args ...any) error {
+	rows, err := d.pool.Query(ctx, q, args...)
+	if err != nil {
+		return mapErr(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := each(rows); err != nil {
+			return mapErr(err)
+		}
+	}
+	return mapErr(rows.Err())
+}
+
+// changed is the outcome of a statement that must change a row: err
+// mapped, else none if it changed none.
+func changed(tag pgconn.CommandTag, err error, none error) error {
+	if err != nil {
+		return mapErr(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return none
+	}
+	return nil
 }

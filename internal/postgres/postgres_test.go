@@ -76,3 +76,8 @@ func TestDeviceLeaseStore(t *testing.T) {
 		}
 	})
 }
+
+// TestAgreement runs the checks of points where the engines once differed.
+func TestAgreement(t *testing.T) {
+	storetest.RunAgreement(t, func(t *testing.T) duet.Store { return openURL(t, pgtest.URL(t)) })
+}

@@ -3,7 +3,6 @@ package postgres
 import (
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
@@ -44,7 +43,7 @@ func (r recordRow) Scan(dest ...any) error {
 
 // scanRecords scans each row value of recs with scan: a list read as
 // ARRAY(SELECT ROW(...) ...). It returns an empty list, not nil, for none.
-func scanRecords[T any](m *pgtype.Map, recs []pgtype.UndecodedBytes, scan func(pgx.Row) (T, error)) ([]T, error) {
+func scanRecords[T any](m *pgtype.Map, recs []pgtype.UndecodedBytes, scan func(rowScanner) (T, error)) ([]T, error) {
 	out := make([]T, 0, len(recs))
 	for _, rec := range recs {
 		v, err := scan(recordRow{m, rec})

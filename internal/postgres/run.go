@@ -19,10 +19,10 @@ const runColumns = `r.id, r.task_id, r.status, r.triggered_by, r.call_source, r.
 	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt, r.lost, r.post_run, r.call_depth,
 	r.origin_commit, r.origin_branch, r.origin_pr, r.origin_pipeline, r.environment, r.hooks, r.trace`
 
-func scanRun(r pgx.Row) (*duet.Run, error) { return scanRunTail(r) }
+func scanRun(r rowScanner) (*duet.Run, error) { return scanRunTail(r) }
 
 // scanRunTail scans runColumns and then, into tail, the columns after them.
-func scanRunTail(r pgx.Row, tail ...any) (*duet.Run, error) {
+func scanRunTail(r rowScanner, tail ...any) (*duet.Run, error) {
 	var run duet.Run
 	var o duet.RunOrigin
 	var postRun, hooks string
@@ -52,7 +52,7 @@ const runTotals = `(SELECT ARRAY[count(*),
 const runWithTotals = runColumns + `, ` + runTotals
 
 // scanRunTotals scans runWithTotals.
-func scanRunTotals(r pgx.Row) (*duet.Run, error) {
+func scanRunTotals(r rowScanner) (*duet.Run, error) {
 	var n []int64
 	run, err := scanRunTail(r, &n)
 	if err != nil {
@@ -72,13 +72,7 @@ func (d *DB) SaveRunHooks(ctx context.Context, l duet.Lease, results []*duet.Ste
 		return err
 	}
 	tag, err := d.pool.Exec(ctx, `UPDATE runs SET hooks = $1 WHERE id = $2 AND lease_owner = $3 AND attempt = $4 AND status = 'running'`, hooks, l.RunID, l.Worker, l.Token)
-	if err != nil {
-		return mapErr(err)
-	}
-	if tag.RowsAffected() == 0 {
-		return duet.LeaseLost(l)
-	}
-	return nil
+	return changed(tag, err, duet.LeaseLost(l))
 }
 
 // fillTotals counts the executions of each run by status.
@@ -313,10 +307,8 @@ func (d *DB) FindRunByID(ctx context.Context, viewer, id string) (*duet.Run, err
 	q := `SELECT ` + runWithTotals + ` FROM runs r JOIN tasks t ON t.id = r.task_id WHERE r.id = $2`
 	q += visibility(viewer)
 	run, err := scanRunTotals(d.pool.QueryRow(ctx, q, viewer, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, storerules.NotFound("run", id)
-	} else if err != nil {
-		return nil, mapErr(err)
+	if err != nil {
+		return nil, found(err, "run", id)
 	}
 	return run, nil
 }
@@ -404,7 +396,7 @@ func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 const execColumns = `e.id, e.run_id, e.case_id, e.case_key, e.case_title, e.case_version, e.ordinal, e.timeout_ms, e.status, e.steps, e.vars,
 	e.error_code, e.error_message, e.started_at, e.finished_at, e.resume_from, e.row, e.retries, e.attempt`
 
-func scanExecution(r pgx.Row) (*duet.Execution, error) {
+func scanExecution(r rowScanner) (*duet.Execution, error) {
 	var e duet.Execution
 	var steps, vars, row string
 	if err := r.Scan(&e.ID, &e.RunID, &e.CaseID, &e.CaseKey, &e.CaseTitle, &e.CaseVersion, &e.Ordinal, &e.TimeoutMs, &e.Status, &steps, &vars,
@@ -613,13 +605,7 @@ func (d *DB) StartExecution(ctx context.Context, l duet.Lease, e *duet.Execution
 func (d *DB) SuspendExecution(ctx context.Context, l duet.Lease, executionID string, next int) error {
 	tag, err := d.pool.Exec(ctx, `WITH `+heldSQL+` UPDATE executions SET resume_from = $5 WHERE id IN (SELECT id FROM held)`,
 		l.RunID, l.Worker, l.Token, executionID, max(next, 0))
-	if err != nil {
-		return mapErr(err)
-	}
-	if tag.RowsAffected() == 0 {
-		return duet.LeaseLost(l)
-	}
-	return nil
+	return changed(tag, err, duet.LeaseLost(l))
 }
 
 // SaveStepResult stores one step result and the execution's variables, in
@@ -639,13 +625,7 @@ func (d *DB) SaveStepResult(ctx context.Context, l duet.Lease, executionID strin
 			ON CONFLICT (execution_id, idx) DO UPDATE SET data = excluded.data
 		)
 		UPDATE executions SET vars = $7 WHERE id IN (SELECT id FROM held)`, l.RunID, l.Worker, l.Token, executionID, r.Index, string(data), varsJSON)
-	if err != nil {
-		return mapErr(err)
-	}
-	if tag.RowsAffected() == 0 {
-		return duet.LeaseLost(l)
-	}
-	return nil
+	return changed(tag, err, duet.LeaseLost(l))
 }
 
 // FinishExecution stores the final state of an execution (fenced).
@@ -657,13 +637,7 @@ func (d *DB) FinishExecution(ctx context.Context, l duet.Lease, e *duet.Executio
 	tag, err := d.pool.Exec(ctx, `WITH `+heldSQL+`
 		UPDATE executions SET status = $5, error_code = $6, error_message = $7, vars = $8, started_at = $9, finished_at = $10 WHERE id IN (SELECT id FROM held)`,
 		l.RunID, l.Worker, l.Token, e.ID, e.Status, e.ErrorCode, e.ErrorMessage, varsJSON, nullTime(e.StartedAt), nullTime(e.FinishedAt))
-	if err != nil {
-		return mapErr(err)
-	}
-	if tag.RowsAffected() == 0 {
-		return duet.LeaseLost(l)
-	}
-	return nil
+	return changed(tag, err, duet.LeaseLost(l))
 }
 
 // RetryExecution keeps the failed attempt e.Attempt of an execution among
@@ -686,13 +660,7 @@ func (d *DB) RetryExecution(ctx context.Context, l duet.Lease, e *duet.Execution
 func (d *DB) ReleaseRun(ctx context.Context, l duet.Lease) error {
 	tag, err := d.pool.Exec(ctx, `UPDATE runs SET status = 'queued', lease_owner = '', lease_expires_at = NULL WHERE id = $1 AND lease_owner = $2 AND attempt = $3 AND status = 'running'`,
 		l.RunID, l.Worker, l.Token)
-	if err != nil {
-		return mapErr(err)
-	}
-	if tag.RowsAffected() == 0 {
-		return duet.LeaseLost(l)
-	}
-	return nil
+	return changed(tag, err, duet.LeaseLost(l))
 }
 
 // incompleteSQL finds an execution of run $1 that a verdict cannot

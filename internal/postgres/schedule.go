@@ -17,7 +17,7 @@ import (
 const scheduleColumns = `s.id, s.task_id, s.owner, s.token_id, s.name, s.source, s.cron, s.time_zone, s.every_ms, s.missed, s.overlap,
 	s.paused, s.paused_reason, s.next_fire_at, s.last_fire_at, s.last_run_id, s.last_error, s.created_at, s.updated_at, s.tags`
 
-func scanSchedule(row pgx.Row) (*duet.Schedule, error) {
+func scanSchedule(row rowScanner) (*duet.Schedule, error) {
 	var s duet.Schedule
 	var every int64
 	var tags string
@@ -55,10 +55,8 @@ func (d *DB) CreateSchedule(ctx context.Context, s *duet.Schedule) error {
 	return d.tx(ctx, func(tx pgx.Tx) error {
 		var one int
 		err := tx.QueryRow(ctx, `SELECT 1 FROM tasks t WHERE t.id = $2 AND `+visibleTo, s.Owner, s.TaskID).Scan(&one)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return storerules.NotFound("task", s.TaskID)
-		} else if err != nil {
-			return mapErr(err)
+		if err != nil {
+			return found(err, "task", s.TaskID)
 		}
 		return insertSchedule(ctx, tx, s, ts(d.now()))
 	})
@@ -131,10 +129,8 @@ const mayManage = `(s.owner = $1 OR t.owner = $1 OR t.owner IN ` + teamsOf + `)`
 
 func manage(ctx context.Context, tx pgx.Tx, by, id string) (*duet.Schedule, error) {
 	s, err := scanSchedule(tx.QueryRow(ctx, `SELECT `+scheduleColumns+` FROM schedules s JOIN tasks t ON t.id = s.task_id WHERE s.id = $2 AND `+visibleTo+` FOR UPDATE OF s`, by, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, storerules.NotFound("schedule", id)
-	} else if err != nil {
-		return nil, mapErr(err)
+	if err != nil {
+		return nil, found(err, "schedule", id)
 	}
 	var may bool
 	if err := tx.QueryRow(ctx, `SELECT `+mayManage+` FROM schedules s JOIN tasks t ON t.id = s.task_id WHERE s.id = $2`, by, id).Scan(&may); err != nil {

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 
 	"github.com/jackc/pgx/v5"
 
@@ -45,75 +44,27 @@ func (d *DB) ListSecrets(ctx context.Context, user string) ([]*duet.Secret, erro
 }
 
 func (d *DB) querySecrets(ctx context.Context, q string, args ...any) ([]*duet.Secret, error) {
-	rows, err := d.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	defer rows.Close()
-	out := []*duet.Secret{}
-	for rows.Next() {
-		var s duet.Secret
-		if err := rows.Scan(&s.User, &s.Name, &s.Ciphertext, &s.CreatedAt, &s.UpdatedAt); err != nil {
-			return nil, mapErr(err)
-		}
-		if len(s.Ciphertext) == 0 {
-			s.Ciphertext = nil
-		}
-		s.CreatedAt, s.UpdatedAt = utc(s.CreatedAt), utc(s.UpdatedAt)
-		out = append(out, &s)
-	}
-	return out, mapErr(rows.Err())
+	return all(ctx, d.pool, storerules.ScanSecret, q, args...)
 }
 
 // DeleteSecret removes a user's secret. Returns NOT_FOUND.
 func (d *DB) DeleteSecret(ctx context.Context, user, name string) error {
 	tag, err := d.pool.Exec(ctx, `DELETE FROM user_secrets WHERE user_id = $1 AND name = $2`, user, name)
-	if err != nil {
-		return mapErr(err)
-	}
-	if tag.RowsAffected() == 0 {
-		return duet.Errorf(duet.CodeNotFound, "you have no secret named %s", name)
-	}
-	return nil
+	return changed(tag, err, duet.Errorf(duet.CodeNotFound, "you have no secret named %s", name))
 }
 
 // RewrapSecrets replaces, in one transaction, the ciphertexts rewrap
 // returns anew.
 func (d *DB) RewrapSecrets(ctx context.Context, rewrap func(s *duet.Secret) ([]byte, error)) (replaced, total int, err error) {
 	err = d.tx(ctx, func(tx pgx.Tx) error {
-		replaced, total = 0, 0
-		rows, err := tx.Query(ctx, `SELECT user_id, name, ciphertext FROM user_secrets ORDER BY user_id, name FOR UPDATE`)
-		if err != nil {
+		var err error
+		replaced, total, err = storerules.RewrapSecrets(rewrap, func() ([]*duet.Secret, error) {
+			return all(ctx, tx, storerules.ScanSealedSecret, `SELECT user_id, name, ciphertext FROM user_secrets ORDER BY user_id, name FOR UPDATE`)
+		}, func(s *duet.Secret, ct []byte) error {
+			_, err := tx.Exec(ctx, `UPDATE user_secrets SET ciphertext = $1 WHERE user_id = $2 AND name = $3`, ct, s.User, s.Name)
 			return mapErr(err)
-		}
-		var all []*duet.Secret
-		for rows.Next() {
-			var s duet.Secret
-			if err := rows.Scan(&s.User, &s.Name, &s.Ciphertext); err != nil {
-				rows.Close()
-				return mapErr(err)
-			}
-			all = append(all, &s)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return mapErr(err)
-		}
-		total = len(all)
-		for _, s := range all {
-			ct, err := rewrap(s)
-			if err != nil {
-				return err
-			}
-			if ct == nil {
-				continue
-			}
-			if _, err := tx.Exec(ctx, `UPDATE user_secrets SET ciphertext = $1 WHERE user_id = $2 AND name = $3`, ct, s.User, s.Name); err != nil {
-				return mapErr(err)
-			}
-			replaced++
-		}
-		return nil
+		})
+		return err
 	})
 	return replaced, total, err
 }

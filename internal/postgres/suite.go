@@ -70,11 +70,7 @@ func (t suiteTx) SetShares(ctx context.Context, taskID string, users []string, n
 }
 
 func (t suiteTx) Cases(ctx context.Context, taskID string) ([]*duet.Case, error) {
-	rows, err := t.tx.Query(ctx, `SELECT `+caseColumns+` FROM cases c WHERE c.task_id = $1`, taskID)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, scanCase)
+	return all(ctx, t.tx, scanCase, `SELECT `+caseColumns+` FROM cases c WHERE c.task_id = $1`, taskID)
 }
 
 func (t suiteTx) InsertCase(ctx context.Context, c *duet.Case, w storerules.CaseColumns) error {
@@ -92,11 +88,7 @@ func (t suiteTx) ArchiveCase(ctx context.Context, id string, now time.Time) erro
 }
 
 func (t suiteTx) SuiteSchedules(ctx context.Context, owner, taskID string) ([]*duet.Schedule, error) {
-	rows, err := t.tx.Query(ctx, `SELECT `+scheduleColumns+` FROM schedules s WHERE s.task_id = $1 AND s.owner = $2 AND s.source = $3`, taskID, owner, duet.ScheduleFromSuite)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, scanSchedule)
+	return all(ctx, t.tx, scanSchedule, `SELECT `+scheduleColumns+` FROM schedules s WHERE s.task_id = $1 AND s.owner = $2 AND s.source = $3`, taskID, owner, duet.ScheduleFromSuite)
 }
 
 func (t suiteTx) InsertSchedule(ctx context.Context, s *duet.Schedule, now time.Time) error {

@@ -54,7 +54,7 @@ func visibility(viewer string) string {
 	return ` AND ` + visibleTo
 }
 
-func scanTask(r pgx.Row) (*duet.Task, error) {
+func scanTask(r rowScanner) (*duet.Task, error) {
 	var t duet.Task
 	var postRun, runConfig string
 	if err := r.Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &t.CreatedAt, &t.UpdatedAt, &postRun, &t.PostRunBy, &runConfig, &t.HooksBy, &t.Trace); err != nil {
@@ -97,14 +97,12 @@ func taskByIDQuery(viewer string) string {
 }
 
 // scanTaskShares reads the row of taskByIDQuery. Returns NOT_FOUND.
-func scanTaskShares(row pgx.Row, id string) (*duet.Task, error) {
+func scanTaskShares(row rowScanner, id string) (*duet.Task, error) {
 	var t duet.Task
 	var postRun, runConfig string
 	err := row.Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &t.CreatedAt, &t.UpdatedAt, &postRun, &t.PostRunBy, &runConfig, &t.HooksBy, &t.Trace, &t.SharedWith)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, storerules.NotFound("task", id)
-	} else if err != nil {
-		return nil, mapErr(err)
+	if err != nil {
+		return nil, found(err, "task", id)
 	}
 	if t.PostRun, err = storerules.DecodePostRun(t.ID, postRun); err != nil {
 		return nil, err
@@ -154,7 +152,7 @@ func (d *DB) FindTaskOverview(ctx context.Context, viewer, id string) (*duet.Tas
 		}
 	}
 	if viewer != "" {
-		if o.Alerts, err = scanRecords(m, alerts, scanContractAlert); err != nil {
+		if o.Alerts, err = scanRecords(m, alerts, storerules.ScanContractAlert); err != nil {
 			return nil, mapErr(err)
 		}
 		if o.Schedules, err = scanRecords(m, schedules, scanSchedule); err != nil {
@@ -192,10 +190,8 @@ func overviewQuery(viewer string) string {
 // findTaskAny returns a task regardless of viewer (workers, internal use).
 func findTaskAny(ctx context.Context, q querier, id string) (*duet.Task, error) {
 	t, err := scanTask(q.QueryRow(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.id = $1`, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, storerules.NotFound("task", id)
-	} else if err != nil {
-		return nil, mapErr(err)
+	if err != nil {
+		return nil, found(err, "task", id)
 	}
 	return t, loadShares(ctx, q, t)
 }
@@ -207,10 +203,8 @@ func (d *DB) FindTaskByName(ctx context.Context, owner, name string) (*duet.Task
 
 func findTaskByName(ctx context.Context, q querier, owner, name string) (*duet.Task, error) {
 	t, err := scanTask(q.QueryRow(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.owner = $1 AND t.name = $2`, owner, name))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, storerules.NotFound("task", name)
-	} else if err != nil {
-		return nil, mapErr(err)
+	if err != nil {
+		return nil, found(err, "task", name)
 	}
 	return t, loadShares(ctx, q, t)
 }
@@ -247,7 +241,7 @@ func (d *DB) FindTasks(ctx context.Context, f duet.TaskFilter) ([]*duet.Task, st
 	if err != nil {
 		return nil, "", 0, mapErr(err)
 	}
-	tasks, err := collect(rows, func(r pgx.Row) (*duet.Task, error) {
+	tasks, err := collect(rows, func(r rowScanner) (*duet.Task, error) {
 		var shares []string
 		t, err := scanTask(tailRow{r, []any{&shares, &total}})
 		if err == nil && len(shares) > 0 {
@@ -298,17 +292,19 @@ func taskListQueries(cond string, filtered bool, afterParam, limitParam string) 
 }
 
 // collect reads every row with scan and closes rows.
-func collect[T any](rows pgx.Rows, scan func(pgx.Row) (T, error)) ([]T, error) {
+func collect[T any](rows pgx.Rows, scan func(rowScanner) (T, error)) ([]T, error) {
 	defer rows.Close()
-	out := []T{}
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, mapErr(err)
-		}
-		out = append(out, v)
+	out, err := storerules.Collect(rows, scan)
+	return out, mapErr(err)
+}
+
+// all runs query on q and reads every row with scan.
+func all[T any](ctx context.Context, q querier, scan func(rowScanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.Query(ctx, query, args...)
+	if err == nil {
+		return collect(rows, scan)
 	}
-	return out, mapErr(rows.Err())
+	return nil, mapErr(err)
 }
 
 // ShareTask shares owner's task with user. Returns NOT_FOUND, INVALID_ARGUMENT.
@@ -343,13 +339,7 @@ func (d *DB) UnshareTask(ctx context.Context, owner, taskID, user string) error 
 			return err
 		}
 		tag, err := tx.Exec(ctx, `DELETE FROM task_shares WHERE task_id = $1 AND user_id = $2`, taskID, user)
-		if err != nil {
-			return mapErr(err)
-		}
-		if tag.RowsAffected() == 0 {
-			return duet.Errorf(duet.CodeNotFound, "task %q is not shared with %q", taskID, user)
-		}
-		return nil
+		return changed(tag, err, duet.Errorf(duet.CodeNotFound, "task %q is not shared with %q", taskID, user))
 	})
 }
 

@@ -13,8 +13,6 @@ import (
 	"github.com/duet-test/duet/internal/storerules"
 )
 
-var _ duet.TeamStore = (*DB)(nil)
-
 // teamRole returns user's role in team, failing with NOT_FOUND unless user
 // is a member: a team one is not in looks like one that does not exist.
 func teamRole(ctx context.Context, q querier, team, user string) (duet.TeamRole, error) {
@@ -279,7 +277,7 @@ func (d *DB) FindTeamServers(ctx context.Context, viewer, team string) ([]*duet.
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	return collect(rows, func(r pgx.Row) (*duet.TeamServer, error) {
+	return collect(rows, func(r rowScanner) (*duet.TeamServer, error) {
 		var s duet.TeamServer
 		var tools string
 		if err := r.Scan(&s.Team, &s.Name, &s.URL, &s.ServerKey, &s.Description, &tools, &s.AddedBy, &s.AddedAt); err != nil {
@@ -301,13 +299,7 @@ func (d *DB) DeleteTeamServer(ctx context.Context, by, team, name string) error 
 			return err
 		}
 		tag, err := tx.Exec(ctx, `DELETE FROM team_servers WHERE team = $1 AND name = $2`, team, name)
-		if err != nil {
-			return mapErr(err)
-		}
-		if tag.RowsAffected() == 0 {
-			return storerules.NotFound("team server", name)
-		}
-		return nil
+		return changed(tag, err, storerules.NotFound("team server", name))
 	})
 }
 
@@ -366,7 +358,7 @@ func (d *DB) FindTaskTransfers(ctx context.Context, viewer, taskID string) ([]*d
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	return collect(rows, func(r pgx.Row) (*duet.TaskTransfer, error) {
+	return collect(rows, func(r rowScanner) (*duet.TaskTransfer, error) {
 		var t duet.TaskTransfer
 		if err := r.Scan(&t.TaskID, &t.From, &t.To, &t.By, &t.At); err != nil {
 			return nil, err

@@ -15,16 +15,9 @@ import (
 // CreateToken stores a personal access token (its hash only). Returns
 // INVALID_ARGUMENT.
 func (d *DB) CreateToken(ctx context.Context, t *duet.Token) error {
-	if t.UserID == "" || t.Hash == "" {
-		return duet.Errorf(duet.CodeInvalidArgument, "a token needs a user and a hash")
+	if err := storerules.NewToken(t, d.now()); err != nil {
+		return err
 	}
-	if t.ID == "" {
-		t.ID = duet.NewID("tok")
-	}
-	if t.CreatedAt.IsZero() {
-		t.CreatedAt = d.now()
-	}
-	t.CreatedAt = ts(t.CreatedAt)
 	if t.ParentID == "" {
 		_, err := d.pool.Exec(ctx, `INSERT INTO tokens (id, user_id, name, hash, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
 			t.ID, t.UserID, t.Name, t.Hash, t.CreatedAt, nullTime(t.ExpiresAt))
@@ -51,21 +44,10 @@ func (d *DB) CreateToken(ctx context.Context, t *duet.Token) error {
 	})
 }
 
-const tokenColumns = `id, user_id, name, coalesce(parent_id, ''), hash, created_at, expires_at, last_used_at`
-
-func scanToken(r pgx.Row) (*duet.Token, error) {
-	var t duet.Token
-	if err := r.Scan(&t.ID, &t.UserID, &t.Name, &t.ParentID, &t.Hash, &t.CreatedAt, &t.ExpiresAt, &t.LastUsedAt); err != nil {
-		return nil, err
-	}
-	t.CreatedAt, t.ExpiresAt, t.LastUsedAt = utc(t.CreatedAt), utcPtr(t.ExpiresAt), utcPtr(t.LastUsedAt)
-	return &t, nil
-}
-
 // FindTokenByHash returns the unexpired token with that hash. Returns
 // UNAUTHENTICATED.
 func (d *DB) FindTokenByHash(ctx context.Context, hash string) (*duet.Token, error) {
-	t, err := scanToken(d.pool.QueryRow(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE hash = $1 AND (expires_at IS NULL OR expires_at > $2)`, hash, ts(d.now())))
+	t, err := storerules.ScanToken(d.pool.QueryRow(ctx, `SELECT `+storerules.TokenColumns+` FROM tokens WHERE hash = $1 AND (expires_at IS NULL OR expires_at > $2)`, hash, ts(d.now())))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, duet.Errorf(duet.CodeUnauthenticated, "invalid or expired token")
 	}
@@ -74,11 +56,7 @@ func (d *DB) FindTokenByHash(ctx context.Context, hash string) (*duet.Token, err
 
 // FindTokens lists a user's tokens, newest first.
 func (d *DB) FindTokens(ctx context.Context, userID string) ([]*duet.Token, error) {
-	rows, err := d.pool.Query(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE user_id = $1 ORDER BY id DESC`, userID)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, scanToken)
+	return all(ctx, d.pool, storerules.ScanToken, `SELECT `+storerules.TokenColumns+` FROM tokens WHERE user_id = $1 ORDER BY id DESC`, userID)
 }
 
 // tokenTree selects the ids of token $1 of user $2 and of every token it
@@ -193,25 +171,6 @@ func assignIDs(rows pgx.Rows, n int, set func(int, int64)) error {
 
 // FindAudit returns audit records matching f, newest first.
 func (d *DB) FindAudit(ctx context.Context, f duet.AuditFilter) ([]*duet.AuditRecord, error) {
-	var w filter
-	w.eq("caller", f.Caller)
-	w.eq("tool", f.Tool)
-	w.eq("method", f.Method)
-	w.eq("call_source", string(f.CallSource))
-	w.eq("outcome", string(f.Outcome))
-	w.eq("trace_id", f.TraceID)
-	w.between("time", f.Since, f.Until)
-	q := w.newestFirst(`id, time, trace_id, call_source, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes`, `audit`, f.Limit)
-	rows, err := d.pool.Query(ctx, q, w.args...)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, func(r pgx.Row) (*duet.AuditRecord, error) {
-		var a duet.AuditRecord
-		if err := r.Scan(&a.ID, &a.Time, &a.TraceID, &a.CallSource, &a.Caller, &a.Method, &a.Tool, &a.Outcome, &a.DurationUs, &a.ArgBytes, &a.ResultBytes); err != nil {
-			return nil, err
-		}
-		a.Time = utc(a.Time)
-		return &a, nil
-	})
+	q, args := storerules.AuditSearch(f, stored)
+	return all(ctx, d.pool, storerules.ScanAudit, q, args...)
 }

@@ -14,7 +14,7 @@ import (
 
 const webhookColumns = `w.id, w.task_id, w.name, w.url, w.events, w.on_when, w.format, w.disabled, w.secret, w.created_by, w.created_at, w.updated_at, w.secret_rotated_at`
 
-func scanWebhook(row pgx.Row) (*duet.Webhook, error) {
+func scanWebhook(row rowScanner) (*duet.Webhook, error) {
 	var w duet.Webhook
 	var events string
 	if err := row.Scan(&w.ID, &w.TaskID, &w.Name, &w.URL, &events, &w.On, &w.Format, &w.Disabled, &w.SecretSealed, &w.CreatedBy, &w.CreatedAt, &w.UpdatedAt, &w.SecretRotatedAt); err != nil {
@@ -27,7 +27,7 @@ func scanWebhook(row pgx.Row) (*duet.Webhook, error) {
 
 const deliveryColumns = `d.id, d.webhook_id, d.task_id, d.event, d.run_id, d.case_id, d.status, d.attempts, d.payload, d.due_at, d.last_attempt_at, d.response_code, d.last_error, d.redelivery_of, d.lease, d.created_at`
 
-func scanDelivery(row pgx.Row) (*duet.WebhookDelivery, error) {
+func scanDelivery(row rowScanner) (*duet.WebhookDelivery, error) {
 	var d duet.WebhookDelivery
 	var due time.Time
 	if err := row.Scan(&d.ID, &d.WebhookID, &d.TaskID, &d.Event, &d.RunID, &d.CaseID, &d.Status, &d.Attempts, &d.Payload, &due, &d.LastAttemptAt,
@@ -75,10 +75,8 @@ func (d *DB) FindWebhooks(ctx context.Context, by, taskID string) ([]*duet.Webho
 	err := d.tx(ctx, func(tx pgx.Tx) error {
 		var one int
 		err := tx.QueryRow(ctx, `SELECT 1 FROM tasks t WHERE t.id = $2 AND `+ownedWebhook, by, taskID).Scan(&one)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return storerules.NotFound("task", taskID)
-		} else if err != nil {
-			return mapErr(err)
+		if err != nil {
+			return found(err, "task", taskID)
 		}
 		rows, err := tx.Query(ctx, `SELECT `+webhookColumns+` FROM webhooks w WHERE w.task_id = $1 ORDER BY w.name`, taskID)
 		if err != nil {
@@ -170,11 +168,7 @@ func enqueueRunFinished(ctx context.Context, q querier, runID string, status due
 // enabledWebhooks lists the webhooks not disabled that where (a join and
 // a condition on w with $1 = arg) selects, by name.
 func enabledWebhooks(ctx context.Context, q querier, where, arg string) ([]*duet.Webhook, error) {
-	rows, err := q.Query(ctx, `SELECT `+webhookColumns+` FROM webhooks w `+where+` AND NOT w.disabled ORDER BY w.name`, arg)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, scanWebhook)
+	return all(ctx, q, scanWebhook, `SELECT `+webhookColumns+` FROM webhooks w `+where+` AND NOT w.disabled ORDER BY w.name`, arg)
 }
 
 func deliveryInserter(q querier, now time.Time) func(context.Context, *duet.WebhookDelivery) error {
@@ -234,13 +228,7 @@ func (d *DB) FinishDelivery(ctx context.Context, id, lease string, o duet.Delive
 	tag, err := d.pool.Exec(ctx, `UPDATE webhook_deliveries SET status = $1, attempts = attempts + 1, payload = $2, due_at = $3, last_attempt_at = $4, response_code = $5, last_error = $6, lease = ''
 		WHERE id = $7 AND lease = $8 AND status = 'delivering'`,
 		o.Status, o.Payload, ts(due), ts(o.At), o.ResponseCode, o.Error, id, lease)
-	if err != nil {
-		return mapErr(err)
-	}
-	if tag.RowsAffected() == 0 {
-		return duet.Errorf(duet.CodeLeaseLost, "webhook delivery %s was claimed by another instance", id)
-	}
-	return nil
+	return changed(tag, err, duet.Errorf(duet.CodeLeaseLost, "webhook delivery %s was claimed by another instance", id))
 }
 
 // FindDeliveries lists a webhook's deliveries, newest first.
@@ -265,10 +253,8 @@ func (d *DB) Redeliver(ctx context.Context, by, deliveryID string) (*duet.Webhoo
 	err := d.tx(ctx, func(tx pgx.Tx) error {
 		x, err := scanDelivery(tx.QueryRow(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id JOIN tasks t ON t.id = w.task_id
 			WHERE d.id = $2 AND `+ownedWebhook, by, deliveryID))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return storerules.NotFound("webhook delivery", deliveryID)
-		} else if err != nil {
-			return mapErr(err)
+		if err != nil {
+			return found(err, "webhook delivery", deliveryID)
 		}
 		if x.Status != duet.DeliveryDelivered && x.Status != duet.DeliveryFailed {
 			return duet.Errorf(duet.CodeInvalidArgument, "webhook delivery %s is still %s: only a delivered or failed delivery is sent again", deliveryID, x.Status)
@@ -285,7 +271,7 @@ func (d *DB) ClaimCatalogSync(ctx context.Context, now time.Time, every time.Dur
 	var out *duet.MCPServer
 	err := d.tx(ctx, func(tx pgx.Tx) error {
 		out = nil
-		s, err := scanMCPServer(tx.QueryRow(ctx, `SELECT `+storerules.PrefixColumns("s.", mcpServerColumns)+` FROM mcp_servers s LEFT JOIN mcp_auto_sync a ON a.registration_id = s.id
+		s, err := storerules.ScanMCPServer(tx.QueryRow(ctx, `SELECT `+storerules.PrefixColumns("s.", storerules.MCPServerColumns)+` FROM mcp_servers s LEFT JOIN mcp_auto_sync a ON a.registration_id = s.id
 			WHERE GREATEST(coalesce(a.claimed_at, '-infinity'), coalesce(s.synced_at, '-infinity')) <= $1
 			ORDER BY GREATEST(coalesce(a.claimed_at, '-infinity'), coalesce(s.synced_at, '-infinity')), s.id LIMIT 1 FOR UPDATE OF s SKIP LOCKED`,
 			ts(now.Add(-every))))

@@ -3,29 +3,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/storerules"
 )
-
-var _ duet.AICacheStore = (*DB)(nil)
-
-const aiPlanColumns = `p.id, p.task_id, p.case_id, p.case_version, p.step_index, p.step_hash, p.fingerprint, p.actions, p.run_id, p.execution_id, p.created_by, p.hits, p.created_at, p.used_at`
-
-func scanAIPlan(r rowScanner) (*duet.AIPlan, error) {
-	var p duet.AIPlan
-	var actions string
-	var created, used int64
-	if err := r.Scan(&p.ID, &p.TaskID, &p.CaseID, &p.CaseVersion, &p.StepIndex, &p.StepHash, &p.Fingerprint, &actions, &p.RunID, &p.ExecutionID, &p.CreatedBy, &p.Hits, &created, &used); err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal([]byte(actions), &p.Actions); err != nil {
-		return nil, err
-	}
-	p.CreatedAt, p.UsedAt = fromMicros(created), fromMicros(used)
-	return &p, nil
-}
 
 // SaveAIPlan stores p under the lease l, one plan per key, step hash and
 // fingerprint, at most MaxAIPlansPerStep per step.
@@ -58,13 +39,9 @@ func (d *DB) SaveAIPlan(ctx context.Context, l duet.Lease, p *duet.AIPlan) error
 
 // FindAIPlans returns the plans of a step, most recently used first.
 func (d *DB) FindAIPlans(ctx context.Context, key duet.AIPlanKey, stepHash string) ([]*duet.AIPlan, error) {
-	rows, err := d.q.QueryContext(ctx, `SELECT `+aiPlanColumns+` FROM ai_plans p
+	return all(ctx, d.q, storerules.ScanAIPlan, `SELECT `+storerules.AIPlanColumns+` FROM ai_plans p
 		WHERE p.task_id = ? AND p.case_id = ? AND p.case_version = ? AND p.step_index = ? AND p.step_hash = ?
 		ORDER BY p.used_at DESC, p.id DESC LIMIT ?`, key.TaskID, key.CaseID, key.CaseVersion, key.StepIndex, stepHash, duet.MaxAIPlansPerStep)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, scanAIPlan)
 }
 
 // UseAIPlan counts a replay of plan id under the lease l.
@@ -88,12 +65,8 @@ func (d *DB) FindCaseAIPlans(ctx context.Context, viewer, caseID string) ([]*due
 	if _, err := d.FindCaseByID(ctx, viewer, caseID); err != nil {
 		return nil, err
 	}
-	rows, err := d.q.QueryContext(ctx, `SELECT `+aiPlanColumns+` FROM ai_plans p WHERE p.case_id = ?
+	return all(ctx, d.q, storerules.ScanAIPlan, `SELECT `+storerules.AIPlanColumns+` FROM ai_plans p WHERE p.case_id = ?
 		ORDER BY p.case_version, p.step_index, p.used_at DESC, p.id`, caseID)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, scanAIPlan)
 }
 
 // ClearAIPlans removes the plans of owner's task (of one case of it).

@@ -9,39 +9,23 @@ import (
 	"github.com/duet-test/duet/internal/storerules"
 )
 
-var _ duet.ApprovalStore = (*DB)(nil)
-
-const approvalColumns = `a.user_id, a.case_id, a.version, a.source_hash, a.destinations_hash, a.task_id, a.approved_at`
-
-func scanApproval(r rowScanner) (*duet.CaseApproval, error) {
-	var a duet.CaseApproval
-	var at int64
-	if err := r.Scan(&a.User, &a.CaseID, &a.Version, &a.SourceHash, &a.DestinationsHash, &a.TaskID, &at); err != nil {
-		return nil, err
-	}
-	a.ApprovedAt = fromMicros(at)
-	return &a, nil
-}
-
 // ApproveCase records a.User's approval of the current version of a case
 // they may see, for a.DestinationsHash: approving the same version for the
 // same destinations again keeps the first approval, for others replaces
 // it. Returns NOT_FOUND, CONFLICT, INVALID_ARGUMENT.
 func (d *DB) ApproveCase(ctx context.Context, a *duet.CaseApproval) error {
-	if a == nil || a.User == "" || a.CaseID == "" || a.Version <= 0 {
-		return duet.Errorf(duet.CodeInvalidArgument, "an approval needs a user, a case and its version")
+	if err := storerules.CheckApproval(a); err != nil {
+		return err
 	}
 	return d.tx(ctx, func(tx *sql.Tx) error {
 		c, err := scanCase(tx.QueryRowContext(ctx, `SELECT `+caseColumns+` FROM cases c JOIN tasks t ON t.id = c.task_id WHERE c.id = ?2 AND `+visibleTo, a.User, a.CaseID))
-		if errors.Is(err, sql.ErrNoRows) {
-			return storerules.NotFound("case", a.CaseID)
-		} else if err != nil {
-			return mapErr(err)
+		if err != nil {
+			return found(err, "case", a.CaseID)
 		}
-		if c.Version != a.Version {
-			return duet.Errorf(duet.CodeConflict, "case %s is at version %d now, not %d: review it again before approving", c.ID, c.Version, a.Version)
+		if err := storerules.ApprovedVersion(c, a); err != nil {
+			return err
 		}
-		old, err := scanApproval(tx.QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM case_approvals a WHERE a.user_id = ? AND a.case_id = ? AND a.version = ?`,
+		old, err := storerules.ScanApproval(tx.QueryRowContext(ctx, `SELECT `+storerules.ApprovalColumns+` FROM case_approvals a WHERE a.user_id = ? AND a.case_id = ? AND a.version = ?`,
 			a.User, a.CaseID, a.Version))
 		switch {
 		case err == nil && old.DestinationsHash == a.DestinationsHash:
@@ -61,7 +45,7 @@ func (d *DB) ApproveCase(ctx context.Context, a *duet.CaseApproval) error {
 // FindCaseApproval returns user's approval of that version of the case.
 // Returns NOT_FOUND.
 func (d *DB) FindCaseApproval(ctx context.Context, user, caseID string, version int) (*duet.CaseApproval, error) {
-	a, err := scanApproval(d.q.QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM case_approvals a WHERE a.user_id = ? AND a.case_id = ? AND a.version = ?`,
+	a, err := storerules.ScanApproval(d.q.QueryRowContext(ctx, `SELECT `+storerules.ApprovalColumns+` FROM case_approvals a WHERE a.user_id = ? AND a.case_id = ? AND a.version = ?`,
 		user, caseID, version))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, duet.Errorf(duet.CodeNotFound, "%s has not approved version %d of case %s", user, version, caseID)
@@ -72,30 +56,20 @@ func (d *DB) FindCaseApproval(ctx context.Context, user, caseID string, version 
 // FindCaseApprovals lists user's approvals (of one task's cases when taskID
 // is not ""), newest first.
 func (d *DB) FindCaseApprovals(ctx context.Context, user, taskID string) ([]*duet.CaseApproval, error) {
-	q := `SELECT ` + approvalColumns + ` FROM case_approvals a WHERE a.user_id = ?`
+	q := `SELECT ` + storerules.ApprovalColumns + ` FROM case_approvals a WHERE a.user_id = ?`
 	args := []any{user}
 	if taskID != "" {
 		q += ` AND a.task_id = ?`
 		args = append(args, taskID)
 	}
-	rows, err := d.q.QueryContext(ctx, q+` ORDER BY a.approved_at DESC, a.case_id, a.version DESC`, args...)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, scanApproval)
+	return all(ctx, d.q, storerules.ScanApproval, q+` ORDER BY a.approved_at DESC, a.case_id, a.version DESC`, args...)
 }
 
 // RevokeCaseApproval deletes user's approvals of every version of the case.
 // Returns NOT_FOUND when there was none.
 func (d *DB) RevokeCaseApproval(ctx context.Context, user, caseID string) error {
 	res, err := d.q.ExecContext(ctx, `DELETE FROM case_approvals WHERE user_id = ? AND case_id = ?`, user, caseID)
-	if err != nil {
-		return mapErr(err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return duet.Errorf(duet.CodeNotFound, "%s has not approved case %s", user, caseID)
-	}
-	return nil
+	return changed(res, err, duet.Errorf(duet.CodeNotFound, "%s has not approved case %s", user, caseID))
 }
 
 // ApprovePostRun records user's approval of the current version of the
@@ -108,10 +82,8 @@ func (d *DB) ApprovePostRun(ctx context.Context, user, taskID, hash string) (*du
 	var out *duet.PostRunApproval
 	err := d.tx(ctx, func(tx *sql.Tx) error {
 		t, err := scanTask(tx.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.id = ?2 AND `+visibleTo, user, taskID))
-		if errors.Is(err, sql.ErrNoRows) {
-			return storerules.NotFound("task", taskID)
-		} else if err != nil {
-			return mapErr(err)
+		if err != nil {
+			return found(err, "task", taskID)
 		}
 		if err := storerules.PostRunApprovable(t, hash); err != nil {
 			return err

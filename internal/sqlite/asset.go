@@ -161,11 +161,7 @@ func (d *DB) assetCandidates(ctx context.Context, viewer string, kind duet.Asset
 	}
 	// The viewer's own asset first, then the others by owner.
 	q += ` ORDER BY a.owner <> ?1, a.owner LIMIT 3`
-	rows, err := d.q.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, scanAsset)
+	return all(ctx, d.q, scanAsset, q, args...)
 }
 
 // FindAssets returns the latest versions of the assets matching f.
@@ -187,11 +183,7 @@ func (d *DB) assetList(ctx context.Context, f duet.AssetFilter) ([]*duet.Asset, 
 	}
 	args = append(args, storerules.ClampLimit(f.Limit, 200, 1000))
 	q := assetListQuery(cond, `?`+strconv.Itoa(len(args)))
-	rows, err := d.q.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, scanAsset)
+	return all(ctx, d.q, scanAsset, q, args...)
 }
 
 // assetListQuery returns the Asset Center's query for viewer ?1, the
@@ -209,13 +201,7 @@ func assetListQuery(cond, limitParam string) string {
 // DeleteAsset removes owner's asset and its versions. Returns NOT_FOUND.
 func (d *DB) DeleteAsset(ctx context.Context, owner string, kind duet.AssetKind, name string) error {
 	res, err := d.q.ExecContext(ctx, `DELETE FROM assets WHERE owner = ? AND kind = ? AND name = ?`, owner, kind, name)
-	if err != nil {
-		return mapErr(err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return duet.Errorf(duet.CodeNotFound, "%s %q not found", kind, name)
-	}
-	return nil
+	return changed(res, err, duet.Errorf(duet.CodeNotFound, "%s %q not found", kind, name))
 }
 
 // CreateGeneration stores a generation record. Returns INVALID_ARGUMENT.

@@ -4,9 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"slices"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 // FindCasesCallingServer returns the active cases whose steps call a tool
@@ -17,14 +17,7 @@ func (d *DB) FindCasesCallingServer(ctx context.Context, serverKey string) ([]*d
 		return nil, mapErr(err)
 	}
 	cases, err := collect(rows, scanCase)
-	return slices.DeleteFunc(cases, func(c *duet.Case) bool { return !duet.CallsServer(c, serverKey) }), err
-}
-
-type alertDetail struct {
-	Problems []string `json:"problems,omitempty"`
-	Changes  []string `json:"changes"`
-	Key      string   `json:"key"`
-	Title    string   `json:"title"`
+	return storerules.CallingServer(cases, err, serverKey)
 }
 
 // SaveContractAlerts stores alerts, each replacing the earlier one of its
@@ -32,13 +25,13 @@ type alertDetail struct {
 func (d *DB) SaveContractAlerts(ctx context.Context, alerts []*duet.ContractAlert) error {
 	return d.tx(ctx, func(tx *sql.Tx) error {
 		for _, a := range alerts {
-			detail, err := json.Marshal(alertDetail{Problems: a.Problems, Changes: a.Changes, Key: a.CaseKey, Title: a.CaseTitle})
+			detail, err := storerules.ContractAlertDetail(a)
 			if err != nil {
 				return err
 			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO contract_alerts (case_id, server_key, tool, task_id, case_version, broken, detail, detected_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 				ON CONFLICT (case_id, server_key, tool) DO UPDATE SET task_id = excluded.task_id, case_version = excluded.case_version, broken = excluded.broken, detail = excluded.detail, detected_at = excluded.detected_at`,
-				a.CaseID, a.ServerKey, a.Tool, a.TaskID, a.CaseVersion, a.Broken, string(detail), micros(a.DetectedAt)); err != nil {
+				a.CaseID, a.ServerKey, a.Tool, a.TaskID, a.CaseVersion, a.Broken, detail, micros(a.DetectedAt)); err != nil {
 				return mapErr(err)
 			}
 		}
@@ -52,7 +45,7 @@ func (d *DB) FindContractAlerts(ctx context.Context, viewer, taskID string) ([]*
 	if viewer == "" {
 		return nil, duet.Errorf(duet.CodeInvalidArgument, "a viewer is required")
 	}
-	q := `SELECT a.task_id, a.case_id, a.case_version, a.server_key, a.tool, a.broken, a.detail, a.detected_at
+	q := `SELECT ` + storerules.ContractAlertColumns + `
 		FROM contract_alerts a JOIN cases c ON c.id = a.case_id AND c.version = a.case_version AND c.status = 'active'
 		JOIN tasks t ON t.id = a.task_id WHERE ` + visibleTo
 	args := []any{viewer}
@@ -64,20 +57,8 @@ func (d *DB) FindContractAlerts(ctx context.Context, viewer, taskID string) ([]*
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	return collect(rows, func(r rowScanner) (*duet.ContractAlert, error) {
-		var a duet.ContractAlert
-		var detail string
-		var at int64
-		if err := r.Scan(&a.TaskID, &a.CaseID, &a.CaseVersion, &a.ServerKey, &a.Tool, &a.Broken, &detail, &at); err != nil {
-			return nil, err
-		}
-		var dt alertDetail
-		if err := json.Unmarshal([]byte(detail), &dt); err != nil {
-			return nil, err
-		}
-		a.Problems, a.Changes, a.CaseKey, a.CaseTitle, a.DetectedAt = dt.Problems, dt.Changes, dt.Key, dt.Title, fromMicros(at)
-		return &a, nil
-	})
+	return collect(rows, storerules.ScanContractAlert)
+
 }
 
 // SaveCatalogHistory keeps a replaced catalog of a registration, the
@@ -101,21 +82,5 @@ func (d *DB) SaveCatalogHistory(ctx context.Context, id string, c *duet.Archived
 // FindCatalogHistory returns the replaced catalogs of a registration,
 // newest first.
 func (d *DB) FindCatalogHistory(ctx context.Context, id string) ([]*duet.ArchivedCatalog, error) {
-	rows, err := d.q.QueryContext(ctx, `SELECT synced_at, hash, tools FROM mcp_catalog_history WHERE registration_id = ? ORDER BY synced_at DESC`, id)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, func(r rowScanner) (*duet.ArchivedCatalog, error) {
-		var c duet.ArchivedCatalog
-		var at int64
-		var tools string
-		if err := r.Scan(&at, &c.Hash, &tools); err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal([]byte(tools), &c.Tools); err != nil {
-			return nil, err
-		}
-		c.SyncedAt = fromMicros(at)
-		return &c, nil
-	})
+	return all(ctx, d.q, storerules.ScanArchivedCatalog, `SELECT synced_at, hash, tools FROM mcp_catalog_history WHERE registration_id = ? ORDER BY synced_at DESC`, id)
 }

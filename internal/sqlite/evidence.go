@@ -116,11 +116,7 @@ func (d *DB) FindBaselines(ctx context.Context, f duet.BaselineFilter) ([]*duet.
 	}
 	q += ` ORDER BY b.created_at DESC, b.id DESC LIMIT ?`
 	args = append(args, min(limit, 1000))
-	rows, err := d.q.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, func(r rowScanner) (*duet.Baseline, error) { return scanBaseline(r, false) })
+	return all(ctx, d.q, func(r rowScanner) (*duet.Baseline, error) { return scanBaseline(r, false) }, q, args...)
 }
 
 // DecideBaseline approves or rejects owner's pending baseline id. Returns
@@ -132,10 +128,8 @@ func (d *DB) DecideBaseline(ctx context.Context, owner, id string, status duet.B
 	var out *duet.Baseline
 	err := d.tx(ctx, func(tx *sql.Tx) error {
 		b, err := scanBaseline(tx.QueryRowContext(ctx, `SELECT `+baselineColumns+` FROM baselines b WHERE b.id = ? AND b.owner = ?`, id, owner), false)
-		if errors.Is(err, sql.ErrNoRows) {
-			return storerules.NotFound("baseline", id)
-		} else if err != nil {
-			return mapErr(err)
+		if err != nil {
+			return found(err, "baseline", id)
 		}
 		if b.Status != duet.BaselinePending {
 			return duet.Errorf(duet.CodeConflict, "baseline %s was already %s by %s", id, b.Status, b.DecidedBy)

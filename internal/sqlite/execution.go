@@ -32,32 +32,12 @@ func (d *DB) FindExecutionPage(ctx context.Context, f duet.ExecutionFilter) ([]*
 	if f.Results {
 		cols = execColumns
 	}
-	rows, err := d.q.QueryContext(ctx, `SELECT `+cols+` FROM executions e WHERE e.run_id = ? AND e.ordinal > ? ORDER BY e.ordinal LIMIT ?`, f.RunID, after, limit+1)
+	execs, err := all(ctx, d.q, scanExecution, `SELECT `+cols+` FROM executions e WHERE e.run_id = ? AND e.ordinal > ? ORDER BY e.ordinal LIMIT ?`, f.RunID, after, limit+1)
 	if err != nil {
-		return nil, "", mapErr(err)
+		return nil, "", err
 	}
-	defer rows.Close()
-	execs := []*duet.Execution{}
-	for rows.Next() {
-		e, err := scanExecution(rows)
-		if err != nil {
-			return nil, "", mapErr(err)
-		}
-		execs = append(execs, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", mapErr(err)
-	}
-	rows.Close()
-	var next string
-	if len(execs) > limit {
-		execs = execs[:limit]
-		next = storerules.EncodeCursor(strconv.Itoa(execs[limit-1].Ordinal))
-	}
+	execs, next := storerules.ExecutionPageEnd(execs, f, limit)
 	if !f.Results {
-		for _, e := range execs {
-			e.Steps, e.Vars = nil, nil
-		}
 		return execs, next, nil
 	}
 	return execs, next, loadResults(ctx, d.q, execs...)

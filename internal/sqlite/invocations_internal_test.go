@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 // TestInvocationListsUseExecutorID: every list of an executor's invocation
@@ -32,7 +33,7 @@ func TestInvocationListsUseExecutorID(t *testing.T) {
 		{Executor: "alice", Since: now.Add(-2 * time.Hour), Until: now.Add(-time.Hour)},
 		{Executor: "alice", ServerKey: "mcp_x", Tool: "add", Outcome: duet.OutcomeOK},
 	} {
-		q, args := invocationsQuery(f)
+		q, args := storerules.InvocationSearch(f, stored)
 		plan := queryPlan(t, db, q, args...)
 		if !strings.Contains(plan, "mcp_invocations_executor_id") || strings.Contains(plan, "TEMP B-TREE") {
 			t.Errorf("%+v: plan %q, want a search of mcp_invocations_executor_id without a sort", f, plan)

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -15,8 +14,6 @@ import (
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/storerules"
 )
-
-var _ duet.MCPClientStore = (*DB)(nil)
 
 // mcpStmts holds statements on the path of every MCP call, prepared once:
 // parsing the SQL would otherwise cost more than running it.
@@ -32,34 +29,9 @@ const findServerToolSQL = `SELECT %s, t.name, t.title, t.description, t.input_sc
 
 func (d *DB) serverToolStmt(ctx context.Context) (*sql.Stmt, error) {
 	d.mcp.once.Do(func() {
-		d.mcp.toolStmt, d.mcp.err = d.db.PrepareContext(context.WithoutCancel(ctx), fmt.Sprintf(findServerToolSQL, storerules.PrefixColumns("s.", mcpServerColumns)))
+		d.mcp.toolStmt, d.mcp.err = d.db.PrepareContext(context.WithoutCancel(ctx), fmt.Sprintf(findServerToolSQL, storerules.PrefixColumns("s.", storerules.MCPServerColumns)))
 	})
 	return d.mcp.toolStmt, d.mcp.err
-}
-
-const mcpServerColumns = `id, owner, name, url, server_key, credential_ref, header_names, auth, transport, protocol_version,
-	server_name, server_version, catalog_hash, tool_count, synced_at, created_at, updated_at`
-
-func scanMCPServer(r rowScanner, extra ...any) (*duet.MCPServer, error) {
-	var s duet.MCPServer
-	var cred sql.NullString
-	var headers string
-	var synced sql.NullInt64
-	var created, updated int64
-	dest := []any{&s.ID, &s.Owner, &s.Name, &s.URL, &s.ServerKey, &cred, &headers, &s.Auth, &s.Transport, &s.ProtocolVersion,
-		&s.ServerName, &s.ServerVersion, &s.CatalogHash, &s.ToolCount, &synced, &created, &updated}
-	if err := r.Scan(append(dest, extra...)...); err != nil {
-		return nil, err
-	}
-	s.CredentialRef = cred.String
-	if err := json.Unmarshal([]byte(headers), &s.HeaderNames); err != nil {
-		return nil, err
-	}
-	if len(s.HeaderNames) == 0 {
-		s.HeaderNames = nil
-	}
-	s.SyncedAt, s.CreatedAt, s.UpdatedAt = ptrTime(synced), fromMicros(created), fromMicros(updated)
-	return &s, nil
 }
 
 // mcpConflict names what is already taken when an insert or update hits one
@@ -151,7 +123,7 @@ func (t mcpServerTx) DeleteCredential(ctx context.Context, ref string) error {
 // FindMCPServer returns the owner's registration named ref, or with serverKey
 // ref. Returns NOT_FOUND.
 func (d *DB) FindMCPServer(ctx context.Context, owner, ref string) (*duet.MCPServer, error) {
-	s, err := scanMCPServer(d.db.QueryRowContext(ctx, `SELECT `+mcpServerColumns+` FROM mcp_servers
+	s, err := storerules.ScanMCPServer(d.db.QueryRowContext(ctx, `SELECT `+storerules.MCPServerColumns+` FROM mcp_servers
 		WHERE owner = ? AND (name = ? OR server_key = ?) ORDER BY name = ? DESC LIMIT 1`, owner, ref, ref, ref))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, duet.Errorf(duet.CodeNotFound, "you have not registered an MCP server named %q", ref)
@@ -161,11 +133,7 @@ func (d *DB) FindMCPServer(ctx context.Context, owner, ref string) (*duet.MCPSer
 
 // FindMCPServers lists the owner's registrations by name.
 func (d *DB) FindMCPServers(ctx context.Context, owner string) ([]*duet.MCPServer, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT `+mcpServerColumns+` FROM mcp_servers WHERE owner = ? ORDER BY name`, owner)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, func(r rowScanner) (*duet.MCPServer, error) { return scanMCPServer(r) })
+	return all(ctx, d.db, func(r rowScanner) (*duet.MCPServer, error) { return storerules.ScanMCPServer(r) }, `SELECT `+storerules.MCPServerColumns+` FROM mcp_servers WHERE owner = ? ORDER BY name`, owner)
 }
 
 // FindMCPServerTool returns the owner's registration of serverKey and the
@@ -231,7 +199,7 @@ func (d *DB) readMCPServerTool(ctx context.Context, owner, serverKey, tool strin
 	// A lookup by key, on every invoke(): without the caller's cancellation,
 	// which the driver watches with a goroutine per statement (more than
 	// the lookup costs; see docs/performance.md).
-	s, err := scanMCPServer(stmt.QueryRowContext(context.WithoutCancel(ctx), tool, owner, serverKey), &name, &title, &desc, &in, &out, &ann)
+	s, err := storerules.ScanMCPServer(stmt.QueryRowContext(context.WithoutCancel(ctx), tool, owner, serverKey), &name, &title, &desc, &in, &out, &ann)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil, duet.Errorf(duet.CodeNotFound, "%s has not registered MCP server %s", owner, serverKey)
 	}
@@ -313,32 +281,12 @@ func (d *DB) FindMCPTools(ctx context.Context, id string) ([]*duet.MCPTool, erro
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	return collect(rows, func(r rowScanner) (*duet.MCPTool, error) {
-		var t duet.MCPTool
-		var in, outSchema, ann string
-		if err := r.Scan(&t.Name, &t.Title, &t.Description, &in, &outSchema, &ann); err != nil {
-			return nil, err
-		}
-		t.InputSchema, t.OutputSchema, t.Annotations = storerules.RawJSON(in), storerules.RawJSON(outSchema), storerules.RawJSON(ann)
-		return &t, nil
-	})
-}
-
-const credentialColumns = `ref, owner, server_key, ciphertext, updated_at, version`
-
-func scanCredential(r rowScanner) (*duet.Credential, error) {
-	var c duet.Credential
-	var updated int64
-	if err := r.Scan(&c.Ref, &c.Owner, &c.ServerKey, &c.Ciphertext, &updated, &c.Version); err != nil {
-		return nil, err
-	}
-	c.UpdatedAt = fromMicros(updated)
-	return &c, nil
+	return collect(rows, storerules.ScanMCPTool)
 }
 
 // FindCredential returns a credential. Returns NOT_FOUND.
 func (d *DB) FindCredential(ctx context.Context, ref string) (*duet.Credential, error) {
-	c, err := scanCredential(d.db.QueryRowContext(ctx, `SELECT `+credentialColumns+` FROM mcp_credentials WHERE ref = ?`, ref))
+	c, err := storerules.ScanCredential(d.db.QueryRowContext(ctx, `SELECT `+storerules.CredentialColumns+` FROM mcp_credentials WHERE ref = ?`, ref))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, storerules.NotFound("credential", ref)
 	}
@@ -347,11 +295,7 @@ func (d *DB) FindCredential(ctx context.Context, ref string) (*duet.Credential, 
 
 // FindCredentials returns every credential, by ref.
 func (d *DB) FindCredentials(ctx context.Context) ([]*duet.Credential, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT `+credentialColumns+` FROM mcp_credentials ORDER BY ref`)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, scanCredential)
+	return all(ctx, d.db, storerules.ScanCredential, `SELECT `+storerules.CredentialColumns+` FROM mcp_credentials ORDER BY ref`)
 }
 
 // UpdateCredentials stores new ciphertexts in one transaction, each only if
@@ -417,7 +361,7 @@ func (d *DB) LeaseCredential(ctx context.Context, ref, holder string, ttl time.D
 			}
 			return duet.Errorf(duet.CodeConflict, "another process is renewing the token of credential %s", ref)
 		}
-		c, err = scanCredential(tx.QueryRowContext(ctx, `SELECT `+credentialColumns+` FROM mcp_credentials WHERE ref = ?`, ref))
+		c, err = storerules.ScanCredential(tx.QueryRowContext(ctx, `SELECT `+storerules.CredentialColumns+` FROM mcp_credentials WHERE ref = ?`, ref))
 		return mapErr(err)
 	})
 	if err != nil {
@@ -438,45 +382,9 @@ func (d *DB) ReleaseCredential(ctx context.Context, ref, holder string) error {
 // statement get consecutive ids in order (AUTOINCREMENT, one writer), so
 // each record's id follows from the statement's last one.
 func (d *DB) AppendInvocations(ctx context.Context, recs []*duet.Invocation) error {
-	if len(recs) == 0 {
-		return nil
-	}
-	// Prepared before the transaction (see AppendAudit): preparing takes a
-	// connection from the pool, which must not wait while this one holds
-	// the write lock.
-	stmts := map[int]*sql.Stmt{}
-	for rest := len(recs); rest > 0; rest -= min(rest, invocationChunk) {
-		n := min(rest, invocationChunk)
-		if stmts[n] == nil {
-			s, err := d.q.stmt(ctx, invocationInsert(n))
-			if err != nil {
-				return mapErr(err)
-			}
-			stmts[n] = s
-		}
-	}
-	return d.tx(ctx, func(tx *sql.Tx) error {
-		for len(recs) > 0 {
-			chunk := recs[:min(len(recs), invocationChunk)]
-			recs = recs[len(chunk):]
-			args := make([]any, 0, 10*len(chunk))
-			for _, r := range chunk {
-				args = append(args, micros(r.Time), r.TraceID, r.Executor, r.Source, r.ServerKey, r.Tool, r.Outcome, r.DurationUs, r.ArgBytes, r.ResultBytes)
-			}
-			res, err := tx.StmtContext(ctx, stmts[len(chunk)]).ExecContext(ctx, args...)
-			if err != nil {
-				return mapErr(err)
-			}
-			last, err := res.LastInsertId()
-			if err != nil {
-				return mapErr(err)
-			}
-			for i, r := range chunk {
-				r.ID = last - int64(len(chunk)-1-i)
-			}
-		}
-		return nil
-	})
+	return appendLog(ctx, d, recs, invocationChunk, invocationInsert, func(r *duet.Invocation) []any {
+		return []any{micros(r.Time), r.TraceID, r.Executor, r.Source, r.ServerKey, r.Tool, r.Outcome, r.DurationUs, r.ArgBytes, r.ResultBytes}
+	}, func(r *duet.Invocation, id int64) { r.ID = id })
 }
 
 // invocationChunk is the most rows one INSERT of AppendInvocations
@@ -485,40 +393,11 @@ const invocationChunk = 64
 
 // invocationInsert is the INSERT of n invocation rows.
 func invocationInsert(n int) string {
-	const row = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	return `INSERT INTO mcp_invocations (time, trace_id, executor, source, server_key, tool, outcome, duration_us, arg_bytes, result_bytes) VALUES ` +
-		strings.TrimSuffix(strings.Repeat(row+`, `, n), `, `)
-}
-
-// invocationsQuery is the statement FindInvocations runs for f: newest
-// first, so that an executor's list comes from (executor, id) in its order
-// and stops at the limit (migration 00017).
-func invocationsQuery(f duet.InvocationFilter) (string, []any) {
-	var w filter
-	w.eq("executor", f.Executor)
-	w.eq("server_key", f.ServerKey)
-	w.eq("tool", f.Tool)
-	w.eq("source", string(f.Source))
-	w.eq("outcome", string(f.Outcome))
-	w.eq("trace_id", f.TraceID)
-	w.between("time", f.Since, f.Until)
-	return w.newestFirst(`id, time, trace_id, executor, source, server_key, tool, outcome, duration_us, arg_bytes, result_bytes`, `mcp_invocations`, f.Limit)
+	return `INSERT INTO mcp_invocations (time, trace_id, executor, source, server_key, tool, outcome, duration_us, arg_bytes, result_bytes) VALUES ` + rows10(n)
 }
 
 // FindInvocations returns invocation records matching f, newest first.
 func (d *DB) FindInvocations(ctx context.Context, f duet.InvocationFilter) ([]*duet.Invocation, error) {
-	q, args := invocationsQuery(f)
-	rows, err := d.q.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, func(r rowScanner) (*duet.Invocation, error) {
-		var v duet.Invocation
-		var t int64
-		if err := r.Scan(&v.ID, &t, &v.TraceID, &v.Executor, &v.Source, &v.ServerKey, &v.Tool, &v.Outcome, &v.DurationUs, &v.ArgBytes, &v.ResultBytes); err != nil {
-			return nil, err
-		}
-		v.Time = fromMicros(t)
-		return &v, nil
-	})
+	q, args := storerules.InvocationSearch(f, stored)
+	return all(ctx, d.q, storerules.ScanInvocation, q, args...)
 }

@@ -3,88 +3,12 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"time"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/storerules"
 )
-
-// CreateOAuthClient stores a registered client. Returns INVALID_ARGUMENT.
-func (d *DB) CreateOAuthClient(ctx context.Context, c *duet.OAuthClient) error {
-	uris, err := storerules.CheckOAuthClient(c, d.now())
-	if err != nil {
-		return err
-	}
-	_, err = d.q.ExecContext(ctx, `INSERT INTO oauth_clients (id, name, redirect_uris, secret_hash, created_at) VALUES (?, ?, ?, ?, ?)`,
-		c.ID, c.Name, uris, c.SecretHash, micros(c.CreatedAt))
-	return mapErr(err)
-}
-
-// FindOAuthClient returns a registered client. Returns NOT_FOUND.
-func (d *DB) FindOAuthClient(ctx context.Context, id string) (*duet.OAuthClient, error) {
-	var c duet.OAuthClient
-	var uris string
-	var created int64
-	err := d.q.QueryRowContext(ctx, `SELECT id, name, redirect_uris, secret_hash, created_at FROM oauth_clients WHERE id = ?`, id).
-		Scan(&c.ID, &c.Name, &uris, &c.SecretHash, &created)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, storerules.NotFound("OAuth client", id)
-	}
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	if err := json.Unmarshal([]byte(uris), &c.RedirectURIs); err != nil {
-		return nil, err
-	}
-	c.CreatedAt = fromMicros(created)
-	return &c, nil
-}
-
-// PutOAuthToken stores a token. Returns INVALID_ARGUMENT.
-func (d *DB) PutOAuthToken(ctx context.Context, t *duet.OAuthToken) error {
-	if t.Hash == "" || t.Kind == "" || t.ExpiresAt.IsZero() {
-		return duet.Errorf(duet.CodeInvalidArgument, "a token needs a hash, a kind and an expiry")
-	}
-	if t.CreatedAt.IsZero() {
-		t.CreatedAt = d.now()
-	}
-	if t.Data == "" {
-		t.Data = "{}"
-	}
-	_, err := d.q.ExecContext(ctx, `INSERT INTO oauth_tokens (hash, kind, grant_id, client_id, user_id, scope, data, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		t.Hash, string(t.Kind), t.GrantID, t.ClientID, t.UserID, t.Scope, t.Data, micros(t.CreatedAt), micros(t.ExpiresAt))
-	if err == nil && t.Kind == duet.OAuthAccess && t.ClientID != "" {
-		_, err = d.q.ExecContext(ctx, `UPDATE oauth_clients SET last_used_at = ? WHERE id = ?`, micros(t.CreatedAt), t.ClientID)
-	}
-	return mapErr(err)
-}
-
-const oauthTokenColumns = `hash, kind, grant_id, client_id, user_id, scope, data, created_at, expires_at, used_at`
-
-func scanOAuthToken(r rowScanner) (*duet.OAuthToken, error) {
-	var t duet.OAuthToken
-	var kind string
-	var created, expires int64
-	var used sql.NullInt64
-	if err := r.Scan(&t.Hash, &kind, &t.GrantID, &t.ClientID, &t.UserID, &t.Scope, &t.Data, &created, &expires, &used); err != nil {
-		return nil, err
-	}
-	t.Kind, t.CreatedAt, t.ExpiresAt, t.UsedAt = duet.OAuthTokenKind(kind), fromMicros(created), fromMicros(expires), ptrTime(used)
-	return &t, nil
-}
-
-// FindOAuthToken returns the unexpired, unused token of that kind and hash.
-// Returns UNAUTHENTICATED.
-func (d *DB) FindOAuthToken(ctx context.Context, kind duet.OAuthTokenKind, hash string) (*duet.OAuthToken, error) {
-	t, err := scanOAuthToken(d.q.QueryRowContext(ctx, `SELECT `+oauthTokenColumns+` FROM oauth_tokens WHERE hash = ? AND kind = ? AND expires_at > ? AND used_at IS NULL`,
-		hash, string(kind), micros(d.now())))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, storerules.InvalidOAuthToken()
-	}
-	return t, mapErr(err)
-}
 
 // UseOAuthToken marks a single-use token used and returns it. Returns
 // CONFLICT (with the token) when it was used before, UNAUTHENTICATED when
@@ -94,7 +18,7 @@ func (d *DB) UseOAuthToken(ctx context.Context, kind duet.OAuthTokenKind, hash s
 	var reused bool
 	now := d.now()
 	err := d.tx(ctx, func(tx *sql.Tx) error {
-		t, err := scanOAuthToken(tx.QueryRowContext(ctx, `SELECT `+oauthTokenColumns+` FROM oauth_tokens WHERE hash = ? AND kind = ? AND expires_at > ?`,
+		t, err := storerules.ScanOAuthToken(tx.QueryRowContext(ctx, `SELECT `+storerules.OAuthTokenColumns+` FROM oauth_tokens WHERE hash = ? AND kind = ? AND expires_at > ?`,
 			hash, string(kind), micros(now)))
 		if errors.Is(err, sql.ErrNoRows) {
 			return storerules.InvalidOAuthToken()

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/duet-test/duet"
@@ -38,13 +39,7 @@ func (d *DB) SaveRunHooks(ctx context.Context, l duet.Lease, results []*duet.Ste
 		return err
 	}
 	res, err := d.q.ExecContext(ctx, `UPDATE runs SET hooks = ? WHERE id = ? AND lease_owner = ? AND attempt = ? AND status = 'running'`, hooks, l.RunID, l.Worker, l.Token)
-	if err != nil {
-		return mapErr(err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return duet.LeaseLost(l)
-	}
-	return nil
+	return changed(res, err, duet.LeaseLost(l))
 }
 
 // fillTotals counts the executions of each run by status.
@@ -165,10 +160,8 @@ func insertRun(ctx context.Context, tx *sql.Tx, plan *storerules.RunPlan, execs 
 func (d *DB) FindRunByID(ctx context.Context, viewer, id string) (*duet.Run, error) {
 	q := `SELECT ` + runColumns + ` FROM runs r JOIN tasks t ON t.id = r.task_id WHERE r.id = ?2` + visibility(viewer)
 	run, err := scanRun(d.q.QueryRowContext(ctx, q, viewer, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, storerules.NotFound("run", id)
-	} else if err != nil {
-		return nil, mapErr(err)
+	if err != nil {
+		return nil, found(err, "run", id)
 	}
 	return run, fillTotals(ctx, d.q, run)
 }
@@ -193,25 +186,25 @@ func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 // runsWhere returns the FROM and WHERE of the runs f selects (its Cursor
 // and Limit aside) and their arguments.
 func runsWhere(f duet.RunFilter) (from, cond string, args []any) {
-	var w filter
+	var w storerules.Filter
 	from = ` FROM runs r JOIN tasks t ON t.id = r.task_id`
 	switch {
 	case f.Viewer != "" && f.TaskID != "":
-		w.conds, w.args = []string{visibleTo}, []any{f.Viewer}
+		w.Conds, w.Args = []string{visibleTo}, []any{f.Viewer}
 	case f.Viewer != "":
 		// Every visible task's runs (runs_task), not every run tested
 		// against visibleTo.
 		from = ` FROM ` + visibleTaskIDs + ` AS v CROSS JOIN runs r ON r.task_id = v.id`
-		w.args = []any{f.Viewer}
+		w.Args = []any{f.Viewer}
 	}
-	w.eq("r.task_id", f.TaskID)
-	w.eq("r.status", string(f.Status))
-	w.eq("r.origin_branch", f.Branch)
-	w.eq("r.origin_commit", f.Commit)
+	w.Eq("r.task_id", f.TaskID)
+	w.Eq("r.status", string(f.Status))
+	w.Eq("r.origin_branch", f.Branch)
+	w.Eq("r.origin_commit", f.Commit)
 	if f.UpTo != "" {
-		w.conds, w.args = append(w.conds, "r.id <= ?"), append(w.args, f.UpTo)
+		w.Conds = append(w.Conds, "r.id <= "+w.Add(f.UpTo))
 	}
-	return from, w.where(), w.args
+	return from, w.Where(), w.Args
 }
 
 // CountRuns returns how many runs f selects.
@@ -232,11 +225,11 @@ func (d *DB) findRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 	limit := storerules.ClampLimit(f.Limit, 20, 100)
 	from, cond, args := runsWhere(f)
 	if before != "" {
-		cond += ` AND r.id < ?`
 		args = append(args, before)
+		cond += ` AND r.id < $` + strconv.Itoa(len(args))
 	}
 	args = append(args, limit+1)
-	rows, err := d.q.QueryContext(ctx, `SELECT `+runColumns+from+` WHERE `+cond+` ORDER BY r.id DESC LIMIT ?`, args...)
+	rows, err := d.q.QueryContext(ctx, `SELECT `+runColumns+from+` WHERE `+cond+` ORDER BY r.id DESC LIMIT $`+strconv.Itoa(len(args)), args...)
 	if err != nil {
 		return nil, "", mapErr(err)
 	}
@@ -329,10 +322,8 @@ func (d *DB) FindExecutions(ctx context.Context, runID string) ([]*duet.Executio
 func (d *DB) FindExecutionByID(ctx context.Context, viewer, id string) (*duet.Execution, error) {
 	q := `SELECT ` + execColumns + ` FROM executions e JOIN runs r ON r.id = e.run_id JOIN tasks t ON t.id = r.task_id WHERE e.id = ?2` + visibility(viewer)
 	e, err := scanExecution(d.q.QueryRowContext(ctx, q, viewer, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, storerules.NotFound("execution", id)
-	} else if err != nil {
-		return nil, mapErr(err)
+	if err != nil {
+		return nil, found(err, "execution", id)
 	}
 	return e, loadResults(ctx, d.q, e)
 }
@@ -453,13 +444,7 @@ func (d *DB) StartExecution(ctx context.Context, l duet.Lease, e *duet.Execution
 // (fenced, in one statement).
 func (d *DB) SuspendExecution(ctx context.Context, l duet.Lease, executionID string, next int) error {
 	res, err := d.q.ExecContext(ctx, `UPDATE executions SET resume_from = ?5 WHERE id = ?4 AND `+heldCond, l.RunID, l.Worker, l.Token, executionID, max(next, 0))
-	if err != nil {
-		return mapErr(err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return duet.LeaseLost(l)
-	}
-	return nil
+	return changed(res, err, duet.LeaseLost(l))
 }
 
 // SaveStepResult stores one step result and the execution's variables
@@ -495,13 +480,7 @@ func (d *DB) FinishExecution(ctx context.Context, l duet.Lease, e *duet.Executio
 	}
 	res, err := d.q.ExecContext(ctx, `UPDATE executions SET status = ?5, error_code = ?6, error_message = ?7, vars = ?8, started_at = ?9, finished_at = ?10 WHERE id = ?4 AND `+heldCond,
 		l.RunID, l.Worker, l.Token, e.ID, e.Status, e.ErrorCode, e.ErrorMessage, varsJSON, nullMicros(e.StartedAt), nullMicros(e.FinishedAt))
-	if err != nil {
-		return mapErr(err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return duet.LeaseLost(l)
-	}
-	return nil
+	return changed(res, err, duet.LeaseLost(l))
 }
 
 // RetryExecution keeps the failed attempt e.Attempt of an execution among
@@ -524,13 +503,7 @@ func (d *DB) RetryExecution(ctx context.Context, l duet.Lease, e *duet.Execution
 func (d *DB) ReleaseRun(ctx context.Context, l duet.Lease) error {
 	res, err := d.q.ExecContext(ctx, `UPDATE runs SET status = 'queued', lease_owner = '', lease_expires_at = 0 WHERE id = ? AND lease_owner = ? AND attempt = ? AND status = 'running'`,
 		l.RunID, l.Worker, l.Token)
-	if err != nil {
-		return mapErr(err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return duet.LeaseLost(l)
-	}
-	return nil
+	return changed(res, err, duet.LeaseLost(l))
 }
 
 // incompleteSQL finds an execution of run ?1 that a verdict cannot

@@ -55,10 +55,8 @@ func (d *DB) CreateSchedule(ctx context.Context, s *duet.Schedule) error {
 	return d.tx(ctx, func(tx *sql.Tx) error {
 		var one int
 		err := tx.QueryRowContext(ctx, `SELECT 1 FROM tasks t WHERE t.id = ?2 AND `+visibleTo, s.Owner, s.TaskID).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			return storerules.NotFound("task", s.TaskID)
-		} else if err != nil {
-			return mapErr(err)
+		if err != nil {
+			return found(err, "task", s.TaskID)
 		}
 		return insertSchedule(ctx, tx, s, d.now())
 	})
@@ -89,11 +87,7 @@ func (d *DB) FindSchedules(ctx context.Context, f duet.ScheduleFilter) ([]*duet.
 		args = append(args, f.Owner)
 		q += ` AND s.owner = ?` + strconv.Itoa(len(args))
 	}
-	rows, err := d.q.QueryContext(ctx, q+` ORDER BY t.name, s.task_id, s.name, s.owner`, args...)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, scanSchedule)
+	return all(ctx, d.q, scanSchedule, q+` ORDER BY t.name, s.task_id, s.name, s.owner`, args...)
 }
 
 // DueSchedules lists the unpaused schedules due at now.
@@ -125,10 +119,8 @@ const mayManage = `(s.owner = ?1 OR t.owner = ?1 OR t.owner IN ` + teamsOf + `)`
 func (d *DB) manage(ctx context.Context, tx *sql.Tx, by, id string) (*duet.Schedule, error) {
 	var may bool
 	s, err := scanSchedule(tx.QueryRowContext(ctx, `SELECT `+scheduleColumns+` FROM schedules s JOIN tasks t ON t.id = s.task_id WHERE s.id = ?2 AND `+visibleTo, by, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, storerules.NotFound("schedule", id)
-	} else if err != nil {
-		return nil, mapErr(err)
+	if err != nil {
+		return nil, found(err, "schedule", id)
 	}
 	if err := tx.QueryRowContext(ctx, `SELECT `+mayManage+` FROM schedules s JOIN tasks t ON t.id = s.task_id WHERE s.id = ?2`, by, id).Scan(&may); err != nil {
 		return nil, mapErr(err)
@@ -168,26 +160,22 @@ func (d *DB) PauseScheduleFor(ctx context.Context, id string, slot time.Time, re
 	if reason == "" {
 		return false, duet.Errorf(duet.CodeInvalidArgument, "a reason is required")
 	}
-	var ok bool
-	err := d.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE schedules SET paused = 1, paused_reason = ?, updated_at = ? WHERE id = ? AND next_fire_at = ? AND paused = 0`,
-			reason, micros(d.now()), id, micros(slot))
-		if err != nil {
-			return mapErr(err)
-		}
-		n, err := res.RowsAffected()
-		ok = n == 1
-		return mapErr(err)
-	})
-	return ok, err
+	return d.writeOne(ctx, `UPDATE schedules SET paused = 1, paused_reason = ?, updated_at = ? WHERE id = ? AND next_fire_at = ? AND paused = 0`,
+		reason, micros(d.now()), id, micros(slot))
 }
 
 // AdvanceSchedule moves a schedule past a slot that starts no run.
 func (d *DB) AdvanceSchedule(ctx context.Context, f duet.ScheduleFire, lastError string) (bool, error) {
+	return d.writeOne(ctx, `UPDATE schedules SET next_fire_at = ?, last_error = ?, updated_at = ? WHERE id = ? AND next_fire_at = ? AND paused = 0`,
+		micros(f.Next), lastError, micros(d.now()), f.ScheduleID, micros(f.Slot))
+}
+
+// writeOne runs a write in a transaction (tx) and reports whether it
+// changed exactly one row.
+func (d *DB) writeOne(ctx context.Context, q string, args ...any) (bool, error) {
 	var ok bool
 	err := d.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE schedules SET next_fire_at = ?, last_error = ?, updated_at = ? WHERE id = ? AND next_fire_at = ? AND paused = 0`,
-			micros(f.Next), lastError, micros(d.now()), f.ScheduleID, micros(f.Slot))
+		res, err := tx.ExecContext(ctx, q, args...)
 		if err != nil {
 			return mapErr(err)
 		}

@@ -53,73 +53,27 @@ func (d *DB) ListSecrets(ctx context.Context, user string) ([]*duet.Secret, erro
 }
 
 func (d *DB) querySecrets(ctx context.Context, q string, args ...any) ([]*duet.Secret, error) {
-	rows, err := d.q.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, func(r rowScanner) (*duet.Secret, error) {
-		var s duet.Secret
-		var created, updated int64
-		if err := r.Scan(&s.User, &s.Name, &s.Ciphertext, &created, &updated); err != nil {
-			return nil, err
-		}
-		if len(s.Ciphertext) == 0 {
-			s.Ciphertext = nil
-		}
-		s.CreatedAt, s.UpdatedAt = fromMicros(created), fromMicros(updated)
-		return &s, nil
-	})
+	return all(ctx, d.q, storerules.ScanSecret, q, args...)
 }
 
 // DeleteSecret removes a user's secret. Returns NOT_FOUND.
 func (d *DB) DeleteSecret(ctx context.Context, user, name string) error {
 	res, err := d.q.ExecContext(ctx, `DELETE FROM user_secrets WHERE user_id = ? AND name = ?`, user, name)
-	if err != nil {
-		return mapErr(err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return duet.Errorf(duet.CodeNotFound, "you have no secret named %s", name)
-	}
-	return nil
+	return changed(res, err, duet.Errorf(duet.CodeNotFound, "you have no secret named %s", name))
 }
 
 // RewrapSecrets replaces, in one transaction, the ciphertexts rewrap
 // returns anew.
 func (d *DB) RewrapSecrets(ctx context.Context, rewrap func(s *duet.Secret) ([]byte, error)) (replaced, total int, err error) {
 	err = d.tx(ctx, func(tx *sql.Tx) error {
-		replaced, total = 0, 0
-		rows, err := tx.QueryContext(ctx, `SELECT user_id, name, ciphertext FROM user_secrets ORDER BY user_id, name`)
-		if err != nil {
+		var err error
+		replaced, total, err = storerules.RewrapSecrets(rewrap, func() ([]*duet.Secret, error) {
+			return all(ctx, tx, storerules.ScanSealedSecret, `SELECT user_id, name, ciphertext FROM user_secrets ORDER BY user_id, name`)
+		}, func(s *duet.Secret, ct []byte) error {
+			_, err := tx.ExecContext(ctx, `UPDATE user_secrets SET ciphertext = ? WHERE user_id = ? AND name = ?`, ct, s.User, s.Name)
 			return mapErr(err)
-		}
-		var all []*duet.Secret
-		for rows.Next() {
-			var s duet.Secret
-			if err := rows.Scan(&s.User, &s.Name, &s.Ciphertext); err != nil {
-				rows.Close()
-				return mapErr(err)
-			}
-			all = append(all, &s)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return mapErr(err)
-		}
-		total = len(all)
-		for _, s := range all {
-			ct, err := rewrap(s)
-			if err != nil {
-				return err
-			}
-			if ct == nil {
-				continue
-			}
-			if _, err := tx.ExecContext(ctx, `UPDATE user_secrets SET ciphertext = ? WHERE user_id = ? AND name = ?`, ct, s.User, s.Name); err != nil {
-				return mapErr(err)
-			}
-			replaced++
-		}
-		return nil
+		})
+		return err
 	})
 	return replaced, total, err
 }

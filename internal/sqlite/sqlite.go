@@ -36,6 +36,9 @@ type DB struct {
 	mcp   mcpStmts // prepared statements of mcpclient.go
 
 	readOnly bool // opened by Options.ReadOnlyFallback
+
+	// The stores written once, in storerules, on this engine (rules).
+	storerules.Stores
 }
 
 var _ duet.Store = (*DB)(nil)
@@ -129,6 +132,7 @@ func openReadOnly(ctx context.Context, abs string, opts *Options) (*DB, error) {
 			sdb.SetMaxIdleConns(n)
 			d := &DB{db: sdb, q: &stmtCache{db: sdb, stmts: map[string]*sql.Stmt{}}, cache: newReadCache(sdb, "file:"+abs+"?"+q.Encode()), path: abs, now: opts.Now, readOnly: true}
 			d.q.tx = d.tx
+			d.rules()
 			if d.now == nil {
 				d.now = time.Now
 			}
@@ -211,6 +215,7 @@ func openWritable(ctx context.Context, path string, opts *Options) (*DB, error) 
 	}
 	d := &DB{db: sdb, q: &stmtCache{db: sdb, stmts: map[string]*sql.Stmt{}}, cache: newReadCache(sdb, dsn), path: abs, now: opts.Now}
 	d.q.tx = d.tx
+	d.rules()
 	if d.now == nil {
 		d.now = time.Now
 	}
@@ -326,6 +331,9 @@ func mapErr(err error) error {
 
 func micros(t time.Time) int64 { return t.UnixMicro() }
 
+// stored is micros as a storerules.StoredTime.
+func stored(t time.Time) any { return micros(t) }
+
 func fromMicros(v int64) time.Time { return time.UnixMicro(v).UTC() }
 
 func nullMicros(t *time.Time) sql.NullInt64 {
@@ -341,4 +349,53 @@ func ptrTime(v sql.NullInt64) *time.Time {
 	}
 	t := fromMicros(v.Int64)
 	return &t
+}
+
+// readRow is a storerules.RowFunc that reads.
+func (d *DB) readRow(ctx context.Context, dest []any, q string, args ...any) error {
+	return mapErr(d.q.QueryRowContext(ctx, q, args...).Scan(dest...))
+}
+
+// writeRow is a storerules.RowFunc that writes, in a transaction (tx).
+func (d *DB) writeRow(ctx context.Context, dest []any, q string, args ...any) error {
+	return d.tx(ctx, func(tx *sql.Tx) error {
+		return mapErr(tx.QueryRowContext(ctx, q, args...).Scan(dest...))
+	})
+}
+
+// ChargeLLMUsage adds c to the user's day (storerules.ChargeLLMUsage).
+func (d *DB) ChargeLLMUsage(ctx context.Context, c duet.LLMCharge) (duet.LLMUsage, bool, error) {
+	return storerules.ChargeLLMUsage(ctx, c, micros(d.now()), d.writeRow, d.readRow)
+}
+
+// FindLLMUsage returns the usage of user on day.
+func (d *DB) FindLLMUsage(ctx context.Context, userID, day string) (duet.LLMUsage, error) {
+	return storerules.FindLLMUsage(ctx, userID, day, d.readRow)
+}
+
+// rules sets up the stores written in storerules on this engine: reads and
+// single statements through the statement cache, row-returning writes in a
+// transaction (tx).
+func (d *DB) rules() {
+	e := storerules.Engine{Read: d.readRow, Write: d.writeRow, Stored: stored, Now: func() time.Time { return d.now() }}
+	e.Exec = func(ctx context.Context, q string, args ...any) (int64, error) {
+		res, err := d.q.ExecContext(ctx, q, args...)
+		if err != nil {
+			return 0, mapErr(err)
+		}
+		n, _ := res.RowsAffected()
+		return n, nil
+	}
+	e.Query = d.each
+	d.Stores = storerules.NewStores(e)
+}
+
+// found maps the error of a read of the one object kind id: no row is
+// NOT_FOUND.
+func found(err error, kind, id string) error { return storerules.Found(err, kind, id, mapErr) }
+
+// each is a storerules.Engine's Query.
+func (d *DB) each(ctx context.Context, each func(storerules.Row) error, q string, args ...any) error {
+	_, err := all(ctx, d.q, func(r rowScanner) (struct{}, error) { return struct{}{}, each(r) }, q, args...)
+	return err
 }

@@ -109,3 +109,8 @@ func TestApprovalStore(t *testing.T) {
 		return open(t).(*sqlite.DB)
 	})
 }
+
+// TestAgreement runs the checks of points where the engines once differed.
+func TestAgreement(t *testing.T) {
+	storetest.RunAgreement(t, open)
+}

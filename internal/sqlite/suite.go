@@ -62,11 +62,7 @@ func (t suiteTx) SetShares(ctx context.Context, taskID string, users []string, n
 }
 
 func (t suiteTx) Cases(ctx context.Context, taskID string) ([]*duet.Case, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT `+caseColumns+` FROM cases c WHERE c.task_id = ?`, taskID)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, scanCase)
+	return all(ctx, t.tx, scanCase, `SELECT `+caseColumns+` FROM cases c WHERE c.task_id = ?`, taskID)
 }
 
 func (t suiteTx) InsertCase(ctx context.Context, c *duet.Case, w storerules.CaseColumns) error {
@@ -87,11 +83,7 @@ func (t suiteTx) ArchiveCase(ctx context.Context, id string, now time.Time) erro
 }
 
 func (t suiteTx) SuiteSchedules(ctx context.Context, owner, taskID string) ([]*duet.Schedule, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT `+scheduleColumns+` FROM schedules s WHERE s.task_id = ? AND s.owner = ? AND s.source = ?`, taskID, owner, duet.ScheduleFromSuite)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, scanSchedule)
+	return all(ctx, t.tx, scanSchedule, `SELECT `+scheduleColumns+` FROM schedules s WHERE s.task_id = ? AND s.owner = ? AND s.source = ?`, taskID, owner, duet.ScheduleFromSuite)
 }
 
 func (t suiteTx) InsertSchedule(ctx context.Context, s *duet.Schedule, now time.Time) error {

@@ -51,20 +51,34 @@ const otherVisibleTaskIDs = `SELECT id FROM tasks WHERE owner IN ` + teamsOf + `
 	UNION SELECT task_id FROM task_shares WHERE user_id = ?1
 	UNION SELECT task_id FROM task_shares WHERE user_id IN ` + teamsOf
 
-type rowScanner interface{ Scan(...any) error }
+type rowScanner = storerules.Row
 
 // collect reads every row with scan and closes rows.
 func collect[T any](rows *sql.Rows, scan func(rowScanner) (T, error)) ([]T, error) {
 	defer rows.Close()
-	out := []T{}
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, mapErr(err)
-		}
-		out = append(out, v)
+	out, err := storerules.Collect(rows, scan)
+	return out, mapErr(err)
+}
+
+// all runs query on q and reads every row with scan.
+func all[T any](ctx context.Context, q querier, scan func(rowScanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, mapErr(err)
 	}
-	return out, mapErr(rows.Err())
+	return collect(rows, scan)
+}
+
+// changed is the outcome of a statement that must change a row: err
+// mapped, else none if it changed none.
+func changed(res sql.Result, err error, none error) error {
+	if err != nil {
+		return mapErr(err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return none
+	}
+	return nil
 }
 
 func scanTask(r rowScanner) (*duet.Task, error) {
@@ -245,10 +259,8 @@ func (d *DB) readTaskByID(ctx context.Context, viewer, id string) (cachedTask, e
 // findTaskAny returns a task regardless of viewer (workers, internal use).
 func (d *DB) findTaskAny(ctx context.Context, q querier, id string) (*duet.Task, error) {
 	t, err := scanTask(q.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, storerules.NotFound("task", id)
-	} else if err != nil {
-		return nil, mapErr(err)
+	if err != nil {
+		return nil, found(err, "task", id)
 	}
 	return t, loadShares(ctx, q, t)
 }
@@ -261,10 +273,8 @@ func (d *DB) FindTaskByName(ctx context.Context, owner, name string) (*duet.Task
 func findTaskByName(ctx context.Context, q querier, owner, name string) (*duet.Task, error) {
 	t, err := scanTask(q.QueryRowContext(ctx,
 		`SELECT `+taskColumns+` FROM tasks t WHERE t.owner = ? AND t.name = ?`, owner, name))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, storerules.NotFound("task", name)
-	} else if err != nil {
-		return nil, mapErr(err)
+	if err != nil {
+		return nil, found(err, "task", name)
 	}
 	return t, loadShares(ctx, q, t)
 }
@@ -380,13 +390,7 @@ func (d *DB) UnshareTask(ctx context.Context, owner, taskID, user string) error 
 			return err
 		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM task_shares WHERE task_id = ? AND user_id = ?`, taskID, user)
-		if err != nil {
-			return mapErr(err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return duet.Errorf(duet.CodeNotFound, "task %q is not shared with %q", taskID, user)
-		}
-		return nil
+		return changed(res, err, duet.Errorf(duet.CodeNotFound, "task %q is not shared with %q", taskID, user))
 	})
 }
 

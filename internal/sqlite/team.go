@@ -12,8 +12,6 @@ import (
 	"github.com/duet-test/duet/internal/storerules"
 )
 
-var _ duet.TeamStore = (*DB)(nil)
-
 // teamRole returns user's role in team, failing with NOT_FOUND unless user
 // is a member: a team one is not in looks like one that does not exist.
 func teamRole(ctx context.Context, q querier, team, user string) (duet.TeamRole, error) {
@@ -267,13 +265,7 @@ func (d *DB) DeleteTeamServer(ctx context.Context, by, team, name string) error 
 			return err
 		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM team_servers WHERE team = ? AND name = ?`, team, name)
-		if err != nil {
-			return mapErr(err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return storerules.NotFound("team server", name)
-		}
-		return nil
+		return changed(res, err, storerules.NotFound("team server", name))
 	})
 }
 

@@ -12,14 +12,8 @@ import (
 
 // CreateToken stores a personal access token (its hash only).
 func (d *DB) CreateToken(ctx context.Context, t *duet.Token) error {
-	if t.UserID == "" || t.Hash == "" {
-		return duet.Errorf(duet.CodeInvalidArgument, "a token needs a user and a hash")
-	}
-	if t.ID == "" {
-		t.ID = duet.NewID("tok")
-	}
-	if t.CreatedAt.IsZero() {
-		t.CreatedAt = d.now()
+	if err := storerules.NewToken(t, d.now()); err != nil {
+		return err
 	}
 	if t.ParentID == "" {
 		_, err := d.q.ExecContext(ctx, `INSERT INTO tokens (id, user_id, name, hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
@@ -47,19 +41,6 @@ func (d *DB) CreateToken(ctx context.Context, t *duet.Token) error {
 	})
 }
 
-const tokenColumns = `id, user_id, name, coalesce(parent_id, ''), hash, created_at, expires_at, last_used_at`
-
-func scanToken(r rowScanner) (*duet.Token, error) {
-	var t duet.Token
-	var created int64
-	var expires, used sql.NullInt64
-	if err := r.Scan(&t.ID, &t.UserID, &t.Name, &t.ParentID, &t.Hash, &created, &expires, &used); err != nil {
-		return nil, err
-	}
-	t.CreatedAt, t.ExpiresAt, t.LastUsedAt = fromMicros(created), ptrTime(expires), ptrTime(used)
-	return &t, nil
-}
-
 // FindTokenByHash returns the unexpired token with that hash. Returns UNAUTHENTICATED.
 // The token is cached until any token changes (cache.go); its expiry is
 // checked on every call.
@@ -72,7 +53,7 @@ func (d *DB) FindTokenByHash(ctx context.Context, hash string) (*duet.Token, err
 }
 
 func (d *DB) readTokenByHash(ctx context.Context, hash string) (*duet.Token, error) {
-	t, err := scanToken(d.q.QueryRowContext(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE hash = ? AND (expires_at IS NULL OR expires_at > ?)`, hash, micros(d.now())))
+	t, err := storerules.ScanToken(d.q.QueryRowContext(ctx, `SELECT `+storerules.TokenColumns+` FROM tokens WHERE hash = ? AND (expires_at IS NULL OR expires_at > ?)`, hash, micros(d.now())))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, duet.Errorf(duet.CodeUnauthenticated, "invalid or expired token")
 	}
@@ -81,11 +62,7 @@ func (d *DB) readTokenByHash(ctx context.Context, hash string) (*duet.Token, err
 
 // FindTokens lists a user's tokens, newest first.
 func (d *DB) FindTokens(ctx context.Context, userID string) ([]*duet.Token, error) {
-	rows, err := d.q.QueryContext(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE user_id = ? ORDER BY id DESC`, userID)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, scanToken)
+	return all(ctx, d.q, storerules.ScanToken, `SELECT `+storerules.TokenColumns+` FROM tokens WHERE user_id = ? ORDER BY id DESC`, userID)
 }
 
 // tokenTree selects the ids of token ?1 of user ?2 and of every token it
@@ -102,13 +79,7 @@ func (d *DB) DeleteToken(ctx context.Context, userID, id string) error {
 			return mapErr(err)
 		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM tokens WHERE id IN (`+tokenTree+`)`, id, userID)
-		if err != nil {
-			return mapErr(err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return storerules.NotFound("token", id)
-		}
-		return nil
+		return changed(res, err, storerules.NotFound("token", id))
 	})
 }
 
@@ -121,18 +92,27 @@ func (d *DB) DeleteToken(ctx context.Context, userID, id string) error {
 // statement get consecutive ids in order (AUTOINCREMENT, one writer), so
 // each record's id follows from the statement's last one.
 func (d *DB) AppendAudit(ctx context.Context, recs []*duet.AuditRecord) error {
+	return appendLog(ctx, d, recs, auditChunk, auditInsert, func(r *duet.AuditRecord) []any {
+		return []any{micros(r.Time), r.TraceID, r.CallSource, r.Caller, r.Method, r.Tool, r.Outcome, r.DurationUs, r.ArgBytes, r.ResultBytes}
+	}, func(r *duet.AuditRecord, id int64) { r.ID = id })
+}
+
+// appendLog stores recs in one transaction, up to chunk rows (their
+// columns as row lists them) per INSERT (insert(n) is the one of n rows);
+// setID gives each record its id, which follows from the last one of its
+// statement. The statements are prepared before the transaction:
+// preparing one takes a connection from the pool, and taking one while
+// holding the write lock can wait on connections that wait for that lock
+// (until busy_timeout: runs stalled 10 s when it did).
+func appendLog[T any](ctx context.Context, d *DB, recs []T, chunk int, insert func(n int) string, row func(T) []any, setID func(T, int64)) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	// The statements are prepared before the transaction: preparing one
-	// takes a connection from the pool, and taking one while holding the
-	// write lock can wait on connections that wait for that lock (until
-	// busy_timeout: runs stalled 10 s when it did).
 	stmts := map[int]*sql.Stmt{}
-	for rest := len(recs); rest > 0; rest -= min(rest, auditChunk) {
-		n := min(rest, auditChunk)
+	for rest := len(recs); rest > 0; rest -= min(rest, chunk) {
+		n := min(rest, chunk)
 		if stmts[n] == nil {
-			s, err := d.q.stmt(ctx, auditInsert(n))
+			s, err := d.q.stmt(ctx, insert(n))
 			if err != nil {
 				return mapErr(err)
 			}
@@ -141,14 +121,13 @@ func (d *DB) AppendAudit(ctx context.Context, recs []*duet.AuditRecord) error {
 	}
 	return d.tx(ctx, func(tx *sql.Tx) error {
 		for len(recs) > 0 {
-			chunk := recs[:min(len(recs), auditChunk)]
-			recs = recs[len(chunk):]
-			s := stmts[len(chunk)]
-			args := make([]any, 0, 10*len(chunk))
-			for _, r := range chunk {
-				args = append(args, micros(r.Time), r.TraceID, r.CallSource, r.Caller, r.Method, r.Tool, r.Outcome, r.DurationUs, r.ArgBytes, r.ResultBytes)
+			part := recs[:min(len(recs), chunk)]
+			recs = recs[len(part):]
+			args := make([]any, 0, 10*len(part))
+			for _, r := range part {
+				args = append(args, row(r)...)
 			}
-			res, err := tx.StmtContext(ctx, s).ExecContext(ctx, args...)
+			res, err := tx.StmtContext(ctx, stmts[len(part)]).ExecContext(ctx, args...)
 			if err != nil {
 				return mapErr(err)
 			}
@@ -156,8 +135,8 @@ func (d *DB) AppendAudit(ctx context.Context, recs []*duet.AuditRecord) error {
 			if err != nil {
 				return mapErr(err)
 			}
-			for i, r := range chunk {
-				r.ID = last - int64(len(chunk)-1-i)
+			for i, r := range part {
+				setID(r, last-int64(len(part)-1-i))
 			}
 		}
 		return nil
@@ -202,33 +181,17 @@ const auditChunk = 64
 
 // auditInsert is the INSERT of n audit rows.
 func auditInsert(n int) string {
+	return `INSERT OR FAIL INTO audit (time, trace_id, call_source, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes) VALUES ` + rows10(n)
+}
+
+// rows10 is the VALUES of n rows of 10 parameters.
+func rows10(n int) string {
 	const row = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	return `INSERT OR FAIL INTO audit (time, trace_id, call_source, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes) VALUES ` +
-		strings.TrimSuffix(strings.Repeat(row+`, `, n), `, `)
+	return strings.TrimSuffix(strings.Repeat(row+`, `, n), `, `)
 }
 
 // FindAudit returns audit records matching f, newest first.
 func (d *DB) FindAudit(ctx context.Context, f duet.AuditFilter) ([]*duet.AuditRecord, error) {
-	var w filter
-	w.eq("caller", f.Caller)
-	w.eq("tool", f.Tool)
-	w.eq("method", f.Method)
-	w.eq("call_source", string(f.CallSource))
-	w.eq("outcome", string(f.Outcome))
-	w.eq("trace_id", f.TraceID)
-	w.between("time", f.Since, f.Until)
-	q, args := w.newestFirst(`id, time, trace_id, call_source, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes`, `audit`, f.Limit)
-	rows, err := d.q.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, func(r rowScanner) (*duet.AuditRecord, error) {
-		var a duet.AuditRecord
-		var t int64
-		if err := r.Scan(&a.ID, &t, &a.TraceID, &a.CallSource, &a.Caller, &a.Method, &a.Tool, &a.Outcome, &a.DurationUs, &a.ArgBytes, &a.ResultBytes); err != nil {
-			return nil, err
-		}
-		a.Time = fromMicros(t)
-		return &a, nil
-	})
+	q, args := storerules.AuditSearch(f, stored)
+	return all(ctx, d.q, storerules.ScanAudit, q, args...)
 }

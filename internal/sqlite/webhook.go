@@ -75,11 +75,7 @@ func (d *DB) FindWebhooks(ctx context.Context, by, taskID string) ([]*duet.Webho
 	if err := ownsTask(ctx, d.q, by, taskID); err != nil {
 		return nil, err
 	}
-	rows, err := d.q.QueryContext(ctx, `SELECT `+webhookColumns+` FROM webhooks w WHERE w.task_id = ? ORDER BY w.name`, taskID)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, scanWebhook)
+	return all(ctx, d.q, scanWebhook, `SELECT `+webhookColumns+` FROM webhooks w WHERE w.task_id = ? ORDER BY w.name`, taskID)
 }
 
 // ownedWebhook is the condition that ?1 owns the task of webhook w.
@@ -161,11 +157,7 @@ func enqueueRunFinished(ctx context.Context, q querier, runID string, status due
 // enabledWebhooks lists the webhooks not disabled that where (a join and
 // a condition on w with ? = arg) selects, by name.
 func enabledWebhooks(ctx context.Context, q querier, where, arg string) ([]*duet.Webhook, error) {
-	rows, err := q.QueryContext(ctx, `SELECT `+webhookColumns+` FROM webhooks w `+where+` AND w.disabled = 0 ORDER BY w.name`, arg)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, scanWebhook)
+	return all(ctx, q, scanWebhook, `SELECT `+webhookColumns+` FROM webhooks w `+where+` AND w.disabled = 0 ORDER BY w.name`, arg)
 }
 
 func deliveryInserter(q querier, now time.Time) func(context.Context, *duet.WebhookDelivery) error {
@@ -225,13 +217,7 @@ func (d *DB) FinishDelivery(ctx context.Context, id, lease string, o duet.Delive
 	res, err := d.q.ExecContext(ctx, `UPDATE webhook_deliveries SET status = ?, attempts = attempts + 1, payload = ?, due_at = ?, last_attempt_at = ?, response_code = ?, last_error = ?, lease = ''
 		WHERE id = ? AND lease = ? AND status = 'delivering'`,
 		o.Status, o.Payload, micros(due), micros(o.At), o.ResponseCode, o.Error, id, lease)
-	if err != nil {
-		return mapErr(err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return duet.Errorf(duet.CodeLeaseLost, "webhook delivery %s was claimed by another instance", id)
-	}
-	return nil
+	return changed(res, err, duet.Errorf(duet.CodeLeaseLost, "webhook delivery %s was claimed by another instance", id))
 }
 
 // FindDeliveries lists a webhook's deliveries, newest first.
@@ -242,11 +228,7 @@ func (d *DB) FindDeliveries(ctx context.Context, by, webhookID string, limit int
 	if limit <= 0 || limit > 500 {
 		limit = 100
 	}
-	rows, err := d.q.QueryContext(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries d WHERE d.webhook_id = ? ORDER BY d.created_at DESC, d.id DESC LIMIT ?`, webhookID, limit)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, scanDelivery)
+	return all(ctx, d.q, scanDelivery, `SELECT `+deliveryColumns+` FROM webhook_deliveries d WHERE d.webhook_id = ? ORDER BY d.created_at DESC, d.id DESC LIMIT ?`, webhookID, limit)
 }
 
 // Redeliver makes a new delivery of a finished one.
@@ -255,10 +237,8 @@ func (d *DB) Redeliver(ctx context.Context, by, deliveryID string) (*duet.Webhoo
 	err := d.tx(ctx, func(tx *sql.Tx) error {
 		x, err := scanDelivery(tx.QueryRowContext(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id JOIN tasks t ON t.id = w.task_id
 			WHERE d.id = ?2 AND `+ownedWebhook, by, deliveryID))
-		if errors.Is(err, sql.ErrNoRows) {
-			return storerules.NotFound("webhook delivery", deliveryID)
-		} else if err != nil {
-			return mapErr(err)
+		if err != nil {
+			return found(err, "webhook delivery", deliveryID)
 		}
 		if x.Status != duet.DeliveryDelivered && x.Status != duet.DeliveryFailed {
 			return duet.Errorf(duet.CodeInvalidArgument, "webhook delivery %s is still %s: only a delivered or failed delivery is sent again", deliveryID, x.Status)
@@ -274,7 +254,7 @@ func (d *DB) ClaimCatalogSync(ctx context.Context, now time.Time, every time.Dur
 	var out *duet.MCPServer
 	err := d.tx(ctx, func(tx *sql.Tx) error {
 		out = nil
-		s, err := scanMCPServer(tx.QueryRowContext(ctx, `SELECT `+storerules.PrefixColumns("s.", mcpServerColumns)+` FROM mcp_servers s LEFT JOIN mcp_auto_sync a ON a.registration_id = s.id
+		s, err := storerules.ScanMCPServer(tx.QueryRowContext(ctx, `SELECT `+storerules.PrefixColumns("s.", storerules.MCPServerColumns)+` FROM mcp_servers s LEFT JOIN mcp_auto_sync a ON a.registration_id = s.id
 			WHERE max(coalesce(a.claimed_at, 0), coalesce(s.synced_at, 0)) <= ? ORDER BY max(coalesce(a.claimed_at, 0), coalesce(s.synced_at, 0)), s.id LIMIT 1`,
 			micros(now.Add(-every))))
 		if errors.Is(err, sql.ErrNoRows) {

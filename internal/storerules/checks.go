@@ -161,3 +161,63 @@ func CheckDeviceLease(l *duet.DeviceLease, ttl time.Duration) error {
 	}
 	return nil
 }
+
+// NewToken checks a personal access token and readies it to be written at
+// now: an id unless it has one, created now unless it says when, its
+// creation time as the store keeps it. Returns INVALID_ARGUMENT.
+func NewToken(t *duet.Token, now time.Time) error {
+	if t.UserID == "" || t.Hash == "" {
+		return duet.Errorf(duet.CodeInvalidArgument, "a token needs a user and a hash")
+	}
+	if t.ID == "" {
+		t.ID = duet.NewID("tok")
+	}
+	if t.CreatedAt.IsZero() {
+		t.CreatedAt = now
+	}
+	t.CreatedAt = Stored(t.CreatedAt)
+	return nil
+}
+
+// CheckApproval refuses an approval no engine may store: no user, case or
+// version.
+func CheckApproval(a *duet.CaseApproval) error {
+	if a == nil || a.User == "" || a.CaseID == "" || a.Version <= 0 {
+		return duet.Errorf(duet.CodeInvalidArgument, "an approval needs a user, a case and its version")
+	}
+	return nil
+}
+
+// ApprovedVersion refuses a's approval of case c unless a approves c's
+// current version. Returns CONFLICT.
+func ApprovedVersion(c *duet.Case, a *duet.CaseApproval) error {
+	if c.Version != a.Version {
+		return duet.Errorf(duet.CodeConflict, "case %s is at version %d now, not %d: review it again before approving", c.ID, c.Version, a.Version)
+	}
+	return nil
+}
+
+// RewrapSecrets is duet.SecretStore's RewrapSecrets in the engine's
+// transaction: read reads every secret with its ciphertext (locked against
+// other writers), update stores a secret's new ciphertext; rewrap returns
+// it, or nil to keep the old one.
+func RewrapSecrets(rewrap func(s *duet.Secret) ([]byte, error), read func() ([]*duet.Secret, error), update func(s *duet.Secret, ct []byte) error) (replaced, total int, err error) {
+	secrets, err := read()
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, s := range secrets {
+		ct, err := rewrap(s)
+		if err != nil {
+			return replaced, len(secrets), err
+		}
+		if ct == nil {
+			continue
+		}
+		if err := update(s, ct); err != nil {
+			return replaced, len(secrets), err
+		}
+		replaced++
+	}
+	return replaced, len(secrets), nil
+}

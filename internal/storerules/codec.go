@@ -216,3 +216,16 @@ func EncodeRunHooks(results []*duet.StepResult, vars map[string]any) (string, er
 	b, err := json.Marshal(RunHooks{Results: results, Vars: vars})
 	return string(b), err
 }
+
+// AIPlanColumns are the columns of ai_plans p that ScanAIPlan reads.
+const AIPlanColumns = `p.id, p.task_id, p.case_id, p.case_version, p.step_index, p.step_hash, p.fingerprint, p.actions, p.run_id, p.execution_id, p.created_by, p.hits, p.created_at, p.used_at`
+
+// ScanAIPlan reads a plan of AIPlanColumns.
+func ScanAIPlan(r Row) (*duet.AIPlan, error) {
+	var p duet.AIPlan
+	var actions string
+	if err := r.Scan(&p.ID, &p.TaskID, &p.CaseID, &p.CaseVersion, &p.StepIndex, &p.StepHash, &p.Fingerprint, &actions, &p.RunID, &p.ExecutionID, &p.CreatedBy, &p.Hits, TimeOf(&p.CreatedAt), TimeOf(&p.UsedAt)); err != nil {
+		return nil, err
+	}
+	return scanned(&p, json.Unmarshal([]byte(actions), &p.Actions))
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/duet-test/duet"
@@ -103,21 +104,22 @@ func ExecutionsByID(execs []*duet.Execution) (byID map[string]*duet.Execution, i
 
 // AddResult appends the stored step result data to e's results.
 func AddResult(e *duet.Execution, data string) error {
-	var r duet.StepResult
-	if err := json.Unmarshal([]byte(data), &r); err != nil {
-		return fmt.Errorf("step result of %s: %w", e.ID, err)
-	}
-	e.Results = append(e.Results, &r)
-	return nil
+	return appendJSON(&e.Results, data, "step result of "+e.ID)
 }
 
 // AddAttempt appends the stored earlier attempt data to e's attempts.
 func AddAttempt(e *duet.Execution, data string) error {
-	var a duet.ExecutionAttempt
-	if err := json.Unmarshal([]byte(data), &a); err != nil {
-		return fmt.Errorf("attempt of %s: %w", e.ID, err)
+	return appendJSON(&e.Attempts, data, "attempt of "+e.ID)
+}
+
+// appendJSON appends the value stored as data to list; what names it in
+// an error.
+func appendJSON[T any](list *[]*T, data, what string) error {
+	var v T
+	if err := json.Unmarshal([]byte(data), &v); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
 	}
-	e.Attempts = append(e.Attempts, &a)
+	*list = append(*list, &v)
 	return nil
 }
 
@@ -379,4 +381,21 @@ func RetryExecution(ctx context.Context, tx RetryTx, l duet.Lease, e *duet.Execu
 		return nil, err
 	}
 	return append(x.Attempts, a), nil
+}
+
+// ExecutionPageEnd cuts a page read with one execution more than limit to
+// limit, returns the cursor of the next page ("" if none), and drops the
+// steps and variables of a summary page.
+func ExecutionPageEnd(execs []*duet.Execution, f duet.ExecutionFilter, limit int) ([]*duet.Execution, string) {
+	var next string
+	if len(execs) > limit {
+		execs = execs[:limit]
+		next = EncodeCursor(strconv.Itoa(execs[limit-1].Ordinal))
+	}
+	if !f.Results {
+		for _, e := range execs {
+			e.Steps, e.Vars = nil, nil
+		}
+	}
+	return execs, next
 }
