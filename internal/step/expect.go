@@ -42,6 +42,17 @@ func compileElement(c *Compiler, st *duet.Step, n *Node, f *Form) (*body, bool) 
 	return bd, true
 }
 
+// elementStep is the Compile of a step that acts on one located element
+// of the form f: more goes on with the keys of its mapping form (the
+// shorthand has none).
+func elementStep(f *Form, more func(c *Compiler, n *Node, bd *body)) func(*Compiler, *duet.Step, *Node) {
+	return func(c *Compiler, st *duet.Step, n *Node) {
+		if bd, ok := compileElement(c, st, n, f); ok && bd.isMap {
+			more(c, n, bd)
+		}
+	}
+}
+
 // requiredKeys names what a form's mapping needs, for messages.
 func requiredKeys(f *Form) []string {
 	out := []string{"a locator"}
@@ -241,11 +252,7 @@ var stateForm = elementForm("the CSS selector", notKey)
 // when inverse, when it is not (assertDisabled is assertEnabled with not).
 func stateAssertion(state, yes, no string, inverse bool, k *Kind) *Kind {
 	k.Section, k.Form, k.Assertion = Browser, stateForm, true
-	k.Compile = func(c *Compiler, st *duet.Step, n *Node) {
-		if bd, ok := compileElement(c, st, n, &stateForm); ok && bd.isMap {
-			bd.compileNot()
-		}
-	}
+	k.Compile = elementStep(&stateForm, func(_ *Compiler, _ *Node, bd *body) { bd.compileNot() })
 	k.Run = func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
 		if inverse {
 			st = inverted(st)
@@ -281,16 +288,12 @@ func compareForm(keys ...Key) Form {
 // label names what is read, in messages, from that name ("" without one).
 func compareAssertion(query string, f *Form, param string, field func(*duet.BrowserStep) *string, label func(name string) string, k *Kind) *Kind {
 	k.Section, k.Form, k.Assertion = Browser, *f, true
-	k.Compile = func(c *Compiler, st *duet.Step, n *Node) {
-		bd, ok := compileElement(c, st, n, f)
-		if !ok {
-			return
-		}
+	k.Compile = elementStep(f, func(_ *Compiler, _ *Node, bd *body) {
 		if param != "" {
 			*field(bd.b) = bd.field(param, true)
 		}
 		bd.compileCompareNot()
-	}
+	})
 	k.Run = func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
 		var name string
 		if param != "" {

@@ -14,13 +14,9 @@ var Fill = register(valueAction("fill", &fillForm, &Kind{
 }))
 
 // compileValue returns the compile function of the kinds whose body is an
-// element and a value (fill, select, type).
+// element and a value (fill, select, type); f has no shorthand.
 func compileValue(f *Form) func(c *Compiler, st *duet.Step, n *Node) {
-	return func(c *Compiler, st *duet.Step, n *Node) {
-		bd, ok := compileElement(c, st, n, f)
-		if !ok {
-			return
-		}
+	return elementStep(f, func(c *Compiler, n *Node, bd *body) {
 		if vn := n.Get("value"); vn == nil {
 			c.Errf(n, "missing key value")
 		} else if s, ok := vn.Str(); ok {
@@ -29,5 +25,5 @@ func compileValue(f *Form) func(c *Compiler, st *duet.Step, n *Node) {
 		} else {
 			c.Errf(vn, "value must be a string")
 		}
-	}
+	})
 }
