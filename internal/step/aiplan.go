@@ -750,16 +750,3 @@ func actOutput(a *aiActing) map[string]any {
 	}
 	return map[string]any{"cached": a.usage.Cached, "healed": a.usage.Healed, "actions": acts}
 }
-
-// compileActing compiles the keys the acting steps share.
-func compileActing(c *Compiler, st *duet.Step, n *Node, f *Form) (*duet.AIStep, bool) {
-	ai, isMap := compileAI(c, st, n, "prompt")
-	if ai == nil {
-		return nil, false
-	}
-	ai.TestIDAttr = c.TestIDAttribute
-	if isMap {
-		c.AllowKeys(n, f.KeyNames()...)
-	}
-	return ai, isMap
-}
