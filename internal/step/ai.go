@@ -90,14 +90,10 @@ type Summarizer interface {
 	Summary(ctx context.Context, maxBytes int) (string, error)
 }
 
-// aiKeys are the keys every AI step takes besides its own.
 // promptForm is the form of an AI step written as its prompt (doc says
 // what it is), or as a mapping of the prompt, keys and maxTokens.
 func promptForm(doc string, keys ...Key) Form {
-	return Form{
-		Short: &Short{Type: Template, Doc: doc},
-		Keys:  append(append([]Key{{Name: "prompt", Type: Template, Required: true, Doc: doc}}, keys...), aiBudgetKey),
-	}
+	return shortFor("prompt", Template, doc, doc, append(keys, aiBudgetKey)...)
 }
 
 var aiBudgetKey = Key{Name: "maxTokens", Type: Int, Doc: "the step's token budget, prompts and answers of all its model calls (default DUET_LLM_STEP_TOKENS, 20000)"}

@@ -18,14 +18,10 @@ const DefaultAIRounds = 8
 // aiMaxMoves bounds the actions of one round.
 const aiMaxMoves = 5
 
-var aiActForm = Form{
-	Short: &Short{Type: Template, Doc: "the goal, in words"},
-	Keys: []Key{
-		{Name: "prompt", Type: Template, Required: true, Doc: "the goal, in words: what to do and what must hold after"},
-		{Name: "maxRounds", Type: Int, Doc: "the most look-and-act rounds (default 8)"},
-		aiBudgetKey,
-	},
-}
+var aiActForm = shortFor("prompt", Template, "the goal, in words", "the goal, in words: what to do and what must hold after",
+	Key{Name: "maxRounds", Type: Int, Doc: "the most look-and-act rounds (default 8)"},
+	aiBudgetKey,
+)
 
 // aiMove is the answer of one round of an ai step.
 type aiMove struct {

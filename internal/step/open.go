@@ -12,10 +12,7 @@ var Open = register(&Kind{
 	Section: Browser,
 	Order:   100,
 	Summary: "Navigate the page to a URL and wait for it to load.",
-	Form: Form{
-		Short: &Short{Type: Template, Doc: "the URL"},
-		Keys:  []Key{{Name: "url", Type: Template, Required: true, Doc: `"/..." is relative to the task's baseURL; or an absolute http(s) URL`}},
-	},
+	Form:    shortFor("url", Template, "the URL", `"/..." is relative to the task's baseURL; or an absolute http(s) URL`),
 	Example: "- open: /order?orderId=A1001\n- open: {url: \"https://shop.example/\"}\n",
 	Doc:     "Every other browser step needs an `open` before it. The first browser step of a case starts its browser session: one isolated browser context per case execution.",
 	Agent:   "`open: /order?orderId=A1001` — navigate.",
