@@ -44,14 +44,12 @@ var OnDialog = register(&Kind{
 	Doc:     "It holds until the next onDialog. A page's `beforeunload` question is always accepted, so that a case can leave the page.",
 	Agent:   "`onDialog: dismiss` or `onDialog: {action: accept, promptText: \"Ada\"}` — before the click that opens the dialog; then `assertDialog: {contains: \"...\"}`",
 	Compile: browserStep(false, func(c *Compiler, st *duet.Step, n *Node, bd *body) {
-		b := bd.b
 		if bd.isMap {
 			c.AllowKeys(n, "action", "promptText")
-			b.Dialog = c.String(n, "action", true)
-			b.Value = bd.field("promptText", false)
-		} else {
-			b.Dialog = bd.short
 		}
+		b := bd.b
+		b.Dialog = bd.text("action", false)
+		b.Value = bd.field("promptText", false)
 		if b.Dialog != "" && b.Dialog != "accept" && b.Dialog != "dismiss" {
 			c.Errf(n, "onDialog: accept or dismiss, got %q", b.Dialog)
 		}

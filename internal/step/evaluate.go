@@ -18,6 +18,30 @@ type Evaluator interface {
 	Evaluate(ctx context.Context, expr string, args map[string]any, maxBytes int) (any, error)
 }
 
+// templateArgs reads evaluate's args (nil an: none), a mapping of names
+// to templates.
+func (c *Compiler) templateArgs(an *Node) map[string]string {
+	if an == nil {
+		return nil
+	}
+	if an.Type != MapNode {
+		c.Errf(an, "args must be a mapping of names to values")
+		return nil
+	}
+	args := map[string]string{}
+	for i, k := range an.Keys {
+		name, _ := k.Str()
+		v, ok := an.Vals[i].Str()
+		if !ok {
+			c.Errf(an.Vals[i], "args.%s must be a text (a template)", name)
+			continue
+		}
+		c.Template(an.Vals[i], "args."+name, v)
+		args[name] = v
+	}
+	return args
+}
+
 // maxEvaluateBytes bounds the value of an evaluate step, as JSON.
 const maxEvaluateBytes = 1 << 20
 
@@ -37,31 +61,13 @@ var Evaluate = register(&Kind{
 		"refused in the page before it is sent). An expression that throws fails the step with BROWSER_ERROR and the exception's message.",
 	Agent: "`evaluate: {expression: \"window.appState.cart.length\", as: n}` — only for what no other step reads",
 	Compile: pageStep(false, func(c *Compiler, st *duet.Step, n *Node, bd *body) {
-		b := bd.b
-		if !bd.isMap {
-			b.Expr = bd.short
-		} else {
+		if bd.isMap {
 			c.AllowKeys(n, "expression", "args", "as", "saveAs")
-			b.Expr = c.String(n, "expression", true)
-			if an := n.Get("args"); an != nil {
-				if an.Type != MapNode {
-					c.Errf(an, "args must be a mapping of names to values")
-				} else {
-					b.Args = map[string]string{}
-					for i, k := range an.Keys {
-						name, _ := k.Str()
-						v, ok := an.Vals[i].Str()
-						if !ok {
-							c.Errf(an.Vals[i], "args.%s must be a text (a template)", name)
-							continue
-						}
-						c.Template(an.Vals[i], "args."+name, v)
-						b.Args[name] = v
-					}
-				}
-			}
-			b.SaveAs = c.saveAsKey(n, "")
 		}
+		b := bd.b
+		b.Expr = bd.text("expression", false)
+		b.Args = c.templateArgs(n.Get("args"))
+		b.SaveAs = c.saveAsKey(n, "")
 		if b.Expr == "" && (!bd.isMap || n.Get("expression") != nil) {
 			c.Errf(n, "evaluate: the expression is empty")
 		}

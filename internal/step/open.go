@@ -17,14 +17,11 @@ var Open = register(&Kind{
 	Doc:     "Every other browser step needs an `open` before it. The first browser step of a case starts its browser session: one isolated browser context per case execution.",
 	Agent:   "`open: /order?orderId=A1001` — navigate.",
 	Compile: browserStep(false, func(c *Compiler, st *duet.Step, n *Node, bd *body) {
-		b := bd.b
 		if bd.isMap {
 			c.AllowKeys(n, "url")
-			b.URL = bd.field("url", true)
-		} else {
-			b.URL = bd.short
-			c.Template(n, "open", bd.short)
 		}
+		b := bd.b
+		b.URL = bd.text("url", true)
 		if b.URL != "" {
 			c.RelativeURL(n, "open", b.URL)
 		}
