@@ -18,30 +18,6 @@ type Evaluator interface {
 	Evaluate(ctx context.Context, expr string, args map[string]any, maxBytes int) (any, error)
 }
 
-// templateArgs reads evaluate's args (nil an: none), a mapping of names
-// to templates.
-func (c *Compiler) templateArgs(an *Node) map[string]string {
-	if an == nil {
-		return nil
-	}
-	if an.Type != MapNode {
-		c.Errf(an, "args must be a mapping of names to values")
-		return nil
-	}
-	args := map[string]string{}
-	for i, k := range an.Keys {
-		name, _ := k.Str()
-		v, ok := an.Vals[i].Str()
-		if !ok {
-			c.Errf(an.Vals[i], "args.%s must be a text (a template)", name)
-			continue
-		}
-		c.Template(an.Vals[i], "args."+name, v)
-		args[name] = v
-	}
-	return args
-}
-
 // maxEvaluateBytes bounds the value of an evaluate step, as JSON.
 const maxEvaluateBytes = 1 << 20
 
@@ -66,7 +42,7 @@ var Evaluate = register(&Kind{
 		}
 		b := bd.b
 		b.Expr = bd.text("expression", false)
-		b.Args = c.templateArgs(n.Get("args"))
+		b.Args = c.templateMap(n, "args", "args.", nil)
 		b.SaveAs = c.saveAsKey(n, "")
 		if b.Expr == "" && (!bd.isMap || n.Get("expression") != nil) {
 			c.Errf(n, "evaluate: the expression is empty")

@@ -3,6 +3,7 @@ package step
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"mime"
 	"path"
@@ -263,28 +264,43 @@ func lookupFold(m map[string]string, k string) (string, bool) {
 // headerMap reads a mapping of header names to templates (nil when the key
 // is absent).
 func (c *Compiler) headerMap(n *Node, key string) map[string]string {
-	hn := n.Get(key)
-	if hn == nil {
+	return c.templateMap(n, key, "header ", func(name string) error {
+		if !validHeaderToken(name) {
+			return fmt.Errorf("%q is not a header name", name)
+		}
+		return nil
+	})
+}
+
+// templateMap reads the mapping under key of n (nil when it is absent):
+// names to templates, each checked against the scope. A value is called
+// label+name in messages; check, when not nil, refuses a name, which is
+// left out.
+func (c *Compiler) templateMap(n *Node, key, label string, check func(name string) error) map[string]string {
+	mn := n.Get(key)
+	if mn == nil {
 		return nil
 	}
-	if hn.Type != MapNode {
-		c.Errf(hn, "%s must be a mapping of name: value", key)
+	if mn.Type != MapNode {
+		c.Errf(mn, "%s must be a mapping of name: value", key)
 		return nil
 	}
 	out := map[string]string{}
-	for j, k := range hn.Keys {
-		ks, _ := k.Str()
-		if !validHeaderToken(ks) {
-			c.Errf(k, "%s: %q is not a header name", key, ks)
-			continue
+	for j, k := range mn.Keys {
+		name, _ := k.Str()
+		if check != nil {
+			if err := check(name); err != nil {
+				c.Errf(k, "%s: %v", key, err)
+				continue
+			}
 		}
-		v, ok := hn.Vals[j].Str()
+		v, ok := mn.Vals[j].Str()
 		if !ok {
-			c.Errf(hn.Vals[j], "header %s must be a string", ks)
+			c.Errf(mn.Vals[j], "%s%s must be a string", label, name)
 			continue
 		}
-		c.Template(hn.Vals[j], "header "+ks, v)
-		out[ks] = v
+		c.Template(mn.Vals[j], label+name, v)
+		out[name] = v
 	}
 	return out
 }
