@@ -29,21 +29,18 @@ const (
 // routeFulfil are the keys of a route that answers the request itself.
 var routeFulfil = []string{"status", "headers", "json", "body", "file", "contentType"}
 
-var routeForm = Form{
-	Keys: append(append([]Key{}, urlKeys...),
-		Key{Name: "times", Type: Int, Doc: "how many requests the route handles before it stops matching (default: all)"},
-		Key{Name: "status", Type: Int, Doc: "fulfil with this HTTP status (default 200 with a body)"},
-		Key{Name: "headers", Type: MapOf(Template), Doc: "fulfil with these response headers"},
-		Key{Name: "json", Type: Any, Doc: "fulfil with this JSON body (its strings are templates; Content-Type application/json)"},
-		Key{Name: "body", Type: Template, Doc: "fulfil with this text body"},
-		Key{Name: "file", Type: Text, Doc: "fulfil with a file of the suite's folder (a path relative to it; 1 MiB at most), read when the suite compiles"},
-		Key{Name: "contentType", Type: Text, Doc: "the body's Content-Type (default: by json, the file's extension, or text/plain)"},
-		Key{Name: "abort", Type: Enum(abortReasons...), Doc: "fail the request with this network error"},
-		Key{Name: "setHeaders", Type: MapOf(Template), Doc: "let the request go on with these request headers added or replaced"},
-		Key{Name: "delay", Type: Duration, Doc: "hold the request this long first (at most 10s)"},
-	),
-	AtLeastOne: []string{"url", "urlMatches"},
-}
+var routeForm = urlForm(nil,
+	Key{Name: "times", Type: Int, Doc: "how many requests the route handles before it stops matching (default: all)"},
+	Key{Name: "status", Type: Int, Doc: "fulfil with this HTTP status (default 200 with a body)"},
+	Key{Name: "headers", Type: MapOf(Template), Doc: "fulfil with these response headers"},
+	Key{Name: "json", Type: Any, Doc: "fulfil with this JSON body (its strings are templates; Content-Type application/json)"},
+	Key{Name: "body", Type: Template, Doc: "fulfil with this text body"},
+	Key{Name: "file", Type: Text, Doc: "fulfil with a file of the suite's folder (a path relative to it; 1 MiB at most), read when the suite compiles"},
+	Key{Name: "contentType", Type: Text, Doc: "the body's Content-Type (default: by json, the file's extension, or text/plain)"},
+	Key{Name: "abort", Type: Enum(abortReasons...), Doc: "fail the request with this network error"},
+	Key{Name: "setHeaders", Type: MapOf(Template), Doc: "let the request go on with these request headers added or replaced"},
+	Key{Name: "delay", Type: Duration, Doc: "hold the request this long first (at most 10s)"},
+)
 
 // RouteKind is the route step.
 var RouteKind = register(&Kind{
