@@ -228,11 +228,12 @@ func elementAction(action string, k *Kind) *Kind {
 }
 
 // valueAction completes k, a kind whose body is an element and a value
-// (fill, select), of form f: running it is the element action named
-// action with the value rendered.
-func valueAction(action string, f *Form, k *Kind) *Kind {
-	k.Section, k.Form = Browser, *f
-	k.Compile = compileValue(f)
+// (fill, select; valueDoc says what the value is): running it is the
+// element action named action with the value rendered.
+func valueAction(action, valueDoc string, k *Kind) *Kind {
+	k.Section = Browser
+	k.Form = elementForm("", Key{Name: "value", Type: Template, Required: true, Doc: valueDoc})
+	k.Compile = compileValue(&k.Form)
 	k.Run = func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
 		v, err := renderOpt(env, st.Browser.Value)
 		if err != nil {

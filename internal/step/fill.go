@@ -2,10 +2,8 @@ package step
 
 import "github.com/duet-test/duet"
 
-var fillForm = elementForm("", Key{Name: "value", Type: Template, Required: true, Doc: "the text the field holds afterwards"})
-
 // Fill is the fill step.
-var Fill = register(valueAction("fill", &fillForm, &Kind{
+var Fill = register(valueAction("fill", "the text the field holds afterwards", &Kind{
 	Name:    duet.StepFill,
 	Order:   130,
 	Summary: "Fill a field: wait until it is visible, enabled and editable, clear it and put the value in as one edit (one input event, as a paste; `type` goes key by key).",
