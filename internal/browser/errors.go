@@ -1,6 +1,7 @@
 package browser
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -51,22 +52,22 @@ func poll(ctx context.Context, check func(ctx context.Context) (bool, error)) er
 	var last error
 	for delay := first; ; delay = min(2*delay, most) {
 		done, err := check(ctx)
-		var de *duet.Error
-		switch {
-		case errors.As(err, &de):
+		if settled(done, err) {
 			return err
-		case err != nil:
-			last = err
-		case done:
-			return nil
 		}
+		last = cmp.Or(err, last) // a transient error, if any
 		if err := sleep(ctx, delay); err != nil {
-			if last != nil {
-				return fmt.Errorf("%w (last error: %w)", err, last)
-			}
-			return err
+			return joinErr(err, last)
 		}
 	}
+}
+
+// settled reports whether a wait ends with what one check of it returned:
+// done, or an error that is a *duet.Error (the wait's result is then err).
+// Any other error is transient: the page may be navigating.
+func settled(done bool, err error) bool {
+	var de *duet.Error
+	return errors.As(err, &de) || (err == nil && done)
 }
 
 // sleep waits for d or until ctx ends, and then returns ctx's error.
@@ -103,19 +104,16 @@ func (s *Session) awaitPage(c *call, check func(ctx context.Context, slice time.
 			slice = 0
 		}
 		done, err := check(c.c, slice)
-		var de *duet.Error
-		switch {
-		case errors.As(err, &de):
+		if settled(done, err) {
 			return err
-		case err != nil:
+		}
+		if err != nil {
 			last = err
 			if err := sleep(c.c, delay); err != nil {
 				return joinErr(err, last)
 			}
 			delay = min(2*delay, 100*time.Millisecond)
 			continue
-		case done:
-			return nil
 		}
 		delay = 10 * time.Millisecond
 		if slice == 0 && !first {

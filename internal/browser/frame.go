@@ -3,7 +3,6 @@ package browser
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 	"sync"
 	"time"
@@ -193,41 +192,15 @@ func (s *Session) frameElement(c *call, w *world, t Target) (runtime.RemoteObjec
 		node *cdp.Node
 	}
 	res, err := chromedp.Run(ctx, func(ctx context.Context, tg *chromedp.Target) (out, error) {
-		qj, err := json.Marshal(lk.q)
+		r, err := lk.call(ctx, tg, w, "const f = $one(q, els); return f.state === 'ok' ? f.el : null;", frameGroup)
+		if err != nil || r == nil || r.ObjectID == "" {
+			return out{}, err
+		}
+		d, err := cdp.Call(ctx, tg, dom.DescribeNode, dom.DescribeNodeParams{ObjectID: r.ObjectID})
 		if err != nil {
 			return out{}, err
 		}
-		fn := "function (q, ...els) {\n" + jsPrelude + jsLocate + "\nconst f = $one(q, els); return f.state === 'ok' ? f.el : null;\n}"
-		args := []*runtime.CallArgument{{Value: qj}}
-		for _, o := range lk.objs {
-			args = append(args, &runtime.CallArgument{ObjectID: o})
-		}
-		p := runtime.CallFunctionOnParams{FunctionDeclaration: fn, Arguments: args, ObjectID: lk.doc, ObjectGroup: frameGroup}
-		if lk.doc == "" {
-			doc, err := cdp.Call(ctx, tg, runtime.Evaluate, runtime.EvaluateParams{Expression: "document", ObjectGroup: frameGroup, ContextID: w.id})
-			if err != nil {
-				return out{}, err
-			}
-			if doc.Result == nil || doc.Result.ObjectID == "" {
-				return out{}, errors.New("the frame has no document")
-			}
-			p.ObjectID = doc.Result.ObjectID
-		}
-		r, err := cdp.Call(ctx, tg, runtime.CallFunctionOn, p)
-		if err != nil {
-			return out{}, err
-		}
-		if r.ExceptionDetails != nil {
-			return out{}, &chromedp.ExceptionError{ExceptionDetails: r.ExceptionDetails}
-		}
-		if r.Result == nil || r.Result.ObjectID == "" {
-			return out{}, nil
-		}
-		d, err := cdp.Call(ctx, tg, dom.DescribeNode, dom.DescribeNodeParams{ObjectID: r.Result.ObjectID})
-		if err != nil {
-			return out{}, err
-		}
-		return out{obj: r.Result.ObjectID, node: d.Node}, nil
+		return out{obj: r.ObjectID, node: d.Node}, nil
 	})
 	return res.obj, res.node, err
 }

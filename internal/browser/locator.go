@@ -179,6 +179,40 @@ type look struct {
 	objs []runtime.RemoteObjectID
 }
 
+// call runs body, a function body over q (the look's query) and els (its
+// handles) after the locating script, in w's document; its result, a
+// handle in the object group group, is what body returns.
+func (lk *look) call(ctx context.Context, t *chromedp.Target, w *world, body, group string) (*runtime.RemoteObject, error) {
+	qj, err := json.Marshal(lk.q)
+	if err != nil {
+		return nil, err
+	}
+	args := []*runtime.CallArgument{{Value: qj}}
+	for _, o := range lk.objs {
+		args = append(args, &runtime.CallArgument{ObjectID: o})
+	}
+	fn := "function (q, ...els) {\n" + jsPrelude + jsLocate + "\n" + body + "\n}"
+	p := runtime.CallFunctionOnParams{FunctionDeclaration: fn, Arguments: args, ObjectID: lk.doc, ObjectGroup: group}
+	if lk.doc == "" {
+		doc, err := cdp.Call(ctx, t, runtime.Evaluate, runtime.EvaluateParams{Expression: "document", ObjectGroup: group, ContextID: w.id})
+		if err != nil {
+			return nil, err
+		}
+		if doc.Result == nil || doc.Result.ObjectID == "" {
+			return nil, errors.New("the frame has no document")
+		}
+		p.ObjectID = doc.Result.ObjectID
+	}
+	r, err := cdp.Call(ctx, t, runtime.CallFunctionOn, p)
+	if err != nil {
+		return nil, err
+	}
+	if r.ExceptionDetails != nil {
+		return nil, &chromedp.ExceptionError{ExceptionDetails: r.ExceptionDetails}
+	}
+	return r.Result, nil
+}
+
 // prepare resolves the role bases of a target through the accessibility
 // tree of the world's document. With no role, it does nothing (the script
 // runs with Runtime.evaluate, as the older methods did).
@@ -387,28 +421,11 @@ func (s *Session) describeMatches(ctx context.Context, w *world, lk *look, match
 	ctx, cancel := w.bound(ctx)
 	defer cancel()
 	_, _ = chromedp.Run(ctx, func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
-		qj, err := json.Marshal(lk.q)
-		if err != nil {
+		arr, err := lk.call(ctx, t, w, "return $all(q, els).slice(0, 10);", objectGroup)
+		if err != nil || arr == nil || arr.ObjectID == "" {
 			return chromedp.Void{}, err
 		}
-		fn := "function (q, ...els) {\n" + jsPrelude + jsLocate + "\nreturn $all(q, els).slice(0, 10);\n}"
-		args := []*runtime.CallArgument{{Value: qj}}
-		for _, o := range lk.objs {
-			args = append(args, &runtime.CallArgument{ObjectID: o})
-		}
-		p := runtime.CallFunctionOnParams{FunctionDeclaration: fn, Arguments: args, ObjectID: lk.doc, ObjectGroup: objectGroup}
-		if lk.doc == "" {
-			doc, err := cdp.Call(ctx, t, runtime.Evaluate, runtime.EvaluateParams{Expression: "document", ObjectGroup: objectGroup, ContextID: w.id})
-			if err != nil || doc.Result == nil {
-				return chromedp.Void{}, err
-			}
-			p.ObjectID = doc.Result.ObjectID
-		}
-		arr, err := cdp.Call(ctx, t, runtime.CallFunctionOn, p)
-		if err != nil || arr.Result == nil || arr.Result.ObjectID == "" {
-			return chromedp.Void{}, err
-		}
-		props, err := cdp.Call(ctx, t, runtime.GetProperties, runtime.GetPropertiesParams{ObjectID: arr.Result.ObjectID, OwnProperties: new(true)})
+		props, err := cdp.Call(ctx, t, runtime.GetProperties, runtime.GetPropertiesParams{ObjectID: arr.ObjectID, OwnProperties: new(true)})
 		if err != nil {
 			return chromedp.Void{}, err
 		}

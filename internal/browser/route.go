@@ -445,15 +445,7 @@ func (s *Session) AddRoute(ctx context.Context, r Route) error {
 	s.net.routes = append(s.net.routes, rt)
 	s.net.mu.Unlock()
 	// Every tab pauses every request from now on.
-	s.mu.Lock()
-	var tabs []context.Context
-	for _, tb := range s.tabs {
-		if tb.ctx != nil {
-			tabs = append(tabs, tb.ctx)
-		}
-	}
-	s.mu.Unlock()
-	for _, tctx := range tabs {
+	for _, tctx := range s.tabContexts() {
 		if err := s.intercept(tctx, c.c); err != nil {
 			return s.fail(c, err, nil)
 		}

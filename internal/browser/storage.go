@@ -150,15 +150,7 @@ func (s *Session) SetStorageState(ctx context.Context, st StorageState) error {
 		} catch (e) {}
 	}
 })()`, data)
-	s.mu.Lock()
-	var tabs []context.Context
-	for _, tb := range s.tabs {
-		if tb.ctx != nil {
-			tabs = append(tabs, tb.ctx)
-		}
-	}
-	s.mu.Unlock()
-	for _, tctx := range tabs {
+	for _, tctx := range s.tabContexts() {
 		bctx, cancel := bind(tctx, c.c)
 		_, err := chromedp.Call(bctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: script})
 		cancel()

@@ -11,6 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/pagejs"
 )
 
 // DefaultSummaryBytes is the size of a Summary when maxBytes is zero or less.
@@ -329,13 +330,9 @@ func truncate(s string, n int) string {
 
 // jsSummary collects the summary of the page. Its arguments are the cap of
 // each list and the cap of the text excerpt.
-const jsSummary = `function (maxItems, maxText) {
+const jsSummary = `function (maxItems, maxText) {` + pagejs.Selectors + `
 	const norm = (s) => (s || '').replace(/\s+/g, ' ').trim();
 	const cut = (s, n) => s.length > n ? s.slice(0, n - 3) + '...' : s;
-	const unique = (sel, el) => {
-		try { const l = document.querySelectorAll(sel); return l.length === 1 && l[0] === el; } catch (e) { return false; }
-	};
-	const quote = (v) => '"' + v.replace(/\\/g, '\\\\').replace(/"/g, '\\"') + '"';
 	const selectorOf = (el) => {
 		const tag = el.tagName.toLowerCase();
 		if (el.id) { const s = '#' + CSS.escape(el.id); if (unique(s, el)) return s; }
@@ -345,20 +342,7 @@ const jsSummary = `function (maxItems, maxText) {
 		}
 		const cls = Array.from(el.classList).filter(c => /^[A-Za-z_-][A-Za-z0-9_-]{0,30}$/.test(c)).slice(0, 3);
 		if (cls.length) { const s = tag + cls.map(c => '.' + CSS.escape(c)).join(''); if (unique(s, el)) return s; }
-		const parts = [];
-		for (let cur = el; cur && cur.nodeType === 1 && cur !== document.documentElement; cur = cur.parentElement) {
-			if (cur !== el && cur.id && unique('#' + CSS.escape(cur.id), cur)) { parts.unshift('#' + CSS.escape(cur.id)); break; }
-			let part = cur.tagName.toLowerCase();
-			const parent = cur.parentElement;
-			if (parent) {
-				const same = Array.from(parent.children).filter(c => c.tagName === cur.tagName);
-				if (same.length > 1) part += ':nth-of-type(' + (same.indexOf(cur) + 1) + ')';
-			}
-			parts.unshift(part);
-			const s = parts.join(' > ');
-			if (unique(s, el)) return s;
-		}
-		return parts.join(' > ');
+		return cssPath(el);
 	};
 	const labelOf = (el) => {
 		if (el.labels && el.labels.length) return norm(el.labels[0].innerText);

@@ -87,6 +87,19 @@ func (s *Session) watchTabs() {
 	})
 }
 
+// tabContexts returns the contexts of the session's tabs that have one.
+func (s *Session) tabContexts() []context.Context {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []context.Context
+	for _, tb := range s.tabs {
+		if tb.ctx != nil {
+			out = append(out, tb.ctx)
+		}
+	}
+	return out
+}
+
 // tabByID returns the tab of id, or nil. s.mu is held.
 func (s *Session) tabByID(id target.ID) *tab {
 	for _, tb := range s.tabs {

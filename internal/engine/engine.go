@@ -5,6 +5,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -155,37 +156,31 @@ type Engine struct {
 	approver Approver
 }
 
+// positiveOr is v when it is more than zero, else def: an option's value
+// or its default.
+func positiveOr[T cmp.Ordered](v, def T) T {
+	var zero T
+	if v <= zero {
+		return def
+	}
+	return v
+}
+
 // New returns an Engine over store.
 func New(store duet.Store, opts Options) *Engine {
-	if opts.MaxCallDepth <= 0 {
-		opts.MaxCallDepth = calldepth.DefaultMax
-	}
+	opts.MaxCallDepth = positiveOr(opts.MaxCallDepth, calldepth.DefaultMax)
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = func(netguard.Allowance) *http.Client {
 			return &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 		}
 	}
-	if opts.StepTimeout <= 0 {
-		opts.StepTimeout = 30 * time.Second
-	}
-	if opts.CaseTimeout <= 0 {
-		opts.CaseTimeout = 10 * time.Minute
-	}
-	if opts.Parallel <= 0 {
-		opts.Parallel = 1
-	}
-	if opts.MaxVarBytes <= 0 {
-		opts.MaxVarBytes = 64 << 20
-	}
-	if opts.MaxBodyBytes <= 0 {
-		opts.MaxBodyBytes = 10 << 20
-	}
-	if opts.WriteWait <= 0 {
-		opts.WriteWait = storeWriteTimeout
-	}
-	if opts.CleanupTimeout <= 0 {
-		opts.CleanupTimeout = 2 * time.Minute
-	}
+	opts.StepTimeout = positiveOr(opts.StepTimeout, 30*time.Second)
+	opts.CaseTimeout = positiveOr(opts.CaseTimeout, 10*time.Minute)
+	opts.Parallel = positiveOr(opts.Parallel, 1)
+	opts.MaxVarBytes = positiveOr(opts.MaxVarBytes, 64<<20)
+	opts.MaxBodyBytes = positiveOr(opts.MaxBodyBytes, 10<<20)
+	opts.WriteWait = positiveOr(opts.WriteWait, storeWriteTimeout)
+	opts.CleanupTimeout = positiveOr(opts.CleanupTimeout, 2*time.Minute)
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

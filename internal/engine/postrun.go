@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/duet-test/duet"
-	"github.com/duet-test/duet/internal/eval"
 	"github.com/duet-test/duet/internal/redact"
 )
 
@@ -97,19 +96,8 @@ func (e *Engine) postRunAction(ctx context.Context, run *duet.Run, task *duet.Ta
 // bindSummary evaluates a post-run input binding over the run's summary:
 // a value (string leaves are templates) or a var path.
 func bindSummary(b duet.Binding, vars map[string]any) (any, error) {
-	switch b.Source {
-	case duet.BindValue:
-		v, err := eval.RenderValue(b.Value, vars)
-		if err != nil {
-			return nil, duet.WrapError(duet.CodeBindingFailed, err, "%v", err)
-		}
-		return v, nil
-	case duet.BindVar:
-		v, err := eval.Eval(b.Path, vars)
-		if err != nil {
-			return nil, duet.WrapError(duet.CodeBindingFailed, err, "%s: %v", b.Path, err)
-		}
-		return v, nil
+	if v, ok, err := bindVars(b, vars); ok {
+		return v, err
 	}
 	return nil, duet.Errorf(duet.CodeBindingFailed, "a post-run input cannot bind %s", b.Source)
 }

@@ -250,3 +250,41 @@ cases:
 		t.Fatalf("got %s %q %+v, want cancelled with the always action", final.Status, final.ErrorMessage, final.PostRun)
 	}
 }
+
+// TestPostRunVarOfNothing: a post-run input bound to a var path that is
+// null (run.nosuch) fails the action with BINDING_FAILED, as it fails a
+// step's mcpCall, instead of calling the tool with null.
+func TestPostRunVarOfNothing(t *testing.T) {
+	t.Parallel()
+	db := openStore(t)
+	const key = "mcp_tickets_0badcafe"
+	register(t, db, "alice", key, map[string]bool{"file_ticket": false})
+	reg := &registry{db: db}
+	w, _, _ := worker(t, db, engine.Options{Invoker: reg}, engine.WorkerOptions{})
+	res := apply(t, db, "alice", `
+task:
+  name: post-run of nothing
+  postRun:
+    - name: file a ticket
+      on: always
+      serverKey: mcp_tickets_0badcafe
+      tool: file_ticket
+      input: {title: "${run.id}", missing: {var: run.nosuch}}
+cases:
+  - key: ok
+    title: passes
+    steps: [{assert: "true"}]
+`)
+	run, _ := runAs(t, db, w, res.Task, "alice")
+	if run.Status != duet.StatusPassed || len(run.PostRun) != 1 {
+		t.Fatalf("the run: got %s with %+v, want passed with one post-run result", run.Status, run.PostRun)
+	}
+	if r := run.PostRun[0]; r.Status != duet.StatusFailed || r.ErrorCode != duet.CodeBindingFailed || !strings.Contains(r.ErrorMessage, "run.nosuch") {
+		t.Errorf("the action: got %+v, want failed with BINDING_FAILED naming run.nosuch", r)
+	}
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	if len(reg.calls) != 0 {
+		t.Errorf("calls: got %+v, want none", reg.calls)
+	}
+}

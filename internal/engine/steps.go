@@ -96,23 +96,33 @@ func bindArgs(in map[string]duet.Binding, bind func(duet.Binding) (any, error)) 
 	return args, nil
 }
 
-func (cr *caseRun) bind(ctx context.Context, b duet.Binding) (any, error) {
+// bindVars binds b over vars when it binds a value (string leaves are
+// templates) or a var path, which must not be null (ok); ok is false for
+// the other sources.
+func bindVars(b duet.Binding, vars map[string]any) (v any, ok bool, err error) {
 	switch b.Source {
 	case duet.BindValue:
-		v, err := eval.RenderValue(b.Value, cr.vars)
+		v, err := eval.RenderValue(b.Value, vars)
 		if err != nil {
-			return nil, duet.WrapError(duet.CodeBindingFailed, err, "%v", err)
+			return nil, true, duet.WrapError(duet.CodeBindingFailed, err, "%v", err)
 		}
-		return v, nil
+		return v, true, nil
 	case duet.BindVar:
-		v, err := eval.Eval(b.Path, cr.vars)
+		v, err := eval.Eval(b.Path, vars)
 		if err != nil {
-			return nil, duet.WrapError(duet.CodeBindingFailed, err, "%s: %v", b.Path, err)
+			return nil, true, duet.WrapError(duet.CodeBindingFailed, err, "%s: %v", b.Path, err)
 		}
 		if v == nil {
-			return nil, duet.Errorf(duet.CodeBindingFailed, "%s is null", b.Path)
+			return nil, true, duet.Errorf(duet.CodeBindingFailed, "%s is null", b.Path)
 		}
-		return v, nil
+		return v, true, nil
+	}
+	return nil, false, nil
+}
+
+func (cr *caseRun) bind(ctx context.Context, b duet.Binding) (any, error) {
+	if v, ok, err := bindVars(b, cr.vars); ok {
+		return v, err
 	}
 	s, err := cr.page(ctx)
 	if err != nil {

@@ -56,27 +56,13 @@ func NewWorker(store duet.Store, engine *Engine, opts WorkerOptions) *Worker {
 	if opts.ID == "" {
 		opts.ID = duet.NewID("worker")
 	}
-	if opts.Concurrency <= 0 {
-		opts.Concurrency = 2
-	}
-	if opts.Lease <= 0 {
-		opts.Lease = 30 * time.Second
-	}
-	if opts.PollInterval <= 0 {
-		opts.PollInterval = time.Second
-	}
-	if opts.CancelCheck <= 0 {
-		opts.CancelCheck = 300 * time.Millisecond
-	}
-	if opts.MaxAttempts <= 0 {
-		opts.MaxAttempts = 5
-	}
-	if opts.MaxLost <= 0 {
-		opts.MaxLost = 2
-	}
-	if opts.ShutdownGrace <= 0 {
-		opts.ShutdownGrace = 5 * time.Second
-	}
+	opts.Concurrency = positiveOr(opts.Concurrency, 2)
+	opts.Lease = positiveOr(opts.Lease, 30*time.Second)
+	opts.PollInterval = positiveOr(opts.PollInterval, time.Second)
+	opts.CancelCheck = positiveOr(opts.CancelCheck, 300*time.Millisecond)
+	opts.MaxAttempts = positiveOr(opts.MaxAttempts, 5)
+	opts.MaxLost = positiveOr(opts.MaxLost, 2)
+	opts.ShutdownGrace = positiveOr(opts.ShutdownGrace, 5*time.Second)
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

@@ -90,14 +90,10 @@ type Summarizer interface {
 	Summary(ctx context.Context, maxBytes int) (string, error)
 }
 
-// aiKeys are the keys every AI step takes besides its own.
 // promptForm is the form of an AI step written as its prompt (doc says
 // what it is), or as a mapping of the prompt, keys and maxTokens.
 func promptForm(doc string, keys ...Key) Form {
-	return Form{
-		Short: &Short{Type: Template, Doc: doc},
-		Keys:  append(append([]Key{{Name: "prompt", Type: Template, Required: true, Doc: doc}}, keys...), aiBudgetKey),
-	}
+	return shortFor("prompt", Template, doc, doc, append(keys, aiBudgetKey)...)
 }
 
 var aiBudgetKey = Key{Name: "maxTokens", Type: Int, Doc: "the step's token budget, prompts and answers of all its model calls (default DUET_LLM_STEP_TOKENS, 20000)"}
@@ -429,6 +425,37 @@ func compileAI(c *Compiler, st *duet.Step, n *Node, promptKey string) (*duet.AIS
 		c.Errf(n.Get(promptKey), "%s must say something", promptKey)
 	}
 	return ai, true
+}
+
+// aiKind completes k, an AI step kind: a browser kind named after its
+// prompt, whose form's first key is the prompt. Its Compile reads the keys
+// every AI step shares (compileAI), the test id attribute when it acts on
+// the page (acting: its locators may name it), and allows the keys of its
+// form; more reads the step's own keys of a mapping. needs, when not "",
+// says the keys of the mapping the step must be (it has no shorthand).
+func aiKind(k *Kind, acting bool, needs string, more func(c *Compiler, n *Node, ai *duet.AIStep)) *Kind {
+	k.Section, k.Title = Browser, aiTitle
+	k.Compile = func(c *Compiler, st *duet.Step, n *Node) {
+		if needs != "" && n.Type != MapNode {
+			c.Errf(n, "%s needs {%s}", st.Kind, needs)
+			st.AI = &duet.AIStep{}
+			return
+		}
+		ai, isMap := compileAI(c, st, n, k.Form.Keys[0].Name)
+		if ai == nil {
+			return
+		}
+		if acting {
+			ai.TestIDAttr = c.TestIDAttribute
+		}
+		if isMap {
+			c.AllowKeys(n, k.Form.KeyNames()...)
+			if more != nil {
+				more(c, n, ai)
+			}
+		}
+	}
+	return k
 }
 
 // aiTitle names an AI step after its kind and prompt.

@@ -18,14 +18,10 @@ const DefaultAIRounds = 8
 // aiMaxMoves bounds the actions of one round.
 const aiMaxMoves = 5
 
-var aiActForm = Form{
-	Short: &Short{Type: Template, Doc: "the goal, in words"},
-	Keys: []Key{
-		{Name: "prompt", Type: Template, Required: true, Doc: "the goal, in words: what to do and what must hold after"},
-		{Name: "maxRounds", Type: Int, Doc: "the most look-and-act rounds (default 8)"},
-		aiBudgetKey,
-	},
-}
+var aiActForm = shortFor("prompt", Template, "the goal, in words", "the goal, in words: what to do and what must hold after",
+	Key{Name: "maxRounds", Type: Int, Doc: "the most look-and-act rounds (default 8)"},
+	aiBudgetKey,
+)
 
 // aiMove is the answer of one round of an ai step.
 type aiMove struct {
@@ -44,9 +40,8 @@ const aiMoveFormat = `{"done": true or false, "reason": "one sentence", "actions
 done is true, with no actions, only when the page as shown proves the goal holds. Otherwise give the next actions to take on the listed elements, in order, at most 5; you will be shown the page again after them.`
 
 // AIAct is the ai step.
-var AIAct = register(&Kind{
+var AIAct = register(aiKind(&Kind{
 	Name:    StepAI,
-	Section: Browser,
 	Order:   425,
 	Summary: "Reach a goal said in words: the configured model looks at the page and chooses actions on its elements, round after round, until the goal holds; the actions run as written steps on robust locators, and the next run replays them from the shared cache without a model.",
 	Form:    aiActForm,
@@ -58,20 +53,6 @@ var AIAct = register(&Kind{
 		"after maxRounds rounds, and with URL_REFUSED when an action leads off the task's host. Only a plan whose " +
 		"goal the model saw hold is cached. See docs/ai-steps.md.",
 	Agent: "`ai: add the first headphones to the cart and open the cart` (a model acts at run time, cached after; prefer written steps)",
-	Title: aiTitle,
-	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		ai, isMap := compileActing(c, st, n, &aiActForm)
-		if ai == nil || !isMap {
-			return
-		}
-		if v := n.Get("maxRounds"); v != nil {
-			i, ok := v.Int()
-			if !ok || i < 1 || i > 50 {
-				c.Errf(v, "maxRounds must be a whole number between 1 and 50")
-			}
-			ai.MaxRounds = int(i)
-		}
-	},
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
 		a, done, err := startActing(ctx, env, st, "")
 		if err != nil {
@@ -184,4 +165,12 @@ var AIAct = register(&Kind{
 		}
 		return "", nil, duet.Errorf(duet.CodeAssertionFailed, "ai: the goal %q does not hold after %d rounds (%d actions): %s", a.prompt, rounds, len(done1), reason)
 	},
-})
+}, true, "", func(c *Compiler, n *Node, ai *duet.AIStep) {
+	if v := n.Get("maxRounds"); v != nil {
+		i, ok := v.Int()
+		if !ok || i < 1 || i > 50 {
+			c.Errf(v, "maxRounds must be a whole number between 1 and 50")
+		}
+		ai.MaxRounds = int(i)
+	}
+}))

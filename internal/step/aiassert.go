@@ -9,15 +9,12 @@ import (
 // StepAIAssert is the name of the aiAssert kind.
 const StepAIAssert duet.StepKind = "aiAssert"
 
-var aiAssertForm = promptForm("what must hold on the page, in words")
-
 // AIAssert is the aiAssert step.
-var AIAssert = register(&Kind{
+var AIAssert = register(aiKind(&Kind{
 	Name:    StepAIAssert,
-	Section: Browser,
 	Order:   400,
 	Summary: "Ask the configured model whether a statement holds on the page, from its accessibility tree; the step fails when it does not.",
-	Form:    aiAssertForm,
+	Form:    promptForm("what must hold on the page, in words"),
 	Example: "- aiAssert: the order shows two items and a total of 61.50 EUR\n- aiAssert: {prompt: \"order ${orderId} is paid\", maxTokens: 6000}\n",
 	Doc: "The model is shown the page as the agent's `inspect_page` shows it (the elements by role and name, " +
 		"headings, fields, buttons, links, an excerpt of the text) and answers `{\"pass\", \"reason\"}`; the " +
@@ -25,12 +22,6 @@ var AIAssert = register(&Kind{
 		"docs/ai-steps.md for the model, the budgets and what is kept.",
 	Agent:     "`aiAssert: the cart shows one item that costs 199` (a model judges the page at run time; prefer written assertions)",
 	Assertion: true,
-	Title:     aiTitle,
-	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		if _, isMap := compileAI(c, st, n, "prompt"); isMap {
-			c.AllowKeys(n, aiAssertForm.KeyNames()...)
-		}
-	},
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
 		a, claim, err := startAI(env, st)
 		if err != nil {
@@ -50,4 +41,4 @@ var AIAssert = register(&Kind{
 		}
 		return "", map[string]any{"pass": true, "reason": v.Reason}, nil
 	},
-})
+}, false, "", nil))

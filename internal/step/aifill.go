@@ -18,9 +18,8 @@ var aiFillForm = Form{
 }
 
 // AIFill is the aiFill step.
-var AIFill = register(&Kind{
+var AIFill = register(aiKind(&Kind{
 	Name:    StepAIFill,
-	Section: Browser,
 	Order:   420,
 	Summary: "Fill the field a description names with a value: the configured model finds the field, the fill is a written fill on its most robust locator, and the next run replays it from the shared cache without a model.",
 	Form:    aiFillForm,
@@ -29,22 +28,6 @@ var AIFill = register(&Kind{
 		"one listed field, which the step resolves to a locator and fills as `fill` does. The value is the step's, " +
 		"rendered at each run (a secret stays out of the model's prompt and out of the cache).",
 	Agent: "`aiFill: {prompt: the e-mail field, value: \"${email}\"}` (a model finds the field once; prefer fill with a locator)",
-	Title: aiTitle,
-	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		if n.Type != MapNode {
-			c.Errf(n, "aiFill needs {prompt, value}")
-			st.AI = &duet.AIStep{}
-			return
-		}
-		ai, _ := compileActing(c, st, n, &aiFillForm)
-		if ai == nil {
-			return
-		}
-		ai.Value = c.String(n, "value", true)
-		if v := n.Get("value"); v != nil {
-			c.Template(v, "value", ai.Value)
-		}
-	},
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
 		if st.AI == nil {
 			return "", nil, noBody(st)
@@ -55,4 +38,9 @@ var AIFill = register(&Kind{
 		}
 		return actOnOne(ctx, env, st, value, "The field to fill (its value is typed by the test, not by you):", "fill")
 	},
-})
+}, true, "prompt, value", func(c *Compiler, n *Node, ai *duet.AIStep) {
+	ai.Value = c.String(n, "value", true)
+	if v := n.Get("value"); v != nil {
+		c.Template(v, "value", ai.Value)
+	}
+}))

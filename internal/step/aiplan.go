@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/pagejs"
 )
 
 // The acting AI steps (ai, aiTap, aiFill) let a model choose what to do
@@ -113,7 +114,7 @@ const aiMaxElements = 200
 // locator matches in a region of fingerprint args.region and answers
 // aiFound. Digits do not count in a fingerprint (a count or a price that
 // changes between runs is not a changed page).
-const aiSnapshotJS = `(async () => {
+const aiSnapshotJS = `(async () => {` + pagejs.Selectors + `
 	const norm = (s) => (s || '').replace(/\s+/g, ' ').trim();
 	const cut = (s, n) => s.length > n ? s.slice(0, n - 3) + '...' : s;
 	const visible = (el) => {
@@ -159,10 +160,6 @@ const aiSnapshotJS = `(async () => {
 		}
 		return norm(el.innerText) || norm(Array.from(el.querySelectorAll('img[alt]')).map((i) => i.alt).join(' ')) || norm(el.title);
 	};
-	const unique = (sel, el) => {
-		try { const l = document.querySelectorAll(sel); return l.length === 1 && l[0] === el; } catch (e) { return false; }
-	};
-	const quote = (v) => '"' + v.replace(/\\/g, '\\\\').replace(/"/g, '\\"') + '"';
 	const cssOf = (el) => {
 		const tag = el.tagName.toLowerCase();
 		if (el.id) { const s = '#' + CSS.escape(el.id); if (unique(s, el)) return s; }
@@ -170,20 +167,7 @@ const aiSnapshotJS = `(async () => {
 			const v = el.getAttribute(a);
 			if (v && v.length <= 80) { const s = tag + '[' + a + '=' + quote(v) + ']'; if (unique(s, el)) return s; }
 		}
-		const parts = [];
-		for (let cur = el; cur && cur.nodeType === 1 && cur !== document.documentElement; cur = cur.parentElement) {
-			if (cur !== el && cur.id && unique('#' + CSS.escape(cur.id), cur)) { parts.unshift('#' + CSS.escape(cur.id)); break; }
-			let part = cur.tagName.toLowerCase();
-			const parent = cur.parentElement;
-			if (parent) {
-				const same = Array.from(parent.children).filter((c) => c.tagName === cur.tagName);
-				if (same.length > 1) part += ':nth-of-type(' + (same.indexOf(cur) + 1) + ')';
-			}
-			parts.unshift(part);
-			const s = parts.join(' > ');
-			if (unique(s, el)) return s;
-		}
-		return parts.join(' > ');
+		return cssPath(el);
 	};
 	const hash = (s) => {
 		let h1 = 0x811c9dc5, h2 = 0x01000193 ^ s.length;
@@ -749,17 +733,4 @@ func actOutput(a *aiActing) map[string]any {
 		acts[i] = m
 	}
 	return map[string]any{"cached": a.usage.Cached, "healed": a.usage.Healed, "actions": acts}
-}
-
-// compileActing compiles the keys the acting steps share.
-func compileActing(c *Compiler, st *duet.Step, n *Node, f *Form) (*duet.AIStep, bool) {
-	ai, isMap := compileAI(c, st, n, "prompt")
-	if ai == nil {
-		return nil, false
-	}
-	ai.TestIDAttr = c.TestIDAttribute
-	if isMap {
-		c.AllowKeys(n, f.KeyNames()...)
-	}
-	return ai, isMap
 }

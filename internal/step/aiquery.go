@@ -33,9 +33,8 @@ var aiQueryForm = Form{
 }
 
 // AIQuery is the aiQuery step.
-var AIQuery = register(&Kind{
+var AIQuery = register(aiKind(&Kind{
 	Name:    StepAIQuery,
-	Section: Browser,
 	Order:   405,
 	Summary: "Ask the configured model to read something from the page into a variable; the answer must validate against the step's JSON Schema.",
 	Form:    aiQueryForm,
@@ -46,27 +45,6 @@ var AIQuery = register(&Kind{
 		"with the error, and a second miss fails the step with LLM_ERROR. The value is then a variable like any " +
 		"other (`${items[0].name}`).",
 	Agent: "`aiQuery: {want: the list of products with name and price, as: items, schema: {type: array, ...}}` (a model reads the page at run time; prefer extract)",
-	Title: aiTitle,
-	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		if n.Type != MapNode {
-			c.Errf(n, "aiQuery needs {want, as, schema}")
-			st.AI = &duet.AIStep{}
-			return
-		}
-		ai, _ := compileAI(c, st, n, "want")
-		c.AllowKeys(n, aiQueryForm.KeyNames()...)
-		if s := n.Get("schema"); s != nil {
-			raw, err := json.Marshal(s.Plain())
-			if err == nil {
-				_, err = resolveSchema(raw)
-			}
-			if err != nil {
-				c.Errf(s, "schema: %v", err)
-			}
-			ai.Schema = compactJSON(raw)
-		}
-		ai.SaveAs = c.saveAsKey(n, "aiQuery needs as: (the variable to save the answer to)")
-	},
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
 		a, want, err := startAI(env, st)
 		if err != nil {
@@ -113,7 +91,22 @@ var AIQuery = register(&Kind{
 				llm.Message{Role: llm.RoleUser, Content: duet.ErrorMessage(err) + "\nAnswer again with one JSON object, exactly: " + format})
 		}
 	},
-})
+}, false, "want, as, schema", compileAIQuery))
+
+// compileAIQuery reads the keys of aiQuery but its prompt.
+func compileAIQuery(c *Compiler, n *Node, ai *duet.AIStep) {
+	if s := n.Get("schema"); s != nil {
+		raw, err := json.Marshal(s.Plain())
+		if err == nil {
+			_, err = resolveSchema(raw)
+		}
+		if err != nil {
+			c.Errf(s, "schema: %v", err)
+		}
+		ai.Schema = compactJSON(raw)
+	}
+	ai.SaveAs = c.saveAsKey(n, "aiQuery needs as: (the variable to save the answer to)")
+}
 
 // resolveSchema reads a JSON Schema and resolves it (its references, its
 // keywords) for validation.

@@ -13,33 +13,19 @@ const StepAIWaitFor duet.StepKind = "aiWaitFor"
 // aiWaitInterval is how long aiWaitFor waits between looks by default.
 const aiWaitInterval = time.Second
 
-var aiWaitForForm = promptForm("what the page must come to show, in words",
-	Key{Name: "interval", Type: Duration, Doc: "the pause between looks (default 1s)"})
-
 // AIWaitFor is the aiWaitFor step.
-var AIWaitFor = register(&Kind{
+var AIWaitFor = register(aiKind(&Kind{
 	Name:    StepAIWaitFor,
-	Section: Browser,
 	Order:   410,
 	Summary: "Look at the page until the configured model says a statement holds, within the step's timeout and token budget.",
-	Form:    aiWaitForForm,
+	Form: promptForm("what the page must come to show, in words",
+		Key{Name: "interval", Type: Duration, Doc: "the pause between looks (default 1s)"}),
 	Example: "- aiWaitFor: the report is ready to open\n- aiWaitFor: {prompt: the order is confirmed, interval: 2s, maxTokens: 12000}\n  timeout: 20s\n",
 	Doc: "Each look reads the page's accessibility tree; the model is asked again only when the page changed " +
 		"since it last answered, so a page that stays the same costs one call. The step fails with " +
 		"STEP_TIMEOUT (and the model's last reason) when its timeout passes, and with LLM_BUDGET_EXCEEDED when " +
 		"the next call would pass its token budget.",
 	Agent: "`aiWaitFor: the order is confirmed` (a model looks at the page until it holds; prefer waitFor)",
-	Title: aiTitle,
-	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		ai, isMap := compileAI(c, st, n, "prompt")
-		if !isMap {
-			return
-		}
-		c.AllowKeys(n, aiWaitForForm.KeyNames()...)
-		if v := n.Get("interval"); v != nil {
-			ai.IntervalMs = c.Timeout(v, MaxStepTimeout)
-		}
-	},
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
 		a, claim, err := startAI(env, st)
 		if err != nil {
@@ -78,7 +64,11 @@ var AIWaitFor = register(&Kind{
 			}
 		}
 	},
-})
+}, false, "", func(c *Compiler, n *Node, ai *duet.AIStep) {
+	if v := n.Get("interval"); v != nil {
+		ai.IntervalMs = c.Timeout(v, MaxStepTimeout)
+	}
+}))
 
 // waitEnded is the error of an aiWaitFor that stopped on err: when the
 // step's time ran out, STEP_TIMEOUT with the model's last reason.

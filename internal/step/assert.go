@@ -18,13 +18,8 @@ var Assert = register(&Kind{
 	Order:     20,
 	Assertion: true,
 	Summary:   "Fail the case with ASSERTION_FAILED unless an expression over the variables is true.",
-	Form: Form{
-		Short: &Short{Type: Expr, Doc: "the expression"},
-		Keys: []Key{
-			{Name: "expr", Type: Expr, Required: true, Doc: "a boolean expression"},
-			{Name: "message", Type: Text, Doc: "said when it does not hold"},
-		},
-	},
+	Form: shortFor("expr", Expr, "the expression", "a boolean expression",
+		Key{Name: "message", Type: Text, Doc: "said when it does not hold"}),
 	Example: "- assert: resp.status == 200 && resp.body.status in [\"paid\", \"shipped\"]\n- assert: {expr: len(resp.body.items) > 0, message: the cart is not empty}\n",
 	Doc:     "A failed assertion says what its operands were (`expected resp.status == 200; resp.status is 404`), redacted like saved variables.",
 	Agent:   "`assert: resp.status == 200 && resp.body.status == \"paid\"` or `assert: {expr: ..., message: ...}`",

@@ -22,11 +22,7 @@ var AssertCount = register(&Kind{
 	Assertion: true,
 	Example:   "- assertCount: {role: row, within: {role: table, name: Orders}, count: 4}\n",
 	Agent:     "`assertCount: {role: row, within: {role: table}, count: 4}`",
-	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		bd, ok := compileElement(c, st, n, &assertCountForm)
-		if !ok || !bd.isMap {
-			return
-		}
+	Compile: elementStep(&assertCountForm, func(c *Compiler, n *Node, bd *body) {
 		cn := n.Get("count")
 		i, ok := cn.Int()
 		switch {
@@ -39,7 +35,7 @@ var AssertCount = register(&Kind{
 			bd.b.Count = &v
 		}
 		bd.compileNot()
-	},
+	}),
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
 		el, t, err := elements(ctx, env, st)
 		if err != nil {

@@ -42,16 +42,12 @@ var AssertScreenshot = register(&Kind{
 	Section: Browser,
 	Order:   230,
 	Summary: "Compare the page (or one element) with its approved baseline screenshot; the first run records the baseline.",
-	Form: Form{
-		Short: &Short{Type: Text, Doc: "the baseline's name"},
-		Keys: []Key{
-			{Name: "name", Type: Text, Required: true, Doc: "names the baseline within the case"},
-			{Name: "locator", Type: Text, Doc: "CSS selector of the element to capture (default: the viewport)"},
-			{Name: "mask", Type: selectorList, Doc: "elements covered by a box before the capture (clocks, adverts)"},
-			{Name: "maxDiffPixelRatio", Type: ratio, Doc: "the share of pixels that may differ (default 0)"},
-			{Name: "threshold", Type: ratio, Doc: "how far two pixels' colours may be and still match, 0 to 1 (default 0.1)"},
-		},
-	},
+	Form: shortFor("name", Text, "the baseline's name", "names the baseline within the case",
+		Key{Name: "locator", Type: Text, Doc: "CSS selector of the element to capture (default: the viewport)"},
+		Key{Name: "mask", Type: selectorList, Doc: "elements covered by a box before the capture (clocks, adverts)"},
+		Key{Name: "maxDiffPixelRatio", Type: ratio, Doc: "the share of pixels that may differ (default 0)"},
+		Key{Name: "threshold", Type: ratio, Doc: "how far two pixels' colours may be and still match, 0 to 1 (default 0.1)"},
+	),
 	Example: "- assertScreenshot: home page\n- assertScreenshot: {name: banner, locator: \"#banner\", mask: [\"#clock\"], maxDiffPixelRatio: 0.01}\n",
 	Doc: "The screenshot is taken with CSS animations and transitions stopped and the caret hidden; `mask` covers elements " +
 		"that change on every load. It is compared with the baseline of the task, case, name, device and environment (the " +

@@ -21,13 +21,10 @@ var AssertVisible = register(&Kind{
 	Assertion: true,
 	Example:   "- assertVisible: \"#welcome\"\n- assertVisible: {selector: \"#error\", visible: false}\n- assertVisible: {role: alert, not: true}\n",
 	Agent:     "`assertVisible: {role: heading, name: \"Welcome\"}` or `assertVisible: {selector: \"#error\", not: true}`",
-	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		bd, ok := compileElement(c, st, n, &assertVisibleForm)
-		if ok && bd.isMap {
-			bd.b.Visible = bd.bool("visible")
-			bd.compileNot()
-		}
-	},
+	Compile: elementStep(&assertVisibleForm, func(_ *Compiler, _ *Node, bd *body) {
+		bd.b.Visible = bd.bool("visible")
+		bd.compileNot()
+	}),
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
 		if v := st.Browser.Visible; v != nil && !*v {
 			st = inverted(st)

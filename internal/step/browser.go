@@ -71,6 +71,22 @@ func (bd *body) field(key string, required bool) string {
 	return s
 }
 
+// text reads the step's one required key: the shorthand, or key of the
+// mapping. A template (template) is checked against the scope, under the
+// kind's name in the shorthand.
+func (bd *body) text(key string, template bool) string {
+	switch {
+	case !bd.isMap:
+		if template {
+			bd.c.Template(bd.n, string(bd.st.Kind), bd.short)
+		}
+		return bd.short
+	case template:
+		return bd.field(key, true)
+	}
+	return bd.c.String(bd.n, key, true)
+}
+
 // needPage records an error when no open step came before.
 func (bd *body) needPage() {
 	if !bd.c.Scope.PageOpen {

@@ -20,12 +20,7 @@ var Click = register(&Kind{
 	Form:    clickForm,
 	Example: "- click: \"#buy\"\n- click: {role: button, name: Add to cart, within: {role: region, name: Blue mug}}\n- click: {text: Blue mug, button: right}\n",
 	Agent:   "`click: {role: button, name: \"Sign in\"}` (or `click: \"#buy\"`; `button: right`, `modifiers: [Shift]`)",
-	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		bd, ok := compileElement(c, st, n, &clickForm)
-		if ok && bd.isMap {
-			bd.compileMouse()
-		}
-	},
+	Compile: elementStep(&clickForm, func(_ *Compiler, _ *Node, bd *body) { bd.compileMouse() }),
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
 		return act(ctx, env, st, Action{Kind: "click", Button: st.Browser.Button, Modifiers: st.Browser.Modifiers})
 	},

@@ -19,14 +19,11 @@ var DblClick = register(&Kind{
 	Form:    dblclickForm,
 	Example: "- dblclick: {text: Blue mug, exact: true}\n",
 	Agent:   "`dblclick: {text: \"Blue mug\"}`",
-	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		bd, ok := compileElement(c, st, n, &dblclickForm)
-		if ok && bd.isMap {
-			if mn := n.Get("modifiers"); mn != nil {
-				bd.b.Modifiers = bd.modifiers(mn)
-			}
+	Compile: elementStep(&dblclickForm, func(_ *Compiler, n *Node, bd *body) {
+		if mn := n.Get("modifiers"); mn != nil {
+			bd.b.Modifiers = bd.modifiers(mn)
 		}
-	},
+	}),
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
 		return act(ctx, env, st, Action{Kind: "dblclick", Modifiers: st.Browser.Modifiers})
 	},

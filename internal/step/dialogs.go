@@ -38,25 +38,18 @@ var OnDialog = register(&Kind{
 	Section: Browser,
 	Order:   158,
 	Summary: "Say how the page's next dialogs (alert, confirm, prompt) are answered: accept (the default) or dismiss, with the text a prompt gets.",
-	Form: Form{
-		Short: &Short{Type: Enum("accept", "dismiss"), Doc: "accept or dismiss"},
-		Keys: []Key{
-			{Name: "action", Type: Enum("accept", "dismiss"), Required: true, Doc: "accept (OK) or dismiss (Cancel)"},
-			{Name: "promptText", Type: Template, Doc: "what a prompt answers (default: its default text)"},
-		},
-	},
+	Form: shortFor("action", Enum("accept", "dismiss"), "accept or dismiss", "accept (OK) or dismiss (Cancel)",
+		Key{Name: "promptText", Type: Template, Doc: "what a prompt answers (default: its default text)"}),
 	Example: "- onDialog: dismiss\n- onDialog: {action: accept, promptText: Ada}\n",
 	Doc:     "It holds until the next onDialog. A page's `beforeunload` question is always accepted, so that a case can leave the page.",
 	Agent:   "`onDialog: dismiss` or `onDialog: {action: accept, promptText: \"Ada\"}` — before the click that opens the dialog; then `assertDialog: {contains: \"...\"}`",
 	Compile: browserStep(false, func(c *Compiler, st *duet.Step, n *Node, bd *body) {
-		b := bd.b
 		if bd.isMap {
 			c.AllowKeys(n, "action", "promptText")
-			b.Dialog = c.String(n, "action", true)
-			b.Value = bd.field("promptText", false)
-		} else {
-			b.Dialog = bd.short
 		}
+		b := bd.b
+		b.Dialog = bd.text("action", false)
+		b.Value = bd.field("promptText", false)
 		if b.Dialog != "" && b.Dialog != "accept" && b.Dialog != "dismiss" {
 			c.Errf(n, "onDialog: accept or dismiss, got %q", b.Dialog)
 		}

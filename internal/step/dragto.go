@@ -17,17 +17,13 @@ var DragTo = register(&Kind{
 	Form:    dragToForm,
 	Example: "- dragTo: {text: Blue mug, exact: true, to: {label: Wish list}}\n",
 	Agent:   "`dragTo: {text: \"Card\", to: {label: \"Done\"}}`",
-	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		bd, ok := compileElement(c, st, n, &dragToForm)
-		if !ok || !bd.isMap {
-			return
-		}
+	Compile: elementStep(&dragToForm, func(c *Compiler, n *Node, bd *body) {
 		if tn := n.Get("to"); tn == nil {
 			c.Errf(n, "missing key to")
 		} else {
 			bd.b.To = c.compileLocator(tn, 1, "to")
 		}
-	},
+	}),
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
 		to, err := renderLocator(env, st.Browser.To)
 		if err != nil {

@@ -27,45 +27,23 @@ var Evaluate = register(&Kind{
 	Section: Browser,
 	Order:   205,
 	Summary: "Run a JavaScript expression in the page and save its value (awaited when it is a promise): what no other step reads.",
-	Form: Form{
-		Short: &Short{Type: Text, Doc: "the expression"},
-		Keys: []Key{
-			{Name: "expression", Type: Text, Required: true, Doc: "a JavaScript expression (not a template: ${...} is JavaScript's own); it reads args.NAME"},
-			{Name: "args", Type: MapOf(Template), Doc: "values (templates over the variables) the expression reads as args.NAME"},
-			{Name: "as", Type: Ident, Doc: "the variable to save the value to"},
-			{Name: "saveAs", Type: Ident, Doc: "the same as as"},
-		},
-	},
+	Form: shortFor("expression", Text, "the expression", "a JavaScript expression (not a template: ${...} is JavaScript's own); it reads args.NAME",
+		Key{Name: "args", Type: MapOf(Template), Doc: "values (templates over the variables) the expression reads as args.NAME"},
+		Key{Name: "as", Type: Ident, Doc: "the variable to save the value to"},
+		Key{Name: "saveAs", Type: Ident, Doc: "the same as as"},
+	),
 	Example: "- evaluate: {expression: \"document.querySelectorAll('.card').length\", as: cards}\n- evaluate: {expression: \"localStorage.getItem(args.key)\", args: {key: \"cart-${run.id}\"}, as: stored}\n",
 	Doc: "It runs within the step's timeout (a loop is stopped there: STEP_TIMEOUT) and its value may be 1 MiB as JSON at most (TOO_LARGE, " +
 		"refused in the page before it is sent). An expression that throws fails the step with BROWSER_ERROR and the exception's message.",
 	Agent: "`evaluate: {expression: \"window.appState.cart.length\", as: n}` — only for what no other step reads",
 	Compile: pageStep(false, func(c *Compiler, st *duet.Step, n *Node, bd *body) {
-		b := bd.b
-		if !bd.isMap {
-			b.Expr = bd.short
-		} else {
+		if bd.isMap {
 			c.AllowKeys(n, "expression", "args", "as", "saveAs")
-			b.Expr = c.String(n, "expression", true)
-			if an := n.Get("args"); an != nil {
-				if an.Type != MapNode {
-					c.Errf(an, "args must be a mapping of names to values")
-				} else {
-					b.Args = map[string]string{}
-					for i, k := range an.Keys {
-						name, _ := k.Str()
-						v, ok := an.Vals[i].Str()
-						if !ok {
-							c.Errf(an.Vals[i], "args.%s must be a text (a template)", name)
-							continue
-						}
-						c.Template(an.Vals[i], "args."+name, v)
-						b.Args[name] = v
-					}
-				}
-			}
-			b.SaveAs = c.saveAsKey(n, "")
 		}
+		b := bd.b
+		b.Expr = bd.text("expression", false)
+		b.Args = c.templateMap(n, "args", "args.", nil)
+		b.SaveAs = c.saveAsKey(n, "")
 		if b.Expr == "" && (!bd.isMap || n.Get("expression") != nil) {
 			c.Errf(n, "evaluate: the expression is empty")
 		}

@@ -42,6 +42,17 @@ func compileElement(c *Compiler, st *duet.Step, n *Node, f *Form) (*body, bool) 
 	return bd, true
 }
 
+// elementStep is the Compile of a step that acts on one located element
+// of the form f: more goes on with the keys of its mapping form (the
+// shorthand has none).
+func elementStep(f *Form, more func(c *Compiler, n *Node, bd *body)) func(*Compiler, *duet.Step, *Node) {
+	return func(c *Compiler, st *duet.Step, n *Node) {
+		if bd, ok := compileElement(c, st, n, f); ok && bd.isMap {
+			more(c, n, bd)
+		}
+	}
+}
+
 // requiredKeys names what a form's mapping needs, for messages.
 func requiredKeys(f *Form) []string {
 	out := []string{"a locator"}
@@ -217,11 +228,12 @@ func elementAction(action string, k *Kind) *Kind {
 }
 
 // valueAction completes k, a kind whose body is an element and a value
-// (fill, select), of form f: running it is the element action named
-// action with the value rendered.
-func valueAction(action string, f *Form, k *Kind) *Kind {
-	k.Section, k.Form = Browser, *f
-	k.Compile = compileValue(f)
+// (fill, select; valueDoc says what the value is): running it is the
+// element action named action with the value rendered.
+func valueAction(action, valueDoc string, k *Kind) *Kind {
+	k.Section = Browser
+	k.Form = elementForm("", Key{Name: "value", Type: Template, Required: true, Doc: valueDoc})
+	k.Compile = compileValue(&k.Form)
 	k.Run = func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
 		v, err := renderOpt(env, st.Browser.Value)
 		if err != nil {
@@ -241,11 +253,7 @@ var stateForm = elementForm("the CSS selector", notKey)
 // when inverse, when it is not (assertDisabled is assertEnabled with not).
 func stateAssertion(state, yes, no string, inverse bool, k *Kind) *Kind {
 	k.Section, k.Form, k.Assertion = Browser, stateForm, true
-	k.Compile = func(c *Compiler, st *duet.Step, n *Node) {
-		if bd, ok := compileElement(c, st, n, &stateForm); ok && bd.isMap {
-			bd.compileNot()
-		}
-	}
+	k.Compile = elementStep(&stateForm, func(_ *Compiler, _ *Node, bd *body) { bd.compileNot() })
 	k.Run = func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
 		if inverse {
 			st = inverted(st)
@@ -281,16 +289,12 @@ func compareForm(keys ...Key) Form {
 // label names what is read, in messages, from that name ("" without one).
 func compareAssertion(query string, f *Form, param string, field func(*duet.BrowserStep) *string, label func(name string) string, k *Kind) *Kind {
 	k.Section, k.Form, k.Assertion = Browser, *f, true
-	k.Compile = func(c *Compiler, st *duet.Step, n *Node) {
-		bd, ok := compileElement(c, st, n, f)
-		if !ok {
-			return
-		}
+	k.Compile = elementStep(f, func(_ *Compiler, _ *Node, bd *body) {
 		if param != "" {
 			*field(bd.b) = bd.field(param, true)
 		}
 		bd.compileCompareNot()
-	}
+	})
 	k.Run = func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
 		var name string
 		if param != "" {

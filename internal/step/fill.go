@@ -2,10 +2,8 @@ package step
 
 import "github.com/duet-test/duet"
 
-var fillForm = elementForm("", Key{Name: "value", Type: Template, Required: true, Doc: "the text the field holds afterwards"})
-
 // Fill is the fill step.
-var Fill = register(valueAction("fill", &fillForm, &Kind{
+var Fill = register(valueAction("fill", "the text the field holds afterwards", &Kind{
 	Name:    duet.StepFill,
 	Order:   130,
 	Summary: "Fill a field: wait until it is visible, enabled and editable, clear it and put the value in as one edit (one input event, as a paste; `type` goes key by key).",
@@ -14,13 +12,9 @@ var Fill = register(valueAction("fill", &fillForm, &Kind{
 }))
 
 // compileValue returns the compile function of the kinds whose body is an
-// element and a value (fill, select, type).
+// element and a value (fill, select, type); f has no shorthand.
 func compileValue(f *Form) func(c *Compiler, st *duet.Step, n *Node) {
-	return func(c *Compiler, st *duet.Step, n *Node) {
-		bd, ok := compileElement(c, st, n, f)
-		if !ok {
-			return
-		}
+	return elementStep(f, func(c *Compiler, n *Node, bd *body) {
 		if vn := n.Get("value"); vn == nil {
 			c.Errf(n, "missing key value")
 		} else if s, ok := vn.Str(); ok {
@@ -29,5 +23,5 @@ func compileValue(f *Form) func(c *Compiler, st *duet.Step, n *Node) {
 		} else {
 			c.Errf(vn, "value must be a string")
 		}
-	}
+	})
 }

@@ -170,6 +170,37 @@ func describeCondition(cond *duet.Condition) string {
 	return cond.Expr
 }
 
+// loopKind completes k, a loop (repeat, forEach): its body is a mapping of
+// its form's keys (msg says what, when it is not one); compile reads the
+// loop's own keys into l, then the steps are read; run runs the compiled
+// loop and title names it.
+func loopKind(k *Kind, msg string, compile func(c *Compiler, n *Node, l *duet.LoopStep),
+	run func(ctx context.Context, env Env, st *duet.Step, l *duet.LoopStep) error, title func(l *duet.LoopStep) string) *Kind {
+	k.Section = Flow
+	k.Compile = func(c *Compiler, st *duet.Step, n *Node) {
+		if !c.mapping(n, msg, k.Form.KeyNames()...) {
+			return
+		}
+		l := &duet.LoopStep{}
+		st.Loop = l
+		compile(c, n, l)
+		l.Steps = c.body(n, "steps", string(k.Name), true)
+	}
+	k.Run = func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
+		if st.Loop == nil {
+			return "", nil, noBody(st)
+		}
+		return "", nil, run(ctx, env, st, st.Loop)
+	}
+	k.Title = func(st *duet.Step) string {
+		if st.Loop == nil {
+			return string(st.Kind)
+		}
+		return title(st.Loop)
+	}
+	return k
+}
+
 // loopLimit is the failure of a loop that would run past its bound.
 func loopLimit(st *duet.Step, format string, args ...any) error {
 	return duet.Errorf(duet.CodeLoopLimit, "%s: %s; raise max (at most %d) if the loop should run longer", st.Name, fmt.Sprintf(format, args...), MaxLoopMax)

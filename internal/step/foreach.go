@@ -19,9 +19,8 @@ var forEachForm = Form{
 }
 
 // ForEach is the forEach step.
-var ForEach = register(&Kind{
+var ForEach = register(loopKind(&Kind{
 	Name:    duet.StepForEach,
-	Section: Flow,
 	Order:   320,
 	Summary: "Run steps once for each item of a list, the item in a variable; a list longer than the bound fails the step with LOOP_LIMIT.",
 	Form:    forEachForm,
@@ -34,62 +33,52 @@ var ForEach = register(&Kind{
 		"`LOOP_LIMIT` before any iteration: read a part of it (`resp.body.items[:10]`) or raise `max`. To go over " +
 		"the rows of a table on the page, `extract` them first (or use an `http` step's JSON).",
 	Agent: "`forEach: {in: resp.body.items, as: item, steps: [...]}` — once per item of a list (max 100 items unless max: N).",
-	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		if !c.mapping(n, "forEach must be a mapping: in, as and steps", forEachForm.KeyNames()...) {
-			return
+}, "forEach must be a mapping: in, as and steps", compileForEach, runForEach,
+	func(l *duet.LoopStep) string { return "forEach " + l.As + " in " + l.In }))
+
+// compileForEach reads the keys of a forEach but its steps.
+func compileForEach(c *Compiler, n *Node, l *duet.LoopStep) {
+	l.Mode = duet.LoopForEach
+	l.In = c.String(n, "in", true)
+	if l.In != "" {
+		if err := eval.Check(l.In, c.Scope.Vars, false); err != nil {
+			c.Errf(n.Get("in"), "forEach in: %v", err)
 		}
-		l := &duet.LoopStep{Mode: duet.LoopForEach}
-		st.Loop = l
-		l.In = c.String(n, "in", true)
-		if l.In != "" {
-			if err := eval.Check(l.In, c.Scope.Vars, false); err != nil {
-				c.Errf(n.Get("in"), "forEach in: %v", err)
-			}
+	}
+	if n.Get("as") == nil {
+		c.Errf(n, "forEach needs as: the variable that holds each item")
+	}
+	l.As = c.loopVar(n, "as")
+	l.Index = c.loopVar(n, "index")
+	if l.As != "" && l.As == l.Index {
+		c.Errf(n.Get("index"), "forEach: index and as name the same variable %q", l.As)
+	}
+	l.Max = c.loopMax(n, "forEach")
+}
+
+// runForEach runs the forEach loop l of st.
+func runForEach(ctx context.Context, env Env, st *duet.Step, l *duet.LoopStep) error {
+	v, err := eval.Eval(l.In, env.Vars())
+	if err != nil {
+		return duet.WrapError(duet.CodeBindingFailed, err, "forEach in %s: %v", l.In, err)
+	}
+	items, ok := v.([]any)
+	if !ok {
+		return duet.Errorf(duet.CodeBindingFailed, "forEach in %s: got %s, want a list", l.In, typeName(v))
+	}
+	if len(items) > l.Max {
+		return loopLimit(st, "%s has %d items, more than max %d", l.In, len(items), l.Max)
+	}
+	for i, item := range items {
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		if n.Get("as") == nil {
-			c.Errf(n, "forEach needs as: the variable that holds each item")
+		if err := iterate(ctx, env, l, i+1, item); err != nil {
+			return err
 		}
-		l.As = c.loopVar(n, "as")
-		l.Index = c.loopVar(n, "index")
-		if l.As != "" && l.As == l.Index {
-			c.Errf(n.Get("index"), "forEach: index and as name the same variable %q", l.As)
-		}
-		l.Max = c.loopMax(n, "forEach")
-		l.Steps = c.body(n, "steps", "forEach", true)
-	},
-	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
-		l := st.Loop
-		if l == nil {
-			return "", nil, noBody(st)
-		}
-		v, err := eval.Eval(l.In, env.Vars())
-		if err != nil {
-			return "", nil, duet.WrapError(duet.CodeBindingFailed, err, "forEach in %s: %v", l.In, err)
-		}
-		items, ok := v.([]any)
-		if !ok {
-			return "", nil, duet.Errorf(duet.CodeBindingFailed, "forEach in %s: got %s, want a list", l.In, typeName(v))
-		}
-		if len(items) > l.Max {
-			return "", nil, loopLimit(st, "%s has %d items, more than max %d", l.In, len(items), l.Max)
-		}
-		for i, item := range items {
-			if err := ctx.Err(); err != nil {
-				return "", nil, err
-			}
-			if err := iterate(ctx, env, l, i+1, item); err != nil {
-				return "", nil, err
-			}
-		}
-		return "", nil, nil
-	},
-	Title: func(st *duet.Step) string {
-		if st.Loop == nil {
-			return string(st.Kind)
-		}
-		return "forEach " + st.Loop.As + " in " + st.Loop.In
-	},
-})
+	}
+	return nil
+}
 
 // typeName says what kind of value v is, in a message.
 func typeName(v any) string {

@@ -113,23 +113,7 @@ func compileHTTPMap(c *Compiler, h *duet.HTTPStep, n *Node) {
 	if h.URL == "" {
 		c.Errf(n, "http needs url (or path)")
 	}
-	if hn := n.Get("headers"); hn != nil {
-		if hn.Type != MapNode {
-			c.Errf(hn, "headers must be a mapping of name: value")
-		} else {
-			h.Headers = map[string]string{}
-			for j, k := range hn.Keys {
-				ks, _ := k.Str()
-				v, ok := hn.Vals[j].Str()
-				if !ok {
-					c.Errf(hn.Vals[j], "header %s must be a string", ks)
-					continue
-				}
-				c.Template(hn.Vals[j], "header "+ks, v)
-				h.Headers[ks] = v
-			}
-		}
-	}
+	h.Headers = c.headerMap(n, "headers")
 	if bn := n.Get("body"); bn != nil {
 		s, ok := bn.Str()
 		if !ok {

@@ -111,6 +111,12 @@ var urlKeys = []Key{
 	{Name: "method", Type: Text, Doc: "only requests of this HTTP method (GET, POST, ...)"},
 }
 
+// urlForm is the form of a step that matches requests by their URL (and
+// method): the URL keys, then keys; short is its shorthand (nil: none).
+func urlForm(short *Short, keys ...Key) Form {
+	return Form{Short: short, Keys: append(append([]Key{}, urlKeys...), keys...), AtLeastOne: []string{"url", "urlMatches"}}
+}
+
 // compileURLMatch reads url or urlMatches (exactly one) and method of the
 // mapping n, checking the pattern when it is not a template.
 func compileURLMatch(c *Compiler, st *duet.Step, n *Node) (glob, re, method string) {

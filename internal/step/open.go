@@ -12,22 +12,16 @@ var Open = register(&Kind{
 	Section: Browser,
 	Order:   100,
 	Summary: "Navigate the page to a URL and wait for it to load.",
-	Form: Form{
-		Short: &Short{Type: Template, Doc: "the URL"},
-		Keys:  []Key{{Name: "url", Type: Template, Required: true, Doc: `"/..." is relative to the task's baseURL; or an absolute http(s) URL`}},
-	},
+	Form:    shortFor("url", Template, "the URL", `"/..." is relative to the task's baseURL; or an absolute http(s) URL`),
 	Example: "- open: /order?orderId=A1001\n- open: {url: \"https://shop.example/\"}\n",
 	Doc:     "Every other browser step needs an `open` before it. The first browser step of a case starts its browser session: one isolated browser context per case execution.",
 	Agent:   "`open: /order?orderId=A1001` — navigate.",
 	Compile: browserStep(false, func(c *Compiler, st *duet.Step, n *Node, bd *body) {
-		b := bd.b
 		if bd.isMap {
 			c.AllowKeys(n, "url")
-			b.URL = bd.field("url", true)
-		} else {
-			b.URL = bd.short
-			c.Template(n, "open", bd.short)
 		}
+		b := bd.b
+		b.URL = bd.text("url", true)
 		if b.URL != "" {
 			c.RelativeURL(n, "open", b.URL)
 		}

@@ -52,3 +52,21 @@ func TestBodiesMustBeMappings(t *testing.T) {
 		}
 	}
 }
+
+// TestPressKeyIsATemplate: press renders its key over the variables in
+// both of its forms, so both are checked as templates when they compile: a
+// variable that is never set is refused, not left to fail the run.
+func TestPressKeyIsATemplate(t *testing.T) {
+	t.Parallel()
+	head := "task: {name: t, baseURL: http://h}\ncases:\n  - title: c\n    steps:\n      - open: /\n"
+	for _, step := range []string{`press: "${nosuch}"`, `press: {key: "${nosuch}"}`} {
+		_, err := compiler.CompileSuite(t.Context(), []byte(head+"      - "+step+"\n"), "t.yaml", compiler.Options{})
+		if err == nil || !strings.Contains(err.Error(), "t.yaml:6:") || !strings.Contains(err.Error(), "nosuch") {
+			t.Errorf("%s: got %v, want an error at 6:... about nosuch", step, err)
+		}
+	}
+	_, err := compiler.CompileSuite(t.Context(), []byte(head+"      - set: {k: '\"Enter\"'}\n      - press: \"${k}\"\n"), "t.yaml", compiler.Options{})
+	if err != nil {
+		t.Errorf("press: ${k} after set: got %v", err)
+	}
+}

@@ -6,12 +6,9 @@ import (
 	"github.com/duet-test/duet"
 )
 
-var pressForm = Form{
-	Short: &Short{Type: Text, Doc: "the key"},
-	Keys: append([]Key{{Name: "key", Type: Template, Required: true,
-		Doc: "a key name (Enter, Tab, Escape, ArrowDown, ...) or a character, with modifiers held as in Shift+Tab or Control+A"}},
-		locatorKeys...),
-}
+var pressForm = shortFor("key", Template, "the key",
+	"a key name (Enter, Tab, Escape, ArrowDown, ...) or a character, with modifiers held as in Shift+Tab or Control+A",
+	locatorKeys...)
 
 // Press is the press step.
 var Press = register(&Kind{
@@ -23,12 +20,10 @@ var Press = register(&Kind{
 	Example: "- press: Enter\n- press: {key: Enter, selector: \"#search\"}\n- press: {key: Control+A, label: Email address}\n",
 	Agent:   "`press: Enter` or `press: {key: Control+A, label: \"Email\"}`",
 	Compile: pageStep(false, func(c *Compiler, st *duet.Step, n *Node, bd *body) {
-		if !bd.isMap {
-			bd.b.Key = bd.short
-			return
+		if bd.isMap {
+			c.AllowKeys(n, pressForm.KeyNames()...)
 		}
-		c.AllowKeys(n, pressForm.KeyNames()...)
-		bd.b.Key = bd.field("key", true)
+		bd.b.Key = bd.text("key", true)
 		for _, k := range locatorKeys {
 			if n.Get(k.Name) != nil {
 				bd.target(true)

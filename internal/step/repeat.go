@@ -24,9 +24,8 @@ var repeatForm = Form{
 var loopCond = TypeOf("expression or element state", ref("condition"))
 
 // Repeat is the repeat step.
-var Repeat = register(&Kind{
+var Repeat = register(loopKind(&Kind{
 	Name:    duet.StepRepeat,
-	Section: Flow,
 	Order:   310,
 	Summary: "Run steps a number of times, or while or until a condition holds, never more than a bound: past it the step fails with LOOP_LIMIT.",
 	Form:    repeatForm,
@@ -46,94 +45,77 @@ var Repeat = register(&Kind{
 		"iteration number.",
 	Agent: "`repeat: {times: 3 | while: COND | until: COND, max: 20, index: n, steps: [...]}` — COND is an expression " +
 		"or {visible: SELECTOR} / {hidden: SELECTOR}; past max iterations the step fails with LOOP_LIMIT.",
-	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		if !c.mapping(n, "repeat must be a mapping: times, while or until, then steps", repeatForm.KeyNames()...) {
-			return
+}, "repeat must be a mapping: times, while or until, then steps", compileRepeat, runRepeat, func(l *duet.LoopStep) string {
+	if l.Mode == duet.LoopTimes {
+		return "repeat " + strconv.Itoa(l.Times) + " times"
+	}
+	return "repeat " + l.Mode + " " + describeCondition(l.Cond)
+}))
+
+// compileRepeat reads the keys of a repeat but its steps.
+func compileRepeat(c *Compiler, n *Node, l *duet.LoopStep) {
+	var modes []string
+	if v := n.Get("times"); v != nil {
+		modes = append(modes, "times")
+		t, ok := v.Int()
+		if !ok || t < 1 || t > MaxLoopMax {
+			c.Errf(v, "repeat: times must be a whole number from 1 to %d", MaxLoopMax)
 		}
-		l := &duet.LoopStep{}
-		st.Loop = l
-		var modes []string
-		if v := n.Get("times"); v != nil {
-			modes = append(modes, "times")
-			t, ok := v.Int()
-			if !ok || t < 1 || t > MaxLoopMax {
-				c.Errf(v, "repeat: times must be a whole number from 1 to %d", MaxLoopMax)
-			}
-			l.Mode, l.Times, l.Max = duet.LoopTimes, int(t), int(t)
-			if n.Get("max") != nil {
-				c.Errf(n.Get("max"), "repeat: max bounds while and until; times is its own bound")
-			}
+		l.Mode, l.Times, l.Max = duet.LoopTimes, int(t), int(t)
+		if n.Get("max") != nil {
+			c.Errf(n.Get("max"), "repeat: max bounds while and until; times is its own bound")
 		}
-		for _, m := range []string{"while", "until"} {
-			if v := n.Get(m); v != nil {
-				modes = append(modes, m)
-				l.Mode, l.Cond = m, c.loopCondition(v, "repeat "+m)
-				l.Max = c.loopMax(n, "repeat")
-			}
+	}
+	for _, m := range []string{"while", "until"} {
+		if v := n.Get(m); v != nil {
+			modes = append(modes, m)
+			l.Mode, l.Cond = m, c.loopCondition(v, "repeat "+m)
+			l.Max = c.loopMax(n, "repeat")
 		}
-		if len(modes) != 1 {
-			c.Errf(n, "repeat needs exactly one of times, while and until; found %d", len(modes))
+	}
+	if len(modes) != 1 {
+		c.Errf(n, "repeat needs exactly one of times, while and until; found %d", len(modes))
+	}
+	l.Index = c.loopVar(n, "index")
+}
+
+// runRepeat runs the repeat loop l of st.
+func runRepeat(ctx context.Context, env Env, st *duet.Step, l *duet.LoopStep) error {
+	for i := 1; ; i++ {
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		l.Index = c.loopVar(n, "index")
-		l.Steps = c.body(n, "steps", "repeat", true)
-	},
-	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
-		l := st.Loop
-		if l == nil {
-			return "", nil, noBody(st)
+		switch l.Mode {
+		case duet.LoopTimes:
+			if i > l.Times {
+				return nil
+			}
+		case duet.LoopWhile:
+			ok, err := holds(ctx, env, l.Cond)
+			if err != nil || !ok {
+				return err
+			}
+			if i > l.Max {
+				return loopLimit(st, "%s still holds after %d iterations (max %d)", describeCondition(l.Cond), l.Max, l.Max)
+			}
+		case duet.LoopUntil:
+			if i > l.Max {
+				return loopLimit(st, "%s does not hold after %d iterations (max %d)", describeCondition(l.Cond), l.Max, l.Max)
+			}
+		default:
+			return duet.Errorf(duet.CodeInternal, "repeat: unknown mode %q", l.Mode)
 		}
-		for i := 1; ; i++ {
-			if err := ctx.Err(); err != nil {
-				return "", nil, err
-			}
-			switch l.Mode {
-			case duet.LoopTimes:
-				if i > l.Times {
-					return "", nil, nil
-				}
-			case duet.LoopWhile:
-				ok, err := holds(ctx, env, l.Cond)
-				if err != nil {
-					return "", nil, err
-				}
-				if !ok {
-					return "", nil, nil
-				}
-				if i > l.Max {
-					return "", nil, loopLimit(st, "%s still holds after %d iterations (max %d)", describeCondition(l.Cond), l.Max, l.Max)
-				}
-			case duet.LoopUntil:
-				if i > l.Max {
-					return "", nil, loopLimit(st, "%s does not hold after %d iterations (max %d)", describeCondition(l.Cond), l.Max, l.Max)
-				}
-			default:
-				return "", nil, duet.Errorf(duet.CodeInternal, "repeat: unknown mode %q", l.Mode)
-			}
-			if err := iterate(ctx, env, l, i, nil); err != nil {
-				return "", nil, err
-			}
-			if l.Mode == duet.LoopUntil {
-				ok, err := holds(ctx, env, l.Cond)
-				if err != nil {
-					return "", nil, err
-				}
-				if ok {
-					return "", nil, nil
-				}
+		if err := iterate(ctx, env, l, i, nil); err != nil {
+			return err
+		}
+		if l.Mode == duet.LoopUntil {
+			ok, err := holds(ctx, env, l.Cond)
+			if err != nil || ok {
+				return err
 			}
 		}
-	},
-	Title: func(st *duet.Step) string {
-		l := st.Loop
-		if l == nil {
-			return string(st.Kind)
-		}
-		if l.Mode == duet.LoopTimes {
-			return "repeat " + strconv.Itoa(l.Times) + " times"
-		}
-		return "repeat " + l.Mode + " " + describeCondition(l.Cond)
-	},
-})
+	}
+}
 
 // iterate runs the steps of loop l as its i-th iteration (1 the first),
 // with its variables set: as to item (forEach's) and index to i.

@@ -3,6 +3,7 @@ package step
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"mime"
 	"path"
@@ -28,21 +29,18 @@ const (
 // routeFulfil are the keys of a route that answers the request itself.
 var routeFulfil = []string{"status", "headers", "json", "body", "file", "contentType"}
 
-var routeForm = Form{
-	Keys: append(append([]Key{}, urlKeys...),
-		Key{Name: "times", Type: Int, Doc: "how many requests the route handles before it stops matching (default: all)"},
-		Key{Name: "status", Type: Int, Doc: "fulfil with this HTTP status (default 200 with a body)"},
-		Key{Name: "headers", Type: MapOf(Template), Doc: "fulfil with these response headers"},
-		Key{Name: "json", Type: Any, Doc: "fulfil with this JSON body (its strings are templates; Content-Type application/json)"},
-		Key{Name: "body", Type: Template, Doc: "fulfil with this text body"},
-		Key{Name: "file", Type: Text, Doc: "fulfil with a file of the suite's folder (a path relative to it; 1 MiB at most), read when the suite compiles"},
-		Key{Name: "contentType", Type: Text, Doc: "the body's Content-Type (default: by json, the file's extension, or text/plain)"},
-		Key{Name: "abort", Type: Enum(abortReasons...), Doc: "fail the request with this network error"},
-		Key{Name: "setHeaders", Type: MapOf(Template), Doc: "let the request go on with these request headers added or replaced"},
-		Key{Name: "delay", Type: Duration, Doc: "hold the request this long first (at most 10s)"},
-	),
-	AtLeastOne: []string{"url", "urlMatches"},
-}
+var routeForm = urlForm(nil,
+	Key{Name: "times", Type: Int, Doc: "how many requests the route handles before it stops matching (default: all)"},
+	Key{Name: "status", Type: Int, Doc: "fulfil with this HTTP status (default 200 with a body)"},
+	Key{Name: "headers", Type: MapOf(Template), Doc: "fulfil with these response headers"},
+	Key{Name: "json", Type: Any, Doc: "fulfil with this JSON body (its strings are templates; Content-Type application/json)"},
+	Key{Name: "body", Type: Template, Doc: "fulfil with this text body"},
+	Key{Name: "file", Type: Text, Doc: "fulfil with a file of the suite's folder (a path relative to it; 1 MiB at most), read when the suite compiles"},
+	Key{Name: "contentType", Type: Text, Doc: "the body's Content-Type (default: by json, the file's extension, or text/plain)"},
+	Key{Name: "abort", Type: Enum(abortReasons...), Doc: "fail the request with this network error"},
+	Key{Name: "setHeaders", Type: MapOf(Template), Doc: "let the request go on with these request headers added or replaced"},
+	Key{Name: "delay", Type: Duration, Doc: "hold the request this long first (at most 10s)"},
+)
 
 // RouteKind is the route step.
 var RouteKind = register(&Kind{
@@ -263,28 +261,43 @@ func lookupFold(m map[string]string, k string) (string, bool) {
 // headerMap reads a mapping of header names to templates (nil when the key
 // is absent).
 func (c *Compiler) headerMap(n *Node, key string) map[string]string {
-	hn := n.Get(key)
-	if hn == nil {
+	return c.templateMap(n, key, "header ", func(name string) error {
+		if !validHeaderToken(name) {
+			return fmt.Errorf("%q is not a header name", name)
+		}
+		return nil
+	})
+}
+
+// templateMap reads the mapping under key of n (nil when it is absent):
+// names to templates, each checked against the scope. A value is called
+// label+name in messages; check, when not nil, refuses a name, which is
+// left out.
+func (c *Compiler) templateMap(n *Node, key, label string, check func(name string) error) map[string]string {
+	mn := n.Get(key)
+	if mn == nil {
 		return nil
 	}
-	if hn.Type != MapNode {
-		c.Errf(hn, "%s must be a mapping of name: value", key)
+	if mn.Type != MapNode {
+		c.Errf(mn, "%s must be a mapping of name: value", key)
 		return nil
 	}
 	out := map[string]string{}
-	for j, k := range hn.Keys {
-		ks, _ := k.Str()
-		if !validHeaderToken(ks) {
-			c.Errf(k, "%s: %q is not a header name", key, ks)
-			continue
+	for j, k := range mn.Keys {
+		name, _ := k.Str()
+		if check != nil {
+			if err := check(name); err != nil {
+				c.Errf(k, "%s: %v", key, err)
+				continue
+			}
 		}
-		v, ok := hn.Vals[j].Str()
+		v, ok := mn.Vals[j].Str()
 		if !ok {
-			c.Errf(hn.Vals[j], "header %s must be a string", ks)
+			c.Errf(mn.Vals[j], "%s%s must be a string", label, name)
 			continue
 		}
-		c.Template(hn.Vals[j], "header "+ks, v)
-		out[ks] = v
+		c.Template(mn.Vals[j], label+name, v)
+		out[name] = v
 	}
 	return out
 }

@@ -42,6 +42,16 @@ type Short struct {
 	Doc  string // what the scalar stands for
 }
 
+// shortFor is the form of a step written as the value of its required key
+// name alone (the shorthand, of type t; doc says what it is), or as a
+// mapping of that key (keyDoc) and the other keys.
+func shortFor(name string, t Type, doc, keyDoc string, keys ...Key) Form {
+	return Form{
+		Short: &Short{Type: t, Doc: doc},
+		Keys:  append([]Key{{Name: name, Type: t, Required: true, Doc: keyDoc}}, keys...),
+	}
+}
+
 // Key is one key of a mapping.
 type Key struct {
 	Name     string

@@ -62,16 +62,41 @@ func learnState(env Env, state []byte) (cookies, origins int, err error) {
 	return len(v.Cookies), len(v.Origins), nil
 }
 
-func sessionParts(ctx context.Context, env Env, st *duet.Step) (StorageKeeper, SessionKeeper, error) {
+// sessionKeeper returns what keeps the run's sessions, for the session
+// step st.
+func sessionKeeper(env Env, st *duet.Step) (SessionKeeper, error) {
 	if st.Browser == nil || st.Browser.Session == "" {
-		return nil, nil, noBody(st)
+		return nil, noBody(st)
 	}
 	keep, ok := env.(SessionKeeper)
 	if !ok {
-		return nil, nil, duet.Errorf(duet.CodeSessionNotFound, "%s: this engine keeps no browser sessions", st.Kind)
+		return nil, duet.Errorf(duet.CodeSessionNotFound, "%s: this engine keeps no browser sessions", st.Kind)
+	}
+	return keep, nil
+}
+
+func sessionParts(ctx context.Context, env Env, st *duet.Step) (StorageKeeper, SessionKeeper, error) {
+	keep, err := sessionKeeper(env, st)
+	if err != nil {
+		return nil, nil, err
 	}
 	sk, err := pageAs[StorageKeeper](ctx, env, st, "cannot read or set its storage (its driver lacks StorageKeeper)")
 	return sk, keep, err
+}
+
+// sessionKind completes k, a step whose body is a session's name (doc
+// says what): saveSession and session. more, when not nil, goes on
+// compiling the step once the name is read.
+func sessionKind(k *Kind, doc string, more func(c *Compiler, st *duet.Step, n *Node)) *Kind {
+	k.Section, k.Form = Browser, Form{Short: &Short{Type: Text, Doc: doc}}
+	k.Compile = func(c *Compiler, st *duet.Step, n *Node) {
+		compileSessionName(c, st, n)
+		if more != nil {
+			more(c, st, n)
+		}
+	}
+	k.Title = func(st *duet.Step) string { return string(st.Kind) + " " + st.Browser.Session }
+	return k
 }
 
 func compileSessionName(c *Compiler, st *duet.Step, n *Node) {
@@ -91,25 +116,16 @@ func compileSessionName(c *Compiler, st *duet.Step, n *Node) {
 }
 
 // SaveSession is the saveSession step.
-var SaveSession = register(&Kind{
+var SaveSession = register(sessionKind(&Kind{
 	Name:    "saveSession",
-	Section: Browser,
 	Order:   215,
 	Summary: "Save the browser's session — its cookies and the localStorage of the page's origin — under a name, for the later cases of the run to start from (`session: NAME`): sign in once per run.",
-	Form:    Form{Short: &Short{Type: Text, Doc: "the session's name: letters, digits and _"}},
 	Example: "- saveSession: admin\n",
 	Doc: "A saved session is the executor's, as secret as their password: it is stored sealed (AES-256-GCM under the master key, " +
 		"bound to the run, the executor and the name), only the run that saved it can use it, it expires after 12 hours, and its values " +
 		"(cookies, tokens) are scrubbed from the run's results, reports and traces. A later save of the same name replaces it. " +
 		"The case that saves it comes before the cases that use it (the compiler checks); with parallel cases, a case that starts from it waits (up to its step's timeout) until it is saved.",
 	Agent: "`saveSession: admin` — after signing in: later cases of the run start signed in with `session: admin` (a case key)",
-	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		compileSessionName(c, st, n)
-		if st.Browser != nil && st.Browser.Session != "" && !c.Scope.PageOpen {
-			c.Errf(n, "saveSession needs a page: add an open step (and sign in) before it")
-		}
-	},
-	Title: func(st *duet.Step) string { return "saveSession " + st.Browser.Session },
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
 		sk, keep, err := sessionParts(ctx, env, st)
 		if err != nil {
@@ -128,42 +144,36 @@ var SaveSession = register(&Kind{
 		}
 		return "", map[string]any{"session": st.Browser.Session, "cookies": cookies, "origins": origins}, nil
 	},
-})
+}, "the session's name: letters, digits and _", func(c *Compiler, st *duet.Step, n *Node) {
+	if st.Browser != nil && st.Browser.Session != "" && !c.Scope.PageOpen {
+		c.Errf(n, "saveSession needs a page: add an open step (and sign in) before it")
+	}
+}))
 
 // sessionPoll is how often a session step looks again for a session
 // another case has not saved yet.
 const sessionPoll = 250 * time.Millisecond
 
 // UseSession is the session step: what a case's session: key runs first.
-var UseSession = register(&Kind{
+var UseSession = register(sessionKind(&Kind{
 	Name:    "session",
-	Section: Browser,
 	Order:   99,
 	Summary: "Start from a browser session an earlier case of the run saved (`saveSession: NAME`): its cookies, and its localStorage for the pages of its origin. Usually written as the case's `session: NAME` key.",
-	Form:    Form{Short: &Short{Type: Text, Doc: "the session's name"}},
 	Example: "- session: admin\n",
 	Doc: "The case key `session: admin` runs this step first, before the case's hooks. A session is the run's: a case of another run " +
 		"(another person's, or the same person's next run) cannot use it, and one not saved (yet) fails the step with `SESSION_NOT_FOUND` " +
 		"after waiting up to the step's timeout for a case running beside it to save it.",
 	Agent: "`session: admin` — (a case key, or a first step) start signed in from the session an earlier case saved with `saveSession: admin`",
-	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		compileSessionName(c, st, n)
-	},
-	Title: func(st *duet.Step) string { return "session " + st.Browser.Session },
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
-		if st.Browser == nil || st.Browser.Session == "" {
-			return "", nil, noBody(st)
-		}
-		keep, ok := env.(SessionKeeper)
-		if !ok {
-			return "", nil, duet.Errorf(duet.CodeSessionNotFound, "session: this engine keeps no browser sessions")
+		keep, err := sessionKeeper(env, st)
+		if err != nil {
+			return "", nil, err
 		}
 		name := st.Browser.Session
 		notFound := duet.Errorf(duet.CodeSessionNotFound, "no case of this run saved the session %s (a case signs in and saves it with saveSession: %s, before the cases that use it); it is the run's own, and expires after 12 hours", name, name)
 		// The session first, the page after: the time the step waits is
 		// spent waiting for the session, not for a browser.
 		var state []byte
-		var err error
 		for {
 			state, err = keep.LoadSession(ctx, name)
 			if err == nil {
@@ -196,4 +206,4 @@ var UseSession = register(&Kind{
 		}
 		return "", map[string]any{"session": name, "cookies": cookies, "origins": origins}, nil
 	},
-})
+}, "the session's name", nil))

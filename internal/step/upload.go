@@ -31,11 +31,7 @@ var Upload = register(&Kind{
 		"a suite sent over the API or written by the agent has no folder, so its uploads give the content. " +
 		"The files go into the page as the browser's own File objects, on every kind of browser (local, remote, phones).",
 	Agent: "`upload: {label: \"Receipt\", files: {name: receipt.txt, content: \"...\"}}` (or files of the suite's folder: `files: [photo.png]`)",
-	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		bd, ok := compileElement(c, st, n, &uploadForm)
-		if !ok || !bd.isMap {
-			return
-		}
+	Compile: elementStep(&uploadForm, func(c *Compiler, n *Node, bd *body) {
 		fn := n.Get("files")
 		if fn == nil {
 			c.Errf(n, "missing key files")
@@ -62,7 +58,7 @@ var Upload = register(&Kind{
 			}
 			bd.b.Files = append(bd.b.Files, f)
 		}
-	},
+	}),
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
 		if _, _, err := elements(ctx, env, st); err != nil {
 			return "", nil, err

@@ -120,13 +120,9 @@ func (c *Compiler) paramName(n *Node) string {
 	return ""
 }
 
-var useForm = Form{
-	Short: &Short{Type: Text, Doc: "the flow's name"},
-	Keys: []Key{
-		{Name: "flow", Type: Text, Required: true, Doc: "a flow of the suite (flows:), or a flow asset: name, owner/name, with @VERSION to pin one (default: the latest when the suite is applied)"},
-		{Name: "with", Type: MapOf(Any), Doc: "the flow's parameters: name → value (strings are templates over the variables here)"},
-	},
-}
+var useForm = shortFor("flow", Text, "the flow's name",
+	"a flow of the suite (flows:), or a flow asset: name, owner/name, with @VERSION to pin one (default: the latest when the suite is applied)",
+	Key{Name: "with", Type: MapOf(Any), Doc: "the flow's parameters: name → value (strings are templates over the variables here)"})
 
 // Use is the use step.
 var Use = register(&Kind{

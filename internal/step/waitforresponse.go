@@ -9,14 +9,10 @@ import (
 	"github.com/duet-test/duet/internal/eval"
 )
 
-var waitForResponseForm = Form{
-	Short: &Short{Type: Template, Doc: "a URL glob"},
-	Keys: append(append([]Key{}, urlKeys...),
-		Key{Name: "status", Type: Int, Doc: "the status the response must have (default: any)"},
-		Key{Name: "saveAs", Type: Ident, Doc: "the variable the response is saved to: {url, method, status, headers, body}"},
-	),
-	AtLeastOne: []string{"url", "urlMatches"},
-}
+var waitForResponseForm = urlForm(&Short{Type: Template, Doc: "a URL glob"},
+	Key{Name: "status", Type: Int, Doc: "the status the response must have (default: any)"},
+	Key{Name: "saveAs", Type: Ident, Doc: "the variable the response is saved to: {url, method, status, headers, body}"},
+)
 
 // WaitForResponse is the waitForResponse step.
 var WaitForResponse = register(&Kind{
@@ -85,14 +81,10 @@ func checkGlob(c *Compiler, n *Node, glob string) {
 	}
 }
 
-var expectRequestForm = Form{
-	Short: &Short{Type: Template, Doc: "a URL glob (at least one request)"},
-	Keys: append(append([]Key{}, urlKeys...),
-		Key{Name: "count", Type: Int, Doc: "how many requests (default: at least one)"},
-		notKey,
-	),
-	AtLeastOne: []string{"url", "urlMatches"},
-}
+var expectRequestForm = urlForm(&Short{Type: Template, Doc: "a URL glob (at least one request)"},
+	Key{Name: "count", Type: Int, Doc: "how many requests (default: at least one)"},
+	notKey,
+)
 
 // ExpectRequest is the expectRequest step.
 var ExpectRequest = register(&Kind{
