@@ -907,11 +907,7 @@ func (h *Handler) report(w http.ResponseWriter, r *http.Request, c duet.Caller) 
 		if err != nil {
 			return nil, err
 		}
-		if win := rep.Window; win != nil && win.NotShown > 0 {
-			w.Header().Set("Duet-Report-Not-Shown", strconv.Itoa(win.NotShown))
-			w.Header().Set("Duet-Report-Next-Cursor", win.NextCursor)
-		}
-		w.Header().Set("Duet-Run-Status", string(rep.Status))
+		reportHeaders(w, rep)
 		w.Header().Set("Content-Type", rep.ContentType)
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s-junit.zip"`, r.PathValue("runId")))
@@ -926,16 +922,21 @@ func (h *Handler) report(w http.ResponseWriter, r *http.Request, c duet.Caller) 
 	if err != nil {
 		return nil, err
 	}
+	reportHeaders(w, rep)
+	w.Header().Set("Duet-Report-Cases", fmt.Sprintf("%d %d", rep.Totals.Passed, rep.Totals.Cases))
+	WriteReport(w, rep, r.PathValue("runId"), f, r.URL.Query().Has("download"))
+	return nil, nil
+}
+
+// reportHeaders sets the run's status and, when the report shows only part
+// of the run, the part shown, for a program that fetches the others too
+// (duet report --server).
+func reportHeaders(w http.ResponseWriter, rep Report) {
 	if win := rep.Window; win != nil && win.NotShown > 0 {
-		// The part shown, for a program that fetches the others too
-		// (duet report --server).
 		w.Header().Set("Duet-Report-Not-Shown", strconv.Itoa(win.NotShown))
 		w.Header().Set("Duet-Report-Next-Cursor", win.NextCursor)
 	}
 	w.Header().Set("Duet-Run-Status", string(rep.Status))
-	w.Header().Set("Duet-Report-Cases", fmt.Sprintf("%d %d", rep.Totals.Passed, rep.Totals.Cases))
-	WriteReport(w, rep, r.PathValue("runId"), f, r.URL.Query().Has("download"))
-	return nil, nil
 }
 
 // WriteReport writes a rendered report: the HTML under a policy that lets

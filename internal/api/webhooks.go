@@ -122,16 +122,7 @@ func (s *Service) CreateWebhook(ctx context.Context, c duet.Caller, in WebhookIn
 			return WebhookView{}, err
 		}
 		// The secret is sealed bound to the webhook's id, chosen here.
-		secret, err := s.sealWebhook(w)
-		if err != nil {
-			return WebhookView{}, err
-		}
-		if err := s.d.Store.CreateWebhook(ctx, c.UserID, w); err != nil {
-			return WebhookView{}, err
-		}
-		v := newWebhookView(w)
-		v.Secret = secret
-		return v, nil
+		return s.saveSealed(ctx, c.UserID, w, s.d.Store.CreateWebhook)
 	})
 }
 
@@ -215,17 +206,23 @@ func (s *Service) RotateWebhookSecret(ctx context.Context, c duet.Caller, id str
 		if err != nil {
 			return WebhookView{}, err
 		}
-		secret, err := s.sealWebhook(w)
-		if err != nil {
-			return WebhookView{}, err
-		}
-		if err := s.d.Store.UpdateWebhook(ctx, c.UserID, w); err != nil {
-			return WebhookView{}, err
-		}
-		v := newWebhookView(w)
-		v.Secret = secret
-		return v, nil
+		return s.saveSealed(ctx, c.UserID, w, s.d.Store.UpdateWebhook)
 	})
+}
+
+// saveSealed gives w a new signing secret, stores w with save (as user) and
+// returns its view with the secret, shown this once.
+func (s *Service) saveSealed(ctx context.Context, user string, w *duet.Webhook, save func(context.Context, string, *duet.Webhook) error) (WebhookView, error) {
+	secret, err := s.sealWebhook(w)
+	if err != nil {
+		return WebhookView{}, err
+	}
+	if err := save(ctx, user, w); err != nil {
+		return WebhookView{}, err
+	}
+	v := newWebhookView(w)
+	v.Secret = secret
+	return v, nil
 }
 
 // DeleteWebhook removes a webhook and its deliveries. Returns NOT_FOUND.

@@ -412,11 +412,17 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, o ServeOptions) error 
 	if a.Config.Workers > 0 {
 		g.Go(func() error { return a.Worker.Run(gctx) })
 	}
+	a.runBackground(gctx, g)
+	return g.Wait()
+}
+
+// runBackground starts, in g, what every instance runs beside serving and
+// executing: maintenance, the scheduler, webhook delivery and catalog sync.
+func (a *App) runBackground(gctx context.Context, g *errgroup.Group) {
 	g.Go(func() error { a.maintain(gctx); return nil })
 	g.Go(func() error { a.Scheduler.Run(gctx); return nil })
 	g.Go(func() error { a.Webhooks.Run(gctx); return nil })
 	g.Go(func() error { a.CatalogSync.Run(gctx); return nil })
-	return g.Wait()
 }
 
 // RunWorkers runs only the workers (duet worker) until ctx ends.
@@ -432,10 +438,7 @@ func (a *App) RunWorkers(ctx context.Context) error {
 		return err
 	}
 	g.Go(func() error { return a.Worker.Run(gctx) })
-	g.Go(func() error { a.maintain(gctx); return nil })
-	g.Go(func() error { a.Scheduler.Run(gctx); return nil })
-	g.Go(func() error { a.Webhooks.Run(gctx); return nil })
-	g.Go(func() error { a.CatalogSync.Run(gctx); return nil })
+	a.runBackground(gctx, g)
 	return g.Wait()
 }
 

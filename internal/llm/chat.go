@@ -20,6 +20,14 @@ const (
 // the Type that Tool and ToolCall default to.
 const ToolTypeFunction = "function"
 
+// toolType is typ, or ToolTypeFunction when typ is empty.
+func toolType(typ string) string {
+	if typ == "" {
+		return ToolTypeFunction
+	}
+	return typ
+}
+
 // Message is one chat message.
 //
 // Decoding tolerates what real servers send: a null content, or content as
@@ -183,9 +191,7 @@ type ToolCall struct {
 // MarshalJSON encodes tc, defaulting an empty Type to "function".
 func (tc ToolCall) MarshalJSON() ([]byte, error) {
 	type wire ToolCall
-	if tc.Type == "" {
-		tc.Type = ToolTypeFunction
-	}
+	tc.Type = toolType(tc.Type)
 	return json.Marshal(wire(tc))
 }
 
@@ -196,9 +202,7 @@ func (tc *ToolCall) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &w); err != nil {
 		return err
 	}
-	if w.Type == "" {
-		w.Type = ToolTypeFunction
-	}
+	w.Type = toolType(w.Type)
 	if w.Function.Arguments == "" { // "function" missing or null
 		w.Function.Arguments = "{}"
 	}
@@ -259,9 +263,7 @@ type Tool struct {
 // MarshalJSON encodes t, defaulting an empty Type to "function".
 func (t Tool) MarshalJSON() ([]byte, error) {
 	type wire Tool
-	if t.Type == "" {
-		t.Type = ToolTypeFunction
-	}
+	t.Type = toolType(t.Type)
 	return json.Marshal(wire(t))
 }
 

@@ -73,15 +73,25 @@ func (c *Client) loadSecret(ctx context.Context, s *duet.MCPServer) (*secret, in
 	if s.CredentialRef == "" {
 		return &secret{}, 0, nil
 	}
-	cred, err := c.store.FindCredential(ctx, s.CredentialRef)
-	if err != nil {
-		return nil, 0, err
-	}
-	sec, err := c.open(s, cred)
+	sec, cred, err := c.readSecret(ctx, s)
 	if err != nil {
 		return nil, 0, err
 	}
 	return sec, cred.Version, nil
+}
+
+// readSecret reads the stored credential of registration s (which has one)
+// and opens it.
+func (c *Client) readSecret(ctx context.Context, s *duet.MCPServer) (*secret, *duet.Credential, error) {
+	cred, err := c.store.FindCredential(ctx, s.CredentialRef)
+	if err != nil {
+		return nil, nil, err
+	}
+	sec, err := c.open(s, cred)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sec, cred, nil
 }
 
 // open decrypts the stored credential of registration s. A ciphertext sealed
@@ -125,11 +135,7 @@ const maxSwaps = 8
 // races, UNAVAILABLE, INTERNAL.
 func (c *Client) swapSecret(ctx context.Context, s *duet.MCPServer, change func(*secret) bool) (*secret, int64, error) {
 	for attempt := 1; ; attempt++ {
-		cred, err := c.store.FindCredential(ctx, s.CredentialRef)
-		if err != nil {
-			return nil, 0, err
-		}
-		sec, err := c.open(s, cred)
+		sec, cred, err := c.readSecret(ctx, s)
 		if err != nil {
 			return nil, 0, err
 		}

@@ -48,28 +48,23 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.MaxPerUser <= 0 {
-		o.MaxPerUser = 1
-	}
-	if o.MaxSessions <= 0 {
-		o.MaxSessions = 8
-	}
-	if o.IdleTimeout <= 0 {
-		o.IdleTimeout = 10 * time.Minute
-	}
-	if o.FPS <= 0 {
-		o.FPS = 10
-	}
-	if o.Quality <= 0 {
-		o.Quality = 60
-	}
-	if o.LocateTimeout <= 0 {
-		o.LocateTimeout = 10 * time.Second
-	}
+	positive(&o.MaxPerUser, 1)
+	positive(&o.MaxSessions, 8)
+	positive(&o.IdleTimeout, 10*time.Minute)
+	positive(&o.FPS, 10)
+	positive(&o.Quality, 60)
+	positive(&o.LocateTimeout, 10*time.Second)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return o
+}
+
+// positive sets *v to def unless it is above zero.
+func positive[T ~int | ~int64](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }
 
 // Manager holds the recording sessions of a process.

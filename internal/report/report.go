@@ -666,15 +666,10 @@ func (r *Report) WriteJSON(w io.Writer) error {
 }
 
 // formatDuration renders milliseconds for people: "85 ms", "1.24 s",
-// "2 min 5 s".
+// "2 min 5 s", "1 h 2 min".
 func formatDuration(ms int64) string {
-	switch {
-	case ms < 1000:
-		return fmt.Sprintf("%d ms", ms)
-	case ms < 60_000:
-		return fmt.Sprintf("%.2f s", float64(ms)/1000)
-	case ms < 3_600_000:
-		return fmt.Sprintf("%d min %d s", ms/60_000, ms%60_000/1000)
+	if ms < 3_600_000 {
+		return duet.FormatMs(ms, 2)
 	}
 	return fmt.Sprintf("%d h %d min", ms/3_600_000, ms%3_600_000/60_000)
 }

@@ -75,7 +75,7 @@ func Build(meta Meta, c *Capture, secrets *redact.Set, maxBytes int64) ([]byte, 
 		return max(t.Sub(start).Milliseconds(), 0)
 	}
 	t := &Trace{
-		Version: Version, RunID: meta.RunID, ExecutionID: meta.ExecutionID, CaseKey: meta.CaseKey, CaseTitle: secrets.Scrub(meta.CaseTitle),
+		Version: Version, Case: Case{RunID: meta.RunID, ExecutionID: meta.ExecutionID, CaseKey: meta.CaseKey, CaseTitle: secrets.Scrub(meta.CaseTitle)},
 		Mode: meta.Mode, Status: meta.Status, ErrorCode: meta.ErrorCode, Error: clip(secrets.Scrub(meta.Error)),
 		StartedAt: start.UTC(), Viewport: c.Viewport,
 		Steps: []Step{}, Console: []ConsoleLine{}, Network: []Request{}, Frames: []Frame{},

@@ -59,12 +59,24 @@ type harNV struct {
 	Value string `json:"value"`
 }
 
+// harMessage is what a HAR request and response both have, in the place
+// both have it: the HTTP version, cookies and headers.
+type harMessage struct {
+	HTTPVersion string  `json:"httpVersion"`
+	Cookies     []harNV `json:"cookies"`
+	Headers     []harNV `json:"headers"`
+}
+
+// message is the harMessage of an HTTP/1.1 message with headers h (the
+// cookies are not listed apart from the headers).
+func message(h map[string]string) harMessage {
+	return harMessage{HTTPVersion: "HTTP/1.1", Cookies: []harNV{}, Headers: nvs(h)}
+}
+
 type harRequest struct {
-	Method      string       `json:"method"`
-	URL         string       `json:"url"`
-	HTTPVersion string       `json:"httpVersion"`
-	Cookies     []harNV      `json:"cookies"`
-	Headers     []harNV      `json:"headers"`
+	Method string `json:"method"`
+	URL    string `json:"url"`
+	harMessage
 	QueryString []harNV      `json:"queryString"`
 	PostData    *harPostData `json:"postData,omitempty"`
 	HeadersSize int          `json:"headersSize"`
@@ -78,11 +90,9 @@ type harPostData struct {
 }
 
 type harResponse struct {
-	Status      int        `json:"status"`
-	StatusText  string     `json:"statusText"`
-	HTTPVersion string     `json:"httpVersion"`
-	Cookies     []harNV    `json:"cookies"`
-	Headers     []harNV    `json:"headers"`
+	Status     int    `json:"status"`
+	StatusText string `json:"statusText"`
+	harMessage
 	Content     harContent `json:"content"`
 	RedirectURL string     `json:"redirectURL"`
 	HeadersSize int        `json:"headersSize"`
@@ -125,9 +135,9 @@ func HAR(t *Trace) ([]byte, error) {
 			Pageref:         "case",
 			StartedDateTime: start.Add(time.Duration(r.AtMs) * time.Millisecond).Format(time.RFC3339Nano),
 			Time:            max(r.DurationMs, 0),
-			Request: harRequest{Method: r.Method, URL: r.URL, HTTPVersion: "HTTP/1.1", Cookies: []harNV{}, Headers: nvs(r.RequestHeaders),
+			Request: harRequest{Method: r.Method, URL: r.URL, harMessage: message(r.RequestHeaders),
 				QueryString: query(r.URL), HeadersSize: -1, BodySize: -1},
-			Response: harResponse{Status: r.Status, StatusText: r.StatusText, HTTPVersion: "HTTP/1.1", Cookies: []harNV{}, Headers: nvs(r.ResponseHeaders),
+			Response: harResponse{Status: r.Status, StatusText: r.StatusText, harMessage: message(r.ResponseHeaders),
 				Content: harContent{Size: r.BodyBytes, MimeType: r.MIME, Text: r.Body, Comment: r.BodyNote}, HeadersSize: -1, BodySize: r.EncodedBytes},
 			ResourceType: r.Type, Error: r.Failed,
 		}

@@ -11,14 +11,11 @@ import (
 // and the errors and failed requests before it) — never the DOM, the
 // screenshots or the bodies.
 type Summary struct {
-	RunID       string         `json:"runId"`
-	ExecutionID string         `json:"executionId"`
-	CaseKey     string         `json:"caseKey"`
-	CaseTitle   string         `json:"caseTitle"`
-	Status      duet.RunStatus `json:"status"`
-	ErrorCode   duet.Code      `json:"errorCode,omitempty"`
-	Error       string         `json:"error,omitempty"`
-	Steps       []SummaryStep  `json:"steps"`
+	Case
+	Status    duet.RunStatus `json:"status"`
+	ErrorCode duet.Code      `json:"errorCode,omitempty"`
+	Error     string         `json:"error,omitempty"`
+	Steps     []SummaryStep  `json:"steps"`
 	// FailingStep is the index of the step that failed the case (-1: none).
 	FailingStep int              `json:"failingStep"`
 	Console     []ConsoleLine    `json:"console"`
@@ -62,7 +59,7 @@ func Summarize(t *Trace, maxBytes int) ([]byte, error) {
 	if maxBytes <= 0 {
 		maxBytes = 32 << 10
 	}
-	s := Summary{RunID: t.RunID, ExecutionID: t.ExecutionID, CaseKey: t.CaseKey, CaseTitle: t.CaseTitle, Status: t.Status,
+	s := Summary{Case: t.Case, Status: t.Status,
 		ErrorCode: t.ErrorCode, Error: t.Error, Steps: []SummaryStep{}, FailingStep: -1, Console: []ConsoleLine{}, Network: []SummaryRequest{}, Cut: t.Cut}
 	for _, st := range t.Steps {
 		s.Steps = append(s.Steps, SummaryStep{Index: st.Index, Kind: st.Kind, Name: st.Name, Status: st.Status, DurationMs: st.EndMs - st.StartMs,

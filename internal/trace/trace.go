@@ -104,25 +104,31 @@ const Version = 1
 // Trace is trace.json: what a case did, step by step, with what the page
 // showed and did. Times are milliseconds from the start of the recording.
 type Trace struct {
-	Version     int            `json:"version"`
-	RunID       string         `json:"runId"`
-	ExecutionID string         `json:"executionId"`
-	CaseKey     string         `json:"caseKey"`
-	CaseTitle   string         `json:"caseTitle"`
-	Mode        Mode           `json:"mode"`
-	Status      duet.RunStatus `json:"status"`
-	ErrorCode   duet.Code      `json:"errorCode,omitempty"`
-	Error       string         `json:"error,omitempty"`
-	StartedAt   time.Time      `json:"startedAt"`
-	DurationMs  int64          `json:"durationMs"`
-	Viewport    Viewport       `json:"viewport"`
-	Steps       []Step         `json:"steps"`
-	Console     []ConsoleLine  `json:"console"`
-	Network     []Request      `json:"network"`
-	Frames      []Frame        `json:"frames"`
+	Version int `json:"version"`
+	Case
+	Mode       Mode           `json:"mode"`
+	Status     duet.RunStatus `json:"status"`
+	ErrorCode  duet.Code      `json:"errorCode,omitempty"`
+	Error      string         `json:"error,omitempty"`
+	StartedAt  time.Time      `json:"startedAt"`
+	DurationMs int64          `json:"durationMs"`
+	Viewport   Viewport       `json:"viewport"`
+	Steps      []Step         `json:"steps"`
+	Console    []ConsoleLine  `json:"console"`
+	Network    []Request      `json:"network"`
+	Frames     []Frame        `json:"frames"`
 	// Cut is set when the trace left something out to stay within its
 	// bound: the viewer and the MCP summary say so.
 	Cut *Cut `json:"cut,omitempty"`
+}
+
+// Case names the execution a Trace or a Summary is of; its fields come
+// first in both.
+type Case struct {
+	RunID       string `json:"runId"`
+	ExecutionID string `json:"executionId"`
+	CaseKey     string `json:"caseKey"`
+	CaseTitle   string `json:"caseTitle"`
 }
 
 // Viewport is the page's size in CSS pixels.

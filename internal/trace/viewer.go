@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"html/template"
 	"sync"
+
+	"github.com/duet-test/duet"
 )
 
 // The viewer: one page generated from the Trace (everything in it escaped
@@ -45,15 +47,7 @@ var viewerTmpl = sync.OnceValue(func() *template.Template {
 	}).Parse(viewerHTML))
 })
 
-func formatMs(ms int64) string {
-	switch {
-	case ms < 1000:
-		return fmt.Sprintf("%d ms", ms)
-	case ms < 60_000:
-		return fmt.Sprintf("%.2f s", float64(ms)/1000)
-	}
-	return fmt.Sprintf("%d min %d s", ms/60_000, ms%60_000/1000)
-}
+func formatMs(ms int64) string { return duet.FormatMs(ms, 2) }
 
 func viewerPage(t *Trace) ([]byte, error) {
 	var b bytes.Buffer

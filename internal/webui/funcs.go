@@ -44,17 +44,9 @@ var funcs = template.FuncMap{
 	},
 	"rfc3339":   func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
 	"joinLines": joinLines,
-	"dur": func(ms int64) string {
-		switch {
-		case ms < 1000:
-			return fmt.Sprintf("%d ms", ms)
-		case ms < 60_000:
-			return fmt.Sprintf("%.1f s", float64(ms)/1000)
-		}
-		return fmt.Sprintf("%d min %d s", ms/60_000, ms%60_000/1000)
-	},
-	"us":  func(us int64) string { return fmt.Sprintf("%.1f ms", float64(us)/1000) },
-	"pct": func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) },
+	"dur":       func(ms int64) string { return duet.FormatMs(ms, 1) },
+	"us":        func(us int64) string { return fmt.Sprintf("%.1f ms", float64(us)/1000) },
+	"pct":       func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) },
 	// ratio is a share of pixels with two decimals ("—" for none).
 	"ratio": func(f *float64) string {
 		if f == nil {

@@ -164,24 +164,21 @@
         li.appendChild(document.createTextNode(" "));
         li.appendChild(v);
       }
-      var tryB = document.createElement("button");
-      tryB.type = "button";
-      tryB.className = "link";
-      tryB.textContent = "Try";
-      tryB.setAttribute("aria-label", "Try step " + (i + 1));
-      tryB.addEventListener("click", function () { tryout(i + 1, i + 1); });
-      li.appendChild(document.createTextNode(" "));
-      li.appendChild(tryB);
-      var del = document.createElement("button");
-      del.type = "button";
-      del.className = "link";
-      del.textContent = "Delete";
-      del.setAttribute("aria-label", "Delete step " + (i + 1));
-      del.addEventListener("click", function () { act({ op: "delete", step: i + 1 }); });
-      li.appendChild(document.createTextNode(" "));
-      li.appendChild(del);
+      stepButton(li, "Try", i, function () { tryout(i + 1, i + 1); });
+      stepButton(li, "Delete", i, function () { act({ op: "delete", step: i + 1 }); });
       list.appendChild(li);
     });
+  }
+  // stepButton appends to li a link-styled button named label for step i.
+  function stepButton(li, label, i, onClick) {
+    var b = document.createElement("button");
+    b.type = "button";
+    b.className = "link";
+    b.textContent = label;
+    b.setAttribute("aria-label", label + " step " + (i + 1));
+    b.addEventListener("click", onClick);
+    li.appendChild(document.createTextNode(" "));
+    li.appendChild(b);
   }
   keyIn.addEventListener("input", render);
 
