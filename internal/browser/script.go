@@ -273,9 +273,9 @@ const $actionable = async (q, o, els) => {
 	if (o.editable && $readonly(el)) return {state: 'readonly'};
 	if (o.scroll) el.scrollIntoView({block: 'center', inline: 'center', behavior: 'instant'});
 	if (o.stable) {
-		// The same box in two animation frames in a row, a frame apart.
-		await $frame();
-		if (!el.isConnected) return {state: 'missing'};
+		// The same box in two animation frames in a row: the box laid out
+		// now is that of the frame the page shows, the next one a frame
+		// later (one frame's wait, not two).
 		const a = $box(el);
 		await $frame();
 		if (!el.isConnected) return {state: 'missing'};
