@@ -197,7 +197,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		StepTimeout: cfg.StepTimeout, CaseTimeout: cfg.CaseTimeout, Parallel: cfg.Parallel, MaxParallel: cfg.MaxParallel, MaxCallDepth: cfg.MaxCallDepth,
 		Browser: a.browsers, Artifacts: a.Artifacts, HTTPClient: stepClient, AI: aiSteps,
 		OnEvent: opts.OnEvent, Logger: log, Invoker: a.Agent.Invoker, Secrets: a.Secrets, Sessions: secret.NewSessions(db, a.Secrets),
-		Trace: trace.Mode(cfg.Trace), TraceMaxBytes: int64(cfg.TraceMaxBytes),
+		Trace: trace.Mode(cfg.Trace), TraceMaxBytes: int64(cfg.TraceMaxBytes), TraceReplay: trace.Replay(cfg.TraceReplay),
 	})
 	a.Worker = engine.NewWorker(db, a.Engine, engine.WorkerOptions{Concurrency: cfg.Workers, Lease: cfg.RunLease, Logger: log})
 	a.Catalog = catalog.New(db, catalog.Options{

@@ -25,7 +25,9 @@ import (
 // screencast frames at a bounded rate, its console and uncaught errors, its
 // network requests, and per step the page's DOM. The frames come as the
 // page repaints, from the browser, so a step's screenshots before and after
-// cost the step nothing: they are the frames the page showed then.
+// cost the step nothing: they are the frames the page showed then. The
+// browser's capture of those frames costs the page, though: a recording
+// with RecordOptions.NoReplay runs no screencast at all.
 
 // recorder is the trace recording of a session.
 type recorder struct {
@@ -76,6 +78,10 @@ func (s *Session) StartTrace(ctx context.Context, opts trace.RecordOptions) erro
 	if err := chromedp.Listen(lctx, r.onEvent); err != nil {
 		cancel()
 		return s.fail(c, err, nil)
+	}
+	if opts.NoReplay {
+		s.rec.Store(r)
+		return nil
 	}
 	frames := chromedp.Events(lctx, page.ScreencastFrame)
 	r.done.Go(func() {
@@ -253,7 +259,7 @@ func (s *Session) TraceStepEnd(ctx context.Context, index int, dom, shot bool) {
 			r.frames = append(r.frames, trace.CapturedFrame{AtMs: m.EndMs, Data: img, Pinned: true})
 			r.frameBytes += int64(len(img))
 			m.After = len(r.frames) - 1
-		} else {
+		} else if !r.opts.NoReplay {
 			r.afterDue = append(r.afterDue, i)
 			select {
 			case r.kick <- struct{}{}:
@@ -279,7 +285,7 @@ func (s *Session) StopTrace(ctx context.Context, keep bool) *trace.Capture {
 		r.pinLocked()
 		r.mu.Unlock()
 	}
-	if s.ctx.Err() == nil {
+	if s.ctx.Err() == nil && !r.opts.NoReplay {
 		sctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
 		_, _ = chromedp.Call(sctx, page.StopScreencast, cdp.Empty{})
 		cancel()
@@ -289,7 +295,7 @@ func (s *Session) StopTrace(ctx context.Context, keep bool) *trace.Capture {
 		return nil
 	}
 	c := &trace.Capture{Start: r.start, Viewport: trace.Viewport{Width: s.device.Width, Height: s.device.Height},
-		Frames: r.frames, Marks: r.marks, Console: r.console, DroppedFrames: r.dropped, DroppedEvents: r.droppedEv}
+		Frames: r.frames, Marks: r.marks, Console: r.console, DroppedFrames: r.dropped, DroppedEvents: r.droppedEv, NoReplay: r.opts.NoReplay}
 	for _, id := range r.order {
 		req := *r.reqs[id]
 		if wantsBody(req) && ctx.Err() == nil && s.ctx.Err() == nil {

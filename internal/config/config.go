@@ -68,6 +68,7 @@ type Config struct {
 	BrowserProcesses  int // 0: min(Browsers, Parallel, CPUs)
 	ArtifactRetention time.Duration
 	Trace             string // DUET_TRACE: the default trace mode (trace.Mode)
+	TraceReplay       string // DUET_TRACE_REPLAY: which recordings run the screencast (trace.Replay)
 	TraceMaxBytes     int    // DUET_TRACE_MAX_BYTES: the bound of one case's trace
 	BrowserURL        string // DevTools endpoint to attach to instead of starting Chromium; may hold a token
 	BrowserNoSandbox  bool   // DUET_BROWSER_SANDBOX=off: Chromium without its sandbox
@@ -331,6 +332,15 @@ var options = []Option{
 				return nil
 			}
 			return fmt.Errorf("want off, on-failure, on-first-retry or on, got %q", v)
+		}},
+	{Env: "DUET_TRACE_REPLAY", Default: "kept", Doc: "Which recorded attempts also record a replay (the page's screencast, and the steps' screenshots before and after): kept (every attempt under on and on-first-retry; under on-failure the retries, not a case's first attempt, which keeps the page's DOM after each step and the failure's screenshot instead) or always. The screencast is most of a recording's cost: about a quarter of a passing browser case's CPU (docs/performance.md).",
+		set: func(c *Config, v string) error {
+			switch v {
+			case "kept", "always":
+				c.TraceReplay = v
+				return nil
+			}
+			return fmt.Errorf("want kept or always, got %q", v)
 		}},
 	{Env: "DUET_TRACE_MAX_BYTES", Default: "16777216", Doc: "The most one case's trace keeps, in bytes (16 MiB); what does not fit is left out and the trace says so.",
 		set: intSet(func(c *Config) *int { return &c.TraceMaxBytes }, 1<<20, 1<<30)},

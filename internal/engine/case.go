@@ -36,6 +36,7 @@ type caseRun struct {
 	authorName  string // who wrote the case version ("" unknown)
 
 	tracer Tracer         // the session recording the case's trace (trace.go), or nil
+	replay bool           // the trace records the replay (trace.Replay)
 	shots  map[int][]byte // failure screenshots by step, for the trace
 
 	// dests are where the case can send data to (DestinationsOf), once a

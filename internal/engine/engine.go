@@ -123,11 +123,13 @@ type Options struct {
 	Approver Approver
 	// Trace is the trace mode of runs whose run and task choose none ("":
 	// on-failure); TraceMaxBytes bounds one case's trace (0:
-	// trace.DefaultMaxBytes) and TraceRecord a recording in the browser.
-	// A trace is kept where Artifacts is a TraceSaver.
+	// trace.DefaultMaxBytes) and TraceRecord a recording in the browser;
+	// TraceReplay says which recordings run the screencast ("":
+	// trace.ReplayKept). A trace is kept where Artifacts is a TraceSaver.
 	Trace         trace.Mode
 	TraceMaxBytes int64
 	TraceRecord   trace.RecordOptions
+	TraceReplay   trace.Replay
 	// WriteWait bounds how long a write of a run (a step result, a final
 	// state) waits for a database that is away; 0 means 30s. A write that
 	// still fails stops the run at once and gives it back to the queue.

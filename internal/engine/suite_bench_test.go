@@ -196,8 +196,8 @@ func shopSuite(shop, name string, n int) string {
 // DUET_BENCH_CHROME_FLAGS lists the variants besides the baseline (v0,
 // the pool's defaults), separated by "|"; a variant is switches separated
 // by ";": name (added), !name (a default removed) or name=value; and
-// trace=<mode>, trace-fps=N, trace-quality=N and trace-size=N (the
-// frames' percent of the viewport), which are no switches
+// trace=<mode>, trace-fps=N, trace-quality=N, trace-size=N (the
+// frames' percent of the viewport) and trace-replay=<kept|always>, which are no switches
 // but the trace its engine records (the default: on-failure, with the
 // screencast, at trace.DefaultFPS). vN-cpu-ms/case
 // is the CPU per case of variant N, vN/v0 its ratio to the baseline's,
@@ -233,6 +233,8 @@ func BenchmarkBrowserCaseCPU(b *testing.B) {
 						c.opts.Quality = n
 					case "trace-size":
 						c.opts.FramePercent = n
+					case "trace-replay":
+						c.replay = trace.Replay(value)
 					default:
 						b.Fatalf("DUET_BENCH_CHROME_FLAGS: unknown %q", f)
 					}
@@ -265,7 +267,7 @@ func BenchmarkBrowserCaseCPU(b *testing.B) {
 		defer pool.Close()
 		opts := engine.Options{Browser: app.NewBrowser(pool), Parallel: 1}
 		if c := record[i]; c != nil {
-			opts.Trace, opts.TraceRecord = c.mode, c.opts
+			opts.Trace, opts.TraceRecord, opts.TraceReplay = c.mode, c.opts, c.replay
 		}
 		workers[i] = engine.NewWorker(db, engine.New(db, opts), engine.WorkerOptions{})
 	}
@@ -328,8 +330,9 @@ func BenchmarkBrowserCaseCPU(b *testing.B) {
 
 // traceChoice is the trace of a variant of BenchmarkBrowserCaseCPU.
 type traceChoice struct {
-	mode trace.Mode
-	opts trace.RecordOptions
+	mode   trace.Mode
+	opts   trace.RecordOptions
+	replay trace.Replay
 }
 
 // procSampler follows the process tree under a pid: the kind of each

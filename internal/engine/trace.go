@@ -51,11 +51,14 @@ func (cr *caseRun) startTrace(ctx context.Context, s BrowserSession) {
 	if !ok {
 		return
 	}
-	if err := t.StartTrace(ctx, cr.e.opts.TraceRecord); err != nil {
+	o := cr.e.opts.TraceRecord
+	replay := cr.traceMode().Replays(cr.retry(), cr.e.opts.TraceReplay)
+	o.NoReplay = o.NoReplay || !replay
+	if err := t.StartTrace(ctx, o); err != nil {
 		cr.e.log.WarnContext(ctx, "cannot record a trace", "run", cr.run.ID, "execution", cr.x.ID, "err", duet.ErrorMessage(err))
 		return
 	}
-	cr.tracer = t
+	cr.tracer, cr.replay = t, !o.NoReplay
 }
 
 // traceBegin marks the start of a browser step in the trace.
@@ -70,7 +73,9 @@ func (cr *caseRun) traceBegin(st *duet.Step) {
 // gets its DOM and an exact screenshot; under the other modes, which must
 // cost a passing case next to nothing, a step's screenshots are the
 // screencast's frames and only a step that failed gets its DOM (and the
-// engine's failure screenshot).
+// engine's failure screenshot). A recording without a replay has no
+// frames: there every step gets its DOM, which costs the page a fraction
+// of what the screencast would.
 func (cr *caseRun) traceEnd(ctx context.Context, st *duet.Step, res *duet.StepResult, shot []byte) {
 	if cr.tracer == nil || !step.NeedsBrowser(st.Kind) {
 		return
@@ -85,7 +90,7 @@ func (cr *caseRun) traceEnd(ctx context.Context, st *duet.Step, res *duet.StepRe
 	bad := res.Status != duet.StatusPassed
 	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	cr.tracer.TraceStepEnd(tctx, st.Index, every || bad, every && len(shot) == 0)
+	cr.tracer.TraceStepEnd(tctx, st.Index, every || bad || !cr.replay, every && len(shot) == 0)
 }
 
 // retry is the retry number of the attempt running (0 the first attempt).

@@ -38,7 +38,9 @@ cases:
 // TestTrace: under on-failure the failing case keeps a trace whose
 // failing step has its screenshot, DOM, the page's console error and the
 // API's 500 before it, and the passing case keeps none; off keeps none;
-// on keeps both.
+// on keeps both. A first attempt under on-failure records no replay (no
+// screencast, DOM after every step instead), unless TraceReplay says
+// always: then the click has its screenshots before and after.
 func TestTrace(t *testing.T) {
 	t.Parallel()
 	shopURL, stop, err := sample.StartShop(context.Background(), "127.0.0.1:0", sample.NewOrders())
@@ -49,7 +51,9 @@ func TestTrace(t *testing.T) {
 	db := openStore(t)
 	res := apply(t, db, "alice", strings.Replace(traceSuite, "%s", shopURL, 1))
 	opts, arts := browserEngine(t, nil)
-	run := func(mode trace.Mode) map[string]*duet.Execution {
+	replayAlways := opts
+	replayAlways.TraceReplay = trace.ReplayAlways
+	runWith := func(opts engine.Options, mode trace.Mode) map[string]*duet.Execution {
 		t.Helper()
 		r := startRun(t, db, res.Task, "alice")
 		executeClaimed(t, db, opts, r, func(c *duet.Run) { c.Trace = string(mode) })
@@ -59,6 +63,7 @@ func TestTrace(t *testing.T) {
 		}
 		return byKey
 	}
+	run := func(mode trace.Mode) map[string]*duet.Execution { t.Helper(); return runWith(opts, mode) }
 	has := func(x *duet.Execution) bool {
 		_, err := arts.ReadTrace(t.Context(), x.RunID, x.ID)
 		if err != nil && duet.ErrorCode(err) != duet.CodeNotFound {
@@ -67,22 +72,27 @@ func TestTrace(t *testing.T) {
 		return err == nil
 	}
 
-	byKey := run("") // the default: on-failure
-	if has(byKey["orders-load"]) {
-		t.Error("on-failure kept the trace of a passing case")
+	failed := func(byKey map[string]*duet.Execution) *trace.Archive {
+		t.Helper()
+		if has(byKey["orders-load"]) {
+			t.Error("on-failure kept the trace of a passing case")
+		}
+		x := byKey["orders-label"]
+		data, err := arts.ReadTrace(t.Context(), x.RunID, x.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := os.Getenv("DUET_DUMP_TRACE"); p != "" {
+			os.WriteFile(p, data, 0o644)
+		}
+		a, err := trace.Open(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
 	}
-	x := byKey["orders-label"]
-	data, err := arts.ReadTrace(t.Context(), x.RunID, x.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p := os.Getenv("DUET_DUMP_TRACE"); p != "" {
-		os.WriteFile(p, data, 0o644)
-	}
-	a, err := trace.Open(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+
+	a := failed(run("")) // the default: on-failure, no replay on a first attempt
 	tr := a.Trace
 	if tr.Mode != trace.OnFailure || tr.Status != duet.StatusFailed || len(tr.Steps) != 4 {
 		t.Fatalf("trace: mode %s, status %s, %d steps", tr.Mode, tr.Status, len(tr.Steps))
@@ -91,8 +101,10 @@ func TestTrace(t *testing.T) {
 	if failing.Status != duet.StatusFailed || !strings.HasPrefix(failing.After, "shots/03-failure") || failing.DOM == "" {
 		t.Fatalf("failing step: %+v", failing)
 	}
-	if click := tr.Steps[2]; click.Before == "" || click.After == "" {
-		t.Errorf("the click has no screenshots before and after: %+v", click)
+	for _, st := range tr.Steps[:3] {
+		if st.DOM == "" || st.Before != "" || st.After != "" {
+			t.Errorf("without a replay, step %d has no DOM, or screenshots from no screencast: %+v", st.Index, st)
+		}
 	}
 	dom, _, err := a.File(failing.DOM)
 	if err != nil || !strings.Contains(string(dom), "Recent orders") || strings.Contains(string(dom), "<script") {
@@ -108,8 +120,11 @@ func TestTrace(t *testing.T) {
 	if !consoleErr || !api500 {
 		t.Errorf("console error %v, the 500 %v:\n%+v\n%+v", consoleErr, api500, tr.Console, tr.Network)
 	}
-	if len(tr.Frames) == 0 {
-		t.Error("no replay frames")
+	if len(tr.Frames) != 0 || !tr.NoReplay {
+		t.Errorf("a first attempt under on-failure recorded %d replay frames (noReplay %v)", len(tr.Frames), tr.NoReplay)
+	}
+	if page, _, err := a.File("index.html"); err != nil || !strings.Contains(string(page), `id="no-replay"`) {
+		t.Errorf("the viewer does not say there is no replay: %v", err)
 	}
 	for _, name := range []string{"index.html", "network.har"} {
 		if _, _, err := a.File(name); err != nil {
@@ -117,7 +132,15 @@ func TestTrace(t *testing.T) {
 		}
 	}
 
-	byKey = run(trace.Off)
+	tr = failed(runWith(replayAlways, "")).Trace
+	if click := tr.Steps[2]; click.Before == "" || click.After == "" || click.DOM != "" {
+		t.Errorf("with the replay, the click has no screenshots before and after, or a DOM: %+v", click)
+	}
+	if len(tr.Frames) == 0 || tr.NoReplay {
+		t.Errorf("no replay frames with TraceReplay always (noReplay %v)", tr.NoReplay)
+	}
+
+	byKey := run(trace.Off)
 	if has(byKey["orders-load"]) || has(byKey["orders-label"]) {
 		t.Error("off kept a trace")
 	}

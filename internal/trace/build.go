@@ -77,7 +77,7 @@ func Build(meta Meta, c *Capture, secrets *redact.Set, maxBytes int64) ([]byte, 
 	t := &Trace{
 		Version: Version, Case: Case{RunID: meta.RunID, ExecutionID: meta.ExecutionID, CaseKey: meta.CaseKey, CaseTitle: secrets.Scrub(meta.CaseTitle)},
 		Mode: meta.Mode, Status: meta.Status, ErrorCode: meta.ErrorCode, Error: clip(secrets.Scrub(meta.Error)),
-		StartedAt: start.UTC(), Viewport: c.Viewport,
+		StartedAt: start.UTC(), Viewport: c.Viewport, NoReplay: c.NoReplay,
 		Steps: []Step{}, Console: []ConsoleLine{}, Network: []Request{}, Frames: []Frame{},
 	}
 	if !meta.Finished.IsZero() {

@@ -21,6 +21,10 @@ type Capture struct {
 	// DroppedEvents counts console lines and requests past the recorder's
 	// caps.
 	DroppedEvents int
+	// NoReplay says the recording ran no screencast
+	// (RecordOptions.NoReplay): Frames holds only screenshots taken on
+	// purpose.
+	NoReplay bool
 }
 
 // CapturedFrame is one screencast frame (JPEG).
@@ -69,6 +73,10 @@ type RecordOptions struct {
 	// it a quarter of the pixels. A step's own screenshot (a failure's
 	// evidence) stays at full size.
 	FramePercent int
+	// NoReplay records no screencast: the trace has no replay, a step's
+	// screenshots are only those taken on purpose (a failure's), and the
+	// browser captures no frame (see Replay).
+	NoReplay bool
 }
 
 // Defaults of a recording and of a trace.

@@ -83,6 +83,36 @@ func (m Mode) Records(retry int) bool {
 	return true
 }
 
+// Replay says which recorded attempts of a case also record its replay
+// (the page's screencast frames, and the steps' screenshots taken from
+// them). Values are wire values (DUET_TRACE_REPLAY): add, never rename.
+//
+// The screencast is most of what a recording costs the browser: while it
+// runs, Chromium captures every frame the page paints, whether the trace
+// keeps it or not (a passing case under on-failure keeps none). Without it
+// an attempt still records the page's console, its network, the DOM after
+// each browser step and the failing step's screenshot.
+type Replay string
+
+// Replays.
+const (
+	// ReplayKept records the replay of the attempts whose trace is likely
+	// to be kept: every attempt under on and on-first-retry, and under
+	// on-failure the retries (an attempt after a failure) but not a first
+	// attempt, which most often passes and keeps nothing (the default).
+	ReplayKept Replay = "kept"
+	// ReplayAlways records the replay of every attempt that records a
+	// trace, the first ones under on-failure included.
+	ReplayAlways Replay = "always"
+)
+
+// Replays reports whether an attempt that records a trace in mode m also
+// records its replay under policy p: retry is its retry number (0: the
+// first attempt).
+func (m Mode) Replays(retry int, p Replay) bool {
+	return p == ReplayAlways || m != OnFailure || retry > 0
+}
+
 // Keep reports whether the trace of an attempt of a case that ended is
 // kept: passed says whether it passed, retry is its retry number (0: the
 // first attempt; 1: the first retry).
@@ -117,6 +147,9 @@ type Trace struct {
 	Console    []ConsoleLine  `json:"console"`
 	Network    []Request      `json:"network"`
 	Frames     []Frame        `json:"frames"`
+	// NoReplay says the attempt recorded no replay (Replay): a first
+	// attempt under on-failure, unless DUET_TRACE_REPLAY=always.
+	NoReplay bool `json:"noReplay,omitempty"`
 	// Cut is set when the trace left something out to stay within its
 	// bound: the viewer and the MCP summary say so.
 	Cut *Cut `json:"cut,omitempty"`

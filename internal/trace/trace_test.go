@@ -37,6 +37,25 @@ func TestModes(t *testing.T) {
 				c.m.Keep(true, 0), c.m.Keep(false, 0), c.m.Keep(true, 1), c.m.Keep(false, 2))
 		}
 	}
+	// The replay (the screencast): under on-failure a first attempt, which
+	// most often passes and keeps nothing, records none unless always.
+	for _, c := range []struct {
+		m     trace.Mode
+		retry int
+		p     trace.Replay
+		want  bool
+	}{
+		{trace.OnFailure, 0, "", false},
+		{trace.OnFailure, 0, trace.ReplayKept, false},
+		{trace.OnFailure, 1, trace.ReplayKept, true},
+		{trace.OnFailure, 0, trace.ReplayAlways, true},
+		{trace.On, 0, trace.ReplayKept, true},
+		{trace.OnFirstRetry, 1, trace.ReplayKept, true},
+	} {
+		if got := c.m.Replays(c.retry, c.p); got != c.want {
+			t.Errorf("%s, retry %d, replay %q: Replays %v, want %v", c.m, c.retry, c.p, got, c.want)
+		}
+	}
 	if _, err := trace.ParseMode("sometimes"); duet.ErrorCode(err) != duet.CodeInvalidArgument {
 		t.Errorf("ParseMode(sometimes): got %v", err)
 	}

@@ -61,6 +61,9 @@ func Video(ctx context.Context, a *Archive, format string, o VideoOptions) ([]by
 	}
 	frames := append([]Frame(nil), a.Trace.Frames...)
 	sort.SliceStable(frames, func(i, j int) bool { return frames[i].AtMs < frames[j].AtMs })
+	if len(frames) == 0 && a.Trace.NoReplay {
+		return nil, duet.Errorf(duet.CodeNotFound, "the trace of case %s recorded no replay to make a video of: a first attempt under on-failure records none unless DUET_TRACE_REPLAY=always (its retries do, and so do the modes on and on-first-retry)", a.Trace.CaseKey)
+	}
 	if len(frames) == 0 {
 		return nil, duet.Errorf(duet.CodeNotFound, "the trace of case %s has no screencast frames to make a video of (its case ran no browser step, or the trace left them out to stay within its bound)", a.Trace.CaseKey)
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/duet-test/duet"
@@ -136,5 +137,10 @@ func TestVideoWithoutFFmpeg(t *testing.T) {
 	a.Trace.Frames = nil
 	if _, err := trace.Video(t.Context(), a, trace.VideoMP4, trace.VideoOptions{}); duet.ErrorCode(err) != duet.CodeNotFound {
 		t.Errorf("no frames: %v", err)
+	}
+	a.Trace.NoReplay = true
+	if _, err := trace.Video(t.Context(), a, trace.VideoMP4, trace.VideoOptions{}); duet.ErrorCode(err) != duet.CodeNotFound ||
+		!strings.Contains(duet.ErrorMessage(err), "DUET_TRACE_REPLAY=always") {
+		t.Errorf("no replay recorded: %v", err)
 	}
 }

@@ -43,7 +43,8 @@ cases:
 // the same; bob, with whom the task is shared, gets neither.
 func TestTraceViewerInABrowser(t *testing.T) {
 	chromiumtest.Require(t)
-	e := apptest.Serve(t, map[string]string{"DUET_WORKERS": "1", "DUET_BROWSERS": "1"})
+	// The replay of a first attempt, which on-failure records only when asked.
+	e := apptest.Serve(t, map[string]string{"DUET_WORKERS": "1", "DUET_BROWSERS": "1", "DUET_TRACE_REPLAY": "always"})
 	shopURL, stopShop, err := sample.StartShop(context.Background(), "127.0.0.1:0", sample.NewOrders())
 	if err != nil {
 		t.Fatal(err)
