@@ -41,6 +41,8 @@ type recorder struct {
 	mu         sync.Mutex
 	frames     []trace.CapturedFrame
 	frameBytes int64
+	domBytes   int64                // the DOM snapshots in marks
+	droppedDOM int                  // the snapshots let go of (boundDOMLocked)
 	pending    *trace.CapturedFrame // the newest frame, not kept yet (the rate bound)
 	dropped    int
 	marks      []trace.Mark
@@ -253,6 +255,8 @@ func (s *Session) TraceStepEnd(ctx context.Context, index int, dom, shot bool) {
 		m.EndMs = r.now()
 		if snap.HTML != "" {
 			m.DOM = []byte(snap.HTML)
+			r.domBytes += int64(len(m.DOM))
+			r.boundDOMLocked()
 		}
 		m.DOMNote, m.URL = note, snap.URL
 		if len(img) > 0 {
@@ -267,6 +271,19 @@ func (s *Session) TraceStepEnd(ctx context.Context, index int, dom, shot bool) {
 			}
 		}
 		break
+	}
+}
+
+// boundDOMLocked lets go of the oldest steps' DOM snapshots while those
+// kept are over the recording's bound (RecordOptions.MaxDOMTotalBytes);
+// the newest is always kept.
+func (r *recorder) boundDOMLocked() {
+	for i := 0; i < len(r.marks)-1 && r.domBytes > r.opts.MaxDOMTotalBytes; i++ {
+		if m := &r.marks[i]; m.DOM != nil {
+			r.domBytes -= int64(len(m.DOM))
+			m.DOM, m.DOMNote = nil, ""
+			r.droppedDOM++
+		}
 	}
 }
 
@@ -295,7 +312,8 @@ func (s *Session) StopTrace(ctx context.Context, keep bool) *trace.Capture {
 		return nil
 	}
 	c := &trace.Capture{Start: r.start, Viewport: trace.Viewport{Width: s.device.Width, Height: s.device.Height},
-		Frames: r.frames, Marks: r.marks, Console: r.console, DroppedFrames: r.dropped, DroppedEvents: r.droppedEv, NoReplay: r.opts.NoReplay}
+		Frames: r.frames, Marks: r.marks, Console: r.console, DroppedFrames: r.dropped, DroppedEvents: r.droppedEv, NoReplay: r.opts.NoReplay,
+		DroppedSnapshots: r.droppedDOM, MaxDOMTotalBytes: r.opts.MaxDOMTotalBytes}
 	for _, id := range r.order {
 		req := *r.reqs[id]
 		if wantsBody(req) && ctx.Err() == nil && s.ctx.Err() == nil {

@@ -189,6 +189,53 @@ func TestSessionTraceUnkept(t *testing.T) {
 	}
 }
 
+// TestSessionTraceWithoutReplay: a recording with NoReplay runs no
+// screencast (no frame, no screenshot before or after a step) but keeps
+// each step's DOM; past MaxDOMTotalBytes it lets go of the first steps'
+// snapshots and keeps the last ones, and says how many it dropped.
+func TestSessionTraceWithoutReplay(t *testing.T) {
+	t.Parallel()
+	p := sharedPool(t)
+	site := newSite(t)
+	s := newSession(t, p, "")
+	ctx := testCtx(t, 60*time.Second)
+	if err := s.StartTrace(ctx, trace.RecordOptions{NoReplay: true}); err != nil {
+		t.Fatal(err)
+	}
+	s.TraceStepBegin(0)
+	open(t, s, site, "/")
+	s.TraceStepEnd(ctx, 0, true, false)
+	r := s.rec.Load()
+	r.mu.Lock()
+	one := len(r.marks[0].DOM)
+	// Room for two snapshots and a half: five steps keep the last two.
+	r.opts.MaxDOMTotalBytes = int64(one * 5 / 2)
+	r.mu.Unlock()
+	if one == 0 {
+		t.Fatal("no DOM after step 0")
+	}
+	for i := 1; i < 5; i++ {
+		s.TraceStepBegin(i)
+		s.TraceStepEnd(ctx, i, true, false)
+	}
+	c := s.StopTrace(ctx, true)
+	if c == nil || !c.NoReplay || len(c.Frames) != 0 {
+		t.Fatalf("the capture: %+v", c)
+	}
+	for i, m := range c.Marks {
+		if kept := m.DOM != nil; kept != (i >= 3) || m.Before >= 0 || m.After >= 0 {
+			t.Errorf("step %d: DOM kept %v (want %v), screenshots before %d after %d (want none)", i, kept, i >= 3, m.Before, m.After)
+		}
+	}
+	if c.DroppedSnapshots != 3 {
+		t.Errorf("dropped %d snapshots, want 3", c.DroppedSnapshots)
+	}
+	_, tr, err := trace.Build(trace.Meta{Steps: []trace.StepInfo{{Index: 0}, {Index: 4}}}, c, nil, 0)
+	if err != nil || tr.Cut == nil || tr.Cut.Snapshots != 3 || !strings.Contains(tr.Cut.Reason, "3 early steps") {
+		t.Errorf("the trace does not say it lost 3 snapshots: %v %+v", err, tr.Cut)
+	}
+}
+
 // waitFor waits up to 20 s for cond, checking it every 20 ms.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()

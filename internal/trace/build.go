@@ -215,9 +215,13 @@ func Build(meta Meta, c *Capture, secrets *redact.Set, maxBytes int64) ([]byte, 
 		t.Frames = append(t.Frames, Frame{AtMs: f.AtMs, File: name})
 	}
 	b.cut.Frames += c.DroppedFrames
+	b.cut.Snapshots += c.DroppedSnapshots
 	if b.cut.Frames+b.cut.Snapshots+b.cut.Screenshots+b.cut.Bodies > 0 || c.DroppedEvents > 0 {
 		cut := b.cut
 		cut.Reason = fmt.Sprintf("the trace is bounded to %d bytes per case (DUET_TRACE_MAX_BYTES)", maxBytes)
+		if c.DroppedSnapshots > 0 {
+			cut.Reason += fmt.Sprintf("; the DOM snapshots of %d early steps were let go of during the run to keep the recording's within %d bytes", c.DroppedSnapshots, c.MaxDOMTotalBytes)
+		}
 		if c.DroppedEvents > 0 {
 			cut.Reason += fmt.Sprintf("; %d console lines or requests past %d each were not recorded", c.DroppedEvents, DefaultMaxEvents)
 		}

@@ -21,6 +21,11 @@ type Capture struct {
 	// DroppedEvents counts console lines and requests past the recorder's
 	// caps.
 	DroppedEvents int
+	// DroppedSnapshots counts the DOM snapshots of the first steps the
+	// recorder let go of to keep those of the last ones within
+	// MaxDOMTotalBytes (RecordOptions.MaxDOMTotalBytes).
+	DroppedSnapshots int
+	MaxDOMTotalBytes int64
 	// NoReplay says the recording ran no screencast
 	// (RecordOptions.NoReplay): Frames holds only screenshots taken on
 	// purpose.
@@ -62,6 +67,12 @@ type RecordOptions struct {
 	MaxFrameBytes int64
 	// MaxDOMBytes bounds one DOM snapshot; 0 means DefaultMaxDOMBytes.
 	MaxDOMBytes int
+	// MaxDOMTotalBytes bounds the DOM snapshots kept in memory by one
+	// recording: past it, the oldest steps' snapshots are let go of (the
+	// last steps, a failure's, are what a trace is read for); 0 means
+	// 40 % of DefaultMaxBytes. A case of many steps records a snapshot
+	// after each under on, and without a replay.
+	MaxDOMTotalBytes int64
 	// MaxEvents bounds the console lines and the requests, each; 0 means
 	// DefaultMaxEvents.
 	MaxEvents int
@@ -102,6 +113,9 @@ func (o RecordOptions) WithDefaults() RecordOptions {
 	}
 	if o.MaxDOMBytes <= 0 {
 		o.MaxDOMBytes = DefaultMaxDOMBytes
+	}
+	if o.MaxDOMTotalBytes <= 0 {
+		o.MaxDOMTotalBytes = DefaultMaxBytes * 2 / 5
 	}
 	if o.MaxEvents <= 0 {
 		o.MaxEvents = DefaultMaxEvents
