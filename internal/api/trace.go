@@ -212,18 +212,24 @@ func evidenceRoutes() []*route {
 	return append(traceRoutes(), baselineRoutes()...)
 }
 
-// TracesOf returns, for a run's page, the size of the trace of each of
-// run's executions that kept one, by execution id — to the run's executor
-// only (an empty map for anyone else: the links would only be refused).
-func (s *Service) TracesOf(ctx context.Context, c duet.Caller, run catalog.GetRunOut) map[string]int64 {
-	out := map[string]int64{}
+// TraceOf is what a run's page says of an execution's trace.
+type TraceOf struct {
+	Bytes  int64
+	Replay bool // it may hold a replay: the page offers its video
+}
+
+// TracesOf returns, for a run's page, the trace of each of run's
+// executions that kept one, by execution id — to the run's executor only
+// (an empty map for anyone else: the links would only be refused).
+func (s *Service) TracesOf(ctx context.Context, c duet.Caller, run catalog.GetRunOut) map[string]*TraceOf {
+	out := map[string]*TraceOf{}
 	tr, ok := s.d.Artifacts.(report.TraceReader)
 	if !ok || run.Disclosure != duet.DiscloseFull || c.UserID == "" || run.Run.TriggeredBy != c.UserID {
 		return out
 	}
 	for _, x := range run.Executions {
 		if n, ok := tr.HasTrace(ctx, run.Run.ID, x.ID); ok {
-			out[x.ID] = n
+			out[x.ID] = &TraceOf{Bytes: n, Replay: !tr.NoReplay(ctx, run.Run.ID, x.ID)}
 		}
 	}
 	return out

@@ -1,6 +1,7 @@
 package artifact_test
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"fmt"
@@ -191,5 +192,47 @@ func TestConcurrentSaves(t *testing.T) {
 		if _, err := s.Read(t.Context(), id); err != nil {
 			t.Errorf("Read(%s): %v", id, err)
 		}
+	}
+}
+
+// TestNoReplay: a trace zip without screencast frames is known to hold no
+// replay; one with frames, one that is not a zip and a missing one are not.
+func TestNoReplay(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := artifact.New(filepath.Join(t.TempDir(), "artifacts"), time.Hour)
+	zipOf := func(names ...string) []byte {
+		var buf bytes.Buffer
+		zw := zip.NewWriter(&buf)
+		for _, n := range names {
+			w, err := zw.Create(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Write([]byte("x"))
+		}
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	for _, c := range []struct {
+		exec string
+		data []byte
+		want bool
+	}{
+		{"exec_none", zipOf("trace.json", "index.html", "dom/00.html", "shots/03-failure.png"), true},
+		{"exec_frames", zipOf("trace.json", "frames/0000.jpg"), false},
+		{"exec_junk", []byte("not a zip"), false},
+	} {
+		if _, err := s.SaveTrace(ctx, "run_1", c.exec, c.data); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.NoReplay(ctx, "run_1", c.exec); got != c.want {
+			t.Errorf("%s: NoReplay %v, want %v", c.exec, got, c.want)
+		}
+	}
+	if s.NoReplay(ctx, "run_1", "exec_missing") {
+		t.Error("a missing trace is known to hold no replay")
 	}
 }

@@ -1,9 +1,11 @@
 package artifact
 
 import (
+	"archive/zip"
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/duet-test/duet"
 )
@@ -61,6 +63,28 @@ func (s *Store) HasTrace(ctx context.Context, runID, executionID string) (int64,
 		return 0, false
 	}
 	return fi.Size(), true
+}
+
+// NoReplay reports that the trace of an execution is known to hold no
+// replay (no screencast frame: a first attempt under on-failure records
+// none, trace.Replay), so that no page offers its video. It reads only the
+// zip's directory; a trace it cannot read is not known to lack one.
+func (s *Store) NoReplay(ctx context.Context, runID, executionID string) bool {
+	path, err := s.path(TraceID(runID, executionID))
+	if err != nil {
+		return false
+	}
+	zr, err := zip.OpenReader(path)
+	if err != nil {
+		return false
+	}
+	defer zr.Close()
+	for _, f := range zr.File {
+		if strings.HasPrefix(f.Name, "frames/") {
+			return false
+		}
+	}
+	return true
 }
 
 // ReadTrace returns the trace zip of an execution.

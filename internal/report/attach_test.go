@@ -137,3 +137,39 @@ func unzip(t *testing.T, data []byte) map[string][]byte {
 	}
 	return files
 }
+
+// TestTraceWithoutReplay: a case whose trace holds no replay (a first
+// attempt under on-failure) gets no video link, and the HTML report says
+// why; with frames in it, the link is back.
+func TestTraceWithoutReplay(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	x := f.build(t).Cases[1]
+	save := func(names ...string) *report.Report {
+		t.Helper()
+		var buf bytes.Buffer
+		zw := zip.NewWriter(&buf)
+		for _, n := range names {
+			if _, err := zw.Create(n); err != nil {
+				t.Fatal(err)
+			}
+		}
+		zw.Close()
+		if _, err := f.arts.SaveTrace(t.Context(), f.run.ID, x.ExecutionID, buf.Bytes()); err != nil {
+			t.Fatal(err)
+		}
+		return f.build(t)
+	}
+	r := save("trace.json", "dom/00.html")
+	if tl := r.Cases[1].Trace; tl == nil || tl.Video != "" {
+		t.Fatalf("a trace without a replay: %+v", tl)
+	}
+	var page bytes.Buffer
+	if err := r.WriteHTML(&page); err != nil || !bytes.Contains(page.Bytes(), []byte("no replay: a first attempt under on-failure")) || bytes.Contains(page.Bytes(), []byte("/trace/video")) {
+		t.Errorf("the HTML report of a trace without a replay: %v", err)
+	}
+	r = save("trace.json", "frames/0000.jpg")
+	if tl := r.Cases[1].Trace; tl == nil || tl.Video == "" {
+		t.Fatalf("a trace with a replay: %+v", tl)
+	}
+}

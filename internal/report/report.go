@@ -181,8 +181,9 @@ type TraceLink struct {
 	API     string `json:"api"`     // the zip over REST
 	Command string `json:"command"` // the CLI command that downloads it
 	// Video is the replay as a webm video over REST (?format=mp4), where
-	// the instance has ffmpeg.
-	Video string `json:"video"`
+	// the instance has ffmpeg; none when the trace holds no replay (a
+	// first attempt under on-failure, trace.Replay).
+	Video string `json:"video,omitempty"`
 }
 
 // Step is one step of a case: its result, or StatusPending when it did not
@@ -324,6 +325,9 @@ func BuildPage(ctx context.Context, store Store, arts Artifacts, viewer, runID s
 					API:     "/api/v1/runs/" + run.ID + "/cases/" + c.ExecutionID + "/trace",
 					Video:   "/api/v1/runs/" + run.ID + "/cases/" + c.ExecutionID + "/trace/video",
 					Command: "duet report --trace " + run.ID + " " + c.Key}
+				if tr.NoReplay(ctx, run.ID, c.ExecutionID) {
+					c.Trace.Video = ""
+				}
 			}
 		}
 	}

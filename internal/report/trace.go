@@ -14,6 +14,9 @@ type TraceReader interface {
 	ReadTrace(ctx context.Context, runID, executionID string) ([]byte, error)
 	// HasTrace reports whether an execution kept a trace, and its size.
 	HasTrace(ctx context.Context, runID, executionID string) (int64, bool)
+	// NoReplay reports that an execution's trace is known to hold no
+	// replay, so that there is no video of it to offer.
+	NoReplay(ctx context.Context, runID, executionID string) bool
 }
 
 // FindExecution returns the execution of run runID that ref names — its

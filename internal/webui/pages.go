@@ -299,8 +299,8 @@ func (c *Console) runs(w http.ResponseWriter, r *http.Request, v *view) error {
 type runData struct {
 	Run      catalog.GetRunOut
 	TaskName string
-	Traces   map[string]int64    // execution id → the size of its trace (trace.go)
-	Tags     map[string][]string // case id → the case's tags
+	Traces   map[string]*api.TraceOf // execution id → its trace (trace.go)
+	Tags     map[string][]string     // case id → the case's tags
 }
 
 func (c *Console) run(w http.ResponseWriter, r *http.Request, v *view) error {
