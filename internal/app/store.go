@@ -49,7 +49,7 @@ func openStore(ctx context.Context, cfg *config.Config, readOnly bool, tracer pg
 
 func postgresOptions(cfg *config.Config) *postgres.Options {
 	return &postgres.Options{
-		MaxConns: cfg.DBMaxConns, MinConns: cfg.DBMinConns,
+		MaxConns: cfg.DBMaxConns, MinConns: cfg.DBMinConns, ReadLanes: cfg.DBReadLanes,
 		MaxConnLifetime: cfg.DBMaxConnLifetime, MaxConnIdleTime: cfg.DBMaxConnIdleTime,
 		ConnectTimeout: cfg.DBConnectTimeout,
 	}

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -120,8 +121,33 @@ func scanTaskShares(row rowScanner, id string) (*duet.Task, error) {
 // FindTaskOverview reads the task (with the viewer's visibility), its
 // active case count, its latest run with its totals, and (for a viewer) its
 // contract alerts and schedules in one statement (overviewQuery): one round
-// trip, and the visibility checked once.
+// trip, and the visibility checked once. A viewer's reads that arrive while
+// others are in flight are read together, in one statement of
+// overviewsQuery (d.overviews, coalescer).
 func (d *DB) FindTaskOverview(ctx context.Context, viewer, id string) (*duet.TaskOverview, error) {
+	if viewer == "" || d.overviews == nil {
+		return d.findTaskOverview(ctx, viewer, id)
+	}
+	return d.overviews.get(ctx, overviewKey{viewer, id})
+}
+
+// overviewKey is what one read of FindTaskOverview asks for.
+type overviewKey struct{ viewer, id string }
+
+// newOverviews returns the coalescer of FindTaskOverview's reads, with
+// lanes statements in flight at most.
+func (d *DB) newOverviews(lanes int) *coalescer[overviewKey, *duet.TaskOverview] {
+	return &coalescer[overviewKey, *duet.TaskOverview]{
+		lanes: lanes, max: 64,
+		one: func(ctx context.Context, k overviewKey) (*duet.TaskOverview, error) {
+			return d.findTaskOverview(ctx, k.viewer, k.id)
+		},
+		many: d.findTaskOverviews,
+	}
+}
+
+// findTaskOverview is FindTaskOverview's read alone.
+func (d *DB) findTaskOverview(ctx context.Context, viewer, id string) (*duet.TaskOverview, error) {
 	rows, err := d.pool.Query(ctx, overviewQuery(viewer), viewer, id)
 	if err != nil {
 		return nil, mapErr(err)
@@ -133,25 +159,81 @@ func (d *DB) FindTaskOverview(ctx context.Context, viewer, id string) (*duet.Tas
 		}
 		return nil, storerules.NotFound("task", id)
 	}
+	o, err := scanOverview(rows, viewer != "", id)
+	if err != nil {
+		return nil, err
+	}
+	rows.Close()
+	return o, mapErr(rows.Err())
+}
+
+// findTaskOverviews reads the overviews of keys (each with its viewer's
+// visibility) in one statement (overviewsQuery): for each key its
+// overview, or NOT_FOUND.
+func (d *DB) findTaskOverviews(ctx context.Context, keys []overviewKey) ([]*duet.TaskOverview, []error, error) {
+	viewers, ids := make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		viewers[i], ids[i] = k.viewer, k.id
+	}
+	rows, err := d.pool.Query(ctx, overviewsQuery, viewers, ids)
+	if err != nil {
+		return nil, nil, mapErr(err)
+	}
+	defer rows.Close()
+	out, errs := make([]*duet.TaskOverview, len(keys)), make([]error, len(keys))
+	for rows.Next() {
+		var ord int64
+		o, err := scanOverview(headRow{Rows: rows, head: []any{&ord}}, true, "")
+		if err != nil {
+			return nil, nil, err
+		}
+		if ord < 1 || ord > int64(len(keys)) {
+			return nil, nil, fmt.Errorf("task overviews: row %d of %d", ord, len(keys))
+		}
+		out[ord-1] = o
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, mapErr(err)
+	}
+	for i, o := range out {
+		if o == nil {
+			errs[i] = storerules.NotFound("task", keys[i].id)
+		}
+	}
+	return out, errs, nil
+}
+
+// headRow is a row whose first columns go to head, the rest to Scan's dest.
+type headRow struct {
+	pgx.Rows
+	head []any
+}
+
+func (r headRow) Scan(dest ...any) error { return r.Rows.Scan(append(r.head, dest...)...) }
+
+// scanOverview reads the current row of overviewQuery (of a viewer, or
+// not) or overviewsQuery (after its head). The row values are decoded
+// before the rows move on: their bytes are the connection's read buffer,
+// and its type map is the connection's.
+func scanOverview(rows pgx.Rows, viewer bool, id string) (*duet.TaskOverview, error) {
 	o := &duet.TaskOverview{}
 	var run pgtype.UndecodedBytes
 	var alerts, schedules []pgtype.UndecodedBytes
 	tail := []any{&o.ActiveCases, &run}
-	if viewer != "" {
+	if viewer {
 		tail = append(tail, &alerts, &schedules)
 	}
+	var err error
 	if o.Task, err = scanTaskShares(tailRow{Row: rows, tail: tail}, id); err != nil {
 		return nil, err
 	}
-	// The row values are decoded before the rows close: their bytes are
-	// the connection's read buffer, and its type map is the connection's.
 	m := rows.Conn().TypeMap()
 	if run != nil {
 		if o.LastRun, err = scanRunTotals(recordRow{m, run}); err != nil {
 			return nil, mapErr(err)
 		}
 	}
-	if viewer != "" {
+	if viewer {
 		if o.Alerts, err = scanRecords(m, alerts, storerules.ScanContractAlert); err != nil {
 			return nil, mapErr(err)
 		}
@@ -159,8 +241,7 @@ func (d *DB) FindTaskOverview(ctx context.Context, viewer, id string) (*duet.Tas
 			return nil, mapErr(err)
 		}
 	}
-	rows.Close()
-	return o, mapErr(rows.Err())
+	return o, nil
 }
 
 // overviewQuery is the statement of FindTaskOverview ($1 the viewer, $2
@@ -186,6 +267,17 @@ func overviewQuery(viewer string) string {
 	return q + `
 		FROM tasks t WHERE t.id = $2` + visibility(viewer)
 }
+
+// overviewsQuery is the statement of findTaskOverviews ($1 the viewers,
+// $2 the tasks' ids, in pairs): for each pair the task may be seen in, its
+// ordinal (from 1) and then overviewQuery's columns for that viewer and
+// task. overviewQuery is its one source: its $1 and $2 stand for the pair.
+var overviewsQuery = `SELECT q.ord, o.* FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS q (viewer, id, ord)
+	CROSS JOIN LATERAL (` + overviewParams.Replace(overviewQuery("viewer")) + `) o`
+
+// overviewParams makes overviewQuery's parameters the columns of one pair
+// in overviewsQuery (TestOverviewsQuery: it has no others).
+var overviewParams = strings.NewReplacer("$1", "q.viewer", "$2", "q.id")
 
 // findTaskAny returns a task regardless of viewer (workers, internal use).
 func findTaskAny(ctx context.Context, q querier, id string) (*duet.Task, error) {

@@ -1,0 +1,348 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/postgres/pgtest"
+)
+
+// held is a coalescer of strings with one lane whose first read waits for
+// release: the reads that come meanwhile queue (queued tells when n have),
+// and many records what it was given.
+type held struct {
+	*coalescer[string, string]
+	release chan struct{}
+	queued  chan int
+	mu      sync.Mutex
+	many    [][]string
+	manyCtx chan context.Context
+	block   chan struct{} // many waits for it, if set
+}
+
+func newHeld() *held {
+	h := &held{release: make(chan struct{}), queued: make(chan int, 100), manyCtx: make(chan context.Context, 10)}
+	first := true
+	var fmu sync.Mutex
+	h.coalescer = &coalescer[string, string]{lanes: 1, max: 64,
+		one: func(ctx context.Context, k string) (string, error) {
+			fmu.Lock()
+			wait := first
+			first = false
+			fmu.Unlock()
+			if wait {
+				<-h.release
+			}
+			return "one:" + k, nil
+		},
+		many: func(ctx context.Context, keys []string) ([]string, []error, error) {
+			h.mu.Lock()
+			h.many = append(h.many, keys)
+			h.mu.Unlock()
+			h.manyCtx <- ctx
+			if h.block != nil {
+				select {
+				case <-h.block:
+				case <-ctx.Done():
+					return nil, nil, ctx.Err()
+				}
+			}
+			vs, errs := make([]string, len(keys)), make([]error, len(keys))
+			for i, k := range keys {
+				if strings.HasPrefix(k, "missing") {
+					errs[i] = duet.Errorf(duet.CodeNotFound, "%s not found", k)
+					continue
+				}
+				vs[i] = "many:" + k
+			}
+			return vs, errs, nil
+		},
+		queued: func(n int) { h.queued <- n },
+	}
+	return h
+}
+
+// waitQueued waits until n reads are queued.
+func (h *held) waitQueued(t *testing.T, n int) {
+	t.Helper()
+	for {
+		select {
+		case got := <-h.queued:
+			if got >= n {
+				return
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("fewer than %d reads queued", n)
+		}
+	}
+}
+
+// within receives from ch, or fails the test after 30s instead of hanging.
+func within[T any](t *testing.T, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(30 * time.Second):
+		t.Fatal("nothing came in 30s")
+		panic("unreachable")
+	}
+}
+
+type result struct {
+	v   string
+	err error
+}
+
+// TestCoalescerReadsTogether: reads that come while the lane is busy are
+// read in one statement, each handed its own value or error, in order;
+// the first read ran alone.
+func TestCoalescerReadsTogether(t *testing.T) {
+	h := newHeld()
+	first := make(chan result, 1)
+	go func() { v, err := h.get(t.Context(), "a"); first <- result{v, err} }()
+	// "a" holds the lane; the next four queue behind it.
+	keys := []string{"b", "missing-c", "d", "e"}
+	res := make([]chan result, len(keys))
+	h.waitQueuedAfter(t, func() {
+		for i, k := range keys {
+			res[i] = make(chan result, 1)
+			go func() { v, err := h.get(t.Context(), k); res[i] <- result{v, err} }()
+			h.waitQueued(t, i+1)
+		}
+	})
+	close(h.release)
+	if r := within(t, first); r.v != "one:a" || r.err != nil {
+		t.Fatalf("the first read: %+v", r)
+	}
+	for i, k := range keys {
+		r := within(t, res[i])
+		if k == "missing-c" {
+			if duet.ErrorCode(r.err) != duet.CodeNotFound {
+				t.Errorf("%s: got %+v, want NOT_FOUND", k, r)
+			}
+			continue
+		}
+		if r.v != "many:"+k || r.err != nil {
+			t.Errorf("%s: got %+v", k, r)
+		}
+	}
+	if len(h.many) != 1 || !reflect.DeepEqual(h.many[0], keys) {
+		t.Fatalf("statements of several reads: %v, want one of %v", h.many, keys)
+	}
+	if h.batches.Load() != 1 {
+		t.Fatalf("batches: %d", h.batches.Load())
+	}
+	// The lane is free again: a read alone runs at once.
+	if v, err := h.get(t.Context(), "f"); v != "one:f" || err != nil {
+		t.Fatalf("a read alone after: %q %v", v, err)
+	}
+}
+
+// waitQueuedAfter runs queue once the first read holds the lane (it has
+// taken it before queue's reads come: they all queue).
+func (h *held) waitQueuedAfter(t *testing.T, queue func()) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		h.coalescer.mu.Lock()
+		busy := h.coalescer.running == 1
+		h.coalescer.mu.Unlock()
+		if busy {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first read never took the lane")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	queue()
+}
+
+// TestCoalescerCallerLeaves: a caller whose context ends stops waiting at
+// once and is left out of the statement; a statement whose callers have
+// all left is cancelled.
+func TestCoalescerCallerLeaves(t *testing.T) {
+	h := newHeld()
+	h.block = make(chan struct{})
+	go h.get(t.Context(), "a")
+	leave, cancel := context.WithCancel(t.Context())
+	left := make(chan error, 1)
+	stay := make(chan result, 2)
+	h.waitQueuedAfter(t, func() {
+		go func() { _, err := h.get(leave, "gone"); left <- err }()
+		h.waitQueued(t, 1)
+		for i, k := range []string{"b", "c"} {
+			go func() { v, err := h.get(t.Context(), k); stay <- result{v, err} }()
+			h.waitQueued(t, i+2)
+		}
+	})
+	cancel()
+	if err := within(t, left); !errors.Is(err, context.Canceled) {
+		t.Fatalf("the caller that left: %v", err)
+	}
+	close(h.release)
+	within(t, h.manyCtx)
+	close(h.block)
+	for range 2 {
+		if r := within(t, stay); r.err != nil || !strings.HasPrefix(r.v, "many:") {
+			t.Fatalf("a caller that stayed: %+v", r)
+		}
+	}
+	for _, keys := range h.many {
+		for _, k := range keys {
+			if k == "gone" {
+				t.Fatalf("the read of a caller that left was made: %v", h.many)
+			}
+		}
+	}
+
+	// Two callers wait on a statement in flight and both leave: its
+	// context is cancelled.
+	h2 := newHeld()
+	h2.block = make(chan struct{})
+	go h2.get(t.Context(), "a")
+	ctx1, cancel1 := context.WithCancel(t.Context())
+	ctx2, cancel2 := context.WithCancel(t.Context())
+	h2.waitQueuedAfter(t, func() {
+		go h2.get(ctx1, "x")
+		h2.waitQueued(t, 1)
+		go h2.get(ctx2, "y")
+		h2.waitQueued(t, 2)
+	})
+	close(h2.release)
+	stmt := within(t, h2.manyCtx)
+	cancel1()
+	select {
+	case <-stmt.Done():
+		t.Fatal("the statement was cancelled while a caller still waited")
+	case <-time.After(50 * time.Millisecond):
+	}
+	cancel2()
+	select {
+	case <-stmt.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the statement went on after every caller left")
+	}
+}
+
+// TestOverviewsQuery: overviewsQuery is overviewQuery read for pairs, and
+// overviewQuery has no parameter but $1 and $2 (overviewParams would
+// misread $10).
+func TestOverviewsQuery(t *testing.T) {
+	q := overviewQuery("viewer")
+	for i := 3; i < 20; i++ {
+		if strings.Contains(q, fmt.Sprintf("$%d", i)) {
+			t.Fatalf("overviewQuery has $%d", i)
+		}
+	}
+	if strings.Contains(overviewsQuery, "$1 ") || strings.Contains(overviewsQuery, "= $2") || strings.Count(overviewsQuery, "$") != 2 {
+		t.Fatalf("overviewsQuery keeps overviewQuery's parameters:\n%s", overviewsQuery)
+	}
+}
+
+// TestTaskOverviewsTogether: task overviews read together, on PostgreSQL,
+// are what each read alone returns — each with its own viewer's
+// visibility (owner, shared, not shared, missing) and a last run — and
+// FindTaskOverview's reads that come while one is in flight are read in
+// one statement.
+func TestTaskOverviewsTogether(t *testing.T) {
+	t.Parallel()
+	db, err := Open(t.Context(), pgtest.URL(t), &Options{ReadLanes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := t.Context()
+	apply := func(owner, name string) string {
+		res, err := db.ApplySuite(ctx, owner, &duet.Suite{Task: duet.Task{Name: name, Description: "d", BaseURL: "http://127.0.0.1:1"},
+			Cases: []*duet.Case{{Key: "a", Title: "a", Source: "s", SourceHash: "h", Steps: []duet.Step{{Kind: duet.StepAssert, Name: "true", Assert: &duet.AssertStep{Expr: "true"}}}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Task.ID
+	}
+	a, c := apply("alice", "shop"), apply("carol", "bank")
+	if err := db.ShareTask(ctx, "alice", a, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	cases, _, _, err := db.FindCases(ctx, duet.CaseFilter{TaskID: a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := &duet.Run{TaskID: a, TriggeredBy: "alice", CallSource: duet.SourceCLI}
+	if _, _, err := db.CreateRun(ctx, duet.StartRunParams{Run: run, Executions: []*duet.Execution{{CaseID: cases[0].ID, CaseKey: "a", CaseTitle: "a", CaseVersion: cases[0].Version, Steps: cases[0].Steps}}}); err != nil {
+		t.Fatal(err)
+	}
+	keys := []overviewKey{{"alice", a}, {"bob", a}, {"carol", a}, {"alice", c}, {"carol", c}, {"alice", "task_missing"}, {"alice", a}}
+	vs, errs, err := db.findTaskOverviews(ctx, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range keys {
+		want, wantErr := db.findTaskOverview(ctx, k.viewer, k.id)
+		if duet.ErrorCode(errs[i]) != duet.ErrorCode(wantErr) || !reflect.DeepEqual(vs[i], want) {
+			t.Errorf("%v together: %+v %v; alone: %+v %v", k, vs[i], errs[i], want, wantErr)
+		}
+	}
+	if vs[0] == nil || vs[0].LastRun == nil || vs[0].LastRun.ID != run.ID || vs[0].LastRun.Totals.Cases != 1 || !reflect.DeepEqual(vs[0].Task.SharedWith, []string{"bob"}) {
+		t.Fatalf("alice's overview together: %+v", vs[0])
+	}
+
+	// Through FindTaskOverview: the first read holds the one lane until
+	// the others have queued behind it.
+	gate := make(chan struct{})
+	alone := db.overviews.one
+	var once sync.Once
+	db.overviews.one = func(ctx context.Context, k overviewKey) (*duet.TaskOverview, error) {
+		once.Do(func() { <-gate })
+		return alone(ctx, k)
+	}
+	queued := make(chan int, len(keys))
+	db.overviews.queued = func(n int) { queued <- n }
+	type got struct {
+		o   *duet.TaskOverview
+		err error
+	}
+	first := make(chan got, 1)
+	go func() { o, err := db.FindTaskOverview(ctx, "alice", a); first <- got{o, err} }()
+	for {
+		db.overviews.mu.Lock()
+		busy := db.overviews.running == 1
+		db.overviews.mu.Unlock()
+		if busy {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	out := make([]chan got, len(keys))
+	for i, k := range keys {
+		out[i] = make(chan got, 1)
+		go func() { o, err := db.FindTaskOverview(ctx, k.viewer, k.id); out[i] <- got{o, err} }()
+		for n := range queued {
+			if n == i+1 {
+				break
+			}
+		}
+	}
+	close(gate)
+	if g := within(t, first); g.err != nil || g.o.Task.ID != a {
+		t.Fatalf("the first read: %+v", g)
+	}
+	for i, k := range keys {
+		g := within(t, out[i])
+		if duet.ErrorCode(g.err) != duet.ErrorCode(errs[i]) || !reflect.DeepEqual(g.o, vs[i]) {
+			t.Errorf("%v through FindTaskOverview: %+v %v; want %+v %v", k, g.o, g.err, vs[i], errs[i])
+		}
+	}
+	if n := db.overviews.batches.Load(); n != 1 {
+		t.Fatalf("statements of several reads: %d, want 1", n)
+	}
+}
