@@ -263,10 +263,10 @@ type loadResult struct {
 
 func (r loadResult) rps() float64 { return float64(r.n) / r.elapsed.Seconds() }
 
-// hammerAll runs -c clients posting body for -d after a warm-up, spread
+// hammerAll runs conc clients posting body for -d after a warm-up, spread
 // over ps round-robin as a load balancer without sticky sessions would;
 // the CPU is that of every process of ps, plus extra (database backends).
-func hammerAll(name string, ps []*proc, body string, extra func() time.Duration) loadResult {
+func hammerAll(name string, ps []*proc, conc int, body string, extra func() time.Duration) loadResult {
 	cpu := func() time.Duration {
 		var d time.Duration
 		for _, p := range ps {
@@ -280,7 +280,7 @@ func hammerAll(name string, ps []*proc, body string, extra func() time.Duration)
 		var errs atomic.Int64
 		stopAt := time.Now().Add(d)
 		var wg sync.WaitGroup
-		for i := range *conc {
+		for i := range conc {
 			p := ps[i%len(ps)]
 			wg.Go(func() {
 				var mine []time.Duration

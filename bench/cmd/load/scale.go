@@ -32,8 +32,9 @@ type scaleRow struct {
 	cpu, dbCPU time.Duration // per call: the duet processes', the PostgreSQL backends'
 }
 
-// scaled holds the rows of the scale-out load table in order (SQLite,
-// PostgreSQL with one instance, with two) once it ran.
+// scaled holds the rows of the scale-out load table in order (SQLite;
+// PostgreSQL with one instance; with two, -c clients in all; with two, -c
+// clients each; with one whose reads are not coalesced) once it ran.
 var scaled []scaleRow
 
 // scaleTables measures Duet scaled out on PostgreSQL beside one instance on
@@ -42,8 +43,11 @@ var scaled []scaleRow
 //   - governed get_test_task over Streamable HTTP at -c concurrent clients
 //     for -d: SQLite with one `duet serve`, PostgreSQL with one, and
 //     PostgreSQL with two (clients spread over both, as a load balancer
-//     without sticky sessions would); the CPU of the duet processes and of
-//     the PostgreSQL backends per call;
+//     without sticky sessions would: -c in all, and -c each, so that each
+//     instance is driven as the one alone was), and PostgreSQL with one
+//     whose reads are not coalesced (DUET_DATABASE_READ_LANES=-1, what the
+//     coalescing is worth); the CPU of the duet processes and of the
+//     PostgreSQL backends per call;
 //   - run throughput: 120 runs of 5 http-step cases each, queued first, then
 //     executed by one `duet worker` on SQLite, one on PostgreSQL and two on
 //     PostgreSQL (each DUET_WORKERS=4, DUET_PARALLEL=4).
@@ -82,17 +86,22 @@ func scaleTables(sqliteHome, dir string) {
 	defer pgA.stop()
 	pgB := startDuet(pgHome("serve-b"), append(pgEnv, "DUET_WORKERS=0")...)
 	defer pgB.stop()
+	pgAlone := startDuet(pgHome("serve-alone"), append(pgEnv, "DUET_WORKERS=0", "DUET_DATABASE_READ_LANES=-1")...)
+	defer pgAlone.stop()
 	sqBody := callBody(7, catalog.ToolGetTask, fmt.Sprintf(`{"taskId":%q}`, taskID(sq.url)))
 	pgBody := callBody(7, catalog.ToolGetTask, fmt.Sprintf(`{"taskId":%q}`, taskID(pgA.url)))
 	loadRows := []struct {
 		name string
 		ps   []*proc
+		conc int
 		body string
 		pg   bool
 	}{
-		{"SQLite, 1 × duet serve", []*proc{sq}, sqBody, false},
-		{"PostgreSQL, 1 × duet serve", []*proc{pgA}, pgBody, true},
-		{"PostgreSQL, 2 × duet serve", []*proc{pgA, pgB}, pgBody, true},
+		{"SQLite, 1 × duet serve", []*proc{sq}, *conc, sqBody, false},
+		{"PostgreSQL, 1 × duet serve", []*proc{pgA}, *conc, pgBody, true},
+		{fmt.Sprintf("PostgreSQL, 2 × duet serve, %d clients in all", *conc), []*proc{pgA, pgB}, *conc, pgBody, true},
+		{fmt.Sprintf("PostgreSQL, 2 × duet serve, %d clients each", *conc), []*proc{pgA, pgB}, 2 * *conc, pgBody, true},
+		{"PostgreSQL, 1 × duet serve, reads not coalesced (DUET_DATABASE_READ_LANES=-1)", []*proc{pgAlone}, *conc, pgBody, true},
 	}
 	results := make([][]loadResult, len(loadRows))
 	for range *rounds {
@@ -101,7 +110,7 @@ func scaleTables(sqliteHome, dir string) {
 			if row.pg {
 				extra = backendCPU(db)
 			}
-			results[i] = append(results[i], hammerAll(row.name, row.ps, row.body, extra))
+			results[i] = append(results[i], hammerAll(row.name, row.ps, row.conc, row.body, extra))
 		}
 	}
 	fmt.Println("| database, instances | req/s (median) | p50 | p99 | errors | duet CPU/call | PostgreSQL CPU/call | ÷ SQLite |")
