@@ -2,8 +2,14 @@ package postgres
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/duet-test/duet/internal/storerules"
 )
 
 // coalescer runs reads of one kind that arrive while others of that kind
@@ -173,3 +179,62 @@ func (c *coalescer[K, V]) run(ctx context.Context, b *readBatch, ws []*waiter[K,
 		close(w.done)
 	}
 }
+
+// readKey is what one read of one object asks for: the viewer, whose
+// visibility applies, and the object's id.
+type readKey struct{ viewer, id string }
+
+// maxReadsTogether is the most reads one statement makes.
+const maxReadsTogether = 64
+
+// readPairs is the FROM of a statement of reads together: the pairs of
+// viewer ($1) and id ($2), numbered from 1 (ord). pairParams makes the
+// $1 and $2 of a read alone the columns of one pair.
+const readPairs = `unnest($1::text[], $2::text[]) WITH ORDINALITY AS q (viewer, id, ord)`
+
+var pairParams = strings.NewReplacer("$1", "q.viewer", "$2", "q.id")
+
+// readTogether runs query (whose rows are readPairs' ord, then a read's
+// columns) for keys and scans each row with scan, whose head receives
+// the ord: for each key its value, or NOT_FOUND naming kind.
+func readTogether[V any](ctx context.Context, d *DB, query, kind string, keys []readKey, scan func(rows pgx.Rows, head []any) (V, error)) ([]V, []error, error) {
+	viewers, ids := make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		viewers[i], ids[i] = k.viewer, k.id
+	}
+	rows, err := d.pool.Query(ctx, query, viewers, ids)
+	if err != nil {
+		return nil, nil, mapErr(err)
+	}
+	defer rows.Close()
+	out, errs := make([]V, len(keys)), make([]error, len(keys))
+	seen := make([]bool, len(keys))
+	for rows.Next() {
+		var ord int64
+		v, err := scan(rows, []any{&ord})
+		if err != nil {
+			return nil, nil, mapErr(err)
+		}
+		if ord < 1 || ord > int64(len(keys)) {
+			return nil, nil, fmt.Errorf("%s reads together: row %d of %d", kind, ord, len(keys))
+		}
+		out[ord-1], seen[ord-1] = v, true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, mapErr(err)
+	}
+	for i := range keys {
+		if !seen[i] {
+			errs[i] = storerules.NotFound(kind, keys[i].id)
+		}
+	}
+	return out, errs, nil
+}
+
+// headRow is a row whose first columns go to head, the rest to Scan's dest.
+type headRow struct {
+	pgx.Rows
+	head []any
+}
+
+func (r headRow) Scan(dest ...any) error { return r.Rows.Scan(append(r.head, dest...)...) }

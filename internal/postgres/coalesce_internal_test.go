@@ -233,24 +233,25 @@ func TestCoalescerCallerLeaves(t *testing.T) {
 	}
 }
 
-// TestOverviewsQuery: overviewsQuery is overviewQuery read for pairs, and
-// overviewQuery has no parameter but $1 and $2 (overviewParams would
-// misread $10).
-func TestOverviewsQuery(t *testing.T) {
-	q := overviewQuery("viewer")
-	for i := 3; i < 20; i++ {
-		if strings.Contains(q, fmt.Sprintf("$%d", i)) {
-			t.Fatalf("overviewQuery has $%d", i)
+// TestReadsTogetherQueries: the statements of reads together are the
+// reads alone for pairs, and the reads alone have no parameter but $1 and
+// $2 (pairParams would misread $10).
+func TestReadsTogetherQueries(t *testing.T) {
+	for _, q := range []struct{ alone, together string }{{overviewQuery("viewer"), overviewsQuery}, {runByIDQuery("viewer"), runsTogetherQuery}} {
+		for i := 3; i < 20; i++ {
+			if strings.Contains(q.alone, fmt.Sprintf("$%d", i)) {
+				t.Fatalf("a read alone has $%d:\n%s", i, q.alone)
+			}
 		}
-	}
-	if strings.Contains(overviewsQuery, "$1 ") || strings.Contains(overviewsQuery, "= $2") || strings.Count(overviewsQuery, "$") != 2 {
-		t.Fatalf("overviewsQuery keeps overviewQuery's parameters:\n%s", overviewsQuery)
+		if strings.Count(q.together, "$") != 2 || !strings.Contains(q.together, "unnest($1::text[], $2::text[])") {
+			t.Fatalf("reads together keep the parameters of a read alone:\n%s", q.together)
+		}
 	}
 }
 
-// TestTaskOverviewsTogether: task overviews read together, on PostgreSQL,
-// are what each read alone returns — each with its own viewer's
-// visibility (owner, shared, not shared, missing) and a last run — and
+// TestTaskOverviewsTogether: task overviews and runs read together, on
+// PostgreSQL, are what each read alone returns — each with its own
+// viewer's visibility (owner, shared, not shared, missing) — and
 // FindTaskOverview's reads that come while one is in flight are read in
 // one statement.
 func TestTaskOverviewsTogether(t *testing.T) {
@@ -281,8 +282,8 @@ func TestTaskOverviewsTogether(t *testing.T) {
 	if _, _, err := db.CreateRun(ctx, duet.StartRunParams{Run: run, Executions: []*duet.Execution{{CaseID: cases[0].ID, CaseKey: "a", CaseTitle: "a", CaseVersion: cases[0].Version, Steps: cases[0].Steps}}}); err != nil {
 		t.Fatal(err)
 	}
-	keys := []overviewKey{{"alice", a}, {"bob", a}, {"carol", a}, {"alice", c}, {"carol", c}, {"alice", "task_missing"}, {"alice", a}}
-	vs, errs, err := db.findTaskOverviews(ctx, keys)
+	keys := []readKey{{"alice", a}, {"bob", a}, {"carol", a}, {"alice", c}, {"carol", c}, {"alice", "task_missing"}, {"alice", a}}
+	vs, errs, err := db.overviews.many(ctx, keys)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,13 +296,28 @@ func TestTaskOverviewsTogether(t *testing.T) {
 	if vs[0] == nil || vs[0].LastRun == nil || vs[0].LastRun.ID != run.ID || vs[0].LastRun.Totals.Cases != 1 || !reflect.DeepEqual(vs[0].Task.SharedWith, []string{"bob"}) {
 		t.Fatalf("alice's overview together: %+v", vs[0])
 	}
+	// Runs, likewise.
+	runKeys := []readKey{{"alice", run.ID}, {"bob", run.ID}, {"carol", run.ID}, {"alice", "run_missing"}}
+	rs, rerrs, err := db.runs.many(ctx, runKeys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range runKeys {
+		want, wantErr := db.findRunByID(ctx, k.viewer, k.id)
+		if duet.ErrorCode(rerrs[i]) != duet.ErrorCode(wantErr) || !reflect.DeepEqual(rs[i], want) {
+			t.Errorf("run %v together: %+v %v; alone: %+v %v", k, rs[i], rerrs[i], want, wantErr)
+		}
+	}
+	if rs[1] == nil || rs[1].ID != run.ID || rs[2] != nil {
+		t.Fatalf("runs together: bob %+v, carol %+v", rs[1], rs[2])
+	}
 
 	// Through FindTaskOverview: the first read holds the one lane until
 	// the others have queued behind it.
 	gate := make(chan struct{})
 	alone := db.overviews.one
 	var once sync.Once
-	db.overviews.one = func(ctx context.Context, k overviewKey) (*duet.TaskOverview, error) {
+	db.overviews.one = func(ctx context.Context, k readKey) (*duet.TaskOverview, error) {
 		once.Do(func() { <-gate })
 		return alone(ctx, k)
 	}

@@ -40,8 +40,10 @@ var migrations embed.FS
 type DB struct {
 	pool *auditedPool
 	now  func() time.Time
-	// overviews coalesces FindTaskOverview's reads (nil: each alone).
-	overviews *coalescer[overviewKey, *duet.TaskOverview]
+	// overviews and runs coalesce the reads of FindTaskOverview and
+	// FindRunByID (nil: each alone).
+	overviews *coalescer[readKey, *duet.TaskOverview]
+	runs      *coalescer[readKey, *duet.Run]
 
 	// The stores written once, in storerules, on this engine (rules).
 	storerules.Stores
@@ -83,9 +85,10 @@ type Options struct {
 	MaxConnLifetime time.Duration // 0 keeps the default (1h)
 	MaxConnIdleTime time.Duration // 0 keeps the default (30m)
 	ConnectTimeout  time.Duration // 0 keeps the URL's connect_timeout (else none)
-	// ReadLanes is how many reads of a task's overview run at once at most;
-	// those that arrive meanwhile are read together (coalescer). 0 means 2
-	// (1 with a pool of fewer than 4 connections), -1 reads each alone.
+	// ReadLanes is how many reads of one kind (a task's overview, a run)
+	// run at once at most; those that arrive meanwhile are read together
+	// (coalescer). 0 means 2 (1 with a pool of fewer than 4 connections),
+	// -1 reads each alone.
 	ReadLanes int
 	// NoMigrate makes Open only check that the schema is current instead of
 	// applying pending migrations (the operator runs `duet migrate up`).
@@ -189,7 +192,7 @@ func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
 		if lanes == 0 {
 			lanes = min(2, max(1, int(cfg.MaxConns)/2))
 		}
-		d.overviews = d.newOverviews(lanes)
+		d.overviews, d.runs = d.newOverviews(lanes), d.newRuns(lanes)
 	}
 	if d.now == nil {
 		d.now = time.Now

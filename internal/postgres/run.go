@@ -304,13 +304,46 @@ func (d *DB) createRun(ctx context.Context, p duet.StartRunParams, now time.Time
 // FindRunByID returns the run if viewer may see its task ("" = any).
 // Returns NOT_FOUND.
 func (d *DB) FindRunByID(ctx context.Context, viewer, id string) (*duet.Run, error) {
-	q := `SELECT ` + runWithTotals + ` FROM runs r JOIN tasks t ON t.id = r.task_id WHERE r.id = $2`
-	q += visibility(viewer)
-	run, err := scanRunTotals(d.pool.QueryRow(ctx, q, viewer, id))
+	if viewer == "" || d.runs == nil {
+		return d.findRunByID(ctx, viewer, id)
+	}
+	return d.runs.get(ctx, readKey{viewer, id})
+}
+
+// findRunByID is FindRunByID's read alone.
+func (d *DB) findRunByID(ctx context.Context, viewer, id string) (*duet.Run, error) {
+	run, err := scanRunTotals(d.pool.QueryRow(ctx, runByIDQuery(viewer), viewer, id))
 	if err != nil {
 		return nil, found(err, "run", id)
 	}
 	return run, nil
+}
+
+// runByIDQuery is the statement of FindRunByID ($1 the viewer, $2 the
+// run's id).
+func runByIDQuery(viewer string) string {
+	return `SELECT ` + runWithTotals + ` FROM runs r JOIN tasks t ON t.id = r.task_id WHERE r.id = $2` + visibility(viewer)
+}
+
+// runsTogetherQuery is the statement of run reads together: runByIDQuery for
+// readPairs.
+var runsTogetherQuery = `SELECT q.ord, o.* FROM ` + readPairs + `
+	CROSS JOIN LATERAL (` + pairParams.Replace(runByIDQuery("viewer")) + `) o`
+
+// newRuns returns the coalescer of FindRunByID's reads, with lanes
+// statements in flight at most.
+func (d *DB) newRuns(lanes int) *coalescer[readKey, *duet.Run] {
+	return &coalescer[readKey, *duet.Run]{
+		lanes: lanes, max: maxReadsTogether,
+		one: func(ctx context.Context, k readKey) (*duet.Run, error) {
+			return d.findRunByID(ctx, k.viewer, k.id)
+		},
+		many: func(ctx context.Context, keys []readKey) ([]*duet.Run, []error, error) {
+			return readTogether(ctx, d, runsTogetherQuery, "run", keys, func(rows pgx.Rows, head []any) (*duet.Run, error) {
+				return scanRunTotals(headRow{Rows: rows, head: head})
+			})
+		},
+	}
 }
 
 // runsWhere returns the FROM and WHERE of the runs f selects (its Cursor

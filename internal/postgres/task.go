@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -128,21 +127,22 @@ func (d *DB) FindTaskOverview(ctx context.Context, viewer, id string) (*duet.Tas
 	if viewer == "" || d.overviews == nil {
 		return d.findTaskOverview(ctx, viewer, id)
 	}
-	return d.overviews.get(ctx, overviewKey{viewer, id})
+	return d.overviews.get(ctx, readKey{viewer, id})
 }
-
-// overviewKey is what one read of FindTaskOverview asks for.
-type overviewKey struct{ viewer, id string }
 
 // newOverviews returns the coalescer of FindTaskOverview's reads, with
 // lanes statements in flight at most.
-func (d *DB) newOverviews(lanes int) *coalescer[overviewKey, *duet.TaskOverview] {
-	return &coalescer[overviewKey, *duet.TaskOverview]{
-		lanes: lanes, max: 64,
-		one: func(ctx context.Context, k overviewKey) (*duet.TaskOverview, error) {
+func (d *DB) newOverviews(lanes int) *coalescer[readKey, *duet.TaskOverview] {
+	return &coalescer[readKey, *duet.TaskOverview]{
+		lanes: lanes, max: maxReadsTogether,
+		one: func(ctx context.Context, k readKey) (*duet.TaskOverview, error) {
 			return d.findTaskOverview(ctx, k.viewer, k.id)
 		},
-		many: d.findTaskOverviews,
+		many: func(ctx context.Context, keys []readKey) ([]*duet.TaskOverview, []error, error) {
+			return readTogether(ctx, d, overviewsQuery, "task", keys, func(rows pgx.Rows, head []any) (*duet.TaskOverview, error) {
+				return scanOverview(headRow{Rows: rows, head: head}, true, "")
+			})
+		},
 	}
 }
 
@@ -166,50 +166,6 @@ func (d *DB) findTaskOverview(ctx context.Context, viewer, id string) (*duet.Tas
 	rows.Close()
 	return o, mapErr(rows.Err())
 }
-
-// findTaskOverviews reads the overviews of keys (each with its viewer's
-// visibility) in one statement (overviewsQuery): for each key its
-// overview, or NOT_FOUND.
-func (d *DB) findTaskOverviews(ctx context.Context, keys []overviewKey) ([]*duet.TaskOverview, []error, error) {
-	viewers, ids := make([]string, len(keys)), make([]string, len(keys))
-	for i, k := range keys {
-		viewers[i], ids[i] = k.viewer, k.id
-	}
-	rows, err := d.pool.Query(ctx, overviewsQuery, viewers, ids)
-	if err != nil {
-		return nil, nil, mapErr(err)
-	}
-	defer rows.Close()
-	out, errs := make([]*duet.TaskOverview, len(keys)), make([]error, len(keys))
-	for rows.Next() {
-		var ord int64
-		o, err := scanOverview(headRow{Rows: rows, head: []any{&ord}}, true, "")
-		if err != nil {
-			return nil, nil, err
-		}
-		if ord < 1 || ord > int64(len(keys)) {
-			return nil, nil, fmt.Errorf("task overviews: row %d of %d", ord, len(keys))
-		}
-		out[ord-1] = o
-	}
-	if err := rows.Err(); err != nil {
-		return nil, nil, mapErr(err)
-	}
-	for i, o := range out {
-		if o == nil {
-			errs[i] = storerules.NotFound("task", keys[i].id)
-		}
-	}
-	return out, errs, nil
-}
-
-// headRow is a row whose first columns go to head, the rest to Scan's dest.
-type headRow struct {
-	pgx.Rows
-	head []any
-}
-
-func (r headRow) Scan(dest ...any) error { return r.Rows.Scan(append(r.head, dest...)...) }
 
 // scanOverview reads the current row of overviewQuery (of a viewer, or
 // not) or overviewsQuery (after its head). The row values are decoded
@@ -268,16 +224,12 @@ func overviewQuery(viewer string) string {
 		FROM tasks t WHERE t.id = $2` + visibility(viewer)
 }
 
-// overviewsQuery is the statement of findTaskOverviews ($1 the viewers,
+// overviewsQuery is the statement of overview reads together ($1 the viewers,
 // $2 the tasks' ids, in pairs): for each pair the task may be seen in, its
 // ordinal (from 1) and then overviewQuery's columns for that viewer and
 // task. overviewQuery is its one source: its $1 and $2 stand for the pair.
-var overviewsQuery = `SELECT q.ord, o.* FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS q (viewer, id, ord)
-	CROSS JOIN LATERAL (` + overviewParams.Replace(overviewQuery("viewer")) + `) o`
-
-// overviewParams makes overviewQuery's parameters the columns of one pair
-// in overviewsQuery (TestOverviewsQuery: it has no others).
-var overviewParams = strings.NewReplacer("$1", "q.viewer", "$2", "q.id")
+var overviewsQuery = `SELECT q.ord, o.* FROM ` + readPairs + `
+	CROSS JOIN LATERAL (` + pairParams.Replace(overviewQuery("viewer")) + `) o`
 
 // findTaskAny returns a task regardless of viewer (workers, internal use).
 func findTaskAny(ctx context.Context, q querier, id string) (*duet.Task, error) {
