@@ -85,12 +85,46 @@ func (d *DB) SaveDraftCase(ctx context.Context, c *duet.Case) error {
 
 // FindCaseByID returns the case if viewer may see its task. Returns NOT_FOUND.
 func (d *DB) FindCaseByID(ctx context.Context, viewer, id string) (*duet.Case, error) {
-	q := `SELECT ` + caseColumns + ` FROM cases c JOIN tasks t ON t.id = c.task_id WHERE c.id = $2` + visibility(viewer)
-	c, err := scanCase(d.pool.QueryRow(ctx, q, viewer, id))
+	if viewer == "" || d.cases == nil {
+		return d.findCaseByID(ctx, viewer, id)
+	}
+	return d.cases.get(ctx, readKey{viewer, id})
+}
+
+// findCaseByID is FindCaseByID's read alone.
+func (d *DB) findCaseByID(ctx context.Context, viewer, id string) (*duet.Case, error) {
+	c, err := scanCase(d.pool.QueryRow(ctx, caseByIDQuery(viewer), viewer, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, storerules.NotFound("case", id)
 	}
 	return c, mapErr(err)
+}
+
+// caseByIDQuery is the statement of FindCaseByID ($1 the viewer, $2 the
+// case's id).
+func caseByIDQuery(viewer string) string {
+	return `SELECT ` + caseColumns + ` FROM cases c JOIN tasks t ON t.id = c.task_id WHERE c.id = $2` + visibility(viewer)
+}
+
+// casesTogetherQuery is the statement of case reads together:
+// caseByIDQuery for readPairs.
+var casesTogetherQuery = `SELECT q.ord, o.* FROM ` + readPairs + `
+	CROSS JOIN LATERAL (` + pairParams.Replace(caseByIDQuery("viewer")) + `) o`
+
+// newCases returns the coalescer of FindCaseByID's reads, with lanes
+// statements in flight at most.
+func (d *DB) newCases(lanes int) *coalescer[readKey, *duet.Case] {
+	return &coalescer[readKey, *duet.Case]{
+		lanes: lanes, max: maxReadsTogether,
+		one: func(ctx context.Context, k readKey) (*duet.Case, error) {
+			return d.findCaseByID(ctx, k.viewer, k.id)
+		},
+		many: func(ctx context.Context, keys []readKey) ([]*duet.Case, []error, error) {
+			return readTogether(ctx, d, casesTogetherQuery, "case", keys, func(rows pgx.Rows, head []any) (*duet.Case, error) {
+				return scanCase(headRow{Rows: rows, head: head})
+			})
+		},
+	}
 }
 
 // CountCases returns how many active cases a task has.

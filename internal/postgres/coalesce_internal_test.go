@@ -237,7 +237,7 @@ func TestCoalescerCallerLeaves(t *testing.T) {
 // reads alone for pairs, and the reads alone have no parameter but $1 and
 // $2 (pairParams would misread $10).
 func TestReadsTogetherQueries(t *testing.T) {
-	for _, q := range []struct{ alone, together string }{{overviewQuery("viewer"), overviewsQuery}, {runByIDQuery("viewer"), runsTogetherQuery}} {
+	for _, q := range []struct{ alone, together string }{{overviewQuery("viewer"), overviewsQuery}, {runByIDQuery("viewer"), runsTogetherQuery}, {caseByIDQuery("viewer"), casesTogetherQuery}} {
 		for i := 3; i < 20; i++ {
 			if strings.Contains(q.alone, fmt.Sprintf("$%d", i)) {
 				t.Fatalf("a read alone has $%d:\n%s", i, q.alone)
@@ -249,7 +249,7 @@ func TestReadsTogetherQueries(t *testing.T) {
 	}
 }
 
-// TestTaskOverviewsTogether: task overviews and runs read together, on
+// TestTaskOverviewsTogether: task overviews, runs and cases read together, on
 // PostgreSQL, are what each read alone returns — each with its own
 // viewer's visibility (owner, shared, not shared, missing) — and
 // FindTaskOverview's reads that come while one is in flight are read in
@@ -310,6 +310,21 @@ func TestTaskOverviewsTogether(t *testing.T) {
 	}
 	if rs[1] == nil || rs[1].ID != run.ID || rs[2] != nil {
 		t.Fatalf("runs together: bob %+v, carol %+v", rs[1], rs[2])
+	}
+	// Cases, likewise.
+	caseKeys := []readKey{{"bob", cases[0].ID}, {"carol", cases[0].ID}, {"alice", cases[0].ID}, {"alice", "case_missing"}}
+	cs, cerrs, err := db.cases.many(ctx, caseKeys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range caseKeys {
+		want, wantErr := db.findCaseByID(ctx, k.viewer, k.id)
+		if duet.ErrorCode(cerrs[i]) != duet.ErrorCode(wantErr) || !reflect.DeepEqual(cs[i], want) {
+			t.Errorf("case %v together: %+v %v; alone: %+v %v", k, cs[i], cerrs[i], want, wantErr)
+		}
+	}
+	if cs[0] == nil || cs[0].ID != cases[0].ID || cs[1] != nil || len(cs[0].Steps) != 1 {
+		t.Fatalf("cases together: bob %+v, carol %+v", cs[0], cs[1])
 	}
 
 	// Through FindTaskOverview: the first read holds the one lane until

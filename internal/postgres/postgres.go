@@ -40,10 +40,11 @@ var migrations embed.FS
 type DB struct {
 	pool *auditedPool
 	now  func() time.Time
-	// overviews and runs coalesce the reads of FindTaskOverview and
-	// FindRunByID (nil: each alone).
+	// overviews, runs and cases coalesce the reads of FindTaskOverview,
+	// FindRunByID and FindCaseByID (nil: each alone).
 	overviews *coalescer[readKey, *duet.TaskOverview]
 	runs      *coalescer[readKey, *duet.Run]
+	cases     *coalescer[readKey, *duet.Case]
 
 	// The stores written once, in storerules, on this engine (rules).
 	storerules.Stores
@@ -85,7 +86,7 @@ type Options struct {
 	MaxConnLifetime time.Duration // 0 keeps the default (1h)
 	MaxConnIdleTime time.Duration // 0 keeps the default (30m)
 	ConnectTimeout  time.Duration // 0 keeps the URL's connect_timeout (else none)
-	// ReadLanes is how many reads of one kind (a task's overview, a run)
+	// ReadLanes is how many reads of one kind (a task's overview, a run, a case)
 	// run at once at most; those that arrive meanwhile are read together
 	// (coalescer). 0 means 2 (1 with a pool of fewer than 4 connections),
 	// -1 reads each alone.
@@ -192,7 +193,7 @@ func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
 		if lanes == 0 {
 			lanes = min(2, max(1, int(cfg.MaxConns)/2))
 		}
-		d.overviews, d.runs = d.newOverviews(lanes), d.newRuns(lanes)
+		d.overviews, d.runs, d.cases = d.newOverviews(lanes), d.newRuns(lanes), d.newCases(lanes)
 	}
 	if d.now == nil {
 		d.now = time.Now
