@@ -72,11 +72,12 @@ type Stores struct {
 	Stops
 	CaseVersions
 	OAuth
+	Baselines
 }
 
 // NewStores returns the stores of this package on e.
 func NewStores(e Engine) Stores {
-	return Stores{Devices{e}, Sessions{e}, Stops{e}, CaseVersions{e}, OAuth{e}}
+	return Stores{Devices{e}, Sessions{e}, Stops{e}, CaseVersions{e}, OAuth{e}, Baselines{e}}
 }
 
 // Found maps the error of a read of the one object kind id: no row is
