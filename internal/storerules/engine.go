@@ -73,11 +73,12 @@ type Stores struct {
 	CaseVersions
 	OAuth
 	Baselines
+	Teams
 }
 
 // NewStores returns the stores of this package on e.
 func NewStores(e Engine) Stores {
-	return Stores{Devices{e}, Sessions{e}, Stops{e}, CaseVersions{e}, OAuth{e}, Baselines{e}}
+	return Stores{Devices{e}, Sessions{e}, Stops{e}, CaseVersions{e}, OAuth{e}, Baselines{e}, Teams{e}}
 }
 
 // Found maps the error of a read of the one object kind id: no row is
