@@ -453,10 +453,17 @@ func found(err error, kind, id string) error { return storerules.Found(err, kind
 // engineOn is a storerules.Engine whose statements run on q: the pool, or
 // a transaction.
 func (d *DB) engineOn(q querier) storerules.Engine {
+	e := engineOf(q)
+	e.Now = func() time.Time { return d.now() }
+	return e
+}
+
+// engineOf is engineOn without a clock, for what is given the time.
+func engineOf(q querier) storerules.Engine {
 	row := func(ctx context.Context, dest []any, sql string, args ...any) error {
 		return mapErr(q.QueryRow(ctx, sql, args...).Scan(dest...))
 	}
-	e := storerules.Engine{Read: row, Write: row, Stored: stored, Now: func() time.Time { return d.now() }}
+	e := storerules.Engine{Read: row, Write: row, Stored: stored}
 	e.Exec = func(ctx context.Context, sql string, args ...any) (int64, error) {
 		tag, err := q.Exec(ctx, sql, args...)
 		return tag.RowsAffected(), mapErr(err)

@@ -389,10 +389,17 @@ func found(err error, kind, id string) error { return storerules.Found(err, kind
 // engineOn is a storerules.Engine whose statements run on q: the
 // statement cache, or a transaction.
 func (d *DB) engineOn(q querier) storerules.Engine {
+	e := engineOf(q)
+	e.Now = func() time.Time { return d.now() }
+	return e
+}
+
+// engineOf is engineOn without a clock, for what is given the time.
+func engineOf(q querier) storerules.Engine {
 	row := func(ctx context.Context, dest []any, query string, args ...any) error {
 		return mapErr(q.QueryRowContext(ctx, query, args...).Scan(dest...))
 	}
-	e := storerules.Engine{Read: row, Write: row, Stored: stored, Now: func() time.Time { return d.now() }}
+	e := storerules.Engine{Read: row, Write: row, Stored: stored}
 	e.Exec = func(ctx context.Context, query string, args ...any) (int64, error) {
 		res, err := q.ExecContext(ctx, query, args...)
 		if err != nil {
