@@ -443,7 +443,11 @@ type rowScanner = storerules.Row
 // rules sets up the stores written in storerules on this engine, every
 // statement through the pool.
 func (d *DB) rules() {
-	d.Stores = storerules.NewStores(d.engineOn(d.pool))
+	e := d.engineOn(d.pool)
+	e.Tx = func(ctx context.Context, fn func(storerules.Engine) error) error {
+		return d.tx(ctx, func(tx pgx.Tx) error { return fn(d.engineOn(tx)) })
+	}
+	d.Stores = storerules.NewStores(e)
 }
 
 // found maps the error of a read of the one object kind id: no row is

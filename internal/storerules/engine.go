@@ -23,6 +23,11 @@ type Engine struct {
 	Stored StoredTime
 	// Now is the current time.
 	Now func() time.Time
+	// Tx runs fn in a transaction, on an Engine whose statements run in
+	// it; fn may run again where the engine retries a transaction, so it
+	// depends only on what it reads in it. An Engine on a transaction has
+	// none.
+	Tx func(ctx context.Context, fn func(Engine) error) error
 }
 
 // All runs a statement on e and reads every row with scan.
@@ -76,11 +81,12 @@ type Stores struct {
 	Teams
 	Assets
 	Deliveries
+	MCPServers
 }
 
 // NewStores returns the stores of this package on e.
 func NewStores(e Engine) Stores {
-	return Stores{Devices{e}, Sessions{e}, Stops{e}, CaseVersions{e}, OAuth{e}, Baselines{e}, Teams{e}, Assets{e}, Deliveries{e}}
+	return Stores{Devices{e}, Sessions{e}, Stops{e}, CaseVersions{e}, OAuth{e}, Baselines{e}, Teams{e}, Assets{e}, Deliveries{e}, MCPServers{e}}
 }
 
 // Found maps the error of a read of the one object kind id: no row is
