@@ -23,12 +23,8 @@ func (d *DB) CreateBaseline(ctx context.Context, l duet.Lease, b *duet.Baseline)
 		return err
 	}
 	return d.tx(ctx, func(tx pgx.Tx) error {
-		var n int
-		if err := tx.QueryRow(ctx, `WITH `+heldSQL+` SELECT count(*) FROM held`, l.RunID, l.Worker, l.Token, b.ExecutionID).Scan(&n); err != nil {
-			return mapErr(err)
-		}
-		if n == 0 {
-			return duet.LeaseLost(l)
+		if err := held(ctx, tx, l, b.ExecutionID); err != nil {
+			return err
 		}
 		// Versions of one key are numbered one at a time.
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 28))`,
@@ -92,12 +88,8 @@ func (d *DB) SaveMetrics(ctx context.Context, l duet.Lease, ms []*duet.Metric) e
 				return duet.LeaseLost(l)
 			}
 			if !fenced[m.ExecutionID] {
-				var n int
-				if err := tx.QueryRow(ctx, `WITH `+heldSQL+` SELECT count(*) FROM held`, l.RunID, l.Worker, l.Token, m.ExecutionID).Scan(&n); err != nil {
-					return mapErr(err)
-				}
-				if n == 0 {
-					return duet.LeaseLost(l)
+				if err := held(ctx, tx, l, m.ExecutionID); err != nil {
+					return err
 				}
 				fenced[m.ExecutionID] = true
 			}

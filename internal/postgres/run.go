@@ -579,6 +579,19 @@ const heldSQL = `held AS (SELECT e.id FROM runs r JOIN executions e ON e.run_id 
 		WHERE r.id = $1 AND r.lease_owner = $2 AND r.attempt = $3 AND r.status = 'running' AND e.id = $4
 		FOR SHARE OF r)`
 
+// held fences a write of execution id's results in tx: LEASE_LOST unless
+// l holds its run (heldSQL, which locks the run row until tx ends).
+func held(ctx context.Context, tx pgx.Tx, l duet.Lease, id string) error {
+	var n int
+	if err := tx.QueryRow(ctx, `WITH `+heldSQL+` SELECT count(*) FROM held`, l.RunID, l.Worker, l.Token, id).Scan(&n); err != nil {
+		return mapErr(err)
+	}
+	if n == 0 {
+		return duet.LeaseLost(l)
+	}
+	return nil
+}
+
 // StartExecution marks an execution running and drops results of an earlier
 // interrupted attempt (from e.ResumeFrom on), in one fenced statement (one
 // round trip per case).

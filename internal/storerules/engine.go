@@ -83,11 +83,12 @@ type Stores struct {
 	Deliveries
 	MCPServers
 	Contracts
+	AIPlans
 }
 
 // NewStores returns the stores of this package on e.
 func NewStores(e Engine) Stores {
-	return Stores{Devices{e}, Sessions{e}, Stops{e}, CaseVersions{e}, OAuth{e}, Baselines{e}, Teams{e}, Assets{e}, Deliveries{e}, MCPServers{e}, Contracts{e}}
+	return Stores{Devices{e}, Sessions{e}, Stops{e}, CaseVersions{e}, OAuth{e}, Baselines{e}, Teams{e}, Assets{e}, Deliveries{e}, MCPServers{e}, Contracts{e}, AIPlans{e}}
 }
 
 // Found maps the error of a read of the one object kind id: no row is
