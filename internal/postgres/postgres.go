@@ -462,12 +462,15 @@ func (d *DB) engineOn(q querier) storerules.Engine {
 	return e
 }
 
+// anyOf is a storerules.Engine's In: one array parameter.
+func anyOf(col string, ids []string) (string, []any) { return col + ` = ANY($1)`, []any{ids} }
+
 // engineOf is engineOn without a clock, for what is given the time.
 func engineOf(q querier) storerules.Engine {
 	row := func(ctx context.Context, dest []any, sql string, args ...any) error {
 		return mapErr(q.QueryRow(ctx, sql, args...).Scan(dest...))
 	}
-	e := storerules.Engine{Read: row, Write: row, Stored: stored}
+	e := storerules.Engine{Read: row, Write: row, Stored: stored, In: anyOf}
 	e.Exec = func(ctx context.Context, sql string, args ...any) (int64, error) {
 		tag, err := q.Exec(ctx, sql, args...)
 		return tag.RowsAffected(), mapErr(err)

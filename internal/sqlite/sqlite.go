@@ -397,12 +397,17 @@ func (d *DB) engineOn(q querier) storerules.Engine {
 	return e
 }
 
+// inList is a storerules.Engine's In: a parameter for each id.
+func inList(col string, ids []string) (string, []any) {
+	return col + ` IN (` + placeholders(len(ids)) + `)`, anys(ids)
+}
+
 // engineOf is engineOn without a clock, for what is given the time.
 func engineOf(q querier) storerules.Engine {
 	row := func(ctx context.Context, dest []any, query string, args ...any) error {
 		return mapErr(q.QueryRowContext(ctx, query, args...).Scan(dest...))
 	}
-	e := storerules.Engine{Read: row, Write: row, Stored: stored}
+	e := storerules.Engine{Read: row, Write: row, Stored: stored, In: inList}
 	e.Exec = func(ctx context.Context, query string, args ...any) (int64, error) {
 		res, err := q.ExecContext(ctx, query, args...)
 		if err != nil {

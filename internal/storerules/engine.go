@@ -21,6 +21,9 @@ type Engine struct {
 	Query func(ctx context.Context, each func(Row) error, sql string, args ...any) error
 	// Stored is how the engine writes a time.
 	Stored StoredTime
+	// In is the engine's condition that col is one of ids, the only
+	// parameters of its statement, and their arguments.
+	In func(col string, ids []string) (cond string, args []any)
 	// Now is the current time.
 	Now func() time.Time
 	// Tx runs fn in a transaction, on an Engine whose statements run in
@@ -84,11 +87,12 @@ type Stores struct {
 	MCPServers
 	Contracts
 	AIPlans
+	Runs
 }
 
 // NewStores returns the stores of this package on e.
 func NewStores(e Engine) Stores {
-	return Stores{Devices{e}, Sessions{e}, Stops{e}, CaseVersions{e}, OAuth{e}, Baselines{e}, Teams{e}, Assets{e}, Deliveries{e}, MCPServers{e}, Contracts{e}, AIPlans{e}}
+	return Stores{Devices{e}, Sessions{e}, Stops{e}, CaseVersions{e}, OAuth{e}, Baselines{e}, Teams{e}, Assets{e}, Deliveries{e}, MCPServers{e}, Contracts{e}, AIPlans{e}, Runs{e}}
 }
 
 // Found maps the error of a read of the one object kind id: no row is
