@@ -444,9 +444,7 @@ type rowScanner = storerules.Row
 // statement through the pool.
 func (d *DB) rules() {
 	e := d.engineOn(d.pool)
-	e.Tx = func(ctx context.Context, fn func(storerules.Engine) error) error {
-		return d.tx(ctx, func(tx pgx.Tx) error { return fn(d.engineOn(tx)) })
-	}
+	e.Tx = storerules.InTx(d.tx, func(tx pgx.Tx) storerules.Engine { return d.engineOn(tx) })
 	d.Stores = storerules.NewStores(e)
 }
 

@@ -359,11 +359,6 @@ func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 	return runs, next, nil
 }
 
-// execColumns and scanExecution read an execution (storerules.ScanExecution).
-const execColumns = storerules.ExecColumns
-
-var scanExecution = storerules.ScanExecution
-
 // loadResults fills Results and Attempts of the executions, on q.
 func loadResults(ctx context.Context, q querier, execs ...*duet.Execution) error {
 	return storerules.LoadResults(ctx, engineOf(q), execs...)
@@ -390,7 +385,7 @@ func (d *DB) findExecution(ctx context.Context, viewer, id string, withRun bool)
 	if withRun {
 		runCol = `, ROW(` + runWithTotals + `)`
 	}
-	rows, err := d.pool.Query(ctx, `SELECT `+execColumns+`, `+execResultLists+runCol+`
+	rows, err := d.pool.Query(ctx, `SELECT `+storerules.ExecColumns+`, `+execResultLists+runCol+`
 		FROM executions e JOIN runs r ON r.id = e.run_id JOIN tasks t ON t.id = r.task_id WHERE e.id = $2`+visibility(viewer), viewer, id)
 	if err != nil {
 		return nil, nil, mapErr(err)
@@ -408,7 +403,7 @@ func (d *DB) findExecution(ctx context.Context, viewer, id string, withRun bool)
 	if withRun {
 		tail = append(tail, &runRec)
 	}
-	e, err := scanExecution(tailRow{rows, tail})
+	e, err := storerules.ScanExecution(tailRow{rows, tail})
 	if err != nil {
 		return nil, nil, mapErr(err)
 	}
@@ -641,7 +636,7 @@ type runTx struct {
 func (d *DB) runTx(tx pgx.Tx) runTx { return runTx{storerules.RunRows{E: d.engineOn(tx)}, tx} }
 
 func (t runTx) HeldExecution(ctx context.Context, l duet.Lease, id string) (*duet.Execution, error) {
-	x, err := scanExecution(t.tx.QueryRow(ctx, `WITH `+heldSQL+` SELECT `+execColumns+` FROM executions e WHERE e.id IN (SELECT id FROM held) FOR UPDATE OF e`,
+	x, err := storerules.ScanExecution(t.tx.QueryRow(ctx, `WITH `+heldSQL+` SELECT `+storerules.ExecColumns+` FROM executions e WHERE e.id IN (SELECT id FROM held) FOR UPDATE OF e`,
 		l.RunID, l.Worker, l.Token, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, duet.LeaseLost(l)

@@ -12,15 +12,11 @@ import (
 	"github.com/duet-test/duet/internal/storerules"
 )
 
-// scheduleColumns and scanSchedule read a schedule (storerules);
-// insertSchedule writes a new one.
+// scheduleColumns and scanSchedule read a schedule (storerules): task.go
+// reads a task's schedules with them too.
 const scheduleColumns = storerules.ScheduleColumns
 
 var scanSchedule = storerules.ScanSchedule
-
-func insertSchedule(ctx context.Context, q querier, s *duet.Schedule, now time.Time) error {
-	return storerules.InsertSchedule(ctx, engineOf(q), s, now)
-}
 
 // CreateSchedule stores a schedule of a task its owner can see.
 func (d *DB) CreateSchedule(ctx context.Context, s *duet.Schedule) error {
@@ -33,7 +29,7 @@ func (d *DB) CreateSchedule(ctx context.Context, s *duet.Schedule) error {
 		if err != nil {
 			return found(err, "task", s.TaskID)
 		}
-		return insertSchedule(ctx, tx, s, ts(d.now()))
+		return storerules.InsertSchedule(ctx, engineOf(tx), s, ts(d.now()))
 	})
 }
 

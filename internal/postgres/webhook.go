@@ -12,11 +12,6 @@ import (
 	"github.com/duet-test/duet/internal/storerules"
 )
 
-const (
-	webhookColumns  = storerules.WebhookColumns
-	deliveryColumns = storerules.DeliveryColumns
-)
-
 // CreateWebhook stores a webhook of a task by owns.
 func (d *DB) CreateWebhook(ctx context.Context, by string, w *duet.Webhook) error {
 	if err := storerules.CheckWebhook(w); err != nil {
@@ -39,7 +34,7 @@ func (d *DB) FindWebhooks(ctx context.Context, by, taskID string) ([]*duet.Webho
 		if err != nil {
 			return found(err, "task", taskID)
 		}
-		rows, err := tx.Query(ctx, `SELECT `+webhookColumns+` FROM webhooks w WHERE w.task_id = $1 ORDER BY w.name`, taskID)
+		rows, err := tx.Query(ctx, `SELECT `+storerules.WebhookColumns+` FROM webhooks w WHERE w.task_id = $1 ORDER BY w.name`, taskID)
 		if err != nil {
 			return mapErr(err)
 		}
@@ -58,7 +53,7 @@ func (d *DB) FindWebhook(ctx context.Context, by, id string) (*duet.Webhook, err
 }
 
 func findWebhook(ctx context.Context, q querier, by, id, lock string) (*duet.Webhook, error) {
-	query := `SELECT ` + webhookColumns + ` FROM webhooks w JOIN tasks t ON t.id = w.task_id WHERE w.id = $2`
+	query := `SELECT ` + storerules.WebhookColumns + ` FROM webhooks w JOIN tasks t ON t.id = w.task_id WHERE w.id = $2`
 	if by != "" {
 		query += ` AND ` + ownedWebhook
 	} else {
@@ -111,7 +106,7 @@ func enqueueRunFinished(ctx context.Context, q querier, runID string, status due
 // enabledWebhooks lists the webhooks not disabled that where (a join and
 // a condition on w with $1 = arg) selects, by name.
 func enabledWebhooks(ctx context.Context, q querier, where, arg string) ([]*duet.Webhook, error) {
-	return all(ctx, q, storerules.ScanWebhook, `SELECT `+webhookColumns+` FROM webhooks w `+where+` AND NOT w.disabled ORDER BY w.name`, arg)
+	return all(ctx, q, storerules.ScanWebhook, `SELECT `+storerules.WebhookColumns+` FROM webhooks w `+where+` AND NOT w.disabled ORDER BY w.name`, arg)
 }
 
 // EnqueueDeliveries makes a delivery of event for each webhook of taskID
@@ -138,7 +133,7 @@ func (d *DB) ClaimDelivery(ctx context.Context, now time.Time, lease time.Durati
 		out, earliest = nil, time.Time{}
 		x, err := storerules.ScanDelivery(tx.QueryRow(ctx, `UPDATE webhook_deliveries SET status = 'delivering', lease = $1, due_at = $2
 			WHERE id = (SELECT id FROM webhook_deliveries WHERE status IN ('pending', 'delivering') AND due_at <= $3 ORDER BY due_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
-			RETURNING `+strings.ReplaceAll(deliveryColumns, "d.", ""), duet.NewID("lease"), ts(now.Add(lease)), ts(now)))
+			RETURNING `+strings.ReplaceAll(storerules.DeliveryColumns, "d.", ""), duet.NewID("lease"), ts(now.Add(lease)), ts(now)))
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 		case err != nil:
@@ -166,7 +161,7 @@ func (d *DB) FindDeliveries(ctx context.Context, by, webhookID string, limit int
 	if limit <= 0 || limit > 500 {
 		limit = 100
 	}
-	rows, err := d.pool.Query(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries d WHERE d.webhook_id = $1 ORDER BY d.created_at DESC, d.id DESC LIMIT $2`, webhookID, limit)
+	rows, err := d.pool.Query(ctx, `SELECT `+storerules.DeliveryColumns+` FROM webhook_deliveries d WHERE d.webhook_id = $1 ORDER BY d.created_at DESC, d.id DESC LIMIT $2`, webhookID, limit)
 	if err != nil {
 		return nil, mapErr(err)
 	}
@@ -178,7 +173,7 @@ func (d *DB) FindDeliveries(ctx context.Context, by, webhookID string, limit int
 func (d *DB) Redeliver(ctx context.Context, by, deliveryID string) (*duet.WebhookDelivery, error) {
 	var out *duet.WebhookDelivery
 	err := d.tx(ctx, func(tx pgx.Tx) error {
-		x, err := storerules.ScanDelivery(tx.QueryRow(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id JOIN tasks t ON t.id = w.task_id
+		x, err := storerules.ScanDelivery(tx.QueryRow(ctx, `SELECT `+storerules.DeliveryColumns+` FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id JOIN tasks t ON t.id = w.task_id
 			WHERE d.id = $2 AND `+ownedWebhook, by, deliveryID))
 		if err != nil {
 			return found(err, "webhook delivery", deliveryID)

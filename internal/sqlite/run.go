@@ -220,11 +220,6 @@ func (d *DB) findRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 	return runs, next, fillTotals(ctx, d.q, runs...)
 }
 
-// execColumns and scanExecution read an execution (storerules.ScanExecution).
-const execColumns = storerules.ExecColumns
-
-var scanExecution = storerules.ScanExecution
-
 // loadResults fills Results and Attempts of the executions, on q.
 func loadResults(ctx context.Context, q querier, execs ...*duet.Execution) error {
 	return storerules.LoadResults(ctx, engineOf(q), execs...)
@@ -232,8 +227,8 @@ func loadResults(ctx context.Context, q querier, execs ...*duet.Execution) error
 
 // FindExecutionByID returns an execution if viewer may see its task ("" = any).
 func (d *DB) FindExecutionByID(ctx context.Context, viewer, id string) (*duet.Execution, error) {
-	q := `SELECT ` + execColumns + ` FROM executions e JOIN runs r ON r.id = e.run_id JOIN tasks t ON t.id = r.task_id WHERE e.id = ?2` + visibility(viewer)
-	e, err := scanExecution(d.q.QueryRowContext(ctx, q, viewer, id))
+	q := `SELECT ` + storerules.ExecColumns + ` FROM executions e JOIN runs r ON r.id = e.run_id JOIN tasks t ON t.id = r.task_id WHERE e.id = ?2` + visibility(viewer)
+	e, err := storerules.ScanExecution(d.q.QueryRowContext(ctx, q, viewer, id))
 	if err != nil {
 		return nil, found(err, "execution", id)
 	}
@@ -461,7 +456,7 @@ func (t runTx) HeldExecution(ctx context.Context, l duet.Lease, id string) (*due
 	if err := held(ctx, t.tx, l, id); err != nil {
 		return nil, err
 	}
-	x, err := scanExecution(t.tx.QueryRowContext(ctx, `SELECT `+execColumns+` FROM executions e WHERE e.id = ?`, id))
+	x, err := storerules.ScanExecution(t.tx.QueryRowContext(ctx, `SELECT `+storerules.ExecColumns+` FROM executions e WHERE e.id = ?`, id))
 	if err != nil {
 		return nil, mapErr(err)
 	}

@@ -11,16 +11,6 @@ import (
 	"github.com/duet-test/duet/internal/storerules"
 )
 
-// scheduleColumns and scanSchedule read a schedule (storerules);
-// insertSchedule writes a new one.
-const scheduleColumns = storerules.ScheduleColumns
-
-var scanSchedule = storerules.ScanSchedule
-
-func insertSchedule(ctx context.Context, q querier, s *duet.Schedule, now time.Time) error {
-	return storerules.InsertSchedule(ctx, engineOf(q), s, now)
-}
-
 // CreateSchedule stores a schedule of a task its owner can see.
 func (d *DB) CreateSchedule(ctx context.Context, s *duet.Schedule) error {
 	if err := storerules.ValidSchedule(s); err != nil {
@@ -32,14 +22,14 @@ func (d *DB) CreateSchedule(ctx context.Context, s *duet.Schedule) error {
 		if err != nil {
 			return found(err, "task", s.TaskID)
 		}
-		return insertSchedule(ctx, tx, s, d.now())
+		return storerules.InsertSchedule(ctx, engineOf(tx), s, d.now())
 	})
 }
 
 // FindScheduleByID returns a schedule of a task viewer may see.
 func (d *DB) FindScheduleByID(ctx context.Context, viewer, id string) (*duet.Schedule, error) {
-	q := `SELECT ` + scheduleColumns + ` FROM schedules s JOIN tasks t ON t.id = s.task_id WHERE s.id = ?2` + visibility(viewer)
-	s, err := scanSchedule(d.q.QueryRowContext(ctx, q, viewer, id))
+	q := `SELECT ` + storerules.ScheduleColumns + ` FROM schedules s JOIN tasks t ON t.id = s.task_id WHERE s.id = ?2` + visibility(viewer)
+	s, err := storerules.ScanSchedule(d.q.QueryRowContext(ctx, q, viewer, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, storerules.NotFound("schedule", id)
 	}
@@ -51,7 +41,7 @@ func (d *DB) FindSchedules(ctx context.Context, f duet.ScheduleFilter) ([]*duet.
 	if f.Viewer == "" {
 		return nil, duet.Errorf(duet.CodeInvalidArgument, "a viewer is required")
 	}
-	q := `SELECT ` + scheduleColumns + ` FROM schedules s JOIN tasks t ON t.id = s.task_id WHERE ` + visibleTo
+	q := `SELECT ` + storerules.ScheduleColumns + ` FROM schedules s JOIN tasks t ON t.id = s.task_id WHERE ` + visibleTo
 	args := []any{f.Viewer}
 	if f.TaskID != "" {
 		args = append(args, f.TaskID)
@@ -61,7 +51,7 @@ func (d *DB) FindSchedules(ctx context.Context, f duet.ScheduleFilter) ([]*duet.
 		args = append(args, f.Owner)
 		q += ` AND s.owner = ?` + strconv.Itoa(len(args))
 	}
-	return all(ctx, d.q, scanSchedule, q+` ORDER BY t.name, s.task_id, s.name, s.owner`, args...)
+	return all(ctx, d.q, storerules.ScanSchedule, q+` ORDER BY t.name, s.task_id, s.name, s.owner`, args...)
 }
 
 // DueSchedules lists the unpaused schedules due at now.
@@ -69,11 +59,11 @@ func (d *DB) DueSchedules(ctx context.Context, now time.Time, limit int) ([]*due
 	if limit <= 0 {
 		limit = 100
 	}
-	rows, err := d.q.QueryContext(ctx, `SELECT `+scheduleColumns+` FROM schedules s WHERE s.paused = 0 AND s.next_fire_at <= ? ORDER BY s.next_fire_at, s.id LIMIT ?`, micros(now), limit)
+	rows, err := d.q.QueryContext(ctx, `SELECT `+storerules.ScheduleColumns+` FROM schedules s WHERE s.paused = 0 AND s.next_fire_at <= ? ORDER BY s.next_fire_at, s.id LIMIT ?`, micros(now), limit)
 	if err != nil {
 		return nil, time.Time{}, mapErr(err)
 	}
-	due, err := collect(rows, scanSchedule)
+	due, err := collect(rows, storerules.ScanSchedule)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
@@ -97,7 +87,7 @@ func managing(tx *sql.Tx) storerules.ManagedSchedule {
 
 func manage(ctx context.Context, tx *sql.Tx, by, id string) (*duet.Schedule, error) {
 	var may bool
-	s, err := scanSchedule(tx.QueryRowContext(ctx, `SELECT `+scheduleColumns+` FROM schedules s JOIN tasks t ON t.id = s.task_id WHERE s.id = ?2 AND `+visibleTo, by, id))
+	s, err := storerules.ScanSchedule(tx.QueryRowContext(ctx, `SELECT `+storerules.ScheduleColumns+` FROM schedules s JOIN tasks t ON t.id = s.task_id WHERE s.id = ?2 AND `+visibleTo, by, id))
 	if err != nil {
 		return nil, found(err, "schedule", id)
 	}

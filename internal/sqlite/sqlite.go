@@ -379,9 +379,7 @@ func (d *DB) FindLLMUsage(ctx context.Context, userID, day string) (duet.LLMUsag
 func (d *DB) rules() {
 	e := d.engineOn(d.q)
 	e.Write = d.writeRow
-	e.Tx = func(ctx context.Context, fn func(storerules.Engine) error) error {
-		return d.tx(ctx, func(tx *sql.Tx) error { return fn(d.engineOn(tx)) })
-	}
+	e.Tx = storerules.InTx(d.tx, func(tx *sql.Tx) storerules.Engine { return d.engineOn(tx) })
 	d.Stores = storerules.NewStores(e)
 }
 

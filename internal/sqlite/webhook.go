@@ -11,11 +11,6 @@ import (
 	"github.com/duet-test/duet/internal/storerules"
 )
 
-const (
-	webhookColumns  = storerules.WebhookColumns
-	deliveryColumns = storerules.DeliveryColumns
-)
-
 // CreateWebhook stores a webhook of a task by owns.
 func (d *DB) CreateWebhook(ctx context.Context, by string, w *duet.Webhook) error {
 	if err := storerules.CheckWebhook(w); err != nil {
@@ -34,7 +29,7 @@ func (d *DB) FindWebhooks(ctx context.Context, by, taskID string) ([]*duet.Webho
 	if err := ownsTask(ctx, d.q, by, taskID); err != nil {
 		return nil, err
 	}
-	return all(ctx, d.q, storerules.ScanWebhook, `SELECT `+webhookColumns+` FROM webhooks w WHERE w.task_id = ? ORDER BY w.name`, taskID)
+	return all(ctx, d.q, storerules.ScanWebhook, `SELECT `+storerules.WebhookColumns+` FROM webhooks w WHERE w.task_id = ? ORDER BY w.name`, taskID)
 }
 
 // ownedWebhook is the condition that ?1 owns the task of webhook w.
@@ -46,7 +41,7 @@ func (d *DB) FindWebhook(ctx context.Context, by, id string) (*duet.Webhook, err
 }
 
 func findWebhook(ctx context.Context, q querier, by, id string) (*duet.Webhook, error) {
-	query := `SELECT ` + webhookColumns + ` FROM webhooks w JOIN tasks t ON t.id = w.task_id WHERE w.id = ?2`
+	query := `SELECT ` + storerules.WebhookColumns + ` FROM webhooks w JOIN tasks t ON t.id = w.task_id WHERE w.id = ?2`
 	if by != "" {
 		query += ` AND ` + ownedWebhook
 	}
@@ -97,7 +92,7 @@ func enqueueRunFinished(ctx context.Context, q querier, runID string, status due
 // enabledWebhooks lists the webhooks not disabled that where (a join and
 // a condition on w with ? = arg) selects, by name.
 func enabledWebhooks(ctx context.Context, q querier, where, arg string) ([]*duet.Webhook, error) {
-	return all(ctx, q, storerules.ScanWebhook, `SELECT `+webhookColumns+` FROM webhooks w `+where+` AND w.disabled = 0 ORDER BY w.name`, arg)
+	return all(ctx, q, storerules.ScanWebhook, `SELECT `+storerules.WebhookColumns+` FROM webhooks w `+where+` AND w.disabled = 0 ORDER BY w.name`, arg)
 }
 
 // EnqueueDeliveries makes a delivery of event for each webhook of taskID
@@ -124,7 +119,7 @@ func (d *DB) ClaimDelivery(ctx context.Context, now time.Time, lease time.Durati
 		token := duet.NewID("lease")
 		x, err := storerules.ScanDelivery(tx.QueryRowContext(ctx, `UPDATE webhook_deliveries SET status = 'delivering', lease = ?1, due_at = ?2
 			WHERE id = (SELECT id FROM webhook_deliveries WHERE status IN ('pending', 'delivering') AND due_at <= ?3 ORDER BY due_at, id LIMIT 1)
-			RETURNING `+strings.ReplaceAll(deliveryColumns, "d.", ""), token, micros(now.Add(lease)), micros(now)))
+			RETURNING `+strings.ReplaceAll(storerules.DeliveryColumns, "d.", ""), token, micros(now.Add(lease)), micros(now)))
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:
@@ -152,14 +147,14 @@ func (d *DB) FindDeliveries(ctx context.Context, by, webhookID string, limit int
 	if limit <= 0 || limit > 500 {
 		limit = 100
 	}
-	return all(ctx, d.q, storerules.ScanDelivery, `SELECT `+deliveryColumns+` FROM webhook_deliveries d WHERE d.webhook_id = ? ORDER BY d.created_at DESC, d.id DESC LIMIT ?`, webhookID, limit)
+	return all(ctx, d.q, storerules.ScanDelivery, `SELECT `+storerules.DeliveryColumns+` FROM webhook_deliveries d WHERE d.webhook_id = ? ORDER BY d.created_at DESC, d.id DESC LIMIT ?`, webhookID, limit)
 }
 
 // Redeliver makes a new delivery of a finished one.
 func (d *DB) Redeliver(ctx context.Context, by, deliveryID string) (*duet.WebhookDelivery, error) {
 	var out *duet.WebhookDelivery
 	err := d.tx(ctx, func(tx *sql.Tx) error {
-		x, err := storerules.ScanDelivery(tx.QueryRowContext(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id JOIN tasks t ON t.id = w.task_id
+		x, err := storerules.ScanDelivery(tx.QueryRowContext(ctx, `SELECT `+storerules.DeliveryColumns+` FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id JOIN tasks t ON t.id = w.task_id
 			WHERE d.id = ?2 AND `+ownedWebhook, by, deliveryID))
 		if err != nil {
 			return found(err, "webhook delivery", deliveryID)

@@ -117,3 +117,11 @@ func Collect[T any](rows Rows, scan func(Row) (T, error)) ([]T, error) {
 	}
 	return out, rows.Err()
 }
+
+// InTx is an Engine's Tx for a driver whose tx runs fn in a transaction
+// of type T, on the Engine that on makes on such a transaction.
+func InTx[T any](tx func(context.Context, func(T) error) error, on func(T) Engine) func(context.Context, func(Engine) error) error {
+	return func(ctx context.Context, fn func(Engine) error) error {
+		return tx(ctx, func(t T) error { return fn(on(t)) })
+	}
+}
