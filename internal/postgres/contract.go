@@ -17,9 +17,3 @@ func (d *DB) FindCasesCallingServer(ctx context.Context, serverKey string) ([]*d
 	cases, err := collect(rows, scanCase)
 	return storerules.CallingServer(cases, err, serverKey)
 }
-
-// FindContractAlerts returns the alerts of the current case versions of the
-// tasks viewer may see (storerules.FindContractAlerts).
-func (d *DB) FindContractAlerts(ctx context.Context, viewer, taskID string) ([]*duet.ContractAlert, error) {
-	return storerules.FindContractAlerts(ctx, d.Contracts.E, visibleTo, viewer, taskID)
-}

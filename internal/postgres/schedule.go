@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -18,21 +17,6 @@ const scheduleColumns = storerules.ScheduleColumns
 
 var scanSchedule = storerules.ScanSchedule
 
-// CreateSchedule stores a schedule of a task its owner can see.
-func (d *DB) CreateSchedule(ctx context.Context, s *duet.Schedule) error {
-	if err := storerules.ValidSchedule(s); err != nil {
-		return err
-	}
-	return d.tx(ctx, func(tx pgx.Tx) error {
-		var one int
-		err := tx.QueryRow(ctx, `SELECT 1 FROM tasks t WHERE t.id = $2 AND `+visibleTo, s.Owner, s.TaskID).Scan(&one)
-		if err != nil {
-			return found(err, "task", s.TaskID)
-		}
-		return storerules.InsertSchedule(ctx, engineOf(tx), s, ts(d.now()))
-	})
-}
-
 // FindScheduleByID returns a schedule of a task viewer may see.
 func (d *DB) FindScheduleByID(ctx context.Context, viewer, id string) (*duet.Schedule, error) {
 	q := `SELECT ` + scheduleColumns + ` FROM schedules s JOIN tasks t ON t.id = s.task_id WHERE s.id = $2` + visibility(viewer)
@@ -41,35 +25,6 @@ func (d *DB) FindScheduleByID(ctx context.Context, viewer, id string) (*duet.Sch
 		return nil, storerules.NotFound("schedule", id)
 	}
 	return s, mapErr(err)
-}
-
-// FindSchedules lists the schedules of the tasks the viewer may see.
-func (d *DB) FindSchedules(ctx context.Context, f duet.ScheduleFilter) ([]*duet.Schedule, error) {
-	if f.Viewer == "" {
-		return nil, duet.Errorf(duet.CodeInvalidArgument, "a viewer is required")
-	}
-	q, args := schedulesQuery(f)
-	rows, err := d.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	out, err := collect(rows, scanSchedule)
-	return out, mapErr(err)
-}
-
-// schedulesQuery is the statement of FindSchedules.
-func schedulesQuery(f duet.ScheduleFilter) (string, []any) {
-	q := `SELECT ` + scheduleColumns + ` FROM schedules s JOIN tasks t ON t.id = s.task_id WHERE ` + visibleTo
-	args := []any{f.Viewer}
-	if f.TaskID != "" {
-		args = append(args, f.TaskID)
-		q += ` AND s.task_id = $2`
-	}
-	if f.Owner != "" {
-		args = append(args, f.Owner)
-		q += ` AND s.owner = $` + strconv.Itoa(len(args))
-	}
-	return q + ` ORDER BY t.name, s.task_id, s.name, s.owner`, args
 }
 
 // DueSchedules lists the unpaused schedules due at now.

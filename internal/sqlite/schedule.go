@@ -4,27 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/storerules"
 )
-
-// CreateSchedule stores a schedule of a task its owner can see.
-func (d *DB) CreateSchedule(ctx context.Context, s *duet.Schedule) error {
-	if err := storerules.ValidSchedule(s); err != nil {
-		return err
-	}
-	return d.tx(ctx, func(tx *sql.Tx) error {
-		var one int
-		err := tx.QueryRowContext(ctx, `SELECT 1 FROM tasks t WHERE t.id = ?2 AND `+visibleTo, s.Owner, s.TaskID).Scan(&one)
-		if err != nil {
-			return found(err, "task", s.TaskID)
-		}
-		return storerules.InsertSchedule(ctx, engineOf(tx), s, d.now())
-	})
-}
 
 // FindScheduleByID returns a schedule of a task viewer may see.
 func (d *DB) FindScheduleByID(ctx context.Context, viewer, id string) (*duet.Schedule, error) {
@@ -34,24 +18,6 @@ func (d *DB) FindScheduleByID(ctx context.Context, viewer, id string) (*duet.Sch
 		return nil, storerules.NotFound("schedule", id)
 	}
 	return s, mapErr(err)
-}
-
-// FindSchedules lists the schedules of the tasks the viewer may see.
-func (d *DB) FindSchedules(ctx context.Context, f duet.ScheduleFilter) ([]*duet.Schedule, error) {
-	if f.Viewer == "" {
-		return nil, duet.Errorf(duet.CodeInvalidArgument, "a viewer is required")
-	}
-	q := `SELECT ` + storerules.ScheduleColumns + ` FROM schedules s JOIN tasks t ON t.id = s.task_id WHERE ` + visibleTo
-	args := []any{f.Viewer}
-	if f.TaskID != "" {
-		args = append(args, f.TaskID)
-		q += ` AND s.task_id = ?2`
-	}
-	if f.Owner != "" {
-		args = append(args, f.Owner)
-		q += ` AND s.owner = ?` + strconv.Itoa(len(args))
-	}
-	return all(ctx, d.q, storerules.ScanSchedule, q+` ORDER BY t.name, s.task_id, s.name, s.owner`, args...)
 }
 
 // DueSchedules lists the unpaused schedules due at now.

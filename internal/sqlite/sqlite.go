@@ -405,7 +405,7 @@ func engineOf(q querier) storerules.Engine {
 	row := func(ctx context.Context, dest []any, query string, args ...any) error {
 		return mapErr(q.QueryRowContext(ctx, query, args...).Scan(dest...))
 	}
-	e := storerules.Engine{Read: row, Write: row, Stored: stored, In: inList}
+	e := storerules.Engine{Read: row, Write: row, Stored: stored, In: inList, VisibleTo: visibleTo}
 	e.Exec = func(ctx context.Context, query string, args ...any) (int64, error) {
 		res, err := q.ExecContext(ctx, query, args...)
 		if err != nil {

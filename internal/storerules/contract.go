@@ -120,14 +120,12 @@ func ContractAlertsQuery(visibleTo, viewer, taskID string) (string, []any) {
 	return q + ` ORDER BY a.broken DESC, a.task_id, c.key, a.server_key, a.tool`, args
 }
 
-// FindContractAlerts returns, on e, the alerts of the current case
-// versions of the tasks viewer may see (visibleTo, the engine's condition
-// that viewer $1 may see task t). Returns INVALID_ARGUMENT without a
-// viewer.
-func FindContractAlerts(ctx context.Context, e Engine, visibleTo, viewer, taskID string) ([]*duet.ContractAlert, error) {
+// FindContractAlerts returns the alerts of the current case versions of
+// the tasks viewer may see. Returns INVALID_ARGUMENT without a viewer.
+func (s Contracts) FindContractAlerts(ctx context.Context, viewer, taskID string) ([]*duet.ContractAlert, error) {
 	if viewer == "" {
 		return nil, duet.Errorf(duet.CodeInvalidArgument, "a viewer is required")
 	}
-	q, args := ContractAlertsQuery(visibleTo, viewer, taskID)
-	return All(ctx, e, ScanContractAlert, q, args...)
+	q, args := ContractAlertsQuery(s.E.VisibleTo, viewer, taskID)
+	return All(ctx, s.E, ScanContractAlert, q, args...)
 }

@@ -24,6 +24,10 @@ type Engine struct {
 	// In is the engine's condition that col is one of ids, the only
 	// parameters of its statement, and their arguments.
 	In func(col string, ids []string) (cond string, args []any)
+	// VisibleTo is the engine's condition that user $1 may see task t. It
+	// comes before any other parameter of a statement: SQLite's ?1 in it
+	// numbers the parameters after it.
+	VisibleTo string
 	// Now is the current time.
 	Now func() time.Time
 	// Tx runs fn in a transaction, on an Engine whose statements run in
@@ -88,11 +92,12 @@ type Stores struct {
 	Contracts
 	AIPlans
 	Runs
+	Schedules
 }
 
 // NewStores returns the stores of this package on e.
 func NewStores(e Engine) Stores {
-	return Stores{Devices{e}, Sessions{e}, Stops{e}, CaseVersions{e}, OAuth{e}, Baselines{e}, Teams{e}, Assets{e}, Deliveries{e}, MCPServers{e}, Contracts{e}, AIPlans{e}, Runs{e}}
+	return Stores{Devices{e}, Sessions{e}, Stops{e}, CaseVersions{e}, OAuth{e}, Baselines{e}, Teams{e}, Assets{e}, Deliveries{e}, MCPServers{e}, Contracts{e}, AIPlans{e}, Runs{e}, Schedules{e}}
 }
 
 // Found maps the error of a read of the one object kind id: no row is

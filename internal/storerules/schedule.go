@@ -2,7 +2,9 @@ package storerules
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -85,4 +87,43 @@ func DeleteSchedule(ctx context.Context, e Engine, manage ManagedSchedule, by, i
 	}
 	_, err = e.Exec(ctx, `DELETE FROM schedules WHERE id = $1`, id)
 	return err
+}
+
+// Schedules is the part of duet.ScheduleStore that is the same on every
+// engine.
+type Schedules struct{ E Engine }
+
+// CreateSchedule stores a schedule of a task its owner may see, created
+// now (to the microsecond). Returns INVALID_ARGUMENT, NOT_FOUND, CONFLICT.
+func (s Schedules) CreateSchedule(ctx context.Context, sc *duet.Schedule) error {
+	if err := ValidSchedule(sc); err != nil {
+		return err
+	}
+	return s.E.Tx(ctx, func(tx Engine) error {
+		var one int
+		err := tx.Read(ctx, []any{&one}, `SELECT 1 FROM tasks t WHERE `+tx.VisibleTo+` AND t.id = $2`, sc.Owner, sc.TaskID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return NotFound("task", sc.TaskID)
+		} else if err != nil {
+			return err
+		}
+		return InsertSchedule(ctx, tx, sc, tx.Now().Truncate(time.Microsecond))
+	})
+}
+
+// FindSchedules lists the schedules of the tasks the viewer may see.
+// Returns INVALID_ARGUMENT without a viewer.
+func (s Schedules) FindSchedules(ctx context.Context, f duet.ScheduleFilter) ([]*duet.Schedule, error) {
+	if f.Viewer == "" {
+		return nil, duet.Errorf(duet.CodeInvalidArgument, "a viewer is required")
+	}
+	w := Filter{Args: []any{f.Viewer}}
+	q := `SELECT ` + ScheduleColumns + ` FROM schedules s JOIN tasks t ON t.id = s.task_id WHERE ` + s.E.VisibleTo
+	if f.TaskID != "" {
+		q += ` AND s.task_id = ` + w.Add(f.TaskID)
+	}
+	if f.Owner != "" {
+		q += ` AND s.owner = ` + w.Add(f.Owner)
+	}
+	return All(ctx, s.E, ScanSchedule, q+` ORDER BY t.name, s.task_id, s.name, s.owner`, w.Args...)
 }
