@@ -468,7 +468,7 @@ func engineOf(q querier) storerules.Engine {
 	row := func(ctx context.Context, dest []any, sql string, args ...any) error {
 		return mapErr(q.QueryRow(ctx, sql, args...).Scan(dest...))
 	}
-	e := storerules.Engine{Read: row, Write: row, Stored: stored, In: anyOf, VisibleTo: visibleTo}
+	e := storerules.Engine{Read: row, Write: row, Stored: stored, In: anyOf, VisibleTo: visibleTo, ForUpdate: ` FOR UPDATE`}
 	e.Exec = func(ctx context.Context, sql string, args ...any) (int64, error) {
 		tag, err := q.Exec(ctx, sql, args...)
 		return tag.RowsAffected(), mapErr(err)

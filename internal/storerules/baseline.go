@@ -87,6 +87,101 @@ func (s Baselines) FindBaselines(ctx context.Context, f duet.BaselineFilter) ([]
 	return All(ctx, s.E, func(r Row) (*duet.Baseline, error) { return ScanBaseline(r, false) }, q, w.Args...)
 }
 
+// InsertBaseline writes b, checked by CheckBaseline, as the next version
+// of its key on e (the transaction that fenced it, and where writers of
+// one key take turns, locked the key): its id, version and creation time
+// (as stored) are set.
+func InsertBaseline(ctx context.Context, e Engine, b *duet.Baseline) error {
+	var last sql.NullInt64
+	if err := e.Read(ctx, []any{&last}, `SELECT MAX(version) FROM baselines WHERE task_id = $1 AND case_id = $2 AND name = $3 AND device = $4 AND environment = $5 AND owner = $6`,
+		b.TaskID, b.CaseID, b.Name, b.Device, b.Environment, b.Owner); err != nil {
+		return err
+	}
+	b.ID, b.Version, b.CreatedAt = duet.NewID("base"), int(last.Int64)+1, Stored(e.Now())
+	var ratio any
+	if b.DiffRatio != nil {
+		ratio = *b.DiffRatio
+	}
+	_, err := e.Exec(ctx, `INSERT INTO baselines (id, task_id, case_id, case_key, case_version, name, device, environment, owner, fingerprint,
+		version, status, image, sha256, width, height, run_id, execution_id, step_index, diff_ratio, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)`,
+		b.ID, b.TaskID, b.CaseID, b.CaseKey, b.CaseVersion, b.Name, b.Device, b.Environment, b.Owner, b.Fingerprint,
+		b.Version, b.Status, b.Image, b.SHA256, b.Width, b.Height, b.RunID, b.ExecutionID, b.StepIndex, ratio, e.Stored(b.CreatedAt))
+	return err
+}
+
+// DecideBaseline approves or rejects owner's pending baseline id. Returns
+// NOT_FOUND, CONFLICT, INVALID_ARGUMENT.
+func (s Baselines) DecideBaseline(ctx context.Context, owner, id string, status duet.BaselineStatus) (*duet.Baseline, error) {
+	if status != duet.BaselineApproved && status != duet.BaselineRejected {
+		return nil, duet.Errorf(duet.CodeInvalidArgument, "a baseline is approved or rejected, not %q", status)
+	}
+	var out *duet.Baseline
+	err := s.E.Tx(ctx, func(tx Engine) error {
+		b, err := One(ctx, tx, func(r Row) (*duet.Baseline, error) { return ScanBaseline(r, false) },
+			`SELECT `+BaselineColumns+` FROM baselines b WHERE b.id = $1 AND b.owner = $2`+tx.ForUpdate, id, owner)
+		if errors.Is(err, sql.ErrNoRows) {
+			return NotFound("baseline", id)
+		} else if err != nil {
+			return err
+		}
+		if b.Status != duet.BaselinePending {
+			return duet.Errorf(duet.CodeConflict, "baseline %s was already %s by %s", id, b.Status, b.DecidedBy)
+		}
+		now := Stored(tx.Now())
+		if _, err := tx.Exec(ctx, `UPDATE baselines SET status = $1, decided_by = $2, decided_at = $3 WHERE id = $4`, status, owner, tx.Stored(now), id); err != nil {
+			return err
+		}
+		b.Status, b.DecidedBy, b.DecidedAt = status, owner, &now
+		out = b
+		return nil
+	})
+	return out, err
+}
+
+// SaveMetrics stores page-speed values ms under the lease l on e, a
+// transaction, replacing those of the same execution, step and name;
+// held fences the writes of each execution (LEASE_LOST).
+func SaveMetrics(ctx context.Context, e Engine, l duet.Lease, ms []*duet.Metric, held func(executionID string) error) error {
+	fenced := map[string]bool{}
+	for _, m := range ms {
+		if m.RunID != l.RunID {
+			return duet.LeaseLost(l)
+		}
+		if !fenced[m.ExecutionID] {
+			if err := held(m.ExecutionID); err != nil {
+				return err
+			}
+			fenced[m.ExecutionID] = true
+		}
+		if m.CreatedAt.IsZero() {
+			m.CreatedAt = e.Now()
+		}
+		m.CreatedAt = Stored(m.CreatedAt)
+		if _, err := e.Exec(ctx, `INSERT INTO run_metrics (run_id, execution_id, task_id, case_key, step_index, name, value, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+			ON CONFLICT (execution_id, step_index, name) DO UPDATE SET value = excluded.value, created_at = excluded.created_at`,
+			m.RunID, m.ExecutionID, m.TaskID, m.CaseKey, m.StepIndex, m.Name, m.Value, e.Stored(m.CreatedAt)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Metrics is the part of duet.MetricStore that is the same on every
+// engine.
+type Metrics struct{ E Engine }
+
+// FindMetrics returns the values the runs measured.
+func (s Metrics) FindMetrics(ctx context.Context, runIDs []string) ([]*duet.Metric, error) {
+	if len(runIDs) == 0 {
+		return []*duet.Metric{}, nil
+	}
+	in, args := s.E.In("run_id", runIDs)
+	return All(ctx, s.E, ScanMetric, `SELECT run_id, execution_id, task_id, case_key, step_index, name, value, created_at FROM run_metrics
+		WHERE `+in+` ORDER BY created_at, execution_id, step_index, name`, args...)
+}
+
 // ScanMetric reads a metric of (run_id, execution_id, task_id, case_key,
 // step_index, name, value, created_at).
 func ScanMetric(r Row) (*duet.Metric, error) {

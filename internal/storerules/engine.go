@@ -28,6 +28,10 @@ type Engine struct {
 	// comes before any other parameter of a statement: SQLite's ?1 in it
 	// numbers the parameters after it.
 	VisibleTo string
+	// ForUpdate ends a SELECT that locks the rows it reads until the
+	// transaction ends (" FOR UPDATE"); "" on an engine with one writer,
+	// which has nothing to lock.
+	ForUpdate string
 	// Now is the current time.
 	Now func() time.Time
 	// Tx runs fn in a transaction, on an Engine whose statements run in
@@ -93,11 +97,12 @@ type Stores struct {
 	AIPlans
 	Runs
 	Schedules
+	Metrics
 }
 
 // NewStores returns the stores of this package on e.
 func NewStores(e Engine) Stores {
-	return Stores{Devices{e}, Sessions{e}, Stops{e}, CaseVersions{e}, OAuth{e}, Baselines{e}, Teams{e}, Assets{e}, Deliveries{e}, MCPServers{e}, Contracts{e}, AIPlans{e}, Runs{e}, Schedules{e}}
+	return Stores{Devices{e}, Sessions{e}, Stops{e}, CaseVersions{e}, OAuth{e}, Baselines{e}, Teams{e}, Assets{e}, Deliveries{e}, MCPServers{e}, Contracts{e}, AIPlans{e}, Runs{e}, Schedules{e}, Metrics{e}}
 }
 
 // Found maps the error of a read of the one object kind id: no row is
