@@ -646,15 +646,6 @@ func (t runTx) HeldExecution(ctx context.Context, l duet.Lease, id string) (*due
 	return x, loadResults(ctx, t.tx, x)
 }
 
-func (t runTx) HeldRun(ctx context.Context, l duet.Lease) error {
-	var one int
-	err := t.tx.QueryRow(ctx, `SELECT 1 FROM runs WHERE id = $1 AND lease_owner = $2 AND attempt = $3 AND status = 'running' FOR UPDATE`, l.RunID, l.Worker, l.Token).Scan(&one)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return duet.LeaseLost(l)
-	}
-	return mapErr(err)
-}
-
 func (t runTx) Incomplete(ctx context.Context, runID string) (title string, status duet.RunStatus, res, n int, ok bool, err error) {
 	err = t.tx.QueryRow(ctx, incompleteSQL, runID).Scan(&title, &status, &res, &n)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -680,12 +671,6 @@ func (t runTx) VisibleRun(ctx context.Context, viewer, runID string) (*duet.Run,
 		return nil, storerules.NotFound("run", runID)
 	}
 	return run, mapErr(err)
-}
-
-func (t runTx) CancelRun(ctx context.Context, run *duet.Run) error {
-	_, err := t.tx.Exec(ctx, `UPDATE runs SET cancel_requested = TRUE, status = $1, finished_at = $2, error_code = $3, error_message = $4 WHERE id = $5`,
-		run.Status, nullTime(run.FinishedAt), run.ErrorCode, run.ErrorMessage, run.ID)
-	return mapErr(err)
 }
 
 // DeleteExpiredIdempotency removes expired idempotency records.

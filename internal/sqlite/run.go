@@ -463,15 +463,6 @@ func (t runTx) HeldExecution(ctx context.Context, l duet.Lease, id string) (*due
 	return x, loadResults(ctx, t.tx, x)
 }
 
-func (t runTx) HeldRun(ctx context.Context, l duet.Lease) error {
-	var one int
-	err := t.tx.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE id = ? AND lease_owner = ? AND attempt = ? AND status = 'running'`, l.RunID, l.Worker, l.Token).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return duet.LeaseLost(l)
-	}
-	return mapErr(err)
-}
-
 func (t runTx) Incomplete(ctx context.Context, runID string) (title string, status duet.RunStatus, res, n int, ok bool, err error) {
 	err = t.tx.QueryRowContext(ctx, incompleteSQL, runID).Scan(&title, &status, &res, &n)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -497,12 +488,6 @@ func (t runTx) VisibleRun(ctx context.Context, viewer, runID string) (*duet.Run,
 		return nil, storerules.NotFound("run", runID)
 	}
 	return run, mapErr(err)
-}
-
-func (t runTx) CancelRun(ctx context.Context, run *duet.Run) error {
-	_, err := t.tx.ExecContext(ctx, `UPDATE runs SET cancel_requested = 1, status = ?, finished_at = ?, error_code = ?, error_message = ? WHERE id = ?`,
-		run.Status, nullMicros(run.FinishedAt), run.ErrorCode, run.ErrorMessage, run.ID)
-	return mapErr(err)
 }
 
 // DeleteExpiredIdempotency removes expired idempotency records.

@@ -2,7 +2,9 @@ package storerules
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -510,3 +512,22 @@ func (t RunRows) EndExecutions(ctx context.Context, runID string, status duet.Ru
 
 // Totals counts r's executions into r.Totals.
 func (t RunRows) Totals(ctx context.Context, r *duet.Run) error { return FillTotals(ctx, t.E, r) }
+
+// HeldRun checks l holds its run (and on engines with row locks, locks the
+// run row): LEASE_LOST when it does not.
+func (t RunRows) HeldRun(ctx context.Context, l duet.Lease) error {
+	var one int
+	err := t.E.Read(ctx, []any{&one}, `SELECT 1 FROM runs WHERE id = $1 AND lease_owner = $2 AND attempt = $3 AND status = 'running'`+t.E.ForUpdate,
+		l.RunID, l.Worker, l.Token)
+	if errors.Is(err, sql.ErrNoRows) {
+		return duet.LeaseLost(l)
+	}
+	return err
+}
+
+// CancelRun writes the run's cancellation request, status, end and error.
+func (t RunRows) CancelRun(ctx context.Context, run *duet.Run) error {
+	_, err := t.E.Exec(ctx, `UPDATE runs SET cancel_requested = $1, status = $2, finished_at = $3, error_code = $4, error_message = $5 WHERE id = $6`,
+		true, run.Status, t.E.StoredPtr(run.FinishedAt), run.ErrorCode, run.ErrorMessage, run.ID)
+	return err
+}
