@@ -36,7 +36,7 @@ func mcpConflict(err error, s *duet.MCPServer) error {
 // INVALID_ARGUMENT.
 func (d *DB) CreateMCPServer(ctx context.Context, s *duet.MCPServer, cred *duet.Credential) error {
 	err := d.tx(ctx, func(tx pgx.Tx) error {
-		return storerules.CreateMCPServer(ctx, mcpServerTx{storerules.MCPServerRows{E: d.engineOn(tx)}, tx}, s, cred, ts(d.now()))
+		return storerules.CreateMCPServer(ctx, storerules.MCPServerRows{E: d.engineOn(tx)}, s, cred, ts(d.now()))
 	})
 	return mcpConflict(err, s)
 }
@@ -46,25 +46,9 @@ func (d *DB) CreateMCPServer(ctx context.Context, s *duet.MCPServer, cred *duet.
 // CONFLICT, INVALID_ARGUMENT.
 func (d *DB) ReplaceMCPServer(ctx context.Context, s *duet.MCPServer, cred *duet.Credential) error {
 	err := d.tx(ctx, func(tx pgx.Tx) error {
-		return storerules.ReplaceMCPServer(ctx, mcpServerTx{storerules.MCPServerRows{E: d.engineOn(tx)}, tx}, s, cred, ts(d.now()))
+		return storerules.ReplaceMCPServer(ctx, storerules.MCPServerRows{E: d.engineOn(tx)}, s, cred, ts(d.now()))
 	})
 	return mcpConflict(err, s)
-}
-
-// mcpServerTx is storerules.MCPServerTx on a PostgreSQL transaction.
-type mcpServerTx struct {
-	storerules.MCPServerRows
-	tx pgx.Tx
-}
-
-func (t mcpServerTx) LockMCPServer(ctx context.Context, owner, id string) (string, time.Time, bool, error) {
-	var oldRef *string
-	var created time.Time
-	err := t.tx.QueryRow(ctx, `SELECT credential_ref, created_at FROM mcp_servers WHERE id = $1 AND owner = $2 FOR UPDATE`, id, owner).Scan(&oldRef, &created)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", time.Time{}, false, nil
-	}
-	return deref(oldRef), utc(created), err == nil, mapErr(err)
 }
 
 // FindMCPServerTool returns the owner's registration of serverKey and the
@@ -92,32 +76,6 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
-}
-
-// DeleteMCPServer deletes the owner's registration, its credential and its
-// archived catalog. Returns NOT_FOUND.
-func (d *DB) DeleteMCPServer(ctx context.Context, owner, ref string) error {
-	return d.tx(ctx, func(tx pgx.Tx) error {
-		var id string
-		var cred *string
-		err := tx.QueryRow(ctx, `SELECT id, credential_ref FROM mcp_servers WHERE owner = $1 AND (name = $2 OR server_key = $2)
-			ORDER BY name = $2 DESC LIMIT 1 FOR UPDATE`, owner, ref).Scan(&id, &cred)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return duet.Errorf(duet.CodeNotFound, "you have not registered an MCP server named %q", ref)
-		}
-		if err != nil {
-			return mapErr(err)
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM mcp_servers WHERE id = $1`, id); err != nil {
-			return mapErr(err)
-		}
-		if cred != nil {
-			if _, err := tx.Exec(ctx, `DELETE FROM mcp_credentials WHERE ref = $1`, *cred); err != nil {
-				return mapErr(err)
-			}
-		}
-		return nil
-	})
 }
 
 // SaveMCPCatalog replaces the archived catalog of registration id. Returns

@@ -55,7 +55,7 @@ func mcpConflict(err error, s *duet.MCPServer) error {
 // INVALID_ARGUMENT.
 func (d *DB) CreateMCPServer(ctx context.Context, s *duet.MCPServer, cred *duet.Credential) error {
 	err := d.tx(ctx, func(tx *sql.Tx) error {
-		return storerules.CreateMCPServer(ctx, mcpServerTx{storerules.MCPServerRows{E: d.engineOn(tx)}, tx}, s, cred, d.now().Truncate(time.Microsecond))
+		return storerules.CreateMCPServer(ctx, storerules.MCPServerRows{E: d.engineOn(tx)}, s, cred, d.now().Truncate(time.Microsecond))
 	})
 	return mcpConflict(err, s)
 }
@@ -65,26 +65,9 @@ func (d *DB) CreateMCPServer(ctx context.Context, s *duet.MCPServer, cred *duet.
 // CONFLICT, INVALID_ARGUMENT.
 func (d *DB) ReplaceMCPServer(ctx context.Context, s *duet.MCPServer, cred *duet.Credential) error {
 	err := d.tx(ctx, func(tx *sql.Tx) error {
-		return storerules.ReplaceMCPServer(ctx, mcpServerTx{storerules.MCPServerRows{E: d.engineOn(tx)}, tx}, s, cred, d.now().Truncate(time.Microsecond))
+		return storerules.ReplaceMCPServer(ctx, storerules.MCPServerRows{E: d.engineOn(tx)}, s, cred, d.now().Truncate(time.Microsecond))
 	})
 	return mcpConflict(err, s)
-}
-
-// mcpServerTx is storerules.MCPServerTx on a SQLite transaction.
-type mcpServerTx struct {
-	storerules.MCPServerRows
-	tx *sql.Tx
-}
-
-// LockMCPServer needs no lock: SQLite has one writer.
-func (t mcpServerTx) LockMCPServer(ctx context.Context, owner, id string) (string, time.Time, bool, error) {
-	var oldRef sql.NullString
-	var created int64
-	err := t.tx.QueryRowContext(ctx, `SELECT credential_ref, created_at FROM mcp_servers WHERE id = ? AND owner = ?`, id, owner).Scan(&oldRef, &created)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", time.Time{}, false, nil
-	}
-	return oldRef.String, fromMicros(created), err == nil, mapErr(err)
 }
 
 // FindMCPServerTool returns the owner's registration of serverKey and the
@@ -162,32 +145,6 @@ func (d *DB) readMCPServerTool(ctx context.Context, owner, serverKey, tool strin
 	}
 	return s, &duet.MCPTool{Name: name.String, Title: title.String, Description: desc.String,
 		InputSchema: storerules.RawJSON(in.String), OutputSchema: storerules.RawJSON(out.String), Annotations: storerules.RawJSON(ann.String)}, nil
-}
-
-// DeleteMCPServer deletes the owner's registration, its credential and its
-// archived catalog. Returns NOT_FOUND.
-func (d *DB) DeleteMCPServer(ctx context.Context, owner, ref string) error {
-	return d.tx(ctx, func(tx *sql.Tx) error {
-		var id string
-		var cred sql.NullString
-		err := tx.QueryRowContext(ctx, `SELECT id, credential_ref FROM mcp_servers WHERE owner = ? AND (name = ? OR server_key = ?)
-			ORDER BY name = ? DESC LIMIT 1`, owner, ref, ref, ref).Scan(&id, &cred)
-		if errors.Is(err, sql.ErrNoRows) {
-			return duet.Errorf(duet.CodeNotFound, "you have not registered an MCP server named %q", ref)
-		}
-		if err != nil {
-			return mapErr(err)
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM mcp_servers WHERE id = ?`, id); err != nil {
-			return mapErr(err)
-		}
-		if cred.Valid {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM mcp_credentials WHERE ref = ?`, cred.String); err != nil {
-				return mapErr(err)
-			}
-		}
-		return nil
-	})
 }
 
 // SaveMCPCatalog replaces the archived catalog of registration id. Returns

@@ -92,9 +92,8 @@ func NullString(s string) any {
 	return s
 }
 
-// MCPServerRows is the part of MCPServerTx that is the same on every
-// engine, on an Engine whose statements run in the transaction; a driver
-// adds LockMCPServer.
+// MCPServerRows is MCPServerTx on an Engine whose statements run in the
+// transaction.
 type MCPServerRows struct{ E Engine }
 
 // InsertCredential writes c at version 1.
@@ -222,4 +221,43 @@ func CredentialMissed(ctx context.Context, e Engine, ref string) error {
 		return NotFound("credential", ref)
 	}
 	return duet.Errorf(duet.CodeConflict, "credential %s was changed by another writer", ref)
+}
+
+// LockMCPServer reads the credential ref ("" for none) and creation time
+// of the owner's registration id, locked until the transaction ends where
+// the engine has row locks; found is false if there is none.
+func (t MCPServerRows) LockMCPServer(ctx context.Context, owner, id string) (oldRef string, created time.Time, found bool, err error) {
+	var ref sql.NullString
+	err = t.E.Read(ctx, []any{&ref, TimeOf(&created)}, `SELECT credential_ref, created_at FROM mcp_servers WHERE id = $1 AND owner = $2`+t.E.ForUpdate, id, owner)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", time.Time{}, false, nil
+	}
+	return ref.String, created, err == nil, err
+}
+
+// DeleteMCPServer deletes the owner's registration named ref (or with
+// serverKey ref), its credential and its archived catalog, in one
+// transaction. Returns NOT_FOUND.
+func (s MCPServers) DeleteMCPServer(ctx context.Context, owner, ref string) error {
+	return s.E.Tx(ctx, func(tx Engine) error {
+		var id string
+		var cred sql.NullString
+		err := tx.Read(ctx, []any{&id, &cred}, `SELECT id, credential_ref FROM mcp_servers WHERE owner = $1 AND (name = $2 OR server_key = $2)
+			ORDER BY name = $2 DESC LIMIT 1`+tx.ForUpdate, owner, ref)
+		if errors.Is(err, sql.ErrNoRows) {
+			return duet.Errorf(duet.CodeNotFound, "you have not registered an MCP server named %q", ref)
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM mcp_servers WHERE id = $1`, id); err != nil {
+			return err
+		}
+		if cred.Valid {
+			if _, err := tx.Exec(ctx, `DELETE FROM mcp_credentials WHERE ref = $1`, cred.String); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
