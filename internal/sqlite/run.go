@@ -464,11 +464,7 @@ func (t runTx) HeldExecution(ctx context.Context, l duet.Lease, id string) (*due
 }
 
 func (t runTx) Incomplete(ctx context.Context, runID string) (title string, status duet.RunStatus, res, n int, ok bool, err error) {
-	err = t.tx.QueryRowContext(ctx, incompleteSQL, runID).Scan(&title, &status, &res, &n)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", "", 0, 0, false, nil
-	}
-	return title, status, res, n, err == nil, mapErr(err)
+	return storerules.FindIncomplete(ctx, t.E, incompleteSQL, runID)
 }
 
 func (t runTx) EndRun(ctx context.Context, runID string, r *duet.Run, postRun string) error {

@@ -531,3 +531,14 @@ func (t RunRows) CancelRun(ctx context.Context, run *duet.Run) error {
 		true, run.Status, t.E.StoredPtr(run.FinishedAt), run.ErrorCode, run.ErrorMessage, run.ID)
 	return err
 }
+
+// FindIncomplete runs query, the engine's statement that finds an
+// execution of run runID a verdict cannot summarise (its case title,
+// status, step results and steps), on e: ok is false if there is none.
+func FindIncomplete(ctx context.Context, e Engine, query, runID string) (title string, status duet.RunStatus, res, n int, ok bool, err error) {
+	err = e.Read(ctx, []any{&title, &status, &res, &n}, query, runID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", 0, 0, false, nil
+	}
+	return title, status, res, n, err == nil, err
+}
