@@ -28,20 +28,6 @@ const assetVisible = `(a.owner = $1 OR EXISTS (SELECT 1 FROM asset_shares s WHER
 const otherVisibleAssetIDs = `SELECT asset_id AS id FROM asset_shares WHERE user_id IN ($1, '*')
 	UNION SELECT asset_id FROM asset_shares WHERE user_id IN ` + teamsOf
 
-// loadAssetShares fills SharedWith and Visibility of the assets.
-func loadAssetShares(ctx context.Context, q querier, assets ...*duet.Asset) error {
-	if len(assets) == 0 {
-		return nil
-	}
-	byID, ids := storerules.AssetsByID(assets)
-	rows, err := q.Query(ctx, `SELECT asset_id, user_id FROM asset_shares WHERE asset_id = ANY($1) ORDER BY asset_id, user_id`, ids)
-	if err != nil {
-		return mapErr(err)
-	}
-	defer rows.Close()
-	return mapErr(storerules.ReadAssetShares(rows, byID))
-}
-
 // SaveAsset creates the asset or a new version of it
 // (storerules.SaveAsset). Saves of the same asset by several instances take
 // turns (an advisory lock on owner, kind and name). Returns
@@ -73,10 +59,6 @@ type assetTx struct {
 	tx pgx.Tx
 }
 
-func (t assetTx) AssetShares(ctx context.Context, a *duet.Asset) error {
-	return loadAssetShares(ctx, t.tx, a)
-}
-
 func (t assetTx) SetAssetShares(ctx context.Context, id string, users []string, now time.Time) error {
 	if _, err := t.tx.Exec(ctx, `DELETE FROM asset_shares WHERE asset_id = $1`, id); err != nil {
 		return mapErr(err)
@@ -101,7 +83,7 @@ func (d *DB) FindAsset(ctx context.Context, viewer string, kind duet.AssetKind, 
 
 // assetShares reads the shares of assets.
 func (d *DB) assetShares(ctx context.Context, assets ...*duet.Asset) error {
-	return loadAssetShares(ctx, d.pool, assets...)
+	return storerules.LoadAssetShares(ctx, d.Assets.E, assets...)
 }
 
 // assetCandidates is FindAsset's storerules.AssetCandidates.

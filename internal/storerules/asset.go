@@ -188,9 +188,14 @@ func ScanAsset(r Row) (*duet.Asset, error) {
 }
 
 // AssetRows is the part of AssetTx that is the same on every engine, on an
-// Engine whose statements run in the transaction; a driver adds the
-// shares (AssetShares, SetAssetShares).
+// Engine whose statements run in the transaction; a driver adds
+// SetAssetShares.
 type AssetRows struct{ E Engine }
+
+// AssetShares reads the asset's shares into it.
+func (t AssetRows) AssetShares(ctx context.Context, a *duet.Asset) error {
+	return LoadAssetShares(ctx, t.E, a)
+}
 
 // read reads the current version of the asset cond selects, without its
 // shares; nil if there is none.
