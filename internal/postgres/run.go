@@ -541,11 +541,7 @@ func (d *DB) SuspendExecution(ctx context.Context, l duet.Lease, executionID str
 // SaveStepResult stores one step result and the execution's variables, in
 // one fenced round trip.
 func (d *DB) SaveStepResult(ctx context.Context, l duet.Lease, executionID string, r *duet.StepResult, vars map[string]any) error {
-	data, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	varsJSON, err := storerules.MarshalVars(vars)
+	data, varsJSON, err := storerules.EncodeStepResult(r, vars)
 	if err != nil {
 		return err
 	}
@@ -554,7 +550,7 @@ func (d *DB) SaveStepResult(ctx context.Context, l duet.Lease, executionID strin
 			INSERT INTO step_results (execution_id, idx, data) SELECT id, $5, $6 FROM held
 			ON CONFLICT (execution_id, idx) DO UPDATE SET data = excluded.data
 		)
-		UPDATE executions SET vars = $7 WHERE id IN (SELECT id FROM held)`, l.RunID, l.Worker, l.Token, executionID, r.Index, string(data), varsJSON)
+		UPDATE executions SET vars = $7 WHERE id IN (SELECT id FROM held)`, l.RunID, l.Worker, l.Token, executionID, r.Index, data, varsJSON)
 	return changed(tag, err, duet.LeaseLost(l))
 }
 

@@ -357,11 +357,7 @@ func (d *DB) SuspendExecution(ctx context.Context, l duet.Lease, executionID str
 // SaveStepResult stores one step result and the execution's variables
 // (fenced).
 func (d *DB) SaveStepResult(ctx context.Context, l duet.Lease, executionID string, r *duet.StepResult, vars map[string]any) error {
-	data, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	varsJSON, err := storerules.MarshalVars(vars)
+	data, varsJSON, err := storerules.EncodeStepResult(r, vars)
 	if err != nil {
 		return err
 	}
@@ -370,7 +366,7 @@ func (d *DB) SaveStepResult(ctx context.Context, l duet.Lease, executionID strin
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO step_results (execution_id, idx, data) VALUES (?, ?, ?)
-			ON CONFLICT (execution_id, idx) DO UPDATE SET data = excluded.data`, executionID, r.Index, string(data)); err != nil {
+			ON CONFLICT (execution_id, idx) DO UPDATE SET data = excluded.data`, executionID, r.Index, data); err != nil {
 			return mapErr(err)
 		}
 		_, err := tx.ExecContext(ctx, `UPDATE executions SET vars = ? WHERE id = ?`, varsJSON, executionID)

@@ -542,3 +542,14 @@ func FindIncomplete(ctx context.Context, e Engine, query, runID string) (title s
 	}
 	return title, status, res, n, err == nil, err
 }
+
+// EncodeStepResult is how SaveStepResult stores a step result and the
+// execution's variables after it: JSON both.
+func EncodeStepResult(r *duet.StepResult, vars map[string]any) (data, varsJSON string, err error) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return "", "", err
+	}
+	varsJSON, err = MarshalVars(vars)
+	return string(b), varsJSON, err
+}
