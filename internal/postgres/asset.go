@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -30,31 +28,6 @@ const assetVisible = `(a.owner = $1 OR EXISTS (SELECT 1 FROM asset_shares s WHER
 const otherVisibleAssetIDs = `SELECT asset_id AS id FROM asset_shares WHERE user_id IN ($1, '*')
 	UNION SELECT asset_id FROM asset_shares WHERE user_id IN ` + teamsOf
 
-const assetColumns = `a.id, a.kind, a.name, a.owner, v.version, v.description, v.body, a.created_at, v.created_at`
-
-func scanAsset(r rowScanner) (*duet.Asset, error) {
-	var a duet.Asset
-	if err := r.Scan(&a.ID, &a.Kind, &a.Name, &a.Owner, &a.Version, &a.Description, &a.Body, &a.CreatedAt, &a.UpdatedAt); err != nil {
-		return nil, err
-	}
-	a.CreatedAt, a.UpdatedAt = utc(a.CreatedAt), utc(a.UpdatedAt)
-	return &a, nil
-}
-
-// loadAssetShares fills SharedWith and Visibility of the assets.
-func loadAssetShares(ctx context.Context, q querier, assets ...*duet.Asset) error {
-	if len(assets) == 0 {
-		return nil
-	}
-	byID, ids := storerules.AssetsByID(assets)
-	rows, err := q.Query(ctx, `SELECT asset_id, user_id FROM asset_shares WHERE asset_id = ANY($1) ORDER BY asset_id, user_id`, ids)
-	if err != nil {
-		return mapErr(err)
-	}
-	defer rows.Close()
-	return mapErr(storerules.ReadAssetShares(rows, byID))
-}
-
 // SaveAsset creates the asset or a new version of it
 // (storerules.SaveAsset). Saves of the same asset by several instances take
 // turns (an advisory lock on owner, kind and name). Returns
@@ -71,7 +44,7 @@ func (d *DB) SaveAsset(ctx context.Context, a *duet.Asset) (duet.ApplyAction, er
 			return err
 		}
 		var err error
-		action, err = storerules.SaveAsset(ctx, assetTx{tx}, a, ts(d.now()))
+		action, err = storerules.SaveAsset(ctx, assetTx{storerules.AssetRows{E: d.engineOn(tx)}, tx}, a, ts(d.now()))
 		return err
 	})
 	if err != nil {
@@ -81,46 +54,9 @@ func (d *DB) SaveAsset(ctx context.Context, a *duet.Asset) (duet.ApplyAction, er
 }
 
 // assetTx is storerules.AssetTx on a PostgreSQL transaction.
-type assetTx struct{ tx pgx.Tx }
-
-func (t assetTx) AssetShares(ctx context.Context, a *duet.Asset) error {
-	return loadAssetShares(ctx, t.tx, a)
-}
-
-// read reads the current version of the asset cond selects, without its
-// shares; nil if there is none.
-func (t assetTx) read(ctx context.Context, cond string, args ...any) (*duet.Asset, error) {
-	a, err := scanAsset(t.tx.QueryRow(ctx, `SELECT `+assetColumns+` FROM assets a JOIN asset_versions v ON v.asset_id = a.id AND v.version = a.version WHERE `+cond, args...))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
-	}
-	return a, mapErr(err)
-}
-
-func (t assetTx) AssetByName(ctx context.Context, owner string, kind duet.AssetKind, name string) (*duet.Asset, error) {
-	return t.read(ctx, `a.owner = $1 AND a.kind = $2 AND a.name = $3`, owner, kind, name)
-}
-
-func (t assetTx) AssetByID(ctx context.Context, id string) (*duet.Asset, error) {
-	return t.read(ctx, `a.id = $1`, id)
-}
-
-func (t assetTx) InsertAsset(ctx context.Context, a *duet.Asset, now time.Time) error {
-	if _, err := t.tx.Exec(ctx, `INSERT INTO assets (id, owner, kind, name, version, created_at, updated_at) VALUES ($1, $2, $3, $4, 1, $5, $5)`,
-		a.ID, a.Owner, a.Kind, a.Name, now); err != nil {
-		return mapErr(err)
-	}
-	_, err := t.tx.Exec(ctx, `INSERT INTO asset_versions (asset_id, version, description, body, created_at) VALUES ($1, 1, $2, $3, $4)`, a.ID, a.Description, a.Body, now)
-	return mapErr(err)
-}
-
-func (t assetTx) InsertVersion(ctx context.Context, a *duet.Asset, now time.Time) error {
-	if _, err := t.tx.Exec(ctx, `INSERT INTO asset_versions (asset_id, version, description, body, created_at) VALUES ($1, $2, $3, $4, $5)`,
-		a.ID, a.Version, a.Description, a.Body, now); err != nil {
-		return mapErr(err)
-	}
-	_, err := t.tx.Exec(ctx, `UPDATE assets SET version = $1, updated_at = $2 WHERE id = $3`, a.Version, now, a.ID)
-	return mapErr(err)
+type assetTx struct {
+	storerules.AssetRows
+	tx pgx.Tx
 }
 
 func (t assetTx) SetAssetShares(ctx context.Context, id string, users []string, now time.Time) error {
@@ -147,13 +83,13 @@ func (d *DB) FindAsset(ctx context.Context, viewer string, kind duet.AssetKind, 
 
 // assetShares reads the shares of assets.
 func (d *DB) assetShares(ctx context.Context, assets ...*duet.Asset) error {
-	return loadAssetShares(ctx, d.pool, assets...)
+	return storerules.LoadAssetShares(ctx, d.Assets.E, assets...)
 }
 
 // assetCandidates is FindAsset's storerules.AssetCandidates.
 func (d *DB) assetCandidates(ctx context.Context, viewer string, kind duet.AssetKind, owner, name string, version int) ([]*duet.Asset, error) {
 	a := args{viewer, string(kind), name}
-	q := `SELECT ` + assetColumns + ` FROM assets a JOIN asset_versions v ON v.asset_id = a.id AND v.version = `
+	q := `SELECT ` + storerules.AssetColumns + ` FROM assets a JOIN asset_versions v ON v.asset_id = a.id AND v.version = `
 	if version > 0 {
 		q += a.add(version)
 	} else {
@@ -165,7 +101,7 @@ func (d *DB) assetCandidates(ctx context.Context, viewer string, kind duet.Asset
 	}
 	// The viewer's own asset first, then the others by owner.
 	q += ` ORDER BY a.owner <> $1, a.owner LIMIT 3`
-	return all(ctx, d.pool, scanAsset, q, a...)
+	return all(ctx, d.pool, storerules.ScanAsset, q, a...)
 }
 
 // FindAssets returns the latest versions of the assets matching f.
@@ -184,7 +120,7 @@ func (d *DB) assetList(ctx context.Context, f duet.AssetFilter) ([]*duet.Asset, 
 		cond += ` AND a.owner = ` + a.add(f.Owner)
 	}
 	q := assetListQuery(cond, a.add(storerules.ClampLimit(f.Limit, 200, 1000)))
-	return all(ctx, d.pool, scanAsset, q, a...)
+	return all(ctx, d.pool, storerules.ScanAsset, q, a...)
 }
 
 // assetListQuery returns the Asset Center's query for viewer $1, the
@@ -194,75 +130,9 @@ func (d *DB) assetList(ctx context.Context, f duet.AssetFilter) ([]*duet.Asset, 
 // does not own: two disjoint sets, so UNION ALL; ordered by kind, owner,
 // name (columns 2, 4, 3).
 func assetListQuery(cond, limitParam string) string {
-	return `(SELECT ` + assetColumns + ` FROM assets a JOIN asset_versions v ON v.asset_id = a.id AND v.version = a.version WHERE a.owner = $1 AND ` + cond +
+	return `(SELECT ` + storerules.AssetColumns + ` FROM assets a JOIN asset_versions v ON v.asset_id = a.id AND v.version = a.version WHERE a.owner = $1 AND ` + cond +
 		` ORDER BY a.kind, a.name LIMIT ` + limitParam + `)` +
-		` UNION ALL (SELECT ` + assetColumns + ` FROM (` + otherVisibleAssetIDs + `) AS w JOIN assets a ON a.id = w.id JOIN asset_versions v ON v.asset_id = a.id AND v.version = a.version WHERE a.owner <> $1 AND ` + cond +
+		` UNION ALL (SELECT ` + storerules.AssetColumns + ` FROM (` + otherVisibleAssetIDs + `) AS w JOIN assets a ON a.id = w.id JOIN asset_versions v ON v.asset_id = a.id AND v.version = a.version WHERE a.owner <> $1 AND ` + cond +
 		` ORDER BY a.kind, a.owner, a.name LIMIT ` + limitParam + `)` +
 		` ORDER BY 2, 4, 3 LIMIT ` + limitParam
-}
-
-// DeleteAsset removes owner's asset and its versions. Returns NOT_FOUND.
-func (d *DB) DeleteAsset(ctx context.Context, owner string, kind duet.AssetKind, name string) error {
-	tag, err := d.pool.Exec(ctx, `DELETE FROM assets WHERE owner = $1 AND kind = $2 AND name = $3`, owner, kind, name)
-	return changed(tag, err, duet.Errorf(duet.CodeNotFound, "%s %q not found", kind, name))
-}
-
-// CreateGeneration stores a generation record. Returns INVALID_ARGUMENT.
-func (d *DB) CreateGeneration(ctx context.Context, g *duet.Generation) error {
-	if g.User == "" || g.TaskID == "" || g.Outcome == "" {
-		return duet.Errorf(duet.CodeInvalidArgument, "a generation record needs a user, a task and an outcome")
-	}
-	if g.ID == "" {
-		g.ID = duet.NewID("gen")
-	}
-	if g.CreatedAt.IsZero() {
-		g.CreatedAt = d.now()
-	}
-	g.CreatedAt = ts(g.CreatedAt)
-	assets, err := json.Marshal(storerules.NonNil(g.Assets))
-	if err != nil {
-		return err
-	}
-	_, err = d.pool.Exec(ctx, `INSERT INTO generations (id, task_id, user_id, model, goal, assets, turns, tool_calls, repairs,
-		prompt_tokens, completion_tokens, total_tokens, attempts, outcome, error_message, duration_ms, case_id, case_version, trace_id, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`,
-		g.ID, g.TaskID, g.User, g.Model, g.Goal, string(assets), g.Turns, g.ToolCalls, g.Repairs,
-		g.PromptTokens, g.CompletionTokens, g.TotalTokens, g.Attempts, g.Outcome, g.ErrorMessage, g.DurationMs,
-		g.CaseID, g.CaseVersion, g.TraceID, g.CreatedAt)
-	return mapErr(err)
-}
-
-// FindGenerations returns a user's generation records, newest first.
-func (d *DB) FindGenerations(ctx context.Context, f duet.GenerationFilter) ([]*duet.Generation, error) {
-	if f.User == "" {
-		return nil, duet.Errorf(duet.CodeInvalidArgument, "no user")
-	}
-	a := args{f.User}
-	q := `SELECT id, task_id, user_id, model, goal, assets, turns, tool_calls, repairs, prompt_tokens, completion_tokens, total_tokens,
-		attempts, outcome, error_message, duration_ms, case_id, case_version, trace_id, created_at FROM generations WHERE user_id = $1`
-	if f.TaskID != "" {
-		q += ` AND task_id = ` + a.add(f.TaskID)
-	}
-	q += ` ORDER BY id DESC LIMIT ` + a.add(storerules.ClampLimit(f.Limit, 20, 200))
-	rows, err := d.pool.Query(ctx, q, a...)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, func(r rowScanner) (*duet.Generation, error) {
-		var g duet.Generation
-		var assets string
-		if err := r.Scan(&g.ID, &g.TaskID, &g.User, &g.Model, &g.Goal, &assets, &g.Turns, &g.ToolCalls, &g.Repairs,
-			&g.PromptTokens, &g.CompletionTokens, &g.TotalTokens, &g.Attempts, &g.Outcome, &g.ErrorMessage, &g.DurationMs,
-			&g.CaseID, &g.CaseVersion, &g.TraceID, &g.CreatedAt); err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal([]byte(assets), &g.Assets); err != nil {
-			return nil, err
-		}
-		if len(g.Assets) == 0 {
-			g.Assets = nil
-		}
-		g.CreatedAt = utc(g.CreatedAt)
-		return &g, nil
-	})
 }

@@ -14,10 +14,10 @@ import (
 	"github.com/duet-test/duet/internal/postgres/pgtest"
 )
 
-// held is a coalescer of strings with one lane whose first read waits for
+// heldLane is a coalescer of strings with one lane whose first read waits for
 // release: the reads that come meanwhile queue (queued tells when n have),
 // and many records what it was given.
-type held struct {
+type heldLane struct {
 	*coalescer[string, string]
 	release chan struct{}
 	queued  chan int
@@ -27,8 +27,8 @@ type held struct {
 	block   chan struct{} // many waits for it, if set
 }
 
-func newHeld() *held {
-	h := &held{release: make(chan struct{}), queued: make(chan int, 100), manyCtx: make(chan context.Context, 10)}
+func newHeldLane() *heldLane {
+	h := &heldLane{release: make(chan struct{}), queued: make(chan int, 100), manyCtx: make(chan context.Context, 10)}
 	first := true
 	var fmu sync.Mutex
 	h.coalescer = &coalescer[string, string]{lanes: 1, max: 64,
@@ -70,7 +70,7 @@ func newHeld() *held {
 }
 
 // waitQueued waits until n reads are queued.
-func (h *held) waitQueued(t *testing.T, n int) {
+func (h *heldLane) waitQueued(t *testing.T, n int) {
 	t.Helper()
 	for {
 		select {
@@ -105,7 +105,7 @@ type result struct {
 // read in one statement, each handed its own value or error, in order;
 // the first read ran alone.
 func TestCoalescerReadsTogether(t *testing.T) {
-	h := newHeld()
+	h := newHeldLane()
 	first := make(chan result, 1)
 	go func() { v, err := h.get(t.Context(), "a"); first <- result{v, err} }()
 	// "a" holds the lane; the next four queue behind it.
@@ -148,7 +148,7 @@ func TestCoalescerReadsTogether(t *testing.T) {
 
 // waitQueuedAfter runs queue once the first read holds the lane (it has
 // taken it before queue's reads come: they all queue).
-func (h *held) waitQueuedAfter(t *testing.T, queue func()) {
+func (h *heldLane) waitQueuedAfter(t *testing.T, queue func()) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -170,7 +170,7 @@ func (h *held) waitQueuedAfter(t *testing.T, queue func()) {
 // once and is left out of the statement; a statement whose callers have
 // all left is cancelled.
 func TestCoalescerCallerLeaves(t *testing.T) {
-	h := newHeld()
+	h := newHeldLane()
 	h.block = make(chan struct{})
 	go h.get(t.Context(), "a")
 	leave, cancel := context.WithCancel(t.Context())
@@ -206,7 +206,7 @@ func TestCoalescerCallerLeaves(t *testing.T) {
 
 	// Two callers wait on a statement in flight and both leave: its
 	// context is cancelled.
-	h2 := newHeld()
+	h2 := newHeldLane()
 	h2.block = make(chan struct{})
 	go h2.get(t.Context(), "a")
 	ctx1, cancel1 := context.WithCancel(t.Context())

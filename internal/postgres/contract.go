@@ -2,9 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/storerules"
@@ -19,75 +16,4 @@ func (d *DB) FindCasesCallingServer(ctx context.Context, serverKey string) ([]*d
 	}
 	cases, err := collect(rows, scanCase)
 	return storerules.CallingServer(cases, err, serverKey)
-}
-
-// SaveContractAlerts stores alerts, each replacing the earlier one of its
-// case, server and tool.
-func (d *DB) SaveContractAlerts(ctx context.Context, alerts []*duet.ContractAlert) error {
-	return d.tx(ctx, func(tx pgx.Tx) error {
-		for _, a := range alerts {
-			detail, err := storerules.ContractAlertDetail(a)
-			if err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO contract_alerts (case_id, server_key, tool, task_id, case_version, broken, detail, detected_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-				ON CONFLICT (case_id, server_key, tool) DO UPDATE SET task_id = excluded.task_id, case_version = excluded.case_version, broken = excluded.broken, detail = excluded.detail, detected_at = excluded.detected_at`,
-				a.CaseID, a.ServerKey, a.Tool, a.TaskID, a.CaseVersion, a.Broken, detail, ts(a.DetectedAt)); err != nil {
-				return mapErr(err)
-			}
-		}
-		return nil
-	})
-}
-
-// FindContractAlerts returns the alerts of the current case versions of the
-// tasks viewer may see.
-func (d *DB) FindContractAlerts(ctx context.Context, viewer, taskID string) ([]*duet.ContractAlert, error) {
-	if viewer == "" {
-		return nil, duet.Errorf(duet.CodeInvalidArgument, "a viewer is required")
-	}
-	q, args := contractAlertsQuery(viewer, taskID)
-	rows, err := d.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	out, err := collect(rows, storerules.ScanContractAlert)
-	return out, mapErr(err)
-}
-
-// contractAlertsQuery is the statement of FindContractAlerts.
-func contractAlertsQuery(viewer, taskID string) (string, []any) {
-	q := `SELECT ` + storerules.ContractAlertColumns + `
-		FROM contract_alerts a JOIN cases c ON c.id = a.case_id AND c.version = a.case_version AND c.status = 'active'
-		JOIN tasks t ON t.id = a.task_id WHERE ` + visibleTo
-	args := []any{viewer}
-	if taskID != "" {
-		q += ` AND a.task_id = $2`
-		args = append(args, taskID)
-	}
-	return q + ` ORDER BY a.broken DESC, a.task_id, c.key, a.server_key, a.tool`, args
-}
-
-// SaveCatalogHistory keeps a replaced catalog of a registration, the
-// newest duet.MaxCatalogHistory of them.
-func (d *DB) SaveCatalogHistory(ctx context.Context, id string, c *duet.ArchivedCatalog) error {
-	tools, err := json.Marshal(c.Tools)
-	if err != nil {
-		return err
-	}
-	return d.tx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO mcp_catalog_history (registration_id, synced_at, hash, tools) VALUES ($1, $2, $3, $4)
-			ON CONFLICT (registration_id, synced_at) DO UPDATE SET hash = excluded.hash, tools = excluded.tools`, id, ts(c.SyncedAt), c.Hash, string(tools)); err != nil {
-			return mapErr(err)
-		}
-		_, err := tx.Exec(ctx, `DELETE FROM mcp_catalog_history WHERE registration_id = $1 AND synced_at NOT IN
-			(SELECT synced_at FROM mcp_catalog_history WHERE registration_id = $1 ORDER BY synced_at DESC LIMIT $2)`, id, duet.MaxCatalogHistory)
-		return mapErr(err)
-	})
-}
-
-// FindCatalogHistory returns the replaced catalogs of a registration,
-// newest first.
-func (d *DB) FindCatalogHistory(ctx context.Context, id string) ([]*duet.ArchivedCatalog, error) {
-	return all(ctx, d.pool, storerules.ScanArchivedCatalog, `SELECT synced_at, hash, tools FROM mcp_catalog_history WHERE registration_id = $1 ORDER BY synced_at DESC`, id)
 }

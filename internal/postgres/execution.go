@@ -11,8 +11,8 @@ import (
 	"github.com/duet-test/duet/internal/storerules"
 )
 
-// execSummaryColumns are execColumns without the compiled steps and the
-// variables, which a summary page does not need (scanExecution reads them as
+// execSummaryColumns are storerules.ExecColumns without the compiled steps and the
+// variables, which a summary page does not need (storerules.ScanExecution reads them as
 // empty).
 const execSummaryColumns = `e.id, e.run_id, e.case_id, e.case_key, e.case_title, e.case_version, e.ordinal, e.timeout_ms, e.status, '[]'::text, '{}'::text,
 	e.error_code, e.error_message, e.started_at, e.finished_at, e.resume_from, e.row, e.retries, e.attempt`
@@ -63,14 +63,14 @@ func execWhere(f duet.ExecutionFilter, a *args, run string) (cond string, limit 
 // and variables for f.Results, else execSummaryColumns.
 func execCols(f duet.ExecutionFilter) string {
 	if f.Results {
-		return execColumns
+		return storerules.ExecColumns
 	}
 	return execSummaryColumns
 }
 
 // execPage reads the rows of execPageQuery: the page and the next cursor.
 func (d *DB) execPage(ctx context.Context, rows pgx.Rows, f duet.ExecutionFilter, limit int) ([]*duet.Execution, string, error) {
-	execs, err := collect(rows, scanExecution)
+	execs, err := collect(rows, storerules.ScanExecution)
 	if err != nil {
 		return nil, "", err
 	}
@@ -111,7 +111,7 @@ func (d *DB) FindRunPage(ctx context.Context, viewer string, f duet.ExecutionFil
 		return nil, nil, "", mapErr(err)
 	}
 	// Decoded before the rows close (recordRow).
-	scan := scanExecution
+	scan := storerules.ScanExecution
 	if f.Results {
 		scan = scanExecutionResults
 	}
@@ -147,16 +147,16 @@ func runPageQuery(viewer string, f duet.ExecutionFilter) (string, []any, int, er
 		FROM runs r JOIN tasks t ON t.id = r.task_id WHERE r.id = $2` + visibility(viewer), a, limit, nil
 }
 
-// execResultLists are the columns, after execColumns, of an execution's
+// execResultLists are the columns, after storerules.ExecColumns, of an execution's
 // step results and earlier attempts as lists (scanExecutionResults and
 // findExecution read them).
 const execResultLists = `ARRAY(SELECT s.data::text FROM step_results s WHERE s.execution_id = e.id ORDER BY s.idx),
 	ARRAY(SELECT a.data FROM execution_attempts a WHERE a.execution_id = e.id ORDER BY a.attempt)`
 
-// scanExecutionResults scans execColumns and execResultLists.
+// scanExecutionResults scans storerules.ExecColumns and execResultLists.
 func scanExecutionResults(r rowScanner) (*duet.Execution, error) {
 	var results, attempts []string
-	e, err := scanExecution(tailRow{r, []any{&results, &attempts}})
+	e, err := storerules.ScanExecution(tailRow{r, []any{&results, &attempts}})
 	if err != nil {
 		return nil, err
 	}

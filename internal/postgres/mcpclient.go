@@ -12,14 +12,6 @@ import (
 	"github.com/duet-test/duet/internal/storerules"
 )
 
-// nullString stores "" as NULL (a registration without a credential).
-func nullString(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
 // mcpConflict names what is already taken when an insert or update hits one
 // of the unique constraints.
 func mcpConflict(err error, s *duet.MCPServer) error {
@@ -44,7 +36,7 @@ func mcpConflict(err error, s *duet.MCPServer) error {
 // INVALID_ARGUMENT.
 func (d *DB) CreateMCPServer(ctx context.Context, s *duet.MCPServer, cred *duet.Credential) error {
 	err := d.tx(ctx, func(tx pgx.Tx) error {
-		return storerules.CreateMCPServer(ctx, mcpServerTx{tx}, s, cred, ts(d.now()))
+		return storerules.CreateMCPServer(ctx, storerules.MCPServerRows{E: d.engineOn(tx)}, s, cred, ts(d.now()))
 	})
 	return mcpConflict(err, s)
 }
@@ -54,72 +46,9 @@ func (d *DB) CreateMCPServer(ctx context.Context, s *duet.MCPServer, cred *duet.
 // CONFLICT, INVALID_ARGUMENT.
 func (d *DB) ReplaceMCPServer(ctx context.Context, s *duet.MCPServer, cred *duet.Credential) error {
 	err := d.tx(ctx, func(tx pgx.Tx) error {
-		return storerules.ReplaceMCPServer(ctx, mcpServerTx{tx}, s, cred, ts(d.now()))
+		return storerules.ReplaceMCPServer(ctx, storerules.MCPServerRows{E: d.engineOn(tx)}, s, cred, ts(d.now()))
 	})
 	return mcpConflict(err, s)
-}
-
-// mcpServerTx is storerules.MCPServerTx on a PostgreSQL transaction.
-type mcpServerTx struct{ tx pgx.Tx }
-
-func (t mcpServerTx) InsertCredential(ctx context.Context, c *duet.Credential) error {
-	_, err := t.tx.Exec(ctx, `INSERT INTO mcp_credentials (ref, owner, server_key, ciphertext, updated_at, version) VALUES ($1, $2, $3, $4, $5, 1)`,
-		c.Ref, c.Owner, c.ServerKey, c.Ciphertext, ts(c.UpdatedAt))
-	if err == nil {
-		c.Version = 1
-	}
-	return mapErr(err)
-}
-
-func (t mcpServerTx) InsertMCPServer(ctx context.Context, s *duet.MCPServer) error {
-	_, err := t.tx.Exec(ctx, `INSERT INTO mcp_servers (id, owner, name, url, server_key, credential_ref, header_names, auth, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		s.ID, s.Owner, s.Name, s.URL, s.ServerKey, nullString(s.CredentialRef), storerules.HeaderNamesJSON(s.HeaderNames), s.Auth, s.CreatedAt, s.UpdatedAt)
-	return mapErr(err)
-}
-
-func (t mcpServerTx) LockMCPServer(ctx context.Context, owner, id string) (string, time.Time, bool, error) {
-	var oldRef *string
-	var created time.Time
-	err := t.tx.QueryRow(ctx, `SELECT credential_ref, created_at FROM mcp_servers WHERE id = $1 AND owner = $2 FOR UPDATE`, id, owner).Scan(&oldRef, &created)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", time.Time{}, false, nil
-	}
-	return deref(oldRef), utc(created), err == nil, mapErr(err)
-}
-
-func (t mcpServerTx) ResetMCPServer(ctx context.Context, s *duet.MCPServer) error {
-	_, err := t.tx.Exec(ctx, `UPDATE mcp_servers SET name = $1, url = $2, server_key = $3, credential_ref = $4, header_names = $5, auth = $6,
-		transport = '', protocol_version = '', server_name = '', server_version = '', catalog_hash = '', tool_count = 0,
-		synced_at = NULL, updated_at = $7 WHERE id = $8`,
-		s.Name, s.URL, s.ServerKey, nullString(s.CredentialRef), storerules.HeaderNamesJSON(s.HeaderNames), s.Auth, s.UpdatedAt, s.ID)
-	return mapErr(err)
-}
-
-func (t mcpServerTx) DeleteMCPTools(ctx context.Context, serverID string) error {
-	_, err := t.tx.Exec(ctx, `DELETE FROM mcp_tools WHERE server_id = $1`, serverID)
-	return mapErr(err)
-}
-
-func (t mcpServerTx) DeleteCredential(ctx context.Context, ref string) error {
-	_, err := t.tx.Exec(ctx, `DELETE FROM mcp_credentials WHERE ref = $1`, ref)
-	return mapErr(err)
-}
-
-// FindMCPServer returns the owner's registration named ref, or with serverKey
-// ref. Returns NOT_FOUND.
-func (d *DB) FindMCPServer(ctx context.Context, owner, ref string) (*duet.MCPServer, error) {
-	s, err := storerules.ScanMCPServer(d.pool.QueryRow(ctx, `SELECT `+storerules.MCPServerColumns+` FROM mcp_servers
-		WHERE owner = $1 AND (name = $2 OR server_key = $2) ORDER BY name = $2 DESC LIMIT 1`, owner, ref))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, duet.Errorf(duet.CodeNotFound, "you have not registered an MCP server named %q", ref)
-	}
-	return s, mapErr(err)
-}
-
-// FindMCPServers lists the owner's registrations by name.
-func (d *DB) FindMCPServers(ctx context.Context, owner string) ([]*duet.MCPServer, error) {
-	return all(ctx, d.pool, func(r rowScanner) (*duet.MCPServer, error) { return storerules.ScanMCPServer(r) }, `SELECT `+storerules.MCPServerColumns+` FROM mcp_servers WHERE owner = $1 ORDER BY name`, owner)
 }
 
 // FindMCPServerTool returns the owner's registration of serverKey and the
@@ -147,32 +76,6 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
-}
-
-// DeleteMCPServer deletes the owner's registration, its credential and its
-// archived catalog. Returns NOT_FOUND.
-func (d *DB) DeleteMCPServer(ctx context.Context, owner, ref string) error {
-	return d.tx(ctx, func(tx pgx.Tx) error {
-		var id string
-		var cred *string
-		err := tx.QueryRow(ctx, `SELECT id, credential_ref FROM mcp_servers WHERE owner = $1 AND (name = $2 OR server_key = $2)
-			ORDER BY name = $2 DESC LIMIT 1 FOR UPDATE`, owner, ref).Scan(&id, &cred)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return duet.Errorf(duet.CodeNotFound, "you have not registered an MCP server named %q", ref)
-		}
-		if err != nil {
-			return mapErr(err)
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM mcp_servers WHERE id = $1`, id); err != nil {
-			return mapErr(err)
-		}
-		if cred != nil {
-			if _, err := tx.Exec(ctx, `DELETE FROM mcp_credentials WHERE ref = $1`, *cred); err != nil {
-				return mapErr(err)
-			}
-		}
-		return nil
-	})
 }
 
 // SaveMCPCatalog replaces the archived catalog of registration id. Returns
@@ -220,72 +123,6 @@ func (d *DB) SaveMCPCatalog(ctx context.Context, id string, cat *duet.MCPCatalog
 	})
 }
 
-// FindMCPTools returns the archived tools of registration id by name.
-func (d *DB) FindMCPTools(ctx context.Context, id string) ([]*duet.MCPTool, error) {
-	rows, err := d.pool.Query(ctx, `SELECT name, title, description, input_schema, output_schema, annotations
-		FROM mcp_tools WHERE server_id = $1 ORDER BY name`, id)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, storerules.ScanMCPTool)
-}
-
-// FindCredential returns a credential. Returns NOT_FOUND.
-func (d *DB) FindCredential(ctx context.Context, ref string) (*duet.Credential, error) {
-	c, err := storerules.ScanCredential(d.pool.QueryRow(ctx, `SELECT `+storerules.CredentialColumns+` FROM mcp_credentials WHERE ref = $1`, ref))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, storerules.NotFound("credential", ref)
-	}
-	return c, mapErr(err)
-}
-
-// FindCredentials returns every credential, by ref.
-func (d *DB) FindCredentials(ctx context.Context) ([]*duet.Credential, error) {
-	return all(ctx, d.pool, storerules.ScanCredential, `SELECT `+storerules.CredentialColumns+` FROM mcp_credentials ORDER BY ref`)
-}
-
-// UpdateCredentials stores new ciphertexts in one transaction, each only if
-// its version is still the one read (compare-and-swap). Returns NOT_FOUND,
-// CONFLICT.
-func (d *DB) UpdateCredentials(ctx context.Context, creds []*duet.Credential) error {
-	now := ts(d.now())
-	err := d.tx(ctx, func(tx pgx.Tx) error {
-		for _, c := range creds {
-			tag, err := tx.Exec(ctx, `UPDATE mcp_credentials SET ciphertext = $1, updated_at = $2, version = version + 1
-				WHERE ref = $3 AND version = $4`, c.Ciphertext, now, c.Ref, c.Version)
-			if err != nil {
-				return mapErr(err)
-			}
-			if tag.RowsAffected() == 0 {
-				return credentialMissed(ctx, tx, c.Ref)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	for _, c := range creds {
-		c.UpdatedAt = now
-		c.Version++
-	}
-	return nil
-}
-
-// credentialMissed says why a conditional write of credential ref changed
-// no row: NOT_FOUND, or CONFLICT when it exists (its version or lease
-// differed).
-func credentialMissed(ctx context.Context, q querier, ref string) error {
-	var n int
-	if err := q.QueryRow(ctx, `SELECT count(*) FROM mcp_credentials WHERE ref = $1`, ref).Scan(&n); err != nil {
-		return mapErr(err)
-	}
-	if n == 0 {
-		return storerules.NotFound("credential", ref)
-	}
-	return duet.Errorf(duet.CodeConflict, "credential %s was changed by another writer", ref)
-}
-
 // LeaseCredential takes the renewal lease of credential ref for holder and
 // returns the credential. Returns NOT_FOUND, CONFLICT.
 func (d *DB) LeaseCredential(ctx context.Context, ref, holder string, ttl time.Duration) (*duet.Credential, error) {
@@ -297,7 +134,7 @@ func (d *DB) LeaseCredential(ctx context.Context, ref, holder string, ttl time.D
 		WHERE ref = $3 AND (lease_holder = '' OR lease_holder = $1 OR lease_until IS NULL OR lease_until <= $4)
 		RETURNING `+storerules.CredentialColumns, holder, now.Add(ttl), ref, now))
 	if errors.Is(err, pgx.ErrNoRows) {
-		if err := credentialMissed(ctx, d.pool, ref); duet.ErrorCode(err) != duet.CodeConflict {
+		if err := storerules.CredentialMissed(ctx, engineOf(d.pool), ref); duet.ErrorCode(err) != duet.CodeConflict {
 			return nil, err
 		}
 		return nil, duet.Errorf(duet.CodeConflict, "another process is renewing the token of credential %s", ref)

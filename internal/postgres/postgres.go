@@ -459,12 +459,8 @@ type rowScanner = storerules.Row
 // rules sets up the stores written in storerules on this engine, every
 // statement through the pool.
 func (d *DB) rules() {
-	e := storerules.Engine{Read: d.row, Write: d.row, Stored: stored, Now: func() time.Time { return d.now() }}
-	e.Exec = func(ctx context.Context, q string, args ...any) (int64, error) {
-		tag, err := d.pool.Exec(ctx, q, args...)
-		return tag.RowsAffected(), mapErr(err)
-	}
-	e.Query = d.each
+	e := d.engineOn(d.pool)
+	e.Tx = storerules.InTx(d.tx, func(tx pgx.Tx) storerules.Engine { return d.engineOn(tx) })
 	d.Stores = storerules.NewStores(e)
 }
 
@@ -472,19 +468,41 @@ func (d *DB) rules() {
 // NOT_FOUND.
 func found(err error, kind, id string) error { return storerules.Found(err, kind, id, mapErr) }
 
-// each is a storerules.Engine's Query: every row to each.
-func (d *DB) each(ctx context.Context, each func(storerules.Row) error, q string, args ...any) error {
-	rows, err := d.pool.Query(ctx, q, args...)
-	if err != nil {
-		return mapErr(err)
+// engineOn is a storerules.Engine whose statements run on q: the pool, or
+// a transaction.
+func (d *DB) engineOn(q querier) storerules.Engine {
+	e := engineOf(q)
+	e.Now = func() time.Time { return d.now() }
+	return e
+}
+
+// anyOf is a storerules.Engine's In: one array parameter.
+func anyOf(col string, ids []string) (string, []any) { return col + ` = ANY($1)`, []any{ids} }
+
+// engineOf is engineOn without a clock, for what is given the time.
+func engineOf(q querier) storerules.Engine {
+	row := func(ctx context.Context, dest []any, sql string, args ...any) error {
+		return mapErr(q.QueryRow(ctx, sql, args...).Scan(dest...))
 	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := each(rows); err != nil {
+	e := storerules.Engine{Read: row, Write: row, Stored: stored, In: anyOf, VisibleTo: visibleTo, ForUpdate: ` FOR UPDATE`}
+	e.Exec = func(ctx context.Context, sql string, args ...any) (int64, error) {
+		tag, err := q.Exec(ctx, sql, args...)
+		return tag.RowsAffected(), mapErr(err)
+	}
+	e.Query = func(ctx context.Context, each func(storerules.Row) error, sql string, args ...any) error {
+		rows, err := q.Query(ctx, sql, args...)
+		if err != nil {
 			return mapErr(err)
 		}
+		defer rows.Close()
+		for rows.Next() {
+			if err := each(rows); err != nil {
+				return mapErr(err)
+			}
+		}
+		return mapErr(rows.Err())
 	}
-	return mapErr(rows.Err())
+	return e
 }
 
 // changed is the outcome of a statement that must change a row: err

@@ -15,27 +15,12 @@ import (
 	"github.com/duet-test/duet/internal/storerules"
 )
 
-const runColumns = `r.id, r.task_id, r.status, r.triggered_by, r.call_source, r.trace_id, r.device, r.error_code, r.error_message,
-	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt, r.lost, r.post_run, r.call_depth,
-	r.origin_commit, r.origin_branch, r.origin_pr, r.origin_pipeline, r.environment, r.hooks, r.trace`
+// runColumns, scanRun and scanRunTail read a run (storerules.ScanRun).
+const runColumns = storerules.RunColumns
 
-func scanRun(r rowScanner) (*duet.Run, error) { return scanRunTail(r) }
+func scanRun(r rowScanner) (*duet.Run, error) { return storerules.ScanRun(r) }
 
-// scanRunTail scans runColumns and then, into tail, the columns after them.
-func scanRunTail(r rowScanner, tail ...any) (*duet.Run, error) {
-	var run duet.Run
-	var o duet.RunOrigin
-	var postRun, hooks string
-	dest := []any{&run.ID, &run.TaskID, &run.Status, &run.TriggeredBy, &run.CallSource, &run.TraceID, &run.Device,
-		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &run.CreatedAt, &run.StartedAt, &run.FinishedAt, &run.Attempt, &run.Lost, &postRun, &run.CallDepth,
-		&o.Commit, &o.Branch, &o.PullRequest, &o.Pipeline, &run.Environment, &hooks, &run.Trace}
-	if err := r.Scan(append(dest, tail...)...); err != nil {
-		return nil, err
-	}
-	run.CreatedAt = utc(run.CreatedAt)
-	run.StartedAt, run.FinishedAt = utcPtr(run.StartedAt), utcPtr(run.FinishedAt)
-	return &run, storerules.DecodeRun(&run, o, postRun, hooks)
-}
+var scanRunTail = storerules.ScanRun
 
 // runTotals is a column that counts a run's executions by status (the
 // order of setTotals), so that a run is read with its totals in one
@@ -65,28 +50,9 @@ func scanRunTotals(r rowScanner) (*duet.Run, error) {
 	return run, nil
 }
 
-// SaveRunHooks stores the results of the task's hooks in l's run (fenced).
-func (d *DB) SaveRunHooks(ctx context.Context, l duet.Lease, results []*duet.StepResult, vars map[string]any) error {
-	hooks, err := storerules.EncodeRunHooks(results, vars)
-	if err != nil {
-		return err
-	}
-	tag, err := d.pool.Exec(ctx, `UPDATE runs SET hooks = $1 WHERE id = $2 AND lease_owner = $3 AND attempt = $4 AND status = 'running'`, hooks, l.RunID, l.Worker, l.Token)
-	return changed(tag, err, duet.LeaseLost(l))
-}
-
-// fillTotals counts the executions of each run by status.
+// fillTotals counts the executions of each run by status, on q.
 func fillTotals(ctx context.Context, q querier, runs ...*duet.Run) error {
-	if len(runs) == 0 {
-		return nil
-	}
-	byID, ids := storerules.RunsByID(runs)
-	rows, err := q.Query(ctx, `SELECT run_id, status, count(*) FROM executions WHERE run_id = ANY($1) GROUP BY run_id, status`, ids)
-	if err != nil {
-		return mapErr(err)
-	}
-	defer rows.Close()
-	return mapErr(storerules.ReadTotals(rows, byID))
+	return storerules.FillTotals(ctx, engineOf(q), runs...)
 }
 
 // CreateRun stores a queued run and its executions, honouring idempotency.
@@ -426,58 +392,9 @@ func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 	return runs, next, nil
 }
 
-const execColumns = `e.id, e.run_id, e.case_id, e.case_key, e.case_title, e.case_version, e.ordinal, e.timeout_ms, e.status, e.steps, e.vars,
-	e.error_code, e.error_message, e.started_at, e.finished_at, e.resume_from, e.row, e.retries, e.attempt`
-
-func scanExecution(r rowScanner) (*duet.Execution, error) {
-	var e duet.Execution
-	var steps, vars, row string
-	if err := r.Scan(&e.ID, &e.RunID, &e.CaseID, &e.CaseKey, &e.CaseTitle, &e.CaseVersion, &e.Ordinal, &e.TimeoutMs, &e.Status, &steps, &vars,
-		&e.ErrorCode, &e.ErrorMessage, &e.StartedAt, &e.FinishedAt, &e.ResumeFrom, &row, &e.Retries, &e.Attempt); err != nil {
-		return nil, err
-	}
-	e.StartedAt, e.FinishedAt = utcPtr(e.StartedAt), utcPtr(e.FinishedAt)
-	return &e, storerules.DecodeExecution(&e, steps, vars, row)
-}
-
-// loadResults fills Results and Attempts of the executions.
+// loadResults fills Results and Attempts of the executions, on q.
 func loadResults(ctx context.Context, q querier, execs ...*duet.Execution) error {
-	if len(execs) == 0 {
-		return nil
-	}
-	byID, ids := storerules.ExecutionsByID(execs)
-	for _, r := range []struct {
-		sql string
-		add func(*duet.Execution, string) error
-	}{
-		{`SELECT execution_id, data FROM step_results WHERE execution_id = ANY($1) ORDER BY execution_id, idx`, storerules.AddResult},
-		// The earlier attempts of executions that were retried.
-		{`SELECT execution_id, data FROM execution_attempts WHERE execution_id = ANY($1) ORDER BY execution_id, attempt`, storerules.AddAttempt},
-	} {
-		rows, err := q.Query(ctx, r.sql, ids)
-		if err != nil {
-			return mapErr(err)
-		}
-		err = storerules.ReadInto(rows, byID, r.add)
-		rows.Close()
-		if err != nil {
-			return mapErr(err)
-		}
-	}
-	return nil
-}
-
-// FindExecutions returns the executions of a run in order, with results.
-func (d *DB) FindExecutions(ctx context.Context, runID string) ([]*duet.Execution, error) {
-	rows, err := d.pool.Query(ctx, `SELECT `+execColumns+` FROM executions e WHERE e.run_id = $1 ORDER BY e.ordinal`, runID)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	execs, err := collect(rows, scanExecution)
-	if err != nil {
-		return nil, err
-	}
-	return execs, loadResults(ctx, d.pool, execs...)
+	return storerules.LoadResults(ctx, engineOf(q), execs...)
 }
 
 // FindExecutionByID returns an execution if viewer may see its task ("" =
@@ -501,7 +418,7 @@ func (d *DB) findExecution(ctx context.Context, viewer, id string, withRun bool)
 	if withRun {
 		runCol = `, ROW(` + runWithTotals + `)`
 	}
-	rows, err := d.pool.Query(ctx, `SELECT `+execColumns+`, `+execResultLists+runCol+`
+	rows, err := d.pool.Query(ctx, `SELECT `+storerules.ExecColumns+`, `+execResultLists+runCol+`
 		FROM executions e JOIN runs r ON r.id = e.run_id JOIN tasks t ON t.id = r.task_id WHERE e.id = $2`+visibility(viewer), viewer, id)
 	if err != nil {
 		return nil, nil, mapErr(err)
@@ -519,7 +436,7 @@ func (d *DB) findExecution(ctx context.Context, viewer, id string, withRun bool)
 	if withRun {
 		tail = append(tail, &runRec)
 	}
-	e, err := scanExecution(tailRow{rows, tail})
+	e, err := storerules.ScanExecution(tailRow{rows, tail})
 	if err != nil {
 		return nil, nil, mapErr(err)
 	}
@@ -612,6 +529,19 @@ const heldSQL = `held AS (SELECT e.id FROM runs r JOIN executions e ON e.run_id 
 		WHERE r.id = $1 AND r.lease_owner = $2 AND r.attempt = $3 AND r.status = 'running' AND e.id = $4
 		FOR SHARE OF r)`
 
+// held fences a write of execution id's results in tx: LEASE_LOST unless
+// l holds its run (heldSQL, which locks the run row until tx ends).
+func held(ctx context.Context, tx pgx.Tx, l duet.Lease, id string) error {
+	var n int
+	if err := tx.QueryRow(ctx, `WITH `+heldSQL+` SELECT count(*) FROM held`, l.RunID, l.Worker, l.Token, id).Scan(&n); err != nil {
+		return mapErr(err)
+	}
+	if n == 0 {
+		return duet.LeaseLost(l)
+	}
+	return nil
+}
+
 // StartExecution marks an execution running and drops results of an earlier
 // interrupted attempt (from e.ResumeFrom on), in one fenced statement (one
 // round trip per case).
@@ -644,11 +574,7 @@ func (d *DB) SuspendExecution(ctx context.Context, l duet.Lease, executionID str
 // SaveStepResult stores one step result and the execution's variables, in
 // one fenced round trip.
 func (d *DB) SaveStepResult(ctx context.Context, l duet.Lease, executionID string, r *duet.StepResult, vars map[string]any) error {
-	data, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	varsJSON, err := storerules.MarshalVars(vars)
+	data, varsJSON, err := storerules.EncodeStepResult(r, vars)
 	if err != nil {
 		return err
 	}
@@ -657,7 +583,7 @@ func (d *DB) SaveStepResult(ctx context.Context, l duet.Lease, executionID strin
 			INSERT INTO step_results (execution_id, idx, data) SELECT id, $5, $6 FROM held
 			ON CONFLICT (execution_id, idx) DO UPDATE SET data = excluded.data
 		)
-		UPDATE executions SET vars = $7 WHERE id IN (SELECT id FROM held)`, l.RunID, l.Worker, l.Token, executionID, r.Index, string(data), varsJSON)
+		UPDATE executions SET vars = $7 WHERE id IN (SELECT id FROM held)`, l.RunID, l.Worker, l.Token, executionID, r.Index, data, varsJSON)
 	return changed(tag, err, duet.LeaseLost(l))
 }
 
@@ -679,7 +605,7 @@ func (d *DB) RetryExecution(ctx context.Context, l duet.Lease, e *duet.Execution
 	var attempts []*duet.ExecutionAttempt
 	err := d.tx(ctx, func(tx pgx.Tx) error {
 		var err error
-		attempts, err = storerules.RetryExecution(ctx, runTx{tx}, l, e)
+		attempts, err = storerules.RetryExecution(ctx, d.runTx(tx), l, e)
 		return err
 	})
 	if err != nil {
@@ -710,7 +636,7 @@ const incompleteSQL = `SELECT e.case_title, e.status, e.res, e.n FROM (
 // (fenced; a verdict only over every result; storerules.FinishRun).
 func (d *DB) FinishRun(ctx context.Context, l duet.Lease, r *duet.Run) error {
 	return d.tx(ctx, func(tx pgx.Tx) error {
-		return storerules.FinishRun(ctx, runTx{tx}, l, r, ts(d.now()))
+		return storerules.FinishRun(ctx, d.runTx(tx), l, r, ts(d.now()))
 	})
 }
 
@@ -720,7 +646,7 @@ func (d *DB) RequestCancel(ctx context.Context, viewer, runID string) (*duet.Run
 	var run *duet.Run
 	err := d.tx(ctx, func(tx pgx.Tx) error {
 		var err error
-		run, err = storerules.RequestCancel(ctx, runTx{tx}, viewer, runID, ts(d.now()))
+		run, err = storerules.RequestCancel(ctx, d.runTx(tx), viewer, runID, ts(d.now()))
 		return err
 	})
 	return run, err
@@ -730,54 +656,27 @@ func (d *DB) RequestCancel(ctx context.Context, viewer, runID string) (*duet.Run
 // The run row is locked first, then its executions: the order FinishRun,
 // RequestCancel and RetryExecution all take them in, so they never
 // deadlock.
-type runTx struct{ tx pgx.Tx }
+type runTx struct {
+	storerules.RunRows
+	tx pgx.Tx
+}
+
+// runTx is storerules.FinishTx, CancelTx and RetryTx on tx.
+func (d *DB) runTx(tx pgx.Tx) runTx { return runTx{storerules.RunRows{E: d.engineOn(tx)}, tx} }
 
 func (t runTx) HeldExecution(ctx context.Context, l duet.Lease, id string) (*duet.Execution, error) {
-	x, err := scanExecution(t.tx.QueryRow(ctx, `WITH `+heldSQL+` SELECT `+execColumns+` FROM executions e WHERE e.id IN (SELECT id FROM held) FOR UPDATE OF e`,
+	x, err := storerules.ScanExecution(t.tx.QueryRow(ctx, `WITH `+heldSQL+` SELECT `+storerules.ExecColumns+` FROM executions e WHERE e.id IN (SELECT id FROM held) FOR UPDATE OF e`,
 		l.RunID, l.Worker, l.Token, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, duet.LeaseLost(l)
 	} else if err != nil {
 		return nil, mapErr(err)
 	}
-	x.StartedAt, x.FinishedAt = utcPtr(x.StartedAt), utcPtr(x.FinishedAt)
 	return x, loadResults(ctx, t.tx, x)
 }
 
-func (t runTx) AddAttempt(ctx context.Context, executionID string, attempt int, data string) error {
-	_, err := t.tx.Exec(ctx, `INSERT INTO execution_attempts (execution_id, attempt, data) VALUES ($1, $2, $3)`, executionID, attempt, data)
-	return mapErr(err)
-}
-
-func (t runTx) Restart(ctx context.Context, executionID string, attempt int) error {
-	if _, err := t.tx.Exec(ctx, `DELETE FROM step_results WHERE execution_id = $1`, executionID); err != nil {
-		return mapErr(err)
-	}
-	_, err := t.tx.Exec(ctx, `UPDATE executions SET status = $1, attempt = $2, error_code = '', error_message = '', vars = '{}', finished_at = NULL, resume_from = 0 WHERE id = $3`,
-		duet.StatusRunning, attempt, executionID)
-	return mapErr(err)
-}
-
-func (t runTx) HeldRun(ctx context.Context, l duet.Lease) error {
-	var one int
-	err := t.tx.QueryRow(ctx, `SELECT 1 FROM runs WHERE id = $1 AND lease_owner = $2 AND attempt = $3 AND status = 'running' FOR UPDATE`, l.RunID, l.Worker, l.Token).Scan(&one)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return duet.LeaseLost(l)
-	}
-	return mapErr(err)
-}
-
 func (t runTx) Incomplete(ctx context.Context, runID string) (title string, status duet.RunStatus, res, n int, ok bool, err error) {
-	err = t.tx.QueryRow(ctx, incompleteSQL, runID).Scan(&title, &status, &res, &n)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", "", 0, 0, false, nil
-	}
-	return title, status, res, n, err == nil, mapErr(err)
-}
-
-func (t runTx) EndExecutions(ctx context.Context, runID string, status duet.RunStatus) error {
-	_, err := t.tx.Exec(ctx, `UPDATE executions SET status = $1 WHERE run_id = $2 AND status IN ('pending', 'running')`, status, runID)
-	return mapErr(err)
+	return storerules.FindIncomplete(ctx, t.E, incompleteSQL, runID)
 }
 
 func (t runTx) EndRun(ctx context.Context, runID string, r *duet.Run, postRun string) error {
@@ -785,8 +684,6 @@ func (t runTx) EndRun(ctx context.Context, runID string, r *duet.Run, postRun st
 		r.Status, r.ErrorCode, r.ErrorMessage, nullTime(r.FinishedAt), postRun, runID)
 	return mapErr(err)
 }
-
-func (t runTx) Totals(ctx context.Context, r *duet.Run) error { return fillTotals(ctx, t.tx, r) }
 
 func (t runTx) RunFinished(ctx context.Context, runID string, status duet.RunStatus, flaky int, now time.Time) error {
 	return enqueueRunFinished(ctx, t.tx, runID, status, flaky, now)
@@ -799,12 +696,6 @@ func (t runTx) VisibleRun(ctx context.Context, viewer, runID string) (*duet.Run,
 		return nil, storerules.NotFound("run", runID)
 	}
 	return run, mapErr(err)
-}
-
-func (t runTx) CancelRun(ctx context.Context, run *duet.Run) error {
-	_, err := t.tx.Exec(ctx, `UPDATE runs SET cancel_requested = TRUE, status = $1, finished_at = $2, error_code = $3, error_message = $4 WHERE id = $5`,
-		run.Status, nullTime(run.FinishedAt), run.ErrorCode, run.ErrorMessage, run.ID)
-	return mapErr(err)
 }
 
 // DeleteExpiredIdempotency removes expired idempotency records.

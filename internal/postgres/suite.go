@@ -92,7 +92,7 @@ func (t suiteTx) SuiteSchedules(ctx context.Context, owner, taskID string) ([]*d
 }
 
 func (t suiteTx) InsertSchedule(ctx context.Context, s *duet.Schedule, now time.Time) error {
-	return insertSchedule(ctx, t.tx, s, now)
+	return storerules.InsertSchedule(ctx, engineOf(t.tx), s, now)
 }
 
 func (t suiteTx) SetScheduleTags(ctx context.Context, id, tags string, now time.Time) error {

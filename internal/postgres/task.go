@@ -204,7 +204,7 @@ func scanOverview(rows pgx.Rows, viewer bool, id string) (*duet.TaskOverview, er
 // the task's id): the task and its shares (as taskByIDQuery), its active
 // case count, its latest run with its totals as one row value (NULL when
 // it has none) and, for a viewer, its contract alerts of active cases
-// (contractAlertsQuery's columns and order) and its schedules as lists of
+// (storerules.ContractAlertsQuery's columns and order) and its schedules as lists of
 // row values. The task's visibility is checked once, in the WHERE: the
 // rest is read only for a task the viewer may see, and is that task's.
 // One statement costs the server less than a batch of four: each

@@ -2,33 +2,13 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/storerules"
 )
-
-// teamRole returns user's role in team, failing with NOT_FOUND unless user
-// is a member: a team one is not in looks like one that does not exist.
-func teamRole(ctx context.Context, q querier, team, user string) (duet.TeamRole, error) {
-	var role duet.TeamRole
-	err := q.QueryRow(ctx, `SELECT role FROM team_members WHERE team = $1 AND user_id = $2`, team, user).Scan(&role)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", storerules.NotFound("team", team)
-	}
-	return role, mapErr(err)
-}
-
-// memberOf fails with NOT_FOUND unless user is a member of team.
-func memberOf(ctx context.Context, q querier, team, user string) error {
-	_, err := teamRole(ctx, q, team, user)
-	return err
-}
 
 // lockTeam locks team's row for the rest of the transaction: changes to
 // one team's members, roles and dependency list take turns, so a check of
@@ -101,26 +81,6 @@ func (d *DB) CreateTeam(ctx context.Context, creator, name string) (*duet.Team, 
 		CreatedAt: now.UTC()}, nil
 }
 
-// FindTeam returns a team viewer is a member of.
-func (d *DB) FindTeam(ctx context.Context, viewer, name string) (*duet.Team, error) {
-	if err := memberOf(ctx, d.pool, name, viewer); err != nil {
-		return nil, err
-	}
-	teams, err := d.findTeams(ctx, `t.name = $1`, name)
-	if err != nil {
-		return nil, err
-	}
-	if len(teams) == 0 {
-		return nil, storerules.NotFound("team", name)
-	}
-	return teams[0], nil
-}
-
-// FindTeams returns the teams user is a member of.
-func (d *DB) FindTeams(ctx context.Context, user string) ([]*duet.Team, error) {
-	return d.findTeams(ctx, `t.name IN (SELECT team FROM team_members WHERE user_id = $1)`, user)
-}
-
 // TeamIDs returns the ids of the named teams that exist.
 func (d *DB) TeamIDs(ctx context.Context, names []string) (map[string]string, error) {
 	out := map[string]string{}
@@ -142,42 +102,17 @@ func (d *DB) TeamIDs(ctx context.Context, names []string) (map[string]string, er
 	return out, mapErr(rows.Err())
 }
 
-func (d *DB) findTeams(ctx context.Context, cond string, arg any) ([]*duet.Team, error) {
-	rows, err := d.pool.Query(ctx, `SELECT t.id, t.name, t.created_by, t.created_at, m.user_id, m.role FROM teams t
-		JOIN team_members m ON m.team = t.name WHERE `+cond+` ORDER BY t.name, m.user_id`, arg)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	defer rows.Close()
-	var out []*duet.Team
-	for rows.Next() {
-		var id, name, by, member string
-		var role duet.TeamRole
-		var created time.Time
-		if err := rows.Scan(&id, &name, &by, &created, &member, &role); err != nil {
-			return nil, mapErr(err)
-		}
-		if len(out) == 0 || out[len(out)-1].Name != name {
-			out = append(out, &duet.Team{ID: id, Name: name, CreatedBy: by, CreatedAt: utc(created), Roles: map[string]duet.TeamRole{}})
-		}
-		t := out[len(out)-1]
-		t.Members = append(t.Members, member)
-		t.Roles[member] = role
-	}
-	return out, mapErr(rows.Err())
-}
-
 // AddTeamMember adds user to team as a member; by must be a member.
 func (d *DB) AddTeamMember(ctx context.Context, by, team, user string) error {
 	return d.tx(ctx, func(tx pgx.Tx) error {
-		return storerules.AddTeamMember(ctx, teamTx{tx}, by, team, user, ts(d.now()))
+		return storerules.AddTeamMember(ctx, d.teamTx(tx), by, team, user, ts(d.now()))
 	})
 }
 
 // RemoveTeamMember removes user from team (storerules.RemoveTeamMember).
 func (d *DB) RemoveTeamMember(ctx context.Context, by, team, user string) error {
 	return d.tx(ctx, func(tx pgx.Tx) error {
-		return storerules.RemoveTeamMember(ctx, teamTx{tx}, by, team, user)
+		return storerules.RemoveTeamMember(ctx, d.teamTx(tx), by, team, user)
 	})
 }
 
@@ -187,40 +122,20 @@ func (d *DB) SetTeamRole(ctx context.Context, by, team, user string, role duet.T
 		return err
 	}
 	return d.tx(ctx, func(tx pgx.Tx) error {
-		return storerules.SetTeamRole(ctx, teamTx{tx}, by, team, user, role)
+		return storerules.SetTeamRole(ctx, d.teamTx(tx), by, team, user, role)
 	})
 }
 
 // teamTx is storerules.TeamTx on a PostgreSQL transaction.
-type teamTx struct{ tx pgx.Tx }
+type teamTx struct {
+	storerules.TeamMembers
+	tx pgx.Tx
+}
+
+// teamTx is storerules.TeamTx on tx.
+func (d *DB) teamTx(tx pgx.Tx) teamTx { return teamTx{storerules.TeamMembers{E: d.engineOn(tx)}, tx} }
 
 func (t teamTx) LockTeam(ctx context.Context, team string) error { return lockTeam(ctx, t.tx, team) }
-
-func (t teamTx) Role(ctx context.Context, team, user string) (duet.TeamRole, error) {
-	return teamRole(ctx, t.tx, team, user)
-}
-
-func (t teamTx) OtherOwners(ctx context.Context, team, user string) (int, error) {
-	var n int
-	err := t.tx.QueryRow(ctx, `SELECT count(*) FROM team_members WHERE team = $1 AND role = $2 AND user_id <> $3`, team, duet.RoleOwner, user).Scan(&n)
-	return n, mapErr(err)
-}
-
-func (t teamTx) AddMember(ctx context.Context, team, user string, role duet.TeamRole, by string, now time.Time) error {
-	_, err := t.tx.Exec(ctx, `INSERT INTO team_members (team, user_id, role, added_by, added_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`,
-		team, user, role, by, now)
-	return mapErr(err)
-}
-
-func (t teamTx) DeleteMember(ctx context.Context, team, user string) error {
-	_, err := t.tx.Exec(ctx, `DELETE FROM team_members WHERE team = $1 AND user_id = $2`, team, user)
-	return mapErr(err)
-}
-
-func (t teamTx) SetRole(ctx context.Context, team, user string, role duet.TeamRole) error {
-	_, err := t.tx.Exec(ctx, `UPDATE team_members SET role = $1 WHERE team = $2 AND user_id = $3`, role, team, user)
-	return mapErr(err)
-}
 
 // DeleteTeam deletes team, its members, dependency list and shares; by
 // must be an owner and the team must own no task.
@@ -228,7 +143,7 @@ func (d *DB) DeleteTeam(ctx context.Context, by, team string) error {
 	return d.tx(ctx, func(tx pgx.Tx) error {
 		// The lock waits for shares and transfers to the team in flight
 		// (they hold it FOR KEY SHARE); the count below then sees them.
-		if err := storerules.NeedRole(ctx, teamTx{tx}, team, by, duet.RoleOwner, "deleting the team"); err != nil {
+		if err := storerules.NeedRole(ctx, d.teamTx(tx), team, by, duet.RoleOwner, "deleting the team"); err != nil {
 			return err
 		}
 		var owned int
@@ -253,7 +168,7 @@ func (d *DB) SaveTeamServer(ctx context.Context, s *duet.TeamServer) error {
 	}
 	s.AddedAt = ts(d.now()).UTC()
 	return d.tx(ctx, func(tx pgx.Tx) error {
-		if err := storerules.NeedRole(ctx, teamTx{tx}, s.Team, s.AddedBy, duet.RoleMaintainer, "changing the MCP dependency list"); err != nil {
+		if err := storerules.NeedRole(ctx, d.teamTx(tx), s.Team, s.AddedBy, duet.RoleMaintainer, "changing the MCP dependency list"); err != nil {
 			return err
 		}
 		// Only maintainers and owners change the list: a member cannot
@@ -267,35 +182,11 @@ func (d *DB) SaveTeamServer(ctx context.Context, s *duet.TeamServer) error {
 	})
 }
 
-// FindTeamServers returns the team's dependency list as viewer sees it.
-func (d *DB) FindTeamServers(ctx context.Context, viewer, team string) ([]*duet.TeamServer, error) {
-	if err := memberOf(ctx, d.pool, team, viewer); err != nil {
-		return nil, err
-	}
-	rows, err := d.pool.Query(ctx, `SELECT team, name, url, server_key, description, tools, added_by, added_at
-		FROM team_servers WHERE team = $1 ORDER BY name`, team)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, func(r rowScanner) (*duet.TeamServer, error) {
-		var s duet.TeamServer
-		var tools string
-		if err := r.Scan(&s.Team, &s.Name, &s.URL, &s.ServerKey, &s.Description, &tools, &s.AddedBy, &s.AddedAt); err != nil {
-			return nil, err
-		}
-		s.AddedAt = utc(s.AddedAt)
-		if err := json.Unmarshal([]byte(tools), &s.Tools); err != nil {
-			return nil, fmt.Errorf("team server %s/%s: tools: %w", s.Team, s.Name, err)
-		}
-		return &s, nil
-	})
-}
-
 // DeleteTeamServer removes an entry of the dependency list; by must be a
 // maintainer or owner.
 func (d *DB) DeleteTeamServer(ctx context.Context, by, team, name string) error {
 	return d.tx(ctx, func(tx pgx.Tx) error {
-		if err := storerules.NeedRole(ctx, teamTx{tx}, team, by, duet.RoleMaintainer, "changing the MCP dependency list"); err != nil {
+		if err := storerules.NeedRole(ctx, d.teamTx(tx), team, by, duet.RoleMaintainer, "changing the MCP dependency list"); err != nil {
 			return err
 		}
 		tag, err := tx.Exec(ctx, `DELETE FROM team_servers WHERE team = $1 AND name = $2`, team, name)
@@ -354,16 +245,5 @@ func (d *DB) FindTaskTransfers(ctx context.Context, viewer, taskID string) ([]*d
 	if _, err := d.FindTaskByID(ctx, viewer, taskID); err != nil {
 		return nil, err
 	}
-	rows, err := d.pool.Query(ctx, `SELECT task_id, from_owner, to_owner, by_user, at FROM task_transfers WHERE task_id = $1 ORDER BY id`, taskID)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, func(r rowScanner) (*duet.TaskTransfer, error) {
-		var t duet.TaskTransfer
-		if err := r.Scan(&t.TaskID, &t.From, &t.To, &t.By, &t.At); err != nil {
-			return nil, err
-		}
-		t.At = utc(t.At)
-		return &t, nil
-	})
+	return all(ctx, d.pool, storerules.ScanTaskTransfer, `SELECT task_id, from_owner, to_owner, by_user, at FROM task_transfers WHERE task_id = $1 ORDER BY id`, taskID)
 }

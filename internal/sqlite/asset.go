@@ -3,8 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
-	"errors"
 	"strconv"
 	"time"
 
@@ -30,32 +28,6 @@ const assetVisible = `(a.owner = ?1 OR EXISTS (SELECT 1 FROM asset_shares s WHER
 const otherVisibleAssetIDs = `SELECT asset_id AS id FROM asset_shares WHERE user_id IN (?1, '*')
 	UNION SELECT asset_id FROM asset_shares WHERE user_id IN ` + teamsOf
 
-const assetColumns = `a.id, a.kind, a.name, a.owner, v.version, v.description, v.body, a.created_at, v.created_at`
-
-func scanAsset(r rowScanner) (*duet.Asset, error) {
-	var a duet.Asset
-	var created, updated int64
-	if err := r.Scan(&a.ID, &a.Kind, &a.Name, &a.Owner, &a.Version, &a.Description, &a.Body, &created, &updated); err != nil {
-		return nil, err
-	}
-	a.CreatedAt, a.UpdatedAt = fromMicros(created), fromMicros(updated)
-	return &a, nil
-}
-
-// loadAssetShares fills SharedWith and Visibility of the assets.
-func loadAssetShares(ctx context.Context, q querier, assets ...*duet.Asset) error {
-	if len(assets) == 0 {
-		return nil
-	}
-	byID, ids := storerules.AssetsByID(assets)
-	rows, err := q.QueryContext(ctx, `SELECT asset_id, user_id FROM asset_shares WHERE asset_id IN (`+placeholders(len(ids))+`) ORDER BY asset_id, user_id`, anys(ids)...)
-	if err != nil {
-		return mapErr(err)
-	}
-	defer rows.Close()
-	return mapErr(storerules.ReadAssetShares(rows, byID))
-}
-
 // SaveAsset creates the asset or a new version of it
 // (storerules.SaveAsset). Returns INVALID_ARGUMENT, TOO_LARGE.
 func (d *DB) SaveAsset(ctx context.Context, a *duet.Asset) (duet.ApplyAction, error) {
@@ -65,7 +37,7 @@ func (d *DB) SaveAsset(ctx context.Context, a *duet.Asset) (duet.ApplyAction, er
 	var action duet.ApplyAction
 	err := d.tx(ctx, func(tx *sql.Tx) error {
 		var err error
-		action, err = storerules.SaveAsset(ctx, assetTx{tx}, a, d.now())
+		action, err = storerules.SaveAsset(ctx, assetTx{storerules.AssetRows{E: d.engineOn(tx)}, tx}, a, d.now())
 		return err
 	})
 	if err != nil {
@@ -75,46 +47,9 @@ func (d *DB) SaveAsset(ctx context.Context, a *duet.Asset) (duet.ApplyAction, er
 }
 
 // assetTx is storerules.AssetTx on a SQLite transaction.
-type assetTx struct{ tx *sql.Tx }
-
-func (t assetTx) AssetShares(ctx context.Context, a *duet.Asset) error {
-	return loadAssetShares(ctx, t.tx, a)
-}
-
-// read reads the current version of the asset cond selects, without its
-// shares; nil if there is none.
-func (t assetTx) read(ctx context.Context, cond string, args ...any) (*duet.Asset, error) {
-	a, err := scanAsset(t.tx.QueryRowContext(ctx, `SELECT `+assetColumns+` FROM assets a JOIN asset_versions v ON v.asset_id = a.id AND v.version = a.version WHERE `+cond, args...))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	return a, mapErr(err)
-}
-
-func (t assetTx) AssetByName(ctx context.Context, owner string, kind duet.AssetKind, name string) (*duet.Asset, error) {
-	return t.read(ctx, `a.owner = ? AND a.kind = ? AND a.name = ?`, owner, kind, name)
-}
-
-func (t assetTx) AssetByID(ctx context.Context, id string) (*duet.Asset, error) {
-	return t.read(ctx, `a.id = ?`, id)
-}
-
-func (t assetTx) InsertAsset(ctx context.Context, a *duet.Asset, now time.Time) error {
-	if _, err := t.tx.ExecContext(ctx, `INSERT INTO assets (id, owner, kind, name, version, created_at, updated_at) VALUES (?, ?, ?, ?, 1, ?, ?)`,
-		a.ID, a.Owner, a.Kind, a.Name, micros(now), micros(now)); err != nil {
-		return mapErr(err)
-	}
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO asset_versions (asset_id, version, description, body, created_at) VALUES (?, 1, ?, ?, ?)`, a.ID, a.Description, a.Body, micros(now))
-	return mapErr(err)
-}
-
-func (t assetTx) InsertVersion(ctx context.Context, a *duet.Asset, now time.Time) error {
-	if _, err := t.tx.ExecContext(ctx, `INSERT INTO asset_versions (asset_id, version, description, body, created_at) VALUES (?, ?, ?, ?, ?)`,
-		a.ID, a.Version, a.Description, a.Body, micros(now)); err != nil {
-		return mapErr(err)
-	}
-	_, err := t.tx.ExecContext(ctx, `UPDATE assets SET version = ?, updated_at = ? WHERE id = ?`, a.Version, micros(now), a.ID)
-	return mapErr(err)
+type assetTx struct {
+	storerules.AssetRows
+	tx *sql.Tx
 }
 
 func (t assetTx) SetAssetShares(ctx context.Context, id string, users []string, now time.Time) error {
@@ -141,12 +76,12 @@ func (d *DB) FindAsset(ctx context.Context, viewer string, kind duet.AssetKind, 
 
 // assetShares reads the shares of assets.
 func (d *DB) assetShares(ctx context.Context, assets ...*duet.Asset) error {
-	return loadAssetShares(ctx, d.q, assets...)
+	return storerules.LoadAssetShares(ctx, d.Assets.E, assets...)
 }
 
 // assetCandidates is FindAsset's storerules.AssetCandidates.
 func (d *DB) assetCandidates(ctx context.Context, viewer string, kind duet.AssetKind, owner, name string, version int) ([]*duet.Asset, error) {
-	q := `SELECT ` + assetColumns + ` FROM assets a JOIN asset_versions v ON v.asset_id = a.id AND v.version = `
+	q := `SELECT ` + storerules.AssetColumns + ` FROM assets a JOIN asset_versions v ON v.asset_id = a.id AND v.version = `
 	args := []any{viewer, kind, name}
 	if version > 0 {
 		q += `?4`
@@ -161,7 +96,7 @@ func (d *DB) assetCandidates(ctx context.Context, viewer string, kind duet.Asset
 	}
 	// The viewer's own asset first, then the others by owner.
 	q += ` ORDER BY a.owner <> ?1, a.owner LIMIT 3`
-	return all(ctx, d.q, scanAsset, q, args...)
+	return all(ctx, d.q, storerules.ScanAsset, q, args...)
 }
 
 // FindAssets returns the latest versions of the assets matching f.
@@ -183,7 +118,7 @@ func (d *DB) assetList(ctx context.Context, f duet.AssetFilter) ([]*duet.Asset, 
 	}
 	args = append(args, storerules.ClampLimit(f.Limit, 200, 1000))
 	q := assetListQuery(cond, `?`+strconv.Itoa(len(args)))
-	return all(ctx, d.q, scanAsset, q, args...)
+	return all(ctx, d.q, storerules.ScanAsset, q, args...)
 }
 
 // assetListQuery returns the Asset Center's query for viewer ?1, the
@@ -193,75 +128,7 @@ func (d *DB) assetList(ctx context.Context, f duet.AssetFilter) ([]*duet.Asset, 
 // does not own: two disjoint sets, so UNION ALL; ordered by kind, owner,
 // name (columns 2, 4, 3).
 func assetListQuery(cond, limitParam string) string {
-	return `SELECT ` + assetColumns + ` FROM assets a JOIN asset_versions v ON v.asset_id = a.id AND v.version = a.version WHERE a.owner = ?1 AND ` + cond +
-		` UNION ALL SELECT ` + assetColumns + ` FROM (` + otherVisibleAssetIDs + `) AS w CROSS JOIN assets a ON a.id = w.id JOIN asset_versions v ON v.asset_id = a.id AND v.version = a.version WHERE a.owner <> ?1 AND ` + cond +
+	return `SELECT ` + storerules.AssetColumns + ` FROM assets a JOIN asset_versions v ON v.asset_id = a.id AND v.version = a.version WHERE a.owner = ?1 AND ` + cond +
+		` UNION ALL SELECT ` + storerules.AssetColumns + ` FROM (` + otherVisibleAssetIDs + `) AS w CROSS JOIN assets a ON a.id = w.id JOIN asset_versions v ON v.asset_id = a.id AND v.version = a.version WHERE a.owner <> ?1 AND ` + cond +
 		` ORDER BY 2, 4, 3 LIMIT ` + limitParam
-}
-
-// DeleteAsset removes owner's asset and its versions. Returns NOT_FOUND.
-func (d *DB) DeleteAsset(ctx context.Context, owner string, kind duet.AssetKind, name string) error {
-	res, err := d.q.ExecContext(ctx, `DELETE FROM assets WHERE owner = ? AND kind = ? AND name = ?`, owner, kind, name)
-	return changed(res, err, duet.Errorf(duet.CodeNotFound, "%s %q not found", kind, name))
-}
-
-// CreateGeneration stores a generation record. Returns INVALID_ARGUMENT.
-func (d *DB) CreateGeneration(ctx context.Context, g *duet.Generation) error {
-	if g.User == "" || g.TaskID == "" || g.Outcome == "" {
-		return duet.Errorf(duet.CodeInvalidArgument, "a generation record needs a user, a task and an outcome")
-	}
-	if g.ID == "" {
-		g.ID = duet.NewID("gen")
-	}
-	if g.CreatedAt.IsZero() {
-		g.CreatedAt = d.now()
-	}
-	assets, err := json.Marshal(storerules.NonNil(g.Assets))
-	if err != nil {
-		return err
-	}
-	_, err = d.q.ExecContext(ctx, `INSERT INTO generations (id, task_id, user_id, model, goal, assets, turns, tool_calls, repairs,
-		prompt_tokens, completion_tokens, total_tokens, attempts, outcome, error_message, duration_ms, case_id, case_version, trace_id, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		g.ID, g.TaskID, g.User, g.Model, g.Goal, string(assets), g.Turns, g.ToolCalls, g.Repairs,
-		g.PromptTokens, g.CompletionTokens, g.TotalTokens, g.Attempts, g.Outcome, g.ErrorMessage, g.DurationMs,
-		g.CaseID, g.CaseVersion, g.TraceID, micros(g.CreatedAt))
-	return mapErr(err)
-}
-
-// FindGenerations returns a user's generation records, newest first.
-func (d *DB) FindGenerations(ctx context.Context, f duet.GenerationFilter) ([]*duet.Generation, error) {
-	if f.User == "" {
-		return nil, duet.Errorf(duet.CodeInvalidArgument, "no user")
-	}
-	q := `SELECT id, task_id, user_id, model, goal, assets, turns, tool_calls, repairs, prompt_tokens, completion_tokens, total_tokens,
-		attempts, outcome, error_message, duration_ms, case_id, case_version, trace_id, created_at FROM generations WHERE user_id = ?`
-	args := []any{f.User}
-	if f.TaskID != "" {
-		q += ` AND task_id = ?`
-		args = append(args, f.TaskID)
-	}
-	q += ` ORDER BY id DESC LIMIT ?`
-	args = append(args, storerules.ClampLimit(f.Limit, 20, 200))
-	rows, err := d.q.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, func(r rowScanner) (*duet.Generation, error) {
-		var g duet.Generation
-		var assets string
-		var created int64
-		if err := r.Scan(&g.ID, &g.TaskID, &g.User, &g.Model, &g.Goal, &assets, &g.Turns, &g.ToolCalls, &g.Repairs,
-			&g.PromptTokens, &g.CompletionTokens, &g.TotalTokens, &g.Attempts, &g.Outcome, &g.ErrorMessage, &g.DurationMs,
-			&g.CaseID, &g.CaseVersion, &g.TraceID, &created); err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal([]byte(assets), &g.Assets); err != nil {
-			return nil, err
-		}
-		if len(g.Assets) == 0 {
-			g.Assets = nil
-		}
-		g.CreatedAt = fromMicros(created)
-		return &g, nil
-	})
 }

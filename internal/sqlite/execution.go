@@ -8,8 +8,8 @@ import (
 	"github.com/duet-test/duet/internal/storerules"
 )
 
-// execSummaryColumns are execColumns without the compiled steps and the
-// variables, which a summary page does not need (scanExecution reads them as
+// execSummaryColumns are storerules.ExecColumns without the compiled steps and the
+// variables, which a summary page does not need (storerules.ScanExecution reads them as
 // empty).
 const execSummaryColumns = `e.id, e.run_id, e.case_id, e.case_key, e.case_title, e.case_version, e.ordinal, e.timeout_ms, e.status, '[]', '{}',
 	e.error_code, e.error_message, e.started_at, e.finished_at, e.resume_from, e.row, e.retries, e.attempt`
@@ -30,9 +30,9 @@ func (d *DB) FindExecutionPage(ctx context.Context, f duet.ExecutionFilter) ([]*
 	limit := storerules.ClampLimit(f.Limit, 100, 1000)
 	cols := execSummaryColumns
 	if f.Results {
-		cols = execColumns
+		cols = storerules.ExecColumns
 	}
-	execs, err := all(ctx, d.q, scanExecution, `SELECT `+cols+` FROM executions e WHERE e.run_id = ? AND e.ordinal > ? ORDER BY e.ordinal LIMIT ?`, f.RunID, after, limit+1)
+	execs, err := all(ctx, d.q, storerules.ScanExecution, `SELECT `+cols+` FROM executions e WHERE e.run_id = ? AND e.ordinal > ? ORDER BY e.ordinal LIMIT ?`, f.RunID, after, limit+1)
 	if err != nil {
 		return nil, "", err
 	}

@@ -55,7 +55,7 @@ func mcpConflict(err error, s *duet.MCPServer) error {
 // INVALID_ARGUMENT.
 func (d *DB) CreateMCPServer(ctx context.Context, s *duet.MCPServer, cred *duet.Credential) error {
 	err := d.tx(ctx, func(tx *sql.Tx) error {
-		return storerules.CreateMCPServer(ctx, mcpServerTx{tx}, s, cred, d.now().Truncate(time.Microsecond))
+		return storerules.CreateMCPServer(ctx, storerules.MCPServerRows{E: d.engineOn(tx)}, s, cred, d.now().Truncate(time.Microsecond))
 	})
 	return mcpConflict(err, s)
 }
@@ -65,75 +65,9 @@ func (d *DB) CreateMCPServer(ctx context.Context, s *duet.MCPServer, cred *duet.
 // CONFLICT, INVALID_ARGUMENT.
 func (d *DB) ReplaceMCPServer(ctx context.Context, s *duet.MCPServer, cred *duet.Credential) error {
 	err := d.tx(ctx, func(tx *sql.Tx) error {
-		return storerules.ReplaceMCPServer(ctx, mcpServerTx{tx}, s, cred, d.now().Truncate(time.Microsecond))
+		return storerules.ReplaceMCPServer(ctx, storerules.MCPServerRows{E: d.engineOn(tx)}, s, cred, d.now().Truncate(time.Microsecond))
 	})
 	return mcpConflict(err, s)
-}
-
-// mcpServerTx is storerules.MCPServerTx on a SQLite transaction.
-type mcpServerTx struct{ tx *sql.Tx }
-
-func (t mcpServerTx) InsertCredential(ctx context.Context, c *duet.Credential) error {
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO mcp_credentials (ref, owner, server_key, ciphertext, updated_at, version) VALUES (?, ?, ?, ?, ?, 1)`,
-		c.Ref, c.Owner, c.ServerKey, c.Ciphertext, micros(c.UpdatedAt))
-	if err == nil {
-		c.Version = 1
-	}
-	return mapErr(err)
-}
-
-func (t mcpServerTx) InsertMCPServer(ctx context.Context, s *duet.MCPServer) error {
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO mcp_servers (id, owner, name, url, server_key, credential_ref, header_names, auth, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		s.ID, s.Owner, s.Name, s.URL, s.ServerKey, sql.NullString{String: s.CredentialRef, Valid: s.CredentialRef != ""},
-		storerules.HeaderNamesJSON(s.HeaderNames), s.Auth, micros(s.CreatedAt), micros(s.UpdatedAt))
-	return mapErr(err)
-}
-
-// LockMCPServer needs no lock: SQLite has one writer.
-func (t mcpServerTx) LockMCPServer(ctx context.Context, owner, id string) (string, time.Time, bool, error) {
-	var oldRef sql.NullString
-	var created int64
-	err := t.tx.QueryRowContext(ctx, `SELECT credential_ref, created_at FROM mcp_servers WHERE id = ? AND owner = ?`, id, owner).Scan(&oldRef, &created)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", time.Time{}, false, nil
-	}
-	return oldRef.String, fromMicros(created), err == nil, mapErr(err)
-}
-
-func (t mcpServerTx) ResetMCPServer(ctx context.Context, s *duet.MCPServer) error {
-	_, err := t.tx.ExecContext(ctx, `UPDATE mcp_servers SET name = ?, url = ?, server_key = ?, credential_ref = ?, header_names = ?, auth = ?,
-		transport = '', protocol_version = '', server_name = '', server_version = '', catalog_hash = '', tool_count = 0,
-		synced_at = NULL, updated_at = ? WHERE id = ?`,
-		s.Name, s.URL, s.ServerKey, sql.NullString{String: s.CredentialRef, Valid: s.CredentialRef != ""},
-		storerules.HeaderNamesJSON(s.HeaderNames), s.Auth, micros(s.UpdatedAt), s.ID)
-	return mapErr(err)
-}
-
-func (t mcpServerTx) DeleteMCPTools(ctx context.Context, serverID string) error {
-	_, err := t.tx.ExecContext(ctx, `DELETE FROM mcp_tools WHERE server_id = ?`, serverID)
-	return mapErr(err)
-}
-
-func (t mcpServerTx) DeleteCredential(ctx context.Context, ref string) error {
-	_, err := t.tx.ExecContext(ctx, `DELETE FROM mcp_credentials WHERE ref = ?`, ref)
-	return mapErr(err)
-}
-
-// FindMCPServer returns the owner's registration named ref, or with serverKey
-// ref. Returns NOT_FOUND.
-func (d *DB) FindMCPServer(ctx context.Context, owner, ref string) (*duet.MCPServer, error) {
-	s, err := storerules.ScanMCPServer(d.db.QueryRowContext(ctx, `SELECT `+storerules.MCPServerColumns+` FROM mcp_servers
-		WHERE owner = ? AND (name = ? OR server_key = ?) ORDER BY name = ? DESC LIMIT 1`, owner, ref, ref, ref))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, duet.Errorf(duet.CodeNotFound, "you have not registered an MCP server named %q", ref)
-	}
-	return s, mapErr(err)
-}
-
-// FindMCPServers lists the owner's registrations by name.
-func (d *DB) FindMCPServers(ctx context.Context, owner string) ([]*duet.MCPServer, error) {
-	return all(ctx, d.db, func(r rowScanner) (*duet.MCPServer, error) { return storerules.ScanMCPServer(r) }, `SELECT `+storerules.MCPServerColumns+` FROM mcp_servers WHERE owner = ? ORDER BY name`, owner)
 }
 
 // FindMCPServerTool returns the owner's registration of serverKey and the
@@ -213,32 +147,6 @@ func (d *DB) readMCPServerTool(ctx context.Context, owner, serverKey, tool strin
 		InputSchema: storerules.RawJSON(in.String), OutputSchema: storerules.RawJSON(out.String), Annotations: storerules.RawJSON(ann.String)}, nil
 }
 
-// DeleteMCPServer deletes the owner's registration, its credential and its
-// archived catalog. Returns NOT_FOUND.
-func (d *DB) DeleteMCPServer(ctx context.Context, owner, ref string) error {
-	return d.tx(ctx, func(tx *sql.Tx) error {
-		var id string
-		var cred sql.NullString
-		err := tx.QueryRowContext(ctx, `SELECT id, credential_ref FROM mcp_servers WHERE owner = ? AND (name = ? OR server_key = ?)
-			ORDER BY name = ? DESC LIMIT 1`, owner, ref, ref, ref).Scan(&id, &cred)
-		if errors.Is(err, sql.ErrNoRows) {
-			return duet.Errorf(duet.CodeNotFound, "you have not registered an MCP server named %q", ref)
-		}
-		if err != nil {
-			return mapErr(err)
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM mcp_servers WHERE id = ?`, id); err != nil {
-			return mapErr(err)
-		}
-		if cred.Valid {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM mcp_credentials WHERE ref = ?`, cred.String); err != nil {
-				return mapErr(err)
-			}
-		}
-		return nil
-	})
-}
-
 // SaveMCPCatalog replaces the archived catalog of registration id. Returns
 // NOT_FOUND.
 func (d *DB) SaveMCPCatalog(ctx context.Context, id string, cat *duet.MCPCatalog) error {
@@ -274,72 +182,6 @@ func (d *DB) SaveMCPCatalog(ctx context.Context, id string, cat *duet.MCPCatalog
 	})
 }
 
-// FindMCPTools returns the archived tools of registration id by name.
-func (d *DB) FindMCPTools(ctx context.Context, id string) ([]*duet.MCPTool, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT name, title, description, input_schema, output_schema, annotations
-		FROM mcp_tools WHERE server_id = ? ORDER BY name`, id)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return collect(rows, storerules.ScanMCPTool)
-}
-
-// FindCredential returns a credential. Returns NOT_FOUND.
-func (d *DB) FindCredential(ctx context.Context, ref string) (*duet.Credential, error) {
-	c, err := storerules.ScanCredential(d.db.QueryRowContext(ctx, `SELECT `+storerules.CredentialColumns+` FROM mcp_credentials WHERE ref = ?`, ref))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, storerules.NotFound("credential", ref)
-	}
-	return c, mapErr(err)
-}
-
-// FindCredentials returns every credential, by ref.
-func (d *DB) FindCredentials(ctx context.Context) ([]*duet.Credential, error) {
-	return all(ctx, d.db, storerules.ScanCredential, `SELECT `+storerules.CredentialColumns+` FROM mcp_credentials ORDER BY ref`)
-}
-
-// UpdateCredentials stores new ciphertexts in one transaction, each only if
-// its version is still the one read (compare-and-swap). Returns NOT_FOUND,
-// CONFLICT.
-func (d *DB) UpdateCredentials(ctx context.Context, creds []*duet.Credential) error {
-	now := d.now().Truncate(time.Microsecond)
-	err := d.tx(ctx, func(tx *sql.Tx) error {
-		for _, c := range creds {
-			res, err := tx.ExecContext(ctx, `UPDATE mcp_credentials SET ciphertext = ?, updated_at = ?, version = version + 1
-				WHERE ref = ? AND version = ?`, c.Ciphertext, micros(now), c.Ref, c.Version)
-			if err != nil {
-				return mapErr(err)
-			}
-			if n, _ := res.RowsAffected(); n == 0 {
-				return credentialMissed(ctx, tx, c.Ref)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	for _, c := range creds {
-		c.UpdatedAt = now
-		c.Version++
-	}
-	return nil
-}
-
-// credentialMissed says why a conditional write of credential ref changed
-// no row: NOT_FOUND, or CONFLICT when it exists (its version or lease
-// differed).
-func credentialMissed(ctx context.Context, tx *sql.Tx, ref string) error {
-	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM mcp_credentials WHERE ref = ?`, ref).Scan(&n); err != nil {
-		return mapErr(err)
-	}
-	if n == 0 {
-		return storerules.NotFound("credential", ref)
-	}
-	return duet.Errorf(duet.CodeConflict, "credential %s was changed by another writer", ref)
-}
-
 // LeaseCredential takes the renewal lease of credential ref for holder and
 // returns the credential. Returns NOT_FOUND, CONFLICT.
 func (d *DB) LeaseCredential(ctx context.Context, ref, holder string, ttl time.Duration) (*duet.Credential, error) {
@@ -356,7 +198,7 @@ func (d *DB) LeaseCredential(ctx context.Context, ref, holder string, ttl time.D
 			return mapErr(err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			if err := credentialMissed(ctx, tx, ref); duet.ErrorCode(err) != duet.CodeConflict {
+			if err := storerules.CredentialMissed(ctx, engineOf(tx), ref); duet.ErrorCode(err) != duet.CodeConflict {
 				return err
 			}
 			return duet.Errorf(duet.CodeConflict, "another process is renewing the token of credential %s", ref)

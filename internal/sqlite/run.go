@@ -12,48 +12,14 @@ import (
 	"github.com/duet-test/duet/internal/storerules"
 )
 
-const runColumns = `r.id, r.task_id, r.status, r.triggered_by, r.call_source, r.trace_id, r.device, r.error_code, r.error_message,
-	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt, r.lost, r.post_run, r.call_depth,
-	r.origin_commit, r.origin_branch, r.origin_pr, r.origin_pipeline, r.environment, r.hooks, r.trace`
+// runColumns and scanRun read a run (storerules.ScanRun).
+const runColumns = storerules.RunColumns
 
-func scanRun(r rowScanner) (*duet.Run, error) {
-	var run duet.Run
-	var o duet.RunOrigin
-	var created int64
-	var started, finished sql.NullInt64
-	var postRun, hooks string
-	if err := r.Scan(&run.ID, &run.TaskID, &run.Status, &run.TriggeredBy, &run.CallSource, &run.TraceID, &run.Device,
-		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, &created, &started, &finished, &run.Attempt, &run.Lost, &postRun, &run.CallDepth,
-		&o.Commit, &o.Branch, &o.PullRequest, &o.Pipeline, &run.Environment, &hooks, &run.Trace); err != nil {
-		return nil, err
-	}
-	run.CreatedAt = fromMicros(created)
-	run.StartedAt, run.FinishedAt = ptrTime(started), ptrTime(finished)
-	return &run, storerules.DecodeRun(&run, o, postRun, hooks)
-}
+func scanRun(r rowScanner) (*duet.Run, error) { return storerules.ScanRun(r) }
 
-// SaveRunHooks stores the results of the task's hooks in l's run (fenced).
-func (d *DB) SaveRunHooks(ctx context.Context, l duet.Lease, results []*duet.StepResult, vars map[string]any) error {
-	hooks, err := storerules.EncodeRunHooks(results, vars)
-	if err != nil {
-		return err
-	}
-	res, err := d.q.ExecContext(ctx, `UPDATE runs SET hooks = ? WHERE id = ? AND lease_owner = ? AND attempt = ? AND status = 'running'`, hooks, l.RunID, l.Worker, l.Token)
-	return changed(res, err, duet.LeaseLost(l))
-}
-
-// fillTotals counts the executions of each run by status.
+// fillTotals counts the executions of each run by status, on q.
 func fillTotals(ctx context.Context, q querier, runs ...*duet.Run) error {
-	if len(runs) == 0 {
-		return nil
-	}
-	byID, ids := storerules.RunsByID(runs)
-	rows, err := q.QueryContext(ctx, `SELECT run_id, status, count(*) FROM executions WHERE run_id IN (`+placeholders(len(ids))+`) GROUP BY run_id, status`, anys(ids)...)
-	if err != nil {
-		return mapErr(err)
-	}
-	defer rows.Close()
-	return mapErr(storerules.ReadTotals(rows, byID))
+	return storerules.FillTotals(ctx, engineOf(q), runs...)
 }
 
 // anys returns ss as arguments of a statement.
@@ -254,74 +220,15 @@ func (d *DB) findRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 	return runs, next, fillTotals(ctx, d.q, runs...)
 }
 
-const execColumns = `e.id, e.run_id, e.case_id, e.case_key, e.case_title, e.case_version, e.ordinal, e.timeout_ms, e.status, e.steps, e.vars,
-	e.error_code, e.error_message, e.started_at, e.finished_at, e.resume_from, e.row, e.retries, e.attempt`
-
-func scanExecution(r rowScanner) (*duet.Execution, error) {
-	var e duet.Execution
-	var steps, vars, row string
-	var started, finished sql.NullInt64
-	if err := r.Scan(&e.ID, &e.RunID, &e.CaseID, &e.CaseKey, &e.CaseTitle, &e.CaseVersion, &e.Ordinal, &e.TimeoutMs, &e.Status, &steps, &vars,
-		&e.ErrorCode, &e.ErrorMessage, &started, &finished, &e.ResumeFrom, &row, &e.Retries, &e.Attempt); err != nil {
-		return nil, err
-	}
-	e.StartedAt, e.FinishedAt = ptrTime(started), ptrTime(finished)
-	return &e, storerules.DecodeExecution(&e, steps, vars, row)
-}
-
-// loadResults fills Results and Attempts of the executions.
+// loadResults fills Results and Attempts of the executions, on q.
 func loadResults(ctx context.Context, q querier, execs ...*duet.Execution) error {
-	if len(execs) == 0 {
-		return nil
-	}
-	byID, ids := storerules.ExecutionsByID(execs)
-	for _, r := range []struct {
-		sql string
-		add func(*duet.Execution, string) error
-	}{
-		{`SELECT execution_id, data FROM step_results WHERE execution_id IN (` + placeholders(len(ids)) + `) ORDER BY execution_id, idx`, storerules.AddResult},
-		// The earlier attempts of executions that were retried.
-		{`SELECT execution_id, data FROM execution_attempts WHERE execution_id IN (` + placeholders(len(ids)) + `) ORDER BY execution_id, attempt`, storerules.AddAttempt},
-	} {
-		rows, err := q.QueryContext(ctx, r.sql, anys(ids)...)
-		if err != nil {
-			return mapErr(err)
-		}
-		err = storerules.ReadInto(rows, byID, r.add)
-		rows.Close()
-		if err != nil {
-			return mapErr(err)
-		}
-	}
-	return nil
-}
-
-// FindExecutions returns the executions of a run in order, with results.
-func (d *DB) FindExecutions(ctx context.Context, runID string) ([]*duet.Execution, error) {
-	rows, err := d.q.QueryContext(ctx, `SELECT `+execColumns+` FROM executions e WHERE e.run_id = ? ORDER BY e.ordinal`, runID)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	defer rows.Close()
-	execs := []*duet.Execution{}
-	for rows.Next() {
-		e, err := scanExecution(rows)
-		if err != nil {
-			return nil, mapErr(err)
-		}
-		execs = append(execs, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, mapErr(err)
-	}
-	rows.Close()
-	return execs, loadResults(ctx, d.q, execs...)
+	return storerules.LoadResults(ctx, engineOf(q), execs...)
 }
 
 // FindExecutionByID returns an execution if viewer may see its task ("" = any).
 func (d *DB) FindExecutionByID(ctx context.Context, viewer, id string) (*duet.Execution, error) {
-	q := `SELECT ` + execColumns + ` FROM executions e JOIN runs r ON r.id = e.run_id JOIN tasks t ON t.id = r.task_id WHERE e.id = ?2` + visibility(viewer)
-	e, err := scanExecution(d.q.QueryRowContext(ctx, q, viewer, id))
+	q := `SELECT ` + storerules.ExecColumns + ` FROM executions e JOIN runs r ON r.id = e.run_id JOIN tasks t ON t.id = r.task_id WHERE e.id = ?2` + visibility(viewer)
+	e, err := storerules.ScanExecution(d.q.QueryRowContext(ctx, q, viewer, id))
 	if err != nil {
 		return nil, found(err, "execution", id)
 	}
@@ -450,11 +357,7 @@ func (d *DB) SuspendExecution(ctx context.Context, l duet.Lease, executionID str
 // SaveStepResult stores one step result and the execution's variables
 // (fenced).
 func (d *DB) SaveStepResult(ctx context.Context, l duet.Lease, executionID string, r *duet.StepResult, vars map[string]any) error {
-	data, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	varsJSON, err := storerules.MarshalVars(vars)
+	data, varsJSON, err := storerules.EncodeStepResult(r, vars)
 	if err != nil {
 		return err
 	}
@@ -463,7 +366,7 @@ func (d *DB) SaveStepResult(ctx context.Context, l duet.Lease, executionID strin
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO step_results (execution_id, idx, data) VALUES (?, ?, ?)
-			ON CONFLICT (execution_id, idx) DO UPDATE SET data = excluded.data`, executionID, r.Index, string(data)); err != nil {
+			ON CONFLICT (execution_id, idx) DO UPDATE SET data = excluded.data`, executionID, r.Index, data); err != nil {
 			return mapErr(err)
 		}
 		_, err := tx.ExecContext(ctx, `UPDATE executions SET vars = ? WHERE id = ?`, varsJSON, executionID)
@@ -489,7 +392,7 @@ func (d *DB) RetryExecution(ctx context.Context, l duet.Lease, e *duet.Execution
 	var attempts []*duet.ExecutionAttempt
 	err := d.tx(ctx, func(tx *sql.Tx) error {
 		var err error
-		attempts, err = storerules.RetryExecution(ctx, runTx{tx}, l, e)
+		attempts, err = storerules.RetryExecution(ctx, d.runTx(tx), l, e)
 		return err
 	})
 	if err != nil {
@@ -520,7 +423,7 @@ const incompleteSQL = `SELECT e.case_title, e.status, e.res, e.n FROM (
 // (fenced; a verdict only over every result; storerules.FinishRun).
 func (d *DB) FinishRun(ctx context.Context, l duet.Lease, r *duet.Run) error {
 	return d.tx(ctx, func(tx *sql.Tx) error {
-		return storerules.FinishRun(ctx, runTx{tx}, l, r, d.now())
+		return storerules.FinishRun(ctx, d.runTx(tx), l, r, d.now())
 	})
 }
 
@@ -530,60 +433,34 @@ func (d *DB) RequestCancel(ctx context.Context, viewer, runID string) (*duet.Run
 	var run *duet.Run
 	err := d.tx(ctx, func(tx *sql.Tx) error {
 		var err error
-		run, err = storerules.RequestCancel(ctx, runTx{tx}, viewer, runID, d.now())
+		run, err = storerules.RequestCancel(ctx, d.runTx(tx), viewer, runID, d.now())
 		return err
 	})
 	return run, err
 }
 
 // runTx is storerules.FinishTx and CancelTx on a SQLite transaction.
-type runTx struct{ tx *sql.Tx }
+type runTx struct {
+	storerules.RunRows
+	tx *sql.Tx
+}
+
+// runTx is storerules.FinishTx, CancelTx and RetryTx on tx.
+func (d *DB) runTx(tx *sql.Tx) runTx { return runTx{storerules.RunRows{E: d.engineOn(tx)}, tx} }
 
 func (t runTx) HeldExecution(ctx context.Context, l duet.Lease, id string) (*duet.Execution, error) {
 	if err := held(ctx, t.tx, l, id); err != nil {
 		return nil, err
 	}
-	x, err := scanExecution(t.tx.QueryRowContext(ctx, `SELECT `+execColumns+` FROM executions e WHERE e.id = ?`, id))
+	x, err := storerules.ScanExecution(t.tx.QueryRowContext(ctx, `SELECT `+storerules.ExecColumns+` FROM executions e WHERE e.id = ?`, id))
 	if err != nil {
 		return nil, mapErr(err)
 	}
 	return x, loadResults(ctx, t.tx, x)
 }
 
-func (t runTx) AddAttempt(ctx context.Context, executionID string, attempt int, data string) error {
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO execution_attempts (execution_id, attempt, data) VALUES (?, ?, ?)`, executionID, attempt, data)
-	return mapErr(err)
-}
-
-func (t runTx) Restart(ctx context.Context, executionID string, attempt int) error {
-	if _, err := t.tx.ExecContext(ctx, `DELETE FROM step_results WHERE execution_id = ?`, executionID); err != nil {
-		return mapErr(err)
-	}
-	_, err := t.tx.ExecContext(ctx, `UPDATE executions SET status = ?, attempt = ?, error_code = '', error_message = '', vars = '{}', finished_at = NULL, resume_from = 0 WHERE id = ?`,
-		duet.StatusRunning, attempt, executionID)
-	return mapErr(err)
-}
-
-func (t runTx) HeldRun(ctx context.Context, l duet.Lease) error {
-	var one int
-	err := t.tx.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE id = ? AND lease_owner = ? AND attempt = ? AND status = 'running'`, l.RunID, l.Worker, l.Token).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return duet.LeaseLost(l)
-	}
-	return mapErr(err)
-}
-
 func (t runTx) Incomplete(ctx context.Context, runID string) (title string, status duet.RunStatus, res, n int, ok bool, err error) {
-	err = t.tx.QueryRowContext(ctx, incompleteSQL, runID).Scan(&title, &status, &res, &n)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", "", 0, 0, false, nil
-	}
-	return title, status, res, n, err == nil, mapErr(err)
-}
-
-func (t runTx) EndExecutions(ctx context.Context, runID string, status duet.RunStatus) error {
-	_, err := t.tx.ExecContext(ctx, `UPDATE executions SET status = ? WHERE run_id = ? AND status IN ('pending', 'running')`, status, runID)
-	return mapErr(err)
+	return storerules.FindIncomplete(ctx, t.E, incompleteSQL, runID)
 }
 
 func (t runTx) EndRun(ctx context.Context, runID string, r *duet.Run, postRun string) error {
@@ -591,8 +468,6 @@ func (t runTx) EndRun(ctx context.Context, runID string, r *duet.Run, postRun st
 		r.Status, r.ErrorCode, r.ErrorMessage, nullMicros(r.FinishedAt), postRun, runID)
 	return mapErr(err)
 }
-
-func (t runTx) Totals(ctx context.Context, r *duet.Run) error { return fillTotals(ctx, t.tx, r) }
 
 func (t runTx) RunFinished(ctx context.Context, runID string, status duet.RunStatus, flaky int, now time.Time) error {
 	return enqueueRunFinished(ctx, t.tx, runID, status, flaky, now)
@@ -605,12 +480,6 @@ func (t runTx) VisibleRun(ctx context.Context, viewer, runID string) (*duet.Run,
 		return nil, storerules.NotFound("run", runID)
 	}
 	return run, mapErr(err)
-}
-
-func (t runTx) CancelRun(ctx context.Context, run *duet.Run) error {
-	_, err := t.tx.ExecContext(ctx, `UPDATE runs SET cancel_requested = 1, status = ?, finished_at = ?, error_code = ?, error_message = ? WHERE id = ?`,
-		run.Status, nullMicros(run.FinishedAt), run.ErrorCode, run.ErrorMessage, run.ID)
-	return mapErr(err)
 }
 
 // DeleteExpiredIdempotency removes expired idempotency records.

@@ -3,91 +3,21 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/storerules"
 )
 
-const scheduleColumns = `s.id, s.task_id, s.owner, s.token_id, s.name, s.source, s.cron, s.time_zone, s.every_ms, s.missed, s.overlap,
-	s.paused, s.paused_reason, s.next_fire_at, s.last_fire_at, s.last_run_id, s.last_error, s.created_at, s.updated_at, s.tags`
-
-func scanSchedule(row rowScanner) (*duet.Schedule, error) {
-	var s duet.Schedule
-	var every, next, created, updated int64
-	var last sql.NullInt64
-	var tags string
-	if err := row.Scan(&s.ID, &s.TaskID, &s.Owner, &s.TokenID, &s.Name, &s.Source, &s.Cron, &s.TimeZone, &every, &s.Missed, &s.Overlap,
-		&s.Paused, &s.PausedReason, &next, &last, &s.LastRunID, &s.LastError, &created, &updated, &tags); err != nil {
-		return nil, err
-	}
-	if tags != "" {
-		if err := json.Unmarshal([]byte(tags), &s.Tags); err != nil {
-			return nil, fmt.Errorf("schedule %s: decoding its tags: %w", s.ID, err)
-		}
-	}
-	s.Every = time.Duration(every) * time.Millisecond
-	s.NextFireAt, s.LastFireAt, s.CreatedAt, s.UpdatedAt = fromMicros(next), ptrTime(last), fromMicros(created), fromMicros(updated)
-	return &s, nil
-}
-
-func insertSchedule(ctx context.Context, q querier, s *duet.Schedule, now time.Time) error {
-	s.ID, s.CreatedAt, s.UpdatedAt = duet.NewID("sched"), now, now
-	_, err := q.ExecContext(ctx, `INSERT INTO schedules (id, task_id, owner, token_id, name, source, cron, time_zone, every_ms, missed, overlap, paused, paused_reason, next_fire_at, created_at, updated_at, tags)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		s.ID, s.TaskID, s.Owner, s.TokenID, s.Name, s.Source, s.Cron, s.TimeZone, s.Every.Milliseconds(), s.Missed, s.Overlap, s.Paused, s.PausedReason,
-		micros(s.NextFireAt), micros(now), micros(now), storerules.EncodeTags(s.Tags))
-	if duet.ErrorCode(mapErr(err)) == duet.CodeConflict {
-		return duet.Errorf(duet.CodeConflict, "%s already has a schedule named %q on this task", s.Owner, s.Name)
-	}
-	return mapErr(err)
-}
-
-// CreateSchedule stores a schedule of a task its owner can see.
-func (d *DB) CreateSchedule(ctx context.Context, s *duet.Schedule) error {
-	if err := storerules.ValidSchedule(s); err != nil {
-		return err
-	}
-	return d.tx(ctx, func(tx *sql.Tx) error {
-		var one int
-		err := tx.QueryRowContext(ctx, `SELECT 1 FROM tasks t WHERE t.id = ?2 AND `+visibleTo, s.Owner, s.TaskID).Scan(&one)
-		if err != nil {
-			return found(err, "task", s.TaskID)
-		}
-		return insertSchedule(ctx, tx, s, d.now())
-	})
-}
-
 // FindScheduleByID returns a schedule of a task viewer may see.
 func (d *DB) FindScheduleByID(ctx context.Context, viewer, id string) (*duet.Schedule, error) {
-	q := `SELECT ` + scheduleColumns + ` FROM schedules s JOIN tasks t ON t.id = s.task_id WHERE s.id = ?2` + visibility(viewer)
-	s, err := scanSchedule(d.q.QueryRowContext(ctx, q, viewer, id))
+	q := `SELECT ` + storerules.ScheduleColumns + ` FROM schedules s JOIN tasks t ON t.id = s.task_id WHERE s.id = ?2` + visibility(viewer)
+	s, err := storerules.ScanSchedule(d.q.QueryRowContext(ctx, q, viewer, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, storerules.NotFound("schedule", id)
 	}
 	return s, mapErr(err)
-}
-
-// FindSchedules lists the schedules of the tasks the viewer may see.
-func (d *DB) FindSchedules(ctx context.Context, f duet.ScheduleFilter) ([]*duet.Schedule, error) {
-	if f.Viewer == "" {
-		return nil, duet.Errorf(duet.CodeInvalidArgument, "a viewer is required")
-	}
-	q := `SELECT ` + scheduleColumns + ` FROM schedules s JOIN tasks t ON t.id = s.task_id WHERE ` + visibleTo
-	args := []any{f.Viewer}
-	if f.TaskID != "" {
-		args = append(args, f.TaskID)
-		q += ` AND s.task_id = ?2`
-	}
-	if f.Owner != "" {
-		args = append(args, f.Owner)
-		q += ` AND s.owner = ?` + strconv.Itoa(len(args))
-	}
-	return all(ctx, d.q, scanSchedule, q+` ORDER BY t.name, s.task_id, s.name, s.owner`, args...)
 }
 
 // DueSchedules lists the unpaused schedules due at now.
@@ -95,11 +25,11 @@ func (d *DB) DueSchedules(ctx context.Context, now time.Time, limit int) ([]*due
 	if limit <= 0 {
 		limit = 100
 	}
-	rows, err := d.q.QueryContext(ctx, `SELECT `+scheduleColumns+` FROM schedules s WHERE s.paused = 0 AND s.next_fire_at <= ? ORDER BY s.next_fire_at, s.id LIMIT ?`, micros(now), limit)
+	rows, err := d.q.QueryContext(ctx, `SELECT `+storerules.ScheduleColumns+` FROM schedules s WHERE s.paused = 0 AND s.next_fire_at <= ? ORDER BY s.next_fire_at, s.id LIMIT ?`, micros(now), limit)
 	if err != nil {
 		return nil, time.Time{}, mapErr(err)
 	}
-	due, err := collect(rows, scanSchedule)
+	due, err := collect(rows, storerules.ScanSchedule)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
@@ -116,9 +46,14 @@ func (d *DB) DueSchedules(ctx context.Context, now time.Time, limit int) ([]*due
 // mayManage is the condition that ?1 owns the schedule s or its task t.
 const mayManage = `(s.owner = ?1 OR t.owner = ?1 OR t.owner IN ` + teamsOf + `)`
 
-func (d *DB) manage(ctx context.Context, tx *sql.Tx, by, id string) (*duet.Schedule, error) {
+// managing is storerules.ManagedSchedule in tx.
+func managing(tx *sql.Tx) storerules.ManagedSchedule {
+	return func(ctx context.Context, by, id string) (*duet.Schedule, error) { return manage(ctx, tx, by, id) }
+}
+
+func manage(ctx context.Context, tx *sql.Tx, by, id string) (*duet.Schedule, error) {
 	var may bool
-	s, err := scanSchedule(tx.QueryRowContext(ctx, `SELECT `+scheduleColumns+` FROM schedules s JOIN tasks t ON t.id = s.task_id WHERE s.id = ?2 AND `+visibleTo, by, id))
+	s, err := storerules.ScanSchedule(tx.QueryRowContext(ctx, `SELECT `+storerules.ScheduleColumns+` FROM schedules s JOIN tasks t ON t.id = s.task_id WHERE s.id = ?2 AND `+visibleTo, by, id))
 	if err != nil {
 		return nil, found(err, "schedule", id)
 	}
@@ -135,21 +70,9 @@ func (d *DB) manage(ctx context.Context, tx *sql.Tx, by, id string) (*duet.Sched
 func (d *DB) SetSchedulePaused(ctx context.Context, by, id string, paused bool, reason string, next time.Time) (*duet.Schedule, error) {
 	var out *duet.Schedule
 	err := d.tx(ctx, func(tx *sql.Tx) error {
-		s, err := d.manage(ctx, tx, by, id)
-		if err != nil {
-			return err
-		}
-		now := d.now()
-		s.Paused, s.PausedReason, s.UpdatedAt = paused, reason, now
-		if !paused {
-			s.PausedReason, s.NextFireAt, s.LastError = "", next, ""
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE schedules SET paused = ?, paused_reason = ?, next_fire_at = ?, last_error = ?, updated_at = ? WHERE id = ?`,
-			s.Paused, s.PausedReason, micros(s.NextFireAt), s.LastError, micros(now), id); err != nil {
-			return mapErr(err)
-		}
-		out = s
-		return nil
+		var err error
+		out, err = storerules.SetSchedulePaused(ctx, d.engineOn(tx), managing(tx), by, id, paused, reason, next)
+		return err
 	})
 	return out, err
 }
@@ -210,14 +133,6 @@ func claimSlot(ctx context.Context, tx *sql.Tx, f *duet.ScheduleFire, runID stri
 // DeleteSchedule removes a schedule made by hand.
 func (d *DB) DeleteSchedule(ctx context.Context, by, id string) error {
 	return d.tx(ctx, func(tx *sql.Tx) error {
-		s, err := d.manage(ctx, tx, by, id)
-		if err != nil {
-			return err
-		}
-		if s.Source == duet.ScheduleFromSuite {
-			return duet.Errorf(duet.CodeInvalidArgument, "schedule %q is declared in the task's suite: remove it from the suite and apply it, or pause it", s.Name)
-		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM schedules WHERE id = ?`, id)
-		return mapErr(err)
+		return storerules.DeleteSchedule(ctx, d.engineOn(tx), managing(tx), by, id)
 	})
 }

@@ -377,16 +377,9 @@ func (d *DB) FindLLMUsage(ctx context.Context, userID, day string) (duet.LLMUsag
 // single statements through the statement cache, row-returning writes in a
 // transaction (tx).
 func (d *DB) rules() {
-	e := storerules.Engine{Read: d.readRow, Write: d.writeRow, Stored: stored, Now: func() time.Time { return d.now() }}
-	e.Exec = func(ctx context.Context, q string, args ...any) (int64, error) {
-		res, err := d.q.ExecContext(ctx, q, args...)
-		if err != nil {
-			return 0, mapErr(err)
-		}
-		n, _ := res.RowsAffected()
-		return n, nil
-	}
-	e.Query = d.each
+	e := d.engineOn(d.q)
+	e.Write = d.writeRow
+	e.Tx = storerules.InTx(d.tx, func(tx *sql.Tx) storerules.Engine { return d.engineOn(tx) })
 	d.Stores = storerules.NewStores(e)
 }
 
@@ -394,8 +387,36 @@ func (d *DB) rules() {
 // NOT_FOUND.
 func found(err error, kind, id string) error { return storerules.Found(err, kind, id, mapErr) }
 
-// each is a storerules.Engine's Query.
-func (d *DB) each(ctx context.Context, each func(storerules.Row) error, q string, args ...any) error {
-	_, err := all(ctx, d.q, func(r rowScanner) (struct{}, error) { return struct{}{}, each(r) }, q, args...)
-	return err
+// engineOn is a storerules.Engine whose statements run on q: the
+// statement cache, or a transaction.
+func (d *DB) engineOn(q querier) storerules.Engine {
+	e := engineOf(q)
+	e.Now = func() time.Time { return d.now() }
+	return e
+}
+
+// inList is a storerules.Engine's In: a parameter for each id.
+func inList(col string, ids []string) (string, []any) {
+	return col + ` IN (` + placeholders(len(ids)) + `)`, anys(ids)
+}
+
+// engineOf is engineOn without a clock, for what is given the time.
+func engineOf(q querier) storerules.Engine {
+	row := func(ctx context.Context, dest []any, query string, args ...any) error {
+		return mapErr(q.QueryRowContext(ctx, query, args...).Scan(dest...))
+	}
+	e := storerules.Engine{Read: row, Write: row, Stored: stored, In: inList, VisibleTo: visibleTo}
+	e.Exec = func(ctx context.Context, query string, args ...any) (int64, error) {
+		res, err := q.ExecContext(ctx, query, args...)
+		if err != nil {
+			return 0, mapErr(err)
+		}
+		n, _ := res.RowsAffected()
+		return n, nil
+	}
+	e.Query = func(ctx context.Context, each func(storerules.Row) error, query string, args ...any) error {
+		_, err := all(ctx, q, func(r rowScanner) (struct{}, error) { return struct{}{}, each(r) }, query, args...)
+		return err
+	}
+	return e
 }

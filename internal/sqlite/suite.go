@@ -83,11 +83,11 @@ func (t suiteTx) ArchiveCase(ctx context.Context, id string, now time.Time) erro
 }
 
 func (t suiteTx) SuiteSchedules(ctx context.Context, owner, taskID string) ([]*duet.Schedule, error) {
-	return all(ctx, t.tx, scanSchedule, `SELECT `+scheduleColumns+` FROM schedules s WHERE s.task_id = ? AND s.owner = ? AND s.source = ?`, taskID, owner, duet.ScheduleFromSuite)
+	return all(ctx, t.tx, storerules.ScanSchedule, `SELECT `+storerules.ScheduleColumns+` FROM schedules s WHERE s.task_id = ? AND s.owner = ? AND s.source = ?`, taskID, owner, duet.ScheduleFromSuite)
 }
 
 func (t suiteTx) InsertSchedule(ctx context.Context, s *duet.Schedule, now time.Time) error {
-	return insertSchedule(ctx, t.tx, s, now)
+	return storerules.InsertSchedule(ctx, engineOf(t.tx), s, now)
 }
 
 func (t suiteTx) SetScheduleTags(ctx context.Context, id, tags string, now time.Time) error {

@@ -3,31 +3,11 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"time"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/storerules"
 )
-
-// teamRole returns user's role in team, failing with NOT_FOUND unless user
-// is a member: a team one is not in looks like one that does not exist.
-func teamRole(ctx context.Context, q querier, team, user string) (duet.TeamRole, error) {
-	var role duet.TeamRole
-	err := q.QueryRowContext(ctx, `SELECT role FROM team_members WHERE team = ? AND user_id = ?`, team, user).Scan(&role)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", storerules.NotFound("team", team)
-	}
-	return role, mapErr(err)
-}
-
-// memberOf fails with NOT_FOUND unless user is a member of team.
-func memberOf(ctx context.Context, q querier, team, user string) error {
-	_, err := teamRole(ctx, q, team, user)
-	return err
-}
 
 // shareTeamID returns the id of the team a share principal names (nil for
 // a user or everyone): a share is bound to the team that exists when it is
@@ -69,26 +49,6 @@ func (d *DB) CreateTeam(ctx context.Context, creator, name string) (*duet.Team, 
 		CreatedAt: fromMicros(micros(now))}, nil
 }
 
-// FindTeam returns a team viewer is a member of.
-func (d *DB) FindTeam(ctx context.Context, viewer, name string) (*duet.Team, error) {
-	if err := memberOf(ctx, d.q, name, viewer); err != nil {
-		return nil, err
-	}
-	teams, err := d.findTeams(ctx, `t.name = ?`, name)
-	if err != nil {
-		return nil, err
-	}
-	if len(teams) == 0 {
-		return nil, storerules.NotFound("team", name)
-	}
-	return teams[0], nil
-}
-
-// FindTeams returns the teams user is a member of.
-func (d *DB) FindTeams(ctx context.Context, user string) ([]*duet.Team, error) {
-	return d.findTeams(ctx, `t.name IN (SELECT team FROM team_members WHERE user_id = ?)`, user)
-}
-
 // TeamIDs returns the ids of the named teams that exist.
 func (d *DB) TeamIDs(ctx context.Context, names []string) (map[string]string, error) {
 	out := map[string]string{}
@@ -106,42 +66,17 @@ func (d *DB) TeamIDs(ctx context.Context, names []string) (map[string]string, er
 	return out, nil
 }
 
-func (d *DB) findTeams(ctx context.Context, cond string, arg any) ([]*duet.Team, error) {
-	rows, err := d.q.QueryContext(ctx, `SELECT t.id, t.name, t.created_by, t.created_at, m.user_id, m.role FROM teams t
-		JOIN team_members m ON m.team = t.name WHERE `+cond+` ORDER BY t.name, m.user_id`, arg)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	defer rows.Close()
-	var out []*duet.Team
-	for rows.Next() {
-		var id, name, by, member string
-		var role duet.TeamRole
-		var created int64
-		if err := rows.Scan(&id, &name, &by, &created, &member, &role); err != nil {
-			return nil, mapErr(err)
-		}
-		if len(out) == 0 || out[len(out)-1].Name != name {
-			out = append(out, &duet.Team{ID: id, Name: name, CreatedBy: by, CreatedAt: fromMicros(created), Roles: map[string]duet.TeamRole{}})
-		}
-		t := out[len(out)-1]
-		t.Members = append(t.Members, member)
-		t.Roles[member] = role
-	}
-	return out, mapErr(rows.Err())
-}
-
 // AddTeamMember adds user to team as a member; by must be a member.
 func (d *DB) AddTeamMember(ctx context.Context, by, team, user string) error {
 	return d.tx(ctx, func(tx *sql.Tx) error {
-		return storerules.AddTeamMember(ctx, teamTx{tx}, by, team, user, d.now())
+		return storerules.AddTeamMember(ctx, d.teamTx(tx), by, team, user, d.now())
 	})
 }
 
 // RemoveTeamMember removes user from team (storerules.RemoveTeamMember).
 func (d *DB) RemoveTeamMember(ctx context.Context, by, team, user string) error {
 	return d.tx(ctx, func(tx *sql.Tx) error {
-		return storerules.RemoveTeamMember(ctx, teamTx{tx}, by, team, user)
+		return storerules.RemoveTeamMember(ctx, d.teamTx(tx), by, team, user)
 	})
 }
 
@@ -151,46 +86,24 @@ func (d *DB) SetTeamRole(ctx context.Context, by, team, user string, role duet.T
 		return err
 	}
 	return d.tx(ctx, func(tx *sql.Tx) error {
-		return storerules.SetTeamRole(ctx, teamTx{tx}, by, team, user, role)
+		return storerules.SetTeamRole(ctx, d.teamTx(tx), by, team, user, role)
 	})
 }
 
-// teamTx is storerules.TeamTx on a SQLite transaction.
-type teamTx struct{ tx *sql.Tx }
+// teamTx is storerules.TeamTx on a SQLite transaction: a single writer,
+// it has no team to lock.
+type teamTx struct{ storerules.TeamMembers }
+
+// teamTx is storerules.TeamTx on tx.
+func (d *DB) teamTx(tx *sql.Tx) teamTx { return teamTx{storerules.TeamMembers{E: d.engineOn(tx)}} }
 
 func (t teamTx) LockTeam(ctx context.Context, team string) error { return nil }
-
-func (t teamTx) Role(ctx context.Context, team, user string) (duet.TeamRole, error) {
-	return teamRole(ctx, t.tx, team, user)
-}
-
-func (t teamTx) OtherOwners(ctx context.Context, team, user string) (int, error) {
-	var n int
-	err := t.tx.QueryRowContext(ctx, `SELECT count(*) FROM team_members WHERE team = ? AND role = ? AND user_id <> ?`, team, duet.RoleOwner, user).Scan(&n)
-	return n, mapErr(err)
-}
-
-func (t teamTx) AddMember(ctx context.Context, team, user string, role duet.TeamRole, by string, now time.Time) error {
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO team_members (team, user_id, role, added_by, added_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-		team, user, role, by, micros(now))
-	return mapErr(err)
-}
-
-func (t teamTx) DeleteMember(ctx context.Context, team, user string) error {
-	_, err := t.tx.ExecContext(ctx, `DELETE FROM team_members WHERE team = ? AND user_id = ?`, team, user)
-	return mapErr(err)
-}
-
-func (t teamTx) SetRole(ctx context.Context, team, user string, role duet.TeamRole) error {
-	_, err := t.tx.ExecContext(ctx, `UPDATE team_members SET role = ? WHERE team = ? AND user_id = ?`, role, team, user)
-	return mapErr(err)
-}
 
 // DeleteTeam deletes team, its members, dependency list and shares; by
 // must be an owner and the team must own no task.
 func (d *DB) DeleteTeam(ctx context.Context, by, team string) error {
 	return d.tx(ctx, func(tx *sql.Tx) error {
-		if err := storerules.NeedRole(ctx, teamTx{tx}, team, by, duet.RoleOwner, "deleting the team"); err != nil {
+		if err := storerules.NeedRole(ctx, d.teamTx(tx), team, by, duet.RoleOwner, "deleting the team"); err != nil {
 			return err
 		}
 		var owned int
@@ -215,7 +128,7 @@ func (d *DB) SaveTeamServer(ctx context.Context, s *duet.TeamServer) error {
 	}
 	s.AddedAt = fromMicros(micros(d.now()))
 	return d.tx(ctx, func(tx *sql.Tx) error {
-		if err := storerules.NeedRole(ctx, teamTx{tx}, s.Team, s.AddedBy, duet.RoleMaintainer, "changing the MCP dependency list"); err != nil {
+		if err := storerules.NeedRole(ctx, d.teamTx(tx), s.Team, s.AddedBy, duet.RoleMaintainer, "changing the MCP dependency list"); err != nil {
 			return err
 		}
 		// Only maintainers and owners change the list: a member cannot
@@ -229,39 +142,11 @@ func (d *DB) SaveTeamServer(ctx context.Context, s *duet.TeamServer) error {
 	})
 }
 
-// FindTeamServers returns the team's dependency list as viewer sees it.
-func (d *DB) FindTeamServers(ctx context.Context, viewer, team string) ([]*duet.TeamServer, error) {
-	if err := memberOf(ctx, d.q, team, viewer); err != nil {
-		return nil, err
-	}
-	rows, err := d.q.QueryContext(ctx, `SELECT team, name, url, server_key, description, tools, added_by, added_at
-		FROM team_servers WHERE team = ? ORDER BY name`, team)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	defer rows.Close()
-	out := []*duet.TeamServer{}
-	for rows.Next() {
-		var s duet.TeamServer
-		var tools string
-		var at int64
-		if err := rows.Scan(&s.Team, &s.Name, &s.URL, &s.ServerKey, &s.Description, &tools, &s.AddedBy, &at); err != nil {
-			return nil, mapErr(err)
-		}
-		s.AddedAt = fromMicros(at)
-		if err := json.Unmarshal([]byte(tools), &s.Tools); err != nil {
-			return nil, fmt.Errorf("team server %s/%s: tools: %w", s.Team, s.Name, err)
-		}
-		out = append(out, &s)
-	}
-	return out, mapErr(rows.Err())
-}
-
 // DeleteTeamServer removes an entry of the dependency list; by must be a
 // maintainer or owner.
 func (d *DB) DeleteTeamServer(ctx context.Context, by, team, name string) error {
 	return d.tx(ctx, func(tx *sql.Tx) error {
-		if err := storerules.NeedRole(ctx, teamTx{tx}, team, by, duet.RoleMaintainer, "changing the MCP dependency list"); err != nil {
+		if err := storerules.NeedRole(ctx, d.teamTx(tx), team, by, duet.RoleMaintainer, "changing the MCP dependency list"); err != nil {
 			return err
 		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM team_servers WHERE team = ? AND name = ?`, team, name)
@@ -320,20 +205,5 @@ func (d *DB) FindTaskTransfers(ctx context.Context, viewer, taskID string) ([]*d
 	if _, err := d.FindTaskByID(ctx, viewer, taskID); err != nil {
 		return nil, err
 	}
-	rows, err := d.q.QueryContext(ctx, `SELECT task_id, from_owner, to_owner, by_user, at FROM task_transfers WHERE task_id = ? ORDER BY id`, taskID)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	defer rows.Close()
-	out := []*duet.TaskTransfer{}
-	for rows.Next() {
-		var t duet.TaskTransfer
-		var at int64
-		if err := rows.Scan(&t.TaskID, &t.From, &t.To, &t.By, &at); err != nil {
-			return nil, mapErr(err)
-		}
-		t.At = fromMicros(at)
-		out = append(out, &t)
-	}
-	return out, mapErr(rows.Err())
+	return all(ctx, d.q, storerules.ScanTaskTransfer, `SELECT task_id, from_owner, to_owner, by_user, at FROM task_transfers WHERE task_id = ? ORDER BY id`, taskID)
 }

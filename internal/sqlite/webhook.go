@@ -11,62 +11,16 @@ import (
 	"github.com/duet-test/duet/internal/storerules"
 )
 
-const webhookColumns = `w.id, w.task_id, w.name, w.url, w.events, w.on_when, w.format, w.disabled, w.secret, w.created_by, w.created_at, w.updated_at, w.secret_rotated_at`
-
-func scanWebhook(row rowScanner) (*duet.Webhook, error) {
-	var w duet.Webhook
-	var events string
-	var created, updated, rotated int64
-	if err := row.Scan(&w.ID, &w.TaskID, &w.Name, &w.URL, &events, &w.On, &w.Format, &w.Disabled, &w.SecretSealed, &w.CreatedBy, &created, &updated, &rotated); err != nil {
-		return nil, err
-	}
-	w.Events = storerules.SplitEvents(events)
-	w.CreatedAt, w.UpdatedAt, w.SecretRotatedAt = fromMicros(created), fromMicros(updated), fromMicros(rotated)
-	return &w, nil
-}
-
-const deliveryColumns = `d.id, d.webhook_id, d.task_id, d.event, d.run_id, d.case_id, d.status, d.attempts, d.payload, d.due_at, d.last_attempt_at, d.response_code, d.last_error, d.redelivery_of, d.lease, d.created_at`
-
-func scanDelivery(row rowScanner) (*duet.WebhookDelivery, error) {
-	var d duet.WebhookDelivery
-	var due, created int64
-	var last sql.NullInt64
-	if err := row.Scan(&d.ID, &d.WebhookID, &d.TaskID, &d.Event, &d.RunID, &d.CaseID, &d.Status, &d.Attempts, &d.Payload, &due, &last,
-		&d.ResponseCode, &d.LastError, &d.RedeliveryOf, &d.Lease, &created); err != nil {
-		return nil, err
-	}
-	if d.Status == duet.DeliveryPending || d.Status == duet.DeliveryDelivering {
-		t := fromMicros(due)
-		d.NextAttemptAt = &t
-	}
-	d.LastAttemptAt, d.CreatedAt = ptrTime(last), fromMicros(created)
-	return &d, nil
-}
-
 // CreateWebhook stores a webhook of a task by owns.
 func (d *DB) CreateWebhook(ctx context.Context, by string, w *duet.Webhook) error {
-	if err := duet.ValidWebhook(w); err != nil {
+	if err := storerules.CheckWebhook(w); err != nil {
 		return err
-	}
-	if len(w.SecretSealed) == 0 {
-		return duet.Errorf(duet.CodeInvalidArgument, "a webhook needs its sealed secret")
 	}
 	return d.tx(ctx, func(tx *sql.Tx) error {
 		if err := ownsTask(ctx, tx, by, w.TaskID); err != nil {
 			return err
 		}
-		now := d.now()
-		if w.ID == "" {
-			w.ID = duet.NewID("whk")
-		}
-		w.CreatedBy, w.CreatedAt, w.UpdatedAt, w.SecretRotatedAt = by, now, now, now
-		_, err := tx.ExecContext(ctx, `INSERT INTO webhooks (id, task_id, name, url, events, on_when, format, disabled, secret, created_by, created_at, updated_at, secret_rotated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			w.ID, w.TaskID, w.Name, w.URL, storerules.JoinEvents(w.Events), w.On, w.Format, w.Disabled, w.SecretSealed, by, micros(now), micros(now), micros(now))
-		if duet.ErrorCode(mapErr(err)) == duet.CodeConflict {
-			return duet.Errorf(duet.CodeConflict, "the task already has a webhook named %q", w.Name)
-		}
-		return mapErr(err)
+		return storerules.InsertWebhook(ctx, d.engineOn(tx), by, w)
 	})
 }
 
@@ -75,7 +29,7 @@ func (d *DB) FindWebhooks(ctx context.Context, by, taskID string) ([]*duet.Webho
 	if err := ownsTask(ctx, d.q, by, taskID); err != nil {
 		return nil, err
 	}
-	return all(ctx, d.q, scanWebhook, `SELECT `+webhookColumns+` FROM webhooks w WHERE w.task_id = ? ORDER BY w.name`, taskID)
+	return all(ctx, d.q, storerules.ScanWebhook, `SELECT `+storerules.WebhookColumns+` FROM webhooks w WHERE w.task_id = ? ORDER BY w.name`, taskID)
 }
 
 // ownedWebhook is the condition that ?1 owns the task of webhook w.
@@ -87,11 +41,11 @@ func (d *DB) FindWebhook(ctx context.Context, by, id string) (*duet.Webhook, err
 }
 
 func findWebhook(ctx context.Context, q querier, by, id string) (*duet.Webhook, error) {
-	query := `SELECT ` + webhookColumns + ` FROM webhooks w JOIN tasks t ON t.id = w.task_id WHERE w.id = ?2`
+	query := `SELECT ` + storerules.WebhookColumns + ` FROM webhooks w JOIN tasks t ON t.id = w.task_id WHERE w.id = ?2`
 	if by != "" {
 		query += ` AND ` + ownedWebhook
 	}
-	w, err := scanWebhook(q.QueryRowContext(ctx, query, by, id))
+	w, err := storerules.ScanWebhook(q.QueryRowContext(ctx, query, by, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, storerules.NotFound("webhook", id)
 	}
@@ -108,18 +62,7 @@ func (d *DB) UpdateWebhook(ctx context.Context, by string, w *duet.Webhook) erro
 		if err != nil {
 			return err
 		}
-		now := d.now()
-		rotated := cur.SecretRotatedAt
-		secret := cur.SecretSealed
-		if len(w.SecretSealed) > 0 {
-			secret, rotated = w.SecretSealed, now
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE webhooks SET url = ?, events = ?, on_when = ?, format = ?, disabled = ?, secret = ?, updated_at = ?, secret_rotated_at = ? WHERE id = ?`,
-			w.URL, storerules.JoinEvents(w.Events), w.On, w.Format, w.Disabled, secret, micros(now), micros(rotated), w.ID); err != nil {
-			return mapErr(err)
-		}
-		w.TaskID, w.Name, w.CreatedBy, w.CreatedAt, w.UpdatedAt, w.SecretRotatedAt, w.SecretSealed = cur.TaskID, cur.Name, cur.CreatedBy, cur.CreatedAt, now, rotated, secret
-		return nil
+		return storerules.UpdateWebhook(ctx, d.engineOn(tx), cur, w)
 	})
 }
 
@@ -134,14 +77,6 @@ func (d *DB) DeleteWebhook(ctx context.Context, by, id string) error {
 	})
 }
 
-func insertDelivery(ctx context.Context, q querier, x *duet.WebhookDelivery, now time.Time) error {
-	x.ID, x.Status, x.CreatedAt, x.NextAttemptAt = duet.NewID("dlv"), duet.DeliveryPending, now, &now
-	_, err := q.ExecContext(ctx, `INSERT INTO webhook_deliveries (id, webhook_id, task_id, event, run_id, case_id, status, payload, due_at, redelivery_of, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)`,
-		x.ID, x.WebhookID, x.TaskID, x.Event, x.RunID, x.CaseID, x.Payload, micros(now), x.RedeliveryOf, micros(now))
-	return mapErr(err)
-}
-
 // enqueueRunFinished makes the run.finished deliveries of a run that ended
 // with status (flaky of its cases passed on a retry), in the transaction
 // that stores its end.
@@ -150,18 +85,14 @@ func enqueueRunFinished(ctx context.Context, q querier, runID string, status due
 	if err != nil {
 		return err
 	}
-	_, err = storerules.Deliver(ctx, hooks, duet.WebhookDelivery{Event: duet.EventRunFinished, RunID: runID}, status, flaky, deliveryInserter(q, now))
+	_, err = storerules.Deliver(ctx, hooks, duet.WebhookDelivery{Event: duet.EventRunFinished, RunID: runID}, status, flaky, storerules.DeliveryInserter(engineOf(q), now))
 	return err
 }
 
 // enabledWebhooks lists the webhooks not disabled that where (a join and
 // a condition on w with ? = arg) selects, by name.
 func enabledWebhooks(ctx context.Context, q querier, where, arg string) ([]*duet.Webhook, error) {
-	return all(ctx, q, scanWebhook, `SELECT `+webhookColumns+` FROM webhooks w `+where+` AND w.disabled = 0 ORDER BY w.name`, arg)
-}
-
-func deliveryInserter(q querier, now time.Time) func(context.Context, *duet.WebhookDelivery) error {
-	return func(ctx context.Context, x *duet.WebhookDelivery) error { return insertDelivery(ctx, q, x, now) }
+	return all(ctx, q, storerules.ScanWebhook, `SELECT `+storerules.WebhookColumns+` FROM webhooks w `+where+` AND w.disabled = 0 ORDER BY w.name`, arg)
 }
 
 // EnqueueDeliveries makes a delivery of event for each webhook of taskID
@@ -173,7 +104,7 @@ func (d *DB) EnqueueDeliveries(ctx context.Context, taskID string, event duet.We
 		if err != nil {
 			return err
 		}
-		out, err = storerules.Deliver(ctx, hooks, duet.WebhookDelivery{Event: event, CaseID: caseID, Payload: payload}, "", 0, deliveryInserter(tx, d.now()))
+		out, err = storerules.Deliver(ctx, hooks, duet.WebhookDelivery{Event: event, CaseID: caseID, Payload: payload}, "", 0, storerules.DeliveryInserter(engineOf(tx), d.now()))
 		return err
 	})
 	return out, err
@@ -186,9 +117,9 @@ func (d *DB) ClaimDelivery(ctx context.Context, now time.Time, lease time.Durati
 	err := d.tx(ctx, func(tx *sql.Tx) error {
 		out, earliest = nil, time.Time{}
 		token := duet.NewID("lease")
-		x, err := scanDelivery(tx.QueryRowContext(ctx, `UPDATE webhook_deliveries SET status = 'delivering', lease = ?1, due_at = ?2
+		x, err := storerules.ScanDelivery(tx.QueryRowContext(ctx, `UPDATE webhook_deliveries SET status = 'delivering', lease = ?1, due_at = ?2
 			WHERE id = (SELECT id FROM webhook_deliveries WHERE status IN ('pending', 'delivering') AND due_at <= ?3 ORDER BY due_at, id LIMIT 1)
-			RETURNING `+strings.ReplaceAll(deliveryColumns, "d.", ""), token, micros(now.Add(lease)), micros(now)))
+			RETURNING `+strings.ReplaceAll(storerules.DeliveryColumns, "d.", ""), token, micros(now.Add(lease)), micros(now)))
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:
@@ -208,18 +139,6 @@ func (d *DB) ClaimDelivery(ctx context.Context, now time.Time, lease time.Durati
 	return out, earliest, err
 }
 
-// FinishDelivery records an attempt of a delivery claimed under lease.
-func (d *DB) FinishDelivery(ctx context.Context, id, lease string, o duet.DeliveryOutcome) error {
-	due := o.At
-	if o.Status == duet.DeliveryPending {
-		due = o.NextAttempt
-	}
-	res, err := d.q.ExecContext(ctx, `UPDATE webhook_deliveries SET status = ?, attempts = attempts + 1, payload = ?, due_at = ?, last_attempt_at = ?, response_code = ?, last_error = ?, lease = ''
-		WHERE id = ? AND lease = ? AND status = 'delivering'`,
-		o.Status, o.Payload, micros(due), micros(o.At), o.ResponseCode, o.Error, id, lease)
-	return changed(res, err, duet.Errorf(duet.CodeLeaseLost, "webhook delivery %s was claimed by another instance", id))
-}
-
 // FindDeliveries lists a webhook's deliveries, newest first.
 func (d *DB) FindDeliveries(ctx context.Context, by, webhookID string, limit int) ([]*duet.WebhookDelivery, error) {
 	if _, err := findWebhook(ctx, d.q, by, webhookID); err != nil {
@@ -228,23 +147,20 @@ func (d *DB) FindDeliveries(ctx context.Context, by, webhookID string, limit int
 	if limit <= 0 || limit > 500 {
 		limit = 100
 	}
-	return all(ctx, d.q, scanDelivery, `SELECT `+deliveryColumns+` FROM webhook_deliveries d WHERE d.webhook_id = ? ORDER BY d.created_at DESC, d.id DESC LIMIT ?`, webhookID, limit)
+	return all(ctx, d.q, storerules.ScanDelivery, `SELECT `+storerules.DeliveryColumns+` FROM webhook_deliveries d WHERE d.webhook_id = ? ORDER BY d.created_at DESC, d.id DESC LIMIT ?`, webhookID, limit)
 }
 
 // Redeliver makes a new delivery of a finished one.
 func (d *DB) Redeliver(ctx context.Context, by, deliveryID string) (*duet.WebhookDelivery, error) {
 	var out *duet.WebhookDelivery
 	err := d.tx(ctx, func(tx *sql.Tx) error {
-		x, err := scanDelivery(tx.QueryRowContext(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id JOIN tasks t ON t.id = w.task_id
+		x, err := storerules.ScanDelivery(tx.QueryRowContext(ctx, `SELECT `+storerules.DeliveryColumns+` FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id JOIN tasks t ON t.id = w.task_id
 			WHERE d.id = ?2 AND `+ownedWebhook, by, deliveryID))
 		if err != nil {
 			return found(err, "webhook delivery", deliveryID)
 		}
-		if x.Status != duet.DeliveryDelivered && x.Status != duet.DeliveryFailed {
-			return duet.Errorf(duet.CodeInvalidArgument, "webhook delivery %s is still %s: only a delivered or failed delivery is sent again", deliveryID, x.Status)
-		}
-		out = &duet.WebhookDelivery{WebhookID: x.WebhookID, TaskID: x.TaskID, Event: x.Event, RunID: x.RunID, CaseID: x.CaseID, Payload: x.Payload, RedeliveryOf: x.ID}
-		return insertDelivery(ctx, tx, out, d.now())
+		out, err = storerules.Redeliver(ctx, d.engineOn(tx), x, d.now())
+		return err
 	})
 	return out, err
 }

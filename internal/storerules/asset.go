@@ -2,6 +2,9 @@ package storerules
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -172,4 +175,140 @@ func FindAssets(ctx context.Context, f duet.AssetFilter, list AssetList, shares 
 		return nil, err
 	}
 	return out, nil
+}
+
+// AssetColumns are the columns of assets a and asset_versions v that
+// ScanAsset reads.
+const AssetColumns = `a.id, a.kind, a.name, a.owner, v.version, v.description, v.body, a.created_at, v.created_at`
+
+// ScanAsset reads an asset of AssetColumns, without its shares.
+func ScanAsset(r Row) (*duet.Asset, error) {
+	var a duet.Asset
+	return scanned(&a, r.Scan(&a.ID, &a.Kind, &a.Name, &a.Owner, &a.Version, &a.Description, &a.Body, TimeOf(&a.CreatedAt), TimeOf(&a.UpdatedAt)))
+}
+
+// AssetRows is the part of AssetTx that is the same on every engine, on an
+// Engine whose statements run in the transaction; a driver adds
+// SetAssetShares.
+type AssetRows struct{ E Engine }
+
+// AssetShares reads the asset's shares into it.
+func (t AssetRows) AssetShares(ctx context.Context, a *duet.Asset) error {
+	return LoadAssetShares(ctx, t.E, a)
+}
+
+// read reads the current version of the asset cond selects, without its
+// shares; nil if there is none.
+func (t AssetRows) read(ctx context.Context, cond string, args ...any) (*duet.Asset, error) {
+	a, err := One(ctx, t.E, ScanAsset, `SELECT `+AssetColumns+` FROM assets a JOIN asset_versions v ON v.asset_id = a.id AND v.version = a.version WHERE `+cond, args...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return a, err
+}
+
+// AssetByName reads owner's current asset of kind named name, without its
+// shares; nil if there is none.
+func (t AssetRows) AssetByName(ctx context.Context, owner string, kind duet.AssetKind, name string) (*duet.Asset, error) {
+	return t.read(ctx, `a.owner = $1 AND a.kind = $2 AND a.name = $3`, owner, kind, name)
+}
+
+// AssetByID reads the asset's current version, without its shares; nil if
+// there is none.
+func (t AssetRows) AssetByID(ctx context.Context, id string) (*duet.Asset, error) {
+	return t.read(ctx, `a.id = $1`, id)
+}
+
+// InsertAsset writes a new asset at version 1.
+func (t AssetRows) InsertAsset(ctx context.Context, a *duet.Asset, now time.Time) error {
+	if _, err := t.E.Exec(ctx, `INSERT INTO assets (id, owner, kind, name, version, created_at, updated_at) VALUES ($1, $2, $3, $4, 1, $5, $5)`,
+		a.ID, a.Owner, a.Kind, a.Name, t.E.Stored(now)); err != nil {
+		return err
+	}
+	_, err := t.E.Exec(ctx, `INSERT INTO asset_versions (asset_id, version, description, body, created_at) VALUES ($1, 1, $2, $3, $4)`, a.ID, a.Description, a.Body, t.E.Stored(now))
+	return err
+}
+
+// InsertVersion writes a.Version of the asset and makes it the current
+// version.
+func (t AssetRows) InsertVersion(ctx context.Context, a *duet.Asset, now time.Time) error {
+	if _, err := t.E.Exec(ctx, `INSERT INTO asset_versions (asset_id, version, description, body, created_at) VALUES ($1, $2, $3, $4, $5)`,
+		a.ID, a.Version, a.Description, a.Body, t.E.Stored(now)); err != nil {
+		return err
+	}
+	_, err := t.E.Exec(ctx, `UPDATE assets SET version = $1, updated_at = $2 WHERE id = $3`, a.Version, t.E.Stored(now), a.ID)
+	return err
+}
+
+// Assets is the part of duet.AssetStore and duet.GenerationStore that is
+// the same on every engine.
+type Assets struct{ E Engine }
+
+// DeleteAsset removes owner's asset and its versions. Returns NOT_FOUND.
+func (s Assets) DeleteAsset(ctx context.Context, owner string, kind duet.AssetKind, name string) error {
+	n, err := s.E.Exec(ctx, `DELETE FROM assets WHERE owner = $1 AND kind = $2 AND name = $3`, owner, kind, name)
+	if err == nil && n == 0 {
+		return duet.Errorf(duet.CodeNotFound, "%s %q not found", kind, name)
+	}
+	return err
+}
+
+// CreateGeneration stores a generation record, its time as stored.
+// Returns INVALID_ARGUMENT.
+func (s Assets) CreateGeneration(ctx context.Context, g *duet.Generation) error {
+	if g.User == "" || g.TaskID == "" || g.Outcome == "" {
+		return duet.Errorf(duet.CodeInvalidArgument, "a generation record needs a user, a task and an outcome")
+	}
+	if g.ID == "" {
+		g.ID = duet.NewID("gen")
+	}
+	if g.CreatedAt.IsZero() {
+		g.CreatedAt = s.E.Now()
+	}
+	g.CreatedAt = g.CreatedAt.Truncate(time.Microsecond)
+	assets, err := json.Marshal(NonNil(g.Assets))
+	if err != nil {
+		return err
+	}
+	_, err = s.E.Exec(ctx, `INSERT INTO generations (id, task_id, user_id, model, goal, assets, turns, tool_calls, repairs,
+		prompt_tokens, completion_tokens, total_tokens, attempts, outcome, error_message, duration_ms, case_id, case_version, trace_id, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`,
+		g.ID, g.TaskID, g.User, g.Model, g.Goal, string(assets), g.Turns, g.ToolCalls, g.Repairs,
+		g.PromptTokens, g.CompletionTokens, g.TotalTokens, g.Attempts, g.Outcome, g.ErrorMessage, g.DurationMs,
+		g.CaseID, g.CaseVersion, g.TraceID, s.E.Stored(g.CreatedAt))
+	return err
+}
+
+// FindGenerations returns a user's generation records, newest first.
+// Returns INVALID_ARGUMENT without a user.
+func (s Assets) FindGenerations(ctx context.Context, f duet.GenerationFilter) ([]*duet.Generation, error) {
+	if f.User == "" {
+		return nil, duet.Errorf(duet.CodeInvalidArgument, "no user")
+	}
+	w := Filter{Args: []any{f.User}}
+	q := `SELECT id, task_id, user_id, model, goal, assets, turns, tool_calls, repairs, prompt_tokens, completion_tokens, total_tokens,
+		attempts, outcome, error_message, duration_ms, case_id, case_version, trace_id, created_at FROM generations WHERE user_id = $1`
+	if f.TaskID != "" {
+		q += ` AND task_id = ` + w.Add(f.TaskID)
+	}
+	q += ` ORDER BY id DESC LIMIT ` + w.Add(ClampLimit(f.Limit, 20, 200))
+	return All(ctx, s.E, scanGeneration, q, w.Args...)
+}
+
+// scanGeneration reads a generation record of FindGenerations' columns.
+func scanGeneration(r Row) (*duet.Generation, error) {
+	var g duet.Generation
+	var assets string
+	if err := r.Scan(&g.ID, &g.TaskID, &g.User, &g.Model, &g.Goal, &assets, &g.Turns, &g.ToolCalls, &g.Repairs,
+		&g.PromptTokens, &g.CompletionTokens, &g.TotalTokens, &g.Attempts, &g.Outcome, &g.ErrorMessage, &g.DurationMs,
+		&g.CaseID, &g.CaseVersion, &g.TraceID, TimeOf(&g.CreatedAt)); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(assets), &g.Assets); err != nil {
+		return nil, err
+	}
+	if len(g.Assets) == 0 {
+		g.Assets = nil
+	}
+	return &g, nil
 }

@@ -21,8 +21,24 @@ type Engine struct {
 	Query func(ctx context.Context, each func(Row) error, sql string, args ...any) error
 	// Stored is how the engine writes a time.
 	Stored StoredTime
+	// In is the engine's condition that col is one of ids, the only
+	// parameters of its statement, and their arguments.
+	In func(col string, ids []string) (cond string, args []any)
+	// VisibleTo is the engine's condition that user $1 may see task t. It
+	// comes before any other parameter of a statement: SQLite's ?1 in it
+	// numbers the parameters after it.
+	VisibleTo string
+	// ForUpdate ends a SELECT that locks the rows it reads until the
+	// transaction ends (" FOR UPDATE"); "" on an engine with one writer,
+	// which has nothing to lock.
+	ForUpdate string
 	// Now is the current time.
 	Now func() time.Time
+	// Tx runs fn in a transaction, on an Engine whose statements run in
+	// it; fn may run again where the engine retries a transaction, so it
+	// depends only on what it reads in it. An Engine on a transaction has
+	// none.
+	Tx func(ctx context.Context, fn func(Engine) error) error
 }
 
 // All runs a statement on e and reads every row with scan.
@@ -72,11 +88,21 @@ type Stores struct {
 	Stops
 	CaseVersions
 	OAuth
+	Baselines
+	Teams
+	Assets
+	Deliveries
+	MCPServers
+	Contracts
+	AIPlans
+	Runs
+	Schedules
+	Metrics
 }
 
 // NewStores returns the stores of this package on e.
 func NewStores(e Engine) Stores {
-	return Stores{Devices{e}, Sessions{e}, Stops{e}, CaseVersions{e}, OAuth{e}}
+	return Stores{Devices{e}, Sessions{e}, Stops{e}, CaseVersions{e}, OAuth{e}, Baselines{e}, Teams{e}, Assets{e}, Deliveries{e}, MCPServers{e}, Contracts{e}, AIPlans{e}, Runs{e}, Schedules{e}, Metrics{e}}
 }
 
 // Found maps the error of a read of the one object kind id: no row is
@@ -100,4 +126,12 @@ func Collect[T any](rows Rows, scan func(Row) (T, error)) ([]T, error) {
 		out = append(out, v)
 	}
 	return out, rows.Err()
+}
+
+// InTx is an Engine's Tx for a driver whose tx runs fn in a transaction
+// of type T, on the Engine that on makes on such a transaction.
+func InTx[T any](tx func(context.Context, func(T) error) error, on func(T) Engine) func(context.Context, func(Engine) error) error {
+	return func(ctx context.Context, fn func(Engine) error) error {
+		return tx(ctx, func(t T) error { return fn(on(t)) })
+	}
 }

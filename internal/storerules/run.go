@@ -2,7 +2,9 @@ package storerules
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -40,22 +42,27 @@ func AddTotal(t *duet.RunTotals, st duet.RunStatus, n int) {
 	}
 }
 
-// ReadTotals reads rows of (run id, execution status, count) into the
-// totals of the runs of byID, which it zeroes first.
-func ReadTotals(rows Rows, byID map[string]*duet.Run) error {
+// FillTotals counts, on e, the executions of each run by status into its
+// totals.
+func FillTotals(ctx context.Context, e Engine, runs ...*duet.Run) error {
+	if len(runs) == 0 {
+		return nil
+	}
+	byID, ids := RunsByID(runs)
 	for _, r := range byID {
 		r.Totals = duet.RunTotals{}
 	}
-	for rows.Next() {
+	in, args := e.In("run_id", ids)
+	return e.Query(ctx, func(r Row) error {
 		var id string
 		var st duet.RunStatus
 		var n int
-		if err := rows.Scan(&id, &st, &n); err != nil {
+		if err := r.Scan(&id, &st, &n); err != nil {
 			return err
 		}
 		AddTotal(&byID[id].Totals, st, n)
-	}
-	return rows.Err()
+		return nil
+	}, `SELECT run_id, status, count(*) FROM executions WHERE `+in+` GROUP BY run_id, status`, args...)
 }
 
 // RunsByID indexes runs by id; ids lists each once, in order.
@@ -123,19 +130,33 @@ func appendJSON[T any](list *[]*T, data, what string) error {
 	return nil
 }
 
-// ReadInto reads rows of (execution id, data) into the executions of byID
-// with add (AddResult, AddAttempt).
-func ReadInto(rows Rows, byID map[string]*duet.Execution, add func(*duet.Execution, string) error) error {
-	for rows.Next() {
-		var id, data string
-		if err := rows.Scan(&id, &data); err != nil {
-			return err
-		}
-		if err := add(byID[id], data); err != nil {
+// LoadResults reads, on e, the step results and earlier attempts of the
+// executions into them.
+func LoadResults(ctx context.Context, e Engine, execs ...*duet.Execution) error {
+	if len(execs) == 0 {
+		return nil
+	}
+	byID, ids := ExecutionsByID(execs)
+	for _, r := range []struct {
+		table, order string
+		add          func(*duet.Execution, string) error
+	}{
+		{"step_results", "idx", AddResult},
+		// The earlier attempts of executions that were retried.
+		{"execution_attempts", "attempt", AddAttempt},
+	} {
+		in, args := e.In("execution_id", ids)
+		if err := e.Query(ctx, func(row Row) error {
+			var id, data string
+			if err := row.Scan(&id, &data); err != nil {
+				return err
+			}
+			return r.add(byID[id], data)
+		}, `SELECT execution_id, data FROM `+r.table+` WHERE `+in+` ORDER BY execution_id, `+r.order, args...); err != nil {
 			return err
 		}
 	}
-	return rows.Err()
+	return nil
 }
 
 // CheckRun refuses a run no engine may store: no task, user or case.
@@ -398,4 +419,137 @@ func ExecutionPageEnd(execs []*duet.Execution, f duet.ExecutionFilter, limit int
 		}
 	}
 	return execs, next
+}
+
+// RunColumns are the columns of runs r that ScanRun reads.
+const RunColumns = `r.id, r.task_id, r.status, r.triggered_by, r.call_source, r.trace_id, r.device, r.error_code, r.error_message,
+	r.cancel_requested, r.created_at, r.started_at, r.finished_at, r.attempt, r.lost, r.post_run, r.call_depth,
+	r.origin_commit, r.origin_branch, r.origin_pr, r.origin_pipeline, r.environment, r.hooks, r.trace`
+
+// ScanRun reads a run of RunColumns and then, into tail, the columns
+// after them.
+func ScanRun(r Row, tail ...any) (*duet.Run, error) {
+	var run duet.Run
+	var o duet.RunOrigin
+	var postRun, hooks string
+	dest := []any{&run.ID, &run.TaskID, &run.Status, &run.TriggeredBy, &run.CallSource, &run.TraceID, &run.Device,
+		&run.ErrorCode, &run.ErrorMessage, &run.CancelRequested, TimeOf(&run.CreatedAt), TimePtrOf(&run.StartedAt), TimePtrOf(&run.FinishedAt),
+		&run.Attempt, &run.Lost, &postRun, &run.CallDepth, &o.Commit, &o.Branch, &o.PullRequest, &o.Pipeline, &run.Environment, &hooks, &run.Trace}
+	if err := r.Scan(append(dest, tail...)...); err != nil {
+		return nil, err
+	}
+	return &run, DecodeRun(&run, o, postRun, hooks)
+}
+
+// ExecColumns are the columns of executions e that ScanExecution reads.
+const ExecColumns = `e.id, e.run_id, e.case_id, e.case_key, e.case_title, e.case_version, e.ordinal, e.timeout_ms, e.status, e.steps, e.vars,
+	e.error_code, e.error_message, e.started_at, e.finished_at, e.resume_from, e.row, e.retries, e.attempt`
+
+// ScanExecution reads an execution of ExecColumns, without its results.
+func ScanExecution(r Row) (*duet.Execution, error) {
+	var e duet.Execution
+	var steps, vars, row string
+	if err := r.Scan(&e.ID, &e.RunID, &e.CaseID, &e.CaseKey, &e.CaseTitle, &e.CaseVersion, &e.Ordinal, &e.TimeoutMs, &e.Status, &steps, &vars,
+		&e.ErrorCode, &e.ErrorMessage, TimePtrOf(&e.StartedAt), TimePtrOf(&e.FinishedAt), &e.ResumeFrom, &row, &e.Retries, &e.Attempt); err != nil {
+		return nil, err
+	}
+	return &e, DecodeExecution(&e, steps, vars, row)
+}
+
+// Runs is the part of duet.RunStore that is the same on every engine.
+type Runs struct{ E Engine }
+
+// SaveRunHooks stores the results of the task's hooks in l's run (fenced).
+// Returns LEASE_LOST.
+func (s Runs) SaveRunHooks(ctx context.Context, l duet.Lease, results []*duet.StepResult, vars map[string]any) error {
+	hooks, err := EncodeRunHooks(results, vars)
+	if err != nil {
+		return err
+	}
+	n, err := s.E.Exec(ctx, `UPDATE runs SET hooks = $1 WHERE id = $2 AND lease_owner = $3 AND attempt = $4 AND status = 'running'`, hooks, l.RunID, l.Worker, l.Token)
+	if err == nil && n == 0 {
+		return duet.LeaseLost(l)
+	}
+	return err
+}
+
+// FindExecutions returns the executions of a run in order, with results.
+func (s Runs) FindExecutions(ctx context.Context, runID string) ([]*duet.Execution, error) {
+	execs, err := All(ctx, s.E, ScanExecution, `SELECT `+ExecColumns+` FROM executions e WHERE e.run_id = $1 ORDER BY e.ordinal`, runID)
+	if err != nil {
+		return nil, err
+	}
+	return execs, LoadResults(ctx, s.E, execs...)
+}
+
+// RunRows is the part of FinishTx, CancelTx and RetryTx that is the same
+// on every engine, on an Engine whose statements run in the transaction.
+type RunRows struct{ E Engine }
+
+// AddAttempt stores attempt (its JSON data) among the execution's
+// attempts.
+func (t RunRows) AddAttempt(ctx context.Context, executionID string, attempt int, data string) error {
+	_, err := t.E.Exec(ctx, `INSERT INTO execution_attempts (execution_id, attempt, data) VALUES ($1, $2, $3)`, executionID, attempt, data)
+	return err
+}
+
+// Restart drops the execution's step results and begins its attempt:
+// running, without error, variables or end, from its first step.
+func (t RunRows) Restart(ctx context.Context, executionID string, attempt int) error {
+	if _, err := t.E.Exec(ctx, `DELETE FROM step_results WHERE execution_id = $1`, executionID); err != nil {
+		return err
+	}
+	_, err := t.E.Exec(ctx, `UPDATE executions SET status = $1, attempt = $2, error_code = '', error_message = '', vars = '{}', finished_at = NULL, resume_from = 0 WHERE id = $3`,
+		duet.StatusRunning, attempt, executionID)
+	return err
+}
+
+// EndExecutions gives the run's pending and running executions status.
+func (t RunRows) EndExecutions(ctx context.Context, runID string, status duet.RunStatus) error {
+	_, err := t.E.Exec(ctx, `UPDATE executions SET status = $1 WHERE run_id = $2 AND status IN ('pending', 'running')`, status, runID)
+	return err
+}
+
+// Totals counts r's executions into r.Totals.
+func (t RunRows) Totals(ctx context.Context, r *duet.Run) error { return FillTotals(ctx, t.E, r) }
+
+// HeldRun checks l holds its run (and on engines with row locks, locks the
+// run row): LEASE_LOST when it does not.
+func (t RunRows) HeldRun(ctx context.Context, l duet.Lease) error {
+	var one int
+	err := t.E.Read(ctx, []any{&one}, `SELECT 1 FROM runs WHERE id = $1 AND lease_owner = $2 AND attempt = $3 AND status = 'running'`+t.E.ForUpdate,
+		l.RunID, l.Worker, l.Token)
+	if errors.Is(err, sql.ErrNoRows) {
+		return duet.LeaseLost(l)
+	}
+	return err
+}
+
+// CancelRun writes the run's cancellation request, status, end and error.
+func (t RunRows) CancelRun(ctx context.Context, run *duet.Run) error {
+	_, err := t.E.Exec(ctx, `UPDATE runs SET cancel_requested = $1, status = $2, finished_at = $3, error_code = $4, error_message = $5 WHERE id = $6`,
+		true, run.Status, t.E.StoredPtr(run.FinishedAt), run.ErrorCode, run.ErrorMessage, run.ID)
+	return err
+}
+
+// FindIncomplete runs query, the engine's statement that finds an
+// execution of run runID a verdict cannot summarise (its case title,
+// status, step results and steps), on e: ok is false if there is none.
+func FindIncomplete(ctx context.Context, e Engine, query, runID string) (title string, status duet.RunStatus, res, n int, ok bool, err error) {
+	err = e.Read(ctx, []any{&title, &status, &res, &n}, query, runID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", 0, 0, false, nil
+	}
+	return title, status, res, n, err == nil, err
+}
+
+// EncodeStepResult is how SaveStepResult stores a step result and the
+// execution's variables after it: JSON both.
+func EncodeStepResult(r *duet.StepResult, vars map[string]any) (data, varsJSON string, err error) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return "", "", err
+	}
+	varsJSON, err = MarshalVars(vars)
+	return string(b), varsJSON, err
 }

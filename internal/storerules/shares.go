@@ -1,6 +1,10 @@
 package storerules
 
-import "github.com/duet-test/duet"
+import (
+	"context"
+
+	"github.com/duet-test/duet"
+)
 
 // AssetsByID starts the assets private, with no shares, and indexes them
 // by id; ids lists each id once, in order.
@@ -11,14 +15,24 @@ func AssetsByID(assets []*duet.Asset) (byID map[string]*duet.Asset, ids []string
 	return index(assets, func(a *duet.Asset) string { return a.ID })
 }
 
-// ReadAssetShares reads rows of (asset id, user) into the share lists of
-// the assets of byID (AssetsByID); an asset with a share is shared.
-func ReadAssetShares(rows Rows, byID map[string]*duet.Asset) error {
-	return readShares(rows, func(id, user string) {
+// LoadAssetShares reads, on e, the share lists of the assets: an asset
+// with a share is shared, one without is private.
+func LoadAssetShares(ctx context.Context, e Engine, assets ...*duet.Asset) error {
+	if len(assets) == 0 {
+		return nil
+	}
+	byID, ids := AssetsByID(assets)
+	in, args := e.In("asset_id", ids)
+	return e.Query(ctx, func(r Row) error {
+		var id, user string
+		if err := r.Scan(&id, &user); err != nil {
+			return err
+		}
 		a := byID[id]
 		a.SharedWith = append(a.SharedWith, user)
 		a.Visibility = duet.VisibilityShared
-	})
+		return nil
+	}, `SELECT asset_id, user_id FROM asset_shares WHERE `+in+` ORDER BY asset_id, user_id`, args...)
 }
 
 // TasksByID indexes tasks by id; ids lists each id once, in order.

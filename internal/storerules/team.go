@@ -2,6 +2,9 @@ package storerules
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -157,4 +160,130 @@ func CheckNewTeam(creator, name string) error {
 		return duet.Errorf(duet.CodeInvalidArgument, "team name %q: use lower-case letters, digits, '.', '_' or '-' (at most 64, starting with a letter or digit)", name)
 	}
 	return duet.ValidUserID(creator)
+}
+
+// TeamRole returns user's role in team on e, failing with NOT_FOUND unless
+// user is a member: a team one is not in looks like one that does not
+// exist.
+func TeamRole(ctx context.Context, e Engine, team, user string) (duet.TeamRole, error) {
+	var role duet.TeamRole
+	err := e.Read(ctx, []any{&role}, `SELECT role FROM team_members WHERE team = $1 AND user_id = $2`, team, user)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", NotFound("team", team)
+	}
+	return role, err
+}
+
+// TeamMembers is the part of TeamTx that is the same on every engine, on
+// an Engine whose statements run in the transaction; a driver adds
+// LockTeam.
+type TeamMembers struct{ E Engine }
+
+// Role is TeamTx's Role (TeamRole).
+func (t TeamMembers) Role(ctx context.Context, team, user string) (duet.TeamRole, error) {
+	return TeamRole(ctx, t.E, team, user)
+}
+
+// OtherOwners counts the owners of team other than user.
+func (t TeamMembers) OtherOwners(ctx context.Context, team, user string) (int, error) {
+	var n int
+	err := t.E.Read(ctx, []any{&n}, `SELECT count(*) FROM team_members WHERE team = $1 AND role = $2 AND user_id <> $3`, team, duet.RoleOwner, user)
+	return n, err
+}
+
+// AddMember adds user to team with role, added by by at now, unless user
+// is a member already.
+func (t TeamMembers) AddMember(ctx context.Context, team, user string, role duet.TeamRole, by string, now time.Time) error {
+	_, err := t.E.Exec(ctx, `INSERT INTO team_members (team, user_id, role, added_by, added_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`,
+		team, user, role, by, t.E.Stored(now))
+	return err
+}
+
+// DeleteMember removes user from team.
+func (t TeamMembers) DeleteMember(ctx context.Context, team, user string) error {
+	_, err := t.E.Exec(ctx, `DELETE FROM team_members WHERE team = $1 AND user_id = $2`, team, user)
+	return err
+}
+
+// SetRole gives user role in team.
+func (t TeamMembers) SetRole(ctx context.Context, team, user string, role duet.TeamRole) error {
+	_, err := t.E.Exec(ctx, `UPDATE team_members SET role = $1 WHERE team = $2 AND user_id = $3`, role, team, user)
+	return err
+}
+
+// Teams is the part of duet.TeamStore that is the same on every engine:
+// the reads of teams and their dependency lists.
+type Teams struct{ E Engine }
+
+// FindTeam returns a team viewer is a member of. Returns NOT_FOUND.
+func (s Teams) FindTeam(ctx context.Context, viewer, name string) (*duet.Team, error) {
+	if _, err := TeamRole(ctx, s.E, name, viewer); err != nil {
+		return nil, err
+	}
+	teams, err := s.findTeams(ctx, `t.name = $1`, name)
+	if err != nil {
+		return nil, err
+	}
+	if len(teams) == 0 {
+		return nil, NotFound("team", name)
+	}
+	return teams[0], nil
+}
+
+// FindTeams returns the teams user is a member of.
+func (s Teams) FindTeams(ctx context.Context, user string) ([]*duet.Team, error) {
+	return s.findTeams(ctx, `t.name IN (SELECT team FROM team_members WHERE user_id = $1)`, user)
+}
+
+// findTeams reads the teams cond (on teams t, of the one parameter arg)
+// selects, by name, with their members.
+func (s Teams) findTeams(ctx context.Context, cond string, arg any) ([]*duet.Team, error) {
+	var out []*duet.Team
+	err := s.E.Query(ctx, func(r Row) error {
+		var id, name, by, member string
+		var role duet.TeamRole
+		var created time.Time
+		if err := r.Scan(&id, &name, &by, TimeOf(&created), &member, &role); err != nil {
+			return err
+		}
+		if len(out) == 0 || out[len(out)-1].Name != name {
+			out = append(out, &duet.Team{ID: id, Name: name, CreatedBy: by, CreatedAt: created, Roles: map[string]duet.TeamRole{}})
+		}
+		t := out[len(out)-1]
+		t.Members = append(t.Members, member)
+		t.Roles[member] = role
+		return nil
+	}, `SELECT t.id, t.name, t.created_by, t.created_at, m.user_id, m.role FROM teams t
+		JOIN team_members m ON m.team = t.name WHERE `+cond+` ORDER BY t.name, m.user_id`, arg)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// FindTeamServers returns the team's dependency list as viewer, a member,
+// sees it. Returns NOT_FOUND.
+func (s Teams) FindTeamServers(ctx context.Context, viewer, team string) ([]*duet.TeamServer, error) {
+	if _, err := TeamRole(ctx, s.E, team, viewer); err != nil {
+		return nil, err
+	}
+	return All(ctx, s.E, func(r Row) (*duet.TeamServer, error) {
+		var s duet.TeamServer
+		var tools string
+		if err := r.Scan(&s.Team, &s.Name, &s.URL, &s.ServerKey, &s.Description, &tools, &s.AddedBy, TimeOf(&s.AddedAt)); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal([]byte(tools), &s.Tools); err != nil {
+			return nil, fmt.Errorf("team server %s/%s: tools: %w", s.Team, s.Name, err)
+		}
+		return &s, nil
+	}, `SELECT team, name, url, server_key, description, tools, added_by, added_at
+		FROM team_servers WHERE team = $1 ORDER BY name`, team)
+}
+
+// ScanTaskTransfer reads a transfer of (task_id, from_owner, to_owner,
+// by_user, at).
+func ScanTaskTransfer(r Row) (*duet.TaskTransfer, error) {
+	var t duet.TaskTransfer
+	return scanned(&t, r.Scan(&t.TaskID, &t.From, &t.To, &t.By, TimeOf(&t.At)))
 }
