@@ -111,22 +111,6 @@ func caseByIDQuery(viewer string) string {
 var casesTogetherQuery = `SELECT q.ord, o.* FROM ` + readPairs + `
 	CROSS JOIN LATERAL (` + pairParams.Replace(caseByIDQuery("viewer")) + `) o`
 
-// newCases returns the coalescer of FindCaseByID's reads, with lanes
-// statements in flight at most.
-func (d *DB) newCases(lanes int) *coalescer[readKey, *duet.Case] {
-	return &coalescer[readKey, *duet.Case]{
-		lanes: lanes, max: maxReadsTogether,
-		one: func(ctx context.Context, k readKey) (*duet.Case, error) {
-			return d.findCaseByID(ctx, k.viewer, k.id)
-		},
-		many: func(ctx context.Context, keys []readKey) ([]*duet.Case, []error, error) {
-			return readTogether(ctx, d, casesTogetherQuery, "case", keys, func(rows pgx.Rows, head []any) (*duet.Case, error) {
-				return scanCase(headRow{Rows: rows, head: head})
-			})
-		},
-	}
-}
-
 // CountCases returns how many active cases a task has.
 func (d *DB) CountCases(ctx context.Context, taskID string) (int, error) {
 	var n int

@@ -194,10 +194,24 @@ const readPairs = `unnest($1::text[], $2::text[]) WITH ORDINALITY AS q (viewer, 
 
 var pairParams = strings.NewReplacer("$1", "q.viewer", "$2", "q.id")
 
+// newReads returns the coalescer of one kind of read, with lanes
+// statements in flight at most: alone reads one key by itself; query
+// (readPairs' ord, then alone's columns) reads many, each row scanned by
+// scan after its ord; kind names what a NOT_FOUND is of.
+func newReads[V any](d *DB, lanes int, alone func(ctx context.Context, viewer, id string) (V, error), query, kind string, scan func(pgx.Rows) (V, error)) *coalescer[readKey, V] {
+	return &coalescer[readKey, V]{
+		lanes: lanes, max: maxReadsTogether,
+		one: func(ctx context.Context, k readKey) (V, error) { return alone(ctx, k.viewer, k.id) },
+		many: func(ctx context.Context, keys []readKey) ([]V, []error, error) {
+			return readTogether(ctx, d, query, kind, keys, scan)
+		},
+	}
+}
+
 // readTogether runs query (whose rows are readPairs' ord, then a read's
-// columns) for keys and scans each row with scan, whose head receives
-// the ord: for each key its value, or NOT_FOUND naming kind.
-func readTogether[V any](ctx context.Context, d *DB, query, kind string, keys []readKey, scan func(rows pgx.Rows, head []any) (V, error)) ([]V, []error, error) {
+// columns) for keys and scans each row after its ord with scan: for each
+// key its value, or NOT_FOUND naming kind.
+func readTogether[V any](ctx context.Context, d *DB, query, kind string, keys []readKey, scan func(pgx.Rows) (V, error)) ([]V, []error, error) {
 	viewers, ids := make([]string, len(keys)), make([]string, len(keys))
 	for i, k := range keys {
 		viewers[i], ids[i] = k.viewer, k.id
@@ -209,9 +223,10 @@ func readTogether[V any](ctx context.Context, d *DB, query, kind string, keys []
 	defer rows.Close()
 	out, errs := make([]V, len(keys)), make([]error, len(keys))
 	seen := make([]bool, len(keys))
+	var ord int64
+	row := headRow{Rows: rows, head: []any{&ord}}
 	for rows.Next() {
-		var ord int64
-		v, err := scan(rows, []any{&ord})
+		v, err := scan(row)
 		if err != nil {
 			return nil, nil, mapErr(err)
 		}

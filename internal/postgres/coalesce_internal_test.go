@@ -283,46 +283,15 @@ func TestTaskOverviewsTogether(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys := []readKey{{"alice", a}, {"bob", a}, {"carol", a}, {"alice", c}, {"carol", c}, {"alice", "task_missing"}, {"alice", a}}
-	vs, errs, err := db.overviews.many(ctx, keys)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, k := range keys {
-		want, wantErr := db.findTaskOverview(ctx, k.viewer, k.id)
-		if duet.ErrorCode(errs[i]) != duet.ErrorCode(wantErr) || !reflect.DeepEqual(vs[i], want) {
-			t.Errorf("%v together: %+v %v; alone: %+v %v", k, vs[i], errs[i], want, wantErr)
-		}
-	}
+	vs, errs := sameAsAlone(t, db.overviews, keys)
 	if vs[0] == nil || vs[0].LastRun == nil || vs[0].LastRun.ID != run.ID || vs[0].LastRun.Totals.Cases != 1 || !reflect.DeepEqual(vs[0].Task.SharedWith, []string{"bob"}) {
 		t.Fatalf("alice's overview together: %+v", vs[0])
 	}
-	// Runs, likewise.
-	runKeys := []readKey{{"alice", run.ID}, {"bob", run.ID}, {"carol", run.ID}, {"alice", "run_missing"}}
-	rs, rerrs, err := db.runs.many(ctx, runKeys)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, k := range runKeys {
-		want, wantErr := db.findRunByID(ctx, k.viewer, k.id)
-		if duet.ErrorCode(rerrs[i]) != duet.ErrorCode(wantErr) || !reflect.DeepEqual(rs[i], want) {
-			t.Errorf("run %v together: %+v %v; alone: %+v %v", k, rs[i], rerrs[i], want, wantErr)
-		}
-	}
+	rs, _ := sameAsAlone(t, db.runs, []readKey{{"alice", run.ID}, {"bob", run.ID}, {"carol", run.ID}, {"alice", "run_missing"}})
 	if rs[1] == nil || rs[1].ID != run.ID || rs[2] != nil {
 		t.Fatalf("runs together: bob %+v, carol %+v", rs[1], rs[2])
 	}
-	// Cases, likewise.
-	caseKeys := []readKey{{"bob", cases[0].ID}, {"carol", cases[0].ID}, {"alice", cases[0].ID}, {"alice", "case_missing"}}
-	cs, cerrs, err := db.cases.many(ctx, caseKeys)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, k := range caseKeys {
-		want, wantErr := db.findCaseByID(ctx, k.viewer, k.id)
-		if duet.ErrorCode(cerrs[i]) != duet.ErrorCode(wantErr) || !reflect.DeepEqual(cs[i], want) {
-			t.Errorf("case %v together: %+v %v; alone: %+v %v", k, cs[i], cerrs[i], want, wantErr)
-		}
-	}
+	cs, _ := sameAsAlone(t, db.cases, []readKey{{"bob", cases[0].ID}, {"carol", cases[0].ID}, {"alice", cases[0].ID}, {"alice", "case_missing"}})
 	if cs[0] == nil || cs[0].ID != cases[0].ID || cs[1] != nil || len(cs[0].Steps) != 1 {
 		t.Fatalf("cases together: bob %+v, carol %+v", cs[0], cs[1])
 	}
@@ -376,4 +345,21 @@ func TestTaskOverviewsTogether(t *testing.T) {
 	if n := db.overviews.batches.Load(); n != 1 {
 		t.Fatalf("statements of several reads: %d, want 1", n)
 	}
+}
+
+// sameAsAlone reads keys together with c and checks that each read is
+// what c's read alone returns; it returns the reads together.
+func sameAsAlone[V any](t *testing.T, c *coalescer[readKey, V], keys []readKey) ([]V, []error) {
+	t.Helper()
+	vs, errs, err := c.many(t.Context(), keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range keys {
+		want, wantErr := c.one(t.Context(), k)
+		if duet.ErrorCode(errs[i]) != duet.ErrorCode(wantErr) || !reflect.DeepEqual(vs[i], want) {
+			t.Errorf("%v together: %+v %v; alone: %+v %v", k, vs[i], errs[i], want, wantErr)
+		}
+	}
+	return vs, errs
 }

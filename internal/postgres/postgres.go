@@ -193,7 +193,9 @@ func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
 		if lanes == 0 {
 			lanes = min(2, max(1, int(cfg.MaxConns)/2))
 		}
-		d.overviews, d.runs, d.cases = d.newOverviews(lanes), d.newRuns(lanes), d.newCases(lanes)
+		d.overviews = newReads(d, lanes, d.findTaskOverview, overviewsQuery, "task", func(r pgx.Rows) (*duet.TaskOverview, error) { return scanOverview(r, true, "") })
+		d.runs = newReads(d, lanes, d.findRunByID, runsTogetherQuery, "run", func(r pgx.Rows) (*duet.Run, error) { return scanRunTotals(r) })
+		d.cases = newReads(d, lanes, d.findCaseByID, casesTogetherQuery, "case", func(r pgx.Rows) (*duet.Case, error) { return scanCase(r) })
 	}
 	if d.now == nil {
 		d.now = time.Now

@@ -296,22 +296,6 @@ func runByIDQuery(viewer string) string {
 var runsTogetherQuery = `SELECT q.ord, o.* FROM ` + readPairs + `
 	CROSS JOIN LATERAL (` + pairParams.Replace(runByIDQuery("viewer")) + `) o`
 
-// newRuns returns the coalescer of FindRunByID's reads, with lanes
-// statements in flight at most.
-func (d *DB) newRuns(lanes int) *coalescer[readKey, *duet.Run] {
-	return &coalescer[readKey, *duet.Run]{
-		lanes: lanes, max: maxReadsTogether,
-		one: func(ctx context.Context, k readKey) (*duet.Run, error) {
-			return d.findRunByID(ctx, k.viewer, k.id)
-		},
-		many: func(ctx context.Context, keys []readKey) ([]*duet.Run, []error, error) {
-			return readTogether(ctx, d, runsTogetherQuery, "run", keys, func(rows pgx.Rows, head []any) (*duet.Run, error) {
-				return scanRunTotals(headRow{Rows: rows, head: head})
-			})
-		},
-	}
-}
-
 // runsWhere returns the FROM and WHERE of the runs f selects (its Cursor
 // and Limit aside), their arguments added to a.
 func runsWhere(f duet.RunFilter, a *args) (from, cond string) {

@@ -130,22 +130,6 @@ func (d *DB) FindTaskOverview(ctx context.Context, viewer, id string) (*duet.Tas
 	return d.overviews.get(ctx, readKey{viewer, id})
 }
 
-// newOverviews returns the coalescer of FindTaskOverview's reads, with
-// lanes statements in flight at most.
-func (d *DB) newOverviews(lanes int) *coalescer[readKey, *duet.TaskOverview] {
-	return &coalescer[readKey, *duet.TaskOverview]{
-		lanes: lanes, max: maxReadsTogether,
-		one: func(ctx context.Context, k readKey) (*duet.TaskOverview, error) {
-			return d.findTaskOverview(ctx, k.viewer, k.id)
-		},
-		many: func(ctx context.Context, keys []readKey) ([]*duet.TaskOverview, []error, error) {
-			return readTogether(ctx, d, overviewsQuery, "task", keys, func(rows pgx.Rows, head []any) (*duet.TaskOverview, error) {
-				return scanOverview(headRow{Rows: rows, head: head}, true, "")
-			})
-		},
-	}
-}
-
 // findTaskOverview is FindTaskOverview's read alone.
 func (d *DB) findTaskOverview(ctx context.Context, viewer, id string) (*duet.TaskOverview, error) {
 	rows, err := d.pool.Query(ctx, overviewQuery(viewer), viewer, id)
