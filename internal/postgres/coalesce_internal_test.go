@@ -150,20 +150,26 @@ func TestCoalescerReadsTogether(t *testing.T) {
 // taken it before queue's reads come: they all queue).
 func (h *heldLane) waitQueuedAfter(t *testing.T, queue func()) {
 	t.Helper()
+	laneTaken(t, h.coalescer)
+	queue()
+}
+
+// laneTaken waits until c's one lane is taken, or fails after 30s.
+func laneTaken[K, V any](t *testing.T, c *coalescer[K, V]) {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		h.coalescer.mu.Lock()
-		busy := h.coalescer.running == 1
-		h.coalescer.mu.Unlock()
+		c.mu.Lock()
+		busy := c.running == 1
+		c.mu.Unlock()
 		if busy {
-			break
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("the first read never took the lane")
 		}
 		time.Sleep(time.Millisecond)
 	}
-	queue()
 }
 
 // TestCoalescerCallerLeaves: a caller whose context ends stops waiting at
@@ -313,15 +319,7 @@ func TestTaskOverviewsTogether(t *testing.T) {
 	}
 	first := make(chan got, 1)
 	go func() { o, err := db.FindTaskOverview(ctx, "alice", a); first <- got{o, err} }()
-	for {
-		db.overviews.mu.Lock()
-		busy := db.overviews.running == 1
-		db.overviews.mu.Unlock()
-		if busy {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+	laneTaken(t, db.overviews)
 	out := make([]chan got, len(keys))
 	for i, k := range keys {
 		out[i] = make(chan got, 1)
