@@ -17,8 +17,10 @@ import (
 
 // TestStdioListenStreamsBudgeted: over stdio too, a caller's
 // subscriptions/listen streams (2026-07-28) take the catalog's stream
-// slots: with DUET_MAX_PER_CALLER=2 the third is answered with a JSON-RPC
-// RATE_LIMITED error while the first two stay open.
+// slots: with DUET_MAX_PER_CALLER=2, of three streams asked for at once two
+// are opened and one is answered with a JSON-RPC RATE_LIMITED error. The
+// SDK handles listen requests concurrently, so which one is refused is not
+// fixed; that exactly two are open is.
 func TestStdioListenStreamsBudgeted(t *testing.T) {
 	t.Parallel()
 	vars := map[string]string{"DUET_HOME": t.TempDir(), "DUET_USER": "alice", "DUET_WORKERS": "0", "DUET_MAX_PER_CALLER": "2", "DUET_LOG_LEVEL": "error"}
@@ -33,6 +35,7 @@ func TestStdioListenStreamsBudgeted(t *testing.T) {
 	defer func() {
 		cancel()
 		inW.Close()
+		go io.Copy(io.Discard, outR) // a reply still being written must not hold the server
 		select {
 		case <-done:
 		case <-time.After(30 * time.Second):
@@ -47,9 +50,9 @@ func TestStdioListenStreamsBudgeted(t *testing.T) {
 		}
 	}()
 	acked := map[float64]bool{}
-	refused := false
+	refused := map[int]bool{}
 	sc := bufio.NewScanner(outR)
-	for sc.Scan() {
+	for len(acked)+len(refused) < 3 && sc.Scan() {
 		var msg struct {
 			ID     *int `json:"id"`
 			Method string
@@ -67,26 +70,25 @@ func TestStdioListenStreamsBudgeted(t *testing.T) {
 		if msg.Method == "notifications/subscriptions/acknowledged" {
 			id, _ := msg.Params.Meta["io.modelcontextprotocol/subscriptionId"].(float64)
 			acked[id] = true
-			if acked[3] {
-				t.Fatalf("the third stream was opened: %s", sc.Bytes())
-			}
-			if refused && acked[1] && acked[2] {
-				break
+			if len(acked) > 2 {
+				t.Fatalf("a third stream was opened: %s (open: %v)", sc.Bytes(), acked)
 			}
 			continue
 		}
 		if msg.ID == nil || msg.Error == nil {
 			t.Fatalf("unexpected: %s", sc.Bytes())
 		}
-		if *msg.ID != 3 || msg.Error.Code != httpapi.Codes.RPCCode(duet.CodeRateLimited) || !strings.HasPrefix(msg.Error.Message, "RATE_LIMITED:") {
-			t.Fatalf("got %s, want request 3 refused RATE_LIMITED", sc.Bytes())
+		if msg.Error.Code != httpapi.Codes.RPCCode(duet.CodeRateLimited) || !strings.HasPrefix(msg.Error.Message, "RATE_LIMITED:") {
+			t.Fatalf("got %s, want a stream refused RATE_LIMITED", sc.Bytes())
 		}
-		refused = true
-		if acked[1] && acked[2] {
-			break
-		}
+		refused[*msg.ID] = true
 	}
-	if !refused || !acked[1] || !acked[2] || acked[3] {
-		t.Fatalf("refused %v, streams acknowledged %v (%v): want 1 and 2 open, 3 refused", refused, acked, sc.Err())
+	if len(acked) != 2 || len(refused) != 1 {
+		t.Fatalf("streams acknowledged %v, refused %v (%v): want two open, one refused", acked, refused, sc.Err())
+	}
+	for id := range refused {
+		if acked[float64(id)] {
+			t.Fatalf("stream %d was both opened and refused", id)
+		}
 	}
 }
