@@ -13,13 +13,15 @@ import (
 
 // readCache keeps the results of the reads every governed call repeats —
 // a personal token by hash (auth), a task as its viewer sees it (the
-// ownership check), a task's case count and latest run — for as long as
-// nothing they depend on has changed.
+// ownership check), a task's case count, latest run, contract alerts and
+// schedules (its overview) — for as long as nothing they depend on has
+// changed.
 //
 // Invalidation is by the database itself: migration 00013 keeps one
 // counter, cache_epoch.n, that triggers on tokens, tasks, task_shares,
-// teams, team_members, cases, runs and executions increment on every
-// insert, update and delete, by whoever writes — this process, another
+// teams, team_members, cases, runs and executions (and, since 00015 and
+// 00038, mcp_servers, mcp_tools, contract_alerts and schedules) increment
+// on every insert, update and delete, by whoever writes — this process, another
 // `duet` on the same file (a CLI revoking a token, a worker) or a
 // hand-written statement. Every cached read first reads the counter (one
 // single-row lookup by primary key, far cheaper than the reads it saves)
@@ -289,4 +291,29 @@ func cloneTask(c cachedTask) (*duet.Task, error) {
 		return nil, err
 	}
 	return &t, storerules.DecodeRunConfig(&t, c.runConfig)
+}
+
+func cloneExtras(x overviewExtras) overviewExtras {
+	var c overviewExtras
+	if x.alerts != nil {
+		c.alerts = make([]*duet.ContractAlert, len(x.alerts))
+		for i, a := range x.alerts {
+			ac := *a
+			ac.Problems, ac.Changes = slices.Clone(a.Problems), slices.Clone(a.Changes)
+			c.alerts[i] = &ac
+		}
+	}
+	if x.schedules != nil {
+		c.schedules = make([]*duet.Schedule, len(x.schedules))
+		for i, sc := range x.schedules {
+			scc := *sc
+			if sc.LastFireAt != nil {
+				l := *sc.LastFireAt
+				scc.LastFireAt = &l
+			}
+			scc.Tags = slices.Clone(sc.Tags)
+			c.schedules[i] = &scc
+		}
+	}
+	return c
 }

@@ -136,6 +136,51 @@ func testFreshAcrossHandles(t *testing.T, a duet.Store, another func() duet.Stor
 	if again := lastRun(); again[0].ErrorMessage != "" {
 		t.Fatalf("a run handed out was changed in the store's hands: %q", again[0].ErrorMessage)
 	}
+
+	// A task's overview (get_test_task): a schedule added, a contract
+	// alert saved, a schedule removed.
+	overview := func() *duet.TaskOverview {
+		t.Helper()
+		o, err := a.FindTaskOverview(c, "alice", task)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	warm(func() error { _, err := a.FindTaskOverview(c, "alice", task); return err })
+	if o := overview(); len(o.Schedules) != 0 || len(o.Alerts) != 0 {
+		t.Fatalf("before the change: schedules %+v, alerts %+v, want none", o.Schedules, o.Alerts)
+	}
+	sched := &duet.Schedule{TaskID: task, Owner: "alice", Name: "fresh-nightly", Source: duet.ScheduleFromUser, Cron: "0 2 * * *", TimeZone: "UTC",
+		Missed: duet.MissedSkip, Overlap: duet.OverlapSkip, NextFireAt: time.Date(2030, 1, 2, 2, 0, 0, 0, time.UTC), Tags: []string{"smoke"}}
+	if err := b.CreateSchedule(c, sched); err != nil {
+		t.Fatal(err)
+	}
+	if o := overview(); len(o.Schedules) != 1 || o.Schedules[0].ID != sched.ID {
+		t.Fatalf("the overview after a schedule was added: got %+v, want %s", o.Schedules, sched.ID)
+	}
+	warm(func() error { _, err := a.FindTaskOverview(c, "alice", task); return err })
+	alert := &duet.ContractAlert{TaskID: task, CaseID: cases[0].ID, CaseKey: cases[0].Key, CaseTitle: cases[0].Title, CaseVersion: cases[0].Version,
+		ServerKey: "mcp_fresh_0badcafe", Tool: "query_order", Broken: true, Problems: []string{"the field id is gone"}, DetectedAt: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	if err := b.SaveContractAlerts(c, []*duet.ContractAlert{alert}); err != nil {
+		t.Fatal(err)
+	}
+	o := overview()
+	if len(o.Alerts) != 1 || o.Alerts[0].Tool != "query_order" || len(o.Alerts[0].Problems) != 1 {
+		t.Fatalf("the overview after a contract alert was saved: got %+v, want one on query_order", o.Alerts)
+	}
+	o.Alerts[0].Problems[0], o.Alerts[0].Tool = "changed by the caller", "changed"
+	o.Schedules[0].Tags[0], o.Schedules[0].Name = "changed", "changed by the caller"
+	if again := overview(); again.Alerts[0].Problems[0] != "the field id is gone" || again.Alerts[0].Tool != "query_order" ||
+		again.Schedules[0].Tags[0] != "smoke" || again.Schedules[0].Name != "fresh-nightly" {
+		t.Fatalf("an overview handed out was changed in the store's hands: %+v %+v", again.Alerts[0], again.Schedules[0])
+	}
+	if err := b.DeleteSchedule(c, "alice", sched.ID); err != nil {
+		t.Fatal(err)
+	}
+	if o := overview(); len(o.Schedules) != 0 {
+		t.Fatalf("the overview after the schedule was removed: got %+v, want none", o.Schedules)
+	}
 }
 
 // testRegistryFreshAcrossHandles: the registry lookup every invoke()
