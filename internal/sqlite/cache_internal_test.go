@@ -40,3 +40,20 @@ func TestEpochConnReadsTheCounter(t *testing.T) {
 		t.Fatal("read after Close")
 	}
 }
+
+// BenchmarkEpochRead: what every cached read pays first, the counter read
+// on the cache's own connection (3.5 µs here; `PRAGMA data_version` on a
+// pooled connection, the other way to learn of another process's commit,
+// took 8 µs).
+func BenchmarkEpochRead(b *testing.B) {
+	d, err := Open(b.Context(), filepath.Join(b.TempDir(), "duet.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	for b.Loop() {
+		if _, ok := d.cache.counter.read(); !ok {
+			b.Fatal("no read")
+		}
+	}
+}
