@@ -253,7 +253,7 @@ func taskCasesQuery(viewer string, f duet.CaseFilter) (string, []any, int, error
 	if err != nil {
 		return "", nil, 0, err
 	}
-	return `SELECT ` + taskColumns + `, ARRAY(SELECT user_id FROM task_shares s WHERE s.task_id = t.id ORDER BY user_id),
+	return `SELECT ` + storerules.TaskColumns + `, ARRAY(SELECT user_id FROM task_shares s WHERE s.task_id = t.id ORDER BY user_id),
 		(SELECT count(*) FROM cases c WHERE ` + cond + `),
 		ARRAY(SELECT ROW(` + caseColumns + `) FROM cases c WHERE ` + page + ` ORDER BY c.key LIMIT ` + a.add(limit+1) + `)
 		FROM tasks t WHERE t.id = $2` + visibility(viewer), a, limit, nil

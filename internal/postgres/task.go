@@ -13,8 +13,6 @@ import (
 	"github.com/duet-test/duet/internal/storerules"
 )
 
-const taskColumns = `t.id, t.owner, t.name, t.description, t.base_url, t.device, t.created_at, t.updated_at, t.post_run, t.post_run_by, t.run_config, t.hooks_by, t.trace`
-
 // visibleTo is the one SQL condition for "the viewer ($1) owns the task or
 // it was shared with the viewer". Every read of user-facing data goes
 // through it, so a task that exists but is not visible costs the same query
@@ -54,21 +52,6 @@ func visibility(viewer string) string {
 	return ` AND ` + visibleTo
 }
 
-func scanTask(r rowScanner) (*duet.Task, error) {
-	var t duet.Task
-	var postRun, runConfig string
-	if err := r.Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &t.CreatedAt, &t.UpdatedAt, &postRun, &t.PostRunBy, &runConfig, &t.HooksBy, &t.Trace); err != nil {
-		return nil, err
-	}
-	t.CreatedAt, t.UpdatedAt = utc(t.CreatedAt), utc(t.UpdatedAt)
-	t.SharedWith = []string{}
-	var err error
-	if t.PostRun, err = storerules.DecodePostRun(t.ID, postRun); err != nil {
-		return nil, err
-	}
-	return &t, storerules.DecodeRunConfig(&t, runConfig)
-}
-
 // loadShares fills SharedWith of tasks in one query.
 func loadShares(ctx context.Context, q querier, tasks ...*duet.Task) error {
 	if len(tasks) == 0 {
@@ -92,7 +75,7 @@ func (d *DB) FindTaskByID(ctx context.Context, viewer, id string) (*duet.Task, e
 // taskByIDQuery is the statement of FindTaskByID ($1 the viewer, $2 the
 // id): the task and its shares.
 func taskByIDQuery(viewer string) string {
-	return `SELECT ` + taskColumns + `, ARRAY(SELECT user_id FROM task_shares s WHERE s.task_id = t.id ORDER BY user_id)
+	return `SELECT ` + storerules.TaskColumns + `, ARRAY(SELECT user_id FROM task_shares s WHERE s.task_id = t.id ORDER BY user_id)
 		FROM tasks t WHERE t.id = $2` + visibility(viewer)
 }
 
@@ -194,7 +177,7 @@ func scanOverview(rows pgx.Rows, viewer bool, id string) (*duet.TaskOverview, er
 // One statement costs the server less than a batch of four: each
 // statement is a plan to start and a transaction's bookkeeping.
 func overviewQuery(viewer string) string {
-	q := `SELECT ` + taskColumns + `, ARRAY(SELECT user_id FROM task_shares s WHERE s.task_id = t.id ORDER BY user_id),
+	q := `SELECT ` + storerules.TaskColumns + `, ARRAY(SELECT user_id FROM task_shares s WHERE s.task_id = t.id ORDER BY user_id),
 		(SELECT count(*) FROM cases c WHERE c.task_id = t.id AND c.status = 'active'),
 		(SELECT ROW(` + runWithTotals + `) FROM runs r WHERE r.task_id = t.id ORDER BY r.id DESC LIMIT 1)`
 	if viewer != "" {
@@ -217,7 +200,7 @@ var overviewsQuery = `SELECT q.ord, o.* FROM ` + readPairs + `
 
 // findTaskAny returns a task regardless of viewer (workers, internal use).
 func findTaskAny(ctx context.Context, q querier, id string) (*duet.Task, error) {
-	t, err := scanTask(q.QueryRow(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.id = $1`, id))
+	t, err := storerules.ScanTask(q.QueryRow(ctx, `SELECT `+storerules.TaskColumns+` FROM tasks t WHERE t.id = $1`, id))
 	if err != nil {
 		return nil, found(err, "task", id)
 	}
@@ -230,7 +213,7 @@ func (d *DB) FindTaskByName(ctx context.Context, owner, name string) (*duet.Task
 }
 
 func findTaskByName(ctx context.Context, q querier, owner, name string) (*duet.Task, error) {
-	t, err := scanTask(q.QueryRow(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.owner = $1 AND t.name = $2`, owner, name))
+	t, err := storerules.ScanTask(q.QueryRow(ctx, `SELECT `+storerules.TaskColumns+` FROM tasks t WHERE t.owner = $1 AND t.name = $2`, owner, name))
 	if err != nil {
 		return nil, found(err, "task", name)
 	}
@@ -271,7 +254,7 @@ func (d *DB) FindTasks(ctx context.Context, f duet.TaskFilter) ([]*duet.Task, st
 	}
 	tasks, err := collect(rows, func(r rowScanner) (*duet.Task, error) {
 		var shares []string
-		t, err := scanTask(tailRow{r, []any{&shares, &total}})
+		t, err := storerules.ScanTask(tailRow{r, []any{&shares, &total}})
 		if err == nil && len(shares) > 0 {
 			t.SharedWith = shares
 		}
@@ -313,8 +296,8 @@ func taskListQueries(cond string, filtered bool, afterParam, limitParam string) 
 	if afterParam != "" {
 		cond += ` AND t.id > ` + afterParam
 	}
-	page = `(SELECT ` + taskColumns + ` FROM tasks t WHERE t.owner = $1 AND ` + cond + ` ORDER BY t.id LIMIT ` + limitParam + `)` +
-		` UNION ALL (SELECT ` + taskColumns + ` FROM (` + otherVisibleTaskIDs + `) AS v JOIN tasks t ON t.id = v.id WHERE t.owner <> $1 AND ` + cond + ` ORDER BY t.id LIMIT ` + limitParam + `)` +
+	page = `(SELECT ` + storerules.TaskColumns + ` FROM tasks t WHERE t.owner = $1 AND ` + cond + ` ORDER BY t.id LIMIT ` + limitParam + `)` +
+		` UNION ALL (SELECT ` + storerules.TaskColumns + ` FROM (` + otherVisibleTaskIDs + `) AS v JOIN tasks t ON t.id = v.id WHERE t.owner <> $1 AND ` + cond + ` ORDER BY t.id LIMIT ` + limitParam + `)` +
 		` ORDER BY 1 LIMIT ` + limitParam
 	return count, page
 }

@@ -81,7 +81,7 @@ func (d *DB) ApprovePostRun(ctx context.Context, user, taskID, hash string) (*du
 	}
 	var out *duet.PostRunApproval
 	err := d.tx(ctx, func(tx *sql.Tx) error {
-		t, err := scanTask(tx.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.id = ?2 AND `+visibleTo, user, taskID))
+		t, err := storerules.ScanTask(tx.QueryRowContext(ctx, `SELECT `+storerules.TaskColumns+` FROM tasks t WHERE t.id = ?2 AND `+visibleTo, user, taskID))
 		if err != nil {
 			return found(err, "task", taskID)
 		}

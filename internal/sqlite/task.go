@@ -10,8 +10,6 @@ import (
 	"github.com/duet-test/duet/internal/storerules"
 )
 
-const taskColumns = `t.id, t.owner, t.name, t.description, t.base_url, t.device, t.created_at, t.updated_at, t.post_run, t.post_run_by, t.run_config, t.hooks_by, t.trace`
-
 // visibleTo is the one SQL condition for "the viewer owns the task or it was
 // shared with the viewer". Every read of user-facing data goes through it, so
 // a task that exists but is not visible costs the same query as a missing one.
@@ -79,22 +77,6 @@ func changed(res sql.Result, err error, none error) error {
 		return none
 	}
 	return nil
-}
-
-func scanTask(r rowScanner) (*duet.Task, error) {
-	var t duet.Task
-	var created, updated int64
-	var postRun, runConfig string
-	if err := r.Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, &created, &updated, &postRun, &t.PostRunBy, &runConfig, &t.HooksBy, &t.Trace); err != nil {
-		return nil, err
-	}
-	t.CreatedAt, t.UpdatedAt = fromMicros(created), fromMicros(updated)
-	t.SharedWith = []string{}
-	var err error
-	if t.PostRun, err = storerules.DecodePostRun(t.ID, postRun); err != nil {
-		return nil, err
-	}
-	return &t, storerules.DecodeRunConfig(&t, runConfig)
 }
 
 // loadShares fills SharedWith of tasks in one query.
@@ -253,7 +235,7 @@ func (d *DB) FindTaskByID(ctx context.Context, viewer, id string) (*duet.Task, e
 }
 
 func (d *DB) readTaskByID(ctx context.Context, viewer, id string) (cachedTask, error) {
-	q := `SELECT ` + taskColumns + `, (SELECT group_concat(user_id, char(10)) FROM (SELECT user_id FROM task_shares s WHERE s.task_id = t.id ORDER BY user_id))
+	q := `SELECT ` + storerules.TaskColumns + `, (SELECT group_concat(user_id, char(10)) FROM (SELECT user_id FROM task_shares s WHERE s.task_id = t.id ORDER BY user_id))
 		FROM tasks t WHERE t.id = ?2` + visibility(viewer)
 	var c cachedTask
 	t := &c.task
@@ -275,7 +257,7 @@ func (d *DB) readTaskByID(ctx context.Context, viewer, id string) (cachedTask, e
 
 // findTaskAny returns a task regardless of viewer (workers, internal use).
 func (d *DB) findTaskAny(ctx context.Context, q querier, id string) (*duet.Task, error) {
-	t, err := scanTask(q.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.id = ?`, id))
+	t, err := storerules.ScanTask(q.QueryRowContext(ctx, `SELECT `+storerules.TaskColumns+` FROM tasks t WHERE t.id = ?`, id))
 	if err != nil {
 		return nil, found(err, "task", id)
 	}
@@ -288,8 +270,8 @@ func (d *DB) FindTaskByName(ctx context.Context, owner, name string) (*duet.Task
 }
 
 func findTaskByName(ctx context.Context, q querier, owner, name string) (*duet.Task, error) {
-	t, err := scanTask(q.QueryRowContext(ctx,
-		`SELECT `+taskColumns+` FROM tasks t WHERE t.owner = ? AND t.name = ?`, owner, name))
+	t, err := storerules.ScanTask(q.QueryRowContext(ctx,
+		`SELECT `+storerules.TaskColumns+` FROM tasks t WHERE t.owner = ? AND t.name = ?`, owner, name))
 	if err != nil {
 		return nil, found(err, "task", name)
 	}
@@ -333,7 +315,7 @@ func (d *DB) FindTasks(ctx context.Context, f duet.TaskFilter) ([]*duet.Task, st
 	defer rows.Close()
 	tasks := []*duet.Task{}
 	for rows.Next() {
-		t, err := scanTask(rows)
+		t, err := storerules.ScanTask(rows)
 		if err != nil {
 			return nil, "", 0, mapErr(err)
 		}
@@ -369,8 +351,8 @@ func taskListQueries(cond string, filtered, after bool) (count, page string) {
 	if after {
 		cond += ` AND t.id > ?`
 	}
-	page = `SELECT ` + taskColumns + ` FROM tasks t WHERE t.owner = ?1 AND ` + cond +
-		` UNION ALL SELECT ` + taskColumns + ` FROM (` + otherVisibleTaskIDs + `) AS v CROSS JOIN tasks t ON t.id = v.id WHERE t.owner <> ?1 AND ` + cond +
+	page = `SELECT ` + storerules.TaskColumns + ` FROM tasks t WHERE t.owner = ?1 AND ` + cond +
+		` UNION ALL SELECT ` + storerules.TaskColumns + ` FROM (` + otherVisibleTaskIDs + `) AS v CROSS JOIN tasks t ON t.id = v.id WHERE t.owner <> ?1 AND ` + cond +
 		` ORDER BY 1 LIMIT ?`
 	return count, page
 }

@@ -125,3 +125,22 @@ func ScanMCPTool(r Row) (*duet.MCPTool, error) {
 	t.InputSchema, t.OutputSchema, t.Annotations = RawJSON(in), RawJSON(out), RawJSON(ann)
 	return &t, nil
 }
+
+// TaskColumns are the columns of tasks t that ScanTask reads.
+const TaskColumns = `t.id, t.owner, t.name, t.description, t.base_url, t.device, t.created_at, t.updated_at, t.post_run, t.post_run_by, t.run_config, t.hooks_by, t.trace`
+
+// ScanTask reads a row of TaskColumns: a task without its shares
+// (SharedWith empty, for the caller to fill).
+func ScanTask(r Row) (*duet.Task, error) {
+	var t duet.Task
+	var postRun, runConfig string
+	if err := r.Scan(&t.ID, &t.Owner, &t.Name, &t.Description, &t.BaseURL, &t.Device, TimeOf(&t.CreatedAt), TimeOf(&t.UpdatedAt), &postRun, &t.PostRunBy, &runConfig, &t.HooksBy, &t.Trace); err != nil {
+		return nil, err
+	}
+	t.SharedWith = []string{}
+	var err error
+	if t.PostRun, err = DecodePostRun(t.ID, postRun); err != nil {
+		return nil, err
+	}
+	return &t, DecodeRunConfig(&t, runConfig)
+}
