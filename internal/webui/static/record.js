@@ -37,19 +37,29 @@
     if (busy || !queue.length) return;
     busy = true;
     var item = queue.shift();
-    fetch(actURL, {
-      method: "POST", credentials: "same-origin",
-      headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
-      body: JSON.stringify(item.body)
-    }).then(function (r) {
-      return r.json().then(function (j) { return { ok: r.ok, j: j }; }, function () { return { ok: r.ok, j: {} }; });
-    }).then(function (res) {
-      if (!res.ok) showError((res.j.error && (res.j.error.code + ": " + res.j.error.message)) || "the action failed");
+    post(actURL, item.body).then(function (res) {
+      if (!res.ok) showError(errorText(res.j, "the action failed"));
       item.done(res);
     }, function (e) {
       showError("the server cannot be reached: " + e);
       item.done({ ok: false });
     }).then(function () { busy = false; pump(); });
+  }
+  // post sends body as JSON to url with the page's CSRF token; it resolves
+  // to {ok, j}: whether the status was a success, and the answer's JSON
+  // ({} when it is not JSON).
+  function post(url, body) {
+    return fetch(url, {
+      method: "POST", credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
+      body: JSON.stringify(body)
+    }).then(function (r) {
+      return r.json().then(function (j) { return { ok: r.ok, j: j }; }, function () { return { ok: r.ok, j: {} }; });
+    });
+  }
+  // errorText is "CODE: message" of an error answer j, or fallback.
+  function errorText(j, fallback) {
+    return (j.error && (j.error.code + ": " + j.error.message)) || fallback;
   }
   function flush() {
     if (!pending.length) return;
@@ -199,16 +209,10 @@
     tryList.textContent = "";
     // The source the tester sees: the recorded steps, or their edit.
     var src = yaml.value.replace(/^key: .*$/m, "key: " + JSON.stringify(keyIn.value || "tried")).replace(/^title: .*$/m, "title: " + JSON.stringify(titleIn.value || "Tried"));
-    fetch(tryURL, {
-      method: "POST", credentials: "same-origin",
-      headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
-      body: JSON.stringify({ source: src, from: from, to: to })
-    }).then(function (r) {
-      return r.json().then(function (j) { return { ok: r.ok, j: j }; }, function () { return { ok: r.ok, j: {} }; });
-    }).then(function (res) {
+    post(tryURL, { source: src, from: from, to: to }).then(function (res) {
       var j = res.j;
       if (!res.ok) {
-        tryStatus.textContent = "Not tried: " + ((j.error && (j.error.code + ": " + j.error.message)) || "the server refused");
+        tryStatus.textContent = "Not tried: " + errorText(j, "the server refused");
         tryShot.hidden = true;
         return;
       }
