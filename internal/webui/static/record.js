@@ -86,6 +86,11 @@
     return (e.altKey ? 1 : 0) | (e.ctrlKey ? 2 : 0) | (e.metaKey ? 4 : 0) | (e.shiftKey ? 8 : 0);
   }
   var buttons = ["left", "middle", "right"];
+  // mouseButton is the input event of a press or release (type) of e's
+  // button at the frame's point p.
+  function mouseButton(type, e, p) {
+    return { kind: "mouse", type: type, x: p.x, y: p.y, button: buttons[e.button] || "left", clickCount: e.detail || 1, modifiers: mods(e) };
+  }
   var down = false;
   view.addEventListener("mousedown", function (e) {
     e.preventDefault();
@@ -99,13 +104,13 @@
     }
     down = true;
     input({ kind: "mouse", type: "moved", x: p.x, y: p.y });
-    input({ kind: "mouse", type: "pressed", x: p.x, y: p.y, button: buttons[e.button] || "left", clickCount: e.detail || 1, modifiers: mods(e) }, true);
+    input(mouseButton("pressed", e, p), true);
   });
   view.addEventListener("mouseup", function (e) {
     if (!down) return;
     down = false;
     var p = point(e);
-    input({ kind: "mouse", type: "released", x: p.x, y: p.y, button: buttons[e.button] || "left", clickCount: e.detail || 1, modifiers: mods(e) }, true);
+    input(mouseButton("released", e, p), true);
   });
   view.addEventListener("mousemove", function (e) {
     if (!down) return; // a drag: hovering alone is not sent
