@@ -24,3 +24,22 @@ func TestFormatMs(t *testing.T) {
 		}
 	}
 }
+
+func TestSlug(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		most int
+		want string
+	}{
+		{"Checkout: pay with a card!", 60, "checkout-pay-with-a-card"},
+		{"  --Grüße 2 you--  ", 60, "gr-e-2-you"},
+		{"注文", 60, ""},
+		{"abcdef ghij", 6, "abcdef"},
+		{"abcde fghij", 6, "abcde"}, // cut after the dash, which goes
+		{"ab cd ef", 7, "ab-cd-e"},
+	} {
+		if got := Slug(c.s, c.most); got != c.want {
+			t.Errorf("Slug(%q, %d) = %q, want %q", c.s, c.most, got, c.want)
+		}
+	}
+}

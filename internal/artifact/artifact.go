@@ -153,22 +153,7 @@ func extension(data []byte) string {
 
 // slug turns a name into a short file-name part.
 func slug(name string) string {
-	var b strings.Builder
-	dash := false
-	for _, r := range strings.ToLower(name) {
-		if b.Len() >= 40 {
-			break
-		}
-		switch {
-		case r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
-			b.WriteRune(r)
-			dash = false
-		case b.Len() > 0 && !dash:
-			b.WriteByte('-')
-			dash = true
-		}
-	}
-	s := strings.Trim(b.String(), "-")
+	s := duet.Slug(name, 40)
 	if s == "" {
 		return "artifact"
 	}

@@ -276,24 +276,7 @@ func (c *compiler) task(n *step.Node, t *duet.Task) {
 }
 
 // slug makes a case key from a title.
-func slug(s string) string {
-	var b strings.Builder
-	dash := false
-	for _, r := range strings.ToLower(s) {
-		switch {
-		case r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
-			b.WriteRune(r)
-			dash = false
-		case b.Len() > 0 && !dash:
-			b.WriteByte('-')
-			dash = true
-		}
-		if b.Len() >= 60 {
-			break
-		}
-	}
-	return strings.Trim(b.String(), "-")
-}
+func slug(s string) string { return duet.Slug(s, 60) }
 
 // caseNode compiles one case of a suite (or, suite false, a case compiled
 // on its own for task): the cases it makes — one, or one per row of its

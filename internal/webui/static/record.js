@@ -37,19 +37,29 @@
     if (busy || !queue.length) return;
     busy = true;
     var item = queue.shift();
-    fetch(actURL, {
-      method: "POST", credentials: "same-origin",
-      headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
-      body: JSON.stringify(item.body)
-    }).then(function (r) {
-      return r.json().then(function (j) { return { ok: r.ok, j: j }; }, function () { return { ok: r.ok, j: {} }; });
-    }).then(function (res) {
-      if (!res.ok) showError((res.j.error && (res.j.error.code + ": " + res.j.error.message)) || "the action failed");
+    post(actURL, item.body).then(function (res) {
+      if (!res.ok) showError(errorText(res.j, "the action failed"));
       item.done(res);
     }, function (e) {
       showError("the server cannot be reached: " + e);
       item.done({ ok: false });
     }).then(function () { busy = false; pump(); });
+  }
+  // post sends body as JSON to url with the page's CSRF token; it resolves
+  // to {ok, j}: whether the status was a success, and the answer's JSON
+  // ({} when it is not JSON).
+  function post(url, body) {
+    return fetch(url, {
+      method: "POST", credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
+      body: JSON.stringify(body)
+    }).then(function (r) {
+      return r.json().then(function (j) { return { ok: r.ok, j: j }; }, function () { return { ok: r.ok, j: {} }; });
+    });
+  }
+  // errorText is "CODE: message" of an error answer j, or fallback.
+  function errorText(j, fallback) {
+    return (j.error && (j.error.code + ": " + j.error.message)) || fallback;
   }
   function flush() {
     if (!pending.length) return;
@@ -76,6 +86,11 @@
     return (e.altKey ? 1 : 0) | (e.ctrlKey ? 2 : 0) | (e.metaKey ? 4 : 0) | (e.shiftKey ? 8 : 0);
   }
   var buttons = ["left", "middle", "right"];
+  // mouseButton is the input event of a press or release (type) of e's
+  // button at the frame's point p.
+  function mouseButton(type, e, p) {
+    return { kind: "mouse", type: type, x: p.x, y: p.y, button: buttons[e.button] || "left", clickCount: e.detail || 1, modifiers: mods(e) };
+  }
   var down = false;
   view.addEventListener("mousedown", function (e) {
     e.preventDefault();
@@ -89,13 +104,13 @@
     }
     down = true;
     input({ kind: "mouse", type: "moved", x: p.x, y: p.y });
-    input({ kind: "mouse", type: "pressed", x: p.x, y: p.y, button: buttons[e.button] || "left", clickCount: e.detail || 1, modifiers: mods(e) }, true);
+    input(mouseButton("pressed", e, p), true);
   });
   view.addEventListener("mouseup", function (e) {
     if (!down) return;
     down = false;
     var p = point(e);
-    input({ kind: "mouse", type: "released", x: p.x, y: p.y, button: buttons[e.button] || "left", clickCount: e.detail || 1, modifiers: mods(e) }, true);
+    input(mouseButton("released", e, p), true);
   });
   view.addEventListener("mousemove", function (e) {
     if (!down) return; // a drag: hovering alone is not sent
@@ -199,16 +214,10 @@
     tryList.textContent = "";
     // The source the tester sees: the recorded steps, or their edit.
     var src = yaml.value.replace(/^key: .*$/m, "key: " + JSON.stringify(keyIn.value || "tried")).replace(/^title: .*$/m, "title: " + JSON.stringify(titleIn.value || "Tried"));
-    fetch(tryURL, {
-      method: "POST", credentials: "same-origin",
-      headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
-      body: JSON.stringify({ source: src, from: from, to: to })
-    }).then(function (r) {
-      return r.json().then(function (j) { return { ok: r.ok, j: j }; }, function () { return { ok: r.ok, j: {} }; });
-    }).then(function (res) {
+    post(tryURL, { source: src, from: from, to: to }).then(function (res) {
       var j = res.j;
       if (!res.ok) {
-        tryStatus.textContent = "Not tried: " + ((j.error && (j.error.code + ": " + j.error.message)) || "the server refused");
+        tryStatus.textContent = "Not tried: " + errorText(j, "the server refused");
         tryShot.hidden = true;
         return;
       }
