@@ -563,7 +563,8 @@ func TestIdleSessionsClose(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, func(o *mcpclient.Options) { o.IdleTimeout = 50 * time.Millisecond })
 	n := &mcptest.Counters{}
-	url := mcptest.Start(t, mcptest.Streamable(mcptest.NewServer("idle", n), false, true))
+	srv := mcptest.NewServer("idle", n)
+	url := mcptest.Start(t, mcptest.Streamable(srv, false, true))
 	reg := e.register(t, "alice", "idle", url, nil)
 	call := func() {
 		t.Helper()
@@ -576,9 +577,20 @@ func TestIdleSessionsClose(t *testing.T) {
 	if got := n.Initialize.Load(); got != 2 {
 		t.Fatalf("initialize: got %d, want 2 (sync, then one session for both calls)", got)
 	}
-	// The reaper runs at least every second; the idle session goes and the
-	// next call opens a new one.
-	time.Sleep(1500 * time.Millisecond)
+	// The reaper runs every second; the idle session goes (the client
+	// ends it at the server) and the next call opens a new one. Waited
+	// for as the server sees it, not for a fixed time.
+	deadline := time.Now().Add(30 * time.Second)
+	for sessions := 1; sessions > 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the idle session still open at the server after 30s")
+		}
+		time.Sleep(20 * time.Millisecond)
+		sessions = 0
+		for range srv.Sessions() {
+			sessions++
+		}
+	}
 	call()
 	if got := n.Initialize.Load(); got != 3 {
 		t.Fatalf("initialize after idling: got %d, want 3", got)
