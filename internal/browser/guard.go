@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/storage"
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
 	"github.com/duet-test/duet"
@@ -54,7 +55,11 @@ func (s *Session) judge(tctx context.Context, ev fetch.EventRequestPaused, main 
 	}
 	if err := s.checkNavigation(ctx, raw); err != nil {
 		if main {
-			s.refused.Store(&refusal{url: raw, err: err})
+			var tab target.ID
+			if c := chromedp.FromContext(tctx); c != nil && c.Target != nil {
+				tab = c.Target.TargetID
+			}
+			s.refuse(tab, &refusal{url: raw, err: err})
 		}
 		s.pool.log.Info("browser: a navigation was refused by the network guard", "frame", map[bool]string{true: "main", false: "sub"}[main], "err", duet.ErrorMessage(err))
 		_, err := chromedp.Call(ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})

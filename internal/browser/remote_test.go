@@ -223,10 +223,12 @@ func evalJSIn(s *Session, fn string) (jsResult, error) {
 type guardSites struct {
 	base, other *httptest.Server
 	otherHits   atomic.Int32
+	// release, once closed, lets the page /later navigate to other.
+	release chan struct{}
 }
 
 func newGuardSites(t *testing.T) *guardSites {
-	g := &guardSites{}
+	g := &guardSites{release: make(chan struct{})}
 	g.other = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		g.otherHits.Add(1)
 		fmt.Fprint(w, htmlPage("Internal", "", `<p id="secret">internal data</p>`))
@@ -247,10 +249,67 @@ func newGuardSites(t *testing.T) *guardSites {
 		http.Redirect(w, r, "http://169.254.169.254/latest/meta-data/", http.StatusFound)
 	})
 	mux.HandleFunc("GET /script", page(`<p id="ok">shop</p><script>setTimeout(() => { location.href = '`+g.other.URL+`/admin'; }, 50);</script>`))
+	mux.HandleFunc("GET /later", page(`<p id="ok">shop</p><script>fetch('/release').then(() => { location.href = '`+g.other.URL+`/admin'; });</script>`))
+	mux.HandleFunc("GET /release", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-g.release:
+		case <-r.Context().Done():
+		}
+	})
 	mux.HandleFunc("GET /frame", page(`<p id="ok">shop</p><iframe id="f" src="`+g.other.URL+`/admin"></iframe>`))
 	g.base = httptest.NewServer(mux)
 	t.Cleanup(g.base.Close)
 	return g
+}
+
+// TestGuardRefusalEndsTheWait: a navigation of the page that the guard
+// refuses while a step waits on that page ends the step at once with
+// URL_REFUSED — the page it waits for is gone — instead of at the end of
+// its wait, an hour here, with no deadline on its context.
+func TestGuardRefusalEndsTheWait(t *testing.T) {
+	t.Parallel()
+	requireChromium(t)
+	g := newGuardSites(t)
+	p := NewPool(Options{MaxBrowsers: 1, Logger: testLogger(), Guard: &netguard.Policy{}})
+	t.Cleanup(p.Close)
+	s, err := p.NewSession(testCtx(t, time.Minute), Device{}, netguard.AllowURL(g.base.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	if err := s.Open(testCtx(t, time.Minute), g.base.URL+"/later"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	wctx, stop := context.WithCancel(t.Context())
+	defer stop()
+	go func() {
+		done <- s.WaitFor(wctx, WaitCondition{Selector: "#secret", Timeout: time.Hour})
+	}()
+	// The page navigates once the wait is under way.
+	for deadline := time.Now().Add(time.Minute); s.inflight.Load() == nil; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the wait did not start within a minute")
+		}
+	}
+	close(g.release)
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute): // the refusal's news takes ms; a loaded machine, seconds
+		stop()
+		t.Fatalf("the step still waited a minute after the page was released to a refused host (then: %v)", <-done)
+	}
+	wantCode(t, err, duet.CodeURLRefused, "the page navigated to "+g.other.URL+"/admin")
+	if n := g.otherHits.Load(); n != 0 {
+		t.Errorf("the refused service got %d requests from the browser, want none", n)
+	}
+	// The session goes on: the next step works.
+	if err := s.Open(testCtx(t, time.Minute), g.base.URL+"/"); err != nil {
+		t.Fatalf("Open after the refusal: %v", err)
+	}
+	if got, err := s.Text(testCtx(t, time.Minute), "#ok"); err != nil || got != "shop" {
+		t.Errorf("Text after the refusal: %q, %v", got, err)
+	}
 }
 
 // TestGuardNavigation is issue 10 point 5 for browser steps: the page under
@@ -294,15 +353,15 @@ func TestGuardNavigation(t *testing.T) {
 	wantCode(t, s.Open(step(), "http://0.0.0.0:"+strings.Split(g.other.Listener.Addr().String(), ":")[1]+"/"), duet.CodeURLRefused, "unspecified")
 
 	// A link the test clicks: the click works, the navigation does not,
-	// and the next step says why.
+	// and the click says why when the refusal comes while it still runs,
+	// else the next step.
 	if err := s.Open(step(), g.base.URL+"/"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Click(step(), "#out"); err != nil {
-		t.Fatalf("Click: %v", err)
+	if err = s.Click(step(), "#out"); err == nil {
+		refused("the link")
+		err = s.WaitFor(step(), WaitCondition{Selector: "#secret", Timeout: 2 * time.Second})
 	}
-	refused("the link")
-	err = s.WaitFor(step(), WaitCondition{Selector: "#secret", Timeout: 2 * time.Second})
 	wantCode(t, err, duet.CodeURLRefused, "the page navigated to "+g.other.URL+"/admin")
 
 	// A script of the page.

@@ -50,7 +50,8 @@ type Session struct {
 	closeOnce sync.Once
 	dialogs   sync.WaitGroup // the dialog and request handlers
 
-	refused atomic.Pointer[refusal] // a main-frame navigation the guard refused, not yet reported
+	refused  atomic.Pointer[refusal] // a main-frame navigation the guard refused, not yet reported
+	inflight atomic.Pointer[call]    // the call running (begin to end), which such a refusal on its tab ends at once
 
 	rec atomic.Pointer[recorder] // the trace being recorded (trace.go), or nil
 
@@ -101,6 +102,7 @@ type call struct {
 	op     string
 	ctx    context.Context // the caller's
 	c      context.Context // chromedp context bound to ctx and the deadline
+	tab    target.ID       // the tab it acts on
 	start  time.Time
 	cancel func()
 }
@@ -127,7 +129,8 @@ func (s *Session) begin(ctx context.Context, op string, timeout time.Duration) (
 		<-s.turn
 		return nil, opError(duet.CodeBrowserError, op, errSessionClosed, "%s: the session is closed", op)
 	}
-	c, cancel := context.WithCancel(s.current().ctx)
+	cur := s.current()
+	c, cancel := context.WithCancel(cur.ctx)
 	stop := context.AfterFunc(ctx, cancel)
 	deadline, ok := ctx.Deadline()
 	if timeout > 0 || !ok {
@@ -139,13 +142,27 @@ func (s *Session) begin(ctx context.Context, op string, timeout time.Duration) (
 		}
 	}
 	c, cancelD := context.WithDeadline(c, deadline)
-	return &call{op: op, ctx: ctx, c: c, start: time.Now(), cancel: func() { stop(); cancelD(); cancel() }}, nil
+	cl := &call{op: op, ctx: ctx, c: c, tab: cur.id, start: time.Now(), cancel: func() { stop(); cancelD(); cancel() }}
+	s.inflight.Store(cl)
+	return cl, nil
 }
 
 // end releases the call.
 func (s *Session) end(c *call) {
+	s.inflight.CompareAndSwap(c, nil)
 	c.cancel()
 	<-s.turn
+}
+
+// refuse notes a navigation of tab's page that the guard refused and ends
+// the call running on that tab at once: the page it waits on is gone, and
+// fail reports the refusal (URL_REFUSED) instead of the timeout the call
+// would otherwise reach.
+func (s *Session) refuse(tab target.ID, r *refusal) {
+	s.refused.Store(r)
+	if c := s.inflight.Load(); c != nil && tab != "" && c.tab == tab {
+		c.cancel()
+	}
 }
 
 // fail turns the error of a call into a *duet.Error. timeout builds the error
