@@ -262,6 +262,20 @@ func newGuardSites(t *testing.T) *guardSites {
 	return g
 }
 
+// session opens a session of a pool with the default guard that allows
+// the site under test.
+func (g *guardSites) session(t *testing.T) *Session {
+	t.Helper()
+	p := NewPool(Options{MaxBrowsers: 1, Logger: testLogger(), Guard: &netguard.Policy{}})
+	t.Cleanup(p.Close)
+	s, err := p.NewSession(testCtx(t, time.Minute), Device{}, netguard.AllowURL(g.base.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
 // TestGuardRefusalEndsTheWait: a navigation of the page that the guard
 // refuses while a step waits on that page ends the step at once with
 // URL_REFUSED — the page it waits for is gone — instead of at the end of
@@ -270,13 +284,7 @@ func TestGuardRefusalEndsTheWait(t *testing.T) {
 	t.Parallel()
 	requireChromium(t)
 	g := newGuardSites(t)
-	p := NewPool(Options{MaxBrowsers: 1, Logger: testLogger(), Guard: &netguard.Policy{}})
-	t.Cleanup(p.Close)
-	s, err := p.NewSession(testCtx(t, time.Minute), Device{}, netguard.AllowURL(g.base.URL))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s := g.session(t)
 	if err := s.Open(testCtx(t, time.Minute), g.base.URL+"/later"); err != nil {
 		t.Fatal(err)
 	}
@@ -294,12 +302,12 @@ func TestGuardRefusalEndsTheWait(t *testing.T) {
 	}
 	close(g.release)
 	select {
-	case err = <-done:
+	case err := <-done:
+		wantCode(t, err, duet.CodeURLRefused, "the page navigated to "+g.other.URL+"/admin")
 	case <-time.After(time.Minute): // the refusal's news takes ms; a loaded machine, seconds
 		stop()
 		t.Fatalf("the step still waited a minute after the page was released to a refused host (then: %v)", <-done)
 	}
-	wantCode(t, err, duet.CodeURLRefused, "the page navigated to "+g.other.URL+"/admin")
 	if n := g.otherHits.Load(); n != 0 {
 		t.Errorf("the refused service got %d requests from the browser, want none", n)
 	}
@@ -320,14 +328,8 @@ func TestGuardNavigation(t *testing.T) {
 	t.Parallel()
 	requireChromium(t)
 	g := newGuardSites(t)
-	p := NewPool(Options{MaxBrowsers: 1, Logger: testLogger(), Guard: &netguard.Policy{}})
-	t.Cleanup(p.Close)
-	ctx := testCtx(t, time.Minute)
-	s, err := p.NewSession(ctx, Device{}, netguard.AllowURL(g.base.URL))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s := g.session(t)
+	var err error
 	// A step's budget: what a loaded machine meets, never a claim of
 	// speed (the calls that must fail are refused without waiting).
 	step := func() context.Context { return testCtx(t, time.Minute) }
