@@ -152,10 +152,9 @@ func TestTraceViewerInABrowser(t *testing.T) {
 		t.Fatalf("title %q", run(alice, "title", chromedp.Title()))
 	}
 	// The replay plays.
-	alice.do("replay", chromedp.Click(chromedp.CSS("#play")), chromedp.Sleep(300*time.Millisecond))
-	if !alice.eval(`document.querySelector('#replay-frame').complete && document.querySelector('#replay-frame').naturalWidth > 0`) {
-		t.Fatal("the replay frame did not load")
-	}
+	// Waits for the frame to load (a fixed pause failed on a loaded machine).
+	alice.do("replay", chromedp.Click(chromedp.CSS("#play")))
+	run(alice, "the replay frame", chromedp.Poll[bool](`document.querySelector('#replay-frame').complete && document.querySelector('#replay-frame').naturalWidth > 0`))
 	alice.screenshot("trace")
 
 	// The replay as a video, where this machine has ffmpeg: the run page
