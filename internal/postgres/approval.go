@@ -19,7 +19,7 @@ func (d *DB) ApproveCase(ctx context.Context, a *duet.CaseApproval) error {
 		return err
 	}
 	return d.tx(ctx, func(tx pgx.Tx) error {
-		c, err := scanCase(tx.QueryRow(ctx, `SELECT `+caseColumns+` FROM cases c JOIN tasks t ON t.id = c.task_id WHERE c.id = $2 AND `+visibleTo, a.User, a.CaseID))
+		c, err := storerules.ScanCase(tx.QueryRow(ctx, `SELECT `+storerules.CaseFields+` FROM cases c JOIN tasks t ON t.id = c.task_id WHERE c.id = $2 AND `+visibleTo, a.User, a.CaseID))
 		if err != nil {
 			return found(err, "case", a.CaseID)
 		}

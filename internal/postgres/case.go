@@ -12,21 +12,6 @@ import (
 	"github.com/duet-test/duet/internal/storerules"
 )
 
-const caseColumns = `c.id, c.task_id, c.key, c.title, c.source, c.source_hash, c.steps, c.timeout_ms, c.version, c.status, c.created_by, c.created_at, c.updated_at, c.row, c.retries, c.tags`
-
-func scanCase(r rowScanner) (*duet.Case, error) {
-	var c duet.Case
-	var steps, row, tags string
-	if err := r.Scan(&c.ID, &c.TaskID, &c.Key, &c.Title, &c.Source, &c.SourceHash, &steps, &c.TimeoutMs, &c.Version, &c.Status, &c.CreatedBy, &c.CreatedAt, &c.UpdatedAt, &row, &c.Retries, &tags); err != nil {
-		return nil, err
-	}
-	if err := storerules.DecodeCase(&c, steps, row, tags); err != nil {
-		return nil, err
-	}
-	c.CreatedAt, c.UpdatedAt = utc(c.CreatedAt), utc(c.UpdatedAt)
-	return &c, nil
-}
-
 // tailRow is a row whose last columns, after those its scanner reads,
 // go to tail.
 type tailRow struct {
@@ -59,7 +44,7 @@ func (d *DB) SaveDraftCase(ctx context.Context, c *duet.Case) error {
 			return err
 		}
 		now := ts(d.now())
-		old, err := scanCase(tx.QueryRow(ctx, `SELECT `+caseColumns+` FROM cases c WHERE c.task_id = $1 AND c.key = $2`, c.TaskID, c.Key))
+		old, err := storerules.ScanCase(tx.QueryRow(ctx, `SELECT `+storerules.CaseFields+` FROM cases c WHERE c.task_id = $1 AND c.key = $2`, c.TaskID, c.Key))
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			c.ID, c.Version, c.Status, c.CreatedAt, c.UpdatedAt = duet.NewID("case"), 1, duet.CaseDraft, now, now
@@ -93,7 +78,7 @@ func (d *DB) FindCaseByID(ctx context.Context, viewer, id string) (*duet.Case, e
 
 // findCaseByID is FindCaseByID's read alone.
 func (d *DB) findCaseByID(ctx context.Context, viewer, id string) (*duet.Case, error) {
-	c, err := scanCase(d.pool.QueryRow(ctx, caseByIDQuery(viewer), viewer, id))
+	c, err := storerules.ScanCase(d.pool.QueryRow(ctx, caseByIDQuery(viewer), viewer, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, storerules.NotFound("case", id)
 	}
@@ -103,7 +88,7 @@ func (d *DB) findCaseByID(ctx context.Context, viewer, id string) (*duet.Case, e
 // caseByIDQuery is the statement of FindCaseByID ($1 the viewer, $2 the
 // case's id).
 func caseByIDQuery(viewer string) string {
-	return `SELECT ` + caseColumns + ` FROM cases c JOIN tasks t ON t.id = c.task_id WHERE c.id = $2` + visibility(viewer)
+	return `SELECT ` + storerules.CaseFields + ` FROM cases c JOIN tasks t ON t.id = c.task_id WHERE c.id = $2` + visibility(viewer)
 }
 
 // casesTogetherQuery is the statement of case reads together:
@@ -140,7 +125,7 @@ func casePageQuery(f duet.CaseFilter) (string, []any, int, error) {
 	if err != nil {
 		return "", nil, 0, err
 	}
-	return `SELECT ` + caseColumns + `, (SELECT count(*) FROM cases c WHERE ` + cond + `) FROM cases c WHERE ` + page + ` ORDER BY c.key LIMIT ` + a.add(limit+1), a, limit, nil
+	return `SELECT ` + storerules.CaseFields + `, (SELECT count(*) FROM cases c WHERE ` + cond + `) FROM cases c WHERE ` + page + ` ORDER BY c.key LIMIT ` + a.add(limit+1), a, limit, nil
 }
 
 // caseWhere returns the condition on c of the cases f selects of the task
@@ -176,7 +161,7 @@ func caseStatuses(f duet.CaseFilter) []string {
 // the count. An empty page, which carries no count, counts apart.
 func (d *DB) casePage(ctx context.Context, rows pgx.Rows, f duet.CaseFilter, limit int) ([]*duet.Case, string, int, error) {
 	var total int
-	cases, err := collect(rows, func(r rowScanner) (*duet.Case, error) { return scanCase(tailRow{r, []any{&total}}) })
+	cases, err := collect(rows, func(r rowScanner) (*duet.Case, error) { return storerules.ScanCase(tailRow{r, []any{&total}}) })
 	if err != nil {
 		return nil, "", 0, err
 	}
@@ -230,7 +215,7 @@ func (d *DB) FindTaskCases(ctx context.Context, viewer string, f duet.CaseFilter
 		return nil, nil, "", 0, err
 	}
 	// Decoded before the rows close (recordRow).
-	cases, err := scanRecords(rows.Conn().TypeMap(), page, scanCase)
+	cases, err := scanRecords(rows.Conn().TypeMap(), page, storerules.ScanCase)
 	if err != nil {
 		return nil, nil, "", 0, mapErr(err)
 	}
@@ -246,7 +231,7 @@ func (d *DB) FindTaskCases(ctx context.Context, viewer string, f duet.CaseFilter
 // task's id), its arguments and its page size: the task and its shares
 // (as taskByIDQuery), the count of the cases f selects, and their page
 // (casePageQuery's, one case more than the page) as a list of row values
-// of caseColumns. The cases are read only for a task the viewer may see.
+// of storerules.CaseFields. The cases are read only for a task the viewer may see.
 func taskCasesQuery(viewer string, f duet.CaseFilter) (string, []any, int, error) {
 	a := args{viewer, f.TaskID}
 	cond, page, limit, err := caseWhere(f, &a, `t.id`)
@@ -255,6 +240,6 @@ func taskCasesQuery(viewer string, f duet.CaseFilter) (string, []any, int, error
 	}
 	return `SELECT ` + storerules.TaskColumns + `, ARRAY(SELECT user_id FROM task_shares s WHERE s.task_id = t.id ORDER BY user_id),
 		(SELECT count(*) FROM cases c WHERE ` + cond + `),
-		ARRAY(SELECT ROW(` + caseColumns + `) FROM cases c WHERE ` + page + ` ORDER BY c.key LIMIT ` + a.add(limit+1) + `)
+		ARRAY(SELECT ROW(` + storerules.CaseFields + `) FROM cases c WHERE ` + page + ` ORDER BY c.key LIMIT ` + a.add(limit+1) + `)
 		FROM tasks t WHERE t.id = $2` + visibility(viewer), a, limit, nil
 }

@@ -10,10 +10,10 @@ import (
 // FindCasesCallingServer returns the active cases whose steps call a tool
 // of serverKey.
 func (d *DB) FindCasesCallingServer(ctx context.Context, serverKey string) ([]*duet.Case, error) {
-	rows, err := d.pool.Query(ctx, `SELECT `+caseColumns+` FROM cases c WHERE c.status = 'active' AND strpos(c.steps::text, $1) > 0 ORDER BY c.task_id, c.key`, `"`+serverKey+`"`)
+	rows, err := d.pool.Query(ctx, `SELECT `+storerules.CaseFields+` FROM cases c WHERE c.status = 'active' AND strpos(c.steps::text, $1) > 0 ORDER BY c.task_id, c.key`, `"`+serverKey+`"`)
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	cases, err := collect(rows, scanCase)
+	cases, err := collect(rows, storerules.ScanCase)
 	return storerules.CallingServer(cases, err, serverKey)
 }

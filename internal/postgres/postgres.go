@@ -195,7 +195,7 @@ func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
 		}
 		d.overviews = newReads(d, lanes, d.findTaskOverview, overviewsQuery, "task", func(r pgx.Rows) (*duet.TaskOverview, error) { return scanOverview(r, true, "") })
 		d.runs = newReads(d, lanes, d.findRunByID, runsTogetherQuery, "run", func(r pgx.Rows) (*duet.Run, error) { return scanRunTotals(r) })
-		d.cases = newReads(d, lanes, d.findCaseByID, casesTogetherQuery, "case", func(r pgx.Rows) (*duet.Case, error) { return scanCase(r) })
+		d.cases = newReads(d, lanes, d.findCaseByID, casesTogetherQuery, "case", func(r pgx.Rows) (*duet.Case, error) { return storerules.ScanCase(r) })
 	}
 	if d.now == nil {
 		d.now = time.Now

@@ -70,7 +70,7 @@ func (t suiteTx) SetShares(ctx context.Context, taskID string, users []string, n
 }
 
 func (t suiteTx) Cases(ctx context.Context, taskID string) ([]*duet.Case, error) {
-	return all(ctx, t.tx, scanCase, `SELECT `+caseColumns+` FROM cases c WHERE c.task_id = $1`, taskID)
+	return all(ctx, t.tx, storerules.ScanCase, `SELECT `+storerules.CaseFields+` FROM cases c WHERE c.task_id = $1`, taskID)
 }
 
 func (t suiteTx) InsertCase(ctx context.Context, c *duet.Case, w storerules.CaseColumns) error {

@@ -10,22 +10,6 @@ import (
 	"github.com/duet-test/duet/internal/storerules"
 )
 
-const caseColumns = `c.id, c.task_id, c.key, c.title, c.source, c.source_hash, c.steps, c.timeout_ms, c.version, c.status, c.created_by, c.created_at, c.updated_at, c.row, c.retries, c.tags`
-
-func scanCase(r rowScanner) (*duet.Case, error) {
-	var c duet.Case
-	var steps, row, tags string
-	var created, updated int64
-	if err := r.Scan(&c.ID, &c.TaskID, &c.Key, &c.Title, &c.Source, &c.SourceHash, &steps, &c.TimeoutMs, &c.Version, &c.Status, &c.CreatedBy, &created, &updated, &row, &c.Retries, &tags); err != nil {
-		return nil, err
-	}
-	if err := storerules.DecodeCase(&c, steps, row, tags); err != nil {
-		return nil, err
-	}
-	c.CreatedAt, c.UpdatedAt = fromMicros(created), fromMicros(updated)
-	return &c, nil
-}
-
 // SaveDraftCase stores c as a draft case of its task. A draft with the same
 // key by the same author is replaced by a new version; an active or archived
 // case with that key, or another author's draft, is a CONFLICT. Returns
@@ -43,7 +27,7 @@ func (d *DB) SaveDraftCase(ctx context.Context, c *duet.Case) error {
 			return err
 		}
 		now := d.now()
-		old, err := scanCase(tx.QueryRowContext(ctx, `SELECT `+caseColumns+` FROM cases c WHERE c.task_id = ? AND c.key = ?`, c.TaskID, c.Key))
+		old, err := storerules.ScanCase(tx.QueryRowContext(ctx, `SELECT `+storerules.CaseFields+` FROM cases c WHERE c.task_id = ? AND c.key = ?`, c.TaskID, c.Key))
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			c.ID, c.Version, c.Status, c.CreatedAt, c.UpdatedAt = duet.NewID("case"), 1, duet.CaseDraft, now, now
@@ -69,9 +53,9 @@ func (d *DB) SaveDraftCase(ctx context.Context, c *duet.Case) error {
 
 // FindCaseByID returns the case if viewer may see its task. Returns NOT_FOUND.
 func (d *DB) FindCaseByID(ctx context.Context, viewer, id string) (*duet.Case, error) {
-	q := `SELECT ` + caseColumns + ` FROM cases c JOIN tasks t ON t.id = c.task_id WHERE c.id = ?2` + visibility(viewer)
+	q := `SELECT ` + storerules.CaseFields + ` FROM cases c JOIN tasks t ON t.id = c.task_id WHERE c.id = ?2` + visibility(viewer)
 	args := []any{viewer, id}
-	c, err := scanCase(d.q.QueryRowContext(ctx, q, args...))
+	c, err := storerules.ScanCase(d.q.QueryRowContext(ctx, q, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, storerules.NotFound("case", id)
 	}
@@ -116,14 +100,14 @@ func (d *DB) FindCases(ctx context.Context, f duet.CaseFilter) ([]*duet.Case, st
 		args = append(args, after)
 	}
 	args = append(args, limit+1)
-	rows, err := d.q.QueryContext(ctx, `SELECT `+caseColumns+` FROM cases c WHERE `+cond+` ORDER BY c.key LIMIT ?`, args...)
+	rows, err := d.q.QueryContext(ctx, `SELECT `+storerules.CaseFields+` FROM cases c WHERE `+cond+` ORDER BY c.key LIMIT ?`, args...)
 	if err != nil {
 		return nil, "", 0, mapErr(err)
 	}
 	defer rows.Close()
 	cases := []*duet.Case{}
 	for rows.Next() {
-		c, err := scanCase(rows)
+		c, err := storerules.ScanCase(rows)
 		if err != nil {
 			return nil, "", 0, mapErr(err)
 		}

@@ -144,3 +144,17 @@ func ScanTask(r Row) (*duet.Task, error) {
 	}
 	return &t, DecodeRunConfig(&t, runConfig)
 }
+
+// CaseFields are the columns of cases c that ScanCase reads.
+const CaseFields = `c.id, c.task_id, c.key, c.title, c.source, c.source_hash, c.steps, c.timeout_ms, c.version, c.status, c.created_by, c.created_at, c.updated_at, c.row, c.retries, c.tags`
+
+// ScanCase reads a row of CaseFields (and, after them, any columns the row
+// sends elsewhere).
+func ScanCase(r Row) (*duet.Case, error) {
+	var c duet.Case
+	var steps, row, tags string
+	if err := r.Scan(&c.ID, &c.TaskID, &c.Key, &c.Title, &c.Source, &c.SourceHash, &steps, &c.TimeoutMs, &c.Version, &c.Status, &c.CreatedBy, TimeOf(&c.CreatedAt), TimeOf(&c.UpdatedAt), &row, &c.Retries, &tags); err != nil {
+		return nil, err
+	}
+	return &c, DecodeCase(&c, steps, row, tags)
+}
