@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 
 	"github.com/jackc/pgx/v5"
@@ -29,13 +28,6 @@ const insertCase = `INSERT INTO cases (id, task_id, key, title, source, source_h
 // case with that key, or another author's draft, is a CONFLICT. Returns
 // NOT_FOUND, CONFLICT, INVALID_ARGUMENT.
 func (d *DB) SaveDraftCase(ctx context.Context, c *duet.Case) error {
-	if c.Key == "" || c.TaskID == "" {
-		return duet.Errorf(duet.CodeInvalidArgument, "a draft case needs a task and a key")
-	}
-	steps, err := json.Marshal(c.Steps)
-	if err != nil {
-		return err
-	}
 	return d.tx(ctx, withCaseVersion(ctx, c, duet.SavedAsDraft, func(tx pgx.Tx) error { // caseversion.go
 		if _, err := findTaskAny(ctx, tx, c.TaskID); err != nil {
 			return err
@@ -43,28 +35,7 @@ func (d *DB) SaveDraftCase(ctx context.Context, c *duet.Case) error {
 		if err := lockKey(ctx, tx, "case\x1f"+c.TaskID+"\x1f"+c.Key); err != nil {
 			return err
 		}
-		now := ts(d.now())
-		old, err := storerules.ScanCase(tx.QueryRow(ctx, `SELECT `+storerules.CaseFields+` FROM cases c WHERE c.task_id = $1 AND c.key = $2`, c.TaskID, c.Key))
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			c.ID, c.Version, c.Status, c.CreatedAt, c.UpdatedAt = duet.NewID("case"), 1, duet.CaseDraft, now, now
-			_, err := tx.Exec(ctx, insertCase,
-				c.ID, c.TaskID, c.Key, c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.Status, c.CreatedBy, now, now, "", c.Retries, storerules.EncodeTags(c.Tags))
-			return mapErr(err)
-		case err != nil:
-			return mapErr(err)
-		case old.Status != duet.CaseDraft:
-			return duet.Errorf(duet.CodeConflict, "case key %q is already used by a %s case", c.Key, old.Status)
-		case old.CreatedBy != c.CreatedBy:
-			// A draft is its author's proposal: another user's draft
-			// (the owner's, or another sharee's) never replaces it.
-			return duet.Errorf(duet.CodeConflict, "case key %q is already used by a draft of %s; choose another key", c.Key, old.CreatedBy)
-		default:
-			c.ID, c.Version, c.Status, c.CreatedAt, c.UpdatedAt = old.ID, old.Version+1, duet.CaseDraft, old.CreatedAt, now
-			_, err := tx.Exec(ctx, `UPDATE cases SET title = $1, source = $2, source_hash = $3, steps = $4, timeout_ms = $5, version = $6, created_by = $7, updated_at = $8, retries = $10, tags = $11 WHERE id = $9`,
-				c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.CreatedBy, now, c.ID, c.Retries, storerules.EncodeTags(c.Tags))
-			return mapErr(err)
-		}
+		return storerules.SaveDraftCase(ctx, suiteTx{tx}, c, ts(d.now()))
 	}))
 }
 

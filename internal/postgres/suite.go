@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -71,6 +72,14 @@ func (t suiteTx) SetShares(ctx context.Context, taskID string, users []string, n
 
 func (t suiteTx) Cases(ctx context.Context, taskID string) ([]*duet.Case, error) {
 	return all(ctx, t.tx, storerules.ScanCase, `SELECT `+storerules.CaseFields+` FROM cases c WHERE c.task_id = $1`, taskID)
+}
+
+func (t suiteTx) CaseByKey(ctx context.Context, taskID, key string) (*duet.Case, error) {
+	c, err := storerules.ScanCase(t.tx.QueryRow(ctx, `SELECT `+storerules.CaseFields+` FROM cases c WHERE c.task_id = $1 AND c.key = $2`, taskID, key))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	return c, mapErr(err)
 }
 
 func (t suiteTx) InsertCase(ctx context.Context, c *duet.Case, w storerules.CaseColumns) error {

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 
 	"github.com/duet-test/duet"
@@ -15,39 +14,11 @@ import (
 // case with that key, or another author's draft, is a CONFLICT. Returns
 // NOT_FOUND, CONFLICT, INVALID_ARGUMENT.
 func (d *DB) SaveDraftCase(ctx context.Context, c *duet.Case) error {
-	if c.Key == "" || c.TaskID == "" {
-		return duet.Errorf(duet.CodeInvalidArgument, "a draft case needs a task and a key")
-	}
-	steps, err := json.Marshal(c.Steps)
-	if err != nil {
-		return err
-	}
 	return d.tx(ctx, withCaseVersion(ctx, c, duet.SavedAsDraft, func(tx *sql.Tx) error { // caseversion.go
 		if _, err := d.findTaskAny(ctx, tx, c.TaskID); err != nil {
 			return err
 		}
-		now := d.now()
-		old, err := storerules.ScanCase(tx.QueryRowContext(ctx, `SELECT `+storerules.CaseFields+` FROM cases c WHERE c.task_id = ? AND c.key = ?`, c.TaskID, c.Key))
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			c.ID, c.Version, c.Status, c.CreatedAt, c.UpdatedAt = duet.NewID("case"), 1, duet.CaseDraft, now, now
-			_, err := tx.ExecContext(ctx, `INSERT INTO cases (id, task_id, key, title, source, source_hash, steps, timeout_ms, version, status, created_by, created_at, updated_at, retries, tags) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				c.ID, c.TaskID, c.Key, c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.Status, c.CreatedBy, micros(now), micros(now), c.Retries, storerules.EncodeTags(c.Tags))
-			return mapErr(err)
-		case err != nil:
-			return mapErr(err)
-		case old.Status != duet.CaseDraft:
-			return duet.Errorf(duet.CodeConflict, "case key %q is already used by a %s case", c.Key, old.Status)
-		case old.CreatedBy != c.CreatedBy:
-			// A draft is its author's proposal: another user's draft
-			// (the owner's, or another sharee's) never replaces it.
-			return duet.Errorf(duet.CodeConflict, "case key %q is already used by a draft of %s; choose another key", c.Key, old.CreatedBy)
-		default:
-			c.ID, c.Version, c.Status, c.CreatedAt, c.UpdatedAt = old.ID, old.Version+1, duet.CaseDraft, old.CreatedAt, now
-			_, err := tx.ExecContext(ctx, `UPDATE cases SET title = ?, source = ?, source_hash = ?, steps = ?, timeout_ms = ?, version = ?, created_by = ?, updated_at = ?, retries = ?, tags = ? WHERE id = ?`,
-				c.Title, c.Source, c.SourceHash, string(steps), c.TimeoutMs, c.Version, c.CreatedBy, micros(now), c.Retries, storerules.EncodeTags(c.Tags), c.ID)
-			return mapErr(err)
-		}
+		return storerules.SaveDraftCase(ctx, suiteTx{tx}, c, d.now())
 	}))
 }
 

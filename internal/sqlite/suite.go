@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"time"
 
 	"github.com/duet-test/duet"
@@ -63,6 +64,14 @@ func (t suiteTx) SetShares(ctx context.Context, taskID string, users []string, n
 
 func (t suiteTx) Cases(ctx context.Context, taskID string) ([]*duet.Case, error) {
 	return all(ctx, t.tx, storerules.ScanCase, `SELECT `+storerules.CaseFields+` FROM cases c WHERE c.task_id = ?`, taskID)
+}
+
+func (t suiteTx) CaseByKey(ctx context.Context, taskID, key string) (*duet.Case, error) {
+	c, err := storerules.ScanCase(t.tx.QueryRowContext(ctx, `SELECT `+storerules.CaseFields+` FROM cases c WHERE c.task_id = ? AND c.key = ?`, taskID, key))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return c, mapErr(err)
 }
 
 func (t suiteTx) InsertCase(ctx context.Context, c *duet.Case, w storerules.CaseColumns) error {

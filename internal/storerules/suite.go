@@ -350,3 +350,43 @@ func ApplySchedules(ctx context.Context, tx ScheduleTx, owner, taskID string, wa
 	}
 	return nil
 }
+
+// DraftTx is what SaveDraftCase needs of an engine's transaction: the
+// task's case with a key (nil when there is none), and SuiteTx's case
+// writes.
+type DraftTx interface {
+	CaseByKey(ctx context.Context, taskID, key string) (*duet.Case, error)
+	InsertCase(ctx context.Context, c *duet.Case, w CaseColumns) error
+	UpdateCase(ctx context.Context, c *duet.Case, w CaseColumns) error
+}
+
+// SaveDraftCase stores c as a draft case of its task, in the transaction
+// of an engine that found the task (and, where instances write at once,
+// holds the task's key). A new key makes version 1; the author's own draft
+// of the key is replaced by a new version; an active or archived case of
+// the key, or another user's draft (a draft is its author's proposal), is a
+// CONFLICT. A draft has no data row. Returns INVALID_ARGUMENT, CONFLICT.
+func SaveDraftCase(ctx context.Context, tx DraftTx, c *duet.Case, now time.Time) error {
+	if c.Key == "" || c.TaskID == "" {
+		return duet.Errorf(duet.CodeInvalidArgument, "a draft case needs a task and a key")
+	}
+	w, err := EncodeCase(c)
+	if err != nil {
+		return err
+	}
+	w.Row = ""
+	old, err := tx.CaseByKey(ctx, c.TaskID, c.Key)
+	switch {
+	case err != nil:
+		return err
+	case old == nil:
+		c.ID, c.Version, c.Status, c.CreatedAt, c.UpdatedAt = duet.NewID("case"), 1, duet.CaseDraft, now, now
+		return tx.InsertCase(ctx, c, w)
+	case old.Status != duet.CaseDraft:
+		return duet.Errorf(duet.CodeConflict, "case key %q is already used by a %s case", c.Key, old.Status)
+	case old.CreatedBy != c.CreatedBy:
+		return duet.Errorf(duet.CodeConflict, "case key %q is already used by a draft of %s; choose another key", c.Key, old.CreatedBy)
+	}
+	c.ID, c.Version, c.Status, c.CreatedAt, c.UpdatedAt = old.ID, old.Version+1, duet.CaseDraft, old.CreatedAt, now
+	return tx.UpdateCase(ctx, c, w)
+}

@@ -377,7 +377,14 @@ func testDrafts(t *testing.T, s duet.Store) {
 	if err := s.SaveDraftCase(ctx(t), &d2); err != nil || d2.Version != 2 || d2.ID != d.ID {
 		t.Fatalf("second draft: got %+v %v", d2, err)
 	}
+	if !d2.CreatedAt.Equal(d.CreatedAt.Truncate(time.Microsecond)) { // as stored
+		t.Fatalf("second draft: created %v, want the first's %v", d2.CreatedAt, d.CreatedAt)
+	}
 	wantCode(t, s.SaveDraftCase(ctx(t), &duet.Case{TaskID: res.Task.ID, Key: "a", Title: "t"}), duet.CodeConflict)
+	// A draft is its author's proposal: another user's draft of the key
+	// does not replace it.
+	wantCode(t, s.SaveDraftCase(ctx(t), &duet.Case{TaskID: res.Task.ID, Key: "gen-1", Title: "bob's", CreatedBy: "bob", Steps: []duet.Step{step(0, "true")}}), duet.CodeConflict)
+	wantCode(t, s.SaveDraftCase(ctx(t), &duet.Case{TaskID: res.Task.ID, Title: "no key"}), duet.CodeInvalidArgument)
 	_, _, n, _ := s.FindCases(ctx(t), duet.CaseFilter{TaskID: res.Task.ID})
 	_, _, withDrafts, _ := s.FindCases(ctx(t), duet.CaseFilter{TaskID: res.Task.ID, IncludeDrafts: true})
 	if n != 1 || withDrafts != 2 {
