@@ -154,7 +154,10 @@ func newCounter(t *testing.T) *counter {
 func TestNetworkGuard(t *testing.T) {
 	t.Parallel()
 	internal := newCounter(t)
-	a := openAppEnv(t, map[string]string{"DUET_LOG_LEVEL": "error", "DUET_BROWSERS": "1"})
+	// No worker of Serve's own: the test executes the run itself
+	// (runSuite), and a queue worker that claimed it first left ExecuteRun
+	// nothing to run ("ExecuteRun: false").
+	a := openAppEnv(t, map[string]string{"DUET_LOG_LEVEL": "error", "DUET_BROWSERS": "1", "DUET_WORKERS": "0"})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
