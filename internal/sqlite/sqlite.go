@@ -223,8 +223,20 @@ func openWritable(ctx context.Context, path string, opts *Options) (*DB, error) 
 }
 
 func migrate(ctx context.Context, db *sql.DB) error {
+	return migrateFrom(ctx, db, schemaSnapshot)
+}
+
+// migrateFrom brings db to the embedded migrations' schema: an empty
+// database from snapshot first (snapshot.go), then goose for what is left.
+func migrateFrom(ctx context.Context, db *sql.DB, snapshot string) error {
 	if schemaCurrent(ctx, db) {
 		return nil // what goose would conclude, without building it (a cold start)
+	}
+	if err := createFromSnapshot(ctx, db, snapshot); err != nil {
+		return err
+	}
+	if schemaCurrent(ctx, db) {
+		return nil
 	}
 	p, err := provider(db)
 	if err != nil {
