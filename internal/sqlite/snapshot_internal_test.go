@@ -307,4 +307,3 @@ func diffLines(got, want string) string {
 	}
 	return b.String()
 }
-
