@@ -307,3 +307,36 @@ func diffLines(got, want string) string {
 	}
 	return b.String()
 }
+
+// BenchmarkOpenNew is a first start's store: opening a new database file,
+// created from schema.sql (snapshot) or by the migrations one by one
+// (goose), as before the snapshot.
+//
+//	go test ./internal/sqlite -run '^$' -bench OpenNew
+func BenchmarkOpenNew(b *testing.B) {
+	b.Run("snapshot", func(b *testing.B) {
+		for b.Loop() {
+			db, err := Open(b.Context(), filepath.Join(b.TempDir(), "duet.db"), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			db.Close()
+		}
+	})
+	b.Run("goose", func(b *testing.B) {
+		for b.Loop() {
+			db, err := sql.Open("sqlite", "file:"+filepath.Join(b.TempDir(), "duet.db")+"?_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_txlock=immediate")
+			if err != nil {
+				b.Fatal(err)
+			}
+			p, err := provider(db)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := p.Up(b.Context()); err != nil {
+				b.Fatal(err)
+			}
+			db.Close()
+		}
+	})
+}
