@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/duet-test/duet/internal/storerules"
@@ -88,6 +89,37 @@ func TestSnapshotBehind(t *testing.T) {
 	var n int
 	if err := other.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master`).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("the snapshot was applied over an existing database: %d objects (%v)", n, err)
+	}
+}
+
+// TestSnapshotOpenedTogether: handles opening one new file at once (as
+// instances starting together do) create its schema once: every Open
+// succeeds, and goose's version table holds each migration once.
+func TestSnapshotOpenedTogether(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "duet.db")
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Go(func() {
+			db, err := Open(ctx, path, nil)
+			if err == nil {
+				db.Close()
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("Open of a new file by one of four handles at once: %v", err)
+		}
+	}
+	db := rawOpen(t, path)
+	if got, want := state(t, db), state(t, gooseOnly(t, "")); got != want {
+		t.Fatalf("a file four handles created at once differs from a migrated one:\n%s", diffLines(got, want))
 	}
 }
 
