@@ -163,62 +163,34 @@ func gooseOnly(t *testing.T, dir string, upTo ...int64) *sql.DB {
 // rows written do not fire them.
 func dumpSQL(t *testing.T, db *sql.DB) string {
 	t.Helper()
-	ctx := t.Context()
 	var b strings.Builder
 	b.WriteString(`-- What the embedded migrations leave in an empty database: a fresh database
 -- is created from this file in one transaction (snapshot.go). Generated from
 -- the migrations; do not edit. After adding a migration, rewrite it with
 --   go test ./internal/sqlite -run TestSchemaSnapshot -update
 `)
-	type object struct{ typ, name, sql string }
-	var objects []object
-	rows, err := db.QueryContext(ctx, `SELECT type, name, sql FROM sqlite_master
+	objects := query(t, db, `SELECT type, name, sql FROM sqlite_master
 		WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY rowid`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var o object
-		if err := rows.Scan(&o.typ, &o.name, &o.sql); err != nil {
-			t.Fatal(err)
-		}
-		objects = append(objects, o)
-	}
-	if err := rows.Close(); err != nil {
-		t.Fatal(err)
-	}
 	for _, o := range objects {
-		if o.typ != "trigger" {
-			b.WriteString(o.sql + ";\n")
+		if o[0] != "trigger" {
+			b.WriteString(o[2] + ";\n")
 		}
 	}
 	for _, o := range objects {
-		if o.typ != "table" || o.name == storerules.VersionTable {
-			continue
+		if o[0] == "table" && o[1] != storerules.VersionTable {
+			for _, r := range tableRows(t, db, o[1]) {
+				fmt.Fprintf(&b, "INSERT INTO %q VALUES (%s);\n", o[1], r)
+			}
 		}
-		for _, r := range tableRows(t, db, o.name) {
-			fmt.Fprintf(&b, "INSERT INTO %q VALUES (%s);\n", o.name, r)
-		}
-	}
-	vrows, err := db.QueryContext(ctx, `SELECT version_id, is_applied FROM `+storerules.VersionTable+` ORDER BY id`)
-	if err != nil {
-		t.Fatal(err)
 	}
 	var versions []string
-	for vrows.Next() {
-		var v, applied int64
-		if err := vrows.Scan(&v, &applied); err != nil {
-			t.Fatal(err)
-		}
-		versions = append(versions, fmt.Sprintf("(%d, %d)", v, applied))
-	}
-	if err := vrows.Close(); err != nil {
-		t.Fatal(err)
+	for _, v := range query(t, db, `SELECT '(' || version_id || ', ' || is_applied || ')' FROM `+storerules.VersionTable+` ORDER BY id`) {
+		versions = append(versions, v[0])
 	}
 	fmt.Fprintf(&b, "INSERT INTO %s (version_id, is_applied) VALUES %s;\n", storerules.VersionTable, strings.Join(versions, ", "))
 	for _, o := range objects {
-		if o.typ == "trigger" {
-			b.WriteString(o.sql + ";\n")
+		if o[0] == "trigger" {
+			b.WriteString(o[2] + ";\n")
 		}
 	}
 	return b.String()
@@ -228,41 +200,17 @@ func dumpSQL(t *testing.T, db *sql.DB) string {
 // which keeps each value's storage class), in rowid order.
 func tableRows(t *testing.T, db *sql.DB, table string) []string {
 	t.Helper()
-	ctx := t.Context()
-	cols, err := db.QueryContext(ctx, `SELECT name FROM pragma_table_info(?) ORDER BY cid`, table)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var quoted []string
-	for cols.Next() {
-		var c string
-		if err := cols.Scan(&c); err != nil {
-			t.Fatal(err)
-		}
-		quoted = append(quoted, fmt.Sprintf("quote(%q)", c))
-	}
-	if err := cols.Close(); err != nil {
-		t.Fatal(err)
+	for _, c := range query(t, db, `SELECT name FROM pragma_table_info(?) ORDER BY cid`, table) {
+		quoted = append(quoted, fmt.Sprintf("quote(%q)", c[0]))
 	}
 	order := "rowid"
 	if table == "sqlite_sequence" {
 		order = "name"
 	}
-	rows, err := db.QueryContext(ctx, fmt.Sprintf(`SELECT %s FROM %q ORDER BY %s`, strings.Join(quoted, " || ', ' || "), table, order))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
 	var out []string
-	for rows.Next() {
-		var r string
-		if err := rows.Scan(&r); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
+	for _, r := range query(t, db, fmt.Sprintf(`SELECT %s FROM %q ORDER BY %s`, strings.Join(quoted, " || ', ' || "), table, order)) {
+		out = append(out, r[0])
 	}
 	return out
 }
@@ -272,55 +220,54 @@ func tableRows(t *testing.T, db *sql.DB, table string) []string {
 // (sqlite_sequence's too), the user version.
 func state(t *testing.T, db *sql.DB) string {
 	t.Helper()
-	ctx := t.Context()
 	var b strings.Builder
-	rows, err := db.QueryContext(ctx, `SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_master ORDER BY type, name`)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var tables []string
-	for rows.Next() {
-		var typ, name, tbl, s string
-		if err := rows.Scan(&typ, &name, &tbl, &s); err != nil {
-			t.Fatal(err)
-		}
-		fmt.Fprintf(&b, "%s %s on %s: %s\n", typ, name, tbl, s)
-		if typ == "table" {
-			tables = append(tables, name)
+	for _, o := range query(t, db, `SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_master ORDER BY type, name`) {
+		fmt.Fprintf(&b, "%s %s on %s: %s\n", o[0], o[1], o[2], o[3])
+		if o[0] == "table" && o[1] != storerules.VersionTable {
+			tables = append(tables, o[1])
 		}
 	}
-	if err := rows.Close(); err != nil {
-		t.Fatal(err)
-	}
-	slices.Sort(tables)
 	for _, tb := range tables {
-		if tb == storerules.VersionTable {
-			continue
-		}
 		for _, r := range tableRows(t, db, tb) {
 			fmt.Fprintf(&b, "row of %s: %s\n", tb, r)
 		}
 	}
-	vrows, err := db.QueryContext(ctx, `SELECT id, version_id, is_applied FROM `+storerules.VersionTable+` ORDER BY id`)
+	for _, v := range query(t, db, `SELECT id, version_id, is_applied FROM `+storerules.VersionTable+` ORDER BY id`) {
+		fmt.Fprintf(&b, "version row %s: %s applied=%s\n", v[0], v[1], v[2])
+	}
+	fmt.Fprintf(&b, "user_version %s\n", query(t, db, `PRAGMA user_version`)[0][0])
+	return b.String()
+}
+
+// query returns the rows of a statement on db, every column as text.
+func query(t *testing.T, db *sql.DB, q string, args ...any) [][]string {
+	t.Helper()
+	rows, err := db.QueryContext(t.Context(), q, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for vrows.Next() {
-		var id, v, applied int64
-		if err := vrows.Scan(&id, &v, &applied); err != nil {
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]string
+	for rows.Next() {
+		row := make([]string, len(cols))
+		dest := make([]any, len(cols))
+		for i := range row {
+			dest[i] = &row[i]
+		}
+		if err := rows.Scan(dest...); err != nil {
 			t.Fatal(err)
 		}
-		fmt.Fprintf(&b, "version row %d: %d applied=%d\n", id, v, applied)
+		out = append(out, row)
 	}
-	if err := vrows.Close(); err != nil {
+	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	var uv int64
-	if err := db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&uv); err != nil {
-		t.Fatal(err)
-	}
-	fmt.Fprintf(&b, "user_version %d\n", uv)
-	return b.String()
+	return out
 }
 
 // diffLines lists the lines of got and want that the other lacks.
