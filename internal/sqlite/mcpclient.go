@@ -224,7 +224,7 @@ func (d *DB) ReleaseCredential(ctx context.Context, ref, holder string) error {
 // statement get consecutive ids in order (AUTOINCREMENT, one writer), so
 // each record's id follows from the statement's last one.
 func (d *DB) AppendInvocations(ctx context.Context, recs []*duet.Invocation) error {
-	return appendLog(ctx, d, recs, invocationChunk, invocationInsert, func(r *duet.Invocation) []any {
+	return appendLog(ctx, d, recs, invocationChunk, invocationInto, func(r *duet.Invocation) []any {
 		return []any{micros(r.Time), r.TraceID, r.Executor, r.Source, r.ServerKey, r.Tool, r.Outcome, r.DurationUs, r.ArgBytes, r.ResultBytes}
 	}, func(r *duet.Invocation, id int64) { r.ID = id })
 }
@@ -233,10 +233,8 @@ func (d *DB) AppendInvocations(ctx context.Context, recs []*duet.Invocation) err
 // carries (10 parameters each, well under SQLite's limit of 32766).
 const invocationChunk = 64
 
-// invocationInsert is the INSERT of n invocation rows.
-func invocationInsert(n int) string {
-	return `INSERT INTO mcp_invocations (time, trace_id, executor, source, server_key, tool, outcome, duration_us, arg_bytes, result_bytes) VALUES ` + rows10(n)
-}
+// invocationInto is the table and columns of the invocation INSERT.
+const invocationInto = `mcp_invocations (time, trace_id, executor, source, server_key, tool, outcome, duration_us, arg_bytes, result_bytes)`
 
 // FindInvocations returns invocation records matching f, newest first.
 func (d *DB) FindInvocations(ctx context.Context, f duet.InvocationFilter) ([]*duet.Invocation, error) {

@@ -281,7 +281,7 @@ func (d *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	if in.Pending() {
 		// Prepared before the transaction (see AppendAudit).
 		var err error
-		if ins, err = d.q.stmt(ctx, auditInsert(1)); err != nil {
+		if ins, err = d.q.stmt(ctx, logInsert(auditInto, 1)); err != nil {
 			return mapErr(err)
 		}
 	}

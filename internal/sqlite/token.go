@@ -85,26 +85,23 @@ func (d *DB) DeleteToken(ctx context.Context, userID, id string) error {
 
 // AppendAudit stores audit records in one transaction, up to auditChunk
 // rows per INSERT statement (one statement per record cost most of the
-// audit writer's CPU under load; see docs/performance.md). The INSERT is
-// OR FAIL: one that could abort halfway would copy each page it touches
-// to a statement journal first, and the transaction undoes a failed batch
-// whole anyway (TestAuditInsertNeedsNoStatementJournal). The rows of one
+// audit writer's CPU under load; see docs/performance.md). The rows of one
 // statement get consecutive ids in order (AUTOINCREMENT, one writer), so
 // each record's id follows from the statement's last one.
 func (d *DB) AppendAudit(ctx context.Context, recs []*duet.AuditRecord) error {
-	return appendLog(ctx, d, recs, auditChunk, auditInsert, func(r *duet.AuditRecord) []any {
+	return appendLog(ctx, d, recs, auditChunk, auditInto, func(r *duet.AuditRecord) []any {
 		return []any{micros(r.Time), r.TraceID, r.CallSource, r.Caller, r.Method, r.Tool, r.Outcome, r.DurationUs, r.ArgBytes, r.ResultBytes}
 	}, func(r *duet.AuditRecord, id int64) { r.ID = id })
 }
 
 // appendLog stores recs in one transaction, up to chunk rows (their
-// columns as row lists them) per INSERT (insert(n) is the one of n rows);
-// setID gives each record its id, which follows from the last one of its
+// columns as row lists them) per INSERT into the table and columns of into
+// (logInsert); setID gives each record its id, which follows from the last one of its
 // statement. The statements are prepared before the transaction:
 // preparing one takes a connection from the pool, and taking one while
 // holding the write lock can wait on connections that wait for that lock
 // (until busy_timeout: runs stalled 10 s when it did).
-func appendLog[T any](ctx context.Context, d *DB, recs []T, chunk int, insert func(n int) string, row func(T) []any, setID func(T, int64)) error {
+func appendLog[T any](ctx context.Context, d *DB, recs []T, chunk int, into string, row func(T) []any, setID func(T, int64)) error {
 	if len(recs) == 0 {
 		return nil
 	}
@@ -112,7 +109,7 @@ func appendLog[T any](ctx context.Context, d *DB, recs []T, chunk int, insert fu
 	for rest := len(recs); rest > 0; rest -= min(rest, chunk) {
 		n := min(rest, chunk)
 		if stmts[n] == nil {
-			s, err := d.q.stmt(ctx, insert(n))
+			s, err := d.q.stmt(ctx, logInsert(into, n))
 			if err != nil {
 				return mapErr(err)
 			}
@@ -143,7 +140,7 @@ func appendLog[T any](ctx context.Context, d *DB, recs []T, chunk int, insert fu
 	})
 }
 
-// insertAudit writes one audit record with ins (auditInsert(1) in the
+// insertAudit writes one audit record with ins (logInsert(auditInto, 1) in the
 // transaction of a governed call's change) and sets its id.
 func insertAudit(ctx context.Context, ins *sql.Stmt, r *duet.AuditRecord) error {
 	res, err := ins.ExecContext(ctx, micros(r.Time), r.TraceID, r.CallSource, r.Caller, r.Method, r.Tool, r.Outcome, r.DurationUs, r.ArgBytes, r.ResultBytes)
@@ -179,9 +176,19 @@ func (d *DB) CompleteAudit(ctx context.Context, recs []*duet.AuditRecord) error 
 // parameters each, well under SQLite's limit of 32766).
 const auditChunk = 64
 
-// auditInsert is the INSERT of n audit rows.
-func auditInsert(n int) string {
-	return `INSERT OR FAIL INTO audit (time, trace_id, call_source, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes) VALUES ` + rows10(n)
+// auditInto is the table and columns of the audit INSERT.
+const auditInto = `audit (time, trace_id, call_source, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes)`
+
+// logInsert is the INSERT of n rows of 10 parameters into the table and
+// columns of into. It is OR FAIL: an INSERT of several rows that may abort
+// halfway (SQLite's default for a constraint) undoes just itself, so inside
+// a transaction SQLite first copies every page it touches to a statement
+// journal — a tenth of the audit writer's CPU, a third of the invocation
+// recorder's. OR FAIL keeps the rows stored before a failure, and the
+// batch's transaction (appendLog) undoes them all: a batch is stored whole
+// or not at all either way (TestLogInsertsNeedNoStatementJournal).
+func logInsert(into string, n int) string {
+	return `INSERT OR FAIL INTO ` + into + ` VALUES ` + rows10(n)
 }
 
 // rows10 is the VALUES of n rows of 10 parameters.
