@@ -23,19 +23,49 @@ var sensitive = map[string]bool{
 var keyNorm = strings.NewReplacer("-", "", "_", "", ".", "")
 
 // IsSensitiveKey reports whether a map key or header name names a secret:
-// compared case-insensitively ignoring '-' and '_', or ending in token,
-// secret, password or apikey.
+// compared case-insensitively ignoring '-', '_' and '.', or ending in
+// token, secret, password or apikey. It runs on every header of every MCP
+// request and on every key of every value redacted, so a short ASCII key
+// (nearly all of them) is normalised in a buffer on the stack, with no
+// allocation; any other goes through isSensitiveKeySlow, the definition
+// (FuzzIsSensitiveKey holds the two to the same answers).
 func IsSensitiveKey(k string) bool {
-	n := strings.ToLower(keyNorm.Replace(k))
-	if v, ok := sensitive[n]; ok {
+	var buf [64]byte
+	n := 0
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		switch {
+		case c == '-' || c == '_' || c == '.':
+			continue
+		case c >= 0x80 || n == len(buf):
+			return isSensitiveKeySlow(k)
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		buf[n] = c
+		n++
+	}
+	return sensitiveNormalized(buf[:n])
+}
+
+// sensitiveNormalized is IsSensitiveKey of a key already normalised.
+func sensitiveNormalized(n []byte) bool {
+	if v, ok := sensitive[string(n)]; ok { // no allocation: a lookup by bytes
 		return v
 	}
-	for _, suf := range []string{"token", "secret", "password", "apikey"} {
-		if strings.HasSuffix(n, suf) {
+	for _, suf := range sensitiveSuffixes {
+		if len(n) >= len(suf) && string(n[len(n)-len(suf):]) == suf {
 			return true
 		}
 	}
 	return false
+}
+
+var sensitiveSuffixes = [...]string{"token", "secret", "password", "apikey"}
+
+// isSensitiveKeySlow is IsSensitiveKey by its definition, for any string.
+func isSensitiveKeySlow(k string) bool {
+	return sensitiveNormalized([]byte(strings.ToLower(keyNorm.Replace(k))))
 }
 
 // Value returns a copy of v (JSON-like: maps, slices, scalars) with the values
