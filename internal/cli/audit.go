@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -65,12 +64,7 @@ func recordsCmd[T any](env Env, cmd *cobra.Command, in *api.RecordsIn, limitDoc 
 			if asJSON {
 				return printJSON(env.Stdout, records)
 			}
-			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, header)
-			for _, r := range records {
-				fmt.Fprintln(tw, row(r))
-			}
-			return tw.Flush()
+			return printTable(env.Stdout, header, records, row)
 		})(cmd, args)
 	}
 	cmd.Flags().StringVar(&in.TraceID, "trace", "", "only this trace id")

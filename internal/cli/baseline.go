@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -52,17 +51,14 @@ func baselineListCmd(env Env) *cobra.Command {
 				fmt.Fprintln(env.Stdout, "no baselines")
 				return nil
 			}
-			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tSTATUS\tCASE\tNAME\tVERSION\tDEVICE\tENVIRONMENT\tDIFF\tRECORDED")
-			for _, b := range list {
+			return printTable(env.Stdout, "ID\tSTATUS\tCASE\tNAME\tVERSION\tDEVICE\tENVIRONMENT\tDIFF\tRECORDED", list, func(b *duet.Baseline) string {
 				diff := "-"
 				if b.DiffRatio != nil {
 					diff = fmt.Sprintf("%.2f%%", *b.DiffRatio*100)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\tv%d\t%s\t%s\t%s\t%s\n", b.ID, b.Status, escape.Text(b.CaseKey), oneLine(b.Name, 40), b.Version,
+				return fmt.Sprintf("%s\t%s\t%s\t%s\tv%d\t%s\t%s\t%s\t%s", b.ID, b.Status, escape.Text(b.CaseKey), oneLine(b.Name, 40), b.Version,
 					escape.Text(b.Device), escape.Text(b.Environment), diff, b.CreatedAt.Local().Format("2006-01-02 15:04"))
-			}
-			return tw.Flush()
+			})
 		}),
 	}
 	cmd.Flags().StringVar(&taskRef, "task", "", "only this task's (id or name)")

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -135,12 +134,9 @@ func caseApprovalsCmd(env Env) *cobra.Command {
 				fmt.Fprintf(env.Stdout, "no case shared with %s calls an MCP tool with %s's credentials\n", user, user)
 				return nil
 			}
-			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "CASE\tVERSION\tAUTHOR\tTASK\tSTATUS\tCALLS")
-			for _, c := range list.Cases {
-				fmt.Fprintf(tw, "%s\tv%d\t%s\t%s\t%s\t%s\n", c.CaseID, c.Version, c.Author, escape.Text(c.TaskName), c.Status, escape.Text(callList(c.Calls)))
-			}
-			tw.Flush()
+			printTable(env.Stdout, "CASE\tVERSION\tAUTHOR\tTASK\tSTATUS\tCALLS", list.Cases, func(c api.CaseApproval) string {
+				return fmt.Sprintf("%s\tv%d\t%s\t%s\t%s\t%s", c.CaseID, c.Version, c.Author, escape.Text(c.TaskName), c.Status, escape.Text(callList(c.Calls)))
+			})
 			fmt.Fprintf(env.Stdout, "review a case with `duet case show CASE %s`, then approve it: duet case approve CASE %s\n", strings.TrimSpace(asFlag(cmd)), strings.TrimSpace(asFlag(cmd)))
 			return nil
 		}),

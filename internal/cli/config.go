@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -33,12 +32,9 @@ this process would use and where that value came from: the environment, a file
 			if asJSON {
 				return printJSON(env.Stdout, settings)
 			}
-			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "SETTING\tVALUE\tFROM")
-			for _, s := range settings {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Env, s.Value, s.Source)
-			}
-			if err := tw.Flush(); err != nil {
+			if err := printTable(env.Stdout, "SETTING\tVALUE\tFROM", settings, func(s config.Setting) string {
+				return fmt.Sprintf("%s\t%s\t%s", s.Env, s.Value, s.Source)
+			}); err != nil {
 				return err
 			}
 			fmt.Fprintln(env.Stdout, "what each setting means: docs/configuration.md, or `duet config --markdown`")

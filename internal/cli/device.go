@@ -3,10 +3,10 @@ package cli
 import (
 	"fmt"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/duet-test/duet/internal/api"
 	"github.com/duet-test/duet/internal/browser"
 	"github.com/duet-test/duet/internal/client"
 )
@@ -44,9 +44,7 @@ accept the "Allow USB debugging?" prompt, open Chrome once, and run duet device 
 `)
 				return nil
 			}
-			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "DEVICE\tSTATE\tMODEL\tANDROID\tIN USE")
-			for _, r := range rows {
+			printTable(env.Stdout, "DEVICE\tSTATE\tMODEL\tANDROID\tIN USE", rows, func(r api.Device) string {
 				ver := r.Android
 				if r.SDK != "" {
 					ver += " (API " + r.SDK + ")"
@@ -55,9 +53,8 @@ accept the "Allow USB debugging?" prompt, open Chrome once, and run duet device 
 				if r.InUseBy != "" {
 					use = "by " + r.InUseBy
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, r.State, dash(r.Model), dash(ver), use)
-			}
-			tw.Flush()
+				return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", r.Name, r.State, dash(r.Model), dash(ver), use)
+			})
 			for _, r := range rows {
 				if r.Problem != "" {
 					fmt.Fprintf(env.Stdout, "%s: %s\n", r.Serial, r.Problem)

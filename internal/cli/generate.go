@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -112,14 +111,11 @@ func generateListCmd(env Env) *cobra.Command {
 			if asJSON {
 				return printJSON(env.Stdout, gens)
 			}
-			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "TIME\tTASK\tMODEL\tOUTCOME\tTURNS\tTOOLS\tREPAIRS\tTOKENS\tPROMPT\tCOMPLETION\tREQUESTS\tSECONDS\tCASE")
-			for _, g := range gens {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.1f\t%s\n", g.CreatedAt.Local().Format("2006-01-02 15:04:05"),
+			return printTable(env.Stdout, "TIME\tTASK\tMODEL\tOUTCOME\tTURNS\tTOOLS\tREPAIRS\tTOKENS\tPROMPT\tCOMPLETION\tREQUESTS\tSECONDS\tCASE", gens, func(g *duet.Generation) string {
+				return fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.1f\t%s", g.CreatedAt.Local().Format("2006-01-02 15:04:05"),
 					g.TaskID, orDash(g.Model), g.Outcome, g.Turns, g.ToolCalls, g.Repairs, g.TotalTokens, g.PromptTokens, g.CompletionTokens,
 					g.Attempts, float64(g.DurationMs)/1000, orDash(g.CaseID))
-			}
-			return tw.Flush()
+			})
 		}),
 	}
 	cmd.Flags().StringVar(&task, "task", "", "only this task (id or name)")

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -76,16 +75,13 @@ be reached or read, 2 a usage or setup problem.`,
 				}
 			} else {
 				fmt.Fprintf(env.Stdout, "database: %s\nschema version: %d\n", cfg.DatabaseDescription(), version)
-				tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "VERSION\tNAME\tSTATE\tAPPLIED AT")
-				for _, m := range ms {
+				if err := printTable(env.Stdout, "VERSION\tNAME\tSTATE\tAPPLIED AT", ms, func(m app.Migration) string {
 					state, at := "pending", "-"
 					if m.Applied {
 						state, at = "applied", m.AppliedAt.Local().Format("2006-01-02 15:04:05")
 					}
-					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", m.Version, m.Name, state, at)
-				}
-				if err := tw.Flush(); err != nil {
+					return fmt.Sprintf("%d\t%s\t%s\t%s", m.Version, m.Name, state, at)
+				}); err != nil {
 					return err
 				}
 				if newer == nil && pending > 0 {

@@ -8,7 +8,6 @@ import (
 	neturl "net/url"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -369,12 +368,9 @@ func serverListCmd(env Env) *cobra.Command {
 			if asJSON {
 				return printJSON(env.Stdout, list.Servers)
 			}
-			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tSERVER KEY\tAUTH\tTOOLS\tSYNCED\tURL")
-			for _, s := range list.Servers {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", s.Name, s.ServerKey, authKind(s), s.ToolCount, syncedAt(s.SyncedAt), s.URL)
-			}
-			tw.Flush()
+			printTable(env.Stdout, "NAME\tSERVER KEY\tAUTH\tTOOLS\tSYNCED\tURL", list.Servers, func(s api.ServerView) string {
+				return fmt.Sprintf("%s\t%s\t%s\t%d\t%s\t%s", s.Name, s.ServerKey, authKind(s), s.ToolCount, syncedAt(s.SyncedAt), s.URL)
+			})
 			fmt.Fprintf(env.Stdout, "%d server(s) registered by %s\n", len(list.Servers), c.User())
 			if len(list.Servers) == 0 {
 				fmt.Fprintf(env.Stderr, "register one: duet server add %s--name NAME --url URL --bearer-token-env VAR\n", asFlag(cmd))

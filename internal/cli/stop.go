@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -91,9 +90,7 @@ Without --all, only the requests still waiting.`,
 				}
 				return nil
 			}
-			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "REQUEST\tRUN\tASKED BY\tASKED AT\tSTATUS\tDECIDED")
-			for _, r := range reqs {
+			printTable(env.Stdout, "REQUEST\tRUN\tASKED BY\tASKED AT\tSTATUS\tDECIDED", reqs, func(r *duet.StopRequest) string {
 				decided := "expires " + r.ExpiresAt.Local().Format(time.DateTime)
 				switch {
 				case r.DecidedAt != nil:
@@ -101,9 +98,8 @@ Without --all, only the requests still waiting.`,
 				case r.Status == duet.StopExpired:
 					decided = "expired " + r.ExpiresAt.Local().Format(time.DateTime)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.RunID, r.RequestedBy, r.CreatedAt.Local().Format(time.DateTime), r.Status, decided)
-			}
-			tw.Flush()
+				return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", r.ID, r.RunID, r.RequestedBy, r.CreatedAt.Local().Format(time.DateTime), r.Status, decided)
+			})
 			for _, r := range reqs {
 				if r.Status == duet.StopPending && r.Executor == user {
 					fmt.Fprintf(env.Stdout, "%s asks to stop your run %s%s: duet run approve-stop %s%s   (or deny-stop)\n", r.RequestedBy, r.RunID, reasonNote(r.Reason), asFlag(cmd), r.ID)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -27,12 +26,9 @@ func taskCmd(env Env) *cobra.Command {
 			if j, _ := cmd.Flags().GetBool("json"); j {
 				return printJSON(env.Stdout, out.Tasks)
 			}
-			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tNAME\tOWNER\tBASE URL")
-			for _, t := range out.Tasks {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, escape.Text(t.Name), t.Owner, escape.Text(t.BaseURL))
-			}
-			tw.Flush()
+			printTable(env.Stdout, "ID\tNAME\tOWNER\tBASE URL", out.Tasks, func(t catalog.TaskView) string {
+				return fmt.Sprintf("%s\t%s\t%s\t%s", t.ID, escape.Text(t.Name), t.Owner, escape.Text(t.BaseURL))
+			})
 			fmt.Fprintf(env.Stdout, "%d task(s) visible to %s\n", out.Total, c.User())
 			if out.Total == 0 {
 				fmt.Fprintf(env.Stderr, "create one from a suite file: duet apply -f FILE %s(docs/suite-format.md; examples/ has two)\n", asFlag(cmd))

@@ -3,12 +3,12 @@ package cli
 import (
 	"fmt"
 	"os"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/api"
 	"github.com/duet-test/duet/internal/client"
 )
@@ -67,9 +67,7 @@ standard output; only its hash is stored.`,
 			if err != nil {
 				return err
 			}
-			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tNAME\tCREATED\tEXPIRES\tCREATED WITH")
-			for _, t := range list.Tokens {
+			return printTable(env.Stdout, "ID\tNAME\tCREATED\tEXPIRES\tCREATED WITH", list.Tokens, func(t *duet.Token) string {
 				exp := "never"
 				if t.ExpiresAt != nil {
 					exp = t.ExpiresAt.Format(time.RFC3339)
@@ -78,9 +76,8 @@ standard output; only its hash is stored.`,
 				if t.ParentID != "" {
 					parent = t.ParentID
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, t.CreatedAt.Format(time.RFC3339), exp, parent)
-			}
-			return tw.Flush()
+				return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", t.ID, t.Name, t.CreatedAt.Format(time.RFC3339), exp, parent)
+			})
 		}),
 	}
 	revoke := argCmd(env, "revoke ID", "Revoke a token and every token created with it", client.Client.RevokeToken,

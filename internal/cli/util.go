@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -84,4 +85,15 @@ func (f *userIDFlag) Set(v string) error {
 	}
 	*f = userIDFlag(v)
 	return nil
+}
+
+// printTable prints a table to w: the header line, then row(r) for each of
+// rows, tab-separated columns lined up two spaces apart.
+func printTable[T any](w io.Writer, header string, rows []T, row func(T) string) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, r := range rows {
+		fmt.Fprintln(tw, row(r))
+	}
+	return tw.Flush()
 }

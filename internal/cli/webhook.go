@@ -2,10 +2,10 @@ package cli
 
 import (
 	"fmt"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/api"
 	"github.com/duet-test/duet/internal/client"
 	"github.com/duet-test/duet/internal/escape"
@@ -83,16 +83,13 @@ func webhookListCmd(env Env) *cobra.Command {
 				fmt.Fprintf(env.Stdout, "task %s has no webhooks\n", args[0])
 				return nil
 			}
-			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tNAME\tURL\tEVENTS\tON\tFORMAT\tSTATE")
-			for _, w := range list.Webhooks {
+			return printTable(env.Stdout, "ID\tNAME\tURL\tEVENTS\tON\tFORMAT\tSTATE", list.Webhooks, func(w api.WebhookView) string {
 				state := "enabled"
 				if w.Disabled {
 					state = "disabled"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\t%s\n", w.ID, escape.Text(w.Name), escape.Text(w.URL), w.Events, w.On, w.Format, state)
-			}
-			return tw.Flush()
+				return fmt.Sprintf("%s\t%s\t%s\t%v\t%s\t%s\t%s", w.ID, escape.Text(w.Name), escape.Text(w.URL), w.Events, w.On, w.Format, state)
+			})
 		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -122,9 +119,7 @@ func webhookDeliveriesCmd(env Env) *cobra.Command {
 				fmt.Fprintf(env.Stdout, "webhook %s has no deliveries\n", args[0])
 				return nil
 			}
-			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tEVENT\tRUN/CASE\tSTATUS\tATTEMPTS\tRESPONSE\tNEXT\tERROR")
-			for _, d := range list.Deliveries {
+			return printTable(env.Stdout, "ID\tEVENT\tRUN/CASE\tSTATUS\tATTEMPTS\tRESPONSE\tNEXT\tERROR", list.Deliveries, func(d *duet.WebhookDelivery) string {
 				subject, next, code := d.RunID+d.CaseID, "", ""
 				if d.NextAttemptAt != nil {
 					next = d.NextAttemptAt.Local().Format("15:04:05")
@@ -132,9 +127,8 @@ func webhookDeliveriesCmd(env Env) *cobra.Command {
 				if d.ResponseCode != 0 {
 					code = fmt.Sprint(d.ResponseCode)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", d.ID, d.Event, subject, d.Status, d.Attempts, code, next, escape.Text(d.LastError))
-			}
-			return tw.Flush()
+				return fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s", d.ID, d.Event, subject, d.Status, d.Attempts, code, next, escape.Text(d.LastError))
+			})
 		}),
 	}
 	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many (default 100, at most 500)")
