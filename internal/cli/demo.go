@@ -135,26 +135,16 @@ func runDemo(cmd *cobra.Command, env Env, home string, keep bool) error {
 	fmt.Fprintf(out, "\n== alice applies examples/shop.yaml: task %s, %d cases, shared with bob\n", res.Task.ID, len(res.Cases))
 
 	fmt.Fprintf(out, "\n== alice runs it (Chromium, iPhone 15 emulation; the case calls query_order as alice)\n")
-	aliceRun, err := demoRun(ctx, a, "alice", res.Task.ID, out)
+	aliceRun, err := demoRun(ctx, a, home, "alice", res.Task.ID, out)
 	if err != nil {
 		return err
 	}
-	aliceReport, err := demoReport(ctx, a, home, "alice", aliceRun.ID)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "report: %s\n", aliceReport)
 
 	fmt.Fprintf(out, "\n== bob runs alice's shared task; he has not registered the order server\n")
-	bobRun, err := demoRun(ctx, a, "bob", res.Task.ID, out)
+	bobRun, err := demoRun(ctx, a, home, "bob", res.Task.ID, out)
 	if err != nil {
 		return err
 	}
-	bobReport, err := demoReport(ctx, a, home, "bob", bobRun.ID)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "report: %s\n", bobReport)
 	bobExpected := false
 	if execs, err := a.Store.FindExecutions(ctx, bobRun.ID); err == nil {
 		for _, x := range execs {
@@ -202,15 +192,24 @@ func runDemo(cmd *cobra.Command, env Env, home string, keep bool) error {
 }
 
 // demoRun starts a run as user and follows it to the end with progress,
-// as duet run does (the app's service, in this process).
-func demoRun(ctx context.Context, a *app.App, user, taskID string, out io.Writer) (catalog.RunView, error) {
+// as duet run does (the app's service, in this process), then writes its
+// HTML report under home/reports and says where.
+func demoRun(ctx context.Context, a *app.App, home, user, taskID string, out io.Writer) (catalog.RunView, error) {
 	c := client.NewLocal(a, user) // not closed: the demo closes a
 	started, err := c.StartRun(ctx, catalog.StartRunIn{TaskID: taskID, IdempotencyKey: duet.NewID("demo")}, nil)
 	if err != nil {
 		return catalog.RunView{}, err
 	}
 	run, err := executeAndFollow(ctx, c, started.RunID, out, true)
-	return run.Run, err
+	if err != nil {
+		return catalog.RunView{}, err
+	}
+	path, err := demoReport(ctx, a, home, user, run.Run.ID)
+	if err != nil {
+		return catalog.RunView{}, err
+	}
+	fmt.Fprintf(out, "report: %s\n", path)
+	return run.Run, nil
 }
 
 // demoReport writes the HTML report of a run under home/reports.
