@@ -31,40 +31,38 @@ two side by side with the difference.`,
 func baselineListCmd(env Env) *cobra.Command {
 	var taskRef, status string
 	var asJSON bool
-	cmd := &cobra.Command{
+	cmd := clientCmd(env, &cobra.Command{
 		Use: "list", Short: "List your baselines, newest first", Args: cobra.NoArgs,
-		RunE: withClient(env, func(cmd *cobra.Command, _ []string, c client.Client) error {
-			switch duet.BaselineStatus(status) {
-			case "", duet.BaselinePending, duet.BaselineApproved, duet.BaselineRejected:
-			default:
-				return usage("--status: want pending, approved or rejected, got %q", status)
+	}, func(cmd *cobra.Command, _ []string, c client.Client) error {
+		switch duet.BaselineStatus(status) {
+		case "", duet.BaselinePending, duet.BaselineApproved, duet.BaselineRejected:
+		default:
+			return usage("--status: want pending, approved or rejected, got %q", status)
+		}
+		out, err := c.ListBaselines(cmd.Context(), api.BaselinesIn{TaskID: taskRef, Status: duet.BaselineStatus(status)})
+		if err != nil {
+			return err
+		}
+		list := out.Baselines
+		if asJSON {
+			return printJSON(env.Stdout, list)
+		}
+		if len(list) == 0 {
+			fmt.Fprintln(env.Stdout, "no baselines")
+			return nil
+		}
+		return printTable(env.Stdout, "ID\tSTATUS\tCASE\tNAME\tVERSION\tDEVICE\tENVIRONMENT\tDIFF\tRECORDED", list, func(b *duet.Baseline) string {
+			diff := "-"
+			if b.DiffRatio != nil {
+				diff = fmt.Sprintf("%.2f%%", *b.DiffRatio*100)
 			}
-			out, err := c.ListBaselines(cmd.Context(), api.BaselinesIn{TaskID: taskRef, Status: duet.BaselineStatus(status)})
-			if err != nil {
-				return err
-			}
-			list := out.Baselines
-			if asJSON {
-				return printJSON(env.Stdout, list)
-			}
-			if len(list) == 0 {
-				fmt.Fprintln(env.Stdout, "no baselines")
-				return nil
-			}
-			return printTable(env.Stdout, "ID\tSTATUS\tCASE\tNAME\tVERSION\tDEVICE\tENVIRONMENT\tDIFF\tRECORDED", list, func(b *duet.Baseline) string {
-				diff := "-"
-				if b.DiffRatio != nil {
-					diff = fmt.Sprintf("%.2f%%", *b.DiffRatio*100)
-				}
-				return fmt.Sprintf("%s\t%s\t%s\t%s\tv%d\t%s\t%s\t%s\t%s", b.ID, b.Status, escape.Text(b.CaseKey), oneLine(b.Name, 40), b.Version,
-					escape.Text(b.Device), escape.Text(b.Environment), diff, b.CreatedAt.Local().Format("2006-01-02 15:04"))
-			})
-		}),
-	}
+			return fmt.Sprintf("%s\t%s\t%s\t%s\tv%d\t%s\t%s\t%s\t%s", b.ID, b.Status, escape.Text(b.CaseKey), oneLine(b.Name, 40), b.Version,
+				escape.Text(b.Device), escape.Text(b.Environment), diff, b.CreatedAt.Local().Format("2006-01-02 15:04"))
+		})
+	})
 	cmd.Flags().StringVar(&taskRef, "task", "", "only this task's (id or name)")
 	cmd.Flags().StringVar(&status, "status", "", "only pending, approved or rejected ones")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	addAs(cmd)
 	return cmd
 }
 
@@ -73,17 +71,14 @@ func baselineDecideCmd(env Env, approve bool) *cobra.Command {
 	if !approve {
 		use, short = "reject ID", "Reject your pending baseline: it is never compared against"
 	}
-	cmd := &cobra.Command{
+	return clientCmd(env, &cobra.Command{
 		Use: use, Short: short, Args: cobra.ExactArgs(1),
-		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
-			b, err := c.DecideBaseline(cmd.Context(), args[0], approve)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(env.Stdout, "%s baseline %s (v%d of %q, case %s)\n", b.Status, b.ID, b.Version, escape.Text(b.Name), escape.Text(b.CaseKey))
-			return nil
-		}),
-	}
-	addAs(cmd)
-	return cmd
+	}, func(cmd *cobra.Command, args []string, c client.Client) error {
+		b, err := c.DecideBaseline(cmd.Context(), args[0], approve)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "%s baseline %s (v%d of %q, case %s)\n", b.Status, b.ID, b.Version, escape.Text(b.Name), escape.Text(b.CaseKey))
+		return nil
+	})
 }

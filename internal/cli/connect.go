@@ -33,6 +33,15 @@ func withClient(env Env, fn func(cmd *cobra.Command, args []string, c client.Cli
 	}
 }
 
+// clientCmd completes cmd, a command done through the client: fn is its
+// RunE (withClient), and it takes --as, the user it acts as: a command
+// done through the client cannot be written without it.
+func clientCmd(env Env, cmd *cobra.Command, fn func(cmd *cobra.Command, args []string, c client.Client) error) *cobra.Command {
+	cmd.RunE = withClient(env, fn)
+	addAs(cmd)
+	return cmd
+}
+
 // connect returns the client of the command's user: the Duet server of
 // --server (or DUET_SERVER_URL) with its token, else this machine's app as
 // --as, DUET_USER or the operating-system user (asUser). It records whom

@@ -98,29 +98,27 @@ func generateListCmd(env Env) *cobra.Command {
 	var task string
 	var limit int
 	var asJSON bool
-	cmd := &cobra.Command{
+	cmd := clientCmd(env, &cobra.Command{
 		Use:   "list [--task TASK]",
 		Short: "List your past generations: outcome, turns, tokens, attempts, case",
 		Args:  cobra.NoArgs,
-		RunE: withClient(env, func(cmd *cobra.Command, _ []string, c client.Client) error {
-			list, err := c.ListGenerations(cmd.Context(), api.GenerationsIn{TaskID: task, Limit: limit})
-			if err != nil {
-				return err
-			}
-			gens := list.Generations
-			if asJSON {
-				return printJSON(env.Stdout, gens)
-			}
-			return printTable(env.Stdout, "TIME\tTASK\tMODEL\tOUTCOME\tTURNS\tTOOLS\tREPAIRS\tTOKENS\tPROMPT\tCOMPLETION\tREQUESTS\tSECONDS\tCASE", gens, func(g *duet.Generation) string {
-				return fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.1f\t%s", g.CreatedAt.Local().Format("2006-01-02 15:04:05"),
-					g.TaskID, orDash(g.Model), g.Outcome, g.Turns, g.ToolCalls, g.Repairs, g.TotalTokens, g.PromptTokens, g.CompletionTokens,
-					g.Attempts, float64(g.DurationMs)/1000, orDash(g.CaseID))
-			})
-		}),
-	}
+	}, func(cmd *cobra.Command, _ []string, c client.Client) error {
+		list, err := c.ListGenerations(cmd.Context(), api.GenerationsIn{TaskID: task, Limit: limit})
+		if err != nil {
+			return err
+		}
+		gens := list.Generations
+		if asJSON {
+			return printJSON(env.Stdout, gens)
+		}
+		return printTable(env.Stdout, "TIME\tTASK\tMODEL\tOUTCOME\tTURNS\tTOOLS\tREPAIRS\tTOKENS\tPROMPT\tCOMPLETION\tREQUESTS\tSECONDS\tCASE", gens, func(g *duet.Generation) string {
+			return fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.1f\t%s", g.CreatedAt.Local().Format("2006-01-02 15:04:05"),
+				g.TaskID, orDash(g.Model), g.Outcome, g.Turns, g.ToolCalls, g.Repairs, g.TotalTokens, g.PromptTokens, g.CompletionTokens,
+				g.Attempts, float64(g.DurationMs)/1000, orDash(g.CaseID))
+		})
+	})
 	cmd.Flags().StringVar(&task, "task", "", "only this task (id or name)")
 	cmd.Flags().IntVar(&limit, "limit", 20, "at most this many")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	addAs(cmd)
 	return cmd
 }

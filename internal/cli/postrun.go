@@ -35,7 +35,7 @@ func printPostRun(env Env, pr api.PostRun, as string) {
 }
 
 func taskApprovePostRunCmd(env Env) *cobra.Command {
-	cmd := &cobra.Command{
+	return clientCmd(env, &cobra.Command{
 		Use:   "approve-post-run TASK",
 		Short: "Approve the post-run actions of a task someone else wrote (for your runs)",
 		Long: `approve-post-run approves the current version of TASK's post-run actions: the
@@ -45,22 +45,19 @@ not write that calls a server you registered (read-only tools too) fails with
 APPROVAL_REQUIRED (a note on the run; the verdict is unchanged). Review them first with duet task show TASK. When the
 author changes the actions, approve the new version again.`,
 		Args: cobra.ExactArgs(1),
-		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
-			pr, err := c.ApprovePostRun(cmd.Context(), args[0], api.PostRunApprovalIn{})
-			if err != nil {
-				return err
-			}
-			at := "now"
-			if pr.ApprovedAt != nil {
-				at = pr.ApprovedAt.Local().Format("2006-01-02 15:04:05")
-			}
-			fmt.Fprintf(env.Stdout, "approved the %d post-run action(s) of task %s (written by %s) for your runs, at %s\n", len(pr.Actions), pr.TaskName, pr.Author, at)
-			printPostRun(env, pr, asFlag(cmd))
-			return nil
-		}),
-	}
-	addAs(cmd)
-	return cmd
+	}, func(cmd *cobra.Command, args []string, c client.Client) error {
+		pr, err := c.ApprovePostRun(cmd.Context(), args[0], api.PostRunApprovalIn{})
+		if err != nil {
+			return err
+		}
+		at := "now"
+		if pr.ApprovedAt != nil {
+			at = pr.ApprovedAt.Local().Format("2006-01-02 15:04:05")
+		}
+		fmt.Fprintf(env.Stdout, "approved the %d post-run action(s) of task %s (written by %s) for your runs, at %s\n", len(pr.Actions), pr.TaskName, pr.Author, at)
+		printPostRun(env, pr, asFlag(cmd))
+		return nil
+	})
 }
 
 // printPostRunNotes shows the outcomes of a run's post-run actions: notes,

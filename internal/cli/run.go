@@ -27,7 +27,7 @@ func runCmd(env Env) *cobra.Command {
 	var grep string
 	var device, remote, environment, traceMode, jsonOut, junitOut, reportOut string
 	var origin duet.RunOrigin
-	cmd := &cobra.Command{
+	cmd := clientCmd(env, &cobra.Command{
 		Use:   "run TASK",
 		Short: "Run a task's cases now and show progress (exit 0 pass, 1 failures, 2 usage or configuration, 3 infrastructure)",
 		Long: `run starts a run of TASK (an id or a name) as --as, executes it in this process
@@ -53,65 +53,64 @@ Ctrl-C cancels the run.
 
 Subcommands show, list and cancel manage existing runs.`,
 		Args: cobra.ExactArgs(1),
-		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
-			ctx := cmd.Context()
-			if detach && (cmd.Flags().Changed("wait") || junitOut != "" || reportOut != "" || (jsonOut != "" && jsonOut != "-") || failOnFlaky) {
-				return usage("--detach only queues the run: it takes none of --wait, --junit, --json=FILE, --report, --fail-on-flaky")
+	}, func(cmd *cobra.Command, args []string, c client.Client) error {
+		ctx := cmd.Context()
+		if detach && (cmd.Flags().Changed("wait") || junitOut != "" || reportOut != "" || (jsonOut != "" && jsonOut != "-") || failOnFlaky) {
+			return usage("--detach only queues the run: it takes none of --wait, --junit, --json=FILE, --report, --fail-on-flaky")
+		}
+		if !wait && !detach {
+			return usage("--wait=false: use --detach to only queue the run")
+		}
+		if remote != "" {
+			if strings.HasPrefix(device, "android:") || strings.Contains(device, "@") {
+				return usage("--browser names the browser; --device must then be a preset, got %q", device)
 			}
-			if !wait && !detach {
-				return usage("--wait=false: use --detach to only queue the run")
+			device += "@" + remote
+		}
+		in := catalog.StartRunIn{TaskID: args[0], CaseIDs: caseIDs, IdempotencyKey: duet.NewID("cli"), Device: device,
+			Environment: environment, Trace: traceMode, Tags: tags, ExcludeTags: excludeTags, Grep: grep}
+		if cmd.Flags().Changed("retries") {
+			in.Retries = &retries // the service checks its bounds (DUET_MAX_RETRIES)
+		}
+		out, err := c.StartRun(ctx, in, ciOrigin(origin, env.Getenv))
+		if err != nil {
+			return startExit(err)
+		}
+		if detach {
+			if jsonOut != "" {
+				return printJSON(env.Stdout, out)
 			}
-			if remote != "" {
-				if strings.HasPrefix(device, "android:") || strings.Contains(device, "@") {
-					return usage("--browser names the browser; --device must then be a preset, got %q", device)
-				}
-				device += "@" + remote
-			}
-			in := catalog.StartRunIn{TaskID: args[0], CaseIDs: caseIDs, IdempotencyKey: duet.NewID("cli"), Device: device,
-				Environment: environment, Trace: traceMode, Tags: tags, ExcludeTags: excludeTags, Grep: grep}
-			if cmd.Flags().Changed("retries") {
-				in.Retries = &retries // the service checks its bounds (DUET_MAX_RETRIES)
-			}
-			out, err := c.StartRun(ctx, in, ciOrigin(origin, env.Getenv))
-			if err != nil {
-				return startExit(err)
-			}
-			if detach {
-				if jsonOut != "" {
-					return printJSON(env.Stdout, out)
-				}
-				fmt.Fprintln(env.Stdout, out.RunID)
-				return nil
-			}
-			toStdout := jsonOut == "-"
-			run, err := executeAndFollow(ctx, c, out.RunID, env.Stdout, !toStdout)
-			if err != nil {
-				return startExit(err)
-			}
-			if toStdout {
-				printJSON(env.Stdout, run.Run)
-			} else {
-				printPostRunNotes(env.Stdout, run.Run.PostRun)
-			}
-			if err := writeRunFiles(ctx, c, run.Run.ID, env.Stdout, map[report.Format]string{report.JUnit: junitOut, report.JSON: fileOnly(jsonOut), report.HTML: reportOut}); err != nil {
-				return err
-			}
-			if !toStdout && junitOut == "" && reportOut == "" && jsonOut == "" {
-				fmt.Fprintf(env.Stdout, "report: duet report %s %s-o report.html   (also --format json|junit)\n", run.Run.ID, asFlag(cmd))
-			}
-			exit, err := c.RunExit(context.WithoutCancel(ctx), run.Run.ID, api.RunExitIn{FailOnFlaky: failOnFlaky})
-			if err != nil {
-				return &exitError{ExitInfra, fmt.Errorf("reading the run's verdict: %s", duet.ErrorMessage(err))}
-			}
-			if exit.Code != ExitPassed {
-				if exit.Code != ExitFailed {
-					fmt.Fprintf(env.Stderr, "exit %d: %s\n", exit.Code, exit.Reason)
-				}
-				return &exitError{exit.Code, nil}
-			}
+			fmt.Fprintln(env.Stdout, out.RunID)
 			return nil
-		}),
-	}
+		}
+		toStdout := jsonOut == "-"
+		run, err := executeAndFollow(ctx, c, out.RunID, env.Stdout, !toStdout)
+		if err != nil {
+			return startExit(err)
+		}
+		if toStdout {
+			printJSON(env.Stdout, run.Run)
+		} else {
+			printPostRunNotes(env.Stdout, run.Run.PostRun)
+		}
+		if err := writeRunFiles(ctx, c, run.Run.ID, env.Stdout, map[report.Format]string{report.JUnit: junitOut, report.JSON: fileOnly(jsonOut), report.HTML: reportOut}); err != nil {
+			return err
+		}
+		if !toStdout && junitOut == "" && reportOut == "" && jsonOut == "" {
+			fmt.Fprintf(env.Stdout, "report: duet report %s %s-o report.html   (also --format json|junit)\n", run.Run.ID, asFlag(cmd))
+		}
+		exit, err := c.RunExit(context.WithoutCancel(ctx), run.Run.ID, api.RunExitIn{FailOnFlaky: failOnFlaky})
+		if err != nil {
+			return &exitError{ExitInfra, fmt.Errorf("reading the run's verdict: %s", duet.ErrorMessage(err))}
+		}
+		if exit.Code != ExitPassed {
+			if exit.Code != ExitFailed {
+				fmt.Fprintf(env.Stderr, "exit %d: %s\n", exit.Code, exit.Reason)
+			}
+			return &exitError{exit.Code, nil}
+		}
+		return nil
+	})
 	cmd.Flags().StringSliceVar(&caseIDs, "case", nil, "run only these case ids (repeatable)")
 	cmd.Flags().StringArrayVar(&tags, "tag", nil, "run only the cases with this tag (repeatable: any of them)")
 	cmd.Flags().StringArrayVar(&excludeTags, "exclude-tag", nil, "leave out the cases with this tag (repeatable)")
@@ -132,7 +131,6 @@ Subcommands show, list and cancel manage existing runs.`,
 	cmd.Flags().StringVar(&origin.PullRequest, "pr", "", "the pull or merge request's URL (default: from the CI's environment)")
 	cmd.Flags().StringVar(&origin.Pipeline, "pipeline", "", "the pipeline run's URL (default: from the CI's environment)")
 	cmd.Flags().BoolVar(&failOnFlaky, "fail-on-flaky", false, "exit 1 when a case passed only on a retry (flaky)")
-	addAs(cmd)
 	cmd.AddCommand(runShowCmd(env), runListCmd(env), runCancelCmd(env),
 		runApproveStopCmd(env), runDenyStopCmd(env), runStopRequestsCmd(env)) // stop.go
 	return cmd
@@ -356,120 +354,113 @@ type ExecutionDetail struct {
 
 func runShowCmd(env Env) *cobra.Command {
 	var asJSON bool
-	cmd := &cobra.Command{
+	cmd := clientCmd(env, &cobra.Command{
 		Use: "show RUN_ID", Short: "Show a run and its case executions (RUN_ID latest: the newest you can see)", Args: cobra.ExactArgs(1),
-		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
-			ctx := cmd.Context()
-			id, err := runID(ctx, c, args[0], asFlag(cmd))
+	}, func(cmd *cobra.Command, args []string, c client.Client) error {
+		ctx := cmd.Context()
+		id, err := runID(ctx, c, args[0], asFlag(cmd))
+		if err != nil {
+			return err
+		}
+		// Outputs, variables and messages only for the run's executor
+		// (the service's views).
+		d := RunDetail{Executions: []ExecutionDetail{}}
+		for cursor := ""; ; {
+			page, err := c.GetRun(ctx, catalog.GetRunIn{RunID: id, Cursor: cursor})
 			if err != nil {
 				return err
 			}
-			// Outputs, variables and messages only for the run's executor
-			// (the service's views).
-			d := RunDetail{Executions: []ExecutionDetail{}}
-			for cursor := ""; ; {
-				page, err := c.GetRun(ctx, catalog.GetRunIn{RunID: id, Cursor: cursor})
+			d.Run, d.Disclosure = page.Run, page.Disclosure
+			for _, x := range page.Executions {
+				ex, err := c.GetExecution(ctx, x.ID)
 				if err != nil {
 					return err
 				}
-				d.Run, d.Disclosure = page.Run, page.Disclosure
-				for _, x := range page.Executions {
-					ex, err := c.GetExecution(ctx, x.ID)
-					if err != nil {
-						return err
-					}
-					d.Executions = append(d.Executions, ExecutionDetail{ID: ex.Execution.ID, ExecutionView: ex.Execution, CaseKey: x.CaseKey})
-				}
-				if cursor = page.NextCursor; cursor == "" {
-					break
-				}
+				d.Executions = append(d.Executions, ExecutionDetail{ID: ex.Execution.ID, ExecutionView: ex.Execution, CaseKey: x.CaseKey})
 			}
-			if asJSON {
-				return printJSON(env.Stdout, d)
+			if cursor = page.NextCursor; cursor == "" {
+				break
 			}
-			r := d.Run
-			fmt.Fprintf(env.Stdout, "run %s of task %s: %s (triggered by %s via %s)\n", r.ID, r.TaskID, r.Status, r.TriggeredBy, r.CallSource)
-			if r.ErrorMessage != "" {
-				fmt.Fprintf(env.Stdout, "%s: %s\n", r.ErrorCode, escape.Text(r.ErrorMessage))
-			}
-			hooks := map[string][]*duet.StepResult{}
-			for _, h := range r.Hooks {
-				hooks[h.Hook] = append(hooks[h.Hook], h)
-			}
-			printResults(env.Stdout, duet.HookBeforeAll, hooks[duet.HookBeforeAll])
-			for _, x := range d.Executions {
-				printResults(env.Stdout, x.CaseTitle, x.Steps)
-			}
-			printResults(env.Stdout, duet.HookAfterAll, hooks[duet.HookAfterAll])
-			printPostRunNotes(env.Stdout, r.PostRun)
-			return nil
-		}),
-	}
+		}
+		if asJSON {
+			return printJSON(env.Stdout, d)
+		}
+		r := d.Run
+		fmt.Fprintf(env.Stdout, "run %s of task %s: %s (triggered by %s via %s)\n", r.ID, r.TaskID, r.Status, r.TriggeredBy, r.CallSource)
+		if r.ErrorMessage != "" {
+			fmt.Fprintf(env.Stdout, "%s: %s\n", r.ErrorCode, escape.Text(r.ErrorMessage))
+		}
+		hooks := map[string][]*duet.StepResult{}
+		for _, h := range r.Hooks {
+			hooks[h.Hook] = append(hooks[h.Hook], h)
+		}
+		printResults(env.Stdout, duet.HookBeforeAll, hooks[duet.HookBeforeAll])
+		for _, x := range d.Executions {
+			printResults(env.Stdout, x.CaseTitle, x.Steps)
+		}
+		printResults(env.Stdout, duet.HookAfterAll, hooks[duet.HookAfterAll])
+		printPostRunNotes(env.Stdout, r.PostRun)
+		return nil
+	})
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	addAs(cmd)
 	return cmd
 }
 
 func runListCmd(env Env) *cobra.Command {
 	var task, branch, commit string
-	cmd := &cobra.Command{
+	cmd := clientCmd(env, &cobra.Command{
 		Use: "list", Short: "List recent runs you can see", Args: cobra.NoArgs,
-		RunE: withClient(env, func(cmd *cobra.Command, _ []string, c client.Client) error {
-			list, err := c.ListRuns(cmd.Context(), api.RunListIn{TaskID: task, Branch: branch, Commit: commit, Limit: 50})
-			if err != nil {
-				return err
-			}
-			for _, r := range list.Runs {
-				fmt.Fprintf(env.Stdout, "%s  %-9s %s  %d/%d passed  by %s via %s\n", r.ID, r.Status, r.CreatedAt.Local().Format("2006-01-02 15:04:05"), r.Totals.Passed, r.Totals.Cases, r.TriggeredBy, r.CallSource)
-			}
-			if len(list.Runs) == 0 {
-				fmt.Fprintf(env.Stdout, "no runs visible to %s\n", c.User())
-				fmt.Fprintf(env.Stderr, "start one: duet run TASK %s(duet task list %sshows the tasks)\n", asFlag(cmd), asFlag(cmd))
-				noneVisible(cmd, env)
-			}
-			return nil
-		}),
-	}
+	}, func(cmd *cobra.Command, _ []string, c client.Client) error {
+		list, err := c.ListRuns(cmd.Context(), api.RunListIn{TaskID: task, Branch: branch, Commit: commit, Limit: 50})
+		if err != nil {
+			return err
+		}
+		for _, r := range list.Runs {
+			fmt.Fprintf(env.Stdout, "%s  %-9s %s  %d/%d passed  by %s via %s\n", r.ID, r.Status, r.CreatedAt.Local().Format("2006-01-02 15:04:05"), r.Totals.Passed, r.Totals.Cases, r.TriggeredBy, r.CallSource)
+		}
+		if len(list.Runs) == 0 {
+			fmt.Fprintf(env.Stdout, "no runs visible to %s\n", c.User())
+			fmt.Fprintf(env.Stderr, "start one: duet run TASK %s(duet task list %sshows the tasks)\n", asFlag(cmd), asFlag(cmd))
+			noneVisible(cmd, env)
+		}
+		return nil
+	})
 	cmd.Flags().StringVar(&task, "task", "", "only runs of this task")
 	cmd.Flags().StringVar(&branch, "branch", "", "only runs whose origin (the CI job) has this branch")
 	cmd.Flags().StringVar(&commit, "commit", "", "only runs whose origin has this commit")
-	addAs(cmd)
 	return cmd
 }
 
 func runCancelCmd(env Env) *cobra.Command {
-	cmd := &cobra.Command{
+	return clientCmd(env, &cobra.Command{
 		Use: "cancel RUN_ID", Short: "Cancel a queued or running run", Args: cobra.ExactArgs(1),
-		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
-			run, err := c.CancelRun(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			if run.Status.Final() {
-				fmt.Fprintf(env.Stdout, "run %s is %s\n", run.ID, run.Status)
-				return nil
-			}
-			// Wait for its worker to stop it (it checks a few times a
-			// second), following the run's progress.
-			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
-			defer cancel()
-			var last api.RunSummary
-			if err := c.FollowRun(ctx, run.ID, func(p api.Progress) error { last = p.Run; return nil }); err != nil && ctx.Err() == nil {
-				return err
-			}
-			if last.Status.Final() {
-				fmt.Fprintf(env.Stdout, "run %s is %s\n", last.ID, last.Status)
-				return nil
-			}
-			if cmd.Context().Err() != nil {
-				return nil
-			}
-			fmt.Fprintf(env.Stdout, "run %s: cancellation requested; no worker has stopped it yet: a `duet serve` or `duet worker` on this database stops it when it next checks\n", run.ID)
+	}, func(cmd *cobra.Command, args []string, c client.Client) error {
+		run, err := c.CancelRun(cmd.Context(), args[0])
+		if err != nil {
+			return err
+		}
+		if run.Status.Final() {
+			fmt.Fprintf(env.Stdout, "run %s is %s\n", run.ID, run.Status)
 			return nil
-		}),
-	}
-	addAs(cmd)
-	return cmd
+		}
+		// Wait for its worker to stop it (it checks a few times a
+		// second), following the run's progress.
+		ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+		defer cancel()
+		var last api.RunSummary
+		if err := c.FollowRun(ctx, run.ID, func(p api.Progress) error { last = p.Run; return nil }); err != nil && ctx.Err() == nil {
+			return err
+		}
+		if last.Status.Final() {
+			fmt.Fprintf(env.Stdout, "run %s is %s\n", last.ID, last.Status)
+			return nil
+		}
+		if cmd.Context().Err() != nil {
+			return nil
+		}
+		fmt.Fprintf(env.Stdout, "run %s: cancellation requested; no worker has stopped it yet: a `duet serve` or `duet worker` on this database stops it when it next checks\n", run.ID)
+		return nil
+	})
 }
 
 // latestRun is what a RUN_ID argument may say instead of an id: the newest

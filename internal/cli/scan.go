@@ -21,7 +21,7 @@ func scanCmd(env Env) *cobra.Command {
 	var servers []string
 	var task string
 	var duetOnly, asJSON, strict bool
-	cmd := &cobra.Command{
+	cmd := clientCmd(env, &cobra.Command{
 		Use:   "scan [--mcp-server NAME ...] [--duet] [--task TASK] [--json] [--strict]",
 		Short: "Check the quality of tool descriptions (Duet's own and your servers') and a task's tool coverage",
 		Long: `scan checks tool descriptions as tools/list gives them: Duet's own catalog and the
@@ -44,71 +44,69 @@ archived tools of the MCP servers you (--as) registered.
 the task's mcpCall steps exercise. --strict exits 1 when anything is found.
 See docs/scan.md.`,
 		Args: cobra.NoArgs,
-		RunE: withClient(env, func(cmd *cobra.Command, _ []string, c client.Client) error {
-			ctx := cmd.Context()
-			var sources []scan.Source
-			if duetOnly || len(servers) == 0 {
-				sources = append(sources, DuetSource(catalog.New(nil, catalog.Options{})))
-			}
-			regs, err := c.ListServers(ctx)
+	}, func(cmd *cobra.Command, _ []string, c client.Client) error {
+		ctx := cmd.Context()
+		var sources []scan.Source
+		if duetOnly || len(servers) == 0 {
+			sources = append(sources, DuetSource(catalog.New(nil, catalog.Options{})))
+		}
+		regs, err := c.ListServers(ctx)
+		if err != nil {
+			return err
+		}
+		var registered []scan.Source
+		for _, s := range regs.Servers {
+			d, err := c.GetServer(ctx, s.ServerKey)
 			if err != nil {
 				return err
 			}
-			var registered []scan.Source
-			for _, s := range regs.Servers {
-				d, err := c.GetServer(ctx, s.ServerKey)
-				if err != nil {
-					return err
-				}
-				src := scan.ServerSource(&duet.MCPServer{Name: d.Server.Name, ServerKey: d.Server.ServerKey, CatalogHash: d.Server.CatalogHash, SyncedAt: d.Server.SyncedAt}, d.Tools)
-				registered = append(registered, src)
-				if !duetOnly && (len(servers) == 0 || slices.Contains(servers, s.Name) || slices.Contains(servers, s.ServerKey)) {
-					sources = append(sources, src)
-				}
+			src := scan.ServerSource(&duet.MCPServer{Name: d.Server.Name, ServerKey: d.Server.ServerKey, CatalogHash: d.Server.CatalogHash, SyncedAt: d.Server.SyncedAt}, d.Tools)
+			registered = append(registered, src)
+			if !duetOnly && (len(servers) == 0 || slices.Contains(servers, s.Name) || slices.Contains(servers, s.ServerKey)) {
+				sources = append(sources, src)
 			}
-			for _, name := range servers {
-				if !slices.ContainsFunc(regs.Servers, func(s api.ServerView) bool { return s.Name == name || s.ServerKey == name }) {
-					return duet.Errorf(duet.CodeNotFound, "you have not registered an MCP server named %q", name)
-				}
+		}
+		for _, name := range servers {
+			if !slices.ContainsFunc(regs.Servers, func(s api.ServerView) bool { return s.Name == name || s.ServerKey == name }) {
+				return duet.Errorf(duet.CodeNotFound, "you have not registered an MCP server named %q", name)
 			}
-			rep := scan.Scan(sources)
+		}
+		rep := scan.Scan(sources)
 
-			var coverage []*scan.Coverage
-			if task != "" {
-				if coverage, err = taskCoverage(ctx, c, task, registered, servers); err != nil {
+		var coverage []*scan.Coverage
+		if task != "" {
+			if coverage, err = taskCoverage(ctx, c, task, registered, servers); err != nil {
+				return err
+			}
+		}
+		if asJSON {
+			if err := printJSON(env.Stdout, struct {
+				*scan.Report
+				Coverage []*scan.Coverage `json:"coverage,omitempty"`
+			}{rep, coverage}); err != nil {
+				return err
+			}
+		} else {
+			if err := rep.WriteText(env.Stdout, escape.Text); err != nil {
+				return err
+			}
+			for _, c := range coverage {
+				fmt.Fprintln(env.Stdout)
+				if err := c.WriteText(env.Stdout, escape.Text); err != nil {
 					return err
 				}
 			}
-			if asJSON {
-				if err := printJSON(env.Stdout, struct {
-					*scan.Report
-					Coverage []*scan.Coverage `json:"coverage,omitempty"`
-				}{rep, coverage}); err != nil {
-					return err
-				}
-			} else {
-				if err := rep.WriteText(env.Stdout, escape.Text); err != nil {
-					return err
-				}
-				for _, c := range coverage {
-					fmt.Fprintln(env.Stdout)
-					if err := c.WriteText(env.Stdout, escape.Text); err != nil {
-						return err
-					}
-				}
-			}
-			if strict && !rep.Clean() {
-				return &exitError{1, fmt.Errorf("scan: %d error(s), %d warning(s)", rep.Errors, rep.Warnings)}
-			}
-			return nil
-		}),
-	}
+		}
+		if strict && !rep.Clean() {
+			return &exitError{1, fmt.Errorf("scan: %d error(s), %d warning(s)", rep.Errors, rep.Warnings)}
+		}
+		return nil
+	})
 	cmd.Flags().StringSliceVar(&servers, "mcp-server", nil, "scan only this registered MCP server (name or serverKey; repeatable)")
 	cmd.Flags().BoolVar(&duetOnly, "duet", false, "scan only Duet's own tool catalog")
 	cmd.Flags().StringVar(&task, "task", "", "also measure the coverage of the servers' tools by this task's cases (id or name)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().BoolVar(&strict, "strict", false, "exit 1 when the scan finds anything")
-	addAs(cmd)
 	return cmd
 }
 

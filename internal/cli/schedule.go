@@ -34,29 +34,28 @@ its task, docs/suite-format.md).`,
 func scheduleAddCmd(env Env) *cobra.Command {
 	var in api.ScheduleIn
 	var asJSON bool
-	cmd := &cobra.Command{
+	cmd := clientCmd(env, &cobra.Command{
 		Use:   "add TASK",
 		Short: "Schedule runs of TASK: --cron EXPR [--tz ZONE] or --every DURATION",
 		Example: `  duet schedule add shop --cron "0 2 * * *" --tz Europe/Paris --name nightly
   duet schedule add shop --every 1h --overlap queue`,
 		Args: cobra.ExactArgs(1),
-		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
-			if (in.Cron == "") == (in.Every == "") {
-				return usage("give --cron EXPR or --every DURATION, one of the two")
-			}
-			in.TaskID = args[0] // its id or its name: the service resolves it
-			v, err := c.CreateSchedule(cmd.Context(), in)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(env.Stdout, v)
-			}
-			fmt.Fprintf(env.Stdout, "schedule %s: %s of task %s as %s\n", v.ID, v.Timing, args[0], v.Owner)
-			printNextFires(env.Stdout, v)
-			return nil
-		}),
-	}
+	}, func(cmd *cobra.Command, args []string, c client.Client) error {
+		if (in.Cron == "") == (in.Every == "") {
+			return usage("give --cron EXPR or --every DURATION, one of the two")
+		}
+		in.TaskID = args[0] // its id or its name: the service resolves it
+		v, err := c.CreateSchedule(cmd.Context(), in)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return printJSON(env.Stdout, v)
+		}
+		fmt.Fprintf(env.Stdout, "schedule %s: %s of task %s as %s\n", v.ID, v.Timing, args[0], v.Owner)
+		printNextFires(env.Stdout, v)
+		return nil
+	})
 	cmd.Flags().StringVar(&in.Cron, "cron", "", `five cron fields, e.g. "0 2 * * *" (or @daily, @hourly)`)
 	cmd.Flags().StringVar(&in.TimeZone, "tz", "", "IANA time zone the cron expression is read in (default UTC)")
 	cmd.Flags().StringVar(&in.Every, "every", "", "an interval instead of cron, e.g. 15m, 1h (at least 1m)")
@@ -64,7 +63,6 @@ func scheduleAddCmd(env Env) *cobra.Command {
 	cmd.Flags().StringVar(&in.Missed, "missed", "", "slots missed while no instance ran: skip (default) or runOnce")
 	cmd.Flags().StringVar(&in.Overlap, "overlap", "", "a slot while the previous run is unfinished: skip (default) or queue")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the schedule as JSON")
-	addAs(cmd)
 	return cmd
 }
 
@@ -80,68 +78,63 @@ func printNextFires(w io.Writer, v api.ScheduleView) {
 func scheduleListCmd(env Env) *cobra.Command {
 	var task string
 	var asJSON bool
-	cmd := &cobra.Command{
+	cmd := clientCmd(env, &cobra.Command{
 		Use: "list", Short: "List the schedules of the tasks you can see, with their next fire times", Args: cobra.NoArgs,
-		RunE: withClient(env, func(cmd *cobra.Command, _ []string, c client.Client) error {
-			list, err := c.ListSchedules(cmd.Context(), api.ScheduleListIn{TaskID: task})
-			if err != nil {
-				return err
+	}, func(cmd *cobra.Command, _ []string, c client.Client) error {
+		list, err := c.ListSchedules(cmd.Context(), api.ScheduleListIn{TaskID: task})
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return printJSON(env.Stdout, list)
+		}
+		for _, v := range list.Schedules {
+			state := "PAUSED"
+			switch {
+			case v.Paused && v.PausedReason != "":
+				state += ": " + v.PausedReason
+			case !v.Paused:
+				state = "next " + v.NextFireAt.Local().Format("2006-01-02 15:04:05 MST")
 			}
-			if asJSON {
-				return printJSON(env.Stdout, list)
+			fmt.Fprintf(env.Stdout, "%s  %-14s %s of task %s by %s (%s)  %s\n", v.ID, v.Name, v.Timing, v.TaskID, v.Owner, v.Source, state)
+			if v.LastRunID != "" {
+				fmt.Fprintf(env.Stdout, "  last run %s for the slot %s\n", v.LastRunID, v.LastFireAt.Local().Format(time.DateTime))
 			}
-			for _, v := range list.Schedules {
-				state := "PAUSED"
-				switch {
-				case v.Paused && v.PausedReason != "":
-					state += ": " + v.PausedReason
-				case !v.Paused:
-					state = "next " + v.NextFireAt.Local().Format("2006-01-02 15:04:05 MST")
-				}
-				fmt.Fprintf(env.Stdout, "%s  %-14s %s of task %s by %s (%s)  %s\n", v.ID, v.Name, v.Timing, v.TaskID, v.Owner, v.Source, state)
-				if v.LastRunID != "" {
-					fmt.Fprintf(env.Stdout, "  last run %s for the slot %s\n", v.LastRunID, v.LastFireAt.Local().Format(time.DateTime))
-				}
-				if v.LastError != "" {
-					fmt.Fprintf(env.Stdout, "  note: %s\n", v.LastError)
-				}
+			if v.LastError != "" {
+				fmt.Fprintf(env.Stdout, "  note: %s\n", v.LastError)
 			}
-			if len(list.Schedules) == 0 {
-				fmt.Fprintf(env.Stdout, "no schedules visible to %s\n", c.User())
-				noneVisible(cmd, env)
-			}
-			return nil
-		}),
-	}
+		}
+		if len(list.Schedules) == 0 {
+			fmt.Fprintf(env.Stdout, "no schedules visible to %s\n", c.User())
+			noneVisible(cmd, env)
+		}
+		return nil
+	})
 	cmd.Flags().StringVar(&task, "task", "", "only the schedules of this task")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	addAs(cmd)
 	return cmd
 }
 
 func schedulePauseCmd(env Env, verb, short string, pause bool) *cobra.Command {
-	cmd := &cobra.Command{
+	return clientCmd(env, &cobra.Command{
 		Use: verb + " SCHEDULE_ID", Short: short, Args: cobra.ExactArgs(1),
-		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
-			op := c.ResumeSchedule
-			if pause {
-				op = c.PauseSchedule
-			}
-			v, err := op(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			if v.Paused {
-				fmt.Fprintf(env.Stdout, "schedule %s is paused\n", v.ID)
-				return nil
-			}
-			fmt.Fprintf(env.Stdout, "schedule %s is active\n", v.ID)
-			printNextFires(env.Stdout, v)
+	}, func(cmd *cobra.Command, args []string, c client.Client) error {
+		op := c.ResumeSchedule
+		if pause {
+			op = c.PauseSchedule
+		}
+		v, err := op(cmd.Context(), args[0])
+		if err != nil {
+			return err
+		}
+		if v.Paused {
+			fmt.Fprintf(env.Stdout, "schedule %s is paused\n", v.ID)
 			return nil
-		}),
-	}
-	addAs(cmd)
-	return cmd
+		}
+		fmt.Fprintf(env.Stdout, "schedule %s is active\n", v.ID)
+		printNextFires(env.Stdout, v)
+		return nil
+	})
 }
 
 func scheduleRemoveCmd(env Env) *cobra.Command {

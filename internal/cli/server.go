@@ -358,29 +358,27 @@ func describeAuth(st *mcpclient.AuthStatus, login string) string {
 
 func serverListCmd(env Env) *cobra.Command {
 	var asJSON bool
-	cmd := &cobra.Command{
+	cmd := clientCmd(env, &cobra.Command{
 		Use: "list", Short: "List your registered MCP servers", Args: cobra.NoArgs,
-		RunE: withClient(env, func(cmd *cobra.Command, _ []string, c client.Client) error {
-			list, err := c.ListServers(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(env.Stdout, list.Servers)
-			}
-			printTable(env.Stdout, "NAME\tSERVER KEY\tAUTH\tTOOLS\tSYNCED\tURL", list.Servers, func(s api.ServerView) string {
-				return fmt.Sprintf("%s\t%s\t%s\t%d\t%s\t%s", s.Name, s.ServerKey, authKind(s), s.ToolCount, syncedAt(s.SyncedAt), s.URL)
-			})
-			fmt.Fprintf(env.Stdout, "%d server(s) registered by %s\n", len(list.Servers), c.User())
-			if len(list.Servers) == 0 {
-				fmt.Fprintf(env.Stderr, "register one: duet server add %s--name NAME --url URL --bearer-token-env VAR\n", asFlag(cmd))
-				noneVisible(cmd, env)
-			}
-			return nil
-		}),
-	}
+	}, func(cmd *cobra.Command, _ []string, c client.Client) error {
+		list, err := c.ListServers(cmd.Context())
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return printJSON(env.Stdout, list.Servers)
+		}
+		printTable(env.Stdout, "NAME\tSERVER KEY\tAUTH\tTOOLS\tSYNCED\tURL", list.Servers, func(s api.ServerView) string {
+			return fmt.Sprintf("%s\t%s\t%s\t%d\t%s\t%s", s.Name, s.ServerKey, authKind(s), s.ToolCount, syncedAt(s.SyncedAt), s.URL)
+		})
+		fmt.Fprintf(env.Stdout, "%d server(s) registered by %s\n", len(list.Servers), c.User())
+		if len(list.Servers) == 0 {
+			fmt.Fprintf(env.Stderr, "register one: duet server add %s--name NAME --url URL --bearer-token-env VAR\n", asFlag(cmd))
+			noneVisible(cmd, env)
+		}
+		return nil
+	})
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	addAs(cmd)
 	return cmd
 }
 
@@ -404,45 +402,43 @@ func syncedAt(t *time.Time) string {
 
 func serverShowCmd(env Env) *cobra.Command {
 	var asJSON bool
-	cmd := &cobra.Command{
+	cmd := clientCmd(env, &cobra.Command{
 		Use: "show NAME", Short: "Show a registered server and its archived tools (no credential values)", Args: cobra.ExactArgs(1),
-		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
-			d, err := c.GetServer(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(env.Stdout, d)
-			}
-			s, w := d.Server, env.Stdout
-			fmt.Fprintf(w, "%s\n  owner      %s\n  url        %s\n  serverKey  %s\n", s.Name, s.Owner, s.URL, s.ServerKey)
-			if len(s.HeaderNames) > 0 {
-				fmt.Fprintf(w, "  headers    %s (values encrypted)\n", strings.Join(s.HeaderNames, ", "))
-			} else {
-				fmt.Fprintf(w, "  headers    none\n")
-			}
-			if d.AuthStatus != nil {
-				fmt.Fprintf(w, "  auth       %s\n", describeAuth(d.AuthStatus, "duet server login "+asFlag(cmd)+s.Name))
-			}
-			if s.SyncedAt == nil {
-				fmt.Fprintf(w, "  catalog    never synced: run `duet server sync %s%s`\n", asFlag(cmd), s.Name)
-				return nil
-			}
-			fmt.Fprintf(w, "  server     %s %s over %s, protocol %s\n  catalog    %d tools, synced %s, sha256 %s\n",
-				escape.Text(orDash(s.ServerName)), escape.Text(s.ServerVersion), s.Transport, escape.Text(s.ProtocolVersion), s.ToolCount, syncedAt(s.SyncedAt), s.CatalogHash)
-			for _, t := range d.Tools {
-				hints := toolHints(t)
-				desc := t.Description
-				if len(desc) > 100 {
-					desc = desc[:97] + "..."
-				}
-				fmt.Fprintf(w, "  - %s%s: %s\n", escape.Text(t.Name), hints, escape.Text(strings.ReplaceAll(desc, "\n", " ")))
-			}
+	}, func(cmd *cobra.Command, args []string, c client.Client) error {
+		d, err := c.GetServer(cmd.Context(), args[0])
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return printJSON(env.Stdout, d)
+		}
+		s, w := d.Server, env.Stdout
+		fmt.Fprintf(w, "%s\n  owner      %s\n  url        %s\n  serverKey  %s\n", s.Name, s.Owner, s.URL, s.ServerKey)
+		if len(s.HeaderNames) > 0 {
+			fmt.Fprintf(w, "  headers    %s (values encrypted)\n", strings.Join(s.HeaderNames, ", "))
+		} else {
+			fmt.Fprintf(w, "  headers    none\n")
+		}
+		if d.AuthStatus != nil {
+			fmt.Fprintf(w, "  auth       %s\n", describeAuth(d.AuthStatus, "duet server login "+asFlag(cmd)+s.Name))
+		}
+		if s.SyncedAt == nil {
+			fmt.Fprintf(w, "  catalog    never synced: run `duet server sync %s%s`\n", asFlag(cmd), s.Name)
 			return nil
-		}),
-	}
+		}
+		fmt.Fprintf(w, "  server     %s %s over %s, protocol %s\n  catalog    %d tools, synced %s, sha256 %s\n",
+			escape.Text(orDash(s.ServerName)), escape.Text(s.ServerVersion), s.Transport, escape.Text(s.ProtocolVersion), s.ToolCount, syncedAt(s.SyncedAt), s.CatalogHash)
+		for _, t := range d.Tools {
+			hints := toolHints(t)
+			desc := t.Description
+			if len(desc) > 100 {
+				desc = desc[:97] + "..."
+			}
+			fmt.Fprintf(w, "  - %s%s: %s\n", escape.Text(t.Name), hints, escape.Text(strings.ReplaceAll(desc, "\n", " ")))
+		}
+		return nil
+	})
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (registration and tools with schemas)")
-	addAs(cmd)
 	return cmd
 }
 
@@ -478,20 +474,17 @@ func serverRemoveCmd(env Env) *cobra.Command {
 }
 
 func serverSyncCmd(env Env) *cobra.Command {
-	cmd := &cobra.Command{
+	return clientCmd(env, &cobra.Command{
 		Use: "sync NAME", Short: "Fetch and archive a server's tool catalog again", Args: cobra.ExactArgs(1),
-		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
-			d, err := c.SyncServer(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			s := d.Server
-			fmt.Fprintf(env.Stdout, "synced %s: %d tools (%s, protocol %s), sha256 %s\n", s.Name, s.ToolCount, s.Transport, escape.Text(s.ProtocolVersion), s.CatalogHash)
-			return nil
-		}),
-	}
-	addAs(cmd)
-	return cmd
+	}, func(cmd *cobra.Command, args []string, c client.Client) error {
+		d, err := c.SyncServer(cmd.Context(), args[0])
+		if err != nil {
+			return err
+		}
+		s := d.Server
+		fmt.Fprintf(env.Stdout, "synced %s: %d tools (%s, protocol %s), sha256 %s\n", s.Name, s.ToolCount, s.Transport, escape.Text(s.ProtocolVersion), s.CatalogHash)
+		return nil
+	})
 }
 
 func serverCallCmd(env Env) *cobra.Command {

@@ -29,7 +29,7 @@ func runDecideStopCmd(env Env, approve bool) *cobra.Command {
 	if approve {
 		use, short = "approve-stop REQUEST_ID", "Approve a request to stop a run you started (the run stops at once)"
 	}
-	cmd := &cobra.Command{
+	return clientCmd(env, &cobra.Command{
 		Use: use, Short: short, Args: cobra.ExactArgs(1),
 		Long: short + `.
 
@@ -39,33 +39,30 @@ Only the person who started the run decides, before the request expires
 (DUET_STOP_APPROVAL_TTL). Approving stops the run as duet run cancel does.
 The decision is recorded with the request and in the audit trail
 (duet audit --method run.stop.approve).`,
-		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
-			d, err := c.DecideStop(cmd.Context(), args[0], api.StopDecisionIn{Approve: approve})
-			if err != nil {
-				return err
-			}
-			req, run := d.Request, d.Run
-			if !approve {
-				fmt.Fprintf(env.Stdout, "stop request %s of %s declined: run %s goes on (%s)\n", req.ID, req.RequestedBy, req.RunID, run.Status)
-				return nil
-			}
-			fmt.Fprintf(env.Stdout, "stop request %s approved: run %s", req.ID, req.RunID)
-			if run.Status.Final() {
-				fmt.Fprintf(env.Stdout, " is %s\n", run.Status)
-			} else {
-				fmt.Fprintf(env.Stdout, " is stopping (its worker stops it within a second)\n")
-			}
+	}, func(cmd *cobra.Command, args []string, c client.Client) error {
+		d, err := c.DecideStop(cmd.Context(), args[0], api.StopDecisionIn{Approve: approve})
+		if err != nil {
+			return err
+		}
+		req, run := d.Request, d.Run
+		if !approve {
+			fmt.Fprintf(env.Stdout, "stop request %s of %s declined: run %s goes on (%s)\n", req.ID, req.RequestedBy, req.RunID, run.Status)
 			return nil
-		}),
-	}
-	addAs(cmd)
-	return cmd
+		}
+		fmt.Fprintf(env.Stdout, "stop request %s approved: run %s", req.ID, req.RunID)
+		if run.Status.Final() {
+			fmt.Fprintf(env.Stdout, " is %s\n", run.Status)
+		} else {
+			fmt.Fprintf(env.Stdout, " is stopping (its worker stops it within a second)\n")
+		}
+		return nil
+	})
 }
 
 func runStopRequestsCmd(env Env) *cobra.Command {
 	var all, asJSON bool
 	var runID string
-	cmd := &cobra.Command{
+	cmd := clientCmd(env, &cobra.Command{
 		Use: "stop-requests", Short: "List requests to stop your runs (to approve) and the ones you made", Args: cobra.NoArgs,
 		Long: `stop-requests lists the stop_test_run requests that wait for your approval
 (for runs you started) and those you made, newest first: who asked, when,
@@ -73,45 +70,43 @@ why, and — once decided — who approved or declined, when and how
 (elicitation: confirmed in the MCP client of the run's executor or its
 task's owner, who asked it themselves; cli: by the run's executor).
 Without --all, only the requests still waiting.`,
-		RunE: withClient(env, func(cmd *cobra.Command, _ []string, c client.Client) error {
-			list, err := c.ListStopRequests(cmd.Context(), api.StopRequestsIn{RunID: runID, All: all})
-			if err != nil {
-				return err
-			}
-			reqs, user := list.Requests, c.User()
-			if asJSON {
-				return printJSON(env.Stdout, reqs)
-			}
-			if len(reqs) == 0 {
-				if all {
-					fmt.Fprintln(env.Stdout, "no stop requests")
-				} else {
-					fmt.Fprintln(env.Stdout, "no stop requests wait for a decision (--all lists decided ones too)")
-				}
-				return nil
-			}
-			printTable(env.Stdout, "REQUEST\tRUN\tASKED BY\tASKED AT\tSTATUS\tDECIDED", reqs, func(r *duet.StopRequest) string {
-				decided := "expires " + r.ExpiresAt.Local().Format(time.DateTime)
-				switch {
-				case r.DecidedAt != nil:
-					decided = fmt.Sprintf("by %s via %s at %s", r.DecidedBy, r.Via, r.DecidedAt.Local().Format(time.DateTime))
-				case r.Status == duet.StopExpired:
-					decided = "expired " + r.ExpiresAt.Local().Format(time.DateTime)
-				}
-				return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", r.ID, r.RunID, r.RequestedBy, r.CreatedAt.Local().Format(time.DateTime), r.Status, decided)
-			})
-			for _, r := range reqs {
-				if r.Status == duet.StopPending && r.Executor == user {
-					fmt.Fprintf(env.Stdout, "%s asks to stop your run %s%s: duet run approve-stop %s%s   (or deny-stop)\n", r.RequestedBy, r.RunID, reasonNote(r.Reason), asFlag(cmd), r.ID)
-				}
+	}, func(cmd *cobra.Command, _ []string, c client.Client) error {
+		list, err := c.ListStopRequests(cmd.Context(), api.StopRequestsIn{RunID: runID, All: all})
+		if err != nil {
+			return err
+		}
+		reqs, user := list.Requests, c.User()
+		if asJSON {
+			return printJSON(env.Stdout, reqs)
+		}
+		if len(reqs) == 0 {
+			if all {
+				fmt.Fprintln(env.Stdout, "no stop requests")
+			} else {
+				fmt.Fprintln(env.Stdout, "no stop requests wait for a decision (--all lists decided ones too)")
 			}
 			return nil
-		}),
-	}
+		}
+		printTable(env.Stdout, "REQUEST\tRUN\tASKED BY\tASKED AT\tSTATUS\tDECIDED", reqs, func(r *duet.StopRequest) string {
+			decided := "expires " + r.ExpiresAt.Local().Format(time.DateTime)
+			switch {
+			case r.DecidedAt != nil:
+				decided = fmt.Sprintf("by %s via %s at %s", r.DecidedBy, r.Via, r.DecidedAt.Local().Format(time.DateTime))
+			case r.Status == duet.StopExpired:
+				decided = "expired " + r.ExpiresAt.Local().Format(time.DateTime)
+			}
+			return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", r.ID, r.RunID, r.RequestedBy, r.CreatedAt.Local().Format(time.DateTime), r.Status, decided)
+		})
+		for _, r := range reqs {
+			if r.Status == duet.StopPending && r.Executor == user {
+				fmt.Fprintf(env.Stdout, "%s asks to stop your run %s%s: duet run approve-stop %s%s   (or deny-stop)\n", r.RequestedBy, r.RunID, reasonNote(r.Reason), asFlag(cmd), r.ID)
+			}
+		}
+		return nil
+	})
 	cmd.Flags().BoolVar(&all, "all", false, "also list decided and expired requests")
 	cmd.Flags().StringVar(&runID, "run", "", "only requests to stop this run")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	addAs(cmd)
 	return cmd
 }
 

@@ -16,80 +16,73 @@ import (
 
 func taskCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{Use: "task", Short: "List, show and share tasks"}
-	list := &cobra.Command{
+	list := clientCmd(env, &cobra.Command{
 		Use: "list", Short: "List the tasks you can access", Args: cobra.NoArgs,
-		RunE: withClient(env, func(cmd *cobra.Command, _ []string, c client.Client) error {
-			out, err := c.ListTasks(cmd.Context(), catalog.ListTasksIn{Limit: 100})
-			if err != nil {
-				return err
-			}
-			if j, _ := cmd.Flags().GetBool("json"); j {
-				return printJSON(env.Stdout, out.Tasks)
-			}
-			printTable(env.Stdout, "ID\tNAME\tOWNER\tBASE URL", out.Tasks, func(t catalog.TaskView) string {
-				return fmt.Sprintf("%s\t%s\t%s\t%s", t.ID, escape.Text(t.Name), t.Owner, escape.Text(t.BaseURL))
-			})
-			fmt.Fprintf(env.Stdout, "%d task(s) visible to %s\n", out.Total, c.User())
-			if out.Total == 0 {
-				fmt.Fprintf(env.Stderr, "create one from a suite file: duet apply -f FILE %s(docs/suite-format.md; examples/ has two)\n", asFlag(cmd))
-				noneVisible(cmd, env)
-			}
-			return nil
-		}),
-	}
+	}, func(cmd *cobra.Command, _ []string, c client.Client) error {
+		out, err := c.ListTasks(cmd.Context(), catalog.ListTasksIn{Limit: 100})
+		if err != nil {
+			return err
+		}
+		if j, _ := cmd.Flags().GetBool("json"); j {
+			return printJSON(env.Stdout, out.Tasks)
+		}
+		printTable(env.Stdout, "ID\tNAME\tOWNER\tBASE URL", out.Tasks, func(t catalog.TaskView) string {
+			return fmt.Sprintf("%s\t%s\t%s\t%s", t.ID, escape.Text(t.Name), t.Owner, escape.Text(t.BaseURL))
+		})
+		fmt.Fprintf(env.Stdout, "%d task(s) visible to %s\n", out.Total, c.User())
+		if out.Total == 0 {
+			fmt.Fprintf(env.Stderr, "create one from a suite file: duet apply -f FILE %s(docs/suite-format.md; examples/ has two)\n", asFlag(cmd))
+			noneVisible(cmd, env)
+		}
+		return nil
+	})
 	list.Flags().Bool("json", false, "print JSON")
-	show := &cobra.Command{
+	show := clientCmd(env, &cobra.Command{
 		Use: "show TASK", Short: "Show a task and its cases", Args: cobra.ExactArgs(1),
-		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
-			ctx := cmd.Context()
-			got, err := c.GetTask(ctx, args[0])
-			if err != nil {
-				return err
+	}, func(cmd *cobra.Command, args []string, c client.Client) error {
+		ctx := cmd.Context()
+		got, err := c.GetTask(ctx, args[0])
+		if err != nil {
+			return err
+		}
+		t := got.Task
+		cases, err := c.ListCases(ctx, catalog.ListCasesIn{TaskID: t.ID, IncludeDrafts: true, Limit: 200})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "%s %s\nowner %s; shared with %s\nbase URL %s\n%s\ncases:\n", t.ID, t.Name, t.Owner, orNone(strings.Join(t.SharedWith, ", ")), orNone(t.BaseURL), t.Description)
+		for _, cs := range cases.Cases {
+			status := cs.Status
+			if cs.Status == string(duet.CaseDraft) {
+				status += " by " + escape.Text(cs.CreatedBy) // a sharee's draft is a proposal only the owner applies
 			}
-			t := got.Task
-			cases, err := c.ListCases(ctx, catalog.ListCasesIn{TaskID: t.ID, IncludeDrafts: true, Limit: 200})
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(env.Stdout, "%s %s\nowner %s; shared with %s\nbase URL %s\n%s\ncases:\n", t.ID, t.Name, t.Owner, orNone(strings.Join(t.SharedWith, ", ")), orNone(t.BaseURL), t.Description)
-			for _, cs := range cases.Cases {
-				status := cs.Status
-				if cs.Status == string(duet.CaseDraft) {
-					status += " by " + escape.Text(cs.CreatedBy) // a sharee's draft is a proposal only the owner applies
-				}
-				fmt.Fprintf(env.Stdout, "  %s  %s (key %s, v%d, %d steps, %s)\n", cs.ID, escape.Text(cs.Title), cs.Key, cs.Version, cs.StepCount, status)
-			}
-			servers, err := c.ListTaskServers(ctx, t.ID)
-			if err != nil {
-				return err
-			}
-			printTaskServers(env.Stdout, servers, asFlag(cmd))
-			pr, err := c.GetPostRun(ctx, t.ID)
-			if err != nil {
-				return err
-			}
-			printPostRun(env, pr, asFlag(cmd)) // postrun.go
-			return nil
-		}),
-	}
-	share := &cobra.Command{
+			fmt.Fprintf(env.Stdout, "  %s  %s (key %s, v%d, %d steps, %s)\n", cs.ID, escape.Text(cs.Title), cs.Key, cs.Version, cs.StepCount, status)
+		}
+		servers, err := c.ListTaskServers(ctx, t.ID)
+		if err != nil {
+			return err
+		}
+		printTaskServers(env.Stdout, servers, asFlag(cmd))
+		pr, err := c.GetPostRun(ctx, t.ID)
+		if err != nil {
+			return err
+		}
+		printPostRun(env, pr, asFlag(cmd)) // postrun.go
+		return nil
+	})
+	share := clientCmd(env, &cobra.Command{
 		Use: "share TASK --with USER", Short: "Share a task you own with a user", Args: cobra.ExactArgs(1),
-		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
-			return shareTask(cmd, env, c, args[0], true)
-		}),
-	}
-	unshare := &cobra.Command{
+	}, func(cmd *cobra.Command, args []string, c client.Client) error {
+		return shareTask(cmd, env, c, args[0], true)
+	})
+	unshare := clientCmd(env, &cobra.Command{
 		Use: "unshare TASK --with USER", Short: "Stop sharing a task with a user", Args: cobra.ExactArgs(1),
-		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
-			return shareTask(cmd, env, c, args[0], false)
-		}),
-	}
+	}, func(cmd *cobra.Command, args []string, c client.Client) error {
+		return shareTask(cmd, env, c, args[0], false)
+	})
 	for _, c := range []*cobra.Command{share, unshare} {
 		c.Flags().String("with", "", "user id, or team:NAME for every member of a team")
 		c.MarkFlagRequired("with")
-	}
-	for _, c := range []*cobra.Command{list, show, share, unshare} {
-		addAs(c)
 	}
 	cmd.AddCommand(list, show, share, unshare, taskTransferCmd(env), taskApprovePostRunCmd(env), taskCheckCmd(env))
 	return cmd

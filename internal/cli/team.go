@@ -40,66 +40,54 @@ serverKey, description, tools; never a credential). A new member sees it with
 }
 
 func teamCreateCmd(env Env) *cobra.Command {
-	cmd := &cobra.Command{
+	return clientCmd(env, &cobra.Command{
 		Use: "create NAME", Short: "Create a team (you are its first member and owner)", Args: cobra.ExactArgs(1),
-		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
-			t, err := c.CreateTeam(cmd.Context(), api.TeamIn{Name: args[0]})
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(env.Stdout, "created team %s, owned by %s (share with it as %s)\n", t.Name, c.User(), duet.TeamPrincipal(t.Name))
-			return nil
-		}),
-	}
-	addAs(cmd)
-	return cmd
+	}, func(cmd *cobra.Command, args []string, c client.Client) error {
+		t, err := c.CreateTeam(cmd.Context(), api.TeamIn{Name: args[0]})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "created team %s, owned by %s (share with it as %s)\n", t.Name, c.User(), duet.TeamPrincipal(t.Name))
+		return nil
+	})
 }
 
 func teamAddCmd(env Env) *cobra.Command {
-	cmd := &cobra.Command{
+	return clientCmd(env, &cobra.Command{
 		Use: "add TEAM USER...", Short: "Add members to a team you are in (as members)", Args: cobra.MinimumNArgs(2),
-		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
-			for _, u := range args[1:] {
-				if _, err := c.AddMember(cmd.Context(), args[0], api.MemberIn{User: u}); err != nil {
-					return err
-				}
-				fmt.Fprintf(env.Stdout, "added %s to team %s\n", u, args[0])
+	}, func(cmd *cobra.Command, args []string, c client.Client) error {
+		for _, u := range args[1:] {
+			if _, err := c.AddMember(cmd.Context(), args[0], api.MemberIn{User: u}); err != nil {
+				return err
 			}
-			return nil
-		}),
-	}
-	addAs(cmd)
-	return cmd
+			fmt.Fprintf(env.Stdout, "added %s to team %s\n", u, args[0])
+		}
+		return nil
+	})
 }
 
 func teamRemoveCmd(env Env) *cobra.Command {
-	cmd := &cobra.Command{
+	return clientCmd(env, &cobra.Command{
 		Use: "remove TEAM USER", Short: "Remove a member (maintainers remove members, owners anyone), or yourself to leave; at once they stop seeing what is shared with it", Args: cobra.ExactArgs(2),
-		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
-			if err := c.RemoveMember(cmd.Context(), args[0], args[1]); err != nil {
-				return err
-			}
-			fmt.Fprintf(env.Stdout, "removed %s from team %s\n", args[1], args[0])
-			return nil
-		}),
-	}
-	addAs(cmd)
-	return cmd
+	}, func(cmd *cobra.Command, args []string, c client.Client) error {
+		if err := c.RemoveMember(cmd.Context(), args[0], args[1]); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "removed %s from team %s\n", args[1], args[0])
+		return nil
+	})
 }
 
 func teamRoleCmd(env Env) *cobra.Command {
-	cmd := &cobra.Command{
+	return clientCmd(env, &cobra.Command{
 		Use: "role TEAM USER owner|maintainer|member", Short: "Give a member a role (you must be an owner; a team keeps an owner)", Args: cobra.ExactArgs(3),
-		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
-			if _, err := c.SetRole(cmd.Context(), args[0], args[1], api.RoleIn{Role: duet.TeamRole(args[2])}); err != nil {
-				return err
-			}
-			fmt.Fprintf(env.Stdout, "%s is now %s of team %s\n", args[1], args[2], args[0])
-			return nil
-		}),
-	}
-	addAs(cmd)
-	return cmd
+	}, func(cmd *cobra.Command, args []string, c client.Client) error {
+		if _, err := c.SetRole(cmd.Context(), args[0], args[1], api.RoleIn{Role: duet.TeamRole(args[2])}); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "%s is now %s of team %s\n", args[1], args[2], args[0])
+		return nil
+	})
 }
 
 func teamDeleteCmd(env Env) *cobra.Command {
@@ -120,25 +108,23 @@ func memberList(t *duet.Team) string {
 
 func teamListCmd(env Env) *cobra.Command {
 	var asJSON bool
-	cmd := &cobra.Command{
+	cmd := clientCmd(env, &cobra.Command{
 		Use: "list", Short: "List your teams and their members", Args: cobra.NoArgs,
-		RunE: withClient(env, func(cmd *cobra.Command, _ []string, c client.Client) error {
-			list, err := c.ListTeams(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(env.Stdout, list.Teams)
-			}
-			for _, t := range list.Teams {
-				fmt.Fprintf(env.Stdout, "%s  members: %s\n", t.Name, memberList(t))
-			}
-			fmt.Fprintf(env.Stdout, "%d team(s)\n", len(list.Teams))
-			return nil
-		}),
-	}
+	}, func(cmd *cobra.Command, _ []string, c client.Client) error {
+		list, err := c.ListTeams(cmd.Context())
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return printJSON(env.Stdout, list.Teams)
+		}
+		for _, t := range list.Teams {
+			fmt.Fprintf(env.Stdout, "%s  members: %s\n", t.Name, memberList(t))
+		}
+		fmt.Fprintf(env.Stdout, "%d team(s)\n", len(list.Teams))
+		return nil
+	})
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	addAs(cmd)
 	return cmd
 }
 
@@ -151,60 +137,58 @@ type teamDependency struct {
 
 func teamShowCmd(env Env) *cobra.Command {
 	var asJSON bool
-	cmd := &cobra.Command{
+	cmd := clientCmd(env, &cobra.Command{
 		Use: "show TEAM", Short: "Show a team: members and the MCP servers to register (which you have)", Args: cobra.ExactArgs(1),
-		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
-			ctx := cmd.Context()
-			d, err := c.GetTeam(ctx, args[0])
-			if err != nil {
-				return err
+	}, func(cmd *cobra.Command, args []string, c client.Client) error {
+		ctx := cmd.Context()
+		d, err := c.GetTeam(ctx, args[0])
+		if err != nil {
+			return err
+		}
+		mine, err := c.ListServers(ctx)
+		if err != nil {
+			return err
+		}
+		t, user := d.Team, c.User()
+		out := []teamDependency{}
+		for _, dep := range d.Servers {
+			td := teamDependency{TeamServer: dep}
+			if i := slices.IndexFunc(mine.Servers, func(s api.ServerView) bool { return s.ServerKey == dep.ServerKey }); i >= 0 {
+				td.RegisteredAs = mine.Servers[i].Name
 			}
-			mine, err := c.ListServers(ctx)
-			if err != nil {
-				return err
+			out = append(out, td)
+		}
+		if asJSON {
+			return printJSON(env.Stdout, struct {
+				*duet.Team
+				Servers []teamDependency `json:"servers"`
+			}{t, out})
+		}
+		w := env.Stdout
+		fmt.Fprintf(w, "team %s (created by %s; you are %s)\n  members  %s\n  servers to register:\n", t.Name, t.CreatedBy, t.Role(user), memberList(t))
+		var missing []teamDependency
+		for _, d := range out {
+			state := "registered by you as " + d.RegisteredAs
+			if d.RegisteredAs == "" {
+				state, missing = "NOT registered by you", append(missing, d)
 			}
-			t, user := d.Team, c.User()
-			out := []teamDependency{}
-			for _, dep := range d.Servers {
-				td := teamDependency{TeamServer: dep}
-				if i := slices.IndexFunc(mine.Servers, func(s api.ServerView) bool { return s.ServerKey == dep.ServerKey }); i >= 0 {
-					td.RegisteredAs = mine.Servers[i].Name
-				}
-				out = append(out, td)
+			fmt.Fprintf(w, "  - %s  %s  %s (%d tools, listed by %s): %s\n", d.Name, d.URL, d.ServerKey, len(d.Tools), d.AddedBy, state)
+			if d.Description != "" {
+				fmt.Fprintf(w, "      %s\n", escape.Text(d.Description))
 			}
-			if asJSON {
-				return printJSON(env.Stdout, struct {
-					*duet.Team
-					Servers []teamDependency `json:"servers"`
-				}{t, out})
+		}
+		if len(out) == 0 {
+			fmt.Fprintln(w, "    (none)")
+		}
+		if len(missing) > 0 {
+			fmt.Fprintln(w, "register them with your own credentials (the token in an environment variable, or --header-env H=VAR):")
+			for _, d := range missing {
+				fmt.Fprintf(w, "  duet team register %s %s %s--url %s --bearer-token-env VAR\n", t.Name, shellQuote(d.Name), asFlag(cmd), shellQuote(d.URL))
 			}
-			w := env.Stdout
-			fmt.Fprintf(w, "team %s (created by %s; you are %s)\n  members  %s\n  servers to register:\n", t.Name, t.CreatedBy, t.Role(user), memberList(t))
-			var missing []teamDependency
-			for _, d := range out {
-				state := "registered by you as " + d.RegisteredAs
-				if d.RegisteredAs == "" {
-					state, missing = "NOT registered by you", append(missing, d)
-				}
-				fmt.Fprintf(w, "  - %s  %s  %s (%d tools, listed by %s): %s\n", d.Name, d.URL, d.ServerKey, len(d.Tools), d.AddedBy, state)
-				if d.Description != "" {
-					fmt.Fprintf(w, "      %s\n", escape.Text(d.Description))
-				}
-			}
-			if len(out) == 0 {
-				fmt.Fprintln(w, "    (none)")
-			}
-			if len(missing) > 0 {
-				fmt.Fprintln(w, "register them with your own credentials (the token in an environment variable, or --header-env H=VAR):")
-				for _, d := range missing {
-					fmt.Fprintf(w, "  duet team register %s %s %s--url %s --bearer-token-env VAR\n", t.Name, shellQuote(d.Name), asFlag(cmd), shellQuote(d.URL))
-				}
-			}
-			return nil
-		}),
-	}
+		}
+		return nil
+	})
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	addAs(cmd)
 	return cmd
 }
 
@@ -230,18 +214,16 @@ func teamServerCmd(env Env) *cobra.Command {
 	}
 	add.Flags().StringVar(&from, "from", "", "your registered server (name or serverKey) to list")
 	add.Flags().StringVar(&description, "description", "", "what the team uses it for")
-	remove := &cobra.Command{
+	remove := clientCmd(env, &cobra.Command{
 		Use: "remove TEAM NAME", Short: "Remove a server from the team's list", Args: cobra.ExactArgs(2),
-		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
-			if err := c.RemoveTeamServer(cmd.Context(), args[0], args[1]); err != nil {
-				return err
-			}
-			fmt.Fprintf(env.Stdout, "removed %s from team %s's servers\n", args[1], args[0])
-			return nil
-		}),
-	}
+	}, func(cmd *cobra.Command, args []string, c client.Client) error {
+		if err := c.RemoveTeamServer(cmd.Context(), args[0], args[1]); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "removed %s from team %s's servers\n", args[1], args[0])
+		return nil
+	})
 	addAs(add)
-	addAs(remove)
 	cmd.AddCommand(add, remove)
 	return cmd
 }

@@ -60,30 +60,28 @@ standard output; only its hash is stored.`,
 	}
 	create.Flags().StringVar(&name, "name", "", "a label (e.g. laptop, ci); default: duet token create on HOSTNAME")
 	create.Flags().DurationVar(&expires, "expires", 0, "lifetime (e.g. 720h); default: no expiry")
-	list := &cobra.Command{
+	list := clientCmd(env, &cobra.Command{
 		Use: "list", Short: "List your tokens (never their values)", Args: cobra.NoArgs,
-		RunE: withClient(env, func(cmd *cobra.Command, _ []string, c client.Client) error {
-			list, err := c.ListTokens(cmd.Context())
-			if err != nil {
-				return err
+	}, func(cmd *cobra.Command, _ []string, c client.Client) error {
+		list, err := c.ListTokens(cmd.Context())
+		if err != nil {
+			return err
+		}
+		return printTable(env.Stdout, "ID\tNAME\tCREATED\tEXPIRES\tCREATED WITH", list.Tokens, func(t *duet.Token) string {
+			exp := "never"
+			if t.ExpiresAt != nil {
+				exp = t.ExpiresAt.Format(time.RFC3339)
 			}
-			return printTable(env.Stdout, "ID\tNAME\tCREATED\tEXPIRES\tCREATED WITH", list.Tokens, func(t *duet.Token) string {
-				exp := "never"
-				if t.ExpiresAt != nil {
-					exp = t.ExpiresAt.Format(time.RFC3339)
-				}
-				parent := "-"
-				if t.ParentID != "" {
-					parent = t.ParentID
-				}
-				return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", t.ID, t.Name, t.CreatedAt.Format(time.RFC3339), exp, parent)
-			})
-		}),
-	}
+			parent := "-"
+			if t.ParentID != "" {
+				parent = t.ParentID
+			}
+			return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", t.ID, t.Name, t.CreatedAt.Format(time.RFC3339), exp, parent)
+		})
+	})
 	revoke := argCmd(env, "revoke ID", "Revoke a token and every token created with it", client.Client.RevokeToken,
 		func(_, id string) string { return "token " + id + " revoked" })
 	addAs(create)
-	addAs(list)
 	for _, c := range []*cobra.Command{create, list, revoke} {
 		// --user was the flag's first name; every command says --as.
 		c.Flags().SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {

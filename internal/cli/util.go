@@ -53,18 +53,15 @@ func withApp(env Env, fn func(cmd *cobra.Command, args []string, a *app.App, use
 // argument names (remove, delete, revoke): do does it through the client,
 // and done says it is done, from the user and the argument.
 func argCmd(env Env, use, short string, do func(client.Client, context.Context, string) error, done func(user, arg string) string) *cobra.Command {
-	cmd := &cobra.Command{
+	return clientCmd(env, &cobra.Command{
 		Use: use, Short: short, Args: cobra.ExactArgs(1),
-		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
-			if err := do(c, cmd.Context(), args[0]); err != nil {
-				return err
-			}
-			fmt.Fprintln(env.Stdout, done(c.User(), args[0]))
-			return nil
-		}),
-	}
-	addAs(cmd)
-	return cmd
+	}, func(cmd *cobra.Command, args []string, c client.Client) error {
+		if err := do(c, cmd.Context(), args[0]); err != nil {
+			return err
+		}
+		fmt.Fprintln(env.Stdout, done(c.User(), args[0]))
+		return nil
+	})
 }
 
 func addAs(cmd *cobra.Command) {

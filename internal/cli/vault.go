@@ -102,7 +102,7 @@ file once nothing needs them. Running servers pick the new key up by themselves.
 }
 
 func vaultSetCmd(env Env) *cobra.Command {
-	cmd := &cobra.Command{
+	return clientCmd(env, &cobra.Command{
 		Use:   "set NAME",
 		Short: "Set one of your secrets from standard input (steps of the runs you execute read it as ${secrets.NAME})",
 		Long: `set stores the value read from standard input (one trailing newline dropped) as
@@ -111,52 +111,47 @@ read it as ${secrets.NAME}; it is never written in a task, and every run redacts
 it by value from what it keeps. Pipe the value in so it stays out of your shell
 history: printf %s "$PASSWORD" | duet vault set SHOP_PASSWORD`,
 		Args: cobra.ExactArgs(1),
-		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
-			b, err := io.ReadAll(io.LimitReader(env.Stdin, duet.MaxSecretBytes+2))
-			if err != nil {
-				return err
-			}
-			value := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
-			clear(b)
-			set, err := c.SetSecret(cmd.Context(), api.SecretIn{Name: args[0], Value: value})
-			value = ""
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(env.Stdout, "secret %s %s for %s\n", args[0], set.Action, c.User())
-			return nil
-		}),
-	}
-	addAs(cmd)
-	return cmd
+	}, func(cmd *cobra.Command, args []string, c client.Client) error {
+		b, err := io.ReadAll(io.LimitReader(env.Stdin, duet.MaxSecretBytes+2))
+		if err != nil {
+			return err
+		}
+		value := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+		clear(b)
+		set, err := c.SetSecret(cmd.Context(), api.SecretIn{Name: args[0], Value: value})
+		value = ""
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "secret %s %s for %s\n", args[0], set.Action, c.User())
+		return nil
+	})
 }
 
 func vaultListCmd(env Env) *cobra.Command {
 	var asJSON bool
-	cmd := &cobra.Command{
+	cmd := clientCmd(env, &cobra.Command{
 		Use:   "list",
 		Short: "List the names of your secrets (never their values)",
 		Args:  cobra.NoArgs,
-		RunE: withClient(env, func(cmd *cobra.Command, _ []string, c client.Client) error {
-			out, err := c.ListSecrets(cmd.Context())
-			if err != nil {
-				return err
-			}
-			list := out.Secrets
-			if asJSON {
-				return printJSON(env.Stdout, list)
-			}
-			if len(list) == 0 {
-				fmt.Fprintf(env.Stdout, "%s has no secrets; set one with `duet vault set %sNAME`\n", c.User(), asFlag(cmd))
-			}
-			for _, s := range list {
-				fmt.Fprintf(env.Stdout, "%s\tupdated %s\n", s.Name, s.UpdatedAt.Format(time.RFC3339))
-			}
-			return nil
-		}),
-	}
+	}, func(cmd *cobra.Command, _ []string, c client.Client) error {
+		out, err := c.ListSecrets(cmd.Context())
+		if err != nil {
+			return err
+		}
+		list := out.Secrets
+		if asJSON {
+			return printJSON(env.Stdout, list)
+		}
+		if len(list) == 0 {
+			fmt.Fprintf(env.Stdout, "%s has no secrets; set one with `duet vault set %sNAME`\n", c.User(), asFlag(cmd))
+		}
+		for _, s := range list {
+			fmt.Fprintf(env.Stdout, "%s\tupdated %s\n", s.Name, s.UpdatedAt.Format(time.RFC3339))
+		}
+		return nil
+	})
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	addAs(cmd)
 	return cmd
 }
 

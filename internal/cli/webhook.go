@@ -33,67 +33,63 @@ shown once when it is made (docs/webhooks.md):
 func webhookAddCmd(env Env) *cobra.Command {
 	var in api.WebhookIn
 	var asJSON bool
-	cmd := &cobra.Command{
+	cmd := clientCmd(env, &cobra.Command{
 		Use: "add TASK", Short: "Make a webhook on a task you own; prints its signing secret once", Args: cobra.ExactArgs(1),
-		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
-			t, err := c.GetTask(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			in.TaskID = t.Task.ID
-			v, err := c.CreateWebhook(cmd.Context(), in)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(env.Stdout, v)
-			}
-			fmt.Fprintf(env.Stdout, "webhook %s %q of task %s: %v to %s (on %s, %s)\n", v.ID, v.Name, args[0], v.Events, escape.Text(v.URL), v.On, v.Format)
-			fmt.Fprintf(env.Stdout, "signing secret (shown this once; store it in the receiver): %s\n", v.Secret)
-			return nil
-		}),
-	}
+	}, func(cmd *cobra.Command, args []string, c client.Client) error {
+		t, err := c.GetTask(cmd.Context(), args[0])
+		if err != nil {
+			return err
+		}
+		in.TaskID = t.Task.ID
+		v, err := c.CreateWebhook(cmd.Context(), in)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return printJSON(env.Stdout, v)
+		}
+		fmt.Fprintf(env.Stdout, "webhook %s %q of task %s: %v to %s (on %s, %s)\n", v.ID, v.Name, args[0], v.Events, escape.Text(v.URL), v.On, v.Format)
+		fmt.Fprintf(env.Stdout, "signing secret (shown this once; store it in the receiver): %s\n", v.Secret)
+		return nil
+	})
 	cmd.Flags().StringVar(&in.Name, "name", "", "a name, unique among the task's webhooks")
 	cmd.Flags().StringVar(&in.URL, "url", "", "the receiver: an http or https URL")
 	cmd.Flags().StringArrayVar(&in.Events, "event", nil, "run.finished, case.broken or case.changed (repeatable; default: run.finished and case.broken)")
 	cmd.Flags().StringVar(&in.On, "on", "", "after which runs run.finished is sent: failure (default), success or always")
 	cmd.Flags().StringVar(&in.Format, "format", "", "json (default) or slack")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	addAs(cmd)
 	return cmd
 }
 
 func webhookListCmd(env Env) *cobra.Command {
 	var asJSON bool
-	cmd := &cobra.Command{
+	cmd := clientCmd(env, &cobra.Command{
 		Use: "list TASK", Short: "List the webhooks of a task you own (never their secrets)", Args: cobra.ExactArgs(1),
-		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
-			t, err := c.GetTask(cmd.Context(), args[0])
-			if err != nil {
-				return err
+	}, func(cmd *cobra.Command, args []string, c client.Client) error {
+		t, err := c.GetTask(cmd.Context(), args[0])
+		if err != nil {
+			return err
+		}
+		list, err := c.ListWebhooks(cmd.Context(), t.Task.ID)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return printJSON(env.Stdout, list)
+		}
+		if len(list.Webhooks) == 0 {
+			fmt.Fprintf(env.Stdout, "task %s has no webhooks\n", args[0])
+			return nil
+		}
+		return printTable(env.Stdout, "ID\tNAME\tURL\tEVENTS\tON\tFORMAT\tSTATE", list.Webhooks, func(w api.WebhookView) string {
+			state := "enabled"
+			if w.Disabled {
+				state = "disabled"
 			}
-			list, err := c.ListWebhooks(cmd.Context(), t.Task.ID)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(env.Stdout, list)
-			}
-			if len(list.Webhooks) == 0 {
-				fmt.Fprintf(env.Stdout, "task %s has no webhooks\n", args[0])
-				return nil
-			}
-			return printTable(env.Stdout, "ID\tNAME\tURL\tEVENTS\tON\tFORMAT\tSTATE", list.Webhooks, func(w api.WebhookView) string {
-				state := "enabled"
-				if w.Disabled {
-					state = "disabled"
-				}
-				return fmt.Sprintf("%s\t%s\t%s\t%v\t%s\t%s\t%s", w.ID, escape.Text(w.Name), escape.Text(w.URL), w.Events, w.On, w.Format, state)
-			})
-		}),
-	}
+			return fmt.Sprintf("%s\t%s\t%s\t%v\t%s\t%s\t%s", w.ID, escape.Text(w.Name), escape.Text(w.URL), w.Events, w.On, w.Format, state)
+		})
+	})
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	addAs(cmd)
 	return cmd
 }
 
@@ -105,50 +101,45 @@ func webhookRemoveCmd(env Env) *cobra.Command {
 func webhookDeliveriesCmd(env Env) *cobra.Command {
 	var asJSON bool
 	var limit int
-	cmd := &cobra.Command{
+	cmd := clientCmd(env, &cobra.Command{
 		Use: "deliveries WEBHOOK_ID", Short: "A webhook's deliveries, newest first: status, attempts, response code, next retry", Args: cobra.ExactArgs(1),
-		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
-			list, err := c.ListDeliveries(cmd.Context(), args[0], limit)
-			if err != nil {
-				return err
+	}, func(cmd *cobra.Command, args []string, c client.Client) error {
+		list, err := c.ListDeliveries(cmd.Context(), args[0], limit)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return printJSON(env.Stdout, list)
+		}
+		if len(list.Deliveries) == 0 {
+			fmt.Fprintf(env.Stdout, "webhook %s has no deliveries\n", args[0])
+			return nil
+		}
+		return printTable(env.Stdout, "ID\tEVENT\tRUN/CASE\tSTATUS\tATTEMPTS\tRESPONSE\tNEXT\tERROR", list.Deliveries, func(d *duet.WebhookDelivery) string {
+			subject, next, code := d.RunID+d.CaseID, "", ""
+			if d.NextAttemptAt != nil {
+				next = d.NextAttemptAt.Local().Format("15:04:05")
 			}
-			if asJSON {
-				return printJSON(env.Stdout, list)
+			if d.ResponseCode != 0 {
+				code = fmt.Sprint(d.ResponseCode)
 			}
-			if len(list.Deliveries) == 0 {
-				fmt.Fprintf(env.Stdout, "webhook %s has no deliveries\n", args[0])
-				return nil
-			}
-			return printTable(env.Stdout, "ID\tEVENT\tRUN/CASE\tSTATUS\tATTEMPTS\tRESPONSE\tNEXT\tERROR", list.Deliveries, func(d *duet.WebhookDelivery) string {
-				subject, next, code := d.RunID+d.CaseID, "", ""
-				if d.NextAttemptAt != nil {
-					next = d.NextAttemptAt.Local().Format("15:04:05")
-				}
-				if d.ResponseCode != 0 {
-					code = fmt.Sprint(d.ResponseCode)
-				}
-				return fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s", d.ID, d.Event, subject, d.Status, d.Attempts, code, next, escape.Text(d.LastError))
-			})
-		}),
-	}
+			return fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s", d.ID, d.Event, subject, d.Status, d.Attempts, code, next, escape.Text(d.LastError))
+		})
+	})
 	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many (default 100, at most 500)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	addAs(cmd)
 	return cmd
 }
 
 func webhookRedeliverCmd(env Env) *cobra.Command {
-	cmd := &cobra.Command{
+	return clientCmd(env, &cobra.Command{
 		Use: "redeliver DELIVERY_ID", Short: "Send a delivered or failed delivery again (a new delivery, the same body)", Args: cobra.ExactArgs(1),
-		RunE: withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
-			d, err := c.Redeliver(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(env.Stdout, "delivery %s queued (%s of %s): the webhook's deliverer sends it\n", d.ID, d.Event, args[0])
-			return nil
-		}),
-	}
-	addAs(cmd)
-	return cmd
+	}, func(cmd *cobra.Command, args []string, c client.Client) error {
+		d, err := c.Redeliver(cmd.Context(), args[0])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "delivery %s queued (%s of %s): the webhook's deliverer sends it\n", d.ID, d.Event, args[0])
+		return nil
+	})
 }
