@@ -17,7 +17,7 @@ import (
 )
 
 func assetCmd(env Env) *cobra.Command {
-	cmd := &cobra.Command{
+	return group(&cobra.Command{
 		Use:   "asset",
 		Short: "Manage AI assets: skills, rules and prompts (and see your MCP servers beside them)",
 		Long: `AI assets are what the test agent (duet generate) writes cases from:
@@ -32,9 +32,7 @@ shared with users (--share-with bob,carol, or '*' for everyone). Refer to anothe
 user's shared asset as owner/name. The MCP servers you registered appear beside
 them as mcp-server and mcp-tool assets (names, descriptions, schemas; never
 credentials).`,
-	}
-	cmd.AddCommand(assetAddCmd(env), assetListCmd(env), assetShowCmd(env), assetRmCmd(env))
-	return cmd
+	}, assetAddCmd(env), assetListCmd(env), assetShowCmd(env), assetRmCmd(env))
 }
 
 func parseKind(s string) (duet.AssetKind, error) {

@@ -12,7 +12,7 @@ import (
 )
 
 func baselineCmd(env Env) *cobra.Command {
-	cmd := &cobra.Command{
+	return group(&cobra.Command{
 		Use:   "baseline",
 		Short: "Visual baselines (assertScreenshot): list yours, approve or reject a pending one",
 		Long: `baseline manages the reference screenshots of assertScreenshot steps. A baseline is
@@ -23,9 +23,7 @@ new screenshot as a candidate and fails. Approving a candidate makes later runs
 compare against it; rejecting it leaves the baseline as it was. Every decision is
 audited (approveBaseline, rejectBaseline). The console's Baselines page shows the
 two side by side with the difference.`,
-	}
-	cmd.AddCommand(baselineListCmd(env), baselineDecideCmd(env, true), baselineDecideCmd(env, false))
-	return cmd
+	}, baselineListCmd(env), baselineDecideCmd(env, true), baselineDecideCmd(env, false))
 }
 
 func baselineListCmd(env Env) *cobra.Command {

@@ -16,7 +16,7 @@ import (
 // caseCmd is `duet case`: approving shared cases that call tools with your
 // credentials.
 func caseCmd(env Env) *cobra.Command {
-	cmd := &cobra.Command{
+	return group(&cobra.Command{
 		Use:   "case",
 		Short: "Approve shared cases that would call MCP tools with your credentials",
 		Long: `A shared task runs its author's steps with the credentials of whoever runs it.
@@ -41,9 +41,7 @@ The acting AI steps (ai, aiTap, aiFill) of a case replay their cached plans
   duet case freeze CASE_ID            propose the case with those plans written out
                                       as ordinary steps: a draft KEY-frozen that the
                                       task's owner makes the case by applying it`,
-	}
-	cmd.AddCommand(caseShowCmd(env), caseApprovalsCmd(env), caseApproveCmd(env), caseRevokeCmd(env), casePlansCmd(env), caseFreezeCmd(env))
-	return cmd
+	}, caseShowCmd(env), caseApprovalsCmd(env), caseApproveCmd(env), caseRevokeCmd(env), casePlansCmd(env), caseFreezeCmd(env))
 }
 
 func caseShowCmd(env Env) *cobra.Command {

@@ -64,8 +64,7 @@ accept the "Allow USB debugging?" prompt, open Chrome once, and run duet device 
 		return nil
 	})
 	list.Flags().BoolVar(&asJSON, "json", false, "print the phones as JSON")
-	cmd.AddCommand(list)
-	return cmd
+	return group(cmd, list)
 }
 
 func dash(s string) string {

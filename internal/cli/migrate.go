@@ -126,6 +126,5 @@ also take. It refuses a schema newer than this duet: SCHEMA_TOO_NEW, exit code 4
 			return nil
 		},
 	}
-	cmd.AddCommand(status, up)
-	return cmd
+	return group(cmd, status, up)
 }

@@ -62,8 +62,7 @@ func sampleCmd(env Env) *cobra.Command {
 		},
 	}
 	shop.Flags().StringVar(&shopAddr, "addr", "127.0.0.1:8431", "listen address (loopback only)")
-	cmd.AddCommand(orders, shop)
-	return cmd
+	return group(cmd, orders, shop)
 }
 
 // listenHint adds to a sample server's failure to listen what to do about

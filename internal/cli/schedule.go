@@ -15,7 +15,7 @@ import (
 // operations (the ones REST and the console call), with callSource cli.
 
 func scheduleCmd(env Env) *cobra.Command {
-	cmd := &cobra.Command{
+	return group(&cobra.Command{
 		Use:   "schedule",
 		Short: "Run tasks on a schedule: add, list, pause, resume, remove",
 		Long: `A schedule starts runs of a task at the slots of a cron expression (in a time
@@ -23,12 +23,10 @@ zone) or of an interval, as its owner — you — with your credentials. Every
 "duet serve" and "duet worker" on the database runs the scheduler; each slot
 fires once however many run. A suite can declare schedules too (schedule: on
 its task, docs/suite-format.md).`,
-	}
-	cmd.AddCommand(scheduleAddCmd(env), scheduleListCmd(env),
+	}, scheduleAddCmd(env), scheduleListCmd(env),
 		schedulePauseCmd(env, "pause", "Pause a schedule (yours, or one of your task's)", true),
 		schedulePauseCmd(env, "resume", "Resume a schedule from its next slot to come", false),
 		scheduleRemoveCmd(env))
-	return cmd
 }
 
 func scheduleAddCmd(env Env) *cobra.Command {

@@ -7,7 +7,7 @@ import (
 )
 
 func schemaCmd(env Env) *cobra.Command {
-	cmd := &cobra.Command{
+	return group(&cobra.Command{
 		Use:   "schema",
 		Short: "Print the JSON Schema of a file format (suite)",
 		Long: `schema prints the JSON Schema (draft 2020-12) of a format Duet reads, generated
@@ -16,8 +16,7 @@ the YAML language server (VS Code, JetBrains) reads it from a comment on the fir
 line of a suite,
   # yaml-language-server: $schema=PATH/TO/suite.schema.json
 docs/suite.schema.json holds a copy (see docs/suite-format.md).`,
-	}
-	cmd.AddCommand(&cobra.Command{
+	}, &cobra.Command{
 		Use:   "suite",
 		Short: "Print the JSON Schema of a suite file (duet apply -f FILE)",
 		Long: `suite prints the JSON Schema of a suite file: the task, its cases and every step
@@ -29,5 +28,4 @@ checks more (expressions, variables, URLs, servers) and says where, with line:co
 			return err
 		},
 	})
-	return cmd
 }

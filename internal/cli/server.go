@@ -22,7 +22,7 @@ import (
 )
 
 func serverCmd(env Env) *cobra.Command {
-	cmd := &cobra.Command{
+	return group(&cobra.Command{
 		Use:   "server",
 		Short: "Your registry of remote MCP servers: add, login, list, show, sync, call, remove, invocations",
 		Long: `server manages the MCP servers you (--as) registered. Test cases refer to a
@@ -34,10 +34,8 @@ Credentials are read from environment variables named on the command line (so th
 never appear in argv or shell history), encrypted with the master key and never shown
 again. Servers protected by OAuth are registered with --auth oauth and authorized once
 with "duet server login". See docs/mcp-client.md.`,
-	}
-	cmd.AddCommand(serverAddCmd(env), serverLoginCmd(env), serverListCmd(env), serverShowCmd(env), serverRemoveCmd(env),
+	}, serverAddCmd(env), serverLoginCmd(env), serverListCmd(env), serverShowCmd(env), serverRemoveCmd(env),
 		serverSyncCmd(env), serverCallCmd(env), serverInvocationsCmd(env), serverDiffCmd(env))
-	return cmd
 }
 
 func serverAddCmd(env Env) *cobra.Command {

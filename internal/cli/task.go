@@ -84,8 +84,7 @@ func taskCmd(env Env) *cobra.Command {
 		c.Flags().String("with", "", "user id, or team:NAME for every member of a team")
 		c.MarkFlagRequired("with")
 	}
-	cmd.AddCommand(list, show, share, unshare, taskTransferCmd(env), taskApprovePostRunCmd(env), taskCheckCmd(env))
-	return cmd
+	return group(cmd, list, show, share, unshare, taskTransferCmd(env), taskApprovePostRunCmd(env), taskCheckCmd(env))
 }
 
 // printTaskServers lists the MCP servers a task calls, and for each one the

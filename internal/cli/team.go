@@ -14,7 +14,7 @@ import (
 )
 
 func teamCmd(env Env) *cobra.Command {
-	cmd := &cobra.Command{
+	return group(&cobra.Command{
 		Use:   "team",
 		Short: "Teams: members, tasks and assets shared with them, and the MCP servers they depend on",
 		Long: `team manages teams. Share a task or an asset with a whole team by sharing it with
@@ -33,10 +33,8 @@ A team's MCP dependency list names the servers its members should register (addr
 serverKey, description, tools; never a credential). A new member sees it with
 "duet team show" and registers a server with their own credentials in one step with
 "duet team register", pinned to the address they checked. See docs/teams.md.`,
-	}
-	cmd.AddCommand(teamCreateCmd(env), teamAddCmd(env), teamRemoveCmd(env), teamRoleCmd(env), teamDeleteCmd(env), teamListCmd(env), teamShowCmd(env),
+	}, teamCreateCmd(env), teamAddCmd(env), teamRemoveCmd(env), teamRoleCmd(env), teamDeleteCmd(env), teamListCmd(env), teamShowCmd(env),
 		teamServerCmd(env), teamRegisterCmd(env))
-	return cmd
 }
 
 func teamCreateCmd(env Env) *cobra.Command {
@@ -224,8 +222,7 @@ func teamServerCmd(env Env) *cobra.Command {
 		return nil
 	})
 	addAs(add)
-	cmd.AddCommand(add, remove)
-	return cmd
+	return group(cmd, add, remove)
 }
 
 func teamRegisterCmd(env Env) *cobra.Command {

@@ -91,6 +91,5 @@ standard output; only its hash is stored.`,
 			return pflag.NormalizedName(name)
 		})
 	}
-	cmd.AddCommand(create, list, revoke)
-	return cmd
+	return group(cmd, create, list, revoke)
 }

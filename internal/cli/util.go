@@ -94,3 +94,10 @@ func printTable[T any](w io.Writer, header string, rows []T, row func(T) string)
 	}
 	return tw.Flush()
 }
+
+// group completes cmd, a command that only groups others: subs are its
+// subcommands (strictUsage makes any other word after it a usage error).
+func group(cmd *cobra.Command, subs ...*cobra.Command) *cobra.Command {
+	cmd.AddCommand(subs...)
+	return cmd
+}

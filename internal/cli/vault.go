@@ -97,8 +97,7 @@ file once nothing needs them. Running servers pick the new key up by themselves.
 	}
 	rotate.Flags().BoolVar(&rewrapOnly, "rewrap-only", false, "do not make a new key; re-encrypt under the current primary key")
 	rotate.Flags().BoolVar(&prune, "prune", false, "after re-encrypting, drop the previous keys from the key file")
-	cmd.AddCommand(rotate, vaultSetCmd(env), vaultListCmd(env), vaultDeleteCmd(env))
-	return cmd
+	return group(cmd, rotate, vaultSetCmd(env), vaultListCmd(env), vaultDeleteCmd(env))
 }
 
 func vaultSetCmd(env Env) *cobra.Command {

@@ -14,7 +14,7 @@ import (
 // webhookCmd is `duet webhook`: a task's signed webhooks and their
 // deliveries (docs/webhooks.md), through the service's webhook operations.
 func webhookCmd(env Env) *cobra.Command {
-	cmd := &cobra.Command{
+	return group(&cobra.Command{
 		Use:   "webhook",
 		Short: "Send a task's events (a run's end, a case broken by a tool change) to a URL, signed",
 		Long: `A webhook sends the events of a task you own to a URL, signed with a secret
@@ -25,9 +25,7 @@ shown once when it is made (docs/webhooks.md):
   duet webhook remove WEBHOOK_ID
   duet webhook deliveries WEBHOOK_ID       its deliveries, newest first
   duet webhook redeliver DELIVERY_ID       send a delivered or failed one again`,
-	}
-	cmd.AddCommand(webhookAddCmd(env), webhookListCmd(env), webhookRemoveCmd(env), webhookDeliveriesCmd(env), webhookRedeliverCmd(env))
-	return cmd
+	}, webhookAddCmd(env), webhookListCmd(env), webhookRemoveCmd(env), webhookDeliveriesCmd(env), webhookRedeliverCmd(env))
 }
 
 func webhookAddCmd(env Env) *cobra.Command {
