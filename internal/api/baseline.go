@@ -46,14 +46,11 @@ func (s *Service) ListBaselines(ctx context.Context, c duet.Caller, in Baselines
 		default:
 			return BaselineList{}, duet.Errorf(duet.CodeInvalidArgument, "status: want pending, approved or rejected, got %q", in.Status)
 		}
-		if in.TaskID != "" {
-			t, err := s.task(ctx, c, in.TaskID) // its id, or a name the caller sees once
-			if err != nil {
-				return BaselineList{}, err
-			}
-			in.TaskID = t.ID
+		taskID, err := s.taskID(ctx, c, in.TaskID) // its id, or a name the caller sees once
+		if err != nil {
+			return BaselineList{}, err
 		}
-		list, err := s.d.Store.FindBaselines(ctx, duet.BaselineFilter{Owner: c.UserID, TaskID: in.TaskID, Status: in.Status, Limit: 200})
+		list, err := s.d.Store.FindBaselines(ctx, duet.BaselineFilter{Owner: c.UserID, TaskID: taskID, Status: in.Status, Limit: 200})
 		return BaselineList{Baselines: list}, err
 	})
 }

@@ -26,6 +26,19 @@ func (s *Service) task(ctx context.Context, c duet.Caller, ref string) (*duet.Ta
 	return catalog.FindTask(ctx, s.d.Store, c.UserID, ref)
 }
 
+// taskID resolves the task reference of a list's filter to the task's id;
+// "" (no task named) stays "". Returns NOT_FOUND, INVALID_ARGUMENT.
+func (s *Service) taskID(ctx context.Context, c duet.Caller, ref string) (string, error) {
+	if ref == "" {
+		return "", nil
+	}
+	t, err := s.task(ctx, c, ref)
+	if err != nil {
+		return "", err
+	}
+	return t.ID, nil
+}
+
 // ---- post-run actions ----
 
 // PostRunAction is one of a task's post-run actions, as a person reviewing
@@ -363,12 +376,9 @@ func (s *Service) ListGenerations(ctx context.Context, c duet.Caller, in Generat
 			f.Limit = 20
 		}
 		f.Limit = min(f.Limit, 200)
-		if in.TaskID != "" {
-			t, err := s.task(ctx, c, in.TaskID)
-			if err != nil {
-				return GenerationList{}, err
-			}
-			f.TaskID = t.ID
+		var err error
+		if f.TaskID, err = s.taskID(ctx, c, in.TaskID); err != nil {
+			return GenerationList{}, err
 		}
 		gens, err := s.d.Store.FindGenerations(ctx, f)
 		if gens == nil {

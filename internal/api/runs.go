@@ -60,14 +60,11 @@ func (s *Service) ListRuns(ctx context.Context, c duet.Caller, in RunListIn) (Ru
 		if in.Status != "" && !validStatus(in.Status) {
 			return RunList{}, duet.Errorf(duet.CodeInvalidArgument, "unknown run status %q", in.Status)
 		}
-		if in.TaskID != "" {
-			t, err := s.task(ctx, c, in.TaskID)
-			if err != nil {
-				return RunList{}, err
-			}
-			in.TaskID = t.ID
+		taskID, err := s.taskID(ctx, c, in.TaskID)
+		if err != nil {
+			return RunList{}, err
 		}
-		f := duet.RunFilter{Viewer: c.UserID, TaskID: in.TaskID, Status: in.Status, Branch: in.Branch, Commit: in.Commit, Cursor: in.Cursor, Limit: in.Limit}
+		f := duet.RunFilter{Viewer: c.UserID, TaskID: taskID, Status: in.Status, Branch: in.Branch, Commit: in.Commit, Cursor: in.Cursor, Limit: in.Limit}
 		runs, next, err := s.d.Store.FindRuns(ctx, f)
 		if err != nil {
 			return RunList{}, err

@@ -165,14 +165,11 @@ type ScheduleListIn struct {
 // one task with TaskID), with their next slots.
 func (s *Service) ListSchedules(ctx context.Context, c duet.Caller, in ScheduleListIn) (ScheduleList, error) {
 	return govern(ctx, s, c, "listSchedules", in, func(ctx context.Context) (ScheduleList, error) {
-		if in.TaskID != "" {
-			t, err := s.task(ctx, c, in.TaskID)
-			if err != nil {
-				return ScheduleList{}, err
-			}
-			in.TaskID = t.ID
+		taskID, err := s.taskID(ctx, c, in.TaskID)
+		if err != nil {
+			return ScheduleList{}, err
 		}
-		list, err := s.d.Store.FindSchedules(ctx, duet.ScheduleFilter{Viewer: c.UserID, TaskID: in.TaskID})
+		list, err := s.d.Store.FindSchedules(ctx, duet.ScheduleFilter{Viewer: c.UserID, TaskID: taskID})
 		if err != nil {
 			return ScheduleList{}, err
 		}
