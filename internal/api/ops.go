@@ -371,11 +371,7 @@ type GenerationList struct {
 // NOT_FOUND (the task).
 func (s *Service) ListGenerations(ctx context.Context, c duet.Caller, in GenerationsIn) (GenerationList, error) {
 	return govern(ctx, s, c, "listGenerations", in, func(ctx context.Context) (GenerationList, error) {
-		f := duet.GenerationFilter{User: c.UserID, Limit: in.Limit}
-		if f.Limit <= 0 {
-			f.Limit = 20
-		}
-		f.Limit = min(f.Limit, 200)
+		f := duet.GenerationFilter{User: c.UserID, Limit: pageSize(in.Limit, 20, 200)}
 		var err error
 		if f.TaskID, err = s.taskID(ctx, c, in.TaskID); err != nil {
 			return GenerationList{}, err

@@ -18,6 +18,15 @@ const (
 	maxRecordsPage = 1000 // listAudit, listInvocations
 )
 
+// pageSize is how many items a list's limit n asks for: def when it asks
+// for none (0 or less), and never more than most.
+func pageSize(n, def, most int) int {
+	if n <= 0 {
+		return def
+	}
+	return min(n, most)
+}
+
 // RunListIn selects runs.
 type RunListIn struct {
 	TaskID string         `json:"taskId,omitempty" jsonschema:"only runs of this task"`

@@ -338,13 +338,6 @@ func (s *Service) whose(c duet.Caller, in RecordsIn) (string, bool, error) {
 	return c.UserID, false, nil
 }
 
-func limitOf(n int) int {
-	if n <= 0 {
-		return 100
-	}
-	return min(n, maxRecordsPage)
-}
-
 // ListAudit returns the caller's audit records (everyone's for an
 // administrator), newest first. Returns PERMISSION_DENIED.
 func (s *Service) ListAudit(ctx context.Context, c duet.Caller, in RecordsIn) (AuditList, error) {
@@ -354,7 +347,7 @@ func (s *Service) ListAudit(ctx context.Context, c duet.Caller, in RecordsIn) (A
 			return AuditList{}, err
 		}
 		recs, err := s.d.Store.FindAudit(ctx, duet.AuditFilter{Caller: user, Tool: in.Tool, Method: in.Method, CallSource: duet.CallSource(in.Source),
-			Outcome: duet.Code(in.Outcome), TraceID: in.TraceID, Since: in.Since, Until: in.Before, Limit: limitOf(in.Limit)})
+			Outcome: duet.Code(in.Outcome), TraceID: in.TraceID, Since: in.Since, Until: in.Before, Limit: pageSize(in.Limit, 100, maxRecordsPage)})
 		if recs == nil {
 			recs = []*duet.AuditRecord{}
 		}
@@ -380,7 +373,7 @@ func (s *Service) ListInvocations(ctx context.Context, c duet.Caller, in Records
 			key = reg.ServerKey
 		}
 		recs, err := s.d.Store.FindInvocations(ctx, duet.InvocationFilter{Executor: user, ServerKey: key, Tool: in.Tool, Source: duet.CallSource(in.Source),
-			Outcome: duet.Code(in.Outcome), TraceID: in.TraceID, Since: in.Since, Until: in.Before, Limit: limitOf(in.Limit)})
+			Outcome: duet.Code(in.Outcome), TraceID: in.TraceID, Since: in.Since, Until: in.Before, Limit: pageSize(in.Limit, 100, maxRecordsPage)})
 		if recs == nil {
 			recs = []*duet.Invocation{}
 		}

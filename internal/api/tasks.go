@@ -350,11 +350,7 @@ type TrendsIn struct {
 // passed and failed at the same version. Returns NOT_FOUND.
 func (s *Service) Trends(ctx context.Context, c duet.Caller, taskID string, in TrendsIn) (Trends, error) {
 	return govern(ctx, s, c, "getTrends", in, func(ctx context.Context) (Trends, error) {
-		n := in.Runs
-		if n <= 0 {
-			n = 30
-		}
-		n = min(n, maxTrendRuns)
+		n := pageSize(in.Runs, 30, maxTrendRuns)
 		task, err := s.task(ctx, c, taskID)
 		if err != nil {
 			return Trends{}, err
