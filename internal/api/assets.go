@@ -32,10 +32,7 @@ func (s *Service) ListAssets(ctx context.Context, c duet.Caller, in AssetListIn)
 		if err != nil {
 			return AssetList{}, err
 		}
-		if assets == nil {
-			assets = []*duet.Asset{}
-		}
-		out := AssetList{Assets: assets, MCPServers: []*duet.MCPServerAsset{}}
+		out := AssetList{Assets: nonNil(assets), MCPServers: []*duet.MCPServerAsset{}}
 		if lister, ok := s.d.MCP.(duet.MCPAssetLister); ok && in.Kind == "" {
 			if out.MCPServers, err = lister.MCPAssets(ctx, c.UserID); err != nil {
 				return AssetList{}, err
@@ -159,10 +156,7 @@ type TokenList struct {
 func (s *Service) ListTokens(ctx context.Context, c duet.Caller) (TokenList, error) {
 	return govern(ctx, s, c, "listTokens", nil, func(ctx context.Context) (TokenList, error) {
 		t, err := s.d.Store.FindTokens(ctx, c.UserID)
-		if t == nil {
-			t = []*duet.Token{}
-		}
-		return TokenList{Tokens: t}, err
+		return TokenList{Tokens: nonNil(t)}, err
 	})
 }
 

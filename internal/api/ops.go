@@ -85,10 +85,7 @@ func (s *Service) postRun(ctx context.Context, c duet.Caller, t *duet.Task) (Pos
 	}
 	for _, act := range t.PostRun {
 		pa := PostRunAction{Name: act.Name, On: string(act.On), Tool: act.ToolName, ServerName: act.ServerName, ServerKey: act.ServerKey,
-			Inputs: slices.Sorted(maps.Keys(act.InputBindings))}
-		if pa.Inputs == nil {
-			pa.Inputs = []string{}
-		}
+			Inputs: nonNil(slices.Sorted(maps.Keys(act.InputBindings)))}
 		if !out.Approved && s.d.NeedsApproval != nil {
 			need, err := s.d.NeedsApproval(ctx, c.UserID, t.PostRunBy, &duet.MCPCallStep{ServerKey: act.ServerKey, ToolName: act.ToolName})
 			if err != nil {
@@ -273,10 +270,7 @@ type StopRequestList struct {
 func (s *Service) ListStopRequests(ctx context.Context, c duet.Caller, in StopRequestsIn) (StopRequestList, error) {
 	return govern(ctx, s, c, "listStopRequests", in, func(ctx context.Context) (StopRequestList, error) {
 		reqs, err := s.d.Store.FindStopRequests(ctx, duet.StopRequestFilter{User: c.UserID, RunID: in.RunID, Pending: !in.All, Limit: 200})
-		if reqs == nil {
-			reqs = []*duet.StopRequest{}
-		}
-		return StopRequestList{Requests: reqs}, err
+		return StopRequestList{Requests: nonNil(reqs)}, err
 	})
 }
 
@@ -377,10 +371,7 @@ func (s *Service) ListGenerations(ctx context.Context, c duet.Caller, in Generat
 			return GenerationList{}, err
 		}
 		gens, err := s.d.Store.FindGenerations(ctx, f)
-		if gens == nil {
-			gens = []*duet.Generation{}
-		}
-		return GenerationList{Generations: gens}, err
+		return GenerationList{Generations: nonNil(gens)}, err
 	})
 }
 
@@ -495,12 +486,8 @@ func (s *Service) GenerateCase(ctx context.Context, c duet.Caller, in GenerateIn
 		if out, err = s.d.Generate(ctx, c.UserID, t, in, progress); err != nil {
 			return 0, err
 		}
-		if out.Flagged == nil {
-			out.Flagged = []scan.Finding{}
-		}
-		if out.Refused == nil {
-			out.Refused = []Refusal{}
-		}
+		out.Flagged = nonNil(out.Flagged)
+		out.Refused = nonNil(out.Refused)
 		b, _ := jsonMarshal(out)
 		return len(b), nil
 	})

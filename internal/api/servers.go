@@ -40,12 +40,9 @@ type ServerDetail struct {
 }
 
 func serverView(s *duet.MCPServer) ServerView {
-	v := ServerView{Name: s.Name, Owner: s.Owner, ServerKey: s.ServerKey, CatalogHash: s.CatalogHash, URL: s.URL, HeaderNames: s.HeaderNames, Auth: s.Auth, Status: "not-synced",
+	v := ServerView{Name: s.Name, Owner: s.Owner, ServerKey: s.ServerKey, CatalogHash: s.CatalogHash, URL: s.URL, HeaderNames: nonNil(s.HeaderNames), Auth: s.Auth, Status: "not-synced",
 		Transport: s.Transport, ProtocolVersion: s.ProtocolVersion, ServerName: s.ServerName, ServerVersion: s.ServerVersion,
 		ToolCount: s.ToolCount, SyncedAt: s.SyncedAt, CreatedAt: s.CreatedAt}
-	if v.HeaderNames == nil {
-		v.HeaderNames = []string{}
-	}
 	if s.SyncedAt != nil {
 		v.Status = "synced"
 	}
@@ -177,14 +174,11 @@ func (s *Service) serverDetail(ctx context.Context, c duet.Caller, ref string) (
 	if err != nil {
 		return ServerDetail{}, err
 	}
-	if tools == nil {
-		tools = []*duet.MCPTool{}
-	}
 	st, err := s.d.MCP.AuthStatus(ctx, c.UserID, reg.Name)
 	if err != nil {
 		return ServerDetail{}, err
 	}
-	return ServerDetail{Server: serverView(reg), Tools: tools, AuthStatus: st}, nil
+	return ServerDetail{Server: serverView(reg), Tools: nonNil(tools), AuthStatus: st}, nil
 }
 
 // LoginIn says whether to sync after authorizing, and who may be asked.
@@ -348,10 +342,7 @@ func (s *Service) ListAudit(ctx context.Context, c duet.Caller, in RecordsIn) (A
 		}
 		recs, err := s.d.Store.FindAudit(ctx, duet.AuditFilter{Caller: user, Tool: in.Tool, Method: in.Method, CallSource: duet.CallSource(in.Source),
 			Outcome: duet.Code(in.Outcome), TraceID: in.TraceID, Since: in.Since, Until: in.Before, Limit: pageSize(in.Limit, 100, maxRecordsPage)})
-		if recs == nil {
-			recs = []*duet.AuditRecord{}
-		}
-		return AuditList{Records: recs, All: all}, err
+		return AuditList{Records: nonNil(recs), All: all}, err
 	})
 }
 
@@ -374,9 +365,6 @@ func (s *Service) ListInvocations(ctx context.Context, c duet.Caller, in Records
 		}
 		recs, err := s.d.Store.FindInvocations(ctx, duet.InvocationFilter{Executor: user, ServerKey: key, Tool: in.Tool, Source: duet.CallSource(in.Source),
 			Outcome: duet.Code(in.Outcome), TraceID: in.TraceID, Since: in.Since, Until: in.Before, Limit: pageSize(in.Limit, 100, maxRecordsPage)})
-		if recs == nil {
-			recs = []*duet.Invocation{}
-		}
-		return InvocationList{Records: recs, All: all}, err
+		return InvocationList{Records: nonNil(recs), All: all}, err
 	})
 }

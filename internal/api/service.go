@@ -188,3 +188,12 @@ func (s *Service) Me(ctx context.Context, c duet.Caller) (Me, error) {
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
 
 func itoa(n int) string { return fmt.Sprint(n) }
+
+// nonNil returns list, or an empty list for nil: a list in an answer is
+// [] in its JSON, never null.
+func nonNil[T any](list []T) []T {
+	if list == nil {
+		return []T{}
+	}
+	return list
+}

@@ -56,12 +56,8 @@ func (s *Service) CaseSources(ctx context.Context, c duet.Caller, taskID, cursor
 		}
 		out := TaskCases{TaskID: t.ID, Cases: make([]catalog.CaseView, 0, len(cases)), Total: total, NextCursor: next}
 		for _, cs := range cases {
-			steps := cs.Steps
-			if steps == nil {
-				steps = []duet.Step{}
-			}
 			out.Cases = append(out.Cases, catalog.CaseView{CaseSummary: catalog.CaseSummary{ID: cs.ID, Key: cs.Key, Title: cs.Title, Version: cs.Version,
-				Status: string(cs.Status), StepCount: len(cs.Steps), UpdatedAt: cs.UpdatedAt.UTC().Format(time.RFC3339Nano), CreatedBy: cs.CreatedBy}, TaskID: cs.TaskID, Source: cs.Source, Steps: steps})
+				Status: string(cs.Status), StepCount: len(cs.Steps), UpdatedAt: cs.UpdatedAt.UTC().Format(time.RFC3339Nano), CreatedBy: cs.CreatedBy}, TaskID: cs.TaskID, Source: cs.Source, Steps: nonNil(cs.Steps)})
 		}
 		return out, nil
 	})
@@ -148,11 +144,7 @@ func (s *Service) sharing(ctx context.Context, c duet.Caller, taskID string) (Sh
 	if err != nil {
 		return Sharing{}, err
 	}
-	out := Sharing{TaskID: t.ID, SharedWith: t.SharedWith}
-	if out.SharedWith == nil {
-		out.SharedWith = []string{}
-	}
-	return out, nil
+	return Sharing{TaskID: t.ID, SharedWith: nonNil(t.SharedWith)}, nil
 }
 
 // ShareTask shares the caller's task with a user or a team. Returns
@@ -232,10 +224,7 @@ func (s *Service) ListTransfers(ctx context.Context, c duet.Caller, taskID strin
 			return Transfers{}, err
 		}
 		tr, err := s.d.Store.FindTaskTransfers(ctx, c.UserID, t.ID)
-		if tr == nil {
-			tr = []*duet.TaskTransfer{}
-		}
-		return Transfers{Transfers: tr}, err
+		return Transfers{Transfers: nonNil(tr)}, err
 	})
 }
 

@@ -19,10 +19,7 @@ type TeamList struct {
 func (s *Service) ListTeams(ctx context.Context, c duet.Caller) (TeamList, error) {
 	return govern(ctx, s, c, "listTeams", nil, func(ctx context.Context) (TeamList, error) {
 		t, err := s.d.Store.FindTeams(ctx, c.UserID)
-		if t == nil {
-			t = []*duet.Team{}
-		}
-		return TeamList{Teams: t}, err
+		return TeamList{Teams: nonNil(t)}, err
 	})
 }
 
@@ -58,10 +55,7 @@ func (s *Service) teamDetail(ctx context.Context, c duet.Caller, name string) (T
 		return TeamDetail{}, err
 	}
 	deps, err := s.d.Store.FindTeamServers(ctx, c.UserID, name)
-	if deps == nil {
-		deps = []*duet.TeamServer{}
-	}
-	return TeamDetail{Team: t, Servers: deps}, err
+	return TeamDetail{Team: t, Servers: nonNil(deps)}, err
 }
 
 // MemberIn names a user.
