@@ -262,18 +262,24 @@ func (s *Service) ContractAlerts(ctx context.Context, c duet.Caller, taskID stri
 		if err != nil {
 			return AlertList{}, err
 		}
-		alerts, err := s.d.Store.FindContractAlerts(ctx, c.UserID, t.ID)
-		if err != nil {
-			return AlertList{}, err
-		}
-		out := AlertList{Alerts: alerts}
-		for _, a := range alerts {
-			if a.Broken {
-				out.Broken++
-			}
-		}
-		return out, nil
+		return s.alertList(ctx, c, t.ID)
 	})
+}
+
+// alertList is the contract alerts of the task taskID ("": of every task)
+// that c can see, and how many are broken.
+func (s *Service) alertList(ctx context.Context, c duet.Caller, taskID string) (AlertList, error) {
+	alerts, err := s.d.Store.FindContractAlerts(ctx, c.UserID, taskID)
+	if err != nil {
+		return AlertList{}, err
+	}
+	out := AlertList{Alerts: alerts}
+	for _, a := range alerts {
+		if a.Broken {
+			out.Broken++
+		}
+	}
+	return out, nil
 }
 
 // CatalogDiff is what changed between two archived catalogs of a server.

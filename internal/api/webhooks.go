@@ -279,17 +279,7 @@ func mayWrite(c duet.Caller) error {
 // see, broken first.
 func (s *Service) AllContractAlerts(ctx context.Context, c duet.Caller) (AlertList, error) {
 	return govern(ctx, s, c, "listAllContractAlerts", nil, func(ctx context.Context) (AlertList, error) {
-		alerts, err := s.d.Store.FindContractAlerts(ctx, c.UserID, "")
-		if err != nil {
-			return AlertList{}, err
-		}
-		out := AlertList{Alerts: alerts}
-		for _, a := range alerts {
-			if a.Broken {
-				out.Broken++
-			}
-		}
-		return out, nil
+		return s.alertList(ctx, c, "")
 	})
 }
 
