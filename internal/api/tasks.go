@@ -155,14 +155,7 @@ func (s *Service) ShareTask(ctx context.Context, c duet.Caller, taskID string, i
 		if err := validPrincipal(with); err != nil {
 			return Sharing{}, err
 		}
-		t, err := s.task(ctx, c, taskID)
-		if err != nil {
-			return Sharing{}, err
-		}
-		if err := s.d.Store.ShareTask(ctx, c.UserID, t.ID, with); err != nil {
-			return Sharing{}, err
-		}
-		return s.sharing(ctx, c, t.ID)
+		return s.changeSharing(ctx, c, taskID, with, s.d.Store.ShareTask)
 	})
 }
 
@@ -170,15 +163,22 @@ func (s *Service) ShareTask(ctx context.Context, c duet.Caller, taskID string, i
 // Returns NOT_FOUND.
 func (s *Service) UnshareTask(ctx context.Context, c duet.Caller, taskID, with string) (Sharing, error) {
 	return govern(ctx, s, c, "unshareTask", ShareIn{With: with}, func(ctx context.Context) (Sharing, error) {
-		t, err := s.task(ctx, c, taskID)
-		if err != nil {
-			return Sharing{}, err
-		}
-		if err := s.d.Store.UnshareTask(ctx, c.UserID, t.ID, with); err != nil {
-			return Sharing{}, err
-		}
-		return s.sharing(ctx, c, t.ID)
+		return s.changeSharing(ctx, c, taskID, with, s.d.Store.UnshareTask)
 	})
+}
+
+// changeSharing makes change (Store.ShareTask, Store.UnshareTask) to the
+// sharing of the caller's task with a user or team, and returns the
+// task's sharing as it is then.
+func (s *Service) changeSharing(ctx context.Context, c duet.Caller, taskID, with string, change func(ctx context.Context, user, taskID, with string) error) (Sharing, error) {
+	t, err := s.task(ctx, c, taskID)
+	if err != nil {
+		return Sharing{}, err
+	}
+	if err := change(ctx, c.UserID, t.ID, with); err != nil {
+		return Sharing{}, err
+	}
+	return s.sharing(ctx, c, t.ID)
 }
 
 // validPrincipal checks a user id or "team:NAME" (duet.ValidPrincipal, the
