@@ -59,6 +59,17 @@ func (s *Service) vault() (*secret.Vault, error) {
 	return s.d.Secrets, nil
 }
 
+// ownersVault is secretsOwner and the vault that holds that user's
+// secrets. Returns PERMISSION_DENIED, UNAVAILABLE.
+func (s *Service) ownersVault(c duet.Caller, user string) (string, *secret.Vault, error) {
+	owner, err := s.secretsOwner(c, user)
+	if err != nil {
+		return "", nil, err
+	}
+	v, err := s.vault()
+	return owner, v, err
+}
+
 // SetSecret creates or replaces one of the caller's own secrets (no one
 // sets another's: its value would reach that person's runs). The value is
 // sealed under the master key and never returned; the audit record keeps
@@ -84,11 +95,7 @@ func (s *Service) SetSecret(ctx context.Context, c duet.Caller, in SecretIn) (Se
 // own, or anyone's for an administrator. Returns PERMISSION_DENIED.
 func (s *Service) ListSecrets(ctx context.Context, c duet.Caller, user string) (SecretList, error) {
 	return govern(ctx, s, c, "listSecrets", nil, func(ctx context.Context) (SecretList, error) {
-		owner, err := s.secretsOwner(c, user)
-		if err != nil {
-			return SecretList{}, err
-		}
-		v, err := s.vault()
+		owner, v, err := s.ownersVault(c, user)
 		if err != nil {
 			return SecretList{}, err
 		}
@@ -107,11 +114,7 @@ func (s *Service) DeleteSecret(ctx context.Context, c duet.Caller, user, name st
 		if err := mayWrite(c); err != nil {
 			return Empty{}, err
 		}
-		owner, err := s.secretsOwner(c, user)
-		if err != nil {
-			return Empty{}, err
-		}
-		v, err := s.vault()
+		owner, v, err := s.ownersVault(c, user)
 		if err != nil {
 			return Empty{}, err
 		}
