@@ -161,10 +161,7 @@ func (s *Service) GetWebhook(ctx context.Context, c duet.Caller, id string) (Web
 // NOT_FOUND, INVALID_ARGUMENT, URL_REFUSED.
 func (s *Service) UpdateWebhook(ctx context.Context, c duet.Caller, id string, in WebhookChange) (WebhookView, error) {
 	return govern(ctx, s, c, "updateWebhook", in, func(ctx context.Context) (WebhookView, error) {
-		if err := mayWrite(c); err != nil {
-			return WebhookView{}, err
-		}
-		w, err := s.d.Store.FindWebhook(ctx, c.UserID, id)
+		w, err := s.webhookToChange(ctx, c, id)
 		if err != nil {
 			return WebhookView{}, err
 		}
@@ -199,15 +196,22 @@ func (s *Service) UpdateWebhook(ctx context.Context, c duet.Caller, id string, i
 // UNAVAILABLE.
 func (s *Service) RotateWebhookSecret(ctx context.Context, c duet.Caller, id string) (WebhookView, error) {
 	return govern(ctx, s, c, "rotateWebhookSecret", nil, func(ctx context.Context) (WebhookView, error) {
-		if err := mayWrite(c); err != nil {
-			return WebhookView{}, err
-		}
-		w, err := s.d.Store.FindWebhook(ctx, c.UserID, id)
+		w, err := s.webhookToChange(ctx, c, id)
 		if err != nil {
 			return WebhookView{}, err
 		}
 		return s.saveSealed(ctx, c.UserID, w, s.d.Store.UpdateWebhook)
 	})
+}
+
+// webhookToChange is the webhook id of a task the caller owns, for a
+// change: the caller must be allowed to write (mayWrite). Returns
+// INSUFFICIENT_SCOPE, NOT_FOUND.
+func (s *Service) webhookToChange(ctx context.Context, c duet.Caller, id string) (*duet.Webhook, error) {
+	if err := mayWrite(c); err != nil {
+		return nil, err
+	}
+	return s.d.Store.FindWebhook(ctx, c.UserID, id)
 }
 
 // saveSealed gives w a new signing secret, stores w with save (as user) and
