@@ -38,12 +38,7 @@ var WaitForResponse = register(&Kind{
 		}
 		bd.b.SaveAs = c.SaveAs(n.Get("saveAs"))
 	},
-	Title: func(st *duet.Step) string {
-		if m := st.Browser.Request; m != nil {
-			return urlTitle("waitForResponse", m.Method, m.URL, m.URLMatches)
-		}
-		return "waitForResponse"
-	},
+	Title: requestTitle,
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
 		rt, f, err := requestFilter(ctx, env, st)
 		if err != nil {
@@ -114,12 +109,7 @@ var ExpectRequest = register(&Kind{
 			c.Errf(n.Get("not"), "expectRequest: not goes without count (not: true means no request)")
 		}
 	},
-	Title: func(st *duet.Step) string {
-		if m := st.Browser.Request; m != nil {
-			return urlTitle("expectRequest", m.Method, m.URL, m.URLMatches)
-		}
-		return "expectRequest"
-	},
+	Title: requestTitle,
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
 		rt, f, err := requestFilter(ctx, env, st)
 		if err != nil {
@@ -178,6 +168,15 @@ func compileRequestStep(c *Compiler, st *duet.Step, n *Node, keys []string) (*bo
 	c.AllowKeys(n, keys...)
 	m.URL, m.URLMatches, m.Method = compileURLMatch(c, st, n)
 	return bd, m, true
+}
+
+// requestTitle names a step that matches requests (waitForResponse,
+// expectRequest) after its kind and its pattern.
+func requestTitle(st *duet.Step) string {
+	if m := st.Browser.Request; m != nil {
+		return urlTitle(st.Kind, m.Method, m.URL, m.URLMatches)
+	}
+	return string(st.Kind)
 }
 
 // requestFilter returns the case's page as a Router and the filter of the
