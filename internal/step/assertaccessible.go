@@ -73,7 +73,7 @@ var AssertAccessible = register(&Kind{
 			return
 		}
 		c.AllowKeys(n, "tags", "include", "exclude", "impact")
-		ev.Tags = c.texts(n, "tags", "an axe-core tag")
+		ev.Tags = c.stringList(n, "tags", "a list", "an axe-core tag")
 		for _, t := range ev.Tags {
 			if !tagRe.MatchString(t) {
 				c.Errf(n.Get("tags"), "tags: %q is not an axe-core tag (wcag2a, wcag2aa, wcag21aa, best-practice, ...)", t)
@@ -148,14 +148,15 @@ func accessibilityOutput(r *duet.AccessibilityResult, impact string) (map[string
 		"passes": float64(r.Passes), "incomplete": float64(r.Incomplete)}, failing
 }
 
-// texts reads an optional list of non-empty texts.
-func (c *Compiler) texts(n *Node, key, what string) []string {
+// stringList reads an optional list of non-empty texts at key; an error
+// says what the value must be (list) and what each entry must be.
+func (c *Compiler) stringList(n *Node, key, list, what string) []string {
 	v := n.Get(key)
 	if v == nil || v.Type == NullNode {
 		return nil
 	}
 	if v.Type != SeqNode {
-		c.Errf(v, "%s must be a list", key)
+		c.Errf(v, "%s must be %s", key, list)
 		return nil
 	}
 	var out []string

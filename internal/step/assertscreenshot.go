@@ -123,24 +123,7 @@ func evidenceBody(c *Compiler, st *duet.Step, n *Node, null bool) (*body, *duet.
 
 // selectors reads an optional list of CSS selectors.
 func (c *Compiler) selectors(n *Node, key string) []string {
-	v := n.Get(key)
-	if v == nil || v.Type == NullNode {
-		return nil
-	}
-	if v.Type != SeqNode {
-		c.Errf(v, "%s must be a list of CSS selectors", key)
-		return nil
-	}
-	var out []string
-	for _, it := range v.Items {
-		s, ok := it.Str()
-		if !ok || strings.TrimSpace(s) == "" {
-			c.Errf(it, "%s: each entry must be a CSS selector", key)
-			continue
-		}
-		out = append(out, s)
-	}
-	return out
+	return c.stringList(n, key, "a list of CSS selectors", "a CSS selector")
 }
 
 // ratio reads an optional number from 0 to 1.
