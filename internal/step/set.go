@@ -51,16 +51,7 @@ var Set = register(&Kind{
 		if s == nil {
 			return "", nil, noBody(st)
 		}
-		for _, name := range slices.Sorted(maps.Keys(s.Vars)) {
-			v, err := eval.Eval(s.Vars[name], env.Vars())
-			if err != nil {
-				return "", nil, duet.WrapError(duet.CodeBindingFailed, err, "set %s: %v", name, err)
-			}
-			if err := env.Save(name, v); err != nil {
-				return "", nil, err
-			}
-		}
-		return "", nil, nil
+		return "", nil, saveEach(env, s.Vars, eval.Eval, func(name string) string { return "set " + name })
 	},
 	Title: func(st *duet.Step) string {
 		if st.Set == nil {
@@ -69,3 +60,20 @@ var Set = register(&Kind{
 		return "set " + strings.Join(slices.Sorted(maps.Keys(st.Set.Vars)), ", ")
 	},
 })
+
+// saveEach saves each of vals, in name order, as the variable of its name
+// with the value value gives it over the variables then (set's later
+// variables see the earlier ones). A value that fails is BINDING_FAILED,
+// its message led by what(name).
+func saveEach[V any](env Env, vals map[string]V, value func(V, map[string]any) (any, error), what func(name string) string) error {
+	for _, name := range slices.Sorted(maps.Keys(vals)) {
+		v, err := value(vals[name], env.Vars())
+		if err != nil {
+			return duet.WrapError(duet.CodeBindingFailed, err, "%s: %v", what(name), err)
+		}
+		if err := env.Save(name, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -3,7 +3,6 @@ package step
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -152,14 +151,8 @@ var Use = register(&Kind{
 		if u == nil {
 			return "", nil, noBody(st)
 		}
-		for _, name := range slices.Sorted(maps.Keys(u.With)) {
-			v, err := eval.RenderValue(u.With[name], env.Vars())
-			if err != nil {
-				return "", nil, duet.WrapError(duet.CodeBindingFailed, err, "use %s: parameter %s: %v", u.Flow, name, err)
-			}
-			if err := env.Save(name, v); err != nil {
-				return "", nil, err
-			}
+		if err := saveEach(env, u.With, eval.RenderValue, func(name string) string { return "use " + u.Flow + ": parameter " + name }); err != nil {
+			return "", nil, err
 		}
 		return "", nil, env.RunSteps(ctx, u.Steps, 0)
 	},
