@@ -125,6 +125,20 @@ func (c *Compiler) mapping(n *Node, msg string, allowed ...string) bool {
 	return true
 }
 
+// optionalMapping reports whether n, the value of an optional key, is a
+// mapping to read: not when it is missing or null, nor, with the error
+// msg, when it is anything else.
+func (c *Compiler) optionalMapping(n *Node, msg string) bool {
+	if n == nil || n.Type == NullNode {
+		return false
+	}
+	if n.Type != MapNode {
+		c.Errf(n, "%s", msg)
+		return false
+	}
+	return true
+}
+
 // AllowKeys records an error for every key of the mapping n not in allowed.
 func (c *Compiler) AllowKeys(n *Node, allowed ...string) {
 	for _, k := range n.Keys {

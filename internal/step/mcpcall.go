@@ -112,15 +112,11 @@ func compileMCPCall(c *Compiler, st *duet.Step, n *Node) {
 	if in == nil {
 		in = n.Get("inputBindings")
 	}
-	if in != nil && in.Type != NullNode {
-		if in.Type != MapNode {
-			c.Errf(in, "input must be a mapping of argument: binding")
-		} else {
-			for j, k := range in.Keys {
-				name, _ := k.Str()
-				if b, ok := c.Binding(in.Vals[j]); ok {
-					m.InputBindings[name] = b
-				}
+	if c.optionalMapping(in, "input must be a mapping of argument: binding") {
+		for j, k := range in.Keys {
+			name, _ := k.Str()
+			if b, ok := c.Binding(in.Vals[j]); ok {
+				m.InputBindings[name] = b
 			}
 		}
 	}

@@ -236,22 +236,18 @@ func (c *Compiler) resolveFlow(n *Node, ref string) *FlowDef {
 func (c *Compiler) flowArgs(n, with *Node, def *FlowDef) map[string]any {
 	args := map[string]any{}
 	given := map[string]bool{}
-	if with != nil && with.Type != NullNode {
-		if with.Type != MapNode {
-			c.Errf(with, "use: with must be a mapping of parameter: value")
-		} else {
-			for j, k := range with.Keys {
-				name, _ := k.Str()
-				if !slices.ContainsFunc(def.Params, func(p FlowParam) bool { return p.Name == name }) {
-					c.Errf(k, "flow %s has no parameter %q (it takes: %s)", def.Label(), name, flowNames(paramNames(def.Params)))
-					continue
-				}
-				v := with.Vals[j].Plain()
-				if err := eval.CheckValue(v, c.Scope.Vars); err != nil {
-					c.Errf(with.Vals[j], "use %s: %s: %v", def.Label(), name, err)
-				}
-				args[name], given[name] = v, true
+	if c.optionalMapping(with, "use: with must be a mapping of parameter: value") {
+		for j, k := range with.Keys {
+			name, _ := k.Str()
+			if !slices.ContainsFunc(def.Params, func(p FlowParam) bool { return p.Name == name }) {
+				c.Errf(k, "flow %s has no parameter %q (it takes: %s)", def.Label(), name, flowNames(paramNames(def.Params)))
+				continue
 			}
+			v := with.Vals[j].Plain()
+			if err := eval.CheckValue(v, c.Scope.Vars); err != nil {
+				c.Errf(with.Vals[j], "use %s: %s: %v", def.Label(), name, err)
+			}
+			args[name], given[name] = v, true
 		}
 	}
 	for _, p := range def.Params {
