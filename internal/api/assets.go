@@ -85,6 +85,15 @@ func (s *Service) SaveAsset(ctx context.Context, c duet.Caller, in AssetIn) (Ass
 	})
 }
 
+// assetKind refuses a kind of asset there is none of, as it refuses a
+// name there is no asset of. Returns NOT_FOUND.
+func assetKind(kind duet.AssetKind) error {
+	if !kind.Valid() {
+		return duet.Errorf(duet.CodeNotFound, "no asset kind %q", kind)
+	}
+	return nil
+}
+
 func cleanList(in []string) []string {
 	out := []string{}
 	for _, u := range in {
@@ -99,8 +108,8 @@ func cleanList(in []string) []string {
 // "owner/name"; version 0 is the latest. Returns NOT_FOUND.
 func (s *Service) GetAsset(ctx context.Context, c duet.Caller, kind duet.AssetKind, ref string, version int) (*duet.Asset, error) {
 	return govern(ctx, s, c, "getAsset", nil, func(ctx context.Context) (*duet.Asset, error) {
-		if !kind.Valid() {
-			return nil, duet.Errorf(duet.CodeNotFound, "no asset kind %q", kind)
+		if err := assetKind(kind); err != nil {
+			return nil, err
 		}
 		return s.d.Store.FindAsset(ctx, c.UserID, kind, ref, version)
 	})
@@ -115,8 +124,8 @@ type AssetShareIn struct {
 // Returns NOT_FOUND, INVALID_ARGUMENT.
 func (s *Service) ShareAsset(ctx context.Context, c duet.Caller, kind duet.AssetKind, name string, in AssetShareIn) (AssetSaved, error) {
 	return govern(ctx, s, c, "shareAsset", in, func(ctx context.Context) (AssetSaved, error) {
-		if !kind.Valid() {
-			return AssetSaved{}, duet.Errorf(duet.CodeNotFound, "no asset kind %q", kind)
+		if err := assetKind(kind); err != nil {
+			return AssetSaved{}, err
 		}
 		cur, err := s.d.Store.FindAsset(ctx, c.UserID, kind, c.UserID+"/"+name, 0)
 		if err != nil {
@@ -138,8 +147,8 @@ func (s *Service) ShareAsset(ctx context.Context, c duet.Caller, kind duet.Asset
 // NOT_FOUND.
 func (s *Service) DeleteAsset(ctx context.Context, c duet.Caller, kind duet.AssetKind, name string) (Empty, error) {
 	return govern(ctx, s, c, "deleteAsset", nil, func(ctx context.Context) (Empty, error) {
-		if !kind.Valid() {
-			return Empty{}, duet.Errorf(duet.CodeNotFound, "no asset kind %q", kind)
+		if err := assetKind(kind); err != nil {
+			return Empty{}, err
 		}
 		return Empty{}, s.d.Store.DeleteAsset(ctx, c.UserID, kind, name)
 	})
