@@ -343,18 +343,18 @@ func (s *aiSnapshot) elementList(scrub func(string) string) string {
 
 // element returns the element of reference ref.
 func (s *aiSnapshot) element(ref string) (*aiElement, bool) {
-	for i := range s.Elements {
-		if s.Elements[i].Ref == ref {
-			return &s.Elements[i], true
-		}
-	}
-	return nil, false
+	return s.find(func(e *aiElement) bool { return e.Ref == ref })
 }
 
 // byCSS returns the element whose CSS selector is css.
 func (s *aiSnapshot) byCSS(css string) (*aiElement, bool) {
+	return s.find(func(e *aiElement) bool { return e.CSS == css })
+}
+
+// find returns the first element match accepts.
+func (s *aiSnapshot) find(match func(*aiElement) bool) (*aiElement, bool) {
 	for i := range s.Elements {
-		if s.Elements[i].CSS == css {
+		if match(&s.Elements[i]) {
 			return &s.Elements[i], true
 		}
 	}
