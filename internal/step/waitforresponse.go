@@ -28,16 +28,12 @@ var WaitForResponse = register(&Kind{
 		"`body` of the saved response is parsed JSON for JSON responses, else text (1 MiB at most); header names are lower-cased. " +
 		"Mocked responses (route) count like the network's.",
 	Agent: "`waitForResponse: {url: \"**/api/orders\", method: POST, status: 201, saveAs: created}` — after the step that makes the request; saves {url, method, status, headers, body}",
-	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		bd, m, ok := compileRequestStep(c, st, n, waitForResponseForm.KeyNames())
-		if !ok {
-			return
-		}
+	Compile: requestStep(&waitForResponseForm, func(c *Compiler, n *Node, bd *body, m *duet.RequestMatch) {
 		if n.Get("status") != nil {
 			m.Status = c.intIn(n, "status", 100, 999)
 		}
 		bd.b.SaveAs = c.SaveAs(n.Get("saveAs"))
-	},
+	}),
 	Title: requestTitle,
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
 		rt, f, err := requestFilter(ctx, env, st)
@@ -95,11 +91,7 @@ var ExpectRequest = register(&Kind{
 	Doc: "Every request counts, the ones a route fulfilled or aborted too (a redirect hop counts as a request). " +
 		"A case's page remembers its first 5000 requests.",
 	Agent: "`expectRequest: {url: /api/orders, method: POST, count: 1}` — assert the page sent (count) requests that match (`not: true`: none)",
-	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		bd, m, ok := compileRequestStep(c, st, n, expectRequestForm.KeyNames())
-		if !ok {
-			return
-		}
+	Compile: requestStep(&expectRequestForm, func(c *Compiler, n *Node, bd *body, m *duet.RequestMatch) {
 		if n.Get("count") != nil {
 			v := c.intIn(n, "count", 0, 100000)
 			m.Count = &v
@@ -108,7 +100,7 @@ var ExpectRequest = register(&Kind{
 		if bd.b.Not && m.Count != nil {
 			c.Errf(n.Get("not"), "expectRequest: not goes without count (not: true means no request)")
 		}
-	},
+	}),
 	Title: requestTitle,
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
 		rt, f, err := requestFilter(ctx, env, st)
@@ -177,6 +169,17 @@ func requestTitle(st *duet.Step) string {
 		return urlTitle(st.Kind, m.Method, m.URL, m.URLMatches)
 	}
 	return string(st.Kind)
+}
+
+// requestStep is the Compile of a step that matches requests
+// (waitForResponse, expectRequest) with the form f: what they share
+// (compileRequestStep), then, in a mapping, more reads the rest.
+func requestStep(f *Form, more func(c *Compiler, n *Node, bd *body, m *duet.RequestMatch)) func(*Compiler, *duet.Step, *Node) {
+	return func(c *Compiler, st *duet.Step, n *Node) {
+		if bd, m, ok := compileRequestStep(c, st, n, f.KeyNames()); ok {
+			more(c, n, bd, m)
+		}
+	}
 }
 
 // requestFilter returns the case's page as a Router and the filter of the
