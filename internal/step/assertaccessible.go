@@ -59,11 +59,7 @@ var AssertAccessible = register(&Kind{
 		"with `ASSERTION_FAILED` naming the rules and elements. Rules axe-core cannot decide (to review by hand) are " +
 		"counted as `incomplete`.",
 	Agent: "`assertAccessible: {impact: serious}` — run axe-core on the page; violations at or above the impact fail (also `tags`, `include`, `exclude`).",
-	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		bd, ev, ok := evidenceBody(c, st, n, true)
-		if !ok {
-			return
-		}
+	Compile: evidenceStep(true, func(c *Compiler, n *Node, bd *body, ev *duet.EvidenceStep) {
 		ev.Impact = "serious"
 		if bd.isShort {
 			c.Errf(n, "assertAccessible takes a mapping (tags, include, exclude, impact) or nothing")
@@ -88,7 +84,7 @@ var AssertAccessible = register(&Kind{
 				ev.Impact = im
 			}
 		}
-	},
+	}),
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
 		ac, err := pageAs[AccessibilityChecker](ctx, env, st, "cannot run axe-core")
 		if err != nil {

@@ -127,11 +127,7 @@ var AssertPerformance = register(&Kind{
 		"Every value measured is in the step's output and kept with the run: the console's trends page draws them " +
 		"over time beside the pass rate. With no budgets the step only measures.",
 	Agent: "`assertPerformance: {lcp: \"< 2500ms\", cls: \"< 0.1\"}` — check Core Web Vitals of the loaded page (also fcp, inp, ttfb, domContentLoaded, load); the values are kept for trends.",
-	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		bd, ev, ok := evidenceBody(c, st, n, true)
-		if !ok {
-			return
-		}
+	Compile: evidenceStep(true, func(c *Compiler, n *Node, bd *body, ev *duet.EvidenceStep) {
 		if bd.isShort {
 			c.Errf(n, "assertPerformance takes a mapping of budgets (lcp: \"< 2500ms\", cls: \"< 0.1\", ...) or nothing")
 			return
@@ -158,7 +154,7 @@ var AssertPerformance = register(&Kind{
 			}
 			ev.Budgets[name] = text
 		}
-	},
+	}),
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
 		mr, err := pageAs[MetricsReader](ctx, env, st, "reports no page-speed values")
 		if err != nil {

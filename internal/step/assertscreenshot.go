@@ -59,11 +59,7 @@ var AssertScreenshot = register(&Kind{
 		"approve|reject ID` or over REST; the newest approved baseline is the one compared against. A baseline follows " +
 		"the case across versions until a step before it changes.",
 	Agent: "`assertScreenshot: {name: banner, locator: \"#banner\", mask: [\"#clock\"], maxDiffPixelRatio: 0.01}` — compare with the approved baseline screenshot (the first run records it).",
-	Compile: func(c *Compiler, st *duet.Step, n *Node) {
-		bd, ev, ok := evidenceBody(c, st, n, false)
-		if !ok {
-			return
-		}
+	Compile: evidenceStep(false, func(c *Compiler, n *Node, bd *body, ev *duet.EvidenceStep) {
 		if bd.isShort {
 			ev.Name = strings.TrimSpace(bd.short)
 		} else {
@@ -79,7 +75,7 @@ var AssertScreenshot = register(&Kind{
 		} else if len(ev.Name) > 100 || strings.ContainsAny(ev.Name, "\n\r\t") {
 			c.Errf(n, "assertScreenshot: the name must be one line of at most 100 characters")
 		}
-	},
+	}),
 	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
 		sc, err := pageAs[ScreenshotComparer](ctx, env, st, "cannot take comparable screenshots")
 		if err != nil {
@@ -105,20 +101,17 @@ var AssertScreenshot = register(&Kind{
 	},
 })
 
-// evidenceBody starts compiling the body n of a kind that checks the page
-// as a whole (assertScreenshot, assertAccessible, assertPerformance): it
-// needs a page, and its parameters are kept in st.Evidence (null: the body
-// may be empty).
-func evidenceBody(c *Compiler, st *duet.Step, n *Node, null bool) (*body, *duet.EvidenceStep, bool) {
-	bd, ok := browserBody(c, st, n, null)
-	if !ok {
-		return nil, nil, false
-	}
-	bd.needPage()
-	st.Browser = nil
-	ev := &duet.EvidenceStep{}
-	st.Evidence = ev
-	return bd, ev, true
+// evidenceStep is the Compile of a kind that checks the page as a whole
+// (assertScreenshot, assertAccessible, assertPerformance): it needs a
+// page, and f reads its parameters from the body bd into ev, the step's
+// Evidence (null: the body may be empty).
+func evidenceStep(null bool, f func(c *Compiler, n *Node, bd *body, ev *duet.EvidenceStep)) func(*Compiler, *duet.Step, *Node) {
+	return pageStep(null, func(c *Compiler, st *duet.Step, n *Node, bd *body) {
+		st.Browser = nil
+		ev := &duet.EvidenceStep{}
+		st.Evidence = ev
+		f(c, n, bd, ev)
+	})
 }
 
 // selectors reads an optional list of CSS selectors.
