@@ -161,8 +161,8 @@ func (a *aiRun) needModel() error {
 }
 
 // startAI begins an AI step that needs a model (LLM_NOT_CONFIGURED when
-// the engine has none) and renders its prompt over the variables. The
-// caller defers the run's finish.
+// the engine has none) and renders its prompt over the variables; withAI
+// finishes the run.
 func startAI(env Env, st *duet.Step) (*aiRun, string, error) {
 	if st.AI == nil {
 		return nil, "", noBody(st)
@@ -176,6 +176,20 @@ func startAI(env Env, st *duet.Step) (*aiRun, string, error) {
 		return nil, "", err
 	}
 	return a, prompt, nil
+}
+
+// withAI is the Run of an AI step that needs a model (aiAssert, aiQuery,
+// aiWaitFor): run goes on with the run a that startAI began and the
+// prompt it rendered, and a finishes when run returns.
+func withAI(run func(ctx context.Context, env Env, st *duet.Step, a *aiRun, prompt string) (string, any, error)) func(context.Context, Env, *duet.Step) (string, any, error) {
+	return func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
+		a, prompt, err := startAI(env, st)
+		if err != nil {
+			return "", nil, err
+		}
+		defer a.finish(ctx)
+		return run(ctx, env, st, a, prompt)
+	}
 }
 
 // prompt renders the step's prompt over the variables.

@@ -22,12 +22,7 @@ var AIAssert = register(aiKind(&Kind{
 		"docs/ai-steps.md for the model, the budgets and what is kept.",
 	Agent:     "`aiAssert: the cart shows one item that costs 199` (a model judges the page at run time; prefer written assertions)",
 	Assertion: true,
-	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
-		a, claim, err := startAI(env, st)
-		if err != nil {
-			return "", nil, err
-		}
-		defer a.finish(ctx)
+	Run: withAI(func(ctx context.Context, env Env, st *duet.Step, a *aiRun, claim string) (string, any, error) {
 		page, err := a.look(ctx)
 		if err != nil {
 			return "", nil, err
@@ -40,5 +35,5 @@ var AIAssert = register(aiKind(&Kind{
 			return "", nil, duet.Errorf(duet.CodeAssertionFailed, "aiAssert: %q does not hold: %s", claim, v.Reason)
 		}
 		return "", map[string]any{"pass": true, "reason": v.Reason}, nil
-	},
+	}),
 }, false, "", nil))

@@ -45,12 +45,7 @@ var AIQuery = register(aiKind(&Kind{
 		"with the error, and a second miss fails the step with LLM_ERROR. The value is then a variable like any " +
 		"other (`${items[0].name}`).",
 	Agent: "`aiQuery: {want: the list of products with name and price, as: items, schema: {type: array, ...}}` (a model reads the page at run time; prefer extract)",
-	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
-		a, want, err := startAI(env, st)
-		if err != nil {
-			return "", nil, err
-		}
-		defer a.finish(ctx)
+	Run: withAI(func(ctx context.Context, env Env, st *duet.Step, a *aiRun, want string) (string, any, error) {
 		raw := st.AI.Schema
 		if len(raw) == 0 {
 			raw = json.RawMessage(`{"type":"string"}`)
@@ -90,7 +85,7 @@ var AIQuery = register(aiKind(&Kind{
 			msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Content: ans},
 				llm.Message{Role: llm.RoleUser, Content: duet.ErrorMessage(err) + "\nAnswer again with one JSON object, exactly: " + format})
 		}
-	},
+	}),
 }, false, "want, as, schema", compileAIQuery))
 
 // compileAIQuery reads the keys of aiQuery but its prompt.

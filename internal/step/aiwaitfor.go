@@ -26,12 +26,7 @@ var AIWaitFor = register(aiKind(&Kind{
 		"STEP_TIMEOUT (and the model's last reason) when its timeout passes, and with LLM_BUDGET_EXCEEDED when " +
 		"the next call would pass its token budget.",
 	Agent: "`aiWaitFor: the order is confirmed` (a model looks at the page until it holds; prefer waitFor)",
-	Run: func(ctx context.Context, env Env, st *duet.Step) (string, any, error) {
-		a, claim, err := startAI(env, st)
-		if err != nil {
-			return "", nil, err
-		}
-		defer a.finish(ctx)
+	Run: withAI(func(ctx context.Context, env Env, st *duet.Step, a *aiRun, claim string) (string, any, error) {
 		claim = env.Secrets().Scrub(claim)
 		interval := aiWaitInterval
 		if st.AI.IntervalMs > 0 {
@@ -63,7 +58,7 @@ var AIWaitFor = register(aiKind(&Kind{
 			case <-t.C:
 			}
 		}
-	},
+	}),
 }, false, "", func(c *Compiler, n *Node, ai *duet.AIStep) {
 	if v := n.Get("interval"); v != nil {
 		ai.IntervalMs = c.Timeout(v, MaxStepTimeout)
