@@ -58,20 +58,13 @@ func (s *Service) SaveCase(ctx context.Context, c duet.Caller, in SaveCaseIn) (S
 			return SavedCase{CaseID: cs.ID, Key: cs.Key, Version: cs.Version, Action: duet.ApplyUpdated, Draft: true}, nil
 		}
 		suite := &duet.Suite{Task: *t, Via: duet.SavedByRecorder}
-		for cursor := ""; ; {
-			page, next, _, err := s.d.Store.FindCases(ctx, duet.CaseFilter{TaskID: t.ID, Cursor: cursor, Limit: 200})
+		for old, err := range duet.AllCases(ctx, s.d.Store.FindCases, duet.CaseFilter{TaskID: t.ID}) {
 			if err != nil {
 				return SavedCase{}, err
 			}
-			for _, old := range page {
-				if old.Key != cs.Key {
-					suite.Cases = append(suite.Cases, old)
-				}
+			if old.Key != cs.Key {
+				suite.Cases = append(suite.Cases, old)
 			}
-			if next == "" {
-				break
-			}
-			cursor = next
 		}
 		suite.Cases = append(suite.Cases, cs)
 		suite.Source = s.mergedSource(ctx, c, t.ID, cs.Key, in.Source) // kept in the save's transaction
@@ -197,21 +190,15 @@ func (s *Service) GetSuiteSource(ctx context.Context, c duet.Caller, taskID stri
 // changed after since.
 func (s *Service) changedSince(ctx context.Context, taskID string, since time.Time) ([]string, error) {
 	out := []string{}
-	for cursor := ""; ; {
-		page, next, _, err := s.d.Store.FindCases(ctx, duet.CaseFilter{TaskID: taskID, Cursor: cursor, Limit: 200})
+	for cs, err := range duet.AllCases(ctx, s.d.Store.FindCases, duet.CaseFilter{TaskID: taskID}) {
 		if err != nil {
 			return nil, err
 		}
-		for _, cs := range page {
-			if cs.Status == duet.CaseActive && cs.UpdatedAt.After(since) {
-				out = append(out, cs.Key)
-			}
+		if cs.Status == duet.CaseActive && cs.UpdatedAt.After(since) {
+			out = append(out, cs.Key)
 		}
-		if next == "" {
-			return out, nil
-		}
-		cursor = next
 	}
+	return out, nil
 }
 
 // mergedSource is task taskID's kept suite source with item, the case the

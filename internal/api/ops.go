@@ -187,56 +187,47 @@ func (s *Service) ListApprovals(ctx context.Context, c duet.Caller, in Approvals
 			}
 			tasks = append(tasks, t)
 		} else {
-			for cursor := ""; ; {
+			for t, err := range duet.Paged(func(cursor string) ([]*duet.Task, string, error) {
 				page, next, _, err := s.d.Store.FindTasks(ctx, duet.TaskFilter{Viewer: c.UserID, Cursor: cursor, Limit: 100})
+				return page, next, err
+			}) {
 				if err != nil {
 					return ApprovalList{}, err
 				}
-				tasks = append(tasks, page...)
-				if next == "" {
-					break
-				}
-				cursor = next
+				tasks = append(tasks, t)
 			}
 		}
 		out := ApprovalList{Cases: []CaseApproval{}}
 		for _, t := range tasks {
-			for cursor := ""; ; {
-				cases, next, _, err := s.d.Store.FindCases(ctx, duet.CaseFilter{TaskID: t.ID, IncludeDrafts: true, Cursor: cursor, Limit: 200})
+			for cs, err := range duet.AllCases(ctx, s.d.Store.FindCases, duet.CaseFilter{TaskID: t.ID, IncludeDrafts: true}) {
 				if err != nil {
 					return ApprovalList{}, err
 				}
-				for _, cs := range cases {
-					if cs.CreatedBy == c.UserID {
-						continue
-					}
-					r, err := s.d.Catalog.ReviewCase(ctx, c.UserID, t, cs)
-					if err != nil {
-						return ApprovalList{}, err
-					}
-					if !r.Needed() {
-						continue
-					}
-					ca := CaseApproval{CaseID: cs.ID, Title: cs.Title, Version: cs.Version, Author: cs.CreatedBy, TaskID: t.ID, TaskName: t.Name,
-						Calls: []ApprovalCall{}, Destinations: r.Destinations, Status: ApprovalNeeded}
-					for _, pc := range r.Calls {
-						ca.Calls = append(ca.Calls, ApprovalCall(pc))
-					}
-					ap, err := s.d.Store.FindCaseApproval(ctx, c.UserID, cs.ID, cs.Version)
-					switch {
-					case err == nil && ap.Holds(r.DestinationsHash):
-						ca.Status, ca.ApprovedAt = ApprovalGiven, &ap.ApprovedAt
-					case err == nil:
-						ca.Status = ApprovalNeededAgain
-					case duet.ErrorCode(err) != duet.CodeNotFound:
-						return ApprovalList{}, err
-					}
-					out.Cases = append(out.Cases, ca)
+				if cs.CreatedBy == c.UserID {
+					continue
 				}
-				if next == "" {
-					break
+				r, err := s.d.Catalog.ReviewCase(ctx, c.UserID, t, cs)
+				if err != nil {
+					return ApprovalList{}, err
 				}
-				cursor = next
+				if !r.Needed() {
+					continue
+				}
+				ca := CaseApproval{CaseID: cs.ID, Title: cs.Title, Version: cs.Version, Author: cs.CreatedBy, TaskID: t.ID, TaskName: t.Name,
+					Calls: []ApprovalCall{}, Destinations: r.Destinations, Status: ApprovalNeeded}
+				for _, pc := range r.Calls {
+					ca.Calls = append(ca.Calls, ApprovalCall(pc))
+				}
+				ap, err := s.d.Store.FindCaseApproval(ctx, c.UserID, cs.ID, cs.Version)
+				switch {
+				case err == nil && ap.Holds(r.DestinationsHash):
+					ca.Status, ca.ApprovedAt = ApprovalGiven, &ap.ApprovedAt
+				case err == nil:
+					ca.Status = ApprovalNeededAgain
+				case duet.ErrorCode(err) != duet.CodeNotFound:
+					return ApprovalList{}, err
+				}
+				out.Cases = append(out.Cases, ca)
 			}
 		}
 		return out, nil
@@ -534,22 +525,15 @@ func (s *Service) ListTaskServers(ctx context.Context, c duet.Caller, taskRef st
 			seen[key] = true
 			out.Servers = append(out.Servers, TaskServer{ServerKey: key, Name: name, Author: author})
 		}
-		for cursor := ""; ; {
-			cases, next, _, err := s.d.Store.FindCases(ctx, duet.CaseFilter{TaskID: t.ID, IncludeDrafts: true, Cursor: cursor, Limit: 200})
+		for cs, err := range duet.AllCases(ctx, s.d.Store.FindCases, duet.CaseFilter{TaskID: t.ID, IncludeDrafts: true}) {
 			if err != nil {
 				return TaskServers{}, err
 			}
-			for _, cs := range cases {
-				for _, st := range cs.Steps {
-					if st.MCP != nil {
-						add(st.MCP.ServerKey, st.MCP.ServerName, cs.CreatedBy)
-					}
+			for _, st := range cs.Steps {
+				if st.MCP != nil {
+					add(st.MCP.ServerKey, st.MCP.ServerName, cs.CreatedBy)
 				}
 			}
-			if next == "" {
-				break
-			}
-			cursor = next
 		}
 		for _, a := range t.PostRun {
 			add(a.ServerKey, a.ServerName, t.PostRunBy)

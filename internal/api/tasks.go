@@ -346,21 +346,18 @@ func (s *Service) Trends(ctx context.Context, c duet.Caller, taskID string, in T
 		}
 		out := Trends{TaskID: task.ID, Runs: []RunTrend{}, Cases: []CaseTrend{}}
 		var runs []*duet.Run
-		cursor := ""
-		for len(runs) < n {
-			page, next, err := s.d.Store.FindRuns(ctx, duet.RunFilter{Viewer: c.UserID, TaskID: task.ID, Cursor: cursor, Limit: 100})
+		for r, err := range duet.Paged(func(cursor string) ([]*duet.Run, string, error) {
+			return s.d.Store.FindRuns(ctx, duet.RunFilter{Viewer: c.UserID, TaskID: task.ID, Cursor: cursor, Limit: 100})
+		}) {
 			if err != nil {
 				return Trends{}, err
 			}
-			for _, r := range page {
-				if r.Status.Final() && r.Status != duet.StatusCancelled && len(runs) < n {
-					runs = append(runs, r)
-				}
+			if !r.Status.Final() || r.Status == duet.StatusCancelled {
+				continue
 			}
-			if next == "" {
+			if runs = append(runs, r); len(runs) == n { // n ≥ 1 (pageSize)
 				break
 			}
-			cursor = next
 		}
 		slices.Reverse(runs)
 		byCase := map[string]*CaseTrend{}

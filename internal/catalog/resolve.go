@@ -27,20 +27,16 @@ func FindTask(ctx context.Context, store duet.Store, viewer, ref string) (*duet.
 		return nil, err
 	}
 	var match []*duet.Task
-	for cursor := ""; ; {
+	for t, err := range duet.Paged(func(cursor string) ([]*duet.Task, string, error) {
 		tasks, next, _, err := store.FindTasks(ctx, duet.TaskFilter{Viewer: viewer, Query: ref, Cursor: cursor, Limit: 100})
+		return tasks, next, err
+	}) {
 		if err != nil {
 			return nil, err
 		}
-		for _, t := range tasks {
-			if t.Name == ref {
-				match = append(match, t)
-			}
+		if t.Name == ref {
+			match = append(match, t)
 		}
-		if next == "" {
-			break
-		}
-		cursor = next
 	}
 	switch len(match) {
 	case 1:

@@ -898,17 +898,11 @@ func checkOrigin(o *duet.RunOrigin) (*duet.RunOrigin, error) {
 func selectCases(ctx context.Context, env *Env, task *duet.Task, ids []string) ([]*duet.Case, error) {
 	if len(ids) == 0 {
 		var all []*duet.Case
-		cursor := ""
-		for {
-			page, next, _, err := env.Store.FindCases(ctx, duet.CaseFilter{TaskID: task.ID, Cursor: cursor, Limit: 200})
+		for c, err := range duet.AllCases(ctx, env.Store.FindCases, duet.CaseFilter{TaskID: task.ID}) {
 			if err != nil {
 				return nil, err
 			}
-			all = append(all, page...)
-			if next == "" {
-				break
-			}
-			cursor = next
+			all = append(all, c)
 		}
 		if len(all) == 0 {
 			return nil, duet.Errorf(duet.CodeInvalidArgument, "task %s has no active cases to run", task.ID)

@@ -131,19 +131,15 @@ func DuetSource(cat *catalog.Catalog) scan.Source {
 // (and each one named), how much of it the cases exercise.
 func taskCoverage(ctx context.Context, c client.Client, ref string, registered []scan.Source, named []string) ([]*scan.Coverage, error) {
 	var cases []*duet.Case
-	for cursor := ""; ; {
+	for cs, err := range duet.Paged(func(cursor string) ([]catalog.CaseView, string, error) {
 		page, err := c.CaseSources(ctx, ref, cursor, 200)
+		return page.Cases, page.NextCursor, err
+	}) {
 		if err != nil {
 			return nil, err
 		}
-		for _, cs := range page.Cases {
-			if cs.Status != string(duet.CaseActive) {
-				continue
-			}
+		if cs.Status == string(duet.CaseActive) {
 			cases = append(cases, &duet.Case{ID: cs.ID, TaskID: cs.TaskID, Key: cs.Key, Title: cs.Title, Version: cs.Version, Steps: cs.Steps})
-		}
-		if cursor = page.NextCursor; cursor == "" {
-			break
 		}
 	}
 	var also []string

@@ -346,21 +346,15 @@ func caseTags(ctx context.Context, store Store, visible bool, taskID string) (ma
 	if !visible {
 		return out, nil
 	}
-	for cursor := ""; ; {
-		cases, next, _, err := store.FindCases(ctx, duet.CaseFilter{TaskID: taskID, IncludeArchived: true, Cursor: cursor, Limit: 200})
+	for c, err := range duet.AllCases(ctx, store.FindCases, duet.CaseFilter{TaskID: taskID, IncludeArchived: true}) {
 		if err != nil {
 			return nil, err
 		}
-		for _, c := range cases {
-			if len(c.Tags) > 0 {
-				out[c.ID] = c.Tags
-			}
+		if len(c.Tags) > 0 {
+			out[c.ID] = c.Tags
 		}
-		if next == "" || len(cases) == 0 {
-			return out, nil
-		}
-		cursor = next
 	}
+	return out, nil
 }
 
 // buildScan scans the MCP tools the run's cases call, as the run ran them
@@ -371,24 +365,21 @@ func caseTags(ctx context.Context, store Store, visible bool, taskID string) (ma
 // too. It returns nil when the cases call no MCP tool.
 func buildScan(ctx context.Context, store Store, run *duet.Run, execs []*duet.Execution, partial bool) (*scan.TaskReport, error) {
 	var cases []*duet.Case
-	add := func(xs []*duet.Execution) {
-		for _, x := range xs {
-			cases = append(cases, &duet.Case{ID: x.CaseID, Key: x.CaseKey, Version: x.CaseVersion, Steps: x.Steps})
-		}
+	add := func(x *duet.Execution) {
+		cases = append(cases, &duet.Case{ID: x.CaseID, Key: x.CaseKey, Version: x.CaseVersion, Steps: x.Steps})
 	}
 	if !partial {
-		add(execs)
+		for _, x := range execs {
+			add(x)
+		}
 	} else {
-		for cursor := ""; ; {
-			page, next, err := store.FindExecutionPage(ctx, duet.ExecutionFilter{RunID: run.ID, Cursor: cursor, Limit: maxPage, Results: true})
+		for x, err := range duet.Paged(func(cursor string) ([]*duet.Execution, string, error) {
+			return store.FindExecutionPage(ctx, duet.ExecutionFilter{RunID: run.ID, Cursor: cursor, Limit: maxPage, Results: true})
+		}) {
 			if err != nil {
 				return nil, err
 			}
-			add(page)
-			if next == "" || len(page) == 0 {
-				break
-			}
-			cursor = next
+			add(x)
 		}
 	}
 	if !scan.CallsMCP(cases) {

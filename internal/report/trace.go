@@ -28,20 +28,15 @@ func FindExecution(ctx context.Context, store Store, viewer, runID, ref string) 
 	if err != nil {
 		return nil, nil, err
 	}
-	for cursor := ""; ; {
-		page, next, err := store.FindExecutionPage(ctx, duet.ExecutionFilter{RunID: run.ID, Cursor: cursor, Limit: maxPage})
+	for x, err := range duet.Paged(func(cursor string) ([]*duet.Execution, string, error) {
+		return store.FindExecutionPage(ctx, duet.ExecutionFilter{RunID: run.ID, Cursor: cursor, Limit: maxPage})
+	}) {
 		if err != nil {
 			return nil, nil, err
 		}
-		for _, x := range page {
-			if x.ID == ref || x.CaseID == ref || x.CaseKey == ref {
-				return run, x, nil
-			}
+		if x.ID == ref || x.CaseID == ref || x.CaseKey == ref {
+			return run, x, nil
 		}
-		if next == "" || len(page) == 0 {
-			break
-		}
-		cursor = next
 	}
 	return nil, nil, duet.Errorf(duet.CodeNotFound, "run %s has no case %q (name it by its key, its case id or its execution id)", runID, ref)
 }

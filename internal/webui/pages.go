@@ -328,21 +328,18 @@ func (c *Console) run(w http.ResponseWriter, r *http.Request, v *view) error {
 // caseTags returns the tags of the task's cases by case id.
 func (c *Console) caseTags(r *http.Request, v *view, taskID string) (map[string][]string, error) {
 	out := map[string][]string{}
-	for cursor := ""; ; {
+	for cs, err := range duet.Paged(func(cursor string) ([]catalog.CaseSummary, string, error) {
 		page, err := c.svc.ListCases(r.Context(), v.caller, catalog.ListCasesIn{TaskID: taskID, Cursor: cursor, Limit: 200})
+		return page.Cases, page.NextCursor, err
+	}) {
 		if err != nil {
 			return nil, err
 		}
-		for _, cs := range page.Cases {
-			if len(cs.Tags) > 0 {
-				out[cs.ID] = cs.Tags
-			}
+		if len(cs.Tags) > 0 {
+			out[cs.ID] = cs.Tags
 		}
-		if page.NextCursor == "" || len(page.Cases) == 0 {
-			return out, nil
-		}
-		cursor = page.NextCursor
 	}
+	return out, nil
 }
 
 // runTitle names a run as a person does: its task, its number among the
