@@ -41,7 +41,8 @@ import (
 // browser (hold_unix.go), a wrapper of the WebSocket of a remote one
 // (remote.go). Through it go a few commands of the pool, in between
 // chromedp's — the Network.enable and Fetch.enable of the tab's session
-// while chromedp's attach waits, then the Runtime.runIfWaitingForDebugger
+// while chromedp's attach waits, then, once chromedp has sent a command on
+// that session (its target of it exists), the Runtime.runIfWaitingForDebugger
 // of the held one —
 // and the replies to them come back to the pool, not to chromedp.
 
@@ -60,7 +61,28 @@ type holder struct {
 	// holding is true once the browser holds new pages; set before the
 	// process takes sessions.
 	holding atomic.Bool
+
+	// While an adoption is under way (adopting > 0), the sessions chromedp
+	// sends commands on are noted (sentOn), and an adoption waits in
+	// awaitChromedp until its session is one: chromedp routes a session's
+	// events only to a target it has made, and drops those of any other
+	// session, so a popup that ran before chromedp's target of it existed
+	// lost its first paused request — its document waited forever, and the
+	// attach with it (adoptTimeout). chromedp sends its first command on a
+	// session only once its target of it is in place.
+	adopting atomic.Int32
+	sentOn   map[target.SessionID]bool          // under rmu
+	sentWait map[target.SessionID]chan struct{} // under rmu
+
+	// lateAttach, in tests, holds chromedp's attach replies back (relay):
+	// Options.lateAttachReply.
+	lateAttach time.Duration
 }
+
+// maxSentOn bounds the sessions noted while adoptions are under way (a
+// browser has far fewer); past it, no more are noted, and an adoption
+// whose session was not waits out its bound.
+const maxSentOn = 4096
 
 // heldIDs start far above chromedp's ids (which count up from 1): a reply
 // with a larger id answers a message of the holder, and chromedp never
@@ -162,8 +184,57 @@ func (h *holder) watchEarly(sid target.SessionID, fn func(ev *fetch.EventRequest
 // sending notes a command of chromedp's before it leaves: CSS.enable ends
 // the watch of the early requests of its session.
 func (h *holder) sending(method cdproto.MethodType, sid target.SessionID) {
+	if sid != "" && h.adopting.Load() > 0 {
+		h.noteSent(sid)
+	}
 	if h.nearly.Load() > 0 && method == css.CommandEnable {
 		h.endEarly(sid)
+	}
+}
+
+// noteSent notes that chromedp sent a command on sid, and wakes the
+// adoption that waits for it.
+func (h *holder) noteSent(sid target.SessionID) {
+	h.rmu.Lock()
+	defer h.rmu.Unlock()
+	if h.sentOn[sid] {
+		return
+	}
+	if h.sentOn == nil {
+		h.sentOn = map[target.SessionID]bool{}
+	}
+	if len(h.sentOn) < maxSentOn {
+		h.sentOn[sid] = true
+	}
+	if ch := h.sentWait[sid]; ch != nil {
+		close(ch)
+		delete(h.sentWait, sid)
+	}
+}
+
+// awaitChromedp waits, within ctx, until chromedp has sent a command on
+// sid: its target of the session exists, and the session's events reach
+// it.
+func (h *holder) awaitChromedp(ctx context.Context, sid target.SessionID) error {
+	h.rmu.Lock()
+	if h.sentOn[sid] {
+		h.rmu.Unlock()
+		return nil
+	}
+	if h.sentWait == nil {
+		h.sentWait = map[target.SessionID]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	h.sentWait[sid] = ch
+	h.rmu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		h.rmu.Lock()
+		delete(h.sentWait, sid)
+		h.rmu.Unlock()
+		return fmt.Errorf("chromedp did not take the session of the new tab: %w", ctx.Err())
 	}
 }
 
@@ -206,6 +277,7 @@ func (h *holder) resume(sid target.SessionID) error {
 // expectAttach returns the channel that gets the next session attached to
 // the page id other than held (the one an adoption asks for).
 func (h *holder) expectAttach(id target.ID) chan target.SessionID {
+	h.adopting.Add(1) // before chromedp's attach starts: no command of it is missed
 	ch := make(chan target.SessionID, 1)
 	h.rmu.Lock()
 	defer h.rmu.Unlock()
@@ -216,11 +288,15 @@ func (h *holder) expectAttach(id target.ID) chan target.SessionID {
 	return ch
 }
 
-// forgetAttach drops the wait of expectAttach for the page id.
+// forgetAttach drops the wait of expectAttach for the page id; the
+// sessions noted for adoptions are forgotten when none is under way.
 func (h *holder) forgetAttach(id target.ID) {
 	h.rmu.Lock()
 	defer h.rmu.Unlock()
 	delete(h.attach, id)
+	if h.adopting.Add(-1) == 0 {
+		clear(h.sentOn)
+	}
 }
 
 // attachedTo hands the session of ev to the adoption that waits for it.
@@ -366,8 +442,9 @@ func (s *Session) adopt(tb *tab, h *holder, held target.SessionID) {
 // answer chromedp's attach (it evaluates a script in the page), so the
 // attach goes on while the holder enables the Network domain (the request
 // log) and the Fetch handler on chromedp's new session of the page; the
-// handlers are the session's listeners from its first message. Then the
-// page runs, the attach ends, and the tab gets the session's emulation.
+// handlers are the session's listeners from its first message. Then, once
+// chromedp has its target of the session (awaitChromedp), the page runs,
+// the attach ends, and the tab gets the session's emulation.
 //
 // The request log is the Network domain's, enabled before the page runs:
 // it reports the page's document, and each request the page's renderer
@@ -442,6 +519,11 @@ func (s *Session) adoptHeld(ctx context.Context, tb *tab, h *holder, held target
 	}
 	all := fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*", RequestStage: fetch.RequestStageRequest}}}
 	if err := h.call(ctx, sid, fetch.CommandEnable, all); err != nil {
+		return fail(err)
+	}
+	// The page runs only once chromedp takes the session's events: its
+	// first paused request would be lost otherwise (holder.adopting).
+	if err := h.awaitChromedp(ctx, sid); err != nil {
 		return fail(err)
 	}
 	if err := h.resume(held); err != nil {

@@ -8,10 +8,13 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/chromedp/cdproto"
 	"github.com/chromedp/cdproto/cdp/jsonv2"
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 )
 
@@ -124,10 +127,15 @@ func (h *holder) pumpEvents(from, to *os.File) {
 	defer to.Close()
 	defer from.Close()
 	br := bufio.NewReaderSize(from, 64<<10)
+	forward := func(msg []byte) error { _, err := to.Write(msg); return err }
+	if h.lateAttach > 0 {
+		late := &lateReplies{to: to, d: h.lateAttach, wait: map[target.SessionID]chan struct{}{}}
+		forward = late.forward
+	}
 	for {
 		msg, err := br.ReadBytes(0)
 		if len(msg) > 0 && !h.deliverRaw(msg) {
-			if _, werr := to.Write(msg); werr != nil {
+			if werr := forward(msg); werr != nil {
 				return
 			}
 		}
@@ -137,10 +145,65 @@ func (h *holder) pumpEvents(from, to *os.File) {
 	}
 }
 
+// lateReplies forwards the browser's messages to chromedp, but for the
+// replies to chromedp's attaches (their result is the session's id), which
+// it holds back until the first paused request of that session has gone
+// to chromedp, or for d: a test's way to make chromedp take a session
+// after its page ran (Options.lateAttachReply).
+type lateReplies struct {
+	mu   sync.Mutex // one message at a time on to
+	to   *os.File
+	d    time.Duration
+	wait map[target.SessionID]chan struct{} // under mu: the replies held
+}
+
+func (l *lateReplies) forward(msg []byte) error {
+	if bytes.Contains(msg, []byte(`"result":{"sessionId":"`)) {
+		if sid := rawSessionID(msg); sid != "" {
+			ch := make(chan struct{})
+			l.mu.Lock()
+			l.wait[sid] = ch
+			l.mu.Unlock()
+			go func() {
+				t := time.NewTimer(l.d)
+				defer t.Stop()
+				select {
+				case <-ch:
+				case <-t.C:
+				}
+				l.mu.Lock()
+				defer l.mu.Unlock()
+				delete(l.wait, sid)
+				l.to.Write(msg)
+			}()
+			return nil
+		}
+	}
+	l.mu.Lock()
+	_, err := l.to.Write(msg)
+	var held chan struct{}
+	if bytes.Contains(msg, []byte(`"Fetch.requestPaused"`)) {
+		sid := rawSessionID(msg)
+		if held = l.wait[sid]; held != nil {
+			delete(l.wait, sid)
+		}
+	}
+	l.mu.Unlock()
+	if held != nil {
+		close(held)
+	}
+	return err
+}
+
 // sendingRaw tells h of chromedp's command msg before it leaves
-// (sending); only a CSS.enable is decoded, and only while h watches early
-// requests.
+// (sending): its session while an adoption is under way (read from the
+// bytes), and a CSS.enable (decoded) while h watches early requests.
 func (h *holder) sendingRaw(msg []byte) {
+	if h.adopting.Load() > 0 {
+		if sid := rawSessionID(msg); sid != "" {
+			h.noteSent(sid)
+		}
+	}
 	if h.nearly.Load() == 0 || !bytes.Contains(msg, []byte(`"CSS.enable"`)) {
 		return
 	}
@@ -148,6 +211,22 @@ func (h *holder) sendingRaw(msg []byte) {
 	if jsonv2.Unmarshal(bytes.TrimSuffix(msg, []byte{0}), &m, chromedp.DefaultUnmarshalOptions) == nil {
 		h.sending(m.Method, m.SessionID)
 	}
+}
+
+// rawSessionID is the sessionId of chromedp's message msg as it marshals
+// it (a string of letters and digits, never escaped), or "".
+func rawSessionID(msg []byte) target.SessionID {
+	const key = `"sessionId":"`
+	i := bytes.Index(msg, []byte(key))
+	if i < 0 {
+		return ""
+	}
+	rest := msg[i+len(key):]
+	j := bytes.IndexByte(rest, '"')
+	if j <= 0 {
+		return ""
+	}
+	return target.SessionID(rest[:j])
 }
 
 // deliverRaw delivers msg when it is a reply to a command of h. A reply is

@@ -66,6 +66,12 @@ type Options struct {
 	// return CodeURLRefused. NewSession's allow names what it lets be
 	// loopback or private (the task's base URL). Nil checks nothing.
 	Guard *netguard.Policy
+
+	// lateAttachReply, in tests, makes the relay of a local browser hand
+	// chromedp the reply of an attach to a page only after that page's
+	// first paused request, or after this long: as if chromedp's target of
+	// the session came to be after the page ran (holder.lateAttach).
+	lateAttachReply time.Duration
 }
 
 // Defaults of Options.

@@ -540,7 +540,7 @@ func (p *Pool) run(b *process, execPath string) {
 		return
 	}
 
-	b.hold = &holder{}
+	b.hold = &holder{lateAttach: p.opts.lateAttachReply}
 	opts = append(opts, b.hold.relay())
 	base, stop := context.WithCancel(p.ctx)
 	actx, acancel := chromedp.NewExecAllocator(base, opts...)

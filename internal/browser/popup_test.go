@@ -407,3 +407,48 @@ func TestPopupFirstRequestsLogged(t *testing.T) {
 		}
 	}
 }
+
+// TestPopupRunsOnlyOnceChromedpHasItsSession: a held popup is let run
+// only once chromedp has its target of the popup's session. chromedp drops
+// the events of a session it has no target of; when its target came after
+// the page ran (a slow goroutine under load), the popup's first paused
+// request was lost, its document never came, and the adoption gave up
+// after adoptTimeout ("attach to the new tab: context canceled"). The
+// relay here hands chromedp each attach's reply only after the page's
+// first paused request, or a second later.
+func TestPopupRunsOnlyOnceChromedpHasItsSession(t *testing.T) {
+	t.Parallel()
+	requireChromium(t)
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		switch r.URL.Path {
+		case "/":
+			fmt.Fprint(w, `<!doctype html><title>Opener</title><a id="open" href="/popup" target="_blank" rel="noopener">Open</a>`)
+		case "/popup":
+			fmt.Fprint(w, `<!doctype html><title>Popup</title><p id="first">loaded</p>`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(site.Close)
+	p := NewPool(Options{MaxBrowsers: 1, Logger: testLogger(), Guard: &netguard.Policy{}, lateAttachReply: time.Second})
+	t.Cleanup(p.Close)
+	ctx := testCtx(t, 60*time.Second)
+	s, err := p.NewSession(ctx, Device{}, netguard.AllowURL(site.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	if err := s.Open(ctx, site.URL+"/"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Click(ctx, "#open"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.WaitForPopup(ctx); err != nil || n != 2 {
+		t.Fatalf("WaitForPopup: %d, %v", n, err)
+	}
+	if got, err := s.Text(ctx, "#first"); err != nil || got != "loaded" {
+		t.Fatalf("the popup's text: %q, %v", got, err)
+	}
+}
