@@ -76,7 +76,7 @@ func (s *Service) ownersVault(c duet.Caller, user string) (string, *secret.Vault
 // its size only. Returns INVALID_ARGUMENT, UNAVAILABLE, INSUFFICIENT_SCOPE.
 func (s *Service) SetSecret(ctx context.Context, c duet.Caller, in SecretIn) (SecretSet, error) {
 	return governSized(ctx, s, c, "setSecret", len(in.Name)+len(in.Value), func(ctx context.Context) (SecretSet, error) {
-		if err := mayWrite(c); err != nil {
+		if err := mayWrite(c, "secrets"); err != nil {
 			return SecretSet{}, err
 		}
 		v, err := s.vault()
@@ -111,7 +111,7 @@ func (s *Service) ListSecrets(ctx context.Context, c duet.Caller, user string) (
 // administrator. Returns NOT_FOUND, PERMISSION_DENIED.
 func (s *Service) DeleteSecret(ctx context.Context, c duet.Caller, user, name string) (Empty, error) {
 	return govern(ctx, s, c, "deleteSecret", nil, func(ctx context.Context) (Empty, error) {
-		if err := mayWrite(c); err != nil {
+		if err := mayWrite(c, "secrets"); err != nil {
 			return Empty{}, err
 		}
 		owner, v, err := s.ownersVault(c, user)

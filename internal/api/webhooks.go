@@ -110,7 +110,7 @@ func (s *Service) sealWebhook(w *duet.Webhook) (string, error) {
 func (s *Service) CreateWebhook(ctx context.Context, c duet.Caller, in WebhookIn) (WebhookView, error) {
 	// The URL may hold a token: the audit measures it, never keeps it.
 	return govern(ctx, s, c, "createWebhook", in, func(ctx context.Context) (WebhookView, error) {
-		if err := mayWrite(c); err != nil {
+		if err := mayWrite(c, "a task's webhooks"); err != nil {
 			return WebhookView{}, err
 		}
 		w := &duet.Webhook{ID: duet.NewID("whk"), TaskID: in.TaskID, Name: strings.TrimSpace(in.Name), URL: strings.TrimSpace(in.URL), Events: webhookEvents(in.Events),
@@ -208,7 +208,7 @@ func (s *Service) RotateWebhookSecret(ctx context.Context, c duet.Caller, id str
 // change: the caller must be allowed to write (mayWrite). Returns
 // INSUFFICIENT_SCOPE, NOT_FOUND.
 func (s *Service) webhookToChange(ctx context.Context, c duet.Caller, id string) (*duet.Webhook, error) {
-	if err := mayWrite(c); err != nil {
+	if err := mayWrite(c, "a task's webhooks"); err != nil {
 		return nil, err
 	}
 	return s.d.Store.FindWebhook(ctx, c.UserID, id)
@@ -232,7 +232,7 @@ func (s *Service) saveSealed(ctx context.Context, user string, w *duet.Webhook, 
 // DeleteWebhook removes a webhook and its deliveries. Returns NOT_FOUND.
 func (s *Service) DeleteWebhook(ctx context.Context, c duet.Caller, id string) (Empty, error) {
 	return govern(ctx, s, c, "deleteWebhook", nil, func(ctx context.Context) (Empty, error) {
-		if err := mayWrite(c); err != nil {
+		if err := mayWrite(c, "a task's webhooks"); err != nil {
 			return Empty{}, err
 		}
 		return Empty{}, s.d.Store.DeleteWebhook(ctx, c.UserID, id)
@@ -256,7 +256,7 @@ func (s *Service) ListDeliveries(ctx context.Context, c duet.Caller, webhookID s
 // with the same body. Returns NOT_FOUND, INVALID_ARGUMENT.
 func (s *Service) Redeliver(ctx context.Context, c duet.Caller, deliveryID string) (*duet.WebhookDelivery, error) {
 	return govern(ctx, s, c, "redeliverWebhook", nil, func(ctx context.Context) (*duet.WebhookDelivery, error) {
-		if err := mayWrite(c); err != nil {
+		if err := mayWrite(c, "a task's webhooks"); err != nil {
 			return nil, err
 		}
 		x, err := s.d.Store.Redeliver(ctx, c.UserID, deliveryID)
@@ -270,11 +270,12 @@ func (s *Service) Redeliver(ctx context.Context, c duet.Caller, deliveryID strin
 	})
 }
 
-// mayWrite refuses a caller whose OAuth token may only read: webhooks
-// change what a task sends out. Returns INSUFFICIENT_SCOPE.
-func mayWrite(c duet.Caller) error {
+// mayWrite refuses a caller whose OAuth token may only read the change of
+// what (webhooks change what a task sends out; secrets what its runs
+// send). Returns INSUFFICIENT_SCOPE.
+func mayWrite(c duet.Caller, what string) error {
 	if !c.Access.Allows(true) {
-		return duet.Errorf(duet.CodeInsufficientScope, "changing a task's webhooks needs the run scope of the access token")
+		return duet.Errorf(duet.CodeInsufficientScope, "changing %s needs the run scope of the access token", what)
 	}
 	return nil
 }
