@@ -1,6 +1,7 @@
 package browser
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -70,24 +71,8 @@ func TestPopupRequestsAnsweredInThePopup(t *testing.T) {
 	t.Cleanup(site.Close)
 
 	// The guard refuses loopback but for the site.
-	p := NewPool(Options{MaxBrowsers: 1, Logger: testLogger(), Guard: &netguard.Policy{}})
-	t.Cleanup(p.Close)
-	ctx := testCtx(t, 60*time.Second)
-	s, err := p.NewSession(ctx, Device{}, netguard.AllowURL(site.URL))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	if err := s.Open(ctx, site.URL+"/"); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Click(ctx, "#open"); err != nil {
-		t.Fatal(err)
-	}
-	if n, err := s.WaitForPopup(ctx); err != nil || n != 2 {
-		t.Fatalf("WaitForPopup: %d, %v", n, err)
-	}
-	err = s.AddRoute(ctx, Route{URL: regexp.MustCompile(`^.*/api/late$`), Fulfil: true,
+	ctx, s := openPopup(t, Options{MaxBrowsers: 1, Logger: testLogger(), Guard: &netguard.Policy{}}, site.URL)
+	err := s.AddRoute(ctx, Route{URL: regexp.MustCompile(`^.*/api/late$`), Fulfil: true,
 		Headers: map[string]string{"Content-Type": "application/json"}, Body: []byte(`{"from": "the route"}`)})
 	if err != nil {
 		t.Fatal(err)
@@ -431,15 +416,26 @@ func TestPopupRunsOnlyOnceChromedpHasItsSession(t *testing.T) {
 		}
 	}))
 	t.Cleanup(site.Close)
-	p := NewPool(Options{MaxBrowsers: 1, Logger: testLogger(), Guard: &netguard.Policy{}, lateAttachReply: time.Second})
+	ctx, s := openPopup(t, Options{MaxBrowsers: 1, Logger: testLogger(), Guard: &netguard.Policy{}, lateAttachReply: time.Second}, site.URL)
+	if got, err := s.Text(ctx, "#first"); err != nil || got != "loaded" {
+		t.Fatalf("the popup's text: %q, %v", got, err)
+	}
+}
+
+// openPopup starts a pool with opts, opens site's page in a session that
+// the guard lets reach site alone, clicks its #open and waits until the
+// popup is the session's second tab.
+func openPopup(t *testing.T, opts Options, site string) (context.Context, *Session) {
+	t.Helper()
+	p := NewPool(opts)
 	t.Cleanup(p.Close)
 	ctx := testCtx(t, 60*time.Second)
-	s, err := p.NewSession(ctx, Device{}, netguard.AllowURL(site.URL))
+	s, err := p.NewSession(ctx, Device{}, netguard.AllowURL(site))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
-	if err := s.Open(ctx, site.URL+"/"); err != nil {
+	if err := s.Open(ctx, site+"/"); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Click(ctx, "#open"); err != nil {
@@ -448,7 +444,5 @@ func TestPopupRunsOnlyOnceChromedpHasItsSession(t *testing.T) {
 	if n, err := s.WaitForPopup(ctx); err != nil || n != 2 {
 		t.Fatalf("WaitForPopup: %d, %v", n, err)
 	}
-	if got, err := s.Text(ctx, "#first"); err != nil || got != "loaded" {
-		t.Fatalf("the popup's text: %q, %v", got, err)
-	}
+	return ctx, s
 }
