@@ -130,7 +130,7 @@ func openReadOnly(ctx context.Context, abs string, opts *Options) (*DB, error) {
 			n := max(opts.MaxOpenConns, 8)
 			sdb.SetMaxOpenConns(n)
 			sdb.SetMaxIdleConns(n)
-			d := &DB{db: sdb, q: &stmtCache{db: sdb, stmts: map[string]*sql.Stmt{}}, cache: newReadCache(sdb, "file:"+abs+"?"+q.Encode()), path: abs, now: opts.Now, readOnly: true}
+			d := &DB{db: sdb, q: &stmtCache{db: sdb, stmts: map[string]*sql.Stmt{}}, cache: newReadCache(sdb, "file:"+abs+"?"+q.Encode(), false), path: abs, now: opts.Now, readOnly: true}
 			d.q.tx = d.tx
 			d.rules()
 			if d.now == nil {
@@ -213,7 +213,7 @@ func openWritable(ctx context.Context, path string, opts *Options) (*DB, error) 
 		}
 		return nil, duet.WrapError(duet.CodeUnavailable, err, "cannot prepare database %s: %v", abs, storerules.RootCause(err))
 	}
-	d := &DB{db: sdb, q: &stmtCache{db: sdb, stmts: map[string]*sql.Stmt{}}, cache: newReadCache(sdb, dsn), path: abs, now: opts.Now}
+	d := &DB{db: sdb, q: &stmtCache{db: sdb, stmts: map[string]*sql.Stmt{}}, cache: newReadCache(sdb, dsn, true), path: abs, now: opts.Now}
 	d.q.tx = d.tx
 	d.rules()
 	if d.now == nil {
