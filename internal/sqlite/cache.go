@@ -160,9 +160,8 @@ func (e *epochConn) read() (int64, bool) {
 		e.last, e.lastN, e.haveLast = hdr, n, true
 	case e.index == nil && e.wal && !e.walFailed:
 		// Found once the connection has read: its wal-index is then open
-		// and mapped (walIndex). Only in WAL mode: in another, asking the
-		// VFS for the wal-index would create one.
-		if !inWALMode(ctx, e.conn) {
+		// and mapped (walIndex), if it may be watched (watchable).
+		if !watchable(ctx, e.conn) {
 			e.walFailed = true
 		} else if e.index, err = openWALIndex(e.conn); err != nil {
 			e.index, e.walFailed = nil, true
@@ -171,28 +170,38 @@ func (e *epochConn) read() (int64, bool) {
 	return n, true
 }
 
-// inWALMode reports whether conn's database is in WAL mode.
-func inWALMode(ctx context.Context, conn driver.Conn) bool {
-	stmt, err := conn.(driver.ConnPrepareContext).PrepareContext(ctx, "PRAGMA journal_mode")
+// watchable reports whether conn's wal-index may be watched: its database
+// is in WAL mode with the normal locking mode. In another journal mode,
+// asking the VFS for the wal-index would create one; with exclusive
+// locking the wal-index is in the heap, and the VFS would open a -shm
+// file (and lock it) for the asking.
+func watchable(ctx context.Context, conn driver.Conn) bool {
+	return pragma(ctx, conn, "journal_mode") == "wal" && pragma(ctx, conn, "locking_mode") == "normal"
+}
+
+// pragma returns the value of PRAGMA name on conn, in lower case; "" when
+// it cannot be read.
+func pragma(ctx context.Context, conn driver.Conn, name string) string {
+	stmt, err := conn.(driver.ConnPrepareContext).PrepareContext(ctx, "PRAGMA "+name)
 	if err != nil {
-		return false
+		return ""
 	}
 	defer stmt.Close()
 	q, ok := stmt.(driver.StmtQueryContext)
 	if !ok {
-		return false
+		return ""
 	}
 	rows, err := q.QueryContext(ctx, nil)
 	if err != nil {
-		return false
+		return ""
 	}
 	defer rows.Close()
 	dest := make([]driver.Value, 1)
 	if rows.Next(dest) != nil {
-		return false
+		return ""
 	}
-	mode, _ := dest[0].(string)
-	return strings.EqualFold(mode, "wal")
+	v, _ := dest[0].(string)
+	return strings.ToLower(v)
 }
 
 // reset closes the connection after a failure; the next read opens
