@@ -210,13 +210,14 @@ func newReads[V any](d *DB, lanes int, alone func(ctx context.Context, viewer, i
 
 // readTogether runs query (whose rows are readPairs' ord, then a read's
 // columns) for keys and scans each row after its ord with scan: for each
-// key its value, or NOT_FOUND naming kind.
-func readTogether[V any](ctx context.Context, d *DB, query, kind string, keys []readKey, scan func(pgx.Rows) (V, error)) ([]V, []error, error) {
+// key its value, or NOT_FOUND naming kind. more are the query's parameters
+// after the pairs ($3, ...).
+func readTogether[V any](ctx context.Context, d *DB, query, kind string, keys []readKey, scan func(pgx.Rows) (V, error), more ...any) ([]V, []error, error) {
 	viewers, ids := make([]string, len(keys)), make([]string, len(keys))
 	for i, k := range keys {
 		viewers[i], ids[i] = k.viewer, k.id
 	}
-	rows, err := d.pool.Query(ctx, query, viewers, ids)
+	rows, err := d.pool.Query(ctx, query, append([]any{viewers, ids}, more...)...)
 	if err != nil {
 		return nil, nil, mapErr(err)
 	}

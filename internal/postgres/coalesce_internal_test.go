@@ -253,6 +253,10 @@ func TestReadsTogetherQueries(t *testing.T) {
 			t.Fatalf("reads together keep the parameters of a read alone:\n%s", q.together)
 		}
 	}
+	// Tokens: the pairs, and the instant they must be unexpired at.
+	if strings.Count(tokensTogetherQuery, "$") != 3 || !strings.Contains(tokensTogetherQuery, "unnest($1::text[], $2::text[])") || !strings.Contains(tokensTogetherQuery, "> $3") {
+		t.Fatalf("tokens together:\n%s", tokensTogetherQuery)
+	}
 }
 
 // TestTaskOverviewsTogether: task overviews, runs and cases read together, on
@@ -345,9 +349,98 @@ func TestTaskOverviewsTogether(t *testing.T) {
 	}
 }
 
+// TestTokensTogether: tokens read together by hash, on PostgreSQL, are what
+// each read alone returns — unexpired, expired, another's, unknown, twice —
+// a token not found is UNAUTHENTICATED with no hash in its message, and
+// FindTokenByHash's lookups that come while one is in flight are read in
+// one statement.
+func TestTokensTogether(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	db, err := Open(t.Context(), pgtest.URL(t), &Options{ReadLanes: 1, Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := t.Context()
+	hash := func(user string, ttl time.Duration) string {
+		tok := &duet.Token{UserID: user, Name: "n", Hash: "hash-" + duet.NewID("h")}
+		if ttl > 0 {
+			e := clock().Add(ttl)
+			tok.ExpiresAt = &e
+		}
+		if err := db.CreateToken(ctx, tok); err != nil {
+			t.Fatal(err)
+		}
+		return tok.Hash
+	}
+	alice, bob, expiring, lasting := hash("alice", 0), hash("bob", 0), hash("alice", time.Hour), hash("bob", 3*time.Hour)
+	mu.Lock()
+	now = now.Add(2 * time.Hour)
+	mu.Unlock()
+	keys := []string{alice, "hash-unknown", bob, expiring, lasting, alice}
+	vs, errs := sameAsAlone(t, db.tokens, keys)
+	for i, k := range keys {
+		switch k {
+		case alice, bob, lasting:
+			if errs[i] != nil || vs[i] == nil || vs[i].Hash != k {
+				t.Fatalf("%s together: %+v %v", k, vs[i], errs[i])
+			}
+		default:
+			if duet.ErrorCode(errs[i]) != duet.CodeUnauthenticated || strings.Contains(errs[i].Error(), k) {
+				t.Fatalf("%s together: %v, want UNAUTHENTICATED without the hash", k, errs[i])
+			}
+		}
+	}
+
+	// Through FindTokenByHash: the first read holds the one lane until the
+	// others have queued behind it.
+	gate := make(chan struct{})
+	alone := db.tokens.one
+	var once sync.Once
+	db.tokens.one = func(ctx context.Context, h string) (*duet.Token, error) {
+		once.Do(func() { <-gate })
+		return alone(ctx, h)
+	}
+	queued := make(chan int, len(keys))
+	db.tokens.queued = func(n int) { queued <- n }
+	type got struct {
+		tok *duet.Token
+		err error
+	}
+	first := make(chan got, 1)
+	go func() { tok, err := db.FindTokenByHash(ctx, bob); first <- got{tok, err} }()
+	laneTaken(t, db.tokens)
+	out := make([]chan got, len(keys))
+	for i, k := range keys {
+		out[i] = make(chan got, 1)
+		go func() { tok, err := db.FindTokenByHash(ctx, k); out[i] <- got{tok, err} }()
+		for n := range queued {
+			if n == i+1 {
+				break
+			}
+		}
+	}
+	close(gate)
+	if g := within(t, first); g.err != nil || g.tok.Hash != bob {
+		t.Fatalf("the first read: %+v", g)
+	}
+	for i, k := range keys {
+		g := within(t, out[i])
+		if duet.ErrorCode(g.err) != duet.ErrorCode(errs[i]) || !reflect.DeepEqual(g.tok, vs[i]) {
+			t.Errorf("%s through FindTokenByHash: %+v %v; want %+v %v", k, g.tok, g.err, vs[i], errs[i])
+		}
+	}
+	if n := db.tokens.batches.Load(); n != 1 {
+		t.Fatalf("statements of several reads: %d, want 1", n)
+	}
+}
+
 // sameAsAlone reads keys together with c and checks that each read is
 // what c's read alone returns; it returns the reads together.
-func sameAsAlone[V any](t *testing.T, c *coalescer[readKey, V], keys []readKey) ([]V, []error) {
+func sameAsAlone[K, V any](t *testing.T, c *coalescer[K, V], keys []K) ([]V, []error) {
 	t.Helper()
 	vs, errs, err := c.many(t.Context(), keys)
 	if err != nil {

@@ -40,11 +40,13 @@ var migrations embed.FS
 type DB struct {
 	pool *auditedPool
 	now  func() time.Time
-	// overviews, runs and cases coalesce the reads of FindTaskOverview,
-	// FindRunByID and FindCaseByID (nil: each alone).
+	// overviews, runs, cases and tokens coalesce the reads of
+	// FindTaskOverview, FindRunByID, FindCaseByID and FindTokenByHash (nil:
+	// each alone).
 	overviews *coalescer[readKey, *duet.TaskOverview]
 	runs      *coalescer[readKey, *duet.Run]
 	cases     *coalescer[readKey, *duet.Case]
+	tokens    *coalescer[string, *duet.Token]
 
 	// The stores written once, in storerules, on this engine (rules).
 	storerules.Stores
@@ -86,7 +88,7 @@ type Options struct {
 	MaxConnLifetime time.Duration // 0 keeps the default (1h)
 	MaxConnIdleTime time.Duration // 0 keeps the default (30m)
 	ConnectTimeout  time.Duration // 0 keeps the URL's connect_timeout (else none)
-	// ReadLanes is how many reads of one kind (a task's overview, a run, a case)
+	// ReadLanes is how many reads of one kind (a token, a task's overview, a run, a case)
 	// run at once at most; those that arrive meanwhile are read together
 	// (coalescer). 0 means 2 (1 with a pool of fewer than 4 connections),
 	// -1 reads each alone.
@@ -196,6 +198,7 @@ func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
 		d.overviews = newReads(d, lanes, d.findTaskOverview, overviewsQuery, "task", func(r pgx.Rows) (*duet.TaskOverview, error) { return scanOverview(r, true, "") })
 		d.runs = newReads(d, lanes, d.findRunByID, runsTogetherQuery, "run", func(r pgx.Rows) (*duet.Run, error) { return scanRunTotals(r) })
 		d.cases = newReads(d, lanes, d.findCaseByID, casesTogetherQuery, "case", func(r pgx.Rows) (*duet.Case, error) { return storerules.ScanCase(r) })
+		d.tokens = newTokenReads(d, lanes)
 	}
 	if d.now == nil {
 		d.now = time.Now

@@ -46,12 +46,55 @@ func (d *DB) CreateToken(ctx context.Context, t *duet.Token) error {
 
 // FindTokenByHash returns the unexpired token with that hash. Returns
 // UNAUTHENTICATED.
+//
+// Every authenticated request makes this read: lookups that arrive while
+// others are in flight are read together, in one statement of
+// tokensTogetherQuery (d.tokens, coalescer), as a task's overview is.
 func (d *DB) FindTokenByHash(ctx context.Context, hash string) (*duet.Token, error) {
+	if d.tokens == nil {
+		return d.findTokenByHash(ctx, hash)
+	}
+	return d.tokens.get(ctx, hash)
+}
+
+// findTokenByHash is FindTokenByHash's read alone.
+func (d *DB) findTokenByHash(ctx context.Context, hash string) (*duet.Token, error) {
 	t, err := storerules.ScanToken(d.pool.QueryRow(ctx, `SELECT `+storerules.TokenColumns+` FROM tokens WHERE hash = $1 AND (expires_at IS NULL OR expires_at > $2)`, hash, ts(d.now())))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, duet.Errorf(duet.CodeUnauthenticated, "invalid or expired token")
+		return nil, errInvalidToken()
 	}
 	return t, mapErr(err)
+}
+
+func errInvalidToken() error {
+	return duet.Errorf(duet.CodeUnauthenticated, "invalid or expired token")
+}
+
+// tokensTogetherQuery reads tokens by hash together ($2, readPairs' ids;
+// $1 unused), each unexpired at $3: findTokenByHash's statement for each.
+const tokensTogetherQuery = `SELECT q.ord, o.* FROM ` + readPairs + `
+	CROSS JOIN LATERAL (SELECT ` + storerules.TokenColumns + ` FROM tokens WHERE hash = q.id AND (expires_at IS NULL OR expires_at > $3)) o`
+
+// newTokenReads is the coalescer of FindTokenByHash. A token not found
+// (or expired) is UNAUTHENTICATED, as alone, and its hash is in no message.
+func newTokenReads(d *DB, lanes int) *coalescer[string, *duet.Token] {
+	return &coalescer[string, *duet.Token]{
+		lanes: lanes, max: maxReadsTogether,
+		one: d.findTokenByHash,
+		many: func(ctx context.Context, hashes []string) ([]*duet.Token, []error, error) {
+			keys := make([]readKey, len(hashes))
+			for i, h := range hashes {
+				keys[i] = readKey{id: h}
+			}
+			toks, errs, err := readTogether(ctx, d, tokensTogetherQuery, "token", keys, func(r pgx.Rows) (*duet.Token, error) { return storerules.ScanToken(r) }, ts(d.now()))
+			for i, e := range errs {
+				if e != nil {
+					errs[i] = errInvalidToken()
+				}
+			}
+			return toks, errs, err
+		},
+	}
 }
 
 // FindTokens lists a user's tokens, newest first.
