@@ -23,6 +23,7 @@ import (
 	"github.com/duet-test/duet/internal/app"
 	"github.com/duet-test/duet/internal/catalog"
 	"github.com/duet-test/duet/internal/config"
+	"github.com/duet-test/duet/internal/postgres"
 	"github.com/duet-test/duet/internal/postgres/pgtest"
 )
 
@@ -80,6 +81,49 @@ func BenchmarkGetTask(b *testing.B) {
 				}
 			})
 			a.Audit.Flush()
+			b.StopTimer()
+			b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "duet-µs/op")
+			backends.report(b)
+		})
+	}
+}
+
+// BenchmarkFindToken is the lookup every request with a personal token
+// makes, 16 callers at a time per core: coalesced (the default, lookups
+// that arrive while others are in flight read in one statement) and each
+// alone (ReadLanes -1). It reports this process's CPU per lookup and its
+// backends'.
+func BenchmarkFindToken(b *testing.B) {
+	for _, lanes := range []int{0, -1} {
+		name := map[int]string{0: "coalesced", -1: "alone"}[lanes]
+		b.Run(name, func(b *testing.B) {
+			u, backends := newBackendCPU(b, pgtest.URL(b))
+			db, err := postgres.Open(b.Context(), u, &postgres.Options{ReadLanes: lanes})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { db.Close() })
+			tok := &duet.Token{UserID: "alice", Name: "bench", Hash: duet.NewID("hash")}
+			if err := db.CreateToken(b.Context(), tok); err != nil {
+				b.Fatal(err)
+			}
+			for range 50 {
+				if _, err := db.FindTokenByHash(b.Context(), tok.Hash); err != nil {
+					b.Fatal(err)
+				}
+			}
+			backends.start()
+			cpu0 := processCPU()
+			b.SetParallelism(16)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := db.FindTokenByHash(b.Context(), tok.Hash); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
 			b.StopTimer()
 			b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "duet-µs/op")
 			backends.report(b)
