@@ -1,6 +1,7 @@
 // Command duetprof is the duet command line with a CPU profile: when
 // DUET_CPUPROFILE names a file, the whole life of `duet serve` or `duet mcp`
-// is profiled into it.
+// is profiled into it ("%p" in its name stands for the process id, so that
+// each of several instances writes its own).
 // `load -duet duetprof` then profiles duet serve under load (make profile).
 package main
 
@@ -10,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/duet-test/duet/internal/cli"
@@ -17,7 +20,7 @@ import (
 
 func main() {
 	if path := os.Getenv("DUET_CPUPROFILE"); path != "" && len(os.Args) > 1 && (os.Args[1] == "serve" || os.Args[1] == "mcp") {
-		f, err := os.Create(path)
+		f, err := os.Create(strings.ReplaceAll(path, "%p", strconv.Itoa(os.Getpid())))
 		if err != nil {
 			log.Fatal(err)
 		}
