@@ -49,12 +49,15 @@ func (d *DB) FindCaseByID(ctx context.Context, viewer, id string) (*duet.Case, e
 
 // findCaseByID is FindCaseByID's read alone.
 func (d *DB) findCaseByID(ctx context.Context, viewer, id string) (*duet.Case, error) {
-	c, err := storerules.ScanCase(d.pool.QueryRow(ctx, caseByIDQuery(viewer), viewer, id))
+	c, err := storerules.ScanCase(d.pool.QueryRow(ctx, caseByID.of(viewer), viewer, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, storerules.NotFound("case", id)
 	}
 	return c, mapErr(err)
 }
+
+// caseByID is caseByIDQuery's two statements.
+var caseByID = statementsOf(caseByIDQuery)
 
 // caseByIDQuery is the statement of FindCaseByID ($1 the viewer, $2 the
 // case's id).

@@ -454,3 +454,19 @@ func sameAsAlone[K, V any](t *testing.T, c *coalescer[K, V], keys []K) ([]V, []e
 	}
 	return vs, errs
 }
+
+// TestStatementsByViewer: a statement built once serves every viewer as
+// the one built for that viewer would (the builders look only at whether
+// there is one).
+func TestStatementsByViewer(t *testing.T) {
+	for _, s := range []struct {
+		built byViewer
+		build func(string) string
+	}{{taskByID, taskByIDQuery}, {overview, overviewQuery}, {runByID, runByIDQuery}, {caseByID, caseByIDQuery}} {
+		for _, viewer := range []string{"", "alice", "team:qa"} {
+			if got, want := s.built.of(viewer), s.build(viewer); got != want {
+				t.Fatalf("viewer %q: got\n%s\nwant\n%s", viewer, got, want)
+			}
+		}
+	}
+}

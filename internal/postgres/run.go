@@ -278,12 +278,15 @@ func (d *DB) FindRunByID(ctx context.Context, viewer, id string) (*duet.Run, err
 
 // findRunByID is FindRunByID's read alone.
 func (d *DB) findRunByID(ctx context.Context, viewer, id string) (*duet.Run, error) {
-	run, err := scanRunTotals(d.pool.QueryRow(ctx, runByIDQuery(viewer), viewer, id))
+	run, err := scanRunTotals(d.pool.QueryRow(ctx, runByID.of(viewer), viewer, id))
 	if err != nil {
 		return nil, found(err, "run", id)
 	}
 	return run, nil
 }
+
+// runByID is runByIDQuery's two statements.
+var runByID = statementsOf(runByIDQuery)
 
 // runByIDQuery is the statement of FindRunByID ($1 the viewer, $2 the
 // run's id).
