@@ -70,9 +70,10 @@ type holder struct {
 	// lost its first paused request — its document waited forever, and the
 	// attach with it (adoptTimeout). chromedp sends its first command on a
 	// session only once its target of it is in place.
-	adopting atomic.Int32
-	sentOn   map[target.SessionID]bool          // under rmu
-	sentWait map[target.SessionID]chan struct{} // under rmu
+	adopting  atomic.Int32
+	sentOn    map[target.SessionID]bool          // under rmu
+	sentOrder []target.SessionID                 // under rmu: sentOn's sessions, oldest first
+	sentWait  map[target.SessionID]chan struct{} // under rmu
 
 	// lateAttach, in tests, holds chromedp's attach replies back (relay):
 	// Options.lateAttachReply.
@@ -80,8 +81,9 @@ type holder struct {
 }
 
 // maxSentOn bounds the sessions noted while adoptions are under way (a
-// browser has far fewer); past it, no more are noted, and an adoption
-// whose session was not waits out its bound.
+// browser has far fewer); past it, the oldest noted is forgotten first, so
+// the sessions of the adoptions in flight, which chromedp has just sent
+// on, stay noted however long adoptions keep overlapping.
 const maxSentOn = 4096
 
 // heldIDs start far above chromedp's ids (which count up from 1): a reply
@@ -203,9 +205,12 @@ func (h *holder) noteSent(sid target.SessionID) {
 	if h.sentOn == nil {
 		h.sentOn = map[target.SessionID]bool{}
 	}
-	if len(h.sentOn) < maxSentOn {
-		h.sentOn[sid] = true
+	if len(h.sentOrder) >= maxSentOn {
+		delete(h.sentOn, h.sentOrder[0])
+		h.sentOrder = h.sentOrder[1:]
 	}
+	h.sentOn[sid] = true
+	h.sentOrder = append(h.sentOrder, sid)
 	if ch := h.sentWait[sid]; ch != nil {
 		close(ch)
 		delete(h.sentWait, sid)
@@ -296,6 +301,7 @@ func (h *holder) forgetAttach(id target.ID) {
 	delete(h.attach, id)
 	if h.adopting.Add(-1) == 0 {
 		clear(h.sentOn)
+		h.sentOrder = nil
 	}
 }
 
