@@ -75,13 +75,7 @@ func boundaryTable(home string) {
 	a.Close()
 
 	// stdio: the go-sdk client and a duet mcp process.
-	cmd := exec.Command(*duetBin, "mcp")
-	cmd.Env = append(os.Environ(), "DUET_HOME="+home, "DUET_USER=alice")
-	c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-	cs, err := c.Connect(ctx(), &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		log.Fatal(err)
-	}
+	cs := startMCP(home)
 	params := &mcp.CallToolParams{Name: catalog.ToolGetTask, Arguments: map[string]any{"taskId": id}}
 	stdio := measure(*seqN, func() {
 		if res, err := cs.CallTool(ctx(), params); err != nil || res.IsError {
@@ -110,6 +104,19 @@ func boundaryTable(home string) {
 	}
 }
 
+// startMCP starts `duet mcp` on home as alice and connects the go-sdk
+// client to it over stdio.
+func startMCP(home string) *mcp.ClientSession {
+	cmd := exec.Command(*duetBin, "mcp")
+	cmd.Env = append(os.Environ(), "DUET_HOME="+home, "DUET_USER=alice")
+	c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+	cs, err := c.Connect(ctx(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	return cs
+}
+
 func taskID0(a *app.App) string {
 	tasks, _, _, err := a.Store.FindTasks(ctx(), duet.TaskFilter{Viewer: "alice", Limit: 1})
 	if err != nil || len(tasks) == 0 {
@@ -127,13 +134,7 @@ func coldStart(home string) time.Duration {
 	var ts []time.Duration
 	for range runs {
 		t0 := time.Now()
-		cmd := exec.Command(*duetBin, "mcp")
-		cmd.Env = append(os.Environ(), "DUET_HOME="+home, "DUET_USER=alice")
-		c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-		cs, err := c.Connect(ctx(), &mcp.CommandTransport{Command: cmd}, nil)
-		if err != nil {
-			log.Fatal(err)
-		}
+		cs := startMCP(home)
 		if res, err := cs.CallTool(ctx(), &mcp.CallToolParams{Name: catalog.ToolGetTask, Arguments: map[string]any{"taskId": id}}); err != nil || res.IsError {
 			log.Fatalf("cold start: %+v %v", res, err)
 		}
@@ -145,19 +146,26 @@ func coldStart(home string) time.Duration {
 	return ts[runs/2]
 }
 
-// runThroughput runs a task of http-step cases against a local HTTP server
-// with the engine and workers of a duet in this process.
-func runThroughput(home string) {
-	const cases = 200
+// httpSuite is the source of task name, cases cases of an http step (an
+// order read from a local HTTP server, which stop stops) and an assertion.
+func httpSuite(name string, cases int) (src string, stop func()) {
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"id":"A1001","status":"paid"}`))
 	}))
-	defer target.Close()
-	src := fmt.Sprintf("task: {name: http-bench, baseURL: %q}\ncases:\n", target.URL)
+	src = fmt.Sprintf("task: {name: %s, baseURL: %q}\ncases:\n", name, target.URL)
 	for i := range cases {
 		src += fmt.Sprintf("  - key: c%03d\n    title: case %d\n    steps:\n      - http: {url: /api/orders/A1001, saveAs: o}\n      - assert: o.status == 200 && o.body.status == \"paid\"\n", i, i)
 	}
+	return src, target.Close
+}
+
+// runThroughput runs a task of http-step cases against a local HTTP server
+// with the engine and workers of a duet in this process.
+func runThroughput(home string) {
+	const cases = 200
+	src, stop := httpSuite("http-bench", cases)
+	defer stop()
 	os.MkdirAll(home, 0o700)
 	a := openApp(home, map[string]string{"DUET_WORKERS": "2", "DUET_PARALLEL": "8"})
 	defer a.Close()

@@ -8,8 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log"
-	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -143,15 +141,8 @@ func scaleTables(sqliteHome, dir string) {
 
 	const runs, cases = 120, 5
 	fmt.Printf("\n### Run throughput: %d runs of %d http-step cases (request + assertion), queued, then executed (DUET_WORKERS=4, DUET_PARALLEL=4 per process), %d rounds\n\n", runs, cases, *rounds)
-	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Write([]byte(`{"id":"A1001","status":"paid"}`))
-	}))
-	defer target.Close()
-	src := fmt.Sprintf("task: {name: throughput, baseURL: %q}\ncases:\n", target.URL)
-	for i := range cases {
-		src += fmt.Sprintf("  - key: c%d\n    title: case %d\n    steps:\n      - http: {url: /api/orders/A1001, saveAs: o}\n      - assert: o.status == 200 && o.body.status == \"paid\"\n", i, i)
-	}
+	src, stopTarget := httpSuite("throughput", cases)
+	defer stopTarget()
 	runRows := []struct {
 		name    string
 		pg      bool
