@@ -306,46 +306,11 @@ func TestTaskOverviewsTogether(t *testing.T) {
 		t.Fatalf("cases together: bob %+v, carol %+v", cs[0], cs[1])
 	}
 
-	// Through FindTaskOverview: the first read holds the one lane until
-	// the others have queued behind it.
-	gate := make(chan struct{})
-	alone := db.overviews.one
-	var once sync.Once
-	db.overviews.one = func(ctx context.Context, k readKey) (*duet.TaskOverview, error) {
-		once.Do(func() { <-gate })
-		return alone(ctx, k)
-	}
-	queued := make(chan int, len(keys))
-	db.overviews.queued = func(n int) { queued <- n }
-	type got struct {
-		o   *duet.TaskOverview
-		err error
-	}
-	first := make(chan got, 1)
-	go func() { o, err := db.FindTaskOverview(ctx, "alice", a); first <- got{o, err} }()
-	laneTaken(t, db.overviews)
-	out := make([]chan got, len(keys))
-	for i, k := range keys {
-		out[i] = make(chan got, 1)
-		go func() { o, err := db.FindTaskOverview(ctx, k.viewer, k.id); out[i] <- got{o, err} }()
-		for n := range queued {
-			if n == i+1 {
-				break
-			}
-		}
-	}
-	close(gate)
-	if g := within(t, first); g.err != nil || g.o.Task.ID != a {
-		t.Fatalf("the first read: %+v", g)
-	}
-	for i, k := range keys {
-		g := within(t, out[i])
-		if duet.ErrorCode(g.err) != duet.ErrorCode(errs[i]) || !reflect.DeepEqual(g.o, vs[i]) {
-			t.Errorf("%v through FindTaskOverview: %+v %v; want %+v %v", k, g.o, g.err, vs[i], errs[i])
-		}
-	}
-	if n := db.overviews.batches.Load(); n != 1 {
-		t.Fatalf("statements of several reads: %d, want 1", n)
+	// Through FindTaskOverview, as the reads together above.
+	first := throughHeldLane(t, db.overviews, func(k readKey) (*duet.TaskOverview, error) { return db.FindTaskOverview(ctx, k.viewer, k.id) },
+		readKey{"alice", a}, keys, vs, errs)
+	if first.Task.ID != a {
+		t.Fatalf("the first read: %+v", first)
 	}
 }
 
@@ -395,28 +360,40 @@ func TestTokensTogether(t *testing.T) {
 		}
 	}
 
-	// Through FindTokenByHash: the first read holds the one lane until the
-	// others have queued behind it.
+	// Through FindTokenByHash, as the reads together above.
+	first := throughHeldLane(t, db.tokens, func(h string) (*duet.Token, error) { return db.FindTokenByHash(ctx, h) }, bob, keys, vs, errs)
+	if first.Hash != bob {
+		t.Fatalf("the first read: %+v", first)
+	}
+}
+
+// throughHeldLane reads first through read while c's one lane is held,
+// then each of keys: they queue behind it, and once all have, the lane
+// goes free. Each read of keys must return what want and wantErrs say
+// (the error's code), and together in one statement; it returns first's
+// value.
+func throughHeldLane[K, V any](t *testing.T, c *coalescer[K, V], read func(K) (V, error), first K, keys []K, want []V, wantErrs []error) V {
+	t.Helper()
 	gate := make(chan struct{})
-	alone := db.tokens.one
+	alone := c.one
 	var once sync.Once
-	db.tokens.one = func(ctx context.Context, h string) (*duet.Token, error) {
+	c.one = func(ctx context.Context, k K) (V, error) {
 		once.Do(func() { <-gate })
-		return alone(ctx, h)
+		return alone(ctx, k)
 	}
 	queued := make(chan int, len(keys))
-	db.tokens.queued = func(n int) { queued <- n }
+	c.queued = func(n int) { queued <- n }
 	type got struct {
-		tok *duet.Token
+		v   V
 		err error
 	}
-	first := make(chan got, 1)
-	go func() { tok, err := db.FindTokenByHash(ctx, bob); first <- got{tok, err} }()
-	laneTaken(t, db.tokens)
+	firstGot := make(chan got, 1)
+	go func() { v, err := read(first); firstGot <- got{v, err} }()
+	laneTaken(t, c)
 	out := make([]chan got, len(keys))
 	for i, k := range keys {
 		out[i] = make(chan got, 1)
-		go func() { tok, err := db.FindTokenByHash(ctx, k); out[i] <- got{tok, err} }()
+		go func() { v, err := read(k); out[i] <- got{v, err} }()
 		for n := range queued {
 			if n == i+1 {
 				break
@@ -424,18 +401,20 @@ func TestTokensTogether(t *testing.T) {
 		}
 	}
 	close(gate)
-	if g := within(t, first); g.err != nil || g.tok.Hash != bob {
-		t.Fatalf("the first read: %+v", g)
+	g := within(t, firstGot)
+	if g.err != nil {
+		t.Fatalf("the first read: %v", g.err)
 	}
 	for i, k := range keys {
-		g := within(t, out[i])
-		if duet.ErrorCode(g.err) != duet.ErrorCode(errs[i]) || !reflect.DeepEqual(g.tok, vs[i]) {
-			t.Errorf("%s through FindTokenByHash: %+v %v; want %+v %v", k, g.tok, g.err, vs[i], errs[i])
+		r := within(t, out[i])
+		if duet.ErrorCode(r.err) != duet.ErrorCode(wantErrs[i]) || !reflect.DeepEqual(r.v, want[i]) {
+			t.Errorf("%v: %+v %v; want %+v %v", k, r.v, r.err, want[i], wantErrs[i])
 		}
 	}
-	if n := db.tokens.batches.Load(); n != 1 {
+	if n := c.batches.Load(); n != 1 {
 		t.Fatalf("statements of several reads: %d, want 1", n)
 	}
+	return g.v
 }
 
 // sameAsAlone reads keys together with c and checks that each read is

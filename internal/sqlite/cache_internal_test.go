@@ -65,17 +65,7 @@ func TestEpochFromWALIndex(t *testing.T) {
 		return
 	}
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "duet.db")
-	a, err := Open(t.Context(), path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := Open(t.Context(), path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	path, a, b := twoHandles(t)
 	c := a.cache.counter
 	read := func(what string) int64 {
 		t.Helper()
@@ -135,6 +125,21 @@ func TestEpochFromWALIndex(t *testing.T) {
 	}
 }
 
+// twoHandles opens a new database (at path) twice, each handle closed when
+// t ends.
+func twoHandles(t *testing.T) (path string, a, b *DB) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "duet.db")
+	for _, d := range []**DB{&a, &b} {
+		var err error
+		if *d, err = Open(t.Context(), path, nil); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { (*d).Close() })
+	}
+	return path, a, b
+}
+
 // TestEpochNeverOlderThanACommit: a read of the counter that starts after
 // a commit returned sees that commit, while another handle commits as fast
 // as it can and now and then truncates the WAL (new salts, mxFrame back to
@@ -142,17 +147,7 @@ func TestEpochFromWALIndex(t *testing.T) {
 // fails here: a commit that lands between the two is then kept as seen.
 func TestEpochNeverOlderThanACommit(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "duet.db")
-	a, err := Open(t.Context(), path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := Open(t.Context(), path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	_, a, b := twoHandles(t)
 	c := a.cache.counter
 	if _, ok := c.read(); !ok {
 		t.Fatal("the counter was not read on the cache's own connection")
