@@ -249,13 +249,61 @@ func TestReadsTogetherQueries(t *testing.T) {
 				t.Fatalf("a read alone has $%d:\n%s", i, q.alone)
 			}
 		}
-		if strings.Count(q.together, "$") != 2 || !strings.Contains(q.together, "unnest($1::text[], $2::text[])") {
+		if strings.Count(q.together, "$") != 2 || !strings.Contains(q.together, readPairs) {
 			t.Fatalf("reads together keep the parameters of a read alone:\n%s", q.together)
 		}
 	}
 	// Tokens: the pairs, and the instant they must be unexpired at.
-	if strings.Count(tokensTogetherQuery, "$") != 3 || !strings.Contains(tokensTogetherQuery, "unnest($1::text[], $2::text[])") || !strings.Contains(tokensTogetherQuery, "> $3") {
+	if strings.Count(tokensTogetherQuery, "$") != 3 || !strings.Contains(tokensTogetherQuery, readPairs) || !strings.Contains(tokensTogetherQuery, "> $3") {
 		t.Fatalf("tokens together:\n%s", tokensTogetherQuery)
+	}
+}
+
+// TestReadsTogetherPlannedOnce: the server keeps one plan for each statement
+// of reads together, whatever the number of pairs, instead of planning it
+// afresh on every execution (readPairs). It fails with the arrays unnested
+// directly: "custom plans 12, generic 0".
+func TestReadsTogetherPlannedOnce(t *testing.T) {
+	t.Parallel()
+	db, err := Open(t.Context(), pgtest.URL(t), &Options{ReadLanes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := t.Context()
+	conn, err := db.pool.Acquire(ctx) // the statements are prepared per connection
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	for _, q := range []struct {
+		name, sql string
+		more      []any
+	}{{"overviews", overviewsQuery, nil}, {"runs", runsTogetherQuery, nil}, {"cases", casesTogetherQuery, nil}, {"tokens", tokensTogetherQuery, []any{time.Now()}}} {
+		const executions = 12
+		for i := range executions {
+			n := 2 + i%3 // the number of pairs varies, as under load
+			viewers, ids := make([]string, n), make([]string, n)
+			for j := range n {
+				viewers[j], ids[j] = "alice", fmt.Sprintf("missing-%d", j)
+			}
+			rows, err := conn.Query(ctx, q.sql, append([]any{viewers, ids}, q.more...)...)
+			if err != nil {
+				t.Fatalf("%s: %v", q.name, err)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				t.Fatalf("%s: %v", q.name, err)
+			}
+		}
+		var generic, custom int64
+		if err := conn.QueryRow(ctx, `SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1`, q.sql).Scan(&generic, &custom); err != nil {
+			t.Fatalf("%s: not a prepared statement of the connection: %v", q.name, err)
+		}
+		// PostgreSQL tries five custom plans before it compares them with the generic one.
+		if custom > 5 || generic != executions-custom {
+			t.Errorf("%s: custom plans %d, generic %d, of %d executions", q.name, custom, generic, executions)
+		}
 	}
 }
 
