@@ -174,7 +174,7 @@ var options = []Option{
 		set: intSet(func(c *Config) *int { return &c.DBMaxConns }, 1, 10000)},
 	{Env: "DUET_DATABASE_MIN_CONNS", Default: "0", Doc: "PostgreSQL: connections each process keeps open while idle.",
 		set: intSet(func(c *Config) *int { return &c.DBMinConns }, 0, 10000)},
-	{Env: "DUET_DATABASE_READ_LANES", Default: "0", Doc: "PostgreSQL: reads of one kind (a task's overview for get_test_task, a run for get_test_run, a case for get_test_case) in flight at most; those that arrive while all are busy are read together in one statement, which costs the database a share of one statement each. 0 means 2 (1 when DUET_DATABASE_MAX_CONNS is under 4); -1 reads each alone.",
+	{Env: "DUET_DATABASE_READ_LANES", Default: "1", Doc: "PostgreSQL: reads of one kind (a task's overview for get_test_task, a run for get_test_run, a case for get_test_case) in flight at most; those that arrive while all are busy are read together in one statement, which costs the database a share of one statement each. One lane makes the largest statements and measured best at 4 and at 32 clients (docs/performance.md, part 11); more lanes wait less and cost the database more. 0 means 1; -1 reads each alone.",
 		set: intSet(func(c *Config) *int { return &c.DBReadLanes }, -1, 10000)},
 	{Env: "DUET_DATABASE_MAX_CONN_LIFETIME", Default: "1h", Doc: "PostgreSQL: a connection older than this is closed and replaced (after a failover, connections move to the new primary within this time).",
 		set: durSet(func(c *Config) *time.Duration { return &c.DBMaxConnLifetime })},

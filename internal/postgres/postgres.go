@@ -90,8 +90,9 @@ type Options struct {
 	ConnectTimeout  time.Duration // 0 keeps the URL's connect_timeout (else none)
 	// ReadLanes is how many reads of one kind (a token, a task's overview, a run, a case)
 	// run at once at most; those that arrive meanwhile are read together
-	// (coalescer). 0 means 2 (1 with a pool of fewer than 4 connections),
-	// -1 reads each alone.
+	// (coalescer). 0 means 1, which makes the largest statements: a
+	// statement's fixed cost is most of what a small read costs the server
+	// (docs/performance.md, part 11). -1 reads each alone.
 	ReadLanes int
 	// NoMigrate makes Open only check that the schema is current instead of
 	// applying pending migrations (the operator runs `duet migrate up`).
@@ -192,9 +193,7 @@ func Open(ctx context.Context, url string, opts *Options) (*DB, error) {
 	d.pool = &auditedPool{Pool: pool, d: d}
 	d.rules()
 	if lanes := opts.ReadLanes; lanes >= 0 {
-		if lanes == 0 {
-			lanes = min(2, max(1, int(cfg.MaxConns)/2))
-		}
+		lanes = max(1, lanes)
 		d.overviews = newReads(d, lanes, d.findTaskOverview, overviewsQuery, "task", func(r pgx.Rows) (*duet.TaskOverview, error) { return scanOverview(r, true, "") })
 		d.runs = newReads(d, lanes, d.findRunByID, runsTogetherQuery, "run", func(r pgx.Rows) (*duet.Run, error) { return scanRunTotals(r) })
 		d.cases = newReads(d, lanes, d.findCaseByID, casesTogetherQuery, "case", func(r pgx.Rows) (*duet.Case, error) { return storerules.ScanCase(r) })
