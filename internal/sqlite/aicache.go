@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/storerules"
@@ -14,7 +13,7 @@ func (d *DB) SaveAIPlan(ctx context.Context, l duet.Lease, p *duet.AIPlan) error
 	if err != nil {
 		return err
 	}
-	return d.tx(ctx, func(tx *sql.Tx) error {
+	return d.tx(ctx, func(tx *cachedTx) error {
 		if err := held(ctx, tx, l, p.ExecutionID); err != nil {
 			return err
 		}
@@ -24,7 +23,7 @@ func (d *DB) SaveAIPlan(ctx context.Context, l duet.Lease, p *duet.AIPlan) error
 
 // UseAIPlan counts a replay of plan id under the lease l.
 func (d *DB) UseAIPlan(ctx context.Context, l duet.Lease, id string) error {
-	return d.tx(ctx, func(tx *sql.Tx) error {
+	return d.tx(ctx, func(tx *cachedTx) error {
 		var ok bool
 		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM runs r WHERE r.id = ? AND r.lease_owner = ? AND r.attempt = ? AND r.status = 'running')`,
 			l.RunID, l.Worker, l.Token).Scan(&ok); err != nil {
@@ -49,7 +48,7 @@ func (d *DB) FindCaseAIPlans(ctx context.Context, viewer, caseID string) ([]*due
 // ClearAIPlans removes the plans of owner's task (of one case of it).
 func (d *DB) ClearAIPlans(ctx context.Context, owner, taskID, caseID string) (int, error) {
 	var n int
-	err := d.tx(ctx, func(tx *sql.Tx) error {
+	err := d.tx(ctx, func(tx *cachedTx) error {
 		var ok bool
 		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM tasks t WHERE t.id = ?2 AND (t.owner = ?1 OR t.owner IN `+teamsOf+`))`, owner, taskID).Scan(&ok); err != nil {
 			return mapErr(err)

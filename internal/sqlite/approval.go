@@ -17,7 +17,7 @@ func (d *DB) ApproveCase(ctx context.Context, a *duet.CaseApproval) error {
 	if err := storerules.CheckApproval(a); err != nil {
 		return err
 	}
-	return d.tx(ctx, func(tx *sql.Tx) error {
+	return d.tx(ctx, func(tx *cachedTx) error {
 		c, err := storerules.ScanCase(tx.QueryRowContext(ctx, `SELECT `+storerules.CaseFields+` FROM cases c JOIN tasks t ON t.id = c.task_id WHERE c.id = ?2 AND `+visibleTo, a.User, a.CaseID))
 		if err != nil {
 			return found(err, "case", a.CaseID)
@@ -80,7 +80,7 @@ func (d *DB) ApprovePostRun(ctx context.Context, user, taskID, hash string) (*du
 		return nil, duet.Errorf(duet.CodeInvalidArgument, "an approval needs a user and a task")
 	}
 	var out *duet.PostRunApproval
-	err := d.tx(ctx, func(tx *sql.Tx) error {
+	err := d.tx(ctx, func(tx *cachedTx) error {
 		t, err := storerules.ScanTask(tx.QueryRowContext(ctx, `SELECT `+storerules.TaskColumns+` FROM tasks t WHERE t.id = ?2 AND `+visibleTo, user, taskID))
 		if err != nil {
 			return found(err, "task", taskID)

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"strconv"
 	"time"
 
@@ -35,7 +34,7 @@ func (d *DB) SaveAsset(ctx context.Context, a *duet.Asset) (duet.ApplyAction, er
 		return "", err
 	}
 	var action duet.ApplyAction
-	err := d.tx(ctx, func(tx *sql.Tx) error {
+	err := d.tx(ctx, func(tx *cachedTx) error {
 		var err error
 		action, err = storerules.SaveAsset(ctx, assetTx{storerules.AssetRows{E: d.engineOn(tx)}, tx}, a, d.now())
 		return err
@@ -49,7 +48,7 @@ func (d *DB) SaveAsset(ctx context.Context, a *duet.Asset) (duet.ApplyAction, er
 // assetTx is storerules.AssetTx on a SQLite transaction.
 type assetTx struct {
 	storerules.AssetRows
-	tx *sql.Tx
+	tx *cachedTx
 }
 
 func (t assetTx) SetAssetShares(ctx context.Context, id string, users []string, now time.Time) error {

@@ -14,7 +14,7 @@ import (
 // case with that key, or another author's draft, is a CONFLICT. Returns
 // NOT_FOUND, CONFLICT, INVALID_ARGUMENT.
 func (d *DB) SaveDraftCase(ctx context.Context, c *duet.Case) error {
-	return d.tx(ctx, withCaseVersion(ctx, c, duet.SavedAsDraft, func(tx *sql.Tx) error { // caseversion.go
+	return d.tx(ctx, withCaseVersion(ctx, c, duet.SavedAsDraft, func(tx *cachedTx) error { // caseversion.go
 		if _, err := d.findTaskAny(ctx, tx, c.TaskID); err != nil {
 			return err
 		}

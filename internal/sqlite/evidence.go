@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/storerules"
@@ -20,7 +19,7 @@ func (d *DB) CreateBaseline(ctx context.Context, l duet.Lease, b *duet.Baseline)
 	if err := storerules.CheckBaseline(l, b); err != nil {
 		return err
 	}
-	return d.tx(ctx, func(tx *sql.Tx) error {
+	return d.tx(ctx, func(tx *cachedTx) error {
 		if err := held(ctx, tx, l, b.ExecutionID); err != nil {
 			return err
 		}
@@ -34,7 +33,7 @@ func (d *DB) SaveMetrics(ctx context.Context, l duet.Lease, ms []*duet.Metric) e
 	if len(ms) == 0 {
 		return nil
 	}
-	return d.tx(ctx, func(tx *sql.Tx) error {
+	return d.tx(ctx, func(tx *cachedTx) error {
 		return storerules.SaveMetrics(ctx, d.engineOn(tx), l, ms, func(id string) error { return held(ctx, tx, l, id) })
 	})
 }

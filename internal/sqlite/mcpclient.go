@@ -54,7 +54,7 @@ func mcpConflict(err error, s *duet.MCPServer) error {
 // transaction (storerules.CreateMCPServer). Returns CONFLICT,
 // INVALID_ARGUMENT.
 func (d *DB) CreateMCPServer(ctx context.Context, s *duet.MCPServer, cred *duet.Credential) error {
-	err := d.tx(ctx, func(tx *sql.Tx) error {
+	err := d.tx(ctx, func(tx *cachedTx) error {
 		return storerules.CreateMCPServer(ctx, storerules.MCPServerRows{E: d.engineOn(tx)}, s, cred, d.now().Truncate(time.Microsecond))
 	})
 	return mcpConflict(err, s)
@@ -64,7 +64,7 @@ func (d *DB) CreateMCPServer(ctx context.Context, s *duet.MCPServer, cred *duet.
 // its archived catalog (storerules.ReplaceMCPServer). Returns NOT_FOUND,
 // CONFLICT, INVALID_ARGUMENT.
 func (d *DB) ReplaceMCPServer(ctx context.Context, s *duet.MCPServer, cred *duet.Credential) error {
-	err := d.tx(ctx, func(tx *sql.Tx) error {
+	err := d.tx(ctx, func(tx *cachedTx) error {
 		return storerules.ReplaceMCPServer(ctx, storerules.MCPServerRows{E: d.engineOn(tx)}, s, cred, d.now().Truncate(time.Microsecond))
 	})
 	return mcpConflict(err, s)
@@ -150,7 +150,7 @@ func (d *DB) readMCPServerTool(ctx context.Context, owner, serverKey, tool strin
 // SaveMCPCatalog replaces the archived catalog of registration id. Returns
 // NOT_FOUND.
 func (d *DB) SaveMCPCatalog(ctx context.Context, id string, cat *duet.MCPCatalog) error {
-	return d.tx(ctx, func(tx *sql.Tx) error {
+	return d.tx(ctx, func(tx *cachedTx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE mcp_servers SET transport = ?, protocol_version = ?, server_name = ?, server_version = ?,
 			catalog_hash = ?, tool_count = ?, synced_at = ? WHERE id = ?`,
 			cat.Transport, cat.ProtocolVersion, cat.ServerName, cat.ServerVersion, cat.Hash, len(cat.Tools), micros(cat.SyncedAt), id)
@@ -190,7 +190,7 @@ func (d *DB) LeaseCredential(ctx context.Context, ref, holder string, ttl time.D
 	}
 	now := d.now()
 	var c *duet.Credential
-	err := d.tx(ctx, func(tx *sql.Tx) error {
+	err := d.tx(ctx, func(tx *cachedTx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE mcp_credentials SET lease_holder = ?, lease_until = ?
 			WHERE ref = ? AND (lease_holder = '' OR lease_holder = ? OR lease_until <= ?)`,
 			holder, micros(now.Add(ttl)), ref, holder, micros(now))

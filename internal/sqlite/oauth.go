@@ -17,7 +17,7 @@ func (d *DB) UseOAuthToken(ctx context.Context, kind duet.OAuthTokenKind, hash s
 	var out *duet.OAuthToken
 	var reused bool
 	now := d.now()
-	err := d.tx(ctx, func(tx *sql.Tx) error {
+	err := d.tx(ctx, func(tx *cachedTx) error {
 		t, err := storerules.ScanOAuthToken(tx.QueryRowContext(ctx, `SELECT `+storerules.OAuthTokenColumns+` FROM oauth_tokens WHERE hash = ? AND kind = ? AND expires_at > ?`,
 			hash, string(kind), micros(now)))
 		if errors.Is(err, sql.ErrNoRows) {

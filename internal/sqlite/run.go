@@ -44,7 +44,7 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 	}
 	run := plan.Run
 	var replay *duet.IdempotencyRecord
-	err = d.tx(ctx, func(tx *sql.Tx) error {
+	err = d.tx(ctx, func(tx *cachedTx) error {
 		if err := claimSlot(ctx, tx, p.Fire, run.ID, now); err != nil {
 			return err
 		}
@@ -95,7 +95,7 @@ func (d *DB) CreateRun(ctx context.Context, p duet.StartRunParams) (*duet.Idempo
 }
 
 // insertRun writes plan's run, executions and idempotency record.
-func insertRun(ctx context.Context, tx *sql.Tx, plan *storerules.RunPlan, execs []*duet.Execution) error {
+func insertRun(ctx context.Context, tx *cachedTx, plan *storerules.RunPlan, execs []*duet.Execution) error {
 	run := plan.Run
 	o := run.Origin
 	if o == nil {
@@ -262,7 +262,7 @@ const claimQuery = `SELECT r.id FROM runs r
 
 func (d *DB) claim(ctx context.Context, only, worker string, lease time.Duration) (*duet.Run, error) {
 	var run *duet.Run
-	err := d.tx(ctx, func(tx *sql.Tx) error {
+	err := d.tx(ctx, func(tx *cachedTx) error {
 		now := d.now()
 		var id string
 		err := tx.QueryRowContext(ctx, claimQuery, micros(now), only).Scan(&id)
@@ -290,7 +290,7 @@ func (d *DB) claim(ctx context.Context, only, worker string, lease time.Duration
 // Returns LEASE_LOST when the worker no longer holds the run under l.
 func (d *DB) RenewLease(ctx context.Context, l duet.Lease, lease time.Duration) (*duet.Run, error) {
 	var run *duet.Run
-	err := d.tx(ctx, func(tx *sql.Tx) error {
+	err := d.tx(ctx, func(tx *cachedTx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE runs SET lease_expires_at = ? WHERE id = ? AND lease_owner = ? AND attempt = ? AND status = 'running'`,
 			micros(d.now().Add(lease)), l.RunID, l.Worker, l.Token)
 		if err != nil {
@@ -313,7 +313,7 @@ const heldCond = `EXISTS (SELECT 1 FROM runs r JOIN executions e ON e.run_id = r
 		WHERE r.id = ?1 AND r.lease_owner = ?2 AND r.attempt = ?3 AND r.status = 'running' AND e.id = ?4)`
 
 // held checks, in tx, that the worker holds the run of execution id.
-func held(ctx context.Context, tx *sql.Tx, l duet.Lease, id string) error {
+func held(ctx context.Context, tx *cachedTx, l duet.Lease, id string) error {
 	var ok bool
 	if err := tx.QueryRowContext(ctx, `SELECT `+heldCond, l.RunID, l.Worker, l.Token, id).Scan(&ok); err != nil {
 		return mapErr(err)
@@ -328,7 +328,7 @@ func held(ctx context.Context, tx *sql.Tx, l duet.Lease, id string) error {
 // interrupted attempt, from e.ResumeFrom on (fenced).
 func (d *DB) StartExecution(ctx context.Context, l duet.Lease, e *duet.Execution) error {
 	from := max(e.ResumeFrom, 0)
-	err := d.tx(ctx, func(tx *sql.Tx) error {
+	err := d.tx(ctx, func(tx *cachedTx) error {
 		if err := held(ctx, tx, l, e.ID); err != nil {
 			return err
 		}
@@ -361,7 +361,7 @@ func (d *DB) SaveStepResult(ctx context.Context, l duet.Lease, executionID strin
 	if err != nil {
 		return err
 	}
-	return d.tx(ctx, func(tx *sql.Tx) error {
+	return d.tx(ctx, func(tx *cachedTx) error {
 		if err := held(ctx, tx, l, executionID); err != nil {
 			return err
 		}
@@ -390,7 +390,7 @@ func (d *DB) FinishExecution(ctx context.Context, l duet.Lease, e *duet.Executio
 // its attempts and begins the next one (fenced, in one transaction).
 func (d *DB) RetryExecution(ctx context.Context, l duet.Lease, e *duet.Execution) error {
 	var attempts []*duet.ExecutionAttempt
-	err := d.tx(ctx, func(tx *sql.Tx) error {
+	err := d.tx(ctx, func(tx *cachedTx) error {
 		var err error
 		attempts, err = storerules.RetryExecution(ctx, d.runTx(tx), l, e)
 		return err
@@ -422,7 +422,7 @@ const incompleteSQL = `SELECT e.case_title, e.status, e.res, e.n FROM (
 // FinishRun stores the final state of a run and releases its lease
 // (fenced; a verdict only over every result; storerules.FinishRun).
 func (d *DB) FinishRun(ctx context.Context, l duet.Lease, r *duet.Run) error {
-	return d.tx(ctx, func(tx *sql.Tx) error {
+	return d.tx(ctx, func(tx *cachedTx) error {
 		return storerules.FinishRun(ctx, d.runTx(tx), l, r, d.now())
 	})
 }
@@ -431,7 +431,7 @@ func (d *DB) FinishRun(ctx context.Context, l duet.Lease, r *duet.Run) error {
 // (storerules.RequestCancel).
 func (d *DB) RequestCancel(ctx context.Context, viewer, runID string) (*duet.Run, error) {
 	var run *duet.Run
-	err := d.tx(ctx, func(tx *sql.Tx) error {
+	err := d.tx(ctx, func(tx *cachedTx) error {
 		var err error
 		run, err = storerules.RequestCancel(ctx, d.runTx(tx), viewer, runID, d.now())
 		return err
@@ -442,11 +442,11 @@ func (d *DB) RequestCancel(ctx context.Context, viewer, runID string) (*duet.Run
 // runTx is storerules.FinishTx and CancelTx on a SQLite transaction.
 type runTx struct {
 	storerules.RunRows
-	tx *sql.Tx
+	tx *cachedTx
 }
 
 // runTx is storerules.FinishTx, CancelTx and RetryTx on tx.
-func (d *DB) runTx(tx *sql.Tx) runTx { return runTx{storerules.RunRows{E: d.engineOn(tx)}, tx} }
+func (d *DB) runTx(tx *cachedTx) runTx { return runTx{storerules.RunRows{E: d.engineOn(tx)}, tx} }
 
 func (t runTx) HeldExecution(ctx context.Context, l duet.Lease, id string) (*duet.Execution, error) {
 	if err := held(ctx, t.tx, l, id); err != nil {

@@ -14,7 +14,7 @@ func (d *DB) SaveSavedSession(ctx context.Context, s *duet.SavedSession) error {
 	if err := s.Valid(); err != nil {
 		return err
 	}
-	return d.tx(ctx, func(tx *sql.Tx) error {
+	return d.tx(ctx, func(tx *cachedTx) error {
 		now := d.now()
 		s.CreatedAt = now
 		if _, err := tx.ExecContext(ctx, `DELETE FROM saved_sessions WHERE expires_at <= ?`, micros(now)); err != nil {

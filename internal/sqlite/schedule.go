@@ -47,11 +47,11 @@ func (d *DB) DueSchedules(ctx context.Context, now time.Time, limit int) ([]*due
 const mayManage = `(s.owner = ?1 OR t.owner = ?1 OR t.owner IN ` + teamsOf + `)`
 
 // managing is storerules.ManagedSchedule in tx.
-func managing(tx *sql.Tx) storerules.ManagedSchedule {
+func managing(tx *cachedTx) storerules.ManagedSchedule {
 	return func(ctx context.Context, by, id string) (*duet.Schedule, error) { return manage(ctx, tx, by, id) }
 }
 
-func manage(ctx context.Context, tx *sql.Tx, by, id string) (*duet.Schedule, error) {
+func manage(ctx context.Context, tx *cachedTx, by, id string) (*duet.Schedule, error) {
 	var may bool
 	s, err := storerules.ScanSchedule(tx.QueryRowContext(ctx, `SELECT `+storerules.ScheduleColumns+` FROM schedules s JOIN tasks t ON t.id = s.task_id WHERE s.id = ?2 AND `+visibleTo, by, id))
 	if err != nil {
@@ -69,7 +69,7 @@ func manage(ctx context.Context, tx *sql.Tx, by, id string) (*duet.Schedule, err
 // SetSchedulePaused pauses or resumes a schedule.
 func (d *DB) SetSchedulePaused(ctx context.Context, by, id string, paused bool, reason string, next time.Time) (*duet.Schedule, error) {
 	var out *duet.Schedule
-	err := d.tx(ctx, func(tx *sql.Tx) error {
+	err := d.tx(ctx, func(tx *cachedTx) error {
 		var err error
 		out, err = storerules.SetSchedulePaused(ctx, d.engineOn(tx), managing(tx), by, id, paused, reason, next)
 		return err
@@ -97,7 +97,7 @@ func (d *DB) AdvanceSchedule(ctx context.Context, f duet.ScheduleFire, lastError
 // changed exactly one row.
 func (d *DB) writeOne(ctx context.Context, q string, args ...any) (bool, error) {
 	var ok bool
-	err := d.tx(ctx, func(tx *sql.Tx) error {
+	err := d.tx(ctx, func(tx *cachedTx) error {
 		res, err := tx.ExecContext(ctx, q, args...)
 		if err != nil {
 			return mapErr(err)
@@ -113,7 +113,7 @@ func (d *DB) writeOne(ctx context.Context, q string, args ...any) (bool, error) 
 // transaction that creates its run (runID, chosen by storerules.PlanRun): CONFLICT,
 // creating nothing, when another scheduler moved the slot first (or the
 // schedule was paused meanwhile).
-func claimSlot(ctx context.Context, tx *sql.Tx, f *duet.ScheduleFire, runID string, now time.Time) error {
+func claimSlot(ctx context.Context, tx *cachedTx, f *duet.ScheduleFire, runID string, now time.Time) error {
 	if f == nil {
 		return nil
 	}
@@ -132,7 +132,7 @@ func claimSlot(ctx context.Context, tx *sql.Tx, f *duet.ScheduleFire, runID stri
 
 // DeleteSchedule removes a schedule made by hand.
 func (d *DB) DeleteSchedule(ctx context.Context, by, id string) error {
-	return d.tx(ctx, func(tx *sql.Tx) error {
+	return d.tx(ctx, func(tx *cachedTx) error {
 		return storerules.DeleteSchedule(ctx, d.engineOn(tx), managing(tx), by, id)
 	})
 }

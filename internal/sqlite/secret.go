@@ -15,7 +15,7 @@ func (d *DB) SaveSecret(ctx context.Context, s *duet.Secret) (duet.ApplyAction, 
 		return "", err
 	}
 	action := duet.ApplyCreated
-	err := d.tx(ctx, func(tx *sql.Tx) error {
+	err := d.tx(ctx, func(tx *cachedTx) error {
 		now := d.now()
 		var created int64
 		err := tx.QueryRowContext(ctx, `SELECT created_at FROM user_secrets WHERE user_id = ? AND name = ?`, s.User, s.Name).Scan(&created)
@@ -65,7 +65,7 @@ func (d *DB) DeleteSecret(ctx context.Context, user, name string) error {
 // RewrapSecrets replaces, in one transaction, the ciphertexts rewrap
 // returns anew.
 func (d *DB) RewrapSecrets(ctx context.Context, rewrap func(s *duet.Secret) ([]byte, error)) (replaced, total int, err error) {
-	err = d.tx(ctx, func(tx *sql.Tx) error {
+	err = d.tx(ctx, func(tx *cachedTx) error {
 		var err error
 		replaced, total, err = storerules.RewrapSecrets(rewrap, func() ([]*duet.Secret, error) {
 			return all(ctx, tx, storerules.ScanSealedSecret, `SELECT user_id, name, ciphertext FROM user_secrets ORDER BY user_id, name`)

@@ -274,7 +274,7 @@ func (d *DB) Close() error {
 // busy timeout instead of failing on upgrade). The pending audit record of
 // ctx (duet.AuditIntent), if any, is written in the same transaction: a
 // governed call's change is never stored without it.
-func (d *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+func (d *DB) tx(ctx context.Context, fn func(*cachedTx) error) error {
 	defer d.q.writes.Add(1) // after the commit (cache.go)
 	in := duet.AuditIntentFrom(ctx)
 	var ins *sql.Stmt
@@ -285,10 +285,12 @@ func (d *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 			return mapErr(err)
 		}
 	}
-	tx, err := d.db.BeginTx(ctx, nil)
+	sqlTx, err := d.db.BeginTx(ctx, nil)
 	if err != nil {
 		return mapErr(err)
 	}
+	defer d.q.prepareWanted(ctx)
+	tx := &cachedTx{Tx: sqlTx, c: d.q}
 	if err := fn(tx); err != nil {
 		tx.Rollback()
 		return err
@@ -370,7 +372,7 @@ func (d *DB) readRow(ctx context.Context, dest []any, q string, args ...any) err
 
 // writeRow is a storerules.RowFunc that writes, in a transaction (tx).
 func (d *DB) writeRow(ctx context.Context, dest []any, q string, args ...any) error {
-	return d.tx(ctx, func(tx *sql.Tx) error {
+	return d.tx(ctx, func(tx *cachedTx) error {
 		return mapErr(tx.QueryRowContext(ctx, q, args...).Scan(dest...))
 	})
 }
@@ -391,7 +393,7 @@ func (d *DB) FindLLMUsage(ctx context.Context, userID, day string) (duet.LLMUsag
 func (d *DB) rules() {
 	e := d.engineOn(d.q)
 	e.Write = d.writeRow
-	e.Tx = storerules.InTx(d.tx, func(tx *sql.Tx) storerules.Engine { return d.engineOn(tx) })
+	e.Tx = storerules.InTx(d.tx, func(tx *cachedTx) storerules.Engine { return d.engineOn(tx) })
 	d.Stores = storerules.NewStores(e)
 }
 

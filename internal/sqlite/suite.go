@@ -17,7 +17,7 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 		return nil, err
 	}
 	var res *duet.ApplyResult
-	err := d.tx(ctx, func(tx *sql.Tx) error {
+	err := d.tx(ctx, func(tx *cachedTx) error {
 		var err error
 		now := d.now()
 		if res, err = storerules.ApplySuite(ctx, suiteTx{tx}, owner, s, now); err != nil {
@@ -35,7 +35,7 @@ func (d *DB) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet
 }
 
 // suiteTx is storerules.SuiteTx on a SQLite transaction.
-type suiteTx struct{ tx *sql.Tx }
+type suiteTx struct{ tx *cachedTx }
 
 func (t suiteTx) TaskByName(ctx context.Context, owner, name string) (*duet.Task, error) {
 	return findTaskByName(ctx, t.tx, owner, name)

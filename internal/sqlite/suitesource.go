@@ -12,7 +12,7 @@ import (
 // saveSuiteSource keeps src as the source of task taskID, applied by
 // owner at now, in the apply's transaction (ApplySuite); nil keeps the
 // task's source as it is.
-func saveSuiteSource(ctx context.Context, tx *sql.Tx, taskID, owner string, src *duet.SuiteSource, now time.Time) error {
+func saveSuiteSource(ctx context.Context, tx *cachedTx, taskID, owner string, src *duet.SuiteSource, now time.Time) error {
 	if src == nil {
 		return nil
 	}

@@ -362,7 +362,7 @@ func (d *DB) ShareTask(ctx context.Context, owner, taskID, user string) error {
 	if err := duet.ValidPrincipal(user); err != nil {
 		return err
 	}
-	return d.tx(ctx, func(tx *sql.Tx) error {
+	return d.tx(ctx, func(tx *cachedTx) error {
 		if err := ownsTask(ctx, tx, owner, taskID); err != nil {
 			return err
 		}
@@ -384,7 +384,7 @@ func (d *DB) ShareTask(ctx context.Context, owner, taskID, user string) error {
 
 // UnshareTask stops sharing owner's task with user. Returns NOT_FOUND.
 func (d *DB) UnshareTask(ctx context.Context, owner, taskID, user string) error {
-	return d.tx(ctx, func(tx *sql.Tx) error {
+	return d.tx(ctx, func(tx *cachedTx) error {
 		if err := ownsTask(ctx, tx, owner, taskID); err != nil {
 			return err
 		}
@@ -405,7 +405,7 @@ func ownsTask(ctx context.Context, q querier, owner, taskID string) error {
 
 // setShares makes the task's share list exactly users (each a user or a
 // team that exists, bound to its id).
-func setShares(ctx context.Context, tx *sql.Tx, taskID string, users []string, now int64) error {
+func setShares(ctx context.Context, tx *cachedTx, taskID string, users []string, now int64) error {
 	if _, err := tx.ExecContext(ctx, `DELETE FROM task_shares WHERE task_id = ?`, taskID); err != nil {
 		return mapErr(err)
 	}

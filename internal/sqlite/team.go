@@ -32,7 +32,7 @@ func (d *DB) CreateTeam(ctx context.Context, creator, name string) (*duet.Team, 
 	}
 	now := d.now()
 	id := duet.NewID("team")
-	err := d.tx(ctx, func(tx *sql.Tx) error {
+	err := d.tx(ctx, func(tx *cachedTx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO teams (id, name, created_by, created_at) VALUES (?, ?, ?, ?)`, id, name, creator, micros(now)); err != nil {
 			if duet.ErrorCode(mapErr(err)) == duet.CodeConflict {
 				return duet.Errorf(duet.CodeConflict, "a team named %q exists already", name)
@@ -68,14 +68,14 @@ func (d *DB) TeamIDs(ctx context.Context, names []string) (map[string]string, er
 
 // AddTeamMember adds user to team as a member; by must be a member.
 func (d *DB) AddTeamMember(ctx context.Context, by, team, user string) error {
-	return d.tx(ctx, func(tx *sql.Tx) error {
+	return d.tx(ctx, func(tx *cachedTx) error {
 		return storerules.AddTeamMember(ctx, d.teamTx(tx), by, team, user, d.now())
 	})
 }
 
 // RemoveTeamMember removes user from team (storerules.RemoveTeamMember).
 func (d *DB) RemoveTeamMember(ctx context.Context, by, team, user string) error {
-	return d.tx(ctx, func(tx *sql.Tx) error {
+	return d.tx(ctx, func(tx *cachedTx) error {
 		return storerules.RemoveTeamMember(ctx, d.teamTx(tx), by, team, user)
 	})
 }
@@ -85,7 +85,7 @@ func (d *DB) SetTeamRole(ctx context.Context, by, team, user string, role duet.T
 	if err := storerules.CheckTeamRole(role); err != nil {
 		return err
 	}
-	return d.tx(ctx, func(tx *sql.Tx) error {
+	return d.tx(ctx, func(tx *cachedTx) error {
 		return storerules.SetTeamRole(ctx, d.teamTx(tx), by, team, user, role)
 	})
 }
@@ -95,14 +95,14 @@ func (d *DB) SetTeamRole(ctx context.Context, by, team, user string, role duet.T
 type teamTx struct{ storerules.TeamMembers }
 
 // teamTx is storerules.TeamTx on tx.
-func (d *DB) teamTx(tx *sql.Tx) teamTx { return teamTx{storerules.TeamMembers{E: d.engineOn(tx)}} }
+func (d *DB) teamTx(tx *cachedTx) teamTx { return teamTx{storerules.TeamMembers{E: d.engineOn(tx)}} }
 
 func (t teamTx) LockTeam(ctx context.Context, team string) error { return nil }
 
 // DeleteTeam deletes team, its members, dependency list and shares; by
 // must be an owner and the team must own no task.
 func (d *DB) DeleteTeam(ctx context.Context, by, team string) error {
-	return d.tx(ctx, func(tx *sql.Tx) error {
+	return d.tx(ctx, func(tx *cachedTx) error {
 		if err := storerules.NeedRole(ctx, d.teamTx(tx), team, by, duet.RoleOwner, "deleting the team"); err != nil {
 			return err
 		}
@@ -127,7 +127,7 @@ func (d *DB) SaveTeamServer(ctx context.Context, s *duet.TeamServer) error {
 		return err
 	}
 	s.AddedAt = fromMicros(micros(d.now()))
-	return d.tx(ctx, func(tx *sql.Tx) error {
+	return d.tx(ctx, func(tx *cachedTx) error {
 		if err := storerules.NeedRole(ctx, d.teamTx(tx), s.Team, s.AddedBy, duet.RoleMaintainer, "changing the MCP dependency list"); err != nil {
 			return err
 		}
@@ -145,7 +145,7 @@ func (d *DB) SaveTeamServer(ctx context.Context, s *duet.TeamServer) error {
 // DeleteTeamServer removes an entry of the dependency list; by must be a
 // maintainer or owner.
 func (d *DB) DeleteTeamServer(ctx context.Context, by, team, name string) error {
-	return d.tx(ctx, func(tx *sql.Tx) error {
+	return d.tx(ctx, func(tx *cachedTx) error {
 		if err := storerules.NeedRole(ctx, d.teamTx(tx), team, by, duet.RoleMaintainer, "changing the MCP dependency list"); err != nil {
 			return err
 		}
@@ -160,7 +160,7 @@ func (d *DB) TransferTask(ctx context.Context, by, taskID, to string) (*duet.Tas
 		return nil, err
 	}
 	var tr *duet.TaskTransfer
-	err := d.tx(ctx, func(tx *sql.Tx) error {
+	err := d.tx(ctx, func(tx *cachedTx) error {
 		if err := ownsTask(ctx, tx, by, taskID); err != nil {
 			return err
 		}

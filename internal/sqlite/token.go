@@ -22,7 +22,7 @@ func (d *DB) CreateToken(ctx context.Context, t *duet.Token) error {
 	}
 	// A child: its parent is checked and the child stored in one
 	// transaction, so a parent revoked meanwhile leaves no child behind.
-	return d.tx(ctx, func(tx *sql.Tx) error {
+	return d.tx(ctx, func(tx *cachedTx) error {
 		var user string
 		var expires sql.NullInt64
 		err := tx.QueryRowContext(ctx, `SELECT user_id, expires_at FROM tokens WHERE id = ? AND (expires_at IS NULL OR expires_at > ?)`,
@@ -74,7 +74,7 @@ const tokenTree = `WITH RECURSIVE tree (id) AS (SELECT id FROM tokens WHERE id =
 // (transitively) and the console sessions started with any of them, in one
 // transaction. Returns NOT_FOUND.
 func (d *DB) DeleteToken(ctx context.Context, userID, id string) error {
-	return d.tx(ctx, func(tx *sql.Tx) error {
+	return d.tx(ctx, func(tx *cachedTx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM console_sessions WHERE token_id IN (`+tokenTree+`)`, id, userID); err != nil {
 			return mapErr(err)
 		}
@@ -116,7 +116,7 @@ func appendLog[T any](ctx context.Context, d *DB, recs []T, chunk int, into stri
 			stmts[n] = s
 		}
 	}
-	return d.tx(ctx, func(tx *sql.Tx) error {
+	return d.tx(ctx, func(tx *cachedTx) error {
 		for len(recs) > 0 {
 			part := recs[:min(len(recs), chunk)]
 			recs = recs[len(part):]
@@ -161,7 +161,7 @@ func (d *DB) CompleteAudit(ctx context.Context, recs []*duet.AuditRecord) error 
 	if err != nil {
 		return mapErr(err)
 	}
-	return d.tx(ctx, func(tx *sql.Tx) error {
+	return d.tx(ctx, func(tx *cachedTx) error {
 		st := tx.StmtContext(ctx, s)
 		for _, r := range recs {
 			if _, err := st.ExecContext(ctx, r.Caller, r.Method, r.Tool, r.Outcome, r.DurationUs, r.ArgBytes, r.ResultBytes, r.ID); err != nil {

@@ -16,7 +16,7 @@ func (d *DB) CreateWebhook(ctx context.Context, by string, w *duet.Webhook) erro
 	if err := storerules.CheckWebhook(w); err != nil {
 		return err
 	}
-	return d.tx(ctx, func(tx *sql.Tx) error {
+	return d.tx(ctx, func(tx *cachedTx) error {
 		if err := ownsTask(ctx, tx, by, w.TaskID); err != nil {
 			return err
 		}
@@ -57,7 +57,7 @@ func (d *DB) UpdateWebhook(ctx context.Context, by string, w *duet.Webhook) erro
 	if err := duet.ValidWebhook(w); err != nil {
 		return err
 	}
-	return d.tx(ctx, func(tx *sql.Tx) error {
+	return d.tx(ctx, func(tx *cachedTx) error {
 		cur, err := findWebhook(ctx, tx, by, w.ID)
 		if err != nil {
 			return err
@@ -68,7 +68,7 @@ func (d *DB) UpdateWebhook(ctx context.Context, by string, w *duet.Webhook) erro
 
 // DeleteWebhook removes a webhook and its deliveries.
 func (d *DB) DeleteWebhook(ctx context.Context, by, id string) error {
-	return d.tx(ctx, func(tx *sql.Tx) error {
+	return d.tx(ctx, func(tx *cachedTx) error {
 		if _, err := findWebhook(ctx, tx, by, id); err != nil {
 			return err
 		}
@@ -99,7 +99,7 @@ func enabledWebhooks(ctx context.Context, q querier, where, arg string) ([]*duet
 // subscribed to it.
 func (d *DB) EnqueueDeliveries(ctx context.Context, taskID string, event duet.WebhookEvent, caseID string, payload []byte) ([]*duet.WebhookDelivery, error) {
 	var out []*duet.WebhookDelivery
-	err := d.tx(ctx, func(tx *sql.Tx) error {
+	err := d.tx(ctx, func(tx *cachedTx) error {
 		hooks, err := enabledWebhooks(ctx, tx, `WHERE w.task_id = ?`, taskID)
 		if err != nil {
 			return err
@@ -114,7 +114,7 @@ func (d *DB) EnqueueDeliveries(ctx context.Context, taskID string, event duet.We
 func (d *DB) ClaimDelivery(ctx context.Context, now time.Time, lease time.Duration) (*duet.WebhookDelivery, time.Time, error) {
 	var out *duet.WebhookDelivery
 	var earliest time.Time
-	err := d.tx(ctx, func(tx *sql.Tx) error {
+	err := d.tx(ctx, func(tx *cachedTx) error {
 		out, earliest = nil, time.Time{}
 		token := duet.NewID("lease")
 		x, err := storerules.ScanDelivery(tx.QueryRowContext(ctx, `UPDATE webhook_deliveries SET status = 'delivering', lease = ?1, due_at = ?2
@@ -153,7 +153,7 @@ func (d *DB) FindDeliveries(ctx context.Context, by, webhookID string, limit int
 // Redeliver makes a new delivery of a finished one.
 func (d *DB) Redeliver(ctx context.Context, by, deliveryID string) (*duet.WebhookDelivery, error) {
 	var out *duet.WebhookDelivery
-	err := d.tx(ctx, func(tx *sql.Tx) error {
+	err := d.tx(ctx, func(tx *cachedTx) error {
 		x, err := storerules.ScanDelivery(tx.QueryRowContext(ctx, `SELECT `+storerules.DeliveryColumns+` FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id JOIN tasks t ON t.id = w.task_id
 			WHERE d.id = ?2 AND `+ownedWebhook, by, deliveryID))
 		if err != nil {
@@ -168,7 +168,7 @@ func (d *DB) Redeliver(ctx context.Context, by, deliveryID string) (*duet.Webhoo
 // ClaimCatalogSync hands out a registration due for an automatic sync.
 func (d *DB) ClaimCatalogSync(ctx context.Context, now time.Time, every time.Duration) (*duet.MCPServer, error) {
 	var out *duet.MCPServer
-	err := d.tx(ctx, func(tx *sql.Tx) error {
+	err := d.tx(ctx, func(tx *cachedTx) error {
 		out = nil
 		s, err := storerules.ScanMCPServer(tx.QueryRowContext(ctx, `SELECT `+storerules.PrefixColumns("s.", storerules.MCPServerColumns)+` FROM mcp_servers s LEFT JOIN mcp_auto_sync a ON a.registration_id = s.id
 			WHERE max(coalesce(a.claimed_at, 0), coalesce(s.synced_at, 0)) <= ? ORDER BY max(coalesce(a.claimed_at, 0), coalesce(s.synced_at, 0)), s.id LIMIT 1`,
