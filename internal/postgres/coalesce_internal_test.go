@@ -259,17 +259,25 @@ func TestReadsTogetherQueries(t *testing.T) {
 	}
 }
 
+// openOneLane opens a DB with one read lane on a schema of its own (its
+// clock now, or time.Now), closed when the test ends.
+func openOneLane(t *testing.T, now func() time.Time) *DB {
+	t.Helper()
+	db, err := Open(t.Context(), pgtest.URL(t), &Options{ReadLanes: 1, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
 // TestReadsTogetherPlannedOnce: the server keeps one plan for each statement
 // of reads together, whatever the number of pairs, instead of planning it
 // afresh on every execution (readPairs). It fails with the arrays unnested
 // directly: "custom plans 12, generic 0".
 func TestReadsTogetherPlannedOnce(t *testing.T) {
 	t.Parallel()
-	db, err := Open(t.Context(), pgtest.URL(t), &Options{ReadLanes: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openOneLane(t, nil)
 	ctx := t.Context()
 	conn, err := db.pool.Acquire(ctx) // the statements are prepared per connection
 	if err != nil {
@@ -314,11 +322,7 @@ func TestReadsTogetherPlannedOnce(t *testing.T) {
 // one statement.
 func TestTaskOverviewsTogether(t *testing.T) {
 	t.Parallel()
-	db, err := Open(t.Context(), pgtest.URL(t), &Options{ReadLanes: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openOneLane(t, nil)
 	ctx := t.Context()
 	apply := func(owner, name string) string {
 		res, err := db.ApplySuite(ctx, owner, &duet.Suite{Task: duet.Task{Name: name, Description: "d", BaseURL: "http://127.0.0.1:1"},
@@ -372,11 +376,7 @@ func TestTokensTogether(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Now()
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	db, err := Open(t.Context(), pgtest.URL(t), &Options{ReadLanes: 1, Now: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openOneLane(t, clock)
 	ctx := t.Context()
 	hash := func(user string, ttl time.Duration) string {
 		tok := &duet.Token{UserID: user, Name: "n", Hash: "hash-" + duet.NewID("h")}

@@ -21,16 +21,7 @@ import (
 func BenchmarkTaskReads(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background()) // a request's context: cancellable
 	defer cancel()
-	db, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "duet.db"), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	res, err := db.ApplySuite(ctx, "alice", &duet.Suite{Task: duet.Task{Name: "shop"}, Cases: []*duet.Case{{Key: "a", Title: "a", Source: "s", SourceHash: "h", Steps: []duet.Step{{Kind: duet.StepAssert, Assert: &duet.AssertStep{Expr: "true"}}}}}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	id := res.Task.ID
+	db, id := openShop(ctx, b)
 	reads := func(b *testing.B) {
 		sc := duet.WithReadScope(ctx)
 		if _, err := db.FindTaskByID(sc, "alice", id); err != nil {
@@ -107,4 +98,37 @@ func BenchmarkRegistryLookup(b *testing.B) {
 			lookup(b)
 		}
 	})
+}
+
+// openShop opens a database in a temporary directory, closed when b ends,
+// with alice's task of one case; it returns the task's id.
+func openShop(ctx context.Context, b *testing.B) (*sqlite.DB, string) {
+	db, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "duet.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	res, err := db.ApplySuite(ctx, "alice", &duet.Suite{Task: duet.Task{Name: "shop"}, Cases: []*duet.Case{{Key: "a", Title: "a", Source: "s", SourceHash: "h", Steps: []duet.Step{{Kind: duet.StepAssert, Assert: &duet.AssertStep{Expr: "true"}}}}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return db, res.Task.ID
+}
+
+// BenchmarkTransactionWrites measures two writes in transactions, a task
+// shared and unshared, each with its ownership check: the statements a
+// transaction runs, prepared once (cachedTx):
+//
+//	go test -run '^$' -bench TransactionWrites ./internal/sqlite/
+func BenchmarkTransactionWrites(b *testing.B) {
+	ctx := context.Background()
+	db, id := openShop(ctx, b)
+	for b.Loop() {
+		if err := db.ShareTask(ctx, "alice", id, "bob"); err != nil {
+			b.Fatal(err)
+		}
+		if err := db.UnshareTask(ctx, "alice", id, "bob"); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
