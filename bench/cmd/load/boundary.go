@@ -38,6 +38,20 @@ func openApp(home string, extra map[string]string) *app.App {
 	return a
 }
 
+// applySuite compiles the suite src as alice would apply it to a and
+// applies it (the suite's file is home/suite.yaml, for its messages).
+func applySuite(a *app.App, home, src string) *duet.ApplyResult {
+	s, err := compiler.CompileSuite(ctx(), []byte(src), filepath.Join(home, "suite.yaml"), a.CompilerOptions(ctx(), "alice"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	applied, err := a.Store.ApplySuite(ctx(), "alice", s)
+	if err != nil {
+		log.Fatal(err)
+	}
+	return applied
+}
+
 type timing struct{ mean, p50, p99 time.Duration }
 
 func measure(n int, f func()) timing {
@@ -169,14 +183,7 @@ func runThroughput(home string) {
 	os.MkdirAll(home, 0o700)
 	a := openApp(home, map[string]string{"DUET_WORKERS": "2", "DUET_PARALLEL": "8"})
 	defer a.Close()
-	s, err := compiler.CompileSuite(ctx(), []byte(src), filepath.Join(home, "suite.yaml"), a.CompilerOptions(ctx(), "alice"))
-	if err != nil {
-		log.Fatal(err)
-	}
-	applied, err := a.Store.ApplySuite(ctx(), "alice", s)
-	if err != nil {
-		log.Fatal(err)
-	}
+	applied := applySuite(a, home, src)
 	wctx, stop := contextWithCancel()
 	defer stop()
 	go a.Worker.Run(wctx)

@@ -21,7 +21,6 @@ import (
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/catalog"
-	"github.com/duet-test/duet/internal/compiler"
 )
 
 // scaleRow is one row of the scale-out load table, for the goals.
@@ -212,14 +211,7 @@ func throughput(home string, extra map[string]string, env []string, src string, 
 	}
 	a := openApp(home, withCap)
 	defer a.Close()
-	s, err := compiler.CompileSuite(ctx(), []byte(src), filepath.Join(home, "suite.yaml"), a.CompilerOptions(ctx(), "alice"))
-	if err != nil {
-		log.Fatal(err)
-	}
-	applied, err := a.Store.ApplySuite(ctx(), "alice", s)
-	if err != nil {
-		log.Fatal(err)
-	}
+	applied := applySuite(a, home, src)
 	caller := duet.Caller{UserID: "alice", Source: duet.SourceCLI}
 	var ids []string
 	for i := range runs {
