@@ -44,8 +44,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -274,42 +272,19 @@ func hammerAll(name string, ps []*proc, conc int, body string, extra func() time
 		}
 		return d
 	}
-	run := func(d time.Duration, record bool) ([]time.Duration, int) {
-		var mu sync.Mutex
-		var lat []time.Duration
-		var errs atomic.Int64
-		stopAt := time.Now().Add(d)
-		var wg sync.WaitGroup
-		for i := range conc {
-			p := ps[i%len(ps)]
-			wg.Go(func() {
-				var mine []time.Duration
-				for time.Now().Before(stopAt) {
-					t0 := time.Now()
-					b, status, err := post(p.url, body)
-					if err != nil || status != 200 || !bytes.Contains(b, []byte(`"structuredContent"`)) || bytes.Contains(b, []byte(`"isError":true`)) {
-						errs.Add(1)
-						continue
-					}
-					if record {
-						mine = append(mine, time.Since(t0))
-					}
-				}
-				mu.Lock()
-				lat = append(lat, mine...)
-				mu.Unlock()
-			})
-		}
-		wg.Wait()
-		return lat, int(errs.Load())
+	run := func(d time.Duration) ([]time.Duration, int) {
+		return driveEach(conc, d, func(client int) bool {
+			b, status, err := post(ps[client%len(ps)].url, body)
+			return err == nil && status == 200 && bytes.Contains(b, []byte(`"structuredContent"`)) && !bytes.Contains(b, []byte(`"isError":true`))
+		})
 	}
-	run(*warm, false)
+	run(*warm)
 	var x0 time.Duration
 	if extra != nil {
 		x0 = extra()
 	}
 	c0, t0 := cpu(), time.Now()
-	lat, errs := run(*dur, true)
+	lat, errs := run(*dur)
 	r := loadResult{name: name, n: len(lat), errs: errs, elapsed: time.Since(t0), cpu: cpu() - c0}
 	if extra != nil {
 		r.dbCPU = extra() - x0

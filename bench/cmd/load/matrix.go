@@ -180,17 +180,23 @@ func startStdio(cmd *exec.Cmd, taskID string) (*proc, caller) {
 
 // drive runs c clients calling for d and returns latencies and errors.
 func drive(cl caller, c int, d time.Duration, ids *atomic.Int64) ([]time.Duration, int) {
+	return driveEach(c, d, func(int) bool { return cl.call(ids.Add(1)) })
+}
+
+// driveEach runs c clients for d, client i calling call(i) again and again,
+// and returns the latencies of the calls that succeeded and how many failed.
+func driveEach(c int, d time.Duration, call func(client int) bool) ([]time.Duration, int) {
 	var mu sync.Mutex
 	var lat []time.Duration
 	var errs atomic.Int64
 	stopAt := time.Now().Add(d)
 	var wg sync.WaitGroup
-	for range c {
+	for i := range c {
 		wg.Go(func() {
 			var mine []time.Duration
 			for time.Now().Before(stopAt) {
 				t0 := time.Now()
-				if !cl.call(ids.Add(1)) {
+				if !call(i) {
 					errs.Add(1)
 					continue
 				}
