@@ -275,6 +275,10 @@ func (d *DB) Close() error {
 // ctx (duet.AuditIntent), if any, is written in the same transaction: a
 // governed call's change is never stored without it.
 func (d *DB) tx(ctx context.Context, fn func(*cachedTx) error) error {
+	// Deferred first, run last: the statements the transaction found
+	// unprepared are prepared once its connection is back, after the
+	// write is counted.
+	defer d.q.prepareWanted(ctx)
 	defer d.q.writes.Add(1) // after the commit (cache.go)
 	in := duet.AuditIntentFrom(ctx)
 	var ins *sql.Stmt
@@ -289,7 +293,6 @@ func (d *DB) tx(ctx context.Context, fn func(*cachedTx) error) error {
 	if err != nil {
 		return mapErr(err)
 	}
-	defer d.q.prepareWanted(ctx)
 	tx := &cachedTx{Tx: sqlTx, c: d.q}
 	if err := fn(tx); err != nil {
 		tx.Rollback()
