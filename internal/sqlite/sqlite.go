@@ -293,6 +293,9 @@ func (d *DB) tx(ctx context.Context, fn func(*cachedTx) error) error {
 	if err != nil {
 		return mapErr(err)
 	}
+	// A panic in fn must give the connection back before prepareWanted
+	// takes one (a no-op after Commit).
+	defer sqlTx.Rollback()
 	tx := &cachedTx{Tx: sqlTx, c: d.q}
 	if err := fn(tx); err != nil {
 		tx.Rollback()

@@ -3,7 +3,11 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -54,8 +58,9 @@ func TestTransactionsUsePreparedStatements(t *testing.T) {
 		t.Fatalf("after the first share and unshare: prepared %d, parsed %d; want all prepared", prepared, parsed)
 	}
 
-	// Transactions at once on one connection, each with statements not
-	// prepared yet: none waits for a connection to prepare one.
+	// Transactions at once on one connection, the first of them meeting
+	// statements not prepared yet: none waits for a connection to prepare
+	// one.
 	var wg sync.WaitGroup
 	for i := range 4 {
 		wg.Go(func() {
@@ -65,4 +70,104 @@ func TestTransactionsUsePreparedStatements(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestTransactionPanicGivesTheConnectionBack: a panic in a transaction's
+// function, after it ran a statement not prepared yet, leaves the handle of
+// one connection usable: the transaction is rolled back before the
+// statement is prepared (prepareWanted would otherwise wait for the
+// connection the transaction still holds).
+func TestTransactionPanicGivesTheConnectionBack(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	d, err := Open(ctx, filepath.Join(t.TempDir(), "duet.db"), &Options{MaxOpenConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	const insert = `INSERT INTO teams (id, name, created_by, created_at) VALUES ('team_p', 'panicked', 'alice', 0)`
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("no panic")
+			}
+		}()
+		d.tx(ctx, func(tx *cachedTx) error {
+			if _, err := tx.ExecContext(ctx, insert); err != nil {
+				t.Error(err)
+			}
+			panic("in the transaction")
+		})
+	}()
+	var n int
+	if err := d.q.QueryRowContext(ctx, `SELECT count(*) FROM teams WHERE id = 'team_p'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("after the panic: %d rows, %v; want 0, rolled back", n, err)
+	}
+}
+
+// TestTransactionRowsScannedAtOnce keeps the rule cachedTx depends on: a
+// prepared statement is one cursor per connection, so every single-row read
+// of this package is scanned in the expression that makes it (x.Scan(...),
+// or the argument of a scan function), never held while another statement
+// runs; the statement cache's own wrappers return it to such a caller.
+func TestTransactionRowsScannedAtOnce(t *testing.T) {
+	fset := token.NewFileSet()
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stack []ast.Node
+		ast.Inspect(f, func(n ast.Node) bool {
+			if n == nil {
+				stack = stack[:len(stack)-1]
+				return true
+			}
+			stack = append(stack, n)
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			if sel, ok := call.Fun.(*ast.SelectorExpr); !ok || sel.Sel.Name != "QueryRowContext" {
+				return true
+			}
+			if !scannedAtOnce(call, stack[:len(stack)-1]) {
+				t.Errorf("%s: a row read with QueryRowContext that is not scanned at once", fset.Position(call.Pos()))
+			}
+			return true
+		})
+	}
+}
+
+// scannedAtOnce reports whether the row of call is scanned by its parent
+// expression: call.Scan(...), scanX(call) or storerules.ScanX(call), or is
+// returned as it is.
+func scannedAtOnce(call *ast.CallExpr, parents []ast.Node) bool {
+	if len(parents) == 0 {
+		return false
+	}
+	switch p := parents[len(parents)-1].(type) {
+	case *ast.SelectorExpr:
+		return p.Sel.Name == "Scan" && len(parents) > 1
+	case *ast.ReturnStmt:
+		return true
+	case *ast.CallExpr:
+		var fn string
+		switch f := p.Fun.(type) {
+		case *ast.Ident:
+			fn = f.Name
+		case *ast.SelectorExpr:
+			fn = f.Sel.Name
+		}
+		return strings.HasPrefix(strings.ToLower(fn), "scan") || fn == "mapErr"
+	}
+	return false
 }
