@@ -15,6 +15,21 @@ import (
 	"github.com/duet-test/duet"
 )
 
+// openOneConn opens a database of one connection in a temporary directory,
+// closed when t ends, with a context that ends after a minute: a test that
+// waits for a second connection fails instead of hanging.
+func openOneConn(t *testing.T) (*DB, context.Context) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	t.Cleanup(cancel)
+	d, err := Open(ctx, filepath.Join(t.TempDir(), "duet.db"), &Options{MaxOpenConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d, ctx
+}
+
 // TestTransactionsUsePreparedStatements: a transaction's writes and
 // single-row reads run prepared statements from the second time on
 // (cachedTx), with the same results, on a handle of one connection, where
@@ -22,13 +37,7 @@ import (
 // It fails with cachedTx parsing every statement ("prepared 0").
 func TestTransactionsUsePreparedStatements(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	d, err := Open(ctx, filepath.Join(t.TempDir(), "duet.db"), &Options{MaxOpenConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d, ctx := openOneConn(t)
 	res, err := d.ApplySuite(ctx, "alice", &duet.Suite{Task: duet.Task{Name: "shop"}, Cases: []*duet.Case{{Key: "a", Title: "a", Source: "s", SourceHash: "h",
 		Steps: []duet.Step{{Kind: duet.StepAssert, Assert: &duet.AssertStep{Expr: "true"}}}}}})
 	if err != nil {
@@ -79,13 +88,7 @@ func TestTransactionsUsePreparedStatements(t *testing.T) {
 // connection the transaction still holds).
 func TestTransactionPanicGivesTheConnectionBack(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	d, err := Open(ctx, filepath.Join(t.TempDir(), "duet.db"), &Options{MaxOpenConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d, ctx := openOneConn(t)
 	const insert = `INSERT INTO teams (id, name, created_by, created_at) VALUES ('team_p', 'panicked', 'alice', 0)`
 	func() {
 		defer func() {
