@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -123,6 +124,17 @@ func requireChromium(tb testing.TB) {
 		}
 		tb.Skipf("skipping: no Chromium executable on PATH (%v); set DUET_REQUIRE_BROWSER=1 to fail instead", err)
 	}
+}
+
+// fullBrowser returns the full Chromium on PATH (not its headless shell,
+// which the pool prefers), or "" when there is none.
+func fullBrowser() string {
+	for _, name := range execNames {
+		if path, err := exec.LookPath(name); err == nil && !strings.Contains(name, "headless-shell") {
+			return path
+		}
+	}
+	return ""
 }
 
 // shared is the pool of the tests that need no pool of their own. TestMain

@@ -55,6 +55,8 @@ type Session struct {
 
 	rec atomic.Pointer[recorder] // the trace being recorded (trace.go), or nil
 
+	captureRetries atomic.Int64 // screenshots asked again because a navigation replaced their document (capture.go)
+
 	net netState // routes and the request log (route.go)
 
 	mu      sync.Mutex
@@ -553,14 +555,14 @@ func (s *Session) Screenshot(ctx context.Context) ([]byte, error) {
 		return nil, err
 	}
 	defer s.end(c)
-	res, err := chromedp.Call(c.c, page.CaptureScreenshot, page.CaptureScreenshotParams{
+	data, err := s.capture(c, page.CaptureScreenshotParams{
 		Format:      page.CaptureScreenshotFormatPng,
 		FromSurface: new(true),
 	})
 	if err != nil {
 		return nil, s.fail(c, err, nil)
 	}
-	return res.Data, nil
+	return data, nil
 }
 
 // maxImagePixels bounds the height and width of a full-page screenshot in
@@ -586,7 +588,7 @@ func (s *Session) FullScreenshot(ctx context.Context) ([]byte, error) {
 	if cs := m.CSSContentSize; cs != nil {
 		w, h = max(w, math.Ceil(cs.Width)), max(h, math.Ceil(cs.Height))
 	}
-	res, err := chromedp.Call(c.c, page.CaptureScreenshot, page.CaptureScreenshotParams{
+	data, err := s.capture(c, page.CaptureScreenshotParams{
 		Format:                page.CaptureScreenshotFormatPng,
 		Clip:                  &page.Viewport{Width: min(w, limit), Height: min(h, limit), Scale: 1},
 		CaptureBeyondViewport: new(true),
@@ -595,7 +597,7 @@ func (s *Session) FullScreenshot(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, s.fail(c, err, nil)
 	}
-	return res.Data, nil
+	return data, nil
 }
 
 // Close closes the tab and its browser context, which deletes the session's

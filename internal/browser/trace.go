@@ -233,8 +233,8 @@ func (s *Session) TraceStepEnd(ctx context.Context, index int, dom, shot bool) {
 			}
 			if shot {
 				q := int64(r.opts.Quality)
-				if res, err := chromedp.Call(c.c, page.CaptureScreenshot, page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatJpeg, Quality: &q}); err == nil {
-					img = res.Data
+				if data, err := s.capture(c, page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatJpeg, Quality: &q}); err == nil {
+					img = data
 				}
 			}
 			s.end(c)

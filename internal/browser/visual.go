@@ -67,11 +67,11 @@ func (s *Session) ComparableScreenshot(ctx context.Context, selector string, mas
 		params.Clip = &page.Viewport{X: math.Floor(r.X), Y: math.Floor(r.Y), Width: math.Ceil(r.W), Height: math.Ceil(r.H), Scale: 1}
 		params.CaptureBeyondViewport = new(true)
 	}
-	res, err := chromedp.Call(c.c, page.CaptureScreenshot, params)
+	data, err := s.capture(c, params)
 	if err != nil {
 		return nil, s.fail(c, err, nil)
 	}
-	return res.Data, nil
+	return data, nil
 }
 
 // freezeResult is what jsFreeze returns.
