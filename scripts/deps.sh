@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install what Duet's demo and tests need on a Debian/Ubuntu machine with Go:
-#   - Chromium from the distribution's packages (browser steps), when missing
+#   - Chromium and, where packaged, its headless shell from the
+#     distribution's packages (browser steps), when missing
 #   - adb from the distribution's packages (Android phones: duet device list,
 #     --device android:SERIAL; the tests run the real binary), when missing
 #   - the pinned Node packages of test/node (clients and servers we did not
@@ -27,6 +28,19 @@ if [[ " $want " == *" browser "* ]]; then
     echo "deps: installing Chromium from the distribution's packages (a few minutes)..." >&2
     sudo_ apt-get update -qq
     sudo_ env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  fi
+  # Chromium's headless shell, where the distribution packages it (Debian 12
+  # and later): Chromium without its browser UI, which Duet starts before the
+  # full browser; a browser case costs it about 0.57x the CPU
+  # (docs/performance.md, part 12). The full browser above stays: the
+  # console's own browser tests walk it as a person's browser.
+  if [ -z "${DUET_CHROME_PATH:-}" ] && ! command -v chromium-headless-shell >/dev/null; then
+    if apt-cache policy chromium-headless-shell 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+      echo "deps: installing Chromium's headless shell from the distribution's packages..." >&2
+      sudo_ env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium-headless-shell >/dev/null
+    else
+      echo "deps: no chromium-headless-shell package here: browser steps run in the full Chromium" >&2
+    fi
   fi
 fi
 

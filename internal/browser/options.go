@@ -1,11 +1,14 @@
 package browser
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -19,8 +22,8 @@ import (
 // Options configures a Pool. The zero value is ready to use.
 type Options struct {
 	// ExecPath is the Chromium executable: a path, or a name that is looked
-	// up on PATH. Empty means the first of "chromium", "chromium-browser" and
-	// "google-chrome" found on PATH. This package reads no environment
+	// up on PATH. Empty means the first of "chromium-headless-shell",
+	// "chromium", "chromium-browser" and "google-chrome" found on PATH. This package reads no environment
 	// variable: the caller resolves DUET_CHROME_PATH into this field.
 	ExecPath string
 
@@ -104,10 +107,16 @@ func (o Options) withDefaults() Options {
 }
 
 // installHint tells the user how to get a browser.
-const installHint = "install Chromium: apt-get install -y chromium, or set DUET_CHROME_PATH"
+const installHint = "install Chromium: apt-get install -y chromium-headless-shell (or chromium), or set DUET_CHROME_PATH"
 
-// execNames are the names that an empty Options.ExecPath looks up on PATH.
-var execNames = []string{"chromium", "chromium-browser", "google-chrome"}
+// execNames are the names that an empty Options.ExecPath looks up on PATH,
+// in order. Chromium's headless shell comes first: it is Chromium without
+// its browser UI (no window, tab strip or omnibox per browser context), and
+// a browser case costs it about 0.57x the CPU of the full browser in headless
+// mode, most of it in the browser process (BenchmarkBrowserCaseCPU,
+// docs/performance.md). The full browser is the fallback where no shell is
+// packaged.
+var execNames = []string{"chromium-headless-shell", "chromium", "chromium-browser", "google-chrome"}
 
 // findExec resolves the Chromium executable. It returns CodeBrowserUnavailable
 // with the install hint when there is none.
@@ -118,15 +127,58 @@ func findExec(path string) (string, error) {
 			return "", duet.WrapError(duet.CodeBrowserUnavailable, err,
 				"Chromium executable %q not found: %s", path, installHint)
 		}
-		return full, nil
+		return unwrapLauncher(full), nil
 	}
 	for _, name := range execNames {
 		if full, err := exec.LookPath(name); err == nil {
-			return full, nil
+			return unwrapLauncher(full), nil
 		}
 	}
 	return "", duet.Errorf(duet.CodeBrowserUnavailable,
 		"no Chromium executable found on PATH (looked for %s): %s", strings.Join(execNames, ", "), installHint)
+}
+
+// launcherLine is the one command of a launcher script that runs a program
+// by its absolute path with the script's arguments, without exec.
+var launcherLine = regexp.MustCompile(`^(/[^\s"'$;&|<>()]+)\s+"\$@"$`)
+
+// unwrapLauncher returns the program that path runs when path is a shell
+// script whose only command starts it without exec — Debian's
+// /usr/bin/chromium-headless-shell is `/usr/lib/chromium/chromium-headless-shell
+// "$@"` — and path otherwise. Such a script stays the browser's parent: the
+// pool would hold, signal and kill the shell, and a browser killed by the
+// pool or dead on its own would not be seen as gone. A script that does more
+// (sets variables or switches, or execs) is run as it is.
+func unwrapLauncher(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return path
+	}
+	defer f.Close()
+	head := make([]byte, 4097)
+	n, _ := io.ReadFull(f, head)
+	head = head[:n]
+	if n > 4096 || !bytes.HasPrefix(head, []byte("#!")) {
+		return path // a binary, or more than a launcher
+	}
+	var cmds []string
+	for line := range strings.Lines(string(head)) {
+		line = strings.TrimSpace(line)
+		if line != "" && !strings.HasPrefix(line, "#") {
+			cmds = append(cmds, line)
+		}
+	}
+	if len(cmds) != 1 {
+		return path
+	}
+	m := launcherLine.FindStringSubmatch(cmds[0])
+	if m == nil {
+		return path
+	}
+	if st, err := os.Stat(m[1]); err != nil || !st.Mode().IsRegular() || st.Mode()&0o111 == 0 {
+		return path
+	}
+	return m[1]
 }
 
 // tempRoot is the directory of the temporary user data directories; empty

@@ -3,6 +3,7 @@ package browser
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -101,4 +102,71 @@ func commandLine(o Options) (string, error) {
 		return "", errors.New("a browser started from a missing executable")
 	}
 	return strings.Join(args, " ") + " ", nil
+}
+
+// TestUnwrapLauncher: a shell script whose one command runs a program by
+// its absolute path without exec (Debian's /usr/bin/chromium-headless-shell)
+// resolves to that program; anything else is run as it is.
+func TestUnwrapLauncher(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, text string, mode os.FileMode) string {
+		p := dir + "/" + name
+		if err := os.WriteFile(p, []byte(text), mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	prog := write("prog", "\x7fELF not a script", 0o755)
+	write("plain", "data", 0o644)
+	tests := []struct {
+		name, text string
+		want       string // "" means the script itself
+	}{
+		{"launcher", "#!/bin/sh -e\n\n" + prog + ` "$@"` + "\n", prog},
+		{"comments and blank lines", "#!/bin/sh\n# the shell\n\n  " + prog + ` "$@"  ` + "\n\n", prog},
+		{"exec keeps the pid", "#!/bin/sh\nexec " + prog + ` "$@"` + "\n", ""},
+		{"more than one command", "#!/bin/sh\nexport X=1\n" + prog + ` "$@"` + "\n", ""},
+		{"switches of its own", "#!/bin/sh\n" + prog + ` --flag "$@"` + "\n", ""},
+		{"a relative program", "#!/bin/sh\nprog \"$@\"\n", ""},
+		{"a missing program", "#!/bin/sh\n" + dir + `/missing "$@"` + "\n", ""},
+		{"a program that cannot run", "#!/bin/sh\n" + dir + `/plain "$@"` + "\n", ""},
+		{"no shebang", prog + ` "$@"` + "\n", ""},
+		{"larger than a launcher", "#!/bin/sh\n" + prog + ` "$@"` + "\n#" + strings.Repeat("x", 5000) + "\n", ""},
+	}
+	for i, tt := range tests {
+		script := write(fmt.Sprintf("script%d", i), tt.text, 0o755)
+		want := tt.want
+		if want == "" {
+			want = script
+		}
+		if got := unwrapLauncher(script); got != want {
+			t.Errorf("%s: unwrapLauncher = %q, want %q", tt.name, got, want)
+		}
+	}
+	if got := unwrapLauncher(prog); got != prog {
+		t.Errorf("a binary: unwrapLauncher = %q, want itself", got)
+	}
+}
+
+// TestFindExecPrefersTheHeadlessShell: with no executable named, the
+// headless shell comes before the full browser on PATH.
+func TestFindExecPrefersTheHeadlessShell(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"chromium", "chromium-headless-shell"} {
+		if err := os.WriteFile(dir+"/"+name, []byte("\x7fELF"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", dir)
+	got, err := findExec("")
+	if err != nil || got != dir+"/chromium-headless-shell" {
+		t.Errorf("findExec = %q, %v; want the headless shell", got, err)
+	}
+	if err := os.Remove(dir + "/chromium-headless-shell"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := findExec(""); err != nil || got != dir+"/chromium" {
+		t.Errorf("without the shell: findExec = %q, %v; want chromium", got, err)
+	}
 }

@@ -1,10 +1,13 @@
 package browser
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -226,6 +229,44 @@ func TestPoolReplacesDeadBrowser(t *testing.T) {
 			t.Errorf("user data directory %s: got %v after Close, want it removed", b.dir, err)
 		}
 	}
+}
+
+// TestPoolRunsTheBrowserBehindALauncher: a launcher script that runs the
+// browser without exec (Debian's chromium-headless-shell) is looked through,
+// so the process the pool holds is the browser itself: killed, its sessions
+// fail at once, and closing the pool leaves no browser behind (TestMain
+// fails on a process with the tests' user data directory). Run through the
+// shell, the kill would have hit the shell and the browser would have lived
+// on.
+func TestPoolRunsTheBrowserBehindALauncher(t *testing.T) {
+	t.Parallel()
+	requireChromium(t)
+	real, err := findExec("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	launcher := filepath.Join(t.TempDir(), "chromium-launcher")
+	if err := os.WriteFile(launcher, []byte("#!/bin/sh -e\n\n"+real+` "$@"`+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := NewPool(Options{ExecPath: launcher, MaxBrowsers: 1, Logger: testLogger()})
+	defer p.Close()
+	site := newSite(t)
+	s := newSession(t, p, "desktop")
+	open(t, s, site, "/")
+	defer s.Close()
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", s.proc.pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(cmdline, []byte("--user-data-dir=")) || bytes.HasPrefix(cmdline, []byte("/bin/sh")) {
+		t.Fatalf("the pool holds process %d, %q: not the browser", s.proc.pid, cmdline)
+	}
+	if err := syscall.Kill(s.proc.pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Text(testCtx(t, 45*time.Second), "h1")
+	wantCode(t, err, duet.CodeBrowserError, "browser")
 }
 
 // awaitSpare waits until the pool holds a session opened ahead, and

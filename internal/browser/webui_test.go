@@ -12,13 +12,20 @@ import (
 // renderer for the omnibox popup of a window that headless Chromium never
 // shows (--top-chrome-webui: one more renderer process per context, a third
 // of a case's CPU before WebUIOmniboxPopup was switched off). The page's own
-// renderers are there, so the scan does see this test's processes.
+// renderers are there, so the scan does see this test's processes. The
+// full browser is the one with windows (the headless shell, which the pool
+// prefers, has none), so this test starts it by name.
 func TestSessionLoadsNoWindowWebUI(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc")
 	}
 	t.Parallel()
-	p := NewPool(Options{MaxBrowsers: 1, MaxContextsPerBrowser: 4, Logger: testLogger()})
+	requireChromium(t)
+	full := fullBrowser()
+	if full == "" {
+		t.Skip("skipping: only Chromium's headless shell is installed, which opens no windows")
+	}
+	p := NewPool(Options{ExecPath: full, MaxBrowsers: 1, MaxContextsPerBrowser: 4, Logger: testLogger()})
 	t.Cleanup(p.Close)
 	site := newSite(t)
 	for range 2 {

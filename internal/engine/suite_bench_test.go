@@ -196,20 +196,24 @@ func shopSuite(shop, name string, n int) string {
 // DUET_BENCH_CHROME_FLAGS lists the variants besides the baseline (v0,
 // the pool's defaults), separated by "|"; a variant is switches separated
 // by ";": name (added), !name (a default removed) or name=value; and
-// trace=<mode>, trace-fps=N, trace-quality=N, trace-size=N (the
-// frames' percent of the viewport) and trace-replay=<kept|always>, which are no switches
-// but the trace its engine records (the default: on-failure, with the
-// screencast, at trace.DefaultFPS). vN-cpu-ms/case
+// exec=<executable>, the pool's ExecPath (exec=chromium measures the full
+// browser against the headless shell the pool prefers), and trace=<mode>,
+// trace-fps=N, trace-quality=N, trace-size=N (the frames' percent of the
+// viewport) and trace-replay=<kept|always>, the trace its engine records
+// (the default: on-failure, with the screencast, at trace.DefaultFPS), which
+// are no switches. vN-cpu-ms/case
 // is the CPU per case of variant N, vN/v0 its ratio to the baseline's,
 // vN-<process>-ms/case the share of each kind of process, and
 // vN-renderers/case the renderer processes started per case (seen by a
 // sampler that reads /proc every 100 ms; its own CPU is in the go share).
 //
 //	DUET_BENCH_CHROME_FLAGS='renderer-process-limit=1' go test -run '^$' -bench BenchmarkBrowserCaseCPU -benchtime 3x ./internal/engine/
+//	DUET_BENCH_CHROME_FLAGS='exec=chromium' go test -run '^$' -bench BenchmarkBrowserCaseCPU -benchtime 3x ./internal/engine/
 func BenchmarkBrowserCaseCPU(b *testing.B) {
 	requireBrowser(b)
 	variants := []map[string]any{nil}
 	record := map[int]*traceChoice{}
+	execs := map[int]string{}
 	if spec := os.Getenv("DUET_BENCH_CHROME_FLAGS"); spec != "" {
 		for v := range strings.SplitSeq(spec, "|") {
 			flags := map[string]any{}
@@ -217,6 +221,8 @@ func BenchmarkBrowserCaseCPU(b *testing.B) {
 				f = strings.TrimSpace(f)
 				switch name, value, ok := strings.Cut(f, "="); {
 				case f == "":
+				case name == "exec": // not a switch: the executable
+					execs[len(variants)] = value
 				case strings.HasPrefix(f, "trace"): // not a switch: the engine's trace
 					c := record[len(variants)]
 					if c == nil {
@@ -263,7 +269,7 @@ func BenchmarkBrowserCaseCPU(b *testing.B) {
 	warm := applyB(b, db, shopSuite(shop, "suite-warm", 2))
 	workers := make([]*engine.Worker, len(variants))
 	for i, flags := range variants {
-		pool := browser.NewPool(browser.Options{Guard: &netguard.Policy{}, Flags: flags})
+		pool := browser.NewPool(browser.Options{ExecPath: execs[i], Guard: &netguard.Policy{}, Flags: flags})
 		defer pool.Close()
 		opts := engine.Options{Browser: app.NewBrowser(pool), Parallel: 1}
 		if c := record[i]; c != nil {
