@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -156,6 +157,21 @@ type outage struct {
 	*sqlite.DB
 	down    atomic.Bool
 	refused atomic.Int32
+	// hang makes the heartbeat's reads and renewals wait until their
+	// context ends, as a database that accepts them and answers nothing
+	// (a lock wait, a hung server).
+	hang atomic.Bool
+	hung atomic.Int32
+}
+
+// unanswered waits for ctx to end while hang is set.
+func (s *outage) unanswered(ctx context.Context) error {
+	if !s.hang.Load() {
+		return nil
+	}
+	s.hung.Add(1)
+	<-ctx.Done()
+	return duet.WrapError(duet.CodeTimeout, ctx.Err(), "the database did not answer")
 }
 
 func (s *outage) away() error {
@@ -174,14 +190,14 @@ func (s *outage) ClaimRun(ctx context.Context, worker string, lease time.Duratio
 }
 
 func (s *outage) FindRunByID(ctx context.Context, viewer, id string) (*duet.Run, error) {
-	if err := s.away(); err != nil {
+	if err := cmp.Or(s.away(), s.unanswered(ctx)); err != nil {
 		return nil, err
 	}
 	return s.DB.FindRunByID(ctx, viewer, id)
 }
 
 func (s *outage) RenewLease(ctx context.Context, l duet.Lease, d time.Duration) (*duet.Run, error) {
-	if err := s.away(); err != nil {
+	if err := cmp.Or(s.away(), s.unanswered(ctx)); err != nil {
 		return nil, err
 	}
 	return s.DB.RenewLease(ctx, l, d)
@@ -322,5 +338,49 @@ cases:
 	final := waitFinal(t, st.DB, run.ID)
 	if final.Status != duet.StatusPassed || final.Attempt != 2 {
 		t.Fatalf("after the outage: %s attempt %d, want passed at the second attempt", final.Status, final.Attempt)
+	}
+}
+
+// TestLeaseRunsOutWhileTheDatabaseHangs: the database takes the heartbeat's
+// calls and answers none of them. Before the lease runs out the worker
+// stops the run, aborting the step in flight, as it does when the database
+// is away: a call that waited past the lease held the heartbeat, and the
+// run's steps went on after another worker could have taken it over.
+func TestLeaseRunsOutWhileTheDatabaseHangs(t *testing.T) {
+	t.Parallel()
+	st := &outage{DB: openStore(t)}
+	sys := newSUT(t)
+	res := apply(t, st.DB, "alice", `
+task: {name: hang, baseURL: `+sys.URL+`}
+cases:
+  - title: a long step
+    steps:
+      - http: GET /block/long
+        timeout: 5m
+      - http: GET /after
+`)
+	logs := outageWorker(t, st, engine.Options{WriteWait: 5 * time.Minute}, engine.WorkerOptions{Lease: 2 * time.Second})
+	run := startRun(t, st.DB, res.Task, "alice")
+	<-sys.reached
+	st.hang.Store(true)
+	select {
+	case <-sys.aborted:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the step in flight was not stopped while the lease ran out (%d calls unanswered):\n%s", st.hung.Load(), logs.String())
+	}
+	if st.hung.Load() == 0 {
+		t.Fatal("no call of the heartbeat waited on the database")
+	}
+	if !strings.Contains(logs.String(), "runs out without a renewal") {
+		t.Fatalf("the worker does not say why it stopped:\n%s", logs.String())
+	}
+	if n := sys.count("/after"); n != 0 {
+		t.Fatalf("%d later steps ran", n)
+	}
+	st.hang.Store(false)
+	close(sys.release)
+	final := waitFinal(t, st.DB, run.ID)
+	if final.Status != duet.StatusPassed || final.Attempt != 2 {
+		t.Fatalf("after the hang: %s attempt %d, want passed at the second attempt", final.Status, final.Attempt)
 	}
 }

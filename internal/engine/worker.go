@@ -249,7 +249,8 @@ func (w *Worker) execute(ctx context.Context, drain <-chan struct{}, run *duet.R
 // goes on renewing: what runs after a cancellation holds the run. It stops
 // the run and ends the hold (release with ErrLeaseLost) when a renewal is
 // refused — another worker holds the run — or when the lease is about to
-// run out without a renewal (the database is away): from then on another
+// run out without a renewal (the database is away, or does not answer: each
+// call ends by then): from then on another
 // worker may take the run over, and no step of it may reach the system
 // under test from here.
 func (w *Worker) heartbeat(ctx context.Context, release, cancel context.CancelCauseFunc, executed <-chan struct{}, lease duet.Lease, run *duet.Run, claimed time.Time, log *slog.Logger) {
@@ -259,6 +260,15 @@ func (w *Worker) heartbeat(ctx context.Context, release, cancel context.CancelCa
 	margin := min(w.opts.Lease/10, 2*time.Second)
 	renewAt := claimed.Add(w.opts.Lease / 3)
 	cancelled := false
+	// lapses stops the run when the lease is about to run out unrenewed.
+	lapses := func(now time.Time) bool {
+		if now.Before(expires.Add(-margin)) {
+			return false
+		}
+		log.WarnContext(ctx, "the lease on the run runs out without a renewal (database unavailable?); stopping it")
+		release(fmt.Errorf("%w: its lease ran out at %s without a renewal", ErrLeaseLost, expires.Format(time.RFC3339Nano)))
+		return true
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -268,23 +278,34 @@ func (w *Worker) heartbeat(ctx context.Context, release, cancel context.CancelCa
 		case <-t.C:
 		}
 		now := time.Now()
-		if now.After(expires.Add(-margin)) {
-			log.WarnContext(ctx, "the lease on the run runs out without a renewal (database unavailable?); stopping it")
-			release(fmt.Errorf("%w: its lease ran out at %s without a renewal", ErrLeaseLost, expires.Format(time.RFC3339Nano)))
+		if lapses(now) {
 			return
 		}
+		// Each call ends by the time the run must be stopped: a database
+		// that answers nothing (a lock wait, a hung server) must not hold
+		// the heartbeat past the lease while the run's steps go on.
+		cctx, ccancel := context.WithDeadline(ctx, expires.Add(-margin))
 		if now.Before(renewAt) {
 			if cancelled {
+				ccancel()
 				continue
 			}
-			cur, err := w.store.FindRunByID(ctx, "", run.ID)
+			cur, err := w.store.FindRunByID(cctx, "", run.ID)
+			ccancel()
 			if err == nil && cur.CancelRequested {
 				run.CancelRequested, cancelled = true, true
 				cancel(ErrCancelRequested)
 			}
+			if err != nil && lapses(time.Now()) {
+				return
+			}
 			continue
 		}
-		cur, err := w.store.RenewLease(ctx, lease, w.opts.Lease)
+		cur, err := w.store.RenewLease(cctx, lease, w.opts.Lease)
+		ccancel()
+		if err != nil && duet.ErrorCode(err) != duet.CodeLeaseLost && lapses(time.Now()) {
+			return
+		}
 		switch {
 		case duet.ErrorCode(err) == duet.CodeLeaseLost:
 			log.WarnContext(ctx, "lost the lease on a run; stopping it")
