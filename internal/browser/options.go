@@ -138,6 +138,14 @@ func findExec(path string) (string, error) {
 		"no Chromium executable found on PATH (looked for %s): %s", strings.Join(execNames, ", "), installHint)
 }
 
+// Executable returns the Chromium executable that a pool whose
+// Options.ExecPath is path starts: path looked up on PATH, or with an empty
+// path the first of the default names found, in either case through a
+// launcher script that would hide the browser's process.
+//
+// Errors: CodeBrowserUnavailable, with how to install Chromium.
+func Executable(path string) (string, error) { return findExec(path) }
+
 // launcherLine is the one command of a launcher script that runs a program
 // by its absolute path with the script's arguments, without exec.
 var launcherLine = regexp.MustCompile(`^(/[^\s"'$;&|<>()]+)\s+"\$@"$`)

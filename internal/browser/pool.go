@@ -555,7 +555,7 @@ func (p *Pool) run(b *process, execPath string) {
 		if proc := chromedp.FromContext(bctx).Browser.Process(); proc != nil {
 			pid = proc.Pid
 		}
-		p.log.Info("browser: process started", "browser", b.id, "pid", pid, "took", time.Since(begin).Round(time.Millisecond))
+		p.log.Info("browser: process started", "browser", b.id, "pid", pid, "exec", execPath, "took", time.Since(begin).Round(time.Millisecond))
 		p.holdPopups(b, bctx, b.hold)
 	} else if p.ctx.Err() == nil {
 		p.log.Error("browser: process failed to start", "browser", b.id, "exec", execPath, "err", err)

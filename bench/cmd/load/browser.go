@@ -7,6 +7,10 @@ import (
 	"os/exec"
 	"regexp"
 	"strconv"
+	"strings"
+
+	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/browser"
 )
 
 // What browserTable measured, for the goals (zero: not measured).
@@ -30,10 +34,16 @@ var browserRes struct {
 // modes back to back). Skipped without Chromium.
 func browserTable() {
 	fmt.Printf("\n## Browser cases (real Chromium; ratios from the same iterations, run back to back)\n\n")
-	if _, err := exec.LookPath("chromium"); err != nil && os.Getenv("DUET_CHROME_PATH") == "" {
-		fmt.Println("skipped: no Chromium (apt-get install -y chromium, or set DUET_CHROME_PATH)")
+	// The benchmarks' pools start the default executable (they read no
+	// DUET_CHROME_PATH). Which one matters: the headless shell costs about
+	// 0.6x the CPU per case of the full browser (docs/performance.md, part 12).
+	exe, err := browser.Executable("")
+	if err != nil {
+		fmt.Printf("skipped: %s\n", duet.ErrorMessage(err))
 		return
 	}
+	version, _ := exec.Command(exe, "--version").Output()
+	fmt.Printf("Browser: `%s` (%s)\n\n", exe, strings.TrimSpace(string(version)))
 	run := func(pkg, name, times string) []byte {
 		cmd := exec.Command("go", "test", pkg, "-run", "^$", "-bench", "^"+name+"$", "-benchtime", times)
 		cmd.Dir = *repo
