@@ -35,7 +35,8 @@ if [[ " $want " == *" browser "* ]]; then
   # (docs/performance.md, part 12). The full browser above stays: the
   # console's own browser tests walk it as a person's browser.
   if [ -z "${DUET_CHROME_PATH:-}" ] && ! command -v chromium-headless-shell >/dev/null; then
-    if apt-cache policy chromium-headless-shell 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+    policy=$(apt-cache policy chromium-headless-shell 2>/dev/null || true)
+    if [[ "$policy" == *"Candidate: "[0-9]* ]]; then
       echo "deps: installing Chromium's headless shell from the distribution's packages..." >&2
       sudo_ env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium-headless-shell >/dev/null
     else
