@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/chromedp/cdproto/accessibility"
 	"github.com/chromedp/cdproto/cdp"
@@ -305,42 +306,61 @@ func axString(v *accessibility.Value) string {
 // script runs the element script fn in the world with the look's query and
 // opts as its first two arguments (and the role candidates after them),
 // awaiting its promise, and decodes its result into out.
+//
+// The script goes to the page as a function whose text is the same on every
+// call of fn (scriptDecl), with the query and the options as its arguments:
+// V8 compiles a text it has seen once and keeps it, and a text that differs
+// (the options carry the time left, so every look's would) costs the renderer
+// a compilation of the ~18 KB of helpers each time — 2–5 ms of Chromium's
+// CPU a look, against about 1.3 ms for the whole call when the text repeats
+// (TestScriptTextIsTheSameOnEveryCall; docs/performance.md, part 13). The
+// function runs in the document's handle when the look has role candidates,
+// else in the world's execution context; a world whose context is not known
+// (or has just gone with a navigation) is asked with Runtime.evaluate, which
+// runs in the current document.
 func (s *Session) script(ctx context.Context, w *world, lk *look, fn string, opts any, out any) error {
+	qj, err := json.Marshal(lk.q)
+	if err != nil {
+		return err
+	}
+	oj, err := json.Marshal(opts)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := w.bound(ctx)
 	defer cancel()
-	_, err := chromedp.Run(ctx, func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+	_, err = chromedp.Run(ctx, func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
 		var (
 			res *runtime.RemoteObject
 			exc *runtime.ExceptionDetails
 		)
-		if len(lk.objs) == 0 {
-			expr, err := scriptCall(fn, lk.q, opts)
-			if err != nil {
+		p := runtime.CallFunctionOnParams{FunctionDeclaration: scriptDecl(fn), ReturnByValue: new(true), AwaitPromise: new(true)}
+		p.Arguments = []*runtime.CallArgument{{Value: qj}, {Value: oj}}
+		for _, o := range lk.objs {
+			p.Arguments = append(p.Arguments, &runtime.CallArgument{ObjectID: o})
+		}
+		guessed := false // the context is the one last seen for the target's frame
+		switch {
+		case len(lk.objs) > 0:
+			p.ObjectID = lk.doc
+		case w.id != 0:
+			p.ExecutionContextID = w.id
+		case w.ctxs != nil:
+			p.ExecutionContextID, guessed = w.ctxs.get(cdp.FrameID(t.TargetID))
+		}
+		ran := false
+		if p.ObjectID != "" || p.ExecutionContextID != 0 {
+			r, err := cdp.Call(ctx, t, runtime.CallFunctionOn, p)
+			switch {
+			case err == nil:
+				res, exc, ran = r.Result, r.ExceptionDetails, true
+			case !guessed || ctx.Err() != nil:
 				return chromedp.Void{}, err
 			}
+		}
+		if !ran {
 			r, err := cdp.Call(ctx, t, runtime.Evaluate, runtime.EvaluateParams{
-				Expression: expr, ContextID: w.id, ReturnByValue: new(true), AwaitPromise: new(true),
-			})
-			if err != nil {
-				return chromedp.Void{}, err
-			}
-			res, exc = r.Result, r.ExceptionDetails
-		} else {
-			qj, err := json.Marshal(lk.q)
-			if err != nil {
-				return chromedp.Void{}, err
-			}
-			oj, err := json.Marshal(opts)
-			if err != nil {
-				return chromedp.Void{}, err
-			}
-			args := []*runtime.CallArgument{{Value: qj}, {Value: oj}}
-			for _, o := range lk.objs {
-				args = append(args, &runtime.CallArgument{ObjectID: o})
-			}
-			r, err := cdp.Call(ctx, t, runtime.CallFunctionOn, runtime.CallFunctionOnParams{
-				FunctionDeclaration: "function (q, o, ...els) {\n" + jsPrelude + jsLocate + jsActions + "\nreturn (" + fn + ")(q, o, ...els);\n}",
-				ObjectID:            lk.doc, Arguments: args, ReturnByValue: new(true), AwaitPromise: new(true),
+				Expression: scriptCall(fn, qj, oj), ContextID: w.id, ReturnByValue: new(true), AwaitPromise: new(true),
 			})
 			if err != nil {
 				return chromedp.Void{}, err
@@ -358,16 +378,24 @@ func (s *Session) script(ctx context.Context, w *world, lk *look, fn string, opt
 	return err
 }
 
-// scriptCall is the expression that calls fn with the query and opts.
-func scriptCall(fn string, q *jsQuery, opts any) (string, error) {
-	qj, err := json.Marshal(q)
-	if err != nil {
-		return "", err
+// scriptDecls holds the declaration of each element script, made once.
+var scriptDecls sync.Map // fn → string
+
+// scriptDecl returns the function that runs element script fn after the
+// helpers, with the query, the options and the role candidates as its
+// arguments: one text for every call of fn.
+func scriptDecl(fn string) string {
+	if d, ok := scriptDecls.Load(fn); ok {
+		return d.(string)
 	}
-	oj, err := json.Marshal(opts)
-	if err != nil {
-		return "", err
-	}
+	d := "function (q, o, ...els) {\n" + jsPrelude + jsLocate + jsActions + "\nreturn (" + fn + ")(q, o, ...els);\n}"
+	scriptDecls.Store(fn, d)
+	return d
+}
+
+// scriptCall returns an expression that runs element script fn with the
+// query and options qj and oj (JSON), for Runtime.evaluate.
+func scriptCall(fn string, qj, oj []byte) string {
 	var b strings.Builder
 	b.WriteString("(() => {\n")
 	b.WriteString(jsPrelude)
@@ -380,7 +408,7 @@ func scriptCall(fn string, q *jsQuery, opts any) (string, error) {
 	b.WriteString(", ")
 	b.Write(oj)
 	b.WriteString(");\n})()")
-	return b.String(), nil
+	return b.String()
 }
 
 // match is one element a locator matched, as an ambiguity lists it.

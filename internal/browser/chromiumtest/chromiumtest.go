@@ -3,12 +3,15 @@
 // connections (--remote-debugging-port=0), with the switches of
 // browser.CommandLine (passed in, so that the browser package's own tests
 // can use this package). It also has a TCP proxy that a test can kill, to
-// cut the connection to a browser as an unplugged phone does.
+// cut the connection to a browser as an unplugged phone does, and that can
+// hand the test every DevTools message the client sends.
 package chromiumtest
 
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
+	"fmt"
 	"io"
 	"net"
 	"net/url"
@@ -152,7 +155,18 @@ type Proxy struct {
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
 	killed bool
+	sent   func(msg []byte)
 	wg     sync.WaitGroup
+}
+
+// Record hands sent each WebSocket message that a client sends through the
+// proxy from now on (each protocol command, as the browser reads it); it is
+// called from the proxy's goroutines, one message at a time per
+// connection. Plain HTTP requests before the upgrade are passed over.
+func (p *Proxy) Record(sent func(msg []byte)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.sent = sent
 }
 
 // NewProxy starts a proxy to target; the test's cleanup kills it.
@@ -190,8 +204,21 @@ func (p *Proxy) pipe(c net.Conn) {
 		}
 		return
 	}
+	p.mu.Lock()
+	sent := p.sent
+	p.mu.Unlock()
+	var from io.Reader = c
+	if sent != nil {
+		pr, pw := io.Pipe()
+		from = io.TeeReader(c, pw)
+		p.wg.Go(func() {
+			err := readMessages(bufio.NewReader(pr), sent)
+			pr.CloseWithError(err) // the tee's writes fail from now on: the copy ends
+		})
+		defer pw.Close()
+	}
 	var wg sync.WaitGroup
-	wg.Go(func() { io.Copy(u, c); u.Close() })
+	wg.Go(func() { io.Copy(u, from); u.Close() })
 	wg.Go(func() { io.Copy(c, u); c.Close() })
 	wg.Wait()
 }
@@ -218,6 +245,73 @@ func (p *Proxy) Kill() {
 	p.mu.Unlock()
 	p.ln.Close()
 	p.wg.Wait()
+}
+
+// readMessages reads what a client sends over one connection: HTTP
+// requests until one upgrades to WebSocket, then the frames of the
+// WebSocket, handing each whole message (unmasked) to sent.
+func readMessages(r *bufio.Reader, sent func([]byte)) error {
+	for upgraded := false; !upgraded; {
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				return err
+			}
+			if strings.HasPrefix(strings.ToLower(line), "upgrade:") && strings.Contains(strings.ToLower(line), "websocket") {
+				upgraded = true
+			}
+			if line == "\r\n" {
+				break
+			}
+		}
+	}
+	var msg []byte
+	for {
+		var h [2]byte
+		if _, err := io.ReadFull(r, h[:]); err != nil {
+			return err
+		}
+		n := uint64(h[1] & 0x7f)
+		switch n {
+		case 126:
+			var b [2]byte
+			if _, err := io.ReadFull(r, b[:]); err != nil {
+				return err
+			}
+			n = uint64(binary.BigEndian.Uint16(b[:]))
+		case 127:
+			var b [8]byte
+			if _, err := io.ReadFull(r, b[:]); err != nil {
+				return err
+			}
+			n = binary.BigEndian.Uint64(b[:])
+		}
+		if n > 1<<30 {
+			return fmt.Errorf("a WebSocket frame of %d bytes", n)
+		}
+		var mask [4]byte
+		if h[1]&0x80 != 0 {
+			if _, err := io.ReadFull(r, mask[:]); err != nil {
+				return err
+			}
+		}
+		payload := make([]byte, n)
+		if _, err := io.ReadFull(r, payload); err != nil {
+			return err
+		}
+		for i := range payload {
+			payload[i] ^= mask[i%4]
+		}
+		op := h[0] & 0x0f
+		if op >= 0x8 { // a control frame: close, ping, pong
+			continue
+		}
+		msg = append(msg, payload...)
+		if h[0]&0x80 != 0 { // the message's last frame
+			sent(msg)
+			msg = nil
+		}
+	}
 }
 
 // Port returns the proxy's port.
