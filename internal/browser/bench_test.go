@@ -2,6 +2,11 @@ package browser
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -140,4 +145,82 @@ func BenchmarkSessionOpen(b *testing.B) {
 		p.release(proc)
 	}
 	b.ReportMetric(float64(opening.Microseconds())/1e3/float64(b.N), "open-ms")
+}
+
+// BenchmarkLook measures one look for an element (a Text read) in a loaded
+// page, the locator the same on every look or a new one each time; and the
+// CPU of the browser's processes per look (chromium-cpu-ms/look, from
+// /proc). A look whose script text the page has seen before costs no
+// compilation (TestScriptTextIsTheSameOnEveryCall): "varied" costs about
+// what "same" does.
+//
+//	go test -run '^$' -bench BenchmarkLook -benchtime 400x ./internal/browser/
+func BenchmarkLook(b *testing.B) {
+	requireChromium(b)
+	site := newSite(b)
+	p := NewPool(Options{MaxBrowsers: 1})
+	defer p.Close()
+	s := newSession(b, p, "desktop")
+	ctx := b.Context()
+	if err := s.Open(ctx, site.URL+"/page2?step=1"); err != nil {
+		b.Fatal(err)
+	}
+	for _, varied := range []bool{false, true} {
+		name := map[bool]string{false: "same", true: "varied"}[varied]
+		b.Run(name, func(b *testing.B) {
+			before := treeCPU(os.Getpid())
+			for i := 0; b.Loop(); i++ {
+				sel := "#step"
+				if varied {
+					sel = fmt.Sprintf("#step, #%s%d", name, i)
+				}
+				if got, err := s.Text(ctx, sel); err != nil || got != "step 1" {
+					b.Fatalf("Text(%s) = %q, %v", sel, got, err)
+				}
+			}
+			used := treeCPU(os.Getpid()) - before
+			b.ReportMetric(float64(used.Microseconds())/1e3/float64(b.N), "chromium-cpu-ms/look")
+		})
+	}
+}
+
+// treeCPU returns the CPU time (user and system) that the processes below
+// root have used, as /proc tells of those alive now.
+func treeCPU(root int) time.Duration {
+	ents, _ := os.ReadDir("/proc")
+	parent := map[int]int{}
+	ticks := map[int]int64{}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(st)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:]) // state, ppid, ... utime is the 12th, stime the 13th
+		if len(f) < 13 {
+			continue
+		}
+		parent[pid], _ = strconv.Atoi(f[1])
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		k, _ := strconv.ParseInt(f[12], 10, 64)
+		ticks[pid] = u + k
+	}
+	var total int64
+	for pid, t := range ticks {
+		for q := parent[pid]; q > 1; q = parent[q] {
+			if q == root {
+				total += t
+				break
+			}
+		}
+	}
+	return time.Duration(total) * 10 * time.Millisecond // USER_HZ is 100 on Linux
 }

@@ -560,3 +560,86 @@ func (s *procSampler) since(mark map[int]procInfo) (cpu map[string]time.Duration
 	}
 	return cpu, started
 }
+
+// BenchmarkBrowserCaseShapes shares out the CPU of a browser case by what
+// it does: ten cases that open one page of the sample shop (the browser
+// context, the renderer it starts and the load), ten that open two, and
+// ten of BenchmarkBrowserSuite's cases (two pages and eleven element
+// steps), run one at a time in turns on one warm pool. <shape>-cpu-ms/case
+// is the CPU of the Go process and Chromium's per case, and
+// <shape>-<process>-ms/case the share of the renderers and the browser
+// process; the differences between the shapes are what a page and the
+// element steps cost.
+//
+//	go test -run '^$' -bench BenchmarkBrowserCaseShapes -benchtime 3x ./internal/engine/
+func BenchmarkBrowserCaseShapes(b *testing.B) {
+	requireBrowser(b)
+	shop, stop, err := sample.StartShop(context.Background(), "127.0.0.1:0", sample.NewOrders())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer stop()
+	db, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "duet.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	const cases = 10
+	shaped := func(name string, steps ...string) string {
+		var y strings.Builder
+		fmt.Fprintf(&y, "task: {name: %s, baseURL: %s}\ncases:\n", name, shop)
+		for i := range cases {
+			fmt.Fprintf(&y, "  - key: case-%d\n    title: case %d\n    steps:\n", i, i)
+			for _, s := range steps {
+				fmt.Fprintf(&y, "      - %s\n", s)
+			}
+		}
+		return y.String()
+	}
+	shapes := []string{"one-page", "two-pages", "suite-case"}
+	tasks := map[string]*duet.Task{
+		"one-page":   applyB(b, db, shaped("shape-one", "open: /login")),
+		"two-pages":  applyB(b, db, shaped("shape-two", "open: /login", "open: /order?orderId=A1001")),
+		"suite-case": applyB(b, db, shopSuite(shop, "shape-suite", cases)),
+	}
+	pool := browser.NewPool(browser.Options{Guard: &netguard.Policy{}})
+	defer pool.Close()
+	w := engine.NewWorker(db, engine.New(db, engine.Options{Browser: app.NewBrowser(pool), Parallel: 1}), engine.WorkerOptions{})
+	sampler := newProcSampler(os.Getpid())
+	defer sampler.stop()
+	cpu := map[string]map[string]time.Duration{}
+	runOnce := func(shape string) map[string]time.Duration {
+		run := createRun(b, db, tasks[shape])
+		before := sampler.mark()
+		if ok, err := w.ExecuteRun(b.Context(), run.ID); !ok || err != nil {
+			b.Fatalf("ExecuteRun: %v, %v", ok, err)
+		}
+		shares, _ := sampler.since(before)
+		if final, err := db.FindRunByID(b.Context(), "", run.ID); err != nil || final.Status != duet.StatusPassed {
+			b.Fatalf("run of %s: got %v, %v; want passed", shape, final.Status, err)
+		}
+		return shares
+	}
+	for _, shape := range shapes {
+		runOnce(shape) // warm: the browser is started, the pages cached
+		cpu[shape] = map[string]time.Duration{}
+	}
+	for b.Loop() {
+		for _, shape := range shapes {
+			for k, d := range runOnce(shape) {
+				cpu[shape][k] += d
+			}
+		}
+	}
+	per := float64(b.N * cases)
+	for _, shape := range shapes {
+		var total time.Duration
+		for _, d := range cpu[shape] {
+			total += d
+		}
+		b.ReportMetric(float64(total.Microseconds())/1e3/per, shape+"-cpu-ms/case")
+		for _, k := range []string{"renderer", "browser"} {
+			b.ReportMetric(float64(cpu[shape][k].Microseconds())/1e3/per, shape+"-"+k+"-ms/case")
+		}
+	}
+}
