@@ -150,9 +150,9 @@ func BenchmarkSessionOpen(b *testing.B) {
 // BenchmarkLook measures one look for an element (a Text read) in a loaded
 // page, the locator the same on every look or a new one each time; and the
 // CPU of the browser's processes per look (chromium-cpu-ms/look, from
-// /proc). A look whose script text the page has seen before costs no
-// compilation (TestScriptTextIsTheSameOnEveryCall): "varied" costs about
-// what "same" does.
+// /proc). The element script reaches the page's context once, and each
+// look calls it by its handle (TestElementScriptsGoToAContextOnce):
+// "varied" costs what "same" does.
 //
 //	go test -run '^$' -bench BenchmarkLook -benchtime 400x ./internal/browser/
 func BenchmarkLook(b *testing.B) {

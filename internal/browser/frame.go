@@ -23,11 +23,21 @@ import (
 type contexts struct {
 	mu      sync.Mutex
 	byFrame map[cdp.FrameID]runtime.ExecutionContextID
-	frameOf map[string]cdp.FrameID // unique context id → frame
+	frameOf map[string]cdp.FrameID                // unique context id → frame
+	idOf    map[string]runtime.ExecutionContextID // unique context id → id
+	// scripts holds, by context, the handles of the element scripts made
+	// in it (script.go, scriptIn): a function object each, held in the
+	// object group scriptGroup until the context goes.
+	scripts map[runtime.ExecutionContextID]map[string]runtime.RemoteObjectID
 }
 
 func newContexts() *contexts {
-	return &contexts{byFrame: map[cdp.FrameID]runtime.ExecutionContextID{}, frameOf: map[string]cdp.FrameID{}}
+	return &contexts{
+		byFrame: map[cdp.FrameID]runtime.ExecutionContextID{},
+		frameOf: map[string]cdp.FrameID{},
+		idOf:    map[string]runtime.ExecutionContextID{},
+		scripts: map[runtime.ExecutionContextID]map[string]runtime.RemoteObjectID{},
+	}
 }
 
 // listen is the target's listener: it runs on the goroutine that reads the
@@ -45,9 +55,14 @@ func (x *contexts) listen(ev any) {
 		x.mu.Lock()
 		x.byFrame[aux.FrameID] = ev.Context.ID
 		x.frameOf[ev.Context.UniqueID] = aux.FrameID
+		x.idOf[ev.Context.UniqueID] = ev.Context.ID
 		x.mu.Unlock()
 	case *runtime.EventExecutionContextDestroyed:
 		x.mu.Lock()
+		if id, ok := x.idOf[ev.ExecutionContextUniqueID]; ok {
+			delete(x.idOf, ev.ExecutionContextUniqueID)
+			delete(x.scripts, id)
+		}
 		if f, ok := x.frameOf[ev.ExecutionContextUniqueID]; ok {
 			delete(x.frameOf, ev.ExecutionContextUniqueID)
 			delete(x.byFrame, f)
@@ -57,6 +72,8 @@ func (x *contexts) listen(ev any) {
 		x.mu.Lock()
 		clear(x.byFrame)
 		clear(x.frameOf)
+		clear(x.idOf)
+		clear(x.scripts)
 		x.mu.Unlock()
 	}
 }
@@ -66,6 +83,28 @@ func (x *contexts) get(f cdp.FrameID) (runtime.ExecutionContextID, bool) {
 	defer x.mu.Unlock()
 	id, ok := x.byFrame[f]
 	return id, ok
+}
+
+// script returns the handle of element script fn made in context id, or "".
+func (x *contexts) script(id runtime.ExecutionContextID, fn string) runtime.RemoteObjectID {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.scripts[id][fn]
+}
+
+// setScript notes (or, with "", forgets) the handle of element script fn
+// in context id.
+func (x *contexts) setScript(id runtime.ExecutionContextID, fn string, h runtime.RemoteObjectID) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if h == "" {
+		delete(x.scripts[id], fn)
+		return
+	}
+	if x.scripts[id] == nil {
+		x.scripts[id] = map[string]runtime.RemoteObjectID{}
+	}
+	x.scripts[id][fn] = h
 }
 
 // frameLevel is one iframe of a frame scope, as the world of a call found

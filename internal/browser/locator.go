@@ -307,17 +307,19 @@ func axString(v *accessibility.Value) string {
 // opts as its first two arguments (and the role candidates after them),
 // awaiting its promise, and decodes its result into out.
 //
-// The script goes to the page as a function whose text is the same on every
-// call of fn (scriptDecl), with the query and the options as its arguments:
-// V8 compiles a text it has seen once and keeps it, and a text that differs
-// (the options carry the time left, so every look's would) costs the renderer
-// a compilation of the ~18 KB of helpers each time — 2–5 ms of Chromium's
-// CPU a look, against about 1.3 ms for the whole call when the text repeats
-// (TestScriptTextIsTheSameOnEveryCall; docs/performance.md, part 13). The
-// function runs in the document's handle when the look has role candidates,
-// else in the world's execution context; a world whose context is not known
-// (or has just gone with a navigation) is asked with Runtime.evaluate, which
-// runs in the current document.
+// The script's ~18 KB (its helpers: the locator's resolution, the
+// actionability checks) go to each execution context once: the first look
+// in a context makes the script a function object there, held by a handle
+// (scriptIn), and every look after it calls that function with the query
+// and the options as arguments, in a call of a few bytes. A script sent
+// with each look cost Chromium a compilation when its text differed (the
+// options carry the time left, so every look's did: 2–5 ms of CPU) and
+// about 0.8 ms to take in and look up when it did not
+// (TestElementScriptsGoToAContextOnce; BenchmarkLook; docs/performance.md,
+// part 13). A world whose context is not known, or whose context has just
+// gone with a navigation, is asked the old way: the whole script, on the
+// document's handle when the look has role candidates, else with
+// Runtime.evaluate, which runs in the current document.
 func (s *Session) script(ctx context.Context, w *world, lk *look, fn string, opts any, out any) error {
 	qj, err := json.Marshal(lk.q)
 	if err != nil {
@@ -327,38 +329,29 @@ func (s *Session) script(ctx context.Context, w *world, lk *look, fn string, opt
 	if err != nil {
 		return err
 	}
+	args := []*runtime.CallArgument{{Value: qj}, {Value: oj}}
+	for _, o := range lk.objs {
+		args = append(args, &runtime.CallArgument{ObjectID: o})
+	}
 	ctx, cancel := w.bound(ctx)
 	defer cancel()
 	_, err = chromedp.Run(ctx, func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
-		var (
-			res *runtime.RemoteObject
-			exc *runtime.ExceptionDetails
-		)
-		p := runtime.CallFunctionOnParams{FunctionDeclaration: scriptDecl(fn), ReturnByValue: new(true), AwaitPromise: new(true)}
-		p.Arguments = []*runtime.CallArgument{{Value: qj}, {Value: oj}}
-		for _, o := range lk.objs {
-			p.Arguments = append(p.Arguments, &runtime.CallArgument{ObjectID: o})
-		}
-		guessed := false // the context is the one last seen for the target's frame
+		res, exc, err := s.scriptIn(ctx, t, w, fn, args)
 		switch {
-		case len(lk.objs) > 0:
-			p.ObjectID = lk.doc
-		case w.id != 0:
-			p.ExecutionContextID = w.id
-		case w.ctxs != nil:
-			p.ExecutionContextID, guessed = w.ctxs.get(cdp.FrameID(t.TargetID))
-		}
-		ran := false
-		if p.ObjectID != "" || p.ExecutionContextID != 0 {
-			r, err := cdp.Call(ctx, t, runtime.CallFunctionOn, p)
-			switch {
-			case err == nil:
-				res, exc, ran = r.Result, r.ExceptionDetails, true
-			case !guessed || ctx.Err() != nil:
-				return chromedp.Void{}, err
+		case err != nil && ctx.Err() != nil:
+			return chromedp.Void{}, err
+		case err != nil || (res == nil && exc == nil):
+			// No handle: the whole script, as before.
+			if len(lk.objs) > 0 {
+				r, err := cdp.Call(ctx, t, runtime.CallFunctionOn, runtime.CallFunctionOnParams{
+					FunctionDeclaration: scriptDecl(fn), ObjectID: lk.doc, Arguments: args, ReturnByValue: new(true), AwaitPromise: new(true),
+				})
+				if err != nil {
+					return chromedp.Void{}, err
+				}
+				res, exc = r.Result, r.ExceptionDetails
+				break
 			}
-		}
-		if !ran {
 			r, err := cdp.Call(ctx, t, runtime.Evaluate, runtime.EvaluateParams{
 				Expression: scriptCall(fn, qj, oj), ContextID: w.id, ReturnByValue: new(true), AwaitPromise: new(true),
 			})
@@ -376,6 +369,55 @@ func (s *Session) script(ctx context.Context, w *world, lk *look, fn string, opt
 		return chromedp.Void{}, json.Unmarshal(res.Value, out)
 	})
 	return err
+}
+
+// scriptGroup holds the handles of the element scripts made in a context;
+// they go with it.
+const scriptGroup = "duet-scripts"
+
+// callScript calls the function its handle is (this) with the arguments of
+// the call.
+const callScript = "function (...args) { return this(...args); }"
+
+// scriptIn calls element script fn with args through its handle in w's
+// execution context, making it there first when the context has none.
+// With no context known (nothing returned, no error) or an error (a handle
+// or a context gone), the caller sends the whole script instead.
+func (s *Session) scriptIn(ctx context.Context, t *chromedp.Target, w *world, fn string, args []*runtime.CallArgument) (*runtime.RemoteObject, *runtime.ExceptionDetails, error) {
+	if w.ctxs == nil {
+		return nil, nil, nil
+	}
+	id, ok := w.id, w.id != 0
+	if !ok {
+		// The target's page world: the default context of its frame, as
+		// the last executionContextCreated of the frame said.
+		if id, ok = w.ctxs.get(cdp.FrameID(t.TargetID)); !ok {
+			return nil, nil, nil
+		}
+	}
+	h := w.ctxs.script(id, fn)
+	if h == "" {
+		r, err := cdp.Call(ctx, t, runtime.Evaluate, runtime.EvaluateParams{Expression: "(" + scriptDecl(fn) + ")", ContextID: id, ObjectGroup: scriptGroup})
+		if err != nil {
+			return nil, nil, err
+		}
+		if r.ExceptionDetails != nil {
+			return nil, r.ExceptionDetails, nil
+		}
+		if r.Result == nil || r.Result.ObjectID == "" {
+			return nil, nil, errors.New("the script made no function")
+		}
+		h = r.Result.ObjectID
+		w.ctxs.setScript(id, fn, h)
+	}
+	r, err := cdp.Call(ctx, t, runtime.CallFunctionOn, runtime.CallFunctionOnParams{
+		FunctionDeclaration: callScript, ObjectID: h, Arguments: args, ReturnByValue: new(true), AwaitPromise: new(true),
+	})
+	if err != nil {
+		w.ctxs.setScript(id, fn, "") // gone, or not of this context: made anew next time
+		return nil, nil, err
+	}
+	return r.Result, r.ExceptionDetails, nil
 }
 
 // scriptDecls holds the declaration of each element script, made once.
