@@ -1,13 +1,11 @@
 package engine_test
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/duet-test/duet"
-	"github.com/duet-test/duet/internal/sample"
 )
 
 // TestAccessibilityAndSpeed: on the sample shop, the planted accessibility
@@ -18,11 +16,7 @@ import (
 // the run for the trends.
 func TestAccessibilityAndSpeed(t *testing.T) {
 	t.Parallel()
-	shopURL, stop, err := sample.StartShop(context.Background(), "127.0.0.1:0", sample.NewOrders())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
+	shopURL := startShop(t)
 	db := openStore(t)
 	// The 3m step timeouts are budgets a loaded machine meets under -race,
 	// not claims of speed.

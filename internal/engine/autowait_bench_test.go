@@ -1,10 +1,8 @@
 package engine_test
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,8 +12,6 @@ import (
 	"github.com/duet-test/duet/internal/browser"
 	"github.com/duet-test/duet/internal/engine"
 	"github.com/duet-test/duet/internal/netguard"
-	"github.com/duet-test/duet/internal/sample"
-	"github.com/duet-test/duet/internal/sqlite"
 )
 
 // BenchmarkAutoWait is issue 27's before and after: the 20-case sign-in
@@ -30,16 +26,8 @@ import (
 // the CPU of the process tree (Go and Chromium) per case.
 func BenchmarkAutoWait(b *testing.B) {
 	requireBrowser(b)
-	shop, stop, err := sample.StartShop(context.Background(), "127.0.0.1:0", sample.NewOrders())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer stop()
-	db, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "duet.db"), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
+	shop := startShop(b)
+	db := openStore(b)
 	var suite strings.Builder
 	fmt.Fprintf(&suite, "task: {name: aw-bench, baseURL: %s}\ncases:\n", shop)
 	for i := range 20 {

@@ -1,14 +1,12 @@
 package engine_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/duet-test/duet"
-	"github.com/duet-test/duet/internal/sample"
 )
 
 // TestVisualComparison: the first run records a baseline that awaits
@@ -19,11 +17,7 @@ import (
 // whom the task is shared, compares against baselines of his own.
 func TestVisualComparison(t *testing.T) {
 	t.Parallel()
-	shopURL, stop, err := sample.StartShop(context.Background(), "127.0.0.1:0", sample.NewOrders())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
+	shopURL := startShop(t)
 	db := openStore(t)
 	// The 3m step timeouts are budgets a loaded machine meets under -race
 	// (a comparison decodes and compares two viewport PNGs), not claims.

@@ -15,17 +15,30 @@ import (
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/compiler"
 	"github.com/duet-test/duet/internal/engine"
+	"github.com/duet-test/duet/internal/sample"
 	"github.com/duet-test/duet/internal/sqlite"
 )
 
-func openStore(t *testing.T) *sqlite.DB {
-	t.Helper()
-	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "duet.db"), nil)
+func openStore(tb testing.TB) *sqlite.DB {
+	tb.Helper()
+	db, err := sqlite.Open(tb.Context(), filepath.Join(tb.TempDir(), "duet.db"), nil)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
+	tb.Cleanup(func() { db.Close() })
 	return db
+}
+
+// startShop starts the sample shop with its orders for the test, and
+// returns its URL.
+func startShop(tb testing.TB) string {
+	tb.Helper()
+	url, stop, err := sample.StartShop(context.Background(), "127.0.0.1:0", sample.NewOrders())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(stop)
+	return url
 }
 
 // api is a small JSON API to test http steps against.

@@ -1,11 +1,9 @@
 package engine_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/duet-test/duet"
-	"github.com/duet-test/duet/internal/sample"
 )
 
 // TestFlakyInBrowser: in headless Chromium, the sample shop's flaky element
@@ -21,11 +19,7 @@ import (
 // and the case ends failed instead of flaky).
 func TestFlakyInBrowser(t *testing.T) {
 	t.Parallel()
-	shopURL, stop, err := sample.StartShop(context.Background(), "127.0.0.1:0", sample.NewOrders())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
+	shopURL := startShop(t)
 	db := openStore(t)
 	res := apply(t, db, "alice", `task:
   name: flaky shop

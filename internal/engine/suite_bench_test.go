@@ -2,11 +2,9 @@ package engine_test
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,8 +17,6 @@ import (
 	"github.com/duet-test/duet/internal/browser"
 	"github.com/duet-test/duet/internal/engine"
 	"github.com/duet-test/duet/internal/netguard"
-	"github.com/duet-test/duet/internal/sample"
-	"github.com/duet-test/duet/internal/sqlite"
 	"github.com/duet-test/duet/internal/trace"
 )
 
@@ -47,16 +43,8 @@ import (
 //	go test -run '^$' -bench BenchmarkBrowserSuite -benchtime 3x ./internal/engine/
 func BenchmarkBrowserSuite(b *testing.B) {
 	requireBrowser(b)
-	shop, stop, err := sample.StartShop(context.Background(), "127.0.0.1:0", sample.NewOrders())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer stop()
-	db, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "duet.db"), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
+	shop := startShop(b)
+	db := openStore(b)
 	const cases = suiteCases
 	task := applyB(b, db, benchSuite(shop))
 	// The guard of a server: loopback is refused but for the task's base
@@ -255,16 +243,8 @@ func BenchmarkBrowserCaseCPU(b *testing.B) {
 			variants = append(variants, flags)
 		}
 	}
-	shop, stop, err := sample.StartShop(context.Background(), "127.0.0.1:0", sample.NewOrders())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer stop()
-	db, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "duet.db"), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
+	shop := startShop(b)
+	db := openStore(b)
 	task := applyB(b, db, benchSuite(shop))
 	warm := applyB(b, db, shopSuite(shop, "suite-warm", 2))
 	workers := make([]*engine.Worker, len(variants))
@@ -574,16 +554,8 @@ func (s *procSampler) since(mark map[int]procInfo) (cpu map[string]time.Duration
 //	go test -run '^$' -bench BenchmarkBrowserCaseShapes -benchtime 3x ./internal/engine/
 func BenchmarkBrowserCaseShapes(b *testing.B) {
 	requireBrowser(b)
-	shop, stop, err := sample.StartShop(context.Background(), "127.0.0.1:0", sample.NewOrders())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer stop()
-	db, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "duet.db"), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
+	shop := startShop(b)
+	db := openStore(b)
 	const cases = 10
 	shaped := func(name string, steps ...string) string {
 		var y strings.Builder

@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"context"
 	"fmt"
 	"io/fs"
 	"os"
@@ -16,8 +15,6 @@ import (
 	"github.com/duet-test/duet/internal/artifact"
 	"github.com/duet-test/duet/internal/browser"
 	"github.com/duet-test/duet/internal/engine"
-	"github.com/duet-test/duet/internal/sample"
-	"github.com/duet-test/duet/internal/sqlite"
 	"github.com/duet-test/duet/internal/trace"
 )
 
@@ -39,16 +36,8 @@ import (
 //	go test -run '^$' -bench BenchmarkTraceCost -benchtime 5x ./internal/engine/
 func BenchmarkTraceCost(b *testing.B) {
 	requireBrowser(b)
-	shopURL, stop, err := sample.StartShop(context.Background(), "127.0.0.1:0", sample.NewOrders())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer stop()
-	db, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "duet.db"), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
+	shopURL := startShop(b)
+	db := openStore(b)
 	const cases = 20
 	var suite strings.Builder
 	fmt.Fprintf(&suite, "task: {name: traced, baseURL: %s}\ncases:\n", shopURL)

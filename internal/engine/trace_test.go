@@ -10,7 +10,6 @@ import (
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/artifact"
 	"github.com/duet-test/duet/internal/engine"
-	"github.com/duet-test/duet/internal/sample"
 	"github.com/duet-test/duet/internal/sqlite"
 	"github.com/duet-test/duet/internal/trace"
 )
@@ -43,11 +42,7 @@ cases:
 // always: then the click has its screenshots before and after.
 func TestTrace(t *testing.T) {
 	t.Parallel()
-	shopURL, stop, err := sample.StartShop(context.Background(), "127.0.0.1:0", sample.NewOrders())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
+	shopURL := startShop(t)
 	db := openStore(t)
 	res := apply(t, db, "alice", strings.Replace(traceSuite, "%s", shopURL, 1))
 	opts, arts := browserEngine(t, nil)
