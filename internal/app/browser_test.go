@@ -15,7 +15,7 @@ import (
 	"github.com/duet-test/duet/internal/compiler"
 	"github.com/duet-test/duet/internal/config"
 	"github.com/duet-test/duet/internal/engine/browsertest"
-	"github.com/duet-test/duet/internal/sample"
+	"github.com/duet-test/duet/internal/sample/sampletest"
 )
 
 // TestChromiumDriver checks the Chromium driver against the contract every
@@ -56,11 +56,7 @@ func TestNoChromium(t *testing.T) {
 	t.Parallel()
 	a := openAppEnv(t, map[string]string{"DUET_CHROME_PATH": "/nonexistent/duet-test-chromium", "DUET_LOG_LEVEL": "error"})
 	ctx := t.Context()
-	shop, stop, err := sample.StartShop(context.Background(), "127.0.0.1:0", sample.NewOrders())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
+	shop := sampletest.Shop(t)
 	suite, err := compiler.CompileSuite(ctx, []byte(`
 task: {name: shop, baseURL: `+shop+`, device: pixel-7}
 cases:

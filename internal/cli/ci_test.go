@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/duet-test/duet/internal/sample"
+	"github.com/duet-test/duet/internal/sample/sampletest"
 )
 
 // TestRunExitCodes: `duet run --wait` as a CI job runs it, real runs end to
@@ -18,7 +19,7 @@ import (
 func TestRunExitCodes(t *testing.T) {
 	t.Parallel()
 	h := newHome(t)
-	shop := startShop(t)
+	shop := sampletest.Shop(t)
 	h.apply(`
 task: {name: api, baseURL: ` + shop + `}
 cases:

@@ -15,6 +15,7 @@ import (
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/browser"
 	"github.com/duet-test/duet/internal/browser/chromiumtest"
+	"github.com/duet-test/duet/internal/sample/sampletest"
 	"github.com/duet-test/duet/internal/sqlite"
 )
 
@@ -132,7 +133,7 @@ func TestDeviceListAndRun(t *testing.T) {
 	}
 
 	h.apply(`
-task: {name: shop, baseURL: ` + startShop(t) + `}
+task: {name: shop, baseURL: ` + sampletest.Shop(t) + `}
 cases:
   - title: The order page on the phone
     steps:

@@ -10,6 +10,7 @@ import (
 
 	"github.com/duet-test/duet/internal/browser"
 	"github.com/duet-test/duet/internal/browser/chromiumtest"
+	"github.com/duet-test/duet/internal/sample/sampletest"
 )
 
 // TestEverythingExample runs examples/everything.yaml — every feature of
@@ -37,7 +38,7 @@ func TestEverythingExample(t *testing.T) {
 
 func runEverything(t *testing.T, h *duetHome) {
 	t.Helper()
-	shop := startShop(t)
+	shop := sampletest.Shop(t)
 	examples := filepath.Join("..", "..", "examples")
 	h.vaultSet("SHOP_PASSWORD", "pw-from-the-vault")
 	h.must(0, "asset", "add", "flow", "order-status", "-f", filepath.Join(examples, "assets", "order-status.yaml"))

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/duet-test/duet/internal/sample/sampletest"
 	"github.com/duet-test/duet/internal/trace"
 )
 
@@ -21,7 +22,7 @@ func TestReportTraceAndGC(t *testing.T) {
 	requireBrowser(t)
 	h := newHome(t)
 	h.apply(`
-task: {name: traced, baseURL: ` + startShop(t) + `, sharedWith: [bob]}
+task: {name: traced, baseURL: ` + sampletest.Shop(t) + `, sharedWith: [bob]}
 cases:
   - key: loads
     title: Orders load
@@ -99,7 +100,7 @@ cases:
 func TestBaselineCommands(t *testing.T) {
 	t.Parallel()
 	requireBrowser(t)
-	shop := startShop(t)
+	shop := sampletest.Shop(t)
 	h := newHome(t)
 	// Budgets a loaded machine meets under -race (a comparison decodes and
 	// compares two viewport PNGs), not claims of speed.

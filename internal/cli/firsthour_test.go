@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/duet-test/duet/internal/closedport"
+	"github.com/duet-test/duet/internal/sample/sampletest"
 )
 
 // These tests pin what a new user met in the first hour (issue 18): the
@@ -119,7 +120,7 @@ func TestRunHintWorksWhenPasted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(suite, []byte(strings.ReplaceAll(string(src), "http://127.0.0.1:8431", startShop(t))), 0o600); err != nil {
+	if err := os.WriteFile(suite, []byte(strings.ReplaceAll(string(src), "http://127.0.0.1:8431", sampletest.Shop(t))), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	h.must(0, "apply", "-f", suite, "--as", "alice")
@@ -348,7 +349,7 @@ func TestFailedAssertionShowsValues(t *testing.T) {
 	t.Parallel()
 	h := osUserHome(t)
 	h.apply(`
-task: {name: status-check, baseURL: ` + startShop(t) + `}
+task: {name: status-check, baseURL: ` + sampletest.Shop(t) + `}
 cases:
   - key: shipped
     title: A1001 has shipped

@@ -9,6 +9,7 @@ import (
 
 	"github.com/duet-test/duet/internal/llm"
 	"github.com/duet-test/duet/internal/llm/llmtest"
+	"github.com/duet-test/duet/internal/sample/sampletest"
 )
 
 // TestCaseFreezeAndPlans: after a run of a case with an aiTap step, `duet
@@ -43,7 +44,7 @@ func TestCaseFreezeAndPlans(t *testing.T) {
 	srv := llmtest.New(t, turns...)
 	suite := filepath.Join(t.TempDir(), "suite.yaml")
 	os.WriteFile(suite, []byte(`
-task: {name: frozen, baseURL: `+startShop(t)+`}
+task: {name: frozen, baseURL: `+sampletest.Shop(t)+`}
 cases:
   - key: sub
     title: subscribes

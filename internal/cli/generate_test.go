@@ -17,7 +17,7 @@ import (
 	"github.com/duet-test/duet/internal/cli"
 	"github.com/duet-test/duet/internal/llm"
 	"github.com/duet-test/duet/internal/llm/llmtest"
-	"github.com/duet-test/duet/internal/sample"
+	"github.com/duet-test/duet/internal/sample/sampletest"
 )
 
 // duetCLI runs the duet command line in-process with an environment.
@@ -63,11 +63,7 @@ func chromium() bool {
 // a case), and `duet run` passes the draft it saved.
 func TestGenerateThenRun(t *testing.T) {
 	t.Parallel()
-	shopURL, stop, err := sample.StartShop(context.Background(), "127.0.0.1:0", sample.NewOrders())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
+	shopURL := sampletest.Shop(t)
 	browser := chromium()
 
 	const yamlCase = `title: Order A1002 can be read through the shop API

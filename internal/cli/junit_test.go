@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/duet-test/duet/internal/sample/sampletest"
 )
 
 // TestRunJUnitAttachments: `duet run --junit FILE` writes, beside FILE,
@@ -17,7 +19,7 @@ func TestRunJUnitAttachments(t *testing.T) {
 	requireBrowser(t)
 	suite := filepath.Join(t.TempDir(), "suite.yaml")
 	os.WriteFile(suite, []byte(`
-task: {name: attached, baseURL: `+startShop(t)+`}
+task: {name: attached, baseURL: `+sampletest.Shop(t)+`}
 cases:
   - key: loads
     title: Orders load

@@ -8,6 +8,7 @@ import (
 
 	"github.com/duet-test/duet/internal/browser"
 	"github.com/duet-test/duet/internal/browser/chromiumtest"
+	"github.com/duet-test/duet/internal/sample/sampletest"
 )
 
 // TestLabExample applies examples/lab.yaml — every locator, action and
@@ -33,7 +34,7 @@ func TestLabExampleRemoteBrowser(t *testing.T) {
 
 func runLab(t *testing.T, h *duetHome) {
 	t.Helper()
-	shop := startShop(t)
+	shop := sampletest.Shop(t)
 	h.must(0, "apply", "-f", filepath.Join("..", "..", "examples", "lab.yaml"), "--base-url", shop)
 	code, out, errOut := h.duet(t.Context(), "run", "lab")
 	if code != 0 || !strings.Contains(out, "PASSED: 8 passed") {

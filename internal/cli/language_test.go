@@ -1,7 +1,6 @@
 package cli_test
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"os"
@@ -12,7 +11,7 @@ import (
 	"github.com/duet-test/duet/internal/browser"
 	"github.com/duet-test/duet/internal/browser/chromiumtest"
 	"github.com/duet-test/duet/internal/cli"
-	"github.com/duet-test/duet/internal/sample"
+	"github.com/duet-test/duet/internal/sample/sampletest"
 )
 
 // vaultSet runs `duet vault set NAME` with value on standard input.
@@ -39,11 +38,7 @@ func (h *duetHome) vaultSet(name, value string) {
 func TestFlowsExample(t *testing.T) {
 	t.Parallel()
 	requireBrowser(t)
-	shop, stop, err := sample.StartShop(context.Background(), "127.0.0.1:0", sample.NewOrders())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
+	shop := sampletest.Shop(t)
 	h := newHome(t)
 	h.vaultSet("SHOP_PASSWORD", "pw-from-the-vault")
 	if out := h.must(0, "vault", "list"); !strings.Contains(out, "SHOP_PASSWORD") || strings.Contains(out, "pw-from-the-vault") {
@@ -98,11 +93,7 @@ func TestFlowsExample(t *testing.T) {
 // applied.
 func TestFlowAsset(t *testing.T) {
 	t.Parallel()
-	shop, stop, err := sample.StartShop(context.Background(), "127.0.0.1:0", sample.NewOrders())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
+	shop := sampletest.Shop(t)
 	h := newHome(t)
 	dir := t.TempDir()
 	write := func(name, body string) string {

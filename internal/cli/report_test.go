@@ -18,7 +18,7 @@ import (
 	"github.com/duet-test/duet/internal/browser"
 	"github.com/duet-test/duet/internal/cli"
 	"github.com/duet-test/duet/internal/report"
-	"github.com/duet-test/duet/internal/sample"
+	"github.com/duet-test/duet/internal/sample/sampletest"
 )
 
 // These tests drive the duet command as a user does, in real Chromium
@@ -98,16 +98,6 @@ func (h *duetHome) apply(suite string) {
 	h.must(0, "apply", "-f", file)
 }
 
-func startShop(t *testing.T) string {
-	t.Helper()
-	url, stop, err := sample.StartShop(context.Background(), "127.0.0.1:0", sample.NewOrders())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
-	return url
-}
-
 var runIDRe = regexp.MustCompile(`run (run_[0-9a-z]+) started`)
 
 func TestReportEndToEnd(t *testing.T) {
@@ -118,7 +108,7 @@ func TestReportEndToEnd(t *testing.T) {
 	// 5s is the budget for that read on a loaded machine (with 1s the step
 	// could end in a timeout before reading, not in ASSERTION_FAILED).
 	h.apply(`
-task: {name: web-shop, baseURL: ` + startShop(t) + `, device: iphone-15}
+task: {name: web-shop, baseURL: ` + sampletest.Shop(t) + `, device: iphone-15}
 cases:
   - key: status
     title: The order page shows the paid status
@@ -211,7 +201,7 @@ func TestRunCancelEndToEnd(t *testing.T) {
 	requireBrowser(t)
 	h := newHome(t)
 	h.apply(`
-task: {name: slow-shop, baseURL: ` + startShop(t) + `}
+task: {name: slow-shop, baseURL: ` + sampletest.Shop(t) + `}
 cases:
   - key: forever
     title: Waits for a text that never comes

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/sample/sampletest"
 )
 
 // TestAccessibilityAndSpeed: on the sample shop, the planted accessibility
@@ -16,7 +17,7 @@ import (
 // the run for the trends.
 func TestAccessibilityAndSpeed(t *testing.T) {
 	t.Parallel()
-	shopURL := startShop(t)
+	shopURL := sampletest.Shop(t)
 	db := openStore(t)
 	// The 3m step timeouts are budgets a loaded machine meets under -race,
 	// not claims of speed.

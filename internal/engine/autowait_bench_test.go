@@ -12,6 +12,7 @@ import (
 	"github.com/duet-test/duet/internal/browser"
 	"github.com/duet-test/duet/internal/engine"
 	"github.com/duet-test/duet/internal/netguard"
+	"github.com/duet-test/duet/internal/sample/sampletest"
 )
 
 // BenchmarkAutoWait is issue 27's before and after: the 20-case sign-in
@@ -26,7 +27,7 @@ import (
 // the CPU of the process tree (Go and Chromium) per case.
 func BenchmarkAutoWait(b *testing.B) {
 	requireBrowser(b)
-	shop := startShop(b)
+	shop := sampletest.Shop(b)
 	db := openStore(b)
 	var suite strings.Builder
 	fmt.Fprintf(&suite, "task: {name: aw-bench, baseURL: %s}\ncases:\n", shop)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/sample/sampletest"
 )
 
 // TestVisualComparison: the first run records a baseline that awaits
@@ -17,7 +18,7 @@ import (
 // whom the task is shared, compares against baselines of his own.
 func TestVisualComparison(t *testing.T) {
 	t.Parallel()
-	shopURL := startShop(t)
+	shopURL := sampletest.Shop(t)
 	db := openStore(t)
 	// The 3m step timeouts are budgets a loaded machine meets under -race
 	// (a comparison decodes and compares two viewport PNGs), not claims.

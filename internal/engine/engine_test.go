@@ -15,7 +15,6 @@ import (
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/compiler"
 	"github.com/duet-test/duet/internal/engine"
-	"github.com/duet-test/duet/internal/sample"
 	"github.com/duet-test/duet/internal/sqlite"
 )
 
@@ -27,18 +26,6 @@ func openStore(tb testing.TB) *sqlite.DB {
 	}
 	tb.Cleanup(func() { db.Close() })
 	return db
-}
-
-// startShop starts the sample shop with its orders for the test, and
-// returns its URL.
-func startShop(tb testing.TB) string {
-	tb.Helper()
-	url, stop, err := sample.StartShop(context.Background(), "127.0.0.1:0", sample.NewOrders())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(stop)
-	return url
 }
 
 // api is a small JSON API to test http steps against.

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/sample/sampletest"
 )
 
 // TestFlakyInBrowser: in headless Chromium, the sample shop's flaky element
@@ -19,7 +20,7 @@ import (
 // and the case ends failed instead of flaky).
 func TestFlakyInBrowser(t *testing.T) {
 	t.Parallel()
-	shopURL := startShop(t)
+	shopURL := sampletest.Shop(t)
 	db := openStore(t)
 	res := apply(t, db, "alice", `task:
   name: flaky shop

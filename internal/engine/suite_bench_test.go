@@ -17,6 +17,7 @@ import (
 	"github.com/duet-test/duet/internal/browser"
 	"github.com/duet-test/duet/internal/engine"
 	"github.com/duet-test/duet/internal/netguard"
+	"github.com/duet-test/duet/internal/sample/sampletest"
 	"github.com/duet-test/duet/internal/trace"
 )
 
@@ -43,7 +44,7 @@ import (
 //	go test -run '^$' -bench BenchmarkBrowserSuite -benchtime 3x ./internal/engine/
 func BenchmarkBrowserSuite(b *testing.B) {
 	requireBrowser(b)
-	shop := startShop(b)
+	shop := sampletest.Shop(b)
 	db := openStore(b)
 	const cases = suiteCases
 	task := applyB(b, db, benchSuite(shop))
@@ -243,7 +244,7 @@ func BenchmarkBrowserCaseCPU(b *testing.B) {
 			variants = append(variants, flags)
 		}
 	}
-	shop := startShop(b)
+	shop := sampletest.Shop(b)
 	db := openStore(b)
 	task := applyB(b, db, benchSuite(shop))
 	warm := applyB(b, db, shopSuite(shop, "suite-warm", 2))
@@ -554,7 +555,7 @@ func (s *procSampler) since(mark map[int]procInfo) (cpu map[string]time.Duration
 //	go test -run '^$' -bench BenchmarkBrowserCaseShapes -benchtime 3x ./internal/engine/
 func BenchmarkBrowserCaseShapes(b *testing.B) {
 	requireBrowser(b)
-	shop := startShop(b)
+	shop := sampletest.Shop(b)
 	db := openStore(b)
 	const cases = 10
 	shaped := func(name string, steps ...string) string {

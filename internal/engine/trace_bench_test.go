@@ -15,6 +15,7 @@ import (
 	"github.com/duet-test/duet/internal/artifact"
 	"github.com/duet-test/duet/internal/browser"
 	"github.com/duet-test/duet/internal/engine"
+	"github.com/duet-test/duet/internal/sample/sampletest"
 	"github.com/duet-test/duet/internal/trace"
 )
 
@@ -36,7 +37,7 @@ import (
 //	go test -run '^$' -bench BenchmarkTraceCost -benchtime 5x ./internal/engine/
 func BenchmarkTraceCost(b *testing.B) {
 	requireBrowser(b)
-	shopURL := startShop(b)
+	shopURL := sampletest.Shop(b)
 	db := openStore(b)
 	const cases = 20
 	var suite strings.Builder

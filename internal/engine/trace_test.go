@@ -10,6 +10,7 @@ import (
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/artifact"
 	"github.com/duet-test/duet/internal/engine"
+	"github.com/duet-test/duet/internal/sample/sampletest"
 	"github.com/duet-test/duet/internal/sqlite"
 	"github.com/duet-test/duet/internal/trace"
 )
@@ -42,7 +43,7 @@ cases:
 // always: then the click has its screenshots before and after.
 func TestTrace(t *testing.T) {
 	t.Parallel()
-	shopURL := startShop(t)
+	shopURL := sampletest.Shop(t)
 	db := openStore(t)
 	res := apply(t, db, "alice", strings.Replace(traceSuite, "%s", shopURL, 1))
 	opts, arts := browserEngine(t, nil)

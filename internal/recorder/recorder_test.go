@@ -17,7 +17,7 @@ import (
 	"github.com/duet-test/duet/internal/engine"
 	"github.com/duet-test/duet/internal/netguard"
 	. "github.com/duet-test/duet/internal/recorder"
-	"github.com/duet-test/duet/internal/sample"
+	"github.com/duet-test/duet/internal/sample/sampletest"
 	"github.com/duet-test/duet/internal/sqlite"
 )
 
@@ -61,16 +61,6 @@ func opener(p *browser.Pool) Opener {
 		}
 		return s, s.Close, nil
 	}
-}
-
-func shop(t *testing.T) string {
-	t.Helper()
-	u, stop, err := sample.StartShop(context.Background(), "127.0.0.1:0", sample.NewOrders())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
-	return u
 }
 
 // tester drives a live session as a person in the console does: by
@@ -187,7 +177,7 @@ func (p tester) awaitPage(path string) {
 func TestRecordSignInReplaysGreen(t *testing.T) {
 	t.Parallel()
 	p := pool(t)
-	base := shop(t)
+	base := sampletest.Shop(t)
 	m := New(Options{Open: opener(p)})
 	t.Cleanup(m.Close)
 	l, err := m.Start(t.Context(), Start{Owner: "alice", TaskID: "task_1", BaseURL: base, OpenURL: "/login"})
@@ -307,7 +297,7 @@ func describe(x *duet.Execution) string {
 func TestRecordFormAndTable(t *testing.T) {
 	t.Parallel()
 	p := pool(t)
-	base := shop(t)
+	base := sampletest.Shop(t)
 	m := New(Options{Open: opener(p)})
 	t.Cleanup(m.Close)
 	l, err := m.Start(t.Context(), Start{Owner: "alice", TaskID: "task_1", BaseURL: base, OpenURL: "/lab/form"})
@@ -363,7 +353,7 @@ steps:
 func TestSessionsAreTheOwners(t *testing.T) {
 	t.Parallel()
 	p := pool(t)
-	base := shop(t)
+	base := sampletest.Shop(t)
 	m := New(Options{Open: opener(p), IdleTimeout: time.Hour})
 	t.Cleanup(m.Close)
 	l, err := m.Start(t.Context(), Start{Owner: "alice", BaseURL: base})

@@ -16,6 +16,7 @@ import (
 	"github.com/duet-test/duet/internal/engine"
 	"github.com/duet-test/duet/internal/llm"
 	"github.com/duet-test/duet/internal/llm/llmtest"
+	"github.com/duet-test/duet/internal/sample/sampletest"
 	"github.com/duet-test/duet/internal/step"
 )
 
@@ -80,7 +81,7 @@ func transcript(t *testing.T, dir string, r *duet.StepResult) string {
 // and tokens and keeps its transcript.
 func TestAIAssertAndQueryOnTheShop(t *testing.T) {
 	t.Parallel()
-	base := labShop(t)
+	base := sampletest.Shop(t)
 	srv, opts, dir := aiModel(t,
 		llmtest.Func(func(req llm.Request) llmtest.Turn {
 			page := userText(req)
@@ -145,7 +146,7 @@ func TestAIAssertAndQueryOnTheShop(t *testing.T) {
 // step with LLM_ERROR and saves nothing.
 func TestAIQueryValidatesTheAnswer(t *testing.T) {
 	t.Parallel()
-	base := labShop(t)
+	base := sampletest.Shop(t)
 	srv, opts, _ := aiModel(t,
 		llmtest.Reply(`{"answer": "paid"}`),
 		llmtest.Reply(`{"answer": "refunded"}`),
@@ -183,7 +184,7 @@ func TestAIQueryValidatesTheAnswer(t *testing.T) {
 // it, the step times out with the model's last reason after one call.
 func TestAIWaitFor(t *testing.T) {
 	t.Parallel()
-	base := labShop(t)
+	base := sampletest.Shop(t)
 	var calls atomic.Int32
 	var mu sync.Mutex
 	var asked []string // the pages the second aiWaitFor showed the model
@@ -232,7 +233,7 @@ func TestAIWaitFor(t *testing.T) {
 // budget fails with LLM_BUDGET_EXCEEDED without calling the model.
 func TestAIStepBudgetsAndConfiguration(t *testing.T) {
 	t.Parallel()
-	base := labShop(t)
+	base := sampletest.Shop(t)
 	x := runSteps(t, base, "      - open: /order?orderId=A1001\n      - aiAssert: the order is paid\n")
 	if r := x.Results[1]; r.ErrorCode != duet.CodeLLMNotConfigured || !strings.Contains(r.ErrorMessage, "DUET_LLM_BASE_URL") || r.AI != nil {
 		t.Errorf("no model: got %s", describe(x))
@@ -255,7 +256,7 @@ func TestAIStepBudgetsAndConfiguration(t *testing.T) {
 // is never sent to the model nor kept in the transcript.
 func TestAIStepPageIsData(t *testing.T) {
 	t.Parallel()
-	base := labShop(t)
+	base := sampletest.Shop(t)
 	const secret = "tok-7f3a9c2e5b1d4860"
 	srv, opts, dir := aiModel(t,
 		llmtest.Func(func(req llm.Request) llmtest.Turn {
@@ -317,7 +318,7 @@ func TestAIStepPageIsData(t *testing.T) {
 // whatever its own budget.
 func TestAIRunBudget(t *testing.T) {
 	t.Parallel()
-	base := labShop(t)
+	base := sampletest.Shop(t)
 	srv, opts, _ := aiModel(t,
 		llmtest.Reply(`{"pass": true, "reason": "paid"}`).WithUsage(llm.Usage{PromptTokens: 800, CompletionTokens: 100, TotalTokens: 900}),
 		llmtest.Reply(`{"pass": true, "reason": "paid"}`))

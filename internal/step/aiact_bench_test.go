@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/duet-test/duet"
+	"github.com/duet-test/duet/internal/sample/sampletest"
 )
 
 // writtenStoreSteps are storeSteps as written by hand: the steps a frozen
@@ -32,7 +33,7 @@ const writtenStoreSteps = `      - set: {email: "'ada@example.com'"}
 //	go test -run '^$' -bench BenchmarkAICachedCase -benchtime 10x ./internal/step/
 func BenchmarkAICachedCase(b *testing.B) {
 	var calls atomic.Int32
-	base := labShop(b)
+	base := sampletest.Shop(b)
 	_, opts, _ := aiModel(b, times(4*b.N+8, storeModel(b, &calls))...)
 	ai := newCaseOnDB(b, base, storeSteps, opts)
 	hand := newCaseOnDB(b, base, writtenStoreSteps, opts)

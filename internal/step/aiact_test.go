@@ -22,6 +22,7 @@ import (
 	"github.com/duet-test/duet/internal/engine"
 	"github.com/duet-test/duet/internal/llm"
 	"github.com/duet-test/duet/internal/llm/llmtest"
+	"github.com/duet-test/duet/internal/sample/sampletest"
 	"github.com/duet-test/duet/internal/sqlite"
 )
 
@@ -178,7 +179,7 @@ func TestAIActingStepsAndTheirCache(t *testing.T) {
 	t.Parallel()
 	var calls atomic.Int32
 	var renamed atomic.Bool
-	base := relabel(t, labShop(t), &renamed)
+	base := relabel(t, sampletest.Shop(t), &renamed)
 	_, opts, _ := aiModel(t, times(30, storeModel(t, &calls))...)
 	c := newCaseOnDB(t, base, storeSteps, opts)
 
@@ -260,7 +261,7 @@ func TestAIActingStepsAndTheirCache(t *testing.T) {
 // task's host. Nothing of a failed step is cached.
 func TestAIActingPageIsData(t *testing.T) {
 	t.Parallel()
-	base := labShop(t)
+	base := sampletest.Shop(t)
 	for name, tc := range map[string]struct {
 		turn llmtest.Turn
 		code duet.Code

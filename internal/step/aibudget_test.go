@@ -12,6 +12,7 @@ import (
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/llm"
 	"github.com/duet-test/duet/internal/llm/llmtest"
+	"github.com/duet-test/duet/internal/sample/sampletest"
 )
 
 // TestAIUserDayBudget: each user's AI steps share a token budget per UTC
@@ -20,7 +21,7 @@ import (
 // naming the budget; bob's run that day and alice's the next day pass.
 func TestAIUserDayBudget(t *testing.T) {
 	t.Parallel()
-	base := labShop(t)
+	base := sampletest.Shop(t)
 	srv, opts, _ := aiModel(t,
 		llmtest.Reply(`{"pass": true, "reason": "paid"}`).WithUsage(llm.Usage{PromptTokens: 7000, CompletionTokens: 100, TotalTokens: 7100}),
 		llmtest.Reply(`{"pass": true, "reason": "paid"}`),
@@ -70,7 +71,7 @@ func TestAIUserDayBudget(t *testing.T) {
 // out is cut short, and the next step is refused without a call.
 func TestAIRunTimeBudget(t *testing.T) {
 	t.Parallel()
-	base := labShop(t)
+	base := sampletest.Shop(t)
 	srv, opts, _ := aiModel(t, llmtest.Reply(`{"pass": true, "reason": "late"}`).WithDelay(time.Hour))
 	opts.AI.RunTime = 200 * time.Millisecond
 	x := runStepsWith(t, base, "      - open: /order?orderId=A1001\n      - aiAssert: the order is paid\n        soft: true\n      - aiAssert: the order is paid\n", opts)
@@ -91,7 +92,7 @@ func TestAIRunTimeBudget(t *testing.T) {
 // default), no image is sent.
 func TestAIVision(t *testing.T) {
 	t.Parallel()
-	base := labShop(t)
+	base := sampletest.Shop(t)
 	for _, vision := range []bool{false, true} {
 		srv, opts, dir := aiModel(t, llmtest.Reply(`{"pass": true, "reason": "paid"}`))
 		opts.AI.Vision = vision

@@ -12,6 +12,7 @@ import (
 	"github.com/duet-test/duet/internal/browser/chromiumtest"
 	"github.com/duet-test/duet/internal/compiler"
 	"github.com/duet-test/duet/internal/engine"
+	"github.com/duet-test/duet/internal/sample/sampletest"
 	"github.com/duet-test/duet/internal/secret"
 	"github.com/duet-test/duet/internal/sqlite"
 	"github.com/duet-test/duet/internal/vault"
@@ -39,7 +40,7 @@ func TestNetworkExampleRemoteBrowser(t *testing.T) {
 
 func runNetworkExample(t *testing.T, b engine.Browser) {
 	t.Helper()
-	base := labShop(t)
+	base := sampletest.Shop(t)
 	src, err := os.ReadFile(filepath.Join("..", "..", "examples", "network.yaml"))
 	if err != nil {
 		t.Fatal(err)

@@ -1,30 +1,18 @@
 package step_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
 	"github.com/duet-test/duet"
-	"github.com/duet-test/duet/internal/sample"
+	"github.com/duet-test/duet/internal/sample/sampletest"
 )
-
-// labShop serves the sample shop, whose lab pages these tests use.
-func labShop(t testing.TB) string {
-	t.Helper()
-	u, stop, err := sample.StartShop(context.Background(), "127.0.0.1:0", sample.NewOrders())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
-	return u
-}
 
 // TestSoftAssertions: a soft assertion that fails is recorded and the case
 // goes on to its end, then fails with it; without soft the case stops there.
 func TestSoftAssertions(t *testing.T) {
 	t.Parallel()
-	base := labShop(t)
+	base := sampletest.Shop(t)
 	steps := `      - open: /lab/table
       - assertText: {role: status, name: Detail, equals: nothing yet}
         timeout: 2s
@@ -53,7 +41,7 @@ func TestSoftAssertions(t *testing.T) {
 // TestStepFailures: what the new kinds fail with, each with its code.
 func TestStepFailures(t *testing.T) {
 	t.Parallel()
-	base := labShop(t)
+	base := sampletest.Shop(t)
 	for _, tt := range []struct {
 		name, steps string
 		code        duet.Code
@@ -92,7 +80,7 @@ func TestStepFailures(t *testing.T) {
 // locator; wait pauses.
 func TestWaitForLocatorAndWait(t *testing.T) {
 	t.Parallel()
-	x := runSteps(t, labShop(t), `      - open: /lab/late
+	x := runSteps(t, sampletest.Shop(t), `      - open: /lab/late
       - click: {role: button, name: Build report}
       - waitFor: {role: button, name: Open report, visible: true}
       - wait: 10ms

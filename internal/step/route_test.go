@@ -11,6 +11,7 @@ import (
 	"github.com/duet-test/duet/internal/compiler"
 	"github.com/duet-test/duet/internal/engine"
 	"github.com/duet-test/duet/internal/netguard"
+	"github.com/duet-test/duet/internal/sample/sampletest"
 	"github.com/duet-test/duet/internal/step"
 )
 
@@ -21,7 +22,7 @@ import (
 // mocked response; expectRequest counts what the page sent.
 func TestRouteMocksTheShopAPI(t *testing.T) {
 	t.Parallel()
-	base := labShop(t)
+	base := sampletest.Shop(t)
 	for _, tt := range []struct {
 		name, steps string
 	}{
@@ -67,7 +68,7 @@ func TestRouteMocksTheShopAPI(t *testing.T) {
 // TestRouteFailures: what the network kinds fail with.
 func TestRouteFailures(t *testing.T) {
 	t.Parallel()
-	base := labShop(t)
+	base := sampletest.Shop(t)
 	x := runSteps(t, base, `      - open: /lab/live
       - waitForResponse: {url: "/api/orders*", status: 201}
         timeout: 2s
@@ -170,7 +171,7 @@ func TestRouteUnderTheGuard(t *testing.T) {
 	guarded := browser.NewPool(browser.Options{MaxBrowsers: 1, Guard: &netguard.Policy{}})
 	t.Cleanup(guarded.Close)
 	opts := engine.Options{Browser: app.NewBrowser(guarded)}
-	base := labShop(t)
+	base := sampletest.Shop(t)
 	x := runStepsWith(t, base, `      - route: {url: "/api/orders*", json: {orders: []}}
       - route: {url: /lab/mocked, body: "<title>Mocked</title><p id=m>mocked page</p>", contentType: text/html}
       - open: /lab/live

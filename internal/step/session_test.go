@@ -12,6 +12,7 @@ import (
 	"github.com/duet-test/duet/internal/app"
 	"github.com/duet-test/duet/internal/compiler"
 	"github.com/duet-test/duet/internal/engine"
+	"github.com/duet-test/duet/internal/sample/sampletest"
 	"github.com/duet-test/duet/internal/secret"
 	"github.com/duet-test/duet/internal/sqlite"
 	"github.com/duet-test/duet/internal/vault"
@@ -90,7 +91,7 @@ func runCasesOn(t *testing.T, b engine.Browser, stepTimeout time.Duration, db *s
 func TestSessions(t *testing.T) {
 	t.Parallel()
 	pool(t)
-	base := labShop(t)
+	base := sampletest.Shop(t)
 	suite, err := compiler.CompileSuite(t.Context(), []byte(strings.Replace(sessionSuite, "BASE", base, 1)), "t.yaml", compiler.Options{})
 	if err != nil {
 		t.Fatal(err)

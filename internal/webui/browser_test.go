@@ -19,7 +19,7 @@ import (
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/app/apptest"
 	"github.com/duet-test/duet/internal/browser/chromiumtest"
-	"github.com/duet-test/duet/internal/sample"
+	"github.com/duet-test/duet/internal/sample/sampletest"
 )
 
 var updateScreenshot = flag.Bool("update-screenshot", false, "write docs/console.png from the browser test")
@@ -192,11 +192,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	}
 	t.Logf("screenshots in %s", shots)
 	e := apptest.Serve(t, map[string]string{"DUET_WORKERS": "1", "DUET_BROWSERS": "1"})
-	shopURL, stopShop, err := sample.StartShop(context.Background(), "127.0.0.1:0", sample.NewOrders())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stopShop)
+	shopURL := sampletest.Shop(t)
 	evilURL := evilServer(t)
 	browser := startChromium(t)
 	alice := tab(t, browser, e.URL, shots, "alice")

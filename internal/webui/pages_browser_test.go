@@ -22,7 +22,7 @@ import (
 	"github.com/duet-test/duet/internal/app/apptest"
 	"github.com/duet-test/duet/internal/browser/chromiumtest"
 	"github.com/duet-test/duet/internal/mcpclient/mcptest"
-	"github.com/duet-test/duet/internal/sample"
+	"github.com/duet-test/duet/internal/sample/sampletest"
 	"github.com/duet-test/duet/internal/webui"
 )
 
@@ -282,11 +282,7 @@ func seedConsole(t *testing.T, e *apptest.Env) map[string]string {
 		t.Fatalf("the task's cases: %v", err)
 	}
 	// A recording session on the sample shop (the recorder's page).
-	shop, stopShop, err := sample.StartShop(context.Background(), "127.0.0.1:0", sample.NewOrders())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stopShop)
+	shop := sampletest.Shop(t)
 	status, body, resp = alice.post("/tasks/apply", url.Values{"source": {"task: {name: recorded, baseURL: " + shop + "}\ncases:\n  - key: a\n    title: A\n    steps:\n      - open: /\n"}})
 	recTask := mustSee("apply the shop's task", status, body, resp)
 	status, body, resp = alice.post(recTask+"/record", nil)

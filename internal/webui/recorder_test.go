@@ -16,22 +16,12 @@ import (
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/app/apptest"
 	"github.com/duet-test/duet/internal/browser/chromiumtest"
-	"github.com/duet-test/duet/internal/sample"
+	"github.com/duet-test/duet/internal/sample/sampletest"
 )
 
 // recordSuite is a task on the shop with one case already, shared with bob.
 func recordSuite(shop string) string {
 	return "task: {name: shop, baseURL: " + shop + ", sharedWith: [bob]}\ncases:\n  - key: home\n    title: Home\n    steps:\n      - open: /login\n      - assertVisible: {role: button, name: Sign in}\n"
-}
-
-func startShop(t *testing.T) string {
-	t.Helper()
-	u, stop, err := sample.StartShop(context.Background(), "127.0.0.1:0", sample.NewOrders())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
-	return u
 }
 
 var recordRe = regexp.MustCompile(`^/record/(rec_[A-Za-z0-9_-]+)$`)
@@ -93,7 +83,7 @@ func TestRecordingIsTheOwners(t *testing.T) {
 	t.Parallel()
 	chromiumtest.Require(t)
 	e := apptest.New(t, map[string]string{"DUET_BROWSERS": "1"})
-	shop := startShop(t)
+	shop := sampletest.Shop(t)
 	alice, bob := signIn(t, e, "alice"), signIn(t, e, "bob")
 	status, body, resp := alice.post("/tasks/apply", url.Values{"source": {recordSuite(shop)}})
 	if status != http.StatusSeeOther {
@@ -196,7 +186,7 @@ func TestRecordInTheConsole(t *testing.T) {
 	t.Parallel()
 	chromiumtest.Require(t)
 	e := apptest.Serve(t, map[string]string{"DUET_WORKERS": "1", "DUET_BROWSERS": "1"})
-	shop := startShop(t)
+	shop := sampletest.Shop(t)
 	alice := signIn(t, e, "alice")
 	status, body, resp := alice.post("/tasks/apply", url.Values{"source": {recordSuite(shop)}})
 	if status != http.StatusSeeOther {

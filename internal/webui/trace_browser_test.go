@@ -1,7 +1,6 @@
 package webui_test
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -19,7 +18,7 @@ import (
 	"github.com/duet-test/duet/internal/app/apptest"
 	"github.com/duet-test/duet/internal/browser/chromiumtest"
 	"github.com/duet-test/duet/internal/catalog"
-	"github.com/duet-test/duet/internal/sample"
+	"github.com/duet-test/duet/internal/sample/sampletest"
 )
 
 // evidenceSuite fails on the sample shop: the orders page's API answers
@@ -45,11 +44,7 @@ func TestTraceViewerInABrowser(t *testing.T) {
 	chromiumtest.Require(t)
 	// The replay of a first attempt, which on-failure records only when asked.
 	e := apptest.Serve(t, map[string]string{"DUET_WORKERS": "1", "DUET_BROWSERS": "1", "DUET_TRACE_REPLAY": "always"})
-	shopURL, stopShop, err := sample.StartShop(context.Background(), "127.0.0.1:0", sample.NewOrders())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stopShop)
+	shopURL := sampletest.Shop(t)
 	if st, body, _ := e.Call("alice", "POST", api.Prefix+"/tasks", api.ApplyIn{Source: strings.Replace(evidenceSuite, "SHOP", shopURL, 1)}); st != http.StatusCreated && st != http.StatusOK {
 		t.Fatalf("apply: %d %s", st, body)
 	}
@@ -119,7 +114,7 @@ func TestTraceViewerInABrowser(t *testing.T) {
 	}
 	domURL := e.URL + tracePath + run(alice, "dom src", chromedp.Evaluate[string](frame+`.getAttribute('src')`))
 	client, _ := e.SignIn("alice")
-	resp, err = client.Get(domURL)
+	resp, err := client.Get(domURL)
 	if err != nil {
 		t.Fatal(err)
 	}

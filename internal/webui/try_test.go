@@ -13,6 +13,7 @@ import (
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/app/apptest"
 	"github.com/duet-test/duet/internal/browser/chromiumtest"
+	"github.com/duet-test/duet/internal/sample/sampletest"
 )
 
 // triedCase is a case being written in the recorder: a sign-in on the
@@ -44,7 +45,7 @@ func TestTryStepsInTheConsole(t *testing.T) {
 	t.Parallel()
 	chromiumtest.Require(t)
 	e := apptest.Serve(t, map[string]string{"DUET_WORKERS": "1", "DUET_BROWSERS": "1"})
-	shop := startShop(t)
+	shop := sampletest.Shop(t)
 	alice := signIn(t, e, "alice")
 	status, body, resp := alice.post("/tasks/apply", url.Values{"source": {recordSuite(shop)}})
 	if status != http.StatusSeeOther {
@@ -179,7 +180,7 @@ func TestTryingStepsIsGoverned(t *testing.T) {
 	t.Parallel()
 	chromiumtest.Require(t)
 	e := apptest.New(t, map[string]string{"DUET_BROWSERS": "1", "DUET_RECORDER_SESSIONS_PER_USER": "2"})
-	shop := startShop(t)
+	shop := sampletest.Shop(t)
 	alice, bob := signIn(t, e, "alice"), signIn(t, e, "bob")
 	status, body, resp := alice.post("/tasks/apply", url.Values{"source": {recordSuite(shop)}})
 	if status != http.StatusSeeOther {
@@ -252,7 +253,7 @@ func TestRecordingNamesTheTasksTestIDAttribute(t *testing.T) {
 	t.Parallel()
 	chromiumtest.Require(t)
 	e := apptest.New(t, map[string]string{"DUET_BROWSERS": "1"})
-	shop := startShop(t)
+	shop := sampletest.Shop(t)
 	alice := signIn(t, e, "alice")
 	src := "task: {name: qa, baseURL: " + shop + ", testIdAttribute: data-qa}\ncases:\n  - key: home\n    title: Home\n    steps:\n      - open: /lab/form\n"
 	status, body, resp := alice.post("/tasks/apply", url.Values{"source": {src}})
