@@ -1,11 +1,16 @@
 package browser
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
 
 	"github.com/duet-test/duet/internal/browser/chromiumtest"
 )
@@ -94,5 +99,24 @@ func TestElementScriptsGoToAContextOnce(t *testing.T) {
 	}
 	if h2, c2 := counts(); h2 != h+1 || c2 < c+3 {
 		t.Errorf("after a navigation and three looks: the helpers sent %d more times, %d calls through a handle; want 1 and at least 3", h2-h, c2-c)
+	}
+	// A handle the page no longer has: the look that finds it gone sends
+	// the whole script at once (no second try), and the next look makes
+	// the handle anew.
+	h, c = counts()
+	tb := s.current()
+	if _, err := chromedp.Run(tb.ctx, func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		_, err := cdp.Call(ctx, tg, runtime.ReleaseObjectGroup, runtime.ReleaseObjectGroupParams{ObjectGroup: scriptGroup})
+		return chromedp.Void{}, err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if got, err := s.Text(ctx, "h1"); err != nil || got == "" {
+			t.Fatalf("Text(h1) after the handle went: %q, %v", got, err)
+		}
+	}
+	if h2, c2 := counts(); h2 != h+2 || c2 != c+2 {
+		t.Errorf("two looks after the handle went: the helpers sent %d times, %d calls through a handle; want 2 (the whole script, then the new handle) and 2", h2-h, c2-c)
 	}
 }
