@@ -214,7 +214,7 @@ func (d *DB) LeaseCredential(ctx context.Context, ref, holder string, ttl time.D
 
 // ReleaseCredential ends holder's lease of credential ref.
 func (d *DB) ReleaseCredential(ctx context.Context, ref, holder string) error {
-	_, err := d.db.ExecContext(ctx, `UPDATE mcp_credentials SET lease_holder = '', lease_until = 0 WHERE ref = ? AND lease_holder = ?`, ref, holder)
+	_, err := d.q.ExecContext(ctx, `UPDATE mcp_credentials SET lease_holder = '', lease_until = 0 WHERE ref = ? AND lease_holder = ?`, ref, holder)
 	return mapErr(err)
 }
 

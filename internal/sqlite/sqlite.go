@@ -28,12 +28,14 @@ var migrations embed.FS
 
 // DB is a Duet store on one SQLite database file.
 type DB struct {
-	db    *sql.DB
-	q     *stmtCache // reads and single statements outside transactions
-	cache *readCache // cached reads (cache.go)
-	path  string
-	now   func() time.Time
-	mcp   mcpStmts // prepared statements of mcpclient.go
+	db *sql.DB
+	q  *stmtCache // reads and single statements outside transactions
+	// writers queues this handle's writers for the write lock (writers.go).
+	writers *writerQueue
+	cache   *readCache // cached reads (cache.go)
+	path    string
+	now     func() time.Time
+	mcp     mcpStmts // prepared statements of mcpclient.go
 
 	readOnly bool // opened by Options.ReadOnlyFallback
 
@@ -130,8 +132,9 @@ func openReadOnly(ctx context.Context, abs string, opts *Options) (*DB, error) {
 			n := max(opts.MaxOpenConns, 8)
 			sdb.SetMaxOpenConns(n)
 			sdb.SetMaxIdleConns(n)
-			d := &DB{db: sdb, q: &stmtCache{db: sdb, stmts: map[string]*sql.Stmt{}}, cache: newReadCache(sdb, "file:"+abs+"?"+q.Encode(), false), path: abs, now: opts.Now, readOnly: true}
+			d := &DB{db: sdb, q: &stmtCache{db: sdb, stmts: map[string]*sql.Stmt{}, writers: newWriterQueue()}, cache: newReadCache(sdb, "file:"+abs+"?"+q.Encode(), false), path: abs, now: opts.Now, readOnly: true}
 			d.q.tx = d.tx
+			d.writers = d.q.writers
 			d.rules()
 			if d.now == nil {
 				d.now = time.Now
@@ -213,8 +216,9 @@ func openWritable(ctx context.Context, path string, opts *Options) (*DB, error) 
 		}
 		return nil, duet.WrapError(duet.CodeUnavailable, err, "cannot prepare database %s: %v", abs, storerules.RootCause(err))
 	}
-	d := &DB{db: sdb, q: &stmtCache{db: sdb, stmts: map[string]*sql.Stmt{}}, cache: newReadCache(sdb, dsn, true), path: abs, now: opts.Now}
+	d := &DB{db: sdb, q: &stmtCache{db: sdb, stmts: map[string]*sql.Stmt{}, writers: newWriterQueue()}, cache: newReadCache(sdb, dsn, true), path: abs, now: opts.Now}
 	d.q.tx = d.tx
+	d.writers = d.q.writers
 	d.rules()
 	if d.now == nil {
 		d.now = time.Now
@@ -270,8 +274,9 @@ func (d *DB) Close() error {
 	return d.db.Close()
 }
 
-// tx runs fn in a transaction (BEGIN IMMEDIATE, so writers queue on the
-// busy timeout instead of failing on upgrade). The pending audit record of
+// tx runs fn in a transaction: BEGIN IMMEDIATE, so that it never fails on
+// upgrading a read lock, taken in turn with the process's other writers
+// (writerQueue). The pending audit record of
 // ctx (duet.AuditIntent), if any, is written in the same transaction: a
 // governed call's change is never stored without it.
 func (d *DB) tx(ctx context.Context, fn func(*cachedTx) error) error {
@@ -289,6 +294,11 @@ func (d *DB) tx(ctx context.Context, fn func(*cachedTx) error) error {
 			return mapErr(err)
 		}
 	}
+	release, err := d.writers.wait(ctx)
+	if err != nil {
+		return mapErr(err)
+	}
+	defer release() // deferred after prepareWanted: run before it
 	sqlTx, err := d.db.BeginTx(ctx, nil)
 	if err != nil {
 		return mapErr(err)

@@ -26,6 +26,9 @@ type stmtCache struct {
 	// when ctx carries a pending audit record, which the transaction
 	// writes too (duet.AuditIntent).
 	tx func(context.Context, func(*cachedTx) error) error
+	// writers queues the statements that write outside a transaction
+	// with the transactions (writers.go).
+	writers *writerQueue
 	// wanted are the statements a transaction ran unprepared because none
 	// was prepared yet (cachedTx), to prepare once it has ended; unwanted
 	// those that failed to prepare, never tried again.
@@ -98,6 +101,11 @@ func (c *stmtCache) ExecContext(ctx context.Context, query string, args ...any) 
 		})
 		return res, err
 	}
+	release, err := c.writers.wait(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	return s.ExecContext(ctx, args...)
 }
 
