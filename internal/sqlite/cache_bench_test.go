@@ -3,7 +3,9 @@ package sqlite_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -131,4 +133,27 @@ func BenchmarkTransactionWrites(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkTransactionWritesParallel is BenchmarkTransactionWrites from
+// 16 goroutines a core at once, each sharing with a user of its own,
+// contending for the write lock (writers.go):
+//
+//	go test -run '^$' -bench TransactionWritesParallel ./internal/sqlite/
+func BenchmarkTransactionWritesParallel(b *testing.B) {
+	ctx := context.Background()
+	db, id := openShop(ctx, b)
+	var users atomic.Int64
+	b.SetParallelism(16)
+	b.RunParallel(func(pb *testing.PB) {
+		user := fmt.Sprintf("user%d", users.Add(1))
+		for pb.Next() {
+			if err := db.ShareTask(ctx, "alice", id, user); err != nil {
+				b.Fatal(err)
+			}
+			if err := db.UnshareTask(ctx, "alice", id, user); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
