@@ -132,14 +132,7 @@ func openReadOnly(ctx context.Context, abs string, opts *Options) (*DB, error) {
 			n := max(opts.MaxOpenConns, 8)
 			sdb.SetMaxOpenConns(n)
 			sdb.SetMaxIdleConns(n)
-			d := &DB{db: sdb, q: &stmtCache{db: sdb, stmts: map[string]*sql.Stmt{}, writers: newWriterQueue()}, cache: newReadCache(sdb, "file:"+abs+"?"+q.Encode(), false), path: abs, now: opts.Now, readOnly: true}
-			d.q.tx = d.tx
-			d.writers = d.q.writers
-			d.rules()
-			if d.now == nil {
-				d.now = time.Now
-			}
-			return d, nil
+			return newDB(sdb, "file:"+abs+"?"+q.Encode(), abs, opts, true), nil
 		}
 		sdb.Close()
 		if errors.Is(err, errSchemaMismatch) {
@@ -216,14 +209,20 @@ func openWritable(ctx context.Context, path string, opts *Options) (*DB, error) 
 		}
 		return nil, duet.WrapError(duet.CodeUnavailable, err, "cannot prepare database %s: %v", abs, storerules.RootCause(err))
 	}
-	d := &DB{db: sdb, q: &stmtCache{db: sdb, stmts: map[string]*sql.Stmt{}, writers: newWriterQueue()}, cache: newReadCache(sdb, dsn, true), path: abs, now: opts.Now}
+	return newDB(sdb, dsn, abs, opts, false), nil
+}
+
+// newDB is the store on sdb, opened with dsn, of the file at abs.
+func newDB(sdb *sql.DB, dsn, abs string, opts *Options, readOnly bool) *DB {
+	w := newWriterQueue()
+	d := &DB{db: sdb, q: &stmtCache{db: sdb, stmts: map[string]*sql.Stmt{}, writers: w}, writers: w,
+		cache: newReadCache(sdb, dsn, !readOnly), path: abs, now: opts.Now, readOnly: readOnly}
 	d.q.tx = d.tx
-	d.writers = d.q.writers
 	d.rules()
 	if d.now == nil {
 		d.now = time.Now
 	}
-	return d, nil
+	return d
 }
 
 func migrate(ctx context.Context, db *sql.DB) error {
