@@ -313,6 +313,17 @@ var (
 	_ querier = (pgx.Tx)(nil)
 )
 
+// txValue runs fn in a transaction (DB.tx) and returns what it made.
+func txValue[T any](ctx context.Context, d *DB, fn func(pgx.Tx) (T, error)) (T, error) {
+	var out T
+	err := d.tx(ctx, func(tx pgx.Tx) error {
+		var err error
+		out, err = fn(tx)
+		return err
+	})
+	return out, err
+}
+
 // tx runs fn in a READ COMMITTED transaction. A deadlock or a serialization
 // failure (another instance touched the same rows) runs fn again, up to
 // three times: fn must only depend on what it reads inside the transaction.

@@ -589,11 +589,8 @@ func (d *DB) FinishExecution(ctx context.Context, l duet.Lease, e *duet.Executio
 // RetryExecution keeps the failed attempt e.Attempt of an execution among
 // its attempts and begins the next one (fenced, in one transaction).
 func (d *DB) RetryExecution(ctx context.Context, l duet.Lease, e *duet.Execution) error {
-	var attempts []*duet.ExecutionAttempt
-	err := d.tx(ctx, func(tx pgx.Tx) error {
-		var err error
-		attempts, err = storerules.RetryExecution(ctx, d.runTx(tx), l, e)
-		return err
+	attempts, err := txValue(ctx, d, func(tx pgx.Tx) ([]*duet.ExecutionAttempt, error) {
+		return storerules.RetryExecution(ctx, d.runTx(tx), l, e)
 	})
 	if err != nil {
 		return err
@@ -630,13 +627,9 @@ func (d *DB) FinishRun(ctx context.Context, l duet.Lease, r *duet.Run) error {
 // RequestCancel asks a run to stop; a queued run is cancelled at once
 // (storerules.RequestCancel). Returns NOT_FOUND.
 func (d *DB) RequestCancel(ctx context.Context, viewer, runID string) (*duet.Run, error) {
-	var run *duet.Run
-	err := d.tx(ctx, func(tx pgx.Tx) error {
-		var err error
-		run, err = storerules.RequestCancel(ctx, d.runTx(tx), viewer, runID, ts(d.now()))
-		return err
+	return txValue(ctx, d, func(tx pgx.Tx) (*duet.Run, error) {
+		return storerules.RequestCancel(ctx, d.runTx(tx), viewer, runID, ts(d.now()))
 	})
-	return run, err
 }
 
 // runTx is storerules.FinishTx and CancelTx on a PostgreSQL transaction.

@@ -75,13 +75,9 @@ func manage(ctx context.Context, tx pgx.Tx, by, id string) (*duet.Schedule, erro
 
 // SetSchedulePaused pauses or resumes a schedule.
 func (d *DB) SetSchedulePaused(ctx context.Context, by, id string, paused bool, reason string, next time.Time) (*duet.Schedule, error) {
-	var out *duet.Schedule
-	err := d.tx(ctx, func(tx pgx.Tx) error {
-		var err error
-		out, err = storerules.SetSchedulePaused(ctx, d.engineOn(tx), managing(tx), by, id, paused, reason, next)
-		return err
+	return txValue(ctx, d, func(tx pgx.Tx) (*duet.Schedule, error) {
+		return storerules.SetSchedulePaused(ctx, d.engineOn(tx), managing(tx), by, id, paused, reason, next)
 	})
-	return out, err
 }
 
 // PauseScheduleFor pauses a schedule on Duet's account if its slot is

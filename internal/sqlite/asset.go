@@ -33,11 +33,8 @@ func (d *DB) SaveAsset(ctx context.Context, a *duet.Asset) (duet.ApplyAction, er
 	if err := storerules.CheckAsset(a); err != nil {
 		return "", err
 	}
-	var action duet.ApplyAction
-	err := d.tx(ctx, func(tx *cachedTx) error {
-		var err error
-		action, err = storerules.SaveAsset(ctx, assetTx{storerules.AssetRows{E: d.engineOn(tx)}, tx}, a, d.now())
-		return err
+	action, err := txValue(ctx, d, func(tx *cachedTx) (duet.ApplyAction, error) {
+		return storerules.SaveAsset(ctx, assetTx{storerules.AssetRows{E: d.engineOn(tx)}, tx}, a, d.now())
 	})
 	if err != nil {
 		return "", err

@@ -321,14 +321,16 @@ type cachedTask struct {
 
 func cloneToken(t *duet.Token) *duet.Token {
 	c := *t
-	if t.ExpiresAt != nil {
-		e := *t.ExpiresAt
-		c.ExpiresAt = &e
+	c.ExpiresAt, c.LastUsedAt = clonePtr(t.ExpiresAt), clonePtr(t.LastUsedAt)
+	return &c
+}
+
+// clonePtr returns a pointer to a copy of *p, or nil.
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
 	}
-	if t.LastUsedAt != nil {
-		u := *t.LastUsedAt
-		c.LastUsedAt = &u
-	}
+	c := *p
 	return &c
 }
 
@@ -336,21 +338,11 @@ func cloneRuns(runs []*duet.Run) []*duet.Run {
 	out := make([]*duet.Run, len(runs))
 	for i, r := range runs {
 		c := *r
-		if r.StartedAt != nil {
-			s := *r.StartedAt
-			c.StartedAt = &s
-		}
-		if r.FinishedAt != nil {
-			f := *r.FinishedAt
-			c.FinishedAt = &f
-		}
+		c.StartedAt, c.FinishedAt = clonePtr(r.StartedAt), clonePtr(r.FinishedAt)
 		if r.PostRun != nil {
 			c.PostRun = make([]*duet.PostRunResult, len(r.PostRun))
 			for j, p := range r.PostRun {
-				if p != nil {
-					pc := *p
-					c.PostRun[j] = &pc
-				}
+				c.PostRun[j] = clonePtr(p)
 			}
 		}
 		out[i] = &c
@@ -385,10 +377,7 @@ func cloneExtras(x overviewExtras) overviewExtras {
 		c.schedules = make([]*duet.Schedule, len(x.schedules))
 		for i, sc := range x.schedules {
 			scc := *sc
-			if sc.LastFireAt != nil {
-				l := *sc.LastFireAt
-				scc.LastFireAt = &l
-			}
+			scc.LastFireAt = clonePtr(sc.LastFireAt)
 			scc.Tags = slices.Clone(sc.Tags)
 			c.schedules[i] = &scc
 		}

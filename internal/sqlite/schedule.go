@@ -68,13 +68,9 @@ func manage(ctx context.Context, tx *cachedTx, by, id string) (*duet.Schedule, e
 
 // SetSchedulePaused pauses or resumes a schedule.
 func (d *DB) SetSchedulePaused(ctx context.Context, by, id string, paused bool, reason string, next time.Time) (*duet.Schedule, error) {
-	var out *duet.Schedule
-	err := d.tx(ctx, func(tx *cachedTx) error {
-		var err error
-		out, err = storerules.SetSchedulePaused(ctx, d.engineOn(tx), managing(tx), by, id, paused, reason, next)
-		return err
+	return txValue(ctx, d, func(tx *cachedTx) (*duet.Schedule, error) {
+		return storerules.SetSchedulePaused(ctx, d.engineOn(tx), managing(tx), by, id, paused, reason, next)
 	})
-	return out, err
 }
 
 // PauseScheduleFor pauses a schedule on Duet's account if its slot is

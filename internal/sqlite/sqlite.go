@@ -273,6 +273,17 @@ func (d *DB) Close() error {
 	return d.db.Close()
 }
 
+// txValue runs fn in a transaction (DB.tx) and returns what it made.
+func txValue[T any](ctx context.Context, d *DB, fn func(*cachedTx) (T, error)) (T, error) {
+	var out T
+	err := d.tx(ctx, func(tx *cachedTx) error {
+		var err error
+		out, err = fn(tx)
+		return err
+	})
+	return out, err
+}
+
 // tx runs fn in a transaction: BEGIN IMMEDIATE, so that it never fails on
 // upgrading a read lock, taken in turn with the process's other writers
 // (writerQueue). The pending audit record of
