@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -46,7 +47,7 @@ type Handler struct {
 	svc    *Service
 	opts   Options
 	routes []*route
-	doc    []byte // the OpenAPI document
+	doc    func() []byte // the OpenAPI document, made when first asked for
 }
 
 // param is a path, query or header parameter.
@@ -629,11 +630,16 @@ func NewHandler(svc *Service, opts Options) *Handler {
 	for _, rt := range h.routes {
 		h.toolBounds(rt)
 	}
-	doc, err := json.MarshalIndent(h.openAPI(), "", " ")
-	if err != nil {
-		panic("api: encoding the OpenAPI document: " + err.Error())
-	}
-	h.doc = doc
+	// Made when first asked for: encoding every schema is most of what
+	// making a handler costs (a third of the CPU of the API's tests went
+	// to it), and a server may never be asked.
+	h.doc = sync.OnceValue(func() []byte {
+		doc, err := json.MarshalIndent(h.openAPI(), "", " ")
+		if err != nil {
+			panic("api: encoding the OpenAPI document: " + err.Error())
+		}
+		return doc
+	})
 	return h
 }
 
@@ -715,7 +721,7 @@ func (h *Handler) Register(mux *http.ServeMux, authed func(http.Handler) http.Ha
 // OpenAPI serves the OpenAPI 3.1 document.
 func (h *Handler) OpenAPI(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
-	w.Write(h.doc)
+	w.Write(h.doc())
 }
 
 func (h *Handler) serve(rt *route) http.Handler {

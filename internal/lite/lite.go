@@ -39,7 +39,7 @@ type Handler struct {
 	cat   *catalog.Catalog
 	opts  Options
 	tools []*mcp.Tool
-	list  []byte // the tools/list body of a caller who sees every tool
+	list  func() []byte // the tools/list body of a caller who sees every tool, made when first asked for
 	// partial holds the bodies without tools some callers may not see
 	// (a gray release), by the names hidden.
 	partial sync.Map
@@ -56,11 +56,7 @@ func New(cat *catalog.Catalog, opts Options) *Handler {
 	}
 	// The same order as MCP tools/list (the SDK lists tools by name).
 	slices.SortFunc(h.tools, func(a, b *mcp.Tool) int { return strings.Compare(a.Name, b.Name) })
-	b, err := json.Marshal(ListResponse{Tools: h.tools})
-	if err != nil {
-		panic("lite: encoding the tool list: " + err.Error())
-	}
-	h.list = append(b, '\n')
+	h.list = sync.OnceValue(func() []byte { return h.listWithout(nil) })
 	return h
 }
 
@@ -157,7 +153,7 @@ func (h *Handler) answer(w http.ResponseWriter, err error) {
 func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
 	caller, _ := duet.CallerFromContext(r.Context())
 	caller.Source = duet.SourceMCPLite
-	body := h.list
+	body := h.list()
 	err := h.cat.Govern(r.Context(), catalog.Op{Caller: caller, Method: "tools/list"}, func(ctx context.Context) (int, error) {
 		// Tools released gradually are listed only to their users.
 		if hidden := h.cat.Hidden(ctx, caller.UserID); len(hidden) > 0 {
