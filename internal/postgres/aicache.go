@@ -3,25 +3,9 @@ package postgres
 import (
 	"context"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/storerules"
 )
-
-// SaveAIPlan stores p under the lease l (storerules.InsertAIPlan).
-func (d *DB) SaveAIPlan(ctx context.Context, l duet.Lease, p *duet.AIPlan) error {
-	actions, err := storerules.EncodeAIPlan(l, p)
-	if err != nil {
-		return err
-	}
-	return d.tx(ctx, func(tx pgx.Tx) error {
-		if err := held(ctx, tx, l, p.ExecutionID); err != nil {
-			return err
-		}
-		return storerules.InsertAIPlan(ctx, d.engineOn(tx), p, actions)
-	})
-}
 
 // UseAIPlan counts a replay of plan id under the lease l.
 func (d *DB) UseAIPlan(ctx context.Context, l duet.Lease, id string) error {

@@ -48,8 +48,10 @@ type DB struct {
 	cases     *coalescer[readKey, *duet.Case]
 	tokens    *coalescer[string, *duet.Token]
 
-	// The stores written once, in storerules, on this engine (rules).
+	// The stores and writes written once, in storerules, on this engine
+	// (rules).
 	storerules.Stores
+	storerules.Writes[pgx.Tx]
 }
 
 // auditedPool is the connection pool, its Exec made to keep the audit
@@ -313,17 +315,6 @@ var (
 	_ querier = (pgx.Tx)(nil)
 )
 
-// txValue runs fn in a transaction (DB.tx) and returns what it made.
-func txValue[T any](ctx context.Context, d *DB, fn func(pgx.Tx) (T, error)) (T, error) {
-	var out T
-	err := d.tx(ctx, func(tx pgx.Tx) error {
-		var err error
-		out, err = fn(tx)
-		return err
-	})
-	return out, err
-}
-
 // tx runs fn in a READ COMMITTED transaction. A deadlock or a serialization
 // failure (another instance touched the same rows) runs fn again, up to
 // three times: fn must only depend on what it reads inside the transaction.
@@ -471,12 +462,17 @@ func (d *DB) FindLLMUsage(ctx context.Context, userID, day string) (duet.LLMUsag
 // rowScanner is one row, of a result or of a record (record.go).
 type rowScanner = storerules.Row
 
-// rules sets up the stores written in storerules on this engine, every
-// statement through the pool.
+// rules sets up the stores and writes written in storerules on this
+// engine, every statement through the pool.
 func (d *DB) rules() {
 	e := d.engineOn(d.pool)
-	e.Tx = storerules.InTx(d.tx, func(tx pgx.Tx) storerules.Engine { return d.engineOn(tx) })
+	on := func(tx pgx.Tx) storerules.Engine { return d.engineOn(tx) }
+	e.Tx = storerules.InTx(d.tx, on)
 	d.Stores = storerules.NewStores(e)
+	d.Writes = storerules.Writes[pgx.Tx]{
+		Tx: d.tx, On: on, Held: held, Lock: lockKey,
+		Run: func(tx pgx.Tx) storerules.RunTx { return d.runTx(tx) }, Now: func() time.Time { return ts(d.now()) },
+	}
 }
 
 // found maps the error of a read of the one object kind id: no row is

@@ -586,19 +586,6 @@ func (d *DB) FinishExecution(ctx context.Context, l duet.Lease, e *duet.Executio
 	return changed(tag, err, duet.LeaseLost(l))
 }
 
-// RetryExecution keeps the failed attempt e.Attempt of an execution among
-// its attempts and begins the next one (fenced, in one transaction).
-func (d *DB) RetryExecution(ctx context.Context, l duet.Lease, e *duet.Execution) error {
-	attempts, err := txValue(ctx, d, func(tx pgx.Tx) ([]*duet.ExecutionAttempt, error) {
-		return storerules.RetryExecution(ctx, d.runTx(tx), l, e)
-	})
-	if err != nil {
-		return err
-	}
-	duet.RetriedExecution(e, attempts)
-	return nil
-}
-
 // ReleaseRun puts a run the worker holds back in the queue.
 func (d *DB) ReleaseRun(ctx context.Context, l duet.Lease) error {
 	tag, err := d.pool.Exec(ctx, `UPDATE runs SET status = 'queued', lease_owner = '', lease_expires_at = NULL WHERE id = $1 AND lease_owner = $2 AND attempt = $3 AND status = 'running'`,
@@ -615,22 +602,6 @@ const incompleteSQL = `SELECT e.case_title, e.status, e.res, e.n FROM (
 		FROM executions x WHERE x.run_id = $1) e
 	WHERE e.status IN ('pending', 'running') OR e.res < e.n
 	LIMIT 1`
-
-// FinishRun stores the final state of a run and releases its lease
-// (fenced; a verdict only over every result; storerules.FinishRun).
-func (d *DB) FinishRun(ctx context.Context, l duet.Lease, r *duet.Run) error {
-	return d.tx(ctx, func(tx pgx.Tx) error {
-		return storerules.FinishRun(ctx, d.runTx(tx), l, r, ts(d.now()))
-	})
-}
-
-// RequestCancel asks a run to stop; a queued run is cancelled at once
-// (storerules.RequestCancel). Returns NOT_FOUND.
-func (d *DB) RequestCancel(ctx context.Context, viewer, runID string) (*duet.Run, error) {
-	return txValue(ctx, d, func(tx pgx.Tx) (*duet.Run, error) {
-		return storerules.RequestCancel(ctx, d.runTx(tx), viewer, runID, ts(d.now()))
-	})
-}
 
 // runTx is storerules.FinishTx and CancelTx on a PostgreSQL transaction.
 // The run row is locked first, then its executions: the order FinishRun,

@@ -75,7 +75,7 @@ func manage(ctx context.Context, tx pgx.Tx, by, id string) (*duet.Schedule, erro
 
 // SetSchedulePaused pauses or resumes a schedule.
 func (d *DB) SetSchedulePaused(ctx context.Context, by, id string, paused bool, reason string, next time.Time) (*duet.Schedule, error) {
-	return txValue(ctx, d, func(tx pgx.Tx) (*duet.Schedule, error) {
+	return storerules.TxValue(ctx, d.tx, func(tx pgx.Tx) (*duet.Schedule, error) {
 		return storerules.SetSchedulePaused(ctx, d.engineOn(tx), managing(tx), by, id, paused, reason, next)
 	})
 }

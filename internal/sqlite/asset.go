@@ -33,7 +33,7 @@ func (d *DB) SaveAsset(ctx context.Context, a *duet.Asset) (duet.ApplyAction, er
 	if err := storerules.CheckAsset(a); err != nil {
 		return "", err
 	}
-	action, err := txValue(ctx, d, func(tx *cachedTx) (duet.ApplyAction, error) {
+	action, err := storerules.TxValue(ctx, d.tx, func(tx *cachedTx) (duet.ApplyAction, error) {
 		return storerules.SaveAsset(ctx, assetTx{storerules.AssetRows{E: d.engineOn(tx)}, tx}, a, d.now())
 	})
 	if err != nil {

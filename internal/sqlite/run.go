@@ -386,19 +386,6 @@ func (d *DB) FinishExecution(ctx context.Context, l duet.Lease, e *duet.Executio
 	return changed(res, err, duet.LeaseLost(l))
 }
 
-// RetryExecution keeps the failed attempt e.Attempt of an execution among
-// its attempts and begins the next one (fenced, in one transaction).
-func (d *DB) RetryExecution(ctx context.Context, l duet.Lease, e *duet.Execution) error {
-	attempts, err := txValue(ctx, d, func(tx *cachedTx) ([]*duet.ExecutionAttempt, error) {
-		return storerules.RetryExecution(ctx, d.runTx(tx), l, e)
-	})
-	if err != nil {
-		return err
-	}
-	duet.RetriedExecution(e, attempts)
-	return nil
-}
-
 // ReleaseRun puts a run the worker holds back in the queue.
 func (d *DB) ReleaseRun(ctx context.Context, l duet.Lease) error {
 	res, err := d.q.ExecContext(ctx, `UPDATE runs SET status = 'queued', lease_owner = '', lease_expires_at = 0 WHERE id = ? AND lease_owner = ? AND attempt = ? AND status = 'running'`,
@@ -415,22 +402,6 @@ const incompleteSQL = `SELECT e.case_title, e.status, e.res, e.n FROM (
 		FROM executions x WHERE x.run_id = ?1) e
 	WHERE e.status IN ('pending', 'running') OR e.res < e.n
 	LIMIT 1`
-
-// FinishRun stores the final state of a run and releases its lease
-// (fenced; a verdict only over every result; storerules.FinishRun).
-func (d *DB) FinishRun(ctx context.Context, l duet.Lease, r *duet.Run) error {
-	return d.tx(ctx, func(tx *cachedTx) error {
-		return storerules.FinishRun(ctx, d.runTx(tx), l, r, d.now())
-	})
-}
-
-// RequestCancel asks a run to stop; a queued run is cancelled at once
-// (storerules.RequestCancel).
-func (d *DB) RequestCancel(ctx context.Context, viewer, runID string) (*duet.Run, error) {
-	return txValue(ctx, d, func(tx *cachedTx) (*duet.Run, error) {
-		return storerules.RequestCancel(ctx, d.runTx(tx), viewer, runID, d.now())
-	})
-}
 
 // runTx is storerules.FinishTx and CancelTx on a SQLite transaction.
 type runTx struct {

@@ -68,7 +68,7 @@ func manage(ctx context.Context, tx *cachedTx, by, id string) (*duet.Schedule, e
 
 // SetSchedulePaused pauses or resumes a schedule.
 func (d *DB) SetSchedulePaused(ctx context.Context, by, id string, paused bool, reason string, next time.Time) (*duet.Schedule, error) {
-	return txValue(ctx, d, func(tx *cachedTx) (*duet.Schedule, error) {
+	return storerules.TxValue(ctx, d.tx, func(tx *cachedTx) (*duet.Schedule, error) {
 		return storerules.SetSchedulePaused(ctx, d.engineOn(tx), managing(tx), by, id, paused, reason, next)
 	})
 }

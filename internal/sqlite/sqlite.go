@@ -39,8 +39,10 @@ type DB struct {
 
 	readOnly bool // opened by Options.ReadOnlyFallback
 
-	// The stores written once, in storerules, on this engine (rules).
+	// The stores and writes written once, in storerules, on this engine
+	// (rules).
 	storerules.Stores
+	storerules.Writes[*cachedTx]
 }
 
 var _ duet.Store = (*DB)(nil)
@@ -273,17 +275,6 @@ func (d *DB) Close() error {
 	return d.db.Close()
 }
 
-// txValue runs fn in a transaction (DB.tx) and returns what it made.
-func txValue[T any](ctx context.Context, d *DB, fn func(*cachedTx) (T, error)) (T, error) {
-	var out T
-	err := d.tx(ctx, func(tx *cachedTx) error {
-		var err error
-		out, err = fn(tx)
-		return err
-	})
-	return out, err
-}
-
 // tx runs fn in a transaction: BEGIN IMMEDIATE, so that it never fails on
 // upgrading a read lock, taken in turn with the process's other writers
 // (writerQueue). The pending audit record of
@@ -413,14 +404,19 @@ func (d *DB) FindLLMUsage(ctx context.Context, userID, day string) (duet.LLMUsag
 	return storerules.FindLLMUsage(ctx, userID, day, d.readRow)
 }
 
-// rules sets up the stores written in storerules on this engine: reads and
-// single statements through the statement cache, row-returning writes in a
-// transaction (tx).
+// rules sets up the stores and writes written in storerules on this
+// engine: reads and single statements through the statement cache,
+// row-returning writes in a transaction (tx).
 func (d *DB) rules() {
 	e := d.engineOn(d.q)
 	e.Write = d.writeRow
-	e.Tx = storerules.InTx(d.tx, func(tx *cachedTx) storerules.Engine { return d.engineOn(tx) })
+	on := func(tx *cachedTx) storerules.Engine { return d.engineOn(tx) }
+	e.Tx = storerules.InTx(d.tx, on)
 	d.Stores = storerules.NewStores(e)
+	d.Writes = storerules.Writes[*cachedTx]{
+		Tx: d.tx, On: on, Held: held,
+		Run: func(tx *cachedTx) storerules.RunTx { return d.runTx(tx) }, Now: func() time.Time { return d.now() },
+	}
 }
 
 // found maps the error of a read of the one object kind id: no row is
