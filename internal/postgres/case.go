@@ -20,25 +20,6 @@ type tailRow struct {
 
 func (r tailRow) Scan(dest ...any) error { return r.Row.Scan(append(dest, r.tail...)...) }
 
-const insertCase = `INSERT INTO cases (id, task_id, key, title, source, source_hash, steps, timeout_ms, version, status, created_by, created_at, updated_at, row, retries, tags)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`
-
-// SaveDraftCase stores c as a draft case of its task. A draft with the same
-// key by the same author is replaced by a new version; an active or archived
-// case with that key, or another author's draft, is a CONFLICT. Returns
-// NOT_FOUND, CONFLICT, INVALID_ARGUMENT.
-func (d *DB) SaveDraftCase(ctx context.Context, c *duet.Case) error {
-	return d.tx(ctx, withCaseVersion(ctx, c, duet.SavedAsDraft, func(tx pgx.Tx) error { // caseversion.go
-		if _, err := findTaskAny(ctx, tx, c.TaskID); err != nil {
-			return err
-		}
-		if err := lockKey(ctx, tx, "case\x1f"+c.TaskID+"\x1f"+c.Key); err != nil {
-			return err
-		}
-		return storerules.SaveDraftCase(ctx, suiteTx{tx}, c, ts(d.now()))
-	}))
-}
-
 // FindCaseByID returns the case if viewer may see its task. Returns NOT_FOUND.
 func (d *DB) FindCaseByID(ctx context.Context, viewer, id string) (*duet.Case, error) {
 	if viewer == "" || d.cases == nil {

@@ -470,8 +470,14 @@ func (d *DB) rules() {
 	e.Tx = storerules.InTx(d.tx, on)
 	d.Stores = storerules.NewStores(e)
 	d.Writes = storerules.Writes[pgx.Tx]{
-		Tx: d.tx, On: on, Held: held, Lock: lockKey,
-		Run: func(tx pgx.Tx) storerules.RunTx { return d.runTx(tx) }, Now: func() time.Time { return ts(d.now()) },
+		Tx:         d.tx,
+		On:         on,
+		Held:       held,
+		Lock:       lockKey,
+		Run:        func(tx pgx.Tx) storerules.RunTx { return d.runTx(tx) },
+		Suite:      func(tx pgx.Tx) storerules.SuiteTx { return d.suiteTx(tx) },
+		SaveSource: saveSuiteSource,
+		Now:        func() time.Time { return ts(d.now()) },
 	}
 }
 

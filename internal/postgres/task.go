@@ -223,15 +223,6 @@ func overviewQuery(viewer string) string {
 var overviewsQuery = `SELECT q.ord, o.* FROM ` + readPairs + `
 	CROSS JOIN LATERAL (` + pairParams.Replace(overviewQuery("viewer")) + `) o`
 
-// findTaskAny returns a task regardless of viewer (workers, internal use).
-func findTaskAny(ctx context.Context, q querier, id string) (*duet.Task, error) {
-	t, err := storerules.ScanTask(q.QueryRow(ctx, `SELECT `+storerules.TaskColumns+` FROM tasks t WHERE t.id = $1`, id))
-	if err != nil {
-		return nil, found(err, "task", id)
-	}
-	return t, loadShares(ctx, q, t)
-}
-
 // FindTaskByName returns owner's task with that name. Returns NOT_FOUND.
 func (d *DB) FindTaskByName(ctx context.Context, owner, name string) (*duet.Task, error) {
 	return findTaskByName(ctx, d.pool, owner, name)

@@ -9,19 +9,6 @@ import (
 	"github.com/duet-test/duet/internal/storerules"
 )
 
-// SaveDraftCase stores c as a draft case of its task. A draft with the same
-// key by the same author is replaced by a new version; an active or archived
-// case with that key, or another author's draft, is a CONFLICT. Returns
-// NOT_FOUND, CONFLICT, INVALID_ARGUMENT.
-func (d *DB) SaveDraftCase(ctx context.Context, c *duet.Case) error {
-	return d.tx(ctx, withCaseVersion(ctx, c, duet.SavedAsDraft, func(tx *cachedTx) error { // caseversion.go
-		if _, err := d.findTaskAny(ctx, tx, c.TaskID); err != nil {
-			return err
-		}
-		return storerules.SaveDraftCase(ctx, suiteTx{tx}, c, d.now())
-	}))
-}
-
 // FindCaseByID returns the case if viewer may see its task. Returns NOT_FOUND.
 func (d *DB) FindCaseByID(ctx context.Context, viewer, id string) (*duet.Case, error) {
 	q := `SELECT ` + storerules.CaseFields + ` FROM cases c JOIN tasks t ON t.id = c.task_id WHERE c.id = ?2` + visibility(viewer)

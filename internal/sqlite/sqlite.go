@@ -414,8 +414,13 @@ func (d *DB) rules() {
 	e.Tx = storerules.InTx(d.tx, on)
 	d.Stores = storerules.NewStores(e)
 	d.Writes = storerules.Writes[*cachedTx]{
-		Tx: d.tx, On: on, Held: held,
-		Run: func(tx *cachedTx) storerules.RunTx { return d.runTx(tx) }, Now: func() time.Time { return d.now() },
+		Tx:         d.tx,
+		On:         on,
+		Held:       held,
+		Run:        func(tx *cachedTx) storerules.RunTx { return d.runTx(tx) },
+		Suite:      func(tx *cachedTx) storerules.SuiteTx { return d.suiteTx(tx) },
+		SaveSource: saveSuiteSource,
+		Now:        func() time.Time { return d.now() },
 	}
 }
 

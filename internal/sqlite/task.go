@@ -255,15 +255,6 @@ func (d *DB) readTaskByID(ctx context.Context, viewer, id string) (cachedTask, e
 	return c, nil
 }
 
-// findTaskAny returns a task regardless of viewer (workers, internal use).
-func (d *DB) findTaskAny(ctx context.Context, q querier, id string) (*duet.Task, error) {
-	t, err := storerules.ScanTask(q.QueryRowContext(ctx, `SELECT `+storerules.TaskColumns+` FROM tasks t WHERE t.id = ?`, id))
-	if err != nil {
-		return nil, found(err, "task", id)
-	}
-	return t, loadShares(ctx, q, t)
-}
-
 // FindTaskByName returns owner's task with that name. Returns NOT_FOUND.
 func (d *DB) FindTaskByName(ctx context.Context, owner, name string) (*duet.Task, error) {
 	return findTaskByName(ctx, d.q, owner, name)

@@ -2,6 +2,8 @@ package storerules
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"strings"
 	"time"
 
@@ -28,6 +30,11 @@ type Writes[T any] struct {
 	Lock func(ctx context.Context, tx T, key string) error
 	// Run is the run's rows in tx.
 	Run func(tx T) RunTx
+	// Suite is what ApplySuite reads and writes in tx.
+	Suite func(tx T) SuiteTx
+	// SaveSource keeps the source of a suite applied to task taskID by
+	// owner at now, in tx; nil src keeps the task's source as it is.
+	SaveSource func(ctx context.Context, tx T, taskID, owner string, src *duet.SuiteSource, now time.Time) error
 	// Now is the current time, as the engine stores it.
 	Now func() time.Time
 }
@@ -120,6 +127,55 @@ func (w Writes[T]) FinishRun(ctx context.Context, l duet.Lease, r *duet.Run) err
 func (w Writes[T]) RequestCancel(ctx context.Context, viewer, runID string) (*duet.Run, error) {
 	return TxValue(ctx, w.Tx, func(tx T) (*duet.Run, error) {
 		return RequestCancel(ctx, w.Run(tx), viewer, runID, w.Now())
+	})
+}
+
+// ApplySuite creates or updates owner's task and its cases, and keeps the
+// versions it saved and the suite's source, in one transaction
+// (ApplySuite decides; Suite writes). Applies of one task name take turns
+// (Lock).
+func (w Writes[T]) ApplySuite(ctx context.Context, owner string, s *duet.Suite) (*duet.ApplyResult, error) {
+	if err := CheckSuite(owner, s); err != nil {
+		return nil, err
+	}
+	return TxValue(ctx, w.Tx, func(tx T) (*duet.ApplyResult, error) {
+		if err := w.lock(ctx, tx, "task", owner, s.Task.Name); err != nil {
+			return nil, err
+		}
+		now := w.Now()
+		res, err := ApplySuite(ctx, w.Suite(tx), owner, s, now)
+		if err != nil {
+			return nil, err
+		}
+		if err := SaveCaseVersions(ctx, w.On(tx), s, res); err != nil {
+			return nil, err
+		}
+		if err := w.SaveSource(ctx, tx, res.Task.ID, owner, s.Source, now); err != nil {
+			return nil, err
+		}
+		return res, nil
+	})
+}
+
+// SaveDraftCase stores c as a draft case of its task and keeps the version
+// it saved, in one transaction. Drafts of one key take turns (Lock).
+// Returns NOT_FOUND, CONFLICT, INVALID_ARGUMENT (SaveDraftCase).
+func (w Writes[T]) SaveDraftCase(ctx context.Context, c *duet.Case) error {
+	return w.Tx(ctx, func(tx T) error {
+		e := w.On(tx)
+		var one int
+		if err := e.Read(ctx, []any{&one}, `SELECT 1 FROM tasks WHERE id = $1`, c.TaskID); errors.Is(err, sql.ErrNoRows) {
+			return NotFound("task", c.TaskID)
+		} else if err != nil {
+			return err
+		}
+		if err := w.lock(ctx, tx, "case", c.TaskID, c.Key); err != nil {
+			return err
+		}
+		if err := SaveDraftCase(ctx, SuiteRows{e}, c, w.Now()); err != nil {
+			return err
+		}
+		return SaveCaseVersion(ctx, e, c, duet.SavedAsDraft)
 	})
 }
 
