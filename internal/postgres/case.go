@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -31,10 +30,7 @@ func (d *DB) FindCaseByID(ctx context.Context, viewer, id string) (*duet.Case, e
 // findCaseByID is FindCaseByID's read alone.
 func (d *DB) findCaseByID(ctx context.Context, viewer, id string) (*duet.Case, error) {
 	c, err := storerules.ScanCase(d.pool.QueryRow(ctx, caseByID.of(viewer), viewer, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, storerules.NotFound("case", id)
-	}
-	return c, mapErr(err)
+	return c, found(err, "case", id)
 }
 
 // caseByID is caseByIDQuery's two statements.

@@ -643,10 +643,7 @@ func (t runTx) RunFinished(ctx context.Context, runID string, status duet.RunSta
 func (t runTx) VisibleRun(ctx context.Context, viewer, runID string) (*duet.Run, error) {
 	q := `SELECT ` + runColumns + ` FROM runs r JOIN tasks t ON t.id = r.task_id WHERE r.id = $2` + visibility(viewer) + ` FOR UPDATE OF r`
 	run, err := scanRun(t.tx.QueryRow(ctx, q, viewer, runID))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, storerules.NotFound("run", runID)
-	}
-	return run, mapErr(err)
+	return run, found(err, "run", runID)
 }
 
 // DeleteExpiredIdempotency removes expired idempotency records.

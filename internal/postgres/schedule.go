@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -21,10 +20,7 @@ var scanSchedule = storerules.ScanSchedule
 func (d *DB) FindScheduleByID(ctx context.Context, viewer, id string) (*duet.Schedule, error) {
 	q := `SELECT ` + scheduleColumns + ` FROM schedules s JOIN tasks t ON t.id = s.task_id WHERE s.id = $2` + visibility(viewer)
 	s, err := scanSchedule(d.pool.QueryRow(ctx, q, viewer, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, storerules.NotFound("schedule", id)
-	}
-	return s, mapErr(err)
+	return s, found(err, "schedule", id)
 }
 
 // DueSchedules lists the unpaused schedules due at now.

@@ -17,10 +17,7 @@ import (
 func lockTeam(ctx context.Context, tx pgx.Tx, team string) error {
 	var one int
 	err := tx.QueryRow(ctx, `SELECT 1 FROM teams WHERE name = $1 FOR UPDATE`, team).Scan(&one)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return storerules.NotFound("team", team)
-	}
-	return mapErr(err)
+	return found(err, "team", team)
 }
 
 // shareTeamID returns the id of the team a share principal names (nil for

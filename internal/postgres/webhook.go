@@ -60,10 +60,7 @@ func findWebhook(ctx context.Context, q querier, by, id, lock string) (*duet.Web
 		query += ` AND $1 = ''`
 	}
 	w, err := storerules.ScanWebhook(q.QueryRow(ctx, query+lock, by, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, storerules.NotFound("webhook", id)
-	}
-	return w, mapErr(err)
+	return w, found(err, "webhook", id)
 }
 
 // UpdateWebhook stores a webhook's settings (and its new sealed secret).

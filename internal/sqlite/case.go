@@ -2,8 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/storerules"
@@ -14,10 +12,7 @@ func (d *DB) FindCaseByID(ctx context.Context, viewer, id string) (*duet.Case, e
 	q := `SELECT ` + storerules.CaseFields + ` FROM cases c JOIN tasks t ON t.id = c.task_id WHERE c.id = ?2` + visibility(viewer)
 	args := []any{viewer, id}
 	c, err := storerules.ScanCase(d.q.QueryRowContext(ctx, q, args...))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, storerules.NotFound("case", id)
-	}
-	return c, mapErr(err)
+	return c, found(err, "case", id)
 }
 
 // CountCases returns how many active cases a task has.

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"time"
 
 	"github.com/duet-test/duet"
@@ -14,10 +13,7 @@ import (
 func (d *DB) FindScheduleByID(ctx context.Context, viewer, id string) (*duet.Schedule, error) {
 	q := `SELECT ` + storerules.ScheduleColumns + ` FROM schedules s JOIN tasks t ON t.id = s.task_id WHERE s.id = ?2` + visibility(viewer)
 	s, err := storerules.ScanSchedule(d.q.QueryRowContext(ctx, q, viewer, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, storerules.NotFound("schedule", id)
-	}
-	return s, mapErr(err)
+	return s, found(err, "schedule", id)
 }
 
 // DueSchedules lists the unpaused schedules due at now.

@@ -388,10 +388,7 @@ func ownsTask(ctx context.Context, q querier, owner, taskID string) error {
 	var one int
 	// A member of the team that owns the task acts as its owner.
 	err := q.QueryRowContext(ctx, `SELECT 1 FROM tasks t WHERE t.id = ?2 AND (t.owner = ?1 OR t.owner IN `+teamsOf+`)`, owner, taskID).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return storerules.NotFound("task", taskID)
-	}
-	return mapErr(err)
+	return found(err, "task", taskID)
 }
 
 // setShares makes the task's share list exactly users (each a user or a

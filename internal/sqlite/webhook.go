@@ -46,10 +46,7 @@ func findWebhook(ctx context.Context, q querier, by, id string) (*duet.Webhook, 
 		query += ` AND ` + ownedWebhook
 	}
 	w, err := storerules.ScanWebhook(q.QueryRowContext(ctx, query, by, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, storerules.NotFound("webhook", id)
-	}
-	return w, mapErr(err)
+	return w, found(err, "webhook", id)
 }
 
 // UpdateWebhook stores a webhook's settings (and its new sealed secret).
