@@ -140,13 +140,7 @@ func (s *Session) DispatchMouse(ctx context.Context, m MouseInput) error {
 	if p.Type == input.DispatchMouseEventTypeMouseReleased {
 		p.Buttons = 0
 	}
-	c, err := s.begin(ctx, op, 0)
-	if err != nil {
-		return err
-	}
-	defer s.end(c)
-	_, err = chromedp.Call(c.c, input.DispatchMouseEvent, p)
-	return s.fail(c, err, nil)
+	return s.do(ctx, op, command(input.DispatchMouseEvent, p))
 }
 
 // DispatchKey sends a key event to the current tab (Input.dispatchKeyEvent).
@@ -176,13 +170,7 @@ func (s *Session) DispatchKey(ctx context.Context, k KeyInput) error {
 	default:
 		return opError(duet.CodeInvalidArgument, op, nil, "%s: unknown key event %q", op, k.Type)
 	}
-	c, err := s.begin(ctx, op, 0)
-	if err != nil {
-		return err
-	}
-	defer s.end(c)
-	_, err = chromedp.Call(c.c, input.DispatchKeyEvent, p)
-	return s.fail(c, err, nil)
+	return s.do(ctx, op, command(input.DispatchKeyEvent, p))
 }
 
 // Bind runs script in an isolated world named world of every document the

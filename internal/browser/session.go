@@ -207,6 +207,18 @@ func (s *Session) fail(c *call, err error, timeout func() *duet.Error) error {
 	return opError(duet.CodeBrowserError, c.op, err, "%s: %v", c.op, err)
 }
 
+// do runs action on the current tab as one call named op (begin's
+// deadline, end, and its error as fail makes it): a call that is nothing
+// but one action.
+func (s *Session) do(ctx context.Context, op string, action chromedp.Action[chromedp.Void]) error {
+	c, err := s.begin(ctx, op, 0)
+	if err != nil {
+		return err
+	}
+	defer s.end(c)
+	return s.fail(c, chromedp.Do(c.c, action), nil)
+}
+
 func emptySelector(op string) error {
 	return opError(duet.CodeInvalidArgument, op, nil, "%s: selector is empty", op)
 }
@@ -350,12 +362,7 @@ func (s *Session) PressKey(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	c, err := s.begin(ctx, op, 0)
-	if err != nil {
-		return err
-	}
-	defer s.end(c)
-	return s.fail(c, chromedp.Do(c.c, chromedp.KeyEvent(text, chromedp.KeyModifiers(mods...))), nil)
+	return s.do(ctx, op, chromedp.KeyEvent(text, chromedp.KeyModifiers(mods...)))
 }
 
 // Select chooses the option of the <select> element of selector whose value
