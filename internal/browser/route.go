@@ -1,6 +1,8 @@
 package browser
 
 import (
+	"golang.org/x/net/http/httpguts"
+
 	"context"
 	"net/http"
 	"regexp"
@@ -424,7 +426,7 @@ func (s *Session) AddRoute(ctx context.Context, r Route) error {
 		return opError(duet.CodeInvalidArgument, op, nil, "route: status %d is not an HTTP status", r.Status)
 	}
 	for name := range r.SetHeaders {
-		if !validHeaderName(name) || strings.EqualFold(name, "host") {
+		if !httpguts.ValidHeaderFieldName(name) || strings.EqualFold(name, "host") {
 			return opError(duet.CodeInvalidArgument, op, nil, "route: cannot set the request header %q", name)
 		}
 	}
@@ -569,20 +571,6 @@ func headerValue(h network.Headers, name string) string {
 		}
 	}
 	return ""
-}
-
-// validHeaderName reports whether name is an HTTP header name (a token).
-func validHeaderName(name string) bool {
-	if name == "" {
-		return false
-	}
-	for _, r := range name {
-		if r > 127 || !(r == '-' || r == '_' || r == '.' || r == '!' || r == '#' || r == '$' || r == '%' || r == '&' || r == '\'' || r == '*' || r == '+' || r == '^' || r == '`' || r == '|' || r == '~' ||
-			(r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z')) {
-			return false
-		}
-	}
-	return true
 }
 
 func (f RequestFilter) matches(r *netRequest) bool {

@@ -22,6 +22,8 @@
 package mcpclient
 
 import (
+	"golang.org/x/net/http/httpguts"
+
 	"context"
 	"errors"
 	"log/slog"
@@ -343,7 +345,7 @@ var reservedHeaders = map[string]bool{
 func canonicalHeaders(in map[string]string) (map[string]string, error) {
 	out := make(map[string]string, len(in))
 	for name, v := range in {
-		if !validHeaderName(name) {
+		if len(name) > 128 || !httpguts.ValidHeaderFieldName(name) {
 			return nil, duet.Errorf(duet.CodeInvalidArgument, "invalid header name %q", name)
 		}
 		cn := textproto.CanonicalMIMEHeaderKey(name)
@@ -362,22 +364,6 @@ func canonicalHeaders(in map[string]string) (map[string]string, error) {
 		out[cn] = v
 	}
 	return out, nil
-}
-
-func validHeaderName(s string) bool {
-	if s == "" || len(s) > 128 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // Servers lists the owner's registrations by name.

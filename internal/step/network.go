@@ -1,6 +1,8 @@
 package step
 
 import (
+	"golang.org/x/net/http/httpguts"
+
 	"context"
 	"regexp"
 	"strings"
@@ -142,7 +144,7 @@ func compileURLMatch(c *Compiler, st *duet.Step, n *Node) (glob, re, method stri
 		}
 	}
 	method = strings.ToUpper(c.String(n, "method", false))
-	if method != "" && !validHeaderToken(method) {
+	if method != "" && !httpguts.ValidHeaderFieldName(method) {
 		c.Errf(n.Get("method"), "method %q is not an HTTP method", method)
 	}
 	return glob, re, method
@@ -178,19 +180,4 @@ func urlTitle(kind duet.StepKind, method, glob, re string) string {
 		return s + " " + glob
 	}
 	return s + " /" + re + "/"
-}
-
-// validHeaderToken reports whether s is an HTTP token (a method, a header
-// name).
-func validHeaderToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		if r > 127 || !(r == '-' || r == '_' || r == '.' || r == '!' || r == '#' || r == '$' || r == '%' || r == '&' || r == '\'' || r == '*' || r == '+' || r == '^' || r == '`' || r == '|' || r == '~' ||
-			(r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z')) {
-			return false
-		}
-	}
-	return true
 }

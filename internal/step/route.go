@@ -1,6 +1,8 @@
 package step
 
 import (
+	"golang.org/x/net/http/httpguts"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -262,7 +264,7 @@ func lookupFold(m map[string]string, k string) (string, bool) {
 // is absent).
 func (c *Compiler) headerMap(n *Node, key string) map[string]string {
 	return c.templateMap(n, key, "header ", func(name string) error {
-		if !validHeaderToken(name) {
+		if !httpguts.ValidHeaderFieldName(name) {
 			return fmt.Errorf("%q is not a header name", name)
 		}
 		return nil
