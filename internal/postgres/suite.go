@@ -20,10 +20,6 @@ type suiteTx struct {
 // suiteTx is the suite rows of tx.
 func (d *DB) suiteTx(tx pgx.Tx) suiteTx { return suiteTx{storerules.SuiteRows{E: d.engineOn(tx)}, tx} }
 
-func (t suiteTx) TaskByName(ctx context.Context, owner, name string) (*duet.Task, error) {
-	return findTaskByName(ctx, t.tx, owner, name)
-}
-
 func (t suiteTx) SetShares(ctx context.Context, taskID string, users []string, now time.Time) error {
 	return setShares(ctx, t.tx, taskID, users, now)
 }

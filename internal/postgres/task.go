@@ -70,20 +70,6 @@ func (b byViewer) of(viewer string) string {
 	return b.viewer
 }
 
-// loadShares fills SharedWith of tasks in one query.
-func loadShares(ctx context.Context, q querier, tasks ...*duet.Task) error {
-	if len(tasks) == 0 {
-		return nil
-	}
-	byID, ids := storerules.TasksByID(tasks)
-	rows, err := q.Query(ctx, `SELECT task_id, user_id FROM task_shares WHERE task_id = ANY($1) ORDER BY user_id`, ids)
-	if err != nil {
-		return mapErr(err)
-	}
-	defer rows.Close()
-	return mapErr(storerules.ReadTaskShares(rows, byID))
-}
-
 // FindTaskByID returns the task if viewer may see it ("" = any: internal
 // use only). Returns NOT_FOUND. One query reads the task and its share list.
 func (d *DB) FindTaskByID(ctx context.Context, viewer, id string) (*duet.Task, error) {
@@ -221,19 +207,6 @@ func overviewQuery(viewer string) string {
 // task. overviewQuery is its one source: its $1 and $2 stand for the pair.
 var overviewsQuery = `SELECT q.ord, o.* FROM ` + readPairs + `
 	CROSS JOIN LATERAL (` + pairParams.Replace(overviewQuery("viewer")) + `) o`
-
-// FindTaskByName returns owner's task with that name. Returns NOT_FOUND.
-func (d *DB) FindTaskByName(ctx context.Context, owner, name string) (*duet.Task, error) {
-	return findTaskByName(ctx, d.pool, owner, name)
-}
-
-func findTaskByName(ctx context.Context, q querier, owner, name string) (*duet.Task, error) {
-	t, err := storerules.ScanTask(q.QueryRow(ctx, `SELECT `+storerules.TaskColumns+` FROM tasks t WHERE t.owner = $1 AND t.name = $2`, owner, name))
-	if err != nil {
-		return nil, found(err, "task", name)
-	}
-	return t, loadShares(ctx, q, t)
-}
 
 // FindTasks returns a page of visible tasks in creation order.
 func (d *DB) FindTasks(ctx context.Context, f duet.TaskFilter) ([]*duet.Task, string, int, error) {

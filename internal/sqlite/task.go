@@ -79,20 +79,6 @@ func changed(res sql.Result, err error, none error) error {
 	return nil
 }
 
-// loadShares fills SharedWith of tasks in one query.
-func loadShares(ctx context.Context, q querier, tasks ...*duet.Task) error {
-	if len(tasks) == 0 {
-		return nil
-	}
-	byID, ids := storerules.TasksByID(tasks)
-	rows, err := q.QueryContext(ctx, `SELECT task_id, user_id FROM task_shares WHERE task_id IN (`+placeholders(len(ids))+`) ORDER BY user_id`, anys(ids)...)
-	if err != nil {
-		return mapErr(err)
-	}
-	defer rows.Close()
-	return mapErr(storerules.ReadTaskShares(rows, byID))
-}
-
 type querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
@@ -255,20 +241,6 @@ func (d *DB) readTaskByID(ctx context.Context, viewer, id string) (cachedTask, e
 	return c, nil
 }
 
-// FindTaskByName returns owner's task with that name. Returns NOT_FOUND.
-func (d *DB) FindTaskByName(ctx context.Context, owner, name string) (*duet.Task, error) {
-	return findTaskByName(ctx, d.q, owner, name)
-}
-
-func findTaskByName(ctx context.Context, q querier, owner, name string) (*duet.Task, error) {
-	t, err := storerules.ScanTask(q.QueryRowContext(ctx,
-		`SELECT `+storerules.TaskColumns+` FROM tasks t WHERE t.owner = ? AND t.name = ?`, owner, name))
-	if err != nil {
-		return nil, found(err, "task", name)
-	}
-	return t, loadShares(ctx, q, t)
-}
-
 // FindTasks returns a page of visible tasks in creation order.
 func (d *DB) FindTasks(ctx context.Context, f duet.TaskFilter) ([]*duet.Task, string, int, error) {
 	after, err := storerules.DecodeCursor(f.Cursor)
@@ -321,7 +293,7 @@ func (d *DB) FindTasks(ctx context.Context, f duet.TaskFilter) ([]*duet.Task, st
 		tasks = tasks[:limit]
 		next = storerules.EncodeCursor(tasks[limit-1].ID)
 	}
-	return tasks, next, total, loadShares(ctx, d.q, tasks...)
+	return tasks, next, total, storerules.LoadTaskShares(ctx, d.Tasks.E, tasks...)
 }
 
 // taskListQueries returns list_test_tasks' count and page for viewer ?1 and

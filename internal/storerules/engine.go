@@ -83,6 +83,7 @@ func (e Engine) StoredPtr(t *time.Time) any {
 // Stores are the stores written once here, on an engine; a driver embeds
 // them (NewStores).
 type Stores struct {
+	Tasks
 	Devices
 	Sessions
 	Stops
@@ -102,7 +103,7 @@ type Stores struct {
 
 // NewStores returns the stores of this package on e.
 func NewStores(e Engine) Stores {
-	return Stores{Devices{e}, Sessions{e}, Stops{e}, CaseVersions{e}, OAuth{e}, Baselines{e}, Teams{e}, Assets{e}, Deliveries{e}, MCPServers{e}, Contracts{e}, AIPlans{e}, Runs{e}, Schedules{e}, Metrics{e}}
+	return Stores{Tasks{e}, Devices{e}, Sessions{e}, Stops{e}, CaseVersions{e}, OAuth{e}, Baselines{e}, Teams{e}, Assets{e}, Deliveries{e}, MCPServers{e}, Contracts{e}, AIPlans{e}, Runs{e}, Schedules{e}, Metrics{e}}
 }
 
 // Found maps the error of a read of the one object kind id: no row is

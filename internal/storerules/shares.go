@@ -35,19 +35,40 @@ func LoadAssetShares(ctx context.Context, e Engine, assets ...*duet.Asset) error
 	}, `SELECT asset_id, user_id FROM asset_shares WHERE `+in+` ORDER BY asset_id, user_id`, args...)
 }
 
-// TasksByID indexes tasks by id; ids lists each id once, in order.
-func TasksByID(tasks []*duet.Task) (byID map[string]*duet.Task, ids []string) {
-	return index(tasks, func(t *duet.Task) string { return t.ID })
+// LoadTaskShares reads, on e, the share lists of the tasks.
+func LoadTaskShares(ctx context.Context, e Engine, tasks ...*duet.Task) error {
+	if len(tasks) == 0 {
+		return nil
+	}
+	byID, ids := index(tasks, func(t *duet.Task) string { return t.ID })
+	in, args := e.In("task_id", ids)
+	return e.Query(ctx, func(r Row) error {
+		var id, user string
+		if err := r.Scan(&id, &user); err != nil {
+			return err
+		}
+		t := byID[id]
+		t.SharedWith = append(t.SharedWith, user)
+		return nil
+	}, `SELECT task_id, user_id FROM task_shares WHERE `+in+` ORDER BY user_id`, args...)
 }
 
-// ReadTaskShares reads rows of (task id, user) into the share lists of the
-// tasks of byID (TasksByID).
-func ReadTaskShares(rows Rows, byID map[string]*duet.Task) error {
-	return readShares(rows, func(id, user string) {
-		if t := byID[id]; t != nil {
-			t.SharedWith = append(t.SharedWith, user)
-		}
-	})
+// Tasks are the reads of tasks written once.
+type Tasks struct{ E Engine }
+
+// FindTaskByName returns owner's task with that name. Returns NOT_FOUND.
+func (s Tasks) FindTaskByName(ctx context.Context, owner, name string) (*duet.Task, error) {
+	return TaskByName(ctx, s.E, owner, name)
+}
+
+// TaskByName reads, on e, owner's task named name with its shares.
+// Returns NOT_FOUND.
+func TaskByName(ctx context.Context, e Engine, owner, name string) (*duet.Task, error) {
+	t, err := One(ctx, e, ScanTask, `SELECT `+TaskColumns+` FROM tasks t WHERE t.owner = $1 AND t.name = $2`, owner, name)
+	if err != nil {
+		return nil, Found(err, "task", name, func(err error) error { return err })
+	}
+	return t, LoadTaskShares(ctx, e, t)
 }
 
 // index indexes items by id; ids lists each id once, in order (the last
@@ -62,16 +83,4 @@ func index[T any](items []T, id func(T) string) (byID map[string]T, ids []string
 		byID[k] = it
 	}
 	return byID, ids
-}
-
-// readShares hands each row of (id, user) to add.
-func readShares(rows Rows, add func(id, user string)) error {
-	for rows.Next() {
-		var id, user string
-		if err := rows.Scan(&id, &user); err != nil {
-			return err
-		}
-		add(id, user)
-	}
-	return rows.Err()
 }

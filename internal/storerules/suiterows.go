@@ -18,6 +18,11 @@ func (t SuiteRows) exec(ctx context.Context, query string, args ...any) error {
 	return err
 }
 
+// TaskByName reads owner's task named name with its shares (TaskByName).
+func (t SuiteRows) TaskByName(ctx context.Context, owner, name string) (*duet.Task, error) {
+	return TaskByName(ctx, t.E, owner, name)
+}
+
 // InsertTask writes a new task (not its shares).
 func (t SuiteRows) InsertTask(ctx context.Context, task *duet.Task, postRun, runConfig string) error {
 	return t.exec(ctx, `INSERT INTO tasks (id, owner, name, description, base_url, device, post_run, post_run_by, run_config, hooks_by, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
