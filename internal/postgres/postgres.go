@@ -477,7 +477,13 @@ func (d *DB) rules() {
 		Run:        func(tx pgx.Tx) storerules.RunTx { return d.runTx(tx) },
 		Suite:      func(tx pgx.Tx) storerules.SuiteTx { return d.suiteTx(tx) },
 		SaveSource: saveSuiteSource,
-		Now:        func() time.Time { return ts(d.now()) },
+		OwnsTask: func(ctx context.Context, tx pgx.Tx, owner, taskID string) error {
+			return ownsTask(ctx, tx, owner, taskID)
+		},
+		ShareTeamID: func(ctx context.Context, tx pgx.Tx, principal string) (any, error) {
+			return shareTeamID(ctx, tx, principal)
+		},
+		Now: func() time.Time { return ts(d.now()) },
 	}
 }
 

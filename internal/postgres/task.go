@@ -306,42 +306,6 @@ func all[T any](ctx context.Context, q querier, scan func(rowScanner) (T, error)
 	return nil, mapErr(err)
 }
 
-// ShareTask shares owner's task with user. Returns NOT_FOUND, INVALID_ARGUMENT.
-func (d *DB) ShareTask(ctx context.Context, owner, taskID, user string) error {
-	if err := duet.ValidPrincipal(user); err != nil {
-		return err
-	}
-	return d.tx(ctx, func(tx pgx.Tx) error {
-		if err := ownsTask(ctx, tx, owner, taskID); err != nil {
-			return err
-		}
-		if user == owner {
-			return duet.Errorf(duet.CodeInvalidArgument, "%s owns the task already", user)
-		}
-		team, err := shareTeamID(ctx, tx, user)
-		if err != nil {
-			return err
-		}
-		now := ts(d.now())
-		if _, err := tx.Exec(ctx, `INSERT INTO task_shares (task_id, user_id, team_id, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`, taskID, user, team, now); err != nil {
-			return mapErr(err)
-		}
-		_, err = tx.Exec(ctx, `UPDATE tasks SET updated_at = $1 WHERE id = $2`, now, taskID)
-		return mapErr(err)
-	})
-}
-
-// UnshareTask stops sharing owner's task with user. Returns NOT_FOUND.
-func (d *DB) UnshareTask(ctx context.Context, owner, taskID, user string) error {
-	return d.tx(ctx, func(tx pgx.Tx) error {
-		if err := ownsTask(ctx, tx, owner, taskID); err != nil {
-			return err
-		}
-		tag, err := tx.Exec(ctx, `DELETE FROM task_shares WHERE task_id = $1 AND user_id = $2`, taskID, user)
-		return changed(tag, err, duet.Errorf(duet.CodeNotFound, "task %q is not shared with %q", taskID, user))
-	})
-}
-
 // ownsTask checks owner owns taskID and locks the task row for the rest of
 // the transaction. Returns NOT_FOUND.
 func ownsTask(ctx context.Context, q querier, owner, taskID string) error {

@@ -420,7 +420,13 @@ func (d *DB) rules() {
 		Run:        func(tx *cachedTx) storerules.RunTx { return d.runTx(tx) },
 		Suite:      func(tx *cachedTx) storerules.SuiteTx { return d.suiteTx(tx) },
 		SaveSource: saveSuiteSource,
-		Now:        func() time.Time { return d.now() },
+		OwnsTask: func(ctx context.Context, tx *cachedTx, owner, taskID string) error {
+			return ownsTask(ctx, tx, owner, taskID)
+		},
+		ShareTeamID: func(ctx context.Context, tx *cachedTx, principal string) (any, error) {
+			return shareTeamID(ctx, tx, principal)
+		},
+		Now: func() time.Time { return d.now() },
 	}
 }
 

@@ -320,42 +320,6 @@ func taskListQueries(cond string, filtered, after bool) (count, page string) {
 	return count, page
 }
 
-// ShareTask shares owner's task with user. Returns NOT_FOUND, INVALID_ARGUMENT.
-func (d *DB) ShareTask(ctx context.Context, owner, taskID, user string) error {
-	if err := duet.ValidPrincipal(user); err != nil {
-		return err
-	}
-	return d.tx(ctx, func(tx *cachedTx) error {
-		if err := ownsTask(ctx, tx, owner, taskID); err != nil {
-			return err
-		}
-		if user == owner {
-			return duet.Errorf(duet.CodeInvalidArgument, "%s owns the task already", user)
-		}
-		team, err := shareTeamID(ctx, tx, user)
-		if err != nil {
-			return err
-		}
-		now := micros(d.now())
-		if _, err := tx.ExecContext(ctx, `INSERT INTO task_shares (task_id, user_id, team_id, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`, taskID, user, team, now); err != nil {
-			return mapErr(err)
-		}
-		_, err = tx.ExecContext(ctx, `UPDATE tasks SET updated_at = ? WHERE id = ?`, now, taskID)
-		return mapErr(err)
-	})
-}
-
-// UnshareTask stops sharing owner's task with user. Returns NOT_FOUND.
-func (d *DB) UnshareTask(ctx context.Context, owner, taskID, user string) error {
-	return d.tx(ctx, func(tx *cachedTx) error {
-		if err := ownsTask(ctx, tx, owner, taskID); err != nil {
-			return err
-		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM task_shares WHERE task_id = ? AND user_id = ?`, taskID, user)
-		return changed(res, err, duet.Errorf(duet.CodeNotFound, "task %q is not shared with %q", taskID, user))
-	})
-}
-
 func ownsTask(ctx context.Context, q querier, owner, taskID string) error {
 	var one int
 	// A member of the team that owns the task acts as its owner.

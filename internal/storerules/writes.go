@@ -35,6 +35,12 @@ type Writes[T any] struct {
 	// SaveSource keeps the source of a suite applied to task taskID by
 	// owner at now, in tx; nil src keeps the task's source as it is.
 	SaveSource func(ctx context.Context, tx T, taskID, owner string, src *duet.SuiteSource, now time.Time) error
+	// OwnsTask checks, in tx, that owner (or a team of theirs) owns task
+	// taskID, and on engines with row locks locks its row: NOT_FOUND.
+	OwnsTask func(ctx context.Context, tx T, owner, taskID string) error
+	// ShareTeamID is the id of the team principal names, bound to a share
+	// of it; nil for a user. Returns NOT_FOUND (the team).
+	ShareTeamID func(ctx context.Context, tx T, principal string) (any, error)
 	// Now is the current time, as the engine stores it.
 	Now func() time.Time
 }
@@ -176,6 +182,47 @@ func (w Writes[T]) SaveDraftCase(ctx context.Context, c *duet.Case) error {
 			return err
 		}
 		return SaveCaseVersion(ctx, e, c, duet.SavedAsDraft)
+	})
+}
+
+// ShareTask shares owner's task with user (a user or a team). Returns
+// NOT_FOUND, INVALID_ARGUMENT.
+func (w Writes[T]) ShareTask(ctx context.Context, owner, taskID, user string) error {
+	if err := duet.ValidPrincipal(user); err != nil {
+		return err
+	}
+	return w.Tx(ctx, func(tx T) error {
+		if err := w.OwnsTask(ctx, tx, owner, taskID); err != nil {
+			return err
+		}
+		if user == owner {
+			return duet.Errorf(duet.CodeInvalidArgument, "%s owns the task already", user)
+		}
+		team, err := w.ShareTeamID(ctx, tx, user)
+		if err != nil {
+			return err
+		}
+		e := w.On(tx)
+		now := e.Stored(w.Now())
+		if _, err := e.Exec(ctx, `INSERT INTO task_shares (task_id, user_id, team_id, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`, taskID, user, team, now); err != nil {
+			return err
+		}
+		_, err = e.Exec(ctx, `UPDATE tasks SET updated_at = $1 WHERE id = $2`, now, taskID)
+		return err
+	})
+}
+
+// UnshareTask stops sharing owner's task with user. Returns NOT_FOUND.
+func (w Writes[T]) UnshareTask(ctx context.Context, owner, taskID, user string) error {
+	return w.Tx(ctx, func(tx T) error {
+		if err := w.OwnsTask(ctx, tx, owner, taskID); err != nil {
+			return err
+		}
+		n, err := w.On(tx).Exec(ctx, `DELETE FROM task_shares WHERE task_id = $1 AND user_id = $2`, taskID, user)
+		if err == nil && n == 0 {
+			return duet.Errorf(duet.CodeNotFound, "task %q is not shared with %q", taskID, user)
+		}
+		return err
 	})
 }
 
