@@ -121,18 +121,8 @@ func (d *DB) casePage(ctx context.Context, rows pgx.Rows, f duet.CaseFilter, lim
 			return nil, "", 0, mapErr(err)
 		}
 	}
-	cases, next := casePageEnd(cases, limit)
+	cases, next := storerules.Page(cases, limit, func(c *duet.Case) string { return c.Key })
 	return cases, next, total, nil
-}
-
-// casePageEnd cuts a page read with one case more than limit to limit,
-// and returns the cursor of the next page ("" if none).
-func casePageEnd(cases []*duet.Case, limit int) ([]*duet.Case, string) {
-	if len(cases) <= limit {
-		return cases, ""
-	}
-	cases = cases[:limit]
-	return cases, storerules.EncodeCursor(cases[limit-1].Key)
 }
 
 // FindTaskCases reads the task, the count of the cases f selects and
@@ -174,7 +164,7 @@ func (d *DB) FindTaskCases(ctx context.Context, viewer string, f duet.CaseFilter
 	if err := rows.Err(); err != nil {
 		return nil, nil, "", 0, mapErr(err)
 	}
-	cases, next := casePageEnd(cases, limit)
+	cases, next := storerules.Page(cases, limit, func(c *duet.Case) string { return c.Key })
 	return t, cases, next, total, nil
 }
 

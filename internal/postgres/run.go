@@ -371,11 +371,7 @@ func (d *DB) FindRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 	if err != nil {
 		return nil, "", err
 	}
-	var next string
-	if len(runs) > limit {
-		runs = runs[:limit]
-		next = storerules.EncodeCursor(runs[limit-1].ID)
-	}
+	runs, next := storerules.Page(runs, limit, func(r *duet.Run) string { return r.ID })
 	return runs, next, nil
 }
 

@@ -257,11 +257,7 @@ func (d *DB) FindTasks(ctx context.Context, f duet.TaskFilter) ([]*duet.Task, st
 			return nil, "", 0, mapErr(err)
 		}
 	}
-	var next string
-	if len(tasks) > limit {
-		tasks = tasks[:limit]
-		next = storerules.EncodeCursor(tasks[limit-1].ID)
-	}
+	tasks, next := storerules.Page(tasks, limit, func(t *duet.Task) string { return t.ID })
 	return tasks, next, total, nil
 }
 

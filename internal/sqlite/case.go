@@ -69,10 +69,6 @@ func (d *DB) FindCases(ctx context.Context, f duet.CaseFilter) ([]*duet.Case, st
 	if err := rows.Err(); err != nil {
 		return nil, "", 0, mapErr(err)
 	}
-	var next string
-	if len(cases) > limit {
-		cases = cases[:limit]
-		next = storerules.EncodeCursor(cases[limit-1].Key)
-	}
+	cases, next := storerules.Page(cases, limit, func(c *duet.Case) string { return c.Key })
 	return cases, next, total, nil
 }

@@ -212,11 +212,7 @@ func (d *DB) findRuns(ctx context.Context, f duet.RunFilter) ([]*duet.Run, strin
 		return nil, "", mapErr(err)
 	}
 	rows.Close()
-	var next string
-	if len(runs) > limit {
-		runs = runs[:limit]
-		next = storerules.EncodeCursor(runs[limit-1].ID)
-	}
+	runs, next := storerules.Page(runs, limit, func(r *duet.Run) string { return r.ID })
 	return runs, next, fillTotals(ctx, d.q, runs...)
 }
 

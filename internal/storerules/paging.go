@@ -27,6 +27,17 @@ func EncodeCursor(key string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte("k:" + key))
 }
 
+// Page cuts items, read with one more than limit, to the page of limit
+// and the cursor of the next page ("" when this one is the last): the key
+// of the page's last item.
+func Page[T any](items []T, limit int, key func(T) string) ([]T, string) {
+	if len(items) <= limit {
+		return items, ""
+	}
+	items = items[:limit]
+	return items, EncodeCursor(key(items[limit-1]))
+}
+
 func DecodeCursor(c string) (string, error) {
 	if c == "" {
 		return "", nil

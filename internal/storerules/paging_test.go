@@ -1,6 +1,7 @@
 package storerules
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/duet-test/duet"
@@ -20,4 +21,18 @@ func FuzzCursor(f *testing.F) {
 			t.Fatalf("DecodeCursor(EncodeCursor(%q)) = %q, %v", s, k, err)
 		}
 	})
+}
+
+func TestPage(t *testing.T) {
+	key := func(n int) string { return strconv.Itoa(n) }
+	if items, next := Page([]int{1, 2}, 2, key); len(items) != 2 || next != "" {
+		t.Errorf("a last page: %v %q", items, next)
+	}
+	items, next := Page([]int{1, 2, 3}, 2, key)
+	if len(items) != 2 || next == "" {
+		t.Fatalf("a page with more after it: %v %q", items, next)
+	}
+	if k, err := DecodeCursor(next); err != nil || k != "2" {
+		t.Errorf("the next page starts after %q (%v), want 2", k, err)
+	}
 }

@@ -408,11 +408,7 @@ func RetryExecution(ctx context.Context, tx RetryTx, l duet.Lease, e *duet.Execu
 // limit, returns the cursor of the next page ("" if none), and drops the
 // steps and variables of a summary page.
 func ExecutionPageEnd(execs []*duet.Execution, f duet.ExecutionFilter, limit int) ([]*duet.Execution, string) {
-	var next string
-	if len(execs) > limit {
-		execs = execs[:limit]
-		next = EncodeCursor(strconv.Itoa(execs[limit-1].Ordinal))
-	}
+	execs, next := Page(execs, limit, func(x *duet.Execution) string { return strconv.Itoa(x.Ordinal) })
 	if !f.Results {
 		for _, e := range execs {
 			e.Steps, e.Vars = nil, nil
