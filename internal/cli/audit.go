@@ -61,10 +61,7 @@ func recordsCmd[T any](env Env, cmd *cobra.Command, in *api.RecordsIn, limitDoc 
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return printJSON(env.Stdout, records)
-			}
-			return printTable(env.Stdout, header, records, row)
+			return printList(env.Stdout, asJSON, records, records, "", header, row)
 		})(cmd, args)
 	}
 	cmd.Flags().StringVar(&in.TraceID, "trace", "", "only this trace id")

@@ -42,14 +42,7 @@ func baselineListCmd(env Env) *cobra.Command {
 			return err
 		}
 		list := out.Baselines
-		if asJSON {
-			return printJSON(env.Stdout, list)
-		}
-		if len(list) == 0 {
-			fmt.Fprintln(env.Stdout, "no baselines")
-			return nil
-		}
-		return printTable(env.Stdout, "ID\tSTATUS\tCASE\tNAME\tVERSION\tDEVICE\tENVIRONMENT\tDIFF\tRECORDED", list, func(b *duet.Baseline) string {
+		return printList(env.Stdout, asJSON, list, list, "no baselines", "ID\tSTATUS\tCASE\tNAME\tVERSION\tDEVICE\tENVIRONMENT\tDIFF\tRECORDED", func(b *duet.Baseline) string {
 			diff := "-"
 			if b.DiffRatio != nil {
 				diff = fmt.Sprintf("%.2f%%", *b.DiffRatio*100)

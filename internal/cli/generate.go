@@ -108,10 +108,7 @@ func generateListCmd(env Env) *cobra.Command {
 			return err
 		}
 		gens := list.Generations
-		if asJSON {
-			return printJSON(env.Stdout, gens)
-		}
-		return printTable(env.Stdout, "TIME\tTASK\tMODEL\tOUTCOME\tTURNS\tTOOLS\tREPAIRS\tTOKENS\tPROMPT\tCOMPLETION\tREQUESTS\tSECONDS\tCASE", gens, func(g *duet.Generation) string {
+		return printList(env.Stdout, asJSON, gens, gens, "", "TIME\tTASK\tMODEL\tOUTCOME\tTURNS\tTOOLS\tREPAIRS\tTOKENS\tPROMPT\tCOMPLETION\tREQUESTS\tSECONDS\tCASE", func(g *duet.Generation) string {
 			return fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.1f\t%s", g.CreatedAt.Local().Format("2006-01-02 15:04:05"),
 				g.TaskID, orDash(g.Model), g.Outcome, g.Turns, g.ToolCalls, g.Repairs, g.TotalTokens, g.PromptTokens, g.CompletionTokens,
 				g.Attempts, float64(g.DurationMs)/1000, orDash(g.CaseID))

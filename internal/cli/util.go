@@ -84,6 +84,20 @@ func (f *userIDFlag) Set(v string) error {
 	return nil
 }
 
+// printList prints what a list command fetched: v as JSON with --json
+// (asJSON); else, when there are no rows and empty is not "", the line
+// empty; else the table of rows (printTable).
+func printList[T any](w io.Writer, asJSON bool, v any, rows []T, empty, header string, row func(T) string) error {
+	if asJSON {
+		return printJSON(w, v)
+	}
+	if len(rows) == 0 && empty != "" {
+		fmt.Fprintln(w, empty)
+		return nil
+	}
+	return printTable(w, header, rows, row)
+}
+
 // printTable prints a table to w: the header line, then row(r) for each of
 // rows, tab-separated columns lined up two spaces apart.
 func printTable[T any](w io.Writer, header string, rows []T, row func(T) string) error {

@@ -72,14 +72,7 @@ func webhookListCmd(env Env) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if asJSON {
-			return printJSON(env.Stdout, list)
-		}
-		if len(list.Webhooks) == 0 {
-			fmt.Fprintf(env.Stdout, "task %s has no webhooks\n", args[0])
-			return nil
-		}
-		return printTable(env.Stdout, "ID\tNAME\tURL\tEVENTS\tON\tFORMAT\tSTATE", list.Webhooks, func(w api.WebhookView) string {
+		return printList(env.Stdout, asJSON, list, list.Webhooks, "task "+args[0]+" has no webhooks", "ID\tNAME\tURL\tEVENTS\tON\tFORMAT\tSTATE", func(w api.WebhookView) string {
 			state := "enabled"
 			if w.Disabled {
 				state = "disabled"
@@ -106,14 +99,7 @@ func webhookDeliveriesCmd(env Env) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if asJSON {
-			return printJSON(env.Stdout, list)
-		}
-		if len(list.Deliveries) == 0 {
-			fmt.Fprintf(env.Stdout, "webhook %s has no deliveries\n", args[0])
-			return nil
-		}
-		return printTable(env.Stdout, "ID\tEVENT\tRUN/CASE\tSTATUS\tATTEMPTS\tRESPONSE\tNEXT\tERROR", list.Deliveries, func(d *duet.WebhookDelivery) string {
+		return printList(env.Stdout, asJSON, list, list.Deliveries, "webhook "+args[0]+" has no deliveries", "ID\tEVENT\tRUN/CASE\tSTATUS\tATTEMPTS\tRESPONSE\tNEXT\tERROR", func(d *duet.WebhookDelivery) string {
 			subject, next, code := d.RunID+d.CaseID, "", ""
 			if d.NextAttemptAt != nil {
 				next = d.NextAttemptAt.Local().Format("15:04:05")
