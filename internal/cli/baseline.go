@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -62,14 +63,9 @@ func baselineDecideCmd(env Env, approve bool) *cobra.Command {
 	if !approve {
 		use, short = "reject ID", "Reject your pending baseline: it is never compared against"
 	}
-	return clientCmd(env, &cobra.Command{
-		Use: use, Short: short, Args: cobra.ExactArgs(1),
-	}, func(cmd *cobra.Command, args []string, c client.Client) error {
-		b, err := c.DecideBaseline(cmd.Context(), args[0], approve)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(env.Stdout, "%s baseline %s (v%d of %q, case %s)\n", b.Status, b.ID, b.Version, escape.Text(b.Name), escape.Text(b.CaseKey))
-		return nil
+	return argResultCmd(env, use, short, func(c client.Client, ctx context.Context, id string) (*duet.Baseline, error) {
+		return c.DecideBaseline(ctx, id, approve)
+	}, func(b *duet.Baseline, _ string) string {
+		return fmt.Sprintf("%s baseline %s (v%d of %q, case %s)", b.Status, b.ID, b.Version, escape.Text(b.Name), escape.Text(b.CaseKey))
 	})
 }

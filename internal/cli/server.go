@@ -472,17 +472,11 @@ func serverRemoveCmd(env Env) *cobra.Command {
 }
 
 func serverSyncCmd(env Env) *cobra.Command {
-	return clientCmd(env, &cobra.Command{
-		Use: "sync NAME", Short: "Fetch and archive a server's tool catalog again", Args: cobra.ExactArgs(1),
-	}, func(cmd *cobra.Command, args []string, c client.Client) error {
-		d, err := c.SyncServer(cmd.Context(), args[0])
-		if err != nil {
-			return err
-		}
-		s := d.Server
-		fmt.Fprintf(env.Stdout, "synced %s: %d tools (%s, protocol %s), sha256 %s\n", s.Name, s.ToolCount, s.Transport, escape.Text(s.ProtocolVersion), s.CatalogHash)
-		return nil
-	})
+	return argResultCmd(env, "sync NAME", "Fetch and archive a server's tool catalog again", client.Client.SyncServer,
+		func(d api.ServerDetail, _ string) string {
+			s := d.Server
+			return fmt.Sprintf("synced %s: %d tools (%s, protocol %s), sha256 %s", s.Name, s.ToolCount, s.Transport, escape.Text(s.ProtocolVersion), s.CatalogHash)
+		})
 }
 
 func serverCallCmd(env Env) *cobra.Command {

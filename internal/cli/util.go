@@ -53,13 +53,23 @@ func withApp(env Env, fn func(cmd *cobra.Command, args []string, a *app.App, use
 // argument names (remove, delete, revoke): do does it through the client,
 // and done says it is done, from the user and the argument.
 func argCmd(env Env, use, short string, do func(client.Client, context.Context, string) error, done func(user, arg string) string) *cobra.Command {
+	return argResultCmd(env, use, short, func(c client.Client, ctx context.Context, arg string) (string, error) {
+		return c.User(), do(c, ctx, arg)
+	}, done)
+}
+
+// argResultCmd is argCmd for an operation that returns what it did (the
+// synced server, the decided baseline): done says it is done, from that
+// and the argument.
+func argResultCmd[T any](env Env, use, short string, do func(client.Client, context.Context, string) (T, error), done func(v T, arg string) string) *cobra.Command {
 	return clientCmd(env, &cobra.Command{
 		Use: use, Short: short, Args: cobra.ExactArgs(1),
 	}, func(cmd *cobra.Command, args []string, c client.Client) error {
-		if err := do(c, cmd.Context(), args[0]); err != nil {
+		v, err := do(c, cmd.Context(), args[0])
+		if err != nil {
 			return err
 		}
-		fmt.Fprintln(env.Stdout, done(c.User(), args[0]))
+		fmt.Fprintln(env.Stdout, done(v, args[0]))
 		return nil
 	})
 }

@@ -116,14 +116,8 @@ func webhookDeliveriesCmd(env Env) *cobra.Command {
 }
 
 func webhookRedeliverCmd(env Env) *cobra.Command {
-	return clientCmd(env, &cobra.Command{
-		Use: "redeliver DELIVERY_ID", Short: "Send a delivered or failed delivery again (a new delivery, the same body)", Args: cobra.ExactArgs(1),
-	}, func(cmd *cobra.Command, args []string, c client.Client) error {
-		d, err := c.Redeliver(cmd.Context(), args[0])
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(env.Stdout, "delivery %s queued (%s of %s): the webhook's deliverer sends it\n", d.ID, d.Event, args[0])
-		return nil
-	})
+	return argResultCmd(env, "redeliver DELIVERY_ID", "Send a delivered or failed delivery again (a new delivery, the same body)", client.Client.Redeliver,
+		func(d *duet.WebhookDelivery, id string) string {
+			return fmt.Sprintf("delivery %s queued (%s of %s): the webhook's deliverer sends it", d.ID, d.Event, id)
+		})
 }
