@@ -29,10 +29,9 @@ two side by side with the difference.`,
 
 func baselineListCmd(env Env) *cobra.Command {
 	var taskRef, status string
-	var asJSON bool
-	cmd := clientCmd(env, &cobra.Command{
+	cmd := jsonCmd(env, &cobra.Command{
 		Use: "list", Short: "List your baselines, newest first", Args: cobra.NoArgs,
-	}, func(cmd *cobra.Command, _ []string, c client.Client) error {
+	}, func(cmd *cobra.Command, _ []string, c client.Client, asJSON bool) error {
 		switch duet.BaselineStatus(status) {
 		case "", duet.BaselinePending, duet.BaselineApproved, duet.BaselineRejected:
 		default:
@@ -54,7 +53,6 @@ func baselineListCmd(env Env) *cobra.Command {
 	})
 	cmd.Flags().StringVar(&taskRef, "task", "", "only this task's (id or name)")
 	cmd.Flags().StringVar(&status, "status", "", "only pending, approved or rejected ones")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
 

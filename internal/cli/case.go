@@ -111,12 +111,11 @@ func printDestinations(env Env, d duet.Destinations, hash string) {
 
 func caseApprovalsCmd(env Env) *cobra.Command {
 	var task string
-	var asJSON bool
-	cmd := clientCmd(env, &cobra.Command{
+	cmd := jsonCmd(env, &cobra.Command{
 		Use:   "approvals [--task TASK]",
 		Short: "List the shared cases whose calls need your approval, approved or not",
 		Args:  cobra.NoArgs,
-	}, func(cmd *cobra.Command, _ []string, c client.Client) error {
+	}, func(cmd *cobra.Command, _ []string, c client.Client, asJSON bool) error {
 		list, err := c.ListApprovals(cmd.Context(), api.ApprovalsIn{TaskID: task})
 		if err != nil {
 			return err
@@ -136,7 +135,6 @@ func caseApprovalsCmd(env Env) *cobra.Command {
 		return nil
 	})
 	cmd.Flags().StringVar(&task, "task", "", "only the cases of this task")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
 
@@ -216,12 +214,12 @@ func caseRevokeCmd(env Env) *cobra.Command {
 }
 
 func casePlansCmd(env Env) *cobra.Command {
-	var asJSON, clear bool
-	cmd := clientCmd(env, &cobra.Command{
+	var clear bool
+	cmd := jsonCmd(env, &cobra.Command{
 		Use:   "plans CASE_ID",
 		Short: "Show the cached plans of a case's acting AI steps (ai, aiTap, aiFill)",
 		Args:  cobra.ExactArgs(1),
-	}, func(cmd *cobra.Command, args []string, c client.Client) error {
+	}, func(cmd *cobra.Command, args []string, c client.Client, asJSON bool) error {
 		if clear {
 			got, err := c.GetCase(cmd.Context(), args[0])
 			if err != nil {
@@ -255,7 +253,6 @@ func casePlansCmd(env Env) *cobra.Command {
 		fmt.Fprintf(env.Stdout, "write them out as ordinary steps: duet case freeze %s %s\n", args[0], asFlag(cmd))
 		return nil
 	})
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().BoolVar(&clear, "clear", false, "remove them instead (the task's owner only; audited)")
 	return cmd
 }

@@ -12,8 +12,7 @@ import (
 // taskCheckCmd shows the contract alerts of a task's cases: a thin client
 // of the Service's operation (REST GET /tasks/{id}/alerts).
 func taskCheckCmd(env Env) *cobra.Command {
-	var asJSON bool
-	cmd := clientCmd(env, &cobra.Command{
+	return jsonCmd(env, &cobra.Command{
 		Use:   "check TASK",
 		Short: "Show the cases an MCP tool they call changed under (exit 1 when one is broken)",
 		Long: `check lists the task's cases whose MCP tools changed since the case was written,
@@ -23,7 +22,7 @@ tool (removed, a required argument added, an argument gone, a value that no long
 validates), or changed compatibly, with the difference. It exits 1 when a case is
 broken: run it in CI before the tests.`,
 		Args: cobra.ExactArgs(1),
-	}, func(cmd *cobra.Command, args []string, c client.Client) error {
+	}, func(cmd *cobra.Command, args []string, c client.Client, asJSON bool) error {
 		list, err := c.ContractAlerts(cmd.Context(), args[0])
 		if err != nil {
 			return err
@@ -51,8 +50,6 @@ broken: run it in CI before the tests.`,
 		}
 		return nil
 	})
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	return cmd
 }
 
 // serverDiffCmd shows what changed between two archived catalogs of one of
@@ -60,8 +57,7 @@ broken: run it in CI before the tests.`,
 // /servers/{server}/diff).
 func serverDiffCmd(env Env) *cobra.Command {
 	var back int
-	var asJSON bool
-	cmd := clientCmd(env, &cobra.Command{
+	cmd := jsonCmd(env, &cobra.Command{
 		Use:   "diff NAME",
 		Short: "Show what changed in a server's tools since an earlier sync",
 		Long: `diff compares the server's current archived catalog with the one its latest
@@ -69,7 +65,7 @@ changing sync replaced (--back 2: the one before that; the last 10 are kept): to
 added and removed, arguments added, removed, made required, retyped, enum options,
 output fields, annotations, descriptions.`,
 		Args: cobra.ExactArgs(1),
-	}, func(cmd *cobra.Command, args []string, c client.Client) error {
+	}, func(cmd *cobra.Command, args []string, c client.Client, asJSON bool) error {
 		d, err := c.ServerDiff(cmd.Context(), args[0], back)
 		if err != nil {
 			return err
@@ -91,6 +87,5 @@ output fields, annotations, descriptions.`,
 		return nil
 	})
 	cmd.Flags().IntVar(&back, "back", 1, "compare with the catalog this many changing syncs back")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }

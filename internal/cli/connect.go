@@ -42,6 +42,16 @@ func clientCmd(env Env, cmd *cobra.Command, fn func(cmd *cobra.Command, args []s
 	return cmd
 }
 
+// jsonCmd is clientCmd for a command that can print what it shows as
+// JSON: it adds --json, and fn is told whether it was given.
+func jsonCmd(env Env, cmd *cobra.Command, fn func(cmd *cobra.Command, args []string, c client.Client, asJSON bool) error) *cobra.Command {
+	var asJSON bool
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return clientCmd(env, cmd, func(cmd *cobra.Command, args []string, c client.Client) error {
+		return fn(cmd, args, c, asJSON)
+	})
+}
+
 // connect returns the client of the command's user: the Duet server of
 // --server (or DUET_SERVER_URL) with its token, else this machine's app as
 // --as, DUET_USER or the operating-system user (asUser). It records whom

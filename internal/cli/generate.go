@@ -97,12 +97,11 @@ See docs/agent.md. "duet generate list" shows past generations and their cost.`,
 func generateListCmd(env Env) *cobra.Command {
 	var task string
 	var limit int
-	var asJSON bool
-	cmd := clientCmd(env, &cobra.Command{
+	cmd := jsonCmd(env, &cobra.Command{
 		Use:   "list [--task TASK]",
 		Short: "List your past generations: outcome, turns, tokens, attempts, case",
 		Args:  cobra.NoArgs,
-	}, func(cmd *cobra.Command, _ []string, c client.Client) error {
+	}, func(cmd *cobra.Command, _ []string, c client.Client, asJSON bool) error {
 		list, err := c.ListGenerations(cmd.Context(), api.GenerationsIn{TaskID: task, Limit: limit})
 		if err != nil {
 			return err
@@ -116,6 +115,5 @@ func generateListCmd(env Env) *cobra.Command {
 	})
 	cmd.Flags().StringVar(&task, "task", "", "only this task (id or name)")
 	cmd.Flags().IntVar(&limit, "limit", 20, "at most this many")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }

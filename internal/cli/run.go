@@ -353,10 +353,9 @@ type ExecutionDetail struct {
 }
 
 func runShowCmd(env Env) *cobra.Command {
-	var asJSON bool
-	cmd := clientCmd(env, &cobra.Command{
+	return jsonCmd(env, &cobra.Command{
 		Use: "show RUN_ID", Short: "Show a run and its case executions (RUN_ID latest: the newest you can see)", Args: cobra.ExactArgs(1),
-	}, func(cmd *cobra.Command, args []string, c client.Client) error {
+	}, func(cmd *cobra.Command, args []string, c client.Client, asJSON bool) error {
 		ctx := cmd.Context()
 		id, err := runID(ctx, c, args[0], asFlag(cmd))
 		if err != nil {
@@ -402,8 +401,6 @@ func runShowCmd(env Env) *cobra.Command {
 		printPostRunNotes(env.Stdout, r.PostRun)
 		return nil
 	})
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	return cmd
 }
 
 func runListCmd(env Env) *cobra.Command {

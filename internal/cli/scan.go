@@ -20,8 +20,8 @@ import (
 func scanCmd(env Env) *cobra.Command {
 	var servers []string
 	var task string
-	var duetOnly, asJSON, strict bool
-	cmd := clientCmd(env, &cobra.Command{
+	var duetOnly, strict bool
+	cmd := jsonCmd(env, &cobra.Command{
 		Use:   "scan [--mcp-server NAME ...] [--duet] [--task TASK] [--json] [--strict]",
 		Short: "Check the quality of tool descriptions (Duet's own and your servers') and a task's tool coverage",
 		Long: `scan checks tool descriptions as tools/list gives them: Duet's own catalog and the
@@ -44,7 +44,7 @@ archived tools of the MCP servers you (--as) registered.
 the task's mcpCall steps exercise. --strict exits 1 when anything is found.
 See docs/scan.md.`,
 		Args: cobra.NoArgs,
-	}, func(cmd *cobra.Command, _ []string, c client.Client) error {
+	}, func(cmd *cobra.Command, _ []string, c client.Client, asJSON bool) error {
 		ctx := cmd.Context()
 		var sources []scan.Source
 		if duetOnly || len(servers) == 0 {
@@ -105,7 +105,6 @@ See docs/scan.md.`,
 	cmd.Flags().StringSliceVar(&servers, "mcp-server", nil, "scan only this registered MCP server (name or serverKey; repeatable)")
 	cmd.Flags().BoolVar(&duetOnly, "duet", false, "scan only Duet's own tool catalog")
 	cmd.Flags().StringVar(&task, "task", "", "also measure the coverage of the servers' tools by this task's cases (id or name)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().BoolVar(&strict, "strict", false, "exit 1 when the scan finds anything")
 	return cmd
 }

@@ -75,10 +75,9 @@ func printNextFires(w io.Writer, v api.ScheduleView) {
 
 func scheduleListCmd(env Env) *cobra.Command {
 	var task string
-	var asJSON bool
-	cmd := clientCmd(env, &cobra.Command{
+	cmd := jsonCmd(env, &cobra.Command{
 		Use: "list", Short: "List the schedules of the tasks you can see, with their next fire times", Args: cobra.NoArgs,
-	}, func(cmd *cobra.Command, _ []string, c client.Client) error {
+	}, func(cmd *cobra.Command, _ []string, c client.Client, asJSON bool) error {
 		list, err := c.ListSchedules(cmd.Context(), api.ScheduleListIn{TaskID: task})
 		if err != nil {
 			return err
@@ -109,7 +108,6 @@ func scheduleListCmd(env Env) *cobra.Command {
 		return nil
 	})
 	cmd.Flags().StringVar(&task, "task", "", "only the schedules of this task")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
 

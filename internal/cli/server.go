@@ -355,10 +355,9 @@ func describeAuth(st *mcpclient.AuthStatus, login string) string {
 }
 
 func serverListCmd(env Env) *cobra.Command {
-	var asJSON bool
-	cmd := clientCmd(env, &cobra.Command{
+	return jsonCmd(env, &cobra.Command{
 		Use: "list", Short: "List your registered MCP servers", Args: cobra.NoArgs,
-	}, func(cmd *cobra.Command, _ []string, c client.Client) error {
+	}, func(cmd *cobra.Command, _ []string, c client.Client, asJSON bool) error {
 		list, err := c.ListServers(cmd.Context())
 		if err != nil {
 			return err
@@ -376,8 +375,6 @@ func serverListCmd(env Env) *cobra.Command {
 		}
 		return nil
 	})
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	return cmd
 }
 
 // authKind names how a registration authenticates.

@@ -60,9 +60,9 @@ The decision is recorded with the request and in the audit trail
 }
 
 func runStopRequestsCmd(env Env) *cobra.Command {
-	var all, asJSON bool
+	var all bool
 	var runID string
-	cmd := clientCmd(env, &cobra.Command{
+	cmd := jsonCmd(env, &cobra.Command{
 		Use: "stop-requests", Short: "List requests to stop your runs (to approve) and the ones you made", Args: cobra.NoArgs,
 		Long: `stop-requests lists the stop_test_run requests that wait for your approval
 (for runs you started) and those you made, newest first: who asked, when,
@@ -70,7 +70,7 @@ why, and — once decided — who approved or declined, when and how
 (elicitation: confirmed in the MCP client of the run's executor or its
 task's owner, who asked it themselves; cli: by the run's executor).
 Without --all, only the requests still waiting.`,
-	}, func(cmd *cobra.Command, _ []string, c client.Client) error {
+	}, func(cmd *cobra.Command, _ []string, c client.Client, asJSON bool) error {
 		list, err := c.ListStopRequests(cmd.Context(), api.StopRequestsIn{RunID: runID, All: all})
 		if err != nil {
 			return err
@@ -106,7 +106,6 @@ Without --all, only the requests still waiting.`,
 	})
 	cmd.Flags().BoolVar(&all, "all", false, "also list decided and expired requests")
 	cmd.Flags().StringVar(&runID, "run", "", "only requests to stop this run")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
 

@@ -16,14 +16,14 @@ import (
 
 func taskCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{Use: "task", Short: "List, show and share tasks"}
-	list := clientCmd(env, &cobra.Command{
+	list := jsonCmd(env, &cobra.Command{
 		Use: "list", Short: "List the tasks you can access", Args: cobra.NoArgs,
-	}, func(cmd *cobra.Command, _ []string, c client.Client) error {
+	}, func(cmd *cobra.Command, _ []string, c client.Client, asJSON bool) error {
 		out, err := c.ListTasks(cmd.Context(), catalog.ListTasksIn{Limit: 100})
 		if err != nil {
 			return err
 		}
-		if j, _ := cmd.Flags().GetBool("json"); j {
+		if asJSON {
 			return printJSON(env.Stdout, out.Tasks)
 		}
 		printTable(env.Stdout, "ID\tNAME\tOWNER\tBASE URL", out.Tasks, func(t catalog.TaskView) string {
@@ -36,7 +36,6 @@ func taskCmd(env Env) *cobra.Command {
 		}
 		return nil
 	})
-	list.Flags().Bool("json", false, "print JSON")
 	show := clientCmd(env, &cobra.Command{
 		Use: "show TASK", Short: "Show a task and its cases", Args: cobra.ExactArgs(1),
 	}, func(cmd *cobra.Command, args []string, c client.Client) error {

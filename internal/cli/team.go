@@ -105,10 +105,9 @@ func memberList(t *duet.Team) string {
 }
 
 func teamListCmd(env Env) *cobra.Command {
-	var asJSON bool
-	cmd := clientCmd(env, &cobra.Command{
+	return jsonCmd(env, &cobra.Command{
 		Use: "list", Short: "List your teams and their members", Args: cobra.NoArgs,
-	}, func(cmd *cobra.Command, _ []string, c client.Client) error {
+	}, func(cmd *cobra.Command, _ []string, c client.Client, asJSON bool) error {
 		list, err := c.ListTeams(cmd.Context())
 		if err != nil {
 			return err
@@ -122,8 +121,6 @@ func teamListCmd(env Env) *cobra.Command {
 		fmt.Fprintf(env.Stdout, "%d team(s)\n", len(list.Teams))
 		return nil
 	})
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	return cmd
 }
 
 // teamDependency is an entry of a team's dependency list as one member
@@ -134,10 +131,9 @@ type teamDependency struct {
 }
 
 func teamShowCmd(env Env) *cobra.Command {
-	var asJSON bool
-	cmd := clientCmd(env, &cobra.Command{
+	return jsonCmd(env, &cobra.Command{
 		Use: "show TEAM", Short: "Show a team: members and the MCP servers to register (which you have)", Args: cobra.ExactArgs(1),
-	}, func(cmd *cobra.Command, args []string, c client.Client) error {
+	}, func(cmd *cobra.Command, args []string, c client.Client, asJSON bool) error {
 		ctx := cmd.Context()
 		d, err := c.GetTeam(ctx, args[0])
 		if err != nil {
@@ -186,8 +182,6 @@ func teamShowCmd(env Env) *cobra.Command {
 		}
 		return nil
 	})
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	return cmd
 }
 
 func teamServerCmd(env Env) *cobra.Command {

@@ -128,12 +128,11 @@ history: printf %s "$PASSWORD" | duet vault set SHOP_PASSWORD`,
 }
 
 func vaultListCmd(env Env) *cobra.Command {
-	var asJSON bool
-	cmd := clientCmd(env, &cobra.Command{
+	return jsonCmd(env, &cobra.Command{
 		Use:   "list",
 		Short: "List the names of your secrets (never their values)",
 		Args:  cobra.NoArgs,
-	}, func(cmd *cobra.Command, _ []string, c client.Client) error {
+	}, func(cmd *cobra.Command, _ []string, c client.Client, asJSON bool) error {
 		out, err := c.ListSecrets(cmd.Context())
 		if err != nil {
 			return err
@@ -150,8 +149,6 @@ func vaultListCmd(env Env) *cobra.Command {
 		}
 		return nil
 	})
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	return cmd
 }
 
 func vaultDeleteCmd(env Env) *cobra.Command {

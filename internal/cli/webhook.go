@@ -30,10 +30,9 @@ shown once when it is made (docs/webhooks.md):
 
 func webhookAddCmd(env Env) *cobra.Command {
 	var in api.WebhookIn
-	var asJSON bool
-	cmd := clientCmd(env, &cobra.Command{
+	cmd := jsonCmd(env, &cobra.Command{
 		Use: "add TASK", Short: "Make a webhook on a task you own; prints its signing secret once", Args: cobra.ExactArgs(1),
-	}, func(cmd *cobra.Command, args []string, c client.Client) error {
+	}, func(cmd *cobra.Command, args []string, c client.Client, asJSON bool) error {
 		t, err := c.GetTask(cmd.Context(), args[0])
 		if err != nil {
 			return err
@@ -55,15 +54,13 @@ func webhookAddCmd(env Env) *cobra.Command {
 	cmd.Flags().StringArrayVar(&in.Events, "event", nil, "run.finished, case.broken or case.changed (repeatable; default: run.finished and case.broken)")
 	cmd.Flags().StringVar(&in.On, "on", "", "after which runs run.finished is sent: failure (default), success or always")
 	cmd.Flags().StringVar(&in.Format, "format", "", "json (default) or slack")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
 
 func webhookListCmd(env Env) *cobra.Command {
-	var asJSON bool
-	cmd := clientCmd(env, &cobra.Command{
+	return jsonCmd(env, &cobra.Command{
 		Use: "list TASK", Short: "List the webhooks of a task you own (never their secrets)", Args: cobra.ExactArgs(1),
-	}, func(cmd *cobra.Command, args []string, c client.Client) error {
+	}, func(cmd *cobra.Command, args []string, c client.Client, asJSON bool) error {
 		t, err := c.GetTask(cmd.Context(), args[0])
 		if err != nil {
 			return err
@@ -80,8 +77,6 @@ func webhookListCmd(env Env) *cobra.Command {
 			return fmt.Sprintf("%s\t%s\t%s\t%v\t%s\t%s\t%s", w.ID, escape.Text(w.Name), escape.Text(w.URL), w.Events, w.On, w.Format, state)
 		})
 	})
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	return cmd
 }
 
 func webhookRemoveCmd(env Env) *cobra.Command {
@@ -90,11 +85,10 @@ func webhookRemoveCmd(env Env) *cobra.Command {
 }
 
 func webhookDeliveriesCmd(env Env) *cobra.Command {
-	var asJSON bool
 	var limit int
-	cmd := clientCmd(env, &cobra.Command{
+	cmd := jsonCmd(env, &cobra.Command{
 		Use: "deliveries WEBHOOK_ID", Short: "A webhook's deliveries, newest first: status, attempts, response code, next retry", Args: cobra.ExactArgs(1),
-	}, func(cmd *cobra.Command, args []string, c client.Client) error {
+	}, func(cmd *cobra.Command, args []string, c client.Client, asJSON bool) error {
 		list, err := c.ListDeliveries(cmd.Context(), args[0], limit)
 		if err != nil {
 			return err
@@ -111,7 +105,6 @@ func webhookDeliveriesCmd(env Env) *cobra.Command {
 		})
 	})
 	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many (default 100, at most 500)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
 
