@@ -119,38 +119,41 @@ func visibility(a *duet.Asset) string {
 
 func assetListCmd(env Env) *cobra.Command {
 	var kind string
-	var asJSON bool
-	cmd := &cobra.Command{
+	cmd := jsonCmd(env, &cobra.Command{
 		Use:   "list",
 		Short: "List the assets you can use: yours, those shared with you, and your MCP servers and tools",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			k := duet.AssetKind(kind)
-			mcpOnly := k == duet.AssetMCPServer || k == duet.AssetMCPTool
-			if kind != "" && !k.Valid() && !mcpOnly {
+		PreRunE: func(*cobra.Command, []string) error {
+			if k := duet.AssetKind(kind); kind != "" && !k.Valid() && !isMCPKind(k) {
 				return usage("unknown asset kind %q: want skill, rule, prompt, mcp-server or mcp-tool", kind)
 			}
-			return withClient(env, func(cmd *cobra.Command, _ []string, c client.Client) error {
-				in := api.AssetListIn{Kind: k}
-				if mcpOnly {
-					in.Kind = "" // the MCP servers come with every kind
-				}
-				list, err := c.ListAssets(cmd.Context(), in)
-				if err != nil {
-					return err
-				}
-				assets, servers := list.Assets, list.MCPServers
-				if mcpOnly {
-					assets = nil
-				}
-				return printAssets(env, k, assets, servers, asJSON)
-			})(cmd, args)
+			return nil
 		},
-	}
+	}, func(cmd *cobra.Command, _ []string, c client.Client, asJSON bool) error {
+		k := duet.AssetKind(kind)
+		mcpOnly := isMCPKind(k)
+		in := api.AssetListIn{Kind: k}
+		if mcpOnly {
+			in.Kind = "" // the MCP servers come with every kind
+		}
+		list, err := c.ListAssets(cmd.Context(), in)
+		if err != nil {
+			return err
+		}
+		assets, servers := list.Assets, list.MCPServers
+		if mcpOnly {
+			assets = nil
+		}
+		return printAssets(env, k, assets, servers, asJSON)
+	})
 	cmd.Flags().StringVar(&kind, "kind", "", "only this kind: skill, rule, prompt, mcp-server or mcp-tool")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	addAs(cmd)
 	return cmd
+}
+
+// isMCPKind reports whether k is one of the kinds an MCP server gives
+// (mcp-server, mcp-tool), not an asset's.
+func isMCPKind(k duet.AssetKind) bool {
+	return k == duet.AssetMCPServer || k == duet.AssetMCPTool
 }
 
 // printAssets prints the assets of asset list: a table, or JSON.
@@ -221,7 +224,7 @@ func assetShowCmd(env Env) *cobra.Command {
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			k := duet.AssetKind(strings.ToLower(args[0]))
-			if k == duet.AssetMCPServer || k == duet.AssetMCPTool {
+			if isMCPKind(k) {
 				return showMCPAsset(cmd, env, k, args[1], asJSON)
 			}
 			kind, err := parseKind(args[0])

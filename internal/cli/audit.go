@@ -49,26 +49,22 @@ const recordTime = "2006-01-02 15:04:05.000"
 func recordsCmd[T any](env Env, cmd *cobra.Command, in *api.RecordsIn, limitDoc string,
 	list func(context.Context, client.Client, api.RecordsIn) ([]T, error), header string, row func(T) string) *cobra.Command {
 	var since string
-	var asJSON bool
 	cmd.Args = cobra.NoArgs
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+	cmd.PreRunE = func(*cobra.Command, []string) error {
 		var err error
-		if in.Since, err = parseSince(since); err != nil {
+		in.Since, err = parseSince(since)
+		return err
+	}
+	cmd = jsonCmd(env, cmd, func(cmd *cobra.Command, _ []string, c client.Client, asJSON bool) error {
+		records, err := list(cmd.Context(), c, *in)
+		if err != nil {
 			return err
 		}
-		return withClient(env, func(cmd *cobra.Command, _ []string, c client.Client) error {
-			records, err := list(cmd.Context(), c, *in)
-			if err != nil {
-				return err
-			}
-			return printList(env.Stdout, asJSON, records, records, "", header, row)
-		})(cmd, args)
-	}
+		return printList(env.Stdout, asJSON, records, records, "", header, row)
+	})
 	cmd.Flags().StringVar(&in.TraceID, "trace", "", "only this trace id")
 	cmd.Flags().StringVar(&since, "since", "", "only records newer than a duration (1h) or a time")
 	cmd.Flags().IntVar(&in.Limit, "limit", 100, limitDoc)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	addAs(cmd)
 	return cmd
 }
 

@@ -17,7 +17,7 @@ func generateCmd(env Env) *cobra.Command {
 	var skills, allowTools, allowFlows []string
 	var opts agent.Options
 	var asJSON bool
-	cmd := &cobra.Command{
+	cmd := clientCmd(env, &cobra.Command{
 		Use:   "generate --task TASK [--goal TEXT] [--skill NAME ...] [--prompt NAME]",
 		Short: "Have the test agent write a case for a task (saved as a draft, printed as YAML)",
 		Long: `generate asks the test agent to write one case for TASK (an id or a name), as --as.
@@ -34,50 +34,45 @@ The model is any OpenAI-compatible chat-completions endpoint with tool calling:
   DUET_LLM_API_KEY    or DUET_LLM_API_KEY_FILE (optional for local servers)
   DUET_LLM_TIMEOUT    per request (default 120s)
 See docs/agent.md. "duet generate list" shows past generations and their cost.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if task == "" {
-				return usage("generate needs --task TASK")
+		Args:    cobra.NoArgs,
+		PreRunE: needs(&task, "generate needs --task TASK"),
+	}, func(cmd *cobra.Command, _ []string, c client.Client) error {
+		ctx := cmd.Context()
+		var progress func(string)
+		if !asJSON {
+			// Progress names servers and tools, and quotes what they wrote.
+			progress = func(line string) { fmt.Fprintln(env.Stderr, "  "+escape.Text(line)) }
+			fmt.Fprintf(env.Stderr, "generating a case for task %s as %s...\n", task, c.User())
+		}
+		res, err := c.GenerateCase(ctx, api.GenerateIn{TaskID: task, Goal: goal, Skills: skills, Prompt: prompt, AllowTools: allowTools, AllowFlows: allowFlows,
+			MaxTurns: opts.MaxTurns, MaxTokens: opts.MaxTokens, TimeoutMs: opts.Timeout.Milliseconds(), MaxRepairs: opts.MaxRepairs}, progress)
+		if duet.ErrorCode(err) == duet.CodeLLMNotConfigured {
+			return &exitError{2, fmt.Errorf("%s: %s", duet.CodeLLMNotConfigured, duet.ErrorMessage(err))}
+		}
+		if err != nil {
+			return err
+		}
+		if res.Generation != nil && !asJSON {
+			fmt.Fprintf(env.Stderr, "generation %s: %s\n", res.Generation.ID, agent.Summary(res.Generation))
+			for _, r := range res.Refused {
+				fmt.Fprintf(env.Stderr, "refused: the model's call of %s: %s\n", escape.Text(r.Tool), escape.Text(r.Reason))
 			}
-			return withClient(env, func(cmd *cobra.Command, _ []string, c client.Client) error {
-				ctx := cmd.Context()
-				var progress func(string)
-				if !asJSON {
-					// Progress names servers and tools, and quotes what they wrote.
-					progress = func(line string) { fmt.Fprintln(env.Stderr, "  "+escape.Text(line)) }
-					fmt.Fprintf(env.Stderr, "generating a case for task %s as %s...\n", task, c.User())
-				}
-				res, err := c.GenerateCase(ctx, api.GenerateIn{TaskID: task, Goal: goal, Skills: skills, Prompt: prompt, AllowTools: allowTools, AllowFlows: allowFlows,
-					MaxTurns: opts.MaxTurns, MaxTokens: opts.MaxTokens, TimeoutMs: opts.Timeout.Milliseconds(), MaxRepairs: opts.MaxRepairs}, progress)
-				if duet.ErrorCode(err) == duet.CodeLLMNotConfigured {
-					return &exitError{2, fmt.Errorf("%s: %s", duet.CodeLLMNotConfigured, duet.ErrorMessage(err))}
-				}
-				if err != nil {
-					return err
-				}
-				if res.Generation != nil && !asJSON {
-					fmt.Fprintf(env.Stderr, "generation %s: %s\n", res.Generation.ID, agent.Summary(res.Generation))
-					for _, r := range res.Refused {
-						fmt.Fprintf(env.Stderr, "refused: the model's call of %s: %s\n", escape.Text(r.Tool), escape.Text(r.Reason))
-					}
-				}
-				if res.Error != nil {
-					if asJSON {
-						printJSON(env.Stdout, map[string]any{"generation": res.Generation, "flagged": res.Flagged, "refused": res.Refused})
-					}
-					return &duet.Error{Code: res.Error.Code, Message: res.Error.Message}
-				}
-				cs := res.Case
-				if asJSON {
-					return printJSON(env.Stdout, map[string]any{"case": cs, "yaml": cs.Source, "generation": res.Generation, "flagged": res.Flagged, "refused": res.Refused})
-				}
-				fmt.Fprint(env.Stdout, cs.Source)
-				fmt.Fprintf(env.Stderr, "draft case %s (key %s, v%d) saved in task %s; run it with: duet run %s %s--case %s\n",
-					cs.ID, cs.Key, cs.Version, cs.TaskID, cs.TaskID, asFlag(cmd), cs.ID)
-				return nil
-			})(cmd, args)
-		},
-	}
+		}
+		if res.Error != nil {
+			if asJSON {
+				printJSON(env.Stdout, map[string]any{"generation": res.Generation, "flagged": res.Flagged, "refused": res.Refused})
+			}
+			return &duet.Error{Code: res.Error.Code, Message: res.Error.Message}
+		}
+		cs := res.Case
+		if asJSON {
+			return printJSON(env.Stdout, map[string]any{"case": cs, "yaml": cs.Source, "generation": res.Generation, "flagged": res.Flagged, "refused": res.Refused})
+		}
+		fmt.Fprint(env.Stdout, cs.Source)
+		fmt.Fprintf(env.Stderr, "draft case %s (key %s, v%d) saved in task %s; run it with: duet run %s %s--case %s\n",
+			cs.ID, cs.Key, cs.Version, cs.TaskID, cs.TaskID, asFlag(cmd), cs.ID)
+		return nil
+	})
 	cmd.Flags().StringVar(&task, "task", "", "the task (id or name)")
 	cmd.Flags().StringVar(&goal, "goal", "", "what the case should prove")
 	cmd.Flags().StringSliceVar(&skills, "skill", nil, "apply this skill (name or owner/name; repeatable)")
@@ -89,7 +84,6 @@ See docs/agent.md. "duet generate list" shows past generations and their cost.`,
 	cmd.Flags().DurationVar(&opts.Timeout, "timeout", agent.DefaultTimeout, "wall-clock limit")
 	cmd.Flags().IntVar(&opts.MaxRepairs, "max-repairs", agent.DefaultMaxRepairs, "drafts sent back with compile errors before giving up (-1: none)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the case, its YAML and the generation record as JSON")
-	addAs(cmd)
 	cmd.AddCommand(generateListCmd(env))
 	return cmd
 }

@@ -187,23 +187,18 @@ func teamShowCmd(env Env) *cobra.Command {
 func teamServerCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{Use: "server", Short: "Edit a team's MCP dependency list (maintainers and owners)"}
 	var from, description string
-	add := &cobra.Command{
+	add := clientCmd(env, &cobra.Command{
 		Use: "add TEAM --from YOUR_SERVER [--description TEXT]", Short: "Add one of your registered servers to the team's list (address and tools; never your credentials)",
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if from == "" {
-				return usage("team server add needs --from YOUR_SERVER")
-			}
-			return withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
-				ts, err := c.AddTeamServer(cmd.Context(), args[0], api.TeamServerIn{From: from, Description: description})
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(env.Stdout, "team %s now lists %s (%s, %d tools)\n", ts.Team, ts.Name, ts.ServerKey, len(ts.Tools))
-				return nil
-			})(cmd, args)
-		},
-	}
+		Args:    cobra.ExactArgs(1),
+		PreRunE: needs(&from, "team server add needs --from YOUR_SERVER"),
+	}, func(cmd *cobra.Command, args []string, c client.Client) error {
+		ts, err := c.AddTeamServer(cmd.Context(), args[0], api.TeamServerIn{From: from, Description: description})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "team %s now lists %s (%s, %d tools)\n", ts.Team, ts.Name, ts.ServerKey, len(ts.Tools))
+		return nil
+	})
 	add.Flags().StringVar(&from, "from", "", "your registered server (name or serverKey) to list")
 	add.Flags().StringVar(&description, "description", "", "what the team uses it for")
 	remove := clientCmd(env, &cobra.Command{
@@ -215,7 +210,6 @@ func teamServerCmd(env Env) *cobra.Command {
 		fmt.Fprintf(env.Stdout, "removed %s from team %s's servers\n", args[1], args[0])
 		return nil
 	})
-	addAs(add)
 	return group(cmd, add, remove)
 }
 
@@ -289,34 +283,28 @@ register prints the entry's address and stops.`,
 
 func taskTransferCmd(env Env) *cobra.Command {
 	var to string
-	cmd := &cobra.Command{
+	cmd := clientCmd(env, &cobra.Command{
 		Use:   "transfer TASK --to USER|team:NAME",
 		Short: "Hand a task you own to another user or a team (recorded in the audit and the task's history)",
 		Long: `transfer makes --to the owner of TASK. The task's shares stay; you keep only what
 they give you (nothing, unless the task is shared with you or a team of yours). Runs
 always execute as the person who starts them, so the new owner's runs use their own
 MCP registrations and credentials.`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if to == "" {
-				return usage("task transfer needs --to USER or --to team:NAME")
-			}
-			return withClient(env, func(cmd *cobra.Command, args []string, c client.Client) error {
-				ctx := cmd.Context()
-				got, err := c.GetTask(ctx, args[0])
-				if err != nil {
-					return err
-				}
-				tr, err := c.TransferTask(ctx, got.Task.ID, api.TransferIn{To: to})
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(env.Stdout, "task %s %q now belongs to %s (was %s)\n", got.Task.ID, got.Task.Name, tr.To, tr.From)
-				return nil
-			})(cmd, args)
-		},
-	}
+		Args:    cobra.ExactArgs(1),
+		PreRunE: needs(&to, "task transfer needs --to USER or --to team:NAME"),
+	}, func(cmd *cobra.Command, args []string, c client.Client) error {
+		ctx := cmd.Context()
+		got, err := c.GetTask(ctx, args[0])
+		if err != nil {
+			return err
+		}
+		tr, err := c.TransferTask(ctx, got.Task.ID, api.TransferIn{To: to})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "task %s %q now belongs to %s (was %s)\n", got.Task.ID, got.Task.Name, tr.To, tr.From)
+		return nil
+	})
 	cmd.Flags().StringVar(&to, "to", "", "the new owner: a user id or team:NAME")
-	addAs(cmd)
 	return cmd
 }

@@ -94,6 +94,17 @@ func (f *userIDFlag) Set(v string) error {
 	return nil
 }
 
+// needs is the PreRunE of a command that cannot do without a flag: msg,
+// the usage error, when the flag's value (*v) is empty.
+func needs(v *string, msg string) func(*cobra.Command, []string) error {
+	return func(*cobra.Command, []string) error {
+		if *v == "" {
+			return usage("%s", msg)
+		}
+		return nil
+	}
+}
+
 // printList prints what a list command fetched: v as JSON with --json
 // (asJSON); else, when there are no rows and empty is not "", the line
 // empty; else the table of rows (printTable).
