@@ -23,11 +23,9 @@ func applyCmd(env Env) *cobra.Command {
 the task it declares, owned by --as, and its cases. Re-applying an unchanged file
 changes nothing. Cases no longer in the file are archived. Errors name the line
 and column.`,
-		Args: cobra.NoArgs,
+		Args:    cobra.NoArgs,
+		PreRunE: needs(&file, "apply needs -f FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if file == "" {
-				return usage("apply needs -f FILE")
-			}
 			src, err := os.ReadFile(file)
 			if err != nil {
 				wd, _ := os.Getwd()

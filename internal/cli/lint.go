@@ -30,11 +30,9 @@ with what they test:
                    //tr[2]/td[1]): name it by its role and name, label or text
 
 Each warning names the file and the line. With --strict, warnings exit 1.`,
-		Args: cobra.NoArgs,
+		Args:    cobra.NoArgs,
+		PreRunE: needs(&file, "lint needs -f FILE"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if file == "" {
-				return usage("lint needs -f FILE")
-			}
 			src, err := os.ReadFile(file)
 			if err != nil {
 				return usage("cannot read %s: %v", file, errors.Unwrap(err))
