@@ -6,51 +6,42 @@ import (
 	"github.com/duet-test/duet"
 )
 
-// AssetsByID starts the assets private, with no shares, and indexes them
-// by id; ids lists each id once, in order.
-func AssetsByID(assets []*duet.Asset) (byID map[string]*duet.Asset, ids []string) {
-	for _, a := range assets {
-		a.SharedWith, a.Visibility = []string{}, duet.VisibilityPrivate
-	}
-	return index(assets, func(a *duet.Asset) string { return a.ID })
-}
-
 // LoadAssetShares reads, on e, the share lists of the assets: an asset
 // with a share is shared, one without is private.
 func LoadAssetShares(ctx context.Context, e Engine, assets ...*duet.Asset) error {
-	if len(assets) == 0 {
-		return nil
+	for _, a := range assets {
+		a.SharedWith, a.Visibility = []string{}, duet.VisibilityPrivate
 	}
-	byID, ids := AssetsByID(assets)
-	in, args := e.In("asset_id", ids)
-	return e.Query(ctx, func(r Row) error {
-		var id, user string
-		if err := r.Scan(&id, &user); err != nil {
-			return err
-		}
-		a := byID[id]
+	return loadShares(ctx, e, assets, func(a *duet.Asset) string { return a.ID }, "asset_shares", "asset_id", func(a *duet.Asset, user string) {
 		a.SharedWith = append(a.SharedWith, user)
 		a.Visibility = duet.VisibilityShared
-		return nil
-	}, `SELECT asset_id, user_id FROM asset_shares WHERE `+in+` ORDER BY asset_id, user_id`, args...)
+	})
 }
 
 // LoadTaskShares reads, on e, the share lists of the tasks.
 func LoadTaskShares(ctx context.Context, e Engine, tasks ...*duet.Task) error {
-	if len(tasks) == 0 {
+	return loadShares(ctx, e, tasks, func(t *duet.Task) string { return t.ID }, "task_shares", "task_id", func(t *duet.Task, user string) {
+		t.SharedWith = append(t.SharedWith, user)
+	})
+}
+
+// loadShares reads, on e, the shares of items kept in table (col the
+// item's id, user_id the user it is shared with) and hands each to add,
+// an item's in the order of their users.
+func loadShares[T any](ctx context.Context, e Engine, items []T, id func(T) string, table, col string, add func(T, string)) error {
+	if len(items) == 0 {
 		return nil
 	}
-	byID, ids := index(tasks, func(t *duet.Task) string { return t.ID })
-	in, args := e.In("task_id", ids)
+	byID, ids := index(items, id)
+	in, args := e.In(col, ids)
 	return e.Query(ctx, func(r Row) error {
 		var id, user string
 		if err := r.Scan(&id, &user); err != nil {
 			return err
 		}
-		t := byID[id]
-		t.SharedWith = append(t.SharedWith, user)
+		add(byID[id], user)
 		return nil
-	}, `SELECT task_id, user_id FROM task_shares WHERE `+in+` ORDER BY user_id`, args...)
+	}, `SELECT `+col+`, user_id FROM `+table+` WHERE `+in+` ORDER BY `+col+`, user_id`, args...)
 }
 
 // Tasks are the reads of tasks written once.

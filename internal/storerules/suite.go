@@ -228,10 +228,7 @@ func applyCases(ctx context.Context, tx SuiteTx, owner, taskID string, cases []*
 	if err != nil {
 		return err
 	}
-	existing := map[string]*duet.Case{}
-	for _, c := range list {
-		existing[c.Key] = c
-	}
+	existing, _ := index(list, func(c *duet.Case) string { return c.Key })
 	inSuite := map[string]bool{}
 	for _, c := range cases {
 		if c.Key == "" {
@@ -307,10 +304,7 @@ func ApplySchedules(ctx context.Context, tx ScheduleTx, owner, taskID string, wa
 	if err != nil {
 		return err
 	}
-	old := map[string]*duet.Schedule{}
-	for _, s := range have {
-		old[s.Name] = s
-	}
+	old, _ := index(have, func(s *duet.Schedule) string { return s.Name })
 	seen := map[string]bool{}
 	for _, s := range want {
 		s.TaskID, s.Owner, s.Source = taskID, owner, duet.ScheduleFromSuite
