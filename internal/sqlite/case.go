@@ -53,21 +53,9 @@ func (d *DB) FindCases(ctx context.Context, f duet.CaseFilter) ([]*duet.Case, st
 		args = append(args, after)
 	}
 	args = append(args, limit+1)
-	rows, err := d.q.QueryContext(ctx, `SELECT `+storerules.CaseFields+` FROM cases c WHERE `+cond+` ORDER BY c.key LIMIT ?`, args...)
+	cases, err := all(ctx, d.q, storerules.ScanCase, `SELECT `+storerules.CaseFields+` FROM cases c WHERE `+cond+` ORDER BY c.key LIMIT ?`, args...)
 	if err != nil {
-		return nil, "", 0, mapErr(err)
-	}
-	defer rows.Close()
-	cases := []*duet.Case{}
-	for rows.Next() {
-		c, err := storerules.ScanCase(rows)
-		if err != nil {
-			return nil, "", 0, mapErr(err)
-		}
-		cases = append(cases, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", 0, mapErr(err)
+		return nil, "", 0, err
 	}
 	cases, next := storerules.Page(cases, limit, func(c *duet.Case) string { return c.Key })
 	return cases, next, total, nil

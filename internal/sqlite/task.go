@@ -271,23 +271,10 @@ func (d *DB) FindTasks(ctx context.Context, f duet.TaskFilter) ([]*duet.Task, st
 	// The placeholders of the page's second branch are numbered after the
 	// first's, so its arguments are given again.
 	pageArgs := append(append(append([]any{}, args...), args[1:]...), limit+1)
-	rows, err := d.q.QueryContext(ctx, pageQuery, pageArgs...)
+	tasks, err := all(ctx, d.q, storerules.ScanTask, pageQuery, pageArgs...)
 	if err != nil {
-		return nil, "", 0, mapErr(err)
+		return nil, "", 0, err
 	}
-	defer rows.Close()
-	tasks := []*duet.Task{}
-	for rows.Next() {
-		t, err := storerules.ScanTask(rows)
-		if err != nil {
-			return nil, "", 0, mapErr(err)
-		}
-		tasks = append(tasks, t)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", 0, mapErr(err)
-	}
-	rows.Close()
 	tasks, next := storerules.Page(tasks, limit, func(t *duet.Task) string { return t.ID })
 	return tasks, next, total, storerules.LoadTaskShares(ctx, d.Tasks.E, tasks...)
 }
