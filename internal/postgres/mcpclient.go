@@ -153,28 +153,9 @@ func (d *DB) ReleaseCredential(ctx context.Context, ref, holder string) error {
 
 // AppendInvocations stores invocation records in one statement.
 func (d *DB) AppendInvocations(ctx context.Context, recs []*duet.Invocation) error {
-	if len(recs) == 0 {
-		return nil
-	}
-	n := len(recs)
-	times := make([]time.Time, n)
-	trace, executor, source, key, tool, outcome := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	dur := make([]int64, n)
-	argB, resB := make([]int32, n), make([]int32, n)
-	for i, r := range recs {
-		times[i], trace[i], executor[i], source[i], key[i], tool[i], outcome[i] = ts(r.Time), r.TraceID, r.Executor, string(r.Source), r.ServerKey, r.Tool, string(r.Outcome)
-		dur[i], argB[i], resB[i] = r.DurationUs, int32(r.ArgBytes), int32(r.ResultBytes)
-	}
-	rows, err := d.pool.Query(ctx, `INSERT INTO mcp_invocations (time, trace_id, executor, source, server_key, tool, outcome, duration_us, arg_bytes, result_bytes)
-		SELECT x.time, x.trace_id, x.executor, x.source, x.server_key, x.tool, x.outcome, x.duration_us, x.arg_bytes, x.result_bytes
-		FROM unnest($1::timestamptz[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::int[], $10::int[])
-			WITH ORDINALITY AS x (time, trace_id, executor, source, server_key, tool, outcome, duration_us, arg_bytes, result_bytes, ord)
-		ORDER BY x.ord
-		RETURNING id`, times, trace, executor, source, key, tool, outcome, dur, argB, resB)
-	if err != nil {
-		return mapErr(err)
-	}
-	return assignIDs(rows, n, func(i int, id int64) { recs[i].ID = id })
+	return appendLog(ctx, d, invocationLog, recs, func(r *duet.Invocation) logRow {
+		return logRow{r.Time, r.TraceID, [5]string{r.Executor, string(r.Source), r.ServerKey, r.Tool, string(r.Outcome)}, r.DurationUs, r.ArgBytes, r.ResultBytes}
+	}, func(r *duet.Invocation, id int64) { r.ID = id })
 }
 
 // FindInvocations returns invocation records matching f, newest first.

@@ -132,28 +132,9 @@ func (d *DB) DeleteToken(ctx context.Context, userID, id string) error {
 // AppendAudit stores audit records in one statement (one round trip for
 // the whole batch the audit writer hands over).
 func (d *DB) AppendAudit(ctx context.Context, recs []*duet.AuditRecord) error {
-	if len(recs) == 0 {
-		return nil
-	}
-	n := len(recs)
-	times := make([]time.Time, n)
-	trace, source, caller, method, tool, outcome := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	dur := make([]int64, n)
-	argB, resB := make([]int32, n), make([]int32, n)
-	for i, r := range recs {
-		times[i], trace[i], source[i], caller[i], method[i], tool[i], outcome[i] = ts(r.Time), r.TraceID, string(r.CallSource), r.Caller, r.Method, r.Tool, string(r.Outcome)
-		dur[i], argB[i], resB[i] = r.DurationUs, int32(r.ArgBytes), int32(r.ResultBytes)
-	}
-	rows, err := d.pool.Query(ctx, `INSERT INTO audit (time, trace_id, call_source, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes)
-		SELECT x.time, x.trace_id, x.call_source, x.caller, x.method, x.tool, x.outcome, x.duration_us, x.arg_bytes, x.result_bytes
-		FROM unnest($1::timestamptz[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::int[], $10::int[])
-			WITH ORDINALITY AS x (time, trace_id, call_source, caller, method, tool, outcome, duration_us, arg_bytes, result_bytes, ord)
-		ORDER BY x.ord
-		RETURNING id`, times, trace, source, caller, method, tool, outcome, dur, argB, resB)
-	if err != nil {
-		return mapErr(err)
-	}
-	return assignIDs(rows, n, func(i int, id int64) { recs[i].ID = id })
+	return appendLog(ctx, d, auditLog, recs, func(r *duet.AuditRecord) logRow {
+		return logRow{r.Time, r.TraceID, [5]string{string(r.CallSource), r.Caller, r.Method, r.Tool, string(r.Outcome)}, r.DurationUs, r.ArgBytes, r.ResultBytes}
+	}, func(r *duet.AuditRecord, id int64) { r.ID = id })
 }
 
 // insertAudit writes one audit record in tx (the record of a governed
