@@ -111,7 +111,7 @@ type Client struct {
 	log      *slog.Logger
 	http     *http.Transport // shared pool, guarded by opts.Policy
 	records  *recorder
-	keys     keyring
+	keys     *vault.Loader
 	ctx      context.Context // ends on Close; background work uses it
 	cancel   context.CancelFunc
 	bg       sync.WaitGroup
@@ -161,7 +161,7 @@ func New(opts Options) *Client {
 		log:      log,
 		http:     opts.Policy.Transport(opts.Transport),
 		records:  newRecorder(opts.Store, opts.RecordInterval, log),
-		keys:     keyring{load: opts.Keyring},
+		keys:     vault.NewLoader(opts.Keyring, "credentials cannot be stored or used"),
 		ctx:      ctx,
 		cancel:   cancel,
 		sessions: map[sessionKey]*entry{},

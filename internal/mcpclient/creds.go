@@ -5,38 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"net/url"
-	"sync"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/netguard"
 	"github.com/duet-test/duet/internal/oauthclient"
 	"github.com/duet-test/duet/internal/vault"
 )
-
-// keyring loads the vault keyring once and again when a ciphertext names a
-// key it lacks.
-type keyring struct {
-	load func() (*vault.Keyring, error)
-	mu   sync.Mutex
-	kr   *vault.Keyring
-}
-
-func (k *keyring) get(reload bool) (*vault.Keyring, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.kr != nil && !reload {
-		return k.kr, nil
-	}
-	if k.load == nil {
-		return nil, duet.Errorf(duet.CodeUnavailable, "no master key is configured, so credentials cannot be stored or used")
-	}
-	kr, err := k.load()
-	if err != nil {
-		return nil, duet.WrapError(duet.CodeUnavailable, err, "cannot load the master key: %s", duet.ErrorMessage(err))
-	}
-	k.kr = kr
-	return kr, nil
-}
 
 // secret is the plaintext a credential seals: header values and, for an
 // OAuth registration, the client configuration and the tokens obtained.
@@ -47,7 +21,7 @@ type secret struct {
 
 func (c *Client) seal(owner, serverKey string, sec *secret) ([]byte, error) {
 	c.credGen.Add(1) // new values are being stored
-	kr, err := c.keys.get(false)
+	kr, err := c.keys.Keyring(false)
 	if err != nil {
 		return nil, err
 	}
@@ -98,17 +72,13 @@ func (c *Client) readSecret(ctx context.Context, s *duet.MCPServer) (*secret, *d
 // under a key this process has not loaded (the master key was rotated since
 // it started) makes it load the keyring again.
 func (c *Client) open(s *duet.MCPServer, cred *duet.Credential) (*secret, error) {
-	kr, err := c.keys.get(false)
-	if err != nil {
+	// Without a keyring nothing opens: UNAVAILABLE, not the credential's
+	// fault.
+	if _, err := c.keys.Keyring(false); err != nil {
 		return nil, err
 	}
 	aad := vault.AAD(s.Owner, s.ServerKey)
-	pt, err := kr.Open(cred.Ciphertext, aad)
-	if errors.Is(err, vault.ErrUnknownKey) {
-		if kr, err = c.keys.get(true); err == nil {
-			pt, err = kr.Open(cred.Ciphertext, aad)
-		}
-	}
+	pt, err := c.keys.Open(cred.Ciphertext, aad)
 	if err != nil {
 		return nil, duet.WrapError(duet.CodeInternal, err, "the credentials of MCP server %s cannot be decrypted: %s", s.Name, duet.ErrorMessage(err))
 	}
@@ -170,7 +140,7 @@ type RewrapResult struct {
 // and INTERNAL when a credential does not open with any known key (nothing is
 // changed then).
 func (c *Client) Rewrap(ctx context.Context) (RewrapResult, error) {
-	kr, err := c.keys.get(true)
+	kr, err := c.keys.Keyring(true)
 	if err != nil {
 		return RewrapResult{}, err
 	}

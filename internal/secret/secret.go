@@ -5,8 +5,6 @@ package secret
 
 import (
 	"context"
-	"errors"
-	"sync"
 
 	"github.com/duet-test/duet"
 	"github.com/duet-test/duet/internal/vault"
@@ -15,38 +13,18 @@ import (
 // Vault seals, stores and opens users' secrets.
 type Vault struct {
 	store duet.SecretStore
-	load  func() (*vault.Keyring, error)
-
-	mu sync.Mutex
-	kr *vault.Keyring
+	keys  *vault.Loader
 }
 
 // New returns the vault of the secrets in store, sealed under the keyring
 // load loads (the master key of MCP credentials).
 func New(store duet.SecretStore, load func() (*vault.Keyring, error)) *Vault {
-	return &Vault{store: store, load: load}
+	return &Vault{store: store, keys: vault.NewLoader(load, "secrets cannot be stored or read")}
 }
 
 // aad binds a ciphertext to its owner and name, and to being a secret (an
 // MCP credential's associated data never equals it).
 func aad(user, name string) []byte { return vault.AAD(user, "secret:"+name) }
-
-func (v *Vault) keyring(reload bool) (*vault.Keyring, error) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.kr != nil && !reload {
-		return v.kr, nil
-	}
-	if v.load == nil {
-		return nil, duet.Errorf(duet.CodeUnavailable, "no master key is configured, so secrets cannot be stored or read")
-	}
-	kr, err := v.load()
-	if err != nil {
-		return nil, duet.WrapError(duet.CodeUnavailable, err, "cannot load the master key: %s", duet.ErrorMessage(err))
-	}
-	v.kr = kr
-	return kr, nil
-}
 
 // Set creates or replaces user's secret name with value. Returns
 // INVALID_ARGUMENT (a bad name, an empty or too long value), UNAVAILABLE.
@@ -60,7 +38,7 @@ func (v *Vault) Set(ctx context.Context, user, name, value string) (duet.ApplyAc
 	if len(value) > duet.MaxSecretBytes {
 		return "", duet.Errorf(duet.CodeInvalidArgument, "secret %s: the value has %d bytes; at most %d", name, len(value), duet.MaxSecretBytes)
 	}
-	kr, err := v.keyring(false)
+	kr, err := v.keys.Keyring(false)
 	if err != nil {
 		return "", err
 	}
@@ -95,17 +73,12 @@ func (v *Vault) ReadSecrets(ctx context.Context, user string, names []string) (m
 	if len(found) == 0 {
 		return out, nil
 	}
-	kr, err := v.keyring(false)
-	if err != nil {
+	// Without a keyring nothing opens: UNAVAILABLE, not a secret's fault.
+	if _, err := v.keys.Keyring(false); err != nil {
 		return nil, err
 	}
 	for _, s := range found {
-		pt, err := kr.Open(s.Ciphertext, aad(user, s.Name))
-		if errors.Is(err, vault.ErrUnknownKey) {
-			if kr, err = v.keyring(true); err == nil {
-				pt, err = kr.Open(s.Ciphertext, aad(user, s.Name))
-			}
-		}
+		pt, err := v.keys.Open(s.Ciphertext, aad(user, s.Name))
 		if err != nil {
 			return nil, duet.WrapError(duet.CodeInternal, err, "%s's secret %s cannot be decrypted: %s (set it again with `duet vault set %s`)",
 				user, s.Name, duet.ErrorMessage(err), s.Name)
@@ -121,7 +94,7 @@ func (v *Vault) ReadSecrets(ctx context.Context, user string, names []string) (m
 // and returns how many it replaced of how many there are. A secret that
 // does not open changes nothing: INTERNAL naming it.
 func (v *Vault) Rewrap(ctx context.Context) (replaced, total int, err error) {
-	kr, err := v.keyring(true)
+	kr, err := v.keys.Keyring(true)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -2,7 +2,6 @@ package secret
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/duet-test/duet"
@@ -38,7 +37,7 @@ func (s *Sessions) SaveSession(ctx context.Context, runID, owner, name string, s
 	if err := duet.ValidSessionName(name); err != nil {
 		return err
 	}
-	kr, err := s.vault.keyring(false)
+	kr, err := s.vault.keys.Keyring(false)
 	if err != nil {
 		return err
 	}
@@ -60,16 +59,10 @@ func (s *Sessions) LoadSession(ctx context.Context, runID, owner, name string) (
 	if err != nil {
 		return nil, err
 	}
-	kr, err := s.vault.keyring(false)
-	if err != nil {
+	if _, err := s.vault.keys.Keyring(false); err != nil {
 		return nil, err
 	}
-	pt, err := kr.Open(saved.Ciphertext, sessionAAD(owner, runID, name))
-	if errors.Is(err, vault.ErrUnknownKey) {
-		if kr, err = s.vault.keyring(true); err == nil {
-			pt, err = kr.Open(saved.Ciphertext, sessionAAD(owner, runID, name))
-		}
-	}
+	pt, err := s.vault.keys.Open(saved.Ciphertext, sessionAAD(owner, runID, name))
 	if err != nil {
 		return nil, duet.WrapError(duet.CodeInternal, err, "the session %s cannot be decrypted: %s (run the case that saves it again)", name, duet.ErrorMessage(err))
 	}
