@@ -2,6 +2,8 @@ package engine_test
 
 import (
 	"bytes"
+	"cmp"
+	"context"
 	"fmt"
 	"maps"
 	"os"
@@ -196,6 +198,13 @@ func shopSuite(shop, name string, n int) string {
 // vN-renderers/case the renderer processes started per case (seen by a
 // sampler that reads /proc every 100 ms; its own CPU is in the go share).
 //
+// DUET_BENCH_CHROMIUM_TRACE=<file> records Chromium's own trace of the
+// baseline's browser during the measured iterations
+// (browser.Pool.TraceChromium; the categories of
+// DUET_BENCH_CHROMIUM_TRACE_CATEGORIES, default toplevel,mojom,devtools)
+// and writes it to file, for bench/cmd/chromeprof: the CPU of each thread
+// by task, IPC interface and protocol command, per case.
+//
 //	DUET_BENCH_CHROME_FLAGS='renderer-process-limit=1' go test -run '^$' -bench BenchmarkBrowserCaseCPU -benchtime 3x ./internal/engine/
 //	DUET_BENCH_CHROME_FLAGS='exec=chromium' go test -run '^$' -bench BenchmarkBrowserCaseCPU -benchtime 3x ./internal/engine/
 func BenchmarkBrowserCaseCPU(b *testing.B) {
@@ -249,9 +258,13 @@ func BenchmarkBrowserCaseCPU(b *testing.B) {
 	task := applyB(b, db, benchSuite(shop))
 	warm := applyB(b, db, shopSuite(shop, "suite-warm", 2))
 	workers := make([]*engine.Worker, len(variants))
+	var pool0 *browser.Pool
 	for i, flags := range variants {
 		pool := browser.NewPool(browser.Options{ExecPath: execs[i], Guard: &netguard.Policy{}, Flags: flags})
 		defer pool.Close()
+		if i == 0 {
+			pool0 = pool
+		}
 		opts := engine.Options{Browser: app.NewBrowser(pool), Parallel: 1}
 		if c := record[i]; c != nil {
 			opts.Trace, opts.TraceRecord, opts.TraceReplay = c.mode, c.opts, c.replay
@@ -290,10 +303,29 @@ func BenchmarkBrowserCaseCPU(b *testing.B) {
 	for v := range variants {
 		runOnce(v, false) // warm: the browser is started, two cases run
 	}
+	traceFile := os.Getenv("DUET_BENCH_CHROMIUM_TRACE")
+	var stopTrace func(context.Context) ([]byte, error)
+	if traceFile != "" {
+		cats := cmp.Or(os.Getenv("DUET_BENCH_CHROMIUM_TRACE_CATEGORIES"), "toplevel,mojom,devtools")
+		var err error
+		if stopTrace, err = pool0.TraceChromium(b.Context(), strings.Split(cats, ",")); err != nil {
+			b.Fatal(err)
+		}
+	}
 	for i := 0; b.Loop(); i++ {
 		for j := range variants {
 			runOnce((i+j)%len(variants), true)
 		}
+	}
+	if stopTrace != nil {
+		data, err := stopTrace(b.Context())
+		if err == nil {
+			err = os.WriteFile(traceFile, data, 0o644)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("Chromium's trace of v0's %d cases: %s (cd bench && go run ./cmd/chromeprof -cases %d %s)", b.N*suiteCases, traceFile, b.N*suiteCases, traceFile)
 	}
 	per := float64(b.N * suiteCases)
 	total := func(m map[string]time.Duration) (t time.Duration) {
