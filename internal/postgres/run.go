@@ -459,19 +459,29 @@ func (d *DB) ClaimRunByID(ctx context.Context, runID, worker string, lease time.
 // The order of candidates is the scheduling policy, the same as SQLite's:
 // the runs of the executor with the fewest runs running under a live lease
 // first, then of the executor served least recently (never served first),
-// then the oldest run (ids sort by creation time). The keys are per-row
+// then the oldest run (ids sort by creation time). The keys are
 // subqueries, which FOR UPDATE SKIP LOCKED allows (an aggregate over the
-// locked rows themselves it would not). A run still marked running when it
-// is claimed lost its worker: lost counts it.
-const claimSQL = `WITH candidate AS (
-		SELECT c.id FROM runs c
+// locked rows themselves it would not), computed once per executor with a
+// claimable run (executors), not once per claimable run: with one person's
+// 600 runs queued, keys per run made each claim read some 21,000 pages and
+// the claims of the queue grow with its square (docs/performance.md, part
+// 16). A run still marked running when it is claimed lost its worker: lost
+// counts it.
+const claimSQL = `WITH executors AS MATERIALIZED (
+		SELECT k.triggered_by,
+			(SELECT count(*) FROM runs x WHERE x.triggered_by = k.triggered_by AND x.status = 'running' AND x.lease_expires_at >= $1) AS busy,
+			(SELECT max(x.claimed_at) FROM runs x WHERE x.triggered_by = k.triggered_by) AS served
+		FROM (SELECT DISTINCT c.triggered_by FROM runs c
+			WHERE c.status IN ('queued', 'running')
+			  AND (c.status = 'queued' OR c.lease_expires_at < $1)
+			  AND ($2 = '' OR c.id = $2)) k
+	),
+	candidate AS (
+		SELECT c.id FROM runs c JOIN executors k ON k.triggered_by = c.triggered_by
 		WHERE c.status IN ('queued', 'running')
 		  AND (c.status = 'queued' OR c.lease_expires_at < $1)
 		  AND ($2 = '' OR c.id = $2)
-		ORDER BY
-			(SELECT count(*) FROM runs x WHERE x.triggered_by = c.triggered_by AND x.status = 'running' AND x.lease_expires_at >= $1),
-			(SELECT max(x.claimed_at) FROM runs x WHERE x.triggered_by = c.triggered_by) NULLS FIRST,
-			c.id
+		ORDER BY k.busy, k.served NULLS FIRST, c.id
 		LIMIT 1
 		FOR UPDATE OF c SKIP LOCKED
 	)

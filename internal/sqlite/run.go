@@ -245,15 +245,21 @@ func (d *DB) ClaimRunByID(ctx context.Context, runID, worker string, lease time.
 // claimQuery picks the next run: among the claimable runs (queued, or
 // running under an expired lease), those of the executor with the fewest
 // runs running under a live lease, then of the executor whose last claim is
-// the oldest (never claimed first), then the oldest run. Each key is a
-// per-row subquery rather than a GROUP BY so that PostgreSQL can run the
-// same statement with FOR UPDATE SKIP LOCKED.
-const claimQuery = `SELECT r.id FROM runs r
+// the oldest (never claimed first), then the oldest run. The keys are
+// computed once per executor with a claimable run (executors), not once per
+// run, so a claim does not read the whole of a long queue; as subqueries
+// rather than a GROUP BY, like PostgreSQL's claim, which locks the
+// candidate rows with FOR UPDATE SKIP LOCKED.
+const claimQuery = `WITH executors AS MATERIALIZED (
+		SELECT k.triggered_by,
+			(SELECT count(*) FROM runs x WHERE x.triggered_by = k.triggered_by AND x.status = 'running' AND x.lease_expires_at >= ?1) AS busy,
+			(SELECT max(x.claimed_at) FROM runs x WHERE x.triggered_by = k.triggered_by) AS served
+		FROM (SELECT DISTINCT c.triggered_by FROM runs c
+			WHERE (c.status = 'queued' OR (c.status = 'running' AND c.lease_expires_at < ?1)) AND (?2 = '' OR c.id = ?2)) k
+	)
+	SELECT r.id FROM runs r JOIN executors k ON k.triggered_by = r.triggered_by
 	WHERE (r.status = 'queued' OR (r.status = 'running' AND r.lease_expires_at < ?1)) AND (?2 = '' OR r.id = ?2)
-	ORDER BY
-		(SELECT count(*) FROM runs x WHERE x.triggered_by = r.triggered_by AND x.status = 'running' AND x.lease_expires_at >= ?1),
-		(SELECT max(x.claimed_at) FROM runs x WHERE x.triggered_by = r.triggered_by),
-		r.id
+	ORDER BY k.busy, k.served NULLS FIRST, r.id
 	LIMIT 1`
 
 func (d *DB) claim(ctx context.Context, only, worker string, lease time.Duration) (*duet.Run, error) {
