@@ -45,9 +45,12 @@ var scaled []scaleRow
 //     whose reads are not coalesced (DUET_DATABASE_READ_LANES=-1, what the
 //     coalescing is worth); the CPU of the duet processes and of the
 //     PostgreSQL backends per call;
-//   - run throughput: 120 runs of 5 http-step cases each, queued first, then
+//   - run throughput: 600 runs of 5 http-step cases each, queued first, then
 //     executed by one `duet worker` on SQLite, one on PostgreSQL and two on
-//     PostgreSQL (each DUET_WORKERS=4, DUET_PARALLEL=4).
+//     PostgreSQL (each DUET_WORKERS=4, DUET_PARALLEL=4). A queue that long
+//     shows a claim whose cost grows with the queue (120 runs hid one that
+//     read the whole queue per claim: docs/performance.md, part 16), and
+//     spreads the new connections' first statements over more cases.
 //
 // Every process of a row shares this machine's cores with the others, the
 // database and the load generator: the figures say how the work divides,
@@ -138,7 +141,7 @@ func scaleTables(sqliteHome, dir string) {
 		}
 	}
 
-	const runs, cases = 120, 5
+	const runs, cases = 600, 5
 	fmt.Printf("\n### Run throughput: %d runs of %d http-step cases (request + assertion), queued, then executed (DUET_WORKERS=4, DUET_PARALLEL=4 per process), %d rounds\n\n", runs, cases, *rounds)
 	src, stopTarget := httpSuite("throughput", cases)
 	defer stopTarget()
