@@ -40,21 +40,7 @@ func TestClaimKeysOncePerExecutor(t *testing.T) {
 	}
 	defer tx.Rollback(c) // EXPLAIN ANALYZE runs the claim: take it back
 	now := ts(time.Now())
-	rows, err := tx.Query(c, `EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) `+claimSQL, now, "", "w1", now.Add(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lines []string
-	for rows.Next() {
-		var l string
-		if err := rows.Scan(&l); err != nil {
-			t.Fatal(err)
-		}
-		lines = append(lines, l)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
+	lines := explainOn(t, tx, `ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF`, claimSQL, now, "", "w1", now.Add(time.Minute))
 	plan := strings.Join(lines, "\n")
 	loops := regexp.MustCompile(`loops=(\d+)`)
 	subplans := 0

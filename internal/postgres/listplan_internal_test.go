@@ -1,8 +1,11 @@
 package postgres
 
 import (
+	"context"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/duet-test/duet/internal/postgres/pgtest"
 )
@@ -77,7 +80,17 @@ func TestAssetListReadsOwnAssetsFromTheOwnerIndex(t *testing.T) {
 // explain returns PostgreSQL's plan of q (EXPLAIN, costs off), a line per node.
 func explain(t *testing.T, db *DB, q string, args ...any) string {
 	t.Helper()
-	rows, err := db.pool.Query(t.Context(), `EXPLAIN (COSTS OFF) `+q, args...)
+	return strings.Join(explainOn(t, db.pool, `COSTS OFF`, q, args...), "\n")
+}
+
+// explainOn returns the lines of EXPLAIN (opts) q run on on (a pool or a
+// transaction: EXPLAIN ANALYZE runs q, so a test that must not keep its
+// effects runs it in a transaction it rolls back).
+func explainOn(t *testing.T, on interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, opts, q string, args ...any) []string {
+	t.Helper()
+	rows, err := on.Query(t.Context(), `EXPLAIN (`+opts+`) `+q, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,5 +106,5 @@ func explain(t *testing.T, db *DB, q string, args ...any) string {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return strings.Join(lines, "\n")
+	return lines
 }

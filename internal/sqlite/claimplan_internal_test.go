@@ -33,28 +33,11 @@ func TestClaimKeysOncePerExecutor(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rows, err := db.db.QueryContext(c, "EXPLAIN QUERY PLAN "+claimQuery, int64(2), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	type node struct {
-		parent int
-		detail string
-	}
-	nodes := map[int]node{}
+	nodes := map[int]planNode{}
 	var lines []string
-	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-			t.Fatal(err)
-		}
-		nodes[id] = node{parent, detail}
-		lines = append(lines, detail)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
+	for _, n := range planNodes(t, db, claimQuery, int64(2), "") {
+		nodes[n.id] = n
+		lines = append(lines, n.detail)
 	}
 	plan := strings.Join(lines, "\n")
 	subqueries := 0

@@ -12,6 +12,24 @@ import (
 // with as many of args as q has placeholders.
 func queryPlan(t *testing.T, db *DB, q string, args ...any) string {
 	t.Helper()
+	var lines []string
+	for _, n := range planNodes(t, db, q, args...) {
+		lines = append(lines, n.detail)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// planNode is a step of EXPLAIN QUERY PLAN: its id, its parent's and what
+// it does.
+type planNode struct {
+	id, parent int
+	detail     string
+}
+
+// planNodes returns the steps of SQLite's EXPLAIN QUERY PLAN of q in order,
+// with as many of args as q has placeholders.
+func planNodes(t *testing.T, db *DB, q string, args ...any) []planNode {
+	t.Helper()
 	stmt, err := db.db.PrepareContext(t.Context(), "EXPLAIN QUERY PLAN "+q)
 	if err != nil {
 		t.Fatal(err)
@@ -27,19 +45,19 @@ func queryPlan(t *testing.T, db *DB, q string, args ...any) string {
 		t.Fatal(err)
 	}
 	defer rows.Close()
-	var lines []string
+	var nodes []planNode
 	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+		var n planNode
+		var unused int
+		if err := rows.Scan(&n.id, &n.parent, &unused, &n.detail); err != nil {
 			t.Fatal(err)
 		}
-		lines = append(lines, detail)
+		nodes = append(nodes, n)
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return strings.Join(lines, "\n")
+	return nodes
 }
 
 // TestTaskListReadsOwnTasksFromTheOwnerIndex: list_test_tasks reads the
